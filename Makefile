@@ -1,0 +1,158 @@
+# vmact build. Object lists live in Kbuild; this file only knows how to
+# build them. `make V=1` prints full commands.
+
+include Kbuild
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+SANITIZE ?= 0
+VECTORS  ?= ../shared/vectors/wire.json
+
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+AR      ?= ar
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-7s %s\n' $(1) $(2)
+endif
+
+# Evaluated lazily: `make ci` must be able to parse this file before the
+# packages that provide these .pc files are installed.
+PKGS     = libvirt jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
+           libnl-genl-3.0 libnl-3.0 libbpf libcgroup
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm -lpthread
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
+           -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS)
+ifeq ($(SANITIZE),1)
+ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ALL_LDFLAGS += -fsanitize=address,undefined
+endif
+
+# ---- object lists -------------------------------------------------------
+COMPONENTS := actuator agent-glue hotplug bpf
+LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
+LIB      := $(BUILD)/libvmact.a
+
+BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
+BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
+
+define prog_rule
+$(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
+	$$(call msg,LD,$$@)
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
+endef
+$(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
+
+UNIT_BINS  := $(addprefix $(BUILD)/tests/unit/,$(tests-unit-y))
+INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
+FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
+PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
+
+.PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
+        clean ci setup guest bench-hotplug bench-sampler tests
+.DEFAULT_GOAL := all
+
+all: $(PROGS)
+
+tests: $(PROGS) $(UNIT_BINS) $(INTEG_BINS)
+
+# ---- compile rules ------------------------------------------------------
+$(BUILD)/%.o: %.c | $(BPF_SKELS)
+	$(call msg,CC,$(patsubst $(BUILD)/%,%,$@))
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+# BPF: CO-RE objects against the running kernel's BTF, then skeletons.
+$(BUILD)/bpf/vmlinux.h:
+	$(call msg,BTF,$(patsubst $(BUILD)/%,%,$@))
+	@mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/bpf/vmlinux.h
+	$(call msg,BPF,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/bpf -I. -c $< -o $@
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,GENSKEL,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+# libFuzzer harnesses are built with clang against the sources directly so
+# the sanitizer and coverage instrumentation cover the decoders.
+FUZZ_CFLAGS = -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
+              -fsanitize=fuzzer,address,undefined
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(addprefix $(BUILD)/fuzzobj/,$(LIB_OBJS:$(BUILD)/%=%))
+	$(call msg,FUZZ,$(patsubst $(BUILD)/%,%,$@))
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
+	$(call msg,CC-FUZZ,$(patsubst $(BUILD)/%,%,$@))
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
+		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- test entry points --------------------------------------------------
+# make check: everything, under ASan+UBSan, in build/san.
+SANBUILD := $(BUILD)/san
+check:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
+	$(Q)$(MAKE) --no-print-directory fuzz-build
+	$(Q)tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
+		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)"
+
+unit:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
+	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)"
+
+.PHONY: fuzz-build
+fuzz-build: $(FUZZ_BINS)
+
+# make fuzz: each harness for FUZZ_SECONDS (default 60), corpus grown under
+# build/fuzz-corpus, seeds from tests/fuzz/corpus.
+FUZZ_SECONDS ?= 60
+fuzz: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(fuzz-y)
+
+# make ci: the README's test command. Installs what the host lacks, then
+# runs make check.
+ci:
+	$(Q)tests/setup-host.sh
+	$(Q)$(MAKE) --no-print-directory check
+
+setup:
+	$(Q)tests/setup-host.sh
+
+# ---- install ------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
+	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Runs vmact's test programs and prints one closing line "N passed, M failed"
+# summed over every cmocka test, every wirecheck vector and every fuzz seed
+# replay. A program that crashes or times out counts as one failure.
+set -u
+
+build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
+unit="" integration="" fuzzers=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=$2; shift 2 ;;
+	--fuzz) fuzzdir=$2; shift 2 ;;
+	--vectors) vectors=$2; shift 2 ;;
+	--unit) unit=$2; shift 2 ;;
+	--integration) integration=$2; shift 2 ;;
+	--fuzzers) fuzzers=$2; shift 2 ;;
+	*) echo "run-tests: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+passed=0 failed=0
+failures=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# run NAME TIMEOUT CMD...: runs a cmocka program and adds its counts.
+run_cmocka() {
+	local name=$1 limit=$2; shift 2
+	echo "=== $name"
+	timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	local p f
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	passed=$((passed + p)); failed=$((failed + f))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# Crashed, sanitizer report, timeout: not a cmocka-counted failure.
+		failed=$((failed + 1))
+		failures+=("$name (exit $rc)")
+	elif [ "$f" -ne 0 ]; then
+		failures+=("$name")
+	fi
+}
+
+for t in $unit; do
+	run_cmocka "unit/$t" 600 "$build/tests/unit/$t"
+done
+
+if [ -n "$vectors" ]; then
+	for v in $vectors; do
+		echo "=== wirecheck $v"
+		if [ ! -r "$v" ]; then
+			echo "wirecheck: cannot read $v (the shared/ checkout must sit beside this repository)"
+			failed=$((failed + 1)); failures+=("wirecheck $v (missing)")
+			continue
+		fi
+		"$build/wirecheck" "$v" 2>&1 | tee "$log"
+		rc=${PIPESTATUS[0]}
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)
+		p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed}
+		passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+		if [ "$rc" -ne 0 ]; then
+			[ -z "$line" ] && failed=$((failed + 1))
+			failures+=("wirecheck $v")
+		fi
+	done
+fi
+
+for z in $fuzzers; do
+	echo "=== fuzz replay $z"
+	seeds=(tests/fuzz/corpus/"$z"/*)
+	if [ ! -e "${seeds[0]}" ]; then
+		echo "no seed corpus in tests/fuzz/corpus/$z"
+		failed=$((failed + 1)); failures+=("fuzz $z (no seeds)")
+		continue
+	fi
+	if timeout 300 "$fuzzdir/$z" -runs=1 "${seeds[@]}" >"$log" 2>&1; then
+		passed=$((passed + 1))
+		echo "replayed ${#seeds[@]} seeds"
+	else
+		cat "$log"
+		failed=$((failed + 1)); failures+=("fuzz $z")
+	fi
+done
+
+for t in $integration; do
+	run_cmocka "integration/$t" 1800 "$build/tests/integration/$t"
+done
+
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "failed:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

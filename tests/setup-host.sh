@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 host for building and testing vmact: packages,
+# libvirt daemons, bpffs, the npm test peer. Idempotent and quick when
+# everything is already in place. Needs root.
+set -euo pipefail
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (installs packages, starts libvirtd, mounts bpffs)"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+# Build and test dependencies (Debian package names).
+packages=(
+	make gcc pkg-config clang llvm libclang-rt-14-dev
+	libvirt-dev libjansson-dev libxml2-dev libcurl4-openssl-dev libmicrohttpd-dev
+	libwslay-dev libsystemd-dev libnl-3-dev libnl-genl-3-dev libbpf-dev bpftool
+	libcgroup-dev libcmocka-dev
+	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
+	busybox-static cpio xz-utils zstd curl procps iproute2 libbpf-tools
+	nodejs npm
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+# A node from outside Debian (already on PATH) is as good as Debian's.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+	keep=()
+	for p in "${missing[@]}"; do
+		case "$p" in nodejs|npm) ;; *) keep+=("$p") ;; esac
+	done
+	missing=("${keep[@]+"${keep[@]}"}")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	say "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# libvirt runs QEMU as libvirt-qemu; the package normally creates it.
+if ! getent passwd libvirt-qemu >/dev/null; then
+	say "creating user libvirt-qemu"
+	getent group kvm >/dev/null || groupadd --system kvm
+	useradd --system --no-create-home --home-dir /var/lib/libvirt --gid kvm \
+		--shell /usr/sbin/nologin libvirt-qemu
+fi
+
+# Daemons: through systemd when it runs the machine, by hand otherwise.
+if [ -d /run/systemd/system ]; then
+	systemctl start virtlogd.socket libvirtd.socket libvirtd.service 2>/dev/null ||
+		systemctl start virtlogd libvirtd
+else
+	if ! pgrep -x virtlogd >/dev/null; then
+		say "starting virtlogd"
+		virtlogd -d
+	fi
+	if ! pgrep -x libvirtd >/dev/null; then
+		say "starting libvirtd"
+		libvirtd -d
+	fi
+fi
+for _ in $(seq 1 50); do
+	virsh -c qemu:///system version >/dev/null 2>&1 && break
+	sleep 0.2
+done
+virsh -c qemu:///system version >/dev/null 2>&1 || die "libvirtd does not answer on qemu:///system"
+
+# bpffs for pinned maps.
+if ! mountpoint -q /sys/fs/bpf; then
+	say "mounting bpffs on /sys/fs/bpf"
+	mkdir -p /sys/fs/bpf
+	mount -t bpf bpf /sys/fs/bpf
+fi
+
+# npm packages for the independent protocol peers (tests/peers), installed
+# under build/ so the source tree stays clean.
+if [ -f "$top/tests/peers/package.json" ]; then
+	npmdir="$top/build/npm"
+	if ! cmp -s "$top/tests/peers/package.json" "$npmdir/package.json" ||
+	   [ ! -d "$npmdir/node_modules" ]; then
+		say "installing npm packages for test peers"
+		mkdir -p "$npmdir"
+		cp "$top/tests/peers/package.json" "$npmdir/package.json"
+		[ -f "$top/tests/peers/package-lock.json" ] && cp "$top/tests/peers/package-lock.json" "$npmdir/"
+		(cd "$npmdir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+	fi
+fi
+
+say "host ready"
