@@ -50,7 +50,7 @@ BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
-	$$(call msg,LD,$$@)
+	$$$(call msg,LD,$(1))
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
@@ -63,6 +63,8 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler tests
 .DEFAULT_GOAL := all
+# Keep objects that chained rules produce (fuzz objects, test objects).
+.SECONDARY:
 
 all: $(PROGS)
 
