@@ -50,7 +50,7 @@ BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
-	$$$(call msg,LD,$(1))
+	$$(call msg,LD,$(1))
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
