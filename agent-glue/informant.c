@@ -328,7 +328,7 @@ int ag_agent_message_decode(const json_t *v, const json_t **data, uint64_t *seq,
 
 	if ((ret = need_object(v, "AgentMessage", err)) < 0 ||
 	    (ret = get_member(v, "data", data, err)) < 0 ||
-	    (ret = get_uint(v, "sequenceNumber", UINT64_MAX, seq, err)) < 0)
+	    (ret = get_uint(v, "sequenceNumber", LLONG_MAX, seq, err)) < 0)
 		return ret;
 	return 0;
 }
