@@ -33,7 +33,8 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
            -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
+VERSION := 0.1.0
+ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -50,7 +51,7 @@ BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
-	$$$(call msg,LD,$(1))
+	$$(call msg,LD,$(1))
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
