@@ -152,8 +152,15 @@ setup:
 	$(Q)tests/setup-host.sh
 
 # ---- install ------------------------------------------------------------
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(PREFIX)/share/doc/vmact
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
+	install -m 0644 actuator/vmactd.json.example $(DESTDIR)$(PREFIX)/share/doc/vmact/vmactd.json.example
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/vmact/README.md
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 

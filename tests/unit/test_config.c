@@ -112,6 +112,20 @@ static void test_file(void **state)
 	act_config_free(&cfg);
 }
 
+/* The shipped example must stay valid (tests run from the top directory). */
+static void test_example(void **state)
+{
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+
+	(void)state;
+	act_config_defaults(&cfg);
+	if (act_config_load("actuator/vmactd.json.example", true, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 1000);
+	act_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +133,7 @@ int main(void)
 		cmocka_unit_test(test_overrides),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_example),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
