@@ -275,6 +275,19 @@ function resources(kind, body) {
 	return {};
 }
 
+const inflightFrom = new Map(); // agentID -> path of its request in flight
+
+function requester(path, body) {
+	if (path === '/downscale' || path === '/upscale') {
+		const data = field(body, 'data');
+		const ident = data && typeof data === 'object' ? field(data, 'id') : undefined;
+		if (ident && typeof ident === 'object') return String(field(ident, 'agentID')).toLowerCase();
+		return current ? current.id : null;
+	}
+	const id = field(body, 'agentID');
+	return typeof id === 'string' ? id.toLowerCase() : null;
+}
+
 const server = http.createServer((req, res) => {
 	const chunks = [];
 	req.on('data', (c) => chunks.push(c));
@@ -295,6 +308,16 @@ const server = http.createServer((req, res) => {
 			return reply(400, 'bad JSON');
 		}
 		if (body === null || typeof body !== 'object' || Array.isArray(body)) return reply(400, 'bad JSON');
+		// The agent makes at most one request at a time (per agent ID;
+		// v<2.0 up/downscale bodies carry none and count for the current).
+		const who = requester(path, body);
+		if (who) {
+			if (inflightFrom.has(who))
+				emit({ event: 'protocol-error', agentID: who, what: path,
+					message: `concurrent requests from one agent: ${inflightFrom.get(who)} and ${path}` });
+			inflightFrom.set(who, path);
+			res.on('close', () => { if (inflightFrom.get(who) === path) inflightFrom.delete(who); });
+		}
 		const f = failures.get(path);
 		if (f && f.count > 0) {
 			f.count--;

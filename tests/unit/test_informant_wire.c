@@ -33,6 +33,7 @@ struct fixture {
 	size_t len;
 	json_t *events; /* every event so far, in order */
 	size_t cursor;  /* wait_event searches from here */
+	bool eof;       /* the fixture's stdout closed: it is gone */
 	unsigned port;
 };
 
@@ -43,6 +44,7 @@ static int on_fixture_out(sd_event_source *s, int fd, uint32_t revents, void *ud
 	char *nl;
 
 	if (n == 0 || (n < 0 && n != -EAGAIN)) {
+		fx->eof = true;
 		sd_event_source_set_enabled(s, SD_EVENT_OFF);
 		return 0;
 	}
@@ -57,6 +59,15 @@ static int on_fixture_out(sd_event_source *s, int fd, uint32_t revents, void *ud
 		memmove(fx->buf, nl + 1, fx->len);
 	}
 	return 0;
+}
+
+static const char *peer_script(void)
+{
+	const char *top = getenv("VMACT_TOP");
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tests/peers/informant.js", top ? top : ".");
+	return path;
 }
 
 /* Does ev have event == name and, for each "key=value" in match (string
@@ -99,6 +110,9 @@ static json_t *wait_event_(sd_event *ev, struct fixture *fx, const char *name,
 				return e;
 			}
 		}
+		if (fx->eof)
+			fail_msg("fixture %s exited before reporting event %s (is node installed?)",
+				 peer_script(), name);
 		if (th_now() > end)
 			fail_msg("fixture never reported event %s", name);
 		sd_event_run(ev, 50000);
@@ -127,15 +141,6 @@ static void fx_cmd(struct fixture *fx, const char *fmt, ...)
 	assert_true(n > 0 && (size_t)n < sizeof(line) - 1);
 	line[n++] = '\n';
 	assert_int_equal(write(fx->cmd_fd, line, (size_t)n), n);
-}
-
-static const char *peer_script(void)
-{
-	const char *top = getenv("VMACT_TOP");
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tests/peers/informant.js", top ? top : ".");
-	return path;
 }
 
 static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const char *max)
