@@ -77,6 +77,8 @@ struct ag_inf_agent {
 };
 
 static void kick(struct ag_inf_agent *a);
+static void complete_op(struct ag_inf_agent *a, int result, const struct ag_downscale_result *dr,
+			const struct vmact_err *err);
 static void server_exit(struct ag_inf_agent *a, const struct vmact_err *why, bool retry_should_fix);
 static int start_server(struct ag_inf_agent *a, struct vmact_err *err);
 
@@ -205,6 +207,11 @@ static void handle_suspend(struct inf_server *srv, const json_t *body,
 	case AG_INF_RUNNING:
 		set_mode(srv->a, srv, AG_INF_SUSPENDED);
 		reply_id_message(srv, reply);
+		/* A request still waiting for its turn may not go out now. */
+		if (srv->a->op.kind != OP_NONE && srv->a->inflight_kind != srv->a->op.kind) {
+			vmact_err_set(&e, EAGAIN, "informant suspended the agent before the request went out");
+			complete_op(srv->a, -EAGAIN, NULL, &e);
+		}
 		return;
 	case AG_INF_SUSPENDED:
 		violation(srv, reply, "/suspend", "Cannot suspend agent that is already suspended");
@@ -697,6 +704,9 @@ static void server_exit(struct ag_inf_agent *a, const struct vmact_err *why, boo
 		return;
 	srv->exited = true;
 	memcpy(id, srv->desc.agent_id, sizeof(id));
+	/* Cut off mid-/register: the informant may have taken it. */
+	if (a->inflight_kind == OP_REGISTER)
+		srv->made_contact = true;
 	if (a->inflight) {
 		ag_http_call_cancel(a->inflight);
 		a->inflight = NULL;

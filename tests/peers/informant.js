@@ -15,6 +15,8 @@
 // stdout (the first is {"event":"listening","port":N}). Commands:
 //   {"cmd":"set", "approve":bool, "status":"..."}        downscale answers
 //   {"cmd":"fail", "path":"/health-check", "status":404, "count":1}
+//   {"cmd":"hold", "path":"/health-check"}     keep the next answer back...
+//   {"cmd":"release"}                          ...until this
 //   {"cmd":"try-upscale", "cpu":bool, "memory":bool}   to the current agent
 //   {"cmd":"check"}                                     GET /id every agent
 //   {"cmd":"suspend"}                                   suspend the current agent
@@ -275,6 +277,7 @@ function resources(kind, body) {
 	return {};
 }
 
+const holds = new Set(), held = [];
 const inflightFrom = new Map(); // agentID -> path of its request in flight
 
 function requester(path, body) {
@@ -326,6 +329,13 @@ const server = http.createServer((req, res) => {
 		}
 		try {
 			const out = await ep.fn(body);
+			if (holds.has(path)) {
+				// Keep the answer back until {"cmd":"release"}.
+				holds.delete(path);
+				held.push(() => reply(200, JSON.stringify(out), 'application/json'));
+				emit({ event: 'held', path });
+				return;
+			}
 			reply(200, JSON.stringify(out), 'application/json');
 		} catch (e) {
 			const status = e instanceof HttpError ? e.status : 500;
@@ -368,6 +378,14 @@ const commands = {
 		const bad = checkIdMessage(agent, r, '/try-upscale');
 		emit({ event: 'try-upscale', agentID: agent.id, status: r.status, error: bad,
 			seq: r.json && field(r.json, 'sequenceNumber') });
+	},
+	hold(c) {
+		holds.add(c.path);
+		emit({ event: 'ack', cmd: 'hold' });
+	},
+	release() {
+		while (held.length) held.shift()();
+		emit({ event: 'ack', cmd: 'release' });
 	},
 	check() { return checkAll(); },
 	async suspend() {

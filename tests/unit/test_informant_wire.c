@@ -639,6 +639,38 @@ static void test_suspension(void **state)
 	env_down(&t);
 }
 
+/* A request queued behind a health check must not go out once the
+ * informant suspended the agent: it fails with -EAGAIN instead. */
+static void test_suspend_drops_queued_request(void **state)
+{
+	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_err err = { 0 };
+	char idkv[64];
+	struct env t;
+
+	(void)state;
+	env_up(&t, "1", "4", 0, 0);
+	snprintf(idkv, sizeof(idkv), "agentID=%s", ag_inf_agent_id(t.a));
+	fx_cmd(&t.fx, "{\"cmd\":\"hold\",\"path\":\"/health-check\"}");
+	wait_event(t.ev, &t.fx, "ack", "cmd=hold");
+	wait_event(t.ev, &t.fx, "held", "path=/health-check");
+	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), 0);
+	fx_cmd(&t.fx, "{\"cmd\":\"suspend\"}");
+	wait_event(t.ev, &t.fx, "suspend", idkv, "status=200");
+	wait_op(&t);
+	assert_int_equal(t.w.op_result, -EAGAIN);
+	fx_cmd(&t.fx, "{\"cmd\":\"release\"}");
+	wait_event(t.ev, &t.fx, "ack", "cmd=release");
+	fx_cmd(&t.fx, "{\"cmd\":\"resume\"}");
+	wait_event(t.ev, &t.fx, "resume", idkv, "status=200");
+	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), 0);
+	wait_op(&t);
+	assert_int_equal(t.w.op_result, 0);
+	assert_int_equal(count_events(&t.fx, "downscale"), 1);
+	assert_int_equal(ag_inf_agent_generation(t.a), 1);
+	env_down(&t);
+}
+
 static void test_resume_suspend_cycle(void **state)
 {
 	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
@@ -962,6 +994,7 @@ int main(void)
 		cmocka_unit_test(test_reregister_after_500),
 		cmocka_unit_test(test_reregister_after_register_500),
 		cmocka_unit_test(test_suspension),
+		cmocka_unit_test(test_suspend_drops_queued_request),
 		cmocka_unit_test(test_resume_suspend_cycle),
 		cmocka_unit_test(test_agent_server_answers),
 		cmocka_unit_test(test_peer_closes_mid_message),
