@@ -189,19 +189,28 @@ static int check_expected(struct inf_server *srv, const char *id, struct ag_http
 	return 0;
 }
 
-static void handle_suspend(struct inf_server *srv, const json_t *body,
-			   struct ag_http_server_reply *reply)
+/* SuspendAgent / ResumeAgent: decode and check the expected ID. */
+static int expected_prologue(struct inf_server *srv, const json_t *body, const char *what,
+			     struct ag_http_server_reply *reply)
 {
 	struct vmact_err e = { 0 };
 	char id[AG_INF_ID_MAX];
 
 	if (ag_expected_id_decode(body, id, &e) < 0) {
-		vmact_err_prefix(&e, "POST /suspend");
+		vmact_err_prefix(&e, "%s", what);
 		notice(srv->a, &e);
 		reply_error(reply, 400, "bad JSON");
-		return;
+		return -1;
 	}
-	if (check_expected(srv, id, reply) < 0)
+	return check_expected(srv, id, reply);
+}
+
+static void handle_suspend(struct inf_server *srv, const json_t *body,
+			   struct ag_http_server_reply *reply)
+{
+	struct vmact_err e = { 0 };
+
+	if (expected_prologue(srv, body, "POST /suspend", reply) < 0)
 		return;
 	switch (srv->mode) {
 	case AG_INF_RUNNING:
@@ -232,16 +241,8 @@ static void handle_suspend(struct inf_server *srv, const json_t *body,
 static void handle_resume(struct inf_server *srv, const json_t *body,
 			  struct ag_http_server_reply *reply)
 {
-	struct vmact_err e = { 0 };
-	char id[AG_INF_ID_MAX];
 
-	if (ag_expected_id_decode(body, id, &e) < 0) {
-		vmact_err_prefix(&e, "POST /resume");
-		notice(srv->a, &e);
-		reply_error(reply, 400, "bad JSON");
-		return;
-	}
-	if (check_expected(srv, id, reply) < 0)
+	if (expected_prologue(srv, body, "POST /resume", reply) < 0)
 		return;
 	switch (srv->mode) {
 	case AG_INF_SUSPENDED:
