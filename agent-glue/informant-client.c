@@ -241,7 +241,6 @@ static void handle_suspend(struct inf_server *srv, const json_t *body,
 static void handle_resume(struct inf_server *srv, const json_t *body,
 			  struct ag_http_server_reply *reply)
 {
-
 	if (expected_prologue(srv, body, "POST /resume", reply) < 0)
 		return;
 	switch (srv->mode) {
