@@ -20,8 +20,20 @@
 #include <cmocka.h>
 
 #include "actuator/macro.h"
+#include "agent-glue/http-client.h"
 #include "agent-glue/informant-client.h"
 #include "tests/net-helpers.h"
+
+/* Drives the loop until cond holds (safety limit against a hung test). */
+#define RUN_UNTIL(ev, cond)                                                   \
+	do {                                                                  \
+		uint64_t _end = th_now() + TH_SAFETY_USEC;                    \
+		while (!(cond)) {                                             \
+			if (th_now() > _end)                                  \
+				fail_msg("gave up waiting for %s", #cond);    \
+			sd_event_run((ev), 50000);                            \
+		}                                                             \
+	} while (0)
 
 /* ---- the Node fixture ------------------------------------------------- */
 
@@ -671,6 +683,86 @@ static void test_suspend_drops_queued_request(void **state)
 	env_down(&t);
 }
 
+static void dup_done(void *ud, int result, const struct ag_http_response *resp,
+		     const struct vmact_err *err)
+{
+	long *status = ud;
+
+	*status = result < 0 ? result : resp->status;
+}
+
+/* Two agents for one VM (an agent restart): the newest becomes current,
+ * the older one is suspended, and gets the VM back when the newer one
+ * unregisters. */
+static void test_two_agents(void **state)
+{
+	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct ag_inf_agent_config cfg = {
+		.listen = "127.0.0.1:0",
+		.health_interval_usec = 100000,
+		.retry_wait_usec = 50000,
+	};
+	struct vmact_err err = { 0 };
+	struct ag_inf_agent *b = NULL;
+	struct ag_http_client *http = NULL;
+	struct watch wb = { 0 };
+	char akv[64], bkv[64], url[96];
+	struct env t;
+	long status = 0;
+
+	(void)state;
+	env_up(&t, "1", "4", 0, 0);
+	snprintf(akv, sizeof(akv), "agentID=%s", ag_inf_agent_id(t.a));
+	cfg.informant_url = t.url;
+	assert_int_equal(ag_inf_agent_new(t.ev, &cfg, &watch_events, &wb, &b, &err), 0);
+	assert_int_equal(ag_inf_agent_start(b, &err), 0);
+	snprintf(bkv, sizeof(bkv), "agentID=%s", ag_inf_agent_id(b));
+	wait_event(t.ev, &t.fx, "suspend", akv, "status=200");
+	wait_event(t.ev, &t.fx, "resume", bkv, "status=200");
+	RUN_UNTIL(t.ev, ag_inf_agent_mode(b) == AG_INF_RUNNING);
+	assert_int_equal(ag_inf_agent_mode(t.a), AG_INF_SUSPENDED);
+	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), -EAGAIN);
+	assert_int_equal(ag_inf_agent_downscale(b, &to, w_down, &wb, &err), 0);
+	RUN_UNTIL(t.ev, wb.op_done);
+	assert_int_equal(wb.op_result, 0);
+	wait_event(t.ev, &t.fx, "downscale", bkv);
+
+	/* The informant refuses a second registration under B's ID. */
+	{
+		struct ag_agent_desc d = { .min_version = 1, .max_version = 4 };
+		_cleanup_(json_decrefp) json_t *j = NULL;
+		_cleanup_free_ char *body = NULL;
+		struct ag_http_request req = { .method = "POST", .content_type = "application/json",
+					       .timeout_usec = 2000000, .url = url };
+
+		snprintf(d.agent_id, sizeof(d.agent_id), "%s", ag_inf_agent_id(b));
+		snprintf(d.serve_addr, sizeof(d.serve_addr), "%s", ag_inf_agent_serve_addr(b));
+		j = ag_agent_desc_encode(&d);
+		body = ag_inf_dump(j);
+		req.body = body;
+		req.body_len = strlen(body);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/register", t.fx.port);
+		assert_int_equal(ag_http_client_new(t.ev, &http, &err), 0);
+		assert_int_equal(ag_http_client_start(http, &req, dup_done, &status, NULL, &err), 0);
+		RUN_UNTIL(t.ev, status != 0);
+		assert_int_equal(status, 409);
+		ag_http_client_free(http);
+	}
+
+	/* B leaves: A is resumed. */
+	assert_int_equal(ag_inf_agent_stop(b, w_stopped, &wb), 0);
+	assert_true(th_run_until(t.ev, &wb.stopped, TH_SAFETY_USEC));
+	wait_event(t.ev, &t.fx, "unregister", bkv, "wasActive=true");
+	wait_event(t.ev, &t.fx, "resume", akv, "status=200");
+	run_until_mode(&t, AG_INF_RUNNING);
+	assert_int_equal(ag_inf_agent_generation(t.a), 1);
+	assert_int_equal(ag_inf_agent_upscale(t.a, &to, w_up, &t.w, &err), 0);
+	wait_op(&t);
+	assert_int_equal(t.w.op_result, 0);
+	ag_inf_agent_free(b);
+	env_down(&t);
+}
+
 static void test_resume_suspend_cycle(void **state)
 {
 	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
@@ -996,6 +1088,7 @@ int main(void)
 		cmocka_unit_test(test_suspension),
 		cmocka_unit_test(test_suspend_drops_queued_request),
 		cmocka_unit_test(test_resume_suspend_cycle),
+		cmocka_unit_test(test_two_agents),
 		cmocka_unit_test(test_agent_server_answers),
 		cmocka_unit_test(test_peer_closes_mid_message),
 		cmocka_unit_test(test_peer_sends_garbage),
