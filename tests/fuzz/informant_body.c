@@ -32,6 +32,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool b, b2;
 	json_t *v = NULL, *e;
 
+	/* The raw bytes as an agent ID and as a version name. */
+	if (size < 64) {
+		char text[64], canon[AG_INF_ID_MAX];
+		uint32_t ver;
+
+		memcpy(text, data, size);
+		text[size] = '\0';
+		if (ag_inf_uuid_parse(text, s1) == 0 &&
+		    (ag_inf_uuid_parse(s1, canon) != 0 || strcmp(s1, canon) != 0))
+			abort();
+		if (ag_inf_version_parse(text, &ver, &err) == 0 &&
+		    strcmp(ag_inf_version_name(ver), text) != 0)
+			abort();
+		vmact_err_reset(&err);
+	}
 	if (ag_inf_parse_body((const char *)data, size, &v, &err) < 0)
 		return 0;
 
