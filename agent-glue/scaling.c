@@ -7,24 +7,13 @@
 #include <strings.h>
 
 #include "actuator/macro.h"
+#include "agent-glue/json.h"
 
 /* ---- JSON helpers -------------------------------------------------- */
 
-/* Go's encoding/json prefers the exact key and otherwise takes a
- * case-insensitive match. */
 static json_t *get_ci(const json_t *obj, const char *key)
 {
-	const char *k;
-	json_t *v;
-
-	v = json_object_get(obj, key);
-	if (v)
-		return v;
-	json_object_foreach((json_t *)obj, k, v) {
-		if (strcasecmp(k, key) == 0)
-			return v;
-	}
-	return NULL;
+	return ag_json_get(obj, key);
 }
 
 static int get_number(const json_t *v, const char *name, double *out, struct vmact_err *err)
