@@ -28,6 +28,21 @@ static json_t *parse(const char *s)
 	return v;
 }
 
+/* Field by field: the struct has padding. */
+static bool config_eq(const struct ag_scaling_config *x, const struct ag_scaling_config *y)
+{
+	return x->load_average_fraction_target == y->load_average_fraction_target &&
+	       x->memory_usage_fraction_target == y->memory_usage_fraction_target &&
+	       x->memory_total_fraction_target == y->memory_total_fraction_target &&
+	       x->enable_lfc_metrics == y->enable_lfc_metrics &&
+	       x->lfc_use_largest_window == y->lfc_use_largest_window &&
+	       x->lfc_to_memory_ratio == y->lfc_to_memory_ratio &&
+	       x->lfc_min_wait_before_downscale_minutes == y->lfc_min_wait_before_downscale_minutes &&
+	       x->lfc_window_size_minutes == y->lfc_window_size_minutes &&
+	       x->cpu_stable_zone_ratio == y->cpu_stable_zone_ratio &&
+	       x->cpu_mixed_zone_ratio == y->cpu_mixed_zone_ratio;
+}
+
 static void overrides_ok(const char *s, struct ag_scaling_overrides *o)
 {
 	_cleanup_(json_decrefp) json_t *v = parse(s);
@@ -98,7 +113,7 @@ static void test_overrides_decode(void **state)
 	overrides_ok("{\"someFutureField\":[1,2]}", &o);
 	assert_int_equal(o.set, 0);
 	ag_scaling_config_with_overrides(&d, NULL, &c);
-	assert_memory_equal(&c, &d, sizeof(c));
+	assert_true(config_eq(&c, &d));
 
 	overrides_err("[]", 0, "expected an object");
 	overrides_err("{\"loadAverageFractionTarget\":\"0.7\"}", 0, "loadAverageFractionTarget");
@@ -167,7 +182,7 @@ static void test_config_decode_encode(void **state)
 
 	assert_int_equal(ag_scaling_config_decode(v, &c, &err), 0);
 	ag_scaling_config_defaults(&d);
-	assert_memory_equal(&c, &d, sizeof(c));
+	assert_true(config_eq(&c, &d));
 	/* Go order and spelling; whole reals print as integers like Go's */
 	e = ag_scaling_config_encode(&c);
 	assert_non_null(e);
