@@ -552,6 +552,66 @@ static void test_failed_request_retry(void **state)
 	run_scenario(&sc);
 }
 
+/* ---- TestPeriodicPluginRequest ------------------------------------- */
+
+/* In a stable state the plugin hears from us exactly every tick. */
+static void test_periodic_plugin_request(void **state)
+{
+	struct act_state *s = calloc(1, sizeof(*s));
+	struct ag_scaling_config cfg;
+	struct act_timing t;
+	struct ag_resources one = cu(1), four = cu(4);
+	struct act_system_metrics m = { 0 };
+	struct act_actions a;
+	const act_time_t base = ACT_SEC(50);
+	act_time_t now = base;
+	unsigned requests = 0;
+
+	assert_non_null(s);
+	default_timing(&t);
+	default_config(&cfg);
+	assert_int_equal(act_state_init(s, &t, &CU, &cfg, &one, &one, &four, NULL), 0);
+	act_monitor_connected(s);
+	assert_int_equal(act_state_update_system_metrics(s, &m, NULL), 0);
+
+	assert_int_equal(act_next_actions(s, now, &a, NULL), 0);
+	assert_true(a.has_plugin && !a.plugin.has_last_permit && a.plugin.has_metrics);
+	assert_int_equal(a.warnings.n, 0);
+	assert_int_equal(act_plugin_starting(s, now, &one, NULL), 0);
+	now += ACT_MS(100);
+	assert_int_equal(act_plugin_response(s, now, &one, NULL), 0);
+
+	while (now - base < ACT_SEC(20)) {
+		int64_t since = (now - base) % t.plugin_request_tick;
+
+		assert_int_equal(act_next_actions(s, now, &a, NULL), 0);
+		assert_false(a.has_hotplug || a.has_monitor_upscale || a.has_monitor_downscale);
+		assert_int_equal(a.warnings.n, 0);
+		if (since != 0) {
+			assert_false(a.has_plugin);
+			assert_true(a.has_wait);
+			assert_int_equal(a.wait, t.plugin_request_tick - since);
+			now += ACT_MS(100);
+			continue;
+		}
+		assert_true(a.has_plugin);
+		assert_false(a.has_wait);
+		assert_true(a.plugin.has_last_permit && act_res_eq(a.plugin.last_permit, one));
+		assert_true(act_res_eq(a.plugin.target, one));
+		assert_int_equal(act_plugin_starting(s, now, &one, NULL), 0);
+		assert_int_equal(act_next_actions(s, now, &a, NULL), 0);
+		assert_false(a.has_plugin || a.has_wait);
+		now += ACT_MS(50);
+		assert_int_equal(act_next_actions(s, now, &a, NULL), 0);
+		assert_false(a.has_plugin || a.has_wait);
+		assert_int_equal(act_plugin_response(s, now, &one, NULL), 0);
+		now += ACT_MS(50);
+		requests++;
+	}
+	assert_int_equal(requests, 3); /* at 5 s, 10 s, 15 s */
+	free(s);
+}
+
 /* ---- smaller behaviours -------------------------------------------- */
 
 static void jitter_timing(struct act_timing *t)
@@ -893,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_denied_downscaling_increase_and_retry),
 		cmocka_unit_test(test_requested_upscale),
 		cmocka_unit_test(test_failed_request_retry),
+		cmocka_unit_test(test_periodic_plugin_request),
 		cmocka_unit_test(test_plugin_jitter),
 		cmocka_unit_test(test_no_monitor_no_downscale),
 		cmocka_unit_test(test_permit_validation),
