@@ -42,6 +42,7 @@ enum op {
 	METRICS,     /* load1 = x, everything else as given */
 	CONNECT,     /* monitor connected */
 	UPREQ,       /* monitor UpscaleRequest{memory} */
+	BOUNDS,      /* VM update: min n CU, max n2 CU */
 	P_START, P_OK, P_FAIL,
 	H_START, H_DONE, H_FAIL,
 	MU_START, MU_OK, MD_START, MD_OK, MD_DENIED,
@@ -50,7 +51,7 @@ enum op {
 struct step {
 	enum op op;
 	int64_t ms;          /* TICK */
-	unsigned n;          /* CU count for starts, permits, DESIRED */
+	unsigned n, n2;      /* CU count for starts, permits, DESIRED, BOUNDS */
 	double load1, mem_usage;
 	/* NEXT expectations; CU counts, 0 = no such action */
 	bool has_wait;
@@ -236,6 +237,12 @@ static void run_scenario(const struct scenario *sc)
 		case UPREQ:
 			ret = act_monitor_upscale_requested(s, now, false, true, &err);
 			break;
+		case BOUNDS: {
+			struct ag_resources lo = cu(st->n), hi = cu(st->n2);
+
+			ret = act_state_update_vm(s, &lo, &hi, &cfg, &err);
+			break;
+		}
 		case P_START:
 			ret = act_plugin_starting(s, now, &r, &err);
 			break;
@@ -548,6 +555,73 @@ static const struct step failed_retry[] = {
 static void test_failed_request_retry(void **state)
 {
 	struct scenario sc = { "TestFailedRequestRetry", 1, 2, 1, failed_timing, failed_retry };
+
+	run_scenario(&sc);
+}
+
+/* ---- TestBoundsChangeRequiresDownsale / ...Upscale ----------------- */
+
+static const struct step bounds_down[] = {
+	S(.op = CONNECT),
+	INITIAL_REQUEST(2),
+	S(.op = TICK, .ms = 100),
+	S(.op = METRICS, .load1 = 0.3),
+	S(.op = DESIRED, .n = 2),
+	S(.op = NEXT, WAIT(4800)),
+	S(.op = TICK, .ms = 100),
+	S(.op = BOUNDS, .n = 1, .n2 = 1),
+	S(.op = NEXT, WAIT(4700), MDOWN(2, 1)),
+	S(.op = MD_START, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = MD_OK),
+	S(.op = NEXT, WAIT(4600), HOTPLUG(2, 1)),
+	S(.op = H_START, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = H_DONE),
+	S(.op = NEXT, PLUGIN(2, 1, 0.3)),
+	S(.op = P_START, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = NEXT, WAIT(4800)),
+	{ .op = END },
+};
+
+static void test_bounds_change_requires_downscale(void **state)
+{
+	struct scenario sc = { "TestBoundsChangeRequiresDownsale", 1, 3, 2, NULL, bounds_down };
+
+	run_scenario(&sc);
+}
+
+static const struct step bounds_up[] = {
+	S(.op = CONNECT),
+	INITIAL_REQUEST(2),
+	S(.op = TICK, .ms = 100),
+	S(.op = METRICS, .load1 = 0.3),
+	S(.op = DESIRED, .n = 2),
+	S(.op = NEXT, WAIT(4800)),
+	S(.op = TICK, .ms = 100),
+	S(.op = BOUNDS, .n = 3, .n2 = 3),
+	S(.op = NEXT, PLUGIN(2, 3, 0.3)),
+	S(.op = P_START, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 3),
+	S(.op = NEXT, WAIT(4900), HOTPLUG(2, 3)),
+	S(.op = H_START, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = H_DONE),
+	S(.op = NEXT, WAIT(4800), MUP(2, 3)),
+	S(.op = MU_START, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = MU_OK),
+	S(.op = NEXT, WAIT(4700)),
+	{ .op = END },
+};
+
+static void test_bounds_change_requires_upscale(void **state)
+{
+	struct scenario sc = { "TestBoundsChangeRequiresUpscale", 1, 3, 2, NULL, bounds_up };
 
 	run_scenario(&sc);
 }
@@ -953,6 +1027,8 @@ int main(void)
 		cmocka_unit_test(test_denied_downscaling_increase_and_retry),
 		cmocka_unit_test(test_requested_upscale),
 		cmocka_unit_test(test_failed_request_retry),
+		cmocka_unit_test(test_bounds_change_requires_downscale),
+		cmocka_unit_test(test_bounds_change_requires_upscale),
 		cmocka_unit_test(test_periodic_plugin_request),
 		cmocka_unit_test(test_plugin_jitter),
 		cmocka_unit_test(test_no_monitor_no_downscale),
