@@ -626,6 +626,102 @@ static void test_bounds_change_requires_upscale(void **state)
 	run_scenario(&sc);
 }
 
+/* ---- TestDownscalePivotBack ---------------------------------------- */
+
+/* Load returns in the middle of each stage of a downscale (monitor request,
+ * unplug, usage update, plugin notification); the stages already done are
+ * undone in reverse, the rest never happen. */
+#define PUSH(...) (steps[k++] = (struct step)S(__VA_ARGS__))
+
+static void test_downscale_pivot_back(void **state)
+{
+	for (int i = 0; i < 4; i++) {
+		struct step steps[64];
+		size_t k = 0;
+		int64_t pw = 4800;
+		char name[64];
+
+		PUSH(.op = CONNECT);
+		PUSH(.op = NEXT, PLUGIN(0, 2, -1), WARN(W_MISSING));
+		PUSH(.op = P_START, .n = 2);
+		PUSH(.op = TICK, .ms = 100);
+		PUSH(.op = P_OK, .n = 2);
+		PUSH(.op = TICK, .ms = 100);
+		PUSH(.op = METRICS, .load1 = 0.0);
+		PUSH(.op = DESIRED, .n = 1);
+		for (int j = 0; j <= i; j++) {
+			bool mid = j == i;
+
+			switch (j) {
+			case 0:
+				PUSH(.op = NEXT, WAIT(pw), MDOWN(2, 1));
+				PUSH(.op = MD_START, .n = 1);
+				break;
+			case 1:
+				PUSH(.op = NEXT, WAIT(pw), HOTPLUG(2, 1));
+				PUSH(.op = H_START, .n = 1);
+				break;
+			case 3:
+				PUSH(.op = NEXT, PLUGIN(2, 1, 0.0));
+				PUSH(.op = P_START, .n = 1);
+				break;
+			}
+			if (j != 2)
+				PUSH(.op = TICK, .ms = 50);
+			if (mid) {
+				PUSH(.op = METRICS, .load1 = 0.3);
+				PUSH(.op = DESIRED, .n = 2);
+			}
+			if (j != 2)
+				PUSH(.op = TICK, .ms = 50);
+			switch (j) {
+			case 0:
+				pw -= 100;
+				PUSH(.op = MD_OK);
+				break;
+			case 1:
+				pw -= 100;
+				PUSH(.op = H_DONE);
+				break;
+			case 3:
+				pw = 4900;
+				PUSH(.op = P_OK, .n = 1);
+				break;
+			}
+		}
+		for (int j = i; j >= 0; j--) {
+			switch (j) {
+			case 3:
+				PUSH(.op = NEXT, PLUGIN(1, 2, 0.3));
+				PUSH(.op = P_START, .n = 2);
+				PUSH(.op = TICK, .ms = 100);
+				pw = 4900;
+				PUSH(.op = P_OK, .n = 2);
+				break;
+			case 1:
+				PUSH(.op = NEXT, WAIT(pw), HOTPLUG(1, 2));
+				PUSH(.op = H_START, .n = 2);
+				PUSH(.op = TICK, .ms = 100);
+				pw -= 100;
+				PUSH(.op = H_DONE);
+				break;
+			case 0:
+				PUSH(.op = NEXT, WAIT(pw), MUP(1, 2));
+				PUSH(.op = MU_START, .n = 2);
+				PUSH(.op = TICK, .ms = 100);
+				pw -= 100;
+				PUSH(.op = MU_OK);
+				break;
+			}
+		}
+		PUSH(.op = NEXT, WAIT(pw));
+		steps[k].op = END;
+		assert_true(k < ARRAY_SIZE(steps));
+		snprintf(name, sizeof(name), "TestDownscalePivotBack iter %d", i);
+		run_scenario(&(struct scenario){ name, 1, 3, 2, NULL, steps });
+	}
+}
+
 /* ---- TestPeriodicPluginRequest ------------------------------------- */
 
 /* In a stable state the plugin hears from us exactly every tick. */
@@ -1029,6 +1125,7 @@ int main(void)
 		cmocka_unit_test(test_failed_request_retry),
 		cmocka_unit_test(test_bounds_change_requires_downscale),
 		cmocka_unit_test(test_bounds_change_requires_upscale),
+		cmocka_unit_test(test_downscale_pivot_back),
 		cmocka_unit_test(test_periodic_plugin_request),
 		cmocka_unit_test(test_plugin_jitter),
 		cmocka_unit_test(test_no_monitor_no_downscale),
