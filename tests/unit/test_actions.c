@@ -722,6 +722,60 @@ static void test_downscale_pivot_back(void **state)
 	}
 }
 
+/* ---- TestMetricsConcurrentUpdatedDuringDownscale ------------------- */
+
+/* A VM assigned above its max (pooled VMs), no monitor at first, metrics
+ * arriving in the middle of the monitor request. */
+static const struct step concurrent_metrics[] = {
+	S(.op = NEXT, PLUGIN(0, 3, -1),
+	  WARN(W_MISSING, "Wanted to send vm-monitor downscale request, but there's no active connection")),
+	S(.op = P_START, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = CONNECT),
+	/* without metrics only down to what the bounds require */
+	S(.op = NEXT, WAIT(4800), MDOWN(3, 2), WARN(W_MISSING)),
+	S(.op = MD_START, .n = 2),
+	S(.op = TICK, .ms = 100),
+	S(.op = METRICS, .load1 = 0.0, .mem_usage = 150589570),
+	S(.op = NEXT, WAIT(4700)),
+	S(.op = TICK, .ms = 100),
+	S(.op = MD_OK),
+	S(.op = NEXT, WAIT(4600), HOTPLUG(3, 2), MDOWN(2, 1)),
+	S(.op = H_START, .n = 2),
+	S(.op = MD_START, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = MD_OK),
+	S(.op = NEXT, WAIT(4500),
+	  WARN("Wanted to hotplug resources, but there's already hotplug (for different resources) ongoing")),
+	S(.op = TICK, .ms = 100),
+	S(.op = H_DONE),
+	/* the plugin hears of 2 CU (what is plugged), not of 1 CU */
+	S(.op = NEXT, PLUGIN(3, 2, 0.0), HOTPLUG(2, 1)),
+	S(.op = P_START, .n = 2),
+	S(.op = H_START, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 2),
+	S(.op = NEXT, WAIT(4900)),
+	S(.op = TICK, .ms = 100),
+	S(.op = H_DONE),
+	S(.op = NEXT, PLUGIN(2, 1, 0.0)),
+	S(.op = P_START, .n = 1),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 1),
+	S(.op = NEXT, WAIT(4900)),
+	{ .op = END },
+};
+
+static void test_metrics_concurrent_updated_during_downscale(void **state)
+{
+	struct scenario sc = { "TestMetricsConcurrentUpdatedDuringDownscale", 1, 2, 3, NULL,
+			       concurrent_metrics };
+
+	run_scenario(&sc);
+}
+
 /* ---- TestPeriodicPluginRequest ------------------------------------- */
 
 /* In a stable state the plugin hears from us exactly every tick. */
@@ -1126,6 +1180,7 @@ int main(void)
 		cmocka_unit_test(test_bounds_change_requires_downscale),
 		cmocka_unit_test(test_bounds_change_requires_upscale),
 		cmocka_unit_test(test_downscale_pivot_back),
+		cmocka_unit_test(test_metrics_concurrent_updated_during_downscale),
 		cmocka_unit_test(test_periodic_plugin_request),
 		cmocka_unit_test(test_plugin_jitter),
 		cmocka_unit_test(test_no_monitor_no_downscale),
