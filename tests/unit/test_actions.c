@@ -561,14 +561,14 @@ static void test_failed_request_retry(void **state)
 
 /* ---- TestBoundsChangeRequiresDownsale / ...Upscale ----------------- */
 
+/* At 2 CU with load for 2 CU, then the bounds change. */
+#define BOUNDS_PREFIX                                                               \
+	S(.op = CONNECT), INITIAL_REQUEST(2), S(.op = TICK, .ms = 100),             \
+	S(.op = METRICS, .load1 = 0.3), S(.op = DESIRED, .n = 2),                  \
+	S(.op = NEXT, WAIT(4800)), S(.op = TICK, .ms = 100)
+
 static const struct step bounds_down[] = {
-	S(.op = CONNECT),
-	INITIAL_REQUEST(2),
-	S(.op = TICK, .ms = 100),
-	S(.op = METRICS, .load1 = 0.3),
-	S(.op = DESIRED, .n = 2),
-	S(.op = NEXT, WAIT(4800)),
-	S(.op = TICK, .ms = 100),
+	BOUNDS_PREFIX,
 	S(.op = BOUNDS, .n = 1, .n2 = 1),
 	S(.op = NEXT, WAIT(4700), MDOWN(2, 1)),
 	S(.op = MD_START, .n = 1),
@@ -595,13 +595,7 @@ static void test_bounds_change_requires_downscale(void **state)
 }
 
 static const struct step bounds_up[] = {
-	S(.op = CONNECT),
-	INITIAL_REQUEST(2),
-	S(.op = TICK, .ms = 100),
-	S(.op = METRICS, .load1 = 0.3),
-	S(.op = DESIRED, .n = 2),
-	S(.op = NEXT, WAIT(4800)),
-	S(.op = TICK, .ms = 100),
+	BOUNDS_PREFIX,
 	S(.op = BOUNDS, .n = 3, .n2 = 3),
 	S(.op = NEXT, PLUGIN(2, 3, 0.3)),
 	S(.op = P_START, .n = 3),
