@@ -486,5 +486,5 @@ int main(void)
 		cmocka_unit_test(test_server_bad_listen),
 	};
 
-	return cmocka_run_group_tests_name("ag-http", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("test_http", tests, NULL, NULL);
 }
