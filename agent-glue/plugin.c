@@ -130,6 +130,12 @@ json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct ag_res
 				      r->mem_bytes, slot_bytes);
 			return NULL;
 		}
+		if (r->mem_bytes / slot_bytes > (uint64_t)INT64_MAX) {
+			json_decref(cpu);
+			vmact_err_set(err, ERANGE, "mem: %" PRIu64 " slots do not fit a JSON integer",
+				      r->mem_bytes / slot_bytes);
+			return NULL;
+		}
 		mem = json_integer((json_int_t)(r->mem_bytes / slot_bytes));
 	}
 	if (!cpu || !mem) {
