@@ -166,7 +166,7 @@ int ag_plugin_resources_decode(enum ag_plugin_version v, const json_t *j, uint64
 	if (ag_milli_cpu_decode(cpu, &r.milli_cpu, err) < 0)
 		return vmact_err_prefix(err, "vCPUs");
 	if (!ag_plugin_supports_fractional_cpu(v) && r.milli_cpu % 1000)
-		return vmact_err_set(err, EINVAL,
+		return vmact_err_set(err, EDOM,
 				     "vCPUs: fractional CPU (%" PRIu32 "m) with protocol version %s, "
 				     "which carries whole CPUs only",
 				     r.milli_cpu, ag_plugin_version_format((int)v));
@@ -376,7 +376,7 @@ static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_a
 
 	if (!m || json_is_null(m)) {
 		if (!ag_plugin_allows_nil_metrics(v))
-			return vmact_err_set(err, EINVAL, "null is not allowed with protocol %s",
+			return vmact_err_set(err, ENODATA, "null is not allowed with protocol %s",
 					     ag_plugin_version_format((int)v));
 		r->has_metrics = false;
 		return 0;

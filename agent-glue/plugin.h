@@ -94,7 +94,9 @@ json_t *ag_agent_request_encode(const struct ag_agent_request *r, uint64_t slot_
 				struct vmact_err *err);
 /* Decodes a request (the arbiter's side). The protoVersion must be a
  * valid 1..7 first (the arbiter checks and words that error itself, see
- * ag_agent_request_peek_version). */
+ * ag_agent_request_peek_version). Distinct codes for the two errors the
+ * legacy plugins word specially: -EDOM fractional CPU below 2.0, -ENODATA
+ * null metrics in 1.0; other malformed input is -EINVAL/-ERANGE. */
 int ag_agent_request_decode(const json_t *j, uint64_t slot_bytes, struct ag_agent_request *out,
 			    struct vmact_err *err);
 /* Reads only "protoVersion": 0 when absent (Go's zero value), -EINVAL when
