@@ -107,6 +107,8 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 		return vmact_err_set(err, EINVAL,
 				     "arbiter: compute unit memory is not a multiple of the slot size");
 	}
+	if (!a->cfg.request_timeout_usec)
+		a->cfg.request_timeout_usec = 10ULL * 1000000ULL;
 	if (!a->cfg.pod_ttl_usec)
 		a->cfg.pod_ttl_usec = 60ULL * 1000000ULL;
 	a->total.milli_cpu = (uint32_t)cpu;
@@ -494,7 +496,7 @@ int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 		.too_large_body = "bad JSON",
 		.conn_limit = 512,
 		.idle_timeout_sec = 30,
-		.request_timeout_usec = 10ULL * 1000000ULL,
+		.request_timeout_usec = a->cfg.request_timeout_usec,
 	};
 	uint64_t now;
 	int r;

@@ -49,6 +49,7 @@ struct ag_arbiter_config {
 	struct ag_resources legacy_compute_unit;
 	enum ag_plugin_version min_version, max_version; /* 0 = 1.0 / 5.0 */
 	uint64_t pod_ttl_usec;          /* 0 = 60 s */
+	uint64_t request_timeout_usec;  /* whole HTTP request (slowloris cut); 0 = 10 s */
 };
 
 struct ag_arbiter_totals {
@@ -95,7 +96,7 @@ int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 		   struct ag_resources *reserved, struct ag_resources *pressure);
 
 /* Serves the protocol on the loop (1 KiB body limit answered "bad JSON",
- * slow requests cut after 10 s) and expires idle pods. listen is
+ * slow requests cut after request_timeout) and expires idle pods. listen is
  * "ADDR:PORT" or "unix:PATH". One listener per arbiter. */
 int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 		      struct vmact_err *err);

@@ -37,13 +37,14 @@ static const char usage[] =
 	"  --min-version V        lowest protocol version accepted (default 1.0)\n"
 	"  --max-version V        highest protocol version accepted (default 5.0)\n"
 	"  --pod-ttl SECONDS      forget pods silent this long (default 60)\n"
+	"  --request-timeout SECONDS  cut connections whose request takes longer (default 10)\n"
 	"  -v, --verbose          log every decision to stderr\n"
 	"  -h, --help             this text\n"
 	"  --version              print the version\n";
 
 enum {
 	OPT_LISTEN = 256, OPT_CPU, OPT_MEMORY, OPT_RCPU, OPT_RMEM, OPT_OCPU, OPT_OMEM, OPT_WM,
-	OPT_SLOT, OPT_CU, OPT_MINV, OPT_MAXV, OPT_TTL, OPT_VERSION,
+	OPT_SLOT, OPT_CU, OPT_MINV, OPT_MAXV, OPT_TTL, OPT_RTO, OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -60,6 +61,7 @@ static const struct option options[] = {
 	{ "min-version", required_argument, NULL, OPT_MINV },
 	{ "max-version", required_argument, NULL, OPT_MAXV },
 	{ "pod-ttl", required_argument, NULL, OPT_TTL },
+	{ "request-timeout", required_argument, NULL, OPT_RTO },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -203,6 +205,10 @@ int main(int argc, char **argv)
 		case OPT_TTL:
 			r = parse_factor("pod-ttl", optarg, 0, 86400, true, &d);
 			cfg.pod_ttl_usec = (uint64_t)(d * 1e6);
+			break;
+		case OPT_RTO:
+			r = parse_factor("request-timeout", optarg, 0, 3600, true, &d);
+			cfg.request_timeout_usec = (uint64_t)(d * 1e6);
 			break;
 		case 'v':
 			verbose = true;
