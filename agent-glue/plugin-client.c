@@ -288,9 +288,9 @@ static int send_pending(struct pending *p, struct vmact_err *err)
 	len = strlen(body);
 	if (len >= AG_PLUGIN_MAX_BODY)
 		return vmact_err_set(err, EMSGSIZE,
-				     "request body for pod %s/%s is %zu bytes; the plugin reads at most %d "
-				     "(shorten the pod name)",
-				     p->req.pod_namespace, p->req.pod_name, len, AG_PLUGIN_MAX_BODY - 1);
+				     "request body is %zu bytes but the plugin reads at most %d: shorten the "
+				     "pod name (%.64s/%.64s...)",
+				     len, AG_PLUGIN_MAX_BODY - 1, p->req.pod_namespace, p->req.pod_name);
 	hr.method = "POST";
 	hr.url = pc->url;
 	hr.content_type = "application/json";

@@ -33,8 +33,10 @@ enum ag_plugin_version {
 #define AG_PLUGIN_DEFAULT_PORT 10299
 /* The plugin reads at most this much of a request body (§1.1). */
 #define AG_PLUGIN_MAX_BODY 1024
-/* Longest namespace / pod name the codec carries (k8s allows 63 / 253). */
-#define AG_PLUGIN_NAME_MAX 253
+/* Longest namespace / pod name the codec carries. k8s allows 63 / 253,
+ * but vmact names pods after libvirt domains, which may be longer; the
+ * real bound is the 1 KiB body, checked when a request is sent. */
+#define AG_PLUGIN_NAME_MAX 1023
 
 bool ag_plugin_version_valid(int v);
 /* "1.0" .. "5.0" (a leading 'v' is accepted). */

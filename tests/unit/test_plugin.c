@@ -303,14 +303,14 @@ static void test_decode_request_errors(void **state)
 	expect_request_error("{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"a\\u0000b\"}}",
 			     0, "NUL");
 	{
-		char body[600];
-		char name[300];
+		char body[1300];
+		char name[1100];
 
 		memset(name, 'n', sizeof(name) - 1);
 		name[sizeof(name) - 1] = '\0';
 		snprintf(body, sizeof(body),
 			 "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"%s\"}}", name);
-		expect_request_error(body, 0, "pod: name: longer than 253");
+		expect_request_error(body, 0, "pod: name: longer than 1023");
 	}
 	expect_request_error("{\"protoVersion\":7," POD "," CU "}", 0, "resources: missing");
 	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":\"x\",\"mem\":1}}",
