@@ -214,12 +214,20 @@ char *ag_plugin_dumps(const json_t *msg)
 static json_t *float_json(const char *key, float f, struct vmact_err *err)
 {
 	json_t *j;
+	double d;
 
 	if (!isfinite(f)) {
 		vmact_err_set(err, EINVAL, "metrics.%s: not a finite number", key);
 		return NULL;
 	}
-	j = json_real(ag_plugin_float32_wire(f));
+	d = ag_plugin_float32_wire(f);
+	/* Go prints integral floats below 1e21 without a fraction
+	 * ("100000000"); jansson would add ".0" to a real, so those go out as
+	 * integers (same value for every reader). */
+	if (d == floor(d) && fabs(d) <= 9007199254740992.0)
+		j = json_integer((json_int_t)d);
+	else
+		j = json_real(d);
 	if (!j)
 		vmact_err_set(err, ENOMEM, "out of memory");
 	return j;

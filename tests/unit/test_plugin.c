@@ -111,23 +111,23 @@ static void test_encode_every_version(void **state)
 	static const char *want[] = {
 		"{\"protoVersion\":1,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":2},"
-		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000.0}}",
+		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
 		"{\"protoVersion\":2,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":2},"
-		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000.0}}",
+		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
 		"{\"protoVersion\":3,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":2},"
-		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000.0}}",
+		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
 		"{\"protoVersion\":4,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":2},\"lastPermit\":{\"vCPUs\":1,\"mem\":1},"
-		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000.0}}",
+		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
 		"{\"protoVersion\":5,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":2},\"lastPermit\":{\"vCPUs\":1,\"mem\":1},"
-		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000.0}}",
+		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
 		"{\"protoVersion\":6,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":\"2Gi\"},\"lastPermit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},"
-		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000.0}}",
+		"\"metrics\":{\"loadAvg1M\":0.37,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
 		"{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 		"\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},"
 		"\"resources\":{\"vCPUs\":2,\"mem\":\"2Gi\"},\"lastPermit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},"
