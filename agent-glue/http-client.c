@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 
 #include "actuator/macro.h"
+#include "agent-glue/bodybuf.h"
 
 struct ag_http_call {
 	struct ag_http_client *client;
@@ -22,8 +23,8 @@ struct ag_http_call {
 	struct curl_slist *headers;
 	ag_http_done_fn *cb;
 	void *userdata;
-	char *buf;
-	size_t len, cap, max;
+	struct ag_bodybuf body;
+	size_t max;
 	bool too_big;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -57,7 +58,7 @@ static void call_free(struct ag_http_call *call)
 		curl_easy_cleanup(call->easy);
 	}
 	curl_slist_free_all(call->headers);
-	free(call->buf);
+	ag_bodybuf_clear(&call->body);
 	free(call);
 }
 
@@ -106,8 +107,8 @@ static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
 		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp.status);
 		curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ct);
 		resp.content_type = ct ? ct : "";
-		resp.body = call->buf ? call->buf : "";
-		resp.body_len = call->len;
+		resp.body = call->body.data ? call->body.data : "";
+		resp.body_len = call->body.len;
 		call->cb(call->userdata, 0, &resp, NULL);
 	} else {
 		int code = map_curl_error(rc, call);
@@ -214,25 +215,12 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 	struct ag_http_call *call = userdata;
 	size_t n = size * nmemb;
 
-	if (n > call->max - call->len) {
+	if (n > call->max - call->body.len) {
 		call->too_big = true;
 		return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
 	}
-	if (call->len + n + 1 > call->cap) {
-		size_t cap = call->cap ? call->cap : 1024;
-		char *p;
-
-		while (cap < call->len + n + 1)
-			cap *= 2;
-		p = realloc(call->buf, cap);
-		if (!p)
-			return 0;
-		call->buf = p;
-		call->cap = cap;
-	}
-	memcpy(call->buf + call->len, data, n);
-	call->len += n;
-	call->buf[call->len] = '\0';
+	if (ag_bodybuf_append(&call->body, data, n) < 0)
+		return 0;
 	return n;
 }
 

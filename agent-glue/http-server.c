@@ -13,6 +13,7 @@
 #include <sys/un.h>
 
 #include "actuator/macro.h"
+#include "agent-glue/bodybuf.h"
 
 /* One per connection: the whole-request deadline lives here because MHD's
  * own timeout only measures inactivity, which a slow trickle resets. */
@@ -25,8 +26,7 @@ struct conn_track {
 
 /* One per request: the body being accumulated. */
 struct req_state {
-	char *buf;
-	size_t len, cap;
+	struct ag_bodybuf body;
 	bool too_big;
 	bool replied;
 };
@@ -140,30 +140,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		*upload_data_size = 0;
 		if (rs->too_big || rs->replied)
 			return MHD_YES;
-		if (n > s->max_body - rs->len) {
+		if (n > s->max_body - rs->body.len) {
 			/* Chunked body past the limit: drain it (bounded by the
 			 * request deadline) and answer at the end. */
 			rs->too_big = true;
-			free(rs->buf);
-			rs->buf = NULL;
-			rs->len = rs->cap = 0;
+			ag_bodybuf_clear(&rs->body);
 			return MHD_YES;
 		}
-		if (rs->len + n + 1 > rs->cap) {
-			size_t cap = rs->cap ? rs->cap : 512;
-			char *p;
-
-			while (cap < rs->len + n + 1)
-				cap *= 2;
-			p = realloc(rs->buf, cap);
-			if (!p)
-				return MHD_NO;
-			rs->buf = p;
-			rs->cap = cap;
-		}
-		memcpy(rs->buf + rs->len, upload_data, n);
-		rs->len += n;
-		rs->buf[rs->len] = '\0';
+		if (ag_bodybuf_append(&rs->body, upload_data, n) < 0)
+			return MHD_NO;
 		return MHD_YES;
 	}
 	if (rs->replied)
@@ -176,8 +161,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		struct ag_http_server_request req = {
 			.method = method,
 			.url = url,
-			.body = rs->buf ? rs->buf : "",
-			.body_len = rs->len,
+			.body = rs->body.data ? rs->body.data : "",
+			.body_len = rs->body.len,
 		};
 		struct ag_http_server_reply reply = { 0 };
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -200,7 +185,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	const union MHD_ConnectionInfo *ci;
 
 	if (rs) {
-		free(rs->buf);
+		ag_bodybuf_clear(&rs->body);
 		free(rs);
 		*con_cls = NULL;
 	}

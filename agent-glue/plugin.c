@@ -150,28 +150,18 @@ json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct ag_res
 int ag_plugin_resources_decode(enum ag_plugin_version v, const json_t *j, uint64_t slot_bytes,
 			       struct ag_resources *out, struct vmact_err *err)
 {
-	const json_t *cpu, *mem;
 	struct ag_resources r;
 
 	if (!ag_plugin_version_valid((int)v))
 		return vmact_err_set(err, EINVAL, "invalid protocol version %d", (int)v);
-	if (!json_is_object(j))
-		return vmact_err_set(err, EINVAL, "expected an object {\"vCPUs\", \"mem\"}");
-	cpu = ag_json_get(j, "vCPUs");
-	if (!cpu)
-		return vmact_err_set(err, EINVAL, "vCPUs: missing");
-	mem = ag_json_get(j, "mem");
-	if (!mem)
-		return vmact_err_set(err, EINVAL, "mem: missing");
-	if (ag_milli_cpu_decode(cpu, &r.milli_cpu, err) < 0)
-		return vmact_err_prefix(err, "vCPUs");
+	/* Same shape in every version; only the units differ. */
+	if (ag_resources_decode(j, &r, err) < 0)
+		return -err->code;
 	if (!ag_plugin_supports_fractional_cpu(v) && r.milli_cpu % 1000)
 		return vmact_err_set(err, EDOM,
 				     "vCPUs: fractional CPU (%" PRIu32 "m) with protocol version %s, "
 				     "which carries whole CPUs only",
 				     r.milli_cpu, ag_plugin_version_format((int)v));
-	if (ag_bytes_decode(mem, &r.mem_bytes, err) < 0)
-		return vmact_err_prefix(err, "mem");
 	if (!ag_plugin_memory_as_bytes(v)) {
 		uint64_t slots = r.mem_bytes;
 
