@@ -415,6 +415,51 @@ static void test_sigterm_clean_exit(void **state)
 	assert_non_null(strstr(out, "vmact-arbiter: stopped"));
 }
 
+/* The arbiter against a Node.js agent peer (tests/peers/plugin-agent.js)
+ * whose HTTP client and JSON encoding vmact did not write. */
+static void test_node_agent_peer(void **state)
+{
+	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "64", "--memory",
+					    "256Gi", "--slot-size", "1Gi", "--watermark", "1", NULL };
+	struct proc p;
+	char port[16], out[4096], log[8192];
+	int pipefd[2], status;
+	size_t len = 0;
+	pid_t pid;
+
+	if (access("tests/peers/plugin-agent.js", R_OK) != 0)
+		fail_msg("tests/peers/plugin-agent.js not found (run from the source tree top)");
+	assert_int_equal(spawn(&p, args, true), 0);
+	snprintf(port, sizeof(port), "%u", p.port);
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		execlp("node", "node", "tests/peers/plugin-agent.js", port, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	for (;;) {
+		ssize_t n = read(pipefd[0], log + len, sizeof(log) - len - 1);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len + 1 >= sizeof(log))
+			break;
+	}
+	log[len] = '\0';
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p, out, sizeof(out)), 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !strstr(log, "ok "))
+		fail_msg("node agent peer failed (is nodejs installed?):\n%s", log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -423,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_slowloris_is_cut),
 		cmocka_unit_test(test_malformed_http),
 		cmocka_unit_test(test_connection_flood),
+		cmocka_unit_test(test_node_agent_peer),
 		cmocka_unit_test(test_cli),
 		cmocka_unit_test(test_sigterm_clean_exit),
 	};
