@@ -452,6 +452,30 @@ static void test_unix_socket(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 }
 
+static void test_ipv6_loopback(void **state)
+{
+	struct fixture *f;
+	char url[64];
+	struct result r;
+	struct ag_http_request req = { .method = "GET", .url = url };
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+	if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (probe >= 0)
+			close(probe);
+		skip(); /* no IPv6 loopback on this host */
+	}
+	close(probe);
+	setup_with((void **)&f, "[::1]:0");
+	snprintf(url, sizeof(url), "http://[::1]:%u/v6", ag_http_server_port(f->srv));
+	do_request(f, &req, &r);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.body, "GET /v6 \n");
+	free(r.body);
+	teardown((void **)&f);
+}
+
 static void test_server_bad_listen(void **state)
 {
 	sd_event *ev = NULL;
@@ -483,6 +507,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
 		cmocka_unit_test(test_listen_parse),
 		cmocka_unit_test(test_unix_socket),
+		cmocka_unit_test(test_ipv6_loopback),
 		cmocka_unit_test(test_server_bad_listen),
 	};
 

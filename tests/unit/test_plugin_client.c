@@ -208,6 +208,34 @@ static void test_arbiter_grants(void **state)
 	ag_plugin_client_free(pc);
 }
 
+/* Pods that stop asking are forgotten on the loop's expiry timer. */
+static void test_arbiter_expires_silent_pods(void **state)
+{
+	struct fx *f = *state;
+	struct ag_plugin_client *pc;
+	struct outcome o;
+	struct ag_resources one = { 1000, 4 * GiB };
+	struct ag_agent_request r = request("vm-gone", one, NULL);
+	struct ag_arbiter_totals t;
+	uint64_t end;
+
+	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB },
+						     .pod_ttl_usec = 200000 });
+	pc = client(f, ag_arbiter_port(f->arb), 0, 0, 0);
+	run(f, pc, &r, &one, &o);
+	assert_int_equal(o.error, 0);
+	ag_arbiter_totals(f->arb, &t);
+	assert_int_equal(t.pods, 1);
+	end = th_now() + TH_SAFETY_USEC;
+	do {
+		sd_event_run(f->ev, 50000);
+		ag_arbiter_totals(f->arb, &t);
+	} while (t.pods && th_now() < end);
+	assert_int_equal(t.pods, 0);
+	assert_int_equal(t.reserved.milli_cpu, 0);
+	ag_plugin_client_free(pc);
+}
+
 static void test_every_version_against_arbiter(void **state)
 {
 	struct fx *f = *state;
@@ -517,6 +545,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_arbiter_grants, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_arbiter_expires_silent_pods, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_version_against_arbiter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_negotiates_down_and_remembers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_negotiates_up, setup, teardown),
