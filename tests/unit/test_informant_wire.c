@@ -306,6 +306,8 @@ static void agent_new(struct env *t, unsigned port, uint32_t min, uint32_t max,
 		.min_version = min,
 		.max_version = max,
 		.register_timeout_usec = register_timeout,
+		/* Long enough that a held health check stays in flight. */
+		.request_timeout_usec = TH_SAFETY_USEC,
 		.health_interval_usec = 100000,
 		.retry_wait_usec = 50000,
 	};
@@ -678,6 +680,8 @@ static void test_suspend_drops_queued_request(void **state)
 	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), 0);
 	wait_op(&t);
 	assert_int_equal(t.w.op_result, 0);
+	/* Only the second request ever reached the informant. */
+	wait_event(t.ev, &t.fx, "downscale", idkv);
 	assert_int_equal(count_events(&t.fx, "downscale"), 1);
 	assert_int_equal(ag_inf_agent_generation(t.a), 1);
 	env_down(&t);
