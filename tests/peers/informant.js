@@ -29,12 +29,13 @@
 // Options: --host H (default 127.0.0.1; loopback only in tests)
 //          --port P (0 = any)  --min V --max V (informant range, default 4 4)
 //          --prom-port N (9100) --check-ms N (periodic /id check, 0 = off)
+//          --timeout-factor F (multiplies the informant's own timeouts, 1)
 'use strict';
 
 const http = require('http');
 const readline = require('readline');
 
-const opts = { host: '127.0.0.1', port: 0, min: 4, max: 4, promPort: 9100, checkMs: 0 };
+const opts = { host: '127.0.0.1', port: 0, min: 4, max: 4, promPort: 9100, checkMs: 0, timeoutFactor: 1 };
 for (let i = 2; i < process.argv.length; i += 2) {
 	const k = process.argv[i], v = process.argv[i + 1];
 	switch (k) {
@@ -44,6 +45,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
 	case '--max': opts.max = Number(v); break;
 	case '--prom-port': opts.promPort = Number(v); break;
 	case '--check-ms': opts.checkMs = Number(v); break;
+	case '--timeout-factor': opts.timeoutFactor = Number(v); break;
 	default: process.stderr.write(`informant.js: unknown option ${k}\n`); process.exit(2);
 	}
 }
@@ -51,8 +53,11 @@ for (let i = 2; i < process.argv.length; i += 2) {
 const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n');
 
 // Timeouts of the v0.10 informant.
-const ID_TIMEOUT_MS = 250, SUSPEND_TIMEOUT_MS = 5000, RESUME_TIMEOUT_MS = 100,
-	TRY_UPSCALE_TIMEOUT_MS = 400;
+// Tests on a loaded machine stretch them with --timeout-factor so that a
+// slow (sanitized) agent is not mistaken for a dead one.
+const tf = opts.timeoutFactor;
+const ID_TIMEOUT_MS = 250 * tf, SUSPEND_TIMEOUT_MS = 5000 * tf, RESUME_TIMEOUT_MS = 100 * tf,
+	TRY_UPSCALE_TIMEOUT_MS = 400 * tf;
 
 let downscaleApprove = true, downscaleStatus = 'approved by fixture';
 const failures = new Map(); // path -> {status, count}
@@ -398,7 +403,7 @@ const commands = {
 	async request(c) {
 		const agent = current || agents[agents.length - 1];
 		if (!agent) return emit({ event: 'response', tag: c.tag, error: 'no agent' });
-		const r = await callAgent(agent.addr, c.method, c.path, c.body === undefined ? '{}' : c.body, 2000);
+		const r = await callAgent(agent.addr, c.method, c.path, c.body === undefined ? '{}' : c.body, 2000 * tf);
 		emit({ event: 'response', tag: c.tag, status: r.status, body: r.body, error: r.error });
 	},
 	state() {
