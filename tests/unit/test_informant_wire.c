@@ -347,6 +347,19 @@ static void wait_op(struct env *t)
 	t->w.op_done = false;
 }
 
+/* Asks for a down- or upscale and waits for its answer. */
+static void scale_and_wait(struct env *t, bool down, const struct ag_resources *to, int want)
+{
+	struct vmact_err err = { 0 };
+	int ret = down ? ag_inf_agent_downscale(t->a, to, w_down, &t->w, &err)
+		       : ag_inf_agent_upscale(t->a, to, w_up, &t->w, &err);
+
+	if (ret < 0)
+		fail_msg("%sscale: %s", down ? "down" : "up", err.msg);
+	wait_op(t);
+	assert_int_equal(t->w.op_result, want);
+}
+
 /* Start the fixture with an informant range, the agent with its range, and
  * wait until the informant resumed it. */
 static void env_up(struct env *t, const char *fmin, const char *fmax, uint32_t amin, uint32_t amax)
@@ -438,17 +451,13 @@ static void test_lifecycle_v2(void **state)
 	/* Denied downscale. */
 	fx_cmd(&t.fx, "{\"cmd\":\"set\",\"approve\":false,\"status\":\"not enough memory\"}");
 	wait_event(t.ev, &t.fx, "ack", "cmd=set");
-	assert_int_equal(ag_inf_agent_downscale(t.a, &down, w_down, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, true, &down, 0);
 	assert_false(t.w.dr.ok);
 	assert_string_equal(t.w.dr.status, "not enough memory");
 	wait_event(t.ev, &t.fx, "downscale", idkv, "ok=false");
 
 	/* Upscale. */
-	assert_int_equal(ag_inf_agent_upscale(t.a, &up, w_up, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, false, &up, 0);
 	wait_event(t.ev, &t.fx, "upscale", idkv, "cpu=2", "memory=4Gi");
 
 	/* The informant asks for more memory. */
@@ -479,7 +488,6 @@ static void test_lifecycle_v2(void **state)
 static void test_lifecycle_v1_1(void **state)
 {
 	struct ag_resources down = { .milli_cpu = 250, .mem_bytes = 1ULL << 30 };
-	struct vmact_err err = { 0 };
 	char idkv[64];
 	struct env t;
 	json_t *e;
@@ -490,9 +498,7 @@ static void test_lifecycle_v1_1(void **state)
 	snprintf(idkv, sizeof(idkv), "agentID=%s", ag_inf_agent_id(t.a));
 	assert_int_equal(t.w.version, AG_INF_V1_1);
 	/* Below v2.0 the body is plain RawResources: no sequence number. */
-	assert_int_equal(ag_inf_agent_downscale(t.a, &down, w_down, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, true, &down, 0);
 	e = wait_event(t.ev, &t.fx, "downscale", idkv, "cpu=250m", "memory=1Gi");
 	assert_null(json_object_get(e, "seq"));
 	fx_cmd(&t.fx, "{\"cmd\":\"try-upscale\",\"cpu\":true,\"memory\":false}");
@@ -584,9 +590,7 @@ static void reregister_after(const char *path, int status, bool retry_should_fix
 	snprintf(newkv, sizeof(newkv), "agentID=%s", ag_inf_agent_id(t.a));
 	wait_event(t.ev, &t.fx, "resume", newkv, "status=200");
 	/* The new registration works. */
-	assert_int_equal(ag_inf_agent_upscale(t.a, &to, w_up, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, false, &to, 0);
 	env_down(&t);
 }
 
@@ -649,9 +653,7 @@ static void test_suspension(void **state)
 	run_until_mode(&t, AG_INF_RUNNING);
 	assert_int_equal(ag_inf_agent_generation(t.a), 2);
 	assert_true(t.w.retry_should_fix);
-	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, true, &to, 0);
 	env_down(&t);
 }
 
@@ -679,9 +681,7 @@ static void test_suspend_drops_queued_request(void **state)
 	wait_event(t.ev, &t.fx, "ack", "cmd=release");
 	fx_cmd(&t.fx, "{\"cmd\":\"resume\"}");
 	wait_event(t.ev, &t.fx, "resume", idkv, "status=200");
-	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, true, &to, 0);
 	/* Only the second request ever reached the informant. */
 	wait_event(t.ev, &t.fx, "downscale", idkv);
 	assert_int_equal(count_events(&t.fx, "downscale"), 1);
@@ -762,9 +762,7 @@ static void test_two_agents(void **state)
 	wait_event(t.ev, &t.fx, "resume", akv, "status=200");
 	run_until_mode(&t, AG_INF_RUNNING);
 	assert_int_equal(ag_inf_agent_generation(t.a), 1);
-	assert_int_equal(ag_inf_agent_upscale(t.a, &to, w_up, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, false, &to, 0);
 	ag_inf_agent_free(b);
 	env_down(&t);
 }
@@ -772,7 +770,6 @@ static void test_two_agents(void **state)
 static void test_resume_suspend_cycle(void **state)
 {
 	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
-	struct vmact_err err = { 0 };
 	char idkv[64];
 	struct env t;
 
@@ -792,9 +789,7 @@ static void test_resume_suspend_cycle(void **state)
 		   "body=Cannot resume agent that is already running");
 	run_until_mode(&t, AG_INF_RUNNING);
 	assert_int_equal(ag_inf_agent_generation(t.a), 2);
-	assert_int_equal(ag_inf_agent_upscale(t.a, &to, w_up, &t.w, &err), 0);
-	wait_op(&t);
-	assert_int_equal(t.w.op_result, 0);
+	scale_and_wait(&t, false, &to, 0);
 	env_down(&t);
 }
 
