@@ -155,7 +155,7 @@ soak-arbiter:
 # runs make check.
 ci:
 	$(Q)tests/setup-host.sh
-	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
 
 setup:
 	$(Q)tests/setup-host.sh
