@@ -15,9 +15,10 @@
  * solution of the same first-order filter when n is constant over the
  * interval; when n varies within an interval much shorter than tau the
  * difference is second order in dt/tau. Several short steps compose to one
- * long step with the same mean. The first readout seeds all three averages
- * with its mean instead of starting from 0 as the kernel does at boot, so a
- * freshly registered VM does not appear idle for minutes. */
+ * long step with the same mean. An unseeded average takes the first mean
+ * as is; the sampler seeds it at registration with the exact runnable count
+ * of that instant instead of the kernel's boot-time 0, so a freshly
+ * registered VM does not appear idle for minutes. */
 #pragma once
 
 #include <stdbool.h>

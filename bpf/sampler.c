@@ -4,6 +4,7 @@
  * sampler-types.h). */
 #include "bpf/sampler.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -92,7 +93,9 @@ static int smp_libbpf_print(enum libbpf_print_level level, const char *fmt, va_l
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
 		line[--n] = '\0';
-	if (n > 0)
+	/* The first warning names the cause; later ones only say that the
+	 * object failed to load. */
+	if (n > 0 && !smp_libbpf_msg[0])
 		memcpy(smp_libbpf_msg, line, n + 1);
 	return 0;
 }
@@ -106,16 +109,32 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* tp_btf needs BTF for the tracepoint and BPF_PROG_TYPE_TRACING with
+ * BTF-typed attach points; libbpf's generic type probe cannot tell (it loads
+ * without an attach target), so load a trivial tp_btf program like
+ * libbpf-tools' probe_tp_btf does. */
 static bool probe_tp_btf(void)
 {
+	static const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP);
 	struct btf *vmlinux = btf__load_vmlinux_btf();
-	int id;
+	int id, fd;
 
 	if (!vmlinux)
 		return false;
 	id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
 	btf__free(vmlinux);
-	return id > 0 && libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, NULL) > 0;
+	if (id <= 0)
+		return false;
+	opts.attach_btf_id = (__u32)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns), &opts);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 static int ensure_bpffs(const char *root, struct vmact_err *err)
@@ -199,8 +218,9 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 
 	r = sampler__load(s->skel);
 	if (r)
-		return vmact_err_set(err, -r, "BPF load failed: %s",
-				     smp_libbpf_msg[0] ? smp_libbpf_msg : strerror(-r));
+		return vmact_err_set(err, -r, "BPF load failed: %s%s%s%s", strerror(-r),
+				     smp_libbpf_msg[0] ? " (" : "", smp_libbpf_msg,
+				     smp_libbpf_msg[0] ? ")" : "");
 	r = sampler__attach(s->skel);
 	if (r)
 		return vmact_err_set(err, -r, "BPF attach failed: %s",
@@ -454,8 +474,14 @@ static int seed(struct smp_sampler *s, struct vmact_err *err)
 	char buf[64];
 	ssize_t n;
 
-	if (!s->skel->links.vmact_seed)
+	if (!bpf_program__autoload(s->skel->progs.vmact_seed))
 		return 0;
+	if (!s->skel->links.vmact_seed) {
+		s->skel->links.vmact_seed = bpf_program__attach_iter(s->skel->progs.vmact_seed, NULL);
+		if (!s->skel->links.vmact_seed)
+			return vmact_err_set(err, errno, "BPF: attaching task iterator: %s",
+					     strerror(errno));
+	}
 	fd = bpf_iter_create(bpf_link__fd(s->skel->links.vmact_seed));
 	if (fd < 0)
 		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
@@ -464,6 +490,29 @@ static int seed(struct smp_sampler *s, struct vmact_err *err)
 	if (n < 0)
 		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
 	return 0;
+}
+
+static int64_t proc_runnable(pid_t tgid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+	int64_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char state;
+
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9' &&
+		    smp_thread_stat(tgid, (pid_t)atoi(de->d_name), &state, NULL) == 0 &&
+		    state == 'R')
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 static bool valid_name(const char *name)
@@ -555,6 +604,16 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 		}
 		goto fail;
 	}
+	/* Start the averages at the runnable count of this instant rather
+	 * than at the kernel's boot-time 0. Without the seeding iterator the
+	 * BPF gauge only learns of already-runnable threads at their next
+	 * scheduler event, so ask /proc instead. */
+	int64_t seed_n = sl->last.nr_runnable;
+	if (s->backend == SMP_BACKEND_BPF && !bpf_program__autoload(s->skel->progs.vmact_seed))
+		seed_n = proc_runnable(tgid);
+	for (int i = 0; i < 3; i++)
+		sl->la.avg[i] = (double)(seed_n > 0 ? seed_n : 0);
+	sl->la.seeded = true;
 	sl->used = true;
 	s->free_head = (s->free_head + 1) % s->max_vms;
 	s->free_len--;

@@ -259,13 +259,13 @@ int smp_ts_vm_poll(struct smp_ts *ts, struct smp_ts_vm *vm, struct vmact_err *er
 		memcpy(t->comm, comm, sizeof(t->comm));
 		/* Counters of a live thread only grow; guard against a tid
 		 * reused by a new thread between two polls. */
-		if (st.cpu_run_real_total < t->run_ns || st.cpu_delay_total < t->delay_ns) {
+		if (st.cpu_run_virtual_total < t->run_ns || st.cpu_delay_total < t->delay_ns) {
 			vm->dead_run += t->run_ns;
 			vm->dead_delay += t->delay_ns;
 			vm->dead_nvcsw += t->nvcsw;
 			vm->dead_nivcsw += t->nivcsw;
 		}
-		t->run_ns = st.cpu_run_real_total;
+		t->run_ns = st.cpu_run_virtual_total;
 		t->delay_ns = st.cpu_delay_total;
 		t->nvcsw = st.nvcsw;
 		t->nivcsw = st.nivcsw;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* taskstats fallback of the sampler: per-thread TASKSTATS_CMD_GET over
- * generic netlink (libnl-genl). cpu_run_real_total is the thread's CPU time
- * and cpu_delay_total its time runnable-but-waiting (sched_info.run_delay),
- * so their sum is the thread's runnable time. Coarser than BPF: waiting is
+ * generic netlink (libnl-genl). cpu_run_virtual_total is the thread's CPU
+ * time in ns (se.sum_exec_runtime; cpu_run_real_total is utime+stime, which
+ * are tick samples and overcharge busy threads under contention by ~10%) and
+ * cpu_delay_total its time runnable-but-waiting (sched_info.run_delay), so
+ * their sum is the thread's runnable time. Coarser than BPF: waiting is
  * only accounted when the thread next gets a CPU, CPU time only at the
  * scheduler's accounting points (ticks), and the instantaneous runnable
  * count is a sample of the R states in /proc at poll time. Threads that
