@@ -148,6 +148,13 @@ ci:
 setup:
 	$(Q)tests/setup-host.sh
 
+# make bench-sampler: per-event cost of the sampler's BPF programs against
+# libbpf-tools' runqlat under the same load, and the daemon-side readout
+# cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window.
+BENCH_SECONDS ?= 10
+bench-sampler: $(BUILD)/sampler-bench
+	$(Q)$(BUILD)/sampler-bench $(BENCH_SECONDS)
+
 # ---- install ------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin

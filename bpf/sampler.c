@@ -359,6 +359,25 @@ const char *smp_pin_root(const struct smp_sampler *s)
 	return s->backend == SMP_BACKEND_BPF ? s->pin_root : NULL;
 }
 
+int smp_prog_ids(const struct smp_sampler *s, uint32_t *ids, size_t max)
+{
+	struct bpf_program *p;
+	size_t n = 0;
+
+	if (s->backend != SMP_BACKEND_BPF)
+		return 0;
+	bpf_object__for_each_program(p, s->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || n >= max || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		ids[n++] = info.id;
+	}
+	return (int)n;
+}
+
 unsigned smp_poll_ms(const struct smp_sampler *s)
 {
 	return s->poll_ms;
@@ -737,12 +756,18 @@ int smp_read(struct smp_sampler *s, const char *name, struct smp_reading *out,
 static int read_batch(struct smp_sampler *s, uint64_t *t, struct vmact_err *err)
 {
 	int fd = bpf_map__fd(s->skel->maps.vmact_stats);
-	__u32 out_batch, count = s->max_vms;
+	__u32 out_batch, count = 0, want;
 	_cleanup_free_ __u32 *keys = NULL;
 	LIBBPF_OPTS(bpf_map_batch_opts, bo);
 
 	if (s->no_batch)
 		return -EOPNOTSUPP;
+	/* Only up to the highest slot in use: copying out every CPU's value
+	 * of unused slots costs more than the lookups it saves. */
+	for (unsigned i = 0; i < s->max_vms; i++)
+		if (s->slots[i].used)
+			count = i + 1;
+	want = count;
 	keys = calloc(s->max_vms, sizeof(*keys));
 	if (!keys)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
@@ -757,7 +782,7 @@ static int read_batch(struct smp_sampler *s, uint64_t *t, struct vmact_err *err)
 	}
 	*t = now_ns();
 	/* Arrays return keys 0..count-1 in order. */
-	if (count != s->max_vms) {
+	if (count != want) {
 		s->no_batch = true;
 		return -EOPNOTSUPP;
 	}

@@ -81,6 +81,10 @@ enum smp_backend smp_backend_used(const struct smp_sampler *s);
 const char *smp_fallback_reason(const struct smp_sampler *s);
 const char *smp_pin_root(const struct smp_sampler *s);
 
+/* IDs of the loaded BPF programs (as `bpftool prog show` lists them);
+ * returns how many, 0 with taskstats. */
+int smp_prog_ids(const struct smp_sampler *s, uint32_t *ids, size_t max);
+
 /* Registers a VM; cpu_cgroup is the directory holding its cpu.stat (v1 cpu
  * controller or v2), or NULL. Returns the slot (>= 0). The first readout
  * covers the time since registration. */
