@@ -33,7 +33,8 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
            -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
+VERSION := 0.1.0
+ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -50,7 +51,7 @@ BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
-	$$(call msg,LD,$$@)
+	$$(call msg,LD,$(1))
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
@@ -63,6 +64,8 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler tests
 .DEFAULT_GOAL := all
+# Keep objects that chained rules produce (fuzz objects, test objects).
+.SECONDARY:
 
 all: $(PROGS)
 
@@ -123,7 +126,8 @@ SANBUILD := $(BUILD)/san
 check:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
-	$(Q)tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)"
 
 unit:
@@ -139,6 +143,25 @@ FUZZ_SECONDS ?= 60
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(fuzz-y)
 
+# make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
+# tests/guest/). Always under the top-level build/ (not build/san): it does
+# not depend on compiler flags, and integration tests and benches share it.
+GUEST_DIR ?= build/guest
+guest: $(GUEST_DIR)/stamp
+$(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init
+	$(call msg,GUEST,$(GUEST_DIR))
+	$(Q)tests/guest/build-guest.sh $(GUEST_DIR)
+
+# make bench-hotplug: vmact vs virsh latency for vCPU and virtio-mem
+# resizes on a real TCG guest (bench/hotplug-bench.c).
+BENCH_ITER ?= 10
+bench-hotplug: $(BUILD)/bench/hotplug-bench guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/hotplug-bench $(BENCH_ITER)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
 ci:
@@ -152,12 +175,19 @@ setup:
 # libbpf-tools' runqlat under the same load, and the daemon-side readout
 # cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window.
 BENCH_SECONDS ?= 10
-bench-sampler: $(BUILD)/sampler-bench
-	$(Q)$(BUILD)/sampler-bench $(BENCH_SECONDS)
+bench-sampler: $(BUILD)/bench/sampler-bench
+	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS)
 
 # ---- install ------------------------------------------------------------
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(PREFIX)/share/doc/vmact
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
+	install -m 0644 actuator/vmactd.json.example $(DESTDIR)$(PREFIX)/share/doc/vmact/vmactd.json.example
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/vmact/README.md
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 
