@@ -41,7 +41,7 @@ struct fixture {
 	struct smp_sampler *s, *s2;
 };
 
-static volatile int spin_sink;
+static volatile unsigned spin_sink;
 
 static void *spin(void *arg)
 {
