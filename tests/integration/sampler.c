@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -50,6 +51,17 @@ static void *spin(void *arg)
 	return NULL;
 }
 
+static void *nap(void *arg)
+{
+	const struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+
+	for (;;)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static int nappers;
+
 /* Forks a process with k spinning threads (its main thread sleeps) and
  * returns once they all exist. */
 static pid_t spawn_busy(int k)
@@ -67,6 +79,12 @@ static pid_t spawn_busy(int k)
 			pthread_t t;
 
 			if (pthread_create(&t, NULL, spin, NULL))
+				_exit(1);
+		}
+		for (int i = 0; i < nappers; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, nap, NULL))
 				_exit(1);
 		}
 		if (write(p[1], "x", 1) != 1)
@@ -310,6 +328,40 @@ static void test_bpf_taskstats_agree(void **state)
 			 rb.cpu_util);
 	assert_int_equal(rt.nr_runnable, k);
 	assert_int_equal(rt.nr_oncpu, -1);
+}
+
+/* Threads that block and wake: one spinner and two threads sleeping 20 ms
+ * at a time. Only the spinner is known exactly; the sleepers add their
+ * wake-to-run latency, so compare with the kernel's own accounting
+ * (taskstats) of the same threads over the same interval. */
+static void test_bpf_sleepers(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_reading rb, rt;
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	f->s2 = open_sampler(f, SMP_BACKEND_TASKSTATS, false);
+	nappers = 2;
+	add_proc(f, spawn_busy(1));
+	nappers = 0;
+	reg(f->s, "smp-nap", f->procs[0], NULL);
+	reg(f->s2, "smp-nap", f->procs[0], NULL);
+	sleep(MEASURE_S);
+	rd(f->s, "smp-nap", &rb);
+	rd(f->s2, "smp-nap", &rt);
+	print_reading("bpf", &rb);
+	print_reading("taskstats", &rt);
+	if (rb.load < 0.95 || rb.load > 1.3)
+		fail_msg("load %.4f outside [0.95, 1.3] for 1 spinner + 2 sleepers", rb.load);
+	if (fabs(rt.load - rb.load) > 0.10 * rb.load)
+		fail_msg("taskstats load %.4f vs BPF %.4f: more than 10%% apart", rt.load, rb.load);
+	/* Each sleep ends in a wakeup; taskstats counts the voluntary
+	 * switches that began them. */
+	assert_true(rb.wakeups >= 2 * MEASURE_S * 1000 / 25);
+	if (fabs((double)rt.wakeups - (double)rb.wakeups) > 0.10 * (double)rb.wakeups)
+		fail_msg("wakeups: BPF %lu, taskstats %lu", (unsigned long)rb.wakeups,
+			 (unsigned long)rt.wakeups);
+	assert_true(rb.nr_runnable >= 1 && rb.nr_runnable <= 3);
 }
 
 static char *run_cmd(const char *cmd)
@@ -593,6 +645,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_busy_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_taskstats_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_sleepers, setup, teardown),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
