@@ -35,6 +35,27 @@ struct smp_cpu_stats {
 	__u64 wakeups;     /* not-runnable -> runnable transitions */
 	__u64 switches;    /* context switches away from a VM thread */
 	__u64 preemptions; /* ... of which the thread was still runnable */
+	__u64 untracked;   /* events lost because vmact_tasks was full */
+};
+
+/* Value of vmact_readout (ARRAY indexed by slot, BPF_F_MMAPABLE). No program
+ * touches it: the loader writes each VM's latest readout there so that
+ * `bpftool map dump pinned .../vmact_readout` shows it in plain numbers.
+ * Written without locking; a dump racing a readout may mix two. */
+struct smp_readout {
+	char name[64];           /* domain name, truncated */
+	__u32 tgid;
+	__u32 nr_runnable;       /* at the readout */
+	__u64 at_ns;             /* CLOCK_MONOTONIC of the readout */
+	__u64 interval_ns;
+	__u32 load_milli;        /* mean runnable threads x 1000 */
+	__u32 loadavg1_milli;
+	__u32 loadavg5_milli;
+	__u32 loadavg15_milli;
+	__u32 cpu_milli;         /* CPUs used x 1000 */
+	__u32 delay_permille;    /* share of runnable time spent waiting */
+	__u64 nr_throttled;      /* cgroup cpu.stat, cumulative */
+	__u64 throttled_ns;
 };
 
 /* Value of vmact_vms (HASH, QEMU tgid -> VM). */

@@ -45,6 +45,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } vmact_tasks SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32); /* slot */
+	__type(value, struct smp_readout);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vmact_readout SEC(".maps");
+
 /* task_struct::state before 5.14 (kernel commit 2f064a59a1). */
 struct task_struct___o {
 	volatile long state;
@@ -57,6 +66,7 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 						struct smp_cpu_stats **stats)
 {
 	struct smp_task *t, zero = {};
+	struct smp_cpu_stats *s;
 	struct smp_vm *vm;
 	__u32 slot;
 
@@ -64,9 +74,10 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 	if (!vm)
 		return NULL;
 	slot = vm->slot;
-	*stats = bpf_map_lookup_elem(&vmact_stats, &slot);
-	if (!*stats)
+	s = bpf_map_lookup_elem(&vmact_stats, &slot);
+	if (!s)
 		return NULL;
+	*stats = s;
 	t = bpf_map_lookup_elem(&vmact_tasks, &tid);
 	/* A leftover from an earlier registration of this tid: start over. */
 	if (t && (t->slot != slot || t->tgid != tgid)) {
@@ -80,6 +91,8 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 		 * then its entry is the right one. */
 		bpf_map_update_elem(&vmact_tasks, &tid, &zero, BPF_NOEXIST);
 		t = bpf_map_lookup_elem(&vmact_tasks, &tid);
+		if (!t)
+			s->untracked++;
 	}
 	return t;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -38,7 +39,7 @@
 /* Cumulative totals of one VM since its registration. */
 struct smp_totals {
 	uint64_t runnable_ns, oncpu_ns;
-	uint64_t wakeups, switches, preemptions;
+	uint64_t wakeups, switches, preemptions, untracked;
 	int64_t nr_runnable, nr_oncpu;
 };
 
@@ -71,12 +72,15 @@ struct smp_sampler {
 	int ncpus;
 	struct smp_cpu_stats *cpubuf;   /* one slot, all CPUs */
 	struct smp_cpu_stats *batchbuf; /* all slots, all CPUs */
+	struct smp_readout *readout;    /* mmap of vmact_readout */
+	size_t readout_len;
 	bool no_batch;
 
 	struct smp_ts *ts;
 };
 
-static const char *const smp_map_names[] = { "vmact_vms", "vmact_stats", "vmact_tasks" };
+static const char *const smp_map_names[] = { "vmact_vms", "vmact_stats", "vmact_tasks",
+					      "vmact_readout" };
 
 /* libbpf reports load failures through its print callback. Library code must
  * not print, so keep the last warning for the error message instead. */
@@ -200,6 +204,7 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 	s->skel->rodata->per_thread = s->per_thread;
 	if (bpf_map__set_max_entries(s->skel->maps.vmact_vms, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_stats, s->max_vms) ||
+	    bpf_map__set_max_entries(s->skel->maps.vmact_readout, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_tasks,
 				     cfg->max_threads ? cfg->max_threads : SMP_DEFAULT_MAX_THREADS))
 		return vmact_err_set(err, EINVAL, "BPF: cannot size maps");
@@ -232,11 +237,21 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
 	if (!s->cpubuf || !s->batchbuf)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	s->readout_len = sizeof(*s->readout) * s->max_vms;
+	s->readout = mmap(NULL, s->readout_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  bpf_map__fd(s->skel->maps.vmact_readout), 0);
+	if (s->readout == MAP_FAILED) {
+		s->readout = NULL;
+		return vmact_err_set(err, errno, "BPF: mmap of vmact_readout: %s", strerror(errno));
+	}
 	return 0;
 }
 
 static void bpf_stop(struct smp_sampler *s)
 {
+	if (s->readout)
+		munmap(s->readout, s->readout_len);
+	s->readout = NULL;
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -413,6 +428,7 @@ static void fold_cpus(const struct smp_cpu_stats *v, int ncpus, uint64_t t,
 		out->wakeups += v[c].wakeups;
 		out->switches += v[c].switches;
 		out->preemptions += v[c].preemptions;
+		out->untracked += v[c].untracked;
 	}
 	out->nr_runnable = (int64_t)nr;
 	out->nr_oncpu = (int64_t)on;
@@ -667,6 +683,8 @@ int smp_unregister(struct smp_sampler *s, const char *name, struct vmact_err *er
 		else
 			r = delete_task_entries(s, sl->tgid, err);
 	}
+	if (s->readout)
+		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
 	free(sl->name);
 	free(sl->cgroup);
 	smp_ts_vm_free(sl->ts);
@@ -683,9 +701,40 @@ static uint64_t delta(uint64_t now, uint64_t then)
 	return (int64_t)(now - then) > 0 ? now - then : 0;
 }
 
-static int finish_reading(struct smp_slot *sl, const struct smp_totals *now, uint64_t t,
-			  struct smp_reading *r, struct vmact_err *err)
+static uint32_t milli(double v)
 {
+	v = v * 1000.0 + 0.5;
+	return v <= 0 ? 0 : v >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* The readout as bpftool shows it (vmact_readout). */
+static void publish(struct smp_sampler *s, unsigned slot, const struct smp_reading *r,
+		    uint64_t t)
+{
+	struct smp_readout *o;
+
+	if (!s->readout)
+		return;
+	o = &s->readout[slot];
+	snprintf(o->name, sizeof(o->name), "%s", s->slots[slot].name);
+	o->tgid = (__u32)s->slots[slot].tgid;
+	o->nr_runnable = r->nr_runnable > 0 ? (__u32)r->nr_runnable : 0;
+	o->at_ns = t;
+	o->interval_ns = (__u64)(r->interval_s * 1e9);
+	o->load_milli = milli(r->load);
+	o->loadavg1_milli = milli(r->loadavg[0]);
+	o->loadavg5_milli = milli(r->loadavg[1]);
+	o->loadavg15_milli = milli(r->loadavg[2]);
+	o->cpu_milli = milli(r->cpu_util);
+	o->delay_permille = milli(r->delay_frac);
+	o->nr_throttled = r->nr_throttled;
+	o->throttled_ns = r->throttled_ns;
+}
+
+static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp_totals *now,
+			  uint64_t t, struct smp_reading *r, struct vmact_err *err)
+{
+	struct smp_slot *sl = &s->slots[slot];
 	uint64_t dt = delta(t, sl->last_t);
 
 	*r = (struct smp_reading){ 0 };
@@ -696,6 +745,7 @@ static int finish_reading(struct smp_slot *sl, const struct smp_totals *now, uin
 	r->wakeups = now->wakeups - sl->last.wakeups;
 	r->switches = now->switches - sl->last.switches;
 	r->preemptions = now->preemptions - sl->last.preemptions;
+	r->untracked = now->untracked - sl->last.untracked;
 	r->nr_runnable = now->nr_runnable;
 	r->nr_oncpu = now->nr_oncpu;
 	if (dt > 0) {
@@ -720,6 +770,7 @@ static int finish_reading(struct smp_slot *sl, const struct smp_totals *now, uin
 		r->nr_throttled = cs.nr_throttled;
 		r->throttled_ns = cs.throttled_ns;
 	}
+	publish(s, slot, r, t);
 	return 0;
 }
 
@@ -735,7 +786,7 @@ int smp_read_slot(struct smp_sampler *s, int slot, struct smp_reading *out,
 	r = totals(s, (unsigned)slot, &now, &t, err);
 	if (r < 0)
 		return vmact_err_prefix(err, "sampler: %s", s->slots[slot].name);
-	r = finish_reading(&s->slots[slot], &now, t, out, err);
+	r = finish_reading(s, (unsigned)slot, &now, t, out, err);
 	if (r < 0)
 		return vmact_err_prefix(err, "sampler: %s", s->slots[slot].name);
 	return 0;
@@ -812,7 +863,7 @@ int smp_read_all(struct smp_sampler *s,
 			struct smp_totals now;
 
 			fold_cpus(s->batchbuf + (size_t)i * (size_t)s->ncpus, s->ncpus, t, &now);
-			r = finish_reading(&s->slots[i], &now, t, &rd, err);
+			r = finish_reading(s, i, &now, t, &rd, err);
 			if (r < 0)
 				r = vmact_err_prefix(err, "sampler: %s", s->slots[i].name);
 		} else {

@@ -56,6 +56,9 @@ struct smp_reading {
 	uint64_t oncpu_ns;
 	uint64_t delay_ns;    /* runnable but not running */
 	uint64_t wakeups, switches, preemptions;
+	/* Scheduler events of VM threads not accounted because vmact_tasks
+	 * (max_threads) was full; nonzero means the figures above are low. */
+	uint64_t untracked;
 	/* Cumulative counters from the cgroup's cpu.stat, if one was given. */
 	bool has_cpu_stat;
 	uint64_t nr_periods, nr_throttled, throttled_ns;

@@ -364,6 +364,27 @@ static void test_bpf_sleepers(void **state)
 	assert_true(rb.nr_runnable >= 1 && rb.nr_runnable <= 3);
 }
 
+/* A full thread table loses events, and says so instead of going quiet. */
+static void test_bpf_task_map_full(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .pin_root = f->pin_root,
+				  .max_threads = 2 };
+	struct vmact_err err = { 0 };
+	struct smp_reading r;
+
+	if (smp_open(&cfg, &f->s, &err) < 0)
+		fail_msg("smp_open: %s", err.msg);
+	add_proc(f, spawn_busy(4));
+	reg(f->s, "smp-full", f->procs[0], NULL);
+	sleep(1);
+	rd(f->s, "smp-full", &r);
+	print_reading("smp-full", &r);
+	assert_true(r.untracked > 0);
+	assert_true(r.nr_runnable <= 2);
+	assert_true(r.load <= 2.0 + 1e-6);
+}
+
 static char *run_cmd(const char *cmd)
 {
 	FILE *p = popen(cmd, "r");
@@ -447,6 +468,33 @@ static void test_bpftool_inspect(void **state)
 	assert_int_equal(json_integer_value(json_object_get(e, "key")), f->procs[0]);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "value"), "slot")),
 			 slot);
+
+	/* The plain-number view of the last readout. */
+	{
+		struct smp_reading rr;
+		_cleanup_free_ char *ro = NULL;
+		json_auto_t *roj = NULL;
+		json_t *val;
+
+		usleep(500000);
+		rd(f->s, "smp-bpftool", &rr);
+		snprintf(cmd, sizeof(cmd), "bpftool -j map lookup pinned %s/vmact_readout key %d 0 0 0",
+			 f->pin_root, slot);
+		ro = run_cmd(cmd);
+		roj = json_loads(ro, 0, &jerr);
+		if (!roj)
+			fail_msg("bpftool JSON: %s\n%s", jerr.text, ro);
+		val = json_object_get(json_object_get(roj, "formatted"), "value");
+		if (!val)
+			fail_msg("no formatted value in:\n%s", ro);
+		assert_string_equal(json_string_value(json_object_get(val, "name")), "smp-bpftool");
+		assert_int_equal(json_integer_value(json_object_get(val, "tgid")), f->procs[0]);
+		assert_int_equal(json_integer_value(json_object_get(val, "nr_runnable")), 2);
+		assert_int_equal(json_integer_value(json_object_get(val, "load_milli")),
+				 (json_int_t)(rr.load * 1000 + 0.5));
+		assert_true(labs((long)json_integer_value(json_object_get(val, "load_milli")) - 2000) <= 100);
+		assert_non_null(json_object_get(val, "loadavg15_milli"));
+	}
 
 	progout = run_cmd("bpftool -j prog show");
 	progs = json_loads(progout, 0, &jerr);
@@ -646,6 +694,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_taskstats_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_sleepers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_task_map_full, setup, teardown),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
