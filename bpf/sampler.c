@@ -23,6 +23,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/magic.h>
+#include <systemd/sd-event.h>
 
 #include "actuator/macro.h"
 #include "bpf/cpustat.h"
@@ -77,6 +78,9 @@ struct smp_sampler {
 	bool no_batch;
 
 	struct smp_ts *ts;
+	sd_event_source *timer;
+	uint64_t polls;
+	struct vmact_err poll_err;
 };
 
 static const char *const smp_map_names[] = { "vmact_vms", "vmact_stats", "vmact_tasks",
@@ -345,6 +349,7 @@ void smp_close(struct smp_sampler *s)
 {
 	if (!s)
 		return;
+	sd_event_source_disable_unref(s->timer);
 	bpf_stop(s);
 	smp_ts_close(s->ts);
 	for (unsigned i = 0; s->slots && i < s->max_vms; i++) {
@@ -934,6 +939,7 @@ int smp_poll(struct smp_sampler *s, struct vmact_err *err)
 
 	if (s->backend != SMP_BACKEND_TASKSTATS)
 		return 0;
+	s->polls++;
 	for (unsigned i = 0; i < s->max_vms; i++) {
 		int r;
 
@@ -944,4 +950,46 @@ int smp_poll(struct smp_sampler *s, struct vmact_err *err)
 			first = vmact_err_prefix(err, "sampler: %s", s->slots[i].name);
 	}
 	return first;
+}
+
+static int on_poll_timer(sd_event_source *src, uint64_t usec, void *data)
+{
+	struct smp_sampler *s = data;
+	struct vmact_err err = { 0 };
+	int r;
+
+	if (smp_poll(s, &err) < 0)
+		s->poll_err = err;
+	else
+		vmact_err_reset(&s->poll_err);
+	r = sd_event_source_set_time_relative(src, (uint64_t)s->poll_ms * 1000);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	return r;
+}
+
+int smp_attach_event(struct smp_sampler *s, sd_event *e, struct vmact_err *err)
+{
+	int r;
+
+	if (s->backend != SMP_BACKEND_TASKSTATS)
+		return 0;
+	if (s->timer)
+		return vmact_err_set(err, EBUSY, "sampler: already attached to an event loop");
+	/* 10% slack lets the loop batch wakeups; polls need no precision. */
+	r = sd_event_add_time_relative(e, &s->timer, CLOCK_MONOTONIC, (uint64_t)s->poll_ms * 1000,
+				       (uint64_t)s->poll_ms * 100, on_poll_timer, s);
+	if (r < 0)
+		return vmact_err_set(err, -r, "sampler: adding poll timer: %s", strerror(-r));
+	return 0;
+}
+
+const char *smp_poll_error(const struct smp_sampler *s)
+{
+	return s->poll_err.code ? s->poll_err.msg : NULL;
+}
+
+uint64_t smp_polls(const struct smp_sampler *s)
+{
+	return s->polls;
 }

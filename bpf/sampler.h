@@ -114,3 +114,12 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
  * smp_poll_ms(), e.g. from an sd-event timer). No-op with BPF. */
 int smp_poll(struct smp_sampler *s, struct vmact_err *err);
 unsigned smp_poll_ms(const struct smp_sampler *s);
+
+/* Runs smp_poll() every poll_ms on the daemon's sd-event loop (taskstats
+ * backend; a no-op with BPF, which needs no polling). A failed poll does not
+ * stop the timer: its message is kept for smp_poll_error(). The timer goes
+ * away with smp_close(). */
+typedef struct sd_event sd_event;
+int smp_attach_event(struct smp_sampler *s, sd_event *e, struct vmact_err *err);
+const char *smp_poll_error(const struct smp_sampler *s); /* NULL: last poll fine */
+uint64_t smp_polls(const struct smp_sampler *s);         /* polls done so far */

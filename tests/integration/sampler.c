@@ -27,6 +27,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <systemd/sd-event.h>
 
 #include "actuator/macro.h"
 #include "bpf/sampler.h"
@@ -385,6 +386,77 @@ static void test_bpf_task_map_full(void **state)
 	assert_true(r.load <= 2.0 + 1e-6);
 }
 
+static void *short_spin(void *arg)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		spin_sink++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 300000000L);
+	return NULL;
+}
+
+/* taskstats on the daemon's event loop: polls at poll_ms, and a thread that
+ * exited between two polls keeps what it was seen doing. */
+static void test_taskstats_event_loop(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_TASKSTATS, .poll_ms = 50 };
+	struct vmact_err err = { 0 };
+	sd_event *e = NULL;
+	struct smp_reading r;
+	struct timespec t0, t;
+	int p[2];
+	pid_t pid;
+	char c;
+
+	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
+	assert_int_equal(sd_event_new(&e), 0);
+	assert_int_equal(smp_attach_event(f->s, e, &err), 0);
+	assert_int_equal(smp_attach_event(f->s, e, &err), -EBUSY);
+	vmact_err_reset(&err);
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th;
+
+		close(p[1]);
+		/* Wait for the go, then one thread spins 300 ms and exits. */
+		if (read(p[0], &c, 1) != 1 || pthread_create(&th, NULL, short_spin, NULL) ||
+		    pthread_join(th, NULL))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[0]);
+	add_proc(f, pid);
+	reg(f->s, "smp-loop", pid, NULL);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	close(p[1]);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		assert_true(sd_event_run(e, 100000) >= 0);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1000000000L);
+	assert_null(smp_poll_error(f->s));
+	printf("  %lu polls in 1 s at poll_ms 50\n", (unsigned long)smp_polls(f->s));
+	assert_true(smp_polls(f->s) >= 10 && smp_polls(f->s) <= 25);
+
+	rd(f->s, "smp-loop", &r);
+	print_reading("smp-loop", &r);
+	/* The thread is gone; its 300 ms of runnable time are not. */
+	assert_int_equal(r.nr_runnable, 0);
+	assert_true(r.runnable_ns >= 250000000ULL);
+	smp_close(f->s);
+	f->s = NULL;
+	sd_event_unref(e);
+}
+
 static char *run_cmd(const char *cmd)
 {
 	FILE *p = popen(cmd, "r");
@@ -695,6 +767,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_taskstats_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_sleepers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_task_map_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_taskstats_event_loop, setup, teardown),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
