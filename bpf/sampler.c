@@ -49,6 +49,8 @@ struct smp_slot {
 	char *name;
 	pid_t tgid;
 	char *cgroup;
+	bool have_cs;             /* last_cs holds an earlier cpu.stat */
+	struct smp_cpu_stat last_cs;
 	uint64_t last_t; /* CLOCK_MONOTONIC ns of the last readout */
 	struct smp_totals last;
 	struct smp_loadavg la;
@@ -224,6 +226,9 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 	 * threads already runnable at registration are counted from their
 	 * next scheduler event on. */
 	bpf_program__set_autoload(s->skel->progs.vmact_seed, tp_btf);
+	/* Mmapable arrays came with tp_btf (5.5): on older kernels skip the
+	 * bpftool view rather than the sampler. */
+	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
 
 	r = sampler__load(s->skel);
 	if (r)
@@ -241,6 +246,8 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
 	if (!s->cpubuf || !s->batchbuf)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	if (bpf_map__fd(s->skel->maps.vmact_readout) < 0)
+		return 0;
 	s->readout_len = sizeof(*s->readout) * s->max_vms;
 	s->readout = mmap(NULL, s->readout_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 			  bpf_map__fd(s->skel->maps.vmact_readout), 0);
@@ -654,6 +661,10 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	for (int i = 0; i < 3; i++)
 		sl->la.avg[i] = (double)(seed_n > 0 ? seed_n : 0);
 	sl->la.seeded = true;
+	/* Baseline for the first interval's throttling deltas; a cgroup that
+	 * cannot be read yet is reported by the readouts, not here. */
+	if (sl->cgroup)
+		sl->have_cs = smp_cpu_stat_read(sl->cgroup, &sl->last_cs, NULL) == 0;
 	sl->used = true;
 	s->free_head = (s->free_head + 1) % s->max_vms;
 	s->free_len--;
@@ -774,6 +785,17 @@ static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp
 		r->nr_periods = cs.nr_periods;
 		r->nr_throttled = cs.nr_throttled;
 		r->throttled_ns = cs.throttled_ns;
+		/* Counters that went back mean a new cgroup (VM restarted):
+		 * count from its start. */
+		if (!sl->have_cs || cs.nr_periods < sl->last_cs.nr_periods ||
+		    cs.nr_throttled < sl->last_cs.nr_throttled ||
+		    cs.throttled_ns < sl->last_cs.throttled_ns)
+			sl->last_cs = (struct smp_cpu_stat){ 0 };
+		r->periods_delta = cs.nr_periods - sl->last_cs.nr_periods;
+		r->throttled_delta = cs.nr_throttled - sl->last_cs.nr_throttled;
+		r->throttled_ns_delta = cs.throttled_ns - sl->last_cs.throttled_ns;
+		sl->last_cs = cs;
+		sl->have_cs = true;
 	}
 	publish(s, slot, r, t);
 	return 0;

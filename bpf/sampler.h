@@ -62,6 +62,9 @@ struct smp_reading {
 	/* Cumulative counters from the cgroup's cpu.stat, if one was given. */
 	bool has_cpu_stat;
 	uint64_t nr_periods, nr_throttled, throttled_ns;
+	/* Their change over this interval (from the group's start if it was
+	 * recreated, e.g. the VM restarted). */
+	uint64_t periods_delta, throttled_delta, throttled_ns_delta;
 };
 
 /* Per-thread totals since registration (BPF backend with the per-thread

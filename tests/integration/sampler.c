@@ -294,6 +294,11 @@ static void test_bpf_quota(void **state)
 	assert_true(r.nr_throttled > r0.nr_throttled);
 	assert_true(r.throttled_ns > r0.throttled_ns);
 	assert_true(r.nr_periods - r0.nr_periods >= MEASURE_S * 10 * 9 / 10);
+	assert_int_equal(r.periods_delta, r.nr_periods - r0.nr_periods);
+	assert_int_equal(r.throttled_delta, r.nr_throttled - r0.nr_throttled);
+	assert_int_equal(r.throttled_ns_delta, r.throttled_ns - r0.throttled_ns);
+	/* v1 sums throttled time over the CPUs' runqueues. */
+	assert_true(r.throttled_ns_delta <= (uint64_t)(ncpus() * (r.interval_s + 0.2) * 1e9));
 }
 
 /* BPF and taskstats on the same workload at the same time. */
