@@ -212,6 +212,22 @@ static long ncpus(void)
 	return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+struct collect {
+	struct smp_reading *r;
+	int seen;
+};
+
+static void collect_cb(const char *name, const struct smp_reading *r, void *data)
+{
+	struct collect *c = data;
+	int k;
+
+	assert_int_equal(sscanf(name, "smp-k%d", &k), 1);
+	assert_true(k >= 1 && k <= 3);
+	c->r[k - 1] = *r;
+	c->seen++;
+}
+
 /* K = 1, 2, 3 at once, as three VMs of one sampler. */
 static void test_bpf_ground_truth(void **state, bool raw)
 {
@@ -226,9 +242,22 @@ static void test_bpf_ground_truth(void **state, bool raw)
 		reg(f->s, name, f->procs[k - 1], NULL);
 	}
 	sleep(MEASURE_S);
+	if (raw) {
+		for (int k = 1; k <= 3; k++) {
+			snprintf(name, sizeof(name), "smp-k%d", k);
+			rd(f->s, name, &r[k - 1]);
+		}
+	} else {
+		/* One batched read of every VM, as the daemon does it. */
+		struct vmact_err err = { 0 };
+		struct collect c = { .r = r };
+
+		if (smp_read_all(f->s, collect_cb, &c, &err) < 0)
+			fail_msg("smp_read_all: %s", err.msg);
+		assert_int_equal(c.seen, 3);
+	}
 	for (int k = 1; k <= 3; k++) {
 		snprintf(name, sizeof(name), "smp-k%d", k);
-		rd(f->s, name, &r[k - 1]);
 		print_reading(name, &r[k - 1]);
 	}
 	for (int k = 1; k <= 3; k++)
@@ -607,6 +636,22 @@ static void test_registry(void **state)
 	assert_non_null(strstr(err.msg, "poll_ms"));
 	vmact_err_reset(&err);
 
+	/* Pins must live on a bpffs: forced BPF fails naming it, AUTO falls
+	 * back and says why. */
+	assert_int_equal(smp_open(&(struct smp_config){ .backend = SMP_BACKEND_BPF,
+							.pin_root = "/tmp/vmact-smp-nobpffs" },
+				  &f->s, &err),
+			 -ENOTDIR);
+	assert_non_null(strstr(err.msg, "not on a bpffs"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_open(&(struct smp_config){ .pin_root = "/tmp/vmact-smp-nobpffs" },
+				  &f->s, &err),
+			 0);
+	assert_int_equal(smp_backend_used(f->s), SMP_BACKEND_TASKSTATS);
+	assert_non_null(strstr(smp_fallback_reason(f->s), "not on a bpffs"));
+	smp_close(f->s);
+	f->s = NULL;
+
 	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
 	add_proc(f, spawn_busy(1));
 	add_proc(f, spawn_busy(1));
@@ -648,6 +693,15 @@ static void test_registry(void **state)
 	/* The readout of "b" is unaffected by the churn around it. */
 	usleep(300000);
 	rd(f->s, "b", &r);
+	assert_int_equal(r.nr_runnable, 1);
+	assert_true(fabs(r.load - 1.0) < 0.05);
+
+	/* The same process again under another name: its threads start from
+	 * a clean state, not from what the first registration left. */
+	assert_int_equal(smp_unregister(f->s, "b", &err), 0);
+	assert_true(smp_register(f->s, "b-again", f->procs[1], NULL, &err) >= 0);
+	usleep(300000);
+	rd(f->s, "b-again", &r);
 	assert_int_equal(r.nr_runnable, 1);
 	assert_true(fabs(r.load - 1.0) < 0.05);
 
