@@ -75,6 +75,7 @@ struct smp_sampler {
 	int ncpus;
 	struct smp_cpu_stats *cpubuf;   /* one slot, all CPUs */
 	struct smp_cpu_stats *batchbuf; /* all slots, all CPUs */
+	bool pins_touched;              /* pin_root was created or cleaned by us */
 	struct smp_readout *readout;    /* mmap of vmact_readout */
 	size_t readout_len;
 	bool no_batch;
@@ -191,6 +192,7 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 	if (mkdir(s->pin_root, 0700) < 0 && errno != EEXIST)
 		return vmact_err_set(err, errno, "sampler: mkdir %s: %s", s->pin_root,
 				     strerror(errno));
+	s->pins_touched = true;
 	/* Pins left by an earlier run describe threads nobody tracked while
 	 * no program was attached: start from fresh maps. */
 	for (size_t i = 0; i < ARRAY_SIZE(smp_map_names); i++) {
@@ -266,9 +268,11 @@ static void bpf_stop(struct smp_sampler *s)
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
-		if (!s->keep_pins)
-			unpin_all(s);
 	}
+	/* Also after a failed load: no empty pin directory left behind. */
+	if (s->pins_touched && !s->keep_pins)
+		unpin_all(s);
+	s->pins_touched = false;
 	free(s->cpubuf);
 	free(s->batchbuf);
 	s->cpubuf = s->batchbuf = NULL;
@@ -539,6 +543,25 @@ static int seed(struct smp_sampler *s, struct vmact_err *err)
 	return 0;
 }
 
+/* The thread group of a task id (/proc/<id>/status "Tgid:"): /proc/<tid>
+ * answers for threads too, so existence alone does not make a process. */
+static int proc_tgid(pid_t id)
+{
+	char path[64], line[128];
+	FILE *fp;
+	int tgid = -ESRCH;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)id);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(fp);
+	return tgid;
+}
+
 static int64_t proc_runnable(pid_t tgid)
 {
 	char path[64];
@@ -578,7 +601,6 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 		 struct vmact_err *err)
 {
 	struct smp_slot *sl;
-	char path[64];
 	unsigned slot;
 	int r;
 
@@ -588,11 +610,13 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	if (tgid <= 0)
 		return vmact_err_set(err, EINVAL, "sampler: %s: tgid: %d is not a process id",
 				     name, (int)tgid);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)tgid, (int)tgid);
-	if (access(path, F_OK) < 0)
-		return vmact_err_set(err, ESRCH,
-				     "sampler: %s: tgid: no process %d (or not a thread-group leader)",
-				     name, (int)tgid);
+	r = proc_tgid(tgid);
+	if (r < 0)
+		return vmact_err_set(err, -r, "sampler: %s: tgid: no process %d", name, (int)tgid);
+	if (r != tgid)
+		return vmact_err_set(err, EINVAL,
+				     "sampler: %s: tgid: %d is a thread of process %d, not a process",
+				     name, (int)tgid, r);
 	if (smp_find(s, name) >= 0)
 		return vmact_err_set(err, EEXIST, "sampler: %s: already registered", name);
 	for (unsigned i = 0; i < s->max_vms; i++)

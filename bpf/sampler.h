@@ -13,7 +13,9 @@
  *    count, advanced by the exact interval average (see loadavg.h);
  *  - CPU utilisation, run delay, wakeups, context switches;
  *  - the cgroup's cpu.stat throttling counters when a cgroup was given.
- * Library code: never prints; errors come back through struct vmact_err. */
+ * Library code: never prints; errors come back through struct vmact_err.
+ * Not thread-safe: one sampler is used from one thread (the daemon's event
+ * loop). */
 #pragma once
 
 #include <stdbool.h>

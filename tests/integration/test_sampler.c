@@ -6,6 +6,7 @@
  * utilisation depends on the neighbours (other jobs share this machine), so
  * it is only checked against hard bounds: never above the CPUs or the
  * quota, and never above the load. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -665,6 +666,25 @@ static void test_registry(void **state)
 	vmact_err_reset(&err);
 	assert_int_equal(smp_register(f->s, "a", 0x7ffffff0, NULL, &err), -ESRCH);
 	vmact_err_reset(&err);
+	{
+		/* A thread id is not a process. */
+		char taskdir[64];
+		DIR *d;
+		struct dirent *de;
+		pid_t tid = 0;
+
+		snprintf(taskdir, sizeof(taskdir), "/proc/%d/task", (int)f->procs[0]);
+		d = opendir(taskdir);
+		assert_non_null(d);
+		while ((de = readdir(d)))
+			if (atoi(de->d_name) > 0 && atoi(de->d_name) != f->procs[0])
+				tid = atoi(de->d_name);
+		closedir(d);
+		assert_true(tid > 0);
+		assert_int_equal(smp_register(f->s, "a", tid, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "is a thread of process"));
+		vmact_err_reset(&err);
+	}
 
 	r1 = smp_register(f->s, "a", f->procs[0], NULL, &err);
 	assert_true(r1 >= 0);
