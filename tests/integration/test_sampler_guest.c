@@ -55,12 +55,45 @@ static const char *const domain_xml =
 	"<serial type='unix'><source mode='bind' path='%s'/><target port='1'/></serial>"
 	"<memballoon model='none'/></devices></domain>";
 
+/* Guests of earlier runs that died before their teardown (killed by a
+ * timeout, say): their test process is gone, so nothing else removes them. */
+static void reap_dead_runs(void)
+{
+	virConnectPtr c = virConnectOpen("qemu:///system");
+	virDomainPtr *doms = NULL;
+	int n;
+
+	if (!c)
+		return;
+	n = virConnectListAllDomains(c, &doms, 0);
+	for (int i = 0; i < n; i++) {
+		const char *name = virDomainGetName(doms[i]);
+		char rundir[64], path[96];
+		int pid;
+
+		if (name && sscanf(name, "vmact-smp-%d", &pid) == 1 && pid > 0 &&
+		    kill(pid, 0) < 0 && errno == ESRCH) {
+			virDomainDestroy(doms[i]);
+			snprintf(rundir, sizeof(rundir), "/run/vmact-smp-%d", pid);
+			snprintf(path, sizeof(path), "%s/guest.log", rundir);
+			unlink(path);
+			snprintf(path, sizeof(path), "%s/guest.ctl", rundir);
+			unlink(path);
+			rmdir(rundir);
+		}
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	virConnectClose(c);
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return -1;
+	reap_dead_runs();
 	*state = f;
 	return 0;
 }
