@@ -33,6 +33,7 @@
 
 #include "actuator/cgroup.h"
 #include "actuator/macro.h"
+#include "tests/integration/cpu-use.h"
 
 static struct act_cg cg;
 static char top[128]; /* "/vmact-test-<pid>" */
@@ -137,39 +138,19 @@ static void stop_busy(pid_t pid)
 
 static double cpu_seconds(pid_t pid)
 {
-	char path[64], buf[1024];
+	char path[64];
+	double secs;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	assert_true(n > 0);
-	buf[n] = '\0';
-	/* fields after the command name "(…)": state is field 3, utime 14 */
-	char *p = strrchr(buf, ')');
-	assert_non_null(p);
-	unsigned long long ut, st;
-	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-				&st),
-			 2);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	assert_true(cpu_use_read(path, &secs));
+	return secs;
 }
 
 /* CPUs used by pid over secs of wall time. */
 static double measure(pid_t pid, double secs)
 {
-	double c0 = cpu_seconds(pid), t0 = now();
-	struct timespec d = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
-	while (nanosleep(&d, &d) < 0 && errno == EINTR)
-		;
-	return (cpu_seconds(pid) - c0) / (now() - t0);
+	double c0 = cpu_seconds(pid), t0 = cpu_use_now();
+	cpu_use_window(secs);
+	return (cpu_seconds(pid) - c0) / (cpu_use_now() - t0);
 }
 
 static void enforce(uint32_t milli)

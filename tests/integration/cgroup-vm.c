@@ -35,6 +35,7 @@
 #include "actuator/cgroup-domain.h"
 #include "actuator/cgroup.h"
 #include "actuator/macro.h"
+#include "tests/integration/cpu-use.h"
 
 static struct act_cg cg;
 static virConnectPtr conn;
@@ -144,25 +145,6 @@ static int teardown(void **state)
 
 /* ---- measuring ---------------------------------------------------------- */
 
-static bool read_ticks(const char *path, double *secs)
-{
-	char buf[1024];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	unsigned long long ut, st;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return false;
-	*secs = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-	return true;
-}
-
 /* CPU seconds of the whole process and of its vCPU threads (threads whose
  * cpu cgroup ends in /vcpuN). Exited threads (idle thread-pool workers)
  * stay counted in the process total, so emulator = total - vcpus. */
@@ -170,7 +152,7 @@ static void sample(double *total, double *vcpus)
 {
 	char p[128];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)qemu);
-	assert_true(read_ticks(p, total));
+	assert_true(cpu_use_read(p, total));
 	*vcpus = 0;
 	snprintf(p, sizeof(p), "/proc/%d/task", (int)qemu);
 	DIR *d = opendir(p);
@@ -194,17 +176,10 @@ static void sample(double *total, double *vcpus)
 		double s;
 		char sp[128];
 		snprintf(sp, sizeof(sp), "/proc/%d/task/%d/stat", (int)qemu, (int)tid);
-		if (is_vcpu && read_ticks(sp, &s))
+		if (is_vcpu && cpu_use_read(sp, &s))
 			*vcpus += s;
 	}
 	closedir(d);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 struct use {
@@ -213,13 +188,11 @@ struct use {
 
 static struct use measure(double secs)
 {
-	double t0, v0, t1, v1, w0 = now();
+	double t0, v0, t1, v1, w0 = cpu_use_now();
 	sample(&t0, &v0);
-	struct timespec d = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
-	while (nanosleep(&d, &d) < 0 && errno == EINTR)
-		;
+	cpu_use_window(secs);
 	sample(&t1, &v1);
-	double w = now() - w0;
+	double w = cpu_use_now() - w0;
 	struct use u = { (t1 - t0) / w, (v1 - v0) / w, 0 };
 	u.emulator = u.total - u.vcpus;
 	return u;
