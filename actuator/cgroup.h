@@ -28,7 +28,7 @@ enum act_cg_layout {
 const char *act_cg_layout_name(enum act_cg_layout l);
 
 /* Where to look; NULL fields take the real system's paths. Tests point
- * them into a temporary tree (see tests/unit/cgroup-fake.c). */
+ * them into a temporary tree (see tests/unit/test_cgroup_fake.c). */
 struct act_cg_opts {
 	const char *mounts; /* mount table, default /proc/self/mounts */
 	const char *proc;   /* procfs root, default /proc */

@@ -6,7 +6,7 @@
  * /proc/mounts, and writes into the fake tree truncate like kernel files.
  * Covers the v2 (unified) logic this host cannot run for real, plus v1
  * write order and the parsers. The real v1 paths are tested in
- * tests/integration/cgroup-*.c. */
+ * tests/integration/test_cgroup_*.c. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <setjmp.h>
