@@ -200,6 +200,10 @@ int act_cg_open(struct act_cg *cg, const struct act_cg_opts *opts, struct vmact_
 	return 0;
 }
 
+/* Not libcgroup's cgroup_get_current_controller_path(): in 2.0.2 it
+ * matches only "id:controllers:path" lines with a non-empty controller list
+ * (so never the v2 "0::/path" line), reads the path with %s (stops at a
+ * space) and its /proc path cannot be pointed at a test tree. */
 int act_cg_pid_group(const struct act_cg *cg, pid_t pid, char **out, struct vmact_err *err)
 {
 	char path[PATH_MAX];
@@ -518,5 +522,28 @@ int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct act_cpu_s
 		}
 	}
 	*out = st;
+	return 0;
+}
+
+int act_cpu_stat_delta(const struct act_cpu_stat *prev, const struct act_cpu_stat *cur,
+		       struct act_cpu_stat *delta)
+{
+	bool both_usage = prev->has_usage && cur->has_usage;
+	if (cur->nr_periods < prev->nr_periods || cur->nr_throttled < prev->nr_throttled ||
+	    cur->throttled_usec < prev->throttled_usec || cur->nr_bursts < prev->nr_bursts ||
+	    cur->burst_usec < prev->burst_usec ||
+	    (both_usage && cur->usage_usec < prev->usage_usec)) {
+		*delta = *cur;
+		return 1;
+	}
+	*delta = (struct act_cpu_stat){
+		.nr_periods = cur->nr_periods - prev->nr_periods,
+		.nr_throttled = cur->nr_throttled - prev->nr_throttled,
+		.throttled_usec = cur->throttled_usec - prev->throttled_usec,
+		.nr_bursts = cur->nr_bursts - prev->nr_bursts,
+		.burst_usec = cur->burst_usec - prev->burst_usec,
+		.has_usage = both_usage,
+		.usage_usec = both_usage ? cur->usage_usec - prev->usage_usec : 0,
+	};
 	return 0;
 }

@@ -104,3 +104,10 @@ struct act_cpu_stat {
 
 int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct act_cpu_stat *out,
 		    struct vmact_err *err);
+
+/* Per-window change for the sampler: delta = cur - prev, field by field
+ * (has_usage only if both have it). Returns 1 when a counter went
+ * backwards — the group was recreated (VM restarted) — and then delta =
+ * cur, which counts from the new group's start; 0 otherwise. */
+int act_cpu_stat_delta(const struct act_cpu_stat *prev, const struct act_cpu_stat *cur,
+		       struct act_cpu_stat *delta);

@@ -19,6 +19,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +68,79 @@ static void quiet(void *ud, virErrorPtr e)
 {
 }
 
+/* Other tests on this machine restart libvirtd; a transient domain
+ * survives that, our connection does not. Reconnects (waiting up to ~10 s
+ * for the daemon to answer again) and finds the domain again by name. */
+static bool relink(void)
+{
+	if (conn && virConnectIsAlive(conn) == 1)
+		return true;
+	virConnectPtr c = NULL;
+	for (int i = 0; i < 50 && !c; i++) {
+		c = virConnectOpen("qemu:///system");
+		if (!c)
+			usleep(200 * 1000);
+	}
+	if (!c)
+		return false;
+	virDomainPtr d = virDomainLookupByName(c, name);
+	if (!d) {
+		virConnectClose(c);
+		return false;
+	}
+	printf("(libvirtd restarted under the test: reconnected)\n");
+	if (dom)
+		virDomainFree(dom);
+	if (conn)
+		virConnectClose(conn);
+	conn = c;
+	dom = d;
+	return true;
+}
+
+/* A libvirt call, retried once on a fresh connection if the daemon went
+ * away during it; lv_msg keeps the call's error message (later calls such
+ * as virConnectIsAlive() reset libvirt's). */
+static char lv_msg[512];
+#define LV(call)                                                                           \
+	({                                                                                 \
+		int lv_r_ = -1;                                                            \
+		snprintf(lv_msg, sizeof(lv_msg), "no connection to libvirtd");            \
+		for (int lv_i_ = 0; lv_i_ < 2; lv_i_++) {                                  \
+			if (!relink())                                                     \
+				break;                                                     \
+			lv_r_ = (call);                                                    \
+			if (lv_r_ < 0)                                                     \
+				snprintf(lv_msg, sizeof(lv_msg), "%s", virGetLastErrorMessage()); \
+			if (lv_r_ >= 0 || virConnectIsAlive(conn) == 1)                    \
+				break;                                                     \
+		}                                                                          \
+		lv_r_;                                                                     \
+	})
+
+/* Domains of earlier runs whose test process died before its teardown
+ * (e.g. killed while libvirtd restarted under it): destroy them. */
+static void reap_stale(void)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_TRANSIENT);
+	for (int i = 0; i < n; i++) {
+		const char *nm = virDomainGetName(doms[i]);
+		int owner;
+		char rest;
+		if (nm && sscanf(nm, "vmact-cg-%d%c", &owner, &rest) == 1 && owner > 0 &&
+		    kill(owner, 0) < 0 && errno == ESRCH) {
+			printf("destroying %s left by a dead test process\n", nm);
+			virDomainDestroy(doms[i]);
+			char img[128];
+			snprintf(img, sizeof(img), "/tmp/%s.img", nm);
+			unlink(img);
+		}
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+}
+
 static int setup(void **state)
 {
 	struct vmact_err err = { 0 };
@@ -85,6 +159,9 @@ static int setup(void **state)
 			virGetLastErrorMessage());
 		return -1;
 	}
+	/* libvirt's client writes to a socket a restarting libvirtd may close */
+	signal(SIGPIPE, SIG_IGN);
+	reap_stale();
 	snprintf(name, sizeof(name), "vmact-cg-%d", (int)getpid());
 	snprintf(image, sizeof(image), "/tmp/%s.img", name);
 	if (write_image() < 0) {
@@ -122,9 +199,18 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	if (dom) {
-		if (virDomainDestroy(dom) < 0)
-			fprintf(stderr, "cgroup-vm: destroying %s: %s\n", name,
-				virGetLastErrorMessage());
+		if (LV(virDomainDestroy(dom)) < 0) {
+			/* libvirtd may have restarted under us: a new connection */
+			virConnectPtr c2 = virConnectOpen("qemu:///system");
+			virDomainPtr d2 = c2 ? virDomainLookupByName(c2, name) : NULL;
+			if (!d2 || virDomainDestroy(d2) < 0)
+				fprintf(stderr, "cgroup-vm: destroying %s: %s\n", name,
+					virGetLastErrorMessage());
+			if (d2)
+				virDomainFree(d2);
+			if (c2)
+				virConnectClose(c2);
+		}
 		virDomainFree(dom);
 	}
 	if (conn)
@@ -227,8 +313,36 @@ static void test_layout(void **state)
 	assert_int_equal(bw.quota_us, ACT_CPU_QUOTA_UNLIMITED);
 	struct act_cpu_stat st;
 	assert_int_equal(act_cg_cpu_stat(&cg, vm, &st, NULL), 0);
-	/* a recycled or foreign pid file is refused: the group names the id */
-	assert_non_null(strstr(vm, "qemu-"));
+	/* the group libvirt made carries the domain id */
+	char idpart[32];
+	snprintf(idpart, sizeof(idpart), "qemu-%u-", virDomainGetID(dom));
+	assert_non_null(strstr(vm, idpart));
+
+	/* pid file problems are errors naming the domain, never a wrong group */
+	char dir[] = "/tmp/vmact-cg-run-XXXXXX", pf[PATH_MAX];
+	assert_non_null(mkdtemp(dir));
+	snprintf(pf, sizeof(pf), "%s/%s.pid", dir, name);
+	char *g = NULL;
+	struct vmact_err err = { 0 };
+	assert_int_equal(act_cg_domain_group(&cg, dom, dir, &g, NULL, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, name));
+	FILE *f = fopen(pf, "we");
+	assert_non_null(f);
+	fputs("12ab\n", f);
+	fclose(f);
+	vmact_err_reset(&err);
+	assert_int_equal(act_cg_domain_group(&cg, dom, dir, &g, NULL, &err), -EPROTO);
+	/* a stale file naming some other process (here: this test) */
+	f = fopen(pf, "we");
+	assert_non_null(f);
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	vmact_err_reset(&err);
+	assert_true(act_cg_domain_group(&cg, dom, dir, &g, NULL, &err) < 0);
+	printf("stale pid file refused: %s\n", err.msg);
+	assert_null(g);
+	unlink(pf);
+	rmdir(dir);
 }
 
 /* The decision's data: the same 250m as a whole-VM limit, then as a limit
@@ -278,7 +392,7 @@ static void test_whole_vm_vs_vcpu_only(void **state)
 	assert_true(vonly.total > vonly.vcpus);
 }
 
-static int get_sched(const char *field, long long *out)
+static int get_sched_once(const char *field, long long *out)
 {
 	int n = 0;
 	virTypedParameterPtr params = NULL;
@@ -302,6 +416,11 @@ static int get_sched(const char *field, long long *out)
 	return r == 0 && found ? 0 : -1;
 }
 
+static int get_sched(const char *field, long long *out)
+{
+	return LV(get_sched_once(field, out));
+}
+
 static int set_sched(const char *field, long long v)
 {
 	virTypedParameter p;
@@ -309,7 +428,7 @@ static int set_sched(const char *field, long long v)
 	snprintf(p.field, sizeof(p.field), "%s", field);
 	p.type = VIR_TYPED_PARAM_LLONG;
 	p.value.l = v;
-	return virDomainSetSchedulerParametersFlags(dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE);
+	return LV(virDomainSetSchedulerParametersFlags(dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE));
 }
 
 /* libvirt reads the VM group's limit as its global_quota; an operator's
@@ -340,7 +459,7 @@ static void test_libvirt_global_quota_drift(void **state)
 	 * refuses it (child ratio above the parent's); vmact's limit stays */
 	int r = set_sched("vcpu_quota", 50000);
 	printf("libvirt vcpu_quota=50000 under a 25000/100000 VM limit: %s%s\n",
-	       r == 0 ? "accepted" : "refused: ", r == 0 ? "" : virGetLastErrorMessage());
+	       r == 0 ? "accepted" : "refused: ", r == 0 ? "" : lv_msg);
 	if (cg.cpu_version == 1)
 		assert_int_equal(r, -1);
 	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &want, &drifted, NULL, NULL), 0);
@@ -364,8 +483,8 @@ static void test_hotplug_keeps_limit(void **state)
 	NEED_VM();
 	struct act_cpu_bw want = { 25000, 100000 }, v;
 	set_or_fail(vm, &want);
-	if (virDomainSetVcpusFlags(dom, 2, VIR_DOMAIN_AFFECT_LIVE) < 0)
-		fail_msg("setvcpus 2: %s", virGetLastErrorMessage());
+	if (LV(virDomainSetVcpusFlags(dom, 2, VIR_DOMAIN_AFFECT_LIVE)) < 0)
+		fail_msg("setvcpus 2: %s", lv_msg);
 
 	assert_int_equal(act_cg_cpu_get(&cg, child("vcpu1"), &v, NULL), 0);
 	assert_int_equal(v.quota_us, ACT_CPU_QUOTA_UNLIMITED);
