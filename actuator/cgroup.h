@@ -8,7 +8,24 @@
  *
  * libcgroup keeps its mount table in process-global state (cgroup_init());
  * act_cg_open() (re)initialises it, so use one struct act_cg per process
- * and do not call it concurrently with other act_cg_* calls. */
+ * and do not call it concurrently with other act_cg_* calls.
+ *
+ * Which group vmact limits: the whole VM (libvirt's <vm> group, parent of
+ * emulator/ and vcpuN/), not the vCPU threads. Measured on a TCG guest
+ * doing BIOS disk reads (tests/integration/test_cgroup_vm.c), 250m:
+ *   whole VM:    total 0.25 CPUs = vCPU 0.23 + QEMU's own threads 0.02
+ *   vcpu0 only:  total 0.28 CPUs = vCPU 0.25 + QEMU's own threads 0.03
+ * The whole-VM limit is what the VM was granted, I/O emulation included
+ * (a vCPU-only limit lets the host give ~10 % more than granted to an
+ * I/O-heavy guest, unbounded for emulator-heavy ones); one group covers
+ * hot-plugged vCPUs with no extra write (libvirt creates vcpuN with quota
+ * -1, which v1 and v2 bound by the parent), and a limit on the group is
+ * pooled across vCPUs instead of split per thread. The cost: QEMU's I/O
+ * work is paid from the guest's share (0.23 instead of 0.25 for the vCPU
+ * above) — the overcommit factor (cpu-quota.h) is the knob for that.
+ * The same file is libvirt's global_quota (virsh schedinfo shows vmact's
+ * value); libvirt's per-vCPU vcpu_quota above the VM's share is refused by
+ * the kernel on v1 (EINVAL) and capped on v2. */
 #pragma once
 
 #include <limits.h>
