@@ -37,13 +37,9 @@
 #include "actuator/cgroup.h"
 #include "actuator/macro.h"
 #include "tests/integration/cpu-use.h"
+#include "tests/integration/cg-vm.h"
 
-static struct act_cg cg;
-static virConnectPtr conn;
-static virDomainPtr dom;
-static char name[64], image[128], *vm;
-static pid_t qemu;
-static bool usable;
+static char image[128];
 
 /* Boot sector: xor ax,ax; mov es,ax; mov si,dx; loop: mov dx,si; mov dh,0;
  * mov ax,0x0201; mov bx,0x7e00; mov cx,1; int 0x13; jmp loop. */
@@ -64,105 +60,10 @@ static int write_image(void)
 	return fclose(f) == 0 && n == sizeof(img) ? 0 : -1;
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
-/* Other tests on this machine restart libvirtd; a transient domain
- * survives that, our connection does not. Reconnects (waiting up to ~10 s
- * for the daemon to answer again) and finds the domain again by name. */
-static bool relink(void)
-{
-	if (conn && virConnectIsAlive(conn) == 1)
-		return true;
-	virConnectPtr c = NULL;
-	for (int i = 0; i < 50 && !c; i++) {
-		c = virConnectOpen("qemu:///system");
-		if (!c)
-			usleep(200 * 1000);
-	}
-	if (!c)
-		return false;
-	virDomainPtr d = virDomainLookupByName(c, name);
-	if (!d) {
-		virConnectClose(c);
-		return false;
-	}
-	printf("(libvirtd restarted under the test: reconnected)\n");
-	if (dom)
-		virDomainFree(dom);
-	if (conn)
-		virConnectClose(conn);
-	conn = c;
-	dom = d;
-	return true;
-}
-
-/* A libvirt call, retried once on a fresh connection if the daemon went
- * away during it; lv_msg keeps the call's error message (later calls such
- * as virConnectIsAlive() reset libvirt's). */
-static char lv_msg[512];
-#define LV(call)                                                                           \
-	({                                                                                 \
-		int lv_r_ = -1;                                                            \
-		snprintf(lv_msg, sizeof(lv_msg), "no connection to libvirtd");            \
-		for (int lv_i_ = 0; lv_i_ < 2; lv_i_++) {                                  \
-			if (!relink())                                                     \
-				break;                                                     \
-			lv_r_ = (call);                                                    \
-			if (lv_r_ < 0)                                                     \
-				snprintf(lv_msg, sizeof(lv_msg), "%s", virGetLastErrorMessage()); \
-			if (lv_r_ >= 0 || virConnectIsAlive(conn) == 1)                    \
-				break;                                                     \
-		}                                                                          \
-		lv_r_;                                                                     \
-	})
-
-/* Domains of earlier runs whose test process died before its teardown
- * (e.g. killed while libvirtd restarted under it): destroy them. */
-static void reap_stale(void)
-{
-	virDomainPtr *doms = NULL;
-	int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_TRANSIENT);
-	for (int i = 0; i < n; i++) {
-		const char *nm = virDomainGetName(doms[i]);
-		int owner;
-		char rest;
-		if (nm && sscanf(nm, "vmact-cg-%d%c", &owner, &rest) == 1 && owner > 0 &&
-		    kill(owner, 0) < 0 && errno == ESRCH) {
-			printf("destroying %s left by a dead test process\n", nm);
-			virDomainDestroy(doms[i]);
-			char img[128];
-			snprintf(img, sizeof(img), "/tmp/%s.img", nm);
-			unlink(img);
-		}
-		virDomainFree(doms[i]);
-	}
-	free(doms);
-}
-
 static int setup(void **state)
 {
-	struct vmact_err err = { 0 };
-	if (geteuid() != 0) {
-		printf("cgroup-vm: needs root; tests skip\n");
-		return 0;
-	}
-	if (act_cg_open(&cg, NULL, &err) < 0) {
-		fprintf(stderr, "cgroup-vm: %s\n", err.msg);
-		return -1;
-	}
-	virSetErrorFunc(NULL, quiet);
-	conn = virConnectOpen("qemu:///system");
-	if (!conn) {
-		fprintf(stderr, "cgroup-vm: cannot connect to qemu:///system: %s\n",
-			virGetLastErrorMessage());
-		return -1;
-	}
-	/* libvirt's client writes to a socket a restarting libvirtd may close */
-	signal(SIGPIPE, SIG_IGN);
-	reap_stale();
-	snprintf(name, sizeof(name), "vmact-cg-%d", (int)getpid());
+	if (vm_env_open() <= 0)
+		return vm_env_failed ? -1 : 0;
 	snprintf(image, sizeof(image), "/tmp/%s.img", name);
 	if (write_image() < 0) {
 		fprintf(stderr, "cgroup-vm: cannot write %s\n", image);
@@ -181,121 +82,15 @@ static int setup(void **state)
 		 "<source file='%s'/><target dev='hda' bus='ide'/></disk>"
 		 "</devices></domain>",
 		 name, image);
-	dom = virDomainCreateXML(conn, xml, 0);
-	if (!dom) {
-		fprintf(stderr, "cgroup-vm: starting %s: %s\n", name, virGetLastErrorMessage());
-		return -1;
-	}
-	if (act_cg_domain_group(&cg, dom, NULL, &vm, &qemu, &err) < 0) {
-		fprintf(stderr, "cgroup-vm: %s\n", err.msg);
-		return -1;
-	}
-	printf("domain %s: QEMU pid %d, cgroup %s (cpu v%d, %s)\n", name, (int)qemu, vm,
-	       cg.cpu_version, act_cg_layout_name(cg.layout));
-	usable = true;
-	return 0;
+	return vm_start(xml);
 }
 
 static int teardown(void **state)
 {
-	if (dom) {
-		if (LV(virDomainDestroy(dom)) < 0) {
-			/* libvirtd may have restarted under us: a new connection */
-			virConnectPtr c2 = virConnectOpen("qemu:///system");
-			virDomainPtr d2 = c2 ? virDomainLookupByName(c2, name) : NULL;
-			if (!d2 || virDomainDestroy(d2) < 0)
-				fprintf(stderr, "cgroup-vm: destroying %s: %s\n", name,
-					virGetLastErrorMessage());
-			if (d2)
-				virDomainFree(d2);
-			if (c2)
-				virConnectClose(c2);
-		}
-		virDomainFree(dom);
-	}
-	if (conn)
-		virConnectClose(conn);
+	vm_stop();
 	if (image[0])
 		unlink(image);
-	free(vm);
 	return 0;
-}
-
-#define NEED_VM()                                               \
-	do {                                                    \
-		if (!usable) {                                  \
-			printf("skipped: no guest (needs root)\n"); \
-			skip();                                 \
-		}                                               \
-	} while (0)
-
-/* ---- measuring ---------------------------------------------------------- */
-
-/* CPU seconds of the whole process and of its vCPU threads (threads whose
- * cpu cgroup ends in /vcpuN). Exited threads (idle thread-pool workers)
- * stay counted in the process total, so emulator = total - vcpus. */
-static void sample(double *total, double *vcpus)
-{
-	char p[128];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)qemu);
-	assert_true(cpu_use_read(p, total));
-	*vcpus = 0;
-	snprintf(p, sizeof(p), "/proc/%d/task", (int)qemu);
-	DIR *d = opendir(p);
-	assert_non_null(d);
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		pid_t tid = (pid_t)atoi(e->d_name);
-		char g[64];
-		snprintf(g, sizeof(g), "%d/task/%d", (int)qemu, (int)tid);
-		/* act_cg_pid_group on "<pid>/task/<tid>" through the proc root */
-		char *grp = NULL;
-		struct act_cg tcg = cg;
-		snprintf(tcg.proc, sizeof(tcg.proc), "/proc/%d/task", (int)qemu);
-		if (act_cg_pid_group(&tcg, tid, &grp, NULL) < 0)
-			continue;
-		const char *last = strrchr(grp, '/');
-		bool is_vcpu = last && strncmp(last, "/vcpu", 5) == 0;
-		free(grp);
-		double s;
-		char sp[128];
-		snprintf(sp, sizeof(sp), "/proc/%d/task/%d/stat", (int)qemu, (int)tid);
-		if (is_vcpu && cpu_use_read(sp, &s))
-			*vcpus += s;
-	}
-	closedir(d);
-}
-
-struct use {
-	double total, vcpus, emulator; /* CPUs */
-};
-
-static struct use measure(double secs)
-{
-	double t0, v0, t1, v1, w0 = cpu_use_now();
-	sample(&t0, &v0);
-	cpu_use_window(secs);
-	sample(&t1, &v1);
-	double w = cpu_use_now() - w0;
-	struct use u = { (t1 - t0) / w, (v1 - v0) / w, 0 };
-	u.emulator = u.total - u.vcpus;
-	return u;
-}
-
-static void set_or_fail(const char *group, const struct act_cpu_bw *bw)
-{
-	struct vmact_err err = { 0 };
-	if (act_cg_cpu_set(&cg, group, bw, &err) < 0)
-		fail_msg("%s", err.msg);
-}
-
-static char *child(const char *sub)
-{
-	static char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s/%s", vm, sub);
-	return buf;
 }
 
 /* ---- tests -------------------------------------------------------------- */
