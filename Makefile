@@ -62,7 +62,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler tests
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -141,6 +141,16 @@ fuzz-build: $(FUZZ_BINS)
 FUZZ_SECONDS ?= 60
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(fuzz-y)
+
+# make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
+# write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
+BENCH_ITER ?= 10
+bench-cgroup: $(BUILD)/bench/cgroup-bench
+	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
