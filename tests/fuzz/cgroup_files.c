@@ -21,6 +21,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char root[64];
 
+static void cleanup(void)
+{
+	char p[96];
+	snprintf(p, sizeof(p), "%s/1/cgroup", root);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/1", root);
+	rmdir(p);
+	rmdir(root);
+}
+
 static void pid_file(const uint8_t *data, size_t size, int version)
 {
 	if (!root[0]) {
@@ -29,6 +39,7 @@ static void pid_file(const uint8_t *data, size_t size, int version)
 		char d[96];
 		snprintf(d, sizeof(d), "%s/1", root);
 		mkdir(d, 0700);
+		atexit(cleanup);
 	}
 	char p[96];
 	snprintf(p, sizeof(p), "%s/1/cgroup", root);
