@@ -58,6 +58,9 @@ static int reread(struct hp_op *op, uint64_t deadline, struct hp_state *st, stru
 		if (vc) {
 			vmact_err_reset(err);
 			r = hp_state_read_vc(c, vc, op->uuid, st, err);
+			/* libvirt reports a dropped socket as an internal error. */
+			if (r < 0 && virConnectIsAlive(vc) != 1)
+				r = -ECONNRESET;
 			virConnectClose(vc);
 			if (r != -ECONNRESET)
 				return r;
@@ -90,6 +93,10 @@ static int call_dom(struct hp_op *op, const char *what, dom_call_fn fn, const vo
 		if (fn(dom, arg) < 0)
 			r = hp_virt_err(err, what);
 		virDomainFree(dom);
+	}
+	if (r < 0 && virConnectIsAlive(vc) != 1) {
+		err->code = ECONNRESET;
+		r = -ECONNRESET;
 	}
 	virConnectClose(vc);
 	return r;
