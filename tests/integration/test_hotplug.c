@@ -147,6 +147,12 @@ static int cleanup_guests(void **state)
 {
 	struct fx *f = *state;
 
+	/* After a libvirtd restart the setup connection may be dead. */
+	if (!f->vc || virConnectIsAlive(f->vc) != 1) {
+		if (f->vc)
+			virConnectClose(f->vc);
+		f->vc = virConnectOpen(HP_URI_DEFAULT);
+	}
 	for (size_t i = 0; i < n_started; i++) {
 		virDomainPtr d = f->vc ? virDomainLookupByUUIDString(f->vc, started[i]) : NULL;
 
