@@ -8,7 +8,9 @@
  * the control socket accepts "busy <n>\n" and "idle\n".
  *
  * Environment: VMACT_GUEST_DIR (default build/guest) holds vmlinuz and
- * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in). */
+ * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in);
+ * VMACT_GUEST_CMDLINE is appended to the guest kernel command line (e.g.
+ * "vmact.report=0.05"). */
 #pragma once
 
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 
 #define TG_RUNDIR "/run/vmact-test"
 #define TG_UNUSED __attribute__((unused))
@@ -150,8 +153,9 @@ static TG_UNUSED int tg_start(virConnectPtr vc, const char *prefix, const char *
 	snprintf(meta, sizeof(meta), "%s%s%s", metadata ? "<metadata>" : "",
 		 metadata ? metadata : "", metadata ? "</metadata>" : "");
 	{
+		const char *extra = getenv("VMACT_GUEST_CMDLINE");
 		const char *kv[] = { "NAME", g->name, "GUEST", guestdir, "RUN", TG_RUNDIR,
-				     "METADATA", meta, NULL };
+				     "METADATA", meta, "CMDLINE", extra ? extra : "", NULL };
 
 		xml = tg_subst(tpl, kv);
 	}
