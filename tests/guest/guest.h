@@ -234,7 +234,11 @@ static TG_UNUSED int tg_cmd(const struct tg_guest *g, const char *line)
 
 	if (fd < 0)
 		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g->ctl);
+	if (strlen(g->ctl) >= sizeof(sa.sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, g->ctl, strlen(g->ctl) + 1);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    write(fd, line, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
 		r = -errno;

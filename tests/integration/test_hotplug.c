@@ -258,6 +258,31 @@ static void discovery_and_metadata(void **state)
 	tg_destroy(&g);
 }
 
+static bool busy_eq(const struct tg_report *r, const void *arg)
+{
+	return r->busy == *(const unsigned *)arg;
+}
+
+/* The guest's control channel that the BPF sampler tests use to make load
+ * rise and fall. */
+static void guest_busy_channel(void **state)
+{
+	struct fx *f = *state;
+	struct tg_guest g;
+	struct tg_report r;
+	unsigned two = 2, zero = 0;
+
+	boot(f, NULL, &g, &r);
+	assert_int_equal(r.busy, 0);
+	assert_int_equal(tg_cmd(&g, "busy 2"), 0);
+	if (!tg_wait(&g, r.seq, busy_eq, &two, 30, &r))
+		fail_msg("guest reports busy=%u after 'busy 2'", r.busy);
+	assert_int_equal(tg_cmd(&g, "idle"), 0);
+	if (!tg_wait(&g, r.seq, busy_eq, &zero, 30, &r))
+		fail_msg("guest reports busy=%u after 'idle'", r.busy);
+	tg_destroy(&g);
+}
+
 static void vcpus_1_3_1(void **state)
 {
 	struct fx *f = *state;
@@ -517,6 +542,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(discovery_and_metadata, cleanup_guests),
+		cmocka_unit_test_teardown(guest_busy_channel, cleanup_guests),
 		cmocka_unit_test_teardown(vcpus_1_3_1, cleanup_guests),
 		cmocka_unit_test_teardown(virtio_mem_0_1g_256m, cleanup_guests),
 		cmocka_unit_test_teardown(dimm_plug_unplug, cleanup_guests),
