@@ -492,8 +492,20 @@ static void libvirtd_restart_mid_operation(void **state)
 	virDomainPtr dom;
 	unsigned long want;
 
+	struct hp_op_result vres;
+	struct hp_op_req vreq = { .kind = HP_OP_SET_VCPUS, .vcpus = 2, .timeout_ms = 30000 };
+	bool desync;
+
 	boot(f, NULL, &g, &r);
 	want = r.memtotal_kb + 512 * MIB_KIB;
+	/* First break libvirt's vCPU view the way QEMU 7.2 does (plug, then an
+	 * unplug that outlives libvirt's wait), to check that a restart which
+	 * makes libvirt's count right again does not re-enable vCPU changes. */
+	run_op(f, g.uuid, &vreq, &vres);
+	assert_int_equal(vres.rc, 0);
+	vreq.vcpus = 1;
+	run_op(f, g.uuid, &vreq, &vres);
+	desync = hp_state_vcpu_desync(&vres.state);
 	assert_int_equal(virDomainSuspend(g.dom), 0);
 	f->connected = 1;
 	f->disconnected = 0;
@@ -535,6 +547,16 @@ static void libvirtd_restart_mid_operation(void **state)
 					      "<autoscaling enabled='false'/>", HP_NS_PREFIX,
 					      HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE), 0);
 	assert_true(loop_until(f, meta_changed_for, g.uuid, 30));
+
+	if (desync) {
+		/* libvirt re-read QEMU on reconnect: the counts agree now... */
+		assert_false(hp_state_vcpu_desync(&st));
+		/* ...but vmact still refuses, and the VM keeps running. */
+		vreq.vcpus = 2;
+		run_op(f, g.uuid, &vreq, &vres);
+		assert_int_equal(vres.rc, -EIO);
+		assert_int_equal(virDomainIsActive(g.dom), 1);
+	}
 	tg_destroy(&g);
 }
 
