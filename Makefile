@@ -126,7 +126,8 @@ SANBUILD := $(BUILD)/san
 check:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
-	$(Q)tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)"
 
 unit:
@@ -142,9 +143,23 @@ FUZZ_SECONDS ?= 60
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(fuzz-y)
 
+# make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
+# tests/guest/). Always under the top-level build/ (not build/san): it does
+# not depend on compiler flags, and integration tests and benches share it.
+GUEST_DIR ?= build/guest
+guest: $(GUEST_DIR)/stamp
+$(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init
+	$(call msg,GUEST,$(GUEST_DIR))
+	$(Q)tests/guest/build-guest.sh $(GUEST_DIR)
+
+# make bench-hotplug: vmact vs virsh latency for vCPU and virtio-mem
+# resizes on a real TCG guest (bench/hotplug-bench.c).
+BENCH_ITER ?= 10
+bench-hotplug: $(BUILD)/bench/hotplug-bench guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/hotplug-bench $(BENCH_ITER)
+
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
 # write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
-BENCH_ITER ?= 10
 bench-cgroup: $(BUILD)/bench/cgroup-bench
 	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
 
