@@ -22,6 +22,8 @@
 #include "actuator/cgroup.h"
 #include "tests/integration/cpu-use.h"
 
+#define CGVM_UNUSED __attribute__((unused))
+
 static struct act_cg cg;
 static virConnectPtr conn;
 static virDomainPtr dom;
@@ -29,14 +31,14 @@ static char name[64], *vm;
 static pid_t qemu;
 static bool usable, vm_env_failed;
 
-static void quiet(void *ud, virErrorPtr e)
+static CGVM_UNUSED void quiet(void *ud, virErrorPtr e)
 {
 }
 
 /* Other tests on this machine restart libvirtd; a transient domain
  * survives that, our connection does not. Reconnects (waiting up to ~10 s
  * for the daemon to answer again) and finds the domain again by name. */
-static bool relink(void)
+static CGVM_UNUSED bool relink(void)
 {
 	if (conn && virConnectIsAlive(conn) == 1)
 		return true;
@@ -85,24 +87,25 @@ static char lv_msg[512];
 
 /* Domains of earlier runs whose test process died before its teardown
  * (e.g. killed while libvirtd restarted under it): destroy them. */
-static void reap_stale(void)
+static CGVM_UNUSED void reap_stale(void)
 {
 	virDomainPtr *doms = NULL;
 	int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_TRANSIENT);
 	for (int i = 0; i < n; i++) {
 		const char *nm = virDomainGetName(doms[i]);
-		int owner;
-		char rest;
-		if (nm && sscanf(nm, "vmact-cg-%d%c", &owner, &rest) == 1 && owner > 0 &&
-		    kill(owner, 0) < 0 && errno == ESRCH) {
+		/* "vmact-cg-<pid>" or tests/guest's "vmact-cg-<pid>-<n>" */
+		int owner = 0, end = 0;
+		if (nm && sscanf(nm, "vmact-cg-%d%n", &owner, &end) == 1 &&
+		    (nm[end] == '\0' || nm[end] == '-') && owner > 0 && kill(owner, 0) < 0 &&
+		    errno == ESRCH) {
 			printf("destroying %s left by a dead test process\n", nm);
 			virDomainDestroy(doms[i]);
 			char f[160];
 			snprintf(f, sizeof(f), "/tmp/%s.img", nm);
 			unlink(f);
-			snprintf(f, sizeof(f), "/run/vmact-cg/%s.log", nm);
+			snprintf(f, sizeof(f), "/run/vmact-test/%s.log", nm);
 			unlink(f);
-			snprintf(f, sizeof(f), "/run/vmact-cg/%s.ctl", nm);
+			snprintf(f, sizeof(f), "/run/vmact-test/%s.ctl", nm);
 			unlink(f);
 		}
 		virDomainFree(doms[i]);
@@ -112,7 +115,7 @@ static void reap_stale(void)
 
 /* Opens cgroups and libvirt and names the domain. 1 when usable, 0 when
  * the tests must skip (not root), -1 on failure (vm_env_failed set). */
-static int vm_env_open(void)
+static CGVM_UNUSED int vm_env_open(void)
 {
 	struct vmact_err err = { 0 };
 	if (geteuid() != 0) {
@@ -138,14 +141,12 @@ static int vm_env_open(void)
 	return 1;
 }
 
-static int vm_start(const char *xml)
+/* Adopts a started domain: finds its cgroup and QEMU pid. */
+static CGVM_UNUSED int vm_adopt(virDomainPtr d)
 {
 	struct vmact_err err = { 0 };
-	dom = virDomainCreateXML(conn, xml, 0);
-	if (!dom) {
-		fprintf(stderr, "starting %s: %s\n", name, virGetLastErrorMessage());
-		return -1;
-	}
+	dom = d;
+	snprintf(name, sizeof(name), "%s", virDomainGetName(d));
 	if (act_cg_domain_group(&cg, dom, NULL, &vm, &qemu, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
@@ -156,7 +157,17 @@ static int vm_start(const char *xml)
 	return 0;
 }
 
-static void vm_stop(void)
+static CGVM_UNUSED int vm_start(const char *xml)
+{
+	virDomainPtr d = virDomainCreateXML(conn, xml, 0);
+	if (!d) {
+		fprintf(stderr, "starting %s: %s\n", name, virGetLastErrorMessage());
+		return -1;
+	}
+	return vm_adopt(d);
+}
+
+static CGVM_UNUSED void vm_stop(void)
 {
 	if (dom) {
 		if (LV(virDomainDestroy(dom)) < 0)
@@ -184,7 +195,7 @@ static void vm_stop(void)
 /* CPU seconds of the whole process and of its vCPU threads (threads whose
  * cpu cgroup ends in /vcpuN). Exited threads (idle thread-pool workers)
  * stay counted in the process total, so emulator = total - vcpus. */
-static void sample(double *total, double *vcpus)
+static CGVM_UNUSED void sample(double *total, double *vcpus)
 {
 	char p[128];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)qemu);
@@ -222,7 +233,7 @@ struct use {
 	double total, vcpus, emulator; /* CPUs */
 };
 
-static struct use measure(double secs)
+static CGVM_UNUSED struct use measure(double secs)
 {
 	double t0, v0, t1, v1, w0 = cpu_use_now();
 	sample(&t0, &v0);
@@ -234,14 +245,14 @@ static struct use measure(double secs)
 	return u;
 }
 
-static void set_or_fail(const char *group, const struct act_cpu_bw *bw)
+static CGVM_UNUSED void set_or_fail(const char *group, const struct act_cpu_bw *bw)
 {
 	struct vmact_err err = { 0 };
 	if (act_cg_cpu_set(&cg, group, bw, &err) < 0)
 		fail_msg("%s", err.msg);
 }
 
-static char *child(const char *sub)
+static CGVM_UNUSED char *child(const char *sub)
 {
 	static char buf[PATH_MAX];
 	snprintf(buf, sizeof(buf), "%s/%s", vm, sub);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -47,4 +48,41 @@ static inline void cpu_use_window(double secs)
 	struct timespec d = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
 	while (nanosleep(&d, &d) < 0 && errno == EINTR)
 		;
+}
+
+/* Judges a limited run of an always-busy workload against quota q (CPUs),
+ * with the same workload's unlimited control run and the group's cpu.stat
+ * deltas over the limited window. Never above q + 10 %: asserted always
+ * (contention cannot cause excess). Not below q - 10 %: asserted only when
+ * observable — the control got clearly more than the band (> 1.1 q) and
+ * the group was throttled in at least 90 % of the periods (a busy group
+ * not throttled in a period did not get its quota there: the box was busy
+ * elsewhere). Otherwise the numbers are reported and the case skipped.
+ * Include after cmocka.h. */
+static inline void cpu_use_judge(const char *what, double q, double control, double limited,
+				 uint64_t throttled, uint64_t periods)
+{
+	if (limited > 1.1 * q)
+		fail_msg("%s: %.3f CPUs used under a %.3f limit", what, limited, q);
+	if (control < 1.1 * q) {
+		printf("CONTENTION (%s): the unlimited run got %.3f CPUs, not clearly more than "
+		       "the %.3f limit (> %.3f needed): enforcement cannot be observed here; "
+		       "reported, not asserted\n",
+		       what, control, q, 1.1 * q);
+		skip();
+	}
+	if (throttled == 0)
+		fail_msg("%s: never throttled although the unlimited run used %.3f > %.3f", what,
+			 control, q);
+	if (limited >= 0.9 * q)
+		return;
+	if ((double)throttled < 0.9 * (double)periods) {
+		printf("CONTENTION (%s): %.3f CPUs under a %.3f limit, throttled in only %llu of "
+		       "%llu periods: the box did not give the group its quota; reported, not "
+		       "asserted\n",
+		       what, limited, q, (unsigned long long)throttled, (unsigned long long)periods);
+		skip();
+	}
+	fail_msg("%s: %.3f CPUs under a %.3f limit although throttled in %llu of %llu periods",
+		 what, limited, q, (unsigned long long)throttled, (unsigned long long)periods);
 }
