@@ -2,6 +2,7 @@
 #include "actuator/cpu-quota.h"
 
 #include <errno.h>
+#include <math.h>
 
 #define USEC_PER_SEC 1000000ULL
 
@@ -32,10 +33,15 @@ int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_u
 	/* Rate in µs of CPU per second of wall time; exact in integers because
 	 * the factor is in thousandths: milli/1000 CPUs × f/1000 × 1e6 µs. */
 	u128 rate = (u128)milli * overcommit;
+	if (rate < ACT_CPU_QUOTA_MIN_US)
+		return vmact_err_set(err, ERANGE,
+				     "milli_cpu: %u × %u/1000 is below the kernel's smallest limit "
+				     "(1 ms per 1 s period)",
+				     milli, overcommit);
 
 	/* systemd's cgroup_cpu_adjust_period(): the period must be long enough
-	 * for the quota to reach 1 ms: P >= 1 ms × 1 s / rate. Since milli >= 1
-	 * and f >= 1000, rate >= 1000 µs/s and that bound is at most 1 s. */
+	 * for the quota to reach 1 ms: P >= 1 ms × 1 s / rate. With rate >=
+	 * 1000 µs/s that bound is at most 1 s. */
 	u128 min_period = div_round_up((u128)ACT_CPU_QUOTA_MIN_US * USEC_PER_SEC, rate);
 	u128 period = period_us;
 	bool clamped = false;
@@ -43,8 +49,6 @@ int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_u
 		period = min_period;
 		clamped = true;
 	}
-	if (period > ACT_CPU_PERIOD_MAX_US)
-		period = ACT_CPU_PERIOD_MAX_US; /* unreachable with rate >= 1000, kept as the bound */
 
 	u128 quota = div_round_up(rate * period, USEC_PER_SEC);
 	if (quota > ACT_CPU_QUOTA_MAX_US)
@@ -56,6 +60,16 @@ int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_u
 	out->period_us = (uint64_t)period;
 	if (info)
 		info->period_clamped = clamped;
+	return 0;
+}
+
+int act_cpu_overcommit_from_double(double factor, uint32_t *permille, struct vmact_err *err)
+{
+	/* !(a <= x) also catches NaN */
+	if (!(factor >= ACT_CPU_OVERCOMMIT_MIN / 1000.0 && factor <= ACT_CPU_OVERCOMMIT_MAX / 1000.0))
+		return vmact_err_set(err, EINVAL, "overcommit: %g outside [%g, %g]", factor,
+				     ACT_CPU_OVERCOMMIT_MIN / 1000.0, ACT_CPU_OVERCOMMIT_MAX / 1000.0);
+	*permille = (uint32_t)llround(factor * 1000.0);
 	return 0;
 }
 

@@ -25,10 +25,18 @@
 
 /* Overcommit factor in thousandths: 1000 = ×1.0 (vmact's default: a VM
  * given 250m gets exactly 25 ms of CPU per 100 ms), 4000 = ×4 (what Neon's
- * neonvm-runner used, neon-protocols.md §4.3). Allowed range below. */
+ * neonvm-runner used, neon-protocols.md §4.3: the exact limit was found too
+ * pessimistic because QEMU's own threads share it). Below 1000 the host
+ * gives a VM less than it was granted. Range ×0.01 … ×100, the same as the
+ * configuration key cgroup.cpu_quota_overcommit. */
 #define ACT_CPU_OVERCOMMIT_DEFAULT 1000U
-#define ACT_CPU_OVERCOMMIT_MIN 1000U
+#define ACT_CPU_OVERCOMMIT_MIN 10U
 #define ACT_CPU_OVERCOMMIT_MAX 100000U
+
+/* The configuration's factor (a JSON number such as 1.0 or 4) in
+ * thousandths, rounded to the nearest; -EINVAL naming "overcommit" when
+ * not finite or outside the range. */
+int act_cpu_overcommit_from_double(double factor, uint32_t *permille, struct vmact_err *err);
 
 struct act_cpu_bw {
 	uint64_t quota_us;  /* ACT_CPU_QUOTA_UNLIMITED = no limit */
@@ -49,8 +57,10 @@ struct act_cpu_bw_info {
  * smallest limit"; callers that mean unlimited use act_cpu_bw_unlimited().
  * period_us must be within [1 ms, 1 s] (-EINVAL, named "period_us"),
  * overcommit within [ACT_CPU_OVERCOMMIT_MIN, ACT_CPU_OVERCOMMIT_MAX]
- * (-EINVAL). A quota beyond the kernel's maximum is -ERANGE (never clamped:
- * a silently lower limit would be a bound the caller did not ask for).
+ * (-EINVAL). A rate below 1 milli-CPU (possible only with a factor below
+ * ×1) cannot be expressed — the kernel's smallest limit is 1 ms per 1 s —
+ * and a quota beyond the kernel's maximum cannot either: both -ERANGE,
+ * never clamped (a silently different limit is a bound nobody asked for).
  * info may be NULL. */
 int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_us,
 			  struct act_cpu_bw *out, struct act_cpu_bw_info *info,

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -59,8 +60,15 @@ static const struct conv_case conv_cases[] = {
 	{ UINT32_MAX, 100000, 1000000, -ERANGE, 0, 0, false, "milli_cpu" },
 	/* bad input */
 	{ 0, 1000, 100000, -EINVAL, 0, 0, false, "milli_cpu" },
-	{ 250, 999, 100000, -EINVAL, 0, 0, false, "overcommit" },
+	{ 250, 9, 100000, -EINVAL, 0, 0, false, "overcommit" },
 	{ 250, 0, 100000, -EINVAL, 0, 0, false, "overcommit" },
+	/* factors below ×1: less than granted, down to the kernel's floor */
+	{ 250, 500, 100000, 0, 12500, 100000, false, NULL },
+	{ 250, 10, 100000, 0, 1000, 400000, true, NULL },
+	{ 2, 500, 100000, 0, 1000, 1000000, true, NULL },
+	{ 1, 999, 100000, -ERANGE, 0, 0, false, "smallest" },
+	{ 99, 10, 100000, -ERANGE, 0, 0, false, "smallest" },
+	{ 100, 10, 100000, 0, 1000, 1000000, true, NULL },
 	{ 250, 100001, 100000, -EINVAL, 0, 0, false, "overcommit" },
 	{ 250, 1000, 999, -EINVAL, 0, 0, false, "period_us" },
 	{ 250, 1000, 0, -EINVAL, 0, 0, false, "period_us" },
@@ -101,10 +109,10 @@ static void test_conv_table(void **state)
 static void test_conv_properties(void **state)
 {
 	static const uint64_t periods[] = { 1000, 10000, 50000, 100000, 333333, 1000000 };
-	static const uint32_t factors[] = { 1000, 1500, 4000 };
-	for (size_t f = 0; f < 3; f++) {
+	static const uint32_t factors[] = { 1000, 1500, 4000, 500 };
+	for (size_t f = 0; f < ARRAY_SIZE(factors); f++) {
 		for (size_t p = 0; p < sizeof(periods) / sizeof(periods[0]); p++) {
-			for (uint32_t m = 1; m <= 20000; m++) {
+			for (uint32_t m = factors[f] < 1000 ? 2 : 1; m <= 20000; m++) {
 				struct act_cpu_bw bw;
 				struct act_cpu_bw_info info;
 				assert_int_equal(act_cpu_bw_from_milli(m, factors[f], periods[p], &bw,
@@ -125,6 +133,30 @@ static void test_conv_properties(void **state)
 			}
 		}
 	}
+}
+
+static void test_overcommit_from_double(void **state)
+{
+	uint32_t p = 0;
+	struct vmact_err err = { 0 };
+	assert_int_equal(act_cpu_overcommit_from_double(1.0, &p, NULL), 0);
+	assert_int_equal(p, 1000);
+	assert_int_equal(act_cpu_overcommit_from_double(4, &p, NULL), 0);
+	assert_int_equal(p, 4000);
+	assert_int_equal(act_cpu_overcommit_from_double(0.01, &p, NULL), 0);
+	assert_int_equal(p, 10);
+	assert_int_equal(act_cpu_overcommit_from_double(100, &p, NULL), 0);
+	assert_int_equal(p, 100000);
+	assert_int_equal(act_cpu_overcommit_from_double(1.2345, &p, NULL), 0);
+	assert_int_equal(p, 1235);
+	p = 7;
+	assert_int_equal(act_cpu_overcommit_from_double(0.009, &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "overcommit"));
+	assert_int_equal(act_cpu_overcommit_from_double(100.5, &p, NULL), -EINVAL);
+	assert_int_equal(act_cpu_overcommit_from_double(NAN, &p, NULL), -EINVAL);
+	assert_int_equal(act_cpu_overcommit_from_double(INFINITY, &p, NULL), -EINVAL);
+	assert_int_equal(act_cpu_overcommit_from_double(-1, &p, NULL), -EINVAL);
+	assert_int_equal(p, 7);
 }
 
 static void test_check_and_to_milli(void **state)
@@ -255,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_conv_table),
 		cmocka_unit_test(test_conv_properties),
 		cmocka_unit_test(test_check_and_to_milli),
+		cmocka_unit_test(test_overcommit_from_double),
 		cmocka_unit_test(test_v1_plan_never_invalid),
 		cmocka_unit_test(test_v1_plan_shapes),
 	};
