@@ -259,6 +259,10 @@ int act_cg_vm_group(const struct act_cg *cg, pid_t qemu_pid, char **out, struct 
 		return vmact_err_set(err, ENOENT,
 				     "pid %d: cgroup %s is not a libvirt emulator group (…/emulator)",
 				     (int)qemu_pid, g);
+	/* The VM's group is never the root ("//emulator" would make it so). */
+	if (g[n - sl - 1] == '/')
+		return vmact_err_set(err, EPROTO, "pid %d: cgroup %s has an empty component",
+				     (int)qemu_pid, g);
 	g[n - sl] = '\0';
 	*out = TAKE_PTR(g);
 	return 0;

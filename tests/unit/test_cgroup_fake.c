@@ -378,6 +378,8 @@ static void test_pid_group_errors(void **state)
 	assert_int_equal(act_cg_pid_group(&cg, 3, &g, NULL), -ENOENT);
 	put("proc/4/cgroup", "1:cpu:/a\n5:cpu,cpuacct:/b\n");
 	assert_int_equal(act_cg_pid_group(&cg, 4, &g, NULL), -EPROTO);
+	put("proc/7/cgroup", "1:cpu://emulator\n"); /* found by fuzzing: would be the root */
+	assert_int_equal(act_cg_vm_group(&cg, 7, &g, NULL), -EPROTO);
 	put("proc/5/cgroup", "1:cpu:relative\n");
 	assert_int_equal(act_cg_pid_group(&cg, 5, &g, NULL), -EPROTO);
 	/* co-mounted cpu,cpuacct and a ':' inside the path */
