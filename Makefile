@@ -62,7 +62,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler tests
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -166,6 +166,11 @@ $(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init
 BENCH_ITER ?= 10
 bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/hotplug-bench $(BENCH_ITER)
+
+# make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
+# write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
+bench-cgroup: $(BUILD)/bench/cgroup-bench
+	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))

@@ -44,6 +44,15 @@ struct hp_conn {
 	struct hp_qitem *q_head, *q_tail;
 	struct hp_op *ops;        /* in flight */
 	bool closing;
+	/* Domains (uuid + libvirt id, so a restarted VM starts clean) whose
+	 * vCPU unplug outlived libvirt's wait. A libvirtd restart makes
+	 * libvirt's count right again, but re-plugging still crashed QEMU 7.2
+	 * here, so vmact keeps refusing vCPU changes for them. */
+	struct hp_poisoned {
+		char uuid[HP_UUID_LEN];
+		int id;
+	} poisoned[64];
+	size_t n_poisoned, poison_next;
 };
 
 struct hp_op {

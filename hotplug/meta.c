@@ -11,6 +11,12 @@
  *     <vmact:pod namespace="default" name="db-1" uid="..."/>
  *   </vmact:autoscaling>
  *
+ * Operators set it with
+ *   virsh metadata DOM https://vmact.dev/xmlns/vmact/1 --key vmact --live --config \
+ *         --set '<autoscaling enabled="true"><cpu min="1" max="4"/>...</autoscaling>'
+ * (without xmlns: libvirt adds it), or write the prefixed form above in the
+ * domain definition.
+ *
  * Strict on purpose: an operator's typo must not silently fall back to a
  * default, so unknown elements/attributes are errors naming them. */
 #include <errno.h>
@@ -28,9 +34,12 @@
 /* Every error names the element as an operator writes it. */
 #define EL "<" HP_NS_PREFIX ":%s>"
 
+/* virDomainGetMetadata returns our element with the namespace stripped
+ * (it selected it by namespace already), while the domain XML carries it
+ * prefixed: accept both, reject any other namespace. */
 static bool in_ns(xmlNodePtr n)
 {
-	return n->ns && n->ns->href && xmlStrcmp(n->ns->href, BAD_CAST HP_NS_URI) == 0;
+	return !n->ns || (n->ns->href && xmlStrcmp(n->ns->href, BAD_CAST HP_NS_URI) == 0);
 }
 
 static int check_attrs(xmlNodePtr n, const char *const *allowed, struct vmact_err *err)

@@ -58,6 +58,9 @@ static int reread(struct hp_op *op, uint64_t deadline, struct hp_state *st, stru
 		if (vc) {
 			vmact_err_reset(err);
 			r = hp_state_read_vc(c, vc, op->uuid, st, err);
+			/* libvirt reports a dropped socket as an internal error. */
+			if (r < 0 && virConnectIsAlive(vc) != 1)
+				r = -ECONNRESET;
 			virConnectClose(vc);
 			if (r != -ECONNRESET)
 				return r;
@@ -90,6 +93,10 @@ static int call_dom(struct hp_op *op, const char *what, dom_call_fn fn, const vo
 		if (fn(dom, arg) < 0)
 			r = hp_virt_err(err, what);
 		virDomainFree(dom);
+	}
+	if (r < 0 && virConnectIsAlive(vc) != 1) {
+		err->code = ECONNRESET;
+		r = -ECONNRESET;
 	}
 	virConnectClose(vc);
 	return r;
@@ -148,6 +155,33 @@ static int settle(struct hp_op *op, uint64_t deadline, int rc, struct vmact_err 
 	return rc;
 }
 
+static bool poisoned(struct hp_op *op, const struct hp_state *st)
+{
+	struct hp_conn *c = op->conn;
+	bool p = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->n_poisoned; i++)
+		p |= !strcmp(c->poisoned[i].uuid, op->uuid) && c->poisoned[i].id == st->id;
+	pthread_mutex_unlock(&c->lock);
+	return p;
+}
+
+static void poison(struct hp_op *op, const struct hp_state *st)
+{
+	struct hp_conn *c = op->conn;
+
+	pthread_mutex_lock(&c->lock);
+	/* A ring: the oldest entry is recycled; 64 VMs with a broken unplug
+	 * since the daemon started is far beyond a real host. */
+	c->poisoned[c->poison_next] = (struct hp_poisoned){ .id = st->id };
+	snprintf(c->poisoned[c->poison_next].uuid, HP_UUID_LEN, "%s", op->uuid);
+	c->poison_next = (c->poison_next + 1) % ARRAY_SIZE(c->poisoned);
+	if (c->n_poisoned < ARRAY_SIZE(c->poisoned))
+		c->n_poisoned++;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void op_vcpus(struct hp_op *op, uint64_t deadline)
 {
 	struct hp_state *st = &op->res.state;
@@ -162,11 +196,20 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 	}
 	op->res.state_valid = true;
 	if (hp_state_vcpu_desync(st)) {
+		poison(op, st);
 		vmact_err_set(&e, EIO,
-			      "libvirt counts %u vCPUs but QEMU runs %d: an earlier vCPU unplug "
+			      "libvirt counts %u vCPUs while QEMU runs %u: an earlier vCPU unplug "
 			      "outlived libvirt's wait; refusing vCPU changes on this VM (re-plugging "
 			      "crashes QEMU 7.2) until it restarts", st->vcpus_current,
-			      st->qemu_vcpus);
+			      hp_state_vcpus(st));
+		finish(op, -EIO, &e);
+		return;
+	}
+	if (poisoned(op, st)) {
+		vmact_err_set(&e, EIO,
+			      "an earlier vCPU unplug on this VM outlived libvirt's wait; vCPU "
+			      "changes stay refused until the VM restarts, even though libvirt's "
+			      "count is right again (re-plugging crashed QEMU 7.2)");
 		finish(op, -EIO, &e);
 		return;
 	}
@@ -215,6 +258,7 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 			}
 		}
 		if (hp_state_vcpu_desync(st)) {
+			poison(op, st);
 			vmact_err_set(&e, EIO,
 				      "vCPU unplug completed in QEMU (%u vCPUs) but libvirt still "
 				      "counts %u: libvirt's 5 s unplug wait timed out and it never "

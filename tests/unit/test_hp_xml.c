@@ -71,6 +71,22 @@ static void meta_minimal_other_prefix(void **state)
 	assert_string_equal(m.monitor, "");
 }
 
+static void meta_as_libvirt_returns_it(void **state)
+{
+	/* virDomainGetMetadata strips the namespace from the element. */
+	static const char xml[] = "<autoscaling enabled=\"true\">\n"
+				  "  <cpu min=\"1\" max=\"2\"/>\n"
+				  "  <memory min=\"1Gi\" max=\"2Gi\" method=\"virtio-mem\"/>\n"
+				  "</autoscaling>\n";
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
+	assert_true(m.enabled);
+	assert_int_equal(m.max.milli_cpu, 2000);
+	assert_int_equal(m.max.mem_bytes, 2ULL << 30);
+}
+
 struct bad_case {
 	const char *xml;
 	const char *want; /* substring of the message */
@@ -82,7 +98,7 @@ struct bad_case {
 
 static const struct bad_case bad[] = {
 	{ "<vmact:autoscaling " NS " enabled='true'>", "not well-formed" },
-	{ "<autoscaling enabled='true'/>", "namespace " HP_NS_URI },
+	{ "<autoscaling xmlns='urn:other' enabled='true'/>", "namespace " HP_NS_URI },
 	{ "<vmact:autoscaling " NS ">" CPU MEM "</vmact:autoscaling>",
 	  "<vmact:autoscaling>: missing attribute 'enabled'" },
 	{ "<vmact:autoscaling " NS " enabled='yes'>" CPU MEM "</vmact:autoscaling>",
@@ -224,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(meta_full),
 		cmocka_unit_test(meta_minimal_other_prefix),
+		cmocka_unit_test(meta_as_libvirt_returns_it),
 		cmocka_unit_test(meta_errors_name_the_element),
 		cmocka_unit_test(state_live_xml),
 		cmocka_unit_test(state_bad_xml),
