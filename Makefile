@@ -62,7 +62,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler tests
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -126,7 +126,8 @@ SANBUILD := $(BUILD)/san
 check:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
-	$(Q)tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)"
 
 unit:
@@ -151,14 +152,45 @@ soak-arbiter:
 	$(Q)VMACT_SOAK_REQUESTS=10000 VMACT_SOAK_CLIENTS=50 ASAN_OPTIONS=detect_leaks=1 \
 		$(SANBUILD)/tests/unit/test_arbiter_soak
 
+# make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
+# tests/guest/). Always under the top-level build/ (not build/san): it does
+# not depend on compiler flags, and integration tests and benches share it.
+GUEST_DIR ?= build/guest
+guest: $(GUEST_DIR)/stamp
+$(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init
+	$(call msg,GUEST,$(GUEST_DIR))
+	$(Q)tests/guest/build-guest.sh $(GUEST_DIR)
+
+# make bench-hotplug: vmact vs virsh latency for vCPU and virtio-mem
+# resizes on a real TCG guest (bench/hotplug-bench.c).
+BENCH_ITER ?= 10
+bench-hotplug: $(BUILD)/bench/hotplug-bench guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/hotplug-bench $(BENCH_ITER)
+
+# make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
+# write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
+bench-cgroup: $(BUILD)/bench/cgroup-bench
+	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
 ci:
 	$(Q)tests/setup-host.sh
-	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
 
 setup:
 	$(Q)tests/setup-host.sh
+
+# make bench-sampler: per-event cost of the sampler's BPF programs against
+# libbpf-tools' runqlat under the same load, and the daemon-side readout
+# cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window.
+BENCH_SECONDS ?= 10
+bench-sampler: $(BUILD)/bench/sampler-bench
+	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS)
 
 # ---- install ------------------------------------------------------------
 SYSCONFDIR ?= /etc

@@ -18,7 +18,7 @@ packages=(
 	libwslay-dev libsystemd-dev libnl-3-dev libnl-genl-3-dev libbpf-dev bpftool
 	libcgroup-dev libcmocka-dev
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
-	busybox-static cpio xz-utils zstd curl procps iproute2 libbpf-tools
+	busybox-static binutils cpio xz-utils zstd curl procps iproute2 libbpf-tools
 	nodejs npm
 )
 
@@ -49,6 +49,16 @@ if ! getent passwd libvirt-qemu >/dev/null; then
 	getent group kvm >/dev/null || groupadd --system kvm
 	useradd --system --no-create-home --home-dir /var/lib/libvirt --gid kvm \
 		--shell /usr/sbin/nologin libvirt-qemu
+fi
+
+# Without udev /dev/kvm stays root-only. libvirt probes QEMU with KVM as
+# root but then finds KVM unusable for libvirt-qemu, declares its capability
+# cache stale and re-probes QEMU on every domain start (~50 s per start
+# here). Debian's udev rule gives it to group kvm; do the same.
+if [ -c /dev/kvm ] && [ "$(stat -c %G:%a /dev/kvm)" != kvm:660 ]; then
+	say "giving /dev/kvm to group kvm (as udev would)"
+	getent group kvm >/dev/null || groupadd --system kvm
+	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 fi
 
 # Daemons: through systemd when it runs the machine, by hand otherwise.

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hotplug/: everything vmact does through libvirt (prefix hp_).
+ *
+ * Threads and the event loop
+ * --------------------------
+ * libvirt's default event implementation runs in ONE dedicated thread
+ * (virEventRunDefaultImpl in a loop, started with the first hp_conn and
+ * joined with the last). Every libvirt callback (domain events, the close
+ * callback) only copies what it needs into a queue and writes an eventfd;
+ * the daemon's sd-event loop watches that eventfd and hands each event to
+ * the user's callback, so all policy runs on the daemon thread and needs no
+ * locks. We chose this over virEventRegisterImpl on sd-event because
+ * libvirt calls the event-impl hooks from any thread that makes an API call
+ * (worker threads included), and the default impl is the one libvirt tests.
+ *
+ * Actuation that waits (vCPU unplug: libvirt blocks up to 5 s; memory:
+ * seconds until the guest follows) runs in one worker thread per
+ * operation; at most one operation per VM is in flight. The worker always
+ * re-reads live state before it reports, and its completion is delivered
+ * through the same eventfd queue, on the daemon thread. Short libvirt RPCs
+ * (listing domains, reading XML, metadata) are made directly on the caller's
+ * thread: they are local unix-socket round trips.
+ *
+ * Persistent configuration: NOT touched
+ * -------------------------------------
+ * Every change uses VIR_DOMAIN_AFFECT_LIVE only. The autoscaled size is a
+ * function of the current load, not part of the VM's definition: after a
+ * restart the VM boots at the size its operator defined and vmact scales it
+ * again from fresh measurements. Writing CONFIG on every step would race
+ * with operators editing the domain (virsh edit), would be rejected for
+ * transient domains, and would persist half-done states (a vCPU unplug
+ * that timed out, a virtio-mem resize the guest never finished). The
+ * operator's own definition is the single source of the boot-time size.
+ *
+ * Truth: every operation reports the state re-read after it, never the
+ * API's return code alone. For vCPUs the truth is QEMU's own vCPU threads
+ * (/proc/<qemu pid>/task/<tid>/comm "CPU n/TCG|KVM"), because libvirt 9.0
+ * with QEMU 7.2 keeps counting a vCPU that the guest and QEMU already
+ * unplugged when the unplug outlived libvirt's 5 s wait (QEMU emits
+ * DEVICE_DELETED for the vCPU's lapic only, never for the vCPU itself).
+ * Such a VM is marked vcpu_desync and further vCPU changes are refused:
+ * re-plugging one then crashes QEMU 7.2 (seen here with libvirt 9.0). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "actuator/error.h"
+#include "agent-glue/quantity.h"
+
+#define HP_URI_DEFAULT "qemu:///system"
+#define HP_NS_URI "https://vmact.dev/xmlns/vmact/1"
+#define HP_NS_PREFIX "vmact"
+#define HP_MAX_MEMDEVS 16
+#define HP_UUID_LEN 37 /* VIR_UUID_STRING_BUFLEN */
+#define HP_NAME_MAX 256
+#define HP_ALIAS_MAX 64
+
+/* ---- live state -------------------------------------------------------- */
+
+enum hp_mem_model { HP_MEM_DIMM, HP_MEM_VIRTIO_MEM };
+
+struct hp_memdev {
+	enum hp_mem_model model;
+	char alias[HP_ALIAS_MAX];
+	int node;
+	int slot;                 /* DIMM slot, -1 unknown / virtio-mem */
+	uint64_t size_kib;
+	uint64_t block_kib;       /* virtio-mem only */
+	uint64_t requested_kib;   /* virtio-mem only */
+	uint64_t current_kib;     /* virtio-mem only: what the guest plugged */
+};
+
+struct hp_state {
+	char name[HP_NAME_MAX];
+	char uuid[HP_UUID_LEN];
+	int id;                   /* libvirt domain id */
+	/* libvirt's view of vCPUs (live XML). */
+	unsigned vcpus_max;
+	unsigned vcpus_current;
+	unsigned vcpus_hotpluggable;  /* <vcpus> entries marked hotpluggable */
+	uint64_t vcpus_enabled_mask;  /* bit i = <vcpu id='i' enabled='yes'> */
+	/* QEMU's view: number of vCPU threads; -1 when it could not be read. */
+	int qemu_vcpus;
+	/* Memory, KiB. base = sum of NUMA cells (boot memory). */
+	uint64_t memory_kib;      /* <memory>: base + devices */
+	uint64_t base_kib;
+	uint64_t max_memory_kib;  /* <maxMemory>, 0 when absent */
+	unsigned slots;           /* <maxMemory slots=...> */
+	size_t n_memdevs;
+	struct hp_memdev memdevs[HP_MAX_MEMDEVS];
+};
+
+/* vCPUs actually running: QEMU's count when known, else libvirt's. */
+unsigned hp_state_vcpus(const struct hp_state *st);
+/* libvirt and QEMU disagree on the vCPU count (see the comment above). */
+bool hp_state_vcpu_desync(const struct hp_state *st);
+/* Memory the guest can use now: base + DIMMs + virtio-mem <current>. */
+uint64_t hp_state_mem_kib(const struct hp_state *st);
+unsigned hp_state_dimms(const struct hp_state *st);
+const struct hp_memdev *hp_state_memdev(const struct hp_state *st, const char *alias,
+					enum hp_mem_model model);
+
+/* Parses a live domain XML (virDomainGetXMLDesc). Does not fill qemu_vcpus
+ * (set to -1). Errors name the element. */
+int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err);
+/* Counts "CPU n/..." threads of the QEMU process whose pid file is
+ * <rundir>/<name>.pid. Returns the count or a negative errno. */
+int hp_qemu_vcpu_threads(const char *rundir, const char *name, struct vmact_err *err);
+
+/* ---- per-VM autoscaling config (<metadata>) ---------------------------- */
+
+enum hp_mem_method { HP_METHOD_VIRTIO_MEM, HP_METHOD_DIMM };
+
+/* Scaling config overrides (neon ScalingConfig); has_* says which were set. */
+struct hp_scaling {
+	bool has_load_avg_target, has_mem_usage_target, has_mem_total_target;
+	bool has_enable_lfc, has_cpu_stable_zone, has_cpu_mixed_zone;
+	double load_avg_target;     /* 0 <= x < 2 */
+	double mem_usage_target;    /* 0 <= x < 1 */
+	double mem_total_target;    /* 0 <= x < 1 */
+	bool enable_lfc;
+	double cpu_stable_zone;
+	double cpu_mixed_zone;
+};
+
+struct hp_meta {
+	bool enabled;
+	struct ag_resources min, max;     /* bounds, both required */
+	bool has_compute_unit;
+	struct ag_resources compute_unit;
+	enum hp_mem_method method;
+	char mem_alias[HP_ALIAS_MAX];     /* optional virtio-mem device alias */
+	struct hp_scaling scaling;
+	char monitor[512];                /* vm-monitor endpoint, "" if none */
+	char pod_namespace[254];
+	char pod_name[254];
+	char pod_uid[64];
+};
+
+/* Parses the single <vmact:autoscaling> element (as returned by
+ * virDomainGetMetadata for HP_NS_URI). Strict: unknown elements or
+ * attributes, missing required ones and malformed values are -EINVAL with a
+ * message naming the element and attribute. */
+int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err);
+
+/* ---- connection ------------------------------------------------------- */
+
+struct hp_conn;
+
+enum hp_event_kind {
+	HP_EV_CONNECTED,        /* (re)connected: resync every domain now */
+	HP_EV_DISCONNECTED,     /* connection lost; reconnect is scheduled */
+	HP_EV_DOMAIN_STARTED,
+	HP_EV_DOMAIN_STOPPED,   /* destroyed, shut down, crashed */
+	HP_EV_METADATA_CHANGED, /* re-read the config with hp_meta_read */
+	HP_EV_DEVICE_REMOVED,
+	HP_EV_DEVICE_REMOVAL_FAILED,
+	HP_EV_MEMDEV_SIZE,      /* virtio-mem <current> changed: size_kib */
+};
+
+struct hp_event {
+	enum hp_event_kind kind;
+	char uuid[HP_UUID_LEN];
+	char name[HP_NAME_MAX];
+	char alias[HP_ALIAS_MAX];
+	uint64_t size_kib;
+	unsigned reconnects;    /* HP_EV_CONNECTED: 0 first time */
+};
+
+typedef void (*hp_event_fn)(struct hp_conn *c, const struct hp_event *ev, void *userdata);
+
+struct hp_conn_opts {
+	const char *uri;          /* NULL: HP_URI_DEFAULT */
+	const char *qemu_rundir;  /* NULL: /run/libvirt/qemu (pid files) */
+	int keepalive_interval;   /* s, 0: 5 */
+	unsigned keepalive_count; /* 0: 3 */
+	uint64_t backoff_min_us;  /* 0: 100 ms */
+	uint64_t backoff_max_us;  /* 0: 5 s */
+};
+
+/* Opens the connection (the first attempt is synchronous so a bad URI fails
+ * here), registers the domain event callbacks and watches the connection
+ * from the sd-event loop. Later losses are handled by reconnecting with
+ * backoff; HP_EV_CONNECTED is delivered (from the loop) after the first
+ * connection and after each reconnect. */
+int hp_conn_new(sd_event *ev, const struct hp_conn_opts *opts, hp_event_fn fn, void *userdata,
+		struct hp_conn **out, struct vmact_err *err);
+/* Waits for in-flight operations (their callbacks are not called), then
+ * closes. */
+void hp_conn_free(struct hp_conn *c);
+bool hp_conn_is_up(struct hp_conn *c);
+
+/* Running QEMU domains with their live state. *out is malloc'd. */
+int hp_list_running(struct hp_conn *c, struct hp_state **out, size_t *n, struct vmact_err *err);
+int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
+		  struct vmact_err *err);
+/* -ENOENT when the domain has no vmact metadata. */
+int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
+		 struct vmact_err *err);
+
+/* ---- actuation -------------------------------------------------------- */
+
+enum hp_op_kind {
+	HP_OP_SET_VCPUS,       /* vcpus */
+	HP_OP_VIRTIO_MEM,      /* requested_kib on device alias ("" = first) */
+	HP_OP_DIMM_ATTACH,     /* dimm_kib on NUMA node 0 */
+	HP_OP_DIMM_DETACH,     /* alias ("" = the last DIMM) */
+};
+
+struct hp_op_req {
+	enum hp_op_kind kind;
+	unsigned vcpus;
+	uint64_t requested_kib;
+	uint64_t dimm_kib;
+	char alias[HP_ALIAS_MAX];
+	unsigned timeout_ms;   /* intent deadline; 0: 30 s */
+};
+
+struct hp_op_result {
+	/* 0: the target was reached. -ETIMEDOUT: partial (state says how far).
+	 * -ENODEV: the VM went away. -ECONNRESET: libvirtd went away and did
+	 * not come back before the deadline. -EBUSY: the guest refused a DIMM
+	 * removal. -EIO: libvirt/QEMU disagree (vCPU desync). -ERANGE/-EINVAL:
+	 * request outside the VM's layout (nothing was changed). */
+	int rc;
+	struct vmact_err err;
+	bool state_valid;
+	struct hp_state state;   /* re-read after the operation */
+	uint64_t elapsed_us;
+};
+
+typedef void (*hp_op_fn)(struct hp_conn *c, const char *uuid, const struct hp_op_result *res,
+			 void *userdata);
+
+/* Starts an operation; fn runs later on the sd-event loop thread. -EBUSY if
+ * an operation on that VM is still in flight. */
+int hp_op_start(struct hp_conn *c, const char *uuid, const struct hp_op_req *req, hp_op_fn fn,
+		void *userdata, struct vmact_err *err);
+bool hp_op_in_flight(struct hp_conn *c, const char *uuid);

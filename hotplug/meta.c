@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Per-VM autoscaling config in the domain's <metadata>, namespace
+ * HP_NS_URI. Example (all quantities are Kubernetes quantities):
+ *
+ *   <vmact:autoscaling xmlns:vmact="https://vmact.dev/xmlns/vmact/1" enabled="true">
+ *     <vmact:cpu min="1" max="4"/>
+ *     <vmact:memory min="512Mi" max="1536Mi" method="virtio-mem"/>
+ *     <vmact:compute-unit cpu="250m" memory="256Mi"/>
+ *     <vmact:scaling loadAverageFractionTarget="0.9" memoryUsageFractionTarget="0.75"/>
+ *     <vmact:monitor endpoint="ws://127.0.0.1:10301/monitor"/>
+ *     <vmact:pod namespace="default" name="db-1" uid="..."/>
+ *   </vmact:autoscaling>
+ *
+ * Operators set it with
+ *   virsh metadata DOM https://vmact.dev/xmlns/vmact/1 --key vmact --live --config \
+ *         --set '<autoscaling enabled="true"><cpu min="1" max="4"/>...</autoscaling>'
+ * (without xmlns: libvirt adds it), or write the prefixed form above in the
+ * domain definition.
+ *
+ * Strict on purpose: an operator's typo must not silently fall back to a
+ * default, so unknown elements/attributes are errors naming them. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "hotplug/hotplug.h"
+#include "hotplug/xml.h"
+
+/* Every error names the element as an operator writes it. */
+#define EL "<" HP_NS_PREFIX ":%s>"
+
+/* virDomainGetMetadata returns our element with the namespace stripped
+ * (it selected it by namespace already), while the domain XML carries it
+ * prefixed: accept both, reject any other namespace. */
+static bool in_ns(xmlNodePtr n)
+{
+	return !n->ns || (n->ns->href && xmlStrcmp(n->ns->href, BAD_CAST HP_NS_URI) == 0);
+}
+
+static int check_attrs(xmlNodePtr n, const char *const *allowed, struct vmact_err *err)
+{
+	for (xmlAttrPtr a = n->properties; a; a = a->next) {
+		bool ok = false;
+
+		for (size_t i = 0; allowed[i]; i++)
+			if (xmlStrcmp(a->name, BAD_CAST allowed[i]) == 0 && !a->ns)
+				ok = true;
+		if (!ok)
+			return vmact_err_set(err, EINVAL, EL ": unknown attribute '%s'",
+					     (const char *)n->name, (const char *)a->name);
+	}
+	return 0;
+}
+
+/* Returns a malloc'd copy of the attribute, NULL if absent (-EINVAL when
+ * required). */
+static int get_attr(xmlNodePtr n, const char *name, bool required, char **out,
+		    struct vmact_err *err)
+{
+	_cleanup_xmlfree_ xmlChar *v = xmlGetNoNsProp(n, BAD_CAST name);
+
+	*out = NULL;
+	if (!v) {
+		if (required)
+			return vmact_err_set(err, EINVAL, EL ": missing attribute '%s'",
+					     (const char *)n->name, name);
+		return 0;
+	}
+	if (!v[0])
+		return vmact_err_set(err, EINVAL, EL ": attribute '%s' is empty",
+				     (const char *)n->name, name);
+	*out = strdup((const char *)v);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int attr_bool(xmlNodePtr n, const char *name, bool required, bool *has, bool *out,
+		     struct vmact_err *err)
+{
+	_cleanup_free_ char *v = NULL;
+	int r = get_attr(n, name, required, &v, err);
+
+	if (r < 0 || !v)
+		return r;
+	if (strcmp(v, "true") == 0)
+		*out = true;
+	else if (strcmp(v, "false") == 0)
+		*out = false;
+	else
+		return vmact_err_set(err, EINVAL, EL ": attribute '%s': '%s' is not true or false",
+				     (const char *)n->name, name, v);
+	if (has)
+		*has = true;
+	return 0;
+}
+
+static int attr_milli(xmlNodePtr n, const char *name, uint32_t *out, struct vmact_err *err)
+{
+	_cleanup_free_ char *v = NULL;
+	uint64_t milli;
+	int r = get_attr(n, name, true, &v, err);
+
+	if (r < 0)
+		return r;
+	if ((r = ag_quantity_parse_milli(v, &milli, err)) < 0)
+		return vmact_err_prefix(err, EL " attribute '%s'", (const char *)n->name, name);
+	if (milli == 0 || milli > UINT32_MAX)
+		return vmact_err_set(err, ERANGE, EL ": attribute '%s': '%s' out of range",
+				     (const char *)n->name, name, v);
+	*out = (uint32_t)milli;
+	return 0;
+}
+
+static int attr_bytes(xmlNodePtr n, const char *name, uint64_t *out, struct vmact_err *err)
+{
+	_cleanup_free_ char *v = NULL;
+	int r = get_attr(n, name, true, &v, err);
+
+	if (r < 0)
+		return r;
+	if ((r = ag_quantity_parse_value(v, out, err)) < 0)
+		return vmact_err_prefix(err, EL " attribute '%s'", (const char *)n->name, name);
+	if (*out == 0)
+		return vmact_err_set(err, ERANGE, EL ": attribute '%s' must be non-zero",
+				     (const char *)n->name, name);
+	return 0;
+}
+
+static int attr_double(xmlNodePtr n, const char *name, double lo, double hi, bool *has,
+		       double *out, struct vmact_err *err)
+{
+	_cleanup_free_ char *v = NULL;
+	char *end;
+	int r = get_attr(n, name, false, &v, err);
+
+	if (r < 0 || !v)
+		return r;
+	errno = 0;
+	*out = strtod(v, &end);
+	if (errno || *end || !isfinite(*out))
+		return vmact_err_set(err, EINVAL, EL ": attribute '%s': '%s' is not a number",
+				     (const char *)n->name, name, v);
+	if (*out < lo || *out >= hi)
+		return vmact_err_set(err, ERANGE, EL ": attribute '%s': %s not in [%g, %g)",
+				     (const char *)n->name, name, v, lo, hi);
+	*has = true;
+	return 0;
+}
+
+static int copy_attr(xmlNodePtr n, const char *name, bool required, char *dst, size_t len,
+		     struct vmact_err *err)
+{
+	_cleanup_free_ char *v = NULL;
+	int r = get_attr(n, name, required, &v, err);
+
+	if (r < 0 || !v)
+		return r;
+	if (strlen(v) >= len)
+		return vmact_err_set(err, ENAMETOOLONG, EL ": attribute '%s' longer than %zu",
+				     (const char *)n->name, name, len - 1);
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int parse_cpu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "min", "max", NULL };
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 || (r = attr_milli(n, "min", &m->min.milli_cpu, err)) < 0 ||
+	    (r = attr_milli(n, "max", &m->max.milli_cpu, err)) < 0)
+		return r;
+	if (m->min.milli_cpu > m->max.milli_cpu)
+		return vmact_err_set(err, ERANGE, EL ": min %u m above max %u m", "cpu",
+				     m->min.milli_cpu, m->max.milli_cpu);
+	return 0;
+}
+
+static int parse_memory(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "min", "max", "method", "alias", NULL };
+	_cleanup_free_ char *method = NULL;
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 || (r = attr_bytes(n, "min", &m->min.mem_bytes, err)) < 0 ||
+	    (r = attr_bytes(n, "max", &m->max.mem_bytes, err)) < 0 ||
+	    (r = get_attr(n, "method", true, &method, err)) < 0 ||
+	    (r = copy_attr(n, "alias", false, m->mem_alias, sizeof(m->mem_alias), err)) < 0)
+		return r;
+	if (m->min.mem_bytes > m->max.mem_bytes)
+		return vmact_err_set(err, ERANGE, EL ": min above max", "memory");
+	if (strcmp(method, "virtio-mem") == 0)
+		m->method = HP_METHOD_VIRTIO_MEM;
+	else if (strcmp(method, "dimm") == 0)
+		m->method = HP_METHOD_DIMM;
+	else
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'method': '%s' is not virtio-mem or dimm",
+				     "memory", method);
+	return 0;
+}
+
+static int parse_cu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "cpu", "memory", NULL };
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = attr_milli(n, "cpu", &m->compute_unit.milli_cpu, err)) < 0 ||
+	    (r = attr_bytes(n, "memory", &m->compute_unit.mem_bytes, err)) < 0)
+		return r;
+	m->has_compute_unit = true;
+	return 0;
+}
+
+static int parse_scaling(xmlNodePtr n, struct hp_scaling *s, struct vmact_err *err)
+{
+	static const char *const a[] = { "loadAverageFractionTarget", "memoryUsageFractionTarget",
+					 "memoryTotalFractionTarget", "enableLFCMetrics",
+					 "cpuStableZoneRatio", "cpuMixedZoneRatio", NULL };
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = attr_double(n, "loadAverageFractionTarget", 0, 2, &s->has_load_avg_target,
+			     &s->load_avg_target, err)) < 0 ||
+	    (r = attr_double(n, "memoryUsageFractionTarget", 0, 1, &s->has_mem_usage_target,
+			     &s->mem_usage_target, err)) < 0 ||
+	    (r = attr_double(n, "memoryTotalFractionTarget", 0, 1, &s->has_mem_total_target,
+			     &s->mem_total_target, err)) < 0 ||
+	    (r = attr_bool(n, "enableLFCMetrics", false, &s->has_enable_lfc, &s->enable_lfc, err)) < 0 ||
+	    (r = attr_double(n, "cpuStableZoneRatio", 0, 1e9, &s->has_cpu_stable_zone,
+			     &s->cpu_stable_zone, err)) < 0 ||
+	    (r = attr_double(n, "cpuMixedZoneRatio", 0, 1e9, &s->has_cpu_mixed_zone,
+			     &s->cpu_mixed_zone, err)) < 0)
+		return r;
+	return 0;
+}
+
+static int parse_monitor(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "endpoint", NULL };
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = copy_attr(n, "endpoint", true, m->monitor, sizeof(m->monitor), err)) < 0)
+		return r;
+	if (strncmp(m->monitor, "ws://", 5) && strncmp(m->monitor, "wss://", 6) &&
+	    strncmp(m->monitor, "http://", 7) && strncmp(m->monitor, "unix:", 5))
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'endpoint': '%s' is not a ws://, wss://, "
+				     "http:// or unix: address", "monitor", m->monitor);
+	return 0;
+}
+
+static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "namespace", "name", "uid", NULL };
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = copy_attr(n, "namespace", true, m->pod_namespace, sizeof(m->pod_namespace), err)) < 0 ||
+	    (r = copy_attr(n, "name", true, m->pod_name, sizeof(m->pod_name), err)) < 0 ||
+	    (r = copy_attr(n, "uid", false, m->pod_uid, sizeof(m->pod_uid), err)) < 0)
+		return r;
+	return 0;
+}
+
+int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
+{
+	static const struct {
+		const char *name;
+		int (*parse)(xmlNodePtr, struct hp_meta *, struct vmact_err *);
+		bool required;
+	} elems[] = {
+		{ "cpu", parse_cpu, true },
+		{ "memory", parse_memory, true },
+		{ "compute-unit", parse_cu, false },
+		{ "scaling", NULL, false },
+		{ "monitor", parse_monitor, false },
+		{ "pod", parse_pod, false },
+	};
+	static const char *const root_attrs[] = { "enabled", NULL };
+	bool seen[ARRAY_SIZE(elems)] = { false };
+	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
+	xmlNodePtr root;
+	int r;
+
+	memset(meta, 0, sizeof(*meta));
+	doc = xmlReadMemory(xml, (int)strlen(xml), "metadata.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (!doc) {
+		const xmlError *e = xmlGetLastError();
+
+		return vmact_err_set(err, EINVAL, "vmact metadata is not well-formed XML%s%s",
+				     e && e->message ? ": " : "", e && e->message ? e->message : "");
+	}
+	root = xmlDocGetRootElement(doc);
+	if (!root || !in_ns(root) || xmlStrcmp(root->name, BAD_CAST "autoscaling"))
+		return vmact_err_set(err, EINVAL, "vmact metadata: root must be " EL
+				     " in namespace %s, got <%s>", "autoscaling", HP_NS_URI,
+				     root ? (const char *)root->name : "");
+	if ((r = check_attrs(root, root_attrs, err)) < 0 ||
+	    (r = attr_bool(root, "enabled", true, NULL, &meta->enabled, err)) < 0)
+		return r;
+
+	for (xmlNodePtr n = root->children; n; n = n->next) {
+		size_t i;
+
+		if (n->type == XML_TEXT_NODE && xmlIsBlankNode(n))
+			continue;
+		if (n->type == XML_COMMENT_NODE)
+			continue;
+		if (n->type != XML_ELEMENT_NODE)
+			return vmact_err_set(err, EINVAL, EL ": unexpected text", "autoscaling");
+		if (!in_ns(n))
+			return vmact_err_set(err, EINVAL,
+					     EL ": child <%s> is not in namespace %s",
+					     "autoscaling", (const char *)n->name, HP_NS_URI);
+		for (i = 0; i < ARRAY_SIZE(elems); i++)
+			if (xmlStrcmp(n->name, BAD_CAST elems[i].name) == 0)
+				break;
+		if (i == ARRAY_SIZE(elems))
+			return vmact_err_set(err, EINVAL, EL ": unknown element " EL,
+					     "autoscaling", (const char *)n->name);
+		if (seen[i])
+			return vmact_err_set(err, EINVAL, EL ": duplicate element",
+					     elems[i].name);
+		seen[i] = true;
+		if (n->children) {
+			for (xmlNodePtr c = n->children; c; c = c->next)
+				if (!(c->type == XML_TEXT_NODE && xmlIsBlankNode(c)) &&
+				    c->type != XML_COMMENT_NODE)
+					return vmact_err_set(err, EINVAL,
+							     EL ": must be empty", elems[i].name);
+		}
+		r = elems[i].parse ? elems[i].parse(n, meta, err)
+				   : parse_scaling(n, &meta->scaling, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(elems); i++)
+		if (elems[i].required && !seen[i])
+			return vmact_err_set(err, EINVAL, EL ": missing element " EL,
+					     "autoscaling", elems[i].name);
+	return 0;
+}

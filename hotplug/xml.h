@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libxml2 helpers private to hotplug/. */
+#pragma once
+
+#include <stdint.h>
+
+#include <libxml/tree.h>
+
+#include "actuator/error.h"
+#include "actuator/macro.h"
+
+static inline void hpx_xmlfreep(xmlChar **p)
+{
+	if (*p)
+		xmlFree(*p);
+}
+#define _cleanup_xmlfree_ _cleanup_(hpx_xmlfreep)
+DEFINE_PTR_CLEANUP(hpx_xmldocp, xmlDoc, xmlFreeDoc)
+#define _cleanup_xmldoc_ _cleanup_(hpx_xmldocp)
+
+/* Reads a libvirt memory element (<size unit='KiB'>N</size>) in KiB. */
+int hpx_read_kib(xmlNodePtr n, const char *what, uint64_t *out, struct vmact_err *err);

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds vmact's test guest from Debian packages only:
+#   OUT/vmlinuz     the Debian cloud kernel (linux-image-*-cloud-amd64)
+#   OUT/initrd.img  a busybox-static initramfs (tests/guest/init) carrying
+#                   the virtio-mem/virtio-pci modules of that same kernel
+#   OUT/stamp       the kernel version, written last; its presence means done
+# Usage: build-guest.sh OUT_DIR. Quick no-op when OUT/stamp is newer than
+# this script and init. Needs apt-get (download only), dpkg-deb, objcopy,
+# cpio, busybox-static.
+set -euo pipefail
+
+die() { printf 'build-guest: error: %s\n' "$*" >&2; exit 1; }
+say() { printf 'build-guest: %s\n' "$*"; }
+
+[ $# -eq 1 ] || die "usage: $0 OUT_DIR"
+out=$1
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ -f "$out/stamp" ] && [ "$out/stamp" -nt "$here/build-guest.sh" ] &&
+   [ "$out/stamp" -nt "$here/init" ]; then
+	exit 0
+fi
+
+for t in apt-get apt-cache dpkg-deb objcopy cpio gzip; do
+	command -v "$t" >/dev/null || die "$t not found (run tests/setup-host.sh)"
+done
+bb=/bin/busybox
+[ -x "$bb" ] && file_is_static=$(ldd "$bb" 2>&1 || true)
+case "${file_is_static:-}" in
+*"not a dynamic"*|*"statically linked"*) ;;
+*) die "$bb is missing or not static (install busybox-static)" ;;
+esac
+
+# The meta-package names the current ABI; download the concrete image so
+# the guest kernel follows Debian point releases without edits here.
+meta=linux-image-cloud-amd64
+pkg=$(apt-cache depends "$meta" 2>/dev/null |
+	awk '/Depends: linux-image-[0-9].*-cloud-amd64$/ {print $2; exit}')
+[ -n "$pkg" ] || die "apt-cache does not know $meta (apt-get update?)"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+say "downloading $pkg"
+# apt drops privileges to _apt for the download; the temporary directory
+# must be writable for it, otherwise it warns and downloads as root.
+chmod 0777 "$work"
+(cd "$work" && apt-get download -q "$pkg" >/dev/null) ||
+	die "apt-get download $pkg failed"
+dpkg-deb -x "$work"/"$pkg"_*.deb "$work/pkg"
+kver=$(ls "$work/pkg/lib/modules")
+moddir="$work/pkg/lib/modules/$kver"
+[ -f "$work/pkg/boot/vmlinuz-$kver" ] || die "no vmlinuz in $pkg"
+
+# Module closure of what the init loads, ordered so that dependencies come
+# first; dependencies come from each module's own .modinfo (the package
+# ships no modules.dep: depmod runs at install time).
+declare -A path seen
+while IFS= read -r ko; do
+	path[$(basename "$ko" .ko)]=$ko
+done < <(find "$moddir/kernel" -name '*.ko')
+order=()
+visit() {
+	local m=$1 d deps
+	[ -n "${seen[$m]:-}" ] && return
+	seen[$m]=1
+	[ -n "${path[$m]:-}" ] || die "module $m not in $pkg"
+	deps=$(objcopy -O binary --only-section=.modinfo "${path[$m]}" /dev/stdout |
+		tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' ')
+	for d in $deps; do visit "$d"; done
+	order+=("$m")
+}
+for m in virtio_pci virtio_mem; do visit "$m"; done
+
+root="$work/root"
+mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}
+cp "$bb" "$root/bin/busybox"
+for a in sh mount echo cat sleep grep insmod stty kill seq; do
+	ln -s busybox "$root/bin/$a"
+done
+for m in "${order[@]}"; do
+	cp "${path[$m]}" "$root/lib/modules/$m.ko"
+	echo "$m" >> "$root/lib/modules/load-order"
+done
+install -m 0755 "$here/init" "$root/init"
+
+mkdir -p "$out"
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$out/initrd.img.tmp"
+cp "$work/pkg/boot/vmlinuz-$kver" "$out/vmlinuz.tmp"
+mv "$out/initrd.img.tmp" "$out/initrd.img"
+mv "$out/vmlinuz.tmp" "$out/vmlinuz"
+# The QEMU process (user libvirt-qemu) reads both files.
+chmod 0644 "$out/vmlinuz" "$out/initrd.img"
+echo "$kver" > "$out/stamp"
+say "guest ready in $out (kernel $kver, modules: ${order[*]})"

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Test-guest helpers shared by integration tests and benches (prefix tg_):
+ * start a transient TCG domain from tests/guest/domain.xml.in, read what
+ * the guest reports on its serial log, send it commands, destroy it.
+ *
+ * Guest protocol (tests/guest/init): the serial log gets a line
+ * "VMACT seq=<n> cpus=<online> memtotal_kb=<kb> busy=<n>" every 200 ms;
+ * the control socket accepts "busy <n>\n" and "idle\n".
+ *
+ * Environment: VMACT_GUEST_DIR (default build/guest) holds vmlinuz and
+ * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in);
+ * VMACT_GUEST_CMDLINE is appended to the guest kernel command line (e.g.
+ * "vmact.report=0.05"). */
+#pragma once
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#define TG_RUNDIR "/run/vmact-test"
+#define TG_UNUSED __attribute__((unused))
+
+struct tg_guest {
+	char name[96];
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	char log[256];
+	char ctl[256];
+	virDomainPtr dom;
+};
+
+struct tg_report {
+	unsigned long seq;
+	unsigned cpus;
+	unsigned long memtotal_kb;
+	unsigned busy;
+};
+
+static TG_UNUSED double tg_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static TG_UNUSED char *tg_read_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	buf[len] = 0;
+	return buf;
+}
+
+/* Replaces every @KEY@ of the template. */
+static TG_UNUSED char *tg_subst(const char *tpl, const char *const *kv)
+{
+	size_t cap = strlen(tpl) + 1;
+	char *out, *o;
+
+	for (size_t i = 0; kv[i]; i += 2)
+		cap += strlen(kv[i + 1]) * 8;
+	out = o = malloc(cap);
+	if (!out)
+		return NULL;
+	while (*tpl) {
+		bool done = false;
+
+		if (*tpl == '@') {
+			for (size_t i = 0; kv[i]; i += 2) {
+				size_t kl = strlen(kv[i]);
+
+				if (!strncmp(tpl + 1, kv[i], kl) && tpl[1 + kl] == '@') {
+					o = stpcpy(o, kv[i + 1]);
+					tpl += kl + 2;
+					done = true;
+					break;
+				}
+			}
+		}
+		if (!done)
+			*o++ = *tpl++;
+	}
+	*o = 0;
+	return out;
+}
+
+static TG_UNUSED const char *tg_guest_dir(void)
+{
+	const char *d = getenv("VMACT_GUEST_DIR");
+
+	return d && d[0] ? d : "build/guest";
+}
+
+/* Starts a transient guest named "<prefix>-<pid>-<n>". metadata: XML for
+ * <metadata> (without the wrapper) or NULL. Returns 0 or -errno with a
+ * message in msg. */
+static TG_UNUSED int tg_start(virConnectPtr vc, const char *prefix, const char *metadata,
+			      struct tg_guest *g, char *msg, size_t msglen)
+{
+	static unsigned counter;
+	const char *tplpath = getenv("VMACT_GUEST_TEMPLATE");
+	char guestdir[PATH_MAX], meta[8192];
+	char *tpl, *xml;
+
+	memset(g, 0, sizeof(*g));
+	if (!realpath(tg_guest_dir(), guestdir)) {
+		snprintf(msg, msglen, "guest dir %s: %s (run make guest)", tg_guest_dir(),
+			 strerror(errno));
+		return -ENOENT;
+	}
+	tpl = tg_read_file(tplpath && tplpath[0] ? tplpath : "tests/guest/domain.xml.in");
+	if (!tpl) {
+		snprintf(msg, msglen, "cannot read the domain template");
+		return -ENOENT;
+	}
+	mkdir(TG_RUNDIR, 0755);
+	snprintf(g->name, sizeof(g->name), "%s-%d-%u", prefix, (int)getpid(), ++counter);
+	snprintf(g->log, sizeof(g->log), TG_RUNDIR "/%s.log", g->name);
+	snprintf(g->ctl, sizeof(g->ctl), TG_RUNDIR "/%s.ctl", g->name);
+	unlink(g->log);
+	unlink(g->ctl);
+	snprintf(meta, sizeof(meta), "%s%s%s", metadata ? "<metadata>" : "",
+		 metadata ? metadata : "", metadata ? "</metadata>" : "");
+	{
+		const char *extra = getenv("VMACT_GUEST_CMDLINE");
+		const char *kv[] = { "NAME", g->name, "GUEST", guestdir, "RUN", TG_RUNDIR,
+				     "METADATA", meta, "CMDLINE", extra ? extra : "", NULL };
+
+		xml = tg_subst(tpl, kv);
+	}
+	free(tpl);
+	if (!xml)
+		return -ENOMEM;
+	g->dom = virDomainCreateXML(vc, xml, 0);
+	free(xml);
+	if (!g->dom) {
+		virErrorPtr e = virGetLastError();
+
+		snprintf(msg, msglen, "virDomainCreateXML: %s", e && e->message ? e->message : "?");
+		return -EIO;
+	}
+	virDomainGetUUIDString(g->dom, g->uuid);
+	return 0;
+}
+
+/* The guest's latest status line; false when there is none yet. */
+static TG_UNUSED bool tg_report(const struct tg_guest *g, struct tg_report *r)
+{
+	char *buf = tg_read_file(g->log), *p, *last = NULL;
+	bool ok = false;
+
+	if (!buf)
+		return false;
+	for (p = buf; (p = strstr(p, "VMACT seq=")); p++)
+		last = p;
+	if (last)
+		ok = sscanf(last, "VMACT seq=%lu cpus=%u memtotal_kb=%lu busy=%u", &r->seq,
+			    &r->cpus, &r->memtotal_kb, &r->busy) == 4;
+	free(buf);
+	return ok;
+}
+
+/* Waits for a report fresher than `after` (seq) satisfying pred (NULL: any).
+ * Returns false at the timeout, leaving the last report in *r. */
+static TG_UNUSED bool tg_wait(const struct tg_guest *g, unsigned long after,
+			      bool (*pred)(const struct tg_report *, const void *),
+			      const void *arg, double timeout_s, struct tg_report *r)
+{
+	double end = tg_now() + timeout_s;
+
+	memset(r, 0, sizeof(*r));
+	for (;;) {
+		struct tg_report cur;
+
+		if (tg_report(g, &cur)) {
+			*r = cur;
+			if (cur.seq > after && (!pred || pred(&cur, arg)))
+				return true;
+		}
+		if (tg_now() > end)
+			return false;
+		usleep(10000);
+	}
+}
+
+static TG_UNUSED bool tg_cpus_eq(const struct tg_report *r, const void *arg)
+{
+	return r->cpus == *(const unsigned *)arg;
+}
+
+static TG_UNUSED bool tg_mem_eq(const struct tg_report *r, const void *arg)
+{
+	return r->memtotal_kb == *(const unsigned long *)arg;
+}
+
+/* Sends one command line to the guest's control port. */
+static TG_UNUSED int tg_cmd(const struct tg_guest *g, const char *line)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t len = strlen(line);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (strlen(g->ctl) >= sizeof(sa.sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, g->ctl, strlen(g->ctl) + 1);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, line, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
+		r = -errno;
+	/* QEMU's chardev keeps one client; give the guest the bytes before
+	 * hanging up. */
+	usleep(50000);
+	close(fd);
+	return r;
+}
+
+static TG_UNUSED void tg_destroy(struct tg_guest *g)
+{
+	if (g->dom) {
+		virDomainDestroy(g->dom);
+		virDomainFree(g->dom);
+		g->dom = NULL;
+	}
+	unlink(g->log);
+	unlink(g->ctl);
+}

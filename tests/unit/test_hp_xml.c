@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* hotplug/: metadata and live-XML parsing on hand-written XML. The same
+ * code runs against real libvirt in tests/integration/test_hotplug.c. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hotplug/hotplug.h"
+
+#define NS "xmlns:vmact='" HP_NS_URI "'"
+
+static const char full[] =
+	"<vmact:autoscaling " NS " enabled='true'>\n"
+	"  <vmact:cpu min='250m' max='4'/>\n"
+	"  <vmact:memory min='512Mi' max='1536Mi' method='virtio-mem' alias='virtiomem0'/>\n"
+	"  <vmact:compute-unit cpu='250m' memory='256Mi'/>\n"
+	"  <vmact:scaling loadAverageFractionTarget='0.9' memoryUsageFractionTarget='0.75'"
+	"    enableLFCMetrics='true'/>\n"
+	"  <!-- operators may comment -->\n"
+	"  <vmact:monitor endpoint='ws://127.0.0.1:10301/monitor'/>\n"
+	"  <vmact:pod namespace='default' name='db-1' uid='0b5e'/>\n"
+	"</vmact:autoscaling>\n";
+
+static void meta_full(void **state)
+{
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(hp_meta_parse(full, &m, &err), 0);
+	assert_true(m.enabled);
+	assert_int_equal(m.min.milli_cpu, 250);
+	assert_int_equal(m.max.milli_cpu, 4000);
+	assert_int_equal(m.min.mem_bytes, 512ULL << 20);
+	assert_int_equal(m.max.mem_bytes, 1536ULL << 20);
+	assert_int_equal(m.method, HP_METHOD_VIRTIO_MEM);
+	assert_string_equal(m.mem_alias, "virtiomem0");
+	assert_true(m.has_compute_unit);
+	assert_int_equal(m.compute_unit.milli_cpu, 250);
+	assert_int_equal(m.compute_unit.mem_bytes, 256ULL << 20);
+	assert_true(m.scaling.has_load_avg_target);
+	assert_true(m.scaling.load_avg_target > 0.89 && m.scaling.load_avg_target < 0.91);
+	assert_true(m.scaling.has_mem_usage_target);
+	assert_false(m.scaling.has_mem_total_target);
+	assert_true(m.scaling.has_enable_lfc && m.scaling.enable_lfc);
+	assert_string_equal(m.monitor, "ws://127.0.0.1:10301/monitor");
+	assert_string_equal(m.pod_namespace, "default");
+	assert_string_equal(m.pod_name, "db-1");
+	assert_string_equal(m.pod_uid, "0b5e");
+}
+
+static void meta_minimal_other_prefix(void **state)
+{
+	/* The prefix is the document's choice; the namespace is what counts. */
+	static const char xml[] =
+		"<x:autoscaling xmlns:x='" HP_NS_URI "' enabled='false'>"
+		"<x:cpu min='1' max='1'/><x:memory min='1Gi' max='1Gi' method='dimm'/>"
+		"</x:autoscaling>";
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
+	assert_false(m.enabled);
+	assert_int_equal(m.method, HP_METHOD_DIMM);
+	assert_false(m.has_compute_unit);
+	assert_string_equal(m.monitor, "");
+}
+
+static void meta_as_libvirt_returns_it(void **state)
+{
+	/* virDomainGetMetadata strips the namespace from the element. */
+	static const char xml[] = "<autoscaling enabled=\"true\">\n"
+				  "  <cpu min=\"1\" max=\"2\"/>\n"
+				  "  <memory min=\"1Gi\" max=\"2Gi\" method=\"virtio-mem\"/>\n"
+				  "</autoscaling>\n";
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
+	assert_true(m.enabled);
+	assert_int_equal(m.max.milli_cpu, 2000);
+	assert_int_equal(m.max.mem_bytes, 2ULL << 30);
+}
+
+struct bad_case {
+	const char *xml;
+	const char *want; /* substring of the message */
+};
+
+#define WRAP(body) "<vmact:autoscaling " NS " enabled='true'>" body "</vmact:autoscaling>"
+#define CPU "<vmact:cpu min='1' max='2'/>"
+#define MEM "<vmact:memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+
+static const struct bad_case bad[] = {
+	{ "<vmact:autoscaling " NS " enabled='true'>", "not well-formed" },
+	{ "<autoscaling xmlns='urn:other' enabled='true'/>", "namespace " HP_NS_URI },
+	{ "<vmact:autoscaling " NS ">" CPU MEM "</vmact:autoscaling>",
+	  "<vmact:autoscaling>: missing attribute 'enabled'" },
+	{ "<vmact:autoscaling " NS " enabled='yes'>" CPU MEM "</vmact:autoscaling>",
+	  "attribute 'enabled': 'yes' is not true or false" },
+	{ WRAP(MEM), "<vmact:autoscaling>: missing element <vmact:cpu>" },
+	{ WRAP(CPU), "missing element <vmact:memory>" },
+	{ WRAP(CPU MEM "<vmact:cpus/>"), "unknown element <vmact:cpus>" },
+	{ WRAP(CPU CPU MEM), "<vmact:cpu>: duplicate element" },
+	{ WRAP("<vmact:cpu min='1' max='2' mx='3'/>" MEM), "<vmact:cpu>: unknown attribute 'mx'" },
+	{ WRAP("<vmact:cpu min='3' max='2'/>" MEM), "<vmact:cpu>: min 3000 m above max 2000 m" },
+	{ WRAP("<vmact:cpu min='1'/>" MEM), "<vmact:cpu>: missing attribute 'max'" },
+	{ WRAP("<vmact:cpu min='lots' max='2'/>" MEM), "<vmact:cpu> attribute 'min'" },
+	{ WRAP(CPU "<vmact:memory min='1Gi' max='-2Gi' method='dimm'/>"),
+	  "<vmact:memory> attribute 'max'" },
+	{ WRAP(CPU "<vmact:memory min='0' max='2Gi' method='dimm'/>"),
+	  "<vmact:memory>: attribute 'min' must be non-zero" },
+	{ WRAP(CPU "<vmact:memory min='1Gi' max='2Gi' method='balloon'/>"),
+	  "<vmact:memory>: attribute 'method': 'balloon' is not virtio-mem or dimm" },
+	{ WRAP(CPU "<vmact:memory min='1Gi' max='2Gi'/>"),
+	  "<vmact:memory>: missing attribute 'method'" },
+	{ WRAP(CPU MEM "<vmact:compute-unit cpu='250m'/>"),
+	  "<vmact:compute-unit>: missing attribute 'memory'" },
+	{ WRAP(CPU MEM "<vmact:scaling loadAverageFractionTarget='2.5'/>"),
+	  "<vmact:scaling>: attribute 'loadAverageFractionTarget': 2.5 not in [0, 2)" },
+	{ WRAP(CPU MEM "<vmact:scaling memoryUsageFractionTarget='abc'/>"),
+	  "'memoryUsageFractionTarget': 'abc' is not a number" },
+	{ WRAP(CPU MEM "<vmact:scaling enableLFCMetrics='1'/>"),
+	  "<vmact:scaling>: attribute 'enableLFCMetrics': '1' is not true or false" },
+	{ WRAP(CPU MEM "<vmact:monitor endpoint='10.0.0.1:80'/>"),
+	  "<vmact:monitor>: attribute 'endpoint'" },
+	{ WRAP(CPU MEM "<vmact:monitor endpoint=''/>"),
+	  "<vmact:monitor>: attribute 'endpoint' is empty" },
+	{ WRAP(CPU MEM "<vmact:pod name='x'/>"), "<vmact:pod>: missing attribute 'namespace'" },
+	{ WRAP(CPU MEM "<other xmlns='urn:x'/>"), "child <other> is not in namespace" },
+	{ WRAP(CPU MEM "text"), "<vmact:autoscaling>: unexpected text" },
+	{ WRAP("<vmact:cpu min='1' max='2'>4</vmact:cpu>" MEM), "<vmact:cpu>: must be empty" },
+};
+
+static void meta_errors_name_the_element(void **state)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hp_meta m;
+		struct vmact_err err = { 0 };
+		int r = hp_meta_parse(bad[i].xml, &m, &err);
+
+		if (r >= 0 || !strstr(err.msg, bad[i].want))
+			fail_msg("case %zu: r=%d msg '%s', want '%s'", i, r, err.msg, bad[i].want);
+		assert_true(r == -EINVAL || r == -ERANGE || r == -ENAMETOOLONG);
+	}
+}
+
+static const char live[] =
+	"<domain type='qemu' id='7'>"
+	"<name>vm1</name><uuid>0b5e4f7c-5a36-4b59-8f0e-27d7c2b0b1a1</uuid>"
+	"<maxMemory slots='4' unit='KiB'>4194304</maxMemory>"
+	"<memory unit='KiB'>1835008</memory>"
+	"<vcpu placement='static' current='2'>4</vcpu>"
+	"<vcpus><vcpu id='0' enabled='yes' hotpluggable='no' order='1'/>"
+	"<vcpu id='1' enabled='yes' hotpluggable='yes' order='2'/>"
+	"<vcpu id='2' enabled='no' hotpluggable='yes'/>"
+	"<vcpu id='3' enabled='no' hotpluggable='yes'/></vcpus>"
+	"<cpu mode='custom'><model>qemu64</model><numa>"
+	"<cell id='0' cpus='0-3' memory='524288' unit='KiB'/></numa></cpu>"
+	"<devices>"
+	"<memory model='virtio-mem'><target><size unit='KiB'>1048576</size><node>0</node>"
+	"<block unit='KiB'>2048</block><requested unit='KiB'>262144</requested>"
+	"<current unit='KiB'>131072</current></target><alias name='virtiomem0'/></memory>"
+	"<memory model='dimm'><target><size unit='MiB'>256</size><node>0</node></target>"
+	"<alias name='dimm0'/><address type='dimm' slot='0' base='0x140000000'/></memory>"
+	"<memory model='nvdimm'><target><size unit='KiB'>1024</size></target></memory>"
+	"</devices></domain>";
+
+static void state_live_xml(void **state)
+{
+	struct hp_state st;
+	struct vmact_err err = { 0 };
+	const struct hp_memdev *vm, *dimm;
+
+	assert_int_equal(hp_state_parse(live, &st, &err), 0);
+	assert_string_equal(st.name, "vm1");
+	assert_int_equal(st.id, 7);
+	assert_int_equal(st.vcpus_max, 4);
+	assert_int_equal(st.vcpus_current, 2);
+	assert_int_equal(st.vcpus_hotpluggable, 3);
+	assert_int_equal(st.vcpus_enabled_mask, 0x3);
+	assert_int_equal(st.qemu_vcpus, -1);
+	assert_int_equal(hp_state_vcpus(&st), 2);
+	assert_false(hp_state_vcpu_desync(&st));
+	assert_int_equal(st.base_kib, 524288);
+	assert_int_equal(st.max_memory_kib, 4194304);
+	assert_int_equal(st.slots, 4);
+	assert_int_equal(st.n_memdevs, 2); /* nvdimm is not ours */
+	vm = hp_state_memdev(&st, NULL, HP_MEM_VIRTIO_MEM);
+	assert_non_null(vm);
+	assert_string_equal(vm->alias, "virtiomem0");
+	assert_int_equal(vm->block_kib, 2048);
+	assert_int_equal(vm->requested_kib, 262144);
+	assert_int_equal(vm->current_kib, 131072);
+	dimm = hp_state_memdev(&st, "dimm0", HP_MEM_DIMM);
+	assert_non_null(dimm);
+	assert_int_equal(dimm->size_kib, 262144);
+	assert_int_equal(dimm->slot, 0);
+	assert_int_equal(hp_state_dimms(&st), 1);
+	assert_int_equal(hp_state_mem_kib(&st), 524288 + 262144 + 131072);
+	st.qemu_vcpus = 1;
+	assert_true(hp_state_vcpu_desync(&st));
+	assert_int_equal(hp_state_vcpus(&st), 1);
+}
+
+static void state_bad_xml(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "<domain>", "not well-formed" },
+		{ "<network/>", "root is not <domain>" },
+		{ "<domain><name>x</name></domain>", "missing <vcpu>" },
+		{ "<domain><vcpu current='x'>4</vcpu></domain>", "<vcpu>: bad number 'x'" },
+		{ "<domain><vcpu>4</vcpu><memory unit='parsecs'>1</memory></domain>",
+		  "<memory>: unknown unit 'parsecs'" },
+		{ "<domain><vcpu>4</vcpu><devices><memory model='dimm'><target/></memory>"
+		  "</devices></domain>", "<memory model='dimm'>: missing <target><size>" },
+		{ "<domain><vcpu>4</vcpu><devices><memory model='virtio-mem'><target>"
+		  "<size>1024</size><requested>1x</requested></target></memory></devices>"
+		  "</domain>", "<memory/target/requested>: not a number: '1x'" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hp_state st;
+		struct vmact_err err = { 0 };
+		int r = hp_state_parse(cases[i].xml, &st, &err);
+
+		if (r >= 0 || !strstr(err.msg, cases[i].want))
+			fail_msg("case %zu: r=%d msg '%s', want '%s'", i, r, err.msg,
+				 cases[i].want);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(meta_full),
+		cmocka_unit_test(meta_minimal_other_prefix),
+		cmocka_unit_test(meta_as_libvirt_returns_it),
+		cmocka_unit_test(meta_errors_name_the_element),
+		cmocka_unit_test(state_live_xml),
+		cmocka_unit_test(state_bad_xml),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
