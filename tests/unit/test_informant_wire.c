@@ -155,7 +155,9 @@ static void fx_cmd(struct fixture *fx, const char *fmt, ...)
 	assert_int_equal(write(fx->cmd_fd, line, (size_t)n), n);
 }
 
-static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const char *max)
+/* check_ms: the fixture's periodic GET /id interval, "0" = only on command. */
+static void fx_start_checking(sd_event *ev, struct fixture *fx, const char *min, const char *max,
+			      const char *check_ms)
 {
 	int in[2], out[2];
 	json_t *l;
@@ -172,7 +174,8 @@ static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const ch
 		/* The informant's 100-400 ms timeouts, stretched: a sanitized
 		 * agent on a busy machine is slow, not dead. */
 		execlp("node", "node", peer_script(), "--host", "127.0.0.1", "--port", "0", "--min",
-		       min, "--max", max, "--timeout-factor", "20", (char *)NULL);
+		       min, "--max", max, "--timeout-factor", "20", "--check-ms", check_ms,
+		       (char *)NULL);
 		fprintf(stderr, "cannot run node: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -185,6 +188,11 @@ static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const ch
 	l = wait_event(ev, fx, "listening");
 	fx->port = (unsigned)json_integer_value(json_object_get(l, "port"));
 	assert_true(fx->port > 0);
+}
+
+static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const char *max)
+{
+	fx_start_checking(ev, fx, min, max, "0");
 }
 
 static void fx_stop(struct fixture *fx)
@@ -518,8 +526,15 @@ static void test_v1_0_no_try_upscale(void **state)
 	struct env t;
 
 	(void)state;
-	env_up(&t, "1", "1", 0, 0);
+	/* Also the informant's own periodic GET /id checks (every 100 ms). */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(sd_event_new(&t.ev), 0);
+	fx_start_checking(t.ev, &t.fx, "1", "1", "100");
+	agent_new(&t, t.fx.port, 0, 0, 2000000);
+	run_until_mode(&t, AG_INF_RUNNING);
 	snprintf(idkv, sizeof(idkv), "agentID=%s", ag_inf_agent_id(t.a));
+	wait_event(t.ev, &t.fx, "id-check", idkv, "phase=periodic", "status=200", "error=null");
+	wait_event(t.ev, &t.fx, "id-check", idkv, "phase=periodic", "status=200", "error=null");
 	assert_int_equal(t.w.version, AG_INF_V1_0);
 	fx_cmd(&t.fx, "{\"cmd\":\"try-upscale\",\"cpu\":true,\"memory\":true}");
 	wait_event(t.ev, &t.fx, "try-upscale", idkv, "status=400");
