@@ -14,6 +14,7 @@
 // Control: one JSON command per line on stdin; one JSON event per line on
 // stdout (the first is {"event":"listening","port":N}). Commands:
 //   {"cmd":"set", "approve":bool, "status":"..."}        downscale answers
+//   {"cmd":"set", "resumeEarly":true}   /resume the agent before answering /register
 //   {"cmd":"fail", "path":"/health-check", "status":404, "count":1}
 //   {"cmd":"hold", "path":"/health-check"}     keep the next answer back...
 //   {"cmd":"release"}                          ...until this
@@ -59,7 +60,7 @@ const tf = opts.timeoutFactor;
 const ID_TIMEOUT_MS = 250 * tf, SUSPEND_TIMEOUT_MS = 5000 * tf, RESUME_TIMEOUT_MS = 100 * tf,
 	TRY_UPSCALE_TIMEOUT_MS = 400 * tf;
 
-let downscaleApprove = true, downscaleStatus = 'approved by fixture';
+let downscaleApprove = true, downscaleStatus = 'approved by fixture', resumeEarly = false;
 const failures = new Map(); // path -> {status, count}
 // Registered agents in registration order: {id, addr, version, seq: [..],
 // healthy, state: 'suspended'|'running', lastSeq}
@@ -225,7 +226,10 @@ const endpoints = {
 		if (findAgent(id)) throw new HttpError(409, `Agent with ID ${id} is already registered`);
 		agents.push(agent);
 		emit({ event: 'register', agentID: agent.id, addr, version });
-		setImmediate(elect);
+		// The answer and the /resume travel on different connections, so
+		// either may arrive first; resumeEarly forces the /resume first.
+		if (resumeEarly) await elect();
+		else setImmediate(elect);
 		return { protoVersion: version, metricsMethod: { prometheus: { port: opts.promPort } } };
 	} },
 	'/health-check': { method: 'PUT', async fn(body) {
@@ -369,6 +373,7 @@ const commands = {
 	set(c) {
 		if (typeof c.approve === 'boolean') downscaleApprove = c.approve;
 		if (typeof c.status === 'string') downscaleStatus = c.status;
+		if (typeof c.resumeEarly === 'boolean') resumeEarly = c.resumeEarly;
 		emit({ event: 'ack', cmd: 'set' });
 	},
 	fail(c) {

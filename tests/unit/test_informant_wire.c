@@ -545,6 +545,31 @@ static void test_v1_0_no_try_upscale(void **state)
 	env_down(&t);
 }
 
+/* The informant's /resume overtakes its /register answer: the agent still
+ * ends up running, without re-registering. */
+static void test_resume_before_register_answer(void **state)
+{
+	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	char idkv[64];
+	struct env t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(sd_event_new(&t.ev), 0);
+	fx_start(t.ev, &t.fx, "1", "4");
+	fx_cmd(&t.fx, "{\"cmd\":\"set\",\"resumeEarly\":true}");
+	wait_event(t.ev, &t.fx, "ack", "cmd=set");
+	agent_new(&t, t.fx.port, 0, 0, 2000000);
+	snprintf(idkv, sizeof(idkv), "agentID=%s", ag_inf_agent_id(t.a));
+	wait_event(t.ev, &t.fx, "resume", idkv, "status=200");
+	run_until_mode(&t, AG_INF_RUNNING);
+	assert_int_equal(t.w.registered, 1);
+	assert_int_equal(t.w.exited, 0);
+	assert_int_equal(ag_inf_agent_generation(t.a), 1);
+	scale_and_wait(&t, true, &to, 0);
+	env_down(&t);
+}
+
 static void test_version_mismatch(void **state)
 {
 	char first[AG_INF_ID_MAX];
@@ -1097,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(test_lifecycle_v2),
 		cmocka_unit_test(test_lifecycle_v1_1),
 		cmocka_unit_test(test_v1_0_no_try_upscale),
+		cmocka_unit_test(test_resume_before_register_answer),
 		cmocka_unit_test(test_version_mismatch),
 		cmocka_unit_test(test_reregister_after_404),
 		cmocka_unit_test(test_reregister_after_500),
