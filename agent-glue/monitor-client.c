@@ -56,6 +56,11 @@ struct ag_mon_client {
 	unsigned in_ws;
 	bool in_teardown, stopping, established, lost;
 	char reason[256];
+	/* wslay sends control frames ahead of queued data: a close requested
+	 * behind a message (InvalidMessage then 1011) waits for the queue. */
+	bool close_deferred;
+	uint16_t close_code;
+	char close_msg[124];
 
 	/* HTTP upgrade. */
 	char *req;
@@ -172,18 +177,16 @@ static void fail(struct ag_mon_client *c, uint16_t code, const char *fmt, ...)
 		while (n > 0 && ((unsigned char)msg[n] & 0xc0) == 0x80)
 			n--;
 	}
-	if (wslay_event_queue_close(c->ws, code, (const uint8_t *)msg, n) < 0) {
+	memcpy(c->close_msg, msg, n);
+	c->close_msg[n] = '\0';
+	c->close_code = code;
+	c->close_deferred = true;
+	c->state = AG_MON_CLIENT_CLOSING;
+	c->health_timer = sd_event_source_disable_unref(c->health_timer);
+	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
+	if (sd_event_add_time_relative(c->event, &c->close_timer, CLOCK_MONOTONIC,
+				       c->cfg.close_timeout_usec, TIMER_ACCURACY, on_close_timeout, c) < 0)
 		c->lost = true;
-	} else {
-		c->stats.last_close_sent = code;
-		c->state = AG_MON_CLIENT_CLOSING;
-		c->health_timer = sd_event_source_disable_unref(c->health_timer);
-		c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
-		if (sd_event_add_time_relative(c->event, &c->close_timer, CLOCK_MONOTONIC,
-					       c->cfg.close_timeout_usec, TIMER_ACCURACY,
-					       on_close_timeout, c) < 0)
-			c->lost = true;
-	}
 	kick(c);
 }
 
@@ -829,6 +832,7 @@ static void teardown(struct ag_mon_client *c)
 	c->health_failing_since = 0;
 	c->established = false;
 	c->lost = false;
+	c->close_deferred = false;
 	c->state = c->stopping ? AG_MON_CLIENT_STOPPED : AG_MON_CLIENT_WAITING;
 	snprintf(c->stats.last_disconnect, sizeof(c->stats.last_disconnect), "%s", reason);
 
@@ -858,6 +862,17 @@ static void process(struct ag_mon_client *c)
 		return;
 	if (c->ws && !c->lost && wslay_event_want_write(c->ws) && wslay_event_send(c->ws) < 0)
 		lost(c, "websocket send failed");
+	if (c->ws && !c->lost && c->close_deferred && wslay_event_get_queued_msg_count(c->ws) == 0) {
+		c->close_deferred = false;
+		if (wslay_event_queue_close(c->ws, c->close_code, (const uint8_t *)c->close_msg,
+					    strlen(c->close_msg)) < 0) {
+			c->lost = true;
+		} else {
+			c->stats.last_close_sent = c->close_code;
+			if (wslay_event_send(c->ws) < 0)
+				lost(c, "websocket send failed");
+		}
+	}
 	if (c->lost) {
 		teardown(c);
 		return;
