@@ -33,7 +33,8 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
            -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
+VERSION := 0.1.0
+ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -50,7 +51,7 @@ BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
-	$$(call msg,LD,$$@)
+	$$(call msg,LD,$(1))
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
@@ -63,6 +64,8 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler tests
 .DEFAULT_GOAL := all
+# Keep objects that chained rules produce (fuzz objects, test objects).
+.SECONDARY:
 
 all: $(PROGS)
 
@@ -149,8 +152,15 @@ setup:
 	$(Q)tests/setup-host.sh
 
 # ---- install ------------------------------------------------------------
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(PREFIX)/share/doc/vmact
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
+	install -m 0644 actuator/vmactd.json.example $(DESTDIR)$(PREFIX)/share/doc/vmact/vmactd.json.example
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/vmact/README.md
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 

@@ -33,8 +33,10 @@ run_cmocka() {
 	timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log"
 	local rc=${PIPESTATUS[0]}
 	local p f
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | awk '{s+=$1} END {print s+0}')
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	# cmocka writes parts of its summary to stdout and parts to stderr, so
+	# the two can share a line: match anywhere, not at line starts.
+	p=$(grep -o '\[  PASSED  \] [0-9]* test(s)\.' "$log" | awk '{s+=$4} END {print s+0}')
+	f=$(grep -o '\[  FAILED  \] [0-9]* test(s), listed below:' "$log" | awk '{s+=$4} END {print s+0}')
 	passed=$((passed + p)); failed=$((failed + f))
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# Crashed, sanitizer report, timeout: not a cmocka-counted failure.

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "actuator/config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "actuator/macro.h"
+#include "agent-glue/quantity.h"
+
+static int set_string(char **dst, const char *value)
+{
+	char *s = strdup(value);
+
+	if (!s)
+		return -ENOMEM;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+void act_config_defaults(struct act_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->libvirt_uri = strdup("qemu:///system");
+	cfg->control_socket = strdup("/run/vmact/vmactd.sock");
+	cfg->state_dir = strdup("/var/lib/vmact");
+	cfg->plugin_mode = ACT_PLUGIN_ARBITER;
+	cfg->plugin_url = strdup("http://127.0.0.1:10299/");
+	cfg->plugin_version = strdup("5.0");
+	cfg->plugin_timeout_ms = 10000;
+	cfg->arbiter_listen = strdup("127.0.0.1:10299");
+	cfg->arbiter_watermark = 0.9;
+	cfg->arbiter_reserve_milli_cpu = 0;
+	cfg->arbiter_reserve_mem_bytes = 0;
+	cfg->arbiter_overcommit_cpu = 1.0;
+	cfg->arbiter_overcommit_mem = 1.0;
+	cfg->cpu_quota_overcommit = 1.0;
+	cfg->sampler_mode = ACT_SAMPLER_AUTO;
+	cfg->sampler_keep_pins = false;
+	cfg->taskstats_interval_ms = 1000;
+	ag_scaling_config_defaults(&cfg->scaling);
+	cfg->compute_unit.milli_cpu = 250;
+	cfg->compute_unit.mem_bytes = 1ULL << 30;
+}
+
+void act_config_free(struct act_config *cfg)
+{
+	free(cfg->libvirt_uri);
+	free(cfg->control_socket);
+	free(cfg->state_dir);
+	free(cfg->plugin_url);
+	free(cfg->plugin_version);
+	free(cfg->arbiter_listen);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+/* One known key of a section: its type and where it goes. */
+enum key_type { K_STRING, K_DOUBLE, K_UINT, K_BOOL, K_MILLI_CPU, K_BYTES, K_ENUM, K_SECTION };
+
+struct key {
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	double min, max;             /* K_DOUBLE / K_UINT range, inclusive */
+	const char *const *choices;  /* K_ENUM, NULL-terminated, value = index */
+	const struct key *section;   /* K_SECTION, terminated by name == NULL */
+};
+
+#define OFF(f) offsetof(struct act_config, f)
+
+static const char *const plugin_modes[] = { "arbiter", "remote", NULL };
+static const char *const sampler_modes[] = { "auto", "bpf", "taskstats", NULL };
+
+static const struct key libvirt_keys[] = {
+	{ "uri", K_STRING, OFF(libvirt_uri), 0, 0, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+static const struct key control_keys[] = {
+	{ "socket", K_STRING, OFF(control_socket), 0, 0, NULL, NULL },
+	{ "state_dir", K_STRING, OFF(state_dir), 0, 0, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+static const struct key plugin_keys[] = {
+	{ "mode", K_ENUM, OFF(plugin_mode), 0, 0, plugin_modes, NULL },
+	{ "url", K_STRING, OFF(plugin_url), 0, 0, NULL, NULL },
+	{ "version", K_STRING, OFF(plugin_version), 0, 0, NULL, NULL },
+	{ "timeout_ms", K_UINT, OFF(plugin_timeout_ms), 1, 600000, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+static const struct key arbiter_keys[] = {
+	{ "listen", K_STRING, OFF(arbiter_listen), 0, 0, NULL, NULL },
+	{ "watermark", K_DOUBLE, OFF(arbiter_watermark), 0.01, 1.0, NULL, NULL },
+	{ "reserve_cpu", K_MILLI_CPU, OFF(arbiter_reserve_milli_cpu), 0, 0, NULL, NULL },
+	{ "reserve_memory", K_BYTES, OFF(arbiter_reserve_mem_bytes), 0, 0, NULL, NULL },
+	{ "overcommit_cpu", K_DOUBLE, OFF(arbiter_overcommit_cpu), 0.1, 100, NULL, NULL },
+	{ "overcommit_memory", K_DOUBLE, OFF(arbiter_overcommit_mem), 0.1, 100, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+static const struct key cgroup_keys[] = {
+	{ "cpu_quota_overcommit", K_DOUBLE, OFF(cpu_quota_overcommit), 0.01, 100, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+static const struct key sampler_keys[] = {
+	{ "mode", K_ENUM, OFF(sampler_mode), 0, 0, sampler_modes, NULL },
+	{ "keep_pins", K_BOOL, OFF(sampler_keep_pins), 0, 0, NULL, NULL },
+	{ "taskstats_interval_ms", K_UINT, OFF(taskstats_interval_ms), 10, 60000, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+static const struct key top_keys[] = {
+	{ "libvirt", K_SECTION, 0, 0, 0, NULL, libvirt_keys },
+	{ "control", K_SECTION, 0, 0, 0, NULL, control_keys },
+	{ "plugin", K_SECTION, 0, 0, 0, NULL, plugin_keys },
+	{ "arbiter", K_SECTION, 0, 0, 0, NULL, arbiter_keys },
+	{ "cgroup", K_SECTION, 0, 0, 0, NULL, cgroup_keys },
+	{ "sampler", K_SECTION, 0, 0, 0, NULL, sampler_keys },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+
+static int apply_key(const struct key *k, const json_t *v, struct act_config *cfg,
+		     struct vmact_err *err)
+{
+	void *dst = (char *)cfg + k->offset;
+
+	switch (k->type) {
+	case K_STRING:
+		if (!json_is_string(v) || json_string_length(v) == 0)
+			return vmact_err_set(err, EINVAL, "expected a non-empty string");
+		return set_string(dst, json_string_value(v));
+	case K_DOUBLE:
+		if (!json_is_number(v))
+			return vmact_err_set(err, EINVAL, "expected a number");
+		if (json_number_value(v) < k->min || json_number_value(v) > k->max)
+			return vmact_err_set(err, ERANGE, "%g out of range [%g, %g]",
+					     json_number_value(v), k->min, k->max);
+		*(double *)dst = json_number_value(v);
+		return 0;
+	case K_UINT:
+		if (!json_is_integer(v))
+			return vmact_err_set(err, EINVAL, "expected an integer");
+		if (json_integer_value(v) < k->min || json_integer_value(v) > k->max)
+			return vmact_err_set(err, ERANGE, "%lld out of range [%g, %g]",
+					     (long long)json_integer_value(v), k->min, k->max);
+		*(unsigned *)dst = (unsigned)json_integer_value(v);
+		return 0;
+	case K_BOOL:
+		if (!json_is_boolean(v))
+			return vmact_err_set(err, EINVAL, "expected true or false");
+		*(bool *)dst = json_is_true(v);
+		return 0;
+	case K_MILLI_CPU:
+		return ag_milli_cpu_decode(v, dst, err);
+	case K_BYTES:
+		return ag_bytes_decode(v, dst, err);
+	case K_ENUM:
+		if (json_is_string(v)) {
+			for (int i = 0; k->choices[i]; i++) {
+				if (strcmp(k->choices[i], json_string_value(v)) == 0) {
+					*(int *)dst = i;
+					return 0;
+				}
+			}
+		}
+		return vmact_err_set(err, EINVAL, "expected one of \"%s\", \"%s\"%s", k->choices[0],
+				     k->choices[1], k->choices[2] ? ", ..." : "");
+	case K_SECTION:
+		break;
+	}
+	return vmact_err_set(err, EINVAL, "internal: bad key type");
+}
+
+static int apply_section(const struct key *keys, const json_t *obj, const char *path,
+			 struct act_config *cfg, struct vmact_err *err)
+{
+	const char *name;
+	json_t *v;
+
+	if (!json_is_object(obj))
+		return vmact_err_set(err, EINVAL, "%s: expected an object", path);
+	json_object_foreach((json_t *)obj, name, v) {
+		const struct key *k = keys;
+		int r;
+
+		while (k->name && strcmp(k->name, name) != 0)
+			k++;
+		if (!k->name)
+			return vmact_err_set(err, EINVAL, "%s%s%s: unknown key", path,
+					     *path ? "." : "", name);
+		if (k->type == K_SECTION)
+			r = apply_section(k->section, v, name, cfg, err);
+		else
+			r = apply_key(k, v, cfg, err);
+		if (r < 0) {
+			if (k->type == K_SECTION)
+				return r;
+			return vmact_err_prefix(err, "%s%s%s", path, *path ? "." : "", name);
+		}
+	}
+	return 0;
+}
+
+static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err *err)
+{
+	json_t *scaling, *cu;
+	int r;
+
+	if (!json_is_object(doc))
+		return vmact_err_set(err, EINVAL, "top level: expected an object");
+	scaling = json_object_get(doc, "scaling");
+	if (scaling) {
+		struct ag_scaling_overrides o;
+		struct ag_scaling_config base = cfg->scaling;
+
+		if (!json_is_object(scaling))
+			return vmact_err_set(err, EINVAL, "scaling: expected an object");
+		/* Both name their own path ("scaling config: <field>: ..."). */
+		r = ag_scaling_overrides_decode(scaling, AG_SCALING_REJECT_UNKNOWN, &o, err);
+		if (r >= 0)
+			r = ag_scaling_config_effective(&base, &o, &cfg->scaling, err);
+		if (r < 0)
+			return r;
+		json_object_del(doc, "scaling");
+	}
+	cu = json_object_get(doc, "compute_unit");
+	if (cu) {
+		r = ag_resources_decode(cu, &cfg->compute_unit, err);
+		if (r < 0)
+			return vmact_err_prefix(err, "compute_unit");
+		if (cfg->compute_unit.milli_cpu == 0 || cfg->compute_unit.mem_bytes == 0)
+			return vmact_err_set(err, EINVAL, "compute_unit: both fields must be non-zero");
+		json_object_del(doc, "compute_unit");
+	}
+	r = apply_section(top_keys, doc, "", cfg, err);
+	if (r < 0)
+		return r;
+	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE && strncmp(cfg->plugin_url, "http://", 7) != 0)
+		return vmact_err_set(err, EINVAL, "plugin.url: must start with http://");
+	return 0;
+}
+
+int act_config_load_string(const char *text, struct act_config *cfg, struct vmact_err *err)
+{
+	json_error_t jerr;
+	json_t *doc = json_loads(text, 0, &jerr);
+	int r;
+
+	if (!doc)
+		return vmact_err_set(err, EINVAL, "line %d: %s", jerr.line, jerr.text);
+	r = apply_document(doc, cfg, err);
+	json_decref(doc);
+	return r;
+}
+
+int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
+		    struct vmact_err *err)
+{
+	json_error_t jerr;
+	json_t *doc;
+	int r;
+
+	if (access(path, F_OK) < 0 && errno == ENOENT && !must_exist)
+		return 0;
+	doc = json_load_file(path, 0, &jerr);
+	if (!doc) {
+		if (access(path, R_OK) < 0)
+			return vmact_err_set(err, errno, "%s: %m", path);
+		return vmact_err_set(err, EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
+	}
+	r = apply_document(doc, cfg, err);
+	json_decref(doc);
+	if (r < 0)
+		return vmact_err_prefix(err, "%s", path);
+	return 0;
+}

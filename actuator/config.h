@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd's configuration file (JSON, default /etc/vmact/vmactd.json).
+ * Every key is optional and has a documented default; unknown keys and
+ * ill-typed values are errors naming the key, so a typo never silently
+ * falls back to a default. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actuator/error.h"
+#include "agent-glue/quantity.h"
+#include "agent-glue/scaling.h"
+
+#define ACT_CONFIG_DEFAULT_PATH "/etc/vmact/vmactd.json"
+
+enum act_plugin_mode {
+	ACT_PLUGIN_ARBITER, /* embedded node-local arbiter (default) */
+	ACT_PLUGIN_REMOTE,  /* a Neon scheduler plugin at plugin.url */
+};
+
+enum act_sampler_mode {
+	ACT_SAMPLER_AUTO, /* BPF, falling back to taskstats with the reason logged */
+	ACT_SAMPLER_BPF,
+	ACT_SAMPLER_TASKSTATS,
+};
+
+struct act_config {
+	char *libvirt_uri;
+	char *control_socket;
+	char *state_dir;
+
+	enum act_plugin_mode plugin_mode;
+	char *plugin_url;     /* remote mode */
+	char *plugin_version; /* "1.0".."5.0" */
+	unsigned plugin_timeout_ms;
+
+	char *arbiter_listen; /* ADDR:PORT */
+	double arbiter_watermark;
+	uint32_t arbiter_reserve_milli_cpu;
+	uint64_t arbiter_reserve_mem_bytes;
+	double arbiter_overcommit_cpu;
+	double arbiter_overcommit_mem;
+
+	double cpu_quota_overcommit; /* milli-CPU → CFS quota factor */
+
+	enum act_sampler_mode sampler_mode;
+	bool sampler_keep_pins;
+	unsigned taskstats_interval_ms;
+
+	/* ScalingConfig every VM starts from: the Neon agent's defaults with
+	 * the file's "scaling" object (camelCase keys, as in the Neon agent's
+	 * config map) applied, validated as a whole. */
+	struct ag_scaling_config scaling;
+	/* Default compute unit for VMs whose metadata names none
+	 * ("compute_unit": {"vCPUs": 0.25, "mem": "1Gi"}). */
+	struct ag_resources compute_unit;
+};
+
+void act_config_defaults(struct act_config *cfg);
+/* Loads path over the defaults. A missing file is an error only when
+ * must_exist is set (an explicit --config). */
+int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
+		    struct vmact_err *err);
+int act_config_load_string(const char *text, struct act_config *cfg, struct vmact_err *err);
+void act_config_free(struct act_config *cfg);

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd: the vmact daemon. One sd-event loop drives everything; every
+ * component hands its sources to that loop, so the daemon never blocks and
+ * never needs locks around its VM registry. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "actuator/config.h"
+#include "actuator/log.h"
+#include "actuator/macro.h"
+
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: vmactd [OPTION]...\n"
+		"Vertically autoscale the running QEMU VMs of this host.\n\n"
+		"  -c, --config FILE   configuration file (default " ACT_CONFIG_DEFAULT_PATH ")\n"
+		"      --check-config  validate the configuration and exit\n"
+		"  -v, --verbose       log debug messages\n"
+		"  -h, --help          show this help and exit\n"
+		"      --version       show the version and exit\n");
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	(void)userdata;
+	log_info("received %s, shutting down", strsignal((int)si->ssi_signo));
+	sd_notify(0, "STOPPING=1");
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_(sd_event_unrefp) sd_event *loop = NULL;
+	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
+	bool explicit_config = false, check_only = false, verbose = false;
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+	sigset_t mask;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config_path = optarg;
+			explicit_config = true;
+			break;
+		case 'C':
+			check_only = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			puts("vmactd " VMACT_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vmactd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	act_log_init("vmactd", verbose ? LOG_DEBUG : LOG_INFO);
+
+	act_config_defaults(&cfg);
+	r = act_config_load(config_path, explicit_config, &cfg, &err);
+	if (r < 0) {
+		log_error("configuration: %s", err.msg);
+		act_config_free(&cfg);
+		return 1;
+	}
+	if (check_only) {
+		printf("%s: configuration is valid\n", config_path);
+		act_config_free(&cfg);
+		return 0;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+
+	r = sd_event_default(&loop);
+	if (r >= 0)
+		r = sd_event_add_signal(loop, NULL, SIGTERM, on_signal, NULL);
+	if (r >= 0)
+		r = sd_event_add_signal(loop, NULL, SIGINT, on_signal, NULL);
+	if (r < 0) {
+		log_error("cannot set up the event loop: %s", strerror(-r));
+		act_config_free(&cfg);
+		return 1;
+	}
+
+	sd_notify(0, "READY=1");
+	log_info("started (libvirt %s)", cfg.libvirt_uri);
+	r = sd_event_loop(loop);
+	act_config_free(&cfg);
+	if (r < 0) {
+		log_error("event loop failed: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "actuator/config.h"
+
+static void test_defaults(void **state)
+{
+	struct act_config cfg;
+
+	(void)state;
+	act_config_defaults(&cfg);
+	assert_string_equal(cfg.libvirt_uri, "qemu:///system");
+	assert_int_equal(cfg.plugin_mode, ACT_PLUGIN_ARBITER);
+	assert_string_equal(cfg.plugin_version, "5.0");
+	assert_string_equal(cfg.arbiter_listen, "127.0.0.1:10299");
+	assert_true(cfg.arbiter_watermark == 0.9);
+	assert_true(cfg.cpu_quota_overcommit == 1.0);
+	assert_int_equal(cfg.sampler_mode, ACT_SAMPLER_AUTO);
+	assert_true(cfg.scaling.load_average_fraction_target == 0.9);
+	assert_int_equal(cfg.compute_unit.milli_cpu, 250);
+	act_config_free(&cfg);
+}
+
+static void test_overrides(void **state)
+{
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+
+	(void)state;
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string(
+				 "{\"libvirt\":{\"uri\":\"qemu+unix:///system\"},"
+				 "\"plugin\":{\"mode\":\"remote\",\"url\":\"http://10.0.0.1:10299/\"},"
+				 "\"arbiter\":{\"reserve_cpu\":\"500m\",\"reserve_memory\":\"2Gi\"},"
+				 "\"sampler\":{\"mode\":\"taskstats\",\"keep_pins\":true},"
+				 "\"scaling\":{\"loadAverageFractionTarget\":0.7}}",
+				 &cfg, &err),
+			 0);
+	assert_string_equal(cfg.libvirt_uri, "qemu+unix:///system");
+	assert_int_equal(cfg.plugin_mode, ACT_PLUGIN_REMOTE);
+	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 500);
+	assert_int_equal(cfg.arbiter_reserve_mem_bytes, 2ULL << 30);
+	assert_int_equal(cfg.sampler_mode, ACT_SAMPLER_TASKSTATS);
+	assert_true(cfg.sampler_keep_pins);
+	assert_true(cfg.scaling.load_average_fraction_target == 0.7);
+	assert_true(cfg.scaling.memory_usage_fraction_target == 0.75);
+	act_config_free(&cfg);
+}
+
+/* Every bad input is rejected with a message naming the key. */
+static void test_errors(void **state)
+{
+	static const struct {
+		const char *text, *msg;
+	} cases[] = {
+		{ "[]", "top level: expected an object" },
+		{ "{\"libvirt\":{\"url\":\"x\"}}", "libvirt.url: unknown key" },
+		{ "{\"bogus\":{}}", "bogus: unknown key" },
+		{ "{\"libvirt\":3}", "libvirt: expected an object" },
+		{ "{\"libvirt\":{\"uri\":\"\"}}", "libvirt.uri: expected a non-empty string" },
+		{ "{\"plugin\":{\"mode\":\"x\"}}", "plugin.mode: expected one of" },
+		{ "{\"plugin\":{\"timeout_ms\":0}}", "plugin.timeout_ms: 0 out of range" },
+		{ "{\"plugin\":{\"mode\":\"remote\",\"url\":\"https://x\"}}",
+		  "plugin.url: must start with http://" },
+		{ "{\"arbiter\":{\"reserve_memory\":\"-1Gi\"}}", "arbiter.reserve_memory: negative" },
+		{ "{\"arbiter\":{\"watermark\":\"0.9\"}}", "arbiter.watermark: expected a number" },
+		{ "{\"sampler\":{\"keep_pins\":1}}", "sampler.keep_pins: expected true or false" },
+		{ "{\"scaling\":[]}", "scaling: expected an object" },
+		{ "{\"scaling\":{\"lfcWindowSizeMinutes\":1}}", "scaling config: lfcWindowSizeMinutes" },
+		{ "{\"scaling\":{\"loadAverageFractionTarget\":2.5}}",
+		  "scaling config: loadAverageFractionTarget" },
+		{ "{\"scaling\":{\"bogus\":1}}", "scaling config: unknown field \"bogus\"" },
+		{ "{\"compute_unit\":{\"vCPUs\":0,\"mem\":\"1Gi\"}}", "compute_unit: both" },
+		{ "{\"compute_unit\":{\"vCPUs\":\"x\",\"mem\":\"1Gi\"}}", "compute_unit: vCPUs" },
+		{ "{\"libvirt\":", "line 1:" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vmact_err err = { 0 };
+		struct act_config cfg;
+
+		act_config_defaults(&cfg);
+		assert_true(act_config_load_string(cases[i].text, &cfg, &err) < 0);
+		if (strncmp(err.msg, cases[i].msg, strlen(cases[i].msg)) != 0)
+			fail_msg("case %zu: got \"%s\", want prefix \"%s\"", i, err.msg, cases[i].msg);
+		act_config_free(&cfg);
+	}
+}
+
+static void test_file(void **state)
+{
+	struct vmact_err err = { 0 };
+	char path[] = "/tmp/vmact-config-XXXXXX";
+	struct act_config cfg;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"cgroup\":{\"cpu_quota_overcommit\":4}}", 37), 37);
+	close(fd);
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load(path, true, &cfg, &err), 0);
+	assert_true(cfg.cpu_quota_overcommit == 4.0);
+	unlink(path);
+	/* A missing default file is fine; a missing explicit one is not. */
+	assert_int_equal(act_config_load(path, false, &cfg, &err), 0);
+	assert_int_equal(act_config_load(path, true, &cfg, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, path));
+	act_config_free(&cfg);
+}
+
+/* The shipped example must stay valid (tests run from the top directory). */
+static void test_example(void **state)
+{
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+
+	(void)state;
+	act_config_defaults(&cfg);
+	if (act_config_load("actuator/vmactd.json.example", true, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 1000);
+	act_config_free(&cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_example),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
