@@ -72,7 +72,7 @@ struct ag_mon_client {
 	uint8_t *early;
 	size_t early_len, early_off;
 
-	uint64_t next_id, generation, attempt_started;
+	uint64_t next_id, generation, attempt_started, next_attempt;
 	struct pending *pending;
 	bool health_inflight;
 	uint64_t health_failing_since, last_success, last_upscale_request;
@@ -980,6 +980,7 @@ static void begin_attempt(struct ag_mon_client *c)
 	int fd;
 
 	c->attempt_started = now_usec(c);
+	c->next_attempt = 0;
 	c->stats.attempts++;
 	c->reason[0] = '\0';
 	c->lost = false;
@@ -1018,6 +1019,7 @@ static void schedule_retry(struct ag_mon_client *c)
 	if (elapsed < c->cfg.retry_min_wait_usec)
 		delay = c->cfg.retry_min_wait_usec - elapsed;
 	c->retry_timer = sd_event_source_disable_unref(c->retry_timer);
+	c->next_attempt = now + delay;
 	if (sd_event_add_time(c->event, &c->retry_timer, CLOCK_MONOTONIC, now + delay, TIMER_ACCURACY,
 			      on_retry, c) < 0)
 		logf_(c, LOG_ERR, "cannot schedule a reconnect to the vm-monitor");
@@ -1182,4 +1184,14 @@ uint64_t ag_mon_client_last_success(const struct ag_mon_client *c)
 const struct ag_mon_client_stats *ag_mon_client_stats(const struct ag_mon_client *c)
 {
 	return &c->stats;
+}
+
+uint64_t ag_mon_client_attempt_started(const struct ag_mon_client *c)
+{
+	return c->attempt_started;
+}
+
+uint64_t ag_mon_client_next_attempt(const struct ag_mon_client *c)
+{
+	return c->state == AG_MON_CLIENT_WAITING ? c->next_attempt : 0;
 }

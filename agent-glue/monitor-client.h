@@ -125,5 +125,9 @@ unsigned ag_mon_client_pending(const struct ag_mon_client *c);
 uint64_t ag_mon_client_last_upscale_request(const struct ag_mon_client *c);
 uint64_t ag_mon_client_last_success(const struct ag_mon_client *c);
 const struct ag_mon_client_stats *ag_mon_client_stats(const struct ag_mon_client *c);
+/* Monotonic usec when the current/last connection attempt started, and
+ * when the next one is due (0 unless WAITING). */
+uint64_t ag_mon_client_attempt_started(const struct ag_mon_client *c);
+uint64_t ag_mon_client_next_attempt(const struct ag_mon_client *c);
 
 DEFINE_PTR_CLEANUP(ag_mon_client_freep, struct ag_mon_client, ag_mon_client_free)

@@ -472,6 +472,42 @@ static void test_not_connected(void **state)
 	assert_int_equal(t->disconnected, 0);
 }
 
+/* Attempts are spaced by retry_min_wait from the start of the previous
+ * one; a connection that lived longer is retried at once. Checked on the
+ * schedule the client computed, not on a stopwatch. */
+static void test_reconnect_spacing(void **state)
+{
+	struct tctx *t = *state;
+	struct ag_mon_client_config cfg = base_config(t), refused;
+	uint64_t started, now;
+
+	/* A refused attempt: the next one waits for the full minimum. */
+	refused = cfg;
+	refused.host = "127.0.0.1";
+	refused.port = 1;
+	refused.retry_min_wait_usec = 3600000 * MS;
+	client_start(t, &refused);
+	WAIT_FOR(t, ag_mon_client_state(t->c) == AG_MON_CLIENT_WAITING, "the refused attempt");
+	started = ag_mon_client_attempt_started(t->c);
+	assert_int_equal(ag_mon_client_next_attempt(t->c), started + refused.retry_min_wait_usec);
+	assert_int_equal(ag_mon_client_stats(t->c)->attempts, 1);
+	ag_mon_client_free(t->c);
+	t->c = NULL;
+
+	/* A connection that outlived a short minimum is retried at once. */
+	peer_start(t, NULL);
+	cfg.retry_min_wait_usec = 1 * MS;
+	client_start(t, &cfg);
+	wait_connected(t, 1);
+	WAIT_FOR(t, ag_mon_client_stats(t->c)->health_ok >= 1, "a health check");
+	peer_cmd(t, "drop");
+	WAIT_FOR(t, t->disconnected == 1, "the drop");
+	sd_event_now(t->e, CLOCK_MONOTONIC, &now);
+	if (ag_mon_client_state(t->c) == AG_MON_CLIENT_WAITING)
+		assert_true(ag_mon_client_next_attempt(t->c) <= now);
+	wait_connected(t, 2);
+}
+
 static void test_version_error(void **state)
 {
 	struct tctx *t = *state;
@@ -773,6 +809,7 @@ int main(void)
 		BOTH(test_handshake_and_health),
 		BOTH(test_requests),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconnect_spacing, setup, teardown),
 		BOTH(test_version_error),
 		BOTH(test_upscale_request),
 		BOTH(test_second_connection),
