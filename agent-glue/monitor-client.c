@@ -406,6 +406,25 @@ static void complete(struct ag_mon_client *c, struct pending *p, const struct ag
 		finish(c, p, AG_MON_OUTCOME_OK, "");
 }
 
+/* The Go agent fails a waiting call whose id comes back in a message that
+ * is not its answer (InvalidMessage, unknown type) instead of letting it
+ * time out. */
+static void fail_waiter(struct ag_mon_client *c, uint64_t id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fail_waiter(struct ag_mon_client *c, uint64_t id, const char *fmt, ...)
+{
+	struct pending *p = take_pending(c, id);
+	char text[512];
+	va_list ap;
+
+	if (!p)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	finish(c, p, AG_MON_OUTCOME_FAILED, text);
+}
+
 static void handle_message(struct ag_mon_client *c, const uint8_t *buf, size_t len)
 {
 	struct ag_mon_msg m;
@@ -418,7 +437,7 @@ static void handle_message(struct ag_mon_client *c, const uint8_t *buf, size_t l
 	if (r == -EINVAL) {
 		/* Known type, bad payload: tell the monitor, then give up on
 		 * the connection as the Go agent's HandleMessage does. */
-		send_invalid(c, m.id, "failed to unmarshal %s: %s", m.type_name, err.msg);
+		send_invalid(c, m.id, "Error unmarshaling %s: %s", m.type_name, err.msg);
 		fail(c, 1011, "invalid %s from vm-monitor: %s", m.type_name, err.msg);
 		goto out;
 	}
@@ -439,21 +458,26 @@ static void handle_message(struct ag_mon_client *c, const uint8_t *buf, size_t l
 	case AG_MON_HEALTH_CHECK:
 	case AG_MON_INTERNAL_ERROR:
 		p = take_pending(c, m.id);
-		if (!p)
+		if (p)
+			complete(c, p, &m);
+		else
+			/* The Go agent names InternalError "MonitorError" here. */
 			send_invalid(c, m.id,
 				     "Received %s with id %llu but id is unknown or already timed out "
 				     "waiting for a reply",
-				     m.type_name, (unsigned long long)m.id);
-		else
-			complete(c, p, &m);
+				     m.type == AG_MON_INTERNAL_ERROR ? "MonitorError" : m.type_name,
+				     (unsigned long long)m.id);
 		break;
 	case AG_MON_INVALID_MESSAGE:
 		c->stats.invalid_received++;
 		logf_(c, LOG_WARNING, "vm-monitor reports an invalid message (id %llu): %s",
 		      (unsigned long long)m.id, m.error);
+		fail_waiter(c, m.id, "vm-monitor rejected the request: %s", m.error);
 		break;
 	default:
 		send_invalid(c, m.id, "Received message of unknown type: \"%s\"", m.type_name);
+		fail_waiter(c, m.id, "vm-monitor answered with a message of unknown type \"%s\"",
+			    m.type_name);
 		break;
 	}
 out:

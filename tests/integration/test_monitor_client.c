@@ -695,6 +695,7 @@ static void test_unknown_type(void **state)
 	struct ag_mon_client_config cfg = base_config(t);
 	json_t *msg;
 
+	cfg.health_interval_usec = 60000 * MS;
 	peer_start(t, NULL);
 	client_start(t, &cfg);
 	wait_connected(t, 1);
@@ -707,9 +708,40 @@ static void test_unknown_type(void **state)
 	peer_cmd(t, "raw {\"type\":\"UpscaleConfirmation\",\"id\":1000}");
 	WAIT_FOR(t, peer_count(t, "recv", "InvalidMessage") == 2, "InvalidMessage for an unknown id");
 	assert_int_equal(ag_mon_client_stats(t->c)->invalid_sent, 2);
-	/* InvalidMessage from the monitor is only logged. */
+	assert_int_equal(ag_mon_client_pending(t->c), 0);
+	peer_cmd(t, "raw {\"type\":\"InternalError\",\"error\":\"e\",\"id\":1002}");
+	WAIT_FOR(t, peer_count(t, "recv", "InvalidMessage") == 3, "InvalidMessage for an unknown id");
+	{
+		size_t from = 0;
+		json_t *ev;
+
+		peer_find(t, &from, "recv", "InvalidMessage");
+		peer_find(t, &from, "recv", "InvalidMessage");
+		ev = peer_find(t, &from, "recv", "InvalidMessage");
+		assert_string_equal(ev_str(json_object_get(ev, "msg"), "error"),
+				    "Received MonitorError with id 1002 but id is unknown or already "
+				    "timed out waiting for a reply");
+	}
+	/* InvalidMessage from the monitor is only logged... */
 	peer_cmd(t, "raw {\"type\":\"InvalidMessage\",\"error\":\"x\",\"id\":5}");
 	WAIT_FOR(t, ag_mon_client_stats(t->c)->invalid_received == 1, "the InvalidMessage to be seen");
+	/* ...but fails a request waiting on that id at once. */
+	{
+		struct ag_resources a = { 1000, GiB };
+		struct vmact_err err = { 0 };
+		struct result r = { 0 };
+		uint64_t id;
+
+		peer_cmd(t, "silent on");
+		assert_int_equal(ag_mon_client_downscale(t->c, &a, on_done, &r, &id, &err), 0);
+		WAIT_FOR(t, peer_find(t, NULL, "recv", "DownscaleRequest"), "the downscale to arrive");
+		peer_cmd(t, "raw {\"type\":\"InvalidMessage\",\"error\":\"nope\",\"id\":%llu}",
+			 (unsigned long long)id);
+		WAIT_FOR(t, r.done, "the request to fail");
+		assert_int_equal(r.outcome, AG_MON_OUTCOME_FAILED);
+		assert_string_equal(r.status, "vm-monitor rejected the request: nope");
+		peer_cmd(t, "silent off");
+	}
 	assert_int_equal(ag_mon_client_state(t->c), AG_MON_CLIENT_CONNECTED);
 	assert_int_equal(t->disconnected, 0);
 }
@@ -734,7 +766,8 @@ static void test_bad_payload(void **state)
 	msg = json_object_get(peer_find(t, NULL, "recv", "InvalidMessage"), "msg");
 	assert_non_null(msg);
 	assert_int_equal(json_integer_value(json_object_get(msg, "id")), r.id);
-	assert_non_null(strstr(ev_str(msg, "error"), "DownscaleResult: Ok: expected a boolean"));
+	assert_non_null(strstr(ev_str(msg, "error"),
+			       "Error unmarshaling DownscaleResult: DownscaleResult: Ok: expected a boolean"));
 	assert_int_equal(ag_mon_client_stats(t->c)->last_close_sent, 1011);
 	WAIT_FOR(t, peer_find(t, NULL, "closed", NULL), "the peer to see the close");
 	assert_int_equal(json_integer_value(json_object_get(peer_find(t, NULL, "closed", NULL), "code")),
