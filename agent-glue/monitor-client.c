@@ -67,7 +67,7 @@ struct ag_mon_client {
 	size_t req_len, req_off;
 	char resp[MAX_UPGRADE_RESPONSE + 1];
 	size_t resp_len;
-	char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
+	char accept[AG_MON_WS_ACCEPT_LEN + 1];
 	/* Bytes that arrived behind the 101 response: the first frames. */
 	uint8_t *early;
 	size_t early_len, early_off;
@@ -626,11 +626,26 @@ static void ws_receive(struct ag_mon_client *c)
 
 /* ---- HTTP/1.1 upgrade ------------------------------------------------- */
 
+_Static_assert(BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) == AG_MON_WS_ACCEPT_LEN,
+	       "accept length");
+
+void ag_mon_ws_accept(const char *key, char out[AG_MON_WS_ACCEPT_LEN + 1])
+{
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	struct sha1_ctx sha;
+
+	sha1_init(&sha);
+	sha1_update(&sha, strlen(key), (const uint8_t *)key);
+	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
+	sha1_digest(&sha, sizeof(digest), digest);
+	base64_encode_raw(out, sizeof(digest), digest);
+	out[AG_MON_WS_ACCEPT_LEN] = '\0';
+}
+
 static int build_upgrade(struct ag_mon_client *c)
 {
-	uint8_t nonce[16], digest[SHA1_DIGEST_SIZE];
+	uint8_t nonce[16];
 	char key[BASE64_ENCODE_RAW_LENGTH(sizeof(nonce)) + 1], hostbuf[300];
-	struct sha1_ctx sha;
 	int n;
 
 	if (getrandom(nonce, sizeof(nonce), GRND_NONBLOCK) != (ssize_t)sizeof(nonce))
@@ -638,12 +653,7 @@ static int build_upgrade(struct ag_mon_client *c)
 			nonce[i] = (uint8_t)rand();
 	base64_encode_raw(key, sizeof(nonce), nonce);
 	key[sizeof(key) - 1] = '\0';
-	sha1_init(&sha);
-	sha1_update(&sha, strlen(key), (const uint8_t *)key);
-	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
-	sha1_digest(&sha, sizeof(digest), digest);
-	base64_encode_raw(c->accept, sizeof(digest), digest);
-	c->accept[sizeof(c->accept) - 1] = '\0';
+	ag_mon_ws_accept(key, c->accept);
 
 	if (c->unix_path)
 		snprintf(hostbuf, sizeof(hostbuf), "localhost");
@@ -690,17 +700,15 @@ static bool has_token(const char *value, const char *token)
 	return false;
 }
 
-/* Validates the response head (NUL-terminated, without the blank line). */
-static int check_upgrade(struct ag_mon_client *c, char *head)
+int ag_mon_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *err)
 {
 	char *save = NULL, *line;
 	bool upgrade = false, connection = false, accept = false;
 
 	line = strtok_r(head, "\r\n", &save);
-	if (!line || (strncmp(line, "HTTP/1.1 101", 12) != 0 || (line[12] != ' ' && line[12] != '\0'))) {
-		set_reason(c, "websocket upgrade refused: %.200s", line ? line : "(empty response)");
-		return -EPROTO;
-	}
+	if (!line || strncmp(line, "HTTP/1.1 101", 12) != 0 || (line[12] != ' ' && line[12] != '\0'))
+		return vmact_err_set(err, EPROTO, "websocket upgrade refused: %.200s",
+				     line ? line : "(empty response)");
 	while ((line = strtok_r(NULL, "\r\n", &save))) {
 		char *colon = strchr(line, ':'), *v;
 
@@ -717,18 +725,15 @@ static int check_upgrade(struct ag_mon_client *c, char *head)
 		else if (strcasecmp(line, "Connection") == 0)
 			connection = has_token(v, "upgrade");
 		else if (strcasecmp(line, "Sec-WebSocket-Accept") == 0)
-			accept = strcmp(v, c->accept) == 0;
+			accept = strcmp(v, accept_want) == 0;
 		else if (strcasecmp(line, "Sec-WebSocket-Extensions") == 0 ||
-			 strcasecmp(line, "Sec-WebSocket-Protocol") == 0) {
-			set_reason(c, "websocket upgrade: server chose %s we did not offer", line);
-			return -EPROTO;
-		}
+			 strcasecmp(line, "Sec-WebSocket-Protocol") == 0)
+			return vmact_err_set(err, EPROTO,
+					     "websocket upgrade: server chose %.64s we did not offer", line);
 	}
-	if (!upgrade || !connection || !accept) {
-		set_reason(c, "websocket upgrade: %s header missing or wrong",
-			   !upgrade ? "Upgrade" : !connection ? "Connection" : "Sec-WebSocket-Accept");
-		return -EPROTO;
-	}
+	if (!upgrade || !connection || !accept)
+		return vmact_err_set(err, EPROTO, "websocket upgrade: %s header missing or wrong",
+				     !upgrade ? "Upgrade" : !connection ? "Connection" : "Sec-WebSocket-Accept");
 	return 0;
 }
 
@@ -764,6 +769,7 @@ static void start_websocket(struct ag_mon_client *c)
 
 static void read_upgrade(struct ag_mon_client *c)
 {
+	struct vmact_err err = { 0 };
 	char *end;
 	ssize_t n;
 	size_t head_len;
@@ -798,8 +804,8 @@ static void read_upgrade(struct ag_mon_client *c)
 		c->early_off = 0;
 	}
 	*end = '\0';
-	if (check_upgrade(c, c->resp) < 0) {
-		c->lost = true;
+	if (ag_mon_ws_check_upgrade(c->resp, c->accept, &err) < 0) {
+		lost(c, "%s", err.msg);
 		return;
 	}
 	start_websocket(c);

@@ -130,4 +130,14 @@ const struct ag_mon_client_stats *ag_mon_client_stats(const struct ag_mon_client
 uint64_t ag_mon_client_attempt_started(const struct ag_mon_client *c);
 uint64_t ag_mon_client_next_attempt(const struct ag_mon_client *c);
 
+/* RFC 6455 handshake pieces, exposed for tests and fuzzing. */
+#define AG_MON_WS_ACCEPT_LEN 28
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key. */
+void ag_mon_ws_accept(const char *key, char out[AG_MON_WS_ACCEPT_LEN + 1]);
+/* Validates an upgrade response head (NUL-terminated, without the blank
+ * line; modified in place): 101, Upgrade: websocket, Connection: Upgrade,
+ * the expected accept value, no extension or subprotocol. -EPROTO names
+ * what is wrong. */
+int ag_mon_ws_check_upgrade(char *head, const char *accept, struct vmact_err *err);
+
 DEFINE_PTR_CLEANUP(ag_mon_client_freep, struct ag_mon_client, ag_mon_client_free)
