@@ -802,6 +802,8 @@ static void read_upgrade(struct ag_mon_client *c)
 		}
 		memcpy(c->early, end + 4, c->early_len);
 		c->early_off = 0;
+		logf_(c, LOG_DEBUG, "%zu bytes of frames arrived with the upgrade response",
+		      c->early_len);
 	}
 	*end = '\0';
 	if (ag_mon_ws_check_upgrade(c->resp, c->accept, &err) < 0) {
@@ -1138,7 +1140,7 @@ void ag_mon_client_stop(struct ag_mon_client *c)
 	}
 	if (c->ws && c->state != AG_MON_CLIENT_CLOSING && !c->in_ws) {
 		/* Best effort: one non-blocking attempt to say goodbye. */
-		if (wslay_event_queue_close(c->ws, 1000, (const uint8_t *)"agent stopping", 14) == 0) {
+		if (wslay_event_queue_close(c->ws, 1000, (const uint8_t *)"normal exit", 11) == 0) {
 			c->stats.last_close_sent = 1000;
 			wslay_event_send(c->ws);
 		}

@@ -14,6 +14,8 @@
 //                         until an UpscaleNotification sets it)
 //   --no-cgroup           approve every downscale ("not managing cgroup")
 //   --setup-timeout-ms N  deadline for the version range (default 4000)
+//   --eager-ping          ping right behind the 101 response, so that the
+//                         client reads a frame together with the headers
 //
 // Output: one JSON object per line on stdout ("event" names what happened).
 // Control: one command per line on stdin; each is acknowledged with
@@ -34,7 +36,7 @@ const THRESHOLD_FRACTION = 0.85; // 1 - 0.15
 
 function parseArgs(argv) {
   const o = { port: 0, unix: null, minVersion: 1, maxVersion: 1, usageMiB: 256,
-              thresholdMiB: null, noCgroup: false, setupTimeoutMs: 4000 };
+              thresholdMiB: null, noCgroup: false, setupTimeoutMs: 4000, eagerPing: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], next = () => {
       if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
@@ -49,6 +51,7 @@ function parseArgs(argv) {
       case '--threshold-mib': o.thresholdMiB = Number(next()); break;
       case '--no-cgroup': o.noCgroup = true; break;
       case '--setup-timeout-ms': o.setupTimeoutMs = Number(next()); break;
+      case '--eager-ping': o.eagerPing = true; break;
       default: throw new Error(`unknown argument ${a}`);
     }
   }
@@ -259,10 +262,17 @@ server.on('upgrade', (req, socket, head) => {
     socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
     return;
   }
+  // Corked, the 101 response and the early ping leave in one write.
+  if (opts.eagerPing) socket.cork();
   wss.handleUpgrade(req, socket, head, (ws) => {
     // One connection at a time: a new one kills its predecessor.
     if (current) current.drop('killed by a new connection');
     current = new Conn(ws);
+    if (opts.eagerPing) {
+      ws.ping('early');
+      process.nextTick(() => socket.uncork());
+    }
+    ws.on('pong', () => emit({ event: 'pong', n: current ? current.n : 0 }));
     emit({ event: 'connection', n: current.n });
   });
 });
