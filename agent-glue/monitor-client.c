@@ -55,6 +55,8 @@ struct ag_mon_client {
 	 * from inside its own callbacks. */
 	unsigned in_ws;
 	bool in_teardown, stopping, established, lost;
+	/* stop() queued a close frame that process() still has to push out. */
+	bool goodbye;
 	char reason[256];
 	/* wslay sends control frames ahead of queued data: a close requested
 	 * behind a message (InvalidMessage then 1011) waits for the queue. */
@@ -865,6 +867,7 @@ static void teardown(struct ag_mon_client *c)
 	c->established = false;
 	c->lost = false;
 	c->close_deferred = false;
+	c->goodbye = false;
 	c->state = c->stopping ? AG_MON_CLIENT_STOPPED : AG_MON_CLIENT_WAITING;
 	snprintf(c->stats.last_disconnect, sizeof(c->stats.last_disconnect), "%s", reason);
 
@@ -906,6 +909,8 @@ static void process(struct ag_mon_client *c)
 		}
 	}
 	if (c->lost) {
+		if (c->goodbye && c->ws && wslay_event_want_write(c->ws))
+			wslay_event_send(c->ws); /* best effort, non-blocking */
 		teardown(c);
 		return;
 	}
@@ -1138,18 +1143,16 @@ void ag_mon_client_stop(struct ag_mon_client *c)
 		c->state = AG_MON_CLIENT_STOPPED;
 		return;
 	}
-	if (c->ws && c->state != AG_MON_CLIENT_CLOSING && !c->in_ws) {
-		/* Best effort: one non-blocking attempt to say goodbye. */
-		if (wslay_event_queue_close(c->ws, 1000, (const uint8_t *)"normal exit", 11) == 0) {
-			c->stats.last_close_sent = 1000;
-			wslay_event_send(c->ws);
-		}
+	if (c->ws && c->state != AG_MON_CLIENT_CLOSING &&
+	    wslay_event_queue_close(c->ws, 1000, (const uint8_t *)"normal exit", 11) == 0) {
+		c->stats.last_close_sent = 1000;
+		c->goodbye = true;
 	}
 	lost(c, "client stopped");
 	if (c->in_ws || c->in_teardown)
 		kick(c);
 	else
-		teardown(c);
+		process(c); /* says goodbye, then tears down */
 }
 
 void ag_mon_client_free(struct ag_mon_client *c)

@@ -406,6 +406,46 @@ static void test_eager_frame(void **state)
 	WAIT_FOR(t, ag_mon_client_stats(t->c)->health_ok >= 1, "a health check");
 }
 
+static void stop_on_upscale_request(struct ag_mon_client *c, uint64_t at, void *ud)
+{
+	(*(unsigned *)ud)++;
+	/* From inside the client's frame processing. */
+	ag_mon_client_stop(c);
+}
+
+/* Stopping from a callback fails what is pending, closes with 1000 and
+ * does not reconnect. */
+static void test_stop_from_callback(void **state)
+{
+	struct tctx *t = *state;
+	struct ag_mon_client_config cfg = base_config(t);
+	struct ag_mon_client_callbacks cb = { .upscale_requested = stop_on_upscale_request };
+	struct ag_resources a = { 1000, GiB };
+	struct vmact_err err = { 0 };
+	struct result r = { 0 };
+	unsigned calls = 0;
+
+	peer_start(t, NULL);
+	cfg.host = "127.0.0.1";
+	cfg.port = (uint16_t)t->port;
+	assert_int_equal(ag_mon_client_new(t->e, &cfg, &cb, &calls, &t->c, &err), 0);
+	assert_int_equal(ag_mon_client_start(t->c, &err), 0);
+	WAIT_FOR(t, ag_mon_client_state(t->c) == AG_MON_CLIENT_CONNECTED, "the connection");
+	peer_cmd(t, "silent on");
+	assert_int_equal(ag_mon_client_downscale(t->c, &a, on_done, &r, NULL, &err), 0);
+	WAIT_FOR(t, peer_find(t, NULL, "recv", "DownscaleRequest"), "the downscale to arrive");
+	peer_cmd(t, "pressure");
+	WAIT_FOR(t, ag_mon_client_state(t->c) == AG_MON_CLIENT_STOPPED, "the stop");
+	assert_int_equal(calls, 1);
+	assert_true(r.done);
+	assert_int_equal(r.outcome, AG_MON_OUTCOME_FAILED);
+	assert_non_null(strstr(r.status, "client stopped"));
+	WAIT_FOR(t, peer_find(t, NULL, "closed", NULL), "the peer to see the end");
+	assert_int_equal(json_integer_value(json_object_get(peer_find(t, NULL, "closed", NULL), "code")),
+			 1000);
+	assert_int_equal(ag_mon_client_stats(t->c)->attempts, 1);
+}
+
 /* Upscale notification, downscale approved and denied by the memory
  * threshold, InternalError: the same over TCP and over a unix socket. */
 static void test_requests(void **state)
@@ -859,6 +899,7 @@ int main(void)
 		BOTH(test_eager_frame),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_spacing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_from_callback, setup, teardown),
 		BOTH(test_version_error),
 		BOTH(test_upscale_request),
 		BOTH(test_second_connection),
