@@ -991,22 +991,31 @@ static int open_socket(struct ag_mon_client *c, struct vmact_err *err)
 	} else {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 		char port[8];
-		int r;
+		int r, saved = 0;
 
 		snprintf(port, sizeof(port), "%u", c->cfg.port);
 		r = getaddrinfo(c->host, port, &hints, &ai);
 		if (r != 0)
 			return vmact_err_set(err, EHOSTUNREACH, "resolve %s: %s", c->host, gai_strerror(r));
-		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			freeaddrinfo(ai);
-			return vmact_err_set(err, errno, "socket: %s", strerror(errno));
+		/* Addresses that fail at once (loopback refusals, no IPv6) make
+		 * room for the next; one still in progress is this attempt's. */
+		for (struct addrinfo *a = ai; a; a = a->ai_next) {
+			closep(&fd);
+			fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (fd < 0) {
+				saved = errno;
+				continue;
+			}
+			if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
+				saved = 0;
+				break;
+			}
+			saved = errno;
 		}
-		r = connect(fd, ai->ai_addr, ai->ai_addrlen);
 		freeaddrinfo(ai);
-		if (r < 0 && errno != EINPROGRESS)
-			return vmact_err_set(err, errno, "connect to %s:%s: %s", c->host, port,
-					     strerror(errno));
+		if (saved || fd < 0)
+			return vmact_err_set(err, saved ? saved : EHOSTUNREACH, "connect to %s:%s: %s",
+					     c->host, port, strerror(saved ? saved : EHOSTUNREACH));
 	}
 	return TAKE_FD(fd);
 }
