@@ -331,6 +331,23 @@ int ag_mon_client_downscale(struct ag_mon_client *c, const struct ag_resources *
 	return request(c, AG_MON_DOWNSCALE_REQUEST, target, done, userdata, id, err);
 }
 
+int ag_mon_client_send_raw(struct ag_mon_client *c, const char *text, struct vmact_err *err)
+{
+	struct wslay_event_msg wm = {
+		.opcode = WSLAY_TEXT_FRAME,
+		.msg = (const uint8_t *)text,
+		.msg_length = strlen(text),
+	};
+
+	if (c->state != AG_MON_CLIENT_CONNECTED)
+		return vmact_err_set(err, ENOTCONN, "not connected to the vm-monitor (%s)",
+				     ag_mon_client_state_name(c->state));
+	if (wslay_event_queue_msg(c->ws, &wm) < 0)
+		return vmact_err_set(err, ENOTCONN, "vm-monitor connection is closing");
+	kick(c);
+	return 0;
+}
+
 /* ---- health checks ---------------------------------------------------- */
 
 static void health_done(struct ag_mon_client *c, const struct ag_mon_result *res, void *userdata)

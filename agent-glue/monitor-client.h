@@ -115,6 +115,10 @@ int ag_mon_client_upscale(struct ag_mon_client *c, const struct ag_resources *gr
 int ag_mon_client_downscale(struct ag_mon_client *c, const struct ag_resources *target,
 			    ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err);
 
+/* Diagnostics and tests: queues one text frame exactly as given, outside
+ * the request bookkeeping. -ENOTCONN unless CONNECTED. */
+int ag_mon_client_send_raw(struct ag_mon_client *c, const char *text, struct vmact_err *err);
+
 enum ag_mon_client_state ag_mon_client_state(const struct ag_mon_client *c);
 const char *ag_mon_client_state_name(enum ag_mon_client_state s);
 /* Generation of the current (or last) connection; 0 before the first. */

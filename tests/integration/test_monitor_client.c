@@ -446,6 +446,35 @@ static void test_stop_from_callback(void **state)
 	assert_int_equal(ag_mon_client_stats(t->c)->attempts, 1);
 }
 
+/* The peer is as strict as the monitor: frames serde cannot read (no
+ * content, mem as a float, unknown type) drop the connection without an
+ * InvalidMessage; the client then reconnects. */
+static void test_peer_drops_bad_frames(void **state)
+{
+	static const char *const bad[] = {
+		"{\"type\":\"HealthCheck\",\"id\":10}",
+		"{\"content\":{\"target\":{\"cpu\":1,\"mem\":1073741824.0}},\"type\":\"DownscaleRequest\",\"id\":10}",
+		"{\"content\":{},\"type\":\"UpscaleRequest\",\"id\":10}",
+		"not json",
+	};
+	struct tctx *t = *state;
+	struct ag_mon_client_config cfg = base_config(t);
+	struct vmact_err err = { 0 };
+
+	cfg.health_interval_usec = 60000 * MS;
+	peer_start(t, NULL);
+	client_start(t, &cfg);
+	for (unsigned i = 0; i < ARRAY_SIZE(bad); i++) {
+		wait_connected(t, i + 1);
+		assert_int_equal(ag_mon_client_send_raw(t->c, bad[i], &err), 0);
+		WAIT_FOR(t, t->disconnected == i + 1, "the peer to drop the connection");
+		assert_int_equal(peer_count(t, "dropped", NULL), i + 1);
+		assert_non_null(strstr(t->last_reason, "closed without a close frame"));
+	}
+	assert_int_equal(peer_count(t, "sent", "InvalidMessage"), 0);
+	wait_connected(t, ARRAY_SIZE(bad) + 1);
+}
+
 /* Upscale notification, downscale approved and denied by the memory
  * threshold, InternalError: the same over TCP and over a unix socket. */
 static void test_requests(void **state)
@@ -897,6 +926,7 @@ int main(void)
 		BOTH(test_handshake_and_health),
 		BOTH(test_requests),
 		BOTH(test_eager_frame),
+		cmocka_unit_test_setup_teardown(test_peer_drops_bad_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_spacing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_from_callback, setup, teardown),
