@@ -226,11 +226,12 @@ static struct pending *take_pending(struct ag_mon_client *c, uint64_t id)
 
 static int queue_text(struct ag_mon_client *c, const struct ag_mon_msg *m, struct vmact_err *err)
 {
-	_cleanup_free_ char *text = ag_mon_encode_text(m, err);
+	struct vmact_err e = { 0 };
+	_cleanup_free_ char *text = ag_mon_encode_text(m, &e);
 	struct wslay_event_msg wm;
 
 	if (!text)
-		return -err->code;
+		return vmact_err_set(err, e.code, "%s", e.msg);
 	wm.opcode = WSLAY_TEXT_FRAME;
 	wm.msg = (const uint8_t *)text;
 	wm.msg_length = strlen(text);
@@ -322,12 +323,16 @@ static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct 
 int ag_mon_client_upscale(struct ag_mon_client *c, const struct ag_resources *granted,
 			  ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err)
 {
+	if (!granted)
+		return vmact_err_set(err, EINVAL, "UpscaleNotification: granted: missing");
 	return request(c, AG_MON_UPSCALE_NOTIFICATION, granted, done, userdata, id, err);
 }
 
 int ag_mon_client_downscale(struct ag_mon_client *c, const struct ag_resources *target,
 			    ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err)
 {
+	if (!target)
+		return vmact_err_set(err, EINVAL, "DownscaleRequest: target: missing");
 	return request(c, AG_MON_DOWNSCALE_REQUEST, target, done, userdata, id, err);
 }
 

@@ -523,6 +523,18 @@ static void test_requests(void **state)
 	do_request(t, false, 250, 512 * MiB, &r);
 	assert_int_equal(r.outcome, AG_MON_OUTCOME_OK);
 
+	/* Refused before anything is sent, with the field named. */
+	{
+		struct ag_resources huge = { 1000, UINT64_MAX };
+		struct vmact_err err = { 0 };
+		uint64_t pending = ag_mon_client_pending(t->c);
+
+		assert_int_equal(ag_mon_client_downscale(t->c, &huge, on_done, &r, NULL, &err), -ERANGE);
+		assert_non_null(strstr(err.msg, "mem"));
+		assert_int_equal(ag_mon_client_upscale(t->c, NULL, on_done, &r, NULL, NULL), -EINVAL);
+		assert_int_equal(ag_mon_client_pending(t->c), pending);
+	}
+
 	peer_cmd(t, "internal-error on");
 	do_request(t, false, 250, 512 * MiB, &r);
 	assert_int_equal(r.outcome, AG_MON_OUTCOME_FAILED);
