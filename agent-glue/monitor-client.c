@@ -936,6 +936,24 @@ static void process(struct ag_mon_client *c)
 		teardown(c);
 		return;
 	}
+	/* A close we did not ask for: wslay's answer to a framing violation
+	 * (1002, 1007, 1009). It stops reading at once; if it still waits for
+	 * the peer, bound that wait like any close. */
+	if (c->ws && c->state != AG_MON_CLIENT_CLOSING && wslay_event_get_close_sent(c->ws) &&
+	    !wslay_event_get_close_received(c->ws)) {
+		c->stats.last_close_sent = wslay_event_get_status_code_sent(c->ws);
+		set_reason(c, "websocket protocol violation by the vm-monitor (closed with %u)",
+			   c->stats.last_close_sent);
+		c->state = AG_MON_CLIENT_CLOSING;
+		c->health_timer = sd_event_source_disable_unref(c->health_timer);
+		c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
+		if (sd_event_add_time_relative(c->event, &c->close_timer, CLOCK_MONOTONIC,
+					       c->cfg.close_timeout_usec, TIMER_ACCURACY,
+					       on_close_timeout, c) < 0) {
+			teardown(c);
+			return;
+		}
+	}
 	if (c->ws && !wslay_event_want_read(c->ws) && !wslay_event_want_write(c->ws)) {
 		set_reason(c, "websocket closed");
 		teardown(c);

@@ -901,8 +901,18 @@ static void test_garbage_and_cuts(void **state)
 	peer_cmd(t, "close 4000");
 	WAIT_FOR(t, t->disconnected == 4, "the connection to end after the peer's close");
 	assert_int_equal(ag_mon_client_stats(t->c)->last_close_received, 4000);
+
+	/* A framing violation: wslay closes with 1002; the peer never answers
+	 * and the close timeout ends the connection. */
 	wait_connected(t, 5);
-	assert_int_equal(ag_mon_client_generation(t->c), 5);
+	peer_cmd(t, "rsv-mute");
+	WAIT_FOR(t, t->disconnected == 5, "the connection to end after a protocol violation");
+	if (!strstr(t->last_reason, "protocol violation"))
+		fail_msg("unexpected reason: %s", t->last_reason);
+	assert_int_equal(ag_mon_client_stats(t->c)->last_close_sent, 1002);
+	assert_non_null(strstr(t->last_reason, "protocol violation"));
+	wait_connected(t, 6);
+	assert_int_equal(ag_mon_client_generation(t->c), 6);
 }
 
 /* A peer that accepts the upgrade but never answers the version range. */

@@ -22,7 +22,7 @@
 // {"event":"ack","cmd":...} once applied:
 //   usage MIB | threshold MIB | pressure | health on|off | silent on|off
 //   delay MS | internal-error on|off | bad-result on|off | raw TEXT
-//   garbage | binary | cut | unknown-type | drop | close CODE | quit
+//   garbage | binary | cut | rsv-mute | unknown-type | drop | close CODE | quit
 'use strict';
 
 const http = require('http');
@@ -308,6 +308,14 @@ const commands = {
   cut: () => withConn((c) => {
     const s = c.ws._socket;
     s.write(Buffer.concat([Buffer.from([0x81, 100]), Buffer.from('{"typ')]), () => s.destroy());
+  }),
+  // A text frame with RSV1 set (no extension was negotiated), after which
+  // the peer stops reading: the client must give up on its own.
+  'rsv-mute': () => withConn((c) => {
+    const s = c.ws._socket;
+    s.write(Buffer.concat([Buffer.from([0xc1, 2]), Buffer.from('{}')]));
+    s.pause();
+    s.removeAllListeners('data');
   }),
   'unknown-type': () => withConn((c) => { c.nextId += 2; c.send({ type: 'Mystery', id: c.nextId }); }),
   drop: () => withConn((c) => c.drop('dropped on request')),
