@@ -35,7 +35,9 @@ struct ag_mon_client;
 
 struct ag_mon_client_config {
 	/* Exactly one of unix_path or host. */
-	const char *host;      /* TCP: name or address of the monitor */
+	/* TCP: address of the monitor. A name is resolved with a blocking
+	 * getaddrinfo() at each attempt: give an address in the daemon. */
+	const char *host;
 	uint16_t port;         /* 0 = AG_MON_DEFAULT_PORT (10301) */
 	const char *unix_path; /* unix stream socket to connect to */
 	const char *path;      /* HTTP path, NULL = "/monitor" */
