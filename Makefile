@@ -25,7 +25,7 @@ endif
 # Evaluated lazily: `make ci` must be able to parse this file before the
 # packages that provide these .pc files are installed.
 PKGS     = libvirt jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
-           libnl-genl-3.0 libnl-3.0 libbpf libcgroup
+           libnl-genl-3.0 libnl-3.0 libbpf libcgroup nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm -lpthread
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
