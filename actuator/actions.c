@@ -100,9 +100,10 @@ static int check_metric(const char *name, double v, struct vmact_err *err)
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
 				    struct vmact_err *err)
 {
-	if (check_metric("load1", m->load1, err) < 0 || check_metric("load5", m->load5, err) < 0 ||
-	    check_metric("memory usage", m->memory_usage_bytes, err) < 0 ||
-	    check_metric("memory cached", m->memory_cached_bytes, err) < 0)
+	if (check_metric("load1", m->load1, err) < 0 || check_metric("load5", m->load5, err) < 0)
+		return -EINVAL;
+	if (!m->memory_absent && (check_metric("memory usage", m->memory_usage_bytes, err) < 0 ||
+				  check_metric("memory cached", m->memory_cached_bytes, err) < 0))
 		return -EINVAL;
 	s->system = *m;
 	s->has_system = true;
@@ -555,6 +556,20 @@ int act_hotplug_done(struct act_state *s, act_time_t now, struct vmact_err *err)
 		return vmact_err_set(err, EINVAL, "hotplug done without an ongoing hotplug");
 	s->using_ = s->hotplug.ongoing_target;
 	s->hotplug.ongoing = false;
+	return 0;
+}
+
+int act_hotplug_finished(struct act_state *s, act_time_t now, const struct ag_resources *achieved,
+			 bool failed, struct vmact_err *err)
+{
+	if (!s->hotplug.ongoing)
+		return vmact_err_set(err, EINVAL, "hotplug result without an ongoing hotplug");
+	s->using_ = *achieved;
+	s->hotplug.ongoing = false;
+	if (failed) {
+		s->hotplug.has_failure = true;
+		s->hotplug.failure_at = now;
+	}
 	return 0;
 }
 

@@ -155,6 +155,13 @@ int act_hotplug_starting(struct act_state *s, act_time_t now, const struct ag_re
 			 struct vmact_err *err);
 int act_hotplug_done(struct act_state *s, act_time_t now, struct vmact_err *err);
 void act_hotplug_failed(struct act_state *s, act_time_t now);
+/* The local hotplug ended, fully or partly: using := what the VM has now,
+ * re-read after the operation (vmactd's executor), which may differ from
+ * the target (a partial unplug, rounding to blocks). failed also starts the
+ * retry backoff. Unlike NeonVM's patch, the result is known, so the core
+ * never believes in resources the VM does not have. */
+int act_hotplug_finished(struct act_state *s, act_time_t now, const struct ag_resources *achieved,
+			 bool failed, struct vmact_err *err);
 
 /* vm-monitor. connected: approved := using. reset: forget everything
  * (disconnect / reconnect). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "actuator/macro.h"
+#include "agent-glue/plugin.h"
 #include "agent-glue/quantity.h"
 
 static int set_string(char **dst, const char *value)
@@ -38,6 +39,9 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->sampler_mode = ACT_SAMPLER_AUTO;
 	cfg->sampler_keep_pins = false;
 	cfg->taskstats_interval_ms = 1000;
+	cfg->sampler_pin_root = strdup("/sys/fs/bpf/vmact");
+	/* §5.2: the Neon agent scrapes system metrics every 5 s. */
+	cfg->sampler_interval_ms = 5000;
 	ag_scaling_config_defaults(&cfg->scaling);
 	cfg->compute_unit.milli_cpu = 250;
 	cfg->compute_unit.mem_bytes = 1ULL << 30;
@@ -51,6 +55,7 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->plugin_url);
 	free(cfg->plugin_version);
 	free(cfg->arbiter_listen);
+	free(cfg->sampler_pin_root);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -104,6 +109,8 @@ static const struct key sampler_keys[] = {
 	{ "mode", K_ENUM, OFF(sampler_mode), 0, 0, sampler_modes, NULL },
 	{ "keep_pins", K_BOOL, OFF(sampler_keep_pins), 0, 0, NULL, NULL },
 	{ "taskstats_interval_ms", K_UINT, OFF(taskstats_interval_ms), 10, 60000, NULL, NULL },
+	{ "pin_root", K_STRING, OFF(sampler_pin_root), 0, 0, NULL, NULL },
+	{ "interval_ms", K_UINT, OFF(sampler_interval_ms), 100, 600000, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 static const struct key top_keys[] = {
@@ -234,6 +241,17 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 		return r;
 	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE && strncmp(cfg->plugin_url, "http://", 7) != 0)
 		return vmact_err_set(err, EINVAL, "plugin.url: must start with http://");
+	{
+		enum ag_plugin_version v;
+
+		if (ag_plugin_version_parse(cfg->plugin_version, &v, err) < 0)
+			return vmact_err_prefix(err, "plugin.version");
+	}
+	if (cfg->plugin_mode == ACT_PLUGIN_ARBITER && strncmp(cfg->arbiter_listen, "unix:", 5) == 0)
+		return vmact_err_set(err, EINVAL, "arbiter.listen: vmactd's own VMs reach the "
+				     "embedded arbiter over TCP: give ADDR:PORT");
+	if (cfg->sampler_pin_root[0] != '/')
+		return vmact_err_set(err, EINVAL, "sampler.pin_root: must be an absolute path");
 	return 0;
 }
 

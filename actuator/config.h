@@ -48,6 +48,8 @@ struct act_config {
 	enum act_sampler_mode sampler_mode;
 	bool sampler_keep_pins;
 	unsigned taskstats_interval_ms;
+	char *sampler_pin_root;        /* bpffs directory for the maps */
+	unsigned sampler_interval_ms;  /* metrics tick of every VM (load, memory) */
 
 	/* ScalingConfig every VM starts from: the Neon agent's defaults with
 	 * the file's "scaling" object (camelCase keys, as in the Neon agent's

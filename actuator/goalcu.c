@@ -203,7 +203,7 @@ int act_goal_cu(const struct ag_scaling_config *cfg, const struct ag_resources *
 	if (cu->milli_cpu == 0 || cu->mem_bytes == 0)
 		return vmact_err_set(err, EINVAL, "compute unit: cpu and mem must be non-zero");
 
-	g.has_all_metrics = sys && (!cfg->enable_lfc_metrics || lfc);
+	g.has_all_metrics = sys && !sys->memory_absent && (!cfg->enable_lfc_metrics || lfc);
 	if (!g.has_all_metrics)
 		act_warn(w, ACT_WARN_MISSING_METRICS);
 
@@ -215,10 +215,13 @@ int act_goal_cu(const struct ag_scaling_config *cfg, const struct ag_resources *
 	if (sys) {
 		g.has_cpu = true;
 		g.cpu = sane(act_goal_cpu_part(cfg, cu, sys));
-		g.has_mem = true;
-		g.mem = sane(mem_part(cfg, cu, sys));
-		if (g.has_wss)
-			g.mem = fmax(g.mem, sane(mem_total_part(cfg, cu, sys, g.wss_bytes)));
+		if (!sys->memory_absent) {
+			g.has_mem = true;
+			g.mem = sane(mem_part(cfg, cu, sys));
+			if (g.has_wss)
+				g.mem = fmax(g.mem,
+					     sane(mem_total_part(cfg, cu, sys, g.wss_bytes)));
+		}
 	}
 	g.goal_cu = goal_from_parts(&g);
 	*out = g;

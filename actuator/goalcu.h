@@ -29,6 +29,12 @@ struct act_system_metrics {
 	double load1, load5;
 	double memory_usage_bytes;
 	double memory_cached_bytes;
+	/* The host could not read the guest's memory (vmactd: no balloon
+	 * statistics). The two memory fields are then ignored, the goal has
+	 * no memory part and the metrics count as incomplete, so desired
+	 * resources never go below usage (§5.5 step 5): CPU still scales up,
+	 * nothing scales down. */
+	bool memory_absent;
 };
 
 /* lfc_approximate_working_set_size_windows: pages[i] is the window of

@@ -16,7 +16,10 @@
 #include "actuator/config.h"
 #include "actuator/log.h"
 #include "actuator/macro.h"
+#include "actuator/registry.h"
 #include "agent-glue/arbiter.h"
+#include "agent-glue/plugin-client.h"
+#include "bpf/sampler.h"
 
 
 static void usage(FILE *f)
@@ -88,6 +91,82 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 	return 0;
 }
 
+/* Where vmactd's own runners send plugin requests. */
+static int plugin_url(const struct act_config *cfg, const struct ag_arbiter *arbiter, char *buf,
+		      size_t len, struct vmact_err *err)
+{
+	char host[256];
+	const char *colon;
+	size_t n;
+
+	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE) {
+		if (strlen(cfg->plugin_url) >= len)
+			return vmact_err_set(err, ENAMETOOLONG, "plugin.url: too long");
+		strcpy(buf, cfg->plugin_url);
+		return 0;
+	}
+	colon = strrchr(cfg->arbiter_listen, ':');
+	n = colon ? (size_t)(colon - cfg->arbiter_listen) : 0;
+	if (!colon || n == 0 || n >= sizeof(host))
+		return vmact_err_set(err, EINVAL, "arbiter.listen: expected ADDR:PORT");
+	memcpy(host, cfg->arbiter_listen, n);
+	host[n] = 0;
+	if (host[0] == '[' && host[n - 1] == ']') {
+		memmove(host, host + 1, n - 2);
+		host[n - 2] = 0;
+	}
+	/* A wildcard listener is reached over loopback. */
+	if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0)
+		strcpy(host, "127.0.0.1");
+	else if (strcmp(host, "::") == 0)
+		strcpy(host, "::1");
+	if (ag_plugin_url(host, ag_arbiter_port(arbiter), buf, len) < 0)
+		return vmact_err_set(err, ENAMETOOLONG, "arbiter.listen: address too long");
+	return 0;
+}
+
+static struct smp_sampler *open_sampler(const struct act_config *cfg, sd_event *loop)
+{
+	static const enum smp_backend backends[] = {
+		[ACT_SAMPLER_AUTO] = SMP_BACKEND_AUTO,
+		[ACT_SAMPLER_BPF] = SMP_BACKEND_BPF,
+		[ACT_SAMPLER_TASKSTATS] = SMP_BACKEND_TASKSTATS,
+	};
+	struct smp_config sc = {
+		.backend = backends[cfg->sampler_mode],
+		.pin_root = cfg->sampler_pin_root,
+		.keep_pins = cfg->sampler_keep_pins,
+		.poll_ms = cfg->taskstats_interval_ms,
+	};
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+
+	if (smp_open(&sc, &s, &err) < 0) {
+		log_error("sampler: %s: VM load is not measured, nothing scales on CPU load",
+			  err.msg);
+		return NULL;
+	}
+	if (smp_attach_event(s, loop, &err) < 0) {
+		log_error("sampler: %s: VM load is not measured", err.msg);
+		smp_close(s);
+		return NULL;
+	}
+	if (smp_fallback_reason(s))
+		log_warning("sampler: using taskstats: %s", smp_fallback_reason(s));
+	else
+		log_info("sampler: BPF, maps pinned under %s", smp_pin_root(s));
+	return s;
+}
+
+static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
+{
+	if (first_sync) {
+		sd_notify(0, "READY=1");
+		log_info("ready: managing %u VM%s", managed, managed == 1 ? "" : "s");
+	}
+	sd_notifyf(0, "STATUS=Managing %u VM%s", managed, managed == 1 ? "" : "s");
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	(void)userdata;
@@ -108,6 +187,9 @@ int main(int argc, char **argv)
 	};
 	_cleanup_(sd_event_unrefp) sd_event *loop = NULL;
 	struct ag_arbiter *arbiter = NULL;
+	struct act_registry *registry = NULL;
+	struct smp_sampler *sampler = NULL;
+	char url[512];
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
 	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
@@ -184,9 +266,37 @@ int main(int argc, char **argv)
 		}
 	}
 
-	sd_notify(0, "READY=1");
-	log_info("started (libvirt %s)", cfg.libvirt_uri);
+	r = plugin_url(&cfg, arbiter, url, sizeof(url), &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		ag_arbiter_free(arbiter);
+		act_config_free(&cfg);
+		return 1;
+	}
+	sampler = open_sampler(&cfg, loop);
+	{
+		struct act_registry_opts ro = {
+			.event = loop,
+			.cfg = &cfg,
+			.plugin_url = url,
+			.sampler = sampler,
+			.changed = on_registry_changed,
+		};
+
+		r = act_registry_new(&ro, &registry, &err);
+	}
+	if (r < 0) {
+		log_error("libvirt: %s", err.msg);
+		smp_close(sampler);
+		ag_arbiter_free(arbiter);
+		act_config_free(&cfg);
+		return 1;
+	}
+	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri, url);
+	/* READY=1 follows the registry's first sync (on_registry_changed). */
 	r = sd_event_loop(loop);
+	act_registry_free(registry);
+	smp_close(sampler);
 	ag_arbiter_free(arbiter);
 	act_config_free(&cfg);
 	if (r < 0) {

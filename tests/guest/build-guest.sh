@@ -2,7 +2,8 @@
 # Builds vmact's test guest from Debian packages only:
 #   OUT/vmlinuz     the Debian cloud kernel (linux-image-*-cloud-amd64)
 #   OUT/initrd.img  a busybox-static initramfs (tests/guest/init) carrying
-#                   the virtio-mem/virtio-pci modules of that same kernel
+#                   the virtio-mem/virtio-pci/virtio-balloon modules of that
+#                   same kernel (the balloon only for its memory statistics)
 #   OUT/stamp       the kernel version, written last; its presence means done
 # Usage: build-guest.sh OUT_DIR. Quick no-op when OUT/stamp is newer than
 # this script and init. Needs apt-get (download only), dpkg-deb, objcopy,
@@ -69,7 +70,7 @@ visit() {
 	for d in $deps; do visit "$d"; done
 	order+=("$m")
 }
-for m in virtio_pci virtio_mem; do visit "$m"; done
+for m in virtio_pci virtio_mem virtio_balloon; do visit "$m"; done
 
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "actuator/registry.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actuator/cgroup.h"
+#include "actuator/log.h"
+#include "actuator/macro.h"
+#include "actuator/runner.h"
+#include "hotplug/hotplug.h"
+
+/* A domain vmactd knows about: managed (runner) or skipped (its last
+ * error, so the same error is not logged on every resync). */
+struct entry {
+	struct entry *next;
+	char uuid[HP_UUID_LEN];
+	struct act_runner *runner;
+	char skipped[VMACT_ERR_MSG_MAX + 64];
+	bool seen; /* resync mark */
+};
+
+struct act_registry {
+	struct act_registry_opts o;
+	struct act_runner_env env;
+	struct act_cg cg;
+	bool have_cg;
+	struct hp_conn *hp;
+	struct entry *entries;
+	bool synced;
+};
+
+static struct entry *find(struct act_registry *reg, const char *uuid)
+{
+	for (struct entry *e = reg->entries; e; e = e->next)
+		if (strcmp(e->uuid, uuid) == 0)
+			return e;
+	return NULL;
+}
+
+static struct act_runner *find_runner(void *ud, const char *uuid)
+{
+	struct entry *e = find(ud, uuid);
+
+	return e ? e->runner : NULL;
+}
+
+unsigned act_registry_count(const struct act_registry *reg)
+{
+	unsigned n = 0;
+
+	for (const struct entry *e = reg->entries; e; e = e->next)
+		n += e->runner != NULL;
+	return n;
+}
+
+static void notify(struct act_registry *reg, bool first)
+{
+	if (reg->o.changed)
+		reg->o.changed(reg->o.ud, act_registry_count(reg), first);
+}
+
+static void drop(struct act_registry *reg, const char *uuid, const char *why)
+{
+	struct entry **pp, *e;
+
+	for (pp = &reg->entries; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->uuid, uuid) == 0)
+			break;
+	if (!(e = *pp))
+		return;
+	*pp = e->next;
+	if (e->runner) {
+		log_info("%s: no longer managed (%s)", act_runner_name(e->runner), why);
+		act_runner_free(e->runner);
+	}
+	free(e);
+}
+
+/* Records that a domain is not managed; logs when the reason is new. */
+static void skip(struct act_registry *reg, struct entry *e, const char *name, const char *msg,
+		 bool force_log)
+{
+	if (e->runner) {
+		log_info("%s: no longer managed", act_runner_name(e->runner));
+		act_runner_free(e->runner);
+		e->runner = NULL;
+	}
+	if (force_log || strcmp(e->skipped, msg) != 0)
+		log_error("%s: not managed: %s", name, msg);
+	snprintf(e->skipped, sizeof(e->skipped), "%s", msg);
+}
+
+/* Brings one running domain in line with its metadata. */
+static void sync_domain(struct act_registry *reg, const struct hp_state *st, bool meta_changed)
+{
+	struct vmact_err err = { 0 };
+	struct entry *e = find(reg, st->uuid);
+	struct hp_meta meta;
+	char msg[VMACT_ERR_MSG_MAX + 64];
+	int r;
+
+	r = hp_meta_read(reg->hp, st->uuid, &meta, &err);
+	if (r == -ENOENT || (r >= 0 && !meta.enabled)) {
+		if (e && e->runner)
+			log_info("%s: autoscaling %s", st->name,
+				 r == -ENOENT ? "metadata removed" : "disabled");
+		drop(reg, st->uuid, "disabled");
+		return;
+	}
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			log_error("%s: out of memory", st->name);
+			return;
+		}
+		snprintf(e->uuid, sizeof(e->uuid), "%s", st->uuid);
+		e->next = reg->entries;
+		reg->entries = e;
+	}
+	e->seen = true;
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "vmact metadata: %s", err.msg);
+		skip(reg, e, st->name, msg, meta_changed);
+		return;
+	}
+	if (e->runner) {
+		r = act_runner_update(e->runner, &meta, &err);
+		if (r == 0) {
+			log_info("%s: metadata updated", st->name);
+			e->skipped[0] = 0;
+			return;
+		}
+		if (r < 0) {
+			snprintf(msg, sizeof(msg), "vmact metadata: %s (keeping the previous one)",
+				 err.msg);
+			log_error("%s: %s", st->name, msg);
+			return;
+		}
+		/* The change needs a new runner. */
+		act_runner_free(e->runner);
+		e->runner = NULL;
+		vmact_err_reset(&err);
+	}
+	r = act_runner_new(&reg->env, st, &meta, &e->runner, &err);
+	if (r < 0) {
+		e->runner = NULL;
+		skip(reg, e, st->name, err.msg, meta_changed);
+		return;
+	}
+	e->skipped[0] = 0;
+}
+
+static void resync(struct act_registry *reg)
+{
+	struct vmact_err err = { 0 };
+	struct hp_state *doms = NULL;
+	struct entry *e, *next;
+	size_t n = 0;
+	bool first = !reg->synced;
+
+	if (hp_list_running(reg->hp, &doms, &n, &err) < 0) {
+		log_error("libvirt: cannot list the running domains: %s", err.msg);
+		return;
+	}
+	for (e = reg->entries; e; e = e->next)
+		e->seen = false;
+	for (size_t i = 0; i < n; i++)
+		sync_domain(reg, &doms[i], false);
+	for (size_t i = 0; i < n; i++)
+		if ((e = find(reg, doms[i].uuid)))
+			e->seen = true;
+	for (e = reg->entries; e; e = next) {
+		next = e->next;
+		if (!e->seen)
+			drop(reg, e->uuid, "not running");
+	}
+	free(doms);
+	reg->synced = true;
+	log_info("libvirt: %zu running domain%s, %u managed", n, n == 1 ? "" : "s",
+		 act_registry_count(reg));
+	notify(reg, first);
+}
+
+static void on_event(struct hp_conn *c, const struct hp_event *ev, void *ud)
+{
+	struct act_registry *reg = ud;
+	struct vmact_err err = { 0 };
+	struct hp_state st;
+	unsigned before = act_registry_count(reg);
+
+	switch (ev->kind) {
+	case HP_EV_CONNECTED:
+		if (ev->reconnects)
+			log_info("libvirt: reconnected, resynchronising");
+		resync(reg);
+		return;
+	case HP_EV_DISCONNECTED:
+		log_warning("libvirt: connection lost; reconnecting (runners keep their state)");
+		return;
+	case HP_EV_DOMAIN_STOPPED:
+		drop(reg, ev->uuid, "stopped");
+		break;
+	case HP_EV_DOMAIN_STARTED:
+	case HP_EV_METADATA_CHANGED:
+		if (hp_state_read(c, ev->uuid, &st, &err) < 0) {
+			if (err.code == ENODEV || err.code == ENOENT)
+				drop(reg, ev->uuid, "not running");
+			else
+				log_warning("%s: cannot read the domain: %s", ev->name, err.msg);
+			break;
+		}
+		sync_domain(reg, &st, ev->kind == HP_EV_METADATA_CHANGED);
+		break;
+	default:
+		return;
+	}
+	if (act_registry_count(reg) != before)
+		notify(reg, false);
+}
+
+int act_registry_new(const struct act_registry_opts *o, struct act_registry **out,
+		     struct vmact_err *err)
+{
+	struct act_registry *reg = calloc(1, sizeof(*reg));
+	struct hp_conn_opts ho = { .uri = o->cfg->libvirt_uri };
+	struct vmact_err cerr = { 0 };
+	int r;
+
+	if (!reg)
+		return -ENOMEM;
+	reg->o = *o;
+	r = act_cg_open(&reg->cg, NULL, &cerr);
+	if (r < 0)
+		log_error("cgroup: %s: no VM can be managed (fractional CPU limits cannot be "
+			  "enforced)", cerr.msg);
+	else
+		reg->have_cg = true;
+	reg->env = (struct act_runner_env){
+		.event = o->event,
+		.cfg = o->cfg,
+		.cg = reg->have_cg ? &reg->cg : NULL,
+		.sampler = o->sampler,
+		.plugin_url = o->plugin_url,
+		.metrics_interval_usec = (uint64_t)o->cfg->sampler_interval_ms * 1000u,
+		.find = find_runner,
+		.find_ud = reg,
+	};
+	r = act_cpu_overcommit_from_double(o->cfg->cpu_quota_overcommit, &reg->env.overcommit, err);
+	if (r < 0) {
+		vmact_err_prefix(err, "cgroup.cpu_quota_overcommit");
+		free(reg);
+		return r;
+	}
+	r = hp_conn_new(o->event, &ho, on_event, reg, &reg->hp, err);
+	if (r < 0) {
+		free(reg);
+		return r;
+	}
+	reg->env.hp = reg->hp;
+	*out = reg;
+	return 0;
+}
+
+void act_registry_free(struct act_registry *reg)
+{
+	struct entry *e;
+
+	if (!reg)
+		return;
+	while ((e = reg->entries)) {
+		reg->entries = e->next;
+		act_runner_free(e->runner);
+		free(e);
+	}
+	hp_conn_free(reg->hp);
+	free(reg);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The VM registry: which running domains vmactd manages. One libvirt
+ * connection (hotplug/hp_conn) on the daemon's loop; every running domain
+ * whose vmact metadata says enabled="true" gets a runner (actuator/runner.h).
+ * Domain start/stop and metadata changes add, update and remove runners; a
+ * libvirt reconnect resynchronises everything (events during the gap are
+ * lost). A domain with broken metadata is skipped with one log line naming
+ * the domain and the element, repeated only when the error changes or the
+ * metadata is edited again. */
+#pragma once
+
+#include <stdbool.h>
+
+#include <systemd/sd-event.h>
+
+#include "actuator/config.h"
+#include "actuator/error.h"
+
+struct act_registry;
+struct smp_sampler;
+
+struct act_registry_opts {
+	sd_event *event;
+	const struct act_config *cfg;
+	const char *plugin_url;        /* where runners send plugin requests */
+	struct smp_sampler *sampler;   /* may be NULL */
+	/* Called after every change of the managed set and after each full
+	 * sync (first: the first sync finished). */
+	void (*changed)(void *ud, unsigned managed, bool first_sync);
+	void *ud;
+};
+
+/* Connects to libvirt (the first attempt is synchronous: a bad URI fails
+ * here); the first sync runs from the loop on the CONNECTED event. */
+int act_registry_new(const struct act_registry_opts *o, struct act_registry **out,
+		     struct vmact_err *err);
+/* Stops every runner, then closes the libvirt connection (waiting for
+ * operations in flight). NULL is fine. */
+void act_registry_free(struct act_registry *reg);
+
+unsigned act_registry_count(const struct act_registry *reg);

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The per-VM executor (the Neon agent's Runner and its executors,
+ * neon-protocols.md §5.1, §5.6): owns the scaling core's state
+ * (actuator/actions.h), feeds it metrics and results, and carries out the
+ * actions it asks for through the components:
+ *
+ *   plugin request      -> agent-glue/plugin-client (arbiter or plugin.url)
+ *   hotplug             -> actuator/cgroup (CPU quota) + hotplug/ (vCPUs,
+ *                          virtio-mem or DIMMs), one step at a time
+ *   monitor up/down     -> agent-glue/monitor-client
+ *   metrics             -> bpf/sampler (load) + libvirt memory statistics
+ *
+ * Everything runs on the daemon's sd-event loop; nothing blocks except
+ * short local libvirt RPCs and cgroup file writes.
+ *
+ * Hotplug ordering (act_plan_hotplug): the VM's CPU size is its CFS quota
+ * (milli-CPUs x cgroup.cpu_quota_overcommit) over ceil(milli/1000) online
+ * vCPUs. A shrink lowers the quota FIRST and unplugs after: the quota takes
+ * effect at once, while a vCPU unplug can take libvirt's 5 s wait or
+ * outlive it, so the VM is held to its new, smaller size from the first
+ * moment. A growth plugs FIRST and raises the quota LAST: until the quota
+ * is raised the extra vCPUs share the old quota, so a failure part-way
+ * leaves the VM at its old size instead of above it. Memory, which has no
+ * second knob, is changed between the two. Either way the VM's usable CPU
+ * (min(quota, vCPUs)) never exceeds the larger of the old size and the
+ * plugin's permit at any moment.
+ *
+ * Result feedback: after the steps (or the first failing one) the live
+ * state is re-read and what the VM has (act_achieved) becomes the core's
+ * `using`, not the target. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "actuator/actions.h"
+#include "actuator/cgroup.h"
+#include "actuator/config.h"
+#include "agent-glue/quantity.h"
+#include "hotplug/hotplug.h"
+
+struct smp_sampler;
+
+/* ---- pure planning (unit-tested without I/O) -------------------------- */
+
+/* What the VM can be resized to, from its live state. */
+struct act_vm_layout {
+	unsigned vcpus_max;      /* <vcpu> maximum */
+	unsigned vcpus_now;      /* running vCPUs */
+	uint64_t base_bytes;     /* boot memory, cannot be unplugged */
+	enum hp_mem_method method;
+	/* virtio-mem: the device's size and block */
+	uint64_t vmem_size_bytes, vmem_block_bytes;
+	/* DIMMs: one DIMM per compute unit of memory */
+	uint64_t dimm_bytes;
+	unsigned dimm_slots;     /* <maxMemory slots> */
+	unsigned dimms_now;
+};
+
+/* The limits a hotplug must respect, besides the layout. */
+struct act_plan_limits {
+	struct ag_resources min, max;
+	bool has_permit;         /* no permit: nothing may grow */
+	struct ag_resources permit;
+	bool has_approved;       /* no monitor approval: nothing may shrink */
+	struct ag_resources approved;
+};
+
+enum act_step_kind {
+	ACT_STEP_QUOTA, /* write the CFS quota for `milli` */
+	ACT_STEP_VCPUS, /* set the online vCPUs to `vcpus` */
+	ACT_STEP_MEM,   /* resize guest memory to `mem_bytes` in total */
+};
+
+struct act_step {
+	enum act_step_kind kind;
+	uint32_t milli;
+	unsigned vcpus;
+	uint64_t mem_bytes;
+};
+
+#define ACT_PLAN_MAX_STEPS 4
+struct act_plan {
+	/* The target the layout can represent: between using and the wanted
+	 * target, field by field (growth rounds down, shrink rounds up, so
+	 * neither passes the wanted value). Equal to using: nothing to do. */
+	struct ag_resources target;
+	unsigned n;
+	struct act_step steps[ACT_PLAN_MAX_STEPS];
+};
+
+/* -ERANGE (naming the field and the bound) when `want` grows a field past
+ * max or the permit (or without a permit), or shrinks one below min or the
+ * monitor's approval (or without one). Belt and braces: the core already
+ * keeps its targets inside these; a target outside them is never started. */
+int act_plan_hotplug(const struct ag_resources *using_, const struct ag_resources *want,
+		     const struct act_plan_limits *lim, const struct act_vm_layout *layout,
+		     struct act_plan *out, struct vmact_err *err);
+
+/* What the VM has: min(quota, vCPUs x 1000) milli-CPUs (quota_milli 0 =
+ * no quota) and its memory. */
+struct ag_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64_t mem_bytes);
+
+/* The layout of a live domain for a VM's metadata (dimm_bytes: the
+ * compute unit's memory). */
+void act_vm_layout_from_state(const struct hp_state *st, const struct hp_meta *meta,
+			      uint64_t dimm_bytes, struct act_vm_layout *out);
+
+/* The VM's scaling config: defaults with the metadata's <scaling>
+ * overrides, validated. */
+int act_meta_scaling_config(const struct ag_scaling_config *defaults, const struct hp_meta *meta,
+			    struct ag_scaling_config *out, struct vmact_err *err);
+
+/* ---- the executor ---------------------------------------------------- */
+
+struct act_runner;
+
+/* Shared by every runner; owned by the registry. */
+struct act_runner_env {
+	sd_event *event;
+	struct hp_conn *hp;
+	const struct act_config *cfg;
+	struct act_cg *cg;                /* NULL: no cpu controller found */
+	struct smp_sampler *sampler;      /* NULL: no load metrics */
+	const char *plugin_url;           /* http://HOST:PORT/ */
+	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
+	uint64_t metrics_interval_usec;
+	/* Maps a hotplug completion (by domain uuid) to its runner. */
+	struct act_runner *(*find)(void *ud, const char *uuid);
+	void *find_ud;
+};
+
+/* Starts managing a running VM: finds its QEMU process and cgroup,
+ * registers it with the sampler, writes the CPU quota of its current size,
+ * connects to its monitor and asks the core for the first actions. */
+int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
+		   const struct hp_meta *meta, struct act_runner **out, struct vmact_err *err);
+/* Stops everything the runner started (pending requests are cancelled;
+ * an in-flight hotplug finishes in libvirt, its result is dropped). */
+void act_runner_free(struct act_runner *r);
+
+/* New metadata for the same VM. Returns 1 when the change needs a new
+ * runner (compute unit, memory method or monitor endpoint changed), 0 when
+ * applied, <0 on invalid bounds/config (the runner keeps the old ones). */
+int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct vmact_err *err);
+
+const char *act_runner_name(const struct act_runner *r);
+const char *act_runner_uuid(const struct act_runner *r);
+/* The core's view, for status and tests. */
+const struct act_state *act_runner_state(const struct act_runner *r);
+
+/* hp_op_fn for every runner's operations: userdata is the env. */
+void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_result *res,
+			void *userdata);

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "hotplug/domain.h"
+
+#include <errno.h>
+
+#include "hotplug/internal.h"
+
+virDomainPtr hp_domain_lookup(struct hp_conn *c, const char *uuid, struct vmact_err *err)
+{
+	virConnectPtr vc = hp_conn_get(c, NULL);
+	virDomainPtr dom;
+
+	if (!vc) {
+		vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", c->uri);
+		return NULL;
+	}
+	dom = virDomainLookupByUUIDString(vc, uuid);
+	if (!dom)
+		hp_virt_err(err, uuid);
+	/* The domain holds its own reference on the connection. */
+	virConnectClose(vc);
+	return dom;
+}
+
+int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *out,
+		      struct vmact_err *err)
+{
+	virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
+	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	bool has_total = false, has_avail = false;
+	int n;
+
+	*out = (struct hp_mem_stats){ 0 };
+	if (!dom)
+		return -(err && err->code ? err->code : ENODEV);
+	n = virDomainMemoryStats(dom, st, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+	if (n < 0) {
+		int r = hp_virt_err(err, "virDomainMemoryStats");
+
+		virDomainFree(dom);
+		return r;
+	}
+	virDomainFree(dom);
+	for (int i = 0; i < n; i++) {
+		switch (st[i].tag) {
+		case VIR_DOMAIN_MEMORY_STAT_AVAILABLE:
+			out->total_kib = st[i].val;
+			has_total = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_USABLE:
+			out->available_kib = st[i].val;
+			has_avail = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_DISK_CACHES:
+			out->caches_kib = st[i].val;
+			out->has_caches = true;
+			break;
+		default:
+			break;
+		}
+	}
+	if (!has_total || !has_avail)
+		return vmact_err_set(err, ENODATA,
+				     "the guest reports no %s (needs a virtio balloon with a stats "
+				     "period and the guest's balloon driver)",
+				     !has_total ? "'available' (MemTotal) memory statistic"
+						: "'usable' (MemAvailable) memory statistic");
+	return 0;
+}
