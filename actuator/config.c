@@ -23,6 +23,7 @@ void act_config_defaults(struct act_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->libvirt_uri = strdup("qemu:///system");
+	cfg->libvirt_name_prefix = strdup("");
 	cfg->control_socket = strdup("/run/vmact/vmactd.sock");
 	cfg->state_dir = strdup("/var/lib/vmact");
 	cfg->plugin_mode = ACT_PLUGIN_ARBITER;
@@ -50,6 +51,7 @@ void act_config_defaults(struct act_config *cfg)
 void act_config_free(struct act_config *cfg)
 {
 	free(cfg->libvirt_uri);
+	free(cfg->libvirt_name_prefix);
 	free(cfg->control_socket);
 	free(cfg->state_dir);
 	free(cfg->plugin_url);
@@ -78,6 +80,7 @@ static const char *const sampler_modes[] = { "auto", "bpf", "taskstats", NULL };
 
 static const struct key libvirt_keys[] = {
 	{ "uri", K_STRING, OFF(libvirt_uri), 0, 0, NULL, NULL },
+	{ "name_prefix", K_STRING, OFF(libvirt_name_prefix), 0, 0, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 static const struct key control_keys[] = {

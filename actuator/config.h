@@ -28,6 +28,9 @@ enum act_sampler_mode {
 
 struct act_config {
 	char *libvirt_uri;
+	/* Only domains whose name starts with this are considered ("" = all):
+	 * lets several vmactd instances (or tests) share a host. */
+	char *libvirt_name_prefix;
 	char *control_socket;
 	char *state_dir;
 

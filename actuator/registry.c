@@ -102,6 +102,9 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 	char msg[VMACT_ERR_MSG_MAX + 64];
 	int r;
 
+	if (strncmp(st->name, reg->o.cfg->libvirt_name_prefix,
+		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
+		return;
 	r = hp_meta_read(reg->hp, st->uuid, &meta, &err);
 	if (r == -ENOENT || (r >= 0 && !meta.enabled)) {
 		if (e && e->runner)

@@ -28,6 +28,30 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.sampler_mode, ACT_SAMPLER_AUTO);
 	assert_true(cfg.scaling.load_average_fraction_target == 0.9);
 	assert_int_equal(cfg.compute_unit.milli_cpu, 250);
+	assert_string_equal(cfg.libvirt_name_prefix, "");
+	assert_string_equal(cfg.sampler_pin_root, "/sys/fs/bpf/vmact");
+	assert_int_equal(cfg.sampler_interval_ms, 5000);
+	act_config_free(&cfg);
+}
+
+/* The keys vmactd's registry and runners read. */
+static void test_daemon_keys(void **state)
+{
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+
+	(void)state;
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string(
+				 "{\"libvirt\":{\"name_prefix\":\"db-\"},"
+				 "\"plugin\":{\"version\":\"4.0\"},"
+				 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/x\",\"interval_ms\":1000}}",
+				 &cfg, &err),
+			 0);
+	assert_string_equal(cfg.libvirt_name_prefix, "db-");
+	assert_string_equal(cfg.plugin_version, "4.0");
+	assert_string_equal(cfg.sampler_pin_root, "/sys/fs/bpf/x");
+	assert_int_equal(cfg.sampler_interval_ms, 1000);
 	act_config_free(&cfg);
 }
 
@@ -83,6 +107,11 @@ static void test_errors(void **state)
 		{ "{\"compute_unit\":{\"vCPUs\":0,\"mem\":\"1Gi\"}}", "compute_unit: both" },
 		{ "{\"compute_unit\":{\"vCPUs\":\"x\",\"mem\":\"1Gi\"}}", "compute_unit: vCPUs" },
 		{ "{\"libvirt\":", "line 1:" },
+		{ "{\"libvirt\":{\"name_prefix\":7}}", "libvirt.name_prefix: expected a non-empty" },
+		{ "{\"sampler\":{\"interval_ms\":10}}", "sampler.interval_ms: 10 out of range" },
+		{ "{\"sampler\":{\"pin_root\":\"rel/dir\"}}", "sampler.pin_root: must be an absolute" },
+		{ "{\"plugin\":{\"version\":\"6.0\"}}", "plugin.version: " },
+		{ "{\"arbiter\":{\"listen\":\"unix:/run/a.sock\"}}", "arbiter.listen: vmactd's own" },
 	};
 
 	(void)state;
@@ -139,6 +168,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_daemon_keys),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_example),

@@ -108,7 +108,16 @@ static void test_embedded_arbiter(void **state)
 	CURL *c;
 
 	(void)state;
-	assert_int_equal(write_config(path, "{\"arbiter\":{\"listen\":\"127.0.0.1:0\"}}"), 0);
+	char text[512];
+
+	/* Its own pin root and a domain prefix nobody uses: the daemon must
+	 * not touch other VMs or pins on the test host. */
+	snprintf(text, sizeof(text),
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"libvirt\":{\"name_prefix\":\"vmactd-unit-%d-none-\"},"
+		 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/vmactd-unit-%d\"}}",
+		 (int)getpid(), (int)getpid());
+	assert_int_equal(write_config(path, text), 0);
 	spawn(&p, argv);
 	while (fgets(line, sizeof(line), p.err)) {
 		char *at = strstr(line, "(port ");
