@@ -540,6 +540,17 @@ static void libvirtd_restart_mid_operation(void **state)
 		fail_msg("guest MemTotal %lu kB, want %lu", r.memtotal_kb, want);
 
 	/* Full resync works on the new connection, and events flow again. */
+	{
+		struct hp_state *list = NULL;
+		size_t n = 0;
+		bool found = false;
+
+		assert_int_equal(hp_list_running(f->hp, &list, &n, &err), 0);
+		for (size_t i = 0; i < n; i++)
+			found |= !strcmp(list[i].uuid, g.uuid);
+		free(list);
+		assert_true(found);
+	}
 	assert_int_equal(hp_state_read(f->hp, g.uuid, &st, &err), 0);
 	assert_int_equal(hp_state_mem_kib(&st), 512 * MIB_KIB + 512 * MIB_KIB);
 	f->metadata_changed = 0;
