@@ -193,6 +193,16 @@ static int boot(const char *prefix, struct tg_guest *g, struct tg_report *r)
 	return 0;
 }
 
+/* Both guests of a pair boot back to back; let the second one's boot tail
+ * pass (one second of reports from each) so that neither side measures
+ * while the other guest still competes for the host's CPUs. */
+static void settle(const struct tg_guest *a, struct tg_report *ra, const struct tg_guest *b,
+		   struct tg_report *rb)
+{
+	tg_wait(a, ra->seq + 50, NULL, NULL, 30, ra);
+	tg_wait(b, rb->seq + 50, NULL, NULL, 30, rb);
+}
+
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 10;
@@ -213,7 +223,7 @@ int main(int argc, char **argv)
 	printf("hotplug-bench: %d iterations per operation, TCG guests, guest-observed latency\n",
 	       iters);
 	for (int i = 0; i < iters; i++) {
-		struct tg_guest a, b;
+		struct tg_guest a = { 0 }, b = { 0 };
 		struct tg_report ra, rb;
 		struct hp_op_req req = { .kind = HP_OP_SET_VCPUS, .timeout_ms = 30000 };
 		struct want w = { .cpus = true };
@@ -221,6 +231,7 @@ int main(int argc, char **argv)
 
 		if (boot("vmact-hpb", &a, &ra) < 0 || boot("vmact-hpb", &b, &rb) < 0)
 			goto out_guests_vcpu;
+		settle(&a, &ra, &b, &rb);
 		{
 			char *plug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
 					 two, "--live", NULL };
@@ -255,7 +266,7 @@ out_guests_vcpu:
 	}
 
 	{
-		struct tg_guest a, b;
+		struct tg_guest a = { 0 }, b = { 0 };
 		struct tg_report ra, rb;
 		struct hp_op_req req = { .kind = HP_OP_VIRTIO_MEM, .timeout_ms = 60000 };
 		struct want wa = { .cpus = false }, wb = { .cpus = false };
@@ -265,6 +276,7 @@ out_guests_vcpu:
 			tg_destroy(&b);
 			goto table;
 		}
+		settle(&a, &ra, &b, &rb);
 		for (int i = 0; i < iters; i++) {
 			char *grow[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "update-memory-device",
 					 b.name, "--requested-size", "512MiB", "--live", NULL };
