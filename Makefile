@@ -25,7 +25,7 @@ endif
 # Evaluated lazily: `make ci` must be able to parse this file before the
 # packages that provide these .pc files are installed.
 PKGS     = libvirt jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
-           libnl-genl-3.0 libnl-3.0 libbpf libcgroup
+           libnl-genl-3.0 libnl-3.0 libbpf libcgroup nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm -lpthread
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -62,7 +62,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 .PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler tests
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -143,6 +143,15 @@ FUZZ_SECONDS ?= 60
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(fuzz-y)
 
+# make soak-arbiter: 10 000 plugin requests from 50 concurrent clients
+# against the arbiter, under ASan+UBSan with leak detection; asserts no
+# grant ever exceeds capacity. make check runs a 1000-request version.
+.PHONY: soak-arbiter
+soak-arbiter:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/tests/unit/test_arbiter_soak
+	$(Q)VMACT_SOAK_REQUESTS=10000 VMACT_SOAK_CLIENTS=50 ASAN_OPTIONS=detect_leaks=1 \
+		$(SANBUILD)/tests/unit/test_arbiter_soak
+
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does
 # not depend on compiler flags, and integration tests and benches share it.
@@ -158,6 +167,11 @@ BENCH_ITER ?= 10
 bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/hotplug-bench $(BENCH_ITER)
 
+# make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
+# write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
+bench-cgroup: $(BUILD)/bench/cgroup-bench
+	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
+
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
@@ -166,10 +180,17 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 # runs make check.
 ci:
 	$(Q)tests/setup-host.sh
-	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
 
 setup:
 	$(Q)tests/setup-host.sh
+
+# make bench-sampler: per-event cost of the sampler's BPF programs against
+# libbpf-tools' runqlat under the same load, and the daemon-side readout
+# cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window.
+BENCH_SECONDS ?= 10
+bench-sampler: $(BUILD)/bench/sampler-bench
+	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS)
 
 # ---- install ------------------------------------------------------------
 SYSCONFDIR ?= /etc

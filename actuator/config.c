@@ -38,6 +38,9 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->sampler_mode = ACT_SAMPLER_AUTO;
 	cfg->sampler_keep_pins = false;
 	cfg->taskstats_interval_ms = 1000;
+	ag_scaling_config_defaults(&cfg->scaling);
+	cfg->compute_unit.milli_cpu = 250;
+	cfg->compute_unit.mem_bytes = 1ULL << 30;
 }
 
 void act_config_free(struct act_config *cfg)
@@ -48,7 +51,6 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->plugin_url);
 	free(cfg->plugin_version);
 	free(cfg->arbiter_listen);
-	json_decref(cfg->scaling);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -198,18 +200,34 @@ static int apply_section(const struct key *keys, const json_t *obj, const char *
 
 static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err *err)
 {
-	json_t *scaling;
+	json_t *scaling, *cu;
 	int r;
 
 	if (!json_is_object(doc))
 		return vmact_err_set(err, EINVAL, "top level: expected an object");
 	scaling = json_object_get(doc, "scaling");
 	if (scaling) {
+		struct ag_scaling_overrides o;
+		struct ag_scaling_config base = cfg->scaling;
+
 		if (!json_is_object(scaling))
 			return vmact_err_set(err, EINVAL, "scaling: expected an object");
-		json_decref(cfg->scaling);
-		cfg->scaling = json_incref(scaling);
+		/* Both name their own path ("scaling config: <field>: ..."). */
+		r = ag_scaling_overrides_decode(scaling, AG_SCALING_REJECT_UNKNOWN, &o, err);
+		if (r >= 0)
+			r = ag_scaling_config_effective(&base, &o, &cfg->scaling, err);
+		if (r < 0)
+			return r;
 		json_object_del(doc, "scaling");
+	}
+	cu = json_object_get(doc, "compute_unit");
+	if (cu) {
+		r = ag_resources_decode(cu, &cfg->compute_unit, err);
+		if (r < 0)
+			return vmact_err_prefix(err, "compute_unit");
+		if (cfg->compute_unit.milli_cpu == 0 || cfg->compute_unit.mem_bytes == 0)
+			return vmact_err_set(err, EINVAL, "compute_unit: both fields must be non-zero");
+		json_object_del(doc, "compute_unit");
 	}
 	r = apply_section(top_keys, doc, "", cfg, err);
 	if (r < 0)

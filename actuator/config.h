@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "actuator/error.h"
+#include "agent-glue/quantity.h"
+#include "agent-glue/scaling.h"
 
 #define ACT_CONFIG_DEFAULT_PATH "/etc/vmact/vmactd.json"
 
@@ -47,9 +49,13 @@ struct act_config {
 	bool sampler_keep_pins;
 	unsigned taskstats_interval_ms;
 
-	/* The "scaling" object: ScalingConfig defaults for every VM, validated
-	 * by the scaling codec when the daemon starts. NULL when absent. */
-	json_t *scaling;
+	/* ScalingConfig every VM starts from: the Neon agent's defaults with
+	 * the file's "scaling" object (camelCase keys, as in the Neon agent's
+	 * config map) applied, validated as a whole. */
+	struct ag_scaling_config scaling;
+	/* Default compute unit for VMs whose metadata names none
+	 * ("compute_unit": {"vCPUs": 0.25, "mem": "1Gi"}). */
+	struct ag_resources compute_unit;
 };
 
 void act_config_defaults(struct act_config *cfg);

@@ -3,6 +3,7 @@
  * component hands its sources to that loop, so the daemon never blocks and
  * never needs locks around its VM registry. */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "actuator/config.h"
 #include "actuator/log.h"
 #include "actuator/macro.h"
+#include "agent-glue/arbiter.h"
 
 
 static void usage(FILE *f)
@@ -27,6 +29,63 @@ static void usage(FILE *f)
 		"  -v, --verbose       log debug messages\n"
 		"  -h, --help          show this help and exit\n"
 		"      --version       show the version and exit\n");
+}
+
+static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
+{
+	char want[64], got[64];
+
+	(void)userdata;
+	if (ev->status != 200) {
+		log_warning("arbiter: answered %u \"%s\"%s%s", ev->status, ev->text,
+			    ev->pod_name ? " to pod " : "", ev->pod_name ? ev->pod_name : "");
+		return;
+	}
+	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->migrate && !ev->new_pod)
+		return;
+	ag_quantity_format_milli(ev->requested.milli_cpu, want, 32);
+	ag_quantity_format_bytes(ev->requested.mem_bytes, want + 32, 32);
+	ag_quantity_format_milli(ev->permit.milli_cpu, got, 32);
+	ag_quantity_format_bytes(ev->permit.mem_bytes, got + 32, 32);
+	log_info("arbiter: %s/%s%s asked %s CPU / %s, permitted %s CPU / %s%s", ev->pod_namespace,
+		 ev->pod_name, ev->new_pod ? " (new)" : "", want, want + 32, got, got + 32,
+		 ev->migrate ? ", above the watermark: would migrate" : "");
+}
+
+/* The node-local arbiter answers this host's agents (vmactd's own and any
+ * other Neon agent) when no Kubernetes scheduler plugin is in charge. */
+static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag_arbiter **out,
+			 struct vmact_err *err)
+{
+	struct ag_arbiter_config acfg = {
+		.reserve = { cfg->arbiter_reserve_milli_cpu, cfg->arbiter_reserve_mem_bytes },
+		.overcommit_cpu_milli = (uint32_t)llround(cfg->arbiter_overcommit_cpu * 1000),
+		.overcommit_mem_milli = (uint32_t)llround(cfg->arbiter_overcommit_mem * 1000),
+		.watermark = cfg->arbiter_watermark,
+	};
+	struct ag_arbiter_totals t;
+	struct ag_arbiter *a = NULL;
+	char c[32], m[32];
+	int r;
+
+	r = ag_host_capacity(&acfg.capacity, err);
+	if (r >= 0)
+		r = ag_arbiter_new(&acfg, &a, err);
+	if (r < 0)
+		return r;
+	ag_arbiter_on_event(a, on_arbiter_event, NULL);
+	r = ag_arbiter_listen(a, loop, cfg->arbiter_listen, err);
+	if (r < 0) {
+		ag_arbiter_free(a);
+		return r;
+	}
+	ag_arbiter_totals(a, &t);
+	ag_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
+	ag_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
+	log_info("arbiter: listening on %s (port %u), capacity %s CPU / %s", cfg->arbiter_listen,
+		 ag_arbiter_port(a), c, m);
+	*out = a;
+	return 0;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -48,6 +107,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_(sd_event_unrefp) sd_event *loop = NULL;
+	struct ag_arbiter *arbiter = NULL;
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
 	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
@@ -114,9 +174,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	signal(SIGPIPE, SIG_IGN);
+	if (cfg.plugin_mode == ACT_PLUGIN_ARBITER) {
+		r = start_arbiter(&cfg, loop, &arbiter, &err);
+		if (r < 0) {
+			log_error("arbiter: %s", err.msg);
+			act_config_free(&cfg);
+			return 1;
+		}
+	}
+
 	sd_notify(0, "READY=1");
 	log_info("started (libvirt %s)", cfg.libvirt_uri);
 	r = sd_event_loop(loop);
+	ag_arbiter_free(arbiter);
 	act_config_free(&cfg);
 	if (r < 0) {
 		log_error("event loop failed: %s", strerror(-r));

@@ -26,7 +26,8 @@ static void test_defaults(void **state)
 	assert_true(cfg.arbiter_watermark == 0.9);
 	assert_true(cfg.cpu_quota_overcommit == 1.0);
 	assert_int_equal(cfg.sampler_mode, ACT_SAMPLER_AUTO);
-	assert_null(cfg.scaling);
+	assert_true(cfg.scaling.load_average_fraction_target == 0.9);
+	assert_int_equal(cfg.compute_unit.milli_cpu, 250);
 	act_config_free(&cfg);
 }
 
@@ -51,7 +52,8 @@ static void test_overrides(void **state)
 	assert_int_equal(cfg.arbiter_reserve_mem_bytes, 2ULL << 30);
 	assert_int_equal(cfg.sampler_mode, ACT_SAMPLER_TASKSTATS);
 	assert_true(cfg.sampler_keep_pins);
-	assert_non_null(cfg.scaling);
+	assert_true(cfg.scaling.load_average_fraction_target == 0.7);
+	assert_true(cfg.scaling.memory_usage_fraction_target == 0.75);
 	act_config_free(&cfg);
 }
 
@@ -74,6 +76,12 @@ static void test_errors(void **state)
 		{ "{\"arbiter\":{\"watermark\":\"0.9\"}}", "arbiter.watermark: expected a number" },
 		{ "{\"sampler\":{\"keep_pins\":1}}", "sampler.keep_pins: expected true or false" },
 		{ "{\"scaling\":[]}", "scaling: expected an object" },
+		{ "{\"scaling\":{\"lfcWindowSizeMinutes\":1}}", "scaling config: lfcWindowSizeMinutes" },
+		{ "{\"scaling\":{\"loadAverageFractionTarget\":2.5}}",
+		  "scaling config: loadAverageFractionTarget" },
+		{ "{\"scaling\":{\"bogus\":1}}", "scaling config: unknown field \"bogus\"" },
+		{ "{\"compute_unit\":{\"vCPUs\":0,\"mem\":\"1Gi\"}}", "compute_unit: both" },
+		{ "{\"compute_unit\":{\"vCPUs\":\"x\",\"mem\":\"1Gi\"}}", "compute_unit: vCPUs" },
 		{ "{\"libvirt\":", "line 1:" },
 	};
 

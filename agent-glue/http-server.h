@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small HTTP server on the daemon's sd-event loop: libmicrohttpd in its
+ * epoll mode, its epoll fd one sd-event io source and its timeout one
+ * sd-event timer. Handlers are synchronous: they get the whole request
+ * (body already read and size-checked) and fill a reply.
+ *
+ * Defences, all configurable: request body limit (oversized bodies are
+ * answered with a configured status/body, the server keeps serving),
+ * connection limit, idle timeout, and a whole-request deadline that closes
+ * connections which trickle headers or bodies (slowloris). */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "actuator/error.h"
+
+struct ag_http_server;
+
+struct ag_http_server_config {
+	/* "ADDR:PORT" ("127.0.0.1:0" picks a free port, "[::1]:10299"), or
+	 * "unix:/path" (an existing socket file is replaced). */
+	const char *listen;
+	size_t max_body;               /* 0 = 64 KiB */
+	unsigned too_large_status;     /* reply to an oversized body; 0 = 413 */
+	const char *too_large_body;    /* text/plain; NULL = "request body too large" */
+	unsigned conn_limit;           /* 0 = 256 */
+	unsigned idle_timeout_sec;     /* 0 = 10 */
+	uint64_t request_timeout_usec; /* whole request incl. headers; 0 = 10 s */
+};
+
+struct ag_http_server_request {
+	const char *method;
+	const char *url;
+	const char *content_type; /* "" when absent */
+	const char *body;         /* NUL-terminated; may contain NULs */
+	size_t body_len;
+};
+
+struct ag_http_server_reply {
+	unsigned status;          /* 0 = handler failed: 500 */
+	const char *content_type; /* static string; NULL = text/plain */
+	char *body;               /* malloc()ed, the server frees it; may be NULL */
+	size_t body_len;
+};
+
+/* Called from the event loop; must not free the server. */
+typedef void ag_http_handler_fn(void *userdata, const struct ag_http_server_request *req,
+				struct ag_http_server_reply *reply);
+
+/* Helper for handlers: reply with a copy of a text body. Returns -ENOMEM on
+ * allocation failure (the reply then becomes a bodiless 500). */
+int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
+		       const char *content_type, const char *text);
+
+int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
+		       ag_http_handler_fn *handler, void *userdata, struct ag_http_server **out,
+		       struct vmact_err *err);
+void ag_http_server_free(struct ag_http_server *s);
+
+/* TCP port actually bound (useful with port 0); 0 for unix sockets. */
+unsigned ag_http_server_port(const struct ag_http_server *s);
+/* Connections currently open (for tests). */
+unsigned ag_http_server_connections(const struct ag_http_server *s);
+
+/* Parses "ADDR:PORT" / "[V6]:PORT" into a sockaddr (numeric only). */
+struct sockaddr_storage;
+int ag_http_parse_listen(const char *spec, struct sockaddr_storage *ss, unsigned *len,
+			 struct vmact_err *err);

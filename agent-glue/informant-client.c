@@ -1,0 +1,1020 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent-glue/informant-client.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actuator/macro.h"
+#include "agent-glue/http-client.h"
+#include "agent-glue/http-server.h"
+
+DEFINE_PTR_CLEANUP(inf_json_decrefp, json_t, json_decref)
+
+/* One registration: its own listener, agent ID and sequence counter. */
+struct inf_server {
+	struct ag_inf_agent *a;
+	struct inf_server *next_dead;
+	struct ag_http_server *http;
+	struct ag_agent_desc desc;
+	uint64_t seq;
+	uint32_t version;
+	enum ag_inf_mode mode;
+	bool register_sent;
+	bool received_id_check;
+	bool made_contact;
+	/* /resume arrived after the informant's /id call but before we saw
+	 * its /register answer: the two travel on different connections, so
+	 * the order is a race the protocol itself has (the Go agent has a
+	 * FIXME about it). The informant only resumes registered agents, so
+	 * the answer, once validated, leads straight to running. */
+	bool resume_early;
+	bool exited;
+};
+
+enum op_kind { OP_NONE, OP_REGISTER, OP_HEALTH, OP_DOWNSCALE, OP_UPSCALE };
+
+struct unreg_call {
+	struct unreg_call *next;
+	struct ag_inf_agent *a;
+	struct ag_http_call *call;
+	char agent_id[AG_INF_ID_MAX];
+};
+
+struct ag_inf_agent {
+	sd_event *ev;
+	struct ag_inf_agent_config cfg;
+	char *informant_url, *listen, *advertise_host;
+	struct ag_inf_agent_events events;
+	void *ud;
+	struct ag_http_client *http;
+
+	struct inf_server *srv;   /* current, NULL between registrations */
+	struct inf_server *dead;  /* exited, listener still to be closed */
+	sd_event_source *reap, *retry_timer, *health_timer, *stop_defer;
+
+	/* The one request to the informant in flight. */
+	struct ag_http_call *inflight;
+	enum op_kind inflight_kind;
+	bool health_due;
+
+	/* The one caller-requested up/downscale, queued or in flight. */
+	struct {
+		enum op_kind kind;
+		struct ag_resources to;
+		ag_inf_downscale_fn *down_cb;
+		ag_inf_upscale_fn *up_cb;
+		void *ud;
+	} op;
+
+	struct unreg_call *unregs;
+	bool started, stopping;
+	void (*stop_done)(void *ud);
+	void *stop_ud;
+	unsigned generation;
+};
+
+static void kick(struct ag_inf_agent *a);
+static void complete_op(struct ag_inf_agent *a, int result, const struct ag_downscale_result *dr,
+			const struct vmact_err *err);
+static void server_exit(struct ag_inf_agent *a, const struct vmact_err *why, bool retry_should_fix);
+static int start_server(struct ag_inf_agent *a, struct vmact_err *err);
+
+const char *ag_inf_mode_name(enum ag_inf_mode m)
+{
+	switch (m) {
+	case AG_INF_NONE: return "none";
+	case AG_INF_UNCONFIRMED: return "unconfirmed";
+	case AG_INF_SUSPENDED: return "suspended";
+	case AG_INF_RUNNING: return "running";
+	}
+	return "?";
+}
+
+static void notice(struct ag_inf_agent *a, const struct vmact_err *err)
+{
+	if (a->events.notice)
+		a->events.notice(a->ud, err);
+}
+
+static void set_mode(struct ag_inf_agent *a, struct inf_server *srv, enum ag_inf_mode m)
+{
+	if (srv->mode == m)
+		return;
+	srv->mode = m;
+	if (a->events.mode_changed && a->srv == srv)
+		a->events.mode_changed(a->ud, m, srv->desc.agent_id);
+}
+
+/* ---- the agent's server ---------------------------------------------- */
+
+static void reply_json(struct ag_http_server_reply *reply, json_t *v)
+{
+	char *s = v ? ag_inf_dump(v) : NULL;
+
+	json_decref(v);
+	if (!s) {
+		ag_http_reply_text(reply, 500, NULL, "internal error");
+		return;
+	}
+	reply->status = 200;
+	reply->content_type = "application/json";
+	reply->body = s;
+	reply->body_len = strlen(s);
+}
+
+static void reply_id_message(struct inf_server *srv, struct ag_http_server_reply *reply)
+{
+	reply_json(reply, ag_agent_id_message_encode(srv->desc.agent_id, ++srv->seq));
+}
+
+static void reply_error(struct ag_http_server_reply *reply, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reply_error(struct ag_http_server_reply *reply, unsigned status, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ag_http_reply_text(reply, status, "text/plain; charset=utf-8", msg);
+}
+
+/* A /suspend, /resume or /try-upscale in a state the protocol does not
+ * allow: answer 400 and, as the Go agent did "to be nice", restart with a
+ * fresh registration so a temporary confusion does not become permanent. */
+static void violation(struct inf_server *srv, struct ag_http_server_reply *reply, const char *what,
+		      const char *answer)
+{
+	struct vmact_err e = { 0 };
+
+	vmact_err_set(&e, EPROTO, "informant sent %s while the server is %s", what,
+		      ag_inf_mode_name(srv->mode));
+	reply_error(reply, 400, "%s", answer);
+	server_exit(srv->a, &e, true);
+}
+
+static void handle_id(struct inf_server *srv, const json_t *body, struct ag_http_server_reply *reply)
+{
+	struct vmact_err e = { 0 };
+
+	if (ag_inf_empty_decode(body, &e) < 0) {
+		vmact_err_prefix(&e, "GET /id");
+		notice(srv->a, &e);
+		reply_error(reply, 400, "bad JSON");
+		return;
+	}
+	srv->received_id_check = true;
+	if (srv->exited) {
+		reply_error(reply, 404, "Server has already exited");
+		return;
+	}
+	reply_id_message(srv, reply);
+}
+
+/* Common prologue of /suspend, /resume, /try-upscale: 0 to go on. */
+static int check_expected(struct inf_server *srv, const char *id, struct ag_http_server_reply *reply)
+{
+	if (strcmp(id, srv->desc.agent_id) != 0) {
+		reply_error(reply, 404, "AgentID \"%s\" not found", id);
+		return -1;
+	}
+	if (srv->exited) {
+		reply_error(reply, 404, "Server has already exited");
+		return -1;
+	}
+	return 0;
+}
+
+/* SuspendAgent / ResumeAgent: decode and check the expected ID. */
+static int expected_prologue(struct inf_server *srv, const json_t *body, const char *what,
+			     struct ag_http_server_reply *reply)
+{
+	struct vmact_err e = { 0 };
+	char id[AG_INF_ID_MAX];
+
+	if (ag_expected_id_decode(body, id, &e) < 0) {
+		vmact_err_prefix(&e, "%s", what);
+		notice(srv->a, &e);
+		reply_error(reply, 400, "bad JSON");
+		return -1;
+	}
+	return check_expected(srv, id, reply);
+}
+
+static void handle_suspend(struct inf_server *srv, const json_t *body,
+			   struct ag_http_server_reply *reply)
+{
+	struct vmact_err e = { 0 };
+
+	if (expected_prologue(srv, body, "POST /suspend", reply) < 0)
+		return;
+	switch (srv->mode) {
+	case AG_INF_RUNNING:
+		set_mode(srv->a, srv, AG_INF_SUSPENDED);
+		reply_id_message(srv, reply);
+		/* A request still waiting for its turn may not go out now. */
+		if (srv->a->op.kind != OP_NONE && srv->a->inflight_kind != srv->a->op.kind) {
+			vmact_err_set(&e, EAGAIN, "informant suspended the agent before the request went out");
+			complete_op(srv->a, -EAGAIN, NULL, &e);
+		}
+		return;
+	case AG_INF_SUSPENDED:
+		violation(srv, reply, "/suspend", "Cannot suspend agent that is already suspended");
+		return;
+	default:
+		if (srv->resume_early) {
+			/* Resumed and suspended again before the /register
+			 * answer got here. */
+			srv->resume_early = false;
+			reply_id_message(srv, reply);
+			return;
+		}
+		violation(srv, reply, "/suspend", "Cannot suspend agent that is not yet registered");
+		return;
+	}
+}
+
+static void handle_resume(struct inf_server *srv, const json_t *body,
+			  struct ag_http_server_reply *reply)
+{
+	if (expected_prologue(srv, body, "POST /resume", reply) < 0)
+		return;
+	switch (srv->mode) {
+	case AG_INF_SUSPENDED:
+		set_mode(srv->a, srv, AG_INF_RUNNING);
+		reply_id_message(srv, reply);
+		kick(srv->a);
+		return;
+	case AG_INF_RUNNING:
+		violation(srv, reply, "/resume", "Cannot resume agent that is already running");
+		return;
+	default:
+		if (srv->received_id_check && srv->a->inflight_kind == OP_REGISTER &&
+		    !srv->resume_early) {
+			srv->resume_early = true;
+			reply_id_message(srv, reply);
+			return;
+		}
+		violation(srv, reply, "/resume", "Cannot resume agent that is not yet registered");
+		return;
+	}
+}
+
+static void handle_try_upscale(struct inf_server *srv, const json_t *body,
+			       struct ag_http_server_reply *reply)
+{
+	struct ag_inf_agent *a = srv->a;
+	struct ag_more_resources m;
+	struct vmact_err e = { 0 };
+
+	if (ag_more_resources_decode(body, &m, &e) < 0) {
+		vmact_err_prefix(&e, "POST /try-upscale");
+		notice(a, &e);
+		reply_error(reply, 400, "bad JSON");
+		return;
+	}
+	if (check_expected(srv, m.expected_id, reply) < 0)
+		return;
+	switch (srv->mode) {
+	case AG_INF_RUNNING:
+		if (!ag_inf_has_try_upscale(srv->version)) {
+			reply_error(reply, 400, "/try-upscale not supported for protocol version v%s",
+				    ag_inf_version_name(srv->version));
+			return;
+		}
+		reply_id_message(srv, reply);
+		if (m.cpu || m.memory) {
+			if (a->events.try_upscale)
+				a->events.try_upscale(a->ud, m.cpu, m.memory);
+		} else {
+			vmact_err_set(&e, EINVAL, "POST /try-upscale asks for neither cpu nor memory");
+			notice(a, &e);
+		}
+		return;
+	case AG_INF_SUSPENDED:
+		violation(srv, reply, "/try-upscale", "Cannot process upscale while suspended");
+		return;
+	default:
+		violation(srv, reply, "/try-upscale", "Cannot process upscale while unconfirmed");
+		return;
+	}
+}
+
+static const struct {
+	const char *path, *method;
+	void (*fn)(struct inf_server *, const json_t *, struct ag_http_server_reply *);
+} endpoints[] = {
+	{ "/id", "GET", handle_id },
+	{ "/suspend", "POST", handle_suspend },
+	{ "/resume", "POST", handle_resume },
+	{ "/try-upscale", "POST", handle_try_upscale },
+};
+
+static void on_request(void *ud, const struct ag_http_server_request *req,
+		       struct ag_http_server_reply *reply)
+{
+	struct inf_server *srv = ud;
+	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	struct vmact_err e = { 0 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(endpoints); i++) {
+		if (strcmp(req->url, endpoints[i].path) != 0)
+			continue;
+		/* The checks and answers of Go's util.AddHandler. */
+		if (strcmp(req->method, endpoints[i].method) != 0) {
+			reply_error(reply, 405, "request method must be %s", endpoints[i].method);
+			return;
+		}
+		if (ag_inf_parse_body(req->body, req->body_len, &body, &e) < 0) {
+			vmact_err_prefix(&e, "%s %s: bad JSON", req->method, req->url);
+			notice(srv->a, &e);
+			reply_error(reply, 400, "bad JSON");
+			return;
+		}
+		endpoints[i].fn(srv, body, reply);
+		return;
+	}
+	reply_error(reply, 404, "404 page not found");
+}
+
+/* ---- requests to the informant ---------------------------------------- */
+
+static void on_call_done(void *ud, int result, const struct ag_http_response *resp,
+			 const struct vmact_err *terr);
+
+static int send_call(struct ag_inf_agent *a, enum op_kind kind, const char *method,
+		     const char *path, json_t *body_json, uint64_t timeout, struct vmact_err *err)
+{
+	_cleanup_(inf_json_decrefp) json_t *body = body_json;
+	_cleanup_free_ char *text = NULL, *url = NULL;
+	struct ag_http_request req = {
+		.method = method,
+		.content_type = "application/json",
+		.timeout_usec = timeout,
+	};
+	int ret;
+
+	if (!body || !(text = ag_inf_dump(body)))
+		return vmact_err_set(err, ENOMEM, "%s: cannot encode the request", path);
+	if (asprintf(&url, "%s%s", a->informant_url, path) < 0) {
+		url = NULL;
+		return vmact_err_set(err, ENOMEM, "%s: out of memory", path);
+	}
+	req.url = url;
+	req.body = text;
+	req.body_len = strlen(text);
+	ret = ag_http_client_start(a->http, &req, on_call_done, a, &a->inflight, err);
+	if (ret < 0) {
+		a->inflight = NULL;
+		return ret;
+	}
+	a->inflight_kind = kind;
+	return 0;
+}
+
+static void complete_op(struct ag_inf_agent *a, int result, const struct ag_downscale_result *dr,
+			const struct vmact_err *err)
+{
+	enum op_kind kind = a->op.kind;
+	ag_inf_downscale_fn *down = a->op.down_cb;
+	ag_inf_upscale_fn *up = a->op.up_cb;
+	void *ud = a->op.ud;
+
+	/* Cleared first: the callback may queue the next one. */
+	memset(&a->op, 0, sizeof(a->op));
+	if (kind == OP_DOWNSCALE && down)
+		down(ud, result, result == 0 ? dr : NULL, err);
+	else if (kind == OP_UPSCALE && up)
+		up(ud, result, err);
+}
+
+static void kick(struct ag_inf_agent *a)
+{
+	struct inf_server *srv = a->srv;
+	struct vmact_err e = { 0 };
+	int ret;
+
+	if (a->inflight || !srv || srv->exited)
+		return;
+	if (!srv->register_sent) {
+		srv->register_sent = true;
+		ret = send_call(a, OP_REGISTER, "POST", "/register", ag_agent_desc_encode(&srv->desc),
+				a->cfg.register_timeout_usec, &e);
+		if (ret < 0)
+			server_exit(a, &e, false);
+		return;
+	}
+	if (srv->mode != AG_INF_RUNNING)
+		return;
+	if (a->op.kind != OP_NONE) {
+		bool down = a->op.kind == OP_DOWNSCALE;
+		json_t *body = ag_inf_signed_resources(srv->version)
+				       ? ag_resource_message_encode(&a->op.to, srv->desc.agent_id,
+								    srv->seq + 1)
+				       : ag_raw_resources_encode(&a->op.to);
+
+		ret = send_call(a, a->op.kind, "PUT", down ? "/downscale" : "/upscale", body,
+				a->cfg.downscale_timeout_usec, &e);
+		if (ret < 0) {
+			complete_op(a, ret, NULL, &e);
+			kick(a);
+			return;
+		}
+		/* Counted once it is on its way: the number is in the body. */
+		if (ag_inf_signed_resources(srv->version))
+			srv->seq++;
+		return;
+	}
+	if (a->health_due && ag_inf_has_health_check(srv->version)) {
+		a->health_due = false;
+		ret = send_call(a, OP_HEALTH, "PUT", "/health-check",
+				ag_agent_id_encode(srv->desc.agent_id), a->cfg.request_timeout_usec, &e);
+		if (ret < 0)
+			notice(a, &e);
+	}
+}
+
+/* Turns a non-200 answer into an error naming the endpoint. */
+static int status_error(const char *path, const struct ag_http_response *resp,
+			struct vmact_err *err)
+{
+	int n = resp->body_len > 200 ? 200 : (int)resp->body_len;
+
+	return vmact_err_set(err, EREMOTEIO, "%s: informant answered %ld: %.*s", path, resp->status,
+			     n, resp->body);
+}
+
+static void register_done(struct ag_inf_agent *a, struct inf_server *srv, int result,
+			  const struct ag_http_response *resp, const struct vmact_err *terr)
+{
+	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	struct ag_informant_desc desc;
+	struct vmact_err e = { 0 };
+
+	/* Whether the informant may know this agent ID (then it gets an
+	 * /unregister when the server exits). */
+	srv->made_contact = resp || result == -ETIMEDOUT || srv->received_id_check;
+	if (result < 0) {
+		vmact_err_set(&e, -result, "/register: %s", terr ? terr->msg : strerror(-result));
+		server_exit(a, &e, false);
+		return;
+	}
+	if (resp->status != 200) {
+		status_error("/register", resp, &e);
+		server_exit(a, &e, false);
+		return;
+	}
+	if (ag_inf_parse_body(resp->body, resp->body_len, &body, &e) < 0 ||
+	    ag_informant_desc_decode(body, srv->desc.min_version, srv->desc.max_version, &desc,
+				     &e) < 0) {
+		vmact_err_prefix(&e, "/register: bad InformantDesc");
+		server_exit(a, &e, false);
+		return;
+	}
+	if (!srv->received_id_check) {
+		vmact_err_set(&e, EPROTO,
+			      "/register: protocol violation: informant answered 200 without calling GET /id");
+		server_exit(a, &e, false);
+		return;
+	}
+	srv->version = desc.version;
+	if (a->events.registered)
+		a->events.registered(a->ud, srv->desc.agent_id, &desc);
+	if (a->srv != srv || srv->exited)
+		return;
+	set_mode(a, srv, srv->resume_early ? AG_INF_RUNNING : AG_INF_SUSPENDED);
+}
+
+static void health_done(struct ag_inf_agent *a, int result, const struct ag_http_response *resp,
+			const struct vmact_err *terr)
+{
+	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	struct vmact_err e = { 0 };
+
+	if (result < 0) {
+		/* The Go agent only logged these. */
+		vmact_err_set(&e, -result, "/health-check: %s", terr ? terr->msg : strerror(-result));
+		notice(a, &e);
+		return;
+	}
+	if (resp->status != 200) {
+		status_error("/health-check", resp, &e);
+		server_exit(a, &e, resp->status == 404);
+		return;
+	}
+	if (ag_inf_parse_body(resp->body, resp->body_len, &body, &e) < 0 ||
+	    ag_inf_empty_decode(body, &e) < 0) {
+		vmact_err_prefix(&e, "/health-check: bad answer");
+		notice(a, &e);
+	}
+}
+
+static void scale_done(struct ag_inf_agent *a, enum op_kind kind, int result,
+		       const struct ag_http_response *resp, const struct vmact_err *terr)
+{
+	const char *path = kind == OP_DOWNSCALE ? "/downscale" : "/upscale";
+	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	struct ag_downscale_result dr = { 0 };
+	struct vmact_err e = { 0 };
+	int ret;
+
+	if (result < 0) {
+		vmact_err_set(&e, -result, "%s: %s", path, terr ? terr->msg : strerror(-result));
+		complete_op(a, result, NULL, &e);
+		return;
+	}
+	if (resp->status != 200) {
+		ret = status_error(path, resp, &e);
+		complete_op(a, ret, NULL, &e);
+		server_exit(a, &e, resp->status == 404);
+		return;
+	}
+	ret = ag_inf_parse_body(resp->body, resp->body_len, &body, &e);
+	if (ret == 0)
+		ret = kind == OP_DOWNSCALE ? ag_downscale_result_decode(body, &dr, &e)
+					   : ag_inf_empty_decode(body, &e);
+	if (ret < 0) {
+		vmact_err_prefix(&e, "%s: bad answer", path);
+		e.code = EPROTO;
+		complete_op(a, -EPROTO, NULL, &e);
+		return;
+	}
+	complete_op(a, 0, &dr, NULL);
+}
+
+static void on_call_done(void *ud, int result, const struct ag_http_response *resp,
+			 const struct vmact_err *terr)
+{
+	struct ag_inf_agent *a = ud;
+	enum op_kind kind = a->inflight_kind;
+	struct inf_server *srv = a->srv;
+
+	a->inflight = NULL;
+	a->inflight_kind = OP_NONE;
+	if (!srv) /* cannot happen: an exit cancels the call */
+		return;
+	switch (kind) {
+	case OP_REGISTER:
+		register_done(a, srv, result, resp, terr);
+		break;
+	case OP_HEALTH:
+		health_done(a, result, resp, terr);
+		break;
+	case OP_DOWNSCALE:
+	case OP_UPSCALE:
+		scale_done(a, kind, result, resp, terr);
+		break;
+	case OP_NONE:
+		break;
+	}
+	kick(a);
+}
+
+/* ---- /unregister ------------------------------------------------------ */
+
+static void stop_check(struct ag_inf_agent *a);
+
+static void unregister_done(void *ud, int result, const struct ag_http_response *resp,
+			    const struct vmact_err *terr)
+{
+	struct unreg_call *u = ud, **p;
+	struct ag_inf_agent *a = u->a;
+	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	struct vmact_err e = { 0 };
+	bool was_active;
+
+	for (p = &a->unregs; *p != u; p = &(*p)->next)
+		;
+	*p = u->next;
+	if (result < 0)
+		vmact_err_set(&e, -result, "/unregister %s: %s", u->agent_id,
+			      terr ? terr->msg : strerror(-result));
+	else if (resp->status != 200)
+		status_error("/unregister", resp, &e);
+	else if (ag_inf_parse_body(resp->body, resp->body_len, &body, &e) < 0 ||
+		 ag_unregister_decode(body, &was_active, &e) < 0)
+		vmact_err_prefix(&e, "/unregister: bad answer");
+	if (e.code)
+		notice(a, &e);
+	free(u);
+	stop_check(a);
+}
+
+static void send_unregister(struct ag_inf_agent *a, const struct ag_agent_desc *desc)
+{
+	_cleanup_(inf_json_decrefp) json_t *body = ag_agent_desc_encode(desc);
+	_cleanup_free_ char *text = NULL, *url = NULL;
+	struct vmact_err e = { 0 };
+	struct unreg_call *u;
+	struct ag_http_request req = {
+		.method = "DELETE",
+		.content_type = "application/json",
+		.timeout_usec = a->cfg.register_timeout_usec,
+	};
+
+	u = calloc(1, sizeof(*u));
+	if (!u || !body || !(text = ag_inf_dump(body)) ||
+	    asprintf(&url, "%s/unregister", a->informant_url) < 0) {
+		url = NULL;
+		free(u);
+		vmact_err_set(&e, ENOMEM, "/unregister %s: out of memory", desc->agent_id);
+		notice(a, &e);
+		return;
+	}
+	u->a = a;
+	memcpy(u->agent_id, desc->agent_id, sizeof(u->agent_id));
+	req.url = url;
+	req.body = text;
+	req.body_len = strlen(text);
+	if (ag_http_client_start(a->http, &req, unregister_done, u, &u->call, &e) < 0) {
+		free(u);
+		notice(a, &e);
+		return;
+	}
+	u->next = a->unregs;
+	a->unregs = u;
+}
+
+/* ---- server lifecycle ------------------------------------------------- */
+
+static void server_free(struct inf_server *srv)
+{
+	if (!srv)
+		return;
+	ag_http_server_free(srv->http);
+	free(srv);
+}
+
+static int on_reap(sd_event_source *s, void *ud)
+{
+	struct ag_inf_agent *a = ud;
+
+	while (a->dead) {
+		struct inf_server *d = a->dead;
+
+		a->dead = d->next_dead;
+		server_free(d);
+	}
+	return 0;
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct ag_inf_agent *a = ud;
+	struct vmact_err e = { 0 };
+
+	if (a->stopping || a->srv)
+		return 0;
+	if (start_server(a, &e) < 0) {
+		/* E.g. the listen address is gone: report it and keep trying. */
+		if (a->events.server_exited)
+			a->events.server_exited(a->ud, "", &e, false);
+		sd_event_source_set_time_relative(a->retry_timer, a->cfg.retry_wait_usec);
+		sd_event_source_set_enabled(a->retry_timer, SD_EVENT_ONESHOT);
+	}
+	return 0;
+}
+
+static int on_health(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct ag_inf_agent *a = ud;
+
+	if (a->srv && a->srv->mode == AG_INF_RUNNING && ag_inf_has_health_check(a->srv->version)) {
+		a->health_due = true;
+		kick(a);
+	}
+	if (a->srv) {
+		sd_event_source_set_time_relative(s, a->cfg.health_interval_usec);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	}
+	return 0;
+}
+
+static void server_exit(struct ag_inf_agent *a, const struct vmact_err *why, bool retry_should_fix)
+{
+	struct inf_server *srv = a->srv;
+	struct vmact_err e = { 0 };
+	char id[AG_INF_ID_MAX];
+
+	if (!srv || srv->exited)
+		return;
+	srv->exited = true;
+	memcpy(id, srv->desc.agent_id, sizeof(id));
+	/* Cut off mid-/register: the informant may have taken it. */
+	if (a->inflight_kind == OP_REGISTER)
+		srv->made_contact = true;
+	if (a->inflight) {
+		ag_http_call_cancel(a->inflight);
+		a->inflight = NULL;
+		a->inflight_kind = OP_NONE;
+	}
+	a->health_due = false;
+	sd_event_source_set_enabled(a->health_timer, SD_EVENT_OFF);
+	if (srv->made_contact || srv->received_id_check)
+		send_unregister(a, &srv->desc);
+	set_mode(a, srv, AG_INF_NONE);
+	a->srv = NULL;
+	/* The listener may be the one whose handler is running right now. */
+	srv->next_dead = a->dead;
+	a->dead = srv;
+	sd_event_source_set_enabled(a->reap, SD_EVENT_ONESHOT);
+
+	if (a->op.kind != OP_NONE) {
+		vmact_err_set(&e, ECANCELED, "informant server exited before an answer: %s",
+			      why ? why->msg : "");
+		complete_op(a, -ECANCELED, NULL, &e);
+	}
+	if (a->events.server_exited)
+		a->events.server_exited(a->ud, id, why, retry_should_fix);
+	if (a->stopping) {
+		stop_check(a);
+		return;
+	}
+	sd_event_source_set_time_relative(a->retry_timer, a->cfg.retry_wait_usec);
+	sd_event_source_set_enabled(a->retry_timer, SD_EVENT_ONESHOT);
+}
+
+/* "host:port" with IPv6 literals bracketed. */
+static int make_serve_addr(const char *host, unsigned port, char *out, size_t len)
+{
+	bool v6 = strchr(host, ':') && host[0] != '[';
+	int n = snprintf(out, len, v6 ? "[%s]:%u" : "%s:%u", host, port);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int start_server(struct ag_inf_agent *a, struct vmact_err *err)
+{
+	struct ag_http_server_config hc = { .listen = a->listen };
+	struct inf_server *srv;
+	int ret;
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return vmact_err_set(err, ENOMEM, "informant server: out of memory");
+	srv->a = a;
+	srv->mode = AG_INF_UNCONFIRMED;
+	srv->desc.min_version = a->cfg.min_version;
+	srv->desc.max_version = a->cfg.max_version;
+	ret = ag_inf_uuid_new(srv->desc.agent_id, err);
+	if (ret == 0)
+		ret = ag_http_server_new(a->ev, &hc, on_request, srv, &srv->http, err);
+	if (ret == 0 && make_serve_addr(a->advertise_host, ag_http_server_port(srv->http),
+					srv->desc.serve_addr, sizeof(srv->desc.serve_addr)) < 0)
+		ret = vmact_err_set(err, ENAMETOOLONG, "advertise host too long");
+	if (ret < 0) {
+		server_free(srv);
+		return ret;
+	}
+	a->srv = srv;
+	a->generation++;
+	if (a->events.mode_changed)
+		a->events.mode_changed(a->ud, AG_INF_UNCONFIRMED, srv->desc.agent_id);
+	sd_event_source_set_time_relative(a->health_timer, a->cfg.health_interval_usec);
+	sd_event_source_set_enabled(a->health_timer, SD_EVENT_ONESHOT);
+	kick(a);
+	return 0;
+}
+
+/* ---- public ----------------------------------------------------------- */
+
+static int dup_or_null(const char *s, char **out)
+{
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
+		     const struct ag_inf_agent_events *events, void *ud, struct ag_inf_agent **out,
+		     struct vmact_err *err)
+{
+	struct ag_inf_agent *a;
+	const char *colon;
+	int ret;
+
+	if (!cfg->informant_url || strncmp(cfg->informant_url, "http://", 7) != 0)
+		return vmact_err_set(err, EINVAL, "informant_url: must be http://HOST:PORT");
+	if (!cfg->listen || !(colon = strrchr(cfg->listen, ':')))
+		return vmact_err_set(err, EINVAL, "listen: must be ADDR:PORT");
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	a->ev = sd_event_ref(ev);
+	a->cfg = *cfg;
+	if (events)
+		a->events = *events;
+	a->ud = ud;
+	if (!a->cfg.min_version)
+		a->cfg.min_version = AG_INF_VERSION_MIN;
+	if (!a->cfg.max_version)
+		a->cfg.max_version = AG_INF_VERSION_MAX;
+#define DEFAULT(f, v) if (!a->cfg.f) a->cfg.f = (v)
+	DEFAULT(register_timeout_usec, AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC);
+	DEFAULT(request_timeout_usec, AG_INF_DEFAULT_REQUEST_TIMEOUT_USEC);
+	DEFAULT(downscale_timeout_usec, AG_INF_DEFAULT_DOWNSCALE_TIMEOUT_USEC);
+	DEFAULT(health_interval_usec, AG_INF_DEFAULT_HEALTH_INTERVAL_USEC);
+	DEFAULT(retry_wait_usec, AG_INF_DEFAULT_RETRY_WAIT_USEC);
+#undef DEFAULT
+	ret = ag_inf_negotiate(a->cfg.min_version, a->cfg.max_version, AG_INF_VERSION_MIN,
+			       AG_INF_VERSION_MAX, &(uint32_t){ 0 }, err);
+	if (ret < 0)
+		goto fail;
+	ret = -ENOMEM;
+	if (dup_or_null(cfg->informant_url, &a->informant_url) < 0 ||
+	    dup_or_null(cfg->listen, &a->listen) < 0)
+		goto nomem;
+	/* Trailing slashes would double up with the endpoint paths. */
+	for (size_t n = strlen(a->informant_url); n > 7 && a->informant_url[n - 1] == '/'; n--)
+		a->informant_url[n - 1] = '\0';
+	if (cfg->advertise_host) {
+		if (dup_or_null(cfg->advertise_host, &a->advertise_host) < 0)
+			goto nomem;
+	} else {
+		const char *h = cfg->listen;
+		size_t n = (size_t)(colon - cfg->listen);
+
+		if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+			h++;
+			n -= 2;
+		}
+		if (n == 0 || strncmp(h, "0.0.0.0", n) == 0 || strncmp(h, "::", n) == 0) {
+			ret = vmact_err_set(err, EINVAL,
+					    "advertise_host: needed when listening on a wildcard address");
+			goto fail;
+		}
+		a->advertise_host = strndup(h, n);
+		if (!a->advertise_host)
+			goto nomem;
+	}
+	a->cfg.informant_url = a->cfg.listen = a->cfg.advertise_host = NULL;
+	ret = ag_http_client_new(ev, &a->http, err);
+	if (ret < 0)
+		goto fail;
+	if ((ret = sd_event_add_defer(ev, &a->reap, on_reap, a)) < 0 ||
+	    (ret = sd_event_add_time(ev, &a->retry_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_retry,
+				     a)) < 0 ||
+	    (ret = sd_event_add_time(ev, &a->health_timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
+				     on_health, a)) < 0) {
+		vmact_err_set(err, -ret, "sd-event: %s", strerror(-ret));
+		goto fail;
+	}
+	sd_event_source_set_enabled(a->reap, SD_EVENT_OFF);
+	sd_event_source_set_enabled(a->retry_timer, SD_EVENT_OFF);
+	sd_event_source_set_enabled(a->health_timer, SD_EVENT_OFF);
+	*out = a;
+	return 0;
+nomem:
+	ret = vmact_err_set(err, ENOMEM, "out of memory");
+fail:
+	ag_inf_agent_free(a);
+	return ret;
+}
+
+int ag_inf_agent_start(struct ag_inf_agent *a, struct vmact_err *err)
+{
+	if (a->started)
+		return vmact_err_set(err, EALREADY, "informant agent already started");
+	a->started = true;
+	return start_server(a, err);
+}
+
+static int on_stop_defer(sd_event_source *s, void *ud)
+{
+	struct ag_inf_agent *a = ud;
+	void (*done)(void *) = a->stop_done;
+
+	a->stop_done = NULL;
+	if (done)
+		done(a->stop_ud);
+	return 0;
+}
+
+static void stop_check(struct ag_inf_agent *a)
+{
+	if (!a->stopping || a->unregs || a->srv || !a->stop_done || a->stop_defer)
+		return;
+	if (sd_event_add_defer(a->ev, &a->stop_defer, on_stop_defer, a) < 0) {
+		/* Cannot defer: call now, the caller is the event loop anyway. */
+		on_stop_defer(NULL, a);
+	}
+}
+
+int ag_inf_agent_stop(struct ag_inf_agent *a, void (*done)(void *ud), void *ud)
+{
+	struct vmact_err why = { 0 };
+
+	if (a->stopping)
+		return -EALREADY;
+	a->stopping = true;
+	a->stop_done = done;
+	a->stop_ud = ud;
+	sd_event_source_set_enabled(a->retry_timer, SD_EVENT_OFF);
+	vmact_err_set(&why, ECANCELED, "agent stopping");
+	server_exit(a, &why, false);
+	stop_check(a);
+	return 0;
+}
+
+void ag_inf_agent_free(struct ag_inf_agent *a)
+{
+	if (!a)
+		return;
+	/* Frees every call (unregister ones included) without callbacks. */
+	ag_http_client_free(a->http);
+	while (a->unregs) {
+		struct unreg_call *u = a->unregs;
+
+		a->unregs = u->next;
+		free(u);
+	}
+	server_free(a->srv);
+	on_reap(NULL, a);
+	sd_event_source_disable_unref(a->reap);
+	sd_event_source_disable_unref(a->retry_timer);
+	sd_event_source_disable_unref(a->health_timer);
+	sd_event_source_disable_unref(a->stop_defer);
+	free(a->informant_url);
+	free(a->listen);
+	free(a->advertise_host);
+	sd_event_unref(a->ev);
+	free(a);
+}
+
+static int check_scale(struct ag_inf_agent *a, const char *what, struct vmact_err *err)
+{
+	if (!a->srv || a->srv->exited)
+		return vmact_err_set(err, EAGAIN, "%s: not registered with the informant", what);
+	if (a->srv->mode != AG_INF_RUNNING)
+		return vmact_err_set(err, EAGAIN, "%s: informant server is %s", what,
+				     ag_inf_mode_name(a->srv->mode));
+	if (a->op.kind != OP_NONE)
+		return vmact_err_set(err, EBUSY, "%s: another up/downscale is pending", what);
+	return 0;
+}
+
+int ag_inf_agent_downscale(struct ag_inf_agent *a, const struct ag_resources *to,
+			   ag_inf_downscale_fn *cb, void *ud, struct vmact_err *err)
+{
+	int ret = check_scale(a, "downscale", err);
+
+	if (ret < 0)
+		return ret;
+	a->op.kind = OP_DOWNSCALE;
+	a->op.to = *to;
+	a->op.down_cb = cb;
+	a->op.ud = ud;
+	kick(a);
+	return 0;
+}
+
+int ag_inf_agent_upscale(struct ag_inf_agent *a, const struct ag_resources *to,
+			 ag_inf_upscale_fn *cb, void *ud, struct vmact_err *err)
+{
+	int ret = check_scale(a, "upscale", err);
+
+	if (ret < 0)
+		return ret;
+	a->op.kind = OP_UPSCALE;
+	a->op.to = *to;
+	a->op.up_cb = cb;
+	a->op.ud = ud;
+	kick(a);
+	return 0;
+}
+
+enum ag_inf_mode ag_inf_agent_mode(const struct ag_inf_agent *a)
+{
+	return a->srv ? a->srv->mode : AG_INF_NONE;
+}
+
+const char *ag_inf_agent_id(const struct ag_inf_agent *a)
+{
+	return a->srv ? a->srv->desc.agent_id : "";
+}
+
+const char *ag_inf_agent_serve_addr(const struct ag_inf_agent *a)
+{
+	return a->srv ? a->srv->desc.serve_addr : "";
+}
+
+uint32_t ag_inf_agent_version(const struct ag_inf_agent *a)
+{
+	return a->srv ? a->srv->version : 0;
+}
+
+uint64_t ag_inf_agent_seq(const struct ag_inf_agent *a)
+{
+	return a->srv ? a->srv->seq : 0;
+}
+
+unsigned ag_inf_agent_generation(const struct ag_inf_agent *a)
+{
+	return a->generation;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* neonvm-runner HTTP API bodies (neon-protocols.md §4.1): VCPUChange, the
+ * body of POST /cpu_change, and VCPUCgroup, the answer of GET /cpu_current.
+ * Both are a single Go field `VCPUs MilliCPU` without a json tag, so the key
+ * is literally "VCPUs" (any case decodes) and the value uses the MilliCPU
+ * encoding of §0.1. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actuator/error.h"
+
+/* {"VCPUs": <MilliCPU>}; NULL on allocation failure. */
+json_t *ag_vcpu_change_encode(uint32_t milli_cpu);
+int ag_vcpu_change_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err);
+/* VCPUCgroup has the same shape. */
+json_t *ag_vcpu_cgroup_encode(uint32_t milli_cpu);
+int ag_vcpu_cgroup_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err);
+
+/* Retired runner protocol label vm.neon.tech/runner-version (v0.7-v0.48):
+ * "1" = RunnerProtoV1, the first with fractional CPU via cgroups. Parses the
+ * label's value (decimal, 1..UINT32_MAX; 0 and garbage are errors). */
+#define AG_RUNNER_PROTO_V1 1u
+int ag_runner_version_parse(const char *label, uint32_t *out, struct vmact_err *err);
+static inline bool ag_runner_supports_cgroup_fractional_cpu(uint32_t v)
+{
+	return v >= AG_RUNNER_PROTO_V1;
+}

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Cost of the load sampler.
+ *
+ * 1. Per scheduler event: vmact's hooks and libbpf-tools' runqlat (the
+ *    baseline) attached at the same time under the same context-switch load
+ *    (two threads of one process ping-ponging a byte over pipes; that process
+ *    is registered as a VM, so vmact runs its full accounting path for those
+ *    events), with BPF run-time statistics enabled (BPF_ENABLE_STATS, the
+ *    same switch as kernel.bpf_stats_enabled). Per tool:
+ *    sum(run_time_ns) / sum(run_cnt) of its scheduler programs, taken from
+ *    `bpftool prog show --json` over the same window.
+ *    Then the same load again with the process unregistered: the cost of
+ *    events of processes that are not VMs (informational).
+ * 2. Daemon side: CPU time of one readout of every registered VM for 1, 100
+ *    and 1000 registered VMs (sleeping child processes).
+ * The last line is `ratio: X` = vmact ns/event / runqlat ns/event. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <jansson.h>
+
+#include "actuator/macro.h"
+#include "bpf/sampler.h"
+
+#define MAX_IDS 64
+
+static int window_s = 10;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("sampler-bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static int pp_a[2], pp_b[2];
+
+static void *pong(void *arg)
+{
+	char c;
+
+	while (read(pp_a[0], &c, 1) == 1)
+		if (write(pp_b[1], &c, 1) != 1)
+			break;
+	return NULL;
+}
+
+/* Child process: two threads bouncing a byte, each bounce a wakeup and a
+ * context switch on each side. */
+static pid_t spawn_pingpong(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		pthread_t t;
+		char c = 'x';
+
+		if (pipe(pp_a) || pipe(pp_b) || pthread_create(&t, NULL, pong, NULL))
+			_exit(1);
+		for (;;) {
+			if (write(pp_a[1], &c, 1) != 1 || read(pp_b[0], &c, 1) != 1)
+				_exit(1);
+		}
+	}
+	return pid;
+}
+
+static pid_t spawn_sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static json_t *bpftool_progs(void)
+{
+	FILE *p = popen("bpftool prog show --json", "r");
+	json_error_t jerr;
+	json_t *j;
+
+	if (!p)
+		die("popen bpftool: %s", strerror(errno));
+	j = json_loadf(p, 0, &jerr);
+	if (pclose(p) != 0 || !j)
+		die("bpftool prog show --json: %s", j ? "failed" : jerr.text);
+	return j;
+}
+
+struct tool {
+	const char *name;
+	uint32_t ids[MAX_IDS];
+	size_t n;
+	uint64_t run_ns, run_cnt;
+};
+
+static bool has_id(const struct tool *t, uint32_t id)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ids[i] == id)
+			return true;
+	return false;
+}
+
+/* Sums run_time_ns and run_cnt of each tool's programs. */
+static void snapshot(struct tool *tools, size_t ntools)
+{
+	json_t *progs = bpftool_progs(), *p;
+	size_t i;
+
+	for (size_t k = 0; k < ntools; k++)
+		tools[k].run_ns = tools[k].run_cnt = 0;
+	json_array_foreach(progs, i, p) {
+		uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "id"));
+
+		for (size_t k = 0; k < ntools; k++) {
+			if (!has_id(&tools[k], id))
+				continue;
+			tools[k].run_ns += (uint64_t)json_integer_value(json_object_get(p, "run_time_ns"));
+			tools[k].run_cnt += (uint64_t)json_integer_value(json_object_get(p, "run_cnt"));
+		}
+	}
+	json_decref(progs);
+}
+
+static bool is_sched_prog(const char *name)
+{
+	return name && strstr(name, "sched_") != NULL;
+}
+
+/* Starts runqlat in its default mode and finds its scheduler programs: the
+ * ones that were not there before. */
+static pid_t start_runqlat(struct tool *t)
+{
+	json_t *before = bpftool_progs(), *p;
+	pid_t pid;
+	size_t i;
+
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		execl("/usr/sbin/runqlat", "runqlat", "3600", "1", (char *)NULL);
+		_exit(127);
+	}
+	for (int tries = 0; tries < 100 && t->n < 3; tries++) {
+		json_t *now;
+
+		usleep(100000);
+		now = bpftool_progs();
+		t->n = 0;
+		json_array_foreach(now, i, p) {
+			uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "id"));
+			bool old = false;
+			size_t j;
+			json_t *q;
+
+			if (!is_sched_prog(json_string_value(json_object_get(p, "name"))))
+				continue;
+			json_array_foreach(before, j, q)
+				if ((uint32_t)json_integer_value(json_object_get(q, "id")) == id)
+					old = true;
+			if (!old && t->n < MAX_IDS)
+				t->ids[t->n++] = id;
+		}
+		json_decref(now);
+	}
+	json_decref(before);
+	if (t->n < 3)
+		die("runqlat did not load its 3 scheduler programs (libbpf-tools installed?)");
+	return pid;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void count_cb(const char *name, const struct smp_reading *r, void *data)
+{
+	(*(unsigned *)data)++;
+}
+
+static void readout_cost(enum smp_backend backend, const char *label, const unsigned *sizes,
+			 size_t nsizes)
+{
+	struct smp_config cfg = { .backend = backend, .pin_root = NULL };
+	char root[64];
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+	pid_t kids[1000];
+	unsigned have = 0;
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
+	cfg.pin_root = root;
+	if (smp_open(&cfg, &s, &err) < 0)
+		die("smp_open: %s", err.msg);
+	for (size_t k = 0; k < nsizes; k++) {
+		unsigned n = sizes[k], reps = n >= 1000 ? 50 : n >= 100 ? 200 : 2000, seen = 0;
+		double t0, t1;
+
+		while (have < n) {
+			char name[32];
+
+			kids[have] = spawn_sleeper();
+			snprintf(name, sizeof(name), "bench-vm-%u", have);
+			if (smp_register(s, name, kids[have], NULL, &err) < 0)
+				die("smp_register: %s", err.msg);
+			have++;
+		}
+		if (smp_read_all(s, count_cb, &seen, &err) < 0)
+			die("smp_read_all: %s", err.msg);
+		t0 = cpu_s();
+		for (unsigned r = 0; r < reps; r++)
+			if (smp_read_all(s, count_cb, &seen, &err) < 0)
+				die("smp_read_all: %s", err.msg);
+		t1 = cpu_s();
+		if (seen != (reps + 1) * n)
+			die("readout saw %u VMs, expected %u", seen, (reps + 1) * n);
+		printf("readout %-9s %4u VMs: %10.1f us CPU per readout of all, %7.3f us per VM\n",
+		       label, n, (t1 - t0) / reps * 1e6, (t1 - t0) / reps / n * 1e6);
+	}
+	smp_close(s);
+	for (unsigned i = 0; i < have; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned sizes[] = { 1, 100, 1000 };
+	static const unsigned ts_sizes[] = { 1, 100 };
+	struct tool tools[2] = { { .name = "vmact" }, { .name = "runqlat" } };
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF };
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+	uint64_t c0[2], n0[2];
+	struct smp_reading r;
+	uint32_t ids[MAX_IDS];
+	char root[64];
+	pid_t pp, rq;
+	int stats_fd, n;
+	double ns[2];
+
+	if (argc > 1)
+		window_s = atoi(argv[1]);
+	if (window_s < 1 || window_s > 600)
+		die("window: 1..600 seconds");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0)
+		die("cannot enable BPF run-time statistics: %s", strerror(errno));
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
+	cfg.pin_root = root;
+	if (smp_open(&cfg, &s, &err) < 0)
+		die("smp_open: %s", err.msg);
+	n = smp_prog_ids(s, ids, MAX_IDS);
+	json_t *progs = bpftool_progs(), *p;
+	size_t i;
+	json_array_foreach(progs, i, p) {
+		uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "id"));
+		const char *name = json_string_value(json_object_get(p, "name"));
+
+		/* The scheduler hooks only; the seeding iterator runs per
+		 * registration, not per event. */
+		for (int k = 0; k < n; k++)
+			if (ids[k] == id && name && strcmp(name, "vmact_seed") != 0)
+				tools[0].ids[tools[0].n++] = id;
+	}
+	json_decref(progs);
+
+	pp = spawn_pingpong();
+	usleep(200000);
+	if (smp_register(s, "bench-pingpong", pp, NULL, &err) < 0)
+		die("smp_register: %s", err.msg);
+	rq = start_runqlat(&tools[1]);
+	sleep(1);
+
+	snapshot(tools, 2);
+	for (int k = 0; k < 2; k++)
+		c0[k] = tools[k].run_cnt, n0[k] = tools[k].run_ns;
+	if (smp_read(s, "bench-pingpong", &r, &err) < 0)
+		die("smp_read: %s", err.msg);
+	sleep((unsigned)window_s);
+	snapshot(tools, 2);
+	if (smp_read(s, "bench-pingpong", &r, &err) < 0)
+		die("smp_read: %s", err.msg);
+
+	/* The same load from a process that is not a VM: what every other
+	 * event on a host costs vmact (one hash lookup per task). */
+	uint64_t b_cnt[2], b_ns[2];
+	if (smp_unregister(s, "bench-pingpong", &err) < 0)
+		die("smp_unregister: %s", err.msg);
+	snapshot(tools, 2);
+	for (int k = 0; k < 2; k++)
+		b_cnt[k] = tools[k].run_cnt, b_ns[k] = tools[k].run_ns;
+	sleep((unsigned)window_s);
+	snapshot(tools, 2);
+	for (int k = 0; k < 2; k++)
+		b_cnt[k] = tools[k].run_cnt - b_cnt[k], b_ns[k] = tools[k].run_ns - b_ns[k];
+	/* Back to the first window's totals for the report below. */
+	for (int k = 0; k < 2; k++)
+		tools[k].run_cnt -= b_cnt[k], tools[k].run_ns -= b_ns[k];
+
+	kill(rq, SIGINT);
+	waitpid(rq, NULL, 0);
+	kill(pp, SIGKILL);
+	waitpid(pp, NULL, 0);
+	smp_close(s);
+	close(stats_fd);
+
+	printf("load: 2 threads ping-ponging over pipes (registered as a VM), %d s window\n",
+	       window_s);
+	printf("pingpong VM: %" PRIu64 " wakeups/s, %" PRIu64 " switches/s, load %.3f, cpu %.3f\n",
+	       (uint64_t)(r.wakeups / r.interval_s), (uint64_t)(r.switches / r.interval_s),
+	       r.load, r.cpu_util);
+	for (int k = 0; k < 2; k++) {
+		uint64_t cnt = tools[k].run_cnt - c0[k], tns = tools[k].run_ns - n0[k];
+
+		if (cnt == 0)
+			die("%s: no events counted", tools[k].name);
+		ns[k] = (double)tns / (double)cnt;
+		printf("%-8s %zu programs: %" PRIu64 " events (%.0f/s), %.1f ns/event\n",
+		       tools[k].name, tools[k].n, cnt, (double)cnt / window_s, ns[k]);
+	}
+	for (int k = 0; k < 2; k++)
+		if (b_cnt[k])
+			printf("%-8s same load, not a registered VM: %.1f ns/event\n", tools[k].name,
+			       (double)b_ns[k] / (double)b_cnt[k]);
+
+	readout_cost(SMP_BACKEND_BPF, "bpf", sizes, ARRAY_SIZE(sizes));
+	readout_cost(SMP_BACKEND_TASKSTATS, "taskstats", ts_sizes, ARRAY_SIZE(ts_sizes));
+
+	printf("ratio: %.3f\n", ns[0] / ns[1]);
+	return 0;
+}

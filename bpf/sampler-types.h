@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Map layouts shared by sampler.bpf.c and its loader. Only __u32/__s64-style
+ * types: the BPF side gets them from vmlinux.h, userspace from
+ * <linux/types.h>. The field names are what `bpftool map dump` prints. */
+#pragma once
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Value of vmact_stats (PERCPU_ARRAY indexed by VM slot).
+ *
+ * The gauges are kept as two sums per CPU so that userspace can integrate
+ * them exactly without ever sampling them: every transition of a VM thread
+ * (becomes runnable: +1, stops being runnable: -1) adds its delta d to
+ * nr_runnable and d*t (t = bpf_ktime_get_ns()) to runnable_tsum on the CPU
+ * that saw it. The number of runnable threads at time T is
+ * N(T) = sum over CPUs of nr_runnable, and
+ *
+ *   integral_0^T N(t) dt = T * sum(nr_runnable) - sum(runnable_tsum)
+ *
+ * because each delta d applied at t_i contributes d*(T - t_i). Arithmetic is
+ * modulo 2^64 on both sides: per-CPU values may drift without bound (a thread
+ * woken on CPU0 and blocking on CPU1 moves +1/-1 between them) but the total
+ * is small and comes out exact. A read racing an update on some CPU can see
+ * the new count with the old sum (or the reverse); the error is d*(T - t_i)
+ * for an event that just happened, i.e. nanoseconds. Same scheme for the
+ * number of VM threads on a CPU (nr_oncpu / oncpu_tsum), which gives CPU time
+ * including the still-open slice of a thread that has not switched out yet. */
+struct smp_cpu_stats {
+	__s64 nr_runnable;
+	__u64 runnable_tsum;
+	__s64 nr_oncpu;
+	__u64 oncpu_tsum;
+	__u64 wakeups;     /* not-runnable -> runnable transitions */
+	__u64 switches;    /* context switches away from a VM thread */
+	__u64 preemptions; /* ... of which the thread was still runnable */
+	__u64 untracked;   /* events lost because vmact_tasks was full */
+};
+
+/* Value of vmact_readout (ARRAY indexed by slot, BPF_F_MMAPABLE). No program
+ * touches it: the loader writes each VM's latest readout there so that
+ * `bpftool map dump pinned .../vmact_readout` shows it in plain numbers.
+ * Written without locking; a dump racing a readout may mix two. */
+struct smp_readout {
+	char name[64];           /* domain name, truncated */
+	__u32 tgid;
+	__u32 nr_runnable;       /* at the readout */
+	__u64 at_ns;             /* CLOCK_MONOTONIC of the readout */
+	__u64 interval_ns;
+	__u32 load_milli;        /* mean runnable threads x 1000 */
+	__u32 loadavg1_milli;
+	__u32 loadavg5_milli;
+	__u32 loadavg15_milli;
+	__u32 cpu_milli;         /* CPUs used x 1000 */
+	__u32 delay_permille;    /* share of runnable time spent waiting */
+	__u64 nr_throttled;      /* cgroup cpu.stat, cumulative */
+	__u64 throttled_ns;
+};
+
+/* Value of vmact_vms (HASH, QEMU tgid -> VM). */
+struct smp_vm {
+	__u32 slot;
+};
+
+/* Value of vmact_tasks (HASH, thread id -> state of one VM thread). */
+struct smp_task {
+	__u32 tgid;
+	__u32 slot;
+	__u8 runnable; /* counted in nr_runnable */
+	__u8 oncpu;    /* counted in nr_oncpu */
+	__u8 pad[6];
+	/* Per-thread split (knob per_thread): closed intervals plus the start
+	 * of the open one. */
+	__u64 runnable_since;
+	__u64 oncpu_since;
+	__u64 runnable_ns;
+	__u64 oncpu_ns;
+};

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/* vmact load sampler, kernel side. Tracks, per registered QEMU process
+ * (tgid), how many of its threads are runnable (running or queued) and how
+ * many are on a CPU, as exact time integrals (see sampler-types.h), plus
+ * wakeup and context-switch counts. Keyed by tgid so cgroup v1 and v2 hosts
+ * behave the same.
+ *
+ * Two sets of scheduler hooks with the same logic: tp_btf (typed task
+ * pointers, direct loads) and raw_tp for kernels without tp_btf; the loader
+ * enables one set with bpf_program__set_autoload(). An iter/task program
+ * seeds threads that were already runnable when a VM was registered. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bpf/sampler-types.h"
+
+#define TASK_RUNNING 0
+#define TASK_DEAD 0x80
+
+/* Knobs set by the loader between open and load. */
+const volatile bool per_thread = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct smp_vm);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vmact_vms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* slot */
+	__type(value, struct smp_cpu_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vmact_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32); /* tid */
+	__type(value, struct smp_task);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vmact_tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32); /* slot */
+	__type(value, struct smp_readout);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vmact_readout SEC(".maps");
+
+/* task_struct::state before 5.14 (kernel commit 2f064a59a1). */
+struct task_struct___o {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+/* Looks up (or creates, zeroed) the state of a thread of a registered VM.
+ * Returns NULL for threads of other processes, which is the common case and
+ * costs one hash lookup. */
+static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
+						struct smp_cpu_stats **stats)
+{
+	struct smp_task *t, zero = {};
+	struct smp_cpu_stats *s;
+	struct smp_vm *vm;
+	__u32 slot;
+
+	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+	if (!vm)
+		return NULL;
+	slot = vm->slot;
+	s = bpf_map_lookup_elem(&vmact_stats, &slot);
+	if (!s)
+		return NULL;
+	*stats = s;
+	t = bpf_map_lookup_elem(&vmact_tasks, &tid);
+	/* A leftover from an earlier registration of this tid: start over. */
+	if (t && (t->slot != slot || t->tgid != tgid)) {
+		bpf_map_delete_elem(&vmact_tasks, &tid);
+		t = NULL;
+	}
+	if (!t) {
+		zero.tgid = tgid;
+		zero.slot = slot;
+		/* NOEXIST: the seeding iterator may have won the race, and
+		 * then its entry is the right one. */
+		bpf_map_update_elem(&vmact_tasks, &tid, &zero, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&vmact_tasks, &tid);
+		if (!t)
+			s->untracked++;
+	}
+	return t;
+}
+
+static __always_inline void set_runnable(struct smp_task *t, struct smp_cpu_stats *s,
+					 __u64 now)
+{
+	t->runnable = 1;
+	s->nr_runnable++;
+	s->runnable_tsum += now;
+	if (per_thread)
+		t->runnable_since = now;
+}
+
+static __always_inline void clear_runnable(struct smp_task *t, struct smp_cpu_stats *s,
+					   __u64 now)
+{
+	t->runnable = 0;
+	s->nr_runnable--;
+	s->runnable_tsum -= now;
+	if (per_thread)
+		t->runnable_ns += now - t->runnable_since;
+}
+
+static __always_inline void on_wakeup(__u32 tid, __u32 tgid)
+{
+	struct smp_cpu_stats *s;
+	struct smp_task *t;
+	__u64 now;
+
+	t = vm_task(tid, tgid, &s);
+	if (!t || t->runnable)
+		return;
+	now = bpf_ktime_get_ns();
+	set_runnable(t, s, now);
+	s->wakeups++;
+}
+
+static __always_inline void on_switch(bool preempt, __u32 prev_tid, __u32 prev_tgid,
+				      unsigned int prev_state, __u32 next_tid,
+				      __u32 next_tgid)
+{
+	struct smp_cpu_stats *s;
+	struct smp_task *t;
+	__u64 now = 0;
+	bool still;
+
+	t = vm_task(prev_tid, prev_tgid, &s);
+	if (t) {
+		now = bpf_ktime_get_ns();
+		s->switches++;
+		if (t->oncpu) {
+			t->oncpu = 0;
+			s->nr_oncpu--;
+			s->oncpu_tsum -= now;
+			if (per_thread)
+				t->oncpu_ns += now - t->oncpu_since;
+		}
+		/* Preempted, yielded, or a sleep aborted by a signal: the
+		 * thread stays on the runqueue. */
+		still = preempt || prev_state == TASK_RUNNING;
+		if (still) {
+			s->preemptions++;
+			if (!t->runnable) /* first sight since registration */
+				set_runnable(t, s, now);
+		} else if (t->runnable) {
+			clear_runnable(t, s, now);
+		}
+		if (prev_state & TASK_DEAD)
+			bpf_map_delete_elem(&vmact_tasks, &prev_tid);
+	}
+
+	t = vm_task(next_tid, next_tgid, &s);
+	if (t) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		if (!t->runnable)
+			set_runnable(t, s, now);
+		if (!t->oncpu) {
+			t->oncpu = 1;
+			s->nr_oncpu++;
+			s->oncpu_tsum += now;
+			if (per_thread)
+				t->oncpu_since = now;
+		}
+	}
+}
+
+static __always_inline unsigned int task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return ((struct task_struct___o *)t)->state;
+}
+
+static __always_inline unsigned int task_state_raw(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___o *)t, state);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(vmact_wakeup, struct task_struct *p)
+{
+	on_wakeup(p->pid, p->tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(vmact_wake_new, struct task_struct *p)
+{
+	on_wakeup(p->pid, p->tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(vmact_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(preempt, prev->pid, prev->tgid, task_state(prev), next->pid, next->tgid);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(vmact_rwake, struct task_struct *p)
+{
+	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid));
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(vmact_rwake_new, struct task_struct *p)
+{
+	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid));
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(vmact_rswitch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(preempt, BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid),
+		  task_state_raw(prev), BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
+	return 0;
+}
+
+/* Run by the loader after registering a VM: threads that are runnable right
+ * now would otherwise only be counted at their next scheduler event, which
+ * for a busy thread alone on a CPU may be seconds away. Counters are added
+ * atomically because a scheduler hook may preempt this program on the same
+ * CPU; the hooks themselves run with interrupts off and cannot nest. */
+SEC("iter/task")
+int vmact_seed(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct smp_cpu_stats *s;
+	struct smp_task t = {};
+	struct smp_vm *vm;
+	__u32 tgid, tid, slot;
+	__u64 now;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+	if (!vm)
+		return 0;
+	slot = vm->slot;
+	s = bpf_map_lookup_elem(&vmact_stats, &slot);
+	if (!s)
+		return 0;
+	tid = task->pid;
+	if (bpf_map_lookup_elem(&vmact_tasks, &tid))
+		return 0;
+	if (task->__state != TASK_RUNNING)
+		return 0;
+	now = bpf_ktime_get_ns();
+	t.tgid = tgid;
+	t.slot = slot;
+	t.runnable = 1;
+	t.oncpu = task->on_cpu ? 1 : 0;
+	t.runnable_since = now;
+	t.oncpu_since = now;
+	if (bpf_map_update_elem(&vmact_tasks, &tid, &t, BPF_NOEXIST))
+		return 0; /* a hook saw the thread first; its state wins */
+	__sync_fetch_and_add(&s->nr_runnable, 1);
+	__sync_fetch_and_add(&s->runnable_tsum, now);
+	if (t.oncpu) {
+		__sync_fetch_and_add(&s->nr_oncpu, 1);
+		__sync_fetch_and_add(&s->oncpu_tsum, now);
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Per-VM load sampler.
+ *
+ * Tracks the threads of each registered QEMU process (by tgid, so cgroup v1
+ * and v2 hosts behave the same) with eBPF programs on the scheduler
+ * tracepoints, or, when BPF cannot be loaded, by polling taskstats over
+ * generic netlink. Each readout of a VM covers the time since its previous
+ * readout and reports:
+ *  - load: the time-average number of its threads that were runnable
+ *    (running or waiting for a CPU, including waiting because the cgroup
+ *    quota throttled them), computed from the exact integral;
+ *  - loadavg[3]: the kernel's 1/5/15-minute exponential averages of that
+ *    count, advanced by the exact interval average (see loadavg.h);
+ *  - CPU utilisation, run delay, wakeups, context switches;
+ *  - the cgroup's cpu.stat throttling counters when a cgroup was given.
+ * Library code: never prints; errors come back through struct vmact_err.
+ * Not thread-safe: one sampler is used from one thread (the daemon's event
+ * loop). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuator/error.h"
+
+enum smp_backend {
+	SMP_BACKEND_AUTO = 0, /* BPF, else taskstats (reason recorded) */
+	SMP_BACKEND_BPF,      /* BPF or fail */
+	SMP_BACKEND_TASKSTATS,
+};
+
+struct smp_config {
+	enum smp_backend backend;
+	/* Directory on bpffs for the pinned maps; NULL: /sys/fs/bpf/vmact. */
+	const char *pin_root;
+	/* Leave the maps pinned after smp_close() (for post-mortem bpftool). */
+	bool keep_pins;
+	unsigned max_vms;      /* 0: 1024 */
+	unsigned max_threads;  /* 0: 32768, threads of all VMs together */
+	bool no_per_thread;    /* BPF: skip the per-thread split */
+	unsigned poll_ms;      /* taskstats poll period; 0: 1000 */
+	bool force_raw_tp;     /* BPF: raw_tp hooks even where tp_btf works */
+};
+
+struct smp_sampler;
+
+/* Totals of one VM over one readout interval. */
+struct smp_reading {
+	double interval_s;
+	double load;          /* mean runnable threads over the interval */
+	double loadavg[3];    /* 1, 5, 15 min */
+	int64_t nr_runnable;  /* runnable threads now */
+	int64_t nr_oncpu;     /* threads on a CPU now; -1 with taskstats */
+	double cpu_util;      /* CPUs used, mean over the interval */
+	double delay_frac;    /* share of runnable time spent waiting */
+	uint64_t runnable_ns; /* integral of the runnable count */
+	uint64_t oncpu_ns;
+	uint64_t delay_ns;    /* runnable but not running */
+	uint64_t wakeups, switches, preemptions;
+	/* Scheduler events of VM threads not accounted because vmact_tasks
+	 * (max_threads) was full; nonzero means the figures above are low. */
+	uint64_t untracked;
+	/* Cumulative counters from the cgroup's cpu.stat, if one was given. */
+	bool has_cpu_stat;
+	uint64_t nr_periods, nr_throttled, throttled_ns;
+	/* Their change over this interval (from the group's start if it was
+	 * recreated, e.g. the VM restarted). */
+	uint64_t periods_delta, throttled_delta, throttled_ns_delta;
+};
+
+/* Per-thread totals since registration (BPF backend with the per-thread
+ * split, or taskstats). */
+struct smp_thread {
+	pid_t tid;
+	char comm[16];
+	int vcpu;             /* N from a "CPU N/KVM" or "CPU N/TCG" name, else -1 */
+	bool runnable;
+	uint64_t runnable_ns; /* oncpu_ns + delay_ns */
+	uint64_t oncpu_ns;
+	uint64_t delay_ns;
+};
+
+int smp_open(const struct smp_config *cfg, struct smp_sampler **out, struct vmact_err *err);
+void smp_close(struct smp_sampler *s);
+enum smp_backend smp_backend_used(const struct smp_sampler *s);
+/* Why the taskstats fallback was chosen, or NULL when BPF is in use. For
+ * the caller to log. */
+const char *smp_fallback_reason(const struct smp_sampler *s);
+const char *smp_pin_root(const struct smp_sampler *s);
+
+/* IDs of the loaded BPF programs (as `bpftool prog show` lists them);
+ * returns how many, 0 with taskstats. */
+int smp_prog_ids(const struct smp_sampler *s, uint32_t *ids, size_t max);
+
+/* Registers a VM; cpu_cgroup is the directory holding its cpu.stat (v1 cpu
+ * controller or v2), or NULL. Returns the slot (>= 0). The first readout
+ * covers the time since registration. */
+int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char *cpu_cgroup,
+		 struct vmact_err *err);
+int smp_unregister(struct smp_sampler *s, const char *name, struct vmact_err *err);
+int smp_find(const struct smp_sampler *s, const char *name); /* slot or -ENOENT */
+unsigned smp_count(const struct smp_sampler *s);
+
+int smp_read(struct smp_sampler *s, const char *name, struct smp_reading *out,
+	     struct vmact_err *err);
+int smp_read_slot(struct smp_sampler *s, int slot, struct smp_reading *out,
+		  struct vmact_err *err);
+/* Reads every registered VM; cb gets the name and reading of each. */
+int smp_read_all(struct smp_sampler *s,
+		 void (*cb)(const char *name, const struct smp_reading *r, void *data),
+		 void *data, struct vmact_err *err);
+
+/* Per-thread split: fills up to max entries, returns how many. */
+int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
+		     size_t max, struct vmact_err *err);
+
+/* taskstats backend: polls every VM's threads (the daemon calls this every
+ * smp_poll_ms(), e.g. from an sd-event timer). No-op with BPF. */
+int smp_poll(struct smp_sampler *s, struct vmact_err *err);
+unsigned smp_poll_ms(const struct smp_sampler *s);
+
+/* Runs smp_poll() every poll_ms on the daemon's sd-event loop (taskstats
+ * backend; a no-op with BPF, which needs no polling). A failed poll does not
+ * stop the timer: its message is kept for smp_poll_error(). The timer goes
+ * away with smp_close(). */
+typedef struct sd_event sd_event;
+int smp_attach_event(struct smp_sampler *s, sd_event *e, struct vmact_err *err);
+const char *smp_poll_error(const struct smp_sampler *s); /* NULL: last poll fine */
+uint64_t smp_polls(const struct smp_sampler *s);         /* polls done so far */

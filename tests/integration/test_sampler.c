@@ -1,0 +1,854 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Integration tests of the load sampler against real BPF, taskstats and
+ * cgroups (run as root). Ground truth: a process with K threads that spin
+ * without ever blocking has exactly K runnable threads at every instant,
+ * whatever else the machine runs, so its sampled load must be K. CPU
+ * utilisation depends on the neighbours (other jobs share this machine), so
+ * it is only checked against hard bounds: never above the CPUs or the
+ * quota, and never above the load. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "actuator/macro.h"
+#include "bpf/sampler.h"
+
+#define MEASURE_S 10
+#define MAX_PROCS 4
+
+struct fixture {
+	pid_t procs[MAX_PROCS];
+	int nprocs;
+	char cgroup[128];
+	char pin_root[128];
+	struct smp_sampler *s, *s2;
+};
+
+static volatile unsigned spin_sink;
+
+static void *spin(void *arg)
+{
+	for (;;)
+		spin_sink++;
+	return NULL;
+}
+
+static void *nap(void *arg)
+{
+	const struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+
+	for (;;)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static int nappers;
+
+/* Forks a process with k spinning threads (its main thread sleeps) and
+ * returns once they all exist. */
+static pid_t spawn_busy(int k)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		for (int i = 0; i < k; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, spin, NULL))
+				_exit(1);
+		}
+		for (int i = 0; i < nappers; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, nap, NULL))
+				_exit(1);
+		}
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	/* Ground truth is exact only once the main thread sleeps in pause(). */
+	for (int i = 0; i < 1000; i++) {
+		char path[64], buf[256], *rp = NULL;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)pid);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		if (fgets(buf, sizeof(buf), f))
+			rp = strrchr(buf, ')');
+		fclose(f);
+		if (rp && rp[1] == ' ' && rp[2] == 'S')
+			break;
+		usleep(1000);
+	}
+	return pid;
+}
+
+static void add_proc(struct fixture *f, pid_t pid)
+{
+	assert_true(f->nprocs < MAX_PROCS);
+	f->procs[f->nprocs++] = pid;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	snprintf(f->pin_root, sizeof(f->pin_root), "/sys/fs/bpf/vmact-smp-%d", (int)getpid());
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	for (int i = 0; i < f->nprocs; i++) {
+		kill(f->procs[i], SIGKILL);
+		waitpid(f->procs[i], NULL, 0);
+	}
+	smp_close(f->s);
+	smp_close(f->s2);
+	if (f->cgroup[0])
+		rmdir(f->cgroup);
+	free(f);
+	return 0;
+}
+
+static struct smp_sampler *open_sampler(struct fixture *f, enum smp_backend b, bool raw)
+{
+	struct smp_config cfg = { .backend = b, .pin_root = f->pin_root, .force_raw_tp = raw };
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+	int r = smp_open(&cfg, &s, &err);
+
+	if (r < 0)
+		fail_msg("smp_open: %s", err.msg);
+	assert_int_equal(smp_backend_used(s), b);
+	return s;
+}
+
+static int reg(struct smp_sampler *s, const char *name, pid_t pid, const char *cg)
+{
+	struct vmact_err err = { 0 };
+	int r = smp_register(s, name, pid, cg, &err);
+
+	if (r < 0)
+		fail_msg("smp_register %s: %s", name, err.msg);
+	return r;
+}
+
+static void rd(struct smp_sampler *s, const char *name, struct smp_reading *out)
+{
+	struct vmact_err err = { 0 };
+
+	if (smp_read(s, name, out, &err) < 0)
+		fail_msg("smp_read %s: %s", name, err.msg);
+}
+
+static void print_reading(const char *tag, const struct smp_reading *r)
+{
+	printf("  %-10s %.2fs load %.4f loadavg %.3f/%.3f/%.3f now %" PRId64 " oncpu %" PRId64
+	       " util %.3f delay %.3f wakeups %" PRIu64 " switches %" PRIu64 " preempt %" PRIu64,
+	       tag, r->interval_s, r->load, r->loadavg[0], r->loadavg[1], r->loadavg[2],
+	       r->nr_runnable, r->nr_oncpu, r->cpu_util, r->delay_frac, r->wakeups,
+	       r->switches, r->preemptions);
+	if (r->has_cpu_stat)
+		printf(" periods %" PRIu64 " throttled %" PRIu64 " throttled_ns %" PRIu64,
+		       r->nr_periods, r->nr_throttled, r->throttled_ns);
+	printf("\n");
+}
+
+static void check_busy(const struct smp_reading *r, int k, double max_util)
+{
+	assert_true(r->interval_s >= MEASURE_S * 0.99);
+	if (fabs(r->load - k) > 0.05 * k)
+		fail_msg("load %.4f is not within 5%% of %d", r->load, k);
+	if (fabs(r->loadavg[0] - k) > 0.05 * k)
+		fail_msg("1-min loadavg %.4f is not within 5%% of %d", r->loadavg[0], k);
+	assert_int_equal(r->nr_runnable, k);
+	/* Hard bounds only: the neighbours decide the rest. */
+	assert_true(r->cpu_util > 0.0);
+	if (r->cpu_util > max_util)
+		fail_msg("cpu_util %.3f above the bound %.3f", r->cpu_util, max_util);
+	assert_true(r->oncpu_ns <= r->runnable_ns);
+	assert_int_equal(r->delay_ns, r->runnable_ns - r->oncpu_ns);
+}
+
+static long ncpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+struct collect {
+	struct smp_reading *r;
+	int seen;
+};
+
+static void collect_cb(const char *name, const struct smp_reading *r, void *data)
+{
+	struct collect *c = data;
+	int k;
+
+	assert_int_equal(sscanf(name, "smp-k%d", &k), 1);
+	assert_true(k >= 1 && k <= 3);
+	c->r[k - 1] = *r;
+	c->seen++;
+}
+
+/* K = 1, 2, 3 at once, as three VMs of one sampler. */
+static void test_bpf_ground_truth(void **state, bool raw)
+{
+	struct fixture *f = *state;
+	struct smp_reading r[3];
+	char name[16];
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, raw);
+	for (int k = 1; k <= 3; k++) {
+		add_proc(f, spawn_busy(k));
+		snprintf(name, sizeof(name), "smp-k%d", k);
+		reg(f->s, name, f->procs[k - 1], NULL);
+	}
+	sleep(MEASURE_S);
+	if (raw) {
+		for (int k = 1; k <= 3; k++) {
+			snprintf(name, sizeof(name), "smp-k%d", k);
+			rd(f->s, name, &r[k - 1]);
+		}
+	} else {
+		/* One batched read of every VM, as the daemon does it. */
+		struct vmact_err err = { 0 };
+		struct collect c = { .r = r };
+
+		if (smp_read_all(f->s, collect_cb, &c, &err) < 0)
+			fail_msg("smp_read_all: %s", err.msg);
+		assert_int_equal(c.seen, 3);
+	}
+	for (int k = 1; k <= 3; k++) {
+		snprintf(name, sizeof(name), "smp-k%d", k);
+		print_reading(name, &r[k - 1]);
+	}
+	for (int k = 1; k <= 3; k++)
+		check_busy(&r[k - 1], k, fmin(k, (double)ncpus()) * 1.01);
+}
+
+static void test_bpf_busy_threads(void **state)
+{
+	test_bpf_ground_truth(state, false);
+}
+
+static void test_bpf_raw_tp_busy_threads(void **state)
+{
+	test_bpf_ground_truth(state, true);
+}
+
+static void write_file(const char *dir, const char *file, const char *fmt, ...)
+{
+	char path[256], buf[64];
+	va_list ap;
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		fail_msg("open %s: %s", path, strerror(errno));
+	if (write(fd, buf, (size_t)n) != n)
+		fail_msg("write %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* The same process under a 500m CFS quota: it still has K runnable threads
+ * (demand), gets at most half a CPU, and the rest shows as run delay. */
+static void test_bpf_quota(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_reading r0, r;
+	const int k = 2;
+
+	snprintf(f->cgroup, sizeof(f->cgroup), "/sys/fs/cgroup/cpu/vmact-smp-%d", (int)getpid());
+	if (mkdir(f->cgroup, 0755) < 0)
+		fail_msg("mkdir %s: %s", f->cgroup, strerror(errno));
+	write_file(f->cgroup, "cpu.cfs_period_us", "100000");
+	write_file(f->cgroup, "cpu.cfs_quota_us", "50000");
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	add_proc(f, spawn_busy(k));
+	write_file(f->cgroup, "cgroup.procs", "%d", (int)f->procs[0]);
+	reg(f->s, "smp-quota", f->procs[0], f->cgroup);
+	rd(f->s, "smp-quota", &r0);
+	sleep(MEASURE_S);
+	rd(f->s, "smp-quota", &r);
+	print_reading("smp-quota", &r);
+
+	check_busy(&r, k, 0.5 * 1.05);
+	/* Throttled demand is run delay: at least the part above the quota. */
+	if (r.delay_frac < (k - 0.5 * 1.05) / k)
+		fail_msg("delay fraction %.3f below %.3f", r.delay_frac, (k - 0.525) / k);
+	assert_true(r.has_cpu_stat);
+	assert_true(r.nr_throttled > r0.nr_throttled);
+	assert_true(r.throttled_ns > r0.throttled_ns);
+	assert_true(r.nr_periods - r0.nr_periods >= MEASURE_S * 10 * 9 / 10);
+	assert_int_equal(r.periods_delta, r.nr_periods - r0.nr_periods);
+	assert_int_equal(r.throttled_delta, r.nr_throttled - r0.nr_throttled);
+	assert_int_equal(r.throttled_ns_delta, r.throttled_ns - r0.throttled_ns);
+	/* v1 sums throttled time over the CPUs' runqueues. */
+	assert_true(r.throttled_ns_delta <= (uint64_t)(ncpus() * (r.interval_s + 0.2) * 1e9));
+}
+
+/* BPF and taskstats on the same workload at the same time. */
+static void test_bpf_taskstats_agree(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_reading rb, rt;
+	const int k = 2;
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	f->s2 = open_sampler(f, SMP_BACKEND_TASKSTATS, false);
+	assert_string_equal(smp_fallback_reason(f->s2), "taskstats forced by configuration");
+	assert_null(smp_fallback_reason(f->s));
+	add_proc(f, spawn_busy(k));
+	reg(f->s, "smp-agree", f->procs[0], NULL);
+	reg(f->s2, "smp-agree", f->procs[0], NULL);
+	for (int i = 0; i < MEASURE_S; i++) {
+		struct vmact_err err = { 0 };
+
+		sleep(1);
+		if (smp_poll(f->s2, &err) < 0)
+			fail_msg("smp_poll: %s", err.msg);
+	}
+	rd(f->s, "smp-agree", &rb);
+	rd(f->s2, "smp-agree", &rt);
+	print_reading("bpf", &rb);
+	print_reading("taskstats", &rt);
+	check_busy(&rb, k, fmin(k, (double)ncpus()) * 1.01);
+	if (fabs(rt.load - rb.load) > 0.10 * rb.load)
+		fail_msg("taskstats load %.4f vs BPF %.4f: more than 10%% apart", rt.load, rb.load);
+	if (fabs(rt.cpu_util - rb.cpu_util) > 0.10 * rb.cpu_util)
+		fail_msg("taskstats util %.4f vs BPF %.4f: more than 10%% apart", rt.cpu_util,
+			 rb.cpu_util);
+	assert_int_equal(rt.nr_runnable, k);
+	assert_int_equal(rt.nr_oncpu, -1);
+}
+
+/* Threads that block and wake: one spinner and two threads sleeping 20 ms
+ * at a time. Only the spinner is known exactly; the sleepers add their
+ * wake-to-run latency, so compare with the kernel's own accounting
+ * (taskstats) of the same threads over the same interval. */
+static void test_bpf_sleepers(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_reading rb, rt;
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	f->s2 = open_sampler(f, SMP_BACKEND_TASKSTATS, false);
+	nappers = 2;
+	add_proc(f, spawn_busy(1));
+	nappers = 0;
+	reg(f->s, "smp-nap", f->procs[0], NULL);
+	reg(f->s2, "smp-nap", f->procs[0], NULL);
+	sleep(MEASURE_S);
+	rd(f->s, "smp-nap", &rb);
+	rd(f->s2, "smp-nap", &rt);
+	print_reading("bpf", &rb);
+	print_reading("taskstats", &rt);
+	if (rb.load < 0.95 || rb.load > 1.3)
+		fail_msg("load %.4f outside [0.95, 1.3] for 1 spinner + 2 sleepers", rb.load);
+	if (fabs(rt.load - rb.load) > 0.10 * rb.load)
+		fail_msg("taskstats load %.4f vs BPF %.4f: more than 10%% apart", rt.load, rb.load);
+	/* Each sleep ends in a wakeup; taskstats counts the voluntary
+	 * switches that began them. */
+	assert_true(rb.wakeups >= 2 * MEASURE_S * 1000 / 25);
+	if (fabs((double)rt.wakeups - (double)rb.wakeups) > 0.10 * (double)rb.wakeups)
+		fail_msg("wakeups: BPF %lu, taskstats %lu", (unsigned long)rb.wakeups,
+			 (unsigned long)rt.wakeups);
+	assert_true(rb.nr_runnable >= 1 && rb.nr_runnable <= 3);
+}
+
+/* A full thread table loses events, and says so instead of going quiet. */
+static void test_bpf_task_map_full(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .pin_root = f->pin_root,
+				  .max_threads = 2 };
+	struct vmact_err err = { 0 };
+	struct smp_reading r;
+
+	if (smp_open(&cfg, &f->s, &err) < 0)
+		fail_msg("smp_open: %s", err.msg);
+	add_proc(f, spawn_busy(4));
+	reg(f->s, "smp-full", f->procs[0], NULL);
+	sleep(1);
+	rd(f->s, "smp-full", &r);
+	print_reading("smp-full", &r);
+	assert_true(r.untracked > 0);
+	assert_true(r.nr_runnable <= 2);
+	assert_true(r.load <= 2.0 + 1e-6);
+}
+
+static void *short_spin(void *arg)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		spin_sink++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 300000000L);
+	return NULL;
+}
+
+/* taskstats on the daemon's event loop: polls at poll_ms, and a thread that
+ * exited between two polls keeps what it was seen doing. */
+static void test_taskstats_event_loop(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_TASKSTATS, .poll_ms = 50 };
+	struct vmact_err err = { 0 };
+	sd_event *e = NULL;
+	struct smp_reading r;
+	struct timespec t0, t;
+	int p[2];
+	pid_t pid;
+	char c;
+
+	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
+	assert_int_equal(sd_event_new(&e), 0);
+	assert_int_equal(smp_attach_event(f->s, e, &err), 0);
+	assert_int_equal(smp_attach_event(f->s, e, &err), -EBUSY);
+	vmact_err_reset(&err);
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th;
+
+		close(p[1]);
+		/* Wait for the go, then one thread spins 300 ms and exits. */
+		if (read(p[0], &c, 1) != 1 || pthread_create(&th, NULL, short_spin, NULL) ||
+		    pthread_join(th, NULL))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[0]);
+	add_proc(f, pid);
+	reg(f->s, "smp-loop", pid, NULL);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	close(p[1]);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		assert_true(sd_event_run(e, 100000) >= 0);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1000000000L);
+	assert_null(smp_poll_error(f->s));
+	printf("  %lu polls in 1 s at poll_ms 50\n", (unsigned long)smp_polls(f->s));
+	assert_true(smp_polls(f->s) >= 10 && smp_polls(f->s) <= 25);
+
+	rd(f->s, "smp-loop", &r);
+	print_reading("smp-loop", &r);
+	/* The thread is gone; its 300 ms of runnable time are not. */
+	assert_int_equal(r.nr_runnable, 0);
+	assert_true(r.runnable_ns >= 250000000ULL);
+	smp_close(f->s);
+	f->s = NULL;
+	sd_event_unref(e);
+}
+
+static char *run_cmd(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!p)
+		fail_msg("popen %s: %s", cmd, strerror(errno));
+	do {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		n = fread(buf + len, 1, cap - len - 1, p);
+		len += n;
+	} while (n > 0);
+	buf[len] = '\0';
+	if (pclose(p) != 0)
+		fail_msg("%s failed:\n%s", cmd, buf);
+	return buf;
+}
+
+
+
+/* What an operator sees: bpftool prints the maps with their field names, and
+ * the values add up to what the library reports. */
+static void test_bpftool_inspect(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const fields[] = { "nr_runnable", "runnable_tsum", "nr_oncpu",
+					      "oncpu_tsum", "wakeups", "switches", "preemptions" };
+	json_auto_t *stats = NULL, *vms = NULL, *progs = NULL;
+	_cleanup_free_ char *out = NULL, *plain = NULL, *vmsout = NULL, *progout = NULL;
+	char cmd[512];
+	json_error_t jerr;
+	json_t *e, *v;
+	size_t i, j;
+	int slot, seen_progs = 0;
+	int64_t nr = 0;
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	add_proc(f, spawn_busy(2));
+	slot = reg(f->s, "smp-bpftool", f->procs[0], NULL);
+
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/vmact_stats", f->pin_root);
+	plain = run_cmd(cmd);
+	for (i = 0; i < ARRAY_SIZE(fields); i++)
+		if (!strstr(plain, fields[i]))
+			fail_msg("field %s missing from `%s`:\n%.2000s", fields[i], cmd, plain);
+
+	snprintf(cmd, sizeof(cmd), "bpftool -j map dump pinned %s/vmact_stats", f->pin_root);
+	out = run_cmd(cmd);
+	/* The *_tsum fields are u64 that wrap: beyond jansson's integers. */
+	stats = json_loads(out, JSON_DECODE_INT_AS_REAL, &jerr);
+	if (!stats)
+		fail_msg("bpftool JSON: %s", jerr.text);
+	json_array_foreach(stats, i, e) {
+		json_t *fmt = json_object_get(e, "formatted");
+
+		if (!fmt || json_number_value(json_object_get(fmt, "key")) != slot)
+			continue;
+		json_array_foreach(json_object_get(fmt, "values"), j, v) {
+			json_t *val = json_object_get(v, "value");
+
+			for (size_t k = 0; k < ARRAY_SIZE(fields); k++)
+				if (!json_object_get(val, fields[k]))
+					fail_msg("formatted value lacks %s", fields[k]);
+			nr += (int64_t)json_number_value(json_object_get(val, "nr_runnable"));
+		}
+	}
+	/* Two spinning threads are runnable right now. */
+	assert_int_equal(nr, 2);
+
+	snprintf(cmd, sizeof(cmd), "bpftool -j map dump pinned %s/vmact_vms", f->pin_root);
+	vmsout = run_cmd(cmd);
+	vms = json_loads(vmsout, 0, &jerr);
+	assert_non_null(vms);
+	assert_int_equal(json_array_size(vms), 1);
+	e = json_object_get(json_array_get(vms, 0), "formatted");
+	assert_int_equal(json_integer_value(json_object_get(e, "key")), f->procs[0]);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "value"), "slot")),
+			 slot);
+
+	/* The plain-number view of the last readout. */
+	{
+		struct smp_reading rr;
+		_cleanup_free_ char *ro = NULL;
+		json_auto_t *roj = NULL;
+		json_t *val;
+
+		usleep(500000);
+		rd(f->s, "smp-bpftool", &rr);
+		snprintf(cmd, sizeof(cmd), "bpftool -j map lookup pinned %s/vmact_readout key %d 0 0 0",
+			 f->pin_root, slot);
+		ro = run_cmd(cmd);
+		roj = json_loads(ro, 0, &jerr);
+		if (!roj)
+			fail_msg("bpftool JSON: %s\n%s", jerr.text, ro);
+		val = json_object_get(json_object_get(roj, "formatted"), "value");
+		if (!val)
+			fail_msg("no formatted value in:\n%s", ro);
+		assert_string_equal(json_string_value(json_object_get(val, "name")), "smp-bpftool");
+		assert_int_equal(json_integer_value(json_object_get(val, "tgid")), f->procs[0]);
+		assert_int_equal(json_integer_value(json_object_get(val, "nr_runnable")), 2);
+		assert_int_equal(json_integer_value(json_object_get(val, "load_milli")),
+				 (json_int_t)(rr.load * 1000 + 0.5));
+		assert_true(labs((long)json_integer_value(json_object_get(val, "load_milli")) - 2000) <= 100);
+		assert_non_null(json_object_get(val, "loadavg15_milli"));
+	}
+
+	progout = run_cmd("bpftool -j prog show");
+	progs = json_loads(progout, 0, &jerr);
+	assert_non_null(progs);
+	json_array_foreach(progs, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+
+		if (name && (!strcmp(name, "vmact_switch") || !strcmp(name, "vmact_wakeup") ||
+			     !strcmp(name, "vmact_wake_new") || !strcmp(name, "vmact_seed")))
+			seen_progs++;
+	}
+	/* Ours, at least (another sampler may be loaded too). */
+	assert_true(seen_progs >= 4);
+}
+
+/* Registration errors name the field; slots come back; pins go away on
+ * close unless kept. */
+static void test_registry(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .pin_root = f->pin_root,
+				  .max_vms = 2 };
+	struct vmact_err err = { 0 };
+	struct smp_reading r;
+	char path[256];
+	int r1;
+
+	assert_int_equal(smp_open(&(struct smp_config){ .pin_root = "relative" }, &f->s, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "pin_root"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_open(&(struct smp_config){ .poll_ms = 1 }, &f->s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "poll_ms"));
+	vmact_err_reset(&err);
+
+	/* Pins must live on a bpffs: forced BPF fails naming it, AUTO falls
+	 * back and says why. */
+	assert_int_equal(smp_open(&(struct smp_config){ .backend = SMP_BACKEND_BPF,
+							.pin_root = "/tmp/vmact-smp-nobpffs" },
+				  &f->s, &err),
+			 -ENOTDIR);
+	assert_non_null(strstr(err.msg, "not on a bpffs"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_open(&(struct smp_config){ .pin_root = "/tmp/vmact-smp-nobpffs" },
+				  &f->s, &err),
+			 0);
+	assert_int_equal(smp_backend_used(f->s), SMP_BACKEND_TASKSTATS);
+	assert_non_null(strstr(smp_fallback_reason(f->s), "not on a bpffs"));
+	smp_close(f->s);
+	f->s = NULL;
+
+	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
+	add_proc(f, spawn_busy(1));
+	add_proc(f, spawn_busy(1));
+	add_proc(f, spawn_busy(1));
+
+	assert_int_equal(smp_register(f->s, "", f->procs[0], NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "name"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_register(f->s, "a", 0, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "tgid"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_register(f->s, "a", 0x7ffffff0, NULL, &err), -ESRCH);
+	vmact_err_reset(&err);
+	{
+		/* A thread id is not a process. */
+		char taskdir[64];
+		DIR *d;
+		struct dirent *de;
+		pid_t tid = 0;
+
+		snprintf(taskdir, sizeof(taskdir), "/proc/%d/task", (int)f->procs[0]);
+		d = opendir(taskdir);
+		assert_non_null(d);
+		while ((de = readdir(d)))
+			if (atoi(de->d_name) > 0 && atoi(de->d_name) != f->procs[0])
+				tid = atoi(de->d_name);
+		closedir(d);
+		assert_true(tid > 0);
+		assert_int_equal(smp_register(f->s, "a", tid, NULL, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "is a thread of process"));
+		vmact_err_reset(&err);
+	}
+
+	r1 = smp_register(f->s, "a", f->procs[0], NULL, &err);
+	assert_true(r1 >= 0);
+	assert_int_equal(smp_register(f->s, "a", f->procs[1], NULL, &err), -EEXIST);
+	vmact_err_reset(&err);
+	assert_int_equal(smp_register(f->s, "b", f->procs[0], NULL, &err), -EEXIST);
+	vmact_err_reset(&err);
+	assert_true(smp_register(f->s, "b", f->procs[1], NULL, &err) >= 0);
+	assert_int_equal(smp_register(f->s, "c", f->procs[2], NULL, &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "max_vms"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_count(f->s), 2);
+
+	/* A cgroup that does not exist is reported at readout, naming it. */
+	assert_int_equal(smp_unregister(f->s, "a", &err), 0);
+	assert_int_equal(smp_read(f->s, "a", &r, &err), -ENOENT);
+	vmact_err_reset(&err);
+	assert_true(smp_register(f->s, "c", f->procs[2], "/nonexistent/vmact-smp", &err) >= 0);
+	assert_true(smp_read(f->s, "c", &r, &err) < 0);
+	assert_non_null(strstr(err.msg, "/nonexistent/vmact-smp/cpu.stat"));
+	vmact_err_reset(&err);
+	assert_int_equal(smp_unregister(f->s, "c", &err), 0);
+	assert_int_equal(smp_unregister(f->s, "c", &err), -ENOENT);
+	vmact_err_reset(&err);
+
+	/* The readout of "b" is unaffected by the churn around it. */
+	usleep(300000);
+	rd(f->s, "b", &r);
+	assert_int_equal(r.nr_runnable, 1);
+	assert_true(fabs(r.load - 1.0) < 0.05);
+
+	/* The same process again under another name: its threads start from
+	 * a clean state, not from what the first registration left. */
+	assert_int_equal(smp_unregister(f->s, "b", &err), 0);
+	assert_true(smp_register(f->s, "b-again", f->procs[1], NULL, &err) >= 0);
+	usleep(300000);
+	rd(f->s, "b-again", &r);
+	assert_int_equal(r.nr_runnable, 1);
+	assert_true(fabs(r.load - 1.0) < 0.05);
+
+	snprintf(path, sizeof(path), "%s/vmact_stats", f->pin_root);
+	assert_int_equal(access(path, F_OK), 0);
+	smp_close(f->s);
+	f->s = NULL;
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(access(f->pin_root, F_OK), -1);
+
+	cfg.keep_pins = true;
+	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
+	smp_close(f->s);
+	f->s = NULL;
+	assert_int_equal(access(path, F_OK), 0);
+	/* The next open starts from fresh maps and cleans up after itself. */
+	cfg.keep_pins = false;
+	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
+	smp_close(f->s);
+	f->s = NULL;
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* Per-thread split: each spinning thread is runnable the whole time. */
+static void test_bpf_per_thread(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_thread th[16];
+	struct vmact_err err = { 0 };
+	int n, spinning = 0;
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	add_proc(f, spawn_busy(2));
+	reg(f->s, "smp-threads", f->procs[0], NULL);
+	sleep(2);
+	n = smp_read_threads(f->s, "smp-threads", th, ARRAY_SIZE(th), &err);
+	if (n < 0)
+		fail_msg("smp_read_threads: %s", err.msg);
+	for (int i = 0; i < n; i++) {
+		printf("  tid %d %s runnable %d runnable %.3fs oncpu %.3fs delay %.3fs\n",
+		       (int)th[i].tid, th[i].comm, th[i].runnable, th[i].runnable_ns / 1e9,
+		       th[i].oncpu_ns / 1e9, th[i].delay_ns / 1e9);
+		assert_int_equal(th[i].vcpu, -1);
+		if (th[i].runnable) {
+			spinning++;
+			assert_true(th[i].runnable_ns >= 1900000000ULL);
+			assert_true(th[i].oncpu_ns <= th[i].runnable_ns);
+		}
+	}
+	assert_int_equal(spinning, 2);
+}
+
+/* Without the capabilities BPF needs, AUTO falls back to taskstats and
+ * says why; forcing BPF fails with the reason instead. */
+static void test_auto_fallback(void **state)
+{
+	struct fixture *f = *state;
+	int p[2];
+	pid_t pid;
+	char buf[600] = { 0 };
+	int status;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		struct smp_config cfg = { .pin_root = f->pin_root };
+		struct vmact_err err = { 0 };
+		struct smp_sampler *s = NULL;
+		const uint64_t drop = (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_BPF) |
+				      (1ULL << CAP_PERFMON);
+		int n;
+
+		close(p[0]);
+		if (syscall(SYS_capget, &h, d))
+			_exit(2);
+		for (int i = 0; i < 2; i++) {
+			d[i].effective &= ~(uint32_t)(drop >> (32 * i));
+			d[i].permitted &= ~(uint32_t)(drop >> (32 * i));
+		}
+		if (syscall(SYS_capset, &h, d))
+			_exit(3);
+		if (smp_open(&cfg, &s, &err) < 0) {
+			n = snprintf(buf, sizeof(buf), "open failed: %s", err.msg);
+		} else {
+			n = snprintf(buf, sizeof(buf), "%d|%s", (int)smp_backend_used(s),
+				     smp_fallback_reason(s) ? smp_fallback_reason(s) : "(null)");
+			smp_close(s);
+		}
+		vmact_err_reset(&err);
+		cfg.backend = SMP_BACKEND_BPF;
+		if (smp_open(&cfg, &s, &err) == 0)
+			_exit(4);
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "|%s", err.msg);
+		if (write(p[1], buf, (size_t)n) != n)
+			_exit(5);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_true(read(p[0], buf, sizeof(buf) - 1) > 0);
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	printf("  child: %s\n", buf);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(buf[0] == '0' + SMP_BACKEND_TASKSTATS);
+	/* The reason is libbpf's, not a generic one. */
+	assert_non_null(strstr(buf, "BPF"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_registry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpftool_inspect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_auto_fallback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_per_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_busy_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_busy_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_taskstats_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_sleepers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_task_map_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_taskstats_event_loop, setup, teardown),
+	};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
+}

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of the sampler's pure parts: the load-average filter against
+ * the kernel's fixed-point recurrence, the cpu.stat reader, vCPU thread
+ * names. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bpf/cpustat.h"
+#include "bpf/loadavg.h"
+#include "bpf/taskstats.h"
+
+static const unsigned long kexp[3] = { SMP_EXP_1, SMP_EXP_5, SMP_EXP_15 };
+
+/* With 5-second steps our filter is the kernel's recurrence in floating
+ * point: the same inputs give the same averages up to the kernel's 11-bit
+ * rounding. The kernel rounds up by less than 1/2048 per step while rising;
+ * through the filter that accumulates to at most (1/2048) / (1 - e), i.e.
+ * 1/164, 1/34 and 1/11 for the 1, 5 and 15 minute averages. */
+static void test_loadavg_matches_kernel(void **state)
+{
+	struct smp_loadavg la = { .seeded = true };
+	unsigned long k[3] = { 0, 0, 0 };
+	/* A run queue that ramps up, holds, and drains. */
+	static const unsigned inputs[] = { 0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4,
+					   4, 4, 4, 4, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+	for (int rep = 0; rep < 4; rep++) {
+		for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+			smp_loadavg_update(&la, inputs[i], 5.0);
+			for (int j = 0; j < 3; j++) {
+				k[j] = smp_loadavg_kernel_step(k[j], kexp[j],
+							       inputs[i] * SMP_FIXED_1);
+				double kv = (double)k[j] / SMP_FIXED_1;
+
+				double tol = 1.0 / (double)(SMP_FIXED_1 - kexp[j]) + 1e-9;
+
+				if (fabs(la.avg[j] - kv) > tol)
+					fail_msg("step %zu avg%d: ours %.5f kernel %.5f", i, j,
+						 la.avg[j], kv);
+			}
+		}
+	}
+}
+
+/* The decay depends only on elapsed time: many short readouts with the
+ * same mean give what one long readout gives. */
+static void test_loadavg_interval_invariance(void **state)
+{
+	struct smp_loadavg a = { .avg = { 1, 2, 3 }, .seeded = true }, b = a;
+
+	smp_loadavg_update(&a, 2.5, 10.0);
+	for (int i = 0; i < 40; i++)
+		smp_loadavg_update(&b, 2.5, 0.25);
+	for (int j = 0; j < 3; j++)
+		assert_true(fabs(a.avg[j] - b.avg[j]) < 1e-12);
+}
+
+/* Step response: from 0 under a constant load of 1 for 60 s the 1-min
+ * average reaches 1 - e^12 with the kernel's e = 1884/2048. */
+static void test_loadavg_step_response(void **state)
+{
+	struct smp_loadavg la = { .seeded = true };
+	double want[3];
+
+	smp_loadavg_update(&la, 1.0, 60.0);
+	for (int j = 0; j < 3; j++)
+		want[j] = 1.0 - pow((double)kexp[j] / SMP_FIXED_1, 12);
+	for (int j = 0; j < 3; j++)
+		assert_true(fabs(la.avg[j] - want[j]) < 1e-12);
+	assert_true(la.avg[0] > 0.63 && la.avg[0] < 0.64);
+}
+
+static void test_loadavg_edges(void **state)
+{
+	struct smp_loadavg la = { 0 };
+
+	smp_loadavg_update(&la, 3.0, 0.0); /* empty interval: nothing */
+	assert_false(la.seeded);
+	smp_loadavg_update(&la, 3.0, -1.0);
+	assert_false(la.seeded);
+	smp_loadavg_update(&la, 3.0, 0.5); /* first mean seeds all three */
+	assert_true(la.seeded);
+	for (int j = 0; j < 3; j++)
+		assert_true(la.avg[j] == 3.0);
+	smp_loadavg_update(&la, 3.0, NAN);
+	assert_true(la.avg[0] == 3.0);
+}
+
+static void test_cpu_stat_v1(void **state)
+{
+	struct smp_cpu_stat cs;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(smp_cpu_stat_parse("nr_periods 101\nnr_throttled 89\n"
+					    "throttled_time 5256826009\nnr_bursts 0\n"
+					    "burst_time 0\n",
+					    &cs, &err),
+			 0);
+	assert_int_equal(cs.nr_periods, 101);
+	assert_int_equal(cs.nr_throttled, 89);
+	assert_int_equal(cs.throttled_ns, 5256826009ULL);
+}
+
+static void test_cpu_stat_v2(void **state)
+{
+	struct smp_cpu_stat cs;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(smp_cpu_stat_parse("usage_usec 10\nuser_usec 5\nsystem_usec 5\n"
+					    "nr_periods 7\nnr_throttled 3\nthrottled_usec 1500",
+					    &cs, &err),
+			 0);
+	assert_int_equal(cs.nr_periods, 7);
+	assert_int_equal(cs.nr_throttled, 3);
+	assert_int_equal(cs.throttled_ns, 1500000);
+}
+
+static void expect_error(const char *text, int code, const char *needle)
+{
+	struct smp_cpu_stat cs;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(smp_cpu_stat_parse(text, &cs, &err), -code);
+	if (!strstr(err.msg, needle))
+		fail_msg("error \"%s\" does not name \"%s\"", err.msg, needle);
+}
+
+static void test_cpu_stat_errors(void **state)
+{
+	expect_error("", EINVAL, "nr_periods: missing");
+	expect_error("nr_periods 1\nthrottled_time 2\n", EINVAL, "nr_throttled: missing");
+	expect_error("nr_periods 1\nnr_throttled 2\n", EINVAL, "throttled_time/throttled_usec");
+	expect_error("nr_periods -1\nnr_throttled 2\nthrottled_time 3\n", EINVAL, "nr_periods");
+	expect_error("nr_periods 1\nnr_throttled 2x\nthrottled_time 3\n", EINVAL, "nr_throttled");
+	expect_error("nr_periods 1\nnr_throttled\nthrottled_time 3\n", EINVAL, "nr_throttled");
+	expect_error("nr_periods 1\nnr_throttled 2\nthrottled_time \n", EINVAL, "throttled_time");
+	expect_error("nr_periods 99999999999999999999\nnr_throttled 2\nthrottled_time 3\n",
+		     EINVAL, "nr_periods");
+	/* usec that overflow when scaled to ns. */
+	expect_error("nr_periods 1\nnr_throttled 2\nthrottled_usec 18446744073709552\n", ERANGE,
+		     "throttled_usec");
+}
+
+static void test_cpu_stat_read_missing(void **state)
+{
+	struct smp_cpu_stat cs;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(smp_cpu_stat_read("/nonexistent-vmact", &cs, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "/nonexistent-vmact/cpu.stat"));
+}
+
+static void test_vcpu_names(void **state)
+{
+	assert_int_equal(smp_thread_vcpu("CPU 0/KVM"), 0);
+	assert_int_equal(smp_thread_vcpu("CPU 13/TCG"), 13);
+	assert_int_equal(smp_thread_vcpu("qemu-system-x86"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU x/KVM"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU 1"), -1);
+	assert_int_equal(smp_thread_vcpu(""), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_loadavg_matches_kernel),
+		cmocka_unit_test(test_loadavg_interval_invariance),
+		cmocka_unit_test(test_loadavg_step_response),
+		cmocka_unit_test(test_loadavg_edges),
+		cmocka_unit_test(test_cpu_stat_v1),
+		cmocka_unit_test(test_cpu_stat_v2),
+		cmocka_unit_test(test_cpu_stat_errors),
+		cmocka_unit_test(test_cpu_stat_read_missing),
+		cmocka_unit_test(test_vcpu_names),
+	};
+
+	return cmocka_run_group_tests_name("smp", tests, NULL, NULL);
+}
