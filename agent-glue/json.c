@@ -2,7 +2,6 @@
 #include "agent-glue/json.h"
 
 #include <errno.h>
-#include <math.h>
 #include <strings.h>
 
 json_t *ag_json_get(const json_t *obj, const char *key)
@@ -61,15 +60,6 @@ int ag_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t 
 			return vmact_err_set(err, ERANGE, "%s: %lld out of range [0, %llu]", key,
 					     (long long)i, (unsigned long long)max);
 		*out = (uint64_t)i;
-		return 0;
-	}
-	if (json_is_real(v)) {
-		double d = json_real_value(v);
-
-		if (d != floor(d) || d < 0 || d > (double)max)
-			return vmact_err_set(err, ERANGE, "%s: %g is not an integer in [0, %llu]", key,
-					     d, (unsigned long long)max);
-		*out = (uint64_t)d;
 		return 0;
 	}
 	return vmact_err_set(err, EINVAL, "%s: expected an integer", key);

@@ -17,8 +17,8 @@ json_t *ag_json_get(const json_t *obj, const char *key);
 int ag_json_get_bool(const json_t *obj, const char *key, bool *out, struct vmact_err *err);
 int ag_json_get_string(const json_t *obj, const char *key, const char **out,
 		       struct vmact_err *err);
-/* A JSON integer (or a real with no fractional part, as Go accepts for
- * unsigned fields) in [0, max]. */
+/* A JSON integer in [0, max]. Reals are refused even when whole ("1.0"),
+ * as Go refuses them for integer fields. */
 int ag_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t *out,
 		     struct vmact_err *err);
 int ag_json_get_double(const json_t *obj, const char *key, double *out, struct vmact_err *err);
