@@ -164,13 +164,27 @@ static void add(struct samples *s, double v)
 		s->v[s->n++] = v * 1000.0;
 }
 
-static int boot(virConnectPtr vc, const char *prefix, struct tg_guest *g, struct tg_report *r)
+static virConnectPtr vc;
+
+/* Other users of this host may restart libvirtd: reopen the bench's own
+ * connection when it died (hp_conn reconnects by itself). */
+static int boot(const char *prefix, struct tg_guest *g, struct tg_report *r)
 {
 	char msg[512];
 
-	if (tg_start(vc, prefix, NULL, g, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "hotplug-bench: %s\n", msg);
-		return -1;
+	for (int attempt = 0;; attempt++) {
+		if (!vc || virConnectIsAlive(vc) != 1) {
+			if (vc)
+				virConnectClose(vc);
+			vc = virConnectOpen(HP_URI_DEFAULT);
+		}
+		if (vc && tg_start(vc, prefix, NULL, g, msg, sizeof(msg)) == 0)
+			break;
+		if (attempt == 5) {
+			fprintf(stderr, "hotplug-bench: %s\n", vc ? msg : "cannot connect to libvirtd");
+			return -1;
+		}
+		sleep(1);
 	}
 	if (!tg_wait(g, 0, NULL, NULL, 120, r)) {
 		fprintf(stderr, "hotplug-bench: guest %s did not boot\n", g->name);
@@ -179,11 +193,20 @@ static int boot(virConnectPtr vc, const char *prefix, struct tg_guest *g, struct
 	return 0;
 }
 
+/* Both guests of a pair boot back to back; let the second one's boot tail
+ * pass (one second of reports from each) so that neither side measures
+ * while the other guest still competes for the host's CPUs. */
+static void settle(const struct tg_guest *a, struct tg_report *ra, const struct tg_guest *b,
+		   struct tg_report *rb)
+{
+	tg_wait(a, ra->seq + 50, NULL, NULL, 30, ra);
+	tg_wait(b, rb->seq + 50, NULL, NULL, 30, rb);
+}
+
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 10;
 	struct vmact_err err = { 0 };
-	virConnectPtr vc;
 	int rc = 1;
 
 	if (iters < 1 || iters > 200) {
@@ -196,21 +219,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hotplug-bench: %s\n", err.msg);
 		return 1;
 	}
-	vc = virConnectOpen(HP_URI_DEFAULT);
-	if (!vc)
-		goto out;
 
 	printf("hotplug-bench: %d iterations per operation, TCG guests, guest-observed latency\n",
 	       iters);
 	for (int i = 0; i < iters; i++) {
-		struct tg_guest a, b;
+		struct tg_guest a = { 0 }, b = { 0 };
 		struct tg_report ra, rb;
 		struct hp_op_req req = { .kind = HP_OP_SET_VCPUS, .timeout_ms = 30000 };
 		struct want w = { .cpus = true };
 		char two[] = "2", one[] = "1";
 
-		if (boot(vc, "vmact-hpb", &a, &ra) < 0 || boot(vc, "vmact-hpb", &b, &rb) < 0)
+		if (boot("vmact-hpb", &a, &ra) < 0 || boot("vmact-hpb", &b, &rb) < 0)
 			goto out_guests_vcpu;
+		settle(&a, &ra, &b, &rb);
 		{
 			char *plug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
 					 two, "--live", NULL };
@@ -241,20 +262,21 @@ int main(int argc, char **argv)
 out_guests_vcpu:
 		tg_destroy(&a);
 		tg_destroy(&b);
-		goto out;
+		goto table;
 	}
 
 	{
-		struct tg_guest a, b;
+		struct tg_guest a = { 0 }, b = { 0 };
 		struct tg_report ra, rb;
 		struct hp_op_req req = { .kind = HP_OP_VIRTIO_MEM, .timeout_ms = 60000 };
 		struct want wa = { .cpus = false }, wb = { .cpus = false };
 
-		if (boot(vc, "vmact-hpb", &a, &ra) < 0 || boot(vc, "vmact-hpb", &b, &rb) < 0) {
+		if (boot("vmact-hpb", &a, &ra) < 0 || boot("vmact-hpb", &b, &rb) < 0) {
 			tg_destroy(&a);
 			tg_destroy(&b);
-			goto out;
+			goto table;
 		}
+		settle(&a, &ra, &b, &rb);
 		for (int i = 0; i < iters; i++) {
 			char *grow[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "update-memory-device",
 					 b.name, "--requested-size", "512MiB", "--live", NULL };
@@ -282,6 +304,7 @@ out_guests_vcpu:
 		tg_destroy(&b);
 	}
 
+table:
 	printf("\n%-28s %10s %10s %10s %10s %6s\n", "operation (ms)", "vmact p50", "vmact p99",
 	       "virsh p50", "virsh p99", "n");
 	for (int o = 0; o < N_OPS; o++) {
@@ -291,13 +314,16 @@ out_guests_vcpu:
 		       pct(&vmact_s[o], 50), pct(&vmact_s[o], 99), pct(&virsh_s[o], 50),
 		       pct(&virsh_s[o], 99), n, (size_t)iters);
 	}
+	for (int o = 0; o < N_OPS; o++)
+		if (vmact_s[o].n < (size_t)iters || virsh_s[o].n < (size_t)iters)
+			fprintf(stderr, "hotplug-bench: %s: only %zu/%zu samples (see errors above)\n",
+				op_names[o], vmact_s[o].n, virsh_s[o].n);
 	if (vmact_s[OP_VCPU_PLUG].n && virsh_s[OP_VCPU_PLUG].n) {
 		printf("ratio: %.2f\n", pct(&vmact_s[OP_VCPU_PLUG], 50) / pct(&virsh_s[OP_VCPU_PLUG], 50));
 		rc = 0;
 	} else {
 		printf("ratio: n/a (no vCPU plug completed)\n");
 	}
-out:
 	if (vc)
 		virConnectClose(vc);
 	hp_conn_free(hp);

@@ -3,6 +3,7 @@
  * keepalive, close callback, reconnect with backoff. See hotplug.h for why
  * libvirt's events run in their own thread. */
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,14 @@ static int evloop_get(struct vmact_err *err)
 
 	pthread_mutex_lock(&g_lock);
 	if (!g_registered) {
+		struct sigaction sa;
+
+		/* libvirt writes to its socket without MSG_NOSIGNAL: when
+		 * libvirtd dies, the next RPC raises SIGPIPE and, by default,
+		 * kills the whole daemon silently. libvirt asks its clients to
+		 * ignore it; do so unless the program installed a handler. */
+		if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+			signal(SIGPIPE, SIG_IGN);
 		virSetErrorFunc(NULL, silent_error);
 		if (virEventRegisterDefaultImpl() < 0) {
 			r = hp_virt_err(err, "virEventRegisterDefaultImpl");

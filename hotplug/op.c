@@ -227,6 +227,12 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 		unsigned step = target > cur ? target : cur - 1;
 
 		r = call_dom(op, "virDomainSetVcpusFlags", set_vcpus, &step, &e);
+		/* An unplug libvirt did not see through (its wait timed out, or
+		 * libvirtd went away meanwhile, after which it resyncs and the
+		 * desync is no longer visible) leaves QEMU 7.2 in the state in
+		 * which a re-plug crashed it: refuse later vCPU changes. */
+		if (step < cur && (r == -ETIMEDOUT || r == -ECONNRESET))
+			poison(op, st);
 		if (r == -ETIMEDOUT) {
 			/* "vcpu unplug request timed out": the unplug may still
 			 * complete; poll below decides. */

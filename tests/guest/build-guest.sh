@@ -35,9 +35,17 @@ esac
 # The meta-package names the current ABI; download the concrete image so
 # the guest kernel follows Debian point releases without edits here.
 meta=linux-image-cloud-amd64
-pkg=$(apt-cache depends "$meta" 2>/dev/null |
-	awk '/Depends: linux-image-[0-9].*-cloud-amd64$/ {print $2; exit}')
-[ -n "$pkg" ] || die "apt-cache does not know $meta (apt-get update?)"
+find_pkg() {
+	apt-cache depends "$meta" 2>/dev/null |
+		awk '/Depends: linux-image-[0-9].*-cloud-amd64$/ {print $2; exit}'
+}
+pkg=$(find_pkg)
+if [ -z "$pkg" ] && [ "$(id -u)" -eq 0 ]; then
+	# A fresh machine may have no package lists yet.
+	apt-get update -qq
+	pkg=$(find_pkg)
+fi
+[ -n "$pkg" ] || die "apt-cache does not know $meta (run apt-get update)"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -174,20 +174,35 @@ static TG_UNUSED int tg_start(virConnectPtr vc, const char *prefix, const char *
 	return 0;
 }
 
-/* The guest's latest status line; false when there is none yet. */
+/* The guest's latest status line; false when there is none yet. Reads only
+ * the log's tail: the log grows by a line per report interval. */
 static TG_UNUSED bool tg_report(const struct tg_guest *g, struct tg_report *r)
 {
-	char *buf = tg_read_file(g->log), *p, *last = NULL;
+	char buf[4097], *p, *last = NULL;
+	FILE *f = fopen(g->log, "re");
+	size_t n;
+	long end;
 	bool ok = false;
 
-	if (!buf)
+	if (!f)
 		return false;
-	for (p = buf; (p = strstr(p, "VMACT seq=")); p++)
-		last = p;
+	if (fseek(f, 0, SEEK_END) == 0 && (end = ftell(f)) > (long)sizeof(buf) - 1)
+		fseek(f, end - (long)(sizeof(buf) - 1), SEEK_SET);
+	else
+		fseek(f, 0, SEEK_SET);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	/* Only complete lines: the last one may still be half written. */
+	while (n > 0 && buf[n - 1] != '\n')
+		n--;
+	buf[n] = 0;
+	/* A kernel message may contain NULs: scan bytes, not a C string. */
+	for (p = buf; p < buf + n; p++)
+		if (!strncmp(p, "VMACT seq=", 10))
+			last = p;
 	if (last)
 		ok = sscanf(last, "VMACT seq=%lu cpus=%u memtotal_kb=%lu busy=%u", &r->seq,
 			    &r->cpus, &r->memtotal_kb, &r->busy) == 4;
-	free(buf);
 	return ok;
 }
 
