@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd end to end: the real daemon (build[/san]/vmactd, next to this
+ * binary's directory) with its embedded arbiter on 127.0.0.1:0, the BPF
+ * sampler on its own pin root, against real TCG guests (tests/guest) and
+ * the independent vm-monitor peer (tests/peers/vm-monitor.js, on a unix
+ * socket, approving every downscale with --no-cgroup).
+ *
+ *   guest A: vmact metadata enabled, bounds 1..2 CPUs / 512Mi..1Gi,
+ *            compute unit 500m/256Mi, monitor at the peer's socket;
+ *   guest B: broken metadata (a missing element, then an unknown one).
+ *
+ * Busy loop in A -> vmactd asks the arbiter, gets a permit, plugs a vCPU
+ * (the guest sees 2 CPUs, never more); idle -> the monitor approves a
+ * downscale and the guest is back at 1 CPU (never fewer). B is logged once
+ * per broken version of its metadata and never managed, while A is. Every
+ * "resized to" line the daemon logs is checked against A's bounds. The
+ * daemon then stops on SIGTERM with exit status 0 (ASan leak check
+ * included) and its pins are gone.
+ *
+ * Conditions are awaited with generous safety limits; nothing is timed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent-glue/quantity.h"
+#include "hotplug/hotplug.h"
+#include "tests/guest/guest.h"
+
+#define PREFIX "vmactd-it"
+/* Safety limits, far above what a passing run needs (about a minute to
+ * scale up: the 1-minute load average has to rise; seconds to come back). */
+#define LIMIT_BOOT_S 180.0
+#define LIMIT_SCALE_S 420.0
+
+#define MiB (1024ULL * 1024ULL)
+
+static char vmactd_path[PATH_MAX];
+
+struct fixture {
+	virConnectPtr vc;
+	struct tg_guest a, b;
+	char sock[108], peer_log[128], tpl[128], cfg[128], log[128], pins[128];
+	pid_t peer, daemon;
+};
+
+static struct fixture fx;
+
+static char *slurp(const char *path)
+{
+	return tg_read_file(path);
+}
+
+static unsigned count_in(const char *path, const char *needle)
+{
+	char *buf = slurp(path), *p;
+	unsigned n = 0;
+
+	if (!buf)
+		return 0;
+	for (p = buf; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	free(buf);
+	return n;
+}
+
+/* Waits until pred() or the limit; false at the limit. */
+static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
+{
+	double end = tg_now() + limit_s;
+
+	while (!pred(arg)) {
+		if (tg_now() > end)
+			return false;
+		if (fx.daemon > 0 && waitpid(fx.daemon, NULL, WNOHANG) == fx.daemon) {
+			fx.daemon = 0;
+			print_error("vmactd exited early; its log:\n");
+			return false;
+		}
+		usleep(100000);
+	}
+	return true;
+}
+
+static bool log_has(void *needle)
+{
+	return count_in(fx.log, needle) > 0;
+}
+
+static bool peer_listening(void *unused)
+{
+	return count_in(fx.peer_log, "\"listening\"") > 0;
+}
+
+/* The guest's status lines so far: none may show more than max or fewer
+ * than min CPUs. */
+static void check_guest_cpus_within(const struct tg_guest *g, unsigned min, unsigned max)
+{
+	char *buf = slurp(g->log), *p;
+
+	assert_non_null(buf);
+	for (p = buf; (p = strstr(p, "VMACT seq=")); p++) {
+		struct tg_report r;
+
+		if (sscanf(p, "VMACT seq=%lu cpus=%u memtotal_kb=%lu busy=%u", &r.seq, &r.cpus,
+			   &r.memtotal_kb, &r.busy) != 4)
+			continue;
+		if (r.cpus < min || r.cpus > max)
+			fail_msg("guest reported %u CPUs at seq %lu, bounds %u..%u", r.cpus, r.seq,
+				 min, max);
+	}
+	free(buf);
+}
+
+/* Every size the daemon reports having reached lies within the bounds. */
+static unsigned check_resizes_within(uint64_t min_milli, uint64_t max_milli, uint64_t min_mem,
+				     uint64_t max_mem)
+{
+	char *buf = slurp(fx.log), *p;
+	unsigned n = 0;
+
+	assert_non_null(buf);
+	for (p = buf; (p = strstr(p, "resized to ")); p++) {
+		char cpu[32], mem[32];
+		uint64_t milli, bytes;
+
+		if (sscanf(p, "resized to %31s CPU / %31s", cpu, mem) != 2)
+			fail_msg("unparsable line: %.80s", p);
+		assert_int_equal(ag_quantity_parse_milli(cpu, &milli, NULL), 0);
+		assert_int_equal(ag_quantity_parse_value(mem, &bytes, NULL), 0);
+		if (milli < min_milli || milli > max_milli || bytes < min_mem || bytes > max_mem)
+			fail_msg("vmactd resized to %s CPU / %s, outside the bounds", cpu, mem);
+		n++;
+	}
+	free(buf);
+	return n;
+}
+
+static void dump_log(void)
+{
+	char *buf = slurp(fx.log);
+
+	if (buf) {
+		size_t len = strlen(buf);
+
+		print_error("---- vmactd log (tail) ----\n%s\n", len > 6000 ? buf + len - 6000 : buf);
+		free(buf);
+	}
+}
+
+static pid_t spawn_to(const char *const argv[], const char *out_path, const char *node_path)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			_exit(126);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (node_path)
+			setenv("NODE_PATH", node_path, 1);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static bool write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+static int setup(void **state)
+{
+	char node_path[PATH_MAX], cwd[PATH_MAX / 2], msg[512], *tpl, *mod;
+	const char *peer_argv[] = { "node", "tests/peers/vm-monitor.js", "--unix", fx.sock,
+				    "--no-cgroup", NULL };
+	int pid = (int)getpid();
+	char meta_a[2048];
+	const char *meta_b =
+		"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		"<vmact:cpu min='1' max='2'/></vmact:autoscaling>";
+
+	(void)state;
+	snprintf(fx.sock, sizeof(fx.sock), "/tmp/vmactd-it-%d.sock", pid);
+	snprintf(fx.peer_log, sizeof(fx.peer_log), "/tmp/vmactd-it-%d.peer", pid);
+	snprintf(fx.tpl, sizeof(fx.tpl), "/tmp/vmactd-it-%d.xml", pid);
+	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactd-it-%d.json", pid);
+	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactd-it-%d.log", pid);
+	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-it-%d", pid);
+
+	/* The vm-monitor peer. */
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -1;
+	snprintf(node_path, sizeof(node_path), "%s/build/npm/node_modules", cwd);
+	if (getenv("VMACT_NODE_PATH"))
+		snprintf(node_path, sizeof(node_path), "%s", getenv("VMACT_NODE_PATH"));
+	fx.peer = spawn_to(peer_argv, fx.peer_log, node_path);
+	if (fx.peer < 0 || !wait_until(peer_listening, NULL, 60)) {
+		print_error("the vm-monitor peer did not start (build/npm/node_modules/ws?)\n");
+		return -1;
+	}
+
+	/* The test guest with a virtio balloon reporting memory statistics
+	 * every second: the daemon's source of guest memory usage. */
+	tpl = tg_read_file("tests/guest/domain.xml.in");
+	if (!tpl)
+		return -1;
+	{
+		const char *kv[] = { "dummy", "", NULL };
+		char *at = strstr(tpl, "<memballoon model='none'/>");
+
+		(void)kv;
+		if (!at) {
+			free(tpl);
+			print_error("template has no <memballoon model='none'/>\n");
+			return -1;
+		}
+		mod = malloc(strlen(tpl) + 128);
+		if (!mod) {
+			free(tpl);
+			return -1;
+		}
+		memcpy(mod, tpl, (size_t)(at - tpl));
+		strcpy(mod + (at - tpl),
+		       "<memballoon model='virtio'><stats period='1'/></memballoon>");
+		strcat(mod, at + strlen("<memballoon model='none'/>"));
+		free(tpl);
+	}
+	if (!write_file(fx.tpl, mod)) {
+		free(mod);
+		return -1;
+	}
+	free(mod);
+	setenv("VMACT_GUEST_TEMPLATE", fx.tpl, 1);
+
+	fx.vc = virConnectOpen("qemu:///system");
+	if (!fx.vc)
+		return -1;
+	snprintf(meta_a, sizeof(meta_a),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		 "<vmact:cpu min='1' max='2'/>"
+		 "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+		 "<vmact:compute-unit cpu='500m' memory='256Mi'/>"
+		 "<vmact:scaling loadAverageFractionTarget='0.5'/>"
+		 "<vmact:monitor endpoint='unix:%s'/>"
+		 "</vmact:autoscaling>",
+		 fx.sock);
+	if (tg_start(fx.vc, PREFIX, meta_a, &fx.a, msg, sizeof(msg)) < 0 ||
+	    tg_start(fx.vc, PREFIX, meta_b, &fx.b, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void destroy_by_name(struct tg_guest *g)
+{
+	/* Other tests on the host restart libvirtd: use a fresh connection. */
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+
+	if (g->dom) {
+		virDomainFree(g->dom);
+		g->dom = NULL;
+	}
+	if (vc && g->name[0]) {
+		virDomainPtr d = virDomainLookupByName(vc, g->name);
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainFree(d);
+		}
+	}
+	if (vc)
+		virConnectClose(vc);
+	tg_destroy(g);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (fx.daemon > 0) {
+		kill(fx.daemon, SIGKILL);
+		waitpid(fx.daemon, NULL, 0);
+	}
+	destroy_by_name(&fx.a);
+	destroy_by_name(&fx.b);
+	if (fx.peer > 0) {
+		kill(fx.peer, SIGTERM);
+		waitpid(fx.peer, NULL, 0);
+	}
+	if (fx.vc)
+		virConnectClose(fx.vc);
+	unlink(fx.sock);
+	unlink(fx.peer_log);
+	unlink(fx.tpl);
+	unlink(fx.cfg);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(fx.log);
+	return 0;
+}
+
+static bool guest_cpus_at_least_2(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.a, &r) && r.cpus >= 2;
+}
+
+static bool guest_cpus_1(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.a, &r) && r.cpus == 1 && r.busy == 0;
+}
+
+static bool guest_reports(void *g)
+{
+	struct tg_report r;
+
+	return tg_report(g, &r);
+}
+
+static bool broken_twice(void *unused)
+{
+	return count_in(fx.log, fx.b.name) >= 2 &&
+	       count_in(fx.log, "unknown element <vmact:bogus>") >= 1;
+}
+
+static void daemon_autoscales(void **state)
+{
+	char text[1024], needle[256];
+	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	struct stat sb;
+	int status;
+
+	(void)state;
+	if (!wait_until(guest_reports, &fx.a, LIMIT_BOOT_S) ||
+	    !wait_until(guest_reports, &fx.b, LIMIT_BOOT_S))
+		fail_msg("the guests did not boot");
+
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
+		 PREFIX, (int)getpid(), (int)getpid(), fx.pins);
+	assert_true(write_file(fx.cfg, text));
+	fx.daemon = spawn_to(argv, fx.log, NULL);
+	assert_true(fx.daemon > 0);
+
+	/* First sync: A managed, B skipped with one line naming it and the
+	 * missing element. */
+	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
+		dump_log();
+		fail_msg("vmactd did not become ready managing guest A");
+	}
+	snprintf(needle, sizeof(needle), "%s: not managed: vmact metadata: ", fx.b.name);
+	assert_int_equal(count_in(fx.log, needle), 1);
+	assert_int_equal(count_in(fx.log, "missing element <vmact:memory>"), 1);
+	snprintf(needle, sizeof(needle), "%s: managing (", fx.a.name);
+	assert_int_equal(count_in(fx.log, needle), 1);
+
+	/* A metadata change on B is re-read (and still broken, differently). */
+	assert_int_equal(virDomainSetMetadata(fx.b.dom, VIR_DOMAIN_METADATA_ELEMENT,
+					      "<autoscaling enabled='true'><cpu min='1' max='2'/>"
+					      "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+					      "<bogus/></autoscaling>",
+					      "vmact", HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE),
+			 0);
+	if (!wait_until(broken_twice, NULL, 60)) {
+		dump_log();
+		fail_msg("the metadata change on guest B was not re-read");
+	}
+
+	/* Load: vmactd must ask the arbiter and plug a vCPU; never a third. */
+	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
+	if (!wait_until(guest_cpus_at_least_2, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest A never got a second vCPU");
+	}
+	assert_true(count_in(fx.log, "scheduler permits") > 0);
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.a.name);
+	assert_true(count_in(fx.log, needle) > 0);
+	check_guest_cpus_within(&fx.a, 1, 2);
+
+	/* Idle: the monitor approves, the vCPU goes; never below one. */
+	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
+	if (!wait_until(guest_cpus_1, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest A never went back to one vCPU");
+	}
+	assert_true(count_in(fx.log, "vm-monitor approved the downscale") > 0);
+	check_guest_cpus_within(&fx.a, 1, 2);
+	assert_true(check_resizes_within(1000, 2000, 512 * MiB, 1024 * MiB) >= 2);
+	/* B was never managed. */
+	snprintf(needle, sizeof(needle), "%s: managing (", fx.b.name);
+	assert_int_equal(count_in(fx.log, needle), 0);
+
+	/* Clean shutdown: exit 0 (the sanitizer build fails it on a leak) and
+	 * the pins removed. */
+	kill(fx.daemon, SIGTERM);
+	assert_int_equal(waitpid(fx.daemon, &status, 0), fx.daemon);
+	fx.daemon = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		dump_log();
+		fail_msg("vmactd exited with status %d", status);
+	}
+	assert_int_equal(stat(fx.pins, &sb), -1);
+	if (getenv("VMACT_TEST_VERBOSE"))
+		dump_log();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(daemon_autoscales),
+	};
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (geteuid() != 0) {
+		printf("test_daemon: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+		return 1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	/* build[/san]/tests/integration/test_daemon -> build[/san]/vmactd */
+	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
+	return cmocka_run_group_tests_name("vmactd", tests, setup, teardown);
+}
