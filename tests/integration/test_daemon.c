@@ -55,6 +55,7 @@ struct fixture {
 	struct tg_guest a, b;
 	char sock[108], peer_log[128], tpl[128], cfg[128], log[128], pins[128];
 	pid_t peer, daemon;
+	int peer_in; /* the peer quits when its stdin closes */
 };
 
 static struct fixture fx;
@@ -161,7 +162,9 @@ static void dump_log(void)
 	}
 }
 
-static pid_t spawn_to(const char *const argv[], const char *out_path, const char *node_path)
+/* stdin_fd: where the child's stdin comes from (-1: inherited). */
+static pid_t spawn_to(const char *const argv[], const char *out_path, const char *node_path,
+		      int stdin_fd)
 {
 	pid_t pid = fork();
 
@@ -170,6 +173,8 @@ static pid_t spawn_to(const char *const argv[], const char *out_path, const char
 
 		if (fd < 0)
 			_exit(126);
+		if (stdin_fd >= 0)
+			dup2(stdin_fd, STDIN_FILENO);
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
 		if (node_path)
@@ -216,7 +221,15 @@ static int setup(void **state)
 	snprintf(node_path, sizeof(node_path), "%s/build/npm/node_modules", cwd);
 	if (getenv("VMACT_NODE_PATH"))
 		snprintf(node_path, sizeof(node_path), "%s", getenv("VMACT_NODE_PATH"));
-	fx.peer = spawn_to(peer_argv, fx.peer_log, node_path);
+	{
+		int in[2];
+
+		if (pipe2(in, O_CLOEXEC) < 0)
+			return -1;
+		fx.peer = spawn_to(peer_argv, fx.peer_log, node_path, in[0]);
+		close(in[0]);
+		fx.peer_in = in[1];
+	}
 	if (fx.peer < 0 || !wait_until(peer_listening, NULL, 60)) {
 		print_error("the vm-monitor peer did not start (build/npm/node_modules/ws?)\n");
 		return -1;
@@ -228,10 +241,8 @@ static int setup(void **state)
 	if (!tpl)
 		return -1;
 	{
-		const char *kv[] = { "dummy", "", NULL };
 		char *at = strstr(tpl, "<memballoon model='none'/>");
 
-		(void)kv;
 		if (!at) {
 			free(tpl);
 			print_error("template has no <memballoon model='none'/>\n");
@@ -263,7 +274,7 @@ static int setup(void **state)
 		 "<vmact:cpu min='1' max='2'/>"
 		 "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
 		 "<vmact:compute-unit cpu='500m' memory='256Mi'/>"
-		 "<vmact:scaling loadAverageFractionTarget='0.5'/>"
+		 "<vmact:scaling loadAverageFractionTarget='0.4'/>"
 		 "<vmact:monitor endpoint='unix:%s'/>"
 		 "</vmact:autoscaling>",
 		 fx.sock);
@@ -306,6 +317,8 @@ static int teardown(void **state)
 	}
 	destroy_by_name(&fx.a);
 	destroy_by_name(&fx.b);
+	if (fx.peer_in > 0)
+		close(fx.peer_in);
 	if (fx.peer > 0) {
 		kill(fx.peer, SIGTERM);
 		waitpid(fx.peer, NULL, 0);
@@ -367,7 +380,7 @@ static void daemon_autoscales(void **state)
 		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
 		 PREFIX, (int)getpid(), (int)getpid(), fx.pins);
 	assert_true(write_file(fx.cfg, text));
-	fx.daemon = spawn_to(argv, fx.log, NULL);
+	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
 	assert_true(fx.daemon > 0);
 
 	/* First sync: A managed, B skipped with one line naming it and the
