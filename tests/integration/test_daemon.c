@@ -312,8 +312,30 @@ static int teardown(void **state)
 {
 	(void)state;
 	if (fx.daemon > 0) {
-		kill(fx.daemon, SIGKILL);
-		waitpid(fx.daemon, NULL, 0);
+		/* SIGTERM first so the daemon unpins; SIGKILL if it hangs. */
+		double end = tg_now() + 30;
+
+		kill(fx.daemon, SIGTERM);
+		while (waitpid(fx.daemon, NULL, WNOHANG) == 0) {
+			if (tg_now() > end) {
+				kill(fx.daemon, SIGKILL);
+				waitpid(fx.daemon, NULL, 0);
+				break;
+			}
+			usleep(100000);
+		}
+	}
+	{
+		/* Whatever a killed daemon left pinned. */
+		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
+						    "vmact_vms" };
+		char p[256];
+
+		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
+			unlink(p);
+		}
+		rmdir(fx.pins);
 	}
 	destroy_by_name(&fx.a);
 	destroy_by_name(&fx.b);
@@ -355,6 +377,15 @@ static bool guest_reports(void *g)
 	return tg_report(g, &r);
 }
 
+/* A "resized to" line for A after the `*before` there were. */
+static bool resized_again(void *before)
+{
+	char needle[256];
+
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.a.name);
+	return count_in(fx.log, needle) > *(unsigned *)before;
+}
+
 static bool broken_twice(void *unused)
 {
 	return count_in(fx.log, fx.b.name) >= 2 &&
@@ -365,6 +396,7 @@ static void daemon_autoscales(void **state)
 {
 	char text[1024], needle[256];
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	unsigned resizes_before_idle;
 	struct stat sb;
 	int status;
 
@@ -419,10 +451,17 @@ static void daemon_autoscales(void **state)
 	check_guest_cpus_within(&fx.a, 1, 2);
 
 	/* Idle: the monitor approves, the vCPU goes; never below one. */
+	resizes_before_idle = count_in(fx.log, needle);
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	if (!wait_until(guest_cpus_1, NULL, LIMIT_SCALE_S)) {
 		dump_log();
 		fail_msg("guest A never went back to one vCPU");
+	}
+	/* The guest sees the vCPU go before the whole resize (memory too)
+	 * has finished: wait for the daemon to report it. */
+	if (!wait_until(resized_again, &resizes_before_idle, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported the downscale as done");
 	}
 	assert_true(count_in(fx.log, "vm-monitor approved the downscale") > 0);
 	check_guest_cpus_within(&fx.a, 1, 2);
