@@ -107,9 +107,13 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		return;
 	r = hp_meta_read(reg->hp, st->uuid, &meta, &err);
 	if (r == -ENOENT || (r >= 0 && !meta.enabled)) {
-		if (e && e->runner)
-			log_info("%s: autoscaling %s", st->name,
+		if (e && e->runner) {
+			log_info("%s: autoscaling %s: CPU quota removed", st->name,
 				 r == -ENOENT ? "metadata removed" : "disabled");
+			if (act_runner_release(e->runner, &err) < 0)
+				log_warning("%s: cannot remove the CPU quota: %s", st->name,
+					    err.msg);
+		}
 		drop(reg, st->uuid, "disabled");
 		return;
 	}
@@ -132,7 +136,8 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 	if (e->runner) {
 		r = act_runner_update(e->runner, &meta, &err);
 		if (r == 0) {
-			log_info("%s: metadata updated", st->name);
+			if (meta_changed)
+				log_info("%s: metadata updated", st->name);
 			e->skipped[0] = 0;
 			return;
 		}

@@ -941,6 +941,16 @@ void act_runner_free(struct act_runner *r)
 	free(r);
 }
 
+int act_runner_release(struct act_runner *r, struct vmact_err *err)
+{
+	struct act_cpu_bw bw = act_cpu_bw_unlimited(ACT_CPU_PERIOD_DEFAULT_US);
+	int ret = act_cg_cpu_set(r->env->cg, r->group, &bw, err);
+
+	if (ret == 0)
+		r->quota_milli = 0;
+	return ret;
+}
+
 int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct vmact_err *err)
 {
 	struct ag_scaling_config sc;

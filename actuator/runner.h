@@ -141,6 +141,12 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
  * an in-flight hotplug finishes in libvirt, its result is dropped). */
 void act_runner_free(struct act_runner *r);
 
+/* Autoscaling was turned off for the VM: removes vmactd's CPU quota so the
+ * VM runs as its definition says (its vCPUs and memory stay as they are).
+ * Not done on daemon shutdown or restart: the next vmactd reads the quota
+ * back as the VM's size. */
+int act_runner_release(struct act_runner *r, struct vmact_err *err);
+
 /* New metadata for the same VM. Returns 1 when the change needs a new
  * runner (compute unit, memory method or monitor endpoint changed), 0 when
  * applied, <0 on invalid bounds/config (the runner keeps the old ones). */
