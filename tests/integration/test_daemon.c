@@ -47,7 +47,7 @@
 /* Safety limits, far above what a passing run needs (about a minute to
  * scale up: the 1-minute load average has to rise; seconds to come back). */
 #define LIMIT_BOOT_S 180.0
-#define LIMIT_SCALE_S 420.0
+#define LIMIT_SCALE_S 300.0
 
 #define MiB (1024ULL * 1024ULL)
 
