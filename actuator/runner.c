@@ -256,6 +256,7 @@ struct act_runner {
 	bool have_state;
 	struct hp_state hp_state; /* re-read after the last operation */
 	char hp_error[VMACT_ERR_MSG_MAX];
+	char last_hp_error[VMACT_ERR_MSG_MAX];
 
 	unsigned last_warn_hash;
 };
@@ -396,10 +397,16 @@ static void hp_finish(struct act_runner *r)
 	r->hp_busy = false;
 	fmt_res(a, sizeof(a), r->plan.target);
 	fmt_res(b, sizeof(b), got);
-	if (r->hp_failed)
-		log_warning("%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
-	else
+	if (r->hp_failed) {
+		/* The same failure on every retry (a VM whose vCPUs libvirt
+		 * refuses to touch) is logged once, then at debug level. */
+		act_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
+			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
+		snprintf(r->last_hp_error, sizeof(r->last_hp_error), "%s", r->hp_error);
+	} else {
 		log_info("%s: resized to %s", r->name, b);
+		r->last_hp_error[0] = 0;
+	}
 	vmact_err_reset(&err);
 	if (act_hotplug_finished(&r->st, now_ns(r), &got, r->hp_failed, &err) < 0)
 		log_error("%s: %s", r->name, err.msg);
