@@ -119,8 +119,12 @@ int act_plan_hotplug(const struct ag_resources *using_, const struct ag_resource
 	/* CPU: any milli-CPU count is a quota; the vCPUs are capped by the
 	 * domain's maximum (a growth then stops at whole maximum vCPUs). */
 	cpu = want->milli_cpu;
-	if (cpu > using_->milli_cpu && vcpus_for((uint32_t)cpu) > l->vcpus_max)
-		cpu = (uint64_t)l->vcpus_max * 1000u;
+	{
+		unsigned top = l->vcpus_locked ? l->vcpus_now : l->vcpus_max;
+
+		if (cpu > using_->milli_cpu && vcpus_for((uint32_t)cpu) > top)
+			cpu = (uint64_t)top * 1000u;
+	}
 	if ((want->milli_cpu > using_->milli_cpu && cpu < using_->milli_cpu) || cpu == 0)
 		cpu = using_->milli_cpu;
 	t.milli_cpu = (uint32_t)cpu;
@@ -135,10 +139,11 @@ int act_plan_hotplug(const struct ag_resources *using_, const struct ag_resource
 	if (t.milli_cpu < using_->milli_cpu) {
 		out->steps[out->n++] = (struct act_step){ .kind = ACT_STEP_QUOTA,
 							  .milli = t.milli_cpu };
-		if (vcpus_for(t.milli_cpu) < l->vcpus_now)
+		if (!l->vcpus_locked && vcpus_for(t.milli_cpu) < l->vcpus_now)
 			out->steps[out->n++] = (struct act_step){ .kind = ACT_STEP_VCPUS,
 								  .vcpus = vcpus_for(t.milli_cpu) };
-	} else if (t.milli_cpu > using_->milli_cpu && vcpus_for(t.milli_cpu) > l->vcpus_now) {
+	} else if (t.milli_cpu > using_->milli_cpu && !l->vcpus_locked &&
+		   vcpus_for(t.milli_cpu) > l->vcpus_now) {
 		out->steps[out->n++] = (struct act_step){ .kind = ACT_STEP_VCPUS,
 							  .vcpus = vcpus_for(t.milli_cpu) };
 	}
@@ -169,6 +174,7 @@ void act_vm_layout_from_state(const struct hp_state *st, const struct hp_meta *m
 	memset(out, 0, sizeof(*out));
 	out->vcpus_max = st->vcpus_max;
 	out->vcpus_now = hp_state_vcpus(st);
+	out->vcpus_locked = hp_state_vcpu_desync(st);
 	out->base_bytes = st->base_kib * 1024u;
 	out->method = meta->method;
 	d = hp_state_memdev(st, meta->mem_alias, HP_MEM_VIRTIO_MEM);

@@ -49,6 +49,10 @@ struct smp_sampler;
 struct act_vm_layout {
 	unsigned vcpus_max;      /* <vcpu> maximum */
 	unsigned vcpus_now;      /* running vCPUs */
+	/* vCPU changes are refused (hotplug.h: libvirt and QEMU disagree
+	 * after an unplug outlived libvirt's wait): the CPU size moves by the
+	 * quota alone, within the vCPUs the VM has. */
+	bool vcpus_locked;
 	uint64_t base_bytes;     /* boot memory, cannot be unplugged */
 	enum hp_mem_method method;
 	/* virtio-mem: the device's size and block */

@@ -189,6 +189,36 @@ static void test_rounding(void **state)
 	assert_int_equal(p.target.mem_bytes, 1024 * MiB);
 }
 
+/* vCPUs locked (libvirt refuses changes): the quota alone moves, within
+ * the vCPUs there are. */
+static void test_vcpus_locked(void **state)
+{
+	struct act_vm_layout l = layout;
+	struct ag_resources from = { 1000, 512 * MiB }, to = { 2000, 512 * MiB };
+	struct act_plan_limits lim = limits();
+	struct act_plan p;
+
+	(void)state;
+	l.vcpus_now = 2;
+	l.vcpus_locked = true;
+	plan_ok(&from, &to, &lim, &l, &p);
+	assert_int_equal(p.target.milli_cpu, 2000);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.steps[0].kind, ACT_STEP_QUOTA);
+	l.vcpus_now = 1;
+	to.milli_cpu = 1500;
+	plan_ok(&from, &to, &lim, &l, &p);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(p.target.milli_cpu, 1000);
+	from.milli_cpu = 2000;
+	l.vcpus_now = 2;
+	to.milli_cpu = 1000;
+	plan_ok(&from, &to, &lim, &l, &p);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.steps[0].kind, ACT_STEP_QUOTA);
+	assert_int_equal(p.steps[0].milli, 1000);
+}
+
 /* Random plans: the target lies between using and want, inside every
  * limit, and the quota is lowered before vCPUs go and raised after they
  * come. */
@@ -222,6 +252,7 @@ static void test_property(void **state)
 					    (uint64_t)(1 + rand_r(&seed) % 8) * 255 * MiB };
 		l.vcpus_now = (from.milli_cpu + 999) / 1000;
 		l.vmem_block_bytes = (uint64_t)(1 + rand_r(&seed) % 4) * MiB;
+		l.vcpus_locked = rand_r(&seed) % 4 == 0;
 
 		r = act_plan_hotplug(&from, &to, &lim, &l, &p, &err);
 		if (r < 0) {
@@ -384,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_fraction_quota_only),
 		cmocka_unit_test(test_bounds_refused),
 		cmocka_unit_test(test_rounding),
+		cmocka_unit_test(test_vcpus_locked),
 		cmocka_unit_test(test_property),
 		cmocka_unit_test(test_achieved),
 		cmocka_unit_test(test_result_feedback),
