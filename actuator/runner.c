@@ -265,6 +265,7 @@ struct act_runner {
 	char last_hp_error[VMACT_ERR_MSG_MAX];
 
 	unsigned last_warn_hash;
+	bool freeing;
 };
 
 static act_time_t now_ns(struct act_runner *r)
@@ -780,6 +781,8 @@ static void evaluate(struct act_runner *r)
 	struct vmact_err err = { 0 };
 	unsigned h;
 
+	if (r->freeing)
+		return;
 	if (act_next_actions(&r->st, now_ns(r), &a, &err) < 0) {
 		log_error("%s: scaling decision failed: %s", r->name, err.msg);
 		return;
@@ -943,9 +946,12 @@ void act_runner_free(struct act_runner *r)
 {
 	if (!r)
 		return;
+	/* Stopping the monitor client fails its requests and reports the
+	 * disconnection through our callbacks: they must not start anything. */
+	r->freeing = true;
+	ag_mon_client_free(r->mon);
 	sd_event_source_disable_unref(r->wake);
 	sd_event_source_disable_unref(r->metrics);
-	ag_mon_client_free(r->mon);
 	ag_plugin_client_free(r->plugin);
 	ag_http_client_free(r->http);
 	if (r->sampler_registered)
