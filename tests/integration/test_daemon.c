@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,7 +62,9 @@ static char vmactd_path[PATH_MAX];
 struct fixture {
 	virConnectPtr vc;
 	struct tg_guest a, b;
-	char sock[108], peer_log[128], tpl[128], cfg[128], log[128], pins[128];
+	char sock[108], peer_log[128], tpl[128], cfg[128], log[128], pins[128], notify[108];
+	int notify_fd; /* the daemon's sd_notify socket (NOTIFY_SOCKET) */
+	char notes[4096]; /* what it sent so far */
 	pid_t peer, daemon;
 	int peer_in; /* the peer quits when its stdin closes */
 };
@@ -101,6 +105,25 @@ static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 		usleep(100000);
 	}
 	return true;
+}
+
+/* Collects the daemon's sd_notify datagrams. */
+static void read_notes(void)
+{
+	char buf[512];
+	ssize_t n;
+
+	while ((n = recv(fx.notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
+		buf[n] = 0;
+		strncat(fx.notes, buf, sizeof(fx.notes) - strlen(fx.notes) - 2);
+		strcat(fx.notes, "\n");
+	}
+}
+
+static bool notes_have(void *needle)
+{
+	read_notes();
+	return strstr(fx.notes, needle) != NULL;
 }
 
 static bool log_has(void *needle)
@@ -224,6 +247,18 @@ static int setup(void **state)
 	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactd-it-%d.json", pid);
 	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactd-it-%d.log", pid);
 	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-it-%d", pid);
+	snprintf(fx.notify, sizeof(fx.notify), "/tmp/vmactd-it-%d.notify", pid);
+
+	/* What systemd would receive (Type=notify). */
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		fx.notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		strcpy(sa.sun_path, fx.notify);
+		unlink(fx.notify);
+		if (fx.notify_fd < 0 || bind(fx.notify_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			return -1;
+	}
 
 	/* The vm-monitor peer. */
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -378,6 +413,9 @@ static int teardown(void **state)
 	}
 	if (fx.vc)
 		virConnectClose(fx.vc);
+	if (fx.notify_fd > 0)
+		close(fx.notify_fd);
+	unlink(fx.notify);
 	unlink(fx.sock);
 	unlink(fx.peer_log);
 	unlink(fx.tpl);
@@ -491,7 +529,9 @@ static void daemon_autoscales(void **state)
 		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
 		 PREFIX, (int)getpid(), (int)getpid(), fx.pins);
 	assert_true(write_file(fx.cfg, text));
+	setenv("NOTIFY_SOCKET", fx.notify, 1);
 	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
+	unsetenv("NOTIFY_SOCKET");
 	assert_true(fx.daemon > 0);
 
 	/* First sync: A managed, B skipped with one line naming it and the
@@ -500,6 +540,10 @@ static void daemon_autoscales(void **state)
 		dump_log();
 		fail_msg("vmactd did not become ready managing guest A");
 	}
+	/* READY=1 only after the first sync, with the count in STATUS=. */
+	if (!wait_until(notes_have, "READY=1", 30) ||
+	    !wait_until(notes_have, "STATUS=Managing 1 VM\n", 30))
+		fail_msg("sd_notify: got \"%s\"", fx.notes);
 	snprintf(needle, sizeof(needle), "%s: not managed: vmact metadata: ", fx.b.name);
 	assert_int_equal(count_in(fx.log, needle), 1);
 	assert_int_equal(count_in(fx.log, "missing element <vmact:memory>"), 1);
@@ -570,6 +614,8 @@ static void daemon_autoscales(void **state)
 		dump_log();
 		fail_msg("disabling autoscaling did not remove the CPU quota");
 	}
+	if (!wait_until(notes_have, "STATUS=Managing 0 VMs", 30))
+		fail_msg("sd_notify: got \"%s\"", fx.notes);
 
 	/* Clean shutdown: exit 0 (the sanitizer build fails it on a leak) and
 	 * the pins removed. */
