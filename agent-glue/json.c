@@ -111,6 +111,24 @@ int ag_json_get_object(const json_t *obj, const char *key, json_t **out, struct 
 	return 0;
 }
 
+int ag_json_string_copy(const json_t *v, const char *key, char *buf, size_t size,
+			struct vmact_err *err)
+{
+	size_t n;
+
+	if (!v)
+		return vmact_err_set(err, EINVAL, "%s: missing", key);
+	if (!json_is_string(v))
+		return vmact_err_set(err, EINVAL, "%s: expected a string", key);
+	n = json_string_length(v);
+	if (n >= size)
+		return vmact_err_set(err, EINVAL, "%s: longer than %zu bytes", key, size - 1);
+	if (memchr(json_string_value(v), '\0', n))
+		return vmact_err_set(err, EINVAL, "%s: contains a NUL byte", key);
+	memcpy(buf, json_string_value(v), n + 1);
+	return 0;
+}
+
 /* ---- floats as encoding/json prints them -------------------------------- */
 
 int ag_json_shortest_g(double d, bool as_float32, char *buf, size_t len)

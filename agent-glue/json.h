@@ -43,6 +43,13 @@ int ag_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t 
 int ag_json_get_double(const json_t *obj, const char *key, double *out, struct vmact_err *err);
 /* Object-valued member, required. */
 int ag_json_get_object(const json_t *obj, const char *key, json_t **out, struct vmact_err *err);
+/* Copies the string v (the member called key; NULL means missing) into a
+ * fixed buffer of size bytes: -EINVAL naming key when it is not a string,
+ * does not fit with its terminator, or holds a NUL byte (C code downstream
+ * would silently cut it there). */
+int ag_json_string_copy(const json_t *v, const char *key, char *buf, size_t size,
+			struct vmact_err *err);
+
 /* The shortest "%.*g" text of d that reads back as the same value: as a
  * double, or with as_float32 as the float32 (float)d. Returns the precision
  * used (1..17, or 1..9 for float32); buf gets the text. d must be finite. */

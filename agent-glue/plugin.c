@@ -338,18 +338,7 @@ int ag_agent_request_peek_version(const json_t *j, long long *out, struct vmact_
 
 static int name_decode(const json_t *pod, const char *key, char *out, struct vmact_err *err)
 {
-	const char *s;
-	size_t n;
-
-	if (ag_json_get_string(pod, key, &s, err) < 0)
-		return -err->code;
-	n = json_string_length(ag_json_get(pod, key));
-	if (n > AG_PLUGIN_NAME_MAX)
-		return vmact_err_set(err, EINVAL, "%s: longer than %d bytes", key, AG_PLUGIN_NAME_MAX);
-	if (strlen(s) != n)
-		return vmact_err_set(err, EINVAL, "%s: contains a NUL byte", key);
-	memcpy(out, s, n + 1);
-	return 0;
+	return ag_json_string_copy(ag_json_get(pod, key), key, out, AG_PLUGIN_NAME_MAX + 1, err);
 }
 
 static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_agent_request *r,

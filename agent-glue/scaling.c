@@ -405,19 +405,10 @@ static int get_string(const json_t *obj, const char *key, char *buf, size_t len,
 		      struct vmact_err *err)
 {
 	const json_t *v = ag_json_get(obj, key);
-	size_t n;
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: required field", key);
-	if (!json_is_string(v))
-		return vmact_err_set(err, EINVAL, "%s: expected a string", key);
-	n = json_string_length(v);
-	if (n >= len)
-		return vmact_err_set(err, ERANGE, "%s: longer than %zu bytes", key, len - 1);
-	if (memchr(json_string_value(v), '\0', n))
-		return vmact_err_set(err, EINVAL, "%s: contains a NUL byte", key);
-	memcpy(buf, json_string_value(v), n + 1);
-	return 0;
+	return ag_json_string_copy(v, key, buf, len, err);
 }
 
 static const json_t *get_object(const json_t *obj, const char *key, struct vmact_err *err)

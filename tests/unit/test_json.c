@@ -123,6 +123,34 @@ static void test_typed_getters(void **state)
 	json_decref(j);
 }
 
+static void test_string_copy(void **state)
+{
+	struct vmact_err err = { 0 };
+	json_t *j = json_pack("{s:s,s:s#,s:i}", "name", "abc", "nul", "a\0b", 3, "n", 1);
+	char buf[4];
+
+	(void)state;
+	assert_int_equal(ag_json_string_copy(ag_json_get(j, "NAME"), "name", buf, sizeof(buf), &err),
+			 0);
+	assert_string_equal(buf, "abc");
+	assert_int_equal(ag_json_string_copy(ag_json_get(j, "name"), "name", buf, 3, &err), -EINVAL);
+	assert_string_equal(err.msg, "name: longer than 2 bytes");
+	vmact_err_reset(&err);
+	assert_int_equal(ag_json_string_copy(ag_json_get(j, "nul"), "nul", buf, sizeof(buf), &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, "nul: contains a NUL byte");
+	vmact_err_reset(&err);
+	assert_int_equal(ag_json_string_copy(ag_json_get(j, "n"), "n", buf, sizeof(buf), &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, "n: expected a string");
+	vmact_err_reset(&err);
+	assert_int_equal(ag_json_string_copy(NULL, "gone", buf, sizeof(buf), &err), -EINVAL);
+	assert_string_equal(err.msg, "gone: missing");
+	/* No error sink: still a clean error return. */
+	assert_int_equal(ag_json_string_copy(NULL, "gone", buf, sizeof(buf), NULL), -EINVAL);
+	json_decref(j);
+}
+
 static void expect_text(double d, bool f32, const char *want)
 {
 	char buf[64];
@@ -293,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_real_text_float32), cmocka_unit_test(test_real_text_errors),
 		cmocka_unit_test(test_shortest_g),	   cmocka_unit_test(test_real_builder),
 		cmocka_unit_test(test_dumps),		   cmocka_unit_test(test_dumps_round_trip),
+		cmocka_unit_test(test_string_copy),
 	};
 
 	return cmocka_run_group_tests_name("json", tests, NULL, NULL);
