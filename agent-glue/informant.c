@@ -163,19 +163,7 @@ static int get_version(const json_t *obj, const char *key, uint32_t *out, struct
 static int get_string(const json_t *obj, const char *key, char *out, size_t size,
 		      struct vmact_err *err)
 {
-	const json_t *v;
-	int ret = get_member(obj, key, &v, err);
-
-	if (ret < 0)
-		return ret;
-	if (!json_is_string(v))
-		return vmact_err_set(err, EINVAL, "%s: expected a string", key);
-	if (json_string_length(v) >= size)
-		return vmact_err_set(err, EINVAL, "%s: longer than %zu bytes", key, size - 1);
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return vmact_err_set(err, EINVAL, "%s: contains a NUL character", key);
-	memcpy(out, json_string_value(v), json_string_length(v) + 1);
-	return 0;
+	return ag_json_string_copy(ag_json_get(obj, key), key, out, size, err);
 }
 
 static int get_uuid(const json_t *obj, const char *key, char out[AG_INF_ID_MAX],

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "actuator/macro.h"
+#include "agent-glue/json.h"
 
 static const char *const type_names[] = {
 	[AG_MON_DOWNSCALE_REQUEST] = "DownscaleRequest",
@@ -43,47 +44,6 @@ uint64_t ag_mon_next_agent_id(uint64_t *counter)
 	return *counter;
 }
 
-/* Go's encoding/json folds keys with Unicode simple folding, which makes
- * U+017F (long s) equal 's' and U+212A (Kelvin sign) equal 'k'. The field
- * names here are ASCII, so only those two non-ASCII runes can match. */
-static int fold_eq(const char *key, const char *name)
-{
-	const unsigned char *k = (const unsigned char *)key;
-	const unsigned char *n = (const unsigned char *)name;
-
-	while (*n) {
-		unsigned char want = (unsigned char)(*n | 0x20);
-
-		if (k[0] == 0xc5 && k[1] == 0xbf && want == 's') {
-			k += 2;
-		} else if (k[0] == 0xe2 && k[1] == 0x84 && k[2] == 0xaa && want == 'k') {
-			k += 3;
-		} else {
-			if (*k >= 0x80 || ((*k | 0x20) != want))
-				return 0;
-			/* Only letters fold; '@' and '`' must not match via | 0x20. */
-			if (*k != *n && !((*k | 0x20) >= 'a' && (*k | 0x20) <= 'z'))
-				return 0;
-			k++;
-		}
-		n++;
-	}
-	return *k == '\0';
-}
-
-/* Last case-insensitively matching key wins, as in encoding/json. */
-static json_t *get_fold(const json_t *obj, const char *name)
-{
-	const char *k;
-	json_t *v, *found = NULL;
-
-	json_object_foreach((json_t *)obj, k, v) {
-		if (fold_eq(k, name))
-			found = v;
-	}
-	return found;
-}
-
 json_t *ag_mon_version_range_encode(uint32_t min, uint32_t max)
 {
 	return json_pack("{s:I,s:I}", "min", (json_int_t)min, "max", (json_int_t)max);
@@ -95,14 +55,14 @@ int ag_mon_version_response_decode(const json_t *v, uint32_t *version, struct vm
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EBADMSG, "version response: expected a JSON object");
-	e = get_fold(v, "error");
+	e = ag_json_get(v, "error");
 	if (e && !json_is_null(e)) {
 		if (!json_is_string(e))
 			return vmact_err_set(err, EBADMSG, "version response: error: expected a string");
 		return vmact_err_set(err, EPROTO, "vm-monitor refused the protocol version range: %s",
 				     json_string_value(e));
 	}
-	ver = get_fold(v, "version");
+	ver = ag_json_get(v, "version");
 	if (!ver)
 		return vmact_err_set(err, EBADMSG, "version response: version: missing");
 	if (!json_is_integer(ver))
@@ -125,12 +85,9 @@ static json_t *alloc_encode(const struct ag_resources *r, struct vmact_err *err)
 			      (unsigned long long)r->mem_bytes);
 		return NULL;
 	}
-	/* Go prints a whole float64 without a fraction ("1"), serde reads an
-	 * integer into f64 fine; keep the bytes identical to the Go agent's. */
-	if (r->milli_cpu % 1000 == 0)
-		cpu = json_integer((json_int_t)(r->milli_cpu / 1000));
-	else
-		cpu = json_real((double)r->milli_cpu / 1000.0);
+	/* Keep the bytes identical to the Go agent's float64 ("1", "0.333");
+	 * serde reads an integer into f64 fine. */
+	cpu = ag_json_real((double)r->milli_cpu / 1000.0, false);
 	if (!cpu) {
 		vmact_err_set(err, ENOMEM, "out of memory");
 		return NULL;
@@ -186,32 +143,14 @@ json_t *ag_mon_encode(const struct ag_mon_msg *m, struct vmact_err *err)
 	return frame;
 }
 
-/* Shortest %g precision that reads back to the same double, as Go's
- * strconv.FormatFloat(f, 'g'/'f', -1, 64) would pick. */
-static int shortest_precision(double d)
-{
-	char buf[64];
-
-	for (int p = 1; p < 17; p++) {
-		snprintf(buf, sizeof(buf), "%.*g", p, d);
-		if (strtod(buf, NULL) == d)
-			return p;
-	}
-	return 17;
-}
-
 char *ag_mon_encode_text(const struct ag_mon_msg *m, struct vmact_err *err)
 {
 	_cleanup_(json_decrefp) json_t *frame = ag_mon_encode(m, err);
-	size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
 	char *s;
 
 	if (!frame)
 		return NULL;
-	if ((m->type == AG_MON_DOWNSCALE_REQUEST || m->type == AG_MON_UPSCALE_NOTIFICATION) &&
-	    m->alloc.milli_cpu % 1000 != 0)
-		flags |= JSON_REAL_PRECISION(shortest_precision((double)m->alloc.milli_cpu / 1000.0));
-	s = json_dumps(frame, flags);
+	s = ag_json_dumps(frame, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!s)
 		vmact_err_set(err, ENOMEM, "out of memory");
 	return s;
@@ -235,7 +174,7 @@ static enum ag_mon_type monitor_type(const char *s)
 static int dup_string_field(const json_t *frame, const char *field, const char *tname, char **out,
 			    struct vmact_err *err)
 {
-	const json_t *v = get_fold(frame, field);
+	const json_t *v = ag_json_get(frame, field);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: %s: missing", tname, field);
@@ -281,7 +220,7 @@ int ag_mon_decode(const json_t *frame, struct ag_mon_msg *out, struct vmact_err 
 
 	switch (out->type) {
 	case AG_MON_DOWNSCALE_RESULT:
-		okv = get_fold(frame, "ok");
+		okv = ag_json_get(frame, "ok");
 		if (!okv)
 			return vmact_err_set(err, EINVAL, "DownscaleResult: Ok: missing");
 		if (!json_is_boolean(okv))

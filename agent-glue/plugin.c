@@ -185,39 +185,24 @@ double ag_plugin_float32_wire(float f)
 
 	if (!isfinite(f))
 		return f;
-	for (int p = 1; p <= 9; p++) {
-		snprintf(buf, sizeof(buf), "%.*g", p, (double)f);
-		if (strtof(buf, NULL) == f)
-			return strtod(buf, NULL);
-	}
-	return f;
+	ag_json_shortest_g(f, true, buf, sizeof(buf));
+	return strtod(buf, NULL);
 }
 
 char *ag_plugin_dumps(const json_t *msg)
 {
-	/* Nine significant digits always reproduce a float32's shortest
-	 * form from the double ag_plugin_float32_wire() chose; integers and
-	 * quantity strings are unaffected. */
-	return json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	return ag_json_dumps(msg, JSON_COMPACT);
 }
 
 static json_t *float_json(const char *key, float f, struct vmact_err *err)
 {
 	json_t *j;
-	double d;
 
 	if (!isfinite(f)) {
 		vmact_err_set(err, EINVAL, "metrics.%s: not a finite number", key);
 		return NULL;
 	}
-	d = ag_plugin_float32_wire(f);
-	/* Go prints integral floats below 1e21 without a fraction
-	 * ("100000000"); jansson would add ".0" to a real, so those go out as
-	 * integers (same value for every reader). */
-	if (d == floor(d) && fabs(d) <= 9007199254740992.0)
-		j = json_integer((json_int_t)d);
-	else
-		j = json_real(d);
+	j = ag_json_real(f, true);
 	if (!j)
 		vmact_err_set(err, ENOMEM, "out of memory");
 	return j;
@@ -353,18 +338,7 @@ int ag_agent_request_peek_version(const json_t *j, long long *out, struct vmact_
 
 static int name_decode(const json_t *pod, const char *key, char *out, struct vmact_err *err)
 {
-	const char *s;
-	size_t n;
-
-	if (ag_json_get_string(pod, key, &s, err) < 0)
-		return -err->code;
-	n = json_string_length(ag_json_get(pod, key));
-	if (n > AG_PLUGIN_NAME_MAX)
-		return vmact_err_set(err, EINVAL, "%s: longer than %d bytes", key, AG_PLUGIN_NAME_MAX);
-	if (strlen(s) != n)
-		return vmact_err_set(err, EINVAL, "%s: contains a NUL byte", key);
-	memcpy(out, s, n + 1);
-	return 0;
+	return ag_json_string_copy(ag_json_get(pod, key), key, out, AG_PLUGIN_NAME_MAX + 1, err);
 }
 
 static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_agent_request *r,

@@ -205,11 +205,7 @@ static int number_text(const json_t *v, char *buf, size_t len, struct vmact_err 
 		return vmact_err_set(err, EINVAL, "quantity is not a finite number");
 	if (d < 0)
 		return vmact_err_set(err, EINVAL, "negative quantity %g", d);
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, len, "%.*g", prec, d);
-		if (strtod(buf, NULL) == d)
-			return 0;
-	}
+	ag_json_shortest_g(d, false, buf, len);
 	return 0;
 }
 

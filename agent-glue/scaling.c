@@ -4,17 +4,11 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 #include "actuator/macro.h"
 #include "agent-glue/json.h"
 
 /* ---- JSON helpers -------------------------------------------------- */
-
-static json_t *get_ci(const json_t *obj, const char *key)
-{
-	return ag_json_get(obj, key);
-}
 
 static int get_number(const json_t *v, const char *name, double *out, struct vmact_err *err)
 {
@@ -46,13 +40,6 @@ static int get_int_range(const json_t *v, const char *name, json_int_t lo, json_
 	return 0;
 }
 
-/* Whole reals go out as integers, the way Go prints float64 1.0 as `1`. */
-static json_t *real_json(double x)
-{
-	if (x == floor(x) && fabs(x) < 9007199254740992.0)
-		return json_integer((json_int_t)x);
-	return json_real(x);
-}
 
 /* Sets key to a new reference; consumes v. Returns -ENOMEM on failure. */
 static int set_new(json_t *obj, const char *key, json_t *v)
@@ -120,7 +107,7 @@ int ag_scaling_overrides_decode(const json_t *v, unsigned flags, struct ag_scali
 			size_t i;
 
 			for (i = 0; i < ARRAY_SIZE(fields); i++)
-				if (strcasecmp(k, fields[i].key) == 0)
+				if (ag_json_key_matches(k, fields[i].key))
 					break;
 			if (i == ARRAY_SIZE(fields))
 				return vmact_err_set(err, EINVAL, "scaling config: unknown field \"%s\"", k);
@@ -128,7 +115,7 @@ int ag_scaling_overrides_decode(const json_t *v, unsigned flags, struct ag_scali
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
 		char *p = (char *)&o.v + fields[i].off;
-		const json_t *x = get_ci(v, fields[i].key);
+		const json_t *x = ag_json_get(v, fields[i].key);
 		json_int_t n;
 		int r = 0;
 
@@ -173,7 +160,7 @@ json_t *ag_scaling_overrides_encode(const struct ag_scaling_overrides *o)
 			continue;
 		switch (fields[i].type) {
 		case F_REAL:
-			x = real_json(*(const double *)p);
+			x = ag_json_real(*(const double *)p, false);
 			break;
 		case F_BOOL:
 			x = json_boolean(*(const bool *)p);
@@ -321,8 +308,8 @@ static int decode_resource_bounds(const json_t *v, const char *name, struct ag_r
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EINVAL, "%s: expected an object", name);
-	cpu = get_ci(v, "cpu");
-	mem = get_ci(v, "mem");
+	cpu = ag_json_get(v, "cpu");
+	mem = ag_json_get(v, "mem");
 	if (!cpu)
 		return vmact_err_set(err, EINVAL, "%s.cpu: required field", name);
 	if (!mem)
@@ -344,8 +331,8 @@ int ag_scaling_bounds_decode(const json_t *v, struct ag_scaling_bounds *out, str
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EINVAL, "scaling bounds: expected an object");
-	min = get_ci(v, "min");
-	max = get_ci(v, "max");
+	min = ag_json_get(v, "min");
+	max = ag_json_get(v, "max");
 	if (!min)
 		return vmact_err_set(err, EINVAL, "scaling bounds: min: required field");
 	if (!max)
@@ -417,25 +404,16 @@ int ag_scaling_bounds_validate(const struct ag_scaling_bounds *b, uint64_t slot_
 static int get_string(const json_t *obj, const char *key, char *buf, size_t len,
 		      struct vmact_err *err)
 {
-	const json_t *v = get_ci(obj, key);
-	size_t n;
+	const json_t *v = ag_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: required field", key);
-	if (!json_is_string(v))
-		return vmact_err_set(err, EINVAL, "%s: expected a string", key);
-	n = json_string_length(v);
-	if (n >= len)
-		return vmact_err_set(err, ERANGE, "%s: longer than %zu bytes", key, len - 1);
-	if (memchr(json_string_value(v), '\0', n))
-		return vmact_err_set(err, EINVAL, "%s: contains a NUL byte", key);
-	memcpy(buf, json_string_value(v), n + 1);
-	return 0;
+	return ag_json_string_copy(v, key, buf, len, err);
 }
 
 static const json_t *get_object(const json_t *obj, const char *key, struct vmact_err *err)
 {
-	const json_t *v = get_ci(obj, key);
+	const json_t *v = ag_json_get(obj, key);
 
 	if (!v) {
 		vmact_err_set(err, EINVAL, "%s: required field", key);
@@ -457,7 +435,7 @@ static int decode_cpu(const json_t *vm, struct ag_vm_info *out, struct vmact_err
 	if (!cpu)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		const json_t *v = get_ci(cpu, keys[i]);
+		const json_t *v = ag_json_get(cpu, keys[i]);
 
 		if (!v)
 			return vmact_err_set(err, EINVAL, "cpu.%s: required field", keys[i]);
@@ -477,14 +455,14 @@ static int decode_mem(const json_t *vm, struct ag_vm_info *out, struct vmact_err
 	if (!mem)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		v = get_ci(mem, keys[i]);
+		v = ag_json_get(mem, keys[i]);
 		if (!v)
 			return vmact_err_set(err, EINVAL, "mem.%s: required field", keys[i]);
 		if (get_int_range(v, keys[i], 0, UINT16_MAX, &n, err) < 0)
 			return vmact_err_prefix(err, "mem");
 		*dst[i] = (uint16_t)n;
 	}
-	v = get_ci(mem, "slotSize");
+	v = ag_json_get(mem, "slotSize");
 	if (!v)
 		return vmact_err_set(err, EINVAL, "mem.slotSize: required field");
 	if (ag_bytes_decode(v, &out->mem.slot_size, err) < 0)
@@ -502,13 +480,13 @@ static int decode_config(const json_t *vm, struct ag_vm_info *out, struct vmact_
 	if (!cfg)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		v = get_ci(cfg, keys[i]);
+		v = ag_json_get(cfg, keys[i]);
 		if (!v)
 			return vmact_err_set(err, EINVAL, "config.%s: required field", keys[i]);
 		if (get_bool(v, keys[i], dst[i], err) < 0)
 			return vmact_err_prefix(err, "config");
 	}
-	v = get_ci(cfg, "scalingConfig");
+	v = ag_json_get(cfg, "scalingConfig");
 	if (v && !json_is_null(v)) {
 		if (ag_scaling_overrides_decode(v, 0, &out->config.scaling_config, err) < 0)
 			return vmact_err_prefix(err, "config.scalingConfig");
@@ -519,7 +497,7 @@ static int decode_config(const json_t *vm, struct ag_vm_info *out, struct vmact_
 
 static int decode_revision(const json_t *vm, struct ag_vm_info *out, struct vmact_err *err)
 {
-	const json_t *v = get_ci(vm, "currentRevision"), *rev, *x;
+	const json_t *v = ag_json_get(vm, "currentRevision"), *rev, *x;
 	json_int_t n;
 
 	if (!v || json_is_null(v))
@@ -529,13 +507,13 @@ static int decode_revision(const json_t *vm, struct ag_vm_info *out, struct vmac
 	rev = get_object(v, "revision", err);
 	if (!rev)
 		return vmact_err_prefix(err, "currentRevision");
-	x = get_ci(rev, "value");
+	x = ag_json_get(rev, "value");
 	if (!x)
 		return vmact_err_set(err, EINVAL, "currentRevision.revision.value: required field");
 	if (get_int_range(x, "value", INT64_MIN, INT64_MAX, &n, err) < 0)
 		return vmact_err_prefix(err, "currentRevision.revision");
 	out->current_revision.value = n;
-	x = get_ci(rev, "flags");
+	x = ag_json_get(rev, "flags");
 	if (!x)
 		return vmact_err_set(err, EINVAL, "currentRevision.revision.flags: required field");
 	if (get_int_range(x, "flags", 0, UINT32_MAX, &n, err) < 0)

@@ -544,7 +544,7 @@ static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st,
 		return hp_virt_err(err, "virDomainGetXMLDesc");
 	if ((r = hp_state_parse(xml, st, err)) < 0)
 		return r;
-	n = hp_qemu_vcpu_threads(c->qemu_rundir, st->name, &qerr);
+	n = hp_qemu_vcpu_threads(c->qemu_rundir, st->name, &st->qemu_vcpu_mask, &qerr);
 	st->qemu_vcpus = n >= 0 ? n : -1;
 	return 0;
 }

@@ -85,6 +85,7 @@ struct hp_state {
 	uint64_t vcpus_enabled_mask;  /* bit i = <vcpu id='i' enabled='yes'> */
 	/* QEMU's view: number of vCPU threads; -1 when it could not be read. */
 	int qemu_vcpus;
+	uint64_t qemu_vcpu_mask;  /* bit n = QEMU runs "CPU n/..." (n < 64) */
 	/* Memory, KiB. base = sum of NUMA cells (boot memory). */
 	uint64_t memory_kib;      /* <memory>: base + devices */
 	uint64_t base_kib;
@@ -109,7 +110,8 @@ const struct hp_memdev *hp_state_memdev(const struct hp_state *st, const char *a
 int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err);
 /* Counts "CPU n/..." threads of the QEMU process whose pid file is
  * <rundir>/<name>.pid. Returns the count or a negative errno. */
-int hp_qemu_vcpu_threads(const char *rundir, const char *name, struct vmact_err *err);
+int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
+			 struct vmact_err *err);
 
 /* ---- per-VM autoscaling config (<metadata>) ---------------------------- */
 

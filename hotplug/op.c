@@ -107,6 +107,28 @@ static int set_vcpus(virDomainPtr dom, const void *arg)
 	return virDomainSetVcpusFlags(dom, *(const unsigned *)arg, VIR_DOMAIN_AFFECT_LIVE);
 }
 
+/* Unplugs one named vCPU. Used instead of a count because after an unplug
+ * that outlived libvirt's wait libvirt's count is stale, and a count would
+ * make it unplug a vCPU QEMU no longer has. */
+static int disable_vcpu(virDomainPtr dom, const void *arg)
+{
+	char map[16];
+
+	snprintf(map, sizeof(map), "%d", *(const int *)arg);
+	return virDomainSetVcpu(dom, map, 0, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+/* The highest vCPU QEMU still runs, never vCPU 0; -1 when unknown. */
+static int last_qemu_vcpu(const struct hp_state *st)
+{
+	int hi;
+
+	if (st->qemu_vcpus < 0 || !st->qemu_vcpu_mask)
+		return -1;
+	hi = 63 - __builtin_clzll(st->qemu_vcpu_mask);
+	return hi > 0 ? hi : -1;
+}
+
 static int update_device(virDomainPtr dom, const void *arg)
 {
 	return virDomainUpdateDeviceFlags(dom, arg, VIR_DOMAIN_AFFECT_LIVE);
@@ -187,7 +209,7 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 	struct hp_state *st = &op->res.state;
 	struct vmact_err e = { 0 };
 	unsigned target = op->req.vcpus;
-	bool timed_out_call = false;
+	bool timed_out_call = false, broken;
 	int r;
 
 	if ((r = reread(op, deadline, st, &e)) < 0) {
@@ -195,21 +217,24 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 		return;
 	}
 	op->res.state_valid = true;
-	if (hp_state_vcpu_desync(st)) {
+	/* After an unplug libvirt did not see through, re-plugging crashed
+	 * QEMU 7.2: refuse growth on that VM until it restarts. Unplugging
+	 * the vCPUs QEMU still runs keeps working (one named vCPU at a time). */
+	if (hp_state_vcpu_desync(st))
 		poison(op, st);
-		vmact_err_set(&e, EIO,
-			      "libvirt counts %u vCPUs while QEMU runs %u: an earlier vCPU unplug "
-			      "outlived libvirt's wait; refusing vCPU changes on this VM (re-plugging "
-			      "crashes QEMU 7.2) until it restarts", st->vcpus_current,
-			      hp_state_vcpus(st));
-		finish(op, -EIO, &e);
-		return;
-	}
-	if (poisoned(op, st)) {
-		vmact_err_set(&e, EIO,
-			      "an earlier vCPU unplug on this VM outlived libvirt's wait; vCPU "
-			      "changes stay refused until the VM restarts, even though libvirt's "
-			      "count is right again (re-plugging crashed QEMU 7.2)");
+	broken = poisoned(op, st);
+	if (broken && target > hp_state_vcpus(st)) {
+		if (hp_state_vcpu_desync(st))
+			vmact_err_set(&e, EIO,
+				      "libvirt counts %u vCPUs while QEMU runs %u: an earlier vCPU "
+				      "unplug outlived libvirt's wait; refusing to plug vCPUs on this "
+				      "VM (re-plugging crashes QEMU 7.2) until it restarts",
+				      st->vcpus_current, hp_state_vcpus(st));
+		else
+			vmact_err_set(&e, EIO,
+				      "an earlier vCPU unplug on this VM outlived libvirt's wait; "
+				      "plugging vCPUs stays refused until the VM restarts, even though "
+				      "libvirt's count is right again (re-plugging crashed QEMU 7.2)");
 		finish(op, -EIO, &e);
 		return;
 	}
@@ -225,8 +250,14 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 		 * 5 s wait covers a single vCPU and a timeout leaves a known
 		 * state. */
 		unsigned step = target > cur ? target : cur - 1;
+		int victim = step < cur ? last_qemu_vcpu(st) : -1;
 
-		r = call_dom(op, "virDomainSetVcpusFlags", set_vcpus, &step, &e);
+		if (victim > 0)
+			r = call_dom(op, "virDomainSetVcpu", disable_vcpu, &victim, &e);
+		else if (step < cur && broken)
+			r = vmact_err_set(&e, EIO, "cannot tell which vCPU QEMU still runs");
+		else
+			r = call_dom(op, "virDomainSetVcpusFlags", set_vcpus, &step, &e);
 		/* An unplug libvirt did not see through (its wait timed out, or
 		 * libvirtd went away meanwhile, after which it resyncs and the
 		 * desync is no longer visible) leaves QEMU 7.2 in the state in
@@ -263,18 +294,18 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 				return;
 			}
 		}
-		if (hp_state_vcpu_desync(st)) {
+		if (hp_state_vcpu_desync(st))
 			poison(op, st);
-			vmact_err_set(&e, EIO,
-				      "vCPU unplug completed in QEMU (%u vCPUs) but libvirt still "
-				      "counts %u: libvirt's 5 s unplug wait timed out and it never "
-				      "saw the removal; further vCPU changes on this VM are refused",
-				      hp_state_vcpus(st), st->vcpus_current);
-			finish(op, hp_state_vcpus(st) == target ? 0 : -EIO, &e);
-			if (hp_state_vcpus(st) == target)
-				op->res.err = e; /* rc 0, but keep the warning */
-			return;
-		}
+	}
+	if (hp_state_vcpu_desync(st)) {
+		/* rc 0: the target is reached; the message stays as a warning. */
+		vmact_err_set(&op->res.err, EIO,
+			      "vCPU unplug completed in QEMU (%u vCPUs) but libvirt still counts %u: "
+			      "libvirt's 5 s unplug wait timed out and it never saw the removal; "
+			      "plugging vCPUs on this VM stays refused until it restarts",
+			      hp_state_vcpus(st), st->vcpus_current);
+		op->res.rc = 0;
+		return;
 	}
 	finish(op, 0, NULL);
 }

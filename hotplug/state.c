@@ -317,7 +317,8 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 	return 0;
 }
 
-int hp_qemu_vcpu_threads(const char *rundir, const char *name, struct vmact_err *err)
+int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
+			 struct vmact_err *err)
 {
 	_cleanup_free_ char *pidfile = NULL, *taskdir = NULL;
 	char buf[64];
@@ -327,6 +328,8 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, struct vmact_err 
 	struct dirent *de;
 	int n = 0;
 
+	if (mask)
+		*mask = 0;
 	if (asprintf(&pidfile, "%s/%s.pid", rundir, name) < 0)
 		return -ENOMEM;
 	f = fopen(pidfile, "re");
@@ -360,8 +363,11 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, struct vmact_err 
 			char kind[16];
 
 			/* QEMU names vCPU threads "CPU <n>/<accel>". */
-			if (sscanf(comm, "CPU %u/%15s", &idx, kind) == 2)
+			if (sscanf(comm, "CPU %u/%15s", &idx, kind) == 2) {
 				n++;
+				if (mask && idx < 64)
+					*mask |= 1ULL << idx;
+			}
 		}
 		fclose(c);
 	}
