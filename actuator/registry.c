@@ -106,6 +106,14 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
 		return;
 	r = hp_meta_read(reg->hp, st->uuid, &meta, &err);
+	/* libvirtd went away between the listing and this read: keep what
+	 * we have, the reconnect resyncs. */
+	if (r == -ENOTCONN || r == -ECONNRESET) {
+		log_warning("%s: cannot read its metadata now: %s", st->name, err.msg);
+		if ((e = find(reg, st->uuid)))
+			e->seen = true;
+		return;
+	}
 	if (r == -ENOENT || (r >= 0 && !meta.enabled)) {
 		if (e && e->runner) {
 			log_info("%s: autoscaling %s: CPU quota removed", st->name,
