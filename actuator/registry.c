@@ -114,6 +114,10 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 			e->seen = true;
 		return;
 	}
+	if (r == -ENODEV) { /* stopped since the listing */
+		drop(reg, st->uuid, "not running");
+		return;
+	}
 	if (r == -ENOENT || (r >= 0 && !meta.enabled)) {
 		if (e && e->runner) {
 			log_info("%s: autoscaling %s: CPU quota removed", st->name,
