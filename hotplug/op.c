@@ -177,6 +177,21 @@ static int settle(struct hp_op *op, uint64_t deadline, int rc, struct vmact_err 
 	return rc;
 }
 
+/* Every operation starts from the live state; false when it could not be
+ * read (the result is then already settled). */
+static bool begin(struct hp_op *op, uint64_t deadline)
+{
+	struct vmact_err e = { 0 };
+	int r = reread(op, deadline, &op->res.state, &e);
+
+	if (r < 0) {
+		settle(op, deadline, r, &e);
+		return false;
+	}
+	op->res.state_valid = true;
+	return true;
+}
+
 static bool poisoned(struct hp_op *op, const struct hp_state *st)
 {
 	struct hp_conn *c = op->conn;
@@ -212,11 +227,8 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 	bool timed_out_call = false, broken;
 	int r;
 
-	if ((r = reread(op, deadline, st, &e)) < 0) {
-		settle(op, deadline, r, &e);
+	if (!begin(op, deadline))
 		return;
-	}
-	op->res.state_valid = true;
 	/* After an unplug libvirt did not see through, re-plugging crashed
 	 * QEMU 7.2: refuse growth on that VM until it restarts. Unplugging
 	 * the vCPUs QEMU still runs keeps working (one named vCPU at a time). */
@@ -401,11 +413,8 @@ static void op_virtio_mem(struct hp_op *op, uint64_t deadline)
 	uint64_t want = op->req.requested_kib;
 	int r;
 
-	if ((r = reread(op, deadline, st, &e)) < 0) {
-		settle(op, deadline, r, &e);
+	if (!begin(op, deadline))
 		return;
-	}
-	op->res.state_valid = true;
 	d = hp_state_memdev(st, op->req.alias, HP_MEM_VIRTIO_MEM);
 	if (!d || !d->alias[0]) {
 		vmact_err_set(&e, EINVAL, "no virtio-mem device%s%s in the domain",
@@ -468,11 +477,8 @@ static void op_dimm_attach(struct hp_op *op, uint64_t deadline)
 	unsigned before;
 	int r;
 
-	if ((r = reread(op, deadline, st, &e)) < 0) {
-		settle(op, deadline, r, &e);
+	if (!begin(op, deadline))
 		return;
-	}
-	op->res.state_valid = true;
 	before = hp_state_dimms(st);
 	if (!op->req.dimm_kib || before >= st->slots ||
 	    st->memory_kib + op->req.dimm_kib > st->max_memory_kib) {
@@ -506,11 +512,8 @@ static void op_dimm_detach(struct hp_op *op, uint64_t deadline)
 	char alias[HP_ALIAS_MAX];
 	int r;
 
-	if ((r = reread(op, deadline, st, &e)) < 0) {
-		settle(op, deadline, r, &e);
+	if (!begin(op, deadline))
 		return;
-	}
-	op->res.state_valid = true;
 	d = hp_state_memdev(st, op->req.alias, HP_MEM_DIMM);
 	if (!d || !d->alias[0]) {
 		vmact_err_set(&e, EINVAL, "no DIMM%s%s to remove", op->req.alias[0] ? " " : "",
