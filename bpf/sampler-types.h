@@ -36,6 +36,14 @@ struct smp_cpu_stats {
 	__u64 switches;    /* context switches away from a VM thread */
 	__u64 preemptions; /* ... of which the thread was still runnable */
 	__u64 untracked;   /* events lost because vmact_tasks was full */
+	/* On-CPU time the hooks did not see start: a thread was switched in
+	 * without a sched_switch event reaching us (seen when the previous
+	 * task belonged to PID 1 on Firecracker guest kernels; BPF recursion
+	 * protection can drop events anywhere). Recovered from the kernel's
+	 * se.sum_exec_runtime when the thread switches out, and already
+	 * included in the oncpu integral. */
+	__u64 recovered_ns;
+	__u64 recoveries;
 };
 
 /* Value of vmact_readout (ARRAY indexed by slot, BPF_F_MMAPABLE). No program
@@ -69,11 +77,16 @@ struct smp_task {
 	__u32 slot;
 	__u8 runnable; /* counted in nr_runnable */
 	__u8 oncpu;    /* counted in nr_oncpu */
-	__u8 pad[6];
+	__u8 exec_ok;  /* exec_sync is a valid base for a recovery */
+	__u8 pad[5];
 	/* Per-thread split (knob per_thread): closed intervals plus the start
 	 * of the open one. */
 	__u64 runnable_since;
-	__u64 oncpu_since;
+	__u64 oncpu_since; /* kept whatever the knob: recoveries need it */
 	__u64 runnable_ns;
 	__u64 oncpu_ns;
+	/* se.sum_exec_runtime when the thread was last seen switch in or
+	 * out: what the kernel says it ran since then is compared with what
+	 * the hooks counted. */
+	__u64 exec_sync;
 };

@@ -63,7 +63,7 @@ struct task_struct___o {
  * Returns NULL for threads of other processes, which is the common case and
  * costs one hash lookup. */
 static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
-						struct smp_cpu_stats **stats)
+						struct smp_cpu_stats **stats, bool *fresh)
 {
 	struct smp_task *t, zero = {};
 	struct smp_cpu_stats *s;
@@ -78,6 +78,7 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 	if (!s)
 		return NULL;
 	*stats = s;
+	*fresh = false;
 	t = bpf_map_lookup_elem(&vmact_tasks, &tid);
 	/* A leftover from an earlier registration of this tid: start over. */
 	if (t && (t->slot != slot || t->tgid != tgid)) {
@@ -89,7 +90,7 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 		zero.slot = slot;
 		/* NOEXIST: the seeding iterator may have won the race, and
 		 * then its entry is the right one. */
-		bpf_map_update_elem(&vmact_tasks, &tid, &zero, BPF_NOEXIST);
+		*fresh = !bpf_map_update_elem(&vmact_tasks, &tid, &zero, BPF_NOEXIST);
 		t = bpf_map_lookup_elem(&vmact_tasks, &tid);
 		if (!t)
 			s->untracked++;
@@ -117,33 +118,95 @@ static __always_inline void clear_runnable(struct smp_task *t, struct smp_cpu_st
 		t->runnable_ns += now - t->runnable_since;
 }
 
-static __always_inline void on_wakeup(__u32 tid, __u32 tgid)
+static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *s, __u64 now)
+{
+	t->oncpu = 1;
+	s->nr_oncpu++;
+	s->oncpu_tsum += now;
+	t->oncpu_since = now;
+}
+
+/* Below this a difference between the kernel's run time and ours is clock
+ * skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
+#define RECOVER_MIN_NS 50000
+
+/* prev is switching out and ran exec ns in total. Anything the kernel
+ * counts since the last sync point beyond what the hooks counted was spent
+ * on a CPU we were never told about (a lost switch-in): add it to the
+ * integrals now, and to the runnable ones too if we did not know the thread
+ * was runnable either. */
+static __always_inline void recover(struct smp_task *t, struct smp_cpu_stats *s, __u64 now,
+				    __u64 exec)
+{
+	__u64 kernel_ns, seen_ns, lost;
+
+	if (!t->exec_ok)
+		return;
+	kernel_ns = exec - t->exec_sync;
+	seen_ns = t->oncpu ? now - t->oncpu_since : 0;
+	if ((__s64)kernel_ns <= 0 || kernel_ns <= seen_ns + RECOVER_MIN_NS)
+		return;
+	lost = kernel_ns - seen_ns;
+	s->oncpu_tsum -= lost;
+	s->recovered_ns += lost;
+	s->recoveries++;
+	if (per_thread)
+		t->oncpu_ns += lost;
+	if (!t->runnable) {
+		s->runnable_tsum -= lost;
+		if (per_thread)
+			t->runnable_ns += lost;
+	}
+}
+
+static __always_inline void sync_exec(struct smp_task *t, __u64 exec)
+{
+	t->exec_sync = exec;
+	t->exec_ok = 1;
+}
+
+/* on_cpu: the woken task's task_struct::on_cpu. A thread can be woken while
+ * it is still on its CPU: it set a sleeping state and a waker got in before
+ * it called schedule() (ttwu_runnable), and then it keeps running with no
+ * sched_switch at all. A tracked thread's on-CPU flag is already right;
+ * only a thread first seen here needs the kernel's word, or a busy thread
+ * alone on its CPU would count as waiting until its next preemption. */
+static __always_inline void on_wakeup(__u32 tid, __u32 tgid, bool on_cpu, __u64 exec)
 {
 	struct smp_cpu_stats *s;
 	struct smp_task *t;
+	bool fresh;
 	__u64 now;
 
-	t = vm_task(tid, tgid, &s);
+	t = vm_task(tid, tgid, &s, &fresh);
 	if (!t || t->runnable)
 		return;
 	now = bpf_ktime_get_ns();
 	set_runnable(t, s, now);
+	if (fresh && on_cpu && !t->oncpu)
+		set_oncpu(t, s, now);
+	/* Off a CPU its run time stands still: a good base. On one, the
+	 * kernel's figure lags by up to a tick; wait for a switch. */
+	if (fresh && !on_cpu)
+		sync_exec(t, exec);
 	s->wakeups++;
 }
 
 static __always_inline void on_switch(bool preempt, __u32 prev_tid, __u32 prev_tgid,
-				      unsigned int prev_state, __u32 next_tid,
-				      __u32 next_tgid)
+				      unsigned int prev_state, __u64 prev_exec, __u32 next_tid,
+				      __u32 next_tgid, __u64 next_exec)
 {
 	struct smp_cpu_stats *s;
 	struct smp_task *t;
 	__u64 now = 0;
-	bool still;
+	bool still, fresh;
 
-	t = vm_task(prev_tid, prev_tgid, &s);
+	t = vm_task(prev_tid, prev_tgid, &s, &fresh);
 	if (t) {
 		now = bpf_ktime_get_ns();
 		s->switches++;
+		recover(t, s, now, prev_exec);
+		sync_exec(t, prev_exec);
 		if (t->oncpu) {
 			t->oncpu = 0;
 			s->nr_oncpu--;
@@ -165,19 +228,15 @@ static __always_inline void on_switch(bool preempt, __u32 prev_tid, __u32 prev_t
 			bpf_map_delete_elem(&vmact_tasks, &prev_tid);
 	}
 
-	t = vm_task(next_tid, next_tgid, &s);
+	t = vm_task(next_tid, next_tgid, &s, &fresh);
 	if (t) {
 		if (!now)
 			now = bpf_ktime_get_ns();
 		if (!t->runnable)
 			set_runnable(t, s, now);
-		if (!t->oncpu) {
-			t->oncpu = 1;
-			s->nr_oncpu++;
-			s->oncpu_tsum += now;
-			if (per_thread)
-				t->oncpu_since = now;
-		}
+		if (!t->oncpu)
+			set_oncpu(t, s, now);
+		sync_exec(t, next_exec);
 	}
 }
 
@@ -198,35 +257,38 @@ static __always_inline unsigned int task_state_raw(struct task_struct *t)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(vmact_wakeup, struct task_struct *p)
 {
-	on_wakeup(p->pid, p->tgid);
+	on_wakeup(p->pid, p->tgid, p->on_cpu, p->se.sum_exec_runtime);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(vmact_wake_new, struct task_struct *p)
 {
-	on_wakeup(p->pid, p->tgid);
+	on_wakeup(p->pid, p->tgid, false, p->se.sum_exec_runtime);
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(vmact_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(preempt, prev->pid, prev->tgid, task_state(prev), next->pid, next->tgid);
+	on_switch(preempt, prev->pid, prev->tgid, task_state(prev), prev->se.sum_exec_runtime,
+		  next->pid, next->tgid, next->se.sum_exec_runtime);
 	return 0;
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(vmact_rwake, struct task_struct *p)
 {
-	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid));
+	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, on_cpu),
+		  BPF_CORE_READ(p, se.sum_exec_runtime));
 	return 0;
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(vmact_rwake_new, struct task_struct *p)
 {
-	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid));
+	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), false,
+		  BPF_CORE_READ(p, se.sum_exec_runtime));
 	return 0;
 }
 
@@ -234,7 +296,9 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(vmact_rswitch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	on_switch(preempt, BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid),
-		  task_state_raw(prev), BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
+		  task_state_raw(prev), BPF_CORE_READ(prev, se.sum_exec_runtime),
+		  BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid),
+		  BPF_CORE_READ(next, se.sum_exec_runtime));
 	return 0;
 }
 
@@ -275,6 +339,9 @@ int vmact_seed(struct bpf_iter__task *ctx)
 	t.oncpu = task->on_cpu ? 1 : 0;
 	t.runnable_since = now;
 	t.oncpu_since = now;
+	/* As at a wake-up: a running thread's run time lags. */
+	t.exec_sync = task->se.sum_exec_runtime;
+	t.exec_ok = !t.oncpu;
 	if (bpf_map_update_elem(&vmact_tasks, &tid, &t, BPF_NOEXIST))
 		return 0; /* a hook saw the thread first; its state wins */
 	__sync_fetch_and_add(&s->nr_runnable, 1);

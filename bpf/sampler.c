@@ -40,7 +40,7 @@
 /* Cumulative totals of one VM since its registration. */
 struct smp_totals {
 	uint64_t runnable_ns, oncpu_ns;
-	uint64_t wakeups, switches, preemptions, untracked;
+	uint64_t wakeups, switches, preemptions, untracked, recovered_ns, recoveries;
 	int64_t nr_runnable, nr_oncpu;
 };
 
@@ -445,6 +445,8 @@ static void fold_cpus(const struct smp_cpu_stats *v, int ncpus, uint64_t t,
 		out->switches += v[c].switches;
 		out->preemptions += v[c].preemptions;
 		out->untracked += v[c].untracked;
+		out->recovered_ns += v[c].recovered_ns;
+		out->recoveries += v[c].recoveries;
 	}
 	out->nr_runnable = (int64_t)nr;
 	out->nr_oncpu = (int64_t)on;
@@ -781,11 +783,18 @@ static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp
 	r->interval_s = (double)dt / 1e9;
 	r->runnable_ns = delta(now->runnable_ns, sl->last.runnable_ns);
 	r->oncpu_ns = delta(now->oncpu_ns, sl->last.oncpu_ns);
+	/* A recovery adds on-CPU time when the thread switches out, which
+	 * may be after this interval began; its runnable time was counted
+	 * as it passed. */
+	if (r->oncpu_ns > r->runnable_ns)
+		r->oncpu_ns = r->runnable_ns;
 	r->delay_ns = delta(r->runnable_ns, r->oncpu_ns);
 	r->wakeups = now->wakeups - sl->last.wakeups;
 	r->switches = now->switches - sl->last.switches;
 	r->preemptions = now->preemptions - sl->last.preemptions;
 	r->untracked = now->untracked - sl->last.untracked;
+	r->recovered_ns = now->recovered_ns - sl->last.recovered_ns;
+	r->recoveries = now->recoveries - sl->last.recoveries;
 	r->nr_runnable = now->nr_runnable;
 	r->nr_oncpu = now->nr_oncpu;
 	if (dt > 0) {
@@ -969,6 +978,8 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
 			.runnable_ns = v.runnable_ns + (v.runnable ? delta(t, v.runnable_since) : 0),
 			.oncpu_ns = v.oncpu_ns + (v.oncpu ? delta(t, v.oncpu_since) : 0),
 		};
+		if (out[n].oncpu_ns > out[n].runnable_ns) /* see smp_reading */
+			out[n].oncpu_ns = out[n].runnable_ns;
 		out[n].delay_ns = delta(out[n].runnable_ns, out[n].oncpu_ns);
 		char state;
 		if (smp_thread_stat(sl->tgid, (pid_t)key, &state, out[n].comm) < 0)

@@ -61,6 +61,11 @@ struct smp_reading {
 	/* Scheduler events of VM threads not accounted because vmact_tasks
 	 * (max_threads) was full; nonzero means the figures above are low. */
 	uint64_t untracked;
+	/* BPF: on-CPU time of switch-ins no event reported, recovered from
+	 * the kernel's run time when the thread switched out (already in
+	 * oncpu_ns), and how many times. Such time can belong to the interval
+	 * before; oncpu_ns is capped at runnable_ns. */
+	uint64_t recovered_ns, recoveries;
 	/* Cumulative counters from the cgroup's cpu.stat, if one was given. */
 	bool has_cpu_stat;
 	uint64_t nr_periods, nr_throttled, throttled_ns;
