@@ -26,6 +26,9 @@
  * included) and its pins are gone. The VM's CFS quota follows its size
  * (1000m, 1500m or more, 1000m) and goes when autoscaling is disabled.
  *
+ * Then daemon_remote_plugin_dimm: the plugin as a separate process and
+ * memory in DIMMs (below).
+ *
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +72,8 @@ struct fixture {
 	     notify[108];
 	int notify_fd; /* the daemon's sd_notify socket (NOTIFY_SOCKET) */
 	char notes[4096]; /* what it sent so far */
-	pid_t peer, daemon;
+	pid_t peer, daemon, arbiter;
+	char arb_log[128];
 	int peer_in; /* the peer quits when its stdin closes */
 };
 
@@ -251,6 +255,7 @@ static int setup(void **state)
 	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactd-it-%d.json", pid);
 	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactd-it-%d.log", pid);
 	snprintf(fx.log1, sizeof(fx.log1), "%s.1", fx.log);
+	snprintf(fx.arb_log, sizeof(fx.arb_log), "/tmp/vmactd-it-%d.arbiter", pid);
 	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-it-%d", pid);
 	snprintf(fx.notify, sizeof(fx.notify), "/tmp/vmactd-it-%d.notify", pid);
 
@@ -382,6 +387,11 @@ static int set_meta(const struct tg_guest *g, const char *xml)
 static int teardown(void **state)
 {
 	(void)state;
+	if (fx.arbiter > 0) {
+		kill(fx.arbiter, SIGTERM);
+		waitpid(fx.arbiter, NULL, 0);
+		fx.arbiter = 0;
+	}
 	if (fx.daemon > 0) {
 		/* SIGTERM first so the daemon unpins; SIGKILL if it hangs. */
 		double end = tg_now() + 30;
@@ -428,6 +438,7 @@ static int teardown(void **state)
 	if (!getenv("VMACT_TEST_KEEP_LOG")) {
 		unlink(fx.log);
 		unlink(fx.log1);
+		unlink(fx.arb_log);
 	}
 	return 0;
 }
@@ -711,10 +722,119 @@ static void daemon_autoscales(void **state)
 		dump_log();
 }
 
+static bool arbiter_listening(void *unused)
+{
+	return count_in(fx.arb_log, "listening on") > 0;
+}
+
+static bool b_grown(void *mem0)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.b, &r) && r.cpus >= 2 &&
+	       r.memtotal_kb >= *(unsigned long *)mem0 + 200 * 1024;
+}
+
+/* The other two ways of running: the scheduler plugin is a separate
+ * process (plugin.mode remote, here the standalone vmact-arbiter, as a
+ * real Neon plugin would be) and memory comes in DIMMs. Guest B, broken
+ * until now, gets valid metadata with method='dimm' and no vm-monitor (so
+ * it only grows: a DIMM unplug has crashed QEMU 7.2 here, which
+ * test_hotplug covers). Busy B -> the remote arbiter is asked and grants
+ * 1500m / 768Mi, a vCPU and one 256Mi DIMM go in, the guest sees both,
+ * nothing passes the bounds. */
+static void daemon_remote_plugin_dimm(void **state)
+{
+	char text[1024], arb_path[PATH_MAX + 32], needle[256], *buf, *p;
+	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	unsigned port = 0;
+	unsigned long mem0;
+	struct tg_report r;
+	int status;
+
+	(void)state;
+	if (fx.daemon > 0) { /* left by a failed test before */
+		kill(fx.daemon, SIGKILL);
+		waitpid(fx.daemon, NULL, 0);
+		fx.daemon = 0;
+	}
+	snprintf(arb_path, sizeof(arb_path), "%s/vmact-arbiter", dirname(strdupa(vmactd_path)));
+	{
+		const char *aargv[] = { arb_path, "--listen", "127.0.0.1:0", "--cpu", "2",
+					"--memory", "4Gi", "--verbose", NULL };
+
+		fx.arbiter = spawn_to(aargv, fx.arb_log, NULL, -1);
+	}
+	assert_true(fx.arbiter > 0);
+	if (!wait_until(arbiter_listening, NULL, 30))
+		fail_msg("vmact-arbiter did not start");
+	buf = slurp(fx.arb_log);
+	assert_non_null(buf);
+	p = strstr(buf, "(port ");
+	if (!p || sscanf(p, "(port %u)", &port) != 1 || !port)
+		fail_msg("no port in the arbiter's log: %s", buf);
+	free(buf);
+
+	assert_int_equal(set_meta(&fx.b, "<autoscaling enabled='true'><cpu min='1' max='2'/>"
+					  "<memory min='512Mi' max='1Gi' method='dimm'/>"
+					  "<compute-unit cpu='500m' memory='256Mi'/>"
+					  "<scaling loadAverageFractionTarget='0.65'/>"
+					  "</autoscaling>"),
+			 0);
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
+		 "\"plugin\":{\"mode\":\"remote\",\"url\":\"http://127.0.0.1:%u/\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
+		 fx.b.name, port, fx.pins);
+	assert_true(write_file(fx.cfg, text));
+	unlink(fx.log);
+	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
+	assert_true(fx.daemon > 0);
+	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
+		dump_log();
+		fail_msg("vmactd did not become ready managing guest B");
+	}
+	snprintf(needle, sizeof(needle), "scheduler http://127.0.0.1:%u/", port);
+	assert_int_equal(count_in(fx.log, needle), 1);
+	assert_int_equal(count_in(fx.log, "arbiter: listening"), 0);
+	assert_true(tg_report(&fx.b, &r));
+	mem0 = r.memtotal_kb;
+
+	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
+	if (!wait_until(b_grown, &mem0, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest B never got a second vCPU and a DIMM");
+	}
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.b.name);
+	if (!wait_until(log_has, needle, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported B's resize");
+	}
+	/* The remote arbiter made the decision, for B by name. */
+	snprintf(needle, sizeof(needle), "default/%s", fx.b.name);
+	assert_true(count_in(fx.arb_log, needle) > 0);
+	assert_true(count_in(fx.arb_log, "permit 1500m/768Mi") > 0);
+	check_guest_cpus_within(&fx.b, 1, 2);
+	assert_true(check_resizes_within(fx.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
+	assert_true(tg_report(&fx.b, &r));
+	if (r.memtotal_kb > mem0 + 512 * 1024)
+		fail_msg("guest B has %lu kB, more than the 1Gi max allows", r.memtotal_kb);
+
+	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
+	kill(fx.daemon, SIGTERM);
+	assert_int_equal(waitpid(fx.daemon, &status, 0), fx.daemon);
+	fx.daemon = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		dump_log();
+		fail_msg("vmactd exited with status %d", status);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(daemon_autoscales),
+		cmocka_unit_test(daemon_remote_plugin_dimm),
 	};
 	char self[PATH_MAX];
 	ssize_t n;
