@@ -258,6 +258,7 @@ struct act_runner {
 	struct act_inf_link *inf;
 	enum ag_inf_mode inf_mode;
 	unsigned inf_failures;   /* server exits since the last time running */
+	bool inf_held_logged;    /* "holding a resize" said for this suspension */
 	char inf_reason[VMACT_ERR_MSG_MAX]; /* last reason logged */
 
 	/* The hotplug in progress: its plan, the step being done. */
@@ -856,6 +857,7 @@ static void inf_mode_changed(void *ud, enum ag_inf_mode mode, const char *agent_
 	r->inf_mode = mode;
 	if (mode == old)
 		return;
+	r->inf_held_logged = false;
 	if (mode == AG_INF_RUNNING) {
 		log_info("%s: informant: agent %s running (protocol v%s)", r->name, agent_id,
 			 ag_inf_version_name(ag_inf_agent_version(l->agent))
@@ -1094,10 +1096,13 @@ static void evaluate(struct act_runner *r)
 	if (a.has_plugin && !r->plugin_busy)
 		start_plugin(r, &a);
 	if (a.has_hotplug && !r->hp_busy) {
-		if (!r->inf || act_inf_gate_for(r->inf_mode).may_resize)
+		if (!r->inf || act_inf_gate_for(r->inf_mode).may_resize) {
 			start_hotplug(r, &a);
-		else
-			log_debug("%s: not resizing: the informant suspended this agent", r->name);
+		} else if (!r->inf_held_logged) {
+			log_info("%s: informant: holding a resize while the agent is suspended",
+				 r->name);
+			r->inf_held_logged = true;
+		}
 	}
 	if ((r->mon || (r->inf && act_inf_gate_for(r->inf_mode).approves)) && !r->mon_busy) {
 		if (a.has_monitor_upscale)
