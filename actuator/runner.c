@@ -866,9 +866,9 @@ static void inf_mode_changed(void *ud, enum ag_inf_mode mode, const char *agent_
 		r->inf_reason[0] = 0;
 		act_monitor_connected(&r->st);
 	} else {
-		if (mode == AG_INF_SUSPENDED)
-			log_info("%s: informant: agent %s suspended: no resizing until it is resumed",
-				 r->name, agent_id);
+		if (mode == AG_INF_SUSPENDED && old == AG_INF_RUNNING)
+			log_info("%s: informant: agent %s suspended by the informant: no resizing "
+				 "until it is resumed", r->name, agent_id);
 		else
 			log_debug("%s: informant: agent %s now %s", r->name, agent_id,
 				  ag_inf_mode_name(mode));

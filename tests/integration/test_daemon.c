@@ -873,6 +873,15 @@ static bool c_cpus_1(void *unused)
 	return tg_report(&fx.c, &r) && r.cpus == 1 && r.busy == 0;
 }
 
+/* A "resized to" line for C after the `*before` there were. */
+static bool c_resized_again(void *before)
+{
+	char needle[256];
+
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.c.name);
+	return count_in(fx.log, needle) > *(unsigned *)before;
+}
+
 static void inf_cmd(const char *line)
 {
 	size_t n = strlen(line);
@@ -898,7 +907,7 @@ static void daemon_informant(void **state)
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
 	const char *peer_argv[] = { "node", "tests/peers/informant.js", "--port", "0",
 				    "--timeout-factor", "10", NULL };
-	unsigned port = 0;
+	unsigned port = 0, resizes;
 	int status;
 
 	(void)state;
@@ -969,7 +978,9 @@ static void daemon_informant(void **state)
 
 	/* Suspended: load makes the core want more, and the runner holds it. */
 	inf_cmd("{\"cmd\":\"suspend\"}");
-	if (!wait_until(log_has, "suspended: no resizing until it is resumed", 60)) {
+	if (!wait_until(inf_peer_has, "\"event\":\"suspend\"", 60) ||
+	    !wait_until(log_has, "suspended by the informant: no resizing until it is resumed",
+			60)) {
 		dump_log();
 		fail_msg("the agent never reported its suspension");
 	}
@@ -1004,10 +1015,17 @@ static void daemon_informant(void **state)
 	assert_int_equal(count_in(fx.inf_log, "\"event\":\"try-upscale\",\"error\""), 0);
 
 	/* Idle: the informant approves the downscale, the vCPU goes. */
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.c.name);
+	resizes = count_in(fx.log, needle);
 	assert_int_equal(tg_cmd(&fx.c, "idle"), 0);
 	if (!wait_until(c_cpus_1, NULL, LIMIT_SCALE_S)) {
 		dump_log();
 		fail_msg("guest C never went back to one vCPU");
+	}
+	/* The guest sees the vCPU go before the whole resize has finished. */
+	if (!wait_until(c_resized_again, &resizes, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported the downscale as done");
 	}
 	assert_true(count_in(fx.inf_log, "\"event\":\"downscale\"") >= 1);
 	assert_true(count_in(fx.log, "informant approved the downscale") >= 1);
