@@ -873,12 +873,13 @@ static bool c_cpus_1(void *unused)
 	return tg_report(&fx.c, &r) && r.cpus == 1 && r.busy == 0;
 }
 
-/* A "resized to" line for C after the `*before` there were. */
+/* A "resized to 1 CPU" line for C after the `*before` there were: the
+ * downscale done, as the daemon reports it. */
 static bool c_resized_again(void *before)
 {
 	char needle[256];
 
-	snprintf(needle, sizeof(needle), "%s: resized to ", fx.c.name);
+	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
 	return count_in(fx.log, needle) > *(unsigned *)before;
 }
 
@@ -1015,7 +1016,7 @@ static void daemon_informant(void **state)
 	assert_int_equal(count_in(fx.inf_log, "\"event\":\"try-upscale\",\"error\""), 0);
 
 	/* Idle: the informant approves the downscale, the vCPU goes. */
-	snprintf(needle, sizeof(needle), "%s: resized to ", fx.c.name);
+	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
 	resizes = count_in(fx.log, needle);
 	assert_int_equal(tg_cmd(&fx.c, "idle"), 0);
 	if (!wait_until(c_cpus_1, NULL, LIMIT_SCALE_S)) {
