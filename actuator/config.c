@@ -36,6 +36,10 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->arbiter_reserve_mem_bytes = 0;
 	cfg->arbiter_overcommit_cpu = 1.0;
 	cfg->arbiter_overcommit_mem = 1.0;
+	/* Loopback: safe by default; guests on a bridge need the host's
+	 * address on it (listen + advertise_host). */
+	cfg->informant_listen = strdup("127.0.0.1:0");
+	cfg->informant_advertise_host = NULL;
 	cfg->cpu_quota_overcommit = 1.0;
 	cfg->sampler_mode = ACT_SAMPLER_AUTO;
 	cfg->sampler_keep_pins = false;
@@ -57,6 +61,8 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->plugin_url);
 	free(cfg->plugin_version);
 	free(cfg->arbiter_listen);
+	free(cfg->informant_listen);
+	free(cfg->informant_advertise_host);
 	free(cfg->sampler_pin_root);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -104,6 +110,11 @@ static const struct key arbiter_keys[] = {
 	{ "overcommit_memory", K_DOUBLE, OFF(arbiter_overcommit_mem), 0.1, 100, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
+static const struct key informant_keys[] = {
+	{ "listen", K_STRING, OFF(informant_listen), 0, 0, NULL, NULL },
+	{ "advertise_host", K_STRING, OFF(informant_advertise_host), 0, 0, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
 static const struct key cgroup_keys[] = {
 	{ "cpu_quota_overcommit", K_DOUBLE, OFF(cpu_quota_overcommit), 0.01, 100, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
@@ -121,6 +132,7 @@ static const struct key top_keys[] = {
 	{ "control", K_SECTION, 0, 0, 0, NULL, control_keys },
 	{ "plugin", K_SECTION, 0, 0, 0, NULL, plugin_keys },
 	{ "arbiter", K_SECTION, 0, 0, 0, NULL, arbiter_keys },
+	{ "informant", K_SECTION, 0, 0, 0, NULL, informant_keys },
 	{ "cgroup", K_SECTION, 0, 0, 0, NULL, cgroup_keys },
 	{ "sampler", K_SECTION, 0, 0, 0, NULL, sampler_keys },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
@@ -208,6 +220,33 @@ static int apply_section(const struct key *keys, const json_t *obj, const char *
 	return 0;
 }
 
+/* ADDR:PORT with a numeric port; a wildcard ADDR is fine only with an
+ * advertise_host, as the informant must be told where to call back. */
+static int check_informant_listen(const struct act_config *cfg, struct vmact_err *err)
+{
+	const char *l = cfg->informant_listen, *colon = strrchr(l, ':'), *p;
+	unsigned long port = 0;
+	size_t n;
+
+	if (!colon || colon == l)
+		return vmact_err_set(err, EINVAL, "informant.listen: '%s' is not ADDR:PORT", l);
+	for (p = colon + 1; *p >= '0' && *p <= '9' && port <= 65535; p++)
+		port = port * 10 + (unsigned long)(*p - '0');
+	if (p == colon + 1 || *p || port > 65535)
+		return vmact_err_set(err, EINVAL, "informant.listen: '%s': bad port", l);
+	n = (size_t)(colon - l);
+	if (l[0] == '[' && n >= 2 && l[n - 1] == ']') {
+		l++;
+		n -= 2;
+	}
+	if (!cfg->informant_advertise_host &&
+	    (n == 0 || (n == 7 && strncmp(l, "0.0.0.0", 7) == 0) ||
+	     (n == 2 && strncmp(l, "::", 2) == 0)))
+		return vmact_err_set(err, EINVAL, "informant.advertise_host: needed when "
+				     "informant.listen is a wildcard address");
+	return 0;
+}
+
 static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err *err)
 {
 	json_t *scaling, *cu;
@@ -253,6 +292,9 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 	if (cfg->plugin_mode == ACT_PLUGIN_ARBITER && strncmp(cfg->arbiter_listen, "unix:", 5) == 0)
 		return vmact_err_set(err, EINVAL, "arbiter.listen: vmactd's own VMs reach the "
 				     "embedded arbiter over TCP: give ADDR:PORT");
+	r = check_informant_listen(cfg, err);
+	if (r < 0)
+		return r;
 	if (cfg->sampler_pin_root[0] != '/')
 		return vmact_err_set(err, EINVAL, "sampler.pin_root: must be an absolute path");
 	return 0;

@@ -46,6 +46,14 @@ struct act_config {
 	double arbiter_overcommit_cpu;
 	double arbiter_overcommit_mem;
 
+	/* The agent's HTTP server per VM with a legacy informant
+	 * (<vmact:informant>): where it listens, "ADDR:PORT" (port 0 =
+	 * ephemeral, a fresh one per registration as the Neon agent did), and
+	 * the host it advertises to the informant (NULL = listen's host, which
+	 * must then not be a wildcard). */
+	char *informant_listen;
+	char *informant_advertise_host;
+
 	double cpu_quota_overcommit; /* milli-CPU → CFS quota factor */
 
 	enum act_sampler_mode sampler_mode;

@@ -30,6 +30,7 @@ struct act_registry {
 	struct hp_conn *hp;
 	struct entry *entries;
 	bool synced;
+	bool shutting_down;
 };
 
 static struct entry *find(struct act_registry *reg, const char *uuid)
@@ -102,6 +103,8 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 	char msg[VMACT_ERR_MSG_MAX + 64];
 	int r;
 
+	if (reg->shutting_down)
+		return;
 	if (strncmp(st->name, reg->o.cfg->libvirt_name_prefix,
 		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
 		return;
@@ -211,6 +214,8 @@ static void on_event(struct hp_conn *c, const struct hp_event *ev, void *ud)
 	struct hp_state st;
 	unsigned before = act_registry_count(reg);
 
+	if (reg->shutting_down)
+		return;
 	switch (ev->kind) {
 	case HP_EV_CONNECTED:
 		if (ev->reconnects)
@@ -284,17 +289,37 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 	return 0;
 }
 
-void act_registry_free(struct act_registry *reg)
+static void free_entries(struct act_registry *reg)
 {
 	struct entry *e;
 
-	if (!reg)
-		return;
 	while ((e = reg->entries)) {
 		reg->entries = e->next;
 		act_runner_free(e->runner);
 		free(e);
 	}
+}
+
+void act_registry_shutdown(struct act_registry *reg, void (*done)(void *ud), void *ud)
+{
+	reg->shutting_down = true;
+	free_entries(reg);
+	if (!reg->env.inf_draining) {
+		done(ud);
+		return;
+	}
+	log_info("waiting for informant agents to unregister");
+	reg->env.inf_drained = done;
+	reg->env.inf_drained_ud = ud;
+}
+
+void act_registry_free(struct act_registry *reg)
+{
+	if (!reg)
+		return;
+	free_entries(reg);
+	reg->env.inf_drained = NULL;
+	act_runner_env_drain_free(&reg->env);
 	hp_conn_free(reg->hp);
 	free(reg);
 }

@@ -34,6 +34,12 @@ struct act_registry_opts {
  * here); the first sync runs from the loop on the CONNECTED event. */
 int act_registry_new(const struct act_registry_opts *o, struct act_registry **out,
 		     struct vmact_err *err);
+/* Daemon shutdown, first half: stops every runner and manages no new
+ * ones; done(ud) runs from the loop once the informant agents of those
+ * runners have unregistered (bounded by the informant client's register
+ * timeout), or right away when there are none. */
+void act_registry_shutdown(struct act_registry *reg, void (*done)(void *ud), void *ud);
+
 /* Stops every runner, then closes the libvirt connection (waiting for
  * operations in flight). NULL is fine. */
 void act_registry_free(struct act_registry *reg);

@@ -13,6 +13,7 @@
 #include "actuator/log.h"
 #include "actuator/macro.h"
 #include "agent-glue/http-client.h"
+#include "agent-glue/informant-client.h"
 #include "agent-glue/monitor-client.h"
 #include "agent-glue/plugin-client.h"
 #include "bpf/sampler.h"
@@ -251,7 +252,14 @@ struct act_runner {
 	bool plugin_busy;
 
 	struct ag_mon_client *mon;
-	bool mon_busy;
+	bool mon_busy; /* a monitor or informant up/downscale is pending */
+
+	/* Legacy informant (instead of mon). */
+	struct act_inf_link *inf;
+	enum ag_inf_mode inf_mode;
+	unsigned inf_failures;   /* server exits since the last time running */
+	bool inf_held_logged;    /* "holding a resize" said for this suspension */
+	char inf_reason[VMACT_ERR_MSG_MAX]; /* last reason logged */
 
 	/* The hotplug in progress: its plan, the step being done. */
 	bool hp_busy;
@@ -558,6 +566,9 @@ static void start_hotplug(struct act_runner *r, const struct act_actions *a)
 
 /* ---- monitor ---- */
 
+static void log_inf_reason(struct act_runner *r, const char *what, const char *msg);
+static void start_inf(struct act_runner *r, bool up, const struct act_res_change *ch);
+
 static void mon_up_done(struct ag_mon_client *c, const struct ag_mon_result *res, void *ud)
 {
 	struct act_runner *r = ud;
@@ -609,6 +620,10 @@ static void start_mon(struct act_runner *r, bool up, const struct act_res_change
 	struct vmact_err err = { 0 };
 	int ret;
 
+	if (r->inf) {
+		start_inf(r, up, ch);
+		return;
+	}
 	ret = up ? act_monitor_upscale_starting(&r->st, now_ns(r), &ch->target, &err)
 		 : act_monitor_downscale_starting(&r->st, now_ns(r), &ch->target, &err);
 	if (ret < 0) {
@@ -716,6 +731,291 @@ static int start_monitor(struct act_runner *r, struct vmact_err *err)
 	return ret;
 }
 
+/* ---- legacy informant ---- */
+
+struct act_inf_link {
+	struct act_runner *r; /* NULL once the runner is gone */
+	struct ag_inf_agent *agent;
+	struct act_runner_env *env;
+	struct act_inf_link *next; /* in env->inf_draining */
+};
+
+struct act_inf_gate act_inf_gate_for(int mode)
+{
+	switch ((enum ag_inf_mode)mode) {
+	case AG_INF_RUNNING:
+		return (struct act_inf_gate){ .may_resize = true, .approves = true };
+	case AG_INF_SUSPENDED:
+		return (struct act_inf_gate){ .may_resize = false, .approves = false };
+	case AG_INF_NONE:
+	case AG_INF_UNCONFIRMED:
+		break;
+	}
+	return (struct act_inf_gate){ .may_resize = true, .approves = false };
+}
+
+uint64_t act_inf_retry_usec(unsigned failures)
+{
+	uint64_t w = AG_INF_DEFAULT_RETRY_WAIT_USEC;
+
+	for (unsigned i = 1; i < failures && w < 80 * 1000000ULL; i++)
+		w *= 2;
+	return w < 80 * 1000000ULL ? w : 80 * 1000000ULL;
+}
+
+/* One warning per new reason: an unreachable informant would otherwise
+ * log on every retry. */
+static void log_inf_reason(struct act_runner *r, const char *what, const char *msg)
+{
+	if (strcmp(r->inf_reason, msg) == 0) {
+		log_debug("%s: informant: %s: %s", r->name, what, msg);
+		return;
+	}
+	log_warning("%s: informant: %s: %s", r->name, what, msg);
+	snprintf(r->inf_reason, sizeof(r->inf_reason), "%s", msg);
+}
+
+static void inf_up_done(void *ud, int result, const struct vmact_err *err)
+{
+	struct act_runner *r = ud;
+	struct vmact_err e = { 0 };
+
+	r->mon_busy = false;
+	if (result == 0) {
+		if (act_monitor_upscale_ok(&r->st, now_ns(r), &e) < 0)
+			log_debug("%s: %s", r->name, e.msg);
+	} else {
+		if (!r->freeing)
+			log_inf_reason(r, "upscale notification failed",
+				       err && err->msg[0] ? err->msg : strerror(-result));
+		act_monitor_upscale_failed(&r->st, now_ns(r));
+	}
+	evaluate(r);
+}
+
+static void inf_down_done(void *ud, int result, const struct ag_downscale_result *res,
+			  const struct vmact_err *err)
+{
+	struct act_runner *r = ud;
+	struct vmact_err e = { 0 };
+	int ret = 0;
+
+	r->mon_busy = false;
+	if (result == 0 && res->ok) {
+		log_info("%s: informant approved the downscale (%s)", r->name, res->status);
+		ret = act_monitor_downscale_ok(&r->st, now_ns(r), &e);
+	} else if (result == 0) {
+		log_info("%s: informant denied the downscale: %s", r->name, res->status);
+		ret = act_monitor_downscale_denied(&r->st, now_ns(r), &e);
+	} else {
+		if (!r->freeing)
+			log_inf_reason(r, "downscale request failed",
+				       err && err->msg[0] ? err->msg : strerror(-result));
+		act_monitor_downscale_failed(&r->st, now_ns(r));
+	}
+	if (ret < 0)
+		log_debug("%s: %s", r->name, e.msg);
+	evaluate(r);
+}
+
+static void start_inf(struct act_runner *r, bool up, const struct act_res_change *ch)
+{
+	struct vmact_err err = { 0 };
+	int ret;
+
+	ret = up ? act_monitor_upscale_starting(&r->st, now_ns(r), &ch->target, &err)
+		 : act_monitor_downscale_starting(&r->st, now_ns(r), &ch->target, &err);
+	if (ret < 0) {
+		log_debug("%s: %s", r->name, err.msg);
+		return;
+	}
+	/* mon_busy before the call: a synchronous failure path may complete
+	 * through the callback. */
+	r->mon_busy = true;
+	ret = up ? ag_inf_agent_upscale(r->inf->agent, &ch->target, inf_up_done, r, &err)
+		 : ag_inf_agent_downscale(r->inf->agent, &ch->target, inf_down_done, r, &err);
+	if (ret < 0) {
+		r->mon_busy = false;
+		log_inf_reason(r, up ? "cannot send the upscale notification"
+				     : "cannot send the downscale request", err.msg);
+		if (up)
+			act_monitor_upscale_failed(&r->st, now_ns(r));
+		else
+			act_monitor_downscale_failed(&r->st, now_ns(r));
+	}
+}
+
+static void inf_mode_changed(void *ud, enum ag_inf_mode mode, const char *agent_id)
+{
+	struct act_inf_link *l = ud;
+	struct act_runner *r = l->r;
+	enum ag_inf_mode old;
+
+	if (!r)
+		return;
+	old = r->inf_mode;
+	r->inf_mode = mode;
+	if (mode == old)
+		return;
+	r->inf_held_logged = false;
+	if (mode == AG_INF_RUNNING) {
+		log_info("%s: informant: agent %s running (protocol v%s)", r->name, agent_id,
+			 ag_inf_version_name(ag_inf_agent_version(l->agent))
+				 ? ag_inf_version_name(ag_inf_agent_version(l->agent)) : "?");
+		r->inf_failures = 0;
+		r->inf_reason[0] = 0;
+		act_monitor_connected(&r->st);
+	} else {
+		if (mode == AG_INF_SUSPENDED && old == AG_INF_RUNNING)
+			log_info("%s: informant: agent %s suspended by the informant: no resizing "
+				 "until it is resumed", r->name, agent_id);
+		else
+			log_debug("%s: informant: agent %s now %s", r->name, agent_id,
+				  ag_inf_mode_name(mode));
+		if (old == AG_INF_RUNNING)
+			act_monitor_reset(&r->st);
+	}
+	evaluate(r);
+}
+
+static void inf_registered(void *ud, const char *agent_id, const struct ag_informant_desc *d)
+{
+	struct act_inf_link *l = ud;
+
+	if (l->r)
+		log_info("%s: informant: registered agent %s at %s (protocol v%s)", l->r->name,
+			 agent_id, ag_inf_agent_serve_addr(l->agent),
+			 ag_inf_version_name(d->version) ? ag_inf_version_name(d->version) : "?");
+}
+
+static void inf_try_upscale(void *ud, bool cpu, bool memory)
+{
+	struct act_inf_link *l = ud;
+	struct act_runner *r = l->r;
+	struct vmact_err err = { 0 };
+
+	if (!r)
+		return;
+	log_info("%s: informant asks for more%s%s", r->name, cpu ? " CPU" : "",
+		 memory ? (cpu ? " and memory" : " memory") : "");
+	if (act_monitor_upscale_requested(&r->st, now_ns(r), cpu, memory, &err) < 0)
+		log_debug("%s: %s", r->name, err.msg);
+	evaluate(r);
+}
+
+static void inf_server_exited(void *ud, const char *agent_id, const struct vmact_err *why,
+			      bool retry_should_fix)
+{
+	struct act_inf_link *l = ud;
+	struct act_runner *r = l->r;
+	uint64_t wait;
+
+	if (!r || r->freeing)
+		return;
+	r->inf_failures++;
+	wait = act_inf_retry_usec(r->inf_failures);
+	ag_inf_agent_set_retry_wait(l->agent, wait);
+	log_inf_reason(r, "not registered", why && why->msg[0] ? why->msg : "server exited");
+	log_debug("%s: informant: registering again in %" PRIu64 " s (attempt %u)", r->name,
+		  wait / 1000000u, r->inf_failures + 1);
+}
+
+static void inf_notice(void *ud, const struct vmact_err *e)
+{
+	struct act_inf_link *l = ud;
+
+	if (l->r && !l->r->freeing)
+		log_inf_reason(l->r, "notice", e->msg);
+	else
+		log_debug("informant: %s", e->msg);
+}
+
+static int start_informant(struct act_runner *r, struct vmact_err *err)
+{
+	static const struct ag_inf_agent_events ev = {
+		.mode_changed = inf_mode_changed,
+		.registered = inf_registered,
+		.try_upscale = inf_try_upscale,
+		.server_exited = inf_server_exited,
+		.notice = inf_notice,
+	};
+	struct ag_inf_agent_config ic = {
+		.informant_url = r->meta.informant,
+		.listen = r->env->cfg->informant_listen,
+		.advertise_host = r->env->cfg->informant_advertise_host,
+		.retry_wait_usec = act_inf_retry_usec(1),
+	};
+	struct act_inf_link *l;
+	int ret;
+
+	if (!r->meta.informant[0])
+		return 0;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	l->r = r;
+	l->env = r->env;
+	ret = ag_inf_agent_new(r->env->event, &ic, &ev, l, &l->agent, err);
+	if (ret < 0) {
+		free(l);
+		return vmact_err_prefix(err, "informant %s", r->meta.informant);
+	}
+	r->inf = l;
+	/* A failure to start the first server (listen address in use) is
+	 * retried like any other. */
+	ret = ag_inf_agent_start(l->agent, err);
+	if (ret < 0) {
+		log_inf_reason(r, "not registered", err->msg);
+		vmact_err_reset(err);
+		ag_inf_agent_retry_later(l->agent);
+	}
+	return 0;
+}
+
+static void inf_drained(void *ud)
+{
+	struct act_inf_link *l = ud, **pp;
+	struct act_runner_env *env = l->env;
+
+	for (pp = &env->inf_draining; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	ag_inf_agent_free(l->agent);
+	free(l);
+	if (!env->inf_draining && env->inf_drained)
+		env->inf_drained(env->inf_drained_ud);
+}
+
+/* The runner goes: the agent unregisters on its own, from the env. */
+static void stop_informant(struct act_runner *r)
+{
+	struct act_inf_link *l = r->inf;
+
+	if (!l)
+		return;
+	r->inf = NULL;
+	l->r = NULL;
+	l->next = r->env->inf_draining;
+	r->env->inf_draining = l;
+	/* A pending up/downscale completes now (-ECANCELED) through its own
+	 * callback, with the runner still there (r->freeing keeps it quiet). */
+	if (ag_inf_agent_stop(l->agent, inf_drained, l) < 0)
+		inf_drained(l);
+}
+
+void act_runner_env_drain_free(struct act_runner_env *env)
+{
+	while (env->inf_draining) {
+		struct act_inf_link *l = env->inf_draining;
+
+		env->inf_draining = l->next;
+		ag_inf_agent_free(l->agent);
+		free(l);
+	}
+}
+
 /* ---- metrics ---- */
 
 static int on_metrics(sd_event_source *s, uint64_t usec, void *ud)
@@ -795,9 +1095,16 @@ static void evaluate(struct act_runner *r)
 
 	if (a.has_plugin && !r->plugin_busy)
 		start_plugin(r, &a);
-	if (a.has_hotplug && !r->hp_busy)
-		start_hotplug(r, &a);
-	if (r->mon && !r->mon_busy) {
+	if (a.has_hotplug && !r->hp_busy) {
+		if (!r->inf || act_inf_gate_for(r->inf_mode).may_resize) {
+			start_hotplug(r, &a);
+		} else if (!r->inf_held_logged) {
+			log_info("%s: informant: holding a resize while the agent is suspended",
+				 r->name);
+			r->inf_held_logged = true;
+		}
+	}
+	if ((r->mon || (r->inf && act_inf_gate_for(r->inf_mode).approves)) && !r->mon_busy) {
 		if (a.has_monitor_upscale)
 			start_mon(r, true, &a.monitor_upscale);
 		else if (a.has_monitor_downscale)
@@ -913,9 +1220,11 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 	if (ret < 0)
 		goto fail;
 	ret = start_monitor(r, err);
+	if (ret >= 0)
+		ret = start_informant(r, err);
 	if (ret < 0)
 		goto fail;
-	if (!r->mon)
+	if (!r->mon && !r->inf)
 		log_info("%s: no vm-monitor endpoint: the VM is scaled up only", r->name);
 	ret = sd_event_add_time_relative(env->event, &r->metrics, CLOCK_MONOTONIC,
 					 env->metrics_interval_usec, 10000, on_metrics, r);
@@ -931,8 +1240,10 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		fmt_res(a, sizeof(a), using_);
 		fmt_res(b, sizeof(b), meta->min);
 		fmt_res(c, sizeof(c), meta->max);
-		log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, monitor %s)", r->name, a, b,
-			 c, r->group, r->meta.monitor[0] ? r->meta.monitor : "none");
+		log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, %s %s)", r->name, a, b,
+			 c, r->group, r->meta.informant[0] ? "informant" : "monitor",
+			 r->meta.informant[0] ? r->meta.informant
+					      : r->meta.monitor[0] ? r->meta.monitor : "none");
 	}
 	evaluate(r);
 	*out = r;
@@ -950,6 +1261,7 @@ void act_runner_free(struct act_runner *r)
 	 * disconnection through our callbacks: they must not start anything. */
 	r->freeing = true;
 	ag_mon_client_free(r->mon);
+	stop_informant(r);
 	sd_event_source_disable_unref(r->wake);
 	sd_event_source_disable_unref(r->metrics);
 	ag_plugin_client_free(r->plugin);
@@ -978,7 +1290,8 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 	int ret;
 
 	if (!act_res_eq(cu, r->st.cu) || meta->method != r->meta.method ||
-	    strcmp(meta->mem_alias, r->meta.mem_alias) || strcmp(meta->monitor, r->meta.monitor))
+	    strcmp(meta->mem_alias, r->meta.mem_alias) || strcmp(meta->monitor, r->meta.monitor) ||
+	    strcmp(meta->informant, r->meta.informant))
 		return 1;
 	ret = act_meta_scaling_config(&r->env->cfg->scaling, meta, &sc, err);
 	if (ret >= 0)

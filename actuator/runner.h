@@ -7,7 +7,10 @@
  *   plugin request      -> agent-glue/plugin-client (arbiter or plugin.url)
  *   hotplug             -> actuator/cgroup (CPU quota) + hotplug/ (vCPUs,
  *                          virtio-mem or DIMMs), one step at a time
- *   monitor up/down     -> agent-glue/monitor-client
+ *   monitor up/down     -> agent-glue/monitor-client, or for guests with a
+ *                          legacy VM informant agent-glue/informant-client
+ *                          (approval and notification the same way; a
+ *                          suspended agent does not resize at all)
  *   metrics             -> bpf/sampler (load) + libvirt memory statistics
  *
  * Everything runs on the daemon's sd-event loop; nothing blocks except
@@ -117,9 +120,28 @@ void act_vm_layout_from_state(const struct hp_state *st, const struct hp_meta *m
 int act_meta_scaling_config(const struct ag_scaling_config *defaults, const struct hp_meta *meta,
 			    struct ag_scaling_config *out, struct vmact_err *err);
 
+/* ---- legacy informant gating (pure) ---------------------------------- */
+
+/* What an informant agent in mode `mode` (enum ag_inf_mode) lets the
+ * runner do. Running: everything, downscales with the informant's
+ * approval. Suspended (another agent is current, §3.4): nothing at all
+ * until /resume. No server or unconfirmed (unreachable, unregistered):
+ * grow only, like a VM without a vm-monitor. */
+struct act_inf_gate {
+	bool may_resize;   /* start hotplugs */
+	bool approves;     /* the core's monitor is active (downscales possible) */
+};
+struct act_inf_gate act_inf_gate_for(int mode);
+
+/* Registration retry wait after `failures` consecutive server exits
+ * without reaching running: 5 s (the Neon agent's retryServer wait)
+ * doubling up to 80 s. */
+uint64_t act_inf_retry_usec(unsigned failures);
+
 /* ---- the executor ---------------------------------------------------- */
 
 struct act_runner;
+struct act_inf_link;
 
 /* Shared by every runner; owned by the registry. */
 struct act_runner_env {
@@ -134,7 +156,17 @@ struct act_runner_env {
 	/* Maps a hotplug completion (by domain uuid) to its runner. */
 	struct act_runner *(*find)(void *ud, const char *uuid);
 	void *find_ud;
+	/* Informant agents of freed runners, still sending DELETE /unregister
+	 * (bounded by the client's register timeout); drained(drained_ud)
+	 * runs once the list becomes empty. */
+	struct act_inf_link *inf_draining;
+	void (*inf_drained)(void *ud);
+	void *inf_drained_ud;
 };
+
+/* Frees the informant agents still unregistering, at once (no more
+ * callbacks). For the registry's teardown. */
+void act_runner_env_drain_free(struct act_runner_env *env);
 
 /* Starts managing a running VM: finds its QEMU process and cgroup,
  * registers it with the sampler, writes the CPU quota of its current size,
@@ -142,7 +174,9 @@ struct act_runner_env {
 int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		   const struct hp_meta *meta, struct act_runner **out, struct vmact_err *err);
 /* Stops everything the runner started (pending requests are cancelled;
- * an in-flight hotplug finishes in libvirt, its result is dropped). */
+ * an in-flight hotplug finishes in libvirt, its result is dropped). An
+ * informant agent is stopped and moved to env->inf_draining until its
+ * DELETE /unregister is answered. */
 void act_runner_free(struct act_runner *r);
 
 /* Autoscaling was turned off for the VM: removes vmactd's CPU quota so the
@@ -152,7 +186,7 @@ void act_runner_free(struct act_runner *r);
 int act_runner_release(struct act_runner *r, struct vmact_err *err);
 
 /* New metadata for the same VM. Returns 1 when the change needs a new
- * runner (compute unit, memory method or monitor endpoint changed), 0 when
+ * runner (compute unit, memory method, monitor or informant endpoint changed), 0 when
  * applied, <0 on invalid bounds/config (the runner keeps the old ones). */
 int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct vmact_err *err);
 

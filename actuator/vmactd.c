@@ -167,12 +167,26 @@ static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
 	sd_notifyf(0, "STATUS=Managing %u VM%s", managed, managed == 1 ? "" : "s");
 }
 
+static void exit_loop(void *ud)
+{
+	sd_event_exit(ud, 0);
+}
+
+/* Runners go first, so that informant agents can unregister while the
+ * loop still runs; a second signal exits at once. */
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
-	(void)userdata;
+	struct act_registry **registry = userdata;
+	sd_event *ev = sd_event_source_get_event(s);
+	static bool stopping;
+
 	log_info("received %s, shutting down", strsignal((int)si->ssi_signo));
+	if (stopping || !registry || !*registry)
+		return sd_event_exit(ev, 0);
+	stopping = true;
 	sd_notify(0, "STOPPING=1");
-	return sd_event_exit(sd_event_source_get_event(s), 0);
+	act_registry_shutdown(*registry, exit_loop, ev);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -247,9 +261,9 @@ int main(int argc, char **argv)
 
 	r = sd_event_default(&loop);
 	if (r >= 0)
-		r = sd_event_add_signal(loop, NULL, SIGTERM, on_signal, NULL);
+		r = sd_event_add_signal(loop, NULL, SIGTERM, on_signal, &registry);
 	if (r >= 0)
-		r = sd_event_add_signal(loop, NULL, SIGINT, on_signal, NULL);
+		r = sd_event_add_signal(loop, NULL, SIGINT, on_signal, &registry);
 	if (r < 0) {
 		log_error("cannot set up the event loop: %s", strerror(-r));
 		act_config_free(&cfg);

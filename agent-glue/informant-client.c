@@ -885,6 +885,20 @@ int ag_inf_agent_start(struct ag_inf_agent *a, struct vmact_err *err)
 	return start_server(a, err);
 }
 
+void ag_inf_agent_set_retry_wait(struct ag_inf_agent *a, uint64_t usec)
+{
+	a->cfg.retry_wait_usec = usec ? usec : AG_INF_DEFAULT_RETRY_WAIT_USEC;
+}
+
+void ag_inf_agent_retry_later(struct ag_inf_agent *a)
+{
+	if (a->stopping || a->srv)
+		return;
+	a->started = true;
+	sd_event_source_set_time_relative(a->retry_timer, a->cfg.retry_wait_usec);
+	sd_event_source_set_enabled(a->retry_timer, SD_EVENT_ONESHOT);
+}
+
 static int on_stop_defer(sd_event_source *s, void *ud)
 {
 	struct ag_inf_agent *a = ud;

@@ -87,6 +87,13 @@ int ag_inf_agent_start(struct ag_inf_agent *a, struct vmact_err *err);
  * event loop once no request is pending any more (bounded by
  * register_timeout). Pending up/downscale callbacks get -ECANCELED. */
 int ag_inf_agent_stop(struct ag_inf_agent *a, void (*done)(void *ud), void *ud);
+/* Wait before the next registration after a server exit (backoff): takes
+ * effect for the retry armed after the next exit, so server_exited may
+ * call it for the retry about to be scheduled. 0 = retry_wait. */
+void ag_inf_agent_set_retry_wait(struct ag_inf_agent *a, uint64_t usec);
+/* After a failed ag_inf_agent_start (e.g. the listen address in use):
+ * tries again after the retry wait instead of giving up. */
+void ag_inf_agent_retry_later(struct ag_inf_agent *a);
 /* Releases everything at once; pending callbacks are not invoked. NULL ok. */
 void ag_inf_agent_free(struct ag_inf_agent *a);
 

@@ -138,6 +138,9 @@ struct hp_meta {
 	char mem_alias[HP_ALIAS_MAX];     /* optional virtio-mem device alias */
 	struct hp_scaling scaling;
 	char monitor[512];                /* vm-monitor endpoint, "" if none */
+	/* Legacy VM informant, "http://HOST:PORT" (no path), "" if none;
+	 * never set together with monitor. */
+	char informant[512];
 	char pod_namespace[254];
 	char pod_name[254];
 	char pod_uid[64];

@@ -8,6 +8,8 @@
  *     <vmact:compute-unit cpu="250m" memory="256Mi"/>
  *     <vmact:scaling loadAverageFractionTarget="0.9" memoryUsageFractionTarget="0.75"/>
  *     <vmact:monitor endpoint="ws://127.0.0.1:10301/monitor"/>
+ *     (or, for guests running the retired VM informant instead of a
+ *      vm-monitor: <vmact:informant endpoint="http://10.0.3.9:10301"/>)
  *     <vmact:pod namespace="default" name="db-1" uid="..."/>
  *   </vmact:autoscaling>
  *
@@ -256,6 +258,53 @@ static int parse_monitor(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
+/* http://HOST:PORT exactly: the informant protocol has fixed paths under
+ * the base URL, so a path here would be an operator's mistake, and the
+ * port is spelled out because the informant's default (10301) is not
+ * HTTP's. */
+static int parse_informant(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "endpoint", NULL };
+	const char *ep = m->informant, *host, *colon, *p;
+	unsigned long port = 0;
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = copy_attr(n, "endpoint", true, m->informant, sizeof(m->informant), err)) < 0)
+		return r;
+	if (strncmp(ep, "http://", 7) != 0)
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'endpoint': '%s' is not an http://HOST:PORT "
+				     "address", "informant", ep);
+	host = ep + 7;
+	if (host[0] == '[') {
+		const char *close = strchr(host, ']');
+
+		colon = close && close[1] == ':' ? close + 1 : NULL;
+		if (close == host + 1)
+			colon = NULL;
+	} else {
+		colon = strrchr(host, ':');
+		if (colon == host || (colon && memchr(host, ':', (size_t)(colon - host))))
+			colon = NULL;
+	}
+	for (p = host; colon && p < colon; p++)
+		if (*p == '/' || *p == '@' || *p == '?' || *p == '#' || *p <= ' ')
+			colon = NULL;
+	if (!colon)
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'endpoint': '%s': expected http://HOST:PORT",
+				     "informant", ep);
+	p = colon + 1;
+	while (*p >= '0' && *p <= '9' && port <= 65535)
+		port = port * 10 + (unsigned long)(*p++ - '0');
+	if (p == colon + 1 || *p || port == 0 || port > 65535)
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'endpoint': '%s': the port must be 1-65535 "
+				     "with nothing after it", "informant", ep);
+	return 0;
+}
+
 static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "namespace", "name", "uid", NULL };
@@ -281,6 +330,7 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		{ "compute-unit", parse_cu, false },
 		{ "scaling", NULL, false },
 		{ "monitor", parse_monitor, false },
+		{ "informant", parse_informant, false },
 		{ "pod", parse_pod, false },
 	};
 	static const char *const root_attrs[] = { "enabled", NULL };
@@ -346,5 +396,10 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		if (elems[i].required && !seen[i])
 			return vmact_err_set(err, EINVAL, EL ": missing element " EL,
 					     "autoscaling", elems[i].name);
+	/* A guest runs one or the other; vmactd must not guess whose
+	 * approval a downscale needs. */
+	if (meta->monitor[0] && meta->informant[0])
+		return vmact_err_set(err, EINVAL, EL ": " EL " and " EL " are mutually exclusive",
+				     "autoscaling", "monitor", "informant");
 	return 0;
 }

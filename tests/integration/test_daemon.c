@@ -27,7 +27,10 @@
  * (1000m, 1500m or more, 1000m) and goes when autoscaling is disabled.
  *
  * Then daemon_remote_plugin_dimm: the plugin as a separate process and
- * memory in DIMMs (below).
+ * memory in DIMMs, and daemon_informant: a guest with the legacy VM
+ * informant (tests/peers/informant.js) instead of a vm-monitor (below).
+ *
+ * VMACT_TEST_ONLY=NAME runs one test (cmocka's filter).
  *
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
@@ -75,6 +78,11 @@ struct fixture {
 	pid_t peer, daemon, arbiter;
 	char arb_log[128];
 	int peer_in; /* the peer quits when its stdin closes */
+	/* daemon_informant */
+	struct tg_guest c;
+	pid_t inf_peer;
+	int inf_in;
+	char inf_log[128];
 };
 
 static struct fixture fx;
@@ -420,6 +428,15 @@ static int teardown(void **state)
 	}
 	destroy_by_name(&fx.a);
 	destroy_by_name(&fx.b);
+	destroy_by_name(&fx.c);
+	if (fx.inf_in > 0)
+		close(fx.inf_in);
+	if (fx.inf_peer > 0) {
+		kill(fx.inf_peer, SIGTERM);
+		waitpid(fx.inf_peer, NULL, 0);
+	}
+	if (fx.inf_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(fx.inf_log);
 	if (fx.peer_in > 0)
 		close(fx.peer_in);
 	if (fx.peer > 0) {
@@ -830,11 +847,214 @@ static void daemon_remote_plugin_dimm(void **state)
 	}
 }
 
+static bool inf_peer_has(void *needle)
+{
+	return count_in(fx.inf_log, needle) > 0;
+}
+
+static bool c_reports(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.c, &r);
+}
+
+static bool c_cpus_at_least_2(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.c, &r) && r.cpus >= 2;
+}
+
+static bool c_cpus_1(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.c, &r) && r.cpus == 1 && r.busy == 0;
+}
+
+/* A "resized to 1 CPU" line for C after the `*before` there were: the
+ * downscale done, as the daemon reports it. */
+static bool c_resized_again(void *before)
+{
+	char needle[256];
+
+	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
+	return count_in(fx.log, needle) > *(unsigned *)before;
+}
+
+static void inf_cmd(const char *line)
+{
+	size_t n = strlen(line);
+
+	assert_true(write(fx.inf_in, line, n) == (ssize_t)n && write(fx.inf_in, "\n", 1) == 1);
+}
+
+/* The legacy informant in place of the vm-monitor (neon-protocols.md §3),
+ * against the independent Node informant (tests/peers/informant.js) on
+ * loopback: guest C's metadata names it with <vmact:informant>. vmactd's
+ * agent registers (the informant calls GET /id back, then POST /resume);
+ * the informant suspends it -> a busy guest is held at its size (vmactd
+ * says so) until POST /resume; then it grows to two vCPUs and the informant
+ * gets PUT /upscale; POST /try-upscale is taken; idle -> PUT /downscale is
+ * approved and the guest is back at one vCPU; bounds never passed, no
+ * protocol error seen by the peer, and SIGTERM unregisters the agent
+ * (DELETE /unregister) before vmactd exits 0. */
+static void daemon_informant(void **state)
+{
+	char text[1536], meta[1024], msg[512], needle[256], *buf, *p;
+	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	/* The sanitized daemon on a shared host: stretch the informant's own
+	 * 100-400 ms timeouts so that slowness is not taken for death. */
+	const char *peer_argv[] = { "node", "tests/peers/informant.js", "--port", "0",
+				    "--timeout-factor", "10", NULL };
+	unsigned port = 0, resizes;
+	int status;
+
+	(void)state;
+	if (fx.daemon > 0) { /* left by a failed test before */
+		kill(fx.daemon, SIGKILL);
+		waitpid(fx.daemon, NULL, 0);
+		fx.daemon = 0;
+	}
+	snprintf(fx.inf_log, sizeof(fx.inf_log), "/tmp/vmactd-it-%d.informant", (int)getpid());
+	{
+		int in[2];
+
+		assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+		fx.inf_peer = spawn_to(peer_argv, fx.inf_log, NULL, in[0]);
+		close(in[0]);
+		fx.inf_in = in[1];
+	}
+	assert_true(fx.inf_peer > 0);
+	if (!wait_until(inf_peer_has, "\"listening\"", 60))
+		fail_msg("the informant peer did not start");
+	buf = slurp(fx.inf_log);
+	assert_non_null(buf);
+	p = strstr(buf, "\"port\":");
+	if (!p || sscanf(p, "\"port\":%u", &port) != 1 || !port)
+		fail_msg("no port from the informant peer: %s", buf);
+	free(buf);
+
+	snprintf(meta, sizeof(meta),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		 "<vmact:cpu min='1' max='2'/>"
+		 "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+		 "<vmact:compute-unit cpu='500m' memory='256Mi'/>"
+		 "<vmact:scaling loadAverageFractionTarget='0.65'/>"
+		 "<vmact:informant endpoint='http://127.0.0.1:%u'/>"
+		 "</vmact:autoscaling>",
+		 port);
+	if (tg_start(fx.vc, PREFIX, meta, &fx.c, msg, sizeof(msg)) < 0)
+		fail_msg("guest C: %s", msg);
+	if (!wait_until(c_reports, NULL, LIMIT_BOOT_S))
+		fail_msg("guest C did not boot");
+
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
+		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"informant\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
+		 fx.c.name, (int)getpid(), fx.pins);
+	assert_true(write_file(fx.cfg, text));
+	unlink(fx.log);
+	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
+	assert_true(fx.daemon > 0);
+	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
+		dump_log();
+		fail_msg("vmactd did not become ready managing guest C");
+	}
+	snprintf(needle, sizeof(needle), "informant http://127.0.0.1:%u)", port);
+	assert_int_equal(count_in(fx.log, needle), 1);
+
+	/* Registered (the peer checked GET /id first) and resumed. */
+	if (!wait_until(inf_peer_has, "\"event\":\"register\"", 60) ||
+	    !wait_until(log_has, ": informant: agent ", 60) ||
+	    !wait_until(log_has, " running (protocol v2.0)", 60)) {
+		dump_log();
+		fail_msg("vmactd's agent never got to running with the informant");
+	}
+	assert_true(count_in(fx.inf_log, "\"event\":\"id-check\"") >= 1);
+
+	/* Suspended: load makes the core want more, and the runner holds it. */
+	inf_cmd("{\"cmd\":\"suspend\"}");
+	if (!wait_until(inf_peer_has, "\"event\":\"suspend\"", 60) ||
+	    !wait_until(log_has, "suspended by the informant: no resizing until it is resumed",
+			60)) {
+		dump_log();
+		fail_msg("the agent never reported its suspension");
+	}
+	assert_int_equal(tg_cmd(&fx.c, "busy 2"), 0);
+	if (!wait_until(log_has, "holding a resize while the agent is suspended", LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never wanted to grow the busy guest C");
+	}
+	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.c.name);
+	assert_int_equal(count_in(fx.log, needle), 0);
+	check_guest_cpus_within(&fx.c, 1, 1);
+
+	/* Resumed: it grows, and tells the informant afterwards. */
+	inf_cmd("{\"cmd\":\"resume\"}");
+	if (!wait_until(c_cpus_at_least_2, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest C never got a second vCPU");
+	}
+	if (!wait_until(inf_peer_has, "\"event\":\"upscale\"", LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("the informant never got PUT /upscale");
+	}
+	check_guest_cpus_within(&fx.c, 1, 2);
+
+	/* POST /try-upscale is answered and taken as the monitor's request. */
+	inf_cmd("{\"cmd\":\"try-upscale\",\"cpu\":false,\"memory\":true}");
+	if (!wait_until(inf_peer_has, "\"event\":\"try-upscale\",\"agentID\"", 60) ||
+	    !wait_until(log_has, "informant asks for more memory", 60)) {
+		dump_log();
+		fail_msg("POST /try-upscale was not handled");
+	}
+	assert_int_equal(count_in(fx.inf_log, "\"event\":\"try-upscale\",\"error\""), 0);
+
+	/* Idle: the informant approves the downscale, the vCPU goes. */
+	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
+	resizes = count_in(fx.log, needle);
+	assert_int_equal(tg_cmd(&fx.c, "idle"), 0);
+	if (!wait_until(c_cpus_1, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest C never went back to one vCPU");
+	}
+	/* The guest sees the vCPU go before the whole resize has finished. */
+	if (!wait_until(c_resized_again, &resizes, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported the downscale as done");
+	}
+	assert_true(count_in(fx.inf_log, "\"event\":\"downscale\"") >= 1);
+	assert_true(count_in(fx.log, "informant approved the downscale") >= 1);
+	check_guest_cpus_within(&fx.c, 1, 2);
+	assert_true(check_resizes_within(fx.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
+	/* The peer checks sequence numbers, identity and one request at a time. */
+	assert_int_equal(count_in(fx.inf_log, "protocol-error"), 0);
+
+	/* SIGTERM: the agent unregisters, then vmactd exits 0 (no leak). */
+	kill(fx.daemon, SIGTERM);
+	assert_int_equal(waitpid(fx.daemon, &status, 0), fx.daemon);
+	fx.daemon = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		dump_log();
+		fail_msg("vmactd exited with status %d", status);
+	}
+	if (!wait_until(inf_peer_has, "\"event\":\"unregister\"", 30))
+		fail_msg("the agent did not unregister on shutdown");
+	if (getenv("VMACT_TEST_VERBOSE"))
+		dump_log();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(daemon_autoscales),
 		cmocka_unit_test(daemon_remote_plugin_dimm),
+		cmocka_unit_test(daemon_informant),
 	};
 	char self[PATH_MAX];
 	ssize_t n;
@@ -852,5 +1072,7 @@ int main(void)
 	self[n] = '\0';
 	/* build[/san]/tests/integration/test_daemon -> build[/san]/vmactd */
 	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
+	if (getenv("VMACT_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
 	return cmocka_run_group_tests_name("vmactd", tests, setup, teardown);
 }

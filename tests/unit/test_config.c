@@ -31,6 +31,8 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.libvirt_name_prefix, "");
 	assert_string_equal(cfg.sampler_pin_root, "/sys/fs/bpf/vmact");
 	assert_int_equal(cfg.sampler_interval_ms, 5000);
+	assert_string_equal(cfg.informant_listen, "127.0.0.1:0");
+	assert_null(cfg.informant_advertise_host);
 	act_config_free(&cfg);
 }
 
@@ -52,6 +54,22 @@ static void test_daemon_keys(void **state)
 	assert_string_equal(cfg.plugin_version, "4.0");
 	assert_string_equal(cfg.sampler_pin_root, "/sys/fs/bpf/x");
 	assert_int_equal(cfg.sampler_interval_ms, 1000);
+	act_config_free(&cfg);
+
+	/* A wildcard listener with the address the guests reach. */
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string(
+				 "{\"informant\":{\"listen\":\"0.0.0.0:10302\","
+				 "\"advertise_host\":\"192.168.122.1\"}}",
+				 &cfg, &err),
+			 0);
+	assert_string_equal(cfg.informant_listen, "0.0.0.0:10302");
+	assert_string_equal(cfg.informant_advertise_host, "192.168.122.1");
+	act_config_free(&cfg);
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string("{\"informant\":{\"listen\":\"[::1]:0\"}}",
+						&cfg, &err),
+			 0);
 	act_config_free(&cfg);
 }
 
@@ -112,6 +130,15 @@ static void test_errors(void **state)
 		{ "{\"sampler\":{\"pin_root\":\"rel/dir\"}}", "sampler.pin_root: must be an absolute" },
 		{ "{\"plugin\":{\"version\":\"6.0\"}}", "plugin.version: " },
 		{ "{\"arbiter\":{\"listen\":\"unix:/run/a.sock\"}}", "arbiter.listen: vmactd's own" },
+		{ "{\"informant\":{\"listen\":\"0.0.0.0:0\"}}",
+		  "informant.advertise_host: needed when informant.listen is a wildcard" },
+		{ "{\"informant\":{\"listen\":\"[::]:0\"}}", "informant.advertise_host: needed" },
+		{ "{\"informant\":{\"listen\":\":0\"}}", "informant.listen: ':0' is not ADDR:PORT" },
+		{ "{\"informant\":{\"listen\":\"127.0.0.1\"}}", "informant.listen: '127.0.0.1' is not" },
+		{ "{\"informant\":{\"listen\":\"127.0.0.1:http\"}}", "informant.listen: '127.0.0.1:http': bad port" },
+		{ "{\"informant\":{\"listen\":\"127.0.0.1:65536\"}}", "informant.listen: '127.0.0.1:65536': bad port" },
+		{ "{\"informant\":{\"advertise_host\":\"\"}}", "informant.advertise_host: expected a non-empty" },
+		{ "{\"informant\":{\"port\":1}}", "informant.port" },
 	};
 
 	(void)state;

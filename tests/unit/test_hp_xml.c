@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,38 @@ static void meta_minimal_other_prefix(void **state)
 	assert_string_equal(m.monitor, "");
 }
 
+static void meta_informant(void **state)
+{
+	static const char *const good[][2] = {
+		{ "http://127.0.0.1:10301", "http://127.0.0.1:10301" },
+		{ "http://vm-1.example:1", "http://vm-1.example:1" },
+		{ "http://[::1]:65535", "http://[::1]:65535" },
+	};
+	char xml[512];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct hp_meta m;
+		struct vmact_err err = { 0 };
+
+		snprintf(xml, sizeof(xml),
+			 "<vmact:autoscaling " NS " enabled='true'>"
+			 "<vmact:cpu min='1' max='2'/>"
+			 "<vmact:memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+			 "<vmact:informant endpoint='%s'/></vmact:autoscaling>", good[i][0]);
+		if (hp_meta_parse(xml, &m, &err) < 0)
+			fail_msg("%s: %s", good[i][0], err.msg);
+		assert_string_equal(m.informant, good[i][1]);
+		assert_string_equal(m.monitor, "");
+	}
+	/* Without the element: none. */
+	{
+		struct hp_meta m;
+
+		assert_int_equal(hp_meta_parse(full, &m, NULL), 0);
+		assert_string_equal(m.informant, "");
+	}
+}
+
 static void meta_as_libvirt_returns_it(void **state)
 {
 	/* virDomainGetMetadata strips the namespace from the element. */
@@ -131,6 +164,44 @@ static const struct bad_case bad[] = {
 	  "<vmact:monitor>: attribute 'endpoint'" },
 	{ WRAP(CPU MEM "<vmact:monitor endpoint=''/>"),
 	  "<vmact:monitor>: attribute 'endpoint' is empty" },
+	{ WRAP(CPU MEM "<vmact:monitor endpoint='unix:/run/m.sock'/>"
+		       "<vmact:informant endpoint='http://127.0.0.1:10301'/>"),
+	  "<vmact:autoscaling>: <vmact:monitor> and <vmact:informant> are mutually exclusive" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://127.0.0.1:10301'/>"
+		       "<vmact:monitor endpoint='ws://127.0.0.1:10301/monitor'/>"),
+	  "<vmact:monitor> and <vmact:informant> are mutually exclusive" },
+	{ WRAP(CPU MEM "<vmact:informant/>"), "<vmact:informant>: missing attribute 'endpoint'" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint=''/>"),
+	  "<vmact:informant>: attribute 'endpoint' is empty" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1' port='2'/>"),
+	  "<vmact:informant>: unknown attribute 'port'" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='ws://127.0.0.1:10301'/>"),
+	  "<vmact:informant>: attribute 'endpoint': 'ws://127.0.0.1:10301' is not an "
+	  "http://HOST:PORT address" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='https://127.0.0.1:10301'/>"),
+	  "is not an http://HOST:PORT address" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://127.0.0.1'/>"),
+	  "<vmact:informant>: attribute 'endpoint': 'http://127.0.0.1': expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://:10301'/>"), "expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://::1:10301'/>"),
+	  "expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://user@h:10301'/>"),
+	  "expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h/x:10301'/>"),
+	  "expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:10301/'/>"),
+	  "<vmact:informant>: attribute 'endpoint': 'http://h:10301/': the port must be 1-65535 "
+	  "with nothing after it" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:0'/>"), "the port must be 1-65535" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:65536'/>"), "the port must be 1-65535" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:99999999999999999999'/>"),
+	  "the port must be 1-65535" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:-1'/>"), "the port must be 1-65535" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://[]:80'/>"), "expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1'/><vmact:informant endpoint='http://h:2'/>"),
+	  "<vmact:informant>: duplicate element" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1'>x</vmact:informant>"),
+	  "<vmact:informant>: must be empty" },
 	{ WRAP(CPU MEM "<vmact:pod name='x'/>"), "<vmact:pod>: missing attribute 'namespace'" },
 	{ WRAP(CPU MEM "<other xmlns='urn:x'/>"), "child <other> is not in namespace" },
 	{ WRAP(CPU MEM "text"), "<vmact:autoscaling>: unexpected text" },
@@ -241,6 +312,7 @@ int main(void)
 		cmocka_unit_test(meta_full),
 		cmocka_unit_test(meta_minimal_other_prefix),
 		cmocka_unit_test(meta_as_libvirt_returns_it),
+		cmocka_unit_test(meta_informant),
 		cmocka_unit_test(meta_errors_name_the_element),
 		cmocka_unit_test(state_live_xml),
 		cmocka_unit_test(state_bad_xml),

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "actuator/runner.h"
+#include "agent-glue/informant-client.h"
 
 #define MiB (1024ULL * 1024ULL)
 
@@ -407,6 +408,49 @@ static void test_meta_scaling(void **state)
 	assert_non_null(strstr(err.msg, "memoryUsageFractionTarget"));
 }
 
+/* §3.4: only a running agent may scale down (with the informant's
+ * approval); a suspended one must not resize at all until /resume; one
+ * without a confirmed registration scales up only, like a VM without a
+ * vm-monitor. */
+static void test_informant_gate(void **state)
+{
+	struct act_inf_gate g;
+
+	(void)state;
+	g = act_inf_gate_for(AG_INF_RUNNING);
+	assert_true(g.may_resize);
+	assert_true(g.approves);
+	g = act_inf_gate_for(AG_INF_SUSPENDED);
+	assert_false(g.may_resize);
+	assert_false(g.approves);
+	g = act_inf_gate_for(AG_INF_UNCONFIRMED);
+	assert_true(g.may_resize);
+	assert_false(g.approves);
+	g = act_inf_gate_for(AG_INF_NONE);
+	assert_true(g.may_resize);
+	assert_false(g.approves);
+}
+
+static void test_informant_backoff(void **state)
+{
+	uint64_t prev = 0;
+
+	(void)state;
+	assert_int_equal(act_inf_retry_usec(0), 5000000);
+	assert_int_equal(act_inf_retry_usec(1), 5000000);
+	assert_int_equal(act_inf_retry_usec(2), 10000000);
+	assert_int_equal(act_inf_retry_usec(3), 20000000);
+	assert_int_equal(act_inf_retry_usec(5), 80000000);
+	for (unsigned n = 1; n < 1000; n++) {
+		uint64_t w = act_inf_retry_usec(n);
+
+		assert_true(w >= prev);
+		assert_true(w <= 80000000);
+		prev = w;
+	}
+	assert_int_equal(act_inf_retry_usec(UINT32_MAX), 80000000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -421,6 +465,8 @@ int main(void)
 		cmocka_unit_test(test_result_feedback),
 		cmocka_unit_test(test_memory_absent),
 		cmocka_unit_test(test_meta_scaling),
+		cmocka_unit_test(test_informant_gate),
+		cmocka_unit_test(test_informant_backoff),
 	};
 
 	return cmocka_run_group_tests_name("runner", tests, NULL, NULL);
