@@ -460,18 +460,19 @@ static int teardown(void **state)
 	return 0;
 }
 
-static bool guest_cpus_at_least_2(void *unused)
+/* Predicates on a guest (struct tg_guest *) for wait_until(). */
+static bool guest_cpus_at_least_2(void *g)
 {
 	struct tg_report r;
 
-	return tg_report(&fx.a, &r) && r.cpus >= 2;
+	return tg_report(g, &r) && r.cpus >= 2;
 }
 
-static bool guest_cpus_1(void *unused)
+static bool guest_cpus_1(void *g)
 {
 	struct tg_report r;
 
-	return tg_report(&fx.a, &r) && r.cpus == 1 && r.busy == 0;
+	return tg_report(g, &r) && r.cpus == 1 && r.busy == 0;
 }
 
 static bool guest_reports(void *g)
@@ -560,7 +561,7 @@ static int live_vcpus(const struct tg_guest *g)
 
 static bool scaled_up(void *unused)
 {
-	return guest_cpus_at_least_2(NULL) && quota_milli() >= 1500;
+	return guest_cpus_at_least_2(&fx.a) && quota_milli() >= 1500;
 }
 
 /* SIGKILLs the daemon the moment it logs that it starts resizing A, polling
@@ -692,7 +693,7 @@ static void daemon_autoscales(void **state)
 	snprintf(needle, sizeof(needle), "%s: resized to ", fx.a.name);
 	resizes_before_idle = count_in(fx.log, needle);
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
-	if (!wait_until(guest_cpus_1, NULL, LIMIT_SCALE_S)) {
+	if (!wait_until(guest_cpus_1, &fx.a, LIMIT_SCALE_S)) {
 		dump_log();
 		fail_msg("guest A never went back to one vCPU");
 	}
@@ -852,27 +853,6 @@ static bool inf_peer_has(void *needle)
 	return count_in(fx.inf_log, needle) > 0;
 }
 
-static bool c_reports(void *unused)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.c, &r);
-}
-
-static bool c_cpus_at_least_2(void *unused)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.c, &r) && r.cpus >= 2;
-}
-
-static bool c_cpus_1(void *unused)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.c, &r) && r.cpus == 1 && r.busy == 0;
-}
-
 /* A "resized to 1 CPU" line for C after the `*before` there were: the
  * downscale done, as the daemon reports it. */
 static bool c_resized_again(void *before)
@@ -947,7 +927,7 @@ static void daemon_informant(void **state)
 		 port);
 	if (tg_start(fx.vc, PREFIX, meta, &fx.c, msg, sizeof(msg)) < 0)
 		fail_msg("guest C: %s", msg);
-	if (!wait_until(c_reports, NULL, LIMIT_BOOT_S))
+	if (!wait_until(guest_reports, &fx.c, LIMIT_BOOT_S))
 		fail_msg("guest C did not boot");
 
 	snprintf(text, sizeof(text),
@@ -996,7 +976,7 @@ static void daemon_informant(void **state)
 
 	/* Resumed: it grows, and tells the informant afterwards. */
 	inf_cmd("{\"cmd\":\"resume\"}");
-	if (!wait_until(c_cpus_at_least_2, NULL, LIMIT_SCALE_S)) {
+	if (!wait_until(guest_cpus_at_least_2, &fx.c, LIMIT_SCALE_S)) {
 		dump_log();
 		fail_msg("guest C never got a second vCPU");
 	}
@@ -1019,7 +999,7 @@ static void daemon_informant(void **state)
 	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
 	resizes = count_in(fx.log, needle);
 	assert_int_equal(tg_cmd(&fx.c, "idle"), 0);
-	if (!wait_until(c_cpus_1, NULL, LIMIT_SCALE_S)) {
+	if (!wait_until(guest_cpus_1, &fx.c, LIMIT_SCALE_S)) {
 		dump_log();
 		fail_msg("guest C never went back to one vCPU");
 	}
