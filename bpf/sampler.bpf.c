@@ -165,17 +165,40 @@ static __always_inline void sync_exec(struct smp_task *t, __u64 exec)
 	t->exec_ok = 1;
 }
 
+/* Task fields, read only once a task is known to be a VM thread (most
+ * scheduler events are not). raw: the raw_tp programs, whose task pointers
+ * are untyped and need probe reads; tp_btf loads them directly. The flag is
+ * a constant at every call site, so the other branch is compiled out. */
+static __always_inline unsigned int task_state(struct task_struct *t, bool raw)
+{
+	if (bpf_core_field_exists(t->__state))
+		return raw ? BPF_CORE_READ(t, __state) : t->__state;
+	return raw ? BPF_CORE_READ((struct task_struct___o *)t, state)
+		   : ((struct task_struct___o *)t)->state;
+}
+
+static __always_inline __u64 task_exec(struct task_struct *t, bool raw)
+{
+	return raw ? BPF_CORE_READ(t, se.sum_exec_runtime) : t->se.sum_exec_runtime;
+}
+
+static __always_inline bool task_on_cpu(struct task_struct *t, bool raw)
+{
+	return raw ? BPF_CORE_READ(t, on_cpu) : t->on_cpu;
+}
+
 /* on_cpu: the woken task's task_struct::on_cpu. A thread can be woken while
  * it is still on its CPU: it set a sleeping state and a waker got in before
  * it called schedule() (ttwu_runnable), and then it keeps running with no
  * sched_switch at all. A tracked thread's on-CPU flag is already right;
  * only a thread first seen here needs the kernel's word, or a busy thread
  * alone on its CPU would count as waiting until its next preemption. */
-static __always_inline void on_wakeup(__u32 tid, __u32 tgid, bool on_cpu, __u64 exec)
+static __always_inline void on_wakeup(struct task_struct *p, __u32 tid, __u32 tgid, bool is_new,
+				      bool raw)
 {
 	struct smp_cpu_stats *s;
 	struct smp_task *t;
-	bool fresh;
+	bool fresh, on_cpu;
 	__u64 now;
 
 	t = vm_task(tid, tgid, &s, &fresh);
@@ -183,30 +206,37 @@ static __always_inline void on_wakeup(__u32 tid, __u32 tgid, bool on_cpu, __u64 
 		return;
 	now = bpf_ktime_get_ns();
 	set_runnable(t, s, now);
-	if (fresh && on_cpu && !t->oncpu)
-		set_oncpu(t, s, now);
-	/* Off a CPU its run time stands still: a good base. On one, the
-	 * kernel's figure lags by up to a tick; wait for a switch. */
-	if (fresh && !on_cpu)
-		sync_exec(t, exec);
+	if (fresh) {
+		/* A new task has never run. */
+		on_cpu = !is_new && task_on_cpu(p, raw);
+		if (on_cpu && !t->oncpu)
+			set_oncpu(t, s, now);
+		/* Off a CPU its run time stands still: a good base. On one,
+		 * the kernel's figure lags by up to a tick; wait for a switch. */
+		if (!on_cpu)
+			sync_exec(t, task_exec(p, raw));
+	}
 	s->wakeups++;
 }
 
-static __always_inline void on_switch(bool preempt, __u32 prev_tid, __u32 prev_tgid,
-				      unsigned int prev_state, __u64 prev_exec, __u32 next_tid,
-				      __u32 next_tgid, __u64 next_exec)
+static __always_inline void on_switch(bool preempt, struct task_struct *prev, __u32 prev_tid,
+				      __u32 prev_tgid, struct task_struct *next, __u32 next_tid,
+				      __u32 next_tgid, bool raw)
 {
 	struct smp_cpu_stats *s;
 	struct smp_task *t;
-	__u64 now = 0;
+	unsigned int prev_state;
+	__u64 now = 0, exec;
 	bool still, fresh;
 
 	t = vm_task(prev_tid, prev_tgid, &s, &fresh);
 	if (t) {
 		now = bpf_ktime_get_ns();
+		prev_state = task_state(prev, raw);
+		exec = task_exec(prev, raw);
 		s->switches++;
-		recover(t, s, now, prev_exec);
-		sync_exec(t, prev_exec);
+		recover(t, s, now, exec);
+		sync_exec(t, exec);
 		if (t->oncpu) {
 			t->oncpu = 0;
 			s->nr_oncpu--;
@@ -236,69 +266,50 @@ static __always_inline void on_switch(bool preempt, __u32 prev_tid, __u32 prev_t
 			set_runnable(t, s, now);
 		if (!t->oncpu)
 			set_oncpu(t, s, now);
-		sync_exec(t, next_exec);
+		sync_exec(t, task_exec(next, raw));
 	}
-}
-
-static __always_inline unsigned int task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return t->__state;
-	return ((struct task_struct___o *)t)->state;
-}
-
-static __always_inline unsigned int task_state_raw(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___o *)t, state);
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(vmact_wakeup, struct task_struct *p)
 {
-	on_wakeup(p->pid, p->tgid, p->on_cpu, p->se.sum_exec_runtime);
+	on_wakeup(p, p->pid, p->tgid, false, false);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(vmact_wake_new, struct task_struct *p)
 {
-	on_wakeup(p->pid, p->tgid, false, p->se.sum_exec_runtime);
+	on_wakeup(p, p->pid, p->tgid, true, false);
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(vmact_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(preempt, prev->pid, prev->tgid, task_state(prev), prev->se.sum_exec_runtime,
-		  next->pid, next->tgid, next->se.sum_exec_runtime);
+	on_switch(preempt, prev, prev->pid, prev->tgid, next, next->pid, next->tgid, false);
 	return 0;
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(vmact_rwake, struct task_struct *p)
 {
-	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, on_cpu),
-		  BPF_CORE_READ(p, se.sum_exec_runtime));
+	on_wakeup(p, BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), false, true);
 	return 0;
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(vmact_rwake_new, struct task_struct *p)
 {
-	on_wakeup(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), false,
-		  BPF_CORE_READ(p, se.sum_exec_runtime));
+	on_wakeup(p, BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), true, true);
 	return 0;
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(vmact_rswitch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(preempt, BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid),
-		  task_state_raw(prev), BPF_CORE_READ(prev, se.sum_exec_runtime),
-		  BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid),
-		  BPF_CORE_READ(next, se.sum_exec_runtime));
+	on_switch(preempt, prev, BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), next,
+		  BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid), true);
 	return 0;
 }
 
