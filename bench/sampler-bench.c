@@ -295,10 +295,11 @@ int main(int argc, char **argv)
 		uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "id"));
 		const char *name = json_string_value(json_object_get(p, "name"));
 
-		/* The scheduler hooks only; the seeding iterator runs per
-		 * registration, not per event. */
+		/* The scheduler hooks only; the iterators run per
+		 * registration and per readout, not per event. */
 		for (int k = 0; k < n; k++)
-			if (ids[k] == id && name && strcmp(name, "vmact_seed") != 0)
+			if (ids[k] == id && name && strcmp(name, "vmact_seed") != 0 &&
+			    strcmp(name, "vmact_pending") != 0)
 				tools[0].ids[tools[0].n++] = id;
 	}
 	json_decref(progs);

@@ -40,8 +40,8 @@ struct smp_cpu_stats {
 	 * without a sched_switch event reaching us (seen when the previous
 	 * task belonged to PID 1 on Firecracker guest kernels; BPF recursion
 	 * protection can drop events anywhere). Recovered from the kernel's
-	 * se.sum_exec_runtime when the thread switches out, and already
-	 * included in the oncpu integral. */
+	 * se.sum_exec_runtime at the thread's next switch we do see, and
+	 * already included in the oncpu integral. */
 	__u64 recovered_ns;
 	__u64 recoveries;
 };
@@ -89,4 +89,18 @@ struct smp_task {
 	 * out: what the kernel says it ran since then is compared with what
 	 * the hooks counted. */
 	__u64 exec_sync;
+};
+
+/* Record written by the vmact_pending task iterator: a VM thread that the
+ * hooks believe off a CPU but whose kernel run time moved since they last
+ * saw it (a switch-in we were not told about; see smp_cpu_stats). It is
+ * added to the readout until the thread's next seen switch recovers it into
+ * the integrals. */
+struct smp_pending {
+	__u32 tid;
+	__u32 slot;
+	__u64 ns;       /* se.sum_exec_runtime beyond the last sync point */
+	__u8 runnable;  /* the hooks count the thread as runnable */
+	__u8 on_cpu;    /* task_struct::on_cpu at the iteration */
+	__u8 pad[6];
 };

@@ -7,8 +7,10 @@
  *
  * Two sets of scheduler hooks with the same logic: tp_btf (typed task
  * pointers, direct loads) and raw_tp for kernels without tp_btf; the loader
- * enables one set with bpf_program__set_autoload(). An iter/task program
- * seeds threads that were already runnable when a VM was registered. */
+ * enables one set with bpf_program__set_autoload(). Two iter/task programs:
+ * one seeds threads that were already runnable when a VM was registered,
+ * the other reports at each readout the run time of threads whose switch-in
+ * was never reported (see recover()). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -130,11 +132,12 @@ static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *
  * skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
 #define RECOVER_MIN_NS 50000
 
-/* prev is switching out and ran exec ns in total. Anything the kernel
- * counts since the last sync point beyond what the hooks counted was spent
- * on a CPU we were never told about (a lost switch-in): add it to the
- * integrals now, and to the runnable ones too if we did not know the thread
- * was runnable either. */
+/* The thread is switching out or in and has run exec ns in total. Anything
+ * the kernel counts since the last sync point beyond what the hooks counted
+ * was spent on a CPU we were never told about: add it to the integrals now,
+ * and to the runnable ones too if we did not know the thread was runnable
+ * either. At a switch-out that is a lost switch-in; at a wake-up or a
+ * switch-in, a lost pair (the thread ran and left unseen). */
 static __always_inline void recover(struct smp_task *t, struct smp_cpu_stats *s, __u64 now,
 				    __u64 exec)
 {
@@ -199,12 +202,20 @@ static __always_inline void on_wakeup(struct task_struct *p, __u32 tid, __u32 tg
 	struct smp_cpu_stats *s;
 	struct smp_task *t;
 	bool fresh, on_cpu;
-	__u64 now;
+	__u64 now, exec;
 
 	t = vm_task(tid, tgid, &s, &fresh);
 	if (!t || t->runnable)
 		return;
 	now = bpf_ktime_get_ns();
+	if (!fresh) {
+		/* Whatever it ran since we last saw it was never seen, nor
+		 * counted as runnable: settle that before it becomes
+		 * runnable, or the runnable part would be lost. */
+		exec = task_exec(p, raw);
+		recover(t, s, now, exec);
+		sync_exec(t, exec);
+	}
 	set_runnable(t, s, now);
 	if (fresh) {
 		/* A new task has never run. */
@@ -262,11 +273,13 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev, __
 	if (t) {
 		if (!now)
 			now = bpf_ktime_get_ns();
+		exec = task_exec(next, raw);
+		recover(t, s, now, exec);
 		if (!t->runnable)
 			set_runnable(t, s, now);
 		if (!t->oncpu)
 			set_oncpu(t, s, now);
-		sync_exec(t, task_exec(next, raw));
+		sync_exec(t, exec);
 	}
 }
 
@@ -361,6 +374,48 @@ int vmact_seed(struct bpf_iter__task *ctx)
 		__sync_fetch_and_add(&s->nr_oncpu, 1);
 		__sync_fetch_and_add(&s->oncpu_tsum, now);
 	}
+	return 0;
+}
+
+/* Run by the loader at each readout, over one VM's threads (or all tasks on
+ * kernels without the pid filter). A thread that switched in without an
+ * event reaching us stays "waiting" until its next switch-out, which for a
+ * busy thread alone on its CPU may be seconds later; recover() then puts its
+ * run time right, but a readout taken before would miss it. While the hooks
+ * believe a thread off its CPU its run time must stand still, so any growth
+ * since the last sync point is time the hooks did not see. Read-only: the
+ * loader adds it to the readout and forgets it, and the switch-out recovery
+ * later adds the same time to the integrals themselves. The kernel's figure
+ * for a running thread lags by up to a tick; that much is reported late. */
+SEC("iter/task")
+int vmact_pending(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct smp_pending rec = {};
+	struct smp_task *t;
+	struct smp_vm *vm;
+	__u32 tgid, tid;
+	__u64 ns;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+	if (!vm)
+		return 0;
+	tid = task->pid;
+	t = bpf_map_lookup_elem(&vmact_tasks, &tid);
+	if (!t || t->slot != vm->slot || t->tgid != tgid || t->oncpu || !t->exec_ok)
+		return 0;
+	ns = task->se.sum_exec_runtime - t->exec_sync;
+	if ((__s64)ns <= RECOVER_MIN_NS)
+		return 0;
+	rec.tid = tid;
+	rec.slot = vm->slot;
+	rec.ns = ns;
+	rec.runnable = t->runnable;
+	rec.on_cpu = task->on_cpu ? 1 : 0;
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }
 

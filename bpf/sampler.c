@@ -55,6 +55,8 @@ struct smp_slot {
 	struct smp_totals last;
 	struct smp_loadavg la;
 	struct smp_ts_vm *ts;
+	struct bpf_link *pending; /* vmact_pending over this VM's threads */
+	struct smp_totals pend;   /* read_all: what vmact_pending found */
 };
 
 struct smp_sampler {
@@ -79,6 +81,10 @@ struct smp_sampler {
 	struct smp_readout *readout;    /* mmap of vmact_readout */
 	size_t readout_len;
 	bool no_batch;
+	/* vmact_pending over all tasks: for read_all, and for every readout
+	 * on kernels whose task iterators take no pid filter (before 6.1). */
+	struct bpf_link *pending_all;
+	bool no_pid_iter;
 
 	struct smp_ts *ts;
 	sd_event_source *timer;
@@ -228,6 +234,7 @@ static int bpf_start(struct smp_sampler *s, const struct smp_config *cfg, struct
 	 * threads already runnable at registration are counted from their
 	 * next scheduler event on. */
 	bpf_program__set_autoload(s->skel->progs.vmact_seed, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_pending, tp_btf);
 	/* Mmapable arrays came with tp_btf (5.5): on older kernels skip the
 	 * bpftool view rather than the sampler. */
 	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
@@ -265,6 +272,12 @@ static void bpf_stop(struct smp_sampler *s)
 	if (s->readout)
 		munmap(s->readout, s->readout_len);
 	s->readout = NULL;
+	for (unsigned i = 0; s->slots && i < s->max_vms; i++) {
+		bpf_link__destroy(s->slots[i].pending);
+		s->slots[i].pending = NULL;
+	}
+	bpf_link__destroy(s->pending_all);
+	s->pending_all = NULL;
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -427,6 +440,144 @@ int smp_find(const struct smp_sampler *s, const char *name)
 	return -ENOENT;
 }
 
+/* Runs vmact_pending through link and hands each record to cb. */
+static int pending_run(struct bpf_link *link,
+		       void (*cb)(const struct smp_pending *p, void *data), void *data,
+		       struct vmact_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	union {
+		struct smp_pending rec[64];
+		char b[64 * sizeof(struct smp_pending)];
+	} buf;
+	size_t have = 0;
+	ssize_t n;
+
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0)
+		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
+	/* seq_file may split a record across reads. */
+	while ((n = read(fd, buf.b + have, sizeof(buf.b) - have)) > 0) {
+		size_t whole;
+
+		have += (size_t)n;
+		whole = have / sizeof(struct smp_pending);
+		for (size_t i = 0; i < whole; i++)
+			cb(&buf.rec[i], data);
+		have -= whole * sizeof(struct smp_pending);
+		memmove(buf.b, buf.b + whole * sizeof(struct smp_pending), have);
+	}
+	if (n < 0)
+		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
+	return 0;
+}
+
+static void pending_add(struct smp_totals *t, const struct smp_pending *p)
+{
+	/* As recover() will: on a CPU, and runnable too if we missed that. */
+	t->oncpu_ns += p->ns;
+	if (!p->runnable)
+		t->runnable_ns += p->ns;
+	if (p->on_cpu)
+		t->nr_oncpu++;
+}
+
+struct pending_one {
+	unsigned slot;
+	struct smp_totals *out;
+};
+
+static void pending_one_cb(const struct smp_pending *p, void *data)
+{
+	struct pending_one *o = data;
+
+	if (p->slot == o->slot)
+		pending_add(o->out, p);
+}
+
+static int pending_link_all(struct smp_sampler *s, struct vmact_err *err)
+{
+	if (s->pending_all)
+		return 0;
+	s->pending_all = bpf_program__attach_iter(s->skel->progs.vmact_pending, NULL);
+	if (!s->pending_all)
+		return vmact_err_set(err, errno, "BPF: attaching task iterator: %s",
+				     strerror(errno));
+	return 0;
+}
+
+/* The per-VM iterator link, made on first use. NULL without an error: no
+ * per-VM link (no pid filter here, or the process is gone). */
+static int pending_link(struct smp_sampler *s, struct smp_slot *sl, struct bpf_link **out,
+			struct vmact_err *err)
+{
+	union bpf_iter_link_info li = { .task.pid = (__u32)sl->tgid };
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
+
+	*out = NULL;
+	if (!sl->pending && !s->no_pid_iter) {
+		sl->pending = bpf_program__attach_iter(s->skel->progs.vmact_pending, &o);
+		if (!sl->pending) {
+			if (errno == ESRCH || errno == ENOENT)
+				return 0;
+			if (errno != EINVAL)
+				return vmact_err_set(err, errno, "BPF: attaching task iterator: %s",
+						     strerror(errno));
+			s->no_pid_iter = true;
+		}
+	}
+	if (sl->pending) {
+		*out = sl->pending;
+		return 0;
+	}
+	if (!s->no_pid_iter)
+		return 0;
+	int r = pending_link_all(s, err);
+	if (r < 0)
+		return r;
+	*out = s->pending_all;
+	return 0;
+}
+
+/* Adds to out what the hooks have not seen yet of one VM. */
+static int pending_slot(struct smp_sampler *s, unsigned slot, struct smp_totals *out,
+			struct vmact_err *err)
+{
+	struct pending_one o = { .slot = slot, .out = out };
+	struct bpf_link *link;
+	int r;
+
+	if (!bpf_program__autoload(s->skel->progs.vmact_pending))
+		return 0;
+	r = pending_link(s, &s->slots[slot], &link, err);
+	if (r < 0 || !link)
+		return r;
+	return pending_run(link, pending_one_cb, &o, err);
+}
+
+static void pending_all_cb(const struct smp_pending *p, void *data)
+{
+	struct smp_sampler *s = data;
+
+	if (p->slot < s->max_vms && s->slots[p->slot].used)
+		pending_add(&s->slots[p->slot].pend, p);
+}
+
+/* The same for every VM at once, into each slot's pend. */
+static int pending_every(struct smp_sampler *s, struct vmact_err *err)
+{
+	int r;
+
+	for (unsigned i = 0; i < s->max_vms; i++)
+		s->slots[i].pend = (struct smp_totals){ 0 };
+	if (!bpf_program__autoload(s->skel->progs.vmact_pending))
+		return 0;
+	r = pending_link_all(s, err);
+	if (r < 0)
+		return r;
+	return pending_run(s->pending_all, pending_all_cb, s, err);
+}
+
 /* Sums one slot's per-CPU values; t is taken after the lookup so that every
  * event folded into the sums happened before it. */
 static void fold_cpus(const struct smp_cpu_stats *v, int ncpus, uint64_t t,
@@ -487,7 +638,7 @@ static int totals(struct smp_sampler *s, unsigned slot, struct smp_totals *out, 
 				     strerror(errno));
 	*t = now_ns();
 	fold_cpus(s->cpubuf, s->ncpus, *t, out);
-	return 0;
+	return pending_slot(s, slot, out, err);
 }
 
 static int delete_task_entries(struct smp_sampler *s, pid_t tgid, struct vmact_err *err)
@@ -698,6 +849,7 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	return (int)slot;
 
 fail:
+	bpf_link__destroy(sl->pending);
 	free(sl->name);
 	free(sl->cgroup);
 	smp_ts_vm_free(sl->ts);
@@ -727,6 +879,7 @@ int smp_unregister(struct smp_sampler *s, const char *name, struct vmact_err *er
 	}
 	if (s->readout)
 		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
+	bpf_link__destroy(sl->pending);
 	free(sl->name);
 	free(sl->cgroup);
 	smp_ts_vm_free(sl->ts);
@@ -913,6 +1066,11 @@ int smp_read_all(struct smp_sampler *s,
 		if (r < 0 && r != -EOPNOTSUPP)
 			return r;
 		batched = r == 0;
+		if (batched) {
+			r = pending_every(s, err);
+			if (r < 0)
+				return r;
+		}
 	}
 	for (unsigned i = 0; i < s->max_vms; i++) {
 		struct smp_reading rd;
@@ -923,6 +1081,9 @@ int smp_read_all(struct smp_sampler *s,
 			struct smp_totals now;
 
 			fold_cpus(s->batchbuf + (size_t)i * (size_t)s->ncpus, s->ncpus, t, &now);
+			now.runnable_ns += s->slots[i].pend.runnable_ns;
+			now.oncpu_ns += s->slots[i].pend.oncpu_ns;
+			now.nr_oncpu += s->slots[i].pend.nr_oncpu;
 			r = finish_reading(s, i, &now, t, &rd, err);
 			if (r < 0)
 				r = vmact_err_prefix(err, "sampler: %s", s->slots[i].name);
@@ -941,22 +1102,76 @@ int smp_read_all(struct smp_sampler *s,
 	return first;
 }
 
+struct pending_list {
+	unsigned slot;
+	struct smp_pending *rec;
+	size_t n, cap;
+	bool oom;
+};
+
+static void pending_list_done(struct pending_list *l)
+{
+	free(l->rec);
+}
+
+static void pending_list_cb(const struct smp_pending *p, void *data)
+{
+	struct pending_list *l = data;
+
+	if (p->slot != l->slot || l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 16;
+		struct smp_pending *q = reallocarray(l->rec, ncap, sizeof(*q));
+
+		if (!q) {
+			l->oom = true;
+			return;
+		}
+		l->rec = q;
+		l->cap = ncap;
+	}
+	l->rec[l->n++] = *p;
+}
+
+/* What vmact_pending finds for each thread of one VM. */
+static int pending_threads(struct smp_sampler *s, unsigned slot, struct pending_list *l,
+			   struct vmact_err *err)
+{
+	struct bpf_link *link;
+	int r;
+
+	l->slot = slot;
+	if (!bpf_program__autoload(s->skel->progs.vmact_pending))
+		return 0;
+	r = pending_link(s, &s->slots[slot], &link, err);
+	if (r < 0 || !link)
+		return r;
+	r = pending_run(link, pending_list_cb, l, err);
+	if (r < 0)
+		return r;
+	if (l->oom)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	return 0;
+}
+
 int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
 		     size_t max, struct vmact_err *err)
 {
 	int slot = smp_find(s, name);
 	struct smp_slot *sl;
 	__u32 key, *prev = NULL;
+	_cleanup_(pending_list_done) struct pending_list pend = { 0 };
 	struct smp_task v;
 	size_t n = 0;
 	uint64_t t;
-	int fd;
+	int fd, r;
 
 	if (slot < 0)
 		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
 	sl = &s->slots[slot];
 	if (s->backend == SMP_BACKEND_TASKSTATS) {
-		int r = smp_ts_vm_poll(s->ts, sl->ts, err);
+		r = smp_ts_vm_poll(s->ts, sl->ts, err);
 
 		if (r < 0)
 			return r;
@@ -965,6 +1180,9 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
 	if (!s->per_thread)
 		return vmact_err_set(err, EOPNOTSUPP,
 				     "sampler: per-thread split disabled by configuration");
+	r = pending_threads(s, (unsigned)slot, &pend, err);
+	if (r < 0)
+		return vmact_err_prefix(err, "sampler: %s", name);
 	fd = bpf_map__fd(s->skel->maps.vmact_tasks);
 	while (n < max && bpf_map_get_next_key(fd, prev, &key) == 0) {
 		prev = &key;
@@ -978,6 +1196,13 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
 			.runnable_ns = v.runnable_ns + (v.runnable ? delta(t, v.runnable_since) : 0),
 			.oncpu_ns = v.oncpu_ns + (v.oncpu ? delta(t, v.oncpu_since) : 0),
 		};
+		for (size_t i = 0; i < pend.n; i++) {
+			if (pend.rec[i].tid != key)
+				continue;
+			out[n].oncpu_ns += pend.rec[i].ns;
+			if (!pend.rec[i].runnable)
+				out[n].runnable_ns += pend.rec[i].ns;
+		}
 		if (out[n].oncpu_ns > out[n].runnable_ns) /* see smp_reading */
 			out[n].oncpu_ns = out[n].runnable_ns;
 		out[n].delay_ns = delta(out[n].runnable_ns, out[n].oncpu_ns);
