@@ -482,19 +482,6 @@ static void pending_add(struct smp_totals *t, const struct smp_pending *p)
 		t->nr_oncpu++;
 }
 
-struct pending_one {
-	unsigned slot;
-	struct smp_totals *out;
-};
-
-static void pending_one_cb(const struct smp_pending *p, void *data)
-{
-	struct pending_one *o = data;
-
-	if (p->slot == o->slot)
-		pending_add(o->out, p);
-}
-
 static int pending_link_all(struct smp_sampler *s, struct vmact_err *err)
 {
 	if (s->pending_all)
@@ -539,20 +526,77 @@ static int pending_link(struct smp_sampler *s, struct smp_slot *sl, struct bpf_l
 	return 0;
 }
 
-/* Adds to out what the hooks have not seen yet of one VM. */
-static int pending_slot(struct smp_sampler *s, unsigned slot, struct smp_totals *out,
-			struct vmact_err *err)
+/* pending_every's per-slot sums: only these three fields are set. */
+static void pending_fold(struct smp_totals *t, const struct smp_totals *pend)
 {
-	struct pending_one o = { .slot = slot, .out = out };
+	t->runnable_ns += pend->runnable_ns;
+	t->oncpu_ns += pend->oncpu_ns;
+	t->nr_oncpu += pend->nr_oncpu;
+}
+
+struct pending_list {
+	unsigned slot;
+	struct smp_pending *rec;
+	size_t n, cap;
+	bool oom;
+};
+
+static void pending_list_done(struct pending_list *l)
+{
+	free(l->rec);
+}
+
+static void pending_list_cb(const struct smp_pending *p, void *data)
+{
+	struct pending_list *l = data;
+
+	if (p->slot != l->slot || l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 16;
+		struct smp_pending *q = reallocarray(l->rec, ncap, sizeof(*q));
+
+		if (!q) {
+			l->oom = true;
+			return;
+		}
+		l->rec = q;
+		l->cap = ncap;
+	}
+	l->rec[l->n++] = *p;
+}
+
+/* What vmact_pending finds for each thread of one VM. */
+static int pending_threads(struct smp_sampler *s, unsigned slot, struct pending_list *l,
+			   struct vmact_err *err)
+{
 	struct bpf_link *link;
 	int r;
 
+	l->slot = slot;
 	if (!bpf_program__autoload(s->skel->progs.vmact_pending))
 		return 0;
 	r = pending_link(s, &s->slots[slot], &link, err);
 	if (r < 0 || !link)
 		return r;
-	return pending_run(link, pending_one_cb, &o, err);
+	r = pending_run(link, pending_list_cb, l, err);
+	if (r < 0)
+		return r;
+	if (l->oom)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	return 0;
+}
+
+/* Adds to out what the hooks have not seen yet of one VM. */
+static int pending_slot(struct smp_sampler *s, unsigned slot, struct smp_totals *out,
+			struct vmact_err *err)
+{
+	_cleanup_(pending_list_done) struct pending_list l = { 0 };
+	int r = pending_threads(s, slot, &l, err);
+
+	for (size_t i = 0; r == 0 && i < l.n; i++)
+		pending_add(out, &l.rec[i]);
+	return r;
 }
 
 static void pending_all_cb(const struct smp_pending *p, void *data)
@@ -1081,9 +1125,7 @@ int smp_read_all(struct smp_sampler *s,
 			struct smp_totals now;
 
 			fold_cpus(s->batchbuf + (size_t)i * (size_t)s->ncpus, s->ncpus, t, &now);
-			now.runnable_ns += s->slots[i].pend.runnable_ns;
-			now.oncpu_ns += s->slots[i].pend.oncpu_ns;
-			now.nr_oncpu += s->slots[i].pend.nr_oncpu;
+			pending_fold(&now, &s->slots[i].pend);
 			r = finish_reading(s, i, &now, t, &rd, err);
 			if (r < 0)
 				r = vmact_err_prefix(err, "sampler: %s", s->slots[i].name);
@@ -1100,59 +1142,6 @@ int smp_read_all(struct smp_sampler *s,
 		cb(s->slots[i].name, &rd, data);
 	}
 	return first;
-}
-
-struct pending_list {
-	unsigned slot;
-	struct smp_pending *rec;
-	size_t n, cap;
-	bool oom;
-};
-
-static void pending_list_done(struct pending_list *l)
-{
-	free(l->rec);
-}
-
-static void pending_list_cb(const struct smp_pending *p, void *data)
-{
-	struct pending_list *l = data;
-
-	if (p->slot != l->slot || l->oom)
-		return;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 16;
-		struct smp_pending *q = reallocarray(l->rec, ncap, sizeof(*q));
-
-		if (!q) {
-			l->oom = true;
-			return;
-		}
-		l->rec = q;
-		l->cap = ncap;
-	}
-	l->rec[l->n++] = *p;
-}
-
-/* What vmact_pending finds for each thread of one VM. */
-static int pending_threads(struct smp_sampler *s, unsigned slot, struct pending_list *l,
-			   struct vmact_err *err)
-{
-	struct bpf_link *link;
-	int r;
-
-	l->slot = slot;
-	if (!bpf_program__autoload(s->skel->progs.vmact_pending))
-		return 0;
-	r = pending_link(s, &s->slots[slot], &link, err);
-	if (r < 0 || !link)
-		return r;
-	r = pending_run(link, pending_list_cb, l, err);
-	if (r < 0)
-		return r;
-	if (l->oom)
-		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
-	return 0;
 }
 
 int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
