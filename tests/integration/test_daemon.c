@@ -530,13 +530,36 @@ static bool quota_removed(void *unused)
 	return log_has("autoscaling disabled: CPU quota removed") && quota_milli() == -1;
 }
 
-/* A "resized to" line for A after the `*before` there were. */
-static bool resized_again(void *before)
-{
-	char needle[256];
+/* A line of the daemon's log seen more often than before. */
+struct log_count {
+	const char *needle;
+	unsigned before;
+};
 
-	snprintf(needle, sizeof(needle), "%s: resized to ", fx.a.name);
-	return count_in(fx.log, needle) > *(unsigned *)before;
+static bool log_count_grew(void *arg)
+{
+	const struct log_count *c = arg;
+
+	return count_in(fx.log, c->needle) > c->before;
+}
+
+/* Guest g goes idle: it must drop back to one vCPU, and the daemon must log
+ * a completed resize matching needle (the guest sees the vCPU go before the
+ * whole resize, memory too, has finished). */
+static void idle_back_to_one_cpu(const struct tg_guest *g, const char *label,
+				 const char *needle)
+{
+	struct log_count c = { .needle = needle, .before = count_in(fx.log, needle) };
+
+	assert_int_equal(tg_cmd(g, "idle"), 0);
+	if (!wait_until(guest_cpus_1, (void *)g, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest %s never went back to one vCPU", label);
+	}
+	if (!wait_until(log_count_grew, &c, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported the downscale as done");
+	}
 }
 
 static bool broken_twice(void *unused)
@@ -691,18 +714,7 @@ static void daemon_autoscales(void **state)
 
 	/* Idle: the monitor approves, the vCPU goes; never below one. */
 	snprintf(needle, sizeof(needle), "%s: resized to ", fx.a.name);
-	resizes_before_idle = count_in(fx.log, needle);
-	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
-	if (!wait_until(guest_cpus_1, &fx.a, LIMIT_SCALE_S)) {
-		dump_log();
-		fail_msg("guest A never went back to one vCPU");
-	}
-	/* The guest sees the vCPU go before the whole resize (memory too)
-	 * has finished: wait for the daemon to report it. */
-	if (!wait_until(resized_again, &resizes_before_idle, LIMIT_SCALE_S)) {
-		dump_log();
-		fail_msg("vmactd never reported the downscale as done");
-	}
+	idle_back_to_one_cpu(&fx.a, "A", needle);
 	assert_true(count_in(fx.log, "vm-monitor approved the downscale") > 0);
 	check_guest_cpus_within(&fx.a, 1, 2);
 	/* The killed daemon may not have got to report its last resize. */
@@ -853,16 +865,6 @@ static bool inf_peer_has(void *needle)
 	return count_in(fx.inf_log, needle) > 0;
 }
 
-/* A "resized to 1 CPU" line for C after the `*before` there were: the
- * downscale done, as the daemon reports it. */
-static bool c_resized_again(void *before)
-{
-	char needle[256];
-
-	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
-	return count_in(fx.log, needle) > *(unsigned *)before;
-}
-
 static void inf_cmd(const char *line)
 {
 	size_t n = strlen(line);
@@ -888,7 +890,7 @@ static void daemon_informant(void **state)
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
 	const char *peer_argv[] = { "node", "tests/peers/informant.js", "--port", "0",
 				    "--timeout-factor", "10", NULL };
-	unsigned port = 0, resizes;
+	unsigned port = 0;
 	int status;
 
 	(void)state;
@@ -997,17 +999,7 @@ static void daemon_informant(void **state)
 
 	/* Idle: the informant approves the downscale, the vCPU goes. */
 	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
-	resizes = count_in(fx.log, needle);
-	assert_int_equal(tg_cmd(&fx.c, "idle"), 0);
-	if (!wait_until(guest_cpus_1, &fx.c, LIMIT_SCALE_S)) {
-		dump_log();
-		fail_msg("guest C never went back to one vCPU");
-	}
-	/* The guest sees the vCPU go before the whole resize has finished. */
-	if (!wait_until(c_resized_again, &resizes, LIMIT_SCALE_S)) {
-		dump_log();
-		fail_msg("vmactd never reported the downscale as done");
-	}
+	idle_back_to_one_cpu(&fx.c, "C", needle);
 	assert_true(count_in(fx.inf_log, "\"event\":\"downscale\"") >= 1);
 	assert_true(count_in(fx.log, "informant approved the downscale") >= 1);
 	check_guest_cpus_within(&fx.c, 1, 2);
