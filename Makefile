@@ -9,6 +9,11 @@ DESTDIR  ?=
 SANITIZE ?= 0
 VECTORS  ?= ../shared/vectors/wire.json
 
+comma := ,
+empty :=
+space := $(empty) $(empty)
+join-words = $(subst $(space),$(comma),$(strip $(1)))
+
 CC      ?= gcc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
@@ -42,9 +47,17 @@ ALL_LDFLAGS += -fsanitize=address,undefined
 endif
 
 # ---- object lists -------------------------------------------------------
-COMPONENTS := actuator agent-glue hotplug bpf
+# Layer order, top first: the link order of the archives (Kbuild).
+COMPONENTS := actuator agent-glue hotplug bpf base
+# What each component may include besides itself (make check-layers).
+layers-actuator   := agent-glue hotplug bpf base
+layers-agent-glue := base
+layers-hotplug    := base
+layers-bpf        := base
+layers-base       :=
+layer-specs = $(foreach c,$(COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
-LIB      := $(BUILD)/libvmact.a
+LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
 
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
@@ -77,9 +90,19 @@ $(BUILD)/%.o: %.c | $(BPF_SKELS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(LIB): $(LIB_OBJS)
-	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
+define lib_rule
+$(BUILD)/lib$(1).a: $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
+	$$(call msg,AR,$$(patsubst $(BUILD)/%,%,$$@))
+	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
+endef
+$(foreach c,$(COMPONENTS),$(eval $(call lib_rule,$(c))))
+
+# make check-layers: no component includes a header of one above it or of
+# a sibling (the archives' link order catches calls; this catches headers,
+# inline functions and struct layouts too).
+.PHONY: check-layers
+check-layers:
+	$(Q)tests/check-layers.sh $(layer-specs)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
@@ -124,15 +147,19 @@ $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 # make check: everything, under ASan+UBSan, in build/san.
 SANBUILD := $(BUILD)/san
 check:
+	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)$(MAKE) --no-print-directory guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
-		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)"
+		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
+		--layers "$(layer-specs)"
 
 unit:
+	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
-	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)"
+	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
+		--layers "$(layer-specs)"
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BINS)

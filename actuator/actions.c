@@ -29,20 +29,20 @@ int64_t act_plugin_jitter(uint32_t random_value)
 	return ACT_MS(random_value % 100);
 }
 
-static void fmt_res(char *buf, size_t len, struct ag_resources r)
+static void fmt_res(char *buf, size_t len, struct vmact_resources r)
 {
 	snprintf(buf, len, "{cpu %um, mem %llu B}", r.milli_cpu, (unsigned long long)r.mem_bytes);
 }
 
-static int check_bounds(const struct ag_resources *cu, const struct ag_resources *min,
-			const struct ag_resources *max, const struct ag_scaling_config *config,
+static int check_bounds(const struct vmact_resources *cu, const struct vmact_resources *min,
+			const struct vmact_resources *max, const struct ag_scaling_config *config,
 			struct vmact_err *err)
 {
 	char a[64], b[64];
 
 	if (cu->milli_cpu == 0 || cu->mem_bytes == 0)
 		return vmact_err_set(err, EINVAL, "compute unit: cpu and mem must be non-zero");
-	if (act_res_any_gt(*min, *max)) {
+	if (vmact_res_any_gt(*min, *max)) {
 		fmt_res(a, sizeof(a), *min);
 		fmt_res(b, sizeof(b), *max);
 		return vmact_err_set(err, EINVAL, "bounds: min %s has a field above max %s", a, b);
@@ -53,9 +53,9 @@ static int check_bounds(const struct ag_resources *cu, const struct ag_resources
 }
 
 int act_state_init(struct act_state *s, const struct act_timing *timing,
-		   const struct ag_resources *cu, const struct ag_scaling_config *config,
-		   const struct ag_resources *using_, const struct ag_resources *min,
-		   const struct ag_resources *max, struct vmact_err *err)
+		   const struct vmact_resources *cu, const struct ag_scaling_config *config,
+		   const struct vmact_resources *using_, const struct vmact_resources *min,
+		   const struct vmact_resources *max, struct vmact_err *err)
 {
 	int r = check_bounds(cu, min, max, config, err);
 
@@ -71,8 +71,8 @@ int act_state_init(struct act_state *s, const struct act_timing *timing,
 	return 0;
 }
 
-int act_state_update_vm(struct act_state *s, const struct ag_resources *min,
-			const struct ag_resources *max, const struct ag_scaling_config *config,
+int act_state_update_vm(struct act_state *s, const struct vmact_resources *min,
+			const struct vmact_resources *max, const struct ag_scaling_config *config,
 			struct vmact_err *err)
 {
 	int r = check_bounds(&s->cu, min, max, config, err);
@@ -148,8 +148,8 @@ static uint64_t clamp_field(uint64_t cur, uint64_t want, const uint64_t *lo, con
 	return want;
 }
 
-static struct ag_resources clamp(struct ag_resources cur, struct ag_resources want,
-				 const struct ag_resources *lo, const struct ag_resources *hi)
+static struct vmact_resources clamp(struct vmact_resources cur, struct vmact_resources want,
+				 const struct vmact_resources *lo, const struct vmact_resources *hi)
 {
 	uint64_t lc, lm, hc, hm;
 
@@ -161,16 +161,16 @@ static struct ag_resources clamp(struct ag_resources cur, struct ag_resources wa
 		hc = hi->milli_cpu;
 		hm = hi->mem_bytes;
 	}
-	return (struct ag_resources){
+	return (struct vmact_resources){
 		.milli_cpu = (uint32_t)clamp_field(cur.milli_cpu, want.milli_cpu, lo ? &lc : NULL,
 						   hi ? &hc : NULL),
 		.mem_bytes = clamp_field(cur.mem_bytes, want.mem_bytes, lo ? &lm : NULL, hi ? &hm : NULL),
 	};
 }
 
-static struct ag_resources sat_sub(struct ag_resources a, struct ag_resources b)
+static struct vmact_resources sat_sub(struct vmact_resources a, struct vmact_resources b)
 {
-	return (struct ag_resources){
+	return (struct vmact_resources){
 		.milli_cpu = a.milli_cpu > b.milli_cpu ? a.milli_cpu - b.milli_cpu : 0,
 		.mem_bytes = a.mem_bytes > b.mem_bytes ? a.mem_bytes - b.mem_bytes : 0,
 	};
@@ -188,11 +188,11 @@ static void wait_add(struct waits *w, int64_t d)
 	w->has = true;
 }
 
-static void plugin_action(const struct act_state *s, act_time_t now, struct ag_resources desired,
+static void plugin_action(const struct act_state *s, act_time_t now, struct vmact_resources desired,
 			  struct act_actions *out, struct waits *waits)
 {
-	const struct ag_resources using_ = s->using_;
-	struct ag_resources req, current, target;
+	const struct vmact_resources using_ = s->using_;
+	struct vmact_resources req, current, target;
 	int64_t until_tick = 0, until_backoff = 0;
 	bool time_for_request, denied, waiting_backoff, want_new, should_new;
 
@@ -200,7 +200,7 @@ static void plugin_action(const struct act_state *s, act_time_t now, struct ag_r
 	req = clamp(using_, desired, &using_, NULL);
 	current = using_;
 	if (s->hotplug.ongoing)
-		current = act_res_max(current, s->hotplug.ongoing_target);
+		current = vmact_res_max(current, s->hotplug.ongoing_target);
 
 	if (s->plugin.has_last_request)
 		until_tick = s->timing.plugin_request_tick - s->timing.plugin_tick_jitter -
@@ -208,18 +208,18 @@ static void plugin_action(const struct act_state *s, act_time_t now, struct ag_r
 	time_for_request = until_tick <= 0;
 
 	denied = !s->plugin.ongoing && s->plugin.has_last_request && s->plugin.has_permit &&
-		 act_res_any_gt(s->plugin.last_request, s->plugin.permit);
+		 vmact_res_any_gt(s->plugin.last_request, s->plugin.permit);
 	if (denied)
 		until_backoff = s->plugin.last_request_at + s->timing.plugin_denied_retry_wait - now;
 	waiting_backoff = until_backoff > 0;
 
 	want_new = s->plugin.has_last_request && s->plugin.has_permit &&
-		   !act_res_eq(req, s->plugin.permit);
+		   !vmact_res_eq(req, s->plugin.permit);
 	should_new = want_new && !waiting_backoff;
 	target = should_new ? req : current;
 
 	if (s->plugin.ongoing) {
-		if (!act_res_eq(s->plugin.last_request, target))
+		if (!vmact_res_eq(s->plugin.last_request, target))
 			act_warn(&out->warnings,
 				 W_PLUGIN "there's already an ongoing request for different resources");
 		return;
@@ -267,22 +267,22 @@ static uint64_t enforce_field(uint64_t cur, uint64_t t, uint64_t min, uint64_t m
 	return t;
 }
 
-static struct ag_resources hotplug_lower(const struct act_state *s)
+static struct vmact_resources hotplug_lower(const struct act_state *s)
 {
 	return s->monitor.active ? s->monitor.approved : s->using_;
 }
 
-static struct ag_resources hotplug_upper(const struct act_state *s)
+static struct vmact_resources hotplug_upper(const struct act_state *s)
 {
 	return s->plugin.has_permit ? s->plugin.permit : s->using_;
 }
 
-static void hotplug_action(const struct act_state *s, act_time_t now, struct ag_resources desired,
-			   const struct ag_resources *plugin_requested, struct act_actions *out,
+static void hotplug_action(const struct act_state *s, act_time_t now, struct vmact_resources desired,
+			   const struct vmact_resources *plugin_requested, struct act_actions *out,
 			   struct waits *waits)
 {
-	const struct ag_resources using_ = s->using_;
-	struct ag_resources lo = hotplug_lower(s), hi = hotplug_upper(s), target;
+	const struct vmact_resources using_ = s->using_;
+	struct vmact_resources lo = hotplug_lower(s), hi = hotplug_upper(s), target;
 	bool conflicting;
 
 	/* No downscale without the monitor's approval, no upscale beyond the
@@ -292,12 +292,12 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct ag_
 						   s->max.milli_cpu, hi.milli_cpu, lo.milli_cpu);
 	target.mem_bytes = enforce_field(using_.mem_bytes, target.mem_bytes, s->min.mem_bytes,
 					 s->max.mem_bytes, hi.mem_bytes, lo.mem_bytes);
-	if (act_res_eq(target, using_))
+	if (vmact_res_eq(target, using_))
 		return;
 
 	/* The plugin must have heard of (or be hearing of) at least this much
 	 * before it is plugged. */
-	conflicting = plugin_requested && act_res_any_lt(*plugin_requested, target);
+	conflicting = plugin_requested && vmact_res_any_lt(*plugin_requested, target);
 	if (!s->hotplug.ongoing && !conflicting) {
 		if (s->hotplug.has_failure) {
 			int64_t left = s->hotplug.failure_at + s->timing.hotplug_retry_wait - now;
@@ -315,7 +315,7 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct ag_
 	}
 
 	bool plugin_ongoing = s->plugin.ongoing;
-	bool other_hotplug = s->hotplug.ongoing && !act_res_eq(s->hotplug.ongoing_target, target);
+	bool other_hotplug = s->hotplug.ongoing && !vmact_res_eq(s->hotplug.ongoing_target, target);
 
 	if (plugin_ongoing && other_hotplug)
 		act_warn(&out->warnings, W_HOTPLUG "there's already plugin request ongoing and hotplug "
@@ -328,24 +328,24 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct ag_
 }
 
 static void monitor_upscale_action(const struct act_state *s, act_time_t now,
-				   struct ag_resources desired, struct act_actions *out,
+				   struct vmact_resources desired, struct act_actions *out,
 				   struct waits *waits)
 {
-	struct ag_resources approved = s->monitor.approved, hi, req;
+	struct vmact_resources approved = s->monitor.approved, hi, req;
 
 	if (!s->monitor.active)
 		return;
 	/* Tell the monitor about what is plugged, up to what is desired. Go
 	 * then clamps to +1 CU relative to this very target, which is a no-op:
 	 * notifications jump straight to the new size. */
-	hi = act_res_max(desired, approved);
+	hi = vmact_res_max(desired, approved);
 	req = clamp(approved, s->using_, &approved, &hi);
-	if (act_res_eq(req, approved))
+	if (vmact_res_eq(req, approved))
 		return;
 
 	if (s->monitor.ongoing != ACT_MONITOR_NONE) {
 		if (s->monitor.ongoing == ACT_MONITOR_UPSCALE &&
-		    !act_res_eq(s->monitor.ongoing_target, req))
+		    !vmact_res_eq(s->monitor.ongoing_target, req))
 			act_warn(&out->warnings,
 				 W_MON_UP "waiting on ongoing upscale request (for different resources)");
 		else if (s->monitor.ongoing == ACT_MONITOR_DOWNSCALE)
@@ -367,13 +367,13 @@ static void monitor_upscale_action(const struct act_state *s, act_time_t now,
 }
 
 static void monitor_downscale_action(const struct act_state *s, act_time_t now,
-				     struct ag_resources desired, bool planned_upscale,
+				     struct vmact_resources desired, bool planned_upscale,
 				     struct act_actions *out, struct waits *waits)
 {
-	struct ag_resources approved = s->monitor.approved, lo, req;
+	struct vmact_resources approved = s->monitor.approved, lo, req;
 
 	if (!s->monitor.active) {
-		if (act_res_any_lt(desired, s->using_))
+		if (vmact_res_any_lt(desired, s->using_))
 			act_warn(&out->warnings, W_MON_DOWN ", but there's no active connection");
 		return;
 	}
@@ -381,7 +381,7 @@ static void monitor_downscale_action(const struct act_state *s, act_time_t now,
 	/* At most one compute unit per request. */
 	lo = sat_sub(approved, s->cu);
 	req = clamp(approved, req, &lo, NULL);
-	if (act_res_eq(req, approved))
+	if (vmact_res_eq(req, approved))
 		return;
 
 	if (planned_upscale) {
@@ -390,7 +390,7 @@ static void monitor_downscale_action(const struct act_state *s, act_time_t now,
 	}
 	if (s->monitor.ongoing != ACT_MONITOR_NONE) {
 		if (s->monitor.ongoing == ACT_MONITOR_DOWNSCALE &&
-		    !act_res_eq(s->monitor.ongoing_target, req))
+		    !vmact_res_eq(s->monitor.ongoing_target, req))
 			act_warn(&out->warnings, W_MON_DOWN ", but waiting on other ongoing downscale "
 							    "request (for different resources)");
 		else if (s->monitor.ongoing == ACT_MONITOR_UPSCALE)
@@ -411,7 +411,7 @@ static void monitor_downscale_action(const struct act_state *s, act_time_t now,
 	 * panics if it did not. Not asking again is the safe side. */
 	if (s->monitor.has_denied &&
 	    s->monitor.denied.at + s->timing.monitor_denied_downscale_cooldown - now > 0 &&
-	    !act_res_any_lt(s->monitor.denied.requested, req)) {
+	    !vmact_res_any_lt(s->monitor.denied.requested, req)) {
 		act_warn(&out->warnings,
 			 W_MON_DOWN ", but too soon after previously denied downscaling");
 		return;
@@ -439,7 +439,7 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 		.denied = s->monitor.has_denied ? &s->monitor.denied : NULL,
 		.denied_cooldown = s->timing.monitor_denied_downscale_cooldown,
 	};
-	const struct ag_resources *plugin_requested = NULL;
+	const struct vmact_resources *plugin_requested = NULL;
 	struct act_desired d;
 	struct waits waits = { 0 };
 	int64_t w;
@@ -474,7 +474,7 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 
 /* ---- feedback ------------------------------------------------------ */
 
-int act_plugin_starting(struct act_state *s, act_time_t now, const struct ag_resources *target,
+int act_plugin_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,
 			struct vmact_err *err)
 {
 	if (s->plugin.ongoing)
@@ -493,7 +493,7 @@ void act_plugin_failed(struct act_state *s, act_time_t now)
 	s->plugin.failure_at = now;
 }
 
-int act_plugin_response(struct act_state *s, act_time_t now, const struct ag_resources *permit,
+int act_plugin_response(struct act_state *s, act_time_t now, const struct vmact_resources *permit,
 			struct vmact_err *err)
 {
 	char a[64], b[64];
@@ -505,11 +505,11 @@ int act_plugin_response(struct act_state *s, act_time_t now, const struct ag_res
 	if (permit->milli_cpu == 0 || permit->mem_bytes == 0) {
 		r = vmact_err_set(err, EPROTO, "invalid permit: %s field is zero",
 				  permit->milli_cpu == 0 ? "cpu" : "mem");
-	} else if (act_res_any_gt(*permit, s->plugin.last_request)) {
+	} else if (vmact_res_any_gt(*permit, s->plugin.last_request)) {
 		fmt_res(a, sizeof(a), *permit);
 		fmt_res(b, sizeof(b), s->plugin.last_request);
 		r = vmact_err_set(err, EPROTO, "permit %s has resources greater than request %s", a, b);
-	} else if (act_res_any_lt(*permit, s->using_)) {
+	} else if (vmact_res_any_lt(*permit, s->using_)) {
 		fmt_res(a, sizeof(a), *permit);
 		fmt_res(b, sizeof(b), s->using_);
 		r = vmact_err_set(err, EPROTO, "permit %s has resources less than VM %s", a, b);
@@ -524,10 +524,10 @@ int act_plugin_response(struct act_state *s, act_time_t now, const struct ag_res
 	return 0;
 }
 
-int act_hotplug_starting(struct act_state *s, act_time_t now, const struct ag_resources *target,
+int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,
 			 struct vmact_err *err)
 {
-	struct ag_resources lo = hotplug_lower(s), hi = hotplug_upper(s), t = *target;
+	struct vmact_resources lo = hotplug_lower(s), hi = hotplug_upper(s), t = *target;
 	char a[64], b[64];
 
 	if (s->hotplug.ongoing)
@@ -538,7 +538,7 @@ int act_hotplug_starting(struct act_state *s, act_time_t now, const struct ag_re
 					      s->max.milli_cpu, hi.milli_cpu, lo.milli_cpu);
 	t.mem_bytes = enforce_field(s->using_.mem_bytes, t.mem_bytes, s->min.mem_bytes,
 				    s->max.mem_bytes, hi.mem_bytes, lo.mem_bytes);
-	if (!act_res_eq(t, *target)) {
+	if (!vmact_res_eq(t, *target)) {
 		fmt_res(a, sizeof(a), *target);
 		fmt_res(b, sizeof(b), s->using_);
 		return vmact_err_set(err, ERANGE,
@@ -559,7 +559,7 @@ int act_hotplug_done(struct act_state *s, act_time_t now, struct vmact_err *err)
 	return 0;
 }
 
-int act_hotplug_finished(struct act_state *s, act_time_t now, const struct ag_resources *achieved,
+int act_hotplug_finished(struct act_state *s, act_time_t now, const struct vmact_resources *achieved,
 			 bool failed, struct vmact_err *err)
 {
 	if (!s->hotplug.ongoing)
@@ -607,14 +607,14 @@ int act_monitor_upscale_requested(struct act_state *s, act_time_t now, bool cpu,
 }
 
 static int monitor_starting(struct act_state *s, enum act_monitor_kind kind,
-			    const struct ag_resources *target, struct vmact_err *err)
+			    const struct vmact_resources *target, struct vmact_err *err)
 {
 	if (!s->monitor.active)
 		return vmact_err_set(err, ENOTCONN, "no active vm-monitor");
 	if (s->monitor.ongoing != ACT_MONITOR_NONE)
 		return vmact_err_set(err, EBUSY, "vm-monitor request already ongoing");
-	if (kind == ACT_MONITOR_UPSCALE ? act_res_any_lt(*target, s->monitor.approved)
-					: act_res_any_gt(*target, s->monitor.approved))
+	if (kind == ACT_MONITOR_UPSCALE ? vmact_res_any_lt(*target, s->monitor.approved)
+					: vmact_res_any_gt(*target, s->monitor.approved))
 		return vmact_err_set(err, ERANGE, "vm-monitor %s target goes the wrong way",
 				     kind == ACT_MONITOR_UPSCALE ? "upscale" : "downscale");
 	s->monitor.ongoing = kind;
@@ -623,7 +623,7 @@ static int monitor_starting(struct act_state *s, enum act_monitor_kind kind,
 }
 
 int act_monitor_upscale_starting(struct act_state *s, act_time_t now,
-				 const struct ag_resources *target, struct vmact_err *err)
+				 const struct vmact_resources *target, struct vmact_err *err)
 {
 	int r = monitor_starting(s, ACT_MONITOR_UPSCALE, target, err);
 
@@ -633,7 +633,7 @@ int act_monitor_upscale_starting(struct act_state *s, act_time_t now,
 }
 
 int act_monitor_downscale_starting(struct act_state *s, act_time_t now,
-				   const struct ag_resources *target, struct vmact_err *err)
+				   const struct vmact_resources *target, struct vmact_err *err)
 {
 	int r = monitor_starting(s, ACT_MONITOR_DOWNSCALE, target, err);
 

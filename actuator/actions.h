@@ -42,12 +42,12 @@ enum act_monitor_kind { ACT_MONITOR_NONE, ACT_MONITOR_UPSCALE, ACT_MONITOR_DOWNS
 
 struct act_state {
 	struct act_timing timing;
-	struct ag_resources cu;
+	struct vmact_resources cu;
 	struct ag_scaling_config config; /* effective (defaults + VM overrides) */
 
 	/* VM: using changes only when a hotplug succeeds (Go quirk kept: later
 	 * VM updates bring new bounds, never a new usage). */
-	struct ag_resources using_, min, max;
+	struct vmact_resources using_, min, max;
 
 	bool has_system;
 	struct act_system_metrics system;
@@ -59,18 +59,18 @@ struct act_state {
 		bool ongoing;
 		bool has_last_request;
 		act_time_t last_request_at;
-		struct ag_resources last_request;
+		struct vmact_resources last_request;
 		bool has_failure;
 		act_time_t failure_at;
 		bool has_permit;
-		struct ag_resources permit;
+		struct vmact_resources permit;
 	} plugin;
 
 	struct {
 		bool active; /* connected; approved is meaningful */
-		struct ag_resources approved;
+		struct vmact_resources approved;
 		enum act_monitor_kind ongoing;
-		struct ag_resources ongoing_target;
+		struct vmact_resources ongoing_target;
 		bool has_requested_upscale;
 		struct act_requested_upscale requested_upscale;
 		bool has_denied;
@@ -83,14 +83,14 @@ struct act_state {
 
 	struct {
 		bool ongoing;
-		struct ag_resources ongoing_target;
+		struct vmact_resources ongoing_target;
 		bool has_failure;
 		act_time_t failure_at;
 	} hotplug;
 };
 
 struct act_res_change {
-	struct ag_resources current, target;
+	struct vmact_resources current, target;
 };
 
 struct act_actions {
@@ -100,8 +100,8 @@ struct act_actions {
 	bool has_plugin;
 	struct {
 		bool has_last_permit; /* false: "lastPermit": null */
-		struct ag_resources last_permit;
-		struct ag_resources target;
+		struct vmact_resources last_permit;
+		struct vmact_resources target;
 		bool has_metrics;
 		double load_avg_1m;
 	} plugin;
@@ -113,21 +113,21 @@ struct act_actions {
 	bool has_monitor_downscale;
 	struct act_res_change monitor_downscale;
 
-	struct ag_resources desired;
+	struct vmact_resources desired;
 	struct act_warnings warnings;
 };
 
 /* Starts with nothing known about plugin, monitor or metrics. -EINVAL if
  * the bounds, compute unit or config are unusable. */
 int act_state_init(struct act_state *s, const struct act_timing *timing,
-		   const struct ag_resources *cu, const struct ag_scaling_config *config,
-		   const struct ag_resources *using_, const struct ag_resources *min,
-		   const struct ag_resources *max, struct vmact_err *err);
+		   const struct vmact_resources *cu, const struct ag_scaling_config *config,
+		   const struct vmact_resources *using_, const struct vmact_resources *min,
+		   const struct vmact_resources *max, struct vmact_err *err);
 
 /* New bounds/config from a VM update. Usage is kept (see above). Disabling
  * LFC metrics drops the stored ones. */
-int act_state_update_vm(struct act_state *s, const struct ag_resources *min,
-			const struct ag_resources *max, const struct ag_scaling_config *config,
+int act_state_update_vm(struct act_state *s, const struct vmact_resources *min,
+			const struct vmact_resources *max, const struct ag_scaling_config *config,
 			struct vmact_err *err);
 
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
@@ -141,17 +141,17 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 		     struct vmact_err *err);
 
 /* Plugin. */
-int act_plugin_starting(struct act_state *s, act_time_t now, const struct ag_resources *target,
+int act_plugin_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,
 			struct vmact_err *err);
 void act_plugin_failed(struct act_state *s, act_time_t now);
 /* Validates the permit as the agent does (no zero field, nothing above the
  * request, nothing below usage); an invalid permit counts as a failure and
  * returns -EPROTO with the reason. */
-int act_plugin_response(struct act_state *s, act_time_t now, const struct ag_resources *permit,
+int act_plugin_response(struct act_state *s, act_time_t now, const struct vmact_resources *permit,
 			struct vmact_err *err);
 
 /* Hotplug (the local counterpart of the NeonVM patch). */
-int act_hotplug_starting(struct act_state *s, act_time_t now, const struct ag_resources *target,
+int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,
 			 struct vmact_err *err);
 int act_hotplug_done(struct act_state *s, act_time_t now, struct vmact_err *err);
 void act_hotplug_failed(struct act_state *s, act_time_t now);
@@ -160,7 +160,7 @@ void act_hotplug_failed(struct act_state *s, act_time_t now);
  * the target (a partial unplug, rounding to blocks). failed also starts the
  * retry backoff. Unlike NeonVM's patch, the result is known, so the core
  * never believes in resources the VM does not have. */
-int act_hotplug_finished(struct act_state *s, act_time_t now, const struct ag_resources *achieved,
+int act_hotplug_finished(struct act_state *s, act_time_t now, const struct vmact_resources *achieved,
 			 bool failed, struct vmact_err *err);
 
 /* vm-monitor. connected: approved := using. reset: forget everything
@@ -170,11 +170,11 @@ void act_monitor_reset(struct act_state *s);
 int act_monitor_upscale_requested(struct act_state *s, act_time_t now, bool cpu, bool mem,
 				  struct vmact_err *err);
 int act_monitor_upscale_starting(struct act_state *s, act_time_t now,
-				 const struct ag_resources *target, struct vmact_err *err);
+				 const struct vmact_resources *target, struct vmact_err *err);
 int act_monitor_upscale_ok(struct act_state *s, act_time_t now, struct vmact_err *err);
 void act_monitor_upscale_failed(struct act_state *s, act_time_t now);
 int act_monitor_downscale_starting(struct act_state *s, act_time_t now,
-				   const struct ag_resources *target, struct vmact_err *err);
+				   const struct vmact_resources *target, struct vmact_err *err);
 int act_monitor_downscale_ok(struct act_state *s, act_time_t now, struct vmact_err *err);
 int act_monitor_downscale_denied(struct act_state *s, act_time_t now, struct vmact_err *err);
 void act_monitor_downscale_failed(struct act_state *s, act_time_t now);

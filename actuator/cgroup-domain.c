@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 
-DEFINE_PTR_CLEANUP(fclosep_, FILE, fclose)
 
 int act_cg_domain_pid(virDomainPtr dom, const char *run_dir, pid_t *pid, struct vmact_err *err)
 {
@@ -22,7 +21,7 @@ int act_cg_domain_pid(virDomainPtr dom, const char *run_dir, pid_t *pid, struct 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s.pid",
 			     run_dir ? run_dir : ACT_LIBVIRT_QEMU_RUN_DIR, name) >= sizeof(path))
 		return vmact_err_set(err, ENAMETOOLONG, "domain %s: pid file path too long", name);
-	_cleanup_(fclosep_) FILE *f = fopen(path, "re");
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	if (!f)
 		return vmact_err_set(err, errno, "domain %s: %s: %s", name, path, strerror(errno));
 	char buf[32];

@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 
-DEFINE_PTR_CLEANUP(fclosep_, FILE, fclose)
 DEFINE_PTR_CLEANUP(endmntentp_, FILE, endmntent)
 
 static void cgroup_freep_(struct cgroup **c)
@@ -120,7 +119,7 @@ static int v2_controllers(const char *dir, char *buf, size_t len, struct vmact_e
 	char path[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.controllers", dir) >= sizeof(path))
 		return vmact_err_set(err, ENAMETOOLONG, "%s: path too long", dir);
-	_cleanup_(fclosep_) FILE *f = fopen(path, "re");
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	if (!f)
 		return vmact_err_set(err, errno, "%s: %s", path, strerror(errno));
 	if (!fgets(buf, (int)len, f))
@@ -211,7 +210,7 @@ int act_cg_pid_group(const struct act_cg *cg, pid_t pid, char **out, struct vmac
 		return vmact_err_set(err, EINVAL, "pid: %d is not a process id", (int)pid);
 	if ((size_t)snprintf(path, sizeof(path), "%s/%d/cgroup", cg->proc, (int)pid) >= sizeof(path))
 		return vmact_err_set(err, ENAMETOOLONG, "proc root: path too long");
-	_cleanup_(fclosep_) FILE *f = fopen(path, "re");
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	if (!f)
 		return vmact_err_set(err, errno, "%s: %s", path, strerror(errno));
 

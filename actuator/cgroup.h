@@ -36,7 +36,7 @@
 #include <sys/types.h>
 
 #include "actuator/cpu-quota.h"
-#include "actuator/error.h"
+#include "base/error.h"
 
 enum act_cg_layout {
 	ACT_CG_LEGACY = 1, /* only v1 hierarchies */

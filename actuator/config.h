@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/quantity.h"
 #include "agent-glue/scaling.h"
 
@@ -68,7 +68,7 @@ struct act_config {
 	struct ag_scaling_config scaling;
 	/* Default compute unit for VMs whose metadata names none
 	 * ("compute_unit": {"vCPUs": 0.25, "mem": "1Gi"}). */
-	struct ag_resources compute_unit;
+	struct vmact_resources compute_unit;
 };
 
 void act_config_defaults(struct act_config *cfg);

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 /* Kernel limits (kernel/sched/core.c, Documentation/scheduler/sched-bwc.rst):
  * period and quota at least 1 ms, period at most 1 s, quota at most

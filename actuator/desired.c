@@ -3,50 +3,6 @@
 
 #include <errno.h>
 
-bool act_res_any_gt(struct ag_resources a, struct ag_resources b)
-{
-	return a.milli_cpu > b.milli_cpu || a.mem_bytes > b.mem_bytes;
-}
-
-bool act_res_any_lt(struct ag_resources a, struct ag_resources b)
-{
-	return act_res_any_gt(b, a);
-}
-
-bool act_res_eq(struct ag_resources a, struct ag_resources b)
-{
-	return a.milli_cpu == b.milli_cpu && a.mem_bytes == b.mem_bytes;
-}
-
-struct ag_resources act_res_max(struct ag_resources a, struct ag_resources b)
-{
-	return (struct ag_resources){
-		.milli_cpu = a.milli_cpu > b.milli_cpu ? a.milli_cpu : b.milli_cpu,
-		.mem_bytes = a.mem_bytes > b.mem_bytes ? a.mem_bytes : b.mem_bytes,
-	};
-}
-
-struct ag_resources act_res_min(struct ag_resources a, struct ag_resources b)
-{
-	return (struct ag_resources){
-		.milli_cpu = a.milli_cpu < b.milli_cpu ? a.milli_cpu : b.milli_cpu,
-		.mem_bytes = a.mem_bytes < b.mem_bytes ? a.mem_bytes : b.mem_bytes,
-	};
-}
-
-struct ag_resources act_res_mul(struct ag_resources cu, uint64_t n)
-{
-	struct ag_resources r;
-	uint64_t cpu;
-
-	if (__builtin_mul_overflow((uint64_t)cu.milli_cpu, n, &cpu) || cpu > UINT32_MAX)
-		cpu = UINT32_MAX;
-	r.milli_cpu = (uint32_t)cpu;
-	if (__builtin_mul_overflow(cu.mem_bytes, n, &r.mem_bytes))
-		r.mem_bytes = UINT64_MAX;
-	return r;
-}
-
 /* 1 + floor(x / unit): the smallest whole number of units strictly above x. */
 static uint32_t cu_above(uint64_t x, uint64_t unit)
 {
@@ -64,13 +20,13 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 			  struct act_desired *out, struct act_warnings *w, struct vmact_err *err)
 {
 	struct act_desired d = { 0 };
-	struct ag_resources goal_res, result, cu = in->cu;
+	struct vmact_resources goal_res, result, cu = in->cu;
 	uint32_t goal, initial;
 	int r;
 
 	if (cu.milli_cpu == 0 || cu.mem_bytes == 0)
 		return vmact_err_set(err, EINVAL, "compute unit: cpu and mem must be non-zero");
-	if (act_res_any_gt(in->min, in->max))
+	if (vmact_res_any_gt(in->min, in->max))
 		return vmact_err_set(err, EINVAL,
 				     "bounds: min {%u m, %llu B} has a field above max {%u m, %llu B}",
 				     in->min.milli_cpu, (unsigned long long)in->min.mem_bytes,
@@ -124,22 +80,22 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 
 	/* Go multiplies by uint16(goal), wrapping above 65535 CU; saturating
 	 * keeps a huge goal huge (and then capped by max). */
-	goal_res = act_res_mul(cu, goal);
+	goal_res = vmact_res_mul(cu, goal);
 
 	/* Without every metric a decision may still scale up, but never down:
 	 * e.g. an agent restart without LFC data must not flush the cache. */
 	if (!d.goal.has_all_metrics)
-		goal_res = act_res_max(goal_res, in->using_);
+		goal_res = vmact_res_max(goal_res, in->using_);
 
-	result = act_res_max(act_res_min(goal_res, in->max), in->min);
+	result = vmact_res_max(vmact_res_min(goal_res, in->max), in->min);
 
 	/* A denied downscale must not be retried below what was denied, even
 	 * when that leaves the VM above max (bounds lowered under it). */
 	if (denied_in_effect) {
 		const struct act_denied_downscale *dd = in->denied;
-		struct ag_resources floor_res, before = result;
+		struct vmact_resources floor_res, before = result;
 
-		if (!act_res_any_gt(result, dd->requested))
+		if (!vmact_res_any_gt(result, dd->requested))
 			act_warn(w, ACT_WARN_DENIED_ABOVE_MAX);
 		floor_res.milli_cpu = (uint32_t)u64_min(
 			dd->current.milli_cpu,
@@ -150,15 +106,15 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 
 			floor_res.mem_bytes = m > dd->current.mem_bytes ? dd->current.mem_bytes : (uint64_t)m;
 		}
-		result = act_res_max(result, floor_res);
-		if (!act_res_eq(result, before))
+		result = vmact_res_max(result, floor_res);
+		if (!vmact_res_eq(result, before))
 			d.denied_affected = true;
 		d.denied_expires_in = denied_left;
 	}
 
-	if (!d.denied_affected && act_res_any_gt(result, in->max))
+	if (!d.denied_affected && vmact_res_any_gt(result, in->max))
 		return vmact_err_set(err, EINVAL, "desired resources above max");
-	if (act_res_any_lt(result, in->min))
+	if (vmact_res_any_lt(result, in->min))
 		return vmact_err_set(err, EINVAL, "desired resources below min");
 
 	d.res = result;

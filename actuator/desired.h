@@ -17,7 +17,7 @@ typedef int64_t act_time_t;
 /* UpscaleRequest from the vm-monitor; base = monitor-approved at receipt. */
 struct act_requested_upscale {
 	act_time_t at;
-	struct ag_resources base;
+	struct vmact_resources base;
 	bool cpu, mem;
 };
 
@@ -25,7 +25,7 @@ struct act_requested_upscale {
  * target that was denied. */
 struct act_denied_downscale {
 	act_time_t at;
-	struct ag_resources current, requested;
+	struct vmact_resources current, requested;
 };
 
 #define ACT_WARN_DENIED_ABOVE_MAX                                                               \
@@ -34,8 +34,8 @@ struct act_denied_downscale {
 
 struct act_desired_input {
 	const struct ag_scaling_config *cfg;
-	struct ag_resources cu;
-	struct ag_resources using_, min, max;
+	struct vmact_resources cu;
+	struct vmact_resources using_, min, max;
 	const struct act_system_metrics *sys; /* NULL: not scraped */
 	const struct act_lfc_metrics *lfc;    /* NULL: not scraped */
 	const struct act_requested_upscale *requested_upscale; /* NULL: none */
@@ -45,7 +45,7 @@ struct act_desired_input {
 };
 
 struct act_desired {
-	struct ag_resources res;
+	struct vmact_resources res;
 	struct act_goal goal;
 	bool requested_upscale_affected;
 	int64_t requested_upscale_expires_in;
@@ -66,11 +66,3 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 bool act_desired_wait(const struct act_desired *d, bool monitor_downscale_planned,
 		      bool monitor_request_ongoing, int64_t *wait);
 
-/* Per-field helpers on ag_resources (Go's Resources methods). */
-bool act_res_any_gt(struct ag_resources a, struct ag_resources b);
-bool act_res_any_lt(struct ag_resources a, struct ag_resources b);
-bool act_res_eq(struct ag_resources a, struct ag_resources b);
-struct ag_resources act_res_max(struct ag_resources a, struct ag_resources b);
-struct ag_resources act_res_min(struct ag_resources a, struct ag_resources b);
-/* cu × n, saturating instead of wrapping. */
-struct ag_resources act_res_mul(struct ag_resources cu, uint64_t n);

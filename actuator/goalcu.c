@@ -38,7 +38,7 @@ static double blending_factor(double value, double t1, double t2)
 	return (value - t1) / (t2 - t1 + 1e-6);
 }
 
-double act_goal_cpu_part(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+double act_goal_cpu_part(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 			 const struct act_system_metrics *sys)
 {
 	double stable = cfg->cpu_stable_zone_ratio * sys->load5;
@@ -50,7 +50,7 @@ double act_goal_cpu_part(const struct ag_scaling_config *cfg, const struct ag_re
 	return load / cfg->load_average_fraction_target / ((double)cu->milli_cpu / 1000.0);
 }
 
-static double mem_part(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+static double mem_part(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 		       const struct act_system_metrics *sys)
 {
 	double goal_bytes = act_round_half_away(sys->memory_usage_bytes /
@@ -59,7 +59,7 @@ static double mem_part(const struct ag_scaling_config *cfg, const struct ag_reso
 	return goal_bytes / (double)cu->mem_bytes;
 }
 
-static double mem_total_part(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+static double mem_total_part(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 			     const struct act_system_metrics *sys, uint64_t wss)
 {
 	double cached = fmin((double)wss, sys->memory_cached_bytes);
@@ -127,7 +127,7 @@ static uint64_t bytes_from_double(double x)
 	return (uint64_t)x;
 }
 
-static int lfc_part(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+static int lfc_part(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 		    const struct act_lfc_metrics *lfc, struct act_goal *g, struct act_warnings *w,
 		    struct vmact_err *err)
 {
@@ -190,7 +190,7 @@ static uint32_t goal_from_parts(const struct act_goal *g)
 	return (uint32_t)m;
 }
 
-int act_goal_cu(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+int act_goal_cu(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 		const struct act_system_metrics *sys, const struct act_lfc_metrics *lfc,
 		struct act_goal *out, struct act_warnings *w, struct vmact_err *err)
 {

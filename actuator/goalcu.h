@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/quantity.h"
 #include "agent-glue/scaling.h"
 
@@ -55,12 +55,12 @@ struct act_goal {
 
 /* sys and lfc may be NULL (not scraped yet). cfg must pass
  * ag_scaling_config_validate (-EINVAL otherwise); cu must be non-zero. */
-int act_goal_cu(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+int act_goal_cu(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 		const struct act_system_metrics *sys, const struct act_lfc_metrics *lfc,
 		struct act_goal *out, struct act_warnings *w, struct vmact_err *err);
 
 /* The CPU part alone (load blend of the stable/mixed zones / target / cu). */
-double act_goal_cpu_part(const struct ag_scaling_config *cfg, const struct ag_resources *cu,
+double act_goal_cpu_part(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 			 const struct act_system_metrics *sys);
 
 /* EstimateTrueWorkingSetSize: -EINVAL if window < 2, initial_offset <

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "actuator/cgroup.h"
-#include "actuator/log.h"
-#include "actuator/macro.h"
+#include "base/log.h"
+#include "base/macro.h"
 #include "actuator/runner.h"
 #include "hotplug/hotplug.h"
 

@@ -14,7 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "actuator/config.h"
-#include "actuator/error.h"
+#include "base/error.h"
 
 struct act_registry;
 struct smp_sampler;

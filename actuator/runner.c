@@ -10,14 +10,15 @@
 #include <time.h>
 
 #include "actuator/cgroup-domain.h"
-#include "actuator/log.h"
-#include "actuator/macro.h"
+#include "base/log.h"
+#include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/informant-client.h"
 #include "agent-glue/monitor-client.h"
 #include "agent-glue/plugin-client.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
+#include "base/time.h"
 
 #define MiB (1024ULL * 1024ULL)
 /* §5.2: MemoryUsageBytes = total - available + 100 MiB. */
@@ -97,11 +98,11 @@ static int check_field(const char *what, uint64_t cur, uint64_t want, uint64_t m
 	return 0;
 }
 
-int act_plan_hotplug(const struct ag_resources *using_, const struct ag_resources *want,
+int act_plan_hotplug(const struct vmact_resources *using_, const struct vmact_resources *want,
 		     const struct act_plan_limits *lim, const struct act_vm_layout *l,
 		     struct act_plan *out, struct vmact_err *err)
 {
-	struct ag_resources t;
+	struct vmact_resources t;
 	uint64_t cpu;
 	int r;
 
@@ -157,13 +158,13 @@ int act_plan_hotplug(const struct ag_resources *using_, const struct ag_resource
 	return 0;
 }
 
-struct ag_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64_t mem_bytes)
+struct vmact_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64_t mem_bytes)
 {
 	uint64_t cpu = (uint64_t)vcpus * 1000u;
 
 	if (quota_milli && quota_milli < cpu)
 		cpu = quota_milli;
-	return (struct ag_resources){ .milli_cpu = cpu > UINT32_MAX ? UINT32_MAX : (uint32_t)cpu,
+	return (struct vmact_resources){ .milli_cpu = cpu > UINT32_MAX ? UINT32_MAX : (uint32_t)cpu,
 				      .mem_bytes = mem_bytes };
 }
 
@@ -278,18 +279,15 @@ struct act_runner {
 
 static act_time_t now_ns(struct act_runner *r)
 {
-	uint64_t usec = 0;
-
-	sd_event_now(r->env->event, CLOCK_MONOTONIC, &usec);
-	return (act_time_t)usec * 1000;
+	return (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
 }
 
-static void fmt_res(char *buf, size_t len, struct ag_resources x)
+static void fmt_res(char *buf, size_t len, struct vmact_resources x)
 {
 	char c[32], m[32];
 
-	ag_quantity_format_milli(x.milli_cpu, c, sizeof(c));
-	ag_quantity_format_bytes(x.mem_bytes, m, sizeof(m));
+	vmact_quantity_format_milli(x.milli_cpu, c, sizeof(c));
+	vmact_quantity_format_bytes(x.mem_bytes, m, sizeof(m));
 	snprintf(buf, len, "%s CPU / %s", c, m);
 }
 
@@ -393,7 +391,7 @@ static void hp_next(struct act_runner *r);
 static void hp_finish(struct act_runner *r)
 {
 	struct vmact_err err = { 0 };
-	struct ag_resources got;
+	struct vmact_resources got;
 	char a[80], b[80];
 
 	if (!r->have_state || r->hp_failed) {
@@ -415,7 +413,7 @@ static void hp_finish(struct act_runner *r)
 	if (r->hp_failed) {
 		/* The same failure on every retry (a VM whose vCPUs libvirt
 		 * refuses to touch) is logged once, then at debug level. */
-		act_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
+		vmact_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
 			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
 		snprintf(r->last_hp_error, sizeof(r->last_hp_error), "%s", r->hp_error);
 	} else {
@@ -546,7 +544,7 @@ static void start_hotplug(struct act_runner *r, const struct act_actions *a)
 		act_hotplug_failed(&r->st, now_ns(r));
 		return;
 	}
-	if (act_res_eq(r->plan.target, r->st.using_)) {
+	if (vmact_res_eq(r->plan.target, r->st.using_)) {
 		log_debug("%s: the VM's layout cannot get closer to the target", r->name);
 		return;
 	}
@@ -678,7 +676,7 @@ static void mon_log(struct ag_mon_client *c, int prio, const char *msg, void *ud
 {
 	struct act_runner *r = ud;
 
-	act_log(prio, "%s: vm-monitor: %s", r->name, msg);
+	vmact_log(prio, "%s: vm-monitor: %s", r->name, msg);
 }
 
 /* ws://HOST[:PORT][/PATH], http://... likewise, unix:PATH. */
@@ -1137,7 +1135,7 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 {
 	struct act_runner *r;
 	struct ag_scaling_config sc;
-	struct ag_resources cu, using_;
+	struct vmact_resources cu, using_;
 	struct act_timing timing;
 	struct act_cpu_bw bw;
 	virDomainPtr dom;
@@ -1191,7 +1189,7 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 	ret = act_state_init(&r->st, &timing, &cu, &sc, &using_, &meta->min, &meta->max, err);
 	if (ret < 0)
 		goto fail;
-	if (act_res_any_gt(using_, meta->max) || act_res_any_lt(using_, meta->min)) {
+	if (vmact_res_any_gt(using_, meta->max) || vmact_res_any_lt(using_, meta->min)) {
 		char a[80], b[80], c[80];
 
 		fmt_res(a, sizeof(a), using_);
@@ -1285,11 +1283,11 @@ int act_runner_release(struct act_runner *r, struct vmact_err *err)
 int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct vmact_err *err)
 {
 	struct ag_scaling_config sc;
-	struct ag_resources cu = meta->has_compute_unit ? meta->compute_unit
+	struct vmact_resources cu = meta->has_compute_unit ? meta->compute_unit
 							: r->env->cfg->compute_unit;
 	int ret;
 
-	if (!act_res_eq(cu, r->st.cu) || meta->method != r->meta.method ||
+	if (!vmact_res_eq(cu, r->st.cu) || meta->method != r->meta.method ||
 	    strcmp(meta->mem_alias, r->meta.mem_alias) || strcmp(meta->monitor, r->meta.monitor) ||
 	    strcmp(meta->informant, r->meta.informant))
 		return 1;

@@ -68,11 +68,11 @@ struct act_vm_layout {
 
 /* The limits a hotplug must respect, besides the layout. */
 struct act_plan_limits {
-	struct ag_resources min, max;
+	struct vmact_resources min, max;
 	bool has_permit;         /* no permit: nothing may grow */
-	struct ag_resources permit;
+	struct vmact_resources permit;
 	bool has_approved;       /* no monitor approval: nothing may shrink */
-	struct ag_resources approved;
+	struct vmact_resources approved;
 };
 
 enum act_step_kind {
@@ -93,7 +93,7 @@ struct act_plan {
 	/* The target the layout can represent: between using and the wanted
 	 * target, field by field (growth rounds down, shrink rounds up, so
 	 * neither passes the wanted value). Equal to using: nothing to do. */
-	struct ag_resources target;
+	struct vmact_resources target;
 	unsigned n;
 	struct act_step steps[ACT_PLAN_MAX_STEPS];
 };
@@ -102,13 +102,13 @@ struct act_plan {
  * max or the permit (or without a permit), or shrinks one below min or the
  * monitor's approval (or without one). Belt and braces: the core already
  * keeps its targets inside these; a target outside them is never started. */
-int act_plan_hotplug(const struct ag_resources *using_, const struct ag_resources *want,
+int act_plan_hotplug(const struct vmact_resources *using_, const struct vmact_resources *want,
 		     const struct act_plan_limits *lim, const struct act_vm_layout *layout,
 		     struct act_plan *out, struct vmact_err *err);
 
 /* What the VM has: min(quota, vCPUs x 1000) milli-CPUs (quota_milli 0 =
  * no quota) and its memory. */
-struct ag_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64_t mem_bytes);
+struct vmact_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64_t mem_bytes);
 
 /* The layout of a live domain for a VM's metadata (dimm_bytes: the
  * compute unit's memory). */

@@ -14,8 +14,8 @@
 #include <systemd/sd-event.h>
 
 #include "actuator/config.h"
-#include "actuator/log.h"
-#include "actuator/macro.h"
+#include "base/log.h"
+#include "base/macro.h"
 #include "actuator/registry.h"
 #include "agent-glue/arbiter.h"
 #include "agent-glue/plugin-client.h"
@@ -46,10 +46,10 @@ static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 	}
 	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->migrate && !ev->new_pod)
 		return;
-	ag_quantity_format_milli(ev->requested.milli_cpu, want, 32);
-	ag_quantity_format_bytes(ev->requested.mem_bytes, want + 32, 32);
-	ag_quantity_format_milli(ev->permit.milli_cpu, got, 32);
-	ag_quantity_format_bytes(ev->permit.mem_bytes, got + 32, 32);
+	vmact_quantity_format_milli(ev->requested.milli_cpu, want, 32);
+	vmact_quantity_format_bytes(ev->requested.mem_bytes, want + 32, 32);
+	vmact_quantity_format_milli(ev->permit.milli_cpu, got, 32);
+	vmact_quantity_format_bytes(ev->permit.mem_bytes, got + 32, 32);
 	log_info("arbiter: %s/%s%s asked %s CPU / %s, permitted %s CPU / %s%s", ev->pod_namespace,
 		 ev->pod_name, ev->new_pod ? " (new)" : "", want, want + 32, got, got + 32,
 		 ev->migrate ? ", above the watermark: would migrate" : "");
@@ -83,8 +83,8 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 		return r;
 	}
 	ag_arbiter_totals(a, &t);
-	ag_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
-	ag_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
+	vmact_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
+	vmact_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
 	log_info("arbiter: listening on %s (port %u), capacity %s CPU / %s", cfg->arbiter_listen,
 		 ag_arbiter_port(a), c, m);
 	*out = a;
@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	act_log_init("vmactd", verbose ? LOG_DEBUG : LOG_INFO);
+	vmact_log_init("vmactd", verbose ? LOG_DEBUG : LOG_INFO);
 
 	act_config_defaults(&cfg);
 	r = act_config_load(config_path, explicit_config, &cfg, &err);

@@ -9,22 +9,20 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actuator/macro.h"
-
-DEFINE_PTR_CLEANUP(json_decrefpp, json_t, json_decref)
+#include "base/macro.h"
 
 struct pod {
 	char ns[AG_PLUGIN_NAME_MAX + 1];
 	char name[AG_PLUGIN_NAME_MAX + 1];
 	uint64_t seq;         /* registration order: "oldest first" */
 	uint64_t last_seen;
-	struct ag_resources reserved, pressure;
+	struct vmact_resources reserved, pressure;
 	bool migrate;
 };
 
 struct ag_arbiter {
 	struct ag_arbiter_config cfg;
-	struct ag_resources total, watermark;
+	struct vmact_resources total, watermark;
 	/* Sums over pods, kept as 64-bit so restored claims cannot wrap. */
 	uint64_t reserved_cpu, reserved_mem;
 	struct pod *pods;
@@ -172,7 +170,7 @@ static void remove_pod(struct ag_arbiter *a, size_t i)
 	a->pods[i] = a->pods[--a->npods];
 }
 
-static void set_reserved(struct ag_arbiter *a, struct pod *p, struct ag_resources r)
+static void set_reserved(struct ag_arbiter *a, struct pod *p, struct vmact_resources r)
 {
 	a->reserved_cpu = a->reserved_cpu - p->reserved.milli_cpu + r.milli_cpu;
 	a->reserved_mem = a->reserved_mem - p->reserved.mem_bytes + r.mem_bytes;
@@ -269,10 +267,10 @@ static void range_string(const struct ag_arbiter *a, char *buf, size_t len)
 
 /* Below 2.0 permits must be whole CPUs: the legacy plugin multiplied its
  * unit by 2, 3, ... until the CPU part was integral (§1.2). */
-static struct ag_resources unit_for(const struct ag_arbiter *a, enum ag_plugin_version v,
+static struct vmact_resources unit_for(const struct ag_arbiter *a, enum ag_plugin_version v,
 				    const struct ag_agent_request *req)
 {
-	struct ag_resources cu;
+	struct vmact_resources cu;
 
 	if (ag_plugin_agent_sends_compute_unit(v))
 		return req->compute_unit;
@@ -291,13 +289,13 @@ static struct ag_resources unit_for(const struct ag_arbiter *a, enum ag_plugin_v
 void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *body, size_t len,
 		       uint64_t now_usec, struct ag_http_server_reply *reply)
 {
-	_cleanup_(json_decrefpp) json_t *j = NULL;
-	_cleanup_(json_decrefpp) json_t *out = NULL;
+	_cleanup_(json_decrefp) json_t *j = NULL;
+	_cleanup_(json_decrefp) json_t *out = NULL;
 	struct ag_agent_request req;
 	struct ag_plugin_response resp = { 0 };
 	struct ag_arbiter_event ev = { 0 };
 	struct vmact_err err = { 0 };
-	struct ag_resources cu, want, pressure;
+	struct vmact_resources cu, want, pressure;
 	struct pod *p;
 	long long ver;
 	char msg[256], a1[80], a2[48];
@@ -356,7 +354,7 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 	want = req.resources;
 	{
 		uint64_t node_cpu = a->reserved_cpu, node_mem = a->reserved_mem;
-		struct ag_resources next;
+		struct vmact_resources next;
 
 		next.milli_cpu = (uint32_t)reconcile(p->reserved.milli_cpu, want.milli_cpu, node_cpu,
 						     a->watermark.milli_cpu, cu.milli_cpu, &pc);
@@ -430,7 +428,7 @@ void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t)
 
 void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 				     void (*fn)(void *ud, const char *ns, const char *name,
-						const struct ag_resources *reserved),
+						const struct vmact_resources *reserved),
 				     void *userdata)
 {
 	uint64_t last = 0;
@@ -451,7 +449,7 @@ void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 }
 
 int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
-		   struct ag_resources *reserved, struct ag_resources *pressure)
+		   struct vmact_resources *reserved, struct vmact_resources *pressure)
 {
 	const struct pod *p = find_pod(a, ns, name);
 
@@ -521,7 +519,7 @@ unsigned ag_arbiter_port(const struct ag_arbiter *a)
 	return ag_http_server_port(a->srv);
 }
 
-int ag_host_capacity(struct ag_resources *out, struct vmact_err *err)
+int ag_host_capacity(struct vmact_resources *out, struct vmact_err *err)
 {
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/http-server.h"
 #include "agent-glue/plugin.h"
 #include "agent-glue/quantity.h"
@@ -36,8 +36,8 @@
 struct ag_arbiter;
 
 struct ag_arbiter_config {
-	struct ag_resources capacity;   /* the host's; see ag_host_capacity() */
-	struct ag_resources reserve;    /* kept for the host itself */
+	struct vmact_resources capacity;   /* the host's; see ag_host_capacity() */
+	struct vmact_resources reserve;    /* kept for the host itself */
 	uint32_t overcommit_cpu_milli;  /* 1000 = none; 0 = 1000 */
 	uint32_t overcommit_mem_milli;
 	double watermark;               /* (0, 1]; 0 = 0.9 */
@@ -46,14 +46,14 @@ struct ag_arbiter_config {
 	uint64_t slot_bytes;
 	/* Compute unit for requests < 4.0, which do not carry one; 0 fields =
 	 * {250m, slot_bytes}. */
-	struct ag_resources legacy_compute_unit;
+	struct vmact_resources legacy_compute_unit;
 	enum ag_plugin_version min_version, max_version; /* 0 = 1.0 / 5.0 */
 	uint64_t pod_ttl_usec;          /* 0 = 60 s */
 	uint64_t request_timeout_usec;  /* whole HTTP request (slowloris cut); 0 = 10 s */
 };
 
 struct ag_arbiter_totals {
-	struct ag_resources total, watermark, reserved, pressure;
+	struct vmact_resources total, watermark, reserved, pressure;
 	unsigned pods, migrating;
 	uint64_t requests, grants_partial, refused;
 };
@@ -65,7 +65,7 @@ struct ag_arbiter_event {
 	const char *pod_namespace, *pod_name; /* NULL when the request did not decode */
 	enum ag_plugin_version version;
 	bool new_pod;
-	struct ag_resources requested, permit, pressure;
+	struct vmact_resources requested, permit, pressure;
 	bool migrate;
 };
 typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
@@ -89,11 +89,11 @@ void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t);
 /* Pods selected for migration, oldest first; fn is called per pod. */
 void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 				     void (*fn)(void *ud, const char *ns, const char *name,
-						const struct ag_resources *reserved),
+						const struct vmact_resources *reserved),
 				     void *userdata);
 /* A pod's current reservation; -ENOENT when unknown. */
 int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
-		   struct ag_resources *reserved, struct ag_resources *pressure);
+		   struct vmact_resources *reserved, struct vmact_resources *pressure);
 
 /* Serves the protocol on the loop (1 KiB body limit answered "bad JSON",
  * slow requests cut after request_timeout) and expires idle pods. listen is
@@ -103,4 +103,4 @@ int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 unsigned ag_arbiter_port(const struct ag_arbiter *a);
 
 /* The host's CPUs (online) and RAM (MemTotal). */
-int ag_host_capacity(struct ag_resources *out, struct vmact_err *err);
+int ag_host_capacity(struct vmact_resources *out, struct vmact_err *err);

@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/bodybuf.h"
 
 struct ag_http_call {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 struct ag_http_client;
 struct ag_http_call;

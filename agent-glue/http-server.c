@@ -12,8 +12,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/bodybuf.h"
+#include "base/time.h"
 
 /* One per connection: the whole-request deadline lives here because MHD's
  * own timeout only measures inactivity, which a slow trickle resets. */
@@ -46,14 +47,6 @@ struct ag_http_server {
 	struct conn_track *conns;
 	char *unix_path;
 };
-
-static uint64_t now_usec(struct ag_http_server *s)
-{
-	uint64_t t = 0;
-
-	sd_event_now(s->ev, CLOCK_MONOTONIC, &t);
-	return t;
-}
 
 int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
 		       const char *content_type, const char *text)
@@ -194,7 +187,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (ci && ci->socket_context) {
 		struct conn_track *t = ci->socket_context;
 
-		t->started = now_usec(cls);
+		t->started = vmact_loop_now_usec(((struct ag_http_server *)cls)->ev);
 	}
 }
 
@@ -214,7 +207,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			return; /* untracked: still bounded by the idle timeout */
 		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		t->fd = ci ? ci->connect_fd : -1;
-		t->started = now_usec(s);
+		t->started = vmact_loop_now_usec(s->ev);
 		t->next = s->conns;
 		if (s->conns)
 			s->conns->prev = t;
@@ -244,7 +237,7 @@ static void rearm(struct ag_http_server *s)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	if (MHD_get_timeout(s->mhd, &ms) == MHD_YES) {
-		sd_event_source_set_time(s->timer, now_usec(s) + (uint64_t)ms * 1000);
+		sd_event_source_set_time(s->timer, vmact_loop_now_usec(s->ev) + (uint64_t)ms * 1000);
 		sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
 	} else {
 		sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
@@ -274,7 +267,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 static int on_sweep(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct ag_http_server *s = userdata;
-	uint64_t now = now_usec(s);
+	uint64_t now = vmact_loop_now_usec(s->ev);
 
 	for (struct conn_track *t = s->conns; t; t = t->next) {
 		if (!t->cut && t->fd >= 0 && now - t->started >= s->request_timeout) {

@@ -7,11 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/http-server.h"
-
-DEFINE_PTR_CLEANUP(inf_json_decrefp, json_t, json_decref)
 
 /* One registration: its own listener, agent ID and sequence counter. */
 struct inf_server {
@@ -63,7 +61,7 @@ struct ag_inf_agent {
 	/* The one caller-requested up/downscale, queued or in flight. */
 	struct {
 		enum op_kind kind;
-		struct ag_resources to;
+		struct vmact_resources to;
 		ag_inf_downscale_fn *down_cb;
 		ag_inf_upscale_fn *up_cb;
 		void *ud;
@@ -318,7 +316,7 @@ static void on_request(void *ud, const struct ag_http_server_request *req,
 		       struct ag_http_server_reply *reply)
 {
 	struct inf_server *srv = ud;
-	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct vmact_err e = { 0 };
 
 	for (size_t i = 0; i < ARRAY_SIZE(endpoints); i++) {
@@ -349,7 +347,7 @@ static void on_call_done(void *ud, int result, const struct ag_http_response *re
 static int send_call(struct ag_inf_agent *a, enum op_kind kind, const char *method,
 		     const char *path, json_t *body_json, uint64_t timeout, struct vmact_err *err)
 {
-	_cleanup_(inf_json_decrefp) json_t *body = body_json;
+	_cleanup_(json_decrefp) json_t *body = body_json;
 	_cleanup_free_ char *text = NULL, *url = NULL;
 	struct ag_http_request req = {
 		.method = method,
@@ -451,7 +449,7 @@ static int status_error(const char *path, const struct ag_http_response *resp,
 static void register_done(struct ag_inf_agent *a, struct inf_server *srv, int result,
 			  const struct ag_http_response *resp, const struct vmact_err *terr)
 {
-	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct ag_informant_desc desc;
 	struct vmact_err e = { 0 };
 
@@ -492,7 +490,7 @@ static void register_done(struct ag_inf_agent *a, struct inf_server *srv, int re
 static void health_done(struct ag_inf_agent *a, int result, const struct ag_http_response *resp,
 			const struct vmact_err *terr)
 {
-	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct vmact_err e = { 0 };
 
 	if (result < 0) {
@@ -517,7 +515,7 @@ static void scale_done(struct ag_inf_agent *a, enum op_kind kind, int result,
 		       const struct ag_http_response *resp, const struct vmact_err *terr)
 {
 	const char *path = kind == OP_DOWNSCALE ? "/downscale" : "/upscale";
-	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct ag_downscale_result dr = { 0 };
 	struct vmact_err e = { 0 };
 	int ret;
@@ -583,7 +581,7 @@ static void unregister_done(void *ud, int result, const struct ag_http_response 
 {
 	struct unreg_call *u = ud, **p;
 	struct ag_inf_agent *a = u->a;
-	_cleanup_(inf_json_decrefp) json_t *body = NULL;
+	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct vmact_err e = { 0 };
 	bool was_active;
 
@@ -606,7 +604,7 @@ static void unregister_done(void *ud, int result, const struct ag_http_response 
 
 static void send_unregister(struct ag_inf_agent *a, const struct ag_agent_desc *desc)
 {
-	_cleanup_(inf_json_decrefp) json_t *body = ag_agent_desc_encode(desc);
+	_cleanup_(json_decrefp) json_t *body = ag_agent_desc_encode(desc);
 	_cleanup_free_ char *text = NULL, *url = NULL;
 	struct vmact_err e = { 0 };
 	struct unreg_call *u;
@@ -973,7 +971,7 @@ static int check_scale(struct ag_inf_agent *a, const char *what, struct vmact_er
 	return 0;
 }
 
-int ag_inf_agent_downscale(struct ag_inf_agent *a, const struct ag_resources *to,
+int ag_inf_agent_downscale(struct ag_inf_agent *a, const struct vmact_resources *to,
 			   ag_inf_downscale_fn *cb, void *ud, struct vmact_err *err)
 {
 	int ret = check_scale(a, "downscale", err);
@@ -988,7 +986,7 @@ int ag_inf_agent_downscale(struct ag_inf_agent *a, const struct ag_resources *to
 	return 0;
 }
 
-int ag_inf_agent_upscale(struct ag_inf_agent *a, const struct ag_resources *to,
+int ag_inf_agent_upscale(struct ag_inf_agent *a, const struct vmact_resources *to,
 			 ag_inf_upscale_fn *cb, void *ud, struct vmact_err *err)
 {
 	int ret = check_scale(a, "upscale", err);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/informant.h"
 #include "agent-glue/quantity.h"
 
@@ -110,9 +110,9 @@ typedef void ag_inf_upscale_fn(void *ud, int result, const struct vmact_err *err
  * -EBUSY while another up/downscale is pending. A health check in flight
  * only delays the request. The callback runs exactly once unless the agent
  * is freed. */
-int ag_inf_agent_downscale(struct ag_inf_agent *a, const struct ag_resources *to,
+int ag_inf_agent_downscale(struct ag_inf_agent *a, const struct vmact_resources *to,
 			   ag_inf_downscale_fn *cb, void *ud, struct vmact_err *err);
-int ag_inf_agent_upscale(struct ag_inf_agent *a, const struct ag_resources *to,
+int ag_inf_agent_upscale(struct ag_inf_agent *a, const struct vmact_resources *to,
 			 ag_inf_upscale_fn *cb, void *ud, struct vmact_err *err);
 
 /* Introspection (for the daemon's state dump and tests). */

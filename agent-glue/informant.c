@@ -9,7 +9,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/json.h"
 
 static const char *const version_names[] = { NULL, "1.0", "1.1", "1.2", "2.0" };
@@ -338,24 +338,24 @@ int ag_agent_id_message_decode(const json_t *v, char out[AG_INF_ID_MAX], uint64_
 	return ret < 0 ? prefixed(ret, err, "data") : 0;
 }
 
-static json_t *raw_quantities(const struct ag_resources *r)
+static json_t *raw_quantities(const struct vmact_resources *r)
 {
 	char cpu[64], mem[64];
 
-	if (ag_quantity_format_milli(r->milli_cpu, cpu, sizeof(cpu)) < 0 ||
-	    ag_quantity_format_bytes(r->mem_bytes, mem, sizeof(mem)) < 0)
+	if (vmact_quantity_format_milli(r->milli_cpu, cpu, sizeof(cpu)) < 0 ||
+	    vmact_quantity_format_bytes(r->mem_bytes, mem, sizeof(mem)) < 0)
 		return NULL;
 	return json_pack("{s:s,s:s}", "cpu", cpu, "memory", mem);
 }
 
-json_t *ag_raw_resources_encode(const struct ag_resources *r)
+json_t *ag_raw_resources_encode(const struct vmact_resources *r)
 {
 	return raw_quantities(r);
 }
 
-int ag_raw_resources_decode(const json_t *v, struct ag_resources *out, struct vmact_err *err)
+int ag_raw_resources_decode(const json_t *v, struct vmact_resources *out, struct vmact_err *err)
 {
-	struct ag_resources r;
+	struct vmact_resources r;
 	int ret;
 
 	if ((ret = need_object(v, "RawResources", err)) < 0 ||
@@ -366,7 +366,7 @@ int ag_raw_resources_decode(const json_t *v, struct ag_resources *out, struct vm
 	return 0;
 }
 
-json_t *ag_resource_message_encode(const struct ag_resources *r, const char *agent_id,
+json_t *ag_resource_message_encode(const struct vmact_resources *r, const char *agent_id,
 				   uint64_t seq)
 {
 	json_t *data = raw_quantities(r);
@@ -380,11 +380,11 @@ json_t *ag_resource_message_encode(const struct ag_resources *r, const char *age
 	return ag_agent_message_encode(data, seq);
 }
 
-int ag_resource_message_decode(const json_t *v, struct ag_resources *out,
+int ag_resource_message_decode(const json_t *v, struct vmact_resources *out,
 			       char agent_id[AG_INF_ID_MAX], uint64_t *seq, struct vmact_err *err)
 {
 	const json_t *data;
-	struct ag_resources r;
+	struct vmact_resources r;
 	char id[AG_INF_ID_MAX];
 	int ret;
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/quantity.h"
 
 /* InformantProtoVersion wire values (iota + 1; 0 is invalid). */
@@ -94,14 +94,14 @@ int ag_agent_id_message_decode(const json_t *v, char out[AG_INF_ID_MAX], uint64_
  * milli quantity ("250m", "1"), memory as BinarySI bytes ("4Gi"). Decode
  * accepts a quantity string or a number for each (as resource.Quantity
  * does), ceil semantics. */
-json_t *ag_raw_resources_encode(const struct ag_resources *r);
-int ag_raw_resources_decode(const json_t *v, struct ag_resources *out, struct vmact_err *err);
+json_t *ag_raw_resources_encode(const struct vmact_resources *r);
+int ag_raw_resources_decode(const json_t *v, struct vmact_resources *out, struct vmact_err *err);
 
 /* v2.0 AgentResourceMessage:
  * {"data": {"cpu": ..., "memory": ..., "id": {"agentID": ...}}, "sequenceNumber": N}. */
-json_t *ag_resource_message_encode(const struct ag_resources *r, const char *agent_id,
+json_t *ag_resource_message_encode(const struct vmact_resources *r, const char *agent_id,
 				   uint64_t seq);
-int ag_resource_message_decode(const json_t *v, struct ag_resources *out,
+int ag_resource_message_decode(const json_t *v, struct vmact_resources *out,
 			       char agent_id[AG_INF_ID_MAX], uint64_t *seq, struct vmact_err *err);
 
 /* MoreResourcesRequest {"cpu": bool, "memory": bool, "expectedID": ...}. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 /* Whether an incoming object key selects the struct field called name, as
  * encoding/json decides it: byte-equal, or equal under Unicode simple case

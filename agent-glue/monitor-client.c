@@ -21,6 +21,7 @@
 #include <wslay/wslay.h>
 
 #include "agent-glue/monitor.h"
+#include "base/time.h"
 
 #define USEC_PER_SEC 1000000ull
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -82,17 +83,6 @@ struct ag_mon_client {
 };
 
 static void process(struct ag_mon_client *c);
-
-static uint64_t now_usec(struct ag_mon_client *c)
-{
-	uint64_t t;
-	struct timespec ts;
-
-	if (sd_event_now(c->event, CLOCK_MONOTONIC, &t) >= 0)
-		return t;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
-}
 
 static void logf_(struct ag_mon_client *c, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -277,7 +267,7 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct ag_resources *alloc,
+static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct vmact_resources *alloc,
 		   ag_mon_done_fn *done, void *userdata, uint64_t *id_out, struct vmact_err *err)
 {
 	_cleanup_free_ struct pending *p = NULL;
@@ -320,7 +310,7 @@ static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct 
 	return 0;
 }
 
-int ag_mon_client_upscale(struct ag_mon_client *c, const struct ag_resources *granted,
+int ag_mon_client_upscale(struct ag_mon_client *c, const struct vmact_resources *granted,
 			  ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err)
 {
 	if (!granted)
@@ -328,7 +318,7 @@ int ag_mon_client_upscale(struct ag_mon_client *c, const struct ag_resources *gr
 	return request(c, AG_MON_UPSCALE_NOTIFICATION, granted, done, userdata, id, err);
 }
 
-int ag_mon_client_downscale(struct ag_mon_client *c, const struct ag_resources *target,
+int ag_mon_client_downscale(struct ag_mon_client *c, const struct vmact_resources *target,
 			    ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err)
 {
 	if (!target)
@@ -357,7 +347,7 @@ int ag_mon_client_send_raw(struct ag_mon_client *c, const char *text, struct vma
 
 static void health_done(struct ag_mon_client *c, const struct ag_mon_result *res, void *userdata)
 {
-	uint64_t now = now_usec(c);
+	uint64_t now = vmact_loop_now_usec(c->event);
 
 	c->health_inflight = false;
 	if (res->outcome == AG_MON_OUTCOME_OK) {
@@ -423,7 +413,7 @@ static void complete(struct ag_mon_client *c, struct pending *p, const struct ag
 		finish(c, p, AG_MON_OUTCOME_FAILED, text);
 		return;
 	}
-	c->last_success = now_usec(c);
+	c->last_success = vmact_loop_now_usec(c->event);
 	if (m->type == AG_MON_DOWNSCALE_RESULT)
 		finish(c, p, m->ok ? AG_MON_OUTCOME_OK : AG_MON_OUTCOME_DENIED, m->status);
 	else
@@ -471,7 +461,7 @@ static void handle_message(struct ag_mon_client *c, const uint8_t *buf, size_t l
 	}
 	switch (m.type) {
 	case AG_MON_UPSCALE_REQUEST:
-		t = now_usec(c);
+		t = vmact_loop_now_usec(c->event);
 		c->last_upscale_request = t;
 		c->stats.upscale_requests++;
 		if (c->cb.upscale_requested)
@@ -1065,7 +1055,7 @@ static void begin_attempt(struct ag_mon_client *c)
 	struct vmact_err err = { 0 };
 	int fd;
 
-	c->attempt_started = now_usec(c);
+	c->attempt_started = vmact_loop_now_usec(c->event);
 	c->next_attempt = 0;
 	c->stats.attempts++;
 	c->reason[0] = '\0';
@@ -1098,7 +1088,7 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void schedule_retry(struct ag_mon_client *c)
 {
-	uint64_t now = now_usec(c), elapsed = now - c->attempt_started, delay = 0;
+	uint64_t now = vmact_loop_now_usec(c->event), elapsed = now - c->attempt_started, delay = 0;
 
 	/* Spacing is measured from the start of the previous attempt, so a
 	 * connection that lived long enough is retried at once. */

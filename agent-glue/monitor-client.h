@@ -27,8 +27,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "actuator/error.h"
-#include "actuator/macro.h"
+#include "base/error.h"
+#include "base/macro.h"
 #include "agent-glue/quantity.h"
 
 struct ag_mon_client;
@@ -112,9 +112,9 @@ void ag_mon_client_free(struct ag_mon_client *c);
 
 /* Requests; -ENOTCONN unless CONNECTED. On 0, done is called exactly once
  * later (never from inside this call). *id (optional) gets the id used. */
-int ag_mon_client_upscale(struct ag_mon_client *c, const struct ag_resources *granted,
+int ag_mon_client_upscale(struct ag_mon_client *c, const struct vmact_resources *granted,
 			  ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err);
-int ag_mon_client_downscale(struct ag_mon_client *c, const struct ag_resources *target,
+int ag_mon_client_downscale(struct ag_mon_client *c, const struct vmact_resources *target,
 			    ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err);
 
 /* Diagnostics and tests: queues one text frame exactly as given, outside

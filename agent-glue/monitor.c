@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/json.h"
 
 static const char *const type_names[] = {
@@ -76,7 +76,7 @@ int ag_mon_version_response_decode(const json_t *v, uint32_t *version, struct vm
 	return 0;
 }
 
-static json_t *alloc_encode(const struct ag_resources *r, struct vmact_err *err)
+static json_t *alloc_encode(const struct vmact_resources *r, struct vmact_err *err)
 {
 	json_t *cpu;
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/quantity.h"
 
 #define AG_MON_PROTO_V1_0 1u
@@ -41,7 +41,7 @@ struct ag_mon_msg {
 	enum ag_mon_type type;
 	uint64_t id;
 	/* DownscaleRequest target / UpscaleNotification granted. */
-	struct ag_resources alloc;
+	struct vmact_resources alloc;
 	/* DownscaleResult. */
 	bool ok;
 	char *status;

@@ -8,9 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "actuator/macro.h"
-
-DEFINE_PTR_CLEANUP(json_decrefpp, json_t, json_decref)
+#include "base/macro.h"
 
 struct pending {
 	struct ag_plugin_client *pc;
@@ -18,7 +16,7 @@ struct pending {
 	struct ag_http_call *call;
 	struct ag_agent_request req;
 	bool has_current;
-	struct ag_resources current;
+	struct vmact_resources current;
 	enum ag_plugin_version sent_version;
 	bool renegotiated;
 	ag_plugin_done_fn *cb;
@@ -208,7 +206,7 @@ static void on_http_done(void *ud, int rc, const struct ag_http_response *resp,
 	struct ag_plugin_client *pc = p->pc;
 	char text[256], msg[2 * VMACT_ERR_MSG_MAX + 512];
 	struct vmact_err err = { 0 };
-	_cleanup_(json_decrefpp) json_t *j = NULL;
+	_cleanup_(json_decrefp) json_t *j = NULL;
 	struct ag_plugin_response out;
 	json_error_t jerr;
 
@@ -273,7 +271,7 @@ static void on_http_done(void *ud, int rc, const struct ag_http_response *resp,
 static int send_pending(struct pending *p, struct vmact_err *err)
 {
 	struct ag_plugin_client *pc = p->pc;
-	_cleanup_(json_decrefpp) json_t *j = NULL;
+	_cleanup_(json_decrefp) json_t *j = NULL;
 	_cleanup_free_ char *body = NULL;
 	size_t len;
 	struct ag_http_request hr = { 0 };
@@ -302,7 +300,7 @@ static int send_pending(struct pending *p, struct vmact_err *err)
 }
 
 int ag_plugin_client_request(struct ag_plugin_client *pc, const struct ag_agent_request *req,
-			     const struct ag_resources *current, ag_plugin_done_fn *cb,
+			     const struct vmact_resources *current, ag_plugin_done_fn *cb,
 			     void *userdata, struct vmact_err *err)
 {
 	struct pending *p;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/plugin.h"
 
@@ -71,7 +71,7 @@ bool ag_plugin_client_version_switched(const struct ag_plugin_client *pc);
  * more) are returned here and the callback is not called; otherwise the
  * callback runs exactly once, from the event loop. */
 int ag_plugin_client_request(struct ag_plugin_client *pc, const struct ag_agent_request *req,
-			     const struct ag_resources *current, ag_plugin_done_fn *cb,
+			     const struct vmact_resources *current, ag_plugin_done_fn *cb,
 			     void *userdata, struct vmact_err *err);
 
 /* Parses a mismatch text; on success *want is the version to switch to

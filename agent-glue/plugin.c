@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/json.h"
-
-DEFINE_PTR_CLEANUP(json_decrefpp, json_t, json_decref)
 
 static const char *const version_names[] = { "1.0", "1.1", "2.0", "2.1", "3.0", "4.0", "5.0" };
 
@@ -94,7 +92,7 @@ bool ag_plugin_includes_extended_metrics(enum ag_plugin_version v)
 
 /* ---- Resources ---------------------------------------------------------- */
 
-json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct ag_resources *r,
+json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct vmact_resources *r,
 				   uint64_t slot_bytes, struct vmact_err *err)
 {
 	json_t *cpu, *mem;
@@ -148,9 +146,9 @@ json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct ag_res
 }
 
 int ag_plugin_resources_decode(enum ag_plugin_version v, const json_t *j, uint64_t slot_bytes,
-			       struct ag_resources *out, struct vmact_err *err)
+			       struct vmact_resources *out, struct vmact_err *err)
 {
-	struct ag_resources r;
+	struct vmact_resources r;
 
 	if (!ag_plugin_version_valid((int)v))
 		return vmact_err_set(err, EINVAL, "invalid protocol version %d", (int)v);
@@ -237,7 +235,7 @@ static int set_or_fail(json_t *obj, const char *key, json_t *v, struct vmact_err
 
 static json_t *metrics_encode(const struct ag_agent_request *r, struct vmact_err *err)
 {
-	_cleanup_(json_decrefpp) json_t *m = json_object();
+	_cleanup_(json_decrefp) json_t *m = json_object();
 
 	if (!m) {
 		vmact_err_set(err, ENOMEM, "out of memory");
@@ -259,7 +257,7 @@ static json_t *metrics_encode(const struct ag_agent_request *r, struct vmact_err
 json_t *ag_agent_request_encode(const struct ag_agent_request *r, uint64_t slot_bytes,
 				struct vmact_err *err)
 {
-	_cleanup_(json_decrefpp) json_t *o = NULL;
+	_cleanup_(json_decrefp) json_t *o = NULL;
 	enum ag_plugin_version v = r->version;
 	json_t *x;
 
@@ -433,7 +431,7 @@ int ag_agent_request_decode(const json_t *j, uint64_t slot_bytes, struct ag_agen
 json_t *ag_plugin_response_encode(enum ag_plugin_version v, const struct ag_plugin_response *r,
 				  uint64_t slot_bytes, struct vmact_err *err)
 {
-	_cleanup_(json_decrefpp) json_t *o = json_object();
+	_cleanup_(json_decrefp) json_t *o = json_object();
 	json_t *x;
 
 	if (!o) {
@@ -493,9 +491,9 @@ int ag_plugin_response_decode(enum ag_plugin_version v, const json_t *j, uint64_
 
 /* ---- permit validation -------------------------------------------------- */
 
-int ag_plugin_permit_validate(const struct ag_resources *permit,
-			      const struct ag_resources *requested,
-			      const struct ag_resources *current, struct vmact_err *err)
+int ag_plugin_permit_validate(const struct vmact_resources *permit,
+			      const struct vmact_resources *requested,
+			      const struct vmact_resources *current, struct vmact_err *err)
 {
 	char a[32], b[32];
 
@@ -504,23 +502,23 @@ int ag_plugin_permit_validate(const struct ag_resources *permit,
 	if (permit->mem_bytes == 0)
 		return vmact_err_set(err, EPROTO, "permit: mem is zero");
 	if (permit->milli_cpu > requested->milli_cpu) {
-		ag_quantity_format_milli(permit->milli_cpu, a, sizeof(a));
-		ag_quantity_format_milli(requested->milli_cpu, b, sizeof(b));
+		vmact_quantity_format_milli(permit->milli_cpu, a, sizeof(a));
+		vmact_quantity_format_milli(requested->milli_cpu, b, sizeof(b));
 		return vmact_err_set(err, EPROTO, "permit: vCPUs %s is above the requested %s", a, b);
 	}
 	if (permit->mem_bytes > requested->mem_bytes) {
-		ag_quantity_format_bytes(permit->mem_bytes, a, sizeof(a));
-		ag_quantity_format_bytes(requested->mem_bytes, b, sizeof(b));
+		vmact_quantity_format_bytes(permit->mem_bytes, a, sizeof(a));
+		vmact_quantity_format_bytes(requested->mem_bytes, b, sizeof(b));
 		return vmact_err_set(err, EPROTO, "permit: mem %s is above the requested %s", a, b);
 	}
 	if (current && permit->milli_cpu < current->milli_cpu) {
-		ag_quantity_format_milli(permit->milli_cpu, a, sizeof(a));
-		ag_quantity_format_milli(current->milli_cpu, b, sizeof(b));
+		vmact_quantity_format_milli(permit->milli_cpu, a, sizeof(a));
+		vmact_quantity_format_milli(current->milli_cpu, b, sizeof(b));
 		return vmact_err_set(err, EPROTO, "permit: vCPUs %s is below current usage %s", a, b);
 	}
 	if (current && permit->mem_bytes < current->mem_bytes) {
-		ag_quantity_format_bytes(permit->mem_bytes, a, sizeof(a));
-		ag_quantity_format_bytes(current->mem_bytes, b, sizeof(b));
+		vmact_quantity_format_bytes(permit->mem_bytes, a, sizeof(a));
+		vmact_quantity_format_bytes(current->mem_bytes, b, sizeof(b));
 		return vmact_err_set(err, EPROTO, "permit: mem %s is below current usage %s", a, b);
 	}
 	return 0;

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/quantity.h"
 
 /* Ordinal wire values (§0.3): v5.0 is 7 on the wire. */
@@ -68,28 +68,28 @@ struct ag_agent_request {
 	char pod_namespace[AG_PLUGIN_NAME_MAX + 1];
 	char pod_name[AG_PLUGIN_NAME_MAX + 1];
 	bool has_compute_unit;            /* required on the wire from 4.0 */
-	struct ag_resources compute_unit;
-	struct ag_resources resources;
+	struct vmact_resources compute_unit;
+	struct vmact_resources resources;
 	bool has_last_permit;             /* false encodes null (from 2.1) */
-	struct ag_resources last_permit;
+	struct vmact_resources last_permit;
 	bool has_metrics;                 /* false encodes null (from 1.1) */
 	struct ag_plugin_metrics metrics;
 };
 
 struct ag_plugin_response {
-	struct ag_resources permit;
+	struct vmact_resources permit;
 	bool migrate;
 	bool has_resource_unit;           /* "resourceUnit", versions < 3.0 */
-	struct ag_resources resource_unit;
+	struct vmact_resources resource_unit;
 };
 
 /* Resources {"vCPUs", "mem"} in a version's units. slot_bytes is needed
  * below 4.0 (memory must be a whole number of slots); whole CPUs below
  * 2.0. */
-json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct ag_resources *r,
+json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct vmact_resources *r,
 				   uint64_t slot_bytes, struct vmact_err *err);
 int ag_plugin_resources_decode(enum ag_plugin_version v, const json_t *j, uint64_t slot_bytes,
-			       struct ag_resources *out, struct vmact_err *err);
+			       struct vmact_resources *out, struct vmact_err *err);
 
 /* AgentRequest. Encode returns a new reference (NULL + err on error). */
 json_t *ag_agent_request_encode(const struct ag_agent_request *r, uint64_t slot_bytes,
@@ -118,9 +118,9 @@ char *ag_plugin_dumps(const json_t *msg);
 
 /* What the agent checks before accepting a permit (§1.6): no zero field, no
  * field above what was requested, no field below current usage. */
-int ag_plugin_permit_validate(const struct ag_resources *permit,
-			      const struct ag_resources *requested,
-			      const struct ag_resources *current, struct vmact_err *err);
+int ag_plugin_permit_validate(const struct vmact_resources *permit,
+			      const struct vmact_resources *requested,
+			      const struct vmact_resources *current, struct vmact_err *err);
 
 /* float32 -> the double whose shortest decimal form is the float32's
  * shortest round-trip form (what Go's encoder prints for a float32). */

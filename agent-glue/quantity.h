@@ -9,13 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
+#include "base/quantity.h"
+#include "base/resources.h"
 
-/* Internal units everywhere in vmact: CPU in milli-CPUs, memory in bytes. */
-struct ag_resources {
-	uint32_t milli_cpu;
-	uint64_t mem_bytes;
-};
 
 /* MilliCPU: a bare integer of whole CPUs when milli % 1000 == 0, else the
  * canonical quantity string ("250m"). Returns a new reference, or NULL on
@@ -32,15 +29,7 @@ json_t *ag_bytes_encode(uint64_t bytes);
 /* Accepts a number or a quantity string with any suffix; ceil to bytes. */
 int ag_bytes_decode(const json_t *v, uint64_t *out, struct vmact_err *err);
 
-/* String level, for protocols that carry quantities as strings only
- * (informant RawResources, metadata). */
-int ag_quantity_parse_milli(const char *s, uint64_t *milli, struct vmact_err *err);
-int ag_quantity_parse_value(const char *s, uint64_t *value, struct vmact_err *err);
-/* Canonical text; return -ENOSPC if buf is too small. */
-int ag_quantity_format_milli(uint64_t milli, char *buf, size_t len);
-int ag_quantity_format_bytes(uint64_t bytes, char *buf, size_t len);
-
 /* {"vCPUs": <MilliCPU>, "mem": <Bytes>} as used by protocol >= 4.0. Older
  * plugin versions need the version-aware codec in plugin.h. */
-json_t *ag_resources_encode(const struct ag_resources *r);
-int ag_resources_decode(const json_t *v, struct ag_resources *out, struct vmact_err *err);
+json_t *ag_resources_encode(const struct vmact_resources *r);
+int ag_resources_decode(const json_t *v, struct vmact_resources *out, struct vmact_err *err);

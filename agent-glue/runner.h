@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 /* {"VCPUs": <MilliCPU>}; NULL on allocation failure. */
 json_t *ag_vcpu_change_encode(uint32_t milli_cpu);

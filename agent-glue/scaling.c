@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/json.h"
 
 /* ---- JSON helpers -------------------------------------------------- */
@@ -300,7 +300,7 @@ int ag_scaling_config_effective(const struct ag_scaling_config *defaults,
 
 /* ---- ScalingBounds ------------------------------------------------- */
 
-static int decode_resource_bounds(const json_t *v, const char *name, struct ag_resources *out,
+static int decode_resource_bounds(const json_t *v, const char *name, struct vmact_resources *out,
 				  struct vmact_err *err)
 {
 	const json_t *cpu, *mem;
@@ -346,7 +346,7 @@ int ag_scaling_bounds_decode(const json_t *v, struct ag_scaling_bounds *out, str
 	return 0;
 }
 
-static json_t *resources_bounds_json(const struct ag_resources *r)
+static json_t *resources_bounds_json(const struct vmact_resources *r)
 {
 	_cleanup_(json_decrefp) json_t *o = json_object();
 
@@ -366,7 +366,7 @@ json_t *ag_scaling_bounds_encode(const struct ag_scaling_bounds *b)
 	return TAKE_PTR(o);
 }
 
-static int validate_resource_bounds(const struct ag_resources *r, const char *name,
+static int validate_resource_bounds(const struct vmact_resources *r, const char *name,
 				    uint64_t slot_bytes, struct vmact_err *err)
 {
 	if (r->milli_cpu == 0)
@@ -590,19 +590,19 @@ json_t *ag_vm_info_encode(const struct ag_vm_info *vm)
 	return TAKE_PTR(o);
 }
 
-struct ag_resources ag_vm_info_using(const struct ag_vm_info *vm)
+struct vmact_resources ag_vm_info_using(const struct ag_vm_info *vm)
 {
-	return (struct ag_resources){ vm->cpu.use, vm->mem.slot_size * vm->mem.use };
+	return (struct vmact_resources){ vm->cpu.use, vm->mem.slot_size * vm->mem.use };
 }
 
-struct ag_resources ag_vm_info_min(const struct ag_vm_info *vm)
+struct vmact_resources ag_vm_info_min(const struct ag_vm_info *vm)
 {
-	return (struct ag_resources){ vm->cpu.min, vm->mem.slot_size * vm->mem.min };
+	return (struct vmact_resources){ vm->cpu.min, vm->mem.slot_size * vm->mem.min };
 }
 
-struct ag_resources ag_vm_info_max(const struct ag_vm_info *vm)
+struct vmact_resources ag_vm_info_max(const struct ag_vm_info *vm)
 {
-	return (struct ag_resources){ vm->cpu.max, vm->mem.slot_size * vm->mem.max };
+	return (struct vmact_resources){ vm->cpu.max, vm->mem.slot_size * vm->mem.max };
 }
 
 #define CPU_MIN_REASONABLE 50u
@@ -610,7 +610,7 @@ struct ag_resources ag_vm_info_max(const struct ag_vm_info *vm)
 
 int ag_vm_info_validate(const struct ag_vm_info *vm, bool *use_out_of_bounds, struct vmact_err *err)
 {
-	struct ag_resources min, max, use;
+	struct vmact_resources min, max, use;
 	static const char *const which[] = { "min", "max" };
 	const uint32_t cpus[] = { vm->cpu.min, vm->cpu.max };
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "agent-glue/quantity.h"
 
 struct ag_scaling_config {
@@ -99,7 +99,7 @@ int ag_scaling_config_effective(const struct ag_scaling_config *defaults,
 /* ScalingBounds (§6.2), in internal units: CPU in milli-CPUs, memory in
  * bytes, both as given by the annotation (before slot rounding). */
 struct ag_scaling_bounds {
-	struct ag_resources min, max;
+	struct vmact_resources min, max;
 };
 
 /* {"min":{"cpu":Q,"mem":Q},"max":{...}}; all four values required. */
@@ -158,6 +158,6 @@ int ag_vm_info_apply_bounds(struct ag_vm_info *vm, const struct ag_scaling_bound
 			    struct vmact_err *err);
 
 /* Using()/Min()/Max() in internal units. */
-struct ag_resources ag_vm_info_using(const struct ag_vm_info *vm);
-struct ag_resources ag_vm_info_min(const struct ag_vm_info *vm);
-struct ag_resources ag_vm_info_max(const struct ag_vm_info *vm);
+struct vmact_resources ag_vm_info_using(const struct ag_vm_info *vm);
+struct vmact_resources ag_vm_info_min(const struct ag_vm_info *vm);
+struct vmact_resources ag_vm_info_max(const struct ag_vm_info *vm);

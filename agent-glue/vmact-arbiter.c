@@ -79,7 +79,7 @@ static int parse_cpu(const char *opt, const char *s, uint32_t *out)
 	struct vmact_err err = { 0 };
 	uint64_t m;
 
-	if (ag_quantity_parse_milli(s, &m, &err) < 0)
+	if (vmact_quantity_parse_milli(s, &m, &err) < 0)
 		return bad(opt, s, err.msg);
 	if (m > UINT32_MAX)
 		return bad(opt, s, "too large");
@@ -91,7 +91,7 @@ static int parse_mem(const char *opt, const char *s, uint64_t *out)
 {
 	struct vmact_err err = { 0 };
 
-	if (ag_quantity_parse_value(s, out, &err) < 0)
+	if (vmact_quantity_parse_value(s, out, &err) < 0)
 		return bad(opt, s, err.msg);
 	return 0;
 }
@@ -120,10 +120,10 @@ static void log_event(void *ud, const struct ag_arbiter_event *ev)
 			ev->pod_name ? ")" : "");
 		return;
 	}
-	ag_quantity_format_milli(ev->requested.milli_cpu, r1, sizeof(r1));
-	ag_quantity_format_bytes(ev->requested.mem_bytes, r2, sizeof(r2));
-	ag_quantity_format_milli(ev->permit.milli_cpu, p1, sizeof(p1));
-	ag_quantity_format_bytes(ev->permit.mem_bytes, p2, sizeof(p2));
+	vmact_quantity_format_milli(ev->requested.milli_cpu, r1, sizeof(r1));
+	vmact_quantity_format_bytes(ev->requested.mem_bytes, r2, sizeof(r2));
+	vmact_quantity_format_milli(ev->permit.milli_cpu, p1, sizeof(p1));
+	vmact_quantity_format_bytes(ev->permit.mem_bytes, p2, sizeof(p2));
 	fprintf(stderr, "vmact-arbiter: %s/%s v%s%s requested %s/%s permit %s/%s%s%s\n",
 		ev->pod_namespace, ev->pod_name, ag_plugin_version_format((int)ev->version),
 		ev->new_pod ? " (new)" : "", r1, r2, p1, p2,
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 	struct ag_arbiter_config cfg = { 0 };
 	const char *listen = "127.0.0.1:10299";
 	bool have_cpu = false, have_mem = false, verbose = false;
-	struct ag_resources host;
+	struct vmact_resources host;
 	struct vmact_err err = { 0 };
 	struct ag_arbiter *a = NULL;
 	struct ag_arbiter_totals t;
@@ -271,10 +271,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ag_arbiter_totals(a, &t);
-	ag_quantity_format_milli(t.total.milli_cpu, c1, sizeof(c1));
-	ag_quantity_format_bytes(t.total.mem_bytes, c2, sizeof(c2));
-	ag_quantity_format_milli(t.watermark.milli_cpu, w1, sizeof(w1));
-	ag_quantity_format_bytes(t.watermark.mem_bytes, w2, sizeof(w2));
+	vmact_quantity_format_milli(t.total.milli_cpu, c1, sizeof(c1));
+	vmact_quantity_format_bytes(t.total.mem_bytes, c2, sizeof(c2));
+	vmact_quantity_format_milli(t.watermark.milli_cpu, w1, sizeof(w1));
+	vmact_quantity_format_bytes(t.watermark.mem_bytes, w2, sizeof(w2));
 	fprintf(stderr, "vmact-arbiter: listening on %s (port %u): capacity %s CPU / %s, growth up to %s / %s\n",
 		listen, ag_arbiter_port(a), c1, c2, w1, w2);
 	r = sd_event_loop(ev);

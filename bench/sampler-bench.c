@@ -31,7 +31,7 @@
 #include <bpf/bpf.h>
 #include <jansson.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "bpf/sampler.h"
 
 #define MAX_IDS 64

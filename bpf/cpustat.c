@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 
 static int parse_u64(const char *p, size_t n, uint64_t *out)
 {

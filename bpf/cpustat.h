@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 struct smp_cpu_stat {
 	uint64_t nr_periods;

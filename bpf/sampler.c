@@ -25,12 +25,13 @@
 #include <linux/magic.h>
 #include <systemd/sd-event.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "bpf/cpustat.h"
 #include "bpf/loadavg.h"
 #include "bpf/sampler-types.h"
 #include "bpf/taskstats.h"
 #include "bpf/sampler.skel.h"
+#include "base/time.h"
 
 #define SMP_DEFAULT_PIN_ROOT "/sys/fs/bpf/vmact"
 #define SMP_DEFAULT_MAX_VMS 1024
@@ -115,15 +116,6 @@ static int smp_libbpf_print(enum libbpf_print_level level, const char *fmt, va_l
 	if (n > 0 && !smp_libbpf_msg[0])
 		memcpy(smp_libbpf_msg, line, n + 1);
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* tp_btf needs BTF for the tracepoint and BPF_PROG_TYPE_TRACING with
@@ -658,7 +650,7 @@ static int ts_totals(struct smp_sampler *s, struct smp_slot *sl, struct smp_tota
 	r = smp_ts_vm_poll(s->ts, sl->ts, err);
 	if (r < 0)
 		return r;
-	*t = now_ns();
+	*t = vmact_now_nsec();
 	smp_ts_vm_totals(sl->ts, &tt);
 	*out = (struct smp_totals){
 		.runnable_ns = tt.run_ns + tt.delay_ns,
@@ -680,7 +672,7 @@ static int totals(struct smp_sampler *s, unsigned slot, struct smp_totals *out, 
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf))
 		return vmact_err_set(err, errno, "BPF: reading vmact_stats[%u]: %s", slot,
 				     strerror(errno));
-	*t = now_ns();
+	*t = vmact_now_nsec();
 	fold_cpus(s->cpubuf, s->ncpus, *t, out);
 	return pending_slot(s, slot, out, err);
 }
@@ -1088,7 +1080,7 @@ static int read_batch(struct smp_sampler *s, uint64_t *t, struct vmact_err *err)
 		return vmact_err_set(err, errno, "BPF: batch read of vmact_stats: %s",
 				     strerror(errno));
 	}
-	*t = now_ns();
+	*t = vmact_now_nsec();
 	/* Arrays return keys 0..count-1 in order. */
 	if (count != want) {
 		s->no_batch = true;
@@ -1178,7 +1170,7 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
 		if (bpf_map_lookup_elem(fd, &key, &v) || v.tgid != (__u32)sl->tgid ||
 		    v.slot != (__u32)slot)
 			continue;
-		t = now_ns();
+		t = vmact_now_nsec();
 		out[n] = (struct smp_thread){
 			.tid = (pid_t)key,
 			.runnable = v.runnable,

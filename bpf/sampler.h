@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 enum smp_backend {
 	SMP_BACKEND_AUTO = 0, /* BPF, else taskstats (reason recorded) */

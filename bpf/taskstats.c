@@ -15,7 +15,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 
 struct smp_ts {
 	struct nl_sock *sk;
@@ -41,7 +41,6 @@ struct smp_ts_vm {
 };
 
 DEFINE_PTR_CLEANUP(nl_msg_freep, struct nl_msg, nlmsg_free)
-DEFINE_PTR_CLEANUP(closedirp, DIR, closedir)
 
 int smp_ts_open(struct smp_ts **out, struct vmact_err *err)
 {
@@ -223,7 +222,7 @@ static struct ts_thread *ts_thread_get(struct smp_ts_vm *vm, pid_t tid)
 
 int smp_ts_vm_poll(struct smp_ts *ts, struct smp_ts_vm *vm, struct vmact_err *err)
 {
-	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = NULL;
 	char path[64];
 	struct dirent *de;
 	int64_t runnable = 0;

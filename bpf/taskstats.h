@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 #include "bpf/sampler.h"
 
 struct smp_ts;

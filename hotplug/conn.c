@@ -12,7 +12,7 @@
 
 #include <libvirt/virterror.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "hotplug/internal.h"
 
 /* ---- the process-wide libvirt event thread ----------------------------- */

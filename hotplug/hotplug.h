@@ -48,8 +48,8 @@
 
 #include <systemd/sd-event.h>
 
-#include "actuator/error.h"
-#include "agent-glue/quantity.h"
+#include "base/error.h"
+#include "base/resources.h"
 
 #define HP_URI_DEFAULT "qemu:///system"
 #define HP_NS_URI "https://vmact.dev/xmlns/vmact/1"
@@ -131,9 +131,9 @@ struct hp_scaling {
 
 struct hp_meta {
 	bool enabled;
-	struct ag_resources min, max;     /* bounds, both required */
+	struct vmact_resources min, max;     /* bounds, both required */
 	bool has_compute_unit;
-	struct ag_resources compute_unit;
+	struct vmact_resources compute_unit;
 	enum hp_mem_method method;
 	char mem_alias[HP_ALIAS_MAX];     /* optional virtio-mem device alias */
 	struct hp_scaling scaling;

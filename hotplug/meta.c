@@ -32,6 +32,7 @@
 
 #include "hotplug/hotplug.h"
 #include "hotplug/xml.h"
+#include "base/quantity.h"
 
 /* Every error names the element as an operator writes it. */
 #define EL "<" HP_NS_PREFIX ":%s>"
@@ -108,7 +109,7 @@ static int attr_milli(xmlNodePtr n, const char *name, uint32_t *out, struct vmac
 
 	if (r < 0)
 		return r;
-	if ((r = ag_quantity_parse_milli(v, &milli, err)) < 0)
+	if ((r = vmact_quantity_parse_milli(v, &milli, err)) < 0)
 		return vmact_err_prefix(err, EL " attribute '%s'", (const char *)n->name, name);
 	if (milli == 0 || milli > UINT32_MAX)
 		return vmact_err_set(err, ERANGE, EL ": attribute '%s': '%s' out of range",
@@ -124,7 +125,7 @@ static int attr_bytes(xmlNodePtr n, const char *name, uint64_t *out, struct vmac
 
 	if (r < 0)
 		return r;
-	if ((r = ag_quantity_parse_value(v, out, err)) < 0)
+	if ((r = vmact_quantity_parse_value(v, out, err)) < 0)
 		return vmact_err_prefix(err, EL " attribute '%s'", (const char *)n->name, name);
 	if (*out == 0)
 		return vmact_err_set(err, ERANGE, EL ": attribute '%s' must be non-zero",

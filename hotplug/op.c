@@ -13,19 +13,12 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "hotplug/internal.h"
 #include "hotplug/xml.h"
+#include "base/time.h"
 
 #define POLL_US 20000ULL
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
 
 /* Waits until `until` (monotonic µs), a kick for this op, or close. Returns
  * false when the connection is closing. */
@@ -65,11 +58,11 @@ static int reread(struct hp_op *op, uint64_t deadline, struct hp_state *st, stru
 			if (r != -ECONNRESET)
 				return r;
 		}
-		if (now_us() >= deadline)
+		if (vmact_now_usec() >= deadline)
 			return vmact_err_set(err, ECONNRESET,
 					     "lost the connection to libvirtd and it did not come "
 					     "back before the deadline");
-		if (!wait_kick(op, now_us() + 50000))
+		if (!wait_kick(op, vmact_now_usec() + 50000))
 			return vmact_err_set(err, ECANCELED, "connection closed by vmact");
 	}
 }
@@ -292,7 +285,7 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 			}
 			if (hp_state_vcpus(st) == step)
 				break;
-			if (now_us() >= deadline) {
+			if (vmact_now_usec() >= deadline) {
 				vmact_err_set(&e, ETIMEDOUT,
 					      "vCPUs: asked for %u, QEMU runs %u after the deadline%s",
 					      step, hp_state_vcpus(st),
@@ -301,7 +294,7 @@ static void op_vcpus(struct hp_op *op, uint64_t deadline)
 				finish(op, -ETIMEDOUT, &e);
 				return;
 			}
-			if (!wait_kick(op, now_us() + POLL_US)) {
+			if (!wait_kick(op, vmact_now_usec() + POLL_US)) {
 				finish(op, -ECANCELED, NULL);
 				return;
 			}
@@ -451,7 +444,7 @@ static void op_virtio_mem(struct hp_op *op, uint64_t deadline)
 		}
 		if (d->current_kib == want)
 			break;
-		if (now_us() >= deadline) {
+		if (vmact_now_usec() >= deadline) {
 			/* Time out the intent, not the device: the guest may
 			 * still get there; the state says how far it got. */
 			vmact_err_set(&e, ETIMEDOUT,
@@ -461,7 +454,7 @@ static void op_virtio_mem(struct hp_op *op, uint64_t deadline)
 			return;
 		}
 		/* MEMORY_DEVICE_SIZE_CHANGE kicks us; the poll is a fallback. */
-		if (!wait_kick(op, now_us() + 100000)) {
+		if (!wait_kick(op, vmact_now_usec() + 100000)) {
 			finish(op, -ECANCELED, NULL);
 			return;
 		}
@@ -553,12 +546,12 @@ static void op_dimm_detach(struct hp_op *op, uint64_t deadline)
 			finish(op, -EBUSY, &e);
 			return;
 		}
-		if (now_us() >= deadline) {
+		if (vmact_now_usec() >= deadline) {
 			vmact_err_set(&e, ETIMEDOUT, "DIMM %s still present at the deadline", alias);
 			finish(op, -ETIMEDOUT, &e);
 			return;
 		}
-		if (!wait_kick(op, now_us() + 100000)) {
+		if (!wait_kick(op, vmact_now_usec() + 100000)) {
 			finish(op, -ECANCELED, NULL);
 			return;
 		}
@@ -574,7 +567,7 @@ static void op_dimm_detach(struct hp_op *op, uint64_t deadline)
 void *hp_op_thread(void *arg)
 {
 	struct hp_op *op = arg;
-	uint64_t start = now_us();
+	uint64_t start = vmact_now_usec();
 	uint64_t deadline = start + (op->req.timeout_ms ? op->req.timeout_ms : 30000) * 1000ULL;
 	struct hp_qitem *it;
 
@@ -592,7 +585,7 @@ void *hp_op_thread(void *arg)
 		op_dimm_detach(op, deadline);
 		break;
 	}
-	op->res.elapsed_us = now_us() - start;
+	op->res.elapsed_us = vmact_now_usec() - start;
 	it = calloc(1, sizeof(*it));
 	if (it) {
 		it->op = op;

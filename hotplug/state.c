@@ -12,7 +12,7 @@
 #include <libxml/tree.h>
 #include <libxml/xpath.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 #include "hotplug/xml.h"
 

@@ -6,8 +6,8 @@
 
 #include <libxml/tree.h>
 
-#include "actuator/error.h"
-#include "actuator/macro.h"
+#include "base/error.h"
+#include "base/macro.h"
 
 static inline void hpx_xmlfreep(xmlChar **p)
 {

@@ -113,6 +113,7 @@ static inline int th_silent_listener(unsigned *port)
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
+	*port = 0;
 	if (fd < 0)
 		return -errno;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

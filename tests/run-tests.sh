@@ -5,7 +5,7 @@
 set -u
 
 build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
-unit="" integration="" fuzzers=""
+unit="" integration="" fuzzers="" layers=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
@@ -14,6 +14,7 @@ while [ $# -gt 0 ]; do
 	--unit) unit=$2; shift 2 ;;
 	--integration) integration=$2; shift 2 ;;
 	--fuzzers) fuzzers=$2; shift 2 ;;
+	--layers) layers=$2; shift 2 ;;
 	*) echo "run-tests: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -46,6 +47,34 @@ run_cmocka() {
 		failures+=("$name")
 	fi
 }
+
+# The layering rule: the tree passes, and a planted upward include (a
+# copy of base/ that includes actuator/) is refused, so the check itself
+# is known to work.
+if [ -n "$layers" ]; then
+	echo "=== layering"
+	# shellcheck disable=SC2086
+	if tests/check-layers.sh $layers; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1)); failures+=("layering")
+	fi
+	planted=$(mktemp -d)
+	mkdir -p "$planted/base" "$planted/actuator"
+	printf '#include "actuator/runner.h"\n' >"$planted/base/upward.c"
+	# shellcheck disable=SC2086
+	if tests/check-layers.sh --root "$planted" $layers 2>"$log"; then
+		echo "check-layers accepted base/ including actuator/"
+		failed=$((failed + 1)); failures+=("layering (planted violation accepted)")
+	elif grep -q 'base/upward.c:1: base includes actuator/' "$log"; then
+		echo "planted violation refused: $(head -n1 "$log")"
+		passed=$((passed + 1))
+	else
+		cat "$log"
+		failed=$((failed + 1)); failures+=("layering (planted violation: wrong message)")
+	fi
+	rm -rf "$planted"
+fi
 
 for t in $unit; do
 	run_cmocka "unit/$t" 600 "$build/tests/unit/$t"

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/monitor.h"
 #include "tests/wirecheck.h"
 

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/plugin.h"
 #include "tests/wirecheck.h"
 

@@ -9,7 +9,7 @@
 #include "actuator/actions.h"
 #include "actuator/desired.h"
 #include "actuator/goalcu.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/scaling.h"
 #include "tests/wirecheck.h"
 
@@ -108,7 +108,7 @@ static int vector_system(const json_t *in, struct act_system_metrics *m, bool *p
 json_t *wc_goal_cpu_cu(const json_t *in, struct vmact_err *err)
 {
 	struct ag_scaling_config cfg;
-	struct ag_resources cu;
+	struct vmact_resources cu;
 	struct act_system_metrics sys;
 	struct act_warnings w = { 0 };
 	struct act_goal g;
@@ -164,10 +164,10 @@ json_t *wc_project_next_highest(const json_t *in, struct vmact_err *err)
 static int vector_vm(const json_t *in, struct ag_vm_info *vm, struct vmact_err *err)
 {
 	const json_t *b = json_object_get(in, "bounds");
-	struct ag_resources min, max, use;
+	struct vmact_resources min, max, use;
 	uint64_t slot;
 	uint64_t slots[3];
-	const struct ag_resources *src[3] = { &min, &max, &use };
+	const struct vmact_resources *src[3] = { &min, &max, &use };
 
 	if (!json_is_object(b))
 		return vmact_err_set(err, EINVAL, "vector field bounds: expected an object");

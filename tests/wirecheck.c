@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/quantity.h"
 
 
@@ -78,7 +78,7 @@ int wc_get_double(const json_t *obj, const char *key, double *out, struct vmact_
 	return 0;
 }
 
-int wc_get_resources(const json_t *obj, const char *key, struct ag_resources *out,
+int wc_get_resources(const json_t *obj, const char *key, struct vmact_resources *out,
 		     struct vmact_err *err)
 {
 	const json_t *r = json_object_get(obj, key);
@@ -100,7 +100,7 @@ int wc_get_resources(const json_t *obj, const char *key, struct ag_resources *ou
 	return 0;
 }
 
-json_t *wc_resources_json(const struct ag_resources *r)
+json_t *wc_resources_json(const struct vmact_resources *r)
 {
 	return json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->milli_cpu, "mem_bytes",
 			 (json_int_t)r->mem_bytes);

@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "actuator/error.h"
+#include "base/error.h"
 
 typedef json_t *wc_handler_fn(const json_t *in, struct vmact_err *err);
 
@@ -23,8 +23,8 @@ wc_handler_fn wc_goal_cpu_cu, wc_wss_estimate, wc_project_next_highest, wc_desir
 /* Helpers for handlers: strict field access on the vector's own JSON. */
 int wc_get_u64(const json_t *obj, const char *key, uint64_t *out, struct vmact_err *err);
 int wc_get_double(const json_t *obj, const char *key, double *out, struct vmact_err *err);
-struct ag_resources;
+struct vmact_resources;
 /* {"milli_cpu": N, "mem_bytes": N} of the vectors' internal units. */
-int wc_get_resources(const json_t *obj, const char *key, struct ag_resources *out,
+int wc_get_resources(const json_t *obj, const char *key, struct vmact_resources *out,
 		     struct vmact_err *err);
-json_t *wc_resources_json(const struct ag_resources *r);
+json_t *wc_resources_json(const struct vmact_resources *r);

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ag_http_server_reply reply = { 0 };
 	struct ag_agent_request req;
 	struct ag_plugin_response resp;
-	struct ag_resources held;
+	struct vmact_resources held;
 	json_t *in, *out;
 
 	if (!arb) {

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vmact_err err = { 0 };
 	struct ag_agent_desc ad, ad2;
 	struct ag_informant_desc id, id2;
-	struct ag_resources r, r2;
+	struct vmact_resources r, r2;
 	struct ag_more_resources m, m2;
 	struct ag_downscale_result dr, dr2;
 	char s1[AG_INF_ID_MAX], s2[AG_INF_ID_MAX];

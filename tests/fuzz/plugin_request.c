@@ -8,7 +8,7 @@
 
 #include "agent-glue/plugin.h"
 
-static int res_eq(const struct ag_resources *a, const struct ag_resources *b)
+static int res_eq(const struct vmact_resources *a, const struct vmact_resources *b)
 {
 	return a->milli_cpu == b->milli_cpu && a->mem_bytes == b->mem_bytes;
 }

@@ -21,15 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	if (ag_quantity_parse_value(s, &b, &err) == 0) {
+	if (vmact_quantity_parse_value(s, &b, &err) == 0) {
 		char buf[64];
 
-		if (ag_quantity_format_bytes(b, buf, sizeof(buf)) != 0 ||
-		    ag_quantity_parse_value(buf, &b2, &err) != 0 || b2 != b)
+		if (vmact_quantity_format_bytes(b, buf, sizeof(buf)) != 0 ||
+		    vmact_quantity_parse_value(buf, &b2, &err) != 0 || b2 != b)
 			abort();
 	}
 	vmact_err_reset(&err);
-	ag_quantity_parse_milli(s, &b, &err);
+	vmact_quantity_parse_milli(s, &b, &err);
 	free(s);
 
 	v = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);

@@ -23,8 +23,8 @@ static void check_bounds(const json_t *v)
 	if (ag_scaling_bounds_decode(v, &b, &err) != 0)
 		return;
 	e = ag_scaling_bounds_encode(&b);
-	if (!e || ag_scaling_bounds_decode(e, &b2, &err) != 0 || !act_res_eq(b.min, b2.min) ||
-	    !act_res_eq(b.max, b2.max))
+	if (!e || ag_scaling_bounds_decode(e, &b2, &err) != 0 || !vmact_res_eq(b.min, b2.min) ||
+	    !vmact_res_eq(b.max, b2.max))
 		abort();
 	json_decref(e);
 	static const uint64_t slots[] = { 1, 8 << 20, 1ULL << 30, 3ULL << 30 };
@@ -61,7 +61,7 @@ static bool same_overrides(const struct ag_scaling_overrides *a, const struct ag
 
 static void drive_goal(const struct ag_scaling_config *c, const uint8_t *data, size_t size)
 {
-	static const struct ag_resources cu = { 250, 1ULL << 30 };
+	static const struct vmact_resources cu = { 250, 1ULL << 30 };
 	double pages[64];
 	size_t n = size < 64 ? size : 64;
 	struct act_system_metrics sys = {
@@ -90,7 +90,7 @@ static void drive_goal(const struct ag_scaling_config *c, const uint8_t *data, s
 		abort();
 	if (act_desired_resources(&in, 0, &d, &w, NULL) != 0)
 		abort();
-	if (act_res_any_lt(d.res, in.min) || act_res_any_gt(d.res, in.max))
+	if (vmact_res_any_lt(d.res, in.min) || vmact_res_any_gt(d.res, in.max))
 		abort();
 }
 

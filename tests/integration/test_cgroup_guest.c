@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "actuator/cgroup.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "tests/integration/cg-vm.h"
 #include "tests/integration/cpu-use.h"
 #include "tests/guest/guest.h"

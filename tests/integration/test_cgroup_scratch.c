@@ -34,7 +34,7 @@
 #include <cmocka.h>
 
 #include "actuator/cgroup.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "tests/integration/cpu-use.h"
 
 static struct act_cg cg;

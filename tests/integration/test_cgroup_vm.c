@@ -35,7 +35,7 @@
 
 #include "actuator/cgroup-domain.h"
 #include "actuator/cgroup.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "tests/integration/cpu-use.h"
 #include "tests/integration/cg-vm.h"
 

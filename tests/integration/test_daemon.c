@@ -186,8 +186,8 @@ static unsigned check_resizes_within(const char *log, uint64_t min_milli, uint64
 
 		if (sscanf(p, "resized to %31s CPU / %31s", cpu, mem) != 2)
 			fail_msg("unparsable line: %.80s", p);
-		assert_int_equal(ag_quantity_parse_milli(cpu, &milli, NULL), 0);
-		assert_int_equal(ag_quantity_parse_value(mem, &bytes, NULL), 0);
+		assert_int_equal(vmact_quantity_parse_milli(cpu, &milli, NULL), 0);
+		assert_int_equal(vmact_quantity_parse_value(mem, &bytes, NULL), 0);
 		if (milli < min_milli || milli > max_milli || bytes < min_mem || bytes > max_mem)
 			fail_msg("vmactd resized to %s CPU / %s, outside the bounds", cpu, mem);
 		n++;

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/monitor-client.h"
 #include "agent-glue/monitor.h"
 
@@ -292,7 +292,7 @@ static void on_done(struct ag_mon_client *c, const struct ag_mon_result *res, vo
 
 static void do_request(struct tctx *t, bool up, uint32_t milli, uint64_t mem, struct result *r)
 {
-	struct ag_resources a = { .milli_cpu = milli, .mem_bytes = mem };
+	struct vmact_resources a = { .milli_cpu = milli, .mem_bytes = mem };
 	struct vmact_err err = { 0 };
 	uint64_t id = 0;
 	int ret;
@@ -420,7 +420,7 @@ static void test_stop_from_callback(void **state)
 	struct tctx *t = *state;
 	struct ag_mon_client_config cfg = base_config(t);
 	struct ag_mon_client_callbacks cb = { .upscale_requested = stop_on_upscale_request };
-	struct ag_resources a = { 1000, GiB };
+	struct vmact_resources a = { 1000, GiB };
 	struct vmact_err err = { 0 };
 	struct result r = { 0 };
 	unsigned calls = 0;
@@ -525,7 +525,7 @@ static void test_requests(void **state)
 
 	/* Refused before anything is sent, with the field named. */
 	{
-		struct ag_resources huge = { 1000, UINT64_MAX };
+		struct vmact_resources huge = { 1000, UINT64_MAX };
 		struct vmact_err err = { 0 };
 		uint64_t pending = ag_mon_client_pending(t->c);
 
@@ -553,7 +553,7 @@ static void test_not_connected(void **state)
 {
 	struct tctx *t = *state;
 	struct ag_mon_client_config cfg = base_config(t);
-	struct ag_resources a = { 1000, GiB };
+	struct vmact_resources a = { 1000, GiB };
 	struct vmact_err err = { 0 };
 
 	/* Nothing listens there: requests fail at once, attempts repeat. */
@@ -672,7 +672,7 @@ static void test_second_connection(void **state)
 	struct ag_mon_client_callbacks cb_b = { .connected = on_b_connected };
 	_cleanup_(ag_mon_client_freep) struct ag_mon_client *b = NULL;
 	struct vmact_err err = { 0 };
-	struct ag_resources a = { 1000, GiB };
+	struct vmact_resources a = { 1000, GiB };
 	struct result r = { 0 };
 	unsigned b_connected = 0;
 	size_t from = 0;
@@ -823,7 +823,7 @@ static void test_unknown_type(void **state)
 	WAIT_FOR(t, ag_mon_client_stats(t->c)->invalid_received == 1, "the InvalidMessage to be seen");
 	/* ...but fails a request waiting on that id at once. */
 	{
-		struct ag_resources a = { 1000, GiB };
+		struct vmact_resources a = { 1000, GiB };
 		struct vmact_err err = { 0 };
 		struct result r = { 0 };
 		uint64_t id;

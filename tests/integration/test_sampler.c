@@ -33,7 +33,7 @@
 
 #include <bpf/bpf.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "bpf/sampler.h"
 #include "bpf/sampler-types.h"
 

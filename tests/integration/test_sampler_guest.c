@@ -25,7 +25,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "bpf/sampler.h"
 
 #define PHASE_S 6

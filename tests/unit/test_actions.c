@@ -17,14 +17,14 @@
 #include <cmocka.h>
 
 #include "actuator/actions.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 
 #define GiB (1024ULL * 1024 * 1024)
-static const struct ag_resources CU = { 250, GiB };
+static const struct vmact_resources CU = { 250, GiB };
 
-static struct ag_resources cu(unsigned n)
+static struct vmact_resources cu(unsigned n)
 {
-	return act_res_mul(CU, n);
+	return vmact_res_mul(CU, n);
 }
 
 #define W_MISSING ACT_WARN_MISSING_METRICS
@@ -132,7 +132,7 @@ static void check_change(const struct scenario *sc, const struct step *st, const
 		snprintf(buf, sizeof(buf), "missing %s action", name);
 		fail_at(sc, st, buf);
 	}
-	if (!act_res_eq(c->current, cu(from)) || !act_res_eq(c->target, cu(to))) {
+	if (!vmact_res_eq(c->current, cu(from)) || !vmact_res_eq(c->target, cu(to))) {
 		snprintf(buf, sizeof(buf), "%s action %u m/%llu B -> %u m/%llu B, want %u CU -> %u CU",
 			 name, c->current.milli_cpu, (unsigned long long)c->current.mem_bytes,
 			 c->target.milli_cpu, (unsigned long long)c->target.mem_bytes, from, to);
@@ -155,9 +155,9 @@ static void check_next(const struct scenario *sc, const struct step *st, const s
 		fail_at(sc, st, st->plugin ? "missing plugin request" : "unexpected plugin request");
 	if (st->plugin) {
 		if (a->plugin.has_last_permit != (st->p_last != 0) ||
-		    (st->p_last && !act_res_eq(a->plugin.last_permit, cu(st->p_last))))
+		    (st->p_last && !vmact_res_eq(a->plugin.last_permit, cu(st->p_last))))
 			fail_at(sc, st, "plugin lastPermit");
-		if (!act_res_eq(a->plugin.target, cu(st->p_target))) {
+		if (!vmact_res_eq(a->plugin.target, cu(st->p_target))) {
 			snprintf(buf, sizeof(buf), "plugin target %u m, want %u CU",
 				 a->plugin.target.milli_cpu, st->p_target);
 			fail_at(sc, st, buf);
@@ -193,7 +193,7 @@ static void run_scenario(const struct scenario *sc)
 	struct act_timing timing;
 	struct vmact_err err = { 0 };
 	struct act_state *s = calloc(1, sizeof(*s));
-	struct ag_resources start = cu(sc->start_cu), min = cu(sc->min_cu), max = cu(sc->max_cu);
+	struct vmact_resources start = cu(sc->start_cu), min = cu(sc->min_cu), max = cu(sc->max_cu);
 	act_time_t now = ACT_SEC(1000); /* any monotonic origin */
 
 	assert_non_null(s);
@@ -205,7 +205,7 @@ static void run_scenario(const struct scenario *sc)
 
 	for (const struct step *st = sc->steps; st->op != END; st++) {
 		struct act_actions a;
-		struct ag_resources r = cu(st->n);
+		struct vmact_resources r = cu(st->n);
 		int ret = 0;
 
 		vmact_err_reset(&err);
@@ -221,7 +221,7 @@ static void run_scenario(const struct scenario *sc)
 			break;
 		case DESIRED:
 			assert_int_equal(act_next_actions(s, now, &a, &err), 0);
-			if (!act_res_eq(a.desired, cu(st->n)))
+			if (!vmact_res_eq(a.desired, cu(st->n)))
 				fail_at(sc, st, "desired resources");
 			break;
 		case METRICS: {
@@ -238,7 +238,7 @@ static void run_scenario(const struct scenario *sc)
 			ret = act_monitor_upscale_requested(s, now, false, true, &err);
 			break;
 		case BOUNDS: {
-			struct ag_resources lo = cu(st->n), hi = cu(st->n2);
+			struct vmact_resources lo = cu(st->n), hi = cu(st->n2);
 
 			ret = act_state_update_vm(s, &lo, &hi, &cfg, &err);
 			break;
@@ -778,7 +778,7 @@ static void test_periodic_plugin_request(void **state)
 	struct act_state *s = calloc(1, sizeof(*s));
 	struct ag_scaling_config cfg;
 	struct act_timing t;
-	struct ag_resources one = cu(1), four = cu(4);
+	struct vmact_resources one = cu(1), four = cu(4);
 	struct act_system_metrics m = { 0 };
 	struct act_actions a;
 	const act_time_t base = ACT_SEC(50);
@@ -814,8 +814,8 @@ static void test_periodic_plugin_request(void **state)
 		}
 		assert_true(a.has_plugin);
 		assert_false(a.has_wait);
-		assert_true(a.plugin.has_last_permit && act_res_eq(a.plugin.last_permit, one));
-		assert_true(act_res_eq(a.plugin.target, one));
+		assert_true(a.plugin.has_last_permit && vmact_res_eq(a.plugin.last_permit, one));
+		assert_true(vmact_res_eq(a.plugin.target, one));
 		assert_int_equal(act_plugin_starting(s, now, &one, NULL), 0);
 		assert_int_equal(act_next_actions(s, now, &a, NULL), 0);
 		assert_false(a.has_plugin || a.has_wait);
@@ -881,7 +881,7 @@ static void new_state(struct act_state *s, unsigned min, unsigned max, unsigned 
 {
 	struct ag_scaling_config cfg;
 	struct act_timing t;
-	struct ag_resources a = cu(min), b = cu(max), u = cu(start);
+	struct vmact_resources a = cu(min), b = cu(max), u = cu(start);
 
 	default_timing(&t);
 	default_config(&cfg);
@@ -894,12 +894,12 @@ static void test_permit_validation(void **state)
 {
 	struct act_state *s = calloc(1, sizeof(*s));
 	struct vmact_err err = { 0 };
-	struct ag_resources req = cu(3), bad;
+	struct vmact_resources req = cu(3), bad;
 	struct act_actions a;
 
 	assert_non_null(s);
 	new_state(s, 1, 4, 2);
-	const struct ag_resources cases[] = {
+	const struct vmact_resources cases[] = {
 		{ 0, 2 * GiB },
 		{ 500, 0 },
 		{ 1000, 3 * GiB }, /* cpu above request */
@@ -928,7 +928,7 @@ static void test_hotplug_start_enforces_limits(void **state)
 {
 	struct act_state *s = calloc(1, sizeof(*s));
 	struct vmact_err err = { 0 };
-	struct ag_resources t;
+	struct vmact_resources t;
 
 	assert_non_null(s);
 	new_state(s, 1, 4, 2);
@@ -954,7 +954,7 @@ static void test_bounds_lowered(void **state)
 {
 	struct act_state *s = calloc(1, sizeof(*s));
 	struct ag_scaling_config cfg;
-	struct ag_resources min = cu(1), max = cu(2);
+	struct vmact_resources min = cu(1), max = cu(2);
 	struct act_system_metrics m = { .load1 = 1.0 };
 	struct act_actions a;
 
@@ -965,10 +965,10 @@ static void test_bounds_lowered(void **state)
 	assert_int_equal(act_state_update_system_metrics(s, &m, NULL), 0);
 	assert_int_equal(act_state_update_vm(s, &min, &max, &cfg, NULL), 0);
 	assert_int_equal(act_next_actions(s, 0, &a, NULL), 0);
-	assert_true(act_res_eq(a.desired, cu(2)));
+	assert_true(vmact_res_eq(a.desired, cu(2)));
 	assert_false(a.has_hotplug);
 	assert_true(a.has_monitor_downscale);
-	assert_true(act_res_eq(a.monitor_downscale.target, cu(3)));
+	assert_true(vmact_res_eq(a.monitor_downscale.target, cu(3)));
 	free(s);
 }
 
@@ -991,9 +991,9 @@ static unsigned rndn(unsigned n)
 }
 
 /* Resources in whole and partial CUs, so fields move independently. */
-static struct ag_resources rnd_res(unsigned max_cu)
+static struct vmact_resources rnd_res(unsigned max_cu)
 {
-	return (struct ag_resources){
+	return (struct vmact_resources){
 		.milli_cpu = 50 + rndn(max_cu * 250),
 		.mem_bytes = (uint64_t)(1 + rndn(max_cu)) * GiB / (rndn(4) ? 1 : 2),
 	};
@@ -1017,7 +1017,7 @@ static void check_field(uint64_t cur, uint64_t t, uint64_t min, uint64_t max, bo
 	}
 }
 
-static void check_hotplug(const struct act_state *s, const struct ag_resources *t, uint64_t seed,
+static void check_hotplug(const struct act_state *s, const struct vmact_resources *t, uint64_t seed,
 			  int step)
 {
 	check_field(s->using_.milli_cpu, t->milli_cpu, s->min.milli_cpu, s->max.milli_cpu,
@@ -1034,27 +1034,27 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 	struct act_timing t;
 	act_time_t now = 0;
 	unsigned max_cu = 2 + rndn(8);
-	struct ag_resources min = cu(1 + rndn(2)), max = cu(max_cu),
-			    start = act_res_min(act_res_max(rnd_res(max_cu), min), max);
+	struct vmact_resources min = cu(1 + rndn(2)), max = cu(max_cu),
+			    start = vmact_res_min(vmact_res_max(rnd_res(max_cu), min), max);
 
 	rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
 	default_timing(&t);
 	default_config(&cfg);
 	t.plugin_tick_jitter = act_plugin_jitter((uint32_t)rnd());
-	if (act_res_any_gt(min, max))
+	if (vmact_res_any_gt(min, max))
 		min = max;
 	assert_int_equal(act_state_init(s, &t, &CU, &cfg, &start, &min, &max, NULL), 0);
 
 	for (int step = 0; step < 400; step++) {
 		struct act_actions a;
-		struct ag_resources r;
+		struct vmact_resources r;
 
 		assert_int_equal(act_next_actions(s, now, &a, NULL), 0);
 		if (a.has_hotplug)
 			check_hotplug(s, &a.hotplug.target, seed, step);
 		if (a.has_monitor_downscale) {
 			/* one CU at a time, and a lowered field never below min */
-			const struct ag_resources *ap = &s->monitor.approved, *tg = &a.monitor_downscale.target;
+			const struct vmact_resources *ap = &s->monitor.approved, *tg = &a.monitor_downscale.target;
 
 			assert_true(tg->milli_cpu >= ap->milli_cpu ||
 				    (tg->milli_cpu >= s->min.milli_cpu &&
@@ -1062,10 +1062,10 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 			assert_true(tg->mem_bytes >= ap->mem_bytes ||
 				    (tg->mem_bytes >= s->min.mem_bytes &&
 				     tg->mem_bytes + CU.mem_bytes >= ap->mem_bytes));
-			assert_false(act_res_any_gt(*tg, *ap));
+			assert_false(vmact_res_any_gt(*tg, *ap));
 		}
 		if (a.has_plugin)
-			assert_false(act_res_any_lt(a.plugin.target, s->using_));
+			assert_false(vmact_res_any_lt(a.plugin.target, s->using_));
 
 		switch (rndn(16)) {
 		case 0: {
@@ -1117,7 +1117,7 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 			}
 			if (a.has_hotplug && act_hotplug_starting(s, now, &a.hotplug.target, NULL) == 0) {
 				(*hotplugs)++;
-				if (act_res_any_lt(a.hotplug.target, s->using_))
+				if (vmact_res_any_lt(a.hotplug.target, s->using_))
 					(*downs)++;
 				if (rndn(4) == 0)
 					act_hotplug_failed(s, now);

@@ -134,7 +134,7 @@ static void test_reconciling_like_head(void **state)
 {
 	struct ag_arbiter *a = make(10000, 40 * GiB, 1.0, 0);
 	char b[512];
-	struct ag_resources res, pr;
+	struct vmact_resources res, pr;
 
 	/* Seven other factors are taken by "filler". */
 	expect(a, req5(b, sizeof(b), "filler", "{\"vCPUs\":7,\"mem\":\"28Gi\"}", "null"), 200,
@@ -178,7 +178,7 @@ static void test_reconciling_like_head(void **state)
 	ag_arbiter_free(a);
 }
 
-static void collect(void *ud, const char *ns, const char *name, const struct ag_resources *r)
+static void collect(void *ud, const char *ns, const char *name, const struct vmact_resources *r)
 {
 	char *out = ud;
 
@@ -355,7 +355,7 @@ static void test_version_range_and_config(void **state)
 
 static void test_host_capacity(void **state)
 {
-	struct ag_resources r;
+	struct vmact_resources r;
 	struct vmact_err err = { 0 };
 
 	assert_int_equal(ag_host_capacity(&r, &err), 0);

@@ -47,7 +47,7 @@ struct pod {
 	unsigned idx;
 	char name[32];
 	bool has_permit;
-	struct ag_resources permit, asked;
+	struct vmact_resources permit, asked;
 };
 
 static void fail_soak(struct soak *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -95,7 +95,7 @@ static void on_answer(void *ud, const struct ag_plugin_result *res)
 {
 	struct pod *p = ud;
 	struct soak *s = p->s;
-	struct ag_resources held, current;
+	struct vmact_resources held, current;
 	struct vmact_err err = { 0 };
 
 	s->answered++;
@@ -149,16 +149,16 @@ static void send_next(struct pod *p)
 	struct ag_agent_request r;
 	struct vmact_err err = { 0 };
 	struct ag_plugin_client *pc = s->clients[p->idx % 3];
-	struct ag_resources usage;
+	struct vmact_resources usage;
 
 	memset(&r, 0, sizeof(r));
 	strcpy(r.pod_namespace, "soak");
 	strcpy(r.pod_name, p->name);
 	r.has_compute_unit = true;
-	r.compute_unit = (struct ag_resources){ CU_CPU, CU_MEM };
+	r.compute_unit = (struct vmact_resources){ CU_CPU, CU_MEM };
 	if (!p->has_permit) {
 		/* First contact: the size the VM runs at now (1 CU). */
-		r.resources = (struct ag_resources){ CU_CPU, CU_MEM };
+		r.resources = (struct vmact_resources){ CU_CPU, CU_MEM };
 	} else {
 		r.resources.milli_cpu = CU_CPU * (1 + (unsigned)rand_r(&s->seed) % 16);
 		r.resources.mem_bytes = CU_MEM * (1 + (unsigned)rand_r(&s->seed) % 16);

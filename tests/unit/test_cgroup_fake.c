@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "actuator/cgroup.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 
 static char fake_root[256];  /* "" = interposers pass through */
 static char fake_mounts[PATH_MAX];

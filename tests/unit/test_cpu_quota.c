@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "actuator/cpu-quota.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 
 #define INF ACT_CPU_QUOTA_UNLIMITED
 

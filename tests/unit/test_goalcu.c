@@ -14,11 +14,11 @@
 #include <cmocka.h>
 
 #include "actuator/desired.h"
-#include "actuator/macro.h"
+#include "base/macro.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 #define MiB (1024ULL * 1024)
-static const struct ag_resources CU = { 250, GiB };
+static const struct vmact_resources CU = { 250, GiB };
 
 /* goalcu_test.go: LAFT 1.0, MUFT 0.5, MTFT 0.9, LFC enabled. */
 static void goal_test_config(struct ag_scaling_config *c, double stable, double mixed)
@@ -262,10 +262,10 @@ static void test_desired_table(void **state)
 		bool has_sys;
 		double load1;
 		bool lfc, enable_lfc;
-		struct ag_resources using_;
+		struct vmact_resources using_;
 		bool has_denied;
-		struct ag_resources denied;
-		struct ag_resources want;
+		struct vmact_resources denied;
+		struct vmact_resources want;
 		const char *warn;
 	} cases[] = {
 		{ "BasicScaleup", true, 0.3, false, false, { 250, GiB }, false, { 0 }, { 500, 2 * GiB },
@@ -312,7 +312,7 @@ static void test_desired_table(void **state)
 		cfg.memory_total_fraction_target = 0.9;
 		cfg.enable_lfc_metrics = cases[i].enable_lfc;
 		assert_int_equal(act_desired_resources(&in, now, &d, &w, NULL), 0);
-		if (!act_res_eq(d.res, cases[i].want)) {
+		if (!vmact_res_eq(d.res, cases[i].want)) {
 			print_error("%s: %u m / %llu B, want %u m / %llu B\n", cases[i].name,
 				    d.res.milli_cpu, (unsigned long long)d.res.mem_bytes,
 				    cases[i].want.milli_cpu, (unsigned long long)cases[i].want.mem_bytes);
@@ -349,13 +349,13 @@ static void test_desired_floors_and_bounds(void **state)
 
 	ag_scaling_config_defaults(&cfg);
 	assert_int_equal(act_desired_resources(&in, ACT_SEC(12), &d, &w, NULL), 0);
-	assert_true(act_res_eq(d.res, ((struct ag_resources){ 500, 2 * GiB })));
+	assert_true(vmact_res_eq(d.res, ((struct vmact_resources){ 500, 2 * GiB })));
 	assert_true(d.requested_upscale_affected);
 	assert_true(act_desired_wait(&d, false, false, &wait));
 	assert_int_equal(wait, ACT_SEC(8));
 	/* expired */
 	assert_int_equal(act_desired_resources(&in, ACT_SEC(20), &d, &w, NULL), 0);
-	assert_true(act_res_eq(d.res, in.min));
+	assert_true(vmact_res_eq(d.res, in.min));
 	assert_false(act_desired_wait(&d, false, false, &wait));
 
 	/* 70000 CU of load: Go's uint16 multiplier wraps to 4464 CU; here
@@ -363,7 +363,7 @@ static void test_desired_floors_and_bounds(void **state)
 	sys.load1 = 70000 * 0.25 * 0.9;
 	in.requested_upscale = NULL;
 	assert_int_equal(act_desired_resources(&in, 0, &d, &w, NULL), 0);
-	assert_true(act_res_eq(d.res, in.max));
+	assert_true(vmact_res_eq(d.res, in.max));
 
 	/* unusable input is an error, not a panic */
 	in.min.milli_cpu = 4000;

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/informant.h"
 #include "agent-glue/runner.h"
 
@@ -277,7 +277,7 @@ static void test_agent_message(void **state)
 
 static void test_raw_resources(void **state)
 {
-	struct ag_resources r = { .milli_cpu = 250, .mem_bytes = 4ULL << 30 }, got;
+	struct vmact_resources r = { .milli_cpu = 250, .mem_bytes = 4ULL << 30 }, got;
 	struct vmact_err err = { 0 };
 	char id[AG_INF_ID_MAX];
 	uint64_t seq;

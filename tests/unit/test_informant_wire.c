@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/informant-client.h"
 #include "tests/net-helpers.h"
@@ -356,7 +356,7 @@ static void wait_op(struct env *t)
 }
 
 /* Asks for a down- or upscale and waits for its answer. */
-static void scale_and_wait(struct env *t, bool down, const struct ag_resources *to, int want)
+static void scale_and_wait(struct env *t, bool down, const struct vmact_resources *to, int want)
 {
 	struct vmact_err err = { 0 };
 	int ret = down ? ag_inf_agent_downscale(t->a, to, w_down, &t->w, &err)
@@ -424,8 +424,8 @@ static void assert_seqs_increasing(const json_t *state, const char *id, uint64_t
 
 static void test_lifecycle_v2(void **state)
 {
-	struct ag_resources down = { .milli_cpu = 500, .mem_bytes = 2ULL << 30 };
-	struct ag_resources up = { .milli_cpu = 2000, .mem_bytes = 4ULL << 30 };
+	struct vmact_resources down = { .milli_cpu = 500, .mem_bytes = 2ULL << 30 };
+	struct vmact_resources up = { .milli_cpu = 2000, .mem_bytes = 4ULL << 30 };
 	struct vmact_err err = { 0 };
 	char id[AG_INF_ID_MAX], idkv[64];
 	struct env t;
@@ -495,7 +495,7 @@ static void test_lifecycle_v2(void **state)
 
 static void test_lifecycle_v1_1(void **state)
 {
-	struct ag_resources down = { .milli_cpu = 250, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources down = { .milli_cpu = 250, .mem_bytes = 1ULL << 30 };
 	char idkv[64];
 	struct env t;
 	json_t *e;
@@ -549,7 +549,7 @@ static void test_v1_0_no_try_upscale(void **state)
  * ends up running, without re-registering. */
 static void test_resume_before_register_answer(void **state)
 {
-	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
 	char idkv[64];
 	struct env t;
 
@@ -603,7 +603,7 @@ static void test_version_mismatch(void **state)
  * wait a new agent ID registers and is resumed. */
 static void reregister_after(const char *path, int status, bool retry_should_fix)
 {
-	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
 	struct vmact_err err = { 0 };
 	char old[AG_INF_ID_MAX], oldkv[64], newkv[64];
 	struct env t;
@@ -667,7 +667,7 @@ static void test_reregister_after_register_500(void **state)
 
 static void test_suspension(void **state)
 {
-	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
 	struct vmact_err err = { 0 };
 	char idkv[64];
 	struct env t;
@@ -701,7 +701,7 @@ static void test_suspension(void **state)
  * informant suspended the agent: it fails with -EAGAIN instead. */
 static void test_suspend_drops_queued_request(void **state)
 {
-	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
 	struct vmact_err err = { 0 };
 	char idkv[64];
 	struct env t;
@@ -742,7 +742,7 @@ static void dup_done(void *ud, int result, const struct ag_http_response *resp,
  * unregisters. */
 static void test_two_agents(void **state)
 {
-	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
 	struct ag_inf_agent_config cfg = {
 		.listen = "127.0.0.1:0",
 		.health_interval_usec = 100000,
@@ -809,7 +809,7 @@ static void test_two_agents(void **state)
 
 static void test_resume_suspend_cycle(void **state)
 {
-	struct ag_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
+	struct vmact_resources to = { .milli_cpu = 1000, .mem_bytes = 1ULL << 30 };
 	char idkv[64];
 	struct env t;
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/monitor.h"
 
 static int decode_s(const char *s, struct ag_mon_msg *m, struct vmact_err *err)

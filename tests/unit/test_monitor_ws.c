@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/monitor-client.h"
 
 static void test_accept_rfc6455_example(void **state)

@@ -42,10 +42,10 @@ static struct ag_agent_request base_request(enum ag_plugin_version v)
 	strcpy(r.pod_namespace, "default");
 	strcpy(r.pod_name, "p");
 	r.has_compute_unit = true;
-	r.compute_unit = (struct ag_resources){ 1000, 1 * GiB };
-	r.resources = (struct ag_resources){ 2000, 2 * GiB };
+	r.compute_unit = (struct vmact_resources){ 1000, 1 * GiB };
+	r.resources = (struct vmact_resources){ 2000, 2 * GiB };
 	r.has_last_permit = true;
-	r.last_permit = (struct ag_resources){ 1000, 1 * GiB };
+	r.last_permit = (struct vmact_resources){ 1000, 1 * GiB };
 	r.has_metrics = true;
 	r.metrics = (struct ag_plugin_metrics){ 0.37f, 0.25f, 100000000.0f };
 	return r;
@@ -181,7 +181,7 @@ static void test_encode_fractional_and_nulls(void **state)
 	r = base_request(AG_PLUGIN_V5_0);
 	r.has_last_permit = false;
 	r.has_metrics = false;
-	r.resources = (struct ag_resources){ 1500, 1536ULL * 1024 * 1024 };
+	r.resources = (struct vmact_resources){ 1500, 1536ULL * 1024 * 1024 };
 	j = ag_agent_request_encode(&r, 0, &err);
 	assert_non_null(j);
 	s = dump(j);
@@ -489,9 +489,9 @@ static void test_response_decode_cases(void **state)
 
 static void test_permit_validate(void **state)
 {
-	struct ag_resources req = { 1000, 4 * GiB }, cur = { 250, GiB };
+	struct vmact_resources req = { 1000, 4 * GiB }, cur = { 250, GiB };
 	struct {
-		struct ag_resources permit;
+		struct vmact_resources permit;
 		const char *needle;
 	} t[] = {
 		{ { 0, GiB }, "vCPUs is zero" },
@@ -502,7 +502,7 @@ static void test_permit_validate(void **state)
 		{ { 250, GiB / 2 }, "mem 512Mi is below current usage 1Gi" },
 	};
 	struct vmact_err err = { 0 };
-	struct ag_resources ok = { 750, 3 * GiB };
+	struct vmact_resources ok = { 750, 3 * GiB };
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		vmact_err_reset(&err);

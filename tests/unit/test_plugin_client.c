@@ -149,8 +149,8 @@ static struct ag_plugin_client *client(struct fx *f, unsigned port,
 	return pc;
 }
 
-static struct ag_agent_request request(const char *name, struct ag_resources res,
-				       const struct ag_resources *last)
+static struct ag_agent_request request(const char *name, struct vmact_resources res,
+				       const struct vmact_resources *last)
 {
 	struct ag_agent_request r;
 
@@ -158,7 +158,7 @@ static struct ag_agent_request request(const char *name, struct ag_resources res
 	strcpy(r.pod_namespace, "default");
 	snprintf(r.pod_name, sizeof(r.pod_name), "%s", name);
 	r.has_compute_unit = true;
-	r.compute_unit = (struct ag_resources){ 1000, 4 * GiB };
+	r.compute_unit = (struct vmact_resources){ 1000, 4 * GiB };
 	r.resources = res;
 	if (last) {
 		r.has_last_permit = true;
@@ -170,7 +170,7 @@ static struct ag_agent_request request(const char *name, struct ag_resources res
 }
 
 static void run(struct fx *f, struct ag_plugin_client *pc, const struct ag_agent_request *r,
-		const struct ag_resources *current, struct outcome *o)
+		const struct vmact_resources *current, struct outcome *o)
 {
 	struct vmact_err err = { 0 };
 
@@ -188,7 +188,7 @@ static void test_arbiter_grants(void **state)
 	struct ag_plugin_client *pc;
 	struct outcome o;
 	struct ag_agent_request r;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 
 	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB }, .watermark = 1 });
 	pc = client(f, ag_arbiter_port(f->arb), 0, 0, 0);
@@ -199,7 +199,7 @@ static void test_arbiter_grants(void **state)
 	assert_int_equal(o.version, AG_PLUGIN_V5_0);
 	assert_int_equal(o.resp.permit.milli_cpu, 1000);
 	/* Upscale beyond the node: partial, in whole units. */
-	r = request("vm-a", (struct ag_resources){ 6000, 24 * GiB }, &one);
+	r = request("vm-a", (struct vmact_resources){ 6000, 24 * GiB }, &one);
 	run(f, pc, &r, &one, &o);
 	assert_int_equal(o.error, 0);
 	assert_int_equal(o.resp.permit.milli_cpu, 4000);
@@ -214,7 +214,7 @@ static void test_arbiter_expires_silent_pods(void **state)
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
 	struct outcome o;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-gone", one, NULL);
 	struct ag_arbiter_totals t;
 	uint64_t end;
@@ -245,7 +245,7 @@ static void test_every_version_against_arbiter(void **state)
 	for (int v = AG_PLUGIN_V1_0; v <= AG_PLUGIN_V5_0; v++) {
 		struct ag_plugin_client *pc = client(f, ag_arbiter_port(f->arb),
 						     (enum ag_plugin_version)v, GiB, 0);
-		struct ag_resources cur = { 1000, 2 * GiB }, want = { 2000, 3 * GiB };
+		struct vmact_resources cur = { 1000, 2 * GiB }, want = { 2000, 3 * GiB };
 		struct ag_agent_request r;
 		struct outcome o;
 		char name[16];
@@ -273,7 +273,7 @@ static void test_negotiates_down_and_remembers(void **state)
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
 	struct outcome o;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-b", one, NULL);
 
 	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB },
@@ -298,7 +298,7 @@ static void test_negotiates_up(void **state)
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
 	struct outcome o;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-c", one, NULL);
 
 	/* No slot size on the arbiter: it wants 4.0..5.0; a 3.0 client goes
@@ -317,7 +317,7 @@ static void test_negotiation_impossible(void **state)
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
 	struct outcome o;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-d", one, NULL);
 
 	/* The plugin only speaks slot versions; the client has no slot
@@ -337,7 +337,7 @@ static void test_body_limit(void **state)
 {
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("x", one, NULL);
 	struct vmact_err err = { 0 };
 	struct outcome o = { 0 };
@@ -368,7 +368,7 @@ static void test_head_peer_negotiation_and_wait(void **state)
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
 	struct outcome o;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-head", one, NULL);
 
 	start_node(f);
@@ -382,16 +382,16 @@ static void test_head_peer_negotiation_and_wait(void **state)
 	assert_int_equal(o.resp.permit.milli_cpu, 1000);
 	assert_false(o.resp.migrate);
 	/* Upscale past the peer's 4-CPU node: partial, whole units. */
-	r = request("vm-head", (struct ag_resources){ 6000, 24 * GiB }, &one);
+	r = request("vm-head", (struct vmact_resources){ 6000, 24 * GiB }, &one);
 	run(f, pc, &r, &one, &o);
 	if (o.error)
 		fail_msg("%s", o.message);
 	assert_int_equal(o.resp.permit.milli_cpu, 4000);
 	assert_int_equal(o.resp.permit.mem_bytes, 16 * GiB);
 	/* Decrease: fast path echo. */
-	r = request("vm-head", (struct ag_resources){ 2000, 8 * GiB },
-		    &(struct ag_resources){ 4000, 16 * GiB });
-	run(f, pc, &r, &(struct ag_resources){ 2000, 8 * GiB }, &o);
+	r = request("vm-head", (struct vmact_resources){ 2000, 8 * GiB },
+		    &(struct vmact_resources){ 4000, 16 * GiB });
+	run(f, pc, &r, &(struct vmact_resources){ 2000, 8 * GiB }, &o);
 	assert_int_equal(o.error, 0);
 	assert_int_equal(o.resp.permit.milli_cpu, 2000);
 	ag_plugin_client_free(pc);
@@ -417,7 +417,7 @@ static void test_head_peer_failures(void **state)
 	};
 	struct fx *f = *state;
 	struct ag_plugin_client *pc;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 
 	start_node(f);
 	/* A short timeout so "silent" ends quickly; "stuck" answers at 1 s. */
@@ -473,7 +473,7 @@ static void test_raw_garbage_peers(void **state)
 		"",
 	};
 	struct fx *f = *state;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 
 	for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
 		struct raw_peer p = { .reply = replies[i] };
@@ -499,7 +499,7 @@ static void test_raw_garbage_peers(void **state)
 static void test_refused_and_cancel(void **state)
 {
 	struct fx *f = *state;
-	struct ag_resources one = { 1000, 4 * GiB };
+	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm", one, NULL);
 	struct ag_plugin_client *pc = client(f, th_dead_port(), 0, 0, 0);
 	struct outcome o;

@@ -17,7 +17,7 @@ static void parse_milli_ok(const char *s, uint64_t want)
 	struct vmact_err err = { 0 };
 	uint64_t got = 0;
 
-	assert_int_equal(ag_quantity_parse_milli(s, &got, &err), 0);
+	assert_int_equal(vmact_quantity_parse_milli(s, &got, &err), 0);
 	assert_int_equal(got, want);
 }
 
@@ -26,7 +26,7 @@ static void parse_value_ok(const char *s, uint64_t want)
 	struct vmact_err err = { 0 };
 	uint64_t got = 0;
 
-	assert_int_equal(ag_quantity_parse_value(s, &got, &err), 0);
+	assert_int_equal(vmact_quantity_parse_value(s, &got, &err), 0);
 	assert_int_equal(got, want);
 }
 
@@ -35,7 +35,7 @@ static void parse_value_err(const char *s, int code)
 	struct vmact_err err = { 0 };
 	uint64_t got = 12345;
 
-	assert_int_equal(ag_quantity_parse_value(s, &got, &err), -code);
+	assert_int_equal(vmact_quantity_parse_value(s, &got, &err), -code);
 	assert_int_equal(got, 12345);
 	assert_int_equal(err.code, code);
 	assert_true(strlen(err.msg) > 0);
@@ -92,23 +92,23 @@ static void test_format(void **state)
 	char buf[32];
 
 	(void)state;
-	assert_int_equal(ag_quantity_format_milli(250, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_milli(250, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "250m");
-	assert_int_equal(ag_quantity_format_milli(1000, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_milli(1000, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "1");
-	assert_int_equal(ag_quantity_format_milli(0, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_milli(0, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "0");
-	assert_int_equal(ag_quantity_format_milli(1000000, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_milli(1000000, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "1k");
-	assert_int_equal(ag_quantity_format_bytes(1000, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_bytes(1000, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "1k");
-	assert_int_equal(ag_quantity_format_bytes(2000, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_bytes(2000, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "2000");
-	assert_int_equal(ag_quantity_format_bytes(3ULL << 30, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_bytes(3ULL << 30, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "3Gi");
-	assert_int_equal(ag_quantity_format_bytes(1ULL << 62, buf, sizeof(buf)), 0);
+	assert_int_equal(vmact_quantity_format_bytes(1ULL << 62, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "4Ei");
-	assert_int_equal(ag_quantity_format_bytes(1ULL << 30, buf, 3), -ENOSPC);
+	assert_int_equal(vmact_quantity_format_bytes(1ULL << 30, buf, 3), -ENOSPC);
 }
 
 static void test_json_decode(void **state)
@@ -171,7 +171,7 @@ static void test_round_trip(void **state)
 static void test_resources(void **state)
 {
 	struct vmact_err err = { 0 };
-	struct ag_resources r = { 250, 1ULL << 30 }, back;
+	struct vmact_resources r = { 250, 1ULL << 30 }, back;
 	json_t *v = ag_resources_encode(&r), *bad;
 	char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
 

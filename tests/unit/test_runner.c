@@ -40,7 +40,7 @@ static struct act_plan_limits limits(void)
 	};
 }
 
-static void plan_ok(const struct ag_resources *from, const struct ag_resources *to,
+static void plan_ok(const struct vmact_resources *from, const struct vmact_resources *to,
 		    const struct act_plan_limits *lim, const struct act_vm_layout *l,
 		    struct act_plan *p)
 {
@@ -53,7 +53,7 @@ static void plan_ok(const struct ag_resources *from, const struct ag_resources *
 /* Shrinking: the quota goes down before any vCPU is unplugged. */
 static void test_shrink_quota_first(void **state)
 {
-	struct ag_resources from = { 2000, 1024 * MiB }, to = { 1000, 512 * MiB };
+	struct vmact_resources from = { 2000, 1024 * MiB }, to = { 1000, 512 * MiB };
 	struct act_plan_limits lim = limits();
 	struct act_plan p;
 
@@ -73,7 +73,7 @@ static void test_shrink_quota_first(void **state)
 static void test_grow_quota_last(void **state)
 {
 	struct act_vm_layout l = layout;
-	struct ag_resources from = { 1000, 512 * MiB }, to = { 1500, 768 * MiB };
+	struct vmact_resources from = { 1000, 512 * MiB }, to = { 1500, 768 * MiB };
 	struct act_plan_limits lim = limits();
 	struct act_plan p;
 
@@ -92,7 +92,7 @@ static void test_grow_quota_last(void **state)
 /* A fractional change within the same vCPU count is the quota alone. */
 static void test_fraction_quota_only(void **state)
 {
-	struct ag_resources from = { 2000, 512 * MiB }, to = { 1500, 512 * MiB };
+	struct vmact_resources from = { 2000, 512 * MiB }, to = { 1500, 512 * MiB };
 	struct act_plan_limits lim = limits();
 	struct act_plan p;
 
@@ -103,7 +103,7 @@ static void test_fraction_quota_only(void **state)
 	assert_int_equal(p.steps[0].milli, 1500);
 }
 
-static void refused(const struct ag_resources *from, const struct ag_resources *to,
+static void refused(const struct vmact_resources *from, const struct vmact_resources *to,
 		    const struct act_plan_limits *lim, const char *what)
 {
 	struct vmact_err err = { 0 };
@@ -118,27 +118,27 @@ static void refused(const struct ag_resources *from, const struct ag_resources *
 /* Targets outside the bounds are never started, whatever the core says. */
 static void test_bounds_refused(void **state)
 {
-	struct ag_resources from = { 2000, 1024 * MiB }, to;
+	struct vmact_resources from = { 2000, 1024 * MiB }, to;
 	struct act_plan_limits lim = limits();
 
 	(void)state;
-	to = (struct ag_resources){ 5000, 1024 * MiB };
+	to = (struct vmact_resources){ 5000, 1024 * MiB };
 	refused(&from, &to, &lim, "max");
-	to = (struct ag_resources){ 2000, 2048 * MiB };
+	to = (struct vmact_resources){ 2000, 2048 * MiB };
 	refused(&from, &to, &lim, "max");
 	lim.permit.milli_cpu = 3000;
-	to = (struct ag_resources){ 3500, 1024 * MiB };
+	to = (struct vmact_resources){ 3500, 1024 * MiB };
 	refused(&from, &to, &lim, "permit");
 	lim = limits();
 	lim.has_permit = false;
 	refused(&from, &to, &lim, "without a permit");
 	lim = limits();
-	to = (struct ag_resources){ 500, 1024 * MiB };
+	to = (struct vmact_resources){ 500, 1024 * MiB };
 	refused(&from, &to, &lim, "min");
-	to = (struct ag_resources){ 2000, 256 * MiB };
+	to = (struct vmact_resources){ 2000, 256 * MiB };
 	refused(&from, &to, &lim, "min");
 	lim.has_approved = false;
-	to = (struct ag_resources){ 1000, 1024 * MiB };
+	to = (struct vmact_resources){ 1000, 1024 * MiB };
 	refused(&from, &to, &lim, "approval");
 	lim = limits();
 	lim.approved.milli_cpu = 1500;
@@ -150,7 +150,7 @@ static void test_bounds_refused(void **state)
 static void test_rounding(void **state)
 {
 	struct act_vm_layout l = layout;
-	struct ag_resources from = { 1000, 512 * MiB }, to = { 5000, 513 * MiB };
+	struct vmact_resources from = { 1000, 512 * MiB }, to = { 5000, 513 * MiB };
 	struct act_plan_limits lim = limits();
 	struct act_plan p;
 
@@ -160,15 +160,15 @@ static void test_rounding(void **state)
 	assert_int_equal(p.target.milli_cpu, 4000); /* 4 vCPUs at most */
 	assert_int_equal(p.target.mem_bytes, 512 * MiB); /* below one block: nothing */
 
-	from = (struct ag_resources){ 2000, 1024 * MiB };
-	to = (struct ag_resources){ 2000, 601 * MiB };
+	from = (struct vmact_resources){ 2000, 1024 * MiB };
+	to = (struct vmact_resources){ 2000, 601 * MiB };
 	plan_ok(&from, &to, &lim, &l, &p);
 	assert_int_equal(p.target.mem_bytes, 602 * MiB);
 	assert_int_equal(p.n, 1);
 
 	/* The device cannot give more than its size. */
-	from = (struct ag_resources){ 2000, 512 * MiB };
-	to = (struct ag_resources){ 2000, 1536 * MiB };
+	from = (struct vmact_resources){ 2000, 512 * MiB };
+	to = (struct vmact_resources){ 2000, 1536 * MiB };
 	l.vmem_size_bytes = 256 * MiB;
 	plan_ok(&from, &to, &lim, &l, &p);
 	assert_int_equal(p.target.mem_bytes, 768 * MiB);
@@ -185,7 +185,7 @@ static void test_rounding(void **state)
 	l.method = HP_METHOD_DIMM;
 	l.dimm_bytes = 256 * MiB;
 	l.dimm_slots = 2;
-	to = (struct ag_resources){ 2000, 1500 * MiB };
+	to = (struct vmact_resources){ 2000, 1500 * MiB };
 	plan_ok(&from, &to, &lim, &l, &p);
 	assert_int_equal(p.target.mem_bytes, 1024 * MiB);
 }
@@ -195,7 +195,7 @@ static void test_rounding(void **state)
 static void test_vcpus_locked(void **state)
 {
 	struct act_vm_layout l = layout;
-	struct ag_resources from = { 1000, 512 * MiB }, to = { 2000, 512 * MiB };
+	struct vmact_resources from = { 1000, 512 * MiB }, to = { 2000, 512 * MiB };
 	struct act_plan_limits lim = limits();
 	struct act_plan p;
 
@@ -231,25 +231,25 @@ static void test_property(void **state)
 	for (int i = 0; i < 20000; i++) {
 		struct act_plan_limits lim;
 		struct act_vm_layout l = layout;
-		struct ag_resources from, to;
+		struct vmact_resources from, to;
 		struct vmact_err err = { 0 };
 		struct act_plan p;
 		int r;
 
-		lim.min = (struct ag_resources){ 250u * (1 + rand_r(&seed) % 4),
+		lim.min = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 4),
 						 512 * MiB + (uint64_t)(rand_r(&seed) % 4) * 256 * MiB };
-		lim.max = (struct ag_resources){ lim.min.milli_cpu + 250u * (rand_r(&seed) % 16),
+		lim.max = (struct vmact_resources){ lim.min.milli_cpu + 250u * (rand_r(&seed) % 16),
 						 lim.min.mem_bytes +
 							 (uint64_t)(rand_r(&seed) % 5) * 256 * MiB };
 		lim.has_permit = rand_r(&seed) % 4 != 0;
-		lim.permit = (struct ag_resources){ 250u * (1 + rand_r(&seed) % 20),
+		lim.permit = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
 						    (uint64_t)(1 + rand_r(&seed) % 8) * 256 * MiB };
 		lim.has_approved = rand_r(&seed) % 4 != 0;
-		lim.approved = (struct ag_resources){ 250u * (1 + rand_r(&seed) % 20),
+		lim.approved = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
 						      (uint64_t)(1 + rand_r(&seed) % 8) * 256 * MiB };
-		from = (struct ag_resources){ 250u * (1 + rand_r(&seed) % 20),
+		from = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
 					      512 * MiB + (uint64_t)(rand_r(&seed) % 5) * 256 * MiB };
-		to = (struct ag_resources){ 250u * (1 + rand_r(&seed) % 20),
+		to = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
 					    (uint64_t)(1 + rand_r(&seed) % 8) * 255 * MiB };
 		l.vcpus_now = (from.milli_cpu + 999) / 1000;
 		l.vmem_block_bytes = (uint64_t)(1 + rand_r(&seed) % 4) * MiB;
@@ -325,7 +325,7 @@ static void test_result_feedback(void **state)
 {
 	struct ag_scaling_config sc;
 	struct act_timing t;
-	struct ag_resources cu = { 500, 256 * MiB }, use = { 1000, 512 * MiB },
+	struct vmact_resources cu = { 500, 256 * MiB }, use = { 1000, 512 * MiB },
 			    min = { 1000, 512 * MiB }, max = { 2000, 1024 * MiB },
 			    permit = { 2000, 1024 * MiB }, part = { 1500, 512 * MiB };
 	struct vmact_err err = { 0 };
@@ -365,7 +365,7 @@ static void test_memory_absent(void **state)
 {
 	struct ag_scaling_config sc;
 	struct act_timing t;
-	struct ag_resources cu = { 500, 256 * MiB }, use = { 2000, 1024 * MiB },
+	struct vmact_resources cu = { 500, 256 * MiB }, use = { 2000, 1024 * MiB },
 			    min = { 500, 256 * MiB }, max = { 4000, 2048 * MiB };
 	struct act_system_metrics idle = { .load1 = 0, .load5 = 0, .memory_absent = true };
 	struct act_system_metrics busy = { .load1 = 3, .load5 = 3, .memory_absent = true };

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/scaling.h"
 
 #define GiB (1024ULL * 1024 * 1024)
@@ -284,7 +284,7 @@ static void test_vm_info_roundtrip(void **state)
 	struct ag_vm_info vm;
 	struct vmact_err err = { 0 };
 	bool oob = true;
-	struct ag_resources r;
+	struct vmact_resources r;
 
 	assert_int_equal(ag_vm_info_decode(v, &vm, &err), 0);
 	assert_string_equal(vm.name, "compute-abc");

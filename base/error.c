@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "actuator/error.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <stdio.h>

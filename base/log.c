@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "actuator/log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,14 +10,14 @@ static const char *log_ident = "vmact";
 static int log_max = LOG_INFO;
 static bool log_journal;
 
-void act_log_init(const char *ident, int max_priority)
+void vmact_log_init(const char *ident, int max_priority)
 {
 	log_ident = ident;
 	log_max = max_priority;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 }
 
-void act_log(int priority, const char *fmt, ...)
+void vmact_log(int priority, const char *fmt, ...)
 {
 	static const char *const tags[] = {
 		[LOG_EMERG] = "emergency: ", [LOG_ALERT] = "alert: ", [LOG_CRIT] = "critical: ",

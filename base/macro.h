@@ -3,7 +3,9 @@
  * style of systemd and crun, so every resource is released on every path. */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -49,3 +51,9 @@ static inline void closep(int *fd)
 		if (*p)                         \
 			fn(*p);                 \
 	}
+
+/* The stdio and dirent handles every layer uses. */
+DEFINE_PTR_CLEANUP(vmact_fclosep, FILE, fclose)
+#define _cleanup_fclose_ _cleanup_(vmact_fclosep)
+DEFINE_PTR_CLEANUP(vmact_closedirp, DIR, closedir)
+#define _cleanup_closedir_ _cleanup_(vmact_closedirp)
