@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -16,13 +17,28 @@
 #include "agent-glue/bodybuf.h"
 #include "base/time.h"
 
-/* One per connection: the whole-request deadline lives here because MHD's
- * own timeout only measures inactivity, which a slow trickle resets. */
+/* Client identity for the per-client limit: the source address (an IPv4
+ * address mapped into IPv6 counts as that IPv4 address), or on a unix
+ * socket the peer's uid. Fixed-size and zero-filled, so memcmp() compares. */
+struct client_key {
+	uint32_t family;
+	uint8_t id[16];
+};
+
+/* One per connection. The whole-request deadline lives here because MHD's
+ * own timeout only measures inactivity, which a slow trickle resets; the
+ * lists give the eviction order. */
 struct conn_track {
 	struct conn_track *prev, *next;
+	struct client_key client;
 	int fd;
-	uint64_t started;
+	uint64_t started; /* when its current request started */
 	bool cut;
+};
+
+struct conn_list {
+	struct conn_track *head, *tail;
+	unsigned n;
 };
 
 /* One per request: the body being accumulated. */
@@ -32,21 +48,64 @@ struct req_state {
 	bool replied;
 };
 
+/* Evicted connections stay open until MHD next looks at them; MHD's own
+ * limit is ours plus this many, and reaching it forces an MHD pass before
+ * the next connection is handed over, so MHD never refuses one itself. */
+#define CUT_SLACK 64u
+/* Connections accepted per wakeup of the listen socket. */
+#define ACCEPT_BATCH_MAX 64u
+/* Pause of the listen socket after accept() ran out of descriptors or
+ * memory (level-triggered, it would otherwise spin). */
+#define ACCEPT_PAUSE_USEC 100000u
+
 struct ag_http_server {
 	sd_event *ev;
 	struct MHD_Daemon *mhd;
-	sd_event_source *io, *timer, *sweep;
+	sd_event_source *io, *timer, *sweep, *listen_io, *resume;
 	ag_http_handler_fn *handler;
 	void *userdata;
 	size_t max_body;
 	unsigned too_large_status;
 	char *too_large_body;
 	uint64_t request_timeout;
+	unsigned conn_limit, per_client_limit, accept_batch;
 	unsigned port;
-	unsigned nconns;
-	struct conn_track *conns;
+	int listen_fd;
+	/* Open connections in the order their current request started, oldest
+	 * first: eviction takes from the front, the sweep cuts from the front. */
+	struct conn_list live;
+	/* Shut down by us, not yet released by MHD; counted out of the limits. */
+	struct conn_list cut;
+	/* The track for the connection MHD_add_connection() is adding. */
+	struct conn_track *adding;
 	char *unix_path;
 };
+
+static void list_append(struct conn_list *l, struct conn_track *t)
+{
+	t->next = NULL;
+	t->prev = l->tail;
+	if (l->tail)
+		l->tail->next = t;
+	else
+		l->head = t;
+	l->tail = t;
+	l->n++;
+}
+
+static void list_remove(struct conn_list *l, struct conn_track *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		l->head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	else
+		l->tail = t->prev;
+	t->prev = t->next = NULL;
+	l->n--;
+}
 
 int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
 		       const char *content_type, const char *text)
@@ -174,6 +233,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct ag_http_server *s = cls;
 	struct req_state *rs = *con_cls;
 	const union MHD_ConnectionInfo *ci;
 
@@ -182,16 +242,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		free(rs);
 		*con_cls = NULL;
 	}
-	/* A keep-alive connection starts its next request now. */
+	/* A keep-alive connection starts its next request now: it becomes the
+	 * newest, last in line for eviction and for the deadline. */
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	if (ci && ci->socket_context) {
 		struct conn_track *t = ci->socket_context;
 
-		t->started = vmact_loop_now_usec(((struct ag_http_server *)cls)->ev);
+		if (t->cut)
+			return;
+		t->started = vmact_loop_now_usec(s->ev);
+		list_remove(&s->live, t);
+		list_append(&s->live, t);
 	}
 }
-
-static int sweep_arm(struct ag_http_server *s);
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
@@ -200,35 +263,23 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	struct conn_track *t = *socket_context;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci;
-
-		t = calloc(1, sizeof(*t));
+		/* Only add_connection() hands MHD connections, with their track
+		 * ready: every connection MHD holds is counted. */
+		t = s->adding;
+		s->adding = NULL;
 		if (!t)
-			return; /* untracked: still bounded by the idle timeout */
-		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		t->fd = ci ? ci->connect_fd : -1;
+			return;
 		t->started = vmact_loop_now_usec(s->ev);
-		t->next = s->conns;
-		if (s->conns)
-			s->conns->prev = t;
-		s->conns = t;
+		list_append(&s->live, t);
 		*socket_context = t;
-		s->nconns++;
-		sweep_arm(s);
 		return;
 	}
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!t)
 			return;
-		if (t->prev)
-			t->prev->next = t->next;
-		else
-			s->conns = t->next;
-		if (t->next)
-			t->next->prev = t->prev;
+		list_remove(t->cut ? &s->cut : &s->live, t);
 		free(t);
 		*socket_context = NULL;
-		s->nconns--;
 	}
 }
 
@@ -244,54 +295,197 @@ static void rearm(struct ag_http_server *s)
 	}
 }
 
-static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+static int sweep_arm(struct ag_http_server *s)
 {
-	struct ag_http_server *s = userdata;
+	/* The live list is in request start order: its head expires first. */
+	if (!s->live.head)
+		return sd_event_source_set_enabled(s->sweep, SD_EVENT_OFF);
+	sd_event_source_set_time(s->sweep, s->live.head->started + s->request_timeout);
+	return sd_event_source_set_enabled(s->sweep, SD_EVENT_ONESHOT);
+}
 
+/* Runs MHD (reads, answers, releases closed connections) and re-arms the
+ * timers from the new state. */
+static void run(struct ag_http_server *s)
+{
 	MHD_run(s->mhd);
 	rearm(s);
+	sweep_arm(s);
+}
+
+static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	run(userdata);
 	return 0;
 }
 
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
-	struct ag_http_server *s = userdata;
-
-	MHD_run(s->mhd);
-	rearm(s);
+	run(userdata);
 	return 0;
 }
 
-/* Shuts down connections past their request deadline; MHD sees the
- * socket fail on its next pass and releases the connection. */
+/* Shuts a connection down and counts it out at once; MHD sees the socket
+ * fail on its next pass and releases it (and its descriptor) then. */
+static void conn_cut(struct ag_http_server *s, struct conn_track *t)
+{
+	list_remove(&s->live, t);
+	shutdown(t->fd, SHUT_RDWR);
+	t->cut = true;
+	list_append(&s->cut, t);
+}
+
+/* Cuts connections past their request deadline. */
 static int on_sweep(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct ag_http_server *s = userdata;
 	uint64_t now = vmact_loop_now_usec(s->ev);
 
-	for (struct conn_track *t = s->conns; t; t = t->next) {
-		if (!t->cut && t->fd >= 0 && now - t->started >= s->request_timeout) {
-			shutdown(t->fd, SHUT_RDWR);
-			t->cut = true;
-		}
-	}
-	MHD_run(s->mhd);
-	rearm(s);
-	sweep_arm(s);
+	while (s->live.head && s->live.head->started + s->request_timeout <= now)
+		conn_cut(s, s->live.head);
+	run(s);
 	return 0;
 }
 
-static int sweep_arm(struct ag_http_server *s)
+static void client_key_of(int fd, const struct sockaddr_storage *ss, struct client_key *k)
 {
-	uint64_t next = UINT64_MAX;
+	memset(k, 0, sizeof(*k));
+	k->family = ss->ss_family;
+	if (ss->ss_family == AF_INET) {
+		memcpy(k->id, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
 
-	for (struct conn_track *t = s->conns; t; t = t->next)
-		if (!t->cut && t->started + s->request_timeout < next)
-			next = t->started + s->request_timeout;
-	if (next == UINT64_MAX)
-		return sd_event_source_set_enabled(s->sweep, SD_EVENT_OFF);
-	sd_event_source_set_time(s->sweep, next);
-	return sd_event_source_set_enabled(s->sweep, SD_EVENT_ONESHOT);
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			k->family = AF_INET;
+			memcpy(k->id, &a->s6_addr[12], 4);
+		} else {
+			memcpy(k->id, a, 16);
+		}
+	} else if (ss->ss_family == AF_UNIX) {
+		struct ucred uc;
+		socklen_t len = sizeof(uc);
+
+		/* Peers whose uid cannot be read share one (unknown) key. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0)
+			memcpy(k->id, &uc.uid, sizeof(uc.uid));
+		else
+			memset(k->id, 0xff, sizeof(k->id));
+	}
+}
+
+/* Room for one more connection from client k. A well-formed request is
+ * always the newest one, so the oldest goes: the client's own oldest when it
+ * is at its share, else the server's oldest when the server is full. */
+static void make_room(struct ag_http_server *s, const struct client_key *k)
+{
+	struct conn_track *oldest = NULL;
+	unsigned mine = 0;
+
+	for (struct conn_track *t = s->live.head; t; t = t->next) {
+		if (memcmp(&t->client, k, sizeof(*k)) != 0)
+			continue;
+		if (!oldest)
+			oldest = t;
+		mine++;
+	}
+	if (oldest && mine >= s->per_client_limit)
+		conn_cut(s, oldest);
+	while (s->live.head && s->live.n >= s->conn_limit)
+		conn_cut(s, s->live.head);
+}
+
+/* Hands an accepted socket to MHD (which owns it from then on). */
+static void add_connection(struct ag_http_server *s, int fd, struct sockaddr_storage *ss,
+			   socklen_t len)
+{
+	struct conn_track *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		close(fd);
+		return;
+	}
+	t->fd = fd;
+	client_key_of(fd, ss, &t->client);
+	make_room(s, &t->client);
+	if (s->cut.n >= CUT_SLACK) {
+		MHD_run(s->mhd);
+		/* Not expected: a cut socket reads as failed on the next pass. */
+		if (s->cut.n >= CUT_SLACK) {
+			free(t);
+			close(fd);
+			return;
+		}
+	}
+	if (len < sizeof(sa_family_t))
+		len = sizeof(sa_family_t); /* MHD copies the address; never 0 bytes */
+	s->adding = t;
+	MHD_add_connection(s->mhd, fd, (struct sockaddr *)ss, len);
+	/* Still ours when MHD refused before announcing the connection (it has
+	 * closed the socket); once announced, its CLOSED notice frees it. */
+	if (s->adding == t) {
+		s->adding = NULL;
+		free(t);
+	}
+}
+
+static void listen_pause(struct ag_http_server *s)
+{
+	/* The resume timer is armed first: the listen socket is only ever
+	 * switched off with a timer pending that switches it back on. */
+	if (sd_event_source_set_time(s->resume, vmact_loop_now_usec(s->ev) + ACCEPT_PAUSE_USEC) < 0 ||
+	    sd_event_source_set_enabled(s->resume, SD_EVENT_ONESHOT) < 0)
+		return;
+	sd_event_source_set_enabled(s->listen_io, SD_EVENT_OFF);
+}
+
+static int on_resume(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct ag_http_server *s = userdata;
+
+	return sd_event_source_set_enabled(s->listen_io, SD_EVENT_ON);
+}
+
+/* The listen socket is ours, not MHD's: MHD stops watching its listen
+ * socket at its connection limit and resumes only when run again, which
+ * nothing triggers once every connection is gone. Ours stays watched
+ * (level-triggered) and every connection waiting is accepted, evicting the
+ * oldest when full, so the backlog never fills with requests nobody reads. */
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct ag_http_server *s = userdata;
+
+	for (unsigned i = 0; i < s->accept_batch; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int cfd;
+
+		memset(&ss, 0, sizeof(ss));
+		cfd = accept4(s->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd >= 0) {
+			add_connection(s, cfd, &ss, len);
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		/* accept(2): errors pending on the new connection are reported
+		 * here; that connection is gone, the next one may be fine. */
+		if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == EPERM ||
+		    errno == ENETDOWN || errno == ENOPROTOOPT || errno == EHOSTDOWN ||
+		    errno == ENONET || errno == EHOSTUNREACH || errno == EOPNOTSUPP ||
+		    errno == ENETUNREACH)
+			continue;
+		/* Out of descriptors or memory (or worse): give the newest
+		 * connection the oldest one's descriptor, and wait a little. */
+		if (s->live.head)
+			conn_cut(s, s->live.head);
+		listen_pause(s);
+		break;
+	}
+	/* Requests that came complete with their connection are answered now,
+	 * before more connections can push them out. */
+	run(s);
+	return 0;
 }
 
 int ag_http_parse_listen(const char *spec, struct sockaddr_storage *ss, unsigned *len,
@@ -401,7 +595,7 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 {
 	struct ag_http_server *s;
 	const union MHD_DaemonInfo *di;
-	int lfd, r;
+	int r;
 
 	if (!ev || !cfg || !cfg->listen || !handler || !out)
 		return vmact_err_set(err, EINVAL, "http server: loop, listen address and handler required");
@@ -409,33 +603,51 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	if (!s)
 		return vmact_err_set(err, ENOMEM, "http server: out of memory");
 	s->ev = sd_event_ref(ev);
+	s->listen_fd = -1;
 	s->handler = handler;
 	s->userdata = userdata;
 	s->max_body = cfg->max_body ? cfg->max_body : 64 * 1024;
 	s->too_large_status = cfg->too_large_status ? cfg->too_large_status : 413;
 	s->too_large_body = strdup(cfg->too_large_body ? cfg->too_large_body : "request body too large");
 	s->request_timeout = cfg->request_timeout_usec ? cfg->request_timeout_usec : 10000000;
+	s->conn_limit = cfg->conn_limit ? cfg->conn_limit : 256;
+	s->per_client_limit = cfg->per_client_limit ? cfg->per_client_limit : s->conn_limit / 2;
+	if (s->per_client_limit < 1)
+		s->per_client_limit = 1;
+	if (s->per_client_limit > s->conn_limit)
+		s->per_client_limit = s->conn_limit;
+	/* At most half a client's share per wakeup, and MHD runs after each
+	 * batch: a client's newest connection cannot be evicted by its own
+	 * (or anyone's) later ones before MHD has read the request on it. */
+	s->accept_batch = s->per_client_limit / 2;
+	if (s->accept_batch < 1)
+		s->accept_batch = 1;
+	if (s->accept_batch > ACCEPT_BATCH_MAX)
+		s->accept_batch = ACCEPT_BATCH_MAX;
 	if (!s->too_large_body) {
 		r = vmact_err_set(err, ENOMEM, "http server: out of memory");
 		goto fail;
 	}
-
-	lfd = open_listener(s, cfg->listen, err);
-	if (lfd < 0) {
-		r = lfd;
+	if (s->conn_limit > UINT_MAX - CUT_SLACK) {
+		r = vmact_err_set(err, EINVAL, "http server: connection limit %u too large",
+				  s->conn_limit);
 		goto fail;
 	}
+
+	r = open_listener(s, cfg->listen, err);
+	if (r < 0)
+		goto fail;
+	s->listen_fd = r;
 	s->mhd = MHD_start_daemon(
-		MHD_USE_EPOLL, 0, NULL, NULL, on_access, s,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->conn_limit ? cfg->conn_limit : 256),
+		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_access, s,
+		/* Ours decides; MHD's must never refuse (see CUT_SLACK). */
+		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + CUT_SLACK,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)(cfg->idle_timeout_sec ? cfg->idle_timeout_sec : 10),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		MHD_OPTION_END);
 	if (!s->mhd) {
-		close(lfd);
 		r = vmact_err_set(err, EIO, "http server %s: libmicrohttpd failed to start", cfg->listen);
 		goto fail;
 	}
@@ -446,14 +658,19 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	}
 	r = sd_event_add_io(ev, &s->io, di->epoll_fd, EPOLLIN, on_io, s);
 	if (r >= 0)
+		r = sd_event_add_io(ev, &s->listen_io, s->listen_fd, EPOLLIN, on_listen, s);
+	if (r >= 0)
 		r = sd_event_add_time(ev, &s->timer, CLOCK_MONOTONIC, 0, 0, on_timer, s);
 	if (r >= 0)
 		r = sd_event_add_time(ev, &s->sweep, CLOCK_MONOTONIC, 0, 0, on_sweep, s);
+	if (r >= 0)
+		r = sd_event_add_time(ev, &s->resume, CLOCK_MONOTONIC, 0, 0, on_resume, s);
 	if (r < 0) {
 		vmact_err_set(err, -r, "http server: adding event sources: %s", strerror(-r));
 		goto fail;
 	}
 	sd_event_source_set_enabled(s->sweep, SD_EVENT_OFF);
+	sd_event_source_set_enabled(s->resume, SD_EVENT_OFF);
 	rearm(s);
 	*out = s;
 	return 0;
@@ -466,11 +683,16 @@ void ag_http_server_free(struct ag_http_server *s)
 {
 	if (!s)
 		return;
+	/* Closes every connection; their CLOSED notices free the tracks. */
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
 	sd_event_source_disable_unref(s->io);
+	sd_event_source_disable_unref(s->listen_io);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->sweep);
+	sd_event_source_disable_unref(s->resume);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
 	if (s->unix_path) {
 		unlink(s->unix_path);
 		free(s->unix_path);
@@ -487,5 +709,5 @@ unsigned ag_http_server_port(const struct ag_http_server *s)
 
 unsigned ag_http_server_connections(const struct ag_http_server *s)
 {
-	return s ? s->nconns : 0;
+	return s ? s->live.n + s->cut.n : 0;
 }

@@ -6,8 +6,15 @@
  *
  * Defences, all configurable: request body limit (oversized bodies are
  * answered with a configured status/body, the server keeps serving),
- * connection limit, idle timeout, and a whole-request deadline that closes
- * connections which trickle headers or bodies (slowloris). */
+ * connection limits, idle timeout, and a whole-request deadline that closes
+ * connections which trickle headers or bodies (slowloris).
+ *
+ * The server accepts every connection that arrives. At a limit it closes the
+ * connection whose current request started earliest, never the new one: a
+ * client over its share loses its own oldest, else (server full) the
+ * server's oldest goes. A well-formed request is always the newest and is
+ * read in the pass that accepts it, so connections holding partial requests
+ * cannot crowd it out, and the server serves again as soon as they stop. */
 #pragma once
 
 #include <stddef.h>
@@ -26,6 +33,12 @@ struct ag_http_server_config {
 	unsigned too_large_status;     /* reply to an oversized body; 0 = 413 */
 	const char *too_large_body;    /* text/plain; NULL = "request body too large" */
 	unsigned conn_limit;           /* 0 = 256 */
+	/* Connections one client may hold, a client being a source address
+	 * (IPv4, or IPv6 /128) or, on a unix socket, a peer uid.
+	 * 0 = conn_limit / 2 (at least 1); capped at conn_limit. Fairness
+	 * between clients; against one client the eviction order is what
+	 * protects (a local user has all of 127/8 to connect from). */
+	unsigned per_client_limit;
 	unsigned idle_timeout_sec;     /* 0 = 10 */
 	uint64_t request_timeout_usec; /* whole request incl. headers; 0 = 10 s */
 };
@@ -61,7 +74,8 @@ void ag_http_server_free(struct ag_http_server *s);
 
 /* TCP port actually bound (useful with port 0); 0 for unix sockets. */
 unsigned ag_http_server_port(const struct ag_http_server *s);
-/* Connections currently open (for tests). */
+/* Connections currently open, counting those closed by a limit or the
+ * deadline that libmicrohttpd has not yet released (for tests). */
 unsigned ag_http_server_connections(const struct ag_http_server *s);
 
 /* Parses "ADDR:PORT" / "[V6]:PORT" into a sockaddr (numeric only). */
