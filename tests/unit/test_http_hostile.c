@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <sys/un.h>
 
-#include "actuator/macro.h"
+#include "base/macro.h"
 #include "agent-glue/arbiter.h"
 #include "agent-glue/http-server.h"
 #include "tests/net-helpers.h"
