@@ -5,18 +5,20 @@
  * actions it asks for through the components:
  *
  *   plugin request      -> agent-glue/plugin-client (arbiter or plugin.url)
+ *                          (runner-plugin.c)
  *   hotplug             -> actuator/cgroup (CPU quota) + hotplug/ (vCPUs,
  *                          virtio-mem or DIMMs), one step at a time
- *   monitor up/down     -> agent-glue/monitor-client, or for guests with a
- *                          legacy VM informant agent-glue/informant-client
- *                          (approval and notification the same way; a
- *                          suspended agent does not resize at all)
+ *                          (runner-hotplug.c, planned by plan.h)
+ *   monitor up/down     -> the VM's approver (approver.h): the vm-monitor,
+ *                          or for guests with a legacy VM informant the
+ *                          informant (approval and notification the same
+ *                          way; a suspended agent does not resize at all)
  *   metrics             -> bpf/sampler (load) + libvirt memory statistics
+ *                          (runner-metrics.c)
  *
  * Everything runs on the daemon's sd-event loop; nothing blocks except
- * short local libvirt RPCs and cgroup file writes.
- *
- * The pure planning of a hotplug is actuator/plan.h. */
+ * short local libvirt RPCs and cgroup file writes. The decision loop and
+ * lifecycle are runner.c. */
 #pragma once
 
 #include <stdbool.h>
@@ -40,28 +42,10 @@ struct smp_sampler;
 int act_meta_scaling_config(const struct ag_scaling_config *defaults, const struct hp_meta *meta,
 			    struct ag_scaling_config *out, struct vmact_err *err);
 
-/* ---- legacy informant gating (pure) ---------------------------------- */
-
-/* What an informant agent in mode `mode` (enum ag_inf_mode) lets the
- * runner do. Running: everything, downscales with the informant's
- * approval. Suspended (another agent is current, §3.4): nothing at all
- * until /resume. No server or unconfirmed (unreachable, unregistered):
- * grow only, like a VM without a vm-monitor. */
-struct act_inf_gate {
-	bool may_resize;   /* start hotplugs */
-	bool approves;     /* the core's monitor is active (downscales possible) */
-};
-struct act_inf_gate act_inf_gate_for(int mode);
-
-/* Registration retry wait after `failures` consecutive server exits
- * without reaching running: 5 s (the Neon agent's retryServer wait)
- * doubling up to 80 s. */
-uint64_t act_inf_retry_usec(unsigned failures);
-
 /* ---- the executor ---------------------------------------------------- */
 
 struct act_runner;
-struct act_inf_link;
+struct act_inf_approver;
 
 /* Shared by every runner; owned by the registry. */
 struct act_runner_env {
@@ -79,14 +63,10 @@ struct act_runner_env {
 	/* Informant agents of freed runners, still sending DELETE /unregister
 	 * (bounded by the client's register timeout); drained(drained_ud)
 	 * runs once the list becomes empty. */
-	struct act_inf_link *inf_draining;
+	struct act_inf_approver *inf_draining;
 	void (*inf_drained)(void *ud);
 	void *inf_drained_ud;
 };
-
-/* Frees the informant agents still unregistering, at once (no more
- * callbacks). For the registry's teardown. */
-void act_runner_env_drain_free(struct act_runner_env *env);
 
 /* Starts managing a running VM: finds its QEMU process and cgroup,
  * registers it with the sampler, writes the CPU quota of its current size,

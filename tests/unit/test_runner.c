@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "actuator/runner.h"
+#include "actuator/approver.h"
 #include "agent-glue/informant-client.h"
 
 #define MiB (1024ULL * 1024ULL)
