@@ -9,6 +9,7 @@
 
 #include "actuator/approver.h"
 #include "agent-glue/monitor-client.h"
+#include "base/endpoint.h"
 #include "base/log.h"
 
 struct mon_approver {
@@ -155,43 +156,6 @@ static void on_log(struct ag_mon_client *c, int prio, const char *msg, void *ud)
 	vmact_log(prio, "%s: vm-monitor: %s", m->name, msg);
 }
 
-/* ws://HOST[:PORT][/PATH], http://... likewise, unix:PATH. */
-static int client_config(const char *ep, struct ag_mon_client_config *mc, char *host,
-			 size_t host_len, char *path, size_t path_len, struct vmact_err *err)
-{
-	const char *p, *slash, *colon;
-
-	if (strncmp(ep, "unix:", 5) == 0) {
-		mc->unix_path = ep + 5;
-		return 0;
-	}
-	if (strncmp(ep, "ws://", 5) && strncmp(ep, "http://", 7))
-		return vmact_err_set(err, EOPNOTSUPP,
-				     "<vmact:monitor> endpoint '%s': only ws://, http:// and unix: "
-				     "are supported (no TLS)", ep);
-	p = strstr(ep, "://") + 3;
-	slash = strchr(p, '/');
-	if (!slash)
-		slash = p + strlen(p);
-	colon = memchr(p, ':', (size_t)(slash - p));
-	if ((size_t)((colon ? colon : slash) - p) >= host_len || (colon ? colon : slash) == p)
-		return vmact_err_set(err, EINVAL, "<vmact:monitor> endpoint '%s': bad host", ep);
-	memcpy(host, p, (size_t)((colon ? colon : slash) - p));
-	if (colon) {
-		char *end;
-		unsigned long port = strtoul(colon + 1, &end, 10);
-
-		if (end != slash || port == 0 || port > 65535)
-			return vmact_err_set(err, EINVAL, "<vmact:monitor> endpoint '%s': bad port",
-					     ep);
-		mc->port = (uint16_t)port;
-	}
-	snprintf(path, path_len, "%s", *slash ? slash : "/monitor");
-	mc->host = host;
-	mc->path = path;
-	return 0;
-}
-
 int act_approver_monitor_new(sd_event *event, const char *name, const char *endpoint,
 			     const struct act_approver_events *events, void *userdata,
 			     struct act_approver **out, struct vmact_err *err)
@@ -203,13 +167,20 @@ int act_approver_monitor_new(sd_event *event, const char *name, const char *endp
 		.log = on_log,
 	};
 	struct ag_mon_client_config mc = { 0 };
-	char host[256] = "", path[256] = "";
+	struct vmact_endpoint ep;
 	struct mon_approver *m;
 	int ret;
 
-	ret = client_config(endpoint, &mc, host, sizeof(host), path, sizeof(path), err);
+	ret = vmact_endpoint_parse(endpoint, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep, err);
 	if (ret < 0)
-		return ret;
+		return vmact_err_prefix(err, "<vmact:monitor> endpoint");
+	if (ep.kind == VMACT_EP_UNIX) {
+		mc.unix_path = ep.path;
+	} else {
+		mc.host = ep.host;
+		mc.port = ep.port;
+		mc.path = ep.path[0] ? ep.path : "/monitor";
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m || !(m->name = strdup(name))) {
 		free(m);
