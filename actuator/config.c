@@ -269,8 +269,12 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 	r = apply_section(top_keys, doc, "", cfg, err);
 	if (r < 0)
 		return r;
-	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE && strncmp(cfg->plugin_url, "http://", 7) != 0)
-		return vmact_err_set(err, EINVAL, "plugin.url: must start with http://");
+	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE) {
+		struct vmact_endpoint ep;
+
+		if (vmact_endpoint_parse(cfg->plugin_url, VMACT_EP_HTTP, &ep, err) < 0)
+			return vmact_err_prefix(err, "plugin.url");
+	}
 	{
 		enum ag_plugin_version v;
 
