@@ -550,15 +550,6 @@ int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact
 	return 0;
 }
 
-int act_hotplug_done(struct act_state *s, act_time_t now, struct vmact_err *err)
-{
-	if (!s->hotplug.ongoing)
-		return vmact_err_set(err, EINVAL, "hotplug done without an ongoing hotplug");
-	s->using_ = s->hotplug.ongoing_target;
-	s->hotplug.ongoing = false;
-	return 0;
-}
-
 int act_hotplug_finished(struct act_state *s, act_time_t now, const struct vmact_resources *achieved,
 			 bool failed, struct vmact_err *err)
 {

@@ -153,7 +153,6 @@ int act_plugin_response(struct act_state *s, act_time_t now, const struct vmact_
 /* Hotplug (the local counterpart of the NeonVM patch). */
 int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,
 			 struct vmact_err *err);
-int act_hotplug_done(struct act_state *s, act_time_t now, struct vmact_err *err);
 void act_hotplug_failed(struct act_state *s, act_time_t now);
 /* The local hotplug ended, fully or partly: using := what the VM has now,
  * re-read after the operation (vmactd's executor), which may differ from

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/endpoint.h"
 #include "base/macro.h"
 #include "agent-glue/plugin.h"
 #include "agent-glue/quantity.h"
@@ -224,24 +225,11 @@ static int apply_section(const struct key *keys, const json_t *obj, const char *
  * advertise_host, as the informant must be told where to call back. */
 static int check_informant_listen(const struct act_config *cfg, struct vmact_err *err)
 {
-	const char *l = cfg->informant_listen, *colon = strrchr(l, ':'), *p;
-	unsigned long port = 0;
-	size_t n;
+	struct vmact_listen l;
 
-	if (!colon || colon == l)
-		return vmact_err_set(err, EINVAL, "informant.listen: '%s' is not ADDR:PORT", l);
-	for (p = colon + 1; *p >= '0' && *p <= '9' && port <= 65535; p++)
-		port = port * 10 + (unsigned long)(*p - '0');
-	if (p == colon + 1 || *p || port > 65535)
-		return vmact_err_set(err, EINVAL, "informant.listen: '%s': bad port", l);
-	n = (size_t)(colon - l);
-	if (l[0] == '[' && n >= 2 && l[n - 1] == ']') {
-		l++;
-		n -= 2;
-	}
-	if (!cfg->informant_advertise_host &&
-	    (n == 0 || (n == 7 && strncmp(l, "0.0.0.0", 7) == 0) ||
-	     (n == 2 && strncmp(l, "::", 2) == 0)))
+	if (vmact_listen_parse(cfg->informant_listen, false, &l, err) < 0)
+		return vmact_err_prefix(err, "informant.listen");
+	if (!cfg->informant_advertise_host && l.wildcard)
 		return vmact_err_set(err, EINVAL, "informant.advertise_host: needed when "
 				     "informant.listen is a wildcard address");
 	return 0;
@@ -281,8 +269,12 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 	r = apply_section(top_keys, doc, "", cfg, err);
 	if (r < 0)
 		return r;
-	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE && strncmp(cfg->plugin_url, "http://", 7) != 0)
-		return vmact_err_set(err, EINVAL, "plugin.url: must start with http://");
+	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE) {
+		struct vmact_endpoint ep;
+
+		if (vmact_endpoint_parse(cfg->plugin_url, VMACT_EP_HTTP, &ep, err) < 0)
+			return vmact_err_prefix(err, "plugin.url");
+	}
 	{
 		enum ag_plugin_version v;
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "actuator/registry.h"
 
+#include "actuator/approver.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "actuator/approver.h"
 #include "actuator/cgroup.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -319,7 +322,7 @@ void act_registry_free(struct act_registry *reg)
 		return;
 	free_entries(reg);
 	reg->env.inf_drained = NULL;
-	act_runner_env_drain_free(&reg->env);
+	act_approver_informant_drain_free(&reg->env);
 	hp_conn_free(reg->hp);
 	free(reg);
 }

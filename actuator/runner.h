@@ -5,32 +5,20 @@
  * actions it asks for through the components:
  *
  *   plugin request      -> agent-glue/plugin-client (arbiter or plugin.url)
+ *                          (runner-plugin.c)
  *   hotplug             -> actuator/cgroup (CPU quota) + hotplug/ (vCPUs,
  *                          virtio-mem or DIMMs), one step at a time
- *   monitor up/down     -> agent-glue/monitor-client, or for guests with a
- *                          legacy VM informant agent-glue/informant-client
- *                          (approval and notification the same way; a
- *                          suspended agent does not resize at all)
+ *                          (runner-hotplug.c, planned by plan.h)
+ *   monitor up/down     -> the VM's approver (approver.h): the vm-monitor,
+ *                          or for guests with a legacy VM informant the
+ *                          informant (approval and notification the same
+ *                          way; a suspended agent does not resize at all)
  *   metrics             -> bpf/sampler (load) + libvirt memory statistics
+ *                          (runner-metrics.c)
  *
  * Everything runs on the daemon's sd-event loop; nothing blocks except
- * short local libvirt RPCs and cgroup file writes.
- *
- * Hotplug ordering (act_plan_hotplug): the VM's CPU size is its CFS quota
- * (milli-CPUs x cgroup.cpu_quota_overcommit) over ceil(milli/1000) online
- * vCPUs. A shrink lowers the quota FIRST and unplugs after: the quota takes
- * effect at once, while a vCPU unplug can take libvirt's 5 s wait or
- * outlive it, so the VM is held to its new, smaller size from the first
- * moment. A growth plugs FIRST and raises the quota LAST: until the quota
- * is raised the extra vCPUs share the old quota, so a failure part-way
- * leaves the VM at its old size instead of above it. Memory, which has no
- * second knob, is changed between the two. Either way the VM's usable CPU
- * (min(quota, vCPUs)) never exceeds the larger of the old size and the
- * plugin's permit at any moment.
- *
- * Result feedback: after the steps (or the first failing one) the live
- * state is re-read and what the VM has (act_achieved) becomes the core's
- * `using`, not the target. */
+ * short local libvirt RPCs and cgroup file writes. The decision loop and
+ * lifecycle are runner.c. */
 #pragma once
 
 #include <stdbool.h>
@@ -41,107 +29,23 @@
 #include "actuator/actions.h"
 #include "actuator/cgroup.h"
 #include "actuator/config.h"
+#include "actuator/plan.h"
 #include "agent-glue/quantity.h"
 #include "hotplug/hotplug.h"
 
 struct smp_sampler;
 
-/* ---- pure planning (unit-tested without I/O) -------------------------- */
-
-/* What the VM can be resized to, from its live state. */
-struct act_vm_layout {
-	unsigned vcpus_max;      /* <vcpu> maximum */
-	unsigned vcpus_now;      /* running vCPUs */
-	/* vCPU changes are refused (hotplug.h: libvirt and QEMU disagree
-	 * after an unplug outlived libvirt's wait): the CPU size moves by the
-	 * quota alone, within the vCPUs the VM has. */
-	bool vcpus_locked;
-	uint64_t base_bytes;     /* boot memory, cannot be unplugged */
-	enum hp_mem_method method;
-	/* virtio-mem: the device's size and block */
-	uint64_t vmem_size_bytes, vmem_block_bytes;
-	/* DIMMs: one DIMM per compute unit of memory */
-	uint64_t dimm_bytes;
-	unsigned dimm_slots;     /* <maxMemory slots> */
-	unsigned dimms_now;
-};
-
-/* The limits a hotplug must respect, besides the layout. */
-struct act_plan_limits {
-	struct vmact_resources min, max;
-	bool has_permit;         /* no permit: nothing may grow */
-	struct vmact_resources permit;
-	bool has_approved;       /* no monitor approval: nothing may shrink */
-	struct vmact_resources approved;
-};
-
-enum act_step_kind {
-	ACT_STEP_QUOTA, /* write the CFS quota for `milli` */
-	ACT_STEP_VCPUS, /* set the online vCPUs to `vcpus` */
-	ACT_STEP_MEM,   /* resize guest memory to `mem_bytes` in total */
-};
-
-struct act_step {
-	enum act_step_kind kind;
-	uint32_t milli;
-	unsigned vcpus;
-	uint64_t mem_bytes;
-};
-
-#define ACT_PLAN_MAX_STEPS 4
-struct act_plan {
-	/* The target the layout can represent: between using and the wanted
-	 * target, field by field (growth rounds down, shrink rounds up, so
-	 * neither passes the wanted value). Equal to using: nothing to do. */
-	struct vmact_resources target;
-	unsigned n;
-	struct act_step steps[ACT_PLAN_MAX_STEPS];
-};
-
-/* -ERANGE (naming the field and the bound) when `want` grows a field past
- * max or the permit (or without a permit), or shrinks one below min or the
- * monitor's approval (or without one). Belt and braces: the core already
- * keeps its targets inside these; a target outside them is never started. */
-int act_plan_hotplug(const struct vmact_resources *using_, const struct vmact_resources *want,
-		     const struct act_plan_limits *lim, const struct act_vm_layout *layout,
-		     struct act_plan *out, struct vmact_err *err);
-
-/* What the VM has: min(quota, vCPUs x 1000) milli-CPUs (quota_milli 0 =
- * no quota) and its memory. */
-struct vmact_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64_t mem_bytes);
-
-/* The layout of a live domain for a VM's metadata (dimm_bytes: the
- * compute unit's memory). */
-void act_vm_layout_from_state(const struct hp_state *st, const struct hp_meta *meta,
-			      uint64_t dimm_bytes, struct act_vm_layout *out);
+/* ---- the VM's config ------------------------------------------------ */
 
 /* The VM's scaling config: defaults with the metadata's <scaling>
  * overrides, validated. */
 int act_meta_scaling_config(const struct ag_scaling_config *defaults, const struct hp_meta *meta,
 			    struct ag_scaling_config *out, struct vmact_err *err);
 
-/* ---- legacy informant gating (pure) ---------------------------------- */
-
-/* What an informant agent in mode `mode` (enum ag_inf_mode) lets the
- * runner do. Running: everything, downscales with the informant's
- * approval. Suspended (another agent is current, §3.4): nothing at all
- * until /resume. No server or unconfirmed (unreachable, unregistered):
- * grow only, like a VM without a vm-monitor. */
-struct act_inf_gate {
-	bool may_resize;   /* start hotplugs */
-	bool approves;     /* the core's monitor is active (downscales possible) */
-};
-struct act_inf_gate act_inf_gate_for(int mode);
-
-/* Registration retry wait after `failures` consecutive server exits
- * without reaching running: 5 s (the Neon agent's retryServer wait)
- * doubling up to 80 s. */
-uint64_t act_inf_retry_usec(unsigned failures);
-
 /* ---- the executor ---------------------------------------------------- */
 
 struct act_runner;
-struct act_inf_link;
+struct act_inf_approver;
 
 /* Shared by every runner; owned by the registry. */
 struct act_runner_env {
@@ -159,14 +63,10 @@ struct act_runner_env {
 	/* Informant agents of freed runners, still sending DELETE /unregister
 	 * (bounded by the client's register timeout); drained(drained_ud)
 	 * runs once the list becomes empty. */
-	struct act_inf_link *inf_draining;
+	struct act_inf_approver *inf_draining;
 	void (*inf_drained)(void *ud);
 	void *inf_drained_ud;
 };
-
-/* Frees the informant agents still unregistering, at once (no more
- * callbacks). For the registry's teardown. */
-void act_runner_env_drain_free(struct act_runner_env *env);
 
 /* Starts managing a running VM: finds its QEMU process and cgroup,
  * registers it with the sampler, writes the CPU quota of its current size,

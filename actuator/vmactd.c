@@ -14,6 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "actuator/config.h"
+#include "base/endpoint.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "actuator/registry.h"
@@ -95,9 +96,8 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 static int plugin_url(const struct act_config *cfg, const struct ag_arbiter *arbiter, char *buf,
 		      size_t len, struct vmact_err *err)
 {
-	char host[256];
-	const char *colon;
-	size_t n;
+	struct vmact_listen l;
+	const char *host;
 
 	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE) {
 		if (strlen(cfg->plugin_url) >= len)
@@ -105,21 +105,10 @@ static int plugin_url(const struct act_config *cfg, const struct ag_arbiter *arb
 		strcpy(buf, cfg->plugin_url);
 		return 0;
 	}
-	colon = strrchr(cfg->arbiter_listen, ':');
-	n = colon ? (size_t)(colon - cfg->arbiter_listen) : 0;
-	if (!colon || n == 0 || n >= sizeof(host))
-		return vmact_err_set(err, EINVAL, "arbiter.listen: expected ADDR:PORT");
-	memcpy(host, cfg->arbiter_listen, n);
-	host[n] = 0;
-	if (host[0] == '[' && host[n - 1] == ']') {
-		memmove(host, host + 1, n - 2);
-		host[n - 2] = 0;
-	}
+	if (vmact_listen_parse(cfg->arbiter_listen, false, &l, err) < 0)
+		return vmact_err_prefix(err, "arbiter.listen");
 	/* A wildcard listener is reached over loopback. */
-	if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0)
-		strcpy(host, "127.0.0.1");
-	else if (strcmp(host, "::") == 0)
-		strcpy(host, "::1");
+	host = !l.wildcard ? l.host : l.family == AF_INET6 ? "::1" : "127.0.0.1";
 	if (ag_plugin_url(host, ag_arbiter_port(arbiter), buf, len) < 0)
 		return vmact_err_set(err, ENAMETOOLONG, "arbiter.listen: address too long");
 	return 0;

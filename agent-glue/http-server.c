@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "base/endpoint.h"
 #include "base/macro.h"
 #include "agent-glue/bodybuf.h"
 #include "base/time.h"
@@ -488,85 +489,23 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-int ag_http_parse_listen(const char *spec, struct sockaddr_storage *ss, unsigned *len,
-			 struct vmact_err *err)
-{
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *colon, *h = spec;
-	size_t hlen;
-	char *end;
-	unsigned long port;
-
-	memset(ss, 0, sizeof(*ss));
-	if (!spec || !*spec)
-		return vmact_err_set(err, EINVAL, "listen address: empty");
-	colon = strrchr(spec, ':');
-	if (!colon)
-		return vmact_err_set(err, EINVAL, "listen address %s: expected ADDR:PORT", spec);
-	hlen = (size_t)(colon - spec);
-	if (spec[0] == '[') {
-		if (hlen < 2 || spec[hlen - 1] != ']')
-			return vmact_err_set(err, EINVAL, "listen address %s: bad [IPv6]", spec);
-		h = spec + 1;
-		hlen -= 2;
-	}
-	if (hlen == 0 || hlen >= sizeof(host))
-		return vmact_err_set(err, EINVAL, "listen address %s: bad host part", spec);
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || port > 65535 || colon[1] == '-' || colon[1] == '+')
-		return vmact_err_set(err, EINVAL, "listen address %s: bad port", spec);
-	if (spec[0] != '[') {
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-
-		if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
-			return vmact_err_set(err, EINVAL,
-					     "listen address %s: %s is not a numeric IPv4 address",
-					     spec, host);
-		in->sin_family = AF_INET;
-		in->sin_port = htons((uint16_t)port);
-		*len = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
-			return vmact_err_set(err, EINVAL,
-					     "listen address %s: %s is not a numeric IPv6 address",
-					     spec, host);
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*in6);
-	}
-	return 0;
-}
-
 static int open_listener(struct ag_http_server *s, const char *spec, struct vmact_err *err)
 {
+	struct vmact_listen l;
 	struct sockaddr_storage ss;
-	unsigned len;
+	socklen_t len;
 	_cleanup_close_ int fd = -1;
-	int one = 1, r;
+	int one = 1;
 
-	if (strncmp(spec, "unix:", 5) == 0) {
-		struct sockaddr_un *un = (struct sockaddr_un *)&ss;
-		const char *path = spec + 5;
-
-		memset(&ss, 0, sizeof(ss));
-		if (!*path || strlen(path) >= sizeof(un->sun_path))
-			return vmact_err_set(err, EINVAL, "listen address %s: bad socket path", spec);
-		un->sun_family = AF_UNIX;
-		strcpy(un->sun_path, path);
-		len = sizeof(*un);
-		s->unix_path = strdup(path);
+	if (vmact_listen_parse(spec, true, &l, err) < 0)
+		return vmact_err_prefix(err, "listen address");
+	ss = l.addr;
+	len = l.addr_len;
+	if (l.family == AF_UNIX) {
+		s->unix_path = strdup(l.path);
 		if (!s->unix_path)
 			return vmact_err_set(err, ENOMEM, "out of memory");
-		unlink(path);
-	} else {
-		r = ag_http_parse_listen(spec, &ss, &len, err);
-		if (r < 0)
-			return r;
+		unlink(l.path);
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)

@@ -78,7 +78,3 @@ unsigned ag_http_server_port(const struct ag_http_server *s);
  * deadline that libmicrohttpd has not yet released (for tests). */
 unsigned ag_http_server_connections(const struct ag_http_server *s);
 
-/* Parses "ADDR:PORT" / "[V6]:PORT" into a sockaddr (numeric only). */
-struct sockaddr_storage;
-int ag_http_parse_listen(const char *spec, struct sockaddr_storage *ss, unsigned *len,
-			 struct vmact_err *err);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/endpoint.h"
 #include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/http-server.h"
@@ -794,13 +795,16 @@ int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
 		     struct vmact_err *err)
 {
 	struct ag_inf_agent *a;
-	const char *colon;
+	struct vmact_endpoint url;
+	struct vmact_listen lst;
 	int ret;
 
-	if (!cfg->informant_url || strncmp(cfg->informant_url, "http://", 7) != 0)
-		return vmact_err_set(err, EINVAL, "informant_url: must be http://HOST:PORT");
-	if (!cfg->listen || !(colon = strrchr(cfg->listen, ':')))
-		return vmact_err_set(err, EINVAL, "listen: must be ADDR:PORT");
+	/* A path is tolerated: the endpoint paths are appended to it. */
+	if (vmact_endpoint_parse(cfg->informant_url, VMACT_EP_HTTP | VMACT_EP_NEED_PORT, &url,
+				 err) < 0)
+		return vmact_err_prefix(err, "informant_url");
+	if (vmact_listen_parse(cfg->listen, false, &lst, err) < 0)
+		return vmact_err_prefix(err, "listen");
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return vmact_err_set(err, ENOMEM, "out of memory");
@@ -835,19 +839,12 @@ int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
 		if (dup_or_null(cfg->advertise_host, &a->advertise_host) < 0)
 			goto nomem;
 	} else {
-		const char *h = cfg->listen;
-		size_t n = (size_t)(colon - cfg->listen);
-
-		if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
-			h++;
-			n -= 2;
-		}
-		if (n == 0 || strncmp(h, "0.0.0.0", n) == 0 || strncmp(h, "::", n) == 0) {
+		if (lst.wildcard) {
 			ret = vmact_err_set(err, EINVAL,
 					    "advertise_host: needed when listening on a wildcard address");
 			goto fail;
 		}
-		a->advertise_host = strndup(h, n);
+		a->advertise_host = strdup(lst.host);
 		if (!a->advertise_host)
 			goto nomem;
 	}

@@ -546,6 +546,7 @@ static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st,
 		return r;
 	n = hp_qemu_vcpu_threads(c->qemu_rundir, st->name, &st->qemu_vcpu_mask, &qerr);
 	st->qemu_vcpus = n >= 0 ? n : -1;
+	st->vcpus_refused = hp_state_vcpu_desync(st);
 	return 0;
 }
 

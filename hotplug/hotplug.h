@@ -86,6 +86,9 @@ struct hp_state {
 	/* QEMU's view: number of vCPU threads; -1 when it could not be read. */
 	int qemu_vcpus;
 	uint64_t qemu_vcpu_mask;  /* bit n = QEMU runs "CPU n/..." (n < 64) */
+	/* vCPU changes are refused on this VM (see the comment above): no
+	 * vCPU is plugged or unplugged, only the quota moves. */
+	bool vcpus_refused;
 	/* Memory, KiB. base = sum of NUMA cells (boot memory). */
 	uint64_t memory_kib;      /* <memory>: base + devices */
 	uint64_t base_kib;

@@ -32,6 +32,7 @@
 
 #include "hotplug/hotplug.h"
 #include "hotplug/xml.h"
+#include "base/endpoint.h"
 #include "base/quantity.h"
 
 /* Every error names the element as an operator writes it. */
@@ -243,67 +244,37 @@ static int parse_scaling(xmlNodePtr n, struct hp_scaling *s, struct vmact_err *e
 	return 0;
 }
 
-static int parse_monitor(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+/* Endpoints as base/endpoint.h parses them. The monitor: ws://, http://
+ * or unix:, refusing TLS (wss://) here rather than at the runner. The
+ * informant: http://HOST:PORT exactly, because the informant protocol has
+ * fixed paths under the base URL, so a path here would be an operator's
+ * mistake, and the port is spelled out because the informant's default
+ * (10301) is not HTTP's. */
+static int parse_endpoint(xmlNodePtr n, const char *el, unsigned flags, char *buf, size_t len,
+			  struct vmact_err *err)
 {
 	static const char *const a[] = { "endpoint", NULL };
+	struct vmact_endpoint ep;
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 ||
-	    (r = copy_attr(n, "endpoint", true, m->monitor, sizeof(m->monitor), err)) < 0)
+	    (r = copy_attr(n, "endpoint", true, buf, len, err)) < 0)
 		return r;
-	if (strncmp(m->monitor, "ws://", 5) && strncmp(m->monitor, "wss://", 6) &&
-	    strncmp(m->monitor, "http://", 7) && strncmp(m->monitor, "unix:", 5))
-		return vmact_err_set(err, EINVAL,
-				     EL ": attribute 'endpoint': '%s' is not a ws://, wss://, "
-				     "http:// or unix: address", "monitor", m->monitor);
+	if (vmact_endpoint_parse(buf, flags, &ep, err) < 0)
+		return vmact_err_prefix(err, EL ": attribute 'endpoint'", el);
 	return 0;
 }
 
-/* http://HOST:PORT exactly: the informant protocol has fixed paths under
- * the base URL, so a path here would be an operator's mistake, and the
- * port is spelled out because the informant's default (10301) is not
- * HTTP's. */
+static int parse_monitor(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	return parse_endpoint(n, "monitor", VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX,
+			      m->monitor, sizeof(m->monitor), err);
+}
+
 static int parse_informant(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 {
-	static const char *const a[] = { "endpoint", NULL };
-	const char *ep = m->informant, *host, *colon, *p;
-	unsigned long port = 0;
-	int r;
-
-	if ((r = check_attrs(n, a, err)) < 0 ||
-	    (r = copy_attr(n, "endpoint", true, m->informant, sizeof(m->informant), err)) < 0)
-		return r;
-	if (strncmp(ep, "http://", 7) != 0)
-		return vmact_err_set(err, EINVAL,
-				     EL ": attribute 'endpoint': '%s' is not an http://HOST:PORT "
-				     "address", "informant", ep);
-	host = ep + 7;
-	if (host[0] == '[') {
-		const char *close = strchr(host, ']');
-
-		colon = close && close[1] == ':' ? close + 1 : NULL;
-		if (close == host + 1)
-			colon = NULL;
-	} else {
-		colon = strrchr(host, ':');
-		if (colon == host || (colon && memchr(host, ':', (size_t)(colon - host))))
-			colon = NULL;
-	}
-	for (p = host; colon && p < colon; p++)
-		if (*p == '/' || *p == '@' || *p == '?' || *p == '#' || *p <= ' ')
-			colon = NULL;
-	if (!colon)
-		return vmact_err_set(err, EINVAL,
-				     EL ": attribute 'endpoint': '%s': expected http://HOST:PORT",
-				     "informant", ep);
-	p = colon + 1;
-	while (*p >= '0' && *p <= '9' && port <= 65535)
-		port = port * 10 + (unsigned long)(*p++ - '0');
-	if (p == colon + 1 || *p || port == 0 || port > 65535)
-		return vmact_err_set(err, EINVAL,
-				     EL ": attribute 'endpoint': '%s': the port must be 1-65535 "
-				     "with nothing after it", "informant", ep);
-	return 0;
+	return parse_endpoint(n, "informant", VMACT_EP_HTTP | VMACT_EP_NEED_PORT | VMACT_EP_NO_PATH,
+			      m->informant, sizeof(m->informant), err);
 }
 
 static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)

@@ -382,7 +382,7 @@ static void test_cli(void **state)
 		{ { "--memory", "-1Gi", NULL }, 2, "--memory -1Gi" },
 		{ { "--min-version", "6.0", NULL }, 2, "--min-version 6.0" },
 		{ { "--compute-unit", "250m", NULL }, 2, "expected CPU,MEM" },
-		{ { "--listen", "nowhere", "--cpu", "1", "--memory", "1Gi" }, 1, "listen address nowhere" },
+		{ { "--listen", "nowhere", "--cpu", "1", "--memory", "1Gi" }, 1, "listen address: 'nowhere' is not ADDR:PORT" },
 		{ { "--cpu", "1", "--reserve-cpu", "2", NULL }, 2, "no CPU left" },
 		{ { "--max-version", "3.0", NULL }, 2, "slot size" },
 		{ { "extra", NULL }, 2, "unexpected argument extra" },

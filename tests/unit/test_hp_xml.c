@@ -162,6 +162,13 @@ static const struct bad_case bad[] = {
 	  "<vmact:scaling>: attribute 'enableLFCMetrics': '1' is not true or false" },
 	{ WRAP(CPU MEM "<vmact:monitor endpoint='10.0.0.1:80'/>"),
 	  "<vmact:monitor>: attribute 'endpoint'" },
+	/* TLS is refused here, not only later by the runner. */
+	{ WRAP(CPU MEM "<vmact:monitor endpoint='wss://10.0.0.1:443/monitor'/>"),
+	  "<vmact:monitor>: attribute 'endpoint': 'wss://10.0.0.1:443/monitor': TLS (wss://) is not "
+	  "supported; use ws://, http:// or unix:" },
+	{ WRAP(CPU MEM "<vmact:monitor endpoint='ws://10.0.0.1:0/monitor'/>"),
+	  "<vmact:monitor>: attribute 'endpoint': 'ws://10.0.0.1:0/monitor': the port must be "
+	  "1-65535" },
 	{ WRAP(CPU MEM "<vmact:monitor endpoint=''/>"),
 	  "<vmact:monitor>: attribute 'endpoint' is empty" },
 	{ WRAP(CPU MEM "<vmact:monitor endpoint='unix:/run/m.sock'/>"

@@ -411,26 +411,6 @@ static void test_cancel(void **state)
 	assert_false(r.done);
 }
 
-static void test_listen_parse(void **state)
-{
-	struct sockaddr_storage ss;
-	unsigned len;
-	struct vmact_err err = { 0 };
-
-	assert_int_equal(ag_http_parse_listen("127.0.0.1:10299", &ss, &len, &err), 0);
-	assert_int_equal(ss.ss_family, AF_INET);
-	assert_int_equal(ag_http_parse_listen("[::1]:0", &ss, &len, &err), 0);
-	assert_int_equal(ss.ss_family, AF_INET6);
-	assert_int_equal(ag_http_parse_listen("localhost:80", &ss, &len, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "numeric"));
-	vmact_err_reset(&err);
-	assert_int_equal(ag_http_parse_listen("127.0.0.1:70000", &ss, &len, &err), -EINVAL);
-	vmact_err_reset(&err);
-	assert_int_equal(ag_http_parse_listen("127.0.0.1", &ss, &len, &err), -EINVAL);
-	vmact_err_reset(&err);
-	assert_int_equal(ag_http_parse_listen("127.0.0.1:", &ss, &len, &err), -EINVAL);
-}
-
 static void test_unix_socket(void **state)
 {
 	struct fixture *f;
@@ -505,7 +485,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
-		cmocka_unit_test(test_listen_parse),
 		cmocka_unit_test(test_unix_socket),
 		cmocka_unit_test(test_ipv6_loopback),
 		cmocka_unit_test(test_server_bad_listen),

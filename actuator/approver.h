@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The approver: what stands for the guest in a VM's scaling. It approves
+ * (or denies) downscales, is notified of upscales, may ask for more, and
+ * may hold resizing altogether. The runner talks to it only through this
+ * interface; a VM without one is scaled up only.
+ *
+ * Two implementations, chosen by the VM's metadata:
+ *   approver-monitor.c    the vm-monitor (<vmact:monitor>, websocket,
+ *                         agent-glue/monitor-client.h)
+ *   approver-informant.c  the legacy VM informant (<vmact:informant>,
+ *                         HTTP, agent-glue/informant-client.h)
+ *
+ * Every request is asynchronous: it returns at once and its outcome comes
+ * through the completion callback given with it, so an implementation may
+ * later live in another process. At most one request is pending at a time
+ * (the runner waits for its completion); a request refused at once returns
+ * a negative errno and its callback is never called. On free, a pending
+ * request completes with ACT_APPROVAL_FAILED. Implementations log their
+ * own protocol's events (they are the daemon's edge); the owner logs
+ * nothing about them. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "base/error.h"
+#include "base/resources.h"
+
+struct act_approver;
+struct act_runner_env;
+
+enum act_approval {
+	ACT_APPROVAL_OK,     /* notified (upscale) or approved (downscale) */
+	ACT_APPROVAL_DENIED, /* downscale only: the guest cannot give it up */
+	ACT_APPROVAL_FAILED, /* no answer: transport error, timeout, stopped */
+};
+
+/* Completion of one request; userdata is the request's. */
+typedef void act_approval_fn(void *userdata, enum act_approval outcome);
+
+/* What an approver reports to its owner (userdata given at creation). */
+struct act_approver_events {
+	/* Approvals start: from now the guest has approved what the VM
+	 * uses (the core's monitor becomes active). */
+	void (*connected)(void *userdata);
+	/* Every approval so far is void (disconnection, suspension).
+	 * requests_dropped: a pending request will not complete. */
+	void (*lost)(void *userdata, bool requests_dropped);
+	/* may_resize or approves changed otherwise: decide again. */
+	void (*changed)(void *userdata);
+	/* The guest asks for more CPU and/or memory. */
+	void (*upscale_requested)(void *userdata, bool cpu, bool memory);
+};
+
+struct act_approver_ops {
+	const char *name; /* "vm-monitor", "informant": for the owner's logs */
+	/* Notifies the guest that the VM has grown to `target`. */
+	int (*request_upscale)(struct act_approver *a, const struct vmact_resources *target,
+			       act_approval_fn *done, void *userdata, struct vmact_err *err);
+	/* Asks the guest whether the VM may shrink to `target`. */
+	int (*request_downscale)(struct act_approver *a, const struct vmact_resources *target,
+				 act_approval_fn *done, void *userdata, struct vmact_err *err);
+	/* Resizing is allowed at all (false: hold every resize). */
+	bool (*may_resize)(const struct act_approver *a);
+	/* Requests can be made now (downscales become possible). */
+	bool (*approves)(const struct act_approver *a);
+	/* Stops it; a pending request completes with ACT_APPROVAL_FAILED. */
+	void (*free)(struct act_approver *a);
+};
+
+/* The common head of every implementation. */
+struct act_approver {
+	const struct act_approver_ops *ops;
+};
+
+static inline int act_approver_request_upscale(struct act_approver *a,
+					       const struct vmact_resources *target,
+					       act_approval_fn *done, void *userdata,
+					       struct vmact_err *err)
+{
+	return a->ops->request_upscale(a, target, done, userdata, err);
+}
+
+static inline int act_approver_request_downscale(struct act_approver *a,
+						 const struct vmact_resources *target,
+						 act_approval_fn *done, void *userdata,
+						 struct vmact_err *err)
+{
+	return a->ops->request_downscale(a, target, done, userdata, err);
+}
+
+static inline bool act_approver_may_resize(const struct act_approver *a)
+{
+	return a->ops->may_resize(a);
+}
+
+static inline bool act_approver_approves(const struct act_approver *a)
+{
+	return a->ops->approves(a);
+}
+
+static inline const char *act_approver_name(const struct act_approver *a)
+{
+	return a->ops->name;
+}
+
+static inline void act_approver_free(struct act_approver *a)
+{
+	if (a)
+		a->ops->free(a);
+}
+
+/* ---- the vm-monitor ---------------------------------------------------- */
+
+/* Connects to the vm-monitor at `endpoint` (ws://HOST[:PORT][/PATH],
+ * http://... likewise, unix:PATH); `name` prefixes its log lines. */
+int act_approver_monitor_new(sd_event *event, const char *name, const char *endpoint,
+			     const struct act_approver_events *events, void *userdata,
+			     struct act_approver **out, struct vmact_err *err);
+
+/* ---- the legacy informant ---------------------------------------------- */
+
+/* Registers with the informant at `endpoint` (http://HOST:PORT), serving
+ * on the env's informant listen address. On free the agent unregisters on
+ * its own, from env->inf_draining (see runner.h). */
+int act_approver_informant_new(struct act_runner_env *env, const char *name, const char *endpoint,
+			       const struct act_approver_events *events, void *userdata,
+			       struct act_approver **out, struct vmact_err *err);
+
+/* Frees the informant agents still unregistering, at once (no more
+ * callbacks). For the registry's teardown. */
+void act_approver_informant_drain_free(struct act_runner_env *env);
+
+/* What an informant agent in mode `mode` (enum ag_inf_mode) lets the
+ * runner do. Running: everything, downscales with the informant's
+ * approval. Suspended (another agent is current): nothing at all until
+ * /resume. No server or unconfirmed (unreachable, unregistered): grow
+ * only, like a VM without a vm-monitor. */
+struct act_inf_gate {
+	bool may_resize;   /* start hotplugs */
+	bool approves;     /* the core's monitor is active (downscales possible) */
+};
+struct act_inf_gate act_inf_gate_for(int mode);
+
+/* Registration retry wait after `failures` consecutive server exits
+ * without reaching running: 5 s (the Neon agent's retryServer wait)
+ * doubling up to 80 s. */
+uint64_t act_inf_retry_usec(unsigned failures);

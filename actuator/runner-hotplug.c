@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The runner's hotplug path: plans a resize (actuator/plan.h) from the
+ * VM's live state and carries its steps out one at a time (the CPU quota
+ * through actuator/cgroup, vCPUs and memory through hotplug/), then feeds
+ * what the VM has back to the core. */
+#include <stdio.h>
+#include <string.h>
+
+#include "actuator/runner-internal.h"
+#include "base/log.h"
+
+static void hp_next(struct act_runner *r);
+
+static void hp_finish(struct act_runner *r)
+{
+	struct vmact_err err = { 0 };
+	struct vmact_resources got;
+	char a[80], b[80];
+
+	if (!r->have_state || r->hp_failed) {
+		struct hp_state st;
+
+		if (hp_state_read(r->env->hp, r->uuid, &st, &err) == 0) {
+			r->hp_state = st;
+			r->have_state = true;
+		}
+	}
+	if (r->have_state)
+		got = act_achieved(r->quota_milli, hp_state_vcpus(&r->hp_state),
+				   hp_state_mem_kib(&r->hp_state) * 1024u);
+	else
+		got = r->st.using_; /* nothing known: keep the old belief */
+	r->hp_busy = false;
+	act_runner_fmt_res(a, sizeof(a), r->plan.target);
+	act_runner_fmt_res(b, sizeof(b), got);
+	if (r->hp_failed) {
+		/* The same failure on every retry (a VM whose vCPUs libvirt
+		 * refuses to touch) is logged once, then at debug level. */
+		vmact_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
+			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
+		snprintf(r->last_hp_error, sizeof(r->last_hp_error), "%s", r->hp_error);
+	} else {
+		log_info("%s: resized to %s", r->name, b);
+		r->last_hp_error[0] = 0;
+	}
+	vmact_err_reset(&err);
+	if (act_hotplug_finished(&r->st, act_runner_now_ns(r), &got, r->hp_failed, &err) < 0)
+		log_error("%s: %s", r->name, err.msg);
+	act_runner_evaluate(r);
+}
+
+static void hp_fail(struct act_runner *r, const char *msg)
+{
+	r->hp_failed = true;
+	snprintf(r->hp_error, sizeof(r->hp_error), "%s", msg);
+	hp_finish(r);
+}
+
+void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_result *res,
+			void *userdata)
+{
+	struct act_runner_env *env = userdata;
+	struct act_runner *r = env->find ? env->find(env->find_ud, uuid) : NULL;
+
+	/* The runner that started it is gone (VM stopped, metadata replaced):
+	 * the next runner re-reads the state itself. */
+	if (!r || !r->hp_busy)
+		return;
+	if (res->state_valid) {
+		r->hp_state = res->state;
+		r->have_state = true;
+	}
+	if (res->rc < 0) {
+		hp_fail(r, res->err.msg[0] ? res->err.msg : strerror(-res->rc));
+		return;
+	}
+	if (res->err.code) /* success with a warning (vCPU desync) */
+		log_warning("%s: %s", r->name, res->err.msg);
+	/* A DIMM step plugs or unplugs one DIMM per operation. */
+	if (r->plan.steps[r->step].kind == ACT_STEP_MEM && r->meta.method == HP_METHOD_DIMM &&
+	    res->state_valid) {
+		uint64_t cur = hp_state_mem_kib(&res->state) * 1024u;
+		uint64_t want = r->plan.steps[r->step].mem_bytes;
+
+		if ((r->dimm_attach && cur < want) || (!r->dimm_attach && cur > want)) {
+			hp_next(r);
+			return;
+		}
+	}
+	r->step++;
+	hp_next(r);
+}
+
+static void hp_next(struct act_runner *r)
+{
+	struct vmact_err err = { 0 };
+	struct hp_op_req req = { 0 };
+	const struct act_step *s;
+
+	if (r->step >= r->plan.n) {
+		hp_finish(r);
+		return;
+	}
+	s = &r->plan.steps[r->step];
+	switch (s->kind) {
+	case ACT_STEP_QUOTA:
+		if (act_runner_write_quota(r, s->milli, &err) < 0) {
+			hp_fail(r, err.msg);
+			return;
+		}
+		r->step++;
+		hp_next(r);
+		return;
+	case ACT_STEP_VCPUS:
+		req.kind = HP_OP_SET_VCPUS;
+		req.vcpus = s->vcpus;
+		break;
+	case ACT_STEP_MEM:
+		if (r->meta.method == HP_METHOD_VIRTIO_MEM) {
+			uint64_t base = r->have_state ? r->hp_state.base_kib * 1024u : 0;
+
+			req.kind = HP_OP_VIRTIO_MEM;
+			req.requested_kib = (s->mem_bytes - base) / 1024u;
+			snprintf(req.alias, sizeof(req.alias), "%s", r->meta.mem_alias);
+		} else {
+			uint64_t cur = hp_state_mem_kib(&r->hp_state) * 1024u;
+
+			r->dimm_attach = s->mem_bytes > cur;
+			if (r->dimm_attach) {
+				req.kind = HP_OP_DIMM_ATTACH;
+				req.dimm_kib = r->st.cu.mem_bytes / 1024u;
+			} else {
+				req.kind = HP_OP_DIMM_DETACH;
+			}
+		}
+		break;
+	}
+	if (hp_op_start(r->env->hp, r->uuid, &req, act_runner_hp_done, r->env, &err) < 0)
+		hp_fail(r, err.msg);
+}
+
+void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
+{
+	struct act_plan_limits lim = {
+		.min = r->st.min,
+		.max = r->st.max,
+		.has_permit = r->st.plugin.has_permit,
+		.permit = r->st.plugin.permit,
+		.has_approved = r->st.monitor.active,
+		.approved = r->st.monitor.approved,
+	};
+	struct vmact_err err = { 0 };
+	struct act_vm_layout l;
+	struct hp_state st;
+	char a1[80], a2[80];
+
+	if (hp_state_read(r->env->hp, r->uuid, &st, &err) < 0) {
+		log_warning("%s: cannot read the VM's state before resizing: %s", r->name, err.msg);
+		act_hotplug_failed(&r->st, act_runner_now_ns(r));
+		return;
+	}
+	r->hp_state = st;
+	r->have_state = true;
+	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
+	if (act_plan_hotplug(&r->st.using_, &a->hotplug.target, &lim, &l, &r->plan, &err) < 0) {
+		log_error("%s: refusing to resize: %s", r->name, err.msg);
+		act_hotplug_failed(&r->st, act_runner_now_ns(r));
+		return;
+	}
+	if (vmact_res_eq(r->plan.target, r->st.using_)) {
+		log_debug("%s: the VM's layout cannot get closer to the target", r->name);
+		return;
+	}
+	if (act_hotplug_starting(&r->st, act_runner_now_ns(r), &r->plan.target, &err) < 0) {
+		log_error("%s: refusing to resize: %s", r->name, err.msg);
+		return;
+	}
+	act_runner_fmt_res(a1, sizeof(a1), r->st.using_);
+	act_runner_fmt_res(a2, sizeof(a2), r->plan.target);
+	log_info("%s: resizing from %s to %s", r->name, a1, a2);
+	r->hp_busy = true;
+	r->hp_failed = false;
+	r->hp_error[0] = 0;
+	r->step = 0;
+	hp_next(r);
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The runner's state, shared by its files (not part of its interface):
+ *   runner.c          decision loop, approver glue and lifecycle
+ *   runner-plugin.c   the scheduler (plugin) requests
+ *   runner-hotplug.c  carrying out a plan (quota, vCPUs, memory)
+ *   runner-metrics.c  the periodic load and memory readings */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuator/approver.h"
+#include "actuator/runner.h"
+
+struct ag_http_client;
+struct ag_plugin_client;
+
+struct act_runner {
+	struct act_runner_env *env;
+	char name[HP_NAME_MAX];
+	char uuid[HP_UUID_LEN];
+	struct hp_meta meta;
+	struct act_state st;
+
+	char *group;            /* cpu cgroup of the whole VM */
+	pid_t pid;
+	uint32_t quota_milli;   /* last quota written (0 = none yet) */
+	bool sampler_registered;
+	bool mem_absent_logged, load_error_logged;
+
+	sd_event_source *wake, *metrics;
+
+	struct ag_http_client *http;
+	struct ag_plugin_client *plugin;
+	bool plugin_busy;
+
+	/* The vm-monitor or the informant; NULL: scaled up only. */
+	struct act_approver *approver;
+	bool approver_busy;  /* an upscale notification or downscale request is pending */
+	bool held_logged;    /* "holding a resize" said since the approver last changed */
+
+	/* The hotplug in progress: its plan, the step being done. */
+	bool hp_busy;
+	struct act_plan plan;
+	unsigned step;
+	bool dimm_attach; /* the DIMM step grows */
+	bool hp_failed;
+	bool have_state;
+	struct hp_state hp_state; /* re-read after the last operation */
+	char hp_error[VMACT_ERR_MSG_MAX];
+	char last_hp_error[VMACT_ERR_MSG_MAX];
+
+	unsigned last_warn_hash;
+	bool freeing;
+};
+
+/* runner.c */
+act_time_t act_runner_now_ns(struct act_runner *r);
+void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
+/* Asks the core for the next actions and starts them. */
+void act_runner_evaluate(struct act_runner *r);
+/* Writes the VM's CFS quota for `milli` milli-CPUs. */
+int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+
+/* runner-plugin.c */
+int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);
+void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a);
+void act_runner_plugin_free(struct act_runner *r);
+
+/* runner-hotplug.c */
+void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a);
+
+/* runner-metrics.c */
+int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err);
