@@ -97,6 +97,12 @@ static int check_metric(const char *name, double v, struct vmact_err *err)
 	return 0;
 }
 
+void act_state_update_cpu_goal(struct act_state *s, bool has, uint32_t milli)
+{
+	s->has_cpu_goal = has;
+	s->cpu_goal_milli = has ? milli : 0;
+}
+
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
 				    struct vmact_err *err)
 {
@@ -438,6 +444,7 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 		.requested_upscale_valid = s->timing.monitor_requested_upscale_valid,
 		.denied = s->monitor.has_denied ? &s->monitor.denied : NULL,
 		.denied_cooldown = s->timing.monitor_denied_downscale_cooldown,
+		.cpu_goal_milli = s->has_cpu_goal ? &s->cpu_goal_milli : NULL,
 	};
 	const struct vmact_resources *plugin_requested = NULL;
 	struct act_desired d;

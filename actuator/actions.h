@@ -49,6 +49,11 @@ struct act_state {
 	 * VM updates bring new bounds, never a new usage). */
 	struct vmact_resources using_, min, max;
 
+	/* The reactive CPU policy's goal (milli-CPU); without it the goal CUs
+	 * size the CPU too (the Neon policy). */
+	bool has_cpu_goal;
+	uint32_t cpu_goal_milli;
+
 	bool has_system;
 	struct act_system_metrics system;
 	bool has_lfc;
@@ -129,6 +134,9 @@ int act_state_init(struct act_state *s, const struct act_timing *timing,
 int act_state_update_vm(struct act_state *s, const struct vmact_resources *min,
 			const struct vmact_resources *max, const struct ag_scaling_config *config,
 			struct vmact_err *err);
+
+/* Sets (or, with has = false, drops) vmact's own CPU goal. */
+void act_state_update_cpu_goal(struct act_state *s, bool has, uint32_t milli);
 
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
 				    struct vmact_err *err);

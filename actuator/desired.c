@@ -35,7 +35,7 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 	r = act_goal_cu(in->cfg, &cu, in->sys, in->lfc, &d.goal, w, err);
 	if (r < 0)
 		return r;
-	goal = initial = d.goal.goal_cu;
+	goal = initial = in->cpu_goal_milli ? act_goal_from_parts(&d.goal, false) : d.goal.goal_cu;
 
 	/* Compared with the initial goal, so that the requested upscale raising
 	 * the goal does not hide that the denial alone would have too. */
@@ -81,11 +81,27 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 	/* Go multiplies by uint16(goal), wrapping above 65535 CU; saturating
 	 * keeps a huge goal huge (and then capped by max). */
 	goal_res = vmact_res_mul(cu, goal);
+	/* Under vmact's own CPU policy the CUs size memory; the CPU is its
+	 * goal, raised to the CUs only by the monitor's floors above. */
+	if (in->cpu_goal_milli) {
+		uint32_t cpu = *in->cpu_goal_milli;
+
+		if (goal > initial && goal_res.milli_cpu > cpu)
+			cpu = goal_res.milli_cpu;
+		goal_res.milli_cpu = cpu;
+	}
 
 	/* Without every metric a decision may still scale up, but never down:
 	 * e.g. an agent restart without LFC data must not flush the cache. */
-	if (!d.goal.has_all_metrics)
+	if (!d.goal.has_all_metrics) {
+		uint32_t cpu = goal_res.milli_cpu;
+
 		goal_res = vmact_res_max(goal_res, in->using_);
+		/* vmact's CPU goal has its metrics (the sampler's) whatever
+		 * the guest's memory statistics say. */
+		if (in->cpu_goal_milli)
+			goal_res.milli_cpu = cpu;
+	}
 
 	result = vmact_res_max(vmact_res_min(goal_res, in->max), in->min);
 

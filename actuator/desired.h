@@ -42,6 +42,10 @@ struct act_desired_input {
 	int64_t requested_upscale_valid;      /* monitor.requestedUpscaleValidSeconds */
 	const struct act_denied_downscale *denied; /* NULL: none */
 	int64_t denied_cooldown;              /* monitor.retryDeniedDownscaleSeconds */
+	/* The reactive policy's CPU goal (milli-CPU), which then sizes the CPU
+	 * instead of the goal CUs; the CUs size memory alone. NULL: the Neon
+	 * goal-CU policy sizes both, as the Go agent does. */
+	const uint32_t *cpu_goal_milli;
 };
 
 struct act_desired {

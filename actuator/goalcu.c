@@ -172,11 +172,11 @@ static int lfc_part(const struct ag_scaling_config *cfg, const struct vmact_reso
 	return 0;
 }
 
-static uint32_t goal_from_parts(const struct act_goal *g)
+uint32_t act_goal_from_parts(const struct act_goal *g, bool with_cpu)
 {
 	double m = 0.0;
 
-	if (g->has_cpu)
+	if (g->has_cpu && with_cpu)
 		m = fmax(m, act_round_half_away(g->cpu));
 	if (g->has_mem)
 		m = fmax(m, g->mem);
@@ -223,7 +223,7 @@ int act_goal_cu(const struct ag_scaling_config *cfg, const struct vmact_resource
 					     sane(mem_total_part(cfg, cu, sys, g.wss_bytes)));
 		}
 	}
-	g.goal_cu = goal_from_parts(&g);
+	g.goal_cu = act_goal_from_parts(&g, true);
 	*out = g;
 	return 0;
 }

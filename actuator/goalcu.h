@@ -59,6 +59,11 @@ int act_goal_cu(const struct ag_scaling_config *cfg, const struct vmact_resource
 		const struct act_system_metrics *sys, const struct act_lfc_metrics *lfc,
 		struct act_goal *out, struct act_warnings *w, struct vmact_err *err);
 
+/* max(parts) rounded up to whole CUs (the CPU part rounded half away, as
+ * the Go agent does), without the CPU part when a CPU policy of vmact's own
+ * sizes the CPU (doc/policy.md). */
+uint32_t act_goal_from_parts(const struct act_goal *g, bool with_cpu);
+
 /* The CPU part alone (load blend of the stable/mixed zones / target / cu). */
 double act_goal_cpu_part(const struct ag_scaling_config *cfg, const struct vmact_resources *cu,
 			 const struct act_system_metrics *sys);

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reactive CPU policy: how much CPU a VM wants, from what the sampler
+ * saw its vCPU threads do (doc/policy.md).
+ *
+ * The Neon goal-CU formula reads the guest's load average. Seen from the
+ * host, a VM's vCPU threads can never be more runnable than the VM has
+ * vCPUs, so the guest's own queue beyond them is invisible; what is visible
+ * is that every vCPU the VM is allowed wants to run all the time. This
+ * module turns the sampler's exact per-window figures into a class and a
+ * CPU goal:
+ *
+ *   throttled   the VM's own CFS quota holds its vCPUs back: raise the
+ *               quota first, up to the vCPUs it has;
+ *   saturated   its allowed CPU is (nearly) all in use by its vCPUs:
+ *               grow it, at least one compute unit, at once;
+ *   contended   its vCPUs wait for host CPUs that others hold: growing
+ *               does not help (the arbiter's business), hold;
+ *   ok          demand within the target share of what it has: shrink only
+ *               when the slow average has stayed below a lower goal.
+ *
+ * Fast up: the class is taken over the last `up_window` of readouts
+ * (sub-second); careful down: the goal to shrink to comes from an
+ * exponential average with time constant `down_tau`, must stay below the
+ * allowance for `down_hold`, and is computed with the lower
+ * `down_target`, so a VM that was just grown does not shrink back into
+ * saturation (hysteresis).
+ *
+ * Pure: no I/O, no clock of its own (times are the caller's monotonic ns). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum act_cpu_class {
+	ACT_CPU_OK = 0,
+	ACT_CPU_SATURATED,
+	ACT_CPU_THROTTLED,
+	ACT_CPU_CONTENDED,
+};
+
+const char *act_cpu_class_name(enum act_cpu_class c);
+
+struct act_cpu_policy {
+	double target;          /* share of the allowance demand may use (0.9) */
+	double down_target;     /* share used to size a shrink (0.75) */
+	int64_t up_window;      /* ns of readouts a growth decision looks at (500 ms) */
+	int64_t down_tau;       /* ns, slow average's time constant (20 s) */
+	int64_t down_hold;      /* ns the shrink goal must hold (15 s) */
+	double contended_share; /* run delay not from throttling, per runnable (0.25) */
+	double throttled_share; /* throttled time per window (0.05) */
+	uint32_t cu_milli;      /* compute unit's CPU: goals are whole units */
+};
+
+void act_cpu_policy_defaults(struct act_cpu_policy *p);
+
+/* One readout of the sampler for one VM. */
+struct act_cpu_window {
+	int64_t at;                /* end of the window (monotonic ns) */
+	int64_t len;               /* its length (ns) */
+	unsigned vcpus;            /* vCPUs the VM has */
+	uint32_t quota_milli;      /* its CFS quota as milli-CPU; 0 = none */
+	uint64_t vcpu_runnable_ns; /* sum over vCPU threads of on-CPU + run delay */
+	uint64_t vcpu_delay_ns;    /* sum over vCPU threads of run delay */
+	uint64_t throttled_ns;     /* the VM group's throttled time in the window */
+};
+
+#define ACT_CPU_RING 16
+
+struct act_cpu_demand {
+	struct act_cpu_window ring[ACT_CPU_RING];
+	unsigned n, head;
+	bool has_slow;
+	double slow;               /* CPUs, slow average of the demand */
+	bool below;                /* shrink goal below the allowance since below_since */
+	int64_t below_since;
+};
+
+/* What one decision sees and wants. */
+struct act_cpu_decision {
+	enum act_cpu_class cls;
+	double demand;             /* CPUs wanted over the up window */
+	double busy;               /* demand / allowance */
+	double slow;               /* slow average (CPUs) */
+	double contended;          /* run delay not from throttling / runnable */
+	double throttled;          /* throttled time / window */
+	int64_t span;              /* ns the up window really covered */
+	uint32_t allowance_milli;  /* min(vCPUs, quota) */
+	uint32_t goal_milli;       /* CPU the VM should have now */
+};
+
+void act_cpu_demand_init(struct act_cpu_demand *d);
+/* Adds a readout; windows of zero length are ignored. */
+void act_cpu_demand_feed(struct act_cpu_demand *d, const struct act_cpu_policy *p,
+			 const struct act_cpu_window *w);
+/* Forgets the fast history (after a resize the old windows describe another
+ * VM size); the slow average stays. */
+void act_cpu_demand_resized(struct act_cpu_demand *d);
+/* The decision at the latest readout. Returns false when there is nothing
+ * to decide on yet (no readout). */
+bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy *p,
+			   struct act_cpu_decision *out);
+/* "saturated: vCPUs 98 % busy for 0.5 s, goal 1250m" — for logs. */
+int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsigned len);

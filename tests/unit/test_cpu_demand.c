@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reactive CPU policy on constructed readouts: each case feeds a steady
+ * pattern of windows and checks the class and the goal. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "actuator/cpu-demand.h"
+#include "actuator/desired.h"
+#include "agent-glue/scaling.h"
+
+#define MS 1000000LL
+#define SEC 1000000000LL
+
+/* Feeds `count` windows of `len` ns: `vcpus` vCPUs, quota (0 = none), and
+ * per window a runnable, delay and throttled share of the window. */
+static void feed(struct act_cpu_demand *d, const struct act_cpu_policy *p, int64_t *now,
+		 unsigned count, int64_t len, unsigned vcpus, uint32_t quota, double runnable,
+		 double delay, double throttled)
+{
+	for (unsigned i = 0; i < count; i++) {
+		struct act_cpu_window w = {
+			.len = len,
+			.vcpus = vcpus,
+			.quota_milli = quota,
+			.vcpu_runnable_ns = (uint64_t)(runnable * (double)len),
+			.vcpu_delay_ns = (uint64_t)(delay * (double)len),
+			.throttled_ns = (uint64_t)(throttled * (double)len),
+		};
+
+		*now += len;
+		w.at = *now;
+		act_cpu_demand_feed(d, p, &w);
+	}
+}
+
+struct steady_case {
+	const char *name;
+	unsigned windows;
+	unsigned vcpus;
+	uint32_t quota;
+	double runnable, delay, throttled; /* CPUs, CPUs, share of the window */
+	enum act_cpu_class cls;
+	uint32_t goal;
+};
+
+/* 250 ms readouts, the Neon target 0.9, compute unit 250m. */
+static const struct steady_case steady[] = {
+	/* busy 1 in a 1-vCPU VM: saturated; grows to 1/0.9 → 1250m at once. */
+	{ "one busy thread, one vCPU", 2, 1, 0, 1.0, 0.01, 0, ACT_CPU_SATURATED, 1250 },
+	/* one window is not enough: a burst shorter than the up window. */
+	{ "burst of one window", 1, 1, 0, 1.0, 0.01, 0, ACT_CPU_SATURATED, 1000 },
+	/* two busy threads in 2 vCPUs: saturated; at least one unit more. */
+	{ "two busy threads, two vCPUs", 4, 2, 0, 2.0, 0.05, 0, ACT_CPU_SATURATED, 2250 },
+	/* the quota holds it back: raise the quota, not beyond the vCPUs. */
+	{ "quota-limited", 4, 2, 1250, 2.0, 0.75, 0.4, ACT_CPU_THROTTLED, 2000 },
+	/* waiting for host CPUs that others hold: hold. */
+	{ "host contention", 4, 1, 0, 1.0, 0.45, 0, ACT_CPU_CONTENDED, 1000 },
+	/* a quota at the vCPUs' size that throttles: saturated, grow. */
+	{ "quota at the vCPU count", 4, 1, 1000, 1.0, 0.3, 0.3, ACT_CPU_SATURATED, 1250 },
+	/* one busy thread in 2 vCPUs at 1250m: 0.8 busy, within target: stays. */
+	{ "converged at 1250m", 8, 2, 1250, 1.0, 0.01, 0, ACT_CPU_OK, 1250 },
+	/* idle, not yet for the hold time: no shrink. */
+	{ "idle, short", 8, 2, 0, 0.1, 0.0, 0, ACT_CPU_OK, 2000 },
+};
+
+static void test_steady(void **state)
+{
+	for (size_t i = 0; i < sizeof(steady) / sizeof(steady[0]); i++) {
+		const struct steady_case *c = &steady[i];
+		struct act_cpu_policy p;
+		struct act_cpu_demand d;
+		struct act_cpu_decision dec;
+		int64_t now = 0;
+
+		act_cpu_policy_defaults(&p);
+		act_cpu_demand_init(&d);
+		feed(&d, &p, &now, c->windows, 250 * MS, c->vcpus, c->quota, c->runnable, c->delay,
+		     c->throttled);
+		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		if (dec.cls != c->cls || dec.goal_milli != c->goal)
+			fail_msg("%s: class %s goal %u, expected %s %u", c->name,
+				 act_cpu_class_name(dec.cls), dec.goal_milli,
+				 act_cpu_class_name(c->cls), c->goal);
+	}
+}
+
+static void test_no_readout(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	assert_false(act_cpu_demand_decide(&d, &p, &dec));
+}
+
+/* Idle after load: the goal falls only once the slow average has stayed
+ * below for the hold time, then to what the slow average needs with the
+ * lower shrink target. */
+static void test_idle_shrinks_after_hold(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	int64_t now = 0, first_below = -1;
+
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	feed(&d, &p, &now, 240, 250 * MS, 2, 0, 1.9, 0.05, 0); /* a minute busy */
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.cls, ACT_CPU_SATURATED);
+	for (int i = 0; i < 4 * 120; i++) {
+		feed(&d, &p, &now, 1, 250 * MS, 2, 0, 0.1, 0, 0);
+		act_cpu_demand_decide(&d, &p, &dec);
+		assert_int_equal(dec.cls, ACT_CPU_OK);
+		if (dec.goal_milli < 2000) {
+			first_below = now;
+			break;
+		}
+	}
+	assert_true(first_below > 0);
+	/* Not before the hold time, and not after the slow average had had
+	 * a long time to fall. */
+	assert_true(first_below >= p.down_hold);
+	assert_true(first_below <= 90 * SEC);
+	/* What it shrinks to still leaves the slow average within target. */
+	assert_true(dec.slow * 1000.0 / dec.goal_milli <= p.down_target + 1e-9);
+	/* Long idle: down to one compute unit's worth of what it uses. */
+	feed(&d, &p, &now, 4 * 300, 250 * MS, 2, 0, 0.1, 0, 0);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.goal_milli, 250);
+}
+
+/* A steady load converges and stays put: grow, then at the new size the
+ * same load is within target and the shrink goal is not below it. */
+static void test_steady_load_converges(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	int64_t now = 0;
+	unsigned vcpus = 1;
+	uint32_t quota = 0, changes = 0;
+
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	for (int i = 0; i < 4 * 300; i++) {
+		/* one busy guest thread plus an idle vCPU's noise */
+		double runnable = 1.0 + 0.08 * (vcpus - 1);
+		uint32_t allowance = quota ? quota : vcpus * 1000;
+
+		if (runnable > allowance / 1000.0)
+			runnable = allowance / 1000.0;
+		feed(&d, &p, &now, 1, 250 * MS, vcpus, quota, runnable, 0.01, 0);
+		act_cpu_demand_decide(&d, &p, &dec);
+		if (dec.goal_milli != allowance) {
+			changes++;
+			quota = dec.goal_milli;
+			vcpus = (quota + 999) / 1000;
+			act_cpu_demand_resized(&d);
+		}
+	}
+	/* grew once (1 → 1250m over 2 vCPUs) and stayed */
+	assert_int_equal(changes, 1);
+	assert_int_equal(quota, 1250);
+	assert_int_equal(vcpus, 2);
+}
+
+/* Bursts shorter than the up window, repeated: never a growth. */
+static void test_short_bursts_do_not_grow(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	int64_t now = 0;
+
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	for (int i = 0; i < 100; i++) {
+		feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
+		act_cpu_demand_decide(&d, &p, &dec);
+		assert_true(dec.goal_milli <= 1000);
+		feed(&d, &p, &now, 3, 250 * MS, 1, 0, 0.1, 0, 0);
+		act_cpu_demand_decide(&d, &p, &dec);
+		assert_true(dec.goal_milli <= 1000);
+	}
+}
+
+/* After a resize the old windows are forgotten: one fresh window is not
+ * enough to grow again. */
+static void test_resized_forgets_fast_history(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	int64_t now = 0;
+
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 1.0, 0.01, 0);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.goal_milli, 1250);
+	act_cpu_demand_resized(&d);
+	feed(&d, &p, &now, 1, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.goal_milli, 1250);
+	feed(&d, &p, &now, 1, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.cls, ACT_CPU_THROTTLED);
+	assert_int_equal(dec.goal_milli, 2000);
+}
+
+static void test_format(void **state)
+{
+	struct act_cpu_decision dec = { .cls = ACT_CPU_SATURATED, .demand = 0.98, .busy = 0.98,
+					.span = 500 * MS, .allowance_milli = 1000,
+					.goal_milli = 1250 };
+	char buf[256];
+
+	assert_int_equal(act_cpu_decision_format(&dec, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "saturated: vCPUs 98 % busy for 0.5 s"));
+	assert_non_null(strstr(buf, "goal 1.250 CPUs"));
+	assert_int_equal(act_cpu_decision_format(&dec, buf, 8), -1);
+}
+
+/* The CPU goal in the desired resources: CPU from the goal, memory from the
+ * goal CUs alone; without guest memory statistics the memory stays, the
+ * CPU may still fall; a monitor's requested upscale still raises the CPU. */
+static void test_desired_with_cpu_goal(void **state)
+{
+	struct ag_scaling_config cfg;
+	struct act_system_metrics sys = { .load1 = 3.0, .load5 = 3.0,
+					  .memory_usage_bytes = 300.0 * 1024 * 1024 };
+	const struct vmact_resources GiB = { 0, 1ULL << 30 };
+	struct act_desired_input in = {
+		.cfg = &cfg,
+		.cu = { 250, 256ULL << 20 },
+		.using_ = { 2000, GiB.mem_bytes },
+		.min = { 1000, 512ULL << 20 },
+		.max = { 4000, 1536ULL << 20 },
+		.sys = &sys,
+	};
+	uint32_t goal = 1250;
+	struct act_requested_upscale up = { .at = 0, .base = { 2000, GiB.mem_bytes }, .cpu = true };
+	struct act_desired d;
+	struct act_warnings w = { 0 };
+	struct vmact_err err = { 0 };
+
+	ag_scaling_config_defaults(&cfg);
+	/* Neon: load 3 asks for 3/0.9/0.25 = 13 CUs: 3250m and 3.25 GiB (capped). */
+	assert_int_equal(act_desired_resources(&in, 0, &d, &w, &err), 0);
+	assert_int_equal(d.res.milli_cpu, 3250);
+	in.cpu_goal_milli = &goal;
+	assert_int_equal(act_desired_resources(&in, 0, &d, &w, &err), 0);
+	assert_int_equal(d.res.milli_cpu, 1250);
+	/* memory: 300 MiB / 0.75 → 2 CUs of 256Mi, at least min */
+	assert_int_equal(d.res.mem_bytes, 512ULL << 20);
+	sys.memory_absent = true;
+	assert_int_equal(act_desired_resources(&in, 0, &d, &w, &err), 0);
+	assert_int_equal(d.res.milli_cpu, 1250);
+	assert_int_equal(d.res.mem_bytes, GiB.mem_bytes);
+	sys.memory_absent = false;
+	in.requested_upscale = &up;
+	in.requested_upscale_valid = 10LL * 1000000000LL;
+	assert_int_equal(act_desired_resources(&in, 0, &d, &w, &err), 0);
+	assert_int_equal(d.res.milli_cpu, 2250);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_steady),
+		cmocka_unit_test(test_no_readout),
+		cmocka_unit_test(test_idle_shrinks_after_hold),
+		cmocka_unit_test(test_steady_load_converges),
+		cmocka_unit_test(test_short_bursts_do_not_grow),
+		cmocka_unit_test(test_resized_forgets_fast_history),
+		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_desired_with_cpu_goal),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
