@@ -48,6 +48,12 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->sampler_pin_root = strdup("/sys/fs/bpf/vmact");
 	/* §5.2: the Neon agent scrapes system metrics every 5 s. */
 	cfg->sampler_interval_ms = 5000;
+	/* doc/policy.md: the reactive policy by default; vCPUs stay plugged
+	 * when a VM shrinks, since an unplug can lose the way back up
+	 * (doc/vcpu-unplug.md). */
+	cfg->cpu_policy = ACT_CPU_POLICY_REACTIVE;
+	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
+	cfg->policy_tick_ms = 250;
 	ag_scaling_config_defaults(&cfg->scaling);
 	cfg->compute_unit.milli_cpu = 250;
 	cfg->compute_unit.mem_bytes = 1ULL << 30;
@@ -84,6 +90,8 @@ struct key {
 
 static const char *const plugin_modes[] = { "arbiter", "remote", NULL };
 static const char *const sampler_modes[] = { "auto", "bpf", "taskstats", NULL };
+static const char *const cpu_policies[] = { "reactive", "neon", NULL };
+static const char *const cpu_shrinks[] = { "quota", "unplug", NULL };
 
 static const struct key libvirt_keys[] = {
 	{ "uri", K_STRING, OFF(libvirt_uri), 0, 0, NULL, NULL },
@@ -128,6 +136,12 @@ static const struct key sampler_keys[] = {
 	{ "interval_ms", K_UINT, OFF(sampler_interval_ms), 100, 600000, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
+static const struct key policy_keys[] = {
+	{ "cpu", K_ENUM, OFF(cpu_policy), 0, 0, cpu_policies, NULL },
+	{ "cpu_shrink", K_ENUM, OFF(cpu_shrink), 0, 0, cpu_shrinks, NULL },
+	{ "tick_ms", K_UINT, OFF(policy_tick_ms), 50, 10000, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
 static const struct key top_keys[] = {
 	{ "libvirt", K_SECTION, 0, 0, 0, NULL, libvirt_keys },
 	{ "control", K_SECTION, 0, 0, 0, NULL, control_keys },
@@ -136,6 +150,7 @@ static const struct key top_keys[] = {
 	{ "informant", K_SECTION, 0, 0, 0, NULL, informant_keys },
 	{ "cgroup", K_SECTION, 0, 0, 0, NULL, cgroup_keys },
 	{ "sampler", K_SECTION, 0, 0, 0, NULL, sampler_keys },
+	{ "policy", K_SECTION, 0, 0, 0, NULL, policy_keys },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 

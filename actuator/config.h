@@ -20,6 +20,18 @@ enum act_plugin_mode {
 	ACT_PLUGIN_REMOTE,  /* a Neon scheduler plugin at plugin.url */
 };
 
+/* Who sizes a VM's CPU (doc/policy.md). */
+enum act_cpu_policy_mode {
+	ACT_CPU_POLICY_REACTIVE = 0, /* vmact's: the vCPU threads' exact figures */
+	ACT_CPU_POLICY_NEON,         /* the Neon agent's goal CUs from the load average */
+};
+
+/* How a VM's CPU shrinks. */
+enum act_cpu_shrink_mode {
+	ACT_CPU_SHRINK_QUOTA = 0, /* lower the quota, keep the vCPUs plugged */
+	ACT_CPU_SHRINK_UNPLUG,    /* lower the quota, then unplug vCPUs */
+};
+
 enum act_sampler_mode {
 	ACT_SAMPLER_AUTO, /* BPF, falling back to taskstats with the reason logged */
 	ACT_SAMPLER_BPF,
@@ -61,6 +73,10 @@ struct act_config {
 	unsigned taskstats_interval_ms;
 	char *sampler_pin_root;        /* bpffs directory for the maps */
 	unsigned sampler_interval_ms;  /* metrics tick of every VM (load, memory) */
+
+	enum act_cpu_policy_mode cpu_policy;
+	enum act_cpu_shrink_mode cpu_shrink;
+	unsigned policy_tick_ms;       /* the reactive policy's readout period */
 
 	/* ScalingConfig every VM starts from: the Neon agent's defaults with
 	 * the file's "scaling" object (camelCase keys, as in the Neon agent's

@@ -123,7 +123,7 @@ int act_plan_hotplug(const struct vmact_resources *using_, const struct vmact_re
 	if (t.milli_cpu < using_->milli_cpu) {
 		out->steps[out->n++] = (struct act_step){ .kind = ACT_STEP_QUOTA,
 							  .milli = t.milli_cpu };
-		if (!l->vcpus_refused && vcpus_for(t.milli_cpu) < l->vcpus_now)
+		if (!l->vcpus_refused && !l->keep_vcpus && vcpus_for(t.milli_cpu) < l->vcpus_now)
 			out->steps[out->n++] = (struct act_step){ .kind = ACT_STEP_VCPUS,
 								  .vcpus = vcpus_for(t.milli_cpu) };
 	} else if (t.milli_cpu > using_->milli_cpu && !l->vcpus_refused &&

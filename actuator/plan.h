@@ -33,6 +33,10 @@ struct act_vm_layout {
 	 * plugged or unplugged, the CPU size moves by the quota alone, within
 	 * the vCPUs the VM has. */
 	bool vcpus_refused;
+	/* Shrink by the quota alone: vCPUs already plugged stay plugged
+	 * (policy.cpu_shrink "quota"; doc/vcpu-unplug.md), a growth plugs
+	 * only what the quota cannot give. */
+	bool keep_vcpus;
 	uint64_t base_bytes;     /* boot memory, cannot be unplugged */
 	enum hp_mem_method method;
 	/* virtio-mem: the device's size and block */

@@ -273,6 +273,7 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 		.sampler = o->sampler,
 		.plugin_url = o->plugin_url,
 		.metrics_interval_usec = (uint64_t)o->cfg->sampler_interval_ms * 1000u,
+		.policy_tick_usec = (uint64_t)o->cfg->policy_tick_ms * 1000u,
 		.find = find_runner,
 		.find_ud = reg,
 	};

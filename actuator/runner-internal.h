@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "actuator/approver.h"
+#include "actuator/cpu-demand.h"
 #include "actuator/runner.h"
 
 struct ag_http_client;
@@ -31,6 +32,15 @@ struct act_runner {
 	bool mem_absent_logged, load_error_logged;
 
 	sd_event_source *wake, *metrics;
+
+	/* The reactive CPU policy (cpu-demand.h), fed every policy tick
+	 * with the vCPU threads' totals since the previous one. */
+	struct act_cpu_policy cpu_policy;
+	struct act_cpu_demand demand;
+	bool have_vcpu_totals;
+	uint64_t vcpu_runnable_ns, vcpu_delay_ns;
+	enum act_cpu_class last_cls;
+	uint64_t ticks;             /* memory is read every metrics interval */
 
 	struct ag_http_client *http;
 	struct ag_plugin_client *plugin;

@@ -57,6 +57,7 @@ struct act_runner_env {
 	const char *plugin_url;           /* http://HOST:PORT/ */
 	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
 	uint64_t metrics_interval_usec;
+	uint64_t policy_tick_usec;        /* policy.tick_ms */
 	/* Maps a hotplug completion (by domain uuid) to its runner. */
 	struct act_runner *(*find)(void *ud, const char *uuid);
 	void *find_ud;
