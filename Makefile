@@ -59,6 +59,8 @@ layer-specs = $(foreach c,$(COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
 
+TESTLIB  := $(BUILD)/libtesthelpers.a
+
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
@@ -97,6 +99,10 @@ $(BUILD)/lib$(1).a: $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
 endef
 $(foreach c,$(COMPONENTS),$(eval $(call lib_rule,$(c))))
 
+$(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
+	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
@@ -104,13 +110,13 @@ $(foreach c,$(COMPONENTS),$(eval $(call lib_rule,$(c))))
 check-layers:
 	$(Q)tests/check-layers.sh $(layer-specs)
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(LIB)
+$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # BPF: CO-RE objects against the running kernel's BTF, then skeletons.
 $(BUILD)/bpf/vmlinux.h:
@@ -199,9 +205,9 @@ bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 bench-cgroup: $(BUILD)/bench/cgroup-bench
 	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
