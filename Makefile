@@ -72,11 +72,12 @@ endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
 UNIT_BINS  := $(addprefix $(BUILD)/tests/unit/,$(tests-unit-y))
+LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
 INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
-.PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
+.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -84,7 +85,7 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 all: $(PROGS)
 
-tests: $(PROGS) $(UNIT_BINS) $(INTEG_BINS)
+tests: $(PROGS) $(UNIT_BINS) $(LOOP_BINS) $(INTEG_BINS)
 
 # ---- compile rules ------------------------------------------------------
 $(BUILD)/%.o: %.c | $(BPF_SKELS)
@@ -111,6 +112,10 @@ check-layers:
 	$(Q)tests/check-layers.sh $(layer-specs)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
@@ -158,14 +163,22 @@ check:
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)$(MAKE) --no-print-directory guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
-		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
+		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
+		--integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
 		--layers "$(layer-specs)"
 
+# make unit: every test that needs no privileges (tests/unit and
+# tests/loopback) and the conformance vectors; make loopback: only those
+# of tests/loopback.
 unit:
 	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
-		--layers "$(layer-specs)"
+		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)"
+
+loopback:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(LOOP_BINS)
+	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors "" --loopback "$(tests-loopback-y)"
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BINS)
@@ -181,9 +194,9 @@ fuzz: $(FUZZ_BINS)
 # grant ever exceeds capacity. make check runs a 1000-request version.
 .PHONY: soak-arbiter
 soak-arbiter:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/tests/unit/test_arbiter_soak
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/tests/loopback/test_arbiter_soak
 	$(Q)VMACT_SOAK_REQUESTS=10000 VMACT_SOAK_CLIENTS=50 ASAN_OPTIONS=detect_leaks=1 \
-		$(SANBUILD)/tests/unit/test_arbiter_soak
+		$(SANBUILD)/tests/loopback/test_arbiter_soak
 
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does

@@ -157,7 +157,7 @@ int main(void)
 	if (n <= 0)
 		return 1;
 	self[n] = '\0';
-	/* build[/san]/tests/unit/test_vmactd -> build[/san]/vmactd */
+	/* build[/san]/tests/loopback/test_vmactd -> build[/san]/vmactd */
 	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	n = cmocka_run_group_tests_name("vmactd", tests, NULL, NULL);

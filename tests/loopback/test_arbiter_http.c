@@ -153,7 +153,7 @@ static int group_setup(void **state)
 	if (n <= 0)
 		return -1;
 	self[n] = '\0';
-	/* build[/san]/tests/unit/test_arbiter_http -> build[/san]/vmact-arbiter */
+	/* build[/san]/tests/loopback/test_arbiter_http -> build[/san]/vmact-arbiter */
 	snprintf(arbiter_path, sizeof(arbiter_path), "%s/../../vmact-arbiter", dirname(self));
 	if (access(arbiter_path, X_OK) != 0) {
 		fprintf(stderr, "missing %s\n", arbiter_path);
