@@ -59,6 +59,8 @@ layer-specs = $(foreach c,$(COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
 
+TESTLIB  := $(BUILD)/libtesthelpers.a
+
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
@@ -70,11 +72,12 @@ endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
 UNIT_BINS  := $(addprefix $(BUILD)/tests/unit/,$(tests-unit-y))
+LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
 INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
-.PHONY: all check unit integration wirecheck-run fuzz-replay fuzz install \
+.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -82,7 +85,7 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 all: $(PROGS)
 
-tests: $(PROGS) $(UNIT_BINS) $(INTEG_BINS)
+tests: $(PROGS) $(UNIT_BINS) $(LOOP_BINS) $(INTEG_BINS)
 
 # ---- compile rules ------------------------------------------------------
 $(BUILD)/%.o: %.c | $(BPF_SKELS)
@@ -97,6 +100,10 @@ $(BUILD)/lib$(1).a: $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
 endef
 $(foreach c,$(COMPONENTS),$(eval $(call lib_rule,$(c))))
 
+$(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
+	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
@@ -104,13 +111,17 @@ $(foreach c,$(COMPONENTS),$(eval $(call lib_rule,$(c))))
 check-layers:
 	$(Q)tests/check-layers.sh $(layer-specs)
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(LIB)
+$(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # BPF: CO-RE objects against the running kernel's BTF, then skeletons.
 $(BUILD)/bpf/vmlinux.h:
@@ -152,14 +163,22 @@ check:
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)$(MAKE) --no-print-directory guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
-		--unit "$(tests-unit-y)" --integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
+		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
+		--integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
 		--layers "$(layer-specs)"
 
+# make unit: every test that needs no privileges (tests/unit and
+# tests/loopback) and the conformance vectors; make loopback: only those
+# of tests/loopback.
 unit:
 	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
-		--layers "$(layer-specs)"
+		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)"
+
+loopback:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(LOOP_BINS)
+	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors "" --loopback "$(tests-loopback-y)"
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BINS)
@@ -175,9 +194,9 @@ fuzz: $(FUZZ_BINS)
 # grant ever exceeds capacity. make check runs a 1000-request version.
 .PHONY: soak-arbiter
 soak-arbiter:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/tests/unit/test_arbiter_soak
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/tests/loopback/test_arbiter_soak
 	$(Q)VMACT_SOAK_REQUESTS=10000 VMACT_SOAK_CLIENTS=50 ASAN_OPTIONS=detect_leaks=1 \
-		$(SANBUILD)/tests/unit/test_arbiter_soak
+		$(SANBUILD)/tests/loopback/test_arbiter_soak
 
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does
@@ -199,9 +218,9 @@ bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 bench-cgroup: $(BUILD)/bench/cgroup-bench
 	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.

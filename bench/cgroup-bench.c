@@ -18,13 +18,7 @@
 
 #include "actuator/cgroup-domain.h"
 #include "actuator/cgroup.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "tests/lib/wait.h"
 
 static void quiet(void *ud, virErrorPtr e)
 {
@@ -75,25 +69,25 @@ int main(int argc, char **argv)
 	}
 	const struct act_cpu_bw lim[2] = { { 25000, 100000 }, { 50000, 100000 } };
 
-	double t0 = now();
+	double t0 = th_now_s();
 	for (int i = 0; i < iters; i++)
 		if (act_cg_cpu_set(&cg, vm, &lim[i & 1], &err) < 0) {
 			fprintf(stderr, "cgroup-bench: %s\n", err.msg);
 			goto out;
 		}
-	double vmact = (now() - t0) / iters * 1e6;
+	double vmact = (th_now_s() - t0) / iters * 1e6;
 
 	bool drifted;
-	t0 = now();
+	t0 = th_now_s();
 	for (int i = 0; i < iters; i++)
 		if (act_cg_cpu_ensure(&cg, vm, &lim[(iters - 1) & 1], &drifted, NULL, &err) < 0 ||
 		    drifted) {
 			fprintf(stderr, "cgroup-bench: ensure: %s\n", drifted ? "drift" : err.msg);
 			goto out;
 		}
-	double ensure = (now() - t0) / iters * 1e6;
+	double ensure = (th_now_s() - t0) / iters * 1e6;
 
-	t0 = now();
+	t0 = th_now_s();
 	for (int i = 0; i < iters; i++) {
 		virTypedParameter p;
 		memset(&p, 0, sizeof(p));
@@ -105,7 +99,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	double libvirt = (now() - t0) / iters * 1e6;
+	double libvirt = (th_now_s() - t0) / iters * 1e6;
 
 	printf("apply a CPU limit, mean of %d calls on %s (cpu v%d):\n", iters, vm, cg.cpu_version);
 	printf("  vmact act_cg_cpu_set        %8.1f us  (1.00)\n", vmact);

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +26,10 @@
 #include <libvirt/libvirt.h>
 
 #include "hotplug/hotplug.h"
-#include "tests/guest/guest.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
 
-extern char **environ;
 
 #define MIB_KIB 1024UL
 
@@ -102,8 +102,8 @@ static double wait_guest(const struct tg_guest *g, double t0, const struct want 
 		struct tg_report r;
 
 		if (tg_report(g, &r) && report_matches(&r, w))
-			return tg_now() - t0;
-		if (tg_now() - t0 > 60)
+			return th_now_s() - t0;
+		if (th_now_s() - t0 > 60)
 			return -1;
 		sd_event_run(ev, 2000);
 	}
@@ -112,17 +112,14 @@ static double wait_guest(const struct tg_guest *g, double t0, const struct want 
 /* Lets a still-running vmact op finish (vCPU unplug: libvirt's 5 s wait). */
 static void drain_op(void)
 {
-	double end = tg_now() + 120;
-
-	while (!op_finished && tg_now() < end)
-		sd_event_run(ev, 50000);
+	TH_WAIT(ev, op_finished, 120 * VMACT_USEC_PER_SEC);
 }
 
 static double vmact_op(const struct tg_guest *g, const struct hp_op_req *req,
 		       const struct want *w)
 {
 	struct vmact_err err = { 0 };
-	double t0 = tg_now(), dt;
+	double t0 = th_now_s(), dt;
 
 	op_finished = false;
 	if (hp_op_start(hp, g->uuid, req, on_op, NULL, &err) < 0) {
@@ -134,27 +131,22 @@ static double vmact_op(const struct tg_guest *g, const struct hp_op_req *req,
 	return dt;
 }
 
-static double virsh_op(const struct tg_guest *g, char *const argv[], const struct want *w)
+static double virsh_op(const struct tg_guest *g, const char *const argv[], const struct want *w)
 {
-	double t0 = tg_now(), dt;
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int st, r;
-
 	/* The unplug's "timed out" error is expected; keep the table clean. */
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	r = posix_spawnp(&pid, "virsh", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0) {
-		fprintf(stderr, "hotplug-bench: virsh: %s\n", strerror(r));
+	static const struct th_spawn_opts quiet = { .out = TH_OUT_NULL, .err = TH_OUT_NULL };
+	double t0 = th_now_s(), dt;
+	struct th_proc virsh;
+	int r = th_spawn(&virsh, argv, &quiet);
+
+	if (r < 0) {
+		fprintf(stderr, "hotplug-bench: virsh: %s\n", strerror(-r));
 		return -1;
 	}
 	dt = wait_guest(g, t0, w);
 	/* setvcpus blocks for libvirt's 5 s unplug wait: let it end before
 	 * the next step, as a script would. */
-	waitpid(pid, &st, 0);
+	th_proc_wait(&virsh);
 	return dt;
 }
 
@@ -233,9 +225,9 @@ int main(int argc, char **argv)
 			goto out_guests_vcpu;
 		settle(&a, &ra, &b, &rb);
 		{
-			char *plug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
+			const char *plug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
 					 two, "--live", NULL };
-			char *unplug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
+			const char *unplug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
 					   one, "--live", NULL };
 
 			/* Alternate who goes first so drift hits both sides. */
@@ -278,9 +270,9 @@ out_guests_vcpu:
 		}
 		settle(&a, &ra, &b, &rb);
 		for (int i = 0; i < iters; i++) {
-			char *grow[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "update-memory-device",
+			const char *grow[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "update-memory-device",
 					 b.name, "--requested-size", "512MiB", "--live", NULL };
-			char *shrink[] = { "virsh", "-q", "-c", HP_URI_DEFAULT,
+			const char *shrink[] = { "virsh", "-q", "-c", HP_URI_DEFAULT,
 					   "update-memory-device", b.name, "--requested-size", "0",
 					   "--live", NULL };
 

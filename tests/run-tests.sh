@@ -5,13 +5,14 @@
 set -u
 
 build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
-unit="" integration="" fuzzers="" layers=""
+unit="" loopback="" integration="" fuzzers="" layers=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
 	--fuzz) fuzzdir=$2; shift 2 ;;
 	--vectors) vectors=$2; shift 2 ;;
 	--unit) unit=$2; shift 2 ;;
+	--loopback) loopback=$2; shift 2 ;;
 	--integration) integration=$2; shift 2 ;;
 	--fuzzers) fuzzers=$2; shift 2 ;;
 	--layers) layers=$2; shift 2 ;;
@@ -78,6 +79,10 @@ fi
 
 for t in $unit; do
 	run_cmocka "unit/$t" 600 "$build/tests/unit/$t"
+done
+
+for t in $loopback; do
+	run_cmocka "loopback/$t" 600 "$build/tests/loopback/$t"
 done
 
 if [ -n "$vectors" ]; then

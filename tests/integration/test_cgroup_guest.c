@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vCPU hotplug and unplug under a vmact CPU limit, with a real Linux guest:
  * the project's test guest (tests/guest/, `make guest`, helpers tg_* in
- * tests/guest/guest.h): it reports its online CPUs and busy loops on its
+ * tests/lib/guest.h): it reports its online CPUs and busy loops on its
  * serial log, onlines hot-added CPUs, and runs "busy <n>" / "idle".
  *
  * Checks, on a TCG domain vmact-cg-<pid>-1 (always destroyed):
@@ -32,9 +32,9 @@
 
 #include "actuator/cgroup.h"
 #include "base/macro.h"
-#include "tests/integration/cg-vm.h"
-#include "tests/integration/cpu-use.h"
-#include "tests/guest/guest.h"
+#include "tests/lib/cg-vm.h"
+#include "tests/lib/cpu-use.h"
+#include "tests/lib/guest.h"
 
 static struct tg_guest guest;
 
@@ -46,21 +46,21 @@ static int setup(void **state)
 		       tg_guest_dir());
 		return 0;
 	}
-	int r = vm_env_open();
+	int r = th_vm_open();
 	if (r <= 0)
 		return r < 0 ? -1 : 0;
 	char msg[512];
-	if (tg_start(conn, "vmact-cg", NULL, &guest, msg, sizeof(msg)) < 0) {
+	if (tg_start(th_vm.conn, "vmact-cg", NULL, &guest, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "test guest: %s\n", msg);
 		return -1;
 	}
-	if (vm_adopt(guest.dom) < 0)
+	if (th_vm_adopt(guest.dom) < 0)
 		return -1;
-	guest.dom = NULL; /* owned by cg-vm.h now: vm_stop() destroys it */
+	guest.dom = NULL; /* owned by tests/lib/cg-vm.c now: th_vm_stop() destroys it */
 	struct tg_report rep;
 	if (!tg_wait(&guest, 0, NULL, NULL, 120, &rep)) {
-		fprintf(stderr, "guest %s did not report within 120 s (see %s)\n", name, guest.log);
-		usable = false;
+		fprintf(stderr, "guest %s did not report within 120 s (see %s)\n", th_vm.name, guest.log);
+		th_vm.usable = false;
 		return -1;
 	}
 	return 0;
@@ -68,7 +68,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	vm_stop();
+	th_vm_stop();
 	tg_destroy(&guest); /* its log and control socket */
 	return 0;
 }
@@ -93,8 +93,8 @@ static void hotplug(unsigned n)
 {
 	struct tg_report r = { 0 };
 	tg_report(&guest, &r);
-	if (LV(virDomainSetVcpusFlags(dom, n, VIR_DOMAIN_AFFECT_LIVE)) < 0)
-		printf("setvcpus %u: %s (waiting for the guest's own count)\n", n, lv_msg);
+	if (TH_VM_LV(virDomainSetVcpusFlags(th_vm.dom, n, VIR_DOMAIN_AFFECT_LIVE)) < 0)
+		printf("setvcpus %u: %s (waiting for the guest's own count)\n", n, th_vm.lv_msg);
 	if (!tg_wait(&guest, r.seq, tg_cpus_eq, &n, 60, &r))
 		fail_msg("guest does not show %u CPUs online", n);
 }
@@ -110,43 +110,43 @@ static struct act_cpu_bw bw_of(uint32_t milli)
 
 static void test_hotplug_then_pooling(void **state)
 {
-	NEED_VM();
+	TH_NEED_VM();
 	const struct act_cpu_bw vm400 = bw_of(400), v200 = bw_of(200);
 	const struct act_cpu_bw unl = act_cpu_bw_unlimited(ACT_CPU_PERIOD_DEFAULT_US);
 	struct act_cpu_bw v;
 	bool drifted = true;
 
-	set_or_fail(vm, &vm400);
+	th_vm_set_or_fail(th_vm.group, &vm400);
 	hotplug(2);
 	/* libvirt made vcpu1 under the VM's group, inheriting its limit */
-	assert_int_equal(act_cg_cpu_get(&cg, child("vcpu1"), &v, NULL), 0);
+	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu1"), &v, NULL), 0);
 	assert_int_equal(v.quota_us, ACT_CPU_QUOTA_UNLIMITED);
-	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &vm400, &drifted, NULL, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &vm400, &drifted, NULL, NULL), 0);
 	assert_false(drifted);
 
 	/* both vCPUs busy: held together to the VM's limit */
 	struct act_cpu_stat a0, a1, b0, b1, da, db;
 	busy(2);
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &a0, NULL), 0);
-	struct use both = measure(6.0);
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &a1, NULL), 0);
-	set_or_fail(vm, &unl);
-	struct use ctl2 = measure(4.0);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &a0, NULL), 0);
+	struct th_vm_use both = th_vm_measure(6.0);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &a1, NULL), 0);
+	th_vm_set_or_fail(th_vm.group, &unl);
+	struct th_vm_use ctl2 = th_vm_measure(4.0);
 
 	/* one busy thread on two vCPUs: pooled VM limit vs per-vCPU split */
 	busy(1);
-	struct use ctl1 = measure(4.0);
-	set_or_fail(vm, &vm400);
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &b0, NULL), 0);
-	struct use pooled = measure(6.0);
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &b1, NULL), 0);
-	set_or_fail(vm, &unl);
-	set_or_fail(child("vcpu0"), &v200);
-	set_or_fail(child("vcpu1"), &v200);
-	struct use split = measure(6.0);
-	set_or_fail(child("vcpu0"), &unl);
-	set_or_fail(child("vcpu1"), &unl);
-	set_or_fail(vm, &vm400);
+	struct th_vm_use ctl1 = th_vm_measure(4.0);
+	th_vm_set_or_fail(th_vm.group, &vm400);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &b0, NULL), 0);
+	struct th_vm_use pooled = th_vm_measure(6.0);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &b1, NULL), 0);
+	th_vm_set_or_fail(th_vm.group, &unl);
+	th_vm_set_or_fail(th_vm_child("vcpu0"), &v200);
+	th_vm_set_or_fail(th_vm_child("vcpu1"), &v200);
+	struct th_vm_use split = th_vm_measure(6.0);
+	th_vm_set_or_fail(th_vm_child("vcpu0"), &unl);
+	th_vm_set_or_fail(th_vm_child("vcpu1"), &unl);
+	th_vm_set_or_fail(th_vm.group, &vm400);
 	assert_int_equal(act_cpu_stat_delta(&a0, &a1, &da), 0);
 	assert_int_equal(act_cpu_stat_delta(&b0, &b1, &db), 0);
 
@@ -173,9 +173,9 @@ static void test_hotplug_then_pooling(void **state)
 
 static void test_unplug_keeps_limit(void **state)
 {
-	NEED_VM();
+	TH_NEED_VM();
 	const struct act_cpu_bw vm400 = bw_of(400);
-	set_or_fail(vm, &vm400);
+	th_vm_set_or_fail(th_vm.group, &vm400);
 	struct tg_report r = { 0 };
 	assert_true(tg_report(&guest, &r));
 	if (r.cpus != 2)
@@ -184,12 +184,12 @@ static void test_unplug_keeps_limit(void **state)
 	hotplug(1);
 	bool drifted = true;
 	struct act_cpu_bw found;
-	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &vm400, &drifted, &found, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &vm400, &drifted, &found, NULL), 0);
 	assert_false(drifted);
 	/* the unplugged vCPU's thread is gone; what remains is held */
-	struct use u = measure(5.0);
+	struct th_vm_use u = th_vm_measure(5.0);
 	struct act_cpu_bw v;
-	bool vcpu1_group = act_cg_cpu_get(&cg, child("vcpu1"), &v, NULL) == 0;
+	bool vcpu1_group = act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu1"), &v, NULL) == 0;
 	printf("after unplug to 1 vCPU, 2 busy in the guest, 400m on VM: total %.3f = vCPU %.3f + "
 	       "emulator %.3f; libvirt %s the vcpu1 group\n",
 	       u.total, u.vcpus, u.emulator, vcpu1_group ? "kept (empty)" : "removed");

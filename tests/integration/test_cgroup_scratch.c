@@ -8,7 +8,7 @@
  *    when the box cannot give it clearly more than the quota, or did not
  *    give the group its quota (cpu.stat: not throttled in most periods),
  *    the lower bound cannot be observed and the case is skipped with the
- *    numbers printed (cpu_use_judge() in cpu-use.h).
+ *    numbers printed (cpu_use_judge() in tests/lib/cpu-use.h).
  *  - v1 hierarchy rules: the kernel really refuses the naive write order
  *    (EINVAL) in cases act_cg_cpu_set() gets through, an impossible limit
  *    is refused with the old one left in place.
@@ -35,7 +35,8 @@
 
 #include "actuator/cgroup.h"
 #include "base/macro.h"
-#include "tests/integration/cpu-use.h"
+#include "tests/lib/cpu-use.h"
+#include "tests/lib/wait.h"
 
 static struct act_cg cg;
 static char top[128]; /* "/vmact-test-<pid>" */
@@ -150,9 +151,9 @@ static double cpu_seconds(pid_t pid)
 /* CPUs used by pid over secs of wall time. */
 static double measure(pid_t pid, double secs)
 {
-	double c0 = cpu_seconds(pid), t0 = cpu_use_now();
+	double c0 = cpu_seconds(pid), t0 = th_now_s();
 	cpu_use_window(secs);
-	return (cpu_seconds(pid) - c0) / (cpu_use_now() - t0);
+	return (cpu_seconds(pid) - c0) / (th_now_s() - t0);
 }
 
 static void enforce(uint32_t milli)

@@ -36,8 +36,8 @@
 #include "actuator/cgroup-domain.h"
 #include "actuator/cgroup.h"
 #include "base/macro.h"
-#include "tests/integration/cpu-use.h"
-#include "tests/integration/cg-vm.h"
+#include "tests/lib/cpu-use.h"
+#include "tests/lib/cg-vm.h"
 
 static char image[128];
 
@@ -62,9 +62,9 @@ static int write_image(void)
 
 static int setup(void **state)
 {
-	if (vm_env_open() <= 0)
-		return vm_env_failed ? -1 : 0;
-	snprintf(image, sizeof(image), "/tmp/%s.img", name);
+	if (th_vm_open() <= 0)
+		return th_vm.env_failed ? -1 : 0;
+	snprintf(image, sizeof(image), "/tmp/%s.img", th_vm.name);
 	if (write_image() < 0) {
 		fprintf(stderr, "cgroup-vm: cannot write %s\n", image);
 		return -1;
@@ -81,13 +81,13 @@ static int setup(void **state)
 		 "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
 		 "<source file='%s'/><target dev='hda' bus='ide'/></disk>"
 		 "</devices></domain>",
-		 name, image);
-	return vm_start(xml);
+		 th_vm.name, image);
+	return th_vm_start(xml);
 }
 
 static int teardown(void **state)
 {
-	vm_stop();
+	th_vm_stop();
 	if (image[0])
 		unlink(image);
 	return 0;
@@ -97,43 +97,43 @@ static int teardown(void **state)
 
 static void test_layout(void **state)
 {
-	NEED_VM();
+	TH_NEED_VM();
 	struct act_cpu_bw bw;
 	/* libvirt's layout: VM group with emulator and vcpu0 children, all
 	 * unlimited before vmact touches them */
-	assert_int_equal(act_cg_cpu_get(&cg, vm, &bw, NULL), 0);
+	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm.group, &bw, NULL), 0);
 	assert_int_equal(bw.quota_us, ACT_CPU_QUOTA_UNLIMITED);
-	assert_int_equal(act_cg_cpu_get(&cg, child("emulator"), &bw, NULL), 0);
-	assert_int_equal(act_cg_cpu_get(&cg, child("vcpu0"), &bw, NULL), 0);
+	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("emulator"), &bw, NULL), 0);
+	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu0"), &bw, NULL), 0);
 	assert_int_equal(bw.quota_us, ACT_CPU_QUOTA_UNLIMITED);
 	struct act_cpu_stat st;
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &st, NULL), 0);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &st, NULL), 0);
 	/* the group libvirt made carries the domain id */
 	char idpart[32];
-	snprintf(idpart, sizeof(idpart), "qemu-%u-", virDomainGetID(dom));
-	assert_non_null(strstr(vm, idpart));
+	snprintf(idpart, sizeof(idpart), "qemu-%u-", virDomainGetID(th_vm.dom));
+	assert_non_null(strstr(th_vm.group, idpart));
 
 	/* pid file problems are errors naming the domain, never a wrong group */
 	char dir[] = "/tmp/vmact-cg-run-XXXXXX", pf[PATH_MAX];
 	assert_non_null(mkdtemp(dir));
-	snprintf(pf, sizeof(pf), "%s/%s.pid", dir, name);
+	snprintf(pf, sizeof(pf), "%s/%s.pid", dir, th_vm.name);
 	char *g = NULL;
 	struct vmact_err err = { 0 };
-	assert_int_equal(act_cg_domain_group(&cg, dom, dir, &g, NULL, &err), -ENOENT);
-	assert_non_null(strstr(err.msg, name));
+	assert_int_equal(act_cg_domain_group(&th_vm.cg, th_vm.dom, dir, &g, NULL, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, th_vm.name));
 	FILE *f = fopen(pf, "we");
 	assert_non_null(f);
 	fputs("12ab\n", f);
 	fclose(f);
 	vmact_err_reset(&err);
-	assert_int_equal(act_cg_domain_group(&cg, dom, dir, &g, NULL, &err), -EPROTO);
+	assert_int_equal(act_cg_domain_group(&th_vm.cg, th_vm.dom, dir, &g, NULL, &err), -EPROTO);
 	/* a stale file naming some other process (here: this test) */
 	f = fopen(pf, "we");
 	assert_non_null(f);
 	fprintf(f, "%d\n", (int)getpid());
 	fclose(f);
 	vmact_err_reset(&err);
-	assert_true(act_cg_domain_group(&cg, dom, dir, &g, NULL, &err) < 0);
+	assert_true(act_cg_domain_group(&th_vm.cg, th_vm.dom, dir, &g, NULL, &err) < 0);
 	printf("stale pid file refused: %s\n", err.msg);
 	assert_null(g);
 	unlink(pf);
@@ -144,27 +144,27 @@ static void test_layout(void **state)
  * on the vCPU thread only. */
 static void test_whole_vm_vs_vcpu_only(void **state)
 {
-	NEED_VM();
+	TH_NEED_VM();
 	struct act_cpu_bw bw, unl = act_cpu_bw_unlimited(ACT_CPU_PERIOD_DEFAULT_US);
 	assert_int_equal(act_cpu_bw_from_milli(250, ACT_CPU_OVERCOMMIT_DEFAULT,
 					       ACT_CPU_PERIOD_DEFAULT_US, &bw, NULL, NULL),
 			 0);
 	const double q = 0.25;
 
-	struct use ctl = measure(4.0);
-	set_or_fail(vm, &bw);
+	struct th_vm_use ctl = th_vm_measure(4.0);
+	th_vm_set_or_fail(th_vm.group, &bw);
 	struct act_cpu_stat s0, s1;
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &s0, NULL), 0);
-	struct use whole = measure(6.0);
-	assert_int_equal(act_cg_cpu_stat(&cg, vm, &s1, NULL), 0);
-	set_or_fail(vm, &unl);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &s0, NULL), 0);
+	struct th_vm_use whole = th_vm_measure(6.0);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &s1, NULL), 0);
+	th_vm_set_or_fail(th_vm.group, &unl);
 
-	set_or_fail(child("vcpu0"), &bw);
+	th_vm_set_or_fail(th_vm_child("vcpu0"), &bw);
 	struct act_cpu_stat v0, v1, dw, dv;
-	assert_int_equal(act_cg_cpu_stat(&cg, child("vcpu0"), &v0, NULL), 0);
-	struct use vonly = measure(6.0);
-	assert_int_equal(act_cg_cpu_stat(&cg, child("vcpu0"), &v1, NULL), 0);
-	set_or_fail(child("vcpu0"), &unl);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm_child("vcpu0"), &v0, NULL), 0);
+	struct th_vm_use vonly = th_vm_measure(6.0);
+	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm_child("vcpu0"), &v1, NULL), 0);
+	th_vm_set_or_fail(th_vm_child("vcpu0"), &unl);
 	assert_int_equal(act_cpu_stat_delta(&s0, &s1, &dw), 0);
 	assert_int_equal(act_cpu_stat_delta(&v0, &v1, &dv), 0);
 
@@ -190,14 +190,14 @@ static int get_sched_once(const char *field, long long *out)
 {
 	int n = 0;
 	virTypedParameterPtr params = NULL;
-	char *type = virDomainGetSchedulerType(dom, &n);
+	char *type = virDomainGetSchedulerType(th_vm.dom, &n);
 	free(type);
 	if (n <= 0)
 		return -1;
 	params = calloc((size_t)n, sizeof(*params));
 	if (!params)
 		return -1;
-	int r = virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE);
+	int r = virDomainGetSchedulerParametersFlags(th_vm.dom, params, &n, VIR_DOMAIN_AFFECT_LIVE);
 	bool found = false;
 	for (int i = 0; r == 0 && i < n; i++)
 		if (strcmp(params[i].field, field) == 0) {
@@ -212,7 +212,7 @@ static int get_sched_once(const char *field, long long *out)
 
 static int get_sched(const char *field, long long *out)
 {
-	return LV(get_sched_once(field, out));
+	return TH_VM_LV(get_sched_once(field, out));
 }
 
 static int set_sched(const char *field, long long v)
@@ -222,7 +222,7 @@ static int set_sched(const char *field, long long v)
 	snprintf(p.field, sizeof(p.field), "%s", field);
 	p.type = VIR_TYPED_PARAM_LLONG;
 	p.value.l = v;
-	return LV(virDomainSetSchedulerParametersFlags(dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE));
+	return TH_VM_LV(virDomainSetSchedulerParametersFlags(th_vm.dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE));
 }
 
 /* libvirt reads the VM group's limit as its global_quota; an operator's
@@ -230,9 +230,9 @@ static int set_sched(const char *field, long long v)
  * read-back sees the drift and puts its own back. */
 static void test_libvirt_global_quota_drift(void **state)
 {
-	NEED_VM();
+	TH_NEED_VM();
 	struct act_cpu_bw want = { 25000, 100000 }, found;
-	set_or_fail(vm, &want);
+	th_vm_set_or_fail(th_vm.group, &want);
 	long long gq = 0;
 	assert_int_equal(get_sched("global_quota", &gq), 0);
 	assert_int_equal(gq, 25000);
@@ -240,31 +240,31 @@ static void test_libvirt_global_quota_drift(void **state)
 	assert_int_equal(set_sched("global_quota", 70000), 0);
 	bool drifted = false;
 	struct vmact_err err = { 0 };
-	if (act_cg_cpu_ensure(&cg, vm, &want, &drifted, &found, &err) < 0)
+	if (act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &want, &drifted, &found, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_true(drifted);
 	assert_int_equal(found.quota_us, 70000);
 	assert_int_equal(get_sched("global_quota", &gq), 0);
 	assert_int_equal(gq, 25000);
-	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &want, &drifted, NULL, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &want, &drifted, NULL, NULL), 0);
 	assert_false(drifted);
 
 	/* libvirt's per-vCPU quota above the VM's share: on v1 the kernel
 	 * refuses it (child ratio above the parent's); vmact's limit stays */
 	int r = set_sched("vcpu_quota", 50000);
 	printf("libvirt vcpu_quota=50000 under a 25000/100000 VM limit: %s%s\n",
-	       r == 0 ? "accepted" : "refused: ", r == 0 ? "" : lv_msg);
-	if (cg.cpu_version == 1)
+	       r == 0 ? "accepted" : "refused: ", r == 0 ? "" : th_vm.lv_msg);
+	if (th_vm.cg.cpu_version == 1)
 		assert_int_equal(r, -1);
-	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &want, &drifted, NULL, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &want, &drifted, NULL, NULL), 0);
 	assert_false(drifted);
 	/* a per-vCPU quota within the share is accepted and coexists */
 	assert_int_equal(set_sched("vcpu_quota", 20000), 0);
 	struct act_cpu_bw v;
-	assert_int_equal(act_cg_cpu_get(&cg, child("vcpu0"), &v, NULL), 0);
+	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu0"), &v, NULL), 0);
 	assert_int_equal(v.quota_us, 20000);
 	assert_int_equal(set_sched("vcpu_quota", -1), 0);
-	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &want, &drifted, NULL, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &want, &drifted, NULL, NULL), 0);
 	assert_false(drifted);
 }
 
@@ -274,20 +274,20 @@ static void test_libvirt_global_quota_drift(void **state)
  * still be held to it. */
 static void test_hotplug_keeps_limit(void **state)
 {
-	NEED_VM();
+	TH_NEED_VM();
 	struct act_cpu_bw want = { 25000, 100000 }, v;
-	set_or_fail(vm, &want);
-	if (LV(virDomainSetVcpusFlags(dom, 2, VIR_DOMAIN_AFFECT_LIVE)) < 0)
-		fail_msg("setvcpus 2: %s", lv_msg);
+	th_vm_set_or_fail(th_vm.group, &want);
+	if (TH_VM_LV(virDomainSetVcpusFlags(th_vm.dom, 2, VIR_DOMAIN_AFFECT_LIVE)) < 0)
+		fail_msg("setvcpus 2: %s", th_vm.lv_msg);
 
-	assert_int_equal(act_cg_cpu_get(&cg, child("vcpu1"), &v, NULL), 0);
+	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu1"), &v, NULL), 0);
 	assert_int_equal(v.quota_us, ACT_CPU_QUOTA_UNLIMITED);
 	bool drifted = true;
-	assert_int_equal(act_cg_cpu_ensure(&cg, vm, &want, &drifted, NULL, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &want, &drifted, NULL, NULL), 0);
 	assert_false(drifted);
 
 	/* the new vCPU thread really sits under the VM group */
-	struct use u = measure(5.0);
+	struct th_vm_use u = th_vm_measure(5.0);
 	printf("after hotplug to 2 vCPUs, 250m on the VM: total %.3f = vCPUs %.3f + emulator "
 	       "%.3f CPUs\n",
 	       u.total, u.vcpus, u.emulator);
@@ -295,7 +295,7 @@ static void test_hotplug_keeps_limit(void **state)
 	int nv = 0;
 	char p[PATH_MAX * 2 + 16];
 	for (int i = 0; i < 4; i++) {
-		snprintf(p, sizeof(p), "%s%s/vcpu%d", cg.cpu_mount, vm, i);
+		snprintf(p, sizeof(p), "%s%s/vcpu%d", th_vm.cg.cpu_mount, th_vm.group, i);
 		struct stat st;
 		if (stat(p, &st) == 0)
 			nv++;

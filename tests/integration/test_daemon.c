@@ -45,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -56,7 +55,11 @@
 
 #include "agent-glue/quantity.h"
 #include "hotplug/hotplug.h"
-#include "tests/guest/guest.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
 
 #define PREFIX "vmactd-it"
 /* Safety limits, far above what a passing run needs (about a minute to
@@ -75,52 +78,35 @@ struct fixture {
 	     notify[108];
 	int notify_fd; /* the daemon's sd_notify socket (NOTIFY_SOCKET) */
 	char notes[4096]; /* what it sent so far */
-	pid_t peer, daemon, arbiter;
+	struct th_peer peer;
+	struct th_proc daemon, arbiter;
 	char arb_log[128];
-	int peer_in; /* the peer quits when its stdin closes */
 	/* daemon_informant */
 	struct tg_guest c;
-	pid_t inf_peer;
-	int inf_in;
+	struct th_peer inf_peer;
 	char inf_log[128];
 };
 
 static struct fixture fx;
 
-static char *slurp(const char *path)
+/* A daemon that was started and has exited since. */
+static bool daemon_died(void)
 {
-	return tg_read_file(path);
+	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
 }
 
-static unsigned count_in(const char *path, const char *needle)
-{
-	char *buf = slurp(path), *p;
-	unsigned n = 0;
-
-	if (!buf)
-		return 0;
-	for (p = buf; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	free(buf);
-	return n;
-}
-
-/* Waits until pred() or the limit; false at the limit. */
+/* Waits until pred() or the limit; false at the limit, or at once if the
+ * daemon exits meanwhile. */
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	double end = tg_now() + limit_s;
+	bool died = false;
 
-	while (!pred(arg)) {
-		if (tg_now() > end)
-			return false;
-		if (fx.daemon > 0 && waitpid(fx.daemon, NULL, WNOHANG) == fx.daemon) {
-			fx.daemon = 0;
-			print_error("vmactd exited early; its log:\n");
-			return false;
-		}
-		usleep(100000);
-	}
-	return true;
+	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
+		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
+		return true;
+	if (died)
+		print_error("vmactd exited early; its log:\n");
+	return false;
 }
 
 /* Collects the daemon's sd_notify datagrams. */
@@ -144,19 +130,14 @@ static bool notes_have(void *needle)
 
 static bool log_has(void *needle)
 {
-	return count_in(fx.log, needle) > 0;
-}
-
-static bool peer_listening(void *unused)
-{
-	return count_in(fx.peer_log, "\"listening\"") > 0;
+	return th_count_in_file(fx.log, needle) > 0;
 }
 
 /* The guest's status lines so far: none may show more than max or fewer
  * than min CPUs. */
 static void check_guest_cpus_within(const struct tg_guest *g, unsigned min, unsigned max)
 {
-	char *buf = slurp(g->log), *p;
+	char *buf = th_read_file(g->log), *p;
 
 	assert_non_null(buf);
 	for (p = buf; (p = strstr(p, "VMACT seq=")); p++) {
@@ -176,7 +157,7 @@ static void check_guest_cpus_within(const struct tg_guest *g, unsigned min, unsi
 static unsigned check_resizes_within(const char *log, uint64_t min_milli, uint64_t max_milli,
 				     uint64_t min_mem, uint64_t max_mem)
 {
-	char *buf = slurp(log), *p;
+	char *buf = th_read_file(log), *p;
 	unsigned n = 0;
 
 	assert_non_null(buf);
@@ -198,7 +179,7 @@ static unsigned check_resizes_within(const char *log, uint64_t min_milli, uint64
 
 static void dump_log(void)
 {
-	char *buf = slurp(fx.log);
+	char *buf = th_read_file(fx.log);
 
 	if (buf) {
 		size_t len = strlen(buf);
@@ -208,48 +189,20 @@ static void dump_log(void)
 	}
 }
 
-/* stdin_fd: where the child's stdin comes from (-1: inherited). */
-static pid_t spawn_to(const char *const argv[], const char *out_path, const char *node_path,
-		      int stdin_fd)
+/* Starts a program with stdout and stderr to out_path; the test's
+ * children die with it (tests/lib/proc.c). */
+static void spawn_to(struct th_proc *p, const char *const argv[], const char *out_path)
 {
-	pid_t pid = fork();
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = out_path };
 
-	if (pid == 0) {
-		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			_exit(126);
-		/* Nothing outlives a test that died. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		signal(SIGPIPE, SIG_DFL);
-		if (stdin_fd >= 0)
-			dup2(stdin_fd, STDIN_FILENO);
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		if (node_path)
-			setenv("NODE_PATH", node_path, 1);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static bool write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fputs(text, f) >= 0;
-	return fclose(f) == 0 && ok;
+	assert_int_equal(th_spawn(p, argv, &o), 0);
 }
 
 static int setup(void **state)
 {
-	char node_path[PATH_MAX], cwd[PATH_MAX / 2], msg[512], *tpl, *mod;
-	const char *peer_argv[] = { "node", "tests/peers/vm-monitor.js", "--unix", fx.sock,
-				    "--no-cgroup", NULL };
+	char msg[512], *tpl, *mod;
+	const char *peer_args[] = { "--unix", fx.sock, "--no-cgroup", NULL };
 	int pid = (int)getpid();
 	char meta_a[2048];
 	const char *meta_b =
@@ -279,28 +232,14 @@ static int setup(void **state)
 	}
 
 	/* The vm-monitor peer. */
-	if (!getcwd(cwd, sizeof(cwd)))
-		return -1;
-	snprintf(node_path, sizeof(node_path), "%s/build/npm/node_modules", cwd);
-	if (getenv("VMACT_NODE_PATH"))
-		snprintf(node_path, sizeof(node_path), "%s", getenv("VMACT_NODE_PATH"));
-	{
-		int in[2];
-
-		if (pipe2(in, O_CLOEXEC) < 0)
-			return -1;
-		fx.peer = spawn_to(peer_argv, fx.peer_log, node_path, in[0]);
-		close(in[0]);
-		fx.peer_in = in[1];
-	}
-	if (fx.peer < 0 || !wait_until(peer_listening, NULL, 60)) {
-		print_error("the vm-monitor peer did not start (build/npm/node_modules/ws?)\n");
+	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) < 0) {
+		print_error("%s\n", msg);
 		return -1;
 	}
 
 	/* The test guest with a virtio balloon reporting memory statistics
 	 * every second: the daemon's source of guest memory usage. */
-	tpl = tg_read_file("tests/guest/domain.xml.in");
+	tpl = th_read_file("tests/guest/domain.xml.in");
 	if (!tpl)
 		return -1;
 	{
@@ -322,7 +261,7 @@ static int setup(void **state)
 		strcat(mod, at + strlen("<memballoon model='none'/>"));
 		free(tpl);
 	}
-	if (!write_file(fx.tpl, mod)) {
+	if (th_write_file(fx.tpl, mod) < 0) {
 		free(mod);
 		return -1;
 	}
@@ -395,25 +334,9 @@ static int set_meta(const struct tg_guest *g, const char *xml)
 static int teardown(void **state)
 {
 	(void)state;
-	if (fx.arbiter > 0) {
-		kill(fx.arbiter, SIGTERM);
-		waitpid(fx.arbiter, NULL, 0);
-		fx.arbiter = 0;
-	}
-	if (fx.daemon > 0) {
-		/* SIGTERM first so the daemon unpins; SIGKILL if it hangs. */
-		double end = tg_now() + 30;
-
-		kill(fx.daemon, SIGTERM);
-		while (waitpid(fx.daemon, NULL, WNOHANG) == 0) {
-			if (tg_now() > end) {
-				kill(fx.daemon, SIGKILL);
-				waitpid(fx.daemon, NULL, 0);
-				break;
-			}
-			usleep(100000);
-		}
-	}
+	th_proc_stop(&fx.arbiter, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	/* SIGTERM first so the daemon unpins; SIGKILL if it hangs. */
+	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	{
 		/* Whatever a killed daemon left pinned. */
 		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
@@ -429,20 +352,10 @@ static int teardown(void **state)
 	destroy_by_name(&fx.a);
 	destroy_by_name(&fx.b);
 	destroy_by_name(&fx.c);
-	if (fx.inf_in > 0)
-		close(fx.inf_in);
-	if (fx.inf_peer > 0) {
-		kill(fx.inf_peer, SIGTERM);
-		waitpid(fx.inf_peer, NULL, 0);
-	}
+	th_peer_stop(&fx.inf_peer);
 	if (fx.inf_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
 		unlink(fx.inf_log);
-	if (fx.peer_in > 0)
-		close(fx.peer_in);
-	if (fx.peer > 0) {
-		kill(fx.peer, SIGTERM);
-		waitpid(fx.peer, NULL, 0);
-	}
+	th_peer_stop(&fx.peer);
 	if (fx.vc)
 		virConnectClose(fx.vc);
 	if (fx.notify_fd > 0)
@@ -486,7 +399,7 @@ static bool guest_reports(void *g)
  * vmactd logged for it ("managing (..., cgroup GROUP, ..."). */
 static long quota_milli(void)
 {
-	char *buf = slurp(fx.log), *p, group[256] = "", path[512];
+	char *buf = th_read_file(fx.log), *p, group[256] = "", path[512];
 	long quota = -2, period = 0;
 	FILE *f;
 
@@ -540,7 +453,7 @@ static bool log_count_grew(void *arg)
 {
 	const struct log_count *c = arg;
 
-	return count_in(fx.log, c->needle) > c->before;
+	return th_count_in_file(fx.log, c->needle) > c->before;
 }
 
 /* Guest g goes idle: it must drop back to one vCPU, and the daemon must log
@@ -549,7 +462,7 @@ static bool log_count_grew(void *arg)
 static void idle_back_to_one_cpu(const struct tg_guest *g, const char *label,
 				 const char *needle)
 {
-	struct log_count c = { .needle = needle, .before = count_in(fx.log, needle) };
+	struct log_count c = { .needle = needle, .before = th_count_in_file(fx.log, needle) };
 
 	assert_int_equal(tg_cmd(g, "idle"), 0);
 	if (!wait_until(guest_cpus_1, (void *)g, LIMIT_SCALE_S)) {
@@ -564,8 +477,8 @@ static void idle_back_to_one_cpu(const struct tg_guest *g, const char *label,
 
 static bool broken_twice(void *unused)
 {
-	return count_in(fx.log, fx.b.name) >= 2 &&
-	       count_in(fx.log, "unknown element <vmact:bogus>") >= 1;
+	return th_count_in_file(fx.log, fx.b.name) >= 2 &&
+	       th_count_in_file(fx.log, "unknown element <vmact:bogus>") >= 1;
 }
 
 /* The live vCPU count of a guest as libvirt has it (fresh connection). */
@@ -592,20 +505,18 @@ static bool scaled_up(void *unused)
  * inside the operation (or just after it), not at a quiet moment. */
 static void kill_when_resizing(unsigned before)
 {
-	double end = tg_now() + LIMIT_SCALE_S;
+	double end = th_now_s() + LIMIT_SCALE_S;
 	char needle[256];
 
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.a.name);
-	while (count_in(fx.log, needle) <= before) {
-		if (tg_now() > end || waitpid(fx.daemon, NULL, WNOHANG) == fx.daemon) {
+	while (th_count_in_file(fx.log, needle) <= before) {
+		if (th_now_s() > end || th_proc_exited(&fx.daemon)) {
 			dump_log();
 			fail_msg("vmactd never started resizing guest A");
 		}
 		usleep(1000);
 	}
-	kill(fx.daemon, SIGKILL);
-	assert_int_equal(waitpid(fx.daemon, NULL, 0), fx.daemon);
-	fx.daemon = 0;
+	th_proc_stop(&fx.daemon, SIGKILL, 0);
 }
 
 static void daemon_autoscales(void **state)
@@ -627,11 +538,10 @@ static void daemon_autoscales(void **state)
 		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
 		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
 		 PREFIX, (int)getpid(), (int)getpid(), fx.pins);
-	assert_true(write_file(fx.cfg, text));
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
 	setenv("NOTIFY_SOCKET", fx.notify, 1);
-	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
+	spawn_to(&fx.daemon, argv, fx.log);
 	unsetenv("NOTIFY_SOCKET");
-	assert_true(fx.daemon > 0);
 
 	/* First sync: A managed, B skipped with one line naming it and the
 	 * missing element. */
@@ -644,10 +554,10 @@ static void daemon_autoscales(void **state)
 	    !wait_until(notes_have, "STATUS=Managing 1 VM\n", 30))
 		fail_msg("sd_notify: got \"%s\"", fx.notes);
 	snprintf(needle, sizeof(needle), "%s: not managed: vmact metadata: ", fx.b.name);
-	assert_int_equal(count_in(fx.log, needle), 1);
-	assert_int_equal(count_in(fx.log, "missing element <vmact:memory>"), 1);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.log, "missing element <vmact:memory>"), 1);
 	snprintf(needle, sizeof(needle), "%s: managing (", fx.a.name);
-	assert_int_equal(count_in(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
 
 	/* A metadata change on B is re-read (and still broken, differently). */
 	assert_int_equal(set_meta(&fx.b, "<autoscaling enabled='true'><cpu min='1' max='2'/>"
@@ -665,10 +575,10 @@ static void daemon_autoscales(void **state)
 	/* Load: vmactd asks the arbiter and starts plugging, and is killed
 	 * (SIGKILL) right then. */
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.a.name);
-	resizes_before_idle = count_in(fx.log, needle);
+	resizes_before_idle = th_count_in_file(fx.log, needle);
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
 	kill_when_resizing(resizes_before_idle);
-	assert_true(count_in(fx.log, "scheduler permits") > 0);
+	assert_true(th_count_in_file(fx.log, "scheduler permits") > 0);
 	check_guest_cpus_within(&fx.a, 1, 2);
 
 	/* A new vmactd takes the VM over from what it finds: its size is
@@ -678,16 +588,15 @@ static void daemon_autoscales(void **state)
 	 * killed daemon's leftovers it must cope with. */
 	assert_int_equal(rename(fx.log, fx.log1), 0);
 	setenv("NOTIFY_SOCKET", fx.notify, 1);
-	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
+	spawn_to(&fx.daemon, argv, fx.log);
 	unsetenv("NOTIFY_SOCKET");
-	assert_true(fx.daemon > 0);
 	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
 		dump_log();
 		fail_msg("the restarted vmactd did not become ready managing guest A");
 	}
 	snprintf(needle, sizeof(needle), "%s: managing (", fx.a.name);
-	assert_int_equal(count_in(fx.log, needle), 1);
-	assert_int_equal(count_in(fx.log, "outside its bounds"), 0);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.log, "outside its bounds"), 0);
 	{
 		long q = quota_milli();
 		int v = live_vcpus(&fx.a);
@@ -715,7 +624,7 @@ static void daemon_autoscales(void **state)
 	/* Idle: the monitor approves, the vCPU goes; never below one. */
 	snprintf(needle, sizeof(needle), "%s: resized to ", fx.a.name);
 	idle_back_to_one_cpu(&fx.a, "A", needle);
-	assert_true(count_in(fx.log, "vm-monitor approved the downscale") > 0);
+	assert_true(th_count_in_file(fx.log, "vm-monitor approved the downscale") > 0);
 	check_guest_cpus_within(&fx.a, 1, 2);
 	/* The killed daemon may not have got to report its last resize. */
 	check_resizes_within(fx.log1, 1000, 2000, 512 * MiB, 1024 * MiB);
@@ -723,7 +632,7 @@ static void daemon_autoscales(void **state)
 	assert_int_equal(quota_milli(), 1000);
 	/* B was never managed. */
 	snprintf(needle, sizeof(needle), "%s: managing (", fx.b.name);
-	assert_int_equal(count_in(fx.log, needle), 0);
+	assert_int_equal(th_count_in_file(fx.log, needle), 0);
 
 	/* Autoscaling switched off: the quota goes, the VM stays managed by
 	 * nobody. */
@@ -740,10 +649,8 @@ static void daemon_autoscales(void **state)
 
 	/* Clean shutdown: exit 0 (the sanitizer build fails it on a leak) and
 	 * the pins removed. */
-	kill(fx.daemon, SIGTERM);
-	assert_int_equal(waitpid(fx.daemon, &status, 0), fx.daemon);
-	fx.daemon = 0;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	if (status != 0) {
 		dump_log();
 		fail_msg("vmactd exited with status %d", status);
 	}
@@ -754,7 +661,7 @@ static void daemon_autoscales(void **state)
 
 static bool arbiter_listening(void *unused)
 {
-	return count_in(fx.arb_log, "listening on") > 0;
+	return th_count_in_file(fx.arb_log, "listening on") > 0;
 }
 
 static bool b_grown(void *mem0)
@@ -783,22 +690,17 @@ static void daemon_remote_plugin_dimm(void **state)
 	int status;
 
 	(void)state;
-	if (fx.daemon > 0) { /* left by a failed test before */
-		kill(fx.daemon, SIGKILL);
-		waitpid(fx.daemon, NULL, 0);
-		fx.daemon = 0;
-	}
+	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
 	snprintf(arb_path, sizeof(arb_path), "%s/vmact-arbiter", dirname(strdupa(vmactd_path)));
 	{
 		const char *aargv[] = { arb_path, "--listen", "127.0.0.1:0", "--cpu", "2",
 					"--memory", "4Gi", "--verbose", NULL };
 
-		fx.arbiter = spawn_to(aargv, fx.arb_log, NULL, -1);
+		spawn_to(&fx.arbiter, aargv, fx.arb_log);
 	}
-	assert_true(fx.arbiter > 0);
 	if (!wait_until(arbiter_listening, NULL, 30))
 		fail_msg("vmact-arbiter did not start");
-	buf = slurp(fx.arb_log);
+	buf = th_read_file(fx.arb_log);
 	assert_non_null(buf);
 	p = strstr(buf, "(port ");
 	if (!p || sscanf(p, "(port %u)", &port) != 1 || !port)
@@ -816,17 +718,17 @@ static void daemon_remote_plugin_dimm(void **state)
 		 "\"plugin\":{\"mode\":\"remote\",\"url\":\"http://127.0.0.1:%u/\"},"
 		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
 		 fx.b.name, port, fx.pins);
-	assert_true(write_file(fx.cfg, text));
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
 	unlink(fx.log);
-	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
-	assert_true(fx.daemon > 0);
+	spawn_to(&fx.daemon, argv, fx.log);
+
 	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
 		dump_log();
 		fail_msg("vmactd did not become ready managing guest B");
 	}
 	snprintf(needle, sizeof(needle), "scheduler http://127.0.0.1:%u/", port);
-	assert_int_equal(count_in(fx.log, needle), 1);
-	assert_int_equal(count_in(fx.log, "arbiter: listening"), 0);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.log, "arbiter: listening"), 0);
 	assert_true(tg_report(&fx.b, &r));
 	mem0 = r.memtotal_kb;
 
@@ -842,8 +744,8 @@ static void daemon_remote_plugin_dimm(void **state)
 	}
 	/* The remote arbiter made the decision, for B by name. */
 	snprintf(needle, sizeof(needle), "default/%s", fx.b.name);
-	assert_true(count_in(fx.arb_log, needle) > 0);
-	assert_true(count_in(fx.arb_log, "permit 1500m/768Mi") > 0);
+	assert_true(th_count_in_file(fx.arb_log, needle) > 0);
+	assert_true(th_count_in_file(fx.arb_log, "permit 1500m/768Mi") > 0);
 	check_guest_cpus_within(&fx.b, 1, 2);
 	assert_true(check_resizes_within(fx.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
 	assert_true(tg_report(&fx.b, &r));
@@ -851,10 +753,8 @@ static void daemon_remote_plugin_dimm(void **state)
 		fail_msg("guest B has %lu kB, more than the 1Gi max allows", r.memtotal_kb);
 
 	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
-	kill(fx.daemon, SIGTERM);
-	assert_int_equal(waitpid(fx.daemon, &status, 0), fx.daemon);
-	fx.daemon = 0;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	if (status != 0) {
 		dump_log();
 		fail_msg("vmactd exited with status %d", status);
 	}
@@ -862,14 +762,15 @@ static void daemon_remote_plugin_dimm(void **state)
 
 static bool inf_peer_has(void *needle)
 {
-	return count_in(fx.inf_log, needle) > 0;
+	return th_count_in_file(fx.inf_log, needle) > 0;
 }
 
 static void inf_cmd(const char *line)
 {
 	size_t n = strlen(line);
 
-	assert_true(write(fx.inf_in, line, n) == (ssize_t)n && write(fx.inf_in, "\n", 1) == 1);
+	assert_true(write(fx.inf_peer.proc.in_fd, line, n) == (ssize_t)n &&
+		    write(fx.inf_peer.proc.in_fd, "\n", 1) == 1);
 }
 
 /* The legacy informant in place of the vm-monitor (neon-protocols.md §3),
@@ -884,39 +785,20 @@ static void inf_cmd(const char *line)
  * (DELETE /unregister) before vmactd exits 0. */
 static void daemon_informant(void **state)
 {
-	char text[1536], meta[1024], msg[512], needle[256], *buf, *p;
+	char text[1536], meta[1024], msg[512], needle[256];
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
 	/* The sanitized daemon on a shared host: stretch the informant's own
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
-	const char *peer_argv[] = { "node", "tests/peers/informant.js", "--port", "0",
-				    "--timeout-factor", "10", NULL };
-	unsigned port = 0;
+	const char *peer_args[] = { "--port", "0", "--timeout-factor", "10", NULL };
+	unsigned port;
 	int status;
 
 	(void)state;
-	if (fx.daemon > 0) { /* left by a failed test before */
-		kill(fx.daemon, SIGKILL);
-		waitpid(fx.daemon, NULL, 0);
-		fx.daemon = 0;
-	}
+	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
 	snprintf(fx.inf_log, sizeof(fx.inf_log), "/tmp/vmactd-it-%d.informant", (int)getpid());
-	{
-		int in[2];
-
-		assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-		fx.inf_peer = spawn_to(peer_argv, fx.inf_log, NULL, in[0]);
-		close(in[0]);
-		fx.inf_in = in[1];
-	}
-	assert_true(fx.inf_peer > 0);
-	if (!wait_until(inf_peer_has, "\"listening\"", 60))
-		fail_msg("the informant peer did not start");
-	buf = slurp(fx.inf_log);
-	assert_non_null(buf);
-	p = strstr(buf, "\"port\":");
-	if (!p || sscanf(p, "\"port\":%u", &port) != 1 || !port)
-		fail_msg("no port from the informant peer: %s", buf);
-	free(buf);
+	if (th_peer_start(&fx.inf_peer, "informant.js", peer_args, fx.inf_log, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	port = fx.inf_peer.port;
 
 	snprintf(meta, sizeof(meta),
 		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
@@ -939,16 +821,16 @@ static void daemon_informant(void **state)
 		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
 		 "\"sampler\":{\"pin_root\":\"%s\",\"interval_ms\":1000}}",
 		 fx.c.name, (int)getpid(), fx.pins);
-	assert_true(write_file(fx.cfg, text));
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
 	unlink(fx.log);
-	fx.daemon = spawn_to(argv, fx.log, NULL, -1);
-	assert_true(fx.daemon > 0);
+	spawn_to(&fx.daemon, argv, fx.log);
+
 	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
 		dump_log();
 		fail_msg("vmactd did not become ready managing guest C");
 	}
 	snprintf(needle, sizeof(needle), "informant http://127.0.0.1:%u)", port);
-	assert_int_equal(count_in(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
 
 	/* Registered (the peer checked GET /id first) and resumed. */
 	if (!wait_until(inf_peer_has, "\"event\":\"register\"", 60) ||
@@ -957,7 +839,7 @@ static void daemon_informant(void **state)
 		dump_log();
 		fail_msg("vmactd's agent never got to running with the informant");
 	}
-	assert_true(count_in(fx.inf_log, "\"event\":\"id-check\"") >= 1);
+	assert_true(th_count_in_file(fx.inf_log, "\"event\":\"id-check\"") >= 1);
 
 	/* Suspended: load makes the core want more, and the runner holds it. */
 	inf_cmd("{\"cmd\":\"suspend\"}");
@@ -973,7 +855,7 @@ static void daemon_informant(void **state)
 		fail_msg("vmactd never wanted to grow the busy guest C");
 	}
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.c.name);
-	assert_int_equal(count_in(fx.log, needle), 0);
+	assert_int_equal(th_count_in_file(fx.log, needle), 0);
 	check_guest_cpus_within(&fx.c, 1, 1);
 
 	/* Resumed: it grows, and tells the informant afterwards. */
@@ -995,23 +877,21 @@ static void daemon_informant(void **state)
 		dump_log();
 		fail_msg("POST /try-upscale was not handled");
 	}
-	assert_int_equal(count_in(fx.inf_log, "\"event\":\"try-upscale\",\"error\""), 0);
+	assert_int_equal(th_count_in_file(fx.inf_log, "\"event\":\"try-upscale\",\"error\""), 0);
 
 	/* Idle: the informant approves the downscale, the vCPU goes. */
 	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", fx.c.name);
 	idle_back_to_one_cpu(&fx.c, "C", needle);
-	assert_true(count_in(fx.inf_log, "\"event\":\"downscale\"") >= 1);
-	assert_true(count_in(fx.log, "informant approved the downscale") >= 1);
+	assert_true(th_count_in_file(fx.inf_log, "\"event\":\"downscale\"") >= 1);
+	assert_true(th_count_in_file(fx.log, "informant approved the downscale") >= 1);
 	check_guest_cpus_within(&fx.c, 1, 2);
 	assert_true(check_resizes_within(fx.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
 	/* The peer checks sequence numbers, identity and one request at a time. */
-	assert_int_equal(count_in(fx.inf_log, "protocol-error"), 0);
+	assert_int_equal(th_count_in_file(fx.inf_log, "protocol-error"), 0);
 
 	/* SIGTERM: the agent unregisters, then vmactd exits 0 (no leak). */
-	kill(fx.daemon, SIGTERM);
-	assert_int_equal(waitpid(fx.daemon, &status, 0), fx.daemon);
-	fx.daemon = 0;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	if (status != 0) {
 		dump_log();
 		fail_msg("vmactd exited with status %d", status);
 	}

@@ -20,7 +20,8 @@
 #include <libvirt/virterror.h>
 
 #include "hotplug/hotplug.h"
-#include "tests/guest/guest.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/wait.h"
 
 #define GIB_KIB (1024UL * 1024UL)
 #define MIB_KIB 1024UL
@@ -74,14 +75,7 @@ static void on_op(struct hp_conn *c, const char *uuid, const struct hp_op_result
  * hangs, not a performance assertion). */
 static bool loop_until(struct fx *f, bool (*cond)(struct fx *, void *), void *arg, double secs)
 {
-	double end = tg_now() + secs;
-
-	while (!cond(f, arg)) {
-		if (tg_now() > end)
-			return false;
-		sd_event_run(f->ev, 50000);
-	}
-	return true;
+	return TH_WAIT(f->ev, cond(f, arg), (uint64_t)(secs * VMACT_USEC_PER_SEC));
 }
 
 static bool op_done(struct fx *f, void *arg)

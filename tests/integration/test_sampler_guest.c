@@ -27,6 +27,8 @@
 
 #include "base/macro.h"
 #include "bpf/sampler.h"
+#include "tests/lib/file.h"
+#include "tests/lib/wait.h"
 
 #define PHASE_S 6
 
@@ -140,22 +142,18 @@ static int teardown(void **state)
 	return 0;
 }
 
-static char *slurp(const char *path)
+/* Does the serial log show want (n < 0: anywhere; otherwise in the last
+ * status line, which decides)? */
+static bool log_shows(const struct fixture *f, const char *want, int n)
 {
-	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	_cleanup_free_ char *log = th_read_file(f->log);
+	char *last = NULL, *p;
 
-	if (!fp)
-		return NULL;
-	n = getdelim(&buf, &cap, '\0', fp);
-	fclose(fp);
-	if (n < 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	if (log && n < 0 && strstr(log, want))
+		return true;
+	for (p = log; p && (p = strstr(p, "VMACT seq=")); p++)
+		last = p;
+	return last && n >= 0 && strstr(last, want);
 }
 
 /* Waits until the serial log's last status line reports busy=<n> (or, with
@@ -168,19 +166,8 @@ static void wait_log(struct fixture *f, int n, int timeout_s)
 		snprintf(want, sizeof(want), "VMACT ready");
 	else
 		snprintf(want, sizeof(want), " busy=%d\r", n);
-	for (int i = 0; i < timeout_s * 10; i++) {
-		_cleanup_free_ char *log = slurp(f->log);
-		char *last = NULL, *p;
-
-		if (log && n < 0 && strstr(log, want))
-			return;
-		/* The last complete status line decides. */
-		for (p = log; p && (p = strstr(p, "VMACT seq=")); p++)
-			last = p;
-		if (last && n >= 0 && strstr(last, want))
-			return;
-		usleep(100000);
-	}
+	if (TH_WAIT(NULL, log_shows(f, want, n), (uint64_t)timeout_s * VMACT_USEC_PER_SEC))
+		return;
 	fail_msg("guest %s: no \"%s\" in %s after %d s", f->name, want, f->log, timeout_s);
 }
 
@@ -203,7 +190,7 @@ static pid_t qemu_pid(struct fixture *f)
 	_cleanup_free_ char *txt = NULL;
 
 	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", f->name);
-	txt = slurp(path);
+	txt = th_read_file(path);
 	if (!txt)
 		fail_msg("cannot read %s: %s", path, strerror(errno));
 	return (pid_t)atoi(txt);

@@ -20,7 +20,8 @@
 //   silent  -> never answers           liar -> permit above the request
 //
 // Usage: node plugin-head.js [--cpu MILLI] [--mem BYTES]; prints
-// "listening PORT" on stdout once ready (port chosen by the kernel).
+// {"event":"listening","port":N} on stdout once ready (port chosen by the kernel),
+// the line every peer under tests/peers announces itself with.
 'use strict';
 
 const http = require('http');
@@ -170,6 +171,8 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 5000;
 server.listen(0, '127.0.0.1', () => {
-	process.stdout.write(`listening ${server.address().port}\n`);
+	process.stdout.write(JSON.stringify({ event: 'listening', port: server.address().port }) + '\n');
 });
 process.on('SIGTERM', () => process.exit(0));
+// Like every peer here: ends when its stdin closes (the test went away).
+process.stdin.on('end', () => process.exit(0)).resume();

@@ -23,6 +23,7 @@
 
 #include "actuator/cgroup.h"
 #include "base/macro.h"
+#include "tests/lib/file.h"
 
 static char fake_root[256];  /* "" = interposers pass through */
 static char fake_mounts[PATH_MAX];
@@ -119,10 +120,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fake_root);
+	int r = th_rm_rf(fake_root);
 	fake_root[0] = '\0';
-	return system(cmd) == 0 ? 0 : -1;
+	return r == 0 ? 0 : -1;
 }
 
 #define V2_VM "machine.slice/machine-qemu\\x2d3\\x2dvm1.scope/libvirt"

@@ -135,28 +135,34 @@ static void test_conv_properties(void **state)
 	}
 }
 
+/* Overcommit factors as configured (a double) and as stored (per mille);
+ * want 0: refused with -EINVAL, the output untouched. */
+static const struct {
+	double factor;
+	uint32_t want;
+} overcommits[] = {
+	{ 1.0, 1000 }, { 4, 4000 }, { 0.01, 10 }, { 100, 100000 }, { 1.2345, 1235 },
+	{ 0.009, 0 }, { 100.5, 0 }, { NAN, 0 }, { INFINITY, 0 }, { -1, 0 },
+};
+
 static void test_overcommit_from_double(void **state)
 {
-	uint32_t p = 0;
 	struct vmact_err err = { 0 };
-	assert_int_equal(act_cpu_overcommit_from_double(1.0, &p, NULL), 0);
-	assert_int_equal(p, 1000);
-	assert_int_equal(act_cpu_overcommit_from_double(4, &p, NULL), 0);
-	assert_int_equal(p, 4000);
-	assert_int_equal(act_cpu_overcommit_from_double(0.01, &p, NULL), 0);
-	assert_int_equal(p, 10);
-	assert_int_equal(act_cpu_overcommit_from_double(100, &p, NULL), 0);
-	assert_int_equal(p, 100000);
-	assert_int_equal(act_cpu_overcommit_from_double(1.2345, &p, NULL), 0);
-	assert_int_equal(p, 1235);
-	p = 7;
-	assert_int_equal(act_cpu_overcommit_from_double(0.009, &p, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "overcommit"));
-	assert_int_equal(act_cpu_overcommit_from_double(100.5, &p, NULL), -EINVAL);
-	assert_int_equal(act_cpu_overcommit_from_double(NAN, &p, NULL), -EINVAL);
-	assert_int_equal(act_cpu_overcommit_from_double(INFINITY, &p, NULL), -EINVAL);
-	assert_int_equal(act_cpu_overcommit_from_double(-1, &p, NULL), -EINVAL);
-	assert_int_equal(p, 7);
+
+	for (size_t i = 0; i < sizeof(overcommits) / sizeof(overcommits[0]); i++) {
+		uint32_t p = 7;
+		int r = act_cpu_overcommit_from_double(overcommits[i].factor, &p, NULL);
+
+		if (overcommits[i].want ? r != 0 || p != overcommits[i].want : r != -EINVAL || p != 7)
+			fail_msg("%g: %d, %u (want %u)", overcommits[i].factor, r, p,
+				 overcommits[i].want);
+	}
+	{
+		uint32_t p = 7;
+
+		assert_int_equal(act_cpu_overcommit_from_double(0.009, &p, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "overcommit"));
+	}
 }
 
 static void test_check_and_to_milli(void **state)

@@ -160,44 +160,63 @@ static void expect_text(double d, bool f32, const char *want)
 		fail_msg("%.17g (%s): got %s, want %s", d, f32 ? "float32" : "float64", buf, want);
 }
 
+/* float64 values and the text expected for each (shortest text that reads
+ * back as the same value). */
+static const struct {
+	double d;
+	const char *want;
+} float64_texts[] = {
+	{ 0.1, "0.1" },
+	{ 1.0 / 3.0, "0.3333333333333333" },
+	{ 0.333, "0.333" },
+	{ -2.5, "-2.5" },
+	{ 12.5, "12.5" },
+	{ 100, "100" },
+	{ 123456789, "123456789" },
+	{ 0, "0" },
+	{ -0.0, "-0" },
+	{ 0.000001, "0.000001" },
+	{ 0.00001, "0.00001" },
+	{ 1e-7, "1e-7" },
+	{ 1.5e-7, "1.5e-7" },
+	{ 1e-10, "1e-10" },
+	{ 5e-324, "5e-324" },
+	{ 1e20, "100000000000000000000" },
+	{ 1e21, "1e+21" },
+	{ 1.7976931348623157e308, "1.7976931348623157e+308" },
+	{ 4294967.295, "4294967.295" },
+};
+
 static void test_real_text_float64(void **state)
 {
 	(void)state;
-	expect_text(0.1, false, "0.1");
-	expect_text(1.0 / 3.0, false, "0.3333333333333333");
-	expect_text(0.333, false, "0.333");
-	expect_text(-2.5, false, "-2.5");
-	expect_text(12.5, false, "12.5");
-	expect_text(100, false, "100");
-	expect_text(123456789, false, "123456789");
-	expect_text(0, false, "0");
-	expect_text(-0.0, false, "-0");
-	expect_text(0.000001, false, "0.000001");
-	expect_text(0.00001, false, "0.00001");
-	expect_text(1e-7, false, "1e-7");
-	expect_text(1.5e-7, false, "1.5e-7");
-	expect_text(1e-10, false, "1e-10");
-	expect_text(5e-324, false, "5e-324");
-	expect_text(1e20, false, "100000000000000000000");
-	expect_text(1e21, false, "1e+21");
-	expect_text(1.7976931348623157e308, false, "1.7976931348623157e+308");
-	expect_text(4294967.295, false, "4294967.295");
+	for (size_t i = 0; i < sizeof(float64_texts) / sizeof(float64_texts[0]); i++)
+		expect_text(float64_texts[i].d, false, float64_texts[i].want);
 }
+
+/* The same for float32 fields. */
+static const struct {
+	double d;
+	const char *want;
+} float32_texts[] = {
+	{ 0.1f, "0.1" },
+	{ 0.37f, "0.37" },
+	{ 1.0f / 3.0f, "0.33333334" },
+	{ 123.456f, "123.456" },
+	{ 16777216.0f, "16777216" },
+	{ 2.5e9f, "2500000000" },
+	{ 1e-7f, "1e-7" },
+	{ 1e21f, "1e+21" },
+	{ 3.4028235e38f, "3.4028235e+38" },
+	/* The double is narrowed first, as storing into a float32 field does. */
+	{ 0.1, "0.1" },
+};
 
 static void test_real_text_float32(void **state)
 {
 	(void)state;
-	expect_text(0.1f, true, "0.1");
-	expect_text(0.37f, true, "0.37");
-	expect_text(1.0f / 3.0f, true, "0.33333334");
-	expect_text(123.456f, true, "123.456");
-	expect_text(16777216.0f, true, "16777216");
-	expect_text(2.5e9f, true, "2500000000");
-	expect_text(1e-7f, true, "1e-7");
-	expect_text(1e21f, true, "1e+21");
-	expect_text(3.4028235e38f, true, "3.4028235e+38");
-	/* The double is narrowed first, as storing into a float32 field does. */
-	expect_text(0.1, true, "0.1");
+	for (size_t i = 0; i < sizeof(float32_texts) / sizeof(float32_texts[0]); i++)
+		expect_text(float32_texts[i].d, true, float32_texts[i].want);
 }
 
 static void test_real_text_errors(void **state)

@@ -287,21 +287,63 @@ static void expect_request_error(const char *body, uint64_t slot, const char *ne
 #define POD "\"pod\":{\"namespace\":\"d\",\"name\":\"p\"}"
 #define CU "\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"}"
 
+/* Request bodies the decoder refuses, with the slot size it decodes them
+ * with and what its message must mention. */
+static const struct {
+	const char *body;
+	uint64_t slot;
+	const char *needle;
+} request_errors[] = {
+	{ "[]", 0, "expected a JSON object" },
+	{ "{\"protoVersion\":\"7\"}", 0, "protoVersion: expected an integer" },
+	{ "{\"protoVersion\":9," POD "}", 0, "protoVersion: 9" },
+	{ "{\"protoVersion\":7}", 0, "pod: missing" },
+	{ "{\"protoVersion\":7,\"pod\":[]}", 0, "pod: expected an object" },
+	{ "{\"protoVersion\":7,\"pod\":{\"name\":\"p\"}}", 0, "pod: namespace: missing" },
+	{ "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":5}}", 0,
+	  "pod: name: expected a string" },
+	{ "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"\"}}", 0,
+	  "pod.name: must not be empty" },
+	{ "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"a\\u0000b\"}}", 0, "NUL" },
+	{ "{\"protoVersion\":7," POD "," CU "}", 0, "resources: missing" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":\"x\",\"mem\":1}}", 0,
+	  "resources: vCPUs" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":-1}}", 0,
+	  "resources: mem" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1}}", 0,
+	  "resources: mem: missing" },
+	{ "{\"protoVersion\":7," POD ",\"computeUnit\":{\"vCPUs\":true,\"mem\":1},"
+	  "\"resources\":{\"vCPUs\":1,\"mem\":1}}", 0, "computeUnit: vCPUs" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"lastPermit\":5}", 0, "lastPermit: expected an object" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.1}}", 0,
+	  "metrics: loadAvg5M: not part of protocol 5.0" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"metrics\":{}}", 0, "metrics: loadAvg1M: missing" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"metrics\":{\"loadAvg1M\":\"0.5\"}}", 0, "metrics: loadAvg1M: expected a number" },
+	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"metrics\":{\"loadAvg1M\":1e300}}", 0, "float32" },
+	{ "{\"protoVersion\":6," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"metrics\":{\"loadAvg1M\":0.5}}", 0, "metrics: loadAvg5M: missing" },
+	{ "{\"protoVersion\":1," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
+	  "\"metrics\":null}", GiB, "metrics: null is not allowed with protocol 1.0" },
+	{ "{\"protoVersion\":2," POD ",\"resources\":{\"vCPUs\":0.5,\"mem\":1}}", GiB,
+	  "resources: vCPUs: fractional CPU" },
+	{ "{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1}}", 0,
+	  "slot size required" },
+	{ "{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1e19}}", GiB,
+	  "resources: mem" },
+	{ "{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,\"mem\":17179869184}}", GiB,
+	  "overflow" },
+};
+
 static void test_decode_request_errors(void **state)
 {
-	expect_request_error("[]", 0, "expected a JSON object");
-	expect_request_error("{\"protoVersion\":\"7\"}", 0, "protoVersion: expected an integer");
-	expect_request_error("{\"protoVersion\":9," POD "}", 0, "protoVersion: 9");
-	expect_request_error("{\"protoVersion\":7}", 0, "pod: missing");
-	expect_request_error("{\"protoVersion\":7,\"pod\":[]}", 0, "pod: expected an object");
-	expect_request_error("{\"protoVersion\":7,\"pod\":{\"name\":\"p\"}}", 0,
-			     "pod: namespace: missing");
-	expect_request_error("{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":5}}", 0,
-			     "pod: name: expected a string");
-	expect_request_error("{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"\"}}", 0,
-			     "pod.name: must not be empty");
-	expect_request_error("{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"a\\u0000b\"}}",
-			     0, "NUL");
+	for (size_t i = 0; i < sizeof(request_errors) / sizeof(request_errors[0]); i++)
+		expect_request_error(request_errors[i].body, request_errors[i].slot,
+				     request_errors[i].needle);
 	{
 		char body[1300];
 		char name[1100];
@@ -312,46 +354,6 @@ static void test_decode_request_errors(void **state)
 			 "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"%s\"}}", name);
 		expect_request_error(body, 0, "pod: name: longer than 1023");
 	}
-	expect_request_error("{\"protoVersion\":7," POD "," CU "}", 0, "resources: missing");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":\"x\",\"mem\":1}}",
-			     0, "resources: vCPUs");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":-1}}",
-			     0, "resources: mem");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1}}", 0,
-			     "resources: mem: missing");
-	expect_request_error("{\"protoVersion\":7," POD ",\"computeUnit\":{\"vCPUs\":true,\"mem\":1},"
-			     "\"resources\":{\"vCPUs\":1,\"mem\":1}}",
-			     0, "computeUnit: vCPUs");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"lastPermit\":5}",
-			     0, "lastPermit: expected an object");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.1}}",
-			     0, "metrics: loadAvg5M: not part of protocol 5.0");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"metrics\":{}}",
-			     0, "metrics: loadAvg1M: missing");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"metrics\":{\"loadAvg1M\":\"0.5\"}}",
-			     0, "metrics: loadAvg1M: expected a number");
-	expect_request_error("{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"metrics\":{\"loadAvg1M\":1e300}}",
-			     0, "float32");
-	expect_request_error("{\"protoVersion\":6," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"metrics\":{\"loadAvg1M\":0.5}}",
-			     0, "metrics: loadAvg5M: missing");
-	expect_request_error("{\"protoVersion\":1," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-			     "\"metrics\":null}",
-			     GiB, "metrics: null is not allowed with protocol 1.0");
-	expect_request_error("{\"protoVersion\":2," POD ",\"resources\":{\"vCPUs\":0.5,\"mem\":1}}",
-			     GiB, "resources: vCPUs: fractional CPU");
-	expect_request_error("{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1}}", 0,
-			     "slot size required");
-	expect_request_error("{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1e19}}",
-			     GiB, "resources: mem");
-	expect_request_error("{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,"
-			     "\"mem\":17179869184}}",
-			     GiB, "overflow");
 }
 
 static void test_decode_request_lenient_like_go(void **state)
@@ -449,6 +451,30 @@ static void test_response_every_version(void **state)
 	}
 }
 
+/* Permit responses the decoder refuses: version, slot size, body, and
+ * what the message must mention. */
+static const struct {
+	enum ag_plugin_version v;
+	uint64_t slot;
+	const char *body;
+	const char *needle;
+} response_errors[] = {
+	{ AG_PLUGIN_V5_0, 0, "null", "expected a JSON object" },
+	{ AG_PLUGIN_V5_0, 0, "{}", "permit: missing" },
+	{ AG_PLUGIN_V5_0, 0, "{\"permit\":null}", "permit: missing" },
+	{ AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":\"x\",\"mem\":1}}", "permit: vCPUs" },
+	{ AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":1}}", "permit: mem: missing" },
+	{ AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"migrate\":true}",
+	  "migrate: expected an object" },
+	{ AG_PLUGIN_V1_1, GiB, "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":1}}", "fractional CPU" },
+	{ AG_PLUGIN_V2_0, GiB,
+	  "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1}}",
+	  "resourceUnit: mem: missing" },
+	{ AG_PLUGIN_V3_0, 0, "{\"permit\":{\"vCPUs\":1,\"mem\":1}}", "slot size required" },
+	{ (enum ag_plugin_version)0, 0, "{\"permit\":{\"vCPUs\":1,\"mem\":1}}",
+	  "invalid protocol version" },
+};
+
 static void test_response_decode_cases(void **state)
 {
 	struct ag_plugin_response r;
@@ -468,23 +494,9 @@ static void test_response_decode_cases(void **state)
 	assert_int_equal(r.permit.mem_bytes, 3 * 512 * 1024 * 1024ULL);
 	assert_false(r.has_resource_unit);
 
-	expect_response_error(AG_PLUGIN_V5_0, 0, "null", "expected a JSON object");
-	expect_response_error(AG_PLUGIN_V5_0, 0, "{}", "permit: missing");
-	expect_response_error(AG_PLUGIN_V5_0, 0, "{\"permit\":null}", "permit: missing");
-	expect_response_error(AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":\"x\",\"mem\":1}}",
-			      "permit: vCPUs");
-	expect_response_error(AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":1}}", "permit: mem: missing");
-	expect_response_error(AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"migrate\":true}",
-			      "migrate: expected an object");
-	expect_response_error(AG_PLUGIN_V1_1, GiB, "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":1}}",
-			      "fractional CPU");
-	expect_response_error(AG_PLUGIN_V2_0, GiB,
-			      "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1}}",
-			      "resourceUnit: mem: missing");
-	expect_response_error(AG_PLUGIN_V3_0, 0, "{\"permit\":{\"vCPUs\":1,\"mem\":1}}",
-			      "slot size required");
-	expect_response_error((enum ag_plugin_version)0, 0, "{\"permit\":{\"vCPUs\":1,\"mem\":1}}",
-			      "invalid protocol version");
+	for (size_t i = 0; i < sizeof(response_errors) / sizeof(response_errors[0]); i++)
+		expect_response_error(response_errors[i].v, response_errors[i].slot,
+				      response_errors[i].body, response_errors[i].needle);
 }
 
 static void test_permit_validate(void **state)

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,102 +13,118 @@
 #include "agent-glue/json.h"
 #include "agent-glue/quantity.h"
 
-static void parse_milli_ok(const char *s, uint64_t want)
-{
-	struct vmact_err err = { 0 };
-	uint64_t got = 0;
-
-	assert_int_equal(vmact_quantity_parse_milli(s, &got, &err), 0);
-	assert_int_equal(got, want);
-}
-
-static void parse_value_ok(const char *s, uint64_t want)
-{
-	struct vmact_err err = { 0 };
-	uint64_t got = 0;
-
-	assert_int_equal(vmact_quantity_parse_value(s, &got, &err), 0);
-	assert_int_equal(got, want);
-}
-
-static void parse_value_err(const char *s, int code)
-{
-	struct vmact_err err = { 0 };
-	uint64_t got = 12345;
-
-	assert_int_equal(vmact_quantity_parse_value(s, &got, &err), -code);
-	assert_int_equal(got, 12345);
-	assert_int_equal(err.code, code);
-	assert_true(strlen(err.msg) > 0);
-}
+/* Accepted quantities: as a plain value (bytes) or as milli-units (CPU). */
+static const struct {
+	const char *text;
+	bool milli;
+	uint64_t want;
+} parse_ok[] = {
+	{ "0", false, 0 },
+	{ "1Ki", false, 1024 },
+	{ "1Ei", false, 1ULL << 60 },
+	{ "15Ei", false, 15ULL << 60 },
+	{ "1k", false, 1000 },
+	{ "1E", false, 1000000000000000000ULL },
+	{ "1E3", false, 1000 },
+	{ "1e+3", false, 1000 },
+	{ "25e-1", false, 3 },
+	{ "1n", false, 1 },
+	{ "+7", false, 7 },
+	{ ".5", false, 1 },
+	{ "5.", false, 5 },
+	{ "0.000", false, 0 },
+	{ "0Gi", false, 0 },
+	{ "18446744073709551615", false, UINT64_MAX },
+	{ "0.1", true, 100 },
+	{ "0.001", true, 1 },
+	{ "0.0011", true, 2 },
+	{ "100u", true, 1 },
+	{ "1500m", true, 1500 },
+	{ "1.5", true, 1500 },
+	{ "2k", true, 2000000 },
+};
 
 static void test_parse_suffixes(void **state)
 {
 	(void)state;
-	parse_value_ok("0", 0);
-	parse_value_ok("1Ki", 1024);
-	parse_value_ok("1Ei", 1ULL << 60);
-	parse_value_ok("15Ei", 15ULL << 60);
-	parse_value_ok("1k", 1000);
-	parse_value_ok("1E", 1000000000000000000ULL);
-	parse_value_ok("1E3", 1000);
-	parse_value_ok("1e+3", 1000);
-	parse_value_ok("25e-1", 3);
-	parse_value_ok("1n", 1);
-	parse_value_ok("+7", 7);
-	parse_value_ok(".5", 1);
-	parse_value_ok("5.", 5);
-	parse_value_ok("0.000", 0);
-	parse_value_ok("0Gi", 0);
-	parse_value_ok("18446744073709551615", UINT64_MAX);
-	parse_milli_ok("0.1", 100);
-	parse_milli_ok("0.001", 1);
-	parse_milli_ok("0.0011", 2);
-	parse_milli_ok("100u", 1);
-	parse_milli_ok("1500m", 1500);
-	parse_milli_ok("1.5", 1500);
-	parse_milli_ok("2k", 2000000);
+	for (size_t i = 0; i < sizeof(parse_ok) / sizeof(parse_ok[0]); i++) {
+		struct vmact_err err = { 0 };
+		uint64_t got = 0;
+		int r = parse_ok[i].milli ? vmact_quantity_parse_milli(parse_ok[i].text, &got, &err)
+					  : vmact_quantity_parse_value(parse_ok[i].text, &got, &err);
+
+		if (r != 0 || got != parse_ok[i].want)
+			fail_msg("\"%s\"%s: %d, %llu (want %llu)", parse_ok[i].text,
+				 parse_ok[i].milli ? " (milli)" : "", r, (unsigned long long)got,
+				 (unsigned long long)parse_ok[i].want);
+	}
 }
+
+/* Refused values: the error code, a message, and the output untouched. */
+static const struct {
+	const char *text;
+	int code;
+} parse_bad[] = {
+	{ "", EINVAL },
+	{ "-1", EINVAL },
+	{ "abc", EINVAL },
+	{ "1Qi", EINVAL },
+	{ "1.2.3", EINVAL },
+	{ ".", EINVAL },
+	{ "1 Gi", EINVAL },
+	{ "1e", EINVAL },
+	{ "1e+", EINVAL },
+	{ "16Ei", ERANGE },
+	{ "18446744073709551616", ERANGE },
+	{ "1e30", ERANGE },
+	{ "12345678901234567890123", ERANGE },
+};
 
 static void test_parse_errors(void **state)
 {
 	(void)state;
-	parse_value_err("", EINVAL);
-	parse_value_err("-1", EINVAL);
-	parse_value_err("abc", EINVAL);
-	parse_value_err("1Qi", EINVAL);
-	parse_value_err("1.2.3", EINVAL);
-	parse_value_err(".", EINVAL);
-	parse_value_err("1 Gi", EINVAL);
-	parse_value_err("1e", EINVAL);
-	parse_value_err("1e+", EINVAL);
-	parse_value_err("16Ei", ERANGE);
-	parse_value_err("18446744073709551616", ERANGE);
-	parse_value_err("1e30", ERANGE);
-	parse_value_err("12345678901234567890123", ERANGE);
+	for (size_t i = 0; i < sizeof(parse_bad) / sizeof(parse_bad[0]); i++) {
+		struct vmact_err err = { 0 };
+		uint64_t got = 12345;
+		int r = vmact_quantity_parse_value(parse_bad[i].text, &got, &err);
+
+		if (r != -parse_bad[i].code || got != 12345 || err.code != parse_bad[i].code ||
+		    !err.msg[0])
+			fail_msg("\"%s\": %d, %llu, err %d \"%s\" (want %d)", parse_bad[i].text, r,
+				 (unsigned long long)got, err.code, err.msg, -parse_bad[i].code);
+	}
 }
+
+static const struct {
+	bool milli; /* vmact_quantity_format_milli, else _bytes */
+	uint64_t value;
+	const char *want;
+} format_cases[] = {
+	{ true, 250, "250m" },
+	{ true, 1000, "1" },
+	{ true, 0, "0" },
+	{ true, 1000000, "1k" },
+	{ false, 1000, "1k" },
+	{ false, 2000, "2000" },
+	{ false, 3ULL << 30, "3Gi" },
+	{ false, 1ULL << 62, "4Ei" },
+};
 
 static void test_format(void **state)
 {
 	char buf[32];
 
 	(void)state;
-	assert_int_equal(vmact_quantity_format_milli(250, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "250m");
-	assert_int_equal(vmact_quantity_format_milli(1000, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "1");
-	assert_int_equal(vmact_quantity_format_milli(0, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "0");
-	assert_int_equal(vmact_quantity_format_milli(1000000, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "1k");
-	assert_int_equal(vmact_quantity_format_bytes(1000, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "1k");
-	assert_int_equal(vmact_quantity_format_bytes(2000, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "2000");
-	assert_int_equal(vmact_quantity_format_bytes(3ULL << 30, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "3Gi");
-	assert_int_equal(vmact_quantity_format_bytes(1ULL << 62, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "4Ei");
+	for (size_t i = 0; i < sizeof(format_cases) / sizeof(format_cases[0]); i++) {
+		int r = format_cases[i].milli
+				? vmact_quantity_format_milli(format_cases[i].value, buf, sizeof(buf))
+				: vmact_quantity_format_bytes(format_cases[i].value, buf, sizeof(buf));
+
+		if (r != 0 || strcmp(buf, format_cases[i].want) != 0)
+			fail_msg("%llu%s: %d \"%s\" (want \"%s\")",
+				 (unsigned long long)format_cases[i].value,
+				 format_cases[i].milli ? "m" : "", r, buf, format_cases[i].want);
+	}
 	assert_int_equal(vmact_quantity_format_bytes(1ULL << 30, buf, 3), -ENOSPC);
 }
 

@@ -351,29 +351,41 @@ static void vm_err(const char *obj, const char *key, const char *value, const ch
 	}
 }
 
+/* Changes to the example VmInfo and the error each gives: obj.key set to
+ * value (NULL: deleted), the field the message names, and whether decoding
+ * succeeds and validation refuses. */
+static const struct {
+	const char *obj, *key, *value, *field;
+	bool at_validate;
+} vm_errors[] = {
+	{ NULL, "name", NULL, "name", false },
+	{ NULL, "name", "5", "name", false },
+	{ NULL, "namespace", "\"0123456789012345678901234567890123456789012345678901234567890123\"",
+	  "namespace", false },
+	{ "cpu", "use", NULL, "cpu.use", false },
+	{ "cpu", "max", "\"two\"", "cpu.max", false },
+	{ "mem", "use", "70000", "mem", false },
+	{ "mem", "min", "1.5", "mem", false },
+	{ "mem", "slotSize", NULL, "mem.slotSize", false },
+	{ "config", "scalingEnabled", "\"true\"", "config", false },
+	{ "config", "scalingConfig", "{\"enableLFCMetrics\":\"yes\"}", "enableLFCMetrics", false },
+	{ NULL, "currentRevision", "{\"revision\":{\"value\":1},\"updatedAt\":\"x\"}",
+	  "flags", false },
+	/* semantic checks */
+	{ "cpu", "min", "\"40m\"", "cpu.min", true },
+	{ "cpu", "max", "513", "cpu.max", true },
+	{ "cpu", "min", "3", "cpu.min", true },
+	{ "mem", "min", "9", "mem.min", true },
+	{ "mem", "slotSize", "0", "slotSize", true },
+	{ "config", "scalingConfig", "{\"memoryUsageFractionTarget\":1.5}",
+	  "memoryUsageFractionTarget", true },
+};
+
 static void test_vm_info_errors(void **state)
 {
-	vm_err(NULL, "name", NULL, "name", false);
-	vm_err(NULL, "name", "5", "name", false);
-	vm_err(NULL, "namespace", "\"0123456789012345678901234567890123456789012345678901234567890123\"",
-	       "namespace", false);
-	vm_err("cpu", "use", NULL, "cpu.use", false);
-	vm_err("cpu", "max", "\"two\"", "cpu.max", false);
-	vm_err("mem", "use", "70000", "mem", false);
-	vm_err("mem", "min", "1.5", "mem", false);
-	vm_err("mem", "slotSize", NULL, "mem.slotSize", false);
-	vm_err("config", "scalingEnabled", "\"true\"", "config", false);
-	vm_err("config", "scalingConfig", "{\"enableLFCMetrics\":\"yes\"}", "enableLFCMetrics", false);
-	vm_err(NULL, "currentRevision", "{\"revision\":{\"value\":1},\"updatedAt\":\"x\"}", "flags",
-	       false);
-	/* semantic checks */
-	vm_err("cpu", "min", "\"40m\"", "cpu.min", true);
-	vm_err("cpu", "max", "513", "cpu.max", true);
-	vm_err("cpu", "min", "3", "cpu.min", true);
-	vm_err("mem", "min", "9", "mem.min", true);
-	vm_err("mem", "slotSize", "0", "slotSize", true);
-	vm_err("config", "scalingConfig", "{\"memoryUsageFractionTarget\":1.5}",
-	       "memoryUsageFractionTarget", true);
+	for (size_t i = 0; i < sizeof(vm_errors) / sizeof(vm_errors[0]); i++)
+		vm_err(vm_errors[i].obj, vm_errors[i].key, vm_errors[i].value, vm_errors[i].field,
+		       vm_errors[i].at_validate);
 }
 
 static void test_vm_info_apply_bounds(void **state)

@@ -19,10 +19,12 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "tests/lib/proc.h"
+
 static char vmactd_path[PATH_MAX];
 
 struct proc {
-	pid_t pid;
+	struct th_proc proc;
 	FILE *err; /* the daemon's stderr */
 };
 
@@ -40,38 +42,29 @@ static int write_config(char *path, const char *text)
 	return close(fd);
 }
 
-static void spawn(struct proc *p, char *const argv[])
+static void spawn(struct proc *p, const char *argv[])
 {
-	int fds[2];
+	static const struct th_spawn_opts o = { .err = TH_OUT_PIPE };
 
-	assert_int_equal(pipe(fds), 0);
-	p->pid = fork();
-	assert_true(p->pid >= 0);
-	if (p->pid == 0) {
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[0]);
-		close(fds[1]);
-		execv(vmactd_path, argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	p->err = fdopen(fds[0], "r");
+	argv[0] = vmactd_path;
+	assert_int_equal(th_spawn(&p->proc, argv, &o), 0);
+	p->err = fdopen(p->proc.out_fd, "r");
 	assert_non_null(p->err);
+	p->proc.out_fd = -1; /* p->err owns it now */
 }
 
 static int finish(struct proc *p)
 {
-	int status;
+	int status = th_proc_wait(&p->proc);
 
-	assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
 	fclose(p->err);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return status;
 }
 
 static void test_bad_config(void **state)
 {
 	char path[] = "/tmp/vmactd-test-XXXXXX", line[512] = "";
-	char *argv[] = { "vmactd", "--config", path, NULL };
+	const char *argv[] = { "vmactd", "--config", path, NULL };
 	struct proc p;
 
 	(void)state;
@@ -95,7 +88,7 @@ static size_t collect(char *data, size_t size, size_t n, void *ud)
 static void test_embedded_arbiter(void **state)
 {
 	char path[] = "/tmp/vmactd-test-XXXXXX", line[512], url[64];
-	char *argv[] = { "vmactd", "--config", path, NULL };
+	const char *argv[] = { "vmactd", "--config", path, NULL };
 	const char *body = "{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"vm1\"},"
 			   "\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"},"
 			   "\"resources\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"},"
@@ -147,7 +140,7 @@ static void test_embedded_arbiter(void **state)
 			    "250m");
 	json_decref(reply);
 
-	kill(p.pid, SIGTERM);
+	kill(p.proc.pid, SIGTERM);
 	assert_int_equal(finish(&p), 0);
 	unlink(path);
 }
@@ -164,7 +157,7 @@ int main(void)
 	if (n <= 0)
 		return 1;
 	self[n] = '\0';
-	/* build[/san]/tests/unit/test_vmactd -> build[/san]/vmactd */
+	/* build[/san]/tests/loopback/test_vmactd -> build[/san]/vmactd */
 	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	n = cmocka_run_group_tests_name("vmactd", tests, NULL, NULL);

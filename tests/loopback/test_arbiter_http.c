@@ -16,15 +16,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "tests/net-helpers.h"
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
 
 static char arbiter_path[PATH_MAX];
 
 struct proc {
-	pid_t pid;
-	int err_fd;
+	struct th_proc proc; /* proc.out_fd: its stderr */
 	unsigned port;
 };
 
@@ -32,38 +39,27 @@ struct proc {
  * its first stderr line. */
 static int spawn(struct proc *p, const char *const *args, bool wait_listen)
 {
-	int pipefd[2];
+	static const struct th_spawn_opts o = { .out = TH_OUT_NULL, .err = TH_OUT_PIPE };
 	const char *argv[32];
 	size_t n = 0;
+	int r;
 
 	argv[n++] = arbiter_path;
 	for (; *args && n < 31; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	p->pid = fork();
-	if (p->pid < 0)
-		return -errno;
-	if (p->pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(pipefd[1], 2);
-		execv(arbiter_path, (char *const *)argv);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	p->err_fd = pipefd[0];
+	r = th_spawn(&p->proc, argv, &o);
+	if (r < 0)
+		return r;
 	if (wait_listen) {
 		char line[512];
 		size_t len = 0;
 		const char *at;
 
 		while (len < sizeof(line) - 1) {
-			ssize_t r = read(p->err_fd, line + len, 1);
+			ssize_t rd = read(p->proc.out_fd, line + len, 1);
 
-			if (r <= 0 || line[len] == '\n')
+			if (rd <= 0 || line[len] == '\n')
 				break;
 			len++;
 		}
@@ -78,22 +74,8 @@ static int spawn(struct proc *p, const char *const *args, bool wait_listen)
 /* Reads the rest of stderr and the exit status. */
 static int finish(struct proc *p, char *out, size_t cap)
 {
-	size_t len = 0;
-	int status;
-
-	for (;;) {
-		ssize_t r = read(p->err_fd, out + len, cap - len - 1);
-
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len + 1 >= cap)
-			break;
-	}
-	out[len] = '\0';
-	close(p->err_fd);
-	waitpid(p->pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	th_read_fd_all(p->proc.out_fd, out, cap);
+	return th_proc_wait(&p->proc);
 }
 
 static struct proc server;
@@ -171,7 +153,7 @@ static int group_setup(void **state)
 	if (n <= 0)
 		return -1;
 	self[n] = '\0';
-	/* build[/san]/tests/unit/test_arbiter_http -> build[/san]/vmact-arbiter */
+	/* build[/san]/tests/loopback/test_arbiter_http -> build[/san]/vmact-arbiter */
 	snprintf(arbiter_path, sizeof(arbiter_path), "%s/../../vmact-arbiter", dirname(self));
 	if (access(arbiter_path, X_OK) != 0) {
 		fprintf(stderr, "missing %s\n", arbiter_path);
@@ -185,7 +167,7 @@ static int group_teardown(void **state)
 {
 	char out[4096];
 
-	kill(server.pid, SIGTERM);
+	kill(server.proc.pid, SIGTERM);
 	finish(&server, out, sizeof(out));
 	curl_global_cleanup();
 	return 0;
@@ -285,12 +267,12 @@ static bool closed_by_peer(int fd, char *buf, size_t cap)
 {
 	struct timeval tv = { .tv_sec = 1 };
 	size_t len = 0;
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	buf[0] = '\0';
-	while (th_now() < end) {
+	while (vmact_now_usec() < end) {
 		ssize_t n = read(fd, buf + len, cap - len - 1);
 
 		if (n == 0 || (n < 0 && errno == ECONNRESET))
@@ -311,13 +293,13 @@ static void test_slowloris_is_cut(void **state)
 	const char *head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"protoVersion\":7";
 	char buf[1024];
 	bool cut = false;
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
 	/* Trickle the body, one byte every 200 ms, never idle long enough
 	 * for an idle timeout; the whole-request deadline (1 s) cuts it. */
-	while (!cut && th_now() < end) {
+	while (!cut && vmact_now_usec() < end) {
 		char c;
 
 		if (write(fd, " ", 1) < 0) {
@@ -410,7 +392,7 @@ static void test_sigterm_clean_exit(void **state)
 
 	assert_int_equal(spawn(&p, args, true), 0);
 	assert_true(p.port > 0);
-	kill(p.pid, SIGTERM);
+	kill(p.proc.pid, SIGTERM);
 	assert_int_equal(finish(&p, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "vmact-arbiter: stopped"));
 }
@@ -421,42 +403,22 @@ static void test_node_agent_peer(void **state)
 {
 	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "64", "--memory",
 					    "256Gi", "--slot-size", "1Gi", "--watermark", "1", NULL };
+	static const struct th_spawn_opts to_pipe = { .out = TH_OUT_PIPE, .err = TH_OUT_PIPE };
 	struct proc p;
 	char port[16], out[4096], log[8192];
-	int pipefd[2], status;
-	size_t len = 0;
-	pid_t pid;
+	const char *peer_args[] = { port, NULL };
+	struct th_proc agent;
+	int status;
 
-	if (access("tests/peers/plugin-agent.js", R_OK) != 0)
-		fail_msg("tests/peers/plugin-agent.js not found (run from the source tree top)");
 	assert_int_equal(spawn(&p, args, true), 0);
 	snprintf(port, sizeof(port), "%u", p.port);
-	assert_int_equal(pipe(pipefd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(pipefd[1], 1);
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		execlp("node", "node", "tests/peers/plugin-agent.js", port, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	for (;;) {
-		ssize_t n = read(pipefd[0], log + len, sizeof(log) - len - 1);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len + 1 >= sizeof(log))
-			break;
-	}
-	log[len] = '\0';
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
-	kill(p.pid, SIGTERM);
+	if (th_peer_spawn(&agent, "plugin-agent.js", peer_args, &to_pipe) < 0)
+		fail_msg("tests/peers/plugin-agent.js not found (run from the source tree top)");
+	th_read_fd_all(agent.out_fd, log, sizeof(log));
+	status = th_proc_wait(&agent);
+	kill(p.proc.pid, SIGTERM);
 	assert_int_equal(finish(&p, out, sizeof(out)), 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !strstr(log, "ok "))
+	if (status != 0 || !strstr(log, "ok "))
 		fail_msg("node agent peer failed (is nodejs installed?):\n%s", log);
 }
 

@@ -17,10 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 #include "agent-glue/arbiter.h"
 #include "agent-glue/plugin-client.h"
-#include "tests/net-helpers.h"
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/wait.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 #define CU_CPU 250u

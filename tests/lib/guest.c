@@ -1,89 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Test-guest helpers shared by integration tests and benches (prefix tg_):
- * start a transient TCG domain from tests/guest/domain.xml.in, read what
- * the guest reports on its serial log, send it commands, destroy it.
- *
- * Guest protocol (tests/guest/init): the serial log gets a line
- * "VMACT seq=<n> cpus=<online> memtotal_kb=<kb> busy=<n>" every 200 ms;
- * the control socket accepts "busy <n>\n" and "idle\n".
- *
- * Environment: VMACT_GUEST_DIR (default build/guest) holds vmlinuz and
- * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in);
- * VMACT_GUEST_CMDLINE is appended to the guest kernel command line (e.g.
- * "vmact.report=0.05"). */
-#pragma once
-
-#include <errno.h>
-#include <limits.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
-#define TG_RUNDIR "/run/vmact-test"
-#define TG_UNUSED __attribute__((unused))
-
-struct tg_guest {
-	char name[96];
-	char uuid[VIR_UUID_STRING_BUFLEN];
-	char log[256];
-	char ctl[256];
-	virDomainPtr dom;
-};
-
-struct tg_report {
-	unsigned long seq;
-	unsigned cpus;
-	unsigned long memtotal_kb;
-	unsigned busy;
-};
-
-static TG_UNUSED double tg_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static TG_UNUSED char *tg_read_file(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-
-	if (!f)
-		return NULL;
-	do {
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap + 65536);
-
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = 0;
-	return buf;
-}
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/wait.h"
 
 /* Replaces every @KEY@ of the template. */
-static TG_UNUSED char *tg_subst(const char *tpl, const char *const *kv)
+char *tg_subst(const char *tpl, const char *const *kv)
 {
 	size_t cap = strlen(tpl) + 1;
 	char *out, *o;
@@ -115,7 +36,7 @@ static TG_UNUSED char *tg_subst(const char *tpl, const char *const *kv)
 	return out;
 }
 
-static TG_UNUSED const char *tg_guest_dir(void)
+const char *tg_guest_dir(void)
 {
 	const char *d = getenv("VMACT_GUEST_DIR");
 
@@ -125,8 +46,8 @@ static TG_UNUSED const char *tg_guest_dir(void)
 /* Starts a transient guest named "<prefix>-<pid>-<n>". metadata: XML for
  * <metadata> (without the wrapper) or NULL. Returns 0 or -errno with a
  * message in msg. */
-static TG_UNUSED int tg_start(virConnectPtr vc, const char *prefix, const char *metadata,
-			      struct tg_guest *g, char *msg, size_t msglen)
+int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct tg_guest *g,
+	     char *msg, size_t msglen)
 {
 	static unsigned counter;
 	const char *tplpath = getenv("VMACT_GUEST_TEMPLATE");
@@ -139,7 +60,7 @@ static TG_UNUSED int tg_start(virConnectPtr vc, const char *prefix, const char *
 			 strerror(errno));
 		return -ENOENT;
 	}
-	tpl = tg_read_file(tplpath && tplpath[0] ? tplpath : "tests/guest/domain.xml.in");
+	tpl = th_read_file(tplpath && tplpath[0] ? tplpath : "tests/guest/domain.xml.in");
 	if (!tpl) {
 		snprintf(msg, msglen, "cannot read the domain template");
 		return -ENOENT;
@@ -176,7 +97,7 @@ static TG_UNUSED int tg_start(virConnectPtr vc, const char *prefix, const char *
 
 /* The guest's latest status line; false when there is none yet. Reads only
  * the log's tail: the log grows by a line per report interval. */
-static TG_UNUSED bool tg_report(const struct tg_guest *g, struct tg_report *r)
+bool tg_report(const struct tg_guest *g, struct tg_report *r)
 {
 	char buf[4097], *p, *last = NULL;
 	FILE *f = fopen(g->log, "re");
@@ -206,41 +127,41 @@ static TG_UNUSED bool tg_report(const struct tg_guest *g, struct tg_report *r)
 	return ok;
 }
 
-/* Waits for a report fresher than `after` (seq) satisfying pred (NULL: any).
- * Returns false at the timeout, leaving the last report in *r. */
-static TG_UNUSED bool tg_wait(const struct tg_guest *g, unsigned long after,
-			      bool (*pred)(const struct tg_report *, const void *),
-			      const void *arg, double timeout_s, struct tg_report *r)
+/* A report fresher than after that satisfies pred; the latest report in
+ * *r either way. */
+static bool fresh_report(const struct tg_guest *g, unsigned long after,
+			 bool (*pred)(const struct tg_report *, const void *), const void *arg,
+			 struct tg_report *r)
 {
-	double end = tg_now() + timeout_s;
+	struct tg_report cur;
 
-	memset(r, 0, sizeof(*r));
-	for (;;) {
-		struct tg_report cur;
-
-		if (tg_report(g, &cur)) {
-			*r = cur;
-			if (cur.seq > after && (!pred || pred(&cur, arg)))
-				return true;
-		}
-		if (tg_now() > end)
-			return false;
-		usleep(10000);
-	}
+	if (!tg_report(g, &cur))
+		return false;
+	*r = cur;
+	return cur.seq > after && (!pred || pred(&cur, arg));
 }
 
-static TG_UNUSED bool tg_cpus_eq(const struct tg_report *r, const void *arg)
+bool tg_wait(const struct tg_guest *g, unsigned long after,
+	     bool (*pred)(const struct tg_report *, const void *), const void *arg,
+	     double timeout_s, struct tg_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	return TH_WAIT(NULL, fresh_report(g, after, pred, arg, r),
+		       (uint64_t)(timeout_s * VMACT_USEC_PER_SEC));
+}
+
+bool tg_cpus_eq(const struct tg_report *r, const void *arg)
 {
 	return r->cpus == *(const unsigned *)arg;
 }
 
-static TG_UNUSED bool tg_mem_eq(const struct tg_report *r, const void *arg)
+bool tg_mem_eq(const struct tg_report *r, const void *arg)
 {
 	return r->memtotal_kb == *(const unsigned long *)arg;
 }
 
 /* Sends one command line to the guest's control port. */
-static TG_UNUSED int tg_cmd(const struct tg_guest *g, const char *line)
+int tg_cmd(const struct tg_guest *g, const char *line)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -264,7 +185,7 @@ static TG_UNUSED int tg_cmd(const struct tg_guest *g, const char *line)
 	return r;
 }
 
-static TG_UNUSED void tg_destroy(struct tg_guest *g)
+void tg_destroy(struct tg_guest *g)
 {
 	if (g->dom) {
 		virDomainDestroy(g->dom);

@@ -9,10 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "agent-glue/http-client.h"
 #include "agent-glue/http-server.h"
-#include "tests/net-helpers.h"
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/wait.h"
 
 struct fixture {
 	sd_event *ev;
@@ -126,7 +133,7 @@ static void do_request(struct fixture *f, struct ag_http_request *req, struct re
 	memset(r, 0, sizeof(*r));
 	if (ag_http_client_start(f->cli, req, on_done, r, NULL, &err) < 0)
 		fail_msg("start: %s", err.msg);
-	assert_true(th_run_until(f->ev, &r->done, TH_SAFETY_USEC));
+	assert_true(TH_WAIT(f->ev, r->done, TH_SAFETY_USEC));
 }
 
 static char *url_of(struct fixture *f, const char *path)
@@ -167,12 +174,19 @@ static void test_methods(void **state)
 	assert_int_equal(ag_http_client_pending(f->cli), 0);
 }
 
+static bool all_done(const struct result *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!r[i].done)
+			return false;
+	return true;
+}
+
 static void test_concurrent(void **state)
 {
 	struct fixture *f = *state;
 	struct result r[20];
 	struct vmact_err err = { 0 };
-	bool all = false;
 
 	memset(r, 0, sizeof(r));
 	for (size_t i = 0; i < 20; i++) {
@@ -185,13 +199,7 @@ static void test_concurrent(void **state)
 		req.body_len = (size_t)snprintf(body, sizeof(body), "%zu", i);
 		assert_int_equal(ag_http_client_start(f->cli, &req, on_done, &r[i], NULL, &err), 0);
 	}
-	while (!all) {
-		all = true;
-		for (size_t i = 0; i < 20; i++)
-			all = all && r[i].done;
-		if (!all)
-			sd_event_run(f->ev, 50000);
-	}
+	assert_true(TH_WAIT(f->ev, all_done(r, 20), TH_SAFETY_USEC));
 	for (size_t i = 0; i < 20; i++) {
 		char want[64];
 
@@ -322,14 +330,14 @@ static void test_slowloris(void **state)
 	char buf[256];
 	size_t len = 0;
 	bool closed = false;
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
 	do_request(f, &req, &r);
 	assert_int_equal(r.status, 201);
 	free(r.body);
-	while (!closed && th_now() < end) {
+	while (!closed && vmact_now_usec() < end) {
 		ssize_t n;
 
 		if (write(fd, "a", 1) < 0 && errno != EAGAIN)

@@ -23,13 +23,12 @@
 #include "base/macro.h"
 #include "agent-glue/monitor-client.h"
 #include "agent-glue/monitor.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/wait.h"
 
 #define MiB (1024ull * 1024)
 #define GiB (1024 * MiB)
 #define MS 1000ull
-/* Upper bound for any awaited condition: failing tests end, passing tests
- * never get near it. */
-#define DEADLINE_USEC (20ull * 1000 * MS)
 
 struct result {
 	bool done;
@@ -40,8 +39,7 @@ struct result {
 
 struct tctx {
 	sd_event *e;
-	pid_t pid;
-	int in_fd, out_fd;
+	struct th_peer peer;
 	sd_event_source *out_src;
 	char buf[1 << 16];
 	size_t len;
@@ -89,17 +87,7 @@ static int on_peer_out(sd_event_source *s, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-#define WAIT_FOR(t, cond, what)                                                          \
-	do {                                                                             \
-		uint64_t _start, _now;                                                   \
-		sd_event_now((t)->e, CLOCK_MONOTONIC, &_start);                          \
-		while (!(cond)) {                                                        \
-			sd_event_run((t)->e, 50 * MS);                                   \
-			sd_event_now((t)->e, CLOCK_MONOTONIC, &_now);                    \
-			if (_now - _start > DEADLINE_USEC)                               \
-				fail_msg("gave up waiting for %s", what);                \
-		}                                                                        \
-	} while (0)
+#define WAIT_FOR(t, cond, what) TH_WAIT_OR_FAIL((t)->e, cond, what)
 
 static const char *ev_str(const json_t *ev, const char *key)
 {
@@ -150,22 +138,16 @@ static void peer_cmd(struct tctx *t, const char *fmt, ...)
 	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
 	line[n] = '\n';
-	assert_int_equal(write(t->in_fd, line, (size_t)n + 1), n + 1);
+	assert_int_equal(write(t->peer.proc.in_fd, line, (size_t)n + 1), n + 1);
 	WAIT_FOR(t, peer_count(t, "ack", NULL) > acks, "the peer's ack");
 }
 
 static void peer_start(struct tctx *t, const char *const *args)
 {
-	int in[2], out[2];
-	char node_path[PATH_MAX], cwd[PATH_MAX / 2];
-	const char *argv[32] = { "node", "tests/peers/vm-monitor.js" };
-	size_t argc = 2;
-	json_t *ev;
+	const char *argv[32];
+	size_t argc = 0;
+	char msg[512];
 
-	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	snprintf(node_path, sizeof(node_path), "%s/build/npm/node_modules", cwd);
-	if (getenv("VMACT_NODE_PATH"))
-		snprintf(node_path, sizeof(node_path), "%s", getenv("VMACT_NODE_PATH"));
 	if (t->use_unix) {
 		snprintf(t->unix_path, sizeof(t->unix_path), "/tmp/vmact-montest-%d.sock", (int)getpid());
 		argv[argc++] = "--unix";
@@ -174,32 +156,12 @@ static void peer_start(struct tctx *t, const char *const *args)
 	for (; args && *args && argc < ARRAY_SIZE(argv) - 1; args++)
 		argv[argc++] = *args;
 	argv[argc] = NULL;
-
-	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-	t->pid = fork();
-	assert_true(t->pid >= 0);
-	if (t->pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		setenv("NODE_PATH", node_path, 1);
-		execvp("node", (char *const *)argv);
-		fprintf(stderr, "cannot run node: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	t->in_fd = in[1];
-	t->out_fd = out[0];
-	fcntl(t->out_fd, F_SETFL, O_NONBLOCK);
-	assert_int_equal(sd_event_add_io(t->e, &t->out_src, t->out_fd, EPOLLIN, on_peer_out, t), 0);
-	WAIT_FOR(t, peer_find(t, NULL, "listening", NULL) || waitpid(t->pid, NULL, WNOHANG) != 0,
-		 "the peer to listen");
-	ev = peer_find(t, NULL, "listening", NULL);
-	if (!ev)
-		fail_msg("the node peer did not start (is build/npm/node_modules/ws installed? "
-			 "run tests/setup-host.sh)");
-	t->port = (int)json_integer_value(json_object_get(ev, "port"));
+	if (th_peer_start(&t->peer, "vm-monitor.js", argv, NULL, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	assert_int_equal(sd_event_add_io(t->e, &t->out_src, t->peer.proc.out_fd, EPOLLIN,
+					 on_peer_out, t),
+			 0);
+	t->port = (int)t->peer.port;
 }
 
 static void on_connected(struct ag_mon_client *c, uint64_t gen, void *ud)
@@ -317,8 +279,6 @@ static int setup(void **state)
 	assert_non_null(t);
 	assert_int_equal(sd_event_new(&t->e), 0);
 	t->events = json_array();
-	t->pid = -1;
-	t->in_fd = t->out_fd = -1;
 	*state = t;
 	return 0;
 }
@@ -335,15 +295,8 @@ static int teardown(void **state)
 	struct tctx *t = *state;
 
 	ag_mon_client_free(t->c);
-	if (t->pid > 0) {
-		kill(t->pid, SIGKILL);
-		waitpid(t->pid, NULL, 0);
-	}
 	sd_event_source_disable_unref(t->out_src);
-	if (t->in_fd >= 0)
-		close(t->in_fd);
-	if (t->out_fd >= 0)
-		close(t->out_fd);
+	th_peer_stop(&t->peer);
 	if (t->unix_path[0])
 		unlink(t->unix_path);
 	json_decref(t->events);

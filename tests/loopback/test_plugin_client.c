@@ -12,11 +12,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "agent-glue/arbiter.h"
 #include "agent-glue/plugin-client.h"
-#include "tests/net-helpers.h"
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/wait.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 
@@ -24,8 +31,7 @@ struct fx {
 	sd_event *ev;
 	struct ag_http_client *http;
 	struct ag_arbiter *arb;
-	pid_t node_pid;
-	unsigned node_port;
+	struct th_peer node;
 	unsigned version_changes;
 	enum ag_plugin_version changed_from, changed_to;
 };
@@ -69,7 +75,6 @@ static int setup(void **state)
 	assert_non_null(f);
 	assert_int_equal(sd_event_new(&f->ev), 0);
 	assert_int_equal(ag_http_client_new(f->ev, &f->http, NULL), 0);
-	f->node_pid = -1;
 	*state = f;
 	return 0;
 }
@@ -78,10 +83,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	if (f->node_pid > 0) {
-		kill(f->node_pid, SIGTERM);
-		waitpid(f->node_pid, NULL, 0);
-	}
+	th_peer_stop(&f->node);
 	ag_arbiter_free(f->arb);
 	ag_http_client_free(f->http);
 	sd_event_unref(f->ev);
@@ -101,35 +103,11 @@ static void start_arbiter(struct fx *f, struct ag_arbiter_config cfg)
 /* Starts the Node peer and reads the port it prints. */
 static void start_node(struct fx *f)
 {
-	int pipefd[2];
-	char line[64] = "";
-	size_t n = 0;
+	static const char *const args[] = { "--cpu", "4000", "--mem", "17179869184", NULL };
+	char msg[512];
 
-	if (access("tests/peers/plugin-head.js", R_OK) != 0)
-		fail_msg("tests/peers/plugin-head.js not found (run from the source tree top)");
-	assert_int_equal(pipe(pipefd), 0);
-	f->node_pid = fork();
-	assert_true(f->node_pid >= 0);
-	if (f->node_pid == 0) {
-		dup2(pipefd[1], 1);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		execlp("node", "node", "tests/peers/plugin-head.js", "--cpu", "4000", "--mem",
-		       "17179869184", (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	while (n < sizeof(line) - 1) {
-		ssize_t r = read(pipefd[0], line + n, 1);
-
-		if (r <= 0 || line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = '\0';
-	close(pipefd[0]);
-	if (sscanf(line, "listening %u", &f->node_port) != 1)
-		fail_msg("node peer did not start (is nodejs installed?): \"%s\"", line);
+	if (th_peer_start(&f->node, "plugin-head.js", args, NULL, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
 }
 
 static struct ag_plugin_client *client(struct fx *f, unsigned port,
@@ -177,7 +155,7 @@ static void run(struct fx *f, struct ag_plugin_client *pc, const struct ag_agent
 	memset(o, 0, sizeof(*o));
 	if (ag_plugin_client_request(pc, r, current, on_result, o, &err) < 0)
 		fail_msg("request: %s", err.msg);
-	assert_true(th_run_until(f->ev, &o->done, TH_SAFETY_USEC));
+	assert_true(TH_WAIT(f->ev, o->done, TH_SAFETY_USEC));
 }
 
 /* ---- against the arbiter ---------------------------------------------- */
@@ -217,7 +195,6 @@ static void test_arbiter_expires_silent_pods(void **state)
 	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-gone", one, NULL);
 	struct ag_arbiter_totals t;
-	uint64_t end;
 
 	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB },
 						     .pod_ttl_usec = 200000 });
@@ -226,11 +203,7 @@ static void test_arbiter_expires_silent_pods(void **state)
 	assert_int_equal(o.error, 0);
 	ag_arbiter_totals(f->arb, &t);
 	assert_int_equal(t.pods, 1);
-	end = th_now() + TH_SAFETY_USEC;
-	do {
-		sd_event_run(f->ev, 50000);
-		ag_arbiter_totals(f->arb, &t);
-	} while (t.pods && th_now() < end);
+	TH_WAIT(f->ev, (ag_arbiter_totals(f->arb, &t), t.pods == 0), TH_SAFETY_USEC);
 	assert_int_equal(t.pods, 0);
 	assert_int_equal(t.reserved.milli_cpu, 0);
 	ag_plugin_client_free(pc);
@@ -372,7 +345,7 @@ static void test_head_peer_negotiation_and_wait(void **state)
 	struct ag_agent_request r = request("vm-head", one, NULL);
 
 	start_node(f);
-	pc = client(f, f->node_port, AG_PLUGIN_V4_0, 0, 0);
+	pc = client(f, f->node.port, AG_PLUGIN_V4_0, 0, 0);
 	run(f, pc, &r, &one, &o);
 	if (o.error)
 		fail_msg("%s", o.message);
@@ -421,7 +394,7 @@ static void test_head_peer_failures(void **state)
 
 	start_node(f);
 	/* A short timeout so "silent" ends quickly; "stuck" answers at 1 s. */
-	pc = client(f, f->node_port, 0, 0, 3 * 1000000ULL);
+	pc = client(f, f->node.port, 0, 0, 3 * 1000000ULL);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct ag_agent_request r = request(t[i].pod, one, NULL);
 		struct outcome o;

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Measured CPU use for the cgroup integration tests: utime+stime of a
- * process or thread from /proc, over monotonic wall time. Ratios, not
- * timings: a test compares them with a quota or a control run. */
-#pragma once
-
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -13,9 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmocka.h>
+
+#include "tests/lib/cpu-use.h"
+
 /* CPU seconds from a /proc/<pid>[/task/<tid>]/stat file; false if it is
  * gone or unreadable. */
-static inline bool cpu_use_read(const char *stat_path, double *secs)
+bool cpu_use_read(const char *stat_path, double *secs)
 {
 	char buf[1024];
 	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
@@ -35,32 +37,16 @@ static inline bool cpu_use_read(const char *stat_path, double *secs)
 	return true;
 }
 
-static inline double cpu_use_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Waits out a measuring window (not a synchronisation sleep). */
-static inline void cpu_use_window(double secs)
+void cpu_use_window(double secs)
 {
 	struct timespec d = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
 	while (nanosleep(&d, &d) < 0 && errno == EINTR)
 		;
 }
 
-/* Judges a limited run of an always-busy workload against quota q (CPUs),
- * with the same workload's unlimited control run and the group's cpu.stat
- * deltas over the limited window. Never above q + 10 %: asserted always
- * (contention cannot cause excess). Not below q - 10 %: asserted only when
- * observable — the control got clearly more than the band (> 1.1 q) and
- * the group was throttled in at least 90 % of the periods (a busy group
- * not throttled in a period did not get its quota there: the box was busy
- * elsewhere). Otherwise the numbers are reported and the case skipped.
- * Include after cmocka.h. */
-static inline void cpu_use_judge(const char *what, double q, double control, double limited,
-				 uint64_t throttled, uint64_t periods)
+void cpu_use_judge(const char *what, double q, double control, double limited,
+		   uint64_t throttled, uint64_t periods)
 {
 	if (limited > 1.1 * q)
 		fail_msg("%s: %.3f CPUs used under a %.3f limit", what, limited, q);

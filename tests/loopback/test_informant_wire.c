@@ -22,24 +22,15 @@
 #include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/informant-client.h"
-#include "tests/net-helpers.h"
-
-/* Drives the loop until cond holds (safety limit against a hung test). */
-#define RUN_UNTIL(ev, cond)                                                   \
-	do {                                                                  \
-		uint64_t _end = th_now() + TH_SAFETY_USEC;                    \
-		while (!(cond)) {                                             \
-			if (th_now() > _end)                                  \
-				fail_msg("gave up waiting for %s", #cond);    \
-			sd_event_run((ev), 50000);                            \
-		}                                                             \
-	} while (0)
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/wait.h"
 
 /* ---- the Node fixture ------------------------------------------------- */
 
 struct fixture {
-	pid_t pid;
-	int cmd_fd, ev_fd;
+	struct th_peer peer;
 	sd_event_source *io;
 	char buf[1 << 16];
 	size_t len;
@@ -73,15 +64,6 @@ static int on_fixture_out(sd_event_source *s, int fd, uint32_t revents, void *ud
 	return 0;
 }
 
-static const char *peer_script(void)
-{
-	const char *top = getenv("VMACT_TOP");
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tests/peers/informant.js", top ? top : ".");
-	return path;
-}
-
 /* Does ev have event == name and, for each "key=value" in match (string
  * compare against the JSON's text or string), the same member? */
 static bool event_matches(const json_t *ev, const char *name, const char *const *match)
@@ -111,7 +93,7 @@ static bool event_matches(const json_t *ev, const char *name, const char *const 
 static json_t *wait_event_(sd_event *ev, struct fixture *fx, const char *name,
 			   const char *const *match)
 {
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 	for (;;) {
 		for (size_t i = fx->cursor; i < json_array_size(fx->events); i++) {
@@ -123,11 +105,10 @@ static json_t *wait_event_(sd_event *ev, struct fixture *fx, const char *name,
 			}
 		}
 		if (fx->eof)
-			fail_msg("fixture %s exited before reporting event %s (is node installed?)",
-				 peer_script(), name);
-		if (th_now() > end)
+			fail_msg("fixture tests/peers/informant.js exited before reporting event %s",
+				 name);
+		if (!th_wait_step(ev, end))
 			fail_msg("fixture never reported event %s", name);
-		sd_event_run(ev, 50000);
 	}
 }
 
@@ -152,42 +133,27 @@ static void fx_cmd(struct fixture *fx, const char *fmt, ...)
 	va_end(ap);
 	assert_true(n > 0 && (size_t)n < sizeof(line) - 1);
 	line[n++] = '\n';
-	assert_int_equal(write(fx->cmd_fd, line, (size_t)n), n);
+	assert_int_equal(write(fx->peer.proc.in_fd, line, (size_t)n), n);
 }
 
 /* check_ms: the fixture's periodic GET /id interval, "0" = only on command. */
 static void fx_start_checking(sd_event *ev, struct fixture *fx, const char *min, const char *max,
 			      const char *check_ms)
 {
-	int in[2], out[2];
-	json_t *l;
+	/* The informant's 100-400 ms timeouts, stretched: a sanitized agent
+	 * on a busy machine is slow, not dead. */
+	const char *args[] = { "--host", "127.0.0.1", "--port", "0", "--min", min, "--max", max,
+			       "--timeout-factor", "20", "--check-ms", check_ms, NULL };
+	char msg[512];
 
 	memset(fx, 0, sizeof(*fx));
 	fx->events = json_array();
-	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-	fx->pid = fork();
-	assert_true(fx->pid >= 0);
-	if (fx->pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		/* The informant's 100-400 ms timeouts, stretched: a sanitized
-		 * agent on a busy machine is slow, not dead. */
-		execlp("node", "node", peer_script(), "--host", "127.0.0.1", "--port", "0", "--min",
-		       min, "--max", max, "--timeout-factor", "20", "--check-ms", check_ms,
-		       (char *)NULL);
-		fprintf(stderr, "cannot run node: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	fx->cmd_fd = in[1];
-	fx->ev_fd = out[0];
-	fcntl(fx->ev_fd, F_SETFL, O_NONBLOCK);
-	assert_int_equal(sd_event_add_io(ev, &fx->io, fx->ev_fd, EPOLLIN, on_fixture_out, fx), 0);
-	l = wait_event(ev, fx, "listening");
-	fx->port = (unsigned)json_integer_value(json_object_get(l, "port"));
-	assert_true(fx->port > 0);
+	if (th_peer_start(&fx->peer, "informant.js", args, NULL, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	assert_int_equal(sd_event_add_io(ev, &fx->io, fx->peer.proc.out_fd, EPOLLIN,
+					 on_fixture_out, fx),
+			 0);
+	fx->port = fx->peer.port;
 }
 
 static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const char *max)
@@ -197,13 +163,8 @@ static void fx_start(sd_event *ev, struct fixture *fx, const char *min, const ch
 
 static void fx_stop(struct fixture *fx)
 {
-	int status;
-
-	close(fx->cmd_fd); /* stdin EOF ends the fixture */
-	if (waitpid(fx->pid, &status, 0) < 0)
-		kill(fx->pid, SIGKILL);
 	sd_event_source_disable_unref(fx->io);
-	close(fx->ev_fd);
+	th_peer_stop(&fx->peer); /* stdin EOF ends the fixture */
 	for (size_t i = 0; i < json_array_size(fx->events); i++) {
 		const json_t *e = json_array_get(fx->events, i);
 
@@ -333,25 +294,14 @@ static void agent_new(struct env *t, unsigned port, uint32_t min, uint32_t max,
 
 static void run_until_mode(struct env *t, enum ag_inf_mode m)
 {
-	uint64_t end = th_now() + TH_SAFETY_USEC;
-
-	while (ag_inf_agent_mode(t->a) != m) {
-		if (th_now() > end)
-			fail_msg("agent never became %s (is %s; last exit: %s)", ag_inf_mode_name(m),
-				 ag_inf_mode_name(ag_inf_agent_mode(t->a)), t->w.last_exit);
-		sd_event_run(t->ev, 50000);
-	}
+	if (!TH_WAIT(t->ev, ag_inf_agent_mode(t->a) == m, TH_SAFETY_USEC))
+		fail_msg("agent never became %s (is %s; last exit: %s)", ag_inf_mode_name(m),
+			 ag_inf_mode_name(ag_inf_agent_mode(t->a)), t->w.last_exit);
 }
 
 static void wait_op(struct env *t)
 {
-	uint64_t end = th_now() + TH_SAFETY_USEC;
-
-	while (!t->w.op_done) {
-		if (th_now() > end)
-			fail_msg("up/downscale never completed");
-		sd_event_run(t->ev, 50000);
-	}
+	TH_WAIT_OR_FAIL(t->ev, t->w.op_done, "the up/downscale to complete");
 	t->w.op_done = false;
 }
 
@@ -391,7 +341,7 @@ static void env_down(struct env *t)
 static void stop_agent(struct env *t)
 {
 	assert_int_equal(ag_inf_agent_stop(t->a, w_stopped, &t->w), 0);
-	assert_true(th_run_until(t->ev, &t->w.stopped, TH_SAFETY_USEC));
+	assert_true(TH_WAIT(t->ev, t->w.stopped, TH_SAFETY_USEC));
 	assert_int_equal(ag_inf_agent_mode(t->a), AG_INF_NONE);
 }
 
@@ -574,7 +524,6 @@ static void test_version_mismatch(void **state)
 {
 	char first[AG_INF_ID_MAX];
 	struct env t;
-	uint64_t end;
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
@@ -584,9 +533,7 @@ static void test_version_mismatch(void **state)
 	agent_new(&t, t.fx.port, 1, 1, 2000000);
 	snprintf(first, sizeof(first), "%s", ag_inf_agent_id(t.a));
 	wait_event(t.ev, &t.fx, "rejected", "path=/register", "status=400");
-	end = th_now() + TH_SAFETY_USEC;
-	while (ag_inf_agent_generation(t.a) < 2 && th_now() < end)
-		sd_event_run(t.ev, 50000);
+	TH_WAIT(t.ev, ag_inf_agent_generation(t.a) >= 2, TH_SAFETY_USEC);
 	assert_true(t.w.exited >= 1);
 	assert_non_null(strstr(t.w.last_exit, "400"));
 	assert_non_null(strstr(t.w.last_exit, "mismatch"));
@@ -765,11 +712,11 @@ static void test_two_agents(void **state)
 	snprintf(bkv, sizeof(bkv), "agentID=%s", ag_inf_agent_id(b));
 	wait_event(t.ev, &t.fx, "suspend", akv, "status=200");
 	wait_event(t.ev, &t.fx, "resume", bkv, "status=200");
-	RUN_UNTIL(t.ev, ag_inf_agent_mode(b) == AG_INF_RUNNING);
+	TH_WAIT_OR_FAIL(t.ev, ag_inf_agent_mode(b) == AG_INF_RUNNING, "agent b to run");
 	assert_int_equal(ag_inf_agent_mode(t.a), AG_INF_SUSPENDED);
 	assert_int_equal(ag_inf_agent_downscale(t.a, &to, w_down, &t.w, &err), -EAGAIN);
 	assert_int_equal(ag_inf_agent_downscale(b, &to, w_down, &wb, &err), 0);
-	RUN_UNTIL(t.ev, wb.op_done);
+	TH_WAIT_OR_FAIL(t.ev, wb.op_done, "wb.op_done");
 	assert_int_equal(wb.op_result, 0);
 	wait_event(t.ev, &t.fx, "downscale", bkv);
 
@@ -790,14 +737,14 @@ static void test_two_agents(void **state)
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u/register", t.fx.port);
 		assert_int_equal(ag_http_client_new(t.ev, &http, &err), 0);
 		assert_int_equal(ag_http_client_start(http, &req, dup_done, &status, NULL, &err), 0);
-		RUN_UNTIL(t.ev, status != 0);
+		TH_WAIT_OR_FAIL(t.ev, status != 0, "status != 0");
 		assert_int_equal(status, 409);
 		ag_http_client_free(http);
 	}
 
 	/* B leaves: A is resumed. */
 	assert_int_equal(ag_inf_agent_stop(b, w_stopped, &wb), 0);
-	assert_true(th_run_until(t.ev, &wb.stopped, TH_SAFETY_USEC));
+	assert_true(TH_WAIT(t.ev, wb.stopped, TH_SAFETY_USEC));
 	wait_event(t.ev, &t.fx, "unregister", bkv, "wasActive=true");
 	wait_event(t.ev, &t.fx, "resume", akv, "status=200");
 	run_until_mode(&t, AG_INF_RUNNING);
@@ -994,7 +941,6 @@ static void against_bad_peer(enum bad_mode mode, const char *want)
 {
 	struct bad_peer p = { .mode = mode, .lfd = -1 };
 	struct env t;
-	uint64_t end;
 
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(sd_event_new(&t.ev), 0);
@@ -1002,9 +948,7 @@ static void against_bad_peer(enum bad_mode mode, const char *want)
 	assert_true(p.lfd >= 0);
 	assert_int_equal(sd_event_add_io(t.ev, &p.accept_src, p.lfd, EPOLLIN, on_bad_accept, &p), 0);
 	agent_new(&t, p.port, 0, 0, 500000);
-	end = th_now() + TH_SAFETY_USEC;
-	while (t.w.exited < 2 && th_now() < end)
-		sd_event_run(t.ev, 50000);
+	TH_WAIT(t.ev, t.w.exited >= 2, TH_SAFETY_USEC);
 	assert_true(t.w.exited >= 2);
 	if (!strstr(t.w.last_exit, want))
 		fail_msg("exit reason \"%s\" does not mention \"%s\"", t.w.last_exit, want);
@@ -1045,16 +989,13 @@ static void test_peer_never_answers(void **state)
 	unsigned port = 0;
 	int lfd = th_silent_listener(&port);
 	struct env t;
-	uint64_t end;
 
 	(void)state;
 	assert_true(lfd >= 0);
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(sd_event_new(&t.ev), 0);
 	agent_new(&t, port, 0, 0, 200000);
-	end = th_now() + TH_SAFETY_USEC;
-	while (t.w.exited < 2 && th_now() < end)
-		sd_event_run(t.ev, 50000);
+	TH_WAIT(t.ev, t.w.exited >= 2, TH_SAFETY_USEC);
 	assert_true(t.w.exited >= 2);
 	assert_non_null(strstr(t.w.last_exit, "/register"));
 	assert_int_equal(ag_inf_agent_mode(t.a) == AG_INF_RUNNING, 0);
@@ -1066,19 +1007,16 @@ static void test_peer_never_answers(void **state)
 static void test_nobody_listens(void **state)
 {
 	struct env t;
-	uint64_t end;
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(sd_event_new(&t.ev), 0);
 	agent_new(&t, th_dead_port(), 0, 0, 200000);
-	end = th_now() + TH_SAFETY_USEC;
-	while (t.w.exited < 2 && th_now() < end)
-		sd_event_run(t.ev, 50000);
+	TH_WAIT(t.ev, t.w.exited >= 2, TH_SAFETY_USEC);
 	assert_true(t.w.exited >= 2);
 	/* Nobody heard of it: stopping needs no /unregister. */
 	assert_int_equal(ag_inf_agent_stop(t.a, w_stopped, &t.w), 0);
-	assert_true(th_run_until(t.ev, &t.w.stopped, TH_SAFETY_USEC));
+	assert_true(TH_WAIT(t.ev, t.w.stopped, TH_SAFETY_USEC));
 	ag_inf_agent_free(t.a);
 	sd_event_unref(t.ev);
 }

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/macro.h"
+#include "tests/lib/file.h"
+
+char *th_read_file(const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb)
+				return NULL;
+			buf = nb;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	buf[len] = 0;
+	return TAKE_PTR(buf);
+}
+
+int th_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	bool ok;
+
+	if (!f)
+		return -errno;
+	ok = fputs(text, f) >= 0;
+	if (fclose(f) != 0 || !ok)
+		return -EIO;
+	return 0;
+}
+
+unsigned th_count_in_file(const char *path, const char *needle)
+{
+	_cleanup_free_ char *buf = th_read_file(path);
+	unsigned n = 0;
+
+	if (!buf)
+		return 0;
+	for (const char *p = buf; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+size_t th_read_fd_all(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	while (len + 1 < cap) {
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+ssize_t th_read_some(int fd, char *buf, size_t cap, size_t *len)
+{
+	ssize_t n;
+
+	if (*len + 1 >= cap)
+		return -ENOSPC;
+	n = read(fd, buf + *len, cap - *len - 1);
+	if (n < 0)
+		return -errno;
+	*len += (size_t)n;
+	buf[*len] = '\0';
+	return n;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path) < 0 ? -errno : 0;
+}
+
+int th_rm_rf(const char *path)
+{
+	int r = nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+
+	return r < 0 ? -errno : r;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small files and scratch directories in tests: logs a child wrote,
+ * templates, fake cgroupfs trees. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The whole file, NUL-terminated (malloc'd); NULL if unreadable. */
+char *th_read_file(const char *path);
+
+/* Writes text to path (created or truncated); 0 or -errno. */
+int th_write_file(const char *path, const char *text);
+
+/* How often needle occurs in the file (0 if it is unreadable). */
+unsigned th_count_in_file(const char *path, const char *needle);
+
+/* Reads fd until EOF or cap-1 bytes, NUL-terminated; the length. */
+size_t th_read_fd_all(int fd, char *buf, size_t cap);
+
+/* Reads what fd has now, appending at buf+*len and keeping buf
+ * NUL-terminated: the bytes read, 0 on EOF, -EAGAIN when nothing is
+ * there yet, -ENOSPC when buf is full, or another -errno. */
+ssize_t th_read_some(int fd, char *buf, size_t cap, size_t *len);
+
+/* Removes path and everything under it (a scratch tree from mkdtemp(3));
+ * 0 or -errno. */
+int th_rm_rf(const char *path);

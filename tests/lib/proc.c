@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/macro.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+static int decode(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* In the child: only async-signal-safe calls until exec. */
+static void child(const char *const argv[], const struct th_spawn_opts *o, int in_r, int out_w,
+		  int file_fd, int null_fd, pid_t parent)
+{
+	int fd;
+
+	/* Dies with the test; and if the test died before this line, now. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(126);
+	signal(SIGPIPE, SIG_DFL);
+	if (o->stdin_pipe)
+		dup2(in_r, STDIN_FILENO);
+	fd = o->out == TH_OUT_PIPE ? out_w : o->out == TH_OUT_FILE ? file_fd : null_fd;
+	if (o->out != TH_OUT_INHERIT)
+		dup2(fd, STDOUT_FILENO);
+	fd = o->err == TH_OUT_PIPE ? out_w : o->err == TH_OUT_FILE ? file_fd : null_fd;
+	if (o->err != TH_OUT_INHERIT)
+		dup2(fd, STDERR_FILENO);
+	for (const char *const *e = o->env; e && *e; e++)
+		putenv((char *)*e);
+	execvp(argv[0], (char *const *)argv);
+	fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+int th_spawn(struct th_proc *p, const char *const argv[], const struct th_spawn_opts *o)
+{
+	static const struct th_spawn_opts none = { 0 };
+	_cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, file_fd = -1,
+			    null_fd = -1;
+	pid_t parent = getpid();
+	int fds[2];
+
+	if (!o)
+		o = &none;
+	*p = (struct th_proc){ .in_fd = -1, .out_fd = -1 };
+	if (o->stdin_pipe) {
+		if (pipe2(fds, O_CLOEXEC) < 0)
+			return -errno;
+		in_r = fds[0];
+		in_w = fds[1];
+	}
+	if (o->out == TH_OUT_PIPE || o->err == TH_OUT_PIPE) {
+		if (pipe2(fds, O_CLOEXEC) < 0)
+			return -errno;
+		out_r = fds[0];
+		out_w = fds[1];
+	}
+	if (o->out == TH_OUT_FILE || o->err == TH_OUT_FILE) {
+		if (!o->out_path)
+			return -EINVAL;
+		file_fd = open(o->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (file_fd < 0)
+			return -errno;
+	}
+	if (o->out == TH_OUT_NULL || o->err == TH_OUT_NULL) {
+		null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null_fd < 0)
+			return -errno;
+	}
+	p->pid = fork();
+	if (p->pid < 0) {
+		p->pid = 0;
+		return -errno;
+	}
+	if (p->pid == 0)
+		child(argv, o, in_r, out_w, file_fd, null_fd, parent);
+	p->in_fd = TAKE_FD(in_w);
+	p->out_fd = TAKE_FD(out_r);
+	p->spawned = true;
+	return 0;
+}
+
+bool th_proc_exited(struct th_proc *p)
+{
+	int status;
+
+	if (p->pid <= 0)
+		return true;
+	if (waitpid(p->pid, &status, WNOHANG) != p->pid)
+		return false;
+	p->status = decode(status);
+	p->pid = 0;
+	return true;
+}
+
+int th_proc_wait(struct th_proc *p)
+{
+	int status;
+
+	if (!p->spawned)
+		return p->status;
+	p->spawned = false;
+	close_fd(&p->in_fd);
+	close_fd(&p->out_fd);
+	if (p->pid > 0) {
+		while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+			;
+		p->status = decode(status);
+		p->pid = 0;
+	}
+	return p->status;
+}
+
+int th_proc_stop(struct th_proc *p, int sig, uint64_t grace_usec)
+{
+	if (!p->spawned)
+		return p->status;
+	close_fd(&p->in_fd);
+	if (p->pid > 0) {
+		if (sig)
+			kill(p->pid, sig);
+		if (!TH_WAIT(NULL, th_proc_exited(p), grace_usec))
+			kill(p->pid, SIGKILL);
+	}
+	return th_proc_wait(p);
+}

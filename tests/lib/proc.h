@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Child processes of a test (vmactd, vmact-arbiter, the Node peers,
+ * virsh): started with their standard streams where the test wants them,
+ * and never outliving the test: each gets PR_SET_PDEATHSIG, so a test
+ * that crashes or is killed takes its children with it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where a child's stdout or stderr goes. */
+enum th_out {
+	TH_OUT_INHERIT, /* the test's own */
+	TH_OUT_NULL,    /* /dev/null */
+	TH_OUT_PIPE,    /* a pipe the test reads (th_proc.out_fd; one pipe for both) */
+	TH_OUT_FILE,    /* th_spawn_opts.out_path, truncated (one file for both) */
+};
+
+struct th_spawn_opts {
+	bool stdin_pipe;        /* stdin from th_proc.in_fd; otherwise inherited */
+	enum th_out out, err;
+	const char *out_path;   /* for TH_OUT_FILE */
+	const char *const *env; /* "NAME=VALUE" set in the child; NULL-terminated */
+};
+
+/* All zero (as in a static or calloc'd fixture): never started, and the
+ * functions below leave it alone. */
+struct th_proc {
+	bool spawned; /* th_spawn() succeeded and th_proc_wait/stop not yet run */
+	pid_t pid;  /* 0: not running (never started, or reaped) */
+	int in_fd;  /* writes the child's stdin (closing it gives it EOF), or -1 */
+	int out_fd; /* reads the child's stdout/stderr pipe, or -1 */
+	int status; /* after it was reaped: exit code, or 128 + signal */
+};
+
+/* Starts argv[0] (looked up in PATH) with argv; 0 or -errno. A child that
+ * cannot exec exits 127 after saying why on its stderr. */
+int th_spawn(struct th_proc *p, const char *const argv[], const struct th_spawn_opts *o);
+
+/* True once the child has exited (reaps it and records its status). */
+bool th_proc_exited(struct th_proc *p);
+
+/* Waits for the child to exit by itself; its status (exit code, or 128 +
+ * signal). Closes the pipes. */
+int th_proc_wait(struct th_proc *p);
+
+/* Ends the child: closes its stdin, sends sig (0: none, rely on the EOF),
+ * waits up to grace_usec, then SIGKILLs it. Its status; closes the pipes.
+ * A child not running: its recorded status. */
+int th_proc_stop(struct th_proc *p, int sig, uint64_t grace_usec);
