@@ -18,11 +18,19 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+#include <errno.h>
+#include <sys/socket.h>
 
 #include "base/macro.h"
 #include "agent-glue/arbiter.h"
 #include "agent-glue/http-server.h"
-#include "tests/net-helpers.h"
+#include "tests/lib/net.h"
+#include "tests/lib/wait.h"
+#include "tests/lib/file.h"
+#include "base/time.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 #define FAR_USEC (600ULL * 1000000ULL)
@@ -153,12 +161,12 @@ static void flood(struct hostile *h, unsigned n, const char *const *srcs, unsign
 {
 	unsigned base = h->nfds, opened = 0, sent = 0;
 	bool *done = calloc(n, sizeof(*done));
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 	assert_non_null(done);
 	h->fds = realloc(h->fds, (base + n) * sizeof(*h->fds));
 	assert_non_null(h->fds);
-	while (sent < n && th_now() < end) {
+	while (sent < n && vmact_now_usec() < end) {
 		bool progress = false;
 
 		if (opened < n) {
@@ -196,10 +204,10 @@ static void expect_reply(struct hostile *h, const char *src, const char *req, co
 	char buf[4096];
 	size_t len = 0;
 	int fd = -EAGAIN;
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 	bool sent = false, eof = false;
 
-	while (fd == -EAGAIN && th_now() < end) {
+	while (fd == -EAGAIN && vmact_now_usec() < end) {
 		fd = peer_open(h, src);
 		if (fd == -EAGAIN)
 			sd_event_run(h->ev, 10000);
@@ -207,7 +215,7 @@ static void expect_reply(struct hostile *h, const char *src, const char *req, co
 	if (fd < 0)
 		fail_msg("connect: %s", strerror(-fd));
 	buf[0] = '\0';
-	while (!eof && th_now() < end) {
+	while (!eof && vmact_now_usec() < end) {
 		ssize_t n;
 
 		if (!sent)
@@ -228,9 +236,9 @@ static void expect_reply(struct hostile *h, const char *src, const char *req, co
 /* Drives the loop until the server holds at most n connections. */
 static void settle(struct hostile *h, unsigned n)
 {
-	uint64_t end = th_now() + TH_SAFETY_USEC;
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
-	while (connections(h) > n && th_now() < end)
+	while (connections(h) > n && vmact_now_usec() < end)
 		sd_event_run(h->ev, 10000);
 	if (connections(h) > n)
 		fail_msg("server still holds %u connections, expected at most %u", connections(h), n);
@@ -296,11 +304,11 @@ static void test_flood_spares_other_clients(void **state)
 
 	server_start(&h, "127.0.0.1:0", 32, 16);
 	for (unsigned i = 0; i < ARRAY_SIZE(victims); i++) {
-		uint64_t end = th_now() + TH_SAFETY_USEC;
+		uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 		victims[i] = peer_open(&h, "127.0.0.3");
 		assert_true(victims[i] >= 0);
-		while (!peer_send(victims[i], head) && th_now() < end)
+		while (!peer_send(victims[i], head) && vmact_now_usec() < end)
 			sd_event_run(h.ev, 10000);
 	}
 	flood(&h, 4 * 32, attacker, 1);
