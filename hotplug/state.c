@@ -13,6 +13,7 @@
 #include <libxml/xpath.h>
 
 #include "base/macro.h"
+#include "base/pidfile.h"
 #include "hotplug/hotplug.h"
 #include "hotplug/xml.h"
 
@@ -321,29 +322,18 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
 			 struct vmact_err *err)
 {
 	_cleanup_free_ char *pidfile = NULL, *taskdir = NULL;
-	char buf[64];
-	FILE *f;
-	long pid;
+	pid_t pid;
 	DIR *d;
 	struct dirent *de;
-	int n = 0;
+	int n = 0, r;
 
 	if (mask)
 		*mask = 0;
 	if (asprintf(&pidfile, "%s/%s.pid", rundir, name) < 0)
 		return -ENOMEM;
-	f = fopen(pidfile, "re");
-	if (!f)
-		return vmact_err_set(err, errno, "%s: %m", pidfile);
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return vmact_err_set(err, EIO, "%s: empty", pidfile);
-	}
-	fclose(f);
-	pid = strtol(buf, NULL, 10);
-	if (pid <= 0)
-		return vmact_err_set(err, EIO, "%s: bad pid '%s'", pidfile, buf);
-	if (asprintf(&taskdir, "/proc/%ld/task", pid) < 0)
+	if ((r = vmact_pidfile_read(pidfile, &pid, err)) < 0)
+		return r;
+	if (asprintf(&taskdir, "/proc/%d/task", (int)pid) < 0)
 		return -ENOMEM;
 	d = opendir(taskdir);
 	if (!d)
