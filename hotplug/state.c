@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Live domain state from libvirt's live XML, plus QEMU's own vCPU count. */
+/* Live domain state parsed from libvirt's live XML, and what follows from
+ * it. Pure: the reads that fetch the XML and QEMU's vCPU count are read.c. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,7 +13,6 @@
 #include <libxml/xpath.h>
 
 #include "base/macro.h"
-#include "base/pidfile.h"
 #include "hotplug/hotplug.h"
 #include "hotplug/xml.h"
 
@@ -316,51 +315,4 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 		}
 	}
 	return 0;
-}
-
-int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
-			 struct vmact_err *err)
-{
-	_cleanup_free_ char *pidfile = NULL, *taskdir = NULL;
-	pid_t pid;
-	DIR *d;
-	struct dirent *de;
-	int n = 0, r;
-
-	if (mask)
-		*mask = 0;
-	if (asprintf(&pidfile, "%s/%s.pid", rundir, name) < 0)
-		return -ENOMEM;
-	if ((r = vmact_pidfile_read(pidfile, &pid, err)) < 0)
-		return r;
-	if (asprintf(&taskdir, "/proc/%d/task", (int)pid) < 0)
-		return -ENOMEM;
-	d = opendir(taskdir);
-	if (!d)
-		return vmact_err_set(err, errno == ENOENT ? ESRCH : errno, "%s: %m", taskdir);
-	while ((de = readdir(d))) {
-		char path[300], comm[64];
-		FILE *c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/comm", taskdir, de->d_name);
-		c = fopen(path, "re");
-		if (!c)
-			continue; /* thread exited meanwhile */
-		if (fgets(comm, sizeof(comm), c)) {
-			unsigned idx;
-			char kind[16];
-
-			/* QEMU names vCPU threads "CPU <n>/<accel>". */
-			if (sscanf(comm, "CPU %u/%15s", &idx, kind) == 2) {
-				n++;
-				if (mask && idx < 64)
-					*mask |= 1ULL << idx;
-			}
-		}
-		fclose(c);
-	}
-	closedir(d);
-	return n;
 }
