@@ -176,7 +176,7 @@ void act_vm_layout_from_state(const struct hp_state *st, const struct hp_meta *m
 	memset(out, 0, sizeof(*out));
 	out->vcpus_max = st->vcpus_max;
 	out->vcpus_now = hp_state_vcpus(st);
-	out->vcpus_locked = hp_state_vcpu_desync(st);
+	out->vcpus_locked = st->vcpus_refused;
 	out->base_bytes = st->base_kib * 1024u;
 	out->method = meta->method;
 	d = hp_state_memdev(st, meta->mem_alias, HP_MEM_VIRTIO_MEM);

@@ -59,28 +59,23 @@ void hp_op_vcpus(struct hp_op *op, uint64_t deadline)
 	struct vmact_err e = { 0 };
 	unsigned target = op->req.vcpus;
 	struct vcpu_step s = { 0 };
-	bool broken;
 	int r;
 
 	if (!hp_op_begin(op, deadline))
 		return;
-	/* After an unplug libvirt did not see through, re-plugging crashed
-	 * QEMU 7.2: refuse growth on that VM until it restarts. Unplugging
-	 * the vCPUs QEMU still runs keeps working (one named vCPU at a time). */
-	if (hp_state_vcpu_desync(st))
-		hp_vcpus_refuse(op->uuid, st->id);
-	broken = hp_vcpus_lost_unplug(op->uuid, st->id);
-	if (broken && target > hp_state_vcpus(st)) {
-		if (hp_state_vcpu_desync(st))
+	/* The one rule (hotplug.h, "vCPU changes refused"), as the planner
+	 * reads it from the same field. */
+	if (st->vcpus_refused && target != hp_state_vcpus(st)) {
+		if (st->vcpus_refusal == HP_VCPUS_DESYNC)
 			vmact_err_set(&e, EIO,
 				      "libvirt counts %u vCPUs while QEMU runs %u: an earlier vCPU "
-				      "unplug outlived libvirt's wait; refusing to plug vCPUs on this "
+				      "unplug outlived libvirt's wait; refusing vCPU changes on this "
 				      "VM (re-plugging crashes QEMU 7.2) until it restarts",
 				      st->vcpus_current, hp_state_vcpus(st));
 		else
 			vmact_err_set(&e, EIO,
 				      "an earlier vCPU unplug on this VM outlived libvirt's wait; "
-				      "plugging vCPUs stays refused until the VM restarts, even though "
+				      "vCPU changes stay refused until the VM restarts, even though "
 				      "libvirt's count is right again (re-plugging crashed QEMU 7.2)");
 		hp_op_finish(op, -EIO, &e);
 		return;
@@ -101,14 +96,15 @@ void hp_op_vcpus(struct hp_op *op, uint64_t deadline)
 
 		if (victim > 0)
 			r = hp_op_call(op, "virDomainSetVcpu", disable_vcpu, &victim, &e);
-		else if (step < cur && broken)
+		else if (step < cur && st->vcpus_refused)
 			r = vmact_err_set(&e, EIO, "cannot tell which vCPU QEMU still runs");
 		else
 			r = hp_op_call(op, "virDomainSetVcpusFlags", set_vcpus, &step, &e);
 		/* An unplug libvirt did not see through (its wait timed out, or
 		 * libvirtd went away meanwhile, after which it resyncs and the
-		 * desync is no longer visible) leaves QEMU 7.2 in the state in
-		 * which a re-plug crashed it: refuse later vCPU changes. */
+		 * disagreement is no longer visible) leaves QEMU 7.2 in the
+		 * state in which a re-plug crashed it: refuse later vCPU
+		 * changes. A visible disagreement the reads record. */
 		if (step < cur && (r == -ETIMEDOUT || r == -ECONNRESET))
 			hp_vcpus_refuse(op->uuid, st->id);
 		if (r == -ETIMEDOUT) {
@@ -123,15 +119,13 @@ void hp_op_vcpus(struct hp_op *op, uint64_t deadline)
 		s.want = step;
 		if (hp_op_wait(op, deadline, VCPU_POLL_US, vcpus_reached, &s) < 0)
 			return;
-		if (hp_state_vcpu_desync(st))
-			hp_vcpus_refuse(op->uuid, st->id);
 	}
-	if (hp_state_vcpu_desync(st)) {
+	if (st->vcpus_refusal == HP_VCPUS_DESYNC) {
 		/* rc 0: the target is reached; the message stays as a warning. */
 		vmact_err_set(&op->res.err, EIO,
 			      "vCPU unplug completed in QEMU (%u vCPUs) but libvirt still counts %u: "
 			      "libvirt's 5 s unplug wait timed out and it never saw the removal; "
-			      "plugging vCPUs on this VM stays refused until it restarts",
+			      "vCPU changes on this VM stay refused until it restarts",
 			      hp_state_vcpus(st), st->vcpus_current);
 		op->res.rc = 0;
 		return;

@@ -13,6 +13,7 @@
 #include "base/macro.h"
 #include "base/pidfile.h"
 #include "hotplug/conn.h"
+#include "hotplug/refusal.h"
 #include "hotplug/virt-error.h"
 
 DEFINE_PTR_CLEANUP(hp_domfreep, struct _virDomain, virDomainFree)
@@ -76,6 +77,7 @@ static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st,
 		return r;
 	n = hp_qemu_vcpu_threads(hp_conn_qemu_rundir(c), st->name, &st->qemu_vcpu_mask, &qerr);
 	st->qemu_vcpus = n >= 0 ? n : -1;
+	hp_vcpus_refusal_apply(st);
 	return 0;
 }
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "hotplug/hotplug.h"
 
 /* Process-wide: the QEMU process is the same whichever connection saw its
  * unplug get lost. A ring: the oldest entry is recycled; 64 VMs with a
@@ -47,4 +46,19 @@ bool hp_vcpus_lost_unplug(const char *uuid, int id)
 	lost = lost_locked(uuid, id);
 	pthread_mutex_unlock(&g_lock);
 	return lost;
+}
+
+void hp_vcpus_refusal_apply(struct hp_state *st)
+{
+	bool desync = st->qemu_vcpus >= 0 && (unsigned)st->qemu_vcpus != st->vcpus_current;
+
+	if (desync)
+		hp_vcpus_refuse(st->uuid, st->id);
+	if (desync)
+		st->vcpus_refusal = HP_VCPUS_DESYNC;
+	else if (hp_vcpus_lost_unplug(st->uuid, st->id))
+		st->vcpus_refusal = HP_VCPUS_LOST_UNPLUG;
+	else
+		st->vcpus_refusal = HP_VCPUS_ALLOWED;
+	st->vcpus_refused = st->vcpus_refusal != HP_VCPUS_ALLOWED;
 }

@@ -21,11 +21,6 @@ unsigned hp_state_vcpus(const struct hp_state *st)
 	return st->qemu_vcpus >= 0 ? (unsigned)st->qemu_vcpus : st->vcpus_current;
 }
 
-bool hp_state_vcpu_desync(const struct hp_state *st)
-{
-	return st->qemu_vcpus >= 0 && (unsigned)st->qemu_vcpus != st->vcpus_current;
-}
-
 uint64_t hp_state_mem_kib(const struct hp_state *st)
 {
 	uint64_t kib = st->base_kib;
