@@ -1,6 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hotplug/: everything vmact does through libvirt (prefix hp_).
  *
+ * Files, each one concern, each depending only on those listed before it:
+ * virt-error.c (libvirt errors as errnos), evloop.c (the libvirt event
+ * thread), conn.c (connection, reconnect, the queue to the sd-event loop,
+ * watches for workers), state.c and meta.c (parsing the live XML and the
+ * metadata), refusal.c (the "vCPU changes refused" rule), read.c (reading
+ * live state, QEMU's vCPU threads and metadata), domain.c (domain handle,
+ * memory statistics), op.c (the operations framework and its one wait),
+ * op-vcpu.c and op-memory.c (the operations), op-start.c (hp_op_start).
+ *
  * Threads and the event loop
  * --------------------------
  * libvirt's default event implementation runs in ONE dedicated thread
@@ -254,8 +263,9 @@ struct hp_op_result {
 	/* 0: the target was reached. -ETIMEDOUT: partial (state says how far).
 	 * -ENODEV: the VM went away. -ECONNRESET: libvirtd went away and did
 	 * not come back before the deadline. -EBUSY: the guest refused a DIMM
-	 * removal. -EIO: vCPU changes refused (hp_state.vcpus_refused). -ERANGE/-EINVAL:
-	 * request outside the VM's layout (nothing was changed). */
+	 * removal. -EIO: vCPU changes refused (hp_state.vcpus_refused).
+	 * -ERANGE/-EINVAL: request outside the VM's layout (nothing was
+	 * changed). */
 	int rc;
 	struct vmact_err err;
 	bool state_valid;
