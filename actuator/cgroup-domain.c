@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/macro.h"
+#include "base/pidfile.h"
 
 
 int act_cg_domain_pid(virDomainPtr dom, const char *run_dir, pid_t *pid, struct vmact_err *err)
@@ -21,20 +22,8 @@ int act_cg_domain_pid(virDomainPtr dom, const char *run_dir, pid_t *pid, struct 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s.pid",
 			     run_dir ? run_dir : ACT_LIBVIRT_QEMU_RUN_DIR, name) >= sizeof(path))
 		return vmact_err_set(err, ENAMETOOLONG, "domain %s: pid file path too long", name);
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	if (!f)
-		return vmact_err_set(err, errno, "domain %s: %s: %s", name, path, strerror(errno));
-	char buf[32];
-	if (!fgets(buf, sizeof(buf), f))
-		return vmact_err_set(err, EPROTO, "domain %s: %s: empty", name, path);
-	buf[strcspn(buf, "\n")] = '\0';
-	char *end;
-	errno = 0;
-	long v = strtol(buf, &end, 10);
-	if (errno || end == buf || *end || v <= 0 || v > INT32_MAX)
-		return vmact_err_set(err, EPROTO, "domain %s: %s: \"%s\" is not a pid", name, path,
-				     buf);
-	*pid = (pid_t)v;
+	if (vmact_pidfile_read(path, pid, err) < 0)
+		return vmact_err_prefix(err, "domain %s", name);
 	return 0;
 }
 

@@ -1,161 +1,49 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libvirt connection: event thread, sd-event hand-over through an eventfd,
- * keepalive, close callback, reconnect with backoff. See hotplug.h for why
- * libvirt's events run in their own thread. */
+/* The libvirt connection: connect, keepalive, close callback, reconnect
+ * with backoff, and the queue that hands libvirt events and workers'
+ * completions to the sd-event thread through an eventfd. The event thread
+ * itself is hotplug/evloop.c; see hotplug.h for why it is a thread. */
+#include "hotplug/conn.h"
+
 #include <errno.h>
-#include <signal.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-
-#include <libvirt/virterror.h>
+#include <time.h>
 
 #include "base/macro.h"
-#include "hotplug/internal.h"
+#include "hotplug/evloop.h"
+#include "hotplug/virt-error.h"
 
-/* ---- the process-wide libvirt event thread ----------------------------- */
+struct hp_conn {
+	sd_event *event;
+	sd_event_source *efd_src;
+	sd_event_source *retry_src;
+	int efd;
+	hp_event_fn fn;
+	void *userdata;
+	char *uri;
+	char *qemu_rundir;
+	int ka_interval;
+	unsigned ka_count;
+	uint64_t backoff_min_us, backoff_max_us, backoff_us;
+	unsigned reconnects;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool g_registered;
-static unsigned g_users;
-static pthread_t g_thread;
-static atomic_bool g_stop;
-static int g_wake_timer = -1;
+	/* Guarded by lock: the connection is shared with worker threads. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;      /* connection changed, a watch was kicked or done */
+	virConnectPtr vc;
+	unsigned gen;             /* bumped on every (re)connect and loss */
+	int cb_ids[8];
+	size_t n_cb;
+	struct hp_qitem *queue;
+	struct hp_watch *watches; /* workers in flight */
+	bool closing;
+};
 
-static void silent_error(void *ud, virErrorPtr e)
-{
-	/* Library code never prints; errors travel in struct vmact_err. */
-}
-
-static void wake_noop(int timer, void *opaque)
-{
-}
-
-static void *ev_thread(void *arg)
-{
-	while (!atomic_load(&g_stop))
-		if (virEventRunDefaultImpl() < 0)
-			break;
-	return NULL;
-}
-
-static int evloop_get(struct vmact_err *err)
-{
-	int r = 0;
-
-	pthread_mutex_lock(&g_lock);
-	if (!g_registered) {
-		struct sigaction sa;
-
-		/* libvirt writes to its socket without MSG_NOSIGNAL: when
-		 * libvirtd dies, the next RPC raises SIGPIPE and, by default,
-		 * kills the whole daemon silently. libvirt asks its clients to
-		 * ignore it; do so unless the program installed a handler. */
-		if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
-			signal(SIGPIPE, SIG_IGN);
-		virSetErrorFunc(NULL, silent_error);
-		if (virEventRegisterDefaultImpl() < 0) {
-			r = hp_virt_err(err, "virEventRegisterDefaultImpl");
-			goto out;
-		}
-		/* A timer keeps virEventRunDefaultImpl from sleeping forever
-		 * and lets evloop_put wake the thread to stop it. */
-		g_wake_timer = virEventAddTimeout(1000, wake_noop, NULL, NULL);
-		if (g_wake_timer < 0) {
-			r = hp_virt_err(err, "virEventAddTimeout");
-			goto out;
-		}
-		g_registered = true;
-	}
-	if (g_users++ == 0) {
-		atomic_store(&g_stop, false);
-		virEventUpdateTimeout(g_wake_timer, 1000);
-		if ((r = -pthread_create(&g_thread, NULL, ev_thread, NULL)) < 0) {
-			g_users--;
-			vmact_err_set(err, -r, "cannot start the libvirt event thread");
-		}
-	}
-out:
-	pthread_mutex_unlock(&g_lock);
-	return r;
-}
-
-static void evloop_put(void)
-{
-	pthread_mutex_lock(&g_lock);
-	if (--g_users == 0) {
-		atomic_store(&g_stop, true);
-		virEventUpdateTimeout(g_wake_timer, 0);
-		pthread_join(g_thread, NULL);
-	}
-	pthread_mutex_unlock(&g_lock);
-}
-
-/* ---- errors ------------------------------------------------------------- */
-
-int hp_virt_err(struct vmact_err *err, const char *what)
-{
-	virErrorPtr e = virGetLastError();
-	int code = EIO;
-
-	if (!e)
-		return vmact_err_set(err, EIO, "%s failed", what);
-	switch (e->code) {
-	case VIR_ERR_NO_DOMAIN:
-		code = ENODEV;
-		break;
-	case VIR_ERR_OPERATION_TIMEOUT:
-		code = ETIMEDOUT;
-		break;
-	case VIR_ERR_SYSTEM_ERROR:
-	case VIR_ERR_RPC:
-	case VIR_ERR_NO_CONNECT:
-	case VIR_ERR_INVALID_CONN:
-	case VIR_ERR_AUTH_FAILED:
-		code = ECONNRESET;
-		break;
-	case VIR_ERR_NO_SUPPORT:
-	case VIR_ERR_OPERATION_UNSUPPORTED:
-		code = EOPNOTSUPP;
-		break;
-	case VIR_ERR_INVALID_ARG:
-	case VIR_ERR_XML_ERROR:
-	case VIR_ERR_CONFIG_UNSUPPORTED:
-	case VIR_ERR_XML_DETAIL:
-		code = EINVAL;
-		break;
-	case VIR_ERR_NO_DOMAIN_METADATA:
-		code = ENOENT;
-		break;
-	default:
-		break;
-	}
-	return vmact_err_set(err, code, "%s: %s", what, e->message ? e->message : "libvirt error");
-}
-
-/* ---- queue to the sd-event thread ---------------------------------------- */
-
-void hp_queue_push(struct hp_conn *c, struct hp_qitem *it)
-{
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&c->lock);
-	it->next = NULL;
-	if (c->q_tail)
-		c->q_tail->next = it;
-	else
-		c->q_head = it;
-	c->q_tail = it;
-	pthread_mutex_unlock(&c->lock);
-	/* An eventfd counter cannot overflow in practice; a failed write
-	 * would only delay delivery to the next push. */
-	if (write(c->efd, &one, sizeof(one)) < 0) {
-	}
-}
-
-virConnectPtr hp_conn_get(struct hp_conn *c, unsigned *gen)
+virConnectPtr hp_conn_get(struct hp_conn *c)
 {
 	virConnectPtr vc;
 
@@ -163,44 +51,139 @@ virConnectPtr hp_conn_get(struct hp_conn *c, unsigned *gen)
 	vc = c->vc;
 	if (vc)
 		virConnectRef(vc);
-	if (gen)
-		*gen = c->gen;
 	pthread_mutex_unlock(&c->lock);
 	return vc;
 }
 
-/* Runs in the libvirt event thread: copy, kick waiting operations, queue. */
+const char *hp_conn_uri(const struct hp_conn *c)
+{
+	return c->uri;
+}
+
+const char *hp_conn_qemu_rundir(const struct hp_conn *c)
+{
+	return c->qemu_rundir;
+}
+
+/* ---- queue to the sd-event thread ---------------------------------------- */
+
+/* Called with c->lock held. */
+static void queue_locked(struct hp_conn *c, struct hp_qitem *it)
+{
+	VMACT_LIST_APPEND(queue, c->queue, it);
+}
+
+static void wake_loop(struct hp_conn *c)
+{
+	uint64_t one = 1;
+
+	/* An eventfd counter cannot overflow in practice; a failed write
+	 * would only delay delivery to the next push. */
+	if (write(c->efd, &one, sizeof(one)) < 0) {
+	}
+}
+
+static void queue_push(struct hp_conn *c, struct hp_qitem *it)
+{
+	pthread_mutex_lock(&c->lock);
+	queue_locked(c, it);
+	pthread_mutex_unlock(&c->lock);
+	wake_loop(c);
+}
+
+/* ---- watches ------------------------------------------------------------ */
+
+int hp_watch_add(struct hp_conn *c, struct hp_watch *w, const char *uuid, struct vmact_err *err)
+{
+	*w = (struct hp_watch){ 0 };
+	snprintf(w->uuid, sizeof(w->uuid), "%s", uuid);
+	pthread_mutex_lock(&c->lock);
+	if (c->closing) {
+		pthread_mutex_unlock(&c->lock);
+		return vmact_err_set(err, ESHUTDOWN, "connection is closing");
+	}
+	VMACT_LIST_PREPEND(watches, c->watches, w);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+void hp_watch_cancel(struct hp_conn *c, struct hp_watch *w)
+{
+	pthread_mutex_lock(&c->lock);
+	VMACT_LIST_REMOVE(watches, c->watches, w);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+bool hp_watch_wait(struct hp_conn *c, struct hp_watch *w, uint64_t until)
+{
+	struct timespec ts = { .tv_sec = (time_t)(until / 1000000ULL),
+			       .tv_nsec = (long)(until % 1000000ULL) * 1000L };
+	bool open;
+
+	pthread_mutex_lock(&c->lock);
+	if (!w->kicks && !c->closing)
+		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	w->kicks = 0;
+	open = !c->closing;
+	pthread_mutex_unlock(&c->lock);
+	return open;
+}
+
+void hp_watch_seen(struct hp_conn *c, const struct hp_watch *w, struct hp_seen *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = w->seen;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void hp_watch_done(struct hp_conn *c, struct hp_watch *w, struct hp_qitem *it, hp_done_fn done,
+		   void *userdata)
+{
+	*it = (struct hp_qitem){ .done = done, .userdata = userdata };
+	pthread_mutex_lock(&c->lock);
+	VMACT_LIST_REMOVE(watches, c->watches, w);
+	queue_locked(c, it);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	wake_loop(c);
+}
+
+/* ---- libvirt callbacks (the libvirt event thread) ----------------------- */
+
+/* Copy, kick the watches on this domain, queue. */
 static void domain_event(struct hp_conn *c, virDomainPtr dom, enum hp_event_kind kind,
 			 const char *alias, uint64_t size_kib)
 {
 	struct hp_qitem *it = calloc(1, sizeof(*it));
 	char uuid[VIR_UUID_STRING_BUFLEN] = "";
 	const char *name = virDomainGetName(dom);
+	struct hp_watch *w;
 
 	virDomainGetUUIDString(dom, uuid);
 	pthread_mutex_lock(&c->lock);
-	for (struct hp_op *op = c->ops; op; op = op->next) {
-		if (strcmp(op->uuid, uuid))
+	VMACT_LIST_FOREACH(watches, w, c->watches) {
+		if (strcmp(w->uuid, uuid))
 			continue;
-		op->kicks++;
+		w->kicks++;
 		if (kind == HP_EV_DOMAIN_STOPPED)
-			op->stopped = true;
+			w->seen.stopped = true;
 		if (kind == HP_EV_DEVICE_REMOVED && alias)
-			snprintf(op->removed_alias, sizeof(op->removed_alias), "%s", alias);
+			snprintf(w->seen.removed_alias, sizeof(w->seen.removed_alias), "%s", alias);
 		if (kind == HP_EV_DEVICE_REMOVAL_FAILED && alias)
-			snprintf(op->removal_failed_alias, sizeof(op->removal_failed_alias), "%s",
-				 alias);
+			snprintf(w->seen.removal_failed_alias, sizeof(w->seen.removal_failed_alias),
+				 "%s", alias);
 	}
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	if (!it)
-		return; /* the kick above still wakes a waiting operation */
+		return; /* the kick above still wakes a waiting worker */
 	it->ev.kind = kind;
 	snprintf(it->ev.uuid, sizeof(it->ev.uuid), "%s", uuid);
 	snprintf(it->ev.name, sizeof(it->ev.name), "%s", name ? name : "");
 	snprintf(it->ev.alias, sizeof(it->ev.alias), "%s", alias ? alias : "");
 	it->ev.size_kib = size_kib;
-	hp_queue_push(c, it);
+	queue_push(c, it);
 }
 
 static int cb_lifecycle(virConnectPtr vc, virDomainPtr dom, int event, int detail, void *opaque)
@@ -247,7 +230,7 @@ static void cb_close(virConnectPtr vc, int reason, void *opaque)
 	if (!it)
 		return;
 	it->disconnected = true;
-	hp_queue_push(c, it);
+	queue_push(c, it);
 }
 
 /* ---- connect / lose / reconnect ----------------------------------------- */
@@ -309,7 +292,7 @@ static int do_connect(struct hp_conn *c, struct vmact_err *err)
 	if (it) {
 		it->ev.kind = HP_EV_CONNECTED;
 		it->ev.reconnects = c->reconnects;
-		hp_queue_push(c, it);
+		queue_push(c, it);
 	}
 	c->backoff_us = c->backoff_min_us;
 	return 0;
@@ -373,18 +356,20 @@ static void lose_connection(struct hp_conn *c)
 static int on_efd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct hp_conn *c = userdata;
-	struct hp_qitem *it;
+	struct hp_qitem *items, *it, *next;
 	uint64_t v;
 
 	if (read(c->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return 0;
 	pthread_mutex_lock(&c->lock);
-	it = c->q_head;
-	c->q_head = c->q_tail = NULL;
+	items = TAKE_PTR(c->queue);
 	pthread_mutex_unlock(&c->lock);
-	while (it) {
-		struct hp_qitem *next = it->next;
-
+	VMACT_LIST_FOREACH_SAFE(queue, it, next, items) {
+		if (it->done) {
+			/* The worker's own memory: done() may free it. */
+			it->done(c, it->userdata, true);
+			continue;
+		}
 		if (it->disconnected) {
 			unsigned gen;
 
@@ -393,13 +378,10 @@ static int on_efd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 			pthread_mutex_unlock(&c->lock);
 			if (it->gen == gen)
 				lose_connection(c);
-		} else if (it->op) {
-			hp_op_complete(c, it->op);
 		} else {
 			c->fn(c, &it->ev, c->userdata);
 		}
 		free(it);
-		it = next;
 	}
 	return 0;
 }
@@ -449,10 +431,10 @@ int hp_conn_new(sd_event *ev, const struct hp_conn_opts *opts, hp_event_fn fn, v
 		vmact_err_set(err, -r, "sd_event_add_io: %s", strerror(-r));
 		goto fail_early;
 	}
-	if ((r = evloop_get(err)) < 0)
+	if ((r = hp_evloop_get(err)) < 0)
 		goto fail_early;
 	if ((r = do_connect(c, err)) < 0) {
-		evloop_put();
+		hp_evloop_put();
 		goto fail_early;
 	}
 	*out = c;
@@ -472,37 +454,32 @@ fail_early:
 
 void hp_conn_free(struct hp_conn *c)
 {
-	struct hp_qitem *it;
-	struct hp_op *op;
+	struct hp_qitem *it, *next;
 
 	if (!c)
 		return;
+	/* Workers notice `closing` at their next wait and hand their watch
+	 * back; a libvirt call in progress finishes first (at most libvirt's
+	 * own 5 s). */
 	pthread_mutex_lock(&c->lock);
 	c->closing = true;
 	pthread_cond_broadcast(&c->cond);
+	while (!VMACT_LIST_IS_EMPTY(c->watches))
+		pthread_cond_wait(&c->cond, &c->lock);
 	pthread_mutex_unlock(&c->lock);
-	/* Workers notice `closing` at their next wait; a libvirt call in
-	 * progress finishes first (at most libvirt's own 5 s). */
-	for (;;) {
-		pthread_mutex_lock(&c->lock);
-		op = c->ops;
-		if (op)
-			c->ops = op->next;
-		pthread_mutex_unlock(&c->lock);
-		if (!op)
-			break;
-		pthread_join(op->thread, NULL);
-		free(op);
-	}
 	if (c->vc) {
 		unregister_all(c, c->vc);
 		virConnectClose(c->vc);
 		c->vc = NULL;
 	}
-	evloop_put();
-	while ((it = c->q_head)) {
-		c->q_head = it->next;
-		free(it);
+	hp_evloop_put();
+	/* Completions not delivered yet release their worker, unreported. */
+	VMACT_LIST_FOREACH_SAFE(queue, it, next, c->queue) {
+		VMACT_LIST_REMOVE(queue, c->queue, it);
+		if (it->done)
+			it->done(c, it->userdata, false);
+		else
+			free(it);
 	}
 	sd_event_source_disable_unref(c->efd_src);
 	sd_event_source_disable_unref(c->retry_src);
@@ -523,121 +500,4 @@ bool hp_conn_is_up(struct hp_conn *c)
 	up = c->vc != NULL;
 	pthread_mutex_unlock(&c->lock);
 	return up;
-}
-
-/* ---- reads ------------------------------------------------------------- */
-
-DEFINE_PTR_CLEANUP(hp_domfreep, struct _virDomain, virDomainFree)
-#define _cleanup_dom_ _cleanup_(hp_domfreep)
-
-static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st,
-		    struct vmact_err *err)
-{
-	_cleanup_free_ char *xml = NULL;
-	struct vmact_err qerr = { 0 };
-	int r, n;
-
-	if (virDomainIsActive(dom) != 1)
-		return vmact_err_set(err, ENODEV, "domain is not running");
-	xml = virDomainGetXMLDesc(dom, 0);
-	if (!xml)
-		return hp_virt_err(err, "virDomainGetXMLDesc");
-	if ((r = hp_state_parse(xml, st, err)) < 0)
-		return r;
-	n = hp_qemu_vcpu_threads(c->qemu_rundir, st->name, &st->qemu_vcpu_mask, &qerr);
-	st->qemu_vcpus = n >= 0 ? n : -1;
-	st->vcpus_refused = hp_state_vcpu_desync(st);
-	return 0;
-}
-
-int hp_state_read_vc(struct hp_conn *c, virConnectPtr vc, const char *uuid, struct hp_state *st,
-		     struct vmact_err *err)
-{
-	_cleanup_dom_ virDomainPtr dom = virDomainLookupByUUIDString(vc, uuid);
-
-	if (!dom)
-		return hp_virt_err(err, uuid);
-	return read_dom(c, dom, st, err);
-}
-
-int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
-		  struct vmact_err *err)
-{
-	virConnectPtr vc = hp_conn_get(c, NULL);
-	int r;
-
-	if (!vc)
-		return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", c->uri);
-	r = hp_state_read_vc(c, vc, uuid, st, err);
-	virConnectClose(vc);
-	return r;
-}
-
-int hp_list_running(struct hp_conn *c, struct hp_state **out, size_t *n, struct vmact_err *err)
-{
-	virConnectPtr vc = hp_conn_get(c, NULL);
-	virDomainPtr *doms = NULL;
-	struct hp_state *arr = NULL;
-	int nd, r = 0;
-	size_t k = 0;
-
-	*out = NULL;
-	*n = 0;
-	if (!vc)
-		return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", c->uri);
-	nd = virConnectListAllDomains(vc, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
-	if (nd < 0) {
-		r = hp_virt_err(err, "virConnectListAllDomains");
-		goto out;
-	}
-	arr = calloc(nd ? (size_t)nd : 1, sizeof(*arr));
-	if (!arr) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < nd; i++) {
-		struct vmact_err e = { 0 };
-
-		/* A domain that stopped since the listing is simply gone. */
-		if (read_dom(c, doms[i], &arr[k], &e) == 0)
-			k++;
-	}
-	*out = TAKE_PTR(arr);
-	*n = k;
-out:
-	for (int i = 0; i < nd; i++)
-		virDomainFree(doms[i]);
-	free(doms);
-	free(arr);
-	virConnectClose(vc);
-	return r;
-}
-
-int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
-		 struct vmact_err *err)
-{
-	virConnectPtr vc = hp_conn_get(c, NULL);
-	_cleanup_free_ char *xml = NULL;
-	virDomainPtr dom;
-	int r;
-
-	if (!vc)
-		return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", c->uri);
-	dom = virDomainLookupByUUIDString(vc, uuid);
-	if (!dom) {
-		r = hp_virt_err(err, uuid);
-		goto out;
-	}
-	xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI,
-				   VIR_DOMAIN_AFFECT_LIVE);
-	if (!xml) {
-		r = hp_virt_err(err, "virDomainGetMetadata");
-		virDomainFree(dom);
-		goto out;
-	}
-	virDomainFree(dom);
-	r = hp_meta_parse(xml, meta, err);
-out:
-	virConnectClose(vc);
-	return r;
 }

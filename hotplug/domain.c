@@ -3,15 +3,16 @@
 
 #include <errno.h>
 
-#include "hotplug/internal.h"
+#include "hotplug/conn.h"
+#include "hotplug/virt-error.h"
 
 virDomainPtr hp_domain_lookup(struct hp_conn *c, const char *uuid, struct vmact_err *err)
 {
-	virConnectPtr vc = hp_conn_get(c, NULL);
+	virConnectPtr vc = hp_conn_get(c);
 	virDomainPtr dom;
 
 	if (!vc) {
-		vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", c->uri);
+		vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", hp_conn_uri(c));
 		return NULL;
 	}
 	dom = virDomainLookupByUUIDString(vc, uuid);

@@ -1,6 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* hotplug/: everything vmact does through libvirt (prefix hp_).
  *
+ * Files, each one concern, each depending only on those listed before it:
+ * virt-error.c (libvirt errors as errnos), evloop.c (the libvirt event
+ * thread), conn.c (connection, reconnect, the queue to the sd-event loop,
+ * watches for workers), state.c and meta.c (parsing the live XML and the
+ * metadata), refusal.c (the "vCPU changes refused" rule), read.c (reading
+ * live state, QEMU's vCPU threads and metadata), domain.c (domain handle,
+ * memory statistics), op.c (the operations framework and its one wait),
+ * op-vcpu.c and op-memory.c (the operations), op-start.c (hp_op_start).
+ *
  * Threads and the event loop
  * --------------------------
  * libvirt's default event implementation runs in ONE dedicated thread
@@ -38,8 +47,25 @@
  * with QEMU 7.2 keeps counting a vCPU that the guest and QEMU already
  * unplugged when the unplug outlived libvirt's 5 s wait (QEMU emits
  * DEVICE_DELETED for the vCPU's lapic only, never for the vCPU itself).
- * Such a VM is marked vcpu_desync and further vCPU changes are refused:
- * re-plugging one then crashes QEMU 7.2 (seen here with libvirt 9.0). */
+ *
+ * vCPU changes refused
+ * --------------------
+ * After such a lost unplug, re-plugging a vCPU crashed QEMU 7.2 (seen here
+ * with libvirt 9.0), even once a libvirtd restart made libvirt's count
+ * right again. So hotplug/ refuses every further vCPU change on that VM
+ * until it restarts, and says so in ONE place, hp_state.vcpus_refused, set
+ * by every read of live state (hp_state_read, hp_list_running, the state in
+ * an hp_op_result) when
+ *   - libvirt and QEMU disagree on the vCPU count now (HP_VCPUS_DESYNC), or
+ *   - a vCPU unplug on this domain (uuid + libvirt id, so a restarted VM
+ *     starts clean) was lost earlier: libvirt's wait timed out, libvirtd
+ *     went away during it, or a disagreement was read
+ *     (HP_VCPUS_LOST_UNPLUG).
+ * An HP_OP_SET_VCPUS that would change the count of a VM whose state says
+ * vcpus_refused fails with -EIO and changes nothing; the daemon's planner
+ * reads the same field and plans no vCPU step for it (CPU quota only). An
+ * operation already unplugging when its unplug gets lost finishes its
+ * target one named vCPU at a time. */
 #pragma once
 
 #include <stdbool.h>
@@ -74,6 +100,12 @@ struct hp_memdev {
 	uint64_t current_kib;     /* virtio-mem only: what the guest plugged */
 };
 
+enum hp_vcpus_refusal {
+	HP_VCPUS_ALLOWED = 0,
+	HP_VCPUS_DESYNC,        /* libvirt and QEMU disagree on the count now */
+	HP_VCPUS_LOST_UNPLUG,   /* an earlier unplug was lost; counts agree again */
+};
+
 struct hp_state {
 	char name[HP_NAME_MAX];
 	char uuid[HP_UUID_LEN];
@@ -86,9 +118,10 @@ struct hp_state {
 	/* QEMU's view: number of vCPU threads; -1 when it could not be read. */
 	int qemu_vcpus;
 	uint64_t qemu_vcpu_mask;  /* bit n = QEMU runs "CPU n/..." (n < 64) */
-	/* vCPU changes are refused on this VM (see the comment above): no
-	 * vCPU is plugged or unplugged, only the quota moves. */
+	/* vCPU changes refused, and why (see "vCPU changes refused" above).
+	 * Set by the reads; hp_state_parse leaves it false. */
 	bool vcpus_refused;
+	enum hp_vcpus_refusal vcpus_refusal;
 	/* Memory, KiB. base = sum of NUMA cells (boot memory). */
 	uint64_t memory_kib;      /* <memory>: base + devices */
 	uint64_t base_kib;
@@ -100,8 +133,6 @@ struct hp_state {
 
 /* vCPUs actually running: QEMU's count when known, else libvirt's. */
 unsigned hp_state_vcpus(const struct hp_state *st);
-/* libvirt and QEMU disagree on the vCPU count (see the comment above). */
-bool hp_state_vcpu_desync(const struct hp_state *st);
 /* Memory the guest can use now: base + DIMMs + virtio-mem <current>. */
 uint64_t hp_state_mem_kib(const struct hp_state *st);
 unsigned hp_state_dimms(const struct hp_state *st);
@@ -232,8 +263,9 @@ struct hp_op_result {
 	/* 0: the target was reached. -ETIMEDOUT: partial (state says how far).
 	 * -ENODEV: the VM went away. -ECONNRESET: libvirtd went away and did
 	 * not come back before the deadline. -EBUSY: the guest refused a DIMM
-	 * removal. -EIO: libvirt/QEMU disagree (vCPU desync). -ERANGE/-EINVAL:
-	 * request outside the VM's layout (nothing was changed). */
+	 * removal. -EIO: vCPU changes refused (hp_state.vcpus_refused).
+	 * -ERANGE/-EINVAL: request outside the VM's layout (nothing was
+	 * changed). */
 	int rc;
 	struct vmact_err err;
 	bool state_valid;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Live domain state from libvirt's live XML, plus QEMU's own vCPU count. */
+/* Live domain state parsed from libvirt's live XML, and what follows from
+ * it. Pure: the reads that fetch the XML and QEMU's vCPU count are read.c. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,11 +19,6 @@
 unsigned hp_state_vcpus(const struct hp_state *st)
 {
 	return st->qemu_vcpus >= 0 ? (unsigned)st->qemu_vcpus : st->vcpus_current;
-}
-
-bool hp_state_vcpu_desync(const struct hp_state *st)
-{
-	return st->qemu_vcpus >= 0 && (unsigned)st->qemu_vcpus != st->vcpus_current;
 }
 
 uint64_t hp_state_mem_kib(const struct hp_state *st)
@@ -315,62 +310,4 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 		}
 	}
 	return 0;
-}
-
-int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
-			 struct vmact_err *err)
-{
-	_cleanup_free_ char *pidfile = NULL, *taskdir = NULL;
-	char buf[64];
-	FILE *f;
-	long pid;
-	DIR *d;
-	struct dirent *de;
-	int n = 0;
-
-	if (mask)
-		*mask = 0;
-	if (asprintf(&pidfile, "%s/%s.pid", rundir, name) < 0)
-		return -ENOMEM;
-	f = fopen(pidfile, "re");
-	if (!f)
-		return vmact_err_set(err, errno, "%s: %m", pidfile);
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return vmact_err_set(err, EIO, "%s: empty", pidfile);
-	}
-	fclose(f);
-	pid = strtol(buf, NULL, 10);
-	if (pid <= 0)
-		return vmact_err_set(err, EIO, "%s: bad pid '%s'", pidfile, buf);
-	if (asprintf(&taskdir, "/proc/%ld/task", pid) < 0)
-		return -ENOMEM;
-	d = opendir(taskdir);
-	if (!d)
-		return vmact_err_set(err, errno == ENOENT ? ESRCH : errno, "%s: %m", taskdir);
-	while ((de = readdir(d))) {
-		char path[300], comm[64];
-		FILE *c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/comm", taskdir, de->d_name);
-		c = fopen(path, "re");
-		if (!c)
-			continue; /* thread exited meanwhile */
-		if (fgets(comm, sizeof(comm), c)) {
-			unsigned idx;
-			char kind[16];
-
-			/* QEMU names vCPU threads "CPU <n>/<accel>". */
-			if (sscanf(comm, "CPU %u/%15s", &idx, kind) == 2) {
-				n++;
-				if (mask && idx < 64)
-					*mask |= 1ULL << idx;
-			}
-		}
-		fclose(c);
-	}
-	closedir(d);
-	return n;
 }

@@ -361,7 +361,7 @@ static void vcpus_1_3_1(void **state)
 	if (!tg_wait(&g, r.seq, tg_cpus_eq, &want, 30, &r))
 		fail_msg("guest sees %u CPUs, vmact reports 1 achieved", r.cpus);
 	req.vcpus = 3;
-	if (hp_state_vcpu_desync(&res.state)) {
+	if (res.state.vcpus_refusal == HP_VCPUS_DESYNC) {
 		/* The libvirt/QEMU desync is reported, never hidden... */
 		assert_non_null(strstr(res.err.msg, "libvirt"));
 		/* ...and plugging is refused instead of crashing QEMU. */
@@ -370,6 +370,7 @@ static void vcpus_1_3_1(void **state)
 		assert_int_equal(is_active(f, &g), 1);
 		assert_int_equal(hp_state_read(f->hp, g.uuid, &res.state, &err), 0);
 		assert_int_equal(hp_state_vcpus(&res.state), 1);
+		assert_true(res.state.vcpus_refused);
 	} else {
 		printf("# vCPU unplug 3->1 completed cleanly in libvirt too\n");
 		run_op(f, g.uuid, &req, &res);
@@ -549,7 +550,7 @@ static void libvirtd_restart_mid_operation(void **state)
 	run_op(f, g.uuid, &vreq, &vres);
 	/* (A libvirtd restart by another user of the host would end it with
 	 * -ECONNRESET; then there is no desync to check.) */
-	desync = vres.rc != -ECONNRESET && hp_state_vcpu_desync(&vres.state);
+	desync = vres.rc != -ECONNRESET && vres.state.vcpus_refusal == HP_VCPUS_DESYNC;
 	assert_int_equal(virDomainSuspend(D(f, &g)), 0);
 	f->connected = 1;
 	f->disconnected = 0;
@@ -598,8 +599,10 @@ static void libvirtd_restart_mid_operation(void **state)
 
 	if (desync) {
 		/* libvirt re-read QEMU on reconnect: the counts agree now... */
-		assert_false(hp_state_vcpu_desync(&st));
-		/* ...but vmact still refuses, and the VM keeps running. */
+		assert_int_equal(st.vcpus_refusal, HP_VCPUS_LOST_UNPLUG);
+		/* ...but vmact still refuses (the state says so, for the
+		 * planner too), and the VM keeps running. */
+		assert_true(st.vcpus_refused);
 		vreq.vcpus = 2;
 		run_op(f, g.uuid, &vreq, &vres);
 		assert_int_equal(vres.rc, -EIO);

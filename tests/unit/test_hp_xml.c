@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "hotplug/hotplug.h"
+#include "hotplug/refusal.h"
 
 #define NS "xmlns:vmact='" HP_NS_URI "'"
 
@@ -264,7 +265,7 @@ static void state_live_xml(void **state)
 	assert_int_equal(st.vcpus_enabled_mask, 0x3);
 	assert_int_equal(st.qemu_vcpus, -1);
 	assert_int_equal(hp_state_vcpus(&st), 2);
-	assert_false(hp_state_vcpu_desync(&st));
+	assert_false(st.vcpus_refused); /* a parse only: the reads decide */
 	assert_int_equal(st.base_kib, 524288);
 	assert_int_equal(st.max_memory_kib, 4194304);
 	assert_int_equal(st.slots, 4);
@@ -282,8 +283,51 @@ static void state_live_xml(void **state)
 	assert_int_equal(hp_state_dimms(&st), 1);
 	assert_int_equal(hp_state_mem_kib(&st), 524288 + 262144 + 131072);
 	st.qemu_vcpus = 1;
-	assert_true(hp_state_vcpu_desync(&st));
 	assert_int_equal(hp_state_vcpus(&st), 1);
+}
+
+/* The one rule for refusing vCPU changes (hotplug.h), as every read
+ * applies it to the state it read. */
+static void vcpus_refusal_rule(void **state)
+{
+	struct hp_state st;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(hp_state_parse(live, &st, &err), 0);
+	snprintf(st.uuid, sizeof(st.uuid), "%s", "7e3c7f3e-0000-4000-8000-000000000001");
+
+	/* QEMU unknown, or agreeing with libvirt: allowed. */
+	hp_vcpus_refusal_apply(&st);
+	assert_false(st.vcpus_refused);
+	assert_int_equal(st.vcpus_refusal, HP_VCPUS_ALLOWED);
+	st.qemu_vcpus = 2;
+	hp_vcpus_refusal_apply(&st);
+	assert_false(st.vcpus_refused);
+
+	/* They disagree: refused... */
+	st.qemu_vcpus = 1;
+	hp_vcpus_refusal_apply(&st);
+	assert_true(st.vcpus_refused);
+	assert_int_equal(st.vcpus_refusal, HP_VCPUS_DESYNC);
+
+	/* ...and still once libvirt's count is right again (a libvirtd
+	 * restart), for that domain instance only. */
+	st.vcpus_current = 1;
+	hp_vcpus_refusal_apply(&st);
+	assert_true(st.vcpus_refused);
+	assert_int_equal(st.vcpus_refusal, HP_VCPUS_LOST_UNPLUG);
+	st.id = 8; /* the VM restarted: a new libvirt id */
+	hp_vcpus_refusal_apply(&st);
+	assert_false(st.vcpus_refused);
+
+	/* An unplug recorded lost by an operation, counts agreeing. */
+	snprintf(st.uuid, sizeof(st.uuid), "%s", "7e3c7f3e-0000-4000-8000-000000000002");
+	hp_vcpus_refusal_apply(&st);
+	assert_false(st.vcpus_refused);
+	hp_vcpus_refuse(st.uuid, st.id);
+	hp_vcpus_refusal_apply(&st);
+	assert_true(st.vcpus_refused);
+	assert_int_equal(st.vcpus_refusal, HP_VCPUS_LOST_UNPLUG);
 }
 
 static void state_bad_xml(void **state)
@@ -323,6 +367,7 @@ int main(void)
 		cmocka_unit_test(meta_errors_name_the_element),
 		cmocka_unit_test(state_live_xml),
 		cmocka_unit_test(state_bad_xml),
+		cmocka_unit_test(vcpus_refusal_rule),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
