@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/http-server.h"
@@ -14,7 +15,7 @@
 /* One registration: its own listener, agent ID and sequence counter. */
 struct inf_server {
 	struct ag_inf_agent *a;
-	struct inf_server *next_dead;
+	VMACT_LIST_FIELDS(struct inf_server, dead);
 	struct ag_http_server *http;
 	struct ag_agent_desc desc;
 	uint64_t seq;
@@ -35,7 +36,7 @@ struct inf_server {
 enum op_kind { OP_NONE, OP_REGISTER, OP_HEALTH, OP_DOWNSCALE, OP_UPSCALE };
 
 struct unreg_call {
-	struct unreg_call *next;
+	VMACT_LIST_FIELDS(struct unreg_call, unregs);
 	struct ag_inf_agent *a;
 	struct ag_http_call *call;
 	char agent_id[AG_INF_ID_MAX];
@@ -579,15 +580,13 @@ static void stop_check(struct ag_inf_agent *a);
 static void unregister_done(void *ud, int result, const struct ag_http_response *resp,
 			    const struct vmact_err *terr)
 {
-	struct unreg_call *u = ud, **p;
+	struct unreg_call *u = ud;
 	struct ag_inf_agent *a = u->a;
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct vmact_err e = { 0 };
 	bool was_active;
 
-	for (p = &a->unregs; *p != u; p = &(*p)->next)
-		;
-	*p = u->next;
+	VMACT_LIST_REMOVE(unregs, a->unregs, u);
 	if (result < 0)
 		vmact_err_set(&e, -result, "/unregister %s: %s", u->agent_id,
 			      terr ? terr->msg : strerror(-result));
@@ -633,8 +632,7 @@ static void send_unregister(struct ag_inf_agent *a, const struct ag_agent_desc *
 		notice(a, &e);
 		return;
 	}
-	u->next = a->unregs;
-	a->unregs = u;
+	VMACT_LIST_PREPEND(unregs, a->unregs, u);
 }
 
 /* ---- server lifecycle ------------------------------------------------- */
@@ -654,7 +652,7 @@ static int on_reap(sd_event_source *s, void *ud)
 	while (a->dead) {
 		struct inf_server *d = a->dead;
 
-		a->dead = d->next_dead;
+		VMACT_LIST_REMOVE(dead, a->dead, d);
 		server_free(d);
 	}
 	return 0;
@@ -717,8 +715,7 @@ static void server_exit(struct ag_inf_agent *a, const struct vmact_err *why, boo
 	set_mode(a, srv, AG_INF_NONE);
 	a->srv = NULL;
 	/* The listener may be the one whose handler is running right now. */
-	srv->next_dead = a->dead;
-	a->dead = srv;
+	VMACT_LIST_PREPEND(dead, a->dead, srv);
 	sd_event_source_set_enabled(a->reap, SD_EVENT_ONESHOT);
 
 	if (a->op.kind != OP_NONE) {
@@ -943,7 +940,7 @@ void ag_inf_agent_free(struct ag_inf_agent *a)
 	while (a->unregs) {
 		struct unreg_call *u = a->unregs;
 
-		a->unregs = u->next;
+		VMACT_LIST_REMOVE(unregs, a->unregs, u);
 		free(u);
 	}
 	server_free(a->srv);

@@ -21,6 +21,7 @@
 #include <wslay/wslay.h>
 
 #include "agent-glue/monitor.h"
+#include "base/list.h"
 #include "base/time.h"
 
 #define USEC_PER_SEC 1000000ull
@@ -32,7 +33,7 @@
 #define TIMER_ACCURACY 1000
 
 struct pending {
-	struct pending *next;
+	VMACT_LIST_FIELDS(struct pending, pending);
 	struct ag_mon_client *c;
 	uint64_t id, generation;
 	enum ag_mon_type type;
@@ -202,15 +203,13 @@ static void finish(struct ag_mon_client *c, struct pending *p, enum ag_mon_outco
 
 static struct pending *take_pending(struct ag_mon_client *c, uint64_t id)
 {
-	for (struct pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
-		if ((*pp)->id == id) {
-			struct pending *p = *pp;
+	struct pending *p;
 
-			*pp = p->next;
-			p->next = NULL;
+	VMACT_LIST_FOREACH(pending, p, c->pending)
+		if (p->id == id) {
+			VMACT_LIST_REMOVE(pending, c->pending, p);
 			return p;
 		}
-	}
 	return NULL;
 }
 
@@ -303,8 +302,8 @@ static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct 
 		c->next_id = saved_id;
 		return r;
 	}
-	p->next = c->pending;
-	c->pending = TAKE_PTR(p);
+	VMACT_LIST_PREPEND(pending, c->pending, p);
+	TAKE_PTR(p);
 	if (id_out)
 		*id_out = m.id;
 	return 0;
@@ -887,7 +886,7 @@ static void teardown(struct ag_mon_client *c)
 	while (list) {
 		struct pending *p = list;
 
-		list = p->next;
+		VMACT_LIST_REMOVE(pending, list, p);
 		finish(c, p, AG_MON_OUTCOME_FAILED, msg);
 	}
 	if (was_established) {
@@ -1240,7 +1239,9 @@ unsigned ag_mon_client_pending(const struct ag_mon_client *c)
 {
 	unsigned n = 0;
 
-	for (const struct pending *p = c->pending; p; p = p->next)
+	const struct pending *p;
+
+	VMACT_LIST_FOREACH(pending, p, c->pending)
 		n++;
 	return n;
 }
