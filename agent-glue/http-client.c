@@ -13,12 +13,13 @@
 #include <strings.h>
 #include <sys/epoll.h>
 
+#include "base/list.h"
 #include "base/macro.h"
 #include "agent-glue/bodybuf.h"
 
 struct ag_http_call {
 	struct ag_http_client *client;
-	struct ag_http_call *prev, *next;
+	VMACT_LIST_FIELDS(struct ag_http_call, calls);
 	CURL *easy;
 	struct curl_slist *headers;
 	ag_http_done_fn *cb;
@@ -41,13 +42,7 @@ static void call_unlink(struct ag_http_call *call)
 {
 	struct ag_http_client *c = call->client;
 
-	if (call->prev)
-		call->prev->next = call->next;
-	else
-		c->calls = call->next;
-	if (call->next)
-		call->next->prev = call->prev;
-	call->prev = call->next = NULL;
+	VMACT_LIST_REMOVE(calls, c->calls, call);
 	c->ncalls--;
 }
 
@@ -361,10 +356,7 @@ int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request 
 
 	if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
 		goto oom;
-	call->next = c->calls;
-	if (c->calls)
-		c->calls->prev = call;
-	c->calls = call;
+	VMACT_LIST_PREPEND(calls, c->calls, call);
 	c->ncalls++;
 	if (callp)
 		*callp = call;

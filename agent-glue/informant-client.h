@@ -14,7 +14,11 @@
  * informant on register, health-check, up- or downscale, a bad /register
  * answer, or a /suspend, /resume, /try-upscale in the wrong state makes the
  * server exit: it sends DELETE /unregister if the informant may have heard
- * of it, and a new server with a new ID registers after retry_wait. */
+ * of it, and a new server with a new ID registers after retry_wait.
+ *
+ * Implemented in three parts: informant-agent.c (this lifecycle),
+ * informant-server.c (the agent's server) and informant-calls.c (the
+ * requests to the informant). */
 #pragma once
 
 #include <stdbool.h>

@@ -1,38 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The vm-monitor protocol on top of the websocket client (ws-client.c):
+ * version negotiation, requests and their replies, health checks and
+ * reconnection. */
 #include "agent-glue/monitor-client.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
-#include <unistd.h>
-
-#include <nettle/base64.h>
-#include <nettle/sha1.h>
-#include <wslay/wslay.h>
 
 #include "agent-glue/monitor.h"
+#include "agent-glue/ws-client.h"
+#include "base/list.h"
 #include "base/time.h"
 
 #define USEC_PER_SEC 1000000ull
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-/* Bounds on what a peer can make us buffer. */
-#define MAX_UPGRADE_RESPONSE 8192
+/* Bound on what a peer can make us buffer. */
 #define MAX_MESSAGE (1u << 20)
 /* Timer slack: the tests run with intervals of tens of milliseconds. */
 #define TIMER_ACCURACY 1000
 
 struct pending {
-	struct pending *next;
+	VMACT_LIST_FIELDS(struct pending, pending);
 	struct ag_mon_client *c;
 	uint64_t id, generation;
 	enum ag_mon_type type;
@@ -44,36 +36,13 @@ struct pending {
 struct ag_mon_client {
 	sd_event *event;
 	struct ag_mon_client_config cfg;
-	char *host, *unix_path, *path;
 	struct ag_mon_client_callbacks cb;
 	void *userdata;
 
 	enum ag_mon_client_state state;
-	int fd;
-	sd_event_source *io, *connect_timer, *health_timer, *retry_timer, *close_timer, *kick;
-	wslay_event_context_ptr ws;
-	/* Nesting depth of wslay_event_recv: the context must not be freed
-	 * from inside its own callbacks. */
-	unsigned in_ws;
-	bool in_teardown, stopping, established, lost;
-	/* stop() queued a close frame that process() still has to push out. */
-	bool goodbye;
-	char reason[256];
-	/* wslay sends control frames ahead of queued data: a close requested
-	 * behind a message (InvalidMessage then 1011) waits for the queue. */
-	bool close_deferred;
-	uint16_t close_code;
-	char close_msg[124];
-
-	/* HTTP upgrade. */
-	char *req;
-	size_t req_len, req_off;
-	char resp[MAX_UPGRADE_RESPONSE + 1];
-	size_t resp_len;
-	char accept[AG_MON_WS_ACCEPT_LEN + 1];
-	/* Bytes that arrived behind the 101 response: the first frames. */
-	uint8_t *early;
-	size_t early_len, early_off;
+	struct ag_ws_client *ws;
+	sd_event_source *connect_timer, *health_timer, *retry_timer;
+	bool stopping, established;
 
 	uint64_t next_id, generation, attempt_started, next_attempt;
 	struct pending *pending;
@@ -81,8 +50,6 @@ struct ag_mon_client {
 	uint64_t health_failing_since, last_success, last_upscale_request;
 	struct ag_mon_client_stats stats;
 };
-
-static void process(struct ag_mon_client *c);
 
 static void logf_(struct ag_mon_client *c, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -99,87 +66,25 @@ static void logf_(struct ag_mon_client *c, int prio, const char *fmt, ...)
 	c->cb.log(c, prio, buf, c->userdata);
 }
 
-/* The first cause of a connection's end is the one worth reporting. */
-static void set_reason(struct ag_mon_client *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_reason(struct ag_mon_client *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->reason[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
-	va_end(ap);
-}
-
-#define lost(c, ...)                          \
-	do {                                  \
-		set_reason((c), __VA_ARGS__); \
-		(c)->lost = true;             \
-	} while (0)
-
-static void kick(struct ag_mon_client *c)
-{
-	if (c->kick)
-		sd_event_source_set_enabled(c->kick, SD_EVENT_ONESHOT);
-}
-
 static double secs(uint64_t usec)
 {
 	return (double)usec / (double)USEC_PER_SEC;
 }
 
-/* ---- failing a connection ------------------------------------------- */
-
-static int on_close_timeout(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct ag_mon_client *c = userdata;
-
-	lost(c, "vm-monitor did not complete the close handshake");
-	process(c);
-	return 0;
-}
-
 /* Starts the websocket close handshake with `code`; the connection is torn
- * down when the peer answers or after close_timeout. Safe inside wslay
- * callbacks. */
+ * down when the peer answers or after close_timeout (on_ws_close). Safe
+ * inside the websocket callbacks. */
 static void fail(struct ag_mon_client *c, uint16_t code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void fail(struct ag_mon_client *c, uint16_t code, const char *fmt, ...)
 {
 	char msg[256];
-	size_t n;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	set_reason(c, "%s", msg);
-	if (!c->ws || c->state == AG_MON_CLIENT_CLOSING) {
-		if (!c->ws)
-			c->lost = true;
-		kick(c);
-		return;
-	}
-	/* A close reason must fit 123 bytes; cut on a UTF-8 boundary. */
-	n = strlen(msg);
-	if (n > 120) {
-		n = 120;
-		while (n > 0 && ((unsigned char)msg[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(c->close_msg, msg, n);
-	c->close_msg[n] = '\0';
-	c->close_code = code;
-	c->close_deferred = true;
-	c->state = AG_MON_CLIENT_CLOSING;
-	c->health_timer = sd_event_source_disable_unref(c->health_timer);
-	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
-	if (sd_event_add_time_relative(c->event, &c->close_timer, CLOCK_MONOTONIC,
-				       c->cfg.close_timeout_usec, TIMER_ACCURACY, on_close_timeout, c) < 0)
-		c->lost = true;
-	kick(c);
+	ag_ws_client_close(c->ws, code, msg);
 }
 
 /* ---- requests -------------------------------------------------------- */
@@ -202,15 +107,13 @@ static void finish(struct ag_mon_client *c, struct pending *p, enum ag_mon_outco
 
 static struct pending *take_pending(struct ag_mon_client *c, uint64_t id)
 {
-	for (struct pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
-		if ((*pp)->id == id) {
-			struct pending *p = *pp;
+	struct pending *p;
 
-			*pp = p->next;
-			p->next = NULL;
+	VMACT_LIST_FOREACH(pending, p, c->pending)
+		if (p->id == id) {
+			VMACT_LIST_REMOVE(pending, c->pending, p);
 			return p;
 		}
-	}
 	return NULL;
 }
 
@@ -218,17 +121,11 @@ static int queue_text(struct ag_mon_client *c, const struct ag_mon_msg *m, struc
 {
 	struct vmact_err e = { 0 };
 	_cleanup_free_ char *text = ag_mon_encode_text(m, &e);
-	struct wslay_event_msg wm;
 
 	if (!text)
 		return vmact_err_set(err, e.code, "%s", e.msg);
-	wm.opcode = WSLAY_TEXT_FRAME;
-	wm.msg = (const uint8_t *)text;
-	wm.msg_length = strlen(text);
-	/* wslay copies the message. */
-	if (!c->ws || wslay_event_queue_msg(c->ws, &wm) < 0)
+	if (ag_ws_client_send_text(c->ws, text, strlen(text)) < 0)
 		return vmact_err_set(err, ENOTCONN, "vm-monitor connection is closing");
-	kick(c);
 	return 0;
 }
 
@@ -263,7 +160,6 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	snprintf(msg, sizeof(msg), "timed out waiting %gs for monitor response",
 		 secs(c->cfg.response_timeout_usec));
 	finish(c, p, AG_MON_OUTCOME_FAILED, msg);
-	process(c);
 	return 0;
 }
 
@@ -303,8 +199,8 @@ static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct 
 		c->next_id = saved_id;
 		return r;
 	}
-	p->next = c->pending;
-	c->pending = TAKE_PTR(p);
+	VMACT_LIST_PREPEND(pending, c->pending, p);
+	TAKE_PTR(p);
 	if (id_out)
 		*id_out = m.id;
 	return 0;
@@ -328,18 +224,11 @@ int ag_mon_client_downscale(struct ag_mon_client *c, const struct vmact_resource
 
 int ag_mon_client_send_raw(struct ag_mon_client *c, const char *text, struct vmact_err *err)
 {
-	struct wslay_event_msg wm = {
-		.opcode = WSLAY_TEXT_FRAME,
-		.msg = (const uint8_t *)text,
-		.msg_length = strlen(text),
-	};
-
 	if (c->state != AG_MON_CLIENT_CONNECTED)
 		return vmact_err_set(err, ENOTCONN, "not connected to the vm-monitor (%s)",
 				     ag_mon_client_state_name(c->state));
-	if (wslay_event_queue_msg(c->ws, &wm) < 0)
+	if (ag_ws_client_send_text(c->ws, text, strlen(text)) < 0)
 		return vmact_err_set(err, ENOTCONN, "vm-monitor connection is closing");
-	kick(c);
 	return 0;
 }
 
@@ -529,357 +418,81 @@ static void handle_version(struct ag_mon_client *c, const uint8_t *buf, size_t l
 		c->cb.connected(c, c->generation, c->userdata);
 }
 
-static void on_ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
-		      void *userdata)
+
+/* ---- the websocket underneath ------------------------------------------ */
+
+static void on_ws_open(struct ag_ws_client *ws, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
-
-	switch (arg->opcode) {
-	case WSLAY_CONNECTION_CLOSE:
-		c->stats.last_close_received = arg->status_code;
-		set_reason(c, "vm-monitor closed the connection (status %u%s%.*s)", arg->status_code,
-			   arg->msg_length > 2 ? ": " : "",
-			   arg->msg_length > 2 ? (int)(arg->msg_length - 2) : 0,
-			   arg->msg_length > 2 ? (const char *)arg->msg + 2 : "");
-		return;
-	case WSLAY_PING:
-	case WSLAY_PONG:
-		return; /* wslay answers pings itself */
-	case WSLAY_TEXT_FRAME:
-		break;
-	default:
-		if (c->state == AG_MON_CLIENT_NEGOTIATING)
-			fail(c, 1002, "expected a text frame with the protocol version");
-		else if (c->state == AG_MON_CLIENT_CONNECTED)
-			fail(c, 1003, "expected text message");
-		return;
-	}
-	if (c->state == AG_MON_CLIENT_NEGOTIATING)
-		handle_version(c, arg->msg, arg->msg_length);
-	else if (c->state == AG_MON_CLIENT_CONNECTED)
-		handle_message(c, arg->msg, arg->msg_length);
-	/* CLOSING: whatever still arrives is dropped. */
-}
-
-/* ---- wslay I/O -------------------------------------------------------- */
-
-static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
-		       void *userdata)
-{
-	struct ag_mon_client *c = userdata;
-	ssize_t n;
-
-	if (c->early_off < c->early_len) {
-		size_t k = c->early_len - c->early_off;
-
-		if (k > len)
-			k = len;
-		memcpy(buf, c->early + c->early_off, k);
-		c->early_off += k;
-		return (ssize_t)k;
-	}
-	n = read(c->fd, buf, len);
-	if (n > 0)
-		return n;
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-		return -1;
-	}
-	if (n == 0)
-		set_reason(c, "vm-monitor connection closed without a close frame");
-	else
-		set_reason(c, "read from vm-monitor: %s", strerror(errno));
-	wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-	return -1;
-}
-
-static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
-		       void *userdata)
-{
-	struct ag_mon_client *c = userdata;
-	ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
-
-	if (n >= 0)
-		return n;
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-		return -1;
-	}
-	set_reason(c, "write to vm-monitor: %s", strerror(errno));
-	wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-	return -1;
-}
-
-static int ws_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *userdata)
-{
-	/* Masking only defeats proxy cache poisoning; never block for it. */
-	if (getrandom(buf, len, GRND_NONBLOCK) != (ssize_t)len) {
-		for (size_t i = 0; i < len; i++)
-			buf[i] = (uint8_t)rand();
-	}
-	return 0;
-}
-
-static const struct wslay_event_callbacks ws_callbacks = {
-	.recv_callback = ws_recv,
-	.send_callback = ws_send,
-	.genmask_callback = ws_genmask,
-	.on_msg_recv_callback = on_ws_msg,
-};
-
-static void ws_receive(struct ag_mon_client *c)
-{
-	int r;
-
-	c->in_ws++;
-	r = wslay_event_recv(c->ws);
-	c->in_ws--;
-	if (r < 0)
-		lost(c, "websocket receive failed");
-}
-
-/* ---- HTTP/1.1 upgrade ------------------------------------------------- */
-
-_Static_assert(BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) == AG_MON_WS_ACCEPT_LEN,
-	       "accept length");
-
-void ag_mon_ws_accept(const char *key, char out[AG_MON_WS_ACCEPT_LEN + 1])
-{
-	uint8_t digest[SHA1_DIGEST_SIZE];
-	struct sha1_ctx sha;
-
-	sha1_init(&sha);
-	sha1_update(&sha, strlen(key), (const uint8_t *)key);
-	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
-	sha1_digest(&sha, sizeof(digest), digest);
-	base64_encode_raw(out, sizeof(digest), digest);
-	out[AG_MON_WS_ACCEPT_LEN] = '\0';
-}
-
-static int build_upgrade(struct ag_mon_client *c)
-{
-	uint8_t nonce[16];
-	char key[BASE64_ENCODE_RAW_LENGTH(sizeof(nonce)) + 1], hostbuf[300];
-	int n;
-
-	if (getrandom(nonce, sizeof(nonce), GRND_NONBLOCK) != (ssize_t)sizeof(nonce))
-		for (size_t i = 0; i < sizeof(nonce); i++)
-			nonce[i] = (uint8_t)rand();
-	base64_encode_raw(key, sizeof(nonce), nonce);
-	key[sizeof(key) - 1] = '\0';
-	ag_mon_ws_accept(key, c->accept);
-
-	if (c->unix_path)
-		snprintf(hostbuf, sizeof(hostbuf), "localhost");
-	else if (strchr(c->host, ':'))
-		snprintf(hostbuf, sizeof(hostbuf), "[%s]:%u", c->host, c->cfg.port);
-	else
-		snprintf(hostbuf, sizeof(hostbuf), "%s:%u", c->host, c->cfg.port);
-	n = asprintf(&c->req,
-		     "GET %s HTTP/1.1\r\n"
-		     "Host: %s\r\n"
-		     "Upgrade: websocket\r\n"
-		     "Connection: Upgrade\r\n"
-		     "Sec-WebSocket-Key: %s\r\n"
-		     "Sec-WebSocket-Version: 13\r\n"
-		     "\r\n",
-		     c->path, hostbuf, key);
-	if (n < 0) {
-		c->req = NULL;
-		return -ENOMEM;
-	}
-	c->req_len = (size_t)n;
-	c->req_off = 0;
-	return 0;
-}
-
-static bool has_token(const char *value, const char *token)
-{
-	size_t tl = strlen(token);
-
-	for (const char *p = value; *p;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-
-		while (len && (*p == ' ' || *p == '\t'))
-			p++, len--;
-		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
-		if (len == tl && strncasecmp(p, token, tl) == 0)
-			return true;
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	return false;
-}
-
-int ag_mon_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *err)
-{
-	char *save = NULL, *line;
-	bool upgrade = false, connection = false, accept = false;
-
-	line = strtok_r(head, "\r\n", &save);
-	if (!line || strncmp(line, "HTTP/1.1 101", 12) != 0 || (line[12] != ' ' && line[12] != '\0'))
-		return vmact_err_set(err, EPROTO, "websocket upgrade refused: %.200s",
-				     line ? line : "(empty response)");
-	while ((line = strtok_r(NULL, "\r\n", &save))) {
-		char *colon = strchr(line, ':'), *v;
-
-		if (!colon)
-			continue;
-		*colon = '\0';
-		v = colon + 1;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		for (size_t n = strlen(v); n && (v[n - 1] == ' ' || v[n - 1] == '\t'); n--)
-			v[n - 1] = '\0';
-		if (strcasecmp(line, "Upgrade") == 0)
-			upgrade = has_token(v, "websocket");
-		else if (strcasecmp(line, "Connection") == 0)
-			connection = has_token(v, "upgrade");
-		else if (strcasecmp(line, "Sec-WebSocket-Accept") == 0)
-			accept = strcmp(v, accept_want) == 0;
-		else if (strcasecmp(line, "Sec-WebSocket-Extensions") == 0 ||
-			 strcasecmp(line, "Sec-WebSocket-Protocol") == 0)
-			return vmact_err_set(err, EPROTO,
-					     "websocket upgrade: server chose %.64s we did not offer", line);
-	}
-	if (!upgrade || !connection || !accept)
-		return vmact_err_set(err, EPROTO, "websocket upgrade: %s header missing or wrong",
-				     !upgrade ? "Upgrade" : !connection ? "Connection" : "Sec-WebSocket-Accept");
-	return 0;
-}
-
-static void start_websocket(struct ag_mon_client *c)
-{
 	_cleanup_(json_decrefp) json_t *range = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct wslay_event_msg wm;
 
-	if (wslay_event_context_client_init(&c->ws, &ws_callbacks, c) != 0) {
-		c->ws = NULL;
-		lost(c, "out of memory");
-		return;
-	}
-	wslay_event_config_set_max_recv_msg_length(c->ws, MAX_MESSAGE);
 	c->state = AG_MON_CLIENT_NEGOTIATING;
 	range = ag_mon_version_range_encode(AG_MON_PROTO_V1_0, AG_MON_PROTO_V1_0);
 	text = range ? json_dumps(range, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	if (!text) {
-		lost(c, "out of memory");
+		ag_ws_client_drop(ws, 0, NULL, "out of memory");
 		return;
 	}
-	wm.opcode = WSLAY_TEXT_FRAME;
-	wm.msg = (const uint8_t *)text;
-	wm.msg_length = strlen(text);
-	if (wslay_event_queue_msg(c->ws, &wm) != 0) {
-		lost(c, "cannot queue the version range");
-		return;
-	}
-	if (c->early_len)
-		ws_receive(c);
+	if (ag_ws_client_send_text(ws, text, strlen(text)) < 0)
+		ag_ws_client_drop(ws, 0, NULL, "cannot queue the version range");
 }
 
-static void read_upgrade(struct ag_mon_client *c)
+static void on_ws_text(struct ag_ws_client *ws, const uint8_t *buf, size_t len, void *userdata)
 {
-	struct vmact_err err = { 0 };
-	char *end;
-	ssize_t n;
-	size_t head_len;
+	struct ag_mon_client *c = userdata;
 
-	n = read(c->fd, c->resp + c->resp_len, MAX_UPGRADE_RESPONSE - c->resp_len);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			lost(c, "read from vm-monitor during upgrade: %s", strerror(errno));
-		return;
-	}
-	if (n == 0) {
-		lost(c, "vm-monitor closed the connection during the websocket upgrade");
-		return;
-	}
-	c->resp_len += (size_t)n;
-	c->resp[c->resp_len] = '\0';
-	end = memmem(c->resp, c->resp_len, "\r\n\r\n", 4);
-	if (!end) {
-		if (c->resp_len == MAX_UPGRADE_RESPONSE)
-			lost(c, "websocket upgrade response longer than %d bytes", MAX_UPGRADE_RESPONSE);
-		return;
-	}
-	head_len = (size_t)(end - c->resp);
-	if (c->resp_len > head_len + 4) {
-		c->early_len = c->resp_len - head_len - 4;
-		c->early = malloc(c->early_len);
-		if (!c->early) {
-			lost(c, "out of memory");
-			return;
-		}
-		memcpy(c->early, end + 4, c->early_len);
-		c->early_off = 0;
-		logf_(c, LOG_DEBUG, "%zu bytes of frames arrived with the upgrade response",
-		      c->early_len);
-	}
-	*end = '\0';
-	if (ag_mon_ws_check_upgrade(c->resp, c->accept, &err) < 0) {
-		lost(c, "%s", err.msg);
-		return;
-	}
-	start_websocket(c);
+	if (c->state == AG_MON_CLIENT_NEGOTIATING)
+		handle_version(c, buf, len);
+	else if (c->state == AG_MON_CLIENT_CONNECTED)
+		handle_message(c, buf, len);
 }
 
-/* ---- connection lifecycle -------------------------------------------- */
-
-static void update_io(struct ag_mon_client *c)
+static void on_ws_binary(struct ag_ws_client *ws, const uint8_t *buf, size_t len, void *userdata)
 {
-	uint32_t ev = 0;
+	struct ag_mon_client *c = userdata;
 
-	if (!c->io)
-		return;
-	if (c->state == AG_MON_CLIENT_CONNECTING) {
-		ev = (!c->req || c->req_off < c->req_len) ? EPOLLOUT : EPOLLIN;
-	} else if (c->ws) {
-		if (wslay_event_want_read(c->ws))
-			ev |= EPOLLIN;
-		if (wslay_event_want_write(c->ws))
-			ev |= EPOLLOUT;
-	}
-	sd_event_source_set_io_events(c->io, ev);
+	if (c->state == AG_MON_CLIENT_NEGOTIATING)
+		fail(c, 1002, "expected a text frame with the protocol version");
+	else if (c->state == AG_MON_CLIENT_CONNECTED)
+		fail(c, 1003, "expected text message");
+}
+
+static void on_ws_closing(struct ag_ws_client *ws, void *userdata)
+{
+	struct ag_mon_client *c = userdata;
+
+	c->state = AG_MON_CLIENT_CLOSING;
+	c->health_timer = sd_event_source_disable_unref(c->health_timer);
+	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
+}
+
+static void on_ws_close_frame(struct ag_ws_client *ws, bool sent, uint16_t code, void *userdata)
+{
+	struct ag_mon_client *c = userdata;
+
+	if (sent)
+		c->stats.last_close_sent = code;
+	else
+		c->stats.last_close_received = code;
 }
 
 static void schedule_retry(struct ag_mon_client *c);
 
-static void teardown(struct ag_mon_client *c)
+static void on_ws_close(struct ag_ws_client *ws, const char *reason, void *userdata)
 {
+	struct ag_mon_client *c = userdata;
 	struct pending *list = c->pending;
 	uint64_t gen = c->generation;
 	bool was_established = c->established;
-	char reason[sizeof(c->reason)];
-	char msg[sizeof(c->reason) + 64];
+	char msg[256 + 64];
 
-	c->in_teardown = true;
-	snprintf(reason, sizeof(reason), "%s", c->reason[0] ? c->reason : "connection closed");
-	c->io = sd_event_source_disable_unref(c->io);
 	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
 	c->health_timer = sd_event_source_disable_unref(c->health_timer);
-	c->close_timer = sd_event_source_disable_unref(c->close_timer);
-	if (c->ws)
-		wslay_event_context_free(c->ws);
-	c->ws = NULL;
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	free(c->req);
-	c->req = NULL;
-	free(c->early);
-	c->early = NULL;
-	c->early_len = c->early_off = c->resp_len = 0;
 	c->pending = NULL;
 	c->health_inflight = false;
 	c->health_failing_since = 0;
 	c->established = false;
-	c->lost = false;
-	c->close_deferred = false;
-	c->goodbye = false;
 	c->state = c->stopping ? AG_MON_CLIENT_STOPPED : AG_MON_CLIENT_WAITING;
 	snprintf(c->stats.last_disconnect, sizeof(c->stats.last_disconnect), "%s", reason);
 
@@ -887,7 +500,7 @@ static void teardown(struct ag_mon_client *c)
 	while (list) {
 		struct pending *p = list;
 
-		list = p->next;
+		VMACT_LIST_REMOVE(pending, list, p);
 		finish(c, p, AG_MON_OUTCOME_FAILED, msg);
 	}
 	if (was_established) {
@@ -896,99 +509,27 @@ static void teardown(struct ag_mon_client *c)
 	} else {
 		logf_(c, LOG_WARNING, "connecting to vm-monitor failed: %s", reason);
 	}
-	c->in_teardown = false;
 	/* A callback may have stopped the client meanwhile. */
 	if (c->state == AG_MON_CLIENT_WAITING)
 		schedule_retry(c);
 }
 
-/* After any event: flush queued frames, then tear down what is finished. */
-static void process(struct ag_mon_client *c)
+static void on_ws_log(struct ag_ws_client *ws, int priority, const char *msg, void *userdata)
 {
-	if (c->in_ws || c->in_teardown)
-		return;
-	if (c->ws && !c->lost && wslay_event_want_write(c->ws) && wslay_event_send(c->ws) < 0)
-		lost(c, "websocket send failed");
-	if (c->ws && !c->lost && c->close_deferred && wslay_event_get_queued_msg_count(c->ws) == 0) {
-		c->close_deferred = false;
-		if (wslay_event_queue_close(c->ws, c->close_code, (const uint8_t *)c->close_msg,
-					    strlen(c->close_msg)) < 0) {
-			c->lost = true;
-		} else {
-			c->stats.last_close_sent = c->close_code;
-			if (wslay_event_send(c->ws) < 0)
-				lost(c, "websocket send failed");
-		}
-	}
-	if (c->lost) {
-		if (c->goodbye && c->ws && wslay_event_want_write(c->ws))
-			wslay_event_send(c->ws); /* best effort, non-blocking */
-		teardown(c);
-		return;
-	}
-	/* A close we did not ask for: wslay's answer to a framing violation
-	 * (1002, 1007, 1009). It stops reading at once; if it still waits for
-	 * the peer, bound that wait like any close. */
-	if (c->ws && c->state != AG_MON_CLIENT_CLOSING && wslay_event_get_close_sent(c->ws) &&
-	    !wslay_event_get_close_received(c->ws)) {
-		c->stats.last_close_sent = wslay_event_get_status_code_sent(c->ws);
-		set_reason(c, "websocket protocol violation by the vm-monitor (closed with %u)",
-			   c->stats.last_close_sent);
-		c->state = AG_MON_CLIENT_CLOSING;
-		c->health_timer = sd_event_source_disable_unref(c->health_timer);
-		c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
-		if (sd_event_add_time_relative(c->event, &c->close_timer, CLOCK_MONOTONIC,
-					       c->cfg.close_timeout_usec, TIMER_ACCURACY,
-					       on_close_timeout, c) < 0) {
-			teardown(c);
-			return;
-		}
-	}
-	if (c->ws && !wslay_event_want_read(c->ws) && !wslay_event_want_write(c->ws)) {
-		set_reason(c, "websocket closed");
-		teardown(c);
-		return;
-	}
-	update_io(c);
+	logf_(userdata, priority, "%s", msg);
 }
 
-static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct ag_mon_client *c = userdata;
+static const struct ag_ws_client_callbacks ws_callbacks = {
+	.on_open = on_ws_open,
+	.on_text = on_ws_text,
+	.on_binary = on_ws_binary,
+	.on_closing = on_ws_closing,
+	.close_frame = on_ws_close_frame,
+	.on_close = on_ws_close,
+	.log = on_ws_log,
+};
 
-	if (c->state == AG_MON_CLIENT_CONNECTING) {
-		if (!c->req) {
-			int soerr = 0;
-			socklen_t sl = sizeof(soerr);
-
-			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-				soerr = errno;
-			if (soerr) {
-				lost(c, "connect to vm-monitor: %s", strerror(soerr));
-				goto out;
-			}
-			if (build_upgrade(c) < 0) {
-				lost(c, "out of memory");
-				goto out;
-			}
-		}
-		if (c->req_off < c->req_len) {
-			ssize_t n = send(fd, c->req + c->req_off, c->req_len - c->req_off, MSG_NOSIGNAL);
-
-			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				lost(c, "write to vm-monitor during upgrade: %s", strerror(errno));
-			else if (n > 0)
-				c->req_off += (size_t)n;
-		} else if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-			read_upgrade(c);
-		}
-	} else if (c->ws && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-		ws_receive(c);
-	}
-out:
-	process(c);
-	return 0;
-}
+/* ---- connection attempts ----------------------------------------------- */
 
 static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
@@ -998,82 +539,26 @@ static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	if (c->state == AG_MON_CLIENT_CONNECTING || c->state == AG_MON_CLIENT_NEGOTIATING)
 		fail(c, 1002, "timed out connecting to vm-monitor after %gs",
 		     secs(c->cfg.connect_timeout_usec));
-	process(c);
 	return 0;
-}
-
-static int open_socket(struct ag_mon_client *c, struct vmact_err *err)
-{
-	_cleanup_close_ int fd = -1;
-
-	if (c->unix_path) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-		if (strlen(c->unix_path) >= sizeof(sa.sun_path))
-			return vmact_err_set(err, ENAMETOOLONG, "unix socket path too long: %s", c->unix_path);
-		strcpy(sa.sun_path, c->unix_path);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return vmact_err_set(err, errno, "socket: %s", strerror(errno));
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS &&
-		    errno != EAGAIN)
-			return vmact_err_set(err, errno, "connect to %s: %s", c->unix_path, strerror(errno));
-	} else {
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-		char port[8];
-		int r, saved = 0;
-
-		snprintf(port, sizeof(port), "%u", c->cfg.port);
-		r = getaddrinfo(c->host, port, &hints, &ai);
-		if (r != 0)
-			return vmact_err_set(err, EHOSTUNREACH, "resolve %s: %s", c->host, gai_strerror(r));
-		/* Addresses that fail at once (loopback refusals, no IPv6) make
-		 * room for the next; one still in progress is this attempt's. */
-		for (struct addrinfo *a = ai; a; a = a->ai_next) {
-			closep(&fd);
-			fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-			if (fd < 0) {
-				saved = errno;
-				continue;
-			}
-			if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
-				saved = 0;
-				break;
-			}
-			saved = errno;
-		}
-		freeaddrinfo(ai);
-		if (saved || fd < 0)
-			return vmact_err_set(err, saved ? saved : EHOSTUNREACH, "connect to %s:%s: %s",
-					     c->host, port, strerror(saved ? saved : EHOSTUNREACH));
-	}
-	return TAKE_FD(fd);
 }
 
 static void begin_attempt(struct ag_mon_client *c)
 {
-	struct vmact_err err = { 0 };
-	int fd;
-
 	c->attempt_started = vmact_loop_now_usec(c->event);
 	c->next_attempt = 0;
 	c->stats.attempts++;
-	c->reason[0] = '\0';
-	c->lost = false;
 	c->next_id = 0;
 	c->state = AG_MON_CLIENT_CONNECTING;
-	fd = open_socket(c, &err);
-	if (fd < 0) {
-		lost(c, "%s", err.msg);
-	} else {
-		c->fd = fd;
-		if (sd_event_add_io(c->event, &c->io, fd, EPOLLOUT, on_io, c) < 0 ||
-		    sd_event_add_time_relative(c->event, &c->connect_timer, CLOCK_MONOTONIC,
-					       c->cfg.connect_timeout_usec, TIMER_ACCURACY,
-					       on_connect_timeout, c) < 0)
-			lost(c, "cannot register with the event loop");
+	/* The connect timeout also covers the version negotiation. */
+	if (sd_event_add_time_relative(c->event, &c->connect_timer, CLOCK_MONOTONIC,
+				       c->cfg.connect_timeout_usec, TIMER_ACCURACY, on_connect_timeout,
+				       c) < 0) {
+		/* Reported like any failed attempt, through on_ws_close. */
+		if (ag_ws_client_connect(c->ws) == 0)
+			ag_ws_client_drop(c->ws, 0, NULL, "cannot register with the event loop");
+		return;
 	}
-	process(c);
+	ag_ws_client_connect(c->ws);
 }
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
@@ -1101,12 +586,6 @@ static void schedule_retry(struct ag_mon_client *c)
 		logf_(c, LOG_ERR, "cannot schedule a reconnect to the vm-monitor");
 }
 
-static int on_kick(sd_event_source *s, void *userdata)
-{
-	process(userdata);
-	return 0;
-}
-
 /* ---- public ------------------------------------------------------------ */
 
 int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
@@ -1114,31 +593,19 @@ int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
 		      struct ag_mon_client **out, struct vmact_err *err)
 {
 	_cleanup_(ag_mon_client_freep) struct ag_mon_client *c = NULL;
+	struct ag_ws_client_config wc;
 	int r;
 
 	if (!event || !cfg || !out)
 		return vmact_err_set(err, EINVAL, "monitor client: missing argument");
-	if (!!cfg->host == !!cfg->unix_path)
-		return vmact_err_set(err, EINVAL, "monitor client: exactly one of host and unix_path");
-	if ((cfg->host && !*cfg->host) || (cfg->unix_path && !*cfg->unix_path))
-		return vmact_err_set(err, EINVAL, "monitor client: empty host or unix_path");
-	if (cfg->path && cfg->path[0] != '/')
-		return vmact_err_set(err, EINVAL, "monitor client: path must start with '/'");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	c->fd = -1;
 	c->state = AG_MON_CLIENT_IDLE;
 	c->event = sd_event_ref(event);
 	c->cfg = *cfg;
-	c->host = cfg->host ? strdup(cfg->host) : NULL;
-	c->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
-	c->path = strdup(cfg->path ? cfg->path : AG_MON_PATH);
-	if ((cfg->host && !c->host) || (cfg->unix_path && !c->unix_path) || !c->path)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	c->cfg.host = c->host;
-	c->cfg.unix_path = c->unix_path;
-	c->cfg.path = c->path;
+	/* The websocket client keeps its own copies of the strings. */
+	c->cfg.host = c->cfg.unix_path = c->cfg.path = NULL;
 	if (!c->cfg.port)
 		c->cfg.port = AG_MON_DEFAULT_PORT;
 	if (!c->cfg.connect_timeout_usec)
@@ -1156,10 +623,20 @@ int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
 	if (cb)
 		c->cb = *cb;
 	c->userdata = userdata;
-	r = sd_event_add_defer(event, &c->kick, on_kick, c);
-	if (r < 0)
-		return vmact_err_set(err, -r, "monitor client: event source: %s", strerror(-r));
-	sd_event_source_set_enabled(c->kick, SD_EVENT_OFF);
+	wc = (struct ag_ws_client_config){
+		.host = cfg->host,
+		.port = c->cfg.port,
+		.unix_path = cfg->unix_path,
+		.path = cfg->path ? cfg->path : AG_MON_PATH,
+		.peer = "vm-monitor",
+		.close_timeout_usec = c->cfg.close_timeout_usec,
+		.max_message = MAX_MESSAGE,
+	};
+	r = ag_ws_client_new(event, &wc, &ws_callbacks, c, &c->ws, err);
+	if (r < 0) {
+		vmact_err_prefix(err, "monitor client");
+		return r;
+	}
 	*out = TAKE_PTR(c);
 	return 0;
 }
@@ -1178,20 +655,13 @@ void ag_mon_client_stop(struct ag_mon_client *c)
 		return;
 	c->stopping = true;
 	c->retry_timer = sd_event_source_disable_unref(c->retry_timer);
-	if (c->fd < 0 && !c->ws) {
+	if (!c->ws || ag_ws_client_state(c->ws) == AG_WS_CLOSED) {
 		c->state = AG_MON_CLIENT_STOPPED;
 		return;
 	}
-	if (c->ws && c->state != AG_MON_CLIENT_CLOSING &&
-	    wslay_event_queue_close(c->ws, 1000, (const uint8_t *)"normal exit", 11) == 0) {
-		c->stats.last_close_sent = 1000;
-		c->goodbye = true;
-	}
-	lost(c, "client stopped");
-	if (c->in_ws || c->in_teardown)
-		kick(c);
-	else
-		process(c); /* says goodbye, then tears down */
+	/* Says goodbye, then tears down (at once, unless called from a
+	 * callback: then once it returns). */
+	ag_ws_client_drop(c->ws, 1000, "normal exit", "client stopped");
 }
 
 void ag_mon_client_free(struct ag_mon_client *c)
@@ -1199,15 +669,12 @@ void ag_mon_client_free(struct ag_mon_client *c)
 	if (!c)
 		return;
 	ag_mon_client_stop(c);
-	/* A stop requested from inside wslay is finished here. */
-	if (c->fd >= 0 || c->ws)
-		teardown(c);
-	c->kick = sd_event_source_disable_unref(c->kick);
+	/* A stop requested from inside a callback is finished here. */
+	ag_ws_client_free(c->ws);
+	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
+	c->health_timer = sd_event_source_disable_unref(c->health_timer);
 	c->retry_timer = sd_event_source_disable_unref(c->retry_timer);
 	sd_event_unref(c->event);
-	free(c->host);
-	free(c->unix_path);
-	free(c->path);
 	free(c);
 }
 
@@ -1240,7 +707,9 @@ unsigned ag_mon_client_pending(const struct ag_mon_client *c)
 {
 	unsigned n = 0;
 
-	for (const struct pending *p = c->pending; p; p = p->next)
+	const struct pending *p;
+
+	VMACT_LIST_FOREACH(pending, p, c->pending)
 		n++;
 	return n;
 }

@@ -2,7 +2,7 @@
 /* The agent's side of the vm-monitor connection (neon-protocols.md §2.5,
  * §2.7), on the daemon's sd-event loop.
  *
- * Transport: a websocket (RFC 6455, framed by wslay) either over TCP to
+ * Transport: a websocket (agent-glue/ws-client.h) either over TCP to
  * ws://HOST:PORT/monitor, or over a unix stream socket, typically the host
  * side of a libvirt virtio-serial channel (<channel type='unix'>) whose
  * guest end is bridged to the vm-monitor; the HTTP upgrade and the frames
@@ -135,15 +135,5 @@ const struct ag_mon_client_stats *ag_mon_client_stats(const struct ag_mon_client
  * when the next one is due (0 unless WAITING). */
 uint64_t ag_mon_client_attempt_started(const struct ag_mon_client *c);
 uint64_t ag_mon_client_next_attempt(const struct ag_mon_client *c);
-
-/* RFC 6455 handshake pieces, exposed for tests and fuzzing. */
-#define AG_MON_WS_ACCEPT_LEN 28
-/* Sec-WebSocket-Accept for a Sec-WebSocket-Key. */
-void ag_mon_ws_accept(const char *key, char out[AG_MON_WS_ACCEPT_LEN + 1]);
-/* Validates an upgrade response head (NUL-terminated, without the blank
- * line; modified in place): 101, Upgrade: websocket, Connection: Upgrade,
- * the expected accept value, no extension or subprotocol. -EPROTO names
- * what is wrong. */
-int ag_mon_ws_check_upgrade(char *head, const char *accept, struct vmact_err *err);
 
 DEFINE_PTR_CLEANUP(ag_mon_client_freep, struct ag_mon_client, ag_mon_client_free)

@@ -8,11 +8,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/list.h"
 #include "base/macro.h"
 
 struct pending {
 	struct ag_plugin_client *pc;
-	struct pending *prev, *next;
+	VMACT_LIST_FIELDS(struct pending, pending);
 	struct ag_http_call *call;
 	struct ag_agent_request req;
 	bool has_current;
@@ -73,18 +74,6 @@ int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_cli
 	return 0;
 }
 
-static void pending_unlink(struct pending *p)
-{
-	struct ag_plugin_client *pc = p->pc;
-
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		pc->pending = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-}
-
 void ag_plugin_client_free(struct ag_plugin_client *pc)
 {
 	if (!pc)
@@ -92,7 +81,7 @@ void ag_plugin_client_free(struct ag_plugin_client *pc)
 	while (pc->pending) {
 		struct pending *p = pc->pending;
 
-		pending_unlink(p);
+		VMACT_LIST_REMOVE(pending, pc->pending, p);
 		ag_http_call_cancel(p->call);
 		free(p);
 	}
@@ -194,7 +183,7 @@ static void complete(struct pending *p, int error, long status, const char *msg,
 
 	if (resp)
 		res.response = *resp;
-	pending_unlink(p);
+	VMACT_LIST_REMOVE(pending, p->pc->pending, p);
 	p->cb(p->userdata, &res);
 	free(p);
 }
@@ -324,9 +313,6 @@ int ag_plugin_client_request(struct ag_plugin_client *pc, const struct ag_agent_
 		free(p);
 		return r;
 	}
-	p->next = pc->pending;
-	if (pc->pending)
-		pc->pending->prev = p;
-	pc->pending = p;
+	VMACT_LIST_PREPEND(pending, pc->pending, p);
 	return 0;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "agent-glue/informant.h"
-#include "agent-glue/runner.h"
+#include "agent-glue/neonvm-runner.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -117,9 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		json_decref(e);
 	}
-	if (ag_vcpu_change_decode(v, &cpu, &err) == 0) {
-		e = must(ag_vcpu_change_encode(cpu));
-		if (ag_vcpu_change_decode(e, &cpu2, &err) || cpu != cpu2)
+	if (ag_neonvm_runner_vcpu_change_decode(v, &cpu, &err) == 0) {
+		e = must(ag_neonvm_runner_vcpu_change_encode(cpu));
+		if (ag_neonvm_runner_vcpu_change_decode(e, &cpu2, &err) || cpu != cpu2)
 			abort();
 		json_decref(e);
 	}

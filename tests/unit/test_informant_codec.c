@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Informant protocol codecs (agent-glue/informant.h) and the runner's
- * VCPUs bodies (agent-glue/runner.h). */
+/* Informant protocol codecs (agent-glue/informant.h) and the neonvm-runner's
+ * VCPUs bodies (agent-glue/neonvm-runner.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 
 #include "base/macro.h"
 #include "agent-glue/informant.h"
-#include "agent-glue/runner.h"
+#include "agent-glue/neonvm-runner.h"
 
 #define ID "6e4c3f2a-1b2d-4e8f-9a0b-1c2d3e4f5a6b"
 
@@ -438,48 +438,48 @@ static void test_parse_body(void **state)
 	json_decref(v);
 }
 
-static void test_runner(void **state)
+static void test_neonvm_runner(void **state)
 {
 	struct vmact_err err = { 0 };
 	uint32_t m = 0;
 	json_t *v;
 
 	(void)state;
-	assert_json(ag_vcpu_change_encode(2000), "{\"VCPUs\":2}");
-	assert_json(ag_vcpu_change_encode(1500), "{\"VCPUs\":\"1500m\"}");
-	assert_json(ag_vcpu_cgroup_encode(250), "{\"VCPUs\":\"250m\"}");
+	assert_json(ag_neonvm_runner_vcpu_change_encode(2000), "{\"VCPUs\":2}");
+	assert_json(ag_neonvm_runner_vcpu_change_encode(1500), "{\"VCPUs\":\"1500m\"}");
+	assert_json(ag_neonvm_runner_vcpu_cgroup_encode(250), "{\"VCPUs\":\"250m\"}");
 	v = parse("{\"vcpus\":\"0.25\"}");
-	assert_int_equal(ag_vcpu_change_decode(v, &m, &err), 0);
+	assert_int_equal(ag_neonvm_runner_vcpu_change_decode(v, &m, &err), 0);
 	assert_int_equal(m, 250);
 	json_decref(v);
 	v = parse("{\"VCPUs\":1.5}");
-	assert_int_equal(ag_vcpu_cgroup_decode(v, &m, &err), 0);
+	assert_int_equal(ag_neonvm_runner_vcpu_cgroup_decode(v, &m, &err), 0);
 	assert_int_equal(m, 1500);
 	json_decref(v);
 	v = parse("{\"VCPUs\":\"fast\"}");
-	assert_true(ag_vcpu_change_decode(v, &m, &err) < 0);
+	assert_true(ag_neonvm_runner_vcpu_change_decode(v, &m, &err) < 0);
 	assert_err_names(&err, "VCPUs");
 	json_decref(v);
 	vmact_err_reset(&err);
 	v = parse("{\"cpus\":1}");
-	assert_true(ag_vcpu_cgroup_decode(v, &m, &err) < 0);
+	assert_true(ag_neonvm_runner_vcpu_cgroup_decode(v, &m, &err) < 0);
 	assert_err_names(&err, "VCPUs");
 	json_decref(v);
 	vmact_err_reset(&err);
 	v = parse("[1]");
-	assert_true(ag_vcpu_change_decode(v, &m, &err) < 0);
+	assert_true(ag_neonvm_runner_vcpu_change_decode(v, &m, &err) < 0);
 	assert_err_names(&err, "VCPUChange");
 	json_decref(v);
 
-	assert_int_equal(ag_runner_version_parse("1", &m, &err), 0);
+	assert_int_equal(ag_neonvm_runner_version_parse("1", &m, &err), 0);
 	assert_int_equal(m, 1);
-	assert_true(ag_runner_supports_cgroup_fractional_cpu(m));
-	assert_int_equal(ag_runner_version_parse("0", &m, &err), -EINVAL);
-	assert_int_equal(ag_runner_version_parse("", &m, &err), -EINVAL);
-	assert_int_equal(ag_runner_version_parse("-1", &m, &err), -EINVAL);
-	assert_int_equal(ag_runner_version_parse("1x", &m, &err), -EINVAL);
+	assert_true(ag_neonvm_runner_supports_cgroup_fractional_cpu(m));
+	assert_int_equal(ag_neonvm_runner_version_parse("0", &m, &err), -EINVAL);
+	assert_int_equal(ag_neonvm_runner_version_parse("", &m, &err), -EINVAL);
+	assert_int_equal(ag_neonvm_runner_version_parse("-1", &m, &err), -EINVAL);
+	assert_int_equal(ag_neonvm_runner_version_parse("1x", &m, &err), -EINVAL);
 	vmact_err_reset(&err);
-	assert_int_equal(ag_runner_version_parse("99999999999", &m, &err), -ERANGE);
+	assert_int_equal(ag_neonvm_runner_version_parse("99999999999", &m, &err), -ERANGE);
 }
 
 int main(void)
@@ -489,7 +489,7 @@ int main(void)
 		cmocka_unit_test(test_uuid),         cmocka_unit_test(test_agent_desc),
 		cmocka_unit_test(test_informant_desc), cmocka_unit_test(test_agent_message),
 		cmocka_unit_test(test_raw_resources), cmocka_unit_test(test_small_types),
-		cmocka_unit_test(test_parse_body),   cmocka_unit_test(test_runner),
+		cmocka_unit_test(test_parse_body),   cmocka_unit_test(test_neonvm_runner),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

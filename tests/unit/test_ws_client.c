@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The websocket upgrade pieces of the vm-monitor client. */
+/* The websocket client (agent-glue/ws-client.h): the upgrade pieces and
+ * the checks of its configuration, also as the vm-monitor client reports
+ * them. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,13 +13,14 @@
 
 #include "base/macro.h"
 #include "agent-glue/monitor-client.h"
+#include "agent-glue/ws-client.h"
 
 static void test_accept_rfc6455_example(void **state)
 {
-	char out[AG_MON_WS_ACCEPT_LEN + 1];
+	char out[AG_WS_ACCEPT_LEN + 1];
 
 	/* The worked example of RFC 6455 section 1.3. */
-	ag_mon_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out);
+	ag_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out);
 	assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 }
 
@@ -27,7 +30,7 @@ static int check(const char *head, struct vmact_err *err)
 
 	snprintf(buf, sizeof(buf), "%s", head);
 	vmact_err_reset(err);
-	return ag_mon_ws_check_upgrade(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", err);
+	return ag_ws_check_upgrade(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", err);
 }
 
 static void test_check_upgrade(void **state)
@@ -69,6 +72,52 @@ static void test_check_upgrade(void **state)
 	}
 }
 
+static void test_ws_config_errors(void **state)
+{
+	static const struct {
+		struct ag_ws_client_config cfg;
+		const char *err; /* NULL: accepted */
+	} cases[] = {
+		{ { .path = "/" }, "exactly one of host and unix_path" },
+		{ { .host = "h", .unix_path = "/x", .path = "/" }, "exactly one of host and unix_path" },
+		{ { .host = "", .path = "/" }, "empty host or unix_path" },
+		{ { .unix_path = "", .path = "/" }, "empty host or unix_path" },
+		{ { .host = "h" }, "path must start with '/'" },
+		{ { .host = "h", .path = "monitor" }, "path must start with '/'" },
+		{ { .host = "h", .path = "/monitor" }, NULL },
+		{ { .unix_path = "/run/x.sock", .path = "/monitor", .peer = "p" }, NULL },
+	};
+	struct vmact_err err = { 0 };
+	sd_event *e = NULL;
+
+	assert_int_equal(sd_event_new(&e), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct ag_ws_client *ws = NULL;
+		int r;
+
+		vmact_err_reset(&err);
+		r = ag_ws_client_new(e, &cases[i].cfg, NULL, NULL, &ws, &err);
+		if (!cases[i].err) {
+			if (r != 0)
+				fail_msg("case %zu rejected: %s", i, err.msg);
+			assert_int_equal(ag_ws_client_state(ws), AG_WS_CLOSED);
+			/* Sending needs an open connection; closing a closed one
+			 * does nothing. */
+			assert_int_equal(ag_ws_client_send_text(ws, "x", 1), -ENOTCONN);
+			ag_ws_client_close(ws, 1000, "bye");
+			ag_ws_client_drop(ws, 1000, "bye", "bye");
+			assert_int_equal(ag_ws_client_state(ws), AG_WS_CLOSED);
+			ag_ws_client_free(ws);
+			continue;
+		}
+		assert_int_equal(r, -EINVAL);
+		assert_null(ws);
+		if (strcmp(err.msg, cases[i].err) != 0)
+			fail_msg("case %zu: \"%s\" is not \"%s\"", i, err.msg, cases[i].err);
+	}
+	sd_event_unref(e);
+}
+
 static void test_config_errors(void **state)
 {
 	struct ag_mon_client_config none = { 0 }, both = { .host = "h", .unix_path = "/x" },
@@ -79,12 +128,12 @@ static void test_config_errors(void **state)
 
 	assert_int_equal(sd_event_new(&e), 0);
 	assert_int_equal(ag_mon_client_new(e, &none, NULL, NULL, &c, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "exactly one of host and unix_path"));
+	assert_string_equal(err.msg, "monitor client: exactly one of host and unix_path");
 	vmact_err_reset(&err);
 	assert_int_equal(ag_mon_client_new(e, &both, NULL, NULL, &c, &err), -EINVAL);
 	vmact_err_reset(&err);
 	assert_int_equal(ag_mon_client_new(e, &path, NULL, NULL, &c, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "path"));
+	assert_string_equal(err.msg, "monitor client: path must start with '/'");
 	assert_null(c);
 	sd_event_unref(e);
 }
@@ -94,6 +143,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_accept_rfc6455_example),
 		cmocka_unit_test(test_check_upgrade),
+		cmocka_unit_test(test_ws_config_errors),
 		cmocka_unit_test(test_config_errors),
 	};
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/runner.h"
+#include "agent-glue/neonvm-runner.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -38,27 +38,27 @@ static int vcpus_decode(const json_t *v, const char *type, uint32_t *milli_cpu,
 	return 0;
 }
 
-json_t *ag_vcpu_change_encode(uint32_t milli_cpu)
+json_t *ag_neonvm_runner_vcpu_change_encode(uint32_t milli_cpu)
 {
 	return vcpus_encode(milli_cpu);
 }
 
-int ag_vcpu_change_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err)
+int ag_neonvm_runner_vcpu_change_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err)
 {
 	return vcpus_decode(v, "VCPUChange", milli_cpu, err);
 }
 
-json_t *ag_vcpu_cgroup_encode(uint32_t milli_cpu)
+json_t *ag_neonvm_runner_vcpu_cgroup_encode(uint32_t milli_cpu)
 {
 	return vcpus_encode(milli_cpu);
 }
 
-int ag_vcpu_cgroup_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err)
+int ag_neonvm_runner_vcpu_cgroup_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err)
 {
 	return vcpus_decode(v, "VCPUCgroup", milli_cpu, err);
 }
 
-int ag_runner_version_parse(const char *label, uint32_t *out, struct vmact_err *err)
+int ag_neonvm_runner_version_parse(const char *label, uint32_t *out, struct vmact_err *err)
 {
 	unsigned long long v;
 	char *end;

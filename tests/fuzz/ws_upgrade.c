@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer harness: arbitrary bytes as the vm-monitor's answer to the
+/* libFuzzer harness: arbitrary bytes as a websocket server's answer to the
  * websocket upgrade. Must never crash, read out of bounds or accept a
  * response without the right Sec-WebSocket-Accept. */
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/monitor-client.h"
+#include "agent-glue/ws-client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(head, data, size);
 	head[size] = '\0';
-	if (ag_mon_ws_check_upgrade(head, accept, &err) == 0 &&
+	if (ag_ws_check_upgrade(head, accept, &err) == 0 &&
 	    !memmem(data, size, accept, sizeof(accept) - 1))
 		abort();
 	free(head);
