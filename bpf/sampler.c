@@ -25,8 +25,8 @@
 #include <linux/magic.h>
 #include <systemd/sd-event.h>
 
+#include "base/cpustat.h"
 #include "base/macro.h"
-#include "bpf/cpustat.h"
 #include "bpf/loadavg.h"
 #include "bpf/sampler-types.h"
 #include "bpf/taskstats.h"
@@ -51,7 +51,7 @@ struct smp_slot {
 	pid_t tgid;
 	char *cgroup;
 	bool have_cs;             /* last_cs holds an earlier cpu.stat */
-	struct smp_cpu_stat last_cs;
+	struct vmact_cpustat last_cs;
 	uint64_t last_t; /* CLOCK_MONOTONIC ns of the last readout */
 	struct smp_totals last;
 	struct smp_loadavg la;
@@ -877,7 +877,7 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	/* Baseline for the first interval's throttling deltas; a cgroup that
 	 * cannot be read yet is reported by the readouts, not here. */
 	if (sl->cgroup)
-		sl->have_cs = smp_cpu_stat_read(sl->cgroup, &sl->last_cs, NULL) == 0;
+		sl->have_cs = vmact_cpustat_read(sl->cgroup, &sl->last_cs, NULL) == 0;
 	sl->used = true;
 	s->free_head = (s->free_head + 1) % s->max_vms;
 	s->free_len--;
@@ -998,8 +998,8 @@ static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp
 	sl->last = *now;
 	sl->last_t = t;
 	if (sl->cgroup) {
-		struct smp_cpu_stat cs;
-		int rc = smp_cpu_stat_read(sl->cgroup, &cs, err);
+		struct vmact_cpustat cs, d;
+		int rc = vmact_cpustat_read(sl->cgroup, &cs, err);
 
 		if (rc < 0)
 			return rc;
@@ -1009,13 +1009,13 @@ static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp
 		r->throttled_ns = cs.throttled_ns;
 		/* Counters that went back mean a new cgroup (VM restarted):
 		 * count from its start. */
-		if (!sl->have_cs || cs.nr_periods < sl->last_cs.nr_periods ||
-		    cs.nr_throttled < sl->last_cs.nr_throttled ||
-		    cs.throttled_ns < sl->last_cs.throttled_ns)
-			sl->last_cs = (struct smp_cpu_stat){ 0 };
-		r->periods_delta = cs.nr_periods - sl->last_cs.nr_periods;
-		r->throttled_delta = cs.nr_throttled - sl->last_cs.nr_throttled;
-		r->throttled_ns_delta = cs.throttled_ns - sl->last_cs.throttled_ns;
+		if (sl->have_cs)
+			vmact_cpustat_delta(&sl->last_cs, &cs, &d);
+		else
+			d = cs;
+		r->periods_delta = d.nr_periods;
+		r->throttled_delta = d.nr_throttled;
+		r->throttled_ns_delta = d.throttled_ns;
 		sl->last_cs = cs;
 		sl->have_cs = true;
 	}
