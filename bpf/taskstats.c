@@ -16,6 +16,7 @@
 #include <netlink/netlink.h>
 
 #include "base/macro.h"
+#include "bpf/proc.h"
 
 struct smp_ts {
 	struct nl_sock *sk;
@@ -137,49 +138,6 @@ static int ts_query(struct smp_ts *ts, pid_t tid, struct taskstats *st, struct v
 		return vmact_err_set(err, EPROTO, "taskstats: answer for tid %d has no stats",
 				     tid);
 	*st = a.st;
-	return 0;
-}
-
-int smp_thread_vcpu(const char *comm)
-{
-	/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG, /HVF...). */
-	unsigned n;
-	char accel[8];
-
-	if (sscanf(comm, "CPU %u/%7s", &n, accel) == 2)
-		return (int)n;
-	return -1;
-}
-
-int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16])
-{
-	char path[64], buf[512];
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-	char *lp, *rp;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", tgid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -ESRCH;
-	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: it ends at the last ')'. */
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp || rp[1] != ' ' || !rp[2])
-		return -EPROTO;
-	if (comm) {
-		size_t len = (size_t)(rp - lp - 1);
-
-		if (len > 15)
-			len = 15;
-		memcpy(comm, lp + 1, len);
-		comm[len] = '\0';
-	}
-	*state = rp[2];
 	return 0;
 }
 

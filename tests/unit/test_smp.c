@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "bpf/loadavg.h"
-#include "bpf/taskstats.h"
+#include "bpf/proc.h"
 
 static const unsigned long kexp[3] = { SMP_EXP_1, SMP_EXP_5, SMP_EXP_15 };
 
