@@ -452,67 +452,21 @@ int act_cg_cpu_ensure(const struct act_cg *cg, const char *group, const struct a
 	return v1_set(group, &cur, want, err);
 }
 
-int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct act_cpu_stat *out,
+int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct vmact_cpustat *out,
 		    struct vmact_err *err)
 {
-	struct act_cpu_stat st = { 0 };
-	bool seen_periods = false, seen_throttled = false, seen_time = false, seen_usage = false;
-	struct cgroup_stat s;
-	void *h = NULL;
+	char dir[2 * PATH_MAX];
+	struct vmact_cpustat st;
 	int r;
 
-	memset(&s, 0, sizeof(s));
-	r = cgroup_read_stats_begin("cpu", group, &h, &s);
-	if (r != 0 && !h)
-		return vmact_err_set(err, r == ECGINVAL ? ENOENT : ecg_errno(r),
-				     "%s/cpu.stat: cannot open: %s", group, ecg_msg(r));
-	while (r == 0) {
-		s.value[strcspn(s.value, "\n")] = '\0';
-		uint64_t v;
-		if (parse_u64(s.value, &v) < 0) {
-			cgroup_read_stats_end(&h);
-			return vmact_err_set(err, EPROTO, "%s/cpu.stat: %s: \"%s\" is not a number",
-					     group, s.name, s.value);
-		}
-		bool v1 = cg->cpu_version == 1;
-		if (strcmp(s.name, "nr_periods") == 0) {
-			st.nr_periods = v;
-			seen_periods = true;
-		} else if (strcmp(s.name, "nr_throttled") == 0) {
-			st.nr_throttled = v;
-			seen_throttled = true;
-		} else if (v1 && strcmp(s.name, "throttled_time") == 0) {
-			st.throttled_usec = v / 1000; /* v1 reports ns */
-			seen_time = true;
-		} else if (!v1 && strcmp(s.name, "throttled_usec") == 0) {
-			st.throttled_usec = v;
-			seen_time = true;
-		} else if (strcmp(s.name, "nr_bursts") == 0) {
-			st.nr_bursts = v;
-		} else if (v1 && strcmp(s.name, "burst_time") == 0) {
-			st.burst_usec = v / 1000;
-		} else if (!v1 && strcmp(s.name, "burst_usec") == 0) {
-			st.burst_usec = v;
-		} else if (!v1 && strcmp(s.name, "usage_usec") == 0) {
-			st.usage_usec = v;
-			seen_usage = true;
-		}
-		memset(&s, 0, sizeof(s));
-		r = cgroup_read_stats_next(&h, &s);
-	}
-	cgroup_read_stats_end(&h);
-	if (r != ECGEOF)
-		return vmact_err_set(err, EPROTO, "%s/cpu.stat: malformed line (%s)", group,
-				     ecg_msg(r));
-	/* A cpu.stat without bandwidth fields means the cpu controller is not
-	 * enabled for this v2 group (only usage is shown then). */
-	const char *missing = !seen_periods ? "nr_periods"
-			      : !seen_throttled ? "nr_throttled"
-			      : !seen_time ? (cg->cpu_version == 1 ? "throttled_time" : "throttled_usec")
-			      : cg->cpu_version == 2 && !seen_usage ? "usage_usec" : NULL;
-	if (missing)
-		return vmact_err_set(err, EPROTO, "%s/cpu.stat: no %s field", group, missing);
-	st.has_usage = seen_usage;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s%s", cg->cpu_mount, group) >= sizeof(dir))
+		return vmact_err_set(err, ENAMETOOLONG, "%s: path too long", group);
+	r = vmact_cpustat_read(dir, &st, err);
+	if (r < 0)
+		return r;
+	if (st.version != cg->cpu_version)
+		return vmact_err_set(err, EPROTO, "%s/cpu.stat: no %s field", group,
+				     cg->cpu_version == 1 ? "throttled_time" : "throttled_usec");
 
 	if (cg->cpu_version == 1 && cg->have_cpuacct) {
 		char buf[64];
@@ -520,33 +474,10 @@ int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct act_cpu_s
 		/* Absent when the group exists only in the cpu hierarchy. */
 		if (read_value("cpuacct", group, "cpuacct.usage", buf, sizeof(buf), NULL) == 0 &&
 		    parse_u64(buf, &ns) == 0) {
-			st.usage_usec = ns / 1000;
+			st.usage_ns = ns;
 			st.has_usage = true;
 		}
 	}
 	*out = st;
-	return 0;
-}
-
-int act_cpu_stat_delta(const struct act_cpu_stat *prev, const struct act_cpu_stat *cur,
-		       struct act_cpu_stat *delta)
-{
-	bool both_usage = prev->has_usage && cur->has_usage;
-	if (cur->nr_periods < prev->nr_periods || cur->nr_throttled < prev->nr_throttled ||
-	    cur->throttled_usec < prev->throttled_usec || cur->nr_bursts < prev->nr_bursts ||
-	    cur->burst_usec < prev->burst_usec ||
-	    (both_usage && cur->usage_usec < prev->usage_usec)) {
-		*delta = *cur;
-		return 1;
-	}
-	*delta = (struct act_cpu_stat){
-		.nr_periods = cur->nr_periods - prev->nr_periods,
-		.nr_throttled = cur->nr_throttled - prev->nr_throttled,
-		.throttled_usec = cur->throttled_usec - prev->throttled_usec,
-		.nr_bursts = cur->nr_bursts - prev->nr_bursts,
-		.burst_usec = cur->burst_usec - prev->burst_usec,
-		.has_usage = both_usage,
-		.usage_usec = both_usage ? cur->usage_usec - prev->usage_usec : 0,
-	};
 	return 0;
 }

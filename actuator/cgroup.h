@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* CPU bandwidth of a VM's cgroup: where the cpu controller lives (cgroup v1,
  * v2, hybrid), which cgroup a QEMU process is in, and reading/writing its
- * CFS quota and cpu.stat through libcgroup.
+ * CFS quota through libcgroup, and its cpu.stat (base/cpustat.h).
  *
  * Group paths are relative to the cpu controller's mount and start with
  * '/', as /proc/<pid>/cgroup prints them ("/machine/qemu-1-vm.libvirt-qemu").
@@ -36,6 +36,7 @@
 #include <sys/types.h>
 
 #include "actuator/cpu-quota.h"
+#include "base/cpustat.h"
 #include "base/error.h"
 
 enum act_cg_layout {
@@ -106,27 +107,10 @@ int act_cg_cpu_set(const struct act_cg *cg, const char *group, const struct act_
 int act_cg_cpu_ensure(const struct act_cg *cg, const char *group, const struct act_cpu_bw *want,
 		      bool *drifted, struct act_cpu_bw *found, struct vmact_err *err);
 
-/* cpu.stat in one shape for v1 and v2. Times in µs. usage_usec comes from
- * v2 cpu.stat, or on v1 from cpuacct.usage when the group exists in a
- * cpuacct hierarchy (libvirt on a host with separate cpu and cpuacct
- * mounts does not put VMs there: has_usage is then false). nr_bursts/
- * burst_usec are zero on kernels without CFS burst. */
-struct act_cpu_stat {
-	uint64_t nr_periods;
-	uint64_t nr_throttled;
-	uint64_t throttled_usec;
-	uint64_t nr_bursts;
-	uint64_t burst_usec;
-	bool has_usage;
-	uint64_t usage_usec;
-};
-
-int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct act_cpu_stat *out,
+/* cpu.stat of group (base/cpustat.h: times in ns). On v1 the usage comes
+ * from cpuacct.usage when the group exists in a cpuacct hierarchy (libvirt
+ * on a host with separate cpu and cpuacct mounts does not put VMs there:
+ * has_usage is then false). A file of the other cgroup version than the
+ * cpu controller's is refused. Per-window changes: vmact_cpustat_delta(). */
+int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct vmact_cpustat *out,
 		    struct vmact_err *err);
-
-/* Per-window change for the sampler: delta = cur - prev, field by field
- * (has_usage only if both have it). Returns 1 when a counter went
- * backwards — the group was recreated (VM restarted) — and then delta =
- * cur, which counts from the new group's start; 0 otherwise. */
-int act_cpu_stat_delta(const struct act_cpu_stat *prev, const struct act_cpu_stat *cur,
-		       struct act_cpu_stat *delta);

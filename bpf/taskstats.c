@@ -15,7 +15,9 @@
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 
+#include "base/list.h"
 #include "base/macro.h"
+#include "bpf/proc.h"
 
 struct smp_ts {
 	struct nl_sock *sk;
@@ -23,6 +25,7 @@ struct smp_ts {
 };
 
 struct ts_thread {
+	VMACT_LIST_FIELDS(struct ts_thread, threads);
 	pid_t tid;
 	unsigned gen;
 	char state;
@@ -33,8 +36,7 @@ struct ts_thread {
 struct smp_ts_vm {
 	pid_t tgid;
 	unsigned gen;
-	struct ts_thread *threads;
-	size_t n, cap;
+	struct ts_thread *threads; /* live at the last poll */
 	/* Last totals of threads that have exited. */
 	uint64_t dead_run, dead_delay, dead_nvcsw, dead_nivcsw;
 	int64_t nr_runnable;
@@ -140,49 +142,6 @@ static int ts_query(struct smp_ts *ts, pid_t tid, struct taskstats *st, struct v
 	return 0;
 }
 
-int smp_thread_vcpu(const char *comm)
-{
-	/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG, /HVF...). */
-	unsigned n;
-	char accel[8];
-
-	if (sscanf(comm, "CPU %u/%7s", &n, accel) == 2)
-		return (int)n;
-	return -1;
-}
-
-int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16])
-{
-	char path[64], buf[512];
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-	char *lp, *rp;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", tgid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -ESRCH;
-	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: it ends at the last ')'. */
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp || rp[1] != ' ' || !rp[2])
-		return -EPROTO;
-	if (comm) {
-		size_t len = (size_t)(rp - lp - 1);
-
-		if (len > 15)
-			len = 15;
-		memcpy(comm, lp + 1, len);
-		comm[len] = '\0';
-	}
-	*state = rp[2];
-	return 0;
-}
-
 int smp_ts_vm_new(pid_t tgid, struct smp_ts_vm **out, struct vmact_err *err)
 {
 	struct smp_ts_vm *vm = calloc(1, sizeof(*vm));
@@ -198,26 +157,26 @@ void smp_ts_vm_free(struct smp_ts_vm *vm)
 {
 	if (!vm)
 		return;
-	free(vm->threads);
+	struct ts_thread *t, *n;
+
+	VMACT_LIST_FOREACH_SAFE(threads, t, n, vm->threads)
+		free(t);
 	free(vm);
 }
 
 static struct ts_thread *ts_thread_get(struct smp_ts_vm *vm, pid_t tid)
 {
-	for (size_t i = 0; i < vm->n; i++)
-		if (vm->threads[i].tid == tid)
-			return &vm->threads[i];
-	if (vm->n == vm->cap) {
-		size_t cap = vm->cap ? vm->cap * 2 : 16;
-		struct ts_thread *t = reallocarray(vm->threads, cap, sizeof(*t));
+	struct ts_thread *t;
 
-		if (!t)
-			return NULL;
-		vm->threads = t;
-		vm->cap = cap;
-	}
-	vm->threads[vm->n] = (struct ts_thread){ .tid = tid };
-	return &vm->threads[vm->n++];
+	VMACT_LIST_FOREACH(threads, t, vm->threads)
+		if (t->tid == tid)
+			return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	VMACT_LIST_APPEND(threads, vm->threads, t);
+	return t;
 }
 
 int smp_ts_vm_poll(struct smp_ts *ts, struct smp_ts_vm *vm, struct vmact_err *err)
@@ -272,18 +231,16 @@ int smp_ts_vm_poll(struct smp_ts *ts, struct smp_ts_vm *vm, struct vmact_err *er
 			runnable++;
 	}
 	/* Fold threads that were not seen this time. */
-	for (size_t i = 0; i < vm->n;) {
-		struct ts_thread *t = &vm->threads[i];
-
-		if (t->gen == vm->gen) {
-			i++;
+	struct ts_thread *t, *n;
+	VMACT_LIST_FOREACH_SAFE(threads, t, n, vm->threads) {
+		if (t->gen == vm->gen)
 			continue;
-		}
 		vm->dead_run += t->run_ns;
 		vm->dead_delay += t->delay_ns;
 		vm->dead_nvcsw += t->nvcsw;
 		vm->dead_nivcsw += t->nivcsw;
-		vm->threads[i] = vm->threads[--vm->n];
+		VMACT_LIST_REMOVE(threads, vm->threads, t);
+		free(t);
 	}
 	vm->nr_runnable = runnable;
 	return 0;
@@ -296,21 +253,22 @@ void smp_ts_vm_totals(const struct smp_ts_vm *vm, struct smp_ts_totals *out)
 		.nvcsw = vm->dead_nvcsw, .nivcsw = vm->dead_nivcsw,
 		.nr_runnable = vm->nr_runnable,
 	};
-	for (size_t i = 0; i < vm->n; i++) {
-		out->run_ns += vm->threads[i].run_ns;
-		out->delay_ns += vm->threads[i].delay_ns;
-		out->nvcsw += vm->threads[i].nvcsw;
-		out->nivcsw += vm->threads[i].nivcsw;
+	const struct ts_thread *t;
+
+	VMACT_LIST_FOREACH(threads, t, vm->threads) {
+		out->run_ns += t->run_ns;
+		out->delay_ns += t->delay_ns;
+		out->nvcsw += t->nvcsw;
+		out->nivcsw += t->nivcsw;
 	}
 }
 
 size_t smp_ts_vm_threads(const struct smp_ts_vm *vm, struct smp_thread *out, size_t max)
 {
+	const struct ts_thread *t;
 	size_t n = 0;
 
-	for (size_t i = 0; i < vm->n && n < max; i++, n++) {
-		const struct ts_thread *t = &vm->threads[i];
-
+	for (t = vm->threads; t && n < max; t = t->threads_next, n++) {
 		out[n] = (struct smp_thread){
 			.tid = t->tid, .runnable = t->state == 'R',
 			.runnable_ns = t->run_ns + t->delay_ns, .oncpu_ns = t->run_ns, .delay_ns = t->delay_ns,

@@ -38,7 +38,3 @@ void smp_ts_vm_free(struct smp_ts_vm *vm);
 int smp_ts_vm_poll(struct smp_ts *ts, struct smp_ts_vm *vm, struct vmact_err *err);
 void smp_ts_vm_totals(const struct smp_ts_vm *vm, struct smp_ts_totals *out);
 size_t smp_ts_vm_threads(const struct smp_ts_vm *vm, struct smp_thread *out, size_t max);
-
-/* Thread helpers shared with the BPF backend. */
-int smp_thread_vcpu(const char *comm);
-int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16]);

@@ -125,7 +125,7 @@ static void test_hotplug_then_pooling(void **state)
 	assert_false(drifted);
 
 	/* both vCPUs busy: held together to the VM's limit */
-	struct act_cpu_stat a0, a1, b0, b1, da, db;
+	struct vmact_cpustat a0, a1, b0, b1, da, db;
 	busy(2);
 	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &a0, NULL), 0);
 	struct th_vm_use both = th_vm_measure(6.0);
@@ -147,8 +147,8 @@ static void test_hotplug_then_pooling(void **state)
 	th_vm_set_or_fail(th_vm_child("vcpu0"), &unl);
 	th_vm_set_or_fail(th_vm_child("vcpu1"), &unl);
 	th_vm_set_or_fail(th_vm.group, &vm400);
-	assert_int_equal(act_cpu_stat_delta(&a0, &a1, &da), 0);
-	assert_int_equal(act_cpu_stat_delta(&b0, &b1, &db), 0);
+	assert_int_equal(vmact_cpustat_delta(&a0, &a1, &da), 0);
+	assert_int_equal(vmact_cpustat_delta(&b0, &b1, &db), 0);
 
 	printf("2 vCPUs, 2 busy: unlimited %.3f; 400m on VM: total %.3f = vCPUs %.3f + "
 	       "emulator %.3f (throttled %llu of %llu periods)\n",

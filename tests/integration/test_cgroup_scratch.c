@@ -175,7 +175,7 @@ static void enforce(uint32_t milli)
 	assert_int_equal(act_cpu_bw_from_milli(milli, ACT_CPU_OVERCOMMIT_DEFAULT,
 					       ACT_CPU_PERIOD_DEFAULT_US, &bw, NULL, NULL),
 			 0);
-	struct act_cpu_stat s0, s1;
+	struct vmact_cpustat s0, s1;
 	int r = act_cg_cpu_set(&cg, group, &bw, &err);
 	if (r == 0)
 		r = act_cg_cpu_stat(&cg, group, &s0, &err);
@@ -187,19 +187,19 @@ static void enforce(uint32_t milli)
 	assert_int_equal(act_cg_cpu_stat(&cg, group, &s1, NULL), 0);
 	stop_busy(pid);
 
-	struct act_cpu_stat d;
-	assert_int_equal(act_cpu_stat_delta(&s0, &s1, &d), 0);
+	struct vmact_cpustat d;
+	assert_int_equal(vmact_cpustat_delta(&s0, &s1, &d), 0);
 	printf("%um (%d thread%s, quota %llu/%llu us): unlimited %.3f CPUs, limited %.3f CPUs "
 	       "(%.1f %% of quota), throttled %llu of %llu periods, %.2f s throttled\n",
 	       milli, nthreads, nthreads > 1 ? "s" : "", (unsigned long long)bw.quota_us,
 	       (unsigned long long)bw.period_us, control, limited, 100.0 * limited / q,
 	       (unsigned long long)d.nr_throttled, (unsigned long long)d.nr_periods,
-	       (double)d.throttled_usec / 1e6);
+	       (double)d.throttled_ns / 1e9);
 	char what[32];
 	snprintf(what, sizeof(what), "%um", milli);
 	cpu_use_judge(what, q, control, limited, d.nr_throttled, d.nr_periods);
 	/* the stat's units line up: throttled periods take throttled time */
-	assert_true(d.nr_throttled == 0 || d.throttled_usec > 0);
+	assert_true(d.nr_throttled == 0 || d.throttled_ns > 0);
 }
 
 static void test_enforce_250m(void **state)
@@ -306,7 +306,7 @@ static void test_v1_hierarchy_order(void **state)
 	assert_int_equal(got.quota_us, 30000);
 
 	/* stat of an idle group parses */
-	struct act_cpu_stat st;
+	struct vmact_cpustat st;
 	assert_int_equal(act_cg_cpu_stat(&cg, g, &st, NULL), 0);
 	assert_int_equal(st.nr_throttled, 0);
 }

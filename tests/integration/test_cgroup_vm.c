@@ -106,7 +106,7 @@ static void test_layout(void **state)
 	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("emulator"), &bw, NULL), 0);
 	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu0"), &bw, NULL), 0);
 	assert_int_equal(bw.quota_us, ACT_CPU_QUOTA_UNLIMITED);
-	struct act_cpu_stat st;
+	struct vmact_cpustat st;
 	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &st, NULL), 0);
 	/* the group libvirt made carries the domain id */
 	char idpart[32];
@@ -153,20 +153,20 @@ static void test_whole_vm_vs_vcpu_only(void **state)
 
 	struct th_vm_use ctl = th_vm_measure(4.0);
 	th_vm_set_or_fail(th_vm.group, &bw);
-	struct act_cpu_stat s0, s1;
+	struct vmact_cpustat s0, s1;
 	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &s0, NULL), 0);
 	struct th_vm_use whole = th_vm_measure(6.0);
 	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm.group, &s1, NULL), 0);
 	th_vm_set_or_fail(th_vm.group, &unl);
 
 	th_vm_set_or_fail(th_vm_child("vcpu0"), &bw);
-	struct act_cpu_stat v0, v1, dw, dv;
+	struct vmact_cpustat v0, v1, dw, dv;
 	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm_child("vcpu0"), &v0, NULL), 0);
 	struct th_vm_use vonly = th_vm_measure(6.0);
 	assert_int_equal(act_cg_cpu_stat(&th_vm.cg, th_vm_child("vcpu0"), &v1, NULL), 0);
 	th_vm_set_or_fail(th_vm_child("vcpu0"), &unl);
-	assert_int_equal(act_cpu_stat_delta(&s0, &s1, &dw), 0);
-	assert_int_equal(act_cpu_stat_delta(&v0, &v1, &dv), 0);
+	assert_int_equal(vmact_cpustat_delta(&s0, &s1, &dw), 0);
+	assert_int_equal(vmact_cpustat_delta(&v0, &v1, &dv), 0);
 
 	printf("unlimited:          total %.3f = vCPU %.3f + emulator %.3f CPUs\n", ctl.total,
 	       ctl.vcpus, ctl.emulator);

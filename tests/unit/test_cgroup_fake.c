@@ -251,16 +251,16 @@ static void test_v2_ensure_drift(void **state)
 static void test_v2_stat(void **state)
 {
 	struct act_cg cg;
-	struct act_cpu_stat st;
+	struct vmact_cpustat st;
 	struct vmact_err err = { 0 };
 	v2_tree();
 	open_fake(&cg);
 	assert_int_equal(act_cg_cpu_stat(&cg, "/" V2_VM, &st, NULL), 0);
 	assert_int_equal(st.nr_periods, 10);
 	assert_int_equal(st.nr_throttled, 4);
-	assert_int_equal(st.throttled_usec, 1234);
+	assert_int_equal(st.throttled_ns, 1234000);
 	assert_true(st.has_usage);
-	assert_int_equal(st.usage_usec, 5000);
+	assert_int_equal(st.usage_ns, 5000000);
 
 	/* cpu controller not enabled for the group: only usage fields */
 	put("cg2/" V2_VM "/cpu.stat", "usage_usec 5000\nuser_usec 3000\nsystem_usec 2000\n");
@@ -344,22 +344,22 @@ static void test_v1_hybrid_detect_and_order(void **state)
 static void test_v1_stat_and_usage(void **state)
 {
 	struct act_cg cg;
-	struct act_cpu_stat st;
+	struct vmact_cpustat st;
 	v1_tree();
 	open_fake(&cg);
 	/* the VM is not in the cpuacct hierarchy: no usage */
 	assert_int_equal(act_cg_cpu_stat(&cg, "/" V1_VM, &st, NULL), 0);
 	assert_int_equal(st.nr_periods, 7);
 	assert_int_equal(st.nr_throttled, 3);
-	assert_int_equal(st.throttled_usec, 2500);
+	assert_int_equal(st.throttled_ns, 2500000);
 	assert_int_equal(st.nr_bursts, 1);
-	assert_int_equal(st.burst_usec, 4);
+	assert_int_equal(st.burst_ns, 4000);
 	assert_false(st.has_usage);
 	/* co-located group in cpuacct: usage in µs */
 	put("cpuacct/" V1_VM "/cpuacct.usage", "987654321\n");
 	assert_int_equal(act_cg_cpu_stat(&cg, "/" V1_VM, &st, NULL), 0);
 	assert_true(st.has_usage);
-	assert_int_equal(st.usage_usec, 987654);
+	assert_int_equal(st.usage_ns, 987654321);
 }
 
 static void test_pid_group_errors(void **state)
@@ -422,33 +422,6 @@ static void test_classify(void **state)
 	assert_int_equal(act_cg_classify(NULL, 0, &l, &cpu, NULL), -ENODEV);
 }
 
-static void test_stat_delta(void **state)
-{
-	struct act_cpu_stat a = { 10, 4, 1000, 0, 0, true, 5000 };
-	struct act_cpu_stat b = { 60, 30, 9000, 1, 20, true, 30000 }, d;
-	assert_int_equal(act_cpu_stat_delta(&a, &b, &d), 0);
-	assert_int_equal(d.nr_periods, 50);
-	assert_int_equal(d.nr_throttled, 26);
-	assert_int_equal(d.throttled_usec, 8000);
-	assert_int_equal(d.nr_bursts, 1);
-	assert_int_equal(d.burst_usec, 20);
-	assert_true(d.has_usage);
-	assert_int_equal(d.usage_usec, 25000);
-	/* usage only when both samples have it */
-	b.has_usage = false;
-	assert_int_equal(act_cpu_stat_delta(&a, &b, &d), 0);
-	assert_false(d.has_usage);
-	assert_int_equal(d.usage_usec, 0);
-	/* group recreated: counters restart */
-	struct act_cpu_stat c = { 3, 1, 100, 0, 0, true, 200 };
-	assert_int_equal(act_cpu_stat_delta(&b, &c, &d), 1);
-	assert_int_equal(d.nr_periods, 3);
-	assert_int_equal(d.usage_usec, 200);
-	b.has_usage = true;
-	c.nr_periods = 100;
-	assert_int_equal(act_cpu_stat_delta(&b, &c, &d), 1); /* usage went back */
-}
-
 static void test_open_no_cpu(void **state)
 {
 	struct act_cg cg;
@@ -469,7 +442,7 @@ int main(void)
 		T(test_v2_detect_and_find), T(test_v2_set_get_one_write), T(test_v2_get_malformed),
 		T(test_v2_ensure_drift),    T(test_v2_stat),              T(test_v1_hybrid_detect_and_order),
 		T(test_v1_stat_and_usage),  T(test_pid_group_errors),     T(test_classify),
-		T(test_open_no_cpu),        T(test_stat_delta),
+		T(test_open_no_cpu),
 	};
 	return cmocka_run_group_tests_name("cgroup-fake", tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the sampler's pure parts: the load-average filter against
- * the kernel's fixed-point recurrence, the cpu.stat reader, vCPU thread
- * names. */
+ * the kernel's fixed-point recurrence and vCPU thread names (the cpu.stat
+ * reader is tested in test_cpustat.c, the readout in test_readout.c). */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -12,9 +12,8 @@
 
 #include <cmocka.h>
 
-#include "bpf/cpustat.h"
 #include "bpf/loadavg.h"
-#include "bpf/taskstats.h"
+#include "bpf/proc.h"
 
 static const unsigned long kexp[3] = { SMP_EXP_1, SMP_EXP_5, SMP_EXP_15 };
 
@@ -93,70 +92,6 @@ static void test_loadavg_edges(void **state)
 	assert_true(la.avg[0] == 3.0);
 }
 
-static void test_cpu_stat_v1(void **state)
-{
-	struct smp_cpu_stat cs;
-	struct vmact_err err = { 0 };
-
-	assert_int_equal(smp_cpu_stat_parse("nr_periods 101\nnr_throttled 89\n"
-					    "throttled_time 5256826009\nnr_bursts 0\n"
-					    "burst_time 0\n",
-					    &cs, &err),
-			 0);
-	assert_int_equal(cs.nr_periods, 101);
-	assert_int_equal(cs.nr_throttled, 89);
-	assert_int_equal(cs.throttled_ns, 5256826009ULL);
-}
-
-static void test_cpu_stat_v2(void **state)
-{
-	struct smp_cpu_stat cs;
-	struct vmact_err err = { 0 };
-
-	assert_int_equal(smp_cpu_stat_parse("usage_usec 10\nuser_usec 5\nsystem_usec 5\n"
-					    "nr_periods 7\nnr_throttled 3\nthrottled_usec 1500",
-					    &cs, &err),
-			 0);
-	assert_int_equal(cs.nr_periods, 7);
-	assert_int_equal(cs.nr_throttled, 3);
-	assert_int_equal(cs.throttled_ns, 1500000);
-}
-
-static void expect_error(const char *text, int code, const char *needle)
-{
-	struct smp_cpu_stat cs;
-	struct vmact_err err = { 0 };
-
-	assert_int_equal(smp_cpu_stat_parse(text, &cs, &err), -code);
-	if (!strstr(err.msg, needle))
-		fail_msg("error \"%s\" does not name \"%s\"", err.msg, needle);
-}
-
-static void test_cpu_stat_errors(void **state)
-{
-	expect_error("", EINVAL, "nr_periods: missing");
-	expect_error("nr_periods 1\nthrottled_time 2\n", EINVAL, "nr_throttled: missing");
-	expect_error("nr_periods 1\nnr_throttled 2\n", EINVAL, "throttled_time/throttled_usec");
-	expect_error("nr_periods -1\nnr_throttled 2\nthrottled_time 3\n", EINVAL, "nr_periods");
-	expect_error("nr_periods 1\nnr_throttled 2x\nthrottled_time 3\n", EINVAL, "nr_throttled");
-	expect_error("nr_periods 1\nnr_throttled\nthrottled_time 3\n", EINVAL, "nr_throttled");
-	expect_error("nr_periods 1\nnr_throttled 2\nthrottled_time \n", EINVAL, "throttled_time");
-	expect_error("nr_periods 99999999999999999999\nnr_throttled 2\nthrottled_time 3\n",
-		     EINVAL, "nr_periods");
-	/* usec that overflow when scaled to ns. */
-	expect_error("nr_periods 1\nnr_throttled 2\nthrottled_usec 18446744073709552\n", ERANGE,
-		     "throttled_usec");
-}
-
-static void test_cpu_stat_read_missing(void **state)
-{
-	struct smp_cpu_stat cs;
-	struct vmact_err err = { 0 };
-
-	assert_int_equal(smp_cpu_stat_read("/nonexistent-vmact", &cs, &err), -ENOENT);
-	assert_non_null(strstr(err.msg, "/nonexistent-vmact/cpu.stat"));
-}
-
 static void test_vcpu_names(void **state)
 {
 	assert_int_equal(smp_thread_vcpu("CPU 0/KVM"), 0);
@@ -174,10 +109,6 @@ int main(void)
 		cmocka_unit_test(test_loadavg_interval_invariance),
 		cmocka_unit_test(test_loadavg_step_response),
 		cmocka_unit_test(test_loadavg_edges),
-		cmocka_unit_test(test_cpu_stat_v1),
-		cmocka_unit_test(test_cpu_stat_v2),
-		cmocka_unit_test(test_cpu_stat_errors),
-		cmocka_unit_test(test_cpu_stat_read_missing),
 		cmocka_unit_test(test_vcpu_names),
 	};
 

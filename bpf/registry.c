@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "bpf/registry.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/proc.h"
+
+int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *err)
+{
+	*reg = (struct smp_registry){ .max = max };
+	reg->e = calloc(max, sizeof(*reg->e));
+	if (!reg->e)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	/* Backwards so that the list runs 0, 1, 2...: lowest slots first. */
+	for (unsigned i = max; i-- > 0;)
+		VMACT_LIST_PREPEND(free, reg->free, &reg->e[i]);
+	return 0;
+}
+
+/* Back to an unused entry, keeping its place in the free list. */
+static void entry_clear(struct smp_entry *e)
+{
+	free(e->name);
+	free(e->cgroup);
+	e->used = false;
+	e->name = e->cgroup = NULL;
+	e->tgid = 0;
+	e->rs = (struct smp_readout_state){ 0 };
+}
+
+void smp_registry_done(struct smp_registry *reg)
+{
+	for (unsigned i = 0; reg->e && i < reg->max; i++)
+		entry_clear(&reg->e[i]);
+	free(reg->e);
+	*reg = (struct smp_registry){ 0 };
+}
+
+int smp_registry_find(const struct smp_registry *reg, const char *name)
+{
+	for (unsigned i = 0; i < reg->max; i++)
+		if (reg->e[i].used && !strcmp(reg->e[i].name, name))
+			return (int)i;
+	return -ENOENT;
+}
+
+static bool valid_name(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n > 255)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return false;
+	return true;
+}
+
+int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t tgid,
+		       struct vmact_err *err)
+{
+	int r;
+
+	if (!valid_name(name))
+		return vmact_err_set(err, EINVAL,
+				     "sampler: name: must be 1-255 printable bytes");
+	if (tgid <= 0)
+		return vmact_err_set(err, EINVAL, "sampler: %s: tgid: %d is not a process id",
+				     name, (int)tgid);
+	r = smp_proc_tgid(tgid);
+	if (r < 0)
+		return vmact_err_set(err, -r, "sampler: %s: tgid: no process %d", name, (int)tgid);
+	if (r != tgid)
+		return vmact_err_set(err, EINVAL,
+				     "sampler: %s: tgid: %d is a thread of process %d, not a process",
+				     name, (int)tgid, r);
+	if (smp_registry_find(reg, name) >= 0)
+		return vmact_err_set(err, EEXIST, "sampler: %s: already registered", name);
+	for (unsigned i = 0; i < reg->max; i++)
+		if (reg->e[i].used && reg->e[i].tgid == tgid)
+			return vmact_err_set(err, EEXIST,
+					     "sampler: %s: tgid %d already registered as %s", name,
+					     (int)tgid, reg->e[i].name);
+	if (VMACT_LIST_IS_EMPTY(reg->free))
+		return vmact_err_set(err, ENOSPC, "sampler: %s: all %u slots in use (max_vms)",
+				     name, reg->max);
+	return 0;
+}
+
+int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid,
+			 const char *cgroup, struct vmact_err *err)
+{
+	struct smp_entry *e = reg->free;
+
+	if (!e)
+		return vmact_err_set(err, ENOSPC, "sampler: %s: all %u slots in use (max_vms)",
+				     name, reg->max);
+	e->tgid = tgid;
+	e->name = strdup(name);
+	if (!e->name || (cgroup && !(e->cgroup = strdup(cgroup)))) {
+		entry_clear(e);
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	}
+	return (int)(e - reg->e);
+}
+
+void smp_registry_commit(struct smp_registry *reg, unsigned slot)
+{
+	struct smp_entry *e = &reg->e[slot];
+
+	VMACT_LIST_REMOVE(free, reg->free, e);
+	e->used = true;
+	reg->count++;
+}
+
+void smp_registry_abort(struct smp_registry *reg, unsigned slot)
+{
+	entry_clear(&reg->e[slot]);
+}
+
+void smp_registry_release(struct smp_registry *reg, unsigned slot)
+{
+	struct smp_entry *e = &reg->e[slot];
+
+	entry_clear(e);
+	VMACT_LIST_APPEND(free, reg->free, e);
+	reg->count--;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sampler's VMs: a fixed table of max_vms slots (the slot is the key of
+ * the BPF maps), looked up by name, each with what its next readout is
+ * measured against. Backends keep their own per-slot state; this knows
+ * nothing of them. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "base/list.h"
+#include "bpf/readout.h"
+
+struct smp_entry {
+	bool used;
+	char *name;
+	pid_t tgid;
+	char *cgroup;             /* directory of its cpu.stat, or NULL */
+	struct smp_readout_state rs;
+	VMACT_LIST_FIELDS(struct smp_entry, free);
+};
+
+struct smp_registry {
+	struct smp_entry *e;      /* max entries, indexed by slot */
+	unsigned max, count;
+	/* Free slots, oldest-freed first: a slot is reused as late as
+	 * possible, so a scheduler hook still finishing an update for the VM
+	 * that held it (a window of microseconds) cannot leak into the next. */
+	struct smp_entry *free;
+};
+
+int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *err);
+void smp_registry_done(struct smp_registry *reg);
+
+int smp_registry_find(const struct smp_registry *reg, const char *name); /* slot or -ENOENT */
+
+/* Whether name and tgid can be registered: a printable name, a process
+ * (not a thread) that exists, neither registered yet, and a free slot. */
+int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t tgid,
+		       struct vmact_err *err);
+/* Fills the next free slot for a VM that passed smp_registry_check and
+ * returns it; it stays free until smp_registry_commit, and
+ * smp_registry_abort gives it up. */
+int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid,
+			 const char *cgroup, struct vmact_err *err);
+void smp_registry_commit(struct smp_registry *reg, unsigned slot);
+void smp_registry_abort(struct smp_registry *reg, unsigned slot);
+/* Frees a used slot; it goes to the end of the free list. */
+void smp_registry_release(struct smp_registry *reg, unsigned slot);

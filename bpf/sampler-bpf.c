@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* BPF backend of the sampler: loads and attaches sampler.bpf.c (the
+ * skeleton), pins its maps, adds and removes VMs in vmact_vms, and reads
+ * vmact_stats, vmact_tasks and the task iterators (task-iter.h). The
+ * kernel side and the integral scheme are described in sampler.bpf.c and
+ * sampler-types.h. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/magic.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+#include "bpf/backend.h"
+#include "bpf/proc.h"
+#include "bpf/readout.h"
+#include "bpf/sampler-types.h"
+#include "bpf/sampler.skel.h"
+#include "bpf/task-iter.h"
+
+struct smp_bpf {
+	struct smp_be be;
+	char *pin_root;
+	bool keep_pins;
+	bool per_thread;
+	unsigned max_vms;
+	struct sampler *skel;
+	int ncpus;
+	struct smp_cpu_stats *cpubuf;   /* one slot, all CPUs */
+	struct smp_cpu_stats *batchbuf; /* all slots, all CPUs */
+	struct smp_totals *pend;        /* read_all: what vmact_pending found, per slot */
+	bool pins_touched;              /* pin_root was created or cleaned by us */
+	struct smp_readout *readout;    /* mmap of vmact_readout */
+	size_t readout_len;
+	bool no_batch;
+	struct smp_task_iter iter;
+};
+
+static struct smp_bpf *to_bpf(struct smp_be *b)
+{
+	return (struct smp_bpf *)b;
+}
+
+static const struct smp_bpf *to_bpf_const(const struct smp_be *b)
+{
+	return (const struct smp_bpf *)b;
+}
+
+static const char *const smp_map_names[] = { "vmact_vms", "vmact_stats", "vmact_tasks",
+					      "vmact_readout" };
+
+/* libbpf reports load failures through its print callback. Library code must
+ * not print, so keep the last warning for the error message instead. */
+static __thread char smp_libbpf_msg[256];
+
+static int smp_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[sizeof(smp_libbpf_msg)];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
+		line[--n] = '\0';
+	/* The first warning names the cause; later ones only say that the
+	 * object failed to load. */
+	if (n > 0 && !smp_libbpf_msg[0])
+		memcpy(smp_libbpf_msg, line, n + 1);
+	return 0;
+}
+
+/* tp_btf needs BTF for the tracepoint and BPF_PROG_TYPE_TRACING with
+ * BTF-typed attach points; libbpf's generic type probe cannot tell (it loads
+ * without an attach target), so load a trivial tp_btf program like
+ * libbpf-tools' probe_tp_btf does. */
+static bool probe_tp_btf(void)
+{
+	static const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP);
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int id, fd;
+
+	if (!vmlinux)
+		return false;
+	id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	btf__free(vmlinux);
+	if (id <= 0)
+		return false;
+	opts.attach_btf_id = (__u32)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns), &opts);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static int ensure_bpffs(const char *root, struct vmact_err *err)
+{
+	_cleanup_free_ char *copy = strdup(root);
+	struct statfs st;
+	const char *parent;
+
+	if (!copy)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	parent = dirname(copy);
+	if (statfs(parent, &st) == 0 && st.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (strcmp(parent, "/sys/fs/bpf") != 0)
+		return vmact_err_set(err, ENOTDIR, "sampler: pin_root: %s is not on a bpffs", root);
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+		return vmact_err_set(err, errno, "sampler: mkdir %s: %s", parent, strerror(errno));
+	if (mount("bpf", parent, "bpf", 0, "mode=0700") < 0)
+		return vmact_err_set(err, errno, "sampler: cannot mount bpffs on %s: %s", parent,
+				     strerror(errno));
+	return 0;
+}
+
+static void unpin_all(struct smp_bpf *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(smp_map_names); i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", s->pin_root, smp_map_names[i]);
+		unlink(path);
+	}
+	rmdir(s->pin_root);
+}
+
+static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vmact_err *err)
+{
+	struct bpf_object_open_opts oo = { .sz = sizeof(oo), .pin_root_path = s->pin_root };
+	bool tp_btf;
+	int r;
+
+	r = ensure_bpffs(s->pin_root, err);
+	if (r < 0)
+		return r;
+	if (mkdir(s->pin_root, 0700) < 0 && errno != EEXIST)
+		return vmact_err_set(err, errno, "sampler: mkdir %s: %s", s->pin_root,
+				     strerror(errno));
+	s->pins_touched = true;
+	/* Pins left by an earlier run describe threads nobody tracked while
+	 * no program was attached: start from fresh maps. */
+	for (size_t i = 0; i < ARRAY_SIZE(smp_map_names); i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", s->pin_root, smp_map_names[i]);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return vmact_err_set(err, errno, "sampler: cannot remove stale pin %s: %s",
+					     path, strerror(errno));
+	}
+
+	smp_libbpf_msg[0] = '\0';
+	s->skel = sampler__open_opts(&oo);
+	if (!s->skel)
+		return vmact_err_set(err, errno, "BPF open failed: %s",
+				     smp_libbpf_msg[0] ? smp_libbpf_msg : strerror(errno));
+	s->skel->rodata->per_thread = s->per_thread;
+	if (bpf_map__set_max_entries(s->skel->maps.vmact_vms, s->max_vms) ||
+	    bpf_map__set_max_entries(s->skel->maps.vmact_stats, s->max_vms) ||
+	    bpf_map__set_max_entries(s->skel->maps.vmact_readout, s->max_vms) ||
+	    bpf_map__set_max_entries(s->skel->maps.vmact_tasks,
+				     cfg->max_threads))
+		return vmact_err_set(err, EINVAL, "BPF: cannot size maps");
+
+	tp_btf = !cfg->force_raw_tp && probe_tp_btf();
+	bpf_program__set_autoload(s->skel->progs.vmact_wakeup, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_wake_new, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_switch, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_rwake, !tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_rwake_new, !tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_rswitch, !tp_btf);
+	/* Task iterators need the same BTF support as tp_btf; without them
+	 * threads already runnable at registration are counted from their
+	 * next scheduler event on. */
+	bpf_program__set_autoload(s->skel->progs.vmact_seed, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_pending, tp_btf);
+	/* Mmapable arrays came with tp_btf (5.5): on older kernels skip the
+	 * bpftool view rather than the sampler. */
+	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
+
+	r = sampler__load(s->skel);
+	if (r)
+		return vmact_err_set(err, -r, "BPF load failed: %s%s%s%s", strerror(-r),
+				     smp_libbpf_msg[0] ? " (" : "", smp_libbpf_msg,
+				     smp_libbpf_msg[0] ? ")" : "");
+	r = sampler__attach(s->skel);
+	if (r)
+		return vmact_err_set(err, -r, "BPF attach failed: %s",
+				     smp_libbpf_msg[0] ? smp_libbpf_msg : strerror(-r));
+	r = smp_task_iter_init(&s->iter,
+			       bpf_program__autoload(s->skel->progs.vmact_pending)
+				       ? s->skel->progs.vmact_pending
+				       : NULL,
+			       s->max_vms, err);
+	if (r < 0)
+		return r;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0)
+		return vmact_err_set(err, EIO, "BPF: cannot count possible CPUs");
+	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
+	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
+	s->pend = calloc(s->max_vms, sizeof(*s->pend));
+	if (!s->cpubuf || !s->batchbuf || !s->pend)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	if (bpf_map__fd(s->skel->maps.vmact_readout) < 0)
+		return 0;
+	s->readout_len = sizeof(*s->readout) * s->max_vms;
+	s->readout = mmap(NULL, s->readout_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  bpf_map__fd(s->skel->maps.vmact_readout), 0);
+	if (s->readout == MAP_FAILED) {
+		s->readout = NULL;
+		return vmact_err_set(err, errno, "BPF: mmap of vmact_readout: %s", strerror(errno));
+	}
+	return 0;
+}
+
+static void bpf_stop(struct smp_bpf *s)
+{
+	if (s->readout)
+		munmap(s->readout, s->readout_len);
+	s->readout = NULL;
+	smp_task_iter_done(&s->iter);
+	if (s->skel) {
+		sampler__destroy(s->skel);
+		s->skel = NULL;
+	}
+	/* Also after a failed load: no empty pin directory left behind. */
+	if (s->pins_touched && !s->keep_pins)
+		unpin_all(s);
+	s->pins_touched = false;
+	free(s->cpubuf);
+	free(s->batchbuf);
+	free(s->pend);
+	s->cpubuf = s->batchbuf = NULL;
+	s->pend = NULL;
+}
+
+static void bpf_close(struct smp_be *b)
+{
+	struct smp_bpf *s = to_bpf(b);
+
+	if (!s)
+		return;
+	bpf_stop(s);
+	free(s->pin_root);
+	free(s);
+}
+
+static int bpf_open(const struct smp_config *cfg, struct smp_be **out,
+		    struct vmact_err *err)
+{
+	struct smp_bpf *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	s->be.ops = &smp_bpf_ops;
+	s->keep_pins = cfg->keep_pins;
+	s->per_thread = !cfg->no_per_thread;
+	s->max_vms = cfg->max_vms;
+	s->pin_root = strdup(cfg->pin_root);
+	if (!s->pin_root) {
+		free(s);
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	}
+	libbpf_set_print(smp_libbpf_print);
+	r = bpf_start(s, cfg, err);
+	if (r < 0) {
+		bpf_close(&s->be);
+		return r;
+	}
+	*out = &s->be;
+	return 0;
+}
+
+static int delete_task_entries(struct smp_bpf *s, pid_t tgid, struct vmact_err *err)
+{
+	int fd = bpf_map__fd(s->skel->maps.vmact_tasks);
+	_cleanup_free_ __u32 *victims = NULL;
+	size_t n = 0, cap = 0;
+	__u32 key, *prev = NULL;
+	struct smp_task v;
+
+	/* Collect first: deleting under get_next_key restarts the walk. */
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) || v.tgid != (__u32)tgid)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			__u32 *p = reallocarray(victims, ncap, sizeof(*p));
+
+			if (!p)
+				return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+			victims = p;
+			cap = ncap;
+		}
+		victims[n++] = key;
+	}
+	if (errno != ENOENT)
+		return vmact_err_set(err, errno, "BPF: walking vmact_tasks: %s", strerror(errno));
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &victims[i]);
+	return 0;
+}
+
+static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	struct smp_vm vm = { .slot = slot };
+	__u32 key = (__u32)tgid;
+	int r;
+
+	memset(s->cpubuf, 0, (size_t)s->ncpus * sizeof(*s->cpubuf));
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf,
+				BPF_ANY))
+		return vmact_err_set(err, errno, "BPF: clearing vmact_stats[%u]: %s", slot,
+				     strerror(errno));
+	r = delete_task_entries(s, tgid, err);
+	if (r < 0)
+		return r;
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST))
+		return vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
+				     strerror(errno));
+	if (bpf_program__autoload(s->skel->progs.vmact_seed)) {
+		r = smp_task_iter_seed(s->skel->progs.vmact_seed, &s->skel->links.vmact_seed, err);
+		if (r < 0) {
+			bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
+			 struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	__u32 key = (__u32)tgid;
+	int r;
+
+	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT)
+		r = vmact_err_set(err, errno, "BPF: removing %d from vmact_vms: %s", (int)tgid,
+				  strerror(errno));
+	else
+		r = delete_task_entries(s, tgid, err);
+	if (s->readout)
+		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
+	smp_task_iter_drop(&s->iter, slot);
+	return r;
+}
+
+static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_totals *out,
+		    uint64_t *t, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	_cleanup_(smp_pending_list_free) struct smp_pending_item *pend = NULL;
+	struct smp_pending_item *i;
+	int r;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf))
+		return vmact_err_set(err, errno, "BPF: reading vmact_stats[%u]: %s", slot,
+				     strerror(errno));
+	*t = vmact_now_nsec();
+	smp_totals_from_cpus(s->cpubuf, s->ncpus, *t, out);
+	/* What the hooks have not seen yet. */
+	r = smp_task_iter_vm(&s->iter, slot, tgid, &pend, err);
+	if (r < 0)
+		return r;
+	VMACT_LIST_FOREACH(items, i, pend)
+		smp_totals_add_pending(out, &i->rec);
+	return 0;
+}
+
+/* All slots' per-CPU values in one syscall; falls back to one lookup per
+ * slot where batch operations are missing (kernels before 5.6). */
+static int read_batch(struct smp_bpf *s, const struct smp_registry *reg, uint64_t *t,
+		      struct vmact_err *err)
+{
+	int fd = bpf_map__fd(s->skel->maps.vmact_stats);
+	__u32 out_batch, count = 0, want;
+	_cleanup_free_ __u32 *keys = NULL;
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+
+	if (s->no_batch)
+		return -EOPNOTSUPP;
+	/* Only up to the highest slot in use: copying out every CPU's value
+	 * of unused slots costs more than the lookups it saves. */
+	for (unsigned i = 0; i < s->max_vms; i++)
+		if (reg->e[i].used)
+			count = i + 1;
+	want = count;
+	keys = calloc(s->max_vms, sizeof(*keys));
+	if (!keys)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	if (bpf_map_lookup_batch(fd, NULL, &out_batch, keys, s->batchbuf, &count, &bo) &&
+	    errno != ENOENT) {
+		if (errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP) {
+			s->no_batch = true;
+			return -EOPNOTSUPP;
+		}
+		return vmact_err_set(err, errno, "BPF: batch read of vmact_stats: %s",
+				     strerror(errno));
+	}
+	*t = vmact_now_nsec();
+	/* Arrays return keys 0..count-1 in order. */
+	if (count != want) {
+		s->no_batch = true;
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+struct pending_all {
+	struct smp_bpf *s;
+	const struct smp_registry *reg;
+};
+
+static void pending_all_cb(const struct smp_pending *p, void *data)
+{
+	struct pending_all *a = data;
+
+	if (p->slot < a->s->max_vms && a->reg->e[p->slot].used)
+		smp_totals_add_pending(&a->s->pend[p->slot], p);
+}
+
+static int bpf_read_all(struct smp_be *b, const struct smp_registry *reg,
+			void (*cb)(unsigned slot, const struct smp_totals *now, uint64_t t,
+				   void *data),
+			void *data, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	struct pending_all a = { s, reg };
+	uint64_t t = 0;
+	int r;
+
+	r = read_batch(s, reg, &t, err);
+	if (r < 0)
+		return r;
+	/* The same pending time for every VM at once. */
+	for (unsigned i = 0; i < s->max_vms; i++)
+		s->pend[i] = (struct smp_totals){ 0 };
+	r = smp_task_iter_all(&s->iter, pending_all_cb, &a, err);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < s->max_vms; i++) {
+		struct smp_totals now;
+
+		if (!reg->e[i].used)
+			continue;
+		smp_totals_from_cpus(s->batchbuf + (size_t)i * (size_t)s->ncpus, s->ncpus, t, &now);
+		smp_totals_add(&now, &s->pend[i]);
+		cb(i, &now, t, data);
+	}
+	return 0;
+}
+
+/* Without the seeding iterator the gauge only learns of already-runnable
+ * threads at their next scheduler event, so ask /proc instead. */
+static int64_t bpf_runnable_at_start(struct smp_be *b, pid_t tgid,
+				     const struct smp_totals *first)
+{
+	struct smp_bpf *s = to_bpf(b);
+
+	if (!bpf_program__autoload(s->skel->progs.vmact_seed))
+		return smp_proc_runnable(tgid);
+	return first->nr_runnable;
+}
+
+static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
+			    struct smp_thread *out, size_t max, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	_cleanup_(smp_pending_list_free) struct smp_pending_item *pend = NULL;
+	struct smp_pending_item *i;
+	__u32 key, *prev = NULL;
+	struct smp_task v;
+	size_t n = 0;
+	int fd, r;
+
+	if (!s->per_thread)
+		return vmact_err_set(err, EOPNOTSUPP,
+				     "sampler: per-thread split disabled by configuration");
+	r = smp_task_iter_vm(&s->iter, slot, tgid, &pend, err);
+	if (r < 0)
+		return vmact_err_prefix(err, "sampler: %s", name);
+	fd = bpf_map__fd(s->skel->maps.vmact_tasks);
+	while (n < max && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		char state;
+
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) || v.tgid != (__u32)tgid ||
+		    v.slot != (__u32)slot)
+			continue;
+		smp_thread_from_task((pid_t)key, &v, vmact_now_nsec(), &out[n]);
+		VMACT_LIST_FOREACH(items, i, pend)
+			if (i->rec.tid == key)
+				smp_thread_add_pending(&out[n], &i->rec);
+		smp_thread_finish(&out[n]);
+		if (smp_thread_stat(tgid, (pid_t)key, &state, out[n].comm) < 0)
+			out[n].comm[0] = '\0';
+		out[n].vcpu = smp_thread_vcpu(out[n].comm);
+		n++;
+	}
+	return (int)n;
+}
+
+/* The readout as bpftool shows it (vmact_readout). */
+static void bpf_publish(struct smp_be *b, unsigned slot, const struct smp_readout *o)
+{
+	struct smp_bpf *s = to_bpf(b);
+
+	if (s->readout)
+		s->readout[slot] = *o;
+}
+
+static int bpf_prog_ids(const struct smp_be *b, uint32_t *ids, size_t max)
+{
+	const struct smp_bpf *s = to_bpf_const(b);
+	struct bpf_program *p;
+	size_t n = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || n >= max || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		ids[n++] = info.id;
+	}
+	return (int)n;
+}
+
+static const char *bpf_pin_root(const struct smp_be *b)
+{
+	return to_bpf_const(b)->pin_root;
+}
+
+const struct smp_backend_ops smp_bpf_ops = {
+	.kind = SMP_BACKEND_BPF,
+	.open = bpf_open,
+	.close = bpf_close,
+	.add_vm = bpf_add_vm,
+	.remove_vm = bpf_remove_vm,
+	.read = bpf_read,
+	.read_all = bpf_read_all,
+	.runnable_at_start = bpf_runnable_at_start,
+	.read_threads = bpf_read_threads,
+	.publish = bpf_publish,
+	.prog_ids = bpf_prog_ids,
+	.pin_root = bpf_pin_root,
+};

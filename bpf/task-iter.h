@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reading the sampler's BPF task iterators (sampler.bpf.c):
+ *  - vmact_pending writes a struct smp_pending for each VM thread whose
+ *    kernel run time moved while the hooks believe it off a CPU (a
+ *    switch-in no event reported); readouts add that time until the
+ *    thread's next seen switch recovers it (readout.h);
+ *  - vmact_seed counts the threads already runnable when a VM registers.
+ * Per VM the pending iterator is attached with a pid filter (one link per
+ * slot, made on first use); kernels before 6.1 take no filter, and then
+ * one link over all tasks serves every VM. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "base/list.h"
+#include "bpf/sampler-types.h"
+
+struct bpf_link;
+struct bpf_program;
+
+/* One record of vmact_pending, in a list. */
+struct smp_pending_item {
+	struct smp_pending rec;
+	VMACT_LIST_FIELDS(struct smp_pending_item, items);
+};
+void smp_pending_list_free(struct smp_pending_item **head);
+
+struct smp_task_iter {
+	struct bpf_program *prog;  /* vmact_pending; NULL: not loaded, nothing pending */
+	unsigned max_vms;
+	struct bpf_link **vm;      /* per slot, with the VM's pid filter */
+	struct bpf_link *all;      /* over all tasks */
+	bool no_pid_filter;
+};
+
+int smp_task_iter_init(struct smp_task_iter *it, struct bpf_program *prog, unsigned max_vms,
+		       struct vmact_err *err);
+void smp_task_iter_done(struct smp_task_iter *it);
+/* Drops the slot's link (its VM is gone). */
+void smp_task_iter_drop(struct smp_task_iter *it, unsigned slot);
+
+/* The records of one VM's threads (slot, process tgid) into *out (to be
+ * freed with smp_pending_list_free, also after an error). */
+int smp_task_iter_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid,
+		     struct smp_pending_item **out, struct vmact_err *err);
+/* Every record of every VM, to cb. */
+int smp_task_iter_all(struct smp_task_iter *it,
+		      void (*cb)(const struct smp_pending *p, void *data), void *data,
+		      struct vmact_err *err);
+
+/* Runs vmact_seed once (attached through *link on first use). */
+int smp_task_iter_seed(struct bpf_program *prog, struct bpf_link **link, struct vmact_err *err);
