@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The per-VM scaling state machine (neon-protocols.md §5.6): given what is
+/* The per-VM scaling state machine (doc/protocols.md, "Next actions"): given what is
  * known (usage, bounds, metrics, plugin permit, monitor approval, ongoing
  * requests, failures, denials), which of the four actions to start now and
  * how long to sleep before asking again.
@@ -30,7 +30,7 @@ struct act_timing {
 	int64_t monitor_retry_wait;        /* monitor.retryFailedRequestSeconds (3 s) */
 };
 
-/* The agent defaults of §5.8, jitter 0. */
+/* The agent defaults of doc/protocols.md, "Agent timing defaults", jitter 0. */
 void act_timing_defaults(struct act_timing *t);
 /* Go's jitter: a whole number of milliseconds in [0, 100) from a random
  * value the caller draws once per VM. */

@@ -46,7 +46,8 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->sampler_keep_pins = false;
 	cfg->taskstats_interval_ms = 1000;
 	cfg->sampler_pin_root = strdup("/sys/fs/bpf/vmact");
-	/* §5.2: the Neon agent scrapes system metrics every 5 s. */
+	/* The Neon agent scrapes system metrics every 5 s (doc/protocols.md,
+	 * "Metrics inputs"). */
 	cfg->sampler_interval_ms = 5000;
 	/* doc/policy.md: the reactive policy by default; vCPUs stay plugged
 	 * when a VM shrinks, since an unplug can lose the way back up

@@ -25,8 +25,8 @@
 
 /* Overcommit factor in thousandths: 1000 = ×1.0 (vmact's default: a VM
  * given 250m gets exactly 25 ms of CPU per 100 ms), 4000 = ×4 (what Neon's
- * neonvm-runner used, neon-protocols.md §4.3: the exact limit was found too
- * pessimistic because QEMU's own threads share it). Below 1000 the host
+ * neonvm-runner used, doc/protocols.md, "Runner cgroup quota": the exact
+ * limit was found too pessimistic because QEMU's own threads share it). Below 1000 the host
  * gives a VM less than it was granted. Range ×0.01 … ×100, the same as the
  * configuration key cgroup.cpu_quota_overcommit. */
 #define ACT_CPU_OVERCOMMIT_DEFAULT 1000U

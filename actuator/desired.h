@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Desired resources (neon-protocols.md §5.5): goal compute units plus the
+/* Desired resources (doc/protocols.md, "Desired resources"): goal compute units plus the
  * vm-monitor's requested-upscale and denied-downscale floors, bounded by the
  * VM's min/max. Pure; the clock is the caller's monotonic `now`. */
 #pragma once

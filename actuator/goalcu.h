@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Goal compute units (neon-protocols.md §5.4): how many compute units the
+/* Goal compute units (doc/protocols.md, "Goal compute units"): how many compute units the
  * metrics ask for. Pure arithmetic; warnings are collected as static
  * strings the caller may log. */
 #pragma once
@@ -24,7 +24,8 @@ void act_warn(struct act_warnings *w, const char *msg);
 #define ACT_WARN_MISSING_METRICS "Making scaling decision without all required metrics available"
 #define ACT_WARN_NOT_ENOUGH_WSS "not enough working set size values to make scaling determination"
 
-/* host metrics as derived in §5.2 (memory usage already includes the 100 MiB). */
+/* host metrics as derived in doc/protocols.md, "Metrics inputs" (memory
+ * usage already includes the 100 MiB). */
 struct act_system_metrics {
 	double load1, load5;
 	double memory_usage_bytes;
@@ -32,8 +33,9 @@ struct act_system_metrics {
 	/* The host could not read the guest's memory (vmactd: no balloon
 	 * statistics). The two memory fields are then ignored, the goal has
 	 * no memory part and the metrics count as incomplete, so desired
-	 * resources never go below usage (§5.5 step 5): CPU still scales up,
-	 * nothing scales down. */
+	 * resources never go below usage (doc/protocols.md,
+	 * "Desired resources", step 5): CPU still scales up, nothing scales
+	 * down. */
 	bool memory_absent;
 };
 

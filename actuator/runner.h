@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The per-VM executor (the Neon agent's Runner and its executors,
- * neon-protocols.md §5.1, §5.6): owns the scaling core's state
+ * doc/protocols.md, "Per-VM runner" and "Next actions"): owns the scaling core's state
  * (actuator/actions.h), feeds it metrics and results, and carries out the
  * actions it asks for through the components:
  *

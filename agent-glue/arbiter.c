@@ -177,8 +177,9 @@ static void set_reserved(struct ag_arbiter *a, struct pod *p, struct vmact_resou
 	p->reserved = r;
 }
 
-/* One resource of §1.4's reconcilePod, the ceiling being the watermark
- * rather than the total. Returns the new reservation; *pressure gets what
+/* One resource of the HEAD plugin's reconcilePod (doc/protocols.md,
+ * "Permit computation"), the ceiling being the watermark rather than the
+ * total. Returns the new reservation; *pressure gets what
  * stays ungranted. */
 static uint64_t reconcile(uint64_t reserved, uint64_t requested, uint64_t node_reserved,
 			  uint64_t watermark, uint64_t unit, uint64_t *pressure)
@@ -200,7 +201,8 @@ static uint64_t reconcile(uint64_t reserved, uint64_t requested, uint64_t node_r
 
 /* Recomputes which pods would be migrated: while reservations exceed the
  * watermark, pods oldest first, skipping any whose reservation alone
- * exceeds the watermark (§1.4, migration.go). */
+ * exceeds the watermark (doc/protocols.md, "Permit computation";
+ * Neon's migration.go). */
 static void select_migrations(struct ag_arbiter *a)
 {
 	uint64_t over_cpu = sat_sub(a->reserved_cpu, a->watermark.milli_cpu);
@@ -266,7 +268,8 @@ static void range_string(const struct ag_arbiter *a, char *buf, size_t len)
 }
 
 /* Below 2.0 permits must be whole CPUs: the legacy plugin multiplied its
- * unit by 2, 3, ... until the CPU part was integral (§1.2). */
+ * unit by 2, 3, ... until the CPU part was integral
+ * (doc/protocols.md, "Plugin versions"). */
 static struct vmact_resources unit_for(const struct ag_arbiter *a, enum ag_plugin_version v,
 				    const struct ag_agent_request *req)
 {

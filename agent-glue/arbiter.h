@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Node-local arbiter: the scheduler plugin's side of the agent protocol
- * (neon-protocols.md §1) for hosts without a Kubernetes scheduler.
+ * (doc/protocols.md, "Scheduler plugin protocol") for hosts without a Kubernetes scheduler.
  *
  * It answers every protocol version 1.0 .. 5.0 with the status codes and
- * text bodies of the real plugins (§1.3; legacy wording below 4.0 §1.5)
- * over a model of one node:
+ * text bodies of the real plugins (doc/protocols.md, "HEAD plugin answers";
+ * legacy wording below 4.0: "Legacy plugins") over a model of one node:
  *   total     = (capacity - reserve) x overcommit
  *   watermark = floor(total x watermark fraction), per resource
  * Decreases are granted at once. Increases are granted in whole compute
  * units up to the watermark (the exact remainder when the rest of the
- * request is smaller than that), CPU and memory independently (§1.4); what
- * cannot be granted is recorded as pressure. When reservations exceed the
+ * request is smaller than that), CPU and memory independently
+ * (doc/protocols.md, "Permit computation"); what cannot be granted is
+ * recorded as pressure. When reservations exceed the
  * watermark (a pod registering at its current size, a restart restoring
  * reservations) growth is refused and the pods that would be migrated,
  * oldest first, are reported (and get "migrate": {} in their responses,
  * as the legacy plugins sent).
  *
- * An unknown pod is registered at its lastPermit (restart recovery, §1.5)
+ * An unknown pod is registered at its lastPermit (restart
+ * recovery, doc/protocols.md, "Legacy plugins")
  * or, without one, at the resources it reports using; pods not heard from
  * for pod_ttl are forgotten.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's side of the retired agent <-> VM informant protocol
- * (neon-protocols.md §3), non-blocking on sd-event: a client for the
+ * (doc/protocols.md, "Informant protocol"), non-blocking on sd-event: a client for the
  * informant's endpoints (/register, /health-check, /downscale, /upscale,
  * /unregister) and the agent's own per-registration HTTP server (/id,
  * /suspend, /resume, /try-upscale).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Codecs of the retired agent <-> VM informant HTTP protocol v1.0-v2.0
- * (neon-protocols.md §3). Decoders follow Go's encoding/json as the real
+ * (doc/protocols.md, "Informant protocol"). Decoders follow Go's encoding/json as the real
  * peers use it: keys match case-insensitively, unknown keys are ignored,
  * but every field the type has must be present and well-typed: nothing is
  * silently defaulted, and errors name the offending field. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The agent's side of the vm-monitor connection (neon-protocols.md §2.5,
- * §2.7), on the daemon's sd-event loop.
+/* The agent's side of the vm-monitor connection (doc/protocols.md,
+ * "Monitor calls" and "Monitor health and reconnect"), on the daemon's sd-event loop.
  *
  * Transport: a websocket (agent-glue/ws-client.h) either over TCP to
  * ws://HOST:PORT/monitor, or over a unix stream socket, typically the host
@@ -41,7 +41,7 @@ struct ag_mon_client_config {
 	uint16_t port;         /* 0 = AG_MON_DEFAULT_PORT (10301) */
 	const char *unix_path; /* unix stream socket to connect to */
 	const char *path;      /* HTTP path, NULL = "/monitor" */
-	/* 0 = the Go agent's default (neon-protocols.md §5.8). */
+	/* 0 = the Go agent's default (doc/protocols.md, "Agent timing defaults"). */
 	uint64_t connect_timeout_usec;       /* 4 s: dial + upgrade + version */
 	uint64_t response_timeout_usec;      /* 5 s: per request */
 	uint64_t health_interval_usec;       /* 5 s */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Agent <-> vm-monitor protocol v1.0 codec (neon-protocols.md §2).
+/* Agent <-> vm-monitor protocol v1.0 codec (doc/protocols.md, "vm-monitor protocol").
  *
  * The two directions use different envelopes: the agent sends adjacently
  * tagged frames {"content":{...},"type":T,"id":N}; the monitor answers with

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* neonvm-runner HTTP API bodies (neon-protocols.md §4.1): VCPUChange, the
+/* neonvm-runner HTTP API bodies (doc/protocols.md, "Runner CPU API"): VCPUChange, the
  * body of POST /cpu_change, and VCPUCgroup, the answer of GET /cpu_current.
  * Both are a single Go field `VCPUs MilliCPU` without a json tag, so the key
  * is literally "VCPUs" (any case decodes) and the value uses the MilliCPU
- * encoding of §0.1. */
+ * encoding (doc/protocols.md, "Quantities"). */
 #pragma once
 
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The agent's side of the scheduler-plugin protocol (neon-protocols.md
- * §1.1, §1.6): POST an AgentRequest, get a validated permit or a failure,
- * without blocking the event loop.
+/* The agent's side of the scheduler-plugin protocol (doc/protocols.md,
+ * "Plugin transport" and "Permit checks"): POST an AgentRequest, get a
+ * validated permit or a failure, without blocking the event loop.
  *
  * Version negotiation: the client starts at the configured version
  * (default 5.0). When the plugin answers 400 "protocol version mismatch:

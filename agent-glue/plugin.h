@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Agent <-> scheduler plugin codec (neon-protocols.md §1), every protocol
+/* Agent <-> scheduler plugin codec (doc/protocols.md, "Scheduler plugin protocol"), every protocol
  * version 1.0 .. 5.0, both directions: the agent encodes AgentRequest and
  * decodes PluginResponse; the node-local arbiter does the reverse.
  *
@@ -17,7 +17,7 @@
 #include "base/error.h"
 #include "agent-glue/quantity.h"
 
-/* Ordinal wire values (§0.3): v5.0 is 7 on the wire. */
+/* Ordinal wire values (doc/protocols.md, "Wire version numbers"): v5.0 is 7 on the wire. */
 enum ag_plugin_version {
 	AG_PLUGIN_V1_0 = 1,
 	AG_PLUGIN_V1_1 = 2,
@@ -31,7 +31,7 @@ enum ag_plugin_version {
 #define AG_PLUGIN_VERSION_MAX AG_PLUGIN_V5_0
 
 #define AG_PLUGIN_DEFAULT_PORT 10299
-/* The plugin reads at most this much of a request body (§1.1). */
+/* The plugin reads at most this much of a request body (doc/protocols.md, "Plugin transport"). */
 #define AG_PLUGIN_MAX_BODY 1024
 /* Longest namespace / pod name the codec carries. k8s allows 63 / 253,
  * but vmact names pods after libvirt domains, which may be longer; the
@@ -47,7 +47,7 @@ const char *ag_plugin_version_format(int v);
  * "<invalid: zero>", "<unknown = v5.0 + 2>". Returns buf. */
 const char *ag_plugin_version_string(long long v, char *buf, size_t len);
 
-/* Version gates, named after the Go helpers (§1.2). */
+/* Version gates, named after the Go helpers (doc/protocols.md, "Plugin versions"). */
 bool ag_plugin_allows_nil_metrics(enum ag_plugin_version v);        /* >= 1.1 */
 bool ag_plugin_supports_fractional_cpu(enum ag_plugin_version v);   /* >= 2.0 */
 bool ag_plugin_sends_last_permit(enum ag_plugin_version v);         /* >= 2.1 */
@@ -116,8 +116,9 @@ int ag_plugin_response_decode(enum ag_plugin_version v, const json_t *j, uint64_
  * Returns a malloc()ed string or NULL. */
 char *ag_plugin_dumps(const json_t *msg);
 
-/* What the agent checks before accepting a permit (§1.6): no zero field, no
- * field above what was requested, no field below current usage. */
+/* What the agent checks before accepting a permit (doc/protocols.md,
+ * "Permit checks"): no zero field, no field above what was requested, no
+ * field below current usage. */
 int ag_plugin_permit_validate(const struct vmact_resources *permit,
 			      const struct vmact_resources *requested,
 			      const struct vmact_resources *current, struct vmact_err *err);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Kubernetes resource quantities as the Neon Go peers marshal them
- * (neon-protocols.md §0.1), and the Resources pair every protocol carries.
+ * (doc/protocols.md, "Quantities"), and the Resources pair every protocol carries.
  *
  * Contract shared by every protocol codec; implemented in quantity.c. */
 #pragma once

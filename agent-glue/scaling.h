@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The per-VM scaling configuration surface (neon-protocols.md §6.2–§6.4):
+/* The per-VM scaling configuration surface (doc/protocols.md,
+ * "ScalingBounds", "ScalingConfig" and "VmInfo"):
  * ScalingConfig (agent default config and the autoscaling.neon.tech/config
  * annotation), ScalingBounds (autoscaling.neon.tech/bounds) and VmInfo.
  *
@@ -50,7 +51,8 @@ struct ag_scaling_overrides {
 	struct ag_scaling_config v;
 };
 
-/* The agent defaults shipped in autoscaler-agent/config_map.yaml (§5.3). */
+/* The agent defaults shipped in autoscaler-agent/config_map.yaml
+ * (doc/protocols.md, "Scaling config defaults"). */
 void ag_scaling_config_defaults(struct ag_scaling_config *out);
 
 /* Decode flags. */
@@ -96,8 +98,9 @@ int ag_scaling_config_effective(const struct ag_scaling_config *defaults,
 				const struct ag_scaling_overrides *o, struct ag_scaling_config *out,
 				struct vmact_err *err);
 
-/* ScalingBounds (§6.2), in internal units: CPU in milli-CPUs, memory in
- * bytes, both as given by the annotation (before slot rounding). */
+/* ScalingBounds (doc/protocols.md, "ScalingBounds"), in internal units:
+ * CPU in milli-CPUs, memory in bytes, both as given by the annotation
+ * (before slot rounding). */
 struct ag_scaling_bounds {
 	struct vmact_resources min, max;
 };
@@ -110,7 +113,7 @@ json_t *ag_scaling_bounds_encode(const struct ag_scaling_bounds *b);
 int ag_scaling_bounds_validate(const struct ag_scaling_bounds *b, uint64_t slot_bytes,
 			       struct vmact_err *err);
 
-/* VmInfo (§6.4). */
+/* VmInfo (doc/protocols.md, "VmInfo"). */
 #define AG_VM_NAME_MAX 253      /* DNS subdomain (k8s object names) */
 #define AG_VM_NAMESPACE_MAX 63  /* DNS label */
 

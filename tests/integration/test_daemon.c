@@ -784,7 +784,7 @@ static void inf_cmd(const char *line)
 		    write(fx.inf_peer.proc.in_fd, "\n", 1) == 1);
 }
 
-/* The legacy informant in place of the vm-monitor (neon-protocols.md §3),
+/* The legacy informant in place of the vm-monitor (doc/protocols.md, "Informant protocol"),
  * against the independent Node informant (tests/peers/informant.js) on
  * loopback: guest C's metadata names it with <vmact:informant>. vmactd's
  * agent registers (the informant calls GET /id back, then POST /resume);

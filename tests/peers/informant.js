@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // An independent VM informant (agent <-> informant protocol v1.0-v2.0,
-// neon-protocols.md §3) for vmact's interop tests, on Node's plain `http`
+// doc/protocols.md, "Informant protocol") for vmact's interop tests, on Node's plain `http`
 // module: no code shared with vmact's protocol stack. It behaves like the
 // v0.10 informant: validates versions (400), rejects duplicate agent IDs
 // (409), calls the agent's GET /id back (250 ms) before answering

@@ -3,8 +3,9 @@
 //
 // An agent-side peer for vmact's arbiter, on Node's own HTTP client and
 // JSON: it encodes AgentRequests the way the Go agent marshals them
-// (neon-protocols.md §0.1, §1.2) and checks the arbiter's answers, so the
-// arbiter is tested against a protocol stack vmact did not write.
+// (doc/protocols.md, "Quantities" and "Plugin versions") and checks the
+// arbiter's answers, so the arbiter is tested against a protocol stack
+// vmact did not write.
 //
 // Usage: node plugin-agent.js PORT
 // Expects an arbiter with at least 16 CPUs / 64 GiB free, slot size 1 GiB

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // A stand-in for the HEAD Neon scheduler plugin's request endpoint
-// (neon-protocols.md §1.3-1.4), written on Node's own http stack so that
-// vmact's plugin client is tested against a peer whose HTTP and JSON
-// handling vmact did not write.
+// (doc/protocols.md, "HEAD plugin answers" and "Permit computation"),
+// written on Node's own http stack so that vmact's plugin client is tested
+// against a peer whose HTTP and JSON handling vmact did not write.
 //
 // It plays the HEAD plugin's observable quirks: only protocol 5.0 (400
 // "protocol version mismatch: need v5.0 but got vX"), text/plain error
@@ -56,7 +56,7 @@ function resources(r) {
 	if (!r || typeof r !== 'object') throw new Error('bad resources');
 	return { cpu: quantity(r.vCPUs, 1000), mem: quantity(r.mem, 1) };
 }
-// Go's MilliCPU and Bytes marshalling (§0.1).
+// Go's MilliCPU and Bytes marshalling (doc/protocols.md, "Quantities").
 function cpuJSON(milli) {
 	return milli % 1000 === 0 ? milli / 1000 : `${milli}m`;
 }
@@ -90,7 +90,7 @@ function reservedTotal(except) {
 	return { cpu, mem };
 }
 
-// §1.4 reconcilePod for one resource.
+// reconcilePod for one resource (doc/protocols.md, "Permit computation").
 function reconcile(reserved, requested, nodeReserved, total, unit) {
 	if (requested <= reserved) return requested;
 	const remaining = Math.max(0, total - nodeReserved);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: Apache-2.0
 //
-// A stand-in for Neon's vm-monitor (neon-protocols.md §2.6), written
+// A stand-in for Neon's vm-monitor (doc/protocols.md, "Monitor side"), written
 // independently of vmact's C code on the `ws` package, for vmact's tests.
 //
 // Usage: vm-monitor.js [--port N | --unix PATH] [options]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The next-actions state machine driven through the scenarios of the Go
- * agent's state tests (neon-protocols.md §5.9) with an injected clock: each
+ * agent's state tests (doc/protocols.md, "Agent test cases") with an injected clock: each
  * step either feeds an event or asserts the exact action set (targets,
  * lastPermit, metrics, Wait, warnings). Then property tests: random event
  * sequences never produce a hotplug beyond max/permit, below min, or down

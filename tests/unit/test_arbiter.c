@@ -128,8 +128,9 @@ static void test_error_statuses(void **state)
 	ag_arbiter_free(a);
 }
 
-/* §1.7 TestPodReconciling, factor 1 CPU / 4 GiB, node of 10 factors (with
- * the watermark at 1.0 the arbiter caps growth at the node's total). */
+/* Neon's TestPodReconciling (doc/protocols.md, "Plugin test cases"),
+ * factor 1 CPU / 4 GiB, node of 10 factors (with the watermark at 1.0 the
+ * arbiter caps growth at the node's total). */
 static void test_reconciling_like_head(void **state)
 {
 	struct ag_arbiter *a = make(10000, 40 * GiB, 1.0, 0);

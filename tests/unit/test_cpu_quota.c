@@ -32,7 +32,7 @@ static const struct conv_case conv_cases[] = {
 	{ 1500, 1000, 100000, 0, 150000, 100000, false, NULL },
 	{ 333, 1000, 100000, 0, 33300, 100000, false, NULL },
 	{ 16000, 1000, 100000, 0, 1600000, 100000, false, NULL },
-	/* Neon's runner factor ×4 (neon-protocols.md §4.3 examples) */
+	/* Neon's runner factor ×4 (examples in doc/protocols.md, "Runner cgroup quota") */
 	{ 250, 4000, 100000, 0, 100000, 100000, false, NULL },
 	{ 1000, 4000, 100000, 0, 400000, 100000, false, NULL },
 	{ 1500, 4000, 100000, 0, 600000, 100000, false, NULL },

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Goal compute units, the working-set estimator and desired resources,
- * table-driven from the Go agent's tests (neon-protocols.md §5.9), plus the
+ * table-driven from the Go agent's tests (doc/protocols.md, "Agent test cases"), plus the
  * inputs on which the Go agent panics or wraps. */
 #include <errno.h>
 #include <math.h>
@@ -82,7 +82,7 @@ static void test_goal_no_metrics(void **state)
 	assert_int_equal(w.n, 1);
 }
 
-/* §5.9 "derived sanity examples" with the production defaults. */
+/* The production-default examples of doc/protocols.md, "Agent test cases". */
 static void test_goal_production_defaults(void **state)
 {
 	static const struct {
@@ -122,8 +122,9 @@ static const double lfc_series[] = {
 	250000, 300000, 350000, 375000, 400000, 415000, 425000, 430000, 435000, 435000,
 };
 
-/* The §5.9 hand check: estimate 190000 pages, projection 200000 pages,
- * 1 638 400 000 B / 0.75 / 1 GiB = 2.03 CU -> 3. */
+/* The LFC hand check of doc/protocols.md, "Agent test cases": estimate
+ * 190000 pages, projection 200000 pages, 1 638 400 000 B / 0.75 / 1 GiB
+ * = 2.03 CU -> 3. */
 static void test_goal_lfc(void **state)
 {
 	struct ag_scaling_config cfg;

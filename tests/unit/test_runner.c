@@ -108,10 +108,10 @@ static void test_meta_scaling(void **state)
 	assert_non_null(strstr(err.msg, "memoryUsageFractionTarget"));
 }
 
-/* §3.4: only a running agent may scale down (with the informant's
- * approval); a suspended one must not resize at all until /resume; one
- * without a confirmed registration scales up only, like a VM without a
- * vm-monitor. */
+/* As doc/protocols.md, "Informant lifecycle" has it: only a running
+ * agent may scale down (with the informant's approval); a suspended one
+ * must not resize at all until /resume; one without a confirmed
+ * registration scales up only, like a VM without a vm-monitor. */
 static void test_informant_gate(void **state)
 {
 	struct act_inf_gate g;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ScalingConfig, ScalingBounds and VmInfo codecs (neon-protocols.md §6). */
+/* ScalingConfig, ScalingBounds and VmInfo codecs (doc/protocols.md, "VM configuration surface"). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,7 +91,7 @@ static void test_overrides_decode(void **state)
 	struct ag_scaling_overrides o;
 	struct ag_scaling_config d, c;
 
-	/* §6.3 example */
+	/* the example of doc/protocols.md, "ScalingConfig" */
 	overrides_ok("{\"loadAverageFractionTarget\":0.7,\"enableLFCMetrics\":true,"
 		     "\"lfcToMemoryRatio\":0.75}", &o);
 	assert_int_equal(o.set, AG_SC_LOAD_AVERAGE_FRACTION_TARGET | AG_SC_ENABLE_LFC_METRICS |
@@ -235,7 +235,7 @@ static void test_bounds(void **state)
 	_cleanup_(json_decrefp) json_t *e = NULL;
 	_cleanup_free_ char *s = NULL;
 
-	/* the two literals of §6.2 */
+	/* the two literals of doc/protocols.md, "ScalingBounds" */
 	bounds_ok("{\"min\": {\"cpu\": \"250m\", \"mem\": \"1Gi\"}, \"max\": {\"cpu\": 1, \"mem\": \"4Gi\"}}", &b);
 	assert_int_equal(b.min.milli_cpu, 250);
 	assert_int_equal(b.min.mem_bytes, GiB);
