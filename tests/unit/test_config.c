@@ -178,18 +178,39 @@ static void test_file(void **state)
 	act_config_free(&cfg);
 }
 
-/* The shipped example must stay valid (tests run from the top directory). */
+/* The shipped example must stay valid (tests run from the top directory),
+ * and everything that decides how VMs scale must be the defaults, which
+ * test_daemon shows scaling a busy VM up, an idle one down and up again:
+ * only host memory is reserved. */
 static void test_example(void **state)
 {
 	struct vmact_err err = { 0 };
-	struct act_config cfg;
+	struct act_config cfg, def;
 
 	(void)state;
 	act_config_defaults(&cfg);
+	act_config_defaults(&def);
 	if (act_config_load("actuator/vmactd.json.example", true, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 1000);
+	assert_int_equal(cfg.cpu_policy, def.cpu_policy);
+	assert_int_equal(cfg.cpu_shrink, def.cpu_shrink);
+	assert_int_equal(cfg.policy_tick_ms, def.policy_tick_ms);
+	assert_int_equal(cfg.sampler_interval_ms, def.sampler_interval_ms);
+	assert_int_equal(cfg.plugin_mode, def.plugin_mode);
+	assert_true(cfg.arbiter_watermark == def.arbiter_watermark);
+	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 0);
+	assert_true(cfg.arbiter_overcommit_cpu == def.arbiter_overcommit_cpu);
+	assert_true(cfg.cpu_quota_overcommit == def.cpu_quota_overcommit);
+	assert_int_equal(cfg.compute_unit.milli_cpu, def.compute_unit.milli_cpu);
+	assert_int_equal(cfg.compute_unit.mem_bytes, def.compute_unit.mem_bytes);
+	assert_true(cfg.scaling.load_average_fraction_target ==
+		    def.scaling.load_average_fraction_target);
+	assert_true(cfg.scaling.memory_usage_fraction_target ==
+		    def.scaling.memory_usage_fraction_target);
+	assert_int_equal(cfg.scaling.enable_lfc_metrics, def.scaling.enable_lfc_metrics);
+	assert_int_equal(cfg.arbiter_reserve_mem_bytes, 1ULL << 30);
 	act_config_free(&cfg);
+	act_config_free(&def);
 }
 
 int main(void)
