@@ -31,7 +31,9 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->plugin_url = strdup("http://127.0.0.1:10299/");
 	cfg->plugin_version = strdup("5.0");
 	cfg->plugin_timeout_ms = 10000;
-	cfg->arbiter_listen = strdup("127.0.0.1:10299");
+	/* Opt-in (issue: a local user filling a loopback listener stopped
+	 * all scaling): vmactd's own VMs reach the arbiter in-process. */
+	cfg->arbiter_listen = strdup("");
 	cfg->arbiter_watermark = 0.9;
 	cfg->arbiter_reserve_milli_cpu = 0;
 	cfg->arbiter_reserve_mem_bytes = 0;
@@ -297,9 +299,14 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 		if (ag_plugin_version_parse(cfg->plugin_version, &v, err) < 0)
 			return vmact_err_prefix(err, "plugin.version");
 	}
-	if (cfg->plugin_mode == ACT_PLUGIN_ARBITER && strncmp(cfg->arbiter_listen, "unix:", 5) == 0)
-		return vmact_err_set(err, EINVAL, "arbiter.listen: vmactd's own VMs reach the "
-				     "embedded arbiter over TCP: give ADDR:PORT");
+	/* Only other Neon agents use the listener (vmactd's own VMs call the
+	 * arbiter in-process): any address the operator chooses, or none. */
+	if (cfg->arbiter_listen[0]) {
+		struct vmact_listen l;
+
+		if (vmact_listen_parse(cfg->arbiter_listen, true, &l, err) < 0)
+			return vmact_err_prefix(err, "arbiter.listen");
+	}
 	r = check_informant_listen(cfg, err);
 	if (r < 0)
 		return r;

@@ -272,6 +272,7 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 		.cg = reg->have_cg ? &reg->cg : NULL,
 		.sampler = o->sampler,
 		.plugin_url = o->plugin_url,
+		.arbiter = o->arbiter,
 		.metrics_interval_usec = (uint64_t)o->cfg->sampler_interval_ms * 1000u,
 		.policy_tick_usec = (uint64_t)o->cfg->policy_tick_ms * 1000u,
 		.find = find_runner,

@@ -9,6 +9,8 @@
  * metadata is edited again. */
 #pragma once
 
+struct ag_arbiter;
+
 #include <stdbool.h>
 
 #include <systemd/sd-event.h>
@@ -22,7 +24,8 @@ struct smp_sampler;
 struct act_registry_opts {
 	sd_event *event;
 	const struct act_config *cfg;
-	const char *plugin_url;        /* where runners send plugin requests */
+	const char *plugin_url;        /* plugin.mode remote: where runners send plugin requests */
+	struct ag_arbiter *arbiter;    /* else: the embedded arbiter, called in-process */
 	struct smp_sampler *sampler;   /* may be NULL */
 	/* Called after every change of the managed set and after each full
 	 * sync (first: the first sync finished). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "actuator/runner-internal.h"
+#include "agent-glue/arbiter.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/plugin-client.h"
 #include "base/log.h"
@@ -19,8 +20,12 @@ int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
 	int ret;
 
 	ret = ag_plugin_version_parse(r->env->cfg->plugin_version, &pc.version, err);
-	if (ret >= 0)
-		ret = ag_http_client_new(r->env->event, &r->http, err);
+	if (ret < 0)
+		return ret;
+	if (r->env->arbiter)
+		return ag_plugin_client_new_local(r->env->event, ag_arbiter_local, r->env->arbiter,
+						  &pc, &r->plugin, err);
+	ret = ag_http_client_new(r->env->event, &r->http, err);
 	if (ret >= 0)
 		ret = ag_plugin_client_new(r->http, &pc, &r->plugin, err);
 	return ret;

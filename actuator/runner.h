@@ -34,6 +34,7 @@
 #include "hotplug/hotplug.h"
 
 struct smp_sampler;
+struct ag_arbiter;
 
 /* ---- the VM's config ------------------------------------------------ */
 
@@ -54,7 +55,8 @@ struct act_runner_env {
 	const struct act_config *cfg;
 	struct act_cg *cg;                /* NULL: no cpu controller found */
 	struct smp_sampler *sampler;      /* NULL: no load metrics */
-	const char *plugin_url;           /* http://HOST:PORT/ */
+	const char *plugin_url;           /* http://HOST:PORT/ (plugin.mode remote) */
+	struct ag_arbiter *arbiter;       /* else the embedded arbiter, in-process */
 	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
 	uint64_t metrics_interval_usec;
 	uint64_t policy_tick_usec;        /* policy.tick_ms */

@@ -56,8 +56,10 @@ static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 		 ev->migrate ? ", above the watermark: would migrate" : "");
 }
 
-/* The node-local arbiter answers this host's agents (vmactd's own and any
- * other Neon agent) when no Kubernetes scheduler plugin is in charge. */
+/* The node-local arbiter answers this host's agents when no Kubernetes
+ * scheduler plugin is in charge: vmactd's own runners in-process (no
+ * socket another local user could fill), other Neon agents over HTTP
+ * only where arbiter.listen says (opt-in). */
 static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag_arbiter **out,
 			 struct vmact_err *err)
 {
@@ -78,7 +80,9 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 	if (r < 0)
 		return r;
 	ag_arbiter_on_event(a, on_arbiter_event, NULL);
-	r = ag_arbiter_listen(a, loop, cfg->arbiter_listen, err);
+	r = ag_arbiter_attach(a, loop, err);
+	if (r >= 0 && cfg->arbiter_listen[0])
+		r = ag_arbiter_listen(a, loop, cfg->arbiter_listen, err);
 	if (r < 0) {
 		ag_arbiter_free(a);
 		return r;
@@ -86,31 +90,12 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 	ag_arbiter_totals(a, &t);
 	vmact_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
 	vmact_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
-	log_info("arbiter: listening on %s (port %u), capacity %s CPU / %s", cfg->arbiter_listen,
-		 ag_arbiter_port(a), c, m);
+	if (cfg->arbiter_listen[0])
+		log_info("arbiter: in-process, and listening on %s (port %u), capacity %s CPU / %s",
+			 cfg->arbiter_listen, ag_arbiter_port(a), c, m);
+	else
+		log_info("arbiter: in-process, capacity %s CPU / %s", c, m);
 	*out = a;
-	return 0;
-}
-
-/* Where vmactd's own runners send plugin requests. */
-static int plugin_url(const struct act_config *cfg, const struct ag_arbiter *arbiter, char *buf,
-		      size_t len, struct vmact_err *err)
-{
-	struct vmact_listen l;
-	const char *host;
-
-	if (cfg->plugin_mode == ACT_PLUGIN_REMOTE) {
-		if (strlen(cfg->plugin_url) >= len)
-			return vmact_err_set(err, ENAMETOOLONG, "plugin.url: too long");
-		strcpy(buf, cfg->plugin_url);
-		return 0;
-	}
-	if (vmact_listen_parse(cfg->arbiter_listen, false, &l, err) < 0)
-		return vmact_err_prefix(err, "arbiter.listen");
-	/* A wildcard listener is reached over loopback. */
-	host = !l.wildcard ? l.host : l.family == AF_INET6 ? "::1" : "127.0.0.1";
-	if (ag_plugin_url(host, ag_arbiter_port(arbiter), buf, len) < 0)
-		return vmact_err_set(err, ENAMETOOLONG, "arbiter.listen: address too long");
 	return 0;
 }
 
@@ -192,7 +177,6 @@ int main(int argc, char **argv)
 	struct ag_arbiter *arbiter = NULL;
 	struct act_registry *registry = NULL;
 	struct smp_sampler *sampler = NULL;
-	char url[512];
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
 	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
@@ -269,19 +253,13 @@ int main(int argc, char **argv)
 		}
 	}
 
-	r = plugin_url(&cfg, arbiter, url, sizeof(url), &err);
-	if (r < 0) {
-		log_error("%s", err.msg);
-		ag_arbiter_free(arbiter);
-		act_config_free(&cfg);
-		return 1;
-	}
 	sampler = open_sampler(&cfg, loop);
 	{
 		struct act_registry_opts ro = {
 			.event = loop,
 			.cfg = &cfg,
-			.plugin_url = url,
+			.plugin_url = cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : NULL,
+			.arbiter = arbiter,
 			.sampler = sampler,
 			.changed = on_registry_changed,
 		};
@@ -295,7 +273,8 @@ int main(int argc, char **argv)
 		act_config_free(&cfg);
 		return 1;
 	}
-	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri, url);
+	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri,
+		 cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : "the embedded arbiter");
 	/* READY=1 follows the registry's first sync (on_registry_changed). */
 	r = sd_event_loop(loop);
 	act_registry_free(registry);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "base/time.h"
 
 struct pod {
 	char ns[AG_PLUGIN_NAME_MAX + 1];
@@ -471,10 +472,9 @@ static void on_request(void *ud, const struct ag_http_server_request *req,
 		       struct ag_http_server_reply *reply)
 {
 	struct ag_arbiter *a = ud;
-	uint64_t now = 0;
 
-	sd_event_now(a->ev, CLOCK_MONOTONIC, &now);
-	ag_arbiter_handle(a, req->method, req->body, req->body_len, now, reply);
+	ag_arbiter_handle(a, req->method, req->body, req->body_len, vmact_loop_now_usec(a->ev),
+			  reply);
 }
 
 static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
@@ -484,6 +484,31 @@ static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
 	ag_arbiter_expire(a, usec);
 	sd_event_source_set_time(s, usec + a->cfg.pod_ttl_usec / 4);
 	return sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
+{
+	uint64_t now;
+	int r;
+
+	if (a->ev)
+		return 0;
+	a->ev = sd_event_ref(ev);
+	sd_event_now(ev, CLOCK_MONOTONIC, &now);
+	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + a->cfg.pod_ttl_usec / 4, 0,
+			      on_expiry, a);
+	if (r < 0)
+		return vmact_err_set(err, -r, "arbiter: expiry timer: %s", strerror(-r));
+	sd_event_source_set_enabled(a->expiry, SD_EVENT_ON);
+	return 0;
+}
+
+void ag_arbiter_local(void *userdata, const char *body, size_t len,
+		      struct ag_http_server_reply *reply)
+{
+	struct ag_arbiter *a = userdata;
+
+	ag_arbiter_handle(a, "POST", body, len, vmact_loop_now_usec(a->ev), reply);
 }
 
 int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
@@ -499,22 +524,14 @@ int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 		.idle_timeout_sec = 30,
 		.request_timeout_usec = a->cfg.request_timeout_usec,
 	};
-	uint64_t now;
 	int r;
 
 	if (a->srv)
 		return vmact_err_set(err, EBUSY, "arbiter: already listening");
-	r = ag_http_server_new(ev, &hc, on_request, a, &a->srv, err);
+	r = ag_arbiter_attach(a, ev, err);
 	if (r < 0)
 		return r;
-	a->ev = sd_event_ref(ev);
-	sd_event_now(ev, CLOCK_MONOTONIC, &now);
-	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + a->cfg.pod_ttl_usec / 4, 0,
-			      on_expiry, a);
-	if (r < 0)
-		return vmact_err_set(err, -r, "arbiter: expiry timer: %s", strerror(-r));
-	sd_event_source_set_enabled(a->expiry, SD_EVENT_ON);
-	return 0;
+	return ag_http_server_new(ev, &hc, on_request, a, &a->srv, err);
 }
 
 unsigned ag_arbiter_port(const struct ag_arbiter *a)

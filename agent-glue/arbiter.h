@@ -97,6 +97,13 @@ void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 		   struct vmact_resources *reserved, struct vmact_resources *pressure);
 
+/* Puts the arbiter on the loop: idle pods expire. */
+int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err);
+/* The protocol in-process, for ag_plugin_client_new_local(): a POST of
+ * body, answered at the loop's time (attach first). */
+void ag_arbiter_local(void *userdata, const char *body, size_t len,
+		      struct ag_http_server_reply *reply);
+
 /* Serves the protocol on the loop (1 KiB body limit answered "bad JSON",
  * slow requests cut after request_timeout) and expires idle pods. listen is
  * "ADDR:PORT" or "unix:PATH". One listener per arbiter. */

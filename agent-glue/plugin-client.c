@@ -15,6 +15,9 @@ struct pending {
 	struct ag_plugin_client *pc;
 	VMACT_LIST_FIELDS(struct pending, pending);
 	struct ag_http_call *call;
+	sd_event_source *defer;   /* in-process: the answer's turn on the loop */
+	char *body;               /* in-process: the request body */
+	size_t body_len;
 	struct ag_agent_request req;
 	bool has_current;
 	struct vmact_resources current;
@@ -26,6 +29,9 @@ struct pending {
 
 struct ag_plugin_client {
 	struct ag_http_client *http;
+	sd_event *ev;              /* in-process transport, else NULL */
+	ag_plugin_local_fn *local;
+	void *local_ud;
 	char *url;
 	enum ag_plugin_version configured, version;
 	uint64_t timeout, slot_bytes;
@@ -47,14 +53,12 @@ int ag_plugin_url(const char *host, unsigned port, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 
-int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_client_config *cfg,
-			 struct ag_plugin_client **out, struct vmact_err *err)
+static int client_new(const struct ag_plugin_client_config *cfg, struct ag_plugin_client **out,
+		      struct vmact_err *err)
 {
 	struct ag_plugin_client *pc;
-	enum ag_plugin_version v = cfg && cfg->version ? cfg->version : AG_PLUGIN_V5_0;
+	enum ag_plugin_version v = cfg->version ? cfg->version : AG_PLUGIN_V5_0;
 
-	if (!http || !cfg || !cfg->url || !out)
-		return vmact_err_set(err, EINVAL, "plugin client: http client and url required");
 	if (!ag_plugin_version_valid((int)v))
 		return vmact_err_set(err, EINVAL, "plugin client: invalid protocol version %d", (int)v);
 	if (!ag_plugin_memory_as_bytes(v) && !cfg->slot_bytes)
@@ -66,12 +70,53 @@ int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_cli
 		free(pc);
 		return vmact_err_set(err, ENOMEM, "plugin client: out of memory");
 	}
-	pc->http = http;
 	pc->configured = pc->version = v;
 	pc->timeout = cfg->timeout_usec ? cfg->timeout_usec : AG_PLUGIN_DEFAULT_TIMEOUT_USEC;
 	pc->slot_bytes = cfg->slot_bytes;
 	*out = pc;
 	return 0;
+}
+
+int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_client_config *cfg,
+			 struct ag_plugin_client **out, struct vmact_err *err)
+{
+	int r;
+
+	if (!http || !cfg || !cfg->url || !out)
+		return vmact_err_set(err, EINVAL, "plugin client: http client and url required");
+	r = client_new(cfg, out, err);
+	if (r >= 0)
+		(*out)->http = http;
+	return r;
+}
+
+int ag_plugin_client_new_local(sd_event *ev, ag_plugin_local_fn *fn, void *fn_userdata,
+			       const struct ag_plugin_client_config *cfg,
+			       struct ag_plugin_client **out, struct vmact_err *err)
+{
+	struct ag_plugin_client_config c;
+	int r;
+
+	if (!ev || !fn || !cfg || !out)
+		return vmact_err_set(err, EINVAL, "plugin client: loop and local handler required");
+	c = *cfg;
+	if (!c.url)
+		c.url = "local:";
+	r = client_new(&c, out, err);
+	if (r >= 0) {
+		(*out)->ev = sd_event_ref(ev);
+		(*out)->local = fn;
+		(*out)->local_ud = fn_userdata;
+	}
+	return r;
+}
+
+static void pending_free(struct pending *p)
+{
+	ag_http_call_cancel(p->call);
+	sd_event_source_disable_unref(p->defer);
+	free(p->body);
+	free(p);
 }
 
 void ag_plugin_client_free(struct ag_plugin_client *pc)
@@ -82,10 +127,10 @@ void ag_plugin_client_free(struct ag_plugin_client *pc)
 		struct pending *p = pc->pending;
 
 		VMACT_LIST_REMOVE(pending, pc->pending, p);
-		ag_http_call_cancel(p->call);
-		free(p);
+		pending_free(p);
 	}
 	free(pc->url);
+	sd_event_unref(pc->ev);
 	free(pc);
 }
 
@@ -185,7 +230,7 @@ static void complete(struct pending *p, int error, long status, const char *msg,
 		res.response = *resp;
 	VMACT_LIST_REMOVE(pending, p->pc->pending, p);
 	p->cb(p->userdata, &res);
-	free(p);
+	pending_free(p);
 }
 
 static void on_http_done(void *ud, int rc, const struct ag_http_response *resp,
@@ -257,6 +302,28 @@ static void on_http_done(void *ud, int rc, const struct ag_http_response *resp,
 	complete(p, 0, resp->status, "ok", &out);
 }
 
+/* The in-process answer, on the loop's next turn. */
+static int on_local_turn(sd_event_source *s, void *ud)
+{
+	struct pending *p = ud;
+	struct ag_plugin_client *pc = p->pc;
+	struct ag_http_server_reply reply = { 0 };
+	struct ag_http_response resp;
+	_cleanup_free_ char *body = NULL;
+
+	p->defer = sd_event_source_disable_unref(p->defer);
+	pc->local(pc->local_ud, p->body, p->body_len, &reply);
+	body = reply.body;
+	resp = (struct ag_http_response){
+		.status = reply.status ? reply.status : 500,
+		.content_type = reply.content_type ? reply.content_type : "",
+		.body = body ? body : "",
+		.body_len = body ? reply.body_len : 0,
+	};
+	on_http_done(p, 0, &resp, NULL);
+	return 0;
+}
+
 static int send_pending(struct pending *p, struct vmact_err *err)
 {
 	struct ag_plugin_client *pc = p->pc;
@@ -278,6 +345,19 @@ static int send_pending(struct pending *p, struct vmact_err *err)
 				     "request body is %zu bytes but the plugin reads at most %d: shorten the "
 				     "pod name (%.64s/%.64s...)",
 				     len, AG_PLUGIN_MAX_BODY - 1, p->req.pod_namespace, p->req.pod_name);
+	p->sent_version = pc->version;
+	if (pc->local) {
+		int r;
+
+		free(p->body);
+		p->body_len = len;
+		p->body = TAKE_PTR(body);
+		r = sd_event_add_defer(pc->ev, &p->defer, on_local_turn, p);
+		if (r < 0)
+			return vmact_err_set(err, -r, "plugin client: cannot queue the request: %s",
+					     strerror(-r));
+		return 0;
+	}
 	hr.method = "POST";
 	hr.url = pc->url;
 	hr.content_type = "application/json";

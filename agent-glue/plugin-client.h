@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "agent-glue/http-client.h"
+#include "agent-glue/http-server.h"
 #include "agent-glue/plugin.h"
 
 struct ag_plugin_client;
@@ -56,6 +57,18 @@ typedef void ag_plugin_version_changed_fn(void *userdata, enum ag_plugin_version
 /* The client uses (does not own) an http client on the caller's loop. */
 int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_client_config *cfg,
 			 struct ag_plugin_client **out, struct vmact_err *err);
+/* In-process transport: the plugin's side is called directly (vmactd's
+ * embedded arbiter) with the request body and answers as it would over
+ * HTTP, so version negotiation, decoding and permit checks are the same;
+ * the answer is taken from the event loop (a defer source), never inside
+ * the request call. Nothing depends on a socket another local user could
+ * fill. */
+typedef void ag_plugin_local_fn(void *userdata, const char *body, size_t len,
+				struct ag_http_server_reply *reply);
+int ag_plugin_client_new_local(sd_event *ev, ag_plugin_local_fn *fn, void *fn_userdata,
+			       const struct ag_plugin_client_config *cfg,
+			       struct ag_plugin_client **out, struct vmact_err *err);
+
 /* Cancels pending requests without calling their callbacks. */
 void ag_plugin_client_free(struct ag_plugin_client *pc);
 

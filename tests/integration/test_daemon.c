@@ -533,7 +533,6 @@ static void daemon_autoscales(void **state)
 
 	snprintf(text, sizeof(text),
 		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
 		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
 		 "\"sampler\":{\"pin_root\":\"%s\"}}",
 		 PREFIX, (int)getpid(), (int)getpid(), fx.pins);
@@ -567,6 +566,11 @@ static void daemon_autoscales(void **state)
 		dump_log();
 		fail_msg("the metadata change on guest B was not re-read");
 	}
+
+	/* The embedded arbiter answers vmactd's own VMs in-process: no
+	 * listener unless the configuration asks for one. */
+	assert_int_equal(th_count_in_file(fx.log, "arbiter: in-process, capacity "), 1);
+	assert_int_equal(th_count_in_file(fx.log, "listening on"), 0);
 
 	/* From the start the VM is held to its size by the CFS quota. */
 	assert_int_equal(quota_milli(), 1000);
@@ -826,7 +830,6 @@ static void daemon_informant(void **state)
 
 	snprintf(text, sizeof(text),
 		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
 		 "\"informant\":{\"listen\":\"127.0.0.1:0\"},"
 		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
 		 "\"sampler\":{\"pin_root\":\"%s\"}}",

@@ -22,7 +22,8 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.libvirt_uri, "qemu:///system");
 	assert_int_equal(cfg.plugin_mode, ACT_PLUGIN_ARBITER);
 	assert_string_equal(cfg.plugin_version, "5.0");
-	assert_string_equal(cfg.arbiter_listen, "127.0.0.1:10299");
+	/* the listener for other agents is opt-in */
+	assert_string_equal(cfg.arbiter_listen, "");
 	assert_true(cfg.arbiter_watermark == 0.9);
 	assert_true(cfg.cpu_quota_overcommit == 1.0);
 	assert_int_equal(cfg.sampler_mode, ACT_SAMPLER_AUTO);
@@ -131,7 +132,7 @@ static void test_errors(void **state)
 		{ "{\"sampler\":{\"interval_ms\":10}}", "sampler.interval_ms: 10 out of range" },
 		{ "{\"sampler\":{\"pin_root\":\"rel/dir\"}}", "sampler.pin_root: must be an absolute" },
 		{ "{\"plugin\":{\"version\":\"6.0\"}}", "plugin.version: " },
-		{ "{\"arbiter\":{\"listen\":\"unix:/run/a.sock\"}}", "arbiter.listen: vmactd's own" },
+		{ "{\"arbiter\":{\"listen\":\"localhost:10299\"}}", "arbiter.listen: " },
 		{ "{\"informant\":{\"listen\":\"0.0.0.0:0\"}}",
 		  "informant.advertise_host: needed when informant.listen is a wildcard" },
 		{ "{\"informant\":{\"listen\":\"[::]:0\"}}", "informant.advertise_host: needed" },

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The plugin client's in-process transport against the real arbiter core:
+ * the way vmactd's own runners reach the embedded arbiter, no socket
+ * involved. A permit comes back decoded and validated, through the loop
+ * (never inside the request call); version negotiation works as over
+ * HTTP; freeing the client cancels what is queued. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "agent-glue/arbiter.h"
+#include "agent-glue/plugin-client.h"
+
+#define GiB (1024ULL * 1024ULL * 1024ULL)
+
+struct outcome {
+	bool done;
+	int error;
+	enum ag_plugin_version version;
+	struct vmact_resources permit;
+};
+
+static void on_result(void *ud, const struct ag_plugin_result *res)
+{
+	struct outcome *o = ud;
+
+	o->done = true;
+	o->error = res->error;
+	o->version = res->version;
+	if (!res->error)
+		o->permit = res->response.permit;
+}
+
+static struct ag_agent_request request(const char *name, struct vmact_resources want)
+{
+	struct ag_agent_request r = { .has_compute_unit = true,
+				      .compute_unit = { 250, 1 * GiB },
+				      .resources = want };
+
+	strcpy(r.pod_namespace, "default");
+	strcpy(r.pod_name, name);
+	return r;
+}
+
+static struct ag_arbiter *arbiter(sd_event *ev, enum ag_plugin_version max)
+{
+	struct ag_arbiter_config c = { .capacity = { 4000, 16 * GiB }, .max_version = max };
+	struct ag_arbiter *a = NULL;
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(ag_arbiter_new(&c, &a, &err), 0);
+	assert_int_equal(ag_arbiter_attach(a, ev, &err), 0);
+	return a;
+}
+
+static void run_until_done(sd_event *ev, const struct outcome *o)
+{
+	for (int i = 0; i < 100 && !o->done; i++)
+		assert_true(sd_event_run(ev, 0) >= 0);
+	assert_true(o->done);
+}
+
+static void test_permit(void **state)
+{
+	sd_event *ev = NULL;
+	struct ag_arbiter *a;
+	struct ag_plugin_client *pc = NULL;
+	struct ag_plugin_client_config cfg = { 0 };
+	struct ag_agent_request r = request("vm1", (struct vmact_resources){ 1000, 1 * GiB });
+	struct outcome o = { 0 };
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(sd_event_new(&ev), 0);
+	a = arbiter(ev, 0);
+	assert_int_equal(ag_plugin_client_new_local(ev, ag_arbiter_local, a, &cfg, &pc, &err), 0);
+	assert_int_equal(ag_plugin_client_request(pc, &r, NULL, on_result, &o, &err), 0);
+	/* the answer comes from the loop, not from inside the call */
+	assert_false(o.done);
+	run_until_done(ev, &o);
+	assert_int_equal(o.error, 0);
+	assert_int_equal(o.permit.milli_cpu, 1000);
+	assert_int_equal(o.permit.mem_bytes, 1 * GiB);
+	ag_plugin_client_free(pc);
+	ag_arbiter_free(a);
+	sd_event_unref(ev);
+}
+
+/* An arbiter that speaks only up to 4.0: the client hears the mismatch
+ * and resends in 4.0, as over HTTP. */
+static void test_version_negotiation(void **state)
+{
+	sd_event *ev = NULL;
+	struct ag_arbiter *a;
+	struct ag_plugin_client *pc = NULL;
+	struct ag_plugin_client_config cfg = { 0 };
+	struct ag_agent_request r = request("vm2", (struct vmact_resources){ 500, 1 * GiB });
+	struct outcome o = { 0 };
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(sd_event_new(&ev), 0);
+	a = arbiter(ev, AG_PLUGIN_V4_0);
+	assert_int_equal(ag_plugin_client_new_local(ev, ag_arbiter_local, a, &cfg, &pc, &err), 0);
+	assert_int_equal(ag_plugin_client_request(pc, &r, NULL, on_result, &o, &err), 0);
+	run_until_done(ev, &o);
+	assert_int_equal(o.error, 0);
+	assert_int_equal(o.version, AG_PLUGIN_V4_0);
+	assert_true(ag_plugin_client_version_switched(pc));
+	ag_plugin_client_free(pc);
+	ag_arbiter_free(a);
+	sd_event_unref(ev);
+}
+
+static void test_free_cancels(void **state)
+{
+	sd_event *ev = NULL;
+	struct ag_arbiter *a;
+	struct ag_plugin_client *pc = NULL;
+	struct ag_plugin_client_config cfg = { 0 };
+	struct ag_agent_request r = request("vm3", (struct vmact_resources){ 500, 1 * GiB });
+	struct outcome o = { 0 };
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(sd_event_new(&ev), 0);
+	a = arbiter(ev, 0);
+	assert_int_equal(ag_plugin_client_new_local(ev, ag_arbiter_local, a, &cfg, &pc, &err), 0);
+	assert_int_equal(ag_plugin_client_request(pc, &r, NULL, on_result, &o, &err), 0);
+	ag_plugin_client_free(pc);
+	for (int i = 0; i < 10; i++)
+		assert_true(sd_event_run(ev, 0) >= 0);
+	assert_false(o.done);
+	ag_arbiter_free(a);
+	sd_event_unref(ev);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_permit),
+		cmocka_unit_test(test_version_negotiation),
+		cmocka_unit_test(test_free_cancels),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
