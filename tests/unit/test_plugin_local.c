@@ -63,79 +63,88 @@ static void run_until_done(sd_event *ev, const struct outcome *o)
 	assert_true(o->done);
 }
 
-static void test_permit(void **state)
-{
-	sd_event *ev = NULL;
+struct fixture {
+	sd_event *ev;
 	struct ag_arbiter *a;
-	struct ag_plugin_client *pc = NULL;
+	struct ag_plugin_client *pc;
+};
+
+/* A loop, an arbiter speaking up to max and a client calling it. */
+static void start(struct fixture *f, enum ag_plugin_version max)
+{
 	struct ag_plugin_client_config cfg = { 0 };
-	struct ag_agent_request r = request("vm1", (struct vmact_resources){ 1000, 1 * GiB });
-	struct outcome o = { 0 };
 	struct vmact_err err = { 0 };
 
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(sd_event_new(&f->ev), 0);
+	f->a = arbiter(f->ev, max);
+	assert_int_equal(ag_plugin_client_new_local(f->ev, ag_arbiter_local, f->a, &cfg, &f->pc, &err),
+			 0);
+}
+
+static void stop(struct fixture *f)
+{
+	ag_plugin_client_free(f->pc);
+	ag_arbiter_free(f->a);
+	sd_event_unref(f->ev);
+}
+
+static void ask(struct fixture *f, const char *name, struct vmact_resources want, struct outcome *o)
+{
+	struct ag_agent_request r = request(name, want);
+	struct vmact_err err = { 0 };
+
+	assert_int_equal(ag_plugin_client_request(f->pc, &r, NULL, on_result, o, &err), 0);
+}
+
+static void test_permit(void **state)
+{
+	struct fixture f;
+	struct outcome o = { 0 };
+
 	(void)state;
-	assert_int_equal(sd_event_new(&ev), 0);
-	a = arbiter(ev, 0);
-	assert_int_equal(ag_plugin_client_new_local(ev, ag_arbiter_local, a, &cfg, &pc, &err), 0);
-	assert_int_equal(ag_plugin_client_request(pc, &r, NULL, on_result, &o, &err), 0);
+	start(&f, 0);
+	ask(&f, "vm1", (struct vmact_resources){ 1000, 1 * GiB }, &o);
 	/* the answer comes from the loop, not from inside the call */
 	assert_false(o.done);
-	run_until_done(ev, &o);
+	run_until_done(f.ev, &o);
 	assert_int_equal(o.error, 0);
 	assert_int_equal(o.permit.milli_cpu, 1000);
 	assert_int_equal(o.permit.mem_bytes, 1 * GiB);
-	ag_plugin_client_free(pc);
-	ag_arbiter_free(a);
-	sd_event_unref(ev);
+	stop(&f);
 }
 
 /* An arbiter that speaks only up to 4.0: the client hears the mismatch
  * and resends in 4.0, as over HTTP. */
 static void test_version_negotiation(void **state)
 {
-	sd_event *ev = NULL;
-	struct ag_arbiter *a;
-	struct ag_plugin_client *pc = NULL;
-	struct ag_plugin_client_config cfg = { 0 };
-	struct ag_agent_request r = request("vm2", (struct vmact_resources){ 500, 1 * GiB });
+	struct fixture f;
 	struct outcome o = { 0 };
-	struct vmact_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(sd_event_new(&ev), 0);
-	a = arbiter(ev, AG_PLUGIN_V4_0);
-	assert_int_equal(ag_plugin_client_new_local(ev, ag_arbiter_local, a, &cfg, &pc, &err), 0);
-	assert_int_equal(ag_plugin_client_request(pc, &r, NULL, on_result, &o, &err), 0);
-	run_until_done(ev, &o);
+	start(&f, AG_PLUGIN_V4_0);
+	ask(&f, "vm2", (struct vmact_resources){ 500, 1 * GiB }, &o);
+	run_until_done(f.ev, &o);
 	assert_int_equal(o.error, 0);
 	assert_int_equal(o.version, AG_PLUGIN_V4_0);
-	assert_true(ag_plugin_client_version_switched(pc));
-	ag_plugin_client_free(pc);
-	ag_arbiter_free(a);
-	sd_event_unref(ev);
+	assert_true(ag_plugin_client_version_switched(f.pc));
+	stop(&f);
 }
 
 static void test_free_cancels(void **state)
 {
-	sd_event *ev = NULL;
-	struct ag_arbiter *a;
-	struct ag_plugin_client *pc = NULL;
-	struct ag_plugin_client_config cfg = { 0 };
-	struct ag_agent_request r = request("vm3", (struct vmact_resources){ 500, 1 * GiB });
+	struct fixture f;
 	struct outcome o = { 0 };
-	struct vmact_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(sd_event_new(&ev), 0);
-	a = arbiter(ev, 0);
-	assert_int_equal(ag_plugin_client_new_local(ev, ag_arbiter_local, a, &cfg, &pc, &err), 0);
-	assert_int_equal(ag_plugin_client_request(pc, &r, NULL, on_result, &o, &err), 0);
-	ag_plugin_client_free(pc);
+	start(&f, 0);
+	ask(&f, "vm3", (struct vmact_resources){ 500, 1 * GiB }, &o);
+	ag_plugin_client_free(f.pc);
+	f.pc = NULL;
 	for (int i = 0; i < 10; i++)
-		assert_true(sd_event_run(ev, 0) >= 0);
+		assert_true(sd_event_run(f.ev, 0) >= 0);
 	assert_false(o.done);
-	ag_arbiter_free(a);
-	sd_event_unref(ev);
+	stop(&f);
 }
 
 int main(void)
