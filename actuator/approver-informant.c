@@ -27,8 +27,7 @@ struct act_inf_approver {
 	unsigned failures;   /* server exits since the last time running */
 	char reason[VMACT_ERR_MSG_MAX]; /* last reason logged */
 	/* The pending request. */
-	act_approval_fn *done;
-	void *done_ud;
+	struct act_approval_pending pending;
 };
 
 struct act_inf_gate act_inf_gate_for(int mode)
@@ -66,27 +65,18 @@ static void log_reason(struct act_inf_approver *i, const char *what, const char 
 	snprintf(i->reason, sizeof(i->reason), "%s", msg);
 }
 
-static void complete(struct act_inf_approver *i, enum act_approval outcome)
-{
-	act_approval_fn *done = i->done;
-
-	i->done = NULL;
-	if (done)
-		done(i->done_ud, outcome);
-}
-
 static void up_done(void *ud, int result, const struct vmact_err *err)
 {
 	struct act_inf_approver *i = ud;
 
 	if (result == 0) {
-		complete(i, ACT_APPROVAL_OK);
+		act_approval_complete(&i->pending, ACT_APPROVAL_OK);
 		return;
 	}
 	if (!i->stopped)
 		log_reason(i, "upscale notification failed",
 			   err && err->msg[0] ? err->msg : strerror(-result));
-	complete(i, ACT_APPROVAL_FAILED);
+	act_approval_complete(&i->pending, ACT_APPROVAL_FAILED);
 }
 
 static void down_done(void *ud, int result, const struct ag_downscale_result *res,
@@ -96,15 +86,15 @@ static void down_done(void *ud, int result, const struct ag_downscale_result *re
 
 	if (result == 0 && res->ok) {
 		log_info("%s: informant approved the downscale (%s)", i->name, res->status);
-		complete(i, ACT_APPROVAL_OK);
+		act_approval_complete(&i->pending, ACT_APPROVAL_OK);
 	} else if (result == 0) {
 		log_info("%s: informant denied the downscale: %s", i->name, res->status);
-		complete(i, ACT_APPROVAL_DENIED);
+		act_approval_complete(&i->pending, ACT_APPROVAL_DENIED);
 	} else {
 		if (!i->stopped)
 			log_reason(i, "downscale request failed",
 				   err && err->msg[0] ? err->msg : strerror(-result));
-		complete(i, ACT_APPROVAL_FAILED);
+		act_approval_complete(&i->pending, ACT_APPROVAL_FAILED);
 	}
 }
 
@@ -114,30 +104,17 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 	struct act_inf_approver *i = (struct act_inf_approver *)a;
 	int ret;
 
-	if (i->done)
-		return vmact_err_set(err, EBUSY, "an informant request is pending");
-	i->done = done;
-	i->done_ud = userdata;
+	ret = act_approval_begin(&i->pending, done, userdata, "an informant", err);
+	if (ret < 0)
+		return ret;
 	ret = up ? ag_inf_agent_upscale(i->agent, target, up_done, i, err)
 		 : ag_inf_agent_downscale(i->agent, target, down_done, i, err);
 	if (ret < 0) {
-		i->done = NULL;
+		act_approval_cancel(&i->pending);
 		log_reason(i, up ? "cannot send the upscale notification"
 				 : "cannot send the downscale request", err->msg);
 	}
 	return ret;
-}
-
-static int request_upscale(struct act_approver *a, const struct vmact_resources *target,
-			   act_approval_fn *done, void *userdata, struct vmact_err *err)
-{
-	return request(a, true, target, done, userdata, err);
-}
-
-static int request_downscale(struct act_approver *a, const struct vmact_resources *target,
-			     act_approval_fn *done, void *userdata, struct vmact_err *err)
-{
-	return request(a, false, target, done, userdata, err);
 }
 
 static bool may_resize(const struct act_approver *a)
@@ -198,8 +175,7 @@ void act_approver_informant_drain_free(struct act_runner_env *env)
 
 static const struct act_approver_ops informant_ops = {
 	.name = "informant",
-	.request_upscale = request_upscale,
-	.request_downscale = request_downscale,
+	.request = request,
 	.may_resize = may_resize,
 	.approves = approves,
 	.free = inf_free,

@@ -19,18 +19,8 @@ struct mon_approver {
 	void *ud;
 	char *name;
 	/* The pending request. */
-	act_approval_fn *done;
-	void *done_ud;
+	struct act_approval_pending pending;
 };
-
-static void complete(struct mon_approver *m, enum act_approval outcome)
-{
-	act_approval_fn *done = m->done;
-
-	m->done = NULL;
-	if (done)
-		done(m->done_ud, outcome);
-}
 
 static void up_done(struct ag_mon_client *c, const struct ag_mon_result *res, void *ud)
 {
@@ -39,10 +29,10 @@ static void up_done(struct ag_mon_client *c, const struct ag_mon_result *res, vo
 	if (res->outcome != AG_MON_OUTCOME_OK) {
 		log_warning("%s: vm-monitor upscale notification failed: %s", m->name,
 			    res->status ? res->status : "?");
-		complete(m, ACT_APPROVAL_FAILED);
+		act_approval_complete(&m->pending, ACT_APPROVAL_FAILED);
 		return;
 	}
-	complete(m, ACT_APPROVAL_OK);
+	act_approval_complete(&m->pending, ACT_APPROVAL_OK);
 }
 
 static void down_done(struct ag_mon_client *c, const struct ag_mon_result *res, void *ud)
@@ -53,19 +43,19 @@ static void down_done(struct ag_mon_client *c, const struct ag_mon_result *res, 
 	case AG_MON_OUTCOME_OK:
 		log_info("%s: vm-monitor approved the downscale (%s)", m->name,
 			 res->status ? res->status : "");
-		complete(m, ACT_APPROVAL_OK);
+		act_approval_complete(&m->pending, ACT_APPROVAL_OK);
 		return;
 	case AG_MON_OUTCOME_DENIED:
 		log_info("%s: vm-monitor denied the downscale: %s", m->name,
 			 res->status ? res->status : "");
-		complete(m, ACT_APPROVAL_DENIED);
+		act_approval_complete(&m->pending, ACT_APPROVAL_DENIED);
 		return;
 	case AG_MON_OUTCOME_FAILED:
 		break;
 	}
 	log_warning("%s: vm-monitor downscale request failed: %s", m->name,
 		    res->status ? res->status : "?");
-	complete(m, ACT_APPROVAL_FAILED);
+	act_approval_complete(&m->pending, ACT_APPROVAL_FAILED);
 }
 
 static int request(struct act_approver *a, bool up, const struct vmact_resources *target,
@@ -74,30 +64,17 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 	struct mon_approver *m = (struct mon_approver *)a;
 	int ret;
 
-	if (m->done)
-		return vmact_err_set(err, EBUSY, "a vm-monitor request is pending");
-	m->done = done;
-	m->done_ud = userdata;
+	ret = act_approval_begin(&m->pending, done, userdata, "a vm-monitor", err);
+	if (ret < 0)
+		return ret;
 	ret = up ? ag_mon_client_upscale(m->client, target, up_done, m, NULL, err)
 		 : ag_mon_client_downscale(m->client, target, down_done, m, NULL, err);
 	if (ret < 0) {
-		m->done = NULL;
+		act_approval_cancel(&m->pending);
 		log_warning("%s: cannot send the vm-monitor %s: %s", m->name,
 			    up ? "upscale notification" : "downscale request", err->msg);
 	}
 	return ret;
-}
-
-static int request_upscale(struct act_approver *a, const struct vmact_resources *target,
-			   act_approval_fn *done, void *userdata, struct vmact_err *err)
-{
-	return request(a, true, target, done, userdata, err);
-}
-
-static int request_downscale(struct act_approver *a, const struct vmact_resources *target,
-			     act_approval_fn *done, void *userdata, struct vmact_err *err)
-{
-	return request(a, false, target, done, userdata, err);
 }
 
 static bool always(const struct act_approver *a)
@@ -118,8 +95,7 @@ static void mon_free(struct act_approver *a)
 
 static const struct act_approver_ops monitor_ops = {
 	.name = "vm-monitor",
-	.request_upscale = request_upscale,
-	.request_downscale = request_downscale,
+	.request = request,
 	.may_resize = always,
 	.approves = always,
 	.free = mon_free,

@@ -20,6 +20,7 @@
  * nothing about them. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -56,12 +57,11 @@ struct act_approver_events {
 
 struct act_approver_ops {
 	const char *name; /* "vm-monitor", "informant": for the owner's logs */
-	/* Notifies the guest that the VM has grown to `target`. */
-	int (*request_upscale)(struct act_approver *a, const struct vmact_resources *target,
-			       act_approval_fn *done, void *userdata, struct vmact_err *err);
-	/* Asks the guest whether the VM may shrink to `target`. */
-	int (*request_downscale)(struct act_approver *a, const struct vmact_resources *target,
-				 act_approval_fn *done, void *userdata, struct vmact_err *err);
+	/* up: notifies the guest that the VM has grown to `target`; else asks
+	 * it whether the VM may shrink to `target`. Both implementations send
+	 * either the same way and differ only in the message. */
+	int (*request)(struct act_approver *a, bool up, const struct vmact_resources *target,
+		       act_approval_fn *done, void *userdata, struct vmact_err *err);
 	/* Resizing is allowed at all (false: hold every resize). */
 	bool (*may_resize)(const struct act_approver *a);
 	/* Requests can be made now (downscales become possible). */
@@ -80,7 +80,7 @@ static inline int act_approver_request_upscale(struct act_approver *a,
 					       act_approval_fn *done, void *userdata,
 					       struct vmact_err *err)
 {
-	return a->ops->request_upscale(a, target, done, userdata, err);
+	return a->ops->request(a, true, target, done, userdata, err);
 }
 
 static inline int act_approver_request_downscale(struct act_approver *a,
@@ -88,7 +88,42 @@ static inline int act_approver_request_downscale(struct act_approver *a,
 						 act_approval_fn *done, void *userdata,
 						 struct vmact_err *err)
 {
-	return a->ops->request_downscale(a, target, done, userdata, err);
+	return a->ops->request(a, false, target, done, userdata, err);
+}
+
+/* The one pending request of an implementation, with the rules above:
+ * a second one is refused, and completing it forgets it before calling
+ * back (the callback may make the next request). */
+struct act_approval_pending {
+	act_approval_fn *done;
+	void *userdata;
+};
+
+/* Records a request about to be sent; -EBUSY if one is pending. `who`
+ * names the approver in the message. */
+static inline int act_approval_begin(struct act_approval_pending *p, act_approval_fn *done,
+				     void *userdata, const char *who, struct vmact_err *err)
+{
+	if (p->done)
+		return vmact_err_set(err, EBUSY, "%s request is pending", who);
+	*p = (struct act_approval_pending){ .done = done, .userdata = userdata };
+	return 0;
+}
+
+/* The request could not be sent: it is refused at once, with no callback. */
+static inline void act_approval_cancel(struct act_approval_pending *p)
+{
+	p->done = NULL;
+}
+
+/* Calls the pending request's callback with `outcome`, if one is pending. */
+static inline void act_approval_complete(struct act_approval_pending *p, enum act_approval outcome)
+{
+	act_approval_fn *done = p->done;
+
+	p->done = NULL;
+	if (done)
+		done(p->userdata, outcome);
 }
 
 static inline bool act_approver_may_resize(const struct act_approver *a)

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 
 #include "base/endpoint.h"
+#include "base/list.h"
 #include "base/macro.h"
 #include "agent-glue/bodybuf.h"
 #include "base/time.h"
@@ -28,18 +29,13 @@ struct client_key {
 
 /* One per connection. The whole-request deadline lives here because MHD's
  * own timeout only measures inactivity, which a slow trickle resets; the
- * lists give the eviction order. */
+ * queues (live, cut) give the eviction order. */
 struct conn_track {
-	struct conn_track *prev, *next;
+	VMACT_LIST_FIELDS(struct conn_track, conns);
 	struct client_key client;
 	int fd;
 	uint64_t started; /* when its current request started */
 	bool cut;
-};
-
-struct conn_list {
-	struct conn_track *head, *tail;
-	unsigned n;
 };
 
 /* One per request: the body being accumulated. */
@@ -74,39 +70,13 @@ struct ag_http_server {
 	int listen_fd;
 	/* Open connections in the order their current request started, oldest
 	 * first: eviction takes from the front, the sweep cuts from the front. */
-	struct conn_list live;
+	VMACT_QUEUE(struct conn_track) live;
 	/* Shut down by us, not yet released by MHD; counted out of the limits. */
-	struct conn_list cut;
+	VMACT_QUEUE(struct conn_track) cut;
 	/* The track for the connection MHD_add_connection() is adding. */
 	struct conn_track *adding;
 	char *unix_path;
 };
-
-static void list_append(struct conn_list *l, struct conn_track *t)
-{
-	t->next = NULL;
-	t->prev = l->tail;
-	if (l->tail)
-		l->tail->next = t;
-	else
-		l->head = t;
-	l->tail = t;
-	l->n++;
-}
-
-static void list_remove(struct conn_list *l, struct conn_track *t)
-{
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		l->head = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	else
-		l->tail = t->prev;
-	t->prev = t->next = NULL;
-	l->n--;
-}
 
 int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
 		       const char *content_type, const char *text)
@@ -252,8 +222,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (t->cut)
 			return;
 		t->started = vmact_loop_now_usec(s->ev);
-		list_remove(&s->live, t);
-		list_append(&s->live, t);
+		VMACT_QUEUE_REMOVE(conns, s->live, t);
+		VMACT_QUEUE_APPEND(conns, s->live, t);
 	}
 }
 
@@ -271,14 +241,17 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		if (!t)
 			return;
 		t->started = vmact_loop_now_usec(s->ev);
-		list_append(&s->live, t);
+		VMACT_QUEUE_APPEND(conns, s->live, t);
 		*socket_context = t;
 		return;
 	}
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!t)
 			return;
-		list_remove(t->cut ? &s->cut : &s->live, t);
+		if (t->cut)
+			VMACT_QUEUE_REMOVE(conns, s->cut, t);
+		else
+			VMACT_QUEUE_REMOVE(conns, s->live, t);
 		free(t);
 		*socket_context = NULL;
 	}
@@ -330,10 +303,10 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
  * fail on its next pass and releases it (and its descriptor) then. */
 static void conn_cut(struct ag_http_server *s, struct conn_track *t)
 {
-	list_remove(&s->live, t);
+	VMACT_QUEUE_REMOVE(conns, s->live, t);
 	shutdown(t->fd, SHUT_RDWR);
 	t->cut = true;
-	list_append(&s->cut, t);
+	VMACT_QUEUE_APPEND(conns, s->cut, t);
 }
 
 /* Cuts connections past their request deadline. */
@@ -380,10 +353,10 @@ static void client_key_of(int fd, const struct sockaddr_storage *ss, struct clie
  * is at its share, else the server's oldest when the server is full. */
 static void make_room(struct ag_http_server *s, const struct client_key *k)
 {
-	struct conn_track *oldest = NULL;
+	struct conn_track *t, *oldest = NULL;
 	unsigned mine = 0;
 
-	for (struct conn_track *t = s->live.head; t; t = t->next) {
+	VMACT_LIST_FOREACH(conns, t, s->live.head) {
 		if (memcmp(&t->client, k, sizeof(*k)) != 0)
 			continue;
 		if (!oldest)

@@ -61,3 +61,39 @@
 	for ((i) = (head); (i) && (((n) = (i)->name##_next), 1); (i) = (n))
 
 #define VMACT_LIST_IS_EMPTY(head) ((head) == NULL)
+
+/* A queue: the same list with its tail and length kept beside its head, for
+ * O(1) appends where the order is the point (eviction order, deadlines).
+ * Declare one as `VMACT_QUEUE(struct item) q;`, zero-filled is empty; change
+ * it only through VMACT_QUEUE_* so that tail and n stay right, and walk it
+ * with VMACT_LIST_FOREACH(name, i, q.head). */
+#define VMACT_QUEUE(t)          \
+	struct {                \
+		t *head, *tail; \
+		unsigned n;     \
+	}
+
+#define VMACT_QUEUE_APPEND(name, q, item)                           \
+	do {                                                        \
+		__typeof__(q) *_qq = &(q);                          \
+		__typeof__(*_qq->head) *_qi = (item);               \
+		_qi->name##_next = NULL;                            \
+		_qi->name##_prev = _qq->tail;                       \
+		if (_qq->tail)                                      \
+			_qq->tail->name##_next = _qi;               \
+		else                                                \
+			_qq->head = _qi;                            \
+		_qq->tail = _qi;                                    \
+		_qq->n++;                                           \
+	} while (0)
+
+/* item must be in q. */
+#define VMACT_QUEUE_REMOVE(name, q, item)                           \
+	do {                                                        \
+		__typeof__(q) *_qq = &(q);                          \
+		__typeof__(*_qq->head) *_qi = (item);               \
+		if (_qq->tail == _qi)                               \
+			_qq->tail = _qi->name##_prev;               \
+		VMACT_LIST_REMOVE(name, _qq->head, _qi);            \
+		_qq->n--;                                           \
+	} while (0)

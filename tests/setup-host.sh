@@ -61,6 +61,19 @@ if [ -c /dev/kvm ] && [ "$(stat -c %G:%a /dev/kvm)" != kvm:660 ]; then
 	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 fi
 
+# Starts a daemon that detaches itself with none of our descriptors but
+# the standard streams: one inherited from whoever runs this script (a lock
+# taken with flock(1), say) would stay open as long as the daemon runs.
+start_daemon() {
+	(
+		for fd in /proc/"$BASHPID"/fd/*; do
+			fd=${fd##*/}
+			if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+		done
+		exec "$@"
+	)
+}
+
 # Daemons: through systemd when it runs the machine, by hand otherwise.
 if [ -d /run/systemd/system ]; then
 	systemctl start virtlogd.socket libvirtd.socket libvirtd.service 2>/dev/null ||
@@ -68,11 +81,11 @@ if [ -d /run/systemd/system ]; then
 else
 	if ! pgrep -x virtlogd >/dev/null; then
 		say "starting virtlogd"
-		virtlogd -d
+		start_daemon virtlogd -d
 	fi
 	if ! pgrep -x libvirtd >/dev/null; then
 		say "starting libvirtd"
-		libvirtd -d
+		start_daemon libvirtd -d
 	fi
 fi
 for _ in $(seq 1 50); do

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <cmocka.h>
 #include <libvirt/libvirt.h>
@@ -21,6 +20,7 @@
 
 #include "hotplug/hotplug.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 #define GIB_KIB (1024UL * 1024UL)
@@ -508,14 +508,19 @@ static void destroyed_mid_operation(void **state)
 
 static void restart_libvirtd(void)
 {
-	/* As tests/setup-host.sh runs it: no systemd here. Left running. */
-	int rc = system("set -e; pid=$(pgrep -x libvirtd); kill $pid; "
-			"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
-			"libvirtd -d; for i in $(seq 100); do "
-			"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
-			"exit 1");
+	/* As tests/setup-host.sh runs it: no systemd here. Left running. Through
+	 * th_spawn, so that libvirtd keeps none of the test's descriptors. */
+	static const char script[] =
+		"set -e; pid=$(pgrep -x libvirtd); kill $pid; "
+		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
+		"libvirtd -d; for i in $(seq 100); do "
+		"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
+		"exit 1";
+	const char *const argv[] = { "sh", "-c", script, NULL };
+	struct th_proc p;
 
-	assert_int_equal(rc, 0);
+	assert_int_equal(th_spawn(&p, argv, NULL), 0);
+	assert_int_equal(th_proc_wait(&p), 0);
 }
 
 static bool reconnected(struct fx *f, void *arg)

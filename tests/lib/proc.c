@@ -44,6 +44,11 @@ static void child(const char *const argv[], const struct th_spawn_opts *o, int i
 	fd = o->err == TH_OUT_PIPE ? out_w : o->err == TH_OUT_FILE ? file_fd : null_fd;
 	if (o->err != TH_OUT_INHERIT)
 		dup2(fd, STDERR_FILENO);
+	/* Only the standard streams go along: a descriptor of the test that
+	 * lives on in a child (a daemon it starts, such as libvirtd -d) keeps
+	 * what it refers to open, e.g. the integration lock taken with flock(1)
+	 * held after the test ended. */
+	closefrom(STDERR_FILENO + 1);
 	for (const char *const *e = o->env; e && *e; e++)
 		putenv((char *)*e);
 	execvp(argv[0], (char *const *)argv);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Child processes of a test (vmactd, vmact-arbiter, the Node peers,
- * virsh): started with their standard streams where the test wants them,
- * and never outliving the test: each gets PR_SET_PDEATHSIG, so a test
+ * virsh, libvirtd): started with their standard streams where the test
+ * wants them and no other descriptor of the test, and never outliving the
+ * test (a daemon that detaches itself excepted): each gets PR_SET_PDEATHSIG, so a test
  * that crashes or is killed takes its children with it. */
 #pragma once
 
