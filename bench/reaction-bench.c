@@ -78,7 +78,7 @@ struct samples {
 };
 
 static struct samples up[N_CONT], down, phase[2][N_PH];
-static unsigned never[N_CONT];
+static unsigned never[N_CONT], down_runs;
 
 static virConnectPtr vc;
 static struct th_peer monitor;
@@ -496,6 +496,8 @@ int main(int argc, char **argv)
 				add(&up[c], dt);
 			else
 				never[c]++;
+			if (c == C_VMACT && dt >= 0)
+				down_runs++;
 			if (c == C_VMACT && dn >= 0)
 				add(&down, dn);
 			fprintf(stderr, "  run %d/%d %-22s up %s%.2f s", i + 1, iters, cont_names[c],
@@ -507,16 +509,19 @@ int main(int argc, char **argv)
 	}
 
 table:
-	printf("\n%-24s %6s %10s %10s %6s %12s %12s\n", "contender (ms)", "runs", "up p50",
-	       "up p99", "never", "down p50", "down p99");
+	printf("\n%-24s %6s %10s %10s %6s %10s %10s %8s\n", "contender (ms)", "runs", "up p50",
+	       "up p99", "never", "down p50", "down p99", "down n");
 	for (int c = 0; c < N_CONT; c++) {
 		printf("%-24s %6zu", cont_names[c], up[c].n + never[c]);
 		print_ms(&up[c]);
 		printf(" %6u", never[c]);
 		if (c == C_VMACT && down.n)
-			printf(" %12.0f %12.0f", pct(&down, 50) * 1000, pct(&down, 99) * 1000);
+			printf(" %10.0f %10.0f %4zu/%-3u", pct(&down, 50) * 1000,
+			       pct(&down, 99) * 1000, down.n, down_runs);
+		else if (c == C_VMACT)
+			printf(" %10s %10s %4u/%-3u", ">90 s", ">90 s", 0, down_runs);
 		else
-			printf(" %12s %12s", "-", "-");
+			printf(" %10s %10s %8s", "-", "-", "-");
 		printf("\n");
 	}
 	printf("\nvmactd phases, p50 ms after busy (log line arrival):\n%-22s %12s %12s\n", "phase",
