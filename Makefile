@@ -78,7 +78,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler bench-cgroup tests
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -212,6 +212,13 @@ $(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init
 BENCH_ITER ?= 10
 bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/hotplug-bench $(BENCH_ITER)
+
+# make bench-reaction: issue 9's benchmark, how long a busy 1-vCPU guest
+# waits for its second vCPU: an operator's virsh loop vs vmactd with the
+# Neon policy vs vmactd's defaults, plus vmactd's way back down
+# (bench/reaction-bench.c). Needs root and node (the vm-monitor peer).
+bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/reaction-bench $(BENCH_ITER)
 
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
 # write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).

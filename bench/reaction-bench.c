@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reaction-bench: how long a busy 1-vCPU guest waits for its second vCPU
+ * (issue 9), for three contenders in the same run, interleaved per
+ * iteration so that they share the host's noise:
+ *
+ *   operator  a bash loop as an operator would write it: every second
+ *             `virsh domstats --vcpu DOM`; when the vCPUs were more than
+ *             90 % busy over that second (vcpu.N.time deltas), `virsh
+ *             setvcpus DOM <n+1> --live`;
+ *   neon      vmactd with "policy":{"cpu":"neon"}, otherwise its defaults;
+ *             capped at 120 s and counted as "never" past it;
+ *   vmact     vmactd with its defaults (reactive policy, embedded arbiter);
+ *             also timed back to its minimum after `idle` (the daemon logs
+ *             "NAME: resized to 1 CPU / ..." and the CFS quota is 1000m),
+ *             capped at 90 s: the 20 ms reporter keeps an idle TCG guest
+ *             about one CPU busy, which the careful down of doc/policy.md
+ *             rightly does not shrink.
+ *
+ * Every run gets a fresh guest (tests/guest, 1 of 4 vCPUs, bounds 1..4
+ * CPUs / 512Mi..1536Mi, compute unit 250m/256Mi, the vm-monitor peer
+ * tests/peers/vm-monitor.js approving downscales); boot time and daemon
+ * start-up are not measured. The clock starts when `busy 2` is sent into
+ * the guest and stops when the guest's own status line (every 20 ms,
+ * tests/guest/init) showing 2 online CPUs arrives on its log serial port.
+ * The guest's reporter also onlines hot-added CPUs, so 20 ms is both the
+ * resolution and part of every contender's latency.
+ *
+ * For the vmactd runs the daemon's log (--verbose) is followed while
+ * waiting and each phase is stamped when its line arrives: the policy's
+ * decision ("cpu ..."), the scheduler's permit, the start of the resize,
+ * the daemon's "resized to", then the guest's report.
+ *
+ * Usage: reaction-bench [ITERATIONS]  (default 10; root, make guest, node)
+ * Ends with "ratio: X" = vmact upscale p50 / operator loop upscale p50. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+
+#include "hotplug/hotplug.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX "vmact-rb"
+#define NEON_CAP_S 120.0
+#define UP_LIMIT_S 120.0
+#define DOWN_LIMIT_S 90.0
+#define POLL_USEC 5000
+/* issue 9's guest, as a new user writes it (as in test_daemon) */
+#define META_BOUNDS "<vmact:cpu min='1' max='4'/>" \
+	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+
+enum { C_OPERATOR, C_NEON, C_VMACT, N_CONT };
+static const char *const cont_names[N_CONT] = { "operator loop (virsh)", "vmact neon policy",
+						"vmact (defaults)" };
+
+/* vmactd phases, stamped when their log line arrives (seconds after busy). */
+enum { PH_DECIDE, PH_PERMIT, PH_RESIZING, PH_RESIZED, PH_GUEST, N_PH };
+static const char *const ph_names[N_PH] = { "decision (cpu ...)", "scheduler permits",
+					    "resizing from", "resized to", "guest sees 2 CPUs" };
+static const char *const ph_needles[N_PH - 1] = { ": cpu ", ": scheduler permits ",
+						  ": resizing from ", ": resized to " };
+
+struct samples {
+	double v[256];
+	size_t n;
+};
+
+static struct samples up[N_CONT], down, phase[2][N_PH];
+static unsigned never[N_CONT], down_runs;
+
+static virConnectPtr vc;
+static struct th_peer monitor;
+static char vmactd_path[PATH_MAX], sock[108], peer_log[128], tpl[128], cfg[128], dlog[128],
+	pins[128];
+
+/* The operator's loop (bash): $1 = domain, $2 = libvirt URI. */
+static const char operator_sh[] =
+	"dom=$1 uri=$2 prev_t= prev_sum=\n"
+	"while :; do\n"
+	"  out=$(virsh -q -c \"$uri\" domstats --vcpu \"$dom\") || { sleep 1; continue; }\n"
+	"  now=$(date +%s%N)\n"
+	"  n=$(sed -n 's/.*vcpu\\.current=//p' <<<\"$out\")\n"
+	"  max=$(sed -n 's/.*vcpu\\.maximum=//p' <<<\"$out\")\n"
+	"  sum=0\n"
+	"  for t in $(sed -n 's/.*vcpu\\.[0-9]*\\.time=//p' <<<\"$out\"); do sum=$((sum + t)); done\n"
+	"  if [ -n \"$prev_t\" ] && [ \"$n\" -gt 0 ]; then\n"
+	"    busy=$(( (sum - prev_sum) * 100 / ((now - prev_t) * n) ))\n"
+	"    if [ \"$busy\" -gt 90 ] && [ \"$n\" -lt \"$max\" ]; then\n"
+	"      virsh -q -c \"$uri\" setvcpus \"$dom\" $((n + 1)) --live\n"
+	"    fi\n"
+	"  fi\n"
+	"  prev_t=$now prev_sum=$sum\n"
+	"  sleep 1\n"
+	"done\n";
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile. */
+static double pct(struct samples *s, double p)
+{
+	size_t k;
+
+	if (!s->n)
+		return 0;
+	qsort(s->v, s->n, sizeof(s->v[0]), cmp_double);
+	k = (size_t)(p / 100.0 * (double)s->n + 0.999999);
+	if (k < 1)
+		k = 1;
+	if (k > s->n)
+		k = s->n;
+	return s->v[k - 1];
+}
+
+static void add(struct samples *s, double v)
+{
+	if (v >= 0 && s->n < sizeof(s->v) / sizeof(s->v[0]))
+		s->v[s->n++] = v;
+}
+
+/* Follows a growing log file: new complete lines since the last call. */
+struct follow {
+	const char *path;
+	long off;
+};
+
+/* Calls fn(line) for each complete line appended since the last call. */
+static void follow_lines(struct follow *f, void (*fn)(const char *line, void *), void *arg)
+{
+	char buf[8192];
+	FILE *fp = fopen(f->path, "re");
+	size_t n;
+
+	if (!fp)
+		return;
+	if (fseek(fp, f->off, SEEK_SET) == 0) {
+		while ((n = fread(buf, 1, sizeof(buf) - 1, fp)) > 0) {
+			char *p = buf, *nl;
+
+			buf[n] = 0;
+			while ((nl = memchr(p, '\n', (size_t)(buf + n - p)))) {
+				*nl = 0;
+				fn(p, arg);
+				f->off += nl + 1 - p;
+				p = nl + 1;
+			}
+			if (p == buf)
+				break; /* a line longer than the buffer: skip reading on */
+			if (fseek(fp, f->off, SEEK_SET) != 0)
+				break;
+		}
+	}
+	fclose(fp);
+}
+
+struct phases {
+	const char *name; /* the guest's name: lines about it */
+	double t0, at[N_PH];
+};
+
+static void stamp_phase(const char *line, void *arg)
+{
+	struct phases *ph = arg;
+
+	if (!strstr(line, ph->name))
+		return;
+	for (int i = 0; i < N_PH - 1; i++)
+		if (ph->at[i] < 0 && strstr(line, ph_needles[i]))
+			ph->at[i] = th_now_s() - ph->t0;
+}
+
+/* Other users of this host may restart libvirtd: reopen the connection
+ * when it died. */
+static int boot(const char *meta, struct tg_guest *g)
+{
+	struct tg_report r;
+	char msg[512];
+
+	for (int attempt = 0;; attempt++) {
+		if (!vc || virConnectIsAlive(vc) != 1) {
+			if (vc)
+				virConnectClose(vc);
+			vc = virConnectOpen(HP_URI_DEFAULT);
+		}
+		if (vc && tg_start(vc, PREFIX, meta, g, msg, sizeof(msg)) == 0)
+			break;
+		if (attempt == 5) {
+			fprintf(stderr, "reaction-bench: %s\n", vc ? msg : "cannot connect to libvirtd");
+			return -1;
+		}
+		sleep(1);
+	}
+	if (!tg_wait(g, 0, NULL, NULL, 180, &r)) {
+		fprintf(stderr, "reaction-bench: guest %s did not boot\n", g->name);
+		return -1;
+	}
+	/* Let the boot tail pass: two seconds of reports. */
+	tg_wait(g, r.seq + 100, NULL, NULL, 30, &r);
+	return 0;
+}
+
+/* Waits until the guest reports >= 2 CPUs; seconds since t0, or -1 after
+ * limit_s. While waiting, the daemon's log is followed (f may be NULL). */
+static double wait_two(const struct tg_guest *g, double t0, double limit_s, struct follow *f,
+		       struct phases *ph)
+{
+	for (;;) {
+		struct tg_report r;
+		double now;
+
+		if (f)
+			follow_lines(f, stamp_phase, ph);
+		now = th_now_s();
+		if (tg_report(g, &r) && r.cpus >= 2)
+			return now - t0;
+		if (now - t0 > limit_s)
+			return -1;
+		usleep(POLL_USEC);
+	}
+}
+
+static double run_operator(const struct tg_guest *g)
+{
+	static const struct th_spawn_opts quiet = { .out = TH_OUT_NULL, .err = TH_OUT_NULL };
+	const char *argv[] = { "bash", "-c", operator_sh, "operator-loop", g->name, HP_URI_DEFAULT,
+			       NULL };
+	struct th_proc loop = { 0 };
+	double t0, dt;
+
+	if (th_spawn(&loop, argv, &quiet) < 0) {
+		fprintf(stderr, "reaction-bench: cannot start bash\n");
+		return -1;
+	}
+	/* Its first sample is the baseline; busy starts at a random phase
+	 * of its one-second cycle, as load would. */
+	usleep(2500000);
+	t0 = th_now_s();
+	if (tg_cmd(g, "busy 2") < 0) {
+		th_proc_stop(&loop, SIGTERM, VMACT_USEC_PER_SEC);
+		return -1;
+	}
+	dt = wait_two(g, t0, UP_LIMIT_S, NULL, NULL);
+	th_proc_stop(&loop, SIGTERM, 5 * VMACT_USEC_PER_SEC);
+	return dt;
+}
+
+/* The VM group's CPU limit in milli-CPUs (-1: unlimited, -2: unknown),
+ * from the cgroup vmactd logged for it ("managing (..., cgroup GROUP, ..."). */
+static long quota_milli(void)
+{
+	char *buf = th_read_file(dlog), *p, group[256] = "", path[512], q[32] = "";
+	long quota = -2, period = 0;
+	FILE *f;
+
+	if (!buf)
+		return -2;
+	p = strstr(buf, ", cgroup ");
+	if (p)
+		sscanf(p, ", cgroup %255[^,]", group);
+	free(buf);
+	if (!group[0])
+		return -2;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", group);
+	if ((f = fopen(path, "re"))) {
+		if (fscanf(f, "%ld", &quota) != 1)
+			quota = -2;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", group);
+		if ((f = fopen(path, "re"))) {
+			if (fscanf(f, "%ld", &period) != 1)
+				period = 0;
+			fclose(f);
+		}
+	} else {
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
+		if (!(f = fopen(path, "re")))
+			return -2;
+		if (fscanf(f, "%31s %ld", q, &period) == 2)
+			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
+		fclose(f);
+	}
+	if (quota == -1)
+		return -1;
+	if (quota < 0 || period <= 0)
+		return -2;
+	return quota * 1000 / period;
+}
+
+static void unpin(void)
+{
+	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
+					    "vmact_vms" };
+	char p[256];
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", pins, maps[i]);
+		unlink(p);
+	}
+	rmdir(pins);
+}
+
+/* One vmactd run on guest g. Returns the upscale time (-1: none within
+ * the cap); *down_s: the time back to the minimum after idle (vmact only). */
+static double run_vmactd(const struct tg_guest *g, bool neon, double *down_s)
+{
+	const char *argv[] = { vmactd_path, "--config", cfg, "--verbose", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
+	struct th_proc d = { 0 };
+	struct follow f = { .path = dlog };
+	struct phases ph = { .name = g->name };
+	char text[1024], needle[160];
+	double dt = -1, end;
+	struct stat sb;
+
+	*down_s = -1;
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
+		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"}%s}",
+		 g->name, pins, neon ? ",\"policy\":{\"cpu\":\"neon\"}" : "");
+	if (th_write_file(cfg, text) < 0)
+		return -1;
+	unlink(dlog);
+	if (th_spawn(&d, argv, &o) < 0) {
+		fprintf(stderr, "reaction-bench: cannot start %s\n", vmactd_path);
+		return -1;
+	}
+	end = th_now_s() + 120;
+	while (th_count_in_file(dlog, "ready: managing 1 VM") == 0) {
+		if (th_now_s() > end || th_proc_exited(&d)) {
+			fprintf(stderr, "reaction-bench: vmactd did not become ready (log %s)\n", dlog);
+			goto out;
+		}
+		usleep(50000);
+	}
+	/* Settled at its minimum, and a second of idle windows behind it. */
+	end = th_now_s() + 60;
+	while (quota_milli() != 1000 && th_now_s() < end)
+		usleep(50000);
+	sleep(1);
+	follow_lines(&f, stamp_phase, &ph); /* skip what came before busy */
+	for (int i = 0; i < N_PH; i++)
+		ph.at[i] = -1;
+	ph.t0 = th_now_s();
+	if (tg_cmd(g, "busy 2") < 0)
+		goto out;
+	dt = wait_two(g, ph.t0, neon ? NEON_CAP_S : UP_LIMIT_S, &f, &ph);
+	follow_lines(&f, stamp_phase, &ph);
+	ph.at[PH_GUEST] = dt;
+	if (dt >= 0)
+		for (int i = 0; i < N_PH; i++)
+			if (ph.at[i] >= 0)
+				add(&phase[neon ? 0 : 1][i], ph.at[i]);
+	if (neon || dt < 0)
+		goto out;
+
+	/* Back down: let the busy guest finish growing, then idle. */
+	sleep(3);
+	snprintf(needle, sizeof(needle), "%s: resized to 1 CPU / ", g->name);
+	{
+		unsigned before = th_count_in_file(dlog, needle);
+		double t1 = th_now_s();
+
+		if (tg_cmd(g, "idle") < 0)
+			goto out;
+		while (th_now_s() - t1 < DOWN_LIMIT_S) {
+			if (th_count_in_file(dlog, needle) > before && quota_milli() == 1000) {
+				*down_s = th_now_s() - t1;
+				break;
+			}
+			usleep(20000);
+		}
+	}
+out:
+	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
+		fprintf(stderr, "reaction-bench: vmactd did not exit cleanly (log %s)\n", dlog);
+	if (stat(pins, &sb) == 0)
+		unpin();
+	return dt;
+}
+
+/* The test template with a virtio balloon reporting memory statistics
+ * every second (vmactd's source of guest memory usage, as in test_daemon). */
+static int write_template(void)
+{
+	const char *none = "<memballoon model='none'/>";
+	char *t = th_read_file("tests/guest/domain.xml.in"), *at, *mod;
+	int r = -1;
+
+	if (!t)
+		return -1;
+	at = strstr(t, none);
+	if (at && (mod = malloc(strlen(t) + 128))) {
+		memcpy(mod, t, (size_t)(at - t));
+		strcpy(mod + (at - t), "<memballoon model='virtio'><stats period='1'/></memballoon>");
+		strcat(mod, at + strlen(none));
+		r = th_write_file(tpl, mod);
+		free(mod);
+	}
+	free(t);
+	return r;
+}
+
+static void print_ms(struct samples *s)
+{
+	if (s->n)
+		printf(" %10.0f %10.0f", pct(s, 50) * 1000, pct(s, 99) * 1000);
+	else
+		printf(" %10s %10s", "never", "never");
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 1 ? atoi(argv[1]) : 10;
+	const char *peer_args[] = { "--unix", sock, "--no-cgroup", NULL };
+	char self[PATH_MAX], meta[1024], msg[512];
+	int pid = (int)getpid(), rc = 1;
+	ssize_t n;
+
+	if (iters < 1 || iters > 200) {
+		fprintf(stderr, "usage: reaction-bench [ITERATIONS 1..200]\n");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "reaction-bench: needs root (libvirt, BPF, cgroups)\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	/* build/bench/reaction-bench -> build/vmactd */
+	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../vmactd", dirname(self));
+	snprintf(sock, sizeof(sock), "/tmp/vmact-rb-%d.sock", pid);
+	snprintf(peer_log, sizeof(peer_log), "/tmp/vmact-rb-%d.peer", pid);
+	snprintf(tpl, sizeof(tpl), "/tmp/vmact-rb-%d.xml", pid);
+	snprintf(cfg, sizeof(cfg), "/tmp/vmact-rb-%d.json", pid);
+	snprintf(dlog, sizeof(dlog), "/tmp/vmact-rb-%d.log", pid);
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/vmact-rb-%d", pid);
+
+	/* The guest's reporter at 20 ms: it onlines hot-added CPUs too. */
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=0.02", 0);
+	if (write_template() < 0) {
+		fprintf(stderr, "reaction-bench: cannot write %s from tests/guest/domain.xml.in\n",
+			tpl);
+		return 1;
+	}
+	setenv("VMACT_GUEST_TEMPLATE", tpl, 1);
+	if (th_peer_start(&monitor, "vm-monitor.js", peer_args, peer_log, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "reaction-bench: vm-monitor peer: %s\n", msg);
+		return 1;
+	}
+	snprintf(meta, sizeof(meta),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
+		 "<vmact:monitor endpoint='unix:%s'/></vmact:autoscaling>",
+		 sock);
+
+	printf("reaction-bench: %d runs per contender, fresh TCG guest each, busy 2 in a 1-vCPU "
+	       "guest -> guest reports 2 CPUs\n",
+	       iters);
+	fflush(stdout);
+	for (int i = 0; i < iters; i++) {
+		for (int k = 0; k < N_CONT; k++) {
+			/* Rotate who goes first so drift hits all three. */
+			int c = (k + i) % N_CONT;
+			struct tg_guest g = { 0 };
+			double dt, dn = -1;
+
+			if (boot(meta, &g) < 0) {
+				tg_destroy(&g);
+				goto table;
+			}
+			if (c == C_OPERATOR)
+				dt = run_operator(&g);
+			else
+				dt = run_vmactd(&g, c == C_NEON, &dn);
+			tg_destroy(&g);
+			if (dt >= 0)
+				add(&up[c], dt);
+			else
+				never[c]++;
+			if (c == C_VMACT && dt >= 0)
+				down_runs++;
+			if (c == C_VMACT && dn >= 0)
+				add(&down, dn);
+			fprintf(stderr, "  run %d/%d %-22s up %s%.2f s", i + 1, iters, cont_names[c],
+				dt < 0 ? "never, " : "", dt);
+			if (c == C_VMACT)
+				fprintf(stderr, ", down %.2f s", dn);
+			fprintf(stderr, "\n");
+		}
+	}
+
+table:
+	printf("\n%-24s %6s %10s %10s %6s %10s %10s %8s\n", "contender (ms)", "runs", "up p50",
+	       "up p99", "never", "down p50", "down p99", "down n");
+	for (int c = 0; c < N_CONT; c++) {
+		printf("%-24s %6zu", cont_names[c], up[c].n + never[c]);
+		print_ms(&up[c]);
+		printf(" %6u", never[c]);
+		if (c == C_VMACT && down.n)
+			printf(" %10.0f %10.0f %4zu/%-3u", pct(&down, 50) * 1000,
+			       pct(&down, 99) * 1000, down.n, down_runs);
+		else if (c == C_VMACT)
+			printf(" %10s %10s %4u/%-3u", ">90 s", ">90 s", 0, down_runs);
+		else
+			printf(" %10s %10s %8s", "-", "-", "-");
+		printf("\n");
+	}
+	printf("\nvmactd phases, p50 ms after busy (log line arrival):\n%-22s %12s %12s\n", "phase",
+	       "neon", "vmact");
+	for (int i = 0; i < N_PH; i++) {
+		printf("%-22s", ph_names[i]);
+		for (int p = 0; p < 2; p++)
+			if (phase[p][i].n)
+				printf(" %12.0f", pct(&phase[p][i], 50) * 1000);
+			else
+				printf(" %12s", "-");
+		printf("\n");
+	}
+	if (up[C_VMACT].n && up[C_OPERATOR].n) {
+		printf("ratio: %.2f\n", pct(&up[C_VMACT], 50) / pct(&up[C_OPERATOR], 50));
+		rc = 0;
+	} else {
+		printf("ratio: n/a\n");
+	}
+	th_peer_stop(&monitor);
+	if (vc)
+		virConnectClose(vc);
+	unlink(sock);
+	unlink(peer_log);
+	unlink(tpl);
+	unlink(cfg);
+	if (!getenv("VMACT_BENCH_KEEP_LOG"))
+		unlink(dlog);
+	return rc;
+}
