@@ -133,12 +133,15 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	own_delay = (double)delay - (double)throttled * out->demand;
 	out->contended = runnable && own_delay > 0 ? own_delay / (double)runnable : 0;
 
-	if (out->throttled >= p->throttled_share && last->quota_milli && last->quota_milli < vcpu_milli)
-		out->cls = ACT_CPU_THROTTLED;
-	else if (out->busy >= p->target)
-		out->cls = out->contended >= p->contended_share ? ACT_CPU_CONTENDED : ACT_CPU_SATURATED;
-	else
+	/* Throttling alone is no reason to grow: a short burst throttles a
+	 * VM that uses a third of its quota. It must use its allowance too. */
+	if (out->busy < p->target)
 		out->cls = ACT_CPU_OK;
+	else if (out->throttled >= p->throttled_share && last->quota_milli &&
+		 last->quota_milli < vcpu_milli)
+		out->cls = ACT_CPU_THROTTLED;
+	else
+		out->cls = out->contended >= p->contended_share ? ACT_CPU_CONTENDED : ACT_CPU_SATURATED;
 
 	out->goal_milli = allowance;
 	if (out->cls != ACT_CPU_OK)

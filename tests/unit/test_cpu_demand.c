@@ -57,6 +57,9 @@ static const struct steady_case steady[] = {
 	{ "two busy threads, two vCPUs", 4, 2, 0, 2.0, 0.05, 0, ACT_CPU_SATURATED, 2250 },
 	/* the quota holds it back: raise the quota, not beyond the vCPUs. */
 	{ "quota-limited", 4, 2, 1250, 2.0, 0.75, 0.4, ACT_CPU_THROTTLED, 2000 },
+	/* throttled for a moment but using a third of the quota: not a
+	 * reason to grow. */
+	{ "throttled burst, little use", 4, 2, 1500, 0.48, 0.1, 0.05, ACT_CPU_OK, 1500 },
 	/* waiting for host CPUs that others hold: hold. */
 	{ "host contention", 4, 1, 0, 1.0, 0.45, 0, ACT_CPU_CONTENDED, 1000 },
 	/* a quota at the vCPUs' size that throttles: saturated, grow. */
