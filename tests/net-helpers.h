@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Loopback helpers shared by the network tests: driving an sd-event loop
- * until a condition holds, and raw sockets for peers that misbehave on
- * purpose (slow, garbage, silent). The time limits here are safety nets
+ * until a condition holds, raw sockets for peers that misbehave on
+ * purpose (slow, garbage, silent), and starting the Node.js peers. The time limits here are safety nets
  * against a hung test, not assertions about speed. */
 #pragma once
 
@@ -10,10 +10,15 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <systemd/sd-event.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,4 +142,128 @@ static inline unsigned th_dead_port(void)
 	if (fd >= 0)
 		close(fd);
 	return port;
+}
+
+/* ---- Node.js peers (tests/peers/) ------------------------------------ */
+
+/* A peer process: `node tests/peers/SCRIPT ARGS...` (under $VMACT_TOP when
+ * set, else the current directory) with pipes on its stdin and stdout.
+ * The peers print "listening PORT" as their first line once they accept
+ * connections; later lines are the peer's own business. */
+struct th_peer {
+	pid_t pid;
+	int in;  /* the peer's stdin (commands), -1 when none */
+	int out; /* the peer's stdout, past the "listening" line */
+	unsigned port;
+	char first_line[128]; /* what the peer said first, for failure messages */
+};
+
+/* Reads one line (without its newline) from the peer's stdout, waiting at
+ * most limit_usec. 0, -ETIMEDOUT, -EPIPE at EOF, -ENOSPC. One byte at a
+ * time: nothing is read past the line, so later lines stay in the pipe. */
+static inline int th_peer_read_line(struct th_peer *p, char *line, size_t cap, uint64_t limit_usec)
+{
+	uint64_t end = th_now() + limit_usec;
+	size_t n = 0;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
+		uint64_t now = th_now();
+		ssize_t r;
+
+		if (n + 1 >= cap)
+			return -ENOSPC;
+		if (now >= end)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)((end - now) / 1000) + 1) < 0 && errno != EINTR)
+			return -errno;
+		if (!(pfd.revents & (POLLIN | POLLHUP)))
+			continue;
+		r = read(p->out, line + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			line[n] = '\0';
+			return -EPIPE;
+		}
+		if (line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = '\0';
+	return 0;
+}
+
+/* Starts the peer and waits for its "listening PORT" line. args: NULL or a
+ * NULL-terminated list (at most 16). 0 or a negative errno; on failure
+ * first_line holds what the peer printed instead (empty: node missing). */
+static inline int th_peer_start(struct th_peer *p, const char *script, const char *const *args)
+{
+	const char *top = getenv("VMACT_TOP");
+	char path[4096];
+	const char *argv[20] = { "node", path };
+	size_t argc = 2;
+	int in[2], out[2], r;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->in = p->out = -1;
+	snprintf(path, sizeof(path), "%s/tests/peers/%s", top ? top : ".", script);
+	for (; args && *args && argc < sizeof(argv) / sizeof(argv[0]) - 1; args++)
+		argv[argc++] = *args;
+	argv[argc] = NULL;
+	if (access(path, R_OK) != 0)
+		return -ENOENT;
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		r = -errno;
+		close(in[0]);
+		close(in[1]);
+		return r;
+	}
+	p->pid = fork();
+	if (p->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execvp("node", (char *const *)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	p->in = in[1];
+	p->out = out[0];
+	if (p->pid < 0)
+		return -EAGAIN;
+	r = th_peer_read_line(p, p->first_line, sizeof(p->first_line), TH_SAFETY_USEC);
+	if (r < 0)
+		return r;
+	if (sscanf(p->first_line, "listening %u", &p->port) != 1 || !p->port)
+		return -EPROTO;
+	return 0;
+}
+
+/* Sends one command line to the peer's stdin. */
+static inline int th_peer_send(struct th_peer *p, const char *line)
+{
+	size_t n = strlen(line);
+
+	if (write(p->in, line, n) != (ssize_t)n || write(p->in, "\n", 1) != 1)
+		return -EPIPE;
+	return 0;
+}
+
+/* Terminates the peer and reaps it. Safe on a peer that never started. */
+static inline void th_peer_stop(struct th_peer *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGTERM);
+		waitpid(p->pid, NULL, 0);
+	}
+	if (p->in >= 0)
+		close(p->in);
+	if (p->out >= 0)
+		close(p->out);
+	p->pid = -1;
+	p->in = p->out = -1;
 }

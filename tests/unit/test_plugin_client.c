@@ -24,8 +24,7 @@ struct fx {
 	sd_event *ev;
 	struct ag_http_client *http;
 	struct ag_arbiter *arb;
-	pid_t node_pid;
-	unsigned node_port;
+	struct th_peer node;
 	unsigned version_changes;
 	enum ag_plugin_version changed_from, changed_to;
 };
@@ -69,7 +68,8 @@ static int setup(void **state)
 	assert_non_null(f);
 	assert_int_equal(sd_event_new(&f->ev), 0);
 	assert_int_equal(ag_http_client_new(f->ev, &f->http, NULL), 0);
-	f->node_pid = -1;
+	f->node.pid = -1;
+	f->node.in = f->node.out = -1;
 	*state = f;
 	return 0;
 }
@@ -78,10 +78,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	if (f->node_pid > 0) {
-		kill(f->node_pid, SIGTERM);
-		waitpid(f->node_pid, NULL, 0);
-	}
+	th_peer_stop(&f->node);
 	ag_arbiter_free(f->arb);
 	ag_http_client_free(f->http);
 	sd_event_unref(f->ev);
@@ -101,35 +98,12 @@ static void start_arbiter(struct fx *f, struct ag_arbiter_config cfg)
 /* Starts the Node peer and reads the port it prints. */
 static void start_node(struct fx *f)
 {
-	int pipefd[2];
-	char line[64] = "";
-	size_t n = 0;
+	static const char *const args[] = { "--cpu", "4000", "--mem", "17179869184", NULL };
+	int r = th_peer_start(&f->node, "plugin-head.js", args);
 
-	if (access("tests/peers/plugin-head.js", R_OK) != 0)
-		fail_msg("tests/peers/plugin-head.js not found (run from the source tree top)");
-	assert_int_equal(pipe(pipefd), 0);
-	f->node_pid = fork();
-	assert_true(f->node_pid >= 0);
-	if (f->node_pid == 0) {
-		dup2(pipefd[1], 1);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		execlp("node", "node", "tests/peers/plugin-head.js", "--cpu", "4000", "--mem",
-		       "17179869184", (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	while (n < sizeof(line) - 1) {
-		ssize_t r = read(pipefd[0], line + n, 1);
-
-		if (r <= 0 || line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = '\0';
-	close(pipefd[0]);
-	if (sscanf(line, "listening %u", &f->node_port) != 1)
-		fail_msg("node peer did not start (is nodejs installed?): \"%s\"", line);
+	if (r < 0)
+		fail_msg("tests/peers/plugin-head.js did not start (is nodejs installed? run from the "
+			 "source tree top): %s: \"%s\"", strerror(-r), f->node.first_line);
 }
 
 static struct ag_plugin_client *client(struct fx *f, unsigned port,
@@ -372,7 +346,7 @@ static void test_head_peer_negotiation_and_wait(void **state)
 	struct ag_agent_request r = request("vm-head", one, NULL);
 
 	start_node(f);
-	pc = client(f, f->node_port, AG_PLUGIN_V4_0, 0, 0);
+	pc = client(f, f->node.port, AG_PLUGIN_V4_0, 0, 0);
 	run(f, pc, &r, &one, &o);
 	if (o.error)
 		fail_msg("%s", o.message);
@@ -421,7 +395,7 @@ static void test_head_peer_failures(void **state)
 
 	start_node(f);
 	/* A short timeout so "silent" ends quickly; "stuck" answers at 1 s. */
-	pc = client(f, f->node_port, 0, 0, 3 * 1000000ULL);
+	pc = client(f, f->node.port, 0, 0, 3 * 1000000ULL);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct ag_agent_request r = request(t[i].pod, one, NULL);
 		struct outcome o;
