@@ -39,6 +39,12 @@ void act_cpu_demand_init(struct act_cpu_demand *d)
 	memset(d, 0, sizeof(*d));
 }
 
+void act_cpu_demand_guest_load(struct act_cpu_demand *d, bool has, double load1)
+{
+	d->has_guest_load = has && isfinite(load1) && load1 >= 0;
+	d->guest_load = d->has_guest_load ? load1 : 0;
+}
+
 void act_cpu_demand_resized(struct act_cpu_demand *d)
 {
 	d->n = 0;
@@ -143,6 +149,12 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	else
 		out->cls = out->contended >= p->contended_share ? ACT_CPU_CONTENDED : ACT_CPU_SATURATED;
 
+	if (d->has_guest_load && p->target > 0) {
+		out->has_guest_load = true;
+		out->guest_load = d->guest_load;
+		out->guest_floor_milli = d->guest_load > 0
+			? ceil_cu(d->guest_load * 1000.0 / p->target, p->cu_milli) : 0;
+	}
 	out->goal_milli = allowance;
 	if (out->cls != ACT_CPU_OK)
 		d->below = false;
@@ -168,7 +180,8 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		break;
 	case ACT_CPU_OK: {
 		double base = d->slow > out->demand ? d->slow : out->demand;
-		uint32_t g = ceil_cu(base * 1000.0 / p->down_target, p->cu_milli);
+		uint32_t g = u32_max(ceil_cu(base * 1000.0 / p->down_target, p->cu_milli),
+				     out->guest_floor_milli);
 
 		if (g >= allowance) {
 			d->below = false;
@@ -183,6 +196,9 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		break;
 	}
 	}
+	/* The guest's queue beyond its vCPUs, which the host cannot see. */
+	if (out->cls != ACT_CPU_CONTENDED)
+		out->goal_milli = u32_max(out->goal_milli, out->guest_floor_milli);
 	return true;
 }
 
@@ -196,5 +212,9 @@ int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsig
 			 dec->contended * 100, dec->throttled * 100, dec->goal_milli / 1000,
 			 dec->goal_milli % 1000);
 
+	if (n >= 0 && (unsigned)n < len && dec->has_guest_load)
+		n += snprintf(buf + n, len - (unsigned)n, " (guest load1 %.2f: at least %u.%03u)",
+			      dec->guest_load, dec->guest_floor_milli / 1000,
+			      dec->guest_floor_milli % 1000);
 	return n < 0 || (unsigned)n >= len ? -1 : 0;
 }

@@ -25,6 +25,13 @@
  * `down_target`, so a VM that was just grown does not shrink back into
  * saturation (hysteresis).
  *
+ * Optionally the guest's own 1-minute load average (its exporter,
+ * <vmact:metrics>) adds what the host cannot see: the queue beyond the
+ * vCPUs. It is a floor: the goal is at least ceil_cu(load1 / target), in
+ * every class but contended (more vCPUs do not help there), and a shrink
+ * never goes below it. Being a minute average it is never the reason to
+ * grow fast or shrink; the host's figures still do both.
+ *
  * Pure: no I/O, no clock of its own (times are the caller's monotonic ns). */
 #pragma once
 
@@ -73,6 +80,8 @@ struct act_cpu_demand {
 	double slow;               /* CPUs, slow average of the demand */
 	bool below;                /* shrink goal below the allowance since below_since */
 	int64_t below_since;
+	bool has_guest_load;       /* the guest's load1, from its exporter */
+	double guest_load;
 };
 
 /* What one decision sees and wants. */
@@ -86,12 +95,18 @@ struct act_cpu_decision {
 	int64_t span;              /* ns the up window really covered */
 	uint32_t allowance_milli;  /* min(vCPUs, quota) */
 	uint32_t goal_milli;       /* CPU the VM should have now */
+	bool has_guest_load;
+	double guest_load;         /* the guest's load1 */
+	uint32_t guest_floor_milli; /* ceil_cu(load1 / target); 0 without it */
 };
 
 void act_cpu_demand_init(struct act_cpu_demand *d);
 /* Adds a readout; windows of zero length are ignored. */
 void act_cpu_demand_feed(struct act_cpu_demand *d, const struct act_cpu_policy *p,
 			 const struct act_cpu_window *w);
+/* The guest's 1-minute load average (has false: none, or no longer
+ * trusted); the floor of the goal from then on. */
+void act_cpu_demand_guest_load(struct act_cpu_demand *d, bool has, double load1);
 /* Forgets the fast history (after a resize the old windows describe another
  * VM size); the slow average stays. */
 void act_cpu_demand_resized(struct act_cpu_demand *d);

@@ -163,7 +163,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	r->hp_state = st;
 	r->have_state = true;
 	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
-	l.keep_vcpus = r->env->cfg->cpu_shrink == ACT_CPU_SHRINK_QUOTA;
+	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
 	if (act_plan_hotplug(&r->st.using_, &a->hotplug.target, &lim, &l, &r->plan, &err) < 0) {
 		log_error("%s: refusing to resize: %s", r->name, err.msg);
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));

@@ -17,6 +17,17 @@
 
 struct ag_http_client;
 struct ag_plugin_client;
+struct ag_guest_scrape;
+
+/* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
+ * loop. */
+struct act_guest_ep {
+	char url[600];                 /* "" when the VM names none */
+	sd_event_source *timer;
+	struct ag_guest_scrape *scrape; /* the one in flight, or the last */
+	int last_error;                /* 0: working (or never failed) */
+	long last_status;
+};
 
 struct act_runner {
 	struct act_runner_env *env;
@@ -41,6 +52,13 @@ struct act_runner {
 	uint64_t vcpu_runnable_ns, vcpu_delay_ns;
 	enum act_cpu_class last_cls;
 	uint64_t ticks;             /* memory is read every metrics interval */
+
+	/* The guest's own figures (<vmact:metrics>): the system exporter's
+	 * replace the host-side load averages and balloon statistics while
+	 * they are fresh; a failed scrape drops them. */
+	struct act_guest_ep guest_sys, guest_lfc;
+	bool has_guest;
+	struct act_system_metrics guest;
 
 	struct ag_http_client *http;
 	struct ag_plugin_client *plugin;
@@ -84,3 +102,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 
 /* runner-metrics.c */
 int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err);
+void act_runner_metrics_free(struct act_runner *r);
+/* The policies in effect for this VM: its <vmact:policy>, else the host's. */
+enum act_cpu_policy_mode act_runner_cpu_policy(const struct act_runner *r);
+enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r);

@@ -4,12 +4,26 @@
  * reactive CPU policy (cpu-demand.h), whose goal sizes the CPU; every
  * metrics interval (sampler.interval_ms) the VM's load averages and its
  * memory from libvirt's guest statistics are fed to the core as system
- * metrics (the Neon policy's inputs, and memory under both policies). */
+ * metrics (the Neon policy's inputs, and memory under both policies).
+ *
+ * A VM that names its exporters (<vmact:metrics>) is also scraped on the
+ * loop, as the Neon agent does (doc/protocols.md, "Metrics inputs"): the
+ * system exporter every metrics interval, the LFC exporter every 15 s. The
+ * guest's load1/load5 and memory then replace the host-side figures (for
+ * the reactive policy, load1 is the floor of the goal: the queue beyond
+ * the vCPUs); a failed scrape drops them, so the host-side signal carries
+ * on, and is logged once per distinct failure. */
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "actuator/runner-internal.h"
+#include "agent-glue/guest-metrics.h"
+#include "base/endpoint.h"
+#include "base/macro.h"
 #include "base/log.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
@@ -21,9 +35,42 @@
  * tricks) and a handful of others. */
 #define MAX_THREADS 512
 
+/* The scaling core keeps as many LFC windows as the reader gives. */
+_Static_assert(ACT_LFC_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
+
+/* The agent's LFC period; its system period is sampler.interval_ms. */
+#define LFC_INTERVAL_USEC (15ULL * 1000000ULL)
+/* The first system scrape after a random 0-4 s, so VMs started together
+ * do not scrape together (the agent's jitter). */
+#define FIRST_JITTER_USEC (4ULL * 1000000ULL)
+
+enum act_cpu_policy_mode act_runner_cpu_policy(const struct act_runner *r)
+{
+	switch (r->meta.policy_cpu) {
+	case HP_POLICY_CPU_REACTIVE:
+		return ACT_CPU_POLICY_REACTIVE;
+	case HP_POLICY_CPU_NEON:
+		return ACT_CPU_POLICY_NEON;
+	default:
+		return r->env->cfg->cpu_policy;
+	}
+}
+
+enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r)
+{
+	switch (r->meta.policy_shrink) {
+	case HP_POLICY_SHRINK_QUOTA:
+		return ACT_CPU_SHRINK_QUOTA;
+	case HP_POLICY_SHRINK_UNPLUG:
+		return ACT_CPU_SHRINK_UNPLUG;
+	default:
+		return r->env->cfg->cpu_shrink;
+	}
+}
+
 static bool reactive(const struct act_runner *r)
 {
-	return r->env->cfg->cpu_policy == ACT_CPU_POLICY_REACTIVE;
+	return act_runner_cpu_policy(r) == ACT_CPU_POLICY_REACTIVE;
 }
 
 static uint64_t tick_usec(const struct act_runner *r)
@@ -105,7 +152,9 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 
 	m.load1 = rd->loadavg[0];
 	m.load5 = rd->loadavg[1];
-	if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
+	if (r->has_guest) {
+		m = r->guest;
+	} else if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
 	    ms.total_kib >= ms.available_kib) {
 		m.memory_usage_bytes = (double)(ms.total_kib - ms.available_kib) * 1024.0 +
 				       (double)MEM_USAGE_PAD;
@@ -126,8 +175,8 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 		log_warning("%s: %s", r->name, err.msg);
 		return;
 	}
-	log_debug("%s: load1 %.2f load5 %.2f memory %s", r->name, m.load1, m.load5,
-		  m.memory_absent ? "unknown" : "known");
+	log_debug("%s: load1 %.2f load5 %.2f memory %s (%s)", r->name, m.load1, m.load5,
+		  m.memory_absent ? "unknown" : "known", r->has_guest ? "guest" : "host");
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
@@ -159,12 +208,179 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
+/* ---- the guest's exporters ---- */
+
+static const char *kind_name(enum ag_guest_metrics_kind k)
+{
+	return k == AG_GUEST_METRICS_LFC ? "LFC metrics" : "guest metrics";
+}
+
+/* Logs a failure once per distinct cause (error and status: the message
+ * may vary with a line number or a byte count), and the recovery. */
+static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
+			 const struct ag_guest_metrics_result *res)
+{
+	if (!res->error) {
+		if (ep->last_error)
+			log_info("%s: %s %s: working again; using the guest's figures", r->name,
+				 kind_name(res->kind), ep->url);
+		ep->last_error = 0;
+		ep->last_status = 0;
+		return;
+	}
+	if (res->error != ep->last_error || res->status != ep->last_status)
+		log_warning("%s: %s %s: %s; using the host-side figures", r->name,
+			    kind_name(res->kind), ep->url,
+			    res->message ? res->message : strerror(-res->error));
+	ep->last_error = res->error;
+	ep->last_status = res->status;
+}
+
+static void on_guest_system(void *ud, const struct ag_guest_metrics_result *res)
+{
+	struct act_runner *r = ud;
+
+	note_outcome(r, &r->guest_sys, res);
+	if (res->error || !res->system) {
+		r->has_guest = false;
+		act_cpu_demand_guest_load(&r->demand, false, 0);
+		return;
+	}
+	r->has_guest = true;
+	r->guest = (struct act_system_metrics){
+		.load1 = res->system->load1,
+		.load5 = res->system->load5,
+		.memory_usage_bytes = res->system->memory_usage_bytes,
+		.memory_cached_bytes = res->system->memory_cached_bytes,
+	};
+	act_cpu_demand_guest_load(&r->demand, true, res->system->load1);
+	/* The Neon policy reads these at its next metrics tick; the reactive
+	 * one at its next policy tick. */
+}
+
+static void on_guest_lfc(void *ud, const struct ag_guest_metrics_result *res)
+{
+	struct act_runner *r = ud;
+	struct vmact_err err = { 0 };
+
+	note_outcome(r, &r->guest_lfc, res);
+	if (res->error || !res->lfc)
+		return;
+	if (act_state_update_lfc_metrics(&r->st, res->lfc->wss_pages, res->lfc->n_windows,
+					 &err) < 0) {
+		log_warning("%s: %s", r->name, err.msg);
+		return;
+	}
+	act_runner_evaluate(r);
+}
+
+/* Starts a scrape unless one is in flight; the loop never waits on it. */
+static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_guest_metrics_kind kind)
+{
+	struct vmact_err err = { 0 };
+	int ret;
+
+	if (ep->scrape && ag_guest_scrape_pending(ep->scrape))
+		return;
+	ag_guest_scrape_free(ep->scrape);
+	ep->scrape = NULL;
+	ret = ag_guest_metrics_fetch(r->http, ep->url, kind,
+				     kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_TIMEOUT_USEC
+								  : AG_GUEST_SYSTEM_TIMEOUT_USEC,
+				     0, kind == AG_GUEST_METRICS_LFC ? on_guest_lfc : on_guest_system,
+				     r, &ep->scrape, &err);
+	if (ret < 0 && ep->last_error != ret) {
+		log_warning("%s: %s %s: %s; using the host-side figures", r->name, kind_name(kind),
+			    ep->url, err.msg);
+		ep->last_error = ret;
+		ep->last_status = 0;
+	}
+}
+
+static int on_guest_sys_timer(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner *r = ud;
+
+	sd_event_source_set_time(s, usec + r->env->metrics_interval_usec);
+	scrape(r, &r->guest_sys, AG_GUEST_METRICS_SYSTEM);
+	return 0;
+}
+
+static int on_guest_lfc_timer(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner *r = ud;
+
+	sd_event_source_set_time(s, usec + LFC_INTERVAL_USEC);
+	/* As the agent: LFC figures only when the VM's config uses them. */
+	if (r->st.config.enable_lfc_metrics)
+		scrape(r, &r->guest_lfc, AG_GUEST_METRICS_LFC);
+	return 0;
+}
+
+/* The URL to GET: the endpoint as given, /metrics when it names no path. */
+static int guest_url(const char *spec, char *buf, size_t len, struct vmact_err *err)
+{
+	struct vmact_endpoint ep;
+	int n;
+
+	if (vmact_endpoint_parse(spec, VMACT_EP_HTTP | VMACT_EP_NEED_PORT, &ep, err) < 0)
+		return -EINVAL;
+	n = snprintf(buf, len, "%s%s", spec, ep.path[0] ? "" : "/metrics");
+	return n < 0 || (size_t)n >= len ? vmact_err_set(err, ENAMETOOLONG, "'%s' too long", spec)
+					  : 0;
+}
+
+static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char *spec,
+		       uint64_t first_usec, sd_event_time_handler_t fn, struct vmact_err *err)
+{
+	int ret;
+
+	if (!spec[0])
+		return 0;
+	if (!r->http)
+		return vmact_err_set(err, ENODEV, "guest metrics: no HTTP client");
+	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
+		return vmact_err_prefix(err, "<vmact:metrics>");
+	ret = sd_event_add_time_relative(r->env->event, &ep->timer, CLOCK_MONOTONIC, first_usec,
+					 1000, fn, r);
+	if (ret >= 0)
+		ret = sd_event_source_set_enabled(ep->timer, SD_EVENT_ON);
+	if (ret < 0)
+		return vmact_err_set(err, -ret, "cannot add the guest metrics timer: %s",
+				     strerror(-ret));
+	return 0;
+}
+
+void act_runner_metrics_free(struct act_runner *r)
+{
+	struct act_guest_ep *eps[] = { &r->guest_sys, &r->guest_lfc };
+
+	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
+		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
+		ag_guest_scrape_free(eps[i]->scrape);
+		eps[i]->scrape = NULL;
+	}
+}
+
 int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err)
 {
+	uint32_t rnd = 0;
 	int ret;
 
 	act_cpu_policy_defaults(&r->cpu_policy);
 	act_cpu_demand_init(&r->demand);
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)time(NULL);
+	ret = guest_start(r, &r->guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
+			  on_guest_sys_timer, err);
+	if (ret >= 0)
+		ret = guest_start(r, &r->guest_lfc, r->meta.metrics_lfc, rnd % (FIRST_JITTER_USEC + 1),
+				  on_guest_lfc_timer, err);
+	if (ret < 0)
+		return ret;
+	if (r->guest_sys.url[0])
+		log_info("%s: guest metrics from %s%s%s", r->name, r->guest_sys.url,
+			 r->guest_lfc.url[0] ? ", LFC from " : "", r->guest_lfc.url);
 	ret = sd_event_add_time_relative(r->env->event, &r->metrics, CLOCK_MONOTONIC, tick_usec(r),
 					 1000, on_tick, r);
 	if (ret >= 0)

@@ -28,6 +28,7 @@ int act_meta_scaling_config(const struct ag_scaling_config *defaults, const stru
 {
 	const struct hp_scaling *s = &meta->scaling;
 	struct ag_scaling_overrides o = { 0 };
+	int ret;
 
 	if (s->has_load_avg_target) {
 		o.set |= AG_SC_LOAD_AVERAGE_FRACTION_TARGET;
@@ -53,7 +54,16 @@ int act_meta_scaling_config(const struct ag_scaling_config *defaults, const stru
 		o.set |= AG_SC_CPU_MIXED_ZONE_RATIO;
 		o.v.cpu_mixed_zone_ratio = s->cpu_mixed_zone;
 	}
-	return ag_scaling_config_effective(defaults, &o, out, err);
+	ret = ag_scaling_config_effective(defaults, &o, out, err);
+	if (ret < 0)
+		return ret;
+	/* The LFC figures come only from the guest's LFC exporter: without
+	 * one the setting would do nothing, which an operator must hear. */
+	if (out->enable_lfc_metrics && !meta->metrics_lfc[0])
+		return vmact_err_set(err, EINVAL,
+				     "enableLFCMetrics%s: needs <vmact:metrics lfc='http://HOST:9499'>",
+				     s->has_enable_lfc ? " (<vmact:scaling>)" : " (the host's \"scaling\")");
+	return 0;
 }
 
 /* ---- helpers ---- */
@@ -410,6 +420,7 @@ void act_runner_free(struct act_runner *r)
 	r->approver = NULL;
 	sd_event_source_disable_unref(r->wake);
 	sd_event_source_disable_unref(r->metrics);
+	act_runner_metrics_free(r);
 	act_runner_plugin_free(r);
 	if (r->sampler_registered)
 		smp_unregister(r->env->sampler, r->uuid, NULL);
@@ -436,7 +447,9 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 
 	if (!vmact_res_eq(cu, r->st.cu) || meta->method != r->meta.method ||
 	    strcmp(meta->mem_alias, r->meta.mem_alias) || strcmp(meta->monitor, r->meta.monitor) ||
-	    strcmp(meta->informant, r->meta.informant))
+	    strcmp(meta->informant, r->meta.informant) || strcmp(meta->metrics, r->meta.metrics) ||
+	    strcmp(meta->metrics_lfc, r->meta.metrics_lfc) || meta->policy_cpu != r->meta.policy_cpu ||
+	    meta->policy_shrink != r->meta.policy_shrink)
 		return 1;
 	ret = act_meta_scaling_config(&r->env->cfg->scaling, meta, &sc, err);
 	if (ret >= 0)

@@ -163,6 +163,11 @@ struct hp_scaling {
 	double cpu_mixed_zone;
 };
 
+/* <vmact:policy>: the VM's choice over the host's policy.cpu and
+ * policy.cpu_shrink (doc/policy.md); HOST: not given, the host's applies. */
+enum hp_policy_cpu { HP_POLICY_CPU_HOST = 0, HP_POLICY_CPU_REACTIVE, HP_POLICY_CPU_NEON };
+enum hp_policy_shrink { HP_POLICY_SHRINK_HOST = 0, HP_POLICY_SHRINK_QUOTA, HP_POLICY_SHRINK_UNPLUG };
+
 struct hp_meta {
 	bool enabled;
 	struct vmact_resources min, max;     /* bounds, both required */
@@ -178,6 +183,14 @@ struct hp_meta {
 	char pod_namespace[254];
 	char pod_name[254];
 	char pod_uid[64];
+	/* <vmact:metrics>: the guest's Prometheus endpoints, "http://HOST:PORT"
+	 * with an optional path (none: /metrics), "" if none. metrics is the
+	 * system exporter (Neon: port 9100), metrics_lfc the LFC exporter
+	 * (Neon: port 9499); metrics_lfc only together with metrics. */
+	char metrics[512];
+	char metrics_lfc[512];
+	enum hp_policy_cpu policy_cpu;
+	enum hp_policy_shrink policy_shrink;
 };
 
 /* Parses the single <vmact:autoscaling> element (as returned by

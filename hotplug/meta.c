@@ -11,6 +11,8 @@
  *     (or, for guests running the retired VM informant instead of a
  *      vm-monitor: <vmact:informant endpoint="http://10.0.3.9:10301"/>)
  *     <vmact:pod namespace="default" name="db-1" uid="..."/>
+ *     <vmact:metrics endpoint="http://10.0.3.9:9100" lfc="http://10.0.3.9:9499"/>
+ *     <vmact:policy cpu="reactive" shrink="quota"/>
  *   </vmact:autoscaling>
  *
  * Operators set it with
@@ -277,6 +279,59 @@ static int parse_informant(xmlNodePtr n, struct hp_meta *m, struct vmact_err *er
 			      m->informant, sizeof(m->informant), err);
 }
 
+/* The guest's Prometheus endpoints: http://HOST:PORT, the port spelled out
+ * (the exporters' ports, 9100 and 9499, are not HTTP's), a path allowed
+ * (none means /metrics). */
+#define METRICS_EP (VMACT_EP_HTTP | VMACT_EP_NEED_PORT)
+
+static int parse_metrics(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "endpoint", "lfc", NULL };
+	struct vmact_endpoint ep;
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = copy_attr(n, "endpoint", true, m->metrics, sizeof(m->metrics), err)) < 0 ||
+	    (r = copy_attr(n, "lfc", false, m->metrics_lfc, sizeof(m->metrics_lfc), err)) < 0)
+		return r;
+	if (vmact_endpoint_parse(m->metrics, METRICS_EP, &ep, err) < 0)
+		return vmact_err_prefix(err, EL ": attribute 'endpoint'", "metrics");
+	if (m->metrics_lfc[0] && vmact_endpoint_parse(m->metrics_lfc, METRICS_EP, &ep, err) < 0)
+		return vmact_err_prefix(err, EL ": attribute 'lfc'", "metrics");
+	return 0;
+}
+
+static int parse_policy(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "cpu", "shrink", NULL };
+	_cleanup_free_ char *cpu = NULL, *shrink = NULL;
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 || (r = get_attr(n, "cpu", false, &cpu, err)) < 0 ||
+	    (r = get_attr(n, "shrink", false, &shrink, err)) < 0)
+		return r;
+	if (!cpu)
+		m->policy_cpu = HP_POLICY_CPU_HOST;
+	else if (strcmp(cpu, "reactive") == 0)
+		m->policy_cpu = HP_POLICY_CPU_REACTIVE;
+	else if (strcmp(cpu, "neon") == 0)
+		m->policy_cpu = HP_POLICY_CPU_NEON;
+	else
+		return vmact_err_set(err, EINVAL, EL ": attribute 'cpu': '%s' is not reactive or neon",
+				     "policy", cpu);
+	if (!shrink)
+		m->policy_shrink = HP_POLICY_SHRINK_HOST;
+	else if (strcmp(shrink, "quota") == 0)
+		m->policy_shrink = HP_POLICY_SHRINK_QUOTA;
+	else if (strcmp(shrink, "unplug") == 0)
+		m->policy_shrink = HP_POLICY_SHRINK_UNPLUG;
+	else
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'shrink': '%s' is not quota or unplug", "policy",
+				     shrink);
+	return 0;
+}
+
 static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "namespace", "name", "uid", NULL };
@@ -304,6 +359,8 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		{ "monitor", parse_monitor, false },
 		{ "informant", parse_informant, false },
 		{ "pod", parse_pod, false },
+		{ "metrics", parse_metrics, false },
+		{ "policy", parse_policy, false },
 	};
 	static const char *const root_attrs[] = { "enabled", NULL };
 	bool seen[ARRAY_SIZE(elems)] = { false };

@@ -30,6 +30,9 @@
  * memory in DIMMs, and daemon_informant: a guest with the legacy VM
  * informant (tests/peers/informant.js) instead of a vm-monitor (below).
  *
+ * And daemon_guest_metrics: a guest whose own exporter
+ * (<vmact:metrics>, tests/peers/guest-metrics.js) reports load 3 (below).
+ *
  * VMACT_TEST_ONLY=NAME runs one test (cmocka's filter).
  *
  * Conditions are awaited with generous safety limits; nothing is timed. */
@@ -89,6 +92,10 @@ struct fixture {
 	struct tg_guest c;
 	struct th_peer inf_peer;
 	char inf_log[128];
+	/* daemon_guest_metrics */
+	struct tg_guest d;
+	struct th_peer gm_peer;
+	char gm_log[128];
 };
 
 static struct fixture fx;
@@ -353,6 +360,10 @@ static int teardown(void **state)
 	destroy_by_name(&fx.a);
 	destroy_by_name(&fx.b);
 	destroy_by_name(&fx.c);
+	destroy_by_name(&fx.d);
+	th_peer_stop(&fx.gm_peer);
+	if (fx.gm_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(fx.gm_log);
 	th_peer_stop(&fx.inf_peer);
 	if (fx.inf_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
 		unlink(fx.inf_log);
@@ -914,12 +925,138 @@ static void daemon_informant(void **state)
 		dump_log();
 }
 
+static bool gm_peer_has(void *needle)
+{
+	return th_count_in_file(fx.gm_log, needle) > 0;
+}
+
+static bool d_cpus_at_least_3(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.d, &r) && r.cpus >= 3;
+}
+
+/* Waits for n more metrics ticks on the host-side figures (the runner's
+ * debug line per sampler.interval_ms), so at least one more scrape of
+ * the guest's endpoint has happened and failed in between. */
+static void wait_host_ticks(unsigned n, const char *what)
+{
+	/* "load1 ... memory [un]known (host)": the host's figures fed */
+	struct log_count c = { .needle = "known (host)" };
+
+	c.before = th_count_in_file(fx.log, c.needle) + n - 1;
+	if (!wait_until(log_count_grew, &c, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd stopped managing guest D on the host-side figures (%s)", what);
+	}
+}
+
+/* The guest's own metrics (<vmact:metrics>, the Neon system exporter on
+ * port 9100; here tests/peers/guest-metrics.js on loopback) say load 3 on
+ * an idle 1-vCPU guest: more demand than the host can see (its vCPU
+ * threads are idle). vmactd with its defaults (the reactive policy) but
+ * an arbiter large enough for 3.5 CPUs on this 2-CPU host grows it to at
+ * least 3 vCPUs. Then the exporter serves garbage, then is gone: each is
+ * logged once, naming the endpoint, and the VM stays managed on the
+ * host-side figures. */
+static void daemon_guest_metrics(void **state)
+{
+	char text[1536], meta[1024], msg[512], needle[512], url[128];
+	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	const char *peer_args[] = { "--load", "3", NULL };
+	struct log_count c2;
+	int status;
+
+	(void)state;
+	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
+	snprintf(fx.gm_log, sizeof(fx.gm_log), "/tmp/vmactd-it-%d.metrics", (int)getpid());
+	if (th_peer_start(&fx.gm_peer, "guest-metrics.js", peer_args, fx.gm_log, msg,
+			  sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.gm_peer.port);
+	snprintf(meta, sizeof(meta),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		 META_BOUNDS
+		 "<vmact:metrics endpoint='%s'/>"
+		 "</vmact:autoscaling>",
+		 url);
+	if (tg_start(fx.vc, PREFIX, meta, &fx.d, msg, sizeof(msg)) < 0)
+		fail_msg("guest D: %s", msg);
+	if (!wait_until(guest_reports, &fx.d, LIMIT_BOOT_S))
+		fail_msg("guest D did not boot");
+
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
+		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"overcommit_cpu\":4},"
+		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"}}",
+		 fx.d.name, (int)getpid(), fx.pins);
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	unlink(fx.log);
+	spawn_to(&fx.daemon, argv, fx.log);
+	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
+		dump_log();
+		fail_msg("vmactd did not become ready managing guest D");
+	}
+	snprintf(needle, sizeof(needle), "%s: guest metrics from %s/metrics", fx.d.name, url);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+
+	/* The guest's load 3 on 1 vCPU: at least 3 vCPUs. */
+	if (!wait_until(d_cpus_at_least_3, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("guest D never got 3 vCPUs from its reported load");
+	}
+	assert_true(th_count_in_file(fx.log, "guest load1 3.00") >= 1);
+	check_guest_cpus_within(&fx.d, 1, 4);
+	assert_true(check_resizes_within(fx.log, 1000, 4000, 512 * MiB, 1536 * MiB) >= 1);
+
+	/* Garbage: logged once, the host's figures carry on. */
+	snprintf(needle, sizeof(needle), "%s: guest metrics %s/metrics: ", fx.d.name, url);
+	assert_int_equal(th_count_in_file(fx.log, needle), 0);
+	assert_true(write(fx.gm_peer.proc.in_fd, "mode garbage\n", 13) == 13);
+	if (!wait_until(gm_peer_has, "\"command\":\"mode garbage\"", 30))
+		fail_msg("the metrics peer did not take the command");
+	if (!wait_until(log_has, "expected a metric name", LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported the garbage");
+	}
+	wait_host_ticks(2, "garbage");
+	assert_int_equal(th_count_in_file(fx.log, "expected a metric name"), 1);
+	assert_int_equal(th_count_in_file(fx.log, "; using the host-side figures"), 1);
+	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+
+	/* Gone: logged once more (another failure), still managed. */
+	th_peer_stop(&fx.gm_peer);
+	c2.needle = needle;
+	c2.before = 1;
+	if (!wait_until(log_count_grew, &c2, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("vmactd never reported the endpoint gone");
+	}
+	wait_host_ticks(2, "endpoint gone");
+	assert_int_equal(th_count_in_file(fx.log, needle), 2);
+	assert_int_equal(th_count_in_file(fx.log, "; using the host-side figures"), 2);
+	assert_false(daemon_died());
+	check_guest_cpus_within(&fx.d, 1, 4);
+
+	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	if (status != 0) {
+		dump_log();
+		fail_msg("vmactd exited with status %d", status);
+	}
+	if (getenv("VMACT_TEST_VERBOSE"))
+		dump_log();
+	destroy_by_name(&fx.d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(daemon_autoscales),
 		cmocka_unit_test(daemon_remote_plugin_dimm),
 		cmocka_unit_test(daemon_informant),
+		cmocka_unit_test(daemon_guest_metrics),
 	};
 	char self[PATH_MAX];
 	ssize_t n;

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
@@ -218,6 +219,64 @@ static void test_resized_forgets_fast_history(void **state)
 	assert_int_equal(dec.goal_milli, 2000);
 }
 
+/* The guest's load1 beyond its vCPUs: an idle-looking 1-vCPU VM whose
+ * guest reports load 3 grows to 3/0.9 → 3500m; a shrink never goes below
+ * the floor; contention still holds; dropping the figure drops the floor. */
+static void test_guest_load_floor(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	char buf[512];
+	int64_t now = 0, fell;
+
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 0.05, 0, 0);
+	act_cpu_demand_guest_load(&d, true, 3.0);
+	assert_true(act_cpu_demand_decide(&d, &p, &dec));
+	assert_int_equal(dec.cls, ACT_CPU_OK);
+	assert_int_equal(dec.guest_floor_milli, 3500);
+	assert_int_equal(dec.goal_milli, 3500);
+	assert_int_equal(act_cpu_decision_format(&dec, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "guest load1 3.00: at least 3.500"));
+
+	/* Grown to 4 vCPUs at 3500m and idle for long: stays at the floor. */
+	feed(&d, &p, &now, 4 * 120, 250 * MS, 4, 3500, 0.05, 0, 0);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.goal_milli, 3500);
+	/* The guest's load falls: the careful shrink goes down to the new
+	 * floor, not below. */
+	act_cpu_demand_guest_load(&d, true, 1.0);
+	fell = now;
+	for (int i = 0; i < 4 * 30; i++) {
+		feed(&d, &p, &now, 1, 250 * MS, 4, 3500, 0.05, 0, 0);
+		act_cpu_demand_decide(&d, &p, &dec);
+		/* not before the hold time */
+		if (now - fell < p.down_hold)
+			assert_int_equal(dec.goal_milli, 3500);
+	}
+	assert_int_equal(dec.goal_milli, 1250);
+	/* Host contention: hold, whatever the guest says. */
+	act_cpu_demand_guest_load(&d, true, 8.0);
+	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 1.0, 0.45, 0);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.cls, ACT_CPU_CONTENDED);
+	assert_int_equal(dec.goal_milli, 1000);
+	/* Saturated with a higher guest floor: the floor wins. */
+	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 1.0, 0.01, 0);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.cls, ACT_CPU_SATURATED);
+	assert_int_equal(dec.goal_milli, 9000);
+	/* No guest figure (a failed scrape): the host's figures alone. */
+	act_cpu_demand_guest_load(&d, false, 0);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_false(dec.has_guest_load);
+	assert_int_equal(dec.goal_milli, 1250);
+	act_cpu_demand_guest_load(&d, true, NAN);
+	assert_false(d.has_guest_load);
+}
+
 static void test_format(void **state)
 {
 	struct act_cpu_decision dec = { .cls = ACT_CPU_SATURATED, .demand = 0.98, .busy = 0.98,
@@ -283,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_steady_load_converges),
 		cmocka_unit_test(test_short_bursts_do_not_grow),
 		cmocka_unit_test(test_resized_forgets_fast_history),
+		cmocka_unit_test(test_guest_load_floor),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_desired_with_cpu_goal),
 	};

@@ -121,6 +121,44 @@ static void meta_as_libvirt_returns_it(void **state)
 	assert_int_equal(m.max.mem_bytes, 2ULL << 30);
 }
 
+/* <vmact:metrics> and <vmact:policy>: given, and left to the host. */
+static void meta_metrics_policy(void **state)
+{
+	static const char xml[] =
+		"<autoscaling enabled='true'><cpu min='1' max='2'/>"
+		"<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+		"<metrics endpoint='http://10.0.3.9:9100' lfc='http://10.0.3.9:9499/lfc'/>"
+		"<policy cpu='neon' shrink='unplug'/></autoscaling>";
+	static const char only_endpoint[] =
+		"<autoscaling enabled='true'><cpu min='1' max='2'/>"
+		"<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+		"<metrics endpoint='http://[::1]:9100/metrics'/><policy cpu='reactive'/></autoscaling>";
+	static const char none[] = "<autoscaling enabled='true'><cpu min='1' max='2'/>"
+				   "<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+				   "<policy shrink='quota'/></autoscaling>";
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	if (hp_meta_parse(xml, &m, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(m.metrics, "http://10.0.3.9:9100");
+	assert_string_equal(m.metrics_lfc, "http://10.0.3.9:9499/lfc");
+	assert_int_equal(m.policy_cpu, HP_POLICY_CPU_NEON);
+	assert_int_equal(m.policy_shrink, HP_POLICY_SHRINK_UNPLUG);
+	if (hp_meta_parse(only_endpoint, &m, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(m.metrics, "http://[::1]:9100/metrics");
+	assert_string_equal(m.metrics_lfc, "");
+	assert_int_equal(m.policy_cpu, HP_POLICY_CPU_REACTIVE);
+	assert_int_equal(m.policy_shrink, HP_POLICY_SHRINK_HOST);
+	if (hp_meta_parse(none, &m, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(m.metrics, "");
+	assert_int_equal(m.policy_cpu, HP_POLICY_CPU_HOST);
+	assert_int_equal(m.policy_shrink, HP_POLICY_SHRINK_QUOTA);
+}
+
 struct bad_case {
 	const char *xml;
 	const char *want; /* substring of the message */
@@ -179,6 +217,24 @@ static const struct bad_case bad[] = {
 		       "<vmact:monitor endpoint='ws://127.0.0.1:10301/monitor'/>"),
 	  "<vmact:monitor> and <vmact:informant> are mutually exclusive" },
 	{ WRAP(CPU MEM "<vmact:informant/>"), "<vmact:informant>: missing attribute 'endpoint'" },
+	{ WRAP(CPU MEM "<vmact:metrics lfc='http://127.0.0.1:9499'/>"),
+	  "<vmact:metrics>: missing attribute 'endpoint'" },
+	{ WRAP(CPU MEM "<vmact:metrics endpoint='http://127.0.0.1'/>"),
+	  "<vmact:metrics>: attribute 'endpoint': 'http://127.0.0.1'" },
+	{ WRAP(CPU MEM "<vmact:metrics endpoint='ws://127.0.0.1:9100'/>"),
+	  "<vmact:metrics>: attribute 'endpoint': 'ws://127.0.0.1:9100'" },
+	{ WRAP(CPU MEM "<vmact:metrics endpoint='http://127.0.0.1:9100' lfc='9499'/>"),
+	  "<vmact:metrics>: attribute 'lfc': '9499'" },
+	{ WRAP(CPU MEM "<vmact:metrics endpoint='http://h:9100' port='1'/>"),
+	  "<vmact:metrics>: unknown attribute 'port'" },
+	{ WRAP(CPU MEM "<vmact:metrics endpoint='http://h:9100'/><vmact:metrics endpoint='http://h:9100'/>"),
+	  "<vmact:metrics>: duplicate element" },
+	{ WRAP(CPU MEM "<vmact:policy cpu='fast'/>"),
+	  "<vmact:policy>: attribute 'cpu': 'fast' is not reactive or neon" },
+	{ WRAP(CPU MEM "<vmact:policy shrink='unplugged'/>"),
+	  "<vmact:policy>: attribute 'shrink': 'unplugged' is not quota or unplug" },
+	{ WRAP(CPU MEM "<vmact:policy cpu=''/>"), "<vmact:policy>: attribute 'cpu' is empty" },
+	{ WRAP(CPU MEM "<vmact:policy memory='neon'/>"), "<vmact:policy>: unknown attribute 'memory'" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint=''/>"),
 	  "<vmact:informant>: attribute 'endpoint' is empty" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1' port='2'/>"),
@@ -364,6 +420,7 @@ int main(void)
 		cmocka_unit_test(meta_minimal_other_prefix),
 		cmocka_unit_test(meta_as_libvirt_returns_it),
 		cmocka_unit_test(meta_informant),
+		cmocka_unit_test(meta_metrics_policy),
 		cmocka_unit_test(meta_errors_name_the_element),
 		cmocka_unit_test(state_live_xml),
 		cmocka_unit_test(state_bad_xml),

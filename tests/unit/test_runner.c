@@ -8,12 +8,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "actuator/runner.h"
+#include "actuator/runner-internal.h"
+#include "actuator/config.h"
 #include "actuator/approver.h"
 #include "agent-glue/informant-client.h"
 
@@ -108,6 +111,67 @@ static void test_meta_scaling(void **state)
 	assert_non_null(strstr(err.msg, "memoryUsageFractionTarget"));
 }
 
+/* enableLFCMetrics without the guest's LFC exporter would do nothing:
+ * refused, whether the VM or the host's "scaling" asks for it. */
+static void test_lfc_needs_endpoint(void **state)
+{
+	struct ag_scaling_config d, out;
+	struct hp_meta m = { 0 };
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	ag_scaling_config_defaults(&d);
+	m.scaling.has_enable_lfc = true;
+	m.scaling.enable_lfc = true;
+	assert_int_equal(act_meta_scaling_config(&d, &m, &out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "enableLFCMetrics (<vmact:scaling>): needs "
+					"<vmact:metrics lfc='http://HOST:9499'>"));
+	vmact_err_reset(&err);
+	m.scaling.has_enable_lfc = false;
+	d.enable_lfc_metrics = true;
+	assert_int_equal(act_meta_scaling_config(&d, &m, &out, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "enableLFCMetrics (the host's \"scaling\")"));
+	/* The VM turns the host's setting off, or names its exporter. */
+	vmact_err_reset(&err);
+	m.scaling.has_enable_lfc = true;
+	m.scaling.enable_lfc = false;
+	assert_int_equal(act_meta_scaling_config(&d, &m, &out, &err), 0);
+	m.scaling.has_enable_lfc = false;
+	snprintf(m.metrics, sizeof(m.metrics), "http://10.0.0.2:9100");
+	snprintf(m.metrics_lfc, sizeof(m.metrics_lfc), "http://10.0.0.2:9499");
+	assert_int_equal(act_meta_scaling_config(&d, &m, &out, &err), 0);
+	assert_true(out.enable_lfc_metrics);
+}
+
+/* <vmact:policy> over the host's policy.cpu and policy.cpu_shrink. */
+static void test_policy_selection(void **state)
+{
+	struct act_config cfg;
+	struct act_runner_env env = { 0 };
+	struct act_runner r = { 0 };
+
+	(void)state;
+	act_config_defaults(&cfg);
+	env.cfg = &cfg;
+	r.env = &env;
+	assert_int_equal(act_runner_cpu_policy(&r), cfg.cpu_policy);
+	assert_int_equal(act_runner_cpu_shrink(&r), cfg.cpu_shrink);
+	cfg.cpu_policy = ACT_CPU_POLICY_NEON;
+	cfg.cpu_shrink = ACT_CPU_SHRINK_UNPLUG;
+	assert_int_equal(act_runner_cpu_policy(&r), ACT_CPU_POLICY_NEON);
+	assert_int_equal(act_runner_cpu_shrink(&r), ACT_CPU_SHRINK_UNPLUG);
+	r.meta.policy_cpu = HP_POLICY_CPU_REACTIVE;
+	r.meta.policy_shrink = HP_POLICY_SHRINK_QUOTA;
+	assert_int_equal(act_runner_cpu_policy(&r), ACT_CPU_POLICY_REACTIVE);
+	assert_int_equal(act_runner_cpu_shrink(&r), ACT_CPU_SHRINK_QUOTA);
+	cfg.cpu_policy = ACT_CPU_POLICY_REACTIVE;
+	cfg.cpu_shrink = ACT_CPU_SHRINK_QUOTA;
+	r.meta.policy_cpu = HP_POLICY_CPU_NEON;
+	r.meta.policy_shrink = HP_POLICY_SHRINK_UNPLUG;
+	assert_int_equal(act_runner_cpu_policy(&r), ACT_CPU_POLICY_NEON);
+	assert_int_equal(act_runner_cpu_shrink(&r), ACT_CPU_SHRINK_UNPLUG);
+}
+
 /* As doc/protocols.md, "Informant lifecycle" has it: only a running
  * agent may scale down (with the informant's approval); a suspended one
  * must not resize at all until /resume; one without a confirmed
@@ -157,6 +221,8 @@ int main(void)
 		cmocka_unit_test(test_result_feedback),
 		cmocka_unit_test(test_memory_absent),
 		cmocka_unit_test(test_meta_scaling),
+		cmocka_unit_test(test_lfc_needs_endpoint),
+		cmocka_unit_test(test_policy_selection),
 		cmocka_unit_test(test_informant_gate),
 		cmocka_unit_test(test_informant_backoff),
 	};

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Guest metrics as the Neon agent reads them (doc/protocols.md, "Metrics
+ * inputs"): which families, how they are checked, what is derived. */
+#include "agent-glue/guest-metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+
+DEFINE_PTR_CLEANUP(prom_text_freep, struct ag_prom_text, ag_prom_text_free)
+
+/* ---- readers ------------------------------------------------------- */
+
+/* The one sample of a gauge family the reader requires. */
+static int one_gauge(const struct ag_prom_text *t, const char *name,
+		     const struct ag_prom_family **famp, struct vmact_err *err)
+{
+	const struct ag_prom_family *f = ag_prom_find(t, name);
+
+	if (!f)
+		return vmact_err_set(err, EBADMSG, "%s: metric missing", name);
+	if (f->type != AG_PROM_GAUGE)
+		return vmact_err_set(err, EBADMSG, "%s: typed %s (line %u), gauge expected", name,
+				     f->typed ? ag_prom_type_name(f->type) : "untyped (no TYPE line)",
+				     f->line);
+	if (f->n_samples != 1)
+		return vmact_err_set(err, EBADMSG, "%s: %zu samples, exactly 1 expected", name,
+				     f->n_samples);
+	*famp = f;
+	return 0;
+}
+
+static int gauge_value(const struct ag_prom_text *t, const char *name, double *out,
+		       struct vmact_err *err)
+{
+	const struct ag_prom_family *f = NULL;
+	int r = one_gauge(t, name, &f, err);
+
+	if (r < 0)
+		return r;
+	*out = f->samples[0].value;
+	return 0;
+}
+
+int ag_system_metrics_read(const struct ag_prom_text *t, struct ag_system_metrics *out,
+			   struct vmact_err *err)
+{
+	double load1, load5, total, avail, cached;
+
+	if (!t || !out)
+		return vmact_err_set(err, EINVAL, "system metrics: text and output required");
+	if (gauge_value(t, "host_load1", &load1, err) < 0 ||
+	    gauge_value(t, "host_load5", &load5, err) < 0 ||
+	    gauge_value(t, "host_memory_total_bytes", &total, err) < 0 ||
+	    gauge_value(t, "host_memory_available_bytes", &avail, err) < 0 ||
+	    gauge_value(t, "host_memory_cached_bytes", &cached, err) < 0)
+		return -EBADMSG;
+	*out = (struct ag_system_metrics){
+		.load1 = load1,
+		.load5 = load5,
+		.memory_usage_bytes = total - avail + AG_GUEST_MEMORY_SLACK_BYTES,
+		.memory_cached_bytes = cached,
+	};
+	return 0;
+}
+
+struct window {
+	unsigned long seconds;
+	double pages;
+	unsigned line;
+};
+
+static int window_cmp(const void *a, const void *b)
+{
+	const struct window *x = a, *y = b;
+
+	/* By line within a duration, so a duplicate is reported at its
+	 * second appearance. */
+	if (x->seconds != y->seconds)
+		return x->seconds < y->seconds ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+#define WSS_FAMILY "lfc_approximate_working_set_size_windows"
+#define WSS_LABEL "duration_seconds"
+
+/* A duration label: decimal digits only, small enough that the window
+ * check below decides (anything past the last allowed window is refused
+ * there). */
+static bool parse_seconds(const char *s, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > 1000000000ul)
+			return false;
+		v = v * 10 + (unsigned long)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+int ag_lfc_metrics_read(const struct ag_prom_text *t, struct ag_lfc_metrics *out,
+			struct vmact_err *err)
+{
+	_cleanup_free_ struct window *w = NULL;
+	const struct ag_prom_family *f;
+	double hits, misses, writes;
+	size_t n;
+	int r;
+
+	if (!t || !out)
+		return vmact_err_set(err, EINVAL, "lfc metrics: text and output required");
+	if (gauge_value(t, "lfc_hits", &hits, err) < 0 ||
+	    gauge_value(t, "lfc_misses", &misses, err) < 0 ||
+	    gauge_value(t, "lfc_writes", &writes, err) < 0)
+		return -EBADMSG;
+	f = ag_prom_find(t, WSS_FAMILY);
+	if (!f)
+		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": metric missing");
+	if (f->type != AG_PROM_GAUGE)
+		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": typed %s (line %u), gauge expected",
+				     f->typed ? ag_prom_type_name(f->type) : "untyped (no TYPE line)",
+				     f->line);
+	n = f->n_samples;
+	if (n == 0)
+		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": no windows");
+	if (n > AG_LFC_MAX_WINDOWS)
+		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": %zu windows, at most %u accepted", n,
+				     AG_LFC_MAX_WINDOWS);
+	w = calloc(n, sizeof(*w));
+	if (!w)
+		return vmact_err_set(err, ENOMEM, "lfc metrics: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct ag_prom_sample *s = &f->samples[i];
+		const char *d = ag_prom_label(s, WSS_LABEL);
+
+		if (!d)
+			return vmact_err_set(err, EBADMSG, WSS_FAMILY ": line %u: no " WSS_LABEL " label",
+					     s->line);
+		if (!parse_seconds(d, &w[i].seconds))
+			return vmact_err_set(err, EBADMSG,
+					     WSS_FAMILY ": line %u: " WSS_LABEL " is not a whole number of seconds",
+					     s->line);
+		w[i].pages = s->value;
+		w[i].line = s->line;
+	}
+	/* The text may list the windows in any order; their meaning is the
+	 * sorted sequence of whole minutes. */
+	qsort(w, n, sizeof(*w), window_cmp);
+	for (size_t i = 0; i < n; i++) {
+		unsigned long want = 60ul * (i + 1);
+
+		if (w[i].seconds == want)
+			continue;
+		if (i > 0 && w[i].seconds == w[i - 1].seconds)
+			r = vmact_err_set(err, EBADMSG, WSS_FAMILY ": line %u: window of %lu s given twice",
+					  w[i].line, w[i].seconds);
+		else
+			r = vmact_err_set(err, EBADMSG,
+					  WSS_FAMILY ": window of %lu s missing (windows must be 60 s, 120 s, ... without gaps; line %u has %lu s)",
+					  want, w[i].line, w[i].seconds);
+		return r;
+	}
+	out->hits = hits;
+	out->misses = misses;
+	out->writes = writes;
+	out->n_windows = n;
+	for (size_t i = 0; i < n; i++)
+		out->wss_pages[i] = w[i].pages;
+	return 0;
+}
+
+int ag_system_metrics_parse(const char *text, size_t len, struct ag_system_metrics *out,
+			    struct vmact_err *err)
+{
+	_cleanup_(prom_text_freep) struct ag_prom_text *t = NULL;
+	int r = ag_prom_parse(text, len, &t, err);
+
+	return r < 0 ? r : ag_system_metrics_read(t, out, err);
+}
+
+int ag_lfc_metrics_parse(const char *text, size_t len, struct ag_lfc_metrics *out,
+			 struct vmact_err *err)
+{
+	_cleanup_(prom_text_freep) struct ag_prom_text *t = NULL;
+	int r = ag_prom_parse(text, len, &t, err);
+
+	return r < 0 ? r : ag_lfc_metrics_read(t, out, err);
+}
+
+int ag_guest_metrics_url(const char *host, unsigned port, enum ag_guest_metrics_kind kind,
+			 char *buf, size_t len)
+{
+	int n;
+
+	if (!host || !*host || !buf)
+		return -EINVAL;
+	if (!port)
+		port = kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_PORT : AG_GUEST_SYSTEM_PORT;
+	if (strchr(host, ':') && host[0] != '[')
+		n = snprintf(buf, len, "http://[%s]:%u/metrics", host, port);
+	else
+		n = snprintf(buf, len, "http://%s:%u/metrics", host, port);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+/* ---- scraper ------------------------------------------------------- */
+
+struct ag_guest_scrape {
+	struct ag_http_call *call; /* NULL once the callback ran */
+	enum ag_guest_metrics_kind kind;
+	ag_guest_metrics_fn *cb;
+	void *userdata;
+	char url[]; /* for messages */
+};
+
+static const char *kind_name(enum ag_guest_metrics_kind kind)
+{
+	return kind == AG_GUEST_METRICS_LFC ? "lfc metrics" : "system metrics";
+}
+
+/* The start of a non-200 body, for the message: the endpoint is untrusted,
+ * so only printable ASCII of its first line is shown, and briefly. */
+static void body_excerpt(const char *body, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 1 < cap; i++) {
+		unsigned char c = (unsigned char)body[i];
+
+		if (c == '\n' || c == '\r')
+			break;
+		out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	out[o] = '\0';
+}
+
+static void on_http_done(void *userdata, int result, const struct ag_http_response *resp,
+			 const struct vmact_err *herr)
+{
+	struct ag_guest_scrape *s = userdata;
+	struct ag_guest_metrics_result res = { .kind = s->kind };
+	struct vmact_err err = { 0 };
+	struct ag_system_metrics sys;
+	_cleanup_free_ struct ag_lfc_metrics *lfc = NULL;
+	char msg[VMACT_ERR_MSG_MAX + 256];
+	int r;
+
+	s->call = NULL; /* the http client frees the call after this returns */
+	if (result < 0) {
+		res.error = result;
+		snprintf(msg, sizeof(msg), "%s: %s", kind_name(s->kind),
+			 herr && herr->msg[0] ? herr->msg : strerror(-result));
+		res.message = msg;
+		goto out;
+	}
+	res.status = resp->status;
+	if (resp->status != 200) {
+		char excerpt[81];
+
+		body_excerpt(resp->body, resp->body_len, excerpt, sizeof(excerpt));
+		res.error = -EREMOTEIO;
+		snprintf(msg, sizeof(msg), "%s: %s: HTTP status %ld%s%s", kind_name(s->kind), s->url,
+			 resp->status, excerpt[0] ? ": " : "", excerpt);
+		res.message = msg;
+		goto out;
+	}
+	if (s->kind == AG_GUEST_METRICS_LFC) {
+		lfc = malloc(sizeof(*lfc));
+		r = lfc ? ag_lfc_metrics_parse(resp->body, resp->body_len, lfc, &err)
+			: vmact_err_set(&err, ENOMEM, "out of memory");
+		res.lfc = lfc;
+	} else {
+		r = ag_system_metrics_parse(resp->body, resp->body_len, &sys, &err);
+		res.system = &sys;
+	}
+	if (r < 0) {
+		res.error = r;
+		res.system = NULL;
+		res.lfc = NULL;
+		snprintf(msg, sizeof(msg), "%s: %s: %s", kind_name(s->kind), s->url, err.msg);
+		res.message = msg;
+	}
+out:
+	/* Last use of s: the callback may free it. */
+	s->cb(s->userdata, &res);
+}
+
+int ag_guest_metrics_fetch(struct ag_http_client *client, const char *url,
+			   enum ag_guest_metrics_kind kind, uint64_t timeout_usec, size_t max_bytes,
+			   ag_guest_metrics_fn *cb, void *userdata, struct ag_guest_scrape **out,
+			   struct vmact_err *err)
+{
+	_cleanup_free_ struct ag_guest_scrape *s = NULL;
+	struct ag_http_request req = { .method = "GET" };
+	size_t ulen;
+	int r;
+
+	if (!client || !url || !cb || !out)
+		return vmact_err_set(err, EINVAL, "guest metrics: client, url, callback and output required");
+	if (kind != AG_GUEST_METRICS_SYSTEM && kind != AG_GUEST_METRICS_LFC)
+		return vmact_err_set(err, EINVAL, "guest metrics: unknown kind %d", (int)kind);
+	if (max_bytes > AG_PROM_MAX_TEXT)
+		return vmact_err_set(err, EINVAL, "guest metrics: size limit %zu above %u", max_bytes,
+				     AG_PROM_MAX_TEXT);
+	ulen = strlen(url);
+	s = calloc(1, sizeof(*s) + ulen + 1);
+	if (!s)
+		return vmact_err_set(err, ENOMEM, "guest metrics: out of memory");
+	memcpy(s->url, url, ulen + 1);
+	s->kind = kind;
+	s->cb = cb;
+	s->userdata = userdata;
+	req.url = s->url;
+	req.timeout_usec = timeout_usec ? timeout_usec
+			   : kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_TIMEOUT_USEC
+							  : AG_GUEST_SYSTEM_TIMEOUT_USEC;
+	req.max_response = max_bytes ? max_bytes : AG_GUEST_DEFAULT_MAX_BYTES;
+	r = ag_http_client_start(client, &req, on_http_done, s, &s->call, err);
+	if (r < 0)
+		return r;
+	*out = TAKE_PTR(s);
+	return 0;
+}
+
+void ag_guest_scrape_free(struct ag_guest_scrape *s)
+{
+	if (!s)
+		return;
+	ag_http_call_cancel(s->call);
+	free(s);
+}
+
+bool ag_guest_scrape_pending(const struct ag_guest_scrape *s)
+{
+	return s && s->call;
+}
