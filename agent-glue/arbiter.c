@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "base/time.h"
 
 struct pod {
 	char ns[AG_PLUGIN_NAME_MAX + 1];
@@ -471,10 +472,9 @@ static void on_request(void *ud, const struct ag_http_server_request *req,
 		       struct ag_http_server_reply *reply)
 {
 	struct ag_arbiter *a = ud;
-	uint64_t now = 0;
 
-	sd_event_now(a->ev, CLOCK_MONOTONIC, &now);
-	ag_arbiter_handle(a, req->method, req->body, req->body_len, now, reply);
+	ag_arbiter_handle(a, req->method, req->body, req->body_len, vmact_loop_now_usec(a->ev),
+			  reply);
 }
 
 static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
@@ -508,7 +508,7 @@ int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 	if (r < 0)
 		return r;
 	a->ev = sd_event_ref(ev);
-	sd_event_now(ev, CLOCK_MONOTONIC, &now);
+	now = vmact_loop_now_usec(ev);
 	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + a->cfg.pod_ttl_usec / 4, 0,
 			      on_expiry, a);
 	if (r < 0)
