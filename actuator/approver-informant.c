@@ -12,13 +12,14 @@
 #include "actuator/approver.h"
 #include "actuator/runner.h"
 #include "agent-glue/informant-client.h"
+#include "base/list.h"
 #include "base/log.h"
 
 struct act_inf_approver {
 	struct act_approver head;
 	struct ag_inf_agent *agent;
 	struct act_runner_env *env;
-	struct act_inf_approver *next; /* in env->inf_draining */
+	VMACT_LIST_FIELDS(struct act_inf_approver, draining); /* in env->inf_draining */
 	bool stopped;                  /* freed by its owner: draining, quiet */
 	const struct act_approver_events *events;
 	void *ud;
@@ -136,14 +137,10 @@ static void destroy(struct act_inf_approver *i)
 
 static void drained(void *ud)
 {
-	struct act_inf_approver *i = ud, **pp;
+	struct act_inf_approver *i = ud;
 	struct act_runner_env *env = i->env;
 
-	for (pp = &env->inf_draining; *pp; pp = &(*pp)->next)
-		if (*pp == i) {
-			*pp = i->next;
-			break;
-		}
+	VMACT_LIST_REMOVE(draining, env->inf_draining, i);
 	destroy(i);
 	if (!env->inf_draining && env->inf_drained)
 		env->inf_drained(env->inf_drained_ud);
@@ -155,8 +152,7 @@ static void inf_free(struct act_approver *a)
 	struct act_inf_approver *i = (struct act_inf_approver *)a;
 
 	i->stopped = true;
-	i->next = i->env->inf_draining;
-	i->env->inf_draining = i;
+	VMACT_LIST_PREPEND(draining, i->env->inf_draining, i);
 	/* A pending up/downscale completes now (-ECANCELED) through its own
 	 * callback, while the owner is still there. */
 	if (ag_inf_agent_stop(i->agent, drained, i) < 0)
@@ -168,7 +164,7 @@ void act_approver_informant_drain_free(struct act_runner_env *env)
 	while (env->inf_draining) {
 		struct act_inf_approver *i = env->inf_draining;
 
-		env->inf_draining = i->next;
+		VMACT_LIST_REMOVE(draining, env->inf_draining, i);
 		destroy(i);
 	}
 }

@@ -10,6 +10,7 @@
 
 #include "actuator/approver.h"
 #include "actuator/cgroup.h"
+#include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "actuator/runner.h"
@@ -18,7 +19,7 @@
 /* A domain vmactd knows about: managed (runner) or skipped (its last
  * error, so the same error is not logged on every resync). */
 struct entry {
-	struct entry *next;
+	VMACT_LIST_FIELDS(struct entry, entries);
 	char uuid[HP_UUID_LEN];
 	struct act_runner *runner;
 	char skipped[VMACT_ERR_MSG_MAX + 64];
@@ -38,7 +39,9 @@ struct act_registry {
 
 static struct entry *find(struct act_registry *reg, const char *uuid)
 {
-	for (struct entry *e = reg->entries; e; e = e->next)
+	struct entry *e;
+
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
 		if (strcmp(e->uuid, uuid) == 0)
 			return e;
 	return NULL;
@@ -53,9 +56,10 @@ static struct act_runner *find_runner(void *ud, const char *uuid)
 
 unsigned act_registry_count(const struct act_registry *reg)
 {
+	const struct entry *e;
 	unsigned n = 0;
 
-	for (const struct entry *e = reg->entries; e; e = e->next)
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
 		n += e->runner != NULL;
 	return n;
 }
@@ -68,14 +72,11 @@ static void notify(struct act_registry *reg, bool first)
 
 static void drop(struct act_registry *reg, const char *uuid, const char *why)
 {
-	struct entry **pp, *e;
+	struct entry *e = find(reg, uuid);
 
-	for (pp = &reg->entries; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->uuid, uuid) == 0)
-			break;
-	if (!(e = *pp))
+	if (!e)
 		return;
-	*pp = e->next;
+	VMACT_LIST_REMOVE(entries, reg->entries, e);
 	if (e->runner) {
 		log_info("%s: no longer managed (%s)", act_runner_name(e->runner), why);
 		act_runner_free(e->runner);
@@ -142,8 +143,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 			return;
 		}
 		snprintf(e->uuid, sizeof(e->uuid), "%s", st->uuid);
-		e->next = reg->entries;
-		reg->entries = e;
+		VMACT_LIST_PREPEND(entries, reg->entries, e);
 	}
 	e->seen = true;
 	if (r < 0) {
@@ -191,15 +191,14 @@ static void resync(struct act_registry *reg)
 		log_error("libvirt: cannot list the running domains: %s", err.msg);
 		return;
 	}
-	for (e = reg->entries; e; e = e->next)
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
 		e->seen = false;
 	for (size_t i = 0; i < n; i++)
 		sync_domain(reg, &doms[i], false);
 	for (size_t i = 0; i < n; i++)
 		if ((e = find(reg, doms[i].uuid)))
 			e->seen = true;
-	for (e = reg->entries; e; e = next) {
-		next = e->next;
+	VMACT_LIST_FOREACH_SAFE(entries, e, next, reg->entries) {
 		if (!e->seen)
 			drop(reg, e->uuid, "not running");
 	}
@@ -299,7 +298,7 @@ static void free_entries(struct act_registry *reg)
 	struct entry *e;
 
 	while ((e = reg->entries)) {
-		reg->entries = e->next;
+		VMACT_LIST_REMOVE(entries, reg->entries, e);
 		act_runner_free(e->runner);
 		free(e);
 	}

@@ -90,10 +90,9 @@ static int on_wake(sd_event_source *s, uint64_t usec, void *ud)
 
 static void arm_wake(struct act_runner *r, int64_t wait_ns)
 {
-	uint64_t now = 0, at;
+	uint64_t at;
 
-	sd_event_now(r->env->event, CLOCK_MONOTONIC, &now);
-	at = now + (uint64_t)(wait_ns > 0 ? wait_ns / 1000 : 0) + 1;
+	at = vmact_loop_now_usec(r->env->event) + (uint64_t)(wait_ns > 0 ? wait_ns / 1000 : 0) + 1;
 	if (!r->wake) {
 		if (sd_event_add_time(r->env->event, &r->wake, CLOCK_MONOTONIC, at, 1000, on_wake,
 				      r) < 0)

@@ -494,7 +494,7 @@ int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
 	if (a->ev)
 		return 0;
 	a->ev = sd_event_ref(ev);
-	sd_event_now(ev, CLOCK_MONOTONIC, &now);
+	now = vmact_loop_now_usec(ev);
 	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + a->cfg.pod_ttl_usec / 4, 0,
 			      on_expiry, a);
 	if (r < 0)

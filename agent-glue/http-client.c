@@ -15,6 +15,7 @@
 
 #include "base/list.h"
 #include "base/macro.h"
+#include "base/time.h"
 #include "agent-glue/bodybuf.h"
 
 struct ag_http_call {
@@ -193,9 +194,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 
 	if (timeout_ms < 0)
 		return c->timer ? (sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0) : 0;
-	if (sd_event_now(c->ev, CLOCK_MONOTONIC, &now) < 0)
-		return -1;
-	now += (uint64_t)timeout_ms * 1000;
+	now = vmact_loop_now_usec(c->ev) + (uint64_t)timeout_ms * 1000;
 	if (!c->timer)
 		return sd_event_add_time(c->ev, &c->timer, CLOCK_MONOTONIC, now, 0, on_timer, c) < 0
 			       ? -1
