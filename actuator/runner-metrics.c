@@ -228,10 +228,16 @@ static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
 		ep->last_status = 0;
 		return;
 	}
-	if (res->error != ep->last_error || res->status != ep->last_status)
+	if (res->error != ep->last_error || res->status != ep->last_status) {
+		const char *why = res->message ? res->message : strerror(-res->error);
+		const char *at = strstr(why, ep->url);
+
+		/* The scraper's message names the URL too: say it once. */
+		if (at && !strncmp(at + strlen(ep->url), ": ", 2))
+			why = at + strlen(ep->url) + 2;
 		log_warning("%s: %s %s: %s; using the host-side figures", r->name,
-			    kind_name(res->kind), ep->url,
-			    res->message ? res->message : strerror(-res->error));
+			    kind_name(res->kind), ep->url, why);
+	}
 	ep->last_error = res->error;
 	ep->last_status = res->status;
 }

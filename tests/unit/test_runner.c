@@ -170,6 +170,7 @@ static void test_policy_selection(void **state)
 	r.meta.policy_shrink = HP_POLICY_SHRINK_UNPLUG;
 	assert_int_equal(act_runner_cpu_policy(&r), ACT_CPU_POLICY_NEON);
 	assert_int_equal(act_runner_cpu_shrink(&r), ACT_CPU_SHRINK_UNPLUG);
+	act_config_free(&cfg);
 }
 
 /* As doc/protocols.md, "Informant lifecycle" has it: only a running
