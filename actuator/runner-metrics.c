@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "actuator/runner-internal.h"
+#include "agent-glue/http-client.h"
 #include "agent-glue/guest-metrics.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
@@ -343,8 +344,10 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 
 	if (!spec[0])
 		return 0;
-	if (!r->http)
-		return vmact_err_set(err, ENODEV, "guest metrics: no HTTP client");
+	/* The runner's HTTP client (shared with a remote plugin; created
+	 * here when the scheduler is the in-process arbiter). */
+	if (!r->http && (ret = ag_http_client_new(r->env->event, &r->http, err)) < 0)
+		return vmact_err_prefix(err, "guest metrics");
 	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
 		return vmact_err_prefix(err, "<vmact:metrics>");
 	ret = sd_event_add_time_relative(r->env->event, &ep->timer, CLOCK_MONOTONIC, first_usec,
