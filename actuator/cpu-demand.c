@@ -28,6 +28,7 @@ void act_cpu_policy_defaults(struct act_cpu_policy *p)
 		.up_window = 500 * 1000000LL,
 		.down_tau = 20 * 1000000000LL,
 		.down_hold = 15 * 1000000000LL,
+		.settle = 2 * 1000000000LL,
 		.contended_share = 0.25,
 		.throttled_share = 0.05,
 		.cu_milli = 250,
@@ -47,6 +48,10 @@ void act_cpu_demand_guest_load(struct act_cpu_demand *d, bool has, double load1)
 
 void act_cpu_demand_resized(struct act_cpu_demand *d)
 {
+	if (d->n) {
+		d->resized = true;
+		d->resized_at = d->ring[(d->head + ACT_CPU_RING - 1) % ACT_CPU_RING].at;
+	}
 	d->n = 0;
 	d->head = 0;
 	d->below = false;
@@ -164,6 +169,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		/* Grow only on a full up window: one short burst is not a
 		 * load. At least one compute unit, at once. */
 		if (span < p->up_window)
+			break;
+		/* A guest onlining a vCPU just plugged keeps it busy for a
+		 * moment: that is not the load's demand. */
+		if (d->resized && last->at - d->resized_at < p->settle)
 			break;
 		/* The quota first, all the way to the vCPUs the VM has (a
 		 * throttled VM's demand is capped by the quota, so it cannot

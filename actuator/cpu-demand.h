@@ -53,6 +53,7 @@ struct act_cpu_policy {
 	int64_t up_window;      /* ns of readouts a growth decision looks at (500 ms) */
 	int64_t down_tau;       /* ns, slow average's time constant (20 s) */
 	int64_t down_hold;      /* ns the shrink goal must hold (15 s) */
+	int64_t settle;         /* ns after a resize before the next growth (2 s) */
 	double contended_share; /* run delay not from throttling, per runnable (0.25) */
 	double throttled_share; /* throttled time per window (0.05) */
 	uint32_t cu_milli;      /* compute unit's CPU: goals are whole units */
@@ -78,6 +79,8 @@ struct act_cpu_demand {
 	unsigned n, head;
 	bool has_slow;
 	double slow;               /* CPUs, slow average of the demand */
+	bool resized;              /* a resize happened at resized_at */
+	int64_t resized_at;
 	bool below;                /* shrink goal below the allowance since below_since */
 	int64_t below_since;
 	bool has_guest_load;       /* the guest's load1, from its exporter */

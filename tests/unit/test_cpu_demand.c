@@ -213,7 +213,13 @@ static void test_resized_forgets_fast_history(void **state)
 	feed(&d, &p, &now, 1, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
 	act_cpu_demand_decide(&d, &p, &dec);
 	assert_int_equal(dec.goal_milli, 1250);
+	/* a full up window, but within the settle time after the resize */
 	feed(&d, &p, &now, 1, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
+	act_cpu_demand_decide(&d, &p, &dec);
+	assert_int_equal(dec.cls, ACT_CPU_THROTTLED);
+	assert_int_equal(dec.goal_milli, 1250);
+	/* settled: the quota rises */
+	feed(&d, &p, &now, 6, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
 	act_cpu_demand_decide(&d, &p, &dec);
 	assert_int_equal(dec.cls, ACT_CPU_THROTTLED);
 	assert_int_equal(dec.goal_milli, 2000);
