@@ -83,7 +83,7 @@ for m in virtio_pci virtio_mem virtio_balloon; do visit "$m"; done
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}
 cp "$bb" "$root/bin/busybox"
-for a in sh mount echo cat sleep grep insmod stty kill seq; do
+for a in sh mount echo cat sleep grep insmod stty kill seq mkfifo; do
 	ln -s busybox "$root/bin/$a"
 done
 for m in "${order[@]}"; do
@@ -91,6 +91,9 @@ for m in "${order[@]}"; do
 	echo "$m" >> "$root/lib/modules/load-order"
 done
 install -m 0755 "$here/init" "$root/init"
+# The guest's udev: onlines hot-plugged vCPUs as the kernel announces them.
+${CC:-gcc} -static -O2 -Wall -Wextra -Werror -o "$root/bin/cpu-online" "$here/cpu-online.c" ||
+	die "cannot build cpu-online (static glibc: libc6-dev)"
 
 mkdir -p "$out"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$out/initrd.img.tmp"

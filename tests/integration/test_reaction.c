@@ -429,15 +429,6 @@ static void reaction_steady(void **state)
 	double t0, t_grow, end;
 	uint64_t max_milli;
 
-	/* Known to fail on this 2-CPU TCG host: the idle second vCPU's own
-	 * 0.2-0.45 CPU of noise puts one busy thread above 0.9 of 1250m, and
-	 * the VM goes on to the arbiter's cap (1750m) instead of converging
-	 * below it. Skipped, visibly, until the policy handles it; run it
-	 * with VMACT_TEST_STEADY=1. */
-	if (!getenv("VMACT_TEST_STEADY")) {
-		print_message("steady: SKIPPED (known failure: converges at the arbiter's cap)\n");
-		skip();
-	}
 	off = log_size();
 	t0 = th_now_s();
 	unsigned steps = 1;
