@@ -25,7 +25,7 @@ void act_cpu_policy_defaults(struct act_cpu_policy *p)
 	*p = (struct act_cpu_policy){
 		.target = 0.9,
 		.down_target = 0.75,
-		.up_window = 500 * 1000000LL,
+		.up_window = 400 * 1000000LL,
 		.down_tau = 20 * 1000000000LL,
 		.down_hold = 15 * 1000000000LL,
 		.settle = 2 * 1000000000LL,
@@ -113,7 +113,8 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 {
 	const struct act_cpu_window *last;
 	uint64_t runnable = 0, delay = 0, throttled = 0;
-	int64_t span = 0;
+	int64_t span = 0, run_span = 0, lead = 0;
+	bool sustained;
 	uint32_t vcpu_milli, allowance;
 	double own_delay;
 
@@ -121,23 +122,51 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	if (!d->n)
 		return false;
 	last = &d->ring[(d->head + ACT_CPU_RING - 1) % ACT_CPU_RING];
-	/* Newest first, until the up window is covered. */
-	for (unsigned i = 0; i < d->n && span < p->up_window; i++) {
+	vcpu_milli = last->vcpus * 1000u;
+	allowance = last->quota_milli ? u32_min(last->quota_milli, vcpu_milli) : vcpu_milli;
+	/* The trailing run of readouts that each reach the target, newest
+	 * first, and the busy part of the readout before them: a load that
+	 * started within a readout has been saturating the VM for that part
+	 * of it already. Growth needs this run to cover the up window, so a
+	 * decision does not wait for whole readouts after the load began,
+	 * and a burst shorter than the window never grows the VM. The
+	 * figures of the decision then come from the run. */
+	for (unsigned i = 0; i < d->n && allowance; i++) {
 		const struct act_cpu_window *w = &d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
+		double wb = window_demand(w) * 1000.0 / allowance;
 
+		if (wb < p->target) {
+			if (run_span)
+				lead = (int64_t)((wb < 1 ? wb : 1) * (double)w->len);
+			break;
+		}
 		runnable += w->vcpu_runnable_ns;
 		delay += w->vcpu_delay_ns;
 		throttled += w->throttled_ns;
-		span += w->len;
+		run_span += w->len;
 	}
-	vcpu_milli = last->vcpus * 1000u;
-	allowance = last->quota_milli ? u32_min(last->quota_milli, vcpu_milli) : vcpu_milli;
+	sustained = run_span && run_span + lead >= p->up_window;
+	if (sustained) {
+		span = run_span + lead;
+	} else {
+		/* Otherwise the figures of the last up window, newest first. */
+		runnable = delay = throttled = 0;
+		for (unsigned i = 0; i < d->n && span < p->up_window; i++) {
+			const struct act_cpu_window *w =
+				&d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
+
+			runnable += w->vcpu_runnable_ns;
+			delay += w->vcpu_delay_ns;
+			throttled += w->throttled_ns;
+			span += w->len;
+		}
+	}
 	out->span = span;
 	out->allowance_milli = allowance;
 	out->slow = d->slow;
-	out->demand = (double)runnable / (double)span;
+	out->demand = (double)runnable / (double)(sustained ? run_span : span);
 	out->busy = allowance ? out->demand * 1000.0 / allowance : 0;
-	out->throttled = (double)throttled / (double)span;
+	out->throttled = (double)throttled / (double)(sustained ? run_span : span);
 	/* While the group is throttled its runnable vCPUs all wait: that
 	 * part of the run delay is the VM's own quota, the rest is waiting
 	 * for host CPUs that others hold. */
@@ -166,9 +195,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	switch (out->cls) {
 	case ACT_CPU_SATURATED:
 	case ACT_CPU_THROTTLED:
-		/* Grow only on a full up window: one short burst is not a
-		 * load. At least one compute unit, at once. */
-		if (span < p->up_window)
+		/* Grow only once the up window is saturated throughout: one
+		 * short burst is not a load. At least one compute unit, at
+		 * once. */
+		if (!sustained)
 			break;
 		/* A guest onlining a vCPU just plugged keeps it busy for a
 		 * moment: that is not the load's demand. */

@@ -18,8 +18,9 @@
  *   ok          demand within the target share of what it has: shrink only
  *               when the slow average has stayed below a lower goal.
  *
- * Fast up: the class is taken over the last `up_window` of readouts
- * (sub-second); careful down: the goal to shrink to comes from an
+ * Fast up: growth needs `up_window` of saturation (sub-second), counted
+ * as the trailing readouts that each reach the target plus the busy part
+ * of the one before them (a load that began within it); careful down: the goal to shrink to comes from an
  * exponential average with time constant `down_tau`, must stay below the
  * allowance for `down_hold`, and is computed with the lower
  * `down_target`, so a VM that was just grown does not shrink back into
@@ -50,7 +51,7 @@ const char *act_cpu_class_name(enum act_cpu_class c);
 struct act_cpu_policy {
 	double target;          /* share of the allowance demand may use (0.9) */
 	double down_target;     /* share used to size a shrink (0.75) */
-	int64_t up_window;      /* ns of readouts a growth decision looks at (500 ms) */
+	int64_t up_window;      /* ns of saturation a growth needs (400 ms) */
 	int64_t down_tau;       /* ns, slow average's time constant (20 s) */
 	int64_t down_hold;      /* ns the shrink goal must hold (15 s) */
 	int64_t settle;         /* ns after a resize before the next growth (2 s) */
@@ -117,5 +118,5 @@ void act_cpu_demand_resized(struct act_cpu_demand *d);
  * to decide on yet (no readout). */
 bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy *p,
 			   struct act_cpu_decision *out);
-/* "saturated: vCPUs 98 % busy for 0.5 s, goal 1250m" — for logs. */
+/* "saturated: vCPUs 98 % busy for 0.4 s, goal 1250m" — for logs. */
 int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsigned len);

@@ -425,6 +425,23 @@ static void print_ms(struct samples *s)
 		printf(" %10s %10s", "never", "never");
 }
 
+/* VMACT_BENCH_ONLY=vmact,operator,neon: a quick look at some contenders
+ * (the table then has no figures for the others). */
+static bool skip_contender(int c)
+{
+	static const char *const keys[N_CONT] = { "operator", "neon", "vmact" };
+	const char *only = getenv("VMACT_BENCH_ONLY");
+	char list[128], *save = NULL;
+
+	if (!only || !only[0])
+		return false;
+	snprintf(list, sizeof(list), "%s", only);
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (strcmp(t, keys[c]) == 0)
+			return false;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 10;
@@ -483,6 +500,8 @@ int main(int argc, char **argv)
 			struct tg_guest g = { 0 };
 			double dt, dn = -1;
 
+			if (skip_contender(c))
+				continue;
 			if (boot(meta, &g) < 0) {
 				tg_destroy(&g);
 				goto table;

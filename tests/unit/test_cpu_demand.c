@@ -195,6 +195,66 @@ static void test_short_bursts_do_not_grow(void **state)
 	}
 }
 
+/* A load that began within a readout counts that readout's busy part:
+ * idle, then a readout 60 % busy (the load began 100 ms into it), then a
+ * full one: 150 + 250 ms of saturation cover the 400 ms up window and
+ * the VM grows at once. At 40 % (100 + 250 ms) it waits for the next
+ * readout. */
+struct onset_case {
+	double lead_busy;
+	bool grows_at_second;
+};
+
+static void test_onset_within_a_readout(void **state)
+{
+	static const struct onset_case cases[] = {
+		{ 0.6, true }, { 0.4, false }, { 0.0, false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct act_cpu_policy p;
+		struct act_cpu_demand d;
+		struct act_cpu_decision dec;
+		int64_t now = 0;
+
+		act_cpu_policy_defaults(&p);
+		act_cpu_demand_init(&d);
+		feed(&d, &p, &now, 8, 250 * MS, 1, 0, 0.05, 0, 0);
+		feed(&d, &p, &now, 1, 250 * MS, 1, 0, cases[i].lead_busy, 0, 0);
+		feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
+		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		if (cases[i].grows_at_second)
+			assert_int_equal(dec.cls, ACT_CPU_SATURATED);
+		assert_int_equal(dec.goal_milli, cases[i].grows_at_second ? 1250 : 1000);
+		/* One more saturated readout: 500 ms or more, it grows. */
+		feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
+		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		assert_int_equal(dec.goal_milli, 1250);
+	}
+}
+
+/* A burst that fills exactly one readout is 250 ms of saturation: no
+ * growth, whatever readout follows. */
+static void test_one_saturated_readout(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	int64_t now = 0;
+
+	(void)state;
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	feed(&d, &p, &now, 8, 250 * MS, 1, 0, 0.05, 0, 0);
+	feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
+	assert_true(act_cpu_demand_decide(&d, &p, &dec));
+	assert_int_equal(dec.goal_milli, 1000);
+	feed(&d, &p, &now, 1, 250 * MS, 1, 0, 0.3, 0, 0);
+	assert_true(act_cpu_demand_decide(&d, &p, &dec));
+	assert_int_equal(dec.goal_milli, 1000);
+}
+
 /* After a resize the old windows are forgotten: one fresh window is not
  * enough to grow again. */
 static void test_resized_forgets_fast_history(void **state)
@@ -347,6 +407,8 @@ int main(void)
 		cmocka_unit_test(test_idle_shrinks_after_hold),
 		cmocka_unit_test(test_steady_load_converges),
 		cmocka_unit_test(test_short_bursts_do_not_grow),
+		cmocka_unit_test(test_onset_within_a_readout),
+		cmocka_unit_test(test_one_saturated_readout),
 		cmocka_unit_test(test_resized_forgets_fast_history),
 		cmocka_unit_test(test_guest_load_floor),
 		cmocka_unit_test(test_format),
