@@ -45,6 +45,7 @@
 #include <libvirt/libvirt.h>
 
 #include "hotplug/hotplug.h"
+#include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/peer.h"
@@ -261,45 +262,10 @@ static double run_operator(const struct tg_guest *g)
 }
 
 /* The VM group's CPU limit in milli-CPUs (-1: unlimited, -2: unknown),
- * from the cgroup vmactd logged for it ("managing (..., cgroup GROUP, ..."). */
+ * from the cgroup vmactd logged for it. */
 static long quota_milli(void)
 {
-	char *buf = th_read_file(dlog), *p, group[256] = "", path[512], q[32] = "";
-	long quota = -2, period = 0;
-	FILE *f;
-
-	if (!buf)
-		return -2;
-	p = strstr(buf, ", cgroup ");
-	if (p)
-		sscanf(p, ", cgroup %255[^,]", group);
-	free(buf);
-	if (!group[0])
-		return -2;
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", group);
-	if ((f = fopen(path, "re"))) {
-		if (fscanf(f, "%ld", &quota) != 1)
-			quota = -2;
-		fclose(f);
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", group);
-		if ((f = fopen(path, "re"))) {
-			if (fscanf(f, "%ld", &period) != 1)
-				period = 0;
-			fclose(f);
-		}
-	} else {
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
-		if (!(f = fopen(path, "re")))
-			return -2;
-		if (fscanf(f, "%31s %ld", q, &period) == 2)
-			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
-		fclose(f);
-	}
-	if (quota == -1)
-		return -1;
-	if (quota < 0 || period <= 0)
-		return -2;
-	return quota * 1000 / period;
+	return th_vmactd_quota_milli(dlog);
 }
 
 static void unpin(void)

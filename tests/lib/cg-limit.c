@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tests/lib/cg-limit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/file.h"
+
+int th_log_vm_cgroup(const char *log, char *group, size_t len)
+{
+	char *buf = th_read_file(log), *p, g[256] = "";
+
+	if (!buf)
+		return -ENOENT;
+	p = strstr(buf, ", cgroup ");
+	if (p && sscanf(p, ", cgroup %255[^,]", g) != 1)
+		g[0] = 0;
+	free(buf);
+	if (!g[0] || strlen(g) >= len)
+		return -ENOENT;
+	memcpy(group, g, strlen(g) + 1);
+	return 0;
+}
+
+static long read_long(const char *path, long fallback)
+{
+	FILE *f = fopen(path, "re");
+	long v;
+
+	if (!f)
+		return fallback;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = fallback;
+	fclose(f);
+	return v;
+}
+
+long th_cg_limit_milli(const char *group)
+{
+	char path[512], q[32] = "";
+	long quota, period = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", group);
+	quota = read_long(path, TH_CG_UNKNOWN - 1);
+	if (quota != TH_CG_UNKNOWN - 1) {
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", group);
+		period = read_long(path, 0);
+	} else {
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
+		if (!(f = fopen(path, "re")))
+			return TH_CG_UNKNOWN;
+		if (fscanf(f, "%31s %ld", q, &period) == 2)
+			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
+		fclose(f);
+	}
+	if (quota == -1)
+		return TH_CG_UNLIMITED;
+	if (quota < 0 || period <= 0)
+		return TH_CG_UNKNOWN;
+	return quota * 1000 / period;
+}
+
+long th_vmactd_quota_milli(const char *log)
+{
+	char group[256];
+
+	if (th_log_vm_cgroup(log, group, sizeof(group)) < 0)
+		return TH_CG_UNKNOWN;
+	return th_cg_limit_milli(group);
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The CPU limit vmactd wrote for a VM, read back from the kernel: the
+ * group comes from vmactd's log ("managing (..., cgroup GROUP, ..."), the
+ * figure from the v1 cpu controller (cpu.cfs_quota_us / cpu.cfs_period_us)
+ * or, where it is not mounted, cgroup2's cpu.max. */
+#pragma once
+
+#include <stddef.h>
+
+#define TH_CG_UNLIMITED (-1L)
+#define TH_CG_UNKNOWN   (-2L)
+
+/* The VM's cgroup as vmactd logged it in log (a file); 0 or -ENOENT. */
+int th_log_vm_cgroup(const char *log, char *group, size_t len);
+
+/* The group's CPU limit in milli-CPUs, TH_CG_UNLIMITED, or TH_CG_UNKNOWN
+ * when no limit file is readable. */
+long th_cg_limit_milli(const char *group);
+
+/* Both: the limit of the VM group vmactd logged in log. */
+long th_vmactd_quota_milli(const char *log);
