@@ -46,7 +46,12 @@ static void refuse(struct act_runner *r, struct ag_http_server_reply *reply, uns
 {
 	char text[VMACT_ERR_MSG_MAX + 64];
 
-	log_info("%s: runner API: %s refused (%u): %s", r->name, what, status, why);
+	/* Anyone who reaches the port can send these: the same refusal again
+	 * is logged at debug level only. */
+	snprintf(text, sizeof(text), "%s (%u): %s", what, status, why);
+	vmact_log(strcmp(text, r->api_last_refusal) ? LOG_INFO : LOG_DEBUG,
+		  "%s: runner API: %s refused (%u): %s", r->name, what, status, why);
+	snprintf(r->api_last_refusal, sizeof(r->api_last_refusal), "%s", text);
 	snprintf(text, sizeof(text), "%s\n", why);
 	ag_http_reply_text(reply, status, NULL, text);
 }

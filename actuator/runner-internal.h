@@ -93,6 +93,7 @@ struct act_runner {
 	bool hp_api;       /* the hotplug in progress is the API's */
 	bool api_pending;  /* a change came during it: api_want is next */
 	uint32_t api_want; /* the last change accepted, milli-CPUs */
+	char api_last_refusal[VMACT_ERR_MSG_MAX + 64]; /* logged at info once */
 };
 
 /* runner.c */
