@@ -13,8 +13,8 @@
  *     libvirt has 2 vCPUs, the cgroup's quota is 1.5 CPU, and
  *     GET /cpu_current answers {"VCPUs":"1500m"};
  *   - the guest idle: the size stays 1500m (nothing shrinks it);
- *   - refusals with the runner's codes: malformed JSON and a body without
- *     VCPUs 400, a wrong method 400, above max and below min 500, an unknown
+ *   - refusals with the runner's codes: malformed JSON, a body without
+ *     VCPUs and one over 1 KiB 400, a wrong method 400, above max and below min 500, an unknown
  *     path 404; the size is untouched by them;
  *   - POST {"VCPUs":1}: the quota back at 1 CPU (the vCPUs stay plugged,
  *     policy.cpu_shrink "quota"), GET answers {"VCPUs":1};
@@ -391,6 +391,13 @@ static void runner_api(void **state)
 	expect("POST", "/cpu_change", "{\"VCPUs\":4}", 500, NULL);
 	expect("POST", "/cpu_change", "{\"VCPUs\":\"500m\"}", 500, NULL);
 	expect("GET", "/nothing", NULL, 404, "404 page not found\n");
+	{
+		/* A body past the 1 KiB limit: the runner could not have read it. */
+		char big[2100];
+
+		snprintf(big, sizeof(big), "{\"VCPUs\":2,\"pad\":\"%02000d\"}", 0);
+		expect("POST", "/cpu_change", big, 400, NULL);
+	}
 	expect("GET", "/cpu_current", NULL, 200, "{\"VCPUs\":\"1500m\"}");
 	assert_untouched(1500, 2, resizes);
 	assert_true(th_count_in_file(fx.log, "outside the VM's bounds [1, 3]") >= 2);
