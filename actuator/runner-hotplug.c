@@ -2,7 +2,8 @@
 /* The runner's hotplug path: plans a resize (actuator/plan.h) from the
  * VM's live state and carries its steps out one at a time (the CPU quota
  * through actuator/cgroup, vCPUs and memory through hotplug/), then feeds
- * what the VM has back to the core. */
+ * what the VM has back to the core — or, for a change asked through the
+ * runner API (runner-api.c), records it and starts the next one. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,24 @@
 #include "base/log.h"
 
 static void hp_next(struct act_runner *r);
+static int api_start(struct act_runner *r, struct vmact_err *err);
+
+/* A runner API resize ended: what the VM has is its size; a change that
+ * came meanwhile is next. The core is not involved (its loop is off). */
+static void api_finished(struct act_runner *r, const struct vmact_resources *got)
+{
+	struct vmact_err err = { 0 };
+
+	r->hp_busy = false;
+	r->hp_api = false;
+	r->st.using_ = *got;
+	if (r->api_pending) {
+		r->api_pending = false;
+		if (api_start(r, &err) < 0)
+			log_warning("%s: runner API: cannot start the next change: %s", r->name,
+				    err.msg);
+	}
+}
 
 static void hp_finish(struct act_runner *r)
 {
@@ -30,8 +49,10 @@ static void hp_finish(struct act_runner *r)
 				   hp_state_mem_kib(&r->hp_state) * 1024u);
 	else
 		got = r->st.using_; /* nothing known: keep the old belief */
-	r->hp_busy = false;
-	act_cpu_demand_resized(&r->demand);
+	if (!r->hp_api) {
+		r->hp_busy = false;
+		act_cpu_demand_resized(&r->demand);
+	}
 	act_runner_fmt_res(a, sizeof(a), r->plan.target);
 	act_runner_fmt_res(b, sizeof(b), got);
 	if (r->hp_failed) {
@@ -43,6 +64,10 @@ static void hp_finish(struct act_runner *r)
 	} else {
 		log_info("%s: resized to %s", r->name, b);
 		r->last_hp_error[0] = 0;
+	}
+	if (r->hp_api) {
+		api_finished(r, &got);
+		return;
 	}
 	vmact_err_reset(&err);
 	if (act_hotplug_finished(&r->st, act_runner_now_ns(r), &got, r->hp_failed, &err) < 0)
@@ -185,4 +210,60 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	r->hp_error[0] = 0;
 	r->step = 0;
 	hp_next(r);
+}
+
+/* Plans the API's change from the live state: the CPU to api_want within
+ * the VM's bounds (no scheduler permit or monitor approval: the caller
+ * decided), the memory where it is. */
+static int api_start(struct act_runner *r, struct vmact_err *err)
+{
+	struct act_plan_limits lim = {
+		.min = r->meta.min,
+		.max = r->meta.max,
+		.has_permit = true,
+		.permit = r->meta.max,
+		.has_approved = true,
+		.approved = r->meta.min,
+	};
+	struct vmact_resources using_, want;
+	struct act_vm_layout l;
+	struct hp_state st;
+	char a1[80], a2[80];
+	int ret;
+
+	ret = hp_state_read(r->env->hp, r->uuid, &st, err);
+	if (ret < 0)
+		return ret;
+	r->hp_state = st;
+	r->have_state = true;
+	using_ = act_achieved(r->quota_milli, hp_state_vcpus(&st), hp_state_mem_kib(&st) * 1024u);
+	r->st.using_ = using_;
+	want = (struct vmact_resources){ .milli_cpu = r->api_want, .mem_bytes = using_.mem_bytes };
+	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
+	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
+	ret = act_plan_hotplug(&using_, &want, &lim, &l, &r->plan, err);
+	if (ret < 0)
+		return ret;
+	if (vmact_res_eq(r->plan.target, using_))
+		return 0;
+	act_runner_fmt_res(a1, sizeof(a1), using_);
+	act_runner_fmt_res(a2, sizeof(a2), r->plan.target);
+	log_info("%s: resizing from %s to %s", r->name, a1, a2);
+	r->hp_busy = true;
+	r->hp_api = true;
+	r->hp_failed = false;
+	r->hp_error[0] = 0;
+	r->step = 0;
+	hp_next(r);
+	return 0;
+}
+
+int act_runner_cpu_resize(struct act_runner *r, uint32_t milli, struct vmact_err *err)
+{
+	r->api_want = milli;
+	if (r->hp_busy) {
+		r->api_pending = true;
+		return 0;
+	}
+	return api_start(r, err);
 }

@@ -3,7 +3,8 @@
  *   runner.c          decision loop, approver glue and lifecycle
  *   runner-plugin.c   the scheduler (plugin) requests
  *   runner-hotplug.c  carrying out a plan (quota, vCPUs, memory)
- *   runner-metrics.c  the periodic load and memory readings */
+ *   runner-metrics.c  the periodic load and memory readings
+ *   runner-api.c      the neonvm-runner CPU API of a <vmact:runner> VM */
 #pragma once
 
 #include <limits.h>
@@ -18,6 +19,7 @@
 struct ag_http_client;
 struct ag_plugin_client;
 struct ag_guest_scrape;
+struct ag_http_server;
 
 /* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
  * loop. */
@@ -82,6 +84,16 @@ struct act_runner {
 
 	unsigned last_warn_hash;
 	bool freeing;
+
+	/* <vmact:runner>: the VM is sized through the neonvm-runner CPU API
+	 * (runner-api.c, doc/runner-api.md). vmact is only its hardware side:
+	 * no decision loop, no readings, no scheduler or approver. */
+	bool api_vm;
+	struct ag_http_server *api;
+	bool hp_api;       /* the hotplug in progress is the API's */
+	bool api_pending;  /* a change came during it: api_want is next */
+	uint32_t api_want; /* the last change accepted, milli-CPUs */
+	char api_last_refusal[VMACT_ERR_MSG_MAX + 64]; /* logged at info once */
 };
 
 /* runner.c */
@@ -99,6 +111,15 @@ void act_runner_plugin_free(struct act_runner *r);
 
 /* runner-hotplug.c */
 void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a);
+/* The runner API's change: resizes the VM's CPU to `milli` (checked by
+ * the caller against its bounds), its memory left as it is; queued (the
+ * latest wins) while a resize runs. Errors: the state cannot be read or
+ * no plan reaches it. */
+int act_runner_cpu_resize(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+
+/* runner-api.c */
+int act_runner_api_start(struct act_runner *r, struct vmact_err *err);
+void act_runner_api_free(struct act_runner *r);
 
 /* runner-metrics.c */
 int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err);

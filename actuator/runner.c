@@ -15,6 +15,7 @@
 
 #include "actuator/cgroup-domain.h"
 #include "actuator/runner-internal.h"
+#include "agent-glue/http-server.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/time.h"
@@ -257,7 +258,8 @@ void act_runner_evaluate(struct act_runner *r)
 	struct vmact_err err = { 0 };
 	unsigned h;
 
-	if (r->freeing)
+	/* A runner API VM is sized by the API's caller only. */
+	if (r->freeing || r->api_vm)
 		return;
 	if (act_next_actions(&r->st, act_runner_now_ns(r), &a, &err) < 0) {
 		log_error("%s: scaling decision failed: %s", r->name, err.msg);
@@ -379,6 +381,28 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 			r->sampler_registered = true;
 		}
 	}
+	r->api_vm = meta->runner_listen[0] != 0;
+	if (r->api_vm) {
+		/* Only the hardware side (doc/runner-api.md): no scheduler,
+		 * approver, readings or CPU policy. */
+		r->api_want = using_.milli_cpu;
+		ret = act_runner_api_start(r, err);
+		if (ret < 0)
+			goto fail;
+		{
+			char a[80], b[80], c[80];
+
+			act_runner_fmt_res(a, sizeof(a), using_);
+			act_runner_fmt_res(b, sizeof(b), meta->min);
+			act_runner_fmt_res(c, sizeof(c), meta->max);
+			log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, runner API on %s "
+				 "port %u: sized by its caller)",
+				 r->name, a, b, c, r->group, r->meta.runner_listen,
+				 ag_http_server_port(r->api));
+		}
+		*out = r;
+		return 0;
+	}
 	ret = act_runner_plugin_setup(r, err);
 	if (ret >= 0)
 		ret = start_approver(r, err);
@@ -417,6 +441,7 @@ void act_runner_free(struct act_runner *r)
 	r->freeing = true;
 	act_approver_free(r->approver);
 	r->approver = NULL;
+	act_runner_api_free(r);
 	sd_event_source_disable_unref(r->wake);
 	sd_event_source_disable_unref(r->metrics);
 	act_runner_metrics_free(r);
@@ -448,7 +473,8 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 	    strcmp(meta->mem_alias, r->meta.mem_alias) || strcmp(meta->monitor, r->meta.monitor) ||
 	    strcmp(meta->informant, r->meta.informant) || strcmp(meta->metrics, r->meta.metrics) ||
 	    strcmp(meta->metrics_lfc, r->meta.metrics_lfc) || meta->policy_cpu != r->meta.policy_cpu ||
-	    meta->policy_shrink != r->meta.policy_shrink)
+	    meta->policy_shrink != r->meta.policy_shrink ||
+	    strcmp(meta->runner_listen, r->meta.runner_listen))
 		return 1;
 	ret = act_meta_scaling_config(&r->env->cfg->scaling, meta, &sc, err);
 	if (ret >= 0)

@@ -89,7 +89,8 @@ void act_runner_free(struct act_runner *r);
 int act_runner_release(struct act_runner *r, struct vmact_err *err);
 
 /* New metadata for the same VM. Returns 1 when the change needs a new
- * runner (compute unit, memory method, monitor or informant endpoint changed), 0 when
+ * runner (compute unit, memory method, monitor or informant endpoint, runner API
+ * address changed), 0 when
  * applied, <0 on invalid bounds/config (the runner keeps the old ones). */
 int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct vmact_err *err);
 

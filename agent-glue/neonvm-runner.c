@@ -58,6 +58,45 @@ int ag_neonvm_runner_vcpu_cgroup_decode(const json_t *v, uint32_t *milli_cpu, st
 	return vcpus_decode(v, "VCPUCgroup", milli_cpu, err);
 }
 
+enum ag_runner_route ag_neonvm_runner_route(const char *method, const char *path)
+{
+	if (strcmp(path, "/cpu_change") == 0)
+		return strcmp(method, "POST") == 0 ? AG_RUNNER_CPU_CHANGE : AG_RUNNER_BAD_METHOD;
+	if (strcmp(path, "/cpu_current") == 0)
+		return strcmp(method, "GET") == 0 ? AG_RUNNER_CPU_CURRENT : AG_RUNNER_BAD_METHOD;
+	if (strcmp(path, "/ready") == 0)
+		return AG_RUNNER_READY;
+	return AG_RUNNER_NOT_FOUND;
+}
+
+int ag_neonvm_runner_change_parse(const char *body, size_t len, uint32_t *milli_cpu,
+				  struct vmact_err *err)
+{
+	json_error_t jerr;
+	json_t *v = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+	int ret;
+
+	if (!v)
+		return vmact_err_set(err, EINVAL, "bad JSON: %s", jerr.text);
+	ret = ag_neonvm_runner_vcpu_change_decode(v, milli_cpu, err);
+	json_decref(v);
+	return ret;
+}
+
+char *ag_neonvm_runner_cgroup_dump(uint32_t milli_cpu, size_t *len)
+{
+	json_t *v = ag_neonvm_runner_vcpu_cgroup_encode(milli_cpu);
+	char *s;
+
+	if (!v)
+		return NULL;
+	s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (s)
+		*len = strlen(s);
+	return s;
+}
+
 int ag_neonvm_runner_version_parse(const char *label, uint32_t *out, struct vmact_err *err)
 {
 	unsigned long long v;

@@ -191,6 +191,11 @@ struct hp_meta {
 	char metrics_lfc[512];
 	enum hp_policy_cpu policy_cpu;
 	enum hp_policy_shrink policy_shrink;
+	/* <vmact:runner listen="ADDR:PORT"/>: the VM is sized elsewhere and
+	 * gets the neonvm-runner's CPU API there (doc/runner-api.md); "" if
+	 * none. A numeric TCP address with a non-zero port; never set together
+	 * with monitor, informant, metrics, scaling or a CPU policy. */
+	char runner_listen[80];
 };
 
 /* Parses the single <vmact:autoscaling> element (as returned by

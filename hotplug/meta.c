@@ -15,6 +15,12 @@
  *     <vmact:policy cpu="reactive" shrink="quota"/>
  *   </vmact:autoscaling>
  *
+ * A VM sized elsewhere (a NeonVM controller calling the runner's CPU API)
+ * names where that API listens instead of a monitor, metrics, scaling and
+ * CPU policy (doc/runner-api.md):
+ *
+ *     <vmact:runner listen="10.0.3.1:25183"/>
+ *
  * Operators set it with
  *   virsh metadata DOM https://vmact.dev/xmlns/vmact/1 --key vmact --live --config \
  *         --set '<autoscaling enabled="true"><cpu min="1" max="4"/>...</autoscaling>'
@@ -332,6 +338,25 @@ static int parse_policy(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
+/* The runner API's listen address: numeric ADDR:PORT or [V6]:PORT, the
+ * port spelled out and not 0 (the controller calls a known port). */
+static int parse_runner(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "listen", NULL };
+	struct vmact_listen l;
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = copy_attr(n, "listen", true, m->runner_listen, sizeof(m->runner_listen), err)) < 0)
+		return r;
+	if (vmact_listen_parse(m->runner_listen, false, &l, err) < 0)
+		return vmact_err_prefix(err, EL ": attribute 'listen'", "runner");
+	if (l.port == 0)
+		return vmact_err_set(err, EINVAL, EL ": attribute 'listen': '%s' needs a port "
+				     "other than 0", "runner", m->runner_listen);
+	return 0;
+}
+
 static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "namespace", "name", "uid", NULL };
@@ -361,6 +386,7 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		{ "pod", parse_pod, false },
 		{ "metrics", parse_metrics, false },
 		{ "policy", parse_policy, false },
+		{ "runner", parse_runner, false },
 	};
 	static const char *const root_attrs[] = { "enabled", NULL };
 	bool seen[ARRAY_SIZE(elems)] = { false };
@@ -430,5 +456,24 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 	if (meta->monitor[0] && meta->informant[0])
 		return vmact_err_set(err, EINVAL, EL ": " EL " and " EL " are mutually exclusive",
 				     "autoscaling", "monitor", "informant");
+	/* A runner VM's CPU is decided by whoever calls its API: the elements
+	 * that feed or steer vmact's own policy would be silently ignored. */
+	if (meta->runner_listen[0]) {
+		static const char *const off[] = { "monitor", "informant", "metrics", "scaling" };
+
+		for (size_t i = 0; i < ARRAY_SIZE(elems); i++)
+			for (size_t j = 0; j < ARRAY_SIZE(off); j++)
+				if (seen[i] && strcmp(elems[i].name, off[j]) == 0)
+					return vmact_err_set(err, EINVAL,
+							     EL ": " EL " and " EL " are mutually "
+							     "exclusive (the runner API's caller "
+							     "sizes the CPU)",
+							     "autoscaling", "runner", off[j]);
+		if (meta->policy_cpu != HP_POLICY_CPU_HOST)
+			return vmact_err_set(err, EINVAL,
+					     EL ": " EL " and " EL " attribute 'cpu' are mutually "
+					     "exclusive (the runner API's caller sizes the CPU)",
+					     "autoscaling", "runner", "policy");
+	}
 	return 0;
 }

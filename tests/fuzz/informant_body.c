@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Any HTTP body through every informant-protocol and runner decoder, as
- * both sides of the agent <-> informant exchange would see it. Whatever
+ * both sides of the agent <-> informant exchange (and the runner API's
+ * server, doc/runner-api.md) would see it. Whatever
  * decodes must re-encode and decode to the same value. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +48,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		vmact_err_reset(&err);
 	}
+	/* The bytes as a runner API /cpu_change body: what parses answers
+	 * /cpu_current with text that parses back to the same value. */
+	if (ag_neonvm_runner_change_parse((const char *)data, size, &cpu, &err) == 0) {
+		size_t len = 0;
+		char *text = ag_neonvm_runner_cgroup_dump(cpu, &len);
+
+		if (!text || ag_neonvm_runner_change_parse(text, len, &cpu2, &err) || cpu != cpu2)
+			abort();
+		free(text);
+	}
+	vmact_err_reset(&err);
 	if (ag_inf_parse_body((const char *)data, size, &v, &err) < 0)
 		return 0;
 

@@ -159,6 +159,36 @@ static void meta_metrics_policy(void **state)
 	assert_int_equal(m.policy_shrink, HP_POLICY_SHRINK_QUOTA);
 }
 
+/* <vmact:runner>: the listen address kept as given; a shrink policy may
+ * stay (it is the hardware side's), and so may the pod. */
+static void meta_runner(void **state)
+{
+	static const char v4[] =
+		"<autoscaling enabled='true'><cpu min='1' max='4'/>"
+		"<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+		"<runner listen='10.0.3.1:25183'/><policy shrink='unplug'/>"
+		"<pod namespace='default' name='db-1'/></autoscaling>";
+	static const char v6[] = "<autoscaling enabled='true'><cpu min='1' max='4'/>"
+				 "<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+				 "<runner listen='[::1]:25183'/></autoscaling>";
+	static const char none[] = "<autoscaling enabled='true'><cpu min='1' max='4'/>"
+				   "<memory min='1Gi' max='2Gi' method='virtio-mem'/></autoscaling>";
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	if (hp_meta_parse(v4, &m, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(m.runner_listen, "10.0.3.1:25183");
+	assert_int_equal(m.policy_shrink, HP_POLICY_SHRINK_UNPLUG);
+	if (hp_meta_parse(v6, &m, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(m.runner_listen, "[::1]:25183");
+	if (hp_meta_parse(none, &m, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(m.runner_listen, "");
+}
+
 struct bad_case {
 	const char *xml;
 	const char *want; /* substring of the message */
@@ -267,6 +297,38 @@ static const struct bad_case bad[] = {
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1'>x</vmact:informant>"),
 	  "<vmact:informant>: must be empty" },
 	{ WRAP(CPU MEM "<vmact:pod name='x'/>"), "<vmact:pod>: missing attribute 'namespace'" },
+	{ WRAP(CPU MEM "<vmact:runner/>"), "<vmact:runner>: missing attribute 'listen'" },
+	{ WRAP(CPU MEM "<vmact:runner listen=''/>"), "<vmact:runner>: attribute 'listen' is empty" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:25183' port='1'/>"),
+	  "<vmact:runner>: unknown attribute 'port'" },
+	{ WRAP(CPU MEM "<vmact:runner listen='localhost:25183'/>"),
+	  "<vmact:runner>: attribute 'listen': 'localhost:25183'" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1'/>"),
+	  "<vmact:runner>: attribute 'listen': '127.0.0.1'" },
+	{ WRAP(CPU MEM "<vmact:runner listen='unix:/run/r.sock'/>"),
+	  "<vmact:runner>: attribute 'listen': 'unix:/run/r.sock'" },
+	{ WRAP(CPU MEM "<vmact:runner listen='http://127.0.0.1:25183'/>"),
+	  "<vmact:runner>: attribute 'listen'" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:0'/>"),
+	  "<vmact:runner>: attribute 'listen': '127.0.0.1:0' needs a port other than 0" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:65536'/>"),
+	  "<vmact:runner>: attribute 'listen': '127.0.0.1:65536'" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:1'/><vmact:runner listen='127.0.0.1:2'/>"),
+	  "<vmact:runner>: duplicate element" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:25183'/>"
+		       "<vmact:monitor endpoint='ws://127.0.0.1:10301/monitor'/>"),
+	  "<vmact:autoscaling>: <vmact:runner> and <vmact:monitor> are mutually exclusive" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://127.0.0.1:10301'/>"
+		       "<vmact:runner listen='127.0.0.1:25183'/>"),
+	  "<vmact:runner> and <vmact:informant> are mutually exclusive" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:25183'/>"
+		       "<vmact:metrics endpoint='http://h:9100'/>"),
+	  "<vmact:runner> and <vmact:metrics> are mutually exclusive" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:25183'/>"
+		       "<vmact:scaling loadAverageFractionTarget='0.5'/>"),
+	  "<vmact:runner> and <vmact:scaling> are mutually exclusive" },
+	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:25183'/><vmact:policy cpu='neon'/>"),
+	  "<vmact:runner> and <vmact:policy> attribute 'cpu' are mutually exclusive" },
 	{ WRAP(CPU MEM "<other xmlns='urn:x'/>"), "child <other> is not in namespace" },
 	{ WRAP(CPU MEM "text"), "<vmact:autoscaling>: unexpected text" },
 	{ WRAP("<vmact:cpu min='1' max='2'>4</vmact:cpu>" MEM), "<vmact:cpu>: must be empty" },
@@ -421,6 +483,7 @@ int main(void)
 		cmocka_unit_test(meta_as_libvirt_returns_it),
 		cmocka_unit_test(meta_informant),
 		cmocka_unit_test(meta_metrics_policy),
+		cmocka_unit_test(meta_runner),
 		cmocka_unit_test(meta_errors_name_the_element),
 		cmocka_unit_test(state_live_xml),
 		cmocka_unit_test(state_bad_xml),

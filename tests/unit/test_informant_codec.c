@@ -482,6 +482,79 @@ static void test_neonvm_runner(void **state)
 	assert_int_equal(ag_neonvm_runner_version_parse("99999999999", &m, &err), -ERANGE);
 }
 
+/* The runner's HTTP surface: routes, the /cpu_change body as text, the
+ * /cpu_current answer. */
+static void test_neonvm_runner_http(void **state)
+{
+	static const struct {
+		const char *body;
+		uint32_t milli;
+	} good[] = {
+		{ "{\"VCPUs\":2}", 2000 },     { "{\"VCPUs\":\"1500m\"}", 1500 },
+		{ "{\"vcpus\":0.25}", 250 },   { " {\"VCPUs\":\"1.5\",\"other\":[1]} ", 1500 },
+		{ "{\"VCPUs\":1,\"VCPUs\":3}", 3000 }, /* Go keeps the last */
+	};
+	static const struct {
+		const char *body;
+		const char *want;
+	} bad[] = {
+		{ "", "bad JSON" },
+		{ "{\"VCPUs\":", "bad JSON" },
+		{ "VCPUs=2", "bad JSON" },
+		{ "null", "VCPUChange" },
+		{ "2", "VCPUChange" },
+		{ "{}", "VCPUs: missing" },
+		{ "{\"VCPUs\":null}", "VCPUs" },
+		{ "{\"VCPUs\":-1}", "VCPUs" },
+		{ "{\"VCPUs\":\"two\"}", "VCPUs" },
+		{ "{\"VCPUs\":5000000}", "VCPUs" }, /* past uint32 milli-CPUs */
+		{ "{\"VCPUs\":true}", "VCPUs" },
+	};
+	struct vmact_err err = { 0 };
+	uint32_t m = 0;
+	size_t len = 0;
+	char *s;
+
+	(void)state;
+	assert_int_equal(ag_neonvm_runner_route("POST", "/cpu_change"), AG_RUNNER_CPU_CHANGE);
+	assert_int_equal(ag_neonvm_runner_route("GET", "/cpu_current"), AG_RUNNER_CPU_CURRENT);
+	assert_int_equal(ag_neonvm_runner_route("GET", "/cpu_change"), AG_RUNNER_BAD_METHOD);
+	assert_int_equal(ag_neonvm_runner_route("PUT", "/cpu_change"), AG_RUNNER_BAD_METHOD);
+	assert_int_equal(ag_neonvm_runner_route("POST", "/cpu_current"), AG_RUNNER_BAD_METHOD);
+	assert_int_equal(ag_neonvm_runner_route("post", "/cpu_change"), AG_RUNNER_BAD_METHOD);
+	assert_int_equal(ag_neonvm_runner_route("HEAD", "/ready"), AG_RUNNER_READY);
+	assert_int_equal(ag_neonvm_runner_route("POST", "/cpu_change/"), AG_RUNNER_NOT_FOUND);
+	assert_int_equal(ag_neonvm_runner_route("POST", "/CPU_CHANGE"), AG_RUNNER_NOT_FOUND);
+	assert_int_equal(ag_neonvm_runner_route("GET", "/"), AG_RUNNER_NOT_FOUND);
+	assert_int_equal(ag_neonvm_runner_route("GET", "/metrics"), AG_RUNNER_NOT_FOUND);
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		vmact_err_reset(&err);
+		if (ag_neonvm_runner_change_parse(good[i].body, strlen(good[i].body), &m, &err) < 0)
+			fail_msg("'%s': %s", good[i].body, err.msg);
+		assert_int_equal(m, good[i].milli);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		vmact_err_reset(&err);
+		int r = ag_neonvm_runner_change_parse(bad[i].body, strlen(bad[i].body), &m, &err);
+
+		if ((r != -EINVAL && r != -ERANGE) || !strstr(err.msg, bad[i].want))
+			fail_msg("'%s': '%s', want '%s'", bad[i].body, err.msg, bad[i].want);
+	}
+	/* A NUL inside the body is not JSON. */
+	vmact_err_reset(&err);
+	assert_int_equal(ag_neonvm_runner_change_parse("{\"VCPUs\":2}\0", 13, &m, &err), -EINVAL);
+
+	s = ag_neonvm_runner_cgroup_dump(1500, &len);
+	assert_non_null(s);
+	assert_string_equal(s, "{\"VCPUs\":\"1500m\"}");
+	assert_int_equal(len, strlen(s));
+	free(s);
+	s = ag_neonvm_runner_cgroup_dump(2000, &len);
+	assert_string_equal(s, "{\"VCPUs\":2}");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_informant_desc), cmocka_unit_test(test_agent_message),
 		cmocka_unit_test(test_raw_resources), cmocka_unit_test(test_small_types),
 		cmocka_unit_test(test_parse_body),   cmocka_unit_test(test_neonvm_runner),
+		cmocka_unit_test(test_neonvm_runner_http),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
