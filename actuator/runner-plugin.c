@@ -78,6 +78,7 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 		log_error("%s: %s", r->name, err.msg);
 		return;
 	}
+	act_runner_note_plugin_start(r, &a->plugin.target);
 	if (ag_plugin_client_request(r->plugin, &req, &r->st.using_, plugin_done, r, &err) < 0) {
 		log_warning("%s: cannot send the scheduler request: %s", r->name, err.msg);
 		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);
@@ -85,7 +86,6 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 		return;
 	}
 	r->plugin_busy = true;
-	act_runner_note_plugin_start(r, &a->plugin.target);
 }
 
 void act_runner_plugin_free(struct act_runner *r)
