@@ -44,8 +44,8 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->informant_listen = strdup("127.0.0.1:0");
 	cfg->informant_advertise_host = NULL;
 	cfg->cpu_quota_overcommit = 1.0;
-	/* Loopback: the page names every VM. 9848 is not among the ports
-	 * the common exporters use (doc/metrics.md). */
+	/* Loopback: the page names every VM. 9848: away from the common
+	 * exporters' ports (doc/metrics.md, "Endpoint"). */
 	cfg->metrics_listen = strdup(ACT_METRICS_LISTEN_DEFAULT);
 	cfg->sampler_mode = ACT_SAMPLER_AUTO;
 	cfg->sampler_keep_pins = false;
