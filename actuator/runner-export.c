@@ -56,14 +56,18 @@ void act_runner_note_plugin_done(struct act_runner *r, bool failed)
 		act_metrics_failure(r->env->prom, ACT_FAILURE_PLUGIN);
 }
 
-void act_runner_note_approver_start(struct act_runner *r, const struct vmact_resources *target)
+void act_runner_note_approver_start(struct act_runner *r, bool up)
 {
 	r->approver_t0 = act_runner_now_ns(r);
-	r->approver_dir = act_metrics_direction(r->st.using_, *target);
+	r->approver_dir = up ? ACT_DIR_INC : ACT_DIR_DEC;
 }
 
 void act_runner_note_approver_done(struct act_runner *r, bool failed)
 {
+	/* A runner being freed fails its own pending request: not the
+	 * approver's failure, nor a latency. */
+	if (r->freeing)
+		return;
 	act_metrics_observe(r->env->prom, ACT_LATENCY_MONITOR, r->approver_dir,
 			    since(r, r->approver_t0));
 	if (failed)

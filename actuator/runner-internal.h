@@ -118,7 +118,8 @@ void act_runner_note_desired(struct act_runner *r, const struct vmact_resources 
 void act_runner_note_demand(struct act_runner *r, const struct act_cpu_decision *dec);
 void act_runner_note_plugin_start(struct act_runner *r, const struct vmact_resources *target);
 void act_runner_note_plugin_done(struct act_runner *r, bool failed);
-void act_runner_note_approver_start(struct act_runner *r, const struct vmact_resources *target);
+/* up: an upscale notification; else a downscale request. */
+void act_runner_note_approver_start(struct act_runner *r, bool up);
 void act_runner_note_approver_done(struct act_runner *r, bool failed);
 void act_runner_note_hotplug_start(struct act_runner *r);
 /* Before the core takes `got` as the VM's size. */

@@ -173,7 +173,7 @@ static void start_approval(struct act_runner *r, bool up, const struct act_res_c
 	}
 	/* Busy before the call: an implementation may complete early. */
 	r->approver_busy = true;
-	act_runner_note_approver_start(r, &ch->target);
+	act_runner_note_approver_start(r, up);
 	ret = up ? act_approver_request_upscale(r->approver, &ch->target, upscale_done, r, &err)
 		 : act_approver_request_downscale(r->approver, &ch->target, downscale_done, r,
 						  &err);
