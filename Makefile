@@ -255,6 +255,7 @@ install: all
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
 	install -m 0644 actuator/vmactd.json.example $(DESTDIR)$(PREFIX)/share/doc/vmact/vmactd.json.example
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/vmact/README.md
+	install -m 0644 doc/metrics.md $(DESTDIR)$(PREFIX)/share/doc/vmact/metrics.md
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 

@@ -44,6 +44,9 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->informant_listen = strdup("127.0.0.1:0");
 	cfg->informant_advertise_host = NULL;
 	cfg->cpu_quota_overcommit = 1.0;
+	/* Loopback: the page names every VM. 9848: away from the common
+	 * exporters' ports (doc/metrics.md, "Endpoint"). */
+	cfg->metrics_listen = strdup(ACT_METRICS_LISTEN_DEFAULT);
 	cfg->sampler_mode = ACT_SAMPLER_AUTO;
 	cfg->sampler_keep_pins = false;
 	cfg->taskstats_interval_ms = 1000;
@@ -74,11 +77,12 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->informant_listen);
 	free(cfg->informant_advertise_host);
 	free(cfg->sampler_pin_root);
+	free(cfg->metrics_listen);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
 /* One known key of a section: its type and where it goes. */
-enum key_type { K_STRING, K_DOUBLE, K_UINT, K_BOOL, K_MILLI_CPU, K_BYTES, K_ENUM, K_SECTION };
+enum key_type { K_STRING, K_STRING0 /* "" allowed */, K_DOUBLE, K_UINT, K_BOOL, K_MILLI_CPU, K_BYTES, K_ENUM, K_SECTION };
 
 struct key {
 	const char *name;
@@ -145,6 +149,10 @@ static const struct key policy_keys[] = {
 	{ "tick_ms", K_UINT, OFF(policy_tick_ms), 50, 10000, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
+static const struct key metrics_keys[] = {
+	{ "listen", K_STRING0, OFF(metrics_listen), 0, 0, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
 static const struct key top_keys[] = {
 	{ "libvirt", K_SECTION, 0, 0, 0, NULL, libvirt_keys },
 	{ "control", K_SECTION, 0, 0, 0, NULL, control_keys },
@@ -154,6 +162,7 @@ static const struct key top_keys[] = {
 	{ "cgroup", K_SECTION, 0, 0, 0, NULL, cgroup_keys },
 	{ "sampler", K_SECTION, 0, 0, 0, NULL, sampler_keys },
 	{ "policy", K_SECTION, 0, 0, 0, NULL, policy_keys },
+	{ "metrics", K_SECTION, 0, 0, 0, NULL, metrics_keys },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 
@@ -166,6 +175,10 @@ static int apply_key(const struct key *k, const json_t *v, struct act_config *cf
 	case K_STRING:
 		if (!json_is_string(v) || json_string_length(v) == 0)
 			return vmact_err_set(err, EINVAL, "expected a non-empty string");
+		return set_string(dst, json_string_value(v));
+	case K_STRING0:
+		if (!json_is_string(v))
+			return vmact_err_set(err, EINVAL, "expected a string");
 		return set_string(dst, json_string_value(v));
 	case K_DOUBLE:
 		if (!json_is_number(v))
@@ -306,6 +319,12 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 
 		if (vmact_listen_parse(cfg->arbiter_listen, true, &l, err) < 0)
 			return vmact_err_prefix(err, "arbiter.listen");
+	}
+	if (cfg->metrics_listen[0]) {
+		struct vmact_listen l;
+
+		if (vmact_listen_parse(cfg->metrics_listen, true, &l, err) < 0)
+			return vmact_err_prefix(err, "metrics.listen");
 	}
 	r = check_informant_listen(cfg, err);
 	if (r < 0)

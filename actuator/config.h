@@ -14,6 +14,7 @@
 #include "agent-glue/scaling.h"
 
 #define ACT_CONFIG_DEFAULT_PATH "/etc/vmact/vmactd.json"
+#define ACT_METRICS_LISTEN_DEFAULT "127.0.0.1:9848"
 
 enum act_plugin_mode {
 	ACT_PLUGIN_ARBITER, /* embedded node-local arbiter (default) */
@@ -67,6 +68,10 @@ struct act_config {
 	char *informant_advertise_host;
 
 	double cpu_quota_overcommit; /* milli-CPU → CFS quota factor */
+
+	/* The Prometheus endpoint (doc/metrics.md): "ADDR:PORT", "unix:PATH",
+	 * "" = none. */
+	char *metrics_listen;
 
 	enum act_sampler_mode sampler_mode;
 	bool sampler_keep_pins;

@@ -54,6 +54,16 @@ static struct act_runner *find_runner(void *ud, const char *uuid)
 	return e ? e->runner : NULL;
 }
 
+void act_registry_foreach(struct act_registry *reg, void (*fn)(void *ud, struct act_runner *r),
+			  void *ud)
+{
+	struct entry *e;
+
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
+		if (e->runner)
+			fn(ud, e->runner);
+}
+
 unsigned act_registry_count(const struct act_registry *reg)
 {
 	const struct entry *e;
@@ -272,6 +282,7 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 		.sampler = o->sampler,
 		.plugin_url = o->plugin_url,
 		.arbiter = o->arbiter,
+		.prom = o->metrics,
 		.metrics_interval_usec = (uint64_t)o->cfg->sampler_interval_ms * 1000u,
 		.policy_tick_usec = (uint64_t)o->cfg->policy_tick_ms * 1000u,
 		.find = find_runner,

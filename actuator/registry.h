@@ -19,6 +19,7 @@ struct ag_arbiter;
 #include "base/error.h"
 
 struct act_registry;
+struct act_metrics;
 struct smp_sampler;
 
 struct act_registry_opts {
@@ -27,6 +28,7 @@ struct act_registry_opts {
 	const char *plugin_url;        /* plugin.mode remote: where runners send plugin requests */
 	struct ag_arbiter *arbiter;    /* else: the embedded arbiter, called in-process */
 	struct smp_sampler *sampler;   /* may be NULL */
+	struct act_metrics *metrics;   /* the daemon's counters (metrics.h); may be NULL */
 	/* Called after every change of the managed set and after each full
 	 * sync (first: the first sync finished). */
 	void (*changed)(void *ud, unsigned managed, bool first_sync);
@@ -48,3 +50,9 @@ void act_registry_shutdown(struct act_registry *reg, void (*done)(void *ud), voi
 void act_registry_free(struct act_registry *reg);
 
 unsigned act_registry_count(const struct act_registry *reg);
+
+struct act_runner;
+/* Calls fn for every runner (the metrics page); fn must not change the
+ * registry. */
+void act_registry_foreach(struct act_registry *reg, void (*fn)(void *ud, struct act_runner *r),
+			  void *ud);

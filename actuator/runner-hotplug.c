@@ -70,6 +70,7 @@ static void hp_finish(struct act_runner *r)
 		return;
 	}
 	vmact_err_reset(&err);
+	act_runner_note_hotplug_done(r, &got, r->hp_failed);
 	if (act_hotplug_finished(&r->st, act_runner_now_ns(r), &got, r->hp_failed, &err) < 0)
 		log_error("%s: %s", r->name, err.msg);
 	act_runner_evaluate(r);
@@ -182,6 +183,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 
 	if (hp_state_read(r->env->hp, r->uuid, &st, &err) < 0) {
 		log_warning("%s: cannot read the VM's state before resizing: %s", r->name, err.msg);
+		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}
@@ -191,6 +193,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
 	if (act_plan_hotplug(&r->st.using_, &a->hotplug.target, &lim, &l, &r->plan, &err) < 0) {
 		log_error("%s: refusing to resize: %s", r->name, err.msg);
+		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}
@@ -209,6 +212,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	r->hp_failed = false;
 	r->hp_error[0] = 0;
 	r->step = 0;
+	act_runner_note_hotplug_start(r);
 	hp_next(r);
 }
 

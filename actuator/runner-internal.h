@@ -14,6 +14,7 @@
 
 #include "actuator/approver.h"
 #include "actuator/cpu-demand.h"
+#include "actuator/metrics.h"
 #include "actuator/runner.h"
 
 struct ag_http_client;
@@ -94,6 +95,17 @@ struct act_runner {
 	bool api_pending;  /* a change came during it: api_want is next */
 	uint32_t api_want; /* the last change accepted, milli-CPUs */
 	char api_last_refusal[VMACT_ERR_MSG_MAX + 64]; /* logged at info once */
+	/* What the metrics page shows (doc/metrics.md; runner-export.c):
+	 * the last desired size and CPU decision, the start of each request
+	 * in flight for its latency, and the vCPU threads' totals kept
+	 * monotonic across threads that end. */
+	bool has_desired, has_dec;
+	struct vmact_resources desired;
+	struct act_cpu_decision dec;
+	act_time_t plugin_t0, approver_t0, hp_t0;
+	enum act_metric_direction plugin_dir, approver_dir, hp_dir;
+	struct vmact_resources hp_from;
+	uint64_t thr_seen_delay, thr_seen_oncpu, thr_delay, thr_oncpu;
 };
 
 /* runner.c */
@@ -120,6 +132,20 @@ int act_runner_cpu_resize(struct act_runner *r, uint32_t milli, struct vmact_err
 /* runner-api.c */
 int act_runner_api_start(struct act_runner *r, struct vmact_err *err);
 void act_runner_api_free(struct act_runner *r);
+
+/* runner-export.c: the metrics hooks, each one call where it happens */
+void act_runner_note_desired(struct act_runner *r, const struct vmact_resources *desired);
+void act_runner_note_demand(struct act_runner *r, const struct act_cpu_decision *dec);
+void act_runner_note_plugin_start(struct act_runner *r, const struct vmact_resources *target);
+void act_runner_note_plugin_done(struct act_runner *r, bool failed);
+/* up: an upscale notification; else a downscale request. */
+void act_runner_note_approver_start(struct act_runner *r, bool up);
+void act_runner_note_approver_done(struct act_runner *r, bool failed);
+void act_runner_note_hotplug_start(struct act_runner *r);
+/* Before the core takes `got` as the VM's size. */
+void act_runner_note_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
+				  bool failed);
+void act_runner_note_failure(struct act_runner *r, enum act_metric_failure kind);
 
 /* runner-metrics.c */
 int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err);

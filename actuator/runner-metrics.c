@@ -132,6 +132,7 @@ static bool decide_cpu(struct act_runner *r)
 	r->cpu_policy.cu_milli = r->st.cu.milli_cpu;
 	if (!act_cpu_demand_decide(&r->demand, &r->cpu_policy, &dec))
 		return false;
+	act_runner_note_demand(r, &dec);
 	act_cpu_decision_format(&dec, why, sizeof(why));
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
 		if (dec.cls != r->last_cls)
@@ -229,6 +230,7 @@ static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
 		ep->last_status = 0;
 		return;
 	}
+	act_runner_note_failure(r, ACT_FAILURE_GUEST_METRICS);
 	if (res->error != ep->last_error || res->status != ep->last_status) {
 		const char *why = res->message ? res->message : strerror(-res->error);
 		const char *at = strstr(why, ep->url);

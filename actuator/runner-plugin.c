@@ -42,9 +42,12 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 		log_warning("%s: scheduler request failed: %s", r->name,
 			    res->message ? res->message : strerror(-res->error));
 		act_plugin_failed(&r->st, act_runner_now_ns(r));
+		act_runner_note_plugin_done(r, true);
 	} else if (act_plugin_response(&r->st, act_runner_now_ns(r), &res->response.permit, &err) < 0) {
+		act_runner_note_plugin_done(r, true);
 		log_warning("%s: scheduler permit refused: %s", r->name, err.msg);
 	} else {
+		act_runner_note_plugin_done(r, false);
 		act_runner_fmt_res(a, sizeof(a), res->response.permit);
 		log_debug("%s: scheduler permits %s", r->name, a);
 	}
@@ -75,8 +78,10 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 		log_error("%s: %s", r->name, err.msg);
 		return;
 	}
+	act_runner_note_plugin_start(r, &a->plugin.target);
 	if (ag_plugin_client_request(r->plugin, &req, &r->st.using_, plugin_done, r, &err) < 0) {
 		log_warning("%s: cannot send the scheduler request: %s", r->name, err.msg);
+		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);
 		act_plugin_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}

@@ -127,6 +127,7 @@ static void upscale_done(void *ud, enum act_approval outcome)
 	struct vmact_err err = { 0 };
 
 	r->approver_busy = false;
+	act_runner_note_approver_done(r, outcome != ACT_APPROVAL_OK);
 	if (outcome == ACT_APPROVAL_OK) {
 		if (act_monitor_upscale_ok(&r->st, act_runner_now_ns(r), &err) < 0)
 			log_debug("%s: %s", r->name, err.msg);
@@ -143,6 +144,7 @@ static void downscale_done(void *ud, enum act_approval outcome)
 	int ret = 0;
 
 	r->approver_busy = false;
+	act_runner_note_approver_done(r, outcome == ACT_APPROVAL_FAILED);
 	switch (outcome) {
 	case ACT_APPROVAL_OK:
 		ret = act_monitor_downscale_ok(&r->st, act_runner_now_ns(r), &err);
@@ -172,12 +174,14 @@ static void start_approval(struct act_runner *r, bool up, const struct act_res_c
 	}
 	/* Busy before the call: an implementation may complete early. */
 	r->approver_busy = true;
+	act_runner_note_approver_start(r, up);
 	ret = up ? act_approver_request_upscale(r->approver, &ch->target, upscale_done, r, &err)
 		 : act_approver_request_downscale(r->approver, &ch->target, downscale_done, r,
 						  &err);
 	if (ret < 0) {
 		/* The approver said why. */
 		r->approver_busy = false;
+		act_runner_note_failure(r, ACT_FAILURE_MONITOR);
 		if (up)
 			act_monitor_upscale_failed(&r->st, act_runner_now_ns(r));
 		else
@@ -270,6 +274,7 @@ void act_runner_evaluate(struct act_runner *r)
 		for (unsigned i = 0; i < a.warnings.n; i++)
 			log_debug("%s: %s", r->name, a.warnings.msg[i]);
 	r->last_warn_hash = h;
+	act_runner_note_desired(r, &a.desired);
 
 	if (a.has_plugin && !r->plugin_busy)
 		act_runner_plugin_start(r, &a);

@@ -35,6 +35,8 @@
 
 struct smp_sampler;
 struct ag_arbiter;
+struct act_metrics;
+struct act_vm_metrics;
 
 /* ---- the VM's config ------------------------------------------------ */
 
@@ -57,6 +59,7 @@ struct act_runner_env {
 	struct smp_sampler *sampler;      /* NULL: no load metrics */
 	const char *plugin_url;           /* http://HOST:PORT/ (plugin.mode remote) */
 	struct ag_arbiter *arbiter;       /* else the embedded arbiter, in-process */
+	struct act_metrics *prom;         /* the daemon's counters (metrics.h); may be NULL */
 	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
 	uint64_t metrics_interval_usec;
 	uint64_t policy_tick_usec;        /* policy.tick_ms */
@@ -98,6 +101,11 @@ const char *act_runner_name(const struct act_runner *r);
 const char *act_runner_uuid(const struct act_runner *r);
 /* The core's view, for status and tests. */
 const struct act_state *act_runner_state(const struct act_runner *r);
+
+/* What the metrics page shows of the VM (runner-export.c): its sizes,
+ * readings and the policy's last decision; reads the VM's cpu.stat and its
+ * vCPU threads' totals. out->name points into the runner. */
+void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out);
 
 /* hp_op_fn for every runner's operations: userdata is the env. */
 void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_result *res,

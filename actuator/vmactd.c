@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/macro.h"
 #include "actuator/registry.h"
+#include "actuator/metrics-server.h"
 #include "agent-glue/arbiter.h"
 #include "agent-glue/plugin-client.h"
 #include "bpf/sampler.h"
@@ -132,6 +133,27 @@ static struct smp_sampler *open_sampler(const struct act_config *cfg, sd_event *
 	return s;
 }
 
+/* The Prometheus endpoint is an operator's view, not part of scaling: a
+ * listener that cannot be opened (the port taken) is logged and vmactd
+ * scales without it (doc/metrics.md). */
+static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd_event *loop,
+						const struct act_metrics *m,
+						struct act_registry *reg)
+{
+	struct act_metrics_server *s = NULL;
+	struct vmact_err err = { 0 };
+
+	if (!cfg->metrics_listen[0])
+		return NULL;
+	if (act_metrics_server_new(loop, cfg->metrics_listen, m, reg, &s, &err) < 0) {
+		log_error("metrics: %s: no metrics endpoint", err.msg);
+		return NULL;
+	}
+	log_info("metrics: serving /metrics on %s (port %u)", cfg->metrics_listen,
+		 act_metrics_server_port(s));
+	return s;
+}
+
 static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
 {
 	if (first_sync) {
@@ -177,6 +199,8 @@ int main(int argc, char **argv)
 	struct ag_arbiter *arbiter = NULL;
 	struct act_registry *registry = NULL;
 	struct smp_sampler *sampler = NULL;
+	struct act_metrics_server *metrics_server = NULL;
+	static struct act_metrics metrics;
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
 	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
@@ -261,6 +285,7 @@ int main(int argc, char **argv)
 			.plugin_url = cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : NULL,
 			.arbiter = arbiter,
 			.sampler = sampler,
+			.metrics = &metrics,
 			.changed = on_registry_changed,
 		};
 
@@ -273,10 +298,12 @@ int main(int argc, char **argv)
 		act_config_free(&cfg);
 		return 1;
 	}
+	metrics_server = start_metrics(&cfg, loop, &metrics, registry);
 	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri,
 		 cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : "the embedded arbiter");
 	/* READY=1 follows the registry's first sync (on_registry_changed). */
 	r = sd_event_loop(loop);
+	act_metrics_server_free(metrics_server);
 	act_registry_free(registry);
 	smp_close(sampler);
 	ag_arbiter_free(arbiter);

@@ -34,6 +34,8 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.sampler_interval_ms, 5000);
 	assert_string_equal(cfg.informant_listen, "127.0.0.1:0");
 	assert_null(cfg.informant_advertise_host);
+	/* the Prometheus endpoint, on loopback (doc/metrics.md) */
+	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9848");
 	act_config_free(&cfg);
 }
 
@@ -71,6 +73,20 @@ static void test_daemon_keys(void **state)
 	assert_int_equal(act_config_load_string("{\"informant\":{\"listen\":\"[::1]:0\"}}",
 						&cfg, &err),
 			 0);
+	act_config_free(&cfg);
+
+	/* metrics.listen: an address, a unix socket, or "" for none. */
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"[::1]:9848\"}}",
+						&cfg, &err),
+			 0);
+	assert_string_equal(cfg.metrics_listen, "[::1]:9848");
+	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"unix:/run/m.sock\"}}",
+						&cfg, &err),
+			 0);
+	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"\"}}", &cfg, &err),
+			 0);
+	assert_string_equal(cfg.metrics_listen, "");
 	act_config_free(&cfg);
 }
 
@@ -142,6 +158,9 @@ static void test_errors(void **state)
 		{ "{\"informant\":{\"listen\":\"127.0.0.1:65536\"}}", "informant.listen: '127.0.0.1:65536': bad port" },
 		{ "{\"informant\":{\"advertise_host\":\"\"}}", "informant.advertise_host: expected a non-empty" },
 		{ "{\"informant\":{\"port\":1}}", "informant.port" },
+		{ "{\"metrics\":{\"listen\":\"localhost:9848\"}}", "metrics.listen: " },
+		{ "{\"metrics\":{\"listen\":9848}}", "metrics.listen: expected a string" },
+		{ "{\"metrics\":{\"path\":\"/m\"}}", "metrics.path: unknown key" },
 	};
 
 	(void)state;
