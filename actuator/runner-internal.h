@@ -13,6 +13,7 @@
 
 #include "actuator/approver.h"
 #include "actuator/cpu-demand.h"
+#include "actuator/events.h"
 #include "actuator/runner.h"
 
 struct ag_http_client;
@@ -82,6 +83,15 @@ struct act_runner {
 
 	unsigned last_warn_hash;
 	bool freeing;
+
+	/* For the control API (runner-view.c): the last CPU decision and
+	 * its reason, the core's last desired size, the last change. */
+	bool has_dec, has_desired;
+	struct act_cpu_decision last_dec;
+	char last_reason[ACT_EVENT_TEXT_MAX];
+	struct vmact_resources desired;
+	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */
+	char last_change[ACT_EVENT_TEXT_MAX];
 };
 
 /* runner.c */
@@ -91,6 +101,10 @@ void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
 void act_runner_evaluate(struct act_runner *r);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */
 int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+
+/* runner-view.c: records a finished resize to `what` as the last change,
+ * with the last decision's reason. */
+void act_runner_note_change(struct act_runner *r, const char *what);
 
 /* runner-plugin.c */
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);

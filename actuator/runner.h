@@ -35,6 +35,7 @@
 
 struct smp_sampler;
 struct ag_arbiter;
+struct act_events;
 
 /* ---- the VM's config ------------------------------------------------ */
 
@@ -60,6 +61,7 @@ struct act_runner_env {
 	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
 	uint64_t metrics_interval_usec;
 	uint64_t policy_tick_usec;        /* policy.tick_ms */
+	struct act_events *events;        /* the control API's ring; NULL: none */
 	/* Maps a hotplug completion (by domain uuid) to its runner. */
 	struct act_runner *(*find)(void *ud, const char *uuid);
 	void *find_ud;
@@ -97,6 +99,10 @@ const char *act_runner_name(const struct act_runner *r);
 const char *act_runner_uuid(const struct act_runner *r);
 /* The core's view, for status and tests. */
 const struct act_state *act_runner_state(const struct act_runner *r);
+
+/* What `vmactl status/show` say of the VM (doc/control-api.md). */
+struct act_vm_view;
+void act_runner_view(const struct act_runner *r, struct act_vm_view *v);
 
 /* hp_op_fn for every runner's operations: userdata is the env. */
 void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_result *res,
