@@ -659,6 +659,13 @@ void ag_http_server_free(struct ag_http_server *s)
 	free(s);
 }
 
+const char *ag_http_request_arg(const struct ag_http_server_request *req, const char *key)
+{
+	struct req_state *rs = req->internal_;
+
+	return rs ? MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, key) : NULL;
+}
+
 struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req)
 {
 	struct req_state *rs = req->internal_;

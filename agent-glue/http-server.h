@@ -84,6 +84,9 @@ int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
  * every pending request before freeing the server; ag_http_server_free
  * answers those left with 503. */
 struct ag_http_pending;
+/* The request's query argument `key` (?key=value, decoded), NULL when
+ * absent; valid during the handler call. */
+const char *ag_http_request_arg(const struct ag_http_server_request *req, const char *key);
 struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req);
 void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_reply *reply);
 
