@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent-glue/http-server.h"
@@ -41,6 +42,7 @@ struct act_control {
 	unsigned long long allowed_uid;
 	struct waiter *waiters;
 	sd_event_source *flush; /* answers the waiters after new events */
+	uint64_t start_usec;    /* CLOCK_REALTIME when the API started */
 };
 
 static void reply_json(struct ag_http_server_reply *reply, unsigned status, json_t *doc)
@@ -108,9 +110,10 @@ static void events_reply(struct act_control *c, uint64_t since, const char *vm,
 		json_array_append_new(arr, act_json_event(ev));
 		n++;
 	}
-	if (last < since)
-		last = since; /* a reader ahead of a restarted daemon keeps its place */
-	reply_json(reply, 200, json_pack("{s:o,s:I}", "events", arr, "last_seq", (json_int_t)last));
+	/* daemon_start tells a reader that numbering began again (a new
+	 * vmactd): its `since` then means nothing. */
+	reply_json(reply, 200, json_pack("{s:o,s:I,s:f}", "events", arr, "last_seq", (json_int_t)last,
+					 "daemon_start", c->start_usec / 1e6));
 }
 
 static void waiter_answer(struct waiter *w)
@@ -440,6 +443,12 @@ int act_control_new(const struct act_control_opts *o, struct act_control **out,
 	c->events = o->events;
 	c->be = o->backend;
 	c->allowed_uid = o->allowed_uid;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		c->start_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	}
 	r = sd_event_add_defer(o->event, &c->flush, on_flush, c);
 	if (r < 0) {
 		act_control_free(c);

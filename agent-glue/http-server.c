@@ -67,6 +67,7 @@ struct ag_http_server {
 	sd_event *ev;
 	struct MHD_Daemon *mhd;
 	sd_event_source *io, *timer, *sweep, *listen_io, *resume;
+	sd_event_source *kick; /* runs MHD after a deferred reply resumed its connection */
 	ag_http_handler_fn *handler;
 	void *userdata;
 	size_t max_body;
@@ -325,6 +326,12 @@ static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 }
 
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	run(userdata);
+	return 0;
+}
+
+static int on_kick(sd_event_source *src, void *userdata)
 {
 	run(userdata);
 	return 0;
@@ -613,12 +620,15 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		r = sd_event_add_time(ev, &s->sweep, CLOCK_MONOTONIC, 0, 0, on_sweep, s);
 	if (r >= 0)
 		r = sd_event_add_time(ev, &s->resume, CLOCK_MONOTONIC, 0, 0, on_resume, s);
+	if (r >= 0)
+		r = sd_event_add_defer(ev, &s->kick, on_kick, s);
 	if (r < 0) {
 		vmact_err_set(err, -r, "http server: adding event sources: %s", strerror(-r));
 		goto fail;
 	}
 	sd_event_source_set_enabled(s->sweep, SD_EVENT_OFF);
 	sd_event_source_set_enabled(s->resume, SD_EVENT_OFF);
+	sd_event_source_set_enabled(s->kick, SD_EVENT_OFF);
 	rearm(s);
 	*out = s;
 	return 0;
@@ -648,6 +658,7 @@ void ag_http_server_free(struct ag_http_server *s)
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->sweep);
 	sd_event_source_disable_unref(s->resume);
+	sd_event_source_disable_unref(s->kick);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	if (s->unix_path) {
@@ -692,9 +703,12 @@ void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_repl
 	}
 	reply->body = NULL;
 	rs->answered = true;
-	/* MHD wakes its epoll fd (our io source) and calls on_access again,
-	 * which queues the reply. */
+	/* MHD handles a resumed connection on its next run (which calls
+	 * on_access again, and that queues the reply); MHD does not wake
+	 * our io source for it, so the kick runs MHD from the loop, never
+	 * from inside a running MHD callback. */
 	MHD_resume_connection(rs->conn);
+	sd_event_source_set_enabled(rs->s->kick, SD_EVENT_ONESHOT);
 }
 
 unsigned ag_http_server_port(const struct ag_http_server *s)
