@@ -124,13 +124,13 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(LIB)
+$(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(LIB)
+$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # BPF: CO-RE objects against the running kernel's BTF, then skeletons.
 $(BUILD)/bpf/vmlinux.h:
