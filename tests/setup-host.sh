@@ -20,6 +20,7 @@ packages=(
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
 	busybox-static binutils cpio xz-utils zstd curl procps iproute2 libbpf-tools
 	nodejs npm
+	tmux
 )
 
 missing=()
