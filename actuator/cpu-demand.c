@@ -232,8 +232,10 @@ int act_cpu_decision_reason(const struct act_cpu_decision *dec, uint32_t from_mi
 			    unsigned len)
 {
 	unsigned vcpus = (dec->goal_milli + 999) / 1000;
-	const char *verb = dec->goal_milli > from_milli ? "grow" : "shrink";
-	int n = snprintf(buf, len, "%s to %u vCPU%s (%u.%03u CPU): ", verb, vcpus,
+	const char *verb = dec->goal_milli > from_milli   ? "grow to"
+			   : dec->goal_milli < from_milli ? "shrink to"
+							  : "stay at";
+	int n = snprintf(buf, len, "%s %u vCPU%s (%u.%03u CPU): ", verb, vcpus,
 			 vcpus == 1 ? "" : "s", dec->goal_milli / 1000, dec->goal_milli % 1000);
 
 	if (n < 0 || (unsigned)n >= len)

@@ -35,6 +35,7 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 {
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
+	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit : (struct vmact_resources){ 0 };
 	char a[80];
 
 	r->plugin_busy = false;
@@ -49,7 +50,8 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 	} else {
 		act_runner_fmt_res(a, sizeof(a), res->response.permit);
 		log_debug("%s: scheduler permits %s", r->name, a);
-		act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);
+		if (!vmact_res_eq(was, res->response.permit)) /* renewals are not news */
+			act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);
 	}
 	act_runner_evaluate(r);
 }

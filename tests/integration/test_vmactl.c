@@ -483,6 +483,8 @@ static void vmactl_events(void **state)
 	text = th_read_file(fx.out);
 	assert_non_null(strstr(text, "Decisions:"));
 	assert_non_null(strstr(text, "decision: grow to "));
+	if (getenv("VMACT_TEST_VERBOSE"))
+		printf("---- vmactl show ----\n%s", text);
 	free(text);
 }
 
@@ -643,6 +645,8 @@ static void vmactl_top(void **state)
 		fail_msg("vmactl top never showed the VM; screen:\n%s", s);
 	}
 	s = screen();
+	if (getenv("VMACT_TEST_VERBOSE"))
+		printf("---- vmactl top (tmux capture-pane) ----\n%s", s);
 	row = strstr(s, fx.g.name);
 	assert_non_null(row);
 	live_state(&st);

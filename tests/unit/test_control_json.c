@@ -171,6 +171,10 @@ static void reasons(void **state)
 	assert_int_equal(act_cpu_decision_reason(&d, 2000, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "shrink to 1 vCPU (0.750 CPU): 0.41 CPUs used on average (slow), "
 				 "vCPUs 20 % busy");
+	d.goal_milli = 1000;
+	assert_int_equal(act_cpu_decision_reason(&d, 1000, buf, sizeof(buf)), 0);
+	if (strncmp(buf, "stay at 1 vCPU (1.000 CPU): ", 28) != 0)
+		fail_msg("%s", buf);
 	d.cls = ACT_CPU_THROTTLED;
 	d.goal_milli = 1500;
 	d.throttled = 0.3;
