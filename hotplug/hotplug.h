@@ -40,6 +40,9 @@
  * transient domains, and would persist half-done states (a vCPU unplug
  * that timed out, a virtio-mem resize the guest never finished). The
  * operator's own definition is the single source of the boot-time size.
+ * The one write to the definition is an operator's own change of the vmact
+ * metadata through the control API (hp_meta_write: bounds, pause), which
+ * must survive restarts as `virsh metadata --config` would.
  *
  * Truth: every operation reports the state re-read after it, never the
  * API's return code alone. For vCPUs the truth is QEMU's own vCPU threads
