@@ -170,7 +170,7 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 		log_error("%s: vmactl cannot reach this vmactd", err.msg);
 		return NULL;
 	}
-	log_info("control: listening on %s", cfg->control_socket);
+	log_info("control: serving vmactl on %s", cfg->control_socket);
 	return c;
 }
 
