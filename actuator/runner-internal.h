@@ -87,7 +87,7 @@ struct act_runner {
 	/* For the control API (runner-view.c): the last CPU decision and
 	 * its reason, the core's last desired size, the last change. */
 	bool has_dec, has_desired;
-	struct act_cpu_decision last_dec;
+	struct act_cpu_decision dec;
 	char last_reason[ACT_EVENT_TEXT_MAX];
 	struct vmact_resources desired;
 	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */

@@ -132,7 +132,7 @@ static bool decide_cpu(struct act_runner *r)
 	r->cpu_policy.cu_milli = r->st.cu.milli_cpu;
 	if (!act_cpu_demand_decide(&r->demand, &r->cpu_policy, &dec))
 		return false;
-	r->last_dec = dec;
+	r->dec = dec;
 	r->has_dec = true;
 	act_cpu_decision_format(&dec, why, sizeof(why));
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {

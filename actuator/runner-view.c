@@ -41,9 +41,9 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	v->load1 = r->st.system.load1;
 	v->load5 = r->st.system.load5;
 	v->has_demand = r->has_dec && pol == ACT_CPU_POLICY_REACTIVE;
-	v->demand_class = act_cpu_class_name(r->last_dec.cls);
-	v->demand_cpus = r->last_dec.demand;
-	v->busy = r->last_dec.busy;
+	v->demand_class = act_cpu_class_name(r->dec.cls);
+	v->demand_cpus = r->dec.demand;
+	v->busy = r->dec.busy;
 	v->has_goal = r->st.has_cpu_goal;
 	v->goal_milli = r->st.cpu_goal_milli;
 	v->has_permit = r->st.plugin.has_permit;
