@@ -266,6 +266,7 @@ install: all
 	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/vmact/README.md
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
+	install -m 0644 doc/control-api.md $(DESTDIR)$(PREFIX)/share/doc/vmact/control-api.md
 
 clean:
 	rm -rf $(BUILD)
