@@ -55,19 +55,28 @@ layers-agent-glue := base
 layers-hotplug    := base
 layers-bpf        := base
 layers-base       :=
-layer-specs = $(foreach c,$(COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
+# Components outside the daemon's layers, linked only into their own
+# programs (and the unit tests): cli/ (vmactl) uses base alone.
+TOOL_COMPONENTS := cli
+layers-cli        := base
+layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
+TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(BUILD)/lib$(c).a)
 
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
+# A program links every layer, or only the components in <prog>-libs
+# (Kbuild) with the pkg-config packages in <prog>-pkgs.
+prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(BUILD)/lib$(c).a),$(LIB))
+prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(PKG_LIBS))
 define prog_rule
-$(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
+$(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
 	$$(call msg,LD,$(1))
-	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1))
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
@@ -98,7 +107,7 @@ $(BUILD)/lib$(1).a: $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
 	$$(call msg,AR,$$(patsubst $(BUILD)/%,%,$$@))
 	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
 endef
-$(foreach c,$(COMPONENTS),$(eval $(call lib_rule,$(c))))
+$(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(eval $(call lib_rule,$(c))))
 
 $(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
 	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
@@ -111,17 +120,17 @@ $(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
 check-layers:
 	$(Q)tests/check-layers.sh $(layer-specs)
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(LIB)
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(LIB)
+$(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(LIB)
+$(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # BPF: CO-RE objects against the running kernel's BTF, then skeletons.
 $(BUILD)/bpf/vmlinux.h:
@@ -258,6 +267,7 @@ install: all
 	install -m 0644 doc/metrics.md $(DESTDIR)$(PREFIX)/share/doc/vmact/metrics.md
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
+	install -m 0644 doc/control-api.md $(DESTDIR)$(PREFIX)/share/doc/vmact/control-api.md
 
 clean:
 	rm -rf $(BUILD)

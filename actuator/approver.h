@@ -38,6 +38,12 @@ enum act_approval {
 	ACT_APPROVAL_FAILED, /* no answer: transport error, timeout, stopped */
 };
 
+/* "ok", "denied", "failed": events and the control API. */
+static inline const char *act_approval_name(enum act_approval a)
+{
+	return a == ACT_APPROVAL_OK ? "ok" : a == ACT_APPROVAL_DENIED ? "denied" : "failed";
+}
+
 /* Completion of one request; userdata is the request's. */
 typedef void act_approval_fn(void *userdata, enum act_approval outcome);
 

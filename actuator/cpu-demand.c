@@ -257,3 +257,40 @@ int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsig
 			      dec->guest_floor_milli % 1000);
 	return n < 0 || (unsigned)n >= len ? -1 : 0;
 }
+
+int act_cpu_decision_reason(const struct act_cpu_decision *dec, uint32_t from_milli, char *buf,
+			    unsigned len)
+{
+	unsigned vcpus = (dec->goal_milli + 999) / 1000;
+	const char *verb = dec->goal_milli > from_milli   ? "grow to"
+			   : dec->goal_milli < from_milli ? "shrink to"
+							  : "stay at";
+	int n = snprintf(buf, len, "%s %u vCPU%s (%u.%03u CPU): ", verb, vcpus,
+			 vcpus == 1 ? "" : "s", dec->goal_milli / 1000, dec->goal_milli % 1000);
+
+	if (n < 0 || (unsigned)n >= len)
+		return -1;
+	switch (dec->cls) {
+	case ACT_CPU_THROTTLED:
+		n += snprintf(buf + n, len - (unsigned)n, "throttled by its quota %.0f %% of %.1f s",
+			      dec->throttled * 100, dec->span / 1e9);
+		break;
+	case ACT_CPU_SATURATED:
+		n += snprintf(buf + n, len - (unsigned)n, "vCPUs %.0f %% busy for %.1f s",
+			      dec->busy * 100, dec->span / 1e9);
+		break;
+	case ACT_CPU_CONTENDED:
+		n += snprintf(buf + n, len - (unsigned)n, "vCPUs waiting for host CPUs %.0f %%",
+			      dec->contended * 100);
+		break;
+	case ACT_CPU_OK:
+	default:
+		n += snprintf(buf + n, len - (unsigned)n, "%.2f CPUs used on average (slow), "
+			      "vCPUs %.0f %% busy", dec->slow, dec->busy * 100);
+		break;
+	}
+	if (n >= 0 && (unsigned)n < len && dec->has_guest_load &&
+	    dec->guest_floor_milli >= dec->goal_milli)
+		n += snprintf(buf + n, len - (unsigned)n, ", guest load1 %.2f", dec->guest_load);
+	return n < 0 || (unsigned)n >= len ? -1 : 0;
+}

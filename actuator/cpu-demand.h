@@ -120,3 +120,8 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 			   struct act_cpu_decision *out);
 /* "saturated: vCPUs 98 % busy for 0.4 s, goal 1250m" — for logs. */
 int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsigned len);
+/* The same decision as an operator reads it, for a goal that changes from
+ * from_milli (0: none before): "grow to 2 vCPUs (1.250 CPU): vCPUs 98 %
+ * busy for 0.4 s" — the control API's events and `vmactl show`. */
+int act_cpu_decision_reason(const struct act_cpu_decision *dec, uint32_t from_milli, char *buf,
+			    unsigned len);

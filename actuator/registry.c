@@ -10,6 +10,7 @@
 
 #include "actuator/approver.h"
 #include "actuator/cgroup.h"
+#include "actuator/control-json.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -21,6 +22,7 @@
 struct entry {
 	VMACT_LIST_FIELDS(struct entry, entries);
 	char uuid[HP_UUID_LEN];
+	char name[HP_NAME_MAX];
 	struct act_runner *runner;
 	char skipped[VMACT_ERR_MSG_MAX + 64];
 	bool seen; /* resync mark */
@@ -156,6 +158,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		VMACT_LIST_PREPEND(entries, reg->entries, e);
 	}
 	e->seen = true;
+	snprintf(e->name, sizeof(e->name), "%s", st->name);
 	if (r < 0) {
 		snprintf(msg, sizeof(msg), "vmact metadata: %s", err.msg);
 		skip(reg, e, st->name, msg, meta_changed);
@@ -285,6 +288,7 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 		.prom = o->metrics,
 		.metrics_interval_usec = (uint64_t)o->cfg->sampler_interval_ms * 1000u,
 		.policy_tick_usec = (uint64_t)o->cfg->policy_tick_ms * 1000u,
+		.events = o->events,
 		.find = find_runner,
 		.find_ud = reg,
 	};
@@ -337,4 +341,69 @@ void act_registry_free(struct act_registry *reg)
 	act_approver_informant_drain_free(&reg->env);
 	hp_conn_free(reg->hp);
 	free(reg);
+}
+
+static void view_of(const struct entry *e, struct act_vm_view *v)
+{
+	if (e->runner) {
+		act_runner_view(e->runner, v);
+		return;
+	}
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "%s", e->name);
+	snprintf(v->uuid, sizeof(v->uuid), "%s", e->uuid);
+	v->state = ACT_VM_UNMANAGED;
+	snprintf(v->reason, sizeof(v->reason), "%s", e->skipped);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct act_vm_view *)a)->name, ((const struct act_vm_view *)b)->name);
+}
+
+int act_registry_views(struct act_registry *reg, struct act_vm_view **out, size_t *n)
+{
+	const struct entry *e;
+	size_t k = 0, i = 0;
+
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
+		k++;
+	*out = calloc(k ? k : 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
+		view_of(e, &(*out)[i++]);
+	qsort(*out, k, sizeof(**out), by_name);
+	*n = k;
+	return 0;
+}
+
+static struct entry *find_name(struct act_registry *reg, const char *name)
+{
+	struct entry *e;
+
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+int act_registry_view(struct act_registry *reg, const char *name, struct act_vm_view *out)
+{
+	struct entry *e = find_name(reg, name);
+
+	if (!e)
+		return -ENOENT;
+	view_of(e, out);
+	return 0;
+}
+
+int act_registry_change(struct act_registry *reg, const char *name,
+			const struct hp_meta_change *ch, struct vmact_err *err)
+{
+	struct entry *e = find_name(reg, name);
+
+	if (!e)
+		return vmact_err_set(err, ENOENT, "no VM named '%s' is managed by vmactd", name);
+	return hp_meta_write(reg->hp, e->uuid, ch, NULL, err);
 }

@@ -21,6 +21,9 @@ struct ag_arbiter;
 struct act_registry;
 struct act_metrics;
 struct smp_sampler;
+struct act_events;
+struct act_vm_view;
+struct hp_meta_change;
 
 struct act_registry_opts {
 	sd_event *event;
@@ -29,6 +32,7 @@ struct act_registry_opts {
 	struct ag_arbiter *arbiter;    /* else: the embedded arbiter, called in-process */
 	struct smp_sampler *sampler;   /* may be NULL */
 	struct act_metrics *metrics;   /* the daemon's counters (metrics.h); may be NULL */
+	struct act_events *events;     /* the control API's event ring; may be NULL */
 	/* Called after every change of the managed set and after each full
 	 * sync (first: the first sync finished). */
 	void (*changed)(void *ud, unsigned managed, bool first_sync);
@@ -56,3 +60,12 @@ struct act_runner;
  * registry. */
 void act_registry_foreach(struct act_registry *reg, void (*fn)(void *ud, struct act_runner *r),
 			  void *ud);
+/* The control API's views (control-json.h) of every VM vmactd manages or
+ * skipped for broken metadata, by name; *out is malloc'd. */
+int act_registry_views(struct act_registry *reg, struct act_vm_view **out, size_t *n);
+/* One VM by name; -ENOENT when vmactd does not know it. */
+int act_registry_view(struct act_registry *reg, const char *name, struct act_vm_view *out);
+/* Writes an operator's change into the VM's metadata (hp_meta_write);
+ * libvirt's metadata event then updates the runner. -ENOENT: unknown VM. */
+int act_registry_change(struct act_registry *reg, const char *name,
+			const struct hp_meta_change *ch, struct vmact_err *err);

@@ -61,8 +61,11 @@ static void hp_finish(struct act_runner *r)
 		vmact_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
 			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
 		snprintf(r->last_hp_error, sizeof(r->last_hp_error), "%s", r->hp_error);
+		act_event(r->env->events, r->name, ACT_EV_ERROR, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes), "resize to %s failed: %s; the VM has %s", a, r->hp_error, b);
 	} else {
 		log_info("%s: resized to %s", r->name, b);
+		act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes, "vcpus", (json_int_t)(r->have_state ? hp_state_vcpus(&r->hp_state) : 0)), "resized to %s", b);
+		act_runner_note_change(r, b);
 		r->last_hp_error[0] = 0;
 	}
 	if (r->hp_api) {
@@ -208,6 +211,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	act_runner_fmt_res(a1, sizeof(a1), r->st.using_);
 	act_runner_fmt_res(a2, sizeof(a2), r->plan.target);
 	log_info("%s: resizing from %s to %s", r->name, a1, a2);
+	act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->plan.target.milli_cpu, "mem_bytes", (json_int_t)r->plan.target.mem_bytes), "resizing from %s to %s", a1, a2);
 	r->hp_busy = true;
 	r->hp_failed = false;
 	r->hp_error[0] = 0;

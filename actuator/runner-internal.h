@@ -14,6 +14,7 @@
 
 #include "actuator/approver.h"
 #include "actuator/cpu-demand.h"
+#include "actuator/events.h"
 #include "actuator/metrics.h"
 #include "actuator/runner.h"
 
@@ -106,6 +107,11 @@ struct act_runner {
 	enum act_metric_direction plugin_dir, approver_dir, hp_dir;
 	struct vmact_resources hp_from;
 	uint64_t thr_seen_delay, thr_seen_oncpu, thr_delay, thr_oncpu;
+	/* For the control API (runner-view.c): the last decision's reason
+	 * and the last change. */
+	char last_reason[ACT_EVENT_TEXT_MAX];
+	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */
+	char last_change[ACT_EVENT_TEXT_MAX];
 };
 
 /* runner.c */
@@ -115,6 +121,10 @@ void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
 void act_runner_evaluate(struct act_runner *r);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */
 int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+
+/* runner-view.c: records a finished resize to `what` as the last change,
+ * with the last decision's reason. */
+void act_runner_note_change(struct act_runner *r, const char *what);
 
 /* runner-plugin.c */
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);

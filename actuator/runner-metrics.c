@@ -142,6 +142,8 @@ static bool decide_cpu(struct act_runner *r)
 	}
 	r->last_cls = dec.cls;
 	log_info("%s: cpu %s", r->name, why);
+	act_cpu_decision_reason(&dec, r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu, r->last_reason, sizeof(r->last_reason));
+	act_event(r->env->events, r->name, ACT_EV_DECISION, json_pack("{s:s,s:I,s:f,s:f}", "class", act_cpu_class_name(dec.cls), "goal_milli_cpu", (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus", dec.demand), "%s", r->last_reason);
 	act_state_update_cpu_goal(&r->st, true, dec.goal_milli);
 	return true;
 }

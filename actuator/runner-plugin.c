@@ -35,21 +35,26 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 {
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
+	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit : (struct vmact_resources){ 0 };
 	char a[80];
 
 	r->plugin_busy = false;
 	if (res->error) {
 		log_warning("%s: scheduler request failed: %s", r->name,
 			    res->message ? res->message : strerror(-res->error));
+		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler request failed: %s", res->message ? res->message : strerror(-res->error));
 		act_plugin_failed(&r->st, act_runner_now_ns(r));
 		act_runner_note_plugin_done(r, true);
 	} else if (act_plugin_response(&r->st, act_runner_now_ns(r), &res->response.permit, &err) < 0) {
 		act_runner_note_plugin_done(r, true);
 		log_warning("%s: scheduler permit refused: %s", r->name, err.msg);
+		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler permit refused: %s", err.msg);
 	} else {
 		act_runner_note_plugin_done(r, false);
 		act_runner_fmt_res(a, sizeof(a), res->response.permit);
 		log_debug("%s: scheduler permits %s", r->name, a);
+		if (!vmact_res_eq(was, res->response.permit)) /* renewals are not news */
+			act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);
 	}
 	act_runner_evaluate(r);
 }

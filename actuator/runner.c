@@ -128,6 +128,7 @@ static void upscale_done(void *ud, enum act_approval outcome)
 
 	r->approver_busy = false;
 	act_runner_note_approver_done(r, outcome != ACT_APPROVAL_OK);
+	act_event(r->env->events, r->name, ACT_EV_MONITOR, json_pack("{s:s}", "outcome", act_approval_name(outcome)), "upscale notification: %s", act_approval_name(outcome));
 	if (outcome == ACT_APPROVAL_OK) {
 		if (act_monitor_upscale_ok(&r->st, act_runner_now_ns(r), &err) < 0)
 			log_debug("%s: %s", r->name, err.msg);
@@ -145,6 +146,7 @@ static void downscale_done(void *ud, enum act_approval outcome)
 
 	r->approver_busy = false;
 	act_runner_note_approver_done(r, outcome == ACT_APPROVAL_FAILED);
+	act_event(r->env->events, r->name, ACT_EV_MONITOR, json_pack("{s:s}", "outcome", act_approval_name(outcome)), "downscale request: %s", act_approval_name(outcome));
 	switch (outcome) {
 	case ACT_APPROVAL_OK:
 		ret = act_monitor_downscale_ok(&r->st, act_runner_now_ns(r), &err);
@@ -194,6 +196,7 @@ static void approver_connected(void *ud)
 	struct act_runner *r = ud;
 
 	r->held_logged = false;
+	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connected", act_approver_name(r->approver));
 	act_monitor_connected(&r->st);
 	act_runner_evaluate(r);
 }
@@ -203,6 +206,7 @@ static void approver_lost(void *ud, bool requests_dropped)
 	struct act_runner *r = ud;
 
 	r->held_logged = false;
+	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connection lost", act_approver_name(r->approver));
 	act_monitor_reset(&r->st);
 	if (requests_dropped)
 		r->approver_busy = false;
@@ -267,14 +271,18 @@ void act_runner_evaluate(struct act_runner *r)
 		return;
 	if (act_next_actions(&r->st, act_runner_now_ns(r), &a, &err) < 0) {
 		log_error("%s: scaling decision failed: %s", r->name, err.msg);
+		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scaling decision failed: %s", err.msg);
 		return;
 	}
+	act_runner_note_desired(r, &a.desired);
+	/* Paused by its operator (vmactl pause): the VM keeps its size. */
+	if (r->meta.paused)
+		return;
 	h = warn_hash(&a.warnings);
 	if (h != r->last_warn_hash)
 		for (unsigned i = 0; i < a.warnings.n; i++)
 			log_debug("%s: %s", r->name, a.warnings.msg[i]);
 	r->last_warn_hash = h;
-	act_runner_note_desired(r, &a.desired);
 
 	if (a.has_plugin && !r->plugin_busy)
 		act_runner_plugin_start(r, &a);

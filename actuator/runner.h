@@ -37,6 +37,7 @@ struct smp_sampler;
 struct ag_arbiter;
 struct act_metrics;
 struct act_vm_metrics;
+struct act_events;
 
 /* ---- the VM's config ------------------------------------------------ */
 
@@ -63,6 +64,7 @@ struct act_runner_env {
 	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
 	uint64_t metrics_interval_usec;
 	uint64_t policy_tick_usec;        /* policy.tick_ms */
+	struct act_events *events;        /* the control API's ring; NULL: none */
 	/* Maps a hotplug completion (by domain uuid) to its runner. */
 	struct act_runner *(*find)(void *ud, const char *uuid);
 	void *find_ud;
@@ -106,6 +108,9 @@ const struct act_state *act_runner_state(const struct act_runner *r);
  * readings and the policy's last decision; reads the VM's cpu.stat and its
  * vCPU threads' totals. out->name points into the runner. */
 void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out);
+/* What `vmactl status/show` say of the VM (doc/control-api.md). */
+struct act_vm_view;
+void act_runner_view(const struct act_runner *r, struct act_vm_view *v);
 
 /* hp_op_fn for every runner's operations: userdata is the env. */
 void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_result *res,

@@ -14,6 +14,8 @@
 #include <systemd/sd-event.h>
 
 #include "actuator/config.h"
+#include "actuator/control.h"
+#include "actuator/events.h"
 #include "base/endpoint.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -154,6 +156,46 @@ static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd
 	return s;
 }
 
+static int backend_views(void *ud, struct act_vm_view **out, size_t *n)
+{
+	return act_registry_views(ud, out, n);
+}
+
+static int backend_view(void *ud, const char *name, struct act_vm_view *out)
+{
+	return act_registry_view(ud, name, out);
+}
+
+static int backend_change(void *ud, const char *name, const struct hp_meta_change *ch,
+			  struct vmact_err *err)
+{
+	return act_registry_change(ud, name, ch, err);
+}
+
+/* The control API (doc/control-api.md). Without it vmactd still scales
+ * its VMs: a socket it cannot serve is an error in the log, not a reason
+ * to leave the VMs unmanaged. */
+static struct act_control *start_control(const struct act_config *cfg, sd_event *loop,
+					 struct act_events *events, struct act_registry *registry)
+{
+	struct act_control_opts co = {
+		.event = loop,
+		.socket = cfg->control_socket,
+		.events = events,
+		.backend = { backend_views, backend_view, backend_change, registry },
+		.allowed_uid = 0,
+	};
+	struct vmact_err err = { 0 };
+	struct act_control *c = NULL;
+
+	if (act_control_new(&co, &c, &err) < 0) {
+		log_error("%s: vmactl cannot reach this vmactd", err.msg);
+		return NULL;
+	}
+	log_info("control: serving vmactl on %s", cfg->control_socket);
+	return c;
+}
+
 static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
 {
 	if (first_sync) {
@@ -201,6 +243,8 @@ int main(int argc, char **argv)
 	struct smp_sampler *sampler = NULL;
 	struct act_metrics_server *metrics_server = NULL;
 	static struct act_metrics metrics;
+	struct act_events *events = NULL;
+	struct act_control *control = NULL;
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
 	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
@@ -278,6 +322,10 @@ int main(int argc, char **argv)
 	}
 
 	sampler = open_sampler(&cfg, loop);
+	if (act_events_new(0, &events) < 0) {
+		log_error("out of memory");
+		return 1;
+	}
 	{
 		struct act_registry_opts ro = {
 			.event = loop,
@@ -286,6 +334,7 @@ int main(int argc, char **argv)
 			.arbiter = arbiter,
 			.sampler = sampler,
 			.metrics = &metrics,
+			.events = events,
 			.changed = on_registry_changed,
 		};
 
@@ -293,6 +342,7 @@ int main(int argc, char **argv)
 	}
 	if (r < 0) {
 		log_error("libvirt: %s", err.msg);
+		act_events_free(events);
 		smp_close(sampler);
 		ag_arbiter_free(arbiter);
 		act_config_free(&cfg);
@@ -301,10 +351,13 @@ int main(int argc, char **argv)
 	metrics_server = start_metrics(&cfg, loop, &metrics, registry);
 	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri,
 		 cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : "the embedded arbiter");
+	control = start_control(&cfg, loop, events, registry);
 	/* READY=1 follows the registry's first sync (on_registry_changed). */
 	r = sd_event_loop(loop);
 	act_metrics_server_free(metrics_server);
+	act_control_free(control);
 	act_registry_free(registry);
+	act_events_free(events);
 	smp_close(sampler);
 	ag_arbiter_free(arbiter);
 	act_config_free(&cfg);

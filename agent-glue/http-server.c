@@ -35,14 +35,22 @@ struct conn_track {
 	struct client_key client;
 	int fd;
 	uint64_t started; /* when its current request started */
+	long long peer_uid; /* unix socket: SO_PEERCRED uid; -1 unknown */
 	bool cut;
 };
 
-/* One per request: the body being accumulated. */
+/* One per request: the body being accumulated; for a deferred request
+ * also its place in the server's pending list and, once answered, the
+ * reply to queue when MHD calls back after the resume. */
 struct req_state {
+	VMACT_LIST_FIELDS(struct req_state, pending);
+	struct ag_http_server *s;
+	struct MHD_Connection *conn;
 	struct ag_bodybuf body;
 	bool too_big;
 	bool replied;
+	bool deferred, answered;
+	struct ag_http_server_reply reply;
 };
 
 /* Evicted connections stay open until MHD next looks at them; MHD's own
@@ -59,6 +67,7 @@ struct ag_http_server {
 	sd_event *ev;
 	struct MHD_Daemon *mhd;
 	sd_event_source *io, *timer, *sweep, *listen_io, *resume;
+	sd_event_source *kick; /* runs MHD after a deferred reply resumed its connection */
 	ag_http_handler_fn *handler;
 	void *userdata;
 	size_t max_body;
@@ -76,6 +85,8 @@ struct ag_http_server {
 	/* The track for the connection MHD_add_connection() is adding. */
 	struct conn_track *adding;
 	char *unix_path;
+	bool allow_defer;
+	struct req_state *pending; /* deferred requests not answered yet */
 };
 
 int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
@@ -140,6 +151,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		rs = calloc(1, sizeof(*rs));
 		if (!rs)
 			return MHD_NO;
+		rs->s = s;
+		rs->conn = conn;
 		*con_cls = rs;
 		/* A declared oversized body is refused before it is read: MHD
 		 * then closes the connection instead of draining it. */
@@ -174,6 +187,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return MHD_NO;
 		return MHD_YES;
 	}
+	if (rs->deferred) {
+		/* Called again after ag_http_pending_reply resumed it. */
+		if (!rs->answered)
+			return MHD_YES;
+		rs->deferred = false;
+		return queue(conn, rs->reply.status, rs->reply.content_type, TAKE_PTR(rs->reply.body),
+			     rs->reply.body_len);
+	}
 	if (rs->replied)
 		return MHD_YES;
 	rs->replied = true;
@@ -190,9 +211,19 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		struct ag_http_server_reply reply = { 0 };
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_TYPE);
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 		req.content_type = ct ? ct : "";
+		req.peer_uid = ci && ci->socket_context
+				       ? ((struct conn_track *)ci->socket_context)->peer_uid
+				       : -1;
+		req.internal_ = rs;
 		s->handler(s->userdata, &req, &reply);
+		if (rs->deferred) {
+			free(reply.body);
+			return MHD_YES;
+		}
 		if (reply.status < 100 || reply.status > 599) {
 			free(reply.body);
 			return queue_text(conn, 500, "internal error");
@@ -210,6 +241,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	if (rs) {
 		ag_bodybuf_clear(&rs->body);
+		free(rs->reply.body);
 		free(rs);
 		*con_cls = NULL;
 	}
@@ -299,6 +331,12 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
+static int on_kick(sd_event_source *src, void *userdata)
+{
+	run(userdata);
+	return 0;
+}
+
 /* Shuts a connection down and counts it out at once; MHD sees the socket
  * fail on its next pass and releases it (and its descriptor) then. */
 static void conn_cut(struct ag_http_server *s, struct conn_track *t)
@@ -321,8 +359,10 @@ static int on_sweep(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static void client_key_of(int fd, const struct sockaddr_storage *ss, struct client_key *k)
+static void client_key_of(int fd, const struct sockaddr_storage *ss, struct client_key *k,
+			  long long *peer_uid)
 {
+	*peer_uid = -1;
 	memset(k, 0, sizeof(*k));
 	k->family = ss->ss_family;
 	if (ss->ss_family == AF_INET) {
@@ -341,9 +381,10 @@ static void client_key_of(int fd, const struct sockaddr_storage *ss, struct clie
 		socklen_t len = sizeof(uc);
 
 		/* Peers whose uid cannot be read share one (unknown) key. */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0)
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
 			memcpy(k->id, &uc.uid, sizeof(uc.uid));
-		else
+			*peer_uid = uc.uid;
+		} else
 			memset(k->id, 0xff, sizeof(k->id));
 	}
 }
@@ -380,7 +421,7 @@ static void add_connection(struct ag_http_server *s, int fd, struct sockaddr_sto
 		return;
 	}
 	t->fd = fd;
-	client_key_of(fd, ss, &t->client);
+	client_key_of(fd, ss, &t->client, &t->peer_uid);
 	make_room(s, &t->client);
 	if (s->cut.n >= CUT_SLACK) {
 		MHD_run(s->mhd);
@@ -550,8 +591,10 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	if (r < 0)
 		goto fail;
 	s->listen_fd = r;
+	s->allow_defer = cfg->allow_defer;
 	s->mhd = MHD_start_daemon(
-		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_access, s,
+		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
+			(cfg->allow_defer ? MHD_ALLOW_SUSPEND_RESUME : 0), 0, NULL, NULL, on_access, s,
 		/* Ours decides; MHD's must never refuse (see CUT_SLACK). */
 		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + CUT_SLACK,
 		MHD_OPTION_CONNECTION_TIMEOUT,
@@ -577,12 +620,15 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		r = sd_event_add_time(ev, &s->sweep, CLOCK_MONOTONIC, 0, 0, on_sweep, s);
 	if (r >= 0)
 		r = sd_event_add_time(ev, &s->resume, CLOCK_MONOTONIC, 0, 0, on_resume, s);
+	if (r >= 0)
+		r = sd_event_add_defer(ev, &s->kick, on_kick, s);
 	if (r < 0) {
 		vmact_err_set(err, -r, "http server: adding event sources: %s", strerror(-r));
 		goto fail;
 	}
 	sd_event_source_set_enabled(s->sweep, SD_EVENT_OFF);
 	sd_event_source_set_enabled(s->resume, SD_EVENT_OFF);
+	sd_event_source_set_enabled(s->kick, SD_EVENT_OFF);
 	rearm(s);
 	*out = s;
 	return 0;
@@ -595,6 +641,15 @@ void ag_http_server_free(struct ag_http_server *s)
 {
 	if (!s)
 		return;
+	/* MHD refuses to stop with suspended connections: answer them. */
+	while (s->pending) {
+		struct ag_http_server_reply r = { .status = 503 };
+
+		ag_http_reply_text(&r, 503, "text/plain", "server shutting down");
+		ag_http_pending_reply((struct ag_http_pending *)s->pending, &r);
+	}
+	if (s->mhd && s->allow_defer)
+		MHD_run(s->mhd);
 	/* Closes every connection; their CLOSED notices free the tracks. */
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
@@ -603,6 +658,7 @@ void ag_http_server_free(struct ag_http_server *s)
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->sweep);
 	sd_event_source_disable_unref(s->resume);
+	sd_event_source_disable_unref(s->kick);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	if (s->unix_path) {
@@ -612,6 +668,47 @@ void ag_http_server_free(struct ag_http_server *s)
 	free(s->too_large_body);
 	sd_event_unref(s->ev);
 	free(s);
+}
+
+const char *ag_http_request_arg(const struct ag_http_server_request *req, const char *key)
+{
+	struct req_state *rs = req->internal_;
+
+	return rs ? MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, key) : NULL;
+}
+
+struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req)
+{
+	struct req_state *rs = req->internal_;
+
+	if (!rs || !rs->s->allow_defer || rs->deferred)
+		return NULL;
+	rs->deferred = true;
+	rs->answered = false;
+	VMACT_LIST_PREPEND(pending, rs->s->pending, rs);
+	MHD_suspend_connection(rs->conn);
+	return (struct ag_http_pending *)rs;
+}
+
+void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_reply *reply)
+{
+	struct req_state *rs = (struct req_state *)p;
+
+	VMACT_LIST_REMOVE(pending, rs->s->pending, rs);
+	rs->reply = *reply;
+	if (rs->reply.status < 100 || rs->reply.status > 599) {
+		free(rs->reply.body);
+		rs->reply = (struct ag_http_server_reply){ 0 };
+		ag_http_reply_text(&rs->reply, 500, "text/plain", "internal error");
+	}
+	reply->body = NULL;
+	rs->answered = true;
+	/* MHD handles a resumed connection on its next run (which calls
+	 * on_access again, and that queues the reply); MHD does not wake
+	 * our io source for it, so the kick runs MHD from the loop, never
+	 * from inside a running MHD callback. */
+	MHD_resume_connection(rs->conn);
+	sd_event_source_set_enabled(rs->s->kick, SD_EVENT_ONESHOT);
 }
 
 unsigned ag_http_server_port(const struct ag_http_server *s)

@@ -17,6 +17,7 @@
  * cannot crowd it out, and the server serves again as soon as they stop. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -41,6 +42,9 @@ struct ag_http_server_config {
 	unsigned per_client_limit;
 	unsigned idle_timeout_sec;     /* 0 = 10 */
 	uint64_t request_timeout_usec; /* whole request incl. headers; 0 = 10 s */
+	/* Handlers may answer later (ag_http_defer); a deferred request still
+	 * counts against request_timeout_usec, so waits must stay below it. */
+	bool allow_defer;
 };
 
 struct ag_http_server_request {
@@ -49,6 +53,10 @@ struct ag_http_server_request {
 	const char *content_type; /* "" when absent */
 	const char *body;         /* NUL-terminated; may contain NULs */
 	size_t body_len;
+	/* On a unix socket the peer's uid (SO_PEERCRED) as the kernel gave it
+	 * at connect time; -1 on TCP or when it could not be read. */
+	long long peer_uid;
+	void *internal_;          /* the server's, for ag_http_defer */
 };
 
 struct ag_http_server_reply {
@@ -66,6 +74,21 @@ typedef void ag_http_handler_fn(void *userdata, const struct ag_http_server_requ
  * allocation failure (the reply then becomes a bodiless 500). */
 int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
 		       const char *content_type, const char *text);
+
+/* Deferred replies (long polls), for servers with allow_defer. A handler
+ * that cannot answer yet calls ag_http_defer(req) and leaves its reply
+ * empty; the connection is suspended (no CPU, no timer of the server's)
+ * until its owner calls ag_http_pending_reply exactly once, from the loop,
+ * which takes the reply's body. NULL when the server does not allow it or
+ * out of memory: the handler then answers at once. The owner must answer
+ * every pending request before freeing the server; ag_http_server_free
+ * answers those left with 503. */
+struct ag_http_pending;
+/* The request's query argument `key` (?key=value, decoded), NULL when
+ * absent; valid during the handler call. */
+const char *ag_http_request_arg(const struct ag_http_server_request *req, const char *key);
+struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req);
+void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_reply *reply);
 
 int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		       ag_http_handler_fn *handler, void *userdata, struct ag_http_server **out,

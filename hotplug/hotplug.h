@@ -40,6 +40,9 @@
  * transient domains, and would persist half-done states (a vCPU unplug
  * that timed out, a virtio-mem resize the guest never finished). The
  * operator's own definition is the single source of the boot-time size.
+ * The one write to the definition is an operator's own change of the vmact
+ * metadata through the control API (hp_meta_write: bounds, pause), which
+ * must survive restarts as `virsh metadata --config` would.
  *
  * Truth: every operation reports the state re-read after it, never the
  * API's return code alone. For vCPUs the truth is QEMU's own vCPU threads
@@ -170,6 +173,7 @@ enum hp_policy_shrink { HP_POLICY_SHRINK_HOST = 0, HP_POLICY_SHRINK_QUOTA, HP_PO
 
 struct hp_meta {
 	bool enabled;
+	bool paused;                         /* paused="true": keep the size */
 	struct vmact_resources min, max;     /* bounds, both required */
 	bool has_compute_unit;
 	struct vmact_resources compute_unit;
@@ -203,6 +207,22 @@ struct hp_meta {
  * attributes, missing required ones and malformed values are -EINVAL with a
  * message naming the element and attribute. */
 int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err);
+
+/* Operators' changes to the metadata (the control API, hotplug/meta-write.c):
+ * new bounds, the pause flag; everything else is kept as written. */
+struct hp_meta_change {
+	bool set_min_cpu, set_max_cpu, set_min_mem, set_max_mem, set_paused;
+	uint32_t min_milli_cpu, max_milli_cpu;
+	uint64_t min_mem_bytes, max_mem_bytes;
+	bool paused;
+};
+
+/* Applies ch to a <vmact:autoscaling> element (text as virDomainGetMetadata
+ * returns it) and validates the result with hp_meta_parse, so that a
+ * change is refused exactly as the reader would refuse it. *out is
+ * malloc'd; parsed (may be NULL) gets the result. */
+int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
+		 struct hp_meta *parsed, struct vmact_err *err);
 
 /* ---- connection ------------------------------------------------------- */
 
@@ -258,6 +278,14 @@ int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
 /* -ENOENT when the domain has no vmact metadata. */
 int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 		 struct vmact_err *err);
+/* Writes a change into the domain's live metadata and, when the domain is
+ * persistent, into its definition too (so it survives a restart of the VM
+ * and of vmactd). Both edits are validated before either is written.
+ * -ENOENT when the domain has no vmact metadata; -EINVAL/-ERANGE with the
+ * reader's message when the result would be invalid. libvirt then
+ * reports HP_EV_METADATA_CHANGED as for any other edit. */
+int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_change *ch,
+		  struct hp_meta *out, struct vmact_err *err);
 
 /* ---- actuation -------------------------------------------------------- */
 

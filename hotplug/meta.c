@@ -3,6 +3,7 @@
  * HP_NS_URI. Example (all quantities are Kubernetes quantities):
  *
  *   <vmact:autoscaling xmlns:vmact="https://vmact.dev/xmlns/vmact/1" enabled="true">
+ *     (paused="true": managed, but not resized: `vmactl pause`)
  *     <vmact:cpu min="1" max="4"/>
  *     <vmact:memory min="512Mi" max="1536Mi" method="virtio-mem"/>
  *     <vmact:compute-unit cpu="250m" memory="256Mi"/>
@@ -388,7 +389,7 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		{ "policy", parse_policy, false },
 		{ "runner", parse_runner, false },
 	};
-	static const char *const root_attrs[] = { "enabled", NULL };
+	static const char *const root_attrs[] = { "enabled", "paused", NULL };
 	bool seen[ARRAY_SIZE(elems)] = { false };
 	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
 	xmlNodePtr root;
@@ -409,7 +410,8 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 				     " in namespace %s, got <%s>", "autoscaling", HP_NS_URI,
 				     root ? (const char *)root->name : "");
 	if ((r = check_attrs(root, root_attrs, err)) < 0 ||
-	    (r = attr_bool(root, "enabled", true, NULL, &meta->enabled, err)) < 0)
+	    (r = attr_bool(root, "enabled", true, NULL, &meta->enabled, err)) < 0 ||
+	    (r = attr_bool(root, "paused", false, NULL, &meta->paused, err)) < 0)
 		return r;
 
 	for (xmlNodePtr n = root->children; n; n = n->next) {

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli/args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "base/quantity.h"
+
+static const char *const names[] = {
+	[CTL_NONE] = "", [CTL_STATUS] = "status", [CTL_SHOW] = "show", [CTL_SET] = "set",
+	[CTL_PAUSE] = "pause", [CTL_RESUME] = "resume", [CTL_EVENTS] = "events", [CTL_TOP] = "top",
+};
+
+const char *ctl_command_name(enum ctl_command c)
+{
+	return (unsigned)c < ARRAY_SIZE(names) ? names[c] : "";
+}
+
+void ctl_usage(FILE *f, enum ctl_command c)
+{
+	switch (c) {
+	case CTL_STATUS:
+		fputs("Usage: vmactl status [--json]\n"
+		      "Every VM vmactd knows: state (managed, paused, not-managed and why), vCPUs,\n"
+		      "CPU quota, memory, load, demand, permit, desired size, last change.\n", f);
+		break;
+	case CTL_SHOW:
+		fputs("Usage: vmactl show VM [--json]\n"
+		      "One VM in detail: bounds, policy and its inputs, scheduler and vm-monitor\n"
+		      "connections, and its last decisions with their reasons.\n", f);
+		break;
+	case CTL_SET:
+		fputs("Usage: vmactl set VM [--min-cpu CPUS] [--max-cpu CPUS]\n"
+		      "                     [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
+		      "Changes the VM's bounds, live, in its vmact metadata (and in its persistent\n"
+		      "definition): they survive a vmactd restart. CPUS: \"2\", \"500m\", \"1.5\";\n"
+		      "SIZE: \"512Mi\", \"2Gi\" (Kubernetes quantities, as in the metadata).\n"
+		      "--min-mem and --max-mem are short for --min-memory and --max-memory.\n", f);
+		break;
+	case CTL_PAUSE:
+		fputs("Usage: vmactl pause VM [--json]\n"
+		      "Pauses autoscaling of the VM: it keeps its size until `vmactl resume`.\n"
+		      "Recorded in its metadata: it survives a vmactd restart.\n", f);
+		break;
+	case CTL_RESUME:
+		fputs("Usage: vmactl resume VM [--json]\n"
+		      "Resumes autoscaling of a paused VM.\n", f);
+		break;
+	case CTL_EVENTS:
+		fputs("Usage: vmactl events [--follow] [--since SEQ] [--vm VM] [--json]\n"
+		      "vmactd's recent events: decisions and their reasons, resizes, permits,\n"
+		      "vm-monitor answers, errors, operators' changes. --follow waits for more\n"
+		      "(Ctrl-C ends it); --json prints one JSON object per line.\n", f);
+		break;
+	case CTL_TOP:
+		fputs("Usage: vmactl top [--iterations N] [--json]\n"
+		      "A live full-screen view of every VM, refreshed every second; q quits.\n"
+		      "--iterations N: stop after N refreshes; --json: one snapshot per line.\n", f);
+		break;
+	case CTL_NONE:
+	default:
+		fputs("Usage: vmactl [--socket PATH] [--json] COMMAND [ARGS]\n"
+		      "Watch and steer vmactd through its control API.\n\n"
+		      "Commands:\n"
+		      "  status             every VM and its size, load and last change\n"
+		      "  show VM            one VM in detail, with its last decisions\n"
+		      "  set VM OPTIONS     change its bounds (--min-cpu, --max-cpu,\n"
+		      "                     --min-memory, --max-memory)\n"
+		      "  pause VM           stop autoscaling it (it keeps its size)\n"
+		      "  resume VM          autoscale it again\n"
+		      "  events [--follow]  decisions, resizes, permits, monitor answers, errors\n"
+		      "  top                live full-screen view (q quits)\n\n"
+		      "Options:\n"
+		      "  --socket PATH      vmactd's control socket (default $VMACT_SOCKET, else\n"
+		      "                     " CTL_SOCKET_DEFAULT ")\n"
+		      "  --json             machine-readable output (doc/control-api.md)\n"
+		      "  -h, --help         help (vmactl COMMAND --help: the command's)\n"
+		      "      --version      show the version\n\n"
+		      "Exit status: 0 done, 1 error (vmactd unreachable or refused), 2 usage.\n", f);
+		break;
+	}
+}
+
+/* --opt VALUE or --opt=VALUE; *i is advanced past a separate value. */
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **out,
+		     struct vmact_err *err)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (a[n] == '=') {
+		*out = a + n + 1;
+	} else if (*i + 1 < argc) {
+		*out = argv[++*i];
+	} else {
+		return vmact_err_set(err, EINVAL, "%s needs a value", name);
+	}
+	if (!**out)
+		return vmact_err_set(err, EINVAL, "%s: empty value", name);
+	return 0;
+}
+
+static bool is_opt(const char *a, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(a, name, n) == 0 && (a[n] == 0 || a[n] == '=');
+}
+
+static int check_quantity(const char *opt, const char *v, bool milli, struct vmact_err *err)
+{
+	uint64_t q;
+	int r = milli ? vmact_quantity_parse_milli(v, &q, err) : vmact_quantity_parse_value(v, &q, err);
+
+	if (r < 0)
+		return vmact_err_prefix(err, "%s", opt);
+	if (q == 0)
+		return vmact_err_set(err, EINVAL, "%s: must be above zero", opt);
+	return 0;
+}
+
+static int parse_uint(const char *opt, const char *v, uint64_t max, uint64_t *out,
+		      struct vmact_err *err)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-' || v[0] == '+' || *out > max)
+		return vmact_err_set(err, EINVAL, "%s: '%s' is not a whole number", opt, v);
+	return 0;
+}
+
+int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_args *out,
+		   struct vmact_err *err)
+{
+	const char *positional[2] = { NULL, NULL };
+	unsigned npos = 0;
+	bool dashdash = false;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->socket = env_socket && *env_socket ? env_socket : CTL_SOCKET_DEFAULT;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+
+		if (dashdash || a[0] != '-' || !a[1]) {
+			if (out->cmd == CTL_NONE) {
+				size_t k;
+
+				for (k = 1; k < ARRAY_SIZE(names); k++)
+					if (strcmp(a, names[k]) == 0)
+						break;
+				if (k == ARRAY_SIZE(names))
+					return vmact_err_set(err, EINVAL, "unknown command '%s'", a);
+				out->cmd = (enum ctl_command)k;
+				continue;
+			}
+			if (npos == ARRAY_SIZE(positional))
+				return vmact_err_set(err, EINVAL, "unexpected argument '%s'", a);
+			positional[npos++] = a;
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			dashdash = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			out->help = true;
+		} else if (strcmp(a, "--version") == 0) {
+			out->version = true;
+		} else if (strcmp(a, "--json") == 0) {
+			out->json = true;
+		} else if (strcmp(a, "-f") == 0 || strcmp(a, "--follow") == 0) {
+			out->follow = true;
+		} else if (is_opt(a, "--socket")) {
+			if ((r = opt_value(argc, argv, &i, "--socket", &out->socket, err)) < 0)
+				return r;
+		} else if (is_opt(a, "--min-cpu")) {
+			if ((r = opt_value(argc, argv, &i, "--min-cpu", &out->min_cpu, err)) < 0)
+				return r;
+		} else if (is_opt(a, "--max-cpu")) {
+			if ((r = opt_value(argc, argv, &i, "--max-cpu", &out->max_cpu, err)) < 0)
+				return r;
+		} else if (is_opt(a, "--min-memory") || is_opt(a, "--min-mem")) {
+			if ((r = opt_value(argc, argv, &i, is_opt(a, "--min-memory") ? "--min-memory" : "--min-mem", &out->min_mem, err)) < 0)
+				return r;
+		} else if (is_opt(a, "--max-memory") || is_opt(a, "--max-mem")) {
+			if ((r = opt_value(argc, argv, &i, is_opt(a, "--max-memory") ? "--max-memory" : "--max-mem", &out->max_mem, err)) < 0)
+				return r;
+		} else if (is_opt(a, "--since")) {
+			if ((r = opt_value(argc, argv, &i, "--since", &v, err)) < 0 ||
+			    (r = parse_uint("--since", v, UINT64_MAX, &out->since, err)) < 0)
+				return r;
+			out->has_since = true;
+		} else if (is_opt(a, "--vm")) {
+			if ((r = opt_value(argc, argv, &i, "--vm", &out->vm, err)) < 0)
+				return r;
+		} else if (is_opt(a, "--iterations")) {
+			uint64_t n;
+
+			if ((r = opt_value(argc, argv, &i, "--iterations", &v, err)) < 0 ||
+			    (r = parse_uint("--iterations", v, 1000000, &n, err)) < 0)
+				return r;
+			out->iterations = (unsigned)n;
+		} else {
+			return vmact_err_set(err, EINVAL, "unknown option '%s'", a);
+		}
+	}
+	if (out->help || out->version)
+		return 0;
+	switch (out->cmd) {
+	case CTL_NONE:
+		return vmact_err_set(err, EINVAL, "no command given");
+	case CTL_SHOW:
+	case CTL_SET:
+	case CTL_PAUSE:
+	case CTL_RESUME:
+		if (npos != 1)
+			return vmact_err_set(err, EINVAL, "%s: %s", names[out->cmd],
+					     npos ? "one VM only" : "which VM?");
+		out->vm = positional[0];
+		break;
+	default:
+		if (npos)
+			return vmact_err_set(err, EINVAL, "%s: unexpected argument '%s'",
+					     names[out->cmd], positional[0]);
+	}
+	if (out->cmd != CTL_SET && (out->min_cpu || out->max_cpu || out->min_mem || out->max_mem))
+		return vmact_err_set(err, EINVAL, "%s: bounds are options of `set`", names[out->cmd]);
+	if (out->cmd != CTL_EVENTS && (out->follow || out->has_since))
+		return vmact_err_set(err, EINVAL, "%s: --follow and --since are options of `events`",
+				     names[out->cmd]);
+	if (out->cmd != CTL_EVENTS && out->vm && out->cmd != CTL_SHOW && out->cmd != CTL_SET &&
+	    out->cmd != CTL_PAUSE && out->cmd != CTL_RESUME)
+		return vmact_err_set(err, EINVAL, "%s: --vm is an option of `events`", names[out->cmd]);
+	if (out->cmd != CTL_TOP && out->iterations)
+		return vmact_err_set(err, EINVAL, "%s: --iterations is an option of `top`",
+				     names[out->cmd]);
+	if (out->cmd == CTL_SET) {
+		if (!out->min_cpu && !out->max_cpu && !out->min_mem && !out->max_mem)
+			return vmact_err_set(err, EINVAL, "set: nothing to set (--min-cpu, --max-cpu, "
+					     "--min-memory, --max-memory)");
+		if ((out->min_cpu && (r = check_quantity("--min-cpu", out->min_cpu, true, err)) < 0) ||
+		    (out->max_cpu && (r = check_quantity("--max-cpu", out->max_cpu, true, err)) < 0) ||
+		    (out->min_mem && (r = check_quantity("--min-memory", out->min_mem, false, err)) < 0) ||
+		    (out->max_mem && (r = check_quantity("--max-memory", out->max_mem, false, err)) < 0))
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli/client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+
+/* Answers are small (a few hundred VMs at most); a bound keeps a broken
+ * peer from filling memory. */
+#define ANSWER_MAX (16u << 20)
+
+struct buf {
+	char *data;
+	size_t len;
+	bool too_big;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	size_t add = size * n;
+	char *d;
+
+	if (b->len + add > ANSWER_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	d = realloc(b->data, b->len + add + 1);
+	if (!d)
+		return 0;
+	memcpy(d + b->len, p, add);
+	b->len += add;
+	d[b->len] = 0;
+	b->data = d;
+	return add;
+}
+
+char *ctl_escape(const char *name)
+{
+	char *e = curl_easy_escape(NULL, name, 0);
+	char *copy = e ? strdup(e) : NULL;
+
+	curl_free(e);
+	return copy;
+}
+
+int ctl_call(const char *socket, const char *method, const char *path, const char *body,
+	     long timeout_s, long *status, json_t **out, struct vmact_err *err)
+{
+	struct buf b = { 0 };
+	struct curl_slist *hdrs = NULL;
+	char url[2048];
+	json_error_t je;
+	json_t *doc;
+	CURLcode cc;
+	CURL *c;
+	int r = 0;
+
+	*out = NULL;
+	*status = 0;
+	c = curl_easy_init();
+	if (!c)
+		return vmact_err_set(err, ENOMEM, "cannot initialise libcurl");
+	/* The host part is ignored on a unix socket; "localhost" keeps the
+	 * Host header well-formed. */
+	snprintf(url, sizeof(url), "http://localhost%s", path);
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (body) {
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	}
+	cc = curl_easy_perform(c);
+	if (cc != CURLE_OK) {
+		r = vmact_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
+				  "cannot reach vmactd at %s: %s%s", socket,
+				  b.too_big ? "answer too large" : curl_easy_strerror(cc),
+				  cc == CURLE_COULDNT_CONNECT ? " (is vmactd running? are you root?)"
+							      : "");
+		goto out;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	doc = json_loadb(b.data ? b.data : "", b.len, 0, &je);
+	if (*status < 200 || *status > 299) {
+		const char *msg = doc ? json_string_value(json_object_get(doc, "error")) : NULL;
+
+		r = vmact_err_set(err, EPROTO, "vmactd: %s", msg ? msg : b.data ? b.data : "(no reason)");
+		json_decref(doc);
+		goto out;
+	}
+	if (!doc) {
+		r = vmact_err_set(err, EPROTO, "vmactd answered with something other than JSON: %s",
+				  je.text);
+		goto out;
+	}
+	*out = doc;
+out:
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+	free(b.data);
+	return r;
+}

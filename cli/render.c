@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli/render.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/quantity.h"
+
+void ctl_fmt_cpu(const json_t *milli, char *buf, size_t len)
+{
+	if (!json_is_integer(milli) || json_integer_value(milli) < 0 ||
+	    vmact_quantity_format_milli((uint64_t)json_integer_value(milli), buf, len) < 0)
+		snprintf(buf, len, "-");
+}
+
+void ctl_fmt_mem(const json_t *bytes, char *buf, size_t len)
+{
+	if (!json_is_integer(bytes) || json_integer_value(bytes) < 0 ||
+	    vmact_quantity_format_bytes((uint64_t)json_integer_value(bytes), buf, len) < 0)
+		snprintf(buf, len, "-");
+}
+
+void ctl_fmt_res(const json_t *res, char *buf, size_t len)
+{
+	char c[32], m[32];
+
+	if (!json_is_object(res)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	ctl_fmt_cpu(json_object_get(res, "milli_cpu"), c, sizeof(c));
+	ctl_fmt_mem(json_object_get(res, "mem_bytes"), m, sizeof(m));
+	snprintf(buf, len, "%s/%s", c, m);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "-";
+}
+
+static void fmt_time(double t, bool ms, char *buf, size_t len)
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !localtime_r(&s, &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (ms)
+		snprintf(buf, len, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 (int)((t - (double)s) * 1000));
+	else
+		snprintf(buf, len, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* Prints line cut at width (0: whole). */
+static void put_line(FILE *f, const char *line, unsigned width)
+{
+	if (width && strlen(line) > width)
+		fprintf(f, "%.*s\n", (int)width, line);
+	else
+		fprintf(f, "%s\n", line);
+}
+
+#define ROW_FMT "%-20s %-11s %5s %6s %7s %5s %-14s %-12s %-12s %s"
+
+void ctl_render_status_header(FILE *f, unsigned width)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), ROW_FMT, "VM", "STATE", "VCPUS", "QUOTA", "MEMORY", "LOAD",
+		 "DEMAND", "PERMIT", "DESIRED", "LAST CHANGE");
+	put_line(f, line, width);
+}
+
+void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width)
+{
+	char line[1024], vcpus[16] = "-", quota[32], mem[32], load[16] = "-", demand[48] = "-",
+				 permit[48], desired[48], when[16], change[400] = "-";
+	const json_t *d = json_object_get(vm, "demand"), *lc = json_object_get(vm, "last_change");
+	const char *state = str(vm, "state");
+
+	if (strcmp(state, "not-managed") == 0) {
+		snprintf(line, sizeof(line), "%-20s %-11s %s", str(vm, "name"), state,
+			 str(vm, "reason"));
+		put_line(f, line, width);
+		return;
+	}
+	if (json_is_integer(json_object_get(vm, "vcpus")))
+		snprintf(vcpus, sizeof(vcpus), "%lld",
+			 (long long)json_integer_value(json_object_get(vm, "vcpus")));
+	ctl_fmt_cpu(json_object_get(vm, "quota_milli_cpu"), quota, sizeof(quota));
+	ctl_fmt_mem(json_object_get(vm, "mem_bytes"), mem, sizeof(mem));
+	if (json_is_number(json_object_get(vm, "load1")))
+		snprintf(load, sizeof(load), "%.2f", json_number_value(json_object_get(vm, "load1")));
+	if (json_is_object(d))
+		snprintf(demand, sizeof(demand), "%s %.0f%%", str(d, "class"),
+			 json_number_value(json_object_get(d, "busy")) * 100);
+	ctl_fmt_res(json_object_get(vm, "permit"), permit, sizeof(permit));
+	ctl_fmt_res(json_object_get(vm, "desired"), desired, sizeof(desired));
+	if (json_is_object(lc)) {
+		fmt_time(json_number_value(json_object_get(lc, "time")), false, when, sizeof(when));
+		snprintf(change, sizeof(change), "%s %s", when, str(lc, "reason"));
+	}
+	snprintf(line, sizeof(line), ROW_FMT, str(vm, "name"), state, vcpus, quota, mem, load,
+		 demand, permit, desired, change);
+	put_line(f, line, width);
+}
+
+void ctl_render_status(FILE *f, const json_t *vms, unsigned width)
+{
+	size_t i;
+	const json_t *vm;
+
+	ctl_render_status_header(f, width);
+	json_array_foreach(vms, i, vm)
+		ctl_render_status_row(f, vm, width);
+}
+
+void ctl_render_event(FILE *f, const json_t *ev, unsigned width)
+{
+	char when[32], line[1024];
+	const char *vm = str(ev, "vm");
+
+	fmt_time(json_number_value(json_object_get(ev, "time")), true, when, sizeof(when));
+	snprintf(line, sizeof(line), "%s #%lld %s%s%s: %s", when,
+		 (long long)json_integer_value(json_object_get(ev, "seq")), vm[0] ? vm : "vmactd",
+		 " ", str(ev, "kind"), str(ev, "text"));
+	put_line(f, line, width);
+}
+
+void ctl_render_show(FILE *f, const json_t *vm)
+{
+	const json_t *b = json_object_get(vm, "bounds"), *p = json_object_get(vm, "policy"),
+		     *s = json_object_get(vm, "scheduler"), *m = json_object_get(vm, "monitor"),
+		     *d = json_object_get(vm, "demand"), *lc = json_object_get(vm, "last_change");
+	char x[64], y[64], when[16];
+	const json_t *ev;
+	size_t i;
+
+	fprintf(f, "VM:          %s (%s)\n", str(vm, "name"), str(vm, "uuid"));
+	fprintf(f, "State:       %s\n", str(vm, "state"));
+	if (strcmp(str(vm, "state"), "not-managed") == 0) {
+		fprintf(f, "Reason:      %s\n", str(vm, "reason"));
+		return;
+	}
+	ctl_fmt_cpu(json_object_get(vm, "quota_milli_cpu"), x, sizeof(x));
+	ctl_fmt_mem(json_object_get(vm, "mem_bytes"), y, sizeof(y));
+	fprintf(f, "Size:        %lld vCPUs, quota %s, memory %s%s\n",
+		(long long)json_integer_value(json_object_get(vm, "vcpus")), x, y,
+		json_is_true(json_object_get(vm, "resizing")) ? " (resizing)" : "");
+	ctl_fmt_res(json_object_get(b, "min"), x, sizeof(x));
+	ctl_fmt_res(json_object_get(b, "max"), y, sizeof(y));
+	fprintf(f, "Bounds:      min %s, max %s\n", x, y);
+	ctl_fmt_res(json_object_get(vm, "compute_unit"), x, sizeof(x));
+	fprintf(f, "Compute unit: %s\n", x);
+	fprintf(f, "Policy:      cpu %s, shrink %s (from the %s), load target %.2f, "
+		   "memory target %.2f\n", str(p, "cpu"), str(p, "shrink"),
+		str(p, "source")[0] == 'v' ? "VM's metadata" : "host's configuration",
+		json_number_value(json_object_get(p, "load_target")),
+		json_number_value(json_object_get(p, "mem_usage_target")));
+	if (json_is_number(json_object_get(p, "load1")))
+		fprintf(f, "Load:        %.2f (1 min), %.2f (5 min)\n",
+			json_number_value(json_object_get(p, "load1")),
+			json_number_value(json_object_get(p, "load5")));
+	else
+		fprintf(f, "Load:        not measured yet\n");
+	if (json_is_object(d)) {
+		ctl_fmt_cpu(json_object_get(d, "goal_milli_cpu"), x, sizeof(x));
+		fprintf(f, "Demand:      %s, vCPUs %.0f %% busy, %.2f CPUs wanted, goal %s\n",
+			str(d, "class"), json_number_value(json_object_get(d, "busy")) * 100,
+			json_number_value(json_object_get(d, "cpus")), x);
+	}
+	ctl_fmt_res(json_object_get(vm, "permit"), x, sizeof(x));
+	ctl_fmt_res(json_object_get(vm, "desired"), y, sizeof(y));
+	fprintf(f, "Permit:      %s\nDesired:     %s\n", x, y);
+	fprintf(f, "Scheduler:   %s%s%s%s\n", str(s, "kind"),
+		json_is_string(json_object_get(s, "url")) ? " at " : "",
+		json_is_string(json_object_get(s, "url")) ? str(s, "url") : "",
+		json_is_true(json_object_get(s, "request_pending")) ? " (request pending)" : "");
+	if (strcmp(str(m, "kind"), "none") == 0)
+		fprintf(f, "Monitor:     none (the VM is scaled up only)\n");
+	else
+		fprintf(f, "Monitor:     %s at %s, %s\n", str(m, "kind"), str(m, "endpoint"),
+			json_is_true(json_object_get(m, "connected")) ? "connected" : "not connected");
+	if (json_is_object(lc)) {
+		fmt_time(json_number_value(json_object_get(lc, "time")), false, when, sizeof(when));
+		fprintf(f, "Last change: %s %s\n", when, str(lc, "reason"));
+	} else {
+		fprintf(f, "Last change: none since vmactd started\n");
+	}
+	fprintf(f, "Decisions:%s\n", json_array_size(json_object_get(vm, "decisions")) ? "" : " none yet");
+	json_array_foreach(json_object_get(vm, "decisions"), i, ev) {
+		fprintf(f, "  ");
+		ctl_render_event(f, ev, 0);
+	}
+}

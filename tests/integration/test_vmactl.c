@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactl against a real vmactd (build[/san]/vmactd and vmactl, next to
+ * this binary's directory) managing one real TCG guest (tests/guest), with
+ * the defaults a user gets (the reactive policy, the embedded arbiter);
+ * the guest has no vm-monitor, so it is only scaled up. It is made
+ * persistent (its definition saved while it runs), so that vmactl's
+ * changes must reach both its live metadata and its definition. One guest
+ * serves every case, in order:
+ *
+ *   vmactl_status   status --json against libvirt (vCPUs, memory) and the
+ *                   cgroup (quota); the documented fields; the text table
+ *   vmactl_events   busy guest: events --follow --json sees the decision
+ *                   with its reason and the resize; show --json has them,
+ *                   and the vCPUs libvirt reports
+ *   vmactl_set      set --max-cpu/--min-memory: the live metadata and the
+ *                   definition say so, show follows; a bound the metadata
+ *                   reader refuses is refused (exit 1), a usage error is 2
+ *   vmactl_pause    pause: the state and the metadata (live and definition)
+ *                   say paused, a busy guest is not resized; resume
+ *   vmactl_restart  a new vmactd reads the bounds and the pause back
+ *   vmactl_top      `vmactl top` in tmux: its screen read back with
+ *                   capture-pane shows the VM as libvirt has it; q quits
+ *   vmactl_refused  an unprivileged user is refused (exit 1)
+ *
+ * Conditions are awaited with generous safety limits; nothing is timed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "hotplug/hotplug.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX "vmactl-it"
+#define LIMIT_BOOT_S 180.0
+#define LIMIT_SCALE_S 120.0
+#define LIMIT_S 60.0
+
+static char vmactd_path[PATH_MAX], vmactl_path[PATH_MAX];
+
+static struct {
+	struct tg_guest g;
+	char sock[108], cfg[128], log[128], pins[128], out[128], follow[128], tmux[64];
+	struct th_proc daemon, follower;
+} fx;
+
+static bool daemon_died(void)
+{
+	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
+}
+
+static void dump_log(void)
+{
+	char *buf = th_read_file(fx.log);
+
+	if (buf) {
+		size_t len = strlen(buf);
+
+		print_error("---- vmactd log (tail) ----\n%s\n", len > 5000 ? buf + len - 5000 : buf);
+		free(buf);
+	}
+}
+
+static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
+{
+	bool died = false;
+
+	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
+		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
+		return true;
+	dump_log();
+	return false;
+}
+
+/* Runs vmactl with args (NULL-terminated); its stdout and stderr go to
+ * fx.out; returns its exit status. */
+static int vmactl(const char *first, ...)
+{
+	const char *argv[16] = { vmactl_path, "--socket", fx.sock };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.out };
+	struct th_proc p = { 0 };
+	size_t n = 3;
+	va_list ap;
+
+	va_start(ap, first);
+	for (const char *a = first; a && n < 15; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	assert_int_equal(th_spawn(&p, argv, &o), 0);
+	return th_proc_wait(&p);
+}
+
+/* vmactl ... --json, which must succeed; its document. */
+static json_t *vmactl_json(const char *cmd, const char *vm)
+{
+	json_error_t je;
+	json_t *doc;
+	char *text;
+	int st = vm ? vmactl(cmd, vm, "--json", NULL) : vmactl(cmd, "--json", NULL);
+
+	text = th_read_file(fx.out);
+	if (st != 0)
+		fail_msg("vmactl %s: exit %d: %s", cmd, st, text ? text : "");
+	doc = json_loads(text, 0, &je);
+	if (!doc)
+		fail_msg("vmactl %s --json: not JSON (%s): %s", cmd, je.text, text);
+	free(text);
+	return doc;
+}
+
+static json_t *show(void)
+{
+	return vmactl_json("show", fx.g.name);
+}
+
+static void spawn_daemon(void)
+{
+	const char *argv[] = { vmactd_path, "--config", fx.cfg, NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.log };
+
+	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
+}
+
+static bool log_has(void *needle)
+{
+	return th_count_in_file(fx.log, needle) > 0;
+}
+
+static bool guest_reports(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.g, &r);
+}
+
+/* ---- libvirt's and the cgroup's view ---- */
+
+static virConnectPtr conn(void)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+
+	assert_non_null(vc);
+	return vc;
+}
+
+static void live_state(struct hp_state *st)
+{
+	virConnectPtr vc = conn();
+	virDomainPtr d = virDomainLookupByName(vc, fx.g.name);
+	char *xml = d ? virDomainGetXMLDesc(d, 0) : NULL;
+	struct vmact_err err = { 0 };
+
+	assert_non_null(xml);
+	assert_int_equal(hp_state_parse(xml, st, &err), 0);
+	free(xml);
+	virDomainFree(d);
+	virConnectClose(vc);
+}
+
+/* The domain's vmact metadata, live or as defined. */
+static void meta_of(unsigned flags, struct hp_meta *m)
+{
+	virConnectPtr vc = conn();
+	virDomainPtr d = virDomainLookupByName(vc, fx.g.name);
+	char *xml = d ? virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI, flags) : NULL;
+	struct vmact_err err = { 0 };
+
+	if (!xml)
+		fail_msg("no vmact metadata (flags %u)", flags);
+	if (hp_meta_parse(xml, m, &err) < 0)
+		fail_msg("metadata: %s", err.msg);
+	free(xml);
+	virDomainFree(d);
+	virConnectClose(vc);
+}
+
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited), from the cgroup
+ * vmactd logged for it. */
+static long quota_milli(void)
+{
+	char *buf = th_read_file(fx.log), *p, group[256] = "", path[512], q[32] = "";
+	long quota = -2, period = 0;
+	FILE *f;
+
+	assert_non_null(buf);
+	p = strstr(buf, ", cgroup ");
+	if (p)
+		sscanf(p, ", cgroup %255[^,]", group);
+	free(buf);
+	if (!group[0])
+		fail_msg("vmactd did not log the VM's cgroup");
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", group);
+	if ((f = fopen(path, "re"))) {
+		if (fscanf(f, "%ld", &quota) != 1)
+			quota = -2;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", group);
+		if ((f = fopen(path, "re"))) {
+			if (fscanf(f, "%ld", &period) != 1)
+				period = 0;
+			fclose(f);
+		}
+	} else {
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
+		if (!(f = fopen(path, "re")))
+			fail_msg("no CPU limit file for %s", group);
+		if (fscanf(f, "%31s %ld", q, &period) == 2)
+			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
+		fclose(f);
+	}
+	if (quota == -1)
+		return -1;
+	if (quota < 0 || period <= 0)
+		fail_msg("unreadable CPU limit of %s", group);
+	return quota * 1000 / period;
+}
+
+static json_int_t jint(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+
+	if (!json_is_integer(v))
+		fail_msg("field %s is not an integer", k);
+	return json_integer_value(v);
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	if (!s)
+		fail_msg("field %s is not a string", k);
+	return s;
+}
+
+static json_t *find_vm(json_t *status)
+{
+	size_t i;
+	json_t *vm;
+
+	json_array_foreach(json_object_get(status, "vms"), i, vm)
+		if (strcmp(jstr(vm, "name"), fx.g.name) == 0)
+			return vm;
+	fail_msg("vmactl status does not list %s", fx.g.name);
+	return NULL;
+}
+
+/* ---- fixture ---- */
+
+static int setup(void **state)
+{
+	char msg[512], meta[1024], text[1024];
+	int pid = (int)getpid();
+	virConnectPtr vc;
+
+	(void)state;
+	snprintf(fx.sock, sizeof(fx.sock), "/tmp/vmactl-it-%d/vmactd.sock", pid);
+	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactl-it-%d.json", pid);
+	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactl-it-%d.log", pid);
+	snprintf(fx.out, sizeof(fx.out), "/tmp/vmactl-it-%d.out", pid);
+	snprintf(fx.follow, sizeof(fx.follow), "/tmp/vmactl-it-%d.follow", pid);
+	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactl-it-%d", pid);
+	snprintf(fx.tmux, sizeof(fx.tmux), "vmactl-it-%d", pid);
+	/* One status line a second: the reporter's own work stays small. */
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	snprintf(meta, sizeof(meta),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		 "<vmact:cpu min='1' max='4'/>"
+		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
+		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "</vmact:autoscaling>");
+	vc = virConnectOpen("qemu:///system");
+	if (!vc || tg_start(vc, PREFIX, meta, &fx.g, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", vc ? msg : "no libvirt");
+		return -1;
+	}
+	/* Persistent from now on: its definition is saved while it runs. */
+	{
+		char *xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
+		virDomainPtr d = xml ? virDomainDefineXML(vc, xml) : NULL;
+
+		free(xml);
+		if (!d || virDomainIsPersistent(fx.g.dom) != 1) {
+			print_error("cannot make the guest persistent\n");
+			return -1;
+		}
+		virDomainFree(d);
+	}
+	virConnectClose(vc);
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"control\":{\"socket\":\"%s\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"}}",
+		 PREFIX, pid, fx.sock, fx.pins);
+	if (th_write_file(fx.cfg, text) < 0)
+		return -1;
+	if (!wait_until(guest_reports, NULL, LIMIT_BOOT_S)) {
+		print_error("the guest did not boot\n");
+		return -1;
+	}
+	spawn_daemon();
+	if (!wait_until(log_has, "ready: managing 1 VM", LIMIT_S)) {
+		print_error("vmactd did not become ready\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[256], dir[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "tmux kill-session -t %s 2>/dev/null", fx.tmux);
+	if (system(cmd) < 0)
+		print_error("tmux kill-session failed\n");
+	th_proc_stop(&fx.follower, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	{
+		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
+						    "vmact_vms" };
+		char p[256];
+
+		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
+			unlink(p);
+		}
+		rmdir(fx.pins);
+	}
+	{
+		virConnectPtr vc = virConnectOpen("qemu:///system");
+		virDomainPtr d = vc && fx.g.name[0] ? virDomainLookupByName(vc, fx.g.name) : NULL;
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		if (vc)
+			virConnectClose(vc);
+	}
+	if (fx.g.dom) {
+		virDomainFree(fx.g.dom);
+		fx.g.dom = NULL;
+	}
+	tg_destroy(&fx.g);
+	unlink(fx.cfg);
+	unlink(fx.out);
+	unlink(fx.follow);
+	snprintf(dir, sizeof(dir), "/tmp/vmactl-it-%d", (int)getpid());
+	rmdir(dir);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(fx.log);
+	return 0;
+}
+
+/* ---- the cases ---- */
+
+static void vmactl_status(void **state)
+{
+	static const char *const fields[] = { "name", "uuid", "state", "vcpus", "quota_milli_cpu",
+					      "mem_bytes", "using", "load1", "demand", "permit",
+					      "desired", "last_change", NULL };
+	json_t *doc, *vm;
+	struct hp_state st;
+	char *text;
+
+	(void)state;
+	doc = vmactl_json("status", NULL);
+	vm = find_vm(doc);
+	for (size_t i = 0; fields[i]; i++)
+		if (!json_object_get(vm, fields[i]))
+			fail_msg("status: no field %s", fields[i]);
+	assert_string_equal(jstr(vm, "state"), "managed");
+	assert_string_equal(jstr(vm, "uuid"), fx.g.uuid);
+	live_state(&st);
+	assert_int_equal(jint(vm, "vcpus"), hp_state_vcpus(&st));
+	assert_int_equal(jint(vm, "mem_bytes"), (json_int_t)hp_state_mem_kib(&st) * 1024);
+	assert_int_equal(jint(vm, "quota_milli_cpu"), quota_milli());
+	json_decref(doc);
+
+	/* The table: a header and the VM's row. */
+	assert_int_equal(vmactl("status", NULL), 0);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "VM "));
+	assert_non_null(strstr(text, "LAST CHANGE"));
+	assert_non_null(strstr(text, fx.g.name));
+	free(text);
+	/* Usage errors are 2, an unknown VM 1. */
+	assert_int_equal(vmactl("status", "--bogus", NULL), 2);
+	assert_int_equal(vmactl("show", "no-such-vm", NULL), 1);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "no VM named 'no-such-vm'"));
+	free(text);
+}
+
+static bool follow_has_resize(void *unused)
+{
+	return th_count_in_file(fx.follow, "\"kind\":\"decision\"") > 0 &&
+	       th_count_in_file(fx.follow, "\"text\":\"grow to ") > 0 &&
+	       th_count_in_file(fx.follow, "\"text\":\"resized to ") > 0;
+}
+
+static void vmactl_events(void **state)
+{
+	const char *argv[] = { vmactl_path, "--socket", fx.sock, "events", "--follow", "--json",
+			       NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.follow };
+	json_t *doc, *dec, *lc;
+	struct hp_state st;
+	char *text, *line;
+	bool grow = false;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(th_spawn(&fx.follower, argv, &o), 0);
+	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
+	if (!wait_until(follow_has_resize, NULL, LIMIT_SCALE_S)) {
+		text = th_read_file(fx.follow);
+		fail_msg("events --follow never showed a decision and a resize: %s", text);
+	}
+	/* Ctrl-C ends the follower cleanly. */
+	assert_int_equal(th_proc_stop(&fx.follower, SIGINT, 10 * VMACT_USEC_PER_SEC), 0);
+	/* Every line is one JSON event with the documented fields. */
+	text = th_read_file(fx.follow);
+	for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+
+		if (!ev)
+			fail_msg("not a JSON line: %s", line);
+		assert_true(jint(ev, "seq") > 0);
+		assert_true(json_is_number(json_object_get(ev, "time")));
+		jstr(ev, "vm");
+		jstr(ev, "kind");
+		jstr(ev, "text");
+		assert_true(json_is_object(json_object_get(ev, "fields")));
+		json_decref(ev);
+	}
+	free(text);
+	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
+
+	doc = show();
+	dec = json_object_get(doc, "decisions");
+	assert_true(json_array_size(dec) >= 1);
+	json_array_foreach(dec, i, lc)
+		grow |= strncmp(jstr(lc, "text"), "grow to ", 8) == 0 &&
+			strstr(jstr(lc, "text"), "% busy for") != NULL;
+	if (!grow)
+		fail_msg("show: no decision reads \"grow to N vCPUs: vCPUs N %% busy for S s\"");
+	lc = json_object_get(doc, "last_change");
+	assert_true(json_is_object(lc));
+	assert_non_null(strstr(jstr(lc, "reason"), ": grow to "));
+	live_state(&st);
+	assert_true(hp_state_vcpus(&st) >= 2);
+	assert_int_equal(jint(doc, "vcpus"), hp_state_vcpus(&st));
+	assert_string_equal(jstr(json_object_get(doc, "scheduler"), "kind"), "arbiter");
+	assert_string_equal(jstr(json_object_get(doc, "monitor"), "kind"), "none");
+	assert_string_equal(jstr(json_object_get(doc, "policy"), "cpu"), "reactive");
+	json_decref(doc);
+	/* The text view says the same. */
+	assert_int_equal(vmactl("show", fx.g.name, NULL), 0);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "Decisions:"));
+	assert_non_null(strstr(text, "decision: grow to "));
+	if (getenv("VMACT_TEST_VERBOSE"))
+		printf("---- vmactl show ----\n%s", text);
+	free(text);
+}
+
+static bool bounds_shown(void *unused)
+{
+	json_t *doc = show(), *b = json_object_get(doc, "bounds");
+	bool ok = jint(json_object_get(b, "max"), "milli_cpu") == 2000 &&
+		  jint(json_object_get(b, "min"), "mem_bytes") == 768ll << 20;
+
+	json_decref(doc);
+	return ok;
+}
+
+static void vmactl_set(void **state)
+{
+	struct hp_meta live, conf;
+	char *text;
+
+	(void)state;
+	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "2", "--min-memory", "768Mi", NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_int_equal(live.max.milli_cpu, 2000);
+	assert_int_equal(live.min.mem_bytes, 768ull << 20);
+	assert_int_equal(live.min.milli_cpu, 1000);
+	assert_int_equal(live.max.mem_bytes, 1536ull << 20);
+	assert_int_equal(conf.max.milli_cpu, 2000);
+	assert_int_equal(conf.min.mem_bytes, 768ull << 20);
+	if (!wait_until(bounds_shown, NULL, LIMIT_S))
+		fail_msg("show never had the new bounds");
+
+	/* Refused as the metadata reader refuses it; nothing changes. */
+	assert_int_equal(vmactl("set", fx.g.name, "--min-cpu", "3", NULL), 1);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "min 3000 m above max 2000 m"));
+	free(text);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	assert_int_equal(live.min.milli_cpu, 1000);
+	assert_int_equal(vmactl("set", fx.g.name, NULL), 2);
+	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "two", NULL), 2);
+}
+
+static bool state_is(void *want)
+{
+	json_t *doc = show();
+	bool ok = strcmp(jstr(doc, "state"), want) == 0;
+
+	json_decref(doc);
+	return ok;
+}
+
+static void vmactl_pause(void **state)
+{
+	struct hp_meta live, conf;
+	struct hp_state before, after;
+	unsigned resizes;
+	json_t *doc;
+
+	(void)state;
+	assert_int_equal(vmactl("pause", fx.g.name, "--json", NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_true(live.paused);
+	assert_true(conf.paused);
+	if (!wait_until(state_is, "paused", LIMIT_S))
+		fail_msg("show never said paused");
+	/* Paused: a busy guest keeps its size. */
+	live_state(&before);
+	resizes = th_count_in_file(fx.log, "resizing from");
+	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
+	sleep(3);
+	live_state(&after);
+	assert_int_equal(hp_state_vcpus(&after), hp_state_vcpus(&before));
+	assert_int_equal(th_count_in_file(fx.log, "resizing from"), resizes);
+	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
+	doc = vmactl_json("status", NULL);
+	assert_string_equal(jstr(find_vm(doc), "state"), "paused");
+	json_decref(doc);
+
+	assert_int_equal(vmactl("resume", fx.g.name, NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_false(live.paused);
+	assert_false(conf.paused);
+	if (!wait_until(state_is, "managed", LIMIT_S))
+		fail_msg("show never said managed again");
+	/* Paused again for the restart case. */
+	assert_int_equal(vmactl("pause", fx.g.name, NULL), 0);
+}
+
+static void vmactl_restart(void **state)
+{
+	json_t *doc, *b;
+
+	(void)state;
+	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	unlink(fx.log);
+	spawn_daemon();
+	if (!wait_until(log_has, "ready: managing 1 VM", LIMIT_S))
+		fail_msg("the new vmactd did not become ready");
+	doc = show();
+	b = json_object_get(doc, "bounds");
+	assert_int_equal(jint(json_object_get(b, "max"), "milli_cpu"), 2000);
+	assert_int_equal(jint(json_object_get(b, "min"), "mem_bytes"), 768ll << 20);
+	assert_string_equal(jstr(doc, "state"), "paused");
+	json_decref(doc);
+	assert_int_equal(vmactl("resume", fx.g.name, NULL), 0);
+	if (!wait_until(state_is, "managed", LIMIT_S))
+		fail_msg("show never said managed after resume");
+}
+
+/* tmux's screen of the session. */
+static char *screen(void)
+{
+	char cmd[256];
+	FILE *p;
+	char *buf = calloc(1, 65536);
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "tmux capture-pane -p -t %s 2>/dev/null", fx.tmux);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(buf, 1, 65535, p);
+	buf[n] = 0;
+	pclose(p);
+	return buf;
+}
+
+static bool top_shows_vm(void *unused)
+{
+	char *s = screen();
+	bool ok = strstr(s, "vmactl top") && strstr(s, fx.g.name) && strstr(s, " managed ");
+
+	free(s);
+	return ok;
+}
+
+static bool tmux_gone(void *unused)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "tmux has-session -t %s 2>/dev/null", fx.tmux);
+	return system(cmd) != 0;
+}
+
+static void vmactl_top(void **state)
+{
+	char cmd[PATH_MAX + 512], *s, *row;
+	struct hp_state st;
+	unsigned vcpus = 0;
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "tmux new-session -d -s %s -x 200 -y 40 '%s --socket %s top'",
+		 fx.tmux, vmactl_path, fx.sock);
+	assert_int_equal(system(cmd), 0);
+	if (!wait_until(top_shows_vm, NULL, LIMIT_S)) {
+		s = screen();
+		fail_msg("vmactl top never showed the VM; screen:\n%s", s);
+	}
+	s = screen();
+	if (getenv("VMACT_TEST_VERBOSE"))
+		printf("---- vmactl top (tmux capture-pane) ----\n%s", s);
+	row = strstr(s, fx.g.name);
+	assert_non_null(row);
+	live_state(&st);
+	/* The row: NAME STATE VCPUS ...; the vCPUs column is libvirt's. */
+	assert_int_equal(sscanf(row + strlen(fx.g.name), " managed %u", &vcpus), 1);
+	assert_int_equal(vcpus, hp_state_vcpus(&st));
+	assert_non_null(strstr(s, "LAST CHANGE"));
+	free(s);
+	/* q quits. */
+	snprintf(cmd, sizeof(cmd), "tmux send-keys -t %s q", fx.tmux);
+	assert_int_equal(system(cmd), 0);
+	if (!wait_until(tmux_gone, NULL, LIMIT_S))
+		fail_msg("vmactl top did not quit on q");
+}
+
+static void vmactl_refused(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(fx.out, O_WRONLY | O_TRUNC | O_CREAT, 0666);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(100);
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(101);
+		execl(vmactl_path, vmactl_path, "--socket", fx.sock, "status", (char *)NULL);
+		_exit(102);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	{
+		char *text = th_read_file(fx.out);
+
+		assert_non_null(strstr(text, "cannot reach vmactd"));
+		free(text);
+	}
+	assert_false(daemon_died());
+	/* The daemon stops cleanly (under ASan: no leak) with its API. */
+	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(access(fx.sock, F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(vmactl_status),
+		cmocka_unit_test(vmactl_events),
+		cmocka_unit_test(vmactl_set),
+		cmocka_unit_test(vmactl_pause),
+		cmocka_unit_test(vmactl_restart),
+		cmocka_unit_test(vmactl_top),
+		cmocka_unit_test(vmactl_refused),
+	};
+	char self[PATH_MAX], *dir;
+	ssize_t n;
+
+	if (geteuid() != 0) {
+		printf("test_vmactl: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	dir = dirname(self);
+	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dir);
+	snprintf(vmactl_path, sizeof(vmactl_path), "%s/../../vmactl", dir);
+	return cmocka_run_group_tests_name("vmactl", tests, setup, teardown);
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The control API's pure parts: the JSON views' field names and nulls
+ * (doc/control-api.md), the event ring's numbering and bounds, the
+ * decision reasons operators read, and the metadata edits behind
+ * `vmactl set/pause/resume` (validated as the reader validates). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "actuator/control-json.h"
+#include "actuator/cpu-demand.h"
+#include "actuator/events.h"
+#include "hotplug/hotplug.h"
+
+static void fill_managed(struct act_vm_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "db-1");
+	snprintf(v->uuid, sizeof(v->uuid), "0b5a3c1e-0000-4000-8000-000000000001");
+	v->state = ACT_VM_MANAGED;
+	v->vcpus = 2;
+	v->quota_milli = 1250;
+	v->mem_bytes = 1ull << 30;
+	v->using_ = (struct vmact_resources){ 1250, 1ull << 30 };
+	v->min = (struct vmact_resources){ 250, 512ull << 20 };
+	v->max = (struct vmact_resources){ 4000, 2ull << 30 };
+	v->cu = (struct vmact_resources){ 250, 1ull << 30 };
+	v->has_demand = true;
+	v->demand_class = "saturated";
+	v->busy = 0.98;
+	v->demand_cpus = 1.96;
+	v->has_goal = true;
+	v->goal_milli = 1500;
+	v->policy_cpu = "reactive";
+	v->policy_shrink = "quota";
+	snprintf(v->policy_source, sizeof(v->policy_source), "host");
+	v->load_target = 0.9;
+	v->mem_usage_target = 0.75;
+	v->scheduler = "arbiter";
+	v->monitor_kind = "vm-monitor";
+	snprintf(v->monitor_endpoint, sizeof(v->monitor_endpoint), "ws://10.0.0.2:10301/monitor");
+	v->monitor_connected = true;
+}
+
+static void views(void **state)
+{
+	struct act_vm_view v;
+	json_t *o, *d;
+
+	(void)state;
+	fill_managed(&v);
+	o = act_json_vm(&v, false);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "name")), "db-1");
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "managed");
+	assert_int_equal(json_integer_value(json_object_get(o, "vcpus")), 2);
+	assert_int_equal(json_integer_value(json_object_get(o, "quota_milli_cpu")), 1250);
+	assert_int_equal(json_integer_value(json_object_get(o, "mem_bytes")), 1ll << 30);
+	/* Unknown figures are null, never a 0 that reads as a measurement. */
+	assert_true(json_is_null(json_object_get(o, "load1")));
+	assert_true(json_is_null(json_object_get(o, "permit")));
+	assert_true(json_is_null(json_object_get(o, "desired")));
+	assert_true(json_is_null(json_object_get(o, "last_change")));
+	d = json_object_get(o, "demand");
+	assert_string_equal(json_string_value(json_object_get(d, "class")), "saturated");
+	assert_int_equal(json_integer_value(json_object_get(d, "goal_milli_cpu")), 1500);
+	/* The list leaves the detail out. */
+	assert_null(json_object_get(o, "bounds"));
+	assert_null(json_object_get(o, "policy"));
+	json_decref(o);
+
+	v.has_permit = true;
+	v.permit = (struct vmact_resources){ 2000, 2ull << 30 };
+	v.last_change_usec = 1700000000123456ull;
+	snprintf(v.last_change, sizeof(v.last_change), "to 2 CPU / 1Gi: grow to 2 vCPUs");
+	v.state = ACT_VM_PAUSED;
+	o = act_json_vm(&v, true);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "paused");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "permit"), "milli_cpu")),
+			 2000);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "last_change"),
+								 "reason")),
+			    "to 2 CPU / 1Gi: grow to 2 vCPUs");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(json_object_get(o, "bounds"), "max"), "milli_cpu")),
+			 4000);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "policy"), "cpu")),
+			    "reactive");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "scheduler"),
+								 "kind")),
+			    "arbiter");
+	assert_true(json_is_null(json_object_get(json_object_get(o, "scheduler"), "url")));
+	assert_true(json_is_true(json_object_get(json_object_get(o, "monitor"), "connected")));
+	assert_true(json_is_false(json_object_get(o, "resizing")));
+	json_decref(o);
+
+	memset(&v, 0, sizeof(v));
+	snprintf(v.name, sizeof(v.name), "broken");
+	v.state = ACT_VM_UNMANAGED;
+	snprintf(v.reason, sizeof(v.reason), "vmact metadata: <vmact:autoscaling>: missing element <vmact:cpu>");
+	o = act_json_vm(&v, true);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "not-managed");
+	assert_non_null(strstr(json_string_value(json_object_get(o, "reason")), "<vmact:cpu>"));
+	/* Nothing else is claimed about a VM vmactd does not manage. */
+	assert_null(json_object_get(o, "vcpus"));
+	json_decref(o);
+}
+
+static void ring(void **state)
+{
+	struct act_events *e;
+	const struct act_event *ev;
+	json_t *o;
+	uint64_t seq;
+	unsigned n = 0;
+
+	(void)state;
+	assert_int_equal(act_events_new(4, &e), 0);
+	assert_null(act_events_after(e, 0));
+	assert_int_equal(act_events_last_seq(e), 0);
+	for (int i = 1; i <= 6; i++)
+		act_event(e, i % 2 ? "a" : "b", ACT_EV_RESIZE, json_pack("{s:i}", "i", i), "event %d", i);
+	/* A non-object is dropped, the event kept. */
+	act_event(e, "a", ACT_EV_ERROR, json_string("x"), "event 7");
+	assert_int_equal(act_events_last_seq(e), 7);
+	/* Capacity 4: 4..7 are held; asking from 0 starts at the oldest. */
+	ev = act_events_after(e, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->seq, 4);
+	for (seq = 0; (ev = act_events_after(e, seq)); seq = ev->seq)
+		n++;
+	assert_int_equal(n, 4);
+	ev = act_events_after(e, 6);
+	assert_string_equal(ev->text, "event 7");
+	assert_true(json_is_object(ev->fields));
+	assert_null(act_events_after(e, 7));
+	assert_null(act_events_after(e, 100));
+	o = act_json_event(act_events_after(e, 5));
+	assert_int_equal(json_integer_value(json_object_get(o, "seq")), 6);
+	assert_string_equal(json_string_value(json_object_get(o, "kind")), "resize");
+	assert_string_equal(json_string_value(json_object_get(o, "vm")), "b");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "fields"), "i")), 6);
+	assert_true(json_number_value(json_object_get(o, "time")) > 1.6e9);
+	json_decref(o);
+	act_events_free(e);
+	/* No ring: nothing recorded, the fields freed (ASan's leak check). */
+	act_event(NULL, "a", ACT_EV_DECISION, json_object(), "nowhere");
+}
+
+static void reasons(void **state)
+{
+	struct act_cpu_decision d = {
+		.cls = ACT_CPU_SATURATED, .busy = 0.98, .span = 400000000, .goal_milli = 2000,
+	};
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(act_cpu_decision_reason(&d, 1000, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy for 0.4 s");
+	d.cls = ACT_CPU_OK;
+	d.goal_milli = 750;
+	d.slow = 0.41;
+	d.busy = 0.2;
+	assert_int_equal(act_cpu_decision_reason(&d, 2000, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "shrink to 1 vCPU (0.750 CPU): 0.41 CPUs used on average (slow), "
+				 "vCPUs 20 % busy");
+	d.goal_milli = 1000;
+	assert_int_equal(act_cpu_decision_reason(&d, 1000, buf, sizeof(buf)), 0);
+	if (strncmp(buf, "stay at 1 vCPU (1.000 CPU): ", 28) != 0)
+		fail_msg("%s", buf);
+	d.cls = ACT_CPU_THROTTLED;
+	d.goal_milli = 1500;
+	d.throttled = 0.3;
+	assert_int_equal(act_cpu_decision_reason(&d, 1000, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "grow to 2 vCPUs (1.500 CPU): throttled by its quota 30 %"));
+	assert_int_equal(act_cpu_decision_reason(&d, 1000, buf, 10), -1);
+}
+
+#define META "<autoscaling enabled=\"true\"><cpu min=\"1\" max=\"4\"/>" \
+	     "<memory min=\"512Mi\" max=\"2Gi\" method=\"virtio-mem\"/>" \
+	     "<!-- the operator's --><monitor endpoint=\"ws://127.0.0.1:1/m\"/></autoscaling>"
+
+static void meta_edit(void **state)
+{
+	struct hp_meta_change ch = { 0 };
+	struct vmact_err err = { 0 };
+	struct hp_meta m;
+	char *out = NULL;
+
+	(void)state;
+	ch.set_max_cpu = true;
+	ch.max_milli_cpu = 2500;
+	ch.set_min_mem = true;
+	ch.min_mem_bytes = 1ull << 30;
+	assert_int_equal(hp_meta_edit(META, &ch, &out, &m, &err), 0);
+	assert_int_equal(m.max.milli_cpu, 2500);
+	assert_int_equal(m.min.milli_cpu, 1000);
+	assert_int_equal(m.min.mem_bytes, 1ull << 30);
+	assert_string_equal(m.monitor, "ws://127.0.0.1:1/m");
+	assert_false(m.paused);
+	/* Everything else stays as the operator wrote it. */
+	assert_non_null(strstr(out, "<!-- the operator's -->"));
+	assert_non_null(strstr(out, "max=\"2500m\""));
+	free(out);
+
+	/* Pause and resume: the root's paused attribute. */
+	memset(&ch, 0, sizeof(ch));
+	ch.set_paused = true;
+	ch.paused = true;
+	assert_int_equal(hp_meta_edit(META, &ch, &out, &m, &err), 0);
+	assert_true(m.paused);
+	ch.paused = false;
+	{
+		char *again = NULL;
+
+		assert_int_equal(hp_meta_edit(out, &ch, &again, &m, &err), 0);
+		assert_false(m.paused);
+		assert_null(strstr(again, "paused"));
+		free(again);
+	}
+	free(out);
+
+	/* Refused exactly as the reader refuses: min above max. */
+	memset(&ch, 0, sizeof(ch));
+	ch.set_min_cpu = true;
+	ch.min_milli_cpu = 5000;
+	assert_int_equal(hp_meta_edit(META, &ch, &out, NULL, &err), -ERANGE);
+	assert_null(out);
+	assert_non_null(strstr(err.msg, "min 5000 m above max 4000 m"));
+	vmact_err_reset(&err);
+	memset(&ch, 0, sizeof(ch));
+	ch.set_max_mem = true;
+	ch.max_mem_bytes = 256ull << 20;
+	assert_true(hp_meta_edit(META, &ch, &out, NULL, &err) < 0);
+	if (!strstr(err.msg, "<vmact:memory>: min above max"))
+		fail_msg("message: %s", err.msg);
+	/* Broken metadata is not edited. */
+	vmact_err_reset(&err);
+	assert_true(hp_meta_edit("<autoscaling enabled=\"true\"/>", &ch, &out, NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "missing element"));
+	assert_true(hp_meta_edit(META "x", &ch, &out, NULL, &err) < 0);
+	/* The reader: paused must be true or false. */
+	vmact_err_reset(&err);
+	assert_true(hp_meta_parse("<autoscaling enabled=\"true\" paused=\"yes\"><cpu min=\"1\" max=\"2\"/>"
+				  "<memory min=\"1Gi\" max=\"2Gi\" method=\"dimm\"/></autoscaling>",
+				  &m, &err) < 0);
+	assert_non_null(strstr(err.msg, "'paused'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(views),
+		cmocka_unit_test(ring),
+		cmocka_unit_test(reasons),
+		cmocka_unit_test(meta_edit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
