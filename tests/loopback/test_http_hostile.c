@@ -27,6 +27,7 @@
 #include "base/macro.h"
 #include "agent-glue/arbiter.h"
 #include "agent-glue/http-server.h"
+#include "tests/lib/flood.h"
 #include "tests/lib/net.h"
 #include "tests/lib/wait.h"
 #include "tests/lib/file.h"
@@ -35,18 +36,13 @@
 #define GiB (1024ULL * 1024 * 1024)
 #define FAR_USEC (600ULL * 1000000ULL)
 
-static const char partial_header[] = "POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
 static const char good_request[] = "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
 struct hostile {
-	sd_event *ev;
+	struct th_flood fl; /* fl.ev is the server's loop */
 	struct ag_http_server *srv;
 	struct ag_arbiter *arb;
-	unsigned port;
-	char unix_path[80];
 	unsigned handled;
-	int *fds;
-	unsigned nfds;
 };
 
 static void answer(void *ud, const struct ag_http_server_request *req,
@@ -71,23 +67,21 @@ static void server_start(struct hostile *h, const char *listen, unsigned conn_li
 	struct vmact_err err = { 0 };
 
 	memset(h, 0, sizeof(*h));
-	assert_int_equal(sd_event_new(&h->ev), 0);
-	if (ag_http_server_new(h->ev, &cfg, answer, h, &h->srv, &err) < 0)
+	assert_int_equal(sd_event_new(&h->fl.ev), 0);
+	if (ag_http_server_new(h->fl.ev, &cfg, answer, h, &h->srv, &err) < 0)
 		fail_msg("server: %s", err.msg);
-	h->port = ag_http_server_port(h->srv);
+	h->fl.port = ag_http_server_port(h->srv);
 	if (strncmp(listen, "unix:", 5) == 0)
-		snprintf(h->unix_path, sizeof(h->unix_path), "%s", listen + 5);
+		snprintf(h->fl.unix_path, sizeof(h->fl.unix_path), "%s", listen + 5);
 }
 
 static void hostile_free(struct hostile *h)
 {
-	for (unsigned i = 0; i < h->nfds; i++)
-		if (h->fds[i] >= 0)
-			close(h->fds[i]);
-	free(h->fds);
+	th_flood_close(&h->fl);
+	free(h->fl.fds);
 	ag_http_server_free(h->srv);
 	ag_arbiter_free(h->arb);
-	sd_event_unref(h->ev);
+	sd_event_unref(h->fl.ev);
 }
 
 static unsigned connections(struct hostile *h)
@@ -97,140 +91,27 @@ static unsigned connections(struct hostile *h)
 	return ag_http_server_connections(h->srv);
 }
 
-/* A non-blocking connection to the server from src (a loopback address;
- * NULL = 127.0.0.1), or to its unix socket. -EAGAIN: a full unix socket
- * backlog, try again after the server ran. */
-static int peer_open(struct hostile *h, const char *src)
-{
-	int fd;
-
-	if (h->unix_path[0]) {
-		struct sockaddr_un a = { .sun_family = AF_UNIX };
-
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
-		snprintf(a.sun_path, sizeof(a.sun_path), "%s", h->unix_path);
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-			int e = errno;
-
-			close(fd);
-			return -e;
-		}
-		return fd;
-	}
-
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)h->port) };
-	struct sockaddr_in from = { .sin_family = AF_INET };
-
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	inet_pton(AF_INET, src ? src : "127.0.0.1", &from.sin_addr);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 ||
-	    (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != EINPROGRESS)) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
-/* Sends all of text once fd has connected; false while it has not. */
-static bool peer_send(int fd, const char *text)
-{
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-	size_t len = strlen(text);
-
-	if (poll(&p, 1, 0) != 1)
-		return false;
-	/* A connection the server already closed counts as sent: it was
-	 * accepted, which is what the flood is about. */
-	if (send(fd, text, len, MSG_NOSIGNAL) < 0 && (errno == EAGAIN || errno == EINPROGRESS))
-		return false;
-	return true;
-}
-
-/* Opens n connections, source addresses cycling through srcs (NULL: all
- * from 127.0.0.1), each sending the partial header once connected, while
- * the server's loop runs. Every one must get through: a server that stops
- * accepting leaves them in a full backlog. */
+/* n connections holding a partial header each, while the server's loop
+ * runs: every one must get through. */
 static void flood(struct hostile *h, unsigned n, const char *const *srcs, unsigned nsrcs)
 {
-	unsigned base = h->nfds, opened = 0, sent = 0;
-	bool *done = calloc(n, sizeof(*done));
-	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
+	unsigned got = 0;
+	int r = th_flood(&h->fl, n, srcs, nsrcs, &got);
 
-	assert_non_null(done);
-	h->fds = realloc(h->fds, (base + n) * sizeof(*h->fds));
-	assert_non_null(h->fds);
-	while (sent < n && vmact_now_usec() < end) {
-		bool progress = false;
-
-		if (opened < n) {
-			int fd = peer_open(h, srcs ? srcs[opened % nsrcs] : NULL);
-
-			if (fd >= 0) {
-				h->fds[base + opened++] = fd;
-				h->nfds = base + opened;
-				progress = true;
-			} else if (fd != -EAGAIN) {
-				fail_msg("connect: %s", strerror(-fd));
-			}
-		}
-		sd_event_run(h->ev, 0);
-		for (unsigned i = 0; i < opened; i++) {
-			if (!done[i] && peer_send(h->fds[base + i], partial_header)) {
-				done[i] = true;
-				sent++;
-				progress = true;
-			}
-		}
-		if (!progress)
-			sd_event_run(h->ev, 10000);
-	}
-	free(done);
-	if (sent < n)
-		fail_msg("flood: only %u of %u connections got through (%u connected)", sent, n,
-			 opened);
+	if (r < 0)
+		fail_msg("flood: %s; %u of %u connections got through", strerror(-r), got, n);
 }
 
-/* Connects from src, sends req and reads the reply to EOF while the loop
- * runs; fails unless it contains want. */
+/* A well-formed request from src must be answered with want in it. */
 static void expect_reply(struct hostile *h, const char *src, const char *req, const char *want)
 {
 	char buf[4096];
-	size_t len = 0;
-	int fd = -EAGAIN;
-	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
-	bool sent = false, eof = false;
+	int r = th_flood_request(&h->fl, src, req, strlen(req), buf, sizeof(buf));
 
-	while (fd == -EAGAIN && vmact_now_usec() < end) {
-		fd = peer_open(h, src);
-		if (fd == -EAGAIN)
-			sd_event_run(h->ev, 10000);
-	}
-	if (fd < 0)
-		fail_msg("connect: %s", strerror(-fd));
-	buf[0] = '\0';
-	while (!eof && vmact_now_usec() < end) {
-		ssize_t n;
-
-		if (!sent)
-			sent = peer_send(fd, req);
-		sd_event_run(h->ev, 10000);
-		if (!sent)
-			continue;
-		n = th_read_some(fd, buf, sizeof(buf), &len);
-		eof = n == 0 || n == -ECONNRESET || n == -ENOSPC;
-	}
-	close(fd);
-	if (!strstr(buf, want))
-		fail_msg("%s: no reply with \"%s\" (connected and sent: %s; got \"%s\")",
-			 h->unix_path[0] ? h->unix_path : src ? src : "127.0.0.1", want,
-			 sent ? "yes" : "no", buf);
+	if (r < 0 || !strstr(buf, want))
+		fail_msg("%s: no reply with \"%s\" (%s; got \"%s\")",
+			 h->fl.unix_path[0] ? h->fl.unix_path : src ? src : "127.0.0.1", want,
+			 r < 0 ? strerror(-r) : "answered", buf);
 }
 
 /* Drives the loop until the server holds at most n connections. */
@@ -239,17 +120,14 @@ static void settle(struct hostile *h, unsigned n)
 	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
 	while (connections(h) > n && vmact_now_usec() < end)
-		sd_event_run(h->ev, 10000);
+		sd_event_run(h->fl.ev, 10000);
 	if (connections(h) > n)
 		fail_msg("server still holds %u connections, expected at most %u", connections(h), n);
 }
 
 static void close_flood(struct hostile *h)
 {
-	for (unsigned i = 0; i < h->nfds; i++)
-		if (h->fds[i] >= 0)
-			close(h->fds[i]);
-	h->nfds = 0;
+	th_flood_close(&h->fl);
 }
 
 /* 4x the limit from the good client's own address (one client, so its
@@ -306,10 +184,10 @@ static void test_flood_spares_other_clients(void **state)
 	for (unsigned i = 0; i < ARRAY_SIZE(victims); i++) {
 		uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
 
-		victims[i] = peer_open(&h, "127.0.0.3");
+		victims[i] = th_flood_open(&h.fl, "127.0.0.3");
 		assert_true(victims[i] >= 0);
-		while (!peer_send(victims[i], head) && vmact_now_usec() < end)
-			sd_event_run(h.ev, 10000);
+		while (!th_flood_send(victims[i], head) && vmact_now_usec() < end)
+			sd_event_run(h.fl.ev, 10000);
 	}
 	flood(&h, 4 * 32, attacker, 1);
 	settle(&h, 8 + 16);
@@ -319,7 +197,7 @@ static void test_flood_spares_other_clients(void **state)
 
 		buf[0] = '\0';
 		assert_int_equal(send(victims[i], "\r\n", 2, MSG_NOSIGNAL), 2);
-		assert_true(th_read_until_eof(h.ev, victims[i], buf, sizeof(buf), &len));
+		assert_true(th_read_until_eof(h.fl.ev, victims[i], buf, sizeof(buf), &len));
 		close(victims[i]);
 		if (!strstr(buf, "HTTP/1.1 201"))
 			fail_msg("victim %u was cut: \"%s\"", i, buf);
@@ -386,11 +264,11 @@ static void test_arbiter_flood(void **state)
 	if (!raise_nofile(2 * n + 512))
 		skip();
 	memset(&h, 0, sizeof(h));
-	assert_int_equal(sd_event_new(&h.ev), 0);
+	assert_int_equal(sd_event_new(&h.fl.ev), 0);
 	if (ag_arbiter_new(&cfg, &h.arb, &err) < 0 ||
-	    ag_arbiter_listen(h.arb, h.ev, "127.0.0.1:0", &err) < 0)
+	    ag_arbiter_listen(h.arb, h.fl.ev, "127.0.0.1:0", &err) < 0)
 		fail_msg("arbiter: %s", err.msg);
-	h.port = ag_arbiter_port(h.arb);
+	h.fl.port = ag_arbiter_port(h.arb);
 	snprintf(req, sizeof(req),
 		 "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 		 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd's own servers — the control API (unix socket, root only) and the
+ * Prometheus endpoint (loopback TCP) — against hostile local clients: a
+ * slowloris flood of several times each server's connection limit, an
+ * oversized header, a body that never completes, garbage bytes. A
+ * well-formed request must be answered during and after each, and the
+ * daemon's descriptors and memory stay within the documented bounds
+ * (README, "Reliability and security"): at most the servers' connection
+ * limits above its idle count while attacked, back to it afterwards, and
+ * less than 16 MiB more resident memory. Root: the control API answers
+ * uid 0 only. Time limits are safety nets, not assertions about speed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "tests/lib/file.h"
+#include "tests/lib/flood.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+/* The servers' connection limits (actuator/control.c, metrics-server.c;
+ * README). */
+#define CONTROL_CONN_LIMIT 64
+#define METRICS_CONN_LIMIT 16
+#define RSS_GROWTH_KIB (16 * 1024)
+
+static char vmactd_path[PATH_MAX + 16];
+
+static struct {
+	struct th_proc proc;
+	char dir[64], config[96], sock[96], log[96];
+	unsigned metrics_port;
+	unsigned idle_fds;
+	long idle_rss_kib;
+} fx;
+
+static const char metrics_get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+static const char control_get[] = "GET /v1/vms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+static unsigned daemon_fds(void)
+{
+	char path[64];
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)fx.proc.pid);
+	if (!(d = opendir(path)))
+		fail_msg("vmactd is gone");
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static long daemon_rss_kib(void)
+{
+	char path[64], *buf, *p;
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)fx.proc.pid);
+	buf = th_read_file(path);
+	if (buf && (p = strstr(buf, "VmRSS:")))
+		kib = strtol(p + 6, NULL, 10);
+	free(buf);
+	if (kib < 0)
+		fail_msg("no VmRSS for vmactd");
+	return kib;
+}
+
+static void assert_alive(void)
+{
+	if (kill(fx.proc.pid, 0) < 0)
+		fail_msg("vmactd died");
+}
+
+/* The request must be answered with want in the status line. */
+static void expect(struct th_flood *f, const char *req, const char *want)
+{
+	char buf[8192];
+	int r = th_flood_request(f, NULL, req, strlen(req), buf, sizeof(buf));
+
+	if (r < 0 || strncmp(buf, want, strlen(want)) != 0)
+		fail_msg("%s: no \"%s\" answer (%s; got \"%.120s\")",
+			 f->unix_path[0] ? f->unix_path : "metrics", want,
+			 r < 0 ? strerror(-r) : "answered", buf);
+}
+
+/* Bad input, each on its own connection: the answer (if any) is an
+ * error, never a crash or a hang. */
+static void bad_input(struct th_flood *f)
+{
+	static const char truncated[] =
+		"POST /v1/vms/x/bounds HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n{\"min_cpu\":";
+	static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\xff\r\n\r\n\x00\x01garbage\r\n\r\n";
+	size_t big_len = 256 * 1024;
+	char *big = malloc(big_len + 64), buf[4096];
+	int fd;
+
+	assert_non_null(big);
+	/* An oversized header line: refused, the connection closed. */
+	strcpy(big, "GET /v1/vms HTTP/1.1\r\nX-Big: ");
+	memset(big + strlen(big), 'a', big_len - strlen(big));
+	memcpy(big + big_len, "\r\n\r\n", 5);
+	assert_int_equal(th_flood_request(f, NULL, big, big_len + 4, buf, sizeof(buf)), 0);
+	if (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)
+		fail_msg("oversized header answered \"%.80s\"", buf);
+	free(big);
+	/* Garbage: an error or a closed connection. */
+	assert_int_equal(th_flood_request(f, NULL, garbage, sizeof(garbage) - 1, buf, sizeof(buf)),
+			 0);
+	if (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)
+		fail_msg("garbage answered \"%.80s\"", buf);
+	/* A body that never completes, and the client leaves. */
+	fd = th_flood_open(f, NULL);
+	assert_true(fd >= 0);
+	{
+		uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
+
+		while (!th_flood_send(fd, truncated) && vmact_now_usec() < end)
+			usleep(10000);
+	}
+	close(fd);
+}
+
+/* A flood of 4x the server's limit holding partial headers; a good
+ * request is served meanwhile, the daemon holds at most limit more
+ * descriptors; after they close it is served again. */
+static void attack(struct th_flood *f, unsigned limit, const char *good, const char *want)
+{
+	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
+	unsigned got = 0, fds;
+	int r;
+
+	r = th_flood(f, 4 * limit, f->unix_path[0] ? NULL : srcs, f->unix_path[0] ? 0 : 4, &got);
+	if (r < 0)
+		fail_msg("flood: %s: %u of %u connections got through", strerror(-r), got,
+			 4 * limit);
+	expect(f, good, want);
+	fds = daemon_fds();
+	print_message("%s: %u partial headers held open; vmactd has %u descriptors (idle %u)\n",
+		      f->unix_path[0] ? "control" : "metrics", 4 * limit, fds, fx.idle_fds);
+	if (fds > fx.idle_fds + limit + 2)
+		fail_msg("vmactd holds %u descriptors under the flood, idle %u + limit %u", fds,
+			 fx.idle_fds, limit);
+	th_flood_close(f);
+	bad_input(f);
+	expect(f, good, want);
+	assert_alive();
+}
+
+static bool fds_back(void)
+{
+	return daemon_fds() <= fx.idle_fds;
+}
+
+static void test_control_hostile(void **state)
+{
+	struct th_flood f = { 0 };
+
+	(void)state;
+	snprintf(f.unix_path, sizeof(f.unix_path), "%s", fx.sock);
+	expect(&f, control_get, "HTTP/1.1 200");
+	attack(&f, CONTROL_CONN_LIMIT, control_get, "HTTP/1.1 200");
+	free(f.fds);
+}
+
+static void test_metrics_hostile(void **state)
+{
+	struct th_flood f = { .port = fx.metrics_port };
+
+	(void)state;
+	expect(&f, metrics_get, "HTTP/1.1 200");
+	attack(&f, METRICS_CONN_LIMIT, metrics_get, "HTTP/1.1 200");
+	free(f.fds);
+}
+
+/* After both attacks: descriptors back to the idle count, resident
+ * memory within its bound. */
+static void test_after(void **state)
+{
+	long rss;
+
+	(void)state;
+	if (!TH_WAIT(NULL, fds_back(), TH_SAFETY_USEC))
+		fail_msg("vmactd still holds %u descriptors, %u when idle", daemon_fds(),
+			 fx.idle_fds);
+	rss = daemon_rss_kib();
+	print_message("vmactd: %u descriptors (idle %u), RSS %ld KiB (idle %ld KiB)\n",
+		      daemon_fds(), fx.idle_fds, rss, fx.idle_rss_kib);
+	assert_true(rss - fx.idle_rss_kib < RSS_GROWTH_KIB);
+	assert_alive();
+}
+
+static bool started(void)
+{
+	char *buf = th_read_file(fx.log), *at;
+	bool ok = buf && strstr(buf, "vmactd: started");
+
+	if (ok && (at = strstr(buf, "metrics: serving")) && (at = strstr(at, "(port ")))
+		sscanf(at, "(port %u)", &fx.metrics_port);
+	free(buf);
+	return ok || kill(fx.proc.pid, 0) < 0;
+}
+
+static int setup(void **state)
+{
+	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE };
+	const char *argv[] = { vmactd_path, "--config", fx.config, NULL };
+	char text[1024];
+	struct rlimit rl;
+
+	(void)state;
+	/* Room for this side of every flood connection. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
+	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 4096)) {
+		rl.rlim_cur = 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	snprintf(fx.dir, sizeof(fx.dir), "/tmp/vmactd-hostile-XXXXXX");
+	if (!mkdtemp(fx.dir))
+		return -1;
+	snprintf(fx.config, sizeof(fx.config), "%s/vmactd.json", fx.dir);
+	snprintf(fx.sock, sizeof(fx.sock), "%s/ctl.sock", fx.dir);
+	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"vmactd-hostile-%d-none-\"},"
+		 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/vmactd-hostile-%d\"},"
+		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
+		 "\"metrics\":{\"listen\":\"127.0.0.1:0\"}}",
+		 (int)getpid(), (int)getpid(), fx.sock, fx.dir);
+	o.out_path = fx.log;
+	if (th_write_file(fx.config, text) < 0 || th_spawn(&fx.proc, argv, &o) < 0)
+		return -1;
+	if (!TH_WAIT(NULL, started(), TH_SAFETY_USEC) || !fx.metrics_port) {
+		fprintf(stderr, "vmactd did not start with a metrics port; its log:\n");
+		char *buf = th_read_file(fx.log);
+
+		fprintf(stderr, "%s\n", buf ? buf : "(none)");
+		free(buf);
+		return -1;
+	}
+	{
+		struct th_flood f = { .port = fx.metrics_port };
+		char buf[256];
+
+		/* Warm: the first answer allocates what later ones reuse. */
+		th_flood_request(&f, NULL, metrics_get, strlen(metrics_get), buf, sizeof(buf));
+	}
+	fx.idle_fds = daemon_fds();
+	fx.idle_rss_kib = daemon_rss_kib();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	int status;
+
+	(void)state;
+	if (fx.proc.pid > 0) {
+		kill(fx.proc.pid, SIGTERM);
+		status = th_proc_wait(&fx.proc);
+		if (status != 0)
+			fprintf(stderr, "vmactd exited with %d\n", status);
+	}
+	unlink(fx.config);
+	unlink(fx.log);
+	unlink(fx.sock);
+	rmdir(fx.dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_control_hostile),
+		cmocka_unit_test(test_metrics_hostile),
+		cmocka_unit_test(test_after),
+	};
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_hostile_daemon: needs root (the control API answers uid 0)\n");
+		return 1;
+	}
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	/* build[/san]/tests/integration/test_hostile_daemon -> build[/san]/vmactd */
+	for (int i = 0; i < 3 && (slash = strrchr(self, '/')); i++)
+		*slash = '\0';
+	snprintf(vmactd_path, sizeof(vmactd_path), "%s/vmactd", self);
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("test_hostile_daemon", tests, setup, teardown);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Hostile clients for HTTP servers, as one local user can mount them:
+ * floods of connections that each hold a partial request header
+ * (slowloris), and well-formed requests that must still be answered
+ * beside them. The server runs either on ev in this process (its loop is
+ * driven while waiting) or in another process (ev NULL). Time limits are
+ * TH_SAFETY_USEC safety nets, not assertions about speed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <systemd/sd-event.h>
+
+struct th_flood {
+	sd_event *ev;        /* the server's loop when it runs here, else NULL */
+	unsigned port;       /* TCP on 127.0.0.x, or */
+	char unix_path[108]; /* a unix socket ("" for TCP) */
+	int *fds;            /* the flood's connections */
+	unsigned nfds;
+};
+
+/* What every flood connection sends once connected, and then nothing. */
+extern const char th_flood_partial_header[];
+
+/* A non-blocking connection from src (a 127.0.0.0/8 address; NULL =
+ * 127.0.0.1), or to the unix socket: the fd, -EAGAIN (a full unix
+ * backlog: retry after the server ran) or -errno. */
+int th_flood_open(struct th_flood *f, const char *src);
+
+/* Sends all of a short text on fd once it has connected; false while it
+ * has not (or the socket buffer is full): call again after the server ran. */
+bool th_flood_send(int fd, const char *text);
+
+/* Opens n connections, sources cycling through srcs (NULL: 127.0.0.1),
+ * each sending the partial header once connected. 0, or -ETIMEDOUT with
+ * *got the connections that got through (a server that stops accepting
+ * leaves them in a full backlog). */
+int th_flood(struct th_flood *f, unsigned n, const char *const *srcs, unsigned nsrcs,
+	     unsigned *got);
+
+/* Connects from src, sends req (raw bytes, may be long) and reads the
+ * answer until the server closes; the answer (NUL-terminated, truncated
+ * to cap) in buf. 0, or -errno / -ETIMEDOUT. */
+int th_flood_request(struct th_flood *f, const char *src, const char *req, size_t req_len,
+		     char *buf, size_t cap);
+
+/* Closes the flood's connections (the struct stays usable). */
+void th_flood_close(struct th_flood *f);
