@@ -48,8 +48,9 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := actuator agent-glue hotplug bpf base
+COMPONENTS := hook actuator agent-glue hotplug bpf base
 # What each component may include besides itself (make check-layers).
+layers-hook       := hotplug base
 layers-actuator   := agent-glue hotplug bpf base
 layers-agent-glue := base
 layers-hotplug    := base
@@ -67,7 +68,7 @@ BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB)
 	$$(call msg,LD,$(1))
-	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) $$($(1)-ldflags) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(LIB) $$(PKG_LIBS)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 

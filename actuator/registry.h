@@ -48,3 +48,15 @@ void act_registry_shutdown(struct act_registry *reg, void (*done)(void *ud), voi
 void act_registry_free(struct act_registry *reg);
 
 unsigned act_registry_count(const struct act_registry *reg);
+/* Re-reads every running domain now (after a configuration reload); does
+ * nothing while libvirt is not connected (the reconnect resyncs). */
+void act_registry_resync(struct act_registry *reg);
+
+struct vmact_hook_msg;
+/* A notice from vmact-hook (actuator/hook-listener.h): "started" resyncs
+ * that domain now, "stopped" and "release" drop its runner now, the other
+ * steps come before the domain runs here and change nothing (its
+ * "started" follows). libvirt's own events and reconnects still do the
+ * same later: a notice only makes vmactd learn it sooner. Returns what
+ * it did, for the log. */
+const char *act_registry_hook_notice(struct act_registry *reg, const struct vmact_hook_msg *m);
