@@ -13,6 +13,8 @@
  *   vmactd hung:  (SIGSTOP, its queue filled by the hook run by hand, each
  *                 run returning 0) a guest starts; after SIGCONT vmactd
  *                 manages it;
+ *   reload:       SIGHUP with a good and a bad configuration file, the
+ *                 guests staying managed throughout;
  *   refusal:      invalid metadata with refuse-invalid="true" refuses the
  *                 start with the hook's message in libvirt's error; the
  *                 same metadata without it starts.
@@ -400,6 +402,54 @@ static void hook_vmactd_hung(void **state)
 	elapsed("vmactd hung");
 }
 
+static unsigned log_count(const char *name, const char *what)
+{
+	char needle[256];
+
+	snprintf(needle, sizeof(needle), "%s: %s", name, what);
+	return th_count_in_file(fx.log, needle);
+}
+
+/* SIGHUP with the two guests of hook_vmactd_hung managed: a good file is
+ * applied and they stay managed by the same runners (no new "managing",
+ * no "no longer managed"); a bad one is refused naming the key. */
+static void reload_keeps_vms(void **state)
+{
+	struct tg_guest *g = &fx.g[2], *h = &fx.g[3];
+	char text[512];
+	int pid = (int)getpid();
+
+	(void)state;
+	assert_true(fx.n >= 4 && fx.daemon.pid > 0);
+	assert_int_equal(log_count(g->name, "managing"), 1);
+	assert_int_equal(log_count(h->name, "managing"), 1);
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"control\":{\"socket\":\"/tmp/hook-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"},"
+		 "\"policy\":{\"cpu_shrink\":\"unplug\"},\"arbiter\":{\"watermark\":0.5}}",
+		 PREFIX, pid, pid, fx.pins);
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	assert_int_equal(kill(fx.daemon.pid, SIGHUP), 0);
+	wait_log("changes applied");
+	assert_true(log_has("reload: policy.cpu_shrink changed: applied"));
+	assert_true(log_has("reload: arbiter.watermark changed: needs a restart"));
+	/* The resync after it finds both as they were. */
+	wait_log("reload: ");
+	assert_int_equal(log_count(g->name, "managing"), 1);
+	assert_int_equal(log_count(h->name, "managing"), 1);
+	assert_int_equal(log_count(g->name, "no longer managed"), 0);
+	assert_int_equal(log_count(h->name, "no longer managed"), 0);
+
+	assert_int_equal(th_write_file(fx.cfg, "{\"policy\":{\"cpu\":\"fast\"}}"), 0);
+	assert_int_equal(kill(fx.daemon.pid, SIGHUP), 0);
+	wait_log("the running configuration is kept");
+	assert_true(log_has("policy.cpu: expected one of"));
+	assert_false(th_proc_exited(&fx.daemon));
+	assert_int_equal(log_count(h->name, "no longer managed"), 0);
+	elapsed("reload");
+}
+
 static void hook_refuses(void **state)
 {
 	struct tg_guest *g;
@@ -427,6 +477,7 @@ int main(void)
 		cmocka_unit_test(hook_vmactd_up),
 		cmocka_unit_test(hook_vmactd_down),
 		cmocka_unit_test(hook_vmactd_hung),
+		cmocka_unit_test(reload_keeps_vms),
 		cmocka_unit_test(hook_refuses),
 	};
 	char self[PATH_MAX];
