@@ -431,11 +431,11 @@ static void reload_keeps_vms(void **state)
 		 PREFIX, pid, pid, fx.pins);
 	assert_int_equal(th_write_file(fx.cfg, text), 0);
 	assert_int_equal(kill(fx.daemon.pid, SIGHUP), 0);
-	wait_log("changes applied");
+	wait_log(": 1 change applied");
 	assert_true(log_has("reload: policy.cpu_shrink changed: applied"));
 	assert_true(log_has("reload: arbiter.watermark changed: needs a restart"));
 	/* The resync after it finds both as they were. */
-	wait_log("reload: ");
+	wait_log("running domains, ");
 	assert_int_equal(log_count(g->name, "managing"), 1);
 	assert_int_equal(log_count(h->name, "managing"), 1);
 	assert_int_equal(log_count(g->name, "no longer managed"), 0);
