@@ -418,6 +418,7 @@ static void reload_keeps_vms(void **state)
 	struct tg_guest *g = &fx.g[2], *h = &fx.g[3];
 	char text[512];
 	int pid = (int)getpid();
+	unsigned syncs;
 
 	(void)state;
 	assert_true(fx.n >= 4 && fx.daemon.pid > 0);
@@ -430,12 +431,15 @@ static void reload_keeps_vms(void **state)
 		 "\"policy\":{\"cpu_shrink\":\"unplug\"},\"arbiter\":{\"watermark\":0.5}}",
 		 PREFIX, pid, pid, fx.pins);
 	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	syncs = th_count_in_file(fx.log, " running domain");
 	assert_int_equal(kill(fx.daemon.pid, SIGHUP), 0);
 	wait_log(": 1 change applied");
 	assert_true(log_has("reload: policy.cpu_shrink changed: applied"));
 	assert_true(log_has("reload: arbiter.watermark changed: needs a restart"));
 	/* The resync after it finds both as they were. */
-	wait_log("running domains, ");
+	if (!TH_WAIT(NULL, th_count_in_file(fx.log, " running domain") > syncs,
+		     (uint64_t)(60 * VMACT_USEC_PER_SEC)))
+		fail_msg("no resync after the reload");
 	assert_int_equal(log_count(g->name, "managing"), 1);
 	assert_int_equal(log_count(h->name, "managing"), 1);
 	assert_int_equal(log_count(g->name, "no longer managed"), 0);
