@@ -20,6 +20,8 @@ packages=(
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
 	busybox-static binutils cpio xz-utils zstd curl procps iproute2 libbpf-tools
 	nodejs npm
+	# man(1) and groff render the manual pages in tests/check-install.sh
+	man-db
 )
 
 missing=()
