@@ -240,6 +240,9 @@ const char *act_registry_hook_notice(struct act_registry *reg, const struct vmac
 
 	if (reg->shutting_down)
 		return "ignored (shutting down)";
+	if (strncmp(m->name, reg->o.cfg->libvirt_name_prefix,
+		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
+		return "ignored (not under libvirt.name_prefix)";
 	switch (m->op) {
 	case VMACT_HOOK_STARTED:
 		if (!hp_conn_is_up(reg->hp))
