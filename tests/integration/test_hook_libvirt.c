@@ -46,6 +46,7 @@
 #define PREFIX "hook-it"
 #define HOOK_DIR "/etc/libvirt/hooks/qemu.d"
 #define HOOK_PATH HOOK_DIR "/vmact"
+#define HOOK_SAVED "/etc/libvirt/hooks/vmact.saved-by-test"
 #define LIMIT_BOOT_S 180.0
 /* A start waits for the hook; with vmactd hung the hook waits at most
  * 100 ms. 60 s only catches a hook that hangs. */
@@ -74,18 +75,20 @@ static struct {
 	struct th_proc daemon;
 	struct tg_guest g[5];
 	unsigned n;
-	bool installed;
+	bool installed, saved;
 } fx;
 
 static void restart_libvirtd(void)
 {
-	/* As tests/setup-host.sh starts it (no systemd here), through th_spawn
-	 * so that libvirtd keeps none of the test's descriptors. */
+	/* As tests/setup-host.sh starts it: through systemd when systemd runs
+	 * the machine, by hand otherwise; through th_spawn, so that libvirtd
+	 * keeps none of the test's descriptors. */
 	static const char script[] =
-		"set -e; pid=$(pgrep -x libvirtd || true); "
+		"set -e; if [ -d /run/systemd/system ]; then systemctl restart libvirtd; else "
+		"pid=$(pgrep -x libvirtd || true); "
 		"if [ -n \"$pid\" ]; then kill $pid; "
 		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; fi; "
-		"libvirtd -d; for i in $(seq 100); do "
+		"libvirtd -d; fi; for i in $(seq 100); do "
 		"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
 		"exit 1";
 	const char *const argv[] = { "sh", "-c", script, NULL };
@@ -179,9 +182,12 @@ static int setup(void **state)
 		 PREFIX, pid, pid, fx.pins);
 	if (th_write_file(fx.cfg, text) < 0)
 		return -1;
+	/* An installed vmact hook (or one a killed run left) is put back at
+	 * the end. */
 	if (lstat(HOOK_PATH, &sb) == 0) {
-		print_error(HOOK_PATH " exists already: not replacing an installed hook\n");
-		return -1;
+		if (rename(HOOK_PATH, HOOK_SAVED) < 0)
+			return -1;
+		fx.saved = true;
 	}
 	snprintf(hook, sizeof(hook), "%s/vmact-hook", bindir);
 	if (system("mkdir -p " HOOK_DIR) != 0 || copy_file(hook, HOOK_PATH, 0755) < 0)
@@ -237,6 +243,8 @@ static int teardown(void **state)
 		virConnectClose(fx.vc);
 	if (fx.installed) {
 		unlink(HOOK_PATH);
+		if (fx.saved)
+			rename(HOOK_SAVED, HOOK_PATH);
 		rmdir(HOOK_DIR);
 		restart_libvirtd();
 		elapsed("libvirtd restarted without the hook");
