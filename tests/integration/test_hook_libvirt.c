@@ -190,9 +190,9 @@ static int setup(void **state)
 		fx.saved = true;
 	}
 	snprintf(hook, sizeof(hook), "%s/vmact-hook", bindir);
+	fx.installed = true;
 	if (system("mkdir -p " HOOK_DIR) != 0 || copy_file(hook, HOOK_PATH, 0755) < 0)
 		return -1;
-	fx.installed = true;
 	restart_libvirtd();
 	fx.vc = virConnectOpen("qemu:///system");
 	elapsed("libvirtd restarted with the hook");
