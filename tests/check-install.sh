@@ -101,26 +101,36 @@ for f in "${manifest[@]}"; do
 		ok
 	fi
 done
-# Every configuration key of vmactd.json(5) is one vmactd knows, and
-# every key vmactd knows is in the page: the page's keys checked with
-# vmactd --check-config, one file per key.
+# vmactd.json(5) documents exactly the keys vmactd knows: the page's keys
+# (section by section) against the key tables of actuator/config.c, both
+# ways, and each of the page's keys is accepted by vmactd --check-config
+# as a key (a value of the wrong type, never "unknown key").
 page=$(MANWIDTH=200 man -l "$dest/usr/share/man/man5/vmactd.json.5" 2>/dev/null)
+page_keys=$(awk '/^   [a-z_]+( |$)/ { sec = $1; next }
+	/^[A-Z]/ { sec = "" }
+	sec != "" && /^       [a-z_]+[ ,]/ {
+		print sec "." $1; if ($2 ~ /^[a-z_]+$/) print sec "." $2 }' <<<"$page" |
+	tr -d ',' | grep -v '^compute_unit\.\|^scaling\.' | sort -u)
+code_keys=$(awk '/^static const struct key [a-z_]+_keys\[\]/ {
+		t = $5; sub(/_keys.*/, "", t); next }
+	t != "" && t != "top" && /^\t\{ "[a-z_]+",/ { split($0, f, "\""); print t "." f[2] }
+	/^};/ { t = "" }' actuator/config.c | sort -u)
+if [ -z "$page_keys" ] || [ -z "$code_keys" ]; then
+	bad "no keys read from vmactd.json(5) or actuator/config.c"
+fi
+while IFS= read -r k; do
+	[ -n "$k" ] || continue
+	if grep -qx "$k" <<<"$code_keys"; then ok; else bad "vmactd.json(5) documents $k, which vmactd does not know"; fi
+done <<<"$page_keys"
+while IFS= read -r k; do
+	[ -n "$k" ] || continue
+	if grep -qx "$k" <<<"$page_keys"; then ok; else bad "vmactd.json(5) does not document $k"; fi
+done <<<"$code_keys"
 cfg=$(mktemp)
-for section in libvirt control plugin arbiter informant cgroup sampler policy; do
-	keys=$(awk -v s="$section" '$1 == s && NF == 1 { on = 1; next }
-		/^   [a-z]/ { on = 0 }
-		on && /^       [a-z_]+[ ,]/ { print $1; if ($2 ~ /^[a-z_]+$/) print $2 }' <<<"$page" |
-		tr -d ',' | sort -u)
-	[ -n "$keys" ] || bad "vmactd.json(5): no keys under $section"
-	for k in $keys; do
-		printf '{"%s":{"%s":{}}}' "$section" "$k" >"$cfg"
-		msg=$("$dest/usr/sbin/vmactd" --check-config -c "$cfg" 2>&1)
-		if [[ $msg == *"unknown key"* ]]; then bad "vmactd.json(5): $section.$k: $msg"; else ok; fi
-	done
-done
-# And the other way: every key in vmactd's tables is documented.
-for k in $(grep -o '{ "[a-z_]*", K_[A-Z_]*' actuator/config.c | grep -v K_SECTION | cut -d'"' -f2 | sort -u); do
-	if grep -qE "(^|[ ,])$k( |,)" <<<"$page"; then ok; else bad "vmactd.json(5) does not document $k"; fi
+for k in $page_keys; do
+	printf '{"%s":{"%s":{}}}' "${k%%.*}" "${k#*.}" >"$cfg"
+	msg=$("$dest/usr/sbin/vmactd" --check-config -c "$cfg" 2>&1)
+	if [[ $msg == *"unknown key"* ]]; then bad "vmactd.json(5): $k: $msg"; else ok; fi
 done
 rm -f "$cfg"
 
