@@ -168,11 +168,11 @@ static struct act_hook_listener *open_hook_listener(sd_event *loop, struct act_r
 	struct vmact_err err = { 0 };
 
 	if (act_hook_listener_new(loop, VMACT_HOOK_SOCKET, &ops, &l, &err) < 0) {
-		log_warning("hook: not listening: %s (vmactd learns of domain starts and stops "
+		log_warning("hook: not receiving notices: %s (vmactd learns of domain starts and stops "
 			    "from libvirt's events only)", err.msg);
 		return NULL;
 	}
-	log_info("hook: listening on %s", VMACT_HOOK_SOCKET);
+	log_info("hook: receiving notices on %s", VMACT_HOOK_SOCKET);
 	return l;
 }
 

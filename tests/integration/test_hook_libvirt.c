@@ -145,14 +145,14 @@ static void start_vmactd(void)
 	snprintf(path, sizeof(path), "%s/vmactd", bindir);
 	for (int attempt = 0;; attempt++) {
 		assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-		if (!TH_WAIT(NULL, log_has("hook: listening on") || log_has("hook: not listening") ||
+		if (!TH_WAIT(NULL, log_has("hook: receiving notices on") || log_has("hook: not receiving") ||
 				       th_proc_exited(&fx.daemon),
 			     (uint64_t)(60 * VMACT_USEC_PER_SEC)) ||
 		    th_proc_exited(&fx.daemon)) {
 			dump_log();
 			fail_msg("vmactd did not start");
 		}
-		if (log_has("hook: listening on " VMACT_HOOK_SOCKET))
+		if (log_has("hook: receiving notices on " VMACT_HOOK_SOCKET))
 			break;
 		if (attempt == 20) {
 			dump_log();
