@@ -19,14 +19,14 @@ passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { echo "check-install: $*"; failed=$((failed + 1)); }
 
-if ! make --no-print-directory -s "$@" PREFIX=$prefix DESTDIR="$dest" install >"$dest.log" 2>&1; then
+if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s "$@" PREFIX=$prefix DESTDIR="$dest" install >"$dest.log" 2>&1; then
 	cat "$dest.log"; rm -f "$dest.log"
 	echo "check-install: make install failed"
 	echo "0 passed, 1 failed"
 	exit 1
 fi
 rm -f "$dest.log"
-mapfile -t manifest < <(make --no-print-directory -s "$@" PREFIX=$prefix install-manifest)
+mapfile -t manifest < <(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s "$@" PREFIX=$prefix install-manifest)
 
 # What every install has, whatever Kbuild adds later.
 for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmact \
