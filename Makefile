@@ -48,8 +48,9 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := actuator agent-glue hotplug bpf base
+COMPONENTS := hook actuator agent-glue hotplug bpf base
 # What each component may include besides itself (make check-layers).
+layers-hook       := hotplug base
 layers-actuator   := agent-glue hotplug bpf base
 layers-agent-glue := base
 layers-hotplug    := base
@@ -76,7 +77,7 @@ prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/nu
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
 	$$(call msg,LD,$(1))
-	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1))
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) $$($(1)-ldflags) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1))
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
@@ -174,7 +175,7 @@ check:
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
 		--integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
-		--layers "$(layer-specs)"
+		--layers "$(layer-specs)" --install "BUILD=$(SANBUILD) SANITIZE=1"
 
 # make unit: every test that needs no privileges (tests/unit and
 # tests/loopback) and the conformance vectors; make loopback: only those
@@ -183,7 +184,8 @@ unit:
 	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
-		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)"
+		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)" \
+		--install "BUILD=$(SANBUILD) SANITIZE=1"
 
 loopback:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(LOOP_BINS)
@@ -255,19 +257,41 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS)
 
 # ---- install ------------------------------------------------------------
-SYSCONFDIR ?= /etc
-UNITDIR    ?= $(PREFIX)/lib/systemd/system
+# `make install-manifest` prints every path `make install` creates (under
+# DESTDIR), one per line: tests/check-install.sh compares the two.
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
+DOCDIR      ?= $(PREFIX)/share/doc/vmact
+DOCS        := README.md actuator/vmactd.json.example
+# doc/ keeps its name, so that the README's links to doc/*.md still work.
+DOCS_DOC    := $(wildcard doc/*.md)
+install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
+	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
+	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service \
+	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
+	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
+
+.PHONY: install-manifest
+install-manifest:
+	@printf '%s\n' $(install-files)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(PREFIX)/share/doc/vmact
+		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) \
+		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
-	install -m 0644 actuator/vmactd.json.example $(DESTDIR)$(PREFIX)/share/doc/vmact/vmactd.json.example
-	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/vmact/README.md
-	install -m 0644 doc/metrics.md $(DESTDIR)$(PREFIX)/share/doc/vmact/metrics.md
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
-	install -m 0644 doc/control-api.md $(DESTDIR)$(PREFIX)/share/doc/vmact/control-api.md
+	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
+	$(foreach m,$(man-y),install -m 0644 man/$(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m);)
+	$(foreach c,$(completion-y),install -m 0644 man/vmact.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$(c);)
 
 clean:
 	rm -rf $(BUILD)

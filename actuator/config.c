@@ -2,6 +2,7 @@
 #include "actuator/config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/endpoint.h"
@@ -367,4 +368,93 @@ int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
 	if (r < 0)
 		return vmact_err_prefix(err, "%s", path);
 	return 0;
+}
+
+/* ---- reload (SIGHUP) ----------------------------------------------------- */
+
+/* Keys whose new value a running vmactd takes: read on every policy tick
+ * (policy.*) or applied to each VM by the resync that follows a reload
+ * (scaling). Every other key is read once at start. */
+static const char *const live_keys[] = { "policy.cpu", "policy.cpu_shrink", NULL };
+
+static bool key_eq(const struct key *k, const struct act_config *a, const struct act_config *b)
+{
+	const void *x = (const char *)a + k->offset, *y = (const char *)b + k->offset;
+
+	switch (k->type) {
+	case K_STRING:
+	case K_STRING0: {
+		const char *s = *(char *const *)x, *t = *(char *const *)y;
+
+		return (!s && !t) || (s && t && strcmp(s, t) == 0);
+	}
+	case K_DOUBLE:
+		return *(const double *)x == *(const double *)y;
+	case K_UINT:
+		return *(const unsigned *)x == *(const unsigned *)y;
+	case K_BOOL:
+		return *(const bool *)x == *(const bool *)y;
+	case K_MILLI_CPU:
+		return *(const uint32_t *)x == *(const uint32_t *)y;
+	case K_BYTES:
+		return *(const uint64_t *)x == *(const uint64_t *)y;
+	case K_ENUM:
+		return *(const int *)x == *(const int *)y;
+	case K_SECTION:
+		break;
+	}
+	return true;
+}
+
+static bool scaling_eq(const struct ag_scaling_config *a, const struct ag_scaling_config *b)
+{
+	return a->load_average_fraction_target == b->load_average_fraction_target &&
+	       a->memory_usage_fraction_target == b->memory_usage_fraction_target &&
+	       a->memory_total_fraction_target == b->memory_total_fraction_target &&
+	       a->enable_lfc_metrics == b->enable_lfc_metrics &&
+	       a->lfc_use_largest_window == b->lfc_use_largest_window &&
+	       a->lfc_to_memory_ratio == b->lfc_to_memory_ratio &&
+	       a->lfc_min_wait_before_downscale_minutes == b->lfc_min_wait_before_downscale_minutes &&
+	       a->lfc_window_size_minutes == b->lfc_window_size_minutes &&
+	       a->cpu_stable_zone_ratio == b->cpu_stable_zone_ratio &&
+	       a->cpu_mixed_zone_ratio == b->cpu_mixed_zone_ratio;
+}
+
+static bool is_live(const char *name)
+{
+	for (size_t i = 0; live_keys[i]; i++)
+		if (strcmp(live_keys[i], name) == 0)
+			return true;
+	return false;
+}
+
+unsigned act_config_reload(struct act_config *cfg, const struct act_config *next,
+			   void (*fn)(void *ud, const char *key, bool applied), void *ud)
+{
+	unsigned changed = 0;
+	char name[128];
+
+	for (const struct key *sec = top_keys; sec->name; sec++) {
+		for (const struct key *k = sec->section; k->name; k++) {
+			if (key_eq(k, cfg, next))
+				continue;
+			snprintf(name, sizeof(name), "%s.%s", sec->name, k->name);
+			if (is_live(name)) {
+				/* Scalars only: nothing of the running
+				 * configuration is freed under a reader. */
+				memcpy((char *)cfg + k->offset, (const char *)next + k->offset,
+				       k->type == K_ENUM ? sizeof(int) : sizeof(unsigned));
+				changed++;
+			}
+			fn(ud, name, is_live(name));
+		}
+	}
+	if (!scaling_eq(&cfg->scaling, &next->scaling)) {
+		cfg->scaling = next->scaling;
+		changed++;
+		fn(ud, "scaling", true);
+	}
+	if (!vmact_res_eq(cfg->compute_unit, next->compute_unit))
+		fn(ud, "compute_unit", false);
+	return changed;
 }

@@ -99,3 +99,11 @@ int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
 		    struct vmact_err *err);
 int act_config_load_string(const char *text, struct act_config *cfg, struct vmact_err *err);
 void act_config_free(struct act_config *cfg);
+
+/* SIGHUP: takes the keys of next that a running vmactd can change
+ * (policy.cpu, policy.cpu_shrink, scaling) into cfg and leaves every
+ * other key as it is. fn(key, applied) is called for each key whose value
+ * differs: applied true when it was taken, false when it needs a restart.
+ * Returns how many were taken. */
+unsigned act_config_reload(struct act_config *cfg, const struct act_config *next,
+			   void (*fn)(void *ud, const char *key, bool applied), void *ud);

@@ -11,6 +11,7 @@
 #include "actuator/approver.h"
 #include "actuator/cgroup.h"
 #include "actuator/control-json.h"
+#include "base/hook-msg.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -222,11 +223,62 @@ static void resync(struct act_registry *reg)
 	notify(reg, first);
 }
 
+void act_registry_resync(struct act_registry *reg)
+{
+	if (!reg->shutting_down && hp_conn_is_up(reg->hp))
+		resync(reg);
+}
+
+/* A domain that (re)started or whose metadata changed. */
+static void sync_uuid(struct act_registry *reg, const char *uuid, const char *name,
+		      bool meta_changed)
+{
+	struct vmact_err err = { 0 };
+	struct hp_state st;
+
+	if (hp_state_read(reg->hp, uuid, &st, &err) < 0) {
+		if (err.code == ENODEV || err.code == ENOENT)
+			drop(reg, uuid, "not running");
+		else
+			log_warning("%s: cannot read the domain: %s", name, err.msg);
+		return;
+	}
+	sync_domain(reg, &st, meta_changed);
+}
+
+const char *act_registry_hook_notice(struct act_registry *reg, const struct vmact_hook_msg *m)
+{
+	unsigned before = act_registry_count(reg);
+	const char *what;
+
+	if (reg->shutting_down)
+		return "ignored (shutting down)";
+	if (strncmp(m->name, reg->o.cfg->libvirt_name_prefix,
+		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
+		return "ignored (not under libvirt.name_prefix)";
+	switch (m->op) {
+	case VMACT_HOOK_STARTED:
+		if (!hp_conn_is_up(reg->hp))
+			return "noted (libvirt not connected; the reconnect resyncs)";
+		sync_uuid(reg, m->uuid, m->name, false);
+		what = "resynchronised";
+		break;
+	case VMACT_HOOK_STOPPED:
+	case VMACT_HOOK_RELEASE:
+		what = find(reg, m->uuid) ? "dropped" : "noted";
+		drop(reg, m->uuid, "stopped");
+		break;
+	default:
+		return "noted";
+	}
+	if (act_registry_count(reg) != before)
+		notify(reg, false);
+	return what;
+}
+
 static void on_event(struct hp_conn *c, const struct hp_event *ev, void *ud)
 {
 	struct act_registry *reg = ud;
-	struct vmact_err err = { 0 };
-	struct hp_state st;
 	unsigned before = act_registry_count(reg);
 
 	if (reg->shutting_down)
@@ -245,14 +297,7 @@ static void on_event(struct hp_conn *c, const struct hp_event *ev, void *ud)
 		break;
 	case HP_EV_DOMAIN_STARTED:
 	case HP_EV_METADATA_CHANGED:
-		if (hp_state_read(c, ev->uuid, &st, &err) < 0) {
-			if (err.code == ENODEV || err.code == ENOENT)
-				drop(reg, ev->uuid, "not running");
-			else
-				log_warning("%s: cannot read the domain: %s", ev->name, err.msg);
-			break;
-		}
-		sync_domain(reg, &st, ev->kind == HP_EV_METADATA_CHANGED);
+		sync_uuid(reg, ev->uuid, ev->name, ev->kind == HP_EV_METADATA_CHANGED);
 		break;
 	default:
 		return;

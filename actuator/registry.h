@@ -69,3 +69,15 @@ int act_registry_view(struct act_registry *reg, const char *name, struct act_vm_
  * libvirt's metadata event then updates the runner. -ENOENT: unknown VM. */
 int act_registry_change(struct act_registry *reg, const char *name,
 			const struct hp_meta_change *ch, struct vmact_err *err);
+/* Re-reads every running domain now (after a configuration reload); does
+ * nothing while libvirt is not connected (the reconnect resyncs). */
+void act_registry_resync(struct act_registry *reg);
+
+struct vmact_hook_msg;
+/* A notice from vmact-hook (actuator/hook-listener.h): "started" resyncs
+ * that domain now, "stopped" and "release" drop its runner now, the other
+ * steps come before the domain runs here and change nothing (its
+ * "started" follows). libvirt's own events and reconnects still do the
+ * same later: a notice only makes vmactd learn it sooner. Returns what
+ * it did, for the log. */
+const char *act_registry_hook_notice(struct act_registry *reg, const struct vmact_hook_msg *m);

@@ -16,6 +16,7 @@
 #include "actuator/config.h"
 #include "actuator/control.h"
 #include "actuator/events.h"
+#include "actuator/hook-listener.h"
 #include "base/endpoint.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -205,6 +206,84 @@ static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
 	sd_notifyf(0, "STATUS=Managing %u VM%s", managed, managed == 1 ? "" : "s");
 }
 
+/* ---- vmact-hook's notices (doc/hook.md) ---- */
+
+static void on_hook_notice(void *ud, const struct vmact_hook_msg *m)
+{
+	struct act_registry **registry = ud;
+
+	if (!*registry)
+		return;
+	log_info("hook: %s: %s %s: %s", m->name, vmact_hook_op_name(m->op),
+		 vmact_hook_subop_name(m->subop), act_registry_hook_notice(*registry, m));
+}
+
+static void on_hook_bad(void *ud, const char *why)
+{
+	log_warning("hook: %s", why);
+}
+
+/* The notices only make vmactd learn of a start or stop sooner than
+ * libvirt's events tell it: without the socket vmactd still works. */
+static struct act_hook_listener *open_hook_listener(sd_event *loop, struct act_registry **registry)
+{
+	const struct act_hook_listener_ops ops = { on_hook_notice, on_hook_bad, registry };
+	struct act_hook_listener *l = NULL;
+	struct vmact_err err = { 0 };
+
+	if (act_hook_listener_new(loop, VMACT_HOOK_SOCKET, &ops, &l, &err) < 0) {
+		log_warning("hook: not receiving notices: %s (vmactd learns of domain starts and stops "
+			    "from libvirt's events only)", err.msg);
+		return NULL;
+	}
+	log_info("hook: receiving notices on %s", VMACT_HOOK_SOCKET);
+	return l;
+}
+
+/* ---- SIGHUP: reload the configuration file ---- */
+
+struct reload_ctx {
+	const char *path;
+	bool explicit_config;
+	struct act_config *cfg;
+	struct act_registry **registry;
+};
+
+static void on_reload_key(void *ud, const char *key, bool applied)
+{
+	if (applied)
+		log_info("reload: %s changed: applied", key);
+	else
+		log_warning("reload: %s changed: needs a restart; the running value is kept",
+			    key);
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct reload_ctx *rc = userdata;
+	struct vmact_err err = { 0 };
+	struct act_config next;
+	unsigned applied;
+
+	sd_notify(0, "RELOADING=1");
+	act_config_defaults(&next);
+	if (act_config_load(rc->path, rc->explicit_config, &next, &err) < 0) {
+		log_error("reload: configuration: %s; the running configuration is kept",
+			  err.msg);
+	} else {
+		applied = act_config_reload(rc->cfg, &next, on_reload_key, NULL);
+		log_info("reload: %s: %u change%s applied", rc->path, applied,
+			 applied == 1 ? "" : "s");
+		/* scaling reaches each managed VM through its metadata's
+		 * resync; VMs keep their size. */
+		if (applied && *rc->registry)
+			act_registry_resync(*rc->registry);
+	}
+	act_config_free(&next);
+	sd_notify(0, "READY=1");
+	return 0;
+}
+
 static void exit_loop(void *ud)
 {
 	sd_event_exit(ud, 0);
@@ -245,6 +324,8 @@ int main(int argc, char **argv)
 	static struct act_metrics metrics;
 	struct act_events *events = NULL;
 	struct act_control *control = NULL;
+	struct act_hook_listener *hook = NULL;
+	struct reload_ctx reload;
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
 	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
@@ -298,13 +379,17 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	reload = (struct reload_ctx){ config_path, explicit_config, &cfg, &registry };
 
 	r = sd_event_default(&loop);
 	if (r >= 0)
 		r = sd_event_add_signal(loop, NULL, SIGTERM, on_signal, &registry);
 	if (r >= 0)
 		r = sd_event_add_signal(loop, NULL, SIGINT, on_signal, &registry);
+	if (r >= 0)
+		r = sd_event_add_signal(loop, NULL, SIGHUP, on_sighup, &reload);
 	if (r < 0) {
 		log_error("cannot set up the event loop: %s", strerror(-r));
 		act_config_free(&cfg);
@@ -349,6 +434,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	metrics_server = start_metrics(&cfg, loop, &metrics, registry);
+	hook = open_hook_listener(loop, &registry);
 	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri,
 		 cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : "the embedded arbiter");
 	control = start_control(&cfg, loop, events, registry);
@@ -356,6 +442,7 @@ int main(int argc, char **argv)
 	r = sd_event_loop(loop);
 	act_metrics_server_free(metrics_server);
 	act_control_free(control);
+	act_hook_listener_free(hook);
 	act_registry_free(registry);
 	act_events_free(events);
 	smp_close(sampler);

@@ -174,6 +174,9 @@ enum hp_policy_shrink { HP_POLICY_SHRINK_HOST = 0, HP_POLICY_SHRINK_QUOTA, HP_PO
 struct hp_meta {
 	bool enabled;
 	bool paused;                         /* paused="true": keep the size */
+	/* refuse-invalid="true": vmact-hook refuses the domain's start while
+	 * this metadata is invalid (doc/hook.md). */
+	bool refuse_invalid;
 	struct vmact_resources min, max;     /* bounds, both required */
 	bool has_compute_unit;
 	struct vmact_resources compute_unit;

@@ -2,7 +2,8 @@
 /* Per-VM autoscaling config in the domain's <metadata>, namespace
  * HP_NS_URI. Example (all quantities are Kubernetes quantities):
  *
- *   <vmact:autoscaling xmlns:vmact="https://vmact.dev/xmlns/vmact/1" enabled="true">
+ *   <vmact:autoscaling xmlns:vmact="https://vmact.dev/xmlns/vmact/1" enabled="true"
+ *                      refuse-invalid="false">
  *     (paused="true": managed, but not resized: `vmactl pause`)
  *     <vmact:cpu min="1" max="4"/>
  *     <vmact:memory min="512Mi" max="1536Mi" method="virtio-mem"/>
@@ -27,6 +28,9 @@
  *         --set '<autoscaling enabled="true"><cpu min="1" max="4"/>...</autoscaling>'
  * (without xmlns: libvirt adds it), or write the prefixed form above in the
  * domain definition.
+ *
+ * refuse-invalid="true" (optional, default false) asks vmact-hook to refuse
+ * the domain's start when this metadata is invalid (doc/hook.md).
  *
  * Strict on purpose: an operator's typo must not silently fall back to a
  * default, so unknown elements/attributes are errors naming them. */
@@ -389,7 +393,7 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		{ "policy", parse_policy, false },
 		{ "runner", parse_runner, false },
 	};
-	static const char *const root_attrs[] = { "enabled", "paused", NULL };
+	static const char *const root_attrs[] = { "enabled", "paused", "refuse-invalid", NULL };
 	bool seen[ARRAY_SIZE(elems)] = { false };
 	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
 	xmlNodePtr root;
@@ -411,7 +415,8 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 				     root ? (const char *)root->name : "");
 	if ((r = check_attrs(root, root_attrs, err)) < 0 ||
 	    (r = attr_bool(root, "enabled", true, NULL, &meta->enabled, err)) < 0 ||
-	    (r = attr_bool(root, "paused", false, NULL, &meta->paused, err)) < 0)
+	    (r = attr_bool(root, "paused", false, NULL, &meta->paused, err)) < 0 ||
+	    (r = attr_bool(root, "refuse-invalid", false, NULL, &meta->refuse_invalid, err)) < 0)
 		return r;
 
 	for (xmlNodePtr n = root->children; n; n = n->next) {

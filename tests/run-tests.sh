@@ -5,7 +5,7 @@
 set -u
 
 build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
-unit="" loopback="" integration="" fuzzers="" layers=""
+unit="" loopback="" integration="" fuzzers="" layers="" install=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
@@ -16,6 +16,7 @@ while [ $# -gt 0 ]; do
 	--integration) integration=$2; shift 2 ;;
 	--fuzzers) fuzzers=$2; shift 2 ;;
 	--layers) layers=$2; shift 2 ;;
+	--install) install=$2; shift 2 ;;
 	*) echo "run-tests: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -75,6 +76,22 @@ if [ -n "$layers" ]; then
 		failed=$((failed + 1)); failures+=("layering (planted violation: wrong message)")
 	fi
 	rm -rf "$planted"
+fi
+
+# make install into a scratch DESTDIR, every installed file checked
+# (tests/check-install.sh); $install: the make variables of the build.
+if [ -n "$install" ]; then
+	echo "=== install"
+	# shellcheck disable=SC2086
+	tests/check-install.sh $install 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)
+	p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed}
+	passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+	if [ "$rc" -ne 0 ]; then
+		[ -z "$line" ] && failed=$((failed + 1))
+		failures+=("install")
+	fi
 fi
 
 for t in $unit; do

@@ -22,6 +22,8 @@ packages=(
 	nodejs npm
 	prometheus
 	tmux
+	# man(1) and groff render the manual pages in tests/check-install.sh
+	man-db
 )
 
 missing=()
