@@ -21,6 +21,7 @@ packages=(
 	busybox-static binutils cpio xz-utils zstd curl procps iproute2 libbpf-tools
 	nodejs npm
 	tmux
+	socat
 )
 
 missing=()
