@@ -83,7 +83,7 @@ stop_child() {
 # shellcheck disable=SC2317 # called by the traps
 cleanup() {
 	local rc=$?
-	trap '' INT TERM
+	trap '' INT TERM HUP PIPE
 	[ -n "$interrupted" ] && rc=$interrupted
 	say "cleaning up"
 	[ -n "$follow_pid" ] && stop_child "$follow_pid"
@@ -127,6 +127,7 @@ on_signal() {
 trap cleanup EXIT
 trap 'on_signal 130' INT
 trap 'on_signal 143' TERM
+trap 'on_signal 129' HUP
 
 # Sleeps in short steps so that a signal is handled within 0.1 s.
 pause() {
@@ -156,9 +157,14 @@ last_resized_milli() {
 # Sends one command line to the guest's second serial port. QEMU's
 # chardev serves one client: give the guest the bytes before hanging up.
 guest_cmd() {
+	local t
+	t=$(now)
 	(printf '%s\n' "$1"; sleep 0.1) | socat -u - "UNIX-CONNECT:$ctl" ||
 		die "cannot send '$1' to the guest's command channel $ctl"
+	past "$t" 1 && say "(sending '$1' took $(since "$t" "$(now)") s)"
 }
+# The guest's own report that it runs n busy loops.
+guest_busy() { local s; s=$(guest_status); echo "${s##* }"; }
 
 # ---- set-up ---------------------------------------------------------------
 ncpu=$(nproc)
@@ -237,7 +243,12 @@ exec 7>"$tmp/monitor.in"
 
 say "booting guest $name under TCG (QEMU without KVM: slow, about half a minute)"
 guest_started=1
-virsh -q -c "$uri" create "$tmp/domain.xml" >/dev/null || { guest_started=""; die "virsh create failed"; }
+# (virsh on a terminal warns that polkit is absent: only its errors matter.)
+if ! virsh -q -c "$uri" create "$tmp/domain.xml" >"$tmp/virsh.out" 2>&1 </dev/null; then
+	guest_started=""
+	cat "$tmp/virsh.out" >&2
+	die "virsh create failed"
+fi
 t=$(now)
 until [ -n "$(guest_status)" ]; do
 	past "$t" "$boot_limit" &&
@@ -283,11 +294,15 @@ resizes_before=$(count_in_log ": resizing from")
 t_load=$(now)
 say "load phase: 'busy 2' in the guest (2 busy loops on 1 vCPU)"
 guest_cmd "busy 2"
-t_first_resize="" t_guest_2=""
+t_first_resize="" t_guest_2="" t_busy=""
 phase_end=$(awk -v t="$t_load" -v d="$load2" 'BEGIN { printf "%.3f", t + d }')
 limit_end=$(awk -v t="$t_load" -v d="$resize_limit" 'BEGIN { printf "%.3f", t + d }')
 while :; do
 	watch_guest
+	if [ -z "$t_busy" ] && [ "$(guest_busy)" = 2 ]; then
+		t_busy=$(now)
+		say "the guest runs 2 busy loops"
+	fi
 	if [ -z "$t_first_resize" ] && [ "$(count_in_log ": resizing from")" -gt "$resizes_before" ]; then
 		t_first_resize=$(now)
 	fi
@@ -347,6 +362,9 @@ echo "resizes completed:          $resizes"
 echo "largest size reached:       ${peak:-none} (bounds $min_cpu-$max_cpu CPU, $min_mem-$max_mem)"
 echo "most CPUs the guest saw:    $max_guest_cpus"
 echo "vCPUs plugged at the end:   ${vcpus_now:-?} (a shrink lowers the quota and keeps them: policy.cpu_shrink quota)"
+if [ -n "$t_busy" ]; then
+	echo "busy 2 -> guest busy:       $(since "$t_load" "$t_busy") s (the guest's status line says busy=2)"
+fi
 if [ -n "$t_first_resize" ]; then
 	echo "busy 2 -> first resize:     $(since "$t_load" "$t_first_resize") s"
 else
