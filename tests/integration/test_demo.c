@@ -18,7 +18,9 @@
  * stopped with status 0 (under ASan: no leak). Everything the demo creates
  * carries its PID (demo/vmact-demo.sh).
  *
- * Waits have generous safety limits; nothing is timed. */
+ * Waits have generous safety limits; nothing is timed. The demo's output
+ * is kept in /tmp/test-demo-PID-N.out with VMACT_TEST_KEEP_LOG=1 (a failing
+ * run's tail is printed). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -65,17 +67,21 @@ struct demo {
  * trap cleans up). */
 static void demo_start(struct demo *d)
 {
+	static unsigned runs;
 	const char *top = getenv("VMACT_TOP");
 	char script[PATH_MAX];
 	pid_t pid;
+	int fd;
 
 	memset(d, 0, sizeof(*d));
-	snprintf(d->out, sizeof(d->out), "/tmp/test-demo-%d.out", (int)getpid());
+	/* A file per run, created here: what the test reads is this run's. */
+	snprintf(d->out, sizeof(d->out), "/tmp/test-demo-%d-%u.out", (int)getpid(), ++runs);
+	fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
 	snprintf(script, sizeof(script), "%s/demo/vmact-demo.sh", top && top[0] ? top : ".");
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		setpgid(0, 0);
@@ -88,6 +94,7 @@ static void demo_start(struct demo *d)
 		execl(script, script, (char *)NULL);
 		_exit(127);
 	}
+	close(fd);
 	setpgid(pid, pid);
 	d->pid = pid;
 }
@@ -243,9 +250,18 @@ static void demo_to_the_end(void **state)
 	 * the guest's max, or it is not). */
 	assert_true(strstr(out, "DECLARES a larger capacity") ||
 		    strstr(out, "The arbiter's capacity is this host's"));
+	/* What it measured, for the log of make check. */
+	{
+		const char *sum = strstr(out, "==== vmact demo summary"), *end;
+
+		end = sum ? strstr(sum, "\n\n") : NULL;
+		if (sum)
+			print_message("%.*s\n", end ? (int)(end - sum) : (int)strlen(sum), sum);
+	}
 	free(out);
 	assert_nothing_left(&d);
-	unlink(d.out);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(d.out);
 }
 
 static bool resizing(void *path)
@@ -282,7 +298,8 @@ static void demo_interrupted(void **state)
 	}
 	free(out);
 	assert_nothing_left(&d);
-	unlink(d.out);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(d.out);
 }
 
 int main(void)
