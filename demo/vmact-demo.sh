@@ -45,7 +45,9 @@ fi
 # the first resize (a load phase lasts at least until then).
 boot_limit=240 ready_limit=120 resize_limit=120
 
-say() { printf '\033[1m[demo %6.1fs]\033[0m %s\n' "$(elapsed)" "$*"; }
+# The demo's own lines in bold on a terminal, plain in a file.
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
+say() { printf '%s[demo %6.1fs]%s %s\n' "$bold" "$(elapsed)" "$plain" "$*"; }
 die() { printf 'vmact-demo: error: %s\n' "$*" >&2; exit 1; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -241,7 +243,7 @@ NODE_PATH=$nodepath node "$top/tests/peers/vm-monitor.js" --unix "$tmp/monitor.s
 monitor_pid=$!
 exec 7>"$tmp/monitor.in"
 
-say "booting guest $name under TCG (QEMU without KVM: slow, about half a minute)"
+say "booting guest $name under TCG (QEMU without KVM: 5-30 s here)"
 guest_started=1
 # (virsh on a terminal warns that polkit is absent: only its errors matter.)
 if ! virsh -q -c "$uri" create "$tmp/domain.xml" >"$tmp/virsh.out" 2>&1 </dev/null; then
