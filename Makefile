@@ -88,7 +88,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -248,6 +248,17 @@ ci:
 
 setup:
 	$(Q)tests/setup-host.sh
+
+# make demo: the README's first command (demo/vmact-demo.sh). As root on
+# Debian 12: prepares the host as make ci does, builds vmact and the test
+# guest, then shows vmactd scaling a TCG guest. DEMO_SHORT=1: the short
+# phases its test uses (tests/integration/test_demo.c).
+DEMO_SHORT ?=
+demo:
+	$(Q)tests/setup-host.sh
+	$(Q)$(MAKE) --no-print-directory all guest
+	$(Q)VMACT_DEMO_SHORT=$(DEMO_SHORT) VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) \
+		VMACT_DEMO_BUILD=$(abspath $(BUILD)) demo/vmact-demo.sh
 
 # make bench-sampler: per-event cost of the sampler's BPF programs against
 # libbpf-tools' runqlat under the same load, and the daemon-side readout

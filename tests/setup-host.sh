@@ -24,6 +24,7 @@ packages=(
 	tmux
 	# man(1) and groff render the manual pages in tests/check-install.sh
 	man-db
+	socat
 )
 
 missing=()

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `make demo` (demo/vmact-demo.sh) in its short mode (VMACT_DEMO_SHORT=1),
+ * with this build's vmactd and vmactl (build[/san]/, next to this binary's
+ * directory), a real TCG guest and libvirtd:
+ *
+ *   demo_to_the_end:   it runs its phases and ends by itself with exit
+ *                      status 0, having shown vmactd's events (a resize
+ *                      among them) and a summary with at least one resize
+ *                      and the load -> first resize time;
+ *   demo_interrupted:  SIGINT to its process group (what Ctrl-C in a
+ *                      terminal sends) once vmactd has started resizing
+ *                      the busy guest: it ends with status 130.
+ *
+ * After each: no process of the demo is left (vmactd, the vm-monitor
+ * stand-in, vmactl: none has the demo's temporary directory on its command
+ * line), libvirt knows no domain of the demo (virsh list --all), its BPF
+ * pin directory and its temporary directory are gone, and vmactd had
+ * stopped with status 0 (under ASan: no leak). Everything the demo creates
+ * carries its PID (demo/vmact-demo.sh).
+ *
+ * Waits have generous safety limits; nothing is timed. The demo's output
+ * is kept in /tmp/test-demo-PID-N.out with VMACT_TEST_KEEP_LOG=1 (a failing
+ * run's tail is printed). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <libgen.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <libvirt/libvirt.h>
+
+#include "base/time.h"
+#include "tests/lib/file.h"
+#include "tests/lib/wait.h"
+
+/* Safety limits: the short demo takes about a minute here (the guest's
+ * boot under TCG, a 12 s load phase, the way back to the minimum). */
+#define LIMIT_RUN_S 600.0
+#define LIMIT_LOAD_S 400.0
+#define LIMIT_EXIT_S 90.0
+
+static char build_dir[PATH_MAX];
+
+struct demo {
+	pid_t pid;
+	int status; /* exit code, or 128 + signal */
+	bool exited;
+	char out[128];
+};
+
+/* Starts the demo in its own process group (as a shell starts a
+ * foreground job), output to d->out. It dies with the test (SIGTERM: its
+ * trap cleans up). */
+static void demo_start(struct demo *d)
+{
+	static unsigned runs;
+	const char *top = getenv("VMACT_TOP");
+	char script[PATH_MAX];
+	pid_t pid;
+	int fd;
+
+	memset(d, 0, sizeof(*d));
+	/* A file per run, created here: what the test reads is this run's. */
+	snprintf(d->out, sizeof(d->out), "/tmp/test-demo-%d-%u.out", (int)getpid(), ++runs);
+	fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	snprintf(script, sizeof(script), "%s/demo/vmact-demo.sh", top && top[0] ? top : ".");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd < 0 || in < 0 || dup2(in, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		close_range(3, ~0U, 0);
+		setenv("VMACT_DEMO_SHORT", "1", 1);
+		setenv("VMACT_DEMO_BUILD", build_dir, 1);
+		execl(script, script, (char *)NULL);
+		_exit(127);
+	}
+	close(fd);
+	setpgid(pid, pid);
+	d->pid = pid;
+}
+
+static bool demo_exited(struct demo *d)
+{
+	int st;
+
+	if (d->exited)
+		return true;
+	if (waitpid(d->pid, &st, WNOHANG) != d->pid)
+		return false;
+	d->exited = true;
+	d->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return true;
+}
+
+static void dump_out(const struct demo *d)
+{
+	char *buf = th_read_file(d->out);
+
+	if (buf) {
+		size_t len = strlen(buf);
+
+		print_error("---- demo output (tail) ----\n%s\n", len > 8000 ? buf + len - 8000 : buf);
+		free(buf);
+	}
+}
+
+/* Waits for the demo's end; a demo that does not end in time is stopped
+ * (SIGTERM to its group, then SIGKILL) and the test fails. */
+static void demo_wait(struct demo *d, double limit_s)
+{
+	if (TH_WAIT(NULL, demo_exited(d), (uint64_t)(limit_s * VMACT_USEC_PER_SEC)))
+		return;
+	kill(-d->pid, SIGTERM);
+	if (!TH_WAIT(NULL, demo_exited(d), 60 * VMACT_USEC_PER_SEC)) {
+		kill(-d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+	}
+	dump_out(d);
+	fail_msg("the demo did not end within %.0f s", limit_s);
+}
+
+/* A process (other than the demo's own, already reaped) whose command line
+ * mentions the demo's temporary directory /tmp/vmact-demo-PID.*: vmactd
+ * (--config), the vm-monitor stand-in (--unix), vmactl (--socket). */
+static pid_t leftover_process(pid_t demo)
+{
+	char needle[64], path[300], buf[4096];
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	assert_non_null(dir);
+	snprintf(needle, sizeof(needle), "/tmp/vmact-demo-%d.", (int)demo);
+	while (!found && (e = readdir(dir))) {
+		int fd;
+		ssize_t n;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		for (ssize_t i = 0; i < n; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[n] = 0;
+		if (strstr(buf, needle))
+			found = (pid_t)atoi(e->d_name);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* Nothing of the demo is left: processes, domain, pins, temporary files. */
+static void assert_nothing_left(const struct demo *d)
+{
+	char name[64], path[128], pattern[128];
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	virDomainPtr *doms = NULL;
+	glob_t g;
+	pid_t p;
+	int n;
+
+	snprintf(name, sizeof(name), "vmact-demo-%d", (int)d->pid);
+	/* A process the demo stopped may take a moment to be reaped by its
+	 * parent (init, for vmactd in its own session). */
+	if (!TH_WAIT(NULL, (p = leftover_process(d->pid)) == 0, 10 * VMACT_USEC_PER_SEC))
+		fail_msg("process %d of the demo is still running", (int)p);
+	assert_non_null(vc);
+	n = virConnectListAllDomains(vc, &doms, 0);
+	assert_true(n >= 0);
+	for (int i = 0; i < n; i++) {
+		const char *dn = virDomainGetName(doms[i]);
+
+		if (dn && strcmp(dn, name) == 0)
+			fail_msg("libvirt still has the demo's domain %s", name);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	virConnectClose(vc);
+
+	snprintf(path, sizeof(path), "/sys/fs/bpf/%s", name);
+	if (access(path, F_OK) == 0)
+		fail_msg("the demo's pin directory %s is still there", path);
+	snprintf(pattern, sizeof(pattern), "/tmp/%s.*", name);
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		print_error("left behind: %s\n", g.gl_pathv[0]);
+		globfree(&g);
+		fail_msg("the demo's temporary directory is still there");
+	}
+	snprintf(path, sizeof(path), "/var/log/libvirt/qemu/%s.log", name);
+	if (access(path, F_OK) == 0)
+		fail_msg("libvirt's log of the demo's domain %s is still there", path);
+}
+
+/* The number after `label` in the demo's output, or -1. */
+static double number_after(const char *buf, const char *label)
+{
+	const char *p = strstr(buf, label);
+	double v;
+
+	return p && sscanf(p + strlen(label), " %lf", &v) == 1 ? v : -1;
+}
+
+static void demo_to_the_end(void **state)
+{
+	struct demo d;
+	char *out;
+
+	(void)state;
+	demo_start(&d);
+	demo_wait(&d, LIMIT_RUN_S);
+	out = th_read_file(d.out);
+	assert_non_null(out);
+	if (d.status != 0 || !strstr(out, "==== vmact demo summary") ||
+	    number_after(out, "resizes completed:") < 1 ||
+	    number_after(out, "busy 2 -> first resize:") < 0 ||
+	    !strstr(out, "resize: resized to") ||
+	    !strstr(out, "vmactd stopped (exit status 0)")) {
+		dump_out(&d);
+		fail_msg("the demo (exit status %d) did not end with a summary showing a resize, "
+			 "or vmactd did not stop cleanly", d.status);
+	}
+	/* The declared capacity is said on screen (this host is smaller than
+	 * the guest's max, or it is not). */
+	assert_true(strstr(out, "DECLARES a larger capacity") ||
+		    strstr(out, "The arbiter's capacity is this host's"));
+	/* What it measured, for the log of make check. */
+	{
+		const char *sum = strstr(out, "==== vmact demo summary"), *end;
+
+		end = sum ? strstr(sum, "\n\n") : NULL;
+		if (sum)
+			print_message("%.*s\n", end ? (int)(end - sum) : (int)strlen(sum), sum);
+	}
+	free(out);
+	assert_nothing_left(&d);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(d.out);
+}
+
+static bool resizing(void *path)
+{
+	return th_count_in_file(path, "resize: resizing from") > 0;
+}
+
+static void demo_interrupted(void **state)
+{
+	struct demo d;
+	char *out;
+
+	(void)state;
+	demo_start(&d);
+	if (!TH_WAIT(NULL, resizing(d.out) || demo_exited(&d),
+		     (uint64_t)(LIMIT_LOAD_S * VMACT_USEC_PER_SEC)) || d.exited) {
+		if (!d.exited)
+			kill(-d.pid, SIGTERM);
+		demo_wait(&d, LIMIT_EXIT_S);
+		dump_out(&d);
+		fail_msg("the demo never got to resizing the busy guest");
+	}
+	/* Ctrl-C: the terminal signals the foreground process group. */
+	assert_int_equal(kill(-d.pid, SIGINT), 0);
+	demo_wait(&d, LIMIT_EXIT_S);
+	out = th_read_file(d.out);
+	assert_non_null(out);
+	if (d.status != 130 || !strstr(out, "interrupted") ||
+	    strstr(out, "==== vmact demo summary") ||
+	    !strstr(out, "vmactd stopped (exit status 0)")) {
+		dump_out(&d);
+		fail_msg("after SIGINT the demo exited with status %d (130 expected) or did not "
+			 "stop vmactd cleanly", d.status);
+	}
+	free(out);
+	assert_nothing_left(&d);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(d.out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(demo_to_the_end),
+		cmocka_unit_test(demo_interrupted),
+	};
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (geteuid() != 0) {
+		printf("test_demo: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+		return 1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	if (!realpath(dirname(self), build_dir))
+		return 1;
+	/* build[/san]/tests/integration -> build[/san] */
+	strncat(build_dir, "/../..", sizeof(build_dir) - strlen(build_dir) - 1);
+	return cmocka_run_group_tests_name("demo", tests, NULL, NULL);
+}
