@@ -49,6 +49,20 @@ char *ctl_escape(const char *name)
 	return copy;
 }
 
+static volatile sig_atomic_t *cancel_flag;
+
+void ctl_set_cancel(volatile sig_atomic_t *flag)
+{
+	cancel_flag = flag;
+}
+
+/* libcurl asks this every second at least, and as data moves. */
+static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
+{
+	(void)ud, (void)dlt, (void)dln, (void)ult, (void)uln;
+	return cancel_flag && *cancel_flag;
+}
+
 int ctl_call(const char *socket, const char *method, const char *path, const char *body,
 	     long timeout_s, long *status, json_t **out, struct vmact_err *err)
 {
@@ -77,12 +91,20 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (cancel_flag) {
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	}
 	if (body) {
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	}
 	cc = curl_easy_perform(c);
+	if (cc == CURLE_ABORTED_BY_CALLBACK) {
+		r = vmact_err_set(err, EINTR, "interrupted");
+		goto out;
+	}
 	if (cc != CURLE_OK) {
 		r = vmact_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
 				  "cannot reach vmactd at %s: %s%s", socket,

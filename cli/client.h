@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <signal.h>
 
 #include "base/error.h"
 
@@ -14,6 +15,11 @@
  * request. */
 int ctl_call(const char *socket, const char *method, const char *path, const char *body,
 	     long timeout_s, long *status, json_t **out, struct vmact_err *err);
+
+/* A flag a signal handler sets: once it is non-zero, a request in
+ * progress is abandoned at once (ctl_call returns -EINTR), so a long poll
+ * does not outlive Ctrl-C. NULL: none. */
+void ctl_set_cancel(volatile sig_atomic_t *flag);
 
 /* The URL path segment for a VM name (percent-encoded), malloc'd. */
 char *ctl_escape(const char *name);

@@ -134,6 +134,7 @@ static int cmd_events(const struct ctl_args *a)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	ctl_set_cancel(&interrupted);
 	do {
 		struct vmact_err err = { 0 };
 		char path[1024];
