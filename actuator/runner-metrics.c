@@ -32,9 +32,6 @@
 #define MiB (1024ULL * 1024ULL)
 /* MemoryUsageBytes = total - available + 100 MiB, as the Neon agent. */
 #define MEM_USAGE_PAD (100ULL * MiB)
-/* QEMU's threads of one VM: its vCPUs (at most 255 on x86 without x2APIC
- * tricks) and a handful of others. */
-#define MAX_THREADS 512
 
 /* The scaling core keeps as many LFC windows as the reader gives. */
 _Static_assert(ACT_LFC_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
@@ -79,29 +76,26 @@ static uint64_t tick_usec(const struct act_runner *r)
 	return reactive(r) ? r->env->policy_tick_usec : r->env->metrics_interval_usec;
 }
 
-/* The vCPU threads' totals now; the window since the last call goes to
- * the policy. A total that went down (a vCPU thread ended) starts over. */
+/* The vCPU threads' totals now (one pass over the VM's threads in the
+ * sampler, see doc/policy.md "What the faster readout costs"); the window
+ * since the last call goes to the policy. A total that went down (a vCPU
+ * thread ended) starts over. */
 static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd)
 {
-	struct smp_thread th[MAX_THREADS];
+	struct smp_vcpus v;
 	struct vmact_err err = { 0 };
-	uint64_t runnable = 0, delay = 0;
-	unsigned vcpus = 0;
-	int n = smp_read_threads(r->env->sampler, r->uuid, th, MAX_THREADS, &err);
+	uint64_t runnable, delay;
+	unsigned vcpus;
 
-	if (n < 0) {
+	if (smp_read_vcpus(r->env->sampler, r->uuid, &v, &err) < 0) {
 		if (!r->load_error_logged)
 			log_warning("%s: cannot read the VM's threads: %s", r->name, err.msg);
 		r->load_error_logged = true;
 		return;
 	}
-	for (int i = 0; i < n; i++) {
-		if (th[i].vcpu < 0)
-			continue;
-		vcpus++;
-		runnable += th[i].runnable_ns;
-		delay += th[i].delay_ns;
-	}
+	runnable = v.runnable_ns;
+	delay = v.delay_ns;
+	vcpus = v.vcpus;
 	if (r->have_vcpu_totals && runnable >= r->vcpu_runnable_ns && delay >= r->vcpu_delay_ns &&
 	    vcpus) {
 		struct act_cpu_window w = {

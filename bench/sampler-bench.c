@@ -13,6 +13,14 @@
  *    events of processes that are not VMs (informational).
  * 2. Daemon side: CPU time of one readout of every registered VM for 1, 100
  *    and 1000 registered VMs (sleeping child processes).
+ * 3. Daemon side at the reactive policy's rate (policy.tick_ms, 250 ms):
+ *    1, 100 and 1000 registered busy "VMs", each a process with two threads
+ *    named like QEMU's vCPU threads ("CPU n/TCG") that spin and sleep, and
+ *    two other threads; every 250 ms each VM is read as its runner does
+ *    (smp_read, then its vCPU threads' totals). Cost: CPU time of the
+ *    reading thread per second of wall time, in % of one core, for the
+ *    vCPU totals through smp_read_vcpus() and, as the baseline, through the
+ *    per-thread split (smp_read_threads) summed as the runner used to.
  * The last line is `ratio: X` = vmact ns/event / runqlat ns/event. */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -258,6 +267,216 @@ static void readout_cost(enum smp_backend backend, const char *label, const unsi
 	}
 }
 
+/* A busy "VM": two vCPU threads spinning SPIN_US then sleeping SLEEP_MS,
+ * an I/O-like thread waking every 100 ms and the main thread asleep. */
+#define SPIN_US 50
+#define SLEEP_MS 200
+#define VM_THREADS 4
+#define VM_VCPUS 2
+
+static void spin_us(long us)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct timespec nap = { 0, SLEEP_MS * 1000000L };
+	char name[16];
+
+	snprintf(name, sizeof(name), "CPU %d/TCG", (int)(intptr_t)arg);
+	prctl(PR_SET_NAME, name);
+	for (;;) {
+		spin_us(SPIN_US);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static void *io_thread(void *arg)
+{
+	struct timespec nap = { 0, 100 * 1000000L };
+
+	prctl(PR_SET_NAME, "worker");
+	for (;;)
+		nanosleep(&nap, NULL);
+	return NULL;
+}
+
+static pid_t spawn_busy_vm(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		pthread_attr_t a;
+		pthread_t t;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "qemu-bench");
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		for (int i = 0; i < VM_VCPUS; i++)
+			if (pthread_create(&t, &a, vcpu_thread, (void *)(intptr_t)i))
+				_exit(1);
+		if (pthread_create(&t, &a, io_thread, NULL))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+enum vcpu_path { VCPU_READ_VCPUS, VCPU_READ_THREADS };
+
+static volatile uint64_t vcpu_sink;
+
+/* One VM's tick as runner-metrics.c does it: the VM's reading, then its
+ * vCPU threads' totals. Returns how many vCPU threads were seen. */
+static unsigned tick_vm(struct smp_sampler *s, const char *name, enum vcpu_path path,
+			struct smp_thread *th, size_t max)
+{
+	struct vmact_err err = { 0 };
+	struct smp_reading r;
+	unsigned vcpus = 0;
+
+	if (smp_read(s, name, &r, &err) < 0)
+		die("smp_read %s: %s", name, err.msg);
+	if (path == VCPU_READ_VCPUS) {
+		struct smp_vcpus v;
+
+		if (smp_read_vcpus(s, name, &v, &err) < 0)
+			die("smp_read_vcpus %s: %s", name, err.msg);
+		return v.vcpus;
+	}
+	int n = smp_read_threads(s, name, th, max, &err);
+	uint64_t runnable = 0, delay = 0;
+
+	if (n < 0)
+		die("smp_read_threads %s: %s", name, err.msg);
+	for (int i = 0; i < n; i++) {
+		if (th[i].vcpu < 0)
+			continue;
+		vcpus++;
+		runnable += th[i].runnable_ns;
+		delay += th[i].delay_ns;
+	}
+	/* The sums, as the runner keeps them. */
+	vcpu_sink = runnable + delay;
+	return vcpus;
+}
+
+/* Reads every VM every tick_ms for window seconds (at least 2 rounds);
+ * returns the reading thread's CPU per second at that rate, in % of one
+ * core (above 100 %: the rate cannot be kept). */
+static double policy_rate_cost(struct smp_sampler *s, unsigned n, enum vcpu_path path,
+			       unsigned *vcpus_seen, double *round_ms)
+{
+	static struct smp_thread th[512];
+	const double tick = 0.25;
+	double c0, c1, w0, next;
+	unsigned rounds = 0, seen = 0;
+
+	/* Untimed round: each VM's iterator links are made on first use. */
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "busy-vm-%u", i);
+		tick_vm(s, name, path, th, ARRAY_SIZE(th));
+	}
+	w0 = next = mono_s();
+	c0 = thread_cpu_s();
+	do {
+		double now;
+
+		seen = 0;
+		for (unsigned i = 0; i < n; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "busy-vm-%u", i);
+			seen += tick_vm(s, name, path, th, ARRAY_SIZE(th));
+		}
+		rounds++;
+		next += tick;
+		now = mono_s();
+		if (next > now)
+			usleep((useconds_t)((next - now) * 1e6));
+	} while (rounds < 2 || mono_s() - w0 < window_s);
+	c1 = thread_cpu_s();
+	*vcpus_seen = seen;
+	*round_ms = (c1 - c0) / rounds * 1e3;
+	return (c1 - c0) / rounds / tick * 100.0;
+}
+
+static void policy_rate(const unsigned *sizes, size_t nsizes)
+{
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF };
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+	static pid_t kids[1000];
+	unsigned have = 0;
+	char root[64];
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
+	cfg.pin_root = root;
+	if (smp_open(&cfg, &s, &err) < 0)
+		die("smp_open: %s", err.msg);
+	printf("policy rate: every VM read every 250 ms (smp_read + vCPU totals); each VM a "
+	       "process of %d threads, %d named \"CPU n/TCG\" spinning %d us per %d ms\n",
+	       VM_THREADS, VM_VCPUS, SPIN_US, SLEEP_MS);
+	for (size_t k = 0; k < nsizes; k++) {
+		unsigned n = sizes[k], v_new, v_old;
+		double c_new, c_old, ms_new, ms_old;
+
+		while (have < n)
+			kids[have++] = spawn_busy_vm();
+		usleep(300000); /* the threads name themselves */
+		for (unsigned i = 0; i < n; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "busy-vm-%u", i);
+			if (smp_find(s, name) < 0 && smp_register(s, name, kids[i], NULL, &err) < 0)
+				die("smp_register: %s", err.msg);
+		}
+		usleep(500000); /* every vCPU thread has run since */
+		c_new = policy_rate_cost(s, n, VCPU_READ_VCPUS, &v_new, &ms_new);
+		c_old = policy_rate_cost(s, n, VCPU_READ_THREADS, &v_old, &ms_old);
+		if (v_new != n * VM_VCPUS || v_old != n * VM_VCPUS)
+			die("%u VMs: saw %u and %u vCPU threads, expected %u", n, v_new, v_old,
+			    n * VM_VCPUS);
+		printf("policy rate %4u VMs: smp_read_vcpus %7.2f %% of a core (%8.3f ms CPU per "
+		       "round); per-thread split %7.2f %% (%8.3f ms); ratio %.3f\n",
+		       n, c_new, ms_new, c_old, ms_old, c_new / c_old);
+	}
+	smp_close(s);
+	for (unsigned i = 0; i < have; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const unsigned sizes[] = { 1, 100, 1000 };
@@ -365,6 +584,7 @@ int main(int argc, char **argv)
 
 	readout_cost(SMP_BACKEND_BPF, "bpf", sizes, ARRAY_SIZE(sizes));
 	readout_cost(SMP_BACKEND_TASKSTATS, "taskstats", ts_sizes, ARRAY_SIZE(ts_sizes));
+	policy_rate(sizes, ARRAY_SIZE(sizes));
 
 	printf("ratio: %.3f\n", ns[0] / ns[1]);
 	return 0;

@@ -45,6 +45,10 @@ struct smp_backend_ops {
 	/* Per-thread split; name is for error messages. */
 	int (*read_threads)(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
 			    struct smp_thread *out, size_t max, struct vmact_err *err);
+	/* Optional: the vCPU threads' totals in one pass; NULL or
+	 * -EOPNOTSUPP: summed from read_threads. */
+	int (*read_vcpus)(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
+			  struct smp_vcpus *out, struct vmact_err *err);
 	/* Optional: a backend that must poll (the daemon's timer calls it). */
 	int (*poll)(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err);
 	/* Optional: shows a readout to bpftool. */

@@ -47,6 +47,7 @@ struct smp_bpf {
 	size_t readout_len;
 	bool no_batch;
 	struct smp_task_iter iter;
+	struct smp_task_iter threads; /* over vmact_threads */
 };
 
 static struct smp_bpf *to_bpf(struct smp_be *b)
@@ -193,6 +194,7 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	 * next scheduler event on. */
 	bpf_program__set_autoload(s->skel->progs.vmact_seed, tp_btf);
 	bpf_program__set_autoload(s->skel->progs.vmact_pending, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_threads, tp_btf);
 	/* Mmapable arrays came with tp_btf (5.5): on older kernels skip the
 	 * bpftool view rather than the sampler. */
 	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
@@ -209,6 +211,13 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	r = smp_task_iter_init(&s->iter,
 			       bpf_program__autoload(s->skel->progs.vmact_pending)
 				       ? s->skel->progs.vmact_pending
+				       : NULL,
+			       s->max_vms, err);
+	if (r < 0)
+		return r;
+	r = smp_task_iter_init(&s->threads,
+			       bpf_program__autoload(s->skel->progs.vmact_threads)
+				       ? s->skel->progs.vmact_threads
 				       : NULL,
 			       s->max_vms, err);
 	if (r < 0)
@@ -239,6 +248,7 @@ static void bpf_stop(struct smp_bpf *s)
 		munmap(s->readout, s->readout_len);
 	s->readout = NULL;
 	smp_task_iter_done(&s->iter);
+	smp_task_iter_done(&s->threads);
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -366,6 +376,7 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
 	if (s->readout)
 		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
 	smp_task_iter_drop(&s->iter, slot);
+	smp_task_iter_drop(&s->threads, slot);
 	return r;
 }
 
@@ -486,6 +497,53 @@ static int64_t bpf_runnable_at_start(struct smp_be *b, pid_t tgid,
 	return first->nr_runnable;
 }
 
+struct thread_recs {
+	unsigned slot;
+	pid_t tgid;
+	uint64_t now;
+	struct smp_thread *out;  /* NULL: vCPU totals only */
+	size_t max, n;
+	struct smp_vcpus *vcpus;
+};
+
+/* One record of vmact_threads: the thread as the split shows it. */
+static void thread_rec(const struct smp_thread_rec *rec, void *data)
+{
+	struct thread_recs *a = data;
+	struct smp_thread th;
+
+	/* Without a pid filter every VM's threads come by. */
+	if (rec->task.slot != a->slot || rec->task.tgid != (__u32)a->tgid)
+		return;
+	smp_thread_from_task((pid_t)rec->tid, &rec->task, a->now, &th);
+	if (rec->pend.ns)
+		smp_thread_add_pending(&th, &rec->pend);
+	smp_thread_finish(&th);
+	memcpy(th.comm, rec->comm, sizeof(th.comm));
+	th.comm[sizeof(th.comm) - 1] = '\0';
+	th.vcpu = smp_thread_vcpu(th.comm);
+	if (a->vcpus)
+		smp_vcpus_add(a->vcpus, &th);
+	if (a->out && a->n < a->max)
+		a->out[a->n++] = th;
+}
+
+/* One pass of vmact_threads over the VM's threads. The open intervals are
+ * closed at one time taken just before the pass: a hook running during it
+ * moves a figure by microseconds either way, as with any read racing the
+ * hooks. */
+static int read_thread_recs(struct smp_bpf *s, struct thread_recs *a, const char *name,
+			    struct vmact_err *err)
+{
+	int r;
+
+	a->now = vmact_now_nsec();
+	r = smp_task_iter_vm_threads(&s->threads, a->slot, a->tgid, thread_rec, a, err);
+	if (r < 0)
+		return r == -EOPNOTSUPP ? r : vmact_err_prefix(err, "sampler: %s", name);
+	return 0;
+}
+
 static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
 			    struct smp_thread *out, size_t max, struct vmact_err *err)
 {
@@ -500,6 +558,14 @@ static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const c
 	if (!s->per_thread)
 		return vmact_err_set(err, EOPNOTSUPP,
 				     "sampler: per-thread split disabled by configuration");
+	if (s->threads.prog) {
+		struct thread_recs a = { .slot = slot, .tgid = tgid, .out = out, .max = max };
+
+		r = read_thread_recs(s, &a, name, err);
+		return r < 0 ? r : (int)a.n;
+	}
+	/* No task iterators (kernels without tp_btf): walk every VM's
+	 * threads in vmact_tasks and name them from /proc. */
 	r = smp_task_iter_vm(&s->iter, slot, tgid, &pend, err);
 	if (r < 0)
 		return vmact_err_prefix(err, "sampler: %s", name);
@@ -522,6 +588,21 @@ static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const c
 		n++;
 	}
 	return (int)n;
+}
+
+/* The vCPU totals in one iterator pass, no copy of the split. */
+static int bpf_read_vcpus(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
+			  struct smp_vcpus *out, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	struct thread_recs a = { .slot = slot, .tgid = tgid, .vcpus = out };
+
+	if (!s->per_thread)
+		return vmact_err_set(err, EOPNOTSUPP,
+				     "sampler: per-thread split disabled by configuration");
+	if (!s->threads.prog)
+		return -EOPNOTSUPP;
+	return read_thread_recs(s, &a, name, err);
 }
 
 /* The readout as bpftool shows it (vmact_readout). */
@@ -566,6 +647,7 @@ const struct smp_backend_ops smp_bpf_ops = {
 	.read_all = bpf_read_all,
 	.runnable_at_start = bpf_runnable_at_start,
 	.read_threads = bpf_read_threads,
+	.read_vcpus = bpf_read_vcpus,
 	.publish = bpf_publish,
 	.prog_ids = bpf_prog_ids,
 	.pin_root = bpf_pin_root,

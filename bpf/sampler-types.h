@@ -104,3 +104,16 @@ struct smp_pending {
 	__u8 on_cpu;    /* task_struct::on_cpu at the iteration */
 	__u8 pad[6];
 };
+
+/* Record written by the vmact_threads task iterator: one tracked thread of
+ * a VM, its vmact_tasks entry and name, with what vmact_pending would
+ * report for it (pend.ns 0: nothing pending). One pass over a VM's threads
+ * (pid filter) gives the per-thread split and the vCPU totals without
+ * walking vmact_tasks, which holds the threads of every VM. */
+struct smp_thread_rec {
+	__u32 tid;
+	__u32 pad;
+	char comm[16];
+	struct smp_task task;
+	struct smp_pending pend;
+};

@@ -419,4 +419,45 @@ int vmact_pending(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/* Run by the loader for the per-thread split and the vCPU totals of one VM
+ * (pid filter): every thread that vmact_tasks tracks for it, with its name
+ * and what vmact_pending would report for it. Read-only, like
+ * vmact_pending. */
+SEC("iter/task")
+int vmact_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct smp_thread_rec rec = {};
+	struct smp_task *t;
+	struct smp_vm *vm;
+	__u32 tgid, tid;
+	__u64 ns;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+	if (!vm)
+		return 0;
+	tid = task->pid;
+	t = bpf_map_lookup_elem(&vmact_tasks, &tid);
+	if (!t || t->slot != vm->slot || t->tgid != tgid)
+		return 0;
+	rec.tid = tid;
+	rec.task = *t;
+	bpf_probe_read_kernel_str(rec.comm, sizeof(rec.comm), task->comm);
+	if (!t->oncpu && t->exec_ok) {
+		ns = task->se.sum_exec_runtime - t->exec_sync;
+		if ((__s64)ns > RECOVER_MIN_NS) {
+			rec.pend.tid = tid;
+			rec.pend.slot = vm->slot;
+			rec.pend.ns = ns;
+			rec.pend.runnable = t->runnable;
+			rec.pend.on_cpu = task->on_cpu ? 1 : 0;
+		}
+	}
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "base/cpustat.h"
+#include "base/macro.h"
 #include "bpf/backend.h"
 #include "bpf/readout.h"
 #include "bpf/registry.h"
@@ -330,6 +331,39 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
 		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
 	return s->ops->read_threads(s->be, (unsigned)slot, s->reg.e[slot].tgid, name, out, max,
 				    err);
+}
+
+/* QEMU's threads of one VM: its vCPUs (at most 255 on x86 without x2APIC
+ * tricks) and a handful of others. */
+#define SMP_MAX_VM_THREADS 512
+
+int smp_read_vcpus(struct smp_sampler *s, const char *name, struct smp_vcpus *out,
+		   struct vmact_err *err)
+{
+	_cleanup_free_ struct smp_thread *th = NULL;
+	int slot = smp_find(s, name), n;
+
+	if (slot < 0)
+		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
+	*out = (struct smp_vcpus){ 0 };
+	if (s->ops->read_vcpus) {
+		int r = s->ops->read_vcpus(s->be, (unsigned)slot, s->reg.e[slot].tgid, name, out,
+					   err);
+
+		if (r != -EOPNOTSUPP)
+			return r;
+		vmact_err_reset(err);
+	}
+	th = calloc(SMP_MAX_VM_THREADS, sizeof(*th));
+	if (!th)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	n = s->ops->read_threads(s->be, (unsigned)slot, s->reg.e[slot].tgid, name, th,
+				 SMP_MAX_VM_THREADS, err);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		smp_vcpus_add(out, &th[i]);
+	return 0;
 }
 
 int smp_poll(struct smp_sampler *s, struct vmact_err *err)

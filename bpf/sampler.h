@@ -120,6 +120,23 @@ int smp_read_all(struct smp_sampler *s,
 int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
 		     size_t max, struct vmact_err *err);
 
+/* Totals since registration of a VM's vCPU threads (the threads named
+ * "CPU N/..."), summed over the ones alive now: what the reactive policy
+ * takes each tick. A vCPU thread that ends takes its share with it, so a
+ * total can go down. */
+struct smp_vcpus {
+	unsigned vcpus;       /* vCPU threads seen */
+	uint64_t runnable_ns; /* each thread's smp_thread figures, summed */
+	uint64_t oncpu_ns;
+	uint64_t delay_ns;
+};
+
+/* The VM's vCPU totals. With BPF one pass of a task iterator over the VM's
+ * threads only (no per-thread walk, no /proc reads); otherwise the sum of
+ * smp_read_threads(). */
+int smp_read_vcpus(struct smp_sampler *s, const char *name, struct smp_vcpus *out,
+		   struct vmact_err *err);
+
 /* taskstats backend: polls every VM's threads (the daemon calls this every
  * smp_poll_ms(), e.g. from an sd-event timer). No-op with BPF. */
 int smp_poll(struct smp_sampler *s, struct vmact_err *err);

@@ -885,6 +885,12 @@ static void test_bpf_per_thread(void **state)
 		}
 	}
 	assert_int_equal(spinning, 2);
+	/* No thread named like a vCPU: the vCPU totals are empty. */
+	struct smp_vcpus v;
+	if (smp_read_vcpus(f->s, "smp-threads", &v, &err) < 0)
+		fail_msg("smp_read_vcpus: %s", err.msg);
+	assert_int_equal(v.vcpus, 0);
+	assert_int_equal(v.runnable_ns, 0);
 }
 
 /* A switch-in that never reached the hooks, staged: with the workload
