@@ -28,6 +28,7 @@
 #include "bpf/proc.h"
 #include "bpf/readout.h"
 #include "bpf/sampler-types.h"
+#include "bpf/readvm.skel.h"
 #include "bpf/sampler.skel.h"
 #include "bpf/task-iter.h"
 
@@ -48,6 +49,8 @@ struct smp_bpf {
 	bool no_batch;
 	struct smp_task_iter iter;
 	struct smp_task_iter threads; /* over vmact_threads */
+	struct readvm *rv;            /* the one-call readout, or NULL */
+	int rv_fd;
 };
 
 static struct smp_bpf *to_bpf(struct smp_be *b)
@@ -145,6 +148,32 @@ static void unpin_all(struct smp_bpf *s)
 	rmdir(s->pin_root);
 }
 
+/* The one-call readout (readvm.bpf.c) over this skeleton's maps. Kernels
+ * without kfuncs in syscall programs refuse it: then s->rv stays NULL and
+ * readouts go through the task iterators, as before. */
+static void load_read_prog(struct smp_bpf *s)
+{
+	struct readvm *rv;
+
+	if (s->ncpus > 4096) /* MAX_CPUS in readvm.bpf.c */
+		return;
+	rv = readvm__open();
+	if (!rv)
+		return;
+	rv->rodata->nr_cpus = (__u32)s->ncpus;
+	rv->rodata->per_thread = s->per_thread;
+	if (bpf_map__reuse_fd(rv->maps.vmact_stats, bpf_map__fd(s->skel->maps.vmact_stats)) ||
+	    bpf_map__reuse_fd(rv->maps.vmact_tasks, bpf_map__fd(s->skel->maps.vmact_tasks)) ||
+	    readvm__load(rv)) {
+		readvm__destroy(rv);
+		/* Its load failure is no error of the sampler's. */
+		smp_libbpf_msg[0] = '\0';
+		return;
+	}
+	s->rv = rv;
+	s->rv_fd = bpf_program__fd(rv->progs.vmact_read_vm);
+}
+
 static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vmact_err *err)
 {
 	struct bpf_object_open_opts oo = { .sz = sizeof(oo), .pin_root_path = s->pin_root };
@@ -225,6 +254,8 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0)
 		return vmact_err_set(err, EIO, "BPF: cannot count possible CPUs");
+	if (tp_btf && !cfg->no_read_prog)
+		load_read_prog(s);
 	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
 	s->pend = calloc(s->max_vms, sizeof(*s->pend));
@@ -249,6 +280,8 @@ static void bpf_stop(struct smp_bpf *s)
 	s->readout = NULL;
 	smp_task_iter_done(&s->iter);
 	smp_task_iter_done(&s->threads);
+	readvm__destroy(s->rv);
+	s->rv = NULL;
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -380,6 +413,37 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
 	return r;
 }
 
+/* One VM through vmact_read_vm: its totals at *t and, when vcpus is not
+ * NULL, its vCPU threads' totals, in one syscall. */
+static int read_prog(struct smp_bpf *s, unsigned slot, pid_t tgid, struct smp_totals *out,
+		     uint64_t *t, struct smp_vcpus *vcpus, struct vmact_err *err)
+{
+	struct smp_vm_read rd = { .slot = slot, .tgid = (__u32)tgid };
+	/* A syscall program's context is copied back into ctx_in. */
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &rd, .ctx_size_in = sizeof(rd));
+
+	if (bpf_prog_test_run_opts(s->rv_fd, &o) < 0)
+		return vmact_err_set(err, errno, "BPF: reading slot %u: %s", slot,
+				     strerror(errno));
+	if (o.retval != 0)
+		return vmact_err_set(err, EIO, "BPF: reading slot %u: vmact_stats lookup failed",
+				     slot);
+	*t = rd.now;
+	/* The per-CPU sums are modular: summed once, they read as one CPU. */
+	smp_totals_from_cpus(&rd.sum, 1, *t, out);
+	out->oncpu_ns += rd.pend_oncpu_ns;
+	out->runnable_ns += rd.pend_runnable_ns;
+	out->nr_oncpu += rd.pend_nr_oncpu;
+	if (vcpus)
+		*vcpus = (struct smp_vcpus){
+			.vcpus = rd.vcpus,
+			.runnable_ns = rd.vcpu_runnable_ns,
+			.oncpu_ns = rd.vcpu_oncpu_ns,
+			.delay_ns = rd.vcpu_delay_ns,
+		};
+	return 0;
+}
+
 static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_totals *out,
 		    uint64_t *t, struct vmact_err *err)
 {
@@ -387,6 +451,9 @@ static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_tota
 	_cleanup_(smp_pending_list_free) struct smp_pending_item *pend = NULL;
 	struct smp_pending_item *i;
 	int r;
+
+	if (s->rv)
+		return read_prog(s, slot, tgid, out, t, NULL, err);
 
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf))
 		return vmact_err_set(err, errno, "BPF: reading vmact_stats[%u]: %s", slot,
@@ -600,9 +667,33 @@ static int bpf_read_vcpus(struct smp_be *b, unsigned slot, pid_t tgid, const cha
 	if (!s->per_thread)
 		return vmact_err_set(err, EOPNOTSUPP,
 				     "sampler: per-thread split disabled by configuration");
+	if (s->rv) {
+		struct smp_totals tot;
+		uint64_t t;
+		int r = read_prog(s, slot, tgid, &tot, &t, out, err);
+
+		return r < 0 ? vmact_err_prefix(err, "sampler: %s", name) : 0;
+	}
 	if (!s->threads.prog)
 		return -EOPNOTSUPP;
 	return read_thread_recs(s, &a, name, err);
+}
+
+/* The reading and the vCPU totals in one syscall; -EOPNOTSUPP where the
+ * readout program is not loaded or the split is off. */
+static int bpf_read_both(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_totals *out,
+			 uint64_t *t, struct smp_vcpus *vcpus, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+
+	if (!s->rv || !s->per_thread)
+		return -EOPNOTSUPP;
+	return read_prog(s, slot, tgid, out, t, vcpus, err);
+}
+
+static bool bpf_read_prog_loaded(const struct smp_be *b)
+{
+	return to_bpf_const(b)->rv != NULL;
 }
 
 /* The readout as bpftool shows it (vmact_readout). */
@@ -648,6 +739,8 @@ const struct smp_backend_ops smp_bpf_ops = {
 	.runnable_at_start = bpf_runnable_at_start,
 	.read_threads = bpf_read_threads,
 	.read_vcpus = bpf_read_vcpus,
+	.read_both = bpf_read_both,
+	.read_prog_loaded = bpf_read_prog_loaded,
 	.publish = bpf_publish,
 	.prog_ids = bpf_prog_ids,
 	.pin_root = bpf_pin_root,

@@ -128,9 +128,7 @@ static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *
 	t->oncpu_since = now;
 }
 
-/* Below this a difference between the kernel's run time and ours is clock
- * skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
-#define RECOVER_MIN_NS 50000
+#define RECOVER_MIN_NS SMP_RECOVER_MIN_NS
 
 /* The thread is switching out or in and has run exec ns in total. Anything
  * the kernel counts since the last sync point beyond what the hooks counted
