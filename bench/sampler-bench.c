@@ -15,13 +15,19 @@
  *    and 1000 registered VMs (sleeping child processes).
  * 3. Daemon side at the reactive policy's rate (policy.tick_ms, 250 ms):
  *    1, 100 and 1000 registered busy "VMs", each a process with two threads
- *    named like QEMU's vCPU threads ("CPU n/TCG") that spin and sleep, and
- *    two other threads; every 250 ms each VM is read as its runner does
- *    (smp_read, then its vCPU threads' totals). Cost: CPU time of the
- *    reading thread per second of wall time, in % of one core, for the
- *    vCPU totals through smp_read_vcpus() and, as the baseline, through the
- *    per-thread split (smp_read_threads) summed as the runner used to.
- * The last line is `ratio: X` = vmact ns/event / runqlat ns/event. */
+ *    named like QEMU's vCPU threads ("CPU n/TCG") that spin 50 us every
+ *    300 ms, an I/O-like thread waking every 500 ms and the main thread
+ *    asleep; every 250 ms each VM is read as its runner does (its reading
+ *    and its vCPU threads' totals, smp_read_with_vcpus). Cost: CPU time of
+ *    the reading thread itself (CLOCK_THREAD_CPUTIME_ID: its syscalls and
+ *    the BPF programs they run included) per 250 ms round, in % of one
+ *    core. Two ways in the same run, each with a sampler of its own: the
+ *    one-call readout program (readvm.bpf.c, the default where the kernel
+ *    loads it) and, as the baseline, the task iterators (config
+ *    no_read_prog: a map lookup and two iterator passes per VM and tick).
+ * Sections: `sampler-bench [SECONDS [events|readout|policy]...]`, all by
+ * default. With the events section the last line is `ratio: X` = vmact
+ * ns/event / runqlat ns/event. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -268,9 +274,12 @@ static void readout_cost(enum smp_backend backend, const char *label, const unsi
 }
 
 /* A busy "VM": two vCPU threads spinning SPIN_US then sleeping SLEEP_MS,
- * an I/O-like thread waking every 100 ms and the main thread asleep. */
+ * an I/O-like thread waking every IO_MS and the main thread asleep. Light
+ * on purpose: 1000 of them keep about a third of a CPU busy on a 2-CPU
+ * host (2000 threads spinning 200 us per 50 ms overloaded it). */
 #define SPIN_US 50
-#define SLEEP_MS 200
+#define SLEEP_MS 300
+#define IO_MS 500
 #define VM_THREADS 4
 #define VM_VCPUS 2
 
@@ -300,7 +309,7 @@ static void *vcpu_thread(void *arg)
 
 static void *io_thread(void *arg)
 {
-	struct timespec nap = { 0, 100 * 1000000L };
+	struct timespec nap = { 0, IO_MS * 1000000L };
 
 	prctl(PR_SET_NAME, "worker");
 	for (;;)
@@ -349,62 +358,38 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-enum vcpu_path { VCPU_READ_VCPUS, VCPU_READ_THREADS };
-
-static volatile uint64_t vcpu_sink;
-
-/* One VM's tick as runner-metrics.c does it: the VM's reading, then its
+/* One VM's tick as runner-metrics.c does it: the VM's reading and its
  * vCPU threads' totals. Returns how many vCPU threads were seen. */
-static unsigned tick_vm(struct smp_sampler *s, const char *name, enum vcpu_path path,
-			struct smp_thread *th, size_t max)
+static unsigned tick_vm(struct smp_sampler *s, const char *name)
 {
-	struct vmact_err err = { 0 };
+	struct vmact_err err = { 0 }, verr = { 0 };
 	struct smp_reading r;
-	unsigned vcpus = 0;
+	struct smp_vcpus v;
+	int vrc;
 
-	if (smp_read(s, name, &r, &err) < 0)
-		die("smp_read %s: %s", name, err.msg);
-	if (path == VCPU_READ_VCPUS) {
-		struct smp_vcpus v;
-
-		if (smp_read_vcpus(s, name, &v, &err) < 0)
-			die("smp_read_vcpus %s: %s", name, err.msg);
-		return v.vcpus;
-	}
-	int n = smp_read_threads(s, name, th, max, &err);
-	uint64_t runnable = 0, delay = 0;
-
-	if (n < 0)
-		die("smp_read_threads %s: %s", name, err.msg);
-	for (int i = 0; i < n; i++) {
-		if (th[i].vcpu < 0)
-			continue;
-		vcpus++;
-		runnable += th[i].runnable_ns;
-		delay += th[i].delay_ns;
-	}
-	/* The sums, as the runner keeps them. */
-	vcpu_sink = runnable + delay;
-	return vcpus;
+	if (smp_read_with_vcpus(s, name, &r, &v, &vrc, &verr, &err) < 0)
+		die("smp_read_with_vcpus %s: %s", name, err.msg);
+	if (vrc < 0)
+		die("smp_read_with_vcpus %s: vCPUs: %s", name, verr.msg);
+	return v.vcpus;
 }
 
 /* Reads every VM every tick_ms for window seconds (at least 2 rounds);
- * returns the reading thread's CPU per second at that rate, in % of one
- * core (above 100 %: the rate cannot be kept). */
-static double policy_rate_cost(struct smp_sampler *s, unsigned n, enum vcpu_path path,
-			       unsigned *vcpus_seen, double *round_ms)
+ * returns the reading thread's CPU per round, in % of one core at that
+ * rate (above 100 %: the rate cannot be kept). */
+static double policy_rate_cost(struct smp_sampler *s, unsigned n, unsigned *vcpus_seen,
+			       double *round_ms)
 {
-	static struct smp_thread th[512];
 	const double tick = 0.25;
 	double c0, c1, w0, next;
 	unsigned rounds = 0, seen = 0;
 
-	/* Untimed round: each VM's iterator links are made on first use. */
+	/* Untimed round: the iterators' per-VM links are made on first use. */
 	for (unsigned i = 0; i < n; i++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), "busy-vm-%u", i);
-		tick_vm(s, name, path, th, ARRAY_SIZE(th));
+		tick_vm(s, name);
 	}
 	w0 = next = mono_s();
 	c0 = thread_cpu_s();
@@ -416,7 +401,7 @@ static double policy_rate_cost(struct smp_sampler *s, unsigned n, enum vcpu_path
 			char name[32];
 
 			snprintf(name, sizeof(name), "busy-vm-%u", i);
-			seen += tick_vm(s, name, path, th, ARRAY_SIZE(th));
+			seen += tick_vm(s, name);
 		}
 		rounds++;
 		next += tick;
@@ -430,57 +415,83 @@ static double policy_rate_cost(struct smp_sampler *s, unsigned n, enum vcpu_path
 	return (c1 - c0) / rounds / tick * 100.0;
 }
 
-static void policy_rate(const unsigned *sizes, size_t nsizes)
+/* A sampler of one kind with the first n busy VMs registered. */
+static struct smp_sampler *policy_sampler(bool read_prog, const pid_t *kids, unsigned n)
 {
-	struct smp_config cfg = { .backend = SMP_BACKEND_BPF };
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .no_read_prog = !read_prog };
 	struct vmact_err err = { 0 };
 	struct smp_sampler *s = NULL;
-	static pid_t kids[1000];
-	unsigned have = 0;
 	char root[64];
 
 	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
 	cfg.pin_root = root;
 	if (smp_open(&cfg, &s, &err) < 0)
 		die("smp_open: %s", err.msg);
-	printf("policy rate: every VM read every 250 ms (smp_read + vCPU totals); each VM a "
-	       "process of %d threads, %d named \"CPU n/TCG\" spinning %d us per %d ms\n",
-	       VM_THREADS, VM_VCPUS, SPIN_US, SLEEP_MS);
+	if (read_prog && !smp_read_prog(s))
+		die("the readout program did not load on this kernel (kfuncs in syscall programs)");
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "busy-vm-%u", i);
+		if (smp_register(s, name, kids[i], NULL, &err) < 0)
+			die("smp_register: %s", err.msg);
+	}
+	usleep(500000); /* every vCPU thread has run since */
+	return s;
+}
+
+static void policy_rate(const unsigned *sizes, size_t nsizes)
+{
+	static pid_t kids[1000];
+	unsigned have = 0;
+
+	printf("policy rate: every VM read every 250 ms (reading + vCPU totals, "
+	       "smp_read_with_vcpus), %d s per figure; each VM a process of %d threads, %d named "
+	       "\"CPU n/TCG\" spinning %d us per %d ms, one waking every %d ms; reader thread's "
+	       "CPU in %% of one core\n",
+	       window_s, VM_THREADS, VM_VCPUS, SPIN_US, SLEEP_MS, IO_MS);
 	for (size_t k = 0; k < nsizes; k++) {
 		unsigned n = sizes[k], v_new, v_old;
 		double c_new, c_old, ms_new, ms_old;
+		struct smp_sampler *s;
 
 		while (have < n)
 			kids[have++] = spawn_busy_vm();
 		usleep(300000); /* the threads name themselves */
-		for (unsigned i = 0; i < n; i++) {
-			char name[32];
-
-			snprintf(name, sizeof(name), "busy-vm-%u", i);
-			if (smp_find(s, name) < 0 && smp_register(s, name, kids[i], NULL, &err) < 0)
-				die("smp_register: %s", err.msg);
-		}
-		usleep(500000); /* every vCPU thread has run since */
-		c_new = policy_rate_cost(s, n, VCPU_READ_VCPUS, &v_new, &ms_new);
-		c_old = policy_rate_cost(s, n, VCPU_READ_THREADS, &v_old, &ms_old);
+		s = policy_sampler(true, kids, n);
+		c_new = policy_rate_cost(s, n, &v_new, &ms_new);
+		smp_close(s);
+		s = policy_sampler(false, kids, n);
+		c_old = policy_rate_cost(s, n, &v_old, &ms_old);
+		smp_close(s);
 		if (v_new != n * VM_VCPUS || v_old != n * VM_VCPUS)
 			die("%u VMs: saw %u and %u vCPU threads, expected %u", n, v_new, v_old,
 			    n * VM_VCPUS);
-		printf("policy rate %4u VMs: smp_read_vcpus %7.2f %% of a core (%8.3f ms CPU per "
-		       "round); per-thread split %7.2f %% (%8.3f ms); ratio %.3f\n",
-		       n, c_new, ms_new, c_old, ms_old, c_new / c_old);
+		printf("policy rate %4u VMs: readout program %6.2f %% of a core (%7.3f ms CPU per "
+		       "round, %5.1f us per VM); task iterators (baseline) %6.2f %% (%7.3f ms, "
+		       "%5.1f us per VM); ratio %.3f\n",
+		       n, c_new, ms_new, ms_new * 1e3 / n, c_old, ms_old, ms_old * 1e3 / n,
+		       c_new / c_old);
 	}
-	smp_close(s);
 	for (unsigned i = 0; i < have; i++) {
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
 	}
 }
 
-int main(int argc, char **argv)
+static bool want(int argc, char **argv, const char *section)
 {
-	static const unsigned sizes[] = { 1, 100, 1000 };
-	static const unsigned ts_sizes[] = { 1, 100 };
+	if (argc <= 2)
+		return true;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], section))
+			return true;
+	return false;
+}
+
+/* Section 1; returns vmact ns/event / runqlat ns/event. */
+static double events_cost(void)
+{
 	struct tool tools[2] = { { .name = "vmact" }, { .name = "runqlat" } };
 	struct smp_config cfg = { .backend = SMP_BACKEND_BPF };
 	struct vmact_err err = { 0 };
@@ -492,12 +503,6 @@ int main(int argc, char **argv)
 	pid_t pp, rq;
 	int stats_fd, n;
 	double ns[2];
-
-	if (argc > 1)
-		window_s = atoi(argv[1]);
-	if (window_s < 1 || window_s > 600)
-		die("window: 1..600 seconds");
-	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (stats_fd < 0)
@@ -514,11 +519,12 @@ int main(int argc, char **argv)
 		uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "id"));
 		const char *name = json_string_value(json_object_get(p, "name"));
 
-		/* The scheduler hooks only; the iterators run per
-		 * registration and per readout, not per event. */
+		/* The scheduler hooks only (wake-up and switch); the
+		 * iterators run per registration and per readout, not per
+		 * event. */
 		for (int k = 0; k < n; k++)
-			if (ids[k] == id && name && strcmp(name, "vmact_seed") != 0 &&
-			    strcmp(name, "vmact_pending") != 0)
+			if (ids[k] == id && name &&
+			    (strstr(name, "wake") || strstr(name, "switch")))
 				tools[0].ids[tools[0].n++] = id;
 	}
 	json_decref(progs);
@@ -582,10 +588,30 @@ int main(int argc, char **argv)
 			printf("%-8s same load, not a registered VM: %.1f ns/event\n", tools[k].name,
 			       (double)b_ns[k] / (double)b_cnt[k]);
 
-	readout_cost(SMP_BACKEND_BPF, "bpf", sizes, ARRAY_SIZE(sizes));
-	readout_cost(SMP_BACKEND_TASKSTATS, "taskstats", ts_sizes, ARRAY_SIZE(ts_sizes));
-	policy_rate(sizes, ARRAY_SIZE(sizes));
+	return ns[0] / ns[1];
+}
 
-	printf("ratio: %.3f\n", ns[0] / ns[1]);
+int main(int argc, char **argv)
+{
+	static const unsigned sizes[] = { 1, 100, 1000 };
+	static const unsigned ts_sizes[] = { 1, 100 };
+	double ratio = 0;
+
+	if (argc > 1)
+		window_s = atoi(argv[1]);
+	if (window_s < 1 || window_s > 600)
+		die("window: 1..600 seconds");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (want(argc, argv, "events"))
+		ratio = events_cost();
+	if (want(argc, argv, "readout")) {
+		readout_cost(SMP_BACKEND_BPF, "bpf", sizes, ARRAY_SIZE(sizes));
+		readout_cost(SMP_BACKEND_TASKSTATS, "taskstats", ts_sizes, ARRAY_SIZE(ts_sizes));
+	}
+	if (want(argc, argv, "policy"))
+		policy_rate(sizes, ARRAY_SIZE(sizes));
+	if (want(argc, argv, "events"))
+		printf("ratio: %.3f\n", ratio);
 	return 0;
 }
