@@ -51,6 +51,9 @@ struct smp_bpf {
 	struct smp_task_iter threads; /* over vmact_threads */
 	struct readvm *rv;            /* the one-call readout, or NULL */
 	int rv_fd;
+	/* Registered VMs per bit of the tgid filter (sampler.bpf.c), when
+	 * the filter is on (the .bss is mmapped); else NULL. */
+	uint32_t *filter_refs;
 };
 
 static struct smp_bpf *to_bpf(struct smp_be *b)
@@ -256,6 +259,14 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 		return vmact_err_set(err, EIO, "BPF: cannot count possible CPUs");
 	if (tp_btf && !cfg->no_read_prog)
 		load_read_prog(s);
+	/* The filter needs the .bss shared with the programs (mmapable
+	 * arrays); without it every event asks vmact_vms, as before. */
+	if (s->skel->bss) {
+		s->filter_refs = calloc(SMP_TGID_FILTER_BITS, sizeof(*s->filter_refs));
+		if (!s->filter_refs)
+			return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+		__atomic_store_n(&s->skel->bss->vmact_tgid_filter_on, 1, __ATOMIC_SEQ_CST);
+	}
 	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
 	s->pend = calloc(s->max_vms, sizeof(*s->pend));
@@ -293,6 +304,8 @@ static void bpf_stop(struct smp_bpf *s)
 	free(s->cpubuf);
 	free(s->batchbuf);
 	free(s->pend);
+	free(s->filter_refs);
+	s->filter_refs = NULL;
 	s->cpubuf = s->batchbuf = NULL;
 	s->pend = NULL;
 }
@@ -366,6 +379,24 @@ static int delete_task_entries(struct smp_bpf *s, pid_t tgid, struct vmact_err *
 	return 0;
 }
 
+/* One more (on) or one fewer (off) registered VM behind tgid's filter
+ * bit: set before the VM enters vmact_vms, cleared after the last one
+ * left, so a registered VM's events always pass. */
+static void filter_ref(struct smp_bpf *s, pid_t tgid, bool on)
+{
+	unsigned bit = (unsigned)tgid % SMP_TGID_FILTER_BITS;
+	__u64 mask = 1ULL << (bit % 64);
+	__u64 *word;
+
+	if (!s->filter_refs)
+		return;
+	word = &s->skel->bss->vmact_tgid_filter[bit / 64];
+	if (on && s->filter_refs[bit]++ == 0)
+		__atomic_fetch_or(word, mask, __ATOMIC_SEQ_CST);
+	else if (!on && s->filter_refs[bit] && --s->filter_refs[bit] == 0)
+		__atomic_fetch_and(word, ~mask, __ATOMIC_SEQ_CST);
+}
+
 static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err)
 {
 	struct smp_bpf *s = to_bpf(b);
@@ -381,13 +412,18 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	r = delete_task_entries(s, tgid, err);
 	if (r < 0)
 		return r;
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST))
-		return vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
-				     strerror(errno));
+	filter_ref(s, tgid, true);
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST)) {
+		r = vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
+				  strerror(errno));
+		filter_ref(s, tgid, false);
+		return r;
+	}
 	if (bpf_program__autoload(s->skel->progs.vmact_seed)) {
 		r = smp_task_iter_seed(s->skel->progs.vmact_seed, &s->skel->links.vmact_seed, err);
 		if (r < 0) {
 			bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key);
+			filter_ref(s, tgid, false);
 			return r;
 		}
 	}
@@ -401,11 +437,13 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
 	__u32 key = (__u32)tgid;
 	int r;
 
-	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT)
+	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT) {
 		r = vmact_err_set(err, errno, "BPF: removing %d from vmact_vms: %s", (int)tgid,
 				  strerror(errno));
-	else
+	} else {
+		filter_ref(s, tgid, false);
 		r = delete_task_entries(s, tgid, err);
+	}
 	if (s->readout)
 		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
 	smp_task_iter_drop(&s->iter, slot);

@@ -70,6 +70,9 @@ struct smp_readout {
  * clock skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
 #define SMP_RECOVER_MIN_NS 50000
 
+/* Bits of the tgid filter in sampler.bpf.c's .bss (vmact_tgid_filter). */
+#define SMP_TGID_FILTER_BITS 65536
+
 /* Value of vmact_vms (HASH, QEMU tgid -> VM). */
 struct smp_vm {
 	__u32 slot;

@@ -23,6 +23,24 @@
 /* Knobs set by the loader between open and load. */
 const volatile bool per_thread = true;
 
+/* A filter in front of vmact_vms: bit tgid % SMP_TGID_FILTER_BITS is set
+ * while some registered VM's tgid maps to it (the loader keeps the bits,
+ * through the mmapped .bss, setting one before the VM enters vmact_vms and
+ * clearing it after the last such VM left). Nearly every scheduler event
+ * is of another process, the idle task included, and a clear bit turns it
+ * away with two loads instead of a hash lookup; a set bit only means "ask
+ * vmact_vms". Off (0) until the loader has the .bss mapped. */
+__u32 vmact_tgid_filter_on;
+__u64 vmact_tgid_filter[SMP_TGID_FILTER_BITS / 64];
+
+static __always_inline bool maybe_vm(__u32 tgid)
+{
+	if (!vmact_tgid_filter_on)
+		return true;
+	return vmact_tgid_filter[(tgid / 64) & (SMP_TGID_FILTER_BITS / 64 - 1)] &
+	       (1ULL << (tgid % 64));
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -63,7 +81,7 @@ struct task_struct___o {
 
 /* Looks up (or creates, zeroed) the state of a thread of a registered VM.
  * Returns NULL for threads of other processes, which is the common case and
- * costs one hash lookup. */
+ * costs a filter check (maybe_vm) or one hash lookup. */
 static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 						struct smp_cpu_stats **stats, bool *fresh)
 {
@@ -72,6 +90,8 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 	struct smp_vm *vm;
 	__u32 slot;
 
+	if (!maybe_vm(tgid))
+		return NULL;
 	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
 	if (!vm)
 		return NULL;
