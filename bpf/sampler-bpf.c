@@ -51,9 +51,9 @@ struct smp_bpf {
 	struct smp_task_iter threads; /* over vmact_threads */
 	struct readvm *rv;            /* the one-call readout, or NULL */
 	int rv_fd;
-	/* Registered VMs per bit of the tgid filter (sampler.bpf.c), when
-	 * the filter is on (the .bss is mmapped); else NULL. */
-	uint32_t *filter_refs;
+	/* Registered VMs per entry of the tgid table (sampler.bpf.c), when
+	 * the table is on (the .bss is mmapped); else NULL. */
+	uint32_t *tgid_refs;
 };
 
 static struct smp_bpf *to_bpf(struct smp_be *b)
@@ -259,13 +259,13 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 		return vmact_err_set(err, EIO, "BPF: cannot count possible CPUs");
 	if (tp_btf && !cfg->no_read_prog)
 		load_read_prog(s);
-	/* The filter needs the .bss shared with the programs (mmapable
+	/* The tgid table needs the .bss shared with the programs (mmapable
 	 * arrays); without it every event asks vmact_vms, as before. */
 	if (s->skel->bss) {
-		s->filter_refs = calloc(SMP_TGID_FILTER_BITS, sizeof(*s->filter_refs));
-		if (!s->filter_refs)
+		s->tgid_refs = calloc(SMP_TGID_TABLE, sizeof(*s->tgid_refs));
+		if (!s->tgid_refs)
 			return vmact_err_set(err, ENOMEM, "sampler: out of memory");
-		__atomic_store_n(&s->skel->bss->vmact_tgid_filter_on, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&s->skel->bss->vmact_tgid_table_on, 1, __ATOMIC_SEQ_CST);
 	}
 	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
@@ -304,8 +304,8 @@ static void bpf_stop(struct smp_bpf *s)
 	free(s->cpubuf);
 	free(s->batchbuf);
 	free(s->pend);
-	free(s->filter_refs);
-	s->filter_refs = NULL;
+	free(s->tgid_refs);
+	s->tgid_refs = NULL;
 	s->cpubuf = s->batchbuf = NULL;
 	s->pend = NULL;
 }
@@ -379,22 +379,26 @@ static int delete_task_entries(struct smp_bpf *s, pid_t tgid, struct vmact_err *
 	return 0;
 }
 
-/* One more (on) or one fewer (off) registered VM behind tgid's filter
- * bit: set before the VM enters vmact_vms, cleared after the last one
- * left, so a registered VM's events always pass. */
-static void filter_ref(struct smp_bpf *s, pid_t tgid, bool on)
+/* One more (on: the VM is in vmact_vms) or one fewer (off: it is about to
+ * leave) registered VM at tgid's entry of the tgid table. An entry shared
+ * by several VMs stays "ask vmact_vms" until none is left: right, only
+ * slower. */
+static void tgid_table(struct smp_bpf *s, pid_t tgid, unsigned slot, bool on)
 {
-	unsigned bit = (unsigned)tgid % SMP_TGID_FILTER_BITS;
-	__u64 mask = 1ULL << (bit % 64);
-	__u64 *word;
+	unsigned i = (unsigned)tgid % SMP_TGID_TABLE;
+	__u64 *e;
 
-	if (!s->filter_refs)
+	if (!s->tgid_refs)
 		return;
-	word = &s->skel->bss->vmact_tgid_filter[bit / 64];
-	if (on && s->filter_refs[bit]++ == 0)
-		__atomic_fetch_or(word, mask, __ATOMIC_SEQ_CST);
-	else if (!on && s->filter_refs[bit] && --s->filter_refs[bit] == 0)
-		__atomic_fetch_and(word, ~mask, __ATOMIC_SEQ_CST);
+	e = &s->skel->bss->vmact_tgid_table[i];
+	if (on)
+		__atomic_store_n(e,
+				 s->tgid_refs[i]++ == 0
+					 ? (__u64)(slot + 1) << 32 | (__u32)tgid
+					 : (__u64)SMP_TGID_SHARED << 32,
+				 __ATOMIC_SEQ_CST);
+	else if (s->tgid_refs[i] && --s->tgid_refs[i] == 0)
+		__atomic_store_n(e, 0, __ATOMIC_SEQ_CST);
 }
 
 static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err)
@@ -412,18 +416,15 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	r = delete_task_entries(s, tgid, err);
 	if (r < 0)
 		return r;
-	filter_ref(s, tgid, true);
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST)) {
-		r = vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
-				  strerror(errno));
-		filter_ref(s, tgid, false);
-		return r;
-	}
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST))
+		return vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
+				     strerror(errno));
+	tgid_table(s, tgid, slot, true);
 	if (bpf_program__autoload(s->skel->progs.vmact_seed)) {
 		r = smp_task_iter_seed(s->skel->progs.vmact_seed, &s->skel->links.vmact_seed, err);
 		if (r < 0) {
+			tgid_table(s, tgid, slot, false);
 			bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key);
-			filter_ref(s, tgid, false);
 			return r;
 		}
 	}
@@ -437,13 +438,12 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
 	__u32 key = (__u32)tgid;
 	int r;
 
-	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT) {
+	tgid_table(s, tgid, slot, false);
+	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT)
 		r = vmact_err_set(err, errno, "BPF: removing %d from vmact_vms: %s", (int)tgid,
 				  strerror(errno));
-	} else {
-		filter_ref(s, tgid, false);
+	else
 		r = delete_task_entries(s, tgid, err);
-	}
 	if (s->readout)
 		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
 	smp_task_iter_drop(&s->iter, slot);

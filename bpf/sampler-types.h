@@ -70,8 +70,10 @@ struct smp_readout {
  * clock skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
 #define SMP_RECOVER_MIN_NS 50000
 
-/* Bits of the tgid filter in sampler.bpf.c's .bss (vmact_tgid_filter). */
-#define SMP_TGID_FILTER_BITS 65536
+/* The tgid table in sampler.bpf.c's .bss (vmact_tgid_table): entries, and
+ * the slot+1 value meaning "more than one VM here, ask vmact_vms". */
+#define SMP_TGID_TABLE 65536
+#define SMP_TGID_SHARED 0xffffffffu
 
 /* Value of vmact_vms (HASH, QEMU tgid -> VM). */
 struct smp_vm {

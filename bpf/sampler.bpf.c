@@ -23,23 +23,17 @@
 /* Knobs set by the loader between open and load. */
 const volatile bool per_thread = true;
 
-/* A filter in front of vmact_vms: bit tgid % SMP_TGID_FILTER_BITS is set
- * while some registered VM's tgid maps to it (the loader keeps the bits,
- * through the mmapped .bss, setting one before the VM enters vmact_vms and
- * clearing it after the last such VM left). Nearly every scheduler event
- * is of another process, the idle task included, and a clear bit turns it
- * away with two loads instead of a hash lookup; a set bit only means "ask
- * vmact_vms". Off (0) until the loader has the .bss mapped. */
-__u32 vmact_tgid_filter_on;
-__u64 vmact_tgid_filter[SMP_TGID_FILTER_BITS / 64];
-
-static __always_inline bool maybe_vm(__u32 tgid)
-{
-	if (!vmact_tgid_filter_on)
-		return true;
-	return vmact_tgid_filter[(tgid / 64) & (SMP_TGID_FILTER_BITS / 64 - 1)] &
-	       (1ULL << (tgid % 64));
-}
+/* A direct-mapped table in front of vmact_vms, indexed by tgid %
+ * SMP_TGID_TABLE: 0 where no registered VM's tgid maps, (slot + 1) << 32 |
+ * tgid where exactly one does, SMP_TGID_SHARED << 32 where several do
+ * (then vmact_vms answers). The loader keeps it through the mmapped .bss,
+ * setting an entry once the VM is in vmact_vms and clearing it before the
+ * VM leaves. Nearly every scheduler event is of another process, the idle
+ * task included, and a registered VM's threads need their slot at each
+ * event: one load instead of a hash lookup for both. Off (0) until the
+ * loader has the .bss mapped; then every event asks vmact_vms, as before. */
+__u32 vmact_tgid_table_on;
+__u64 vmact_tgid_table[SMP_TGID_TABLE];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -81,21 +75,29 @@ struct task_struct___o {
 
 /* Looks up (or creates, zeroed) the state of a thread of a registered VM.
  * Returns NULL for threads of other processes, which is the common case and
- * costs a filter check (maybe_vm) or one hash lookup. */
+ * costs one load (vmact_tgid_table). */
 static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 						struct smp_cpu_stats **stats, bool *fresh)
 {
 	struct smp_task *t, zero = {};
 	struct smp_cpu_stats *s;
 	struct smp_vm *vm;
-	__u32 slot;
+	__u64 e = (__u64)SMP_TGID_SHARED << 32;
+	__u32 slot, s1;
 
-	if (!maybe_vm(tgid))
+	if (vmact_tgid_table_on)
+		e = vmact_tgid_table[tgid & (SMP_TGID_TABLE - 1)];
+	s1 = e >> 32;
+	if (s1 == SMP_TGID_SHARED) {
+		vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+		if (!vm)
+			return NULL;
+		slot = vm->slot;
+	} else if (s1 && (__u32)e == tgid) {
+		slot = s1 - 1;
+	} else {
 		return NULL;
-	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
-	if (!vm)
-		return NULL;
-	slot = vm->slot;
+	}
 	s = bpf_map_lookup_elem(&vmact_stats, &slot);
 	if (!s)
 		return NULL;
