@@ -134,9 +134,9 @@ struct smp_vcpus {
 	uint64_t delay_ns;
 };
 
-/* The VM's vCPU totals. With BPF one pass of a task iterator over the VM's
- * threads only (no per-thread walk, no /proc reads); otherwise the sum of
- * smp_read_threads(). */
+/* The VM's vCPU totals. With BPF one pass over the VM's threads only (the
+ * readout program, else a task iterator; no /proc reads); otherwise the sum
+ * of smp_read_threads(). */
 int smp_read_vcpus(struct smp_sampler *s, const char *name, struct smp_vcpus *out,
 		   struct vmact_err *err);
 
