@@ -262,10 +262,11 @@ demo:
 
 # make bench-sampler: per-event cost of the sampler's BPF programs against
 # libbpf-tools' runqlat under the same load, and the daemon-side readout
-# cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window.
+# cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window;
+# BENCH_SECTIONS: some of "events readout policy" (default: all).
 BENCH_SECONDS ?= 10
 bench-sampler: $(BUILD)/bench/sampler-bench
-	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS)
+	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS) $(BENCH_SECTIONS)
 
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under

@@ -32,9 +32,6 @@
 #define MiB (1024ULL * 1024ULL)
 /* MemoryUsageBytes = total - available + 100 MiB, as the Neon agent. */
 #define MEM_USAGE_PAD (100ULL * MiB)
-/* QEMU's threads of one VM: its vCPUs (at most 255 on x86 without x2APIC
- * tricks) and a handful of others. */
-#define MAX_THREADS 512
 
 /* The scaling core keeps as many LFC windows as the reader gives. */
 _Static_assert(ACT_LFC_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
@@ -79,29 +76,25 @@ static uint64_t tick_usec(const struct act_runner *r)
 	return reactive(r) ? r->env->policy_tick_usec : r->env->metrics_interval_usec;
 }
 
-/* The vCPU threads' totals now; the window since the last call goes to
- * the policy. A total that went down (a vCPU thread ended) starts over. */
-static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd)
+/* The vCPU threads' totals now (read with the VM's reading, see
+ * doc/policy.md "What the faster readout costs"); the window since the
+ * last call goes to the policy. A total that went down (a vCPU thread
+ * ended) starts over. */
+static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
+		       const struct smp_vcpus *v, int rc, const struct vmact_err *err)
 {
-	struct smp_thread th[MAX_THREADS];
-	struct vmact_err err = { 0 };
-	uint64_t runnable = 0, delay = 0;
-	unsigned vcpus = 0;
-	int n = smp_read_threads(r->env->sampler, r->uuid, th, MAX_THREADS, &err);
+	uint64_t runnable, delay;
+	unsigned vcpus;
 
-	if (n < 0) {
+	if (rc < 0) {
 		if (!r->load_error_logged)
-			log_warning("%s: cannot read the VM's threads: %s", r->name, err.msg);
+			log_warning("%s: cannot read the VM's threads: %s", r->name, err->msg);
 		r->load_error_logged = true;
 		return;
 	}
-	for (int i = 0; i < n; i++) {
-		if (th[i].vcpu < 0)
-			continue;
-		vcpus++;
-		runnable += th[i].runnable_ns;
-		delay += th[i].delay_ns;
-	}
+	runnable = v->runnable_ns;
+	delay = v->delay_ns;
+	vcpus = v->vcpus;
 	if (r->have_vcpu_totals && runnable >= r->vcpu_runnable_ns && delay >= r->vcpu_delay_ns &&
 	    vcpus) {
 		struct act_cpu_window w = {
@@ -187,20 +180,28 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 {
 	struct act_runner *r = ud;
 	struct smp_reading rd;
-	struct vmact_err err = { 0 };
+	struct smp_vcpus v = { 0 };
+	struct vmact_err err = { 0 }, verr = { 0 };
 	uint64_t every = tick_usec(r);
 	uint64_t per_metrics = r->env->metrics_interval_usec / every;
 	bool changed = false;
+	int vrc = 0, rc = -ENOENT;
 
 	sd_event_source_set_time(s, usec + every);
-	if (!r->sampler_registered || smp_read(r->env->sampler, r->uuid, &rd, &err) < 0) {
+	/* The reactive policy takes the vCPU totals with each reading: one
+	 * syscall per VM and tick where the kernel allows. */
+	if (r->sampler_registered)
+		rc = reactive(r) ? smp_read_with_vcpus(r->env->sampler, r->uuid, &rd, &v, &vrc,
+						       &verr, &err)
+				 : smp_read(r->env->sampler, r->uuid, &rd, &err);
+	if (rc < 0) {
 		if (!r->load_error_logged && r->sampler_registered)
 			log_warning("%s: cannot read the VM's load: %s", r->name, err.msg);
 		r->load_error_logged = true;
 		return 0;
 	}
 	if (reactive(r)) {
-		feed_vcpus(r, &rd);
+		feed_vcpus(r, &rd, &v, vrc, &verr);
 		changed = decide_cpu(r);
 	}
 	if (r->ticks++ % (per_metrics ? per_metrics : 1) == 0) {

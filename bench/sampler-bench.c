@@ -13,7 +13,21 @@
  *    events of processes that are not VMs (informational).
  * 2. Daemon side: CPU time of one readout of every registered VM for 1, 100
  *    and 1000 registered VMs (sleeping child processes).
- * The last line is `ratio: X` = vmact ns/event / runqlat ns/event. */
+ * 3. Daemon side at the reactive policy's rate (policy.tick_ms, 250 ms):
+ *    1, 100 and 1000 registered busy "VMs", each a process with two threads
+ *    named like QEMU's vCPU threads ("CPU n/TCG") that spin 50 us every
+ *    300 ms, an I/O-like thread waking every 500 ms and the main thread
+ *    asleep; every 250 ms each VM is read as its runner does (its reading
+ *    and its vCPU threads' totals, smp_read_with_vcpus). Cost: CPU time of
+ *    the reading thread itself (CLOCK_THREAD_CPUTIME_ID: its syscalls and
+ *    the BPF programs they run included) per 250 ms round, in % of one
+ *    core. Two ways in the same run, each with a sampler of its own: the
+ *    one-call readout program (readvm.bpf.c, the default where the kernel
+ *    loads it) and, as the baseline, the task iterators (config
+ *    no_read_prog: a map lookup and two iterator passes per VM and tick).
+ * Sections: `sampler-bench [SECONDS [events|readout|policy]...]`, all by
+ * default. With the events section the last line is `ratio: X` = vmact
+ * ns/event / runqlat ns/event. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -258,10 +273,225 @@ static void readout_cost(enum smp_backend backend, const char *label, const unsi
 	}
 }
 
-int main(int argc, char **argv)
+/* A busy "VM": two vCPU threads spinning SPIN_US then sleeping SLEEP_MS,
+ * an I/O-like thread waking every IO_MS and the main thread asleep. Light
+ * on purpose: 1000 of them keep about a third of a CPU busy on a 2-CPU
+ * host (2000 threads spinning 200 us per 50 ms overloaded it). */
+#define SPIN_US 50
+#define SLEEP_MS 300
+#define IO_MS 500
+#define VM_THREADS 4
+#define VM_VCPUS 2
+
+static void spin_us(long us)
 {
-	static const unsigned sizes[] = { 1, 100, 1000 };
-	static const unsigned ts_sizes[] = { 1, 100 };
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct timespec nap = { 0, SLEEP_MS * 1000000L };
+	char name[16];
+
+	snprintf(name, sizeof(name), "CPU %d/TCG", (int)(intptr_t)arg);
+	prctl(PR_SET_NAME, name);
+	for (;;) {
+		spin_us(SPIN_US);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static void *io_thread(void *arg)
+{
+	struct timespec nap = { 0, IO_MS * 1000000L };
+
+	prctl(PR_SET_NAME, "worker");
+	for (;;)
+		nanosleep(&nap, NULL);
+	return NULL;
+}
+
+static pid_t spawn_busy_vm(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		pthread_attr_t a;
+		pthread_t t;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "qemu-bench");
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		for (int i = 0; i < VM_VCPUS; i++)
+			if (pthread_create(&t, &a, vcpu_thread, (void *)(intptr_t)i))
+				_exit(1);
+		if (pthread_create(&t, &a, io_thread, NULL))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One VM's tick as runner-metrics.c does it: the VM's reading and its
+ * vCPU threads' totals. Returns how many vCPU threads were seen. */
+static unsigned tick_vm(struct smp_sampler *s, const char *name)
+{
+	struct vmact_err err = { 0 }, verr = { 0 };
+	struct smp_reading r;
+	struct smp_vcpus v;
+	int vrc;
+
+	if (smp_read_with_vcpus(s, name, &r, &v, &vrc, &verr, &err) < 0)
+		die("smp_read_with_vcpus %s: %s", name, err.msg);
+	if (vrc < 0)
+		die("smp_read_with_vcpus %s: vCPUs: %s", name, verr.msg);
+	return v.vcpus;
+}
+
+/* Reads every VM every tick_ms for window seconds (at least 2 rounds);
+ * returns the reading thread's CPU per round, in % of one core at that
+ * rate (above 100 %: the rate cannot be kept). */
+static double policy_rate_cost(struct smp_sampler *s, unsigned n, unsigned *vcpus_seen,
+			       double *round_ms)
+{
+	const double tick = 0.25;
+	double c0, c1, w0, next;
+	unsigned rounds = 0, seen = 0;
+
+	/* Untimed round: the iterators' per-VM links are made on first use. */
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "busy-vm-%u", i);
+		tick_vm(s, name);
+	}
+	w0 = next = mono_s();
+	c0 = thread_cpu_s();
+	do {
+		double now;
+
+		seen = 0;
+		for (unsigned i = 0; i < n; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "busy-vm-%u", i);
+			seen += tick_vm(s, name);
+		}
+		rounds++;
+		next += tick;
+		now = mono_s();
+		if (next > now)
+			usleep((useconds_t)((next - now) * 1e6));
+	} while (rounds < 2 || mono_s() - w0 < window_s);
+	c1 = thread_cpu_s();
+	*vcpus_seen = seen;
+	*round_ms = (c1 - c0) / rounds * 1e3;
+	return (c1 - c0) / rounds / tick * 100.0;
+}
+
+/* A sampler of one kind with the first n busy VMs registered. */
+static struct smp_sampler *policy_sampler(bool read_prog, const pid_t *kids, unsigned n)
+{
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .no_read_prog = !read_prog };
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+	char root[64];
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
+	cfg.pin_root = root;
+	if (smp_open(&cfg, &s, &err) < 0)
+		die("smp_open: %s", err.msg);
+	if (read_prog && !smp_read_prog(s))
+		die("the readout program did not load on this kernel (kfuncs in syscall programs)");
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "busy-vm-%u", i);
+		if (smp_register(s, name, kids[i], NULL, &err) < 0)
+			die("smp_register: %s", err.msg);
+	}
+	usleep(500000); /* every vCPU thread has run since */
+	return s;
+}
+
+static void policy_rate(const unsigned *sizes, size_t nsizes)
+{
+	static pid_t kids[1000];
+	unsigned have = 0;
+
+	printf("policy rate: every VM read every 250 ms (reading + vCPU totals, "
+	       "smp_read_with_vcpus), %d s per figure; each VM a process of %d threads, %d named "
+	       "\"CPU n/TCG\" spinning %d us per %d ms, one waking every %d ms; reader thread's "
+	       "CPU in %% of one core\n",
+	       window_s, VM_THREADS, VM_VCPUS, SPIN_US, SLEEP_MS, IO_MS);
+	for (size_t k = 0; k < nsizes; k++) {
+		unsigned n = sizes[k], v_new, v_old;
+		double c_new, c_old, ms_new, ms_old;
+		struct smp_sampler *s;
+
+		while (have < n)
+			kids[have++] = spawn_busy_vm();
+		usleep(300000); /* the threads name themselves */
+		s = policy_sampler(true, kids, n);
+		c_new = policy_rate_cost(s, n, &v_new, &ms_new);
+		smp_close(s);
+		s = policy_sampler(false, kids, n);
+		c_old = policy_rate_cost(s, n, &v_old, &ms_old);
+		smp_close(s);
+		if (v_new != n * VM_VCPUS || v_old != n * VM_VCPUS)
+			die("%u VMs: saw %u and %u vCPU threads, expected %u", n, v_new, v_old,
+			    n * VM_VCPUS);
+		printf("policy rate %4u VMs: readout program %6.2f %% of a core (%7.3f ms CPU per "
+		       "round, %5.1f us per VM); task iterators (baseline) %6.2f %% (%7.3f ms, "
+		       "%5.1f us per VM); ratio %.3f\n",
+		       n, c_new, ms_new, ms_new * 1e3 / n, c_old, ms_old, ms_old * 1e3 / n,
+		       c_new / c_old);
+	}
+	for (unsigned i = 0; i < have; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
+static bool want(int argc, char **argv, const char *section)
+{
+	if (argc <= 2)
+		return true;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], section))
+			return true;
+	return false;
+}
+
+/* Section 1; returns vmact ns/event / runqlat ns/event. */
+static double events_cost(void)
+{
 	struct tool tools[2] = { { .name = "vmact" }, { .name = "runqlat" } };
 	struct smp_config cfg = { .backend = SMP_BACKEND_BPF };
 	struct vmact_err err = { 0 };
@@ -273,12 +503,6 @@ int main(int argc, char **argv)
 	pid_t pp, rq;
 	int stats_fd, n;
 	double ns[2];
-
-	if (argc > 1)
-		window_s = atoi(argv[1]);
-	if (window_s < 1 || window_s > 600)
-		die("window: 1..600 seconds");
-	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (stats_fd < 0)
@@ -295,11 +519,12 @@ int main(int argc, char **argv)
 		uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "id"));
 		const char *name = json_string_value(json_object_get(p, "name"));
 
-		/* The scheduler hooks only; the iterators run per
-		 * registration and per readout, not per event. */
+		/* The scheduler hooks only (wake-up and switch); the
+		 * iterators run per registration and per readout, not per
+		 * event. */
 		for (int k = 0; k < n; k++)
-			if (ids[k] == id && name && strcmp(name, "vmact_seed") != 0 &&
-			    strcmp(name, "vmact_pending") != 0)
+			if (ids[k] == id && name &&
+			    (strstr(name, "wake") || strstr(name, "switch")))
 				tools[0].ids[tools[0].n++] = id;
 	}
 	json_decref(progs);
@@ -363,9 +588,30 @@ int main(int argc, char **argv)
 			printf("%-8s same load, not a registered VM: %.1f ns/event\n", tools[k].name,
 			       (double)b_ns[k] / (double)b_cnt[k]);
 
-	readout_cost(SMP_BACKEND_BPF, "bpf", sizes, ARRAY_SIZE(sizes));
-	readout_cost(SMP_BACKEND_TASKSTATS, "taskstats", ts_sizes, ARRAY_SIZE(ts_sizes));
+	return ns[0] / ns[1];
+}
 
-	printf("ratio: %.3f\n", ns[0] / ns[1]);
+int main(int argc, char **argv)
+{
+	static const unsigned sizes[] = { 1, 100, 1000 };
+	static const unsigned ts_sizes[] = { 1, 100 };
+	double ratio = 0;
+
+	if (argc > 1)
+		window_s = atoi(argv[1]);
+	if (window_s < 1 || window_s > 600)
+		die("window: 1..600 seconds");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (want(argc, argv, "events"))
+		ratio = events_cost();
+	if (want(argc, argv, "readout")) {
+		readout_cost(SMP_BACKEND_BPF, "bpf", sizes, ARRAY_SIZE(sizes));
+		readout_cost(SMP_BACKEND_TASKSTATS, "taskstats", ts_sizes, ARRAY_SIZE(ts_sizes));
+	}
+	if (want(argc, argv, "policy"))
+		policy_rate(sizes, ARRAY_SIZE(sizes));
+	if (want(argc, argv, "events"))
+		printf("ratio: %.3f\n", ratio);
 	return 0;
 }

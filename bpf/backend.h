@@ -45,6 +45,16 @@ struct smp_backend_ops {
 	/* Per-thread split; name is for error messages. */
 	int (*read_threads)(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
 			    struct smp_thread *out, size_t max, struct vmact_err *err);
+	/* Optional: the vCPU threads' totals in one pass; NULL or
+	 * -EOPNOTSUPP: summed from read_threads. */
+	int (*read_vcpus)(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
+			  struct smp_vcpus *out, struct vmact_err *err);
+	/* Optional: read() and read_vcpus() at one instant, in one go;
+	 * -EOPNOTSUPP: not here (call them one after the other). */
+	int (*read_both)(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_totals *out,
+			 uint64_t *t, struct smp_vcpus *vcpus, struct vmact_err *err);
+	/* Optional: whether readouts take one syscall per VM (readvm.bpf.c). */
+	bool (*read_prog_loaded)(const struct smp_be *b);
 	/* Optional: a backend that must poll (the daemon's timer calls it). */
 	int (*poll)(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err);
 	/* Optional: shows a readout to bpftool. */

@@ -171,3 +171,13 @@ void smp_thread_finish(struct smp_thread *t)
 		t->oncpu_ns = t->runnable_ns;
 	t->delay_ns = smp_delta(t->runnable_ns, t->oncpu_ns);
 }
+
+void smp_vcpus_add(struct smp_vcpus *v, const struct smp_thread *t)
+{
+	if (t->vcpu < 0)
+		return;
+	v->vcpus++;
+	v->runnable_ns += t->runnable_ns;
+	v->oncpu_ns += t->oncpu_ns;
+	v->delay_ns += t->delay_ns;
+}

@@ -85,3 +85,6 @@ void smp_thread_from_task(pid_t tid, const struct smp_task *v, uint64_t now,
 void smp_thread_add_pending(struct smp_thread *t, const struct smp_pending *p);
 /* Caps on-CPU time at runnable time (see smp_reading) and sets delay_ns. */
 void smp_thread_finish(struct smp_thread *t);
+/* Adds one thread of the split to a VM's vCPU totals if it is a vCPU
+ * thread (t->vcpu >= 0). */
+void smp_vcpus_add(struct smp_vcpus *v, const struct smp_thread *t);

@@ -2,17 +2,37 @@
 #include "bpf/registry.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bpf/proc.h"
 
+/* FNV-1a. */
+static unsigned name_hash(const struct smp_registry *reg, const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h & (reg->nbuckets - 1);
+}
+
 int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *err)
 {
-	*reg = (struct smp_registry){ .max = max };
+	*reg = (struct smp_registry){ .max = max, .nbuckets = 16 };
+	while (reg->nbuckets < max)
+		reg->nbuckets *= 2;
 	reg->e = calloc(max, sizeof(*reg->e));
-	if (!reg->e)
+	reg->bucket = malloc(reg->nbuckets * sizeof(*reg->bucket));
+	if (!reg->e || !reg->bucket) {
+		free(reg->e);
+		free(reg->bucket);
+		*reg = (struct smp_registry){ 0 };
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	}
+	for (unsigned i = 0; i < reg->nbuckets; i++)
+		reg->bucket[i] = -1;
 	/* Backwards so that the list runs 0, 1, 2...: lowest slots first. */
 	for (unsigned i = max; i-- > 0;)
 		VMACT_LIST_PREPEND(free, reg->free, &reg->e[i]);
@@ -35,14 +55,17 @@ void smp_registry_done(struct smp_registry *reg)
 	for (unsigned i = 0; reg->e && i < reg->max; i++)
 		entry_clear(&reg->e[i]);
 	free(reg->e);
+	free(reg->bucket);
 	*reg = (struct smp_registry){ 0 };
 }
 
 int smp_registry_find(const struct smp_registry *reg, const char *name)
 {
-	for (unsigned i = 0; i < reg->max; i++)
-		if (reg->e[i].used && !strcmp(reg->e[i].name, name))
-			return (int)i;
+	if (!reg->nbuckets)
+		return -ENOENT;
+	for (int i = reg->bucket[name_hash(reg, name)]; i >= 0; i = reg->e[i].next)
+		if (!strcmp(reg->e[i].name, name))
+			return i;
 	return -ENOENT;
 }
 
@@ -110,8 +133,12 @@ void smp_registry_commit(struct smp_registry *reg, unsigned slot)
 {
 	struct smp_entry *e = &reg->e[slot];
 
+	unsigned b = name_hash(reg, e->name);
+
 	VMACT_LIST_REMOVE(free, reg->free, e);
 	e->used = true;
+	e->next = reg->bucket[b];
+	reg->bucket[b] = (int)slot;
 	reg->count++;
 }
 
@@ -123,7 +150,12 @@ void smp_registry_abort(struct smp_registry *reg, unsigned slot)
 void smp_registry_release(struct smp_registry *reg, unsigned slot)
 {
 	struct smp_entry *e = &reg->e[slot];
+	int *link = &reg->bucket[name_hash(reg, e->name)];
 
+	while (*link >= 0 && *link != (int)slot)
+		link = &reg->e[*link].next;
+	if (*link == (int)slot)
+		*link = e->next;
 	entry_clear(e);
 	VMACT_LIST_APPEND(free, reg->free, e);
 	reg->count--;

@@ -19,6 +19,7 @@ struct smp_entry {
 	char *cgroup;             /* directory of its cpu.stat, or NULL */
 	struct smp_readout_state rs;
 	VMACT_LIST_FIELDS(struct smp_entry, free);
+	int next;                 /* next used slot in its name bucket, or -1 */
 };
 
 struct smp_registry {
@@ -28,6 +29,11 @@ struct smp_registry {
 	 * possible, so a scheduler hook still finishing an update for the VM
 	 * that held it (a window of microseconds) cannot leak into the next. */
 	struct smp_entry *free;
+	/* Used slots by name hash: every readout looks its VM up by name, 4
+	 * times a second per VM (doc/policy.md, "What the faster readout
+	 * costs"). nbuckets is a power of two. */
+	int *bucket;
+	unsigned nbuckets;
 };
 
 int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *err);

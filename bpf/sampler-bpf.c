@@ -28,6 +28,7 @@
 #include "bpf/proc.h"
 #include "bpf/readout.h"
 #include "bpf/sampler-types.h"
+#include "bpf/readvm.skel.h"
 #include "bpf/sampler.skel.h"
 #include "bpf/task-iter.h"
 
@@ -47,6 +48,12 @@ struct smp_bpf {
 	size_t readout_len;
 	bool no_batch;
 	struct smp_task_iter iter;
+	struct smp_task_iter threads; /* over vmact_threads */
+	struct readvm *rv;            /* the one-call readout, or NULL */
+	int rv_fd;
+	/* Registered VMs per entry of the tgid table (sampler.bpf.c), when
+	 * the table is on (the .bss is mmapped); else NULL. */
+	uint32_t *tgid_refs;
 };
 
 static struct smp_bpf *to_bpf(struct smp_be *b)
@@ -144,6 +151,32 @@ static void unpin_all(struct smp_bpf *s)
 	rmdir(s->pin_root);
 }
 
+/* The one-call readout (readvm.bpf.c) over this skeleton's maps. Kernels
+ * without kfuncs in syscall programs refuse it: then s->rv stays NULL and
+ * readouts go through the task iterators, as before. */
+static void load_read_prog(struct smp_bpf *s)
+{
+	struct readvm *rv;
+
+	if (s->ncpus > 4096) /* MAX_CPUS in readvm.bpf.c */
+		return;
+	rv = readvm__open();
+	if (!rv)
+		return;
+	rv->rodata->nr_cpus = (__u32)s->ncpus;
+	rv->rodata->per_thread = s->per_thread;
+	if (bpf_map__reuse_fd(rv->maps.vmact_stats, bpf_map__fd(s->skel->maps.vmact_stats)) ||
+	    bpf_map__reuse_fd(rv->maps.vmact_tasks, bpf_map__fd(s->skel->maps.vmact_tasks)) ||
+	    readvm__load(rv)) {
+		readvm__destroy(rv);
+		/* Its load failure is no error of the sampler's. */
+		smp_libbpf_msg[0] = '\0';
+		return;
+	}
+	s->rv = rv;
+	s->rv_fd = bpf_program__fd(rv->progs.vmact_read_vm);
+}
+
 static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vmact_err *err)
 {
 	struct bpf_object_open_opts oo = { .sz = sizeof(oo), .pin_root_path = s->pin_root };
@@ -193,6 +226,7 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	 * next scheduler event on. */
 	bpf_program__set_autoload(s->skel->progs.vmact_seed, tp_btf);
 	bpf_program__set_autoload(s->skel->progs.vmact_pending, tp_btf);
+	bpf_program__set_autoload(s->skel->progs.vmact_threads, tp_btf);
 	/* Mmapable arrays came with tp_btf (5.5): on older kernels skip the
 	 * bpftool view rather than the sampler. */
 	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
@@ -213,9 +247,26 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 			       s->max_vms, err);
 	if (r < 0)
 		return r;
+	r = smp_task_iter_init(&s->threads,
+			       bpf_program__autoload(s->skel->progs.vmact_threads)
+				       ? s->skel->progs.vmact_threads
+				       : NULL,
+			       s->max_vms, err);
+	if (r < 0)
+		return r;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0)
 		return vmact_err_set(err, EIO, "BPF: cannot count possible CPUs");
+	if (tp_btf && !cfg->no_read_prog)
+		load_read_prog(s);
+	/* The tgid table needs the .bss shared with the programs (mmapable
+	 * arrays); without it every event asks vmact_vms, as before. */
+	if (s->skel->bss) {
+		s->tgid_refs = calloc(SMP_TGID_TABLE, sizeof(*s->tgid_refs));
+		if (!s->tgid_refs)
+			return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+		__atomic_store_n(&s->skel->bss->vmact_tgid_table_on, 1, __ATOMIC_SEQ_CST);
+	}
 	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
 	s->pend = calloc(s->max_vms, sizeof(*s->pend));
@@ -239,6 +290,9 @@ static void bpf_stop(struct smp_bpf *s)
 		munmap(s->readout, s->readout_len);
 	s->readout = NULL;
 	smp_task_iter_done(&s->iter);
+	smp_task_iter_done(&s->threads);
+	readvm__destroy(s->rv);
+	s->rv = NULL;
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -250,6 +304,8 @@ static void bpf_stop(struct smp_bpf *s)
 	free(s->cpubuf);
 	free(s->batchbuf);
 	free(s->pend);
+	free(s->tgid_refs);
+	s->tgid_refs = NULL;
 	s->cpubuf = s->batchbuf = NULL;
 	s->pend = NULL;
 }
@@ -323,6 +379,28 @@ static int delete_task_entries(struct smp_bpf *s, pid_t tgid, struct vmact_err *
 	return 0;
 }
 
+/* One more (on: the VM is in vmact_vms) or one fewer (off: it is about to
+ * leave) registered VM at tgid's entry of the tgid table. An entry shared
+ * by several VMs stays "ask vmact_vms" until none is left: right, only
+ * slower. */
+static void tgid_table(struct smp_bpf *s, pid_t tgid, unsigned slot, bool on)
+{
+	unsigned i = (unsigned)tgid % SMP_TGID_TABLE;
+	__u64 *e;
+
+	if (!s->tgid_refs)
+		return;
+	e = &s->skel->bss->vmact_tgid_table[i];
+	if (on)
+		__atomic_store_n(e,
+				 s->tgid_refs[i]++ == 0
+					 ? (__u64)(slot + 1) << 32 | (__u32)tgid
+					 : (__u64)SMP_TGID_SHARED << 32,
+				 __ATOMIC_SEQ_CST);
+	else if (s->tgid_refs[i] && --s->tgid_refs[i] == 0)
+		__atomic_store_n(e, 0, __ATOMIC_SEQ_CST);
+}
+
 static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err)
 {
 	struct smp_bpf *s = to_bpf(b);
@@ -341,9 +419,11 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST))
 		return vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
 				     strerror(errno));
+	tgid_table(s, tgid, slot, true);
 	if (bpf_program__autoload(s->skel->progs.vmact_seed)) {
 		r = smp_task_iter_seed(s->skel->progs.vmact_seed, &s->skel->links.vmact_seed, err);
 		if (r < 0) {
+			tgid_table(s, tgid, slot, false);
 			bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key);
 			return r;
 		}
@@ -358,6 +438,7 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
 	__u32 key = (__u32)tgid;
 	int r;
 
+	tgid_table(s, tgid, slot, false);
 	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT)
 		r = vmact_err_set(err, errno, "BPF: removing %d from vmact_vms: %s", (int)tgid,
 				  strerror(errno));
@@ -366,7 +447,39 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
 	if (s->readout)
 		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
 	smp_task_iter_drop(&s->iter, slot);
+	smp_task_iter_drop(&s->threads, slot);
 	return r;
+}
+
+/* One VM through vmact_read_vm: its totals at *t and, when vcpus is not
+ * NULL, its vCPU threads' totals, in one syscall. */
+static int read_prog(struct smp_bpf *s, unsigned slot, pid_t tgid, struct smp_totals *out,
+		     uint64_t *t, struct smp_vcpus *vcpus, struct vmact_err *err)
+{
+	struct smp_vm_read rd = { .slot = slot, .tgid = (__u32)tgid };
+	/* A syscall program's context is copied back into ctx_in. */
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &rd, .ctx_size_in = sizeof(rd));
+
+	if (bpf_prog_test_run_opts(s->rv_fd, &o) < 0)
+		return vmact_err_set(err, errno, "BPF: reading slot %u: %s", slot,
+				     strerror(errno));
+	if (o.retval != 0)
+		return vmact_err_set(err, EIO, "BPF: reading slot %u: vmact_stats lookup failed",
+				     slot);
+	*t = rd.now;
+	/* The per-CPU sums are modular: summed once, they read as one CPU. */
+	smp_totals_from_cpus(&rd.sum, 1, *t, out);
+	out->oncpu_ns += rd.pend_oncpu_ns;
+	out->runnable_ns += rd.pend_runnable_ns;
+	out->nr_oncpu += rd.pend_nr_oncpu;
+	if (vcpus)
+		*vcpus = (struct smp_vcpus){
+			.vcpus = rd.vcpus,
+			.runnable_ns = rd.vcpu_runnable_ns,
+			.oncpu_ns = rd.vcpu_oncpu_ns,
+			.delay_ns = rd.vcpu_delay_ns,
+		};
+	return 0;
 }
 
 static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_totals *out,
@@ -376,6 +489,9 @@ static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_tota
 	_cleanup_(smp_pending_list_free) struct smp_pending_item *pend = NULL;
 	struct smp_pending_item *i;
 	int r;
+
+	if (s->rv)
+		return read_prog(s, slot, tgid, out, t, NULL, err);
 
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf))
 		return vmact_err_set(err, errno, "BPF: reading vmact_stats[%u]: %s", slot,
@@ -486,6 +602,53 @@ static int64_t bpf_runnable_at_start(struct smp_be *b, pid_t tgid,
 	return first->nr_runnable;
 }
 
+struct thread_recs {
+	unsigned slot;
+	pid_t tgid;
+	uint64_t now;
+	struct smp_thread *out;  /* NULL: vCPU totals only */
+	size_t max, n;
+	struct smp_vcpus *vcpus;
+};
+
+/* One record of vmact_threads: the thread as the split shows it. */
+static void thread_rec(const struct smp_thread_rec *rec, void *data)
+{
+	struct thread_recs *a = data;
+	struct smp_thread th;
+
+	/* Without a pid filter every VM's threads come by. */
+	if (rec->task.slot != a->slot || rec->task.tgid != (__u32)a->tgid)
+		return;
+	smp_thread_from_task((pid_t)rec->tid, &rec->task, a->now, &th);
+	if (rec->pend.ns)
+		smp_thread_add_pending(&th, &rec->pend);
+	smp_thread_finish(&th);
+	memcpy(th.comm, rec->comm, sizeof(th.comm));
+	th.comm[sizeof(th.comm) - 1] = '\0';
+	th.vcpu = smp_thread_vcpu(th.comm);
+	if (a->vcpus)
+		smp_vcpus_add(a->vcpus, &th);
+	if (a->out && a->n < a->max)
+		a->out[a->n++] = th;
+}
+
+/* One pass of vmact_threads over the VM's threads. The open intervals are
+ * closed at one time taken just before the pass: a hook running during it
+ * moves a figure by microseconds either way, as with any read racing the
+ * hooks. */
+static int read_thread_recs(struct smp_bpf *s, struct thread_recs *a, const char *name,
+			    struct vmact_err *err)
+{
+	int r;
+
+	a->now = vmact_now_nsec();
+	r = smp_task_iter_vm_threads(&s->threads, a->slot, a->tgid, thread_rec, a, err);
+	if (r < 0)
+		return r == -EOPNOTSUPP ? r : vmact_err_prefix(err, "sampler: %s", name);
+	return 0;
+}
+
 static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
 			    struct smp_thread *out, size_t max, struct vmact_err *err)
 {
@@ -500,6 +663,14 @@ static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const c
 	if (!s->per_thread)
 		return vmact_err_set(err, EOPNOTSUPP,
 				     "sampler: per-thread split disabled by configuration");
+	if (s->threads.prog) {
+		struct thread_recs a = { .slot = slot, .tgid = tgid, .out = out, .max = max };
+
+		r = read_thread_recs(s, &a, name, err);
+		return r < 0 ? r : (int)a.n;
+	}
+	/* No task iterators (kernels without tp_btf): walk every VM's
+	 * threads in vmact_tasks and name them from /proc. */
 	r = smp_task_iter_vm(&s->iter, slot, tgid, &pend, err);
 	if (r < 0)
 		return vmact_err_prefix(err, "sampler: %s", name);
@@ -522,6 +693,45 @@ static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const c
 		n++;
 	}
 	return (int)n;
+}
+
+/* The vCPU totals in one iterator pass, no copy of the split. */
+static int bpf_read_vcpus(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
+			  struct smp_vcpus *out, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+	struct thread_recs a = { .slot = slot, .tgid = tgid, .vcpus = out };
+
+	if (!s->per_thread)
+		return vmact_err_set(err, EOPNOTSUPP,
+				     "sampler: per-thread split disabled by configuration");
+	if (s->rv) {
+		struct smp_totals tot;
+		uint64_t t;
+		int r = read_prog(s, slot, tgid, &tot, &t, out, err);
+
+		return r < 0 ? vmact_err_prefix(err, "sampler: %s", name) : 0;
+	}
+	if (!s->threads.prog)
+		return -EOPNOTSUPP;
+	return read_thread_recs(s, &a, name, err);
+}
+
+/* The reading and the vCPU totals in one syscall; -EOPNOTSUPP where the
+ * readout program is not loaded or the split is off. */
+static int bpf_read_both(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_totals *out,
+			 uint64_t *t, struct smp_vcpus *vcpus, struct vmact_err *err)
+{
+	struct smp_bpf *s = to_bpf(b);
+
+	if (!s->rv || !s->per_thread)
+		return -EOPNOTSUPP;
+	return read_prog(s, slot, tgid, out, t, vcpus, err);
+}
+
+static bool bpf_read_prog_loaded(const struct smp_be *b)
+{
+	return to_bpf_const(b)->rv != NULL;
 }
 
 /* The readout as bpftool shows it (vmact_readout). */
@@ -566,6 +776,9 @@ const struct smp_backend_ops smp_bpf_ops = {
 	.read_all = bpf_read_all,
 	.runnable_at_start = bpf_runnable_at_start,
 	.read_threads = bpf_read_threads,
+	.read_vcpus = bpf_read_vcpus,
+	.read_both = bpf_read_both,
+	.read_prog_loaded = bpf_read_prog_loaded,
 	.publish = bpf_publish,
 	.prog_ids = bpf_prog_ids,
 	.pin_root = bpf_pin_root,

@@ -66,6 +66,15 @@ struct smp_readout {
 	__u64 throttled_ns;
 };
 
+/* Below this a difference between the kernel's run time and the hooks' is
+ * clock skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
+#define SMP_RECOVER_MIN_NS 50000
+
+/* The tgid table in sampler.bpf.c's .bss (vmact_tgid_table): entries, and
+ * the slot+1 value meaning "more than one VM here, ask vmact_vms". */
+#define SMP_TGID_TABLE 65536
+#define SMP_TGID_SHARED 0xffffffffu
+
 /* Value of vmact_vms (HASH, QEMU tgid -> VM). */
 struct smp_vm {
 	__u32 slot;
@@ -103,4 +112,42 @@ struct smp_pending {
 	__u8 runnable;  /* the hooks count the thread as runnable */
 	__u8 on_cpu;    /* task_struct::on_cpu at the iteration */
 	__u8 pad[6];
+};
+
+/* Record written by the vmact_threads task iterator: one tracked thread of
+ * a VM, its vmact_tasks entry and name, with what vmact_pending would
+ * report for it (pend.ns 0: nothing pending). One pass over a VM's threads
+ * (pid filter) gives the per-thread split and the vCPU totals without
+ * walking vmact_tasks, which holds the threads of every VM. */
+struct smp_thread_rec {
+	__u32 tid;
+	__u32 pad;
+	char comm[16];
+	struct smp_task task;
+	struct smp_pending pend;
+};
+
+/* Context of the vmact_read_vm syscall program (readvm.bpf.c), in and out:
+ * one VM's readout in one bpf(BPF_PROG_TEST_RUN) call. */
+struct smp_vm_read {
+	__u32 slot;  /* in */
+	__u32 tgid;  /* in */
+	/* out: bpf_ktime_get_ns() (CLOCK_MONOTONIC) after the per-CPU sums
+	 * were taken; the open intervals are closed at it */
+	__u64 now;
+	/* vmact_stats[slot] summed over the possible CPUs (modulo 2^64, as
+	 * smp_totals_from_cpus sums them) */
+	struct smp_cpu_stats sum;
+	/* what vmact_pending would report, summed as readout.c adds it */
+	__u64 pend_oncpu_ns;
+	__u64 pend_runnable_ns;
+	__u32 pend_nr_oncpu;
+	__u32 threads;  /* tracked threads of the VM seen */
+	/* the vCPU threads' totals (named "CPU <n>/<accel>", per_thread
+	 * knob), each thread as smp_thread_from_task + pending + finish */
+	__u32 vcpus;
+	__u32 gone;     /* no such process: only sum and now are set */
+	__u64 vcpu_runnable_ns;
+	__u64 vcpu_oncpu_ns;
+	__u64 vcpu_delay_ns;
 };

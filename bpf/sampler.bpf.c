@@ -23,6 +23,18 @@
 /* Knobs set by the loader between open and load. */
 const volatile bool per_thread = true;
 
+/* A direct-mapped table in front of vmact_vms, indexed by tgid %
+ * SMP_TGID_TABLE: 0 where no registered VM's tgid maps, (slot + 1) << 32 |
+ * tgid where exactly one does, SMP_TGID_SHARED << 32 where several do
+ * (then vmact_vms answers). The loader keeps it through the mmapped .bss,
+ * setting an entry once the VM is in vmact_vms and clearing it before the
+ * VM leaves. Nearly every scheduler event is of another process, the idle
+ * task included, and a registered VM's threads need their slot at each
+ * event: one load instead of a hash lookup for both. Off (0) until the
+ * loader has the .bss mapped; then every event asks vmact_vms, as before. */
+__u32 vmact_tgid_table_on;
+__u64 vmact_tgid_table[SMP_TGID_TABLE];
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -63,19 +75,29 @@ struct task_struct___o {
 
 /* Looks up (or creates, zeroed) the state of a thread of a registered VM.
  * Returns NULL for threads of other processes, which is the common case and
- * costs one hash lookup. */
+ * costs one load (vmact_tgid_table). */
 static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 						struct smp_cpu_stats **stats, bool *fresh)
 {
 	struct smp_task *t, zero = {};
 	struct smp_cpu_stats *s;
 	struct smp_vm *vm;
-	__u32 slot;
+	__u64 e = (__u64)SMP_TGID_SHARED << 32;
+	__u32 slot, s1;
 
-	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
-	if (!vm)
+	if (vmact_tgid_table_on)
+		e = vmact_tgid_table[tgid & (SMP_TGID_TABLE - 1)];
+	s1 = e >> 32;
+	if (s1 == SMP_TGID_SHARED) {
+		vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+		if (!vm)
+			return NULL;
+		slot = vm->slot;
+	} else if (s1 && (__u32)e == tgid) {
+		slot = s1 - 1;
+	} else {
 		return NULL;
-	slot = vm->slot;
+	}
 	s = bpf_map_lookup_elem(&vmact_stats, &slot);
 	if (!s)
 		return NULL;
@@ -128,9 +150,7 @@ static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *
 	t->oncpu_since = now;
 }
 
-/* Below this a difference between the kernel's run time and ours is clock
- * skew between rq_clock_task and bpf_ktime_get_ns, not a lost event. */
-#define RECOVER_MIN_NS 50000
+#define RECOVER_MIN_NS SMP_RECOVER_MIN_NS
 
 /* The thread is switching out or in and has run exec ns in total. Anything
  * the kernel counts since the last sync point beyond what the hooks counted
@@ -415,6 +435,47 @@ int vmact_pending(struct bpf_iter__task *ctx)
 	rec.ns = ns;
 	rec.runnable = t->runnable;
 	rec.on_cpu = task->on_cpu ? 1 : 0;
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	return 0;
+}
+
+/* Run by the loader for the per-thread split and the vCPU totals of one VM
+ * (pid filter): every thread that vmact_tasks tracks for it, with its name
+ * and what vmact_pending would report for it. Read-only, like
+ * vmact_pending. */
+SEC("iter/task")
+int vmact_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct smp_thread_rec rec = {};
+	struct smp_task *t;
+	struct smp_vm *vm;
+	__u32 tgid, tid;
+	__u64 ns;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	vm = bpf_map_lookup_elem(&vmact_vms, &tgid);
+	if (!vm)
+		return 0;
+	tid = task->pid;
+	t = bpf_map_lookup_elem(&vmact_tasks, &tid);
+	if (!t || t->slot != vm->slot || t->tgid != tgid)
+		return 0;
+	rec.tid = tid;
+	rec.task = *t;
+	bpf_probe_read_kernel_str(rec.comm, sizeof(rec.comm), task->comm);
+	if (!t->oncpu && t->exec_ok) {
+		ns = task->se.sum_exec_runtime - t->exec_sync;
+		if ((__s64)ns > RECOVER_MIN_NS) {
+			rec.pend.tid = tid;
+			rec.pend.slot = vm->slot;
+			rec.pend.ns = ns;
+			rec.pend.runnable = t->runnable;
+			rec.pend.on_cpu = task->on_cpu ? 1 : 0;
+		}
+	}
 	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }

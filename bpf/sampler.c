@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "base/cpustat.h"
+#include "base/macro.h"
 #include "bpf/backend.h"
 #include "bpf/readout.h"
 #include "bpf/registry.h"
@@ -330,6 +331,82 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
 		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
 	return s->ops->read_threads(s->be, (unsigned)slot, s->reg.e[slot].tgid, name, out, max,
 				    err);
+}
+
+/* QEMU's threads of one VM: its vCPUs (at most 255 on x86 without x2APIC
+ * tricks) and a handful of others. */
+#define SMP_MAX_VM_THREADS 512
+
+static int read_vcpus_slot(struct smp_sampler *s, int slot, const char *name,
+			   struct smp_vcpus *out, struct vmact_err *err)
+{
+	_cleanup_free_ struct smp_thread *th = NULL;
+	int n;
+
+	*out = (struct smp_vcpus){ 0 };
+	if (s->ops->read_vcpus) {
+		int r = s->ops->read_vcpus(s->be, (unsigned)slot, s->reg.e[slot].tgid, name, out,
+					   err);
+
+		if (r != -EOPNOTSUPP)
+			return r;
+		vmact_err_reset(err);
+	}
+	th = calloc(SMP_MAX_VM_THREADS, sizeof(*th));
+	if (!th)
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	n = s->ops->read_threads(s->be, (unsigned)slot, s->reg.e[slot].tgid, name, th,
+				 SMP_MAX_VM_THREADS, err);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		smp_vcpus_add(out, &th[i]);
+	return 0;
+}
+
+int smp_read_vcpus(struct smp_sampler *s, const char *name, struct smp_vcpus *out,
+		   struct vmact_err *err)
+{
+	int slot = smp_find(s, name);
+
+	if (slot < 0)
+		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
+	return read_vcpus_slot(s, slot, name, out, err);
+}
+
+int smp_read_with_vcpus(struct smp_sampler *s, const char *name, struct smp_reading *out,
+			struct smp_vcpus *vcpus, int *vcpus_rc, struct vmact_err *vcpus_err,
+			struct vmact_err *err)
+{
+	int slot = smp_find(s, name), r;
+
+	if (slot < 0)
+		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
+	if (s->ops->read_both) {
+		struct smp_totals now;
+		uint64_t t;
+
+		r = s->ops->read_both(s->be, (unsigned)slot, s->reg.e[slot].tgid, &now, &t, vcpus,
+				      err);
+		if (r == 0) {
+			*vcpus_rc = 0;
+			r = finish_reading(s, (unsigned)slot, &now, t, out, err);
+			return r < 0 ? vmact_err_prefix(err, "sampler: %s", name) : 0;
+		}
+		if (r != -EOPNOTSUPP)
+			return vmact_err_prefix(err, "sampler: %s", name);
+		vmact_err_reset(err);
+	}
+	r = smp_read_slot(s, slot, out, err);
+	if (r < 0)
+		return r;
+	*vcpus_rc = read_vcpus_slot(s, slot, name, vcpus, vcpus_err);
+	return 0;
+}
+
+bool smp_read_prog(const struct smp_sampler *s)
+{
+	return s->ops->read_prog_loaded && s->ops->read_prog_loaded(s->be);
 }
 
 int smp_poll(struct smp_sampler *s, struct vmact_err *err)

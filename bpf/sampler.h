@@ -41,6 +41,9 @@ struct smp_config {
 	bool no_per_thread;    /* BPF: skip the per-thread split */
 	unsigned poll_ms;      /* taskstats poll period; 0: 1000 */
 	bool force_raw_tp;     /* BPF: raw_tp hooks even where tp_btf works */
+	/* BPF: read through the task iterators even where the one-call
+	 * readout program loads (tests and the bench compare the two). */
+	bool no_read_prog;
 };
 
 struct smp_sampler;
@@ -119,6 +122,34 @@ int smp_read_all(struct smp_sampler *s,
 /* Per-thread split: fills up to max entries, returns how many. */
 int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
 		     size_t max, struct vmact_err *err);
+
+/* Totals since registration of a VM's vCPU threads (the threads named
+ * "CPU N/..."), summed over the ones alive now: what the reactive policy
+ * takes each tick. A vCPU thread that ends takes its share with it, so a
+ * total can go down. */
+struct smp_vcpus {
+	unsigned vcpus;       /* vCPU threads seen */
+	uint64_t runnable_ns; /* each thread's smp_thread figures, summed */
+	uint64_t oncpu_ns;
+	uint64_t delay_ns;
+};
+
+/* The VM's vCPU totals. With BPF one pass over the VM's threads only (the
+ * readout program, else a task iterator; no /proc reads); otherwise the sum
+ * of smp_read_threads(). */
+int smp_read_vcpus(struct smp_sampler *s, const char *name, struct smp_vcpus *out,
+		   struct vmact_err *err);
+
+/* smp_read() and smp_read_vcpus() of one VM, what the reactive policy
+ * takes each tick: with BPF on kernels that run the readout program
+ * (smp_read_prog()) both at one instant in one syscall, else one after the
+ * other. Returns smp_read()'s result; the vCPU totals' own result goes to
+ * *vcpus_rc (0, or a negative errno with its message in vcpus_err). */
+int smp_read_with_vcpus(struct smp_sampler *s, const char *name, struct smp_reading *out,
+			struct smp_vcpus *vcpus, int *vcpus_rc, struct vmact_err *vcpus_err,
+			struct vmact_err *err);
+/* Whether readouts take one syscall per VM (the readout program loaded). */
+bool smp_read_prog(const struct smp_sampler *s);
 
 /* taskstats backend: polls every VM's threads (the daemon calls this every
  * smp_poll_ms(), e.g. from an sd-event timer). No-op with BPF. */

@@ -45,14 +45,15 @@ void smp_task_iter_drop(struct smp_task_iter *it, unsigned slot)
 	it->vm[slot] = NULL;
 }
 
-/* Runs the iterator through link and hands each record to cb. */
-static int run(struct bpf_link *link, void (*cb)(const struct smp_pending *p, void *data),
+/* Runs the iterator through link and hands each record of size bytes to
+ * cb. */
+static int run(struct bpf_link *link, size_t size, void (*cb)(const void *rec, void *data),
 	       void *data, struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	union {
-		struct smp_pending rec[64];
-		char b[64 * sizeof(struct smp_pending)];
+		struct smp_thread_rec align;
+		char b[64 * sizeof(struct smp_thread_rec)];
 	} buf;
 	size_t have = 0;
 	ssize_t n;
@@ -65,11 +66,11 @@ static int run(struct bpf_link *link, void (*cb)(const struct smp_pending *p, vo
 		size_t whole;
 
 		have += (size_t)n;
-		whole = have / sizeof(struct smp_pending);
+		whole = have / size;
 		for (size_t i = 0; i < whole; i++)
-			cb(&buf.rec[i], data);
-		have -= whole * sizeof(struct smp_pending);
-		memmove(buf.b, buf.b + whole * sizeof(struct smp_pending), have);
+			cb(buf.b + i * size, data);
+		have -= whole * size;
+		memmove(buf.b, buf.b + whole * size, have);
 	}
 	if (n < 0)
 		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
@@ -127,8 +128,9 @@ struct vm_records {
 	bool oom;
 };
 
-static void vm_record(const struct smp_pending *p, void *data)
+static void vm_record(const void *rec, void *data)
 {
+	const struct smp_pending *p = rec;
 	struct vm_records *l = data;
 	struct smp_pending_item *i;
 
@@ -157,7 +159,7 @@ int smp_task_iter_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid,
 	r = link_vm(it, slot, tgid, &link, err);
 	if (r < 0 || !link)
 		return r;
-	r = run(link, vm_record, &l, err);
+	r = run(link, sizeof(struct smp_pending), vm_record, &l, err);
 	*out = l.head;
 	if (r < 0)
 		return r;
@@ -177,7 +179,24 @@ int smp_task_iter_all(struct smp_task_iter *it,
 	r = link_all(it, err);
 	if (r < 0)
 		return r;
-	return run(it->all, cb, data, err);
+	return run(it->all, sizeof(struct smp_pending), (void (*)(const void *, void *))cb, data,
+		   err);
+}
+
+int smp_task_iter_vm_threads(struct smp_task_iter *it, unsigned slot, pid_t tgid,
+			     void (*cb)(const struct smp_thread_rec *t, void *data), void *data,
+			     struct vmact_err *err)
+{
+	struct bpf_link *link;
+	int r;
+
+	if (!it->prog)
+		return vmact_err_set(err, EOPNOTSUPP, "BPF: no thread iterator on this kernel");
+	r = link_vm(it, slot, tgid, &link, err);
+	if (r < 0 || !link)
+		return r;
+	return run(link, sizeof(struct smp_thread_rec), (void (*)(const void *, void *))cb, data,
+		   err);
 }
 
 int smp_task_iter_seed(struct bpf_program *prog, struct bpf_link **link, struct vmact_err *err)

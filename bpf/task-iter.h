@@ -4,6 +4,8 @@
  *    kernel run time moved while the hooks believe it off a CPU (a
  *    switch-in no event reported); readouts add that time until the
  *    thread's next seen switch recovers it (readout.h);
+ *  - vmact_threads writes a struct smp_thread_rec for each tracked thread
+ *    of a VM (the per-thread split and the vCPU totals);
  *  - vmact_seed counts the threads already runnable when a VM registers.
  * Per VM the pending iterator is attached with a pid filter (one link per
  * slot, made on first use); kernels before 6.1 take no filter, and then
@@ -28,7 +30,8 @@ struct smp_pending_item {
 void smp_pending_list_free(struct smp_pending_item **head);
 
 struct smp_task_iter {
-	struct bpf_program *prog;  /* vmact_pending; NULL: not loaded, nothing pending */
+	/* vmact_pending (or vmact_threads); NULL: not loaded, nothing pending */
+	struct bpf_program *prog;
 	unsigned max_vms;
 	struct bpf_link **vm;      /* per slot, with the VM's pid filter */
 	struct bpf_link *all;      /* over all tasks */
@@ -49,6 +52,13 @@ int smp_task_iter_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid,
 int smp_task_iter_all(struct smp_task_iter *it,
 		      void (*cb)(const struct smp_pending *p, void *data), void *data,
 		      struct vmact_err *err);
+
+/* The records of one VM's threads (it over vmact_threads), to cb; without
+ * a pid filter every VM's threads come by (cb checks task.slot).
+ * -EOPNOTSUPP when the iterator is not loaded. */
+int smp_task_iter_vm_threads(struct smp_task_iter *it, unsigned slot, pid_t tgid,
+			     void (*cb)(const struct smp_thread_rec *t, void *data), void *data,
+			     struct vmact_err *err);
 
 /* Runs vmact_seed once (attached through *link on first use). */
 int smp_task_iter_seed(struct bpf_program *prog, struct bpf_link **link, struct vmact_err *err);

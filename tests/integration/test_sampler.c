@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -60,6 +61,8 @@ struct spin_board {
 };
 
 static struct spin_board *board;
+/* Thread names for the next workload (NULL: inherited). */
+static const char *spin_names[MAX_SPINNERS], *nap_name;
 
 static void *spin(void *arg)
 {
@@ -69,6 +72,8 @@ static void *spin(void *arg)
 	 * shadow) may fault and wait for the mm lock. */
 	spin_sink++;
 	i = __atomic_fetch_add(&board->started, 1, __ATOMIC_SEQ_CST);
+	if (spin_names[i])
+		prctl(PR_SET_NAME, spin_names[i]);
 	__atomic_store_n(&board->tids[i], (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
 	for (;;)
 		spin_sink++;
@@ -79,6 +84,8 @@ static void *nap(void *arg)
 {
 	const struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
 
+	if (nap_name)
+		prctl(PR_SET_NAME, nap_name);
 	for (;;)
 		nanosleep(&ts, NULL);
 	return NULL;
@@ -922,6 +929,12 @@ static void test_bpf_per_thread(void **state)
 		}
 	}
 	assert_int_equal(spinning, 2);
+	/* No thread named like a vCPU: the vCPU totals are empty. */
+	struct smp_vcpus v;
+	if (smp_read_vcpus(f->s, "smp-threads", &v, &err) < 0)
+		fail_msg("smp_read_vcpus: %s", err.msg);
+	assert_int_equal(v.vcpus, 0);
+	assert_int_equal(v.runnable_ns, 0);
 }
 
 /* A switch-in that never reached the hooks, staged: with the workload
@@ -1023,6 +1036,107 @@ static void test_bpf_lost_switch(void **state)
 	assert_true(r3.cpu_util >= 0.3);
 }
 
+static void read_both(struct smp_sampler *s, const char *name, struct smp_reading *r,
+		      struct smp_vcpus *v)
+{
+	struct vmact_err err = { 0 }, verr = { 0 };
+	int vrc = -1;
+
+	if (smp_read_with_vcpus(s, name, r, v, &vrc, &verr, &err) < 0)
+		fail_msg("smp_read_with_vcpus %s: %s", name, err.msg);
+	if (vrc < 0)
+		fail_msg("smp_read_with_vcpus %s: vCPUs: %s", name, verr.msg);
+}
+
+/* The one-call readout (readvm.bpf.c) against the task iterators, on the
+ * same process at the same time: a sampler of each kind, a spinner named
+ * like a QEMU vCPU thread, a sleeper named like another, a spinner that is
+ * not a vCPU. Then a lost switch-in staged as in test_bpf_lost_switch:
+ * the one-call readout must report it at once, in the VM's figures and in
+ * the vCPU totals, and count it once. */
+static void test_bpf_read_prog(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .no_read_prog = true };
+	struct smp_reading r[2], r0, r1, r2;
+	struct smp_vcpus v[2], v0, v1, v2;
+	struct vmact_err err = { 0 };
+	char root2[160], path[192];
+	_cleanup_close_ int fd = -1;
+	struct smp_task t;
+	pid_t tid;
+	int tries;
+
+	f->s = open_sampler(f, SMP_BACKEND_BPF, false);
+	if (!smp_read_prog(f->s))
+		skip(); /* a kernel without kfuncs in syscall programs */
+	snprintf(root2, sizeof(root2), "%s-2", f->pin_root);
+	cfg.pin_root = root2;
+	if (smp_open(&cfg, &f->s2, &err) < 0)
+		fail_msg("smp_open: %s", err.msg);
+	assert_false(smp_read_prog(f->s2));
+
+	nappers = 1;
+	spin_names[0] = "CPU 0/TCG";
+	nap_name = "CPU 1/TCG";
+	add_proc(f, spawn_busy(2));
+	nappers = 0;
+	spin_names[0] = nap_name = NULL;
+	tid = board->tids[0];
+
+	reg(f->s, "prog", f->procs[0], NULL);
+	reg(f->s2, "iter", f->procs[0], NULL);
+	sleep(2);
+	read_both(f->s, "prog", &r[0], &v[0]);
+	read_both(f->s2, "iter", &r[1], &v[1]);
+	for (int i = 0; i < 2; i++)
+		printf("  %s: load %.3f cpu %.3f; vcpus %u runnable %.3fs oncpu %.3fs delay %.3fs\n",
+		       i ? "iterators" : "one call ", r[i].load, r[i].cpu_util, v[i].vcpus,
+		       v[i].runnable_ns / 1e9, v[i].oncpu_ns / 1e9, v[i].delay_ns / 1e9);
+	for (int i = 0; i < 2; i++) {
+		/* Two spinners and a sleeper: a load of 2. */
+		assert_true(fabs(r[i].load - 2.0) < 0.1);
+		assert_int_equal(v[i].vcpus, 2);
+		assert_true(v[i].oncpu_ns <= v[i].runnable_ns);
+		assert_int_equal(v[i].delay_ns, v[i].runnable_ns - v[i].oncpu_ns);
+		/* The vCPU spinner was runnable all along, the other not. */
+		assert_true(v[i].runnable_ns >= 1900000000ULL && v[i].runnable_ns < 3000000000ULL);
+	}
+	/* Registered a moment apart and read a moment apart. */
+	if (fabs((double)v[0].runnable_ns - (double)v[1].runnable_ns) > 0.02 * v[1].runnable_ns + 50e6)
+		fail_msg("vCPU runnable: one call %.3fs, iterators %.3fs", v[0].runnable_ns / 1e9,
+			 v[1].runnable_ns / 1e9);
+	assert_true(fabs(r[0].load - r[1].load) < 0.05);
+
+	/* The staged lost switch-in, in the one-call sampler's map. */
+	assert_int_equal(kill(f->procs[0], SIGSTOP), 0);
+	snprintf(path, sizeof(path), "%s/vmact_tasks", f->pin_root);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	for (tries = 0; tries < 500; tries++) {
+		if (thread_state(f->procs[0], tid) == 'T' &&
+		    bpf_map_lookup_elem(fd, &tid, &t) == 0 && !t.oncpu && !t.runnable)
+			break;
+		usleep(10000);
+	}
+	assert_true(tries < 500);
+	assert_true(t.exec_ok);
+	read_both(f->s, "prog", &r0, &v0);
+	t.exec_sync -= LOST_NS;
+	assert_int_equal(bpf_map_update_elem(fd, &tid, &t, BPF_EXIST), 0);
+	read_both(f->s, "prog", &r1, &v1);
+	print_reading("lost", &r1);
+	assert_true(r1.oncpu_ns >= LOST_NS && r1.oncpu_ns < LOST_NS + 5000000);
+	assert_true(r1.runnable_ns >= r1.oncpu_ns);
+	assert_true(v1.oncpu_ns >= v0.oncpu_ns + LOST_NS);
+	assert_true(v1.runnable_ns >= v0.runnable_ns + LOST_NS);
+	read_both(f->s, "prog", &r2, &v2);
+	print_reading("again", &r2);
+	assert_true(r2.oncpu_ns < 5000000);
+	assert_true(v2.oncpu_ns >= v1.oncpu_ns && v2.oncpu_ns < v1.oncpu_ns + 5000000);
+	assert_int_equal(kill(f->procs[0], SIGCONT), 0);
+}
+
 /* Without the capabilities BPF needs, AUTO falls back to taskstats and
  * says why; forcing BPF fails with the reason instead. */
 static void test_auto_fallback(void **state)
@@ -1090,6 +1204,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_auto_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_per_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_lost_switch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_read_prog, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_busy_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_busy_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_quota, setup, teardown),

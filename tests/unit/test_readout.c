@@ -368,6 +368,23 @@ static void test_thread(void **state)
 	}
 }
 
+static void test_vcpus(void **state)
+{
+	const struct smp_thread th[] = {
+		{ .tid = 1, .vcpu = 0, .runnable_ns = 100, .oncpu_ns = 60, .delay_ns = 40 },
+		{ .tid = 2, .vcpu = -1, .runnable_ns = 1000, .oncpu_ns = 1000 },
+		{ .tid = 3, .vcpu = 1, .runnable_ns = 50, .oncpu_ns = 50 },
+	};
+	struct smp_vcpus v = { 0 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(th); i++)
+		smp_vcpus_add(&v, &th[i]);
+	assert_int_equal(v.vcpus, 2);
+	assert_int_equal(v.runnable_ns, 150);
+	assert_int_equal(v.oncpu_ns, 110);
+	assert_int_equal(v.delay_ns, 40);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,7 +392,7 @@ int main(void)
 		cmocka_unit_test(test_pending),   cmocka_unit_test(test_step),
 		cmocka_unit_test(test_step_loadavg), cmocka_unit_test(test_cpustat),
 		cmocka_unit_test(test_milli),     cmocka_unit_test(test_record),
-		cmocka_unit_test(test_thread),
+		cmocka_unit_test(test_thread),    cmocka_unit_test(test_vcpus),
 	};
 
 	return cmocka_run_group_tests_name("readout", tests, NULL, NULL);
