@@ -17,6 +17,10 @@
  *   --lock-personality  LockPersonality=yes: personality() cannot change it;
  *   --mdwe              MemoryDenyWriteExecute=yes, by the kernel's own
  *                       PR_SET_MDWE (Linux 6.3), kept across execve;
+ *   --log-only          calls outside the list are allowed and logged by the
+ *                       kernel's audit (dmesg: "type=1326 ... syscall=N"),
+ *                       to find what a program needs (test_sandbox passes
+ *                       it when VMACT_SANDBOX_LOG_ONLY is set);
  *   --probe NAME [ARG]  instead of a program: call NAME(ARG, 0, ...) under
  *                       the filter and print what it returned (the test's
  *                       proof that the filter is live: a forbidden call
@@ -205,7 +209,7 @@ static int sx_personality_rules(scmp_filter_ctx ctx)
 static void sx_usage(void)
 {
 	fprintf(stderr, "usage: seccomp-exec --syscalls FILE [--families LIST] "
-			"[--restrict-namespaces] [--lock-personality] [--mdwe] "
+			"[--restrict-namespaces] [--lock-personality] [--mdwe] [--log-only] "
 			"(-- PROGRAM [ARG...] | --probe NAME [ARG])\n");
 }
 
@@ -214,7 +218,7 @@ int main(int argc, char **argv)
 	_cleanup_(sx_ctx_releasep) void *ctx = NULL;
 	const char *syscalls = NULL, *families = NULL, *probe = NULL;
 	unsigned long probe_arg = 0;
-	bool restrict_ns = false, lock_pers = false, mdwe = false;
+	bool restrict_ns = false, lock_pers = false, mdwe = false, log_only = false;
 	int i, r;
 
 	for (i = 1; i < argc; i++) {
@@ -229,6 +233,8 @@ int main(int argc, char **argv)
 			restrict_ns = true;
 		} else if (strcmp(argv[i], "--lock-personality") == 0) {
 			lock_pers = true;
+		} else if (strcmp(argv[i], "--log-only") == 0) {
+			log_only = true;
 		} else if (strcmp(argv[i], "--mdwe") == 0) {
 			mdwe = true;
 		} else if (strcmp(argv[i], "--probe") == 0 && i + 1 < argc) {
@@ -247,7 +253,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	ctx = seccomp_init(log_only ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS);
 	if (!ctx) {
 		fprintf(stderr, "seccomp-exec: seccomp_init failed\n");
 		return 1;
