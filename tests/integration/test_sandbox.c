@@ -14,8 +14,11 @@
  *   MemoryDenyWriteExecute=yes, SystemCallArchitectures=native
  *                             the same launcher's rules (tests/seccomp-exec.c).
  *
- * The filesystem restrictions (ProtectSystem=, ReadWritePaths=, ...) are
- * mount namespaces systemd sets up; they are not applied here.
+ *   ProtectSystem=strict, ReadWritePaths=, PrivateTmp=, PrivateDevices=,
+ *   ProtectHome=, ProtectKernelTunables/Modules/Logs=, ProtectHostname=,
+ *   PrivateMounts=            unshare --mount --uts and tests/unit-mounts.sh
+ *                             (the test's directory under /run stands in for
+ *                             RuntimeDirectory=/StateDirectory=).
  *
  * The daemon is the plain build's (VMACT_PLAIN_BUILD, make check sets it;
  * the sanitizers need calls the filter forbids). First the filter is shown
@@ -152,7 +155,8 @@ static int setup(void **state)
 	int pid = (int)getpid();
 
 	(void)state;
-	snprintf(fx.dir, sizeof(fx.dir), "/tmp/vmactd-sbx-%d", pid);
+	/* Not under /tmp: PrivateTmp= hides it from vmactd. */
+	snprintf(fx.dir, sizeof(fx.dir), "/run/vmactd-sbx-%d", pid);
 	if (mkdir(fx.dir, 0700) < 0 && errno != EEXIST)
 		return -1;
 	snprintf(fx.cfg, sizeof(fx.cfg), "%s/vmactd.json", fx.dir);
@@ -168,7 +172,13 @@ static int setup(void **state)
 	if (!fam || !unit_says("NoNewPrivileges", "yes") ||
 	    !unit_says("RestrictNamespaces", "yes") || !unit_says("LockPersonality", "yes") ||
 	    !unit_says("MemoryDenyWriteExecute", "yes") ||
-	    !unit_says("SystemCallArchitectures", "native")) {
+	    !unit_says("SystemCallArchitectures", "native") ||
+	    !unit_says("ProtectSystem", "strict") ||
+	    !unit_says("ReadWritePaths", "/sys/fs/cgroup /sys/fs/bpf") ||
+	    !unit_says("PrivateTmp", "yes") || !unit_says("PrivateDevices", "yes") ||
+	    !unit_says("ProtectHome", "yes") || !unit_says("ProtectKernelTunables", "yes") ||
+	    !unit_says("ProtectKernelModules", "yes") || !unit_says("ProtectKernelLogs", "yes") ||
+	    !unit_says("ProtectHostname", "yes") || !unit_says("PrivateMounts", "yes")) {
 		print_error("unit: a restriction this test applies is not in " UNIT "\n");
 		return -1;
 	}
@@ -231,14 +241,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* argv for PROGRAM under the unit's sandbox: setpriv, then the launcher. */
+/* argv for PROGRAM under the unit's sandbox: the mount namespace, setpriv,
+ * then the launcher. */
 static void sandbox_argv(const char **argv, size_t cap, const char *const *prog, char *launcher,
 			 size_t launcher_len)
 {
 	size_t n = 0;
 
 	snprintf(launcher, launcher_len, "%s/tests/seccomp-exec", plain_dir);
-	const char *pre[] = { "setpriv",  "--bounding-set",
+	const char *pre[] = { "unshare", "--mount", "--uts", "--", "tests/unit-mounts.sh", fx.dir,
+			      "--", "setpriv",  "--bounding-set",
 			      fx.caps_arg, "--inh-caps",
 			      "-all",	   "--ambient-caps",
 			      "-all",	   "--no-new-privs",
@@ -383,6 +395,51 @@ static void start_daemon(const char *config)
 	}
 }
 
+/* The mount options of the mount at path in /proc/PID/mountinfo. */
+static bool mount_opts(pid_t pid, const char *path, char *opts, size_t len)
+{
+	char file[64], line[1024];
+	bool found = false;
+	_cleanup_fclose_ FILE *f = NULL;
+
+	snprintf(file, sizeof(file), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(file, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char mp[512], o[256];
+
+		/* id parent major:minor root mountpoint options ... */
+		if (sscanf(line, "%*s %*s %*s %*s %511s %255s", mp, o) == 2 && strcmp(mp, path) == 0) {
+			snprintf(opts, len, "%s", o); /* the last one stacked there wins */
+			found = true;
+		}
+	}
+	return found;
+}
+
+static bool opt_ro(const char *opts)
+{
+	return strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || !opts[2]);
+}
+
+/* ProtectSystem=strict and the rest, as vmactd sees its file system. */
+static void check_mounts(void)
+{
+	char o[256];
+
+	assert_true(mount_opts(fx.daemon.pid, "/", o, sizeof(o)));
+	assert_true(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/sys", o, sizeof(o)));
+	assert_true(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/sys/fs/cgroup", o, sizeof(o)));
+	assert_false(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/sys/fs/bpf", o, sizeof(o)));
+	assert_false(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/tmp", o, sizeof(o)));   /* PrivateTmp */
+	assert_true(mount_opts(fx.daemon.pid, "/dev", o, sizeof(o)));   /* PrivateDevices */
+	assert_true(mount_opts(fx.daemon.pid, "/proc/sys", o, sizeof(o)));
+	assert_true(opt_ro(o));
+}
+
 /* Its capabilities, no_new_privs and filter, as the kernel shows them. */
 static void check_confined(void)
 {
@@ -407,6 +464,7 @@ static void check_confined(void)
 	assert_string_equal(v, "1");
 	assert_true(proc_status(fx.daemon.pid, "Seccomp", v, sizeof(v)));
 	assert_string_equal(v, "2"); /* a filter */
+	check_mounts();
 }
 
 static void stop_daemon(void)
