@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-make -s --no-print-directory install DESTDIR="$tmp" PREFIX=/usr >"$tmp.log" 2>&1 || {
+# Not the parent make's jobserver flags (make check runs this).
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory install DESTDIR="$tmp" PREFIX=/usr >"$tmp.log" 2>&1 || {
 	cat "$tmp.log"; rm -f "$tmp.log"; exit 1
 }
 rm -f "$tmp.log"

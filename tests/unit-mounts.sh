@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# unit-mounts.sh RWDIR -- PROGRAM [ARG...]: run inside a new mount and UTS
+# unit-mounts.sh RUNDIR STATEDIR -- PROGRAM [ARG...]: run inside a new mount and UTS
 # namespace (unshare --mount --uts), sets up the file system vmactd.service
 # gives vmactd, then execs PROGRAM. PID 1 is not systemd on the test hosts;
 # this stands in for the unit's mount-namespace options (test_sandbox):
 #   ProtectSystem=strict     every mount read-only but /proc, /sys, /dev;
 #   ReadWritePaths=          /sys/fs/cgroup and /sys/fs/bpf stay writable;
-#   RuntimeDirectory=/StateDirectory=   RWDIR (the test's stand-in) writable;
+#   RuntimeDirectory=vmact, StateDirectory=vmact   /run/vmact and
+#                            /var/lib/vmact writable: RUNDIR and STATEDIR (the
+#                            test's, so that nothing of the host's is used)
+#                            bound there (both mount points must exist);
 #   ProtectKernelTunables=   /sys (but the two above) and /proc/sys read-only;
 #   ProtectKernelModules=    /usr/lib/modules empty; ProtectKernelLogs=
 #                            /proc/kmsg unreadable (and /dev/kmsg gone);
@@ -15,11 +18,11 @@
 #   PrivateTmp=              empty /tmp and /var/tmp;
 #   ProtectHostname=, PrivateMounts=   the namespaces themselves.
 set -euo pipefail
-rw=$1; shift
+rundir=$1 statedir=$2; shift 2
 [ "${1:-}" = -- ] && shift
 
-# RWDIR: its own mount, so that it stays writable below.
-mount --bind "$rw" "$rw"
+mount --bind "$rundir" /run/vmact
+mount --bind "$statedir" /var/lib/vmact
 
 # PrivateDevices=: the new /dev is built aside, then moved over /dev.
 stage=$(mktemp -d /tmp/vmact-dev.XXXXXX)
@@ -45,16 +48,15 @@ mount -o remount,bind,ro /proc/sys
 mount --bind /dev/null /proc/kmsg
 
 # ProtectSystem=strict, ProtectKernelTunables=: read-only but the
-# API file systems, the two writable paths and RWDIR.
+# API file systems, the two writable paths and vmact's directories.
 sed 's/^\([^ ]* \)\{4\}\([^ ]*\).*/\2/' /proc/self/mountinfo | sort -u | while read -r mp; do
 	case $mp in
 	/proc | /proc/* | /dev | /dev/*) continue ;;
 	/sys/fs/cgroup | /sys/fs/cgroup/* | /sys/fs/bpf | /sys/fs/bpf/*) continue ;;
-	"$rw") continue ;;
+	/run/vmact | /var/lib/vmact) continue ;;
 	esac
 	mount -o remount,bind,ro "$mp" 2>/dev/null || echo "unit-mounts: $mp stays writable" >&2
 done
-mount -o remount,bind,rw "$rw"
 
 # ProtectKernelModules=, ProtectHome=: empty, read-only.
 for d in /usr/lib/modules /home /root /run/user; do
