@@ -86,6 +86,7 @@ LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
 INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
+SECCOMP_EXEC := $(BUILD)/tests/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
@@ -95,7 +96,7 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 
 all: $(PROGS)
 
-tests: $(PROGS) $(UNIT_BINS) $(LOOP_BINS) $(INTEG_BINS)
+tests: $(PROGS) $(UNIT_BINS) $(LOOP_BINS) $(INTEG_BINS) $(SECCOMP_EXEC)
 
 # ---- compile rules ------------------------------------------------------
 $(BUILD)/%.o: %.c | $(BPF_SKELS)
@@ -128,6 +129,12 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 $(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+# The sandbox test's launcher (tests/seccomp-exec.c): vmactd.service's
+# system-call filter, loaded with libseccomp, then exec.
+$(SECCOMP_EXEC): $(BUILD)/tests/seccomp-exec.o
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
@@ -172,10 +179,12 @@ check:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)$(MAKE) --no-print-directory guest
-	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/vmactd $(SECCOMP_EXEC)
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
+		tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
 		--integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
-		--layers "$(layer-specs)" --install "BUILD=$(SANBUILD) SANITIZE=1"
+		--layers "$(layer-specs)" --install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-y)"
 
 # make unit: every test that needs no privileges (tests/unit and
 # tests/loopback) and the conformance vectors; make loopback: only those

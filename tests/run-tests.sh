@@ -5,7 +5,7 @@
 set -u
 
 build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
-unit="" loopback="" integration="" fuzzers="" layers="" install=""
+unit="" loopback="" integration="" fuzzers="" layers="" install="" scripts=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
@@ -17,6 +17,7 @@ while [ $# -gt 0 ]; do
 	--fuzzers) fuzzers=$2; shift 2 ;;
 	--layers) layers=$2; shift 2 ;;
 	--install) install=$2; shift 2 ;;
+	--scripts) scripts=$2; shift 2 ;;
 	*) echo "run-tests: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -93,6 +94,15 @@ if [ -n "$install" ]; then
 		failures+=("install")
 	fi
 fi
+# tests/<name>.sh: one check each, passing when it exits 0.
+for t in $scripts; do
+	echo "=== script $t"
+	if timeout --kill-after=10 600 "tests/$t.sh"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1)); failures+=("script $t")
+	fi
+done
 
 for t in $unit; do
 	run_cmocka "unit/$t" 600 "$build/tests/unit/$t"

@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd inside what vmactd.service allows (README "Sandbox"). PID 1 is not
+ * systemd on the test hosts, so the unit's restrictions are applied by
+ * hand, read from actuator/vmactd.service itself:
+ *
+ *   CapabilityBoundingSet=    setpriv --bounding-set (root: the bounding set
+ *                             is what it gets on exec), no inheritable or
+ *                             ambient capabilities;
+ *   NoNewPrivileges=yes       setpriv --no-new-privs;
+ *   SystemCallFilter=         tests/seccomp-exec with the list
+ *                             tests/unit-syscalls.sh expands from the unit
+ *                             (systemd's own groups), default action kill;
+ *   RestrictAddressFamilies=, RestrictNamespaces=yes, LockPersonality=yes,
+ *   MemoryDenyWriteExecute=yes, SystemCallArchitectures=native
+ *                             the same launcher's rules (tests/seccomp-exec.c).
+ *
+ *   ProtectSystem=strict, ReadWritePaths=, PrivateTmp=, PrivateDevices=,
+ *   ProtectHome=, ProtectKernelTunables/Modules/Logs=, ProtectHostname=,
+ *   PrivateMounts=, RuntimeDirectory=, StateDirectory=
+ *                             unshare --mount --uts and tests/unit-mounts.sh
+ *                             (the test's own directories bound on /run/vmact
+ *                             and /var/lib/vmact, which it creates if the host
+ *                             has none and removes after).
+ *
+ * The daemon is the plain build's (VMACT_PLAIN_BUILD, make check sets it;
+ * the sanitizers need calls the filter forbids). First the filter is shown
+ * live: under the same launcher a forbidden call (mount) kills the caller
+ * with SIGSYS, socket(AF_PACKET) fails with EAFNOSUPPORT, getpid() works.
+ * Then vmactd with its defaults (the BPF sampler, the embedded arbiter)
+ * manages a real TCG guest: busy -> a second vCPU and a quota above 1
+ * CPU; its /proc status shows exactly the unit's capabilities, no_new_privs
+ * and a seccomp filter; SIGTERM -> exit 0, pins removed. Then the taskstats
+ * sampler (sampler.mode, the fallback without BPF) under the same sandbox
+ * measures the VM's load.
+ *
+ * Conditions are awaited with generous safety limits; nothing is timed. */
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base/macro.h"
+#include "hotplug/hotplug.h"
+#include "tests/lib/cg-limit.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX "vmactd-sbx"
+#define UNIT "actuator/vmactd.service"
+#define LIMIT_BOOT_S 180.0
+#define LIMIT_SCALE_S 300.0
+
+static char plain_dir[PATH_MAX - 64];
+
+struct fixture {
+	virConnectPtr vc;
+	struct tg_guest a;
+	char dir[64], cfg[128], log[128], probe_log[128], syscalls[128], pins[128];
+	char rundir[128], statedir[128];
+	bool made_run, made_state; /* /run/vmact, /var/lib/vmact created here */
+	char caps_arg[256], families[256];
+	uint64_t cap_mask;
+	struct th_proc daemon;
+};
+
+static struct fixture fx;
+
+/* The value of the unit's first KEY= line, or NULL. */
+static char *unit_value(const char *key)
+{
+	_cleanup_free_ char *text = th_read_file(UNIT);
+	char needle[64], *p, *end;
+
+	if (!text)
+		return NULL;
+	snprintf(needle, sizeof(needle), "\n%s=", key);
+	p = strstr(text, needle);
+	if (!p)
+		return NULL;
+	p += strlen(needle);
+	end = strchr(p, '\n');
+	return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+static const struct {
+	const char *name;
+	int cap;
+} caps[] = {
+	{ "CAP_BPF", CAP_BPF },
+	{ "CAP_PERFMON", CAP_PERFMON },
+	{ "CAP_NET_ADMIN", CAP_NET_ADMIN },
+	{ "CAP_NET_BIND_SERVICE", CAP_NET_BIND_SERVICE },
+	{ "CAP_SYS_RESOURCE", CAP_SYS_RESOURCE },
+	{ "CAP_SYS_PTRACE", CAP_SYS_PTRACE },
+	{ "CAP_SYS_ADMIN", CAP_SYS_ADMIN },
+	{ "CAP_DAC_OVERRIDE", CAP_DAC_OVERRIDE },
+	{ "CAP_DAC_READ_SEARCH", CAP_DAC_READ_SEARCH },
+	{ "CAP_KILL", CAP_KILL },
+};
+
+/* CapabilityBoundingSet= -> setpriv's "-all,+bpf,..." and the mask
+ * /proc/PID/status must show. */
+static int read_caps(void)
+{
+	_cleanup_free_ char *v = unit_value("CapabilityBoundingSet");
+	char *save = NULL, *tok;
+	size_t n;
+
+	if (!v)
+		return -1;
+	n = (size_t)snprintf(fx.caps_arg, sizeof(fx.caps_arg), "-all");
+	for (tok = strtok_r(v, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(caps); i++)
+			if (strcmp(tok, caps[i].name) == 0)
+				break;
+		if (i == ARRAY_SIZE(caps)) {
+			print_error("unit: capability %s unknown to this test\n", tok);
+			return -1;
+		}
+		fx.cap_mask |= 1ULL << caps[i].cap;
+		n += (size_t)snprintf(fx.caps_arg + n, sizeof(fx.caps_arg) - n, ",+");
+		for (const char *c = tok + 4; *c && n + 1 < sizeof(fx.caps_arg); c++)
+			fx.caps_arg[n++] = (char)tolower((unsigned char)*c); /* setpriv's names */
+		fx.caps_arg[n] = 0;
+	}
+	return 0;
+}
+
+/* The unit line KEY=VALUE the launcher's flag stands for. */
+static bool unit_says(const char *key, const char *value)
+{
+	_cleanup_free_ char *v = unit_value(key);
+
+	return v && strcmp(v, value) == 0;
+}
+
+static int setup(void **state)
+{
+	char msg[512], meta[1024], cmd[512];
+	_cleanup_free_ char *fam = NULL;
+	struct th_proc sh = { 0 };
+	int pid = (int)getpid();
+
+	(void)state;
+	/* Not under /tmp: PrivateTmp= hides it from vmactd. */
+	snprintf(fx.dir, sizeof(fx.dir), "/run/vmactd-sbx-%d", pid);
+	if (mkdir(fx.dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(fx.cfg, sizeof(fx.cfg), "%s/vmactd.json", fx.dir);
+	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
+	snprintf(fx.probe_log, sizeof(fx.probe_log), "%s/probe.log", fx.dir);
+	snprintf(fx.syscalls, sizeof(fx.syscalls), "%s/syscalls", fx.dir);
+	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-sbx-%d", pid);
+	snprintf(fx.rundir, sizeof(fx.rundir), "%s/run", fx.dir);
+	snprintf(fx.statedir, sizeof(fx.statedir), "%s/state", fx.dir);
+	if (mkdir(fx.rundir, 0700) < 0 || mkdir(fx.statedir, 0700) < 0)
+		return -1;
+	/* Mount points for them (systemd creates these for the unit). */
+	fx.made_run = mkdir("/run/vmact", 0700) == 0;
+	fx.made_state = mkdir("/var/lib/vmact", 0700) == 0;
+
+	/* What the unit says, as this test applies it. */
+	if (read_caps() < 0)
+		return -1;
+	fam = unit_value("RestrictAddressFamilies");
+	if (!fam || !unit_says("NoNewPrivileges", "yes") ||
+	    !unit_says("RestrictNamespaces", "yes") || !unit_says("LockPersonality", "yes") ||
+	    !unit_says("MemoryDenyWriteExecute", "yes") ||
+	    !unit_says("SystemCallArchitectures", "native") ||
+	    !unit_says("ProtectSystem", "strict") ||
+	    !unit_says("ReadWritePaths", "/sys/fs/cgroup /sys/fs/bpf") ||
+	    !unit_says("PrivateTmp", "yes") || !unit_says("PrivateDevices", "yes") ||
+	    !unit_says("ProtectHome", "yes") || !unit_says("ProtectKernelTunables", "yes") ||
+	    !unit_says("ProtectKernelModules", "yes") || !unit_says("ProtectKernelLogs", "yes") ||
+	    !unit_says("ProtectHostname", "yes") || !unit_says("PrivateMounts", "yes")) {
+		print_error("unit: a restriction this test applies is not in " UNIT "\n");
+		return -1;
+	}
+	snprintf(fx.families, sizeof(fx.families), "%s", fam);
+	snprintf(cmd, sizeof(cmd), "tests/unit-syscalls.sh " UNIT " > %s", fx.syscalls);
+	{
+		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		const struct th_spawn_opts o = { .out = TH_OUT_INHERIT, .err = TH_OUT_INHERIT };
+
+		if (th_spawn(&sh, argv, &o) < 0 || th_proc_wait(&sh) != 0) {
+			print_error("tests/unit-syscalls.sh failed\n");
+			return -1;
+		}
+	}
+	print_message("unit: capabilities %s, families %s, %u system calls\n", fx.caps_arg,
+		      fx.families, th_count_in_file(fx.syscalls, "\n"));
+
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	fx.vc = virConnectOpen("qemu:///system");
+	if (!fx.vc)
+		return -1;
+	snprintf(meta, sizeof(meta),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		 "<vmact:cpu min='1' max='4'/>"
+		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
+		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "</vmact:autoscaling>");
+	if (tg_start(fx.vc, PREFIX, meta, &fx.a, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	{
+		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
+						    "vmact_vms" };
+		char p[256];
+
+		for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
+			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
+			unlink(p);
+		}
+		rmdir(fx.pins);
+	}
+	if (fx.a.dom) {
+		virDomainDestroy(fx.a.dom);
+		virDomainFree(fx.a.dom);
+		fx.a.dom = NULL;
+	}
+	tg_destroy(&fx.a);
+	if (fx.vc)
+		virConnectClose(fx.vc);
+	if (fx.made_run)
+		rmdir("/run/vmact");
+	if (fx.made_state)
+		rmdir("/var/lib/vmact");
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		th_rm_rf(fx.dir);
+	return 0;
+}
+
+/* argv for PROGRAM under the unit's sandbox: the mount namespace, setpriv,
+ * then the launcher. */
+static void sandbox_argv(const char **argv, size_t cap, const char *const *prog, char *launcher,
+			 size_t launcher_len)
+{
+	size_t n = 0;
+
+	snprintf(launcher, launcher_len, "%s/tests/seccomp-exec", plain_dir);
+	const char *pre[] = { "unshare", "--mount", "--uts", "--", "tests/unit-mounts.sh",
+			      fx.rundir, fx.statedir, "--", "setpriv",  "--bounding-set",
+			      fx.caps_arg, "--inh-caps",
+			      "-all",	   "--ambient-caps",
+			      "-all",	   "--no-new-privs",
+			      "--",	   launcher,
+			      "--syscalls", fx.syscalls,
+			      "--families", fx.families,
+			      "--restrict-namespaces", "--lock-personality",
+			      "--mdwe" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+		argv[n++] = pre[i];
+	if (getenv("VMACT_SANDBOX_LOG_ONLY")) /* finding what vmactd needs */
+		argv[n++] = "--log-only";
+	for (; *prog && n + 1 < cap; prog++)
+		argv[n++] = *prog;
+	argv[n] = NULL;
+}
+
+/* Runs a probe of the launcher; its status, its output in probe_log. */
+static int probe(const char *call, const char *arg)
+{
+	const char *prog[] = { "--probe", call, arg, NULL };
+	const char *argv[40];
+	char launcher[PATH_MAX];
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.probe_log };
+	struct th_proc p = { 0 };
+
+	sandbox_argv(argv, ARRAY_SIZE(argv), prog, launcher, sizeof(launcher));
+	assert_int_equal(th_spawn(&p, argv, &o), 0);
+	return th_proc_wait(&p);
+}
+
+static void filter_is_live(void **state)
+{
+	(void)state;
+	/* Allowed: returns. */
+	assert_int_equal(probe("getpid", "0"), 0);
+	assert_int_equal(th_count_in_file(fx.probe_log, "probe getpid(0): "), 1);
+	/* Not in the unit's list (@mount): killed, as systemd's default. */
+	assert_int_equal(probe("mount", "0"), 128 + SIGSYS);
+	/* bpf() is, though @privileged is taken away. */
+	assert_int_equal(probe("bpf", "9999"), 0);
+	assert_int_equal(th_count_in_file(fx.probe_log, "Bad system call"), 0);
+	/* RestrictAddressFamilies=: AF_PACKET (17) refused, AF_NETLINK not. */
+	assert_int_equal(probe("socket", "17"), 0);
+	assert_int_equal(th_count_in_file(fx.probe_log, "errno 97 "), 1);
+	/* RestrictNamespaces=: unshare(CLONE_NEWNET) refused. */
+	assert_int_equal(probe("unshare", "0x40000000"), 0);
+	assert_int_equal(th_count_in_file(fx.probe_log, "-1 errno 1 "), 1);
+}
+
+static bool daemon_died(void)
+{
+	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
+}
+
+static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
+{
+	bool died = false;
+
+	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
+		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
+		return true;
+	if (died)
+		print_error("vmactd exited early (status %d)\n", fx.daemon.status);
+	return false;
+}
+
+static void dump_log(void)
+{
+	_cleanup_free_ char *buf = th_read_file(fx.log);
+
+	if (buf) {
+		size_t len = strlen(buf);
+
+		print_error("---- vmactd log (tail) ----\n%s\n", len > 6000 ? buf + len - 6000 : buf);
+	}
+}
+
+static bool log_has(void *needle)
+{
+	return th_count_in_file(fx.log, needle) > 0;
+}
+
+static bool guest_reports(void *g)
+{
+	struct tg_report r;
+
+	return tg_report(g, &r);
+}
+
+static long quota_milli(void)
+{
+	long q = th_vmactd_quota_milli(fx.log);
+
+	if (q == TH_CG_UNKNOWN)
+		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
+	return q;
+}
+
+static bool scaled_up(void *unused)
+{
+	struct tg_report r;
+
+	return tg_report(&fx.a, &r) && r.cpus >= 2 && quota_milli() > 1000;
+}
+
+/* A "Name:\tvalue" line of /proc/PID/status. */
+static bool proc_status(pid_t pid, const char *name, char *val, size_t len)
+{
+	char path[64], needle[64], *p;
+	_cleanup_free_ char *buf = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	snprintf(needle, sizeof(needle), "\n%s:", name);
+	if (!buf || !(p = strstr(buf, needle)))
+		return false;
+	p += strlen(needle);
+	p += strspn(p, " \t");
+	snprintf(val, len, "%.*s", (int)strcspn(p, "\n"), p);
+	return true;
+}
+
+static void start_daemon(const char *config)
+{
+	const char *prog[] = { "--", NULL, "--config", fx.cfg, "--verbose", NULL };
+	const char *argv[40];
+	char launcher[PATH_MAX], vmactd[PATH_MAX];
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.log };
+
+	snprintf(vmactd, sizeof(vmactd), "%s/vmactd", plain_dir);
+	prog[1] = vmactd;
+	assert_int_equal(th_write_file(fx.cfg, config), 0);
+	sandbox_argv(argv, ARRAY_SIZE(argv), prog, launcher, sizeof(launcher));
+	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
+	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
+		dump_log();
+		fail_msg("vmactd in the sandbox did not become ready managing the guest");
+	}
+}
+
+/* The mount options of the mount at path in /proc/PID/mountinfo. */
+static bool mount_opts(pid_t pid, const char *path, char *opts, size_t len)
+{
+	char file[64], line[1024];
+	bool found = false;
+	_cleanup_fclose_ FILE *f = NULL;
+
+	snprintf(file, sizeof(file), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(file, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char mp[512], o[256];
+
+		/* id parent major:minor root mountpoint options ... */
+		if (sscanf(line, "%*s %*s %*s %*s %511s %255s", mp, o) == 2 && strcmp(mp, path) == 0) {
+			snprintf(opts, len, "%s", o); /* the last one stacked there wins */
+			found = true;
+		}
+	}
+	return found;
+}
+
+static bool opt_ro(const char *opts)
+{
+	return strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || !opts[2]);
+}
+
+/* ProtectSystem=strict and the rest, as vmactd sees its file system. */
+static void check_mounts(void)
+{
+	char o[256];
+
+	assert_true(mount_opts(fx.daemon.pid, "/", o, sizeof(o)));
+	assert_true(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/sys", o, sizeof(o)));
+	assert_true(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/sys/fs/cgroup", o, sizeof(o)));
+	assert_false(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/sys/fs/bpf", o, sizeof(o)));
+	assert_false(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/run/vmact", o, sizeof(o)));
+	assert_false(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/var/lib/vmact", o, sizeof(o)));
+	assert_false(opt_ro(o));
+	assert_true(mount_opts(fx.daemon.pid, "/tmp", o, sizeof(o)));   /* PrivateTmp */
+	assert_true(mount_opts(fx.daemon.pid, "/dev", o, sizeof(o)));   /* PrivateDevices */
+	assert_true(mount_opts(fx.daemon.pid, "/proc/sys", o, sizeof(o)));
+	assert_true(opt_ro(o));
+}
+
+/* Its capabilities, no_new_privs and filter, as the kernel shows them. */
+static void check_confined(void)
+{
+	char v[64];
+	unsigned long long eff, bnd, inh, amb;
+
+	assert_true(proc_status(fx.daemon.pid, "CapEff", v, sizeof(v)));
+	eff = strtoull(v, NULL, 16);
+	assert_true(proc_status(fx.daemon.pid, "CapBnd", v, sizeof(v)));
+	bnd = strtoull(v, NULL, 16);
+	assert_true(proc_status(fx.daemon.pid, "CapInh", v, sizeof(v)));
+	inh = strtoull(v, NULL, 16);
+	assert_true(proc_status(fx.daemon.pid, "CapAmb", v, sizeof(v)));
+	amb = strtoull(v, NULL, 16);
+	print_message("vmactd: CapEff %016llx CapBnd %016llx (unit: %016llx)\n", eff, bnd,
+		      (unsigned long long)fx.cap_mask);
+	assert_int_equal(eff, fx.cap_mask);
+	assert_int_equal(bnd, fx.cap_mask);
+	assert_int_equal(inh, 0);
+	assert_int_equal(amb, 0);
+	assert_true(proc_status(fx.daemon.pid, "NoNewPrivs", v, sizeof(v)));
+	assert_string_equal(v, "1");
+	assert_true(proc_status(fx.daemon.pid, "Seccomp", v, sizeof(v)));
+	assert_string_equal(v, "2"); /* a filter */
+	check_mounts();
+}
+
+static void stop_daemon(void)
+{
+	struct stat sb;
+	int status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+
+	if (status != 0) {
+		dump_log();
+		fail_msg("vmactd exited with status %d", status);
+	}
+	assert_int_equal(stat(fx.pins, &sb), -1);
+	assert_int_equal(th_count_in_file(fx.log, "Operation not permitted"), 0);
+}
+
+static void sandboxed_vmactd_scales(void **state)
+{
+	char cfg[512];
+
+	(void)state;
+	if (!wait_until(guest_reports, &fx.a, LIMIT_BOOT_S))
+		fail_msg("the guest did not boot");
+	/* Defaults, but for the test's isolation: its own VMs and pins (its
+	 * /run/vmact and /var/lib/vmact are the test's, above). */
+	snprintf(cfg, sizeof(cfg),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"}}",
+		 PREFIX, (int)getpid(), fx.pins);
+	start_daemon(cfg);
+	check_confined();
+	/* The BPF sampler, not the fallback. */
+	assert_int_equal(th_count_in_file(fx.log, "sampler: BPF, maps pinned under"), 1);
+	assert_int_equal(th_count_in_file(fx.log, "sampler: using taskstats"), 0);
+	assert_int_equal(quota_milli(), 1000);
+
+	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
+	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("the guest never got a second vCPU and its quota");
+	}
+	print_message("sandboxed vmactd: guest at 2+ vCPUs, quota %ldm\n", quota_milli());
+	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
+	stop_daemon();
+	if (getenv("VMACT_TEST_VERBOSE"))
+		dump_log();
+}
+
+/* The fallback sampler's netlink socket and CAP_NET_ADMIN: the busy VM's
+ * load is read under the same sandbox (a 1-minute load of 1 or more in the
+ * readings --verbose logs). */
+static bool load_seen(void *unused)
+{
+	_cleanup_free_ char *buf = th_read_file(fx.log);
+	char needle[128];
+	double load1;
+
+	snprintf(needle, sizeof(needle), "%s: load1 ", fx.a.name);
+	for (char *p = buf; p && (p = strstr(p, needle)); p++)
+		if (sscanf(p + strlen(needle), "%lf", &load1) == 1 && load1 >= 1.0)
+			return true;
+	return false;
+}
+
+static void sandboxed_taskstats(void **state)
+{
+	char cfg[512];
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"sampler\":{\"mode\":\"taskstats\",\"pin_root\":\"%s\"}}",
+		 PREFIX, (int)getpid(), fx.pins);
+	unlink(fx.log);
+	start_daemon(cfg);
+	check_confined();
+	assert_int_equal(th_count_in_file(fx.log, "sampler: using taskstats"), 1);
+	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
+	if (!wait_until(load_seen, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("the taskstats sampler never saw the guest's load");
+	}
+	stop_daemon();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(filter_is_live),
+		cmocka_unit_test(sandboxed_vmactd_scales),
+		cmocka_unit_test(sandboxed_taskstats),
+	};
+	const char *env = getenv("VMACT_PLAIN_BUILD");
+	char self[PATH_MAX], *dir;
+	ssize_t n;
+	size_t len;
+
+	if (geteuid() != 0) {
+		printf("test_sandbox: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (env) {
+		snprintf(plain_dir, sizeof(plain_dir), "%s", env);
+	} else {
+		/* build[/san]/tests/integration/test_sandbox -> build/ */
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0)
+			return 1;
+		self[n] = '\0';
+		dir = dirname(dirname(dirname(self)));
+		len = strlen(dir);
+		if (len >= 4 && strcmp(dir + len - 4, "/san") == 0)
+			dir[len - 4] = '\0';
+		snprintf(plain_dir, sizeof(plain_dir), "%s", dir);
+	}
+	if (getenv("VMACT_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
+	return cmocka_run_group_tests_name("sandbox", tests, setup, teardown);
+}
