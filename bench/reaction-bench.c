@@ -383,12 +383,26 @@ static int write_template(void)
 	return r;
 }
 
-static void print_ms(struct samples *s)
+/* One percentile over every run, a run capped without the second vCPU
+ * counting as longer than any: "never" when the rank falls among those. */
+static void print_pct(struct samples *s, unsigned capped, double p)
 {
-	if (s->n)
-		printf(" %10.0f %10.0f", pct(s, 50) * 1000, pct(s, 99) * 1000);
-	else
-		printf(" %10s %10s", "never", "never");
+	size_t n = s->n + capped, k = (size_t)(p / 100.0 * (double)n + 0.999999);
+
+	if (k < 1)
+		k = 1;
+	if (!n || k > s->n) {
+		printf(" %10s", "never");
+		return;
+	}
+	qsort(s->v, s->n, sizeof(s->v[0]), cmp_double);
+	printf(" %10.0f", s->v[k - 1] * 1000);
+}
+
+static void print_ms(struct samples *s, unsigned capped)
+{
+	print_pct(s, capped, 50);
+	print_pct(s, capped, 99);
 }
 
 /* VMACT_BENCH_ONLY=vmact,operator,neon: a quick look at some contenders
@@ -498,7 +512,7 @@ table:
 	       "up p99", "never", "down p50", "down p99", "down n");
 	for (int c = 0; c < N_CONT; c++) {
 		printf("%-24s %6zu", cont_names[c], up[c].n + never[c]);
-		print_ms(&up[c]);
+		print_ms(&up[c], never[c]);
 		printf(" %6u", never[c]);
 		if (c == C_VMACT && down.n)
 			printf(" %10.0f %10.0f %4zu/%-3u", pct(&down, 50) * 1000,
