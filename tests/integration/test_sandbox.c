@@ -36,6 +36,7 @@
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -71,7 +72,7 @@ struct fixture {
 	virConnectPtr vc;
 	struct tg_guest a;
 	char dir[64], cfg[128], log[128], probe_log[128], syscalls[128], pins[128];
-	char rundir[128], statedir[128];
+	char rundir[128], statedir[128], bindir[128];
 	bool made_run, made_state; /* /run/vmact, /var/lib/vmact created here */
 	char caps_arg[256], families[256];
 	uint64_t cap_mask;
@@ -151,6 +152,34 @@ static bool unit_says(const char *key, const char *value)
 	return v && strcmp(v, value) == 0;
 }
 
+/* Copies the file at from to to with mode 0755; 0 or -errno. */
+static int copy_program(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out, r = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	if (out < 0) {
+		r = -errno;
+		close(in);
+		return r;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			r = -EIO;
+			break;
+		}
+	if (n < 0)
+		r = -errno;
+	close(in);
+	if (close(out) < 0 && !r)
+		r = -errno;
+	return r;
+}
+
 static int setup(void **state)
 {
 	char msg[512], meta[1024], cmd[512];
@@ -172,6 +201,24 @@ static int setup(void **state)
 	snprintf(fx.statedir, sizeof(fx.statedir), "%s/state", fx.dir);
 	if (mkdir(fx.rundir, 0700) < 0 || mkdir(fx.statedir, 0700) < 0)
 		return -1;
+	/* The programs too: the build directory may itself be under /tmp
+	 * (or /root, /home), which the sandbox hides, as a checkout there
+	 * would be from an installed vmactd. */
+	{
+		char from[PATH_MAX], to[PATH_MAX];
+
+		snprintf(fx.bindir, sizeof(fx.bindir), "%s/bin", fx.dir);
+		if (mkdir(fx.bindir, 0755) < 0)
+			return -1;
+		snprintf(from, sizeof(from), "%s/vmactd", plain_dir);
+		snprintf(to, sizeof(to), "%s/vmactd", fx.bindir);
+		if (copy_program(from, to) < 0)
+			return fprintf(stderr, "cannot copy %s\n", from), -1;
+		snprintf(from, sizeof(from), "%s/tests/seccomp-exec", plain_dir);
+		snprintf(to, sizeof(to), "%s/seccomp-exec", fx.bindir);
+		if (copy_program(from, to) < 0)
+			return fprintf(stderr, "cannot copy %s\n", from), -1;
+	}
 	/* Mount points for them (systemd creates these for the unit). */
 	fx.made_run = mkdir("/run/vmact", 0700) == 0;
 	fx.made_state = mkdir("/var/lib/vmact", 0700) == 0;
@@ -263,7 +310,7 @@ static void sandbox_argv(const char **argv, size_t cap, const char *const *prog,
 {
 	size_t n = 0;
 
-	snprintf(launcher, launcher_len, "%s/tests/seccomp-exec", plain_dir);
+	snprintf(launcher, launcher_len, "%s/seccomp-exec", fx.bindir);
 	const char *pre[] = { "unshare", "--mount", "--uts", "--", "tests/unit-mounts.sh",
 			      fx.rundir, fx.statedir, "--", "setpriv",  "--bounding-set",
 			      fx.caps_arg, "--inh-caps",
@@ -399,7 +446,7 @@ static void start_daemon(const char *config)
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 
-	snprintf(vmactd, sizeof(vmactd), "%s/vmactd", plain_dir);
+	snprintf(vmactd, sizeof(vmactd), "%s/vmactd", fx.bindir);
 	prog[1] = vmactd;
 	assert_int_equal(th_write_file(fx.cfg, config), 0);
 	sandbox_argv(argv, ARRAY_SIZE(argv), prog, launcher, sizeof(launcher));
