@@ -28,6 +28,7 @@
 #include "hotplug/hotplug.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/samples.h"
 #include "tests/lib/wait.h"
 
 
@@ -38,12 +39,7 @@ static const char *const op_names[N_OPS] = { "vcpu-plug 1->2", "vcpu-unplug 2->1
 					     "virtio-mem grow 0->512Mi",
 					     "virtio-mem shrink 512Mi->0" };
 
-struct samples {
-	double v[256];
-	size_t n;
-};
-
-static struct samples vmact_s[N_OPS], virsh_s[N_OPS];
+static struct th_samples vmact_s[N_OPS], virsh_s[N_OPS];
 static sd_event *ev;
 static struct hp_conn *hp;
 static bool op_finished;
@@ -57,29 +53,6 @@ static void on_op(struct hp_conn *c, const char *uuid, const struct hp_op_result
 {
 	op_finished = true;
 	op_rc = res->rc;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile. */
-static double pct(struct samples *s, double p)
-{
-	size_t k;
-
-	if (!s->n)
-		return 0;
-	qsort(s->v, s->n, sizeof(s->v[0]), cmp_double);
-	k = (size_t)(p / 100.0 * (double)s->n + 0.999999);
-	if (k < 1)
-		k = 1;
-	if (k > s->n)
-		k = s->n;
-	return s->v[k - 1];
 }
 
 struct want {
@@ -150,10 +123,10 @@ static double virsh_op(const struct tg_guest *g, const char *const argv[], const
 	return dt;
 }
 
-static void add(struct samples *s, double v)
+/* A latency in s, kept in ms; a failed operation (< 0) is dropped. */
+static void add(struct th_samples *s, double v)
 {
-	if (v >= 0 && s->n < sizeof(s->v) / sizeof(s->v[0]))
-		s->v[s->n++] = v * 1000.0;
+	th_samples_add(s, v < 0 ? v : v * 1000.0);
 }
 
 static virConnectPtr vc;
@@ -303,15 +276,15 @@ table:
 		size_t n = vmact_s[o].n < virsh_s[o].n ? vmact_s[o].n : virsh_s[o].n;
 
 		printf("%-28s %10.1f %10.1f %10.1f %10.1f %3zu/%zu\n", op_names[o],
-		       pct(&vmact_s[o], 50), pct(&vmact_s[o], 99), pct(&virsh_s[o], 50),
-		       pct(&virsh_s[o], 99), n, (size_t)iters);
+		       th_samples_pct(&vmact_s[o], 50), th_samples_pct(&vmact_s[o], 99), th_samples_pct(&virsh_s[o], 50),
+		       th_samples_pct(&virsh_s[o], 99), n, (size_t)iters);
 	}
 	for (int o = 0; o < N_OPS; o++)
 		if (vmact_s[o].n < (size_t)iters || virsh_s[o].n < (size_t)iters)
 			fprintf(stderr, "hotplug-bench: %s: only %zu/%zu samples (see errors above)\n",
 				op_names[o], vmact_s[o].n, virsh_s[o].n);
 	if (vmact_s[OP_VCPU_PLUG].n && virsh_s[OP_VCPU_PLUG].n) {
-		printf("ratio: %.2f\n", pct(&vmact_s[OP_VCPU_PLUG], 50) / pct(&virsh_s[OP_VCPU_PLUG], 50));
+		printf("ratio: %.2f\n", th_samples_pct(&vmact_s[OP_VCPU_PLUG], 50) / th_samples_pct(&virsh_s[OP_VCPU_PLUG], 50));
 		rc = 0;
 	} else {
 		printf("ratio: n/a (no vCPU plug completed)\n");

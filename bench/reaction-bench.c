@@ -50,6 +50,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/samples.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX "vmact-rb"
@@ -73,12 +74,7 @@ static const char *const ph_names[N_PH] = { "decision (cpu ...)", "scheduler per
 static const char *const ph_needles[N_PH - 1] = { ": cpu ", ": scheduler permits ",
 						  ": resizing from ", ": resized to " };
 
-struct samples {
-	double v[256];
-	size_t n;
-};
-
-static struct samples up[N_CONT], down, phase[2][N_PH];
+static struct th_samples up[N_CONT], down, phase[2][N_PH];
 static unsigned never[N_CONT], down_runs;
 
 static virConnectPtr vc;
@@ -105,35 +101,6 @@ static const char operator_sh[] =
 	"  prev_t=$now prev_sum=$sum\n"
 	"  sleep 1\n"
 	"done\n";
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile. */
-static double pct(struct samples *s, double p)
-{
-	size_t k;
-
-	if (!s->n)
-		return 0;
-	qsort(s->v, s->n, sizeof(s->v[0]), cmp_double);
-	k = (size_t)(p / 100.0 * (double)s->n + 0.999999);
-	if (k < 1)
-		k = 1;
-	if (k > s->n)
-		k = s->n;
-	return s->v[k - 1];
-}
-
-static void add(struct samples *s, double v)
-{
-	if (v >= 0 && s->n < sizeof(s->v) / sizeof(s->v[0]))
-		s->v[s->n++] = v;
-}
 
 /* Follows a growing log file: new complete lines since the last call. */
 struct follow {
@@ -332,7 +299,7 @@ static double run_vmactd(const struct tg_guest *g, bool neon, double *down_s)
 	if (dt >= 0)
 		for (int i = 0; i < N_PH; i++)
 			if (ph.at[i] >= 0)
-				add(&phase[neon ? 0 : 1][i], ph.at[i]);
+				th_samples_add(&phase[neon ? 0 : 1][i], ph.at[i]);
 	if (neon || dt < 0)
 		goto out;
 
@@ -385,21 +352,17 @@ static int write_template(void)
 
 /* One percentile over every run, a run capped without the second vCPU
  * counting as longer than any: "never" when the rank falls among those. */
-static void print_pct(struct samples *s, unsigned capped, double p)
+static void print_pct(struct th_samples *s, unsigned capped, double p)
 {
-	size_t n = s->n + capped, k = (size_t)(p / 100.0 * (double)n + 0.999999);
+	double v;
 
-	if (k < 1)
-		k = 1;
-	if (!n || k > s->n) {
+	if (th_samples_pct_capped(s, capped, p, &v))
+		printf(" %10.0f", v * 1000);
+	else
 		printf(" %10s", "never");
-		return;
-	}
-	qsort(s->v, s->n, sizeof(s->v[0]), cmp_double);
-	printf(" %10.0f", s->v[k - 1] * 1000);
 }
 
-static void print_ms(struct samples *s, unsigned capped)
+static void print_ms(struct th_samples *s, unsigned capped)
 {
 	print_pct(s, capped, 50);
 	print_pct(s, capped, 99);
@@ -492,13 +455,13 @@ int main(int argc, char **argv)
 				dt = run_vmactd(&g, c == C_NEON, &dn);
 			tg_destroy(&g);
 			if (dt >= 0)
-				add(&up[c], dt);
+				th_samples_add(&up[c], dt);
 			else
 				never[c]++;
 			if (c == C_VMACT && dt >= 0)
 				down_runs++;
 			if (c == C_VMACT && dn >= 0)
-				add(&down, dn);
+				th_samples_add(&down, dn);
 			fprintf(stderr, "  run %d/%d %-22s up %s%.2f s", i + 1, iters, cont_names[c],
 				dt < 0 ? "never, " : "", dt);
 			if (c == C_VMACT)
@@ -515,8 +478,8 @@ table:
 		print_ms(&up[c], never[c]);
 		printf(" %6u", never[c]);
 		if (c == C_VMACT && down.n)
-			printf(" %10.0f %10.0f %4zu/%-3u", pct(&down, 50) * 1000,
-			       pct(&down, 99) * 1000, down.n, down_runs);
+			printf(" %10.0f %10.0f %4zu/%-3u", th_samples_pct(&down, 50) * 1000,
+			       th_samples_pct(&down, 99) * 1000, down.n, down_runs);
 		else if (c == C_VMACT)
 			printf(" %10s %10s %4u/%-3u", ">90 s", ">90 s", 0, down_runs);
 		else
@@ -529,13 +492,14 @@ table:
 		printf("%-22s", ph_names[i]);
 		for (int p = 0; p < 2; p++)
 			if (phase[p][i].n)
-				printf(" %12.0f", pct(&phase[p][i], 50) * 1000);
+				printf(" %12.0f", th_samples_pct(&phase[p][i], 50) * 1000);
 			else
 				printf(" %12s", "-");
 		printf("\n");
 	}
 	if (up[C_VMACT].n && up[C_OPERATOR].n) {
-		printf("ratio: %.2f\n", pct(&up[C_VMACT], 50) / pct(&up[C_OPERATOR], 50));
+		printf("ratio: %.2f\n",
+		       th_samples_pct(&up[C_VMACT], 50) / th_samples_pct(&up[C_OPERATOR], 50));
 		rc = 0;
 	} else {
 		printf("ratio: n/a\n");

@@ -111,14 +111,7 @@ static bool daemon_died(void)
  * daemon exits meanwhile. */
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	bool died = false;
-
-	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
-		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
-		return true;
-	if (died)
-		print_error("vmactd exited early; its log:\n");
-	return false;
+	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
 }
 
 /* Collects the daemon's sd_notify datagrams. */
@@ -191,14 +184,7 @@ static unsigned check_resizes_within(const char *log, uint64_t min_milli, uint64
 
 static void dump_log(void)
 {
-	char *buf = th_read_file(fx.log);
-
-	if (buf) {
-		size_t len = strlen(buf);
-
-		print_error("---- vmactd log (tail) ----\n%s\n", len > 6000 ? buf + len - 6000 : buf);
-		free(buf);
-	}
+	th_print_log_tail(fx.log, "vmactd log", 6000);
 }
 
 /* Starts a program with stdout and stderr to out_path; the test's

@@ -113,14 +113,7 @@ static bool log_has(const char *needle)
 
 static void dump_log(void)
 {
-	char *buf = th_read_file(fx.log);
-
-	if (buf) {
-		size_t len = strlen(buf);
-
-		print_error("---- vmactd log (tail) ----\n%s\n", len > 5000 ? buf + len - 5000 : buf);
-		free(buf);
-	}
+	th_print_log_tail(fx.log, "vmactd log", 5000);
 }
 
 static void wait_log(const char *needle)

@@ -84,28 +84,14 @@ static bool daemon_died(void)
 
 static void dump_log(void)
 {
-	char *buf = th_read_file(fx.log);
-
-	if (buf) {
-		size_t len = strlen(buf);
-
-		print_error("---- vmactd log (tail) ----\n%s\n", len > 8000 ? buf + len - 8000 : buf);
-		free(buf);
-	}
+	th_print_log_tail(fx.log, "vmactd log", 8000);
 }
 
 /* Waits until pred() or the limit; false at the limit, or at once if the
  * daemon exits meanwhile. */
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	bool died = false;
-
-	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
-		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
-		return true;
-	if (died)
-		print_error("vmactd exited early\n");
-	return false;
+	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
 }
 
 static bool log_has(void *needle)

@@ -59,32 +59,15 @@ struct fixture {
 
 static struct fixture fx;
 
-static bool daemon_died(void)
-{
-	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
-}
-
 static void dump_log(void)
 {
-	char *buf = th_read_file(fx.log);
-
-	if (buf) {
-		size_t len = strlen(buf);
-
-		print_error("---- vmactd log (tail) ----\n%s\n", len > 6000 ? buf + len - 6000 : buf);
-		free(buf);
-	}
+	th_print_log_tail(fx.log, "vmactd log", 6000);
 }
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	bool died = false;
-
-	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
-		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
+	if (th_wait_daemon(&fx.daemon, pred, arg, limit_s))
 		return true;
-	if (died)
-		print_error("vmactd exited early\n");
 	dump_log();
 	return false;
 }

@@ -365,32 +365,14 @@ static void filter_is_live(void **state)
 	assert_int_equal(th_count_in_file(fx.probe_log, "-1 errno 1 "), 1);
 }
 
-static bool daemon_died(void)
-{
-	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
-}
-
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	bool died = false;
-
-	if (TH_WAIT(NULL, pred(arg) || (died = daemon_died()),
-		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
-		return true;
-	if (died)
-		print_error("vmactd exited early (status %d)\n", fx.daemon.status);
-	return false;
+	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
 }
 
 static void dump_log(void)
 {
-	_cleanup_free_ char *buf = th_read_file(fx.log);
-
-	if (buf) {
-		size_t len = strlen(buf);
-
-		print_error("---- vmactd log (tail) ----\n%s\n", len > 6000 ? buf + len - 6000 : buf);
-	}
+	th_print_log_tail(fx.log, "vmactd log", 6000);
 }
 
 static bool log_has(void *needle)

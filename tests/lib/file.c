@@ -101,3 +101,14 @@ int th_rm_rf(const char *path)
 
 	return r < 0 ? -errno : r;
 }
+
+void th_print_log_tail(const char *path, const char *title, size_t tail)
+{
+	_cleanup_free_ char *buf = th_read_file(path);
+	size_t len;
+
+	if (!buf)
+		return;
+	len = strlen(buf);
+	fprintf(stderr, "---- %s (tail) ----\n%s\n", title, len > tail ? buf + len - tail : buf);
+}

@@ -10,6 +10,10 @@
 /* The whole file, NUL-terminated (malloc'd); NULL if unreadable. */
 char *th_read_file(const char *path);
 
+/* Prints the last tail bytes of a log file (a daemon's) on stderr under
+ * a "---- title (tail) ----" line; nothing if it is unreadable. */
+void th_print_log_tail(const char *path, const char *title, size_t tail);
+
 /* Writes text to path (created or truncated); 0 or -errno. */
 int th_write_file(const char *path, const char *text);
 

@@ -42,6 +42,11 @@ int th_spawn(struct th_proc *p, const char *const argv[], const struct th_spawn_
 /* True once the child has exited (reaps it and records its status). */
 bool th_proc_exited(struct th_proc *p);
 
+/* Waits until pred(arg) holds or limit_s passed; false at the limit, or
+ * as soon as the daemon p (not started: pid 0, never counts) exits, which
+ * it then says on stderr with the status. */
+bool th_wait_daemon(struct th_proc *p, bool (*pred)(void *), void *arg, double limit_s);
+
 /* Waits for the child to exit by itself; its status (exit code, or 128 +
  * signal). Closes the pipes. */
 int th_proc_wait(struct th_proc *p);
