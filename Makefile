@@ -209,6 +209,17 @@ FUZZ_SECONDS ?= 60
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(fuzz-y)
 
+# make fuzz-long: each harness for FUZZ_LONG_SECONDS (default 600),
+# FUZZ_JOBS at a time (default: one per CPU); prints executions and
+# coverage per harness and fails on any finding (README "Reliability and
+# security"). FUZZ_HARNESSES picks a subset.
+FUZZ_LONG_SECONDS ?= 600
+FUZZ_JOBS ?= $(shell nproc)
+FUZZ_HARNESSES ?= $(fuzz-y)
+.PHONY: fuzz-long
+fuzz-long: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run-fuzz-long.sh $(BUILD) $(FUZZ_LONG_SECONDS) $(FUZZ_JOBS) $(FUZZ_HARNESSES)
+
 # make soak-arbiter: 10 000 plugin requests from 50 concurrent clients
 # against the arbiter, under ASan+UBSan with leak detection; asserts no
 # grant ever exceeds capacity. make check runs a 1000-request version.
