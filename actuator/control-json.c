@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "actuator/control-json.h"
 
+#include <errno.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "base/quantity.h"
+
 const char *act_vm_state_name(enum act_vm_state s)
 {
 	switch (s) {
@@ -97,4 +103,68 @@ json_t *act_json_event(const struct act_event *ev)
 json_t *act_json_error(const char *msg)
 {
 	return json_pack("{s:s}", "error", msg);
+}
+
+/* ---- requests ---- */
+
+/* A bound from the body: a Kubernetes quantity string, as in the
+ * metadata ("500m", "2", "512Mi"). */
+static int body_quantity(json_t *body, const char *key, bool milli, bool *set, uint64_t *out,
+			 struct vmact_err *err)
+{
+	json_t *v = json_object_get(body, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return vmact_err_set(err, EINVAL, "%s: must be a quantity string such as \"%s\"", key,
+				     milli ? "500m" : "1Gi");
+	if ((milli ? vmact_quantity_parse_milli(json_string_value(v), out, err)
+		   : vmact_quantity_parse_value(json_string_value(v), out, err)) < 0)
+		return vmact_err_prefix(err, "%s", key);
+	if (*out == 0 || (milli && *out > UINT32_MAX))
+		return vmact_err_set(err, ERANGE, "%s: '%s' out of range", key, json_string_value(v));
+	*set = true;
+	return 0;
+}
+
+int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
+			      struct vmact_err *err)
+{
+	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory" };
+	_cleanup_(json_decrefp) json_t *body = NULL;
+	json_error_t je;
+	const char *key;
+	json_t *v;
+	uint64_t q[4] = { 0 };
+	int r;
+
+	body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!body)
+		return vmact_err_set(err, EINVAL, "body is not JSON: %s", je.text);
+	if (!json_is_object(body))
+		return vmact_err_set(err, EINVAL, "body must be a JSON object");
+	json_object_foreach(body, key, v) {
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(keys); i++)
+			if (strcmp(key, keys[i]) == 0)
+				break;
+		if (i == ARRAY_SIZE(keys))
+			return vmact_err_set(err, EINVAL, "unknown field '%s' (min_cpu, max_cpu, "
+					     "min_memory, max_memory)", key);
+	}
+	if ((r = body_quantity(body, "min_cpu", true, &ch->set_min_cpu, &q[0], err)) < 0 ||
+	    (r = body_quantity(body, "max_cpu", true, &ch->set_max_cpu, &q[1], err)) < 0 ||
+	    (r = body_quantity(body, "min_memory", false, &ch->set_min_mem, &q[2], err)) < 0 ||
+	    (r = body_quantity(body, "max_memory", false, &ch->set_max_mem, &q[3], err)) < 0)
+		return r;
+	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem)
+		return vmact_err_set(err, EINVAL, "nothing to set (min_cpu, max_cpu, min_memory, "
+				     "max_memory)");
+	ch->min_milli_cpu = (uint32_t)q[0];
+	ch->max_milli_cpu = (uint32_t)q[1];
+	ch->min_mem_bytes = q[2];
+	ch->max_mem_bytes = q[3];
+	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "actuator/events.h"
 #include "base/resources.h"
+#include "hotplug/hotplug.h"
 
 enum act_vm_state {
 	ACT_VM_MANAGED = 0,
@@ -64,3 +65,10 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail);
 json_t *act_json_event(const struct act_event *ev);
 /* {"error": msg} — every refusal of the API has this shape. */
 json_t *act_json_error(const char *msg);
+
+/* The body of POST /v1/vms/NAME/bounds: an object of min_cpu, max_cpu,
+ * min_memory, max_memory (quantity strings, at least one), into the
+ * set_* fields of ch. -EINVAL / -ERANGE naming the field. The body comes
+ * from a client: any bytes. */
+int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
+			      struct vmact_err *err);

@@ -20,7 +20,6 @@
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
-#include "base/quantity.h"
 #include "base/time.h"
 
 #define JSON_TYPE "application/json"
@@ -255,68 +254,6 @@ static void get_vm(struct act_control *c, const char *name, struct ag_http_serve
 	reply_json(reply, 200, o);
 }
 
-/* A bound from the body: a Kubernetes quantity string, as in the
- * metadata ("500m", "2", "512Mi"). */
-static int body_quantity(json_t *body, const char *key, bool milli, bool *set, uint64_t *out,
-			 struct vmact_err *err)
-{
-	json_t *v = json_object_get(body, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return vmact_err_set(err, EINVAL, "%s: must be a quantity string such as \"%s\"", key,
-				     milli ? "500m" : "1Gi");
-	if ((milli ? vmact_quantity_parse_milli(json_string_value(v), out, err)
-		   : vmact_quantity_parse_value(json_string_value(v), out, err)) < 0)
-		return vmact_err_prefix(err, "%s", key);
-	if (*out == 0 || (milli && *out > UINT32_MAX))
-		return vmact_err_set(err, ERANGE, "%s: '%s' out of range", key, json_string_value(v));
-	*set = true;
-	return 0;
-}
-
-static int parse_bounds(const struct ag_http_server_request *req, struct hp_meta_change *ch,
-			struct vmact_err *err)
-{
-	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory" };
-	_cleanup_(json_decrefp) json_t *body = NULL;
-	json_error_t je;
-	const char *key;
-	json_t *v;
-	uint64_t q[4] = { 0 };
-	int r;
-
-	body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
-	if (!body)
-		return vmact_err_set(err, EINVAL, "body is not JSON: %s", je.text);
-	if (!json_is_object(body))
-		return vmact_err_set(err, EINVAL, "body must be a JSON object");
-	json_object_foreach(body, key, v) {
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(keys); i++)
-			if (strcmp(key, keys[i]) == 0)
-				break;
-		if (i == ARRAY_SIZE(keys))
-			return vmact_err_set(err, EINVAL, "unknown field '%s' (min_cpu, max_cpu, "
-					     "min_memory, max_memory)", key);
-	}
-	if ((r = body_quantity(body, "min_cpu", true, &ch->set_min_cpu, &q[0], err)) < 0 ||
-	    (r = body_quantity(body, "max_cpu", true, &ch->set_max_cpu, &q[1], err)) < 0 ||
-	    (r = body_quantity(body, "min_memory", false, &ch->set_min_mem, &q[2], err)) < 0 ||
-	    (r = body_quantity(body, "max_memory", false, &ch->set_max_mem, &q[3], err)) < 0)
-		return r;
-	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem)
-		return vmact_err_set(err, EINVAL, "nothing to set (min_cpu, max_cpu, min_memory, "
-				     "max_memory)");
-	ch->min_milli_cpu = (uint32_t)q[0];
-	ch->max_milli_cpu = (uint32_t)q[1];
-	ch->min_mem_bytes = q[2];
-	ch->max_mem_bytes = q[3];
-	return 0;
-}
-
 static void post_vm(struct act_control *c, const char *name, const char *what,
 		    const struct ag_http_server_request *req, struct ag_http_server_reply *reply)
 {
@@ -326,7 +263,7 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 	int r;
 
 	if (strcmp(what, "bounds") == 0) {
-		if (parse_bounds(req, &ch, &err) < 0)
+		if (act_control_bounds_decode(req->body, req->body_len, &ch, &err) < 0)
 			return reply_error(reply, 400, "%s", err.msg);
 	} else if (strcmp(what, "pause") == 0 || strcmp(what, "resume") == 0) {
 		if (req->body_len && strspn(req->body, " \t\r\n{}") != req->body_len)

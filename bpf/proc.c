@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,33 +14,30 @@
 
 int smp_thread_vcpu(const char *comm)
 {
-	/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG, /HVF...). */
-	unsigned n;
-	char accel[8];
+	/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG, /HVF...). The rule
+	 * is the BPF program's (bpf/readvm.bpf.c vcpu_name): "CPU ", 1 to 10
+	 * digits, '/', one more character that is not a space. sscanf's %u
+	 * would also take spaces, a sign and a wrapped "-1", and a name is
+	 * QEMU's to choose. */
+	long long n = 0;
+	int i;
 
-	if (sscanf(comm, "CPU %u/%7s", &n, accel) == 2)
-		return (int)n;
-	return -1;
+	if (strncmp(comm, "CPU ", 4) != 0)
+		return -1;
+	for (i = 4; i < 14 && comm[i] >= '0' && comm[i] <= '9'; i++)
+		n = n * 10 + (comm[i] - '0');
+	if (i == 4 || comm[i] != '/' || comm[i + 1] == '\0' || comm[i + 1] == ' ' || n > INT_MAX)
+		return -1;
+	return (int)n;
 }
 
-int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16])
+int smp_stat_parse(const char *line, char *state, char comm[16])
 {
-	char path[64], buf[512];
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-	char *lp, *rp;
+	const char *lp, *rp;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", tgid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -ESRCH;
-	buf[n] = '\0';
 	/* comm may hold spaces and parentheses: it ends at the last ')'. */
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
+	lp = strchr(line, '(');
+	rp = strrchr(line, ')');
 	if (!lp || !rp || rp < lp || rp[1] != ' ' || !rp[2])
 		return -EPROTO;
 	if (comm) {
@@ -52,6 +50,23 @@ int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16])
 	}
 	*state = rp[2];
 	return 0;
+}
+
+int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16])
+{
+	char path[64], buf[512];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", tgid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -ESRCH;
+	buf[n] = '\0';
+	return smp_stat_parse(buf, state, comm);
 }
 
 int smp_proc_tgid(pid_t id)

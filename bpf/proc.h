@@ -6,8 +6,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* N from QEMU's vCPU thread name "CPU N/KVM" (or /TCG, /HVF...), else -1. */
+/* N from QEMU's vCPU thread name "CPU N/KVM" (or /TCG, /HVF...), else -1
+ * (also for an N above INT_MAX). */
 int smp_thread_vcpu(const char *comm);
+/* State letter and (comm may be NULL) name from the text of a
+ * /proc/.../stat file (NUL-terminated); -EPROTO when it is not one. */
+int smp_stat_parse(const char *line, char *state, char comm[16]);
 /* State letter and (comm may be NULL) name of one thread, from
  * /proc/<tgid>/task/<tid>/stat; 0 or a negative errno. */
 int smp_thread_stat(pid_t tgid, pid_t tid, char *state, char comm[16]);

@@ -88,23 +88,31 @@ struct ts_answer {
 	struct taskstats st;
 };
 
-static int ts_valid(struct nl_msg *msg, void *arg)
+int smp_ts_parse(const struct nlmsghdr *h, struct taskstats *st)
 {
-	struct ts_answer *a = arg;
 	struct nlattr *tb[TASKSTATS_TYPE_MAX + 1], *nested[TASKSTATS_TYPE_MAX + 1];
 	struct nlattr *aggr;
+	size_t len;
 
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, TASKSTATS_TYPE_MAX, NULL) < 0)
-		return NL_SKIP;
+	if (genlmsg_parse((struct nlmsghdr *)h, 0, tb, TASKSTATS_TYPE_MAX, NULL) < 0)
+		return -EPROTO;
 	aggr = tb[TASKSTATS_TYPE_AGGR_PID];
 	if (!aggr || nla_parse_nested(nested, TASKSTATS_TYPE_MAX, aggr, NULL) < 0 ||
 	    !nested[TASKSTATS_TYPE_STATS])
-		return NL_SKIP;
+		return -EPROTO;
 	/* The kernel's struct may be newer (longer) or older than ours. */
-	size_t len = (size_t)nla_len(nested[TASKSTATS_TYPE_STATS]);
-	memset(&a->st, 0, sizeof(a->st));
-	memcpy(&a->st, nla_data(nested[TASKSTATS_TYPE_STATS]),
-	       len < sizeof(a->st) ? len : sizeof(a->st));
+	len = (size_t)nla_len(nested[TASKSTATS_TYPE_STATS]);
+	memset(st, 0, sizeof(*st));
+	memcpy(st, nla_data(nested[TASKSTATS_TYPE_STATS]), len < sizeof(*st) ? len : sizeof(*st));
+	return 0;
+}
+
+static int ts_valid(struct nl_msg *msg, void *arg)
+{
+	struct ts_answer *a = arg;
+
+	if (smp_ts_parse(nlmsg_hdr(msg), &a->st) < 0)
+		return NL_SKIP;
 	a->got = true;
 	return NL_OK;
 }

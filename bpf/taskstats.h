@@ -21,6 +21,8 @@
 
 struct smp_ts;
 struct smp_ts_vm;
+struct nlmsghdr;
+struct taskstats;
 
 struct smp_ts_totals {
 	uint64_t run_ns, delay_ns; /* sums over live and exited threads */
@@ -29,6 +31,9 @@ struct smp_ts_totals {
 };
 
 int smp_ts_open(struct smp_ts **out, struct vmact_err *err);
+/* The stats of a TASKSTATS_CMD_NEW answer (h->nlmsg_len bytes, checked
+ * by the caller against what was received); -EPROTO when it has none. */
+int smp_ts_parse(const struct nlmsghdr *h, struct taskstats *st);
 void smp_ts_close(struct smp_ts *ts);
 
 int smp_ts_vm_new(pid_t tgid, struct smp_ts_vm **out, struct vmact_err *err);

@@ -254,6 +254,34 @@ static void meta_edit(void **state)
 	assert_non_null(strstr(err.msg, "'paused'"));
 }
 
+/* POST /v1/vms/NAME/bounds bodies: quantity strings, known fields only,
+ * at least one, nothing zero, no duplicate keys. */
+static void bounds_body(void **state)
+{
+	struct hp_meta_change ch;
+	struct vmact_err err = { 0 };
+	static const char *const bad[] = {
+		"", "[]", "{}", "{\"min_cpu\":0.5}", "{\"min_cpu\":\"0\"}", "{\"paused\":true}",
+		"{\"max_cpu\":\"5000000\"}", "{\"min_cpu\":\"1\",\"min_cpu\":\"2\"}",
+		"{\"min_memory\":\"-1Gi\"}", "{\"max_cpu\":null}",
+	};
+
+	(void)state;
+	memset(&ch, 0, sizeof(ch));
+	assert_int_equal(act_control_bounds_decode("{\"min_cpu\":\"250m\",\"max_memory\":\"8Gi\"}",
+						   strlen("{\"min_cpu\":\"250m\",\"max_memory\":\"8Gi\"}"),
+						   &ch, &err), 0);
+	assert_true(ch.set_min_cpu && ch.set_max_mem && !ch.set_max_cpu && !ch.set_min_mem);
+	assert_int_equal(ch.min_milli_cpu, 250);
+	assert_int_equal(ch.max_mem_bytes, 8ULL << 30);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&ch, 0, sizeof(ch));
+		memset(&err, 0, sizeof(err));
+		assert_true(act_control_bounds_decode(bad[i], strlen(bad[i]), &ch, &err) < 0);
+		assert_true(err.msg[0] != '\0');
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +289,7 @@ int main(void)
 		cmocka_unit_test(ring),
 		cmocka_unit_test(reasons),
 		cmocka_unit_test(meta_edit),
+		cmocka_unit_test(bounds_body),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

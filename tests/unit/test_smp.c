@@ -100,6 +100,35 @@ static void test_vcpu_names(void **state)
 	assert_int_equal(smp_thread_vcpu("CPU x/KVM"), -1);
 	assert_int_equal(smp_thread_vcpu("CPU 1"), -1);
 	assert_int_equal(smp_thread_vcpu(""), -1);
+	/* Found by make fuzz-long: sscanf's %u took these. */
+	assert_int_equal(smp_thread_vcpu("CPU -3/G"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU -4294967295/KVM"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU  2/KVM"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU +2/KVM"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU 3000000000/KVM"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU 2/ KVM"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU 2/"), -1);
+	assert_int_equal(smp_thread_vcpu("CPU 2147483647/K"), 2147483647);
+}
+
+/* A thread's name is QEMU's to choose: parentheses and spaces in it must
+ * not move the state field. */
+static void test_stat_line(void **state)
+{
+	char comm[16], st = 0;
+
+	(void)state;
+	assert_int_equal(smp_stat_parse("42 (CPU 1/KVM) R 1 2 3", &st, comm), 0);
+	assert_int_equal(st, 'R');
+	assert_string_equal(comm, "CPU 1/KVM");
+	assert_int_equal(smp_stat_parse("42 (a) b) S 1", &st, comm), 0);
+	assert_int_equal(st, 'S');
+	assert_string_equal(comm, "a) b");
+	assert_int_equal(smp_stat_parse("42 (0123456789abcdefgh) D 1", &st, comm), 0);
+	assert_string_equal(comm, "0123456789abcde");
+	assert_int_equal(smp_stat_parse("42 (x) ", &st, comm), -EPROTO);
+	assert_int_equal(smp_stat_parse("42 )x( R", &st, comm), -EPROTO);
+	assert_int_equal(smp_stat_parse("", &st, NULL), -EPROTO);
 }
 
 int main(void)
@@ -110,6 +139,7 @@ int main(void)
 		cmocka_unit_test(test_loadavg_step_response),
 		cmocka_unit_test(test_loadavg_edges),
 		cmocka_unit_test(test_vcpu_names),
+		cmocka_unit_test(test_stat_line),
 	};
 
 	return cmocka_run_group_tests_name("smp", tests, NULL, NULL);

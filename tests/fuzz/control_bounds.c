@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Any bytes as the body of the control API's POST /v1/vms/NAME/bounds
+ * (actuator/control-json.c, doc/control-api.md). A failure must say why;
+ * a success must set at least one bound, each non-zero and a CPU bound
+ * within 32 bits, and the bounds written back as quantity strings must
+ * decode to the same change. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actuator/control-json.h"
+#include "base/quantity.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void put(char *buf, size_t cap, size_t *n, const char *key, const char *val)
+{
+	int w = snprintf(buf + *n, cap - *n, "%s\"%s\":\"%s\"", *n > 1 ? "," : "", key, val);
+
+	if (w < 0 || (size_t)w >= cap - *n)
+		abort();
+	*n += (size_t)w;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct vmact_err err = { 0 };
+	struct hp_meta_change ch = { 0 }, ch2 = { 0 };
+	char body[512] = "{", q[64];
+	size_t n = 1;
+
+	if (act_control_bounds_decode((const char *)data, size, &ch, &err) != 0) {
+		if (err.code == 0 || !err.msg[0])
+			abort();
+		return 0;
+	}
+	if (!ch.set_min_cpu && !ch.set_max_cpu && !ch.set_min_mem && !ch.set_max_mem)
+		abort();
+	if ((ch.set_min_cpu && !ch.min_milli_cpu) || (ch.set_max_cpu && !ch.max_milli_cpu) ||
+	    (ch.set_min_mem && !ch.min_mem_bytes) || (ch.set_max_mem && !ch.max_mem_bytes) ||
+	    ch.set_paused)
+		abort();
+	if (ch.set_min_cpu) {
+		if (vmact_quantity_format_milli(ch.min_milli_cpu, q, sizeof(q)) != 0)
+			abort();
+		put(body, sizeof(body), &n, "min_cpu", q);
+	}
+	if (ch.set_max_cpu) {
+		if (vmact_quantity_format_milli(ch.max_milli_cpu, q, sizeof(q)) != 0)
+			abort();
+		put(body, sizeof(body), &n, "max_cpu", q);
+	}
+	if (ch.set_min_mem) {
+		if (vmact_quantity_format_bytes(ch.min_mem_bytes, q, sizeof(q)) != 0)
+			abort();
+		put(body, sizeof(body), &n, "min_memory", q);
+	}
+	if (ch.set_max_mem) {
+		if (vmact_quantity_format_bytes(ch.max_mem_bytes, q, sizeof(q)) != 0)
+			abort();
+		put(body, sizeof(body), &n, "max_memory", q);
+	}
+	if (n + 2 > sizeof(body))
+		abort();
+	body[n++] = '}';
+	body[n] = '\0';
+	if (act_control_bounds_decode(body, n, &ch2, &err) != 0 ||
+	    ch.set_min_cpu != ch2.set_min_cpu || ch.set_max_cpu != ch2.set_max_cpu ||
+	    ch.set_min_mem != ch2.set_min_mem || ch.set_max_mem != ch2.set_max_mem ||
+	    ch.min_milli_cpu != ch2.min_milli_cpu || ch.max_milli_cpu != ch2.max_milli_cpu ||
+	    ch.min_mem_bytes != ch2.min_mem_bytes || ch.max_mem_bytes != ch2.max_mem_bytes)
+		abort();
+	return 0;
+}
