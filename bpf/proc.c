@@ -4,31 +4,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "base/vcpu-name.h"
 
 int smp_thread_vcpu(const char *comm)
 {
-	/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG, /HVF...). The rule
-	 * is the BPF program's (bpf/readvm.bpf.c vcpu_name): "CPU ", 1 to 10
-	 * digits, '/', one more character that is not a space. sscanf's %u
-	 * would also take spaces, a sign and a wrapped "-1", and a name is
-	 * QEMU's to choose. */
-	long long n = 0;
-	int i;
-
-	if (strncmp(comm, "CPU ", 4) != 0)
-		return -1;
-	for (i = 4; i < 14 && comm[i] >= '0' && comm[i] <= '9'; i++)
-		n = n * 10 + (comm[i] - '0');
-	if (i == 4 || comm[i] != '/' || comm[i + 1] == '\0' || comm[i + 1] == ' ' || n > INT_MAX)
-		return -1;
-	return (int)n;
+	return vmact_vcpu_thread_index(comm);
 }
 
 int smp_stat_parse(const char *line, char *state, char comm[16])

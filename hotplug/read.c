@@ -12,6 +12,7 @@
 
 #include "base/macro.h"
 #include "base/pidfile.h"
+#include "base/vcpu-name.h"
 #include "hotplug/conn.h"
 #include "hotplug/refusal.h"
 #include "hotplug/virt-error.h"
@@ -42,8 +43,7 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
 	while ((de = readdir(d))) {
 		_cleanup_fclose_ FILE *c = NULL;
 		char path[300], comm[64];
-		unsigned idx;
-		char kind[16];
+		int idx;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -51,8 +51,7 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
 		c = fopen(path, "re");
 		if (!c)
 			continue; /* thread exited meanwhile */
-		/* QEMU names vCPU threads "CPU <n>/<accel>". */
-		if (fgets(comm, sizeof(comm), c) && sscanf(comm, "CPU %u/%15s", &idx, kind) == 2) {
+		if (fgets(comm, sizeof(comm), c) && (idx = vmact_vcpu_thread_index(comm)) >= 0) {
 			n++;
 			if (mask && idx < 64)
 				*mask |= 1ULL << idx;

@@ -6,14 +6,20 @@
  *         letter and a terminated name of at most 15 bytes, which goes
  *         through the vCPU-name parser too (so does the text itself: an
  *         index comes only from "CPU <digits>/X", never negative);
- *   odd:  the rest is a taskstats netlink answer (as libnl hands it to
- *         the callback: nlmsg_len within what was received). */
+ *   1, 5, 9...: the rest is a taskstats netlink answer (as libnl hands
+ *         it to the callback: nlmsg_len within what was received);
+ *   3, 7, 11...: the rest is QEMU's pid file (QEMU writes it): a pid read
+ *         from it is positive and the file is its digits and at most a
+ *         newline. */
 #include <linux/netlink.h>
 #include <linux/taskstats.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/pidfile.h"
 #include "bpf/proc.h"
 #include "bpf/taskstats.h"
 
@@ -42,6 +48,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 		free(s);
+	} else if (data[0] & 2) {
+		static char path[64];
+		struct vmact_err err = { 0 };
+		pid_t pid = 0;
+		FILE *f;
+
+		if (!path[0])
+			snprintf(path, sizeof(path), "/tmp/vmact-fuzz-pid-%d", (int)getpid());
+		f = fopen(path, "we");
+		if (!f)
+			abort();
+		if (fwrite(data + 1, 1, size - 1, f) != size - 1 || fclose(f) != 0)
+			abort();
+		if (vmact_pidfile_read(path, &pid, &err) == 0) {
+			size_t n = size - 1;
+
+			if (pid <= 0 || n == 0)
+				abort();
+			if (data[n] == '\n')
+				n--;
+			for (size_t i = 1; i <= n; i++)
+				if (data[i] < '0' || data[i] > '9')
+					abort();
+		} else if (err.code == 0 || !err.msg[0]) {
+			abort();
+		}
+		unlink(path);
 	} else {
 		struct taskstats st;
 		struct nlmsghdr *h;
