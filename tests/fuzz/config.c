@@ -25,11 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 1 << 16)
 		return 0;
-	s = malloc(size + 1);
+	/* The loader takes a C string: what it sees ends at the first NUL. */
+	s = strndup((const char *)data, size);
 	if (!s)
 		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 	act_config_defaults(&c);
 	if (act_config_load_string(s, &c, &err) == 0) {
 		if (!c.libvirt_uri || !c.libvirt_name_prefix || !c.control_socket || !c.state_dir ||

@@ -4,6 +4,7 @@
  * a success must set at least one bound, each non-zero and a CPU bound
  * within 32 bits, and the bounds written back as quantity strings must
  * decode to the same change. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +15,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void put(char *buf, size_t cap, size_t *n, const char *key, const char *val)
+/* Appends "key":"<quantity>" when set; the quantity's canonical text. */
+static void put(char *buf, size_t cap, size_t *n, const char *key, bool set, bool milli,
+		uint64_t v)
 {
-	int w = snprintf(buf + *n, cap - *n, "%s\"%s\":\"%s\"", *n > 1 ? "," : "", key, val);
+	char q[64];
+	int w;
 
+	if (!set)
+		return;
+	if ((milli ? vmact_quantity_format_milli(v, q, sizeof(q))
+		   : vmact_quantity_format_bytes(v, q, sizeof(q))) != 0)
+		abort();
+	w = snprintf(buf + *n, cap - *n, "%s\"%s\":\"%s\"", *n > 1 ? "," : "", key, q);
 	if (w < 0 || (size_t)w >= cap - *n)
 		abort();
 	*n += (size_t)w;
@@ -27,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct vmact_err err = { 0 };
 	struct hp_meta_change ch = { 0 }, ch2 = { 0 };
-	char body[512] = "{", q[64];
+	char body[512] = "{";
 	size_t n = 1;
 
 	if (act_control_bounds_decode((const char *)data, size, &ch, &err) != 0) {
@@ -41,26 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (ch.set_min_mem && !ch.min_mem_bytes) || (ch.set_max_mem && !ch.max_mem_bytes) ||
 	    ch.set_paused)
 		abort();
-	if (ch.set_min_cpu) {
-		if (vmact_quantity_format_milli(ch.min_milli_cpu, q, sizeof(q)) != 0)
-			abort();
-		put(body, sizeof(body), &n, "min_cpu", q);
-	}
-	if (ch.set_max_cpu) {
-		if (vmact_quantity_format_milli(ch.max_milli_cpu, q, sizeof(q)) != 0)
-			abort();
-		put(body, sizeof(body), &n, "max_cpu", q);
-	}
-	if (ch.set_min_mem) {
-		if (vmact_quantity_format_bytes(ch.min_mem_bytes, q, sizeof(q)) != 0)
-			abort();
-		put(body, sizeof(body), &n, "min_memory", q);
-	}
-	if (ch.set_max_mem) {
-		if (vmact_quantity_format_bytes(ch.max_mem_bytes, q, sizeof(q)) != 0)
-			abort();
-		put(body, sizeof(body), &n, "max_memory", q);
-	}
+	put(body, sizeof(body), &n, "min_cpu", ch.set_min_cpu, true, ch.min_milli_cpu);
+	put(body, sizeof(body), &n, "max_cpu", ch.set_max_cpu, true, ch.max_milli_cpu);
+	put(body, sizeof(body), &n, "min_memory", ch.set_min_mem, false, ch.min_mem_bytes);
+	put(body, sizeof(body), &n, "max_memory", ch.set_max_mem, false, ch.max_mem_bytes);
 	if (n + 2 > sizeof(body))
 		abort();
 	body[n++] = '}';
