@@ -77,7 +77,7 @@ prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/nu
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
 	$$(call msg,LD,$(1))
-	$$(Q)$$(CC) $$(ALL_LDFLAGS) $$($(1)-ldflags) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1))
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) $$($(1)-ldflags) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1)) $$($(1)-extra-ldlibs)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
