@@ -179,7 +179,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)$(MAKE) --no-print-directory guest
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/vmactd $(SECCOMP_EXEC)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/vmactd $(BUILD)/vmact-guestd $(SECCOMP_EXEC)
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
 		tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
