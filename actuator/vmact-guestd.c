@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <systemd/sd-id128.h>
 
 #include "actuator/approver.h"
@@ -321,8 +322,10 @@ int main(int argc, char **argv)
 		log_error("%s: guest worker: cannot drop privileges: %s", g.name, err.msg);
 		return 1;
 	}
-	/* Time zone and locale data are read before the filter (no open()). */
+	/* Read before the filter (no open() after): the time zone, and
+	 * jansson's hash seed (/dev/urandom, on the first JSON object). */
 	tzset();
+	json_object_seed(0);
 	r = sd_event_new(&g.event);
 	if (r >= 0)
 		r = sd_event_add_io(g.event, &g.io, FD, EPOLLIN, on_io, &g);
