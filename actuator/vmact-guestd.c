@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 		{ "monitor", required_argument, NULL, 'm' },
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct act_approver_events events = {
@@ -309,6 +310,9 @@ int main(int argc, char **argv)
 		case 'g':
 			gid = (gid_t)number(optarg);
 			break;
+		case 'V':
+			printf("vmact-guestd %s\n", VMACT_VERSION);
+			return 0;
 		default:
 			die("usage: vmact-guestd --name VM --monitor ENDPOINT [--uid U --gid G] "
 			    "(started by vmactd, doc/privsep.md)");

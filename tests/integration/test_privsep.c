@@ -196,16 +196,15 @@ static void check_sandbox(pid_t pid, const char *label)
 	if (!pw)
 		pw = getpwnam("nobody");
 	assert_non_null(pw);
-	snprintf(expect, sizeof(expect), "%u\t%u\t%u\t%u", (unsigned)pw->pw_uid,
-		 (unsigned)pw->pw_uid, (unsigned)pw->pw_uid, (unsigned)pw->pw_uid);
-	assert_true(status_field(pid, "Uid", v, sizeof(v)));
-	if (strcmp(v, expect))
-		fail_msg("%s worker %d: Uid %s, not %s (%s)", label, (int)pid, v, expect,
-			 pw->pw_name);
-	snprintf(expect, sizeof(expect), "%u\t%u\t%u\t%u", (unsigned)pw->pw_gid,
-		 (unsigned)pw->pw_gid, (unsigned)pw->pw_gid, (unsigned)pw->pw_gid);
-	assert_true(status_field(pid, "Gid", v, sizeof(v)));
-	assert_string_equal(v, expect);
+	for (int i = 0; i < 2; i++) {
+		unsigned id = i ? (unsigned)pw->pw_gid : (unsigned)pw->pw_uid;
+
+		snprintf(expect, sizeof(expect), "%u\t%u\t%u\t%u", id, id, id, id);
+		assert_true(status_field(pid, i ? "Gid" : "Uid", v, sizeof(v)));
+		if (strcmp(v, expect))
+			fail_msg("%s worker %d: %s %s, not %s (%s)", label, (int)pid,
+				 i ? "Gid" : "Uid", v, expect, pw->pw_name);
+	}
 	assert_true(status_field(pid, "Groups", v, sizeof(v)));
 	assert_string_equal(v, "");
 	assert_true(status_field(pid, "CapEff", v, sizeof(v)));
@@ -276,33 +275,12 @@ static int setup(void **state)
 	return th_write_file(fx.cfg, text);
 }
 
-static void destroy(struct tg_guest *g)
-{
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
-	if (g->dom) {
-		virDomainFree(g->dom);
-		g->dom = NULL;
-	}
-	if (vc && g->name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, g->name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(g);
-}
-
 static int teardown(void **state)
 {
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	destroy(&fx.a);
-	destroy(&fx.b);
+	tg_destroy_by_name(&fx.a);
+	tg_destroy_by_name(&fx.b);
 	th_peer_stop(&fx.peer);
 	if (fx.vc)
 		virConnectClose(fx.vc);
@@ -461,18 +439,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(privsep),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
 	if (geteuid() != 0) {
 		printf("test_privsep: needs root (libvirt qemu:///system, BPF, cgroups)\n");
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	if (th_build_program("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
 		return 1;
-	self[n] = '\0';
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
 	return cmocka_run_group_tests_name("privsep", tests, setup, teardown);
 }
