@@ -204,3 +204,10 @@ int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoi
 	*out = &p->head;
 	return 0;
 }
+
+pid_t act_approver_proxy_worker_pid(const struct act_approver *a)
+{
+	const struct proxy *p = (const struct proxy *)a;
+
+	return a->ops == &proxy_ops ? act_gw_pid(p->gw) : 0;
+}

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <systemd/sd-event.h>
 
@@ -177,6 +178,9 @@ int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoi
 			   const char *program, const char *user,
 			   const struct act_approver_events *events, void *userdata,
 			   struct act_approver **out, struct vmact_err *err);
+
+/* The proxy's worker process now, 0 while none runs (tests, status). */
+pid_t act_approver_proxy_worker_pid(const struct act_approver *a);
 
 /* ---- the legacy informant ---------------------------------------------- */
 
