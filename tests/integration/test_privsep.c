@@ -103,12 +103,18 @@ static void count_init(struct count *c, const char *name, const char *what)
 	c->before = th_count_in_file(fx.log, c->needle);
 }
 
-static void await(struct count *c, const char *what)
+/* Waits for pred(arg); fails naming what did not happen. */
+static void need(bool (*pred)(void *), void *arg, const char *what)
 {
-	if (!wait_until(count_grew, c, LIMIT_S)) {
+	if (!wait_until(pred, arg, LIMIT_S)) {
 		dump_log();
 		fail_msg("never: %s", what);
 	}
+}
+
+static void await(struct count *c, const char *what)
+{
+	need(count_grew, c, what);
 }
 
 /* The pid in the last "<vm>: guest worker PID started|restarted" line. */
@@ -338,10 +344,7 @@ static void privsep(void **state)
 		await(&conn, "A's vm-monitor connected through its worker");
 	}
 	snprintf(needle, sizeof(needle), "%s: vm-monitor connected", fx.b.name);
-	if (!wait_until(log_has, needle, LIMIT_S)) {
-		dump_log();
-		fail_msg("B's vm-monitor never connected");
-	}
+	need(log_has, needle, "B's vm-monitor never connected");
 	wa = worker_pid(&fx.a);
 	wb = worker_pid(&fx.b);
 	assert_true(wa > 0 && wb > 0 && wa != wb);
@@ -356,26 +359,17 @@ static void privsep(void **state)
 		fail_msg("the idle guests were not brought down to half a CPU");
 	}
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	if (!wait_until(grown, &fx.a, LIMIT_S)) {
-		dump_log();
-		fail_msg("A never grew");
-	}
+	need(grown, &fx.a, "A never grew");
 	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	await(&down, "A's downscale approved");
-	if (!wait_until(at_min, &fx.a, LIMIT_S)) {
-		dump_log();
-		fail_msg("A never went back to half a CPU");
-	}
+	need(at_min, &fx.a, "A never went back to half a CPU");
 
 	/* Grown again, then idle with its worker stopped: found hung, killed
 	 * and restarted; A is not shrunk before the new worker's monitor
 	 * approves. */
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	if (!wait_until(grown, &fx.a, LIMIT_S)) {
-		dump_log();
-		fail_msg("A never grew again");
-	}
+	need(grown, &fx.a, "A never grew again");
 	wa = worker_pid(&fx.a);
 	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.a.name,
 		 (int)wa);
@@ -389,10 +383,7 @@ static void privsep(void **state)
 	await(&conn, "A's monitor connected again after the hang");
 	assert_true(worker_pid(&fx.a) != wa);
 	await(&down, "A's downscale approved by the new worker");
-	if (!wait_until(at_min, &fx.a, LIMIT_S)) {
-		dump_log();
-		fail_msg("A never went back to half a CPU after the restart");
-	}
+	need(at_min, &fx.a, "A never went back to half a CPU after the restart");
 	/* Nothing shrank A between the hang and the new approval. */
 	buf = th_read_file(fx.log);
 	assert_non_null(buf);
@@ -426,10 +417,7 @@ static void privsep(void **state)
 		await(&conn, "A's monitor connected again after the kill");
 		assert_true(worker_pid(&fx.a) != old);
 	}
-	if (!wait_until(grown, &fx.b, LIMIT_S)) {
-		dump_log();
-		fail_msg("B did not grow while A's worker was being killed");
-	}
+	need(grown, &fx.b, "B did not grow while A's worker was being killed");
 	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
 	/* The new workers are sandboxed as the first. */
 	check_sandbox(worker_pid(&fx.a), "A (restarted)");
