@@ -212,18 +212,23 @@ static void check_sandbox(pid_t pid, const char *label)
 			fail_msg("%s worker %d: %s %s, not %s (%s)", label, (int)pid,
 				 i ? "Gid" : "Uid", v, expect, pw->pw_name);
 	}
-	assert_true(status_field(pid, "Groups", v, sizeof(v)));
-	assert_string_equal(v, "");
-	assert_true(status_field(pid, "CapEff", v, sizeof(v)));
-	assert_string_equal(v, "0000000000000000");
-	assert_true(status_field(pid, "CapPrm", v, sizeof(v)));
-	assert_string_equal(v, "0000000000000000");
-	assert_true(status_field(pid, "CapAmb", v, sizeof(v)));
-	assert_string_equal(v, "0000000000000000");
-	assert_true(status_field(pid, "NoNewPrivs", v, sizeof(v)));
-	assert_string_equal(v, "1");
-	assert_true(status_field(pid, "Seccomp", v, sizeof(v)));
-	assert_string_equal(v, "2");
+	{
+		static const char *const want[][2] = {
+			{ "Groups", "" },
+			{ "CapEff", "0000000000000000" },
+			{ "CapPrm", "0000000000000000" },
+			{ "CapAmb", "0000000000000000" },
+			{ "NoNewPrivs", "1" },
+			{ "Seccomp", "2" },
+		};
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			assert_true(status_field(pid, want[i][0], v, sizeof(v)));
+			if (strcmp(v, want[i][1]))
+				fail_msg("%s worker %d: %s %s, not %s", label, (int)pid,
+					 want[i][0], v, want[i][1]);
+		}
+	}
 	/* Descriptors: stdin/stdout (/dev/null), stderr (the log), the
 	 * socket to vmactd; a monitor connection when it is up. */
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
