@@ -77,7 +77,7 @@ prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/nu
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
 	$$(call msg,LD,$(1))
-	$$(Q)$$(CC) $$(ALL_LDFLAGS) $$($(1)-ldflags) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1))
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) $$($(1)-ldflags) -o $$@ $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1)) $$(call prog-ldlibs,$(1)) $$($(1)-extra-ldlibs)
 endef
 $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
@@ -179,7 +179,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)$(MAKE) --no-print-directory guest
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/vmactd $(SECCOMP_EXEC)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/vmactd $(BUILD)/vmact-guestd $(SECCOMP_EXEC)
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
 		tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \

@@ -136,13 +136,22 @@ int act_approver_monitor_new(sd_event *event, const char *name, const char *endp
 			     const struct act_approver_events *events, void *userdata,
 			     struct act_approver **out, struct vmact_err *err)
 {
+	return act_approver_monitor_new_dial(event, name, endpoint, NULL, NULL, events, userdata,
+					     out, err);
+}
+
+int act_approver_monitor_new_dial(sd_event *event, const char *name, const char *endpoint,
+				  int (*dial)(void *dial_ud, struct vmact_err *err), void *dial_ud,
+				  const struct act_approver_events *events, void *userdata,
+				  struct act_approver **out, struct vmact_err *err)
+{
 	static const struct ag_mon_client_callbacks cb = {
 		.connected = on_connected,
 		.disconnected = on_disconnected,
 		.upscale_requested = on_upscale_requested,
 		.log = on_log,
 	};
-	struct ag_mon_client_config mc = { 0 };
+	struct ag_mon_client_config mc = { .dial = dial, .dial_ud = dial_ud };
 	struct vmact_endpoint ep;
 	struct mon_approver *m;
 	int ret;

@@ -6,7 +6,9 @@
  *
  * Two implementations, chosen by the VM's metadata:
  *   approver-monitor.c    the vm-monitor (<vmact:monitor>, websocket,
- *                         agent-glue/monitor-client.h)
+ *                         agent-glue/monitor-client.h); in vmactd through
+ *                         approver-proxy.c, which runs it in the VM's
+ *                         unprivileged guest worker (doc/privsep.md)
  *   approver-informant.c  the legacy VM informant (<vmact:informant>,
  *                         HTTP, agent-glue/informant-client.h)
  *
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <systemd/sd-event.h>
 
@@ -160,6 +163,24 @@ static inline void act_approver_free(struct act_approver *a)
 int act_approver_monitor_new(sd_event *event, const char *name, const char *endpoint,
 			     const struct act_approver_events *events, void *userdata,
 			     struct act_approver **out, struct vmact_err *err);
+
+/* The same, opening each connection with dial(dial_ud) (vmact-guestd:
+ * through vmactd, doc/privsep.md). */
+int act_approver_monitor_new_dial(sd_event *event, const char *name, const char *endpoint,
+				  int (*dial)(void *dial_ud, struct vmact_err *err), void *dial_ud,
+				  const struct act_approver_events *events, void *userdata,
+				  struct act_approver **out, struct vmact_err *err);
+
+/* The vm-monitor through a guest worker running `program` as `user`
+ * (guest_worker.*, doc/privsep.md): the worker runs the approver above,
+ * this one forwards requests and events as fixed records. */
+int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoint,
+			   const char *program, const char *user,
+			   const struct act_approver_events *events, void *userdata,
+			   struct act_approver **out, struct vmact_err *err);
+
+/* The proxy's worker process now, 0 while none runs (tests, status). */
+pid_t act_approver_proxy_worker_pid(const struct act_approver *a);
 
 /* ---- the legacy informant ---------------------------------------------- */
 

@@ -61,6 +61,9 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->cpu_policy = ACT_CPU_POLICY_REACTIVE;
 	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
 	cfg->policy_tick_ms = 250;
+	cfg->guest_worker = true;
+	cfg->guest_worker_user = strdup("vmact");
+	cfg->guest_worker_program = strdup("");
 	ag_scaling_config_defaults(&cfg->scaling);
 	cfg->compute_unit.milli_cpu = 250;
 	cfg->compute_unit.mem_bytes = 1ULL << 30;
@@ -79,6 +82,8 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->informant_advertise_host);
 	free(cfg->sampler_pin_root);
 	free(cfg->metrics_listen);
+	free(cfg->guest_worker_user);
+	free(cfg->guest_worker_program);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -154,6 +159,12 @@ static const struct key metrics_keys[] = {
 	{ "listen", K_STRING0, OFF(metrics_listen), 0, 0, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
+static const struct key guest_worker_keys[] = {
+	{ "enabled", K_BOOL, OFF(guest_worker), 0, 0, NULL, NULL },
+	{ "user", K_STRING, OFF(guest_worker_user), 0, 0, NULL, NULL },
+	{ "program", K_STRING0, OFF(guest_worker_program), 0, 0, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
 static const struct key top_keys[] = {
 	{ "libvirt", K_SECTION, 0, 0, 0, NULL, libvirt_keys },
 	{ "control", K_SECTION, 0, 0, 0, NULL, control_keys },
@@ -164,6 +175,7 @@ static const struct key top_keys[] = {
 	{ "sampler", K_SECTION, 0, 0, 0, NULL, sampler_keys },
 	{ "policy", K_SECTION, 0, 0, 0, NULL, policy_keys },
 	{ "metrics", K_SECTION, 0, 0, 0, NULL, metrics_keys },
+	{ "guest_worker", K_SECTION, 0, 0, 0, NULL, guest_worker_keys },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 

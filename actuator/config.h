@@ -83,6 +83,13 @@ struct act_config {
 	enum act_cpu_shrink_mode cpu_shrink;
 	unsigned policy_tick_ms;       /* the reactive policy's readout period */
 
+	/* The guest worker (doc/privsep.md): the vm-monitor of each VM is
+	 * spoken to by an unprivileged, sandboxed vmact-guestd; false: in
+	 * vmactd itself (no privilege separation). */
+	bool guest_worker;
+	char *guest_worker_user;    /* "vmact"; "nobody" if it does not exist */
+	char *guest_worker_program; /* "" = vmact-guestd beside vmactd */
+
 	/* ScalingConfig every VM starts from: the Neon agent's defaults with
 	 * the file's "scaling" object (camelCase keys, as in the Neon agent's
 	 * config map) applied, validated as a whole. */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "actuator/cgroup-domain.h"
+#include "actuator/guest-worker.h"
 #include "actuator/runner-internal.h"
 #include "agent-glue/http-server.h"
 #include "base/log.h"
@@ -243,6 +245,19 @@ static int start_approver(struct act_runner *r, struct vmact_err *err)
 	if (r->meta.informant[0])
 		return act_approver_informant_new(r->env, r->name, r->meta.informant, &events, r,
 						  &r->approver, err);
+	if (r->meta.monitor[0] && r->env->cfg->guest_worker) {
+		char prog[PATH_MAX];
+		const char *p = r->env->cfg->guest_worker_program;
+
+		if (!p[0]) {
+			if (act_gw_default_program(prog, sizeof(prog), err) < 0)
+				return vmact_err_prefix(err, "guest worker");
+			p = prog;
+		}
+		return act_approver_proxy_new(r->env->event, r->name, r->meta.monitor, p,
+					      r->env->cfg->guest_worker_user, &events, r,
+					      &r->approver, err);
+	}
 	if (r->meta.monitor[0])
 		return act_approver_monitor_new(r->env->event, r->name, r->meta.monitor, &events,
 						r, &r->approver, err);

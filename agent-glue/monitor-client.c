@@ -631,6 +631,8 @@ int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
 		.peer = "vm-monitor",
 		.close_timeout_usec = c->cfg.close_timeout_usec,
 		.max_message = MAX_MESSAGE,
+		.dial = cfg->dial,
+		.dial_ud = cfg->dial_ud,
 	};
 	r = ag_ws_client_new(event, &wc, &ws_callbacks, c, &c->ws, err);
 	if (r < 0) {

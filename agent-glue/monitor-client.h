@@ -48,6 +48,9 @@ struct ag_mon_client_config {
 	uint64_t health_max_failing_usec;    /* 30 s of sequential failures */
 	uint64_t retry_min_wait_usec;        /* 5 s between connection attempts */
 	uint64_t close_timeout_usec;         /* 5 s to wait for the peer's close */
+	/* Optional: opens each connection (ws-client.h, ag_ws_client_config). */
+	int (*dial)(void *dial_ud, struct vmact_err *err);
+	void *dial_ud;
 };
 
 enum ag_mon_client_state {

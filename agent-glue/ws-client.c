@@ -619,6 +619,13 @@ static int open_socket(struct ag_ws_client *ws, struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 
+	if (ws->cfg.dial) {
+		int r = ws->cfg.dial(ws->cfg.dial_ud, err);
+
+		if (r < 0 && !err->msg[0])
+			vmact_err_set(err, -r, "connect to %s: %s", ws->peer, strerror(-r));
+		return r;
+	}
 	if (ws->unix_path) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 

@@ -36,6 +36,13 @@ struct ag_ws_client_config {
 	const char *peer;              /* names the peer in reasons, "vm-monitor" */
 	uint64_t close_timeout_usec;   /* wait for the peer's close frame */
 	size_t max_message;            /* longest message accepted (wslay answers 1009) */
+	/* Optional: opens the connection instead of socket()+connect() here
+	 * (host and unix_path then only name the peer): returns a
+	 * non-blocking stream socket, connected or still connecting, or a
+	 * negative errno with err set. vmact-guestd dials through vmactd this
+	 * way (doc/privsep.md). */
+	int (*dial)(void *dial_ud, struct vmact_err *err);
+	void *dial_ud;
 };
 
 enum ag_ws_client_state {

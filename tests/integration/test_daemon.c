@@ -289,24 +289,7 @@ static int setup(void **state)
 
 static void destroy_by_name(struct tg_guest *g)
 {
-	/* Other tests on the host restart libvirtd: use a fresh connection. */
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
-	if (g->dom) {
-		virDomainFree(g->dom);
-		g->dom = NULL;
-	}
-	if (vc && g->name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, g->name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(g);
+	tg_destroy_by_name(g);
 }
 
 /* Sets a domain's vmact metadata live, on a fresh connection (other tests

@@ -194,23 +194,7 @@ static int setup(void **state)
 
 static void destroy_guest(struct tg_guest *g)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
-	if (g->dom) {
-		virDomainFree(g->dom);
-		g->dom = NULL;
-	}
-	if (vc && g->name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, g->name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(g);
+	tg_destroy_by_name(g);
 }
 
 static int teardown(void **state)

@@ -195,3 +195,24 @@ void tg_destroy(struct tg_guest *g)
 	unlink(g->log);
 	unlink(g->ctl);
 }
+
+void tg_destroy_by_name(struct tg_guest *g)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+
+	if (g->dom) {
+		virDomainFree(g->dom);
+		g->dom = NULL;
+	}
+	if (vc && g->name[0]) {
+		virDomainPtr d = virDomainLookupByName(vc, g->name);
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainFree(d);
+		}
+	}
+	if (vc)
+		virConnectClose(vc);
+	tg_destroy(g);
+}

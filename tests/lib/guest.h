@@ -77,3 +77,6 @@ int tg_cmd(const struct tg_guest *g, const char *line);
 
 /* Destroys the domain (if running) and removes its log and socket. */
 void tg_destroy(struct tg_guest *g);
+/* The same, looked up by name on a fresh connection: other tests on the
+ * host restart libvirtd, which kills older handles. */
+void tg_destroy_by_name(struct tg_guest *g);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,4 +161,17 @@ bool th_wait_daemon(struct th_proc *p, bool (*pred)(void *), void *arg, double l
 	if (died)
 		fprintf(stderr, "the daemon exited early (status %d)\n", p->status);
 	return false;
+}
+
+int th_build_program(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int w;
+
+	if (n <= 0)
+		return -errno;
+	self[n] = '\0';
+	w = snprintf(out, len, "%s/../../%s", dirname(self), name);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }

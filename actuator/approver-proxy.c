@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The vm-monitor as a VM's approver (approver.h) through the VM's guest
+ * worker (guest-worker.h, doc/privsep.md): vmactd never parses the
+ * monitor's bytes; the worker, unprivileged and sandboxed, runs
+ * approver-monitor.c and sends back fixed records. While no worker runs
+ * (crashed, hung, restarting) the approver approves nothing: the core's
+ * monitor is inactive, so the VM is not scaled down. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actuator/approver.h"
+#include "actuator/guest-worker.h"
+#include "base/endpoint.h"
+#include "base/log.h"
+
+/* The heartbeat: a ping a second, 5 s to answer. */
+#define PING_USEC (1ULL * 1000000ULL)
+#define DEADLINE_USEC (5ULL * 1000000ULL)
+
+struct proxy {
+	struct act_approver head;
+	struct act_gw *gw;
+	const struct act_approver_events *events;
+	void *ud;
+	char *name;
+	struct act_approval_pending pending;
+	uint32_t req_seq;   /* the last request sent */
+	bool req_out;       /* req_seq awaits its DONE */
+	bool connected;     /* the worker said CONNECTED, no LOST since */
+	bool may_resize, approves;
+};
+
+/* The worker's pending request will not be answered. */
+static void drop_request(struct proxy *p)
+{
+	p->req_out = false;
+	act_approval_cancel(&p->pending);
+}
+
+static int request(struct act_approver *a, bool up, const struct vmact_resources *target,
+		   act_approval_fn *done, void *userdata, struct vmact_err *err)
+{
+	struct proxy *p = (struct proxy *)a;
+	struct act_ps_msg m = { .type = ACT_PS_REQUEST, .flags = up ? ACT_PS_F_UP : 0 };
+	int ret;
+
+	ret = act_approval_begin(&p->pending, done, userdata, "a vm-monitor", err);
+	if (ret < 0)
+		return ret;
+	m.seq = ++p->req_seq;
+	m.milli_cpu = target->milli_cpu;
+	m.mem_bytes = target->mem_bytes;
+	ret = act_gw_send(p->gw, &m, err);
+	if (ret < 0) {
+		act_approval_cancel(&p->pending);
+		log_warning("%s: cannot send the vm-monitor %s: %s", p->name,
+			    up ? "upscale notification" : "downscale request", err->msg);
+		return ret;
+	}
+	p->req_out = true;
+	return 0;
+}
+
+static bool may_resize(const struct act_approver *a)
+{
+	return ((const struct proxy *)a)->may_resize;
+}
+
+static bool approves(const struct act_approver *a)
+{
+	const struct proxy *p = (const struct proxy *)a;
+
+	return act_gw_running(p->gw) && p->approves;
+}
+
+static void proxy_free(struct act_approver *a)
+{
+	struct proxy *p = (struct proxy *)a;
+
+	act_gw_free(p->gw);
+	p->req_out = false;
+	act_approval_complete(&p->pending, ACT_APPROVAL_FAILED);
+	if (p->connected)
+		p->events->lost(p->ud, true);
+	free(p->name);
+	free(p);
+}
+
+static const struct act_approver_ops proxy_ops = {
+	.name = "vm-monitor",
+	.request = request,
+	.may_resize = may_resize,
+	.approves = approves,
+	.free = proxy_free,
+};
+
+static void on_up(void *ud)
+{
+	struct proxy *p = ud;
+
+	p->may_resize = p->approves = true;
+	p->events->changed(p->ud);
+}
+
+static void on_down(void *ud)
+{
+	struct proxy *p = ud;
+	bool had = p->pending.done != NULL;
+
+	/* Every approval is void until a new worker's monitor connects; the
+	 * VM keeps its size (no downscale without approval). */
+	drop_request(p);
+	p->may_resize = true;
+	p->approves = false;
+	if (p->connected || had) {
+		p->connected = false;
+		p->events->lost(p->ud, true);
+	} else {
+		p->events->changed(p->ud);
+	}
+}
+
+static int on_message(void *ud, const struct act_ps_msg *m, struct vmact_err *err)
+{
+	struct proxy *p = ud;
+
+	switch (m->type) {
+	case ACT_PS_DONE:
+		if (m->seq > p->req_seq)
+			return vmact_err_set(err, EPROTO, "done %" PRIu32 " to no request", m->seq);
+		/* An answer to a request dropped since (LOST) is stale. */
+		if (!p->req_out || m->seq != p->req_seq)
+			return 0;
+		p->req_out = false;
+		act_approval_complete(&p->pending, (enum act_approval)m->code);
+		return 0;
+	case ACT_PS_CONNECTED:
+		p->connected = true;
+		p->events->connected(p->ud);
+		return 0;
+	case ACT_PS_LOST:
+		if (m->flags & ACT_PS_F_DROPPED)
+			drop_request(p);
+		p->connected = false;
+		p->events->lost(p->ud, m->flags & ACT_PS_F_DROPPED);
+		return 0;
+	case ACT_PS_CHANGED:
+		p->may_resize = m->flags & ACT_PS_F_MAY_RESIZE;
+		p->approves = m->flags & ACT_PS_F_APPROVES;
+		p->events->changed(p->ud);
+		return 0;
+	case ACT_PS_UPSCALE:
+		p->events->upscale_requested(p->ud, m->flags & ACT_PS_F_CPU,
+					     m->flags & ACT_PS_F_MEMORY);
+		return 0;
+	default:
+		return vmact_err_set(err, EPROTO, "unexpected %s message",
+				     act_ps_type_name(m->type));
+	}
+}
+
+int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoint,
+			   const char *program, const char *user,
+			   const struct act_approver_events *events, void *userdata,
+			   struct act_approver **out, struct vmact_err *err)
+{
+	static const struct act_gw_ops ops = {
+		.up = on_up,
+		.down = on_down,
+		.message = on_message,
+	};
+	struct act_gw_config gc = {
+		.program = program,
+		.name = name,
+		.monitor = endpoint,
+		.user = user,
+		.ping_usec = PING_USEC,
+		.deadline_usec = DEADLINE_USEC,
+	};
+	struct vmact_endpoint ep;
+	struct proxy *p;
+	int ret;
+
+	ret = vmact_endpoint_parse(endpoint, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep, err);
+	if (ret < 0)
+		return vmact_err_prefix(err, "<vmact:monitor> endpoint");
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->name = strdup(name))) {
+		free(p);
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	}
+	p->head.ops = &proxy_ops;
+	p->events = events;
+	p->ud = userdata;
+	p->may_resize = p->approves = true;
+	ret = act_gw_new(event, &gc, &ops, p, &p->gw, err);
+	if (ret < 0) {
+		free(p->name);
+		free(p);
+		return ret;
+	}
+	*out = &p->head;
+	return 0;
+}
+
+pid_t act_approver_proxy_worker_pid(const struct act_approver *a)
+{
+	const struct proxy *p = (const struct proxy *)a;
+
+	return a->ops == &proxy_ops ? act_gw_pid(p->gw) : 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd's side of one VM's guest worker, vmact-guestd (doc/privsep.md):
+ * spawns it as an unprivileged user, watches it (its exit, a heartbeat
+ * with a deadline), restarts it with a backoff, dials the VM's endpoint
+ * for it, and hands every message that passed act_ps_decode_from_worker()
+ * to its owner. A worker that breaks the format is killed and restarted. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <systemd/sd-event.h>
+
+#include "actuator/privsep-msg.h"
+#include "base/error.h"
+
+struct act_gw;
+
+struct act_gw_config {
+	const char *program;  /* vmact-guestd */
+	const char *name;     /* the VM's name: logs, argv */
+	const char *monitor;  /* the VM's vm-monitor endpoint */
+	const char *user;     /* run as; "nobody" if it does not exist */
+	uint64_t ping_usec;   /* heartbeat period */
+	uint64_t deadline_usec; /* a ping unanswered this long: hung */
+};
+
+struct act_gw_ops {
+	/* A new worker runs (its first, or a restart). */
+	void (*up)(void *ud);
+	/* The worker is gone (died, killed); a restart is scheduled. */
+	void (*down)(void *ud);
+	/* A valid message (not PONG or DIAL, which act_gw answers). Returns
+	 * <0 with err set when it breaks the conversation (an answer to a
+	 * request never made): the worker is then killed. */
+	int (*message)(void *ud, const struct act_ps_msg *m, struct vmact_err *err);
+};
+
+int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct act_gw_ops *ops,
+	       void *ud, struct act_gw **out, struct vmact_err *err);
+/* -ENOTCONN while no worker runs. */
+int act_gw_send(struct act_gw *gw, const struct act_ps_msg *m, struct vmact_err *err);
+bool act_gw_running(const struct act_gw *gw);
+pid_t act_gw_pid(const struct act_gw *gw);
+/* Kills the worker (SIGKILL) and reaps it; no callbacks. */
+void act_gw_free(struct act_gw *gw);
+
+/* Where vmact-guestd is when guest_worker.program is "": beside the
+ * running vmactd. */
+int act_gw_default_program(char *buf, size_t len, struct vmact_err *err);

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The guest worker's message format (privsep-msg.h, doc/privsep.md). */
+#include "actuator/privsep-msg.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "actuator/approver.h"
+
+/* Which fields a type carries. */
+enum {
+	F_SEQ = 1 << 0,
+	F_CODE = 1 << 1,
+	F_RES = 1 << 2,  /* milli_cpu, mem_bytes */
+	F_TEXT = 1 << 3,
+};
+
+struct type_info {
+	const char *name;
+	bool from_worker;
+	unsigned fields;
+	uint16_t flags; /* allowed */
+};
+
+static const struct type_info *info(unsigned type)
+{
+	static const struct type_info daemon[] = {
+		[ACT_PS_PING] = { "ping", false, F_SEQ, 0 },
+		[ACT_PS_REQUEST] = { "request", false, F_SEQ | F_RES, ACT_PS_F_UP },
+		[ACT_PS_DIAL_REPLY] = { "dial-reply", false, F_CODE | F_TEXT, 0 },
+	};
+	static const struct type_info worker[] = {
+		[ACT_PS_PONG - ACT_PS_PONG] = { "pong", true, F_SEQ, 0 },
+		[ACT_PS_DONE - ACT_PS_PONG] = { "done", true, F_SEQ | F_CODE, 0 },
+		[ACT_PS_CONNECTED - ACT_PS_PONG] = { "connected", true, 0, 0 },
+		[ACT_PS_LOST - ACT_PS_PONG] = { "lost", true, 0, ACT_PS_F_DROPPED },
+		[ACT_PS_CHANGED - ACT_PS_PONG] = { "changed", true, 0,
+						   ACT_PS_F_MAY_RESIZE | ACT_PS_F_APPROVES },
+		[ACT_PS_UPSCALE - ACT_PS_PONG] = { "upscale", true, 0,
+						   ACT_PS_F_CPU | ACT_PS_F_MEMORY },
+		[ACT_PS_DIAL - ACT_PS_PONG] = { "dial", true, 0, 0 },
+	};
+
+	if (type < sizeof(daemon) / sizeof(daemon[0]) && daemon[type].name)
+		return &daemon[type];
+	if (type >= ACT_PS_PONG && type - ACT_PS_PONG < sizeof(worker) / sizeof(worker[0]))
+		return &worker[type - ACT_PS_PONG];
+	return NULL;
+}
+
+const char *act_ps_type_name(unsigned type)
+{
+	const struct type_info *t = info(type);
+
+	return t ? t->name : NULL;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static int decode(const void *buf, size_t len, bool from_worker, struct act_ps_msg *out,
+		  struct vmact_err *err)
+{
+	const struct type_info *t;
+	struct act_ps_msg m;
+	size_t tl;
+
+	if (len != sizeof(m))
+		return vmact_err_set(err, EMSGSIZE, "message of %zu bytes, not %zu", len,
+				     sizeof(m));
+	memcpy(&m, buf, sizeof(m));
+	t = info(m.type);
+	if (!t)
+		return vmact_err_set(err, EBADMSG, "unknown message type %u", m.type);
+	if (t->from_worker != from_worker)
+		return vmact_err_set(err, EBADMSG, "%s message in the wrong direction", t->name);
+	if (m.flags & ~t->flags)
+		return vmact_err_set(err, EBADMSG, "%s: unknown flags 0x%x", t->name,
+				     m.flags & ~t->flags);
+	if (!(t->fields & F_SEQ) && m.seq)
+		return vmact_err_set(err, EBADMSG, "%s: seq set", t->name);
+	if (!(t->fields & F_CODE) && m.code)
+		return vmact_err_set(err, EBADMSG, "%s: code set", t->name);
+	if (m.reserved || !all_zero(m.spare, sizeof(m.spare)))
+		return vmact_err_set(err, EBADMSG, "%s: reserved field set", t->name);
+	if (!(t->fields & F_RES) && (m.milli_cpu || m.mem_bytes))
+		return vmact_err_set(err, EBADMSG, "%s: resources set", t->name);
+	if (t->fields & F_RES) {
+		if (m.milli_cpu > ACT_PS_MAX_MILLI_CPU)
+			return vmact_err_set(err, EBADMSG, "%s: milli_cpu %llu out of range",
+					     t->name, (unsigned long long)m.milli_cpu);
+		if (m.mem_bytes > ACT_PS_MAX_MEM_BYTES)
+			return vmact_err_set(err, EBADMSG, "%s: mem_bytes %llu out of range",
+					     t->name, (unsigned long long)m.mem_bytes);
+	}
+	tl = strnlen(m.text, sizeof(m.text));
+	if (tl == sizeof(m.text))
+		return vmact_err_set(err, EBADMSG, "%s: text not terminated", t->name);
+	if (!(t->fields & F_TEXT) && !all_zero(m.text, sizeof(m.text)))
+		return vmact_err_set(err, EBADMSG, "%s: text set", t->name);
+	if (!all_zero(m.text + tl, sizeof(m.text) - tl))
+		return vmact_err_set(err, EBADMSG, "%s: bytes after the text", t->name);
+	for (size_t i = 0; i < tl; i++)
+		if ((unsigned char)m.text[i] < 0x20 || (unsigned char)m.text[i] == 0x7f)
+			return vmact_err_set(err, EBADMSG, "%s: control character in the text",
+					     t->name);
+	switch (m.type) {
+	case ACT_PS_DONE:
+		if (m.code != ACT_APPROVAL_OK && m.code != ACT_APPROVAL_DENIED &&
+		    m.code != ACT_APPROVAL_FAILED)
+			return vmact_err_set(err, EBADMSG, "done: outcome %d out of range", m.code);
+		break;
+	case ACT_PS_UPSCALE:
+		if (!m.flags)
+			return vmact_err_set(err, EBADMSG, "upscale: neither CPU nor memory");
+		break;
+	case ACT_PS_DIAL_REPLY:
+		if (m.code > 0 || m.code < -4095)
+			return vmact_err_set(err, EBADMSG, "dial-reply: code %d out of range",
+					     m.code);
+		break;
+	default:
+		break;
+	}
+	*out = m;
+	return 0;
+}
+
+int act_ps_decode_from_worker(const void *buf, size_t len, struct act_ps_msg *out,
+			      struct vmact_err *err)
+{
+	return decode(buf, len, true, out, err);
+}
+
+int act_ps_decode_from_daemon(const void *buf, size_t len, struct act_ps_msg *out,
+			      struct vmact_err *err)
+{
+	return decode(buf, len, false, out, err);
+}
+
+void act_ps_set_text(struct act_ps_msg *m, const char *s)
+{
+	size_t n = 0;
+
+	memset(m->text, 0, sizeof(m->text));
+	/* Printable only, as the decoder wants. */
+	for (; s && s[n] && n < sizeof(m->text) - 1; n++)
+		m->text[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The messages between vmactd and a VM's guest worker, vmact-guestd
+ * (doc/privsep.md): one fixed-size record per SOCK_SEQPACKET datagram,
+ * each field fixed, strings only as bounded NUL-terminated arrays. The
+ * worker parses the guest's bytes; vmactd trusts nothing it says:
+ * act_ps_decode_from_worker() checks every field of every message. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+#define ACT_PS_TEXT_MAX 128
+
+enum act_ps_type {
+	/* vmactd -> worker */
+	ACT_PS_PING = 1,      /* seq: answered by a PONG with the same seq */
+	ACT_PS_REQUEST,       /* seq, flags UP, milli_cpu, mem_bytes */
+	ACT_PS_DIAL_REPLY,    /* code: 0 (a socket attached) or -errno; text: why */
+	/* worker -> vmactd */
+	ACT_PS_PONG = 16,     /* seq of the PING */
+	ACT_PS_DONE,          /* seq of the REQUEST, code: enum act_approval */
+	ACT_PS_CONNECTED,
+	ACT_PS_LOST,          /* flags DROPPED */
+	ACT_PS_CHANGED,       /* flags MAY_RESIZE, APPROVES */
+	ACT_PS_UPSCALE,       /* flags CPU, MEMORY (at least one) */
+	ACT_PS_DIAL,          /* open a connection to the VM's endpoint */
+};
+
+/* flags */
+#define ACT_PS_F_UP         0x1u /* REQUEST: upscale notification (else downscale) */
+#define ACT_PS_F_DROPPED    0x1u /* LOST: the pending request will not complete */
+#define ACT_PS_F_MAY_RESIZE 0x1u /* CHANGED */
+#define ACT_PS_F_APPROVES   0x2u /* CHANGED */
+#define ACT_PS_F_CPU        0x1u /* UPSCALE */
+#define ACT_PS_F_MEMORY     0x2u /* UPSCALE */
+
+/* Bounds of a REQUEST's target: what a VM can have (doc/privsep.md). */
+#define ACT_PS_MAX_MILLI_CPU (1024ULL * 1000ULL)
+#define ACT_PS_MAX_MEM_BYTES (1ULL << 50)
+
+/* The wire record, host byte order (both ends are on the same host and
+ * built together). 192 bytes; every unused field is zero. */
+struct act_ps_msg {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t seq;
+	int32_t code;
+	uint32_t reserved;
+	uint64_t milli_cpu;
+	uint64_t mem_bytes;
+	uint64_t spare[4];
+	char text[ACT_PS_TEXT_MAX];
+};
+_Static_assert(sizeof(struct act_ps_msg) == 192, "the record's size is part of the format");
+
+/* The type's name ("ping", "done"...) or NULL. */
+const char *act_ps_type_name(unsigned type);
+
+/* A message from the worker: exactly one record, a worker type, only the
+ * fields and flags that type has, within range; else -EBADMSG (-EMSGSIZE
+ * for a wrong length) with err naming the field. */
+int act_ps_decode_from_worker(const void *buf, size_t len, struct act_ps_msg *out,
+			      struct vmact_err *err);
+/* A message from vmactd, checked the same way (the worker's side). */
+int act_ps_decode_from_daemon(const void *buf, size_t len, struct act_ps_msg *out,
+			      struct vmact_err *err);
+
+/* Sets text from a string, cut to the array. */
+void act_ps_set_text(struct act_ps_msg *m, const char *s);

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Any datagram through vmactd's decoder of its guest workers' messages
+ * (actuator/privsep-msg.c, doc/privsep.md): a worker is assumed
+ * compromised. A record accepted is the bytes given, of a worker type
+ * with a name; a refusal says why. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actuator/privsep-msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct vmact_err err = { 0 };
+	struct act_ps_msg m;
+
+	if (act_ps_decode_from_worker(data, size, &m, &err) == 0) {
+		if (size != sizeof(m) || memcmp(&m, data, size) != 0 ||
+		    !act_ps_type_name(m.type) || m.type < ACT_PS_PONG ||
+		    strnlen(m.text, sizeof(m.text)) == sizeof(m.text))
+			abort();
+	} else if (err.code == 0 || !err.msg[0]) {
+		abort();
+	}
+	/* The worker's decoder of vmactd's records, on the same bytes. */
+	memset(&err, 0, sizeof(err));
+	if (act_ps_decode_from_daemon(data, size, &m, &err) < 0 && (err.code == 0 || !err.msg[0]))
+		abort();
+	return 0;
+}

@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The guest workers (doc/privsep.md) end to end: a real vmactd with its
+ * defaults, two TCG guests (tests/guest) each with a vm-monitor endpoint
+ * on the independent vm-monitor peer (tests/peers/vm-monitor.js,
+ * approving every downscale with --no-cgroup).
+ *
+ *   - each VM's monitor is spoken to by its own vmact-guestd, which runs
+ *     as the unprivileged user (guest_worker.user, or nobody), with no
+ *     capabilities, no_new_privs, a seccomp filter, fds 0-3 only and an
+ *     empty environment (/proc/PID/status, fd, environ);
+ *   - A scales up under load and down, approved by its monitor through
+ *     its worker (one peer per VM: a monitor serves one agent);
+ *   - A's worker stopped (SIGSTOP) while A is idle and large: vmactd finds
+ *     it hung, kills and restarts it, and A is not shrunk before the new
+ *     worker's monitor approves it;
+ *   - A's worker killed (SIGKILL) three times: restarted each time, while
+ *     B, busy meanwhile, scales up.
+ *
+ * The daemon is the plain build's when VMACT_PLAIN_BUILD is set (make
+ * check): the worker's seccomp filter is then tested without the
+ * sanitizers too. VMACT_TEST_KEEP_LOG keeps the logs.
+ *
+ * Conditions are awaited with generous safety limits; nothing is timed. */
+#include <ctype.h>
+#include <errno.h>
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pwd.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotplug/hotplug.h"
+#include "tests/lib/cg-limit.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX "vmact-ps"
+#define LIMIT_BOOT_S 180.0
+#define LIMIT_S 240.0
+/* Half a CPU each at the least: both grow within the embedded arbiter's
+ * 1.8 CPUs on a 2-CPU host. */
+#define META "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
+	"<vmact:cpu min='0.5' max='2'/>" \
+	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>" \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>" \
+	"<vmact:monitor endpoint='unix:%s'/></vmact:autoscaling>"
+
+static char vmactd_path[PATH_MAX];
+
+static struct {
+	virConnectPtr vc;
+	struct tg_guest a, b;
+	/* One vm-monitor per VM: a monitor serves one agent at a time. */
+	struct th_peer peer[2];
+	struct th_proc daemon;
+	char sock[2][108], peer_log[2][128], cfg[128], log[128];
+} fx;
+
+static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
+{
+	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
+}
+
+static void dump_log(void)
+{
+	th_print_log_tail(fx.log, "vmactd log", 8000);
+}
+
+static bool log_has(void *needle)
+{
+	return th_count_in_file(fx.log, needle) > 0;
+}
+
+struct count {
+	char needle[256];
+	unsigned before;
+};
+
+static bool count_grew(void *arg)
+{
+	struct count *c = arg;
+
+	return th_count_in_file(fx.log, c->needle) > c->before;
+}
+
+/* Counts "<name>: <what>" from now on. */
+static void count_init(struct count *c, const char *name, const char *what)
+{
+	snprintf(c->needle, sizeof(c->needle), "%s: %s", name, what);
+	c->before = th_count_in_file(fx.log, c->needle);
+}
+
+/* Waits for pred(arg); fails naming what did not happen. */
+static void need(bool (*pred)(void *), void *arg, const char *what)
+{
+	if (!wait_until(pred, arg, LIMIT_S)) {
+		dump_log();
+		fail_msg("never: %s", what);
+	}
+}
+
+static void await(struct count *c, const char *what)
+{
+	need(count_grew, c, what);
+}
+
+/* The pid in the last "<vm>: guest worker PID started|restarted" line. */
+static pid_t worker_pid(const struct tg_guest *g)
+{
+	char *buf = th_read_file(fx.log), *p, needle[160];
+	pid_t pid = 0;
+
+	assert_non_null(buf);
+	snprintf(needle, sizeof(needle), "%s: guest worker ", g->name);
+	for (p = buf; (p = strstr(p, needle)); p++) {
+		int v;
+		char what[16];
+
+		if (sscanf(p + strlen(needle), "%d %15s", &v, what) == 2 &&
+		    (!strcmp(what, "started") || !strcmp(what, "restarted")))
+			pid = v;
+	}
+	free(buf);
+	return pid;
+}
+
+/* The VM's CPU limit in milli-CPUs, from the cgroup vmactd logged. */
+static long quota(const struct tg_guest *g)
+{
+	char *buf = th_read_file(fx.log), needle[160], group[256];
+	const char *p;
+	long q = TH_CG_UNKNOWN;
+
+	assert_non_null(buf);
+	snprintf(needle, sizeof(needle), "%s: managing (", g->name);
+	p = strstr(buf, needle);
+	if (p && (p = strstr(p, ", cgroup ")) && sscanf(p, ", cgroup %255[^,]", group) == 1)
+		q = th_cg_limit_milli(group);
+	free(buf);
+	if (q == TH_CG_UNKNOWN)
+		fail_msg("no CPU limit for %s", g->name);
+	return q;
+}
+
+static bool grown(void *g)
+{
+	return quota(g) > 500;
+}
+
+static bool at_min(void *g)
+{
+	return quota(g) == 500;
+}
+
+/* A field of /proc/PID/status. */
+static bool status_field(pid_t pid, const char *key, char *out, size_t len)
+{
+	char path[64], *buf, *p;
+	size_t kl = strlen(key);
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	if (!buf)
+		return false;
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, kl) && p[kl] == ':') {
+			const char *v = p + kl + 1;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
+			free(buf);
+			return true;
+		}
+	}
+	free(buf);
+	return false;
+}
+
+/* The worker's sandbox, as the kernel reports it. */
+static void check_sandbox(pid_t pid, const char *label)
+{
+	struct passwd *pw = getpwnam("vmact");
+	char v[128], expect[64], path[64];
+	unsigned nfd = 0;
+	DIR *d;
+	struct dirent *e;
+	char *env;
+
+	if (!pw)
+		pw = getpwnam("nobody");
+	assert_non_null(pw);
+	for (int i = 0; i < 2; i++) {
+		unsigned id = i ? (unsigned)pw->pw_gid : (unsigned)pw->pw_uid;
+
+		snprintf(expect, sizeof(expect), "%u\t%u\t%u\t%u", id, id, id, id);
+		assert_true(status_field(pid, i ? "Gid" : "Uid", v, sizeof(v)));
+		if (strcmp(v, expect))
+			fail_msg("%s worker %d: %s %s, not %s (%s)", label, (int)pid,
+				 i ? "Gid" : "Uid", v, expect, pw->pw_name);
+	}
+	{
+		static const char *const want[][2] = {
+			{ "Groups", "" },
+			{ "CapEff", "0000000000000000" },
+			{ "CapPrm", "0000000000000000" },
+			{ "CapAmb", "0000000000000000" },
+			{ "NoNewPrivs", "1" },
+			{ "Seccomp", "2" },
+		};
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			assert_true(status_field(pid, want[i][0], v, sizeof(v)));
+			if (strcmp(v, want[i][1]))
+				fail_msg("%s worker %d: %s %s, not %s", label, (int)pid,
+					 want[i][0], v, want[i][1]);
+		}
+	}
+	/* Descriptors: stdin/stdout (/dev/null), stderr (the log), the
+	 * socket to vmactd; a monitor connection when it is up. */
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (isdigit((unsigned char)e->d_name[0]))
+			nfd++;
+	closedir(d);
+	if (nfd < 4 || nfd > 8)
+		fail_msg("%s worker %d has %u descriptors", label, (int)pid, nfd);
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	env = th_read_file(path);
+	assert_non_null(env);
+	assert_true(env[0] == 0 || !strncmp(env, "JOURNAL_STREAM=", 15));
+	free(env);
+	assert_true(status_field(pid, "VmRSS", v, sizeof(v)));
+	printf("%s worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2, %u fds, RSS %s\n", label,
+	       (int)pid, pw->pw_name, nfd, v);
+}
+
+static int setup(void **state)
+{
+	char msg[512], meta[2][1024], text[512];
+	const char *plain = getenv("VMACT_PLAIN_BUILD");
+	int pid = (int)getpid();
+
+	(void)state;
+	if (plain && plain[0])
+		snprintf(vmactd_path, sizeof(vmactd_path), "%s/vmactd", plain);
+	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmact-ps-%d.json", pid);
+	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-ps-%d.log", pid);
+	for (int i = 0; i < 2; i++) {
+		const char *peer_args[] = { "--unix", fx.sock[i], "--no-cgroup", NULL };
+
+		snprintf(fx.sock[i], sizeof(fx.sock[i]), "/tmp/vmact-ps-%d-%d.sock", pid, i);
+		snprintf(fx.peer_log[i], sizeof(fx.peer_log[i]), "/tmp/vmact-ps-%d-%d.peer", pid, i);
+		if (th_peer_start(&fx.peer[i], "vm-monitor.js", peer_args, fx.peer_log[i], msg,
+				  sizeof(msg)) < 0) {
+			print_error("%s\n", msg);
+			return -1;
+		}
+		snprintf(meta[i], sizeof(meta[i]), META, fx.sock[i]);
+	}
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	fx.vc = virConnectOpen("qemu:///system");
+	if (!fx.vc)
+		return -1;
+	if (tg_start(fx.vc, PREFIX, meta[0], &fx.a, msg, sizeof(msg)) < 0 ||
+	    tg_start(fx.vc, PREFIX, meta[1], &fx.b, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	/* Defaults but what isolates the test. */
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"control\":{\"socket\":\"/tmp/vmact-ps-%d.ctl\",\"state_dir\":\"/tmp\"},"
+		 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/vmact-ps-%d\"}}",
+		 PREFIX, pid, pid, pid);
+	return th_write_file(fx.cfg, text);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	tg_destroy_by_name(&fx.a);
+	tg_destroy_by_name(&fx.b);
+	for (int i = 0; i < 2; i++) {
+		th_peer_stop(&fx.peer[i]);
+		unlink(fx.sock[i]);
+		if (!getenv("VMACT_TEST_KEEP_LOG") && fx.peer_log[i][0])
+			unlink(fx.peer_log[i]);
+	}
+	if (fx.vc)
+		virConnectClose(fx.vc);
+	unlink(fx.cfg);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(fx.log);
+	return 0;
+}
+
+static bool pid_gone(void *p)
+{
+	return kill(*(pid_t *)p, 0) < 0 && errno == ESRCH;
+}
+
+static void privsep(void **state)
+{
+	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.log };
+	struct count c, conn, down;
+	pid_t wa, wb, old;
+	char *buf, needle[256];
+	const char *killed, *resized;
+	int status;
+
+	(void)state;
+	{
+		struct tg_report r;
+		double end = th_now_s() + LIMIT_BOOT_S;
+
+		while (!tg_report(&fx.a, &r) || !tg_report(&fx.b, &r)) {
+			if (th_now_s() > end)
+				fail_msg("the guests did not boot");
+			usleep(200000);
+		}
+	}
+	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
+	if (!wait_until(log_has, "ready: managing 2 VMs", 120)) {
+		dump_log();
+		fail_msg("vmactd did not become ready managing both guests");
+	}
+	count_init(&conn, fx.a.name, "vm-monitor connected");
+	if (conn.before == 0) {
+		conn.before = 0;
+		await(&conn, "A's vm-monitor connected through its worker");
+	}
+	snprintf(needle, sizeof(needle), "%s: vm-monitor connected", fx.b.name);
+	need(log_has, needle, "B's vm-monitor never connected");
+	wa = worker_pid(&fx.a);
+	wb = worker_pid(&fx.b);
+	assert_true(wa > 0 && wb > 0 && wa != wb);
+	check_sandbox(wa, "A");
+	check_sandbox(wb, "B");
+
+	/* Through the worker: idle, both come down from their one vCPU to
+	 * half a CPU as their monitors approve; A up under load, and down
+	 * again when its monitor approves. */
+	if (!wait_until(at_min, &fx.a, LIMIT_S) || !wait_until(at_min, &fx.b, LIMIT_S)) {
+		dump_log();
+		fail_msg("the idle guests were not brought down to half a CPU");
+	}
+	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
+	need(grown, &fx.a, "A never grew");
+	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
+	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
+	await(&down, "A's downscale approved");
+	need(at_min, &fx.a, "A never went back to half a CPU");
+
+	/* Grown again, then idle with its worker stopped: found hung, killed
+	 * and restarted; A is not shrunk before the new worker's monitor
+	 * approves. */
+	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
+	need(grown, &fx.a, "A never grew again");
+	wa = worker_pid(&fx.a);
+	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.a.name,
+		 (int)wa);
+	c.before = 0;
+	count_init(&conn, fx.a.name, "vm-monitor connected");
+	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
+	assert_int_equal(kill(wa, SIGSTOP), 0);
+	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
+	await(&c, "the stopped worker found hung");
+	assert_true(wait_until(pid_gone, &wa, 30));
+	await(&conn, "A's monitor connected again after the hang");
+	assert_true(worker_pid(&fx.a) != wa);
+	await(&down, "A's downscale approved by the new worker");
+	need(at_min, &fx.a, "A never went back to half a CPU after the restart");
+	/* Nothing shrank A between the hang and the new approval. */
+	buf = th_read_file(fx.log);
+	assert_non_null(buf);
+	snprintf(needle, sizeof(needle), "%s: guest worker %d killed: hung", fx.a.name, (int)wa);
+	killed = strstr(buf, needle);
+	assert_non_null(killed);
+	snprintf(needle, sizeof(needle), "%s: resized to 500m CPU", fx.a.name);
+	resized = strstr(killed, needle);
+	assert_non_null(resized);
+	snprintf(needle, sizeof(needle), "%s: vm-monitor approved the downscale", fx.a.name);
+	{
+		const char *approved = strstr(killed, needle);
+
+		if (!approved || approved > resized)
+			fail_msg("A was resized down after its worker hung, before any approval");
+	}
+	free(buf);
+
+	/* A's worker killed three times while B, busy, scales up. */
+	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
+	for (int i = 0; i < 3; i++) {
+		old = worker_pid(&fx.a);
+		count_init(&conn, fx.a.name, "vm-monitor connected");
+		assert_int_equal(kill(old, SIGKILL), 0);
+		snprintf(needle, sizeof(needle), "%s: guest worker %d died: Killed", fx.a.name,
+			 (int)old);
+		if (!wait_until(log_has, needle, LIMIT_S)) {
+			dump_log();
+			fail_msg("the killed worker %d was not reported", (int)old);
+		}
+		await(&conn, "A's monitor connected again after the kill");
+		assert_true(worker_pid(&fx.a) != old);
+	}
+	need(grown, &fx.b, "B did not grow while A's worker was being killed");
+	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
+	/* The new workers are sandboxed as the first. */
+	check_sandbox(worker_pid(&fx.a), "A (restarted)");
+	assert_int_equal(worker_pid(&fx.b), wb);
+
+	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	if (status != 0) {
+		dump_log();
+		fail_msg("vmactd exited with status %d", status);
+	}
+	/* Its workers went with it. */
+	wb = worker_pid(&fx.b);
+	assert_true(wait_until(pid_gone, &wb, 30) || pid_gone(&wb));
+	if (getenv("VMACT_TEST_VERBOSE"))
+		dump_log();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(privsep),
+	};
+
+	if (geteuid() != 0) {
+		printf("test_privsep: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (th_build_program("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
+		return 1;
+	return cmocka_run_group_tests_name("privsep", tests, setup, teardown);
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The guest worker (doc/privsep.md) without libvirt: vmactd's proxy
+ * approver (actuator/approver-proxy.c) on a loop here, the real
+ * vmact-guestd of this build, and the independent vm-monitor peer
+ * (tests/peers/vm-monitor.js, approving every downscale) on a unix socket
+ * the worker cannot open itself (vmactd dials it).
+ *
+ *   approves:  connected; a downscale approved, an upscale notified; the
+ *              worker's /proc status shows no_new_privs and seccomp mode 2
+ *              (and, run as root, the unprivileged user, no capability);
+ *   killed:    SIGKILL -> lost, no approval meanwhile, restarted, connected
+ *              again, approving again;
+ *   hung:      SIGSTOP with a request pending -> found hung by the
+ *              heartbeat, the request dropped (lost), killed, restarted;
+ *   hostile:   a "worker" that sends garbage is killed and restarted, and
+ *              never counts as connected.
+ *
+ * Waits have generous safety limits; nothing is timed. */
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "actuator/approver.h"
+#include "tests/lib/file.h"
+#include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define LIMIT_USEC (60ULL * 1000000ULL)
+
+struct tctx {
+	sd_event *e;
+	struct th_peer peer;
+	char sock[108], peer_log[128], program[PATH_MAX], name[64];
+	struct act_approver *ap;
+	unsigned connected, lost, changed, done;
+	enum act_approval outcome;
+};
+
+static void ev_connected(void *ud)
+{
+	((struct tctx *)ud)->connected++;
+}
+
+static void ev_lost(void *ud, bool dropped)
+{
+	((struct tctx *)ud)->lost++;
+}
+
+static void ev_changed(void *ud)
+{
+	((struct tctx *)ud)->changed++;
+}
+
+static void ev_upscale(void *ud, bool cpu, bool memory)
+{
+}
+
+static const struct act_approver_events events = {
+	.connected = ev_connected,
+	.lost = ev_lost,
+	.changed = ev_changed,
+	.upscale_requested = ev_upscale,
+};
+
+static void on_done(void *ud, enum act_approval outcome)
+{
+	struct tctx *t = ud;
+
+	t->done++;
+	t->outcome = outcome;
+}
+
+struct above {
+	const unsigned *v;
+	unsigned n;
+};
+
+static bool is_above(void *arg)
+{
+	const struct above *a = arg;
+
+	return *a->v > a->n;
+}
+
+/* Runs the loop until *v > n. */
+static void wait_above(struct tctx *t, const unsigned *v, unsigned n, const char *what)
+{
+	struct above a = { v, n };
+
+	if (!th_wait_until(t->e, is_above, &a, LIMIT_USEC))
+		fail_msg("never: %s", what);
+}
+
+static int setup(void **state)
+{
+	struct tctx *t = calloc(1, sizeof(*t));
+	char msg[512];
+
+	if (!t)
+		return -1;
+	snprintf(t->sock, sizeof(t->sock), "/tmp/vmact-gw-%d.sock", (int)getpid());
+	snprintf(t->peer_log, sizeof(t->peer_log), "/tmp/vmact-gw-%d.peer", (int)getpid());
+	snprintf(t->name, sizeof(t->name), "gw-test-%d", (int)getpid());
+	if (th_build_program("vmact-guestd", t->program, sizeof(t->program)) < 0 ||
+	    sd_event_new(&t->e) < 0)
+		return -1;
+	{
+		const char *a[] = { "--unix", t->sock, "--no-cgroup", NULL };
+
+		if (th_peer_start(&t->peer, "vm-monitor.js", a, t->peer_log, msg, sizeof(msg)) < 0) {
+			print_error("%s\n", msg);
+			return -1;
+		}
+	}
+	/* Only root's: the worker, once not root, cannot open it itself. */
+	chmod(t->sock, 0600);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tctx *t = *state;
+
+	act_approver_free(t->ap);
+	th_peer_stop(&t->peer);
+	unlink(t->sock);
+	unlink(t->peer_log);
+	sd_event_unref(t->e);
+	free(t);
+	return 0;
+}
+
+static void start(struct tctx *t, const char *program)
+{
+	char endpoint[160];
+	struct vmact_err err = { 0 };
+
+	act_approver_free(t->ap);
+	t->ap = NULL;
+	t->connected = t->lost = t->changed = t->done = 0;
+	snprintf(endpoint, sizeof(endpoint), "unix:%s", t->sock);
+	if (act_approver_proxy_new(t->e, t->name, endpoint, program, "vmact", &events, t, &t->ap,
+				   &err) < 0)
+		fail_msg("proxy: %s", err.msg);
+}
+
+static void status_is(pid_t pid, const char *key, const char *want)
+{
+	char path[64], *buf, needle[64], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	assert_non_null(buf);
+	snprintf(needle, sizeof(needle), "\n%s:\t", key);
+	p = strstr(buf, needle);
+	assert_non_null(p);
+	p += strlen(needle);
+	if (strncmp(p, want, strlen(want)) || (p[strlen(want)] != '\n' && p[strlen(want)] != '\t'))
+		fail_msg("worker %d: %s: %.40s, not %s", (int)pid, key, p, want);
+	free(buf);
+}
+
+static void downscale_ok(struct tctx *t)
+{
+	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
+	struct vmact_err err = { 0 };
+	unsigned done = t->done;
+
+	assert_true(act_approver_approves(t->ap));
+	assert_int_equal(act_approver_request_downscale(t->ap, &target, on_done, t, &err), 0);
+	wait_above(t, &t->done, done, "the downscale's answer");
+	assert_int_equal(t->outcome, ACT_APPROVAL_OK);
+}
+
+static void approves(void **state)
+{
+	struct tctx *t = *state;
+	struct vmact_resources target = { .milli_cpu = 2000, .mem_bytes = 1ULL << 30 };
+	struct vmact_err err = { 0 };
+	pid_t pid;
+
+	start(t, t->program);
+	wait_above(t, &t->connected, 0, "connected through the worker");
+	pid = act_approver_proxy_worker_pid(t->ap);
+	assert_true(pid > 0);
+	status_is(pid, "NoNewPrivs", "1");
+	status_is(pid, "Seccomp", "2");
+	if (geteuid() == 0) {
+		struct passwd *pw = getpwnam("vmact");
+		char uid[16];
+
+		if (!pw)
+			pw = getpwnam("nobody");
+		assert_non_null(pw);
+		snprintf(uid, sizeof(uid), "%u", (unsigned)pw->pw_uid);
+		status_is(pid, "Uid", uid);
+		status_is(pid, "CapEff", "0000000000000000");
+		status_is(pid, "CapPrm", "0000000000000000");
+	}
+	downscale_ok(t);
+	assert_int_equal(act_approver_request_upscale(t->ap, &target, on_done, t, &err), 0);
+	wait_above(t, &t->done, 1, "the upscale's answer");
+	assert_int_equal(t->outcome, ACT_APPROVAL_OK);
+}
+
+static void killed(void **state)
+{
+	struct tctx *t = *state;
+	pid_t pid;
+
+	start(t, t->program);
+	wait_above(t, &t->connected, 0, "connected through the worker");
+	pid = act_approver_proxy_worker_pid(t->ap);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	wait_above(t, &t->lost, 0, "the killed worker reported lost");
+	/* Nothing approves until a new worker's monitor connects. */
+	assert_false(act_approver_approves(t->ap));
+	wait_above(t, &t->connected, 1, "connected again through a new worker");
+	assert_true(act_approver_proxy_worker_pid(t->ap) != pid);
+	downscale_ok(t);
+}
+
+static void hung(void **state)
+{
+	struct tctx *t = *state;
+	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
+	struct vmact_err err = { 0 };
+	pid_t pid;
+
+	start(t, t->program);
+	wait_above(t, &t->connected, 0, "connected through the worker");
+	pid = act_approver_proxy_worker_pid(t->ap);
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	assert_int_equal(act_approver_request_downscale(t->ap, &target, on_done, t, &err), 0);
+	wait_above(t, &t->lost, 0, "the stopped worker found hung");
+	/* The pending request was dropped with the worker, never approved. */
+	assert_int_equal(t->done, 0);
+	assert_true(act_approver_proxy_worker_pid(t->ap) != pid);
+	assert_true(kill(pid, 0) < 0 && errno == ESRCH);
+	wait_above(t, &t->connected, 1, "connected again after the hang");
+	downscale_ok(t);
+}
+
+static void hostile(void **state)
+{
+	struct tctx *t = *state;
+	char script[128];
+	pid_t first;
+	int changed;
+
+	snprintf(script, sizeof(script), "/tmp/vmact-gw-%d.sh", (int)getpid());
+	/* Garbage on its socket, then it waits to be killed. */
+	assert_int_equal(th_write_file(script, "#!/bin/sh\nprintf 'not a record' >&3\nexec sleep 60\n"),
+			 0);
+	assert_int_equal(chmod(script, 0755), 0);
+	start(t, script);
+	first = act_approver_proxy_worker_pid(t->ap);
+	assert_true(first > 0);
+	/* Killed (down: changed), restarted (up: changed again), killed... */
+	changed = (int)t->changed;
+	wait_above(t, &t->changed, (unsigned)changed + 1, "the lying worker killed and restarted");
+	assert_true(kill(first, 0) < 0 && errno == ESRCH);
+	assert_int_equal(t->connected, 0);
+	assert_false(act_approver_approves(t->ap) && act_approver_proxy_worker_pid(t->ap) == first);
+	act_approver_free(t->ap);
+	t->ap = NULL;
+	unlink(script);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(approves),
+		cmocka_unit_test(killed),
+		cmocka_unit_test(hung),
+		cmocka_unit_test(hostile),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("guest worker", tests, setup, teardown);
+}

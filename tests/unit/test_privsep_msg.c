@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The guest worker's message format (actuator/privsep-msg.c,
+ * doc/privsep.md): every record vmactd may get from a worker is checked
+ * field by field; anything malformed, oversized or out of range is
+ * refused with a message naming what is wrong. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "actuator/approver.h"
+#include "actuator/privsep-msg.h"
+
+static int from_worker(const struct act_ps_msg *m, struct vmact_err *err)
+{
+	struct act_ps_msg out;
+
+	memset(err, 0, sizeof(*err));
+	return act_ps_decode_from_worker(m, sizeof(*m), &out, err);
+}
+
+/* m refused with -code and a message containing `needle`. */
+static void refused(const struct act_ps_msg *m, int code, const char *needle)
+{
+	struct vmact_err err;
+
+	assert_int_equal(from_worker(m, &err), -code);
+	if (!strstr(err.msg, needle))
+		fail_msg("'%s' does not say '%s'", err.msg, needle);
+}
+
+static void valid_worker_messages(void **state)
+{
+	const struct act_ps_msg ok[] = {
+		{ .type = ACT_PS_PONG, .seq = 7 },
+		{ .type = ACT_PS_DONE, .seq = 3, .code = ACT_APPROVAL_OK },
+		{ .type = ACT_PS_DONE, .seq = 3, .code = ACT_APPROVAL_DENIED },
+		{ .type = ACT_PS_DONE, .seq = 3, .code = ACT_APPROVAL_FAILED },
+		{ .type = ACT_PS_CONNECTED },
+		{ .type = ACT_PS_LOST },
+		{ .type = ACT_PS_LOST, .flags = ACT_PS_F_DROPPED },
+		{ .type = ACT_PS_CHANGED, .flags = ACT_PS_F_MAY_RESIZE | ACT_PS_F_APPROVES },
+		{ .type = ACT_PS_UPSCALE, .flags = ACT_PS_F_MEMORY },
+		{ .type = ACT_PS_UPSCALE, .flags = ACT_PS_F_CPU | ACT_PS_F_MEMORY },
+		{ .type = ACT_PS_DIAL },
+	};
+	struct vmact_err err;
+	struct act_ps_msg out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(act_ps_decode_from_worker(&ok[i], sizeof(ok[i]), &out, &err), 0);
+		assert_memory_equal(&out, &ok[i], sizeof(out));
+		assert_non_null(act_ps_type_name(out.type));
+		/* Never accepted as the other direction's. */
+		assert_int_equal(act_ps_decode_from_daemon(&ok[i], sizeof(ok[i]), &out, &err),
+				 -EBADMSG);
+	}
+}
+
+static void lengths(void **state)
+{
+	unsigned char buf[4096] = { 0 };
+	struct act_ps_msg *m = (struct act_ps_msg *)buf;
+	const size_t lens[] = { 0, 1, 12, sizeof(*m) - 1, sizeof(*m) + 1, 2 * sizeof(*m),
+				sizeof(buf) };
+	struct act_ps_msg out;
+	struct vmact_err err;
+
+	(void)state;
+	m->type = ACT_PS_CONNECTED;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(act_ps_decode_from_worker(buf, lens[i], &out, &err), -EMSGSIZE);
+		assert_non_null(strstr(err.msg, "bytes, not 192"));
+	}
+}
+
+static void types(void **state)
+{
+	const unsigned unknown[] = { 0, 4, 15, 23, 100, 0xffff };
+	const unsigned daemon[] = { ACT_PS_PING, ACT_PS_REQUEST, ACT_PS_DIAL_REPLY };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+		refused(&(struct act_ps_msg){ .type = (uint16_t)unknown[i] }, EBADMSG,
+			"unknown message type");
+	for (size_t i = 0; i < sizeof(daemon) / sizeof(daemon[0]); i++)
+		refused(&(struct act_ps_msg){ .type = (uint16_t)daemon[i], .seq = 1 }, EBADMSG,
+			"wrong direction");
+}
+
+static void fields(void **state)
+{
+	struct act_ps_msg m;
+
+	(void)state;
+	/* Flags a type does not have. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_PONG, .flags = 1 }, EBADMSG, "unknown flags");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LOST, .flags = 2 }, EBADMSG, "unknown flags");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_CHANGED, .flags = 4 }, EBADMSG,
+		"unknown flags");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_UPSCALE, .flags = 0x8000 }, EBADMSG,
+		"unknown flags");
+	/* Fields a type does not carry. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_CONNECTED, .seq = 1 }, EBADMSG, "seq set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_PONG, .code = 1 }, EBADMSG, "code set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_DIAL, .reserved = 1 }, EBADMSG,
+		"reserved field set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_DIAL, .spare = { 0, 0, 0, 1 } }, EBADMSG,
+		"reserved field set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_DONE, .milli_cpu = 1 }, EBADMSG,
+		"resources set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LOST, .mem_bytes = 1 }, EBADMSG,
+		"resources set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_CONNECTED, .text = "hi" }, EBADMSG,
+		"text set");
+	/* Out of range. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_DONE, .code = 3 }, EBADMSG, "outcome 3");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_DONE, .code = -1 }, EBADMSG, "outcome -1");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_UPSCALE }, EBADMSG, "neither CPU nor memory");
+	/* A text with no terminator. */
+	m = (struct act_ps_msg){ .type = ACT_PS_CONNECTED };
+	memset(m.text, 'a', sizeof(m.text));
+	refused(&m, EBADMSG, "not terminated");
+}
+
+static int daemon_decode(const struct act_ps_msg *m, struct act_ps_msg *out,
+			 struct vmact_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return act_ps_decode_from_daemon(m, sizeof(*m), out, err);
+}
+
+static void daemon_side(void **state)
+{
+	struct act_ps_msg m, out;
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	m = (struct act_ps_msg){ .type = ACT_PS_REQUEST, .seq = 1, .flags = ACT_PS_F_UP,
+				 .milli_cpu = 2000, .mem_bytes = 4ULL << 30 };
+	assert_int_equal(daemon_decode(&m, &out, &err), 0);
+	m.milli_cpu = ACT_PS_MAX_MILLI_CPU + 1;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "milli_cpu"));
+	m.milli_cpu = 1;
+	m.mem_bytes = ACT_PS_MAX_MEM_BYTES + 1;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "mem_bytes"));
+
+	m = (struct act_ps_msg){ .type = ACT_PS_DIAL_REPLY, .code = -ECONNREFUSED };
+	act_ps_set_text(&m, "connect to /x: refused");
+	assert_int_equal(daemon_decode(&m, &out, &err), 0);
+	assert_string_equal(out.text, "connect to /x: refused");
+	m.code = 1;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	m.code = -5000;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	/* Bytes after the terminator, a control character. */
+	m.code = 0;
+	m.text[sizeof(m.text) - 2] = 'x';
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "after the text"));
+	act_ps_set_text(&m, "a\nb");
+	assert_string_equal(m.text, "a?b");
+	m.text[1] = '\x1b';
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "control character"));
+}
+
+static void set_text_bounds(void **state)
+{
+	struct act_ps_msg m = { .type = ACT_PS_DIAL_REPLY }, out;
+	struct vmact_err err = { 0 };
+	char longer[400];
+
+	(void)state;
+	memset(longer, 'z', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = 0;
+	act_ps_set_text(&m, longer);
+	assert_int_equal(strlen(m.text), ACT_PS_TEXT_MAX - 1);
+	assert_int_equal(act_ps_decode_from_daemon(&m, sizeof(m), &out, &err), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(valid_worker_messages),
+		cmocka_unit_test(lengths),
+		cmocka_unit_test(types),
+		cmocka_unit_test(fields),
+		cmocka_unit_test(daemon_side),
+		cmocka_unit_test(set_text_bounds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
