@@ -57,6 +57,14 @@ if ! getent passwd libvirt-qemu >/dev/null; then
 		--shell /usr/sbin/nologin libvirt-qemu
 fi
 
+# vmactd's guest workers (doc/privsep.md) run as the system user vmact;
+# without it they fall back to nobody, which other daemons share.
+if ! getent passwd vmact >/dev/null; then
+	say "creating user vmact (guest workers)"
+	useradd --system --no-create-home --home-dir / --user-group \
+		--shell /usr/sbin/nologin vmact
+fi
+
 # Without udev /dev/kvm stays root-only. libvirt probes QEMU with KVM as
 # root but then finds KVM unusable for libvirt-qemu, declares its capability
 # cache stale and re-probes QEMU on every domain start (~50 s per start
