@@ -76,16 +76,6 @@ static void hp_finish(struct act_runner *r)
 	}
 	act_runner_fmt_res(a, sizeof(a), r->plan.target);
 	act_runner_fmt_res(b, sizeof(b), got);
-	if (r->mem_refused) {
-		/* Asking again at once would find the guest as it is: wait,
-		 * longer each time it refuses. The VM may still grow. */
-		r->mem_hold_s = act_runner_mem_hold_next(r->mem_hold_s);
-		r->mem_hold_until = act_runner_now_ns(r) + ACT_SEC(r->mem_hold_s);
-		log_warning("%s: the guest kept its memory (%s); not asking for memory back for %u s",
-			    r->name, r->hp_error, r->mem_hold_s);
-	} else if (!r->hp_failed && r->plan.target.mem_bytes < r->st.using_.mem_bytes) {
-		r->mem_hold_s = 0;
-	}
 	if (r->hp_failed) {
 		/* The same failure on every retry (a VM whose vCPUs libvirt
 		 * refuses to touch) is logged once, then at debug level. */
@@ -98,6 +88,16 @@ static void hp_finish(struct act_runner *r)
 		act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes, "vcpus", (json_int_t)(r->have_state ? hp_state_vcpus(&r->hp_state) : 0)), "resized to %s", b);
 		act_runner_note_change(r, b);
 		r->last_hp_error[0] = 0;
+	}
+	if (r->mem_refused) {
+		/* Asking again at once would find the guest as it is: wait,
+		 * longer each time it refuses. The VM may still grow. */
+		r->mem_hold_s = act_runner_mem_hold_next(r->mem_hold_s);
+		r->mem_hold_until = act_runner_now_ns(r) + ACT_SEC(r->mem_hold_s);
+		log_warning("%s: the guest kept its memory; not asking for memory back for %u s",
+			    r->name, r->mem_hold_s);
+	} else if (!r->hp_failed && r->plan.target.mem_bytes < r->st.using_.mem_bytes) {
+		r->mem_hold_s = 0;
 	}
 	if (r->hp_api) {
 		api_finished(r, &got);
