@@ -6,7 +6,8 @@
  *
  * Guest protocol (tests/guest/init): the serial log gets a line
  * "VMACT seq=<n> cpus=<online> memtotal_kb=<kb> busy=<n>" every 200 ms;
- * the control socket accepts "busy <n>\n" and "idle\n".
+ * the control socket accepts "busy <n>\n", "idle\n", "cpu-online off|on\n" and
+ * "mem-hold on|off\n" (tests/guest/init).
  *
  * Environment: VMACT_GUEST_DIR (default build/guest) holds vmlinuz and
  * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in);
