@@ -219,12 +219,11 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 
 	/* A guest that kept its memory keeps it until the hold ends. */
 	if (act_runner_mem_held(&target, &r->st.using_, act_runner_now_ns(r), r->mem_hold_until)) {
-		if (vmact_res_eq(target, r->st.using_)) {
-			/* Nothing else to do: looked at again after the core's
-			 * hotplug retry wait, not at every tick. */
-			act_hotplug_failed(&r->st, act_runner_now_ns(r));
+		/* Nothing else to do: asked again at the next decision, at
+		 * no cost (no libvirt call yet), so that a growth meanwhile is
+		 * not held back by a retry wait. */
+		if (vmact_res_eq(target, r->st.using_))
 			return;
-		}
 	}
 	if (hp_state_read(r->env->hp, r->uuid, &st, &err) < 0) {
 		log_warning("%s: cannot read the VM's state before resizing: %s", r->name, err.msg);
