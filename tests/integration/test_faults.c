@@ -778,6 +778,7 @@ static void qemu_killed_mid_unplug(void **state)
 	(void)state;
 	for (unsigned k = 0; k < n; k++) {
 		struct log_wait resizing;
+		unsigned done;
 		bool vcpu = k % 2 == 0;
 		unsigned delay_ms = (unsigned)rand() % (vcpu ? 1000 : 200);
 		uint64_t big = 1024 * MiB;
@@ -787,21 +788,34 @@ static void qemu_killed_mid_unplug(void **state)
 		 * unplugged one before (after its boot, say), vCPU changes
 		 * would be refused on it (README "libvirt hotplug"). */
 		if (vcpu) {
+			struct view v;
+			char mem[32];
+
 			set_meta(gi, "2", "<vmact:policy shrink='unplug'/>");
-			settle(gi, vcpus_at_least_2, NULL, "grown to 2 CPUs");
+			v = settle(gi, vcpus_at_least_2, NULL, "grown to 2 CPUs");
+			/* The shrink goes one compute unit (250m) at a time,
+			 * by the quota alone until the last step, which
+			 * unplugs the vCPU: the kill aims at that one. */
+			if (v.mem % (1024 * MiB))
+				snprintf(mem, sizeof(mem), "%" PRIu64 "Mi", v.mem / MiB);
+			else
+				snprintf(mem, sizeof(mem), "%" PRIu64 "Gi", v.mem / (1024 * MiB));
+			log_mark(&resizing, "%s: resizing from 1250m CPU / %s to 1 CPU / %s", name,
+				 mem, mem);
 		} else {
 			set_bound(gi, "--min-memory", "1Gi");
 			settle(gi, mem_eq, &big, "grown to 1Gi");
+			log_mark(&resizing, "%s: resizing from ", name);
 		}
-		log_mark(&resizing, "%s: resizing from ", name);
+		done = log_count("%s: resized to", name);
 		set_bound(gi, vcpu ? "--min-cpu" : "--min-memory", vcpu ? "1" : "512Mi");
 		wait_log(&resizing, 120, "the shrink");
 		/* A vCPU unplug lasts at least libvirt's 5 s wait here. */
 		usleep(delay_ms * 1000);
 		kill_qemu(gi);
-		printf("# round %u: QEMU killed %u ms into a %s; %s\n", k + 1, delay_ms,
-		       vcpu ? "vCPU unplug" : "virtio-mem shrink",
-		       log_count("%s: resized to", name) ? "some resize had completed" : "");
+		printf("# round %u: QEMU killed %u ms into a %s (%u resize steps completed "
+		       "meanwhile)\n", k + 1, delay_ms, vcpu ? "vCPU unplug" : "virtio-mem shrink",
+		       log_count("%s: resized to", name) - done);
 		assert_true(daemon_alive());
 		assert_int_not_equal(virDomainIsActive(fx.g[gi].dom), 1);
 		start_again(gi);
