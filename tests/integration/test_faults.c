@@ -773,7 +773,6 @@ static void qemu_killed_mid_unplug(void **state)
 	const int gi = G_KILL;
 	const char *name = fx.g[gi].name;
 	unsigned n = rounds(1);
-	int one = 1, two = 2;
 
 	(void)state;
 	for (unsigned k = 0; k < n; k++) {
@@ -819,11 +818,12 @@ static void qemu_killed_mid_unplug(void **state)
 		assert_true(daemon_alive());
 		assert_int_not_equal(virDomainIsActive(fx.g[gi].dom), 1);
 		start_again(gi);
-		settle(gi, vcpus_eq, &one, "started again");
+		/* (Busy booting, it may be grown, and shrunk by the quota.) */
+		settle(gi, NULL, NULL, "started again");
 		/* Managed again, from scratch: vCPU changes are allowed on the
 		 * new QEMU (the lost unplug belonged to the old one). */
 		set_bound(gi, "--min-cpu", "2");
-		settle(gi, vcpus_eq, &two, "grown again");
+		settle(gi, vcpus_at_least_2, NULL, "grown again");
 	}
 	check_resizes_within(gi, 4000);
 }
