@@ -10,6 +10,27 @@
 #include "actuator/runner-internal.h"
 #include "base/log.h"
 
+/* How long a guest that kept its memory is left alone: doubling from a
+ * minute to 16 minutes. */
+#define MEM_HOLD_MIN_S 60u
+#define MEM_HOLD_MAX_S 960u
+
+unsigned act_runner_mem_hold_next(unsigned prev_s)
+{
+	if (!prev_s)
+		return MEM_HOLD_MIN_S;
+	return prev_s >= MEM_HOLD_MAX_S / 2 ? MEM_HOLD_MAX_S : prev_s * 2;
+}
+
+bool act_runner_mem_held(struct vmact_resources *target, const struct vmact_resources *using_,
+			 act_time_t now, act_time_t until)
+{
+	if (target->mem_bytes >= using_->mem_bytes || now >= until)
+		return false;
+	target->mem_bytes = using_->mem_bytes;
+	return true;
+}
+
 static void hp_next(struct act_runner *r);
 static int api_start(struct act_runner *r, struct vmact_err *err);
 
@@ -68,6 +89,16 @@ static void hp_finish(struct act_runner *r)
 		act_runner_note_change(r, b);
 		r->last_hp_error[0] = 0;
 	}
+	if (r->mem_refused) {
+		/* Asking again at once would find the guest as it is: wait,
+		 * longer each time it refuses. The VM may still grow. */
+		r->mem_hold_s = act_runner_mem_hold_next(r->mem_hold_s);
+		r->mem_hold_until = act_runner_now_ns(r) + ACT_SEC(r->mem_hold_s);
+		log_warning("%s: the guest kept its memory; not asking for memory back for %u s",
+			    r->name, r->mem_hold_s);
+	} else if (!r->hp_failed && r->plan.target.mem_bytes < r->st.using_.mem_bytes) {
+		r->mem_hold_s = 0;
+	}
 	if (r->hp_api) {
 		api_finished(r, &got);
 		return;
@@ -101,6 +132,7 @@ void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_
 		r->have_state = true;
 	}
 	if (res->rc < 0) {
+		r->mem_refused = res->rc == -EBUSY && r->plan.steps[r->step].kind == ACT_STEP_MEM;
 		hp_fail(r, res->err.msg[0] ? res->err.msg : strerror(-res->rc));
 		return;
 	}
@@ -179,11 +211,20 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 		.has_approved = r->st.monitor.active,
 		.approved = r->st.monitor.approved,
 	};
+	struct vmact_resources target = a->hotplug.target;
 	struct vmact_err err = { 0 };
 	struct act_vm_layout l;
 	struct hp_state st;
 	char a1[80], a2[80];
 
+	/* A guest that kept its memory keeps it until the hold ends. */
+	if (act_runner_mem_held(&target, &r->st.using_, act_runner_now_ns(r), r->mem_hold_until)) {
+		/* Nothing else to do: asked again at the next decision, at
+		 * no cost (no libvirt call yet), so that a growth meanwhile is
+		 * not held back by a retry wait. */
+		if (vmact_res_eq(target, r->st.using_))
+			return;
+	}
 	if (hp_state_read(r->env->hp, r->uuid, &st, &err) < 0) {
 		log_warning("%s: cannot read the VM's state before resizing: %s", r->name, err.msg);
 		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
@@ -194,7 +235,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	r->have_state = true;
 	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
 	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
-	if (act_plan_hotplug(&r->st.using_, &a->hotplug.target, &lim, &l, &r->plan, &err) < 0) {
+	if (act_plan_hotplug(&r->st.using_, &target, &lim, &l, &r->plan, &err) < 0) {
 		log_error("%s: refusing to resize: %s", r->name, err.msg);
 		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));
@@ -213,6 +254,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	log_info("%s: resizing from %s to %s", r->name, a1, a2);
 	act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->plan.target.milli_cpu, "mem_bytes", (json_int_t)r->plan.target.mem_bytes), "resizing from %s to %s", a1, a2);
 	r->hp_busy = true;
+	r->mem_refused = false;
 	r->hp_failed = false;
 	r->hp_error[0] = 0;
 	r->step = 0;
@@ -258,6 +300,7 @@ static int api_start(struct act_runner *r, struct vmact_err *err)
 	act_runner_fmt_res(a2, sizeof(a2), r->plan.target);
 	log_info("%s: resizing from %s to %s", r->name, a1, a2);
 	r->hp_busy = true;
+	r->mem_refused = false;
 	r->hp_api = true;
 	r->hp_failed = false;
 	r->hp_error[0] = 0;

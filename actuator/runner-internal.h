@@ -83,6 +83,13 @@ struct act_runner {
 	struct hp_state hp_state; /* re-read after the last operation */
 	char hp_error[VMACT_ERR_MSG_MAX];
 	char last_hp_error[VMACT_ERR_MSG_MAX];
+	/* The guest kept memory it was asked to give back (-EBUSY from the
+	 * memory step): no memory shrink is planned before mem_hold_until;
+	 * the hold doubles with each refusal in a row (README "Reliability
+	 * and security"). */
+	bool mem_refused;
+	act_time_t mem_hold_until;
+	unsigned mem_hold_s;
 
 	unsigned last_warn_hash;
 	bool freeing;
@@ -116,6 +123,12 @@ struct act_runner {
 
 /* runner.c */
 act_time_t act_runner_now_ns(struct act_runner *r);
+/* A guest that kept its memory (runner-hotplug.c): the next hold, 60 s
+ * doubling to 960 s; and target's memory kept at using_'s while now is
+ * before until (true when it was held). */
+unsigned act_runner_mem_hold_next(unsigned prev_s);
+bool act_runner_mem_held(struct vmact_resources *target, const struct vmact_resources *using_,
+			 act_time_t now, act_time_t until);
 void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
 /* Asks the core for the next actions and starts them. */
 void act_runner_evaluate(struct act_runner *r);

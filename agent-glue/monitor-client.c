@@ -361,11 +361,17 @@ static void handle_message(struct ag_mon_client *c, const uint8_t *buf, size_t l
 	case AG_MON_HEALTH_CHECK:
 	case AG_MON_INTERNAL_ERROR:
 		p = take_pending(c, m.id);
-		if (p)
+		if (p) {
 			complete(c, p, &m);
-		else
-			/* The Go agent names InternalError "MonitorError" here. */
-			send_invalid(c, m.id,
+			break;
+		}
+		/* A request's deadline passed (or the id is not ours): its
+		 * answer changes nothing; said once per answer, so a slow
+		 * monitor shows in the log. */
+		logf_(c, LOG_WARNING, "ignoring a late %s (id %llu): its request timed out or "
+		      "was never sent", m.type_name, (unsigned long long)m.id);
+		/* The Go agent names InternalError "MonitorError" here. */
+		send_invalid(c, m.id,
 				     "Received %s with id %llu but id is unknown or already timed out "
 				     "waiting for a reply",
 				     m.type == AG_MON_INTERNAL_ERROR ? "MonitorError" : m.type_name,

@@ -312,7 +312,8 @@ struct hp_op_result {
 	/* 0: the target was reached. -ETIMEDOUT: partial (state says how far).
 	 * -ENODEV: the VM went away. -ECONNRESET: libvirtd went away and did
 	 * not come back before the deadline. -EBUSY: the guest refused a DIMM
-	 * removal. -EIO: vCPU changes refused (hp_state.vcpus_refused).
+	 * removal, or kept virtio-mem memory it was asked to give back (the
+	 * request is then set back to what it has). -EIO: vCPU changes refused (hp_state.vcpus_refused).
 	 * -ERANGE/-EINVAL: request outside the VM's layout (nothing was
 	 * changed). */
 	int rc;

@@ -137,6 +137,36 @@ static int virtio_mem_reached(struct hp_op *op, const struct hp_state *st,
 	return 0;
 }
 
+/* A shrink the guest did not follow by the deadline (its memory could not
+ * be unplugged, or its driver declines to unplug online memory): the
+ * request goes back to what the guest has, so that QEMU's request and the
+ * guest agree again and the guest's driver, which keeps retrying on its
+ * own, does not shrink the VM later behind vmact's back. -EBUSY, as for a
+ * DIMM the guest refused (README "Reliability and security"). */
+static void virtio_mem_refused(struct hp_op *op, uint64_t deadline, const char *alias,
+			       uint64_t want)
+{
+	const struct hp_memdev *d = hp_state_memdev(&op->res.state, alias, HP_MEM_VIRTIO_MEM);
+	_cleanup_free_ char *xml = NULL;
+	struct vmact_err e = { 0 };
+	uint64_t kept;
+	int r;
+
+	if (!op->res.state_valid || !d || d->current_kib <= want)
+		return;
+	kept = d->current_kib;
+	if ((r = virtio_mem_xml(op, kept, alias, &xml, &e)) < 0 ||
+	    (r = hp_op_call(op, "virDomainUpdateDeviceFlags", update_device, xml, &e)) < 0) {
+		hp_op_settle(op, deadline, r, &e);
+		return;
+	}
+	vmact_err_set(&e, EBUSY,
+		      "virtio-mem %s: the guest kept %" PRIu64 " KiB it was asked to give back "
+		      "(requested %" PRIu64 " KiB, plugged %" PRIu64 " KiB at the deadline); "
+		      "request set back to %" PRIu64 " KiB", alias, kept - want, want, kept, kept);
+	hp_op_settle(op, deadline, -EBUSY, &e);
+}
+
 void hp_op_virtio_mem(struct hp_op *op, uint64_t deadline)
 {
 	struct hp_state *st = &op->res.state;
@@ -173,8 +203,11 @@ void hp_op_virtio_mem(struct hp_op *op, uint64_t deadline)
 		}
 	}
 	if (hp_op_wait(op, deadline, MEM_POLL_US, virtio_mem_reached,
-		       &(struct virtio_mem_goal){ .alias = alias, .want = want }) < 0)
+		       &(struct virtio_mem_goal){ .alias = alias, .want = want }) < 0) {
+		if (op->res.rc == -ETIMEDOUT)
+			virtio_mem_refused(op, deadline, alias, want);
 		return;
+	}
 	hp_op_finish(op, 0, NULL);
 }
 

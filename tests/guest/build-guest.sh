@@ -83,7 +83,7 @@ for m in virtio_pci virtio_mem virtio_balloon; do visit "$m"; done
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}
 cp "$bb" "$root/bin/busybox"
-for a in sh mount echo cat sleep grep insmod stty kill seq mkfifo; do
+for a in sh mount echo cat sleep grep insmod stty kill seq mkfifo rm; do
 	ln -s busybox "$root/bin/$a"
 done
 for m in "${order[@]}"; do

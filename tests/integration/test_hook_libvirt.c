@@ -80,21 +80,9 @@ static struct {
 
 static void restart_libvirtd(void)
 {
-	/* As tests/setup-host.sh starts it: through systemd when systemd runs
-	 * the machine, by hand otherwise; through th_spawn, so that libvirtd
-	 * keeps none of the test's descriptors. */
-	static const char script[] =
-		"set -e; if [ -d /run/systemd/system ]; then systemctl restart libvirtd; else "
-		"pid=$(pgrep -x libvirtd || true); "
-		"if [ -n \"$pid\" ]; then kill $pid; "
-		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; fi; "
-		"libvirtd -d; fi; for i in $(seq 100); do "
-		"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
-		"exit 1";
-	const char *const argv[] = { "sh", "-c", script, NULL };
-	struct th_proc p;
-
-	if (th_spawn(&p, argv, NULL) < 0 || th_proc_wait(&p) != 0)
+	/* As tests/setup-host.sh starts it, keeping none of the test's
+	 * descriptors. */
+	if (tg_restart_libvirtd() < 0)
 		fail_msg("libvirtd did not restart");
 }
 
@@ -192,11 +180,6 @@ static int setup(void **state)
 	return fx.vc ? 0 : -1;
 }
 
-static void destroy_guest(struct tg_guest *g)
-{
-	tg_destroy_by_name(g);
-}
-
 static int teardown(void **state)
 {
 	(void)state;
@@ -204,7 +187,7 @@ static int teardown(void **state)
 		kill(fx.daemon.pid, SIGCONT);
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	for (unsigned i = 0; i < fx.n; i++)
-		destroy_guest(&fx.g[i]);
+		tg_destroy_by_name(&fx.g[i]);
 	{
 		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
 						    "vmact_vms" };

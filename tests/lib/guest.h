@@ -6,7 +6,8 @@
  *
  * Guest protocol (tests/guest/init): the serial log gets a line
  * "VMACT seq=<n> cpus=<online> memtotal_kb=<kb> busy=<n>" every 200 ms;
- * the control socket accepts "busy <n>\n" and "idle\n".
+ * the control socket accepts "busy <n>\n", "idle\n", "cpu-online off|on\n" and
+ * "mem-hold on|off\n" (tests/guest/init).
  *
  * Environment: VMACT_GUEST_DIR (default build/guest) holds vmlinuz and
  * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in);
@@ -75,8 +76,20 @@ bool tg_mem_eq(const struct tg_report *r, const void *arg);
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);
 
+/* Writes the template with a virtio balloon reporting memory statistics
+ * every second (vmactd's source of guest memory usage) to path; point
+ * VMACT_GUEST_TEMPLATE at it. 0 or -1. */
+int tg_write_balloon_template(const char *path);
+
 /* Destroys the domain (if running) and removes its log and socket. */
 void tg_destroy(struct tg_guest *g);
-/* The same, looked up by name on a fresh connection: other tests on the
- * host restart libvirtd, which kills older handles. */
+
+/* tg_destroy, looking the domain up by name on a fresh connection (a
+ * libvirtd restarted meanwhile ends older handles). */
 void tg_destroy_by_name(struct tg_guest *g);
+
+/* Kills libvirtd and starts it again as tests/setup-host.sh does
+ * (systemctl where systemd runs the machine), with none of the test's
+ * descriptors (the shared integration lock must not stay held by it);
+ * waits until it answers. 0, or -1 when it did not come back. */
+int tg_restart_libvirtd(void);

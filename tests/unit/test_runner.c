@@ -216,6 +216,36 @@ static void test_informant_backoff(void **state)
 	assert_int_equal(act_inf_retry_usec(UINT32_MAX), 80000000);
 }
 
+/* A guest that kept memory it was asked to give back is not asked again
+ * before its hold ends; the hold doubles up to 16 minutes; CPU changes
+ * go on meanwhile. */
+static void test_mem_hold(void **state)
+{
+	struct vmact_resources using_ = { 1000, 1024 * MiB };
+	struct vmact_resources t;
+	unsigned s = 0, seen[8];
+
+	(void)state;
+	for (unsigned i = 0; i < 8; i++)
+		seen[i] = s = act_runner_mem_hold_next(s);
+	assert_int_equal(seen[0], 60);
+	assert_int_equal(seen[1], 120);
+	assert_int_equal(seen[4], 960);
+	assert_int_equal(seen[7], 960);
+
+	t = (struct vmact_resources){ 2000, 512 * MiB };
+	assert_true(act_runner_mem_held(&t, &using_, ACT_SEC(10), ACT_SEC(70)));
+	assert_int_equal(t.milli_cpu, 2000);
+	assert_int_equal(t.mem_bytes, 1024 * MiB);
+	/* The hold is over, or the memory grows: nothing held. */
+	t = (struct vmact_resources){ 2000, 512 * MiB };
+	assert_false(act_runner_mem_held(&t, &using_, ACT_SEC(70), ACT_SEC(70)));
+	assert_int_equal(t.mem_bytes, 512 * MiB);
+	t = (struct vmact_resources){ 1000, 1536 * MiB };
+	assert_false(act_runner_mem_held(&t, &using_, ACT_SEC(10), ACT_SEC(70)));
+	assert_int_equal(t.mem_bytes, 1536 * MiB);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +256,7 @@ int main(void)
 		cmocka_unit_test(test_policy_selection),
 		cmocka_unit_test(test_informant_gate),
 		cmocka_unit_test(test_informant_backoff),
+		cmocka_unit_test(test_mem_hold),
 	};
 
 	return cmocka_run_group_tests_name("runner", tests, NULL, NULL);
