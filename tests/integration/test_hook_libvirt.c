@@ -40,6 +40,7 @@
 #include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -77,26 +78,6 @@ static struct {
 	unsigned n;
 	bool installed, saved;
 } fx;
-
-static void restart_libvirtd(void)
-{
-	/* As tests/setup-host.sh starts it: through systemd when systemd runs
-	 * the machine, by hand otherwise; through th_spawn, so that libvirtd
-	 * keeps none of the test's descriptors. */
-	static const char script[] =
-		"set -e; if [ -d /run/systemd/system ]; then systemctl restart libvirtd; else "
-		"pid=$(pgrep -x libvirtd || true); "
-		"if [ -n \"$pid\" ]; then kill $pid; "
-		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; fi; "
-		"libvirtd -d; fi; for i in $(seq 100); do "
-		"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
-		"exit 1";
-	const char *const argv[] = { "sh", "-c", script, NULL };
-	struct th_proc p;
-
-	if (th_spawn(&p, argv, NULL) < 0 || th_proc_wait(&p) != 0)
-		fail_msg("libvirtd did not restart");
-}
 
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
@@ -186,31 +167,11 @@ static int setup(void **state)
 	fx.installed = true;
 	if (system("mkdir -p " HOOK_DIR) != 0 || copy_file(hook, HOOK_PATH, 0755) < 0)
 		return -1;
-	restart_libvirtd();
+	if (th_restart_libvirtd() < 0)
+		fail_msg("libvirtd did not restart");
 	fx.vc = virConnectOpen("qemu:///system");
 	elapsed("libvirtd restarted with the hook");
 	return fx.vc ? 0 : -1;
-}
-
-static void destroy_guest(struct tg_guest *g)
-{
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
-	if (g->dom) {
-		virDomainFree(g->dom);
-		g->dom = NULL;
-	}
-	if (vc && g->name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, g->name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(g);
 }
 
 static int teardown(void **state)
@@ -220,7 +181,7 @@ static int teardown(void **state)
 		kill(fx.daemon.pid, SIGCONT);
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	for (unsigned i = 0; i < fx.n; i++)
-		destroy_guest(&fx.g[i]);
+		tg_destroy_by_name(&fx.g[i]);
 	{
 		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
 						    "vmact_vms" };
@@ -239,7 +200,8 @@ static int teardown(void **state)
 		if (fx.saved)
 			rename(HOOK_SAVED, HOOK_PATH);
 		rmdir(HOOK_DIR);
-		restart_libvirtd();
+		if (th_restart_libvirtd() < 0)
+			fail_msg("libvirtd did not restart");
 		elapsed("libvirtd restarted without the hook");
 	}
 	unlink(fx.cfg);

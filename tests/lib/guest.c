@@ -46,6 +46,27 @@ const char *tg_guest_dir(void)
 /* Starts a transient guest named "<prefix>-<pid>-<n>". metadata: XML for
  * <metadata> (without the wrapper) or NULL. Returns 0 or -errno with a
  * message in msg. */
+int tg_balloon_template(const char *out_path)
+{
+	static const char none[] = "<memballoon model='none'/>";
+	static const char stats[] = "<memballoon model='virtio'><stats period='1'/></memballoon>";
+	char *t = th_read_file("tests/guest/domain.xml.in"), *at, *mod;
+	int r = -EINVAL;
+
+	if (!t)
+		return -ENOENT;
+	at = strstr(t, none);
+	if (at && (mod = malloc(strlen(t) + sizeof(stats)))) {
+		memcpy(mod, t, (size_t)(at - t));
+		strcpy(mod + (at - t), stats);
+		strcat(mod, at + strlen(none));
+		r = th_write_file(out_path, mod);
+		free(mod);
+	}
+	free(t);
+	return r;
+}
+
 int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct tg_guest *g,
 	     char *msg, size_t msglen)
 {
@@ -194,4 +215,25 @@ void tg_destroy(struct tg_guest *g)
 	}
 	unlink(g->log);
 	unlink(g->ctl);
+}
+
+void tg_destroy_by_name(struct tg_guest *g)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+
+	if (g->dom) {
+		virDomainFree(g->dom);
+		g->dom = NULL;
+	}
+	if (vc && g->name[0]) {
+		virDomainPtr d = virDomainLookupByName(vc, g->name);
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainFree(d);
+		}
+	}
+	if (vc)
+		virConnectClose(vc);
+	tg_destroy(g);
 }

@@ -49,6 +49,11 @@ struct tg_report {
 /* Replaces every @KEY@ of the template (kv: KEY, value, ..., NULL). */
 char *tg_subst(const char *tpl, const char *const *kv);
 
+/* Writes to out_path the domain template with a virtio balloon reporting
+ * memory statistics every second (vmactd's source of guest memory usage)
+ * instead of none; point VMACT_GUEST_TEMPLATE at it. 0 or -errno. */
+int tg_balloon_template(const char *out_path);
+
 /* Where the guest's kernel and initrd are (VMACT_GUEST_DIR). */
 const char *tg_guest_dir(void);
 
@@ -77,3 +82,7 @@ int tg_cmd(const struct tg_guest *g, const char *line);
 
 /* Destroys the domain (if running) and removes its log and socket. */
 void tg_destroy(struct tg_guest *g);
+
+/* The same, finding the domain by name on a fresh connection: g->dom may
+ * be stale when libvirtd restarted since (tests restart it). */
+void tg_destroy_by_name(struct tg_guest *g);
