@@ -229,6 +229,24 @@ soak-arbiter:
 	$(Q)VMACT_SOAK_REQUESTS=10000 VMACT_SOAK_CLIENTS=50 ASAN_OPTIONS=detect_leaks=1 \
 		$(SANBUILD)/tests/loopback/test_arbiter_soak
 
+# make soak: vmactd scaling four TCG guests under random load for
+# SOAK_MINUTES (default 30) while their vm-monitors approve and deny at
+# random and libvirtd is restarted twice (tests/integration/test_soak.c;
+# VMACT_SOAK_SEED repeats a run). Root. The plain build (RSS and
+# descriptors checked flat); SOAK_SANITIZE=1: build/san, ASan+UBSan.
+SOAK_MINUTES ?= 30
+SOAK_SANITIZE ?=
+SOAK_BUILD = $(if $(SOAK_SANITIZE),$(SANBUILD),$(BUILD))
+.PHONY: soak
+soak:
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SOAK_BUILD) $(if $(SOAK_SANITIZE),SANITIZE=1) \
+		$(SOAK_BUILD)/vmactd $(SOAK_BUILD)/vmactl $(SOAK_BUILD)/tests/integration/test_soak
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_SOAK_MINUTES=$(SOAK_MINUTES) \
+		ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
+		UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+		$(SOAK_BUILD)/tests/integration/test_soak
+
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does
 # not depend on compiler flags, and integration tests and benches share it.

@@ -202,11 +202,14 @@ static void plugin_action(const struct act_state *s, act_time_t now, struct vmac
 	int64_t until_tick = 0, until_backoff = 0;
 	bool time_for_request, denied, waiting_backoff, want_new, should_new;
 
-	/* Decreases reach the plugin only after they happened. */
-	req = clamp(using_, desired, &using_, NULL);
+	/* Decreases reach the plugin only after they happened, and never
+	 * below a resize still in flight: a permit for less than its target
+	 * would leave the VM above its permit once it completes (README
+	 * "Reliability and security", make soak). */
 	current = using_;
 	if (s->hotplug.ongoing)
 		current = vmact_res_max(current, s->hotplug.ongoing_target);
+	req = clamp(current, desired, &current, NULL);
 
 	if (s->plugin.has_last_request)
 		until_tick = s->timing.plugin_request_tick - s->timing.plugin_tick_jitter -

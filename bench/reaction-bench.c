@@ -328,28 +328,6 @@ out:
 	return dt;
 }
 
-/* The test template with a virtio balloon reporting memory statistics
- * every second (vmactd's source of guest memory usage, as in test_daemon). */
-static int write_template(void)
-{
-	const char *none = "<memballoon model='none'/>";
-	char *t = th_read_file("tests/guest/domain.xml.in"), *at, *mod;
-	int r = -1;
-
-	if (!t)
-		return -1;
-	at = strstr(t, none);
-	if (at && (mod = malloc(strlen(t) + 128))) {
-		memcpy(mod, t, (size_t)(at - t));
-		strcpy(mod + (at - t), "<memballoon model='virtio'><stats period='1'/></memballoon>");
-		strcat(mod, at + strlen(none));
-		r = th_write_file(tpl, mod);
-		free(mod);
-	}
-	free(t);
-	return r;
-}
-
 /* One percentile over every run, a run capped without the second vCPU
  * counting as longer than any: "never" when the rank falls among those. */
 static void print_pct(struct th_samples *s, unsigned capped, double p)
@@ -417,7 +395,9 @@ int main(int argc, char **argv)
 
 	/* The guest's reporter at 20 ms: it onlines hot-added CPUs too. */
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=0.02", 0);
-	if (write_template() < 0) {
+	/* A virtio balloon reporting memory statistics: vmactd's source of
+	 * guest memory usage, as in test_daemon. */
+	if (tg_balloon_template(tpl) < 0) {
 		fprintf(stderr, "reaction-bench: cannot write %s from tests/guest/domain.xml.in\n",
 			tpl);
 		return 1;

@@ -199,7 +199,7 @@ static void spawn_to(struct th_proc *p, const char *const argv[], const char *ou
 
 static int setup(void **state)
 {
-	char msg[512], *tpl, *mod;
+	char msg[512];
 	const char *peer_args[] = { "--unix", fx.sock, "--no-cgroup", NULL };
 	int pid = (int)getpid();
 	char meta_a[2048];
@@ -237,33 +237,8 @@ static int setup(void **state)
 
 	/* The test guest with a virtio balloon reporting memory statistics
 	 * every second: the daemon's source of guest memory usage. */
-	tpl = th_read_file("tests/guest/domain.xml.in");
-	if (!tpl)
+	if (tg_balloon_template(fx.tpl) < 0)
 		return -1;
-	{
-		char *at = strstr(tpl, "<memballoon model='none'/>");
-
-		if (!at) {
-			free(tpl);
-			print_error("template has no <memballoon model='none'/>\n");
-			return -1;
-		}
-		mod = malloc(strlen(tpl) + 128);
-		if (!mod) {
-			free(tpl);
-			return -1;
-		}
-		memcpy(mod, tpl, (size_t)(at - tpl));
-		strcpy(mod + (at - tpl),
-		       "<memballoon model='virtio'><stats period='1'/></memballoon>");
-		strcat(mod, at + strlen("<memballoon model='none'/>"));
-		free(tpl);
-	}
-	if (th_write_file(fx.tpl, mod) < 0) {
-		free(mod);
-		return -1;
-	}
-	free(mod);
 	setenv("VMACT_GUEST_TEMPLATE", fx.tpl, 1);
 	/* One status line a second: on TCG the 200 ms reporter alone keeps
 	 * the vCPU runnable for a good part of the time (measured here: load

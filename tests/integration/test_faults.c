@@ -51,6 +51,7 @@
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
@@ -525,7 +526,7 @@ static int setup(void **state)
 	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-fault-%d.log", pid);
 	snprintf(fx.ctl, sizeof(fx.ctl), "/tmp/vmact-fault-%d.ctl", pid);
 	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-fault-%d", pid);
-	if (tg_write_balloon_template(fx.tpl) < 0)
+	if (tg_balloon_template(fx.tpl) < 0)
 		return -1;
 	setenv("VMACT_GUEST_TEMPLATE", fx.tpl, 1);
 	fx.vc = virConnectOpen("qemu:///system");
@@ -714,7 +715,7 @@ static void libvirtd_restarts(void **state)
 		wait_log(&resizing, 120, kind);
 		usleep(delay_ms * 1000);
 		/* Killed and started again without the test's descriptors. */
-		if (tg_restart_libvirtd() < 0)
+		if (th_restart_libvirtd() < 0)
 			fail_msg("libvirtd did not restart");
 		printf("# round %u: libvirtd restarted %u ms into a %s\n", k + 1, delay_ms, kind);
 		wait_log(&lost, 60, "libvirtd restarted");

@@ -40,6 +40,7 @@
 #include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -77,14 +78,6 @@ static struct {
 	unsigned n;
 	bool installed, saved;
 } fx;
-
-static void restart_libvirtd(void)
-{
-	/* As tests/setup-host.sh starts it, keeping none of the test's
-	 * descriptors. */
-	if (tg_restart_libvirtd() < 0)
-		fail_msg("libvirtd did not restart");
-}
 
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
@@ -174,7 +167,8 @@ static int setup(void **state)
 	fx.installed = true;
 	if (system("mkdir -p " HOOK_DIR) != 0 || copy_file(hook, HOOK_PATH, 0755) < 0)
 		return -1;
-	restart_libvirtd();
+	if (th_restart_libvirtd() < 0)
+		fail_msg("libvirtd did not restart");
 	fx.vc = virConnectOpen("qemu:///system");
 	elapsed("libvirtd restarted with the hook");
 	return fx.vc ? 0 : -1;
@@ -206,7 +200,8 @@ static int teardown(void **state)
 		if (fx.saved)
 			rename(HOOK_SAVED, HOOK_PATH);
 		rmdir(HOOK_DIR);
-		restart_libvirtd();
+		if (th_restart_libvirtd() < 0)
+			fail_msg("libvirtd did not restart");
 		elapsed("libvirtd restarted without the hook");
 	}
 	unlink(fx.cfg);

@@ -20,6 +20,7 @@
 
 #include "hotplug/hotplug.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -506,23 +507,6 @@ static void destroyed_mid_operation(void **state)
 	destroy_guest(f, &g);
 }
 
-static void restart_libvirtd(void)
-{
-	/* As tests/setup-host.sh runs it: no systemd here. Left running. Through
-	 * th_spawn, so that libvirtd keeps none of the test's descriptors. */
-	static const char script[] =
-		"set -e; pid=$(pgrep -x libvirtd); kill $pid; "
-		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
-		"libvirtd -d; for i in $(seq 100); do "
-		"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
-		"exit 1";
-	const char *const argv[] = { "sh", "-c", script, NULL };
-	struct th_proc p;
-
-	assert_int_equal(th_spawn(&p, argv, NULL), 0);
-	assert_int_equal(th_proc_wait(&p), 0);
-}
-
 static bool reconnected(struct fx *f, void *arg)
 {
 	return f->disconnected >= 1 && f->connected >= 2 && hp_conn_is_up(f->hp);
@@ -562,7 +546,7 @@ static void libvirtd_restart_mid_operation(void **state)
 	assert_int_equal(hp_op_start(f->hp, g.uuid, &req, on_op, &w, &err), 0);
 	sd_event_run(f->ev, 300000);
 
-	restart_libvirtd();
+	assert_int_equal(th_restart_libvirtd(), 0);
 	assert_true(loop_until(f, reconnected, NULL, 60));
 	if (w.done)
 		fail_msg("operation ended during the restart: rc=%d %s", w.res.rc, w.res.err.msg);

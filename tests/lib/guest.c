@@ -47,6 +47,27 @@ const char *tg_guest_dir(void)
 /* Starts a transient guest named "<prefix>-<pid>-<n>". metadata: XML for
  * <metadata> (without the wrapper) or NULL. Returns 0 or -errno with a
  * message in msg. */
+int tg_balloon_template(const char *out_path)
+{
+	static const char none[] = "<memballoon model='none'/>";
+	static const char stats[] = "<memballoon model='virtio'><stats period='1'/></memballoon>";
+	char *t = th_read_file("tests/guest/domain.xml.in"), *at, *mod;
+	int r = -EINVAL;
+
+	if (!t)
+		return -ENOENT;
+	at = strstr(t, none);
+	if (at && (mod = malloc(strlen(t) + sizeof(stats)))) {
+		memcpy(mod, t, (size_t)(at - t));
+		strcpy(mod + (at - t), stats);
+		strcat(mod, at + strlen(none));
+		r = th_write_file(out_path, mod);
+		free(mod);
+	}
+	free(t);
+	return r;
+}
+
 int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct tg_guest *g,
 	     char *msg, size_t msglen)
 {
@@ -197,21 +218,6 @@ void tg_destroy(struct tg_guest *g)
 	unlink(g->ctl);
 }
 
-int tg_write_balloon_template(const char *path)
-{
-	static const char none[] = "<memballoon model='none'/>";
-	char *t = th_read_file("tests/guest/domain.xml.in"), *at, *out = NULL;
-	int r = -1;
-
-	if (t && (at = strstr(t, none)) &&
-	    asprintf(&out, "%.*s<memballoon model='virtio'><stats period='1'/></memballoon>%s",
-		     (int)(at - t), t, at + strlen(none)) > 0)
-		r = th_write_file(path, out);
-	free(out);
-	free(t);
-	return r;
-}
-
 void tg_destroy_by_name(struct tg_guest *g)
 {
 	virConnectPtr vc = virConnectOpen("qemu:///system");
@@ -231,23 +237,4 @@ void tg_destroy_by_name(struct tg_guest *g)
 	if (vc)
 		virConnectClose(vc);
 	tg_destroy(g);
-}
-
-int tg_restart_libvirtd(void)
-{
-	static const char script[] =
-		"set -e; if [ -d /run/systemd/system ]; then systemctl restart libvirtd; else "
-		"pid=$(pgrep -x libvirtd || true); "
-		"if [ -n \"$pid\" ]; then kill $pid; "
-		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; fi; "
-		"libvirtd -d; fi; for i in $(seq 100); do "
-		"virsh -c qemu:///system version >/dev/null 2>&1 && exit 0; sleep 0.1; done; "
-		"exit 1";
-	const char *const argv[] = { "sh", "-c", script, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_NULL, .err = TH_OUT_INHERIT };
-	struct th_proc p;
-
-	if (th_spawn(&p, argv, &o) < 0)
-		return -1;
-	return th_proc_wait(&p) == 0 ? 0 : -1;
 }

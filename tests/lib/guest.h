@@ -50,6 +50,11 @@ struct tg_report {
 /* Replaces every @KEY@ of the template (kv: KEY, value, ..., NULL). */
 char *tg_subst(const char *tpl, const char *const *kv);
 
+/* Writes to out_path the domain template with a virtio balloon reporting
+ * memory statistics every second (vmactd's source of guest memory usage)
+ * instead of none; point VMACT_GUEST_TEMPLATE at it. 0 or -errno. */
+int tg_balloon_template(const char *out_path);
+
 /* Where the guest's kernel and initrd are (VMACT_GUEST_DIR). */
 const char *tg_guest_dir(void);
 
@@ -76,20 +81,9 @@ bool tg_mem_eq(const struct tg_report *r, const void *arg);
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);
 
-/* Writes the template with a virtio balloon reporting memory statistics
- * every second (vmactd's source of guest memory usage) to path; point
- * VMACT_GUEST_TEMPLATE at it. 0 or -1. */
-int tg_write_balloon_template(const char *path);
-
 /* Destroys the domain (if running) and removes its log and socket. */
 void tg_destroy(struct tg_guest *g);
 
-/* tg_destroy, looking the domain up by name on a fresh connection (a
- * libvirtd restarted meanwhile ends older handles). */
+/* The same, finding the domain by name on a fresh connection: g->dom may
+ * be stale when libvirtd restarted since (tests restart it). */
 void tg_destroy_by_name(struct tg_guest *g);
-
-/* Kills libvirtd and starts it again as tests/setup-host.sh does
- * (systemctl where systemd runs the machine), with none of the test's
- * descriptors (the shared integration lock must not stay held by it);
- * waits until it answers. 0, or -1 when it did not come back. */
-int tg_restart_libvirtd(void);

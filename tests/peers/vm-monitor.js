@@ -16,6 +16,10 @@
 //   --setup-timeout-ms N  deadline for the version range (default 4000)
 //   --eager-ping          ping right behind the 101 response, so that the
 //                         client reads a frame together with the headers
+//   --random-deny P       deny each downscale with probability P (0..1), at
+//                         random from --seed, before the answer it would give
+//   --seed N              the random generator's seed (default 1), for a
+//                         reproducible sequence of answers
 //
 // Output: one JSON object per line on stdout ("event" names what happened).
 // Control: one command per line on stdin; each is acknowledged with
@@ -36,7 +40,8 @@ const THRESHOLD_FRACTION = 0.85; // 1 - 0.15
 
 function parseArgs(argv) {
   const o = { port: 0, unix: null, minVersion: 1, maxVersion: 1, usageMiB: 256,
-              thresholdMiB: null, noCgroup: false, setupTimeoutMs: 4000, eagerPing: false };
+              thresholdMiB: null, noCgroup: false, setupTimeoutMs: 4000, eagerPing: false,
+              randomDeny: 0, seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], next = () => {
       if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
@@ -52,6 +57,8 @@ function parseArgs(argv) {
       case '--no-cgroup': o.noCgroup = true; break;
       case '--setup-timeout-ms': o.setupTimeoutMs = Number(next()); break;
       case '--eager-ping': o.eagerPing = true; break;
+      case '--random-deny': o.randomDeny = Number(next()); break;
+      case '--seed': o.seed = Number(next()) >>> 0; break;
       default: throw new Error(`unknown argument ${a}`);
     }
   }
@@ -64,6 +71,17 @@ const state = {
   threshold: opts.thresholdMiB === null ? null : opts.thresholdMiB * MiB,
   health: true, silent: false, delayMs: 0, internalError: false, badResult: false,
 };
+
+// A small seeded generator (mulberry32): the same seed gives the same
+// sequence of random answers, so a soak run can be repeated.
+let rngState = opts.seed >>> 0;
+function random() {
+  rngState = (rngState + 0x6d2b79f5) >>> 0;
+  let t = rngState;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
 
 function emit(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
@@ -229,6 +247,10 @@ class Conn {
   downscale(m) {
     if (state.internalError) return this.reply({ type: 'InternalError', error: 'failed to downscale', id: m.id });
     if (state.badResult) return this.reply({ type: 'DownscaleResult', Ok: 'yes', Status: 7, id: m.id });
+    if (opts.randomDeny > 0 && random() < opts.randomDeny) {
+      emit({ event: 'random-deny', n: this.n, id: m.id });
+      return this.reply({ type: 'DownscaleResult', Ok: false, Status: 'denied at random (--random-deny)', id: m.id });
+    }
     if (opts.noCgroup)
       return this.reply({ type: 'DownscaleResult', Ok: true, Status: 'monitor is not managing cgroup or file cache', id: m.id });
     const usable = Math.max(0, m.target.mem - DOWNSCALE_BUFFER);

@@ -345,6 +345,43 @@ static void test_basic_scale_up_and_down_flow(void **state)
 	run_scenario(&sc);
 }
 
+/* ---- load gone while a plug is in flight ----------------------------- */
+
+/* The periodic plugin request during the plug asks for no less than the
+ * plug's target: a permit below it would leave the VM above its permit
+ * once the plug completes (found by make soak: a virtio-mem plug to
+ * 1280Mi completed under a permit of 768Mi). */
+static const struct step gone_mid_plug[] = {
+	S(.op = CONNECT),
+	INITIAL_REQUEST(1),
+	S(.op = TICK, .ms = 100),
+	S(.op = METRICS, .load1 = 0.3),
+	S(.op = DESIRED, .n = 2),
+	S(.op = NEXT, PLUGIN(1, 2, 0.3)),
+	S(.op = P_START, .n = 2),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 2),
+	S(.op = NEXT, WAIT(4900), HOTPLUG(1, 2)),
+	S(.op = H_START, .n = 2),
+	S(.op = TICK, .ms = 100),
+	S(.op = METRICS, .load1 = 0.0),
+	S(.op = DESIRED, .n = 1),
+	S(.op = TICK, .ms = 4800),
+	S(.op = NEXT, PLUGIN(2, 2, 0.0)),
+	S(.op = P_START, .n = 2),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 2),
+	S(.op = H_DONE),
+	{ .op = END },
+};
+
+static void test_load_gone_mid_plug(void **state)
+{
+	struct scenario sc = { "load gone mid-plug", 1, 4, 1, NULL, gone_mid_plug };
+
+	run_scenario(&sc);
+}
+
 /* ---- TestPartialUpscaleThenFull ------------------------------------ */
 
 static const struct step partial_upscale[] = {
@@ -1173,6 +1210,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basic_scale_up_and_down_flow),
 		cmocka_unit_test(test_partial_upscale_then_full),
+		cmocka_unit_test(test_load_gone_mid_plug),
 		cmocka_unit_test(test_denied_downscaling_increase_and_retry),
 		cmocka_unit_test(test_requested_upscale),
 		cmocka_unit_test(test_failed_request_retry),
