@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "tests/lib/file.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -159,4 +161,33 @@ bool th_wait_daemon(struct th_proc *p, bool (*pred)(void *), void *arg, double l
 	if (died)
 		fprintf(stderr, "the daemon exited early (status %d)\n", p->status);
 	return false;
+}
+
+long th_proc_fds(pid_t pid)
+{
+	char path[64];
+	long n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(path)))
+		return -1;
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+long th_proc_rss_kib(pid_t pid)
+{
+	char path[64], *buf, *p;
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	if (buf && (p = strstr(buf, "VmRSS:")))
+		kib = strtol(p + 6, NULL, 10);
+	free(buf);
+	return kib;
 }

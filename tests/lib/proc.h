@@ -55,3 +55,8 @@ int th_proc_wait(struct th_proc *p);
  * waits up to grace_usec, then SIGKILLs it. Its status; closes the pipes.
  * A child not running: its recorded status. */
 int th_proc_stop(struct th_proc *p, int sig, uint64_t grace_usec);
+
+/* What another process holds, read from /proc: its open descriptors, its
+ * resident memory in KiB (VmRSS); -1 when it is gone. */
+long th_proc_fds(pid_t pid);
+long th_proc_rss_kib(pid_t pid);
