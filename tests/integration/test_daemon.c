@@ -287,28 +287,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static void destroy_by_name(struct tg_guest *g)
-{
-	/* Other tests on the host restart libvirtd: use a fresh connection. */
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
-	if (g->dom) {
-		virDomainFree(g->dom);
-		g->dom = NULL;
-	}
-	if (vc && g->name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, g->name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(g);
-}
-
 /* Sets a domain's vmact metadata live, on a fresh connection (other tests
  * on the host restart libvirtd, which kills older handles). */
 static int set_meta(const struct tg_guest *g, const char *xml)
@@ -344,10 +322,10 @@ static int teardown(void **state)
 		}
 		rmdir(fx.pins);
 	}
-	destroy_by_name(&fx.a);
-	destroy_by_name(&fx.b);
-	destroy_by_name(&fx.c);
-	destroy_by_name(&fx.d);
+	tg_destroy_by_name(&fx.a);
+	tg_destroy_by_name(&fx.b);
+	tg_destroy_by_name(&fx.c);
+	tg_destroy_by_name(&fx.d);
 	th_peer_stop(&fx.gm_peer);
 	if (fx.gm_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
 		unlink(fx.gm_log);
@@ -1002,7 +980,7 @@ static void daemon_guest_metrics(void **state)
 	}
 	if (getenv("VMACT_TEST_VERBOSE"))
 		dump_log();
-	destroy_by_name(&fx.d);
+	tg_destroy_by_name(&fx.d);
 }
 
 int main(void)

@@ -192,27 +192,6 @@ static int setup(void **state)
 	return fx.vc ? 0 : -1;
 }
 
-static void destroy_guest(struct tg_guest *g)
-{
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
-	if (g->dom) {
-		virDomainFree(g->dom);
-		g->dom = NULL;
-	}
-	if (vc && g->name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, g->name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(g);
-}
-
 static int teardown(void **state)
 {
 	(void)state;
@@ -220,7 +199,7 @@ static int teardown(void **state)
 		kill(fx.daemon.pid, SIGCONT);
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	for (unsigned i = 0; i < fx.n; i++)
-		destroy_guest(&fx.g[i]);
+		tg_destroy_by_name(&fx.g[i]);
 	{
 		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
 						    "vmact_vms" };

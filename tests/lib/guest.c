@@ -195,3 +195,38 @@ void tg_destroy(struct tg_guest *g)
 	unlink(g->log);
 	unlink(g->ctl);
 }
+
+void tg_destroy_by_name(struct tg_guest *g)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+
+	if (g->dom) {
+		virDomainFree(g->dom);
+		g->dom = NULL;
+	}
+	if (vc && g->name[0]) {
+		virDomainPtr d = virDomainLookupByName(vc, g->name);
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainFree(d);
+		}
+	}
+	if (vc)
+		virConnectClose(vc);
+	tg_destroy(g);
+}
+
+bool tg_booted(void *g)
+{
+	struct tg_report r;
+
+	return tg_report(g, &r);
+}
+
+bool tg_two_cpus(void *g)
+{
+	struct tg_report r;
+
+	return tg_report(g, &r) && r.cpus >= 2;
+}

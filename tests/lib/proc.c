@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,4 +191,22 @@ long th_proc_rss_kib(pid_t pid)
 		kib = strtol(p + 6, NULL, 10);
 	free(buf);
 	return kib;
+}
+
+int th_build_prog(const char *prog, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int w;
+
+	if (n <= 0)
+		return -errno;
+	self[n] = '\0';
+	for (int i = 0; i < 3; i++) {
+		if (!(slash = strrchr(self, '/')))
+			return -ENOENT;
+		*slash = '\0';
+	}
+	w = snprintf(out, len, "%s/%s", self, prog);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }

@@ -30,6 +30,7 @@
 #include "agent-glue/plugin-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 #define GiB (1024ULL * 1024 * 1024)
@@ -208,17 +209,6 @@ static unsigned long env_num(const char *name, unsigned long dflt)
 	return *end || !n ? dflt : n;
 }
 
-static long rss_kib(void)
-{
-	char *buf = th_read_file("/proc/self/status"), *p;
-	long kib = -1;
-
-	if (buf && (p = strstr(buf, "VmRSS:")))
-		kib = strtol(p + 6, NULL, 10);
-	free(buf);
-	return kib;
-}
-
 static void test_soak(void **state)
 {
 	struct soak s = { .seed = 12345 };
@@ -263,7 +253,7 @@ static void test_soak(void **state)
 		s.pods[i].idx = i;
 		snprintf(s.pods[i].name, sizeof(s.pods[i].name), "vm-%03u", i);
 	}
-	rss0 = rss_kib();
+	rss0 = th_proc_rss_kib(getpid());
 	t0 = vmact_now_usec();
 	for (unsigned i = 0; i < s.npods && s.started < s.target; i++)
 		send_next(&s.pods[i]);
@@ -283,7 +273,7 @@ static void test_soak(void **state)
 	       t.total.milli_cpu, (unsigned long long)(t.total.mem_bytes >> 20),
 	       t.watermark.milli_cpu, (unsigned long long)(t.watermark.mem_bytes >> 20), t.pods,
 	       t.reserved.milli_cpu, (unsigned long long)(t.reserved.mem_bytes >> 20), rss0,
-	       rss_kib());
+	       th_proc_rss_kib(getpid()));
 	for (int i = 0; i < 3; i++)
 		ag_plugin_client_free(s.clients[i]);
 	ag_http_client_free(s.http);
