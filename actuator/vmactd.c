@@ -203,7 +203,7 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 			log_error("%s: vmactl cannot reach this vmactd (retried every %u s)",
 				  err.msg, CONTROL_RETRY_SEC);
 		else
-			log_debug("control: still %s", err.msg);
+			log_debug("%s (retrying)", err.msg);
 		return NULL;
 	}
 	log_info("control: serving vmactl on %s", cfg->control_socket);
