@@ -3,14 +3,15 @@
  * and security"), with two real TCG guests:
  *
  *   - guest H names a vm-monitor (tests/peers/hostile-monitor.js, raw
- *     sockets) that, one connection after the other: sends the head of a
- *     frame and never the rest; floods pings and never reads; floods
- *     messages of an unknown type and never reads; sends a reserved opcode;
- *     announces a 2^62-byte frame; and at last behaves. vmactd must drop
- *     each with a clear log line (health checks failing, "does not read",
- *     closed with 1002 / 1009), never let its queue for the peer grow (the
- *     floods end because vmactd closed, not at the peer's 256 MiB cap), and
- *     reconnect: the last connection passes health checks;
+ *     sockets) that, one connection after the other: floods pings and
+ *     never reads; floods messages of an unknown type and never reads;
+ *     sends a reserved opcode; announces a 2^62-byte frame; and at last
+ *     behaves. vmactd must drop each with a clear log line ("does not
+ *     read", closed with 1002 / 1009), never let its queue for the peer
+ *     grow (the floods end because vmactd closed, not at the peer's
+ *     256 MiB cap), and reconnect: the last connection passes health
+ *     checks. (A frame that never finishes, answered by the 30 s health
+ *     check window, is test_monitor_client's, with a short window);
  *   - guest G uses the legacy informant (tests/peers/informant.js): the
  *     agent's HTTP server (the one the informant calls) gets a slowloris
  *     flood of 4x its connection limit from four source addresses, an
@@ -186,7 +187,6 @@ static void hostile_peers(void **state)
 	if (!wait_until(mon_has, "\"mode\":\"good\"", 3 * LIMIT_S) ||
 	    !wait_until(mon_has, "\"event\":\"health\"", LIMIT_S))
 		fail_msg("vmactd never reconnected to the monitor after the attacks");
-	assert_true(th_count_in_file(fx.log, "failing health checks for at least") >= 1);
 	assert_true(th_count_in_file(fx.log, "does not read what is sent to it") >= 2);
 	assert_true(th_count_in_file(fx.log, "closed with 1002") >= 1);
 	assert_true(th_count_in_file(fx.log, "closed with 1009") >= 1);
@@ -207,7 +207,7 @@ static void hostile_peers(void **state)
 static int setup(void **state)
 {
 	char msg[512], meta_h[1024], meta_g[1024], modes[] =
-		"unfinished,ping-flood,text-flood,bad-opcode,huge-length";
+		"ping-flood,text-flood,bad-opcode,huge-length";
 	const char *mon_args[] = { "--unix", fx.sock, "--modes", modes, NULL };
 	/* The sanitized daemon on a shared host: stretch the informant's own
 	 * 100-400 ms timeouts so that slowness is not taken for death. */

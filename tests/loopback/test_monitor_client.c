@@ -905,7 +905,8 @@ static void test_never_answers(void **state)
 
 /* A hostile monitor (tests/peers/hostile-monitor.js): floods of pings
  * and of unknown messages while it never reads, a reserved opcode, a
- * 2^62-byte frame. Each connection is dropped with its reason, what the
+ * 2^62-byte frame, a frame that never finishes (the health checks go
+ * unanswered). Each connection is dropped with its reason, what the
  * client queued for the peer stays bounded (the floods end because the
  * client closed, not at the peer's 256 MiB), and it connects again to a
  * monitor that behaves. */
@@ -913,12 +914,15 @@ static void test_hostile_peer(void **state)
 {
 	struct tctx *t = *state;
 	struct ag_mon_client_config cfg = base_config(t);
-	const char *args[] = { "--modes", "ping-flood,text-flood,bad-opcode,huge-length", NULL };
+	const char *args[] = { "--modes", "ping-flood,text-flood,bad-opcode,huge-length,unfinished",
+			       NULL };
 	long rss0 = th_proc_rss_kib(getpid()), rss;
 
+	cfg.response_timeout_usec = 300 * MS;
+	cfg.health_max_failing_usec = 1000 * MS;
 	peer_start_script(t, "hostile-monitor.js", args);
 	client_start(t, &cfg);
-	WAIT_FOR(t, t->connected >= 5 && ag_mon_client_state(t->c) == AG_MON_CLIENT_CONNECTED,
+	WAIT_FOR(t, t->connected >= 6 && ag_mon_client_state(t->c) == AG_MON_CLIENT_CONNECTED,
 		 "the client to get through the attacks to a behaving monitor");
 	rss = th_proc_rss_kib(getpid());
 	if (verbose())
@@ -927,6 +931,7 @@ static void test_hostile_peer(void **state)
 	assert_non_null(strstr(t->reasons, "the vm-monitor does not read what is sent to it"));
 	assert_non_null(strstr(t->reasons, "closed with 1002"));
 	assert_non_null(strstr(t->reasons, "closed with 1009"));
+	assert_non_null(strstr(t->reasons, "failing health checks for at least 1s"));
 	assert_true(rss - rss0 < 16 * 1024);
 }
 
