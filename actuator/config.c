@@ -55,6 +55,8 @@ void act_config_defaults(struct act_config *cfg)
 	/* The Neon agent scrapes system metrics every 5 s (doc/protocols.md,
 	 * "Metrics inputs"). */
 	cfg->sampler_interval_ms = 5000;
+	cfg->sampler_max_vms = 1024;
+	cfg->sampler_max_threads = 32768;
 	/* doc/policy.md: the reactive policy by default; vCPUs stay plugged
 	 * when a VM shrinks, since an unplug can lose the way back up
 	 * (doc/vcpu-unplug.md). */
@@ -147,6 +149,9 @@ static const struct key sampler_keys[] = {
 	{ "taskstats_interval_ms", K_UINT, OFF(taskstats_interval_ms), 10, 60000, NULL, NULL },
 	{ "pin_root", K_STRING, OFF(sampler_pin_root), 0, 0, NULL, NULL },
 	{ "interval_ms", K_UINT, OFF(sampler_interval_ms), 100, 600000, NULL, NULL },
+	/* BPF map sizes (README, "Reliability and security"). */
+	{ "max_vms", K_UINT, OFF(sampler_max_vms), 1, 65536, NULL, NULL },
+	{ "max_threads", K_UINT, OFF(sampler_max_threads), 1, 4194304, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 static const struct key policy_keys[] = {

@@ -78,6 +78,8 @@ struct act_config {
 	unsigned taskstats_interval_ms;
 	char *sampler_pin_root;        /* bpffs directory for the maps */
 	unsigned sampler_interval_ms;  /* metrics tick of every VM (load, memory) */
+	unsigned sampler_max_vms;      /* BPF map sizes: VMs, threads of all VMs */
+	unsigned sampler_max_threads;
 
 	enum act_cpu_policy_mode cpu_policy;
 	enum act_cpu_shrink_mode cpu_shrink;

@@ -45,6 +45,8 @@ struct act_runner {
 	uint32_t quota_milli;   /* last quota written (0 = none yet) */
 	bool sampler_registered;
 	bool mem_absent_logged, load_error_logged;
+	/* Said once: the sampler's thread table was full for this VM. */
+	bool untracked_logged;
 
 	sd_event_source *wake, *metrics;
 

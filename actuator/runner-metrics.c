@@ -200,6 +200,15 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 		r->load_error_logged = true;
 		return 0;
 	}
+	/* The BPF thread table (sampler.max_threads) is shared by every
+	 * VM: when it is full, threads without an entry go uncounted and
+	 * this VM's load reads low (README, "Reliability and security"). */
+	if (rd.untracked && !r->untracked_logged) {
+		log_warning("%s: sampler: %llu scheduler events of the VM's threads not counted: the "
+			    "BPF thread table is full (sampler.max_threads); its load reads low",
+			    r->name, (unsigned long long)rd.untracked);
+		r->untracked_logged = true;
+	}
 	if (reactive(r)) {
 		feed_vcpus(r, &rd, &v, vrc, &verr);
 		changed = decide_cpu(r);

@@ -403,7 +403,11 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 
 		snprintf(dir, sizeof(dir), "%s%s", env->cg->cpu_mount, r->group);
 		if (smp_register(env->sampler, r->uuid, r->pid, dir, err) < 0) {
-			log_warning("%s: load sampling unavailable: %s", r->name, err->msg);
+			/* E.g. every slot in use (sampler.max_vms): the VM
+			 * is managed but not scaled on its load (README,
+			 * "Reliability and security"). */
+			log_warning("%s: load sampling unavailable: %s; the VM is not scaled on its load",
+				    r->name, err->msg);
 			vmact_err_reset(err);
 		} else {
 			r->sampler_registered = true;

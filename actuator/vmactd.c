@@ -19,6 +19,7 @@
 #include "actuator/hook-listener.h"
 #include "base/endpoint.h"
 #include "base/log.h"
+#include "base/time.h"
 #include "base/macro.h"
 #include "actuator/registry.h"
 #include "actuator/metrics-server.h"
@@ -115,6 +116,8 @@ static struct smp_sampler *open_sampler(const struct act_config *cfg, sd_event *
 		.pin_root = cfg->sampler_pin_root,
 		.keep_pins = cfg->sampler_keep_pins,
 		.poll_ms = cfg->taskstats_interval_ms,
+		.max_vms = cfg->sampler_max_vms,
+		.max_threads = cfg->sampler_max_threads,
 	};
 	struct vmact_err err = { 0 };
 	struct smp_sampler *s = NULL;
@@ -173,11 +176,17 @@ static int backend_change(void *ud, const char *name, const struct hp_meta_chang
 	return act_registry_change(ud, name, ch, err);
 }
 
+/* A control socket that could not be created (its directory full or
+ * read-only, README "Reliability and security") is tried again this often,
+ * so that vmactl reaches vmactd once the space is back. */
+#define CONTROL_RETRY_SEC 10u
+
 /* The control API (doc/control-api.md). Without it vmactd still scales
  * its VMs: a socket it cannot serve is an error in the log, not a reason
- * to leave the VMs unmanaged. */
+ * to leave the VMs unmanaged. quiet: a retry, whose failure was said. */
 static struct act_control *start_control(const struct act_config *cfg, sd_event *loop,
-					 struct act_events *events, struct act_registry *registry)
+					 struct act_events *events, struct act_registry *registry,
+					 bool quiet)
 {
 	struct act_control_opts co = {
 		.event = loop,
@@ -190,11 +199,38 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 	struct act_control *c = NULL;
 
 	if (act_control_new(&co, &c, &err) < 0) {
-		log_error("%s: vmactl cannot reach this vmactd", err.msg);
+		if (!quiet)
+			log_error("%s: vmactl cannot reach this vmactd (retried every %u s)",
+				  err.msg, CONTROL_RETRY_SEC);
+		else
+			log_debug("%s (retrying)", err.msg);
 		return NULL;
 	}
 	log_info("control: serving vmactl on %s", cfg->control_socket);
 	return c;
+}
+
+struct control_slot {
+	struct act_control *control;
+	const struct act_config *cfg;
+	struct act_events *events;
+	struct act_registry *registry;
+	sd_event_source *retry;
+};
+
+static int on_control_retry(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct control_slot *cs = ud;
+
+	(void)usec;
+	cs->control = start_control(cs->cfg, sd_event_source_get_event(s), cs->events,
+				    cs->registry, true);
+	if (cs->control) {
+		cs->retry = sd_event_source_disable_unref(cs->retry);
+		return 0;
+	}
+	sd_event_source_set_time_relative(s, CONTROL_RETRY_SEC * VMACT_USEC_PER_SEC);
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
 static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
@@ -323,7 +359,7 @@ int main(int argc, char **argv)
 	struct act_metrics_server *metrics_server = NULL;
 	static struct act_metrics metrics;
 	struct act_events *events = NULL;
-	struct act_control *control = NULL;
+	struct control_slot control_slot = { 0 };
 	struct act_hook_listener *hook = NULL;
 	struct reload_ctx reload;
 	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
@@ -437,11 +473,17 @@ int main(int argc, char **argv)
 	hook = open_hook_listener(loop, &registry);
 	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri,
 		 cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : "the embedded arbiter");
-	control = start_control(&cfg, loop, events, registry);
+	control_slot = (struct control_slot){ NULL, &cfg, events, registry, NULL };
+	control_slot.control = start_control(&cfg, loop, events, registry, false);
+	if (!control_slot.control)
+		sd_event_add_time_relative(loop, &control_slot.retry, CLOCK_MONOTONIC,
+					   CONTROL_RETRY_SEC * VMACT_USEC_PER_SEC, 0,
+					   on_control_retry, &control_slot);
 	/* READY=1 follows the registry's first sync (on_registry_changed). */
 	r = sd_event_loop(loop);
 	act_metrics_server_free(metrics_server);
-	act_control_free(control);
+	sd_event_source_disable_unref(control_slot.retry);
+	act_control_free(control_slot.control);
 	act_hook_listener_free(hook);
 	act_registry_free(registry);
 	act_events_free(events);

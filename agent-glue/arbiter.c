@@ -400,7 +400,10 @@ unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec)
 	unsigned n = 0;
 
 	for (size_t i = 0; i < a->npods;) {
-		if (now_usec - a->pods[i].last_seen > a->cfg.pod_ttl_usec) {
+		/* A pod seen at or after now (a request handled later in the
+		 * loop than the time asked about) is fresh, not 2^64 old. */
+		if (now_usec > a->pods[i].last_seen &&
+		    now_usec - a->pods[i].last_seen > a->cfg.pod_ttl_usec) {
 			remove_pod(a, i);
 			n++;
 		} else {
@@ -481,7 +484,9 @@ static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
 {
 	struct ag_arbiter *a = ud;
 
-	ag_arbiter_expire(a, usec);
+	/* usec is when the timer was due; a busy loop runs it later, after
+	 * requests stamped with the loop's later time: expire against that. */
+	ag_arbiter_expire(a, vmact_loop_now_usec(a->ev));
 	sd_event_source_set_time(s, usec + a->cfg.pod_ttl_usec / 4);
 	return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }

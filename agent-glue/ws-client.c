@@ -22,6 +22,12 @@
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 /* Bounds on what a peer can make us buffer. */
 #define MAX_UPGRADE_RESPONSE 8192
+/* What the peer has not read yet, beyond the socket buffer. A peer that
+ * makes us answer (pings, invalid messages) and never reads would grow the
+ * queue without end; past these it is dropped (README, "Reliability and
+ * security"). The vm-monitor protocol has a handful of messages in flight. */
+#define MAX_QUEUED_MSGS 1024
+#define MAX_QUEUED_BYTES (1024 * 1024)
 /* Timer slack: the tests run with intervals of tens of milliseconds. */
 #define TIMER_ACCURACY 1000
 
@@ -187,6 +193,20 @@ void ag_ws_client_drop(struct ag_ws_client *ws, uint16_t code, const char *text,
 
 /* ---- wslay I/O --------------------------------------------------------- */
 
+/* True (and the reason set) when the peer lets our queue grow past the
+ * bounds. */
+static bool queue_over(struct ag_ws_client *ws)
+{
+	size_t n = wslay_event_get_queued_msg_count(ws->ws);
+	size_t len = wslay_event_get_queued_msg_length(ws->ws);
+
+	if (n <= MAX_QUEUED_MSGS && len <= MAX_QUEUED_BYTES)
+		return false;
+	set_reason(ws, "the %s does not read what is sent to it (%zu messages, %zu bytes queued)",
+		   ws->peer, n, len);
+	return true;
+}
+
 static void on_ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
 		      void *userdata)
 {
@@ -223,6 +243,11 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
 	struct ag_ws_client *ws = userdata;
 	ssize_t n;
 
+	/* Stop reading what we would have to answer. */
+	if (queue_over(ws)) {
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
 	if (ws->early_off < ws->early_len) {
 		size_t k = ws->early_len - ws->early_off;
 
@@ -536,6 +561,8 @@ static void process(struct ag_ws_client *ws)
 {
 	if (ws->busy || ws->in_teardown || ws->state == AG_WS_CLOSED)
 		return;
+	if (ws->ws && !ws->lost && queue_over(ws))
+		ws->lost = true;
 	if (ws->ws && !ws->lost && wslay_event_want_write(ws->ws) && wslay_event_send(ws->ws) < 0)
 		lost(ws, "websocket send failed");
 	if (ws->ws && !ws->lost && ws->close_deferred && wslay_event_get_queued_msg_count(ws->ws) == 0) {

@@ -14,7 +14,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -51,30 +50,17 @@ static const char control_get[] = "GET /v1/vms HTTP/1.1\r\nHost: x\r\nConnection
 
 static unsigned daemon_fds(void)
 {
-	char path[64];
-	unsigned n = 0;
-	DIR *d;
+	long n = th_proc_fds(fx.proc.pid);
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)fx.proc.pid);
-	if (!(d = opendir(path)))
+	if (n < 0)
 		fail_msg("vmactd is gone");
-	for (struct dirent *de; (de = readdir(d));)
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
+	return (unsigned)n;
 }
 
 static long daemon_rss_kib(void)
 {
-	char path[64], *buf, *p;
-	long kib = -1;
+	long kib = th_proc_rss_kib(fx.proc.pid);
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)fx.proc.pid);
-	buf = th_read_file(path);
-	if (buf && (p = strstr(buf, "VmRSS:")))
-		kib = strtol(p + 6, NULL, 10);
-	free(buf);
 	if (kib < 0)
 		fail_msg("no VmRSS for vmactd");
 	return kib;
@@ -98,48 +84,13 @@ static void expect(struct th_flood *f, const char *req, const char *want)
 			 r < 0 ? strerror(-r) : "answered", buf);
 }
 
-/* Bad input, each on its own connection: the answer (if any) is an
- * error, never a crash or a hang. */
-static void bad_input(struct th_flood *f)
-{
-	static const char truncated[] =
-		"POST /v1/vms/x/bounds HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n{\"min_cpu\":";
-	static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\xff\r\n\r\n\x00\x01garbage\r\n\r\n";
-	size_t big_len = 256 * 1024;
-	char *big = malloc(big_len + 64), buf[4096];
-	int fd;
-
-	assert_non_null(big);
-	/* An oversized header line: refused, the connection closed. */
-	strcpy(big, "GET /v1/vms HTTP/1.1\r\nX-Big: ");
-	memset(big + strlen(big), 'a', big_len - strlen(big));
-	memcpy(big + big_len, "\r\n\r\n", 5);
-	assert_int_equal(th_flood_request(f, NULL, big, big_len + 4, buf, sizeof(buf)), 0);
-	if (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)
-		fail_msg("oversized header answered \"%.80s\"", buf);
-	free(big);
-	/* Garbage: an error or a closed connection. */
-	assert_int_equal(th_flood_request(f, NULL, garbage, sizeof(garbage) - 1, buf, sizeof(buf)),
-			 0);
-	if (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)
-		fail_msg("garbage answered \"%.80s\"", buf);
-	/* A body that never completes, and the client leaves. */
-	fd = th_flood_open(f, NULL);
-	assert_true(fd >= 0);
-	{
-		uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
-
-		while (!th_flood_send(fd, truncated) && vmact_now_usec() < end)
-			usleep(10000);
-	}
-	close(fd);
-}
-
 /* A flood of 4x the server's limit holding partial headers; a good
  * request is served meanwhile, the daemon holds at most limit more
  * descriptors; after they close it is served again. */
-static void attack(struct th_flood *f, unsigned limit, const char *good, const char *want)
+static void attack(struct th_flood *f, unsigned limit, const char *good, const char *want,
+		   const char *post_path)
 {
+	char msg[256];
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
 	unsigned got = 0, fds;
 	int r;
@@ -156,7 +107,8 @@ static void attack(struct th_flood *f, unsigned limit, const char *good, const c
 		fail_msg("vmactd holds %u descriptors under the flood, idle %u + limit %u", fds,
 			 fx.idle_fds, limit);
 	th_flood_close(f);
-	bad_input(f);
+	if (th_flood_bad_input(f, post_path, msg, sizeof(msg)) < 0)
+		fail_msg("%s: %s", f->unix_path[0] ? "control" : "metrics", msg);
 	expect(f, good, want);
 	assert_alive();
 }
@@ -173,7 +125,7 @@ static void test_control_hostile(void **state)
 	(void)state;
 	snprintf(f.unix_path, sizeof(f.unix_path), "%s", fx.sock);
 	expect(&f, control_get, "HTTP/1.1 200");
-	attack(&f, CONTROL_CONN_LIMIT, control_get, "HTTP/1.1 200");
+	attack(&f, CONTROL_CONN_LIMIT, control_get, "HTTP/1.1 200", "/v1/vms/x/bounds");
 	free(f.fds);
 }
 
@@ -183,7 +135,7 @@ static void test_metrics_hostile(void **state)
 
 	(void)state;
 	expect(&f, metrics_get, "HTTP/1.1 200");
-	attack(&f, METRICS_CONN_LIMIT, metrics_get, "HTTP/1.1 200");
+	attack(&f, METRICS_CONN_LIMIT, metrics_get, "HTTP/1.1 200", "/metrics");
 	free(f.fds);
 }
 
@@ -289,20 +241,13 @@ int main(void)
 		cmocka_unit_test(test_metrics_hostile),
 		cmocka_unit_test(test_after),
 	};
-	char self[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "test_hostile_daemon: needs root (the control API answers uid 0)\n");
 		return 1;
 	}
-	if (n <= 0)
+	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
 		return 1;
-	self[n] = '\0';
-	/* build[/san]/tests/integration/test_hostile_daemon -> build[/san]/vmactd */
-	for (int i = 0; i < 3 && (slash = strrchr(self, '/')); i++)
-		*slash = '\0';
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/vmactd", self);
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("test_hostile_daemon", tests, setup, teardown);
 }

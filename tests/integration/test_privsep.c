@@ -451,7 +451,7 @@ int main(void)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (th_build_program("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
+	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
 		return 1;
 	return cmocka_run_group_tests_name("privsep", tests, setup, teardown);
 }

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +112,17 @@ void th_print_log_tail(const char *path, const char *title, size_t tail)
 		return;
 	len = strlen(buf);
 	fprintf(stderr, "---- %s (tail) ----\n%s\n", title, len > tail ? buf + len - tail : buf);
+}
+
+void th_remove_pins(const char *pin_root)
+{
+	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
+					     "vmact_vms" };
+	char p[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", pin_root, maps[i]);
+		unlink(p);
+	}
+	rmdir(pin_root);
 }

@@ -31,3 +31,7 @@ ssize_t th_read_some(int fd, char *buf, size_t cap, size_t *len);
 /* Removes path and everything under it (a scratch tree from mkdtemp(3));
  * 0 or -errno. */
 int th_rm_rf(const char *path);
+
+/* Removes the sampler's pinned maps under pin_root and the directory (what
+ * a vmactd killed before its clean shutdown leaves on bpffs). */
+void th_remove_pins(const char *pin_root);

@@ -185,6 +185,54 @@ int th_flood_request(struct th_flood *f, const char *src, const char *req, size_
 	return eof ? 0 : -ETIMEDOUT;
 }
 
+int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t msglen)
+{
+	static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\xff\r\n\r\n\x00\x01garbage\r\n\r\n";
+	const size_t big_len = 256 * 1024;
+	char *big = malloc(big_len + 64), buf[4096], truncated[512];
+	uint64_t end;
+	int n, fd, r;
+
+	if (!big) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	/* An oversized header line: refused, or the connection closed. */
+	n = snprintf(big, big_len, "GET %s HTTP/1.1\r\nX-Big: ", path);
+	memset(big + n, 'a', big_len - (size_t)n);
+	memcpy(big + big_len, "\r\n\r\n", 5);
+	r = th_flood_request(f, NULL, big, big_len + 4, buf, sizeof(buf));
+	free(big);
+	if (r < 0 || (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)) {
+		snprintf(msg, msglen, "oversized header: %s \"%.80s\"", r < 0 ? strerror(-r) : "answered",
+			 buf);
+		return -1;
+	}
+	/* Garbage: an error or a closed connection. */
+	r = th_flood_request(f, NULL, garbage, sizeof(garbage) - 1, buf, sizeof(buf));
+	if (r < 0 || (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)) {
+		snprintf(msg, msglen, "garbage: %s \"%.80s\"", r < 0 ? strerror(-r) : "answered", buf);
+		return -1;
+	}
+	/* A body that never completes, and the client leaves. */
+	snprintf(truncated, sizeof(truncated),
+		 "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n{\"min_cpu\":", path);
+	end = vmact_now_usec() + TH_SAFETY_USEC;
+	do {
+		fd = th_flood_open(f, NULL);
+		if (fd == -EAGAIN)
+			pump(f, 10000);
+	} while (fd == -EAGAIN && vmact_now_usec() < end);
+	if (fd < 0) {
+		snprintf(msg, msglen, "truncated body: cannot connect: %s", strerror(-fd));
+		return -1;
+	}
+	while (!th_flood_send(fd, truncated) && vmact_now_usec() < end)
+		pump(f, 10000);
+	close(fd);
+	return 0;
+}
+
 void th_flood_close(struct th_flood *f)
 {
 	for (unsigned i = 0; i < f->nfds; i++)

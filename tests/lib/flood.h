@@ -44,5 +44,11 @@ int th_flood(struct th_flood *f, unsigned n, const char *const *srcs, unsigned n
 int th_flood_request(struct th_flood *f, const char *src, const char *req, size_t req_len,
 		     char *buf, size_t cap);
 
+/* Bad input, each on its own connection: a request to `path` with an
+ * oversized header line (256 KiB), garbage bytes, and a POST whose body
+ * never completes (the client leaves). Each may be answered only with a
+ * 4xx or a closed connection. 0, or -1 with what went wrong in msg. */
+int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t msglen);
+
 /* Closes the flood's connections (the struct stays usable). */
 void th_flood_close(struct th_flood *f);

@@ -238,3 +238,17 @@ void tg_destroy_by_name(struct tg_guest *g)
 		virConnectClose(vc);
 	tg_destroy(g);
 }
+
+bool tg_booted(void *g)
+{
+	struct tg_report r;
+
+	return tg_report(g, &r);
+}
+
+bool tg_two_cpus(void *g)
+{
+	struct tg_report r;
+
+	return tg_report(g, &r) && r.cpus >= 2;
+}

@@ -78,6 +78,11 @@ bool tg_wait(const struct tg_guest *g, unsigned long after,
 bool tg_cpus_eq(const struct tg_report *r, const void *arg);
 bool tg_mem_eq(const struct tg_report *r, const void *arg);
 
+/* Predicates on a guest (struct tg_guest *) for th_wait_daemon and the
+ * like: it has reported at all (booted); it reports 2 CPUs or more. */
+bool tg_booted(void *g);
+bool tg_two_cpus(void *g);
+
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);
 

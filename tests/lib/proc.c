@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "tests/lib/file.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -163,15 +164,49 @@ bool th_wait_daemon(struct th_proc *p, bool (*pred)(void *), void *arg, double l
 	return false;
 }
 
-int th_build_program(const char *name, char *out, size_t len)
+long th_proc_fds(pid_t pid)
 {
-	char self[PATH_MAX];
+	char path[64];
+	long n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(path)))
+		return -1;
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+long th_proc_rss_kib(pid_t pid)
+{
+	char path[64], *buf, *p;
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	if (buf && (p = strstr(buf, "VmRSS:")))
+		kib = strtol(p + 6, NULL, 10);
+	free(buf);
+	return kib;
+}
+
+int th_build_prog(const char *prog, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int w;
 
 	if (n <= 0)
 		return -errno;
 	self[n] = '\0';
-	w = snprintf(out, len, "%s/../../%s", dirname(self), name);
+	for (int i = 0; i < 3; i++) {
+		if (!(slash = strrchr(self, '/')))
+			return -ENOENT;
+		*slash = '\0';
+	}
+	w = snprintf(out, len, "%s/%s", self, prog);
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -56,6 +57,11 @@ int th_proc_wait(struct th_proc *p);
  * A child not running: its recorded status. */
 int th_proc_stop(struct th_proc *p, int sig, uint64_t grace_usec);
 
-/* A program of the build this test belongs to: build[/san]/tests/<dir>/
- * <test> -> build[/san]/<name>. 0 or -errno. */
-int th_build_program(const char *name, char *out, size_t len);
+/* What another process holds, read from /proc: its open descriptors, its
+ * resident memory in KiB (VmRSS); -1 when it is gone. */
+long th_proc_fds(pid_t pid);
+long th_proc_rss_kib(pid_t pid);
+
+/* The program `prog` of the build this test belongs to:
+ * build[/san]/tests/<kind>/<test> -> build[/san]/<prog>. 0 or -errno. */
+int th_build_prog(const char *prog, char *out, size_t len);

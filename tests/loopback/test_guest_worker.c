@@ -114,7 +114,7 @@ static int setup(void **state)
 	snprintf(t->sock, sizeof(t->sock), "/tmp/vmact-gw-%d.sock", (int)getpid());
 	snprintf(t->peer_log, sizeof(t->peer_log), "/tmp/vmact-gw-%d.peer", (int)getpid());
 	snprintf(t->name, sizeof(t->name), "gw-test-%d", (int)getpid());
-	if (th_build_program("vmact-guestd", t->program, sizeof(t->program)) < 0 ||
+	if (th_build_prog("vmact-guestd", t->program, sizeof(t->program)) < 0 ||
 	    sd_event_new(&t->e) < 0)
 		return -1;
 	{

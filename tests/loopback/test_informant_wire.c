@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "agent-glue/http-client.h"
 #include "agent-glue/informant-client.h"
 #include "tests/lib/file.h"
+#include "tests/lib/flood.h"
 #include "tests/lib/net.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/wait.h"
@@ -835,6 +837,54 @@ static void test_agent_server_answers(void **state)
 	env_down(&t);
 }
 
+/* The agent's server (the one the informant calls) under a slowloris
+ * flood of 4x its connection limit (256, http-server.h's default) from
+ * four source addresses, an oversized header, garbage and a body that
+ * never completes: GET /id is answered during and after, and the agent
+ * stays registered and running (README, "Reliability and security"). */
+static void test_agent_server_flood(void **state)
+{
+	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
+	static const char id_get[] = "GET /id HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+				     "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+	struct th_flood f = { 0 };
+	struct rlimit rl;
+	char buf[2048], msg[256];
+	unsigned got = 0;
+	const char *colon;
+	struct env t;
+
+	(void)state;
+	/* Room for both sides of every flood connection. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
+	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 4096)) {
+		rl.rlim_cur = 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	env_up(&t, "1", "4", 0, 0);
+	f.ev = t.ev;
+	colon = strrchr(ag_inf_agent_serve_addr(t.a), ':');
+	assert_non_null(colon);
+	f.port = (unsigned)atoi(colon + 1);
+	if (th_flood(&f, 4 * 256, srcs, 4, &got) < 0)
+		fail_msg("flood: %u of %u connections got through", got, 4 * 256);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(th_flood_request(&f, NULL, id_get, strlen(id_get), buf, sizeof(buf)),
+				 0);
+		if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+			fail_msg("GET /id %s the flood: \"%.80s\"", round ? "after" : "during", buf);
+		if (round == 0) {
+			th_flood_close(&f);
+			if (th_flood_bad_input(&f, "/try-upscale", msg, sizeof(msg)) < 0)
+				fail_msg("%s", msg);
+		}
+	}
+	assert_int_equal(ag_inf_agent_mode(t.a), AG_INF_RUNNING);
+	assert_int_equal(ag_inf_agent_generation(t.a), 1);
+	free(f.fds);
+	env_down(&t);
+}
+
 /* ---- misbehaving informants -------------------------------------------- */
 
 enum bad_mode { BAD_CLOSE_MID, BAD_GARBAGE, BAD_NO_ID_CALL, BAD_BAD_DESC };
@@ -1070,6 +1120,7 @@ int main(void)
 		cmocka_unit_test(test_resume_suspend_cycle),
 		cmocka_unit_test(test_two_agents),
 		cmocka_unit_test(test_agent_server_answers),
+		cmocka_unit_test(test_agent_server_flood),
 		cmocka_unit_test(test_peer_closes_mid_message),
 		cmocka_unit_test(test_peer_sends_garbage),
 		cmocka_unit_test(test_peer_skips_id_call),

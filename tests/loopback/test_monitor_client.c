@@ -25,6 +25,7 @@
 #include "agent-glue/monitor-client.h"
 #include "agent-glue/monitor.h"
 #include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 #define MiB (1024ull * 1024)
@@ -53,6 +54,7 @@ struct tctx {
 	unsigned connected, disconnected, upscale_requested;
 	uint64_t last_gen;
 	char last_reason[256];
+	char reasons[4096]; /* every disconnect's, one a line */
 };
 
 static bool verbose(void)
@@ -143,7 +145,7 @@ static void peer_cmd(struct tctx *t, const char *fmt, ...)
 	WAIT_FOR(t, peer_count(t, "ack", NULL) > acks, "the peer's ack");
 }
 
-static void peer_start(struct tctx *t, const char *const *args)
+static void peer_start_script(struct tctx *t, const char *script, const char *const *args)
 {
 	const char *argv[32];
 	size_t argc = 0;
@@ -157,12 +159,17 @@ static void peer_start(struct tctx *t, const char *const *args)
 	for (; args && *args && argc < ARRAY_SIZE(argv) - 1; args++)
 		argv[argc++] = *args;
 	argv[argc] = NULL;
-	if (th_peer_start(&t->peer, "vm-monitor.js", argv, NULL, msg, sizeof(msg)) < 0)
+	if (th_peer_start(&t->peer, script, argv, NULL, msg, sizeof(msg)) < 0)
 		fail_msg("%s", msg);
 	assert_int_equal(sd_event_add_io(t->e, &t->out_src, t->peer.proc.out_fd, EPOLLIN,
 					 on_peer_out, t),
 			 0);
 	t->port = (int)t->peer.port;
+}
+
+static void peer_start(struct tctx *t, const char *const *args)
+{
+	peer_start_script(t, "vm-monitor.js", args);
 }
 
 static void on_connected(struct ag_mon_client *c, uint64_t gen, void *ud)
@@ -179,6 +186,10 @@ static void on_disconnected(struct ag_mon_client *c, uint64_t gen, const char *r
 
 	t->disconnected++;
 	snprintf(t->last_reason, sizeof(t->last_reason), "%s", reason);
+	if (strlen(t->reasons) + strlen(reason) + 2 < sizeof(t->reasons)) {
+		strcat(t->reasons, reason);
+		strcat(t->reasons, "\n");
+	}
 }
 
 static void on_upscale_requested(struct ag_mon_client *c, uint64_t at, void *ud)
@@ -892,6 +903,38 @@ static void test_never_answers(void **state)
 	wait_connected(t, 1);
 }
 
+/* A hostile monitor (tests/peers/hostile-monitor.js): floods of pings
+ * and of unknown messages while it never reads, a reserved opcode, a
+ * 2^62-byte frame, a frame that never finishes (the health checks go
+ * unanswered). Each connection is dropped with its reason, what the
+ * client queued for the peer stays bounded (the floods end because the
+ * client closed, not at the peer's 256 MiB), and it connects again to a
+ * monitor that behaves. */
+static void test_hostile_peer(void **state)
+{
+	struct tctx *t = *state;
+	struct ag_mon_client_config cfg = base_config(t);
+	const char *args[] = { "--modes", "ping-flood,text-flood,bad-opcode,huge-length,unfinished",
+			       NULL };
+	long rss0 = th_proc_rss_kib(getpid()), rss;
+
+	cfg.response_timeout_usec = 300 * MS;
+	cfg.health_max_failing_usec = 1000 * MS;
+	peer_start_script(t, "hostile-monitor.js", args);
+	client_start(t, &cfg);
+	WAIT_FOR(t, t->connected >= 6 && ag_mon_client_state(t->c) == AG_MON_CLIENT_CONNECTED,
+		 "the client to get through the attacks to a behaving monitor");
+	rss = th_proc_rss_kib(getpid());
+	if (verbose())
+		fprintf(stderr, "reasons:\n%sRSS %ld -> %ld KiB\n", t->reasons, rss0, rss);
+	assert_int_equal(peer_count(t, "flooded", NULL), 2);
+	assert_non_null(strstr(t->reasons, "the vm-monitor does not read what is sent to it"));
+	assert_non_null(strstr(t->reasons, "closed with 1002"));
+	assert_non_null(strstr(t->reasons, "closed with 1009"));
+	assert_non_null(strstr(t->reasons, "failing health checks for at least 1s"));
+	assert_true(rss - rss0 < 16 * 1024);
+}
+
 #define BOTH(fn)                                                             \
 	cmocka_unit_test_setup_teardown(fn, setup, teardown),                \
 	cmocka_unit_test_setup_teardown(fn, setup_unix, teardown)
@@ -915,6 +958,7 @@ int main(void)
 		BOTH(test_bad_payload),
 		BOTH(test_garbage_and_cuts),
 		BOTH(test_never_answers),
+		cmocka_unit_test_setup_teardown(test_hostile_peer, setup_unix, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -216,6 +216,8 @@ static void test_example(void **state)
 	assert_int_equal(cfg.cpu_shrink, def.cpu_shrink);
 	assert_int_equal(cfg.policy_tick_ms, def.policy_tick_ms);
 	assert_int_equal(cfg.sampler_interval_ms, def.sampler_interval_ms);
+	assert_int_equal(cfg.sampler_max_vms, def.sampler_max_vms);
+	assert_int_equal(cfg.sampler_max_threads, def.sampler_max_threads);
 	assert_int_equal(cfg.plugin_mode, def.plugin_mode);
 	assert_true(cfg.arbiter_watermark == def.arbiter_watermark);
 	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 0);
