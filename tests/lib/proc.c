@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,4 +160,23 @@ bool th_wait_daemon(struct th_proc *p, bool (*pred)(void *), void *arg, double l
 	if (died)
 		fprintf(stderr, "the daemon exited early (status %d)\n", p->status);
 	return false;
+}
+
+int th_build_prog(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return -EIO;
+	self[n] = '\0';
+	for (int up = 0; up < 3; up++) {
+		slash = strrchr(self, '/');
+		if (!slash)
+			return -ENOENT;
+		*slash = '\0';
+	}
+	if ((size_t)snprintf(out, len, "%s/%s", self, name) >= len)
+		return -ENAMETOOLONG;
+	return 0;
 }

@@ -55,3 +55,7 @@ int th_proc_wait(struct th_proc *p);
  * waits up to grace_usec, then SIGKILLs it. Its status; closes the pipes.
  * A child not running: its recorded status. */
 int th_proc_stop(struct th_proc *p, int sig, uint64_t grace_usec);
+
+/* The path of program `name` of the build this test binary belongs to:
+ * build[/san]/tests/<dir>/<test> -> build[/san]/<name>. 0 or -errno. */
+int th_build_prog(const char *name, char *out, size_t len);
