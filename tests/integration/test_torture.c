@@ -303,22 +303,39 @@ static long size_milli(const struct tt_real *r)
 
 /* ---- the daemon ---- */
 
-static bool log_has_from(const char *needle, long from)
+/* How often needle is in the daemon's log from byte `from` on. */
+static unsigned log_count_from(const char *needle, long from)
 {
 	FILE *f = fopen(tt.log, "re");
 	static char buf[1 << 20];
-	size_t n;
+	unsigned n = 0;
+	size_t len;
 
 	if (!f)
-		return false;
+		return 0;
 	if (fseek(f, from, SEEK_SET) < 0) {
 		fclose(f);
-		return false;
+		return 0;
 	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	len = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
-	buf[n] = 0;
-	return strstr(buf, needle) != NULL;
+	buf[len] = 0;
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static bool log_has_from(const char *needle, long from)
+{
+	return log_count_from(needle, from) > 0;
+}
+
+/* A resize started and not ended: a shrink goes one compute unit at a
+ * time, each step its own "resizing from". */
+static bool op_running(const char *start, const char *done1, const char *done2, long from)
+{
+	return log_count_from(start, from) >
+	       log_count_from(done1, from) + log_count_from(done2, from);
 }
 
 static long log_size(void)
@@ -669,12 +686,14 @@ static void round_run(unsigned round, struct tt_stats *s)
 	t0 = th_now_s();
 	op_ms = -1;
 	while (th_now_s() - t0 < delay / 1000.0) {
-		if (op_ms < 0 && (log_has_from(done1, from) || log_has_from(done2, from)))
+		if (op_ms < 0 && !op_running(needle, done1, done2, from))
 			op_ms = (long)((th_now_s() - t0) * 1000);
+		else if (op_ms >= 0 && op_running(needle, done1, done2, from))
+			op_ms = -1; /* the next step started */
 		usleep(1000);
 	}
 	th_proc_stop(&tt.daemon, SIGKILL, 0);
-	inside = !log_has_from(done1, from) && !log_has_from(done2, from);
+	inside = op_running(needle, done1, done2, from);
 	s->inside += inside;
 	s->per_kind[(round - 1) % N_KINDS]++;
 	read_real(v, &r);
