@@ -248,6 +248,19 @@ soak:
 		UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 		$(SOAK_BUILD)/tests/integration/test_soak
 
+# make torture: vmactd SIGKILLed at a random moment of a resize, then a
+# new vmactd, TORTURE_ROUNDS times (tests/integration/test_torture.c; make
+# check runs its 8-round version). Sanitized vmactd, as make check's; root.
+# VMACT_TORTURE_SEED=N replays a run's kill delays.
+TORTURE_ROUNDS ?= 100
+.PHONY: torture
+torture:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 \
+		$(SANBUILD)/tests/integration/test_torture $(SANBUILD)/vmactd $(SANBUILD)/vmactl
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_TORTURE_ROUNDS=$(TORTURE_ROUNDS) \
+		$(SANBUILD)/tests/integration/test_torture
+
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does
 # not depend on compiler flags, and integration tests and benches share it.

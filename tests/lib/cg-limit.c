@@ -8,20 +8,38 @@
 
 #include "tests/lib/file.h"
 
-int th_log_vm_cgroup(const char *log, char *group, size_t len)
+/* The group named by the first ", cgroup " after the first (name NULL)
+ * or the last "NAME: managing (" line of the log. */
+static int log_cgroup(const char *log, const char *name, char *group, size_t len)
 {
-	char *buf = th_read_file(log), *p, g[256] = "";
+	char *buf = th_read_file(log), *p = NULL, *q, needle[256], g[256] = "";
 
 	if (!buf)
 		return -ENOENT;
-	p = strstr(buf, ", cgroup ");
-	if (p && sscanf(p, ", cgroup %255[^,]", g) != 1)
+	if (name) {
+		snprintf(needle, sizeof(needle), "%s: managing (", name);
+		for (q = buf; (q = strstr(q, needle)); q++)
+			p = q;
+	} else {
+		p = buf;
+	}
+	if (p && (p = strstr(p, ", cgroup ")) && sscanf(p, ", cgroup %255[^,]", g) != 1)
 		g[0] = 0;
 	free(buf);
 	if (!g[0] || strlen(g) >= len)
 		return -ENOENT;
 	memcpy(group, g, strlen(g) + 1);
 	return 0;
+}
+
+int th_log_vm_cgroup(const char *log, char *group, size_t len)
+{
+	return log_cgroup(log, NULL, group, len);
+}
+
+int th_log_named_vm_cgroup(const char *log, const char *name, char *group, size_t len)
+{
+	return log_cgroup(log, name, group, len);
 }
 
 static long read_long(const char *path, long fallback)

@@ -13,6 +13,10 @@
 /* The VM's cgroup as vmactd logged it in log (a file); 0 or -ENOENT. */
 int th_log_vm_cgroup(const char *log, char *group, size_t len);
 
+/* The same for the VM named name, from the last "NAME: managing (" line
+ * (several VMs in one log); 0 or -ENOENT. */
+int th_log_named_vm_cgroup(const char *log, const char *name, char *group, size_t len);
+
 /* The group's CPU limit in milli-CPUs, TH_CG_UNLIMITED, or TH_CG_UNKNOWN
  * when no limit file is readable. */
 long th_cg_limit_milli(const char *group);
