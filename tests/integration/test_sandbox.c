@@ -40,6 +40,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -58,6 +59,7 @@
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -73,6 +75,10 @@ struct fixture {
 	struct tg_guest a;
 	char dir[64], cfg[128], log[128], probe_log[128], syscalls[128], pins[128];
 	char rundir[128], statedir[128], bindir[128];
+	/* The VM's vm-monitor (tests/peers/vm-monitor.js) on a unix socket
+	 * under dir: vmactd's guest worker is spawned inside the sandbox. */
+	struct th_peer monitor;
+	char monitor_sock[108], monitor_log[128];
 	bool made_run, made_state; /* /run/vmact, /var/lib/vmact created here */
 	char caps_arg[256], families[256];
 	uint64_t cap_mask;
@@ -216,6 +222,10 @@ static int setup(void **state)
 		snprintf(to, sizeof(to), "%s/vmactd", fx.bindir);
 		if (copy_program(from, to) < 0)
 			return fprintf(stderr, "cannot copy %s\n", from), -1;
+		snprintf(from, sizeof(from), "%s/vmact-guestd", plain_dir);
+		snprintf(to, sizeof(to), "%s/vmact-guestd", fx.bindir);
+		if (copy_program(from, to) < 0)
+			return fprintf(stderr, "cannot copy %s\n", from), -1;
 		snprintf(from, sizeof(from), "%s/tests/seccomp-exec", plain_dir);
 		snprintf(to, sizeof(to), "%s/seccomp-exec", fx.bindir);
 		if (copy_program(from, to) < 0)
@@ -256,6 +266,17 @@ static int setup(void **state)
 	print_message("unit: capabilities %s, families %s, %u system calls\n", fx.caps_arg,
 		      fx.families, th_count_in_file(fx.syscalls, "\n"));
 
+	snprintf(fx.monitor_sock, sizeof(fx.monitor_sock), "%s/monitor.sock", fx.dir);
+	snprintf(fx.monitor_log, sizeof(fx.monitor_log), "%s/monitor.log", fx.dir);
+	{
+		const char *args[] = { "--unix", fx.monitor_sock, "--no-cgroup", NULL };
+
+		if (th_peer_start(&fx.monitor, "vm-monitor.js", args, fx.monitor_log, msg,
+				  sizeof(msg)) < 0) {
+			print_error("vm-monitor: %s\n", msg);
+			return -1;
+		}
+	}
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc)
@@ -265,7 +286,8 @@ static int setup(void **state)
 		 "<vmact:cpu min='1' max='4'/>"
 		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
 		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		 "</vmact:autoscaling>");
+		 "<vmact:monitor endpoint='unix:%s'/>"
+		 "</vmact:autoscaling>", fx.monitor_sock);
 	if (tg_start(fx.vc, PREFIX, meta, &fx.a, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
@@ -296,6 +318,7 @@ static int teardown(void **state)
 	tg_destroy(&fx.a);
 	if (fx.vc)
 		virConnectClose(fx.vc);
+	th_peer_stop(&fx.monitor);
 	if (fx.made_run)
 		rmdir("/run/vmact");
 	if (fx.made_state)
@@ -517,6 +540,73 @@ static void check_confined(void)
 	check_mounts();
 }
 
+/* The pid in the log's last "<vm>: guest worker PID started|restarted". */
+static pid_t worker_pid(void)
+{
+	_cleanup_free_ char *buf = th_read_file(fx.log);
+	char needle[160];
+	pid_t pid = 0;
+
+	snprintf(needle, sizeof(needle), "%s: guest worker ", fx.a.name);
+	for (char *p = buf; p && (p = strstr(p, needle)); p++) {
+		char what[16];
+		int v;
+
+		if (sscanf(p + strlen(needle), "%d %15s", &v, what) == 2 &&
+		    (!strcmp(what, "started") || !strcmp(what, "restarted")))
+			pid = v;
+	}
+	return pid;
+}
+
+static bool monitor_connected(void *unused)
+{
+	char needle[160];
+
+	(void)unused;
+	snprintf(needle, sizeof(needle), "%s: vm-monitor connected", fx.a.name);
+	return th_count_in_file(fx.log, needle) > 0;
+}
+
+/* The VM's guest worker (doc/privsep.md), started by the sandboxed vmactd
+ * under the unit's bounding set, no_new_privs and system-call filter: it
+ * reached the vm-monitor, runs as the workers' user with no capability
+ * left in its effective and permitted sets, and added its own filter
+ * (Seccomp 2 is inherited too; the connection shows it ran to the end of
+ * its set-up, which loads the filter last). */
+static void check_worker(void)
+{
+	struct passwd *pw = getpwnam("vmact");
+	char v[160], uid[32];
+	pid_t pid;
+
+	if (!wait_until(monitor_connected, NULL, LIMIT_SCALE_S)) {
+		dump_log();
+		fail_msg("the VM's vm-monitor never connected through a guest worker");
+	}
+	pid = worker_pid();
+	assert_true(pid > 0);
+	if (!pw)
+		pw = getpwnam("nobody");
+	assert_non_null(pw);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)pw->pw_uid);
+	assert_true(proc_status(pid, "Uid", v, sizeof(v)));
+	assert_true(strncmp(v, uid, strlen(uid)) == 0 && (v[strlen(uid)] == '\t'));
+	assert_true(proc_status(pid, "CapEff", v, sizeof(v)));
+	assert_string_equal(v, "0000000000000000");
+	assert_true(proc_status(pid, "CapPrm", v, sizeof(v)));
+	assert_string_equal(v, "0000000000000000");
+	assert_true(proc_status(pid, "NoNewPrivs", v, sizeof(v)));
+	assert_string_equal(v, "1");
+	assert_true(proc_status(pid, "Seccomp", v, sizeof(v)));
+	assert_string_equal(v, "2");
+	/* One worker all along: its "started" line and no death or restart. */
+	snprintf(v, sizeof(v), "%s: guest worker ", fx.a.name);
+	assert_int_equal(th_count_in_file(fx.log, v), 1);
+	print_message("sandboxed vmactd: guest worker %d as %s, vm-monitor connected\n", (int)pid,
+		      pw->pw_name);
+}
+
 static void stop_daemon(void)
 {
 	struct stat sb;
@@ -556,6 +646,7 @@ static void sandboxed_vmactd_scales(void **state)
 		fail_msg("the guest never got a second vCPU and its quota");
 	}
 	print_message("sandboxed vmactd: guest at 2+ vCPUs, quota %ldm\n", quota_milli());
+	check_worker();
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	stop_daemon();
 	if (getenv("VMACT_TEST_VERBOSE"))
