@@ -117,24 +117,9 @@ static void await(struct count *c, const char *what)
 	need(count_grew, c, what);
 }
 
-/* The pid in the last "<vm>: guest worker PID started|restarted" line. */
 static pid_t worker_pid(const struct tg_guest *g)
 {
-	char *buf = th_read_file(fx.log), *p, needle[160];
-	pid_t pid = 0;
-
-	assert_non_null(buf);
-	snprintf(needle, sizeof(needle), "%s: guest worker ", g->name);
-	for (p = buf; (p = strstr(p, needle)); p++) {
-		int v;
-		char what[16];
-
-		if (sscanf(p + strlen(needle), "%d %15s", &v, what) == 2 &&
-		    (!strcmp(what, "started") || !strcmp(what, "restarted")))
-			pid = v;
-	}
-	free(buf);
-	return pid;
+	return th_log_guest_worker(fx.log, g->name);
 }
 
 /* The VM's CPU limit in milli-CPUs, from the cgroup vmactd logged. */

@@ -540,25 +540,6 @@ static void check_confined(void)
 	check_mounts();
 }
 
-/* The pid in the log's last "<vm>: guest worker PID started|restarted". */
-static pid_t worker_pid(void)
-{
-	_cleanup_free_ char *buf = th_read_file(fx.log);
-	char needle[160];
-	pid_t pid = 0;
-
-	snprintf(needle, sizeof(needle), "%s: guest worker ", fx.a.name);
-	for (char *p = buf; p && (p = strstr(p, needle)); p++) {
-		char what[16];
-		int v;
-
-		if (sscanf(p + strlen(needle), "%d %15s", &v, what) == 2 &&
-		    (!strcmp(what, "started") || !strcmp(what, "restarted")))
-			pid = v;
-	}
-	return pid;
-}
-
 static bool monitor_connected(void *unused)
 {
 	char needle[160];
@@ -584,7 +565,7 @@ static void check_worker(void)
 		dump_log();
 		fail_msg("the VM's vm-monitor never connected through a guest worker");
 	}
-	pid = worker_pid();
+	pid = th_log_guest_worker(fx.log, fx.a.name);
 	assert_true(pid > 0);
 	if (!pw)
 		pw = getpwnam("nobody");

@@ -126,3 +126,21 @@ void th_remove_pins(const char *pin_root)
 	}
 	rmdir(pin_root);
 }
+
+pid_t th_log_guest_worker(const char *log, const char *vm)
+{
+	_cleanup_free_ char *buf = th_read_file(log);
+	char needle[160];
+	pid_t pid = 0;
+
+	snprintf(needle, sizeof(needle), "%s: guest worker ", vm);
+	for (char *p = buf; p && (p = strstr(p, needle)); p++) {
+		char what[16];
+		int v;
+
+		if (sscanf(p + strlen(needle), "%d %15s", &v, what) == 2 &&
+		    (!strcmp(what, "started") || !strcmp(what, "restarted")))
+			pid = v;
+	}
+	return pid;
+}

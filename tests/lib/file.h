@@ -20,6 +20,10 @@ int th_write_file(const char *path, const char *text);
 /* How often needle occurs in the file (0 if it is unreadable). */
 unsigned th_count_in_file(const char *path, const char *needle);
 
+/* The guest worker of VM `vm` in vmactd's log (doc/privsep.md): the pid
+ * of its last "VM: guest worker PID started|restarted" line, 0 if none. */
+pid_t th_log_guest_worker(const char *log, const char *vm);
+
 /* Reads fd until EOF or cap-1 bytes, NUL-terminated; the length. */
 size_t th_read_fd_all(int fd, char *buf, size_t cap);
 
