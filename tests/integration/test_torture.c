@@ -125,7 +125,7 @@ static const struct tt_kind kinds[] = {
 	{ "vmem-down", VM_V, true, 512, 1500, K_VMACTD },
 	{ "dimm-down", VM_D, true, 512, 2500, K_VMACTD },
 	/* A DIMM unplug (D grown by one first) during which QEMU dies: the
-	 * unplug ends some 10-20 ms after the test sees it start here. */
+	 * unplug ends some tens of ms after the test sees it start here. */
 	{ "dimm-lost", VM_D, true, 512, 30, K_QEMU_VMACTD },
 	{ "dimm-crash", VM_D, true, 512, 30, K_QEMU },
 };
