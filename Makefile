@@ -250,7 +250,7 @@ soak:
 
 # make torture: vmactd SIGKILLed at a random moment of a resize, then a
 # new vmactd, TORTURE_ROUNDS times (tests/integration/test_torture.c; make
-# check runs its 8-round version). Sanitized vmactd, as make check's; root.
+# check runs its 10-round version). Sanitized vmactd, as make check's; root.
 # VMACT_TORTURE_SEED=N replays a run's kill delays.
 TORTURE_ROUNDS ?= 100
 .PHONY: torture

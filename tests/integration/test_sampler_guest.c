@@ -28,6 +28,7 @@
 #include "base/macro.h"
 #include "bpf/sampler.h"
 #include "tests/lib/file.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/wait.h"
 
 #define PHASE_S 6
@@ -186,14 +187,11 @@ static void guest_cmd(struct fixture *f, const char *cmd)
 
 static pid_t qemu_pid(struct fixture *f)
 {
-	char path[256];
-	_cleanup_free_ char *txt = NULL;
+	pid_t pid = tg_qemu_pid(f->name);
 
-	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", f->name);
-	txt = th_read_file(path);
-	if (!txt)
-		fail_msg("cannot read %s: %s", path, strerror(errno));
-	return (pid_t)atoi(txt);
+	if (pid < 0)
+		fail_msg("%s: no QEMU pid file: %s", f->name, strerror(-pid));
+	return pid;
 }
 
 /* The VM's directory in the v1 cpu hierarchy: libvirt puts the QEMU main

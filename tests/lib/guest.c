@@ -207,6 +207,20 @@ int tg_cmd(const struct tg_guest *g, const char *line)
 	return r;
 }
 
+pid_t tg_qemu_pid(const char *name)
+{
+	char path[256], *text;
+	long pid;
+
+	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", name);
+	text = th_read_file(path);
+	if (!text)
+		return errno ? -errno : -ENOENT;
+	pid = atol(text);
+	free(text);
+	return pid > 1 ? (pid_t)pid : -EINVAL;
+}
+
 void tg_destroy(struct tg_guest *g)
 {
 	if (g->dom) {

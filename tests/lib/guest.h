@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,6 +83,11 @@ bool tg_mem_eq(const struct tg_report *r, const void *arg);
  * like: it has reported at all (booted); it reports 2 CPUs or more. */
 bool tg_booted(void *g);
 bool tg_two_cpus(void *g);
+
+/* The pid of a running domain's QEMU, from libvirt's pid file
+ * (/run/libvirt/qemu/NAME.pid), to kill QEMU as a crash would; -errno when
+ * the file is missing or holds no pid. */
+pid_t tg_qemu_pid(const char *name);
 
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);
