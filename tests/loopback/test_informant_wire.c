@@ -1195,8 +1195,10 @@ static void test_worker(void **state)
 	struct fixture fx;
 	struct wk w = { 0 };
 	sd_event *ev = NULL;
+	unsigned first_port = 0;
 	pid_t pid, pid2;
 	json_t *e;
+	int fd;
 
 	(void)state;
 	assert_int_equal(th_build_prog("vmact-guestd", program, sizeof(program)), 0);
@@ -1210,7 +1212,10 @@ static void test_worker(void **state)
 			 0);
 	/* Registered from the worker: the informant called its server back
 	 * (GET /id) on the socket vmactd bound, and resumed it. */
-	wait_event(ev, &fx, "register");
+	e = wait_event(ev, &fx, "register");
+	assert_int_equal(sscanf(json_string_value(json_object_get(e, "addr")) ?: "",
+				"127.0.0.1:%u", &first_port),
+			 1);
 	TH_WAIT_OR_FAIL(ev, w.connected >= 1, "the agent running in the worker");
 	assert_true(act_approver_approves(ap) && act_approver_may_resize(ap));
 	pid = act_approver_proxy_worker_pid(ap);
@@ -1254,6 +1259,12 @@ static void test_worker(void **state)
 	wait_event(ev, &fx, "register");
 	TH_WAIT_OR_FAIL(ev, w.connected >= 2, "the agent running again in the same worker");
 	assert_int_equal(act_approver_proxy_worker_pid(ap), pid);
+	/* The first registration's listening socket is gone with it: its
+	 * port refuses (one listening socket per worker alive). */
+	fd = th_connect(first_port);
+	if (fd >= 0)
+		close(fd);
+	assert_int_equal(fd, -ECONNREFUSED);
 	fx_cmd(&fx, "{\"cmd\":\"set\",\"approve\":true}");
 	wait_event(ev, &fx, "ack");
 	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
