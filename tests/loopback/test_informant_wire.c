@@ -1226,6 +1226,13 @@ static void test_worker(void **state)
 		wk_status_is(pid, "CapEff", "0000000000000000");
 		wk_status_is(pid, "CapPrm", "0000000000000000");
 	}
+	{
+		char rss[64] = "?";
+
+		th_proc_status(pid, "VmRSS", rss, sizeof(rss));
+		print_message("informant worker %d: %ld descriptors, RSS %s\n", (int)pid,
+			      th_proc_fds(pid), rss);
+	}
 	/* Approvals both ways; the informant denies when told to. */
 	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
 	assert_int_equal(wk_request(ev, ap, &w, true), ACT_APPROVAL_OK);
