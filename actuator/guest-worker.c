@@ -687,6 +687,9 @@ int act_gw_stop(struct act_gw *gw, const struct act_ps_msg *m, uint64_t timeout_
 	int r;
 
 	gw->stopping = true;
+	/* Its goodbye (DELETE /unregister) may need a connection at once:
+	 * one dial more than the rate allows. */
+	gw->last_dial_usec = 0;
 	gw->stop_done = done;
 	gw->stop_ud = done_ud;
 	if (gw->restart_timer)
