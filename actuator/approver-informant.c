@@ -3,14 +3,22 @@
  * agent-glue/informant-client's agent: the agent registers with the
  * informant and serves its callbacks; its mode decides what the runner
  * may do (act_inf_gate_for). On free the agent still unregisters (DELETE
- * /unregister), from the env's draining list. */
+ * /unregister), from the env's draining list.
+ *
+ * With guest_worker.enabled (the default, doc/privsep.md) vmactd runs no
+ * agent: this approver wraps the proxy of the VM's informant worker
+ * (vmact-guestd --informant), which runs the agent below
+ * (act_approver_informant_new_agent); on free the worker is told to stop
+ * (it unregisters) and is waited for on the same draining list, bounded. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actuator/approver.h"
 #include "actuator/runner.h"
+#include "actuator/guest-worker.h"
 #include "agent-glue/informant-client.h"
 #include "base/list.h"
 #include "base/log.h"
@@ -18,7 +26,8 @@
 struct act_inf_approver {
 	struct act_approver head;
 	struct ag_inf_agent *agent;
-	struct act_runner_env *env;
+	struct act_approver *proxy;    /* instead of agent: the guest worker's */
+	struct act_runner_env *env;    /* NULL in the guest worker */
 	VMACT_LIST_FIELDS(struct act_inf_approver, draining); /* in env->inf_draining */
 	bool stopped;                  /* freed by its owner: draining, quiet */
 	const struct act_approver_events *events;
@@ -105,6 +114,8 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 	struct act_inf_approver *i = (struct act_inf_approver *)a;
 	int ret;
 
+	if (i->proxy)
+		return i->proxy->ops->request(i->proxy, up, target, done, userdata, err);
 	ret = act_approval_begin(&i->pending, done, userdata, "an informant", err);
 	if (ret < 0)
 		return ret;
@@ -120,16 +131,25 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 
 static bool may_resize(const struct act_approver *a)
 {
-	return act_inf_gate_for(((const struct act_inf_approver *)a)->mode).may_resize;
+	const struct act_inf_approver *i = (const struct act_inf_approver *)a;
+
+	if (i->proxy)
+		return act_approver_may_resize(i->proxy);
+	return act_inf_gate_for(i->mode).may_resize;
 }
 
 static bool approves(const struct act_approver *a)
 {
-	return act_inf_gate_for(((const struct act_inf_approver *)a)->mode).approves;
+	const struct act_inf_approver *i = (const struct act_inf_approver *)a;
+
+	if (i->proxy)
+		return act_approver_approves(i->proxy);
+	return act_inf_gate_for(i->mode).approves;
 }
 
 static void destroy(struct act_inf_approver *i)
 {
+	act_approver_free(i->proxy);
 	ag_inf_agent_free(i->agent);
 	free(i->name);
 	free(i);
@@ -151,8 +171,22 @@ static void inf_free(struct act_approver *a)
 {
 	struct act_inf_approver *i = (struct act_inf_approver *)a;
 
+	if (!i->env) {
+		/* The guest worker's, stopped already or going at once. */
+		destroy(i);
+		return;
+	}
 	i->stopped = true;
 	VMACT_LIST_PREPEND(draining, i->env->inf_draining, i);
+	if (i->proxy) {
+		/* The worker unregisters within the register timeout; a second
+		 * more for its loop and vmactd's DIAL, then it is killed. */
+		if (act_approver_proxy_stop(i->proxy, AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC +
+							      1000000ULL,
+					    drained, i) < 0)
+			drained(i);
+		return;
+	}
 	/* A pending up/downscale completes now (-ECANCELED) through its own
 	 * callback, while the owner is still there. */
 	if (ag_inf_agent_stop(i->agent, drained, i) < 0)
@@ -256,9 +290,10 @@ static void on_notice(void *ud, const struct vmact_err *e)
 		log_debug("informant: %s", e->msg);
 }
 
-int act_approver_informant_new(struct act_runner_env *env, const char *name, const char *endpoint,
-			       const struct act_approver_events *events, void *userdata,
-			       struct act_approver **out, struct vmact_err *err)
+static int agent_new(sd_event *event, const char *name, const char *endpoint,
+		     const char *listen, const char *advertise_host,
+		     const struct act_inf_sockets *sock, const struct act_approver_events *events,
+		     void *userdata, struct act_inf_approver **out, struct vmact_err *err)
 {
 	static const struct ag_inf_agent_events ev = {
 		.mode_changed = on_mode_changed,
@@ -269,23 +304,27 @@ int act_approver_informant_new(struct act_runner_env *env, const char *name, con
 	};
 	struct ag_inf_agent_config ic = {
 		.informant_url = endpoint,
-		.listen = env->cfg->informant_listen,
-		.advertise_host = env->cfg->informant_advertise_host,
+		.listen = listen,
+		.advertise_host = advertise_host,
 		.retry_wait_usec = act_inf_retry_usec(1),
 	};
 	struct act_inf_approver *i;
 	int ret;
 
+	if (sock) {
+		ic.listen_socket = sock->listen_socket;
+		ic.dial = sock->dial;
+		ic.hook_ud = sock->hook_ud;
+	}
 	i = calloc(1, sizeof(*i));
 	if (!i || !(i->name = strdup(name))) {
 		free(i);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
 	i->head.ops = &informant_ops;
-	i->env = env;
 	i->events = events;
 	i->ud = userdata;
-	ret = ag_inf_agent_new(env->event, &ic, &ev, i, &i->agent, err);
+	ret = ag_inf_agent_new(event, &ic, &ev, i, &i->agent, err);
 	if (ret < 0) {
 		free(i->name);
 		free(i);
@@ -299,6 +338,81 @@ int act_approver_informant_new(struct act_runner_env *env, const char *name, con
 		vmact_err_reset(err);
 		ag_inf_agent_retry_later(i->agent);
 	}
+	*out = i;
+	return 0;
+}
+
+int act_approver_informant_new_agent(sd_event *event, const char *name, const char *endpoint,
+				     const char *listen, const char *advertise_host,
+				     const struct act_inf_sockets *sock,
+				     const struct act_approver_events *events, void *userdata,
+				     struct act_approver **out, struct vmact_err *err)
+{
+	struct act_inf_approver *i;
+	int ret;
+
+	ret = agent_new(event, name, endpoint, listen, advertise_host, sock, events, userdata, &i,
+			err);
+	if (ret < 0)
+		return ret;
+	*out = &i->head;
+	return 0;
+}
+
+int act_approver_informant_stop(struct act_approver *a, void (*done)(void *ud), void *ud)
+{
+	struct act_inf_approver *i = (struct act_inf_approver *)a;
+
+	if (a->ops != &informant_ops || !i->agent)
+		return -EINVAL;
+	/* Quiet from now: no event for an owner that is going. */
+	i->stopped = true;
+	return ag_inf_agent_stop(i->agent, done, ud);
+}
+
+int act_approver_informant_new(struct act_runner_env *env, const char *name, const char *endpoint,
+			       const struct act_approver_events *events, void *userdata,
+			       struct act_approver **out, struct vmact_err *err)
+{
+	struct act_inf_approver *i;
+	int ret;
+
+	if (env->cfg->guest_worker) {
+		char prog[PATH_MAX];
+		const char *p = env->cfg->guest_worker_program;
+
+		if (!p[0]) {
+			if (act_gw_default_program(prog, sizeof(prog), err) < 0)
+				return vmact_err_prefix(err, "guest worker");
+			p = prog;
+		}
+		i = calloc(1, sizeof(*i));
+		if (!i || !(i->name = strdup(name))) {
+			free(i);
+			return vmact_err_set(err, ENOMEM, "out of memory");
+		}
+		i->head.ops = &informant_ops;
+		i->env = env;
+		i->events = events;
+		i->ud = userdata;
+		ret = act_approver_proxy_new_informant(env->event, name, endpoint,
+						       env->cfg->informant_listen,
+						       env->cfg->informant_advertise_host, p,
+						       env->cfg->guest_worker_user, events, userdata,
+						       &i->proxy, err);
+		if (ret < 0) {
+			free(i->name);
+			free(i);
+			return ret;
+		}
+		*out = &i->head;
+		return 0;
+	}
+	ret = agent_new(env->event, name, endpoint, env->cfg->informant_listen,
+			env->cfg->informant_advertise_host, NULL, events, userdata, &i, err);
+	if (ret < 0)
+		return ret;
+	i->env = env;
 	*out = &i->head;
 	return 0;
 }

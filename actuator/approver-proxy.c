@@ -30,6 +30,9 @@ struct proxy {
 	bool req_out;       /* req_seq awaits its DONE */
 	bool connected;     /* the worker said CONNECTED, no LOST since */
 	bool may_resize, approves;
+	bool stopping;      /* act_approver_proxy_stop: the owner is gone */
+	const char *what;   /* "vm-monitor", "informant": log lines */
+	bool informant;
 };
 
 /* The worker's pending request will not be answered. */
@@ -46,7 +49,7 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 	struct act_ps_msg m = { .type = ACT_PS_REQUEST, .flags = up ? ACT_PS_F_UP : 0 };
 	int ret;
 
-	ret = act_approval_begin(&p->pending, done, userdata, "a vm-monitor", err);
+	ret = act_approval_begin(&p->pending, done, userdata, p->what, err);
 	if (ret < 0)
 		return ret;
 	m.seq = ++p->req_seq;
@@ -55,7 +58,7 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 	ret = act_gw_send(p->gw, &m, err);
 	if (ret < 0) {
 		act_approval_cancel(&p->pending);
-		log_warning("%s: cannot send the vm-monitor %s: %s", p->name,
+		log_warning("%s: cannot send the %s %s: %s", p->name, p->what,
 			    up ? "upscale notification" : "downscale request", err->msg);
 		return ret;
 	}
@@ -82,7 +85,7 @@ static void proxy_free(struct act_approver *a)
 	act_gw_free(p->gw);
 	p->req_out = false;
 	act_approval_complete(&p->pending, ACT_APPROVAL_FAILED);
-	if (p->connected)
+	if (p->connected && !p->stopping)
 		p->events->lost(p->ud, true);
 	free(p->name);
 	free(p);
@@ -96,11 +99,22 @@ static const struct act_approver_ops proxy_ops = {
 	.free = proxy_free,
 };
 
+static const struct act_approver_ops proxy_inf_ops = {
+	.name = "informant",
+	.request = request,
+	.may_resize = may_resize,
+	.approves = approves,
+	.free = proxy_free,
+};
+
 static void on_up(void *ud)
 {
 	struct proxy *p = ud;
 
-	p->may_resize = p->approves = true;
+	/* A new informant worker's agent is not running yet: grow only
+	 * (act_inf_gate_for) until its CHANGED says otherwise. */
+	p->may_resize = true;
+	p->approves = !p->informant;
 	p->events->changed(p->ud);
 }
 
@@ -161,41 +175,36 @@ static int on_message(void *ud, const struct act_ps_msg *m, struct vmact_err *er
 	}
 }
 
-int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoint,
-			   const char *program, const char *user,
-			   const struct act_approver_events *events, void *userdata,
-			   struct act_approver **out, struct vmact_err *err)
+static int proxy_new(sd_event *event, struct act_gw_config *gc,
+		     const struct act_approver_events *events, void *userdata,
+		     struct act_approver **out, struct vmact_err *err)
 {
 	static const struct act_gw_ops ops = {
 		.up = on_up,
 		.down = on_down,
 		.message = on_message,
 	};
-	struct act_gw_config gc = {
-		.program = program,
-		.name = name,
-		.monitor = endpoint,
-		.user = user,
-		.ping_usec = PING_USEC,
-		.deadline_usec = DEADLINE_USEC,
-	};
-	struct vmact_endpoint ep;
+	const char *name = gc->name;
 	struct proxy *p;
 	int ret;
 
-	ret = vmact_endpoint_parse(endpoint, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep, err);
-	if (ret < 0)
-		return vmact_err_prefix(err, "<vmact:monitor> endpoint");
+	gc->ping_usec = PING_USEC;
+	gc->deadline_usec = DEADLINE_USEC;
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->name = strdup(name))) {
 		free(p);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
-	p->head.ops = &proxy_ops;
+	p->head.ops = gc->monitor ? &proxy_ops : &proxy_inf_ops;
+	p->what = gc->monitor ? "a vm-monitor" : "an informant";
+	p->informant = !gc->monitor;
 	p->events = events;
 	p->ud = userdata;
-	p->may_resize = p->approves = true;
-	ret = act_gw_new(event, &gc, &ops, p, &p->gw, err);
+	p->may_resize = true;
+	/* The vm-monitor approves from the start (the core's own rule until
+	 * it connects); the informant only once its agent runs. */
+	p->approves = gc->monitor != NULL;
+	ret = act_gw_new(event, gc, &ops, p, &p->gw, err);
 	if (ret < 0) {
 		free(p->name);
 		free(p);
@@ -205,9 +214,72 @@ int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoi
 	return 0;
 }
 
+int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoint,
+			   const char *program, const char *user,
+			   const struct act_approver_events *events, void *userdata,
+			   struct act_approver **out, struct vmact_err *err)
+{
+	struct act_gw_config gc = {
+		.program = program,
+		.name = name,
+		.monitor = endpoint,
+		.user = user,
+	};
+	struct vmact_endpoint ep;
+
+	if (vmact_endpoint_parse(endpoint, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep,
+				 err) < 0)
+		return vmact_err_prefix(err, "<vmact:monitor> endpoint");
+	return proxy_new(event, &gc, events, userdata, out, err);
+}
+
+int act_approver_proxy_new_informant(sd_event *event, const char *name, const char *endpoint,
+				     const char *listen, const char *advertise_host,
+				     const char *program, const char *user,
+				     const struct act_approver_events *events, void *userdata,
+				     struct act_approver **out, struct vmact_err *err)
+{
+	struct act_gw_config gc = {
+		.program = program,
+		.name = name,
+		.informant = endpoint,
+		.listen = listen,
+		.advertise_host = advertise_host && advertise_host[0] ? advertise_host : NULL,
+		.user = user,
+	};
+	struct vmact_endpoint ep;
+	struct vmact_listen l;
+
+	/* What the worker would refuse, refused here, once: vmactd dials
+	 * numeric addresses only (its loop must not wait on DNS). */
+	if (vmact_endpoint_parse(endpoint, VMACT_EP_HTTP | VMACT_EP_NEED_PORT, &ep, err) < 0)
+		return vmact_err_prefix(err, "<vmact:informant> endpoint");
+	if (vmact_listen_parse(listen, false, &l, err) < 0)
+		return vmact_err_prefix(err, "informant_listen");
+	if (l.wildcard && !gc.advertise_host)
+		return vmact_err_set(err, EINVAL, "informant_advertise_host: needed when "
+				     "informant_listen is a wildcard address");
+	return proxy_new(event, &gc, events, userdata, out, err);
+}
+
+/* The owner is gone: the worker finishes (the informant's goodbye), no
+ * event reaches the owner any more; done(ud) once it has. */
+int act_approver_proxy_stop(struct act_approver *a, uint64_t timeout_usec,
+			    void (*done)(void *ud), void *ud)
+{
+	struct proxy *p = (struct proxy *)a;
+	struct act_ps_msg m = { .type = ACT_PS_STOP };
+
+	/* The pending request fails now, while its owner is still there. */
+	p->req_out = false;
+	act_approval_complete(&p->pending, ACT_APPROVAL_FAILED);
+	p->stopping = true;
+	return act_gw_stop(p->gw, &m, timeout_usec, done, ud);
+}
+
 pid_t act_approver_proxy_worker_pid(const struct act_approver *a)
 {
 	const struct proxy *p = (const struct proxy *)a;
 
-	return a->ops == &proxy_ops ? act_gw_pid(p->gw) : 0;
+	return a->ops == &proxy_ops || a->ops == &proxy_inf_ops ? act_gw_pid(p->gw) : 0;
 }

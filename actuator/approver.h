@@ -179,6 +179,24 @@ int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoi
 			   const struct act_approver_events *events, void *userdata,
 			   struct act_approver **out, struct vmact_err *err);
 
+/* The legacy informant through its own guest worker (vmact-guestd
+ * --informant): the worker runs the informant's agent, vmactd opens its
+ * connections (DIAL) and its servers' listening sockets (LISTEN) at
+ * `listen` (informant_listen), advertised as `advertise_host`
+ * (informant_advertise_host, "" or NULL: listen's host). */
+int act_approver_proxy_new_informant(sd_event *event, const char *name, const char *endpoint,
+				     const char *listen, const char *advertise_host,
+				     const char *program, const char *user,
+				     const struct act_approver_events *events, void *userdata,
+				     struct act_approver **out, struct vmact_err *err);
+
+/* Stops a proxy whose owner goes: a pending request fails now, the
+ * worker is asked to finish (STOP: the informant's agent unregisters) and
+ * killed if it has not within timeout_usec; done(ud) runs from the loop
+ * then, and may free the approver. No owner event after this call. */
+int act_approver_proxy_stop(struct act_approver *a, uint64_t timeout_usec,
+			    void (*done)(void *ud), void *ud);
+
 /* The proxy's worker process now, 0 while none runs (tests, status). */
 pid_t act_approver_proxy_worker_pid(const struct act_approver *a);
 
@@ -190,6 +208,28 @@ pid_t act_approver_proxy_worker_pid(const struct act_approver *a);
 int act_approver_informant_new(struct act_runner_env *env, const char *name, const char *endpoint,
 			       const struct act_approver_events *events, void *userdata,
 			       struct act_approver **out, struct vmact_err *err);
+
+/* With guest_worker.enabled (the default) the agent runs in the VM's own
+ * guest worker (act_approver_proxy_new_informant) and `free` stops that
+ * worker, which unregisters: on env->inf_draining likewise, bounded. */
+
+/* The agent itself, in vmact-guestd: sockets from the hooks in `sock`
+ * (listen_socket, dial, hook_ud of struct ag_inf_agent_config), `listen`
+ * and `advertise_host` as above. */
+struct act_inf_sockets {
+	int (*listen_socket)(void *hook_ud, struct vmact_err *err);
+	int (*dial)(void *hook_ud, struct vmact_err *err);
+	void *hook_ud;
+};
+int act_approver_informant_new_agent(sd_event *event, const char *name, const char *endpoint,
+				     const char *listen, const char *advertise_host,
+				     const struct act_inf_sockets *sock,
+				     const struct act_approver_events *events, void *userdata,
+				     struct act_approver **out, struct vmact_err *err);
+/* Stops an approver of act_approver_informant_new_agent: its agent
+ * unregisters; done(ud) runs from the loop once it has (bounded by the
+ * register timeout). Free it after. */
+int act_approver_informant_stop(struct act_approver *a, void (*done)(void *ud), void *ud);
 
 /* Frees the informant agents still unregistering, at once (no more
  * callbacks). For the registry's teardown. */

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent-glue/informant-client.h"
 #include "agent-glue/monitor.h"
 #include "base/endpoint.h"
 #include "base/log.h"
@@ -34,10 +35,14 @@
 /* At most this many dials per second: the worker reconnects on its own
  * schedule, a compromised one must not make vmactd hammer the guest. */
 #define DIAL_MIN_GAP_USEC (100ULL * 1000ULL)
+/* An informant worker gets at most one listening socket a second, and
+ * only one is alive at a time: a new one shuts the last down. */
+#define LISTEN_MIN_GAP_USEC (1000ULL * 1000ULL)
 
 struct act_gw {
 	sd_event *event;
 	char *program, *name, *monitor, *user;
+	char *informant, *listen, *advertise_host; /* the informant worker's */
 	uint64_t ping_usec, deadline_usec;
 	const struct act_gw_ops *ops;
 	void *ud;
@@ -52,6 +57,12 @@ struct act_gw {
 	bool ping_out;
 	uint64_t ping_sent_usec;
 	uint64_t last_dial_usec;
+	uint64_t last_listen_usec;
+	int listen_fd;      /* our copy of the last listening socket, -1: none */
+	bool stopping;      /* act_gw_stop: no restart, no ops callbacks */
+	sd_event_source *stop_timer;
+	void (*stop_done)(void *ud);
+	void *stop_ud;
 	bool killed_hung;   /* the exit that follows is ours */
 	char kill_reason[VMACT_ERR_MSG_MAX];
 	char last_spawn_error[VMACT_ERR_MSG_MAX];
@@ -125,6 +136,7 @@ static int reap(struct act_gw *gw)
 	gw->exit_src = sd_event_source_disable_unref(gw->exit_src);
 	gw->ping_timer = sd_event_source_disable_unref(gw->ping_timer);
 	closep(&gw->fd);
+	closep(&gw->listen_fd);
 	if (gw->pid > 0) {
 		/* A no-op when it already exited; the wait is then immediate,
 		 * else as long as the kernel takes to kill it. */
@@ -151,6 +163,8 @@ static void worker_gone(struct act_gw *gw, const char *why)
 	st = reap(gw);
 	if (hung)
 		log_warning("%s: guest worker %d killed: %s", gw->name, (int)pid, reason);
+	else if (gw->stopping && st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		log_info("%s: guest worker %d finished", gw->name, (int)pid);
 	else if (st >= 0 && WIFEXITED(st))
 		log_warning("%s: guest worker %d exited with status %d (%s)", gw->name, (int)pid,
 			    WEXITSTATUS(st), why);
@@ -161,6 +175,13 @@ static void worker_gone(struct act_gw *gw, const char *why)
 		log_warning("%s: guest worker %d gone (%s)", gw->name, (int)pid, why);
 	gw->killed_hung = false;
 	gw->kill_reason[0] = 0;
+	if (gw->stopping) {
+		/* Finished: the stop timer says so from the loop (done may
+		 * free gw, which the caller still uses). */
+		sd_event_source_set_time_relative(gw->stop_timer, 0);
+		sd_event_source_set_enabled(gw->stop_timer, SD_EVENT_ONESHOT);
+		return;
+	}
 	if (now_usec(gw) - gw->started_usec >= STABLE_USEC)
 		gw->backoff_usec = BACKOFF_MIN_USEC;
 	gw->ops->down(gw->ud);
@@ -228,8 +249,11 @@ static int dial(struct act_gw *gw, struct vmact_err *err)
 	_cleanup_close_ int fd = -1;
 	struct vmact_endpoint ep;
 
-	if (vmact_endpoint_parse(gw->monitor, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep,
-				 err) < 0)
+	const char *endpoint = gw->monitor ? gw->monitor : gw->informant;
+
+	if (vmact_endpoint_parse(endpoint, gw->monitor ? VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX
+						       : VMACT_EP_HTTP | VMACT_EP_NEED_PORT,
+				 &ep, err) < 0)
 		return -EINVAL;
 	if (ep.kind == VMACT_EP_UNIX) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -274,6 +298,64 @@ static int dial(struct act_gw *gw, struct vmact_err *err)
 		freeaddrinfo(ai);
 	}
 	return TAKE_FD(fd);
+}
+
+/* A listening socket for an informant worker's registration, bound where
+ * informant_listen says: the worker may not bind one itself. */
+static int open_listener(struct act_gw *gw, struct vmact_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct vmact_listen l;
+	int one = 1;
+
+	if (vmact_listen_parse(gw->listen, false, &l, err) < 0)
+		return vmact_err_prefix(err, "informant_listen");
+	fd = socket(l.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return vmact_err_set(err, errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&l.addr, l.addr_len) < 0)
+		return vmact_err_set(err, errno, "bind %s: %s", gw->listen, strerror(errno));
+	if (listen(fd, 128) < 0)
+		return vmact_err_set(err, errno, "listen %s: %s", gw->listen, strerror(errno));
+	return TAKE_FD(fd);
+}
+
+/* LISTEN: a new listening socket for the informant worker. At most one is
+ * alive per worker: vmactd keeps a copy of the last and shuts it down (it
+ * stops listening, its port is free) before it opens the next, so a
+ * compromised worker cannot hold more ports than one. */
+static void answer_listen(struct act_gw *gw)
+{
+	struct act_ps_msg m = { .type = ACT_PS_LISTEN_REPLY };
+	struct vmact_err err = { 0 }, serr = { 0 };
+	uint64_t now = now_usec(gw);
+	_cleanup_close_ int fd = -1;
+
+	if (gw->last_listen_usec && now - gw->last_listen_usec < LISTEN_MIN_GAP_USEC) {
+		m.code = -EAGAIN;
+		act_ps_set_text(&m, "listening sockets asked for too often");
+	} else {
+		gw->last_listen_usec = now;
+		if (gw->listen_fd >= 0) {
+			shutdown(gw->listen_fd, SHUT_RDWR);
+			closep(&gw->listen_fd);
+		}
+		fd = open_listener(gw, &err);
+		if (fd < 0) {
+			m.code = fd;
+			act_ps_set_text(&m, err.msg);
+		} else {
+			gw->listen_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+			if (gw->listen_fd < 0) {
+				m.code = -errno;
+				act_ps_set_text(&m, "fcntl: out of descriptors");
+				closep(&fd);
+			}
+		}
+	}
+	if (send_msg(gw, &m, fd, &serr) < 0)
+		log_debug("%s: %s", gw->name, serr.msg);
 }
 
 static void answer_dial(struct act_gw *gw)
@@ -335,7 +417,19 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		case ACT_PS_DIAL:
 			answer_dial(gw);
 			break;
+		case ACT_PS_LISTEN:
+			if (!gw->informant) {
+				kill_worker(gw, "invalid message: listen from a worker that serves "
+					    "nothing");
+				return 0;
+			}
+			answer_listen(gw);
+			if (gw->fd < 0)
+				return 0;
+			break;
 		default:
+			if (gw->stopping)
+				break;
 			if (gw->ops->message(gw->ud, &m, &err) < 0) {
 				kill_worker(gw, "invalid message: %s", err.msg);
 				return 0;
@@ -393,7 +487,7 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 	_cleanup_close_ int mine = -1, theirs = -1;
 	int sv[2], r;
 	char uid[16], gid[16], journal[256];
-	const char *argv[12];
+	const char *argv[20];
 	const char *envp[2] = { NULL, NULL };
 	size_t a = 0;
 	posix_spawn_file_actions_t fa;
@@ -415,8 +509,19 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 	argv[a++] = gw->program;
 	argv[a++] = "--name";
 	argv[a++] = gw->name;
-	argv[a++] = "--monitor";
-	argv[a++] = gw->monitor;
+	if (gw->monitor) {
+		argv[a++] = "--monitor";
+		argv[a++] = gw->monitor;
+	} else {
+		argv[a++] = "--informant";
+		argv[a++] = gw->informant;
+		argv[a++] = "--listen";
+		argv[a++] = gw->listen;
+		if (gw->advertise_host) {
+			argv[a++] = "--advertise";
+			argv[a++] = gw->advertise_host;
+		}
+	}
 	if (uid[0]) {
 		argv[a++] = "--uid";
 		argv[a++] = uid;
@@ -522,7 +627,7 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 
 	if (!gw)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	gw->fd = gw->pidfd = -1;
+	gw->fd = gw->pidfd = gw->listen_fd = -1;
 	gw->event = sd_event_ref(event);
 	gw->ops = ops;
 	gw->ud = ud;
@@ -531,9 +636,14 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 	gw->backoff_usec = BACKOFF_MIN_USEC;
 	gw->program = strdup(cfg->program);
 	gw->name = strdup(cfg->name);
-	gw->monitor = strdup(cfg->monitor);
+	gw->monitor = cfg->monitor ? strdup(cfg->monitor) : NULL;
+	gw->informant = cfg->informant ? strdup(cfg->informant) : NULL;
+	gw->listen = strdup(cfg->listen ? cfg->listen : "");
+	gw->advertise_host = cfg->advertise_host ? strdup(cfg->advertise_host) : NULL;
 	gw->user = strdup(cfg->user);
-	if (!gw->program || !gw->name || !gw->monitor || !gw->user) {
+	if (!gw->program || !gw->name || (!gw->monitor && !gw->informant) || !gw->user ||
+	    !gw->listen || (cfg->monitor && !gw->monitor) ||
+	    (cfg->advertise_host && !gw->advertise_host)) {
 		act_gw_free(gw);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
@@ -549,6 +659,50 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 		log_info("%s: guest worker %d started (%s)", gw->name, (int)gw->pid, gw->program);
 	}
 	*out = gw;
+	return 0;
+}
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_gw *gw = ud;
+
+	if (gw->pid > 0) {
+		log_warning("%s: guest worker %d did not finish in time: killed", gw->name,
+			    (int)gw->pid);
+		reap(gw);
+	}
+	if (gw->stop_done) {
+		void (*done)(void *) = gw->stop_done;
+
+		gw->stop_done = NULL;
+		done(gw->stop_ud);
+	}
+	return 0;
+}
+
+int act_gw_stop(struct act_gw *gw, const struct act_ps_msg *m, uint64_t timeout_usec,
+		void (*done)(void *ud), void *done_ud)
+{
+	struct vmact_err err = { 0 };
+	int r;
+
+	gw->stopping = true;
+	/* Its goodbye (DELETE /unregister) may need a connection at once:
+	 * one dial more than the rate allows. */
+	gw->last_dial_usec = 0;
+	gw->stop_done = done;
+	gw->stop_ud = done_ud;
+	if (gw->restart_timer)
+		sd_event_source_set_enabled(gw->restart_timer, SD_EVENT_OFF);
+	/* No worker, or it cannot take the message: finished now. */
+	if (gw->fd < 0 || act_gw_send(gw, m, &err) < 0)
+		timeout_usec = 0;
+	r = sd_event_add_time_relative(gw->event, &gw->stop_timer, CLOCK_MONOTONIC, timeout_usec,
+				       1000, on_stop_timer, gw);
+	if (r < 0) {
+		gw->stop_done = NULL;
+		return r;
+	}
 	return 0;
 }
 
@@ -568,10 +722,14 @@ void act_gw_free(struct act_gw *gw)
 		return;
 	reap(gw);
 	gw->restart_timer = sd_event_source_disable_unref(gw->restart_timer);
+	gw->stop_timer = sd_event_source_disable_unref(gw->stop_timer);
 	sd_event_unref(gw->event);
 	free(gw->program);
 	free(gw->name);
 	free(gw->monitor);
+	free(gw->informant);
+	free(gw->listen);
+	free(gw->advertise_host);
 	free(gw->user);
 	free(gw);
 }

@@ -19,7 +19,14 @@ struct act_gw;
 struct act_gw_config {
 	const char *program;  /* vmact-guestd */
 	const char *name;     /* the VM's name: logs, argv */
-	const char *monitor;  /* the VM's vm-monitor endpoint */
+	const char *monitor;  /* the VM's vm-monitor endpoint, or NULL: */
+	/* The informant worker (vmact-guestd --informant): the VM's informant
+	 * URL, which DIAL connects to, and where its per-registration servers
+	 * listen (informant_listen; LISTEN binds there) and what they
+	 * advertise (informant_advertise_host, NULL: the listen host). */
+	const char *informant;
+	const char *listen;
+	const char *advertise_host;
 	const char *user;     /* run as; "nobody" if it does not exist */
 	uint64_t ping_usec;   /* heartbeat period */
 	uint64_t deadline_usec; /* a ping unanswered this long: hung */
@@ -42,6 +49,12 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 int act_gw_send(struct act_gw *gw, const struct act_ps_msg *m, struct vmact_err *err);
 bool act_gw_running(const struct act_gw *gw);
 pid_t act_gw_pid(const struct act_gw *gw);
+/* Asks the worker to finish (sends `m`, e.g. STOP) and never restarts it:
+ * done(done_ud) runs from the loop once it has exited, or after
+ * timeout_usec, when it is killed. No ops callback after this; DIAL is
+ * still answered. done may free the worker. */
+int act_gw_stop(struct act_gw *gw, const struct act_ps_msg *m, uint64_t timeout_usec,
+		void (*done)(void *ud), void *done_ud);
 /* Kills the worker (SIGKILL) and reaps it; no callbacks. */
 void act_gw_free(struct act_gw *gw);
 

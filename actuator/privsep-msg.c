@@ -29,6 +29,8 @@ static const struct type_info *info(unsigned type)
 		[ACT_PS_PING] = { "ping", false, F_SEQ, 0 },
 		[ACT_PS_REQUEST] = { "request", false, F_SEQ | F_RES, ACT_PS_F_UP },
 		[ACT_PS_DIAL_REPLY] = { "dial-reply", false, F_CODE | F_TEXT, 0 },
+		[ACT_PS_LISTEN_REPLY] = { "listen-reply", false, F_CODE | F_TEXT, 0 },
+		[ACT_PS_STOP] = { "stop", false, 0, 0 },
 	};
 	static const struct type_info worker[] = {
 		[ACT_PS_PONG - ACT_PS_PONG] = { "pong", true, F_SEQ, 0 },
@@ -40,11 +42,13 @@ static const struct type_info *info(unsigned type)
 		[ACT_PS_UPSCALE - ACT_PS_PONG] = { "upscale", true, 0,
 						   ACT_PS_F_CPU | ACT_PS_F_MEMORY },
 		[ACT_PS_DIAL - ACT_PS_PONG] = { "dial", true, 0, 0 },
+		[ACT_PS_LISTEN - ACT_PS_PONG] = { "listen", true, 0, 0 },
 	};
 
 	if (type < sizeof(daemon) / sizeof(daemon[0]) && daemon[type].name)
 		return &daemon[type];
-	if (type >= ACT_PS_PONG && type - ACT_PS_PONG < sizeof(worker) / sizeof(worker[0]))
+	if (type >= ACT_PS_PONG && type - ACT_PS_PONG < sizeof(worker) / sizeof(worker[0]) &&
+	    worker[type - ACT_PS_PONG].name)
 		return &worker[type - ACT_PS_PONG];
 	return NULL;
 }
@@ -123,8 +127,9 @@ static int decode(const void *buf, size_t len, bool from_worker, struct act_ps_m
 			return vmact_err_set(err, EBADMSG, "upscale: neither CPU nor memory");
 		break;
 	case ACT_PS_DIAL_REPLY:
+	case ACT_PS_LISTEN_REPLY:
 		if (m.code > 0 || m.code < -4095)
-			return vmact_err_set(err, EBADMSG, "dial-reply: code %d out of range",
+			return vmact_err_set(err, EBADMSG, "%s: code %d out of range", t->name,
 					     m.code);
 		break;
 	default:

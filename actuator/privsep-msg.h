@@ -18,6 +18,9 @@ enum act_ps_type {
 	ACT_PS_PING = 1,      /* seq: answered by a PONG with the same seq */
 	ACT_PS_REQUEST,       /* seq, flags UP, milli_cpu, mem_bytes */
 	ACT_PS_DIAL_REPLY,    /* code: 0 (a socket attached) or -errno; text: why */
+	/* 4: the metrics worker's (doc/privsep.md) */
+	ACT_PS_LISTEN_REPLY = 5, /* code: 0 (a listening socket attached) or -errno; text */
+	ACT_PS_STOP = 6,      /* informant: unregister and exit */
 	/* worker -> vmactd */
 	ACT_PS_PONG = 16,     /* seq of the PING */
 	ACT_PS_DONE,          /* seq of the REQUEST, code: enum act_approval */
@@ -26,6 +29,8 @@ enum act_ps_type {
 	ACT_PS_CHANGED,       /* flags MAY_RESIZE, APPROVES */
 	ACT_PS_UPSCALE,       /* flags CPU, MEMORY (at least one) */
 	ACT_PS_DIAL,          /* open a connection to the VM's endpoint */
+	/* 23, 24: the metrics worker's (doc/privsep.md) */
+	ACT_PS_LISTEN = 25,   /* informant: a listening socket for a registration */
 };
 
 /* flags */

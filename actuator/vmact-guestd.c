@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-guestd: one VM's guest worker (doc/privsep.md). vmactd starts it
  * with a SOCK_SEQPACKET socket on fd 3; it drops to its user and into its
- * sandbox, then speaks to the VM's vm-monitor with approver-monitor.c and
- * answers vmactd in fixed records (privsep-msg.h). Its connections are
- * opened by vmactd (DIAL). It exits when vmactd closes the socket. */
+ * sandbox, then speaks to the VM's vm-monitor with approver-monitor.c
+ * (--monitor), or to its legacy informant with approver-informant.c's
+ * agent (--informant), and answers vmactd in fixed records
+ * (privsep-msg.h). Its connections are opened by vmactd (DIAL), the
+ * informant agent's listening sockets too (LISTEN). It exits when vmactd
+ * closes the socket, or, an informant worker, after unregistering when
+ * vmactd says STOP. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -40,6 +44,8 @@ struct gd {
 	bool req_out;
 	struct act_ps_msg queue[QUEUE_MAX];
 	unsigned nq;
+	bool informant;     /* --informant: the legacy informant's agent */
+	bool stopping;
 };
 
 static void die(const char *msg)
@@ -87,7 +93,7 @@ static ssize_t recv_msg(struct act_ps_msg *m, int *fd, int flags)
 		log_error("guest worker: bad message from vmactd: %s", err.msg);
 		exit(1);
 	}
-	if (*fd >= 0 && m->type != ACT_PS_DIAL_REPLY) {
+	if (*fd >= 0 && m->type != ACT_PS_DIAL_REPLY && m->type != ACT_PS_LISTEN_REPLY) {
 		close(*fd);
 		*fd = -1;
 	}
@@ -103,6 +109,12 @@ static void request_done(void *ud, enum act_approval outcome)
 		return;
 	g->req_out = false;
 	send_msg(g, &m);
+}
+
+/* STOP: the informant's agent has unregistered (or given up). */
+static void stopped(void *ud)
+{
+	_exit(0);
 }
 
 static void handle(struct gd *g, const struct act_ps_msg *in)
@@ -132,6 +144,13 @@ static void handle(struct gd *g, const struct act_ps_msg *in)
 									      request_done, g,
 									      &err)) < 0)
 			request_done(g, ACT_APPROVAL_FAILED);
+		return;
+	case ACT_PS_STOP:
+		if (!g->informant || g->stopping)
+			return;
+		g->stopping = true;
+		if (act_approver_informant_stop(g->ap, stopped, g) < 0)
+			_exit(0);
 		return;
 	default:
 		/* A DIAL_REPLY outside a dial: vmactd answered late. */
@@ -170,13 +189,11 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-/* The vm-monitor's connections, opened by vmactd: the worker has no
- * socket() or connect(). Waits for the answer; what vmactd sends
- * meanwhile is handled after. */
-static int dial(void *ud, struct vmact_err *err)
+/* Asks vmactd for a descriptor (DIAL, LISTEN) and waits for the answer
+ * (reply_type); what vmactd sends meanwhile is handled after. */
+static int ask_fd(struct gd *g, uint16_t type, uint16_t reply_type, struct vmact_err *err)
 {
-	struct gd *g = ud;
-	struct act_ps_msg m = { .type = ACT_PS_DIAL };
+	struct act_ps_msg m = { .type = type };
 	struct timespec t0, t;
 
 	send_msg(g, &m);
@@ -201,16 +218,18 @@ static int dial(void *ud, struct vmact_err *err)
 			continue;
 		if (n <= 0)
 			exit(0);
-		if (m.type == ACT_PS_DIAL_REPLY) {
+		if (m.type == reply_type) {
 			if (m.code < 0) {
 				if (fd >= 0)
 					close(fd);
 				return vmact_err_set(err, -m.code, "%s", m.text);
 			}
 			if (fd < 0)
-				return vmact_err_set(err, EPROTO, "vmactd sent no connection");
+				return vmact_err_set(err, EPROTO, "vmactd sent no descriptor");
 			return fd;
 		}
+		if (fd >= 0)
+			close(fd);
 		if (g->nq == QUEUE_MAX) {
 			log_error("%s: guest worker: too many messages from vmactd", g->name);
 			exit(1);
@@ -220,11 +239,44 @@ static int dial(void *ud, struct vmact_err *err)
 	}
 }
 
+/* The vm-monitor's or the informant's connections, opened by vmactd: the
+ * worker has no socket() or connect(). */
+static int dial(void *ud, struct vmact_err *err)
+{
+	return ask_fd(ud, ACT_PS_DIAL, ACT_PS_DIAL_REPLY, err);
+}
+
+/* A listening socket for an informant registration's server, bound by
+ * vmactd at informant_listen: the worker has no bind() or listen(). */
+static int listen_socket(void *ud, struct vmact_err *err)
+{
+	return ask_fd(ud, ACT_PS_LISTEN, ACT_PS_LISTEN_REPLY, err);
+}
+
+static void ev_changed(void *ud)
+{
+	struct gd *g = ud;
+	struct act_ps_msg m = { .type = ACT_PS_CHANGED };
+
+	if (!g->ap)
+		return;
+	if (act_approver_may_resize(g->ap))
+		m.flags |= ACT_PS_F_MAY_RESIZE;
+	if (act_approver_approves(g->ap))
+		m.flags |= ACT_PS_F_APPROVES;
+	send_msg(g, &m);
+}
+
 static void ev_connected(void *ud)
 {
+	struct gd *g = ud;
 	struct act_ps_msg m = { .type = ACT_PS_CONNECTED };
 
-	send_msg(ud, &m);
+	/* The informant's gates (act_inf_gate_for) changed with its mode:
+	 * vmactd's proxy learns them first. */
+	if (g->informant)
+		ev_changed(g);
+	send_msg(g, &m);
 }
 
 static void ev_lost(void *ud, bool dropped)
@@ -234,20 +286,11 @@ static void ev_lost(void *ud, bool dropped)
 
 	if (dropped)
 		g->req_out = false;
+	if (g->informant)
+		ev_changed(g);
 	send_msg(g, &m);
 }
 
-static void ev_changed(void *ud)
-{
-	struct gd *g = ud;
-	struct act_ps_msg m = { .type = ACT_PS_CHANGED };
-
-	if (act_approver_may_resize(g->ap))
-		m.flags |= ACT_PS_F_MAY_RESIZE;
-	if (act_approver_approves(g->ap))
-		m.flags |= ACT_PS_F_APPROVES;
-	send_msg(g, &m);
-}
 
 static void ev_upscale(void *ud, bool cpu, bool memory)
 {
@@ -275,6 +318,9 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "name", required_argument, NULL, 'n' },
 		{ "monitor", required_argument, NULL, 'm' },
+		{ "informant", required_argument, NULL, 'i' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "advertise", required_argument, NULL, 'a' },
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "version", no_argument, NULL, 'V' },
@@ -287,7 +333,7 @@ int main(int argc, char **argv)
 		.upscale_requested = ev_upscale,
 	};
 	struct gd g = { .name = "?" };
-	const char *monitor = NULL;
+	const char *monitor = NULL, *informant = NULL, *listen = NULL, *advertise = NULL;
 	struct vmact_err err = { 0 };
 	bool change = false;
 	uid_t uid = 0;
@@ -303,6 +349,15 @@ int main(int argc, char **argv)
 		case 'm':
 			monitor = optarg;
 			break;
+		case 'i':
+			informant = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'a':
+			advertise = optarg;
+			break;
 		case 'u':
 			uid = (uid_t)number(optarg);
 			change = true;
@@ -314,12 +369,15 @@ int main(int argc, char **argv)
 			printf("vmact-guestd %s\n", VMACT_VERSION);
 			return 0;
 		default:
-			die("usage: vmact-guestd --name VM --monitor ENDPOINT [--uid U --gid G] "
+			die("usage: vmact-guestd --name VM {--monitor ENDPOINT | --informant URL "
+			    "--listen ADDR:PORT [--advertise HOST]} [--uid U --gid G] "
 			    "(started by vmactd, doc/privsep.md)");
 		}
 	}
-	if (!monitor || (change && !gid))
-		die("vmact-guestd: --monitor and --uid with --gid are needed");
+	if (!monitor == !informant || (informant && !listen) || (change && !gid))
+		die("vmact-guestd: --monitor or --informant (with --listen), and --uid with --gid "
+		    "are needed");
+	g.informant = informant != NULL;
 	if (fcntl(FD, F_GETFD) < 0)
 		die("vmact-guestd: no socket on fd 3 (started by vmactd only)");
 	if (act_gd_drop_privileges(change, uid, gid, &err) < 0) {
@@ -348,12 +406,28 @@ int main(int argc, char **argv)
 		log_error("%s: guest worker: event loop: %s", g.name, strerror(-r));
 		return 1;
 	}
+	if (informant) {
+		/* Before the filter: libcurl's set-up (its multi handle makes
+		 * a socketpair) and libmicrohttpd's first server; no byte of
+		 * the informant's is read before the loop runs. */
+		const struct act_inf_sockets sock = {
+			.listen_socket = listen_socket,
+			.dial = dial,
+			.hook_ud = &g,
+		};
+
+		if (act_approver_informant_new_agent(g.event, g.name, informant, listen, advertise,
+						     &sock, &events, &g, &g.ap, &err) < 0) {
+			log_error("%s: guest worker: %s", g.name, err.msg);
+			return 1;
+		}
+	}
 	if (act_gd_seccomp(&err) < 0) {
 		log_error("%s: guest worker: %s", g.name, err.msg);
 		return 1;
 	}
-	if (act_approver_monitor_new_dial(g.event, g.name, monitor, dial, &g, &events, &g, &g.ap,
-					  &err) < 0) {
+	if (monitor && act_approver_monitor_new_dial(g.event, g.name, monitor, dial, &g, &events,
+						     &g, &g.ap, &err) < 0) {
 		log_error("%s: guest worker: %s", g.name, err.msg);
 		return 1;
 	}

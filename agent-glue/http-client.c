@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
@@ -29,6 +30,7 @@ struct ag_http_call {
 	size_t max;
 	bool too_big;
 	char errbuf[CURL_ERROR_SIZE];
+	char dial_error[VMACT_ERR_MSG_MAX]; /* why the dial function failed */
 };
 
 struct ag_http_client {
@@ -37,7 +39,42 @@ struct ag_http_client {
 	sd_event_source *timer;
 	struct ag_http_call *calls;
 	size_t ncalls;
+	int (*dial)(void *ud, struct vmact_err *err);
+	void *dial_ud;
 };
+
+void ag_http_client_set_dial(struct ag_http_client *c,
+			     int (*dial)(void *dial_ud, struct vmact_err *err), void *dial_ud)
+{
+	c->dial = dial;
+	c->dial_ud = dial_ud;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION with a dial function: its socket, not one of
+ * curl's. The reason of a failure goes into the call's error buffer. */
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
+				 struct curl_sockaddr *address)
+{
+	struct ag_http_call *call = clientp;
+	struct ag_http_client *c = call->client;
+	struct vmact_err err = { 0 };
+	int fd;
+
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKET_BAD;
+	fd = c->dial(c->dial_ud, &err);
+	if (fd < 0) {
+		snprintf(call->dial_error, sizeof(call->dial_error), "%s", err.msg);
+		return CURL_SOCKET_BAD;
+	}
+	return fd;
+}
+
+/* The dialled socket is connected (or connecting): curl must not. */
+static int sockopt_connected(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
 
 static void call_unlink(struct ag_http_call *call)
 {
@@ -108,7 +145,8 @@ static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
 		call->cb(call->userdata, 0, &resp, NULL);
 	} else {
 		int code = map_curl_error(rc, call);
-		const char *detail = call->errbuf[0] ? call->errbuf : curl_easy_strerror(rc);
+		const char *detail = call->dial_error[0] ? call->dial_error
+				     : call->errbuf[0] ? call->errbuf : curl_easy_strerror(rc);
 		char *url = NULL;
 
 		curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
@@ -332,6 +370,11 @@ int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request 
 	}
 	if (req->unix_socket && curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket) != CURLE_OK)
 		goto oom;
+	if (c->dial) {
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, call);
+		curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, sockopt_connected);
+	}
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, call);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);

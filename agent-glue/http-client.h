@@ -48,6 +48,15 @@ int ag_http_client_new(sd_event *ev, struct ag_http_client **out, struct vmact_e
 /* Cancels every pending call without invoking callbacks. NULL is fine. */
 void ag_http_client_free(struct ag_http_client *c);
 
+/* Every connection of the client's later requests is opened by
+ * dial(dial_ud), which returns a connected (or connecting) stream socket
+ * or a negative errno with err set; curl then neither creates nor
+ * connects a socket (a sandboxed process may not, doc/privsep.md). The
+ * host of the URLs must then be a numeric address: resolving a name
+ * would start a thread. NULL dial: curl opens its own. */
+void ag_http_client_set_dial(struct ag_http_client *c,
+			     int (*dial)(void *dial_ud, struct vmact_err *err), void *dial_ud);
+
 /* Starts a request; req->body is copied. *callp (may be NULL) receives a
  * handle valid until the callback has run or the call was cancelled. */
 int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request *req,

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -503,6 +504,28 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
+/* A listening socket someone else opened: non-blocking, its port read back. */
+static int adopt_listener(struct ag_http_server *s, int fd, const char *spec,
+			  struct vmact_err *err)
+{
+	struct sockaddr_storage got;
+	socklen_t glen = sizeof(got);
+	int acc = 0;
+	socklen_t alen = sizeof(acc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 || !acc)
+		return vmact_err_set(err, EINVAL, "listen %s: not a listening socket", spec);
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		return vmact_err_set(err, errno, "listen %s: fcntl: %m", spec);
+	if (getsockname(fd, (struct sockaddr *)&got, &glen) < 0)
+		return vmact_err_set(err, errno, "listen %s: getsockname: %m", spec);
+	if (got.ss_family == AF_INET)
+		s->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+	else if (got.ss_family == AF_INET6)
+		s->port = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
+	return 0;
+}
+
 static int open_listener(struct ag_http_server *s, const char *spec, struct vmact_err *err)
 {
 	struct vmact_listen l;
@@ -550,13 +573,19 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	const union MHD_DaemonInfo *di;
 	int r;
 
-	if (!ev || !cfg || !cfg->listen || !handler || !out)
+	if (!ev || !cfg || (!cfg->listen && !cfg->adopt_fd) || !handler || !out) {
+		if (cfg && cfg->adopt_fd && cfg->listen_fd >= 0)
+			close(cfg->listen_fd);
 		return vmact_err_set(err, EINVAL, "http server: loop, listen address and handler required");
+	}
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		if (cfg->adopt_fd && cfg->listen_fd >= 0)
+			close(cfg->listen_fd);
 		return vmact_err_set(err, ENOMEM, "http server: out of memory");
+	}
 	s->ev = sd_event_ref(ev);
-	s->listen_fd = -1;
+	s->listen_fd = cfg->adopt_fd ? cfg->listen_fd : -1;
 	s->handler = handler;
 	s->userdata = userdata;
 	s->max_body = cfg->max_body ? cfg->max_body : 64 * 1024;
@@ -587,10 +616,16 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		goto fail;
 	}
 
-	r = open_listener(s, cfg->listen, err);
-	if (r < 0)
-		goto fail;
-	s->listen_fd = r;
+	if (cfg->adopt_fd) {
+		r = adopt_listener(s, s->listen_fd, cfg->listen ? cfg->listen : "(given)", err);
+		if (r < 0)
+			goto fail;
+	} else {
+		r = open_listener(s, cfg->listen, err);
+		if (r < 0)
+			goto fail;
+		s->listen_fd = r;
+	}
 	s->allow_defer = cfg->allow_defer;
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
@@ -603,7 +638,8 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		MHD_OPTION_END);
 	if (!s->mhd) {
-		r = vmact_err_set(err, EIO, "http server %s: libmicrohttpd failed to start", cfg->listen);
+		r = vmact_err_set(err, EIO, "http server %s: libmicrohttpd failed to start",
+				  cfg->listen ? cfg->listen : "(given)");
 		goto fail;
 	}
 	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);

@@ -30,6 +30,12 @@ struct ag_http_server_config {
 	/* "ADDR:PORT" ("127.0.0.1:0" picks a free port, "[::1]:10299"), or
 	 * "unix:/path" (an existing socket file is replaced). */
 	const char *listen;
+	/* adopt_fd: serve on listen_fd, a socket already bound and listening
+	 * (opened by someone else: a sandboxed process may not open one,
+	 * doc/privsep.md), instead of opening `listen`, which then only names
+	 * it in messages. The server takes the descriptor, on failure too. */
+	bool adopt_fd;
+	int listen_fd;
 	size_t max_body;               /* 0 = 64 KiB */
 	unsigned too_large_status;     /* reply to an oversized body; 0 = 413 */
 	const char *too_large_body;    /* text/plain; NULL = "request body too large" */

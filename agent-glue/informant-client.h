@@ -62,6 +62,16 @@ struct ag_inf_agent_config {
 	uint64_t downscale_timeout_usec;   /* /downscale and /upscale (sic) */
 	uint64_t health_interval_usec;     /* between health checks while running (>= v1.2) */
 	uint64_t retry_wait_usec;          /* after a server exit, before re-registering */
+	/* A process that may not open sockets (the guest worker,
+	 * doc/privsep.md) gets them from these, given hook_ud; NULL: the
+	 * agent opens its own. listen_socket returns a socket bound (where
+	 * `listen` says) and listening, for one registration's server;
+	 * dial a connection to the informant (whose host must then be a
+	 * numeric address). Both return a descriptor the agent owns, or a
+	 * negative errno with err set. */
+	int (*listen_socket)(void *hook_ud, struct vmact_err *err);
+	int (*dial)(void *hook_ud, struct vmact_err *err);
+	void *hook_ud;
 };
 
 /* Notifications; every member may be NULL. They run from the event loop

@@ -267,6 +267,15 @@ int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out, struct
 	srv->desc.min_version = a->cfg.min_version;
 	srv->desc.max_version = a->cfg.max_version;
 	ret = ag_inf_uuid_new(srv->desc.agent_id, err);
+	if (ret == 0 && a->cfg.listen_socket) {
+		/* Opened for us (doc/privsep.md): the server takes it. */
+		ret = a->cfg.listen_socket(a->cfg.hook_ud, err);
+		if (ret >= 0) {
+			hc.adopt_fd = true;
+			hc.listen_fd = ret;
+			ret = 0;
+		}
+	}
 	if (ret == 0)
 		ret = ag_http_server_new(a->ev, &hc, on_request, srv, &srv->http, err);
 	if (ret == 0 && make_serve_addr(a->advertise_host, ag_http_server_port(srv->http),

@@ -21,12 +21,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !act_ps_type_name(m.type) || m.type < ACT_PS_PONG ||
 		    strnlen(m.text, sizeof(m.text)) == sizeof(m.text))
 			abort();
+		/* LISTEN asks for a socket and carries nothing else. */
+		if (m.type == ACT_PS_LISTEN && (m.flags || m.seq || m.code || m.milli_cpu ||
+						m.mem_bytes || m.text[0]))
+			abort();
 	} else if (err.code == 0 || !err.msg[0]) {
 		abort();
 	}
 	/* The worker's decoder of vmactd's records, on the same bytes. */
 	memset(&err, 0, sizeof(err));
-	if (act_ps_decode_from_daemon(data, size, &m, &err) < 0 && (err.code == 0 || !err.msg[0]))
+	if (act_ps_decode_from_daemon(data, size, &m, &err) < 0) {
+		if (err.code == 0 || !err.msg[0])
+			abort();
+	} else if ((m.type == ACT_PS_LISTEN_REPLY || m.type == ACT_PS_DIAL_REPLY) &&
+		   (m.code > 0 || m.code < -4095)) {
 		abort();
+	} else if (m.type == ACT_PS_STOP && (m.flags || m.seq || m.code || m.text[0])) {
+		abort();
+	}
 	return 0;
 }

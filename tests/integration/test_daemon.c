@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -717,6 +718,43 @@ static void inf_cmd(const char *line)
  * approved and the guest is back at one vCPU; bounds never passed, no
  * protocol error seen by the peer, and SIGTERM unregisters the agent
  * (DELETE /unregister) before vmactd exits 0. */
+/* The agent runs in guest C's own worker (doc/privsep.md), sandboxed as
+ * the vm-monitor's: the workers' user, no capability, no_new_privs, its
+ * system-call filter; the informant's server is the worker's. */
+static void inf_worker_sandboxed(void)
+{
+	static const char *const want[][2] = {
+		{ "CapEff", "0000000000000000" },
+		{ "CapPrm", "0000000000000000" },
+		{ "NoNewPrivs", "1" },
+		{ "Seccomp", "2" },
+	};
+	pid_t pid = th_log_guest_worker(fx.log, fx.c.name);
+	struct passwd *pw = getpwnam("vmact");
+	char v[64], uid[64], needle[256];
+
+	if (pid <= 0) {
+		dump_log();
+		fail_msg("guest C's informant has no guest worker");
+	}
+	if (!pw)
+		pw = getpwnam("nobody");
+	assert_non_null(pw);
+	snprintf(uid, sizeof(uid), "%u\t%u\t%u\t%u", (unsigned)pw->pw_uid,
+		 (unsigned)pw->pw_uid, (unsigned)pw->pw_uid, (unsigned)pw->pw_uid);
+	if (!th_proc_status(pid, "Uid", v, sizeof(v)) || strcmp(v, uid))
+		fail_msg("informant worker %d: Uid %s, not %s", (int)pid, v, uid);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!th_proc_status(pid, want[i][0], v, sizeof(v)) || strcmp(v, want[i][1]))
+			fail_msg("informant worker %d: %s %s, not %s", (int)pid, want[i][0], v,
+				 want[i][1]);
+	/* The lines of the agent are the worker's. */
+	snprintf(needle, sizeof(needle), "vmact-guestd: %s: informant: agent ", fx.c.name);
+	assert_true(th_count_in_file(fx.log, needle) >= 1);
+	print_message("informant worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2\n",
+		      (int)pid, pw->pw_name);
+}
+
 static void daemon_informant(void **state)
 {
 	char text[1536], meta[1024], msg[512], needle[256];
@@ -772,6 +810,7 @@ static void daemon_informant(void **state)
 		fail_msg("vmactd's agent never got to running with the informant");
 	}
 	assert_true(th_count_in_file(fx.inf_log, "\"event\":\"id-check\"") >= 1);
+	inf_worker_sandboxed();
 
 	/* Suspended: load makes the core want more, and the runner holds it. */
 	inf_cmd("{\"cmd\":\"suspend\"}");

@@ -13,15 +13,17 @@
  *     checks. (A frame that never finishes, answered by the 30 s health
  *     check window, is test_monitor_client's, with a short window);
  *   - guest G uses the legacy informant (tests/peers/informant.js): the
- *     agent's HTTP server (the one the informant calls) gets a slowloris
+ *     agent's HTTP server (the one the informant calls), in G's own guest
+ *     worker (doc/privsep.md) on a socket vmactd bound, gets a slowloris
  *     flood of 4x its connection limit from four source addresses, an
  *     oversized header, garbage and a body that never completes, while and
  *     after which GET /id is answered;
  *   - meanwhile G runs busy and vmactd grows it to 2 vCPUs: one hostile
  *     guest does not stop the scaling of the others.
  *
- * vmactd's descriptors stay below its idle count plus the informant
- * server's connection limit under the flood and return to idle; its
+ * The flood lands on G's worker, whose descriptors stay below its idle
+ * count plus the server's connection limit; vmactd's stay at its idle
+ * count (a few for the monitor's reconnections) and return to it; its
  * resident memory grows by less than 16 MiB over all of it. Time limits
  * are safety nets, not assertions about speed. */
 #include <stdarg.h>
@@ -131,6 +133,8 @@ static void informant_server_flood(void)
 {
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
 	struct th_flood f = { .port = fx.inf_port };
+	pid_t worker = th_log_guest_worker(fx.log, fx.g.name);
+	long worker_idle = th_proc_fds(worker), wfds;
 	unsigned got = 0;
 	long fds;
 	char msg[256];
@@ -143,16 +147,22 @@ static void informant_server_flood(void)
 			 4 * INFORMANT_CONN_LIMIT);
 	expect_id(&f, "under the flood");
 	fds = th_proc_fds(fx.daemon.pid);
+	wfds = th_proc_fds(worker);
 	print_message("informant server: %u partial headers held open; vmactd has %ld descriptors "
-		      "(idle %ld)\n",
-		      4 * INFORMANT_CONN_LIMIT, fds, fx.idle_fds);
-	if (fds > fx.idle_fds + INFORMANT_CONN_LIMIT + 4)
-		fail_msg("vmactd holds %ld descriptors under the flood, idle %ld + limit %u", fds,
-			 fx.idle_fds, INFORMANT_CONN_LIMIT);
+		      "(idle %ld), G's worker %d %ld (idle %ld)\n",
+		      4 * INFORMANT_CONN_LIMIT, fds, fx.idle_fds, (int)worker, wfds, worker_idle);
+	if (fds > fx.idle_fds + 8)
+		fail_msg("vmactd holds %ld descriptors under the flood of G's worker, idle %ld", fds,
+			 fx.idle_fds);
+	if (wfds < 0 || wfds > worker_idle + INFORMANT_CONN_LIMIT + 4)
+		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u",
+			 wfds, worker_idle, INFORMANT_CONN_LIMIT);
 	th_flood_close(&f);
 	if (th_flood_bad_input(&f, "/try-upscale", msg, sizeof(msg)) < 0)
 		fail_msg("informant server: %s", msg);
 	expect_id(&f, "after");
+	/* The same worker served it all. */
+	assert_int_equal(th_log_guest_worker(fx.log, fx.g.name), worker);
 	free(f.fds);
 }
 

@@ -428,23 +428,6 @@ static bool scaled_up(void *unused)
 	return tg_report(&fx.a, &r) && r.cpus >= 2 && quota_milli() > 1000;
 }
 
-/* A "Name:\tvalue" line of /proc/PID/status. */
-static bool proc_status(pid_t pid, const char *name, char *val, size_t len)
-{
-	char path[64], needle[64], *p;
-	_cleanup_free_ char *buf = NULL;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	buf = th_read_file(path);
-	snprintf(needle, sizeof(needle), "\n%s:", name);
-	if (!buf || !(p = strstr(buf, needle)))
-		return false;
-	p += strlen(needle);
-	p += strspn(p, " \t");
-	snprintf(val, len, "%.*s", (int)strcspn(p, "\n"), p);
-	return true;
-}
-
 static void start_daemon(const char *config)
 {
 	const char *prog[] = { "--", NULL, "--config", fx.cfg, "--verbose", NULL };
@@ -519,13 +502,13 @@ static void check_confined(void)
 	char v[64];
 	unsigned long long eff, bnd, inh, amb;
 
-	assert_true(proc_status(fx.daemon.pid, "CapEff", v, sizeof(v)));
+	assert_true(th_proc_status(fx.daemon.pid, "CapEff", v, sizeof(v)));
 	eff = strtoull(v, NULL, 16);
-	assert_true(proc_status(fx.daemon.pid, "CapBnd", v, sizeof(v)));
+	assert_true(th_proc_status(fx.daemon.pid, "CapBnd", v, sizeof(v)));
 	bnd = strtoull(v, NULL, 16);
-	assert_true(proc_status(fx.daemon.pid, "CapInh", v, sizeof(v)));
+	assert_true(th_proc_status(fx.daemon.pid, "CapInh", v, sizeof(v)));
 	inh = strtoull(v, NULL, 16);
-	assert_true(proc_status(fx.daemon.pid, "CapAmb", v, sizeof(v)));
+	assert_true(th_proc_status(fx.daemon.pid, "CapAmb", v, sizeof(v)));
 	amb = strtoull(v, NULL, 16);
 	print_message("vmactd: CapEff %016llx CapBnd %016llx (unit: %016llx)\n", eff, bnd,
 		      (unsigned long long)fx.cap_mask);
@@ -533,9 +516,9 @@ static void check_confined(void)
 	assert_int_equal(bnd, fx.cap_mask);
 	assert_int_equal(inh, 0);
 	assert_int_equal(amb, 0);
-	assert_true(proc_status(fx.daemon.pid, "NoNewPrivs", v, sizeof(v)));
+	assert_true(th_proc_status(fx.daemon.pid, "NoNewPrivs", v, sizeof(v)));
 	assert_string_equal(v, "1");
-	assert_true(proc_status(fx.daemon.pid, "Seccomp", v, sizeof(v)));
+	assert_true(th_proc_status(fx.daemon.pid, "Seccomp", v, sizeof(v)));
 	assert_string_equal(v, "2"); /* a filter */
 	check_mounts();
 }
@@ -571,15 +554,15 @@ static void check_worker(void)
 		pw = getpwnam("nobody");
 	assert_non_null(pw);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)pw->pw_uid);
-	assert_true(proc_status(pid, "Uid", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "Uid", v, sizeof(v)));
 	assert_true(strncmp(v, uid, strlen(uid)) == 0 && (v[strlen(uid)] == '\t'));
-	assert_true(proc_status(pid, "CapEff", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "CapEff", v, sizeof(v)));
 	assert_string_equal(v, "0000000000000000");
-	assert_true(proc_status(pid, "CapPrm", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "CapPrm", v, sizeof(v)));
 	assert_string_equal(v, "0000000000000000");
-	assert_true(proc_status(pid, "NoNewPrivs", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "NoNewPrivs", v, sizeof(v)));
 	assert_string_equal(v, "1");
-	assert_true(proc_status(pid, "Seccomp", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "Seccomp", v, sizeof(v)));
 	assert_string_equal(v, "2");
 	/* One worker all along: its "started" line and no death or restart. */
 	snprintf(v, sizeof(v), "%s: guest worker ", fx.a.name);

@@ -210,3 +210,19 @@ int th_build_prog(const char *prog, char *out, size_t len)
 	w = snprintf(out, len, "%s/%s", self, prog);
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
+
+bool th_proc_status(pid_t pid, const char *key, char *val, size_t len)
+{
+	char path[64], needle[64], *p;
+	_cleanup_free_ char *buf = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	snprintf(needle, sizeof(needle), "\n%s:", key);
+	if (!buf || !(p = strstr(buf, needle)))
+		return false;
+	p += strlen(needle);
+	p += strspn(p, " \t");
+	snprintf(val, len, "%.*s", (int)strcspn(p, "\n"), p);
+	return true;
+}

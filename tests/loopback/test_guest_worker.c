@@ -258,7 +258,7 @@ static void hung(void **state)
 static void hostile(void **state)
 {
 	struct tctx *t = *state;
-	char script[128];
+	char script[128], buf_script[256];
 	pid_t first;
 	int changed;
 
@@ -278,6 +278,32 @@ static void hostile(void **state)
 	assert_false(act_approver_approves(t->ap) && act_approver_proxy_worker_pid(t->ap) == first);
 	act_approver_free(t->ap);
 	t->ap = NULL;
+	/* A vm-monitor's worker asking for a listening socket (an informant
+	 * worker's record, doc/privsep.md) lies: killed, no socket opened. */
+	{
+		char rec[128];
+		unsigned char buf[192] = { 25 }; /* LISTEN */
+		FILE *f;
+
+		snprintf(rec, sizeof(rec), "/tmp/vmact-gw-%d.rec", (int)getpid());
+		f = fopen(rec, "w");
+		assert_non_null(f);
+		assert_int_equal(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
+		fclose(f);
+		snprintf(buf_script, sizeof(buf_script),
+			 "#!/bin/sh\ncat %s >&3\nexec sleep 60\n", rec);
+		assert_int_equal(th_write_file(script, buf_script), 0);
+		assert_int_equal(chmod(script, 0755), 0);
+		start(t, script);
+		first = act_approver_proxy_worker_pid(t->ap);
+		changed = (int)t->changed;
+		wait_above(t, &t->changed, (unsigned)changed + 1,
+			   "the worker asking for a listening socket killed");
+		assert_true(kill(first, 0) < 0 && errno == ESRCH);
+		act_approver_free(t->ap);
+		t->ap = NULL;
+		unlink(rec);
+	}
 	unlink(script);
 }
 

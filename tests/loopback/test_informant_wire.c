@@ -3,9 +3,17 @@
  * on loopback against tests/peers/informant.js, an informant written on
  * Node's http module that shares nothing with vmact's stack, and against
  * raw-socket peers that misbehave on purpose. Every wait has a safety limit
- * against a hung test; nothing asserts on elapsed time. */
+ * against a hung test; nothing asserts on elapsed time.
+ *
+ * The last tests run the agent as vmactd does by default: in its own guest
+ * worker (doc/privsep.md), the real vmact-guestd of this build behind
+ * vmactd's proxy approver on a loop here: registration through the
+ * listening socket the proxy's side opens (LISTEN), the informant calling
+ * the worker's server back, approvals, a hostile informant, a killed
+ * worker restarted, and the goodbye (STOP -> DELETE /unregister). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "actuator/approver.h"
 #include "base/macro.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/informant-client.h"
@@ -27,6 +36,7 @@
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"
 #include "tests/lib/peer.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 /* ---- the Node fixture ------------------------------------------------- */
@@ -1103,6 +1113,190 @@ static void test_config_errors(void **state)
 	sd_event_unref(ev);
 }
 
+/* ---- through the guest worker (doc/privsep.md) ----------------------- */
+
+struct wk {
+	unsigned connected, lost, changed, upscales, done, stopped;
+	bool up_memory;
+	enum act_approval outcome;
+};
+
+static void wk_connected(void *ud)
+{
+	((struct wk *)ud)->connected++;
+}
+
+static void wk_lost(void *ud, bool dropped)
+{
+	((struct wk *)ud)->lost++;
+}
+
+static void wk_changed(void *ud)
+{
+	((struct wk *)ud)->changed++;
+}
+
+static void wk_upscale(void *ud, bool cpu, bool memory)
+{
+	struct wk *w = ud;
+
+	w->upscales++;
+	w->up_memory = memory;
+}
+
+static void wk_done(void *ud, enum act_approval outcome)
+{
+	struct wk *w = ud;
+
+	w->done++;
+	w->outcome = outcome;
+}
+
+static void wk_stopped(void *ud)
+{
+	((struct wk *)ud)->stopped++;
+}
+
+static const struct act_approver_events wk_events = {
+	.connected = wk_connected,
+	.lost = wk_lost,
+	.changed = wk_changed,
+	.upscale_requested = wk_upscale,
+};
+
+static void wk_status_is(pid_t pid, const char *key, const char *want)
+{
+	char v[64];
+
+	if (!th_proc_status(pid, key, v, sizeof(v)) || strcmp(v, want))
+		fail_msg("informant worker %d: %s is %s, not %s", (int)pid, key, v, want);
+}
+
+/* One request through the worker; its outcome. */
+static enum act_approval wk_request(sd_event *ev, struct act_approver *ap, struct wk *w, bool up)
+{
+	struct vmact_resources target = { .milli_cpu = up ? 2000 : 1000,
+					  .mem_bytes = (up ? 2ULL : 1ULL) << 30 };
+	struct vmact_err err = { 0 };
+	unsigned done = w->done;
+
+	if ((up ? act_approver_request_upscale(ap, &target, wk_done, w, &err)
+		: act_approver_request_downscale(ap, &target, wk_done, w, &err)) < 0)
+		fail_msg("request: %s", err.msg);
+	TH_WAIT_OR_FAIL(ev, w->done > done, "the informant's answer through the worker");
+	return w->outcome;
+}
+
+static void test_worker(void **state)
+{
+	char program[PATH_MAX], url[64], name[64];
+	struct vmact_err err = { 0 };
+	struct act_approver *ap = NULL;
+	struct fixture fx;
+	struct wk w = { 0 };
+	sd_event *ev = NULL;
+	unsigned first_port = 0;
+	pid_t pid, pid2;
+	json_t *e;
+	int fd;
+
+	(void)state;
+	assert_int_equal(th_build_prog("vmact-guestd", program, sizeof(program)), 0);
+	assert_int_equal(sd_event_new(&ev), 0);
+	fx_start(ev, &fx, "1", "4");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.port);
+	snprintf(name, sizeof(name), "inf-worker-%d", (int)getpid());
+	assert_int_equal(act_approver_proxy_new_informant(ev, name, url, "127.0.0.1:0", NULL,
+							  program, "vmact", &wk_events, &w, &ap,
+							  &err),
+			 0);
+	/* Registered from the worker: the informant called its server back
+	 * (GET /id) on the socket vmactd bound, and resumed it. */
+	e = wait_event(ev, &fx, "register");
+	assert_int_equal(sscanf(json_string_value(json_object_get(e, "addr")) ?: "",
+				"127.0.0.1:%u", &first_port),
+			 1);
+	TH_WAIT_OR_FAIL(ev, w.connected >= 1, "the agent running in the worker");
+	assert_true(act_approver_approves(ap) && act_approver_may_resize(ap));
+	pid = act_approver_proxy_worker_pid(ap);
+	assert_true(pid > 0);
+	wk_status_is(pid, "NoNewPrivs", "1");
+	wk_status_is(pid, "Seccomp", "2");
+	if (geteuid() == 0) {
+		wk_status_is(pid, "CapEff", "0000000000000000");
+		wk_status_is(pid, "CapPrm", "0000000000000000");
+	}
+	{
+		char rss[64] = "?";
+
+		th_proc_status(pid, "VmRSS", rss, sizeof(rss));
+		print_message("informant worker %d: %ld descriptors, RSS %s\n", (int)pid,
+			      th_proc_fds(pid), rss);
+	}
+	/* Approvals both ways; the informant denies when told to. */
+	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
+	assert_int_equal(wk_request(ev, ap, &w, true), ACT_APPROVAL_OK);
+	fx_cmd(&fx, "{\"cmd\":\"set\",\"approve\":false,\"status\":\"no\"}");
+	wait_event(ev, &fx, "ack");
+	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_DENIED);
+	/* The informant asks for more, through the worker's server. */
+	fx_cmd(&fx, "{\"cmd\":\"try-upscale\",\"cpu\":false,\"memory\":true}");
+	e = wait_event(ev, &fx, "try-upscale");
+	assert_int_equal(json_integer_value(json_object_get(e, "status")), 200);
+	TH_WAIT_OR_FAIL(ev, w.upscales >= 1, "the informant's try-upscale through the worker");
+	assert_true(w.up_memory);
+
+	/* A hostile informant: garbage to the worker's server is answered
+	 * 400, a wrong agent ID 404; the worker lives on. */
+	fx_cmd(&fx, "{\"cmd\":\"request\",\"tag\":\"g\",\"method\":\"POST\","
+		    "\"path\":\"/resume\",\"body\":\"{\\\"expectedID\\\":[[[\"}");
+	e = wait_event(ev, &fx, "response", "tag=g");
+	assert_int_equal(json_integer_value(json_object_get(e, "status")), 400);
+	fx_cmd(&fx, "{\"cmd\":\"request\",\"tag\":\"h\",\"method\":\"POST\","
+		    "\"path\":\"/suspend\",\"body\":\"{\\\"expectedID\\\":\\\"00000000-0000-4000-8000-000000000000\\\"}\"}");
+	e = wait_event(ev, &fx, "response", "tag=h");
+	assert_int_equal(json_integer_value(json_object_get(e, "status")), 404);
+	assert_int_equal(act_approver_proxy_worker_pid(ap), pid);
+	/* Its failing health check ends the registration: the worker's next
+	 * server, under its filter, gets a new listening socket from the
+	 * proxy's side and registers again. */
+	fx_cmd(&fx, "{\"cmd\":\"fail\",\"path\":\"/health-check\",\"status\":500,"
+		    "\"count\":1}");
+	wait_event(ev, &fx, "injected-failure");
+	wait_event(ev, &fx, "register");
+	TH_WAIT_OR_FAIL(ev, w.connected >= 2, "the agent running again in the same worker");
+	assert_int_equal(act_approver_proxy_worker_pid(ap), pid);
+	/* The first registration's listening socket is gone with it: its
+	 * port refuses (one listening socket per worker alive). */
+	fd = th_connect(first_port);
+	if (fd >= 0)
+		close(fd);
+	assert_int_equal(fd, -ECONNREFUSED);
+	fx_cmd(&fx, "{\"cmd\":\"set\",\"approve\":true}");
+	wait_event(ev, &fx, "ack");
+	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
+
+	/* Killed: lost, nothing approved meanwhile, a new worker registers. */
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	TH_WAIT_OR_FAIL(ev, w.lost >= 1 && act_approver_proxy_worker_pid(ap) != pid,
+			"the killed worker noticed");
+	assert_false(act_approver_approves(ap));
+	wait_event(ev, &fx, "register");
+	TH_WAIT_OR_FAIL(ev, w.connected >= 3, "the agent running in a new worker");
+	pid2 = act_approver_proxy_worker_pid(ap);
+	assert_true(pid2 > 0 && pid2 != pid);
+	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
+
+	/* Stopped: the worker unregisters and exits by itself. */
+	assert_int_equal(act_approver_proxy_stop(ap, TH_SAFETY_USEC, wk_stopped, &w), 0);
+	wait_event(ev, &fx, "unregister");
+	TH_WAIT_OR_FAIL(ev, w.stopped == 1, "the worker finished");
+	assert_true(kill(pid2, 0) < 0 && errno == ESRCH);
+	act_approver_free(ap);
+	fx_stop(&fx);
+	sd_event_unref(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1127,6 +1321,7 @@ int main(void)
 		cmocka_unit_test(test_peer_bad_desc),
 		cmocka_unit_test(test_peer_never_answers),
 		cmocka_unit_test(test_nobody_listens),
+		cmocka_unit_test(test_worker),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

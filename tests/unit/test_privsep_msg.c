@@ -48,6 +48,7 @@ static void valid_worker_messages(void **state)
 		{ .type = ACT_PS_UPSCALE, .flags = ACT_PS_F_MEMORY },
 		{ .type = ACT_PS_UPSCALE, .flags = ACT_PS_F_CPU | ACT_PS_F_MEMORY },
 		{ .type = ACT_PS_DIAL },
+		{ .type = ACT_PS_LISTEN },
 	};
 	struct vmact_err err;
 	struct act_ps_msg out;
@@ -84,8 +85,9 @@ static void lengths(void **state)
 
 static void types(void **state)
 {
-	const unsigned unknown[] = { 0, 4, 15, 23, 100, 0xffff };
-	const unsigned daemon[] = { ACT_PS_PING, ACT_PS_REQUEST, ACT_PS_DIAL_REPLY };
+	const unsigned unknown[] = { 0, 4, 7, 15, 23, 26, 29, 100, 0xffff };
+	const unsigned daemon[] = { ACT_PS_PING, ACT_PS_REQUEST, ACT_PS_DIAL_REPLY,
+				    ACT_PS_LISTEN_REPLY, ACT_PS_STOP };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
@@ -120,6 +122,15 @@ static void fields(void **state)
 	refused(&(struct act_ps_msg){ .type = ACT_PS_LOST, .mem_bytes = 1 }, EBADMSG,
 		"resources set");
 	refused(&(struct act_ps_msg){ .type = ACT_PS_CONNECTED, .text = "hi" }, EBADMSG,
+		"text set");
+	/* LISTEN asks, and carries nothing. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LISTEN, .flags = 1 }, EBADMSG,
+		"unknown flags");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LISTEN, .seq = 9 }, EBADMSG, "seq set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LISTEN, .code = -1 }, EBADMSG, "code set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LISTEN, .milli_cpu = 80 }, EBADMSG,
+		"resources set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_LISTEN, .text = "0.0.0.0:22" }, EBADMSG,
 		"text set");
 	/* Out of range. */
 	refused(&(struct act_ps_msg){ .type = ACT_PS_DONE, .code = 3 }, EBADMSG, "outcome 3");
@@ -163,6 +174,22 @@ static void daemon_side(void **state)
 	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
 	m.code = -5000;
 	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	/* LISTEN_REPLY as DIAL_REPLY; STOP carries nothing. */
+	m = (struct act_ps_msg){ .type = ACT_PS_LISTEN_REPLY, .code = -EADDRINUSE };
+	act_ps_set_text(&m, "bind 127.0.0.1:0: in use");
+	assert_int_equal(daemon_decode(&m, &out, &err), 0);
+	m.code = 7;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "listen-reply: code 7"));
+	m = (struct act_ps_msg){ .type = ACT_PS_STOP };
+	assert_int_equal(daemon_decode(&m, &out, &err), 0);
+	m.seq = 1;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	m = (struct act_ps_msg){ .type = ACT_PS_STOP, .flags = 1 };
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+
+	m = (struct act_ps_msg){ .type = ACT_PS_DIAL_REPLY, .code = -ECONNREFUSED };
+	act_ps_set_text(&m, "connect to /x: refused");
 	/* Bytes after the terminator, a control character. */
 	m.code = 0;
 	m.text[sizeof(m.text) - 2] = 'x';
