@@ -38,6 +38,7 @@
 struct act_gw {
 	sd_event *event;
 	char *program, *name, *monitor, *user;
+	char *metrics, *metrics_lfc; /* a metrics worker's endpoints */
 	uint64_t ping_usec, deadline_usec;
 	const struct act_gw_ops *ops;
 	void *ud;
@@ -51,7 +52,7 @@ struct act_gw {
 	uint32_t ping_seq;
 	bool ping_out;
 	uint64_t ping_sent_usec;
-	uint64_t last_dial_usec;
+	uint64_t last_dial_usec[2]; /* per endpoint: [1] the LFC exporter */
 	bool killed_hung;   /* the exit that follows is ours */
 	char kill_reason[VMACT_ERR_MSG_MAX];
 	char last_spawn_error[VMACT_ERR_MSG_MAX];
@@ -124,7 +125,10 @@ static int reap(struct act_gw *gw)
 	gw->io = sd_event_source_disable_unref(gw->io);
 	gw->exit_src = sd_event_source_disable_unref(gw->exit_src);
 	gw->ping_timer = sd_event_source_disable_unref(gw->ping_timer);
+	/* closep() leaves the number: -1, so that no send reaches a
+	 * descriptor of vmactd's that reuses it. */
 	closep(&gw->fd);
+	gw->fd = -1;
 	if (gw->pid > 0) {
 		/* A no-op when it already exited; the wait is then immediate,
 		 * else as long as the kernel takes to kill it. */
@@ -134,6 +138,7 @@ static int reap(struct act_gw *gw)
 							  : si.si_status & 0x7f;
 	}
 	closep(&gw->pidfd);
+	gw->pidfd = -1;
 	gw->pid = 0;
 	gw->ping_out = false;
 	return status;
@@ -220,15 +225,16 @@ int act_gw_send(struct act_gw *gw, const struct act_ps_msg *m, struct vmact_err 
 	return send_msg(gw, m, -1, err);
 }
 
-/* Opens a connection to the VM's monitor endpoint for the worker, which
- * may not open sockets itself. Only this endpoint: a compromised worker
- * cannot make vmactd dial anything else. */
-static int dial(struct act_gw *gw, struct vmact_err *err)
+/* Opens a connection to the VM's monitor endpoint (a metrics worker's:
+ * one of its exporters) for the worker, which may not open sockets
+ * itself. Only these endpoints: a compromised worker cannot make vmactd
+ * dial anything else. */
+static int dial(struct act_gw *gw, const char *spec, struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct vmact_endpoint ep;
 
-	if (vmact_endpoint_parse(gw->monitor, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep,
+	if (vmact_endpoint_parse(spec, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep,
 				 err) < 0)
 		return -EINVAL;
 	if (ep.kind == VMACT_EP_UNIX) {
@@ -276,19 +282,24 @@ static int dial(struct act_gw *gw, struct vmact_err *err)
 	return TAKE_FD(fd);
 }
 
-static void answer_dial(struct act_gw *gw)
+/* false: the worker asked for an endpoint it does not have (a lie). */
+static bool answer_dial(struct act_gw *gw, uint16_t flags)
 {
 	struct act_ps_msg m = { .type = ACT_PS_DIAL_REPLY };
 	struct vmact_err err = { 0 }, serr = { 0 };
 	uint64_t now = now_usec(gw);
 	_cleanup_close_ int fd = -1;
+	bool lfc = flags & ACT_PS_F_LFC;
+	const char *spec = gw->monitor ? gw->monitor : lfc ? gw->metrics_lfc : gw->metrics;
 
-	if (gw->last_dial_usec && now - gw->last_dial_usec < DIAL_MIN_GAP_USEC) {
+	if (!spec || (gw->monitor && lfc))
+		return false;
+	if (gw->last_dial_usec[lfc] && now - gw->last_dial_usec[lfc] < DIAL_MIN_GAP_USEC) {
 		m.code = -EAGAIN;
 		act_ps_set_text(&m, "dialling too often");
 	} else {
-		gw->last_dial_usec = now;
-		fd = dial(gw, &err);
+		gw->last_dial_usec[lfc] = now;
+		fd = dial(gw, spec, &err);
 		if (fd < 0) {
 			m.code = fd;
 			act_ps_set_text(&m, err.msg);
@@ -296,6 +307,7 @@ static void answer_dial(struct act_gw *gw)
 	}
 	if (send_msg(gw, &m, fd, &serr) < 0)
 		log_debug("%s: %s", gw->name, serr.msg);
+	return true;
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
@@ -333,7 +345,10 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			}
 			break;
 		case ACT_PS_DIAL:
-			answer_dial(gw);
+			if (!answer_dial(gw, m.flags)) {
+				kill_worker(gw, "invalid message: dial of an endpoint it has not");
+				return 0;
+			}
 			break;
 		default:
 			if (gw->ops->message(gw->ud, &m, &err) < 0) {
@@ -393,7 +408,7 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 	_cleanup_close_ int mine = -1, theirs = -1;
 	int sv[2], r;
 	char uid[16], gid[16], journal[256];
-	const char *argv[12];
+	const char *argv[16];
 	const char *envp[2] = { NULL, NULL };
 	size_t a = 0;
 	posix_spawn_file_actions_t fa;
@@ -415,8 +430,17 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 	argv[a++] = gw->program;
 	argv[a++] = "--name";
 	argv[a++] = gw->name;
-	argv[a++] = "--monitor";
-	argv[a++] = gw->monitor;
+	if (gw->monitor) {
+		argv[a++] = "--monitor";
+		argv[a++] = gw->monitor;
+	} else {
+		argv[a++] = "--metrics";
+		argv[a++] = gw->metrics;
+		if (gw->metrics_lfc) {
+			argv[a++] = "--lfc";
+			argv[a++] = gw->metrics_lfc;
+		}
+	}
 	if (uid[0]) {
 		argv[a++] = "--uid";
 		argv[a++] = uid;
@@ -531,9 +555,12 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 	gw->backoff_usec = BACKOFF_MIN_USEC;
 	gw->program = strdup(cfg->program);
 	gw->name = strdup(cfg->name);
-	gw->monitor = strdup(cfg->monitor);
+	gw->monitor = cfg->monitor ? strdup(cfg->monitor) : NULL;
+	gw->metrics = cfg->metrics ? strdup(cfg->metrics) : NULL;
+	gw->metrics_lfc = cfg->metrics_lfc ? strdup(cfg->metrics_lfc) : NULL;
 	gw->user = strdup(cfg->user);
-	if (!gw->program || !gw->name || !gw->monitor || !gw->user) {
+	if (!gw->program || !gw->name || !(gw->monitor || gw->metrics) || !gw->user ||
+	    (cfg->monitor && !gw->monitor) || (cfg->metrics_lfc && !gw->metrics_lfc)) {
 		act_gw_free(gw);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
@@ -572,6 +599,8 @@ void act_gw_free(struct act_gw *gw)
 	free(gw->program);
 	free(gw->name);
 	free(gw->monitor);
+	free(gw->metrics);
+	free(gw->metrics_lfc);
 	free(gw->user);
 	free(gw);
 }

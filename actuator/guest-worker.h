@@ -20,6 +20,10 @@ struct act_gw_config {
 	const char *program;  /* vmact-guestd */
 	const char *name;     /* the VM's name: logs, argv */
 	const char *monitor;  /* the VM's vm-monitor endpoint */
+	/* Or, monitor NULL, a metrics worker (`--metrics`): the VM's system
+	 * exporter and its LFC exporter (NULL: none), the endpoints a DIAL
+	 * without and with ACT_PS_F_LFC opens. */
+	const char *metrics, *metrics_lfc;
 	const char *user;     /* run as; "nobody" if it does not exist */
 	uint64_t ping_usec;   /* heartbeat period */
 	uint64_t deadline_usec; /* a ping unanswered this long: hung */

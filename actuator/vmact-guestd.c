@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-guestd: one VM's guest worker (doc/privsep.md). vmactd starts it
  * with a SOCK_SEQPACKET socket on fd 3; it drops to its user and into its
- * sandbox, then speaks to the VM's vm-monitor with approver-monitor.c and
- * answers vmactd in fixed records (privsep-msg.h). Its connections are
- * opened by vmactd (DIAL). It exits when vmactd closes the socket. */
+ * sandbox, then speaks to the VM's vm-monitor with approver-monitor.c
+ * (--monitor), or scrapes the VM's metrics exporters with guestd-metrics.c
+ * (--metrics), and answers vmactd in fixed records (privsep-msg.h). Its
+ * connections are opened by vmactd (DIAL). It exits when vmactd closes
+ * the socket. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,6 +21,7 @@
 #include <systemd/sd-id128.h>
 
 #include "actuator/approver.h"
+#include "actuator/guestd-metrics.h"
 #include "actuator/guestd-sandbox.h"
 #include "actuator/privsep-msg.h"
 #include "base/log.h"
@@ -35,6 +38,7 @@ struct gd {
 	sd_event *event;
 	const char *name;
 	struct act_approver *ap;
+	struct act_gd_metrics *metrics; /* --metrics: instead of ap */
 	sd_event_source *io, *defer;
 	uint32_t req_seq;
 	bool req_out;
@@ -133,6 +137,10 @@ static void handle(struct gd *g, const struct act_ps_msg *in)
 									      &err)) < 0)
 			request_done(g, ACT_APPROVAL_FAILED);
 		return;
+	case ACT_PS_SCRAPE:
+		if (g->metrics)
+			act_gd_metrics_scrape(g->metrics, in);
+		return;
 	default:
 		/* A DIAL_REPLY outside a dial: vmactd answered late. */
 		return;
@@ -170,13 +178,12 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-/* The vm-monitor's connections, opened by vmactd: the worker has no
- * socket() or connect(). Waits for the answer; what vmactd sends
- * meanwhile is handled after. */
-static int dial(void *ud, struct vmact_err *err)
+/* The vm-monitor's connections (or the exporters', flags LFC), opened by
+ * vmactd: the worker has no socket() or connect(). Waits for the answer;
+ * what vmactd sends meanwhile is handled after. */
+static int dial_flags(struct gd *g, uint16_t flags, struct vmact_err *err)
 {
-	struct gd *g = ud;
-	struct act_ps_msg m = { .type = ACT_PS_DIAL };
+	struct act_ps_msg m = { .type = ACT_PS_DIAL, .flags = flags };
 	struct timespec t0, t;
 
 	send_msg(g, &m);
@@ -218,6 +225,21 @@ static int dial(void *ud, struct vmact_err *err)
 		g->queue[g->nq++] = m;
 		sd_event_source_set_enabled(g->defer, SD_EVENT_ON);
 	}
+}
+
+static int dial(void *ud, struct vmact_err *err)
+{
+	return dial_flags(ud, 0, err);
+}
+
+static int dial_exporter(void *ud, bool lfc, struct vmact_err *err)
+{
+	return dial_flags(ud, lfc ? ACT_PS_F_LFC : 0, err);
+}
+
+static void send_record(void *ud, struct act_ps_msg *m)
+{
+	send_msg(ud, m);
 }
 
 static void ev_connected(void *ud)
@@ -275,6 +297,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "name", required_argument, NULL, 'n' },
 		{ "monitor", required_argument, NULL, 'm' },
+		{ "metrics", required_argument, NULL, 's' },
+		{ "lfc", required_argument, NULL, 'l' },
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "version", no_argument, NULL, 'V' },
@@ -286,8 +310,12 @@ int main(int argc, char **argv)
 		.changed = ev_changed,
 		.upscale_requested = ev_upscale,
 	};
+	static const struct act_gd_metrics_ops metrics_ops = {
+		.dial = dial_exporter,
+		.send = send_record,
+	};
 	struct gd g = { .name = "?" };
-	const char *monitor = NULL;
+	const char *monitor = NULL, *metrics = NULL, *lfc = NULL;
 	struct vmact_err err = { 0 };
 	bool change = false;
 	uid_t uid = 0;
@@ -303,6 +331,12 @@ int main(int argc, char **argv)
 		case 'm':
 			monitor = optarg;
 			break;
+		case 's':
+			metrics = optarg;
+			break;
+		case 'l':
+			lfc = optarg;
+			break;
 		case 'u':
 			uid = (uid_t)number(optarg);
 			change = true;
@@ -314,12 +348,12 @@ int main(int argc, char **argv)
 			printf("vmact-guestd %s\n", VMACT_VERSION);
 			return 0;
 		default:
-			die("usage: vmact-guestd --name VM --monitor ENDPOINT [--uid U --gid G] "
-			    "(started by vmactd, doc/privsep.md)");
+			die("usage: vmact-guestd --name VM {--monitor ENDPOINT | --metrics URL "
+			    "[--lfc URL]} [--uid U --gid G] (started by vmactd, doc/privsep.md)");
 		}
 	}
-	if (!monitor || (change && !gid))
-		die("vmact-guestd: --monitor and --uid with --gid are needed");
+	if (!monitor == !metrics || (lfc && !metrics) || (change && !gid))
+		die("vmact-guestd: --monitor or --metrics, and --uid with --gid, are needed");
 	if (fcntl(FD, F_GETFD) < 0)
 		die("vmact-guestd: no socket on fd 3 (started by vmactd only)");
 	if (act_gd_drop_privileges(change, uid, gid, &err) < 0) {
@@ -348,12 +382,19 @@ int main(int argc, char **argv)
 		log_error("%s: guest worker: event loop: %s", g.name, strerror(-r));
 		return 1;
 	}
+	/* libcurl's initialisation opens files and a socket pair: before the
+	 * filter. */
+	if (metrics &&
+	    act_gd_metrics_new(g.event, metrics, lfc, &metrics_ops, &g, &g.metrics, &err) < 0) {
+		log_error("%s: guest worker: %s", g.name, err.msg);
+		return 1;
+	}
 	if (act_gd_seccomp(&err) < 0) {
 		log_error("%s: guest worker: %s", g.name, err.msg);
 		return 1;
 	}
-	if (act_approver_monitor_new_dial(g.event, g.name, monitor, dial, &g, &events, &g, &g.ap,
-					  &err) < 0) {
+	if (monitor && act_approver_monitor_new_dial(g.event, g.name, monitor, dial, &g, &events,
+						     &g, &g.ap, &err) < 0) {
 		log_error("%s: guest worker: %s", g.name, err.msg);
 		return 1;
 	}

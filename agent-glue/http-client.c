@@ -29,6 +29,7 @@ struct ag_http_call {
 	size_t max;
 	bool too_big;
 	char errbuf[CURL_ERROR_SIZE];
+	struct vmact_err connect_err; /* the client's connect_fn failed */
 };
 
 struct ag_http_client {
@@ -37,6 +38,8 @@ struct ag_http_client {
 	sd_event_source *timer;
 	struct ag_http_call *calls;
 	size_t ncalls;
+	ag_http_connect_fn *connect_fn;
+	void *connect_ud;
 };
 
 static void call_unlink(struct ag_http_call *call)
@@ -112,12 +115,15 @@ static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
 		char *url = NULL;
 
 		curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
-		if (code == EFBIG)
+		if (call->connect_err.code)
+			vmact_err_set(&err, call->connect_err.code, "%s: %s", url ? url : "?",
+				      call->connect_err.msg);
+		else if (code == EFBIG)
 			vmact_err_set(&err, code, "%s: response body exceeds %zu bytes",
 				      url ? url : "?", call->max);
 		else
 			vmact_err_set(&err, code, "%s: %s", url ? url : "?", detail);
-		call->cb(call->userdata, -code, NULL, &err);
+		call->cb(call->userdata, -err.code, NULL, &err);
 	}
 	call_free(call);
 }
@@ -216,6 +222,38 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 	if (ag_bodybuf_append(&call->body, data, n) < 0)
 		return 0;
 	return n;
+}
+
+/* The connection comes from the client's connect_fn: curl neither
+ * creates nor connects a socket (CURLOPT_OPENSOCKETFUNCTION and
+ * CURLOPT_SOCKOPTFUNCTION). A socket still connecting is fine: curl's
+ * first send waits for it to be writable and reports its error. */
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct ag_http_call *call = clientp;
+	struct ag_http_client *c = call->client;
+	char *url = NULL;
+	int fd;
+
+	curl_easy_getinfo(call->easy, CURLINFO_EFFECTIVE_URL, &url);
+	fd = c->connect_fn(c->connect_ud, url ? url : "", &call->connect_err);
+	if (fd < 0) {
+		if (!call->connect_err.code)
+			vmact_err_set(&call->connect_err, -fd, "%s", strerror(-fd));
+		return CURL_SOCKET_BAD;
+	}
+	return fd;
+}
+
+static int socket_ready(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
+
+void ag_http_client_set_connect(struct ag_http_client *c, ag_http_connect_fn *fn, void *userdata)
+{
+	c->connect_fn = fn;
+	c->connect_ud = userdata;
 }
 
 int ag_http_client_new(sd_event *ev, struct ag_http_client **out, struct vmact_err *err)
@@ -338,6 +376,11 @@ int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request 
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
+	if (c->connect_fn) {
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, call);
+		curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, socket_ready);
+	}
 	if (req->timeout_usec)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)((req->timeout_usec + 999) / 1000));
 	if (strcmp(req->method, "GET") == 0) {

@@ -20,6 +20,8 @@
 //   status   503 with a text body
 //   silent   accepts the request and never answers
 //   hangup   half a response, then the connection is destroyed
+//   endless  200 with a body that never ends (comment lines, as fast as
+//            the client reads)
 //
 // Usage: node guest-metrics.js [--mode M] [--load N] [--windows N]
 //        [--big-bytes N]; prints {"event":"listening","port":N} once ready
@@ -38,7 +40,7 @@ function arg(name, dflt) {
 	return i >= 0 ? args[i + 1] : dflt;
 }
 
-const modes = ['system', 'lfc', 'garbage', 'big', 'status', 'silent', 'hangup'];
+const modes = ['system', 'lfc', 'garbage', 'big', 'status', 'silent', 'hangup', 'endless'];
 const state = {
 	mode: arg('--mode', 'system'),
 	load: Number(arg('--load', '3')),
@@ -113,6 +115,15 @@ function serve(mode, req, res) {
 	case 'hangup':
 		res.socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 500\r\n\r\nhost_lo');
 		return setTimeout(() => res.socket.destroy(), 50);
+	case 'endless': {
+		res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+		const line = '# more ' + 'x'.repeat(1000) + '\n';
+		const more = () => {
+			while (!res.destroyed && res.write(line));
+		};
+		res.on('drain', more);
+		return more();
+	}
 	}
 }
 
