@@ -236,6 +236,14 @@ static void figures(void **state)
 	system_ok(t);
 	pid = act_gm_proxy_worker_pid(t->p);
 	assert_true(pid > 0);
+	{
+		/* 0-3, the event loop's, libcurl's wake-up pair, the exporter's
+		 * connection kept for the next scrape. */
+		long n = th_proc_fds(pid);
+
+		print_message("metrics worker %d: %ld descriptors\n", (int)pid, n);
+		assert_true(n >= 4 && n <= 12);
+	}
 	status_is(pid, "NoNewPrivs", "1");
 	status_is(pid, "Seccomp", "2");
 	if (geteuid() == 0) {
