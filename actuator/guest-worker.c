@@ -550,8 +550,8 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 	gw->event = sd_event_ref(event);
 	gw->ops = ops;
 	gw->ud = ud;
-	gw->ping_usec = cfg->ping_usec;
-	gw->deadline_usec = cfg->deadline_usec;
+	gw->ping_usec = cfg->ping_usec ? cfg->ping_usec : ACT_GW_PING_USEC;
+	gw->deadline_usec = cfg->deadline_usec ? cfg->deadline_usec : ACT_GW_DEADLINE_USEC;
 	gw->backoff_usec = BACKOFF_MIN_USEC;
 	gw->program = strdup(cfg->program);
 	gw->name = strdup(cfg->name);

@@ -16,6 +16,10 @@
 
 struct act_gw;
 
+/* The heartbeat by default: a ping a second, 5 s to answer. */
+#define ACT_GW_PING_USEC (1ULL * 1000000ULL)
+#define ACT_GW_DEADLINE_USEC (5ULL * 1000000ULL)
+
 struct act_gw_config {
 	const char *program;  /* vmact-guestd */
 	const char *name;     /* the VM's name: logs, argv */
@@ -25,8 +29,8 @@ struct act_gw_config {
 	 * without and with ACT_PS_F_LFC opens. */
 	const char *metrics, *metrics_lfc;
 	const char *user;     /* run as; "nobody" if it does not exist */
-	uint64_t ping_usec;   /* heartbeat period */
-	uint64_t deadline_usec; /* a ping unanswered this long: hung */
+	uint64_t ping_usec;   /* heartbeat period; 0: ACT_GW_PING_USEC */
+	uint64_t deadline_usec; /* a ping unanswered this long: hung; 0: ACT_GW_DEADLINE_USEC */
 };
 
 struct act_gw_ops {

@@ -15,9 +15,6 @@
 
 _Static_assert(ACT_PS_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
 
-/* The heartbeat, as the vm-monitor's worker (approver-proxy.c). */
-#define PING_USEC (1ULL * 1000000ULL)
-#define DEADLINE_USEC (5ULL * 1000000ULL)
 /* An answer is due within the worker's own timeout of the scrape (the
  * agent's: 2 s system, 5 s LFC) and this margin; later, the scrape has
  * failed and the answer, if it comes, is stale. */
@@ -249,14 +246,9 @@ int act_gm_proxy_new(sd_event *event, const char *name, const char *system_url,
 		.down = on_down,
 		.message = on_message,
 	};
-	struct act_gw_config gc = {
-		.program = program,
-		.metrics = system_url,
-		.metrics_lfc = lfc_url,
-		.user = user,
-		.ping_usec = PING_USEC,
-		.deadline_usec = DEADLINE_USEC,
-	};
+	/* The default heartbeat (guest-worker.h). */
+	struct act_gw_config gc = { .program = program, .user = user,
+				    .metrics = system_url, .metrics_lfc = lfc_url };
 	const char *urls[2] = { system_url, lfc_url };
 	struct act_gm_proxy *p = calloc(1, sizeof(*p));
 	char wname[300];

@@ -175,31 +175,6 @@ static bool at_min(void *g)
 	return quota(g) == 500;
 }
 
-/* A field of /proc/PID/status. */
-static bool status_field(pid_t pid, const char *key, char *out, size_t len)
-{
-	char path[64], *buf, *p;
-	size_t kl = strlen(key);
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	buf = th_read_file(path);
-	if (!buf)
-		return false;
-	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (!strncmp(p, key, kl) && p[kl] == ':') {
-			const char *v = p + kl + 1;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
-			free(buf);
-			return true;
-		}
-	}
-	free(buf);
-	return false;
-}
-
 /* The worker's sandbox, as the kernel reports it. */
 static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 {
@@ -217,7 +192,7 @@ static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 		unsigned id = i ? (unsigned)pw->pw_gid : (unsigned)pw->pw_uid;
 
 		snprintf(expect, sizeof(expect), "%u\t%u\t%u\t%u", id, id, id, id);
-		assert_true(status_field(pid, i ? "Gid" : "Uid", v, sizeof(v)));
+		assert_true(th_proc_status(pid, i ? "Gid" : "Uid", v, sizeof(v)));
 		if (strcmp(v, expect))
 			fail_msg("%s worker %d: %s %s, not %s (%s)", label, (int)pid,
 				 i ? "Gid" : "Uid", v, expect, pw->pw_name);
@@ -233,7 +208,7 @@ static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 		};
 
 		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-			assert_true(status_field(pid, want[i][0], v, sizeof(v)));
+			assert_true(th_proc_status(pid, want[i][0], v, sizeof(v)));
 			if (strcmp(v, want[i][1]))
 				fail_msg("%s worker %d: %s %s, not %s", label, (int)pid,
 					 want[i][0], v, want[i][1]);
@@ -256,7 +231,7 @@ static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 	assert_non_null(env);
 	assert_true(env[0] == 0 || !strncmp(env, "JOURNAL_STREAM=", 15));
 	free(env);
-	assert_true(status_field(pid, "VmRSS", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "VmRSS", v, sizeof(v)));
 	printf("%s worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2, %u fds, RSS %s\n", label,
 	       (int)pid, pw->pw_name, nfd, v);
 }

@@ -180,6 +180,29 @@ long th_proc_fds(pid_t pid)
 	return n;
 }
 
+bool th_proc_status(pid_t pid, const char *key, char *out, size_t len)
+{
+	char path[64], *buf, *p;
+	size_t kl = strlen(key);
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, kl) && p[kl] == ':') {
+			const char *v = p + kl + 1;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
+			found = true;
+			break;
+		}
+	}
+	free(buf);
+	return found;
+}
+
 long th_proc_rss_kib(pid_t pid)
 {
 	char path[64], *buf, *p;

@@ -21,7 +21,6 @@
  * Waits have generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -41,6 +40,7 @@
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
+#include "tests/lib/worker.h"
 
 #define LIMIT_USEC (60ULL * 1000000ULL)
 #define MiB (1024.0 * 1024.0)
@@ -79,37 +79,17 @@ static void on_result(void *ud, const struct ag_guest_metrics_result *res)
 		memcpy(o->wss_pages, res->lfc->wss_pages, res->lfc->n_windows * sizeof(double));
 }
 
-struct above {
-	const unsigned *v;
-	unsigned n;
-};
-
-static bool is_above(void *arg)
-{
-	const struct above *a = arg;
-
-	return *a->v > a->n;
-}
-
 /* One scrape of kind through the proxy; its outcome in t->o. */
 static void scrape(struct tctx *t, enum ag_guest_metrics_kind kind)
 {
 	unsigned calls = t->o.calls;
-	struct above a = { &t->o.calls, calls };
 
 	assert_false(act_gm_proxy_pending(t->p, kind));
 	act_gm_proxy_scrape(t->p, kind, on_result, &t->o);
-	if (!th_wait_until(t->e, is_above, &a, LIMIT_USEC))
+	if (!TH_WAIT(t->e, t->o.calls > calls, LIMIT_USEC))
 		fail_msg("no answer to the scrape");
 	assert_int_equal(t->o.calls, calls + 1);
 	assert_false(act_gm_proxy_pending(t->p, kind));
-}
-
-static bool worker_runs(void *arg)
-{
-	struct tctx *t = arg;
-
-	return act_gm_proxy_worker_pid(t->p) > 0;
 }
 
 static void start(struct tctx *t, const char *program, const char *sys, const char *lfc)
@@ -121,7 +101,7 @@ static void start(struct tctx *t, const char *program, const char *sys, const ch
 	memset(&t->o, 0, sizeof(t->o));
 	if (act_gm_proxy_new(t->e, t->name, sys, lfc, program, "vmact", &t->p, &err) < 0)
 		fail_msg("proxy: %s", err.msg);
-	if (!th_wait_until(t->e, worker_runs, t, LIMIT_USEC))
+	if (!TH_WAIT(t->e, act_gm_proxy_worker_pid(t->p) > 0, LIMIT_USEC))
 		fail_msg("no metrics worker runs");
 }
 
@@ -167,23 +147,6 @@ static int teardown(void **state)
 	sd_event_unref(t->e);
 	free(t);
 	return 0;
-}
-
-static void status_is(pid_t pid, const char *key, const char *want)
-{
-	char path[64], needle[64], *p;
-	char *buf;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	buf = th_read_file(path);
-	assert_non_null(buf);
-	snprintf(needle, sizeof(needle), "\n%s:\t", key);
-	p = strstr(buf, needle);
-	assert_non_null(p);
-	p += strlen(needle);
-	if (strncmp(p, want, strlen(want)) || (p[strlen(want)] != '\n' && p[strlen(want)] != '\t'))
-		fail_msg("worker %d: %s: %.40s, not %s", (int)pid, key, p, want);
-	free(buf);
 }
 
 struct peer_ack {
@@ -244,20 +207,7 @@ static void figures(void **state)
 		print_message("metrics worker %d: %ld descriptors\n", (int)pid, n);
 		assert_true(n >= 4 && n <= 12);
 	}
-	status_is(pid, "NoNewPrivs", "1");
-	status_is(pid, "Seccomp", "2");
-	if (geteuid() == 0) {
-		struct passwd *pw = getpwnam("vmact");
-		char uid[16];
-
-		if (!pw)
-			pw = getpwnam("nobody");
-		assert_non_null(pw);
-		snprintf(uid, sizeof(uid), "%u", (unsigned)pw->pw_uid);
-		status_is(pid, "Uid", uid);
-		status_is(pid, "CapEff", "0000000000000000");
-		status_is(pid, "CapPrm", "0000000000000000");
-	}
+	th_check_worker_sandbox(pid);
 	/* The peer lists window i (60 i seconds) with 1000 i pages, last first. */
 	scrape(t, AG_GUEST_METRICS_LFC);
 	if (t->o.error)
@@ -317,12 +267,12 @@ static void hostile(void **state)
 	assert_int_equal(t->o.error, -ENOENT);
 }
 
-static bool worker_changed(void *arg)
+/* Another worker than pid runs. */
+static bool replaced(struct tctx *t, pid_t pid)
 {
-	struct tctx *t = arg;
-	pid_t pid = act_gm_proxy_worker_pid(t->p);
+	pid_t now = act_gm_proxy_worker_pid(t->p);
 
-	return pid > 0 && pid != (pid_t)t->o.status;
+	return now > 0 && now != pid;
 }
 
 static void killed(void **state)
@@ -337,12 +287,8 @@ static void killed(void **state)
 	calls = t->o.calls;
 	act_gm_proxy_scrape(t->p, AG_GUEST_METRICS_SYSTEM, on_result, &t->o);
 	assert_int_equal(kill(pid, SIGKILL), 0);
-	{
-		struct above a = { &t->o.calls, calls };
-
-		if (!th_wait_until(t->e, is_above, &a, LIMIT_USEC))
-			fail_msg("the scrape pending in the killed worker never failed");
-	}
+	if (!TH_WAIT(t->e, t->o.calls > calls, LIMIT_USEC))
+		fail_msg("the scrape pending in the killed worker never failed");
 	if (t->o.error != -ECONNRESET || !strstr(t->o.message, "guest worker stopped"))
 		fail_msg("the killed worker's scrape: %d '%s'", t->o.error, t->o.message);
 	/* No worker until the backoff's end: a scrape fails at once. */
@@ -352,8 +298,7 @@ static void killed(void **state)
 		assert_int_equal(t->o.calls, calls + 1);
 		assert_int_equal(t->o.error, -ENOTCONN);
 	}
-	t->o.status = pid; /* worker_changed's reference */
-	if (!th_wait_until(t->e, worker_changed, t, LIMIT_USEC))
+	if (!TH_WAIT(t->e, replaced(t, pid), LIMIT_USEC))
 		fail_msg("no new worker");
 	peer_command(t, "mode system");
 	system_ok(t);
@@ -382,8 +327,7 @@ static void lying(void **state)
 	assert_int_equal(chmod(rec, 0644), 0);
 	start(t, script, t->sys_url, NULL);
 	first = act_gm_proxy_worker_pid(t->p);
-	t->o.status = first;
-	if (!th_wait_until(t->e, worker_changed, t, LIMIT_USEC))
+	if (!TH_WAIT(t->e, replaced(t, first), LIMIT_USEC))
 		fail_msg("the lying worker was never replaced");
 	assert_true(kill(first, 0) < 0 && errno == ESRCH);
 	act_gm_proxy_free(t->p);
