@@ -16,7 +16,7 @@
  *   - A's worker killed (SIGKILL) three times: restarted each time, while
  *     B, busy meanwhile, scales up;
  *   - B's guest metrics (<vmact:metrics>, the exporter peer
- *     tests/peers/guest-metrics.js: load 0.5, 356 MiB used) are scraped by
+ *     tests/peers/guest-metrics.js: load 0.3, 356 MiB used) are scraped by
  *     a worker of their own, sandboxed as the monitor's; its figures reach
  *     B's policy (the system metrics fed and the CPU decisions say the
  *     guest's load); killed, it is restarted and the figures flow again.
@@ -62,9 +62,10 @@
 	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>" \
 	"<vmact:compute-unit cpu='250m' memory='256Mi'/>" \
 	"<vmact:monitor endpoint='unix:%s'/>%s</vmact:autoscaling>"
-/* B's exporter: the guest's load 0.5, 1 GiB total, 768 MiB available. */
-#define GM_LOAD "0.5"
-#define GM_FED "load1 0.50 load5 0.25 memory known (guest)"
+/* B's exporter: the guest's load 0.3 (a floor of 0.333 CPUs, so B's minimum,
+ * 500m, holds), 1 GiB total, 768 MiB available. */
+#define GM_LOAD "0.3"
+#define GM_FED "load1 0.30 load5 0.15 memory known (guest)"
 
 static char vmactd_path[PATH_MAX];
 

@@ -135,6 +135,8 @@ static int teardown(void **state)
 {
 	struct tctx *t = *state;
 
+	if (!t)
+		return 0;
 	act_approver_free(t->ap);
 	th_peer_stop(&t->peer);
 	unlink(t->sock);
