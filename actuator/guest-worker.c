@@ -346,7 +346,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			break;
 		case ACT_PS_DIAL:
 			if (!answer_dial(gw, m.flags)) {
-				kill_worker(gw, "invalid message: dial of an endpoint it has not");
+				kill_worker(gw, "invalid message: dial of an endpoint it does not have");
 				return 0;
 			}
 			break;
