@@ -218,7 +218,7 @@ int act_approver_informant_new(struct act_runner_env *env, const char *name, con
  * and `advertise_host` as above. */
 struct act_inf_sockets {
 	int (*listen_socket)(void *hook_ud, struct vmact_err *err);
-	int (*dial)(void *hook_ud, struct vmact_err *err);
+	int (*dial)(void *hook_ud, const char *url, struct vmact_err *err);
 	void *hook_ud;
 };
 int act_approver_informant_new_agent(sd_event *event, const char *name, const char *endpoint,

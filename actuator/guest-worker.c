@@ -43,6 +43,7 @@ struct act_gw {
 	sd_event *event;
 	char *program, *name, *monitor, *user;
 	char *informant, *listen, *advertise_host; /* the informant worker's */
+	char *metrics, *metrics_lfc; /* a metrics worker's endpoints */
 	uint64_t ping_usec, deadline_usec;
 	const struct act_gw_ops *ops;
 	void *ud;
@@ -56,7 +57,7 @@ struct act_gw {
 	uint32_t ping_seq;
 	bool ping_out;
 	uint64_t ping_sent_usec;
-	uint64_t last_dial_usec;
+	uint64_t last_dial_usec[2]; /* per endpoint: [1] the LFC exporter */
 	uint64_t last_listen_usec;
 	int listen_fd;      /* our copy of the last listening socket, -1: none */
 	bool stopping;      /* act_gw_stop: no restart, no ops callbacks */
@@ -135,8 +136,12 @@ static int reap(struct act_gw *gw)
 	gw->io = sd_event_source_disable_unref(gw->io);
 	gw->exit_src = sd_event_source_disable_unref(gw->exit_src);
 	gw->ping_timer = sd_event_source_disable_unref(gw->ping_timer);
+	/* closep() leaves the number: -1, so that no send reaches a
+	 * descriptor of vmactd's that reuses it. */
 	closep(&gw->fd);
+	gw->fd = -1;
 	closep(&gw->listen_fd);
+	gw->listen_fd = -1;
 	if (gw->pid > 0) {
 		/* A no-op when it already exited; the wait is then immediate,
 		 * else as long as the kernel takes to kill it. */
@@ -146,6 +151,7 @@ static int reap(struct act_gw *gw)
 							  : si.si_status & 0x7f;
 	}
 	closep(&gw->pidfd);
+	gw->pidfd = -1;
 	gw->pid = 0;
 	gw->ping_out = false;
 	return status;
@@ -241,18 +247,19 @@ int act_gw_send(struct act_gw *gw, const struct act_ps_msg *m, struct vmact_err 
 	return send_msg(gw, m, -1, err);
 }
 
-/* Opens a connection to the VM's monitor endpoint for the worker, which
- * may not open sockets itself. Only this endpoint: a compromised worker
- * cannot make vmactd dial anything else. */
-static int dial(struct act_gw *gw, struct vmact_err *err)
+/* Opens a connection to the VM's monitor endpoint (a metrics worker's:
+ * one of its exporters) for the worker, which may not open sockets
+ * itself. Only these endpoints: a compromised worker cannot make vmactd
+ * dial anything else. */
+static int dial(struct act_gw *gw, const char *spec, struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct vmact_endpoint ep;
 
-	const char *endpoint = gw->monitor ? gw->monitor : gw->informant;
-
-	if (vmact_endpoint_parse(endpoint, gw->monitor ? VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX
-						       : VMACT_EP_HTTP | VMACT_EP_NEED_PORT,
+	/* The informant's URL names a host and port (curl's requests); the
+	 * others may also be unix sockets. */
+	if (vmact_endpoint_parse(spec, spec == gw->informant ? VMACT_EP_HTTP | VMACT_EP_NEED_PORT
+							    : VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX,
 				 &ep, err) < 0)
 		return -EINVAL;
 	if (ep.kind == VMACT_EP_UNIX) {
@@ -358,19 +365,27 @@ static void answer_listen(struct act_gw *gw)
 		log_debug("%s: %s", gw->name, serr.msg);
 }
 
-static void answer_dial(struct act_gw *gw)
+/* false: the worker asked for an endpoint it does not have (a lie). */
+static bool answer_dial(struct act_gw *gw, uint16_t flags)
 {
 	struct act_ps_msg m = { .type = ACT_PS_DIAL_REPLY };
 	struct vmact_err err = { 0 }, serr = { 0 };
 	uint64_t now = now_usec(gw);
 	_cleanup_close_ int fd = -1;
+	bool lfc = flags & ACT_PS_F_LFC;
+	const char *spec = gw->monitor     ? gw->monitor
+			   : gw->informant ? gw->informant
+			   : lfc	   ? gw->metrics_lfc
+					   : gw->metrics;
 
-	if (gw->last_dial_usec && now - gw->last_dial_usec < DIAL_MIN_GAP_USEC) {
+	if (!spec || ((gw->monitor || gw->informant) && lfc))
+		return false;
+	if (gw->last_dial_usec[lfc] && now - gw->last_dial_usec[lfc] < DIAL_MIN_GAP_USEC) {
 		m.code = -EAGAIN;
 		act_ps_set_text(&m, "dialling too often");
 	} else {
-		gw->last_dial_usec = now;
-		fd = dial(gw, &err);
+		gw->last_dial_usec[lfc] = now;
+		fd = dial(gw, spec, &err);
 		if (fd < 0) {
 			m.code = fd;
 			act_ps_set_text(&m, err.msg);
@@ -378,6 +393,7 @@ static void answer_dial(struct act_gw *gw)
 	}
 	if (send_msg(gw, &m, fd, &serr) < 0)
 		log_debug("%s: %s", gw->name, serr.msg);
+	return true;
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
@@ -415,7 +431,10 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			}
 			break;
 		case ACT_PS_DIAL:
-			answer_dial(gw);
+			if (!answer_dial(gw, m.flags)) {
+				kill_worker(gw, "invalid message: dial of an endpoint it does not have");
+				return 0;
+			}
 			break;
 		case ACT_PS_LISTEN:
 			if (!gw->informant) {
@@ -487,7 +506,7 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 	_cleanup_close_ int mine = -1, theirs = -1;
 	int sv[2], r;
 	char uid[16], gid[16], journal[256];
-	const char *argv[20];
+	const char *argv[24];
 	const char *envp[2] = { NULL, NULL };
 	size_t a = 0;
 	posix_spawn_file_actions_t fa;
@@ -512,7 +531,7 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 	if (gw->monitor) {
 		argv[a++] = "--monitor";
 		argv[a++] = gw->monitor;
-	} else {
+	} else if (gw->informant) {
 		argv[a++] = "--informant";
 		argv[a++] = gw->informant;
 		argv[a++] = "--listen";
@@ -520,6 +539,13 @@ static int spawn(struct act_gw *gw, struct vmact_err *err)
 		if (gw->advertise_host) {
 			argv[a++] = "--advertise";
 			argv[a++] = gw->advertise_host;
+		}
+	} else {
+		argv[a++] = "--metrics";
+		argv[a++] = gw->metrics;
+		if (gw->metrics_lfc) {
+			argv[a++] = "--lfc";
+			argv[a++] = gw->metrics_lfc;
 		}
 	}
 	if (uid[0]) {
@@ -631,8 +657,8 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 	gw->event = sd_event_ref(event);
 	gw->ops = ops;
 	gw->ud = ud;
-	gw->ping_usec = cfg->ping_usec;
-	gw->deadline_usec = cfg->deadline_usec;
+	gw->ping_usec = cfg->ping_usec ? cfg->ping_usec : ACT_GW_PING_USEC;
+	gw->deadline_usec = cfg->deadline_usec ? cfg->deadline_usec : ACT_GW_DEADLINE_USEC;
 	gw->backoff_usec = BACKOFF_MIN_USEC;
 	gw->program = strdup(cfg->program);
 	gw->name = strdup(cfg->name);
@@ -640,10 +666,12 @@ int act_gw_new(sd_event *event, const struct act_gw_config *cfg, const struct ac
 	gw->informant = cfg->informant ? strdup(cfg->informant) : NULL;
 	gw->listen = strdup(cfg->listen ? cfg->listen : "");
 	gw->advertise_host = cfg->advertise_host ? strdup(cfg->advertise_host) : NULL;
+	gw->metrics = cfg->metrics ? strdup(cfg->metrics) : NULL;
+	gw->metrics_lfc = cfg->metrics_lfc ? strdup(cfg->metrics_lfc) : NULL;
 	gw->user = strdup(cfg->user);
-	if (!gw->program || !gw->name || (!gw->monitor && !gw->informant) || !gw->user ||
-	    !gw->listen || (cfg->monitor && !gw->monitor) ||
-	    (cfg->advertise_host && !gw->advertise_host)) {
+	if (!gw->program || !gw->name || !(gw->monitor || gw->informant || gw->metrics) ||
+	    !gw->user || !gw->listen || (cfg->monitor && !gw->monitor) ||
+	    (cfg->advertise_host && !gw->advertise_host) || (cfg->metrics_lfc && !gw->metrics_lfc)) {
 		act_gw_free(gw);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
@@ -689,7 +717,7 @@ int act_gw_stop(struct act_gw *gw, const struct act_ps_msg *m, uint64_t timeout_
 	gw->stopping = true;
 	/* Its goodbye (DELETE /unregister) may need a connection at once:
 	 * one dial more than the rate allows. */
-	gw->last_dial_usec = 0;
+	memset(gw->last_dial_usec, 0, sizeof(gw->last_dial_usec));
 	gw->stop_done = done;
 	gw->stop_ud = done_ud;
 	if (gw->restart_timer)
@@ -730,6 +758,8 @@ void act_gw_free(struct act_gw *gw)
 	free(gw->informant);
 	free(gw->listen);
 	free(gw->advertise_host);
+	free(gw->metrics);
+	free(gw->metrics_lfc);
 	free(gw->user);
 	free(gw);
 }

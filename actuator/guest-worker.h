@@ -16,20 +16,29 @@
 
 struct act_gw;
 
+/* The heartbeat by default: a ping a second, 5 s to answer. */
+#define ACT_GW_PING_USEC (1ULL * 1000000ULL)
+#define ACT_GW_DEADLINE_USEC (5ULL * 1000000ULL)
+
 struct act_gw_config {
 	const char *program;  /* vmact-guestd */
 	const char *name;     /* the VM's name: logs, argv */
-	const char *monitor;  /* the VM's vm-monitor endpoint, or NULL: */
-	/* The informant worker (vmact-guestd --informant): the VM's informant
+	/* One of: */
+	const char *monitor;  /* the VM's vm-monitor endpoint; */
+	/* the informant worker (vmact-guestd --informant): the VM's informant
 	 * URL, which DIAL connects to, and where its per-registration servers
 	 * listen (informant_listen; LISTEN binds there) and what they
-	 * advertise (informant_advertise_host, NULL: the listen host). */
+	 * advertise (informant_advertise_host, NULL: the listen host); */
 	const char *informant;
 	const char *listen;
 	const char *advertise_host;
+	/* a metrics worker (`--metrics`): the VM's system exporter and its
+	 * LFC exporter (NULL: none), the endpoints a DIAL without and with
+	 * ACT_PS_F_LFC opens. */
+	const char *metrics, *metrics_lfc;
 	const char *user;     /* run as; "nobody" if it does not exist */
-	uint64_t ping_usec;   /* heartbeat period */
-	uint64_t deadline_usec; /* a ping unanswered this long: hung */
+	uint64_t ping_usec;   /* heartbeat period; 0: ACT_GW_PING_USEC */
+	uint64_t deadline_usec; /* a ping unanswered this long: hung; 0: ACT_GW_DEADLINE_USEC */
 };
 
 struct act_gw_ops {

@@ -106,12 +106,12 @@ int act_gd_seccomp(struct vmact_err *err)
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* connect() is never made: it fails with EINPROGRESS. libcurl (7.88)
-	 * calls it on the socket vmactd dialled although told the socket is
-	 * connected (CURL_SOCKOPT_ALREADY_CONNECTED); "in progress" makes it
-	 * wait for the socket to be writable and read SO_ERROR, which is the
-	 * truth of vmactd's connection. A compromised worker reaches nothing
-	 * with it. */
+	/* connect() is answered "in progress" without running: the worker
+	 * connects nothing. libcurl 7.88 (Debian 12) calls it even on the
+	 * socket vmactd connected, which its CURLOPT_SOCKOPTFUNCTION declared
+	 * connected (fixed in curl 8.0); to curl the connection is then under
+	 * way, and it waits for the socket to be writable and reads SO_ERROR
+	 * as for its own (doc/privsep.md). */
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINPROGRESS), SCMP_SYS(connect), 0);
 	if (r == 0)

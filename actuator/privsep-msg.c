@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "actuator/approver.h"
+#include "base/macro.h"
 
 /* Which fields a type carries. */
 enum {
@@ -14,6 +15,7 @@ enum {
 	F_CODE = 1 << 1,
 	F_RES = 1 << 2,  /* milli_cpu, mem_bytes */
 	F_TEXT = 1 << 3,
+	F_SPARE = 1 << 4, /* spare[]: checked per type below */
 };
 
 struct type_info {
@@ -29,6 +31,7 @@ static const struct type_info *info(unsigned type)
 		[ACT_PS_PING] = { "ping", false, F_SEQ, 0 },
 		[ACT_PS_REQUEST] = { "request", false, F_SEQ | F_RES, ACT_PS_F_UP },
 		[ACT_PS_DIAL_REPLY] = { "dial-reply", false, F_CODE | F_TEXT, 0 },
+		[ACT_PS_SCRAPE] = { "scrape", false, F_SEQ, ACT_PS_F_LFC },
 		[ACT_PS_LISTEN_REPLY] = { "listen-reply", false, F_CODE | F_TEXT, 0 },
 		[ACT_PS_STOP] = { "stop", false, 0, 0 },
 	};
@@ -41,7 +44,11 @@ static const struct type_info *info(unsigned type)
 						   ACT_PS_F_MAY_RESIZE | ACT_PS_F_APPROVES },
 		[ACT_PS_UPSCALE - ACT_PS_PONG] = { "upscale", true, 0,
 						   ACT_PS_F_CPU | ACT_PS_F_MEMORY },
-		[ACT_PS_DIAL - ACT_PS_PONG] = { "dial", true, 0, 0 },
+		[ACT_PS_DIAL - ACT_PS_PONG] = { "dial", true, 0, ACT_PS_F_LFC },
+		[ACT_PS_METRICS - ACT_PS_PONG] = { "metrics", true,
+						   F_SEQ | F_CODE | F_RES | F_TEXT | F_SPARE,
+						   ACT_PS_F_LFC },
+		[ACT_PS_WINDOWS - ACT_PS_PONG] = { "windows", true, F_SEQ | F_SPARE, 0 },
 		[ACT_PS_LISTEN - ACT_PS_PONG] = { "listen", true, 0, 0 },
 	};
 
@@ -70,6 +77,48 @@ static bool all_zero(const void *p, size_t n)
 	return true;
 }
 
+/* A METRICS record: which fields it carries depends on its outcome and
+ * its kind (privsep-msg.h). */
+static int decode_metrics(const struct act_ps_msg *m, struct act_ps_msg *out,
+			  struct vmact_err *err)
+{
+	if (m->code > 0 || m->code < -4095)
+		return vmact_err_set(err, EBADMSG, "metrics: code %d out of range", m->code);
+	if (m->milli_cpu)
+		return vmact_err_set(err, EBADMSG, "metrics: milli_cpu set");
+	if (m->code < 0) {
+		if (!m->text[0])
+			return vmact_err_set(err, EBADMSG, "metrics: an error without a text");
+		if (m->spare[0] > 999 || (m->spare[0] && m->spare[0] < 100))
+			return vmact_err_set(err, EBADMSG, "metrics: HTTP status %llu out of range",
+					     (unsigned long long)m->spare[0]);
+		if (m->mem_bytes || m->spare[1] || m->spare[2] || m->spare[3])
+			return vmact_err_set(err, EBADMSG, "metrics: figures with an error");
+	} else if (m->text[0]) {
+		return vmact_err_set(err, EBADMSG, "metrics: text set without an error");
+	} else if (m->flags & ACT_PS_F_LFC) {
+		if (!m->spare[0] || m->spare[0] > ACT_PS_MAX_WINDOWS)
+			return vmact_err_set(err, EBADMSG, "metrics: %llu LFC windows, 1 to %u "
+					     "accepted", (unsigned long long)m->spare[0],
+					     ACT_PS_MAX_WINDOWS);
+		if (m->mem_bytes || m->spare[1] || m->spare[2] || m->spare[3])
+			return vmact_err_set(err, EBADMSG, "metrics: system figures in an LFC answer");
+	} else {
+		if (m->spare[0] > ACT_PS_MAX_LOAD_MILLI || m->spare[1] > ACT_PS_MAX_LOAD_MILLI)
+			return vmact_err_set(err, EBADMSG, "metrics: load %llu/1000 out of range",
+					     (unsigned long long)(m->spare[0] > ACT_PS_MAX_LOAD_MILLI
+									  ? m->spare[0]
+									  : m->spare[1]));
+		if (m->spare[2] > ACT_PS_MAX_MEM_BYTES)
+			return vmact_err_set(err, EBADMSG, "metrics: cached memory %llu out of range",
+					     (unsigned long long)m->spare[2]);
+		if (m->spare[3])
+			return vmact_err_set(err, EBADMSG, "metrics: reserved field set");
+	}
+	*out = *m;
+	return 0;
+}
+
 static int decode(const void *buf, size_t len, bool from_worker, struct act_ps_msg *out,
 		  struct vmact_err *err)
 {
@@ -93,7 +142,7 @@ static int decode(const void *buf, size_t len, bool from_worker, struct act_ps_m
 		return vmact_err_set(err, EBADMSG, "%s: seq set", t->name);
 	if (!(t->fields & F_CODE) && m.code)
 		return vmact_err_set(err, EBADMSG, "%s: code set", t->name);
-	if (m.reserved || !all_zero(m.spare, sizeof(m.spare)))
+	if (m.reserved || (!(t->fields & F_SPARE) && !all_zero(m.spare, sizeof(m.spare))))
 		return vmact_err_set(err, EBADMSG, "%s: reserved field set", t->name);
 	if (!(t->fields & F_RES) && (m.milli_cpu || m.mem_bytes))
 		return vmact_err_set(err, EBADMSG, "%s: resources set", t->name);
@@ -131,6 +180,15 @@ static int decode(const void *buf, size_t len, bool from_worker, struct act_ps_m
 		if (m.code > 0 || m.code < -4095)
 			return vmact_err_set(err, EBADMSG, "%s: code %d out of range", t->name,
 					     m.code);
+		break;
+	case ACT_PS_METRICS:
+		return decode_metrics(&m, out, err);
+	case ACT_PS_WINDOWS:
+		for (size_t i = 0; i < ARRAY_SIZE(m.spare); i++)
+			if (m.spare[i] > ACT_PS_MAX_PAGE_MILLI)
+				return vmact_err_set(err, EBADMSG, "windows: window of %llu "
+						     "thousandths of a page out of range",
+						     (unsigned long long)m.spare[i]);
 		break;
 	default:
 		break;

@@ -18,7 +18,7 @@ enum act_ps_type {
 	ACT_PS_PING = 1,      /* seq: answered by a PONG with the same seq */
 	ACT_PS_REQUEST,       /* seq, flags UP, milli_cpu, mem_bytes */
 	ACT_PS_DIAL_REPLY,    /* code: 0 (a socket attached) or -errno; text: why */
-	/* 4: the metrics worker's (doc/privsep.md) */
+	ACT_PS_SCRAPE = 4,    /* seq, flags LFC: one scrape of the VM's exporter */
 	ACT_PS_LISTEN_REPLY = 5, /* code: 0 (a listening socket attached) or -errno; text */
 	ACT_PS_STOP = 6,      /* informant: unregister and exit */
 	/* worker -> vmactd */
@@ -28,8 +28,17 @@ enum act_ps_type {
 	ACT_PS_LOST,          /* flags DROPPED */
 	ACT_PS_CHANGED,       /* flags MAY_RESIZE, APPROVES */
 	ACT_PS_UPSCALE,       /* flags CPU, MEMORY (at least one) */
-	ACT_PS_DIAL,          /* open a connection to the VM's endpoint */
-	/* 23, 24: the metrics worker's (doc/privsep.md) */
+	ACT_PS_DIAL,          /* open a connection to the VM's endpoint (flags LFC) */
+	/* The answer to a SCRAPE (seq, flags as the SCRAPE's), code 0 or
+	 * -errno. System figures: spare[0] load1 and spare[1] load5 in
+	 * thousandths, mem_bytes the memory usage, spare[2] the cached
+	 * bytes. LFC: spare[0] the number of windows the WINDOWS records
+	 * before it carried. An error: text (printable, not empty) and
+	 * spare[0] the HTTP status, 0 when none. */
+	ACT_PS_METRICS = 23,
+	/* seq of the SCRAPE: the next ACT_PS_WINDOWS_PER_MSG LFC windows in
+	 * spare[], thousandths of a page (the last record's unused ones 0) */
+	ACT_PS_WINDOWS = 24,
 	ACT_PS_LISTEN = 25,   /* informant: a listening socket for a registration */
 };
 
@@ -40,10 +49,20 @@ enum act_ps_type {
 #define ACT_PS_F_APPROVES   0x2u /* CHANGED */
 #define ACT_PS_F_CPU        0x1u /* UPSCALE */
 #define ACT_PS_F_MEMORY     0x2u /* UPSCALE */
+#define ACT_PS_F_LFC        0x1u /* SCRAPE, METRICS, DIAL: the LFC exporter, not the system one */
 
 /* Bounds of a REQUEST's target: what a VM can have (doc/privsep.md). */
 #define ACT_PS_MAX_MILLI_CPU (1024ULL * 1000ULL)
 #define ACT_PS_MAX_MEM_BYTES (1ULL << 50)
+/* Bounds of the guest's figures (METRICS, WINDOWS): loads up to a
+ * million, in thousandths; at most the LFC windows the scaling core keeps
+ * (agent-glue/guest-metrics.h), each at most ACT_PS_MAX_MEM_BYTES of 8 KiB
+ * pages, in thousandths of a page. */
+#define ACT_PS_MILLI 1000ULL
+#define ACT_PS_MAX_LOAD_MILLI (1000000ULL * ACT_PS_MILLI)
+#define ACT_PS_MAX_WINDOWS 1440u
+#define ACT_PS_WINDOWS_PER_MSG 4u
+#define ACT_PS_MAX_PAGE_MILLI ((ACT_PS_MAX_MEM_BYTES / 8192ULL) * ACT_PS_MILLI)
 
 /* The wire record, host byte order (both ends are on the same host and
  * built together). 192 bytes; every unused field is zero. */

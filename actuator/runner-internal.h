@@ -21,6 +21,7 @@
 struct ag_http_client;
 struct ag_plugin_client;
 struct ag_guest_scrape;
+struct act_gm_proxy;
 struct ag_http_server;
 
 /* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
@@ -65,6 +66,9 @@ struct act_runner {
 	struct act_guest_ep guest_sys, guest_lfc;
 	bool has_guest;
 	struct act_system_metrics guest;
+	/* They are scraped by the VM's metrics worker (doc/privsep.md);
+	 * NULL: in vmactd (guest_worker.enabled false). */
+	struct act_gm_proxy *gm_proxy;
 
 	struct ag_http_client *http;
 	struct ag_plugin_client *plugin;

@@ -12,7 +12,9 @@
  * guest's load1/load5 and memory then replace the host-side figures (for
  * the reactive policy, load1 is the floor of the goal: the queue beyond
  * the vCPUs); a failed scrape drops them, so the host-side signal carries
- * on, and is logged once per distinct failure. */
+ * on, and is logged once per distinct failure. The exporters are read and
+ * parsed by the VM's metrics worker (metrics-proxy.h, doc/privsep.md); in
+ * vmactd only when guest_worker.enabled is false. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -20,6 +22,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "actuator/guest-worker.h"
+#include "actuator/metrics-proxy.h"
 #include "actuator/runner-internal.h"
 #include "agent-glue/http-client.h"
 #include "agent-glue/guest-metrics.h"
@@ -301,6 +305,15 @@ static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_guest_
 	struct vmact_err err = { 0 };
 	int ret;
 
+	/* Through the VM's metrics worker: it answers, or the callback says
+	 * why not (no worker running: the host-side figures meanwhile). */
+	if (r->gm_proxy) {
+		if (!act_gm_proxy_pending(r->gm_proxy, kind))
+			act_gm_proxy_scrape(r->gm_proxy, kind,
+					    kind == AG_GUEST_METRICS_LFC ? on_guest_lfc
+									 : on_guest_system, r);
+		return;
+	}
 	if (ep->scrape && ag_guest_scrape_pending(ep->scrape))
 		return;
 	ag_guest_scrape_free(ep->scrape);
@@ -359,8 +372,10 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 	if (!spec[0])
 		return 0;
 	/* The runner's HTTP client (shared with a remote plugin; created
-	 * here when the scheduler is the in-process arbiter). */
-	if (!r->http && (ret = ag_http_client_new(r->env->event, &r->http, err)) < 0)
+	 * here when the scheduler is the in-process arbiter), unless a
+	 * guest worker scrapes. */
+	if (!r->env->cfg->guest_worker && !r->http &&
+	    (ret = ag_http_client_new(r->env->event, &r->http, err)) < 0)
 		return vmact_err_prefix(err, "guest metrics");
 	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
 		return vmact_err_prefix(err, "<vmact:metrics>");
@@ -374,9 +389,29 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 	return 0;
 }
 
+/* The VM's metrics worker (guest_worker.*, doc/privsep.md): the
+ * exporters' bytes are parsed there, not in vmactd. */
+static int start_worker(struct act_runner *r, struct vmact_err *err)
+{
+	const char *prog = r->env->cfg->guest_worker_program;
+	char buf[PATH_MAX];
+
+	if (!prog[0]) {
+		if (act_gw_default_program(buf, sizeof(buf), err) < 0)
+			return vmact_err_prefix(err, "guest metrics worker");
+		prog = buf;
+	}
+	return act_gm_proxy_new(r->env->event, r->name, r->guest_sys.url,
+				r->guest_lfc.url[0] ? r->guest_lfc.url : NULL, prog,
+				r->env->cfg->guest_worker_user, &r->gm_proxy, err);
+}
+
 void act_runner_metrics_free(struct act_runner *r)
 {
 	struct act_guest_ep *eps[] = { &r->guest_sys, &r->guest_lfc };
+
+	act_gm_proxy_free(r->gm_proxy);
+	r->gm_proxy = NULL;
 
 	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
 		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
@@ -399,6 +434,8 @@ int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err)
 	if (ret >= 0)
 		ret = guest_start(r, &r->guest_lfc, r->meta.metrics_lfc, rnd % (FIRST_JITTER_USEC + 1),
 				  on_guest_lfc_timer, err);
+	if (ret >= 0 && r->guest_sys.url[0] && r->env->cfg->guest_worker)
+		ret = start_worker(r, err);
 	if (ret < 0)
 		return ret;
 	if (r->guest_sys.url[0])

@@ -2,8 +2,9 @@
 /* vmact-guestd: one VM's guest worker (doc/privsep.md). vmactd starts it
  * with a SOCK_SEQPACKET socket on fd 3; it drops to its user and into its
  * sandbox, then speaks to the VM's vm-monitor with approver-monitor.c
- * (--monitor), or to its legacy informant with approver-informant.c's
- * agent (--informant), and answers vmactd in fixed records
+ * (--monitor), to its legacy informant with approver-informant.c's agent
+ * (--informant), or scrapes the VM's metrics exporters with
+ * guestd-metrics.c (--metrics), and answers vmactd in fixed records
  * (privsep-msg.h). Its connections are opened by vmactd (DIAL), the
  * informant agent's listening sockets too (LISTEN). It exits when vmactd
  * closes the socket, or, an informant worker, after unregistering when
@@ -23,6 +24,7 @@
 #include <systemd/sd-id128.h>
 
 #include "actuator/approver.h"
+#include "actuator/guestd-metrics.h"
 #include "actuator/guestd-sandbox.h"
 #include "actuator/privsep-msg.h"
 #include "base/log.h"
@@ -39,6 +41,7 @@ struct gd {
 	sd_event *event;
 	const char *name;
 	struct act_approver *ap;
+	struct act_gd_metrics *metrics; /* --metrics: instead of ap */
 	sd_event_source *io, *defer;
 	uint32_t req_seq;
 	bool req_out;
@@ -152,6 +155,10 @@ static void handle(struct gd *g, const struct act_ps_msg *in)
 		if (act_approver_informant_stop(g->ap, stopped, g) < 0)
 			_exit(0);
 		return;
+	case ACT_PS_SCRAPE:
+		if (g->metrics)
+			act_gd_metrics_scrape(g->metrics, in);
+		return;
 	default:
 		/* A DIAL_REPLY outside a dial: vmactd answered late. */
 		return;
@@ -189,11 +196,12 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-/* Asks vmactd for a descriptor (DIAL, LISTEN) and waits for the answer
- * (reply_type); what vmactd sends meanwhile is handled after. */
-static int ask_fd(struct gd *g, uint16_t type, uint16_t reply_type, struct vmact_err *err)
+/* Asks vmactd for a descriptor (DIAL with flags, LISTEN) and waits for
+ * the answer (reply_type); what vmactd sends meanwhile is handled after. */
+static int ask_fd(struct gd *g, uint16_t type, uint16_t flags, uint16_t reply_type,
+		  struct vmact_err *err)
 {
-	struct act_ps_msg m = { .type = type };
+	struct act_ps_msg m = { .type = type, .flags = flags };
 	struct timespec t0, t;
 
 	send_msg(g, &m);
@@ -243,14 +251,33 @@ static int ask_fd(struct gd *g, uint16_t type, uint16_t reply_type, struct vmact
  * worker has no socket() or connect(). */
 static int dial(void *ud, struct vmact_err *err)
 {
-	return ask_fd(ud, ACT_PS_DIAL, ACT_PS_DIAL_REPLY, err);
+	return ask_fd(ud, ACT_PS_DIAL, 0, ACT_PS_DIAL_REPLY, err);
+}
+
+/* The same for libcurl (the informant agent's client), which names the
+ * URL: vmactd dials the one endpoint of the VM's metadata anyway. */
+static int dial_url(void *ud, const char *url, struct vmact_err *err)
+{
+	(void)url;
+	return dial(ud, err);
+}
+
+/* The exporters' connections (flag LFC: the LFC exporter's). */
+static int dial_exporter(void *ud, bool lfc, struct vmact_err *err)
+{
+	return ask_fd(ud, ACT_PS_DIAL, lfc ? ACT_PS_F_LFC : 0, ACT_PS_DIAL_REPLY, err);
 }
 
 /* A listening socket for an informant registration's server, bound by
  * vmactd at informant_listen: the worker has no bind() or listen(). */
 static int listen_socket(void *ud, struct vmact_err *err)
 {
-	return ask_fd(ud, ACT_PS_LISTEN, ACT_PS_LISTEN_REPLY, err);
+	return ask_fd(ud, ACT_PS_LISTEN, 0, ACT_PS_LISTEN_REPLY, err);
+}
+
+static void send_record(void *ud, struct act_ps_msg *m)
+{
+	send_msg(ud, m);
 }
 
 static void ev_changed(void *ud)
@@ -321,6 +348,8 @@ int main(int argc, char **argv)
 		{ "informant", required_argument, NULL, 'i' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "advertise", required_argument, NULL, 'a' },
+		{ "metrics", required_argument, NULL, 's' },
+		{ "lfc", required_argument, NULL, 'c' },
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "version", no_argument, NULL, 'V' },
@@ -332,8 +361,13 @@ int main(int argc, char **argv)
 		.changed = ev_changed,
 		.upscale_requested = ev_upscale,
 	};
+	static const struct act_gd_metrics_ops metrics_ops = {
+		.dial = dial_exporter,
+		.send = send_record,
+	};
 	struct gd g = { .name = "?" };
 	const char *monitor = NULL, *informant = NULL, *listen = NULL, *advertise = NULL;
+	const char *metrics = NULL, *lfc = NULL;
 	struct vmact_err err = { 0 };
 	bool change = false;
 	uid_t uid = 0;
@@ -358,6 +392,12 @@ int main(int argc, char **argv)
 		case 'a':
 			advertise = optarg;
 			break;
+		case 's':
+			metrics = optarg;
+			break;
+		case 'c':
+			lfc = optarg;
+			break;
 		case 'u':
 			uid = (uid_t)number(optarg);
 			change = true;
@@ -370,13 +410,14 @@ int main(int argc, char **argv)
 			return 0;
 		default:
 			die("usage: vmact-guestd --name VM {--monitor ENDPOINT | --informant URL "
-			    "--listen ADDR:PORT [--advertise HOST]} [--uid U --gid G] "
-			    "(started by vmactd, doc/privsep.md)");
+			    "--listen ADDR:PORT [--advertise HOST] | --metrics URL [--lfc URL]} "
+			    "[--uid U --gid G] (started by vmactd, doc/privsep.md)");
 		}
 	}
-	if (!monitor == !informant || (informant && !listen) || (change && !gid))
-		die("vmact-guestd: --monitor or --informant (with --listen), and --uid with --gid "
-		    "are needed");
+	if ((monitor != NULL) + (informant != NULL) + (metrics != NULL) != 1 ||
+	    (informant && !listen) || (lfc && !metrics) || (change && !gid))
+		die("vmact-guestd: one of --monitor, --informant (with --listen) or --metrics, "
+		    "and --uid with --gid, are needed");
 	g.informant = informant != NULL;
 	if (fcntl(FD, F_GETFD) < 0)
 		die("vmact-guestd: no socket on fd 3 (started by vmactd only)");
@@ -412,7 +453,7 @@ int main(int argc, char **argv)
 		 * the informant's is read before the loop runs. */
 		const struct act_inf_sockets sock = {
 			.listen_socket = listen_socket,
-			.dial = dial,
+			.dial = dial_url,
 			.hook_ud = &g,
 		};
 
@@ -421,6 +462,13 @@ int main(int argc, char **argv)
 			log_error("%s: guest worker: %s", g.name, err.msg);
 			return 1;
 		}
+	}
+	/* libcurl's initialisation opens files and a socket pair: before the
+	 * filter. */
+	if (metrics &&
+	    act_gd_metrics_new(g.event, metrics, lfc, &metrics_ops, &g, &g.metrics, &err) < 0) {
+		log_error("%s: guest worker: %s", g.name, err.msg);
+		return 1;
 	}
 	if (act_gd_seccomp(&err) < 0) {
 		log_error("%s: guest worker: %s", g.name, err.msg);

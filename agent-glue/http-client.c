@@ -9,7 +9,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
@@ -30,7 +29,7 @@ struct ag_http_call {
 	size_t max;
 	bool too_big;
 	char errbuf[CURL_ERROR_SIZE];
-	char dial_error[VMACT_ERR_MSG_MAX]; /* why the dial function failed */
+	struct vmact_err connect_err; /* the client's connect_fn failed */
 };
 
 struct ag_http_client {
@@ -39,42 +38,9 @@ struct ag_http_client {
 	sd_event_source *timer;
 	struct ag_http_call *calls;
 	size_t ncalls;
-	int (*dial)(void *ud, struct vmact_err *err);
-	void *dial_ud;
+	ag_http_connect_fn *connect_fn;
+	void *connect_ud;
 };
-
-void ag_http_client_set_dial(struct ag_http_client *c,
-			     int (*dial)(void *dial_ud, struct vmact_err *err), void *dial_ud)
-{
-	c->dial = dial;
-	c->dial_ud = dial_ud;
-}
-
-/* CURLOPT_OPENSOCKETFUNCTION with a dial function: its socket, not one of
- * curl's. The reason of a failure goes into the call's error buffer. */
-static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
-				 struct curl_sockaddr *address)
-{
-	struct ag_http_call *call = clientp;
-	struct ag_http_client *c = call->client;
-	struct vmact_err err = { 0 };
-	int fd;
-
-	if (purpose != CURLSOCKTYPE_IPCXN)
-		return CURL_SOCKET_BAD;
-	fd = c->dial(c->dial_ud, &err);
-	if (fd < 0) {
-		snprintf(call->dial_error, sizeof(call->dial_error), "%s", err.msg);
-		return CURL_SOCKET_BAD;
-	}
-	return fd;
-}
-
-/* The dialled socket is connected (or connecting): curl must not. */
-static int sockopt_connected(void *clientp, curl_socket_t fd, curlsocktype purpose)
-{
-	return CURL_SOCKOPT_ALREADY_CONNECTED;
-}
 
 static void call_unlink(struct ag_http_call *call)
 {
@@ -145,17 +111,19 @@ static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
 		call->cb(call->userdata, 0, &resp, NULL);
 	} else {
 		int code = map_curl_error(rc, call);
-		const char *detail = call->dial_error[0] ? call->dial_error
-				     : call->errbuf[0] ? call->errbuf : curl_easy_strerror(rc);
+		const char *detail = call->errbuf[0] ? call->errbuf : curl_easy_strerror(rc);
 		char *url = NULL;
 
 		curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
-		if (code == EFBIG)
+		if (call->connect_err.code)
+			vmact_err_set(&err, call->connect_err.code, "%s: %s", url ? url : "?",
+				      call->connect_err.msg);
+		else if (code == EFBIG)
 			vmact_err_set(&err, code, "%s: response body exceeds %zu bytes",
 				      url ? url : "?", call->max);
 		else
 			vmact_err_set(&err, code, "%s: %s", url ? url : "?", detail);
-		call->cb(call->userdata, -code, NULL, &err);
+		call->cb(call->userdata, -err.code, NULL, &err);
 	}
 	call_free(call);
 }
@@ -254,6 +222,40 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 	if (ag_bodybuf_append(&call->body, data, n) < 0)
 		return 0;
 	return n;
+}
+
+/* The connection comes from the client's connect_fn: curl neither
+ * creates nor connects a socket (CURLOPT_OPENSOCKETFUNCTION and
+ * CURLOPT_SOCKOPTFUNCTION). A socket still connecting is fine: curl's
+ * first send waits for it to be writable and reports its error. */
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct ag_http_call *call = clientp;
+	struct ag_http_client *c = call->client;
+	char *url = NULL;
+	int fd;
+
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKET_BAD;
+	curl_easy_getinfo(call->easy, CURLINFO_EFFECTIVE_URL, &url);
+	fd = c->connect_fn(c->connect_ud, url ? url : "", &call->connect_err);
+	if (fd < 0) {
+		if (!call->connect_err.code)
+			vmact_err_set(&call->connect_err, -fd, "%s", strerror(-fd));
+		return CURL_SOCKET_BAD;
+	}
+	return fd;
+}
+
+static int socket_ready(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
+
+void ag_http_client_set_connect(struct ag_http_client *c, ag_http_connect_fn *fn, void *userdata)
+{
+	c->connect_fn = fn;
+	c->connect_ud = userdata;
 }
 
 int ag_http_client_new(sd_event *ev, struct ag_http_client **out, struct vmact_err *err)
@@ -370,17 +372,17 @@ int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request 
 	}
 	if (req->unix_socket && curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket) != CURLE_OK)
 		goto oom;
-	if (c->dial) {
-		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-		curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, call);
-		curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, sockopt_connected);
-	}
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, call);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
+	if (c->connect_fn) {
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+		curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, call);
+		curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, socket_ready);
+	}
 	if (req->timeout_usec)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)((req->timeout_usec + 999) / 1000));
 	if (strcmp(req->method, "GET") == 0) {

@@ -45,17 +45,18 @@ typedef void ag_http_done_fn(void *userdata, int result, const struct ag_http_re
 			     const struct vmact_err *err);
 
 int ag_http_client_new(sd_event *ev, struct ag_http_client **out, struct vmact_err *err);
+
+/* Opens the connection for a call to url instead of the client's own
+ * socket() and connect(): a connected (or connecting) socket, or a
+ * negative errno with err set, which then is the call's error. For a
+ * process that may not open sockets (a guest worker, doc/privsep.md). */
+typedef int ag_http_connect_fn(void *userdata, const char *url, struct vmact_err *err);
+/* Every later call of the client connects through fn (NULL: its own).
+ * The host of the URLs must then be a numeric address: curl would start
+ * a resolver thread for a name. */
+void ag_http_client_set_connect(struct ag_http_client *c, ag_http_connect_fn *fn, void *userdata);
 /* Cancels every pending call without invoking callbacks. NULL is fine. */
 void ag_http_client_free(struct ag_http_client *c);
-
-/* Every connection of the client's later requests is opened by
- * dial(dial_ud), which returns a connected (or connecting) stream socket
- * or a negative errno with err set; curl then neither creates nor
- * connects a socket (a sandboxed process may not, doc/privsep.md). The
- * host of the URLs must then be a numeric address: resolving a name
- * would start a thread. NULL dial: curl opens its own. */
-void ag_http_client_set_dial(struct ag_http_client *c,
-			     int (*dial)(void *dial_ud, struct vmact_err *err), void *dial_ud);
 
 /* Starts a request; req->body is copied. *callp (may be NULL) receives a
  * handle valid until the callback has run or the call was cancelled. */

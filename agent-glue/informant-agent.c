@@ -223,7 +223,7 @@ int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
 	if (ret < 0)
 		goto fail;
 	if (cfg->dial)
-		ag_http_client_set_dial(a->http, cfg->dial, cfg->hook_ud);
+		ag_http_client_set_connect(a->http, cfg->dial, cfg->hook_ud);
 	if ((ret = sd_event_add_defer(ev, &a->reap, on_reap, a)) < 0 ||
 	    (ret = sd_event_add_time(ev, &a->retry_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_retry,
 				     a)) < 0 ||

@@ -2,7 +2,8 @@
 /* Any datagram through vmactd's decoder of its guest workers' messages
  * (actuator/privsep-msg.c, doc/privsep.md): a worker is assumed
  * compromised. A record accepted is the bytes given, of a worker type
- * with a name; a refusal says why. */
+ * with a name, its guest figures within their bounds; a refusal says
+ * why. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (m.type == ACT_PS_LISTEN && (m.flags || m.seq || m.code || m.milli_cpu ||
 						m.mem_bytes || m.text[0]))
 			abort();
+		if (m.type == ACT_PS_METRICS && m.code == 0 &&
+		    (m.mem_bytes > ACT_PS_MAX_MEM_BYTES ||
+		     ((m.flags & ACT_PS_F_LFC) ? m.spare[0] > ACT_PS_MAX_WINDOWS
+					       : m.spare[0] > ACT_PS_MAX_LOAD_MILLI ||
+						 m.spare[1] > ACT_PS_MAX_LOAD_MILLI)))
+			abort();
+		if (m.type == ACT_PS_WINDOWS)
+			for (size_t i = 0; i < 4; i++)
+				if (m.spare[i] > ACT_PS_MAX_PAGE_MILLI)
+					abort();
 	} else if (err.code == 0 || !err.msg[0]) {
 		abort();
 	}

@@ -14,7 +14,12 @@
  *     it hung, kills and restarts it, and A is not shrunk before the new
  *     worker's monitor approves it;
  *   - A's worker killed (SIGKILL) three times: restarted each time, while
- *     B, busy meanwhile, scales up.
+ *     B, busy meanwhile, scales up;
+ *   - B's guest metrics (<vmact:metrics>, the exporter peer
+ *     tests/peers/guest-metrics.js: load 0.3, 356 MiB used) are scraped by
+ *     a worker of their own, sandboxed as the monitor's; its figures reach
+ *     B's policy (the system metrics fed and the CPU decisions say the
+ *     guest's load); killed, it is restarted and the figures flow again.
  *
  * The daemon is the plain build's when VMACT_PLAIN_BUILD is set (make
  * check): the worker's seccomp filter is then tested without the
@@ -56,7 +61,11 @@
 	"<vmact:cpu min='0.5' max='2'/>" \
 	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>" \
 	"<vmact:compute-unit cpu='250m' memory='256Mi'/>" \
-	"<vmact:monitor endpoint='unix:%s'/></vmact:autoscaling>"
+	"<vmact:monitor endpoint='unix:%s'/>%s</vmact:autoscaling>"
+/* B's exporter: the guest's load 0.3 (a floor of 0.333 CPUs, so B's minimum,
+ * 500m, holds), 1 GiB total, 768 MiB available. */
+#define GM_LOAD "0.3"
+#define GM_FED "load1 0.30 load5 0.15 memory known (guest)"
 
 static char vmactd_path[PATH_MAX];
 
@@ -67,6 +76,9 @@ static struct {
 	struct th_peer peer[2];
 	struct th_proc daemon;
 	char sock[2][108], peer_log[2][128], cfg[128], log[128];
+	/* B's guest metrics exporter */
+	struct th_peer gm;
+	char gm_log[128], gm_elem[160];
 } fx;
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
@@ -82,6 +94,11 @@ static void dump_log(void)
 static bool log_has(void *needle)
 {
 	return th_count_in_file(fx.log, needle) > 0;
+}
+
+static bool gm_peer_has(void *needle)
+{
+	return th_count_in_file(fx.gm_log, needle) > 0;
 }
 
 struct count {
@@ -122,6 +139,15 @@ static pid_t worker_pid(const struct tg_guest *g)
 	return th_log_guest_worker(fx.log, g->name);
 }
 
+/* The VM's metrics worker: its log lines say "VM/metrics: guest worker". */
+static pid_t metrics_worker_pid(const struct tg_guest *g)
+{
+	char name[160];
+
+	snprintf(name, sizeof(name), "%s/metrics", g->name);
+	return th_log_guest_worker(fx.log, name);
+}
+
 /* The VM's CPU limit in milli-CPUs, from the cgroup vmactd logged. */
 static long quota(const struct tg_guest *g)
 {
@@ -150,33 +176,8 @@ static bool at_min(void *g)
 	return quota(g) == 500;
 }
 
-/* A field of /proc/PID/status. */
-static bool status_field(pid_t pid, const char *key, char *out, size_t len)
-{
-	char path[64], *buf, *p;
-	size_t kl = strlen(key);
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	buf = th_read_file(path);
-	if (!buf)
-		return false;
-	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (!strncmp(p, key, kl) && p[kl] == ':') {
-			const char *v = p + kl + 1;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
-			free(buf);
-			return true;
-		}
-	}
-	free(buf);
-	return false;
-}
-
 /* The worker's sandbox, as the kernel reports it. */
-static void check_sandbox(pid_t pid, const char *label)
+static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 {
 	struct passwd *pw = getpwnam("vmact");
 	char v[128], expect[64], path[64];
@@ -192,7 +193,7 @@ static void check_sandbox(pid_t pid, const char *label)
 		unsigned id = i ? (unsigned)pw->pw_gid : (unsigned)pw->pw_uid;
 
 		snprintf(expect, sizeof(expect), "%u\t%u\t%u\t%u", id, id, id, id);
-		assert_true(status_field(pid, i ? "Gid" : "Uid", v, sizeof(v)));
+		assert_true(th_proc_status(pid, i ? "Gid" : "Uid", v, sizeof(v)));
 		if (strcmp(v, expect))
 			fail_msg("%s worker %d: %s %s, not %s (%s)", label, (int)pid,
 				 i ? "Gid" : "Uid", v, expect, pw->pw_name);
@@ -208,14 +209,15 @@ static void check_sandbox(pid_t pid, const char *label)
 		};
 
 		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-			assert_true(status_field(pid, want[i][0], v, sizeof(v)));
+			assert_true(th_proc_status(pid, want[i][0], v, sizeof(v)));
 			if (strcmp(v, want[i][1]))
 				fail_msg("%s worker %d: %s %s, not %s", label, (int)pid,
 					 want[i][0], v, want[i][1]);
 		}
 	}
 	/* Descriptors: stdin/stdout (/dev/null), stderr (the log), the
-	 * socket to vmactd; a monitor connection when it is up. */
+	 * socket to vmactd; a monitor connection when it is up (a metrics
+	 * worker: libcurl's wake-up pair and the exporter's connection). */
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	d = opendir(path);
 	assert_non_null(d);
@@ -223,14 +225,14 @@ static void check_sandbox(pid_t pid, const char *label)
 		if (isdigit((unsigned char)e->d_name[0]))
 			nfd++;
 	closedir(d);
-	if (nfd < 4 || nfd > 8)
+	if (nfd < 4 || nfd > max_fds)
 		fail_msg("%s worker %d has %u descriptors", label, (int)pid, nfd);
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	env = th_read_file(path);
 	assert_non_null(env);
 	assert_true(env[0] == 0 || !strncmp(env, "JOURNAL_STREAM=", 15));
 	free(env);
-	assert_true(status_field(pid, "VmRSS", v, sizeof(v)));
+	assert_true(th_proc_status(pid, "VmRSS", v, sizeof(v)));
 	printf("%s worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2, %u fds, RSS %s\n", label,
 	       (int)pid, pw->pw_name, nfd, v);
 }
@@ -240,6 +242,8 @@ static int setup(void **state)
 	char msg[512], meta[2][1024], text[512];
 	const char *plain = getenv("VMACT_PLAIN_BUILD");
 	int pid = (int)getpid();
+	const char *gm_args[] = { "--load", GM_LOAD, "--mem-total", "1073741824",
+				  "--mem-available", "805306368", NULL };
 
 	(void)state;
 	if (plain && plain[0])
@@ -256,8 +260,16 @@ static int setup(void **state)
 			print_error("%s\n", msg);
 			return -1;
 		}
-		snprintf(meta[i], sizeof(meta[i]), META, fx.sock[i]);
 	}
+	snprintf(fx.gm_log, sizeof(fx.gm_log), "/tmp/vmact-ps-%d.metrics", pid);
+	if (th_peer_start(&fx.gm, "guest-metrics.js", gm_args, fx.gm_log, msg, sizeof(msg)) < 0) {
+		print_error("%s\n", msg);
+		return -1;
+	}
+	snprintf(fx.gm_elem, sizeof(fx.gm_elem),
+		 "<vmact:metrics endpoint='http://127.0.0.1:%u'/>", fx.gm.port);
+	snprintf(meta[0], sizeof(meta[0]), META, fx.sock[0], "");
+	snprintf(meta[1], sizeof(meta[1]), META, fx.sock[1], fx.gm_elem);
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc)
@@ -288,6 +300,9 @@ static int teardown(void **state)
 		if (!getenv("VMACT_TEST_KEEP_LOG") && fx.peer_log[i][0])
 			unlink(fx.peer_log[i]);
 	}
+	th_peer_stop(&fx.gm);
+	if (!getenv("VMACT_TEST_KEEP_LOG") && fx.gm_log[0])
+		unlink(fx.gm_log);
 	if (fx.vc)
 		virConnectClose(fx.vc);
 	unlink(fx.cfg);
@@ -306,8 +321,8 @@ static void privsep(void **state)
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
 					 .out_path = fx.log };
-	struct count c, conn, down;
-	pid_t wa, wb, old;
+	struct count c, conn, down, fed;
+	pid_t wa, wb, wm, old;
 	char *buf, needle[256];
 	const char *killed, *resized;
 	int status;
@@ -338,8 +353,16 @@ static void privsep(void **state)
 	wa = worker_pid(&fx.a);
 	wb = worker_pid(&fx.b);
 	assert_true(wa > 0 && wb > 0 && wa != wb);
-	check_sandbox(wa, "A");
-	check_sandbox(wb, "B");
+	check_sandbox(wa, "A", 8);
+	check_sandbox(wb, "B", 8);
+	/* B's guest metrics: their own worker, sandboxed as the monitor's;
+	 * the guest's figures fed to B's policy through it. */
+	count_init(&fed, fx.b.name, GM_FED);
+	if (fed.before == 0)
+		await(&fed, "B's guest figures fed through its metrics worker");
+	wm = metrics_worker_pid(&fx.b);
+	assert_true(wm > 0 && wm != wb && wm != wa);
+	check_sandbox(wm, "B metrics", 10);
 
 	/* Through the worker: idle, both come down from their one vCPU to
 	 * half a CPU as their monitors approve; A up under load, and down
@@ -410,8 +433,24 @@ static void privsep(void **state)
 	need(grown, &fx.b, "B did not grow while A's worker was being killed");
 	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
 	/* The new workers are sandboxed as the first. */
-	check_sandbox(worker_pid(&fx.a), "A (restarted)");
+	check_sandbox(worker_pid(&fx.a), "A (restarted)", 8);
 	assert_int_equal(worker_pid(&fx.b), wb);
+	/* B's CPU decisions took the guest's load (the floor of its goal). */
+	assert_true(th_count_in_file(fx.log, "(guest load1 " GM_LOAD "0: at least") >= 1);
+
+	/* B's metrics worker killed: restarted, and the guest's new load
+	 * comes through the new worker. */
+	assert_int_equal(metrics_worker_pid(&fx.b), wm);
+	assert_int_equal(kill(wm, SIGKILL), 0);
+	snprintf(needle, sizeof(needle), "%s/metrics: guest worker %d died: Killed", fx.b.name,
+		 (int)wm);
+	need(log_has, needle, "B's killed metrics worker reported");
+	assert_int_equal(write(fx.gm.proc.in_fd, "load 1\n", 7), 7);
+	need(gm_peer_has, "\"command\":\"load 1\"", "the exporter took the new load");
+	count_init(&fed, fx.b.name, "load1 1.00 load5 0.50 memory known (guest)");
+	await(&fed, "B's new guest load fed through its restarted metrics worker");
+	assert_true(metrics_worker_pid(&fx.b) > 0 && metrics_worker_pid(&fx.b) != wm);
+	check_sandbox(metrics_worker_pid(&fx.b), "B metrics (restarted)", 10);
 
 	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	if (status != 0) {
@@ -421,6 +460,8 @@ static void privsep(void **state)
 	/* Its workers went with it. */
 	wb = worker_pid(&fx.b);
 	assert_true(wait_until(pid_gone, &wb, 30) || pid_gone(&wb));
+	wm = metrics_worker_pid(&fx.b);
+	assert_true(wait_until(pid_gone, &wm, 30) || pid_gone(&wm));
 	if (getenv("VMACT_TEST_VERBOSE"))
 		dump_log();
 }

@@ -180,6 +180,29 @@ long th_proc_fds(pid_t pid)
 	return n;
 }
 
+bool th_proc_status(pid_t pid, const char *key, char *out, size_t len)
+{
+	char path[64], *buf, *p;
+	size_t kl = strlen(key);
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	buf = th_read_file(path);
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, kl) && p[kl] == ':') {
+			const char *v = p + kl + 1;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
+			found = true;
+			break;
+		}
+	}
+	free(buf);
+	return found;
+}
+
 long th_proc_rss_kib(pid_t pid)
 {
 	char path[64], *buf, *p;
@@ -209,20 +232,4 @@ int th_build_prog(const char *prog, char *out, size_t len)
 	}
 	w = snprintf(out, len, "%s/%s", self, prog);
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
-}
-
-bool th_proc_status(pid_t pid, const char *key, char *val, size_t len)
-{
-	char path[64], needle[64], *p;
-	_cleanup_free_ char *buf = NULL;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	buf = th_read_file(path);
-	snprintf(needle, sizeof(needle), "\n%s:", key);
-	if (!buf || !(p = strstr(buf, needle)))
-		return false;
-	p += strlen(needle);
-	p += strspn(p, " \t");
-	snprintf(val, len, "%.*s", (int)strcspn(p, "\n"), p);
-	return true;
 }

@@ -61,9 +61,9 @@ int th_proc_stop(struct th_proc *p, int sig, uint64_t grace_usec);
  * resident memory in KiB (VmRSS); -1 when it is gone. */
 long th_proc_fds(pid_t pid);
 long th_proc_rss_kib(pid_t pid);
-/* The value of `key` in /proc/PID/status ("Seccomp" -> "2"), blanks cut;
- * false when the process or the key is not there. */
-bool th_proc_status(pid_t pid, const char *key, char *val, size_t len);
+/* The value of /proc/PID/status's field `key` (after its tabs); false
+ * when there is no such process or field. */
+bool th_proc_status(pid_t pid, const char *key, char *out, size_t len);
 
 /* The program `prog` of the build this test belongs to:
  * build[/san]/tests/<kind>/<test> -> build[/san]/<prog>. 0 or -errno. */

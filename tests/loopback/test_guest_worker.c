@@ -18,7 +18,6 @@
  * Waits have generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +36,7 @@
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
+#include "tests/lib/worker.h"
 
 #define LIMIT_USEC (60ULL * 1000000ULL)
 
@@ -135,6 +135,8 @@ static int teardown(void **state)
 {
 	struct tctx *t = *state;
 
+	if (!t)
+		return 0;
 	act_approver_free(t->ap);
 	th_peer_stop(&t->peer);
 	unlink(t->sock);
@@ -156,22 +158,6 @@ static void start(struct tctx *t, const char *program)
 	if (act_approver_proxy_new(t->e, t->name, endpoint, program, "vmact", &events, t, &t->ap,
 				   &err) < 0)
 		fail_msg("proxy: %s", err.msg);
-}
-
-static void status_is(pid_t pid, const char *key, const char *want)
-{
-	char path[64], *buf, needle[64], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	buf = th_read_file(path);
-	assert_non_null(buf);
-	snprintf(needle, sizeof(needle), "\n%s:\t", key);
-	p = strstr(buf, needle);
-	assert_non_null(p);
-	p += strlen(needle);
-	if (strncmp(p, want, strlen(want)) || (p[strlen(want)] != '\n' && p[strlen(want)] != '\t'))
-		fail_msg("worker %d: %s: %.40s, not %s", (int)pid, key, p, want);
-	free(buf);
 }
 
 static void downscale_ok(struct tctx *t)
@@ -197,20 +183,7 @@ static void approves(void **state)
 	wait_above(t, &t->connected, 0, "connected through the worker");
 	pid = act_approver_proxy_worker_pid(t->ap);
 	assert_true(pid > 0);
-	status_is(pid, "NoNewPrivs", "1");
-	status_is(pid, "Seccomp", "2");
-	if (geteuid() == 0) {
-		struct passwd *pw = getpwnam("vmact");
-		char uid[16];
-
-		if (!pw)
-			pw = getpwnam("nobody");
-		assert_non_null(pw);
-		snprintf(uid, sizeof(uid), "%u", (unsigned)pw->pw_uid);
-		status_is(pid, "Uid", uid);
-		status_is(pid, "CapEff", "0000000000000000");
-		status_is(pid, "CapPrm", "0000000000000000");
-	}
+	th_check_worker_sandbox(pid);
 	downscale_ok(t);
 	assert_int_equal(act_approver_request_upscale(t->ap, &target, on_done, t, &err), 0);
 	wait_above(t, &t->done, 1, "the upscale's answer");

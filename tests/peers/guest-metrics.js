@@ -10,7 +10,8 @@
 //   GET /<mode>/metrics   that mode, whatever the current one is
 // Modes:
 //   system   the five host_* gauges: load1 = --load (default 3), load5 =
-//            load1 / 2, 4 GiB total, 3 GiB available, 512 MiB cached
+//            load1 / 2, --mem-total bytes (default 4 GiB) total,
+//            --mem-available (default 3 GiB) available, 512 MiB cached
 //   lfc      lfc_hits/misses/writes and --windows (default 3) working-set
 //            windows of 60 s, 120 s, ... (window i holds 1000 * i pages),
 //            listed last first
@@ -20,9 +21,11 @@
 //   status   503 with a text body
 //   silent   accepts the request and never answers
 //   hangup   half a response, then the connection is destroyed
+//   endless  200 with a body that never ends (comment lines, as fast as
+//            the client reads)
 //
 // Usage: node guest-metrics.js [--mode M] [--load N] [--windows N]
-//        [--big-bytes N]; prints {"event":"listening","port":N} once ready
+//        [--big-bytes N] [--mem-total N] [--mem-available N]; prints {"event":"listening","port":N} once ready
 // (port chosen by the kernel), the line every peer under tests/peers
 // announces itself with. Commands on stdin, one per line, each acknowledged
 // on stdout once in effect with {"event":"ack","command":LINE}: "mode M",
@@ -38,19 +41,19 @@ function arg(name, dflt) {
 	return i >= 0 ? args[i + 1] : dflt;
 }
 
-const modes = ['system', 'lfc', 'garbage', 'big', 'status', 'silent', 'hangup'];
+const modes = ['system', 'lfc', 'garbage', 'big', 'status', 'silent', 'hangup', 'endless'];
 const state = {
 	mode: arg('--mode', 'system'),
 	load: Number(arg('--load', '3')),
 	windows: Number(arg('--windows', '3')),
 	bigBytes: Number(arg('--big-bytes', String(300 * 1024))),
+	memTotal: Number(arg('--mem-total', String(4 * 2 ** 30))),
+	memAvailable: Number(arg('--mem-available', String(3 * 2 ** 30))),
 };
 if (!modes.includes(state.mode)) {
 	process.stderr.write(`unknown mode ${state.mode}\n`);
 	process.exit(2);
 }
-
-const GiB = 2 ** 30;
 
 function gauge(name, help, value, labels) {
 	return `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name}${labels || ''} ${value}\n`;
@@ -60,8 +63,8 @@ function systemPage() {
 	return (
 		gauge('host_load1', '1-minute load average of the guest', state.load) +
 		gauge('host_load5', '5-minute load average of the guest', state.load / 2) +
-		gauge('host_memory_total_bytes', 'memory the guest sees', 4 * GiB) +
-		gauge('host_memory_available_bytes', 'memory available to the guest', 3 * GiB) +
+		gauge('host_memory_total_bytes', 'memory the guest sees', state.memTotal) +
+		gauge('host_memory_available_bytes', 'memory available to the guest', state.memAvailable) +
 		gauge('host_memory_cached_bytes', 'page cache', 512 * 2 ** 20) +
 		'# HELP host_cpu_seconds_total time per CPU and mode\n' +
 		'# TYPE host_cpu_seconds_total counter\n' +
@@ -113,6 +116,15 @@ function serve(mode, req, res) {
 	case 'hangup':
 		res.socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 500\r\n\r\nhost_lo');
 		return setTimeout(() => res.socket.destroy(), 50);
+	case 'endless': {
+		res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+		const line = '# more ' + 'x'.repeat(1000) + '\n';
+		const more = () => {
+			while (!res.destroyed && res.write(line));
+		};
+		res.on('drain', more);
+		return more();
+	}
 	}
 }
 

@@ -49,6 +49,25 @@ static void valid_worker_messages(void **state)
 		{ .type = ACT_PS_UPSCALE, .flags = ACT_PS_F_CPU | ACT_PS_F_MEMORY },
 		{ .type = ACT_PS_DIAL },
 		{ .type = ACT_PS_LISTEN },
+		{ .type = ACT_PS_DIAL, .flags = ACT_PS_F_LFC },
+		/* the system figures: load 3.25 and 1.5, 1 GiB used, 512 MiB cached */
+		{ .type = ACT_PS_METRICS, .seq = 4, .mem_bytes = 1ULL << 30,
+		  .spare = { 3250, 1500, 512ULL << 20, 0 } },
+		{ .type = ACT_PS_METRICS, .seq = 4,
+		  .spare = { ACT_PS_MAX_LOAD_MILLI, 0, ACT_PS_MAX_MEM_BYTES, 0 },
+		  .mem_bytes = ACT_PS_MAX_MEM_BYTES },
+		/* the end of the LFC windows */
+		{ .type = ACT_PS_METRICS, .seq = 5, .flags = ACT_PS_F_LFC, .spare = { 3 } },
+		{ .type = ACT_PS_METRICS, .seq = 5, .flags = ACT_PS_F_LFC,
+		  .spare = { ACT_PS_MAX_WINDOWS } },
+		/* an error, with and without an HTTP status */
+		{ .type = ACT_PS_METRICS, .seq = 6, .code = -EBADMSG, .spare = { 200 },
+		  .text = "line 1: expected a metric name" },
+		{ .type = ACT_PS_METRICS, .seq = 6, .flags = ACT_PS_F_LFC, .code = -ECONNREFUSED,
+		  .text = "connect to 10.0.0.2:9499: Connection refused" },
+		{ .type = ACT_PS_WINDOWS, .seq = 5, .spare = { 1000000, 2000000, 0, 7 } },
+		{ .type = ACT_PS_WINDOWS, .seq = 5,
+		  .spare = { ACT_PS_MAX_PAGE_MILLI, 0, 0, ACT_PS_MAX_PAGE_MILLI } },
 	};
 	struct vmact_err err;
 	struct act_ps_msg out;
@@ -85,9 +104,9 @@ static void lengths(void **state)
 
 static void types(void **state)
 {
-	const unsigned unknown[] = { 0, 4, 7, 15, 23, 26, 29, 100, 0xffff };
+	const unsigned unknown[] = { 0, 7, 15, 26, 29, 30, 100, 0xffff };
 	const unsigned daemon[] = { ACT_PS_PING, ACT_PS_REQUEST, ACT_PS_DIAL_REPLY,
-				    ACT_PS_LISTEN_REPLY, ACT_PS_STOP };
+				    ACT_PS_SCRAPE, ACT_PS_LISTEN_REPLY, ACT_PS_STOP };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
@@ -142,6 +161,81 @@ static void fields(void **state)
 	refused(&m, EBADMSG, "not terminated");
 }
 
+/* The guest's figures (METRICS, WINDOWS): every bound, every field a
+ * kind or outcome does not carry. */
+static void metrics_records(void **state)
+{
+	(void)state;
+	/* Out of range: loads, memory, window counts, windows. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1,
+				      .spare = { ACT_PS_MAX_LOAD_MILLI + 1 } },
+		EBADMSG, "load");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1,
+				      .spare = { 0, UINT64_MAX } },
+		EBADMSG, "load");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1,
+				      .mem_bytes = ACT_PS_MAX_MEM_BYTES + 1 },
+		EBADMSG, "mem_bytes");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1,
+				      .spare = { 0, 0, ACT_PS_MAX_MEM_BYTES + 1 } },
+		EBADMSG, "cached memory");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .spare = { 0, 0, 0, 1 } },
+		EBADMSG, "reserved");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .milli_cpu = 1 }, EBADMSG,
+		"milli_cpu");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .flags = ACT_PS_F_LFC },
+		EBADMSG, "0 LFC windows");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .flags = ACT_PS_F_LFC,
+				      .spare = { ACT_PS_MAX_WINDOWS + 1 } },
+		EBADMSG, "1441 LFC windows");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .flags = ACT_PS_F_LFC,
+				      .spare = { 3, 1000 } },
+		EBADMSG, "system figures in an LFC answer");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .flags = ACT_PS_F_LFC,
+				      .spare = { 3 }, .mem_bytes = 1 },
+		EBADMSG, "system figures in an LFC answer");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .flags = 2 }, EBADMSG,
+		"unknown flags");
+	/* Outcomes: -errno only, an error with its text and nothing else. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = 1 }, EBADMSG,
+		"code 1 out of range");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = -5000,
+				      .text = "x" },
+		EBADMSG, "code -5000 out of range");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = -EIO }, EBADMSG,
+		"without a text");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = -EIO,
+				      .text = "x", .spare = { 1000 } },
+		EBADMSG, "HTTP status 1000");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = -EIO,
+				      .text = "x", .spare = { 99 } },
+		EBADMSG, "HTTP status 99");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = -EIO,
+				      .text = "x", .spare = { 200, 3000 } },
+		EBADMSG, "figures with an error");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .code = -EIO,
+				      .text = "x", .mem_bytes = 1 },
+		EBADMSG, "figures with an error");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_METRICS, .seq = 1, .text = "fine" },
+		EBADMSG, "text set without an error");
+	/* WINDOWS: seq and four windows only, each in range. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_WINDOWS, .seq = 1,
+				      .spare = { 0, 0, ACT_PS_MAX_PAGE_MILLI + 1 } },
+		EBADMSG, "out of range");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_WINDOWS, .seq = 1, .code = -1 }, EBADMSG,
+		"code set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_WINDOWS, .seq = 1, .flags = ACT_PS_F_LFC },
+		EBADMSG, "unknown flags");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_WINDOWS, .seq = 1, .mem_bytes = 1 }, EBADMSG,
+		"resources set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_WINDOWS, .seq = 1, .text = "w" }, EBADMSG,
+		"text set");
+	refused(&(struct act_ps_msg){ .type = ACT_PS_WINDOWS, .seq = 1, .reserved = 1 }, EBADMSG,
+		"reserved field set");
+	/* DIAL: the LFC flag, no other. */
+	refused(&(struct act_ps_msg){ .type = ACT_PS_DIAL, .flags = 2 }, EBADMSG, "unknown flags");
+}
+
 static int daemon_decode(const struct act_ps_msg *m, struct act_ps_msg *out,
 			 struct vmact_err *err)
 {
@@ -165,6 +259,22 @@ static void daemon_side(void **state)
 	m.mem_bytes = ACT_PS_MAX_MEM_BYTES + 1;
 	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
 	assert_non_null(strstr(err.msg, "mem_bytes"));
+
+	/* SCRAPE: seq and the LFC flag only. */
+	m = (struct act_ps_msg){ .type = ACT_PS_SCRAPE, .seq = 9, .flags = ACT_PS_F_LFC };
+	assert_int_equal(daemon_decode(&m, &out, &err), 0);
+	m.flags = 2;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	m.flags = 0;
+	m.code = -1;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	m.code = 0;
+	m.spare[0] = 1;
+	assert_int_equal(daemon_decode(&m, &out, &err), -EBADMSG);
+	assert_int_equal(act_ps_decode_from_worker(&(struct act_ps_msg){ .type = ACT_PS_SCRAPE,
+									 .seq = 1 },
+						   sizeof(m), &out, &err),
+			 -EBADMSG);
 
 	m = (struct act_ps_msg){ .type = ACT_PS_DIAL_REPLY, .code = -ECONNREFUSED };
 	act_ps_set_text(&m, "connect to /x: refused");
@@ -223,6 +333,7 @@ int main(void)
 		cmocka_unit_test(lengths),
 		cmocka_unit_test(types),
 		cmocka_unit_test(fields),
+		cmocka_unit_test(metrics_records),
 		cmocka_unit_test(daemon_side),
 		cmocka_unit_test(set_text_bounds),
 	};
