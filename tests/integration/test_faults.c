@@ -25,12 +25,18 @@
  *       ("cpu-online off"): QEMU counts it, the guest does not use it,
  *       vmactd never plugs beyond the maximum.
  *
+ * The last three touch only their own VM: they run beside
+ * late_monitor_answer, each in a child process of its own (its output is
+ * printed when it is done), and libvirtd_restarts, which disturbs every
+ * VM, runs alone after them. With VMACT_TEST_ONLY they run one at a time.
+ *
  * After each fault the VM must be consistent: vmactd's view (vmactl show)
  * equals what QEMU says (QMP through virsh qemu-monitor-command) and what
  * the cgroup says, within its bounds and its last permit, with a quota its
  * vCPUs can use. Conditions are awaited with generous safety limits;
  * nothing is timed. VMACT_TEST_ONLY=NAME runs one test. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -42,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -98,9 +105,23 @@ static void dump_log(void)
 	th_print_log_tail(fx.log, "vmactd log", 8000);
 }
 
+/* Set in a child process running a case beside the others. */
+static bool in_child;
+
 static bool daemon_alive(void)
 {
-	return fx.daemon.pid > 0 && !th_proc_exited(&fx.daemon);
+	char path[64], *stat, *p;
+	bool alive;
+
+	if (!in_child)
+		return fx.daemon.pid > 0 && !th_proc_exited(&fx.daemon);
+	/* vmactd is this process's sibling: alive while it is not a zombie. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)fx.daemon.pid);
+	stat = th_read_file(path);
+	p = stat ? strrchr(stat, ')') : NULL;
+	alive = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	free(stat);
+	return alive;
 }
 
 struct log_wait {
@@ -549,8 +570,9 @@ static int setup(void **state)
 		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"/tmp\"},"
 		 "\"sampler\":{\"pin_root\":\"%s\"},"
 		 /* Four guests on a 2-CPU host: beyond the arbiter's default
-		  * capacity (0.9 of the host) none could grow. */
-		 "\"arbiter\":{\"overcommit_cpu\":4,\"overcommit_memory\":4}}",
+		  * capacity (0.9 of the host) none could grow; with the cases
+		  * beside each other, up to 8 vCPUs are plugged at once. */
+		 "\"arbiter\":{\"overcommit_cpu\":5,\"overcommit_memory\":4}}",
 		 PREFIX, pid, fx.ctl, fx.pins);
 	if (th_write_file(fx.cfg, text) < 0 || th_spawn(&fx.daemon, argv, &o) < 0)
 		return -1;
@@ -561,6 +583,8 @@ static int setup(void **state)
 	return 0;
 }
 
+static void stop_beside(void);
+
 static int teardown(void **state)
 {
 	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
@@ -570,6 +594,7 @@ static int teardown(void **state)
 	char p[256];
 
 	(void)state;
+	stop_beside();
 	status = th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
@@ -897,14 +922,139 @@ static void guest_never_onlines_vcpu(void **state)
 	assert_int_equal(tg_cmd(&fx.g[gi], "idle"), 0);
 }
 
+/* ---- cases beside each other --------------------------------------------- */
+
+/* A case on a VM of its own, run in a child process while this one goes
+ * on: its cmocka run's output goes to a file, printed when it is reaped. */
+struct beside {
+	const char *name;
+	CMUnitTestFunction fn;
+	pid_t pid;
+	char out[128];
+};
+
+static struct beside beside[] = {
+	{ "qemu_killed_mid_unplug", qemu_killed_mid_unplug, 0, "" },
+	{ "guest_refuses_shrink", guest_refuses_shrink, 0, "" },
+	{ "guest_never_onlines_vcpu", guest_never_onlines_vcpu, 0, "" },
+};
+
+#define N_BESIDE (sizeof(beside) / sizeof(beside[0]))
+
+static _Noreturn void beside_child(struct beside *b)
+{
+	const struct CMUnitTest t[] = { { b->name, b->fn, NULL, NULL, NULL } };
+	int fd = open(b->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), r;
+
+	if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
+		_exit(2);
+	close(fd);
+	in_child = true;
+	/* The parent's libvirt connection is not this process's to use. */
+	fx.vc = virConnectOpen("qemu:///system");
+	if (!fx.vc)
+		_exit(2);
+	for (int gi = 0; gi < N_GUESTS; gi++)
+		fx.g[gi].dom = virDomainLookupByName(fx.vc, fx.g[gi].name);
+	cmocka_set_test_filter(NULL);
+	r = _cmocka_run_group_tests(b->name, t, 1, NULL, NULL);
+	fflush(stdout);
+	fflush(stderr);
+	/* _exit: the parent's fixture (vmactd, guests, peers) is not ours to
+	 * tear down. */
+	_exit(r == 0 ? 0 : 1);
+}
+
+/* A case still running beside (its reaping test did not run). */
+static void stop_beside(void)
+{
+	for (size_t i = 0; i < N_BESIDE; i++)
+		if (beside[i].pid > 0) {
+			kill(beside[i].pid, SIGKILL);
+			waitpid(beside[i].pid, NULL, 0);
+			beside[i].pid = 0;
+			unlink(beside[i].out);
+		}
+}
+
+/* Starts the cases of beside[] in child processes. */
+static void start_beside(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_BESIDE; i++) {
+		struct beside *b = &beside[i];
+
+		snprintf(b->out, sizeof(b->out), "/tmp/vmact-fault-%d-%s.out", (int)getpid(),
+			 b->name);
+		fflush(stdout);
+		fflush(stderr);
+		b->pid = fork();
+		assert_true(b->pid >= 0);
+		if (b->pid == 0)
+			beside_child(b);
+		printf("# %s: started beside the others (pid %d)\n", b->name, (int)b->pid);
+	}
+}
+
+/* Waits for b's child and prints its output, or runs the case here when
+ * it was not started (VMACT_TEST_ONLY). Its cmocka summary lines are left
+ * out: the parent's own line for the case is the one counted. */
+static void reap_beside(struct beside *b, void **state)
+{
+	int status = 0;
+	char *out, *line, *next;
+
+	if (b->pid <= 0) {
+		b->fn(state);
+		return;
+	}
+	while (waitpid(b->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	b->pid = 0;
+	out = th_read_file(b->out);
+	for (line = out; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		if (!strstr(line, "[  PASSED  ]") && !strstr(line, "[  FAILED  ]") &&
+		    !strstr(line, "[==========]") && !strstr(line, "FAILED TEST(S)") && line[0])
+			printf("%s%s\n", line[0] == '#' ? "" : "# | ", line);
+	}
+	free(out);
+	if (!getenv("VMACT_TEST_KEEP_LOG"))
+		unlink(b->out);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("%s failed beside the others (status 0x%x; its output above)", b->name,
+			 (unsigned)status);
+}
+
+static void reap_kill(void **state)
+{
+	reap_beside(&beside[0], state);
+}
+
+static void reap_hold(void **state)
+{
+	reap_beside(&beside[1], state);
+}
+
+static void reap_offline(void **state)
+{
+	reap_beside(&beside[2], state);
+}
+
 int main(int argc, char **argv)
 {
+	/* libvirtd_restarts last and alone: a restart disturbs every VM. */
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(start_beside),
 		cmocka_unit_test(late_monitor_answer),
+		{ "qemu_killed_mid_unplug", reap_kill, NULL, NULL, NULL },
+		{ "guest_refuses_shrink", reap_hold, NULL, NULL, NULL },
+		{ "guest_never_onlines_vcpu", reap_offline, NULL, NULL, NULL },
 		cmocka_unit_test(libvirtd_restarts),
-		cmocka_unit_test(qemu_killed_mid_unplug),
-		cmocka_unit_test(guest_refuses_shrink),
-		cmocka_unit_test(guest_never_onlines_vcpu),
 	};
 	char self[PATH_MAX];
 	const char *only = getenv("VMACT_TEST_ONLY");

@@ -10,9 +10,9 @@
  *     empty environment (/proc/PID/status, fd, environ);
  *   - A scales up under load and down, approved by its monitor through
  *     its worker (one peer per VM: a monitor serves one agent);
- *   - A's worker stopped (SIGSTOP) while A is idle and large: vmactd finds
- *     it hung, kills and restarts it, and A is not shrunk before the new
- *     worker's monitor approves it;
+ *   - meanwhile, B's worker stopped (SIGSTOP) while B is idle and large:
+ *     vmactd finds it hung, kills and restarts it, and B is not shrunk
+ *     before the new worker's monitor approves it;
  *   - A's worker killed (SIGKILL) three times: restarted each time, while
  *     B, busy meanwhile, scales up;
  *   - B's guest metrics (<vmact:metrics>, the exporter peer
@@ -321,7 +321,7 @@ static void privsep(void **state)
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
 					 .out_path = fx.log };
-	struct count c, conn, down, fed;
+	struct count c, conn, down, bdown, fed;
 	pid_t wa, wb, wm, old;
 	char *buf, needle[256];
 	const char *killed, *resized;
@@ -365,55 +365,61 @@ static void privsep(void **state)
 	check_sandbox(wm, "B metrics", 10);
 
 	/* Through the worker: idle, both come down from their one vCPU to
-	 * half a CPU as their monitors approve; A up under load, and down
-	 * again when its monitor approves. */
+	 * half a CPU as their monitors approve. Then both busy: A up under
+	 * load, and down again when its monitor approves; B, grown, idle with
+	 * its worker stopped meanwhile (the two at once: one VM's hung worker
+	 * does not hold the other's scaling). */
 	if (!wait_until(at_min, &fx.a, LIMIT_S) || !wait_until(at_min, &fx.b, LIMIT_S)) {
 		dump_log();
 		fail_msg("the idle guests were not brought down to half a CPU");
 	}
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
+	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
 	need(grown, &fx.a, "A never grew");
+	need(grown, &fx.b, "B never grew");
 	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
+
+	/* B idle with its worker stopped: found hung, killed and restarted;
+	 * B is not shrunk before the new worker's monitor approves. */
+	old = worker_pid(&fx.b);
+	assert_int_equal(old, wb);
+	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.b.name,
+		 (int)old);
+	c.before = 0;
+	count_init(&conn, fx.b.name, "vm-monitor connected");
+	count_init(&bdown, fx.b.name, "vm-monitor approved the downscale");
+	assert_int_equal(kill(old, SIGSTOP), 0);
+	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
+
 	await(&down, "A's downscale approved");
 	need(at_min, &fx.a, "A never went back to half a CPU");
 
-	/* Grown again, then idle with its worker stopped: found hung, killed
-	 * and restarted; A is not shrunk before the new worker's monitor
-	 * approves. */
-	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	need(grown, &fx.a, "A never grew again");
-	wa = worker_pid(&fx.a);
-	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.a.name,
-		 (int)wa);
-	c.before = 0;
-	count_init(&conn, fx.a.name, "vm-monitor connected");
-	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
-	assert_int_equal(kill(wa, SIGSTOP), 0);
-	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	await(&c, "the stopped worker found hung");
-	assert_true(wait_until(pid_gone, &wa, 30));
-	await(&conn, "A's monitor connected again after the hang");
-	assert_true(worker_pid(&fx.a) != wa);
-	await(&down, "A's downscale approved by the new worker");
-	need(at_min, &fx.a, "A never went back to half a CPU after the restart");
-	/* Nothing shrank A between the hang and the new approval. */
+	assert_true(wait_until(pid_gone, &old, 30));
+	await(&conn, "B's monitor connected again after the hang");
+	wb = worker_pid(&fx.b);
+	assert_true(wb != old);
+	await(&bdown, "B's downscale approved by the new worker");
+	need(at_min, &fx.b, "B never went back to half a CPU after the restart");
+	/* Nothing shrank B between the hang and the new approval. */
 	buf = th_read_file(fx.log);
 	assert_non_null(buf);
-	snprintf(needle, sizeof(needle), "%s: guest worker %d killed: hung", fx.a.name, (int)wa);
+	snprintf(needle, sizeof(needle), "%s: guest worker %d killed: hung", fx.b.name, (int)old);
 	killed = strstr(buf, needle);
 	assert_non_null(killed);
-	snprintf(needle, sizeof(needle), "%s: resized to 500m CPU", fx.a.name);
+	snprintf(needle, sizeof(needle), "%s: resized to 500m CPU", fx.b.name);
 	resized = strstr(killed, needle);
 	assert_non_null(resized);
-	snprintf(needle, sizeof(needle), "%s: vm-monitor approved the downscale", fx.a.name);
+	snprintf(needle, sizeof(needle), "%s: vm-monitor approved the downscale", fx.b.name);
 	{
 		const char *approved = strstr(killed, needle);
 
 		if (!approved || approved > resized)
-			fail_msg("A was resized down after its worker hung, before any approval");
+			fail_msg("B was resized down after its worker hung, before any approval");
 	}
 	free(buf);
+	check_sandbox(wb, "B (restarted)");
 
 	/* A's worker killed three times while B, busy, scales up. */
 	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
