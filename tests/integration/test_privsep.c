@@ -419,7 +419,7 @@ static void privsep(void **state)
 			fail_msg("B was resized down after its worker hung, before any approval");
 	}
 	free(buf);
-	check_sandbox(wb, "B (restarted)");
+	check_sandbox(wb, "B (restarted)", 8);
 
 	/* A's worker killed three times while B, busy, scales up. */
 	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
