@@ -15,10 +15,6 @@
 #include "base/endpoint.h"
 #include "base/log.h"
 
-/* The heartbeat: a ping a second, 5 s to answer. */
-#define PING_USEC (1ULL * 1000000ULL)
-#define DEADLINE_USEC (5ULL * 1000000ULL)
-
 struct proxy {
 	struct act_approver head;
 	struct act_gw *gw;
@@ -188,8 +184,6 @@ static int proxy_new(sd_event *event, struct act_gw_config *gc,
 	struct proxy *p;
 	int ret;
 
-	gc->ping_usec = PING_USEC;
-	gc->deadline_usec = DEADLINE_USEC;
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->name = strdup(name))) {
 		free(p);

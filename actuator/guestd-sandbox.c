@@ -68,9 +68,10 @@ int act_gd_drop_privileges(bool change, uid_t uid, gid_t gid, struct vmact_err *
 	return 0;
 }
 
-/* What the worker's loop, the websocket client, the informant's HTTP
- * client (libcurl on a socket vmactd dialled) and server (libmicrohttpd
- * on a listening socket vmactd bound) and malloc call. No socket(),
+/* What the worker's loop, the websocket client, the informant's and the
+ * metrics worker's HTTP client (libcurl on a socket vmactd dialled), the
+ * informant's server (libmicrohttpd on a listening socket vmactd bound)
+ * and malloc call. No socket(),
  * connect(), bind(), listen(), open() or exec: vmactd dials and listens
  * for it and it never opens a file. accept4 only takes a connection
  * from the listening socket vmactd gave it: it reaches nothing new. */
