@@ -54,10 +54,6 @@ struct req_state {
 	struct ag_http_server_reply reply;
 };
 
-/* Evicted connections stay open until MHD next looks at them; MHD's own
- * limit is ours plus this many, and reaching it forces an MHD pass before
- * the next connection is handed over, so MHD never refuses one itself. */
-#define CUT_SLACK 64u
 /* Connections accepted per wakeup of the listen socket. */
 #define ACCEPT_BATCH_MAX 64u
 /* Pause of the listen socket after accept() ran out of descriptors or
@@ -424,10 +420,10 @@ static void add_connection(struct ag_http_server *s, int fd, struct sockaddr_sto
 	t->fd = fd;
 	client_key_of(fd, ss, &t->client, &t->peer_uid);
 	make_room(s, &t->client);
-	if (s->cut.n >= CUT_SLACK) {
+	if (s->cut.n >= AG_HTTP_CUT_SLACK) {
 		MHD_run(s->mhd);
 		/* Not expected: a cut socket reads as failed on the next pass. */
-		if (s->cut.n >= CUT_SLACK) {
+		if (s->cut.n >= AG_HTTP_CUT_SLACK) {
 			free(t);
 			close(fd);
 			return;
@@ -610,7 +606,7 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		r = vmact_err_set(err, ENOMEM, "http server: out of memory");
 		goto fail;
 	}
-	if (s->conn_limit > UINT_MAX - CUT_SLACK) {
+	if (s->conn_limit > UINT_MAX - AG_HTTP_CUT_SLACK) {
 		r = vmact_err_set(err, EINVAL, "http server: connection limit %u too large",
 				  s->conn_limit);
 		goto fail;
@@ -630,8 +626,8 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
 			(cfg->allow_defer ? MHD_ALLOW_SUSPEND_RESUME : 0), 0, NULL, NULL, on_access, s,
-		/* Ours decides; MHD's must never refuse (see CUT_SLACK). */
-		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + CUT_SLACK,
+		/* Ours decides; MHD's must never refuse (see AG_HTTP_CUT_SLACK). */
+		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + AG_HTTP_CUT_SLACK,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)(cfg->idle_timeout_sec ? cfg->idle_timeout_sec : 10),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,

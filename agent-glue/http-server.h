@@ -24,6 +24,13 @@
 
 #include "base/error.h"
 
+/* Evicted connections stay open until MHD next looks at them; MHD's own
+ * limit is ours plus this many, and reaching it forces an MHD pass before
+ * the next connection is handed over, so MHD never refuses one itself.
+ * A server may so hold up to its limit plus this many descriptors for
+ * the moment between an eviction and MHD's next pass. */
+#define AG_HTTP_CUT_SLACK 64u
+
 struct ag_http_server;
 
 struct ag_http_server_config {
