@@ -316,6 +316,25 @@ static void hostile_peers(void **state)
 	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
 }
 
+/* Starts a scenario's two guests (metadata metas[i] for guests[i]). */
+static int start_guests(const char *prefix, const char *const metas[2],
+			struct tg_guest *const guests[2])
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	char msg[512];
+
+	if (!vc)
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (tg_start(vc, prefix, metas[i], guests[i], msg, sizeof(msg)) < 0) {
+			print_error("guest: %s\n", msg);
+			virConnectClose(vc);
+			return -1;
+		}
+	virConnectClose(vc);
+	return 0;
+}
+
 static int hg_setup(void **state)
 {
 	char msg[512], meta_h[1024], meta_g[1024], modes[] =
@@ -325,7 +344,6 @@ static int hg_setup(void **state)
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
 	const char *inf_args[] = { "--port", "0", "--timeout-factor", "10", NULL };
 	struct rlimit rl;
-	virConnectPtr vc;
 	int pid = (int)getpid();
 
 	(void)state;
@@ -367,17 +385,8 @@ static int hg_setup(void **state)
 		 "<vmact:informant endpoint='http://127.0.0.1:%u'/>"
 		 "</vmact:autoscaling>",
 		 fx.inf.port);
-	vc = virConnectOpen("qemu:///system");
-	if (!vc)
-		return -1;
-	if (tg_start(vc, PREFIX, meta_h, &fx.h, msg, sizeof(msg)) < 0 ||
-	    tg_start(vc, PREFIX, meta_g, &fx.g, msg, sizeof(msg)) < 0) {
-		print_error("guest: %s\n", msg);
-		virConnectClose(vc);
-		return -1;
-	}
-	virConnectClose(vc);
-	return 0;
+	return start_guests(PREFIX, (const char *[]){ meta_h, meta_g },
+			    (struct tg_guest *[]){ &fx.h, &fx.g });
 }
 
 static int hg_teardown(void **state)
@@ -646,9 +655,6 @@ static int hf_setup(void **state)
 		"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
 		"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
 		"</vmact:autoscaling>";
-	char msg[512];
-	virConnectPtr vc;
-
 	(void)state;
 	snprintf(hf.dir, sizeof(hf.dir), "/tmp/vmact-hfull-XXXXXX");
 	if (!mkdtemp(hf.dir))
@@ -658,17 +664,8 @@ static int hf_setup(void **state)
 	snprintf(hf.ctl, sizeof(hf.ctl), "%s/ctl.sock", hf.dir);
 	snprintf(hf.pins, sizeof(hf.pins), "/sys/fs/bpf/vmact-hfull-%d", (int)getpid());
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	vc = virConnectOpen("qemu:///system");
-	if (!vc)
-		return -1;
-	for (int i = 0; i < 2; i++)
-		if (tg_start(vc, HF_PREFIX, meta, &hf.g[i], msg, sizeof(msg)) < 0) {
-			print_error("guest: %s\n", msg);
-			virConnectClose(vc);
-			return -1;
-		}
-	virConnectClose(vc);
-	return 0;
+	return start_guests(HF_PREFIX, (const char *[]){ meta, meta },
+			    (struct tg_guest *[]){ &hf.g[0], &hf.g[1] });
 }
 
 static int hf_teardown(void **state)
