@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,10 +108,8 @@ static bool fds_settled(void)
  * and one being accepted. Each attack starts
  * from the idle count, so the previous one's closing connections do not
  * count against it. */
-static void attack(struct th_flood *f, unsigned limit, const char *good, const char *want,
-		   const char *post_path)
+static void attack(struct th_flood *f, unsigned limit, const char *good, const char *want)
 {
-	char msg[256];
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
 	unsigned got = 0, fds;
 	int r;
@@ -137,8 +136,6 @@ static void attack(struct th_flood *f, unsigned limit, const char *good, const c
 		      f->unix_path[0] ? "control" : "metrics", 4 * limit, daemon_fds(),
 		      fx.idle_fds, fds);
 	th_flood_close(f);
-	if (th_flood_bad_input(f, post_path, msg, sizeof(msg)) < 0)
-		fail_msg("%s: %s", f->unix_path[0] ? "control" : "metrics", msg);
 	expect(f, good, want);
 	assert_alive();
 }
@@ -150,7 +147,7 @@ static void test_control_hostile(void **state)
 	(void)state;
 	snprintf(f->unix_path, sizeof(f->unix_path), "%s", fx.sock);
 	expect(f, control_get, "HTTP/1.1 200");
-	attack(f, CONTROL_CONN_LIMIT, control_get, "HTTP/1.1 200", "/v1/vms/x/bounds");
+	attack(f, CONTROL_CONN_LIMIT, control_get, "HTTP/1.1 200");
 }
 
 static void test_metrics_hostile(void **state)
@@ -160,7 +157,71 @@ static void test_metrics_hostile(void **state)
 	(void)state;
 	f->port = fx.metrics_port;
 	expect(f, metrics_get, "HTTP/1.1 200");
-	attack(f, METRICS_CONN_LIMIT, metrics_get, "HTTP/1.1 200", "/metrics");
+	attack(f, METRICS_CONN_LIMIT, metrics_get, "HTTP/1.1 200");
+}
+
+struct bad_input {
+	struct th_flood f;
+	const char *path;
+	char msg[256];
+	int r;
+};
+
+static void *bad_input_run(void *arg)
+{
+	struct bad_input *b = arg;
+
+	b->r = th_flood_bad_input(&b->f, b->path, b->msg, sizeof(b->msg));
+	return NULL;
+}
+
+/* Each server's bad input (an oversized header, garbage, a body that never
+ * completes) once both floods are over, both servers at once (a thread
+ * each): each bad client may take up to a server's request deadline
+ * (10 s), and waiting for one server after the other proves nothing more.
+ * The descriptor bounds are the floods' (above), one server at a time;
+ * test_after checks that these connections too are closed. A well-formed
+ * request is answered by both beside the bad input, and after it. */
+static void test_bad_input(void **state)
+{
+	struct bad_input b[2] = { { .path = "/v1/vms/x/bounds" }, { .path = "/metrics" } };
+	struct th_flood good[2] = { { .port = 0 }, { .port = fx.metrics_port } };
+	const char *reqs[2] = { control_get, metrics_get }, *names[2] = { "control", "metrics" };
+	int during[2] = { 0, 0 };
+	pthread_t t[2];
+	bool started[2];
+
+	(void)state;
+	snprintf(good[0].unix_path, sizeof(good[0].unix_path), "%s", fx.sock);
+	snprintf(b[0].f.unix_path, sizeof(b[0].f.unix_path), "%s", fx.sock);
+	b[1].f.port = fx.metrics_port;
+	for (int i = 0; i < 2; i++)
+		started[i] = pthread_create(&t[i], NULL, bad_input_run, &b[i]) == 0;
+	for (int i = 0; i < 2; i++) {
+		char buf[8192];
+
+		if (!started[0] || !started[1])
+			break;
+		during[i] = th_flood_request(&good[i], NULL, reqs[i], strlen(reqs[i]), buf,
+					     sizeof(buf));
+		if (!during[i] && strncmp(buf, "HTTP/1.1 200", 12) != 0)
+			during[i] = -EPROTO;
+	}
+	/* The threads run to their end before a failure is reported. */
+	for (int i = 0; i < 2; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+	if (!started[0] || !started[1])
+		fail_msg("pthread_create failed");
+	for (int i = 0; i < 2; i++) {
+		if (b[i].r < 0)
+			fail_msg("%s: %s", names[i], b[i].msg);
+		if (during[i] < 0)
+			fail_msg("%s: no 200 answer beside the bad input (%s)", names[i],
+				 strerror(-during[i]));
+		expect(&good[i], reqs[i], "HTTP/1.1 200");
+	}
+	assert_alive();
 }
 
 /* Also on a failed test: its connections closed, its memory freed. */
@@ -273,6 +334,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_control_hostile, flood_done),
 		cmocka_unit_test_teardown(test_metrics_hostile, flood_done),
+		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_after),
 	};
 

@@ -25,21 +25,58 @@
  * count plus the server's connection limit; vmactd's stay at its idle
  * count (a few for the monitor's reconnections) and return to it; its
  * resident memory grows by less than 16 MiB over all of it. Time limits
- * are safety nets, not assertions about speed. */
+ * are safety nets, not assertions about speed.
+ *
+ * The host's resources full (group test_host_full, README "Reliability
+ * and security"), with the real vmactd, real BPF and two more TCG guests,
+ * F1 and F2, run beside the above in a child process (its own vmactd;
+ * only the guests' boots and the waits overlap, each vmactd and its
+ * checks are the scenario's own). The sampler's BPF maps full: the
+ * default sizes (1024 VMs, 32768 threads of all VMs together) cannot be
+ * filled by test guests, so it sets them with the documented keys
+ * sampler.max_vms and sampler.max_threads:
+ *
+ *   - max_threads 2: the QEMU threads do not all fit, and vmactd says once
+ *     per VM that the thread table is full and the load reads low; it
+ *     keeps running and every size stays within the bounds;
+ *   - max_vms 1 (a new vmactd on the same guests): one VM gets the slot
+ *     and keeps being sampled (busy, it grows to 2 vCPUs); the other is
+ *     managed, says "all 1 slots in use (max_vms)" and that it is not
+ *     scaled on its load, and stays at 1 CPU while just as busy (the
+ *     arbiter's capacity is declared with arbiter.overcommit_cpu, as the
+ *     demo does: two guests at 1 CPU fill 90 % of this 2-CPU host).
+ *
+ * The directory of the control socket and of control.state_dir on a full
+ * tmpfs (no inode, no block left), then remounted read-only: vmactd says
+ * that vmactl cannot reach it and why, manages both VMs and scales the
+ * busy one all the same (it keeps no file of its own there: a VM's state
+ * is libvirt's and QEMU's); once the tmpfs is writable and has room again,
+ * its retry creates the socket and the control API answers.
+ *
+ * One busy guest at a time on the host: guests whose vCPUs wait for the
+ * host's 2 CPUs are held (contended), so F1 and F2 turn busy only once G
+ * has grown (a byte on a pipe), and G idles then. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent-glue/http-server.h"
+#include "base/quantity.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
@@ -49,6 +86,7 @@
 #include "tests/lib/wait.h"
 
 #define PREFIX "vmact-hg"
+#define HF_PREFIX "vmact-hfull"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S 120.0
 /* The informant server's connection limit (agent-glue/http-server.h
@@ -65,6 +103,8 @@
 #endif
 
 static char vmactd_path[PATH_MAX + 16];
+/* The pipe that tells the host_full scenario that G has grown. */
+static int turn[2] = { -1, -1 };
 
 static struct {
 	struct tg_guest h, g;
@@ -129,7 +169,20 @@ static void expect_id(struct th_flood *f, const char *when)
 			 r < 0 ? strerror(-r) : "answered", buf);
 }
 
-static void informant_server_flood(void)
+static long worker_fds, worker_settle;
+
+static bool worker_settled(void *worker)
+{
+	worker_fds = th_proc_fds(*(pid_t *)worker);
+	return worker_fds >= 0 && worker_fds <= worker_settle;
+}
+
+/* The flood of G's informant server; its worker's pid. Descriptors: the
+ * server shuts down the connections it evicts and MHD closes them on its
+ * next pass, so a reading may include up to AG_HTTP_CUT_SLACK of them not
+ * yet closed; once that pass has run, at most the limit (and a few of its
+ * own) above the worker's idle count. */
+static pid_t informant_server_flood(void)
 {
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
 	struct th_flood f = { .port = fx.inf_port };
@@ -137,33 +190,64 @@ static void informant_server_flood(void)
 	long worker_idle = th_proc_fds(worker), wfds;
 	unsigned got = 0;
 	long fds;
-	char msg[256];
 	int r;
 
 	expect_id(&f, "before");
 	r = th_flood(&f, 4 * INFORMANT_CONN_LIMIT, srcs, 4, &got);
-	if (r < 0)
+	if (r < 0) {
+		th_flood_close(&f);
+		free(f.fds);
 		fail_msg("flood: %s: %u of %u connections got through", strerror(-r), got,
 			 4 * INFORMANT_CONN_LIMIT);
+	}
 	expect_id(&f, "under the flood");
 	fds = th_proc_fds(fx.daemon.pid);
 	wfds = th_proc_fds(worker);
+	worker_settle = worker_idle + INFORMANT_CONN_LIMIT + 4;
+	if (wfds >= 0 && wfds <= worker_settle + AG_HTTP_CUT_SLACK)
+		th_wait_daemon(&fx.daemon, worker_settled, &worker, LIMIT_S);
 	print_message("informant server: %u partial headers held open; vmactd has %ld descriptors "
-		      "(idle %ld), G's worker %d %ld (idle %ld)\n",
-		      4 * INFORMANT_CONN_LIMIT, fds, fx.idle_fds, (int)worker, wfds, worker_idle);
+		      "(idle %ld), G's worker %d %ld (idle %ld; %ld at the first reading)\n",
+		      4 * INFORMANT_CONN_LIMIT, fds, fx.idle_fds, (int)worker, worker_fds,
+		      worker_idle, wfds);
+	th_flood_close(&f);
+	free(f.fds);
 	if (fds > fx.idle_fds + 8)
 		fail_msg("vmactd holds %ld descriptors under the flood of G's worker, idle %ld", fds,
 			 fx.idle_fds);
-	if (wfds < 0 || wfds > worker_idle + INFORMANT_CONN_LIMIT + 4)
+	if (wfds < 0 || wfds > worker_settle + AG_HTTP_CUT_SLACK)
+		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u + "
+			 "%u evicted not yet closed",
+			 wfds, worker_idle, INFORMANT_CONN_LIMIT, AG_HTTP_CUT_SLACK);
+	if (worker_fds < 0 || worker_fds > worker_settle)
 		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u",
-			 wfds, worker_idle, INFORMANT_CONN_LIMIT);
-	th_flood_close(&f);
+			 worker_fds, worker_idle, INFORMANT_CONN_LIMIT);
+	return worker;
+}
+
+/* Bad input for G's informant server after its flood; GET /id answered
+ * after it, by the same worker. */
+static void informant_server_bad_input(pid_t worker)
+{
+	struct th_flood f = { .port = fx.inf_port };
+	char msg[256];
+
 	if (th_flood_bad_input(&f, "/try-upscale", msg, sizeof(msg)) < 0)
 		fail_msg("informant server: %s", msg);
 	expect_id(&f, "after");
 	/* The same worker served it all. */
 	assert_int_equal(th_log_guest_worker(fx.log, fx.g.name), worker);
-	free(f.fds);
+}
+
+/* G has grown (or the scenario ended): F1 and F2 may turn busy. */
+static void hf_give_turn(void)
+{
+	if (turn[1] >= 0) {
+		if (write(turn[1], "g", 1) != 1)
+			print_error("turn pipe: %s\n", strerror(errno));
+		close(turn[1]);
+		turn[1] = -1;
+	}
 }
 
 static void hostile_peers(void **state)
@@ -172,6 +256,7 @@ static void hostile_peers(void **state)
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 	char text[1024];
+	pid_t worker;
 	long rss;
 
 	(void)state;
@@ -201,9 +286,13 @@ static void hostile_peers(void **state)
 	/* One busy thread: 2 vCPUs at 1250m (README), little contention
 	 * for the host's CPUs with the floods. */
 	assert_int_equal(tg_cmd(&fx.g, "busy 1"), 0);
-	informant_server_flood();
+	worker = informant_server_flood();
 	if (!wait_until(tg_two_cpus, &fx.g, LIMIT_S))
 		fail_msg("guest G did not grow while the other VM's monitor attacked");
+	/* The host's CPUs to the host_full scenario's busy guests. */
+	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
+	hf_give_turn();
+	informant_server_bad_input(worker);
 
 	/* Every attack ended by vmactd, which came back to a behaving
 	 * monitor: health checks answered on the last connection. */
@@ -227,7 +316,26 @@ static void hostile_peers(void **state)
 	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
 }
 
-static int setup(void **state)
+/* Starts a scenario's two guests (metadata metas[i] for guests[i]). */
+static int start_guests(const char *prefix, const char *const metas[2],
+			struct tg_guest *const guests[2])
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	char msg[512];
+
+	if (!vc)
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (tg_start(vc, prefix, metas[i], guests[i], msg, sizeof(msg)) < 0) {
+			print_error("guest: %s\n", msg);
+			virConnectClose(vc);
+			return -1;
+		}
+	virConnectClose(vc);
+	return 0;
+}
+
+static int hg_setup(void **state)
 {
 	char msg[512], meta_h[1024], meta_g[1024], modes[] =
 		"ping-flood,text-flood,bad-opcode,huge-length";
@@ -236,7 +344,6 @@ static int setup(void **state)
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
 	const char *inf_args[] = { "--port", "0", "--timeout-factor", "10", NULL };
 	struct rlimit rl;
-	virConnectPtr vc;
 	int pid = (int)getpid();
 
 	(void)state;
@@ -278,20 +385,11 @@ static int setup(void **state)
 		 "<vmact:informant endpoint='http://127.0.0.1:%u'/>"
 		 "</vmact:autoscaling>",
 		 fx.inf.port);
-	vc = virConnectOpen("qemu:///system");
-	if (!vc)
-		return -1;
-	if (tg_start(vc, PREFIX, meta_h, &fx.h, msg, sizeof(msg)) < 0 ||
-	    tg_start(vc, PREFIX, meta_g, &fx.g, msg, sizeof(msg)) < 0) {
-		print_error("guest: %s\n", msg);
-		virConnectClose(vc);
-		return -1;
-	}
-	virConnectClose(vc);
-	return 0;
+	return start_guests(PREFIX, (const char *[]){ meta_h, meta_g },
+			    (struct tg_guest *[]){ &fx.h, &fx.g });
 }
 
-static int teardown(void **state)
+static int hg_teardown(void **state)
 {
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
@@ -311,11 +409,301 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* ---- The host's resources full (group test_host_full) ---- */
+
+static struct {
+	struct tg_guest g[2];
+	struct th_proc daemon;
+	char dir[64], cfg[96], log[96], ctl[96], pins[96];
+	bool mounted;
+} hf;
+
+static bool hf_wait_until(bool (*pred)(void *), void *arg, double limit_s)
+{
+	if (th_wait_daemon(&hf.daemon, pred, arg, limit_s))
+		return true;
+	th_print_log_tail(hf.log, "vmactd log", 6000);
+	return false;
+}
+
+static bool hf_log_has(void *needle)
+{
+	return th_count_in_file(hf.log, needle) > 0;
+}
+
+static void hf_start_vmactd(const char *ctl, const char *state_dir, const char *sampler_keys)
+{
+	const char *argv[] = { vmactd_path, "--config", hf.cfg, "--verbose", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = hf.log };
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 /* Two guests at 1 CPU fill the arbiter's 90 % of a 2-CPU
+		  * host: declare room for growth, as the demo does. */
+		 "\"arbiter\":{\"overcommit_cpu\":4},"
+		 /* Beside the other scenario's vmactd, which has the default
+		  * port. */
+		 "\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"%s%s}}",
+		 HF_PREFIX, (int)getpid(), ctl, state_dir, hf.pins, sampler_keys[0] ? "," : "",
+		 sampler_keys);
+	assert_int_equal(th_write_file(hf.cfg, text), 0);
+	assert_int_equal(th_spawn(&hf.daemon, argv, &o), 0);
+	if (!hf_wait_until(hf_log_has, "ready: managing 2 VMs", LIMIT_S))
+		fail_msg("vmactd did not manage both guests");
+}
+
+/* Every "NAME: resized to" of the log within 1..2 CPUs (the bounds). */
+static void hf_check_bounds(void)
+{
+	char *buf = th_read_file(hf.log), *p;
+
+	assert_non_null(buf);
+	for (p = buf; (p = strstr(p, "resized to ")); p++) {
+		char cpu[32];
+		uint64_t milli = 0;
+
+		if (sscanf(p, "resized to %31s CPU", cpu) != 1 ||
+		    vmact_quantity_parse_milli(cpu, &milli, NULL) < 0)
+			fail_msg("unparsable line: %.60s", p);
+		if (milli < 1000 || milli > 2000)
+			fail_msg("vmactd resized outside the bounds: %.60s", p);
+	}
+	free(buf);
+}
+
+/* Fills the tmpfs at dir: files until no inode is left, then one file
+ * until no block is. */
+static void fill(const char *dir)
+{
+	char path[160], block[4096] = { 0 };
+	int fd = -1, last = -1;
+
+	for (unsigned i = 0; i < 64; i++) {
+		snprintf(path, sizeof(path), "%s/fill-%u", dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			break;
+		if (last >= 0)
+			close(last);
+		last = fd;
+	}
+	assert_true(fd < 0 && errno == ENOSPC && last >= 0);
+	while (write(last, block, sizeof(block)) > 0)
+		;
+	assert_int_equal(errno, ENOSPC);
+	close(last);
+}
+
+static void unfill(const char *dir)
+{
+	char path[160];
+
+	for (unsigned i = 0; i < 64; i++) {
+		snprintf(path, sizeof(path), "%s/fill-%u", dir, i);
+		unlink(path);
+	}
+}
+
+struct seen {
+	struct tg_guest *g;
+	unsigned long seq;
+};
+
+/* The guest has reported up to seen->seq. */
+static bool reported_until(void *arg)
+{
+	struct seen *seen = arg;
+	struct tg_report r;
+
+	return tg_report(seen->g, &r) && r.seq >= seen->seq;
+}
+
+/* busy: the guest left busy (and not yet grown) by the first part. */
+static void dir_full(struct tg_guest *busy)
+{
+	static const char get[] = "GET /v1/vms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	char mnt[80], sock[100], state[100], needle[192], buf[4096];
+	struct th_flood f = { 0 };
+
+	snprintf(mnt, sizeof(mnt), "%s/full", hf.dir);
+	snprintf(sock, sizeof(sock), "%s/ctl.sock", mnt);
+	snprintf(state, sizeof(state), "%s/state", mnt);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("vmact-test-full", mnt, "tmpfs", 0, "size=64k,nr_inodes=8,mode=0700") < 0)
+		fail_msg("mount tmpfs on %s: %s", mnt, strerror(errno));
+	hf.mounted = true;
+	fill(mnt);
+	hf_start_vmactd(sock, state, "");
+	snprintf(needle, sizeof(needle), "%s", "vmactl cannot reach this vmactd (retried every");
+	assert_int_equal(th_count_in_file(hf.log, needle), 1);
+	assert_true(th_count_in_file(hf.log, "No space left on device") >= 1);
+	/* The busy VM, sampled now, is scaled all the same. */
+	if (!hf_wait_until(tg_two_cpus, busy, LIMIT_S))
+		fail_msg("the busy VM did not grow while the directory was full");
+	/* Read-only: the retry says why, nothing else changes. */
+	if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, "size=64k,nr_inodes=8,mode=0700") < 0)
+		fail_msg("remount read-only: %s", strerror(errno));
+	if (!hf_wait_until(hf_log_has, "Read-only file system", LIMIT_S))
+		fail_msg("vmactd's retry never met the read-only directory");
+	/* Room again: the socket is created, and answers. */
+	if (mount(NULL, mnt, NULL, MS_REMOUNT, "size=64k,nr_inodes=8,mode=0700") < 0)
+		fail_msg("remount read-write: %s", strerror(errno));
+	unfill(mnt);
+	snprintf(needle, sizeof(needle), "control: serving vmactl on %s", sock);
+	if (!hf_wait_until(hf_log_has, needle, LIMIT_S))
+		fail_msg("vmactd never created its control socket once there was room");
+	snprintf(f.unix_path, sizeof(f.unix_path), "%s", sock);
+	assert_int_equal(th_flood_request(&f, NULL, get, strlen(get), buf, sizeof(buf)), 0);
+	if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+		fail_msg("control API: \"%.80s\"", buf);
+	hf_check_bounds();
+	assert_int_equal(th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+}
+
+/* Waits (a safety limit) until the hostile scenario's G has grown, or
+ * that scenario has ended. */
+static void hf_wait_turn(void)
+{
+	struct pollfd p = { .fd = turn[0], .events = POLLIN };
+	char c;
+
+	if (turn[0] < 0)
+		return;
+	if (poll(&p, 1, (int)(LIMIT_S * 1000)) == 1 && read(turn[0], &c, 1) < 0)
+		print_error("turn pipe: %s\n", strerror(errno));
+	close(turn[0]);
+	turn[0] = -1;
+}
+
+static void host_full(void **state)
+{
+	char needle[160], *buf, *at;
+	struct tg_report r;
+	struct seen seen;
+	int out = -1;
+
+	(void)state;
+	if (!hf_wait_until(tg_booted, &hf.g[0], LIMIT_BOOT_S) ||
+	    !hf_wait_until(tg_booted, &hf.g[1], LIMIT_BOOT_S))
+		fail_msg("the guests did not boot");
+
+	/* Two thread entries for every thread of both QEMUs (the guests
+	 * idle: their QEMUs' threads run all the same). */
+	hf_start_vmactd(hf.ctl, hf.dir, "\"max_threads\":2");
+	if (!hf_wait_until(hf_log_has, "the BPF thread table is full (sampler.max_threads)", LIMIT_S))
+		fail_msg("vmactd never said the thread table was full");
+	hf_check_bounds();
+	assert_true(th_count_in_file(hf.log, "the BPF thread table is full") <= 2);
+	assert_int_equal(th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+
+	/* Busy guests only once the other scenario's busy guest has grown:
+	 * guests that wait for the host's 2 CPUs are held (contended). */
+	hf_wait_turn();
+	/* One slot for two VMs. */
+	hf_start_vmactd(hf.ctl, hf.dir, "\"max_vms\":1");
+	assert_int_equal(th_count_in_file(hf.log, "all 1 slots in use (max_vms)"), 1);
+	assert_int_equal(th_count_in_file(hf.log, "the VM is not scaled on its load"), 1);
+	buf = th_read_file(hf.log);
+	assert_non_null(buf);
+	at = strstr(buf, "all 1 slots in use (max_vms)");
+	for (int i = 0; i < 2; i++) {
+		snprintf(needle, sizeof(needle), "%s: load sampling unavailable", hf.g[i].name);
+		if (strstr(buf, needle))
+			out = i;
+	}
+	free(buf);
+	assert_non_null(at);
+	if (out < 0)
+		fail_msg("no VM named as the one without a slot");
+	print_message("%s has the slot, %s is not sampled\n", hf.g[!out].name, hf.g[out].name);
+
+	/* One busy thread (2 vCPUs at 1250m when scaled, README), one guest
+	 * at a time: on a 2-CPU host a second busy guest would make the
+	 * first wait for the host, which holds growth (contended). */
+	assert_int_equal(tg_cmd(&hf.g[!out], "busy 1"), 0);
+	if (!hf_wait_until(tg_two_cpus, &hf.g[!out], LIMIT_S))
+		fail_msg("the sampled VM did not grow");
+	/* The other, as busy, is held: 1 CPU and no resize of it while
+	 * it reports ten times (one line a second). */
+	assert_int_equal(tg_cmd(&hf.g[out], "busy 1"), 0);
+	assert_true(tg_report(&hf.g[out], &r));
+	seen.g = &hf.g[out];
+	seen.seq = r.seq + 10;
+	if (!hf_wait_until(reported_until, &seen, LIMIT_S))
+		fail_msg("the unsampled guest stopped reporting");
+	assert_true(tg_report(&hf.g[out], &r));
+	assert_int_equal(r.cpus, 1);
+	snprintf(needle, sizeof(needle), "%s: resizing", hf.g[out].name);
+	assert_int_equal(th_count_in_file(hf.log, needle), 0);
+	hf_check_bounds();
+	assert_int_equal(th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+
+	/* The first guest idle: the other is the busy one now. */
+	assert_int_equal(tg_cmd(&hf.g[!out], "idle"), 0);
+	dir_full(&hf.g[out]);
+}
+
+static int hf_setup(void **state)
+{
+	const char *meta =
+		"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+		"<vmact:cpu min='1' max='2'/>"
+		"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+		"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		"</vmact:autoscaling>";
+	(void)state;
+	snprintf(hf.dir, sizeof(hf.dir), "/tmp/vmact-hfull-XXXXXX");
+	if (!mkdtemp(hf.dir))
+		return -1;
+	snprintf(hf.cfg, sizeof(hf.cfg), "%s/vmactd.json", hf.dir);
+	snprintf(hf.log, sizeof(hf.log), "%s/vmactd.log", hf.dir);
+	snprintf(hf.ctl, sizeof(hf.ctl), "%s/ctl.sock", hf.dir);
+	snprintf(hf.pins, sizeof(hf.pins), "/sys/fs/bpf/vmact-hfull-%d", (int)getpid());
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	return start_guests(HF_PREFIX, (const char *[]){ meta, meta },
+			    (struct tg_guest *[]){ &hf.g[0], &hf.g[1] });
+}
+
+static int hf_teardown(void **state)
+{
+	(void)state;
+	th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	tg_destroy_by_name(&hf.g[0]);
+	tg_destroy_by_name(&hf.g[1]);
+	th_remove_pins(hf.pins);
+	if (hf.mounted) {
+		char mnt[96];
+
+		snprintf(mnt, sizeof(mnt), "%s/full", hf.dir);
+		umount2(mnt, MNT_DETACH);
+		rmdir(mnt);
+	}
+	if (!getenv("VMACT_TEST_KEEP_LOG")) {
+		unlink(hf.cfg);
+		unlink(hf.log);
+		unlink(hf.ctl);
+		rmdir(hf.dir);
+	}
+	return 0;
+}
+
+/* The host_full scenario in a child process, its output in a file that
+ * is printed after ours; the exit status of both. */
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest hostile[] = {
 		cmocka_unit_test(hostile_peers),
 	};
+	const struct CMUnitTest full[] = {
+		cmocka_unit_test(host_full),
+	};
+	char out[] = "/tmp/vmact-hfull-out-XXXXXX";
+	int ofd, rc, status = 0;
+	pid_t child;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "test_hostile_guest: needs root (libvirt guests, cgroups, BPF)\n");
@@ -324,5 +712,43 @@ int main(void)
 	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests_name("test_hostile_guest", tests, setup, teardown);
+	ofd = mkstemp(out);
+	if (ofd < 0 || pipe2(turn, O_CLOEXEC) < 0) {
+		perror("test_hostile_guest: mkstemp/pipe");
+		return 1;
+	}
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		perror("test_hostile_guest: fork");
+		return 1;
+	}
+	if (child == 0) {
+		close(turn[1]);
+		turn[1] = -1;
+		if (dup2(ofd, STDOUT_FILENO) < 0 || dup2(ofd, STDERR_FILENO) < 0)
+			_exit(1);
+		close(ofd);
+		return cmocka_run_group_tests_name("test_host_full", full, hf_setup, hf_teardown);
+	}
+	close(ofd);
+	close(turn[0]);
+	turn[0] = -1;
+	rc = cmocka_run_group_tests_name("test_hostile_guest", hostile, hg_setup, hg_teardown);
+	hf_give_turn();
+	if (waitpid(child, &status, 0) < 0)
+		status = -1;
+	fflush(NULL);
+	{
+		char *text = th_read_file(out);
+
+		fputs(text ? text : "test_host_full: no output\n", stdout);
+		free(text);
+	}
+	unlink(out);
+	if (status != 0)
+		fprintf(stdout, "test_host_full: %s %d\n",
+			WIFSIGNALED(status) ? "killed by signal" : "exit status",
+			WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	return rc || status != 0;
 }
