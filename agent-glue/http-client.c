@@ -202,7 +202,8 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 		return c->timer ? (sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0) : 0;
 	now = vmact_loop_now_usec(c->ev) + (uint64_t)timeout_ms * 1000;
 	if (!c->timer)
-		return sd_event_add_time(c->ev, &c->timer, CLOCK_MONOTONIC, now, 0, on_timer, c) < 0
+		return sd_event_add_time(c->ev, &c->timer, CLOCK_MONOTONIC, now,
+					 VMACT_TIMER_ACCURACY_USEC, on_timer, c) < 0
 			       ? -1
 			       : 0;
 	if (sd_event_source_set_time(c->timer, now) < 0)

@@ -647,7 +647,8 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	if (r >= 0)
 		r = sd_event_add_io(ev, &s->listen_io, s->listen_fd, EPOLLIN, on_listen, s);
 	if (r >= 0)
-		r = sd_event_add_time(ev, &s->timer, CLOCK_MONOTONIC, 0, 0, on_timer, s);
+		r = sd_event_add_time(ev, &s->timer, CLOCK_MONOTONIC, 0, VMACT_TIMER_ACCURACY_USEC,
+				      on_timer, s);
 	if (r >= 0)
 		r = sd_event_add_time(ev, &s->sweep, CLOCK_MONOTONIC, 0, 0, on_sweep, s);
 	if (r >= 0)

@@ -9,6 +9,12 @@
 
 #define VMACT_USEC_PER_SEC 1000000ULL
 #define VMACT_NSEC_PER_USEC 1000ULL
+/* Accuracy for sd-event timers that stand for "run again now" or a
+ * protocol step: sd-event's default (an accuracy of 0) lets a timer fire
+ * up to 250 ms late to coalesce wakeups, which a library asking to be
+ * called back at once (libmicrohttpd, libcurl) turns into a 250 ms stall
+ * per step. */
+#define VMACT_TIMER_ACCURACY_USEC 1000ULL
 
 uint64_t vmact_now_nsec(void);
 uint64_t vmact_now_usec(void);

@@ -23,6 +23,10 @@
 #include <unistd.h>
 #include <errno.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <sys/epoll.h>
+#include <sys/time.h>
+#include <fcntl.h>
 
 #include "base/macro.h"
 #include "agent-glue/arbiter.h"
@@ -226,6 +230,109 @@ static void test_flood_unix(void **state)
 	hostile_free(&h);
 }
 
+/* The client for test_oversized_header: the whole oversized request is in
+ * the socket before the server reads any of it (no new readiness edges
+ * after that); what came back, or nothing, goes to out. */
+static void oversized_client(unsigned port, int out)
+{
+	const size_t big_len = 256 * 1024;
+	char *big = malloc(big_len + 64), buf[256] = "";
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct timeval tv = { .tv_sec = TH_SAFETY_USEC / 1000000 };
+	size_t len = 0, off = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), n;
+
+	if (!big || fd < 0)
+		_exit(1);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	n = snprintf(big, big_len, "GET /x HTTP/1.1\r\nX-Big: ");
+	memset(big + n, 'a', big_len - (size_t)n);
+	memcpy(big + big_len, "\r\n\r\n", 5);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		_exit(1);
+	while (off < big_len + 4) {
+		ssize_t w = send(fd, big + off, big_len + 4 - off, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			break; /* the server answered and closed: read what it said */
+		off += (size_t)w;
+	}
+	while (len < sizeof(buf) - 1) {
+		ssize_t r = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	if (write(out, buf, len) < 0)
+		_exit(1);
+	_exit(0);
+}
+
+static int on_flag(sd_event_source *src, int fd, uint32_t revents, void *ud)
+{
+	*(bool *)ud = true;
+	return 0;
+}
+
+static int on_flag_time(sd_event_source *src, uint64_t usec, void *ud)
+{
+	*(bool *)ud = true;
+	return 0;
+}
+
+/* With the server's default deadlines, a header over libmicrohttpd's
+ * memory limit that arrived all at once is answered 431. The server reads
+ * it in a pass per timer wakeup; with sd-event's default timer accuracy
+ * each pass waited up to 250 ms, the 10 s request deadline cut the
+ * connection first and the client got no answer (VMACT_TIMER_ACCURACY_USEC). */
+static void test_oversized_header(void **state)
+{
+	struct ag_http_server_config cfg = { .listen = "127.0.0.1:0", .conn_limit = 16 };
+	struct vmact_err err = { 0 };
+	struct hostile h;
+	char buf[256] = "";
+	size_t len = 0;
+	sd_event_source *io = NULL, *safety = NULL;
+	int p[2], status;
+	bool done = false;
+	pid_t pid;
+
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(sd_event_new(&h.fl.ev), 0);
+	if (ag_http_server_new(h.fl.ev, &cfg, answer, &h, &h.srv, &err) < 0)
+		fail_msg("server: %s", err.msg);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		oversized_client(ag_http_server_port(h.srv), p[1]);
+	}
+	close(p[1]);
+	/* The loop waits as vmactd's does, for its next event with no
+	 * timeout: the pipe (the client's answer) or the safety timer. */
+	assert_true(sd_event_add_io(h.fl.ev, &io, p[0], EPOLLIN, on_flag, &done) >= 0);
+	assert_true(sd_event_add_time_relative(h.fl.ev, &safety, CLOCK_MONOTONIC, TH_SAFETY_USEC, 0,
+					       on_flag_time, &done) >= 0);
+	while (!done)
+		assert_true(sd_event_run(h.fl.ev, UINT64_MAX) >= 0);
+	sd_event_source_disable_unref(io);
+	sd_event_source_disable_unref(safety);
+	if (waitpid(pid, &status, WNOHANG) == 0)
+		kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	for (ssize_t r; len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) > 0;)
+		len += (size_t)r;
+	buf[len] = '\0';
+	close(p[0]);
+	if (strncmp(buf, "HTTP/1.1 431", 12) != 0)
+		fail_msg("oversized header: no 431 answer (got \"%.80s\")", buf);
+	assert_int_equal(h.handled, 0);
+	hostile_free(&h);
+}
+
 /* Descriptors for n more sockets; false when the hard limit is too low. */
 static bool raise_nofile(rlim_t n)
 {
@@ -288,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_flood_spares_other_clients),
 		cmocka_unit_test(test_flood_unix),
 		cmocka_unit_test(test_arbiter_flood),
+		cmocka_unit_test(test_oversized_header),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
