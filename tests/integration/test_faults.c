@@ -494,9 +494,22 @@ static void set_meta(int gi, const char *min_cpu, const char *extra)
 	printf("# %s: metadata: cpu min %s%s\n", guest_label[gi], min_cpu, extra);
 }
 
-static int start_guest(int gi)
+/* Guest gi's vm-monitor (listening before vmactd starts). */
+static int start_peer(int gi)
 {
 	const char *args[] = { "--unix", fx.sock[gi], "--no-cgroup", NULL };
+	char msg[512];
+
+	if (th_peer_start(&fx.peer[gi], "vm-monitor.js", args, fx.peer_log[gi], msg,
+			  sizeof(msg)) < 0) {
+		print_error("monitor peer: %s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int start_guest(int gi)
+{
 	char meta[2048], msg[512];
 	int pid = (int)getpid();
 
@@ -504,11 +517,6 @@ static int start_guest(int gi)
 		 guest_label[gi]);
 	snprintf(fx.peer_log[gi], sizeof(fx.peer_log[gi]), "/tmp/vmact-fault-%d-%s.peer", pid,
 		 guest_label[gi]);
-	if (th_peer_start(&fx.peer[gi], "vm-monitor.js", args, fx.peer_log[gi], msg,
-			  sizeof(msg)) < 0) {
-		print_error("monitor peer: %s\n", msg);
-		return -1;
-	}
 	guest_meta(gi, "1", "", meta, sizeof(meta));
 	/* The offline guest never onlines a hot-plugged vCPU, from boot on
 	 * (before vmactd could plug one). */
@@ -558,6 +566,11 @@ static int setup(void **state)
 	for (int gi = 0; gi < N_GUESTS; gi++)
 		if (start_guest(gi) < 0)
 			return -1;
+	/* The monitors while the guests boot (vmactd, which connects to
+	 * them, starts once the guests run). */
+	for (int gi = 0; gi < N_GUESTS; gi++)
+		if (start_peer(gi) < 0)
+			return -1;
 	/* vmactd once they run: a guest busy booting would be grown and
 	 * shrunk again first. */
 	for (int gi = 0; gi < N_GUESTS; gi++)
@@ -601,8 +614,14 @@ static int teardown(void **state)
 		unlink(p);
 	}
 	rmdir(fx.pins);
+	{
+		struct tg_guest *all[N_GUESTS];
+
+		for (int gi = 0; gi < N_GUESTS; gi++)
+			all[gi] = &fx.g[gi];
+		tg_destroy_all(all, N_GUESTS, false);
+	}
 	for (int gi = 0; gi < N_GUESTS; gi++) {
-		tg_destroy_by_name(&fx.g[gi]);
 		free(fx.xml[gi]);
 		th_peer_stop(&fx.peer[gi]);
 		unlink(fx.sock[gi]);
@@ -720,9 +739,14 @@ static void libvirtd_restarts(void **state)
 		log_mark(&lost, "libvirt: connection lost");
 		log_mark(&back, "libvirt: reconnected, resynchronising");
 		if (k % 3 == 0 && v.vcpus < 4) {
+			/* Half a CPU short of the new vCPU count (vmactd plugs
+			 * the vCPU the quota needs): the quota change of the
+			 * round after next has half a CPU to grow into, and a
+			 * growth starts at once, where a shrink would first
+			 * wait for the policy's hold (15 s). */
 			kind = "vCPU plug";
 			vcpus = v.vcpus + 1;
-			snprintf(value, sizeof(value), "%d", vcpus);
+			snprintf(value, sizeof(value), "%dm", vcpus * 1000 - 500);
 			set_bound(gi, "--min-cpu", value);
 		} else if (k % 3 == 1) {
 			kind = "virtio-mem resize";
@@ -1074,5 +1098,7 @@ int main(int argc, char **argv)
 	/* The test's own libvirt connection dies with each libvirtd restart:
 	 * closing it writes to a dead socket. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Progress lines as they come, also through a pipe (make check's log). */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <pthread.h>
+
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
@@ -251,6 +253,57 @@ void tg_destroy_by_name(struct tg_guest *g)
 	if (vc)
 		virConnectClose(vc);
 	tg_destroy(g);
+}
+
+struct tg_destroy_job {
+	struct tg_guest *g;
+	bool undefine;
+	pthread_t thread;
+	bool started;
+};
+
+static void *destroy_job(void *arg)
+{
+	struct tg_destroy_job *j = arg;
+
+	if (j->undefine && j->g->name[0]) {
+		virConnectPtr vc = virConnectOpen("qemu:///system");
+		virDomainPtr d = vc ? virDomainLookupByName(vc, j->g->name) : NULL;
+
+		if (d) {
+			if (virDomainIsActive(d) == 1)
+				virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		if (vc)
+			virConnectClose(vc);
+	}
+	tg_destroy_by_name(j->g);
+	return NULL;
+}
+
+void tg_destroy_all(struct tg_guest *const g[], size_t n, bool undefine)
+{
+	struct tg_destroy_job *jobs = calloc(n, sizeof(*jobs));
+
+	for (size_t i = 0; i < n; i++) {
+		struct tg_destroy_job one = { .g = g[i], .undefine = undefine };
+
+		if (!jobs) {
+			destroy_job(&one);
+			continue;
+		}
+		jobs[i] = one;
+		/* Without a thread, this one now. */
+		jobs[i].started = pthread_create(&jobs[i].thread, NULL, destroy_job, &jobs[i]) == 0;
+		if (!jobs[i].started)
+			destroy_job(&jobs[i]);
+	}
+	for (size_t i = 0; jobs && i < n; i++)
+		if (jobs[i].started)
+			pthread_join(jobs[i].thread, NULL);
+	free(jobs);
 }
 
 bool tg_booted(void *g)

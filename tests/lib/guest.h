@@ -98,3 +98,10 @@ void tg_destroy(struct tg_guest *g);
 /* The same, finding the domain by name on a fresh connection: g->dom may
  * be stale when libvirtd restarted since (tests restart it). */
 void tg_destroy_by_name(struct tg_guest *g);
+
+/* tg_destroy_by_name for n guests at once, each in a thread of its own
+ * with its own connection (libvirt takes about 2 s to stop a QEMU here;
+ * one after the other, a teardown waits for all of them in turn); with
+ * undefine, their persistent domains are undefined as well. Returns when
+ * all are done. */
+void tg_destroy_all(struct tg_guest *const g[], size_t n, bool undefine);
