@@ -455,17 +455,19 @@ static bool mem_eq(const struct view *v, const void *arg)
 
 /* ---- fixture ------------------------------------------------------------ */
 
-/* Guest gi's vmact metadata. */
+/* Guest gi's vmact metadata. The guest that refuses a shrink starts with
+ * 1Gi as its minimum: vmactd grows it as soon as it takes it over, so its
+ * case (the longest of those beside each other) starts from there. */
 static void guest_meta(int gi, const char *min_cpu, const char *extra, char *meta, size_t len)
 {
 	snprintf(meta, len,
 		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
 		 "<vmact:cpu min='%s' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
+		 "<vmact:memory min='%s' max='1536Mi' method='virtio-mem'/>"
 		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
 		 "<vmact:monitor endpoint='unix:%s'/>%s"
 		 "</vmact:autoscaling>",
-		 min_cpu, fx.sock[gi], extra);
+		 min_cpu, gi == G_HOLD ? "1Gi" : "512Mi", fx.sock[gi], extra);
 }
 
 /* Replaces guest gi's metadata live, as README shows (virsh metadata). */
@@ -494,9 +496,23 @@ static void set_meta(int gi, const char *min_cpu, const char *extra)
 	printf("# %s: metadata: cpu min %s%s\n", guest_label[gi], min_cpu, extra);
 }
 
-static int start_guest(int gi)
+/* Guest gi's vm-monitor (listening before vmactd starts). */
+static int start_peer(int gi)
 {
 	const char *args[] = { "--unix", fx.sock[gi], "--no-cgroup", NULL };
+	char msg[512];
+
+	if (th_peer_start(&fx.peer[gi], "vm-monitor.js", args, fx.peer_log[gi], msg,
+			  sizeof(msg)) < 0) {
+		print_error("monitor peer: %s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Run beside the other guests' starts (tg_start_each). */
+static int start_guest(unsigned gi)
+{
 	char meta[2048], msg[512];
 	int pid = (int)getpid();
 
@@ -504,17 +520,12 @@ static int start_guest(int gi)
 		 guest_label[gi]);
 	snprintf(fx.peer_log[gi], sizeof(fx.peer_log[gi]), "/tmp/vmact-fault-%d-%s.peer", pid,
 		 guest_label[gi]);
-	if (th_peer_start(&fx.peer[gi], "vm-monitor.js", args, fx.peer_log[gi], msg,
-			  sizeof(msg)) < 0) {
-		print_error("monitor peer: %s\n", msg);
-		return -1;
-	}
 	guest_meta(gi, "1", "", meta, sizeof(meta));
 	/* The offline guest never onlines a hot-plugged vCPU, from boot on
 	 * (before vmactd could plug one). */
-	setenv("VMACT_GUEST_CMDLINE",
-	       gi == G_OFFLINE ? "vmact.report=1 vmact.cpu_online=0" : "vmact.report=1", 1);
-	if (tg_start(fx.vc, PREFIX, meta, &fx.g[gi], msg, sizeof(msg)) < 0) {
+	if (tg_start_cmdline(fx.vc, PREFIX, meta,
+			     gi == G_OFFLINE ? "vmact.report=1 vmact.cpu_online=0" : "vmact.report=1",
+			     &fx.g[gi], msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
@@ -555,8 +566,12 @@ static int setup(void **state)
 		return -1;
 	/* Each guest reports one status line a second (as in test_daemon:
 	 * the reporter's own load). */
+	if (tg_start_each(N_GUESTS, start_guest) < 0)
+		return -1;
+	/* The monitors while the guests boot (vmactd, which connects to
+	 * them, starts once the guests run). */
 	for (int gi = 0; gi < N_GUESTS; gi++)
-		if (start_guest(gi) < 0)
+		if (start_peer(gi) < 0)
 			return -1;
 	/* vmactd once they run: a guest busy booting would be grown and
 	 * shrunk again first. */
@@ -601,8 +616,14 @@ static int teardown(void **state)
 		unlink(p);
 	}
 	rmdir(fx.pins);
+	{
+		struct tg_guest *all[N_GUESTS];
+
+		for (int gi = 0; gi < N_GUESTS; gi++)
+			all[gi] = &fx.g[gi];
+		tg_destroy_all(all, N_GUESTS, false);
+	}
 	for (int gi = 0; gi < N_GUESTS; gi++) {
-		tg_destroy_by_name(&fx.g[gi]);
 		free(fx.xml[gi]);
 		th_peer_stop(&fx.peer[gi]);
 		unlink(fx.sock[gi]);
@@ -720,9 +741,14 @@ static void libvirtd_restarts(void **state)
 		log_mark(&lost, "libvirt: connection lost");
 		log_mark(&back, "libvirt: reconnected, resynchronising");
 		if (k % 3 == 0 && v.vcpus < 4) {
+			/* Half a CPU short of the new vCPU count (vmactd plugs
+			 * the vCPU the quota needs): the quota change of the
+			 * round after next has half a CPU to grow into, and a
+			 * growth starts at once, where a shrink would first
+			 * wait for the policy's hold (15 s). */
 			kind = "vCPU plug";
 			vcpus = v.vcpus + 1;
-			snprintf(value, sizeof(value), "%d", vcpus);
+			snprintf(value, sizeof(value), "%dm", vcpus * 1000 - 500);
 			set_bound(gi, "--min-cpu", value);
 		} else if (k % 3 == 1) {
 			kind = "virtio-mem resize";
@@ -864,7 +890,7 @@ static void guest_refuses_shrink(void **state)
 	unsigned resizes;
 
 	(void)state;
-	set_bound(gi, "--min-memory", "1Gi");
+	/* Grown to its minimum, 1Gi (guest_meta), since vmactd took it over. */
 	settle(gi, mem_eq, &big, "grown to 1Gi");
 	assert_int_equal(tg_cmd(&fx.g[gi], "mem-hold on"), 0);
 	log_mark(&kept, "%s: the guest kept its memory", name);
@@ -1074,5 +1100,7 @@ int main(int argc, char **argv)
 	/* The test's own libvirt connection dies with each libvirtd restart:
 	 * closing it writes to a dead socket. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Progress lines as they come, also through a pipe (make check's log). */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

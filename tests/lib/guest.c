@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <pthread.h>
+
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
@@ -71,7 +73,15 @@ int tg_balloon_template(const char *out_path)
 int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct tg_guest *g,
 	     char *msg, size_t msglen)
 {
-	static unsigned counter;
+	return tg_start_cmdline(vc, prefix, metadata, getenv("VMACT_GUEST_CMDLINE"), g, msg,
+				msglen);
+}
+
+int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
+		     const char *extra, struct tg_guest *g, char *msg, size_t msglen)
+{
+	/* Atomic: guests may be started side by side (tg_start_each). */
+	static _Atomic unsigned counter;
 	const char *tplpath = getenv("VMACT_GUEST_TEMPLATE");
 	char guestdir[PATH_MAX], meta[8192];
 	char *tpl, *xml;
@@ -96,7 +106,6 @@ int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct 
 	snprintf(meta, sizeof(meta), "%s%s%s", metadata ? "<metadata>" : "",
 		 metadata ? metadata : "", metadata ? "</metadata>" : "");
 	{
-		const char *extra = getenv("VMACT_GUEST_CMDLINE");
 		const char *kv[] = { "NAME", g->name, "GUEST", guestdir, "RUN", TG_RUNDIR,
 				     "METADATA", meta, "CMDLINE", extra ? extra : "", NULL };
 
@@ -251,6 +260,103 @@ void tg_destroy_by_name(struct tg_guest *g)
 	if (vc)
 		virConnectClose(vc);
 	tg_destroy(g);
+}
+
+struct tg_start_job {
+	int (*start)(unsigned i);
+	unsigned i;
+	int r;
+	pthread_t thread;
+	bool started;
+};
+
+static void *start_job(void *arg)
+{
+	struct tg_start_job *j = arg;
+
+	j->r = j->start(j->i);
+	return NULL;
+}
+
+int tg_start_each(unsigned n, int (*start)(unsigned i))
+{
+	struct tg_start_job *jobs = calloc(n, sizeof(*jobs));
+	int r = 0;
+
+	if (!jobs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		jobs[i] = (struct tg_start_job){ .start = start, .i = i };
+		jobs[i].started = pthread_create(&jobs[i].thread, NULL, start_job, &jobs[i]) == 0;
+		if (!jobs[i].started)
+			start_job(&jobs[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (jobs[i].started)
+			pthread_join(jobs[i].thread, NULL);
+		if (jobs[i].r < 0 && r == 0)
+			r = jobs[i].r;
+	}
+	free(jobs);
+	return r;
+}
+
+struct tg_destroy_job {
+	struct tg_guest *g;
+	bool undefine;
+	pthread_t thread;
+	bool started;
+};
+
+static void *destroy_job(void *arg)
+{
+	struct tg_destroy_job *j = arg;
+
+	if (j->undefine && j->g->name[0]) {
+		virConnectPtr vc = virConnectOpen("qemu:///system");
+		virDomainPtr d = vc ? virDomainLookupByName(vc, j->g->name) : NULL;
+
+		if (d) {
+			if (virDomainIsActive(d) == 1)
+				virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		if (vc)
+			virConnectClose(vc);
+		/* Gone: only the handle, the log and the socket are left. */
+		if (j->g->dom) {
+			virDomainFree(j->g->dom);
+			j->g->dom = NULL;
+		}
+		tg_destroy(j->g);
+		return NULL;
+	}
+	tg_destroy_by_name(j->g);
+	return NULL;
+}
+
+void tg_destroy_all(struct tg_guest *const g[], size_t n, bool undefine)
+{
+	struct tg_destroy_job *jobs = calloc(n, sizeof(*jobs));
+
+	for (size_t i = 0; i < n; i++) {
+		struct tg_destroy_job one = { .g = g[i], .undefine = undefine };
+
+		if (!jobs) {
+			destroy_job(&one);
+			continue;
+		}
+		jobs[i] = one;
+		/* Without a thread, this one now. */
+		jobs[i].started = pthread_create(&jobs[i].thread, NULL, destroy_job, &jobs[i]) == 0;
+		if (!jobs[i].started)
+			destroy_job(&jobs[i]);
+	}
+	for (size_t i = 0; jobs && i < n; i++)
+		if (jobs[i].started)
+			pthread_join(jobs[i].thread, NULL);
+	free(jobs);
 }
 
 bool tg_booted(void *g)

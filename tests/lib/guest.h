@@ -65,6 +65,18 @@ const char *tg_guest_dir(void);
 int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct tg_guest *g,
 	     char *msg, size_t msglen);
 
+/* The same with `extra` (may be NULL) appended to the guest kernel's
+ * command line instead of VMACT_GUEST_CMDLINE: for guests started side by
+ * side with different command lines. */
+int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
+		     const char *extra, struct tg_guest *g, char *msg, size_t msglen);
+
+/* Runs start(0) .. start(n - 1) each in a thread of its own and waits for
+ * all: libvirt starts the QEMUs side by side (one after the other, each
+ * start waits for the one before). start must be safe to run beside
+ * itself (tg_start is; setenv is not). 0, or the first negative result. */
+int tg_start_each(unsigned n, int (*start)(unsigned i));
+
 /* The guest's latest status line; false when there is none yet. */
 bool tg_report(const struct tg_guest *g, struct tg_report *r);
 
@@ -98,3 +110,10 @@ void tg_destroy(struct tg_guest *g);
 /* The same, finding the domain by name on a fresh connection: g->dom may
  * be stale when libvirtd restarted since (tests restart it). */
 void tg_destroy_by_name(struct tg_guest *g);
+
+/* tg_destroy_by_name for n guests at once, each in a thread of its own
+ * with its own connection (libvirt takes about 2 s to stop a QEMU here;
+ * one after the other, a teardown waits for all of them in turn); with
+ * undefine, their persistent domains are undefined as well. Returns when
+ * all are done. */
+void tg_destroy_all(struct tg_guest *const g[], size_t n, bool undefine);
