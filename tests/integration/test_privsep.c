@@ -304,7 +304,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	tg_destroy_all_by_name((struct tg_guest *[]){ &fx.a, &fx.b }, 2);
+	tg_destroy_by_name(&fx.a);
+	tg_destroy_by_name(&fx.b);
 	for (int i = 0; i < 2; i++) {
 		th_peer_stop(&fx.peer[i]);
 		unlink(fx.sock[i]);

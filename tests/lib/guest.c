@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <pthread.h>
-
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
@@ -253,29 +251,6 @@ void tg_destroy_by_name(struct tg_guest *g)
 	if (vc)
 		virConnectClose(vc);
 	tg_destroy(g);
-}
-
-static void *destroy_one(void *g)
-{
-	tg_destroy_by_name(g);
-	return NULL;
-}
-
-void tg_destroy_all_by_name(struct tg_guest *const *g, size_t n)
-{
-	pthread_t th[16];
-	bool started[16] = { false };
-
-	/* Each but the last on a thread of its own (one libvirt connection
-	 * each); inline when there are too many or a thread cannot start. */
-	for (size_t i = 0; i < n; i++)
-		if (i + 1 == n || i >= 16 || pthread_create(&th[i], NULL, destroy_one, g[i]) != 0)
-			tg_destroy_by_name(g[i]);
-		else
-			started[i] = true;
-	for (size_t i = 0; i < n && i < 16; i++)
-		if (started[i])
-			pthread_join(th[i], NULL);
 }
 
 bool tg_booted(void *g)

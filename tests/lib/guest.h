@@ -98,8 +98,3 @@ void tg_destroy(struct tg_guest *g);
 /* The same, finding the domain by name on a fresh connection: g->dom may
  * be stale when libvirtd restarted since (tests restart it). */
 void tg_destroy_by_name(struct tg_guest *g);
-
-/* tg_destroy_by_name() of n guests side by side: a destroy waits for its
- * QEMU to exit (about 2 s each here), so a test's teardown need not wait
- * for them one after another. */
-void tg_destroy_all_by_name(struct tg_guest *const *g, size_t n);
