@@ -8,18 +8,25 @@
  *     as the unprivileged user (guest_worker.user, or nobody), with no
  *     capabilities, no_new_privs, a seccomp filter, fds 0-3 only and an
  *     empty environment (/proc/PID/status, fd, environ);
- *   - A scales up under load and down, approved by its monitor through
- *     its worker (one peer per VM: a monitor serves one agent);
- *   - meanwhile, B's worker stopped (SIGSTOP) while B is idle and large:
- *     vmactd finds it hung, kills and restarts it, and B is not shrunk
- *     before the new worker's monitor approves it;
+ *   - A scales down, approved by its monitor through its worker (one
+ *     peer per VM: a monitor serves one agent), and up under load;
+ *   - meanwhile, B's worker stopped (SIGSTOP) while B is idle and large
+ *     (its first size, twice its minimum): vmactd finds it hung, kills
+ *     and restarts it, and B is not shrunk before the new worker's
+ *     monitor approves it;
  *   - A's worker killed (SIGKILL) three times: restarted each time, while
  *     B, busy meanwhile, scales up;
  *   - B's guest metrics (<vmact:metrics>, the exporter peer
  *     tests/peers/guest-metrics.js: load 0.3, 356 MiB used) are scraped by
  *     a worker of their own, sandboxed as the monitor's; its figures reach
  *     B's policy (the system metrics fed and the CPU decisions say the
- *     guest's load); killed, it is restarted and the figures flow again.
+ *     guest's load); killed (beside A's kills), it is restarted and the
+ *     figures flow again.
+ *
+ * What waits overlaps where it proves the same: the guests boot side by
+ * side, the two shrinks wait out their 15 s hold together (B's hang found
+ * and its worker restarted within it), the restarts' backoffs of A's
+ * monitor worker and B's metrics worker run side by side.
  *
  * The daemon is the plain build's when VMACT_PLAIN_BUILD is set (make
  * check): the worker's seccomp filter is then tested without the
@@ -66,6 +73,11 @@
  * 500m, holds), 1 GiB total, 768 MiB available. */
 #define GM_LOAD "0.3"
 #define GM_FED "load1 0.30 load5 0.15 memory known (guest)"
+/* Its new load once its metrics worker was killed, while A and B grow side
+ * by side: a floor of 0.667 CPUs (750m), so B's floor alone never takes
+ * the room A grows into (the two share 1.8 CPUs). */
+#define GM_LOAD2 "0.6"
+#define GM_FED2 "load1 0.60 load5 0.30 memory known (guest)"
 
 static char vmactd_path[PATH_MAX];
 
@@ -332,6 +344,7 @@ static void privsep(void **state)
 		struct tg_report r;
 		double end = th_now_s() + LIMIT_BOOT_S;
 
+		/* Both guests boot side by side (setup started them). */
 		while (!tg_report(&fx.a, &r) || !tg_report(&fx.b, &r)) {
 			if (th_now_s() > end)
 				fail_msg("the guests did not boot");
@@ -355,8 +368,29 @@ static void privsep(void **state)
 	assert_true(wa > 0 && wb > 0 && wa != wb);
 	check_sandbox(wa, "A", 8);
 	check_sandbox(wb, "B", 8);
-	/* B's guest metrics: their own worker, sandboxed as the monitor's;
-	 * the guest's figures fed to B's policy through it. */
+
+	/* Both idle at their first size, one vCPU, twice their minimum: A
+	 * comes down to half a CPU as its monitor approves through its
+	 * worker, while B's worker is stopped (the two at once: one VM's
+	 * hung worker does not hold the other's scaling). vmactd finds B's
+	 * worker hung, kills and restarts it, and B is not shrunk before the
+	 * new worker's monitor approves it. A shrink waits for its goal to
+	 * hold 15 s (README), so B's worker is stopped long before any
+	 * downscale is asked, as the two shrinks wait out that hold side by
+	 * side. */
+	old = wb;
+	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.b.name,
+		 (int)old);
+	c.before = 0;
+	count_init(&conn, fx.b.name, "vm-monitor connected");
+	count_init(&bdown, fx.b.name, "vm-monitor approved the downscale");
+	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
+	assert_int_equal(kill(old, SIGSTOP), 0);
+	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
+	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
+
+	/* Meanwhile B's guest metrics: their own worker, sandboxed as the
+	 * monitor's; the guest's figures fed to B's policy through it. */
 	count_init(&fed, fx.b.name, GM_FED);
 	if (fed.before == 0)
 		await(&fed, "B's guest figures fed through its metrics worker");
@@ -364,44 +398,16 @@ static void privsep(void **state)
 	assert_true(wm > 0 && wm != wb && wm != wa);
 	check_sandbox(wm, "B metrics", 10);
 
-	/* Through the worker: idle, both come down from their one vCPU to
-	 * half a CPU as their monitors approve. Then both busy: A up under
-	 * load, and down again when its monitor approves; B, grown, idle with
-	 * its worker stopped meanwhile (the two at once: one VM's hung worker
-	 * does not hold the other's scaling). */
-	if (!wait_until(at_min, &fx.a, LIMIT_S) || !wait_until(at_min, &fx.b, LIMIT_S)) {
-		dump_log();
-		fail_msg("the idle guests were not brought down to half a CPU");
-	}
-	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
-	need(grown, &fx.a, "A never grew");
-	need(grown, &fx.b, "B never grew");
-	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
-	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
-
-	/* B idle with its worker stopped: found hung, killed and restarted;
-	 * B is not shrunk before the new worker's monitor approves. */
-	old = worker_pid(&fx.b);
-	assert_int_equal(old, wb);
-	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.b.name,
-		 (int)old);
-	c.before = 0;
-	count_init(&conn, fx.b.name, "vm-monitor connected");
-	count_init(&bdown, fx.b.name, "vm-monitor approved the downscale");
-	assert_int_equal(kill(old, SIGSTOP), 0);
-	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
-
-	await(&down, "A's downscale approved");
-	need(at_min, &fx.a, "A never went back to half a CPU");
-
 	await(&c, "the stopped worker found hung");
 	assert_true(wait_until(pid_gone, &old, 30));
 	await(&conn, "B's monitor connected again after the hang");
 	wb = worker_pid(&fx.b);
 	assert_true(wb != old);
+
+	await(&down, "A's downscale approved");
+	need(at_min, &fx.a, "A never went down to half a CPU");
 	await(&bdown, "B's downscale approved by the new worker");
-	need(at_min, &fx.b, "B never went back to half a CPU after the restart");
+	need(at_min, &fx.b, "B never went down to half a CPU after the restart");
 	/* Nothing shrank B between the hang and the new approval. */
 	buf = th_read_file(fx.log);
 	assert_non_null(buf);
@@ -420,9 +426,26 @@ static void privsep(void **state)
 	}
 	free(buf);
 	check_sandbox(wb, "B (restarted)", 8);
+	/* B's CPU decisions took the guest's load (the floor of its goal:
+	 * its shrink's decision says so). */
+	need(log_has, "(guest load1 " GM_LOAD "0: at least",
+	     "B's CPU decisions never took the guest's load");
 
-	/* A's worker killed three times while B, busy, scales up. */
+	/* Both busy: A up under load, as B, while A's worker is killed three
+	 * times and B's metrics worker once (independent workers: the
+	 * restarts' backoffs run side by side). */
+	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
 	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
+	/* B's metrics worker killed: restarted, and the guest's new load
+	 * comes through the new worker. */
+	assert_int_equal(metrics_worker_pid(&fx.b), wm);
+	assert_int_equal(kill(wm, SIGKILL), 0);
+	snprintf(needle, sizeof(needle), "%s/metrics: guest worker %d died: Killed", fx.b.name,
+		 (int)wm);
+	need(log_has, needle, "B's killed metrics worker reported");
+	count_init(&fed, fx.b.name, GM_FED2);
+	assert_int_equal(write(fx.gm.proc.in_fd, "load " GM_LOAD2 "\n", 9), 9);
+	need(gm_peer_has, "\"command\":\"load " GM_LOAD2 "\"", "the exporter took the new load");
 	for (int i = 0; i < 3; i++) {
 		old = worker_pid(&fx.a);
 		count_init(&conn, fx.a.name, "vm-monitor connected");
@@ -436,24 +459,14 @@ static void privsep(void **state)
 		await(&conn, "A's monitor connected again after the kill");
 		assert_true(worker_pid(&fx.a) != old);
 	}
+	need(grown, &fx.a, "A never grew under load");
 	need(grown, &fx.b, "B did not grow while A's worker was being killed");
+	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
 	/* The new workers are sandboxed as the first. */
 	check_sandbox(worker_pid(&fx.a), "A (restarted)", 8);
 	assert_int_equal(worker_pid(&fx.b), wb);
-	/* B's CPU decisions took the guest's load (the floor of its goal). */
-	assert_true(th_count_in_file(fx.log, "(guest load1 " GM_LOAD "0: at least") >= 1);
 
-	/* B's metrics worker killed: restarted, and the guest's new load
-	 * comes through the new worker. */
-	assert_int_equal(metrics_worker_pid(&fx.b), wm);
-	assert_int_equal(kill(wm, SIGKILL), 0);
-	snprintf(needle, sizeof(needle), "%s/metrics: guest worker %d died: Killed", fx.b.name,
-		 (int)wm);
-	need(log_has, needle, "B's killed metrics worker reported");
-	assert_int_equal(write(fx.gm.proc.in_fd, "load 1\n", 7), 7);
-	need(gm_peer_has, "\"command\":\"load 1\"", "the exporter took the new load");
-	count_init(&fed, fx.b.name, "load1 1.00 load5 0.50 memory known (guest)");
 	await(&fed, "B's new guest load fed through its restarted metrics worker");
 	assert_true(metrics_worker_pid(&fx.b) > 0 && metrics_worker_pid(&fx.b) != wm);
 	check_sandbox(metrics_worker_pid(&fx.b), "B metrics (restarted)", 10);

@@ -188,18 +188,14 @@ static int copy_program(const char *from, const char *to)
 	return r;
 }
 
-static int setup(void **state)
+/* The rest of the set-up, while the guest boots. */
+static int setup_host(void)
 {
-	char msg[512], meta[1024], cmd[512];
+	char msg[512], cmd[512];
 	_cleanup_free_ char *fam = NULL;
 	struct th_proc sh = { 0 };
 	int pid = (int)getpid();
 
-	(void)state;
-	/* Not under /tmp: PrivateTmp= hides it from vmactd. */
-	snprintf(fx.dir, sizeof(fx.dir), "/run/vmactd-sbx-%d", pid);
-	if (mkdir(fx.dir, 0700) < 0 && errno != EEXIST)
-		return -1;
 	snprintf(fx.cfg, sizeof(fx.cfg), "%s/vmactd.json", fx.dir);
 	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
 	snprintf(fx.probe_log, sizeof(fx.probe_log), "%s/probe.log", fx.dir);
@@ -266,8 +262,6 @@ static int setup(void **state)
 	print_message("unit: capabilities %s, families %s, %u system calls\n", fx.caps_arg,
 		      fx.families, th_count_in_file(fx.syscalls, "\n"));
 
-	snprintf(fx.monitor_sock, sizeof(fx.monitor_sock), "%s/monitor.sock", fx.dir);
-	snprintf(fx.monitor_log, sizeof(fx.monitor_log), "%s/monitor.log", fx.dir);
 	{
 		const char *args[] = { "--unix", fx.monitor_sock, "--no-cgroup", NULL };
 
@@ -277,6 +271,22 @@ static int setup(void **state)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+static int setup(void **state)
+{
+	char msg[512], meta[1024];
+
+	(void)state;
+	/* Not under /tmp: PrivateTmp= hides it from vmactd. */
+	snprintf(fx.dir, sizeof(fx.dir), "/run/vmactd-sbx-%d", (int)getpid());
+	if (mkdir(fx.dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	/* The guest first: it boots (TCG, seconds) while the rest is set up;
+	 * its vm-monitor need only listen by the time vmactd starts. */
+	snprintf(fx.monitor_sock, sizeof(fx.monitor_sock), "%s/monitor.sock", fx.dir);
+	snprintf(fx.monitor_log, sizeof(fx.monitor_log), "%s/monitor.log", fx.dir);
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc)
@@ -290,6 +300,10 @@ static int setup(void **state)
 		 "</vmact:autoscaling>", fx.monitor_sock);
 	if (tg_start(fx.vc, PREFIX, meta, &fx.a, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	if (setup_host() < 0) {
+		tg_destroy(&fx.a);
 		return -1;
 	}
 	return 0;

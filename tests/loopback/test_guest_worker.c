@@ -15,6 +15,12 @@
  *   hostile:   a "worker" that sends garbage is killed and restarted, and
  *              never counts as connected.
  *
+ * The hung worker's heartbeat deadline (5 s, vmactd's default) is waited
+ * out beside the rest: `hung` stops its worker with a request pending
+ * and leaves it, on a vm-monitor peer of its own (a monitor serves one
+ * agent); `approves`, `killed` and `hostile` run meanwhile; `hung_found`
+ * then sees it found hung, killed and restarted.
+ *
  * Waits have generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <limits.h>
@@ -40,28 +46,35 @@
 
 #define LIMIT_USEC (60ULL * 1000000ULL)
 
-struct tctx {
-	sd_event *e;
-	struct th_peer peer;
-	char sock[108], peer_log[128], program[PATH_MAX], name[64];
+/* One proxy approver (vmactd's side of one worker) and what it reported. */
+struct side {
 	struct act_approver *ap;
 	unsigned connected, lost, changed, done;
 	enum act_approval outcome;
 };
 
+struct tctx {
+	sd_event *e;
+	/* peer[0]: approves, killed; peer[1]: hung's, its worker stopped. */
+	struct th_peer peer[2];
+	char sock[2][108], peer_log[2][128], program[PATH_MAX], name[64];
+	struct side cur, held;
+	pid_t held_pid;
+};
+
 static void ev_connected(void *ud)
 {
-	((struct tctx *)ud)->connected++;
+	((struct side *)ud)->connected++;
 }
 
 static void ev_lost(void *ud, bool dropped)
 {
-	((struct tctx *)ud)->lost++;
+	((struct side *)ud)->lost++;
 }
 
 static void ev_changed(void *ud)
 {
-	((struct tctx *)ud)->changed++;
+	((struct side *)ud)->changed++;
 }
 
 static void ev_upscale(void *ud, bool cpu, bool memory)
@@ -77,10 +90,10 @@ static const struct act_approver_events events = {
 
 static void on_done(void *ud, enum act_approval outcome)
 {
-	struct tctx *t = ud;
+	struct side *s = ud;
 
-	t->done++;
-	t->outcome = outcome;
+	s->done++;
+	s->outcome = outcome;
 }
 
 struct above {
@@ -111,22 +124,25 @@ static int setup(void **state)
 
 	if (!t)
 		return -1;
-	snprintf(t->sock, sizeof(t->sock), "/tmp/vmact-gw-%d.sock", (int)getpid());
-	snprintf(t->peer_log, sizeof(t->peer_log), "/tmp/vmact-gw-%d.peer", (int)getpid());
 	snprintf(t->name, sizeof(t->name), "gw-test-%d", (int)getpid());
 	if (th_build_prog("vmact-guestd", t->program, sizeof(t->program)) < 0 ||
 	    sd_event_new(&t->e) < 0)
 		return -1;
-	{
-		const char *a[] = { "--unix", t->sock, "--no-cgroup", NULL };
+	for (int i = 0; i < 2; i++) {
+		const char *a[] = { "--unix", t->sock[i], "--no-cgroup", NULL };
 
-		if (th_peer_start(&t->peer, "vm-monitor.js", a, t->peer_log, msg, sizeof(msg)) < 0) {
+		snprintf(t->sock[i], sizeof(t->sock[i]), "/tmp/vmact-gw-%d-%d.sock", (int)getpid(),
+			 i);
+		snprintf(t->peer_log[i], sizeof(t->peer_log[i]), "/tmp/vmact-gw-%d-%d.peer",
+			 (int)getpid(), i);
+		if (th_peer_start(&t->peer[i], "vm-monitor.js", a, t->peer_log[i], msg,
+				  sizeof(msg)) < 0) {
 			print_error("%s\n", msg);
 			return -1;
 		}
+		/* Only root's: the worker, once not root, cannot open it itself. */
+		chmod(t->sock[i], 0600);
 	}
-	/* Only root's: the worker, once not root, cannot open it itself. */
-	chmod(t->sock, 0600);
 	*state = t;
 	return 0;
 }
@@ -137,100 +153,116 @@ static int teardown(void **state)
 
 	if (!t)
 		return 0;
-	act_approver_free(t->ap);
-	th_peer_stop(&t->peer);
-	unlink(t->sock);
-	unlink(t->peer_log);
+	act_approver_free(t->cur.ap);
+	act_approver_free(t->held.ap);
+	for (int i = 0; i < 2; i++) {
+		th_peer_stop(&t->peer[i]);
+		unlink(t->sock[i]);
+		unlink(t->peer_log[i]);
+	}
 	sd_event_unref(t->e);
 	free(t);
 	return 0;
 }
 
-static void start(struct tctx *t, const char *program)
+/* A new proxy on s, its worker `program` speaking to peer[peer]. */
+static void start(struct tctx *t, struct side *s, const char *program, int peer)
 {
 	char endpoint[160];
 	struct vmact_err err = { 0 };
 
-	act_approver_free(t->ap);
-	t->ap = NULL;
-	t->connected = t->lost = t->changed = t->done = 0;
-	snprintf(endpoint, sizeof(endpoint), "unix:%s", t->sock);
-	if (act_approver_proxy_new(t->e, t->name, endpoint, program, "vmact", &events, t, &t->ap,
+	act_approver_free(s->ap);
+	memset(s, 0, sizeof(*s));
+	snprintf(endpoint, sizeof(endpoint), "unix:%s", t->sock[peer]);
+	if (act_approver_proxy_new(t->e, t->name, endpoint, program, "vmact", &events, s, &s->ap,
 				   &err) < 0)
 		fail_msg("proxy: %s", err.msg);
 }
 
-static void downscale_ok(struct tctx *t)
+static void downscale_ok(struct tctx *t, struct side *s)
 {
 	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
 	struct vmact_err err = { 0 };
-	unsigned done = t->done;
+	unsigned done = s->done;
 
-	assert_true(act_approver_approves(t->ap));
-	assert_int_equal(act_approver_request_downscale(t->ap, &target, on_done, t, &err), 0);
-	wait_above(t, &t->done, done, "the downscale's answer");
-	assert_int_equal(t->outcome, ACT_APPROVAL_OK);
+	assert_true(act_approver_approves(s->ap));
+	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+	wait_above(t, &s->done, done, "the downscale's answer");
+	assert_int_equal(s->outcome, ACT_APPROVAL_OK);
 }
 
 static void approves(void **state)
 {
 	struct tctx *t = *state;
+	struct side *s = &t->cur;
 	struct vmact_resources target = { .milli_cpu = 2000, .mem_bytes = 1ULL << 30 };
 	struct vmact_err err = { 0 };
 	pid_t pid;
 
-	start(t, t->program);
-	wait_above(t, &t->connected, 0, "connected through the worker");
-	pid = act_approver_proxy_worker_pid(t->ap);
+	start(t, s, t->program, 0);
+	wait_above(t, &s->connected, 0, "connected through the worker");
+	pid = act_approver_proxy_worker_pid(s->ap);
 	assert_true(pid > 0);
 	th_check_worker_sandbox(pid);
-	downscale_ok(t);
-	assert_int_equal(act_approver_request_upscale(t->ap, &target, on_done, t, &err), 0);
-	wait_above(t, &t->done, 1, "the upscale's answer");
-	assert_int_equal(t->outcome, ACT_APPROVAL_OK);
+	downscale_ok(t, s);
+	assert_int_equal(act_approver_request_upscale(s->ap, &target, on_done, s, &err), 0);
+	wait_above(t, &s->done, 1, "the upscale's answer");
+	assert_int_equal(s->outcome, ACT_APPROVAL_OK);
 }
 
 static void killed(void **state)
 {
 	struct tctx *t = *state;
+	struct side *s = &t->cur;
 	pid_t pid;
 
-	start(t, t->program);
-	wait_above(t, &t->connected, 0, "connected through the worker");
-	pid = act_approver_proxy_worker_pid(t->ap);
+	start(t, s, t->program, 0);
+	wait_above(t, &s->connected, 0, "connected through the worker");
+	pid = act_approver_proxy_worker_pid(s->ap);
 	assert_int_equal(kill(pid, SIGKILL), 0);
-	wait_above(t, &t->lost, 0, "the killed worker reported lost");
+	wait_above(t, &s->lost, 0, "the killed worker reported lost");
 	/* Nothing approves until a new worker's monitor connects. */
-	assert_false(act_approver_approves(t->ap));
-	wait_above(t, &t->connected, 1, "connected again through a new worker");
-	assert_true(act_approver_proxy_worker_pid(t->ap) != pid);
-	downscale_ok(t);
+	assert_false(act_approver_approves(s->ap));
+	wait_above(t, &s->connected, 1, "connected again through a new worker");
+	assert_true(act_approver_proxy_worker_pid(s->ap) != pid);
+	downscale_ok(t, s);
 }
 
+/* A worker stopped with a request pending; hung_found sees the rest. */
 static void hung(void **state)
 {
 	struct tctx *t = *state;
+	struct side *s = &t->held;
 	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
 	struct vmact_err err = { 0 };
-	pid_t pid;
 
-	start(t, t->program);
-	wait_above(t, &t->connected, 0, "connected through the worker");
-	pid = act_approver_proxy_worker_pid(t->ap);
-	assert_int_equal(kill(pid, SIGSTOP), 0);
-	assert_int_equal(act_approver_request_downscale(t->ap, &target, on_done, t, &err), 0);
-	wait_above(t, &t->lost, 0, "the stopped worker found hung");
+	start(t, s, t->program, 1);
+	wait_above(t, &s->connected, 0, "connected through the worker");
+	t->held_pid = act_approver_proxy_worker_pid(s->ap);
+	assert_int_equal(kill(t->held_pid, SIGSTOP), 0);
+	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+}
+
+static void hung_found(void **state)
+{
+	struct tctx *t = *state;
+	struct side *s = &t->held;
+	pid_t pid = t->held_pid;
+
+	assert_non_null(s->ap);
+	wait_above(t, &s->lost, 0, "the stopped worker found hung");
 	/* The pending request was dropped with the worker, never approved. */
-	assert_int_equal(t->done, 0);
-	assert_true(act_approver_proxy_worker_pid(t->ap) != pid);
+	assert_int_equal(s->done, 0);
+	assert_true(act_approver_proxy_worker_pid(s->ap) != pid);
 	assert_true(kill(pid, 0) < 0 && errno == ESRCH);
-	wait_above(t, &t->connected, 1, "connected again after the hang");
-	downscale_ok(t);
+	wait_above(t, &s->connected, 1, "connected again after the hang");
+	downscale_ok(t, s);
 }
 
 static void hostile(void **state)
 {
 	struct tctx *t = *state;
+	struct side *s = &t->cur;
 	char script[128], buf_script[256];
 	pid_t first;
 	int changed;
@@ -240,17 +272,17 @@ static void hostile(void **state)
 	assert_int_equal(th_write_file(script, "#!/bin/sh\nprintf 'not a record' >&3\nexec sleep 60\n"),
 			 0);
 	assert_int_equal(chmod(script, 0755), 0);
-	start(t, script);
-	first = act_approver_proxy_worker_pid(t->ap);
+	start(t, s, script, 0);
+	first = act_approver_proxy_worker_pid(s->ap);
 	assert_true(first > 0);
 	/* Killed (down: changed), restarted (up: changed again), killed... */
-	changed = (int)t->changed;
-	wait_above(t, &t->changed, (unsigned)changed + 1, "the lying worker killed and restarted");
+	changed = (int)s->changed;
+	wait_above(t, &s->changed, (unsigned)changed + 1, "the lying worker killed and restarted");
 	assert_true(kill(first, 0) < 0 && errno == ESRCH);
-	assert_int_equal(t->connected, 0);
-	assert_false(act_approver_approves(t->ap) && act_approver_proxy_worker_pid(t->ap) == first);
-	act_approver_free(t->ap);
-	t->ap = NULL;
+	assert_int_equal(s->connected, 0);
+	assert_false(act_approver_approves(s->ap) && act_approver_proxy_worker_pid(s->ap) == first);
+	act_approver_free(s->ap);
+	s->ap = NULL;
 	/* A vm-monitor's worker asking for a listening socket (an informant
 	 * worker's record, doc/privsep.md) lies: killed, no socket opened. */
 	{
@@ -267,14 +299,14 @@ static void hostile(void **state)
 			 "#!/bin/sh\ncat %s >&3\nexec sleep 60\n", rec);
 		assert_int_equal(th_write_file(script, buf_script), 0);
 		assert_int_equal(chmod(script, 0755), 0);
-		start(t, script);
-		first = act_approver_proxy_worker_pid(t->ap);
-		changed = (int)t->changed;
-		wait_above(t, &t->changed, (unsigned)changed + 1,
+		start(t, s, script, 0);
+		first = act_approver_proxy_worker_pid(s->ap);
+		changed = (int)s->changed;
+		wait_above(t, &s->changed, (unsigned)changed + 1,
 			   "the worker asking for a listening socket killed");
 		assert_true(kill(first, 0) < 0 && errno == ESRCH);
-		act_approver_free(t->ap);
-		t->ap = NULL;
+		act_approver_free(s->ap);
+		s->ap = NULL;
 		unlink(rec);
 	}
 	unlink(script);
@@ -283,10 +315,11 @@ static void hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(hung),
 		cmocka_unit_test(approves),
 		cmocka_unit_test(killed),
-		cmocka_unit_test(hung),
 		cmocka_unit_test(hostile),
+		cmocka_unit_test(hung_found),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

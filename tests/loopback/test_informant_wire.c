@@ -1187,16 +1187,31 @@ static enum act_approval wk_request(sd_event *ev, struct act_approver *ap, struc
 	return w->outcome;
 }
 
+/* The worker's sandbox, as the kernel shows it. */
+static void wk_sandboxed(pid_t pid)
+{
+	wk_status_is(pid, "NoNewPrivs", "1");
+	wk_status_is(pid, "Seccomp", "2");
+	if (geteuid() == 0) {
+		wk_status_is(pid, "CapEff", "0000000000000000");
+		wk_status_is(pid, "CapPrm", "0000000000000000");
+	}
+}
+
+/* Two workers, each with its informant, side by side on one loop: the
+ * first's re-registration waits out the agent's 5 s health-check interval
+ * and its 5 s retry (the defaults vmactd gives it), the second meanwhile
+ * takes the approvals, the hostile informant, the kill and the STOP. */
 static void test_worker(void **state)
 {
-	char program[PATH_MAX], url[64], name[64];
+	char program[PATH_MAX], url[2][64], name[64];
 	struct vmact_err err = { 0 };
-	struct act_approver *ap = NULL;
-	struct fixture fx;
-	struct wk w = { 0 };
+	struct act_approver *ap = NULL, *bp = NULL;
+	struct fixture fx, fb;
+	struct wk w = { 0 }, wb = { 0 };
 	sd_event *ev = NULL;
 	unsigned first_port = 0;
-	pid_t pid, pid2;
+	pid_t pid, bpid, bpid2;
 	json_t *e;
 	int fd;
 
@@ -1204,10 +1219,16 @@ static void test_worker(void **state)
 	assert_int_equal(th_build_prog("vmact-guestd", program, sizeof(program)), 0);
 	assert_int_equal(sd_event_new(&ev), 0);
 	fx_start(ev, &fx, "1", "4");
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.port);
+	fx_start(ev, &fb, "1", "4");
+	snprintf(url[0], sizeof(url[0]), "http://127.0.0.1:%u", fx.port);
+	snprintf(url[1], sizeof(url[1]), "http://127.0.0.1:%u", fb.port);
 	snprintf(name, sizeof(name), "inf-worker-%d", (int)getpid());
-	assert_int_equal(act_approver_proxy_new_informant(ev, name, url, "127.0.0.1:0", NULL,
+	assert_int_equal(act_approver_proxy_new_informant(ev, name, url[0], "127.0.0.1:0", NULL,
 							  program, "vmact", &wk_events, &w, &ap,
+							  &err),
+			 0);
+	assert_int_equal(act_approver_proxy_new_informant(ev, name, url[1], "127.0.0.1:0", NULL,
+							  program, "vmact", &wk_events, &wb, &bp,
 							  &err),
 			 0);
 	/* Registered from the worker: the informant called its server back
@@ -1220,12 +1241,7 @@ static void test_worker(void **state)
 	assert_true(act_approver_approves(ap) && act_approver_may_resize(ap));
 	pid = act_approver_proxy_worker_pid(ap);
 	assert_true(pid > 0);
-	wk_status_is(pid, "NoNewPrivs", "1");
-	wk_status_is(pid, "Seccomp", "2");
-	if (geteuid() == 0) {
-		wk_status_is(pid, "CapEff", "0000000000000000");
-		wk_status_is(pid, "CapPrm", "0000000000000000");
-	}
+	wk_sandboxed(pid);
 	{
 		char rss[64] = "?";
 
@@ -1233,35 +1249,68 @@ static void test_worker(void **state)
 		print_message("informant worker %d: %ld descriptors, RSS %s\n", (int)pid,
 			      th_proc_fds(pid), rss);
 	}
-	/* Approvals both ways; the informant denies when told to. */
-	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
-	assert_int_equal(wk_request(ev, ap, &w, true), ACT_APPROVAL_OK);
-	fx_cmd(&fx, "{\"cmd\":\"set\",\"approve\":false,\"status\":\"no\"}");
-	wait_event(ev, &fx, "ack");
-	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_DENIED);
+	/* Its failing health check ends the registration: the worker's next
+	 * server, under its filter, gets a new listening socket from the
+	 * proxy's side and registers again (below, once the second worker
+	 * has done its part). */
+	fx_cmd(&fx, "{\"cmd\":\"fail\",\"path\":\"/health-check\",\"status\":500,"
+		    "\"count\":1}");
+
+	/* The second worker: approvals both ways; the informant denies when
+	 * told to. */
+	wait_event(ev, &fb, "register");
+	TH_WAIT_OR_FAIL(ev, wb.connected >= 1, "the agent running in the second worker");
+	assert_true(act_approver_approves(bp) && act_approver_may_resize(bp));
+	bpid = act_approver_proxy_worker_pid(bp);
+	assert_true(bpid > 0 && bpid != pid);
+	wk_sandboxed(bpid);
+	assert_int_equal(wk_request(ev, bp, &wb, false), ACT_APPROVAL_OK);
+	assert_int_equal(wk_request(ev, bp, &wb, true), ACT_APPROVAL_OK);
+	fx_cmd(&fb, "{\"cmd\":\"set\",\"approve\":false,\"status\":\"no\"}");
+	wait_event(ev, &fb, "ack");
+	assert_int_equal(wk_request(ev, bp, &wb, false), ACT_APPROVAL_DENIED);
 	/* The informant asks for more, through the worker's server. */
-	fx_cmd(&fx, "{\"cmd\":\"try-upscale\",\"cpu\":false,\"memory\":true}");
-	e = wait_event(ev, &fx, "try-upscale");
+	fx_cmd(&fb, "{\"cmd\":\"try-upscale\",\"cpu\":false,\"memory\":true}");
+	e = wait_event(ev, &fb, "try-upscale");
 	assert_int_equal(json_integer_value(json_object_get(e, "status")), 200);
-	TH_WAIT_OR_FAIL(ev, w.upscales >= 1, "the informant's try-upscale through the worker");
-	assert_true(w.up_memory);
+	TH_WAIT_OR_FAIL(ev, wb.upscales >= 1, "the informant's try-upscale through the worker");
+	assert_true(wb.up_memory);
 
 	/* A hostile informant: garbage to the worker's server is answered
 	 * 400, a wrong agent ID 404; the worker lives on. */
-	fx_cmd(&fx, "{\"cmd\":\"request\",\"tag\":\"g\",\"method\":\"POST\","
+	fx_cmd(&fb, "{\"cmd\":\"request\",\"tag\":\"g\",\"method\":\"POST\","
 		    "\"path\":\"/resume\",\"body\":\"{\\\"expectedID\\\":[[[\"}");
-	e = wait_event(ev, &fx, "response", "tag=g");
+	e = wait_event(ev, &fb, "response", "tag=g");
 	assert_int_equal(json_integer_value(json_object_get(e, "status")), 400);
-	fx_cmd(&fx, "{\"cmd\":\"request\",\"tag\":\"h\",\"method\":\"POST\","
+	fx_cmd(&fb, "{\"cmd\":\"request\",\"tag\":\"h\",\"method\":\"POST\","
 		    "\"path\":\"/suspend\",\"body\":\"{\\\"expectedID\\\":\\\"00000000-0000-4000-8000-000000000000\\\"}\"}");
-	e = wait_event(ev, &fx, "response", "tag=h");
+	e = wait_event(ev, &fb, "response", "tag=h");
 	assert_int_equal(json_integer_value(json_object_get(e, "status")), 404);
-	assert_int_equal(act_approver_proxy_worker_pid(ap), pid);
-	/* Its failing health check ends the registration: the worker's next
-	 * server, under its filter, gets a new listening socket from the
-	 * proxy's side and registers again. */
-	fx_cmd(&fx, "{\"cmd\":\"fail\",\"path\":\"/health-check\",\"status\":500,"
-		    "\"count\":1}");
+	assert_int_equal(act_approver_proxy_worker_pid(bp), bpid);
+	fx_cmd(&fb, "{\"cmd\":\"set\",\"approve\":true}");
+	wait_event(ev, &fb, "ack");
+	assert_int_equal(wk_request(ev, bp, &wb, false), ACT_APPROVAL_OK);
+
+	/* Killed: lost, nothing approved meanwhile, a new worker registers. */
+	assert_int_equal(kill(bpid, SIGKILL), 0);
+	TH_WAIT_OR_FAIL(ev, wb.lost >= 1 && act_approver_proxy_worker_pid(bp) != bpid,
+			"the killed worker noticed");
+	assert_false(act_approver_approves(bp));
+	wait_event(ev, &fb, "register");
+	TH_WAIT_OR_FAIL(ev, wb.connected >= 2, "the agent running in a new worker");
+	bpid2 = act_approver_proxy_worker_pid(bp);
+	assert_true(bpid2 > 0 && bpid2 != bpid);
+	assert_int_equal(wk_request(ev, bp, &wb, false), ACT_APPROVAL_OK);
+
+	/* Stopped: the worker unregisters and exits by itself. */
+	assert_int_equal(act_approver_proxy_stop(bp, TH_SAFETY_USEC, wk_stopped, &wb), 0);
+	wait_event(ev, &fb, "unregister");
+	TH_WAIT_OR_FAIL(ev, wb.stopped == 1, "the worker finished");
+	assert_true(kill(bpid2, 0) < 0 && errno == ESRCH);
+	act_approver_free(bp);
+	fx_stop(&fb);
+
+	/* The first worker registered again, under its filter. */
 	wait_event(ev, &fx, "injected-failure");
 	wait_event(ev, &fx, "register");
 	TH_WAIT_OR_FAIL(ev, w.connected >= 2, "the agent running again in the same worker");
@@ -1272,26 +1321,7 @@ static void test_worker(void **state)
 	if (fd >= 0)
 		close(fd);
 	assert_int_equal(fd, -ECONNREFUSED);
-	fx_cmd(&fx, "{\"cmd\":\"set\",\"approve\":true}");
-	wait_event(ev, &fx, "ack");
 	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
-
-	/* Killed: lost, nothing approved meanwhile, a new worker registers. */
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	TH_WAIT_OR_FAIL(ev, w.lost >= 1 && act_approver_proxy_worker_pid(ap) != pid,
-			"the killed worker noticed");
-	assert_false(act_approver_approves(ap));
-	wait_event(ev, &fx, "register");
-	TH_WAIT_OR_FAIL(ev, w.connected >= 3, "the agent running in a new worker");
-	pid2 = act_approver_proxy_worker_pid(ap);
-	assert_true(pid2 > 0 && pid2 != pid);
-	assert_int_equal(wk_request(ev, ap, &w, false), ACT_APPROVAL_OK);
-
-	/* Stopped: the worker unregisters and exits by itself. */
-	assert_int_equal(act_approver_proxy_stop(ap, TH_SAFETY_USEC, wk_stopped, &w), 0);
-	wait_event(ev, &fx, "unregister");
-	TH_WAIT_OR_FAIL(ev, w.stopped == 1, "the worker finished");
-	assert_true(kill(pid2, 0) < 0 && errno == ESRCH);
 	act_approver_free(ap);
 	fx_stop(&fx);
 	sd_event_unref(ev);

@@ -5,20 +5,24 @@
  * peer (tests/peers/guest-metrics.js, Node's HTTP stack) on loopback,
  * which the worker cannot connect to itself (vmactd dials it).
  *
- *   figures:  the system page's load and memory, and the LFC windows
- *             (3, then 1440: 360 records) arrive as the in-process
- *             scraper gives them; the worker runs with no_new_privs and
- *             seccomp mode 2 (as root: the workers' user, no capability);
  *   hostile:  garbage, a body over the limit, a body that never ends, an
  *             error status, a half answer, silence and a load the records
  *             cannot carry: each a clean error naming the cause, from the
  *             same worker (it is not killed), then good figures again;
+ *   figures:  the system page's load and memory, and the LFC windows
+ *             (3, then 1440: 360 records) arrive as the in-process
+ *             scraper gives them; the worker runs with no_new_privs and
+ *             seccomp mode 2 (as root: the workers' user, no capability);
  *   killed:   SIGKILL with a scrape pending -> that scrape fails, scrapes
  *             fail while no worker runs, a new worker answers;
  *   lying:    a "worker" that answers a scrape never asked for is killed
  *             and restarted.
  *
- * Waits have generous safety limits; nothing is timed. */
+ * The silent exporter's scrape waits out the worker's 5 s timeout (the
+ * agent's): `hostile` leaves it pending on its worker, `figures`, `killed`
+ * and `lying` run meanwhile with workers and an exporter of their own
+ * (the second peer), and `silent` then takes its answer and goes on with
+ * the same worker. Waits have generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -55,13 +59,22 @@ struct outcome {
 	double wss_pages[AG_LFC_MAX_WINDOWS];
 };
 
-struct tctx {
-	sd_event *e;
-	struct th_peer peer, peer1440;
-	char peer_log[128], peer1440_log[128], program[PATH_MAX], name[64];
-	char sys_url[128], lfc_url[128];
+/* One proxy (vmactd's side of one metrics worker) and its last outcome. */
+struct side {
 	struct act_gm_proxy *p;
 	struct outcome o;
+};
+
+struct tctx {
+	sd_event *e;
+	/* peer: the hostile modes (and the 3 LFC windows); peer1440: the
+	 * other cases' system page and the 1440 windows. */
+	struct th_peer peer, peer1440;
+	char peer_log[128], peer1440_log[128], program[PATH_MAX], name[64];
+	char sys_url[128], lfc_url[128], sys1440_url[128], lfc1440_url[128];
+	/* held: hostile's worker, its silent scrape pending across cases */
+	struct side cur, held;
+	unsigned held_calls;
 };
 
 static void on_result(void *ud, const struct ag_guest_metrics_result *res)
@@ -79,29 +92,30 @@ static void on_result(void *ud, const struct ag_guest_metrics_result *res)
 		memcpy(o->wss_pages, res->lfc->wss_pages, res->lfc->n_windows * sizeof(double));
 }
 
-/* One scrape of kind through the proxy; its outcome in t->o. */
-static void scrape(struct tctx *t, enum ag_guest_metrics_kind kind)
+/* One scrape of kind through the proxy; its outcome in s->o. */
+static void scrape(struct tctx *t, struct side *s, enum ag_guest_metrics_kind kind)
 {
-	unsigned calls = t->o.calls;
+	unsigned calls = s->o.calls;
 
-	assert_false(act_gm_proxy_pending(t->p, kind));
-	act_gm_proxy_scrape(t->p, kind, on_result, &t->o);
-	if (!TH_WAIT(t->e, t->o.calls > calls, LIMIT_USEC))
+	assert_false(act_gm_proxy_pending(s->p, kind));
+	act_gm_proxy_scrape(s->p, kind, on_result, &s->o);
+	if (!TH_WAIT(t->e, s->o.calls > calls, LIMIT_USEC))
 		fail_msg("no answer to the scrape");
-	assert_int_equal(t->o.calls, calls + 1);
-	assert_false(act_gm_proxy_pending(t->p, kind));
+	assert_int_equal(s->o.calls, calls + 1);
+	assert_false(act_gm_proxy_pending(s->p, kind));
 }
 
-static void start(struct tctx *t, const char *program, const char *sys, const char *lfc)
+static void start(struct tctx *t, struct side *s, const char *program, const char *sys,
+		  const char *lfc)
 {
 	struct vmact_err err = { 0 };
 
-	act_gm_proxy_free(t->p);
-	t->p = NULL;
-	memset(&t->o, 0, sizeof(t->o));
-	if (act_gm_proxy_new(t->e, t->name, sys, lfc, program, "vmact", &t->p, &err) < 0)
+	act_gm_proxy_free(s->p);
+	s->p = NULL;
+	memset(&s->o, 0, sizeof(s->o));
+	if (act_gm_proxy_new(t->e, t->name, sys, lfc, program, "vmact", &s->p, &err) < 0)
 		fail_msg("proxy: %s", err.msg);
-	if (!TH_WAIT(t->e, act_gm_proxy_worker_pid(t->p) > 0, LIMIT_USEC))
+	if (!TH_WAIT(t->e, act_gm_proxy_worker_pid(s->p) > 0, LIMIT_USEC))
 		fail_msg("no metrics worker runs");
 }
 
@@ -129,6 +143,10 @@ static int setup(void **state)
 	/* /metrics: the mode the test sets; /lfc/metrics: the LFC page. */
 	snprintf(t->sys_url, sizeof(t->sys_url), "http://127.0.0.1:%u/metrics", t->peer.port);
 	snprintf(t->lfc_url, sizeof(t->lfc_url), "http://127.0.0.1:%u/lfc/metrics", t->peer.port);
+	snprintf(t->sys1440_url, sizeof(t->sys1440_url), "http://127.0.0.1:%u/metrics",
+		 t->peer1440.port);
+	snprintf(t->lfc1440_url, sizeof(t->lfc1440_url), "http://127.0.0.1:%u/lfc/metrics",
+		 t->peer1440.port);
 	*state = t;
 	return 0;
 }
@@ -139,7 +157,8 @@ static int teardown(void **state)
 
 	if (!t)
 		return 0;
-	act_gm_proxy_free(t->p);
+	act_gm_proxy_free(t->cur.p);
+	act_gm_proxy_free(t->held.p);
 	th_peer_stop(&t->peer);
 	th_peer_stop(&t->peer1440);
 	unlink(t->peer_log);
@@ -163,41 +182,78 @@ static bool peer_acked(void *arg)
 }
 
 /* The exporter's /metrics now serves `mode` ("mode M" or "load N"). */
-static void peer_command(struct tctx *t, const char *cmd)
+static void peer_command(struct tctx *t, struct th_peer *peer, const char *log, const char *cmd)
 {
-	struct peer_ack a = { .log = t->peer_log };
+	struct peer_ack a = { .log = log };
 	char line[64];
 	int n = snprintf(line, sizeof(line), "%s\n", cmd);
 
 	snprintf(a.needle, sizeof(a.needle), "\"command\":\"%s\"", cmd);
 	a.before = th_count_in_file(a.log, a.needle);
-	assert_true(write(t->peer.proc.in_fd, line, (size_t)n) == n);
+	assert_true(write(peer->proc.in_fd, line, (size_t)n) == n);
 	if (!th_wait_until(t->e, peer_acked, &a, LIMIT_USEC))
 		fail_msg("the exporter did not take '%s'", cmd);
 }
 
-static void system_ok(struct tctx *t)
+static void system_ok(struct tctx *t, struct side *s)
 {
-	scrape(t, AG_GUEST_METRICS_SYSTEM);
-	if (t->o.error)
-		fail_msg("system scrape: %s", t->o.message);
-	assert_true(t->o.system.load1 == 3.0);
-	assert_true(t->o.system.load5 == 1.5);
+	scrape(t, s, AG_GUEST_METRICS_SYSTEM);
+	if (s->o.error)
+		fail_msg("system scrape: %s", s->o.message);
+	assert_true(s->o.system.load1 == 3.0);
+	assert_true(s->o.system.load5 == 1.5);
 	/* 4 GiB total - 3 GiB available + 100 MiB, as the agent computes. */
-	assert_true(t->o.system.memory_usage_bytes == 1024.0 * MiB + 100.0 * MiB);
-	assert_true(t->o.system.memory_cached_bytes == 512.0 * MiB);
+	assert_true(s->o.system.memory_usage_bytes == 1024.0 * MiB + 100.0 * MiB);
+	assert_true(s->o.system.memory_cached_bytes == 512.0 * MiB);
+}
+
+/* The exporter in `mode`: the scrape fails with `code`, its message
+ * naming the URL and saying `cause`; the worker lives on. */
+static void fails(struct tctx *t, const char *cmd, int code, const char *cause)
+{
+	struct side *s = &t->held;
+	pid_t pid = act_gm_proxy_worker_pid(s->p);
+
+	peer_command(t, &t->peer, t->peer_log, cmd);
+	scrape(t, s, AG_GUEST_METRICS_SYSTEM);
+	if (s->o.error != code || !strstr(s->o.message, t->sys_url) ||
+	    !strstr(s->o.message, cause))
+		fail_msg("%s: error %d '%s', not %d with '%s'", cmd, s->o.error, s->o.message, code,
+			 cause);
+	assert_int_equal(act_gm_proxy_worker_pid(s->p), pid);
+}
+
+static void hostile(void **state)
+{
+	struct tctx *t = *state;
+	struct side *s = &t->held;
+
+	peer_command(t, &t->peer, t->peer_log, "mode system");
+	start(t, s, t->program, t->sys_url, NULL);
+	system_ok(t, s);
+	fails(t, "mode garbage", -EBADMSG, "expected a metric name");
+	fails(t, "mode big", -EFBIG, "exceeds");
+	fails(t, "mode endless", -EFBIG, "exceeds");
+	fails(t, "mode status", -EREMOTEIO, "HTTP status 503");
+	assert_int_equal(s->o.status, 503);
+	fails(t, "mode hangup", -ECONNRESET, "");
+	/* Silence: the answer comes at the worker's timeout, in `silent`;
+	 * the peer stays silent till then (nothing else uses its /metrics). */
+	peer_command(t, &t->peer, t->peer_log, "mode silent");
+	assert_false(act_gm_proxy_pending(s->p, AG_GUEST_METRICS_SYSTEM));
+	t->held_calls = s->o.calls;
+	act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
 }
 
 static void figures(void **state)
 {
 	struct tctx *t = *state;
-	char lfc1440[128];
+	struct side *s = &t->cur;
 	pid_t pid;
 
-	peer_command(t, "mode system");
-	start(t, t->program, t->sys_url, t->lfc_url);
-	system_ok(t);
-	pid = act_gm_proxy_worker_pid(t->p);
+	start(t, s, t->program, t->sys1440_url, t->lfc_url);
+	system_ok(t, s);
+	pid = act_gm_proxy_worker_pid(s->p);
 	assert_true(pid > 0);
 	{
 		/* 0-3, the event loop's, libcurl's wake-up pair, the exporter's
@@ -209,68 +265,28 @@ static void figures(void **state)
 	}
 	th_check_worker_sandbox(pid);
 	/* The peer lists window i (60 i seconds) with 1000 i pages, last first. */
-	scrape(t, AG_GUEST_METRICS_LFC);
-	if (t->o.error)
-		fail_msg("LFC scrape: %s", t->o.message);
-	assert_int_equal(t->o.n_windows, 3);
+	scrape(t, s, AG_GUEST_METRICS_LFC);
+	if (s->o.error)
+		fail_msg("LFC scrape: %s", s->o.message);
+	assert_int_equal(s->o.n_windows, 3);
 	for (size_t i = 0; i < 3; i++)
-		assert_true(t->o.wss_pages[i] == 1000.0 * (double)(i + 1));
+		assert_true(s->o.wss_pages[i] == 1000.0 * (double)(i + 1));
 	/* Every window the core keeps: 360 records in a row. */
-	snprintf(lfc1440, sizeof(lfc1440), "http://127.0.0.1:%u/lfc/metrics", t->peer1440.port);
-	start(t, t->program, t->sys_url, lfc1440);
-	scrape(t, AG_GUEST_METRICS_LFC);
-	if (t->o.error)
-		fail_msg("LFC scrape of 1440 windows: %s", t->o.message);
-	assert_int_equal(t->o.n_windows, AG_LFC_MAX_WINDOWS);
+	start(t, s, t->program, t->sys1440_url, t->lfc1440_url);
+	scrape(t, s, AG_GUEST_METRICS_LFC);
+	if (s->o.error)
+		fail_msg("LFC scrape of 1440 windows: %s", s->o.message);
+	assert_int_equal(s->o.n_windows, AG_LFC_MAX_WINDOWS);
 	for (size_t i = 0; i < AG_LFC_MAX_WINDOWS; i++)
-		assert_true(t->o.wss_pages[i] == 1000.0 * (double)(i + 1));
-	system_ok(t);
-	assert_int_equal(act_gm_proxy_worker_pid(t->p) > 0, 1);
-}
-
-/* The exporter in `mode`: the scrape fails with `code`, its message
- * naming the URL and saying `cause`; the worker lives on. */
-static void fails(struct tctx *t, const char *cmd, int code, const char *cause)
-{
-	pid_t pid = act_gm_proxy_worker_pid(t->p);
-
-	peer_command(t, cmd);
-	scrape(t, AG_GUEST_METRICS_SYSTEM);
-	if (t->o.error != code || !strstr(t->o.message, t->sys_url) ||
-	    !strstr(t->o.message, cause))
-		fail_msg("%s: error %d '%s', not %d with '%s'", cmd, t->o.error, t->o.message, code,
-			 cause);
-	assert_int_equal(act_gm_proxy_worker_pid(t->p), pid);
-}
-
-static void hostile(void **state)
-{
-	struct tctx *t = *state;
-
-	peer_command(t, "mode system");
-	start(t, t->program, t->sys_url, NULL);
-	system_ok(t);
-	fails(t, "mode garbage", -EBADMSG, "expected a metric name");
-	fails(t, "mode big", -EFBIG, "exceeds");
-	fails(t, "mode endless", -EFBIG, "exceeds");
-	fails(t, "mode status", -EREMOTEIO, "HTTP status 503");
-	assert_int_equal(t->o.status, 503);
-	fails(t, "mode hangup", -ECONNRESET, "");
-	fails(t, "mode silent", -ETIMEDOUT, "");
-	/* A load beyond what the records carry: refused by the worker. */
-	peer_command(t, "mode system");
-	fails(t, "load 1e12", -ERANGE, "out of range");
-	peer_command(t, "load 3");
-	system_ok(t);
-	/* No LFC exporter named: no scrape of one. */
-	scrape(t, AG_GUEST_METRICS_LFC);
-	assert_int_equal(t->o.error, -ENOENT);
+		assert_true(s->o.wss_pages[i] == 1000.0 * (double)(i + 1));
+	system_ok(t, s);
+	assert_int_equal(act_gm_proxy_worker_pid(s->p) > 0, 1);
 }
 
 /* Another worker than pid runs. */
-static bool replaced(struct tctx *t, pid_t pid)
+static bool replaced(struct side *s, pid_t pid)
 {
-	pid_t now = act_gm_proxy_worker_pid(t->p);
+	pid_t now = act_gm_proxy_worker_pid(s->p);
 
 	return now > 0 && now != pid;
 }
@@ -278,35 +294,37 @@ static bool replaced(struct tctx *t, pid_t pid)
 static void killed(void **state)
 {
 	struct tctx *t = *state;
+	struct side *s = &t->cur;
 	unsigned calls;
 	pid_t pid;
 
-	peer_command(t, "mode silent");
-	start(t, t->program, t->sys_url, NULL);
-	pid = act_gm_proxy_worker_pid(t->p);
-	calls = t->o.calls;
-	act_gm_proxy_scrape(t->p, AG_GUEST_METRICS_SYSTEM, on_result, &t->o);
+	peer_command(t, &t->peer1440, t->peer1440_log, "mode silent");
+	start(t, s, t->program, t->sys1440_url, NULL);
+	pid = act_gm_proxy_worker_pid(s->p);
+	calls = s->o.calls;
+	act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
 	assert_int_equal(kill(pid, SIGKILL), 0);
-	if (!TH_WAIT(t->e, t->o.calls > calls, LIMIT_USEC))
+	if (!TH_WAIT(t->e, s->o.calls > calls, LIMIT_USEC))
 		fail_msg("the scrape pending in the killed worker never failed");
-	if (t->o.error != -ECONNRESET || !strstr(t->o.message, "guest worker stopped"))
-		fail_msg("the killed worker's scrape: %d '%s'", t->o.error, t->o.message);
+	if (s->o.error != -ECONNRESET || !strstr(s->o.message, "guest worker stopped"))
+		fail_msg("the killed worker's scrape: %d '%s'", s->o.error, s->o.message);
 	/* No worker until the backoff's end: a scrape fails at once. */
-	if (act_gm_proxy_worker_pid(t->p) == 0) {
-		calls = t->o.calls;
-		act_gm_proxy_scrape(t->p, AG_GUEST_METRICS_SYSTEM, on_result, &t->o);
-		assert_int_equal(t->o.calls, calls + 1);
-		assert_int_equal(t->o.error, -ENOTCONN);
+	if (act_gm_proxy_worker_pid(s->p) == 0) {
+		calls = s->o.calls;
+		act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+		assert_int_equal(s->o.calls, calls + 1);
+		assert_int_equal(s->o.error, -ENOTCONN);
 	}
-	if (!TH_WAIT(t->e, replaced(t, pid), LIMIT_USEC))
+	if (!TH_WAIT(t->e, replaced(s, pid), LIMIT_USEC))
 		fail_msg("no new worker");
-	peer_command(t, "mode system");
-	system_ok(t);
+	peer_command(t, &t->peer1440, t->peer1440_log, "mode system");
+	system_ok(t, s);
 }
 
 static void lying(void **state)
 {
 	struct tctx *t = *state;
+	struct side *s = &t->cur;
 	struct act_ps_msg m = { .type = ACT_PS_METRICS, .seq = 1 };
 	char script[128], rec[128], text[512];
 	pid_t first;
@@ -325,24 +343,52 @@ static void lying(void **state)
 	assert_int_equal(th_write_file(script, text), 0);
 	assert_int_equal(chmod(script, 0755), 0);
 	assert_int_equal(chmod(rec, 0644), 0);
-	start(t, script, t->sys_url, NULL);
-	first = act_gm_proxy_worker_pid(t->p);
-	if (!TH_WAIT(t->e, replaced(t, first), LIMIT_USEC))
+	start(t, s, script, t->sys_url, NULL);
+	first = act_gm_proxy_worker_pid(s->p);
+	if (!TH_WAIT(t->e, replaced(s, first), LIMIT_USEC))
 		fail_msg("the lying worker was never replaced");
 	assert_true(kill(first, 0) < 0 && errno == ESRCH);
-	act_gm_proxy_free(t->p);
-	t->p = NULL;
+	act_gm_proxy_free(s->p);
+	s->p = NULL;
 	unlink(script);
 	unlink(rec);
+}
+
+/* hostile's worker, on: the silent exporter's scrape times out, then a
+ * load the records cannot carry, then good figures again. */
+static void silent(void **state)
+{
+	struct tctx *t = *state;
+	struct side *s = &t->held;
+	pid_t pid = act_gm_proxy_worker_pid(s->p);
+
+	assert_non_null(s->p);
+	if (!TH_WAIT(t->e, s->o.calls > t->held_calls, LIMIT_USEC))
+		fail_msg("no answer to the scrape of the silent exporter");
+	assert_int_equal(s->o.calls, t->held_calls + 1);
+	if (s->o.error != -ETIMEDOUT || !strstr(s->o.message, t->sys_url))
+		fail_msg("mode silent: error %d '%s', not %d", s->o.error, s->o.message, -ETIMEDOUT);
+	assert_int_equal(act_gm_proxy_worker_pid(s->p), pid);
+	/* A load beyond what the records carry: refused by the worker. */
+	peer_command(t, &t->peer, t->peer_log, "mode system");
+	fails(t, "load 1e12", -ERANGE, "out of range");
+	peer_command(t, &t->peer, t->peer_log, "load 3");
+	system_ok(t, s);
+	/* No LFC exporter named: no scrape of one. */
+	scrape(t, s, AG_GUEST_METRICS_LFC);
+	assert_int_equal(s->o.error, -ENOENT);
+	act_gm_proxy_free(s->p);
+	s->p = NULL;
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(figures),
 		cmocka_unit_test(hostile),
+		cmocka_unit_test(figures),
 		cmocka_unit_test(killed),
 		cmocka_unit_test(lying),
+		cmocka_unit_test(silent),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
