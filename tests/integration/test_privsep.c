@@ -304,8 +304,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	tg_destroy_by_name(&fx.a);
-	tg_destroy_by_name(&fx.b);
+	tg_destroy_all((struct tg_guest *const[]){ &fx.a, &fx.b }, 2, false);
 	for (int i = 0; i < 2; i++) {
 		th_peer_stop(&fx.peer[i]);
 		unlink(fx.sock[i]);
