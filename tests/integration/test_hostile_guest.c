@@ -169,25 +169,16 @@ static void expect_id(struct th_flood *f, const char *when)
 			 r < 0 ? strerror(-r) : "answered", buf);
 }
 
-static long worker_fds, worker_settle;
-
-static bool worker_settled(void *worker)
-{
-	worker_fds = th_proc_fds(*(pid_t *)worker);
-	return worker_fds >= 0 && worker_fds <= worker_settle;
-}
-
-/* The flood of G's informant server; its worker's pid. Descriptors: the
- * server shuts down the connections it evicts and MHD closes them on its
- * next pass, so a reading may include up to AG_HTTP_CUT_SLACK of them not
- * yet closed; once that pass has run, at most the limit (and a few of its
- * own) above the worker's idle count. */
+/* The flood of G's informant server; its worker's pid. Descriptors: at
+ * most the limit (and a few of its own) above the worker's idle count,
+ * once libmicrohttpd has closed the connections the server evicted
+ * (th_flood_fds_within). */
 static pid_t informant_server_flood(void)
 {
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
 	struct th_flood f = { .port = fx.inf_port };
 	pid_t worker = th_log_guest_worker(fx.log, fx.g.name);
-	long worker_idle = th_proc_fds(worker), wfds;
+	long worker_idle = th_proc_fds(worker), first, last;
 	unsigned got = 0;
 	long fds;
 	int r;
@@ -202,26 +193,23 @@ static pid_t informant_server_flood(void)
 	}
 	expect_id(&f, "under the flood");
 	fds = th_proc_fds(fx.daemon.pid);
-	wfds = th_proc_fds(worker);
-	worker_settle = worker_idle + INFORMANT_CONN_LIMIT + 4;
-	if (wfds >= 0 && wfds <= worker_settle + AG_HTTP_CUT_SLACK)
-		th_wait_daemon(&fx.daemon, worker_settled, &worker, LIMIT_S);
+	r = th_flood_fds_within(worker, worker_idle + INFORMANT_CONN_LIMIT + 4, &first, &last);
 	print_message("informant server: %u partial headers held open; vmactd has %ld descriptors "
 		      "(idle %ld), G's worker %d %ld (idle %ld; %ld at the first reading)\n",
-		      4 * INFORMANT_CONN_LIMIT, fds, fx.idle_fds, (int)worker, worker_fds,
-		      worker_idle, wfds);
+		      4 * INFORMANT_CONN_LIMIT, fds, fx.idle_fds, (int)worker, last, worker_idle,
+		      first);
 	th_flood_close(&f);
 	free(f.fds);
 	if (fds > fx.idle_fds + 8)
 		fail_msg("vmactd holds %ld descriptors under the flood of G's worker, idle %ld", fds,
 			 fx.idle_fds);
-	if (wfds < 0 || wfds > worker_settle + AG_HTTP_CUT_SLACK)
+	if (r == -E2BIG)
 		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u + "
 			 "%u evicted not yet closed",
-			 wfds, worker_idle, INFORMANT_CONN_LIMIT, AG_HTTP_CUT_SLACK);
-	if (worker_fds < 0 || worker_fds > worker_settle)
-		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u",
-			 worker_fds, worker_idle, INFORMANT_CONN_LIMIT);
+			 first, worker_idle, INFORMANT_CONN_LIMIT, AG_HTTP_CUT_SLACK);
+	if (r < 0)
+		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u (%s)",
+			 last, worker_idle, INFORMANT_CONN_LIMIT, strerror(-r));
 	return worker;
 }
 

@@ -12,8 +12,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "agent-glue/http-server.h"
 #include "base/time.h"
 #include "tests/lib/file.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 const char th_flood_partial_header[] = "POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
@@ -231,6 +233,18 @@ int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t m
 		pump(f, 10000);
 	close(fd);
 	return 0;
+}
+
+int th_flood_fds_within(pid_t pid, long bound, long *first, long *last)
+{
+	*first = *last = th_proc_fds(pid);
+	if (*first < 0)
+		return -ESRCH;
+	if (*first > bound + (long)AG_HTTP_CUT_SLACK)
+		return -E2BIG;
+	if (!TH_WAIT(NULL, (*last = th_proc_fds(pid)) < 0 || *last <= bound, TH_SAFETY_USEC))
+		return -ETIMEDOUT;
+	return *last < 0 ? -ESRCH : 0;
 }
 
 void th_flood_close(struct th_flood *f)

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 struct th_flood {
@@ -49,6 +50,16 @@ int th_flood_request(struct th_flood *f, const char *src, const char *req, size_
  * never completes (the client leaves). Each may be answered only with a
  * 4xx or a closed connection. 0, or -1 with what went wrong in msg. */
 int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t msglen);
+
+/* The descriptors process pid (serving with agent-glue's HTTP server)
+ * holds under a flood, against `bound`: the server shuts down each
+ * connection it evicts at once, but libmicrohttpd closes the descriptor
+ * on its next pass, so the first reading may count up to
+ * AG_HTTP_CUT_SLACK of those above bound; then the count must come down
+ * to bound within TH_SAFETY_USEC. 0; -E2BIG when the first reading is
+ * over bound + AG_HTTP_CUT_SLACK, -ETIMEDOUT when the count never came
+ * down, -ESRCH when pid is gone. *first and *last: the readings. */
+int th_flood_fds_within(pid_t pid, long bound, long *first, long *last);
 
 /* Closes the flood's connections (the struct stays usable). */
 void th_flood_close(struct th_flood *f);

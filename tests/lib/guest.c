@@ -241,7 +241,8 @@ void tg_destroy(struct tg_guest *g)
 	unlink(g->ctl);
 }
 
-void tg_destroy_by_name(struct tg_guest *g)
+/* tg_destroy_by_name, and with undefine the persistent domain undefined. */
+static void destroy_by_name(struct tg_guest *g, bool undefine)
 {
 	virConnectPtr vc = virConnectOpen("qemu:///system");
 
@@ -253,7 +254,11 @@ void tg_destroy_by_name(struct tg_guest *g)
 		virDomainPtr d = virDomainLookupByName(vc, g->name);
 
 		if (d) {
-			virDomainDestroy(d);
+			/* Running, or not known to be stopped. */
+			if (virDomainIsActive(d) != 0)
+				virDomainDestroy(d);
+			if (undefine)
+				virDomainUndefine(d);
 			virDomainFree(d);
 		}
 	}
@@ -262,36 +267,51 @@ void tg_destroy_by_name(struct tg_guest *g)
 	tg_destroy(g);
 }
 
-struct tg_start_job {
-	int (*start)(unsigned i);
+void tg_destroy_by_name(struct tg_guest *g)
+{
+	destroy_by_name(g, false);
+}
+
+struct each_job {
+	int (*fn)(unsigned i, void *ud);
+	void *ud;
 	unsigned i;
 	int r;
 	pthread_t thread;
 	bool started;
 };
 
-static void *start_job(void *arg)
+static void *each_job_run(void *arg)
 {
-	struct tg_start_job *j = arg;
+	struct each_job *j = arg;
 
-	j->r = j->start(j->i);
+	j->r = j->fn(j->i, j->ud);
 	return NULL;
 }
 
-int tg_start_each(unsigned n, int (*start)(unsigned i))
+/* fn(0, ud) .. fn(n - 1, ud) each in a thread of its own (in this one
+ * when no thread can be had); returns when all are done: 0, or the first
+ * negative result. */
+static int each_in_thread(unsigned n, int (*fn)(unsigned i, void *ud), void *ud)
 {
-	struct tg_start_job *jobs = calloc(n, sizeof(*jobs));
+	struct each_job *jobs = calloc(n, sizeof(*jobs));
 	int r = 0;
 
-	if (!jobs)
-		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		jobs[i] = (struct tg_start_job){ .start = start, .i = i };
-		jobs[i].started = pthread_create(&jobs[i].thread, NULL, start_job, &jobs[i]) == 0;
+		struct each_job one = { .fn = fn, .ud = ud, .i = i };
+
+		if (!jobs) {
+			each_job_run(&one);
+			if (one.r < 0 && r == 0)
+				r = one.r;
+			continue;
+		}
+		jobs[i] = one;
+		jobs[i].started = pthread_create(&jobs[i].thread, NULL, each_job_run, &jobs[i]) == 0;
 		if (!jobs[i].started)
-			start_job(&jobs[i]);
+			each_job_run(&jobs[i]);
 	}
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; jobs && i < n; i++) {
 		if (jobs[i].started)
 			pthread_join(jobs[i].thread, NULL);
 		if (jobs[i].r < 0 && r == 0)
@@ -301,62 +321,36 @@ int tg_start_each(unsigned n, int (*start)(unsigned i))
 	return r;
 }
 
-struct tg_destroy_job {
-	struct tg_guest *g;
+static int start_one(unsigned i, void *ud)
+{
+	int (*start)(unsigned i) = *(int (**)(unsigned))ud;
+
+	return start(i);
+}
+
+int tg_start_each(unsigned n, int (*start)(unsigned i))
+{
+	return each_in_thread(n, start_one, &start);
+}
+
+struct destroy_all {
+	struct tg_guest *const *g;
 	bool undefine;
-	pthread_t thread;
-	bool started;
 };
 
-static void *destroy_job(void *arg)
+static int destroy_one(unsigned i, void *ud)
 {
-	struct tg_destroy_job *j = arg;
+	const struct destroy_all *a = ud;
 
-	if (j->undefine && j->g->name[0]) {
-		virConnectPtr vc = virConnectOpen("qemu:///system");
-		virDomainPtr d = vc ? virDomainLookupByName(vc, j->g->name) : NULL;
-
-		if (d) {
-			if (virDomainIsActive(d) == 1)
-				virDomainDestroy(d);
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		if (vc)
-			virConnectClose(vc);
-		/* Gone: only the handle, the log and the socket are left. */
-		if (j->g->dom) {
-			virDomainFree(j->g->dom);
-			j->g->dom = NULL;
-		}
-		tg_destroy(j->g);
-		return NULL;
-	}
-	tg_destroy_by_name(j->g);
-	return NULL;
+	destroy_by_name(a->g[i], a->undefine);
+	return 0;
 }
 
 void tg_destroy_all(struct tg_guest *const g[], size_t n, bool undefine)
 {
-	struct tg_destroy_job *jobs = calloc(n, sizeof(*jobs));
+	struct destroy_all a = { .g = g, .undefine = undefine };
 
-	for (size_t i = 0; i < n; i++) {
-		struct tg_destroy_job one = { .g = g[i], .undefine = undefine };
-
-		if (!jobs) {
-			destroy_job(&one);
-			continue;
-		}
-		jobs[i] = one;
-		/* Without a thread, this one now. */
-		jobs[i].started = pthread_create(&jobs[i].thread, NULL, destroy_job, &jobs[i]) == 0;
-		if (!jobs[i].started)
-			destroy_job(&jobs[i]);
-	}
-	for (size_t i = 0; jobs && i < n; i++)
-		if (jobs[i].started)
-			pthread_join(jobs[i].thread, NULL);
-	free(jobs);
+	each_in_thread((unsigned)n, destroy_one, &a);
 }
 
 bool tg_booted(void *g)
