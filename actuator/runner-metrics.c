@@ -118,6 +118,18 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 	r->vcpu_delay_ns = delay;
 }
 
+static void hold_cpu_goal(struct act_runner *r)
+{
+	/* Until the reactive policy's first decision (two readouts), the CPU
+	 * stays at the size the VM has. Without a goal the core would size
+	 * both CPU and memory by the Neon formula on the sampler's load
+	 * average, which a restarted vmactd finds pinned at the old load: the
+	 * VM jumped to its permit and its memory maximum, and straight back
+	 * at the first decision (test_daemon, daemon_autoscales). */
+	if (reactive(r) && !r->st.has_cpu_goal)
+		act_state_update_cpu_goal(&r->st, true, r->st.using_.milli_cpu);
+}
+
 /* The policy's decision; true when the CPU goal changed. Each change is
  * logged with the classification that made it. */
 static bool decide_cpu(struct act_runner *r)
@@ -214,8 +226,14 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 		r->untracked_logged = true;
 	}
 	if (reactive(r)) {
+		hold_cpu_goal(r);
 		feed_vcpus(r, &rd, &v, vrc, &verr);
 		changed = decide_cpu(r);
+	} else if (r->st.has_cpu_goal) {
+		/* Switched to the Neon policy (SIGHUP): its goal CUs size the
+		 * CPU from now on, not the reactive policy's last goal. */
+		act_state_update_cpu_goal(&r->st, false, 0);
+		changed = true;
 	}
 	if (r->ticks++ % (per_metrics ? per_metrics : 1) == 0) {
 		feed_system(r, &rd);
@@ -427,6 +445,7 @@ int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err)
 
 	act_cpu_policy_defaults(&r->cpu_policy);
 	act_cpu_demand_init(&r->demand);
+	hold_cpu_goal(r);
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 		rnd = (uint32_t)time(NULL);
 	ret = guest_start(r, &r->guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
