@@ -48,11 +48,12 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := hook actuator agent-glue hotplug bpf base
+COMPONENTS := hook actuator agent-glue hotplug bpf net base
 # What each component may include besides itself (make check-layers).
 layers-hook       := hotplug base
-layers-actuator   := agent-glue hotplug bpf base
-layers-agent-glue := base
+layers-actuator   := agent-glue net hotplug bpf base
+layers-agent-glue := net base
+layers-net        := base
 layers-hotplug    := base
 layers-bpf        := base
 layers-base       :=

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent-glue/guest-metrics.h"
-#include "agent-glue/http-client.h"
+#include "net/http-client.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
 
@@ -25,7 +25,7 @@ struct exporter {
 };
 
 struct act_gd_metrics {
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	const struct act_gd_metrics_ops *ops;
 	void *ud;
 	struct exporter ex[2]; /* [1]: LFC */
@@ -197,12 +197,12 @@ int act_gd_metrics_new(sd_event *event, const char *system, const char *lfc,
 	}
 	g->ops = ops;
 	g->ud = ud;
-	r = ag_http_client_new(event, &g->http, err);
+	r = net_http_client_new(event, &g->http, err);
 	if (r < 0) {
 		free(g);
 		return r;
 	}
-	ag_http_client_set_connect(g->http, connect_via_vmactd, g);
+	net_http_client_set_connect(g->http, connect_via_vmactd, g);
 	*out = g;
 	return 0;
 }

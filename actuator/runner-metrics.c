@@ -25,7 +25,7 @@
 #include "actuator/guest-worker.h"
 #include "actuator/metrics-proxy.h"
 #include "actuator/runner-internal.h"
-#include "agent-glue/http-client.h"
+#include "net/http-client.h"
 #include "agent-glue/guest-metrics.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
@@ -375,7 +375,7 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 	 * here when the scheduler is the in-process arbiter), unless a
 	 * guest worker scrapes. */
 	if (!r->env->cfg->guest_worker && !r->http &&
-	    (ret = ag_http_client_new(r->env->event, &r->http, err)) < 0)
+	    (ret = net_http_client_new(r->env->event, &r->http, err)) < 0)
 		return vmact_err_prefix(err, "guest metrics");
 	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
 		return vmact_err_prefix(err, "<vmact:metrics>");

@@ -34,7 +34,7 @@ struct ag_arbiter {
 	ag_arbiter_event_fn *event_fn;
 	void *event_ud;
 	sd_event *ev;
-	struct ag_http_server *srv;
+	struct net_http_server *srv;
 	sd_event_source *expiry;
 };
 
@@ -122,7 +122,7 @@ void ag_arbiter_free(struct ag_arbiter *a)
 {
 	if (!a)
 		return;
-	ag_http_server_free(a->srv);
+	net_http_server_free(a->srv);
 	sd_event_source_disable_unref(a->expiry);
 	sd_event_unref(a->ev);
 	free(a->pods);
@@ -240,7 +240,7 @@ static void emit(struct ag_arbiter *a, const struct ag_arbiter_event *ev)
 		a->event_fn(a->event_ud, ev);
 }
 
-static void fail(struct ag_arbiter *a, struct ag_http_server_reply *reply, unsigned status,
+static void fail(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
 		 const char *text, const struct ag_agent_request *req)
 {
 	struct ag_arbiter_event ev = { .status = status, .text = text };
@@ -252,7 +252,7 @@ static void fail(struct ag_arbiter *a, struct ag_http_server_reply *reply, unsig
 		ev.requested = req->resources;
 	}
 	a->refused++;
-	ag_http_reply_text(reply, status, "text/plain", text);
+	net_http_reply_text(reply, status, "text/plain", text);
 	emit(a, &ev);
 }
 
@@ -291,7 +291,7 @@ static struct vmact_resources unit_for(const struct ag_arbiter *a, enum ag_plugi
 }
 
 void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *body, size_t len,
-		       uint64_t now_usec, struct ag_http_server_reply *reply)
+		       uint64_t now_usec, struct net_http_server_reply *reply)
 {
 	_cleanup_(json_decrefp) json_t *j = NULL;
 	_cleanup_(json_decrefp) json_t *out = NULL;
@@ -471,8 +471,8 @@ int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 
 /* ---- on the event loop -------------------------------------------------- */
 
-static void on_request(void *ud, const struct ag_http_server_request *req,
-		       struct ag_http_server_reply *reply)
+static void on_request(void *ud, const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
 {
 	struct ag_arbiter *a = ud;
 
@@ -509,7 +509,7 @@ int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
 }
 
 void ag_arbiter_local(void *userdata, const char *body, size_t len,
-		      struct ag_http_server_reply *reply)
+		      struct net_http_server_reply *reply)
 {
 	struct ag_arbiter *a = userdata;
 
@@ -519,7 +519,7 @@ void ag_arbiter_local(void *userdata, const char *body, size_t len,
 int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 		      struct vmact_err *err)
 {
-	struct ag_http_server_config hc = {
+	struct net_http_server_config hc = {
 		.listen = listen,
 		.max_body = AG_PLUGIN_MAX_BODY,
 		/* What the plugin's 1 KiB LimitReader turns a long body into. */
@@ -536,12 +536,12 @@ int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
 	r = ag_arbiter_attach(a, ev, err);
 	if (r < 0)
 		return r;
-	return ag_http_server_new(ev, &hc, on_request, a, &a->srv, err);
+	return net_http_server_new(ev, &hc, on_request, a, &a->srv, err);
 }
 
 unsigned ag_arbiter_port(const struct ag_arbiter *a)
 {
-	return ag_http_server_port(a->srv);
+	return net_http_server_port(a->srv);
 }
 
 int ag_host_capacity(struct vmact_resources *out, struct vmact_err *err)

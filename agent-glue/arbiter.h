@@ -31,7 +31,7 @@
 #include <systemd/sd-event.h>
 
 #include "base/error.h"
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "agent-glue/plugin.h"
 #include "agent-glue/quantity.h"
 
@@ -82,7 +82,7 @@ void ag_arbiter_on_event(struct ag_arbiter *a, ag_arbiter_event_fn *fn, void *us
  * body is malloc()ed, as the HTTP server expects). now is CLOCK_MONOTONIC
  * in µs, for pod expiry. */
 void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *body, size_t len,
-		       uint64_t now_usec, struct ag_http_server_reply *reply);
+		       uint64_t now_usec, struct net_http_server_reply *reply);
 
 /* Forgets pods not heard from for pod_ttl; returns how many. */
 unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec);
@@ -102,7 +102,7 @@ int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
 /* The protocol in-process, for ag_plugin_client_new_local(): a POST of
  * body, answered at the loop's time (attach first). */
 void ag_arbiter_local(void *userdata, const char *body, size_t len,
-		      struct ag_http_server_reply *reply);
+		      struct net_http_server_reply *reply);
 
 /* Serves the protocol on the loop (1 KiB body limit answered "bad JSON",
  * slow requests cut after request_timeout) and expires idle pods. listen is

@@ -10,21 +10,21 @@
 
 #include "base/macro.h"
 
-DEFINE_PTR_CLEANUP(prom_text_freep, struct ag_prom_text, ag_prom_text_free)
+DEFINE_PTR_CLEANUP(prom_text_freep, struct net_prom_text, net_prom_text_free)
 
 /* ---- readers ------------------------------------------------------- */
 
 /* The one sample of a gauge family the reader requires. */
-static int one_gauge(const struct ag_prom_text *t, const char *name,
-		     const struct ag_prom_family **famp, struct vmact_err *err)
+static int one_gauge(const struct net_prom_text *t, const char *name,
+		     const struct net_prom_family **famp, struct vmact_err *err)
 {
-	const struct ag_prom_family *f = ag_prom_find(t, name);
+	const struct net_prom_family *f = net_prom_find(t, name);
 
 	if (!f)
 		return vmact_err_set(err, EBADMSG, "%s: metric missing", name);
-	if (f->type != AG_PROM_GAUGE)
+	if (f->type != NET_PROM_GAUGE)
 		return vmact_err_set(err, EBADMSG, "%s: typed %s (line %u), gauge expected", name,
-				     f->typed ? ag_prom_type_name(f->type) : "untyped (no TYPE line)",
+				     f->typed ? net_prom_type_name(f->type) : "untyped (no TYPE line)",
 				     f->line);
 	if (f->n_samples != 1)
 		return vmact_err_set(err, EBADMSG, "%s: %zu samples, exactly 1 expected", name,
@@ -33,10 +33,10 @@ static int one_gauge(const struct ag_prom_text *t, const char *name,
 	return 0;
 }
 
-static int gauge_value(const struct ag_prom_text *t, const char *name, double *out,
+static int gauge_value(const struct net_prom_text *t, const char *name, double *out,
 		       struct vmact_err *err)
 {
-	const struct ag_prom_family *f = NULL;
+	const struct net_prom_family *f = NULL;
 	int r = one_gauge(t, name, &f, err);
 
 	if (r < 0)
@@ -45,7 +45,7 @@ static int gauge_value(const struct ag_prom_text *t, const char *name, double *o
 	return 0;
 }
 
-int ag_system_metrics_read(const struct ag_prom_text *t, struct ag_system_metrics *out,
+int ag_system_metrics_read(const struct net_prom_text *t, struct ag_system_metrics *out,
 			   struct vmact_err *err)
 {
 	double load1, load5, total, avail, cached;
@@ -105,11 +105,11 @@ static bool parse_seconds(const char *s, unsigned long *out)
 	return true;
 }
 
-int ag_lfc_metrics_read(const struct ag_prom_text *t, struct ag_lfc_metrics *out,
+int ag_lfc_metrics_read(const struct net_prom_text *t, struct ag_lfc_metrics *out,
 			struct vmact_err *err)
 {
 	_cleanup_free_ struct window *w = NULL;
-	const struct ag_prom_family *f;
+	const struct net_prom_family *f;
 	double hits, misses, writes;
 	size_t n;
 	int r;
@@ -120,12 +120,12 @@ int ag_lfc_metrics_read(const struct ag_prom_text *t, struct ag_lfc_metrics *out
 	    gauge_value(t, "lfc_misses", &misses, err) < 0 ||
 	    gauge_value(t, "lfc_writes", &writes, err) < 0)
 		return -EBADMSG;
-	f = ag_prom_find(t, WSS_FAMILY);
+	f = net_prom_find(t, WSS_FAMILY);
 	if (!f)
 		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": metric missing");
-	if (f->type != AG_PROM_GAUGE)
+	if (f->type != NET_PROM_GAUGE)
 		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": typed %s (line %u), gauge expected",
-				     f->typed ? ag_prom_type_name(f->type) : "untyped (no TYPE line)",
+				     f->typed ? net_prom_type_name(f->type) : "untyped (no TYPE line)",
 				     f->line);
 	n = f->n_samples;
 	if (n == 0)
@@ -137,8 +137,8 @@ int ag_lfc_metrics_read(const struct ag_prom_text *t, struct ag_lfc_metrics *out
 	if (!w)
 		return vmact_err_set(err, ENOMEM, "lfc metrics: out of memory");
 	for (size_t i = 0; i < n; i++) {
-		const struct ag_prom_sample *s = &f->samples[i];
-		const char *d = ag_prom_label(s, WSS_LABEL);
+		const struct net_prom_sample *s = &f->samples[i];
+		const char *d = net_prom_label(s, WSS_LABEL);
 
 		if (!d)
 			return vmact_err_set(err, EBADMSG, WSS_FAMILY ": line %u: no " WSS_LABEL " label",
@@ -179,8 +179,8 @@ int ag_lfc_metrics_read(const struct ag_prom_text *t, struct ag_lfc_metrics *out
 int ag_system_metrics_parse(const char *text, size_t len, struct ag_system_metrics *out,
 			    struct vmact_err *err)
 {
-	_cleanup_(prom_text_freep) struct ag_prom_text *t = NULL;
-	int r = ag_prom_parse(text, len, &t, err);
+	_cleanup_(prom_text_freep) struct net_prom_text *t = NULL;
+	int r = net_prom_parse(text, len, &t, err);
 
 	return r < 0 ? r : ag_system_metrics_read(t, out, err);
 }
@@ -188,8 +188,8 @@ int ag_system_metrics_parse(const char *text, size_t len, struct ag_system_metri
 int ag_lfc_metrics_parse(const char *text, size_t len, struct ag_lfc_metrics *out,
 			 struct vmact_err *err)
 {
-	_cleanup_(prom_text_freep) struct ag_prom_text *t = NULL;
-	int r = ag_prom_parse(text, len, &t, err);
+	_cleanup_(prom_text_freep) struct net_prom_text *t = NULL;
+	int r = net_prom_parse(text, len, &t, err);
 
 	return r < 0 ? r : ag_lfc_metrics_read(t, out, err);
 }
@@ -213,7 +213,7 @@ int ag_guest_metrics_url(const char *host, unsigned port, enum ag_guest_metrics_
 /* ---- scraper ------------------------------------------------------- */
 
 struct ag_guest_scrape {
-	struct ag_http_call *call; /* NULL once the callback ran */
+	struct net_http_call *call; /* NULL once the callback ran */
 	enum ag_guest_metrics_kind kind;
 	ag_guest_metrics_fn *cb;
 	void *userdata;
@@ -241,7 +241,7 @@ static void body_excerpt(const char *body, size_t len, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-static void on_http_done(void *userdata, int result, const struct ag_http_response *resp,
+static void on_http_done(void *userdata, int result, const struct net_http_response *resp,
 			 const struct vmact_err *herr)
 {
 	struct ag_guest_scrape *s = userdata;
@@ -292,13 +292,13 @@ out:
 	s->cb(s->userdata, &res);
 }
 
-int ag_guest_metrics_fetch(struct ag_http_client *client, const char *url,
+int ag_guest_metrics_fetch(struct net_http_client *client, const char *url,
 			   enum ag_guest_metrics_kind kind, uint64_t timeout_usec, size_t max_bytes,
 			   ag_guest_metrics_fn *cb, void *userdata, struct ag_guest_scrape **out,
 			   struct vmact_err *err)
 {
 	_cleanup_free_ struct ag_guest_scrape *s = NULL;
-	struct ag_http_request req = { .method = "GET" };
+	struct net_http_request req = { .method = "GET" };
 	size_t ulen;
 	int r;
 
@@ -306,9 +306,9 @@ int ag_guest_metrics_fetch(struct ag_http_client *client, const char *url,
 		return vmact_err_set(err, EINVAL, "guest metrics: client, url, callback and output required");
 	if (kind != AG_GUEST_METRICS_SYSTEM && kind != AG_GUEST_METRICS_LFC)
 		return vmact_err_set(err, EINVAL, "guest metrics: unknown kind %d", (int)kind);
-	if (max_bytes > AG_PROM_MAX_TEXT)
+	if (max_bytes > NET_PROM_MAX_TEXT)
 		return vmact_err_set(err, EINVAL, "guest metrics: size limit %zu above %u", max_bytes,
-				     AG_PROM_MAX_TEXT);
+				     NET_PROM_MAX_TEXT);
 	ulen = strlen(url);
 	s = calloc(1, sizeof(*s) + ulen + 1);
 	if (!s)
@@ -322,7 +322,7 @@ int ag_guest_metrics_fetch(struct ag_http_client *client, const char *url,
 			   : kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_TIMEOUT_USEC
 							  : AG_GUEST_SYSTEM_TIMEOUT_USEC;
 	req.max_response = max_bytes ? max_bytes : AG_GUEST_DEFAULT_MAX_BYTES;
-	r = ag_http_client_start(client, &req, on_http_done, s, &s->call, err);
+	r = net_http_client_start(client, &req, on_http_done, s, &s->call, err);
 	if (r < 0)
 		return r;
 	*out = TAKE_PTR(s);
@@ -333,7 +333,7 @@ void ag_guest_scrape_free(struct ag_guest_scrape *s)
 {
 	if (!s)
 		return;
-	ag_http_call_cancel(s->call);
+	net_http_call_cancel(s->call);
 	free(s);
 }
 

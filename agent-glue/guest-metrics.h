@@ -3,7 +3,7 @@
  * (doc/protocols.md, "Metrics inputs"): the system exporter (load averages
  * and memory, port 9100) and the Postgres LFC exporter (cache counters and
  * working-set windows, port 9499), both in the Prometheus text format
- * (agent-glue/prom-text.h).
+ * (net/prom-text.h).
  *
  * Two layers: readers that turn a text into metrics (pure, for tests and
  * fuzzing), and a scraper that GETs an endpoint on the daemon's sd-event
@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/http-client.h"
-#include "agent-glue/prom-text.h"
+#include "net/http-client.h"
+#include "net/prom-text.h"
 
 #define AG_GUEST_SYSTEM_PORT 9100
 #define AG_GUEST_LFC_PORT 9499
@@ -64,11 +64,11 @@ struct ag_lfc_metrics {
  * 120, ... with no gap and no duplicate, at most AG_LFC_MAX_WINDOWS of
  * them. Values are taken as the text gives them (the scaling core judges
  * them). Errors are -EBADMSG with a message naming the family. */
-int ag_system_metrics_read(const struct ag_prom_text *t, struct ag_system_metrics *out,
+int ag_system_metrics_read(const struct net_prom_text *t, struct ag_system_metrics *out,
 			   struct vmact_err *err);
-int ag_lfc_metrics_read(const struct ag_prom_text *t, struct ag_lfc_metrics *out,
+int ag_lfc_metrics_read(const struct net_prom_text *t, struct ag_lfc_metrics *out,
 			struct vmact_err *err);
-/* Parse and read in one step (the parser's errors as ag_prom_parse gives
+/* Parse and read in one step (the parser's errors as net_prom_parse gives
  * them). */
 int ag_system_metrics_parse(const char *text, size_t len, struct ag_system_metrics *out,
 			    struct vmact_err *err);
@@ -106,13 +106,13 @@ typedef void ag_guest_metrics_fn(void *userdata, const struct ag_guest_metrics_r
 
 /* Starts one GET of url on client's loop and returns at once. timeout_usec 0
  * = the kind's default (2 s system, 5 s LFC); max_bytes 0 =
- * AG_GUEST_DEFAULT_MAX_BYTES, at most AG_PROM_MAX_TEXT. The callback runs
+ * AG_GUEST_DEFAULT_MAX_BYTES, at most NET_PROM_MAX_TEXT. The callback runs
  * exactly once, from the loop, unless the handle is freed first. Errors
  * before sending (bad arguments, bad URL) are returned and the callback is
  * not called. The caller owns *out and frees it with ag_guest_scrape_free,
  * during or after the callback, or before it to cancel; always before the
  * http client, since the handle refers to a call the client owns. */
-int ag_guest_metrics_fetch(struct ag_http_client *client, const char *url,
+int ag_guest_metrics_fetch(struct net_http_client *client, const char *url,
 			   enum ag_guest_metrics_kind kind, uint64_t timeout_usec, size_t max_bytes,
 			   ag_guest_metrics_fn *cb, void *userdata, struct ag_guest_scrape **out,
 			   struct vmact_err *err);

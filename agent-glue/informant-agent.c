@@ -102,7 +102,7 @@ void ag_inf_server_exit(struct ag_inf_agent *a, const struct vmact_err *why, boo
 	if (a->inflight_kind == AG_INF_OP_REGISTER)
 		srv->made_contact = true;
 	if (a->inflight) {
-		ag_http_call_cancel(a->inflight);
+		net_http_call_cancel(a->inflight);
 		a->inflight = NULL;
 		a->inflight_kind = AG_INF_OP_NONE;
 	}
@@ -219,11 +219,11 @@ int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
 			goto nomem;
 	}
 	a->cfg.informant_url = a->cfg.listen = a->cfg.advertise_host = NULL;
-	ret = ag_http_client_new(ev, &a->http, err);
+	ret = net_http_client_new(ev, &a->http, err);
 	if (ret < 0)
 		goto fail;
 	if (cfg->dial)
-		ag_http_client_set_connect(a->http, cfg->dial, cfg->hook_ud);
+		net_http_client_set_connect(a->http, cfg->dial, cfg->hook_ud);
 	if ((ret = sd_event_add_defer(ev, &a->reap, on_reap, a)) < 0 ||
 	    (ret = sd_event_add_time(ev, &a->retry_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_retry,
 				     a)) < 0 ||
@@ -308,7 +308,7 @@ void ag_inf_agent_free(struct ag_inf_agent *a)
 	if (!a)
 		return;
 	/* Frees every call (unregister ones included) without callbacks. */
-	ag_http_client_free(a->http);
+	net_http_client_free(a->http);
 	while (a->unregs) {
 		struct ag_inf_unreg *u = a->unregs;
 

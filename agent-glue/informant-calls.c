@@ -10,14 +10,14 @@
 #include "base/macro.h"
 #include "agent-glue/informant-internal.h"
 
-static void on_call_done(void *ud, int result, const struct ag_http_response *resp,
+static void on_call_done(void *ud, int result, const struct net_http_response *resp,
 			 const struct vmact_err *terr);
 static int send_call(struct ag_inf_agent *a, enum ag_inf_op kind, const char *method,
 		     const char *path, json_t *body_json, uint64_t timeout, struct vmact_err *err)
 {
 	_cleanup_(json_decrefp) json_t *body = body_json;
 	_cleanup_free_ char *text = NULL, *url = NULL;
-	struct ag_http_request req = {
+	struct net_http_request req = {
 		.method = method,
 		.content_type = "application/json",
 		.timeout_usec = timeout,
@@ -33,7 +33,7 @@ static int send_call(struct ag_inf_agent *a, enum ag_inf_op kind, const char *me
 	req.url = url;
 	req.body = text;
 	req.body_len = strlen(text);
-	ret = ag_http_client_start(a->http, &req, on_call_done, a, &a->inflight, err);
+	ret = net_http_client_start(a->http, &req, on_call_done, a, &a->inflight, err);
 	if (ret < 0) {
 		a->inflight = NULL;
 		return ret;
@@ -105,7 +105,7 @@ void ag_inf_kick(struct ag_inf_agent *a)
 }
 
 /* Turns a non-200 answer into an error naming the endpoint. */
-static int status_error(const char *path, const struct ag_http_response *resp,
+static int status_error(const char *path, const struct net_http_response *resp,
 			struct vmact_err *err)
 {
 	int n = resp->body_len > 200 ? 200 : (int)resp->body_len;
@@ -115,7 +115,7 @@ static int status_error(const char *path, const struct ag_http_response *resp,
 }
 
 static void register_done(struct ag_inf_agent *a, struct ag_inf_server *srv, int result,
-			  const struct ag_http_response *resp, const struct vmact_err *terr)
+			  const struct net_http_response *resp, const struct vmact_err *terr)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	struct ag_informant_desc desc;
@@ -155,7 +155,7 @@ static void register_done(struct ag_inf_agent *a, struct ag_inf_server *srv, int
 	ag_inf_set_mode(a, srv, srv->resume_early ? AG_INF_RUNNING : AG_INF_SUSPENDED);
 }
 
-static void health_done(struct ag_inf_agent *a, int result, const struct ag_http_response *resp,
+static void health_done(struct ag_inf_agent *a, int result, const struct net_http_response *resp,
 			const struct vmact_err *terr)
 {
 	_cleanup_(json_decrefp) json_t *body = NULL;
@@ -180,7 +180,7 @@ static void health_done(struct ag_inf_agent *a, int result, const struct ag_http
 }
 
 static void scale_done(struct ag_inf_agent *a, enum ag_inf_op kind, int result,
-		       const struct ag_http_response *resp, const struct vmact_err *terr)
+		       const struct net_http_response *resp, const struct vmact_err *terr)
 {
 	const char *path = kind == AG_INF_OP_DOWNSCALE ? "/downscale" : "/upscale";
 	_cleanup_(json_decrefp) json_t *body = NULL;
@@ -212,7 +212,7 @@ static void scale_done(struct ag_inf_agent *a, enum ag_inf_op kind, int result,
 	ag_inf_complete_op(a, 0, &dr, NULL);
 }
 
-static void on_call_done(void *ud, int result, const struct ag_http_response *resp,
+static void on_call_done(void *ud, int result, const struct net_http_response *resp,
 			 const struct vmact_err *terr)
 {
 	struct ag_inf_agent *a = ud;
@@ -242,7 +242,7 @@ static void on_call_done(void *ud, int result, const struct ag_http_response *re
 
 /* ---- /unregister ------------------------------------------------------ */
 
-static void unregister_done(void *ud, int result, const struct ag_http_response *resp,
+static void unregister_done(void *ud, int result, const struct net_http_response *resp,
 			    const struct vmact_err *terr)
 {
 	struct ag_inf_unreg *u = ud;
@@ -272,7 +272,7 @@ void ag_inf_send_unregister(struct ag_inf_agent *a, const struct ag_agent_desc *
 	_cleanup_free_ char *text = NULL, *url = NULL;
 	struct vmact_err e = { 0 };
 	struct ag_inf_unreg *u;
-	struct ag_http_request req = {
+	struct net_http_request req = {
 		.method = "DELETE",
 		.content_type = "application/json",
 		.timeout_usec = a->cfg.register_timeout_usec,
@@ -292,7 +292,7 @@ void ag_inf_send_unregister(struct ag_inf_agent *a, const struct ag_agent_desc *
 	req.url = url;
 	req.body = text;
 	req.body_len = strlen(text);
-	if (ag_http_client_start(a->http, &req, unregister_done, u, &u->call, &e) < 0) {
+	if (net_http_client_start(a->http, &req, unregister_done, u, &u->call, &e) < 0) {
 		free(u);
 		ag_inf_notice(a, &e);
 		return;

@@ -26,7 +26,7 @@
 #include <systemd/sd-event.h>
 
 #include "base/error.h"
-#include "agent-glue/http-client.h"
+#include "net/http-client.h"
 #include "agent-glue/informant.h"
 #include "agent-glue/quantity.h"
 
@@ -71,7 +71,7 @@ struct ag_inf_agent_config {
 	 * numeric address). Both return a descriptor the agent owns, or a
 	 * negative errno with err set. */
 	int (*listen_socket)(void *hook_ud, struct vmact_err *err);
-	ag_http_connect_fn *dial;
+	net_http_connect_fn *dial;
 	void *hook_ud;
 };
 

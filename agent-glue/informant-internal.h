@@ -14,15 +14,15 @@
 #include <stdint.h>
 
 #include "base/list.h"
-#include "agent-glue/http-client.h"
-#include "agent-glue/http-server.h"
+#include "net/http-client.h"
+#include "net/http-server.h"
 #include "agent-glue/informant-client.h"
 
 /* One registration: its own listener, agent ID and sequence counter. */
 struct ag_inf_server {
 	struct ag_inf_agent *a;
 	VMACT_LIST_FIELDS(struct ag_inf_server, dead);
-	struct ag_http_server *http;
+	struct net_http_server *http;
 	struct ag_agent_desc desc;
 	uint64_t seq;
 	uint32_t version;
@@ -50,7 +50,7 @@ enum ag_inf_op {
 struct ag_inf_unreg {
 	VMACT_LIST_FIELDS(struct ag_inf_unreg, unregs);
 	struct ag_inf_agent *a;
-	struct ag_http_call *call;
+	struct net_http_call *call;
 	char agent_id[AG_INF_ID_MAX];
 };
 
@@ -60,14 +60,14 @@ struct ag_inf_agent {
 	char *informant_url, *listen, *advertise_host;
 	struct ag_inf_agent_events events;
 	void *ud;
-	struct ag_http_client *http;
+	struct net_http_client *http;
 
 	struct ag_inf_server *srv;   /* current, NULL between registrations */
 	struct ag_inf_server *dead;  /* exited, listener still to be closed */
 	sd_event_source *reap, *retry_timer, *health_timer, *stop_defer;
 
 	/* The one request to the informant in flight. */
-	struct ag_http_call *inflight;
+	struct net_http_call *inflight;
 	enum ag_inf_op inflight_kind;
 	bool health_due;
 

@@ -11,13 +11,13 @@
 #include "base/macro.h"
 #include "agent-glue/informant-internal.h"
 
-static void reply_json(struct ag_http_server_reply *reply, json_t *v)
+static void reply_json(struct net_http_server_reply *reply, json_t *v)
 {
 	char *s = v ? ag_inf_dump(v) : NULL;
 
 	json_decref(v);
 	if (!s) {
-		ag_http_reply_text(reply, 500, NULL, "internal error");
+		net_http_reply_text(reply, 500, NULL, "internal error");
 		return;
 	}
 	reply->status = 200;
@@ -26,14 +26,14 @@ static void reply_json(struct ag_http_server_reply *reply, json_t *v)
 	reply->body_len = strlen(s);
 }
 
-static void reply_id_message(struct ag_inf_server *srv, struct ag_http_server_reply *reply)
+static void reply_id_message(struct ag_inf_server *srv, struct net_http_server_reply *reply)
 {
 	reply_json(reply, ag_agent_id_message_encode(srv->desc.agent_id, ++srv->seq));
 }
 
-static void reply_error(struct ag_http_server_reply *reply, unsigned status, const char *fmt, ...)
+static void reply_error(struct net_http_server_reply *reply, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void reply_error(struct ag_http_server_reply *reply, unsigned status, const char *fmt, ...)
+static void reply_error(struct net_http_server_reply *reply, unsigned status, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -41,13 +41,13 @@ static void reply_error(struct ag_http_server_reply *reply, unsigned status, con
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ag_http_reply_text(reply, status, "text/plain; charset=utf-8", msg);
+	net_http_reply_text(reply, status, "text/plain; charset=utf-8", msg);
 }
 
 /* A /suspend, /resume or /try-upscale in a state the protocol does not
  * allow: answer 400 and, as the Go agent did "to be nice", restart with a
  * fresh registration so a temporary confusion does not become permanent. */
-static void violation(struct ag_inf_server *srv, struct ag_http_server_reply *reply,
+static void violation(struct ag_inf_server *srv, struct net_http_server_reply *reply,
 		      const char *what, const char *answer)
 {
 	struct vmact_err e = { 0 };
@@ -59,7 +59,7 @@ static void violation(struct ag_inf_server *srv, struct ag_http_server_reply *re
 }
 
 static void handle_id(struct ag_inf_server *srv, const json_t *body,
-		      struct ag_http_server_reply *reply)
+		      struct net_http_server_reply *reply)
 {
 	struct vmact_err e = { 0 };
 
@@ -79,7 +79,7 @@ static void handle_id(struct ag_inf_server *srv, const json_t *body,
 
 /* Common prologue of /suspend, /resume, /try-upscale: 0 to go on. */
 static int check_expected(struct ag_inf_server *srv, const char *id,
-			  struct ag_http_server_reply *reply)
+			  struct net_http_server_reply *reply)
 {
 	if (strcmp(id, srv->desc.agent_id) != 0) {
 		reply_error(reply, 404, "AgentID \"%s\" not found", id);
@@ -94,7 +94,7 @@ static int check_expected(struct ag_inf_server *srv, const char *id,
 
 /* SuspendAgent / ResumeAgent: decode and check the expected ID. */
 static int expected_prologue(struct ag_inf_server *srv, const json_t *body, const char *what,
-			     struct ag_http_server_reply *reply)
+			     struct net_http_server_reply *reply)
 {
 	struct vmact_err e = { 0 };
 	char id[AG_INF_ID_MAX];
@@ -109,7 +109,7 @@ static int expected_prologue(struct ag_inf_server *srv, const json_t *body, cons
 }
 
 static void handle_suspend(struct ag_inf_server *srv, const json_t *body,
-			   struct ag_http_server_reply *reply)
+			   struct net_http_server_reply *reply)
 {
 	struct vmact_err e = { 0 };
 
@@ -142,7 +142,7 @@ static void handle_suspend(struct ag_inf_server *srv, const json_t *body,
 }
 
 static void handle_resume(struct ag_inf_server *srv, const json_t *body,
-			  struct ag_http_server_reply *reply)
+			  struct net_http_server_reply *reply)
 {
 	if (expected_prologue(srv, body, "POST /resume", reply) < 0)
 		return;
@@ -168,7 +168,7 @@ static void handle_resume(struct ag_inf_server *srv, const json_t *body,
 }
 
 static void handle_try_upscale(struct ag_inf_server *srv, const json_t *body,
-			       struct ag_http_server_reply *reply)
+			       struct net_http_server_reply *reply)
 {
 	struct ag_inf_agent *a = srv->a;
 	struct ag_more_resources m;
@@ -209,7 +209,7 @@ static void handle_try_upscale(struct ag_inf_server *srv, const json_t *body,
 
 static const struct {
 	const char *path, *method;
-	void (*fn)(struct ag_inf_server *, const json_t *, struct ag_http_server_reply *);
+	void (*fn)(struct ag_inf_server *, const json_t *, struct net_http_server_reply *);
 } endpoints[] = {
 	{ "/id", "GET", handle_id },
 	{ "/suspend", "POST", handle_suspend },
@@ -217,8 +217,8 @@ static const struct {
 	{ "/try-upscale", "POST", handle_try_upscale },
 };
 
-static void on_request(void *ud, const struct ag_http_server_request *req,
-		       struct ag_http_server_reply *reply)
+static void on_request(void *ud, const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
 {
 	struct ag_inf_server *srv = ud;
 	_cleanup_(json_decrefp) json_t *body = NULL;
@@ -255,7 +255,7 @@ static int make_serve_addr(const char *host, unsigned port, char *out, size_t le
 
 int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out, struct vmact_err *err)
 {
-	struct ag_http_server_config hc = { .listen = a->listen };
+	struct net_http_server_config hc = { .listen = a->listen };
 	struct ag_inf_server *srv;
 	int ret;
 
@@ -277,8 +277,8 @@ int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out, struct
 		}
 	}
 	if (ret == 0)
-		ret = ag_http_server_new(a->ev, &hc, on_request, srv, &srv->http, err);
-	if (ret == 0 && make_serve_addr(a->advertise_host, ag_http_server_port(srv->http),
+		ret = net_http_server_new(a->ev, &hc, on_request, srv, &srv->http, err);
+	if (ret == 0 && make_serve_addr(a->advertise_host, net_http_server_port(srv->http),
 					srv->desc.serve_addr, sizeof(srv->desc.serve_addr)) < 0)
 		ret = vmact_err_set(err, ENAMETOOLONG, "advertise host too long");
 	if (ret < 0) {
@@ -293,6 +293,6 @@ void ag_inf_server_free(struct ag_inf_server *srv)
 {
 	if (!srv)
 		return;
-	ag_http_server_free(srv->http);
+	net_http_server_free(srv->http);
 	free(srv);
 }

@@ -10,7 +10,7 @@
 #include <sys/random.h>
 
 #include "base/macro.h"
-#include "agent-glue/json.h"
+#include "net/json.h"
 
 static const char *const version_names[] = { NULL, "1.0", "1.1", "1.2", "2.0" };
 
@@ -137,14 +137,14 @@ static int need_object(const json_t *v, const char *what, struct vmact_err *err)
 static int get_member(const json_t *obj, const char *key, const json_t **out,
 		      struct vmact_err *err)
 {
-	*out = ag_json_get(obj, key);
+	*out = net_json_get(obj, key);
 	if (!*out)
 		return vmact_err_set(err, EINVAL, "%s: missing", key);
 	return 0;
 }
 
-#define get_bool ag_json_get_bool
-#define get_uint ag_json_get_uint
+#define get_bool net_json_get_bool
+#define get_uint net_json_get_uint
 
 static int get_version(const json_t *obj, const char *key, uint32_t *out, struct vmact_err *err)
 {
@@ -163,7 +163,7 @@ static int get_version(const json_t *obj, const char *key, uint32_t *out, struct
 static int get_string(const json_t *obj, const char *key, char *out, size_t size,
 		      struct vmact_err *err)
 {
-	return ag_json_string_copy(ag_json_get(obj, key), key, out, size, err);
+	return net_json_string_copy(net_json_get(obj, key), key, out, size, err);
 }
 
 static int get_uuid(const json_t *obj, const char *key, char out[AG_INF_ID_MAX],
@@ -268,7 +268,7 @@ int ag_informant_desc_decode(const json_t *v, uint32_t agent_min, uint32_t agent
 		return ret;
 	if (!json_is_object(mm))
 		return vmact_err_set(err, EINVAL, "metricsMethod: expected a JSON object");
-	prom = ag_json_get(mm, "prometheus");
+	prom = net_json_get(mm, "prometheus");
 	/* A null pointer in Go, i.e. no such method. */
 	if (prom && !json_is_null(prom)) {
 		ret = prometheus_decode(prom, &d.prometheus_port, err);

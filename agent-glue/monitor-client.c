@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "agent-glue/monitor.h"
-#include "agent-glue/ws-client.h"
+#include "net/ws-client.h"
 #include "base/list.h"
 #include "base/time.h"
 
@@ -40,7 +40,7 @@ struct ag_mon_client {
 	void *userdata;
 
 	enum ag_mon_client_state state;
-	struct ag_ws_client *ws;
+	struct net_ws_client *ws;
 	sd_event_source *connect_timer, *health_timer, *retry_timer;
 	bool stopping, established;
 
@@ -84,7 +84,7 @@ static void fail(struct ag_mon_client *c, uint16_t code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ag_ws_client_close(c->ws, code, msg);
+	net_ws_client_close(c->ws, code, msg);
 }
 
 /* ---- requests -------------------------------------------------------- */
@@ -124,7 +124,7 @@ static int queue_text(struct ag_mon_client *c, const struct ag_mon_msg *m, struc
 
 	if (!text)
 		return vmact_err_set(err, e.code, "%s", e.msg);
-	if (ag_ws_client_send_text(c->ws, text, strlen(text)) < 0)
+	if (net_ws_client_send_text(c->ws, text, strlen(text)) < 0)
 		return vmact_err_set(err, ENOTCONN, "vm-monitor connection is closing");
 	return 0;
 }
@@ -227,7 +227,7 @@ int ag_mon_client_send_raw(struct ag_mon_client *c, const char *text, struct vma
 	if (c->state != AG_MON_CLIENT_CONNECTED)
 		return vmact_err_set(err, ENOTCONN, "not connected to the vm-monitor (%s)",
 				     ag_mon_client_state_name(c->state));
-	if (ag_ws_client_send_text(c->ws, text, strlen(text)) < 0)
+	if (net_ws_client_send_text(c->ws, text, strlen(text)) < 0)
 		return vmact_err_set(err, ENOTCONN, "vm-monitor connection is closing");
 	return 0;
 }
@@ -427,7 +427,7 @@ static void handle_version(struct ag_mon_client *c, const uint8_t *buf, size_t l
 
 /* ---- the websocket underneath ------------------------------------------ */
 
-static void on_ws_open(struct ag_ws_client *ws, void *userdata)
+static void on_ws_open(struct net_ws_client *ws, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
 	_cleanup_(json_decrefp) json_t *range = NULL;
@@ -437,14 +437,14 @@ static void on_ws_open(struct ag_ws_client *ws, void *userdata)
 	range = ag_mon_version_range_encode(AG_MON_PROTO_V1_0, AG_MON_PROTO_V1_0);
 	text = range ? json_dumps(range, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	if (!text) {
-		ag_ws_client_drop(ws, 0, NULL, "out of memory");
+		net_ws_client_drop(ws, 0, NULL, "out of memory");
 		return;
 	}
-	if (ag_ws_client_send_text(ws, text, strlen(text)) < 0)
-		ag_ws_client_drop(ws, 0, NULL, "cannot queue the version range");
+	if (net_ws_client_send_text(ws, text, strlen(text)) < 0)
+		net_ws_client_drop(ws, 0, NULL, "cannot queue the version range");
 }
 
-static void on_ws_text(struct ag_ws_client *ws, const uint8_t *buf, size_t len, void *userdata)
+static void on_ws_text(struct net_ws_client *ws, const uint8_t *buf, size_t len, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
 
@@ -454,7 +454,7 @@ static void on_ws_text(struct ag_ws_client *ws, const uint8_t *buf, size_t len, 
 		handle_message(c, buf, len);
 }
 
-static void on_ws_binary(struct ag_ws_client *ws, const uint8_t *buf, size_t len, void *userdata)
+static void on_ws_binary(struct net_ws_client *ws, const uint8_t *buf, size_t len, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
 
@@ -464,7 +464,7 @@ static void on_ws_binary(struct ag_ws_client *ws, const uint8_t *buf, size_t len
 		fail(c, 1003, "expected text message");
 }
 
-static void on_ws_closing(struct ag_ws_client *ws, void *userdata)
+static void on_ws_closing(struct net_ws_client *ws, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
 
@@ -473,7 +473,7 @@ static void on_ws_closing(struct ag_ws_client *ws, void *userdata)
 	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
 }
 
-static void on_ws_close_frame(struct ag_ws_client *ws, bool sent, uint16_t code, void *userdata)
+static void on_ws_close_frame(struct net_ws_client *ws, bool sent, uint16_t code, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
 
@@ -485,7 +485,7 @@ static void on_ws_close_frame(struct ag_ws_client *ws, bool sent, uint16_t code,
 
 static void schedule_retry(struct ag_mon_client *c);
 
-static void on_ws_close(struct ag_ws_client *ws, const char *reason, void *userdata)
+static void on_ws_close(struct net_ws_client *ws, const char *reason, void *userdata)
 {
 	struct ag_mon_client *c = userdata;
 	struct pending *list = c->pending;
@@ -520,12 +520,12 @@ static void on_ws_close(struct ag_ws_client *ws, const char *reason, void *userd
 		schedule_retry(c);
 }
 
-static void on_ws_log(struct ag_ws_client *ws, int priority, const char *msg, void *userdata)
+static void on_ws_log(struct net_ws_client *ws, int priority, const char *msg, void *userdata)
 {
 	logf_(userdata, priority, "%s", msg);
 }
 
-static const struct ag_ws_client_callbacks ws_callbacks = {
+static const struct net_ws_client_callbacks ws_callbacks = {
 	.on_open = on_ws_open,
 	.on_text = on_ws_text,
 	.on_binary = on_ws_binary,
@@ -560,11 +560,11 @@ static void begin_attempt(struct ag_mon_client *c)
 				       c->cfg.connect_timeout_usec, TIMER_ACCURACY, on_connect_timeout,
 				       c) < 0) {
 		/* Reported like any failed attempt, through on_ws_close. */
-		if (ag_ws_client_connect(c->ws) == 0)
-			ag_ws_client_drop(c->ws, 0, NULL, "cannot register with the event loop");
+		if (net_ws_client_connect(c->ws) == 0)
+			net_ws_client_drop(c->ws, 0, NULL, "cannot register with the event loop");
 		return;
 	}
-	ag_ws_client_connect(c->ws);
+	net_ws_client_connect(c->ws);
 }
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
@@ -599,7 +599,7 @@ int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
 		      struct ag_mon_client **out, struct vmact_err *err)
 {
 	_cleanup_(ag_mon_client_freep) struct ag_mon_client *c = NULL;
-	struct ag_ws_client_config wc;
+	struct net_ws_client_config wc;
 	int r;
 
 	if (!event || !cfg || !out)
@@ -629,7 +629,7 @@ int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
 	if (cb)
 		c->cb = *cb;
 	c->userdata = userdata;
-	wc = (struct ag_ws_client_config){
+	wc = (struct net_ws_client_config){
 		.host = cfg->host,
 		.port = c->cfg.port,
 		.unix_path = cfg->unix_path,
@@ -640,7 +640,7 @@ int ag_mon_client_new(sd_event *event, const struct ag_mon_client_config *cfg,
 		.dial = cfg->dial,
 		.dial_ud = cfg->dial_ud,
 	};
-	r = ag_ws_client_new(event, &wc, &ws_callbacks, c, &c->ws, err);
+	r = net_ws_client_new(event, &wc, &ws_callbacks, c, &c->ws, err);
 	if (r < 0) {
 		vmact_err_prefix(err, "monitor client");
 		return r;
@@ -663,13 +663,13 @@ void ag_mon_client_stop(struct ag_mon_client *c)
 		return;
 	c->stopping = true;
 	c->retry_timer = sd_event_source_disable_unref(c->retry_timer);
-	if (!c->ws || ag_ws_client_state(c->ws) == AG_WS_CLOSED) {
+	if (!c->ws || net_ws_client_state(c->ws) == NET_WS_CLOSED) {
 		c->state = AG_MON_CLIENT_STOPPED;
 		return;
 	}
 	/* Says goodbye, then tears down (at once, unless called from a
 	 * callback: then once it returns). */
-	ag_ws_client_drop(c->ws, 1000, "normal exit", "client stopped");
+	net_ws_client_drop(c->ws, 1000, "normal exit", "client stopped");
 }
 
 void ag_mon_client_free(struct ag_mon_client *c)
@@ -678,7 +678,7 @@ void ag_mon_client_free(struct ag_mon_client *c)
 		return;
 	ag_mon_client_stop(c);
 	/* A stop requested from inside a callback is finished here. */
-	ag_ws_client_free(c->ws);
+	net_ws_client_free(c->ws);
 	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
 	c->health_timer = sd_event_source_disable_unref(c->health_timer);
 	c->retry_timer = sd_event_source_disable_unref(c->retry_timer);

@@ -2,7 +2,7 @@
 /* The agent's side of the vm-monitor connection (doc/protocols.md,
  * "Monitor calls" and "Monitor health and reconnect"), on the daemon's sd-event loop.
  *
- * Transport: a websocket (agent-glue/ws-client.h) either over TCP to
+ * Transport: a websocket (net/ws-client.h) either over TCP to
  * ws://HOST:PORT/monitor, or over a unix stream socket, typically the host
  * side of a libvirt virtio-serial channel (<channel type='unix'>) whose
  * guest end is bridged to the vm-monitor; the HTTP upgrade and the frames
@@ -48,7 +48,7 @@ struct ag_mon_client_config {
 	uint64_t health_max_failing_usec;    /* 30 s of sequential failures */
 	uint64_t retry_min_wait_usec;        /* 5 s between connection attempts */
 	uint64_t close_timeout_usec;         /* 5 s to wait for the peer's close */
-	/* Optional: opens each connection (ws-client.h, ag_ws_client_config). */
+	/* Optional: opens each connection (ws-client.h, net_ws_client_config). */
 	int (*dial)(void *dial_ud, struct vmact_err *err);
 	void *dial_ud;
 };

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/json.h"
+#include "net/json.h"
 
 static const char *const type_names[] = {
 	[AG_MON_DOWNSCALE_REQUEST] = "DownscaleRequest",
@@ -55,14 +55,14 @@ int ag_mon_version_response_decode(const json_t *v, uint32_t *version, struct vm
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EBADMSG, "version response: expected a JSON object");
-	e = ag_json_get(v, "error");
+	e = net_json_get(v, "error");
 	if (e && !json_is_null(e)) {
 		if (!json_is_string(e))
 			return vmact_err_set(err, EBADMSG, "version response: error: expected a string");
 		return vmact_err_set(err, EPROTO, "vm-monitor refused the protocol version range: %s",
 				     json_string_value(e));
 	}
-	ver = ag_json_get(v, "version");
+	ver = net_json_get(v, "version");
 	if (!ver)
 		return vmact_err_set(err, EBADMSG, "version response: version: missing");
 	if (!json_is_integer(ver))
@@ -87,7 +87,7 @@ static json_t *alloc_encode(const struct vmact_resources *r, struct vmact_err *e
 	}
 	/* Keep the bytes identical to the Go agent's float64 ("1", "0.333");
 	 * serde reads an integer into f64 fine. */
-	cpu = ag_json_real((double)r->milli_cpu / 1000.0, false);
+	cpu = net_json_real((double)r->milli_cpu / 1000.0, false);
 	if (!cpu) {
 		vmact_err_set(err, ENOMEM, "out of memory");
 		return NULL;
@@ -150,7 +150,7 @@ char *ag_mon_encode_text(const struct ag_mon_msg *m, struct vmact_err *err)
 
 	if (!frame)
 		return NULL;
-	s = ag_json_dumps(frame, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	s = net_json_dumps(frame, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!s)
 		vmact_err_set(err, ENOMEM, "out of memory");
 	return s;
@@ -174,7 +174,7 @@ static enum ag_mon_type monitor_type(const char *s)
 static int dup_string_field(const json_t *frame, const char *field, const char *tname, char **out,
 			    struct vmact_err *err)
 {
-	const json_t *v = ag_json_get(frame, field);
+	const json_t *v = net_json_get(frame, field);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: %s: missing", tname, field);
@@ -220,7 +220,7 @@ int ag_mon_decode(const json_t *frame, struct ag_mon_msg *out, struct vmact_err 
 
 	switch (out->type) {
 	case AG_MON_DOWNSCALE_RESULT:
-		okv = ag_json_get(frame, "ok");
+		okv = net_json_get(frame, "ok");
 		if (!okv)
 			return vmact_err_set(err, EINVAL, "DownscaleResult: Ok: missing");
 		if (!json_is_boolean(okv))

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/json.h"
+#include "net/json.h"
 #include "agent-glue/quantity.h"
 
 static json_t *vcpus_encode(uint32_t milli_cpu)
@@ -26,7 +26,7 @@ static int vcpus_decode(const json_t *v, const char *type, uint32_t *milli_cpu,
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EINVAL, "%s: expected a JSON object", type);
-	q = ag_json_get(v, "VCPUs");
+	q = net_json_get(v, "VCPUs");
 	if (!q)
 		return vmact_err_set(err, EINVAL, "VCPUs: missing");
 	ret = ag_milli_cpu_decode(q, &m, err);

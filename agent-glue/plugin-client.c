@@ -14,7 +14,7 @@
 struct pending {
 	struct ag_plugin_client *pc;
 	VMACT_LIST_FIELDS(struct pending, pending);
-	struct ag_http_call *call;
+	struct net_http_call *call;
 	sd_event_source *defer;   /* in-process: the answer's turn on the loop */
 	char *body;               /* in-process: the request body */
 	size_t body_len;
@@ -28,7 +28,7 @@ struct pending {
 };
 
 struct ag_plugin_client {
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	sd_event *ev;              /* in-process transport, else NULL */
 	ag_plugin_local_fn *local;
 	void *local_ud;
@@ -77,7 +77,7 @@ static int client_new(const struct ag_plugin_client_config *cfg, struct ag_plugi
 	return 0;
 }
 
-int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_client_config *cfg,
+int ag_plugin_client_new(struct net_http_client *http, const struct ag_plugin_client_config *cfg,
 			 struct ag_plugin_client **out, struct vmact_err *err)
 {
 	int r;
@@ -113,7 +113,7 @@ int ag_plugin_client_new_local(sd_event *ev, ag_plugin_local_fn *fn, void *fn_us
 
 static void pending_free(struct pending *p)
 {
-	ag_http_call_cancel(p->call);
+	net_http_call_cancel(p->call);
 	sd_event_source_disable_unref(p->defer);
 	free(p->body);
 	free(p);
@@ -233,7 +233,7 @@ static void complete(struct pending *p, int error, long status, const char *msg,
 	pending_free(p);
 }
 
-static void on_http_done(void *ud, int rc, const struct ag_http_response *resp,
+static void on_http_done(void *ud, int rc, const struct net_http_response *resp,
 			 const struct vmact_err *herr)
 {
 	struct pending *p = ud;
@@ -307,14 +307,14 @@ static int on_local_turn(sd_event_source *s, void *ud)
 {
 	struct pending *p = ud;
 	struct ag_plugin_client *pc = p->pc;
-	struct ag_http_server_reply reply = { 0 };
-	struct ag_http_response resp;
+	struct net_http_server_reply reply = { 0 };
+	struct net_http_response resp;
 	_cleanup_free_ char *body = NULL;
 
 	p->defer = sd_event_source_disable_unref(p->defer);
 	pc->local(pc->local_ud, p->body, p->body_len, &reply);
 	body = reply.body;
-	resp = (struct ag_http_response){
+	resp = (struct net_http_response){
 		.status = reply.status ? reply.status : 500,
 		.content_type = reply.content_type ? reply.content_type : "",
 		.body = body ? body : "",
@@ -330,7 +330,7 @@ static int send_pending(struct pending *p, struct vmact_err *err)
 	_cleanup_(json_decrefp) json_t *j = NULL;
 	_cleanup_free_ char *body = NULL;
 	size_t len;
-	struct ag_http_request hr = { 0 };
+	struct net_http_request hr = { 0 };
 
 	p->req.version = pc->version;
 	j = ag_agent_request_encode(&p->req, pc->slot_bytes, err);
@@ -365,7 +365,7 @@ static int send_pending(struct pending *p, struct vmact_err *err)
 	hr.body_len = len;
 	hr.timeout_usec = pc->timeout;
 	p->sent_version = pc->version;
-	return ag_http_client_start(pc->http, &hr, on_http_done, p, &p->call, err);
+	return net_http_client_start(pc->http, &hr, on_http_done, p, &p->call, err);
 }
 
 int ag_plugin_client_request(struct ag_plugin_client *pc, const struct ag_agent_request *req,

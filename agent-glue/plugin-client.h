@@ -16,8 +16,8 @@
 #include <systemd/sd-event.h>
 
 #include "base/error.h"
-#include "agent-glue/http-client.h"
-#include "agent-glue/http-server.h"
+#include "net/http-client.h"
+#include "net/http-server.h"
 #include "agent-glue/plugin.h"
 
 struct ag_plugin_client;
@@ -55,7 +55,7 @@ typedef void ag_plugin_version_changed_fn(void *userdata, enum ag_plugin_version
 					  enum ag_plugin_version to, const char *plugin_text);
 
 /* The client uses (does not own) an http client on the caller's loop. */
-int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_client_config *cfg,
+int ag_plugin_client_new(struct net_http_client *http, const struct ag_plugin_client_config *cfg,
 			 struct ag_plugin_client **out, struct vmact_err *err);
 /* In-process transport: the plugin's side is called directly (vmactd's
  * embedded arbiter) with the request body and answers as it would over
@@ -64,7 +64,7 @@ int ag_plugin_client_new(struct ag_http_client *http, const struct ag_plugin_cli
  * the request call. Nothing depends on a socket another local user could
  * fill. */
 typedef void ag_plugin_local_fn(void *userdata, const char *body, size_t len,
-				struct ag_http_server_reply *reply);
+				struct net_http_server_reply *reply);
 int ag_plugin_client_new_local(sd_event *ev, ag_plugin_local_fn *fn, void *fn_userdata,
 			       const struct ag_plugin_client_config *cfg,
 			       struct ag_plugin_client **out, struct vmact_err *err);

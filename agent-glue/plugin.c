@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/json.h"
+#include "net/json.h"
 
 static const char *const version_names[] = { "1.0", "1.1", "2.0", "2.1", "3.0", "4.0", "5.0" };
 
@@ -183,13 +183,13 @@ double ag_plugin_float32_wire(float f)
 
 	if (!isfinite(f))
 		return f;
-	ag_json_shortest_g(f, true, buf, sizeof(buf));
+	net_json_shortest_g(f, true, buf, sizeof(buf));
 	return strtod(buf, NULL);
 }
 
 char *ag_plugin_dumps(const json_t *msg)
 {
-	return ag_json_dumps(msg, JSON_COMPACT);
+	return net_json_dumps(msg, JSON_COMPACT);
 }
 
 static json_t *float_json(const char *key, float f, struct vmact_err *err)
@@ -200,7 +200,7 @@ static json_t *float_json(const char *key, float f, struct vmact_err *err)
 		vmact_err_set(err, EINVAL, "metrics.%s: not a finite number", key);
 		return NULL;
 	}
-	j = ag_json_real(f, true);
+	j = net_json_real(f, true);
 	if (!j)
 		vmact_err_set(err, ENOMEM, "out of memory");
 	return j;
@@ -208,7 +208,7 @@ static json_t *float_json(const char *key, float f, struct vmact_err *err)
 
 static int float_decode(const json_t *obj, const char *key, float *out, struct vmact_err *err)
 {
-	const json_t *v = ag_json_get(obj, key);
+	const json_t *v = net_json_get(obj, key);
 	double d;
 
 	if (!v)
@@ -323,7 +323,7 @@ int ag_agent_request_peek_version(const json_t *j, long long *out, struct vmact_
 
 	if (!json_is_object(j))
 		return vmact_err_set(err, EINVAL, "request: expected a JSON object");
-	v = ag_json_get(j, "protoVersion");
+	v = net_json_get(j, "protoVersion");
 	if (!v || json_is_null(v)) {
 		*out = 0;
 		return 0;
@@ -336,7 +336,7 @@ int ag_agent_request_peek_version(const json_t *j, long long *out, struct vmact_
 
 static int name_decode(const json_t *pod, const char *key, char *out, struct vmact_err *err)
 {
-	return ag_json_string_copy(ag_json_get(pod, key), key, out, AG_PLUGIN_NAME_MAX + 1, err);
+	return net_json_string_copy(net_json_get(pod, key), key, out, AG_PLUGIN_NAME_MAX + 1, err);
 }
 
 static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_agent_request *r,
@@ -361,7 +361,7 @@ static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_a
 			return -err->code;
 	} else {
 		for (size_t i = 0; i < ARRAY_SIZE(extended); i++) {
-			const json_t *x = ag_json_get(m, extended[i]);
+			const json_t *x = net_json_get(m, extended[i]);
 
 			if (x && !json_is_null(x))
 				return vmact_err_set(err, EINVAL, "%s: not part of protocol %s",
@@ -388,7 +388,7 @@ int ag_agent_request_decode(const json_t *j, uint64_t slot_bytes, struct ag_agen
 				     ver);
 	r.version = v = (enum ag_plugin_version)ver;
 
-	pod = ag_json_get(j, "pod");
+	pod = net_json_get(j, "pod");
 	if (!pod)
 		return vmact_err_set(err, EINVAL, "pod: missing");
 	if (!json_is_object(pod))
@@ -400,27 +400,27 @@ int ag_agent_request_decode(const json_t *j, uint64_t slot_bytes, struct ag_agen
 		return vmact_err_set(err, EINVAL, "pod.name: must not be empty");
 
 	if (ag_plugin_agent_sends_compute_unit(v)) {
-		x = ag_json_get(j, "computeUnit");
+		x = net_json_get(j, "computeUnit");
 		if (x && !json_is_null(x)) {
 			if (ag_plugin_resources_decode(v, x, slot_bytes, &r.compute_unit, err) < 0)
 				return vmact_err_prefix(err, "computeUnit");
 			r.has_compute_unit = true;
 		}
 	}
-	x = ag_json_get(j, "resources");
+	x = net_json_get(j, "resources");
 	if (!x)
 		return vmact_err_set(err, EINVAL, "resources: missing");
 	if (ag_plugin_resources_decode(v, x, slot_bytes, &r.resources, err) < 0)
 		return vmact_err_prefix(err, "resources");
 	if (ag_plugin_sends_last_permit(v)) {
-		x = ag_json_get(j, "lastPermit");
+		x = net_json_get(j, "lastPermit");
 		if (x && !json_is_null(x)) {
 			if (ag_plugin_resources_decode(v, x, slot_bytes, &r.last_permit, err) < 0)
 				return vmact_err_prefix(err, "lastPermit");
 			r.has_last_permit = true;
 		}
 	}
-	if (metrics_decode(v, ag_json_get(j, "metrics"), &r, err) < 0)
+	if (metrics_decode(v, net_json_get(j, "metrics"), &r, err) < 0)
 		return vmact_err_prefix(err, "metrics");
 	*out = r;
 	return 0;
@@ -466,19 +466,19 @@ int ag_plugin_response_decode(enum ag_plugin_version v, const json_t *j, uint64_
 		return vmact_err_set(err, EINVAL, "invalid protocol version %d", (int)v);
 	if (!json_is_object(j))
 		return vmact_err_set(err, EINVAL, "response: expected a JSON object");
-	x = ag_json_get(j, "permit");
+	x = net_json_get(j, "permit");
 	if (!x || json_is_null(x))
 		return vmact_err_set(err, EINVAL, "permit: missing");
 	if (ag_plugin_resources_decode(v, x, slot_bytes, &r.permit, err) < 0)
 		return vmact_err_prefix(err, "permit");
-	x = ag_json_get(j, "migrate");
+	x = net_json_get(j, "migrate");
 	if (x && !json_is_null(x)) {
 		if (!json_is_object(x))
 			return vmact_err_set(err, EINVAL, "migrate: expected an object or null");
 		r.migrate = true;
 	}
 	if (ag_plugin_plugin_sends_compute_unit(v)) {
-		x = ag_json_get(j, "resourceUnit");
+		x = net_json_get(j, "resourceUnit");
 		if (x && !json_is_null(x)) {
 			if (ag_plugin_resources_decode(v, x, slot_bytes, &r.resource_unit, err) < 0)
 				return vmact_err_prefix(err, "resourceUnit");

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "agent-glue/json.h"
+#include "net/json.h"
 #include "base/quantity.h"
 
 /* Go hands a bare JSON number to the quantity parser as its literal text.
@@ -30,7 +30,7 @@ static int number_text(const json_t *v, char *buf, size_t len, struct vmact_err 
 		return vmact_err_set(err, EINVAL, "quantity is not a finite number");
 	if (d < 0)
 		return vmact_err_set(err, EINVAL, "negative quantity %g", d);
-	ag_json_shortest_g(d, false, buf, len);
+	net_json_shortest_g(d, false, buf, len);
 	return 0;
 }
 
@@ -112,10 +112,10 @@ int ag_resources_decode(const json_t *v, struct vmact_resources *out, struct vma
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EINVAL, "expected an object {\"vCPUs\", \"mem\"}");
-	cpu = ag_json_get(v, "vCPUs");
+	cpu = net_json_get(v, "vCPUs");
 	if (!cpu)
 		return vmact_err_set(err, EINVAL, "vCPUs: missing");
-	mem = ag_json_get(v, "mem");
+	mem = net_json_get(v, "mem");
 	if (!mem)
 		return vmact_err_set(err, EINVAL, "mem: missing");
 	ret = ag_milli_cpu_decode(cpu, &r.milli_cpu, err);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/json.h"
+#include "net/json.h"
 
 /* ---- JSON helpers -------------------------------------------------- */
 
@@ -107,7 +107,7 @@ int ag_scaling_overrides_decode(const json_t *v, unsigned flags, struct ag_scali
 			size_t i;
 
 			for (i = 0; i < ARRAY_SIZE(fields); i++)
-				if (ag_json_key_matches(k, fields[i].key))
+				if (net_json_key_matches(k, fields[i].key))
 					break;
 			if (i == ARRAY_SIZE(fields))
 				return vmact_err_set(err, EINVAL, "scaling config: unknown field \"%s\"", k);
@@ -115,7 +115,7 @@ int ag_scaling_overrides_decode(const json_t *v, unsigned flags, struct ag_scali
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
 		char *p = (char *)&o.v + fields[i].off;
-		const json_t *x = ag_json_get(v, fields[i].key);
+		const json_t *x = net_json_get(v, fields[i].key);
 		json_int_t n;
 		int r = 0;
 
@@ -160,7 +160,7 @@ json_t *ag_scaling_overrides_encode(const struct ag_scaling_overrides *o)
 			continue;
 		switch (fields[i].type) {
 		case F_REAL:
-			x = ag_json_real(*(const double *)p, false);
+			x = net_json_real(*(const double *)p, false);
 			break;
 		case F_BOOL:
 			x = json_boolean(*(const bool *)p);
@@ -308,8 +308,8 @@ static int decode_resource_bounds(const json_t *v, const char *name, struct vmac
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EINVAL, "%s: expected an object", name);
-	cpu = ag_json_get(v, "cpu");
-	mem = ag_json_get(v, "mem");
+	cpu = net_json_get(v, "cpu");
+	mem = net_json_get(v, "mem");
 	if (!cpu)
 		return vmact_err_set(err, EINVAL, "%s.cpu: required field", name);
 	if (!mem)
@@ -331,8 +331,8 @@ int ag_scaling_bounds_decode(const json_t *v, struct ag_scaling_bounds *out, str
 
 	if (!json_is_object(v))
 		return vmact_err_set(err, EINVAL, "scaling bounds: expected an object");
-	min = ag_json_get(v, "min");
-	max = ag_json_get(v, "max");
+	min = net_json_get(v, "min");
+	max = net_json_get(v, "max");
 	if (!min)
 		return vmact_err_set(err, EINVAL, "scaling bounds: min: required field");
 	if (!max)
@@ -404,16 +404,16 @@ int ag_scaling_bounds_validate(const struct ag_scaling_bounds *b, uint64_t slot_
 static int get_string(const json_t *obj, const char *key, char *buf, size_t len,
 		      struct vmact_err *err)
 {
-	const json_t *v = ag_json_get(obj, key);
+	const json_t *v = net_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: required field", key);
-	return ag_json_string_copy(v, key, buf, len, err);
+	return net_json_string_copy(v, key, buf, len, err);
 }
 
 static const json_t *get_object(const json_t *obj, const char *key, struct vmact_err *err)
 {
-	const json_t *v = ag_json_get(obj, key);
+	const json_t *v = net_json_get(obj, key);
 
 	if (!v) {
 		vmact_err_set(err, EINVAL, "%s: required field", key);
@@ -435,7 +435,7 @@ static int decode_cpu(const json_t *vm, struct ag_vm_info *out, struct vmact_err
 	if (!cpu)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		const json_t *v = ag_json_get(cpu, keys[i]);
+		const json_t *v = net_json_get(cpu, keys[i]);
 
 		if (!v)
 			return vmact_err_set(err, EINVAL, "cpu.%s: required field", keys[i]);
@@ -455,14 +455,14 @@ static int decode_mem(const json_t *vm, struct ag_vm_info *out, struct vmact_err
 	if (!mem)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		v = ag_json_get(mem, keys[i]);
+		v = net_json_get(mem, keys[i]);
 		if (!v)
 			return vmact_err_set(err, EINVAL, "mem.%s: required field", keys[i]);
 		if (get_int_range(v, keys[i], 0, UINT16_MAX, &n, err) < 0)
 			return vmact_err_prefix(err, "mem");
 		*dst[i] = (uint16_t)n;
 	}
-	v = ag_json_get(mem, "slotSize");
+	v = net_json_get(mem, "slotSize");
 	if (!v)
 		return vmact_err_set(err, EINVAL, "mem.slotSize: required field");
 	if (ag_bytes_decode(v, &out->mem.slot_size, err) < 0)
@@ -480,13 +480,13 @@ static int decode_config(const json_t *vm, struct ag_vm_info *out, struct vmact_
 	if (!cfg)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		v = ag_json_get(cfg, keys[i]);
+		v = net_json_get(cfg, keys[i]);
 		if (!v)
 			return vmact_err_set(err, EINVAL, "config.%s: required field", keys[i]);
 		if (get_bool(v, keys[i], dst[i], err) < 0)
 			return vmact_err_prefix(err, "config");
 	}
-	v = ag_json_get(cfg, "scalingConfig");
+	v = net_json_get(cfg, "scalingConfig");
 	if (v && !json_is_null(v)) {
 		if (ag_scaling_overrides_decode(v, 0, &out->config.scaling_config, err) < 0)
 			return vmact_err_prefix(err, "config.scalingConfig");
@@ -497,7 +497,7 @@ static int decode_config(const json_t *vm, struct ag_vm_info *out, struct vmact_
 
 static int decode_revision(const json_t *vm, struct ag_vm_info *out, struct vmact_err *err)
 {
-	const json_t *v = ag_json_get(vm, "currentRevision"), *rev, *x;
+	const json_t *v = net_json_get(vm, "currentRevision"), *rev, *x;
 	json_int_t n;
 
 	if (!v || json_is_null(v))
@@ -507,13 +507,13 @@ static int decode_revision(const json_t *vm, struct ag_vm_info *out, struct vmac
 	rev = get_object(v, "revision", err);
 	if (!rev)
 		return vmact_err_prefix(err, "currentRevision");
-	x = ag_json_get(rev, "value");
+	x = net_json_get(rev, "value");
 	if (!x)
 		return vmact_err_set(err, EINVAL, "currentRevision.revision.value: required field");
 	if (get_int_range(x, "value", INT64_MIN, INT64_MAX, &n, err) < 0)
 		return vmact_err_prefix(err, "currentRevision.revision");
 	out->current_revision.value = n;
-	x = ag_json_get(rev, "flags");
+	x = net_json_get(rev, "flags");
 	if (!x)
 		return vmact_err_set(err, EINVAL, "currentRevision.revision.flags: required field");
 	if (get_int_range(x, "flags", 0, UINT32_MAX, &n, err) < 0)

@@ -26,7 +26,7 @@
 
 struct fx {
 	sd_event *ev;
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	struct th_peer peer;
 };
 
@@ -71,7 +71,7 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(sd_event_new(&f->ev), 0);
-	assert_int_equal(ag_http_client_new(f->ev, &f->http, NULL), 0);
+	assert_int_equal(net_http_client_new(f->ev, &f->http, NULL), 0);
 	if (th_peer_start(&f->peer, "guest-metrics.js", NULL, NULL, msg, sizeof(msg)) < 0)
 		fail_msg("%s", msg);
 	*state = f;
@@ -83,7 +83,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	th_peer_stop(&f->peer);
-	ag_http_client_free(f->http);
+	net_http_client_free(f->http);
 	sd_event_unref(f->ev);
 	free(f);
 	return 0;
@@ -253,7 +253,7 @@ static void test_never_blocks(void **state)
 	/* Cancel on free: the callback never runs, the request is gone. */
 	ag_guest_scrape_free(slow);
 	ag_guest_scrape_free(fast);
-	assert_int_equal(ag_http_client_pending(f->http), 0);
+	assert_int_equal(net_http_client_pending(f->http), 0);
 	th_run_for(f->ev, 200 * 1000);
 	assert_false(so.done);
 }
@@ -336,7 +336,7 @@ static void test_bad_arguments(void **state)
 	vmact_err_reset(&err);
 	assert_int_equal(ag_guest_metrics_fetch(f->http, "http://127.0.0.1:1/metrics",
 						AG_GUEST_METRICS_SYSTEM, 0,
-						(size_t)AG_PROM_MAX_TEXT + 1, on_result, &o, &s, &err),
+						(size_t)NET_PROM_MAX_TEXT + 1, on_result, &o, &s, &err),
 			 -EINVAL);
 	assert_non_null(strstr(err.msg, "size limit"));
 	vmact_err_reset(&err);
@@ -350,7 +350,7 @@ static void test_bad_arguments(void **state)
 	assert_null(s);
 	th_run_for(f->ev, 100 * 1000);
 	assert_false(o.done);
-	assert_int_equal(ag_http_client_pending(f->http), 0);
+	assert_int_equal(net_http_client_pending(f->http), 0);
 	ag_guest_scrape_free(NULL);
 	assert_false(ag_guest_scrape_pending(NULL));
 }

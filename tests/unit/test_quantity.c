@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "agent-glue/json.h"
+#include "net/json.h"
 #include "agent-glue/quantity.h"
 
 /* Accepted quantities: as a plain value (bytes) or as milli-units (CPU). */

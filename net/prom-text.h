@@ -16,7 +16,7 @@
  * not judge: a histogram's or summary's semantics, duplicate label sets
  * (the readers that care check what they read).
  *
- * Bounded: the caller bounds the input (at most AG_PROM_MAX_TEXT bytes);
+ * Bounded: the caller bounds the input (at most NET_PROM_MAX_TEXT bytes);
  * families, samples and labels are capped by the fixed limits below, and
  * memory is linear in the input. Values are doubles: decimal numbers (as Go
  * parses them, without hex or underscores), `NaN`, `+Inf`, `-Inf`; a
@@ -24,7 +24,7 @@
  * integers (milliseconds).
  *
  * Errors: -EBADMSG for malformed text, -E2BIG when a count limit is
- * exceeded, -EFBIG for input above AG_PROM_MAX_TEXT, -ENOMEM. */
+ * exceeded, -EFBIG for input above NET_PROM_MAX_TEXT, -ENOMEM. */
 #pragma once
 
 #include <stdbool.h>
@@ -36,27 +36,27 @@
 /* Limits, all fixed: a node exporter on a large guest serves a few thousand
  * samples in some hundred families, and the LFC endpoint up to 1440
  * working-set windows plus a few gauges. */
-#define AG_PROM_MAX_TEXT (16u * 1024u * 1024u) /* bytes of input */
-#define AG_PROM_MAX_FAMILIES 2048u
-#define AG_PROM_MAX_SAMPLES 16384u
-#define AG_PROM_MAX_LABELS 32u /* per sample */
+#define NET_PROM_MAX_TEXT (16u * 1024u * 1024u) /* bytes of input */
+#define NET_PROM_MAX_FAMILIES 2048u
+#define NET_PROM_MAX_SAMPLES 16384u
+#define NET_PROM_MAX_LABELS 32u /* per sample */
 
-enum ag_prom_type {
-	AG_PROM_UNTYPED, /* no TYPE line, or `untyped` */
-	AG_PROM_COUNTER,
-	AG_PROM_GAUGE,
-	AG_PROM_HISTOGRAM,
-	AG_PROM_SUMMARY,
+enum net_prom_type {
+	NET_PROM_UNTYPED, /* no TYPE line, or `untyped` */
+	NET_PROM_COUNTER,
+	NET_PROM_GAUGE,
+	NET_PROM_HISTOGRAM,
+	NET_PROM_SUMMARY,
 };
 
-struct ag_prom_label {
+struct net_prom_label {
 	const char *name;
 	const char *value; /* unescaped */
 };
 
-struct ag_prom_sample {
+struct net_prom_sample {
 	const char *name; /* as written: a histogram's "x_bucket" has family "x" */
-	const struct ag_prom_label *labels;
+	const struct net_prom_label *labels;
 	size_t n_labels;
 	double value;
 	bool has_timestamp;
@@ -64,38 +64,38 @@ struct ag_prom_sample {
 	unsigned line; /* 1-based, for the readers' messages */
 };
 
-struct ag_prom_family {
+struct net_prom_family {
 	const char *name;
 	const char *help; /* unescaped; NULL without a HELP line */
-	enum ag_prom_type type;
+	enum net_prom_type type;
 	bool typed;       /* a TYPE line was given */
-	const struct ag_prom_sample *samples;
+	const struct net_prom_sample *samples;
 	size_t n_samples; /* 0 when only HELP/TYPE lines named it */
 	unsigned line;    /* where the family first appeared */
 };
 
-struct ag_prom_text {
-	const struct ag_prom_family *families; /* in the order of the text */
+struct net_prom_text {
+	const struct net_prom_family *families; /* in the order of the text */
 	size_t n_families;
 	size_t n_samples; /* over all families */
 };
 
 /* Parses len bytes of text (no NUL terminator needed). On success *out owns
- * every string it points to; free it with ag_prom_text_free. */
-int ag_prom_parse(const char *text, size_t len, struct ag_prom_text **out, struct vmact_err *err);
-void ag_prom_text_free(struct ag_prom_text *t);
+ * every string it points to; free it with net_prom_text_free. */
+int net_prom_parse(const char *text, size_t len, struct net_prom_text **out, struct vmact_err *err);
+void net_prom_text_free(struct net_prom_text *t);
 
 /* Called for each sample in text order with its family; a negative return
  * stops the walk and is returned (the callback fills err). */
-typedef int ag_prom_sample_fn(void *userdata, const struct ag_prom_family *family,
-			      const struct ag_prom_sample *sample, struct vmact_err *err);
+typedef int net_prom_sample_fn(void *userdata, const struct net_prom_family *family,
+			      const struct net_prom_sample *sample, struct vmact_err *err);
 /* Parses the whole text first, so the callback sees nothing of a text that
  * turns out malformed further down. */
-int ag_prom_parse_each(const char *text, size_t len, ag_prom_sample_fn *cb, void *userdata,
+int net_prom_parse_each(const char *text, size_t len, net_prom_sample_fn *cb, void *userdata,
 		       struct vmact_err *err);
 
 /* The family named name, or NULL. */
-const struct ag_prom_family *ag_prom_find(const struct ag_prom_text *t, const char *name);
+const struct net_prom_family *net_prom_find(const struct net_prom_text *t, const char *name);
 /* The value of label name on s, or NULL when s has no such label. */
-const char *ag_prom_label(const struct ag_prom_sample *s, const char *name);
-const char *ag_prom_type_name(enum ag_prom_type type);
+const char *net_prom_label(const struct net_prom_sample *s, const char *name);
+const char *net_prom_type_name(enum net_prom_type type);

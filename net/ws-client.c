@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/ws-client.h"
+#include "net/ws-client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,14 +31,14 @@
 /* Timer slack: the tests run with intervals of tens of milliseconds. */
 #define TIMER_ACCURACY 1000
 
-struct ag_ws_client {
+struct net_ws_client {
 	sd_event *event;
-	struct ag_ws_client_config cfg;
+	struct net_ws_client_config cfg;
 	char *host, *unix_path, *path, *peer;
-	struct ag_ws_client_callbacks cb;
+	struct net_ws_client_callbacks cb;
 	void *userdata;
 
-	enum ag_ws_client_state state;
+	enum net_ws_client_state state;
 	int fd;
 	sd_event_source *io, *close_timer, *kick;
 	wslay_event_context_ptr ws;
@@ -60,17 +60,17 @@ struct ag_ws_client {
 	size_t req_len, req_off;
 	char resp[MAX_UPGRADE_RESPONSE + 1];
 	size_t resp_len;
-	char accept[AG_WS_ACCEPT_LEN + 1];
+	char accept[NET_WS_ACCEPT_LEN + 1];
 	/* Bytes that arrived behind the 101 response: the first frames. */
 	uint8_t *early;
 	size_t early_len, early_off;
 };
 
-static void process(struct ag_ws_client *ws);
+static void process(struct net_ws_client *ws);
 
-static void logf_(struct ag_ws_client *ws, int prio, const char *fmt, ...)
+static void logf_(struct net_ws_client *ws, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void logf_(struct ag_ws_client *ws, int prio, const char *fmt, ...)
+static void logf_(struct net_ws_client *ws, int prio, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -84,9 +84,9 @@ static void logf_(struct ag_ws_client *ws, int prio, const char *fmt, ...)
 }
 
 /* The first cause of a connection's end is the one worth reporting. */
-static void set_reason(struct ag_ws_client *ws, const char *fmt, ...)
+static void set_reason(struct net_ws_client *ws, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-static void set_reason(struct ag_ws_client *ws, const char *fmt, ...)
+static void set_reason(struct net_ws_client *ws, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -103,20 +103,20 @@ static void set_reason(struct ag_ws_client *ws, const char *fmt, ...)
 		(ws)->lost = true;             \
 	} while (0)
 
-static void close_frame(struct ag_ws_client *ws, bool sent, uint16_t code)
+static void close_frame(struct net_ws_client *ws, bool sent, uint16_t code)
 {
 	if (ws->cb.close_frame)
 		ws->cb.close_frame(ws, sent, code, ws->userdata);
 }
 
-static void kick(struct ag_ws_client *ws)
+static void kick(struct net_ws_client *ws)
 {
 	if (ws->kick)
 		sd_event_source_set_enabled(ws->kick, SD_EVENT_ONESHOT);
 }
 
 /* After a call from outside: act now unless inside wslay or a callback. */
-static void settle(struct ag_ws_client *ws)
+static void settle(struct net_ws_client *ws)
 {
 	if (ws->busy || ws->in_teardown)
 		kick(ws);
@@ -128,7 +128,7 @@ static void settle(struct ag_ws_client *ws)
 
 static int on_close_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	struct ag_ws_client *ws = userdata;
+	struct net_ws_client *ws = userdata;
 
 	lost(ws, "%s did not complete the close handshake", ws->peer);
 	process(ws);
@@ -136,9 +136,9 @@ static int on_close_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 /* OPEN -> CLOSING: the peer's close frame is waited for, within bounds. */
-static int begin_closing(struct ag_ws_client *ws)
+static int begin_closing(struct net_ws_client *ws)
 {
-	ws->state = AG_WS_CLOSING;
+	ws->state = NET_WS_CLOSING;
 	if (ws->cb.on_closing) {
 		ws->busy++;
 		ws->cb.on_closing(ws, ws->userdata);
@@ -149,14 +149,14 @@ static int begin_closing(struct ag_ws_client *ws)
 					  ws);
 }
 
-void ag_ws_client_close(struct ag_ws_client *ws, uint16_t code, const char *reason)
+void net_ws_client_close(struct net_ws_client *ws, uint16_t code, const char *reason)
 {
 	size_t n;
 
-	if (ws->state == AG_WS_CLOSED)
+	if (ws->state == NET_WS_CLOSED)
 		return;
 	set_reason(ws, "%s", reason);
-	if (!ws->ws || ws->state == AG_WS_CLOSING) {
+	if (!ws->ws || ws->state == NET_WS_CLOSING) {
 		if (!ws->ws)
 			ws->lost = true;
 		settle(ws);
@@ -178,11 +178,11 @@ void ag_ws_client_close(struct ag_ws_client *ws, uint16_t code, const char *reas
 	settle(ws);
 }
 
-void ag_ws_client_drop(struct ag_ws_client *ws, uint16_t code, const char *text, const char *reason)
+void net_ws_client_drop(struct net_ws_client *ws, uint16_t code, const char *text, const char *reason)
 {
-	if (ws->state == AG_WS_CLOSED)
+	if (ws->state == NET_WS_CLOSED)
 		return;
-	if (code && ws->ws && ws->state == AG_WS_OPEN &&
+	if (code && ws->ws && ws->state == NET_WS_OPEN &&
 	    wslay_event_queue_close(ws->ws, code, (const uint8_t *)text, text ? strlen(text) : 0) == 0) {
 		close_frame(ws, true, code);
 		ws->goodbye = true;
@@ -195,7 +195,7 @@ void ag_ws_client_drop(struct ag_ws_client *ws, uint16_t code, const char *text,
 
 /* True (and the reason set) when the peer lets our queue grow past the
  * bounds. */
-static bool queue_over(struct ag_ws_client *ws)
+static bool queue_over(struct net_ws_client *ws)
 {
 	size_t n = wslay_event_get_queued_msg_count(ws->ws);
 	size_t len = wslay_event_get_queued_msg_length(ws->ws);
@@ -210,7 +210,7 @@ static bool queue_over(struct ag_ws_client *ws)
 static void on_ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
 		      void *userdata)
 {
-	struct ag_ws_client *ws = userdata;
+	struct net_ws_client *ws = userdata;
 
 	switch (arg->opcode) {
 	case WSLAY_CONNECTION_CLOSE:
@@ -227,7 +227,7 @@ static void on_ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 		break;
 	}
 	/* CLOSING: whatever still arrives is dropped. */
-	if (ws->state != AG_WS_OPEN)
+	if (ws->state != NET_WS_OPEN)
 		return;
 	if (arg->opcode == WSLAY_TEXT_FRAME) {
 		if (ws->cb.on_text)
@@ -240,7 +240,7 @@ static void on_ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
 		       void *userdata)
 {
-	struct ag_ws_client *ws = userdata;
+	struct net_ws_client *ws = userdata;
 	ssize_t n;
 
 	/* Stop reading what we would have to answer. */
@@ -275,7 +275,7 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
 		       void *userdata)
 {
-	struct ag_ws_client *ws = userdata;
+	struct net_ws_client *ws = userdata;
 	ssize_t n = send(ws->fd, data, len, MSG_NOSIGNAL);
 
 	if (n >= 0)
@@ -306,7 +306,7 @@ static const struct wslay_event_callbacks ws_callbacks = {
 	.on_msg_recv_callback = on_ws_msg,
 };
 
-static void ws_receive(struct ag_ws_client *ws)
+static void ws_receive(struct net_ws_client *ws)
 {
 	int r;
 
@@ -317,7 +317,7 @@ static void ws_receive(struct ag_ws_client *ws)
 		lost(ws, "websocket receive failed");
 }
 
-int ag_ws_client_send_text(struct ag_ws_client *ws, const char *text, size_t len)
+int net_ws_client_send_text(struct net_ws_client *ws, const char *text, size_t len)
 {
 	struct wslay_event_msg wm = {
 		.opcode = WSLAY_TEXT_FRAME,
@@ -326,7 +326,7 @@ int ag_ws_client_send_text(struct ag_ws_client *ws, const char *text, size_t len
 	};
 
 	/* wslay copies the message. */
-	if (ws->state != AG_WS_OPEN || !ws->ws || wslay_event_queue_msg(ws->ws, &wm) < 0)
+	if (ws->state != NET_WS_OPEN || !ws->ws || wslay_event_queue_msg(ws->ws, &wm) < 0)
 		return -ENOTCONN;
 	kick(ws);
 	return 0;
@@ -334,9 +334,9 @@ int ag_ws_client_send_text(struct ag_ws_client *ws, const char *text, size_t len
 
 /* ---- HTTP/1.1 upgrade -------------------------------------------------- */
 
-_Static_assert(BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) == AG_WS_ACCEPT_LEN, "accept length");
+_Static_assert(BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) == NET_WS_ACCEPT_LEN, "accept length");
 
-void ag_ws_accept(const char *key, char out[AG_WS_ACCEPT_LEN + 1])
+void net_ws_accept(const char *key, char out[NET_WS_ACCEPT_LEN + 1])
 {
 	uint8_t digest[SHA1_DIGEST_SIZE];
 	struct sha1_ctx sha;
@@ -346,10 +346,10 @@ void ag_ws_accept(const char *key, char out[AG_WS_ACCEPT_LEN + 1])
 	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
 	sha1_digest(&sha, sizeof(digest), digest);
 	base64_encode_raw(out, sizeof(digest), digest);
-	out[AG_WS_ACCEPT_LEN] = '\0';
+	out[NET_WS_ACCEPT_LEN] = '\0';
 }
 
-static int build_upgrade(struct ag_ws_client *ws)
+static int build_upgrade(struct net_ws_client *ws)
 {
 	uint8_t nonce[16];
 	char key[BASE64_ENCODE_RAW_LENGTH(sizeof(nonce)) + 1], hostbuf[300];
@@ -360,7 +360,7 @@ static int build_upgrade(struct ag_ws_client *ws)
 			nonce[i] = (uint8_t)rand();
 	base64_encode_raw(key, sizeof(nonce), nonce);
 	key[sizeof(key) - 1] = '\0';
-	ag_ws_accept(key, ws->accept);
+	net_ws_accept(key, ws->accept);
 
 	if (ws->unix_path)
 		snprintf(hostbuf, sizeof(hostbuf), "localhost");
@@ -407,7 +407,7 @@ static bool has_token(const char *value, const char *token)
 	return false;
 }
 
-int ag_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *err)
+int net_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *err)
 {
 	char *save = NULL, *line;
 	bool upgrade = false, connection = false, accept = false;
@@ -444,7 +444,7 @@ int ag_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *e
 	return 0;
 }
 
-static void start_websocket(struct ag_ws_client *ws)
+static void start_websocket(struct net_ws_client *ws)
 {
 	if (wslay_event_context_client_init(&ws->ws, &ws_callbacks, ws) != 0) {
 		ws->ws = NULL;
@@ -453,17 +453,17 @@ static void start_websocket(struct ag_ws_client *ws)
 	}
 	if (ws->cfg.max_message)
 		wslay_event_config_set_max_recv_msg_length(ws->ws, ws->cfg.max_message);
-	ws->state = AG_WS_OPEN;
+	ws->state = NET_WS_OPEN;
 	if (ws->cb.on_open) {
 		ws->busy++;
 		ws->cb.on_open(ws, ws->userdata);
 		ws->busy--;
 	}
-	if (ws->early_len && !ws->lost && ws->state == AG_WS_OPEN)
+	if (ws->early_len && !ws->lost && ws->state == NET_WS_OPEN)
 		ws_receive(ws);
 }
 
-static void read_upgrade(struct ag_ws_client *ws)
+static void read_upgrade(struct net_ws_client *ws)
 {
 	struct vmact_err err = { 0 };
 	char *end;
@@ -502,7 +502,7 @@ static void read_upgrade(struct ag_ws_client *ws)
 		      ws->early_len);
 	}
 	*end = '\0';
-	if (ag_ws_check_upgrade(ws->resp, ws->accept, &err) < 0) {
+	if (net_ws_check_upgrade(ws->resp, ws->accept, &err) < 0) {
 		lost(ws, "%s", err.msg);
 		return;
 	}
@@ -511,13 +511,13 @@ static void read_upgrade(struct ag_ws_client *ws)
 
 /* ---- connection lifecycle ---------------------------------------------- */
 
-static void update_io(struct ag_ws_client *ws)
+static void update_io(struct net_ws_client *ws)
 {
 	uint32_t ev = 0;
 
 	if (!ws->io)
 		return;
-	if (ws->state == AG_WS_CONNECTING) {
+	if (ws->state == NET_WS_CONNECTING) {
 		ev = (!ws->req || ws->req_off < ws->req_len) ? EPOLLOUT : EPOLLIN;
 	} else if (ws->ws) {
 		if (wslay_event_want_read(ws->ws))
@@ -528,7 +528,7 @@ static void update_io(struct ag_ws_client *ws)
 	sd_event_source_set_io_events(ws->io, ev);
 }
 
-static void teardown(struct ag_ws_client *ws)
+static void teardown(struct net_ws_client *ws)
 {
 	char reason[sizeof(ws->reason)];
 
@@ -550,16 +550,16 @@ static void teardown(struct ag_ws_client *ws)
 	ws->lost = false;
 	ws->close_deferred = false;
 	ws->goodbye = false;
-	ws->state = AG_WS_CLOSED;
+	ws->state = NET_WS_CLOSED;
 	if (ws->cb.on_close)
 		ws->cb.on_close(ws, reason, ws->userdata);
 	ws->in_teardown = false;
 }
 
 /* After any event: flush queued frames, then tear down what is finished. */
-static void process(struct ag_ws_client *ws)
+static void process(struct net_ws_client *ws)
 {
-	if (ws->busy || ws->in_teardown || ws->state == AG_WS_CLOSED)
+	if (ws->busy || ws->in_teardown || ws->state == NET_WS_CLOSED)
 		return;
 	if (ws->ws && !ws->lost && queue_over(ws))
 		ws->lost = true;
@@ -585,7 +585,7 @@ static void process(struct ag_ws_client *ws)
 	/* A close we did not ask for: wslay's answer to a framing violation
 	 * (1002, 1007, 1009). It stops reading at once; if it still waits for
 	 * the peer, bound that wait like any close. */
-	if (ws->ws && ws->state != AG_WS_CLOSING && wslay_event_get_close_sent(ws->ws) &&
+	if (ws->ws && ws->state != NET_WS_CLOSING && wslay_event_get_close_sent(ws->ws) &&
 	    !wslay_event_get_close_received(ws->ws)) {
 		uint16_t code = wslay_event_get_status_code_sent(ws->ws);
 
@@ -606,9 +606,9 @@ static void process(struct ag_ws_client *ws)
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct ag_ws_client *ws = userdata;
+	struct net_ws_client *ws = userdata;
 
-	if (ws->state == AG_WS_CONNECTING) {
+	if (ws->state == NET_WS_CONNECTING) {
 		if (!ws->req) {
 			int soerr = 0;
 			socklen_t sl = sizeof(soerr);
@@ -642,7 +642,7 @@ out:
 	return 0;
 }
 
-static int open_socket(struct ag_ws_client *ws, struct vmact_err *err)
+static int open_socket(struct net_ws_client *ws, struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 
@@ -697,16 +697,16 @@ static int open_socket(struct ag_ws_client *ws, struct vmact_err *err)
 	return TAKE_FD(fd);
 }
 
-int ag_ws_client_connect(struct ag_ws_client *ws)
+int net_ws_client_connect(struct net_ws_client *ws)
 {
 	struct vmact_err err = { 0 };
 	int fd;
 
-	if (ws->state != AG_WS_CLOSED || ws->in_teardown)
+	if (ws->state != NET_WS_CLOSED || ws->in_teardown)
 		return -EBUSY;
 	ws->reason[0] = '\0';
 	ws->lost = false;
-	ws->state = AG_WS_CONNECTING;
+	ws->state = NET_WS_CONNECTING;
 	fd = open_socket(ws, &err);
 	if (fd < 0) {
 		lost(ws, "%s", err.msg);
@@ -727,11 +727,11 @@ static int on_kick(sd_event_source *s, void *userdata)
 
 /* ---- object -------------------------------------------------------------- */
 
-int ag_ws_client_new(sd_event *event, const struct ag_ws_client_config *cfg,
-		     const struct ag_ws_client_callbacks *cb, void *userdata,
-		     struct ag_ws_client **out, struct vmact_err *err)
+int net_ws_client_new(sd_event *event, const struct net_ws_client_config *cfg,
+		     const struct net_ws_client_callbacks *cb, void *userdata,
+		     struct net_ws_client **out, struct vmact_err *err)
 {
-	_cleanup_(ag_ws_client_freep) struct ag_ws_client *ws = NULL;
+	_cleanup_(net_ws_client_freep) struct net_ws_client *ws = NULL;
 	int r;
 
 	if (!event || !cfg || !out)
@@ -746,7 +746,7 @@ int ag_ws_client_new(sd_event *event, const struct ag_ws_client_config *cfg,
 	if (!ws)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	ws->fd = -1;
-	ws->state = AG_WS_CLOSED;
+	ws->state = NET_WS_CLOSED;
 	ws->event = sd_event_ref(event);
 	ws->cfg = *cfg;
 	ws->host = cfg->host ? strdup(cfg->host) : NULL;
@@ -770,11 +770,11 @@ int ag_ws_client_new(sd_event *event, const struct ag_ws_client_config *cfg,
 	return 0;
 }
 
-void ag_ws_client_free(struct ag_ws_client *ws)
+void net_ws_client_free(struct net_ws_client *ws)
 {
 	if (!ws)
 		return;
-	if (ws->state != AG_WS_CLOSED)
+	if (ws->state != NET_WS_CLOSED)
 		teardown(ws);
 	ws->kick = sd_event_source_disable_unref(ws->kick);
 	sd_event_unref(ws->event);
@@ -785,7 +785,7 @@ void ag_ws_client_free(struct ag_ws_client *ws)
 	free(ws);
 }
 
-enum ag_ws_client_state ag_ws_client_state(const struct ag_ws_client *ws)
+enum net_ws_client_state net_ws_client_state(const struct net_ws_client *ws)
 {
 	return ws->state;
 }

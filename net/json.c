@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/json.h"
+#include "net/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool ag_json_key_matches(const char *key, const char *name)
+bool net_json_key_matches(const char *key, const char *name)
 {
 	const unsigned char *k = (const unsigned char *)key;
 	const unsigned char *n = (const unsigned char *)name;
@@ -29,7 +29,7 @@ bool ag_json_key_matches(const char *key, const char *name)
 	return *k == '\0';
 }
 
-json_t *ag_json_get(const json_t *obj, const char *name)
+json_t *net_json_get(const json_t *obj, const char *name)
 {
 	const char *k;
 	json_t *v, *found = NULL;
@@ -37,15 +37,15 @@ json_t *ag_json_get(const json_t *obj, const char *name)
 	if (!json_is_object(obj))
 		return NULL;
 	json_object_foreach((json_t *)obj, k, v) {
-		if (ag_json_key_matches(k, name))
+		if (net_json_key_matches(k, name))
 			found = v;
 	}
 	return found;
 }
 
-int ag_json_get_bool(const json_t *obj, const char *key, bool *out, struct vmact_err *err)
+int net_json_get_bool(const json_t *obj, const char *key, bool *out, struct vmact_err *err)
 {
-	json_t *v = ag_json_get(obj, key);
+	json_t *v = net_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: missing", key);
@@ -55,10 +55,10 @@ int ag_json_get_bool(const json_t *obj, const char *key, bool *out, struct vmact
 	return 0;
 }
 
-int ag_json_get_string(const json_t *obj, const char *key, const char **out,
+int net_json_get_string(const json_t *obj, const char *key, const char **out,
 		       struct vmact_err *err)
 {
-	json_t *v = ag_json_get(obj, key);
+	json_t *v = net_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: missing", key);
@@ -68,10 +68,10 @@ int ag_json_get_string(const json_t *obj, const char *key, const char **out,
 	return 0;
 }
 
-int ag_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t *out,
+int net_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t *out,
 		     struct vmact_err *err)
 {
-	json_t *v = ag_json_get(obj, key);
+	json_t *v = net_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: missing", key);
@@ -87,9 +87,9 @@ int ag_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t 
 	return vmact_err_set(err, EINVAL, "%s: expected an integer", key);
 }
 
-int ag_json_get_double(const json_t *obj, const char *key, double *out, struct vmact_err *err)
+int net_json_get_double(const json_t *obj, const char *key, double *out, struct vmact_err *err)
 {
-	json_t *v = ag_json_get(obj, key);
+	json_t *v = net_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: missing", key);
@@ -99,9 +99,9 @@ int ag_json_get_double(const json_t *obj, const char *key, double *out, struct v
 	return 0;
 }
 
-int ag_json_get_object(const json_t *obj, const char *key, json_t **out, struct vmact_err *err)
+int net_json_get_object(const json_t *obj, const char *key, json_t **out, struct vmact_err *err)
 {
-	json_t *v = ag_json_get(obj, key);
+	json_t *v = net_json_get(obj, key);
 
 	if (!v)
 		return vmact_err_set(err, EINVAL, "%s: missing", key);
@@ -111,7 +111,7 @@ int ag_json_get_object(const json_t *obj, const char *key, json_t **out, struct 
 	return 0;
 }
 
-int ag_json_string_copy(const json_t *v, const char *key, char *buf, size_t size,
+int net_json_string_copy(const json_t *v, const char *key, char *buf, size_t size,
 			struct vmact_err *err)
 {
 	size_t n;
@@ -131,7 +131,7 @@ int ag_json_string_copy(const json_t *v, const char *key, char *buf, size_t size
 
 /* ---- floats as encoding/json prints them -------------------------------- */
 
-int ag_json_shortest_g(double d, bool as_float32, char *buf, size_t len)
+int net_json_shortest_g(double d, bool as_float32, char *buf, size_t len)
 {
 	int max = as_float32 ? 9 : 17;
 
@@ -144,7 +144,7 @@ int ag_json_shortest_g(double d, bool as_float32, char *buf, size_t len)
 	return max;
 }
 
-int ag_json_real_text(double d, bool as_float32, char *buf, size_t len)
+int net_json_real_text(double d, bool as_float32, char *buf, size_t len)
 {
 	char e[40], digits[20];
 	const char *p;
@@ -159,7 +159,7 @@ int ag_json_real_text(double d, bool as_float32, char *buf, size_t len)
 	if (d == 0)
 		return snprintf(buf, len, "%s", signbit(d) ? "-0" : "0") < (int)len ? 0 : -ENOSPC;
 	/* Digits and exponent of the shortest round-trip text. */
-	prec = ag_json_shortest_g(d, as_float32, e, sizeof(e));
+	prec = net_json_shortest_g(d, as_float32, e, sizeof(e));
 	snprintf(e, sizeof(e), "%.*e", prec - 1, fabs(d));
 	for (p = e; *p != 'e'; p++)
 		if (*p != '.')
@@ -205,11 +205,11 @@ int ag_json_real_text(double d, bool as_float32, char *buf, size_t len)
 	return 0;
 }
 
-json_t *ag_json_real(double d, bool as_float32)
+json_t *net_json_real(double d, bool as_float32)
 {
 	char text[400];
 
-	if (ag_json_real_text(d, as_float32, text, sizeof(text)) < 0)
+	if (net_json_real_text(d, as_float32, text, sizeof(text)) < 0)
 		return NULL;
 	if (!strpbrk(text, ".e")) {
 		char *end;
@@ -235,7 +235,7 @@ static int max_real_precision(const json_t *v)
 	case JSON_REAL:
 		if (!isfinite(json_real_value(v)))
 			return 0;
-		return ag_json_shortest_g(json_real_value(v), false, buf, sizeof(buf));
+		return net_json_shortest_g(json_real_value(v), false, buf, sizeof(buf));
 	case JSON_OBJECT:
 		json_object_foreach((json_t *)v, k, x) {
 			p = max_real_precision(x);
@@ -253,7 +253,7 @@ static int max_real_precision(const json_t *v)
 	}
 }
 
-char *ag_json_dumps(const json_t *v, size_t flags)
+char *net_json_dumps(const json_t *v, size_t flags)
 {
 	int p = max_real_precision(v);
 

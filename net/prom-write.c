@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text writer (prom-write.h). */
-#include "agent-glue/prom-write.h"
+#include "net/prom-write.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,14 +16,14 @@ struct strset {
 	size_t cap, n;
 };
 
-struct ag_prom_writer {
+struct net_prom_writer {
 	char *buf;
 	size_t len, cap;
 	struct vmact_err err; /* sticky: err.code != 0 stops everything */
 	struct strset families;
 	struct strset series; /* of the current family */
 	char family[128];
-	enum ag_prom_type type;
+	enum net_prom_type type;
 	bool in_family;
 };
 
@@ -76,12 +76,12 @@ static int strset_add(struct strset *s, const char *str)
 	return 1;
 }
 
-static bool failed(struct ag_prom_writer *w)
+static bool failed(struct net_prom_writer *w)
 {
 	return w->err.code != 0;
 }
 
-__attribute__((format(printf, 3, 4))) static void fail(struct ag_prom_writer *w, int code,
+__attribute__((format(printf, 3, 4))) static void fail(struct net_prom_writer *w, int code,
 							 const char *fmt, ...)
 {
 	va_list ap;
@@ -93,7 +93,7 @@ __attribute__((format(printf, 3, 4))) static void fail(struct ag_prom_writer *w,
 	va_end(ap);
 }
 
-static void put(struct ag_prom_writer *w, const char *s, size_t n)
+static void put(struct net_prom_writer *w, const char *s, size_t n)
 {
 	if (failed(w))
 		return;
@@ -116,13 +116,13 @@ static void put(struct ag_prom_writer *w, const char *s, size_t n)
 	w->buf[w->len] = 0;
 }
 
-static void puts_(struct ag_prom_writer *w, const char *s)
+static void puts_(struct net_prom_writer *w, const char *s)
 {
 	put(w, s, strlen(s));
 }
 
 /* Escapes \\ and \n, and \" when quotes is set (label values). */
-static void put_escaped(struct ag_prom_writer *w, const char *s, bool quotes)
+static void put_escaped(struct net_prom_writer *w, const char *s, bool quotes)
 {
 	const char *run = s;
 
@@ -195,7 +195,7 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-void ag_prom_w_format_value(double v, char *buf, size_t len)
+void net_prom_w_format_value(double v, char *buf, size_t len)
 {
 	if (isnan(v)) {
 		snprintf(buf, len, "NaN");
@@ -213,9 +213,9 @@ void ag_prom_w_format_value(double v, char *buf, size_t len)
 	}
 }
 
-int ag_prom_w_new(struct ag_prom_writer **out)
+int net_prom_w_new(struct net_prom_writer **out)
 {
-	struct ag_prom_writer *w = calloc(1, sizeof(*w));
+	struct net_prom_writer *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return -ENOMEM;
@@ -223,7 +223,7 @@ int ag_prom_w_new(struct ag_prom_writer **out)
 	return 0;
 }
 
-void ag_prom_w_free(struct ag_prom_writer *w)
+void net_prom_w_free(struct net_prom_writer *w)
 {
 	if (!w)
 		return;
@@ -233,7 +233,7 @@ void ag_prom_w_free(struct ag_prom_writer *w)
 	free(w);
 }
 
-static void add_family_name(struct ag_prom_writer *w, const char *name)
+static void add_family_name(struct net_prom_writer *w, const char *name)
 {
 	int r = strset_add(&w->families, name);
 
@@ -243,7 +243,7 @@ static void add_family_name(struct ag_prom_writer *w, const char *name)
 		fail(w, EINVAL, "%s: family written twice", name);
 }
 
-void ag_prom_w_family(struct ag_prom_writer *w, const char *name, enum ag_prom_type type,
+void net_prom_w_family(struct net_prom_writer *w, const char *name, enum net_prom_type type,
 		      const char *help)
 {
 	if (failed(w))
@@ -252,11 +252,11 @@ void ag_prom_w_family(struct ag_prom_writer *w, const char *name, enum ag_prom_t
 		fail(w, EINVAL, "'%s': not a metric name", name);
 		return;
 	}
-	if (type == AG_PROM_SUMMARY) {
+	if (type == NET_PROM_SUMMARY) {
 		fail(w, EINVAL, "%s: summaries are not written", name);
 		return;
 	}
-	if (type == AG_PROM_COUNTER && !ends_with(name, "_total")) {
+	if (type == NET_PROM_COUNTER && !ends_with(name, "_total")) {
 		fail(w, EINVAL, "%s: a counter's name must end in _total", name);
 		return;
 	}
@@ -267,7 +267,7 @@ void ag_prom_w_family(struct ag_prom_writer *w, const char *name, enum ag_prom_t
 	add_family_name(w, name);
 	/* A histogram's series names are taken too: a later family "x_count"
 	 * would collide with histogram x's samples. */
-	if (type == AG_PROM_HISTOGRAM) {
+	if (type == NET_PROM_HISTOGRAM) {
 		static const char *const sfx[] = { "_bucket", "_sum", "_count" };
 
 		for (size_t i = 0; i < 3; i++) {
@@ -293,15 +293,15 @@ void ag_prom_w_family(struct ag_prom_writer *w, const char *name, enum ag_prom_t
 	puts_(w, "# TYPE ");
 	puts_(w, name);
 	puts_(w, " ");
-	puts_(w, ag_prom_type_name(type));
+	puts_(w, net_prom_type_name(type));
 	puts_(w, "\n");
 }
 
 /* Checks the label set and records it in the family's series; the text
  * `{a="x",b="y"}` (or "" without labels) is the key. */
-static bool check_labels(struct ag_prom_writer *w, const struct ag_prom_wlabel *l, size_t n)
+static bool check_labels(struct net_prom_writer *w, const struct net_prom_wlabel *l, size_t n)
 {
-	struct ag_prom_writer *key;
+	struct net_prom_writer *key;
 	int r;
 
 	for (size_t i = 0; i < n; i++) {
@@ -311,7 +311,7 @@ static bool check_labels(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 			     l[i].name ? l[i].name : "(null)");
 			return false;
 		}
-		if (w->type == AG_PROM_HISTOGRAM && !strcmp(l[i].name, "le")) {
+		if (w->type == NET_PROM_HISTOGRAM && !strcmp(l[i].name, "le")) {
 			fail(w, EINVAL, "%s: \"le\" is the writer's label", w->family);
 			return false;
 		}
@@ -326,7 +326,7 @@ static bool check_labels(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 			}
 	}
 	/* The key is the escaped label text, written by a scratch writer. */
-	if (ag_prom_w_new(&key) < 0) {
+	if (net_prom_w_new(&key) < 0) {
 		fail(w, ENOMEM, "out of memory");
 		return false;
 	}
@@ -338,7 +338,7 @@ static bool check_labels(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 		puts_(key, "\",");
 	}
 	r = failed(key) ? -ENOMEM : strset_add(&w->series, key->buf ? key->buf : "");
-	ag_prom_w_free(key);
+	net_prom_w_free(key);
 	if (r < 0)
 		fail(w, ENOMEM, "out of memory");
 	else if (r == 0)
@@ -346,8 +346,8 @@ static bool check_labels(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 	return r > 0;
 }
 
-static void put_series(struct ag_prom_writer *w, const char *suffix,
-		       const struct ag_prom_wlabel *l, size_t n, const char *le, double value)
+static void put_series(struct net_prom_writer *w, const char *suffix,
+		       const struct net_prom_wlabel *l, size_t n, const char *le, double value)
 {
 	char v[40];
 
@@ -370,13 +370,13 @@ static void put_series(struct ag_prom_writer *w, const char *suffix,
 		}
 		puts_(w, "}");
 	}
-	ag_prom_w_format_value(value, v, sizeof(v));
+	net_prom_w_format_value(value, v, sizeof(v));
 	puts_(w, " ");
 	puts_(w, v);
 	puts_(w, "\n");
 }
 
-void ag_prom_w_sample(struct ag_prom_writer *w, const struct ag_prom_wlabel *labels,
+void net_prom_w_sample(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
 		      size_t n_labels, double value)
 {
 	if (failed(w))
@@ -385,11 +385,11 @@ void ag_prom_w_sample(struct ag_prom_writer *w, const struct ag_prom_wlabel *lab
 		fail(w, EINVAL, "a sample before any family");
 		return;
 	}
-	if (w->type == AG_PROM_HISTOGRAM) {
+	if (w->type == NET_PROM_HISTOGRAM) {
 		fail(w, EINVAL, "%s: a histogram's series are written whole", w->family);
 		return;
 	}
-	if (w->type == AG_PROM_COUNTER && (isnan(value) || value < 0)) {
+	if (w->type == NET_PROM_COUNTER && (isnan(value) || value < 0)) {
 		fail(w, EINVAL, "%s: a counter cannot be negative or NaN", w->family);
 		return;
 	}
@@ -398,7 +398,7 @@ void ag_prom_w_sample(struct ag_prom_writer *w, const struct ag_prom_wlabel *lab
 	put_series(w, "", labels, n_labels, NULL, value);
 }
 
-void ag_prom_w_histogram(struct ag_prom_writer *w, const struct ag_prom_wlabel *labels,
+void net_prom_w_histogram(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
 			 size_t n_labels, const double *bounds, const uint64_t *counts,
 			 size_t n_bounds, uint64_t above_max, double sum)
 {
@@ -407,7 +407,7 @@ void ag_prom_w_histogram(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 
 	if (failed(w))
 		return;
-	if (!w->in_family || w->type != AG_PROM_HISTOGRAM) {
+	if (!w->in_family || w->type != NET_PROM_HISTOGRAM) {
 		fail(w, EINVAL, "%s: not a histogram family",
 			    w->in_family ? w->family : "(none)");
 		return;
@@ -427,7 +427,7 @@ void ag_prom_w_histogram(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 		return;
 	for (size_t i = 0; i < n_bounds; i++) {
 		cum += counts[i];
-		ag_prom_w_format_value(bounds[i], le, sizeof(le));
+		net_prom_w_format_value(bounds[i], le, sizeof(le));
 		put_series(w, "_bucket", labels, n_labels, le, (double)cum);
 	}
 	cum += above_max;
@@ -436,7 +436,7 @@ void ag_prom_w_histogram(struct ag_prom_writer *w, const struct ag_prom_wlabel *
 	put_series(w, "_count", labels, n_labels, NULL, (double)cum);
 }
 
-int ag_prom_w_finish(struct ag_prom_writer *w, const char **text, size_t *len,
+int net_prom_w_finish(struct net_prom_writer *w, const char **text, size_t *len,
 		     struct vmact_err *err)
 {
 	if (failed(w))

@@ -3,7 +3,7 @@
  * result is copied (unescaped) into one arena sized from the input, so the
  * caller may drop the text at once and memory never exceeds a fixed factor
  * of what the caller agreed to receive. */
-#include "agent-glue/prom-text.h"
+#include "net/prom-text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,15 +19,15 @@
 #define VALUE_TOKEN_MAX 64u
 /* Open-addressed table of family names: twice the family limit keeps the
  * probes short. */
-#define NAME_SLOTS (2u * AG_PROM_MAX_FAMILIES)
+#define NAME_SLOTS (2u * NET_PROM_MAX_FAMILIES)
 #define NO_FAMILY SIZE_MAX
 
 struct text_impl {
-	struct ag_prom_text pub; /* first: ag_prom_text_free casts back */
+	struct net_prom_text pub; /* first: net_prom_text_free casts back */
 	char *arena;
-	struct ag_prom_family *fams;
-	struct ag_prom_sample *samples;
-	struct ag_prom_label *labels;
+	struct net_prom_family *fams;
+	struct net_prom_sample *samples;
+	struct net_prom_label *labels;
 };
 
 struct parser {
@@ -38,13 +38,13 @@ struct parser {
 	char *arena;
 	size_t arena_len, arena_cap;
 
-	struct ag_prom_family *fams;
+	struct net_prom_family *fams;
 	size_t *fam_first; /* index of each family's first sample */
 	size_t nf, capf;
-	struct ag_prom_sample *samples;
+	struct net_prom_sample *samples;
 	size_t *sample_first_label;
 	size_t ns, caps;
-	struct ag_prom_label *labels;
+	struct net_prom_label *labels;
 	size_t nl, capl;
 
 	uint32_t *slots; /* family index + 1, 0 = empty */
@@ -156,7 +156,7 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 
 /* The arena holds at most the input's bytes plus a terminator per string;
  * every string but the last of the input is followed by a delimiter there,
- * so the capacity chosen in ag_prom_parse always suffices. The check stays
+ * so the capacity chosen in net_prom_parse always suffices. The check stays
  * as a guard against a miscount. */
 static int arena_put(struct parser *ps, const char *s, size_t n, const char **out)
 {
@@ -216,14 +216,14 @@ static size_t family_lookup(const struct parser *ps, const char *name, size_t n)
 
 static int family_add(struct parser *ps, const char *name, size_t n)
 {
-	struct ag_prom_family *f;
+	struct net_prom_family *f;
 	size_t oldcap = ps->capf;
 	uint32_t i;
 	int r;
 
-	if (ps->nf == AG_PROM_MAX_FAMILIES)
-		return too_many(ps, "metric families", AG_PROM_MAX_FAMILIES);
-	if (grow((void **)&ps->fams, &ps->capf, ps->nf + 1, sizeof(*ps->fams), AG_PROM_MAX_FAMILIES) < 0)
+	if (ps->nf == NET_PROM_MAX_FAMILIES)
+		return too_many(ps, "metric families", NET_PROM_MAX_FAMILIES);
+	if (grow((void **)&ps->fams, &ps->capf, ps->nf + 1, sizeof(*ps->fams), NET_PROM_MAX_FAMILIES) < 0)
 		return vmact_err_set(ps->err, ENOMEM, "out of memory");
 	if (ps->capf != oldcap) { /* fam_first follows fams' capacity */
 		size_t *p = realloc(ps->fam_first, ps->capf * sizeof(*p));
@@ -400,15 +400,15 @@ static int parse_timestamp(struct parser *ps, const char *s, size_t n, int64_t *
 
 /* ---- lines --------------------------------------------------------- */
 
-static int read_type(struct parser *ps, enum ag_prom_type *type)
+static int read_type(struct parser *ps, enum net_prom_type *type)
 {
 	static const struct {
 		const char *name;
-		enum ag_prom_type type;
+		enum net_prom_type type;
 	} types[] = {
-		{ "counter", AG_PROM_COUNTER },     { "gauge", AG_PROM_GAUGE },
-		{ "histogram", AG_PROM_HISTOGRAM }, { "summary", AG_PROM_SUMMARY },
-		{ "untyped", AG_PROM_UNTYPED },
+		{ "counter", NET_PROM_COUNTER },     { "gauge", NET_PROM_GAUGE },
+		{ "histogram", NET_PROM_HISTOGRAM }, { "summary", NET_PROM_SUMMARY },
+		{ "untyped", NET_PROM_UNTYPED },
 	};
 	const char *s = ps->p;
 	size_t n;
@@ -434,7 +434,7 @@ static int comment_line(struct parser *ps)
 	const char *kw;
 	size_t kwn, n;
 	bool help;
-	struct ag_prom_family *f;
+	struct net_prom_family *f;
 	int r;
 
 	ps->p++; /* '#' */
@@ -486,7 +486,7 @@ static int comment_line(struct parser *ps)
 static bool in_current_family(const struct parser *ps, const char *name, size_t n)
 {
 	static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
-	const struct ag_prom_family *f;
+	const struct net_prom_family *f;
 	size_t fn;
 
 	if (ps->cur == NO_FAMILY)
@@ -495,11 +495,11 @@ static bool in_current_family(const struct parser *ps, const char *name, size_t 
 	fn = strlen(f->name);
 	if (fn == n && memcmp(f->name, name, n) == 0)
 		return true;
-	if (f->type != AG_PROM_HISTOGRAM && f->type != AG_PROM_SUMMARY)
+	if (f->type != NET_PROM_HISTOGRAM && f->type != NET_PROM_SUMMARY)
 		return false;
 	if (n <= fn || memcmp(f->name, name, fn) != 0)
 		return false;
-	for (size_t i = f->type == AG_PROM_HISTOGRAM ? 0 : 1; i < ARRAY_SIZE(suffixes); i++)
+	for (size_t i = f->type == NET_PROM_HISTOGRAM ? 0 : 1; i < ARRAY_SIZE(suffixes); i++)
 		if (strlen(suffixes[i]) == n - fn && memcmp(name + fn, suffixes[i], n - fn) == 0)
 			return true;
 	return false;
@@ -513,7 +513,7 @@ static int check_stray_series(struct parser *ps, const char *name, size_t n)
 
 	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
 		size_t sn = strlen(suffixes[i]), idx;
-		const struct ag_prom_family *f;
+		const struct net_prom_family *f;
 
 		if (n <= sn || memcmp(name + n - sn, suffixes[i], sn) != 0)
 			continue;
@@ -521,14 +521,14 @@ static int check_stray_series(struct parser *ps, const char *name, size_t n)
 		if (idx == NO_FAMILY)
 			continue;
 		f = &ps->fams[idx];
-		if (f->type == AG_PROM_HISTOGRAM || (f->type == AG_PROM_SUMMARY && i > 0))
+		if (f->type == NET_PROM_HISTOGRAM || (f->type == NET_PROM_SUMMARY && i > 0))
 			return bad(ps, "%.*s: sample of %s after other families (it first appeared on line %u)",
 				   (int)n, name, f->name, f->line);
 	}
 	return 0;
 }
 
-static int read_labels(struct parser *ps, struct ag_prom_sample *s, const char *metric)
+static int read_labels(struct parser *ps, struct net_prom_sample *s, const char *metric)
 {
 	size_t first = ps->nl;
 	char b[8];
@@ -536,7 +536,7 @@ static int read_labels(struct parser *ps, struct ag_prom_sample *s, const char *
 
 	ps->p++; /* '{' */
 	for (;;) {
-		struct ag_prom_label *l;
+		struct net_prom_label *l;
 		const char *vs;
 		size_t n;
 
@@ -547,10 +547,10 @@ static int read_labels(struct parser *ps, struct ag_prom_sample *s, const char *
 		if (n == 0)
 			return bad(ps, "%s: expected a label name, found %s", metric,
 				   show_byte(ps->p, ps->eol, b));
-		if (s->n_labels == AG_PROM_MAX_LABELS)
-			return too_many(ps, "labels on one sample", AG_PROM_MAX_LABELS);
+		if (s->n_labels == NET_PROM_MAX_LABELS)
+			return too_many(ps, "labels on one sample", NET_PROM_MAX_LABELS);
 		if (grow((void **)&ps->labels, &ps->capl, ps->nl + 1, sizeof(*ps->labels),
-			 (size_t)AG_PROM_MAX_SAMPLES * AG_PROM_MAX_LABELS) < 0)
+			 (size_t)NET_PROM_MAX_SAMPLES * NET_PROM_MAX_LABELS) < 0)
 			return vmact_err_set(ps->err, ENOMEM, "out of memory");
 		if (n == 8 && memcmp(ps->p, "__name__", 8) == 0)
 			return bad(ps, "%s: label name __name__ is reserved", metric);
@@ -603,7 +603,7 @@ static int read_labels(struct parser *ps, struct ag_prom_sample *s, const char *
 
 static int sample_line(struct parser *ps)
 {
-	struct ag_prom_sample *s;
+	struct net_prom_sample *s;
 	const char *name = ps->p, *tok, *before;
 	char b[8];
 	size_t n = name_len(ps->p, ps->eol, true), oldcap;
@@ -619,11 +619,11 @@ static int sample_line(struct parser *ps)
 		if (r < 0)
 			return r;
 	}
-	if (ps->ns == AG_PROM_MAX_SAMPLES)
-		return too_many(ps, "samples", AG_PROM_MAX_SAMPLES);
+	if (ps->ns == NET_PROM_MAX_SAMPLES)
+		return too_many(ps, "samples", NET_PROM_MAX_SAMPLES);
 	oldcap = ps->caps;
 	if (grow((void **)&ps->samples, &ps->caps, ps->ns + 1, sizeof(*ps->samples),
-		 AG_PROM_MAX_SAMPLES) < 0)
+		 NET_PROM_MAX_SAMPLES) < 0)
 		return vmact_err_set(ps->err, ENOMEM, "out of memory");
 	if (ps->caps != oldcap) {
 		size_t *p = realloc(ps->sample_first_label, ps->caps * sizeof(*p));
@@ -691,7 +691,7 @@ static void parser_clear(struct parser *ps)
 	free(ps->slots);
 }
 
-int ag_prom_parse(const char *text, size_t len, struct ag_prom_text **out, struct vmact_err *err)
+int net_prom_parse(const char *text, size_t len, struct net_prom_text **out, struct vmact_err *err)
 {
 	struct parser ps = { .err = err, .cur = NO_FAMILY };
 	_cleanup_free_ struct text_impl *t = NULL;
@@ -701,9 +701,9 @@ int ag_prom_parse(const char *text, size_t len, struct ag_prom_text **out, struc
 	if (!out || (!text && len))
 		return vmact_err_set(err, EINVAL, "prometheus text: text and output required");
 	*out = NULL;
-	if (len > AG_PROM_MAX_TEXT)
+	if (len > NET_PROM_MAX_TEXT)
 		return vmact_err_set(err, EFBIG, "prometheus text: %zu bytes, at most %u accepted", len,
-				     AG_PROM_MAX_TEXT);
+				     NET_PROM_MAX_TEXT);
 	t = calloc(1, sizeof(*t));
 	ps.arena_cap = len + 2;
 	ps.arena = malloc(ps.arena_cap);
@@ -753,7 +753,7 @@ int ag_prom_parse(const char *text, size_t len, struct ag_prom_text **out, struc
 	return 0;
 }
 
-void ag_prom_text_free(struct ag_prom_text *pub)
+void net_prom_text_free(struct net_prom_text *pub)
 {
 	struct text_impl *t = (struct text_impl *)pub;
 
@@ -766,21 +766,21 @@ void ag_prom_text_free(struct ag_prom_text *pub)
 	free(t);
 }
 
-DEFINE_PTR_CLEANUP(prom_text_freep, struct ag_prom_text, ag_prom_text_free)
+DEFINE_PTR_CLEANUP(prom_text_freep, struct net_prom_text, net_prom_text_free)
 
-int ag_prom_parse_each(const char *text, size_t len, ag_prom_sample_fn *cb, void *userdata,
+int net_prom_parse_each(const char *text, size_t len, net_prom_sample_fn *cb, void *userdata,
 		       struct vmact_err *err)
 {
-	_cleanup_(prom_text_freep) struct ag_prom_text *t = NULL;
+	_cleanup_(prom_text_freep) struct net_prom_text *t = NULL;
 	int r;
 
 	if (!cb)
 		return vmact_err_set(err, EINVAL, "prometheus text: callback required");
-	r = ag_prom_parse(text, len, &t, err);
+	r = net_prom_parse(text, len, &t, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < t->n_families; i++) {
-		const struct ag_prom_family *f = &t->families[i];
+		const struct net_prom_family *f = &t->families[i];
 
 		for (size_t k = 0; k < f->n_samples; k++) {
 			r = cb(userdata, f, &f->samples[k], err);
@@ -791,7 +791,7 @@ int ag_prom_parse_each(const char *text, size_t len, ag_prom_sample_fn *cb, void
 	return 0;
 }
 
-const struct ag_prom_family *ag_prom_find(const struct ag_prom_text *t, const char *name)
+const struct net_prom_family *net_prom_find(const struct net_prom_text *t, const char *name)
 {
 	if (!t || !name)
 		return NULL;
@@ -801,7 +801,7 @@ const struct ag_prom_family *ag_prom_find(const struct ag_prom_text *t, const ch
 	return NULL;
 }
 
-const char *ag_prom_label(const struct ag_prom_sample *s, const char *name)
+const char *net_prom_label(const struct net_prom_sample *s, const char *name)
 {
 	if (!s || !name)
 		return NULL;
@@ -811,18 +811,18 @@ const char *ag_prom_label(const struct ag_prom_sample *s, const char *name)
 	return NULL;
 }
 
-const char *ag_prom_type_name(enum ag_prom_type type)
+const char *net_prom_type_name(enum net_prom_type type)
 {
 	switch (type) {
-	case AG_PROM_UNTYPED:
+	case NET_PROM_UNTYPED:
 		return "untyped";
-	case AG_PROM_COUNTER:
+	case NET_PROM_COUNTER:
 		return "counter";
-	case AG_PROM_GAUGE:
+	case NET_PROM_GAUGE:
 		return "gauge";
-	case AG_PROM_HISTOGRAM:
+	case NET_PROM_HISTOGRAM:
 		return "histogram";
-	case AG_PROM_SUMMARY:
+	case NET_PROM_SUMMARY:
 		return "summary";
 	}
 	return "unknown";

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
-#include "agent-glue/bodybuf.h"
+#include "net/bodybuf.h"
 #include "base/time.h"
 
 /* Client identity for the per-client limit: the source address (an IPv4
@@ -45,13 +45,13 @@ struct conn_track {
  * reply to queue when MHD calls back after the resume. */
 struct req_state {
 	VMACT_LIST_FIELDS(struct req_state, pending);
-	struct ag_http_server *s;
+	struct net_http_server *s;
 	struct MHD_Connection *conn;
-	struct ag_bodybuf body;
+	struct net_bodybuf body;
 	bool too_big;
 	bool replied;
 	bool deferred, answered;
-	struct ag_http_server_reply reply;
+	struct net_http_server_reply reply;
 };
 
 /* Connections accepted per wakeup of the listen socket. */
@@ -60,12 +60,12 @@ struct req_state {
  * memory (level-triggered, it would otherwise spin). */
 #define ACCEPT_PAUSE_USEC 100000u
 
-struct ag_http_server {
+struct net_http_server {
 	sd_event *ev;
 	struct MHD_Daemon *mhd;
 	sd_event_source *io, *timer, *sweep, *listen_io, *resume;
 	sd_event_source *kick; /* runs MHD after a deferred reply resumed its connection */
-	ag_http_handler_fn *handler;
+	net_http_handler_fn *handler;
 	void *userdata;
 	size_t max_body;
 	unsigned too_large_status;
@@ -86,7 +86,7 @@ struct ag_http_server {
 	struct req_state *pending; /* deferred requests not answered yet */
 };
 
-int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
+int net_http_reply_text(struct net_http_server_reply *reply, unsigned status,
 		       const char *content_type, const char *text)
 {
 	size_t n = strlen(text);
@@ -139,7 +139,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
 {
-	struct ag_http_server *s = cls;
+	struct net_http_server *s = cls;
 	struct req_state *rs = *con_cls;
 
 	if (!rs) {
@@ -177,15 +177,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			/* Chunked body past the limit: drain it (bounded by the
 			 * request deadline) and answer at the end. */
 			rs->too_big = true;
-			ag_bodybuf_clear(&rs->body);
+			net_bodybuf_clear(&rs->body);
 			return MHD_YES;
 		}
-		if (ag_bodybuf_append(&rs->body, upload_data, n) < 0)
+		if (net_bodybuf_append(&rs->body, upload_data, n) < 0)
 			return MHD_NO;
 		return MHD_YES;
 	}
 	if (rs->deferred) {
-		/* Called again after ag_http_pending_reply resumed it. */
+		/* Called again after net_http_pending_reply resumed it. */
 		if (!rs->answered)
 			return MHD_YES;
 		rs->deferred = false;
@@ -199,13 +199,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		return queue_text(conn, s->too_large_status, s->too_large_body);
 
 	{
-		struct ag_http_server_request req = {
+		struct net_http_server_request req = {
 			.method = method,
 			.url = url,
 			.body = rs->body.data ? rs->body.data : "",
 			.body_len = rs->body.len,
 		};
-		struct ag_http_server_reply reply = { 0 };
+		struct net_http_server_reply reply = { 0 };
 		const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_TYPE);
 		const union MHD_ConnectionInfo *ci =
@@ -232,12 +232,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	struct ag_http_server *s = cls;
+	struct net_http_server *s = cls;
 	struct req_state *rs = *con_cls;
 	const union MHD_ConnectionInfo *ci;
 
 	if (rs) {
-		ag_bodybuf_clear(&rs->body);
+		net_bodybuf_clear(&rs->body);
 		free(rs->reply.body);
 		free(rs);
 		*con_cls = NULL;
@@ -259,7 +259,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
-	struct ag_http_server *s = cls;
+	struct net_http_server *s = cls;
 	struct conn_track *t = *socket_context;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -286,7 +286,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	}
 }
 
-static void rearm(struct ag_http_server *s)
+static void rearm(struct net_http_server *s)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 
@@ -298,7 +298,7 @@ static void rearm(struct ag_http_server *s)
 	}
 }
 
-static int sweep_arm(struct ag_http_server *s)
+static int sweep_arm(struct net_http_server *s)
 {
 	/* The live list is in request start order: its head expires first. */
 	if (!s->live.head)
@@ -309,7 +309,7 @@ static int sweep_arm(struct ag_http_server *s)
 
 /* Runs MHD (reads, answers, releases closed connections) and re-arms the
  * timers from the new state. */
-static void run(struct ag_http_server *s)
+static void run(struct net_http_server *s)
 {
 	MHD_run(s->mhd);
 	rearm(s);
@@ -336,7 +336,7 @@ static int on_kick(sd_event_source *src, void *userdata)
 
 /* Shuts a connection down and counts it out at once; MHD sees the socket
  * fail on its next pass and releases it (and its descriptor) then. */
-static void conn_cut(struct ag_http_server *s, struct conn_track *t)
+static void conn_cut(struct net_http_server *s, struct conn_track *t)
 {
 	VMACT_QUEUE_REMOVE(conns, s->live, t);
 	shutdown(t->fd, SHUT_RDWR);
@@ -347,7 +347,7 @@ static void conn_cut(struct ag_http_server *s, struct conn_track *t)
 /* Cuts connections past their request deadline. */
 static int on_sweep(sd_event_source *src, uint64_t usec, void *userdata)
 {
-	struct ag_http_server *s = userdata;
+	struct net_http_server *s = userdata;
 	uint64_t now = vmact_loop_now_usec(s->ev);
 
 	while (s->live.head && s->live.head->started + s->request_timeout <= now)
@@ -389,7 +389,7 @@ static void client_key_of(int fd, const struct sockaddr_storage *ss, struct clie
 /* Room for one more connection from client k. A well-formed request is
  * always the newest one, so the oldest goes: the client's own oldest when it
  * is at its share, else the server's oldest when the server is full. */
-static void make_room(struct ag_http_server *s, const struct client_key *k)
+static void make_room(struct net_http_server *s, const struct client_key *k)
 {
 	struct conn_track *t, *oldest = NULL;
 	unsigned mine = 0;
@@ -408,7 +408,7 @@ static void make_room(struct ag_http_server *s, const struct client_key *k)
 }
 
 /* Hands an accepted socket to MHD (which owns it from then on). */
-static void add_connection(struct ag_http_server *s, int fd, struct sockaddr_storage *ss,
+static void add_connection(struct net_http_server *s, int fd, struct sockaddr_storage *ss,
 			   socklen_t len)
 {
 	struct conn_track *t = calloc(1, sizeof(*t));
@@ -420,10 +420,10 @@ static void add_connection(struct ag_http_server *s, int fd, struct sockaddr_sto
 	t->fd = fd;
 	client_key_of(fd, ss, &t->client, &t->peer_uid);
 	make_room(s, &t->client);
-	if (s->cut.n >= AG_HTTP_CUT_SLACK) {
+	if (s->cut.n >= NET_HTTP_CUT_SLACK) {
 		MHD_run(s->mhd);
 		/* Not expected: a cut socket reads as failed on the next pass. */
-		if (s->cut.n >= AG_HTTP_CUT_SLACK) {
+		if (s->cut.n >= NET_HTTP_CUT_SLACK) {
 			free(t);
 			close(fd);
 			return;
@@ -441,7 +441,7 @@ static void add_connection(struct ag_http_server *s, int fd, struct sockaddr_sto
 	}
 }
 
-static void listen_pause(struct ag_http_server *s)
+static void listen_pause(struct net_http_server *s)
 {
 	/* The resume timer is armed first: the listen socket is only ever
 	 * switched off with a timer pending that switches it back on. */
@@ -453,7 +453,7 @@ static void listen_pause(struct ag_http_server *s)
 
 static int on_resume(sd_event_source *src, uint64_t usec, void *userdata)
 {
-	struct ag_http_server *s = userdata;
+	struct net_http_server *s = userdata;
 
 	return sd_event_source_set_enabled(s->listen_io, SD_EVENT_ON);
 }
@@ -465,7 +465,7 @@ static int on_resume(sd_event_source *src, uint64_t usec, void *userdata)
  * oldest when full, so the backlog never fills with requests nobody reads. */
 static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
-	struct ag_http_server *s = userdata;
+	struct net_http_server *s = userdata;
 
 	for (unsigned i = 0; i < s->accept_batch; i++) {
 		struct sockaddr_storage ss;
@@ -501,7 +501,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 }
 
 /* A listening socket someone else opened: non-blocking, its port read back. */
-static int adopt_listener(struct ag_http_server *s, int fd, const char *spec,
+static int adopt_listener(struct net_http_server *s, int fd, const char *spec,
 			  struct vmact_err *err)
 {
 	struct sockaddr_storage got;
@@ -522,7 +522,7 @@ static int adopt_listener(struct ag_http_server *s, int fd, const char *spec,
 	return 0;
 }
 
-static int open_listener(struct ag_http_server *s, const char *spec, struct vmact_err *err)
+static int open_listener(struct net_http_server *s, const char *spec, struct vmact_err *err)
 {
 	struct vmact_listen l;
 	struct sockaddr_storage ss;
@@ -561,11 +561,11 @@ static int open_listener(struct ag_http_server *s, const char *spec, struct vmac
 	return TAKE_FD(fd);
 }
 
-int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
-		       ag_http_handler_fn *handler, void *userdata, struct ag_http_server **out,
+int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
+		       net_http_handler_fn *handler, void *userdata, struct net_http_server **out,
 		       struct vmact_err *err)
 {
-	struct ag_http_server *s;
+	struct net_http_server *s;
 	const union MHD_DaemonInfo *di;
 	int r;
 
@@ -606,7 +606,7 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 		r = vmact_err_set(err, ENOMEM, "http server: out of memory");
 		goto fail;
 	}
-	if (s->conn_limit > UINT_MAX - AG_HTTP_CUT_SLACK) {
+	if (s->conn_limit > UINT_MAX - NET_HTTP_CUT_SLACK) {
 		r = vmact_err_set(err, EINVAL, "http server: connection limit %u too large",
 				  s->conn_limit);
 		goto fail;
@@ -626,8 +626,8 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
 			(cfg->allow_defer ? MHD_ALLOW_SUSPEND_RESUME : 0), 0, NULL, NULL, on_access, s,
-		/* Ours decides; MHD's must never refuse (see AG_HTTP_CUT_SLACK). */
-		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + AG_HTTP_CUT_SLACK,
+		/* Ours decides; MHD's must never refuse (see NET_HTTP_CUT_SLACK). */
+		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + NET_HTTP_CUT_SLACK,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)(cfg->idle_timeout_sec ? cfg->idle_timeout_sec : 10),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -666,20 +666,20 @@ int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
 	*out = s;
 	return 0;
 fail:
-	ag_http_server_free(s);
+	net_http_server_free(s);
 	return r;
 }
 
-void ag_http_server_free(struct ag_http_server *s)
+void net_http_server_free(struct net_http_server *s)
 {
 	if (!s)
 		return;
 	/* MHD refuses to stop with suspended connections: answer them. */
 	while (s->pending) {
-		struct ag_http_server_reply r = { .status = 503 };
+		struct net_http_server_reply r = { .status = 503 };
 
-		ag_http_reply_text(&r, 503, "text/plain", "server shutting down");
-		ag_http_pending_reply((struct ag_http_pending *)s->pending, &r);
+		net_http_reply_text(&r, 503, "text/plain", "server shutting down");
+		net_http_pending_reply((struct net_http_pending *)s->pending, &r);
 	}
 	if (s->mhd && s->allow_defer)
 		MHD_run(s->mhd);
@@ -703,14 +703,14 @@ void ag_http_server_free(struct ag_http_server *s)
 	free(s);
 }
 
-const char *ag_http_request_arg(const struct ag_http_server_request *req, const char *key)
+const char *net_http_request_arg(const struct net_http_server_request *req, const char *key)
 {
 	struct req_state *rs = req->internal_;
 
 	return rs ? MHD_lookup_connection_value(rs->conn, MHD_GET_ARGUMENT_KIND, key) : NULL;
 }
 
-struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req)
+struct net_http_pending *net_http_defer(const struct net_http_server_request *req)
 {
 	struct req_state *rs = req->internal_;
 
@@ -720,10 +720,10 @@ struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req)
 	rs->answered = false;
 	VMACT_LIST_PREPEND(pending, rs->s->pending, rs);
 	MHD_suspend_connection(rs->conn);
-	return (struct ag_http_pending *)rs;
+	return (struct net_http_pending *)rs;
 }
 
-void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_reply *reply)
+void net_http_pending_reply(struct net_http_pending *p, struct net_http_server_reply *reply)
 {
 	struct req_state *rs = (struct req_state *)p;
 
@@ -731,8 +731,8 @@ void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_repl
 	rs->reply = *reply;
 	if (rs->reply.status < 100 || rs->reply.status > 599) {
 		free(rs->reply.body);
-		rs->reply = (struct ag_http_server_reply){ 0 };
-		ag_http_reply_text(&rs->reply, 500, "text/plain", "internal error");
+		rs->reply = (struct net_http_server_reply){ 0 };
+		net_http_reply_text(&rs->reply, 500, "text/plain", "internal error");
 	}
 	reply->body = NULL;
 	rs->answered = true;
@@ -744,12 +744,12 @@ void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_repl
 	sd_event_source_set_enabled(rs->s->kick, SD_EVENT_ONESHOT);
 }
 
-unsigned ag_http_server_port(const struct ag_http_server *s)
+unsigned net_http_server_port(const struct net_http_server *s)
 {
 	return s ? s->port : 0;
 }
 
-unsigned ag_http_server_connections(const struct ag_http_server *s)
+unsigned net_http_server_connections(const struct net_http_server *s)
 {
 	return s ? s->live.n + s->cut.n : 0;
 }

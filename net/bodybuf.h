@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ag_bodybuf {
+struct net_bodybuf {
 	char *data;
 	size_t len, cap;
 };
 
-static inline int ag_bodybuf_append(struct ag_bodybuf *b, const void *src, size_t n)
+static inline int net_bodybuf_append(struct net_bodybuf *b, const void *src, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 512;
@@ -32,7 +32,7 @@ static inline int ag_bodybuf_append(struct ag_bodybuf *b, const void *src, size_
 	return 0;
 }
 
-static inline void ag_bodybuf_clear(struct ag_bodybuf *b)
+static inline void net_bodybuf_clear(struct net_bodybuf *b)
 {
 	free(b->data);
 	b->data = NULL;

@@ -22,49 +22,49 @@
  * same, `NaN`, `+Inf` and `-Inf`.
  *
  * Errors are sticky: the first one is kept, later calls do nothing, and
- * ag_prom_w_finish returns it (-EINVAL for a misuse, -ENOMEM). So a
+ * net_prom_w_finish returns it (-EINVAL for a misuse, -ENOMEM). So a
  * caller writes its families and checks once. */
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent-glue/prom-text.h"
+#include "net/prom-text.h"
 #include "base/error.h"
 
-struct ag_prom_writer;
+struct net_prom_writer;
 
-struct ag_prom_wlabel {
+struct net_prom_wlabel {
 	const char *name;
 	const char *value; /* raw; the writer escapes it */
 };
 
-int ag_prom_w_new(struct ag_prom_writer **out);
-void ag_prom_w_free(struct ag_prom_writer *w);
+int net_prom_w_new(struct net_prom_writer **out);
+void net_prom_w_free(struct net_prom_writer *w);
 
-/* Starts a family; its samples follow. type: AG_PROM_COUNTER, GAUGE,
+/* Starts a family; its samples follow. type: NET_PROM_COUNTER, GAUGE,
  * HISTOGRAM or UNTYPED (summaries are not written). help may be NULL
  * (no HELP line). */
-void ag_prom_w_family(struct ag_prom_writer *w, const char *name, enum ag_prom_type type,
+void net_prom_w_family(struct net_prom_writer *w, const char *name, enum net_prom_type type,
 		      const char *help);
 
 /* One sample of the current counter, gauge or untyped family. A counter's
  * value must not be negative or NaN. */
-void ag_prom_w_sample(struct ag_prom_writer *w, const struct ag_prom_wlabel *labels,
+void net_prom_w_sample(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
 		      size_t n_labels, double value);
 
 /* One series of the current histogram family: n_bounds finite upper bounds
  * in increasing order, counts[i] the observations in (bounds[i-1],
  * bounds[i]] (per bucket, not cumulative), above_max those beyond the
  * last bound; the writer adds them up and writes the `+Inf` bucket. */
-void ag_prom_w_histogram(struct ag_prom_writer *w, const struct ag_prom_wlabel *labels,
+void net_prom_w_histogram(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
 			 size_t n_labels, const double *bounds, const uint64_t *counts,
 			 size_t n_bounds, uint64_t above_max, double sum);
 
 /* The text written so far (NUL-terminated, owned by the writer), or the
  * first error. */
-int ag_prom_w_finish(struct ag_prom_writer *w, const char **text, size_t *len,
+int net_prom_w_finish(struct net_prom_writer *w, const char **text, size_t *len,
 		     struct vmact_err *err);
 
 /* Formats v as the writer does (for `le` values and tests); buf >= 32. */
-void ag_prom_w_format_value(double v, char *buf, size_t len);
+void net_prom_w_format_value(double v, char *buf, size_t len);

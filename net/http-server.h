@@ -29,11 +29,11 @@
  * the next connection is handed over, so MHD never refuses one itself.
  * A server may so hold up to its limit plus this many descriptors for
  * the moment between an eviction and MHD's next pass. */
-#define AG_HTTP_CUT_SLACK 64u
+#define NET_HTTP_CUT_SLACK 64u
 
-struct ag_http_server;
+struct net_http_server;
 
-struct ag_http_server_config {
+struct net_http_server_config {
 	/* "ADDR:PORT" ("127.0.0.1:0" picks a free port, "[::1]:10299"), or
 	 * "unix:/path" (an existing socket file is replaced). */
 	const char *listen;
@@ -55,12 +55,12 @@ struct ag_http_server_config {
 	unsigned per_client_limit;
 	unsigned idle_timeout_sec;     /* 0 = 10 */
 	uint64_t request_timeout_usec; /* whole request incl. headers; 0 = 10 s */
-	/* Handlers may answer later (ag_http_defer); a deferred request still
+	/* Handlers may answer later (net_http_defer); a deferred request still
 	 * counts against request_timeout_usec, so waits must stay below it. */
 	bool allow_defer;
 };
 
-struct ag_http_server_request {
+struct net_http_server_request {
 	const char *method;
 	const char *url;
 	const char *content_type; /* "" when absent */
@@ -69,10 +69,10 @@ struct ag_http_server_request {
 	/* On a unix socket the peer's uid (SO_PEERCRED) as the kernel gave it
 	 * at connect time; -1 on TCP or when it could not be read. */
 	long long peer_uid;
-	void *internal_;          /* the server's, for ag_http_defer */
+	void *internal_;          /* the server's, for net_http_defer */
 };
 
-struct ag_http_server_reply {
+struct net_http_server_reply {
 	unsigned status;          /* 0 = handler failed: 500 */
 	const char *content_type; /* static string; NULL = text/plain */
 	char *body;               /* malloc()ed, the server frees it; may be NULL */
@@ -80,37 +80,37 @@ struct ag_http_server_reply {
 };
 
 /* Called from the event loop; must not free the server. */
-typedef void ag_http_handler_fn(void *userdata, const struct ag_http_server_request *req,
-				struct ag_http_server_reply *reply);
+typedef void net_http_handler_fn(void *userdata, const struct net_http_server_request *req,
+				struct net_http_server_reply *reply);
 
 /* Helper for handlers: reply with a copy of a text body. Returns -ENOMEM on
  * allocation failure (the reply then becomes a bodiless 500). */
-int ag_http_reply_text(struct ag_http_server_reply *reply, unsigned status,
+int net_http_reply_text(struct net_http_server_reply *reply, unsigned status,
 		       const char *content_type, const char *text);
 
 /* Deferred replies (long polls), for servers with allow_defer. A handler
- * that cannot answer yet calls ag_http_defer(req) and leaves its reply
+ * that cannot answer yet calls net_http_defer(req) and leaves its reply
  * empty; the connection is suspended (no CPU, no timer of the server's)
- * until its owner calls ag_http_pending_reply exactly once, from the loop,
+ * until its owner calls net_http_pending_reply exactly once, from the loop,
  * which takes the reply's body. NULL when the server does not allow it or
  * out of memory: the handler then answers at once. The owner must answer
- * every pending request before freeing the server; ag_http_server_free
+ * every pending request before freeing the server; net_http_server_free
  * answers those left with 503. */
-struct ag_http_pending;
+struct net_http_pending;
 /* The request's query argument `key` (?key=value, decoded), NULL when
  * absent; valid during the handler call. */
-const char *ag_http_request_arg(const struct ag_http_server_request *req, const char *key);
-struct ag_http_pending *ag_http_defer(const struct ag_http_server_request *req);
-void ag_http_pending_reply(struct ag_http_pending *p, struct ag_http_server_reply *reply);
+const char *net_http_request_arg(const struct net_http_server_request *req, const char *key);
+struct net_http_pending *net_http_defer(const struct net_http_server_request *req);
+void net_http_pending_reply(struct net_http_pending *p, struct net_http_server_reply *reply);
 
-int ag_http_server_new(sd_event *ev, const struct ag_http_server_config *cfg,
-		       ag_http_handler_fn *handler, void *userdata, struct ag_http_server **out,
+int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
+		       net_http_handler_fn *handler, void *userdata, struct net_http_server **out,
 		       struct vmact_err *err);
-void ag_http_server_free(struct ag_http_server *s);
+void net_http_server_free(struct net_http_server *s);
 
 /* TCP port actually bound (useful with port 0); 0 for unix sockets. */
-unsigned ag_http_server_port(const struct ag_http_server *s);
+unsigned net_http_server_port(const struct net_http_server *s);
 /* Connections currently open, counting those closed by a limit or the
  * deadline that libmicrohttpd has not yet released (for tests). */
-unsigned ag_http_server_connections(const struct ag_http_server *s);
+unsigned net_http_server_connections(const struct net_http_server *s);
 

@@ -4,7 +4,7 @@
  * curl what happened (curl_multi_socket_action). Completed transfers are
  * collected after every action, outside any curl callback, so completion
  * callbacks may start or cancel other calls. */
-#include "agent-glue/http-client.h"
+#include "net/http-client.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -16,52 +16,52 @@
 #include "base/list.h"
 #include "base/macro.h"
 #include "base/time.h"
-#include "agent-glue/bodybuf.h"
+#include "net/bodybuf.h"
 
-struct ag_http_call {
-	struct ag_http_client *client;
-	VMACT_LIST_FIELDS(struct ag_http_call, calls);
+struct net_http_call {
+	struct net_http_client *client;
+	VMACT_LIST_FIELDS(struct net_http_call, calls);
 	CURL *easy;
 	struct curl_slist *headers;
-	ag_http_done_fn *cb;
+	net_http_done_fn *cb;
 	void *userdata;
-	struct ag_bodybuf body;
+	struct net_bodybuf body;
 	size_t max;
 	bool too_big;
 	char errbuf[CURL_ERROR_SIZE];
 	struct vmact_err connect_err; /* the client's connect_fn failed */
 };
 
-struct ag_http_client {
+struct net_http_client {
 	sd_event *ev;
 	CURLM *multi;
 	sd_event_source *timer;
-	struct ag_http_call *calls;
+	struct net_http_call *calls;
 	size_t ncalls;
-	ag_http_connect_fn *connect_fn;
+	net_http_connect_fn *connect_fn;
 	void *connect_ud;
 };
 
-static void call_unlink(struct ag_http_call *call)
+static void call_unlink(struct net_http_call *call)
 {
-	struct ag_http_client *c = call->client;
+	struct net_http_client *c = call->client;
 
 	VMACT_LIST_REMOVE(calls, c->calls, call);
 	c->ncalls--;
 }
 
-static void call_free(struct ag_http_call *call)
+static void call_free(struct net_http_call *call)
 {
 	if (call->easy) {
 		curl_multi_remove_handle(call->client->multi, call->easy);
 		curl_easy_cleanup(call->easy);
 	}
 	curl_slist_free_all(call->headers);
-	ag_bodybuf_clear(&call->body);
+	net_bodybuf_clear(&call->body);
 	free(call);
 }
 
-static int map_curl_error(CURLcode rc, const struct ag_http_call *call)
+static int map_curl_error(CURLcode rc, const struct net_http_call *call)
 {
 	switch (rc) {
 	case CURLE_OPERATION_TIMEDOUT:
@@ -90,9 +90,9 @@ static int map_curl_error(CURLcode rc, const struct ag_http_call *call)
 	}
 }
 
-static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
+static void finish(struct net_http_client *c, CURL *easy, CURLcode rc)
 {
-	struct ag_http_call *call = NULL;
+	struct net_http_call *call = NULL;
 	struct vmact_err err = { 0 };
 
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&call);
@@ -100,7 +100,7 @@ static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
 		return;
 	call_unlink(call);
 	if (rc == CURLE_OK) {
-		struct ag_http_response resp = { 0 };
+		struct net_http_response resp = { 0 };
 		const char *ct = NULL;
 
 		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp.status);
@@ -128,7 +128,7 @@ static void finish(struct ag_http_client *c, CURL *easy, CURLcode rc)
 	call_free(call);
 }
 
-static void collect_done(struct ag_http_client *c)
+static void collect_done(struct net_http_client *c)
 {
 	CURLMsg *msg;
 	int left;
@@ -141,7 +141,7 @@ static void collect_done(struct ag_http_client *c)
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct ag_http_client *c = userdata;
+	struct net_http_client *c = userdata;
 	int flags = 0, running;
 
 	if (revents & EPOLLIN)
@@ -157,7 +157,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	struct ag_http_client *c = userdata;
+	struct net_http_client *c = userdata;
 	int running;
 
 	curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -167,7 +167,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
-	struct ag_http_client *c = userp;
+	struct net_http_client *c = userp;
 	sd_event_source *src = socketp;
 	uint32_t events = 0;
 
@@ -195,7 +195,7 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
-	struct ag_http_client *c = userp;
+	struct net_http_client *c = userp;
 	uint64_t now;
 
 	if (timeout_ms < 0)
@@ -213,14 +213,14 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 {
-	struct ag_http_call *call = userdata;
+	struct net_http_call *call = userdata;
 	size_t n = size * nmemb;
 
 	if (n > call->max - call->body.len) {
 		call->too_big = true;
 		return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
 	}
-	if (ag_bodybuf_append(&call->body, data, n) < 0)
+	if (net_bodybuf_append(&call->body, data, n) < 0)
 		return 0;
 	return n;
 }
@@ -231,8 +231,8 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
  * first send waits for it to be writable and reports its error. */
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
-	struct ag_http_call *call = clientp;
-	struct ag_http_client *c = call->client;
+	struct net_http_call *call = clientp;
+	struct net_http_client *c = call->client;
 	char *url = NULL;
 	int fd;
 
@@ -253,15 +253,15 @@ static int socket_ready(void *clientp, curl_socket_t fd, curlsocktype purpose)
 	return CURL_SOCKOPT_ALREADY_CONNECTED;
 }
 
-void ag_http_client_set_connect(struct ag_http_client *c, ag_http_connect_fn *fn, void *userdata)
+void net_http_client_set_connect(struct net_http_client *c, net_http_connect_fn *fn, void *userdata)
 {
 	c->connect_fn = fn;
 	c->connect_ud = userdata;
 }
 
-int ag_http_client_new(sd_event *ev, struct ag_http_client **out, struct vmact_err *err)
+int net_http_client_new(sd_event *ev, struct net_http_client **out, struct vmact_err *err)
 {
-	_cleanup_free_ struct ag_http_client *c = NULL;
+	_cleanup_free_ struct net_http_client *c = NULL;
 
 	if (!ev || !out)
 		return vmact_err_set(err, EINVAL, "http client: event loop and output required");
@@ -286,12 +286,12 @@ int ag_http_client_new(sd_event *ev, struct ag_http_client **out, struct vmact_e
 	return 0;
 }
 
-void ag_http_client_free(struct ag_http_client *c)
+void net_http_client_free(struct net_http_client *c)
 {
 	if (!c)
 		return;
 	while (c->calls) {
-		struct ag_http_call *call = c->calls;
+		struct net_http_call *call = c->calls;
 
 		call_unlink(call);
 		call_free(call);
@@ -305,16 +305,16 @@ void ag_http_client_free(struct ag_http_client *c)
 	curl_global_cleanup();
 }
 
-size_t ag_http_client_pending(const struct ag_http_client *c)
+size_t net_http_client_pending(const struct net_http_client *c)
 {
 	return c ? c->ncalls : 0;
 }
 
-int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request *req,
-			 ag_http_done_fn *cb, void *userdata, struct ag_http_call **callp,
+int net_http_client_start(struct net_http_client *c, const struct net_http_request *req,
+			 net_http_done_fn *cb, void *userdata, struct net_http_call **callp,
 			 struct vmact_err *err)
 {
-	struct ag_http_call *call;
+	struct net_http_call *call;
 	bool has_body;
 	CURL *e;
 
@@ -333,7 +333,7 @@ int ag_http_client_start(struct ag_http_client *c, const struct ag_http_request 
 	call->client = c;
 	call->cb = cb;
 	call->userdata = userdata;
-	call->max = req->max_response ? req->max_response : AG_HTTP_DEFAULT_MAX_RESPONSE;
+	call->max = req->max_response ? req->max_response : NET_HTTP_DEFAULT_MAX_RESPONSE;
 	call->easy = e = curl_easy_init();
 	if (!e)
 		goto oom;
@@ -411,7 +411,7 @@ oom:
 	return vmact_err_set(err, ENOMEM, "http client: out of memory setting up request");
 }
 
-void ag_http_call_cancel(struct ag_http_call *call)
+void net_http_call_cancel(struct net_http_call *call)
 {
 	if (!call)
 		return;
