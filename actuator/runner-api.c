@@ -14,7 +14,7 @@
 
 #include "actuator/runner-internal.h"
 #include "net/http-server.h"
-#include "agent-glue/neonvm-runner.h"
+#include "agent-glue/codec/neonvm-runner.h"
 #include "base/log.h"
 #include "base/quantity.h"
 #include "base/time.h"

@@ -20,7 +20,7 @@
 
 struct net_http_client;
 struct ag_plugin_client;
-struct ag_guest_scrape;
+struct ag_exporter_scrape;
 struct act_gm_proxy;
 struct net_http_server;
 
@@ -29,7 +29,7 @@ struct net_http_server;
 struct act_guest_ep {
 	char url[600];                 /* "" when the VM names none */
 	sd_event_source *timer;
-	struct ag_guest_scrape *scrape; /* the one in flight, or the last */
+	struct ag_exporter_scrape *scrape; /* the one in flight, or the last */
 	int last_error;                /* 0: working (or never failed) */
 	long last_status;
 };

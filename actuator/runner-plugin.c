@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "actuator/runner-internal.h"
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 #include "net/http-client.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/client/plugin-client.h"
 #include "base/log.h"
 
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/guest-metrics.h"
+#include "agent-glue/codec/exporter.h"
 #include "net/prom-text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

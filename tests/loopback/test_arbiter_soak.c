@@ -25,9 +25,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 #include "base/time.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/client/plugin-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"

@@ -29,7 +29,7 @@
 #include <fcntl.h>
 
 #include "base/macro.h"
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 #include "net/http-server.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The agent side of the informant protocol (agent-glue/informant-client.h)
+/* The agent side of the informant protocol (agent-glue/client/informant-client.h)
  * on loopback against tests/peers/informant.js, an informant written on
  * Node's http module that shares nothing with vmact's stack, and against
  * raw-socket peers that misbehave on purpose. Every wait has a safety limit
@@ -31,7 +31,7 @@
 #include "actuator/approver.h"
 #include "base/macro.h"
 #include "net/http-client.h"
-#include "agent-glue/informant-client.h"
+#include "agent-glue/client/informant-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"

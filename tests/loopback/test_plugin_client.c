@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "agent-glue/arbiter.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "agent-glue/client/plugin-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/peer.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 

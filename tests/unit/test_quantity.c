@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "net/json.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 /* Accepted quantities: as a plain value (bytes) or as milli-units (CPU). */
 static const struct {

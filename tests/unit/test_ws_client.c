@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "base/macro.h"
-#include "agent-glue/monitor-client.h"
+#include "agent-glue/client/monitor-client.h"
 #include "net/ws-client.h"
 
 static void test_accept_rfc6455_example(void **state)

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 struct ag_scaling_config {
 	double load_average_fraction_target;   /* 0 <= x < 2 */

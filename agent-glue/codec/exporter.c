@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Guest metrics as the Neon agent reads them (doc/protocols.md, "Metrics
  * inputs"): which families, how they are checked, what is derived. */
-#include "agent-glue/guest-metrics.h"
+#include "agent-glue/codec/exporter.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,7 +61,7 @@ int ag_system_metrics_read(const struct net_prom_text *t, struct ag_system_metri
 	*out = (struct ag_system_metrics){
 		.load1 = load1,
 		.load5 = load5,
-		.memory_usage_bytes = total - avail + AG_GUEST_MEMORY_SLACK_BYTES,
+		.memory_usage_bytes = total - avail + AG_EXPORTER_MEMORY_SLACK_BYTES,
 		.memory_cached_bytes = cached,
 	};
 	return 0;
@@ -194,7 +194,7 @@ int ag_lfc_metrics_parse(const char *text, size_t len, struct ag_lfc_metrics *ou
 	return r < 0 ? r : ag_lfc_metrics_read(t, out, err);
 }
 
-int ag_guest_metrics_url(const char *host, unsigned port, enum ag_guest_metrics_kind kind,
+int ag_exporter_url(const char *host, unsigned port, enum ag_exporter_kind kind,
 			 char *buf, size_t len)
 {
 	int n;
@@ -202,142 +202,10 @@ int ag_guest_metrics_url(const char *host, unsigned port, enum ag_guest_metrics_
 	if (!host || !*host || !buf)
 		return -EINVAL;
 	if (!port)
-		port = kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_PORT : AG_GUEST_SYSTEM_PORT;
+		port = kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_PORT : AG_EXPORTER_SYSTEM_PORT;
 	if (strchr(host, ':') && host[0] != '[')
 		n = snprintf(buf, len, "http://[%s]:%u/metrics", host, port);
 	else
 		n = snprintf(buf, len, "http://%s:%u/metrics", host, port);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
-}
-
-/* ---- scraper ------------------------------------------------------- */
-
-struct ag_guest_scrape {
-	struct net_http_call *call; /* NULL once the callback ran */
-	enum ag_guest_metrics_kind kind;
-	ag_guest_metrics_fn *cb;
-	void *userdata;
-	char url[]; /* for messages */
-};
-
-static const char *kind_name(enum ag_guest_metrics_kind kind)
-{
-	return kind == AG_GUEST_METRICS_LFC ? "lfc metrics" : "system metrics";
-}
-
-/* The start of a non-200 body, for the message: the endpoint is untrusted,
- * so only printable ASCII of its first line is shown, and briefly. */
-static void body_excerpt(const char *body, size_t len, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 1 < cap; i++) {
-		unsigned char c = (unsigned char)body[i];
-
-		if (c == '\n' || c == '\r')
-			break;
-		out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-	}
-	out[o] = '\0';
-}
-
-static void on_http_done(void *userdata, int result, const struct net_http_response *resp,
-			 const struct vmact_err *herr)
-{
-	struct ag_guest_scrape *s = userdata;
-	struct ag_guest_metrics_result res = { .kind = s->kind };
-	struct vmact_err err = { 0 };
-	struct ag_system_metrics sys;
-	_cleanup_free_ struct ag_lfc_metrics *lfc = NULL;
-	char msg[VMACT_ERR_MSG_MAX + 256];
-	int r;
-
-	s->call = NULL; /* the http client frees the call after this returns */
-	if (result < 0) {
-		res.error = result;
-		snprintf(msg, sizeof(msg), "%s: %s", kind_name(s->kind),
-			 herr && herr->msg[0] ? herr->msg : strerror(-result));
-		res.message = msg;
-		goto out;
-	}
-	res.status = resp->status;
-	if (resp->status != 200) {
-		char excerpt[81];
-
-		body_excerpt(resp->body, resp->body_len, excerpt, sizeof(excerpt));
-		res.error = -EREMOTEIO;
-		snprintf(msg, sizeof(msg), "%s: %s: HTTP status %ld%s%s", kind_name(s->kind), s->url,
-			 resp->status, excerpt[0] ? ": " : "", excerpt);
-		res.message = msg;
-		goto out;
-	}
-	if (s->kind == AG_GUEST_METRICS_LFC) {
-		lfc = malloc(sizeof(*lfc));
-		r = lfc ? ag_lfc_metrics_parse(resp->body, resp->body_len, lfc, &err)
-			: vmact_err_set(&err, ENOMEM, "out of memory");
-		res.lfc = lfc;
-	} else {
-		r = ag_system_metrics_parse(resp->body, resp->body_len, &sys, &err);
-		res.system = &sys;
-	}
-	if (r < 0) {
-		res.error = r;
-		res.system = NULL;
-		res.lfc = NULL;
-		snprintf(msg, sizeof(msg), "%s: %s: %s", kind_name(s->kind), s->url, err.msg);
-		res.message = msg;
-	}
-out:
-	/* Last use of s: the callback may free it. */
-	s->cb(s->userdata, &res);
-}
-
-int ag_guest_metrics_fetch(struct net_http_client *client, const char *url,
-			   enum ag_guest_metrics_kind kind, uint64_t timeout_usec, size_t max_bytes,
-			   ag_guest_metrics_fn *cb, void *userdata, struct ag_guest_scrape **out,
-			   struct vmact_err *err)
-{
-	_cleanup_free_ struct ag_guest_scrape *s = NULL;
-	struct net_http_request req = { .method = "GET" };
-	size_t ulen;
-	int r;
-
-	if (!client || !url || !cb || !out)
-		return vmact_err_set(err, EINVAL, "guest metrics: client, url, callback and output required");
-	if (kind != AG_GUEST_METRICS_SYSTEM && kind != AG_GUEST_METRICS_LFC)
-		return vmact_err_set(err, EINVAL, "guest metrics: unknown kind %d", (int)kind);
-	if (max_bytes > NET_PROM_MAX_TEXT)
-		return vmact_err_set(err, EINVAL, "guest metrics: size limit %zu above %u", max_bytes,
-				     NET_PROM_MAX_TEXT);
-	ulen = strlen(url);
-	s = calloc(1, sizeof(*s) + ulen + 1);
-	if (!s)
-		return vmact_err_set(err, ENOMEM, "guest metrics: out of memory");
-	memcpy(s->url, url, ulen + 1);
-	s->kind = kind;
-	s->cb = cb;
-	s->userdata = userdata;
-	req.url = s->url;
-	req.timeout_usec = timeout_usec ? timeout_usec
-			   : kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_TIMEOUT_USEC
-							  : AG_GUEST_SYSTEM_TIMEOUT_USEC;
-	req.max_response = max_bytes ? max_bytes : AG_GUEST_DEFAULT_MAX_BYTES;
-	r = net_http_client_start(client, &req, on_http_done, s, &s->call, err);
-	if (r < 0)
-		return r;
-	*out = TAKE_PTR(s);
-	return 0;
-}
-
-void ag_guest_scrape_free(struct ag_guest_scrape *s)
-{
-	if (!s)
-		return;
-	net_http_call_cancel(s->call);
-	free(s);
-}
-
-bool ag_guest_scrape_pending(const struct ag_guest_scrape *s)
-{
-	return s && s->call;
 }

@@ -2,7 +2,7 @@
 /* Quantities and resources in JSON, as the Neon Go peers marshal them: the
  * text itself is base/quantity.c; here is how a JSON number or string maps
  * to it. */
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 #include <errno.h>
 #include <math.h>

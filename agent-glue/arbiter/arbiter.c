@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -29,7 +29,7 @@
 
 #include "base/error.h"
 #include "base/macro.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 struct ag_mon_client;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/plugin.h"
+#include "agent-glue/codec/plugin.h"
 
 #include <errno.h>
 #include <float.h>

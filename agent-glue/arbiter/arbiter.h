@@ -32,8 +32,8 @@
 
 #include "base/error.h"
 #include "net/http-server.h"
-#include "agent-glue/plugin.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/plugin.h"
+#include "agent-glue/codec/quantity.h"
 
 struct ag_arbiter;
 

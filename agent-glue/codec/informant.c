@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/informant.h"
+#include "agent-glue/codec/informant.h"
 
 #include <ctype.h>
 #include <limits.h>

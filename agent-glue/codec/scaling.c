@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/scaling.h"
 
 #include <errno.h>
 #include <math.h>

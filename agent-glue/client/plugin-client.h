@@ -18,7 +18,7 @@
 #include "base/error.h"
 #include "net/http-client.h"
 #include "net/http-server.h"
-#include "agent-glue/plugin.h"
+#include "agent-glue/codec/plugin.h"
 
 struct ag_plugin_client;
 

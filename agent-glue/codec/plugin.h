@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 /* Ordinal wire values (doc/protocols.md, "Wire version numbers"): v5.0 is 7 on the wire. */
 enum ag_plugin_version {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 /* InformantProtoVersion wire values (iota + 1; 0 is invalid). */
 enum ag_inf_version {

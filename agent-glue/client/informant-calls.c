@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/informant-internal.h"
+#include "agent-glue/client/informant-internal.h"
 
 static void on_call_done(void *ud, int result, const struct net_http_response *resp,
 			 const struct vmact_err *terr);

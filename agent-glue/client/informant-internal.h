@@ -16,7 +16,7 @@
 #include "base/list.h"
 #include "net/http-client.h"
 #include "net/http-server.h"
-#include "agent-glue/informant-client.h"
+#include "agent-glue/client/informant-client.h"
 
 /* One registration: its own listener, agent ID and sequence counter. */
 struct ag_inf_server {

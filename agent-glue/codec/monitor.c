@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/monitor.h"
+#include "agent-glue/codec/monitor.h"
 
 #include <errno.h>
 #include <math.h>

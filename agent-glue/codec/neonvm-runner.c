@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/neonvm-runner.h"
+#include "agent-glue/codec/neonvm-runner.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "net/json.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 static json_t *vcpus_encode(uint32_t milli_cpu)
 {

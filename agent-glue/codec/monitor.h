@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 #define AG_MON_PROTO_V1_0 1u
 /* Default TCP port and path of the vm-monitor's websocket. */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/informant-internal.h"
+#include "agent-glue/client/informant-internal.h"
 
 static void reply_json(struct net_http_server_reply *reply, json_t *v)
 {

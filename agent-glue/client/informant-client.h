@@ -27,8 +27,8 @@
 
 #include "base/error.h"
 #include "net/http-client.h"
-#include "agent-glue/informant.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/informant.h"
+#include "agent-glue/codec/quantity.h"
 
 struct ag_inf_agent;
 

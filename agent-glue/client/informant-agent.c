@@ -2,7 +2,7 @@
 /* The informant agent's lifecycle: one registration (server) after the
  * other, each with a fresh agent ID; the retry wait after an exit (the
  * owner's backoff), the health-check timer, stopping with /unregister. */
-#include "agent-glue/informant-client.h"
+#include "agent-glue/client/informant-client.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include "base/endpoint.h"
 #include "base/macro.h"
-#include "agent-glue/informant-internal.h"
+#include "agent-glue/client/informant-internal.h"
 
 static int start_server(struct ag_inf_agent *a, struct vmact_err *err);
 

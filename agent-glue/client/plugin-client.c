@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/client/plugin-client.h"
 
 #include <ctype.h>
 #include <errno.h>

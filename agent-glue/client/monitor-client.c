@@ -2,7 +2,7 @@
 /* The vm-monitor protocol on top of the websocket client (ws-client.c):
  * version negotiation, requests and their replies, health checks and
  * reconnection. */
-#include "agent-glue/monitor-client.h"
+#include "agent-glue/client/monitor-client.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "agent-glue/monitor.h"
+#include "agent-glue/codec/monitor.h"
 #include "net/ws-client.h"
 #include "base/list.h"
 #include "base/time.h"
