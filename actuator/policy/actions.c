@@ -103,6 +103,18 @@ void act_state_update_cpu_goal(struct act_state *s, bool has, uint32_t milli)
 	s->cpu_goal_milli = has ? milli : 0;
 }
 
+void act_state_update_mem_goal(struct act_state *s, bool has, uint64_t bytes)
+{
+	s->has_mem_goal = has;
+	s->mem_goal_bytes = has ? bytes : 0;
+}
+
+void act_state_set_host_approval(struct act_state *s, bool cpu, bool mem)
+{
+	s->host_approves.cpu = cpu;
+	s->host_approves.mem = mem;
+}
+
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
 				    struct vmact_err *err)
 {
@@ -276,9 +288,18 @@ static uint64_t enforce_field(uint64_t cur, uint64_t t, uint64_t min, uint64_t m
 	return t;
 }
 
-static struct vmact_resources hotplug_lower(const struct act_state *s)
+struct vmact_resources act_hotplug_lower(const struct act_state *s)
 {
-	return s->monitor.active ? s->monitor.approved : s->using_;
+	struct vmact_resources lo = s->using_;
+
+	if (s->monitor.active)
+		return s->monitor.approved;
+	/* Nobody to ask: the host's evidence decides, within min. */
+	if (s->host_approves.cpu && s->min.milli_cpu < lo.milli_cpu)
+		lo.milli_cpu = s->min.milli_cpu;
+	if (s->host_approves.mem && s->min.mem_bytes < lo.mem_bytes)
+		lo.mem_bytes = s->min.mem_bytes;
+	return lo;
 }
 
 static struct vmact_resources hotplug_upper(const struct act_state *s)
@@ -291,7 +312,7 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct vma
 			   struct waits *waits)
 {
 	const struct vmact_resources using_ = s->using_;
-	struct vmact_resources lo = hotplug_lower(s), hi = hotplug_upper(s), target;
+	struct vmact_resources lo = act_hotplug_lower(s), hi = hotplug_upper(s), target;
 	bool conflicting;
 
 	/* No downscale without the monitor's approval, no upscale beyond the
@@ -382,7 +403,12 @@ static void monitor_downscale_action(const struct act_state *s, act_time_t now,
 	struct vmact_resources approved = s->monitor.approved, lo, req;
 
 	if (!s->monitor.active) {
-		if (vmact_res_any_lt(desired, s->using_))
+		struct vmact_resources floor_ = act_hotplug_lower(s);
+
+		/* What the host approves is the hotplug's to do. */
+		if ((desired.milli_cpu < s->using_.milli_cpu &&
+		     floor_.milli_cpu == s->using_.milli_cpu) ||
+		    (desired.mem_bytes < s->using_.mem_bytes && floor_.mem_bytes == s->using_.mem_bytes))
 			act_warn(&out->warnings, W_MON_DOWN ", but there's no active connection");
 		return;
 	}
@@ -448,6 +474,7 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 		.denied = s->monitor.has_denied ? &s->monitor.denied : NULL,
 		.denied_cooldown = s->timing.monitor_denied_downscale_cooldown,
 		.cpu_goal_milli = s->has_cpu_goal ? &s->cpu_goal_milli : NULL,
+		.mem_goal_bytes = s->has_mem_goal ? &s->mem_goal_bytes : NULL,
 	};
 	const struct vmact_resources *plugin_requested = NULL;
 	struct act_desired d;
@@ -537,7 +564,7 @@ int act_plugin_response(struct act_state *s, act_time_t now, const struct vmact_
 int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,
 			 struct vmact_err *err)
 {
-	struct vmact_resources lo = hotplug_lower(s), hi = hotplug_upper(s), t = *target;
+	struct vmact_resources lo = act_hotplug_lower(s), hi = hotplug_upper(s), t = *target;
 	char a[64], b[64];
 
 	if (s->hotplug.ongoing)

@@ -6,7 +6,8 @@
  *
  *   upscale:   plugin request (permit) -> hotplug -> monitor notification
  *   downscale: monitor request (one CU per request) -> hotplug (unplug)
- *              -> plugin notification
+ *              -> plugin notification; without a monitor, where the host
+ *              approves (act_state_set_host_approval): hotplug -> plugin
  *
  * Pure logic: no I/O, no clock of its own (`now` is the caller's monotonic
  * time in ns), no allocation. The caller starts the actions it is given,
@@ -53,6 +54,17 @@ struct act_state {
 	 * size the CPU too (the Neon policy). */
 	bool has_cpu_goal;
 	uint32_t cpu_goal_milli;
+	/* The memory the host's own evidence asks for (a VM without a
+	 * monitor, actuator/policy/mem-demand.h); without it the goal CUs
+	 * size memory. */
+	bool has_mem_goal;
+	uint64_t mem_goal_bytes;
+	/* No vm-monitor or informant to ask (doc/policy.md, "Without an
+	 * agent"): a shrink of the CPU or memory needs no approval, down to
+	 * min. With a monitor endpoint, false: its approval, as Neon's. */
+	struct {
+		bool cpu, mem;
+	} host_approves;
 
 	bool has_system;
 	struct act_system_metrics system;
@@ -137,6 +149,11 @@ int act_state_update_vm(struct act_state *s, const struct vmact_resources *min,
 
 /* Sets (or, with has = false, drops) vmact's own CPU goal. */
 void act_state_update_cpu_goal(struct act_state *s, bool has, uint32_t milli);
+/* Sets (or drops) the memory goal from the host's evidence. */
+void act_state_update_mem_goal(struct act_state *s, bool has, uint64_t bytes);
+/* Whether a shrink of the CPU, of memory, is the host's own decision (the
+ * VM has no approver). */
+void act_state_set_host_approval(struct act_state *s, bool cpu, bool mem);
 
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
 				    struct vmact_err *err);
@@ -157,6 +174,10 @@ void act_plugin_failed(struct act_state *s, act_time_t now);
  * returns -EPROTO with the reason. */
 int act_plugin_response(struct act_state *s, act_time_t now, const struct vmact_resources *permit,
 			struct vmact_err *err);
+
+/* The lowest a hotplug may go now: the monitor's approval, min where the
+ * host approves, else what the VM has. */
+struct vmact_resources act_hotplug_lower(const struct act_state *s);
 
 /* Hotplug (the local counterpart of the NeonVM patch). */
 int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact_resources *target,

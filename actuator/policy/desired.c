@@ -91,6 +91,16 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 		goal_res.milli_cpu = cpu;
 	}
 
+	/* The host's memory evidence sizes memory; the monitor's floors
+	 * above still count (a VM without a monitor has none). */
+	if (in->mem_goal_bytes) {
+		uint64_t mem = *in->mem_goal_bytes;
+
+		if (goal > initial && goal_res.mem_bytes > mem)
+			mem = goal_res.mem_bytes;
+		goal_res.mem_bytes = mem;
+	}
+
 	/* Without every metric a decision may still scale up, but never down:
 	 * e.g. an agent restart without LFC data must not flush the cache. */
 	if (!d.goal.has_all_metrics) {

@@ -46,6 +46,10 @@ struct act_desired_input {
 	 * instead of the goal CUs; the CUs size memory alone. NULL: the Neon
 	 * goal-CU policy sizes both, as the Go agent does. */
 	const uint32_t *cpu_goal_milli;
+	/* The memory the host's evidence asks for (bytes), which then sizes
+	 * memory instead of the goal CUs (a VM without a monitor). NULL: the
+	 * goal CUs. */
+	const uint64_t *mem_goal_bytes;
 };
 
 struct act_desired {

@@ -929,6 +929,81 @@ static void new_state(struct act_state *s, unsigned min, unsigned max, unsigned 
 	assert_int_equal(act_state_init(s, &t, &CU, &cfg, &u, &a, &b, NULL), 0);
 }
 
+/* A VM without a monitor (doc/policy.md, "Without an agent"): where the
+ * host approves, its own CPU and memory goals shrink the VM by a hotplug,
+ * down to min and no further; what it does not approve stays as Neon's
+ * (no downscale without a connection); a monitor that connects takes the
+ * approval back. */
+static void test_host_approves_shrink(void **state)
+{
+	struct act_state *s = calloc(1, sizeof(*s));
+	struct act_system_metrics m = { .load1 = 0.0, .memory_usage_bytes = 0.2 * GiB };
+	struct vmact_resources t;
+	struct vmact_err err = { 0 };
+	struct act_actions a;
+
+	assert_non_null(s);
+	new_state(s, 1, 4, 3);
+	assert_int_equal(act_state_update_system_metrics(s, &m, NULL), 0);
+	act_state_update_cpu_goal(s, true, 250);
+	act_state_update_mem_goal(s, true, GiB);
+	s->plugin.has_permit = true;
+	s->plugin.permit = cu(3);
+
+	/* nobody approves: Neon's behaviour */
+	assert_int_equal(act_next_actions(s, 0, &a, NULL), 0);
+	assert_false(a.has_hotplug);
+	assert_int_equal(a.warnings.n, 1);
+	assert_string_equal(a.warnings.msg[0],
+			    "Wanted to send vm-monitor downscale request, but there's no active "
+			    "connection");
+	t = cu(1);
+	assert_int_equal(act_hotplug_starting(s, 0, &t, &err), -ERANGE);
+
+	/* the CPU only (a VM whose memory is DIMMs) */
+	act_state_set_host_approval(s, true, false);
+	assert_int_equal(act_next_actions(s, 0, &a, NULL), 0);
+	assert_true(a.has_hotplug);
+	assert_int_equal(a.hotplug.target.milli_cpu, 250);
+	assert_int_equal(a.hotplug.target.mem_bytes, 3 * GiB);
+	assert_int_equal(a.warnings.n, 1);
+
+	/* both: straight to the goals, no monitor request, no warning */
+	act_state_set_host_approval(s, true, true);
+	assert_int_equal(act_next_actions(s, 0, &a, NULL), 0);
+	assert_true(a.has_hotplug);
+	assert_true(vmact_res_eq(a.hotplug.target, cu(1)));
+	assert_false(a.has_monitor_downscale);
+	assert_int_equal(a.warnings.n, 0);
+	/* never below min, whatever the caller asks */
+	t = (struct vmact_resources){ 250, GiB / 2 };
+	assert_int_equal(act_hotplug_starting(s, 0, &t, &err), -ERANGE);
+	act_state_update_mem_goal(s, true, GiB / 2);
+	assert_int_equal(act_next_actions(s, 0, &a, NULL), 0);
+	assert_true(vmact_res_eq(a.hotplug.target, cu(1)));
+	t = cu(1);
+	assert_int_equal(act_hotplug_starting(s, 0, &t, NULL), 0);
+	assert_int_equal(act_hotplug_finished(s, ACT_MS(10), &t, false, NULL), 0);
+
+	/* growth: the memory goal above what the permit allows waits for it */
+	assert_int_equal(act_plugin_starting(s, ACT_MS(10), &t, NULL), 0);
+	assert_int_equal(act_plugin_response(s, ACT_MS(10), &t, NULL), 0);
+	act_state_update_mem_goal(s, true, 2 * GiB);
+	assert_int_equal(act_next_actions(s, ACT_MS(20), &a, NULL), 0);
+	assert_true(a.has_plugin);
+	assert_int_equal(a.plugin.target.mem_bytes, 2 * GiB);
+	assert_false(a.has_hotplug);
+
+	/* a monitor connects: its approval again (approved = using) */
+	act_state_update_mem_goal(s, true, GiB);
+	s->using_ = cu(3);
+	act_monitor_connected(s);
+	assert_int_equal(act_next_actions(s, ACT_MS(30), &a, NULL), 0);
+	assert_false(a.has_hotplug);
+	assert_true(a.has_monitor_downscale);
+	free(s);
+}
+
 /* The agent's permit checks: zero fields, more than asked, less than used;
  * each counts as a failure with backoff. */
 static void test_permit_validation(void **state)
@@ -1041,9 +1116,14 @@ static struct vmact_resources rnd_res(unsigned max_cu)
 }
 
 static void check_field(uint64_t cur, uint64_t t, uint64_t min, uint64_t max, bool has_permit,
-			uint64_t permit, bool active, uint64_t approved, uint64_t seed, int step,
-			const char *f)
+			uint64_t permit, bool active, uint64_t approved, bool host, uint64_t seed,
+			int step, const char *f)
 {
+	/* Without a monitor, where the host approves: down to min. */
+	if (!active && host) {
+		active = true;
+		approved = min;
+	}
 	if (t > cur && (!has_permit || t > permit || t > max)) {
 		print_error("seed %llu step %d: %s raised %llu -> %llu beyond max %llu / permit %llu\n",
 			    (unsigned long long)seed, step, f, (unsigned long long)cur,
@@ -1063,10 +1143,10 @@ static void check_hotplug(const struct act_state *s, const struct vmact_resource
 {
 	check_field(s->using_.milli_cpu, t->milli_cpu, s->min.milli_cpu, s->max.milli_cpu,
 		    s->plugin.has_permit, s->plugin.permit.milli_cpu, s->monitor.active,
-		    s->monitor.approved.milli_cpu, seed, step, "cpu");
+		    s->monitor.approved.milli_cpu, s->host_approves.cpu, seed, step, "cpu");
 	check_field(s->using_.mem_bytes, t->mem_bytes, s->min.mem_bytes, s->max.mem_bytes,
 		    s->plugin.has_permit, s->plugin.permit.mem_bytes, s->monitor.active,
-		    s->monitor.approved.mem_bytes, seed, step, "mem");
+		    s->monitor.approved.mem_bytes, s->host_approves.mem, seed, step, "mem");
 }
 
 static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, unsigned *downs)
@@ -1085,6 +1165,10 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 	if (vmact_res_any_gt(min, max))
 		min = max;
 	assert_int_equal(act_state_init(s, &t, &CU, &cfg, &start, &min, &max, NULL), 0);
+	/* Every other run a VM without a monitor: the host approves some of
+	 * its shrinks (and a monitor may still connect later). */
+	if (seed % 2 == 0)
+		act_state_set_host_approval(s, rndn(2), rndn(2));
 
 	for (int step = 0; step < 400; step++) {
 		struct act_actions a;
@@ -1132,6 +1216,10 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 				act_monitor_connected(s);
 			else
 				act_monitor_upscale_requested(s, now, rndn(2), true, NULL);
+			break;
+		case 4: /* the policies' own goals come and go */
+			act_state_update_cpu_goal(s, rndn(3), 50 + rndn(max_cu * 250));
+			act_state_update_mem_goal(s, rndn(3), rnd_res(max_cu).mem_bytes);
 			break;
 		case 3: /* a caller ignoring the actions: limits still hold */
 			r = rnd_res(10);
@@ -1221,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_periodic_plugin_request),
 		cmocka_unit_test(test_plugin_jitter),
 		cmocka_unit_test(test_no_monitor_no_downscale),
+		cmocka_unit_test(test_host_approves_shrink),
 		cmocka_unit_test(test_permit_validation),
 		cmocka_unit_test(test_hotplug_start_enforces_limits),
 		cmocka_unit_test(test_bounds_lowered),
