@@ -288,7 +288,8 @@ torture:
 # not depend on compiler flags, and integration tests and benches share it.
 GUEST_DIR ?= build/guest
 guest: $(GUEST_DIR)/stamp
-$(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init tests/guest/cpu-online.c
+$(GUEST_DIR)/stamp: tests/guest/build-guest.sh tests/guest/init tests/guest/cpu-online.c \
+		tests/guest/mem-load.c
 	$(call msg,GUEST,$(GUEST_DIR))
 	$(Q)tests/guest/build-guest.sh $(GUEST_DIR)
 

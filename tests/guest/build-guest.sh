@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds vmact's test guest from Debian packages only:
 #   OUT/vmlinuz     the Debian cloud kernel (linux-image-*-cloud-amd64)
-#   OUT/initrd.img  a busybox-static initramfs (tests/guest/init) carrying
+#   OUT/initrd.img  a busybox-static initramfs (tests/guest/init, with
+#                   cpu-online and mem-load built static) carrying
 #                   the virtio-mem/virtio-pci/virtio-balloon modules of that
 #                   same kernel (the balloon only for its memory statistics)
 #   OUT/stamp       the kernel version, written last; its presence means done
 # Usage: build-guest.sh OUT_DIR. Quick no-op when OUT/stamp is newer than
-# this script and init. Needs apt-get (download only), dpkg-deb, objcopy,
+# this script, init and the two programs. Needs apt-get (download only), dpkg-deb, objcopy,
 # cpio, busybox-static.
 set -euo pipefail
 
@@ -18,7 +19,8 @@ out=$1
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -f "$out/stamp" ] && [ "$out/stamp" -nt "$here/build-guest.sh" ] &&
-   [ "$out/stamp" -nt "$here/init" ]; then
+   [ "$out/stamp" -nt "$here/init" ] && [ "$out/stamp" -nt "$here/cpu-online.c" ] &&
+   [ "$out/stamp" -nt "$here/mem-load.c" ]; then
 	exit 0
 fi
 
@@ -94,6 +96,9 @@ install -m 0755 "$here/init" "$root/init"
 # The guest's udev: onlines hot-plugged vCPUs as the kernel announces them.
 ${CC:-gcc} -static -O2 -Wall -Wextra -Werror -o "$root/bin/cpu-online" "$here/cpu-online.c" ||
 	die "cannot build cpu-online (static glibc: libc6-dev)"
+# The guest's memory load ("alloc N [RATE]", "free").
+${CC:-gcc} -static -O2 -Wall -Wextra -Werror -o "$root/bin/mem-load" "$here/mem-load.c" ||
+	die "cannot build mem-load (static glibc: libc6-dev)"
 
 mkdir -p "$out"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$out/initrd.img.tmp"

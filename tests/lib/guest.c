@@ -80,9 +80,16 @@ int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct 
 int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
 		     const char *extra, struct tg_guest *g, char *msg, size_t msglen)
 {
+	return tg_start_template(vc, prefix, metadata, getenv("VMACT_GUEST_TEMPLATE"), extra, g,
+				 msg, msglen);
+}
+
+int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata,
+		      const char *tplpath, const char *extra, struct tg_guest *g, char *msg,
+		      size_t msglen)
+{
 	/* Atomic: guests may be started side by side (tg_start_each). */
 	static _Atomic unsigned counter;
-	const char *tplpath = getenv("VMACT_GUEST_TEMPLATE");
 	char guestdir[PATH_MAX], meta[8192];
 	char *tpl, *xml;
 
@@ -152,9 +159,16 @@ bool tg_report(const struct tg_guest *g, struct tg_report *r)
 	for (p = buf; p < buf + n; p++)
 		if (!strncmp(p, "VMACT seq=", 10))
 			last = p;
-	if (last)
-		ok = sscanf(last, "VMACT seq=%lu cpus=%u memtotal_kb=%lu busy=%u", &r->seq,
-			    &r->cpus, &r->memtotal_kb, &r->busy) == 4;
+	if (last) {
+		int tail = 0;
+
+		memset(r, 0, sizeof(*r));
+		ok = sscanf(last, "VMACT seq=%lu cpus=%u memtotal_kb=%lu busy=%u%n", &r->seq,
+			    &r->cpus, &r->memtotal_kb, &r->busy, &tail) == 4;
+		r->has_mem = ok && tail > 0 &&
+			     sscanf(last + tail, " avail_kb=%lu alloc_mb=%lu oom=%lu majflt=%lu",
+				    &r->avail_kb, &r->alloc_mb, &r->oom, &r->majflt) == 4;
+	}
 	return ok;
 }
 

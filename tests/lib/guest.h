@@ -5,9 +5,11 @@
  * the guest reports on its serial log, send it commands, destroy it.
  *
  * Guest protocol (tests/guest/init): the serial log gets a line
- * "VMACT seq=<n> cpus=<online> memtotal_kb=<kb> busy=<n>" every 200 ms;
- * the control socket accepts "busy <n>\n", "idle\n", "cpu-online off|on\n" and
- * "mem-hold on|off\n" (tests/guest/init).
+ * "VMACT seq=<n> cpus=<online> memtotal_kb=<kb> busy=<n>" every 200 ms,
+ * followed by " avail_kb=<kb> alloc_mb=<MiB> oom=<n> majflt=<n>" once the
+ * guest was told to allocate; the control socket accepts "busy <n>\n", "idle\n",
+ * "cpu-online off|on\n", "mem-hold on|off\n", "alloc <MiB> [<MiB/s>]\n" and
+ * "free\n" (tests/guest/init).
  *
  * Environment: VMACT_GUEST_DIR (default build/guest) holds vmlinuz and
  * initrd.img; VMACT_GUEST_TEMPLATE (default tests/guest/domain.xml.in);
@@ -46,6 +48,11 @@ struct tg_report {
 	unsigned cpus;
 	unsigned long memtotal_kb;
 	unsigned busy;
+	/* From the guest's first "alloc" on (has_mem): MemAvailable, the MiB
+	 * its allocations hold, the OOM killer's kills and the major faults
+	 * since boot. */
+	bool has_mem;
+	unsigned long avail_kb, alloc_mb, oom, majflt;
 };
 
 /* Replaces every @KEY@ of the template (kv: KEY, value, ..., NULL). */
@@ -70,6 +77,12 @@ int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct 
  * side with different command lines. */
 int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
 		     const char *extra, struct tg_guest *g, char *msg, size_t msglen);
+
+/* The same from the domain template tplpath (NULL or "": the default
+ * one), for guests started side by side from different templates. */
+int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata,
+		      const char *tplpath, const char *extra, struct tg_guest *g, char *msg,
+		      size_t msglen);
 
 /* Runs start(0) .. start(n - 1) each in a thread of its own and waits for
  * all: libvirt starts the QEMUs side by side (one after the other, each
