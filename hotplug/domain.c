@@ -56,14 +56,37 @@ int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *
 			out->caches_kib = st[i].val;
 			out->has_caches = true;
 			break;
+		case VIR_DOMAIN_MEMORY_STAT_UNUSED:
+			out->unused_kib = st[i].val;
+			out->has_unused = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_SWAP_IN:
+			out->swap_in_kib = st[i].val;
+			out->has_swap = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_SWAP_OUT:
+			out->swap_out_kib = st[i].val;
+			out->has_swap = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_MAJOR_FAULT:
+			out->major_faults = st[i].val;
+			out->has_faults = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_MINOR_FAULT:
+			out->minor_faults = st[i].val;
+			out->has_faults = true;
+			break;
+		case VIR_DOMAIN_MEMORY_STAT_LAST_UPDATE:
+			out->last_update = st[i].val;
+			break;
 		default:
 			break;
 		}
 	}
 	if (!has_total || !has_avail)
 		return vmact_err_set(err, ENODATA,
-				     "the guest reports no %s (needs a virtio balloon with a stats "
-				     "period and the guest's balloon driver)",
+				     "the guest reports no %s: no virtio balloon, a stats period "
+				     "of 0, or no balloon driver in the guest",
 				     !has_total ? "'available' (MemTotal) memory statistic"
 						: "'usable' (MemAvailable) memory statistic");
 	return 0;

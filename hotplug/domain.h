@@ -18,12 +18,23 @@ virDomainPtr hp_domain_lookup(struct hp_conn *c, const char *uuid, struct vmact_
 
 /* The guest's own view of its memory, from the balloon driver's statistics
  * (virDomainMemoryStats). Needs <memballoon model='virtio'> with a
- * <stats period='N'/> and the guest's virtio_balloon driver. */
+ * <stats period='N'/> and the guest's virtio_balloon driver. Only total
+ * and available are required; each has_ says whether the guest sent the
+ * others (older drivers send fewer). */
 struct hp_mem_stats {
 	uint64_t total_kib;     /* VIR_DOMAIN_MEMORY_STAT_AVAILABLE: MemTotal */
 	uint64_t available_kib; /* VIR_DOMAIN_MEMORY_STAT_USABLE: MemAvailable */
 	bool has_caches;
 	uint64_t caches_kib;    /* VIR_DOMAIN_MEMORY_STAT_DISK_CACHES */
+	bool has_unused;
+	uint64_t unused_kib;    /* VIR_DOMAIN_MEMORY_STAT_UNUSED: MemFree */
+	bool has_swap;
+	uint64_t swap_in_kib, swap_out_kib; /* since the guest booted */
+	bool has_faults;
+	uint64_t major_faults, minor_faults; /* since the guest booted */
+	/* When QEMU last received statistics (Unix time, whole seconds); 0:
+	 * not reported. It stands still when the guest stopped sending. */
+	uint64_t last_update;
 };
 
 /* -ENODATA (with a message saying which statistic is missing) when the
