@@ -134,6 +134,49 @@ void ctl_render_event(FILE *f, const json_t *ev, unsigned width)
 	put_line(f, line, width);
 }
 
+static double num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/* Where the CPU and memory figures come from, with the memory's. */
+static void render_evidence(FILE *f, const json_t *e)
+{
+	const json_t *m = json_object_get(e, "memory"), *b = json_object_get(m, "balloon"),
+		     *d = json_object_get(m, "decision"), *cpu = json_object_get(e, "cpu");
+	const double MiB = 1024.0 * 1024.0;
+
+	if (!json_is_object(e))
+		return;
+	fprintf(f, "Evidence:    CPU from %s; memory (%s policy) from %s; shrinks approved by %s\n",
+		json_is_string(json_object_get(cpu, "source")) ? str(cpu, "source") : "nothing",
+		str(m, "policy"), str(m, "source"),
+		strcmp(str(e, "approval"), "host") ? str(e, "approval") : "the host");
+	if (json_is_string(json_object_get(m, "reason")))
+		fprintf(f, "  memory:    none: %s\n", str(m, "reason"));
+	if (json_is_object(b)) {
+		fprintf(f, "  balloon:   MemTotal %.0f MiB, available %.0f MiB", num(b, "total_bytes") / MiB,
+			num(b, "available_bytes") / MiB);
+		if (json_is_number(json_object_get(b, "disk_caches_bytes")))
+			fprintf(f, ", caches %.0f MiB", num(b, "disk_caches_bytes") / MiB);
+		if (json_is_number(json_object_get(b, "major_faults")))
+			fprintf(f, ", %.0f major faults", num(b, "major_faults"));
+		if (json_is_number(json_object_get(b, "swap_in_bytes")))
+			fprintf(f, ", swap in/out %.0f/%.0f MiB", num(b, "swap_in_bytes") / MiB,
+				num(b, "swap_out_bytes") / MiB);
+		fprintf(f, "\n");
+	}
+	if (json_is_object(d))
+		fprintf(f, "  decision:  %s, uses %.0f MiB, growing %.0f MiB/s, %.0f major faults/s, "
+			   "headroom %.0f MiB, goal %.0f MiB\n",
+			str(d, "class"), num(d, "used_bytes") / MiB, num(d, "growth_bytes_per_s") / MiB,
+			num(d, "major_faults_per_s"), num(d, "headroom_bytes") / MiB,
+			num(d, "goal_bytes") / MiB);
+	if (json_is_number(json_object_get(m, "kept_by_guest_s")))
+		fprintf(f, "  memory:    kept by the guest; asked again in %.0f s\n",
+			num(m, "kept_by_guest_s"));
+}
+
 void ctl_render_show(FILE *f, const json_t *vm)
 {
 	const json_t *b = json_object_get(vm, "bounds"), *p = json_object_get(vm, "policy"),
@@ -184,10 +227,11 @@ void ctl_render_show(FILE *f, const json_t *vm)
 		json_is_string(json_object_get(s, "url")) ? str(s, "url") : "",
 		json_is_true(json_object_get(s, "request_pending")) ? " (request pending)" : "");
 	if (strcmp(str(m, "kind"), "none") == 0)
-		fprintf(f, "Monitor:     none (the VM is scaled up only)\n");
+		fprintf(f, "Monitor:     none (the host's own evidence approves its shrinks)\n");
 	else
 		fprintf(f, "Monitor:     %s at %s, %s\n", str(m, "kind"), str(m, "endpoint"),
 			json_is_true(json_object_get(m, "connected")) ? "connected" : "not connected");
+	render_evidence(f, json_object_get(vm, "evidence"));
 	if (json_is_object(lc)) {
 		fmt_time(json_number_value(json_object_get(lc, "time")), false, when, sizeof(when));
 		fprintf(f, "Last change: %s %s\n", when, str(lc, "reason"));

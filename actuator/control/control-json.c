@@ -37,6 +37,41 @@ static json_t *opt_real(bool has, double v)
 	return has ? json_real(v) : json_null();
 }
 
+static json_t *opt_u64(bool has, uint64_t v)
+{
+	return has ? json_integer((json_int_t)v) : json_null();
+}
+
+/* Where the policies' figures come from, and the memory's figures. */
+static json_t *evidence(const struct act_vm_view *v)
+{
+	json_t *bal = json_null(), *dec = json_null(), *mem;
+
+	if (v->has_balloon)
+		bal = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "total_bytes",
+				(json_int_t)v->balloon.total, "available_bytes",
+				(json_int_t)v->balloon.available, "unused_bytes",
+				opt_u64(v->balloon.has_unused, v->balloon.unused), "disk_caches_bytes",
+				opt_u64(v->balloon.has_caches, v->balloon.caches), "swap_in_bytes",
+				opt_u64(v->balloon.has_swap, v->balloon.swap_in), "swap_out_bytes",
+				opt_u64(v->balloon.has_swap, v->balloon.swap_out), "major_faults",
+				opt_u64(v->balloon.has_faults, v->balloon.major_faults), "last_update",
+				opt_u64(v->balloon.last_update != 0, v->balloon.last_update));
+	if (v->has_mem_dec)
+		dec = json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f}", "class", v->mem_class, "goal_bytes",
+				(json_int_t)v->mem_goal, "used_bytes", (json_int_t)v->mem_used,
+				"headroom_bytes", (json_int_t)v->mem_headroom, "growth_bytes_per_s",
+				v->mem_growth, "major_faults_per_s", v->mem_fault_rate,
+				"swap_in_bytes_per_s", v->mem_swap_in_rate);
+	mem = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "policy", v->mem_policy ? v->mem_policy : "neon",
+			"source", v->mem_source ? v->mem_source : "none", "reason",
+			v->mem_why[0] ? json_string(v->mem_why) : json_null(), "balloon", bal,
+			"decision", dec, "kept_by_guest_s", opt_u64(v->mem_kept_s != 0, v->mem_kept_s));
+	return json_pack("{s:s,s:{s:o},s:o}", "approval", v->approval ? v->approval : "host", "cpu",
+			 "source", v->cpu_source ? json_string(v->cpu_source) : json_null(), "memory",
+			 mem);
+}
+
 json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s}", "name", v->name, "uuid", v->uuid, "state",
@@ -90,6 +125,7 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 							     : json_null(),
 				      "connected", v->monitor_connected));
 	json_object_set_new(o, "resizing", json_boolean(v->resizing));
+	json_object_set_new(o, "evidence", evidence(v));
 	return o;
 }
 

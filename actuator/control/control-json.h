@@ -59,6 +59,25 @@ struct act_vm_view {
 	char monitor_endpoint[512];
 	bool monitor_connected;
 	bool resizing;
+
+	/* The evidence (show): who approves a shrink, where the CPU and the
+	 * memory figures come from, and the memory policy's last decision. */
+	const char *approval;        /* "vm-monitor", "informant" or "host" */
+	const char *cpu_source;      /* "BPF", "BPF, guest metrics"; NULL: none */
+	const char *mem_policy;      /* "host" (actuator/policy/mem-demand.h) or "neon" */
+	const char *mem_source;      /* "balloon stats", "guest metrics" or "none" */
+	char mem_why[320];           /* mem_source "none": why */
+	bool has_balloon;
+	struct {
+		uint64_t total, available, unused, caches, swap_in, swap_out;
+		uint64_t major_faults, last_update;
+		bool has_unused, has_caches, has_swap, has_faults;
+	} balloon;                   /* bytes, except the counts and last_update */
+	bool has_mem_dec;
+	const char *mem_class;       /* "ok", "filling", "short" */
+	uint64_t mem_goal, mem_used, mem_headroom;
+	double mem_growth, mem_fault_rate, mem_swap_in_rate; /* per second */
+	uint64_t mem_kept_s;         /* the guest kept its memory: no shrink for this long */
 };
 
 json_t *act_json_vm(const struct act_vm_view *v, bool detail);

@@ -42,6 +42,9 @@ _Static_assert(ACT_LFC_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits dif
 
 /* The agent's LFC period; its system period is sampler.interval_ms. */
 #define LFC_INTERVAL_USEC (15ULL * 1000000ULL)
+/* The balloon of a VM without an approver: the figures of a guest whose
+ * stats period is 1 s (the recommended one), as they come. */
+#define MEM_INTERVAL_USEC (1ULL * 1000000ULL)
 /* The first system scrape after a random 0-4 s, so VMs started together
  * do not scrape together (the agent's jitter). */
 #define FIRST_JITTER_USEC (4ULL * 1000000ULL)
@@ -66,6 +69,11 @@ enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r)
 	case HP_POLICY_SHRINK_UNPLUG:
 		return ACT_CPU_SHRINK_UNPLUG;
 	default:
+		/* An unplug loses the way back up on some hosts
+		 * (doc/vcpu-unplug.md): a VM whose shrinks nobody approves
+		 * unplugs only when its own metadata asks. */
+		if (!r->approver && !r->api_vm)
+			return ACT_CPU_SHRINK_QUOTA;
 		return r->env->cfg->cpu_shrink;
 	}
 }
@@ -152,7 +160,21 @@ static bool decide_cpu(struct act_runner *r)
 	r->last_cls = dec.cls;
 	log_info("%s: cpu %s", r->name, why);
 	act_cpu_decision_reason(&dec, r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu, r->last_reason, sizeof(r->last_reason));
-	act_event(r->env->events, r->name, ACT_EV_DECISION, json_pack("{s:s,s:I,s:f,s:f}", "class", act_cpu_class_name(dec.cls), "goal_milli_cpu", (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus", dec.demand), "%s", r->last_reason);
+	/* The evidence: the sampler's figures of the vCPU threads, and the
+	 * guest's load1 where it set the floor. */
+	{
+		const char *src = dec.has_guest_load ? "BPF, guest metrics" : "BPF";
+		size_t n = strlen(r->last_reason);
+
+		snprintf(r->last_reason + n, sizeof(r->last_reason) - n, " (%s)", src);
+		act_event(r->env->events, r->name, ACT_EV_DECISION,
+			  json_pack("{s:s,s:s,s:I,s:f,s:f,s:s,s:s}", "resource", "cpu", "class",
+				    act_cpu_class_name(dec.cls), "goal_milli_cpu",
+				    (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus",
+				    dec.demand, "source", src, "approval",
+				    r->approver ? act_approver_name(r->approver) : "host"),
+			  "%s", r->last_reason);
+	}
 	act_state_update_cpu_goal(&r->st, true, dec.goal_milli);
 	return true;
 }
@@ -167,21 +189,27 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 	m.load5 = rd->loadavg[1];
 	if (r->has_guest) {
 		m = r->guest;
-	} else if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
-	    ms.total_kib >= ms.available_kib) {
+	} else if (r->host_mem ? act_runner_mem_stats(r, &ms)
+			       : (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
+				  ms.total_kib >= ms.available_kib)) {
+		/* A VM without an approver has its balloon read every second
+		 * (memory.c): the latest reading. */
 		m.memory_usage_bytes = (double)(ms.total_kib - ms.available_kib) * 1024.0 +
 				       (double)MEM_USAGE_PAD;
 		m.memory_cached_bytes = ms.has_caches ? (double)ms.caches_kib * 1024.0 : 0.0;
-		if (r->mem_absent_logged)
-			log_info("%s: guest memory statistics available again", r->name);
-		r->mem_absent_logged = false;
+		if (!r->host_mem) {
+			r->balloon = ms;
+			r->has_balloon = true;
+			act_runner_mem_absent(r, NULL);
+		}
 	} else {
 		m.memory_absent = true;
-		if (!r->mem_absent_logged)
-			log_warning("%s: no guest memory statistics (%s): memory does not drive "
-				    "scaling and the VM's memory is never scaled down",
-				    r->name, err.msg[0] ? err.msg : "implausible figures");
-		r->mem_absent_logged = true;
+		/* memory.c says it for a VM it sizes */
+		if (!r->host_mem) {
+			r->has_balloon = false;
+			act_runner_mem_absent(r, err.msg[0] ? err.msg
+						       : "MemAvailable above MemTotal");
+		}
 	}
 	vmact_err_reset(&err);
 	if (act_state_update_system_metrics(&r->st, &m, &err) < 0) {
@@ -190,6 +218,18 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 	}
 	log_debug("%s: load1 %.2f load5 %.2f memory %s (%s)", r->name, m.load1, m.load5,
 		  m.memory_absent ? "unknown" : "known", r->has_guest ? "guest" : "host");
+}
+
+/* Every second, a VM without an approver: its balloon's statistics (a
+ * libvirt call that waits for a resize in progress, so none meanwhile). */
+static int on_mem_tick(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner *r = ud;
+
+	sd_event_source_set_time(s, usec + MEM_INTERVAL_USEC);
+	if (!r->hp_busy && act_runner_mem_read(r))
+		act_runner_evaluate(r);
+	return 0;
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
@@ -297,6 +337,9 @@ static void on_guest_system(void *ud, const struct ag_exporter_result *res)
 		.memory_cached_bytes = res->system->memory_cached_bytes,
 	};
 	act_cpu_demand_guest_load(&r->demand, true, res->system->load1);
+	/* Memory from the guest's figures where the balloon has none. */
+	if (act_runner_mem_guest(r, &r->guest))
+		act_runner_evaluate(r);
 	/* The Neon policy reads these at its next metrics tick; the reactive
 	 * one at its next policy tick. */
 }
@@ -430,6 +473,7 @@ void act_runner_metrics_free(struct act_runner *r)
 
 	act_scrape_proxy_free(r->gm_proxy);
 	r->gm_proxy = NULL;
+	r->mem_timer = sd_event_source_disable_unref(r->mem_timer);
 
 	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
 		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
@@ -464,6 +508,13 @@ int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err)
 					 1000, on_tick, r);
 	if (ret >= 0)
 		ret = sd_event_source_set_enabled(r->metrics, SD_EVENT_ON);
+	if (ret >= 0 && r->host_mem) {
+		/* The first reading at once: the figures before any decision. */
+		ret = sd_event_add_time_relative(r->env->event, &r->mem_timer, CLOCK_MONOTONIC, 0,
+						 1000, on_mem_tick, r);
+		if (ret >= 0)
+			ret = sd_event_source_set_enabled(r->mem_timer, SD_EVENT_ON);
+	}
 	if (ret < 0)
 		return vmact_err_set(err, -ret, "cannot add the metrics timer: %s", strerror(-ret));
 	return 0;

@@ -9,6 +9,7 @@
 
 #include "actuator/runner/runner-priv.h"
 #include "base/log.h"
+#include "base/quantity.h"
 
 /* How long a guest that kept its memory is left alone: doubling from a
  * minute to 16 minutes. */
@@ -78,24 +79,35 @@ static void hp_finish(struct act_runner *r)
 	act_runner_fmt_res(b, sizeof(b), got);
 	if (r->hp_failed) {
 		/* The same failure on every retry (a VM whose vCPUs libvirt
-		 * refuses to touch) is logged once, then at debug level. */
-		vmact_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
+		 * refuses to touch) is logged once, then at debug level; a
+		 * guest that kept its memory has its one line below. */
+		vmact_log(strcmp(r->hp_error, r->last_hp_error) && !r->mem_refused ? LOG_WARNING
+										  : LOG_DEBUG,
 			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
 		snprintf(r->last_hp_error, sizeof(r->last_hp_error), "%s", r->hp_error);
 		act_event(r->env->events, r->name, ACT_EV_ERROR, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes), "resize to %s failed: %s; the VM has %s", a, r->hp_error, b);
 	} else {
 		log_info("%s: resized to %s", r->name, b);
 		act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes, "vcpus", (json_int_t)(r->have_state ? hp_state_vcpus(&r->hp_state) : 0)), "resized to %s", b);
-		act_runner_note_change(r, b);
+		act_runner_note_change(r, &r->st.using_, &got, b);
 		r->last_hp_error[0] = 0;
 	}
 	if (r->mem_refused) {
 		/* Asking again at once would find the guest as it is: wait,
-		 * longer each time it refuses. The VM may still grow. */
+		 * longer each time it refuses. The VM may still grow. Said
+		 * once while it keeps refusing. */
+		char want[32], kept[32];
+		bool first = !r->mem_hold_s;
+
 		r->mem_hold_s = act_runner_mem_hold_next(r->mem_hold_s);
 		r->mem_hold_until = act_runner_now_ns(r) + ACT_SEC(r->mem_hold_s);
-		log_warning("%s: the guest kept its memory; not asking for memory back for %u s",
-			    r->name, r->mem_hold_s);
+		vmact_quantity_format_bytes(r->plan.target.mem_bytes, want, sizeof(want));
+		vmact_quantity_format_bytes(got.mem_bytes, kept, sizeof(kept));
+		vmact_log(first ? LOG_WARNING : LOG_DEBUG,
+			  "%s: the guest kept its memory (asked to go to %s; its driver could not "
+			  "unplug it): left at %s, asked again in %u s, the wait doubling to %u s "
+			  "while it keeps refusing",
+			  r->name, want, kept, r->mem_hold_s, MEM_HOLD_MAX_S);
 	} else if (!r->hp_failed && r->plan.target.mem_bytes < r->st.using_.mem_bytes) {
 		r->mem_hold_s = 0;
 	}
@@ -107,6 +119,10 @@ static void hp_finish(struct act_runner *r)
 	act_runner_note_hotplug_done(r, &got, r->hp_failed);
 	if (act_hotplug_finished(&r->st, act_runner_now_ns(r), &got, r->hp_failed, &err) < 0)
 		log_error("%s: %s", r->name, err.msg);
+	/* The memory's samples before now describe another size. */
+	for (unsigned i = 0; i < r->plan.n; i++)
+		if (r->plan.steps[i].kind == ACT_STEP_MEM)
+			act_runner_mem_resized(r);
 	act_runner_evaluate(r);
 }
 
@@ -208,8 +224,10 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 		.max = r->st.max,
 		.has_permit = r->st.plugin.has_permit,
 		.permit = r->st.plugin.permit,
-		.has_approved = r->st.monitor.active,
-		.approved = r->st.monitor.approved,
+		/* The monitor's approval, or where the host approves, min. */
+		.has_approved = r->st.monitor.active || r->st.host_approves.cpu ||
+				r->st.host_approves.mem,
+		.approved = act_hotplug_lower(&r->st),
 	};
 	struct vmact_resources target = a->hotplug.target;
 	struct vmact_err err = { 0 };

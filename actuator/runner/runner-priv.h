@@ -14,6 +14,8 @@
 
 #include "actuator/guestd/approver.h"
 #include "actuator/policy/cpu-demand.h"
+#include "actuator/policy/mem-demand.h"
+#include "hotplug/domain.h"
 #include "actuator/control/events.h"
 #include "actuator/metrics/metrics.h"
 #include "actuator/runner/runner.h"
@@ -45,7 +47,7 @@ struct act_runner {
 	pid_t pid;
 	uint32_t quota_milli;   /* last quota written (0 = none yet) */
 	bool sampler_registered;
-	bool mem_absent_logged, load_error_logged;
+	bool load_error_logged;
 	/* Said once: the sampler's thread table was full for this VM. */
 	bool untracked_logged;
 
@@ -74,7 +76,26 @@ struct act_runner {
 	struct ag_plugin_client *plugin;
 	bool plugin_busy;
 
-	/* The vm-monitor or the informant; NULL: scaled up only. */
+	/* The memory of a VM without an approver, sized on the host's own
+	 * evidence (memory.c; actuator/policy/mem-demand.h): the balloon's
+	 * statistics, read every second, or the guest's exporter. */
+	bool host_mem;
+	sd_event_source *mem_timer;   /* readings.c: every second */
+	struct act_mem_policy mem_policy;
+	struct act_mem_demand mem_demand;
+	bool has_mem_dec;
+	struct act_mem_decision mem_dec;
+	bool has_balloon;             /* the last reading had figures */
+	struct hp_mem_stats balloon;  /* that reading */
+	uint64_t balloon_update;      /* its last_update (QEMU's, Unix s) */
+	act_time_t balloon_update_at; /* when that last_update was first seen */
+	uint64_t balloon_fence;       /* samples up to this last_update predate a resize */
+	/* Why there are no memory figures ("": there are), said once. */
+	char mem_absent[VMACT_ERR_MSG_MAX];
+	char last_mem_reason[ACT_EVENT_TEXT_MAX];
+
+	/* The vm-monitor or the informant; NULL: the host's own evidence
+	 * approves its shrinks (doc/policy.md, "Without an agent"). */
 	struct act_approver *approver;
 	bool approver_busy;  /* an upscale notification or downscale request is pending */
 	bool held_logged;    /* "holding a resize" said since the approver last changed */
@@ -141,9 +162,11 @@ void act_runner_evaluate(struct act_runner *r);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */
 int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
 
-/* runner-view.c: records a finished resize to `what` as the last change,
- * with the last decision's reason. */
-void act_runner_note_change(struct act_runner *r, const char *what);
+/* runner-view.c: records a finished resize from `from` to `to` (written
+ * `what`) as the last change, with the reasons of the last CPU and memory
+ * decisions for the parts that moved. */
+void act_runner_note_change(struct act_runner *r, const struct vmact_resources *from,
+			    const struct vmact_resources *to, const char *what);
 
 /* runner-plugin.c */
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);
@@ -175,6 +198,20 @@ void act_runner_note_hotplug_start(struct act_runner *r);
 void act_runner_note_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
 				  bool failed);
 void act_runner_note_failure(struct act_runner *r, enum act_metric_failure kind);
+
+/* memory.c: the memory of a VM without an approver. start: the policy for
+ * the VM's compute unit. read: the balloon's statistics now (a new sample
+ * fed to the policy); guest: the exporter's figures, used when the balloon
+ * has none. Both return true when the memory goal changed (the caller
+ * evaluates). resized: samples before now describe another size. stats:
+ * the latest balloon figures (false: none), for the Neon policy's inputs.
+ * absent: no memory figures for why (NULL: figures again); said once. */
+void act_runner_mem_start(struct act_runner *r);
+bool act_runner_mem_read(struct act_runner *r);
+bool act_runner_mem_guest(struct act_runner *r, const struct act_system_metrics *g);
+void act_runner_mem_resized(struct act_runner *r);
+bool act_runner_mem_stats(const struct act_runner *r, struct hp_mem_stats *out);
+void act_runner_mem_absent(struct act_runner *r, const char *why);
 
 /* runner-metrics.c */
 int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err);

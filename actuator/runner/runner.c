@@ -441,8 +441,18 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		ret = start_approver(r, err);
 	if (ret < 0)
 		goto fail;
+	/* Nobody in the guest to ask (doc/policy.md, "Without an agent"):
+	 * the host's own evidence shrinks the CPU by its quota and, through
+	 * virtio-mem (the guest's driver refuses what it cannot give back),
+	 * the memory. A DIMM unplug has crashed QEMU: those stay. */
+	act_state_set_host_approval(&r->st, !r->approver,
+				    !r->approver && r->meta.method == HP_METHOD_VIRTIO_MEM);
+	act_runner_mem_start(r);
 	if (!r->approver)
-		log_info("%s: no vm-monitor endpoint: the VM is scaled up only", r->name);
+		log_info("%s: no vm-monitor or informant: scaled both ways on the host's own "
+			 "evidence (CPU by its quota from BPF, memory%s from the balloon's "
+			 "statistics)",
+			 r->name, r->meta.method == HP_METHOD_VIRTIO_MEM ? "" : " growth only");
 	ret = act_runner_metrics_start(r, err);
 	if (ret < 0)
 		goto fail;

@@ -7,14 +7,25 @@
 
 #include "actuator/control/control-json.h"
 #include "actuator/runner/runner-priv.h"
+#include "base/time.h"
 
-void act_runner_note_change(struct act_runner *r, const char *what)
+void act_runner_note_change(struct act_runner *r, const struct vmact_resources *from,
+			    const struct vmact_resources *to, const char *what)
 {
+	bool cpu = from->milli_cpu != to->milli_cpu && r->last_reason[0];
+	bool mem = from->mem_bytes != to->mem_bytes && r->last_mem_reason[0];
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->last_change_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-	if (r->last_reason[0])
+	/* The decision behind each part that moved. */
+	if (cpu && mem)
+		snprintf(r->last_change, sizeof(r->last_change), "to %.60s: %.125s; %.125s", what,
+			 r->last_reason, r->last_mem_reason);
+	else if (cpu || mem)
+		snprintf(r->last_change, sizeof(r->last_change), "to %.80s: %.230s", what,
+			 cpu ? r->last_reason : r->last_mem_reason);
+	else if (r->last_reason[0])
 		snprintf(r->last_change, sizeof(r->last_change), "to %.80s: %.230s", what, r->last_reason);
 	else
 		snprintf(r->last_change, sizeof(r->last_change), "to %s", what);
@@ -72,4 +83,46 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 		 r->meta.informant[0] ? r->meta.informant : r->meta.monitor);
 	v->monitor_connected = r->st.monitor.active;
 	v->resizing = r->hp_busy;
+
+	v->approval = r->approver ? act_approver_name(r->approver) : "host";
+	if (r->sampler_registered)
+		v->cpu_source = r->dec.has_guest_load ? "BPF, guest metrics" : "BPF";
+	v->mem_policy = r->host_mem ? "host" : "neon";
+	v->mem_source = r->has_guest ? "guest metrics" : r->has_balloon ? "balloon stats" : "none";
+	if (!strcmp(v->mem_source, "none"))
+		snprintf(v->mem_why, sizeof(v->mem_why), "%.300s",
+			 r->mem_absent[0] ? r->mem_absent : "not read yet");
+	v->has_balloon = r->has_balloon;
+	if (r->has_balloon) {
+		const struct hp_mem_stats *b = &r->balloon;
+
+		v->balloon.total = b->total_kib * 1024u;
+		v->balloon.available = b->available_kib * 1024u;
+		v->balloon.unused = b->unused_kib * 1024u;
+		v->balloon.caches = b->caches_kib * 1024u;
+		v->balloon.swap_in = b->swap_in_kib * 1024u;
+		v->balloon.swap_out = b->swap_out_kib * 1024u;
+		v->balloon.major_faults = b->major_faults;
+		v->balloon.last_update = b->last_update;
+		v->balloon.has_unused = b->has_unused;
+		v->balloon.has_caches = b->has_caches;
+		v->balloon.has_swap = b->has_swap;
+		v->balloon.has_faults = b->has_faults;
+	}
+	v->has_mem_dec = r->has_mem_dec;
+	if (r->has_mem_dec) {
+		v->mem_class = act_mem_class_name(r->mem_dec.cls);
+		v->mem_goal = r->st.has_mem_goal ? r->st.mem_goal_bytes : r->mem_dec.goal;
+		v->mem_used = r->mem_dec.used;
+		v->mem_headroom = r->mem_dec.headroom;
+		v->mem_growth = r->mem_dec.growth;
+		v->mem_fault_rate = r->mem_dec.fault_rate;
+		v->mem_swap_in_rate = r->mem_dec.swap_in_rate;
+	}
+	{
+		act_time_t now = (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
+
+		if (r->mem_hold_s && r->mem_hold_until > now)
+			v->mem_kept_s = (uint64_t)((r->mem_hold_until - now) / ACT_SEC(1)) + 1;
+	}
 }

@@ -159,7 +159,12 @@ static void test_policy_selection(void **state)
 	cfg.cpu_policy = ACT_CPU_POLICY_NEON;
 	cfg.cpu_shrink = ACT_CPU_SHRINK_UNPLUG;
 	assert_int_equal(act_runner_cpu_policy(&r), ACT_CPU_POLICY_NEON);
+	/* The host's "unplug" is for VMs whose shrinks an approver allows:
+	 * one without keeps its vCPUs unless its own metadata asks. */
+	assert_int_equal(act_runner_cpu_shrink(&r), ACT_CPU_SHRINK_QUOTA);
+	r.approver = (struct act_approver *)&r; /* only compared with NULL */
 	assert_int_equal(act_runner_cpu_shrink(&r), ACT_CPU_SHRINK_UNPLUG);
+	r.approver = NULL;
 	r.meta.policy_cpu = HP_POLICY_CPU_REACTIVE;
 	r.meta.policy_shrink = HP_POLICY_SHRINK_QUOTA;
 	assert_int_equal(act_runner_cpu_policy(&r), ACT_CPU_POLICY_REACTIVE);
