@@ -142,7 +142,8 @@ bool act_mem_demand_decide(struct act_mem_demand *d, const struct act_mem_policy
 				      : 0;
 		if (first->has_paging && last->has_paging) {
 			out->fault_rate = rate(first->major_faults, last->major_faults, seconds);
-			out->swap_in_rate = rate(first->swap_in_bytes, last->swap_in_bytes, seconds);
+			out->swap_in_rate = rate(first->swap_in_bytes, last->swap_in_bytes,
+						 seconds);
 		}
 	}
 	overhead = last->total ? (last->plugged > last->total ? last->plugged - last->total : 0)

@@ -49,30 +49,30 @@ enum act_mem_source {
 const char *act_mem_source_name(enum act_mem_source s);
 
 struct act_mem_policy {
-	uint64_t headroom_min;  /* bytes free at least (128 MiB) */
-	double headroom_share;  /* of what the guest uses (0.25) */
-	int64_t lead;           /* ns a growing use is projected ahead (5 s) */
-	int64_t trend_window;   /* ns the rates are taken over (3 s) */
-	int64_t down_tau;       /* ns, slow average of use (20 s) */
-	int64_t down_hold;      /* ns the shrink goal must hold (15 s) */
-	double fault_rate;      /* major faults a second that mean short (100) */
-	double swap_in_rate;    /* swap-in bytes a second that mean short (1 MiB) */
-	uint64_t overhead;      /* plugged - MemTotal without a MemTotal (100 MiB) */
-	uint64_t unit;          /* goals in whole units (the compute unit's memory) */
+	uint64_t headroom_min; /* bytes free at least (128 MiB) */
+	double headroom_share; /* of what the guest uses (0.25) */
+	int64_t lead;          /* ns a growing use is projected ahead (5 s) */
+	int64_t trend_window;  /* ns the rates are taken over (3 s) */
+	int64_t down_tau;      /* ns, slow average of use (20 s) */
+	int64_t down_hold;     /* ns the shrink goal must hold (15 s) */
+	double fault_rate;     /* major faults a second that mean short (100) */
+	double swap_in_rate;   /* swap-in bytes a second that mean short (1 MiB) */
+	uint64_t overhead;     /* plugged - MemTotal without a MemTotal (100 MiB) */
+	uint64_t unit;         /* goals in whole units (the compute unit's memory) */
 };
 
 void act_mem_policy_defaults(struct act_mem_policy *p);
 
 /* One reading of the guest's memory. */
 struct act_mem_sample {
-	int64_t at;                 /* when it was taken (monotonic ns) */
+	int64_t at; /* when it was taken (monotonic ns) */
 	enum act_mem_source source;
-	uint64_t plugged;           /* the VM's memory (its size) at the time */
-	uint64_t total;             /* MemTotal; 0: the source has none */
-	uint64_t used;              /* MemTotal - MemAvailable */
-	bool has_paging;            /* the two counters below are known */
-	uint64_t major_faults;      /* since boot */
-	uint64_t swap_in_bytes;     /* since boot */
+	uint64_t plugged;       /* the VM's memory (its size) at the time */
+	uint64_t total;         /* MemTotal; 0: the source has none */
+	uint64_t used;          /* MemTotal - MemAvailable */
+	bool has_paging;        /* the two counters below are known */
+	uint64_t major_faults;  /* since boot */
+	uint64_t swap_in_bytes; /* since boot */
 };
 
 #define ACT_MEM_RING 16
@@ -81,9 +81,9 @@ struct act_mem_demand {
 	struct act_mem_sample ring[ACT_MEM_RING];
 	unsigned n, head;
 	bool has_slow;
-	double slow;                /* bytes, slow average of use */
+	double slow; /* bytes, slow average of use */
 	int64_t slow_at;
-	bool below;                 /* shrink goal below the size since below_since */
+	bool below; /* shrink goal below the size since below_since */
 	int64_t below_since;
 };
 
@@ -92,14 +92,14 @@ struct act_mem_decision {
 	enum act_mem_class cls;
 	enum act_mem_source source;
 	uint64_t plugged, total, used;
-	uint64_t headroom;          /* for what the goal is sized on */
-	uint64_t projected;         /* used `lead` ahead */
-	double growth;              /* bytes a second use grew over the span */
-	double fault_rate;          /* major faults a second */
-	double swap_in_rate;        /* swap-in bytes a second */
-	double slow;                /* bytes */
-	int64_t span;               /* ns the rates cover; 0: one sample */
-	uint64_t goal;              /* plugged memory the VM should have now */
+	uint64_t headroom;   /* for what the goal is sized on */
+	uint64_t projected;  /* used `lead` ahead */
+	double growth;       /* bytes a second use grew over the span */
+	double fault_rate;   /* major faults a second */
+	double swap_in_rate; /* swap-in bytes a second */
+	double slow;         /* bytes */
+	int64_t span;        /* ns the rates cover; 0: one sample */
+	uint64_t goal;       /* plugged memory the VM should have now */
 };
 
 void act_mem_demand_init(struct act_mem_demand *d);
