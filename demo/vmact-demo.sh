@@ -14,7 +14,6 @@
 #   VMACT_DEMO_SHORT=1     short phases (the test, tests/integration/test_demo.c)
 #   VMACT_DEMO_BUILD       where vmactd and vmactl are (default: build/)
 #   VMACT_GUEST_DIR        the guest's kernel and initrd (default: build/guest)
-#   VMACT_NODE_PATH        node_modules with `ws` (default: build/npm/node_modules)
 #   VMACT_DEMO_CAPACITY=host  keep the arbiter's capacity at this host's
 #                          (default: declare enough for the guest's 4 CPUs)
 # Everything it creates carries its PID: the domain vmact-demo-PID, the
@@ -24,7 +23,6 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${VMACT_DEMO_BUILD:-$top/build}
 guestdir=${VMACT_GUEST_DIR:-$top/build/guest}
-nodepath=${VMACT_NODE_PATH:-$top/build/npm/node_modules}
 short=${VMACT_DEMO_SHORT:-}
 [ "$short" = 0 ] && short=
 name=vmact-demo-$$
@@ -59,13 +57,12 @@ past() { awk -v t="$1" -v s="$2" -v n="$(now)" 'BEGIN { exit !(n - t >= s) }'; }
 for f in "$build/vmactd" "$build/vmactl" "$guestdir/vmlinuz" "$guestdir/initrd.img"; do
 	[ -e "$f" ] || die "$f is missing: run make demo (it builds vmact and the guest first)"
 done
-for c in virsh socat node; do
+for c in virsh socat; do
 	command -v "$c" >/dev/null || die "$c is missing: run make demo (tests/host/setup-host.sh installs it)"
 done
-[ -d "$nodepath/ws" ] || die "$nodepath/ws is missing: run make demo (tests/host/setup-host.sh installs it)"
 
 tmp=$(mktemp -d "/tmp/$name.XXXXXX") || die "cannot create a temporary directory"
-vmactd_pid="" follow_pid="" monitor_pid="" guest_started="" interrupted=""
+vmactd_pid="" follow_pid="" guest_started="" interrupted=""
 
 # Everything the demo started goes, whichever way it ends. vmactd gets one
 # SIGTERM (it unpins its BPF maps and closes its connections), and SIGKILL
@@ -114,7 +111,6 @@ cleanup() {
 		say "guest $name destroyed"
 	fi
 	rm -f "/var/log/libvirt/qemu/$name.log"
-	[ -n "$monitor_pid" ] && stop_child "$monitor_pid"
 	[ -n "$tmp" ] && rm -rf "$tmp"
 	say "done: nothing of the demo is left (libvirtd keeps running)"
 	exit "$rc"
@@ -198,27 +194,28 @@ else
 	echo "  The arbiter's capacity is this host's: $ncpu CPUs (growth up to 90 % of it)."
 fi
 cat <<EOF
-  The test guest runs no vm-monitor (a busybox initramfs): a stand-in on the host
-  (tests/peers/vm-monitor.js, approving every downscale) answers for it, since vmactd
-  shrinks a VM only with its monitor's approval.
+  The test guest runs no vm-monitor or any other agent (a busybox initramfs), as most
+  guests on a host: vmactd sizes it on the host's own evidence, its CPU from what BPF
+  sees of its vCPU threads (shrinking by the quota), its memory from the balloon's
+  statistics.
   Phases: busy 2 for ${load2} s$([ "$load3" -gt 0 ] && echo ", busy 3 for ${load3} s"), then idle until back at the minimum. Ctrl-C ends it cleanly.
 
 EOF
 
 # The guest's domain: tests/guest/domain.xml.in with the demo's metadata, a
 # virtio-mem device big enough for the max (boot 512 MiB + 1.5 GiB = 2 GiB)
-# and a balloon reporting memory statistics (vmactd's memory readings).
+# and a balloon reporting memory statistics every second (vmactd's memory
+# readings).
 meta="<metadata><vmact:autoscaling xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'>"
 meta+="<vmact:cpu min='$min_cpu' max='$max_cpu'/>"
 meta+="<vmact:memory min='$min_mem' max='$max_mem' method='virtio-mem'/>"
 meta+="<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-meta+="<vmact:monitor endpoint='unix:$tmp/monitor.sock'/>"
 meta+="</vmact:autoscaling></metadata>"
 guestabs=$(cd "$guestdir" && pwd)
 sed -e "s|@NAME@|$name|g" -e "s|@GUEST@|$guestabs|g" -e "s|@RUN@|$tmp|g" \
     -e "s|@METADATA@|$meta|" -e "s|@CMDLINE@||" \
     -e "s|<size unit='KiB'>1048576</size>|<size unit='KiB'>1572864</size>|" \
-    -e "s|<memballoon model='none'/>|<memballoon model='virtio'><stats period='5'/></memballoon>|" \
+    -e "s|<memballoon model='none'/>|<memballoon model='virtio'><stats period='1'/></memballoon>|" \
     "$top/tests/guest/domain.xml.in" >"$tmp/domain.xml" || die "cannot write the domain XML"
 if ! grep -q "<size unit='KiB'>1572864</size>" "$tmp/domain.xml" ||
    ! grep -q "memballoon model='virtio'" "$tmp/domain.xml"; then
@@ -235,13 +232,6 @@ EOF
 "$build/vmactd" --check-config --config "$tmp/vmactd.json" >/dev/null || die "vmactd refused the demo's configuration"
 
 say "temporary directory $tmp"
-# The vm-monitor stand-in; its stdin (commands) stays open on a FIFO until
-# the end, at EOF it would quit.
-mkfifo "$tmp/monitor.in"
-NODE_PATH=$nodepath node "$top/tests/peers/vm-monitor.js" --unix "$tmp/monitor.sock" --no-cgroup \
-	<"$tmp/monitor.in" >"$tmp/monitor.log" 2>&1 &
-monitor_pid=$!
-exec 7>"$tmp/monitor.in"
 
 say "booting guest $name under TCG (QEMU without KVM: 5-30 s here)"
 guest_started=1

@@ -5,14 +5,17 @@
  *
  *   demo_to_the_end:   it runs its phases and ends by itself with exit
  *                      status 0, having shown vmactd's events (a resize
- *                      among them) and a summary with at least one resize
- *                      and the load -> first resize time;
+ *                      among them) and a summary with at least one resize,
+ *                      the load -> first resize time and the way back down
+ *                      to 1 CPU; the guest has no vm-monitor (none runs,
+ *                      none is named), so the shrink was the host's own
+ *                      decision, on the figures BPF saw;
  *   demo_interrupted:  SIGINT to its process group (what Ctrl-C in a
  *                      terminal sends) once vmactd has started resizing
  *                      the busy guest: it ends with status 130.
  *
- * After each: no process of the demo is left (vmactd, the vm-monitor
- * stand-in, vmactl: none has the demo's temporary directory on its command
+ * After each: no process of the demo is left (vmactd, vmactl: none has
+ * the demo's temporary directory on its command
  * line), libvirt knows no domain of the demo (virsh list --all), its BPF
  * pin directory and its temporary directory are gone, and vmactd had
  * stopped with status 0 (under ASan: no leak). Everything the demo creates
@@ -141,7 +144,7 @@ static void demo_wait(struct demo *d, double limit_s)
 
 /* A process (other than the demo's own, already reaped) whose command line
  * mentions the demo's temporary directory /tmp/vmact-demo-PID.*: vmactd
- * (--config), the vm-monitor stand-in (--unix), vmactl (--socket). */
+ * (--config), vmactl (--socket). */
 static pid_t leftover_process(pid_t demo)
 {
 	char needle[64], path[300], buf[4096];
@@ -245,6 +248,15 @@ static void demo_to_the_end(void **state)
 		dump_out(&d);
 		fail_msg("the demo (exit status %d) did not end with a summary showing a resize, "
 			 "or vmactd did not stop cleanly", d.status);
+	}
+	/* The way down without an agent: back at the minimum, a shrink
+	 * decided on BPF's figures and approved by nobody but the host. */
+	if (number_after(out, "idle -> back at 1 CPU:") < 0 || !strstr(out, "shrink to 1 vCPU") ||
+	    !strstr(out, "(BPF)") || strstr(out, "vm-monitor connected") ||
+	    strstr(out, "downscale request")) {
+		dump_out(&d);
+		fail_msg("the demo did not show the guest shrunk back to 1 CPU on the host's own "
+			 "evidence");
 	}
 	/* The declared capacity is said on screen (this host is smaller than
 	 * the guest's max, or it is not). */
