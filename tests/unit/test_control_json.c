@@ -99,6 +99,58 @@ static void views(void **state)
 	assert_true(json_is_null(json_object_get(json_object_get(o, "scheduler"), "url")));
 	assert_true(json_is_true(json_object_get(json_object_get(o, "monitor"), "connected")));
 	assert_true(json_is_false(json_object_get(o, "resizing")));
+	/* The evidence of a monitor VM whose balloon reports nothing. */
+	{
+		const json_t *e = json_object_get(o, "evidence"), *m = json_object_get(e, "memory");
+
+		assert_true(json_is_object(e));
+		assert_string_equal(json_string_value(json_object_get(m, "source")), "none");
+		assert_true(json_is_null(json_object_get(m, "balloon")));
+		assert_true(json_is_null(json_object_get(m, "decision")));
+		assert_true(json_is_null(json_object_get(m, "kept_by_guest_s")));
+	}
+	json_decref(o);
+
+	/* A VM without an agent: the host approves; its balloon, the
+	 * memory policy's last decision, a guest that kept its memory. */
+	v.approval = "host";
+	v.cpu_source = "BPF";
+	v.mem_policy = "host";
+	v.mem_source = "balloon stats";
+	v.has_balloon = true;
+	v.balloon.total = 404ull << 20;
+	v.balloon.available = 380ull << 20;
+	v.balloon.has_faults = true;
+	v.balloon.major_faults = 12;
+	v.balloon.last_update = 1795642494;
+	v.has_mem_dec = true;
+	v.mem_class = "filling";
+	v.mem_goal = 1ull << 30;
+	v.mem_used = 228ull << 20;
+	v.mem_headroom = 137ull << 20;
+	v.mem_growth = 64.0 * 1048576;
+	v.mem_kept_s = 42;
+	o = act_json_vm(&v, true);
+	{
+		const json_t *e = json_object_get(o, "evidence"), *m = json_object_get(e, "memory"),
+			     *b = json_object_get(m, "balloon"), *md = json_object_get(m, "decision");
+
+		assert_string_equal(json_string_value(json_object_get(e, "approval")), "host");
+		assert_string_equal(json_string_value(json_object_get(json_object_get(e, "cpu"),
+									 "source")),
+				    "BPF");
+		assert_string_equal(json_string_value(json_object_get(m, "policy")), "host");
+		assert_string_equal(json_string_value(json_object_get(m, "source")), "balloon stats");
+		assert_true(json_is_null(json_object_get(m, "reason")));
+		assert_int_equal(json_integer_value(json_object_get(b, "total_bytes")), 404ll << 20);
+		assert_int_equal(json_integer_value(json_object_get(b, "major_faults")), 12);
+		/* figures the guest did not send are null, not 0 */
+		assert_true(json_is_null(json_object_get(b, "swap_in_bytes")));
+		assert_true(json_is_null(json_object_get(b, "disk_caches_bytes")));
+		assert_string_equal(json_string_value(json_object_get(md, "class")), "filling");
+		assert_int_equal(json_integer_value(json_object_get(md, "goal_bytes")), 1ll << 30);
+		assert_int_equal(json_integer_value(json_object_get(m, "kept_by_guest_s")), 42);
+	}
 	json_decref(o);
 
 	memset(&v, 0, sizeof(v));
