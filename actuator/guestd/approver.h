@@ -2,7 +2,8 @@
 /* The approver: what stands for the guest in a VM's scaling. It approves
  * (or denies) downscales, is notified of upscales, may ask for more, and
  * may hold resizing altogether. The runner talks to it only through this
- * interface; a VM without one is scaled up only.
+ * interface; a VM without one has its shrinks approved by the host's own
+ * evidence (doc/policy.md, "Without an agent").
  *
  * Two implementations, chosen by the VM's metadata:
  *   approver-monitor.c    the vm-monitor (<vmact:monitor>, websocket,

@@ -313,7 +313,8 @@ void act_runner_evaluate(struct act_runner *r)
 			r->held_logged = true;
 		}
 	}
-	/* No approver: scaled up only (the core's monitor stays inactive). */
+	/* No approver: the host approves its shrinks (the core's monitor stays
+	 * inactive). */
 	if (r->approver && act_approver_approves(r->approver) && !r->approver_busy) {
 		if (a.has_monitor_upscale)
 			start_approval(r, true, &a.monitor_upscale);

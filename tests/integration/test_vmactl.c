@@ -2,7 +2,7 @@
 /* vmactl against a real vmactd (build[/san]/vmactd and vmactl, next to
  * this binary's directory) managing one real TCG guest (tests/guest), with
  * the defaults a user gets (the reactive policy, the embedded arbiter);
- * the guest has no vm-monitor, so it is only scaled up. It is made
+ * the guest has no vm-monitor (the host's own evidence shrinks it). It is made
  * persistent (its definition saved while it runs), so that vmactl's
  * changes must reach both its live metadata and its definition. One guest
  * serves every case, in order:
