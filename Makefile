@@ -107,7 +107,8 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction bench-memory \
+        tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -305,6 +306,14 @@ bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 # (bench/reaction-bench.c). Needs root and node (the vm-monitor peer).
 bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/reaction-bench $(BENCH_ITER)
+
+# make bench-memory: issue 17's benchmark, memory pressure onset (an
+# allocation beyond what the guest has free) -> more memory in the guest,
+# vmactd on the host's own evidence (balloon statistics, no agent) against
+# the vm-monitor's upscale request, interleaved per run; the guest's OOM
+# kills and major faults (bench/memory-bench.c). Needs root and node.
+bench-memory: $(BUILD)/bench/memory-bench $(BUILD)/vmactd guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/memory-bench $(BENCH_ITER)
 
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
 # write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).

@@ -49,25 +49,30 @@ const char *tg_guest_dir(void)
 /* Starts a transient guest named "<prefix>-<pid>-<n>". metadata: XML for
  * <metadata> (without the wrapper) or NULL. Returns 0 or -errno with a
  * message in msg. */
-int tg_balloon_template(const char *out_path)
+int tg_template_edit(const char *from, const char *to, const char *out_path)
 {
-	static const char none[] = "<memballoon model='none'/>";
-	static const char stats[] = "<memballoon model='virtio'><stats period='1'/></memballoon>";
 	char *t = th_read_file("tests/guest/domain.xml.in"), *at, *mod;
 	int r = -EINVAL;
 
 	if (!t)
 		return -ENOENT;
-	at = strstr(t, none);
-	if (at && (mod = malloc(strlen(t) + sizeof(stats)))) {
+	at = strstr(t, from);
+	if (at && (mod = malloc(strlen(t) + strlen(to) + 1))) {
 		memcpy(mod, t, (size_t)(at - t));
-		strcpy(mod + (at - t), stats);
-		strcat(mod, at + strlen(none));
+		strcpy(mod + (at - t), to);
+		strcat(mod, at + strlen(from));
 		r = th_write_file(out_path, mod);
 		free(mod);
 	}
 	free(t);
 	return r;
+}
+
+int tg_balloon_template(const char *out_path)
+{
+	return tg_template_edit("<memballoon model='none'/>",
+				"<memballoon model='virtio'><stats period='1'/></memballoon>",
+				out_path);
 }
 
 int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct tg_guest *g,
@@ -130,6 +135,36 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 		return -EIO;
 	}
 	virDomainGetUUIDString(g->dom, g->uuid);
+	return 0;
+}
+
+int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
+	    const char *extra, struct tg_guest *g, char *msg, size_t msglen)
+{
+	struct tg_report r;
+
+	for (int attempt = 0;; attempt++) {
+		if (!*vc || virConnectIsAlive(*vc) != 1) {
+			if (*vc)
+				virConnectClose(*vc);
+			*vc = virConnectOpen("qemu:///system");
+		}
+		if (*vc && tg_start_template(*vc, prefix, metadata, tplpath, extra, g, msg,
+					     msglen) == 0)
+			break;
+		if (attempt == 5) {
+			if (!*vc)
+				snprintf(msg, msglen, "cannot connect to libvirtd");
+			return -EIO;
+		}
+		sleep(1);
+	}
+	if (!tg_wait(g, 0, NULL, NULL, 180, &r)) {
+		snprintf(msg, msglen, "guest %s did not boot", g->name);
+		return -ETIMEDOUT;
+	}
+	/* The boot's tail (modules, the first reports) is not the load. */
+	sleep(2);
 	return 0;
 }
 

@@ -58,6 +58,10 @@ struct tg_report {
 /* Replaces every @KEY@ of the template (kv: KEY, value, ..., NULL). */
 char *tg_subst(const char *tpl, const char *const *kv);
 
+/* Writes to out_path the domain template (tests/guest/domain.xml.in) with
+ * its first `from` replaced by `to`; -EINVAL when it has no `from`. */
+int tg_template_edit(const char *from, const char *to, const char *out_path);
+
 /* Writes to out_path the domain template with a virtio balloon reporting
  * memory statistics every second (vmactd's source of guest memory usage)
  * instead of none; point VMACT_GUEST_TEMPLATE at it. 0 or -errno. */
@@ -83,6 +87,12 @@ int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
 int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata,
 		      const char *tplpath, const char *extra, struct tg_guest *g, char *msg,
 		      size_t msglen);
+
+/* tg_start_template for benches on a host others share: *vc reopened when
+ * libvirtd went away (another user restarted it), a few attempts, then
+ * the guest's first report and two seconds more. 0, or -errno with msg. */
+int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
+	    const char *extra, struct tg_guest *g, char *msg, size_t msglen);
 
 /* Runs start(0) .. start(n - 1) each in a thread of its own and waits for
  * all: libvirt starts the QEMUs side by side (one after the other, each

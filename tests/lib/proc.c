@@ -216,7 +216,8 @@ long th_proc_rss_kib(pid_t pid)
 	return kib;
 }
 
-int th_build_prog(const char *prog, char *out, size_t len)
+/* prog beside this program's build directory, `up` components above it. */
+static int build_prog(int up, const char *prog, char *out, size_t len)
 {
 	char self[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -225,11 +226,21 @@ int th_build_prog(const char *prog, char *out, size_t len)
 	if (n <= 0)
 		return -errno;
 	self[n] = '\0';
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < up; i++) {
 		if (!(slash = strrchr(self, '/')))
 			return -ENOENT;
 		*slash = '\0';
 	}
 	w = snprintf(out, len, "%s/%s", self, prog);
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+int th_build_prog(const char *prog, char *out, size_t len)
+{
+	return build_prog(3, prog, out, len);
+}
+
+int th_bench_prog(const char *prog, char *out, size_t len)
+{
+	return build_prog(2, prog, out, len);
 }

@@ -68,3 +68,5 @@ bool th_proc_status(pid_t pid, const char *key, char *out, size_t len);
 /* The program `prog` of the build this test belongs to:
  * build[/san]/tests/<kind>/<test> -> build[/san]/<prog>. 0 or -errno. */
 int th_build_prog(const char *prog, char *out, size_t len);
+/* The same for a benchmark: build[/san]/bench/<bench> -> build[/san]/<prog>. */
+int th_bench_prog(const char *prog, char *out, size_t len);
