@@ -8,10 +8,11 @@
  *
  *   short    the guest pages: major faults or swap-in above a rate. It is
  *            already short of memory: grow at once, by a unit at least.
- *   filling  what it uses, projected `lead` ahead at the rate its use has
- *            been growing, plus headroom, is more than it has: grow to that
- *            now, before it runs out (a guest allocating at a steady rate
- *            is given memory ahead of its allocation).
+ *   filling  what it uses, projected `lead` ahead (no further than the
+ *            growth was seen) at the rate its use has been growing, plus
+ *            headroom, is more than it has: grow to that now, before it runs
+ *            out (a guest allocating at a steady rate is given memory ahead
+ *            of its allocation).
  *   ok       enough: shrink only when what it uses (its slow average, or
  *            now if higher) plus headroom has stayed below its size for
  *            `down_hold`, to that (never below min: the caller's bound).
@@ -51,7 +52,7 @@ const char *act_mem_source_name(enum act_mem_source s);
 struct act_mem_policy {
 	uint64_t headroom_min; /* bytes free at least (128 MiB) */
 	double headroom_share; /* of what the guest uses (0.25) */
-	int64_t lead;          /* ns a growing use is projected ahead (5 s) */
+	int64_t lead;          /* ns a growing use is projected ahead at most (2 s) */
 	int64_t trend_window;  /* ns the rates are taken over (3 s) */
 	int64_t down_tau;      /* ns, slow average of use (20 s) */
 	int64_t down_hold;     /* ns the shrink goal must hold (15 s) */

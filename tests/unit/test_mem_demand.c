@@ -80,7 +80,7 @@ static void test_idle_stays(void **state)
 }
 
 /* Allocating 64 MiB a second: memory is added ahead of the allocation —
- * 5 s of it plus headroom — while the guest still has 176 MiB free. */
+ * 2 s of it plus headroom — while the guest still has 176 MiB free. */
 static void test_filling_grows_ahead(void **state)
 {
 	struct fx f;
@@ -93,9 +93,27 @@ static void test_filling_grows_ahead(void **state)
 	assert_int_equal(f.dec.cls, ACT_MEM_FILLING);
 	assert_true(f.dec.growth > 63.0 * MiB && f.dec.growth < 65.0 * MiB);
 	assert_int_equal(f.dec.span, 2 * SEC);
-	/* 228 + 5 x 64 = 548 MiB projected, headroom 137, overhead 108: 793
+	/* 228 + 2 x 64 = 356 MiB projected, headroom 128, overhead 108: 592
 	 * MiB, in 256 MiB units */
-	assert_int_equal(f.dec.projected, 548 * MiB);
+	assert_int_equal(f.dec.projected, 356 * MiB);
+	assert_int_equal(f.dec.goal, 768 * MiB);
+}
+
+/* A burst: 300 MiB within one sample interval. Projected one interval on
+ * (the growth was seen for no longer), not 2 s: the VM is not grown to
+ * three times what the guest asked for. */
+static void test_burst_projected_as_seen(void **state)
+{
+	struct fx f;
+
+	init(&f);
+	sample(&f, 512, 26, 0, 0);
+	sample(&f, 512, 326, 0, 0);
+	decide(&f);
+	assert_int_equal(f.dec.cls, ACT_MEM_FILLING);
+	assert_int_equal(f.dec.span, SEC);
+	/* 326 + 300 = 626 MiB, headroom 156, overhead 108: 890 MiB */
+	assert_int_equal(f.dec.projected, 626 * MiB);
 	assert_int_equal(f.dec.goal, 1024 * MiB);
 }
 
@@ -261,9 +279,9 @@ static void test_texts(void **state)
 	decide(&f);
 	assert_int_equal(act_mem_decision_format(&f.dec, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "filling: uses 228 MiB of 404 MiB, growing 64 MiB/s over 2.0 s "
-				 "(balloon stats), headroom 137 MiB, goal 1024 MiB");
+				 "(balloon stats), headroom 128 MiB, goal 768 MiB");
 	assert_int_equal(act_mem_decision_reason(&f.dec, 512 * MiB, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "grow memory to 1024 MiB: uses 228 MiB of 404 MiB, growing 64 "
+	assert_string_equal(buf, "grow memory to 768 MiB: uses 228 MiB of 404 MiB, growing 64 "
 				 "MiB/s over 2.0 s (balloon stats)");
 	/* too small a buffer: -1, never a cut line taken for whole */
 	assert_int_equal(act_mem_decision_reason(&f.dec, 512 * MiB, buf, 20), -1);
@@ -285,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_nothing_yet),
 		cmocka_unit_test(test_idle_stays),
 		cmocka_unit_test(test_filling_grows_ahead),
+		cmocka_unit_test(test_burst_projected_as_seen),
 		cmocka_unit_test(test_full_without_trend),
 		cmocka_unit_test(test_paging_is_short),
 		cmocka_unit_test(test_freed_shrinks_after_hold),
