@@ -7,54 +7,47 @@
  * (actuator/policy/mem-demand.h), and its goal sizes the VM's memory
  * through the core; the guest's exporter (<vmact:metrics>) stands in where
  * the balloon has no figures. A VM without figures keeps its memory: the
- * goal is then its size, and why is said once, with the fix. */
+ * goal is then its size, and why is said once, with the fix. A resize is
+ * seen from here as the VM's size moving: the samples before it describe
+ * another size. Reports to the core through r->core. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "agent-glue/codec/exporter.h"
 #include "base/log.h"
+#include "base/quantity.h"
 
-#define MiB (1024ULL * 1024ULL)
 /* No new sample for this long: the guest stopped sending statistics. */
 #define STALE_NS ACT_SEC(60)
-#define FIX                                                                                  \
-	"add <memballoon model='virtio'><stats period='1'/></memballoon> to the domain and " \
-	"load the guest's virtio_balloon driver"
+/* A guest whose stats period is 1 s (the recommended one): its figures
+ * as they come. */
+#define INTERVAL_USEC (1ULL * 1000000ULL)
 
-void act_runner_mem_start(struct act_runner *r)
-{
-	act_mem_policy_defaults(&r->mem_policy);
-	r->mem_policy.unit = r->st.cu.mem_bytes;
-	act_mem_demand_init(&r->mem_demand);
-	r->host_mem = !r->approver && !r->api_vm;
-	/* Until the first sample, the memory stays as it is. */
-	if (r->host_mem)
-		act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
-}
-
-void act_runner_mem_absent(struct act_runner *r, const char *why)
+static void absent(struct act_runner *r, const char *why)
 {
 	char size[32];
 
 	if (!why) {
-		if (r->mem_absent[0])
+		if (r->mem.absent[0])
 			log_info("%s: guest memory statistics available again", r->name);
-		r->mem_absent[0] = 0;
+		r->mem.absent[0] = 0;
 		return;
 	}
-	if (!r->mem_absent[0]) {
+	if (!r->mem.absent[0]) {
 		vmact_quantity_format_bytes(r->st.using_.mem_bytes, size, sizeof(size));
 		log_warning("%s: no guest memory statistics (%s): its memory stays at %s and does "
-			    "not drive scaling; to scale it, " FIX,
+			    "not drive scaling; to scale it, " ACT_RUNNER_BALLOON_FIX,
 			    r->name, why, size);
 		act_event(r->env->events, r->name, ACT_EV_DECISION,
 			  json_pack("{s:s,s:s,s:s}", "resource", "memory", "source", "none", "fix",
 				    "<memballoon model='virtio'><stats period='1'/></memballoon>"),
 			  "memory stays at %s: no guest memory statistics (%s)", size, why);
 	}
-	snprintf(r->mem_absent, sizeof(r->mem_absent), "%s", why);
+	snprintf(r->mem.absent, sizeof(r->mem.absent), "%s", why);
 }
 
 /* No figures: the memory is kept where it is, and the Neon formula's
@@ -64,8 +57,8 @@ static bool no_figures(struct act_runner *r, const char *why)
 {
 	bool changed = !r->st.has_mem_goal || r->st.mem_goal_bytes != r->st.using_.mem_bytes;
 
-	act_runner_mem_absent(r, why);
-	r->has_mem_dec = false;
+	absent(r, why);
+	r->mem.has_dec = false;
 	act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
 	if (r->st.has_system && !r->st.system.memory_absent) {
 		struct act_system_metrics m = r->st.system;
@@ -90,11 +83,12 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 	char why[320];
 	uint64_t goal;
 
-	act_mem_demand_feed(&r->mem_demand, &r->mem_policy, s);
-	if (!act_mem_demand_decide(&r->mem_demand, &r->mem_policy, &dec))
+	act_mem_demand_feed(&r->mem.demand, &r->mem.policy, s);
+	r->mem.plugged = s->plugged;
+	if (!act_mem_demand_decide(&r->mem.demand, &r->mem.policy, &dec))
 		return false;
-	r->mem_dec = dec;
-	r->has_mem_dec = true;
+	r->mem.dec = dec;
+	r->mem.has_dec = true;
 	/* Within the bounds, so that a guest wanting more than its max asks
 	 * once, not at every sample. */
 	goal = clamp_u64(dec.goal, r->st.min.mem_bytes, r->st.max.mem_bytes);
@@ -104,7 +98,7 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 	log_info("%s: memory %s", r->name, why);
 	act_mem_decision_reason(&dec,
 				r->st.has_mem_goal ? r->st.mem_goal_bytes : r->st.using_.mem_bytes,
-				r->last_mem_reason, sizeof(r->last_mem_reason));
+				r->mem.last_reason, sizeof(r->mem.last_reason));
 	act_event(r->env->events, r->name, ACT_EV_DECISION,
 		  json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f}", "resource", "memory",
 			    "class", act_mem_class_name(dec.cls), "source",
@@ -113,12 +107,12 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 			    (json_int_t)dec.total, "headroom_bytes", (json_int_t)dec.headroom,
 			    "growth_bytes_per_s", dec.growth, "major_faults_per_s", dec.fault_rate,
 			    "swap_in_bytes_per_s", dec.swap_in_rate),
-		  "%s", r->last_mem_reason);
+		  "%s", r->mem.last_reason);
 	act_state_update_mem_goal(&r->st, true, goal);
 	return true;
 }
 
-bool act_runner_mem_read(struct act_runner *r)
+static bool read_balloon(struct act_runner *r)
 {
 	struct hp_mem_stats ms;
 	struct vmact_err err = { 0 };
@@ -127,28 +121,28 @@ bool act_runner_mem_read(struct act_runner *r)
 
 	if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) < 0 ||
 	    ms.total_kib < ms.available_kib) {
-		r->has_balloon = false;
+		r->mem.has_balloon = false;
 		/* The exporter's figures carry on where the VM has one. */
-		if (r->has_guest)
+		if (r->rd.has_guest)
 			return false;
 		return no_figures(r, err.msg[0] ? err.msg : "MemAvailable above MemTotal");
 	}
-	r->balloon = ms;
-	r->has_balloon = true;
+	r->mem.balloon = ms;
+	r->mem.has_balloon = true;
 	/* A sample is new when QEMU's last_update moved (whole seconds, so
 	 * a stats period below 1 s is read once a second). */
-	if (ms.last_update && ms.last_update == r->balloon_update) {
-		if (now - r->balloon_update_at <= STALE_NS)
+	if (ms.last_update && ms.last_update == r->mem.balloon_update) {
+		if (now - r->mem.balloon_update_at <= STALE_NS)
 			return false;
-		r->has_balloon = false;
+		r->mem.has_balloon = false;
 		return no_figures(r, "the guest has sent no new balloon statistics for 60 s");
 	}
-	r->balloon_update = ms.last_update;
-	r->balloon_update_at = now;
+	r->mem.balloon_update = ms.last_update;
+	r->mem.balloon_update_at = now;
 	/* Taken before the last resize ended: it describes the old size. */
-	if (ms.last_update && ms.last_update <= r->balloon_fence)
+	if (ms.last_update && ms.last_update <= r->mem.fence)
 		return false;
-	act_runner_mem_absent(r, NULL);
+	absent(r, NULL);
 	s = (struct act_mem_sample){
 		.at = now,
 		.source = ACT_MEM_SRC_BALLOON,
@@ -162,9 +156,11 @@ bool act_runner_mem_read(struct act_runner *r)
 	return feed(r, &s);
 }
 
-bool act_runner_mem_guest(struct act_runner *r, const struct act_system_metrics *g)
+/* The exporter's figures, where the balloon has none: each scrape that
+ * worked once. */
+static bool read_guest(struct act_runner *r)
 {
-	double used = g->memory_usage_bytes - AG_EXPORTER_MEMORY_SLACK_BYTES;
+	double used = r->rd.guest.memory_usage_bytes - AG_EXPORTER_MEMORY_SLACK_BYTES;
 	struct act_mem_sample s = {
 		.at = act_runner_now_ns(r),
 		.source = ACT_MEM_SRC_GUEST,
@@ -172,28 +168,71 @@ bool act_runner_mem_guest(struct act_runner *r, const struct act_system_metrics 
 		.used = used > 0 ? (uint64_t)used : 0,
 	};
 
-	if (!r->host_mem || r->has_balloon || r->hp_busy)
+	if (r->mem.has_balloon || !r->rd.has_guest || r->rd.guest_seq == r->mem.guest_seq)
 		return false;
-	act_runner_mem_absent(r, NULL);
+	r->mem.guest_seq = r->rd.guest_seq;
+	absent(r, NULL);
 	return feed(r, &s);
 }
 
-void act_runner_mem_resized(struct act_runner *r)
+/* The VM's size moved since the last sample (a resize ended): what came
+ * before describes another size. */
+static void resized(struct act_runner *r)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	r->balloon_fence = (uint64_t)ts.tv_sec;
-	act_mem_demand_resized(&r->mem_demand);
+	r->mem.fence = (uint64_t)ts.tv_sec;
+	r->mem.plugged = r->st.using_.mem_bytes;
+	act_mem_demand_resized(&r->mem.demand);
 	/* Kept memory follows the size the VM now has. */
-	if (r->host_mem && r->mem_absent[0])
+	if (r->mem.absent[0])
 		act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
 }
 
-bool act_runner_mem_stats(const struct act_runner *r, struct hp_mem_stats *out)
+/* Every second while no resize runs: the balloon's statistics (a libvirt
+ * call that would wait for a resize's job), else the exporter's. */
+static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 {
-	if (!r->has_balloon)
-		return false;
-	*out = r->balloon;
-	return true;
+	struct act_runner *r = ud;
+	bool changed;
+
+	sd_event_source_set_time(s, usec + INTERVAL_USEC);
+	if (r->rs.busy)
+		return 0;
+	if (r->mem.plugged && r->mem.plugged != r->st.using_.mem_bytes)
+		resized(r);
+	changed = read_balloon(r);
+	changed |= read_guest(r);
+	if (changed)
+		r->core->changed(r);
+	return 0;
+}
+
+int act_runner_memory_start(struct act_runner *r, struct vmact_err *err)
+{
+	int ret;
+
+	act_mem_policy_defaults(&r->mem.policy);
+	r->mem.policy.unit = r->st.cu.mem_bytes;
+	act_mem_demand_init(&r->mem.demand);
+	r->mem.host = !r->approver && !r->api_vm;
+	if (!r->mem.host)
+		return 0;
+	/* Until the first sample, the memory stays as it is. */
+	act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
+	r->mem.plugged = r->st.using_.mem_bytes;
+	/* The first reading at once: the figures before any decision. */
+	ret = sd_event_add_time_relative(r->env->event, &r->mem.timer, CLOCK_MONOTONIC, 0, 1000,
+					 on_tick, r);
+	if (ret >= 0)
+		ret = sd_event_source_set_enabled(r->mem.timer, SD_EVENT_ON);
+	if (ret < 0)
+		return vmact_err_set(err, -ret, "cannot add the memory timer: %s", strerror(-ret));
+	return 0;
+}
+
+void act_runner_memory_free(struct act_runner *r)
+{
+	r->mem.timer = sd_event_source_disable_unref(r->mem.timer);
 }

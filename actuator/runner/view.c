@@ -6,96 +6,51 @@
 #include <time.h>
 
 #include "actuator/control/control-json.h"
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "base/time.h"
 
-void act_runner_note_change(struct act_runner *r, const struct vmact_resources *from,
+void act_runner_view_change(struct act_runner *r, const struct vmact_resources *from,
 			    const struct vmact_resources *to, const char *what)
 {
 	bool cpu = from->milli_cpu != to->milli_cpu && r->last_reason[0];
-	bool mem = from->mem_bytes != to->mem_bytes && r->last_mem_reason[0];
+	bool mem = from->mem_bytes != to->mem_bytes && r->mem.last_reason[0];
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	r->last_change_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	r->view.last_change_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	/* The decision behind each part that moved. */
 	if (cpu && mem)
-		snprintf(r->last_change, sizeof(r->last_change), "to %.60s: %.125s; %.125s", what,
-			 r->last_reason, r->last_mem_reason);
+		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.60s: %.125s; %.125s",
+			 what, r->last_reason, r->mem.last_reason);
 	else if (cpu || mem)
-		snprintf(r->last_change, sizeof(r->last_change), "to %.80s: %.230s", what,
-			 cpu ? r->last_reason : r->last_mem_reason);
+		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.80s: %.230s", what,
+			 cpu ? r->last_reason : r->mem.last_reason);
 	else if (r->last_reason[0])
-		snprintf(r->last_change, sizeof(r->last_change), "to %.80s: %.230s", what, r->last_reason);
+		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.80s: %.230s", what,
+			 r->last_reason);
 	else
-		snprintf(r->last_change, sizeof(r->last_change), "to %s", what);
+		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %s", what);
 }
 
-void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
+/* Where the CPU and memory figures come from, and the memory's. */
+static void view_evidence(const struct act_runner *r, struct act_vm_view *v)
 {
-	enum act_cpu_policy_mode pol = act_runner_cpu_policy(r);
-
-	memset(v, 0, sizeof(*v));
-	snprintf(v->name, sizeof(v->name), "%s", r->name);
-	snprintf(v->uuid, sizeof(v->uuid), "%s", r->uuid);
-	v->state = r->meta.paused ? ACT_VM_PAUSED : ACT_VM_MANAGED;
-	if (r->have_state) {
-		v->vcpus = hp_state_vcpus(&r->hp_state);
-		v->mem_bytes = hp_state_mem_kib(&r->hp_state) * 1024u;
-	}
-	v->quota_milli = r->quota_milli;
-	v->using_ = r->st.using_;
-	v->min = r->st.min;
-	v->max = r->st.max;
-	v->cu = r->st.cu;
-	v->has_load = r->st.has_system;
-	v->load1 = r->st.system.load1;
-	v->load5 = r->st.system.load5;
-	v->has_demand = r->has_dec && pol == ACT_CPU_POLICY_REACTIVE;
-	v->demand_class = act_cpu_class_name(r->dec.cls);
-	v->demand_cpus = r->dec.demand;
-	v->busy = r->dec.busy;
-	v->has_goal = r->st.has_cpu_goal;
-	v->goal_milli = r->st.cpu_goal_milli;
-	v->has_permit = r->st.plugin.has_permit;
-	v->permit = r->st.plugin.permit;
-	v->has_desired = r->has_desired;
-	v->desired = r->desired;
-	v->last_change_usec = r->last_change_usec;
-	snprintf(v->last_change, sizeof(v->last_change), "%s", r->last_change);
-
-	v->policy_cpu = pol == ACT_CPU_POLICY_NEON ? "neon" : "reactive";
-	v->policy_shrink = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_UNPLUG ? "unplug" : "quota";
-	snprintf(v->policy_source, sizeof(v->policy_source), "%s",
-		 r->meta.policy_cpu != HP_POLICY_CPU_HOST ||
-				 r->meta.policy_shrink != HP_POLICY_SHRINK_HOST
-			 ? "vm"
-			 : "host");
-	v->load_target = r->st.config.load_average_fraction_target;
-	v->mem_usage_target = r->st.config.memory_usage_fraction_target;
-	v->scheduler = r->env->plugin_url ? "plugin" : "arbiter";
-	if (r->env->plugin_url)
-		snprintf(v->scheduler_url, sizeof(v->scheduler_url), "%s", r->env->plugin_url);
-	v->scheduler_busy = r->plugin_busy;
-	v->monitor_kind = r->meta.informant[0] ? "informant" : r->meta.monitor[0] ? "vm-monitor"
-										 : "none";
-	snprintf(v->monitor_endpoint, sizeof(v->monitor_endpoint), "%s",
-		 r->meta.informant[0] ? r->meta.informant : r->meta.monitor);
-	v->monitor_connected = r->st.monitor.active;
-	v->resizing = r->hp_busy;
+	const struct hp_mem_stats *b = r->mem.host ? &r->mem.balloon : &r->rd.balloon;
+	const char *absent = r->mem.host ? r->mem.absent : "";
+	act_time_t now = (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
 
 	v->approval = r->approver ? act_approver_name(r->approver) : "host";
-	if (r->sampler_registered)
-		v->cpu_source = r->dec.has_guest_load ? "BPF, guest metrics" : "BPF";
-	v->mem_policy = r->host_mem ? "host" : "neon";
-	v->mem_source = r->has_guest ? "guest metrics" : r->has_balloon ? "balloon stats" : "none";
+	if (r->rd.sampler_registered)
+		v->cpu_source = r->ex.dec.has_guest_load ? "BPF, guest metrics" : "BPF";
+	v->mem_policy = r->mem.host ? "host" : "neon";
+	v->has_balloon = r->mem.host ? r->mem.has_balloon : r->rd.has_balloon;
+	v->mem_source = r->rd.has_guest ? "guest metrics" : v->has_balloon ? "balloon stats" : "none";
 	if (!strcmp(v->mem_source, "none"))
 		snprintf(v->mem_why, sizeof(v->mem_why), "%.300s",
-			 r->mem_absent[0] ? r->mem_absent : "not read yet");
-	v->has_balloon = r->has_balloon;
-	if (r->has_balloon) {
-		const struct hp_mem_stats *b = &r->balloon;
-
+			 absent[0] ? absent
+				   : r->rd.mem_absent_logged ? "no balloon statistics" : "not read yet");
+	if (v->has_balloon) {
 		v->balloon.total = b->total_kib * 1024u;
 		v->balloon.available = b->available_kib * 1024u;
 		v->balloon.unused = b->unused_kib * 1024u;
@@ -109,20 +64,71 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 		v->balloon.has_swap = b->has_swap;
 		v->balloon.has_faults = b->has_faults;
 	}
-	v->has_mem_dec = r->has_mem_dec;
-	if (r->has_mem_dec) {
-		v->mem_class = act_mem_class_name(r->mem_dec.cls);
-		v->mem_goal = r->st.has_mem_goal ? r->st.mem_goal_bytes : r->mem_dec.goal;
-		v->mem_used = r->mem_dec.used;
-		v->mem_headroom = r->mem_dec.headroom;
-		v->mem_growth = r->mem_dec.growth;
-		v->mem_fault_rate = r->mem_dec.fault_rate;
-		v->mem_swap_in_rate = r->mem_dec.swap_in_rate;
+	v->has_mem_dec = r->mem.has_dec;
+	if (r->mem.has_dec) {
+		v->mem_class = act_mem_class_name(r->mem.dec.cls);
+		v->mem_goal = r->st.has_mem_goal ? r->st.mem_goal_bytes : r->mem.dec.goal;
+		v->mem_used = r->mem.dec.used;
+		v->mem_headroom = r->mem.dec.headroom;
+		v->mem_growth = r->mem.dec.growth;
+		v->mem_fault_rate = r->mem.dec.fault_rate;
+		v->mem_swap_in_rate = r->mem.dec.swap_in_rate;
 	}
-	{
-		act_time_t now = (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
+	if (r->rs.mem_hold_s && r->rs.mem_hold_until > now)
+		v->mem_kept_s = (uint64_t)((r->rs.mem_hold_until - now) / ACT_SEC(1)) + 1;
+}
 
-		if (r->mem_hold_s && r->mem_hold_until > now)
-			v->mem_kept_s = (uint64_t)((r->mem_hold_until - now) / ACT_SEC(1)) + 1;
+void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
+{
+	enum act_cpu_policy_mode pol = act_runner_cpu_policy(r);
+
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "%s", r->name);
+	snprintf(v->uuid, sizeof(v->uuid), "%s", r->uuid);
+	v->state = r->meta.paused ? ACT_VM_PAUSED : ACT_VM_MANAGED;
+	if (r->rs.have_state) {
+		v->vcpus = hp_state_vcpus(&r->rs.state);
+		v->mem_bytes = hp_state_mem_kib(&r->rs.state) * 1024u;
 	}
+	v->quota_milli = r->quota_milli;
+	v->using_ = r->st.using_;
+	v->min = r->st.min;
+	v->max = r->st.max;
+	v->cu = r->st.cu;
+	v->has_load = r->st.has_system;
+	v->load1 = r->st.system.load1;
+	v->load5 = r->st.system.load5;
+	v->has_demand = r->ex.has_dec && pol == ACT_CPU_POLICY_REACTIVE;
+	v->demand_class = act_cpu_class_name(r->ex.dec.cls);
+	v->demand_cpus = r->ex.dec.demand;
+	v->busy = r->ex.dec.busy;
+	v->has_goal = r->st.has_cpu_goal;
+	v->goal_milli = r->st.cpu_goal_milli;
+	v->has_permit = r->st.plugin.has_permit;
+	v->permit = r->st.plugin.permit;
+	v->has_desired = r->ex.has_desired;
+	v->desired = r->ex.desired;
+	v->last_change_usec = r->view.last_change_usec;
+	snprintf(v->last_change, sizeof(v->last_change), "%s", r->view.last_change);
+
+	v->policy_cpu = pol == ACT_CPU_POLICY_NEON ? "neon" : "reactive";
+	v->policy_shrink = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_UNPLUG ? "unplug" : "quota";
+	snprintf(v->policy_source, sizeof(v->policy_source), "%s",
+		 r->meta.policy_cpu != HP_POLICY_CPU_HOST ||
+				 r->meta.policy_shrink != HP_POLICY_SHRINK_HOST
+			 ? "vm"
+			 : "host");
+	v->load_target = r->st.config.load_average_fraction_target;
+	v->mem_usage_target = r->st.config.memory_usage_fraction_target;
+	v->scheduler = r->env->plugin_url ? "plugin" : "arbiter";
+	if (r->env->plugin_url)
+		snprintf(v->scheduler_url, sizeof(v->scheduler_url), "%s", r->env->plugin_url);
+	v->scheduler_busy = r->plugin.busy;
+	v->monitor_kind = r->meta.informant[0] ? "informant" : r->meta.monitor[0] ? "vm-monitor"
+										 : "none";
+	snprintf(v->monitor_endpoint, sizeof(v->monitor_endpoint), "%s",
+		 r->meta.informant[0] ? r->meta.informant : r->meta.monitor);
+	v->monitor_connected = r->st.monitor.active;
+	v->resizing = r->rs.busy;
+	view_evidence(r, v);
 }
