@@ -88,7 +88,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/seccomp-exec
 
-.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
+.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -329,12 +329,14 @@ MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
+# systemd-sysusers reads /usr/local/lib/sysusers.d as well as /usr/lib's.
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 DOCS        := README.md actuator/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
-	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service \
+	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(SYSUSERSDIR)/vmact.conf \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
@@ -343,12 +345,25 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 install-manifest:
 	@printf '%s\n' $(install-files)
 
+# Into the running system (no DESTDIR): the vmact user now, and systemd
+# told of the new unit, so that `systemctl enable --now vmactd` follows.
+define install-live
+if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/vmact.conf; \
+else echo "make install: no systemd-sysusers: create the vmact user by hand ($(SYSUSERSDIR)/vmact.conf)"; fi
+[ ! -d /run/systemd/system ] || systemctl daemon-reload
+endef
+define uninstall-live
+if [ -d /run/systemd/system ] && [ -f $(UNITDIR)/vmactd.service ]; then systemctl disable --now vmactd.service; fi
+endef
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) \
+		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/vmactd.service \
+		> $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
+	install -m 0644 actuator/vmact.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
@@ -356,6 +371,17 @@ install: all
 	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
 	$(foreach m,$(man-y),install -m 0644 man/$(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m);)
 	$(foreach c,$(completion-y),install -m 0644 man/vmact.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$(c);)
+	$(if $(DESTDIR),,$(install-live))
+
+# make uninstall: removes what make install put there (the same PREFIX,
+# DESTDIR and directories), stopping and disabling vmactd first on a
+# running system. Keeps /etc/vmact (the operator's configuration) and the
+# vmact user (files it owned may remain: Debian's practice for system users).
+uninstall:
+	$(if $(DESTDIR),,$(uninstall-live))
+	rm -f $(addprefix $(DESTDIR),$(install-files))
+	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
 
 clean:
 	rm -rf $(BUILD)

@@ -14,7 +14,7 @@ env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory install DES
 }
 rm -f "$tmp.log"
 unit=$tmp/usr/lib/systemd/system/vmactd.service
-grep -q '^ExecStart=/usr/sbin/vmactd ' "$unit"
+grep -q '^ExecStart=/usr/sbin/vmactd\b' "$unit"
 
 out=$(systemd-analyze security --offline=yes --no-pager "$unit" 2>&1) || true
 line=$(grep 'Overall exposure level for vmactd.service:' <<<"$out" || true)
