@@ -39,7 +39,7 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
            -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
 VERSION := 0.1.0
-ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
+ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -169,7 +169,9 @@ $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (Not make deb's copy of the tree under $(BUILD)/deb, whose package tree
+# has directories named *.d.)
+-include $(shell find $(BUILD) -path '$(BUILD)/deb' -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # ---- test entry points --------------------------------------------------
 # make check: everything, under ASan+UBSan, in build/san.
@@ -382,6 +384,26 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(install-files))
 	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
+
+# make deb: the Debian package (debian/, debhelper), built by
+# dpkg-buildpackage from a copy of the tree's files (tracked or not,
+# git ls-files) under $(BUILD)/deb/src, so that it never touches this
+# tree's build/. The .deb lands in $(BUILD)/deb/.
+DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+DEB_ARCH    = $(shell dpkg --print-architecture 2>/dev/null)
+DEB         = $(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
+.PHONY: deb
+deb:
+	$(call msg,DEB,$(DEB))
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	$(Q)git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 cp --parents -t $(BUILD)/deb/src 2>/dev/null; \
+		git ls-files -z --cached --others --exclude-standard | (cd $(BUILD)/deb/src && \
+		xargs -0 ls -d >/dev/null) || { echo "make deb: copying the tree failed"; exit 1; }
+	$(Q)cd $(BUILD)/deb/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		dpkg-buildpackage -b -us -uc -j$(shell nproc) >../build.log 2>&1 || \
+		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(BUILD)/deb/build.log)"; exit 1; }
+	$(Q)test -f $(DEB) && echo "$(DEB)"
 
 clean:
 	rm -rf $(BUILD)
