@@ -385,6 +385,23 @@ uninstall:
 	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
 
+# make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
+# cgroup v2 only, libvirt inside, built from Debian packages and cached in
+# $(BUILD)/host; rebuilt only when tests/host/build-image.sh changes), vmact
+# installed there from make deb's package, then checked under the real
+# systemd: start, reload, libvirtd restart, sandbox, journal, a nested TCG
+# test guest grown and shrunk through its cgroup, the BPF sampler
+# (tests/host/in-vm.sh). Root; not part of make check (an hour or more).
+HOST_IMG := $(BUILD)/host
+.PHONY: check-host check-host-image
+check-host-image: $(HOST_IMG)/stamp
+$(HOST_IMG)/stamp: tests/host/build-image.sh
+	$(Q)tests/host/build-image.sh $(HOST_IMG)
+check-host: check-host-image
+	$(Q)tests/setup-host.sh
+	$(Q)$(MAKE) --no-print-directory deb guest
+	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules
+
 # make deb: the Debian package (debian/, debhelper), built by
 # dpkg-buildpackage from a copy of the tree's files (tracked or not,
 # git ls-files) under $(BUILD)/deb/src, so that it never touches this
