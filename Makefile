@@ -196,7 +196,7 @@ unit:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
 		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)" \
-		--install "BUILD=$(SANBUILD) SANITIZE=1"
+		--install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-unit-y)"
 
 loopback:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(LOOP_BINS)

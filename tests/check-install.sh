@@ -179,9 +179,9 @@ check_comp() {
 	if [ "$got" = "$want " ]; then ok; else bad "completion of '$*': '$got', wanted '$want'"; fi
 }
 check_comp "set show status" vmactl s
-check_comp "--help --json --socket" vmactl --socket /tmp/x --
+check_comp "--help --json --socket --version" vmactl --socket /tmp/x --
 check_comp "--follow" vmactl events --f
-check_comp "--max-cpu --max-mem" vmactl set vm1 --max
+check_comp "--max-cpu --max-mem --max-memory" vmactl set vm1 --max
 check_comp "pause" vmactl --json pa
 check_comp "--check-config --config" vmactd --c
 check_comp "--watermark" vmact-arbiter --wat

@@ -94,7 +94,9 @@ if [ -n "$install" ]; then
 		failures+=("install")
 	fi
 fi
-# tests/<name>.sh: one check each, passing when it exits 0.
+# tests/<name>.sh: one check each, passing when it exits 0; VMACT_BUILD
+# names the build whose programs they read.
+export VMACT_BUILD=$build
 for t in $scripts; do
 	echo "=== script $t"
 	if timeout --kill-after=10 600 "tests/$t.sh"; then

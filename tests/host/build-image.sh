@@ -25,7 +25,7 @@ mirror=${VMACT_HOST_MIRROR:-http://deb.debian.org/debian}
 # it with. vmact's own run-time libraries (its .deb's Depends) are here so
 # that dpkg -i needs no network inside the machine.
 packages=(
-	systemd systemd-sysv udev dbus kmod procps iproute2 util-linux
+	systemd systemd-sysv libpam-systemd udev dbus kmod procps iproute2 util-linux
 	linux-image-amd64 initramfs-tools
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
 	apparmor bpftool socat nodejs less
