@@ -169,9 +169,10 @@ $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
-# (Not make deb's copy of the tree under $(BUILD)/deb, whose package tree
-# has directories named *.d.)
--include $(shell find $(BUILD) -path '$(BUILD)/deb' -prune -o -type f -name '*.d' -print 2>/dev/null)
+# (Not make deb's copy of the tree, check-host's machine or the test
+# guest's and npm's files: they have files and directories named *.d.)
+-include $(shell find $(BUILD) \( -path '$(BUILD)/deb' -o -path '$(BUILD)/host' -o -path '$(BUILD)/guest' \
+	-o -path '$(BUILD)/npm' \) -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # ---- test entry points --------------------------------------------------
 # make check: everything, under ASan+UBSan, in build/san.

@@ -170,6 +170,21 @@ check "journalctl -p warning shows the lost connection at priority warning (4)" 
 check "vmactd survived it: same process ($pid), still active" \
 	bash -c "[ \"\$(systemctl show -p MainPID --value vmactd.service)\" = $pid ] && systemctl is-active -q vmactd.service"
 wait_for 300 "vmactl status still lists $name" bash -c "vmactl status | grep -q '$name'"
+# The hook: libvirtd read /etc/libvirt/hooks/qemu.d/vmact at this restart
+# (it reads the directory when it starts). A domain whose metadata is
+# invalid (min above max) starts anyway; the hook's warning must reach the
+# journal, since libvirtd drops the stderr of a hook that exits 0.
+bad=vmhost-badmeta
+badmeta="<metadata><vmact:autoscaling xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'>"
+badmeta+="<vmact:cpu min='3' max='2'/><vmact:memory min='512Mi' max='1Gi'/></vmact:autoscaling></metadata>"
+sed -e "s|@NAME@|$bad|g" -e "s|@GUEST@|$run|g" -e "s|@RUN@|$run|g" \
+    -e "s|@METADATA@|$badmeta|" -e "s|@CMDLINE@||" "$share/domain.xml.in" >/root/bad.xml
+check "virsh create $bad (invalid vmact metadata, no refuse-invalid): the start goes on" \
+	bash -c 'virsh -q create /root/bad.xml >/root/bad.log 2>&1'
+virsh -q destroy "$bad" >/dev/null 2>&1
+wait_for 60 "journalctl -t vmact-hook -p warning shows the hook's line for $bad" \
+	bash -c "journalctl -t vmact-hook -p warning -o cat --no-pager | grep -q '$bad: .*vmactd will not manage it'"
+say "hook: $(journalctl -t vmact-hook -o cat --no-pager | grep "$bad" | tail -n 1)"
 if [ -e /lib/systemd/system/virtqemud.service ]; then
 	notshown "virtqemud is installed but this run uses the monolithic libvirtd"
 else
