@@ -218,6 +218,8 @@ struct hp_meta_change {
 	uint32_t min_milli_cpu, max_milli_cpu;
 	uint64_t min_mem_bytes, max_mem_bytes;
 	bool paused;
+	/* enabled="true"/"false": vmactl enable and disable */
+	bool set_enabled, enabled;
 };
 
 /* Applies ch to a <vmact:autoscaling> element (text as virDomainGetMetadata
@@ -281,14 +283,18 @@ int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
 /* -ENOENT when the domain has no vmact metadata. */
 int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 		 struct vmact_err *err);
-/* Writes a change into the domain's live metadata and, when the domain is
- * persistent, into its definition too (so it survives a restart of the VM
+/* Writes a change into the domain's live metadata (when it runs) and, when
+ * the domain is persistent, into its definition too (so it survives a restart of the VM
  * and of vmactd). Both edits are validated before either is written.
  * -ENOENT when the domain has no vmact metadata; -EINVAL/-ERANGE with the
  * reader's message when the result would be invalid. libvirt then
  * reports HP_EV_METADATA_CHANGED as for any other edit. */
 int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_change *ch,
 		  struct hp_meta *out, struct vmact_err *err);
+/* Writes a whole <vmact:autoscaling> element (checked by hp_meta_parse
+ * first) into the running domain and into its definition, replacing what
+ * either had: vmactl enable on a domain without metadata. */
+int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct vmact_err *err);
 
 /* ---- actuation -------------------------------------------------------- */
 
