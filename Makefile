@@ -48,10 +48,23 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := hook actuator agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
+COMPONENTS := hook actuator/daemon actuator/runner actuator/worker actuator/control \
+	actuator/metrics actuator/config actuator/cgroup actuator/policy actuator/guestd \
+	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
 # What each component may include besides itself (make check-layers).
 layers-hook       := hotplug base
-layers-actuator   := agent-glue/arbiter agent-glue/client agent-glue/codec net hotplug bpf base
+agent-glue := agent-glue/arbiter agent-glue/client agent-glue/codec
+layers-actuator/daemon := actuator/runner actuator/worker actuator/control actuator/metrics \
+	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+layers-actuator/runner := actuator/worker actuator/control actuator/metrics actuator/config \
+	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+layers-actuator/worker := actuator/guestd $(agent-glue) net base
+layers-actuator/control := actuator/policy net hotplug base
+layers-actuator/metrics := actuator/policy net base
+layers-actuator/config := agent-glue/codec net base
+layers-actuator/cgroup := base
+layers-actuator/policy := agent-glue/codec hotplug base
+layers-actuator/guestd := agent-glue/client agent-glue/codec net base
 layers-agent-glue/arbiter := agent-glue/codec net base
 layers-agent-glue/client := agent-glue/codec net base
 layers-agent-glue/codec := net base
@@ -91,7 +104,7 @@ LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
 INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
-SECCOMP_EXEC := $(BUILD)/tests/seccomp-exec
+SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
@@ -120,12 +133,16 @@ $(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
 	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# make print-VAR: a variable's value, for scripts (tests/checks/).
+print-%:
+	@echo $($*)
+
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
 .PHONY: check-layers
 check-layers:
-	$(Q)tests/check-layers.sh $(layer-specs)
+	$(Q)tests/checks/check-layers.sh $(layer-specs)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
@@ -135,9 +152,9 @@ $(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-# The sandbox test's launcher (tests/seccomp-exec.c): vmactd.service's
+# The sandbox test's launcher (tests/sandbox/seccomp-exec.c): vmactd.service's
 # system-call filter, loaded with libseccomp, then exec.
-$(SECCOMP_EXEC): $(BUILD)/tests/seccomp-exec.o
+$(SECCOMP_EXEC): $(BUILD)/tests/sandbox/seccomp-exec.o
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(shell pkg-config --libs libseccomp 2>/dev/null)
 
@@ -303,11 +320,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
 ci:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
 
 setup:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 
 # make demo: the README's first command (demo/vmact-demo.sh). As root on
 # Debian 12: prepares the host as make ci does, builds vmact and the test
@@ -315,7 +332,7 @@ setup:
 # phases its test uses (tests/integration/test_demo.c).
 DEMO_SHORT ?=
 demo:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)VMACT_DEMO_SHORT=$(DEMO_SHORT) VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) \
 		VMACT_DEMO_BUILD=$(abspath $(BUILD)) demo/vmact-demo.sh
@@ -330,7 +347,7 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under
-# DESTDIR), one per line: tests/check-install.sh compares the two.
+# DESTDIR), one per line: tests/checks/check-install.sh compares the two.
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 MANDIR      ?= $(PREFIX)/share/man
@@ -339,7 +356,7 @@ HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
 # systemd-sysusers reads /usr/local/lib/sysusers.d as well as /usr/lib's.
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-DOCS        := README.md actuator/vmactd.json.example
+DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
@@ -368,10 +385,10 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
-	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/vmactd.service \
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
 		> $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
-	install -m 0644 actuator/vmact.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact.conf
+	install -m 0644 actuator/daemon/vmact.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
@@ -404,7 +421,7 @@ check-host-image: $(HOST_IMG)/stamp
 $(HOST_IMG)/stamp: tests/host/build-image.sh
 	$(Q)tests/host/build-image.sh $(HOST_IMG)
 check-host: check-host-image
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory deb guest
 	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules
 

@@ -16,7 +16,7 @@ say() { printf 'check-host image: %s\n' "$*"; }
 die() { printf 'check-host image: error: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot)"
 for c in debootstrap mkfs.ext4; do
-	command -v "$c" >/dev/null || die "$c missing: tests/setup-host.sh installs it"
+	command -v "$c" >/dev/null || die "$c missing: tests/host/setup-host.sh installs it"
 done
 
 suite=bookworm

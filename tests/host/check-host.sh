@@ -20,7 +20,7 @@ die() { printf 'check-host: error: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "must run as root"
 for f in "$img/rootfs.img" "$img/vmlinuz" "$img/initrd.img" "$deb" \
 	 "$guest/vmlinuz" "$guest/initrd.img" "$nodemod/ws"; do
-	[ -e "$f" ] || die "$f is missing (make check-host builds the image, the .deb and the guest; tests/setup-host.sh installs ws)"
+	[ -e "$f" ] || die "$f is missing (make check-host builds the image, the .deb and the guest; tests/host/setup-host.sh installs ws)"
 done
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing"
 

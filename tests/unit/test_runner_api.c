@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What a runner API change may ask (actuator/runner-api.h): within the
+/* What a runner API change may ask (actuator/runner/neonvm-api.h): within the
  * VM's CPU bounds and the vCPUs it can have, every refusal naming why. */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/runner-api.h"
+#include "actuator/runner/neonvm-api.h"
 
 static void within_bounds(void **state)
 {
