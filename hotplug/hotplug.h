@@ -283,6 +283,10 @@ int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
 /* -ENOENT when the domain has no vmact metadata. */
 int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 		 struct vmact_err *err);
+/* The metadata of a running domain (live) or of one that is not running
+ * (its definition): what vmactl check reads. -ENOENT when it has none. */
+int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
+		     struct vmact_err *err);
 /* Writes a change into the domain's live metadata (when it runs) and, when
  * the domain is persistent, into its definition too (so it survives a restart of the VM
  * and of vmactd). Both edits are validated before either is written.

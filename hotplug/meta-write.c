@@ -109,6 +109,21 @@ static int get_meta(virDomainPtr dom, unsigned flags, char **out, struct vmact_e
 	return 0;
 }
 
+int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
+		     struct vmact_err *err)
+{
+	_cleanup_free_ char *xml = NULL;
+	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	int r;
+
+	if (!dom)
+		return -(err->code ? err->code : ENODEV);
+	r = get_meta(dom, virDomainIsActive(dom) == 1 ? VIR_DOMAIN_AFFECT_LIVE
+						       : VIR_DOMAIN_AFFECT_CONFIG, &xml, err);
+	virDomainFree(dom);
+	return r < 0 ? r : hp_meta_parse(xml, meta, err);
+}
+
 int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_change *ch,
 		  struct hp_meta *out, struct vmact_err *err)
 {

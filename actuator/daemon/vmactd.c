@@ -16,6 +16,7 @@
 #include "actuator/config/config.h"
 #include "actuator/control/control.h"
 #include "actuator/control/events.h"
+#include "actuator/daemon/enroll.h"
 #include "actuator/daemon/hook-listener.h"
 #include "base/endpoint.h"
 #include "base/log.h"
@@ -166,9 +167,9 @@ static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd
 	return s;
 }
 
-static int backend_views(void *ud, struct act_vm_view **out, size_t *n)
+static int backend_views(void *ud, bool all, struct act_vm_view **out, size_t *n)
 {
-	return act_registry_views(ud, out, n);
+	return act_registry_views(ud, all, out, n);
 }
 
 static int backend_view(void *ud, const char *name, struct act_vm_view *out)
@@ -180,6 +181,37 @@ static int backend_change(void *ud, const char *name, const struct hp_meta_chang
 			  struct vmact_err *err)
 {
 	return act_registry_change(ud, name, ch, err);
+}
+
+/* vmactl check, enable, disable: DIMMs of a VM without its own compute
+ * unit are the host's. */
+static uint64_t backend_dimm_bytes;
+
+static int backend_check(void *ud, const char *dom, const struct hp_meta_change *bounds,
+			 struct act_domain_check *out, struct vmact_err *err)
+{
+	return act_enroll_check(act_registry_hp(ud), dom, bounds, backend_dimm_bytes, out, err);
+}
+
+static int backend_enable(void *ud, const char *dom, const struct hp_meta_change *bounds,
+			  struct act_domain_check *out, struct vmact_err *err)
+{
+	int r = act_enroll_enable(act_registry_hp(ud), dom, bounds, backend_dimm_bytes, out, err);
+
+	if (r == 0)
+		log_info("%s: enabled by the operator (bounds %s)", out->name, out->bounds_from);
+	else if (out->name[0])
+		log_warning("enable: %s", err->msg);
+	return r;
+}
+
+static int backend_disable(void *ud, const char *dom, char *name, struct vmact_err *err)
+{
+	int r = act_enroll_disable(act_registry_hp(ud), dom, name, err);
+
+	if (r == 0)
+		log_info("%s: disabled by the operator", name);
+	return r;
 }
 
 /* A control socket that could not be created (its directory full or
@@ -194,11 +226,14 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 					 struct act_events *events, struct act_registry *registry,
 					 bool quiet)
 {
+	backend_dimm_bytes = cfg->compute_unit.mem_bytes;
 	struct act_control_opts co = {
 		.event = loop,
 		.socket = cfg->control_socket,
 		.events = events,
-		.backend = { backend_views, backend_view, backend_change, registry },
+		.backend = { .views = backend_views, .view = backend_view, .change = backend_change,
+			     .check = backend_check, .enable = backend_enable,
+			     .disable = backend_disable, .ud = registry },
 		.allowed_uid = 0,
 	};
 	struct vmact_err err = { 0 };
