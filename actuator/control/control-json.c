@@ -65,6 +65,10 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 					  : json_null());
 	json_object_set_new(o, "permit", opt_res(v->has_permit, v->permit));
 	json_object_set_new(o, "desired", opt_res(v->has_desired, v->desired));
+	json_object_set_new(o, "permit_short",
+			    v->permit_short[0] ? json_string(v->permit_short) : json_null());
+	json_object_set_new(o, "cannot_shrink",
+			    v->cannot_shrink[0] ? json_string(v->cannot_shrink) : json_null());
 	json_object_set_new(o, "last_change",
 			    v->last_change_usec
 				    ? json_pack("{s:f,s:s}", "time", v->last_change_usec / 1e6,

@@ -45,6 +45,12 @@ struct act_vm_view {
 	struct vmact_resources permit;
 	bool has_desired;
 	struct vmact_resources desired;
+	/* Why it does not get closer to desired ("" when nothing holds it):
+	 * a permit below what was asked (the scheduler's reason), a shrink
+	 * it cannot make (no approver, approver away or denying, memory the
+	 * guest kept). */
+	char permit_short[320];
+	char cannot_shrink[320];
 	uint64_t last_change_usec;   /* CLOCK_REALTIME; 0 = none */
 	char last_change[320];
 

@@ -31,6 +31,34 @@ int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
 	return ret;
 }
 
+/* Why a permit is below what was asked ("" when it is not): the embedded
+ * arbiter's own figures (its growth stops at the watermark of its
+ * declared capacity, doc/protocols.md "Permit computation"); a remote
+ * plugin gives no reason on the wire. */
+static void partial_reason(const struct act_runner *r, const struct vmact_resources *permit,
+			   char *buf, size_t len)
+{
+	struct ag_arbiter_totals t;
+	char wm[48], held[48], total[48];
+
+	buf[0] = 0;
+	if (!vmact_res_any_lt(*permit, r->plugin_asked))
+		return;
+	if (!r->env->arbiter) {
+		snprintf(buf, len, "the scheduler plugin at %s granted less (it gives no reason)",
+			 r->env->plugin_url ? r->env->plugin_url : "?");
+		return;
+	}
+	ag_arbiter_totals(r->env->arbiter, &t);
+	act_runner_fmt_res(wm, sizeof(wm), t.watermark);
+	act_runner_fmt_res(held, sizeof(held), t.reserved);
+	act_runner_fmt_res(total, sizeof(total), t.total);
+	snprintf(buf, len,
+		 "the arbiter's reservations (%s, %u VM%s) reached its watermark %s "
+		 "(arbiter.watermark of its capacity %s)",
+		 held, t.pods, t.pods == 1 ? "" : "s", wm, total);
+}
+
 static void plugin_done(void *ud, const struct ag_plugin_result *res)
 {
 	struct act_runner *r = ud;
@@ -50,11 +78,30 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 		log_warning("%s: scheduler permit refused: %s", r->name, err.msg);
 		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler permit refused: %s", err.msg);
 	} else {
+		char why[sizeof(r->permit_short)], asked[80];
+		bool news;
+
 		act_runner_note_plugin_done(r, false);
 		act_runner_fmt_res(a, sizeof(a), res->response.permit);
+		act_runner_fmt_res(asked, sizeof(asked), r->plugin_asked);
 		log_debug("%s: scheduler permits %s", r->name, a);
-		if (!vmact_res_eq(was, res->response.permit)) /* renewals are not news */
+		partial_reason(r, &res->response.permit, why, sizeof(why));
+		/* Renewals are not news; a new reason for the same permit is. */
+		news = !vmact_res_eq(was, res->response.permit) || strcmp(why, r->permit_short) != 0;
+		snprintf(r->permit_short, sizeof(r->permit_short), "%s", why);
+		if (news && why[0]) {
+			log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked, why);
+			act_event(r->env->events, r->name, ACT_EV_PERMIT,
+				  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu",
+					    (json_int_t)res->response.permit.milli_cpu, "mem_bytes",
+					    (json_int_t)res->response.permit.mem_bytes, "partial", 1,
+					    "asked_milli_cpu", (json_int_t)r->plugin_asked.milli_cpu,
+					    "asked_mem_bytes", (json_int_t)r->plugin_asked.mem_bytes,
+					    "reason", why),
+				  "scheduler permits %s of %s asked: %s", a, asked, why);
+		} else if (news) {
 			act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);
+		}
 	}
 	act_runner_evaluate(r);
 }
@@ -84,6 +131,7 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 		return;
 	}
 	act_runner_note_plugin_start(r, &a->plugin.target);
+	r->plugin_asked = a->plugin.target;
 	if (ag_plugin_client_request(r->plugin, &req, &r->st.using_, plugin_done, r, &err) < 0) {
 		log_warning("%s: cannot send the scheduler request: %s", r->name, err.msg);
 		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);

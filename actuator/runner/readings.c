@@ -25,6 +25,7 @@
 #include "actuator/worker/worker.h"
 #include "actuator/worker/scrape-proxy.h"
 #include "actuator/runner/runner-priv.h"
+#include "base/quantity.h"
 #include "net/http-client.h"
 #include "agent-glue/client/exporter-scrape.h"
 #include "base/endpoint.h"
@@ -132,8 +133,24 @@ static bool decide_cpu(struct act_runner *r)
 	act_runner_note_demand(r, &dec);
 	act_cpu_decision_format(&dec, why, sizeof(why));
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
-		if (dec.cls != r->last_cls)
+		/* The load's class changed, the goal did not: an event, so
+		 * that "why didn't it resize?" has its answer in vmactl events
+		 * (the policy's reason: contended, throttled, held after a
+		 * change, at a bound). */
+		if (dec.cls != r->last_cls) {
+			char held[32];
+
 			log_debug("%s: cpu %s", r->name, why);
+			vmact_quantity_format_milli(dec.goal_milli, held, sizeof(held));
+			act_event(r->env->events, r->name, ACT_EV_HOLD,
+				  json_pack("{s:s,s:s,s:I,s:f,s:f}", "class",
+					    act_cpu_class_name(dec.cls), "was",
+					    act_cpu_class_name(r->last_cls), "goal_milli_cpu",
+					    (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus",
+					    dec.demand),
+				  "held at %s CPU: now %s, was %s: %s", held, act_cpu_class_name(dec.cls),
+				  act_cpu_class_name(r->last_cls), why);
+		}
 		r->last_cls = dec.cls;
 		return false;
 	}

@@ -73,6 +73,11 @@ struct act_runner {
 	struct net_http_client *http;
 	struct ag_plugin_client *plugin;
 	bool plugin_busy;
+	/* What the last scheduler request asked for, and why the permit fell
+	 * short of it ("" when it did not): vmactl show, permit events. */
+	struct vmact_resources plugin_asked;
+	char permit_short[320];
+	char shrink_blocked[320]; /* the last reason a hold event said */
 
 	/* The vm-monitor or the informant; NULL: scaled up only. */
 	struct act_approver *approver;
@@ -136,6 +141,9 @@ unsigned act_runner_mem_hold_next(unsigned prev_s);
 bool act_runner_mem_held(struct vmact_resources *target, const struct vmact_resources *using_,
 			 act_time_t now, act_time_t until);
 void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
+/* Why the runner cannot shrink the VM towards desired now ("" when it can
+ * or does not want to): vmactl show, hold events. */
+void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len);
 /* Asks the core for the next actions and starts them. */
 void act_runner_evaluate(struct act_runner *r);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */

@@ -20,6 +20,35 @@ void act_runner_note_change(struct act_runner *r, const char *what)
 		snprintf(r->last_change, sizeof(r->last_change), "to %s", what);
 }
 
+void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len)
+{
+	const char *kind = r->meta.informant[0] ? "informant" : "vm-monitor";
+	char a[80];
+
+	buf[0] = 0;
+	if (!r->has_desired || !vmact_res_any_lt(r->desired, r->st.using_) || r->meta.paused ||
+	    r->api_vm)
+		return;
+	if (!r->meta.monitor[0] && !r->meta.informant[0]) {
+		snprintf(buf, len, "no vm-monitor or informant in its metadata: vmactd shrinks a VM "
+			 "only with its guest's approval (doc/privsep.md)");
+	} else if (!r->st.monitor.active) {
+		snprintf(buf, len, "its %s at %s is not connected: no approval to shrink", kind,
+			 r->meta.informant[0] ? r->meta.informant : r->meta.monitor);
+	} else if (r->st.monitor.has_denied) {
+		act_runner_fmt_res(a, sizeof(a), r->st.monitor.denied.requested);
+		snprintf(buf, len, "its %s denied the last downscale (to %s); asked again later",
+			 kind, a);
+	} else if (r->mem_hold_until > act_runner_now_ns((struct act_runner *)r) &&
+		   r->desired.mem_bytes < r->st.using_.mem_bytes) {
+		snprintf(buf, len, "the guest kept its memory at the last shrink: memory held for "
+			 "%u s", r->mem_hold_s);
+	} else if (vmact_res_any_gt(r->st.monitor.approved, r->desired)) {
+		act_runner_fmt_res(a, sizeof(a), r->st.monitor.approved);
+		snprintf(buf, len, "waiting for its %s's approval (approved down to %s)", kind, a);
+	}
+}
+
 void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 {
 	enum act_cpu_policy_mode pol = act_runner_cpu_policy(r);
@@ -50,6 +79,8 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	v->permit = r->st.plugin.permit;
 	v->has_desired = r->has_desired;
 	v->desired = r->desired;
+	snprintf(v->permit_short, sizeof(v->permit_short), "%s", r->permit_short);
+	act_runner_shrink_blocked(r, v->cannot_shrink, sizeof(v->cannot_shrink));
 	v->last_change_usec = r->last_change_usec;
 	snprintf(v->last_change, sizeof(v->last_change), "%s", r->last_change);
 
