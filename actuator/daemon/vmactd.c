@@ -145,6 +145,31 @@ static int metrics_collect(void *ud, struct act_vm_metrics **vms, size_t *n)
 	return act_registry_metrics(ud, vms, n);
 }
 
+/* The embedded arbiter's figures for /metrics (none with plugin.mode
+ * remote). */
+static struct ag_arbiter *metrics_arbiter;
+
+static bool metrics_arbiter_figures(void *ud, struct act_arbiter_metrics *out)
+{
+	struct ag_arbiter_totals t;
+
+	(void)ud;
+	if (!metrics_arbiter)
+		return false;
+	ag_arbiter_totals(metrics_arbiter, &t);
+	*out = (struct act_arbiter_metrics){
+		.capacity = t.total,
+		.watermark = t.watermark,
+		.reserved = t.reserved,
+		.pressure = t.pressure,
+		.vms = t.pods,
+		.requests = t.requests,
+		.partial = t.grants_partial,
+		.refused = t.refused,
+	};
+	return true;
+}
+
 /* The Prometheus endpoint is an operator's view, not part of scaling: a
  * listener that cannot be opened (the port taken) is logged and vmactd
  * scales without it (doc/metrics.md). */
@@ -152,7 +177,9 @@ static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd
 						const struct act_metrics *m,
 						struct act_registry *reg)
 {
-	const struct act_metrics_source src = { .collect = metrics_collect, .ud = reg };
+	const struct act_metrics_source src = { .collect = metrics_collect,
+						.arbiter = metrics_arbiter_figures,
+						.ud = reg };
 	struct act_metrics_server *s = NULL;
 	struct vmact_err err = { 0 };
 
@@ -481,6 +508,7 @@ int main(int argc, char **argv)
 			act_config_free(&cfg);
 			return 1;
 		}
+		metrics_arbiter = arbiter;
 	}
 
 	sampler = open_sampler(&cfg, loop);

@@ -5,6 +5,7 @@
  * and the VM's figures taken at scrape time. */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "actuator/runner/runner-priv.h"
 #include "base/cpustat.h"
@@ -53,7 +54,7 @@ void act_runner_note_plugin_done(struct act_runner *r, bool failed)
 {
 	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->plugin_dir, since(r, r->plugin_t0));
 	if (failed)
-		act_metrics_failure(r->env->prom, ACT_FAILURE_PLUGIN);
+		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);
 }
 
 void act_runner_note_approver_start(struct act_runner *r, bool up)
@@ -71,7 +72,7 @@ void act_runner_note_approver_done(struct act_runner *r, bool failed)
 	act_metrics_observe(r->env->prom, ACT_LATENCY_MONITOR, r->approver_dir,
 			    since(r, r->approver_t0));
 	if (failed)
-		act_metrics_failure(r->env->prom, ACT_FAILURE_MONITOR);
+		act_runner_note_failure(r, ACT_FAILURE_MONITOR);
 }
 
 void act_runner_note_hotplug_start(struct act_runner *r)
@@ -81,6 +82,12 @@ void act_runner_note_hotplug_start(struct act_runner *r)
 	r->hp_dir = act_metrics_direction(r->st.using_, r->plan.target);
 }
 
+static void resized(struct act_runner *r, struct act_metrics *m, enum act_metric_resize kind)
+{
+	act_metrics_resize(m, kind);
+	r->resizes[kind]++;
+}
+
 void act_runner_note_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
 				  bool failed)
 {
@@ -88,19 +95,22 @@ void act_runner_note_hotplug_done(struct act_runner *r, const struct vmact_resou
 
 	act_metrics_observe(m, ACT_LATENCY_HOTPLUG, r->hp_dir, since(r, r->hp_t0));
 	if (failed)
-		act_metrics_failure(m, ACT_FAILURE_HOTPLUG);
+		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
 	/* What really changed, also of a resize that failed half-way. */
 	if (got->milli_cpu != r->hp_from.milli_cpu)
-		act_metrics_resize(m, got->milli_cpu > r->hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
-									   : ACT_RESIZE_CPU_DOWN);
+		resized(r, m, got->milli_cpu > r->hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
+								       : ACT_RESIZE_CPU_DOWN);
 	if (got->mem_bytes != r->hp_from.mem_bytes)
-		act_metrics_resize(m, got->mem_bytes > r->hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
-									   : ACT_RESIZE_MEMORY_DOWN);
+		resized(r, m, got->mem_bytes > r->hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
+								       : ACT_RESIZE_MEMORY_DOWN);
 }
 
+/* The daemon's counters and the VM's own (vmact_vm_*_total). */
 void act_runner_note_failure(struct act_runner *r, enum act_metric_failure kind)
 {
 	act_metrics_failure(r->env->prom, kind);
+	if (kind < ACT_FAILURE_N)
+		r->failures[kind]++;
 }
 
 /* The vCPU threads' totals since registration; a thread that ended takes
@@ -137,6 +147,8 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 
 	*out = (struct act_vm_metrics){
 		.name = r->name,
+		.uuid = r->uuid,
+		.paused = r->meta.paused,
 		.current = r->st.using_,
 		.min = r->st.min,
 		.max = r->st.max,
@@ -154,6 +166,8 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 		.has_demand = r->has_dec,
 		.demand = r->dec,
 	};
+	memcpy(out->resizes, r->resizes, sizeof(out->resizes));
+	memcpy(out->failures, r->failures, sizeof(out->failures));
 	if (thread_totals(r)) {
 		out->has_threads = true;
 		out->run_delay_seconds = (double)r->thr_delay / 1e9;

@@ -78,6 +78,9 @@ struct act_runner {
 	struct vmact_resources plugin_asked;
 	char permit_short[320];
 	char shrink_blocked[320]; /* the last reason a hold event said */
+	/* vmact_vm_resizes_total, vmact_vm_failures_total */
+	uint64_t resizes[ACT_RESIZE_N];
+	uint64_t failures[ACT_FAILURE_N];
 
 	/* The vm-monitor or the informant; NULL: scaled up only. */
 	struct act_approver *approver;
