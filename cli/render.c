@@ -180,6 +180,10 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	ctl_fmt_res(json_object_get(vm, "permit"), x, sizeof(x));
 	ctl_fmt_res(json_object_get(vm, "desired"), y, sizeof(y));
 	fprintf(f, "Permit:      %s\nDesired:     %s\n", x, y);
+	if (json_is_string(json_object_get(vm, "permit_short")))
+		fprintf(f, "Permit short: %s\n", str(vm, "permit_short"));
+	if (json_is_string(json_object_get(vm, "cannot_shrink")))
+		fprintf(f, "Cannot shrink: %s\n", str(vm, "cannot_shrink"));
 	fprintf(f, "Scheduler:   %s%s%s%s\n", str(s, "kind"),
 		json_is_string(json_object_get(s, "url")) ? " at " : "",
 		json_is_string(json_object_get(s, "url")) ? str(s, "url") : "",

@@ -40,12 +40,19 @@ root=$out/rootfs
 for m in proc sys dev/pts dev; do
 	mountpoint -q "$root/$m" 2>/dev/null && umount -l "$root/$m"
 done
-rm -rf "$root" "$out/rootfs.img" "$out/stamp"
+# The image in use stays until the new one is complete.
+rm -rf "$root"
 
 say "debootstrap $suite from $mirror (a few minutes)"
-debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" \
-	"$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 ||
-	{ tail -n 30 "$out/debootstrap.log" >&2; die "debootstrap failed ($out/debootstrap.log)"; }
+# Twice: a mirror that fails a download once is not a reason to stop.
+for try in 1 2; do
+	rm -rf "$root"
+	debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" \
+		"$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 && break
+	[ "$try" = 2 ] &&
+		{ tail -n 30 "$out/debootstrap.log" >&2; die "debootstrap failed ($out/debootstrap.log)"; }
+	say "debootstrap failed; once more"
+done
 
 say "configuring the machine"
 echo vmact-host >"$root/etc/hostname"
@@ -98,13 +105,15 @@ chroot "$root" update-initramfs -u -k all >"$out/initramfs.log" 2>&1 ||
 umount -l "$root/proc"
 trap - EXIT
 
-cp -L "$root/vmlinuz" "$out/vmlinuz"
-cp -L "$root/initrd.img" "$out/initrd.img"
+cp -L "$root/vmlinuz" "$out/vmlinuz.new" && mv "$out/vmlinuz.new" "$out/vmlinuz"
+cp -L "$root/initrd.img" "$out/initrd.img.new" && mv "$out/initrd.img.new" "$out/initrd.img"
 chroot "$root" dpkg-query -W -f='${Package} ${Version}\n' >"$out/packages.txt"
 rm -rf "$root/var/cache/apt/archives"/*.deb
 
 say "writing the ext4 image"
-mkfs.ext4 -q -F -L vmact-host -d "$root" "$out/rootfs.img" 6G
+rm -f "$out/stamp"
+mkfs.ext4 -q -F -L vmact-host -d "$root" "$out/rootfs.img.new" 6G
+mv "$out/rootfs.img.new" "$out/rootfs.img"
 rm -rf "$root"
 sha256sum "$0" | cut -d' ' -f1 >"$out/stamp"
 say "done: $(grep -c . "$out/packages.txt") packages, $(grep '^libvirt-daemon \|^qemu-system-x86 \|^systemd \|^linux-image-amd64 ' "$out/packages.txt" | tr '\n' ' ')"
