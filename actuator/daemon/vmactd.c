@@ -242,7 +242,7 @@ static int backend_disable(void *ud, const char *dom, char *name, struct vmact_e
 }
 
 /* A control socket that could not be created (its directory full or
- * read-only, README "Reliability and security") is tried again this often,
+ * read-only, doc/reliability.md) is tried again this often,
  * so that vmactl reaches vmactd once the space is back. */
 #define CONTROL_RETRY_SEC 10u
 

@@ -223,7 +223,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 	}
 	/* The BPF thread table (sampler.max_threads) is shared by every
 	 * VM: when it is full, threads without an entry go uncounted and
-	 * this VM's load reads low (README, "Reliability and security"). */
+	 * this VM's load reads low (doc/reliability.md). */
 	if (rd.untracked && !r->untracked_logged) {
 		log_warning("%s: sampler: %llu scheduler events of the VM's threads not counted: the "
 			    "BPF thread table is full (sampler.max_threads); its load reads low",

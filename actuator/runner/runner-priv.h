@@ -99,8 +99,8 @@ struct act_runner {
 	char last_hp_error[VMACT_ERR_MSG_MAX];
 	/* The guest kept memory it was asked to give back (-EBUSY from the
 	 * memory step): no memory shrink is planned before mem_hold_until;
-	 * the hold doubles with each refusal in a row (README "Reliability
-	 * and security"). */
+	 * the hold doubles with each refusal in a row (doc/reliability.md
+	 * ). */
 	bool mem_refused;
 	act_time_t mem_hold_until;
 	unsigned mem_hold_s;

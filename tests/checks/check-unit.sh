@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-unit.sh: vmactd.service as `make install` writes it, scored by
 # systemd-analyze security --offline=yes (systemd's own exposure score, 0
-# best, 10 worst). Passes below 5.0 ("OK"), README "Sandbox". What each
+# best, 10 worst). Passes below 5.0 ("OK"), doc/reliability.md, "Sandbox". What each
 # restriction costs vmactd is shown by test_sandbox, not by this score.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

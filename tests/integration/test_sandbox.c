@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmactd inside what vmactd.service allows (README "Sandbox"). PID 1 is not
+/* vmactd inside what vmactd.service allows (doc/reliability.md, "Sandbox"). PID 1 is not
  * systemd on the test hosts, so the unit's restrictions are applied by
  * hand, read from actuator/daemon/vmactd.service itself:
  *
