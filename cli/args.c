@@ -9,9 +9,10 @@
 #include "base/quantity.h"
 
 static const char *const names[] = {
-	[CTL_NONE] = "", [CTL_STATUS] = "status", [CTL_SHOW] = "show", [CTL_SET] = "set",
-	[CTL_PAUSE] = "pause", [CTL_RESUME] = "resume", [CTL_EVENTS] = "events", [CTL_TOP] = "top",
-	[CTL_CHECK] = "check", [CTL_ENABLE] = "enable", [CTL_DISABLE] = "disable",
+	[CTL_NONE] = "",         [CTL_STATUS] = "status",   [CTL_SHOW] = "show",
+	[CTL_SET] = "set",       [CTL_PAUSE] = "pause",     [CTL_RESUME] = "resume",
+	[CTL_EVENTS] = "events", [CTL_TOP] = "top",         [CTL_CHECK] = "check",
+	[CTL_ENABLE] = "enable", [CTL_DISABLE] = "disable",
 };
 
 const char *ctl_command_name(enum ctl_command c)
@@ -27,7 +28,8 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "Every VM vmactd knows: state (managed, paused, not-managed and why), vCPUs,\n"
 		      "CPU quota, memory, load, demand, permit, desired size, last change.\n"
 		      "--all: also every running domain it ignores (no vmact metadata,\n"
-		      "enabled=\"false\", outside libvirt.name_prefix), with the reason.\n", f);
+		      "enabled=\"false\", outside libvirt.name_prefix), with the reason.\n",
+		      f);
 		break;
 	case CTL_SHOW:
 		fputs("Usage: vmactl show VM [--json]\n"
@@ -65,7 +67,8 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "memhp_default_state; as it runs and as it is defined (the next cold start),\n"
 		      "and which changes need a cold restart. Against the bounds given, else its\n"
 		      "metadata's, else the defaults vmactl enable would write. Exit status 1 when\n"
-		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n", f);
+		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n",
+		      f);
 		break;
 	case CTL_ENABLE:
 		fputs("Usage: vmactl enable DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
@@ -74,13 +77,15 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "definition) with enabled=\"true\" and the bounds given; a bound not given\n"
 		      "keeps the metadata's, else takes the default: from the vCPUs and memory it\n"
 		      "boots with to the most its layout can reach. Refused, with vmactl check's\n"
-		      "report, when the layout cannot do the bounds.\n", f);
+		      "report, when the layout cannot do the bounds.\n",
+		      f);
 		break;
 	case CTL_DISABLE:
 		fputs("Usage: vmactl disable DOMAIN [--json]\n"
 		      "Takes the domain out from under vmact: enabled=\"false\" in its metadata\n"
 		      "(the rest kept for a later enable). vmactd lets it go and removes the CPU\n"
-		      "quota it set; the domain keeps the size it has.\n", f);
+		      "quota it set; the domain keeps the size it has.\n",
+		      f);
 		break;
 	case CTL_TOP:
 		fputs("Usage: vmactl top [--iterations N] [--json]\n"
@@ -110,7 +115,8 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "  --json             machine-readable output (doc/control-api.md)\n"
 		      "  -h, --help         help (vmactl COMMAND --help: the command's)\n"
 		      "      --version      show the version\n\n"
-		      "Exit status: 0 done, 1 error (vmactd unreachable or refused), 2 usage.\n", f);
+		      "Exit status: 0 done, 1 error (vmactd unreachable or refused), 2 usage.\n",
+		      f);
 		break;
 	}
 }
@@ -265,8 +271,10 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 	}
 	if (out->cmd != CTL_SET && out->cmd != CTL_CHECK && out->cmd != CTL_ENABLE &&
 	    (out->min_cpu || out->max_cpu || out->min_mem || out->max_mem))
-		return vmact_err_set(err, EINVAL, "%s: bounds are options of `set`, `check` and "
-				     "`enable`", names[out->cmd]);
+		return vmact_err_set(err, EINVAL,
+				     "%s: bounds are options of `set`, `check` and "
+				     "`enable`",
+				     names[out->cmd]);
 	if (out->cmd != CTL_STATUS && out->all)
 		return vmact_err_set(err, EINVAL, "%s: --all is an option of `status`",
 				     names[out->cmd]);

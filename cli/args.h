@@ -32,7 +32,7 @@ struct ctl_args {
 	const char *vm;       /* show, set, pause, resume, check, enable, disable (a name or
 			       * UUID); events --vm */
 	bool json, help, version, follow;
-	bool all;             /* status --all */
+	bool all; /* status --all */
 	/* set, check, enable: quantities as given, checked ("2", "500m";
 	 * "512Mi", "2Gi") */
 	const char *min_cpu, *max_cpu, *min_mem, *max_mem;

@@ -213,13 +213,14 @@ static void render_layout(FILE *f, const char *title, const json_t *l)
 
 	if (!json_is_object(l))
 		return;
-	fprintf(f, "%s: %s\n", title, json_is_true(json_object_get(l, "ready")) ? "ready" : "NOT READY");
-	json_array_foreach(json_object_get(l, "items"), i, it) {
+	fprintf(f, "%s: %s\n", title,
+		json_is_true(json_object_get(l, "ready")) ? "ready" : "NOT READY");
+	json_array_foreach(json_object_get(l, "items"), i, it)
+	{
 		const char *level = str(it, "level");
 
-		fprintf(f, "  %-8s %-13s %s%s\n",
-			strcmp(level, "blocker") == 0 ? "BLOCKER" : level, str(it, "part"),
-			str(it, "text"),
+		fprintf(f, "  %-8s %-13s %s%s\n", strcmp(level, "blocker") == 0 ? "BLOCKER" : level,
+			str(it, "part"), str(it, "text"),
 			json_is_true(json_object_get(it, "cold_restart")) &&
 					strcmp(level, "ok") != 0
 				? " [cold restart]"
@@ -237,8 +238,7 @@ void ctl_render_check(FILE *f, const json_t *c)
 	fprintf(f, "Domain:      %s (%s), %s, %s\n", str(c, "name"), str(c, "uuid"),
 		json_is_true(json_object_get(c, "active")) ? "running" : "not running",
 		json_is_true(json_object_get(c, "persistent")) ? "persistent" : "transient");
-	fprintf(f, "Metadata:    %s%s%s\n", meta,
-		json_object_get(c, "metadata_error") ? ": " : "",
+	fprintf(f, "Metadata:    %s%s%s\n", meta, json_object_get(c, "metadata_error") ? ": " : "",
 		json_object_get(c, "metadata_error") ? str(c, "metadata_error") : "");
 	fprintf(f, "Bounds:      %s to %s, memory by %s (%s)\n", min, max, str(c, "method"),
 		str(c, "bounds_from"));

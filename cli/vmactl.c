@@ -145,8 +145,8 @@ static char *bounds_body(const struct ctl_args *a)
 	return body;
 }
 
-static int domain_call(const struct ctl_args *a, const char *what, const char *body,
-		       json_t **doc, struct vmact_err *err)
+static int domain_call(const struct ctl_args *a, const char *what, const char *body, json_t **doc,
+		       struct vmact_err *err)
 {
 	_cleanup_free_ char *e = ctl_escape(a->vm);
 	char path[1024];

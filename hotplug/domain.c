@@ -35,7 +35,8 @@ int hp_domain_resolve(struct hp_conn *c, const char *name_or_uuid, char *uuid, c
 	int r = 0;
 
 	if (!vc)
-		return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", hp_conn_uri(c));
+		return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)",
+				     hp_conn_uri(c));
 	/* A UUID first, as virsh does: a domain may be named like another's
 	 * UUID, but the UUID is the one that cannot be ambiguous. */
 	if (strlen(name_or_uuid) >= 32 && strlen(name_or_uuid) < VIR_UUID_STRING_BUFLEN + 8)
@@ -70,7 +71,8 @@ int hp_domain_xml(struct hp_conn *c, const char *uuid, bool inactive, char **xml
 		*persistent = virDomainIsPersistent(dom) == 1;
 	*xml = virDomainGetXMLDesc(dom, inactive ? VIR_DOMAIN_XML_INACTIVE : 0);
 	if (!*xml)
-		r = hp_virt_err(err, inactive ? "the domain's definition" : "the domain's live XML");
+		r = hp_virt_err(err,
+				inactive ? "the domain's definition" : "the domain's live XML");
 	virDomainFree(dom);
 	return r;
 }

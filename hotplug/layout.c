@@ -27,8 +27,8 @@
 struct extra {
 	unsigned numa_cells;
 	bool has_cmdline;
-	bool online_movable;      /* memhp_default_state=online_movable */
-	unsigned disabled_fixed;  /* <vcpus> entries enabled='no' hotpluggable='no' */
+	bool online_movable;     /* memhp_default_state=online_movable */
+	unsigned disabled_fixed; /* <vcpus> entries enabled='no' hotpluggable='no' */
 };
 
 static xmlNodePtr child(xmlNodePtr n, const char *name)
@@ -58,12 +58,14 @@ static int read_extra(const char *xml, struct extra *x, struct vmact_err *err)
 		return vmact_err_set(err, EINVAL, "domain XML is not well-formed");
 	numa = child(child(root, "cpu"), "numa");
 	for (n = numa ? numa->children : NULL; n; n = n->next)
-		x->numa_cells += n->type == XML_ELEMENT_NODE && !xmlStrcmp(n->name, BAD_CAST "cell");
+		x->numa_cells += n->type == XML_ELEMENT_NODE &&
+				 !xmlStrcmp(n->name, BAD_CAST "cell");
 	if ((n = child(child(root, "os"), "cmdline"))) {
 		_cleanup_xmlfree_ xmlChar *c = xmlNodeGetContent(n);
 
 		x->has_cmdline = true;
-		x->online_movable = c && strstr((const char *)c, "memhp_default_state=online_movable");
+		x->online_movable = c &&
+				    strstr((const char *)c, "memhp_default_state=online_movable");
 	}
 	vcpus = child(root, "vcpus");
 	for (n = vcpus ? vcpus->children : NULL; n; n = n->next)
@@ -74,8 +76,8 @@ static int read_extra(const char *xml, struct extra *x, struct vmact_err *err)
 }
 
 static void __attribute__((format(printf, 5, 6)))
-add(struct hp_layout *l, const char *part, enum hp_layout_level level, bool cold,
-    const char *fmt, ...)
+add(struct hp_layout *l, const char *part, enum hp_layout_level level, bool cold, const char *fmt,
+    ...)
 {
 	struct hp_layout_item *it;
 	va_list ap;
@@ -114,14 +116,18 @@ static void check_vcpus(const struct hp_state *st, const struct extra *x,
 	char a[32];
 
 	if (x->disabled_fixed) {
-		add(l, "vcpus", max && max->milli_cpu > st->vcpus_current * 1000u ? HP_LAYOUT_BLOCKER
-										  : HP_LAYOUT_NOTE,
-		    true, "%u disabled vCPU%s not hotpluggable='yes' in <vcpus>: they cannot be "
-		    "plugged while the domain runs", x->disabled_fixed, x->disabled_fixed == 1 ? " is" : "s are");
+		add(l, "vcpus",
+		    max && max->milli_cpu > st->vcpus_current * 1000u ? HP_LAYOUT_BLOCKER
+								      : HP_LAYOUT_NOTE,
+		    true,
+		    "%u disabled vCPU%s not hotpluggable='yes' in <vcpus>: they cannot be "
+		    "plugged while the domain runs",
+		    x->disabled_fixed, x->disabled_fixed == 1 ? " is" : "s are");
 		l->vcpus_max = st->vcpus_current;
 	} else if (st->vcpus_max > st->vcpus_current) {
-		add(l, "vcpus", HP_LAYOUT_OK, false, "%u of %u vCPUs at boot: up to %u more can be plugged",
-		    st->vcpus_current, st->vcpus_max, st->vcpus_max - st->vcpus_current);
+		add(l, "vcpus", HP_LAYOUT_OK, false,
+		    "%u of %u vCPUs at boot: up to %u more can be plugged", st->vcpus_current,
+		    st->vcpus_max, st->vcpus_max - st->vcpus_current);
 	} else {
 		add(l, "vcpus", HP_LAYOUT_NOTE, true,
 		    "<vcpu> maximum %u = vCPUs at boot: none to plug; the CPU size moves by the "
@@ -171,7 +177,8 @@ static void check_memory(const struct hp_state *st, const struct extra *x,
 			l->mem_hotplug = x->numa_cells && st->slots;
 			add(l, "virtio-mem", HP_LAYOUT_OK, false,
 			    "virtio-mem device%s%s: up to %s more in %s blocks (%s plugged now)",
-			    vm->alias[0] ? " " : "", vm->alias, mem_q(vm->size_kib * 1024u, a, sizeof(a)),
+			    vm->alias[0] ? " " : "", vm->alias,
+			    mem_q(vm->size_kib * 1024u, a, sizeof(a)),
 			    mem_q(vm->block_kib * 1024u, b, sizeof(b)),
 			    mem_q(vm->current_kib * 1024u, c, sizeof(c)));
 		}
@@ -182,11 +189,12 @@ static void check_memory(const struct hp_state *st, const struct extra *x,
 
 		if (dimm_bytes && fit < free_slots)
 			free_slots = (unsigned)fit;
-		l->mem_max_bytes = l->mem_base_bytes + (dimm_bytes ? free_slots * dimm_bytes : room);
+		l->mem_max_bytes = l->mem_base_bytes +
+				   (dimm_bytes ? free_slots * dimm_bytes : room);
 		l->mem_hotplug = x->numa_cells && free_slots;
 		add(l, "dimm", l->mem_hotplug ? HP_LAYOUT_OK : missing, !l->mem_hotplug,
-		    "DIMMs of %s: %u free slot%s within <maxMemory>", mem_q(dimm_bytes, a, sizeof(a)),
-		    free_slots, free_slots == 1 ? "" : "s");
+		    "DIMMs of %s: %u free slot%s within <maxMemory>",
+		    mem_q(dimm_bytes, a, sizeof(a)), free_slots, free_slots == 1 ? "" : "s");
 	}
 	if (!l->mem_hotplug)
 		l->mem_max_bytes = l->mem_base_bytes;
@@ -229,15 +237,17 @@ int hp_layout_check(const char *domain_xml, const struct vmact_resources *min,
 	out->ready = true;
 	if (!st)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	if ((r = hp_state_parse(domain_xml, st, err)) < 0 || (r = read_extra(domain_xml, &x, err)) < 0)
+	if ((r = hp_state_parse(domain_xml, st, err)) < 0 ||
+	    (r = read_extra(domain_xml, &x, err)) < 0)
 		return r;
 	if (!min || !max)
 		min = max = NULL;
 	out->vcpus_now = st->vcpus_current;
 	out->vcpus_max = st->vcpus_max;
 	out->mem_base_bytes = st->base_kib * 1024u;
-	out->method = hp_state_memdev(st, NULL, HP_MEM_VIRTIO_MEM) || !st->slots ? HP_METHOD_VIRTIO_MEM
-										   : HP_METHOD_DIMM;
+	out->method = hp_state_memdev(st, NULL, HP_MEM_VIRTIO_MEM) || !st->slots
+			      ? HP_METHOD_VIRTIO_MEM
+			      : HP_METHOD_DIMM;
 	check_vcpus(st, &x, max, out);
 	check_memory(st, &x, min, max, method ? *method : out->method, dimm_bytes, out);
 	return 0;

@@ -24,22 +24,22 @@ enum hp_layout_level {
 };
 
 struct hp_layout_item {
-	const char *part;  /* a short fixed name: "vcpus", "numa", ... */
+	const char *part; /* a short fixed name: "vcpus", "numa", ... */
 	enum hp_layout_level level;
-	bool cold;         /* changing it takes a cold restart */
+	bool cold; /* changing it takes a cold restart */
 	char text[384];
 };
 
 #define HP_LAYOUT_MAX_ITEMS 12
 
 struct hp_layout {
-	unsigned vcpus_now;          /* <vcpu current=…> */
-	unsigned vcpus_max;          /* <vcpu>: the most that can be plugged */
-	uint64_t mem_base_bytes;     /* boot memory: the NUMA cells, never unplugged */
-	uint64_t mem_max_bytes;      /* the most memory hotplug can reach */
-	bool mem_hotplug;            /* memory can grow at all */
-	enum hp_mem_method method;   /* the layout's: virtio-mem when it has a device */
-	bool ready;                  /* no blocker */
+	unsigned vcpus_now;        /* <vcpu current=…> */
+	unsigned vcpus_max;        /* <vcpu>: the most that can be plugged */
+	uint64_t mem_base_bytes;   /* boot memory: the NUMA cells, never unplugged */
+	uint64_t mem_max_bytes;    /* the most memory hotplug can reach */
+	bool mem_hotplug;          /* memory can grow at all */
+	enum hp_mem_method method; /* the layout's: virtio-mem when it has a device */
+	bool ready;                /* no blocker */
 	size_t n;
 	struct hp_layout_item items[HP_LAYOUT_MAX_ITEMS];
 };

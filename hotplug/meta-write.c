@@ -118,8 +118,10 @@ int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 
 	if (!dom)
 		return -(err->code ? err->code : ENODEV);
-	r = get_meta(dom, virDomainIsActive(dom) == 1 ? VIR_DOMAIN_AFFECT_LIVE
-						       : VIR_DOMAIN_AFFECT_CONFIG, &xml, err);
+	r = get_meta(dom,
+		     virDomainIsActive(dom) == 1 ? VIR_DOMAIN_AFFECT_LIVE
+						 : VIR_DOMAIN_AFFECT_CONFIG,
+		     &xml, err);
 	virDomainFree(dom);
 	return r < 0 ? r : hp_meta_parse(xml, meta, err);
 }
@@ -180,12 +182,12 @@ int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct
 		return -(err->code ? err->code : ENODEV);
 	r = hp_meta_parse(element, &m, err);
 	if (r >= 0 && virDomainIsActive(dom) == 1 &&
-	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, element, HP_NS_PREFIX,
-				 HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE) < 0)
+	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, element, HP_NS_PREFIX, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_LIVE) < 0)
 		r = hp_virt_err(err, "virDomainSetMetadata (live)");
 	if (r >= 0 && virDomainIsPersistent(dom) == 1 &&
-	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, element, HP_NS_PREFIX,
-				 HP_NS_URI, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, element, HP_NS_PREFIX, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_CONFIG) < 0)
 		r = hp_virt_err(err, "virDomainSetMetadata (definition)");
 	virDomainFree(dom);
 	return r;

@@ -185,24 +185,26 @@ static json_t *layout(const struct hp_layout *l)
 	json_t *items = json_array();
 
 	for (size_t i = 0; i < l->n; i++)
-		json_array_append_new(items, json_pack("{s:s,s:s,s:b,s:s}", "part", l->items[i].part,
-						       "level", level_name(l->items[i].level),
-						       "cold_restart", l->items[i].cold, "text",
-						       l->items[i].text));
+		json_array_append_new(items,
+				      json_pack("{s:s,s:s,s:b,s:s}", "part", l->items[i].part,
+						"level", level_name(l->items[i].level),
+						"cold_restart", l->items[i].cold, "text",
+						l->items[i].text));
 	return json_pack("{s:b,s:i,s:i,s:I,s:I,s:b,s:s,s:o}", "ready", l->ready, "vcpus",
 			 (int)l->vcpus_now, "vcpus_max", (int)l->vcpus_max, "mem_base_bytes",
-			 (json_int_t)l->mem_base_bytes, "mem_max_bytes", (json_int_t)l->mem_max_bytes,
-			 "mem_hotplug", l->mem_hotplug, "method",
+			 (json_int_t)l->mem_base_bytes, "mem_max_bytes",
+			 (json_int_t)l->mem_max_bytes, "mem_hotplug", l->mem_hotplug, "method",
 			 l->method == HP_METHOD_DIMM ? "dimm" : "virtio-mem", "items", items);
 }
 
 json_t *act_json_domain_check(const struct act_domain_check *c)
 {
 	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:s,s:s,s:o,s:o,s:s,s:b}", "name", c->name, "uuid",
-			      c->uuid, "active", c->active, "persistent", c->persistent,
-			      "metadata", c->meta_state, "bounds_from", c->bounds_from, "min",
-			      res(c->min), "max", res(c->max), "method",
-			      c->method == HP_METHOD_DIMM ? "dimm" : "virtio-mem", "ready", c->ready);
+			      c->uuid, "active", c->active, "persistent", c->persistent, "metadata",
+			      c->meta_state, "bounds_from", c->bounds_from, "min", res(c->min),
+			      "max", res(c->max), "method",
+			      c->method == HP_METHOD_DIMM ? "dimm" : "virtio-mem", "ready",
+			      c->ready);
 
 	if (!o)
 		return NULL;

@@ -16,12 +16,13 @@
 
 enum act_vm_state {
 	ACT_VM_MANAGED = 0,
-	ACT_VM_PAUSED,      /* managed, autoscaling paused by its operator */
-	ACT_VM_UNMANAGED,   /* has vmact metadata but is not managed: reason */
-	ACT_VM_IGNORED,     /* does not ask to be managed (status --all): reason */
+	ACT_VM_PAUSED,    /* managed, autoscaling paused by its operator */
+	ACT_VM_UNMANAGED, /* has vmact metadata but is not managed: reason */
+	ACT_VM_IGNORED,   /* does not ask to be managed (status --all): reason */
 };
 
-const char *act_vm_state_name(enum act_vm_state s); /* "managed", "paused", "not-managed", "ignored" */
+const char *act_vm_state_name(
+	enum act_vm_state s); /* "managed", "paused", "not-managed", "ignored" */
 
 struct act_vm_view {
 	char name[256];

@@ -297,8 +297,10 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 
 static unsigned enroll_status(int r)
 {
-	return r == -ENODEV ? 404 : r == -EINVAL || r == -ERANGE || r == -ENOENT ? 400
-	       : r == -ENOTCONN ? 503 : 500;
+	return r == -ENODEV                                   ? 404
+	       : r == -EINVAL || r == -ERANGE || r == -ENOENT ? 400
+	       : r == -ENOTCONN                               ? 503
+							      : 500;
 }
 
 static void post_domain(struct act_control *c, const char *dom, const char *what,
@@ -327,7 +329,8 @@ static void post_domain(struct act_control *c, const char *dom, const char *what
 		return reply_json(reply, 200, json_pack("{s:s,s:s}", "name", name, "done", what));
 	}
 	if (strcmp(what, "check") != 0 && strcmp(what, "enable") != 0)
-		return reply_error(reply, 404, "unknown action '%s' (check, enable, disable)", what);
+		return reply_error(reply, 404, "unknown action '%s' (check, enable, disable)",
+				   what);
 	if (has_body && act_control_bounds_decode(req->body, req->body_len, &bounds, &err) < 0)
 		return reply_error(reply, 400, "%s", err.msg);
 	r = what[0] == 'c' ? c->be.check(c->be.ud, dom, has_body ? &bounds : NULL, chk, &err)

@@ -132,18 +132,19 @@ int act_enroll_enable(struct hp_conn *c, const char *dom, const struct hp_meta_c
 	if (r < 0)
 		return r;
 	if (!strcmp(out->meta_state, "invalid"))
-		return vmact_err_set(err, EINVAL, "%s: its vmact metadata is invalid (%s): fix it "
+		return vmact_err_set(err, EINVAL,
+				     "%s: its vmact metadata is invalid (%s): fix it "
 				     "with virsh edit, or remove it (virsh metadata %s %s --remove "
-				     "--live --config) and enable again", out->name, out->meta_error,
-				     out->name, HP_NS_URI);
+				     "--live --config) and enable again",
+				     out->name, out->meta_error, out->name, HP_NS_URI);
 	if (!out->ready)
 		return vmact_err_set(err, EINVAL, "%s: refused: %s (vmactl check %s)", out->name,
 				     first_blocker(out), out->name);
 	if (!strcmp(out->meta_state, "none")) {
-		if ((r = hp_layout_meta_build(&out->min, &out->max, out->method, &element, err)) < 0 ||
-		    (r = hp_meta_put(c, out->uuid, element, err)) < 0)
-			return vmact_err_prefix(err, "%s", out->name);
-		return 0;
+		r = hp_layout_meta_build(&out->min, &out->max, out->method, &element, err);
+		if (r >= 0)
+			r = hp_meta_put(c, out->uuid, element, err);
+		return r < 0 ? vmact_err_prefix(err, "%s", out->name) : 0;
 	}
 	if (bounds)
 		ch = *bounds;

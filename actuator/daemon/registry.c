@@ -192,8 +192,9 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 				log_warning("%s: cannot remove the CPU quota: %s", st->name,
 					    err.msg);
 		}
-		ignore(reg, st, r == -ENOENT ? "no vmact metadata (vmactl enable puts it under vmact)"
-					     : "its vmact metadata says enabled=\"false\" (vmactl disable)");
+		ignore(reg, st,
+		       r == -ENOENT ? "no vmact metadata (vmactl enable puts it under vmact)"
+				    : "its vmact metadata says enabled=\"false\" (vmactl disable)");
 		return;
 	}
 	if (!e) {

@@ -258,9 +258,13 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 		.event = loop,
 		.socket = cfg->control_socket,
 		.events = events,
-		.backend = { .views = backend_views, .view = backend_view, .change = backend_change,
-			     .check = backend_check, .enable = backend_enable,
-			     .disable = backend_disable, .ud = registry },
+		.backend = { .views = backend_views,
+			     .view = backend_view,
+			     .change = backend_change,
+			     .check = backend_check,
+			     .enable = backend_enable,
+			     .disable = backend_disable,
+			     .ud = registry },
 		.allowed_uid = 0,
 	};
 	struct vmact_err err = { 0 };

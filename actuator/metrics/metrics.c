@@ -107,27 +107,28 @@ static void arbiter(struct net_prom_writer *w, const struct act_arbiter_metrics 
 	static const char *const counts[] = { "requests", "partial", "refused" };
 	const uint64_t c[] = { a->requests, a->partial, a->refused };
 
-	net_prom_w_family(w, "vmact_arbiter_cpu_cores", NET_PROM_GAUGE,
-			 "The embedded arbiter's CPU: capacity (after arbiter.reserve_cpu and "
-			 "arbiter.overcommit_cpu), watermark, reserved (its VMs' permits), pressure "
-			 "(asked, not granted)");
+	net_prom_w_family(
+		w, "vmact_arbiter_cpu_cores", NET_PROM_GAUGE,
+		"The embedded arbiter's CPU: capacity (after arbiter.reserve_cpu and "
+		"arbiter.overcommit_cpu), watermark, reserved (its VMs' permits), pressure "
+		"(asked, not granted)");
 	for (size_t i = 0; i < ARRAY_SIZE(what); i++) {
 		struct net_prom_wlabel l = { "value", what[i] };
 
 		net_prom_w_sample(w, &l, 1, v[i]->milli_cpu / 1000.0);
 	}
 	net_prom_w_family(w, "vmact_arbiter_memory_bytes", NET_PROM_GAUGE,
-			 "The embedded arbiter's memory: capacity, watermark, reserved, pressure");
+			  "The embedded arbiter's memory: capacity, watermark, reserved, pressure");
 	for (size_t i = 0; i < ARRAY_SIZE(what); i++) {
 		struct net_prom_wlabel l = { "value", what[i] };
 
 		net_prom_w_sample(w, &l, 1, (double)v[i]->mem_bytes);
 	}
 	net_prom_w_family(w, "vmact_arbiter_vms", NET_PROM_GAUGE,
-			 "VMs (pods) holding a reservation with the embedded arbiter");
+			  "VMs (pods) holding a reservation with the embedded arbiter");
 	net_prom_w_sample(w, NULL, 0, a->vms);
 	net_prom_w_family(w, "vmact_arbiter_requests_total", NET_PROM_COUNTER,
-			 "Requests the embedded arbiter answered: all, granted in part, refused");
+			  "Requests the embedded arbiter answered: all, granted in part, refused");
 	for (size_t i = 0; i < ARRAY_SIZE(counts); i++) {
 		struct net_prom_wlabel l = { "result", counts[i] };
 
@@ -141,7 +142,7 @@ static void write_daemon(const struct act_metrics *m, unsigned managed,
 	struct net_prom_wlabel version = { "version", VMACT_VERSION };
 
 	net_prom_w_family(w, "vmact_build_info", NET_PROM_GAUGE,
-			 "vmactd's version, as a label; always 1");
+			  "vmactd's version, as a label; always 1");
 	net_prom_w_sample(w, &version, 1, 1);
 	if (arb)
 		arbiter(w, arb);
@@ -316,11 +317,11 @@ static const struct {
 	  vm_failures },
 	{ "vmact_vm_cpu_cores", NET_PROM_GAUGE,
 	  "A VM's CPU in cores: current (what it is granted), desired, permit (the "
-	  "scheduler's), min, max, quota (its CFS quota)", cpu_cores },
+	  "scheduler's), min, max, quota (its CFS quota)",
+	  cpu_cores },
 	{ "vmact_vm_memory_bytes", NET_PROM_GAUGE,
 	  "A VM's memory in bytes: current, desired, permit, min, max", memory_bytes },
-	{ "vmact_vm_vcpus", NET_PROM_GAUGE, "vCPUs plugged, as libvirt last reported them",
-	  vcpus },
+	{ "vmact_vm_vcpus", NET_PROM_GAUGE, "vCPUs plugged, as libvirt last reported them", vcpus },
 	{ "vmact_vm_load_average", NET_PROM_GAUGE,
 	  "The load average the policy reads (the guest's, else the host-side one)", load },
 	{ "vmact_vm_memory_usage_bytes", NET_PROM_GAUGE,
@@ -334,7 +335,8 @@ static const struct {
 	  goal },
 	{ "vmact_vm_cpu_class", NET_PROM_GAUGE,
 	  "Reactive policy: 1 for the VM's current class (ok, saturated, throttled, "
-	  "contended), 0 for the others", cls },
+	  "contended), 0 for the others",
+	  cls },
 	{ "vmact_vm_vcpu_run_delay_seconds_total", NET_PROM_COUNTER,
 	  "Time the VM's vCPU threads were runnable but waited for a host CPU", run_delay },
 	{ "vmact_vm_vcpu_cpu_seconds_total", NET_PROM_COUNTER,

@@ -52,7 +52,8 @@ void act_runner_note_plugin_start(struct act_runner *r, const struct vmact_resou
 
 void act_runner_note_plugin_done(struct act_runner *r, bool failed)
 {
-	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->plugin_dir, since(r, r->plugin_t0));
+	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->plugin_dir,
+			    since(r, r->plugin_t0));
 	if (failed)
 		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);
 }
@@ -98,11 +99,13 @@ void act_runner_note_hotplug_done(struct act_runner *r, const struct vmact_resou
 		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
 	/* What really changed, also of a resize that failed half-way. */
 	if (got->milli_cpu != r->hp_from.milli_cpu)
-		resized(r, m, got->milli_cpu > r->hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
-								       : ACT_RESIZE_CPU_DOWN);
+		resized(r, m,
+			got->milli_cpu > r->hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
+							      : ACT_RESIZE_CPU_DOWN);
 	if (got->mem_bytes != r->hp_from.mem_bytes)
-		resized(r, m, got->mem_bytes > r->hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
-								       : ACT_RESIZE_MEMORY_DOWN);
+		resized(r, m,
+			got->mem_bytes > r->hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
+							      : ACT_RESIZE_MEMORY_DOWN);
 }
 
 /* The daemon's counters and the VM's own (vmact_vm_*_total). */

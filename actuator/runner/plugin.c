@@ -87,17 +87,20 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 		log_debug("%s: scheduler permits %s", r->name, a);
 		partial_reason(r, &res->response.permit, why, sizeof(why));
 		/* Renewals are not news; a new reason for the same permit is. */
-		news = !vmact_res_eq(was, res->response.permit) || strcmp(why, r->permit_short) != 0;
+		news = !vmact_res_eq(was, res->response.permit) ||
+		       strcmp(why, r->permit_short) != 0;
 		snprintf(r->permit_short, sizeof(r->permit_short), "%s", why);
 		if (news && why[0]) {
-			log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked, why);
+			log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked,
+				 why);
 			act_event(r->env->events, r->name, ACT_EV_PERMIT,
 				  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu",
 					    (json_int_t)res->response.permit.milli_cpu, "mem_bytes",
-					    (json_int_t)res->response.permit.mem_bytes, "partial", 1,
-					    "asked_milli_cpu", (json_int_t)r->plugin_asked.milli_cpu,
-					    "asked_mem_bytes", (json_int_t)r->plugin_asked.mem_bytes,
-					    "reason", why),
+					    (json_int_t)res->response.permit.mem_bytes, "partial",
+					    1, "asked_milli_cpu",
+					    (json_int_t)r->plugin_asked.milli_cpu,
+					    "asked_mem_bytes",
+					    (json_int_t)r->plugin_asked.mem_bytes, "reason", why),
 				  "scheduler permits %s of %s asked: %s", a, asked, why);
 		} else if (news) {
 			act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);

@@ -146,10 +146,11 @@ static bool decide_cpu(struct act_runner *r)
 				  json_pack("{s:s,s:s,s:I,s:f,s:f}", "class",
 					    act_cpu_class_name(dec.cls), "was",
 					    act_cpu_class_name(r->last_cls), "goal_milli_cpu",
-					    (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus",
-					    dec.demand),
-				  "held at %s CPU: now %s, was %s: %s", held, act_cpu_class_name(dec.cls),
-				  act_cpu_class_name(r->last_cls), why);
+					    (json_int_t)dec.goal_milli, "busy", dec.busy,
+					    "demand_cpus", dec.demand),
+				  "held at %s CPU: now %s, was %s: %s", held,
+				  act_cpu_class_name(dec.cls), act_cpu_class_name(r->last_cls),
+				  why);
 		}
 		r->last_cls = dec.cls;
 		return false;
@@ -173,7 +174,7 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 	if (r->has_guest) {
 		m = r->guest;
 	} else if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
-	    ms.total_kib >= ms.available_kib) {
+		   ms.total_kib >= ms.available_kib) {
 		m.memory_usage_bytes = (double)(ms.total_kib - ms.available_kib) * 1024.0 +
 				       (double)MEM_USAGE_PAD;
 		m.memory_cached_bytes = ms.has_caches ? (double)ms.caches_kib * 1024.0 : 0.0;
@@ -327,8 +328,9 @@ static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_export
 	if (r->gm_proxy) {
 		if (!act_scrape_proxy_pending(r->gm_proxy, kind))
 			act_scrape_proxy_scrape(r->gm_proxy, kind,
-					    kind == AG_EXPORTER_LFC ? on_guest_lfc
-									 : on_guest_system, r);
+						kind == AG_EXPORTER_LFC ? on_guest_lfc
+									: on_guest_system,
+						r);
 		return;
 	}
 	if (ep->scrape && ag_exporter_scrape_pending(ep->scrape))
@@ -419,8 +421,8 @@ static int start_worker(struct act_runner *r, struct vmact_err *err)
 		prog = buf;
 	}
 	return act_scrape_proxy_new(r->env->event, r->name, r->guest_sys.url,
-				r->guest_lfc.url[0] ? r->guest_lfc.url : NULL, prog,
-				r->env->cfg->guest_worker_user, &r->gm_proxy, err);
+				    r->guest_lfc.url[0] ? r->guest_lfc.url : NULL, prog,
+				    r->env->cfg->guest_worker_user, &r->gm_proxy, err);
 }
 
 void act_runner_metrics_free(struct act_runner *r)
@@ -449,8 +451,8 @@ int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err)
 	ret = guest_start(r, &r->guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
 			  on_guest_sys_timer, err);
 	if (ret >= 0)
-		ret = guest_start(r, &r->guest_lfc, r->meta.metrics_lfc, rnd % (FIRST_JITTER_USEC + 1),
-				  on_guest_lfc_timer, err);
+		ret = guest_start(r, &r->guest_lfc, r->meta.metrics_lfc,
+				  rnd % (FIRST_JITTER_USEC + 1), on_guest_lfc_timer, err);
 	if (ret >= 0 && r->guest_sys.url[0] && r->env->cfg->guest_worker)
 		ret = start_worker(r, err);
 	if (ret < 0)

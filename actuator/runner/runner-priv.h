@@ -41,9 +41,9 @@ struct act_runner {
 	struct hp_meta meta;
 	struct act_state st;
 
-	char *group;            /* cpu cgroup of the whole VM */
+	char *group; /* cpu cgroup of the whole VM */
 	pid_t pid;
-	uint32_t quota_milli;   /* last quota written (0 = none yet) */
+	uint32_t quota_milli; /* last quota written (0 = none yet) */
 	bool sampler_registered;
 	bool mem_absent_logged, load_error_logged;
 	/* Said once: the sampler's thread table was full for this VM. */
@@ -58,7 +58,7 @@ struct act_runner {
 	bool have_vcpu_totals;
 	uint64_t vcpu_runnable_ns, vcpu_delay_ns;
 	enum act_cpu_class last_cls;
-	uint64_t ticks;             /* memory is read every metrics interval */
+	uint64_t ticks; /* memory is read every metrics interval */
 
 	/* The guest's own figures (<vmact:metrics>): the system exporter's
 	 * replace the host-side load averages and balloon statistics while
@@ -84,8 +84,8 @@ struct act_runner {
 
 	/* The vm-monitor or the informant; NULL: scaled up only. */
 	struct act_approver *approver;
-	bool approver_busy;  /* an upscale notification or downscale request is pending */
-	bool held_logged;    /* "holding a resize" said since the approver last changed */
+	bool approver_busy; /* an upscale notification or downscale request is pending */
+	bool held_logged;   /* "holding a resize" said since the approver last changed */
 
 	/* The hotplug in progress: its plan, the step being done. */
 	bool hp_busy;

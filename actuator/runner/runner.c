@@ -298,8 +298,9 @@ void act_runner_evaluate(struct act_runner *r)
 		act_runner_shrink_blocked(r, why, sizeof(why));
 		if (why[0] && strcmp(why, r->shrink_blocked) != 0) {
 			log_info("%s: cannot shrink: %s", r->name, why);
-			act_event(r->env->events, r->name, ACT_EV_HOLD, json_pack("{s:s}", "cannot_shrink", why),
-				  "cannot shrink: %s", why);
+			act_event(r->env->events, r->name, ACT_EV_HOLD,
+				  json_pack("{s:s}", "cannot_shrink", why), "cannot shrink: %s",
+				  why);
 		}
 		snprintf(r->shrink_blocked, sizeof(r->shrink_blocked), "%s", why);
 	}

@@ -15,7 +15,8 @@ void act_runner_note_change(struct act_runner *r, const char *what)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->last_change_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	if (r->last_reason[0])
-		snprintf(r->last_change, sizeof(r->last_change), "to %.80s: %.230s", what, r->last_reason);
+		snprintf(r->last_change, sizeof(r->last_change), "to %.80s: %.230s", what,
+			 r->last_reason);
 	else
 		snprintf(r->last_change, sizeof(r->last_change), "to %s", what);
 }
@@ -30,7 +31,8 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 	    r->api_vm)
 		return;
 	if (!r->meta.monitor[0] && !r->meta.informant[0]) {
-		snprintf(buf, len, "no vm-monitor or informant in its metadata: vmactd shrinks a VM "
+		snprintf(buf, len,
+			 "no vm-monitor or informant in its metadata: vmactd shrinks a VM "
 			 "only with its guest's approval (doc/privsep.md)");
 	} else if (!r->st.monitor.active) {
 		snprintf(buf, len, "its %s at %s is not connected: no approval to shrink", kind,
@@ -41,8 +43,10 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 			 kind, a);
 	} else if (r->mem_hold_until > act_runner_now_ns((struct act_runner *)r) &&
 		   r->desired.mem_bytes < r->st.using_.mem_bytes) {
-		snprintf(buf, len, "the guest kept its memory at the last shrink: memory held for "
-			 "%u s", r->mem_hold_s);
+		snprintf(buf, len,
+			 "the guest kept its memory at the last shrink: memory held for "
+			 "%u s",
+			 r->mem_hold_s);
 	} else if (vmact_res_any_gt(r->st.monitor.approved, r->desired)) {
 		act_runner_fmt_res(a, sizeof(a), r->st.monitor.approved);
 		snprintf(buf, len, "waiting for its %s's approval (approved down to %s)", kind, a);

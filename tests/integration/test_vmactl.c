@@ -600,9 +600,9 @@ static json_t *status_entry(bool all)
 	json_t *doc = vmactl_json("status", all ? "--all" : NULL), *vm, *copy = NULL;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "vms"), i, vm)
-		if (strcmp(jstr(vm, "name"), fx.g.name) == 0)
-			copy = json_deep_copy(vm);
+	json_array_foreach(json_object_get(doc, "vms"), i,
+			   vm) if (strcmp(jstr(vm, "name"), fx.g.name) == 0)
+		copy = json_deep_copy(vm);
 	json_decref(doc);
 	return copy;
 }
@@ -610,7 +610,8 @@ static json_t *status_entry(bool all)
 static bool ignored_because(void *why)
 {
 	json_t *vm = status_entry(true);
-	bool ok = vm && strcmp(jstr(vm, "state"), "ignored") == 0 && strstr(jstr(vm, "reason"), why);
+	bool ok = vm && strcmp(jstr(vm, "state"), "ignored") == 0 &&
+		  strstr(jstr(vm, "reason"), why);
 
 	json_decref(vm);
 	return ok;
@@ -638,9 +639,9 @@ static bool has_item(const json_t *layout, const char *part, const char *level)
 	const json_t *it;
 	size_t i;
 
-	json_array_foreach(json_object_get(layout, "items"), i, it)
-		if (!strcmp(jstr(it, "part"), part) && !strcmp(jstr(it, "level"), level))
-			return true;
+	json_array_foreach(json_object_get(layout, "items"), i,
+			   it) if (!strcmp(jstr(it, "part"), part) &&
+				   !strcmp(jstr(it, "level"), level)) return true;
 	return false;
 }
 
@@ -696,9 +697,11 @@ static void vmactl_enroll(void **state)
 
 		assert_non_null(d);
 		assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL,
-						      HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE), 0);
+						      HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE),
+				 0);
 		assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL,
-						      HP_NS_URI, VIR_DOMAIN_AFFECT_CONFIG), 0);
+						      HP_NS_URI, VIR_DOMAIN_AFFECT_CONFIG),
+				 0);
 		virDomainFree(d);
 	}
 	virConnectClose(vc);
@@ -830,14 +833,10 @@ static void vmactl_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(vmactl_status),
-		cmocka_unit_test(vmactl_events),
-		cmocka_unit_test(vmactl_set),
-		cmocka_unit_test(vmactl_pause),
-		cmocka_unit_test(vmactl_restart),
-		cmocka_unit_test(vmactl_enroll),
-		cmocka_unit_test(vmactl_top),
-		cmocka_unit_test(vmactl_refused),
+		cmocka_unit_test(vmactl_status),  cmocka_unit_test(vmactl_events),
+		cmocka_unit_test(vmactl_set),     cmocka_unit_test(vmactl_pause),
+		cmocka_unit_test(vmactl_restart), cmocka_unit_test(vmactl_enroll),
+		cmocka_unit_test(vmactl_top),     cmocka_unit_test(vmactl_refused),
 	};
 	char self[PATH_MAX], *dir;
 	ssize_t n;

@@ -114,7 +114,9 @@ static void run_server(void)
 			.event = ev,
 			.socket = sock_path,
 			.events = events,
-			.backend = { .views = fake_views, .view = fake_view, .change = fake_change,
+			.backend = { .views = fake_views,
+				     .view = fake_view,
+				     .change = fake_change,
 				     .ud = events },
 			.allowed_uid = getuid(),
 		};

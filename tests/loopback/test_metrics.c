@@ -263,7 +263,9 @@ static void test_families(void **state)
 			.has_memory_usage = i == 2,
 			.memory_usage_bytes = 123456789,
 			.has_demand = i != 2,
-			.demand = { .cls = ACT_CPU_SATURATED, .demand = 1.2, .busy = 0.96,
+			.demand = { .cls = ACT_CPU_SATURATED,
+				    .demand = 1.2,
+				    .busy = 0.96,
 				    .goal_milli = 1500 },
 			.has_threads = true,
 			.run_delay_seconds = 0.5,
@@ -283,9 +285,14 @@ static void test_families(void **state)
 	assert_int_equal(net_prom_w_new(&w), 0);
 	{
 		const struct act_arbiter_metrics arb = {
-			.capacity = { 1800, 7ULL << 30 }, .watermark = { 1620, 6ULL << 30 },
-			.reserved = { 1500, 3ULL << 30 }, .pressure = { 250, 0 },
-			.vms = 3, .requests = 40, .partial = 2, .refused = 1,
+			.capacity = { 1800, 7ULL << 30 },
+			.watermark = { 1620, 6ULL << 30 },
+			.reserved = { 1500, 3ULL << 30 },
+			.pressure = { 250, 0 },
+			.vms = 3,
+			.requests = 40,
+			.partial = 2,
+			.refused = 1,
 		};
 
 		act_metrics_write(&m, 3, &arb, vms, 3, w);

@@ -30,7 +30,7 @@ static char *guest_xml(void)
 	_cleanup_free_ char *in = th_read_file("tests/guest/domain.xml.in");
 	static const char *const kv[][2] = {
 		{ "@NAME@", "layout-test" }, { "@METADATA@", "" }, { "@GUEST@", "/g" },
-		{ "@RUN@", "/r" }, { "@CMDLINE@", "" },
+		{ "@RUN@", "/r" },           { "@CMDLINE@", "" },
 	};
 	char *s;
 
@@ -257,9 +257,9 @@ static void meta_build(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(guest_ready),     cmocka_unit_test(guest_out_of_reach),
-		cmocka_unit_test(guest_dimm),      cmocka_unit_test(bare_domain),
-		cmocka_unit_test(fixed_vcpus),     cmocka_unit_test(doc_example),
+		cmocka_unit_test(guest_ready), cmocka_unit_test(guest_out_of_reach),
+		cmocka_unit_test(guest_dimm),  cmocka_unit_test(bare_domain),
+		cmocka_unit_test(fixed_vcpus), cmocka_unit_test(doc_example),
 		cmocka_unit_test(meta_build),
 	};
 
