@@ -7,12 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "base/cpustat.h"
 #include "bpf/sampler.h"
 
 /* QEMU's threads of one VM: its vCPUs and a handful of others (as
- * runner-metrics.c). */
+ * runner/readings.c). */
 #define MAX_THREADS 512
 
 static double since(struct act_runner *r, act_time_t t0)
@@ -20,100 +21,98 @@ static double since(struct act_runner *r, act_time_t t0)
 	return (double)(act_runner_now_ns(r) - t0) / 1e9;
 }
 
-void act_runner_note_desired(struct act_runner *r, const struct vmact_resources *d)
+void act_runner_export_desired(struct act_runner *r, const struct vmact_resources *d)
 {
 	struct act_metrics *m = r->env->prom;
 
-	if (r->has_desired) {
-		if (d->milli_cpu != r->desired.milli_cpu)
-			act_metrics_decision(m, d->milli_cpu > r->desired.milli_cpu
+	if (r->ex.has_desired) {
+		if (d->milli_cpu != r->ex.desired.milli_cpu)
+			act_metrics_decision(m, d->milli_cpu > r->ex.desired.milli_cpu
 							? ACT_DECISION_CPU_UP
 							: ACT_DECISION_CPU_DOWN);
-		if (d->mem_bytes != r->desired.mem_bytes)
-			act_metrics_decision(m, d->mem_bytes > r->desired.mem_bytes
+		if (d->mem_bytes != r->ex.desired.mem_bytes)
+			act_metrics_decision(m, d->mem_bytes > r->ex.desired.mem_bytes
 							? ACT_DECISION_MEMORY_UP
 							: ACT_DECISION_MEMORY_DOWN);
 	}
-	r->has_desired = true;
-	r->desired = *d;
+	r->ex.has_desired = true;
+	r->ex.desired = *d;
 }
 
-void act_runner_note_demand(struct act_runner *r, const struct act_cpu_decision *dec)
+void act_runner_export_demand(struct act_runner *r, const struct act_cpu_decision *dec)
 {
-	r->has_dec = true;
-	r->dec = *dec;
+	r->ex.has_dec = true;
+	r->ex.dec = *dec;
 }
 
-void act_runner_note_plugin_start(struct act_runner *r, const struct vmact_resources *target)
+void act_runner_export_plugin_start(struct act_runner *r, const struct vmact_resources *target)
 {
-	r->plugin_t0 = act_runner_now_ns(r);
-	r->plugin_dir = act_metrics_direction(r->st.using_, *target);
+	r->ex.plugin_t0 = act_runner_now_ns(r);
+	r->ex.plugin_dir = act_metrics_direction(r->st.using_, *target);
 }
 
-void act_runner_note_plugin_done(struct act_runner *r, bool failed)
+void act_runner_export_plugin_done(struct act_runner *r, bool failed)
 {
-	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->plugin_dir,
-			    since(r, r->plugin_t0));
+	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->ex.plugin_dir, since(r, r->ex.plugin_t0));
 	if (failed)
-		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);
+		act_runner_export_failure(r, ACT_FAILURE_PLUGIN);
 }
 
-void act_runner_note_approver_start(struct act_runner *r, bool up)
+void act_runner_export_approver_start(struct act_runner *r, bool up)
 {
-	r->approver_t0 = act_runner_now_ns(r);
-	r->approver_dir = up ? ACT_DIR_INC : ACT_DIR_DEC;
+	r->ex.approver_t0 = act_runner_now_ns(r);
+	r->ex.approver_dir = up ? ACT_DIR_INC : ACT_DIR_DEC;
 }
 
-void act_runner_note_approver_done(struct act_runner *r, bool failed)
+void act_runner_export_approver_done(struct act_runner *r, bool failed)
 {
 	/* A runner being freed fails its own pending request: not the
 	 * approver's failure, nor a latency. */
 	if (r->freeing)
 		return;
-	act_metrics_observe(r->env->prom, ACT_LATENCY_MONITOR, r->approver_dir,
-			    since(r, r->approver_t0));
+	act_metrics_observe(r->env->prom, ACT_LATENCY_MONITOR, r->ex.approver_dir,
+			    since(r, r->ex.approver_t0));
 	if (failed)
-		act_runner_note_failure(r, ACT_FAILURE_MONITOR);
+		act_runner_export_failure(r, ACT_FAILURE_MONITOR);
 }
 
-void act_runner_note_hotplug_start(struct act_runner *r)
+void act_runner_export_hotplug_start(struct act_runner *r)
 {
-	r->hp_t0 = act_runner_now_ns(r);
-	r->hp_from = r->st.using_;
-	r->hp_dir = act_metrics_direction(r->st.using_, r->plan.target);
+	r->ex.hp_t0 = act_runner_now_ns(r);
+	r->ex.hp_from = r->st.using_;
+	r->ex.hp_dir = act_metrics_direction(r->st.using_, r->rs.plan.target);
 }
 
-static void resized(struct act_runner *r, struct act_metrics *m, enum act_metric_resize kind)
+/* The daemon's counter and the VM's own (vmact_vm_resizes_total). */
+static void resized(struct act_runner *r, enum act_metric_resize kind)
 {
-	act_metrics_resize(m, kind);
-	r->resizes[kind]++;
+	act_metrics_resize(r->env->prom, kind);
+	r->ex.resizes[kind]++;
 }
 
-void act_runner_note_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
+void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
 				  bool failed)
 {
 	struct act_metrics *m = r->env->prom;
 
-	act_metrics_observe(m, ACT_LATENCY_HOTPLUG, r->hp_dir, since(r, r->hp_t0));
+	act_metrics_observe(m, ACT_LATENCY_HOTPLUG, r->ex.hp_dir, since(r, r->ex.hp_t0));
 	if (failed)
-		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
+		act_runner_export_failure(r, ACT_FAILURE_HOTPLUG);
 	/* What really changed, also of a resize that failed half-way. */
-	if (got->milli_cpu != r->hp_from.milli_cpu)
-		resized(r, m,
-			got->milli_cpu > r->hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
-							      : ACT_RESIZE_CPU_DOWN);
-	if (got->mem_bytes != r->hp_from.mem_bytes)
-		resized(r, m,
-			got->mem_bytes > r->hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
-							      : ACT_RESIZE_MEMORY_DOWN);
+	if (got->milli_cpu != r->ex.hp_from.milli_cpu)
+		resized(r, got->milli_cpu > r->ex.hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
+								   : ACT_RESIZE_CPU_DOWN);
+	if (got->mem_bytes != r->ex.hp_from.mem_bytes)
+		resized(r, got->mem_bytes > r->ex.hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
+								   : ACT_RESIZE_MEMORY_DOWN);
 }
 
-/* The daemon's counters and the VM's own (vmact_vm_*_total). */
-void act_runner_note_failure(struct act_runner *r, enum act_metric_failure kind)
+/* The daemon's counter and the VM's own (vmact_vm_failures_total). */
+void act_runner_export_failure(struct act_runner *r, enum act_metric_failure kind)
 {
 	act_metrics_failure(r->env->prom, kind);
 	if (kind < ACT_FAILURE_N)
-		r->failures[kind]++;
+		r->ex.failures[kind]++;
 }
 
 /* The vCPU threads' totals since registration; a thread that ended takes
@@ -125,7 +124,7 @@ static bool thread_totals(struct act_runner *r)
 	uint64_t delay = 0, oncpu = 0;
 	int n;
 
-	if (!r->sampler_registered)
+	if (!r->rd.sampler_registered)
 		return false;
 	n = smp_read_threads(r->env->sampler, r->uuid, th, MAX_THREADS, NULL);
 	if (n < 0)
@@ -136,10 +135,10 @@ static bool thread_totals(struct act_runner *r)
 		delay += th[i].delay_ns;
 		oncpu += th[i].oncpu_ns;
 	}
-	r->thr_delay += delay > r->thr_seen_delay ? delay - r->thr_seen_delay : 0;
-	r->thr_oncpu += oncpu > r->thr_seen_oncpu ? oncpu - r->thr_seen_oncpu : 0;
-	r->thr_seen_delay = delay;
-	r->thr_seen_oncpu = oncpu;
+	r->ex.thr_delay += delay > r->ex.thr_seen_delay ? delay - r->ex.thr_seen_delay : 0;
+	r->ex.thr_oncpu += oncpu > r->ex.thr_seen_oncpu ? oncpu - r->ex.thr_seen_oncpu : 0;
+	r->ex.thr_seen_delay = delay;
+	r->ex.thr_seen_oncpu = oncpu;
 	return true;
 }
 
@@ -155,26 +154,26 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 		.current = r->st.using_,
 		.min = r->st.min,
 		.max = r->st.max,
-		.has_desired = r->has_desired,
-		.desired = r->desired,
+		.has_desired = r->ex.has_desired,
+		.desired = r->ex.desired,
 		.has_permit = r->st.plugin.has_permit,
 		.permit = r->st.plugin.permit,
 		.quota_milli = r->quota_milli,
-		.vcpus = r->have_state ? hp_state_vcpus(&r->hp_state) : 0,
+		.vcpus = r->rs.have_state ? hp_state_vcpus(&r->rs.state) : 0,
 		.has_load = r->st.has_system,
 		.load1 = r->st.system.load1,
 		.load5 = r->st.system.load5,
 		.has_memory_usage = r->st.has_system && !r->st.system.memory_absent,
 		.memory_usage_bytes = r->st.system.memory_usage_bytes,
-		.has_demand = r->has_dec,
-		.demand = r->dec,
+		.has_demand = r->ex.has_dec,
+		.demand = r->ex.dec,
 	};
-	memcpy(out->resizes, r->resizes, sizeof(out->resizes));
-	memcpy(out->failures, r->failures, sizeof(out->failures));
+	memcpy(out->resizes, r->ex.resizes, sizeof(out->resizes));
+	memcpy(out->failures, r->ex.failures, sizeof(out->failures));
 	if (thread_totals(r)) {
 		out->has_threads = true;
-		out->run_delay_seconds = (double)r->thr_delay / 1e9;
-		out->cpu_seconds = (double)r->thr_oncpu / 1e9;
+		out->run_delay_seconds = (double)r->ex.thr_delay / 1e9;
+		out->cpu_seconds = (double)r->ex.thr_oncpu / 1e9;
 	}
 	snprintf(dir, sizeof(dir), "%s%s", r->env->cg->cpu_mount, r->group);
 	if (vmact_cpustat_read(dir, &cs, NULL) == 0) {

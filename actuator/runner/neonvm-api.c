@@ -3,7 +3,7 @@
  * (doc/runner-api.md): an HTTP server on the daemon's loop serving
  * POST /cpu_change, GET /cpu_current and /ready with the runner's status
  * codes. A change within the VM's bounds is handed to the hotplug path
- * (runner-hotplug.c: vCPUs plugged as needed, then the CFS quota); the
+ * (runner/resize.c: vCPUs plugged as needed, then the CFS quota); the
  * answer to /cpu_current is what the VM has. */
 #include "actuator/runner/neonvm-api.h"
 
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "net/http-server.h"
 #include "agent-glue/codec/neonvm-runner.h"
@@ -19,7 +20,7 @@
 #include "base/quantity.h"
 #include "base/time.h"
 
-int act_runner_api_check(uint32_t milli, const struct vmact_resources *min,
+int act_runner_neonvm_api_check(uint32_t milli, const struct vmact_resources *min,
 			 const struct vmact_resources *max, unsigned vcpus_max,
 			 struct vmact_err *err)
 {
@@ -49,9 +50,9 @@ static void refuse(struct act_runner *r, struct net_http_server_reply *reply, un
 	/* Anyone who reaches the port can send these: the same refusal again
 	 * is logged at debug level only. */
 	snprintf(text, sizeof(text), "%s (%u): %s", what, status, why);
-	vmact_log(strcmp(text, r->api_last_refusal) ? LOG_INFO : LOG_DEBUG,
+	vmact_log(strcmp(text, r->api.last_refusal) ? LOG_INFO : LOG_DEBUG,
 		  "%s: runner API: %s refused (%u): %s", r->name, what, status, why);
-	snprintf(r->api_last_refusal, sizeof(r->api_last_refusal), "%s", text);
+	snprintf(r->api.last_refusal, sizeof(r->api.last_refusal), "%s", text);
 	snprintf(text, sizeof(text), "%s\n", why);
 	net_http_reply_text(reply, status, NULL, text);
 }
@@ -75,13 +76,13 @@ static void cpu_change(struct act_runner *r, const struct net_http_server_reques
 		return;
 	}
 	vcpus_max = st.vcpus_refused ? hp_state_vcpus(&st) : st.vcpus_max;
-	if (act_runner_api_check(milli, &r->meta.min, &r->meta.max, vcpus_max, &err) < 0) {
+	if (act_runner_neonvm_api_check(milli, &r->meta.min, &r->meta.max, vcpus_max, &err) < 0) {
 		refuse(r, reply, AG_RUNNER_STATUS_FAILED, "/cpu_change", err.msg);
 		return;
 	}
 	vmact_quantity_format_milli(milli, a, sizeof(a));
 	log_info("%s: runner API: CPU change to %s", r->name, a);
-	if (act_runner_cpu_resize(r, milli, &err) < 0) {
+	if (act_runner_resize_cpu(r, milli, &err) < 0) {
 		refuse(r, reply, AG_RUNNER_STATUS_FAILED, "/cpu_change", err.msg);
 		return;
 	}
@@ -138,7 +139,7 @@ static void handle(void *ud, const struct net_http_server_request *req,
 	}
 }
 
-int act_runner_api_start(struct act_runner *r, struct vmact_err *err)
+int act_runner_neonvm_api_start(struct act_runner *r, struct vmact_err *err)
 {
 	const struct net_http_server_config hc = {
 		.listen = r->meta.runner_listen,
@@ -154,15 +155,15 @@ int act_runner_api_start(struct act_runner *r, struct vmact_err *err)
 		.idle_timeout_sec = 5,
 		.request_timeout_usec = 5 * VMACT_USEC_PER_SEC,
 	};
-	int ret = net_http_server_new(r->env->event, &hc, handle, r, &r->api, err);
+	int ret = net_http_server_new(r->env->event, &hc, handle, r, &r->api.server, err);
 
 	if (ret < 0)
 		return vmact_err_prefix(err, "runner API on %s", r->meta.runner_listen);
 	return 0;
 }
 
-void act_runner_api_free(struct act_runner *r)
+void act_runner_neonvm_api_free(struct act_runner *r)
 {
-	net_http_server_free(r->api);
-	r->api = NULL;
+	net_http_server_free(r->api.server);
+	r->api.server = NULL;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "agent-glue/arbiter/arbiter.h"
 #include "net/http-client.h"
@@ -24,10 +25,10 @@ int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
 		return ret;
 	if (r->env->arbiter)
 		return ag_plugin_client_new_local(r->env->event, ag_arbiter_local, r->env->arbiter,
-						  &pc, &r->plugin, err);
+						  &pc, &r->plugin.client, err);
 	ret = net_http_client_new(r->env->event, &r->http, err);
 	if (ret >= 0)
-		ret = ag_plugin_client_new(r->http, &pc, &r->plugin, err);
+		ret = ag_plugin_client_new(r->http, &pc, &r->plugin.client, err);
 	return ret;
 }
 
@@ -42,7 +43,7 @@ static void partial_reason(const struct act_runner *r, const struct vmact_resour
 	char wm[48], held[48], total[48];
 
 	buf[0] = 0;
-	if (!vmact_res_any_lt(*permit, r->plugin_asked))
+	if (!vmact_res_any_lt(*permit, r->plugin.asked))
 		return;
 	if (!r->env->arbiter) {
 		snprintf(buf, len, "the scheduler plugin at %s granted less (it gives no reason)",
@@ -59,54 +60,62 @@ static void partial_reason(const struct act_runner *r, const struct vmact_resour
 		 held, t.pods, t.pods == 1 ? "" : "s", wm, total);
 }
 
+/* A permit: an event when it changed, or when it falls short of what was
+ * asked for a new reason (with the reason). */
+static void permit_news(struct act_runner *r, const struct vmact_resources *was,
+			const struct vmact_resources *permit)
+{
+	char why[sizeof(r->plugin.short_why)], a[80], asked[80];
+	bool news;
+
+	act_runner_fmt_res(a, sizeof(a), *permit);
+	act_runner_fmt_res(asked, sizeof(asked), r->plugin.asked);
+	log_debug("%s: scheduler permits %s", r->name, a);
+	partial_reason(r, permit, why, sizeof(why));
+	/* Renewals are not news; a new reason for the same permit is. */
+	news = !vmact_res_eq(*was, *permit) || strcmp(why, r->plugin.short_why) != 0;
+	snprintf(r->plugin.short_why, sizeof(r->plugin.short_why), "%s", why);
+	if (!news)
+		return;
+	if (!why[0]) {
+		act_event(r->env->events, r->name, ACT_EV_PERMIT,
+			  json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)permit->milli_cpu,
+				    "mem_bytes", (json_int_t)permit->mem_bytes),
+			  "scheduler permits %s", a);
+		return;
+	}
+	log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked, why);
+	act_event(r->env->events, r->name, ACT_EV_PERMIT,
+		  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu",
+			    (json_int_t)permit->milli_cpu, "mem_bytes",
+			    (json_int_t)permit->mem_bytes, "partial", 1, "asked_milli_cpu",
+			    (json_int_t)r->plugin.asked.milli_cpu, "asked_mem_bytes",
+			    (json_int_t)r->plugin.asked.mem_bytes, "reason", why),
+		  "scheduler permits %s of %s asked: %s", a, asked, why);
+}
+
 static void plugin_done(void *ud, const struct ag_plugin_result *res)
 {
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
 	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit : (struct vmact_resources){ 0 };
-	char a[80];
 
-	r->plugin_busy = false;
+	r->plugin.busy = false;
 	if (res->error) {
 		log_warning("%s: scheduler request failed: %s", r->name,
 			    res->message ? res->message : strerror(-res->error));
 		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler request failed: %s", res->message ? res->message : strerror(-res->error));
 		act_plugin_failed(&r->st, act_runner_now_ns(r));
-		act_runner_note_plugin_done(r, true);
+		act_runner_export_plugin_done(r, true);
 	} else if (act_plugin_response(&r->st, act_runner_now_ns(r), &res->response.permit, &err) < 0) {
-		act_runner_note_plugin_done(r, true);
+		act_runner_export_plugin_done(r, true);
 		log_warning("%s: scheduler permit refused: %s", r->name, err.msg);
 		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler permit refused: %s", err.msg);
 	} else {
-		char why[sizeof(r->permit_short)], asked[80];
-		bool news;
-
-		act_runner_note_plugin_done(r, false);
-		act_runner_fmt_res(a, sizeof(a), res->response.permit);
-		act_runner_fmt_res(asked, sizeof(asked), r->plugin_asked);
-		log_debug("%s: scheduler permits %s", r->name, a);
-		partial_reason(r, &res->response.permit, why, sizeof(why));
-		/* Renewals are not news; a new reason for the same permit is. */
-		news = !vmact_res_eq(was, res->response.permit) ||
-		       strcmp(why, r->permit_short) != 0;
-		snprintf(r->permit_short, sizeof(r->permit_short), "%s", why);
-		if (news && why[0]) {
-			log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked,
-				 why);
-			act_event(r->env->events, r->name, ACT_EV_PERMIT,
-				  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu",
-					    (json_int_t)res->response.permit.milli_cpu, "mem_bytes",
-					    (json_int_t)res->response.permit.mem_bytes, "partial",
-					    1, "asked_milli_cpu",
-					    (json_int_t)r->plugin_asked.milli_cpu,
-					    "asked_mem_bytes",
-					    (json_int_t)r->plugin_asked.mem_bytes, "reason", why),
-				  "scheduler permits %s of %s asked: %s", a, asked, why);
-		} else if (news) {
-			act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);
-		}
+		act_runner_export_plugin_done(r, false);
+		permit_news(r, &was, &res->response.permit);
 	}
-	act_runner_evaluate(r);
+	r->core->changed(r);
 }
 
 void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
@@ -133,19 +142,19 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 		log_error("%s: %s", r->name, err.msg);
 		return;
 	}
-	act_runner_note_plugin_start(r, &a->plugin.target);
-	r->plugin_asked = a->plugin.target;
-	if (ag_plugin_client_request(r->plugin, &req, &r->st.using_, plugin_done, r, &err) < 0) {
+	act_runner_export_plugin_start(r, &a->plugin.target);
+	r->plugin.asked = a->plugin.target;
+	if (ag_plugin_client_request(r->plugin.client, &req, &r->st.using_, plugin_done, r, &err) < 0) {
 		log_warning("%s: cannot send the scheduler request: %s", r->name, err.msg);
-		act_runner_note_failure(r, ACT_FAILURE_PLUGIN);
+		act_runner_export_failure(r, ACT_FAILURE_PLUGIN);
 		act_plugin_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}
-	r->plugin_busy = true;
+	r->plugin.busy = true;
 }
 
 void act_runner_plugin_free(struct act_runner *r)
 {
-	ag_plugin_client_free(r->plugin);
+	ag_plugin_client_free(r->plugin.client);
 	net_http_client_free(r->http);
 }

@@ -13,7 +13,7 @@
  * the reactive policy, load1 is the floor of the goal: the queue beyond
  * the vCPUs); a failed scrape drops them, so the host-side signal carries
  * on, and is logged once per distinct failure. The exporters are read and
- * parsed by the VM's metrics worker (metrics-proxy.h, doc/privsep.md); in
+ * parsed by the VM's metrics worker (worker/scrape-proxy.h, doc/privsep.md); in
  * vmactd only when guest_worker.enabled is false. */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,12 +24,13 @@
 
 #include "actuator/worker/worker.h"
 #include "actuator/worker/scrape-proxy.h"
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
-#include "base/quantity.h"
 #include "net/http-client.h"
 #include "agent-glue/client/exporter-scrape.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
+#include "base/quantity.h"
 #include "base/log.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
@@ -46,30 +47,6 @@ _Static_assert(ACT_LFC_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits dif
 /* The first system scrape after a random 0-4 s, so VMs started together
  * do not scrape together (the agent's jitter). */
 #define FIRST_JITTER_USEC (4ULL * 1000000ULL)
-
-enum act_cpu_policy_mode act_runner_cpu_policy(const struct act_runner *r)
-{
-	switch (r->meta.policy_cpu) {
-	case HP_POLICY_CPU_REACTIVE:
-		return ACT_CPU_POLICY_REACTIVE;
-	case HP_POLICY_CPU_NEON:
-		return ACT_CPU_POLICY_NEON;
-	default:
-		return r->env->cfg->cpu_policy;
-	}
-}
-
-enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r)
-{
-	switch (r->meta.policy_shrink) {
-	case HP_POLICY_SHRINK_QUOTA:
-		return ACT_CPU_SHRINK_QUOTA;
-	case HP_POLICY_SHRINK_UNPLUG:
-		return ACT_CPU_SHRINK_UNPLUG;
-	default:
-		return r->env->cfg->cpu_shrink;
-	}
-}
 
 static bool reactive(const struct act_runner *r)
 {
@@ -92,31 +69,31 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 	unsigned vcpus;
 
 	if (rc < 0) {
-		if (!r->load_error_logged)
+		if (!r->rd.load_error_logged)
 			log_warning("%s: cannot read the VM's threads: %s", r->name, err->msg);
-		r->load_error_logged = true;
+		r->rd.load_error_logged = true;
 		return;
 	}
 	runnable = v->runnable_ns;
 	delay = v->delay_ns;
 	vcpus = v->vcpus;
-	if (r->have_vcpu_totals && runnable >= r->vcpu_runnable_ns && delay >= r->vcpu_delay_ns &&
+	if (r->rd.have_vcpu_totals && runnable >= r->rd.vcpu_runnable_ns && delay >= r->rd.vcpu_delay_ns &&
 	    vcpus) {
 		struct act_cpu_window w = {
 			.at = act_runner_now_ns(r),
 			.len = (int64_t)llround(rd->interval_s * 1e9),
 			.vcpus = vcpus,
 			.quota_milli = r->quota_milli,
-			.vcpu_runnable_ns = runnable - r->vcpu_runnable_ns,
-			.vcpu_delay_ns = delay - r->vcpu_delay_ns,
+			.vcpu_runnable_ns = runnable - r->rd.vcpu_runnable_ns,
+			.vcpu_delay_ns = delay - r->rd.vcpu_delay_ns,
 			.throttled_ns = rd->has_cpu_stat ? rd->throttled_ns_delta : 0,
 		};
 
-		act_cpu_demand_feed(&r->demand, &r->cpu_policy, &w);
+		act_cpu_demand_feed(&r->rd.demand, &r->rd.cpu_policy, &w);
 	}
-	r->have_vcpu_totals = true;
-	r->vcpu_runnable_ns = runnable;
-	r->vcpu_delay_ns = delay;
+	r->rd.have_vcpu_totals = true;
+	r->rd.vcpu_runnable_ns = runnable;
+	r->rd.vcpu_delay_ns = delay;
 }
 
 /* The policy's decision; true when the CPU goal changed. Each change is
@@ -126,18 +103,18 @@ static bool decide_cpu(struct act_runner *r)
 	struct act_cpu_decision dec;
 	char why[256];
 
-	r->cpu_policy.target = r->st.config.load_average_fraction_target;
-	r->cpu_policy.cu_milli = r->st.cu.milli_cpu;
-	if (!act_cpu_demand_decide(&r->demand, &r->cpu_policy, &dec))
+	r->rd.cpu_policy.target = r->st.config.load_average_fraction_target;
+	r->rd.cpu_policy.cu_milli = r->st.cu.milli_cpu;
+	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, &dec))
 		return false;
-	act_runner_note_demand(r, &dec);
+	act_runner_export_demand(r, &dec);
 	act_cpu_decision_format(&dec, why, sizeof(why));
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
 		/* The load's class changed, the goal did not: an event, so
 		 * that "why didn't it resize?" has its answer in vmactl events
 		 * (the policy's reason: contended, throttled, held after a
 		 * change, at a bound). */
-		if (dec.cls != r->last_cls) {
+		if (dec.cls != r->rd.last_cls) {
 			char held[32];
 
 			log_debug("%s: cpu %s", r->name, why);
@@ -145,17 +122,17 @@ static bool decide_cpu(struct act_runner *r)
 			act_event(r->env->events, r->name, ACT_EV_HOLD,
 				  json_pack("{s:s,s:s,s:I,s:f,s:f}", "class",
 					    act_cpu_class_name(dec.cls), "was",
-					    act_cpu_class_name(r->last_cls), "goal_milli_cpu",
-					    (json_int_t)dec.goal_milli, "busy", dec.busy,
-					    "demand_cpus", dec.demand),
+					    act_cpu_class_name(r->rd.last_cls), "goal_milli_cpu",
+					    (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus",
+					    dec.demand),
 				  "held at %s CPU: now %s, was %s: %s", held,
-				  act_cpu_class_name(dec.cls), act_cpu_class_name(r->last_cls),
+				  act_cpu_class_name(dec.cls), act_cpu_class_name(r->rd.last_cls),
 				  why);
 		}
-		r->last_cls = dec.cls;
+		r->rd.last_cls = dec.cls;
 		return false;
 	}
-	r->last_cls = dec.cls;
+	r->rd.last_cls = dec.cls;
 	log_info("%s: cpu %s", r->name, why);
 	act_cpu_decision_reason(&dec, r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu, r->last_reason, sizeof(r->last_reason));
 	act_event(r->env->events, r->name, ACT_EV_DECISION, json_pack("{s:s,s:I,s:f,s:f}", "class", act_cpu_class_name(dec.cls), "goal_milli_cpu", (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus", dec.demand), "%s", r->last_reason);
@@ -171,23 +148,23 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 
 	m.load1 = rd->loadavg[0];
 	m.load5 = rd->loadavg[1];
-	if (r->has_guest) {
-		m = r->guest;
+	if (r->rd.has_guest) {
+		m = r->rd.guest;
 	} else if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
-		   ms.total_kib >= ms.available_kib) {
+	    ms.total_kib >= ms.available_kib) {
 		m.memory_usage_bytes = (double)(ms.total_kib - ms.available_kib) * 1024.0 +
 				       (double)MEM_USAGE_PAD;
 		m.memory_cached_bytes = ms.has_caches ? (double)ms.caches_kib * 1024.0 : 0.0;
-		if (r->mem_absent_logged)
+		if (r->rd.mem_absent_logged)
 			log_info("%s: guest memory statistics available again", r->name);
-		r->mem_absent_logged = false;
+		r->rd.mem_absent_logged = false;
 	} else {
 		m.memory_absent = true;
-		if (!r->mem_absent_logged)
+		if (!r->rd.mem_absent_logged)
 			log_warning("%s: no guest memory statistics (%s): memory does not drive "
 				    "scaling and the VM's memory is never scaled down",
 				    r->name, err.msg[0] ? err.msg : "implausible figures");
-		r->mem_absent_logged = true;
+		r->rd.mem_absent_logged = true;
 	}
 	vmact_err_reset(&err);
 	if (act_state_update_system_metrics(&r->st, &m, &err) < 0) {
@@ -195,7 +172,7 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 		return;
 	}
 	log_debug("%s: load1 %.2f load5 %.2f memory %s (%s)", r->name, m.load1, m.load5,
-		  m.memory_absent ? "unknown" : "known", r->has_guest ? "guest" : "host");
+		  m.memory_absent ? "unknown" : "known", r->rd.has_guest ? "guest" : "host");
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
@@ -212,35 +189,35 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 	sd_event_source_set_time(s, usec + every);
 	/* The reactive policy takes the vCPU totals with each reading: one
 	 * syscall per VM and tick where the kernel allows. */
-	if (r->sampler_registered)
+	if (r->rd.sampler_registered)
 		rc = reactive(r) ? smp_read_with_vcpus(r->env->sampler, r->uuid, &rd, &v, &vrc,
 						       &verr, &err)
 				 : smp_read(r->env->sampler, r->uuid, &rd, &err);
 	if (rc < 0) {
-		if (!r->load_error_logged && r->sampler_registered)
+		if (!r->rd.load_error_logged && r->rd.sampler_registered)
 			log_warning("%s: cannot read the VM's load: %s", r->name, err.msg);
-		r->load_error_logged = true;
+		r->rd.load_error_logged = true;
 		return 0;
 	}
 	/* The BPF thread table (sampler.max_threads) is shared by every
 	 * VM: when it is full, threads without an entry go uncounted and
-	 * this VM's load reads low (doc/reliability.md). */
-	if (rd.untracked && !r->untracked_logged) {
+	 * this VM's load reads low (README, "Reliability and security"). */
+	if (rd.untracked && !r->rd.untracked_logged) {
 		log_warning("%s: sampler: %llu scheduler events of the VM's threads not counted: the "
 			    "BPF thread table is full (sampler.max_threads); its load reads low",
 			    r->name, (unsigned long long)rd.untracked);
-		r->untracked_logged = true;
+		r->rd.untracked_logged = true;
 	}
 	if (reactive(r)) {
 		feed_vcpus(r, &rd, &v, vrc, &verr);
 		changed = decide_cpu(r);
 	}
-	if (r->ticks++ % (per_metrics ? per_metrics : 1) == 0) {
+	if (r->rd.ticks++ % (per_metrics ? per_metrics : 1) == 0) {
 		feed_system(r, &rd);
 		changed = true;
 	}
 	if (changed)
-		act_runner_evaluate(r);
+		r->core->changed(r);
 	return 0;
 }
 
@@ -264,7 +241,7 @@ static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
 		ep->last_status = 0;
 		return;
 	}
-	act_runner_note_failure(r, ACT_FAILURE_GUEST_METRICS);
+	act_runner_export_failure(r, ACT_FAILURE_GUEST_METRICS);
 	if (res->error != ep->last_error || res->status != ep->last_status) {
 		const char *why = res->message ? res->message : strerror(-res->error);
 		const char *at = strstr(why, ep->url);
@@ -283,20 +260,20 @@ static void on_guest_system(void *ud, const struct ag_exporter_result *res)
 {
 	struct act_runner *r = ud;
 
-	note_outcome(r, &r->guest_sys, res);
+	note_outcome(r, &r->rd.guest_sys, res);
 	if (res->error || !res->system) {
-		r->has_guest = false;
-		act_cpu_demand_guest_load(&r->demand, false, 0);
+		r->rd.has_guest = false;
+		act_cpu_demand_guest_load(&r->rd.demand, false, 0);
 		return;
 	}
-	r->has_guest = true;
-	r->guest = (struct act_system_metrics){
+	r->rd.has_guest = true;
+	r->rd.guest = (struct act_system_metrics){
 		.load1 = res->system->load1,
 		.load5 = res->system->load5,
 		.memory_usage_bytes = res->system->memory_usage_bytes,
 		.memory_cached_bytes = res->system->memory_cached_bytes,
 	};
-	act_cpu_demand_guest_load(&r->demand, true, res->system->load1);
+	act_cpu_demand_guest_load(&r->rd.demand, true, res->system->load1);
 	/* The Neon policy reads these at its next metrics tick; the reactive
 	 * one at its next policy tick. */
 }
@@ -306,7 +283,7 @@ static void on_guest_lfc(void *ud, const struct ag_exporter_result *res)
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
 
-	note_outcome(r, &r->guest_lfc, res);
+	note_outcome(r, &r->rd.guest_lfc, res);
 	if (res->error || !res->lfc)
 		return;
 	if (act_state_update_lfc_metrics(&r->st, res->lfc->wss_pages, res->lfc->n_windows,
@@ -314,7 +291,7 @@ static void on_guest_lfc(void *ud, const struct ag_exporter_result *res)
 		log_warning("%s: %s", r->name, err.msg);
 		return;
 	}
-	act_runner_evaluate(r);
+	r->core->changed(r);
 }
 
 /* Starts a scrape unless one is in flight; the loop never waits on it. */
@@ -325,12 +302,11 @@ static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_export
 
 	/* Through the VM's metrics worker: it answers, or the callback says
 	 * why not (no worker running: the host-side figures meanwhile). */
-	if (r->gm_proxy) {
-		if (!act_scrape_proxy_pending(r->gm_proxy, kind))
-			act_scrape_proxy_scrape(r->gm_proxy, kind,
-						kind == AG_EXPORTER_LFC ? on_guest_lfc
-									: on_guest_system,
-						r);
+	if (r->rd.scrape) {
+		if (!act_scrape_proxy_pending(r->rd.scrape, kind))
+			act_scrape_proxy_scrape(r->rd.scrape, kind,
+					    kind == AG_EXPORTER_LFC ? on_guest_lfc
+									 : on_guest_system, r);
 		return;
 	}
 	if (ep->scrape && ag_exporter_scrape_pending(ep->scrape))
@@ -355,7 +331,7 @@ static int on_guest_sys_timer(sd_event_source *s, uint64_t usec, void *ud)
 	struct act_runner *r = ud;
 
 	sd_event_source_set_time(s, usec + r->env->metrics_interval_usec);
-	scrape(r, &r->guest_sys, AG_EXPORTER_SYSTEM);
+	scrape(r, &r->rd.guest_sys, AG_EXPORTER_SYSTEM);
 	return 0;
 }
 
@@ -366,7 +342,7 @@ static int on_guest_lfc_timer(sd_event_source *s, uint64_t usec, void *ud)
 	sd_event_source_set_time(s, usec + LFC_INTERVAL_USEC);
 	/* As the agent: LFC figures only when the VM's config uses them. */
 	if (r->st.config.enable_lfc_metrics)
-		scrape(r, &r->guest_lfc, AG_EXPORTER_LFC);
+		scrape(r, &r->rd.guest_lfc, AG_EXPORTER_LFC);
 	return 0;
 }
 
@@ -420,17 +396,17 @@ static int start_worker(struct act_runner *r, struct vmact_err *err)
 			return vmact_err_prefix(err, "guest metrics worker");
 		prog = buf;
 	}
-	return act_scrape_proxy_new(r->env->event, r->name, r->guest_sys.url,
-				    r->guest_lfc.url[0] ? r->guest_lfc.url : NULL, prog,
-				    r->env->cfg->guest_worker_user, &r->gm_proxy, err);
+	return act_scrape_proxy_new(r->env->event, r->name, r->rd.guest_sys.url,
+				r->rd.guest_lfc.url[0] ? r->rd.guest_lfc.url : NULL, prog,
+				r->env->cfg->guest_worker_user, &r->rd.scrape, err);
 }
 
-void act_runner_metrics_free(struct act_runner *r)
+void act_runner_readings_free(struct act_runner *r)
 {
-	struct act_guest_ep *eps[] = { &r->guest_sys, &r->guest_lfc };
+	struct act_guest_ep *eps[] = { &r->rd.guest_sys, &r->rd.guest_lfc };
 
-	act_scrape_proxy_free(r->gm_proxy);
-	r->gm_proxy = NULL;
+	act_scrape_proxy_free(r->rd.scrape);
+	r->rd.scrape = NULL;
 
 	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
 		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
@@ -439,31 +415,31 @@ void act_runner_metrics_free(struct act_runner *r)
 	}
 }
 
-int act_runner_metrics_start(struct act_runner *r, struct vmact_err *err)
+int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
 {
 	uint32_t rnd = 0;
 	int ret;
 
-	act_cpu_policy_defaults(&r->cpu_policy);
-	act_cpu_demand_init(&r->demand);
+	act_cpu_policy_defaults(&r->rd.cpu_policy);
+	act_cpu_demand_init(&r->rd.demand);
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 		rnd = (uint32_t)time(NULL);
-	ret = guest_start(r, &r->guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
+	ret = guest_start(r, &r->rd.guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
 			  on_guest_sys_timer, err);
 	if (ret >= 0)
-		ret = guest_start(r, &r->guest_lfc, r->meta.metrics_lfc,
-				  rnd % (FIRST_JITTER_USEC + 1), on_guest_lfc_timer, err);
-	if (ret >= 0 && r->guest_sys.url[0] && r->env->cfg->guest_worker)
+		ret = guest_start(r, &r->rd.guest_lfc, r->meta.metrics_lfc, rnd % (FIRST_JITTER_USEC + 1),
+				  on_guest_lfc_timer, err);
+	if (ret >= 0 && r->rd.guest_sys.url[0] && r->env->cfg->guest_worker)
 		ret = start_worker(r, err);
 	if (ret < 0)
 		return ret;
-	if (r->guest_sys.url[0])
-		log_info("%s: guest metrics from %s%s%s", r->name, r->guest_sys.url,
-			 r->guest_lfc.url[0] ? ", LFC from " : "", r->guest_lfc.url);
-	ret = sd_event_add_time_relative(r->env->event, &r->metrics, CLOCK_MONOTONIC, tick_usec(r),
+	if (r->rd.guest_sys.url[0])
+		log_info("%s: guest metrics from %s%s%s", r->name, r->rd.guest_sys.url,
+			 r->rd.guest_lfc.url[0] ? ", LFC from " : "", r->rd.guest_lfc.url);
+	ret = sd_event_add_time_relative(r->env->event, &r->rd.timer, CLOCK_MONOTONIC, tick_usec(r),
 					 1000, on_tick, r);
 	if (ret >= 0)
-		ret = sd_event_source_set_enabled(r->metrics, SD_EVENT_ON);
+		ret = sd_event_source_set_enabled(r->rd.timer, SD_EVENT_ON);
 	if (ret < 0)
 		return vmact_err_set(err, -ret, "cannot add the metrics timer: %s", strerror(-ret));
 	return 0;

@@ -3,10 +3,11 @@
  * VM's live state and carries its steps out one at a time (the CPU quota
  * through actuator/cgroup, vCPUs and memory through hotplug/), then feeds
  * what the VM has back to the core — or, for a change asked through the
- * runner API (runner-api.c), records it and starts the next one. */
+ * runner API (runner/neonvm-api.c), records it and starts the next one. */
 #include <stdio.h>
 #include <string.h>
 
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "base/log.h"
 
@@ -40,11 +41,11 @@ static void api_finished(struct act_runner *r, const struct vmact_resources *got
 {
 	struct vmact_err err = { 0 };
 
-	r->hp_busy = false;
-	r->hp_api = false;
+	r->rs.busy = false;
+	r->rs.api = false;
 	r->st.using_ = *got;
-	if (r->api_pending) {
-		r->api_pending = false;
+	if (r->rs.api_pending) {
+		r->rs.api_pending = false;
 		if (api_start(r, &err) < 0)
 			log_warning("%s: runner API: cannot start the next change: %s", r->name,
 				    err.msg);
@@ -57,63 +58,63 @@ static void hp_finish(struct act_runner *r)
 	struct vmact_resources got;
 	char a[80], b[80];
 
-	if (!r->have_state || r->hp_failed) {
+	if (!r->rs.have_state || r->rs.failed) {
 		struct hp_state st;
 
 		if (hp_state_read(r->env->hp, r->uuid, &st, &err) == 0) {
-			r->hp_state = st;
-			r->have_state = true;
+			r->rs.state = st;
+			r->rs.have_state = true;
 		}
 	}
-	if (r->have_state)
-		got = act_achieved(r->quota_milli, hp_state_vcpus(&r->hp_state),
-				   hp_state_mem_kib(&r->hp_state) * 1024u);
+	if (r->rs.have_state)
+		got = act_achieved(r->quota_milli, hp_state_vcpus(&r->rs.state),
+				   hp_state_mem_kib(&r->rs.state) * 1024u);
 	else
 		got = r->st.using_; /* nothing known: keep the old belief */
-	if (!r->hp_api) {
-		r->hp_busy = false;
-		act_cpu_demand_resized(&r->demand);
+	if (!r->rs.api) {
+		r->rs.busy = false;
+		act_cpu_demand_resized(&r->rd.demand);
 	}
-	act_runner_fmt_res(a, sizeof(a), r->plan.target);
+	act_runner_fmt_res(a, sizeof(a), r->rs.plan.target);
 	act_runner_fmt_res(b, sizeof(b), got);
-	if (r->hp_failed) {
+	if (r->rs.failed) {
 		/* The same failure on every retry (a VM whose vCPUs libvirt
 		 * refuses to touch) is logged once, then at debug level. */
-		vmact_log(strcmp(r->hp_error, r->last_hp_error) ? LOG_WARNING : LOG_DEBUG,
-			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->hp_error, b);
-		snprintf(r->last_hp_error, sizeof(r->last_hp_error), "%s", r->hp_error);
-		act_event(r->env->events, r->name, ACT_EV_ERROR, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes), "resize to %s failed: %s; the VM has %s", a, r->hp_error, b);
+		vmact_log(strcmp(r->rs.error, r->rs.last_error) ? LOG_WARNING : LOG_DEBUG,
+			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->rs.error, b);
+		snprintf(r->rs.last_error, sizeof(r->rs.last_error), "%s", r->rs.error);
+		act_event(r->env->events, r->name, ACT_EV_ERROR, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes), "resize to %s failed: %s; the VM has %s", a, r->rs.error, b);
 	} else {
 		log_info("%s: resized to %s", r->name, b);
-		act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes, "vcpus", (json_int_t)(r->have_state ? hp_state_vcpus(&r->hp_state) : 0)), "resized to %s", b);
-		act_runner_note_change(r, b);
-		r->last_hp_error[0] = 0;
+		act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes, "vcpus", (json_int_t)(r->rs.have_state ? hp_state_vcpus(&r->rs.state) : 0)), "resized to %s", b);
+		act_runner_view_change(r, b);
+		r->rs.last_error[0] = 0;
 	}
-	if (r->mem_refused) {
+	if (r->rs.mem_refused) {
 		/* Asking again at once would find the guest as it is: wait,
 		 * longer each time it refuses. The VM may still grow. */
-		r->mem_hold_s = act_runner_mem_hold_next(r->mem_hold_s);
-		r->mem_hold_until = act_runner_now_ns(r) + ACT_SEC(r->mem_hold_s);
+		r->rs.mem_hold_s = act_runner_mem_hold_next(r->rs.mem_hold_s);
+		r->rs.mem_hold_until = act_runner_now_ns(r) + ACT_SEC(r->rs.mem_hold_s);
 		log_warning("%s: the guest kept its memory; not asking for memory back for %u s",
-			    r->name, r->mem_hold_s);
-	} else if (!r->hp_failed && r->plan.target.mem_bytes < r->st.using_.mem_bytes) {
-		r->mem_hold_s = 0;
+			    r->name, r->rs.mem_hold_s);
+	} else if (!r->rs.failed && r->rs.plan.target.mem_bytes < r->st.using_.mem_bytes) {
+		r->rs.mem_hold_s = 0;
 	}
-	if (r->hp_api) {
+	if (r->rs.api) {
 		api_finished(r, &got);
 		return;
 	}
 	vmact_err_reset(&err);
-	act_runner_note_hotplug_done(r, &got, r->hp_failed);
-	if (act_hotplug_finished(&r->st, act_runner_now_ns(r), &got, r->hp_failed, &err) < 0)
+	act_runner_export_hotplug_done(r, &got, r->rs.failed);
+	if (act_hotplug_finished(&r->st, act_runner_now_ns(r), &got, r->rs.failed, &err) < 0)
 		log_error("%s: %s", r->name, err.msg);
-	act_runner_evaluate(r);
+	r->core->changed(r);
 }
 
 static void hp_fail(struct act_runner *r, const char *msg)
 {
-	r->hp_failed = true;
-	snprintf(r->hp_error, sizeof(r->hp_error), "%s", msg);
+	r->rs.failed = true;
+	snprintf(r->rs.error, sizeof(r->rs.error), "%s", msg);
 	hp_finish(r);
 }
 
@@ -125,31 +126,31 @@ void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_
 
 	/* The runner that started it is gone (VM stopped, metadata replaced):
 	 * the next runner re-reads the state itself. */
-	if (!r || !r->hp_busy)
+	if (!r || !r->rs.busy)
 		return;
 	if (res->state_valid) {
-		r->hp_state = res->state;
-		r->have_state = true;
+		r->rs.state = res->state;
+		r->rs.have_state = true;
 	}
 	if (res->rc < 0) {
-		r->mem_refused = res->rc == -EBUSY && r->plan.steps[r->step].kind == ACT_STEP_MEM;
+		r->rs.mem_refused = res->rc == -EBUSY && r->rs.plan.steps[r->rs.step].kind == ACT_STEP_MEM;
 		hp_fail(r, res->err.msg[0] ? res->err.msg : strerror(-res->rc));
 		return;
 	}
 	if (res->err.code) /* success with a warning (vCPU desync) */
 		log_warning("%s: %s", r->name, res->err.msg);
 	/* A DIMM step plugs or unplugs one DIMM per operation. */
-	if (r->plan.steps[r->step].kind == ACT_STEP_MEM && r->meta.method == HP_METHOD_DIMM &&
+	if (r->rs.plan.steps[r->rs.step].kind == ACT_STEP_MEM && r->meta.method == HP_METHOD_DIMM &&
 	    res->state_valid) {
 		uint64_t cur = hp_state_mem_kib(&res->state) * 1024u;
-		uint64_t want = r->plan.steps[r->step].mem_bytes;
+		uint64_t want = r->rs.plan.steps[r->rs.step].mem_bytes;
 
-		if ((r->dimm_attach && cur < want) || (!r->dimm_attach && cur > want)) {
+		if ((r->rs.dimm_attach && cur < want) || (!r->rs.dimm_attach && cur > want)) {
 			hp_next(r);
 			return;
 		}
 	}
-	r->step++;
+	r->rs.step++;
 	hp_next(r);
 }
 
@@ -159,18 +160,18 @@ static void hp_next(struct act_runner *r)
 	struct hp_op_req req = { 0 };
 	const struct act_step *s;
 
-	if (r->step >= r->plan.n) {
+	if (r->rs.step >= r->rs.plan.n) {
 		hp_finish(r);
 		return;
 	}
-	s = &r->plan.steps[r->step];
+	s = &r->rs.plan.steps[r->rs.step];
 	switch (s->kind) {
 	case ACT_STEP_QUOTA:
 		if (act_runner_write_quota(r, s->milli, &err) < 0) {
 			hp_fail(r, err.msg);
 			return;
 		}
-		r->step++;
+		r->rs.step++;
 		hp_next(r);
 		return;
 	case ACT_STEP_VCPUS:
@@ -179,16 +180,16 @@ static void hp_next(struct act_runner *r)
 		break;
 	case ACT_STEP_MEM:
 		if (r->meta.method == HP_METHOD_VIRTIO_MEM) {
-			uint64_t base = r->have_state ? r->hp_state.base_kib * 1024u : 0;
+			uint64_t base = r->rs.have_state ? r->rs.state.base_kib * 1024u : 0;
 
 			req.kind = HP_OP_VIRTIO_MEM;
 			req.requested_kib = (s->mem_bytes - base) / 1024u;
 			snprintf(req.alias, sizeof(req.alias), "%s", r->meta.mem_alias);
 		} else {
-			uint64_t cur = hp_state_mem_kib(&r->hp_state) * 1024u;
+			uint64_t cur = hp_state_mem_kib(&r->rs.state) * 1024u;
 
-			r->dimm_attach = s->mem_bytes > cur;
-			if (r->dimm_attach) {
+			r->rs.dimm_attach = s->mem_bytes > cur;
+			if (r->rs.dimm_attach) {
 				req.kind = HP_OP_DIMM_ATTACH;
 				req.dimm_kib = r->st.cu.mem_bytes / 1024u;
 			} else {
@@ -201,7 +202,7 @@ static void hp_next(struct act_runner *r)
 		hp_fail(r, err.msg);
 }
 
-void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
+void act_runner_resize_start(struct act_runner *r, const struct act_actions *a)
 {
 	struct act_plan_limits lim = {
 		.min = r->st.min,
@@ -218,7 +219,7 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	char a1[80], a2[80];
 
 	/* A guest that kept its memory keeps it until the hold ends. */
-	if (act_runner_mem_held(&target, &r->st.using_, act_runner_now_ns(r), r->mem_hold_until)) {
+	if (act_runner_mem_held(&target, &r->st.using_, act_runner_now_ns(r), r->rs.mem_hold_until)) {
 		/* Nothing else to do: asked again at the next decision, at
 		 * no cost (no libvirt call yet), so that a growth meanwhile is
 		 * not held back by a retry wait. */
@@ -227,38 +228,38 @@ void act_runner_hotplug_start(struct act_runner *r, const struct act_actions *a)
 	}
 	if (hp_state_read(r->env->hp, r->uuid, &st, &err) < 0) {
 		log_warning("%s: cannot read the VM's state before resizing: %s", r->name, err.msg);
-		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
+		act_runner_export_failure(r, ACT_FAILURE_HOTPLUG);
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}
-	r->hp_state = st;
-	r->have_state = true;
+	r->rs.state = st;
+	r->rs.have_state = true;
 	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
 	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
-	if (act_plan_hotplug(&r->st.using_, &target, &lim, &l, &r->plan, &err) < 0) {
+	if (act_plan_hotplug(&r->st.using_, &target, &lim, &l, &r->rs.plan, &err) < 0) {
 		log_error("%s: refusing to resize: %s", r->name, err.msg);
-		act_runner_note_failure(r, ACT_FAILURE_HOTPLUG);
+		act_runner_export_failure(r, ACT_FAILURE_HOTPLUG);
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}
-	if (vmact_res_eq(r->plan.target, r->st.using_)) {
+	if (vmact_res_eq(r->rs.plan.target, r->st.using_)) {
 		log_debug("%s: the VM's layout cannot get closer to the target", r->name);
 		return;
 	}
-	if (act_hotplug_starting(&r->st, act_runner_now_ns(r), &r->plan.target, &err) < 0) {
+	if (act_hotplug_starting(&r->st, act_runner_now_ns(r), &r->rs.plan.target, &err) < 0) {
 		log_error("%s: refusing to resize: %s", r->name, err.msg);
 		return;
 	}
 	act_runner_fmt_res(a1, sizeof(a1), r->st.using_);
-	act_runner_fmt_res(a2, sizeof(a2), r->plan.target);
+	act_runner_fmt_res(a2, sizeof(a2), r->rs.plan.target);
 	log_info("%s: resizing from %s to %s", r->name, a1, a2);
-	act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->plan.target.milli_cpu, "mem_bytes", (json_int_t)r->plan.target.mem_bytes), "resizing from %s to %s", a1, a2);
-	r->hp_busy = true;
-	r->mem_refused = false;
-	r->hp_failed = false;
-	r->hp_error[0] = 0;
-	r->step = 0;
-	act_runner_note_hotplug_start(r);
+	act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->rs.plan.target.milli_cpu, "mem_bytes", (json_int_t)r->rs.plan.target.mem_bytes), "resizing from %s to %s", a1, a2);
+	r->rs.busy = true;
+	r->rs.mem_refused = false;
+	r->rs.failed = false;
+	r->rs.error[0] = 0;
+	r->rs.step = 0;
+	act_runner_export_hotplug_start(r);
 	hp_next(r);
 }
 
@@ -284,36 +285,36 @@ static int api_start(struct act_runner *r, struct vmact_err *err)
 	ret = hp_state_read(r->env->hp, r->uuid, &st, err);
 	if (ret < 0)
 		return ret;
-	r->hp_state = st;
-	r->have_state = true;
+	r->rs.state = st;
+	r->rs.have_state = true;
 	using_ = act_achieved(r->quota_milli, hp_state_vcpus(&st), hp_state_mem_kib(&st) * 1024u);
 	r->st.using_ = using_;
-	want = (struct vmact_resources){ .milli_cpu = r->api_want, .mem_bytes = using_.mem_bytes };
+	want = (struct vmact_resources){ .milli_cpu = r->rs.api_want, .mem_bytes = using_.mem_bytes };
 	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
 	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
-	ret = act_plan_hotplug(&using_, &want, &lim, &l, &r->plan, err);
+	ret = act_plan_hotplug(&using_, &want, &lim, &l, &r->rs.plan, err);
 	if (ret < 0)
 		return ret;
-	if (vmact_res_eq(r->plan.target, using_))
+	if (vmact_res_eq(r->rs.plan.target, using_))
 		return 0;
 	act_runner_fmt_res(a1, sizeof(a1), using_);
-	act_runner_fmt_res(a2, sizeof(a2), r->plan.target);
+	act_runner_fmt_res(a2, sizeof(a2), r->rs.plan.target);
 	log_info("%s: resizing from %s to %s", r->name, a1, a2);
-	r->hp_busy = true;
-	r->mem_refused = false;
-	r->hp_api = true;
-	r->hp_failed = false;
-	r->hp_error[0] = 0;
-	r->step = 0;
+	r->rs.busy = true;
+	r->rs.mem_refused = false;
+	r->rs.api = true;
+	r->rs.failed = false;
+	r->rs.error[0] = 0;
+	r->rs.step = 0;
 	hp_next(r);
 	return 0;
 }
 
-int act_runner_cpu_resize(struct act_runner *r, uint32_t milli, struct vmact_err *err)
+int act_runner_resize_cpu(struct act_runner *r, uint32_t milli, struct vmact_err *err)
 {
-	r->api_want = milli;
-	if (r->hp_busy) {
-		r->api_pending = true;
+	r->rs.api_want = milli;
+	if (r->rs.busy) {
+		r->rs.api_pending = true;
 		return 0;
 	}
 	return api_start(r, err);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The runner's decision loop and lifecycle: asks the core (actions.h) for
- * the next actions and hands them to the scheduler path (runner-plugin.c),
- * the hotplug path (runner-hotplug.c) and the VM's approver (approver.h);
+ * the next actions and hands them to the scheduler path (runner/plugin.c),
+ * the hotplug path (runner/resize.c) and the VM's approver (approver.h);
  * their results come back here. */
 #include "actuator/runner/runner.h"
 
@@ -17,6 +17,7 @@
 #include "actuator/cgroup/cgroup-domain.h"
 #include "actuator/worker/approver-proxy.h"
 #include "actuator/worker/worker.h"
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "net/http-server.h"
 #include "base/log.h"
@@ -70,25 +71,11 @@ int act_meta_scaling_config(const struct ag_scaling_config *defaults, const stru
 	return 0;
 }
 
-/* ---- helpers ---- */
-
-act_time_t act_runner_now_ns(struct act_runner *r)
-{
-	return (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
-}
-
-void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x)
-{
-	char c[32], m[32];
-
-	vmact_quantity_format_milli(x.milli_cpu, c, sizeof(c));
-	vmact_quantity_format_bytes(x.mem_bytes, m, sizeof(m));
-	snprintf(buf, len, "%s CPU / %s", c, m);
-}
+static void evaluate(struct act_runner *r);
 
 static int on_wake(sd_event_source *s, uint64_t usec, void *ud)
 {
-	act_runner_evaluate(ud);
+	evaluate(ud);
 	return 0;
 }
 
@@ -107,21 +94,6 @@ static void arm_wake(struct act_runner *r, int64_t wait_ns)
 	sd_event_source_set_enabled(r->wake, SD_EVENT_ONESHOT);
 }
 
-int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err)
-{
-	struct act_cpu_bw bw;
-	int ret;
-
-	ret = act_cpu_bw_from_milli(milli, r->env->overcommit, ACT_CPU_PERIOD_DEFAULT_US, &bw, NULL,
-				    err);
-	if (ret >= 0)
-		ret = act_cg_cpu_set(r->env->cg, r->group, &bw, err);
-	if (ret < 0)
-		return ret;
-	r->quota_milli = milli;
-	return 0;
-}
-
 /* ---- the approver (vm-monitor or informant) ---- */
 
 static void upscale_done(void *ud, enum act_approval outcome)
@@ -130,7 +102,7 @@ static void upscale_done(void *ud, enum act_approval outcome)
 	struct vmact_err err = { 0 };
 
 	r->approver_busy = false;
-	act_runner_note_approver_done(r, outcome != ACT_APPROVAL_OK);
+	act_runner_export_approver_done(r, outcome != ACT_APPROVAL_OK);
 	act_event(r->env->events, r->name, ACT_EV_MONITOR, json_pack("{s:s}", "outcome", act_approval_name(outcome)), "upscale notification: %s", act_approval_name(outcome));
 	if (outcome == ACT_APPROVAL_OK) {
 		if (act_monitor_upscale_ok(&r->st, act_runner_now_ns(r), &err) < 0)
@@ -138,7 +110,7 @@ static void upscale_done(void *ud, enum act_approval outcome)
 	} else {
 		act_monitor_upscale_failed(&r->st, act_runner_now_ns(r));
 	}
-	act_runner_evaluate(r);
+	evaluate(r);
 }
 
 static void downscale_done(void *ud, enum act_approval outcome)
@@ -148,7 +120,7 @@ static void downscale_done(void *ud, enum act_approval outcome)
 	int ret = 0;
 
 	r->approver_busy = false;
-	act_runner_note_approver_done(r, outcome == ACT_APPROVAL_FAILED);
+	act_runner_export_approver_done(r, outcome == ACT_APPROVAL_FAILED);
 	act_event(r->env->events, r->name, ACT_EV_MONITOR, json_pack("{s:s}", "outcome", act_approval_name(outcome)), "downscale request: %s", act_approval_name(outcome));
 	switch (outcome) {
 	case ACT_APPROVAL_OK:
@@ -163,7 +135,7 @@ static void downscale_done(void *ud, enum act_approval outcome)
 	}
 	if (ret < 0)
 		log_debug("%s: %s", r->name, err.msg);
-	act_runner_evaluate(r);
+	evaluate(r);
 }
 
 static void start_approval(struct act_runner *r, bool up, const struct act_res_change *ch)
@@ -179,14 +151,14 @@ static void start_approval(struct act_runner *r, bool up, const struct act_res_c
 	}
 	/* Busy before the call: an implementation may complete early. */
 	r->approver_busy = true;
-	act_runner_note_approver_start(r, up);
+	act_runner_export_approver_start(r, up);
 	ret = up ? act_approver_request_upscale(r->approver, &ch->target, upscale_done, r, &err)
 		 : act_approver_request_downscale(r->approver, &ch->target, downscale_done, r,
 						  &err);
 	if (ret < 0) {
 		/* The approver said why. */
 		r->approver_busy = false;
-		act_runner_note_failure(r, ACT_FAILURE_MONITOR);
+		act_runner_export_failure(r, ACT_FAILURE_MONITOR);
 		if (up)
 			act_monitor_upscale_failed(&r->st, act_runner_now_ns(r));
 		else
@@ -201,7 +173,7 @@ static void approver_connected(void *ud)
 	r->held_logged = false;
 	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connected", act_approver_name(r->approver));
 	act_monitor_connected(&r->st);
-	act_runner_evaluate(r);
+	evaluate(r);
 }
 
 static void approver_lost(void *ud, bool requests_dropped)
@@ -213,7 +185,7 @@ static void approver_lost(void *ud, bool requests_dropped)
 	act_monitor_reset(&r->st);
 	if (requests_dropped)
 		r->approver_busy = false;
-	act_runner_evaluate(r);
+	evaluate(r);
 }
 
 static void approver_changed(void *ud)
@@ -221,7 +193,7 @@ static void approver_changed(void *ud)
 	struct act_runner *r = ud;
 
 	r->held_logged = false;
-	act_runner_evaluate(r);
+	evaluate(r);
 }
 
 static void approver_upscale_requested(void *ud, bool cpu, bool memory)
@@ -231,7 +203,7 @@ static void approver_upscale_requested(void *ud, bool cpu, bool memory)
 
 	if (act_monitor_upscale_requested(&r->st, act_runner_now_ns(r), cpu, memory, &err) < 0)
 		log_debug("%s: %s", r->name, err.msg);
-	act_runner_evaluate(r);
+	evaluate(r);
 }
 
 static int start_approver(struct act_runner *r, struct vmact_err *err)
@@ -276,7 +248,7 @@ static unsigned warn_hash(const struct act_warnings *w)
 	return h;
 }
 
-void act_runner_evaluate(struct act_runner *r)
+static void evaluate(struct act_runner *r)
 {
 	struct act_actions a;
 	struct vmact_err err = { 0 };
@@ -290,20 +262,9 @@ void act_runner_evaluate(struct act_runner *r)
 		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scaling decision failed: %s", err.msg);
 		return;
 	}
-	act_runner_note_desired(r, &a.desired);
-	{
-		char why[sizeof(r->shrink_blocked)];
-
-		/* A VM that cannot shrink, and why: once per new reason. */
-		act_runner_shrink_blocked(r, why, sizeof(why));
-		if (why[0] && strcmp(why, r->shrink_blocked) != 0) {
-			log_info("%s: cannot shrink: %s", r->name, why);
-			act_event(r->env->events, r->name, ACT_EV_HOLD,
-				  json_pack("{s:s}", "cannot_shrink", why), "cannot shrink: %s",
-				  why);
-		}
-		snprintf(r->shrink_blocked, sizeof(r->shrink_blocked), "%s", why);
-	}
+	act_runner_export_desired(r, &a.desired);
+	/* A VM that cannot shrink, and why: once per new reason. */
+	act_runner_view_note_shrink(r);
 	/* Paused by its operator (vmactl pause): the VM keeps its size. */
 	if (r->meta.paused)
 		return;
@@ -313,11 +274,11 @@ void act_runner_evaluate(struct act_runner *r)
 			log_debug("%s: %s", r->name, a.warnings.msg[i]);
 	r->last_warn_hash = h;
 
-	if (a.has_plugin && !r->plugin_busy)
+	if (a.has_plugin && !r->plugin.busy)
 		act_runner_plugin_start(r, &a);
-	if (a.has_hotplug && !r->hp_busy) {
+	if (a.has_hotplug && !r->rs.busy) {
 		if (!r->approver || act_approver_may_resize(r->approver)) {
-			act_runner_hotplug_start(r, &a);
+			act_runner_resize_start(r, &a);
 		} else if (!r->held_logged) {
 			/* Only the informant holds resizes: while its agent is
 			 * suspended. */
@@ -338,6 +299,11 @@ void act_runner_evaluate(struct act_runner *r)
 }
 
 /* ---- lifecycle ---- */
+
+/* How the concerns reach the core (runner-priv.h). */
+static const struct act_runner_core_ops core_ops = {
+	.changed = evaluate,
+};
 
 int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		   const struct hp_meta *meta, struct act_runner **out, struct vmact_err *err)
@@ -363,11 +329,12 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 	if (!r)
 		return -ENOMEM;
 	r->env = env;
+	r->core = &core_ops;
 	r->meta = *meta;
 	snprintf(r->name, sizeof(r->name), "%s", st->name);
 	snprintf(r->uuid, sizeof(r->uuid), "%s", st->uuid);
-	r->hp_state = *st;
-	r->have_state = true;
+	r->rs.state = *st;
+	r->rs.have_state = true;
 
 	dom = hp_domain_lookup(env->hp, st->uuid, err);
 	if (!dom) {
@@ -424,15 +391,15 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 				    r->name, err->msg);
 			vmact_err_reset(err);
 		} else {
-			r->sampler_registered = true;
+			r->rd.sampler_registered = true;
 		}
 	}
 	r->api_vm = meta->runner_listen[0] != 0;
 	if (r->api_vm) {
 		/* Only the hardware side (doc/runner-api.md): no scheduler,
 		 * approver, readings or CPU policy. */
-		r->api_want = using_.milli_cpu;
-		ret = act_runner_api_start(r, err);
+		r->rs.api_want = using_.milli_cpu;
+		ret = act_runner_neonvm_api_start(r, err);
 		if (ret < 0)
 			goto fail;
 		{
@@ -444,7 +411,7 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 			log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, runner API on %s "
 				 "port %u: sized by its caller)",
 				 r->name, a, b, c, r->group, r->meta.runner_listen,
-				 net_http_server_port(r->api));
+				 net_http_server_port(r->api.server));
 		}
 		*out = r;
 		return 0;
@@ -456,7 +423,7 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		goto fail;
 	if (!r->approver)
 		log_info("%s: no vm-monitor endpoint: the VM is scaled up only", r->name);
-	ret = act_runner_metrics_start(r, err);
+	ret = act_runner_readings_start(r, err);
 	if (ret < 0)
 		goto fail;
 	{
@@ -470,7 +437,7 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 			 r->meta.informant[0] ? r->meta.informant
 					      : r->meta.monitor[0] ? r->meta.monitor : "none");
 	}
-	act_runner_evaluate(r);
+	evaluate(r);
 	*out = r;
 	return 0;
 fail:
@@ -487,12 +454,12 @@ void act_runner_free(struct act_runner *r)
 	r->freeing = true;
 	act_approver_free(r->approver);
 	r->approver = NULL;
-	act_runner_api_free(r);
+	act_runner_neonvm_api_free(r);
 	sd_event_source_disable_unref(r->wake);
-	sd_event_source_disable_unref(r->metrics);
-	act_runner_metrics_free(r);
+	sd_event_source_disable_unref(r->rd.timer);
+	act_runner_readings_free(r);
 	act_runner_plugin_free(r);
-	if (r->sampler_registered)
+	if (r->rd.sampler_registered)
 		smp_unregister(r->env->sampler, r->uuid, NULL);
 	free(r->group);
 	free(r);
@@ -528,7 +495,7 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 	if (ret < 0)
 		return ret;
 	r->meta = *meta;
-	act_runner_evaluate(r);
+	evaluate(r);
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "actuator/runner/runner.h"
+#define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "actuator/config/config.h"
 #include "actuator/guestd/approver.h"
