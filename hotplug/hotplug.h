@@ -8,7 +8,8 @@
  * metadata), refusal.c (the "vCPU changes refused" rule), read.c (reading
  * live state, QEMU's vCPU threads and metadata), domain.c (domain handle,
  * memory statistics), op.c (the operations framework and its one wait),
- * op-vcpu.c and op-memory.c (the operations), op-start.c (hp_op_start).
+ * op-vcpu.c and op-memory.c (the operations), op-start.c (hp_op_start),
+ * layout.c (a domain's layout against vmact's needs, layout.h).
  *
  * Threads and the event loop
  * --------------------------
