@@ -12,6 +12,9 @@
  *   vmactl_events   busy guest: events --follow --json sees the decision
  *                   with its reason and the resize; show --json has them,
  *                   and the vCPUs libvirt reports
+ *   vmactl_why      the guest idle again, without a vm-monitor: a "hold"
+ *                   event says it cannot shrink and why, and show's
+ *                   cannot_shrink says the same
  *   vmactl_set      set --max-cpu/--min-memory: the live metadata and the
  *                   definition say so, show follows; a bound the metadata
  *                   reader refuses is refused (exit 1), a usage error is 2
@@ -485,6 +488,48 @@ static void vmactl_events(void **state)
 	free(text);
 }
 
+/* A "hold" event of the guest whose fields say it cannot shrink for lack
+ * of a vm-monitor. */
+static bool cannot_shrink_event(void *unused)
+{
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+					 .out_path = fx.out };
+	const char *argv[] = { vmactl_path, "--socket", fx.sock, "events", "--vm", fx.g.name,
+			       "--json", NULL };
+	struct th_proc p = { 0 };
+	bool found = false;
+	char *text, *line;
+
+	if (th_spawn(&p, argv, &o) < 0 || th_proc_wait(&p) != 0)
+		return false;
+	text = th_read_file(fx.out);
+	for (line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+		const char *why = json_string_value(
+			json_object_get(json_object_get(ev, "fields"), "cannot_shrink"));
+
+		found |= ev && !strcmp(jstr(ev, "kind"), "hold") && why &&
+			 strstr(why, "no vm-monitor or informant");
+		json_decref(ev);
+	}
+	free(text);
+	return found;
+}
+
+static void vmactl_why(void **state)
+{
+	json_t *doc;
+
+	(void)state;
+	/* vmactl_events left the guest idle at its grown size. */
+	if (!wait_until(cannot_shrink_event, NULL, LIMIT_SCALE_S))
+		fail_msg("no hold event said the idle guest cannot shrink without a vm-monitor");
+	doc = show();
+	assert_true(json_is_string(json_object_get(doc, "cannot_shrink")));
+	assert_non_null(strstr(jstr(doc, "cannot_shrink"), "no vm-monitor or informant"));
+	json_decref(doc);
+}
+
 static bool bounds_shown(void *unused)
 {
 	json_t *doc = show(), *b = json_object_get(doc, "bounds");
@@ -834,9 +879,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(vmactl_status),  cmocka_unit_test(vmactl_events),
-		cmocka_unit_test(vmactl_set),     cmocka_unit_test(vmactl_pause),
-		cmocka_unit_test(vmactl_restart), cmocka_unit_test(vmactl_enroll),
-		cmocka_unit_test(vmactl_top),     cmocka_unit_test(vmactl_refused),
+		cmocka_unit_test(vmactl_why),     cmocka_unit_test(vmactl_set),
+		cmocka_unit_test(vmactl_pause),   cmocka_unit_test(vmactl_restart),
+		cmocka_unit_test(vmactl_enroll),  cmocka_unit_test(vmactl_top),
+		cmocka_unit_test(vmactl_refused),
 	};
 	char self[PATH_MAX], *dir;
 	ssize_t n;
