@@ -88,44 +88,6 @@ static int cmd_show(const struct ctl_args *a)
 	return 0;
 }
 
-static int cmd_change(const struct ctl_args *a)
-{
-	struct vmact_err err = { 0 };
-	char path[1024], *body = NULL;
-	json_t *doc, *req = NULL;
-	long status;
-	int r;
-
-	if (vm_path(path, sizeof(path), a->vm,
-		    a->cmd == CTL_SET ? "/bounds" : a->cmd == CTL_PAUSE ? "/pause" : "/resume") < 0)
-		return 1;
-	if (a->cmd == CTL_SET) {
-		req = json_object();
-		if (a->min_cpu)
-			json_object_set_new(req, "min_cpu", json_string(a->min_cpu));
-		if (a->max_cpu)
-			json_object_set_new(req, "max_cpu", json_string(a->max_cpu));
-		if (a->min_mem)
-			json_object_set_new(req, "min_memory", json_string(a->min_mem));
-		if (a->max_mem)
-			json_object_set_new(req, "max_memory", json_string(a->max_mem));
-		body = json_dumps(req, JSON_COMPACT);
-		json_decref(req);
-	}
-	r = ctl_call(a->socket, "POST", path, body ? body : "", 30, &status, &doc, &err);
-	free(body);
-	if (r < 0)
-		return fail(&err);
-	if (a->json)
-		print_json(doc);
-	else if (a->cmd == CTL_SET)
-		printf("%s: bounds set (recorded in its metadata)\n", a->vm);
-	else
-		printf("%s: autoscaling %s\n", a->vm, a->cmd == CTL_PAUSE ? "paused" : "resumed");
-	json_decref(doc);
-	return 0;
-}
-
 /* The bounds options as the API's body ({} when none). */
 static char *bounds_body(const struct ctl_args *a)
 {
@@ -143,6 +105,33 @@ static char *bounds_body(const struct ctl_args *a)
 	body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	return body;
+}
+
+static int cmd_change(const struct ctl_args *a)
+{
+	struct vmact_err err = { 0 };
+	char path[1024], *body = NULL;
+	json_t *doc;
+	long status;
+	int r;
+
+	if (vm_path(path, sizeof(path), a->vm,
+		    a->cmd == CTL_SET ? "/bounds" : a->cmd == CTL_PAUSE ? "/pause" : "/resume") < 0)
+		return 1;
+	if (a->cmd == CTL_SET)
+		body = bounds_body(a);
+	r = ctl_call(a->socket, "POST", path, body ? body : "", 30, &status, &doc, &err);
+	free(body);
+	if (r < 0)
+		return fail(&err);
+	if (a->json)
+		print_json(doc);
+	else if (a->cmd == CTL_SET)
+		printf("%s: bounds set (recorded in its metadata)\n", a->vm);
+	else
+		printf("%s: autoscaling %s\n", a->vm, a->cmd == CTL_PAUSE ? "paused" : "resumed");
+	json_decref(doc);
+	return 0;
 }
 
 static int domain_call(const struct ctl_args *a, const char *what, const char *body, json_t **doc,

@@ -31,14 +31,6 @@ struct extra {
 	unsigned disabled_fixed; /* <vcpus> entries enabled='no' hotpluggable='no' */
 };
 
-static xmlNodePtr child(xmlNodePtr n, const char *name)
-{
-	for (xmlNodePtr c = n ? n->children : NULL; c; c = c->next)
-		if (c->type == XML_ELEMENT_NODE && xmlStrcmp(c->name, BAD_CAST name) == 0)
-			return c;
-	return NULL;
-}
-
 static bool prop_is(xmlNodePtr n, const char *attr, const char *value)
 {
 	_cleanup_xmlfree_ xmlChar *v = xmlGetProp(n, BAD_CAST attr);
@@ -56,18 +48,18 @@ static int read_extra(const char *xml, struct extra *x, struct vmact_err *err)
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (!doc || !(root = xmlDocGetRootElement(doc)))
 		return vmact_err_set(err, EINVAL, "domain XML is not well-formed");
-	numa = child(child(root, "cpu"), "numa");
+	numa = hpx_child(hpx_child(root, "cpu"), "numa");
 	for (n = numa ? numa->children : NULL; n; n = n->next)
 		x->numa_cells += n->type == XML_ELEMENT_NODE &&
 				 !xmlStrcmp(n->name, BAD_CAST "cell");
-	if ((n = child(child(root, "os"), "cmdline"))) {
+	if ((n = hpx_child(hpx_child(root, "os"), "cmdline"))) {
 		_cleanup_xmlfree_ xmlChar *c = xmlNodeGetContent(n);
 
 		x->has_cmdline = true;
 		x->online_movable = c &&
 				    strstr((const char *)c, "memhp_default_state=online_movable");
 	}
-	vcpus = child(root, "vcpus");
+	vcpus = hpx_child(root, "vcpus");
 	for (n = vcpus ? vcpus->children : NULL; n; n = n->next)
 		if (n->type == XML_ELEMENT_NODE && !xmlStrcmp(n->name, BAD_CAST "vcpu") &&
 		    prop_is(n, "enabled", "no") && !prop_is(n, "hotpluggable", "yes"))

@@ -20,14 +20,6 @@
 #include "hotplug/virt-error.h"
 #include "hotplug/xml.h"
 
-static xmlNodePtr child(xmlNodePtr root, const char *name)
-{
-	for (xmlNodePtr n = root->children; n; n = n->next)
-		if (n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, BAD_CAST name) == 0)
-			return n;
-	return NULL;
-}
-
 static int set_q(xmlNodePtr n, const char *el, const char *attr, bool milli, uint64_t v,
 		 struct vmact_err *err)
 {
@@ -62,8 +54,8 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (!doc || !(root = xmlDocGetRootElement(doc)))
 		return vmact_err_set(err, EINVAL, "vmact metadata is not well-formed XML");
-	cpu = child(root, "cpu");
-	mem = child(root, "memory");
+	cpu = hpx_child(root, "cpu");
+	mem = hpx_child(root, "memory");
 	if ((ch->set_min_cpu && (r = set_q(cpu, "cpu", "min", true, ch->min_milli_cpu, err)) < 0) ||
 	    (ch->set_max_cpu && (r = set_q(cpu, "cpu", "max", true, ch->max_milli_cpu, err)) < 0) ||
 	    (ch->set_min_mem && (r = set_q(mem, "memory", "min", false, ch->min_mem_bytes, err)) < 0) ||
