@@ -297,8 +297,10 @@ int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_change *ch,
 		  struct hp_meta *out, struct vmact_err *err);
 /* Writes a whole <vmact:autoscaling> element (checked by hp_meta_parse
- * first) into the running domain and into its definition, replacing what
- * either had: vmactl enable on a domain without metadata. */
+ * first; without a namespace declaration, as virDomainGetMetadata returns
+ * it: libvirt adds HP_NS_URI and refuses an element that declares it)
+ * into the running domain and into its definition, replacing what either
+ * had: vmactl enable on a domain without metadata. */
 int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct vmact_err *err);
 
 /* ---- actuation -------------------------------------------------------- */

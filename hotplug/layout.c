@@ -268,11 +268,13 @@ int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_r
 	    vmact_quantity_format_bytes(min->mem_bytes, c, sizeof(c)) < 0 ||
 	    vmact_quantity_format_bytes(max->mem_bytes, d, sizeof(d)) < 0)
 		return vmact_err_set(err, ERANGE, "bounds out of range");
+	/* Without a namespace of its own, as virDomainGetMetadata returns
+	 * the element: virDomainSetMetadata puts it in HP_NS_URI itself and
+	 * refuses an element that declares it ("failed to create a new XML
+	 * namespace", libvirt 9.0). */
 	if (asprintf(&xml,
-		     "<" HP_NS_PREFIX ":autoscaling xmlns:" HP_NS_PREFIX "=\"" HP_NS_URI "\" "
-		     "enabled=\"true\"><" HP_NS_PREFIX ":cpu min=\"%s\" max=\"%s\"/>"
-		     "<" HP_NS_PREFIX ":memory min=\"%s\" max=\"%s\" method=\"%s\"/>"
-		     "</" HP_NS_PREFIX ":autoscaling>",
+		     "<autoscaling enabled=\"true\"><cpu min=\"%s\" max=\"%s\"/>"
+		     "<memory min=\"%s\" max=\"%s\" method=\"%s\"/></autoscaling>",
 		     a, b, c, d, method == HP_METHOD_DIMM ? "dimm" : "virtio-mem") < 0)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if ((r = hp_meta_parse(xml, &m, err)) < 0) {

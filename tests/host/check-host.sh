@@ -9,7 +9,10 @@
 # Exit status 0 only if every check passed.
 # Usage: tests/host/check-host.sh IMAGEDIR DEB GUESTDIR NODE_MODULES
 # Environment: VMACT_HOST_TIMEOUT (seconds for the whole run, default 7200),
-# VMACT_HOST_CPUS (default 2), VMACT_HOST_MEM (MiB, default 4096).
+# VMACT_HOST_CPUS (default 2), VMACT_HOST_MEM (MiB, default 4096),
+# VMACT_HOST_SCRIPT (another script to run in the machine instead of
+# tests/host/in-vm.sh, e.g. to look into a failure; it must write
+# report.txt and result into /mnt/host as in-vm.sh does).
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,7 +31,8 @@ run=$img/run
 rm -rf "$run"
 mkdir -p "$run/share/guest" "$run/share/node_modules"
 cp "$deb" "$run/share/"
-cp "$top/tests/host/in-vm.sh" "$top/tests/guest/domain.xml.in" "$top/tests/peers/vm-monitor.js" "$run/share/"
+cp "$top/tests/guest/domain.xml.in" "$top/tests/peers/vm-monitor.js" "$run/share/"
+cp "${VMACT_HOST_SCRIPT:-$top/tests/host/in-vm.sh}" "$run/share/in-vm.sh"
 cp "$guest/vmlinuz" "$guest/initrd.img" "$run/share/guest/"
 cp -r "$nodemod/ws" "$run/share/node_modules/"
 qemu-img create -q -f qcow2 -F raw -b "$(cd "$img" && pwd)/rootfs.img" "$run/overlay.qcow2" ||
@@ -61,11 +65,22 @@ qemu_pid=$!
 # and systemd's too: kept in console.log).
 tail -n +1 -F "$run/console.log" 2>/dev/null | grep --line-buffered -a '^check-host \|vmact-check.service' &
 tail_pid=$!
+done_at=""
 while kill -0 "$qemu_pid" 2>/dev/null; do
 	if [ $(( $(date +%s) - t0 )) -ge "$timeout" ]; then
 		echo "check-host: the machine did not finish within $timeout s: stopping it"
 		kill "$qemu_pid"
 		break
+	fi
+	# The report is complete once result is written: the machine powers
+	# itself off then; one that has not 60 s later is stopped.
+	if [ -s "$run/share/result" ]; then
+		[ -n "$done_at" ] || done_at=$(date +%s)
+		if [ $(( $(date +%s) - done_at )) -ge 60 ]; then
+			echo "check-host: the machine did not power off after its report: stopping it"
+			kill "$qemu_pid"
+			break
+		fi
 	fi
 	sleep 5
 done

@@ -227,6 +227,7 @@ if command -v bpftool >/dev/null; then
 	progs=$(bpftool prog show 2>/dev/null | grep -c .)
 	say "bpftool prog show: $(bpftool prog show 2>/dev/null | grep -oE 'name [a-z_0-9]+' | sort -u | tr '\n' ' ')"
 	say "bpftool map show (pinned under /sys/fs/bpf/vmact): $(ls /sys/fs/bpf/vmact 2>/dev/null | tr '\n' ' ')"
+	say "vmactd: $(vmlog | grep -m1 'sampler: ')"
 	check "vmactd loaded the BPF sampler (journal: 'sampler: BPF')" vmlog_has "sampler: BPF"
 	check "its maps are pinned under /sys/fs/bpf/vmact" bash -c '[ -n "$(ls /sys/fs/bpf/vmact 2>/dev/null)" ]'
 	check "bpftool lists programs ($progs lines)" [ "$progs" -gt 0 ]
@@ -255,4 +256,5 @@ check "dpkg --purge vmact" bash -c 'dpkg --purge vmact >/root/purge.log 2>&1'
 check "the unit is gone and disabled" bash -c '! systemctl cat vmactd.service >/dev/null 2>&1'
 say "vmactd's journal, by priority: $(journalctl -u vmactd.service -o json --no-pager | grep -o '"PRIORITY":"[0-9]"' | sort | uniq -c | tr -s ' \n' ' ')"
 journalctl -u vmactd.service -o short-monotonic --no-pager >"$share/vmactd.journal" 2>&1
+cp /run/vmact-check/monitor.log "$share/monitor.log" 2>/dev/null
 finish
