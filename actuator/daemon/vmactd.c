@@ -18,16 +18,15 @@
 #include "actuator/control/events.h"
 #include "actuator/daemon/enroll.h"
 #include "actuator/daemon/hook-listener.h"
-#include "base/endpoint.h"
-#include "base/log.h"
-#include "base/time.h"
-#include "base/macro.h"
 #include "actuator/daemon/registry.h"
 #include "actuator/metrics/server.h"
 #include "agent-glue/arbiter/arbiter.h"
 #include "agent-glue/client/plugin-client.h"
+#include "base/endpoint.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/time.h"
 #include "bpf/sampler.h"
-
 
 static void usage(FILE *f)
 {

@@ -101,10 +101,10 @@ void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_res
 	/* What really changed, also of a resize that failed half-way. */
 	if (got->milli_cpu != r->ex.hp_from.milli_cpu)
 		resized(r, got->milli_cpu > r->ex.hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
-								   : ACT_RESIZE_CPU_DOWN);
+								    : ACT_RESIZE_CPU_DOWN);
 	if (got->mem_bytes != r->ex.hp_from.mem_bytes)
 		resized(r, got->mem_bytes > r->ex.hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
-								   : ACT_RESIZE_MEMORY_DOWN);
+								    : ACT_RESIZE_MEMORY_DOWN);
 }
 
 /* The daemon's counter and the VM's own (vmact_vm_failures_total). */

@@ -86,11 +86,11 @@ static void permit_news(struct act_runner *r, const struct vmact_resources *was,
 	}
 	log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked, why);
 	act_event(r->env->events, r->name, ACT_EV_PERMIT,
-		  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu",
-			    (json_int_t)permit->milli_cpu, "mem_bytes",
-			    (json_int_t)permit->mem_bytes, "partial", 1, "asked_milli_cpu",
-			    (json_int_t)r->plugin.asked.milli_cpu, "asked_mem_bytes",
-			    (json_int_t)r->plugin.asked.mem_bytes, "reason", why),
+		  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu", (json_int_t)permit->milli_cpu,
+			    "mem_bytes", (json_int_t)permit->mem_bytes, "partial", 1,
+			    "asked_milli_cpu", (json_int_t)r->plugin.asked.milli_cpu,
+			    "asked_mem_bytes", (json_int_t)r->plugin.asked.mem_bytes, "reason",
+			    why),
 		  "scheduler permits %s of %s asked: %s", a, asked, why);
 }
 
@@ -98,7 +98,8 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 {
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
-	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit : (struct vmact_resources){ 0 };
+	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit
+							     : (struct vmact_resources){ 0 };
 
 	r->plugin.busy = false;
 	if (res->error) {

@@ -26,14 +26,14 @@
 #include "actuator/worker/scrape-proxy.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
-#include "net/http-client.h"
 #include "agent-glue/client/exporter-scrape.h"
 #include "base/endpoint.h"
+#include "base/log.h"
 #include "base/macro.h"
 #include "base/quantity.h"
-#include "base/log.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
+#include "net/http-client.h"
 
 #define MiB (1024ULL * 1024ULL)
 /* MemoryUsageBytes = total - available + 100 MiB, as the Neon agent. */
@@ -123,8 +123,8 @@ static bool decide_cpu(struct act_runner *r)
 				  json_pack("{s:s,s:s,s:I,s:f,s:f}", "class",
 					    act_cpu_class_name(dec.cls), "was",
 					    act_cpu_class_name(r->rd.last_cls), "goal_milli_cpu",
-					    (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus",
-					    dec.demand),
+					    (json_int_t)dec.goal_milli, "busy", dec.busy,
+					    "demand_cpus", dec.demand),
 				  "held at %s CPU: now %s, was %s: %s", held,
 				  act_cpu_class_name(dec.cls), act_cpu_class_name(r->rd.last_cls),
 				  why);

@@ -32,7 +32,8 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 	    r->meta.paused || r->api_vm)
 		return;
 	if (!r->meta.monitor[0] && !r->meta.informant[0]) {
-		snprintf(buf, len, "no vm-monitor or informant in its metadata: vmactd shrinks a VM "
+		snprintf(buf, len,
+			 "no vm-monitor or informant in its metadata: vmactd shrinks a VM "
 			 "only with its guest's approval");
 	} else if (!r->st.monitor.active) {
 		snprintf(buf, len, "its %s at %s is not connected: no approval to shrink", kind,
@@ -43,8 +44,10 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 			 kind, a);
 	} else if (r->rs.mem_hold_until > act_runner_now_ns(r) &&
 		   r->ex.desired.mem_bytes < r->st.using_.mem_bytes) {
-		snprintf(buf, len, "the guest kept its memory at the last shrink: memory held for "
-			 "%u s", r->rs.mem_hold_s);
+		snprintf(buf, len,
+			 "the guest kept its memory at the last shrink: memory held for "
+			 "%u s",
+			 r->rs.mem_hold_s);
 	} else if (vmact_res_any_gt(r->st.monitor.approved, r->ex.desired)) {
 		act_runner_fmt_res(a, sizeof(a), r->st.monitor.approved);
 		snprintf(buf, len, "waiting for its %s's approval (approved down to %s)", kind, a);

@@ -244,9 +244,9 @@ static int setup_host(void)
 	    !unit_says("ReadWritePaths", "/sys/fs/cgroup /sys/fs/bpf") ||
 	    !unit_says("PrivateTmp", "yes") || !unit_says("PrivateDevices", "yes") ||
 	    !unit_says("ReadOnlyPaths", "/sys /proc/sys -/proc/sysrq-trigger") ||
-	    !unit_says("ProtectHome", "yes") ||
-	    !unit_says("ProtectKernelModules", "yes") || !unit_says("ProtectKernelLogs", "yes") ||
-	    !unit_says("ProtectHostname", "yes") || !unit_says("PrivateMounts", "yes")) {
+	    !unit_says("ProtectHome", "yes") || !unit_says("ProtectKernelModules", "yes") ||
+	    !unit_says("ProtectKernelLogs", "yes") || !unit_says("ProtectHostname", "yes") ||
+	    !unit_says("PrivateMounts", "yes")) {
 		print_error("unit: a restriction this test applies is not in " UNIT "\n");
 		return -1;
 	}

@@ -492,10 +492,11 @@ static void vmactl_events(void **state)
  * of a vm-monitor. */
 static bool cannot_shrink_event(void *unused)
 {
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.out };
-	const char *argv[] = { vmactl_path, "--socket", fx.sock, "events", "--vm", fx.g.name,
-			       "--json", NULL };
+	const char *argv[] = { vmactl_path, "--socket", fx.sock,  "events",
+			       "--vm",      fx.g.name,  "--json", NULL };
 	struct th_proc p = { 0 };
 	bool found = false;
 	char *text, *line;
