@@ -49,8 +49,6 @@ void act_mem_demand_init(struct act_mem_demand *d)
 
 void act_mem_demand_resized(struct act_mem_demand *d)
 {
-	d->n = 0;
-	d->head = 0;
 	d->below = false;
 }
 

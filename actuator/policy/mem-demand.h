@@ -23,8 +23,11 @@
  * used). Goals are the VM's plugged memory (the size vmact gives it) in
  * whole units: the guest's own overhead (plugged - MemTotal: the kernel's
  * memory map, reserved areas) is taken from the newest sample, or
- * `overhead` when the source has no MemTotal. After a resize the samples
- * before it describe another size and are dropped.
+ * `overhead` when the source has no MemTotal (the caller feeds no sample
+ * taken before a resize ended, whose MemTotal would be the old size's).
+ * What the guest uses does not depend on its size, so a resize keeps the
+ * samples and their rates: a guest still allocating is met again at the
+ * first sample after it. A resize restarts the shrink's hold.
  *
  * Pure: no I/O, no clock of its own (times are the caller's monotonic ns). */
 #pragma once
@@ -107,8 +110,8 @@ void act_mem_demand_init(struct act_mem_demand *d);
 /* Adds a sample (in time order; one not newer than the last is ignored). */
 void act_mem_demand_feed(struct act_mem_demand *d, const struct act_mem_policy *p,
 			 const struct act_mem_sample *s);
-/* Drops the samples (after a resize they describe another size); the slow
- * average stays. */
+/* A resize happened: the shrink's hold starts again (the samples and the
+ * slow average stay). */
 void act_mem_demand_resized(struct act_mem_demand *d);
 /* The decision at the newest sample; false when there is none. */
 bool act_mem_demand_decide(struct act_mem_demand *d, const struct act_mem_policy *p,
