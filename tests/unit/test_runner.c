@@ -182,7 +182,7 @@ static void test_policy_selection(void **state)
 /* As doc/protocols.md, "Informant lifecycle" has it: only a running
  * agent may scale down (with the informant's approval); a suspended one
  * must not resize at all until /resume; one without a confirmed
- * registration scales up only, like a VM without a vm-monitor. */
+ * registration scales up only, like a VM whose vm-monitor is not connected. */
 static void test_informant_gate(void **state)
 {
 	struct act_inf_gate g;
