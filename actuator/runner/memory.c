@@ -175,14 +175,15 @@ static bool read_guest(struct act_runner *r)
 	return feed(r, &s);
 }
 
-/* The VM's size moved since the last sample (a resize ended): what came
- * before describes another size. */
+/* The VM's size moved since the last sample (a resize ended): what the
+ * guest reported before its end (QEMU's last_update, whole seconds)
+ * describes another size. */
 static void resized(struct act_runner *r)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	r->mem.fence = (uint64_t)ts.tv_sec;
+	r->mem.fence = r->rs.done_s ? r->rs.done_s : (uint64_t)ts.tv_sec;
 	r->mem.plugged = r->st.using_.mem_bytes;
 	act_mem_demand_resized(&r->mem.demand);
 	/* Kept memory follows the size the VM now has. */

@@ -6,6 +6,7 @@
  * runner API (runner/neonvm-api.c), records it and starts the next one. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
@@ -75,6 +76,12 @@ static void hp_finish(struct act_runner *r)
 	if (!r->rs.api) {
 		r->rs.busy = false;
 		act_cpu_demand_resized(&r->rd.demand);
+	}
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r->rs.done_s = (uint64_t)ts.tv_sec;
 	}
 	act_runner_fmt_res(a, sizeof(a), r->rs.plan.target);
 	act_runner_fmt_res(b, sizeof(b), got);

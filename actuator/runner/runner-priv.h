@@ -94,6 +94,9 @@ struct act_runner_resize {
 	bool api;
 	bool api_pending;
 	uint32_t api_want; /* the last change accepted, milli-CPUs */
+	/* When the last resize ended (CLOCK_REALTIME, s): what the guest
+	 * reported before then describes the old size (memory.c). */
+	uint64_t done_s;
 };
 
 /* readings.c: the periodic load and memory readings. */
