@@ -31,8 +31,8 @@ void act_mem_policy_defaults(struct act_mem_policy *p)
 	*p = (struct act_mem_policy){
 		.headroom_min = 128ULL << 20,
 		.headroom_share = 0.25,
-		.lead = 2 * 1000000000LL,
-		.trend_window = 3 * 1000000000LL,
+		.lead = 4 * 1000000000LL,
+		.trend_window = 4 * 1000000000LL,
 		.down_tau = 20 * 1000000000LL,
 		.down_hold = 15 * 1000000000LL,
 		.fault_rate = 100,
@@ -147,10 +147,11 @@ bool act_mem_demand_decide(struct act_mem_demand *d, const struct act_mem_policy
 	overhead = last->total ? (last->plugged > last->total ? last->plugged - last->total : 0)
 			       : p->overhead;
 
-	/* Up: what it will use by the time more memory can be there (the
-	 * next sample and a plug, `lead`) at the present growth, with its
-	 * headroom; never projected further than the growth was seen, so a
-	 * burst that filled one interval is not taken for a steady rate. */
+	/* Up: what it will use by the time more memory can be there again
+	 * (this plug, the fresh sample after it and the next plug: `lead`)
+	 * at the present growth, with its headroom; never projected further
+	 * than the growth was seen, so a burst that filled one interval is
+	 * not taken for a steady rate. */
 	need = (double)last->used +
 	       out->growth * ((double)(p->lead < out->span ? p->lead : out->span) / 1e9);
 	out->projected = (uint64_t)need;

@@ -55,8 +55,8 @@ const char *act_mem_source_name(enum act_mem_source s);
 struct act_mem_policy {
 	uint64_t headroom_min; /* bytes free at least (128 MiB) */
 	double headroom_share; /* of what the guest uses (0.25) */
-	int64_t lead;          /* ns a growing use is projected ahead at most (2 s) */
-	int64_t trend_window;  /* ns the rates are taken over (3 s) */
+	int64_t lead;          /* ns a growing use is projected ahead at most (4 s) */
+	int64_t trend_window;  /* ns the rates are taken over (4 s) */
 	int64_t down_tau;      /* ns, slow average of use (20 s) */
 	int64_t down_hold;     /* ns the shrink goal must hold (15 s) */
 	double fault_rate;     /* major faults a second that mean short (100) */

@@ -80,7 +80,8 @@ static void test_idle_stays(void **state)
 }
 
 /* Allocating 64 MiB a second: memory is added ahead of the allocation —
- * 2 s of it plus headroom — while the guest still has 176 MiB free. */
+ * as much of it as was seen (2 s) plus headroom — while the guest still
+ * has 176 MiB free. */
 static void test_filling_grows_ahead(void **state)
 {
 	struct fx f;
@@ -120,13 +121,15 @@ static void test_growth_across_resize(void **state)
 	decide(&f);
 	assert_int_equal(f.dec.cls, ACT_MEM_FILLING);
 	assert_true(f.dec.growth > 99.0 * MiB && f.dec.growth < 101.0 * MiB);
-	/* 426 + 2 x 100 = 626, headroom 156, overhead 108: 890 MiB */
-	assert_int_equal(f.dec.goal, 1024 * MiB);
+	/* seen for 4 s: 426 + 4 x 100 = 826, headroom 206, overhead 108:
+	 * 1140 MiB (enough until the sample after this plug, and the next) */
+	assert_int_equal(f.dec.projected, 826 * MiB);
+	assert_int_equal(f.dec.goal, 1280 * MiB);
 }
 
 /* A burst: 300 MiB within one sample interval. Projected one interval on
- * (the growth was seen for no longer), not 2 s: the VM is not grown to
- * three times what the guest asked for. */
+ * (the growth was seen for no longer), not 4 s: the VM is not grown to
+ * five times what the guest asked for. */
 static void test_burst_projected_as_seen(void **state)
 {
 	struct fx f;
