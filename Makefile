@@ -187,7 +187,7 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 
 # libFuzzer harnesses are built with clang against the sources directly so
 # the sanitizer and coverage instrumentation cover the decoders.
-FUZZ_CFLAGS = -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
+FUZZ_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(addprefix $(BUILD)/fuzzobj/,$(LIB_OBJS:$(BUILD)/%=%))
 	$(call msg,FUZZ,$(patsubst $(BUILD)/%,%,$@))
@@ -197,7 +197,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(addprefix $(BUILD)/fuzzobj/,$(LIB_OBJS:$(BUILD
 $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC-FUZZ,$(patsubst $(BUILD)/%,%,$@))
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
+	$(Q)$(CLANG) -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
 # (Not make deb's copy of the tree, check-host's machine or the test
