@@ -48,11 +48,14 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := hook actuator agent-glue hotplug bpf base
+COMPONENTS := hook actuator agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
 # What each component may include besides itself (make check-layers).
 layers-hook       := hotplug base
-layers-actuator   := agent-glue hotplug bpf base
-layers-agent-glue := base
+layers-actuator   := agent-glue/arbiter agent-glue/client agent-glue/codec net hotplug bpf base
+layers-agent-glue/arbiter := agent-glue/codec net base
+layers-agent-glue/client := agent-glue/codec net base
+layers-agent-glue/codec := net base
+layers-net        := base
 layers-hotplug    := base
 layers-bpf        := base
 layers-base       :=
@@ -62,17 +65,19 @@ TOOL_COMPONENTS := cli
 layers-cli        := base
 layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
-LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
+# A component's archive: build/lib<dir with / as ->.a (build/libactuator-policy.a).
+lib-of = $(BUILD)/lib$(subst /,-,$(1)).a
+LIB      := $(foreach c,$(COMPONENTS),$(call lib-of,$(c)))
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
-TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(BUILD)/lib$(c).a)
+TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(call lib-of,$(c)))
 
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 # A program links every layer, or only the components in <prog>-libs
 # (Kbuild) with the pkg-config packages in <prog>-pkgs.
-prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(BUILD)/lib$(c).a),$(LIB))
+prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(call lib-of,$(c))),$(LIB))
 prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(PKG_LIBS))
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
@@ -105,7 +110,7 @@ $(BUILD)/%.o: %.c | $(BPF_SKELS)
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 define lib_rule
-$(BUILD)/lib$(1).a: $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
+$(call lib-of,$(1)): $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
 	$$(call msg,AR,$$(patsubst $(BUILD)/%,%,$$@))
 	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
 endef

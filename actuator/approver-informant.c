@@ -19,7 +19,7 @@
 #include "actuator/approver.h"
 #include "actuator/runner.h"
 #include "actuator/guest-worker.h"
-#include "agent-glue/informant-client.h"
+#include "agent-glue/client/informant-client.h"
 #include "base/list.h"
 #include "base/log.h"
 

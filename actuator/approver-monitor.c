@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "actuator/approver.h"
-#include "agent-glue/monitor-client.h"
+#include "agent-glue/client/monitor-client.h"
 #include "base/endpoint.h"
 #include "base/log.h"
 

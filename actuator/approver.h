@@ -6,11 +6,11 @@
  *
  * Two implementations, chosen by the VM's metadata:
  *   approver-monitor.c    the vm-monitor (<vmact:monitor>, websocket,
- *                         agent-glue/monitor-client.h); in vmactd through
+ *                         agent-glue/client/monitor-client.h); in vmactd through
  *                         approver-proxy.c, which runs it in the VM's
  *                         unprivileged guest worker (doc/privsep.md)
  *   approver-informant.c  the legacy VM informant (<vmact:informant>,
- *                         HTTP, agent-glue/informant-client.h)
+ *                         HTTP, agent-glue/client/informant-client.h)
  *
  * Every request is asynchronous: it returns at once and its outcome comes
  * through the completion callback given with it, so an implementation may

@@ -7,8 +7,8 @@
 
 #include "base/endpoint.h"
 #include "base/macro.h"
-#include "agent-glue/plugin.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/plugin.h"
+#include "agent-glue/codec/quantity.h"
 
 static int set_string(char **dst, const char *value)
 {

@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/quantity.h"
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/quantity.h"
+#include "agent-glue/codec/scaling.h"
 
 #define ACT_CONFIG_DEFAULT_PATH "/etc/vmact/vmactd.json"
 #define ACT_METRICS_LISTEN_DEFAULT "127.0.0.1:9848"

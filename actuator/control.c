@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
@@ -27,7 +27,7 @@
 struct waiter {
 	VMACT_LIST_FIELDS(struct waiter, waiters);
 	struct act_control *c;
-	struct ag_http_pending *pending;
+	struct net_http_pending *pending;
 	sd_event_source *timer;
 	uint64_t since;
 	char vm[ACT_EVENT_VM_MAX]; /* "" = every VM */
@@ -35,7 +35,7 @@ struct waiter {
 
 struct act_control {
 	sd_event *event;
-	struct ag_http_server *http;
+	struct net_http_server *http;
 	struct act_events *events;
 	struct act_control_backend be;
 	unsigned long long allowed_uid;
@@ -44,13 +44,13 @@ struct act_control {
 	uint64_t start_usec;    /* CLOCK_REALTIME when the API started */
 };
 
-static void reply_json(struct ag_http_server_reply *reply, unsigned status, json_t *doc)
+static void reply_json(struct net_http_server_reply *reply, unsigned status, json_t *doc)
 {
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	json_decref(doc);
 	if (!text) {
-		ag_http_reply_text(reply, 500, JSON_TYPE, "{\"error\":\"out of memory\"}");
+		net_http_reply_text(reply, 500, JSON_TYPE, "{\"error\":\"out of memory\"}");
 		return;
 	}
 	free(reply->body);
@@ -60,9 +60,9 @@ static void reply_json(struct ag_http_server_reply *reply, unsigned status, json
 	reply->body_len = strlen(text);
 }
 
-static void reply_error(struct ag_http_server_reply *reply, unsigned status, const char *fmt, ...)
+static void reply_error(struct net_http_server_reply *reply, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void reply_error(struct ag_http_server_reply *reply, unsigned status, const char *fmt, ...)
+static void reply_error(struct net_http_server_reply *reply, unsigned status, const char *fmt, ...)
 {
 	char msg[768];
 	va_list ap;
@@ -92,7 +92,7 @@ static bool have_events(struct act_control *c, uint64_t since, const char *vm)
 /* {"events": [...], "last_seq": N}: last_seq is where the next poll
  * starts, also when this one was cut at ACT_CONTROL_MAX_EVENTS. */
 static void events_reply(struct act_control *c, uint64_t since, const char *vm,
-			 struct ag_http_server_reply *reply)
+			 struct net_http_server_reply *reply)
 {
 	json_t *arr = json_array();
 	uint64_t last = act_events_last_seq(c->events);
@@ -117,12 +117,12 @@ static void events_reply(struct act_control *c, uint64_t since, const char *vm,
 
 static void waiter_answer(struct waiter *w)
 {
-	struct ag_http_server_reply reply = { 0 };
+	struct net_http_server_reply reply = { 0 };
 	struct act_control *c = w->c;
 
 	events_reply(c, w->since, w->vm, &reply);
 	VMACT_LIST_REMOVE(waiters, c->waiters, w);
-	ag_http_pending_reply(w->pending, &reply);
+	net_http_pending_reply(w->pending, &reply);
 	free(reply.body);
 	sd_event_source_disable_unref(w->timer);
 	free(w);
@@ -167,12 +167,12 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 	return 0;
 }
 
-static void get_events(struct act_control *c, const struct ag_http_server_request *req,
-		       struct ag_http_server_reply *reply)
+static void get_events(struct act_control *c, const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
 {
-	const char *since_s = ag_http_request_arg(req, "since");
-	const char *wait_s = ag_http_request_arg(req, "wait");
-	const char *vm = ag_http_request_arg(req, "vm");
+	const char *since_s = net_http_request_arg(req, "since");
+	const char *wait_s = net_http_request_arg(req, "wait");
+	const char *vm = net_http_request_arg(req, "vm");
 	unsigned long long since = 0, wait = 0;
 	struct waiter *w;
 
@@ -195,7 +195,7 @@ static void get_events(struct act_control *c, const struct ag_http_server_reques
 	snprintf(w->vm, sizeof(w->vm), "%s", vm);
 	if (sd_event_add_time_relative(c->event, &w->timer, CLOCK_MONOTONIC, wait * 1000000u, 0,
 				       on_wait_end, w) < 0 ||
-	    !(w->pending = ag_http_defer(req))) {
+	    !(w->pending = net_http_defer(req))) {
 		sd_event_source_disable_unref(w->timer);
 		free(w);
 		return events_reply(c, since, vm, reply);
@@ -205,7 +205,7 @@ static void get_events(struct act_control *c, const struct ag_http_server_reques
 
 /* ---- VMs ---- */
 
-static void get_vms(struct act_control *c, struct ag_http_server_reply *reply)
+static void get_vms(struct act_control *c, struct net_http_server_reply *reply)
 {
 	_cleanup_free_ struct act_vm_view *v = NULL;
 	json_t *arr;
@@ -239,7 +239,7 @@ static json_t *decisions(struct act_control *c, const char *vm)
 	return arr;
 }
 
-static void get_vm(struct act_control *c, const char *name, struct ag_http_server_reply *reply)
+static void get_vm(struct act_control *c, const char *name, struct net_http_server_reply *reply)
 {
 	_cleanup_free_ struct act_vm_view *v = malloc(sizeof(*v));
 	json_t *o;
@@ -255,7 +255,7 @@ static void get_vm(struct act_control *c, const char *name, struct ag_http_serve
 }
 
 static void post_vm(struct act_control *c, const char *name, const char *what,
-		    const struct ag_http_server_request *req, struct ag_http_server_reply *reply)
+		    const struct net_http_server_request *req, struct net_http_server_reply *reply)
 {
 	struct hp_meta_change ch = { 0 };
 	struct vmact_err err = { 0 };
@@ -287,8 +287,8 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 
 /* ---- routing ---- */
 
-static void handle(void *ud, const struct ag_http_server_request *req,
-		   struct ag_http_server_reply *reply)
+static void handle(void *ud, const struct net_http_server_request *req,
+		   struct net_http_server_reply *reply)
 {
 	struct act_control *c = ud;
 	const char *p = req->url;
@@ -393,7 +393,7 @@ int act_control_new(const struct act_control_opts *o, struct act_control **out,
 	}
 	sd_event_source_set_enabled(c->flush, SD_EVENT_OFF);
 	{
-		struct ag_http_server_config hc = {
+		struct net_http_server_config hc = {
 			.listen = listen,
 			.max_body = 4096,
 			.conn_limit = 64,
@@ -404,7 +404,7 @@ int act_control_new(const struct act_control_opts *o, struct act_control **out,
 			.allow_defer = true,
 		};
 
-		r = ag_http_server_new(o->event, &hc, handle, c, &c->http, err);
+		r = net_http_server_new(o->event, &hc, handle, c, &c->http, err);
 	}
 	if (r >= 0 && chmod(o->socket, 0600) < 0)
 		r = vmact_err_set(err, errno, "control.socket %s: chmod: %m", o->socket);
@@ -427,16 +427,16 @@ void act_control_free(struct act_control *c)
 	if (c->events)
 		act_events_on_new(c->events, NULL, NULL);
 	while ((w = c->waiters)) {
-		struct ag_http_server_reply reply = { 0 };
+		struct net_http_server_reply reply = { 0 };
 
 		reply_error(&reply, 503, "vmactd is shutting down");
 		VMACT_LIST_REMOVE(waiters, c->waiters, w);
-		ag_http_pending_reply(w->pending, &reply);
+		net_http_pending_reply(w->pending, &reply);
 		free(reply.body);
 		sd_event_source_disable_unref(w->timer);
 		free(w);
 	}
-	ag_http_server_free(c->http);
+	net_http_server_free(c->http);
 	sd_event_source_disable_unref(c->flush);
 	sd_event_unref(c->event);
 	free(c);

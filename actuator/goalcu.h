@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "agent-glue/quantity.h"
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/quantity.h"
+#include "agent-glue/codec/scaling.h"
 
 /* Warnings one decision may produce; messages are static strings spelled as
  * the Go agent logs them. */

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent-glue/informant-client.h"
-#include "agent-glue/monitor.h"
+#include "agent-glue/client/informant-client.h"
+#include "agent-glue/codec/monitor.h"
 #include "base/endpoint.h"
 #include "base/log.h"
 #include "base/macro.h"

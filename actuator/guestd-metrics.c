@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/guest-metrics.h"
-#include "agent-glue/http-client.h"
+#include "agent-glue/client/exporter-scrape.h"
+#include "net/http-client.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
 
@@ -20,12 +20,12 @@ struct exporter {
 	struct act_gd_metrics *g;
 	bool lfc;
 	char url[600]; /* "" when the VM names none */
-	struct ag_guest_scrape *scrape;
+	struct ag_exporter_scrape *scrape;
 	uint32_t seq;
 };
 
 struct act_gd_metrics {
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	const struct act_gd_metrics_ops *ops;
 	void *ud;
 	struct exporter ex[2]; /* [1]: LFC */
@@ -133,7 +133,7 @@ static void send_lfc(struct exporter *x, const struct ag_lfc_metrics *l)
 	x->g->ops->send(x->g->ud, &m);
 }
 
-static void on_result(void *ud, const struct ag_guest_metrics_result *res)
+static void on_result(void *ud, const struct ag_exporter_result *res)
 {
 	struct exporter *x = ud;
 
@@ -150,7 +150,7 @@ static void on_result(void *ud, const struct ag_guest_metrics_result *res)
 	} else {
 		send_system(x, res->system);
 	}
-	ag_guest_scrape_free(x->scrape);
+	ag_exporter_scrape_free(x->scrape);
 	x->scrape = NULL;
 }
 
@@ -160,7 +160,7 @@ void act_gd_metrics_scrape(struct act_gd_metrics *g, const struct act_ps_msg *re
 	struct vmact_err err = { 0 };
 	int r;
 
-	ag_guest_scrape_free(x->scrape);
+	ag_exporter_scrape_free(x->scrape);
 	x->scrape = NULL;
 	x->seq = req->seq;
 	if (!x->url[0]) {
@@ -169,8 +169,8 @@ void act_gd_metrics_scrape(struct act_gd_metrics *g, const struct act_ps_msg *re
 	}
 	r = numeric_host(x->url, &err);
 	if (r >= 0)
-		r = ag_guest_metrics_fetch(g->http, x->url,
-					   x->lfc ? AG_GUEST_METRICS_LFC : AG_GUEST_METRICS_SYSTEM, 0,
+		r = ag_exporter_scrape_start(g->http, x->url,
+					   x->lfc ? AG_EXPORTER_LFC : AG_EXPORTER_SYSTEM, 0,
 					   0, on_result, x, &x->scrape, &err);
 	if (r < 0)
 		send_error(x, r, 0, err.msg);
@@ -197,12 +197,12 @@ int act_gd_metrics_new(sd_event *event, const char *system, const char *lfc,
 	}
 	g->ops = ops;
 	g->ud = ud;
-	r = ag_http_client_new(event, &g->http, err);
+	r = net_http_client_new(event, &g->http, err);
 	if (r < 0) {
 		free(g);
 		return r;
 	}
-	ag_http_client_set_connect(g->http, connect_via_vmactd, g);
+	net_http_client_set_connect(g->http, connect_via_vmactd, g);
 	*out = g;
 	return 0;
 }

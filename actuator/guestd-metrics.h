@@ -2,7 +2,7 @@
 /* vmact-guestd's metrics mode (doc/privsep.md): the guest's exporters
  * (<vmact:metrics>) scraped when vmactd asks (SCRAPE) over connections
  * vmactd opens (DIAL), their Prometheus text parsed here
- * (agent-glue/guest-metrics.h), and the figures sent back as fixed
+ * (agent-glue/codec/exporter.h), and the figures sent back as fixed
  * records: the system figures, or the LFC windows (WINDOWS records, then
  * a METRICS record), or the error. Values the records cannot carry
  * (negative, not finite, beyond privsep-msg.h's bounds) are an error. */

@@ -24,36 +24,36 @@ _Static_assert(ACT_PS_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits diff
 
 struct exporter {
 	struct act_gm_proxy *p;
-	enum ag_guest_metrics_kind kind;
+	enum ag_exporter_kind kind;
 	char *url;
 	/* Each kind numbers its scrapes: seq is the last sent. */
 	uint32_t seq;
 	bool out;      /* seq awaits its answer */
 	bool answered; /* seq was answered (a second answer is a lie) */
 	sd_event_source *deadline;
-	ag_guest_metrics_fn *cb;
+	ag_exporter_scrape_fn *cb;
 	void *ud;
 	size_t records; /* WINDOWS records of seq so far */
 };
 
 struct act_gm_proxy {
 	struct act_gw *gw;
-	struct exporter ex[2]; /* [AG_GUEST_METRICS_LFC] */
+	struct exporter ex[2]; /* [AG_EXPORTER_LFC] */
 	/* The windows of the LFC scrape in flight, as the worker sent them
 	 * (thousandths of a page), then as the result gives them. */
 	uint64_t raw[WINDOW_RECORDS_MAX * ACT_PS_WINDOWS_PER_MSG];
 	struct ag_lfc_metrics lfc;
 };
 
-static const char *kind_name(enum ag_guest_metrics_kind kind)
+static const char *kind_name(enum ag_exporter_kind kind)
 {
-	return kind == AG_GUEST_METRICS_LFC ? "lfc metrics" : "system metrics";
+	return kind == AG_EXPORTER_LFC ? "lfc metrics" : "system metrics";
 }
 
 /* Hands the result over; the exporter is free for the next scrape. */
-static void deliver(struct exporter *x, struct ag_guest_metrics_result *res)
+static void deliver(struct exporter *x, struct ag_exporter_result *res)
 {
-	ag_guest_metrics_fn *cb = x->cb;
+	ag_exporter_scrape_fn *cb = x->cb;
 
 	x->out = false;
 	x->cb = NULL;
@@ -65,7 +65,7 @@ static void deliver(struct exporter *x, struct ag_guest_metrics_result *res)
 
 static void fail(struct exporter *x, int code, long status, const char *why)
 {
-	struct ag_guest_metrics_result res = { .error = code, .status = status };
+	struct ag_exporter_result res = { .error = code, .status = status };
 	char msg[VMACT_ERR_MSG_MAX + 700];
 
 	/* As the in-process scraper says it: the kind, the URL, the cause. */
@@ -83,16 +83,16 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
-static uint64_t timeout_usec(enum ag_guest_metrics_kind kind)
+static uint64_t timeout_usec(enum ag_exporter_kind kind)
 {
-	return (kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_TIMEOUT_USEC
-					     : AG_GUEST_SYSTEM_TIMEOUT_USEC) + ANSWER_MARGIN_USEC;
+	return (kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
+					     : AG_EXPORTER_SYSTEM_TIMEOUT_USEC) + ANSWER_MARGIN_USEC;
 }
 
-void act_gm_proxy_scrape(struct act_gm_proxy *p, enum ag_guest_metrics_kind kind,
-			 ag_guest_metrics_fn *cb, void *userdata)
+void act_gm_proxy_scrape(struct act_gm_proxy *p, enum ag_exporter_kind kind,
+			 ag_exporter_scrape_fn *cb, void *userdata)
 {
-	struct exporter *x = &p->ex[kind == AG_GUEST_METRICS_LFC];
+	struct exporter *x = &p->ex[kind == AG_EXPORTER_LFC];
 	struct act_ps_msg m = { .type = ACT_PS_SCRAPE };
 	struct vmact_err err = { 0 };
 
@@ -102,7 +102,7 @@ void act_gm_proxy_scrape(struct act_gm_proxy *p, enum ag_guest_metrics_kind kind
 	x->answered = false;
 	x->records = 0;
 	m.seq = ++x->seq;
-	m.flags = kind == AG_GUEST_METRICS_LFC ? ACT_PS_F_LFC : 0;
+	m.flags = kind == AG_EXPORTER_LFC ? ACT_PS_F_LFC : 0;
 	if (!x->url) {
 		fail(x, -ENOENT, 0, "the VM names no such exporter");
 		return;
@@ -116,9 +116,9 @@ void act_gm_proxy_scrape(struct act_gm_proxy *p, enum ag_guest_metrics_kind kind
 		fail(x, -ENOMEM, 0, "cannot arm the scrape's deadline");
 }
 
-bool act_gm_proxy_pending(const struct act_gm_proxy *p, enum ag_guest_metrics_kind kind)
+bool act_gm_proxy_pending(const struct act_gm_proxy *p, enum ag_exporter_kind kind)
 {
-	return p->ex[kind == AG_GUEST_METRICS_LFC].out;
+	return p->ex[kind == AG_EXPORTER_LFC].out;
 }
 
 pid_t act_gm_proxy_worker_pid(const struct act_gm_proxy *p)
@@ -144,7 +144,7 @@ static int current(struct exporter *x, const struct act_ps_msg *m, struct vmact_
 
 static int on_windows(struct act_gm_proxy *p, const struct act_ps_msg *m, struct vmact_err *err)
 {
-	struct exporter *x = &p->ex[AG_GUEST_METRICS_LFC];
+	struct exporter *x = &p->ex[AG_EXPORTER_LFC];
 	int r = current(x, m, err);
 
 	if (r <= 0)
@@ -159,9 +159,9 @@ static int on_windows(struct act_gm_proxy *p, const struct act_ps_msg *m, struct
 
 static int on_metrics(struct act_gm_proxy *p, const struct act_ps_msg *m, struct vmact_err *err)
 {
-	struct exporter *x = &p->ex[(m->flags & ACT_PS_F_LFC) ? AG_GUEST_METRICS_LFC
-							       : AG_GUEST_METRICS_SYSTEM];
-	struct ag_guest_metrics_result res = { 0 };
+	struct exporter *x = &p->ex[(m->flags & ACT_PS_F_LFC) ? AG_EXPORTER_LFC
+							       : AG_EXPORTER_SYSTEM];
+	struct ag_exporter_result res = { 0 };
 	struct ag_system_metrics sys;
 	int r = current(x, m, err);
 	size_t n;
@@ -173,7 +173,7 @@ static int on_metrics(struct act_gm_proxy *p, const struct act_ps_msg *m, struct
 		fail(x, m->code, (long)m->spare[0], m->text);
 		return 0;
 	}
-	if (x->kind == AG_GUEST_METRICS_SYSTEM) {
+	if (x->kind == AG_EXPORTER_SYSTEM) {
 		if (x->records)
 			return vmact_err_set(err, EPROTO, "LFC windows in a system scrape");
 		sys = (struct ag_system_metrics){
@@ -258,7 +258,7 @@ int act_gm_proxy_new(sd_event *event, const char *name, const char *system_url,
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < ARRAY_SIZE(p->ex) && r >= 0; i++) {
 		p->ex[i].p = p;
-		p->ex[i].kind = i ? AG_GUEST_METRICS_LFC : AG_GUEST_METRICS_SYSTEM;
+		p->ex[i].kind = i ? AG_EXPORTER_LFC : AG_EXPORTER_SYSTEM;
 		if (urls[i] && !(p->ex[i].url = strdup(urls[i])))
 			r = vmact_err_set(err, ENOMEM, "out of memory");
 		if (r >= 0)

@@ -6,7 +6,7 @@
  * LFC windows are all there, and it answers a scrape asked for; a worker
  * that breaks the conversation is killed and restarted (guest-worker.h).
  * The results are handed over as the in-process scraper gives them
- * (agent-glue/guest-metrics.h), so the runner treats both alike. */
+ * (agent-glue/codec/exporter.h), so the runner treats both alike. */
 #pragma once
 
 #include <stdbool.h>
@@ -14,7 +14,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "agent-glue/guest-metrics.h"
+#include "agent-glue/client/exporter-scrape.h"
 #include "base/error.h"
 
 struct act_gm_proxy;
@@ -28,9 +28,9 @@ int act_gm_proxy_new(sd_event *event, const char *name, const char *system_url,
  * the loop, or before this returns when no worker runs (restarting: an
  * error, so the host-side figures are used). Not while one of that kind
  * is pending (act_gm_proxy_pending). */
-void act_gm_proxy_scrape(struct act_gm_proxy *p, enum ag_guest_metrics_kind kind,
-			 ag_guest_metrics_fn *cb, void *userdata);
-bool act_gm_proxy_pending(const struct act_gm_proxy *p, enum ag_guest_metrics_kind kind);
+void act_gm_proxy_scrape(struct act_gm_proxy *p, enum ag_exporter_kind kind,
+			 ag_exporter_scrape_fn *cb, void *userdata);
+bool act_gm_proxy_pending(const struct act_gm_proxy *p, enum ag_exporter_kind kind);
 /* The worker process now, 0 while none runs. */
 pid_t act_gm_proxy_worker_pid(const struct act_gm_proxy *p);
 /* Kills the worker; no callback runs. NULL is fine. */

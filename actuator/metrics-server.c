@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "actuator/runner.h"
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/macro.h"
 
 /* A scraper sends no body: anything beyond a small one is refused. */
@@ -20,7 +20,7 @@
 struct act_metrics_server {
 	const struct act_metrics *m;
 	struct act_registry *reg;
-	struct ag_http_server *http;
+	struct net_http_server *http;
 };
 
 struct collect {
@@ -47,35 +47,35 @@ static void collect_one(void *ud, struct act_runner *r)
 	act_runner_metrics(r, &c->vms[c->n++]);
 }
 
-DEFINE_PTR_CLEANUP(writer_freep, struct ag_prom_writer, ag_prom_w_free)
+DEFINE_PTR_CLEANUP(writer_freep, struct net_prom_writer, net_prom_w_free)
 
-static void on_request(void *ud, const struct ag_http_server_request *req,
-		       struct ag_http_server_reply *reply)
+static void on_request(void *ud, const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
 {
 	struct act_metrics_server *s = ud;
-	_cleanup_(writer_freep) struct ag_prom_writer *w = NULL;
+	_cleanup_(writer_freep) struct net_prom_writer *w = NULL;
 	struct collect c = { 0 };
 	struct vmact_err err = { 0 };
 	const char *text;
 	size_t len;
 
 	if (strcmp(req->url, "/metrics") != 0) {
-		ag_http_reply_text(reply, 404, NULL, "not found: the metrics are at /metrics\n");
+		net_http_reply_text(reply, 404, NULL, "not found: the metrics are at /metrics\n");
 		return;
 	}
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
-		ag_http_reply_text(reply, 405, NULL, "method not allowed: use GET\n");
+		net_http_reply_text(reply, 405, NULL, "method not allowed: use GET\n");
 		return;
 	}
-	if (ag_prom_w_new(&w) < 0)
+	if (net_prom_w_new(&w) < 0)
 		return; /* status 0: the server answers 500 */
 	act_registry_foreach(s->reg, collect_one, &c);
 	if (!c.oom)
 		act_metrics_write(s->m, act_registry_count(s->reg), c.vms, c.n, w);
 	free(c.vms);
-	if (c.oom || ag_prom_w_finish(w, &text, &len, &err) < 0) {
+	if (c.oom || net_prom_w_finish(w, &text, &len, &err) < 0) {
 		/* A bug, not the scraper's fault: say what, as a 500. */
-		ag_http_reply_text(reply, 500, NULL, c.oom ? "out of memory\n" : err.msg);
+		net_http_reply_text(reply, 500, NULL, c.oom ? "out of memory\n" : err.msg);
 		return;
 	}
 	reply->body = malloc(len ? len : 1);
@@ -91,7 +91,7 @@ int act_metrics_server_new(sd_event *ev, const char *listen, const struct act_me
 			   struct act_registry *reg, struct act_metrics_server **out,
 			   struct vmact_err *err)
 {
-	struct ag_http_server_config hc = {
+	struct net_http_server_config hc = {
 		.listen = listen,
 		.max_body = MAX_BODY,
 		.conn_limit = CONN_LIMIT,
@@ -103,7 +103,7 @@ int act_metrics_server_new(sd_event *ev, const char *listen, const struct act_me
 		return -ENOMEM;
 	s->m = m;
 	s->reg = reg;
-	ret = ag_http_server_new(ev, &hc, on_request, s, &s->http, err);
+	ret = net_http_server_new(ev, &hc, on_request, s, &s->http, err);
 	if (ret < 0) {
 		free(s);
 		return ret;
@@ -116,11 +116,11 @@ void act_metrics_server_free(struct act_metrics_server *s)
 {
 	if (!s)
 		return;
-	ag_http_server_free(s->http);
+	net_http_server_free(s->http);
 	free(s);
 }
 
 unsigned act_metrics_server_port(const struct act_metrics_server *s)
 {
-	return ag_http_server_port(s->http);
+	return net_http_server_port(s->http);
 }

@@ -74,35 +74,35 @@ void act_metrics_observe(struct act_metrics *m, enum act_metric_latency which,
 
 /* ---- writing ---- */
 
-static void kind_counter(struct ag_prom_writer *w, const char *name, const char *help,
+static void kind_counter(struct net_prom_writer *w, const char *name, const char *help,
 			 const uint64_t *v, const char *const *kinds, size_t n)
 {
-	ag_prom_w_family(w, name, AG_PROM_COUNTER, help);
+	net_prom_w_family(w, name, NET_PROM_COUNTER, help);
 	for (size_t i = 0; i < n; i++) {
-		struct ag_prom_wlabel l = { "kind", kinds[i] };
+		struct net_prom_wlabel l = { "kind", kinds[i] };
 
-		ag_prom_w_sample(w, &l, 1, (double)v[i]);
+		net_prom_w_sample(w, &l, 1, (double)v[i]);
 	}
 }
 
-static void latency(struct ag_prom_writer *w, const struct act_metrics *m,
+static void latency(struct net_prom_writer *w, const struct act_metrics *m,
 		    enum act_metric_latency which, const char *name, const char *help)
 {
-	ag_prom_w_family(w, name, AG_PROM_HISTOGRAM, help);
+	net_prom_w_family(w, name, NET_PROM_HISTOGRAM, help);
 	for (size_t d = 0; d < ACT_DIR_N; d++) {
 		const struct act_histogram *h = &m->latency[which][d];
-		struct ag_prom_wlabel l = { "direction", directions[d] };
+		struct net_prom_wlabel l = { "direction", directions[d] };
 
-		ag_prom_w_histogram(w, &l, 1, latency_bounds, h->counts, ACT_LATENCY_BUCKETS,
+		net_prom_w_histogram(w, &l, 1, latency_bounds, h->counts, ACT_LATENCY_BUCKETS,
 				    h->above, h->sum);
 	}
 }
 
-static void write_daemon(const struct act_metrics *m, unsigned managed, struct ag_prom_writer *w)
+static void write_daemon(const struct act_metrics *m, unsigned managed, struct net_prom_writer *w)
 {
-	ag_prom_w_family(w, "vmact_managed_vms", AG_PROM_GAUGE,
+	net_prom_w_family(w, "vmact_managed_vms", NET_PROM_GAUGE,
 			 "Number of VMs vmactd manages (one runner each)");
-	ag_prom_w_sample(w, NULL, 0, managed);
+	net_prom_w_sample(w, NULL, 0, managed);
 	kind_counter(w, "vmact_decisions_total",
 		     "Changes of a VM's desired size, by resource and direction", m->decisions,
 		     decision_kinds, ACT_DECISION_N);
@@ -121,17 +121,17 @@ static void write_daemon(const struct act_metrics *m, unsigned managed, struct a
 
 /* ---- per VM ---- */
 
-typedef void vm_fn(struct ag_prom_writer *w, const struct act_vm_metrics *vm);
+typedef void vm_fn(struct net_prom_writer *w, const struct act_vm_metrics *vm);
 
-static void sample(struct ag_prom_writer *w, const struct act_vm_metrics *vm, const char *label,
+static void sample(struct net_prom_writer *w, const struct act_vm_metrics *vm, const char *label,
 		   const char *value, double v)
 {
-	struct ag_prom_wlabel l[] = { { "vm", vm->name }, { label, value } };
+	struct net_prom_wlabel l[] = { { "vm", vm->name }, { label, value } };
 
-	ag_prom_w_sample(w, l, label ? 2 : 1, v);
+	net_prom_w_sample(w, l, label ? 2 : 1, v);
 }
 
-static void sizes(struct ag_prom_writer *w, const struct act_vm_metrics *vm, bool cpu)
+static void sizes(struct net_prom_writer *w, const struct act_vm_metrics *vm, bool cpu)
 {
 	const struct vmact_resources *r[] = { &vm->current, vm->has_desired ? &vm->desired : NULL,
 					      vm->has_permit ? &vm->permit : NULL, &vm->min,
@@ -146,22 +146,22 @@ static void sizes(struct ag_prom_writer *w, const struct act_vm_metrics *vm, boo
 		sample(w, vm, "value", "quota", vm->quota_milli / 1000.0);
 }
 
-static void cpu_cores(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void cpu_cores(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	sizes(w, vm, true);
 }
 
-static void memory_bytes(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void memory_bytes(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	sizes(w, vm, false);
 }
 
-static void vcpus(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void vcpus(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	sample(w, vm, NULL, NULL, vm->vcpus);
 }
 
-static void load(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void load(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (!vm->has_load)
 		return;
@@ -169,31 +169,31 @@ static void load(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
 	sample(w, vm, "window", "5m", vm->load5);
 }
 
-static void memory_usage(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void memory_usage(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_memory_usage)
 		sample(w, vm, NULL, NULL, vm->memory_usage_bytes);
 }
 
-static void demand(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void demand(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_demand)
 		sample(w, vm, NULL, NULL, vm->demand.demand);
 }
 
-static void busy(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void busy(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_demand)
 		sample(w, vm, NULL, NULL, vm->demand.busy);
 }
 
-static void goal(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void goal(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_demand)
 		sample(w, vm, NULL, NULL, vm->demand.goal_milli / 1000.0);
 }
 
-static void cls(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void cls(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	static const enum act_cpu_class all[] = { ACT_CPU_OK, ACT_CPU_SATURATED,
 						  ACT_CPU_THROTTLED, ACT_CPU_CONTENDED };
@@ -204,31 +204,31 @@ static void cls(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
 		sample(w, vm, "class", act_cpu_class_name(all[i]), vm->demand.cls == all[i]);
 }
 
-static void run_delay(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void run_delay(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_threads)
 		sample(w, vm, NULL, NULL, vm->run_delay_seconds);
 }
 
-static void cpu_seconds(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void cpu_seconds(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_threads)
 		sample(w, vm, NULL, NULL, vm->cpu_seconds);
 }
 
-static void throttled_seconds(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void throttled_seconds(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_cpu_stat)
 		sample(w, vm, NULL, NULL, vm->throttled_seconds);
 }
 
-static void throttled_periods(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void throttled_periods(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_cpu_stat)
 		sample(w, vm, NULL, NULL, (double)vm->nr_throttled);
 }
 
-static void periods(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
+static void periods(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	if (vm->has_cpu_stat)
 		sample(w, vm, NULL, NULL, (double)vm->nr_periods);
@@ -236,50 +236,50 @@ static void periods(struct ag_prom_writer *w, const struct act_vm_metrics *vm)
 
 static const struct {
 	const char *name;
-	enum ag_prom_type type;
+	enum net_prom_type type;
 	const char *help;
 	vm_fn *fn;
 } vm_families[] = {
-	{ "vmact_vm_cpu_cores", AG_PROM_GAUGE,
+	{ "vmact_vm_cpu_cores", NET_PROM_GAUGE,
 	  "A VM's CPU in cores: current (what it is granted), desired, permit (the "
 	  "scheduler's), min, max, quota (its CFS quota)", cpu_cores },
-	{ "vmact_vm_memory_bytes", AG_PROM_GAUGE,
+	{ "vmact_vm_memory_bytes", NET_PROM_GAUGE,
 	  "A VM's memory in bytes: current, desired, permit, min, max", memory_bytes },
-	{ "vmact_vm_vcpus", AG_PROM_GAUGE, "vCPUs plugged, as libvirt last reported them",
+	{ "vmact_vm_vcpus", NET_PROM_GAUGE, "vCPUs plugged, as libvirt last reported them",
 	  vcpus },
-	{ "vmact_vm_load_average", AG_PROM_GAUGE,
+	{ "vmact_vm_load_average", NET_PROM_GAUGE,
 	  "The load average the policy reads (the guest's, else the host-side one)", load },
-	{ "vmact_vm_memory_usage_bytes", AG_PROM_GAUGE,
+	{ "vmact_vm_memory_usage_bytes", NET_PROM_GAUGE,
 	  "Guest memory in use as the policy reads it (total - available + 100 MiB)",
 	  memory_usage },
-	{ "vmact_vm_cpu_demand_cores", AG_PROM_GAUGE,
+	{ "vmact_vm_cpu_demand_cores", NET_PROM_GAUGE,
 	  "Reactive policy: CPUs the vCPU threads wanted over the last up window", demand },
-	{ "vmact_vm_cpu_busy_ratio", AG_PROM_GAUGE,
+	{ "vmact_vm_cpu_busy_ratio", NET_PROM_GAUGE,
 	  "Reactive policy: demand over allowance (min of vCPUs and quota)", busy },
-	{ "vmact_vm_cpu_goal_cores", AG_PROM_GAUGE, "Reactive policy: the CPU goal in cores",
+	{ "vmact_vm_cpu_goal_cores", NET_PROM_GAUGE, "Reactive policy: the CPU goal in cores",
 	  goal },
-	{ "vmact_vm_cpu_class", AG_PROM_GAUGE,
+	{ "vmact_vm_cpu_class", NET_PROM_GAUGE,
 	  "Reactive policy: 1 for the VM's current class (ok, saturated, throttled, "
 	  "contended), 0 for the others", cls },
-	{ "vmact_vm_vcpu_run_delay_seconds_total", AG_PROM_COUNTER,
+	{ "vmact_vm_vcpu_run_delay_seconds_total", NET_PROM_COUNTER,
 	  "Time the VM's vCPU threads were runnable but waited for a host CPU", run_delay },
-	{ "vmact_vm_vcpu_cpu_seconds_total", AG_PROM_COUNTER,
+	{ "vmact_vm_vcpu_cpu_seconds_total", NET_PROM_COUNTER,
 	  "Time the VM's vCPU threads ran on a host CPU", cpu_seconds },
-	{ "vmact_vm_cpu_throttled_seconds_total", AG_PROM_COUNTER,
+	{ "vmact_vm_cpu_throttled_seconds_total", NET_PROM_COUNTER,
 	  "Time the VM's cgroup was throttled by its CFS quota (cpu.stat)", throttled_seconds },
-	{ "vmact_vm_cpu_throttled_periods_total", AG_PROM_COUNTER,
+	{ "vmact_vm_cpu_throttled_periods_total", NET_PROM_COUNTER,
 	  "CFS periods in which the VM's cgroup was throttled (cpu.stat nr_throttled)",
 	  throttled_periods },
-	{ "vmact_vm_cpu_periods_total", AG_PROM_COUNTER,
+	{ "vmact_vm_cpu_periods_total", NET_PROM_COUNTER,
 	  "CFS periods the VM's cgroup had runnable tasks in (cpu.stat nr_periods)", periods },
 };
 
 void act_metrics_write(const struct act_metrics *m, unsigned managed,
-		       const struct act_vm_metrics *vms, size_t n, struct ag_prom_writer *w)
+		       const struct act_vm_metrics *vms, size_t n, struct net_prom_writer *w)
 {
 	write_daemon(m, managed, w);
 	for (size_t f = 0; f < ARRAY_SIZE(vm_families); f++) {
-		ag_prom_w_family(w, vm_families[f].name, vm_families[f].type, vm_families[f].help);
+		net_prom_w_family(w, vm_families[f].name, vm_families[f].type, vm_families[f].help);
 		for (size_t i = 0; i < n; i++)
 			vm_families[f].fn(w, &vms[i]);
 	}

@@ -2,7 +2,7 @@
 /* vmactd's own metrics (doc/metrics.md): the daemon-wide counters and
  * latency histograms the runners feed, the per-VM figures each runner
  * gives at scrape time, and writing both as Prometheus text
- * (agent-glue/prom-write.h). Pure: no I/O, no clock; everything runs on
+ * (net/prom-write.h). Pure: no I/O, no clock; everything runs on
  * the daemon's loop, so nothing is locked.
  *
  * Every act_metrics_* function takes a NULL act_metrics (a runner without
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "actuator/cpu-demand.h"
-#include "agent-glue/prom-write.h"
+#include "net/prom-write.h"
 #include "base/resources.h"
 
 /* Counters with a kind label: vmact_<family>_total{kind="..."}. */
@@ -117,4 +117,4 @@ struct act_vm_metrics {
  * (each family's series of every VM together; a VM absent from vms has no
  * series). managed is the number of runners. */
 void act_metrics_write(const struct act_metrics *m, unsigned managed,
-		       const struct act_vm_metrics *vms, size_t n, struct ag_prom_writer *w);
+		       const struct act_vm_metrics *vms, size_t n, struct net_prom_writer *w);

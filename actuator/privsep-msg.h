@@ -56,7 +56,7 @@ enum act_ps_type {
 #define ACT_PS_MAX_MEM_BYTES (1ULL << 50)
 /* Bounds of the guest's figures (METRICS, WINDOWS): loads up to a
  * million, in thousandths; at most the LFC windows the scaling core keeps
- * (agent-glue/guest-metrics.h), each at most ACT_PS_MAX_MEM_BYTES of 8 KiB
+ * (agent-glue/codec/exporter.h), each at most ACT_PS_MAX_MEM_BYTES of 8 KiB
  * pages, in thousandths of a page. */
 #define ACT_PS_MILLI 1000ULL
 #define ACT_PS_MAX_LOAD_MILLI (1000000ULL * ACT_PS_MILLI)

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "actuator/runner-internal.h"
-#include "agent-glue/http-server.h"
-#include "agent-glue/neonvm-runner.h"
+#include "net/http-server.h"
+#include "agent-glue/codec/neonvm-runner.h"
 #include "base/log.h"
 #include "base/quantity.h"
 #include "base/time.h"
@@ -41,7 +41,7 @@ int act_runner_api_check(uint32_t milli, const struct vmact_resources *min,
 /* The body of a refusal: the runner sends none; one line saying why helps
  * an operator with curl and costs its controller nothing (it only looks at
  * the status). */
-static void refuse(struct act_runner *r, struct ag_http_server_reply *reply, unsigned status,
+static void refuse(struct act_runner *r, struct net_http_server_reply *reply, unsigned status,
 		   const char *what, const char *why)
 {
 	char text[VMACT_ERR_MSG_MAX + 64];
@@ -53,11 +53,11 @@ static void refuse(struct act_runner *r, struct ag_http_server_reply *reply, uns
 		  "%s: runner API: %s refused (%u): %s", r->name, what, status, why);
 	snprintf(r->api_last_refusal, sizeof(r->api_last_refusal), "%s", text);
 	snprintf(text, sizeof(text), "%s\n", why);
-	ag_http_reply_text(reply, status, NULL, text);
+	net_http_reply_text(reply, status, NULL, text);
 }
 
-static void cpu_change(struct act_runner *r, const struct ag_http_server_request *req,
-		       struct ag_http_server_reply *reply)
+static void cpu_change(struct act_runner *r, const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
 {
 	struct vmact_err err = { 0 };
 	struct hp_state st;
@@ -88,7 +88,7 @@ static void cpu_change(struct act_runner *r, const struct ag_http_server_request
 	reply->status = 200;
 }
 
-static void cpu_current(struct act_runner *r, struct ag_http_server_reply *reply)
+static void cpu_current(struct act_runner *r, struct net_http_server_reply *reply)
 {
 	struct vmact_err err = { 0 };
 	struct hp_state st;
@@ -112,8 +112,8 @@ static void cpu_current(struct act_runner *r, struct ag_http_server_reply *reply
 	reply->body_len = len;
 }
 
-static void handle(void *ud, const struct ag_http_server_request *req,
-		   struct ag_http_server_reply *reply)
+static void handle(void *ud, const struct net_http_server_request *req,
+		   struct net_http_server_reply *reply)
 {
 	struct act_runner *r = ud;
 
@@ -132,7 +132,7 @@ static void handle(void *ud, const struct ag_http_server_request *req,
 		refuse(r, reply, AG_RUNNER_STATUS_BAD_REQUEST, req->url, "unexpected method");
 		return;
 	case AG_RUNNER_NOT_FOUND:
-		ag_http_reply_text(reply, AG_RUNNER_STATUS_NOT_FOUND, NULL,
+		net_http_reply_text(reply, AG_RUNNER_STATUS_NOT_FOUND, NULL,
 				   AG_RUNNER_NOT_FOUND_BODY);
 		return;
 	}
@@ -140,7 +140,7 @@ static void handle(void *ud, const struct ag_http_server_request *req,
 
 int act_runner_api_start(struct act_runner *r, struct vmact_err *err)
 {
-	const struct ag_http_server_config hc = {
+	const struct net_http_server_config hc = {
 		.listen = r->meta.runner_listen,
 		/* {"VCPUs":"1500m"} and then some; a longer body is one the
 		 * runner could not have parsed either. */
@@ -154,7 +154,7 @@ int act_runner_api_start(struct act_runner *r, struct vmact_err *err)
 		.idle_timeout_sec = 5,
 		.request_timeout_usec = 5 * VMACT_USEC_PER_SEC,
 	};
-	int ret = ag_http_server_new(r->env->event, &hc, handle, r, &r->api, err);
+	int ret = net_http_server_new(r->env->event, &hc, handle, r, &r->api, err);
 
 	if (ret < 0)
 		return vmact_err_prefix(err, "runner API on %s", r->meta.runner_listen);
@@ -163,6 +163,6 @@ int act_runner_api_start(struct act_runner *r, struct vmact_err *err)
 
 void act_runner_api_free(struct act_runner *r)
 {
-	ag_http_server_free(r->api);
+	net_http_server_free(r->api);
 	r->api = NULL;
 }

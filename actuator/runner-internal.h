@@ -18,18 +18,18 @@
 #include "actuator/metrics.h"
 #include "actuator/runner.h"
 
-struct ag_http_client;
+struct net_http_client;
 struct ag_plugin_client;
-struct ag_guest_scrape;
+struct ag_exporter_scrape;
 struct act_gm_proxy;
-struct ag_http_server;
+struct net_http_server;
 
 /* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
  * loop. */
 struct act_guest_ep {
 	char url[600];                 /* "" when the VM names none */
 	sd_event_source *timer;
-	struct ag_guest_scrape *scrape; /* the one in flight, or the last */
+	struct ag_exporter_scrape *scrape; /* the one in flight, or the last */
 	int last_error;                /* 0: working (or never failed) */
 	long last_status;
 };
@@ -70,7 +70,7 @@ struct act_runner {
 	 * NULL: in vmactd (guest_worker.enabled false). */
 	struct act_gm_proxy *gm_proxy;
 
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	struct ag_plugin_client *plugin;
 	bool plugin_busy;
 
@@ -104,7 +104,7 @@ struct act_runner {
 	 * (runner-api.c, doc/runner-api.md). vmact is only its hardware side:
 	 * no decision loop, no readings, no scheduler or approver. */
 	bool api_vm;
-	struct ag_http_server *api;
+	struct net_http_server *api;
 	bool hp_api;       /* the hotplug in progress is the API's */
 	bool api_pending;  /* a change came during it: api_want is next */
 	uint32_t api_want; /* the last change accepted, milli-CPUs */

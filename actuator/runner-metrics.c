@@ -25,8 +25,8 @@
 #include "actuator/guest-worker.h"
 #include "actuator/metrics-proxy.h"
 #include "actuator/runner-internal.h"
-#include "agent-glue/http-client.h"
-#include "agent-glue/guest-metrics.h"
+#include "net/http-client.h"
+#include "agent-glue/client/exporter-scrape.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
 #include "base/log.h"
@@ -228,15 +228,15 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 
 /* ---- the guest's exporters ---- */
 
-static const char *kind_name(enum ag_guest_metrics_kind k)
+static const char *kind_name(enum ag_exporter_kind k)
 {
-	return k == AG_GUEST_METRICS_LFC ? "LFC metrics" : "guest metrics";
+	return k == AG_EXPORTER_LFC ? "LFC metrics" : "guest metrics";
 }
 
 /* Logs a failure once per distinct cause (error and status: the message
  * may vary with a line number or a byte count), and the recovery. */
 static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
-			 const struct ag_guest_metrics_result *res)
+			 const struct ag_exporter_result *res)
 {
 	if (!res->error) {
 		if (ep->last_error)
@@ -261,7 +261,7 @@ static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
 	ep->last_status = res->status;
 }
 
-static void on_guest_system(void *ud, const struct ag_guest_metrics_result *res)
+static void on_guest_system(void *ud, const struct ag_exporter_result *res)
 {
 	struct act_runner *r = ud;
 
@@ -283,7 +283,7 @@ static void on_guest_system(void *ud, const struct ag_guest_metrics_result *res)
 	 * one at its next policy tick. */
 }
 
-static void on_guest_lfc(void *ud, const struct ag_guest_metrics_result *res)
+static void on_guest_lfc(void *ud, const struct ag_exporter_result *res)
 {
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
@@ -300,7 +300,7 @@ static void on_guest_lfc(void *ud, const struct ag_guest_metrics_result *res)
 }
 
 /* Starts a scrape unless one is in flight; the loop never waits on it. */
-static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_guest_metrics_kind kind)
+static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_exporter_kind kind)
 {
 	struct vmact_err err = { 0 };
 	int ret;
@@ -310,18 +310,18 @@ static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_guest_
 	if (r->gm_proxy) {
 		if (!act_gm_proxy_pending(r->gm_proxy, kind))
 			act_gm_proxy_scrape(r->gm_proxy, kind,
-					    kind == AG_GUEST_METRICS_LFC ? on_guest_lfc
+					    kind == AG_EXPORTER_LFC ? on_guest_lfc
 									 : on_guest_system, r);
 		return;
 	}
-	if (ep->scrape && ag_guest_scrape_pending(ep->scrape))
+	if (ep->scrape && ag_exporter_scrape_pending(ep->scrape))
 		return;
-	ag_guest_scrape_free(ep->scrape);
+	ag_exporter_scrape_free(ep->scrape);
 	ep->scrape = NULL;
-	ret = ag_guest_metrics_fetch(r->http, ep->url, kind,
-				     kind == AG_GUEST_METRICS_LFC ? AG_GUEST_LFC_TIMEOUT_USEC
-								  : AG_GUEST_SYSTEM_TIMEOUT_USEC,
-				     0, kind == AG_GUEST_METRICS_LFC ? on_guest_lfc : on_guest_system,
+	ret = ag_exporter_scrape_start(r->http, ep->url, kind,
+				     kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
+								  : AG_EXPORTER_SYSTEM_TIMEOUT_USEC,
+				     0, kind == AG_EXPORTER_LFC ? on_guest_lfc : on_guest_system,
 				     r, &ep->scrape, &err);
 	if (ret < 0 && ep->last_error != ret) {
 		log_warning("%s: %s %s: %s; using the host-side figures", r->name, kind_name(kind),
@@ -336,7 +336,7 @@ static int on_guest_sys_timer(sd_event_source *s, uint64_t usec, void *ud)
 	struct act_runner *r = ud;
 
 	sd_event_source_set_time(s, usec + r->env->metrics_interval_usec);
-	scrape(r, &r->guest_sys, AG_GUEST_METRICS_SYSTEM);
+	scrape(r, &r->guest_sys, AG_EXPORTER_SYSTEM);
 	return 0;
 }
 
@@ -347,7 +347,7 @@ static int on_guest_lfc_timer(sd_event_source *s, uint64_t usec, void *ud)
 	sd_event_source_set_time(s, usec + LFC_INTERVAL_USEC);
 	/* As the agent: LFC figures only when the VM's config uses them. */
 	if (r->st.config.enable_lfc_metrics)
-		scrape(r, &r->guest_lfc, AG_GUEST_METRICS_LFC);
+		scrape(r, &r->guest_lfc, AG_EXPORTER_LFC);
 	return 0;
 }
 
@@ -375,7 +375,7 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 	 * here when the scheduler is the in-process arbiter), unless a
 	 * guest worker scrapes. */
 	if (!r->env->cfg->guest_worker && !r->http &&
-	    (ret = ag_http_client_new(r->env->event, &r->http, err)) < 0)
+	    (ret = net_http_client_new(r->env->event, &r->http, err)) < 0)
 		return vmact_err_prefix(err, "guest metrics");
 	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
 		return vmact_err_prefix(err, "<vmact:metrics>");
@@ -415,7 +415,7 @@ void act_runner_metrics_free(struct act_runner *r)
 
 	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
 		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
-		ag_guest_scrape_free(eps[i]->scrape);
+		ag_exporter_scrape_free(eps[i]->scrape);
 		eps[i]->scrape = NULL;
 	}
 }

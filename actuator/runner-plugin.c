@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "actuator/runner-internal.h"
-#include "agent-glue/arbiter.h"
-#include "agent-glue/http-client.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "net/http-client.h"
+#include "agent-glue/client/plugin-client.h"
 #include "base/log.h"
 
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
@@ -25,7 +25,7 @@ int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
 	if (r->env->arbiter)
 		return ag_plugin_client_new_local(r->env->event, ag_arbiter_local, r->env->arbiter,
 						  &pc, &r->plugin, err);
-	ret = ag_http_client_new(r->env->event, &r->http, err);
+	ret = net_http_client_new(r->env->event, &r->http, err);
 	if (ret >= 0)
 		ret = ag_plugin_client_new(r->http, &pc, &r->plugin, err);
 	return ret;
@@ -96,5 +96,5 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 void act_runner_plugin_free(struct act_runner *r)
 {
 	ag_plugin_client_free(r->plugin);
-	ag_http_client_free(r->http);
+	net_http_client_free(r->http);
 }

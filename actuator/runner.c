@@ -17,7 +17,7 @@
 #include "actuator/cgroup-domain.h"
 #include "actuator/guest-worker.h"
 #include "actuator/runner-internal.h"
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/time.h"
@@ -430,7 +430,7 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 			log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, runner API on %s "
 				 "port %u: sized by its caller)",
 				 r->name, a, b, c, r->group, r->meta.runner_listen,
-				 ag_http_server_port(r->api));
+				 net_http_server_port(r->api));
 		}
 		*out = r;
 		return 0;

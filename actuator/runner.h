@@ -30,7 +30,7 @@
 #include "actuator/cgroup.h"
 #include "actuator/config.h"
 #include "actuator/plan.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 #include "hotplug/hotplug.h"
 
 struct smp_sampler;

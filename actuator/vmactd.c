@@ -23,8 +23,8 @@
 #include "base/macro.h"
 #include "actuator/registry.h"
 #include "actuator/metrics-server.h"
-#include "agent-glue/arbiter.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "agent-glue/client/plugin-client.h"
 #include "bpf/sampler.h"
 
 

@@ -3,7 +3,7 @@
  * after /register, validated against the agent's full range v1.0..v2.0. */
 #include "tests/wirecheck.h"
 
-#include "agent-glue/informant.h"
+#include "agent-glue/codec/informant.h"
 
 json_t *wc_informant_desc_decode(const json_t *in, struct vmact_err *err)
 {

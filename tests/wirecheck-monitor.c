@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/monitor.h"
+#include "agent-glue/codec/monitor.h"
 #include "tests/wirecheck.h"
 
 static int type_from_name(const char *s, enum ag_mon_type *out)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/plugin.h"
+#include "agent-glue/codec/plugin.h"
 #include "tests/wirecheck.h"
 
 static int in_version(const json_t *in, enum ag_plugin_version *v, struct vmact_err *err)

@@ -10,7 +10,7 @@
 #include "actuator/desired.h"
 #include "actuator/goalcu.h"
 #include "base/macro.h"
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/scaling.h"
 #include "tests/wirecheck.h"
 
 /* The vectors spell ScalingConfig fields in snake_case; the agent's names

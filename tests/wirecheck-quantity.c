@@ -2,7 +2,7 @@
 /* wirecheck handlers for the quantity kinds. */
 #include <errno.h>
 
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 #include "tests/wirecheck.h"
 
 json_t *wc_milli_cpu_encode(const json_t *in, struct vmact_err *err)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 
 
 /* Until a handler is linked in, its kind fails loudly rather than passing. */

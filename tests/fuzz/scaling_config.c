@@ -10,7 +10,7 @@
 
 #include "actuator/desired.h"
 #include "actuator/goalcu.h"
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/scaling.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -24,7 +24,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/time.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
@@ -118,7 +118,7 @@ static void attack(struct th_flood *f, unsigned limit, const char *good, const c
 	if (r == -E2BIG)
 		fail_msg("vmactd holds %ld descriptors under the flood, idle %u + limit %u + "
 			 "%u evicted not yet closed",
-			 first, fx.idle_fds, limit, AG_HTTP_CUT_SLACK);
+			 first, fx.idle_fds, limit, NET_HTTP_CUT_SLACK);
 	if (r < 0)
 		fail_msg("vmactd holds %ld descriptors under the flood, idle %u + limit %u (%s)",
 			 last, fx.idle_fds, limit, strerror(-r));

@@ -77,7 +77,7 @@ struct tctx {
 	unsigned held_calls;
 };
 
-static void on_result(void *ud, const struct ag_guest_metrics_result *res)
+static void on_result(void *ud, const struct ag_exporter_result *res)
 {
 	struct outcome *o = ud;
 
@@ -93,7 +93,7 @@ static void on_result(void *ud, const struct ag_guest_metrics_result *res)
 }
 
 /* One scrape of kind through the proxy; its outcome in s->o. */
-static void scrape(struct tctx *t, struct side *s, enum ag_guest_metrics_kind kind)
+static void scrape(struct tctx *t, struct side *s, enum ag_exporter_kind kind)
 {
 	unsigned calls = s->o.calls;
 
@@ -197,7 +197,7 @@ static void peer_command(struct tctx *t, struct th_peer *peer, const char *log, 
 
 static void system_ok(struct tctx *t, struct side *s)
 {
-	scrape(t, s, AG_GUEST_METRICS_SYSTEM);
+	scrape(t, s, AG_EXPORTER_SYSTEM);
 	if (s->o.error)
 		fail_msg("system scrape: %s", s->o.message);
 	assert_true(s->o.system.load1 == 3.0);
@@ -215,7 +215,7 @@ static void fails(struct tctx *t, const char *cmd, int code, const char *cause)
 	pid_t pid = act_gm_proxy_worker_pid(s->p);
 
 	peer_command(t, &t->peer, t->peer_log, cmd);
-	scrape(t, s, AG_GUEST_METRICS_SYSTEM);
+	scrape(t, s, AG_EXPORTER_SYSTEM);
 	if (s->o.error != code || !strstr(s->o.message, t->sys_url) ||
 	    !strstr(s->o.message, cause))
 		fail_msg("%s: error %d '%s', not %d with '%s'", cmd, s->o.error, s->o.message, code,
@@ -240,9 +240,9 @@ static void hostile(void **state)
 	/* Silence: the answer comes at the worker's timeout, in `silent`;
 	 * the peer stays silent till then (nothing else uses its /metrics). */
 	peer_command(t, &t->peer, t->peer_log, "mode silent");
-	assert_false(act_gm_proxy_pending(s->p, AG_GUEST_METRICS_SYSTEM));
+	assert_false(act_gm_proxy_pending(s->p, AG_EXPORTER_SYSTEM));
 	t->held_calls = s->o.calls;
-	act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+	act_gm_proxy_scrape(s->p, AG_EXPORTER_SYSTEM, on_result, &s->o);
 }
 
 static void figures(void **state)
@@ -265,7 +265,7 @@ static void figures(void **state)
 	}
 	th_check_worker_sandbox(pid);
 	/* The peer lists window i (60 i seconds) with 1000 i pages, last first. */
-	scrape(t, s, AG_GUEST_METRICS_LFC);
+	scrape(t, s, AG_EXPORTER_LFC);
 	if (s->o.error)
 		fail_msg("LFC scrape: %s", s->o.message);
 	assert_int_equal(s->o.n_windows, 3);
@@ -273,7 +273,7 @@ static void figures(void **state)
 		assert_true(s->o.wss_pages[i] == 1000.0 * (double)(i + 1));
 	/* Every window the core keeps: 360 records in a row. */
 	start(t, s, t->program, t->sys1440_url, t->lfc1440_url);
-	scrape(t, s, AG_GUEST_METRICS_LFC);
+	scrape(t, s, AG_EXPORTER_LFC);
 	if (s->o.error)
 		fail_msg("LFC scrape of 1440 windows: %s", s->o.message);
 	assert_int_equal(s->o.n_windows, AG_LFC_MAX_WINDOWS);
@@ -302,7 +302,7 @@ static void killed(void **state)
 	start(t, s, t->program, t->sys1440_url, NULL);
 	pid = act_gm_proxy_worker_pid(s->p);
 	calls = s->o.calls;
-	act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+	act_gm_proxy_scrape(s->p, AG_EXPORTER_SYSTEM, on_result, &s->o);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	if (!TH_WAIT(t->e, s->o.calls > calls, LIMIT_USEC))
 		fail_msg("the scrape pending in the killed worker never failed");
@@ -311,7 +311,7 @@ static void killed(void **state)
 	/* No worker until the backoff's end: a scrape fails at once. */
 	if (act_gm_proxy_worker_pid(s->p) == 0) {
 		calls = s->o.calls;
-		act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+		act_gm_proxy_scrape(s->p, AG_EXPORTER_SYSTEM, on_result, &s->o);
 		assert_int_equal(s->o.calls, calls + 1);
 		assert_int_equal(s->o.error, -ENOTCONN);
 	}
@@ -375,7 +375,7 @@ static void silent(void **state)
 	peer_command(t, &t->peer, t->peer_log, "load 3");
 	system_ok(t, s);
 	/* No LFC exporter named: no scrape of one. */
-	scrape(t, s, AG_GUEST_METRICS_LFC);
+	scrape(t, s, AG_EXPORTER_LFC);
 	assert_int_equal(s->o.error, -ENOENT);
 	act_gm_proxy_free(s->p);
 	s->p = NULL;

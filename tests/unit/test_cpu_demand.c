@@ -11,7 +11,7 @@
 
 #include "actuator/cpu-demand.h"
 #include "actuator/desired.h"
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/scaling.h"
 
 #define MS 1000000LL
 #define SEC 1000000000LL

@@ -18,7 +18,7 @@
 #include "actuator/runner-internal.h"
 #include "actuator/config.h"
 #include "actuator/approver.h"
-#include "agent-glue/informant-client.h"
+#include "agent-glue/client/informant-client.h"
 
 #define MiB (1024ULL * 1024ULL)
 
