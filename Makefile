@@ -48,10 +48,23 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := hook actuator agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
+COMPONENTS := hook actuator/daemon actuator/runner actuator/worker actuator/control \
+	actuator/metrics actuator/config actuator/cgroup actuator/policy actuator/guestd \
+	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
 # What each component may include besides itself (make check-layers).
 layers-hook       := hotplug base
-layers-actuator   := agent-glue/arbiter agent-glue/client agent-glue/codec net hotplug bpf base
+agent-glue := agent-glue/arbiter agent-glue/client agent-glue/codec
+layers-actuator/daemon := actuator/runner actuator/worker actuator/control actuator/metrics \
+	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+layers-actuator/runner := actuator/worker actuator/control actuator/metrics actuator/config \
+	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+layers-actuator/worker := actuator/guestd $(agent-glue) net base
+layers-actuator/control := actuator/policy net hotplug base
+layers-actuator/metrics := actuator/policy net base
+layers-actuator/config := agent-glue/codec net base
+layers-actuator/cgroup := base
+layers-actuator/policy := agent-glue/codec hotplug base
+layers-actuator/guestd := agent-glue/client agent-glue/codec net base
 layers-agent-glue/arbiter := agent-glue/codec net base
 layers-agent-glue/client := agent-glue/codec net base
 layers-agent-glue/codec := net base
@@ -93,7 +106,7 @@ LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
 INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
-SECCOMP_EXEC := $(BUILD)/tests/seccomp-exec
+SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
@@ -122,12 +135,24 @@ $(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
 	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# make check-format: every C file as clang-format leaves it (make check runs
+# it); make format rewrites them (doc/CODING_STYLE.md).
+.PHONY: check-format format
+check-format:
+	$(Q)tests/checks/check-format.sh
+format:
+	$(Q)tests/checks/check-format.sh --fix
+
+# make print-VAR: a variable's value, for scripts (tests/checks/).
+print-%:
+	@echo $($*)
+
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
 .PHONY: check-layers
 check-layers:
-	$(Q)tests/check-layers.sh $(layer-specs)
+	$(Q)tests/checks/check-layers.sh $(layer-specs)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
@@ -137,9 +162,9 @@ $(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-# The sandbox test's launcher (tests/seccomp-exec.c): vmactd.service's
+# The sandbox test's launcher (tests/sandbox/seccomp-exec.c): vmactd.service's
 # system-call filter, loaded with libseccomp, then exec.
-$(SECCOMP_EXEC): $(BUILD)/tests/seccomp-exec.o
+$(SECCOMP_EXEC): $(BUILD)/tests/sandbox/seccomp-exec.o
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(shell pkg-config --libs libseccomp 2>/dev/null)
 
@@ -302,11 +327,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
 ci:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
 
 setup:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 
 # make demo: the README's first command (demo/vmact-demo.sh). As root on
 # Debian 12: prepares the host as make ci does, builds vmact and the test
@@ -314,7 +339,7 @@ setup:
 # phases its test uses (tests/integration/test_demo.c).
 DEMO_SHORT ?=
 demo:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)VMACT_DEMO_SHORT=$(DEMO_SHORT) VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) \
 		VMACT_DEMO_BUILD=$(abspath $(BUILD)) demo/vmact-demo.sh
@@ -329,14 +354,14 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under
-# DESTDIR), one per line: tests/check-install.sh compares the two.
+# DESTDIR), one per line: tests/checks/check-install.sh compares the two.
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
-DOCS        := README.md actuator/vmactd.json.example
+DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
@@ -354,7 +379,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/daemon/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/

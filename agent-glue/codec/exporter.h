@@ -28,7 +28,7 @@
  * as the agent does. */
 #define AG_EXPORTER_MEMORY_SLACK_BYTES (100.0 * 1024 * 1024)
 /* Working-set windows kept: one per minute over a day. The scaling core
- * (actuator/actions.h, ACT_LFC_MAX_WINDOWS) holds as many; the layer that
+ * (actuator/policy/actions.h, ACT_LFC_MAX_WINDOWS) holds as many; the layer that
  * connects the two is the place to assert they agree. */
 #define AG_LFC_MAX_WINDOWS 1440u
 /* Bytes per LFC page: the windows count pages. */

@@ -631,7 +631,7 @@ int main(void)
 	}
 	if (access(PROMETHEUS, X_OK) < 0 || access(PROMTOOL, X_OK) < 0) {
 		printf("test_metrics_scrape: %s and %s are needed: the Debian package prometheus "
-		       "(tests/setup-host.sh)\n", PROMETHEUS, PROMTOOL);
+		       "(tests/host/setup-host.sh)\n", PROMETHEUS, PROMTOOL);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

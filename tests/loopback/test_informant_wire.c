@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/approver.h"
+#include "actuator/worker/approver-proxy.h"
 #include "base/macro.h"
 #include "net/http-client.h"
 #include "agent-glue/client/informant-client.h"

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "actuator/metrics.h"
+#include "actuator/metrics/metrics.h"
 #include "net/prom-text.h"
 #include "net/prom-write.h"
 #include "tests/lib/proc.h"
@@ -314,7 +314,7 @@ int main(void)
 
 	if (access(PROMTOOL, X_OK) < 0) {
 		fprintf(stderr, "%s missing: install the Debian package prometheus "
-			"(tests/setup-host.sh)\n", PROMTOOL);
+			"(tests/host/setup-host.sh)\n", PROMTOOL);
 		return 1;
 	}
 	if (n <= 0)

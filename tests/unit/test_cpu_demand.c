@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "actuator/cpu-demand.h"
-#include "actuator/desired.h"
+#include "actuator/policy/cpu-demand.h"
+#include "actuator/policy/desired.h"
 #include "agent-glue/codec/scaling.h"
 
 #define MS 1000000LL
