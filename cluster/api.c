@@ -19,7 +19,7 @@
 #include "net/http-server.h"
 
 #define JSON_TYPE "application/json"
-#define MAX_BODY (64 * 1024)
+#define MAX_BODY  (64 * 1024)
 /* Above the longest a change takes to be recorded (a busy VM's job
  * first: a bind, a restore). */
 #define REQUEST_TIMEOUT_USEC (60 * 1000000ULL)
@@ -80,22 +80,23 @@ static json_t *group_json(const struct cl_engine_group_view *v)
 	for (size_t i = 0; i < g->n_hosts; i++)
 		json_array_append_new(hosts, json_string(g->hosts[i]));
 	for (size_t i = 0; i < g->n_taints; i++)
-		json_array_append_new(taints, json_pack("{s:s,s:s,s:s}", "key", g->taints[i].key,
-							"value", g->taints[i].value, "effect",
-							g->taints[i].effect));
+		json_array_append_new(taints,
+				      json_pack("{s:s,s:s,s:s}", "key", g->taints[i].key, "value",
+						g->taints[i].value, "effect", g->taints[i].effect));
 	for (int k = 0; k < 3; k++)
-		json_object_set_new(pool, cl_tier_name(k),
-				    json_pack("{s:i,s:i,s:i}", "size", (int)v->tiers[k].size, "ready",
-					      (int)v->tiers[k].ready, "starting",
+		json_object_set_new(pool, cl_domxml_tier_name(k),
+				    json_pack("{s:i,s:i,s:i}", "size", (int)v->tiers[k].size,
+					      "ready", (int)v->tiers[k].ready, "starting",
 					      (int)v->tiers[k].starting));
 	return json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:O,s:o,s:{s:i,s:i,s:I,s:I,s:i,s:s,s:s},s:O,s:o,"
 			 "s:s}",
-			 "id", g->id, "min", (int)g->min, "max", (int)g->max, "target", (int)v->target,
-			 "in_service", (int)v->in_service, "hosts", hosts, "labels", g->labels,
-			 "taints", taints, "template", "vcpus", (int)t->vcpus, "max_vcpus",
-			 (int)t->max_vcpus, "memory_bytes", (json_int_t)t->memory, "max_memory_bytes",
-			 (json_int_t)t->max_memory, "pods", (int)t->pods, "arch", t->arch, "os", t->os,
-			 "options", g->options, "pool", pool, "scheduler_name", g->scheduler_name);
+			 "id", g->id, "min", (int)g->min, "max", (int)g->max, "target",
+			 (int)v->target, "in_service", (int)v->in_service, "hosts", hosts, "labels",
+			 g->labels, "taints", taints, "template", "vcpus", (int)t->vcpus,
+			 "max_vcpus", (int)t->max_vcpus, "memory_bytes", (json_int_t)t->memory,
+			 "max_memory_bytes", (json_int_t)t->max_memory, "pods", (int)t->pods,
+			 "arch", t->arch, "os", t->os, "options", g->options, "pool", pool,
+			 "scheduler_name", g->scheduler_name);
 }
 
 static const char *node_state(const struct cl_engine_vm_view *v)
@@ -129,18 +130,19 @@ static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
 	if (c->members && !c->all && v->want_return)
 		return;
 	if (c->members && !c->all) {
-		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "provider_id", v->provider_id, "name", v->name,
-			      "host", v->host, "state", node_state(v), "vm_state",
-			      cl_state_name(m->state), "tier", cl_tier_name(m->tier));
+		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "provider_id", v->provider_id, "name",
+			      v->name, "host", v->host, "state", node_state(v), "vm_state",
+			      cl_domxml_state_name(m->state), "tier", cl_domxml_tier_name(m->tier));
 		if (o && m->has_error && m->state != CL_ST_CLAIMED && m->state != CL_ST_DELETING)
 			json_object_set_new(o, "error", error_json(m));
 	} else {
-		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:f,s:f,s:f,s:f}", "provider_id",
-			      v->provider_id, "name", v->name, "host", v->host, "group",
-			      v->group ? v->group : m->group, "role", cl_role_name(m->role), "tier",
-			      cl_tier_name(m->tier), "state", cl_state_name(m->state), "leased",
-			      v->leased, "busy", v->busy || v->placing, "attempts", (int)m->attempts,
-			      "created", m->created, "booted", m->booted, "requested", m->requested,
+		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:f,s:f,s:f,s:f}",
+			      "provider_id", v->provider_id, "name", v->name, "host", v->host,
+			      "group", v->group ? v->group : m->group, "role",
+			      cl_domxml_role_name(m->role), "tier", cl_domxml_tier_name(m->tier),
+			      "state", cl_domxml_state_name(m->state), "leased", v->leased, "busy",
+			      v->busy || v->placing, "attempts", (int)m->attempts, "created",
+			      m->created, "booted", m->booted, "requested", m->requested,
 			      "in_service", m->in_service);
 		if (o && m->has_error)
 			json_object_set_new(o, "error", error_json(m));
@@ -170,10 +172,10 @@ static json_t *host_json(const struct cl_engine_host_view *v)
 {
 	const struct cl_host_status *st = &v->st;
 	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:{s:b,s:s},s:{s:b,s:s},s:i,s:i}", "name", v->name,
-			      "uri", v->uri, "reachable", st->libvirt_ok && st->arbiter_ok, "scanned",
-			      v->scanned, "libvirt", "ok", st->libvirt_ok, "error", st->libvirt_err,
-			      "arbiter", "ok", st->arbiter_ok, "error", st->arbiter_err, "vms",
-			      (int)v->vms, "leases", (int)v->leases);
+			      "uri", v->uri, "reachable", st->libvirt_ok && st->arbiter_ok,
+			      "scanned", v->scanned, "libvirt", "ok", st->libvirt_ok, "error",
+			      st->libvirt_err, "arbiter", "ok", st->arbiter_ok, "error",
+			      st->arbiter_err, "vms", (int)v->vms, "leases", (int)v->leases);
 
 	if (o && st->have_ledger) {
 		json_object_set_new(o, "capacity", res_json(st->ledger.total));
@@ -289,9 +291,11 @@ static void change(struct cl_api *a, const char *group, const char *what,
 			reply_error(reply, 500, "internal", "out of memory");
 			goto out;
 		}
-		json_array_foreach(arr, i, it) {
+		json_array_foreach(arr, i, it)
+		{
 			if (!json_is_string(it)) {
-				reply_error(reply, 400, "invalid", "provider_ids[%zu]: a string", i);
+				reply_error(reply, 400, "invalid", "provider_ids[%zu]: a string",
+					    i);
 				goto out;
 			}
 			ids[n++] = json_string_value(it);
@@ -338,7 +342,8 @@ static bool method_is(const struct net_http_server_request *req, const char *m,
 	return false;
 }
 
-static void groups_route(struct cl_api *a, const char *rest, const struct net_http_server_request *req,
+static void groups_route(struct cl_api *a, const char *rest,
+			 const struct net_http_server_request *req,
 			 struct net_http_server_reply *reply)
 {
 	struct cl_engine_group_view v;
@@ -382,11 +387,13 @@ static void groups_route(struct cl_api *a, const char *rest, const struct net_ht
 			change(a, id, rest, req, reply);
 		return;
 	}
-	reply_error(reply, 404, "not-found", "no such resource: %s (see doc/cluster-api.md)", req->url);
+	reply_error(reply, 404, "not-found", "no such resource: %s (see doc/cluster-api.md)",
+		    req->url);
 }
 
 static void waiting_route(struct cl_api *a, const char *rest,
-			  const struct net_http_server_request *req, struct net_http_server_reply *reply)
+			  const struct net_http_server_request *req,
+			  struct net_http_server_reply *reply)
 {
 	const char *slash = strchr(rest, '/');
 	char uid[64];
@@ -411,11 +418,13 @@ static void waiting_route(struct cl_api *a, const char *rest,
 	if (r == -ENOENT)
 		return reply_error(reply, 404, "not-found", "no VM %s waits", uid);
 	if (r == -ESRCH)
-		return reply_error(reply, 404, "not-found", "VM %s does not wait on that plugin", uid);
+		return reply_error(reply, 404, "not-found", "VM %s does not wait on that plugin",
+				   uid);
 	if (r < 0)
 		return reply_error(reply, 500, "internal", "%s", strerror(-r));
-	reply_json(reply, 200, json_pack("{s:s,s:s}", "uid", uid, "done", slash[1] == 'a' ? "allow"
-										     : "reject"));
+	reply_json(reply, 200,
+		   json_pack("{s:s,s:s}", "uid", uid, "done",
+			     slash[1] == 'a' ? "allow" : "reject"));
 }
 
 static void handle(void *ud, const struct net_http_server_request *req,
@@ -426,8 +435,8 @@ static void handle(void *ud, const struct net_http_server_request *req,
 
 	/* The socket's mode keeps others out; this holds should it be
 	 * loosened. */
-	if (req->peer_uid < 0 ||
-	    ((unsigned long long)req->peer_uid != 0 && (unsigned long long)req->peer_uid != a->own_uid))
+	if (req->peer_uid < 0 || ((unsigned long long)req->peer_uid != 0 &&
+				  (unsigned long long)req->peer_uid != a->own_uid))
 		return reply_error(reply, 403, "precondition",
 				   "permission denied: vmact-groupd's API is for root and uid %llu, "
 				   "this peer is uid %lld",
@@ -455,7 +464,8 @@ static void handle(void *ud, const struct net_http_server_request *req,
 			return;
 		if (!id)
 			return reply_error(reply, 400, "invalid", "provider_id: required");
-		return reply_json(reply, 200, json_pack("{s:s}", "id", cl_engine_group_of(a->e, id)));
+		return reply_json(reply, 200,
+				  json_pack("{s:s}", "id", cl_engine_group_of(a->e, id)));
 	}
 	if (strcmp(p, "/v1/vms") == 0) {
 		struct collect c = { .arr = json_array(), .all = true };
@@ -465,8 +475,9 @@ static void handle(void *ud, const struct net_http_server_request *req,
 			return;
 		}
 		cl_engine_each_vm(a->e, NULL, collect_vm, &c);
-		return reply_json(reply, 200, json_pack("{s:o,s:b}", "vms", c.arr, "ready",
-							cl_engine_ready(a->e)));
+		return reply_json(reply, 200,
+				  json_pack("{s:o,s:b}", "vms", c.arr, "ready",
+					    cl_engine_ready(a->e)));
 	}
 	if (strcmp(p, "/v1/hosts") == 0) {
 		json_t *arr;
@@ -508,8 +519,10 @@ static int prepare_path(const char *path, struct vmact_err *err)
 	if (!dir)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if (path[0] != '/' || strlen(path) >= sizeof(sa.sun_path))
-		return vmact_err_set(err, EINVAL, "api.socket: '%s' must be an absolute path shorter "
-				     "than %zu", path, sizeof(sa.sun_path));
+		return vmact_err_set(err, EINVAL,
+				     "api.socket: '%s' must be an absolute path shorter "
+				     "than %zu",
+				     path, sizeof(sa.sun_path));
 	for (s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
 		*s = 0;
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -519,8 +532,10 @@ static int prepare_path(const char *path, struct vmact_err *err)
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return vmact_err_set(err, EADDRINUSE, "api.socket %s: another process serves it (is "
-				     "another vmact-groupd running?)", path);
+		return vmact_err_set(err, EADDRINUSE,
+				     "api.socket %s: another process serves it (is "
+				     "another vmact-groupd running?)",
+				     path);
 	return 0;
 }
 

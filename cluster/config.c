@@ -14,23 +14,6 @@
 #include "cluster/framework.h"
 #include "cluster/plugins.h"
 
-const char *cl_tier_name(enum cl_tier t)
-{
-	static const char *const names[] = { "running", "paused", "saved", "cold" };
-
-	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
-}
-
-int cl_tier_parse(const char *s, enum cl_tier *out)
-{
-	for (int t = 0; t < CL_N_TIERS; t++)
-		if (strcmp(s, cl_tier_name(t)) == 0) {
-			*out = t;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 /* ---- typed members; every error names its key ---- */
 
 struct ctx {
@@ -60,7 +43,8 @@ static int only(struct ctx *c, const json_t *obj, const char *const *known)
 
 	if (!json_is_object(obj))
 		return bad(c, NULL, "must be an object");
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		bool ok = false;
 
 		for (size_t i = 0; known[i]; i++)
@@ -71,8 +55,8 @@ static int only(struct ctx *c, const json_t *obj, const char *const *known)
 	return 0;
 }
 
-static int get_str(struct ctx *c, const json_t *obj, const char *key, bool required,
-		   bool empty_ok, char *buf, size_t size)
+static int get_str(struct ctx *c, const json_t *obj, const char *key, bool required, bool empty_ok,
+		   char *buf, size_t size)
 {
 	const json_t *v = json_object_get(obj, key);
 
@@ -167,7 +151,8 @@ static int get_milli(struct ctx *c, const json_t *obj, const char *key, uint32_t
 	}
 	if (!json_is_string(v) || vmact_quantity_parse_milli(json_string_value(v), &m, &e) < 0 ||
 	    !m || m > UINT32_MAX)
-		return bad(c, key, "a CPU quantity (\"1\", \"500m\")%s%s", e.msg[0] ? ": " : "", e.msg);
+		return bad(c, key, "a CPU quantity (\"1\", \"500m\")%s%s", e.msg[0] ? ": " : "",
+			   e.msg);
 	*out = (uint32_t)m;
 	return 0;
 }
@@ -206,12 +191,14 @@ static bool name_ok(const char *s)
 
 static int parse_lifecycle(struct ctx *c, const json_t *o, struct cl_lifecycle *l)
 {
-	static const char *const keys[] = { "boot_timeout_s", "healthy_timeout_s", "health_interval_s",
-					    "max_boots_per_iteration", "lease_s", "retry_backoff_s",
+	static const char *const keys[] = { "boot_timeout_s",    "healthy_timeout_s",
+					    "health_interval_s", "max_boots_per_iteration",
+					    "lease_s",           "retry_backoff_s",
 					    "refill_interval_s", NULL };
 	int r;
 
-	if ((r = only(c, o, keys)) < 0 || (r = get_seconds(c, o, "boot_timeout_s", 1, 86400, &l->boot_timeout_usec)) < 0 ||
+	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_seconds(c, o, "boot_timeout_s", 1, 86400, &l->boot_timeout_usec)) < 0 ||
 	    (r = get_seconds(c, o, "healthy_timeout_s", 1, 86400, &l->healthy_timeout_usec)) < 0 ||
 	    (r = get_seconds(c, o, "health_interval_s", 0.1, 3600, &l->health_interval_usec)) < 0 ||
 	    (r = get_unsigned(c, o, "max_boots_per_iteration", false, 1, 1000,
@@ -221,7 +208,8 @@ static int parse_lifecycle(struct ctx *c, const json_t *o, struct cl_lifecycle *
 	    (r = get_seconds(c, o, "refill_interval_s", 0.1, 3600, &l->refill_interval_usec)) < 0)
 		return r;
 	if (l->health_interval_usec > l->healthy_timeout_usec)
-		return bad(c, "health_interval_s", "longer than healthy_timeout_s: a standby VM would "
+		return bad(c, "health_interval_s",
+			   "longer than healthy_timeout_s: a standby VM would "
 			   "time out between two checks");
 	return 0;
 }
@@ -237,9 +225,11 @@ static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 	int r;
 
 	snprintf(h->storage_pool, sizeof(h->storage_pool), "default");
-	if ((r = only(c, o, keys)) < 0 || (r = get_str(c, o, "name", true, false, h->name, sizeof(h->name))) < 0 ||
+	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_str(c, o, "name", true, false, h->name, sizeof(h->name))) < 0 ||
 	    (r = get_str(c, o, "uri", true, false, h->uri, sizeof(h->uri))) < 0 ||
-	    (r = get_str(c, o, "storage_pool", false, false, h->storage_pool, sizeof(h->storage_pool))) < 0)
+	    (r = get_str(c, o, "storage_pool", false, false, h->storage_pool,
+			 sizeof(h->storage_pool))) < 0)
 		return r;
 	if (!name_ok(h->name))
 		return bad(c, "name", "'%s': lower-case letters, digits and '-' only", h->name);
@@ -250,10 +240,11 @@ static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 	push(c, "arbiter");
 	if ((r = only(c, a, akeys)) < 0 ||
 	    (r = get_str(c, a, "url", true, false, h->arbiter_url, sizeof(h->arbiter_url))) < 0 ||
-	    (r = get_str(c, a, "secret_file", true, false, h->arbiter_secret, sizeof(h->arbiter_secret))) < 0)
+	    (r = get_str(c, a, "secret_file", true, false, h->arbiter_secret,
+			 sizeof(h->arbiter_secret))) < 0)
 		return r;
-	if (vmact_endpoint_parse(h->arbiter_url, VMACT_EP_HTTP | VMACT_EP_UNIX | VMACT_EP_NO_PATH, &ep,
-				 &e) < 0)
+	if (vmact_endpoint_parse(h->arbiter_url, VMACT_EP_HTTP | VMACT_EP_UNIX | VMACT_EP_NO_PATH,
+				 &ep, &e) < 0)
 		return bad(c, "url", "%s (http://HOST:PORT or unix:PATH)", e.msg);
 	if (h->arbiter_secret[0] != '/')
 		return bad(c, "secret_file", "must be an absolute path");
@@ -267,7 +258,8 @@ static int parse_health(struct ctx *c, const json_t *o, struct cl_health *h)
 	char kind[16] = "serial";
 	int r;
 
-	if ((r = only(c, o, keys)) < 0 || (r = get_str(c, o, "kind", false, false, kind, sizeof(kind))) < 0 ||
+	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_str(c, o, "kind", false, false, kind, sizeof(kind))) < 0 ||
 	    (r = get_str(c, o, "pattern", false, false, h->pattern, sizeof(h->pattern))) < 0 ||
 	    (r = get_str(c, o, "address", false, false, h->address, sizeof(h->address))) < 0 ||
 	    (r = get_seconds(c, o, "probe_timeout_s", 0.1, 600, &h->probe_timeout_usec)) < 0)
@@ -291,7 +283,8 @@ static int parse_health(struct ctx *c, const json_t *o, struct cl_health *h)
 		if (!h->address[0])
 			return bad(c, "address", "required for kind \"tcp\" (ADDR:PORT)");
 		if (vmact_listen_parse(h->address, false, &l, &e) < 0 || !l.port)
-			return bad(c, "address", "'%s': a numeric ADDR:PORT with a port", h->address);
+			return bad(c, "address", "'%s': a numeric ADDR:PORT with a port",
+				   h->address);
 	} else {
 		return bad(c, "kind", "'%s': serial, agent or tcp", kind);
 	}
@@ -310,18 +303,21 @@ static int parse_taints(struct ctx *c, const json_t *a, struct cl_group_cfg *g)
 	g->taints = calloc(json_array_size(a) + 1, sizeof(*g->taints));
 	if (!g->taints)
 		return vmact_err_set(c->err, ENOMEM, "out of memory");
-	json_array_foreach(a, i, t) {
+	json_array_foreach(a, i, t)
+	{
 		struct cl_taint *x = &g->taints[i];
 
 		pop(c, len);
 		push(c, "taints[%zu]", i);
-		if ((r = only(c, t, keys)) < 0 || (r = get_str(c, t, "key", true, false, x->key, sizeof(x->key))) < 0 ||
+		if ((r = only(c, t, keys)) < 0 ||
+		    (r = get_str(c, t, "key", true, false, x->key, sizeof(x->key))) < 0 ||
 		    (r = get_str(c, t, "value", false, true, x->value, sizeof(x->value))) < 0 ||
 		    (r = get_str(c, t, "effect", true, false, x->effect, sizeof(x->effect))) < 0)
 			return r;
 		if (strcmp(x->effect, "NoSchedule") && strcmp(x->effect, "PreferNoSchedule") &&
 		    strcmp(x->effect, "NoExecute"))
-			return bad(c, "effect", "'%s': NoSchedule, PreferNoSchedule or NoExecute", x->effect);
+			return bad(c, "effect", "'%s': NoSchedule, PreferNoSchedule or NoExecute",
+				   x->effect);
 		g->n_taints++;
 	}
 	pop(c, len);
@@ -346,10 +342,12 @@ static int check_metadata_xml(struct ctx *c, const char *xml)
 
 static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 {
-	static const char *const keys[] = { "vcpus", "max_vcpus", "memory", "max_memory", "pods", "arch",
-					    "os", "kernel", "initrd", "cmdline", "base_volume", "disk_bus",
-					    "serial_log_dir", "metadata_xml", "reserve", "domain_type",
-					    NULL };
+	static const char *const keys[] = {
+		"vcpus",       "max_vcpus", "memory",         "max_memory",   "pods",
+		"arch",        "os",        "kernel",         "initrd",       "cmdline",
+		"base_volume", "disk_bus",  "serial_log_dir", "metadata_xml", "reserve",
+		"domain_type", NULL
+	};
 	char dtype[8] = "kvm";
 	static const char *const rkeys[] = { "cpu", "memory", NULL };
 	const json_t *v;
@@ -360,7 +358,8 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 	snprintf(t->arch, sizeof(t->arch), "amd64");
 	snprintf(t->os, sizeof(t->os), "linux");
 	snprintf(t->disk_bus, sizeof(t->disk_bus), "virtio");
-	if ((r = only(c, o, keys)) < 0 || (r = get_unsigned(c, o, "vcpus", false, 1, 1024, &t->vcpus)) < 0 ||
+	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_unsigned(c, o, "vcpus", false, 1, 1024, &t->vcpus)) < 0 ||
 	    (r = get_unsigned(c, o, "max_vcpus", false, 1, 1024, &t->max_vcpus)) < 0 ||
 	    (r = get_bytes(c, o, "memory", true, &t->memory)) < 0 ||
 	    (r = get_bytes(c, o, "max_memory", false, &t->max_memory)) < 0 ||
@@ -370,14 +369,16 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 	    (r = get_str(c, o, "kernel", false, false, t->kernel, sizeof(t->kernel))) < 0 ||
 	    (r = get_str(c, o, "initrd", false, false, t->initrd, sizeof(t->initrd))) < 0 ||
 	    (r = get_str(c, o, "cmdline", false, true, t->cmdline, sizeof(t->cmdline))) < 0 ||
-	    (r = get_str(c, o, "base_volume", true, false, t->base_volume, sizeof(t->base_volume))) < 0 ||
+	    (r = get_str(c, o, "base_volume", true, false, t->base_volume,
+			 sizeof(t->base_volume))) < 0 ||
 	    (r = get_str(c, o, "disk_bus", false, false, t->disk_bus, sizeof(t->disk_bus))) < 0 ||
 	    (r = get_str(c, o, "serial_log_dir", false, false, t->serial_log_dir,
 			 sizeof(t->serial_log_dir))) < 0 ||
 	    (r = get_str(c, o, "domain_type", false, false, dtype, sizeof(dtype))) < 0)
 		return r;
 	if (strcmp(dtype, "kvm") && strcmp(dtype, "qemu"))
-		return bad(c, "domain_type", "'%s': kvm or qemu (TCG, no hardware acceleration)", dtype);
+		return bad(c, "domain_type", "'%s': kvm or qemu (TCG, no hardware acceleration)",
+			   dtype);
 	t->kvm = strcmp(dtype, "kvm") == 0;
 	if (strcmp(t->arch, "amd64") && strcmp(t->arch, "arm64"))
 		return bad(c, "arch", "'%s': amd64 or arm64", t->arch);
@@ -393,7 +394,8 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 		return bad(c, t->memory % (1 << 20) ? "memory" : "max_memory",
 			   "must be whole MiB (max_memory: whole 2 MiB blocks)");
 	if ((t->max_memory - t->memory) % (2 << 20))
-		return bad(c, "max_memory", "must exceed memory by whole 2 MiB blocks (virtio-mem)");
+		return bad(c, "max_memory",
+			   "must exceed memory by whole 2 MiB blocks (virtio-mem)");
 	if (t->initrd[0] && !t->kernel[0])
 		return bad(c, "initrd", "needs kernel");
 	if (t->kernel[0] && t->kernel[0] != '/')
@@ -402,10 +404,12 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 		return bad(c, "initrd", "must be an absolute path");
 	if (t->serial_log_dir[0] && t->serial_log_dir[0] != '/')
 		return bad(c, "serial_log_dir", "must be an absolute path");
-	if (strcmp(t->disk_bus, "virtio") && strcmp(t->disk_bus, "sata") && strcmp(t->disk_bus, "scsi"))
+	if (strcmp(t->disk_bus, "virtio") && strcmp(t->disk_bus, "sata") &&
+	    strcmp(t->disk_bus, "scsi"))
 		return bad(c, "disk_bus", "'%s': virtio, sata or scsi", t->disk_bus);
 	if (strchr(t->base_volume, '/'))
-		return bad(c, "base_volume", "a volume name in the host's storage_pool, not a path");
+		return bad(c, "base_volume",
+			   "a volume name in the host's storage_pool, not a path");
 	if (strchr(t->cmdline, '<') || strchr(t->cmdline, '&'))
 		return bad(c, "cmdline", "'<' and '&' are not allowed");
 	v = json_object_get(o, "metadata_xml");
@@ -425,7 +429,8 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 		size_t len = strlen(c->path);
 
 		push(c, "reserve");
-		if ((r = only(c, v, rkeys)) < 0 || (r = get_milli(c, v, "cpu", &t->reserve.milli_cpu)) < 0 ||
+		if ((r = only(c, v, rkeys)) < 0 ||
+		    (r = get_milli(c, v, "cpu", &t->reserve.milli_cpu)) < 0 ||
 		    (r = get_bytes(c, v, "memory", false, &t->reserve.mem_bytes)) < 0)
 			return r;
 		pop(c, len);
@@ -437,22 +442,25 @@ static int parse_options(struct ctx *c, const json_t *o, json_t **out)
 {
 	static const char *const dbl[] = { "scale_down_utilization_threshold",
 					   "scale_down_gpu_utilization_threshold", NULL };
-	static const char *const secs[] = { "scale_down_unneeded_time_s", "scale_down_unready_time_s",
+	static const char *const secs[] = { "scale_down_unneeded_time_s",
+					    "scale_down_unready_time_s",
 					    "max_node_provision_time_s", NULL };
-	static const char *const bools[] = { "zero_or_max_node_scaling", "ignore_daemonsets_utilization",
-					     NULL };
+	static const char *const bools[] = { "zero_or_max_node_scaling",
+					     "ignore_daemonsets_utilization", NULL };
 	const char *key;
 	json_t *v;
 
 	if (!json_is_object(o))
 		return bad(c, NULL, "must be an object");
-	json_object_foreach((json_t *)o, key, v) {
+	json_object_foreach((json_t *)o, key, v)
+	{
 		bool known = false;
 
 		for (size_t i = 0; dbl[i]; i++)
 			if (strcmp(key, dbl[i]) == 0) {
 				known = true;
-				if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1)
+				if (!json_is_number(v) || json_number_value(v) < 0 ||
+				    json_number_value(v) > 1)
 					return bad(c, key, "a fraction from 0 to 1");
 			}
 		for (size_t i = 0; secs[i]; i++)
@@ -477,8 +485,9 @@ static int parse_options(struct ctx *c, const json_t *o, json_t **out)
 static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *cfg,
 		       struct cl_group_cfg *g)
 {
-	static const char *const keys[] = { "id", "min", "max", "hosts", "labels", "taints", "template",
-					    "health", "claim", "pool", "options", "scheduler_name",
+	static const char *const keys[] = { "id",        "min",    "max",      "hosts",
+					    "labels",    "taints", "template", "health",
+					    "claim",     "pool",   "options",  "scheduler_name",
 					    "lifecycle", NULL };
 	static const char *const pkeys[] = { "running", "paused", "saved", NULL };
 	static const char *const ckeys[] = { "channel", "ack", NULL };
@@ -493,7 +502,8 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 	snprintf(g->health.pattern, sizeof(g->health.pattern), "VMACT ");
 	g->health.probe_timeout_usec = 3 * 1000000ULL;
 	snprintf(g->claim.channel, sizeof(g->claim.channel), "serial1");
-	if ((r = only(c, o, keys)) < 0 || (r = get_str(c, o, "id", true, false, g->id, sizeof(g->id))) < 0 ||
+	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_str(c, o, "id", true, false, g->id, sizeof(g->id))) < 0 ||
 	    (r = get_unsigned(c, o, "min", false, 0, 100000, &g->min)) < 0 ||
 	    (r = get_unsigned(c, o, "max", true, 0, 100000, &g->max)) < 0 ||
 	    (r = get_str(c, o, "scheduler_name", false, false, g->scheduler_name,
@@ -508,7 +518,8 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 		return bad(c, "hosts", "required: the hosts the group may use");
 	if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > CL_MAX_HOSTS)
 		return bad(c, "hosts", "a list of 1 to %d host names", CL_MAX_HOSTS);
-	json_array_foreach(v, i, it) {
+	json_array_foreach(v, i, it)
+	{
 		const char *h = json_string_value(it);
 
 		if (!h || !cl_config_host(cfg, h))
@@ -517,18 +528,17 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 					     h ? h : "", h ? "' in hosts" : "");
 		for (size_t k = 0; k < g->n_hosts; k++)
 			if (strcmp(g->hosts[k], h) == 0)
-				return vmact_err_set(c->err, EINVAL, "%s.hosts[%zu]: '%s' listed twice",
-						     c->path, i, h);
+				return vmact_err_set(c->err, EINVAL,
+						     "%s.hosts[%zu]: '%s' listed twice", c->path, i,
+						     h);
 		snprintf(g->hosts[g->n_hosts++], CL_NAME_MAX, "%s", h);
 	}
 	v = json_object_get(o, "labels");
 	if (v) {
 		if (!json_is_object(v))
 			return bad(c, "labels", "must be an object of strings");
-		json_object_foreach((json_t *)v, key, it)
-			if (!json_is_string(it))
-				return vmact_err_set(c->err, EINVAL, "%s.labels.%s: must be a string",
-						     c->path, key);
+		json_object_foreach((json_t *)v, key, it) if (!json_is_string(it)) return vmact_err_set(
+			c->err, EINVAL, "%s.labels.%s: must be a string", c->path, key);
 		g->labels = json_deep_copy(v);
 	} else {
 		g->labels = json_object();
@@ -553,17 +563,22 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 	if ((v = json_object_get(o, "claim"))) {
 		push(c, "claim");
 		if ((r = only(c, v, ckeys)) < 0 ||
-		    (r = get_str(c, v, "channel", false, false, g->claim.channel, sizeof(g->claim.channel))) < 0 ||
+		    (r = get_str(c, v, "channel", false, false, g->claim.channel,
+				 sizeof(g->claim.channel))) < 0 ||
 		    (r = get_str(c, v, "ack", false, true, g->claim.ack, sizeof(g->claim.ack))) < 0)
 			return r;
-		if (strncmp(g->claim.channel, "serial", 6) || strcmp(g->claim.channel, "serial0") == 0)
-			return bad(c, "channel", "'%s': a serial port other than the console (serial1, serial2, ...)",
-				   g->claim.channel);
+		if (strncmp(g->claim.channel, "serial", 6) ||
+		    strcmp(g->claim.channel, "serial0") == 0)
+			return bad(
+				c, "channel",
+				"'%s': a serial port other than the console (serial1, serial2, ...)",
+				g->claim.channel);
 		pop(c, len);
 	}
 	if ((v = json_object_get(o, "pool"))) {
 		push(c, "pool");
-		if ((r = only(c, v, pkeys)) < 0 || (r = get_unsigned(c, v, "running", false, 0, 1000, &g->pool[0])) < 0 ||
+		if ((r = only(c, v, pkeys)) < 0 ||
+		    (r = get_unsigned(c, v, "running", false, 0, 1000, &g->pool[0])) < 0 ||
 		    (r = get_unsigned(c, v, "paused", false, 0, 1000, &g->pool[1])) < 0 ||
 		    (r = get_unsigned(c, v, "saved", false, 0, 1000, &g->pool[2])) < 0)
 			return r;
@@ -601,7 +616,8 @@ static int parse_scheduler(struct ctx *c, const json_t *o, struct cl_config *cfg
 		return 0;
 	if (!json_is_array(p) || !json_array_size(p))
 		return bad(c, "profiles", "a non-empty list of profiles");
-	json_array_foreach(p, i, it) {
+	json_array_foreach(p, i, it)
+	{
 		struct cl_fw *fw = NULL;
 		char path[300];
 		const char *name;
@@ -618,9 +634,10 @@ static int parse_scheduler(struct ctx *c, const json_t *o, struct cl_config *cfg
 
 			if (strcmp(other ? other : "default", name) == 0) {
 				cl_fw_free(fw);
-				return vmact_err_set(c->err, EINVAL,
-						     "%s.schedulerName: '%s' is also profiles[%zu]'s", path,
-						     name, k);
+				return vmact_err_set(
+					c->err, EINVAL,
+					"%s.schedulerName: '%s' is also profiles[%zu]'s", path,
+					name, k);
 			}
 		}
 		cl_fw_free(fw);
@@ -636,7 +653,8 @@ static bool has_profile(const struct cl_config *cfg, const char *name)
 
 	if (!cfg->profiles)
 		return strcmp(name, "default") == 0;
-	json_array_foreach(cfg->profiles, i, it) {
+	json_array_foreach(cfg->profiles, i, it)
+	{
 		const char *n = json_string_value(json_object_get(it, "schedulerName"));
 
 		if (strcmp(n ? n : "default", name) == 0)
@@ -647,8 +665,8 @@ static bool has_profile(const struct cl_config *cfg, const char *name)
 
 static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact_err *err)
 {
-	static const char *const keys[] = { "api", "metrics", "libvirt", "lifecycle", "hosts", "groups",
-					    "scheduler", NULL };
+	static const char *const keys[] = { "api",   "metrics", "libvirt",   "lifecycle",
+					    "hosts", "groups",  "scheduler", NULL };
 	static const char *const api_keys[] = { "socket", NULL };
 	static const char *const metrics_keys[] = { "listen", NULL };
 	static const char *const libvirt_keys[] = { "name_prefix", NULL };
@@ -676,7 +694,8 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 	if ((v = json_object_get(doc, "api"))) {
 		push(&c, "api");
 		if ((r = only(&c, v, api_keys)) < 0 ||
-		    (r = get_str(&c, v, "socket", false, false, cfg->api_socket, sizeof(cfg->api_socket))) < 0)
+		    (r = get_str(&c, v, "socket", false, false, cfg->api_socket,
+				 sizeof(cfg->api_socket))) < 0)
 			return r;
 		if (cfg->api_socket[0] != '/')
 			return bad(&c, "socket", "must be an absolute path");
@@ -691,7 +710,8 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 		    (r = get_str(&c, v, "listen", false, true, cfg->metrics_listen,
 				 sizeof(cfg->metrics_listen))) < 0)
 			return r;
-		if (cfg->metrics_listen[0] && vmact_listen_parse(cfg->metrics_listen, true, &l, &e) < 0)
+		if (cfg->metrics_listen[0] &&
+		    vmact_listen_parse(cfg->metrics_listen, true, &l, &e) < 0)
 			return bad(&c, "listen", "%s", e.msg);
 		pop(&c, 0);
 	}
@@ -715,7 +735,8 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 	cfg->hosts = calloc(json_array_size(v), sizeof(*cfg->hosts));
 	if (!cfg->hosts)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	json_array_foreach(v, i, it) {
+	json_array_foreach(v, i, it)
+	{
 		push(&c, "hosts[%zu]", i);
 		if ((r = parse_host(&c, it, &cfg->hosts[i])) < 0)
 			return r;
@@ -744,7 +765,8 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 		json_decref((json_t *)v);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
-	json_array_foreach(v, i, it) {
+	json_array_foreach(v, i, it)
+	{
 		struct cl_group_cfg *g = &cfg->groups[i];
 
 		push(&c, "groups[%zu]", i);
@@ -759,7 +781,8 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 			r = bad(&c, "scheduler_name", "no scheduler profile called '%s'",
 				g->scheduler_name);
 		if (r >= 0 && strlen(cfg->name_prefix) + strlen(g->id) + 10 > CL_NAME_MAX - 1)
-			r = bad(&c, "id", "with libvirt.name_prefix, domain names would be too long");
+			r = bad(&c, "id",
+				"with libvirt.name_prefix, domain names would be too long");
 		if (r < 0)
 			break;
 		pop(&c, 0);
@@ -791,7 +814,8 @@ int cl_config_load_string(const char *text, struct cl_config *cfg, struct vmact_
 	memset(cfg, 0, sizeof(*cfg));
 	doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
-		return vmact_err_set(err, EINVAL, "line %d column %d: %s", je.line, je.column, je.text);
+		return vmact_err_set(err, EINVAL, "line %d column %d: %s", je.line, je.column,
+				     je.text);
 	r = parse_document(doc, cfg, err);
 	json_decref(doc);
 	if (r < 0)

@@ -24,26 +24,23 @@
 #include "base/error.h"
 #include "base/resources.h"
 
-#define CL_NAME_MAX 64
-#define CL_MAX_HOSTS 64
+#define CL_NAME_MAX   64
+#define CL_MAX_HOSTS  64
 #define CL_MAX_GROUPS 256
 
 enum cl_tier { CL_TIER_RUNNING, CL_TIER_PAUSED, CL_TIER_SAVED, CL_TIER_COLD, CL_N_TIERS };
-/* "running", "paused", "saved", "cold" (a VM booted for its claim). */
-const char *cl_tier_name(enum cl_tier t);
-int cl_tier_parse(const char *s, enum cl_tier *out);
 
 enum cl_health_kind { CL_HEALTH_SERIAL, CL_HEALTH_AGENT, CL_HEALTH_TCP };
 
 struct cl_lifecycle {
 	/* The seed's NodeController values (doc/cluster.md, "Pool lifecycle"). */
-	uint64_t boot_timeout_usec;     /* started -> healthy; 300 s */
-	uint64_t healthy_timeout_usec;  /* a standby VM without a good check; 90 s */
-	uint64_t health_interval_usec;  /* 5 s */
+	uint64_t boot_timeout_usec;       /* started -> healthy; 300 s */
+	uint64_t healthy_timeout_usec;    /* a standby VM without a good check; 90 s */
+	uint64_t health_interval_usec;    /* 5 s */
 	unsigned max_boots_per_iteration; /* 10 */
-	uint64_t lease_usec;            /* arbiter leases; 60 s */
-	uint64_t retry_backoff_usec;    /* a member's next placement or boot; 30 s */
-	uint64_t refill_interval_usec;  /* the pool loop; 5 s */
+	uint64_t lease_usec;              /* arbiter leases; 60 s */
+	uint64_t retry_backoff_usec;      /* a member's next placement or boot; 30 s */
+	uint64_t refill_interval_usec;    /* the pool loop; 5 s */
 };
 
 struct cl_health {
@@ -68,9 +65,9 @@ struct cl_taint {
 };
 
 struct cl_template {
-	bool kvm;                     /* domain_type "kvm" (default) or "qemu" (TCG) */
+	bool kvm; /* domain_type "kvm" (default) or "qemu" (TCG) */
 	unsigned vcpus, max_vcpus;
-	uint64_t memory, max_memory;  /* bytes */
+	uint64_t memory, max_memory; /* bytes */
 	unsigned pods;
 	char arch[16], os[16];
 	/* Direct kernel boot (a node image with its own boot loader leaves
@@ -93,14 +90,14 @@ struct cl_group_cfg {
 	unsigned min, max;
 	size_t n_hosts;
 	char hosts[CL_MAX_HOSTS][CL_NAME_MAX];
-	json_t *labels;   /* object of strings */
+	json_t *labels; /* object of strings */
 	size_t n_taints;
 	struct cl_taint *taints;
 	struct cl_template tpl;
 	struct cl_health health;
 	struct cl_claim claim;
-	unsigned pool[3];  /* running, paused, saved */
-	json_t *options;   /* NodeGroupAutoscalingOptions, as given */
+	unsigned pool[3]; /* running, paused, saved */
+	json_t *options;  /* NodeGroupAutoscalingOptions, as given */
 	char scheduler_name[CL_NAME_MAX];
 	struct cl_lifecycle life;
 };
@@ -109,20 +106,20 @@ struct cl_host_cfg {
 	char name[CL_NAME_MAX];
 	char uri[512];
 	char storage_pool[CL_NAME_MAX];
-	char arbiter_url[512];       /* http://HOST:PORT or unix:PATH */
-	char arbiter_secret[512];    /* the lease key's file */
+	char arbiter_url[512];    /* http://HOST:PORT or unix:PATH */
+	char arbiter_secret[512]; /* the lease key's file */
 };
 
 struct cl_config {
 	char api_socket[108];
-	char metrics_listen[128];    /* "" = no metrics endpoint */
+	char metrics_listen[128]; /* "" = no metrics endpoint */
 	char name_prefix[32];
 	struct cl_lifecycle life;
 	size_t n_hosts;
 	struct cl_host_cfg *hosts;
 	size_t n_groups;
 	struct cl_group_cfg *groups;
-	json_t *profiles;            /* scheduler.profiles, as given (NULL: default) */
+	json_t *profiles; /* scheduler.profiles, as given (NULL: default) */
 };
 
 void cl_config_free(struct cl_config *cfg);

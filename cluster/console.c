@@ -15,7 +15,7 @@
 DEFINE_PTR_CLEANUP(con_dom_freep, struct _virDomain, virDomainFree)
 
 #define LINE_MAX_BYTES 1024
-#define POLL_USEC 10000
+#define POLL_USEC      10000
 
 static int fail(struct vmact_err *err, const char *what, const char *uuid)
 {
@@ -55,7 +55,8 @@ static virStreamPtr open_dev(virConnectPtr c, virDomainPtr d, const char *dev, b
 
 static void sleep_usec(uint64_t usec)
 {
-	struct timespec ts = { .tv_sec = (time_t)(usec / 1000000), .tv_nsec = (long)(usec % 1000000) * 1000 };
+	struct timespec ts = { .tv_sec = (time_t)(usec / 1000000),
+			       .tv_nsec = (long)(usec % 1000000) * 1000 };
 
 	nanosleep(&ts, NULL);
 }
@@ -114,7 +115,8 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 			break;
 		}
 		if (n == 0) {
-			r = vmact_err_set(err, EPIPE, "console of %s closed (the guest stopped)", uuid);
+			r = vmact_err_set(err, EPIPE, "console of %s closed (the guest stopped)",
+					  uuid);
 			break;
 		}
 		for (int i = 0; i < n; i++) {
@@ -137,8 +139,8 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 		}
 	}
 	if (r == -ETIMEDOUT)
-		vmact_err_set(err, ETIMEDOUT, "no line starting '%s' on %s of %s within %.1f s", prefix,
-			      dev, uuid, timeout_usec / 1e6);
+		vmact_err_set(err, ETIMEDOUT, "no line starting '%s' on %s of %s within %.1f s",
+			      prefix, dev, uuid, timeout_usec / 1e6);
 	stream_close(out, false);
 	stream_close(s, false);
 	return r;

@@ -14,11 +14,28 @@
 
 DEFINE_PTR_CLEANUP(xml_free_docp, xmlDoc, xmlFreeDoc)
 
-const char *cl_state_name(enum cl_state s)
+const char *cl_domxml_tier_name(enum cl_tier t)
+{
+	static const char *const names[] = { "running", "paused", "saved", "cold" };
+
+	return (unsigned)t < ARRAY_SIZE(names) ? names[t] : "?";
+}
+
+int cl_domxml_tier_parse(const char *s, enum cl_tier *out)
+{
+	for (int t = 0; t < CL_N_TIERS; t++)
+		if (strcmp(s, cl_domxml_tier_name(t)) == 0) {
+			*out = t;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *cl_domxml_state_name(enum cl_state s)
 {
 	static const char *const names[] = {
-		[CL_ST_PENDING] = "pending", [CL_ST_CREATING] = "creating",
-		[CL_ST_BOOTING] = "booting", [CL_ST_READY] = "ready",
+		[CL_ST_PENDING] = "pending",   [CL_ST_CREATING] = "creating",
+		[CL_ST_BOOTING] = "booting",   [CL_ST_READY] = "ready",
 		[CL_ST_CLAIMING] = "claiming", [CL_ST_CLAIMED] = "claimed",
 		[CL_ST_DELETING] = "deleting",
 	};
@@ -26,7 +43,7 @@ const char *cl_state_name(enum cl_state s)
 	return (unsigned)s < ARRAY_SIZE(names) ? names[s] : "?";
 }
 
-const char *cl_role_name(enum cl_role r)
+const char *cl_domxml_role_name(enum cl_role r)
 {
 	return r == CL_ROLE_MEMBER ? "member" : "pool";
 }
@@ -78,12 +95,24 @@ static void put_esc(struct buf *b, const char *v)
 {
 	for (; *v; v++) {
 		switch (*v) {
-		case '<': put(b, "&lt;"); break;
-		case '>': put(b, "&gt;"); break;
-		case '&': put(b, "&amp;"); break;
-		case '\'': put(b, "&apos;"); break;
-		case '"': put(b, "&quot;"); break;
-		case '\n': put(b, "&#10;"); break;
+		case '<':
+			put(b, "&lt;");
+			break;
+		case '>':
+			put(b, "&gt;");
+			break;
+		case '&':
+			put(b, "&amp;");
+			break;
+		case '\'':
+			put(b, "&apos;");
+			break;
+		case '"':
+			put(b, "&quot;");
+			break;
+		case '\n':
+			put(b, "&#10;");
+			break;
 		default:
 			if ((unsigned char)*v < 0x20 && *v != '\t')
 				put(b, "?");
@@ -120,8 +149,8 @@ char *cl_domxml_meta_format(const struct cl_meta *m, bool in_domain)
 	else
 		put(&b, "<node group='");
 	put_esc(&b, m->group);
-	put(&b, "' role='%s' tier='%s' state='%s'", cl_role_name(m->role), cl_tier_name(m->tier),
-	    cl_state_name(m->state));
+	put(&b, "' role='%s' tier='%s' state='%s'", cl_domxml_role_name(m->role),
+	    cl_domxml_tier_name(m->tier), cl_domxml_state_name(m->state));
 	put_time(&b, "created", m->created);
 	put_time(&b, "booted", m->booted);
 	put_time(&b, "requested", m->requested);
@@ -171,7 +200,8 @@ static int attr_time(xmlNodePtr n, const char *name, double *out, struct vmact_e
 		return r;
 	*out = strtod(buf, &end);
 	if (*end || !isfinite(*out) || *out < 0)
-		return vmact_err_set(err, EINVAL, "cluster metadata: %s '%s' is not a time", name, buf);
+		return vmact_err_set(err, EINVAL, "cluster metadata: %s '%s' is not a time", name,
+				     buf);
 	return 0;
 }
 
@@ -195,7 +225,8 @@ int cl_domxml_meta_parse(const char *xml, struct cl_meta *m, struct vmact_err *e
 		return vmact_err_set(err, EINVAL, "cluster metadata: not XML");
 	root = xmlDocGetRootElement(doc);
 	if (!root || !ours(root, "node"))
-		return vmact_err_set(err, EINVAL, "cluster metadata: no <node> in %s", CL_DOMXML_NS);
+		return vmact_err_set(err, EINVAL, "cluster metadata: no <node> in %s",
+				     CL_DOMXML_NS);
 	if ((r = attr(root, "group", true, m->group, sizeof(m->group), err)) < 0)
 		return r;
 	if ((r = attr(root, "role", true, buf, sizeof(buf), err)) < 0)
@@ -208,13 +239,13 @@ int cl_domxml_meta_parse(const char *xml, struct cl_meta *m, struct vmact_err *e
 		return vmact_err_set(err, EINVAL, "cluster metadata: role '%s'", buf);
 	if ((r = attr(root, "tier", true, buf, sizeof(buf), err)) < 0)
 		return r;
-	if (cl_tier_parse(buf, &m->tier) < 0)
+	if (cl_domxml_tier_parse(buf, &m->tier) < 0)
 		return vmact_err_set(err, EINVAL, "cluster metadata: tier '%s'", buf);
 	if ((r = attr(root, "state", true, buf, sizeof(buf), err)) < 0)
 		return r;
 	m->state = CL_N_STATES;
 	for (int s = 0; s < CL_N_STATES; s++)
-		if (strcmp(buf, cl_state_name(s)) == 0)
+		if (strcmp(buf, cl_domxml_state_name(s)) == 0)
 			m->state = s;
 	if (m->state == CL_N_STATES)
 		return vmact_err_set(err, EINVAL, "cluster metadata: state '%s'", buf);
@@ -271,7 +302,8 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 	if (t->metadata_xml)
 		put(&b, "    %s\n", t->metadata_xml);
 	put(&b, "  </metadata>\n");
-	put(&b, "  <memory unit='KiB'>%llu</memory>\n  <currentMemory unit='KiB'>%llu</currentMemory>\n",
+	put(&b,
+	    "  <memory unit='KiB'>%llu</memory>\n  <currentMemory unit='KiB'>%llu</currentMemory>\n",
 	    (unsigned long long)(t->memory >> 10), (unsigned long long)(t->memory >> 10));
 	if (mem_hotplug)
 		/* vmactd's virtio-mem layout (doc/actuation.md): slots for DIMMs,
@@ -310,8 +342,9 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 	if (t->kvm)
 		put(&b, "  <cpu mode='host-model'>\n");
 	else
-		put(&b, "  <cpu mode='custom' match='exact' check='none'>\n"
-			"    <model fallback='forbid'>%s</model>\n",
+		put(&b,
+		    "  <cpu mode='custom' match='exact' check='none'>\n"
+		    "    <model fallback='forbid'>%s</model>\n",
 		    arm ? "cortex-a57" : "qemu64");
 	if (mem_hotplug)
 		put(&b, "    <numa><cell id='0' cpus='0-%u' memory='%llu' unit='KiB'/></numa>\n",
@@ -340,13 +373,15 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 		put(&b, "      <target port='%u'/>\n    </serial>\n", i);
 	}
 	if (g->health.kind == CL_HEALTH_AGENT)
-		put(&b, "    <channel type='unix'>\n"
-			"      <target type='virtio' name='org.qemu.guest_agent.0'/>\n    </channel>\n");
+		put(&b,
+		    "    <channel type='unix'>\n"
+		    "      <target type='virtio' name='org.qemu.guest_agent.0'/>\n    </channel>\n");
 	if (mem_hotplug)
-		put(&b, "    <memory model='virtio-mem'>\n      <target>\n"
-			"        <size unit='KiB'>%llu</size>\n        <node>0</node>\n"
-			"        <block unit='KiB'>2048</block>\n"
-			"        <requested unit='KiB'>0</requested>\n      </target>\n    </memory>\n",
+		put(&b,
+		    "    <memory model='virtio-mem'>\n      <target>\n"
+		    "        <size unit='KiB'>%llu</size>\n        <node>0</node>\n"
+		    "        <block unit='KiB'>2048</block>\n"
+		    "        <requested unit='KiB'>0</requested>\n      </target>\n    </memory>\n",
 		    (unsigned long long)((t->max_memory - t->memory) >> 10));
 	put(&b, "    <memballoon model='none'/>\n  </devices>\n</domain>\n");
 	out = finish(&b);
@@ -362,9 +397,10 @@ char *cl_domxml_overlay(const char *volume, const char *backing_path,
 
 	put(&b, "<volume>\n  <name>");
 	put_esc(&b, volume);
-	put(&b, "</name>\n  <capacity unit='bytes'>%llu</capacity>\n"
-		"  <target><format type='qcow2'/><permissions><mode>0600</mode></permissions></target>\n"
-		"  <backingStore>\n    <path>",
+	put(&b,
+	    "</name>\n  <capacity unit='bytes'>%llu</capacity>\n"
+	    "  <target><format type='qcow2'/><permissions><mode>0600</mode></permissions></target>\n"
+	    "  <backingStore>\n    <path>",
 	    backing_capacity);
 	put_esc(&b, backing_path);
 	put(&b, "</path>\n    <format type='");

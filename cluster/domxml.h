@@ -22,24 +22,27 @@
 #include "base/error.h"
 #include "cluster/config.h"
 
-#define CL_DOMXML_NS "https://vmact.dev/xmlns/cluster/1"
+#define CL_DOMXML_NS  "https://vmact.dev/xmlns/cluster/1"
 #define CL_DOMXML_KEY "cl"
 
 enum cl_role { CL_ROLE_POOL, CL_ROLE_MEMBER };
 
 /* A VM's state, kip's node phases in libvirt's terms. */
 enum cl_state {
-	CL_ST_PENDING,   /* a member not placed: defined, never started, no disk */
-	CL_ST_CREATING,  /* disk made, domain defined and being started */
-	CL_ST_BOOTING,   /* started; waiting to be healthy (BootTimeout) */
-	CL_ST_READY,     /* standby, healthy, in its tier (paused, saved) */
-	CL_ST_CLAIMING,  /* a member taken from the pool, being woken */
-	CL_ST_CLAIMED,   /* in service: the guest was told its claim */
-	CL_ST_DELETING,  /* being destroyed */
+	CL_ST_PENDING,  /* a member not placed: defined, never started, no disk */
+	CL_ST_CREATING, /* disk made, domain defined and being started */
+	CL_ST_BOOTING,  /* started; waiting to be healthy (BootTimeout) */
+	CL_ST_READY,    /* standby, healthy, in its tier (paused, saved) */
+	CL_ST_CLAIMING, /* a member taken from the pool, being woken */
+	CL_ST_CLAIMED,  /* in service: the guest was told its claim */
+	CL_ST_DELETING, /* being destroyed */
 	CL_N_STATES,
 };
-const char *cl_state_name(enum cl_state s);
-const char *cl_role_name(enum cl_role r);
+const char *cl_domxml_state_name(enum cl_state s);
+/* "running", "paused", "saved", "cold" (a VM booted for its claim). */
+const char *cl_domxml_tier_name(enum cl_tier t);
+int cl_domxml_tier_parse(const char *s, enum cl_tier *out);
+const char *cl_domxml_role_name(enum cl_role r);
 
 struct cl_meta {
 	char group[CL_NAME_MAX];

@@ -24,9 +24,9 @@
 struct cl_engine;
 
 struct cl_engine_event {
-	int priority;        /* syslog's: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
-	const char *group;   /* NULL when about no group */
-	const char *vm;      /* the domain's name, NULL when about no VM */
+	int priority;      /* syslog's: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
+	const char *group; /* NULL when about no group */
+	const char *vm;    /* the domain's name, NULL when about no VM */
 	const char *text;
 };
 typedef void cl_engine_event_fn(void *ud, const struct cl_engine_event *ev);
@@ -70,14 +70,14 @@ void cl_engine_decrease(struct cl_engine *e, const char *group, long long delta,
 /* ---- what there is (answered from memory) ---- */
 
 struct cl_engine_tier_count {
-	unsigned size;      /* configured */
-	unsigned ready;     /* standby, healthy, in the tier */
-	unsigned starting;  /* on their way into it */
+	unsigned size;     /* configured */
+	unsigned ready;    /* standby, healthy, in the tier */
+	unsigned starting; /* on their way into it */
 };
 
 struct cl_engine_group_view {
 	const struct cl_group_cfg *cfg;
-	unsigned target;    /* members not being deleted */
+	unsigned target; /* members not being deleted */
 	unsigned in_service;
 	struct cl_engine_tier_count tiers[3];
 };
@@ -87,7 +87,7 @@ size_t cl_engine_n_groups(const struct cl_engine *e);
 void cl_engine_group_at(const struct cl_engine *e, size_t i, struct cl_engine_group_view *v);
 
 struct cl_engine_vm_view {
-	const char *group;  /* NULL: a VM of a group no longer configured */
+	const char *group; /* NULL: a VM of a group no longer configured */
 	const char *name, *uuid, *host;
 	char provider_id[160];
 	const struct cl_meta *meta;
@@ -120,14 +120,20 @@ int cl_engine_reject(struct cl_engine *e, const char *uid, const char *why);
 /* ---- counters for the metrics ---- */
 
 #define CL_ENGINE_HIST_BUCKETS 12
+/* Seconds: a running standby VM takes well under one, a cold boot under
+ * TCG tens. */
+#define CL_ENGINE_HIST_BOUNDS                                     \
+	{                                                         \
+		0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300 \
+	}
 extern const double cl_engine_hist_bounds[CL_ENGINE_HIST_BUCKETS];
 
 enum cl_engine_failure {
-	CL_FAIL_BOOT_TIMEOUT,   /* not healthy within boot_timeout */
-	CL_FAIL_UNHEALTHY,      /* a standby VM without a good check for healthy_timeout */
-	CL_FAIL_BIND,           /* disk, define or start failed */
-	CL_FAIL_CLAIM,          /* waking or telling a standby VM failed */
-	CL_FAIL_NO_HOST,        /* no host fits a member */
+	CL_FAIL_BOOT_TIMEOUT, /* not healthy within boot_timeout */
+	CL_FAIL_UNHEALTHY,    /* a standby VM without a good check for healthy_timeout */
+	CL_FAIL_BIND,         /* disk, define or start failed */
+	CL_FAIL_CLAIM,        /* waking or telling a standby VM failed */
+	CL_FAIL_NO_HOST,      /* no host fits a member */
 	CL_N_FAILURES,
 };
 const char *cl_engine_failure_name(enum cl_engine_failure f);
@@ -145,5 +151,4 @@ const struct cl_engine_group_counters *cl_engine_group_counters(const struct cl_
 struct cl_engine_host_counters {
 	uint64_t granted, refused, errors; /* Reserve at the host's arbiter */
 };
-const struct cl_engine_host_counters *cl_engine_host_counters(const struct cl_engine *e,
-							      size_t i);
+const struct cl_engine_host_counters *cl_engine_host_counters(const struct cl_engine *e, size_t i);

@@ -86,8 +86,7 @@ static struct entry *find(const struct cl_fw_cycle *cs, const char *key)
 	return NULL;
 }
 
-int cl_fw_cycle_write(struct cl_fw_cycle *cs, const char *key, void *data,
-		      void (*free_fn)(void *))
+int cl_fw_cycle_write(struct cl_fw_cycle *cs, const char *key, void *data, void (*free_fn)(void *))
 {
 	struct entry *e = find(cs, key);
 
@@ -143,9 +142,12 @@ void cl_fw_cycle_delete(struct cl_fw_cycle *cs, const char *key)
 const char *cl_fw_point_name(enum cl_fw_point p)
 {
 	static const char *const names[] = {
-		[CL_FW_PRE_FILTER] = "preFilter", [CL_FW_FILTER] = "filter",
-		[CL_FW_POST_FILTER] = "postFilter", [CL_FW_SCORE] = "score",
-		[CL_FW_RESERVE] = "reserve", [CL_FW_PERMIT] = "permit",
+		[CL_FW_PRE_FILTER] = "preFilter",
+		[CL_FW_FILTER] = "filter",
+		[CL_FW_POST_FILTER] = "postFilter",
+		[CL_FW_SCORE] = "score",
+		[CL_FW_RESERVE] = "reserve",
+		[CL_FW_PERMIT] = "permit",
 		[CL_FW_BIND] = "bind",
 	};
 
@@ -189,14 +191,22 @@ static const struct cl_fw_plugin_ops *lookup(const struct cl_fw_registry *reg, c
 static bool implements(const struct cl_fw_plugin_ops *o, enum cl_fw_point p)
 {
 	switch (p) {
-	case CL_FW_PRE_FILTER: return o->pre_filter;
-	case CL_FW_FILTER: return o->filter;
-	case CL_FW_POST_FILTER: return o->post_filter;
-	case CL_FW_SCORE: return o->score;
-	case CL_FW_RESERVE: return o->reserve;
-	case CL_FW_PERMIT: return o->permit;
-	case CL_FW_BIND: return o->bind;
-	default: return false;
+	case CL_FW_PRE_FILTER:
+		return o->pre_filter;
+	case CL_FW_FILTER:
+		return o->filter;
+	case CL_FW_POST_FILTER:
+		return o->post_filter;
+	case CL_FW_SCORE:
+		return o->score;
+	case CL_FW_RESERVE:
+		return o->reserve;
+	case CL_FW_PERMIT:
+		return o->permit;
+	case CL_FW_BIND:
+		return o->bind;
+	default:
+		return false;
 	}
 }
 
@@ -212,7 +222,8 @@ static int plugin_args(const json_t *profile, const char *path, const char *name
 	*out = NULL;
 	if (!pc)
 		return 0;
-	json_array_foreach(pc, i, it) {
+	json_array_foreach(pc, i, it)
+	{
 		const char *n = json_string_value(json_object_get(it, "name"));
 
 		if (n && strcmp(n, name) == 0) {
@@ -272,10 +283,11 @@ static int check_set(const json_t *set, const char *p, const struct cl_fw_regist
 
 	if (!json_is_object(set))
 		return vmact_err_set(err, EINVAL, "%s: must be an object", p);
-	json_object_foreach((json_t *)set, key, v) {
+	json_object_foreach((json_t *)set, key, v)
+	{
 		if (strcmp(key, "enabled") && strcmp(key, "disabled"))
-			return vmact_err_set(err, EINVAL, "%s.%s: unknown key (enabled, disabled)", p,
-					     key);
+			return vmact_err_set(err, EINVAL, "%s.%s: unknown key (enabled, disabled)",
+					     p, key);
 	}
 	for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
 		const json_t *arr = json_object_get(set, lists[l]);
@@ -286,39 +298,46 @@ static int check_set(const json_t *set, const char *p, const struct cl_fw_regist
 			continue;
 		if (!json_is_array(arr))
 			return vmact_err_set(err, EINVAL, "%s.%s: must be an array", p, lists[l]);
-		json_array_foreach(arr, i, it) {
+		json_array_foreach(arr, i, it)
+		{
 			const char *n, *k;
 			json_t *x;
 
 			if (!json_is_object(it))
-				return vmact_err_set(err, EINVAL, "%s.%s[%zu]: must be an object", p,
-						     lists[l], i);
-			json_object_foreach(it, k, x) {
+				return vmact_err_set(err, EINVAL, "%s.%s[%zu]: must be an object",
+						     p, lists[l], i);
+			json_object_foreach(it, k, x)
+			{
 				if (strcmp(k, "name") && !(l == 0 && strcmp(k, "weight") == 0))
-					return vmact_err_set(err, EINVAL, "%s.%s[%zu].%s: unknown key", p,
+					return vmact_err_set(err, EINVAL,
+							     "%s.%s[%zu].%s: unknown key", p,
 							     lists[l], i, k);
 			}
 			n = json_string_value(json_object_get(it, "name"));
 			if (!n)
-				return vmact_err_set(err, EINVAL, "%s.%s[%zu].name: required string", p,
+				return vmact_err_set(err, EINVAL,
+						     "%s.%s[%zu].name: required string", p,
 						     lists[l], i);
 			if (l == 1 && strcmp(n, "*") == 0)
 				continue;
 			if (!lookup(reg, n))
-				return vmact_err_set(err, EINVAL, "%s.%s[%zu].name: unknown plugin '%s'", p,
+				return vmact_err_set(err, EINVAL,
+						     "%s.%s[%zu].name: unknown plugin '%s'", p,
 						     lists[l], i, n);
 			if (l == 0 && !implements(lookup(reg, n), point))
-				return vmact_err_set(err, EINVAL,
-						     "%s.%s[%zu].name: plugin '%s' has no %s extension point",
-						     p, lists[l], i, n, cl_fw_point_name(point));
+				return vmact_err_set(
+					err, EINVAL,
+					"%s.%s[%zu].name: plugin '%s' has no %s extension point", p,
+					lists[l], i, n, cl_fw_point_name(point));
 			x = json_object_get(it, "weight");
 			if (x && (!json_is_integer(x) || json_integer_value(x) < 1 ||
 				  json_integer_value(x) > 100 || point != CL_FW_SCORE))
-				return vmact_err_set(err, EINVAL,
-						     point == CL_FW_SCORE
-							     ? "%s.%s[%zu].weight: an integer from 1 to 100"
-							     : "%s.%s[%zu].weight: only score plugins have one",
-						     p, lists[l], i);
+				return vmact_err_set(
+					err, EINVAL,
+					point == CL_FW_SCORE
+						? "%s.%s[%zu].weight: an integer from 1 to 100"
+						: "%s.%s[%zu].weight: only score plugins have one",
+					p, lists[l], i);
 		}
 	}
 	return 0;
@@ -334,11 +353,14 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 
 	if (!json_is_object(profile))
 		return vmact_err_set(err, EINVAL, "%s: must be an object", path);
-	json_object_foreach((json_t *)profile, key, v) {
-		if (strcmp(key, "schedulerName") && strcmp(key, "plugins") && strcmp(key, "pluginConfig"))
-			return vmact_err_set(err, EINVAL,
-					     "%s.%s: unknown key (schedulerName, plugins, pluginConfig)",
-					     path, key);
+	json_object_foreach((json_t *)profile, key, v)
+	{
+		if (strcmp(key, "schedulerName") && strcmp(key, "plugins") &&
+		    strcmp(key, "pluginConfig"))
+			return vmact_err_set(
+				err, EINVAL,
+				"%s.%s: unknown key (schedulerName, plugins, pluginConfig)", path,
+				key);
 	}
 	v = json_object_get(profile, "schedulerName");
 	if (v && (!json_is_string(v) || !json_string_length(v) ||
@@ -349,17 +371,19 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 	if (plugins) {
 		if (!json_is_object(plugins))
 			return vmact_err_set(err, EINVAL, "%s.plugins: must be an object", path);
-		json_object_foreach((json_t *)plugins, key, v) {
+		json_object_foreach((json_t *)plugins, key, v)
+		{
 			int point = -1, r;
 
 			for (int i = 0; i < CL_FW_N_POINTS; i++)
 				if (strcmp(key, cl_fw_point_name(i)) == 0)
 					point = i;
 			if (point < 0)
-				return vmact_err_set(err, EINVAL,
-						     "%s.plugins.%s: unknown extension point (preFilter, "
-						     "filter, postFilter, score, reserve, permit, bind)",
-						     path, key);
+				return vmact_err_set(
+					err, EINVAL,
+					"%s.plugins.%s: unknown extension point (preFilter, "
+					"filter, postFilter, score, reserve, permit, bind)",
+					path, key);
 			snprintf(p, sizeof(p), "%s.plugins.%s", path, key);
 			if ((r = check_set(v, p, reg, point, err)) < 0)
 				return r;
@@ -371,29 +395,38 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 		json_t *it;
 
 		if (!json_is_array(pc))
-			return vmact_err_set(err, EINVAL, "%s.pluginConfig: must be an array", path);
-		json_array_foreach(pc, i, it) {
+			return vmact_err_set(err, EINVAL, "%s.pluginConfig: must be an array",
+					     path);
+		json_array_foreach(pc, i, it)
+		{
 			const char *n;
 
 			if (!json_is_object(it))
-				return vmact_err_set(err, EINVAL, "%s.pluginConfig[%zu]: must be an object",
+				return vmact_err_set(err, EINVAL,
+						     "%s.pluginConfig[%zu]: must be an object",
 						     path, i);
-			json_object_foreach(it, key, v) {
+			json_object_foreach(it, key, v)
+			{
 				if (strcmp(key, "name") && strcmp(key, "args"))
-					return vmact_err_set(err, EINVAL,
-							     "%s.pluginConfig[%zu].%s: unknown key (name, args)",
-							     path, i, key);
+					return vmact_err_set(
+						err, EINVAL,
+						"%s.pluginConfig[%zu].%s: unknown key (name, args)",
+						path, i, key);
 			}
 			n = json_string_value(json_object_get(it, "name"));
 			if (!n)
-				return vmact_err_set(err, EINVAL, "%s.pluginConfig[%zu].name: required string",
+				return vmact_err_set(err, EINVAL,
+						     "%s.pluginConfig[%zu].name: required string",
 						     path, i);
 			if (!lookup(reg, n))
-				return vmact_err_set(err, EINVAL, "%s.pluginConfig[%zu].name: unknown plugin '%s'",
-						     path, i, n);
+				return vmact_err_set(
+					err, EINVAL,
+					"%s.pluginConfig[%zu].name: unknown plugin '%s'", path, i,
+					n);
 			v = json_object_get(it, "args");
 			if (v && !json_is_object(v))
-				return vmact_err_set(err, EINVAL, "%s.pluginConfig[%zu].args: must be an object",
+				return vmact_err_set(err, EINVAL,
+						     "%s.pluginConfig[%zu].args: must be an object",
 						     path, i);
 		}
 	}
@@ -420,27 +453,29 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 		enabled = json_object_get(set, "enabled");
 		disabled = json_object_get(set, "disabled");
 	}
-	json_array_foreach(disabled, i, it)
-		if (strcmp(json_string_value(json_object_get(it, "name")), "*") == 0)
-			all_off = true;
-	for (i = 0; !all_off && defaults && defaults->points[point] && defaults->points[point][i]; i++) {
+	json_array_foreach(disabled, i,
+			   it) if (strcmp(json_string_value(json_object_get(it, "name")), "*") == 0)
+		all_off = true;
+	for (i = 0; !all_off && defaults && defaults->points[point] && defaults->points[point][i];
+	     i++) {
 		const char *d = defaults->points[point][i];
 		bool off = false, again = false;
 		size_t j;
 		json_t *x;
 
-		json_array_foreach(disabled, j, x)
-			if (strcmp(json_string_value(json_object_get(x, "name")), d) == 0)
-				off = true;
-		json_array_foreach(enabled, j, x)
-			if (strcmp(json_string_value(json_object_get(x, "name")), d) == 0)
-				again = true;
+		json_array_foreach(disabled, j,
+				   x) if (strcmp(json_string_value(json_object_get(x, "name")),
+						 d) == 0) off = true;
+		json_array_foreach(enabled, j,
+				   x) if (strcmp(json_string_value(json_object_get(x, "name")),
+						 d) == 0) again = true;
 		if (off || again)
 			continue;
 		names[n] = d;
 		weights[n++] = 1;
 	}
-	json_array_foreach(enabled, i, it) {
+	json_array_foreach(enabled, i, it)
+	{
 		json_t *w = json_object_get(it, "weight");
 
 		if (n == ARRAY_SIZE(names))
@@ -457,17 +492,19 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(names[j], names[i]) == 0)
-				return vmact_err_set(err, EINVAL, "%s.plugins.%s: plugin '%s' enabled twice",
+				return vmact_err_set(err, EINVAL,
+						     "%s.plugins.%s: plugin '%s' enabled twice",
 						     path, cl_fw_point_name(point), names[i]);
 		in = instance_for(fw, reg, profile, path, names[i], h, err, &r);
 		if (!in)
-			return r < 0 && err && err->code ? r
-							 : vmact_err_set(err, EINVAL,
-									 "%s.plugins.%s: unknown plugin '%s'",
-									 path, cl_fw_point_name(point),
-									 names[i]);
+			return r < 0 && err && err->code
+				       ? r
+				       : vmact_err_set(err, EINVAL,
+						       "%s.plugins.%s: unknown plugin '%s'", path,
+						       cl_fw_point_name(point), names[i]);
 		if (!implements(in->ops, point))
-			return vmact_err_set(err, EINVAL, "%s.plugins.%s: plugin '%s' has no %s extension point",
+			return vmact_err_set(err, EINVAL,
+					     "%s.plugins.%s: plugin '%s' has no %s extension point",
 					     path, cl_fw_point_name(point), names[i],
 					     cl_fw_point_name(point));
 		fw->points[point][fw->n_points[point]].inst = in;
@@ -504,7 +541,8 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 		size_t i;
 		json_t *it;
 
-		json_array_foreach(json_object_get(profile, "pluginConfig"), i, it) {
+		json_array_foreach(json_object_get(profile, "pluginConfig"), i, it)
+		{
 			const char *n = json_string_value(json_object_get(it, "name"));
 			bool used = false;
 
@@ -512,10 +550,11 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 				used |= strcmp(fw->inst[k].ops->name, n) == 0;
 			if (!used) {
 				cl_fw_free(fw);
-				return vmact_err_set(err, EINVAL,
-						     "%s.pluginConfig[%zu].name: plugin '%s' is not enabled "
-						     "at any extension point",
-						     path, i, n);
+				return vmact_err_set(
+					err, EINVAL,
+					"%s.pluginConfig[%zu].name: plugin '%s' is not enabled "
+					"at any extension point",
+					path, i, n);
 			}
 		}
 	}
@@ -594,7 +633,8 @@ static void post_filter(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct c
 		char nominated[CL_FW_NAME_MAX] = "";
 
 		status_start(&st, s->inst->ops->name);
-		s->inst->ops->post_filter(s->inst->state, cs, vm, hosts, n, statuses, nominated, &st);
+		s->inst->ops->post_filter(s->inst->state, cs, vm, hosts, n, statuses, nominated,
+					  &st);
 		if (st.code == CL_FW_SUCCESS && nominated[0]) {
 			snprintf(res->nominated, sizeof(res->nominated), "%s", nominated);
 			snprintf(res->status.msg + strlen(res->status.msg),
@@ -626,7 +666,8 @@ static int score_hosts(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl
 		for (size_t k = 0; k < nf; k++) {
 			status_start(&st, s->inst->ops->name);
 			scores[k] = 0;
-			s->inst->ops->score(s->inst->state, cs, vm, &hosts[feasible[k]], &scores[k], &st);
+			s->inst->ops->score(s->inst->state, cs, vm, &hosts[feasible[k]], &scores[k],
+					    &st);
 			if (st.code != CL_FW_SUCCESS) {
 				/* Score must succeed: a failure is the cycle's error. */
 				res->status = st;
@@ -650,8 +691,8 @@ static int score_hosts(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl
 					 s->inst->ops->name);
 				snprintf(res->status.msg, sizeof(res->status.msg),
 					 "score %lld for host %s outside [%d, %d] after normalizing",
-					 (long long)scores[k], hosts[feasible[k]].name, CL_FW_MIN_SCORE,
-					 CL_FW_MAX_SCORE);
+					 (long long)scores[k], hosts[feasible[k]].name,
+					 CL_FW_MIN_SCORE, CL_FW_MAX_SCORE);
 				return -1;
 			}
 			total[k] += scores[k] * s->weight;
@@ -711,10 +752,12 @@ void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw
 			resolvable |= res->hosts[i].filter.code == CL_FW_UNSCHEDULABLE;
 		res->status.code = resolvable ? CL_FW_UNSCHEDULABLE : CL_FW_UNRESOLVABLE;
 		res->status.plugin[0] = 0;
-		off = (size_t)snprintf(res->status.msg, sizeof(res->status.msg), "0/%zu hosts fit", n);
+		off = (size_t)snprintf(res->status.msg, sizeof(res->status.msg), "0/%zu hosts fit",
+				       n);
 		for (size_t i = 0; i < n && off < sizeof(res->status.msg); i++)
-			off += (size_t)snprintf(res->status.msg + off, sizeof(res->status.msg) - off,
-						"%s %s: %s", i ? ";" : ":", hosts[i].name,
+			off += (size_t)snprintf(res->status.msg + off,
+						sizeof(res->status.msg) - off, "%s %s: %s",
+						i ? ";" : ":", hosts[i].name,
 						res->hosts[i].filter.msg);
 		if (resolvable)
 			post_filter(fw, cs, vm, hosts, n, res);
@@ -753,7 +796,8 @@ void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw
 		if (st.code == CL_FW_WAIT) {
 			if (!res->n_waiting || timeout < res->wait_usec)
 				res->wait_usec = timeout;
-			snprintf(res->waiting[res->n_waiting++], CL_FW_NAME_MAX, "%s", s->inst->ops->name);
+			snprintf(res->waiting[res->n_waiting++], CL_FW_NAME_MAX, "%s",
+				 s->inst->ops->name);
 			if (res->status.code != CL_FW_WAIT)
 				res->status = st;
 		} else if (st.code != CL_FW_SUCCESS) {
@@ -815,8 +859,8 @@ int cl_fw_wait(struct cl_fw *fw, const struct cl_fw_vm *vm, const struct cl_fw_r
 	return 0;
 }
 
-void cl_fw_waiting_each(const struct cl_fw *fw,
-			void (*fn)(void *ud, const struct cl_fw_waiting *w), void *ud)
+void cl_fw_waiting_each(const struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
+			void *ud)
 {
 	/* Kept in arrival order (removal shifts). */
 	for (size_t i = 0; i < fw->n_waiting; i++)
@@ -838,7 +882,8 @@ static ssize_t waiting_index(const struct cl_fw *fw, const char *uid)
 
 static void waiting_remove(struct cl_fw *fw, size_t i)
 {
-	memmove(&fw->waiting[i], &fw->waiting[i + 1], (fw->n_waiting - i - 1) * sizeof(*fw->waiting));
+	memmove(&fw->waiting[i], &fw->waiting[i + 1],
+		(fw->n_waiting - i - 1) * sizeof(*fw->waiting));
 	fw->n_waiting--;
 }
 

@@ -44,22 +44,22 @@
 
 enum cl_fw_code {
 	CL_FW_SUCCESS = 0,
-	CL_FW_ERROR,             /* a plugin's internal failure */
-	CL_FW_UNSCHEDULABLE,     /* does not fit now; PostFilter may help */
-	CL_FW_UNRESOLVABLE,      /* UnschedulableAndUnresolvable: nothing helps */
-	CL_FW_WAIT,              /* Permit only */
-	CL_FW_SKIP,              /* Bind only: not handled by this plugin */
+	CL_FW_ERROR,         /* a plugin's internal failure */
+	CL_FW_UNSCHEDULABLE, /* does not fit now; PostFilter may help */
+	CL_FW_UNRESOLVABLE,  /* UnschedulableAndUnresolvable: nothing helps */
+	CL_FW_WAIT,          /* Permit only */
+	CL_FW_SKIP,          /* Bind only: not handled by this plugin */
 };
 /* "Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable",
  * "Wait", "Skip". */
 const char *cl_fw_code_name(enum cl_fw_code c);
 
-#define CL_FW_NAME_MAX 64
-#define CL_FW_MSG_MAX 256
-#define CL_FW_MAX_HOSTS 64
+#define CL_FW_NAME_MAX    64
+#define CL_FW_MSG_MAX     256
+#define CL_FW_MAX_HOSTS   64
 #define CL_FW_MAX_PLUGINS 16 /* per extension point */
-#define CL_FW_MIN_SCORE 0
-#define CL_FW_MAX_SCORE 100
+#define CL_FW_MIN_SCORE   0
+#define CL_FW_MAX_SCORE   100
 
 struct cl_fw_status {
 	enum cl_fw_code code;
@@ -71,8 +71,8 @@ void cl_fw_status_set(struct cl_fw_status *st, enum cl_fw_code code, const char 
 
 /* The VM being placed (the framework's pod). */
 struct cl_fw_vm {
-	char uid[40];                /* the domain's UUID */
-	char name[CL_FW_NAME_MAX];   /* the domain's name */
+	char uid[40];              /* the domain's UUID */
+	char name[CL_FW_NAME_MAX]; /* the domain's name */
 	char group[CL_FW_NAME_MAX];
 	bool standby;                /* a pool refill, not a member */
 	struct vmact_resources size; /* what it reserves */
@@ -89,12 +89,12 @@ struct cl_fw_vm {
 struct cl_fw_host {
 	char name[CL_FW_NAME_MAX];
 	bool reachable;
-	char why[CL_FW_MSG_MAX];        /* when unreachable, or no ledger */
-	bool ledger;                    /* its arbiter answered */
+	char why[CL_FW_MSG_MAX]; /* when unreachable, or no ledger */
+	bool ledger;             /* its arbiter answered */
 	struct vmact_resources total, watermark, reserved, pressure;
 	struct vmact_resources standby; /* held by standby VMs on it */
 	unsigned standby_vms;
-	unsigned group_vms;             /* VMs of the group placed here */
+	unsigned group_vms; /* VMs of the group placed here */
 };
 
 /* ---- cycle state ---- */
@@ -104,8 +104,7 @@ int cl_fw_cycle_new(struct cl_fw_cycle **out);
 void cl_fw_cycle_free(struct cl_fw_cycle *cs);
 /* Stores data under key (a copy of the key is kept); data is freed with
  * free_fn (may be NULL) when replaced, deleted or the state goes. -ENOMEM. */
-int cl_fw_cycle_write(struct cl_fw_cycle *cs, const char *key, void *data,
-		      void (*free_fn)(void *));
+int cl_fw_cycle_write(struct cl_fw_cycle *cs, const char *key, void *data, void (*free_fn)(void *));
 /* NULL when absent. */
 void *cl_fw_cycle_read(const struct cl_fw_cycle *cs, const char *key);
 void cl_fw_cycle_delete(struct cl_fw_cycle *cs, const char *key);
@@ -150,8 +149,8 @@ struct cl_fw_plugin_ops {
 	void (*unreserve)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			  const char *host);
 	/* Wait: *timeout_usec says how long at most. */
-	void (*permit)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
-		       const char *host, uint64_t *timeout_usec, struct cl_fw_status *st);
+	void (*permit)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
+		       uint64_t *timeout_usec, struct cl_fw_status *st);
 	void (*bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
 		     struct cl_fw_status *st);
 };
@@ -198,8 +197,7 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 void cl_fw_free(struct cl_fw *fw);
 const char *cl_fw_scheduler_name(const struct cl_fw *fw);
 /* The enabled plugins of a point, in order; their count. */
-size_t cl_fw_plugins(const struct cl_fw *fw, enum cl_fw_point p, const char **names,
-		     size_t max);
+size_t cl_fw_plugins(const struct cl_fw *fw, enum cl_fw_point p, const char **names, size_t max);
 
 struct cl_fw_result {
 	/* Success: reserved on host and permitted; Wait: reserved on host,
@@ -211,8 +209,8 @@ struct cl_fw_result {
 	size_t n_hosts, feasible;
 	struct {
 		char name[CL_FW_NAME_MAX];
-		struct cl_fw_status filter;  /* why it was excluded */
-		int64_t score;               /* weighted total when feasible */
+		struct cl_fw_status filter; /* why it was excluded */
+		int64_t score;              /* weighted total when feasible */
 	} hosts[CL_FW_MAX_HOSTS];
 	/* On Wait: the shortest timeout and the plugins that asked. */
 	uint64_t wait_usec;
@@ -250,8 +248,8 @@ struct cl_fw_waiting {
 int cl_fw_wait(struct cl_fw *fw, const struct cl_fw_vm *vm, const struct cl_fw_result *res,
 	       uint64_t now_usec);
 /* Calls fn for each waiting VM, oldest first. */
-void cl_fw_waiting_each(const struct cl_fw *fw,
-			void (*fn)(void *ud, const struct cl_fw_waiting *w), void *ud);
+void cl_fw_waiting_each(const struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
+			void *ud);
 size_t cl_fw_waiting_count(const struct cl_fw *fw);
 /* Allows the VM for plugin (NULL: for every plugin it waits on). 1 when it
  * waits no more (it is removed: bind it), 0 when other plugins still

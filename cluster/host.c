@@ -16,7 +16,7 @@
 #include "base/macro.h"
 
 /* One arbiter request; the answer's body is kept to this much. */
-#define ANSWER_MAX (256 * 1024)
+#define ANSWER_MAX     (256 * 1024)
 #define HTTP_TIMEOUT_S 10
 
 struct cl_host {
@@ -163,14 +163,14 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 	int r = 0;
 
 	*out = NULL;
-	ag_lease_sign(h->key, h->key_len, method, path, ts, body ? body : "", body ? strlen(body) : 0,
-		      sig);
+	ag_lease_sign(h->key, h->key_len, method, path, ts, body ? body : "",
+		      body ? strlen(body) : 0, sig);
 	if (h->ep.kind == VMACT_EP_UNIX)
 		snprintf(url, sizeof(url), "http://localhost%s?ts=%lld&sig=%s", path, ts, sig);
 	else
-		snprintf(url, sizeof(url), "http://%s%s%s:%u%s?ts=%lld&sig=%s", h->ep.host_v6 ? "[" : "",
-			 h->ep.host, h->ep.host_v6 ? "]" : "", h->ep.port ? h->ep.port : 80, path, ts,
-			 sig);
+		snprintf(url, sizeof(url), "http://%s%s%s:%u%s?ts=%lld&sig=%s",
+			 h->ep.host_v6 ? "[" : "", h->ep.host, h->ep.host_v6 ? "]" : "",
+			 h->ep.port ? h->ep.port : 80, path, ts, sig);
 	c = curl_easy_init();
 	if (!c)
 		return vmact_err_set(err, ENOMEM, "out of memory");
@@ -205,8 +205,10 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 					  h->cfg.arbiter_url, e ? e : "(no reason)");
 			arbiter_status(h, false, err ? err->msg : "refused");
 		} else if (*status == 404 && strcmp(method, "DELETE")) {
-			r = vmact_err_set(err, EIO, "arbiter %s has no lease interface (an older "
-					  "arbiter, or leases not configured)", h->cfg.arbiter_url);
+			r = vmact_err_set(err, EIO,
+					  "arbiter %s has no lease interface (an older "
+					  "arbiter, or leases not configured)",
+					  h->cfg.arbiter_url);
 			arbiter_status(h, false, err ? err->msg : "no leases");
 		} else {
 			arbiter_status(h, true, NULL);
@@ -222,9 +224,8 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 	return r;
 }
 
-int cl_host_lease(struct cl_host *h, const char *ns, const char *name,
-		  struct vmact_resources size, uint64_t ttl_usec, bool existing,
-		  struct vmact_err *err)
+int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
+		  uint64_t ttl_usec, bool existing, struct vmact_err *err)
 {
 	struct ag_lease_request req = { .size = size, .existing = existing };
 	_cleanup_free_ char *body = NULL;
@@ -248,8 +249,8 @@ int cl_host_lease(struct cl_host *h, const char *ns, const char *name,
 				  json_string_value(json_object_get(out, "error"))
 					  ?: "no room at the arbiter");
 	else
-		r = vmact_err_set(err, EIO, "arbiter %s answered %ld: %s", h->cfg.arbiter_url, status,
-				  json_string_value(json_object_get(out, "error")) ?: "");
+		r = vmact_err_set(err, EIO, "arbiter %s answered %ld: %s", h->cfg.arbiter_url,
+				  status, json_string_value(json_object_get(out, "error")) ?: "");
 	json_decref(out);
 	return r;
 }

@@ -34,9 +34,8 @@ virConnectPtr cl_host_conn(struct cl_host *h, struct vmact_err *err);
  * arbiter has no room: err says what is free; -EACCES when it refused
  * the signature; -EIO when it could not be reached or answered nonsense).
  * existing: record it whatever the room (a running VM). */
-int cl_host_lease(struct cl_host *h, const char *ns, const char *name,
-		  struct vmact_resources size, uint64_t ttl_usec, bool existing,
-		  struct vmact_err *err);
+int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
+		  uint64_t ttl_usec, bool existing, struct vmact_err *err);
 /* Ends a lease; a lease the arbiter does not know is no error. */
 int cl_host_release(struct cl_host *h, const char *ns, const char *name, struct vmact_err *err);
 /* The ledger's totals. */

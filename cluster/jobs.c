@@ -25,8 +25,8 @@ struct cl_jobs {
 	int efd;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct job *todo, **todo_tail;     /* queued */
-	struct job *finished, **fin_tail;  /* run, waiting for their done */
+	struct job *todo, **todo_tail;    /* queued */
+	struct job *finished, **fin_tail; /* run, waiting for their done */
 	pthread_t *threads;
 	unsigned nthreads;
 	atomic_uint pending;

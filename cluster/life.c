@@ -8,8 +8,8 @@
  * what the engine asked of it, the one next job, and nothing while a job
  * of it runs. Every job writes the metadata before the step it describes
  * is taken (doc/cluster.md, "State in libvirt"). */
-#define CL_ENGINE_INTERNAL
-#include "cluster/engine-int.h"
+#define CL_ENGINE_PRIV_ALLOW
+#include "cluster/engine-priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,13 +41,13 @@ struct job {
 	enum cl_state probed_state; /* J_PROBE: the state it was probed for */
 	uint64_t window_usec;       /* J_PROBE */
 	bool leased, persisted;
-	bool retry_now;             /* J_MEMBER_FAIL */
+	bool retry_now; /* J_MEMBER_FAIL */
 	bool has_why;
 	enum cl_engine_failure why;
 	char provider_id[160];
 	/* results */
 	int r;
-	bool recorded;              /* J_REMOVE: state deleting is recorded */
+	bool recorded; /* J_REMOVE: state deleting is recorded */
 	struct vmact_err err;
 	void (*then)(struct cl_vm *vm, int r, const char *err);
 };
@@ -63,7 +63,7 @@ static struct job *job_new(struct cl_vm *vm, enum kind kind)
 	j->e = vm->g->e;
 	j->vm = vm;
 	j->g = vm->g->cfg;
-	h = vm->host[0] ? cl_engine_host(j->e, vm->host) : NULL;
+	h = vm->host[0] ? cl_vm_ehost(j->e, vm->host) : NULL;
 	j->host = h ? h->h : NULL;
 	snprintf(j->uuid, sizeof(j->uuid), "%s", vm->uuid);
 	snprintf(j->name, sizeof(j->name), "%s", vm->name);
@@ -96,81 +96,11 @@ static void bury(struct cl_engine *e, struct cl_vm *vm)
 	if (!vm->probing) {
 		vm->g = NULL;
 		VMACT_LIST_PREPEND(vms, e->orphans, vm);
-		cl_engine_vm_free(e, vm);
+		cl_vm_free(e, vm);
 		return;
 	}
 	vm->gone = true;
 	VMACT_LIST_PREPEND(vms, e->graveyard, vm);
-}
-
-/* ---- recording ---- */
-
-static void record_run(void *data)
-{
-	struct job *j = data;
-	_cleanup_(life_conn_closep) virConnectPtr c = NULL;
-
-	if (!j->host) {
-		j->r = vmact_err_set(&j->err, ENOENT, "no host recorded");
-		return;
-	}
-	c = cl_host_conn(j->host, &j->err);
-	j->r = c ? cl_virt_set_meta(c, j->uuid, &j->meta, &j->err) : -EHOSTUNREACH;
-}
-
-static void placeholder_run(void *data)
-{
-	struct job *j = data;
-	_cleanup_(life_conn_closep) virConnectPtr c = NULL;
-	_cleanup_free_ char *xml = NULL;
-	struct cl_domxml_spec ds = { .group = j->g, .name = j->name, .uuid = j->uuid,
-				     .meta = &j->meta };
-
-	if (!j->host) {
-		j->r = vmact_err_set(&j->err, ENOENT, "no host for the placeholder");
-		return;
-	}
-	c = cl_host_conn(j->host, &j->err);
-	if (!c) {
-		j->r = -EHOSTUNREACH;
-		return;
-	}
-	xml = cl_domxml_domain(&ds, &j->err);
-	j->r = xml ? cl_virt_define(c, xml, &j->err) : -ENOMEM;
-}
-
-static void then_done(void *data)
-{
-	struct job *j = data;
-	struct cl_vm *vm = j->vm;
-
-	vm->busy = false;
-	if (j->r >= 0)
-		vm->meta = j->meta;
-	if (j->then)
-		j->then(vm, j->r, j->r < 0 ? j->err.msg : NULL);
-	free(j);
-}
-
-void cl_life_record(struct cl_vm *vm, void (*done)(struct cl_vm *vm, int r, const char *err))
-{
-	struct job *j = job_new(vm, J_RECORD);
-
-	if (!j)
-		return done(vm, -ENOMEM, "out of memory");
-	j->then = done;
-	submit(j, record_run, then_done);
-}
-
-void cl_life_define_placeholder(struct cl_vm *vm,
-				void (*done)(struct cl_vm *vm, int r, const char *err))
-{
-	struct job *j = job_new(vm, J_PLACEHOLDER);
-
-	if (!j)
-		return done(vm, -ENOMEM, "out of memory");
-	j->then = done;
-	submit(j, placeholder_run, then_done);
 }
 
 /* ---- probes ---- */
@@ -201,7 +131,7 @@ static void probe_done(void *data)
 		VMACT_LIST_REMOVE(vms, e->graveyard, vm);
 		vm->g = NULL;
 		VMACT_LIST_PREPEND(vms, e->orphans, vm);
-		cl_engine_vm_free(e, vm);
+		cl_vm_free(e, vm);
 		free(j);
 		return;
 	}
@@ -212,11 +142,11 @@ static void probe_done(void *data)
 			vm->healthy = true;
 			vm->last_healthy_usec = now;
 		} else if (vm->meta.state == CL_ST_READY) {
-			cl_engine_emit(e, LOG_DEBUG, vm, "health probe failed: %s", j->err.msg);
+			cl_vm_emit(e, LOG_DEBUG, vm, "health probe failed: %s", j->err.msg);
 		}
 	}
 	free(j);
-	cl_engine_kick(e);
+	cl_vm_kick(e);
 }
 
 static void probe(struct cl_vm *vm, uint64_t window)
@@ -281,8 +211,8 @@ static void tier_done(void *data)
 	if (j->r < 0) {
 		enum cl_engine_failure why = CL_FAIL_UNHEALTHY;
 
-		cl_engine_emit(e, LOG_WARNING, vm, "could not put into tier %s: %s",
-			       cl_tier_name(j->meta.tier), j->err.msg);
+		cl_vm_emit(e, LOG_WARNING, vm, "could not put into tier %s: %s",
+			   cl_domxml_tier_name(j->meta.tier), j->err.msg);
 		free(j);
 		cl_life_remove(vm, &why, "tier change failed");
 		return;
@@ -291,10 +221,10 @@ static void tier_done(void *data)
 	vm->leased = j->leased;
 	vm->last_healthy_usec = now;
 	vm->next_probe_usec = now + vm->g->cfg->life.health_interval_usec;
-	cl_engine_emit(e, LOG_INFO, vm, "standby, healthy, in tier %s on %s",
-		       cl_tier_name(vm->meta.tier), vm->host);
+	cl_vm_emit(e, LOG_INFO, vm, "standby, healthy, in tier %s on %s",
+		   cl_domxml_tier_name(vm->meta.tier), vm->host);
 	free(j);
-	cl_engine_kick(e);
+	cl_vm_kick(e);
 }
 
 static void into_tier(struct cl_vm *vm)
@@ -382,20 +312,9 @@ static void claim_run(void *data)
 	if (j->r < 0)
 		return;
 	j->meta.state = CL_ST_CLAIMED;
-	j->meta.in_service = cl_engine_now_real();
+	j->meta.in_service = cl_vm_now_real();
 	j->meta.has_error = false;
 	j->r = cl_virt_set_meta(c, j->uuid, &j->meta, &j->err);
-}
-
-static void observe(struct cl_group *g, enum cl_tier t, double secs)
-{
-	size_t b = 0;
-
-	while (b < CL_ENGINE_HIST_BUCKETS && secs > cl_engine_hist_bounds[b])
-		b++;
-	g->c.hist[t][b]++;
-	g->c.hist_sum[t] += secs;
-	g->c.hist_count[t]++;
 }
 
 static void claim_done(void *data)
@@ -423,12 +342,13 @@ static void claim_done(void *data)
 	secs = vm->meta.requested > 0 ? vm->meta.in_service - vm->meta.requested : 0;
 	if (secs < 0)
 		secs = 0;
-	observe(vm->g, vm->meta.tier, secs);
-	cl_engine_emit(e, LOG_INFO, vm, "in service on %s, %.2f s after the increase (%s)", vm->host,
-		       secs, vm->meta.tier == CL_TIER_COLD ? "cold boot"
-							    : cl_tier_name(vm->meta.tier));
+	cl_vm_observe(vm->g, vm->meta.tier, secs);
+	cl_vm_emit(e, LOG_INFO, vm, "in service on %s, %.2f s after the increase (%s)", vm->host,
+		   secs,
+		   vm->meta.tier == CL_TIER_COLD ? "cold boot"
+						 : cl_domxml_tier_name(vm->meta.tier));
 	free(j);
-	cl_engine_kick(e);
+	cl_vm_kick(e);
 }
 
 static void claim(struct cl_vm *vm)
@@ -469,7 +389,8 @@ static void remove_run(void *data)
 	if ((j->r = cl_virt_remove(c, j->uuid, &j->err)) < 0)
 		return;
 	cl_domxml_volume_name(j->name, volume, sizeof(volume));
-	if ((j->r = cl_virt_overlay_delete(c, cl_host_cfg(j->host)->storage_pool, volume, &j->err)) < 0)
+	if ((j->r = cl_virt_overlay_delete(c, cl_host_cfg(j->host)->storage_pool, volume,
+					   &j->err)) < 0)
 		return;
 	/* The lease would expire; released, the room is back at once. */
 	cl_host_release(j->host, CL_PLUGINS_LEASE_NS, j->name, &e2);
@@ -485,24 +406,24 @@ static void remove_done(void *data)
 
 	vm->busy = false;
 	if (j->r < 0) {
-		cl_engine_emit(e, LOG_WARNING, vm, "removal failed (tried again): %s", j->err.msg);
+		cl_vm_emit(e, LOG_WARNING, vm, "removal failed (tried again): %s", j->err.msg);
 		if (j->recorded) {
 			vm->meta.state = CL_ST_DELETING;
-			cl_engine_vm_ops_done(vm, 0, NULL);
+			cl_vm_ops_done(vm, 0, NULL);
 		}
 		free(j);
 		return;
 	}
 	if (j->has_why)
 		vm->g->c.failures[j->why]++;
-	cl_engine_emit(e, LOG_INFO, vm, "removed from %s: domain, disk and lease",
-		       vm->host[0] ? vm->host : "(nowhere)");
-	cl_engine_vm_ops_done(vm, 0, NULL);
+	cl_vm_emit(e, LOG_INFO, vm, "removed from %s: domain, disk and lease",
+		   vm->host[0] ? vm->host : "(nowhere)");
+	cl_vm_ops_done(vm, 0, NULL);
 	free(j);
 	bury(e, vm);
 	if (was_leased)
-		cl_place_evictions_done(e);
-	cl_engine_kick(e);
+		cl_vm_evictions_done(e);
+	cl_vm_kick(e);
 }
 
 void cl_life_remove(struct cl_vm *vm, enum cl_engine_failure *why, const char *text)
@@ -515,9 +436,8 @@ void cl_life_remove(struct cl_vm *vm, enum cl_engine_failure *why, const char *t
 	if (why) {
 		j->has_why = true;
 		j->why = *why;
-		cl_engine_emit(vm->g->e, LOG_WARNING, vm, "%s: %s, destroyed (%s)",
-			       cl_engine_failure_name(*why), text,
-			       vm->meta.role == CL_ROLE_POOL ? "the pool makes another" : "replaced");
+		cl_vm_emit(vm->g->e, LOG_WARNING, vm, "%s, destroyed (%s)", text,
+			   vm->meta.role == CL_ROLE_POOL ? "the pool makes another" : "replaced");
 	}
 	submit(j, remove_run, remove_done);
 }
@@ -527,8 +447,9 @@ static void member_fail_run(void *data)
 	struct job *j = data;
 	_cleanup_(life_conn_closep) virConnectPtr c = cl_host_conn(j->host, &j->err);
 	_cleanup_free_ char *xml = NULL;
-	struct cl_domxml_spec ds = { .group = j->g, .name = j->name, .uuid = j->uuid,
-				     .meta = &j->meta };
+	struct cl_domxml_spec ds = {
+		.group = j->g, .name = j->name, .uuid = j->uuid, .meta = &j->meta
+	};
 	char volume[CL_NAME_MAX + 8];
 	struct vmact_err e2 = { 0 };
 
@@ -561,8 +482,8 @@ static void member_fail_done(void *data)
 
 	vm->busy = false;
 	if (j->r < 0) {
-		cl_engine_emit(e, LOG_WARNING, vm, "could not replace the failed VM (tried again): %s",
-			       j->err.msg);
+		cl_vm_emit(e, LOG_WARNING, vm, "could not replace the failed VM (tried again): %s",
+			   j->err.msg);
 		free(j);
 		return;
 	}
@@ -572,8 +493,8 @@ static void member_fail_done(void *data)
 	vm->next_try_usec = j->retry_now ? now : now + vm->g->cfg->life.retry_backoff_usec;
 	free(j);
 	if (vm->leased)
-		cl_place_evictions_done(e);
-	cl_engine_kick(e);
+		cl_vm_evictions_done(e);
+	cl_vm_kick(e);
 }
 
 void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const char *code,
@@ -584,8 +505,8 @@ void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const c
 	if (!j)
 		return;
 	vm->g->c.failures[why]++;
-	cl_engine_emit(vm->g->e, LOG_WARNING, vm, "%s: %s; destroyed, a new VM %s", code, text,
-		       retry_now ? "is placed now" : "after the back-off");
+	cl_vm_emit(vm->g->e, LOG_WARNING, vm, "%s: %s; destroyed, a new VM %s", code, text,
+		   retry_now ? "is placed now" : "after the back-off");
 	j->meta.state = CL_ST_PENDING;
 	j->meta.tier = CL_TIER_COLD;
 	j->meta.booted = 0;
@@ -593,7 +514,7 @@ void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const c
 	snprintf(j->meta.err_class, sizeof(j->meta.err_class), "other");
 	snprintf(j->meta.err_code, sizeof(j->meta.err_code), "%s", code);
 	snprintf(j->meta.err_msg, sizeof(j->meta.err_msg), "%s", text);
-	j->meta.err_at = cl_engine_now_real();
+	j->meta.err_at = cl_vm_now_real();
 	j->retry_now = retry_now;
 	submit(j, member_fail_run, member_fail_done);
 }
@@ -602,14 +523,14 @@ void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const c
 
 static void returned(struct cl_vm *vm, int r, const char *err)
 {
-	cl_engine_vm_ops_done(vm, r, err);
+	cl_vm_ops_done(vm, r, err);
 	if (r < 0) {
 		/* Not recorded: still a member, asked again. */
 		vm->meta.role = CL_ROLE_MEMBER;
 		vm->want_return = true;
-		cl_engine_emit(vm->g->e, LOG_WARNING, vm, "could not return it to the pool: %s", err);
+		cl_vm_emit(vm->g->e, LOG_WARNING, vm, "could not return it to the pool: %s", err);
 	}
-	cl_engine_kick(vm->g->e);
+	cl_vm_kick(vm->g->e);
 }
 
 void cl_life_next(struct cl_vm *vm)
@@ -624,7 +545,7 @@ void cl_life_next(struct cl_vm *vm)
 	now = vmact_loop_now_usec(e->ev);
 	if (vm->want_delete) {
 		if (!vm->persisted) {
-			cl_engine_vm_ops_done(vm, 0, NULL);
+			cl_vm_ops_done(vm, 0, NULL);
 			bury(e, vm);
 			return;
 		}
@@ -639,14 +560,13 @@ void cl_life_next(struct cl_vm *vm)
 		vm->meta.tier = CL_TIER_RUNNING;
 		vm->meta.requested = 0;
 		vm->meta.has_error = false;
-		cl_engine_emit(e, LOG_INFO, vm, "returned to the pool, unused");
-		cl_life_record(vm, returned);
+		cl_vm_emit(e, LOG_INFO, vm, "returned to the pool, unused");
+		cl_vm_record(vm, returned);
 		return;
 	}
 	switch (vm->meta.state) {
 	case CL_ST_PENDING:
-		if (vm->meta.role == CL_ROLE_MEMBER && !vm->evict_wait && now >= vm->next_try_usec)
-			cl_place_submit(vm);
+		/* Placed by the engine's tick (engine.c). */
 		break;
 	case CL_ST_CREATING:
 		/* Only after a restart: created without a result. */
@@ -668,7 +588,8 @@ void cl_life_next(struct cl_vm *vm)
 			snprintf(text, sizeof(text), "not healthy %.0f s after its start",
 				 life->boot_timeout_usec / 1e6);
 			if (vm->meta.role == CL_ROLE_MEMBER) {
-				cl_life_member_failed(vm, CL_FAIL_BOOT_TIMEOUT, "BOOT_TIMEOUT", text, false);
+				cl_life_member_failed(vm, CL_FAIL_BOOT_TIMEOUT, "BOOT_TIMEOUT",
+						      text, false);
 			} else {
 				enum cl_engine_failure why = CL_FAIL_BOOT_TIMEOUT;
 

@@ -9,8 +9,8 @@
 #include "base/macro.h"
 #include "net/http-server.h"
 
-#define MAX_BODY 1024
-#define CONN_LIMIT 16
+#define MAX_BODY     1024
+#define CONN_LIMIT   16
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct cl_metrics {
@@ -54,7 +54,8 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		struct cl_engine_group_view v;
 
 		cl_engine_group_at(e, i, &v);
-		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "group", v.cfg->id } }, 1, v.target);
+		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "group", v.cfg->id } }, 1,
+				  v.target);
 	}
 
 	net_prom_w_family(w, "vmact_cluster_group_members", NET_PROM_GAUGE,
@@ -69,8 +70,9 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 			if (s == CL_ST_READY)
 				continue;
 			net_prom_w_sample(w,
-					  (struct net_prom_wlabel[]){ { "group", v.cfg->id },
-								      { "state", cl_state_name(s) } },
+					  (struct net_prom_wlabel[]){
+						  { "group", v.cfg->id },
+						  { "state", cl_domxml_state_name(s) } },
 					  2, m.by_state[s]);
 		}
 	}
@@ -83,8 +85,9 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		cl_engine_group_at(e, i, &v);
 		for (int t = 0; t < 3; t++)
 			net_prom_w_sample(w,
-					  (struct net_prom_wlabel[]){ { "group", v.cfg->id },
-								      { "tier", cl_tier_name(t) } },
+					  (struct net_prom_wlabel[]){
+						  { "group", v.cfg->id },
+						  { "tier", cl_domxml_tier_name(t) } },
 					  2, v.tiers[t].size);
 	}
 	net_prom_w_family(w, "vmact_cluster_pool_vms", NET_PROM_GAUGE,
@@ -95,14 +98,16 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		cl_engine_group_at(e, i, &v);
 		for (int t = 0; t < 3; t++) {
 			net_prom_w_sample(w,
-					  (struct net_prom_wlabel[]){ { "group", v.cfg->id },
-								      { "tier", cl_tier_name(t) },
-								      { "state", "ready" } },
+					  (struct net_prom_wlabel[]){
+						  { "group", v.cfg->id },
+						  { "tier", cl_domxml_tier_name(t) },
+						  { "state", "ready" } },
 					  3, v.tiers[t].ready);
 			net_prom_w_sample(w,
-					  (struct net_prom_wlabel[]){ { "group", v.cfg->id },
-								      { "tier", cl_tier_name(t) },
-								      { "state", "starting" } },
+					  (struct net_prom_wlabel[]){
+						  { "group", v.cfg->id },
+						  { "tier", cl_domxml_tier_name(t) },
+						  { "state", "starting" } },
 					  3, v.tiers[t].starting);
 		}
 	}
@@ -117,9 +122,11 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		cl_engine_group_at(e, i, &v);
 		for (int t = 0; t < CL_N_TIERS; t++)
 			net_prom_w_histogram(w,
-					     (struct net_prom_wlabel[]){ { "group", v.cfg->id },
-									 { "tier", cl_tier_name(t) } },
-					     2, cl_engine_hist_bounds, c->hist[t], CL_ENGINE_HIST_BUCKETS,
+					     (struct net_prom_wlabel[]){
+						     { "group", v.cfg->id },
+						     { "tier", cl_domxml_tier_name(t) } },
+					     2, cl_engine_hist_bounds, c->hist[t],
+					     CL_ENGINE_HIST_BUCKETS,
 					     c->hist[t][CL_ENGINE_HIST_BUCKETS], c->hist_sum[t]);
 	}
 
@@ -140,23 +147,31 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		cl_engine_group_at(e, i, &v);
 		for (int f = 0; f < CL_N_FAILURES; f++)
 			net_prom_w_sample(w,
-					  (struct net_prom_wlabel[]){ { "group", v.cfg->id },
-								      { "reason", cl_engine_failure_name(f) } },
+					  (struct net_prom_wlabel[]){
+						  { "group", v.cfg->id },
+						  { "reason", cl_engine_failure_name(f) } },
 					  2, (double)cl_engine_group_counters(e, i)->failures[f]);
 	}
 
-	net_prom_w_family(w, "vmact_cluster_reservations_total", NET_PROM_COUNTER,
-			  "Reserve at each host's arbiter by result (granted, refused: no room, error)");
+	net_prom_w_family(
+		w, "vmact_cluster_reservations_total", NET_PROM_COUNTER,
+		"Reserve at each host's arbiter by result (granted, refused: no room, error)");
 	for (size_t i = 0; i < nh; i++) {
 		const struct cl_engine_host_counters *c = cl_engine_host_counters(e, i);
 		struct cl_engine_host_view v;
 
 		cl_engine_host_at(e, i, &v);
-		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "host", v.name }, { "result", "granted" } },
+		net_prom_w_sample(w,
+				  (struct net_prom_wlabel[]){ { "host", v.name },
+							      { "result", "granted" } },
 				  2, (double)c->granted);
-		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "host", v.name }, { "result", "refused" } },
+		net_prom_w_sample(w,
+				  (struct net_prom_wlabel[]){ { "host", v.name },
+							      { "result", "refused" } },
 				  2, (double)c->refused);
-		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "host", v.name }, { "result", "error" } },
+		net_prom_w_sample(w,
+				  (struct net_prom_wlabel[]){ { "host", v.name },
+							      { "result", "error" } },
 				  2, (double)c->errors);
 	}
 	net_prom_w_family(w, "vmact_cluster_leases", NET_PROM_GAUGE,

@@ -3,8 +3,8 @@
  * (a host snapshot from the arbiters, then the framework), its Permit
  * wait, and its binding cycle on the job pool; what the engine does with
  * each outcome. */
-#define CL_ENGINE_INTERNAL
-#include "cluster/engine-int.h"
+#define CL_ENGINE_PRIV_ALLOW
+#include "cluster/engine-priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,15 +49,16 @@ static void snapshot_engine(struct cl_engine *e, struct cl_place_job *j)
 			const struct cl_group *g = &e->groups[k];
 			struct cl_vm *vm;
 
-			VMACT_LIST_FOREACH(vms, vm, g->vms) {
+			VMACT_LIST_FOREACH(vms, vm, g->vms)
+			{
 				if (strcmp(vm->host, name) != 0)
 					continue;
 				if (g == vg && vm != j->vm)
 					h->group_vms++;
 				/* What giving back standby VMs could free: those
 				 * holding a lease and not already going. */
-				if (vm->meta.role == CL_ROLE_POOL && vm->leased && !vm->want_delete &&
-				    vm->meta.state != CL_ST_DELETING) {
+				if (vm->meta.role == CL_ROLE_POOL && vm->leased &&
+				    !vm->want_delete && vm->meta.state != CL_ST_DELETING) {
 					h->standby_vms++;
 					h->standby.milli_cpu += g->cfg->tpl.reserve.milli_cpu;
 					h->standby.mem_bytes += g->cfg->tpl.reserve.mem_bytes;
@@ -72,7 +73,7 @@ static void snapshot_hosts(struct cl_place_job *j)
 {
 	for (size_t i = 0; i < j->n_hosts; i++) {
 		struct cl_fw_host *h = &j->hosts[i];
-		struct cl_ehost *eh = cl_engine_host(j->e, h->name);
+		struct cl_ehost *eh = cl_vm_ehost(j->e, h->name);
 		struct vmact_err err = { 0 };
 		struct ag_lease_ledger l;
 		_cleanup_(place_conn_closep) virConnectPtr c = NULL;
@@ -161,8 +162,8 @@ static void evict(struct cl_engine *e, const char *host, struct vmact_resources 
 			vm->want_delete = true;
 			cpu += g->cfg->tpl.reserve.milli_cpu;
 			mem += g->cfg->tpl.reserve.mem_bytes;
-			cl_engine_emit(e, LOG_INFO, vm, "standby VM gives back its room on %s to %s",
-				       host, for_vm->name);
+			cl_vm_emit(e, LOG_INFO, vm, "standby VM gives back its room on %s to %s",
+				   host, for_vm->name);
 		}
 	}
 }
@@ -170,8 +171,8 @@ static void evict(struct cl_engine *e, const char *host, struct vmact_resources 
 static void record_error_done(struct cl_vm *vm, int r, const char *err)
 {
 	if (r < 0)
-		cl_engine_emit(vm->g->e, LOG_WARNING, vm, "could not record its error: %s", err);
-	cl_engine_kick(vm->g->e);
+		cl_vm_emit(vm->g->e, LOG_WARNING, vm, "could not record its error: %s", err);
+	cl_vm_kick(vm->g->e);
 }
 
 /* A member that could not be placed (or bound): its error recorded, the
@@ -188,14 +189,14 @@ static void member_unplaced(struct cl_vm *vm, const char *class, const char *cod
 		return;
 	if (!same) {
 		vm->g->c.failures[why]++;
-		cl_engine_emit(e, LOG_WARNING, vm, "not placed (%s): %s", code, msg);
+		cl_vm_emit(e, LOG_WARNING, vm, "not placed (%s): %s", code, msg);
 	}
 	vm->meta.has_error = true;
 	snprintf(vm->meta.err_class, sizeof(vm->meta.err_class), "%s", class);
 	snprintf(vm->meta.err_code, sizeof(vm->meta.err_code), "%s", code);
 	snprintf(vm->meta.err_msg, sizeof(vm->meta.err_msg), "%s", msg);
-	vm->meta.err_at = cl_engine_now_real();
-	cl_life_record(vm, record_error_done);
+	vm->meta.err_at = cl_vm_now_real();
+	cl_vm_record(vm, record_error_done);
 }
 
 /* The cycle ended without a host (or its Permit or Bind failed). */
@@ -206,10 +207,10 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 	struct cl_group *g = vm->g;
 	char msg[CL_FW_MSG_MAX + CL_FW_NAME_MAX + 8];
 
-	snprintf(msg, sizeof(msg), "%s%s%s", st->plugin[0] ? st->plugin : "", st->plugin[0] ? ": " : "",
-		 st->msg);
+	snprintf(msg, sizeof(msg), "%s%s%s", st->plugin[0] ? st->plugin : "",
+		 st->plugin[0] ? ": " : "", st->msg);
 	if (strcmp(st->plugin, "ArbiterLease") == 0 && j->res.host[0]) {
-		struct cl_ehost *h = cl_engine_host(e, j->res.host);
+		struct cl_ehost *h = cl_vm_ehost(e, j->res.host);
 
 		if (h && st->code == CL_FW_UNSCHEDULABLE)
 			h->c.refused++;
@@ -222,11 +223,12 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 		 * the refill tries again after the back-off. */
 		if (bind_failed)
 			g->c.failures[CL_FAIL_BIND]++;
-		cl_engine_emit(e, bind_failed ? LOG_WARNING : LOG_DEBUG, vm,
-			       "standby VM for tier %s not made: %s", cl_tier_name(vm->meta.tier), msg);
+		cl_vm_emit(e, bind_failed ? LOG_WARNING : LOG_DEBUG, vm,
+			   "standby VM for tier %s not made: %s",
+			   cl_domxml_tier_name(vm->meta.tier), msg);
 		g->next_refill_usec = vmact_loop_now_usec(e->ev) + g->cfg->life.retry_backoff_usec;
-		cl_engine_vm_ops_done(vm, -EAGAIN, msg);
-		cl_engine_vm_free(e, vm);
+		cl_vm_ops_done(vm, -EAGAIN, msg);
+		cl_vm_free(e, vm);
 		return;
 	}
 	if (bind_failed) {
@@ -245,7 +247,7 @@ static void bind_done(void *data)
 	struct cl_engine *e = j->e;
 	const struct cl_meta *m = cl_fw_cycle_read(vm->cs, CL_PLUGINS_BIND_META);
 	const char *moved = cl_fw_cycle_read(vm->cs, CL_PLUGINS_BIND_HOST);
-	struct cl_ehost *h = cl_engine_host(e, j->res.host);
+	struct cl_ehost *h = cl_vm_ehost(e, j->res.host);
 
 	/* Where the VM's definition is now, whatever the outcome. */
 	if (moved)
@@ -253,7 +255,7 @@ static void bind_done(void *data)
 	if (j->bind.code != CL_FW_SUCCESS || !m) {
 		unplaced(j, &j->bind, true);
 		job_free(j);
-		cl_engine_kick(e);
+		cl_vm_kick(e);
 		return;
 	}
 	if (h)
@@ -265,12 +267,12 @@ static void bind_done(void *data)
 	vm->boot_deadline_usec = vmact_loop_now_usec(e->ev) + vm->g->cfg->life.boot_timeout_usec;
 	vm->next_probe_usec = 0;
 	vm->g->c.boots++;
-	cl_engine_emit(e, LOG_INFO, vm, "started on %s (%s, attempt %u)", vm->host,
-		       vm->meta.role == CL_ROLE_MEMBER ? "member" : cl_tier_name(vm->meta.tier),
-		       vm->meta.attempts);
+	cl_vm_emit(e, LOG_INFO, vm, "started on %s (%s, attempt %u)", vm->host,
+		   vm->meta.role == CL_ROLE_MEMBER ? "member" : cl_domxml_tier_name(vm->meta.tier),
+		   vm->meta.attempts);
 	placing_end(vm);
 	job_free(j);
-	cl_engine_kick(e);
+	cl_vm_kick(e);
 }
 
 static void submit_bind(struct cl_place_job *j)
@@ -317,8 +319,8 @@ static void schedule_done(void *data)
 			return;
 		}
 		vm->pjob = j;
-		cl_engine_emit(e, LOG_INFO, vm, "waits on %s for Permit (%s), at most %.0f s",
-			       j->res.host, j->res.status.msg, j->res.wait_usec / 1e6);
+		cl_vm_emit(e, LOG_INFO, vm, "waits on %s for Permit (%s), at most %.0f s",
+			   j->res.host, j->res.status.msg, j->res.wait_usec / 1e6);
 		return;
 	default:
 		if (j->res.nominated[0] && vm->meta.role == CL_ROLE_MEMBER) {
@@ -328,26 +330,32 @@ static void schedule_done(void *data)
 				if (strcmp(j->hosts[i].name, j->res.nominated) == 0) {
 					struct vmact_resources f = { 0 };
 
-					if (j->hosts[i].watermark.milli_cpu > j->hosts[i].reserved.milli_cpu)
+					if (j->hosts[i].watermark.milli_cpu >
+					    j->hosts[i].reserved.milli_cpu)
 						f.milli_cpu = j->hosts[i].watermark.milli_cpu -
 							      j->hosts[i].reserved.milli_cpu;
-					if (j->hosts[i].watermark.mem_bytes > j->hosts[i].reserved.mem_bytes)
+					if (j->hosts[i].watermark.mem_bytes >
+					    j->hosts[i].reserved.mem_bytes)
 						f.mem_bytes = j->hosts[i].watermark.mem_bytes -
 							      j->hosts[i].reserved.mem_bytes;
-					need.milli_cpu = need.milli_cpu > f.milli_cpu ? need.milli_cpu - f.milli_cpu : 0;
-					need.mem_bytes = need.mem_bytes > f.mem_bytes ? need.mem_bytes - f.mem_bytes : 0;
+					need.milli_cpu = need.milli_cpu > f.milli_cpu
+								 ? need.milli_cpu - f.milli_cpu
+								 : 0;
+					need.mem_bytes = need.mem_bytes > f.mem_bytes
+								 ? need.mem_bytes - f.mem_bytes
+								 : 0;
 				}
 			evict(e, j->res.nominated, need, vm);
 			placing_end(vm);
 			vm->evict_wait = true;
 			vm->next_try_usec = now;
 			job_free(j);
-			cl_engine_kick(e);
+			cl_vm_kick(e);
 			return;
 		}
 		unplaced(j, &j->res.status, false);
 		job_free(j);
-		cl_engine_kick(e);
+		cl_vm_kick(e);
 	}
 }
 
@@ -391,18 +399,6 @@ void cl_place_submit(struct cl_vm *vm)
 	}
 }
 
-void cl_place_evictions_done(struct cl_engine *e)
-{
-	for (size_t i = 0; i < e->n_groups; i++) {
-		struct cl_vm *vm;
-
-		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-			if (vm->evict_wait)
-				vm->evict_wait = false;
-	}
-	cl_engine_kick(e);
-}
-
 /* ---- Permit waits ---- */
 
 static struct cl_vm *waiting_vm(struct cl_engine *e, const char *uid)
@@ -411,8 +407,8 @@ static struct cl_vm *waiting_vm(struct cl_engine *e, const char *uid)
 		struct cl_vm *vm;
 
 		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-			if (vm->pjob && strcmp(vm->uuid, uid) == 0)
-				return vm;
+		if (vm->pjob && strcmp(vm->uuid, uid) == 0)
+			return vm;
 	}
 	return NULL;
 }
@@ -424,7 +420,7 @@ static void rejected_done(void *data)
 
 	unplaced(j, &j->bind, false);
 	job_free(j);
-	cl_engine_kick(e);
+	cl_vm_kick(e);
 }
 
 static void reject(struct cl_engine *e, struct cl_vm *vm, const char *why)
@@ -435,7 +431,7 @@ static void reject(struct cl_engine *e, struct cl_vm *vm, const char *why)
 	j->bind.code = CL_FW_UNSCHEDULABLE;
 	snprintf(j->bind.plugin, sizeof(j->bind.plugin), "%s", "Permit");
 	snprintf(j->bind.msg, sizeof(j->bind.msg), "%s", why);
-	cl_engine_emit(e, LOG_INFO, vm, "rejected while waiting: %s", why);
+	cl_vm_emit(e, LOG_INFO, vm, "rejected while waiting: %s", why);
 	if (cl_jobs_submit(e->jobs, unreserve_run, rejected_done, j) < 0) {
 		unreserve_run(j);
 		rejected_done(j);
@@ -470,10 +466,10 @@ void cl_place_waiting_expire(struct cl_engine *e)
 		struct cl_vm *vm, *next;
 
 		VMACT_LIST_FOREACH_SAFE(vms, vm, next, e->groups[i].vms)
-			if (vm->pjob && (vm->want_delete || vm->want_return)) {
-				cl_fw_reject(vm->pjob->fw, vm->uuid);
-				reject(e, vm, "given up while waiting");
-			}
+		if (vm->pjob && (vm->want_delete || vm->want_return)) {
+			cl_fw_reject(vm->pjob->fw, vm->uuid);
+			reject(e, vm, "given up while waiting");
+		}
 	}
 }
 
@@ -491,7 +487,7 @@ int cl_place_allow(struct cl_engine *e, const char *uid, const char *plugin)
 		return r;
 	if (r == 1) {
 		vm->pjob = NULL;
-		cl_engine_emit(e, LOG_INFO, vm, "allowed: binding on %s", j->res.host);
+		cl_vm_emit(e, LOG_INFO, vm, "allowed: binding on %s", j->res.host);
 		submit_bind(j);
 	}
 	return 0;

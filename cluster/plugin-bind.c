@@ -59,8 +59,9 @@ static void undo(virConnectPtr c, const struct cl_fw_vm *vm, const struct cl_bin
 	cl_virt_overlay_delete(c, pool, volume, &e);
 	if (!vm->standby) {
 		struct cl_meta m = spec->meta;
-		struct cl_domxml_spec ds = { .group = spec->group, .name = vm->name, .uuid = vm->uid,
-					     .meta = &m };
+		struct cl_domxml_spec ds = {
+			.group = spec->group, .name = vm->name, .uuid = vm->uid, .meta = &m
+		};
 		_cleanup_free_ char *xml = NULL;
 
 		m.state = CL_ST_PENDING;
@@ -109,8 +110,12 @@ static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, con
 	if (cl_virt_overlay_create(c, pool, spec->group->tpl.base_volume, volume, &err) < 0)
 		return cl_fw_status_set(st, CL_FW_ERROR, "disk on %s: %s", host, err.msg);
 	{
-		struct cl_domxml_spec ds = { .group = spec->group, .name = vm->name, .uuid = vm->uid,
-					     .pool = pool, .volume = volume, .meta = m };
+		struct cl_domxml_spec ds = { .group = spec->group,
+					     .name = vm->name,
+					     .uuid = vm->uid,
+					     .pool = pool,
+					     .volume = volume,
+					     .meta = m };
 
 		xml = cl_domxml_domain(&ds, &err);
 	}
@@ -144,11 +149,12 @@ static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, con
 	m->booted = now_real();
 	if (cl_virt_set_meta(c, vm->uid, m, &err) < 0) {
 		undo(c, vm, spec, pool, volume, "START_FAILED", err.msg);
-		return cl_fw_status_set(st, CL_FW_ERROR, "record the boot on %s: %s", host, err.msg);
+		return cl_fw_status_set(st, CL_FW_ERROR, "record the boot on %s: %s", host,
+					err.msg);
 	}
 }
 
-const struct cl_fw_plugin_ops cl_plugin_libvirt_bind = {
+const struct cl_fw_plugin_ops cl_plugin_bind_libvirt = {
 	.name = "LibvirtBind",
 	.init = bind_init,
 	.fini = free,

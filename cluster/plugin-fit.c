@@ -36,7 +36,8 @@ static void group_hosts_pre_filter(void *p, struct cl_fw_cycle *cs, const struct
 	struct allowed *a;
 
 	if (!vm->n_group_hosts)
-		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "group %s lists no hosts", vm->group);
+		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "group %s lists no hosts",
+					vm->group);
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return cl_fw_status_set(st, CL_FW_ERROR, "out of memory");
@@ -59,7 +60,7 @@ static void group_hosts_filter(void *p, struct cl_fw_cycle *cs, const struct cl_
 	cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "not one of group %s's hosts", vm->group);
 }
 
-const struct cl_fw_plugin_ops cl_plugin_group_hosts = {
+const struct cl_fw_plugin_ops cl_plugin_fit_group_hosts = {
 	.name = "GroupHosts",
 	.pre_filter = group_hosts_pre_filter,
 	.filter = group_hosts_filter,
@@ -73,10 +74,11 @@ static void reachable_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw
 	if (!host->reachable)
 		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "unreachable: %s", host->why);
 	if (!host->ledger)
-		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "no capacity ledger: %s", host->why);
+		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "no capacity ledger: %s",
+					host->why);
 }
 
-const struct cl_fw_plugin_ops cl_plugin_host_reachable = {
+const struct cl_fw_plugin_ops cl_plugin_fit_host_reachable = {
 	.name = "HostReachable",
 	.filter = reachable_filter,
 };
@@ -114,7 +116,8 @@ static void capacity_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 		if (host->pressure.milli_cpu || host->pressure.mem_bytes) {
 			fmt_res(host->pressure, a, sizeof(a));
 			return cl_fw_status_set(st, CL_FW_UNSCHEDULABLE,
-						"VMs in service want %s more than they were granted", a);
+						"VMs in service want %s more than they were granted",
+						a);
 		}
 		want.milli_cpu = (uint32_t)MIN((uint64_t)want.milli_cpu * 2, UINT32_MAX);
 		want.mem_bytes *= 2;
@@ -127,7 +130,7 @@ static void capacity_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 			 a, vm->standby ? " and room for another" : "", b);
 }
 
-const struct cl_fw_plugin_ops cl_plugin_capacity = {
+const struct cl_fw_plugin_ops cl_plugin_fit_capacity = {
 	.name = "Capacity",
 	.filter = capacity_filter,
 };
@@ -136,15 +139,16 @@ const struct cl_fw_plugin_ops cl_plugin_capacity = {
 
 static void give_back_post_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 				  const struct cl_fw_host *hosts, size_t n,
-				  const struct cl_fw_status *statuses, char nominated[CL_FW_NAME_MAX],
-				  struct cl_fw_status *st)
+				  const struct cl_fw_status *statuses,
+				  char nominated[CL_FW_NAME_MAX], struct cl_fw_status *st)
 {
 	uint64_t best_need = UINT64_MAX;
 	int best = -1;
 
 	/* Standby VMs give way to members only, never to each other. */
 	if (vm->standby)
-		return cl_fw_status_set(st, CL_FW_UNSCHEDULABLE, "a standby VM takes no one's place");
+		return cl_fw_status_set(st, CL_FW_UNSCHEDULABLE,
+					"a standby VM takes no one's place");
 	for (size_t i = 0; i < n; i++) {
 		struct vmact_resources f = free_of(&hosts[i]), with = f;
 		uint64_t need;
@@ -158,7 +162,8 @@ static void give_back_post_filter(void *p, struct cl_fw_cycle *cs, const struct 
 			continue;
 		/* Least to give back first (memory weighs as its GiB). */
 		need = (vm->size.milli_cpu > f.milli_cpu ? vm->size.milli_cpu - f.milli_cpu : 0) +
-		       (vm->size.mem_bytes > f.mem_bytes ? (vm->size.mem_bytes - f.mem_bytes) >> 20 : 0);
+		       (vm->size.mem_bytes > f.mem_bytes ? (vm->size.mem_bytes - f.mem_bytes) >> 20
+							 : 0);
 		if (need < best_need) {
 			best_need = need;
 			best = (int)i;
@@ -172,7 +177,7 @@ static void give_back_post_filter(void *p, struct cl_fw_cycle *cs, const struct 
 			 hosts[best].name);
 }
 
-const struct cl_fw_plugin_ops cl_plugin_pool_give_back = {
+const struct cl_fw_plugin_ops cl_plugin_fit_pool_give_back = {
 	.name = "PoolGiveBack",
 	.post_filter = give_back_post_filter,
 };
@@ -190,7 +195,8 @@ static void free_score(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *v
 	if (host->watermark.milli_cpu && f.milli_cpu >= vm->size.milli_cpu)
 		cpu = (double)(f.milli_cpu - vm->size.milli_cpu) / host->watermark.milli_cpu;
 	if (host->watermark.mem_bytes && f.mem_bytes >= vm->size.mem_bytes)
-		mem = (double)(f.mem_bytes - vm->size.mem_bytes) / (double)host->watermark.mem_bytes;
+		mem = (double)(f.mem_bytes - vm->size.mem_bytes) /
+		      (double)host->watermark.mem_bytes;
 	*score = (int64_t)(100 * (cpu < mem ? cpu : mem));
 }
 
@@ -207,7 +213,7 @@ static void scale_to_max(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm 
 		scores[i] = max ? scores[i] * CL_FW_MAX_SCORE / max : CL_FW_MAX_SCORE;
 }
 
-const struct cl_fw_plugin_ops cl_plugin_free_capacity = {
+const struct cl_fw_plugin_ops cl_plugin_fit_free_capacity = {
 	.name = "FreeCapacity",
 	.score = free_score,
 	.normalize = scale_to_max,
@@ -233,7 +239,7 @@ static void spread_normalize(void *p, struct cl_fw_cycle *cs, const struct cl_fw
 		scores[i] = max ? (max - scores[i]) * CL_FW_MAX_SCORE / max : CL_FW_MAX_SCORE;
 }
 
-const struct cl_fw_plugin_ops cl_plugin_group_spread = {
+const struct cl_fw_plugin_ops cl_plugin_fit_group_spread = {
 	.name = "GroupSpread",
 	.score = spread_score,
 	.normalize = spread_normalize,

@@ -68,7 +68,7 @@ static void lease_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 	cl_fw_cycle_delete(cs, CL_PLUGINS_LEASED);
 }
 
-const struct cl_fw_plugin_ops cl_plugin_arbiter_lease = {
+const struct cl_fw_plugin_ops cl_plugin_lease_arbiter = {
 	.name = "ArbiterLease",
 	.init = lease_init,
 	.fini = free,

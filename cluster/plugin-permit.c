@@ -17,9 +17,9 @@
 #define MAX_WAIT_S 900
 
 struct approval {
-	json_t *groups;        /* array of names; NULL: every group */
+	json_t *groups; /* array of names; NULL: every group */
 	uint64_t timeout_usec;
-	bool standby;          /* standby refills wait too */
+	bool standby; /* standby refills wait too */
 };
 
 static void approval_fini(void *p)
@@ -39,21 +39,22 @@ static int approval_init(const struct cl_fw_handle *h, const json_t *args, void 
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)args, key, v) {
+	json_object_foreach((json_t *)args, key, v)
+	{
 		if (strcmp(key, "groups") == 0) {
 			size_t i;
 			json_t *g;
 
 			if (!json_is_array(v))
 				return vmact_err_set(err, EINVAL, "groups: a list of group ids");
-			json_array_foreach(v, i, g)
-				if (!json_is_string(g))
-					return vmact_err_set(err, EINVAL, "groups[%zu]: a group id", i);
+			json_array_foreach(v, i, g) if (!json_is_string(g)) return vmact_err_set(
+				err, EINVAL, "groups[%zu]: a group id", i);
 			a.groups = v;
 		} else if (strcmp(key, "timeoutSeconds") == 0) {
 			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 			    json_integer_value(v) > MAX_WAIT_S)
-				return vmact_err_set(err, EINVAL, "timeoutSeconds: an integer from 1 to %d",
+				return vmact_err_set(err, EINVAL,
+						     "timeoutSeconds: an integer from 1 to %d",
 						     MAX_WAIT_S);
 			a.timeout_usec = (uint64_t)json_integer_value(v) * 1000000ULL;
 		} else if (strcmp(key, "standby") == 0) {
@@ -62,7 +63,8 @@ static int approval_init(const struct cl_fw_handle *h, const json_t *args, void 
 			a.standby = json_is_true(v);
 		} else {
 			return vmact_err_set(err, EINVAL,
-					     "%s: unknown key (groups, timeoutSeconds, standby)", key);
+					     "%s: unknown key (groups, timeoutSeconds, standby)",
+					     key);
 		}
 	}
 	if (!h)
@@ -86,15 +88,15 @@ static void approval_permit(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 
 	if (vm->standby && !a->standby)
 		return;
-	json_array_foreach(a->groups, i, g)
-		listed |= strcmp(json_string_value(g), vm->group) == 0;
+	json_array_foreach(a->groups, i, g) listed |= strcmp(json_string_value(g), vm->group) == 0;
 	if (!listed)
 		return;
 	*timeout_usec = a->timeout_usec;
-	cl_fw_status_set(st, CL_FW_WAIT, "waiting for an operator to allow %s on %s", vm->name, host);
+	cl_fw_status_set(st, CL_FW_WAIT, "waiting for an operator to allow %s on %s", vm->name,
+			 host);
 }
 
-const struct cl_fw_plugin_ops cl_plugin_manual_approval = {
+const struct cl_fw_plugin_ops cl_plugin_permit_manual_approval = {
 	.name = "ManualApproval",
 	.init = approval_init,
 	.fini = approval_fini,

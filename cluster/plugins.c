@@ -6,10 +6,11 @@
 #include <stddef.h>
 
 static const struct cl_fw_plugin_ops *const all[] = {
-	&cl_plugin_group_hosts,  &cl_plugin_host_reachable, &cl_plugin_capacity,
-	&cl_plugin_pool_give_back, &cl_plugin_free_capacity, &cl_plugin_group_spread,
-	&cl_plugin_arbiter_lease, &cl_plugin_manual_approval, &cl_plugin_libvirt_bind,
-	NULL,
+	&cl_plugin_fit_group_hosts,   &cl_plugin_fit_host_reachable,
+	&cl_plugin_fit_capacity,      &cl_plugin_fit_pool_give_back,
+	&cl_plugin_fit_free_capacity, &cl_plugin_fit_group_spread,
+	&cl_plugin_lease_arbiter,     &cl_plugin_permit_manual_approval,
+	&cl_plugin_bind_libvirt,      NULL,
 };
 
 static const struct cl_fw_registry registry = { .plugins = all };

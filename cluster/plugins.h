@@ -31,7 +31,7 @@ const struct cl_fw_defaults *cl_plugins_defaults(void);
 /* What the engine hands the bind plugin through cl_fw_vm.spec. */
 struct cl_bind_spec {
 	const struct cl_group_cfg *group;
-	struct cl_meta meta;       /* written with state creating, then booting */
+	struct cl_meta meta; /* written with state creating, then booting */
 };
 
 /* Where LibvirtBind leaves the metadata it wrote last (struct cl_meta),
@@ -47,7 +47,7 @@ struct cl_bind_spec {
 #define CL_PLUGINS_LEASE_NS "default"
 
 /* The individual plugins (tests build registries of their own). */
-extern const struct cl_fw_plugin_ops cl_plugin_group_hosts, cl_plugin_host_reachable,
-	cl_plugin_capacity, cl_plugin_pool_give_back, cl_plugin_free_capacity,
-	cl_plugin_group_spread, cl_plugin_arbiter_lease, cl_plugin_manual_approval,
-	cl_plugin_libvirt_bind;
+extern const struct cl_fw_plugin_ops cl_plugin_fit_group_hosts, cl_plugin_fit_host_reachable,
+	cl_plugin_fit_capacity, cl_plugin_fit_pool_give_back, cl_plugin_fit_free_capacity,
+	cl_plugin_fit_group_spread, cl_plugin_lease_arbiter, cl_plugin_permit_manual_approval,
+	cl_plugin_bind_libvirt;

@@ -8,8 +8,8 @@
  * (StopCreatingNodes: there is no telling how far it got; a member keeps
  * its placeholder and is placed again), a removal goes on. Overlays of
  * ours without a domain are deleted. */
-#define CL_ENGINE_INTERNAL
-#include "cluster/engine-int.h"
+#define CL_ENGINE_PRIV_ALLOW
+#include "cluster/engine-priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -142,8 +142,8 @@ static struct cl_vm *known(struct cl_engine *e, const char *uuid)
 		struct cl_vm *vm;
 
 		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-			if (strcasecmp(vm->uuid, uuid) == 0)
-				return vm;
+		if (strcasecmp(vm->uuid, uuid) == 0)
+			return vm;
 	}
 	return NULL;
 }
@@ -158,7 +158,7 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 	const char *host = cl_host_name(h->h);
 	struct cl_group *g = group_of(e, d->meta.group);
 	uint64_t now = vmact_loop_now_usec(e->ev);
-	double real = cl_engine_now_real();
+	double real = cl_vm_now_real();
 	struct cl_vm *vm, *other;
 
 	if (!g) {
@@ -172,9 +172,9 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 		vm->meta = d->meta;
 		vm->persisted = true;
 		VMACT_LIST_APPEND(vms, e->orphans, vm);
-		cl_engine_emit(e, LOG_WARNING, vm,
-			       "on %s, of group '%s' which is not configured: left alone", host,
-			       d->meta.group);
+		cl_vm_emit(e, LOG_WARNING, vm,
+			   "on %s, of group '%s' which is not configured: left alone", host,
+			   d->meta.group);
 		return;
 	}
 	other = known(e, d->uuid);
@@ -186,7 +186,7 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 			return;
 		}
 		if (other->meta.state == CL_ST_PENDING && !other->busy && !other->placing) {
-			struct cl_ehost *oh = cl_engine_host(e, other->host);
+			struct cl_ehost *oh = cl_vm_ehost(e, other->host);
 
 			if (oh)
 				drop(e, oh, other->uuid, NULL);
@@ -195,11 +195,11 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 			vm = other;
 			goto state;
 		}
-		cl_engine_emit(e, LOG_WARNING, other, "also defined on %s: that one is left alone",
-			       host);
+		cl_vm_emit(e, LOG_WARNING, other, "also defined on %s: that one is left alone",
+			   host);
 		return;
 	}
-	vm = cl_engine_vm_new(g, d->uuid, d->name);
+	vm = cl_vm_new(g, d->uuid, d->name);
 	if (!vm)
 		return;
 	snprintf(vm->host, sizeof(vm->host), "%s", host);
@@ -213,8 +213,8 @@ state:
 
 		vm->boot_deadline_usec = now + (left > 0 ? (uint64_t)(left * 1e6) : 0);
 		vm->next_probe_usec = now;
-		cl_engine_emit(e, LOG_INFO, vm, "found booting on %s: waiting on (%.0f s left)", host,
-			       left > 0 ? left : 0);
+		cl_vm_emit(e, LOG_INFO, vm, "found booting on %s: waiting on (%.0f s left)", host,
+			   left > 0 ? left : 0);
 		break;
 	}
 	case CL_ST_READY: {
@@ -226,18 +226,18 @@ state:
 		vm->next_probe_usec = now;
 		if (!ok) {
 			vm->want_delete = true;
-			cl_engine_emit(e, LOG_WARNING, vm,
-				       "standby in tier %s but the domain is not (removed)",
-				       cl_tier_name(vm->meta.tier));
+			cl_vm_emit(e, LOG_WARNING, vm,
+				   "standby in tier %s but the domain is not (removed)",
+				   cl_domxml_tier_name(vm->meta.tier));
 		}
 		break;
 	}
 	case CL_ST_CREATING:
-		cl_engine_emit(e, LOG_WARNING, vm, "found being created on %s, without a result", host);
+		cl_vm_emit(e, LOG_WARNING, vm, "found being created on %s, without a result", host);
 		break;
 	case CL_ST_CLAIMED:
 		if (d->run != CL_VIRT_RUNNING)
-			cl_engine_emit(e, LOG_WARNING, vm, "in service but the domain is not running");
+			cl_vm_emit(e, LOG_WARNING, vm, "in service but the domain is not running");
 		break;
 	default:
 		break;
@@ -254,15 +254,15 @@ static void scan_done(void *data)
 	h->scanning = false;
 	if (j->r < 0) {
 		h->next_scan_usec = vmact_loop_now_usec(e->ev) + RESCAN_USEC;
-		cl_engine_emit(e, LOG_WARNING, NULL, "host %s: cannot find its VMs (tried again): %s",
-			       cl_host_name(h->h), j->err.msg);
+		cl_vm_emit(e, LOG_WARNING, NULL, "host %s: cannot find its VMs (tried again): %s",
+			   cl_host_name(h->h), j->err.msg);
 	} else {
 		for (size_t i = 0; i < j->n; i++) {
 			if (j->doms[i].bad) {
-				cl_engine_emit(e, LOG_WARNING, NULL,
-					       "host %s: domain %s has cluster metadata that does not "
-					       "parse (left alone): %s",
-					       cl_host_name(h->h), j->doms[i].d.name, j->doms[i].why);
+				cl_vm_emit(e, LOG_WARNING, NULL,
+					   "host %s: domain %s has cluster metadata that does not "
+					   "parse (left alone): %s",
+					   cl_host_name(h->h), j->doms[i].d.name, j->doms[i].why);
 				continue;
 			}
 			adopt(e, h, &j->doms[i].d);
@@ -279,15 +279,15 @@ static void scan_done(void *data)
 				used = strcmp(want, j->vols[v]) == 0;
 			}
 			if (!used && strstr(j->vols[v], ".qcow2")) {
-				cl_engine_emit(e, LOG_INFO, NULL,
-					       "host %s: overlay %s belongs to no domain: deleted",
-					       cl_host_name(h->h), j->vols[v]);
+				cl_vm_emit(e, LOG_INFO, NULL,
+					   "host %s: overlay %s belongs to no domain: deleted",
+					   cl_host_name(h->h), j->vols[v]);
 				drop(e, h, NULL, j->vols[v]);
 			}
 		}
 		h->scanned = true;
-		cl_engine_emit(e, LOG_INFO, NULL, "host %s: %zu VM(s) of ours found",
-			       cl_host_name(h->h), j->n);
+		cl_vm_emit(e, LOG_INFO, NULL, "host %s: %zu VM(s) of ours found",
+			   cl_host_name(h->h), j->n);
 	}
 	/* Ready once every host was scanned or tried once: an unreachable
 	 * host's VMs join when it answers. */
@@ -296,12 +296,12 @@ static void scan_done(void *data)
 	if (all && !e->ready) {
 		e->ready = true;
 		e->next_renew_usec = 0;
-		cl_engine_emit(e, LOG_INFO, NULL, "ready: the VMs of every reachable host are known");
+		cl_vm_emit(e, LOG_INFO, NULL, "ready: the VMs of every reachable host are known");
 	}
 	free(j->doms);
 	free(j->vols);
 	free(j);
-	cl_engine_kick(e);
+	cl_vm_kick(e);
 }
 
 void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h)
@@ -328,7 +328,7 @@ struct renew_job {
 	struct {
 		char name[CL_NAME_MAX];
 		struct vmact_resources size;
-	} *vms;
+	} * vms;
 	unsigned failed;
 	struct vmact_err err;
 };
@@ -350,8 +350,8 @@ static void renew_done(void *data)
 	struct renew_job *j = data;
 
 	if (j->failed)
-		cl_engine_emit(j->e, LOG_WARNING, NULL, "host %s: %u lease(s) not renewed: %s",
-			       cl_host_name(j->h), j->failed, j->err.msg);
+		cl_vm_emit(j->e, LOG_WARNING, NULL, "host %s: %u lease(s) not renewed: %s",
+			   cl_host_name(j->h), j->failed, j->err.msg);
 	free(j->vms);
 	free(j);
 }
@@ -370,7 +370,8 @@ void cl_recover_renew(struct cl_engine *e)
 		for (size_t k = 0; k < e->n_groups; k++) {
 			struct cl_vm *vm;
 
-			VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms) {
+			VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms)
+			{
 				/* A VM in a cycle holds the lease Reserve took: the
 				 * cycle owns it until it ends. */
 				if (!vm->leased || vm->placing || strcmp(vm->host, name) != 0)

@@ -49,10 +49,14 @@ static enum cl_virt_run run_of(virDomainPtr d, bool *has_save)
 	if (virDomainGetState(d, &state, &reason, 0) < 0)
 		return no_domain() ? CL_VIRT_GONE : CL_VIRT_OTHER;
 	switch (state) {
-	case VIR_DOMAIN_RUNNING: return CL_VIRT_RUNNING;
-	case VIR_DOMAIN_PAUSED: return CL_VIRT_PAUSED;
-	case VIR_DOMAIN_SHUTOFF: return CL_VIRT_OFF;
-	default: return CL_VIRT_OTHER;
+	case VIR_DOMAIN_RUNNING:
+		return CL_VIRT_RUNNING;
+	case VIR_DOMAIN_PAUSED:
+		return CL_VIRT_PAUSED;
+	case VIR_DOMAIN_SHUTOFF:
+		return CL_VIRT_OFF;
+	default:
+		return CL_VIRT_OTHER;
 	}
 }
 
@@ -141,13 +145,13 @@ int cl_virt_define(virConnectPtr c, const char *xml, struct vmact_err *err)
 	return 0;
 }
 
-#define WITH_DOMAIN(c, uuid, err, call, what)                                  \
-	({                                                                     \
-		int r_ = 0;                                                    \
+#define WITH_DOMAIN(c, uuid, err, call, what)                                          \
+	({                                                                             \
+		int r_ = 0;                                                            \
 		_cleanup_(virt_dom_freep) virDomainPtr d_ = lookup(c, uuid, err, &r_); \
-		if (d_ && (call) < 0)                                          \
-			r_ = fail(err, EIO, what, uuid);                       \
-		r_;                                                            \
+		if (d_ && (call) < 0)                                                  \
+			r_ = fail(err, EIO, what, uuid);                               \
+		r_;                                                                    \
 	})
 
 int cl_virt_start(virConnectPtr c, const char *uuid, struct vmact_err *err)
@@ -232,7 +236,8 @@ static void volume_format(virStorageVolPtr v, char *buf, size_t len)
 	if (!xml || !(doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET)))
 		return;
 	ctx = xmlXPathNewContext(doc);
-	o = ctx ? xmlXPathEvalExpression(BAD_CAST "string(/volume/target/format/@type)", ctx) : NULL;
+	o = ctx ? xmlXPathEvalExpression(BAD_CAST "string(/volume/target/format/@type)", ctx)
+		: NULL;
 	if (o && o->stringval && o->stringval[0])
 		snprintf(buf, len, "%s", (const char *)o->stringval);
 	xmlXPathFreeObject(o);

@@ -14,11 +14,11 @@
 
 /* What a domain of ours is doing, as libvirt says. */
 enum cl_virt_run {
-	CL_VIRT_GONE,    /* no such domain */
-	CL_VIRT_OFF,     /* defined, not running (saved when has_save) */
+	CL_VIRT_GONE, /* no such domain */
+	CL_VIRT_OFF,  /* defined, not running (saved when has_save) */
 	CL_VIRT_RUNNING,
 	CL_VIRT_PAUSED,
-	CL_VIRT_OTHER,   /* crashed, shutting down, ... */
+	CL_VIRT_OTHER, /* crashed, shutting down, ... */
 };
 
 struct cl_virt_dom {

@@ -43,12 +43,9 @@ static const char usage[] =
 enum { OPT_CHECK = 256, OPT_VERSION };
 
 static const struct option options[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "check", no_argument, NULL, OPT_CHECK },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+	{ "config", required_argument, NULL, 'c' },    { "check", no_argument, NULL, OPT_CHECK },
+	{ "verbose", no_argument, NULL, 'v' },         { "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION }, { NULL, 0, NULL, 0 },
 };
 
 /* libvirt prints every error by default; ours are reported where they
@@ -136,8 +133,9 @@ int main(int argc, char **argv)
 	/* vmactd is the host's one root process; this one creates VMs on
 	 * behalf of an API and must hold no more than libvirt's group. */
 	if (geteuid() == 0) {
-		log_error("refusing to run as root: run vmact-groupd as its own user (vmact-cluster, "
-			  "in libvirt's group; doc/cluster.md)");
+		log_error(
+			"refusing to run as root: run vmact-groupd as its own user (vmact-cluster, "
+			"in libvirt's group; doc/cluster.md)");
 		cl_config_free(&cfg);
 		return 1;
 	}

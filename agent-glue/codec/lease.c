@@ -50,8 +50,8 @@ static int unhex(char c)
 }
 
 int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
-		    const char *ts, const char *sig, const char *body, size_t body_len, long long now,
-		    struct vmact_err *err)
+		    const char *ts, const char *sig, const char *body, size_t body_len,
+		    long long now, struct vmact_err *err)
 {
 	uint8_t want[SHA256_DIGEST_SIZE], got[SHA256_DIGEST_SIZE];
 	long long t;
@@ -64,8 +64,9 @@ int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, cons
 	if (errno || end == ts || *end)
 		return vmact_err_set(err, EACCES, "ts is not a time");
 	if (t > now + AG_LEASE_WINDOW_S || t < now - AG_LEASE_WINDOW_S)
-		return vmact_err_set(err, EACCES, "ts %lld is more than %d s from the arbiter's clock",
-				     t, AG_LEASE_WINDOW_S);
+		return vmact_err_set(err, EACCES,
+				     "ts %lld is more than %d s from the arbiter's clock", t,
+				     AG_LEASE_WINDOW_S);
 	if (strlen(sig) != AG_LEASE_SIG_HEX)
 		return vmact_err_set(err, EACCES, "bad signature");
 	for (size_t i = 0; i < sizeof(got); i++) {
@@ -88,7 +89,8 @@ bool ag_lease_name_valid(const char *s)
 	if (!n || n > AG_LEASE_NAME_MAX)
 		return false;
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+		      *s == '.'))
 			return false;
 	return true;
 }
@@ -130,9 +132,11 @@ int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_reques
 		json_decref(j);
 		return vmact_err_set(err, EINVAL, "body: not a JSON object");
 	}
-	json_object_foreach(j, key, v) {
+	json_object_foreach(j, key, v)
+	{
 		if (strcmp(key, "namespace") && strcmp(key, "name") && strcmp(key, "milli_cpu") &&
-		    strcmp(key, "memory_bytes") && strcmp(key, "ttl_s") && strcmp(key, "existing")) {
+		    strcmp(key, "memory_bytes") && strcmp(key, "ttl_s") &&
+		    strcmp(key, "existing")) {
 			vmact_err_set(err, EINVAL, "%s: unknown field", key);
 			goto out;
 		}
@@ -140,11 +144,13 @@ int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_reques
 	ns = json_string_value(json_object_get(j, "namespace"));
 	name = json_string_value(json_object_get(j, "name"));
 	if (!ns || !ag_lease_name_valid(ns)) {
-		vmact_err_set(err, EINVAL, "namespace: a name of 1 to %d of [a-z0-9.-]", AG_LEASE_NAME_MAX);
+		vmact_err_set(err, EINVAL, "namespace: a name of 1 to %d of [a-z0-9.-]",
+			      AG_LEASE_NAME_MAX);
 		goto out;
 	}
 	if (!name || !ag_lease_name_valid(name)) {
-		vmact_err_set(err, EINVAL, "name: a name of 1 to %d of [a-z0-9.-]", AG_LEASE_NAME_MAX);
+		vmact_err_set(err, EINVAL, "name: a name of 1 to %d of [a-z0-9.-]",
+			      AG_LEASE_NAME_MAX);
 		goto out;
 	}
 	if (get_int(j, "milli_cpu", UINT32_MAX, &cpu, err) < 0 ||

@@ -27,9 +27,9 @@
 #include "base/error.h"
 #include "base/resources.h"
 
-#define AG_LEASE_WINDOW_S 60
-#define AG_LEASE_SIG_HEX 64
-#define AG_LEASE_NAME_MAX 63
+#define AG_LEASE_WINDOW_S  60
+#define AG_LEASE_SIG_HEX   64
+#define AG_LEASE_NAME_MAX  63
 #define AG_LEASE_TTL_MAX_S 86400
 
 /* out gets AG_LEASE_SIG_HEX hex digits and a NUL. */
@@ -38,8 +38,8 @@ void ag_lease_sign(const uint8_t *key, size_t key_len, const char *method, const
 /* Checks ts (decimal text) and sig against the request at time now; -EACCES
  * with the reason. */
 int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
-		    const char *ts, const char *sig, const char *body, size_t body_len, long long now,
-		    struct vmact_err *err);
+		    const char *ts, const char *sig, const char *body, size_t body_len,
+		    long long now, struct vmact_err *err);
 
 struct ag_lease_request {
 	char ns[AG_LEASE_NAME_MAX + 1];
