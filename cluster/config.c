@@ -619,28 +619,24 @@ static int parse_scheduler(struct ctx *c, const json_t *o, struct cl_config *cfg
 	json_array_foreach(p, i, it)
 	{
 		struct cl_fw *fw = NULL;
-		char path[300];
-		const char *name;
+		char path[300], name[CL_FW_NAME_MAX];
 
 		snprintf(path, sizeof(path), "%s.profiles[%zu]", c->path, i);
 		r = cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), it, path, NULL, &fw,
 			      c->err);
 		if (r < 0)
 			return r;
-		name = cl_fw_scheduler_name(fw);
+		snprintf(name, sizeof(name), "%s", cl_fw_scheduler_name(fw));
+		cl_fw_free(fw);
 		for (size_t k = 0; k < i; k++) {
 			const char *other = json_string_value(
 				json_object_get(json_array_get(p, k), "schedulerName"));
 
-			if (strcmp(other ? other : "default", name) == 0) {
-				cl_fw_free(fw);
-				return vmact_err_set(
-					c->err, EINVAL,
-					"%s.schedulerName: '%s' is also profiles[%zu]'s", path,
-					name, k);
-			}
+			if (strcmp(other ? other : "default", name) == 0)
+				return vmact_err_set(c->err, EINVAL,
+						     "%s.schedulerName: '%s' is also profiles[%zu]'s", path,
+						     name, k);
 		}
-		cl_fw_free(fw);
 	}
 	cfg->profiles = json_deep_copy(p);
 	return cfg->profiles ? 0 : vmact_err_set(c->err, ENOMEM, "out of memory");

@@ -549,8 +549,8 @@ static void lease_take(struct ag_arbiter *a, const struct ag_lease_request *lr, 
 	more_mem = sat_sub(want.mem_bytes, p ? p->reserved.mem_bytes : 0);
 	/* The same books as growth: room under the watermark, unless the
 	 * VM runs already and is only being recorded. */
-	if (!lr->existing && (a->reserved_cpu + more_cpu > a->watermark.milli_cpu ||
-			      a->reserved_mem + more_mem > a->watermark.mem_bytes)) {
+	if (!lr->existing && ((more_cpu && a->reserved_cpu + more_cpu > a->watermark.milli_cpu) ||
+			      (more_mem && a->reserved_mem + more_mem > a->watermark.mem_bytes))) {
 		free_.milli_cpu = (uint32_t)sat_sub(a->watermark.milli_cpu, a->reserved_cpu);
 		free_.mem_bytes = sat_sub(a->watermark.mem_bytes, a->reserved_mem);
 		vmact_quantity_format_milli(free_.milli_cpu, c, sizeof(c));

@@ -121,7 +121,8 @@ static int get_int(const json_t *o, const char *key, long long max, long long *o
 int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_request *r,
 			    struct vmact_err *err)
 {
-	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *j = len == (size_t)-1 ? json_loads(body, JSON_REJECT_DUPLICATES, NULL)
+				      : json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
 	const char *ns, *name, *key;
 	json_t *v;
 	long long cpu, mem, ttl;

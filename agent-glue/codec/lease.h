@@ -54,7 +54,7 @@ struct ag_lease_request {
 
 /* malloc'd JSON text. */
 char *ag_lease_request_encode(const struct ag_lease_request *r);
-/* -EINVAL naming the field. */
+/* -EINVAL naming the field; len (size_t)-1: body is NUL-terminated. */
 int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_request *r,
 			    struct vmact_err *err);
 
