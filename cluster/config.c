@@ -374,7 +374,8 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 	    (r = get_str(c, o, "disk_bus", false, false, t->disk_bus, sizeof(t->disk_bus))) < 0 ||
 	    (r = get_str(c, o, "serial_log_dir", false, false, t->serial_log_dir,
 			 sizeof(t->serial_log_dir))) < 0 ||
-	    (r = get_str(c, o, "domain_type", false, false, dtype, sizeof(dtype))) < 0)
+	    (r = get_str(c, o, "domain_type", false, false, dtype, sizeof(dtype))) < 0 ||
+	    (r = get_str(c, o, "network", false, false, t->network, sizeof(t->network))) < 0)
 		return r;
 	if (strcmp(dtype, "kvm") && strcmp(dtype, "qemu"))
 		return bad(c, "domain_type", "'%s': kvm or qemu (TCG, no hardware acceleration)",

@@ -77,6 +77,8 @@ struct cl_template {
 	 * storage_pool, created through libvirt's storage API. */
 	char base_volume[256];
 	char disk_bus[16];
+	/* A libvirt network for one virtio NIC ("" = none). */
+	char network[CL_NAME_MAX];
 	/* Serial console log files, for operators and tests ("" = none). */
 	char serial_log_dir[512];
 	/* Extra <metadata> children, as XML (the VM's vmact autoscaling

@@ -363,6 +363,11 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 		put(&b, "'/>\n      <target dev='%s' bus='%s'/>\n    </disk>\n",
 		    strcmp(t->disk_bus, "virtio") == 0 ? "vda" : "sda", t->disk_bus);
 	}
+	if (t->network[0]) {
+		put(&b, "    <interface type='network'>\n      <source network='");
+		put_esc(&b, t->network);
+		put(&b, "'/>\n      <model type='virtio'/>\n    </interface>\n");
+	}
 	for (unsigned i = 0; i < serials; i++) {
 		put(&b, "    <serial type='pty'>\n");
 		if (i == 0 && t->serial_log_dir[0]) {

@@ -378,18 +378,31 @@ static void placeholder_recorded(struct cl_vm *vm, int r, const char *err)
 }
 
 /* The host a new member's placeholder is defined on until it is placed:
- * the first of the group's hosts whose libvirt answered last time. */
+ * of the group's hosts whose VMs are known and whose libvirt answered,
+ * the one with the most room at its arbiter when last read, where the
+ * scheduler will most likely put it (its provider ID changes if it goes
+ * elsewhere). */
 static const char *placeholder_host(struct cl_engine *e, const struct cl_group *g)
 {
+	const char *best = NULL;
+	uint64_t best_room = 0;
+
 	for (size_t i = 0; i < g->cfg->n_hosts; i++) {
 		struct cl_ehost *h = cl_vm_ehost(e, g->cfg->hosts[i]);
 		struct cl_host_status st;
+		uint64_t room = 0;
 
 		cl_host_status(h->h, &st);
-		if (st.libvirt_ok && h->scanned)
-			return g->cfg->hosts[i];
+		if (!st.libvirt_ok || !h->scanned)
+			continue;
+		if (st.have_ledger && st.ledger.watermark.milli_cpu > st.ledger.reserved.milli_cpu)
+			room = st.ledger.watermark.milli_cpu - st.ledger.reserved.milli_cpu;
+		if (!best || room > best_room) {
+			best = g->cfg->hosts[i];
+			best_room = room;
+		}
 	}
-	return NULL;
+	return best;
 }
 
 void cl_engine_increase(struct cl_engine *e, const char *group, long long delta,

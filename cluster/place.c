@@ -233,6 +233,8 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 	}
 	if (bind_failed) {
 		member_unplaced(vm, "other", "BIND_FAILED", msg, CL_FAIL_BIND);
+	} else if (strcmp(st->plugin, "Permit") == 0) {
+		member_unplaced(vm, "other", "PERMIT_REJECTED", msg, CL_FAIL_NO_HOST);
 	} else if (st->code == CL_FW_UNSCHEDULABLE || st->code == CL_FW_UNRESOLVABLE) {
 		member_unplaced(vm, "out-of-resources", "HOST_CAPACITY", msg, CL_FAIL_NO_HOST);
 	} else {

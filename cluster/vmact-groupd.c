@@ -175,9 +175,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sd_event_add_time_relative(ev, NULL, CLOCK_MONOTONIC, 0, 0, on_ready_check, e);
-	log_info("serving on %s%s%s; %zu host(s), %zu group(s)", cfg.api_socket,
-		 metrics ? ", metrics on " : "", metrics ? cfg.metrics_listen : "", cfg.n_hosts,
-		 cfg.n_groups);
+	if (metrics)
+		log_info("serving on %s, metrics on %s (port %u); %zu host(s), %zu group(s)",
+			 cfg.api_socket, cfg.metrics_listen, cl_metrics_port(metrics), cfg.n_hosts,
+			 cfg.n_groups);
+	else
+		log_info("serving on %s; %zu host(s), %zu group(s)", cfg.api_socket, cfg.n_hosts,
+			 cfg.n_groups);
 	r = sd_event_loop(ev);
 	if (r < 0) {
 		log_error("event loop: %s", strerror(-r));
