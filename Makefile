@@ -109,7 +109,7 @@ PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
-        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
+        clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction bench-provision tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
 .SECONDARY:
@@ -314,6 +314,13 @@ bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 # (bench/reaction-bench.c). Needs root and node (the vm-monitor peer).
 bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/reaction-bench $(BENCH_ITER)
+
+# make bench-provision: vmact-groupd's increase -> a healthy VM in service,
+# per standby tier and for a cold boot, p50/p90 over BENCH_ITER runs each,
+# ending with "ratio: X" = running tier p50 / cold boot p50
+# (bench/provision-bench.c; root, the cluster user of setup-host.sh).
+bench-provision: $(BUILD)/bench/provision-bench $(BUILD)/vmact-groupd $(BUILD)/vmact-arbiter guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/provision-bench $(BENCH_ITER)
 
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
 # write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).

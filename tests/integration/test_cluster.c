@@ -58,6 +58,7 @@
 #include <libvirt/virterror.h>
 
 #include "cluster/host.h"
+#include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
@@ -77,9 +78,7 @@ static struct {
 	char sysimg[128], sesimg[128], logs[128];
 	char sys_pool[64], ses_pool[64], ses_uri[384];
 	char groupd[PATH_MAX], vmactd[PATH_MAX], arbiter[PATH_MAX];
-	char home[256];
-	uid_t uid;
-	gid_t gid;
+	struct th_cluster_user u;
 	unsigned vmactd_port, metrics_port;
 	struct th_proc gd, vd, ad;
 	virConnectPtr sys, ses;
@@ -114,105 +113,17 @@ static int run(const char *const argv[])
 	return th_proc_wait(&p);
 }
 
-/* virsh on the cluster user's session. */
-static int session_virsh(const char *const args[])
-{
-	const char *argv[24] = { "setpriv", "--reuid=" USER, "--regid=" USER, "--init-groups",
-				 "env", "-u", "XDG_RUNTIME_DIR" };
-	char home[PATH_MAX + 8];
-	size_t n = 7;
-
-	snprintf(home, sizeof(home), "HOME=%s", fx.home);
-	argv[n++] = home;
-	argv[n++] = "virsh";
-	argv[n++] = "-q";
-	argv[n++] = "-c";
-	argv[n++] = "qemu:///session";
-	for (size_t i = 0; args[i] && n < 23; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	return run(argv);
-}
-
-/* Spawns prog as the cluster user (setpriv execs: the pid is prog's). */
-static void spawn_as_user(struct th_proc *p, const char *const args[], const char *log)
-{
-	const char *argv[24] = { "setpriv", "--reuid=" USER, "--regid=" USER, "--init-groups",
-				 "env", "-u", "XDG_RUNTIME_DIR" };
-	char home[PATH_MAX + 8];
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
-	size_t n = 7;
-
-	snprintf(home, sizeof(home), "HOME=%s", fx.home);
-	argv[n++] = home;
-	for (size_t i = 0; args[i] && n < 23; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	assert_int_equal(th_spawn(p, argv, &o), 0);
-}
-
 static void own(const char *path, bool user, mode_t mode)
 {
-	if (chown(path, user ? fx.uid : 0, fx.gid) < 0 || chmod(path, mode) < 0)
+	if (chown(path, user ? fx.u.uid : 0, fx.u.gid) < 0 || chmod(path, mode) < 0)
 		fail_msg("%s: %s", path, strerror(errno));
-}
-
-static void copy_file(const char *from, const char *to)
-{
-	const char *argv[] = { "cp", from, to, NULL };
-
-	if (run(argv) != 0)
-		fail_msg("cp %s %s failed", from, to);
 }
 
 /* ---- the API ---- */
 
-struct body {
-	char *s;
-	size_t n;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-	struct body *b = ud;
-	char *ns = realloc(b->s, b->n + size * n + 1);
-
-	if (!ns)
-		return 0;
-	b->s = ns;
-	memcpy(b->s + b->n, p, size * n);
-	b->n += size * n;
-	b->s[b->n] = 0;
-	return size * n;
-}
-
-/* method path [body] -> the answer's JSON (NULL without one), *status. */
 static json_t *api(const char *method, const char *path, const char *body, long *status)
 {
-	CURL *c = curl_easy_init();
-	struct body b = { 0 };
-	char url[512];
-	json_t *j = NULL;
-	long st = 0;
-
-	snprintf(url, sizeof(url), "http://groupd%s", path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, fx.sock);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 90L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	curl_easy_cleanup(c);
-	if (b.s)
-		j = json_loads(b.s, 0, NULL);
-	free(b.s);
-	if (status)
-		*status = st;
-	return j;
+	return th_cluster_api(fx.sock, method, path, body, status);
 }
 
 /* A change that must succeed; the new target. */
@@ -444,20 +355,14 @@ static struct ag_lease_ledger ledger(struct cl_host *h)
 
 static long metric(const char *name_and_labels)
 {
-	CURL *c = curl_easy_init();
-	struct body b = { 0 };
-	char url[128], *p;
+	char url[128], *page, *p;
 	long v = -1;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_perform(c);
-	curl_easy_cleanup(c);
-	if (b.s && (p = strstr(b.s, name_and_labels)))
+	page = th_cluster_http_get(url);
+	if (page && (p = strstr(page, name_and_labels)))
 		v = strtol(p + strlen(name_and_labels) + 1, NULL, 10);
-	free(b.s);
+	free(page);
 	return v;
 }
 
@@ -526,7 +431,7 @@ static void start_groupd(const char *cfg)
 	char *text, *p;
 
 	unlink(fx.glog);
-	spawn_as_user(&fx.gd, args, fx.glog);
+	assert_int_equal(th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog), 0);
 	if (!th_wait_daemon(&fx.gd, log_has, "metrics on", LIMIT_S))
 		die_with_logs("vmact-groupd did not start");
 	text = th_read_file(fx.glog);
@@ -589,64 +494,20 @@ static int start_grower(unsigned i)
 
 /* ---- set-up and tear-down ---- */
 
-static void remove_ours(virConnectPtr c)
-{
-	virDomainPtr *doms = NULL;
-	int n = c ? virConnectListAllDomains(c, &doms, 0) : 0;
-
-	for (int i = 0; i < n; i++) {
-		const char *name = virDomainGetName(doms[i]);
-
-		if (strncmp(name, PREFIX, strlen(PREFIX)) == 0) {
-			if (virDomainIsActive(doms[i]) == 1)
-				virDomainDestroy(doms[i]);
-			if (virDomainIsPersistent(doms[i]) == 1)
-				virDomainUndefineFlags(doms[i], VIR_DOMAIN_UNDEFINE_MANAGED_SAVE);
-		}
-		virDomainFree(doms[i]);
-	}
-	free(doms);
-}
-
-static void remove_pool(virConnectPtr c, const char *name)
-{
-	virStoragePoolPtr p = c ? virStoragePoolLookupByName(c, name) : NULL;
-	virStorageVolPtr *vols = NULL;
-	int n;
-
-	if (!p)
-		return;
-	n = virStoragePoolListAllVolumes(p, &vols, 0);
-	for (int i = 0; i < n; i++) {
-		virStorageVolDelete(vols[i], 0);
-		virStorageVolFree(vols[i]);
-	}
-	free(vols);
-	virStoragePoolDestroy(p);
-	virStoragePoolUndefine(p);
-	virStoragePoolFree(p);
-}
-
 static void quiet(void *ud, virErrorPtr e)
 {
 }
 
 static int setup(void **state)
 {
-	struct passwd *pw = getpwnam(USER);
-	char dir_tpl[] = "/tmp/vmact-clt-XXXXXX", path[PATH_MAX + 64], hex[65];
-	uint8_t raw[32];
-	virStoragePoolPtr p;
+	char dir_tpl[] = "/tmp/vmact-clt-XXXXXX", path[PATH_MAX + 64];
 
 	virSetErrorFunc(NULL, quiet);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (!pw) {
-		fprintf(stderr, "no user " USER " (run tests/host/setup-host.sh)\n");
+	if (th_cluster_user(&fx.u) < 0) {
+		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
 		return -1;
 	}
-	fx.uid = pw->pw_uid;
-	fx.gid = pw->pw_gid;
-	snprintf(fx.home, sizeof(fx.home), "%s", pw->pw_dir);
 	if (th_build_prog("vmact-groupd", fx.groupd, sizeof(fx.groupd)) < 0 ||
 	    th_build_prog("vmactd", fx.vmactd, sizeof(fx.vmactd)) < 0 ||
 	    th_build_prog("vmact-arbiter", fx.arbiter, sizeof(fx.arbiter)) < 0)
@@ -670,12 +531,8 @@ static int setup(void **state)
 	P(logs, "logs");
 #undef P
 	/* The lease key: root's and the cluster user's to read. */
-	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+	if (th_cluster_key(&fx.u, fx.key) < 0)
 		return -1;
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-	th_write_file(fx.key, hex);
-	own(fx.key, false, 0640);
 	mkdir(fx.logs, 0777);
 	own(fx.logs, false, 0777);
 	snprintf(path, sizeof(path), "%s/api", fx.dir);
@@ -685,43 +542,17 @@ static int setup(void **state)
 	mkdir(path, 0700);
 	own(path, true, 0700);
 
-	/* h1's storage pool, with the base image. */
+	/* Each host's storage pool with the base image: h1's by root, h2's
+	 * by the cluster user's own libvirtd, in a directory of its own. */
 	fx.sys = virConnectOpen("qemu:///system");
 	if (!fx.sys)
 		return -1;
 	snprintf(fx.sys_pool, sizeof(fx.sys_pool), "vmact-clt-%d", (int)getpid());
 	snprintf(fx.ses_pool, sizeof(fx.ses_pool), "vmact-clt-%d", (int)getpid());
-	mkdir(fx.sysimg, 0755);
-	snprintf(path, sizeof(path), "%s/node-base.qcow2", tg_guest_dir());
-	{
-		char to[PATH_MAX + 32], xml[PATH_MAX + 256];
-
-		snprintf(to, sizeof(to), "%s/node-base.qcow2", fx.sysimg);
-		copy_file(path, to);
-		snprintf(xml, sizeof(xml),
-			 "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>",
-			 fx.sys_pool, fx.sysimg);
-		p = virStoragePoolDefineXML(fx.sys, xml, 0);
-		if (!p || virStoragePoolCreate(p, 0) < 0)
-			return -1;
-		virStoragePoolFree(p);
-		/* h2's: made by the cluster user's own libvirtd, in a directory
-		 * of its own. */
-		mkdir(fx.sesimg, 0755);
-		snprintf(to, sizeof(to), "%s/node-base.qcow2", fx.sesimg);
-		copy_file(path, to);
-		own(fx.sesimg, true, 0755);
-		own(to, true, 0644);
-	}
-	{
-		const char *def[] = { "pool-define-as", fx.ses_pool, "dir", "--target", fx.sesimg, NULL };
-		const char *start[] = { "pool-start", fx.ses_pool, NULL };
-
-		if (session_virsh(def) != 0 || session_virsh(start) != 0)
-			return -1;
-	}
-	snprintf(fx.ses_uri, sizeof(fx.ses_uri),
-		 "qemu+unix:///session?socket=%s/.cache/libvirt/libvirt-sock", fx.home);
+	if (th_cluster_pool(fx.sys, NULL, fx.sys_pool, fx.sysimg) < 0 ||
+	    th_cluster_pool(NULL, &fx.u, fx.ses_pool, fx.sesimg) < 0)
+		return -1;
+	th_cluster_session_uri(&fx.u, fx.ses_uri, sizeof(fx.ses_uri));
 	fx.ses = virConnectOpen(fx.ses_uri);
 	if (!fx.ses)
 		return -1;
@@ -736,7 +567,8 @@ static int setup(void **state)
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
 		args[2] = listen;
-		spawn_as_user(&fx.ad, args, fx.alog);
+		if (th_cluster_spawn(&fx.ad, &fx.u, args, fx.alog) < 0)
+			return -1;
 	}
 	{
 		struct cl_host_cfg h1 = { .name = "h1" }, h2 = { .name = "h2" };
@@ -765,12 +597,12 @@ static int teardown(void **state)
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	if (getenv("VMACT_TEST_VERBOSE"))
 		th_print_log_tail(fx.glog, "vmact-groupd", 100000);
-	remove_ours(fx.sys);
-	remove_ours(fx.ses);
+	th_cluster_remove_domains(fx.sys, PREFIX);
+	th_cluster_remove_domains(fx.ses, PREFIX);
 	if (fx.have_grower)
 		tg_destroy_by_name(&fx.grower);
-	remove_pool(fx.sys, fx.sys_pool);
-	remove_pool(fx.ses, fx.ses_pool);
+	th_cluster_pool_remove(fx.sys, fx.sys_pool);
+	th_cluster_pool_remove(fx.ses, fx.ses_pool);
 	if (fx.sys)
 		virConnectClose(fx.sys);
 	if (fx.ses)
@@ -1362,27 +1194,20 @@ static void cluster_lease_expiry(void **state)
 
 static void cluster_metrics(void **state)
 {
-	CURL *c = curl_easy_init();
-	struct body b = { 0 };
-	char url[128], page[PATH_MAX + 16];
-	const char *argv[] = { "sh", "-c", NULL, NULL };
-	char cmd[PATH_MAX + 64];
+	char url[128], page[PATH_MAX + 16], cmd[PATH_MAX + 64], *text;
+	const char *argv[] = { "sh", "-c", cmd, NULL };
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_cleanup(c);
-	assert_non_null(b.s);
-	assert_non_null(strstr(b.s, "vmact_cluster_pool_vms{group=\"tiers\",tier=\"saved\",state=\"ready\"}"));
-	assert_non_null(strstr(b.s, "vmact_cluster_boots_total{group=\"scale\"}"));
-	assert_non_null(strstr(b.s, "vmact_cluster_reservations_total{host=\"h1\",result=\"granted\"}"));
+	text = th_cluster_http_get(url);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "vmact_cluster_pool_vms{group=\"tiers\",tier=\"saved\",state=\"ready\"}"));
+	assert_non_null(strstr(text, "vmact_cluster_boots_total{group=\"scale\"}"));
+	assert_non_null(strstr(text, "vmact_cluster_reservations_total{host=\"h1\",result=\"granted\"}"));
 	snprintf(page, sizeof(page), "%s/metrics.txt", fx.dir);
-	assert_int_equal(th_write_file(page, b.s), 0);
-	free(b.s);
+	assert_int_equal(th_write_file(page, text), 0);
+	free(text);
+	/* An independent reader: Prometheus's own. */
 	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", page);
-	argv[2] = cmd;
 	assert_int_equal(run(argv), 0);
 }
 
