@@ -622,7 +622,10 @@ void cl_life_next(struct cl_vm *vm)
 		}
 		break;
 	case CL_ST_CLAIMING:
-		claim(vm);
+		/* A probe still running would take the console over from the
+		 * claim's acknowledgement: the claim waits for it. */
+		if (!vm->probing)
+			claim(vm);
 		break;
 	case CL_ST_DELETING:
 		cl_life_remove(vm, NULL, NULL);
