@@ -42,8 +42,8 @@
 #include "tests/lib/samples.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-pb-"
-#define LIMIT_S 300.0
+#define PREFIX    "vmact-pb-"
+#define LIMIT_S   300.0
 #define POLL_USEC 5000
 
 static struct {
@@ -154,16 +154,18 @@ static const char *node_state(double *served_s)
 	json_t *j = api("GET", "/v1/groups/b/nodes", NULL, NULL);
 	json_t *n = json_array_get(json_object_get(j, "nodes"), 0);
 
-	snprintf(state, sizeof(state), "%s", n ? json_string_value(json_object_get(n, "state")) : "");
+	snprintf(state, sizeof(state), "%s",
+		 n ? json_string_value(json_object_get(n, "state")) : "");
 	json_decref(j);
 	if (served_s && !strcmp(state, "running")) {
 		json_t *vms = api("GET", "/v1/vms", NULL, NULL), *v;
 		size_t i;
 
-		json_array_foreach(json_object_get(vms, "vms"), i, v)
-			if (!strcmp(json_string_value(json_object_get(v, "role")), "member"))
-				*served_s = json_real_value(json_object_get(v, "in_service")) -
-					    json_real_value(json_object_get(v, "requested"));
+		json_array_foreach(json_object_get(vms, "vms"), i,
+				   v) if (!strcmp(json_string_value(json_object_get(v, "role")),
+						  "member")) *served_s =
+			json_real_value(json_object_get(v, "in_service")) -
+			json_real_value(json_object_get(v, "requested"));
 		json_decref(vms);
 	}
 	return state;
@@ -227,8 +229,8 @@ static void run_phase(struct phase *p, unsigned runs)
 		t = one_run(&served);
 		th_samples_add(&p->client, t * 1000);
 		th_samples_add(&p->server, served * 1000);
-		fprintf(stderr, "  %-8s run %2u: %8.0f ms (vmact-groupd: %.0f ms)\n", p->name, i + 1,
-			t * 1000, served * 1000);
+		fprintf(stderr, "  %-8s run %2u: %8.0f ms (vmact-groupd: %.0f ms)\n", p->name,
+			i + 1, t * 1000, served * 1000);
 	}
 	if (th_proc_stop(&b.gd, SIGTERM, 60 * VMACT_USEC_PER_SEC) != 0)
 		die("vmact-groupd did not stop cleanly");
@@ -288,9 +290,10 @@ int main(int argc, char **argv)
 	b.arb_port = th_dead_port();
 	{
 		char listen[64];
-		const char *argv2[] = { b.arbiter, "--listen", listen, "--cpu", "8", "--memory", "16Gi",
-					"--lease-key", b.key, NULL };
-		const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+		const char *argv2[] = { b.arbiter,  "--listen", listen,        "--cpu", "8",
+					"--memory", "16Gi",     "--lease-key", b.key,   NULL };
+		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+						 .err = TH_OUT_FILE,
 						 .out_path = b.alog };
 
 		snprintf(listen, sizeof(listen), "127.0.0.1:%u", b.arb_port);

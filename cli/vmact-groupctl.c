@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/quantity.h"
+#include "cli/client.h"
 
 #ifndef VMACT_VERSION
 #define VMACT_VERSION "dev"
@@ -26,7 +27,6 @@
 #define DEFAULT_SOCKET "/run/vmact-groupd/api.sock"
 /* A change waits for its recording (doc/cluster-api.md): seconds. */
 #define TIMEOUT_S 90L
-#define ANSWER_MAX (8 * 1024 * 1024)
 
 static const char usage[] =
 	"Usage: vmact-groupctl [--socket PATH] [--json] COMMAND [ARGS]\n"
@@ -56,85 +56,13 @@ struct opts {
 
 /* ---- the API ---- */
 
-struct answer {
-	char *data;
-	size_t len;
-	bool too_big;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
-{
-	struct answer *a = ud;
-	char *nd;
-
-	if (a->len + size * n > ANSWER_MAX) {
-		a->too_big = true;
-		return 0;
-	}
-	nd = realloc(a->data, a->len + size * n + 1);
-	if (!nd)
-		return 0;
-	a->data = nd;
-	memcpy(a->data + a->len, p, size * n);
-	a->len += size * n;
-	a->data[a->len] = 0;
-	return size * n;
-}
-
 /* One request; *out its JSON on 2xx, else -EPROTO with the API's error. */
 static int call(const struct opts *o, const char *method, const char *path, const char *body,
 		json_t **out, struct vmact_err *err)
 {
-	CURL *c = curl_easy_init();
-	struct answer a = { 0 };
-	struct curl_slist *hdr = NULL;
-	char url[1024];
-	long status = 0;
-	CURLcode cc;
-	int r = 0;
+	long status;
 
-	*out = NULL;
-	if (!c)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	snprintf(url, sizeof(url), "http://vmact-groupd%s", path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, o->socket);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, TIMEOUT_S);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-	if (body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	}
-	cc = curl_easy_perform(c);
-	if (cc != CURLE_OK) {
-		r = vmact_err_set(err, EIO, "cannot reach vmact-groupd at %s: %s%s", o->socket,
-				  a.too_big ? "answer too large" : curl_easy_strerror(cc),
-				  cc == CURLE_COULDNT_CONNECT ? " (is it running? are you root or its user?)"
-							      : "");
-		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	*out = a.data ? json_loads(a.data, 0, NULL) : NULL;
-	if (status < 200 || status >= 300) {
-		const char *msg = json_string_value(json_object_get(*out, "error"));
-		const char *why = json_string_value(json_object_get(*out, "reason"));
-
-		r = vmact_err_set(err, EPROTO, "%s%s%s%s", msg ? msg : "(no reason)", why ? " (" : "",
-				  why ? why : "", why ? ")" : "");
-		json_decref(*out);
-		*out = NULL;
-	} else if (!*out) {
-		r = vmact_err_set(err, EPROTO, "vmact-groupd answered with something other than JSON");
-	}
-out:
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
-	free(a.data);
-	return r;
+	return ctl_call(o->socket, method, path, body, TIMEOUT_S, &status, out, err);
 }
 
 static const char *str(const json_t *o, const char *key)
@@ -178,7 +106,8 @@ static void groups_table(const json_t *doc)
 
 	printf("%-20s %4s %4s %6s %8s  %-26s %s\n", "GROUP", "MIN", "MAX", "TARGET", "SERVING",
 	       "POOL running/paused/saved", "HOSTS");
-	json_array_foreach(json_object_get(doc, "groups"), i, g) {
+	json_array_foreach(json_object_get(doc, "groups"), i, g)
+	{
 		const json_t *p = json_object_get(g, "pool");
 		char pool[64], hosts[256] = "";
 		size_t k;
@@ -205,7 +134,8 @@ static void nodes_table(const json_t *doc)
 	json_t *n;
 
 	printf("%-28s %-6s %-9s %-9s %-8s %s\n", "NAME", "HOST", "STATE", "VM", "FROM", "ERROR");
-	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+	json_array_foreach(json_object_get(doc, "nodes"), i, n)
+	{
 		const json_t *e = json_object_get(n, "error");
 
 		printf("%-28s %-6s %-9s %-9s %-8s %s%s%s\n", str(n, "name"), str(n, "host"),
@@ -219,9 +149,10 @@ static void vms_table(const json_t *doc, const char *group, bool standby_only)
 	size_t i;
 	json_t *v;
 
-	printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", "NAME", "GROUP", "HOST", "ROLE", "TIER", "STATE",
-	       "LEASED");
-	json_array_foreach(json_object_get(doc, "vms"), i, v) {
+	printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", "NAME", "GROUP", "HOST", "ROLE", "TIER",
+	       "STATE", "LEASED");
+	json_array_foreach(json_object_get(doc, "vms"), i, v)
+	{
 		if (group && strcmp(group, str(v, "group")))
 			continue;
 		if (standby_only && strcmp(str(v, "role"), "pool"))
@@ -239,7 +170,8 @@ static void hosts_table(const json_t *doc)
 
 	printf("%-8s %-9s %-18s %-18s %-18s %6s %4s  %s\n", "HOST", "REACHABLE", "RESERVED",
 	       "WATERMARK", "STANDBY", "LEASES", "VMS", "URI");
-	json_array_foreach(json_object_get(doc, "hosts"), i, h) {
+	json_array_foreach(json_object_get(doc, "hosts"), i, h)
+	{
 		char r[40], w[40], s[40];
 
 		res(json_object_get(h, "reserved"), r, sizeof(r));
@@ -249,9 +181,11 @@ static void hosts_table(const json_t *doc)
 		       json_is_true(json_object_get(h, "reachable")) ? "yes" : "no", r, w, s,
 		       num(h, "leases"), num(h, "vms"), str(h, "uri"));
 		if (!json_is_true(json_object_get(json_object_get(h, "libvirt"), "ok")))
-			printf("         libvirt: %s\n", str(json_object_get(h, "libvirt"), "error"));
+			printf("         libvirt: %s\n",
+			       str(json_object_get(h, "libvirt"), "error"));
 		if (!json_is_true(json_object_get(json_object_get(h, "arbiter"), "ok")))
-			printf("         arbiter: %s\n", str(json_object_get(h, "arbiter"), "error"));
+			printf("         arbiter: %s\n",
+			       str(json_object_get(h, "arbiter"), "error"));
 	}
 }
 
@@ -262,16 +196,18 @@ static void waiting_table(const json_t *doc)
 
 	printf("%-38s %-28s %-14s %-6s %8s %8s  %s\n", "UID", "NAME", "GROUP", "HOST", "WAITED",
 	       "LEFT", "PLUGINS");
-	json_array_foreach(json_object_get(doc, "waiting"), i, w) {
+	json_array_foreach(json_object_get(doc, "waiting"), i, w)
+	{
 		char plugins[256] = "";
 		size_t k;
 		json_t *p;
 
 		json_array_foreach(json_object_get(w, "pending"), k, p)
-			snprintf(plugins + strlen(plugins), sizeof(plugins) - strlen(plugins), "%s%s",
-				 k ? "," : "", json_string_value(p));
+			snprintf(plugins + strlen(plugins), sizeof(plugins) - strlen(plugins),
+				 "%s%s", k ? "," : "", json_string_value(p));
 		printf("%-38s %-28s %-14s %-6s %7.0fs %7.0fs  %s\n", str(w, "uid"), str(w, "name"),
-		       str(w, "group"), str(w, "host"), json_real_value(json_object_get(w, "waited_s")),
+		       str(w, "group"), str(w, "host"),
+		       json_real_value(json_object_get(w, "waited_s")),
 		       json_real_value(json_object_get(w, "timeout_s")), plugins);
 	}
 }
@@ -467,6 +403,7 @@ int main(int argc, char **argv)
 		}
 		args[k] = NULL;
 		curl_global_init(CURL_GLOBAL_DEFAULT);
+		ctl_set_peer("vmact-groupd", " (is it running? are you root or its user?)");
 		r = run(&o, k, args);
 		curl_global_cleanup();
 	}

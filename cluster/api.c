@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "base/sockpath.h"
 #include "base/time.h"
 #include "net/http-server.h"
 
@@ -509,36 +510,6 @@ static void handle(void *ud, const struct net_http_server_request *req,
 
 /* ---- the socket ---- */
 
-static int prepare_path(const char *path, struct vmact_err *err)
-{
-	_cleanup_free_ char *dir = strdup(path);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int fd = -1;
-	char *s;
-
-	if (!dir)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	if (path[0] != '/' || strlen(path) >= sizeof(sa.sun_path))
-		return vmact_err_set(err, EINVAL,
-				     "api.socket: '%s' must be an absolute path shorter "
-				     "than %zu",
-				     path, sizeof(sa.sun_path));
-	for (s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = 0;
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return vmact_err_set(err, errno, "api.socket: mkdir %s: %m", dir);
-		*s = '/';
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return vmact_err_set(err, EADDRINUSE,
-				     "api.socket %s: another process serves it (is "
-				     "another vmact-groupd running?)",
-				     path);
-	return 0;
-}
-
 int cl_api_new(sd_event *ev, const char *socket, struct cl_engine *e, struct cl_api **out,
 	       struct vmact_err *err)
 {
@@ -546,7 +517,7 @@ int cl_api_new(sd_event *ev, const char *socket, struct cl_engine *e, struct cl_
 	struct cl_api *a;
 	int r;
 
-	if ((r = prepare_path(socket, err)) < 0)
+	if ((r = vmact_sockpath_prepare(socket, "api.socket", "vmact-groupd", err)) < 0)
 		return r;
 	if (asprintf(&listen, "unix:%s", socket) < 0)
 		return vmact_err_set(err, ENOMEM, "out of memory");

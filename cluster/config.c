@@ -634,9 +634,10 @@ static int parse_scheduler(struct ctx *c, const json_t *o, struct cl_config *cfg
 				json_object_get(json_array_get(p, k), "schedulerName"));
 
 			if (strcmp(other ? other : "default", name) == 0)
-				return vmact_err_set(c->err, EINVAL,
-						     "%s.schedulerName: '%s' is also profiles[%zu]'s", path,
-						     name, k);
+				return vmact_err_set(
+					c->err, EINVAL,
+					"%s.schedulerName: '%s' is also profiles[%zu]'s", path,
+					name, k);
 		}
 	}
 	cfg->profiles = json_deep_copy(p);

@@ -137,6 +137,25 @@ void cl_fw_cycle_delete(struct cl_fw_cycle *cs, const char *key)
 	*e = cs->e[--cs->n];
 }
 
+/* ---- plugins ---- */
+
+int cl_fw_init_handle_only(const struct cl_fw_handle *h, const json_t *args, void **state,
+			   struct vmact_err *err)
+{
+	struct cl_fw_handle *copy;
+
+	if (args && json_object_size(args))
+		return vmact_err_set(err, EINVAL, "this plugin takes no args");
+	if (!h)
+		return 0;
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	*copy = *h;
+	*state = copy;
+	return 0;
+}
+
 /* ---- profile ---- */
 
 const char *cl_fw_point_name(enum cl_fw_point p)

@@ -155,6 +155,11 @@ struct cl_fw_plugin_ops {
 		     struct cl_fw_status *st);
 };
 
+/* An init for plugins that take no args and keep only the handle (their
+ * state is a copy of it, freed with free()). */
+int cl_fw_init_handle_only(const struct cl_fw_handle *h, const json_t *args, void **state,
+			   struct vmact_err *err);
+
 /* The plugins a framework may enable, NULL-terminated. */
 struct cl_fw_registry {
 	const struct cl_fw_plugin_ops *const *plugins;

@@ -19,27 +19,6 @@
 
 DEFINE_PTR_CLEANUP(bind_conn_closep, struct _virConnect, virConnectClose)
 
-struct bind_state {
-	struct cl_fw_handle h;
-};
-
-static int bind_init(const struct cl_fw_handle *h, const json_t *args, void **state,
-		     struct vmact_err *err)
-{
-	struct bind_state *s;
-
-	if (args && json_object_size(args))
-		return vmact_err_set(err, EINVAL, "LibvirtBind takes no args");
-	if (!h)
-		return 0;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	s->h = *h;
-	*state = s;
-	return 0;
-}
-
 static double now_real(void)
 {
 	struct timespec ts;
@@ -80,9 +59,9 @@ static void undo(virConnectPtr c, const struct cl_fw_vm *vm, const struct cl_bin
 static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
 		 struct cl_fw_status *st)
 {
-	struct bind_state *s = p;
+	const struct cl_fw_handle *handle = p;
 	const struct cl_bind_spec *spec = vm->spec;
-	struct cl_host *h = s->h.host(s->h.ud, host);
+	struct cl_host *h = handle->host(handle->ud, host);
 	_cleanup_(bind_conn_closep) virConnectPtr c = NULL;
 	_cleanup_free_ char *xml = NULL;
 	struct cl_meta *m;
@@ -135,7 +114,7 @@ static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, con
 	 * two definitions, which the next start-up sorts out (the pending one
 	 * goes). */
 	if (vm->defined_on[0] && strcmp(vm->defined_on, host) != 0) {
-		struct cl_host *old = s->h.host(s->h.ud, vm->defined_on);
+		struct cl_host *old = handle->host(handle->ud, vm->defined_on);
 		_cleanup_(bind_conn_closep) virConnectPtr oc = old ? cl_host_conn(old, &err) : NULL;
 
 		if (oc)
@@ -156,7 +135,7 @@ static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, con
 
 const struct cl_fw_plugin_ops cl_plugin_bind_libvirt = {
 	.name = "LibvirtBind",
-	.init = bind_init,
+	.init = cl_fw_init_handle_only,
 	.fini = free,
 	.bind = bind,
 };

@@ -11,38 +11,18 @@
 #include "cluster/host.h"
 #include "cluster/plugins.h"
 
-struct lease_state {
-	struct cl_fw_handle h;
-};
-
-static int lease_init(const struct cl_fw_handle *h, const json_t *args, void **state,
-		      struct vmact_err *err)
-{
-	struct lease_state *s;
-
-	if (args && json_object_size(args))
-		return vmact_err_set(err, EINVAL, "ArbiterLease takes no args");
-	if (!h)
-		return 0;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	s->h = *h;
-	*state = s;
-	return 0;
-}
-
 static void lease_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			  const struct cl_fw_host *host, struct cl_fw_status *st)
 {
-	struct lease_state *s = p;
-	struct cl_host *h = s->h.host(s->h.ud, host->name);
+	const struct cl_fw_handle *handle = p;
+	struct cl_host *h = handle->host(handle->ud, host->name);
 	struct vmact_err err = { 0 };
 	int r;
 
 	if (!h)
 		return cl_fw_status_set(st, CL_FW_ERROR, "no host %s", host->name);
-	r = cl_host_lease(h, CL_PLUGINS_LEASE_NS, vm->name, vm->size, s->h.lease_usec, false, &err);
+	r = cl_host_lease(h, CL_PLUGINS_LEASE_NS, vm->name, vm->size, handle->lease_usec, false,
+			  &err);
 	if (r == -EBUSY)
 		/* The snapshot was older than the ledger: a VM grew, or another
 		 * placement came first. */
@@ -57,8 +37,8 @@ static void lease_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm
 static void lease_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			    const char *host)
 {
-	struct lease_state *s = p;
-	struct cl_host *h = s->h.host(s->h.ud, host);
+	const struct cl_fw_handle *handle = p;
+	struct cl_host *h = handle->host(handle->ud, host);
 	struct vmact_err err = { 0 };
 
 	if (!h || !cl_fw_cycle_read(cs, CL_PLUGINS_LEASED))
@@ -70,7 +50,7 @@ static void lease_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 
 const struct cl_fw_plugin_ops cl_plugin_lease_arbiter = {
 	.name = "ArbiterLease",
-	.init = lease_init,
+	.init = cl_fw_init_handle_only,
 	.fini = free,
 	.reserve = lease_reserve,
 	.unreserve = lease_unreserve,

@@ -64,12 +64,12 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define USER "vmact-cluster"
-#define PREFIX "vmact-clt-"
-#define GROWER "vmact-clt-grow"
+#define USER         "vmact-cluster"
+#define PREFIX       "vmact-clt-"
+#define GROWER       "vmact-clt-grow"
 #define LIMIT_BOOT_S 240.0
-#define LIMIT_S 60.0
-#define MiB (1024ULL * 1024)
+#define LIMIT_S      60.0
+#define MiB          (1024ULL * 1024)
 
 static struct {
 	char dir[64];
@@ -161,8 +161,8 @@ static json_t *get_nodes(const char *group)
 
 struct want {
 	const char *group;
-	unsigned running;   /* nodes in state running */
-	unsigned total;     /* nodes at all */
+	unsigned running; /* nodes in state running */
+	unsigned total;   /* nodes at all */
 };
 
 static bool nodes_are(void *arg)
@@ -189,8 +189,8 @@ static void wait_nodes(const char *group, unsigned running, unsigned total, doub
 		char *text = json_dumps(n, JSON_INDENT(1));
 
 		json_decref(n);
-		die_with_logs("group %s never had %u node(s) running of %u: %s", group, running, total,
-			      text);
+		die_with_logs("group %s never had %u node(s) running of %u: %s", group, running,
+			      total, text);
 	}
 }
 
@@ -226,9 +226,9 @@ static void delete_all(const char *group)
 	size_t i;
 	char *body;
 
-	json_array_foreach(n, i, it)
-		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
-			json_array_append(ids, json_object_get(it, "provider_id"));
+	json_array_foreach(n, i, it) if (strcmp(json_string_value(json_object_get(it, "state")),
+						"deleting"))
+		json_array_append(ids, json_object_get(it, "provider_id"));
 	if (json_array_size(ids)) {
 		body = json_dumps(json_pack("{s:o}", "provider_ids", ids), 0);
 		change(group, "delete-nodes", body);
@@ -380,40 +380,41 @@ static void write_config(const char *path, const char *lifecycle)
 			fail_msg("guest dir: %s", strerror(errno));
 		snprintf(guest, sizeof(guest), "%s", real);
 	}
-#define TEMPLATE(extra)                                                                            \
-	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"memory\":\"256Mi\","                \
-	"\"kernel\":\"%s/vmlinuz\",\"initrd\":\"%s/initrd.img\","                                 \
-	"\"cmdline\":\"console=ttyS0 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\","  \
+#define TEMPLATE(extra)                                                                          \
+	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"memory\":\"256Mi\","               \
+	"\"kernel\":\"%s/vmlinuz\",\"initrd\":\"%s/initrd.img\","                                \
+	"\"cmdline\":\"console=ttyS0 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\"," \
 	"\"serial_log_dir\":\"%s\"" extra "}"
 #define T guest, guest, fx.logs
-	snprintf(text, sizeof(text),
-		 "{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
-		 "\"libvirt\":{\"name_prefix\":\"" PREFIX "\"},%s"
-		 "\"hosts\":["
-		 "{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"%s\","
-		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"}},"
-		 "{\"name\":\"h2\",\"uri\":\"qemu:///session\",\"storage_pool\":\"%s\","
-		 "\"arbiter\":{\"url\":\"unix:%s\",\"secret_file\":\"%s\"}}],"
-		 "\"groups\":["
-		 "{\"id\":\"scale\",\"max\":4,\"hosts\":[\"h1\",\"h2\"]," TEMPLATE("")
-		 ",\"claim\":{\"ack\":\"VMACT claimed\"},\"labels\":{\"vmact.dev/test\":\"yes\"}},"
-		 "{\"id\":\"tiers\",\"max\":3,\"hosts\":[\"h2\"]," TEMPLATE("")
-		 ",\"claim\":{\"ack\":\"VMACT claimed\"},\"pool\":{\"running\":1,\"paused\":1,\"saved\":1}},"
-		 /* The case is about a VM that never becomes healthy: its boot
+	snprintf(
+		text, sizeof(text),
+		"{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
+		"\"libvirt\":{\"name_prefix\":\"" PREFIX "\"},%s"
+		"\"hosts\":["
+		"{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"%s\","
+		"\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"}},"
+		"{\"name\":\"h2\",\"uri\":\"qemu:///session\",\"storage_pool\":\"%s\","
+		"\"arbiter\":{\"url\":\"unix:%s\",\"secret_file\":\"%s\"}}],"
+		"\"groups\":["
+		"{\"id\":\"scale\",\"max\":4,\"hosts\":[\"h1\",\"h2\"]," TEMPLATE(
+			"") ",\"claim\":{\"ack\":\"VMACT claimed\"},\"labels\":{\"vmact.dev/test\":\"yes\"}},"
+			    "{\"id\":\"tiers\",\"max\":3,\"hosts\":[\"h2\"]," TEMPLATE(
+				    "") ",\"claim\":{\"ack\":\"VMACT claimed\"},\"pool\":{\"running\":1,\"paused\":1,\"saved\":1}},"
+					/* The case is about a VM that never becomes healthy: its boot
 		  * timeout and back-off are short so the test does not wait
 		  * five minutes. */
-		 "{\"id\":\"sick\",\"max\":1,\"hosts\":[\"h1\"]," TEMPLATE("")
-		 ",\"health\":{\"pattern\":\"NEVER SAID\"},"
-		 "\"lifecycle\":{\"boot_timeout_s\":10,\"retry_backoff_s\":3}},"
-		 "{\"id\":\"gated\",\"max\":2,\"hosts\":[\"h2\"]," TEMPLATE("")
-		 ",\"claim\":{\"ack\":\"VMACT claimed\"}},"
-		 "{\"id\":\"conc\",\"max\":8,\"hosts\":[\"h1\"]," TEMPLATE(",\"reserve\":{\"cpu\":\"500m\"}")
-		 ",\"claim\":{\"ack\":\"VMACT claimed\"}}],"
-		 "\"scheduler\":{\"profiles\":[{\"plugins\":{\"permit\":{\"enabled\":"
-		 "[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":\"ManualApproval\","
-		 "\"args\":{\"groups\":[\"gated\"],\"timeoutSeconds\":120}}]}]}}",
-		 fx.sock, lifecycle, fx.sys_pool, fx.vmactd_port, fx.key, fx.ses_pool, fx.arb2,
-		 fx.key, T, T, T, T, T);
+					"{\"id\":\"sick\",\"max\":1,\"hosts\":[\"h1\"]," TEMPLATE(
+						"") ",\"health\":{\"pattern\":\"NEVER SAID\"},"
+						    "\"lifecycle\":{\"boot_timeout_s\":10,\"retry_backoff_s\":3}},"
+						    "{\"id\":\"gated\",\"max\":2,\"hosts\":[\"h2\"]," TEMPLATE(
+							    "") ",\"claim\":{\"ack\":\"VMACT claimed\"}},"
+								"{\"id\":\"conc\",\"max\":8,\"hosts\":[\"h1\"]," TEMPLATE(
+									",\"reserve\":{\"cpu\":\"500m\"}") ",\"claim\":{\"ack\":\"VMACT claimed\"}}],"
+													   "\"scheduler\":{\"profiles\":[{\"plugins\":{\"permit\":{\"enabled\":"
+													   "[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":\"ManualApproval\","
+													   "\"args\":{\"groups\":[\"gated\"],\"timeoutSeconds\":120}}]}]}}",
+		fx.sock, lifecycle, fx.sys_pool, fx.vmactd_port, fx.key, fx.ses_pool, fx.arb2,
+		fx.key, T, T, T, T, T);
 #undef T
 #undef TEMPLATE
 	assert_int_equal(th_write_file(path, text), 0);
@@ -450,7 +451,9 @@ static bool vlog_has(void *needle)
 static void start_vmactd(void)
 {
 	const char *argv[] = { fx.vmactd, "--config", fx.vcfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = fx.vlog };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
+					 .out_path = fx.vlog };
 	char text[2048], *log, *p;
 
 	/* The host's arbiter for h1: listening, with the lease key; 4 CPUs
@@ -561,8 +564,8 @@ static int setup(void **state)
 	fx.have_grower = start_grower(0) == 0;
 	start_vmactd();
 	{
-		const char *args[] = { fx.arbiter, "--listen", NULL, "--cpu", "4", "--memory", "8Gi",
-				       "--lease-key", fx.key, "-v", NULL };
+		const char *args[] = { fx.arbiter, "--listen",    NULL,   "--cpu", "4", "--memory",
+				       "8Gi",      "--lease-key", fx.key, "-v",    NULL };
 		char listen[PATH_MAX + 8];
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
@@ -574,7 +577,8 @@ static int setup(void **state)
 		struct cl_host_cfg h1 = { .name = "h1" }, h2 = { .name = "h2" };
 		struct vmact_err err = { 0 };
 
-		snprintf(h1.arbiter_url, sizeof(h1.arbiter_url), "http://127.0.0.1:%u", fx.vmactd_port);
+		snprintf(h1.arbiter_url, sizeof(h1.arbiter_url), "http://127.0.0.1:%u",
+			 fx.vmactd_port);
 		snprintf(h2.arbiter_url, sizeof(h2.arbiter_url), "unix:%s", fx.arb2);
 		snprintf(h1.arbiter_secret, sizeof(h1.arbiter_secret), "%s", fx.key);
 		snprintf(h2.arbiter_secret, sizeof(h2.arbiter_secret), "%s", fx.key);
@@ -639,7 +643,8 @@ static void cluster_bad_config(void **state)
 	snprintf(out, sizeof(out), "%s/bad.out", fx.dir);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { fx.groupd, "--check", "-c", path, NULL };
-		const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+						 .err = TH_OUT_FILE,
 						 .out_path = out };
 		struct th_proc p = { 0 };
 
@@ -655,7 +660,8 @@ static void cluster_bad_config(void **state)
 	{
 		const char *argv[] = { fx.groupd, "--check", "-c", fx.cfg, NULL };
 		const char *run_argv[] = { fx.groupd, "-c", fx.cfg, NULL };
-		const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+						 .err = TH_OUT_FILE,
 						 .out_path = out };
 		struct th_proc p = { 0 };
 
@@ -676,7 +682,8 @@ static void cluster_scale(void **state)
 	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
 	wait_nodes("scale", 2, 2, LIMIT_BOOT_S);
 	n = get_nodes("scale");
-	json_array_foreach(n, i, it) {
+	json_array_foreach(n, i, it)
+	{
 		const char *host = json_string_value(json_object_get(it, "host"));
 		const char *name = json_string_value(json_object_get(it, "name"));
 		const char *id = json_string_value(json_object_get(it, "provider_id"));
@@ -685,7 +692,8 @@ static void cluster_scale(void **state)
 
 		/* Really there and running, its overlay made through the
 		 * storage API, and its guest told its claim. */
-		assert_int_equal(domain_state(host, strrchr(id, '/') + 1, &saved), VIR_DOMAIN_RUNNING);
+		assert_int_equal(domain_state(host, strrchr(id, '/') + 1, &saved),
+				 VIR_DOMAIN_RUNNING);
 		assert_true(volume_exists(host, name));
 		assert_true(guest_claimed(name));
 		snprintf(want, sizeof(want), "libvirt://%s/", host);
@@ -724,12 +732,14 @@ static void cluster_scale(void **state)
 		json_decref(j);
 		j = api("POST", "/v1/groups/scale/increase", "{\"delta\":4}", &st);
 		assert_int_equal(st, 409);
-		assert_string_equal(json_string_value(json_object_get(j, "reason")), "out-of-range");
+		assert_string_equal(json_string_value(json_object_get(j, "reason")),
+				    "out-of-range");
 		json_decref(j);
 		/* The one left is in service: a decrease may not take it. */
 		j = api("POST", "/v1/groups/scale/decrease-target", "{\"delta\":-1}", &st);
 		assert_int_equal(st, 409);
-		assert_string_equal(json_string_value(json_object_get(j, "reason")), "precondition");
+		assert_string_equal(json_string_value(json_object_get(j, "reason")),
+				    "precondition");
 		json_decref(j);
 		j = api("GET", "/v1/node-group?provider_id=libvirt://h9/nope", NULL, &st);
 		assert_string_equal(json_string_value(json_object_get(j, "id")), "");
@@ -748,7 +758,8 @@ static bool pool_ready(void *arg)
 	for (int t = 0; t < 3; t++) {
 		static const char *const tiers[] = { "running", "paused", "saved" };
 
-		ok &= json_integer_value(json_object_get(json_object_get(pool, tiers[t]), "ready")) == 1;
+		ok &= json_integer_value(
+			      json_object_get(json_object_get(pool, tiers[t]), "ready")) == 1;
 	}
 	json_decref(g);
 	return ok;
@@ -765,7 +776,8 @@ static void cluster_tiers(void **state)
 		die_with_logs("the standby pool of group tiers never filled");
 	/* Each tier's VM is as libvirt says it should be. */
 	vms = all_vms();
-	json_array_foreach(vms, i, it) {
+	json_array_foreach(vms, i, it)
+	{
 		bool saved = false;
 		int t;
 
@@ -775,8 +787,9 @@ static void cluster_tiers(void **state)
 		for (t = 0; t < 3; t++)
 			if (!strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]))
 				break;
-		assert_int_equal(domain_state("h2", json_string_value(json_object_get(it, "provider_id")) +
-							   strlen("libvirt://h2/"),
+		assert_int_equal(domain_state("h2",
+					      json_string_value(json_object_get(it, "provider_id")) +
+						      strlen("libvirt://h2/"),
 					      &saved),
 				 states[t]);
 		assert_int_equal(saved, t == 2);
@@ -790,9 +803,9 @@ static void cluster_tiers(void **state)
 		assert_int_equal(change("tiers", "increase", "{\"delta\":1}"), t + 1);
 		wait_nodes("tiers", (unsigned)t + 1, (unsigned)t + 1, LIMIT_BOOT_S);
 		n = get_nodes("tiers");
-		json_array_foreach(n, i, it)
-			found |= strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]) == 0 &&
-				 guest_claimed(json_string_value(json_object_get(it, "name")));
+		json_array_foreach(n, i, it) found |=
+			strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]) == 0 &&
+			guest_claimed(json_string_value(json_object_get(it, "name")));
 		json_decref(n);
 		if (!found)
 			die_with_logs("no node came from the %s tier", tiers[t]);
@@ -800,7 +813,8 @@ static void cluster_tiers(void **state)
 	for (int t = 0; t < 3; t++) {
 		char m[128];
 
-		snprintf(m, sizeof(m), "vmact_cluster_provision_seconds_count{group=\"tiers\",tier=\"%s\"}",
+		snprintf(m, sizeof(m),
+			 "vmact_cluster_provision_seconds_count{group=\"tiers\",tier=\"%s\"}",
 			 tiers[t]);
 		assert_int_equal(metric(m), 1);
 	}
@@ -818,7 +832,8 @@ static bool node_error(void *arg)
 	size_t i;
 	bool ok = false;
 
-	json_array_foreach(n, i, it) {
+	json_array_foreach(n, i, it)
+	{
 		const char *code = json_string_value(
 			json_object_get(json_object_get(it, "error"), "code"));
 
@@ -853,14 +868,17 @@ static void cluster_unhealthy(void **state)
 	if (!th_wait_daemon(&fx.gd, node_error, &w, LIMIT_BOOT_S))
 		die_with_logs("the sick VM was never reported");
 	n = get_nodes("sick");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(n, 0),
-									      "error"),
-							      "class")),
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(json_array_get(n, 0), "error"),
+						    "class")),
 			    "other");
 	id = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
 	/* ...the metric, the log... */
-	assert_true(metric("vmact_cluster_failures_total{group=\"sick\",reason=\"boot_timeout\"}") >= 1);
-	assert_true(th_count_in_file(fx.glog, "BOOT_TIMEOUT: not healthy 10 s after its start") >= 1);
+	assert_true(
+		metric("vmact_cluster_failures_total{group=\"sick\",reason=\"boot_timeout\"}") >=
+		1);
+	assert_true(th_count_in_file(fx.glog, "BOOT_TIMEOUT: not healthy 10 s after its start") >=
+		    1);
 	/* ...destroyed (its member kept as a placeholder meanwhile)... */
 	assert_true(th_count_in_file(fx.glog, "; destroyed, a new VM after the back-off") >= 1);
 	assert_true(domain_exists("h1", strrchr(id, '/') + 1));
@@ -889,8 +907,8 @@ static void cluster_full_host(void **state)
 	struct vmact_resources all = l.watermark;
 
 	/* Another holder takes every bit of h1's room. */
-	assert_int_equal(cl_host_lease(fx.h1, "default", "filler", all, 600 * VMACT_USEC_PER_SEC, true,
-				       &err),
+	assert_int_equal(cl_host_lease(fx.h1, "default", "filler", all, 600 * VMACT_USEC_PER_SEC,
+				       true, &err),
 			 0);
 	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.gd, node_on, "h2", LIMIT_BOOT_S))
@@ -901,7 +919,8 @@ static void cluster_full_host(void **state)
 
 static json_t *waiting(void)
 {
-	json_t *j = api("GET", "/v1/waiting", NULL, NULL), *w = json_incref(json_object_get(j, "waiting"));
+	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	       *w = json_incref(json_object_get(j, "waiting"));
 
 	json_decref(j);
 	return w ? w : json_array();
@@ -928,9 +947,11 @@ static void cluster_permit(void **state)
 	if (!th_wait_daemon(&fx.gd, one_waits, NULL, LIMIT_S))
 		die_with_logs("nothing waited for ManualApproval");
 	w = waiting();
-	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "group")), "gated");
-	assert_string_equal(json_string_value(json_array_get(
-				    json_object_get(json_array_get(w, 0), "pending"), 0)),
+	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "group")),
+			    "gated");
+	assert_string_equal(json_string_value(
+				    json_array_get(json_object_get(json_array_get(w, 0), "pending"),
+						   0)),
 			    "ManualApproval");
 	/* Reserved while it waits. */
 	assert_int_equal(ledger(fx.h2).leases, leases_before + 1);
@@ -1017,9 +1038,9 @@ static bool conc_placed(void *arg)
 	size_t i;
 	unsigned done = 0;
 
-	json_array_foreach(n, i, it)
-		done += strcmp(json_string_value(json_object_get(it, "vm_state")), "pending") != 0 ||
-			json_object_get(it, "error") != NULL;
+	json_array_foreach(n, i, it) done +=
+		strcmp(json_string_value(json_object_get(it, "vm_state")), "pending") != 0 ||
+		json_object_get(it, "error") != NULL;
 	json_decref(n);
 	return done == 6;
 }
@@ -1035,7 +1056,7 @@ static void cluster_concurrent(void **state)
 	if (!fx.have_grower)
 		fail_msg("the VM vmactd scales did not start");
 	/* The VM vmactd scales grows as the increases come. */
-	assert_int_equal(tg_cmd(&fx.grower, "busy 3\n"), 0);
+	assert_int_equal(tg_cmd(&fx.grower, "busy 3"), 0);
 	assert_int_equal(pthread_create(&s.t, NULL, sample_ledger, &s), 0);
 	for (int k = 0; k < 3; k++)
 		assert_int_equal(pthread_create(&inc[k].t, NULL, increase_2, &inc[k]), 0);
@@ -1047,13 +1068,14 @@ static void cluster_concurrent(void **state)
 	 * two host CPUs are slow enough). */
 	if (!th_wait_daemon(&fx.gd, conc_placed, NULL, LIMIT_S))
 		die_with_logs("the concurrent increases were never all placed or refused");
-	tg_cmd(&fx.grower, "idle\n");
+	tg_cmd(&fx.grower, "idle");
 	if (!th_wait_daemon(&fx.gd, conc_settled, NULL, LIMIT_BOOT_S))
 		die_with_logs("the concurrent increases never settled");
 	s.stop = true;
 	pthread_join(s.t, NULL);
 	n = get_nodes("conc");
-	json_array_foreach(n, i, it) {
+	json_array_foreach(n, i, it)
+	{
 		const char *code = json_string_value(
 			json_object_get(json_object_get(it, "error"), "code"));
 
@@ -1115,21 +1137,23 @@ static void cluster_kill_restart(void **state)
 	{
 		unsigned resumed = 0;
 
-		json_array_foreach(before, i, it) {
+		json_array_foreach(before, i, it)
+		{
 			json_t *a;
 			size_t k;
 
 			if (strcmp(json_string_value(json_object_get(it, "group")), "scale") ||
 			    strcmp(json_string_value(json_object_get(it, "state")), "booting"))
 				continue;
-			json_array_foreach(after, k, a)
-				if (!strcmp(json_string_value(json_object_get(a, "name")),
-					    json_string_value(json_object_get(it, "name"))) &&
-				    json_real_value(json_object_get(a, "booted")) ==
-					    json_real_value(json_object_get(it, "booted")) &&
-				    json_integer_value(json_object_get(a, "attempts")) ==
-					    json_integer_value(json_object_get(it, "attempts")))
-					resumed++;
+			json_array_foreach(
+				after, k,
+				a) if (!strcmp(json_string_value(json_object_get(a, "name")),
+					       json_string_value(json_object_get(it, "name"))) &&
+				       json_real_value(json_object_get(a, "booted")) ==
+					       json_real_value(json_object_get(it, "booted")) &&
+				       json_integer_value(json_object_get(a, "attempts")) ==
+					       json_integer_value(json_object_get(it, "attempts")))
+				resumed++;
 		}
 		assert_true(resumed >= 1);
 	}
@@ -1140,22 +1164,25 @@ static void cluster_kill_restart(void **state)
 		size_t k;
 
 		doms = our_domains(host);
-		json_array_foreach(doms, k, d) {
+		json_array_foreach(doms, k, d)
+		{
 			bool known = false;
 
 			json_array_foreach(after, i, it)
 				known |= !strcmp(json_string_value(json_object_get(it, "name")),
 						 json_string_value(d));
 			if (!known)
-				die_with_logs("domain %s on %s is nobody's", json_string_value(d), host);
+				die_with_logs("domain %s on %s is nobody's", json_string_value(d),
+					      host);
 		}
-		json_array_foreach(vols, k, d) {
+		json_array_foreach(vols, k, d)
+		{
 			bool known = false;
 
-			json_array_foreach(doms, i, it)
-				known |= json_equal(it, d);
+			json_array_foreach(doms, i, it) known |= json_equal(it, d);
 			if (!known)
-				die_with_logs("overlay %s on %s has no domain", json_string_value(d), host);
+				die_with_logs("overlay %s on %s has no domain",
+					      json_string_value(d), host);
 		}
 		json_decref(vols);
 		json_decref(doms);
@@ -1200,9 +1227,12 @@ static void cluster_metrics(void **state)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
 	text = th_cluster_http_get(url);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "vmact_cluster_pool_vms{group=\"tiers\",tier=\"saved\",state=\"ready\"}"));
+	assert_non_null(
+		strstr(text,
+		       "vmact_cluster_pool_vms{group=\"tiers\",tier=\"saved\",state=\"ready\"}"));
 	assert_non_null(strstr(text, "vmact_cluster_boots_total{group=\"scale\"}"));
-	assert_non_null(strstr(text, "vmact_cluster_reservations_total{host=\"h1\",result=\"granted\"}"));
+	assert_non_null(
+		strstr(text, "vmact_cluster_reservations_total{host=\"h1\",result=\"granted\"}"));
 	snprintf(page, sizeof(page), "%s/metrics.txt", fx.dir);
 	assert_int_equal(th_write_file(page, text), 0);
 	free(text);
@@ -1214,16 +1244,11 @@ static void cluster_metrics(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(cluster_bad_config),
-		cmocka_unit_test(cluster_scale),
-		cmocka_unit_test(cluster_tiers),
-		cmocka_unit_test(cluster_unhealthy),
-		cmocka_unit_test(cluster_full_host),
-		cmocka_unit_test(cluster_permit),
-		cmocka_unit_test(cluster_concurrent),
-		cmocka_unit_test(cluster_kill_restart),
-		cmocka_unit_test(cluster_lease_expiry),
-		cmocka_unit_test(cluster_metrics),
+		cmocka_unit_test(cluster_bad_config),   cmocka_unit_test(cluster_scale),
+		cmocka_unit_test(cluster_tiers),        cmocka_unit_test(cluster_unhealthy),
+		cmocka_unit_test(cluster_full_host),    cmocka_unit_test(cluster_permit),
+		cmocka_unit_test(cluster_concurrent),   cmocka_unit_test(cluster_kill_restart),
+		cmocka_unit_test(cluster_lease_expiry), cmocka_unit_test(cluster_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -31,8 +31,12 @@ int th_cluster_user(struct th_cluster_user *u)
 /* setpriv ... env -u XDG_RUNTIME_DIR HOME=... args */
 static size_t as_user(const struct th_cluster_user *u, const char **argv, char *home, size_t hlen)
 {
-	static const char *const head[] = { "setpriv", "--reuid=" TH_CLUSTER_USER,
-					    "--regid=" TH_CLUSTER_USER, "--init-groups", "env", "-u",
+	static const char *const head[] = { "setpriv",
+					    "--reuid=" TH_CLUSTER_USER,
+					    "--regid=" TH_CLUSTER_USER,
+					    "--init-groups",
+					    "env",
+					    "-u",
 					    "XDG_RUNTIME_DIR" };
 	size_t n = 0;
 
@@ -113,8 +117,8 @@ static int copy_base(const char *dir)
 	return 0;
 }
 
-int th_cluster_pool(virConnectPtr c, const struct th_cluster_user *session_user,
-		    const char *name, const char *dir)
+int th_cluster_pool(virConnectPtr c, const struct th_cluster_user *session_user, const char *name,
+		    const char *dir)
 {
 	char base[PATH_MAX + 32];
 
@@ -140,8 +144,8 @@ int th_cluster_pool(virConnectPtr c, const struct th_cluster_user *session_user,
 		virStoragePoolPtr p;
 
 		snprintf(xml, sizeof(xml),
-			 "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>", name,
-			 dir);
+			 "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>",
+			 name, dir);
 		p = virStoragePoolDefineXML(c, xml, 0);
 		if (!p)
 			return -EIO;
@@ -213,8 +217,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
-json_t *th_cluster_api(const char *socket, const char *method, const char *path,
-		       const char *body, long *status)
+json_t *th_cluster_api(const char *socket, const char *method, const char *path, const char *body,
+		       long *status)
 {
 	CURL *c = curl_easy_init();
 	struct body b = { 0 };

@@ -40,8 +40,8 @@ int th_cluster_key(const struct th_cluster_user *u, const char *path);
 /* A dir storage pool `name` in dir (made, owned by owner) holding a copy
  * of the test guest's node-base.qcow2, defined and started on c (for the
  * session, through virsh as the user, c only looked at). 0 or -errno. */
-int th_cluster_pool(virConnectPtr c, const struct th_cluster_user *session_user,
-		    const char *name, const char *dir);
+int th_cluster_pool(virConnectPtr c, const struct th_cluster_user *session_user, const char *name,
+		    const char *dir);
 /* Deletes the pool's volumes, stops and undefines it. */
 void th_cluster_pool_remove(virConnectPtr c, const char *name);
 /* Destroys and undefines every domain whose name starts with prefix. */
@@ -53,5 +53,5 @@ char *th_cluster_http_get(const char *url);
 
 /* method path [body] on vmact-groupd's API socket: the answer's JSON (NULL
  * without one), *status (0 without an answer). */
-json_t *th_cluster_api(const char *socket, const char *method, const char *path,
-		       const char *body, long *status);
+json_t *th_cluster_api(const char *socket, const char *method, const char *path, const char *body,
+		       long *status);

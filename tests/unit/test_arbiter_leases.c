@@ -4,9 +4,11 @@
  * (ag_arbiter_handle): signatures, room under the watermark, existing
  * VMs recorded, renewal, expiry, release, and leases and growth never
  * promising the same room twice. */
+/* What cmocka.h needs first. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
 #include <cmocka.h>
 
 #include <errno.h>
@@ -18,8 +20,8 @@
 #include "agent-glue/codec/lease.h"
 #include "base/quantity.h"
 
-#define GiB (1024ULL * 1024 * 1024)
-#define SEC 1000000ULL
+#define GiB      (1024ULL * 1024 * 1024)
+#define SEC      1000000ULL
 #define NOW_REAL 1700000000LL
 
 static const uint8_t key[] = "0123456789abcdef0123456789abcdef";
@@ -51,8 +53,7 @@ static struct ag_arbiter *make(uint32_t cpu, uint64_t mem, bool leases)
 
 /* A request signed with k at ts. */
 static struct reply signed_call(struct ag_arbiter *a, const uint8_t *k, size_t klen, long long ts,
-				const char *method, const char *url, const char *body,
-				uint64_t now)
+				const char *method, const char *url, const char *body, uint64_t now)
 {
 	struct net_http_server_reply r = { 0 };
 	struct reply out = { 0 };
@@ -124,7 +125,8 @@ static unsigned grow(struct ag_arbiter *a, const char *name, uint32_t mcpu, uint
 
 		if (json_is_integer(v))
 			m = (uint64_t)json_integer_value(v) * 1000;
-		else if (!json_is_string(v) || vmact_quantity_parse_milli(json_string_value(v), &m, &err) < 0)
+		else if (!json_is_string(v) ||
+			 vmact_quantity_parse_milli(json_string_value(v), &m, &err) < 0)
 			fail_msg("permit in %.*s", (int)r.body_len, r.body);
 		*permit_cpu = (uint32_t)m;
 		json_decref(j);
@@ -153,9 +155,11 @@ static void test_signatures(void **state)
 	out = signed_call(a, other, sizeof(other) - 1, NOW_REAL, "GET", "/v1/leases", "", 0);
 	assert_int_equal(out.status, 401);
 	assert_non_null(strstr(out.body, "bad signature"));
-	out = signed_call(a, key, KEYLEN, NOW_REAL - AG_LEASE_WINDOW_S - 1, "GET", "/v1/leases", "", 0);
+	out = signed_call(a, key, KEYLEN, NOW_REAL - AG_LEASE_WINDOW_S - 1, "GET", "/v1/leases", "",
+			  0);
 	assert_int_equal(out.status, 401);
-	out = signed_call(a, key, KEYLEN, NOW_REAL + AG_LEASE_WINDOW_S + 1, "GET", "/v1/leases", "", 0);
+	out = signed_call(a, key, KEYLEN, NOW_REAL + AG_LEASE_WINDOW_S + 1, "GET", "/v1/leases", "",
+			  0);
 	assert_int_equal(out.status, 401);
 	/* The signature covers the body: a changed body is refused. */
 	{
@@ -165,10 +169,11 @@ static void test_signatures(void **state)
 
 		ag_lease_sign(key, KEYLEN, "POST", "/v1/leases", NOW_REAL, body, strlen(body), sig);
 		snprintf(tss, sizeof(tss), "%lld", (long long)NOW_REAL);
-		ag_arbiter_lease_handle(a, "POST", "/v1/leases", tss, sig,
-					"{\"namespace\":\"default\",\"name\":\"x\",\"milli_cpu\":4000,"
-					"\"memory_bytes\":1,\"ttl_s\":5}",
-					strlen(body), 0, NOW_REAL, &r);
+		ag_arbiter_lease_handle(
+			a, "POST", "/v1/leases", tss, sig,
+			"{\"namespace\":\"default\",\"name\":\"x\",\"milli_cpu\":4000,"
+			"\"memory_bytes\":1,\"ttl_s\":5}",
+			strlen(body), 0, NOW_REAL, &r);
 		assert_int_equal(r.status, 401);
 		free(r.body);
 	}
@@ -186,10 +191,11 @@ static void test_bad_requests(void **state)
 
 	out = lcall(a, "POST", "/v1/leases", "not json", 0);
 	assert_int_equal(out.status, 400);
-	out = lcall(a, "POST", "/v1/leases",
-		    "{\"namespace\":\"default\",\"name\":\"Bad/Name\",\"milli_cpu\":1,\"memory_bytes\":1,"
-		    "\"ttl_s\":5}",
-		    0);
+	out = lcall(
+		a, "POST", "/v1/leases",
+		"{\"namespace\":\"default\",\"name\":\"Bad/Name\",\"milli_cpu\":1,\"memory_bytes\":1,"
+		"\"ttl_s\":5}",
+		0);
 	assert_int_equal(out.status, 400);
 	assert_non_null(strstr(out.body, "name"));
 	out = lcall(a, "POST", "/v1/leases",
@@ -318,11 +324,12 @@ static void test_codec(void **state)
 	json_t *j;
 	char sig[AG_LEASE_SIG_HEX + 1];
 
-	assert_int_equal(ag_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a.b-c\","
-						 "\"milli_cpu\":1500,\"memory_bytes\":1024,\"ttl_s\":60,"
-						 "\"existing\":true}",
-						 -1, &r, &err),
-			 0);
+	assert_int_equal(
+		ag_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a.b-c\","
+					"\"milli_cpu\":1500,\"memory_bytes\":1024,\"ttl_s\":60,"
+					"\"existing\":true}",
+					-1, &r, &err),
+		0);
 	assert_string_equal(r.name, "a.b-c");
 	assert_int_equal(r.size.milli_cpu, 1500);
 	assert_true(r.existing);
@@ -339,13 +346,18 @@ static void test_codec(void **state)
 	vmact_err_reset(&err);
 	ag_lease_sign(key, KEYLEN, "GET", "/v1/leases", 5, "", 0, sig);
 	assert_int_equal(strlen(sig), AG_LEASE_SIG_HEX);
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leases", "5", sig, "", 0, 5, &err), 0);
+	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leases", "5", sig, "", 0, 5,
+					 &err),
+			 0);
 	/* Another path, method or time: another signature. */
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leasez", "5", sig, "", 0, 5, &err),
+	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leasez", "5", sig, "", 0, 5,
+					 &err),
 			 -EACCES);
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "POST", "/v1/leases", "5", sig, "", 0, 5, &err),
+	assert_int_equal(ag_lease_verify(key, KEYLEN, "POST", "/v1/leases", "5", sig, "", 0, 5,
+					 &err),
 			 -EACCES);
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leases", "6", sig, "", 0, 5, &err),
+	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leases", "6", sig, "", 0, 5,
+					 &err),
 			 -EACCES);
 	assert_false(ag_lease_name_valid(""));
 	assert_false(ag_lease_name_valid("a/b"));

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-groupd's configuration (cluster/config.c): a full document, the
  * seed's defaults, and bad documents each refused with the key named. */
+/* What cmocka.h needs first. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
 #include <cmocka.h>
 
 #include <errno.h>
@@ -15,10 +17,10 @@
 #include "cluster/config.h"
 
 /* Two hosts and a group; %s is spliced into the group. */
-#define HOSTS                                                                                      \
-	"\"hosts\":[{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"p\","          \
-	"\"arbiter\":{\"url\":\"http://127.0.0.1:10299\",\"secret_file\":\"/etc/vmact/lease.key\"}},"  \
-	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\","                                  \
+#define HOSTS                                                                                         \
+	"\"hosts\":[{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"p\","              \
+	"\"arbiter\":{\"url\":\"http://127.0.0.1:10299\",\"secret_file\":\"/etc/vmact/lease.key\"}}," \
+	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\","                                      \
 	"\"arbiter\":{\"url\":\"unix:/run/a.sock\",\"secret_file\":\"/k\"}}]"
 #define TEMPLATE "\"template\":{\"memory\":\"512Mi\",\"base_volume\":\"base.qcow2\"}"
 
@@ -79,8 +81,9 @@ static void test_defaults(void **state)
 	struct vmact_err err = { 0 };
 	const struct cl_group_cfg *g;
 
-	if (cl_config_load_string("{" HOSTS ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"],"
-				  TEMPLATE "}]}",
+	if (cl_config_load_string("{" HOSTS
+				  ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"]," TEMPLATE
+				  "}]}",
 				  &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	g = &cfg.groups[0];
@@ -102,9 +105,9 @@ struct bad {
 	const char *doc, *want;
 };
 
-#define GROUP(x) "{" HOSTS ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"]," x "}]}"
+#define GROUP(x)  "{" HOSTS ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"]," x "}]}"
 #define GROUPT(x) GROUP(TEMPLATE "," x)
-#define TPL(x) GROUP("\"template\":{\"memory\":\"512Mi\",\"base_volume\":\"b\"," x "}")
+#define TPL(x)    GROUP("\"template\":{\"memory\":\"512Mi\",\"base_volume\":\"b\"," x "}")
 
 static const struct bad bads[] = {
 	{ "[]", "must be an object" },
@@ -122,7 +125,8 @@ static const struct bad bads[] = {
 	{ "{" HOSTS ",\"hosts2\":1}", "hosts2: unknown key" },
 	{ "{\"api\":{\"socket\":\"rel\"}," HOSTS "}", "api.socket: must be an absolute path" },
 	{ "{\"metrics\":{\"listen\":\"nowhere\"}," HOSTS "}", "metrics.listen" },
-	{ "{\"lifecycle\":{\"boot_timeout_s\":0}," HOSTS "}", "lifecycle.boot_timeout_s: a number" },
+	{ "{\"lifecycle\":{\"boot_timeout_s\":0}," HOSTS "}",
+	  "lifecycle.boot_timeout_s: a number" },
 	{ "{\"lifecycle\":{\"healthy_timeout_s\":3,\"health_interval_s\":5}," HOSTS "}",
 	  "lifecycle.health_interval_s: longer than healthy_timeout_s" },
 	{ GROUPT("\"min\":4"), "groups[0].min: above max" },
@@ -131,7 +135,8 @@ static const struct bad bads[] = {
 	  "groups[0].hosts[0]: no host called 'h3'" },
 	{ "{" HOSTS ",\"groups\":[{\"id\":\"G\",\"max\":3,\"hosts\":[\"h1\"]," TEMPLATE "}]}",
 	  "groups[0].id: 'G'" },
-	{ "{" HOSTS ",\"groups\":[{\"id\":\"g\",\"hosts\":[\"h1\"]," TEMPLATE "}]}", "groups[0].max: required" },
+	{ "{" HOSTS ",\"groups\":[{\"id\":\"g\",\"hosts\":[\"h1\"]," TEMPLATE "}]}",
+	  "groups[0].max: required" },
 	{ GROUP("\"x\":1"), "groups[0].x: unknown key" },
 	{ GROUP("\"labels\":{}"), "groups[0].template: required" },
 	{ GROUP("\"template\":{\"memory\":\"lots\",\"base_volume\":\"b\"}"),
@@ -148,17 +153,21 @@ static const struct bad bads[] = {
 	{ TPL("\"arch\":\"s390x\""), "groups[0].template.arch: 's390x'" },
 	{ GROUPT("\"health\":{\"kind\":\"ping\"}"), "groups[0].health.kind: 'ping'" },
 	{ GROUPT("\"health\":{\"kind\":\"tcp\"}"), "groups[0].health.address: required" },
-	{ GROUPT("\"health\":{\"kind\":\"agent\",\"pattern\":\"x\"}"), "groups[0].health.pattern: not for" },
+	{ GROUPT("\"health\":{\"kind\":\"agent\",\"pattern\":\"x\"}"),
+	  "groups[0].health.pattern: not for" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
 	{ GROUPT("\"pool\":{\"warm\":1}"), "groups[0].pool.warm: unknown key" },
 	{ GROUPT("\"pool\":{\"running\":-1}"), "groups[0].pool.running: an integer" },
-	{ GROUPT("\"taints\":[{\"key\":\"k\",\"effect\":\"Never\"}]"), "groups[0].taints[0].effect: 'Never'" },
+	{ GROUPT("\"taints\":[{\"key\":\"k\",\"effect\":\"Never\"}]"),
+	  "groups[0].taints[0].effect: 'Never'" },
 	{ GROUPT("\"options\":{\"scale_down_unneeded_time\":1}"),
 	  "groups[0].options.scale_down_unneeded_time: unknown key" },
 	{ GROUPT("\"options\":{\"scale_down_utilization_threshold\":2}"),
 	  "groups[0].options.scale_down_utilization_threshold: a fraction" },
-	{ GROUPT("\"lifecycle\":{\"lease_s\":1}"), "groups[0].lifecycle.lease_s: a number of seconds from 2" },
-	{ GROUPT("\"scheduler_name\":\"other\""), "groups[0].scheduler_name: no scheduler profile called 'other'" },
+	{ GROUPT("\"lifecycle\":{\"lease_s\":1}"),
+	  "groups[0].lifecycle.lease_s: a number of seconds from 2" },
+	{ GROUPT("\"scheduler_name\":\"other\""),
+	  "groups[0].scheduler_name: no scheduler profile called 'other'" },
 	{ "{" HOSTS ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"]," TEMPLATE "},"
 	  "{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"]," TEMPLATE "}]}",
 	  "groups[1].id: 'g' is also groups[0]'s" },

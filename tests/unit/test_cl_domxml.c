@@ -4,9 +4,11 @@
  * bare), refused when it is not ours, and the domain XML well-formed with
  * vmactd's hotplug layout when the template grows, no disk for a
  * placeholder. */
+/* What cmocka.h needs first. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
 #include <cmocka.h>
 
 #include <errno.h>
@@ -22,9 +24,14 @@
 
 static void test_meta_round_trip(void **state)
 {
-	struct cl_meta m = { .role = CL_ROLE_MEMBER, .tier = CL_TIER_SAVED, .state = CL_ST_PENDING,
-			     .created = 1700000000.25, .requested = 1700000001.5, .attempts = 3,
-			     .has_error = true, .err_at = 1700000002 };
+	struct cl_meta m = { .role = CL_ROLE_MEMBER,
+			     .tier = CL_TIER_SAVED,
+			     .state = CL_ST_PENDING,
+			     .created = 1700000000.25,
+			     .requested = 1700000001.5,
+			     .attempts = 3,
+			     .has_error = true,
+			     .err_at = 1700000002 };
 	struct cl_meta back;
 	struct vmact_err err = { 0 };
 
@@ -106,9 +113,13 @@ static const char *xpath(xmlDocPtr doc, const char *expr, char *buf, size_t len)
 static void test_domain(void **state)
 {
 	struct cl_group_cfg g = { 0 };
-	struct cl_meta m = { .role = CL_ROLE_POOL, .tier = CL_TIER_RUNNING, .state = CL_ST_CREATING };
-	struct cl_domxml_spec s = { .group = &g, .name = "vmact-g-0a1b2c3d",
-				    .uuid = "0a1b2c3d-0000-4000-8000-000000000001", .meta = &m };
+	struct cl_meta m = { .role = CL_ROLE_POOL,
+			     .tier = CL_TIER_RUNNING,
+			     .state = CL_ST_CREATING };
+	struct cl_domxml_spec s = { .group = &g,
+				    .name = "vmact-g-0a1b2c3d",
+				    .uuid = "0a1b2c3d-0000-4000-8000-000000000001",
+				    .meta = &m };
 	struct vmact_err err = { 0 };
 	char buf[256];
 	char *xml;
@@ -143,21 +154,25 @@ static void test_domain(void **state)
 	/* vmactd's layout: hotpluggable vCPUs, NUMA cell, virtio-mem device. */
 	assert_string_equal(xpath(doc, "string(/domain/vcpu/@current)", buf, sizeof(buf)), "1");
 	assert_string_equal(xpath(doc, "string(/domain/vcpu)", buf, sizeof(buf)), "4");
-	assert_string_equal(xpath(doc, "string(count(/domain/vcpus/vcpu[@hotpluggable='yes']))", buf,
-				  sizeof(buf)),
+	assert_string_equal(xpath(doc, "string(count(/domain/vcpus/vcpu[@hotpluggable='yes']))",
+				  buf, sizeof(buf)),
 			    "3");
 	assert_string_equal(xpath(doc, "string(/domain/cpu/numa/cell/@memory)", buf, sizeof(buf)),
 			    "524288");
-	assert_string_equal(xpath(doc, "string(/domain/devices/memory[@model='virtio-mem']/target/size)",
+	assert_string_equal(xpath(doc,
+				  "string(/domain/devices/memory[@model='virtio-mem']/target/size)",
 				  buf, sizeof(buf)),
 			    "1572864");
 	assert_string_equal(xpath(doc, "string(/domain/os/cmdline)", buf, sizeof(buf)),
 			    "console=ttyS0 a=\"b\"");
-	assert_string_equal(xpath(doc, "string(/domain/devices/disk/source/@volume)", buf, sizeof(buf)),
+	assert_string_equal(xpath(doc, "string(/domain/devices/disk/source/@volume)", buf,
+				  sizeof(buf)),
 			    s.volume);
 	/* Console with its log, and ports up to the claim's (serial2). */
-	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)), "3");
-	assert_string_equal(xpath(doc, "string(/domain/devices/serial/log/@file)", buf, sizeof(buf)),
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)),
+			    "3");
+	assert_string_equal(xpath(doc, "string(/domain/devices/serial/log/@file)", buf,
+				  sizeof(buf)),
 			    "/var/log/n/vmact-g-0a1b2c3d.log");
 	xmlFreeDoc(doc);
 	free(xml);
@@ -170,9 +185,11 @@ static void test_domain(void **state)
 	xml = cl_domxml_domain(&s, &err);
 	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
 	assert_non_null(doc);
-	assert_string_equal(xpath(doc, "string(count(/domain/devices/disk))", buf, sizeof(buf)), "0");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/disk))", buf, sizeof(buf)),
+			    "0");
 	assert_string_equal(xpath(doc, "string(count(/domain/vcpus))", buf, sizeof(buf)), "0");
-	assert_string_equal(xpath(doc, "string(count(/domain/devices/memory))", buf, sizeof(buf)), "0");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/memory))", buf, sizeof(buf)),
+			    "0");
 	assert_string_equal(xpath(doc, "string(/domain/@type)", buf, sizeof(buf)), "kvm");
 	xmlFreeDoc(doc);
 	free(xml);

@@ -6,9 +6,11 @@
  * codes, the cycle state, Permit waits (list, allow, reject, expire);
  * and the shipped plugins that only read the host snapshot
  * (cluster/plugin-fit.c) against hand-made hosts. */
+/* What cmocka.h needs first. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
 #include <cmocka.h>
 
 #include <errno.h>
@@ -76,87 +78,88 @@ static int fake_init(const struct cl_fw_handle *h, const json_t *args, void **st
 	return 0;
 }
 
-#define FAKE(N)                                                                                      \
-	static void N##_pre(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,              \
-			    struct cl_fw_status *st)                                                 \
-	{                                                                                            \
-		const struct answer *a = find(#N, "pre", NULL);                                      \
-		note(#N, "pre", NULL);                                                               \
-		cl_fw_cycle_write(cs, #N, strdup(#N "-was-here"), free);                             \
-		if (a)                                                                               \
-			cl_fw_status_set(st, a->code, "%s says no", #N);                             \
-	}                                                                                            \
-	static void N##_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,           \
-			       const struct cl_fw_host *h, struct cl_fw_status *st)                  \
-	{                                                                                            \
-		const struct answer *a = find(#N, "filter", h->name);                                \
-		note(#N, "filter", h->name);                                                         \
-		if (a)                                                                               \
-			cl_fw_status_set(st, a->code, "%s excludes %s", #N, h->name);                \
-	}                                                                                            \
-	static void N##_post(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,             \
-			     const struct cl_fw_host *hosts, size_t n,                               \
-			     const struct cl_fw_status *sts, char nominated[CL_FW_NAME_MAX],         \
-			     struct cl_fw_status *st)                                                \
-	{                                                                                            \
-		const struct answer *a = find(#N, "post", NULL);                                     \
-		note(#N, "post", NULL);                                                              \
-		if (a && a->code == CL_FW_SUCCESS)                                                   \
-			snprintf(nominated, CL_FW_NAME_MAX, "%s", a->host ? a->host : hosts[0].name); \
-		else                                                                                 \
-			cl_fw_status_set(st, a ? a->code : CL_FW_UNSCHEDULABLE, "nothing");          \
-	}                                                                                            \
-	static void N##_score(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,            \
-			      const struct cl_fw_host *h, int64_t *score, struct cl_fw_status *st)   \
-	{                                                                                            \
-		const struct answer *a = find(#N, "score", h->name);                                 \
-		note(#N, "score", h->name);                                                          \
-		*score = a ? a->score : 0;                                                           \
-		if (a && a->code != CL_FW_SUCCESS)                                                   \
-			cl_fw_status_set(st, a->code, "cannot score");                               \
-	}                                                                                            \
-	static void N##_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,          \
-				const struct cl_fw_host *h, struct cl_fw_status *st)                 \
-	{                                                                                            \
-		const struct answer *a = find(#N, "reserve", NULL);                                  \
-		note(#N, "reserve", h->name);                                                        \
-		if (a)                                                                               \
-			cl_fw_status_set(st, a->code, "no reservation");                             \
-	}                                                                                            \
-	static void N##_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,        \
-				  const char *host)                                                  \
-	{                                                                                            \
-		note(#N, "unreserve", host);                                                         \
-	}                                                                                            \
-	static void N##_permit(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,           \
-			       const char *host, uint64_t *timeout, struct cl_fw_status *st)         \
-	{                                                                                            \
-		const struct answer *a = find(#N, "permit", NULL);                                   \
-		note(#N, "permit", host);                                                            \
-		if (a) {                                                                             \
-			*timeout = (uint64_t)a->score;                                               \
-			cl_fw_status_set(st, a->code, "%s permit", #N);                              \
-		}                                                                                    \
-	}                                                                                            \
-	static void N##_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,             \
-			     const char *host, struct cl_fw_status *st)                              \
-	{                                                                                            \
-		const struct answer *a = find(#N, "bind", NULL);                                     \
-		note(#N, "bind", host);                                                              \
-		if (a)                                                                               \
-			cl_fw_status_set(st, a->code, "bind");                                       \
-	}                                                                                            \
-	static const struct cl_fw_plugin_ops N = {                                                   \
-		.name = #N,                                                                          \
-		.init = fake_init,                                                                   \
-		.pre_filter = N##_pre,                                                               \
-		.filter = N##_filter,                                                                \
-		.post_filter = N##_post,                                                             \
-		.score = N##_score,                                                                  \
-		.reserve = N##_reserve,                                                              \
-		.unreserve = N##_unreserve,                                                          \
-		.permit = N##_permit,                                                                \
-		.bind = N##_bind,                                                                    \
+#define FAKE(N)                                                                                    \
+	static void N##_pre(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,            \
+			    struct cl_fw_status *st)                                               \
+	{                                                                                          \
+		const struct answer *a = find(#N, "pre", NULL);                                    \
+		note(#N, "pre", NULL);                                                             \
+		cl_fw_cycle_write(cs, #N, strdup(#N "-was-here"), free);                           \
+		if (a)                                                                             \
+			cl_fw_status_set(st, a->code, "%s says no", #N);                           \
+	}                                                                                          \
+	static void N##_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,         \
+			       const struct cl_fw_host *h, struct cl_fw_status *st)                \
+	{                                                                                          \
+		const struct answer *a = find(#N, "filter", h->name);                              \
+		note(#N, "filter", h->name);                                                       \
+		if (a)                                                                             \
+			cl_fw_status_set(st, a->code, "%s excludes %s", #N, h->name);              \
+	}                                                                                          \
+	static void N##_post(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,           \
+			     const struct cl_fw_host *hosts, size_t n,                             \
+			     const struct cl_fw_status *sts, char nominated[CL_FW_NAME_MAX],       \
+			     struct cl_fw_status *st)                                              \
+	{                                                                                          \
+		const struct answer *a = find(#N, "post", NULL);                                   \
+		note(#N, "post", NULL);                                                            \
+		if (a && a->code == CL_FW_SUCCESS)                                                 \
+			snprintf(nominated, CL_FW_NAME_MAX, "%s",                                  \
+				 a->host ? a->host : hosts[0].name);                               \
+		else                                                                               \
+			cl_fw_status_set(st, a ? a->code : CL_FW_UNSCHEDULABLE, "nothing");        \
+	}                                                                                          \
+	static void N##_score(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,          \
+			      const struct cl_fw_host *h, int64_t *score, struct cl_fw_status *st) \
+	{                                                                                          \
+		const struct answer *a = find(#N, "score", h->name);                               \
+		note(#N, "score", h->name);                                                        \
+		*score = a ? a->score : 0;                                                         \
+		if (a && a->code != CL_FW_SUCCESS)                                                 \
+			cl_fw_status_set(st, a->code, "cannot score");                             \
+	}                                                                                          \
+	static void N##_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,        \
+				const struct cl_fw_host *h, struct cl_fw_status *st)               \
+	{                                                                                          \
+		const struct answer *a = find(#N, "reserve", NULL);                                \
+		note(#N, "reserve", h->name);                                                      \
+		if (a)                                                                             \
+			cl_fw_status_set(st, a->code, "no reservation");                           \
+	}                                                                                          \
+	static void N##_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,      \
+				  const char *host)                                                \
+	{                                                                                          \
+		note(#N, "unreserve", host);                                                       \
+	}                                                                                          \
+	static void N##_permit(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,         \
+			       const char *host, uint64_t *timeout, struct cl_fw_status *st)       \
+	{                                                                                          \
+		const struct answer *a = find(#N, "permit", NULL);                                 \
+		note(#N, "permit", host);                                                          \
+		if (a) {                                                                           \
+			*timeout = (uint64_t)a->score;                                             \
+			cl_fw_status_set(st, a->code, "%s permit", #N);                            \
+		}                                                                                  \
+	}                                                                                          \
+	static void N##_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,           \
+			     const char *host, struct cl_fw_status *st)                            \
+	{                                                                                          \
+		const struct answer *a = find(#N, "bind", NULL);                                   \
+		note(#N, "bind", host);                                                            \
+		if (a)                                                                             \
+			cl_fw_status_set(st, a->code, "bind");                                     \
+	}                                                                                          \
+	static const struct cl_fw_plugin_ops N = {                                                 \
+		.name = #N,                                                                        \
+		.init = fake_init,                                                                 \
+		.pre_filter = N##_pre,                                                             \
+		.filter = N##_filter,                                                              \
+		.post_filter = N##_post,                                                           \
+		.score = N##_score,                                                                \
+		.reserve = N##_reserve,                                                            \
+		.unreserve = N##_unreserve,                                                        \
+		.permit = N##_permit,                                                              \
+		.bind = N##_bind,                                                                  \
 	}
 
 FAKE(A);
@@ -179,7 +182,8 @@ static void norm_normalize(void *p, struct cl_fw_cycle *cs, const struct cl_fw_v
 	note("N", "normalize", NULL);
 }
 
-static const struct cl_fw_plugin_ops N = { .name = "N", .score = norm_score,
+static const struct cl_fw_plugin_ops N = { .name = "N",
+					   .score = norm_score,
 					   .normalize = norm_normalize };
 static void filter_only(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			const struct cl_fw_host *h, struct cl_fw_status *st)
@@ -227,7 +231,8 @@ static void refused(const char *profile, const char *want)
 	struct cl_fw *fw = NULL;
 
 	assert_non_null(p);
-	assert_int_equal(cl_fw_new(&reg, &defs, p, "scheduler.profiles[0]", NULL, &fw, &err), -EINVAL);
+	assert_int_equal(cl_fw_new(&reg, &defs, p, "scheduler.profiles[0]", NULL, &fw, &err),
+			 -EINVAL);
 	if (!strstr(err.msg, want))
 		fail_msg("%s\n  said: %s\n  want: %s", profile, err.msg, want);
 	json_decref(p);
@@ -298,7 +303,8 @@ static void test_profile(void **state)
 	assert_int_equal(cl_fw_plugins(fw, CL_FW_PERMIT, names, 16), 1);
 	cl_fw_free(fw);
 
-	refused("{\"plugins\":{\"filters\":{}}}", "scheduler.profiles[0].plugins.filters: unknown extension point");
+	refused("{\"plugins\":{\"filters\":{}}}",
+		"scheduler.profiles[0].plugins.filters: unknown extension point");
 	refused("{\"plugins\":{\"filter\":{\"enabled\":[{\"name\":\"Z\"}]}}}",
 		"scheduler.profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Z'");
 	refused("{\"plugins\":{\"filter\":{\"enabled\":[{\"name\":\"N\"}]}}}",
@@ -347,10 +353,11 @@ static void test_cycle_order_and_choice(void **state)
 	assert_int_equal(res.hosts[1].filter.code, CL_FW_UNSCHEDULABLE);
 	assert_string_equal(res.hosts[1].filter.plugin, "B");
 	/* F (silent) passed h1 and h3: it found A's PreFilter state. */
-	assert_string_equal(trace, "A:pre A:filter(h1) B:filter(h1) A:filter(h2) "
-				   "B:filter(h2) A:filter(h3) B:filter(h3) A:score(h1) "
-				   "A:score(h3) B:score(h1) B:score(h3) A:reserve(h1) B:reserve(h1) "
-				   "C:permit(h1)");
+	assert_string_equal(trace,
+			    "A:pre A:filter(h1) B:filter(h1) A:filter(h2) "
+			    "B:filter(h2) A:filter(h3) B:filter(h3) A:score(h1) "
+			    "A:score(h3) B:score(h1) B:score(h3) A:reserve(h1) B:reserve(h1) "
+			    "C:permit(h1)");
 	/* The binding cycle: the first plugin not skipping decides. */
 	reset();
 	assert_int_equal(cl_fw_cycle_new(&cs), 0);
@@ -452,7 +459,8 @@ static void test_reserve_and_permit(void **state)
 	answer("B", "reserve", NULL, CL_FW_ERROR, 0);
 	schedule(fw, &res);
 	assert_int_equal(res.status.code, CL_FW_ERROR);
-	assert_non_null(strstr(trace, "A:reserve(h1) B:reserve(h1) B:unreserve(h1) A:unreserve(h1)"));
+	assert_non_null(
+		strstr(trace, "A:reserve(h1) B:reserve(h1) B:unreserve(h1) A:unreserve(h1)"));
 	assert_null(strstr(trace, "C:reserve"));
 	assert_null(strstr(trace, "permit"));
 	/* Permit denies: everything unreserved. */
@@ -577,9 +585,13 @@ static void test_cycle_state(void **state)
 static struct cl_fw *real_fw(void)
 {
 	static const struct cl_fw_plugin_ops *const fit[] = {
-		&cl_plugin_fit_group_hosts, &cl_plugin_fit_host_reachable, &cl_plugin_fit_capacity,
-		&cl_plugin_fit_pool_give_back, &cl_plugin_fit_free_capacity,
-		&cl_plugin_fit_group_spread, NULL,
+		&cl_plugin_fit_group_hosts,
+		&cl_plugin_fit_host_reachable,
+		&cl_plugin_fit_capacity,
+		&cl_plugin_fit_pool_give_back,
+		&cl_plugin_fit_free_capacity,
+		&cl_plugin_fit_group_spread,
+		NULL,
 	};
 	static const struct cl_fw_registry r = { .plugins = fit };
 	static const char *const pre[] = { "GroupHosts", NULL };
