@@ -564,7 +564,9 @@ static int setup(void **state)
 	fx.have_grower = start_grower(0) == 0;
 	start_vmactd();
 	{
-		const char *args[] = { fx.arbiter, "--listen",    NULL,   "--cpu", "4", "--memory",
+		/* 8 CPUs declared: room for the tiers' standby VMs with their
+		 * headroom, and for the members placed there. */
+		const char *args[] = { fx.arbiter, "--listen",    NULL,   "--cpu", "8", "--memory",
 				       "8Gi",      "--lease-key", fx.key, "-v",    NULL };
 		char listen[PATH_MAX + 8];
 
