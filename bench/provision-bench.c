@@ -161,11 +161,11 @@ static const char *node_state(double *served_s)
 		json_t *vms = api("GET", "/v1/vms", NULL, NULL), *v;
 		size_t i;
 
-		json_array_foreach(json_object_get(vms, "vms"), i,
-				   v) if (!strcmp(json_string_value(json_object_get(v, "role")),
-						  "member")) *served_s =
-			json_real_value(json_object_get(v, "in_service")) -
-			json_real_value(json_object_get(v, "requested"));
+		json_array_foreach(json_object_get(vms, "vms"), i, v) {
+			if (!strcmp(json_string_value(json_object_get(v, "role")), "member"))
+				*served_s = json_real_value(json_object_get(v, "in_service")) -
+					    json_real_value(json_object_get(v, "requested"));
+		}
 		json_decref(vms);
 	}
 	return state;

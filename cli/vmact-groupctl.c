@@ -106,8 +106,7 @@ static void groups_table(const json_t *doc)
 
 	printf("%-20s %4s %4s %6s %8s  %-26s %s\n", "GROUP", "MIN", "MAX", "TARGET", "SERVING",
 	       "POOL running/paused/saved", "HOSTS");
-	json_array_foreach(json_object_get(doc, "groups"), i, g)
-	{
+	json_array_foreach(json_object_get(doc, "groups"), i, g) {
 		const json_t *p = json_object_get(g, "pool");
 		char pool[64], hosts[256] = "";
 		size_t k;
@@ -134,8 +133,7 @@ static void nodes_table(const json_t *doc)
 	json_t *n;
 
 	printf("%-28s %-6s %-9s %-9s %-8s %s\n", "NAME", "HOST", "STATE", "VM", "FROM", "ERROR");
-	json_array_foreach(json_object_get(doc, "nodes"), i, n)
-	{
+	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
 		const json_t *e = json_object_get(n, "error");
 
 		printf("%-28s %-6s %-9s %-9s %-8s %s%s%s\n", str(n, "name"), str(n, "host"),
@@ -151,8 +149,7 @@ static void vms_table(const json_t *doc, const char *group, bool standby_only)
 
 	printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", "NAME", "GROUP", "HOST", "ROLE", "TIER",
 	       "STATE", "LEASED");
-	json_array_foreach(json_object_get(doc, "vms"), i, v)
-	{
+	json_array_foreach(json_object_get(doc, "vms"), i, v) {
 		if (group && strcmp(group, str(v, "group")))
 			continue;
 		if (standby_only && strcmp(str(v, "role"), "pool"))
@@ -170,8 +167,7 @@ static void hosts_table(const json_t *doc)
 
 	printf("%-8s %-9s %-18s %-18s %-18s %6s %4s  %s\n", "HOST", "REACHABLE", "RESERVED",
 	       "WATERMARK", "STANDBY", "LEASES", "VMS", "URI");
-	json_array_foreach(json_object_get(doc, "hosts"), i, h)
-	{
+	json_array_foreach(json_object_get(doc, "hosts"), i, h) {
 		char r[40], w[40], s[40];
 
 		res(json_object_get(h, "reserved"), r, sizeof(r));
@@ -196,8 +192,7 @@ static void waiting_table(const json_t *doc)
 
 	printf("%-38s %-28s %-14s %-6s %8s %8s  %s\n", "UID", "NAME", "GROUP", "HOST", "WAITED",
 	       "LEFT", "PLUGINS");
-	json_array_foreach(json_object_get(doc, "waiting"), i, w)
-	{
+	json_array_foreach(json_object_get(doc, "waiting"), i, w) {
 		char plugins[256] = "";
 		size_t k;
 		json_t *p;

@@ -292,8 +292,7 @@ static void change(struct cl_api *a, const char *group, const char *what,
 			reply_error(reply, 500, "internal", "out of memory");
 			goto out;
 		}
-		json_array_foreach(arr, i, it)
-		{
+		json_array_foreach(arr, i, it) {
 			if (!json_is_string(it)) {
 				reply_error(reply, 400, "invalid", "provider_ids[%zu]: a string",
 					    i);

@@ -43,8 +43,7 @@ static int only(struct ctx *c, const json_t *obj, const char *const *known)
 
 	if (!json_is_object(obj))
 		return bad(c, NULL, "must be an object");
-	json_object_foreach((json_t *)obj, key, v)
-	{
+	json_object_foreach((json_t *)obj, key, v) {
 		bool ok = false;
 
 		for (size_t i = 0; known[i]; i++)
@@ -303,8 +302,7 @@ static int parse_taints(struct ctx *c, const json_t *a, struct cl_group_cfg *g)
 	g->taints = calloc(json_array_size(a) + 1, sizeof(*g->taints));
 	if (!g->taints)
 		return vmact_err_set(c->err, ENOMEM, "out of memory");
-	json_array_foreach(a, i, t)
-	{
+	json_array_foreach(a, i, t) {
 		struct cl_taint *x = &g->taints[i];
 
 		pop(c, len);
@@ -453,8 +451,7 @@ static int parse_options(struct ctx *c, const json_t *o, json_t **out)
 
 	if (!json_is_object(o))
 		return bad(c, NULL, "must be an object");
-	json_object_foreach((json_t *)o, key, v)
-	{
+	json_object_foreach((json_t *)o, key, v) {
 		bool known = false;
 
 		for (size_t i = 0; dbl[i]; i++)
@@ -519,8 +516,7 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 		return bad(c, "hosts", "required: the hosts the group may use");
 	if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > CL_MAX_HOSTS)
 		return bad(c, "hosts", "a list of 1 to %d host names", CL_MAX_HOSTS);
-	json_array_foreach(v, i, it)
-	{
+	json_array_foreach(v, i, it) {
 		const char *h = json_string_value(it);
 
 		if (!h || !cl_config_host(cfg, h))
@@ -538,8 +534,11 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 	if (v) {
 		if (!json_is_object(v))
 			return bad(c, "labels", "must be an object of strings");
-		json_object_foreach((json_t *)v, key, it) if (!json_is_string(it)) return vmact_err_set(
-			c->err, EINVAL, "%s.labels.%s: must be a string", c->path, key);
+		json_object_foreach((json_t *)v, key, it)
+			if (!json_is_string(it))
+				return vmact_err_set(c->err, EINVAL,
+						     "%s.labels.%s: must be a string", c->path,
+						     key);
 		g->labels = json_deep_copy(v);
 	} else {
 		g->labels = json_object();
@@ -617,8 +616,7 @@ static int parse_scheduler(struct ctx *c, const json_t *o, struct cl_config *cfg
 		return 0;
 	if (!json_is_array(p) || !json_array_size(p))
 		return bad(c, "profiles", "a non-empty list of profiles");
-	json_array_foreach(p, i, it)
-	{
+	json_array_foreach(p, i, it) {
 		struct cl_fw *fw = NULL;
 		char path[300], name[CL_FW_NAME_MAX];
 
@@ -651,8 +649,7 @@ static bool has_profile(const struct cl_config *cfg, const char *name)
 
 	if (!cfg->profiles)
 		return strcmp(name, "default") == 0;
-	json_array_foreach(cfg->profiles, i, it)
-	{
+	json_array_foreach(cfg->profiles, i, it) {
 		const char *n = json_string_value(json_object_get(it, "schedulerName"));
 
 		if (strcmp(n ? n : "default", name) == 0)
@@ -733,8 +730,7 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 	cfg->hosts = calloc(json_array_size(v), sizeof(*cfg->hosts));
 	if (!cfg->hosts)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	json_array_foreach(v, i, it)
-	{
+	json_array_foreach(v, i, it) {
 		push(&c, "hosts[%zu]", i);
 		if ((r = parse_host(&c, it, &cfg->hosts[i])) < 0)
 			return r;
@@ -763,8 +759,7 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 		json_decref((json_t *)v);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
-	json_array_foreach(v, i, it)
-	{
+	json_array_foreach(v, i, it) {
 		struct cl_group_cfg *g = &cfg->groups[i];
 
 		push(&c, "groups[%zu]", i);

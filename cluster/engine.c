@@ -103,8 +103,7 @@ static void refill(struct cl_engine *e, struct cl_group *g, uint64_t now)
 	bool members_waiting = false;
 	struct cl_vm *vm, *next;
 
-	VMACT_LIST_FOREACH(vms, vm, g->vms)
-	{
+	VMACT_LIST_FOREACH(vms, vm, g->vms) {
 		if (vm->meta.role == CL_ROLE_MEMBER && vm->meta.state == CL_ST_PENDING &&
 		    !vm->want_delete)
 			members_waiting = true;
@@ -168,8 +167,7 @@ static void tick_once(struct cl_engine *e)
 	for (size_t i = 0; i < e->n_groups; i++) {
 		struct cl_vm *vm, *next;
 
-		VMACT_LIST_FOREACH_SAFE(vms, vm, next, e->groups[i].vms)
-		{
+		VMACT_LIST_FOREACH_SAFE(vms, vm, next, e->groups[i].vms) {
 			if (vm->busy)
 				continue;
 			if (vm->meta.role == CL_ROLE_MEMBER && vm->meta.state == CL_ST_PENDING &&
@@ -252,8 +250,7 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 		size_t i;
 		json_t *p;
 
-		json_array_foreach(cfg->profiles, i, p)
-		{
+		json_array_foreach(cfg->profiles, i, p) {
 			char path[64];
 
 			snprintf(path, sizeof(path), "scheduler.profiles[%zu]", i);
@@ -436,8 +433,7 @@ void cl_engine_increase(struct cl_engine *e, const char *group, long long delta,
 	for (int t = 0; t < 3 && left; t++) {
 		struct cl_vm *vm;
 
-		VMACT_LIST_FOREACH(vms, vm, g->vms)
-		{
+		VMACT_LIST_FOREACH(vms, vm, g->vms) {
 			if (!left)
 				break;
 			if (!can_take(vm, t) || cl_vm_op_attach(op, vm) < 0)
@@ -499,9 +495,9 @@ static struct cl_vm *member_by_provider(struct cl_group *g, const char *id)
 	snprintf(host, sizeof(host), "%.*s", (int)(slash - p), p);
 	snprintf(uuid, sizeof(uuid), "%s", slash + 1);
 	VMACT_LIST_FOREACH(vms, vm, g->vms)
-	if (vm->meta.role == CL_ROLE_MEMBER && strcasecmp(vm->uuid, uuid) == 0 &&
-	    strcmp(vm->host, host) == 0)
-		return vm;
+		if (vm->meta.role == CL_ROLE_MEMBER && strcasecmp(vm->uuid, uuid) == 0 &&
+		    strcmp(vm->host, host) == 0)
+			return vm;
 	return NULL;
 }
 
@@ -619,7 +615,7 @@ void cl_engine_decrease(struct cl_engine *e, const char *group, long long delta,
 		return answer_error(fn, ud, 503, "unavailable", "vmact-groupd is not ready");
 	target = cl_vm_group_target(g);
 	VMACT_LIST_FOREACH(vms, vm, g->vms)
-	avail += cl_vm_is_member(vm) && vm->meta.state != CL_ST_CLAIMED;
+		avail += cl_vm_is_member(vm) && vm->meta.state != CL_ST_CLAIMED;
 	if ((unsigned long long)-delta > avail)
 		return answer_error(
 			fn, ud, 409, "precondition",
@@ -636,8 +632,7 @@ void cl_engine_decrease(struct cl_engine *e, const char *group, long long delta,
 	left = -delta;
 	/* The least advanced first: a placeholder costs nothing to drop. */
 	for (size_t k = 0; k < ARRAY_SIZE(order) && left; k++)
-		VMACT_LIST_FOREACH(vms, vm, g->vms)
-		{
+		VMACT_LIST_FOREACH(vms, vm, g->vms) {
 			if (!left)
 				break;
 			if (!cl_vm_is_member(vm) || vm->meta.state != order[k])
@@ -659,8 +654,7 @@ static void group_view(const struct cl_group *g, struct cl_engine_group_view *v)
 	v->cfg = g->cfg;
 	for (int t = 0; t < 3; t++)
 		v->tiers[t].size = g->cfg->pool[t];
-	VMACT_LIST_FOREACH(vms, vm, g->vms)
-	{
+	VMACT_LIST_FOREACH(vms, vm, g->vms) {
 		v->target += cl_vm_is_member(vm);
 		v->in_service += cl_vm_is_member(vm) && vm->meta.state == CL_ST_CLAIMED;
 		if (vm->meta.role != CL_ROLE_POOL || vm->meta.tier > CL_TIER_SAVED ||
@@ -720,16 +714,14 @@ void cl_engine_each_vm(const struct cl_engine *e, const char *group,
 	for (size_t i = 0; i < e->n_groups; i++) {
 		if (group && strcmp(group, e->groups[i].cfg->id) != 0)
 			continue;
-		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-		{
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms) {
 			vm_view(vm, &v);
 			fn(ud, &v);
 		}
 	}
 	if (group)
 		return;
-	VMACT_LIST_FOREACH(vms, vm, e->orphans)
-	{
+	VMACT_LIST_FOREACH(vms, vm, e->orphans) {
 		vm_view(vm, &v);
 		fn(ud, &v);
 	}
@@ -740,8 +732,7 @@ const char *cl_engine_group_of(const struct cl_engine *e, const char *provider_i
 	for (size_t i = 0; i < e->n_groups; i++) {
 		struct cl_vm *vm;
 
-		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-		{
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms) {
 			char id[160];
 
 			if (!vm->host[0])
@@ -773,8 +764,7 @@ void cl_engine_host_at(struct cl_engine *e, size_t i, struct cl_engine_host_view
 	for (size_t k = 0; k < e->n_groups; k++) {
 		struct cl_vm *vm;
 
-		VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms)
-		{
+		VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms) {
 			if (strcmp(vm->host, name) != 0)
 				continue;
 			v->vms++;

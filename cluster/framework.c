@@ -241,8 +241,7 @@ static int plugin_args(const json_t *profile, const char *path, const char *name
 	*out = NULL;
 	if (!pc)
 		return 0;
-	json_array_foreach(pc, i, it)
-	{
+	json_array_foreach(pc, i, it) {
 		const char *n = json_string_value(json_object_get(it, "name"));
 
 		if (n && strcmp(n, name) == 0) {
@@ -302,8 +301,7 @@ static int check_set(const json_t *set, const char *p, const struct cl_fw_regist
 
 	if (!json_is_object(set))
 		return vmact_err_set(err, EINVAL, "%s: must be an object", p);
-	json_object_foreach((json_t *)set, key, v)
-	{
+	json_object_foreach((json_t *)set, key, v) {
 		if (strcmp(key, "enabled") && strcmp(key, "disabled"))
 			return vmact_err_set(err, EINVAL, "%s.%s: unknown key (enabled, disabled)",
 					     p, key);
@@ -317,16 +315,14 @@ static int check_set(const json_t *set, const char *p, const struct cl_fw_regist
 			continue;
 		if (!json_is_array(arr))
 			return vmact_err_set(err, EINVAL, "%s.%s: must be an array", p, lists[l]);
-		json_array_foreach(arr, i, it)
-		{
+		json_array_foreach(arr, i, it) {
 			const char *n, *k;
 			json_t *x;
 
 			if (!json_is_object(it))
 				return vmact_err_set(err, EINVAL, "%s.%s[%zu]: must be an object",
 						     p, lists[l], i);
-			json_object_foreach(it, k, x)
-			{
+			json_object_foreach(it, k, x) {
 				if (strcmp(k, "name") && !(l == 0 && strcmp(k, "weight") == 0))
 					return vmact_err_set(err, EINVAL,
 							     "%s.%s[%zu].%s: unknown key", p,
@@ -372,8 +368,7 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 
 	if (!json_is_object(profile))
 		return vmact_err_set(err, EINVAL, "%s: must be an object", path);
-	json_object_foreach((json_t *)profile, key, v)
-	{
+	json_object_foreach((json_t *)profile, key, v) {
 		if (strcmp(key, "schedulerName") && strcmp(key, "plugins") &&
 		    strcmp(key, "pluginConfig"))
 			return vmact_err_set(
@@ -390,8 +385,7 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 	if (plugins) {
 		if (!json_is_object(plugins))
 			return vmact_err_set(err, EINVAL, "%s.plugins: must be an object", path);
-		json_object_foreach((json_t *)plugins, key, v)
-		{
+		json_object_foreach((json_t *)plugins, key, v) {
 			int point = -1, r;
 
 			for (int i = 0; i < CL_FW_N_POINTS; i++)
@@ -416,16 +410,14 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 		if (!json_is_array(pc))
 			return vmact_err_set(err, EINVAL, "%s.pluginConfig: must be an array",
 					     path);
-		json_array_foreach(pc, i, it)
-		{
+		json_array_foreach(pc, i, it) {
 			const char *n;
 
 			if (!json_is_object(it))
 				return vmact_err_set(err, EINVAL,
 						     "%s.pluginConfig[%zu]: must be an object",
 						     path, i);
-			json_object_foreach(it, key, v)
-			{
+			json_object_foreach(it, key, v) {
 				if (strcmp(key, "name") && strcmp(key, "args"))
 					return vmact_err_set(
 						err, EINVAL,
@@ -472,9 +464,10 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 		enabled = json_object_get(set, "enabled");
 		disabled = json_object_get(set, "disabled");
 	}
-	json_array_foreach(disabled, i,
-			   it) if (strcmp(json_string_value(json_object_get(it, "name")), "*") == 0)
-		all_off = true;
+	json_array_foreach(disabled, i, it) {
+		if (strcmp(json_string_value(json_object_get(it, "name")), "*") == 0)
+			all_off = true;
+	}
 	for (i = 0; !all_off && defaults && defaults->points[point] && defaults->points[point][i];
 	     i++) {
 		const char *d = defaults->points[point][i];
@@ -482,19 +475,20 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 		size_t j;
 		json_t *x;
 
-		json_array_foreach(disabled, j,
-				   x) if (strcmp(json_string_value(json_object_get(x, "name")),
-						 d) == 0) off = true;
-		json_array_foreach(enabled, j,
-				   x) if (strcmp(json_string_value(json_object_get(x, "name")),
-						 d) == 0) again = true;
+		json_array_foreach(disabled, j, x) {
+			if (strcmp(json_string_value(json_object_get(x, "name")), d) == 0)
+				off = true;
+		}
+		json_array_foreach(enabled, j, x) {
+			if (strcmp(json_string_value(json_object_get(x, "name")), d) == 0)
+				again = true;
+		}
 		if (off || again)
 			continue;
 		names[n] = d;
 		weights[n++] = 1;
 	}
-	json_array_foreach(enabled, i, it)
-	{
+	json_array_foreach(enabled, i, it) {
 		json_t *w = json_object_get(it, "weight");
 
 		if (n == ARRAY_SIZE(names))
@@ -560,8 +554,7 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 		size_t i;
 		json_t *it;
 
-		json_array_foreach(json_object_get(profile, "pluginConfig"), i, it)
-		{
+		json_array_foreach(json_object_get(profile, "pluginConfig"), i, it) {
 			const char *n = json_string_value(json_object_get(it, "name"));
 			bool used = false;
 

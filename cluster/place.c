@@ -49,8 +49,7 @@ static void snapshot_engine(struct cl_engine *e, struct cl_place_job *j)
 			const struct cl_group *g = &e->groups[k];
 			struct cl_vm *vm;
 
-			VMACT_LIST_FOREACH(vms, vm, g->vms)
-			{
+			VMACT_LIST_FOREACH(vms, vm, g->vms) {
 				if (strcmp(vm->host, name) != 0)
 					continue;
 				if (g == vg && vm != j->vm)
@@ -409,8 +408,8 @@ static struct cl_vm *waiting_vm(struct cl_engine *e, const char *uid)
 		struct cl_vm *vm;
 
 		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-		if (vm->pjob && strcmp(vm->uuid, uid) == 0)
-			return vm;
+			if (vm->pjob && strcmp(vm->uuid, uid) == 0)
+				return vm;
 	}
 	return NULL;
 }
@@ -468,10 +467,10 @@ void cl_place_waiting_expire(struct cl_engine *e)
 		struct cl_vm *vm, *next;
 
 		VMACT_LIST_FOREACH_SAFE(vms, vm, next, e->groups[i].vms)
-		if (vm->pjob && (vm->want_delete || vm->want_return)) {
-			cl_fw_reject(vm->pjob->fw, vm->uuid);
-			reject(e, vm, "given up while waiting");
-		}
+			if (vm->pjob && (vm->want_delete || vm->want_return)) {
+				cl_fw_reject(vm->pjob->fw, vm->uuid);
+				reject(e, vm, "given up while waiting");
+			}
 	}
 }
 

@@ -39,16 +39,17 @@ static int approval_init(const struct cl_fw_handle *h, const json_t *args, void 
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)args, key, v)
-	{
+	json_object_foreach((json_t *)args, key, v) {
 		if (strcmp(key, "groups") == 0) {
 			size_t i;
 			json_t *g;
 
 			if (!json_is_array(v))
 				return vmact_err_set(err, EINVAL, "groups: a list of group ids");
-			json_array_foreach(v, i, g) if (!json_is_string(g)) return vmact_err_set(
-				err, EINVAL, "groups[%zu]: a group id", i);
+			json_array_foreach(v, i, g)
+				if (!json_is_string(g))
+					return vmact_err_set(err, EINVAL, "groups[%zu]: a group id",
+							     i);
 			a.groups = v;
 		} else if (strcmp(key, "timeoutSeconds") == 0) {
 			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
@@ -88,7 +89,8 @@ static void approval_permit(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 
 	if (vm->standby && !a->standby)
 		return;
-	json_array_foreach(a->groups, i, g) listed |= strcmp(json_string_value(g), vm->group) == 0;
+	json_array_foreach(a->groups, i, g)
+		listed |= strcmp(json_string_value(g), vm->group) == 0;
 	if (!listed)
 		return;
 	*timeout_usec = a->timeout_usec;

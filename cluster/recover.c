@@ -142,8 +142,8 @@ static struct cl_vm *known(struct cl_engine *e, const char *uuid)
 		struct cl_vm *vm;
 
 		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-		if (strcasecmp(vm->uuid, uuid) == 0)
-			return vm;
+			if (strcasecmp(vm->uuid, uuid) == 0)
+				return vm;
 	}
 	return NULL;
 }
@@ -370,8 +370,7 @@ void cl_recover_renew(struct cl_engine *e)
 		for (size_t k = 0; k < e->n_groups; k++) {
 			struct cl_vm *vm;
 
-			VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms)
-			{
+			VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms) {
 				/* A VM in a cycle holds the lease Reserve took: the
 				 * cycle owns it until it ends. */
 				if (!vm->leased || vm->placing || strcmp(vm->host, name) != 0)

@@ -98,7 +98,7 @@ unsigned cl_vm_group_target(const struct cl_group *g)
 	struct cl_vm *vm;
 
 	VMACT_LIST_FOREACH(vms, vm, g->vms)
-	n += cl_vm_is_member(vm);
+		n += cl_vm_is_member(vm);
 	return n;
 }
 
@@ -302,8 +302,8 @@ void cl_vm_evictions_done(struct cl_engine *e)
 		struct cl_vm *vm;
 
 		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-		if (vm->evict_wait)
-			vm->evict_wait = false;
+			if (vm->evict_wait)
+				vm->evict_wait = false;
 	}
 	cl_vm_kick(e);
 }

@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -226,11 +227,14 @@ static void delete_all(const char *group)
 	size_t i;
 	char *body;
 
-	json_array_foreach(n, i, it) if (strcmp(json_string_value(json_object_get(it, "state")),
-						"deleting"))
-		json_array_append(ids, json_object_get(it, "provider_id"));
+	json_array_foreach(n, i, it)
+		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
+			json_array_append(ids, json_object_get(it, "provider_id"));
 	if (json_array_size(ids)) {
-		body = json_dumps(json_pack("{s:o}", "provider_ids", ids), 0);
+		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
+
+		body = json_dumps(doc, 0);
+		json_decref(doc);
 		change(group, "delete-nodes", body);
 		free(body);
 	} else {
@@ -684,8 +688,7 @@ static void cluster_scale(void **state)
 	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
 	wait_nodes("scale", 2, 2, LIMIT_BOOT_S);
 	n = get_nodes("scale");
-	json_array_foreach(n, i, it)
-	{
+	json_array_foreach(n, i, it) {
 		const char *host = json_string_value(json_object_get(it, "host"));
 		const char *name = json_string_value(json_object_get(it, "name"));
 		const char *id = json_string_value(json_object_get(it, "provider_id"));
@@ -778,8 +781,7 @@ static void cluster_tiers(void **state)
 		die_with_logs("the standby pool of group tiers never filled");
 	/* Each tier's VM is as libvirt says it should be. */
 	vms = all_vms();
-	json_array_foreach(vms, i, it)
-	{
+	json_array_foreach(vms, i, it) {
 		bool saved = false;
 		int t;
 
@@ -805,9 +807,10 @@ static void cluster_tiers(void **state)
 		assert_int_equal(change("tiers", "increase", "{\"delta\":1}"), t + 1);
 		wait_nodes("tiers", (unsigned)t + 1, (unsigned)t + 1, LIMIT_BOOT_S);
 		n = get_nodes("tiers");
-		json_array_foreach(n, i, it) found |=
-			strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]) == 0 &&
-			guest_claimed(json_string_value(json_object_get(it, "name")));
+		json_array_foreach(n, i, it)
+			found |= strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]) ==
+					 0 &&
+				 guest_claimed(json_string_value(json_object_get(it, "name")));
 		json_decref(n);
 		if (!found)
 			die_with_logs("no node came from the %s tier", tiers[t]);
@@ -834,8 +837,7 @@ static bool node_error(void *arg)
 	size_t i;
 	bool ok = false;
 
-	json_array_foreach(n, i, it)
-	{
+	json_array_foreach(n, i, it) {
 		const char *code = json_string_value(
 			json_object_get(json_object_get(it, "error"), "code"));
 
@@ -1040,9 +1042,10 @@ static bool conc_placed(void *arg)
 	size_t i;
 	unsigned done = 0;
 
-	json_array_foreach(n, i, it) done +=
-		strcmp(json_string_value(json_object_get(it, "vm_state")), "pending") != 0 ||
-		json_object_get(it, "error") != NULL;
+	json_array_foreach(n, i, it)
+		done += strcmp(json_string_value(json_object_get(it, "vm_state")), "pending") !=
+				0 ||
+			json_object_get(it, "error") != NULL;
 	json_decref(n);
 	return done == 6;
 }
@@ -1076,8 +1079,7 @@ static void cluster_concurrent(void **state)
 	s.stop = true;
 	pthread_join(s.t, NULL);
 	n = get_nodes("conc");
-	json_array_foreach(n, i, it)
-	{
+	json_array_foreach(n, i, it) {
 		const char *code = json_string_value(
 			json_object_get(json_object_get(it, "error"), "code"));
 
@@ -1139,23 +1141,22 @@ static void cluster_kill_restart(void **state)
 	{
 		unsigned resumed = 0;
 
-		json_array_foreach(before, i, it)
-		{
+		json_array_foreach(before, i, it) {
 			json_t *a;
 			size_t k;
 
 			if (strcmp(json_string_value(json_object_get(it, "group")), "scale") ||
 			    strcmp(json_string_value(json_object_get(it, "state")), "booting"))
 				continue;
-			json_array_foreach(
-				after, k,
-				a) if (!strcmp(json_string_value(json_object_get(a, "name")),
-					       json_string_value(json_object_get(it, "name"))) &&
-				       json_real_value(json_object_get(a, "booted")) ==
-					       json_real_value(json_object_get(it, "booted")) &&
-				       json_integer_value(json_object_get(a, "attempts")) ==
-					       json_integer_value(json_object_get(it, "attempts")))
-				resumed++;
+			json_array_foreach(after, k, a) {
+				if (!strcmp(json_string_value(json_object_get(a, "name")),
+					    json_string_value(json_object_get(it, "name"))) &&
+				    fabs(json_real_value(json_object_get(a, "booted")) -
+					 json_real_value(json_object_get(it, "booted"))) < 0.01 &&
+				    json_integer_value(json_object_get(a, "attempts")) ==
+					    json_integer_value(json_object_get(it, "attempts")))
+					resumed++;
+			}
 		}
 		assert_true(resumed >= 1);
 	}
@@ -1166,8 +1167,7 @@ static void cluster_kill_restart(void **state)
 		size_t k;
 
 		doms = our_domains(host);
-		json_array_foreach(doms, k, d)
-		{
+		json_array_foreach(doms, k, d) {
 			bool known = false;
 
 			json_array_foreach(after, i, it)
@@ -1177,11 +1177,11 @@ static void cluster_kill_restart(void **state)
 				die_with_logs("domain %s on %s is nobody's", json_string_value(d),
 					      host);
 		}
-		json_array_foreach(vols, k, d)
-		{
+		json_array_foreach(vols, k, d) {
 			bool known = false;
 
-			json_array_foreach(doms, i, it) known |= json_equal(it, d);
+			json_array_foreach(doms, i, it)
+				known |= json_equal(it, d);
 			if (!known)
 				die_with_logs("overlay %s on %s has no domain",
 					      json_string_value(d), host);
