@@ -140,6 +140,7 @@ const char *cl_engine_failure_name(enum cl_engine_failure f);
 
 struct cl_engine_group_counters {
 	uint64_t boots;
+	uint64_t returned; /* members given back to the pool unused */
 	uint64_t failures[CL_N_FAILURES];
 	/* increase -> in service, per tier the VM came from */
 	uint64_t hist[CL_N_TIERS][CL_ENGINE_HIST_BUCKETS + 1];

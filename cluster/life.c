@@ -556,6 +556,7 @@ void cl_life_next(struct cl_vm *vm)
 		/* ReturnNode(unused): it was never told a claim, so it is as
 		 * good as a standby VM (of the running tier, booted or not). */
 		vm->want_return = false;
+		vm->g->c.returned++;
 		vm->meta.role = CL_ROLE_POOL;
 		vm->meta.tier = CL_TIER_RUNNING;
 		vm->meta.requested = 0;

@@ -139,6 +139,16 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "group", v.cfg->id } }, 1,
 				  (double)cl_engine_group_counters(e, i)->boots);
 	}
+	net_prom_w_family(w, "vmact_cluster_returned_total", NET_PROM_COUNTER,
+			  "Members deleted before they were ever in service, given back to the pool "
+			  "(ReturnNode unused)");
+	for (size_t i = 0; i < ng; i++) {
+		struct cl_engine_group_view v;
+
+		cl_engine_group_at(e, i, &v);
+		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "group", v.cfg->id } }, 1,
+				  (double)cl_engine_group_counters(e, i)->returned);
+	}
 	net_prom_w_family(w, "vmact_cluster_failures_total", NET_PROM_COUNTER,
 			  "VMs that failed, by reason (each destroyed and replaced)");
 	for (size_t i = 0; i < ng; i++) {

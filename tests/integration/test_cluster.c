@@ -679,6 +679,19 @@ static void cluster_bad_config(void **state)
 	}
 }
 
+static bool member_in(void *arg)
+{
+	const char *state = arg;
+	json_t *n = get_nodes("scale"), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it)
+		ok |= !strcmp(json_string_value(json_object_get(it, "vm_state")), state);
+	json_decref(n);
+	return ok;
+}
+
 static void cluster_scale(void **state)
 {
 	json_t *n, *it, *gone;
@@ -752,6 +765,34 @@ static void cluster_scale(void **state)
 	}
 	json_decref(gone);
 	json_decref(n);
+	/* One more, deleted while it boots: never in service, it goes back to
+	 * the pool (ReturnNode unused) instead of being destroyed, and the
+	 * group's empty pool then lets it go. */
+	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 2);
+	if (!th_wait_daemon(&fx.gd, member_in, "booting", LIMIT_BOOT_S))
+		die_with_logs("the third member never booted");
+	n = get_nodes("scale");
+	json_array_foreach(n, i, it) {
+		if (!strcmp(json_string_value(json_object_get(it, "vm_state")), "booting")) {
+			snprintf(body, sizeof(body), "{\"provider_ids\":[\"%s\"]}",
+				 json_string_value(json_object_get(it, "provider_id")));
+			gone = json_incref(it);
+		}
+	}
+	json_decref(n);
+	assert_int_equal(change("scale", "delete-nodes", body), 1);
+	if (!TH_WAIT(NULL, metric("vmact_cluster_returned_total{group=\"scale\"}") == 1,
+		     TH_SAFETY_USEC))
+		die_with_logs("the unused member was not returned to the pool");
+	wait_nodes("scale", 1, 1, LIMIT_S);
+	{
+		const char *host = json_string_value(json_object_get(gone, "host"));
+		const char *id = json_string_value(json_object_get(gone, "provider_id"));
+
+		if (!TH_WAIT(NULL, !domain_exists(host, strrchr(id, '/') + 1), TH_SAFETY_USEC))
+			die_with_logs("the returned VM outlived the empty pool");
+	}
+	json_decref(gone);
 	delete_all("scale");
 }
 
@@ -1099,19 +1140,6 @@ static void cluster_concurrent(void **state)
 	assert_int_equal(running + capacity_errors, 6);
 	assert_true(capacity_errors >= 1);
 	delete_all("conc");
-}
-
-static bool member_in(void *arg)
-{
-	const char *state = arg;
-	json_t *n = get_nodes("scale"), *it;
-	size_t i;
-	bool ok = false;
-
-	json_array_foreach(n, i, it)
-		ok |= !strcmp(json_string_value(json_object_get(it, "vm_state")), state);
-	json_decref(n);
-	return ok;
 }
 
 static void cluster_kill_restart(void **state)
