@@ -80,7 +80,7 @@ static struct {
 	char sys_pool[64], ses_pool[64], ses_uri[384];
 	char groupd[PATH_MAX], vmactd[PATH_MAX], arbiter[PATH_MAX];
 	struct th_cluster_user u;
-	unsigned vmactd_port, metrics_port;
+	unsigned vmactd_port, metrics_port, starts;
 	struct th_proc gd, vd, ad;
 	virConnectPtr sys, ses;
 	struct cl_host *h1, *h2;
@@ -336,13 +336,15 @@ static json_t *our_volumes(const char *host)
 	return out;
 }
 
-/* The serial log of a node says its claim arrived. */
+/* The serial log of a node says its claim arrived: acknowledged, and
+ * the guest's status since says so. */
 static bool guest_claimed(const char *name)
 {
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/%s.log", fx.logs, name);
-	return th_count_in_file(path, "VMACT claimed {") > 0;
+	return th_count_in_file(path, "VMACT claimed\n") > 0 &&
+	       TH_WAIT(NULL, th_count_in_file(path, " claimed=1\n") > 0, TH_SAFETY_USEC);
 }
 
 /* ---- the arbiters' ledgers ---- */
@@ -387,7 +389,7 @@ static void write_config(const char *path, const char *lifecycle)
 #define TEMPLATE(extra)                                                                          \
 	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"memory\":\"256Mi\","               \
 	"\"kernel\":\"%s/vmlinuz\",\"initrd\":\"%s/initrd.img\","                                \
-	"\"cmdline\":\"console=ttyS0 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\"," \
+	"\"cmdline\":\"console=ttyS0,115200 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\"," \
 	"\"serial_log_dir\":\"%s\"" extra "}"
 #define T guest, guest, fx.logs
 	snprintf(
@@ -435,7 +437,9 @@ static void start_groupd(const char *cfg)
 	const char *args[] = { fx.groupd, "-c", cfg, "-v", NULL };
 	char *text, *p;
 
-	unlink(fx.glog);
+	/* Each vmact-groupd of the run has a log of its own (kept for
+	 * VMACT_TEST_VERBOSE). */
+	snprintf(fx.glog, sizeof(fx.glog), "%s/groupd-%u.log", fx.dir, ++fx.starts);
 	assert_int_equal(th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog), 0);
 	if (!th_wait_daemon(&fx.gd, log_has, "metrics on", LIMIT_S))
 		die_with_logs("vmact-groupd did not start");
@@ -605,8 +609,12 @@ static int teardown(void **state)
 	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.vd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
-	if (getenv("VMACT_TEST_VERBOSE"))
-		th_print_log_tail(fx.glog, "vmact-groupd", 100000);
+	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= fx.starts; i++) {
+		char log[160];
+
+		snprintf(log, sizeof(log), "%s/groupd-%u.log", fx.dir, i);
+		th_print_log_tail(log, "vmact-groupd", 200000);
+	}
 	th_cluster_remove_domains(fx.sys, PREFIX);
 	th_cluster_remove_domains(fx.ses, PREFIX);
 	if (fx.have_grower)
@@ -1101,9 +1109,12 @@ static void cluster_concurrent(void **state)
 
 	if (!fx.have_grower)
 		fail_msg("the VM vmactd scales did not start");
-	/* The VM vmactd scales grows as the increases come. */
-	assert_int_equal(tg_cmd(&fx.grower, "busy 3"), 0);
+	/* The VM vmactd scales is busy and growing (its permits are in the
+	 * ledger) when the increases come, and wants more all along. */
 	assert_int_equal(pthread_create(&s.t, NULL, sample_ledger, &s), 0);
+	assert_int_equal(tg_cmd(&fx.grower, "busy 3"), 0);
+	if (!TH_WAIT(NULL, ledger(fx.h1).reserved.milli_cpu >= 2000, 120 * VMACT_USEC_PER_SEC))
+		fail_msg("the VM vmactd scales did not grow");
 	for (int k = 0; k < 3; k++)
 		assert_int_equal(pthread_create(&inc[k].t, NULL, increase_2, &inc[k]), 0);
 	for (int k = 0; k < 3; k++) {
@@ -1129,8 +1140,8 @@ static void cluster_concurrent(void **state)
 	}
 	json_decref(n);
 	fprintf(stderr,
-		"concurrent: %u of 6 placed on h1, %u refused for room; ledger peak %u of %u m "
-		"over %u samples\n",
+		"concurrent: %u of 6 placed on h1 beside the growing VM, %u refused for room; ledger "
+		"peak %u of %u m over %u samples\n",
 		running, capacity_errors, s.max_reserved, s.watermark, s.samples);
 	/* Never more promised than the watermark, at any sample. */
 	assert_true(s.samples > 10);
