@@ -234,6 +234,15 @@ static void run_phase(struct phase *p, unsigned runs)
 	}
 	if (th_proc_stop(&b.gd, SIGTERM, 60 * VMACT_USEC_PER_SEC) != 0)
 		die("vmact-groupd did not stop cleanly");
+	/* vmact-groupd's own account of each claim (VMACT_BENCH_VERBOSE). */
+	if (getenv("VMACT_BENCH_VERBOSE")) {
+		char *log = th_read_file(b.glog), *line;
+
+		for (line = log ? strtok(log, "\n") : NULL; line; line = strtok(NULL, "\n"))
+			if (strstr(line, "in service on"))
+				fprintf(stderr, "    %s\n", line);
+		free(log);
+	}
 	/* The standby VM left by the phase goes with the next phase's set-up. */
 	th_cluster_remove_domains(b.c, PREFIX);
 }

@@ -343,8 +343,9 @@ static bool guest_claimed(const char *name)
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/%s.log", fx.logs, name);
-	return th_count_in_file(path, "VMACT claimed\n") > 0 &&
-	       TH_WAIT(NULL, th_count_in_file(path, " claimed=1\n") > 0, TH_SAFETY_USEC);
+	/* (The serial line ends in "\r\n".) */
+	return th_count_in_file(path, "VMACT claimed\r") > 0 &&
+	       TH_WAIT(NULL, th_count_in_file(path, " claimed=1\r") > 0, TH_SAFETY_USEC);
 }
 
 /* ---- the arbiters' ledgers ---- */
@@ -374,56 +375,74 @@ static long metric(const char *name_and_labels)
 
 /* ---- the programs ---- */
 
-static void write_config(const char *path, const char *lifecycle)
+/* A group's template: the test guest as the node image. */
+static json_t *template(const char *guest, const char *reserve_cpu)
 {
-	char text[16384];
-	char guest[512];
+	char kernel[600], initrd[600];
+	json_t *t;
 
-	{
-		char real[PATH_MAX];
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", guest);
+	snprintf(initrd, sizeof(initrd), "%s/initrd.img", guest);
+	t = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
+		      "memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
+		      "console=ttyS0,115200 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
+		      "serial_log_dir", fx.logs);
+	if (reserve_cpu)
+		json_object_set_new(t, "reserve", json_pack("{s:s}", "cpu", reserve_cpu));
+	return t;
+}
 
-		if (!realpath(tg_guest_dir(), real) || strlen(real) >= sizeof(guest))
-			fail_msg("guest dir: %s", strerror(errno));
-		snprintf(guest, sizeof(guest), "%s", real);
-	}
-#define TEMPLATE(extra)                                                                          \
-	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"memory\":\"256Mi\","               \
-	"\"kernel\":\"%s/vmlinuz\",\"initrd\":\"%s/initrd.img\","                                \
-	"\"cmdline\":\"console=ttyS0,115200 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\"," \
-	"\"serial_log_dir\":\"%s\"" extra "}"
-#define T guest, guest, fx.logs
-	snprintf(
-		text, sizeof(text),
-		"{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
-		"\"libvirt\":{\"name_prefix\":\"" PREFIX "\"},%s"
-		"\"hosts\":["
-		"{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"%s\","
-		"\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"}},"
-		"{\"name\":\"h2\",\"uri\":\"qemu:///session\",\"storage_pool\":\"%s\","
-		"\"arbiter\":{\"url\":\"unix:%s\",\"secret_file\":\"%s\"}}],"
-		"\"groups\":["
-		"{\"id\":\"scale\",\"max\":4,\"hosts\":[\"h1\",\"h2\"]," TEMPLATE(
-			"") ",\"claim\":{\"ack\":\"VMACT claimed\"},\"labels\":{\"vmact.dev/test\":\"yes\"}},"
-			    "{\"id\":\"tiers\",\"max\":3,\"hosts\":[\"h2\"]," TEMPLATE(
-				    "") ",\"claim\":{\"ack\":\"VMACT claimed\"},\"pool\":{\"running\":1,\"paused\":1,\"saved\":1}},"
-					/* The case is about a VM that never becomes healthy: its boot
-		  * timeout and back-off are short so the test does not wait
-		  * five minutes. */
-					"{\"id\":\"sick\",\"max\":1,\"hosts\":[\"h1\"]," TEMPLATE(
-						"") ",\"health\":{\"pattern\":\"NEVER SAID\"},"
-						    "\"lifecycle\":{\"boot_timeout_s\":10,\"retry_backoff_s\":3}},"
-						    "{\"id\":\"gated\",\"max\":2,\"hosts\":[\"h2\"]," TEMPLATE(
-							    "") ",\"claim\":{\"ack\":\"VMACT claimed\"}},"
-								"{\"id\":\"conc\",\"max\":8,\"hosts\":[\"h1\"]," TEMPLATE(
-									",\"reserve\":{\"cpu\":\"500m\"}") ",\"claim\":{\"ack\":\"VMACT claimed\"}}],"
-													   "\"scheduler\":{\"profiles\":[{\"plugins\":{\"permit\":{\"enabled\":"
-													   "[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":\"ManualApproval\","
-													   "\"args\":{\"groups\":[\"gated\"],\"timeoutSeconds\":120}}]}]}}",
-		fx.sock, lifecycle, fx.sys_pool, fx.vmactd_port, fx.key, fx.ses_pool, fx.arb2,
-		fx.key, T, T, T, T, T);
-#undef T
-#undef TEMPLATE
+static void write_config(const char *path, double lease_s)
+{
+	char guest[512], real[PATH_MAX], h1_url[64], h2_url[160];
+	json_t *ack = json_pack("{s:s}", "ack", "VMACT claimed"), *doc;
+	char *text;
+
+	if (!realpath(tg_guest_dir(), real) || strlen(real) >= sizeof(guest))
+		fail_msg("guest dir: %s", strerror(errno));
+	snprintf(guest, sizeof(guest), "%s", real);
+	snprintf(h1_url, sizeof(h1_url), "http://127.0.0.1:%u", fx.vmactd_port);
+	snprintf(h2_url, sizeof(h2_url), "unix:%s", fx.arb2);
+	doc = json_pack(
+		"{s:{s:s},s:{s:s},s:{s:s},s:[{s:s,s:s,s:s,s:{s:s,s:s}},{s:s,s:s,s:s,s:{s:s,s:s}}],"
+		"s:[{s:s,s:i,s:[s,s],s:o,s:O,s:{s:s}},"
+		"{s:s,s:i,s:[s],s:o,s:O,s:{s:i,s:i,s:i}},"
+		"{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i,s:i}},"
+		"{s:s,s:i,s:[s],s:o,s:O},"
+		"{s:s,s:i,s:[s],s:o,s:O}],"
+		"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
+		"api", "socket", fx.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
+		"name_prefix", PREFIX, "hosts", "name", "h1", "uri", "qemu:///system",
+		"storage_pool", fx.sys_pool, "arbiter", "url", h1_url, "secret_file", fx.key,
+		"name", "h2", "uri", "qemu:///session", "storage_pool", fx.ses_pool, "arbiter",
+		"url", h2_url, "secret_file", fx.key, "groups",
+		/* scale: 0 -> 2 -> 1 over both hosts */
+		"id", "scale", "max", 4, "hosts", "h1", "h2", "template", template(guest, NULL),
+		"claim", ack, "labels", "vmact.dev/test", "yes",
+		/* tiers: one standby VM per tier on h2 */
+		"id", "tiers", "max", 3, "hosts", "h2", "template", template(guest, NULL), "claim",
+		ack, "pool", "running", 1, "paused", 1, "saved", 1,
+		/* sick: never healthy; the case is about its boot timeout and
+		 * back-off, short so that the test does not wait five minutes */
+		"id", "sick", "max", 1, "hosts", "h1", "template", template(guest, NULL), "health",
+		"pattern", "NEVER SAID", "lifecycle", "boot_timeout_s", 10, "retry_backoff_s", 3,
+		/* gated: waits for ManualApproval */
+		"id", "gated", "max", 2, "hosts", "h2", "template", template(guest, NULL), "claim",
+		ack,
+		/* conc: small VMs on h1 beside vmactd's growing one */
+		"id", "conc", "max", 8, "hosts", "h1", "template", template(guest, "500m"), "claim",
+		ack, "scheduler", "profiles", "plugins", "permit", "enabled", "name",
+		"ManualApproval", "pluginConfig", "name", "ManualApproval", "args", "groups",
+		"gated", "timeoutSeconds", 120);
+	json_decref(ack);
+	if (!doc)
+		fail_msg("the configuration does not pack");
+	if (lease_s > 0)
+		json_object_set_new(doc, "lifecycle", json_pack("{s:f}", "lease_s", lease_s));
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
 	assert_int_equal(th_write_file(path, text), 0);
+	free(text);
 	own(path, false, 0644);
 }
 
@@ -597,9 +616,9 @@ static int setup(void **state)
 			return -1;
 		}
 	}
-	write_config(fx.cfg, "");
+	write_config(fx.cfg, 0);
 	/* The lease case is about the lease's length. */
-	write_config(fx.cfg_short, "\"lifecycle\":{\"lease_s\":4},");
+	write_config(fx.cfg_short, 4);
 	start_groupd(fx.cfg);
 	return 0;
 }
