@@ -499,7 +499,7 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 	snprintf(g->scheduler_name, sizeof(g->scheduler_name), "default");
 	snprintf(g->health.pattern, sizeof(g->health.pattern), "VMACT ");
 	g->health.probe_timeout_usec = 3 * 1000000ULL;
-	snprintf(g->claim.channel, sizeof(g->claim.channel), "serial1");
+	snprintf(g->claim.channel, sizeof(g->claim.channel), "virtio:org.vmact.claim.0");
 	if ((r = only(c, o, keys)) < 0 ||
 	    (r = get_str(c, o, "id", true, false, g->id, sizeof(g->id))) < 0 ||
 	    (r = get_unsigned(c, o, "min", false, 0, 100000, &g->min)) < 0 ||
@@ -567,12 +567,23 @@ static int parse_group(struct ctx *c, const json_t *o, const struct cl_config *c
 				 sizeof(g->claim.channel))) < 0 ||
 		    (r = get_str(c, v, "ack", false, true, g->claim.ack, sizeof(g->claim.ack))) < 0)
 			return r;
-		if (strncmp(g->claim.channel, "serial", 6) ||
-		    strcmp(g->claim.channel, "serial0") == 0)
-			return bad(
-				c, "channel",
-				"'%s': a serial port other than the console (serial1, serial2, ...)",
-				g->claim.channel);
+		if (strncmp(g->claim.channel, "virtio:", 7) == 0) {
+			const char *n = g->claim.channel + 7;
+
+			if (!*n ||
+			    strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(n))
+				return bad(c, "channel", "'%s': virtio:NAME, NAME of [a-z0-9._-]",
+					   g->claim.channel);
+		} else if (strncmp(g->claim.channel, "serial", 6) || !g->claim.channel[6] ||
+			   strspn(g->claim.channel + 6, "0123456789") !=
+				   strlen(g->claim.channel + 6) ||
+			   strcmp(g->claim.channel, "serial0") == 0 ||
+			   atoi(g->claim.channel + 6) > 3) {
+			return bad(c, "channel",
+				   "'%s': virtio:NAME, or a serial port other than the console "
+				   "(serial1 to serial3)",
+				   g->claim.channel);
+		}
 		pop(c, len);
 	}
 	if ((v = json_object_get(o, "pool"))) {
@@ -850,4 +861,9 @@ const struct cl_host_cfg *cl_config_host(const struct cl_config *cfg, const char
 		if (strcmp(cfg->hosts[i].name, name) == 0)
 			return &cfg->hosts[i];
 	return NULL;
+}
+
+const char *cl_config_claim_virtio(const struct cl_claim *c)
+{
+	return strncmp(c->channel, "virtio:", 7) == 0 ? c->channel + 7 : NULL;
 }

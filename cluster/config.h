@@ -53,12 +53,17 @@ struct cl_health {
 };
 
 struct cl_claim {
-	/* The claim is written to this serial device (its alias, "serial1")
-	 * as one line "claim <json>\n"; with ack, the console (serial0)
-	 * must then show a line starting with ack within probe_timeout. */
-	char channel[32];
+	/* Where the claim goes, as one line "claim <json>\n": "virtio:NAME"
+	 * (default "virtio:org.vmact.claim.0"), a virtio-serial channel the
+	 * domain gets, the answer read back on it; or "serialN" (N >= 1), a
+	 * serial port, the answer read on the console (serial0). With ack, a
+	 * line starting with it must answer within the health probe's
+	 * timeout. */
+	char channel[80];
 	char ack[128];
 };
+/* The virtio-serial channel's name, or NULL for a serial port. */
+const char *cl_config_claim_virtio(const struct cl_claim *c);
 
 struct cl_taint {
 	char key[128], value[128], effect[32];

@@ -68,11 +68,58 @@ static int write_all(virStreamPtr s, const char *text, const char *uuid, struct 
 	while (done < len) {
 		int n = virStreamSend(s, text + done, len - done);
 
+		if (n == -2) {
+			/* A non-blocking stream with its buffer full. */
+			sleep_usec(POLL_USEC);
+			continue;
+		}
 		if (n < 0)
-			return fail(err, "console write", uuid);
+			return fail(err, "write", uuid);
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+/* Reads s until a line starting with prefix arrives (0, the line in
+ * line) or end passes (-ETIMEDOUT). Bytes of any value are read; a line is
+ * cut at LINE_MAX_BYTES. */
+static int read_line(virStreamPtr s, uint64_t end, const char *prefix, const char *uuid, char *line,
+		     size_t line_len, struct vmact_err *err)
+{
+	char cur[LINE_MAX_BYTES + 1];
+	size_t cur_len = 0, plen = strlen(prefix);
+
+	while (vmact_now_usec() < end) {
+		char buf[512];
+		int n = virStreamRecv(s, buf, sizeof(buf));
+
+		if (n == -2) {
+			sleep_usec(POLL_USEC);
+			continue;
+		}
+		if (n < 0)
+			return fail(err, "read", uuid);
+		if (n == 0)
+			return vmact_err_set(err, EPIPE,
+					     "the port of %s closed (the guest stopped)", uuid);
+		for (int i = 0; i < n; i++) {
+			if (buf[i] == '\n' || buf[i] == '\r' || cur_len == LINE_MAX_BYTES) {
+				cur[cur_len] = 0;
+				/* A NUL from the guest ends the text strncmp sees:
+				 * that line does not match, nothing worse. */
+				if (cur_len >= plen && strncmp(cur, prefix, plen) == 0) {
+					snprintf(line, line_len, "%s", cur);
+					return 0;
+				}
+				cur_len = 0;
+				if (buf[i] != '\n' && buf[i] != '\r')
+					cur[cur_len++] = buf[i];
+				continue;
+			}
+			cur[cur_len++] = buf[i];
+		}
+	}
+	return -ETIMEDOUT;
 }
 
 int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const char *prefix,
@@ -81,10 +128,8 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 {
 	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
 	uint64_t end = vmact_now_usec() + timeout_usec;
-	char cur[LINE_MAX_BYTES + 1];
-	size_t cur_len = 0, plen = strlen(prefix);
 	virStreamPtr s, out = NULL;
-	int r = -ETIMEDOUT;
+	int r;
 
 	if (!d)
 		return fail(err, "lookup", uuid);
@@ -102,42 +147,7 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 			return -EIO;
 		}
 	}
-	while (vmact_now_usec() < end) {
-		char buf[512];
-		int n = virStreamRecv(s, buf, sizeof(buf));
-
-		if (n == -2) {
-			sleep_usec(POLL_USEC);
-			continue;
-		}
-		if (n < 0) {
-			r = fail(err, "console read", uuid);
-			break;
-		}
-		if (n == 0) {
-			r = vmact_err_set(err, EPIPE, "console of %s closed (the guest stopped)",
-					  uuid);
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			if (buf[i] == '\n' || buf[i] == '\r' || cur_len == LINE_MAX_BYTES) {
-				cur[cur_len] = 0;
-				/* A NUL from the guest ends the text strncmp sees:
-				 * that line does not match, nothing worse. */
-				if (cur_len >= plen && strncmp(cur, prefix, plen) == 0) {
-					snprintf(line, line_len, "%s", cur);
-					stream_close(out, true);
-					stream_close(s, false);
-					return 0;
-				}
-				cur_len = 0;
-				if (buf[i] != '\n' && buf[i] != '\r')
-					cur[cur_len++] = buf[i];
-				continue;
-			}
-			cur[cur_len++] = buf[i];
-		}
-	}
+	r = read_line(s, end, prefix, uuid, line, line_len, err);
 	if (r == -ETIMEDOUT)
 		vmact_err_set(err, ETIMEDOUT, "no line starting '%s' on %s of %s within %.1f s",
 			      prefix, dev, uuid, timeout_usec / 1e6);
@@ -166,4 +176,33 @@ int cl_console_send(virConnectPtr c, const char *uuid, const char *dev, const ch
 	sleep_usec(linger_usec);
 	stream_close(s, true);
 	return 0;
+}
+
+int cl_console_channel(virConnectPtr c, const char *uuid, const char *name, const char *send,
+		       const char *prefix, uint64_t timeout_usec, char *line, size_t line_len,
+		       struct vmact_err *err)
+{
+	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
+	uint64_t end = vmact_now_usec() + timeout_usec;
+	virStreamPtr s;
+	int r;
+
+	if (!d)
+		return fail(err, "lookup", uuid);
+	s = virStreamNew(c, VIR_STREAM_NONBLOCK);
+	if (!s)
+		return fail(err, "stream", uuid);
+	if (virDomainOpenChannel(d, name, s, VIR_DOMAIN_CHANNEL_FORCE) < 0) {
+		virStreamFree(s);
+		return fail(err, name, uuid);
+	}
+	r = write_all(s, send, uuid, err);
+	if (r >= 0)
+		r = read_line(s, end, prefix, uuid, line, line_len, err);
+	if (r == -ETIMEDOUT)
+		vmact_err_set(err, ETIMEDOUT,
+			      "no line starting '%s' on channel %s of %s within %.1f s", prefix,
+			      name, uuid, timeout_usec / 1e6);
+	stream_close(s, false);
+	return r;
 }

@@ -25,6 +25,15 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 		      uint64_t timeout_usec, const char *send_dev, const char *send, char *line,
 		      size_t line_len, struct vmact_err *err);
 
+/* A request and its answer on a virtio-serial channel (a unix-socket
+ * <channel> the domain has, reached with virDomainOpenChannel): writes
+ * send, then reads the channel until a line starting with prefix, at most
+ * timeout_usec (-ETIMEDOUT). Unlike a pty, the channel is there for the
+ * guest the moment libvirt connects to it. */
+int cl_console_channel(virConnectPtr c, const char *uuid, const char *name, const char *send,
+		       const char *prefix, uint64_t timeout_usec, char *line, size_t line_len,
+		       struct vmact_err *err);
+
 /* Writes text to dev and keeps it open linger_usec more: a pty's data
  * reaches the guest only while the port is open, and without an answer
  * nothing says when the guest has read it. */

@@ -292,10 +292,8 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 		vmact_err_set(err, ENOMEM, "out of memory");
 		return NULL;
 	}
-	if (!strncmp(g->claim.channel, "serial", 6))
+	if (!cl_config_claim_virtio(&g->claim) && !strncmp(g->claim.channel, "serial", 6))
 		serials = (unsigned)strtoul(g->claim.channel + 6, NULL, 10) + 1;
-	if (serials < 2)
-		serials = 2;
 	put(&b, "<domain type='%s'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n",
 	    t->kvm ? "kvm" : "qemu", s->name, s->uuid);
 	put(&b, "  <metadata>\n    %s\n", meta);
@@ -376,6 +374,14 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 			put(&b, "/%s.log' append='off'/>\n", s->name);
 		}
 		put(&b, "      <target port='%u'/>\n    </serial>\n", i);
+	}
+	if (cl_config_claim_virtio(&g->claim)) {
+		/* libvirt picks the socket's path; it reaches it for
+		 * virDomainOpenChannel, on a remote host too. */
+		put(&b, "    <channel type='unix'>\n      <source mode='bind'/>\n"
+			"      <target type='virtio' name='");
+		put_esc(&b, cl_config_claim_virtio(&g->claim));
+		put(&b, "'/>\n    </channel>\n");
 	}
 	if (g->health.kind == CL_HEALTH_AGENT)
 		put(&b,

@@ -2,8 +2,9 @@
 # Builds vmact's test guest from Debian packages only:
 #   OUT/vmlinuz     the Debian cloud kernel (linux-image-*-cloud-amd64)
 #   OUT/initrd.img  a busybox-static initramfs (tests/guest/init) carrying
-#                   the virtio-mem/virtio-pci/virtio-balloon modules of that
-#                   same kernel (the balloon only for its memory statistics)
+#                   the virtio-mem/virtio-pci/virtio-balloon/virtio-console
+#                   modules of that same kernel (the balloon only for its
+#                   memory statistics, the console for vmact-groupd's claim)
 #   OUT/node-base.qcow2  an empty 64 MiB qcow2 disk: the base image of the
 #                   node groups' copy-on-write overlays (doc/cluster.md; the
 #                   guest runs from its initramfs and leaves the disk alone)
@@ -81,7 +82,7 @@ visit() {
 	for d in $deps; do visit "$d"; done
 	order+=("$m")
 }
-for m in virtio_pci virtio_mem virtio_balloon; do visit "$m"; done
+for m in virtio_pci virtio_mem virtio_balloon virtio_console; do visit "$m"; done
 
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}

@@ -66,7 +66,7 @@ static void test_good(void **state)
 	assert_int_equal(g->tpl.reserve.mem_bytes, 512ULL << 20);
 	assert_int_equal(g->pool[2], 3);
 	assert_string_equal(g->health.pattern, "READY");
-	assert_string_equal(g->claim.channel, "serial1");
+	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
 	assert_int_equal(g->life.lease_usec, 20 * 1000000ULL);
@@ -156,6 +156,8 @@ static const struct bad bads[] = {
 	{ GROUPT("\"health\":{\"kind\":\"agent\",\"pattern\":\"x\"}"),
 	  "groups[0].health.pattern: not for" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
+	{ GROUPT("\"claim\":{\"channel\":\"virtio:A B\"}"),
+	  "groups[0].claim.channel: 'virtio:A B'" },
 	{ GROUPT("\"pool\":{\"warm\":1}"), "groups[0].pool.warm: unknown key" },
 	{ GROUPT("\"pool\":{\"running\":-1}"), "groups[0].pool.running: an integer" },
 	{ GROUPT("\"taints\":[{\"key\":\"k\",\"effect\":\"Never\"}]"),

@@ -182,6 +182,7 @@ static void test_domain(void **state)
 	g.tpl.max_vcpus = 1;
 	g.tpl.max_memory = g.tpl.memory;
 	g.tpl.kvm = true;
+	snprintf(g.claim.channel, sizeof(g.claim.channel), "virtio:org.vmact.claim.0");
 	xml = cl_domxml_domain(&s, &err);
 	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
 	assert_non_null(doc);
@@ -191,6 +192,13 @@ static void test_domain(void **state)
 	assert_string_equal(xpath(doc, "string(count(/domain/devices/memory))", buf, sizeof(buf)),
 			    "0");
 	assert_string_equal(xpath(doc, "string(/domain/@type)", buf, sizeof(buf)), "kvm");
+	/* The claim's virtio-serial channel; the console alone as a serial
+	 * port. */
+	assert_string_equal(xpath(doc, "string(/domain/devices/channel[@type='unix']/target/@name)",
+				  buf, sizeof(buf)),
+			    "org.vmact.claim.0");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)),
+			    "1");
 	xmlFreeDoc(doc);
 	free(xml);
 
