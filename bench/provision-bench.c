@@ -120,7 +120,7 @@ static void start_groupd(const char *tier)
 		 "\"groups\":[{\"id\":\"b\",\"max\":1,\"hosts\":[\"h1\"],"
 		 "\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"memory\":\"256Mi\","
 		 "\"kernel\":\"%s/vmlinuz\",\"initrd\":\"%s/initrd.img\","
-		 "\"cmdline\":\"console=ttyS0,115200 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\","
+		 "\"cmdline\":\"console=ttyS0 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\","
 		 "\"serial_log_dir\":\"%s\"},"
 		 "\"claim\":{\"ack\":\"VMACT claimed\"},\"pool\":{\"%s\":%d}}]}",
 		 b.sock, b.pool, b.arb_port, b.key, b.guest, b.guest, b.logs,

@@ -385,7 +385,7 @@ static json_t *template(const char *guest, const char *reserve_cpu)
 	snprintf(initrd, sizeof(initrd), "%s/initrd.img", guest);
 	t = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
 		      "memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
-		      "console=ttyS0,115200 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
+		      "console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
 		      "serial_log_dir", fx.logs);
 	if (reserve_cpu)
 		json_object_set_new(t, "reserve", json_pack("{s:s}", "cpu", reserve_cpu));
