@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-unit.sh: vmactd.service as `make install` writes it, scored by
 # systemd-analyze security --offline=yes (systemd's own exposure score, 0
-# best, 10 worst). Passes below 5.0 ("OK"), README "Sandbox". What each
+# best, 10 worst). Passes below 5.0 ("OK"), doc/reliability.md, "Sandbox". What each
 # restriction costs vmactd is shown by test_sandbox, not by this score.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +14,7 @@ env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory install DES
 }
 rm -f "$tmp.log"
 unit=$tmp/usr/lib/systemd/system/vmactd.service
-grep -q '^ExecStart=/usr/sbin/vmactd ' "$unit"
+grep -q '^ExecStart=/usr/sbin/vmactd\b' "$unit"
 
 out=$(systemd-analyze security --offline=yes --no-pager "$unit" 2>&1) || true
 line=$(grep 'Overall exposure level for vmactd.service:' <<<"$out" || true)

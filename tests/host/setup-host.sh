@@ -26,6 +26,8 @@ packages=(
 	# man(1) and groff render the manual pages in tests/checks/check-install.sh
 	man-db
 	socat
+	# make deb (debian/) and make check-host's Debian 12 image (tests/host/)
+	debhelper dpkg-dev debootstrap e2fsprogs
 )
 
 missing=()
