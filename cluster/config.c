@@ -862,8 +862,3 @@ const struct cl_host_cfg *cl_config_host(const struct cl_config *cfg, const char
 			return &cfg->hosts[i];
 	return NULL;
 }
-
-const char *cl_config_claim_virtio(const struct cl_claim *c)
-{
-	return strncmp(c->channel, "virtio:", 7) == 0 ? c->channel + 7 : NULL;
-}

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "base/resources.h"
@@ -62,8 +63,13 @@ struct cl_claim {
 	char channel[80];
 	char ack[128];
 };
-/* The virtio-serial channel's name, or NULL for a serial port. */
-const char *cl_config_claim_virtio(const struct cl_claim *c);
+/* The virtio-serial channel's name, or NULL for a serial port (inline:
+ * the domain XML's writer needs it and may not call into config.c, which
+ * checks the plugins that call it). */
+static inline const char *cl_config_claim_virtio(const struct cl_claim *c)
+{
+	return strncmp(c->channel, "virtio:", 7) == 0 ? c->channel + 7 : NULL;
+}
 
 struct cl_taint {
 	char key[128], value[128], effect[32];

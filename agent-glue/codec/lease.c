@@ -133,8 +133,7 @@ int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_reques
 		json_decref(j);
 		return vmact_err_set(err, EINVAL, "body: not a JSON object");
 	}
-	json_object_foreach(j, key, v)
-	{
+	json_object_foreach(j, key, v) {
 		if (strcmp(key, "namespace") && strcmp(key, "name") && strcmp(key, "milli_cpu") &&
 		    strcmp(key, "memory_bytes") && strcmp(key, "ttl_s") &&
 		    strcmp(key, "existing")) {
