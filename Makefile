@@ -58,11 +58,35 @@ layers-bpf        := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
 # programs (and the unit tests): cli/ (vmactl) uses base alone.
-TOOL_COMPONENTS := cli
+TOOL_COMPONENTS := cli cloudprovider
 layers-cli        := base
+layers-cloudprovider := base
 layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
+
+# protobuf-c: protoc-c writes C for the .proto files under $(BUILD), and
+# for the well-known types they import from libprotobuf-dev's copies.
+PROTO_INC ?= /usr/include
+CP_GEN_OBJS := $(addprefix $(BUILD)/,$(cloudprovider-gen-y))
+CP_GEN_HDRS := $(CP_GEN_OBJS:.o=.h)
+CP_CFLAGS = $(shell pkg-config --cflags grpc libprotobuf-c 2>/dev/null)
+$(BUILD)/cloudprovider/%.pb-c.c $(BUILD)/cloudprovider/%.pb-c.h: cloudprovider/%.proto
+	$(call msg,PROTOC,$<)
+	@mkdir -p $(@D)
+	$(Q)protoc-c -I. -I$(PROTO_INC) --c_out=$(BUILD) $<
+$(BUILD)/google/protobuf/%.pb-c.c $(BUILD)/google/protobuf/%.pb-c.h: $(PROTO_INC)/google/protobuf/%.proto
+	$(call msg,PROTOC,google/protobuf/$*.proto)
+	@mkdir -p $(@D)
+	$(Q)protoc-c -I$(PROTO_INC) --c_out=$(BUILD) google/protobuf/$*.proto
+$(CP_GEN_OBJS): %.o: %.c
+	$(call msg,CC,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_CFLAGS) $(CP_CFLAGS) -MMD -MP -c -o $@ $<
+$(BUILD)/libcloudprovider.a: $(CP_GEN_OBJS)
+# Every object of cloudprovider/ (and the tests that use it) may include a
+# generated header: they exist before any of them compiles.
+$(BUILD)/cloudprovider/%.o: ALL_CFLAGS += $(CP_CFLAGS)
+$(addprefix $(BUILD)/cloudprovider/,$(cloudprovider-y)) $(BUILD)/cloudprovider/vmact-cloudprovider.o: | $(CP_GEN_HDRS)
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
 TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(BUILD)/lib$(c).a)
