@@ -48,11 +48,27 @@ endif
 
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
-COMPONENTS := hook actuator agent-glue hotplug bpf base
+COMPONENTS := hook actuator/daemon actuator/runner actuator/worker actuator/control \
+	actuator/metrics actuator/config actuator/cgroup actuator/policy actuator/guestd \
+	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
 # What each component may include besides itself (make check-layers).
 layers-hook       := hotplug base
-layers-actuator   := agent-glue hotplug bpf base
-layers-agent-glue := base
+agent-glue := agent-glue/arbiter agent-glue/client agent-glue/codec
+layers-actuator/daemon := actuator/runner actuator/worker actuator/control actuator/metrics \
+	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+layers-actuator/runner := actuator/worker actuator/control actuator/metrics actuator/config \
+	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+layers-actuator/worker := actuator/guestd $(agent-glue) net base
+layers-actuator/control := actuator/policy net hotplug base
+layers-actuator/metrics := actuator/policy net base
+layers-actuator/config := agent-glue/codec net base
+layers-actuator/cgroup := base
+layers-actuator/policy := agent-glue/codec hotplug base
+layers-actuator/guestd := agent-glue/client agent-glue/codec net base
+layers-agent-glue/arbiter := agent-glue/codec net base
+layers-agent-glue/client := agent-glue/codec net base
+layers-agent-glue/codec := net base
+layers-net        := base
 layers-hotplug    := base
 layers-bpf        := base
 layers-base       :=
@@ -63,7 +79,9 @@ layers-cli        := base
 layers-cloudprovider := base
 layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
-LIB      := $(foreach c,$(COMPONENTS),$(BUILD)/lib$(c).a)
+# A component's archive: build/lib<dir with / as ->.a (build/libactuator-policy.a).
+lib-of = $(BUILD)/lib$(subst /,-,$(1)).a
+LIB      := $(foreach c,$(COMPONENTS),$(call lib-of,$(c)))
 
 # protobuf-c: protoc-c writes C for the .proto files under $(BUILD), and
 # for the well-known types they import from libprotobuf-dev's copies.
@@ -82,21 +100,21 @@ $(BUILD)/google/protobuf/%.pb-c.c $(BUILD)/google/protobuf/%.pb-c.h: $(PROTO_INC
 $(CP_GEN_OBJS): %.o: %.c
 	$(call msg,CC,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_CFLAGS) $(CP_CFLAGS) -MMD -MP -c -o $@ $<
-$(BUILD)/libcloudprovider.a: $(CP_GEN_OBJS)
+$(call lib-of,cloudprovider): $(CP_GEN_OBJS)
 # Every object of cloudprovider/ (and the tests that use it) may include a
 # generated header: they exist before any of them compiles.
 $(BUILD)/cloudprovider/%.o: ALL_CFLAGS += $(CP_CFLAGS)
 $(addprefix $(BUILD)/cloudprovider/,$(cloudprovider-y)) $(BUILD)/cloudprovider/vmact-cloudprovider.o: | $(CP_GEN_HDRS)
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
-TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(BUILD)/lib$(c).a)
+TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(call lib-of,$(c)))
 
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
 # A program links every layer, or only the components in <prog>-libs
 # (Kbuild) with the pkg-config packages in <prog>-pkgs.
-prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(BUILD)/lib$(c).a),$(LIB))
+prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(call lib-of,$(c))),$(LIB))
 prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(PKG_LIBS))
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
@@ -110,7 +128,7 @@ LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
 INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
-SECCOMP_EXEC := $(BUILD)/tests/seccomp-exec
+SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
@@ -129,7 +147,7 @@ $(BUILD)/%.o: %.c | $(BPF_SKELS)
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 define lib_rule
-$(BUILD)/lib$(1).a: $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
+$(call lib-of,$(1)): $$(addprefix $(BUILD)/$(1)/,$$($(1)-y))
 	$$(call msg,AR,$$(patsubst $(BUILD)/%,%,$$@))
 	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
 endef
@@ -139,12 +157,16 @@ $(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
 	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# make print-VAR: a variable's value, for scripts (tests/checks/).
+print-%:
+	@echo $($*)
+
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
 .PHONY: check-layers
 check-layers:
-	$(Q)tests/check-layers.sh $(layer-specs)
+	$(Q)tests/checks/check-layers.sh $(layer-specs)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
@@ -154,9 +176,9 @@ $(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-# The sandbox test's launcher (tests/seccomp-exec.c): vmactd.service's
+# The sandbox test's launcher (tests/sandbox/seccomp-exec.c): vmactd.service's
 # system-call filter, loaded with libseccomp, then exec.
-$(SECCOMP_EXEC): $(BUILD)/tests/seccomp-exec.o
+$(SECCOMP_EXEC): $(BUILD)/tests/sandbox/seccomp-exec.o
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(shell pkg-config --libs libseccomp 2>/dev/null)
 
@@ -319,11 +341,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 # make ci: the README's test command. Installs what the host lacks, then
 # runs make check.
 ci:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
 
 setup:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 
 # make demo: the README's first command (demo/vmact-demo.sh). As root on
 # Debian 12: prepares the host as make ci does, builds vmact and the test
@@ -331,7 +353,7 @@ setup:
 # phases its test uses (tests/integration/test_demo.c).
 DEMO_SHORT ?=
 demo:
-	$(Q)tests/setup-host.sh
+	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)VMACT_DEMO_SHORT=$(DEMO_SHORT) VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) \
 		VMACT_DEMO_BUILD=$(abspath $(BUILD)) demo/vmact-demo.sh
@@ -346,14 +368,14 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under
-# DESTDIR), one per line: tests/check-install.sh compares the two.
+# DESTDIR), one per line: tests/checks/check-install.sh compares the two.
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
-DOCS        := README.md actuator/vmactd.json.example
+DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
@@ -371,7 +393,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/daemon/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' cloudprovider/vmact-cloudprovider.service > $(DESTDIR)$(UNITDIR)/vmact-cloudprovider.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-cloudprovider.service

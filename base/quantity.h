@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Kubernetes resource quantities as text ("250m", "1536Mi", "1.5"), exactly
  * as the Neon Go peers parse and print them (doc/protocols.md,
- * "Quantities"). The JSON mapping lives in agent-glue/quantity.h. */
+ * "Quantities"). The JSON mapping lives in agent-glue/codec/quantity.h. */
 #pragma once
 
 #include <stddef.h>

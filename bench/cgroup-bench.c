@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actuator/cgroup-domain.h"
-#include "actuator/cgroup.h"
+#include "actuator/cgroup/cgroup-domain.h"
+#include "actuator/cgroup/cgroup.h"
 #include "tests/lib/wait.h"
 
 static void quiet(void *ud, virErrorPtr e)

@@ -9,7 +9,7 @@
 # end: vmactd stopped (its BPF pins go with it), the guest destroyed, the
 # temporary directory removed.
 #
-# `make demo` prepares the host (tests/setup-host.sh), builds vmact and the
+# `make demo` prepares the host (tests/host/setup-host.sh), builds vmact and the
 # guest first; run alone, this script expects them built. Environment:
 #   VMACT_DEMO_SHORT=1     short phases (the test, tests/integration/test_demo.c)
 #   VMACT_DEMO_BUILD       where vmactd and vmactl are (default: build/)
@@ -60,9 +60,9 @@ for f in "$build/vmactd" "$build/vmactl" "$guestdir/vmlinuz" "$guestdir/initrd.i
 	[ -e "$f" ] || die "$f is missing: run make demo (it builds vmact and the guest first)"
 done
 for c in virsh socat node; do
-	command -v "$c" >/dev/null || die "$c is missing: run make demo (tests/setup-host.sh installs it)"
+	command -v "$c" >/dev/null || die "$c is missing: run make demo (tests/host/setup-host.sh installs it)"
 done
-[ -d "$nodepath/ws" ] || die "$nodepath/ws is missing: run make demo (tests/setup-host.sh installs it)"
+[ -d "$nodepath/ws" ] || die "$nodepath/ws is missing: run make demo (tests/host/setup-host.sh installs it)"
 
 tmp=$(mktemp -d "/tmp/$name.XXXXXX") || die "cannot create a temporary directory"
 vmactd_pid="" follow_pid="" monitor_pid="" guest_started="" interrupted=""

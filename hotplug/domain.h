@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Two reads vmactd needs besides hotplug.h, kept in their own header so
  * that hotplug.h stays free of libvirt types: a domain handle (for the
- * cgroup lookup in actuator/cgroup-domain.h) and the guest's memory
+ * cgroup lookup in actuator/cgroup/cgroup-domain.h) and the guest's memory
  * statistics. */
 #pragma once
 

@@ -57,16 +57,16 @@ run_cmocka() {
 if [ -n "$layers" ]; then
 	echo "=== layering"
 	# shellcheck disable=SC2086
-	if tests/check-layers.sh $layers; then
+	if tests/checks/check-layers.sh $layers; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1)); failures+=("layering")
 	fi
 	planted=$(mktemp -d)
 	mkdir -p "$planted/base" "$planted/actuator"
-	printf '#include "actuator/runner.h"\n' >"$planted/base/upward.c"
+	printf '#include "actuator/runner/runner.h"\n' >"$planted/base/upward.c"
 	# shellcheck disable=SC2086
-	if tests/check-layers.sh --root "$planted" $layers 2>"$log"; then
+	if tests/checks/check-layers.sh --root "$planted" $layers 2>"$log"; then
 		echo "check-layers accepted base/ including actuator/"
 		failed=$((failed + 1)); failures+=("layering (planted violation accepted)")
 	elif grep -q 'base/upward.c:1: base includes actuator/' "$log"; then
@@ -80,11 +80,11 @@ if [ -n "$layers" ]; then
 fi
 
 # make install into a scratch DESTDIR, every installed file checked
-# (tests/check-install.sh); $install: the make variables of the build.
+# (tests/checks/check-install.sh); $install: the make variables of the build.
 if [ -n "$install" ]; then
 	echo "=== install"
 	# shellcheck disable=SC2086
-	tests/check-install.sh $install 2>&1 | tee "$log"
+	tests/checks/check-install.sh $install 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)
 	p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed}
@@ -97,7 +97,7 @@ fi
 # tests/<name>.sh: one check each, passing when it exits 0.
 for t in $scripts; do
 	echo "=== script $t"
-	if timeout --kill-after=10 600 "tests/$t.sh"; then
+	if VMACT_BUILD=$build timeout --kill-after=10 600 "tests/checks/$t.sh"; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1)); failures+=("script $t")

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,7 +16,7 @@ static uint64_t now;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ag_http_server_reply reply = { 0 };
+	struct net_http_server_reply reply = { 0 };
 	struct ag_agent_request req;
 	struct ag_plugin_response resp;
 	struct vmact_resources held;

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "actuator/cgroup.h"
-#include "actuator/cpu-quota.h"
+#include "actuator/cgroup/cgroup.h"
+#include "actuator/cgroup/cpu-quota.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

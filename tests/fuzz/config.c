@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Any text as vmactd's configuration file (actuator/config.c, README
+/* Any text as vmactd's configuration file (actuator/config/config.c, README
  * "Configuration"). A failure must say why; a success must leave every
  * path and address set, the pin root absolute, and a ScalingConfig that
  * validates; loading the same text again over fresh defaults must give the
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/config.h"
+#include "actuator/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Any bytes as the body of the control API's POST /v1/vms/NAME/bounds
- * (actuator/control-json.c, doc/control-api.md). A failure must say why;
+ * (actuator/control/control-json.c, doc/control-api.md). A failure must say why;
  * a success must set at least one bound, each non-zero and a CPU bound
  * within 32 bits, and the bounds written back as quantity strings must
  * decode to the same change. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/control-json.h"
+#include "actuator/control/control-json.h"
 #include "base/quantity.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

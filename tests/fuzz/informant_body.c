@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/informant.h"
-#include "agent-glue/neonvm-runner.h"
+#include "agent-glue/codec/informant.h"
+#include "agent-glue/codec/neonvm-runner.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

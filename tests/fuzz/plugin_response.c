@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/plugin.h"
+#include "agent-glue/codec/plugin.h"
 
 static int res_eq(const struct vmact_resources *a, const struct vmact_resources *b)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/guest-metrics.h"
-#include "agent-glue/prom-text.h"
+#include "agent-glue/codec/exporter.h"
+#include "net/prom-text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -39,10 +39,10 @@ static void put_value(FILE *f, double v)
 }
 
 /* The text form of t: the writer the parser's grammar implies. */
-static void write_text(FILE *f, const struct ag_prom_text *t)
+static void write_text(FILE *f, const struct net_prom_text *t)
 {
 	for (size_t i = 0; i < t->n_families; i++) {
-		const struct ag_prom_family *fam = &t->families[i];
+		const struct net_prom_family *fam = &t->families[i];
 
 		if (fam->help) {
 			fprintf(f, "# HELP %s ", fam->name);
@@ -50,9 +50,9 @@ static void write_text(FILE *f, const struct ag_prom_text *t)
 			fputc('\n', f);
 		}
 		if (fam->typed)
-			fprintf(f, "# TYPE %s %s\n", fam->name, ag_prom_type_name(fam->type));
+			fprintf(f, "# TYPE %s %s\n", fam->name, net_prom_type_name(fam->type));
 		for (size_t k = 0; k < fam->n_samples; k++) {
-			const struct ag_prom_sample *s = &fam->samples[k];
+			const struct net_prom_sample *s = &fam->samples[k];
 
 			fputs(s->name, f);
 			if (s->n_labels) {
@@ -78,19 +78,19 @@ static int same_value(double a, double b)
 	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-static void check_same(const struct ag_prom_text *a, const struct ag_prom_text *b)
+static void check_same(const struct net_prom_text *a, const struct net_prom_text *b)
 {
 	if (a->n_families != b->n_families || a->n_samples != b->n_samples)
 		abort();
 	for (size_t i = 0; i < a->n_families; i++) {
-		const struct ag_prom_family *x = &a->families[i], *y = &b->families[i];
+		const struct net_prom_family *x = &a->families[i], *y = &b->families[i];
 
 		if (strcmp(x->name, y->name) || x->type != y->type || x->typed != y->typed ||
 		    !x->help != !y->help || (x->help && strcmp(x->help, y->help)) ||
 		    x->n_samples != y->n_samples)
 			abort();
 		for (size_t k = 0; k < x->n_samples; k++) {
-			const struct ag_prom_sample *p = &x->samples[k], *q = &y->samples[k];
+			const struct net_prom_sample *p = &x->samples[k], *q = &y->samples[k];
 
 			if (strcmp(p->name, q->name) || p->n_labels != q->n_labels ||
 			    !same_value(p->value, q->value) || p->has_timestamp != q->has_timestamp ||
@@ -106,15 +106,15 @@ static void check_same(const struct ag_prom_text *a, const struct ag_prom_text *
 
 /* The structure's own promises: slices in order and within the sample
  * count, lookups that find what is there. */
-static void check_shape(const struct ag_prom_text *t)
+static void check_shape(const struct net_prom_text *t)
 {
-	const struct ag_prom_sample *base = NULL;
+	const struct net_prom_sample *base = NULL;
 	size_t total = 0;
 
 	for (size_t i = 0; i < t->n_families; i++) {
-		const struct ag_prom_family *f = &t->families[i];
+		const struct net_prom_family *f = &t->families[i];
 
-		if (ag_prom_find(t, f->name) != f)
+		if (net_prom_find(t, f->name) != f)
 			abort();
 		if (f->n_samples && !base)
 			base = f->samples;
@@ -122,33 +122,33 @@ static void check_shape(const struct ag_prom_text *t)
 		if (f->n_samples && f->samples != base + total)
 			abort();
 		for (size_t k = 0; k < f->n_samples; k++) {
-			const struct ag_prom_sample *s = &f->samples[k];
+			const struct net_prom_sample *s = &f->samples[k];
 
 			if (strncmp(s->name, f->name, strlen(f->name)) ||
-			    s->n_labels > AG_PROM_MAX_LABELS)
+			    s->n_labels > NET_PROM_MAX_LABELS)
 				abort();
 			for (size_t l = 0; l < s->n_labels; l++)
-				if (ag_prom_label(s, s->labels[l].name) != s->labels[l].value)
+				if (net_prom_label(s, s->labels[l].name) != s->labels[l].value)
 					abort();
 		}
 		total += f->n_samples;
 	}
-	if (total != t->n_samples || t->n_families > AG_PROM_MAX_FAMILIES ||
-	    t->n_samples > AG_PROM_MAX_SAMPLES)
+	if (total != t->n_samples || t->n_families > NET_PROM_MAX_FAMILIES ||
+	    t->n_samples > NET_PROM_MAX_SAMPLES)
 		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct vmact_err err = { 0 };
-	struct ag_prom_text *t = NULL, *t2 = NULL;
+	struct net_prom_text *t = NULL, *t2 = NULL;
 	struct ag_system_metrics sys;
 	static struct ag_lfc_metrics lfc;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
 
-	if (ag_prom_parse((const char *)data, size, &t, &err) < 0) {
+	if (net_prom_parse((const char *)data, size, &t, &err) < 0) {
 		if (t || !err.msg[0])
 			abort();
 		return 0;
@@ -165,13 +165,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	write_text(f, t);
 	fclose(f);
-	if (ag_prom_parse(text, len, &t2, &err) != 0) {
+	if (net_prom_parse(text, len, &t2, &err) != 0) {
 		fprintf(stderr, "round trip refused: %s\n%s", err.msg, text);
 		abort();
 	}
 	check_same(t, t2);
-	ag_prom_text_free(t2);
-	ag_prom_text_free(t);
+	net_prom_text_free(t2);
+	net_prom_text_free(t);
 	free(text);
 	return 0;
 }

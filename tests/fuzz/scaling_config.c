@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/desired.h"
-#include "actuator/goalcu.h"
-#include "agent-glue/scaling.h"
+#include "actuator/policy/desired.h"
+#include "actuator/policy/goalcu.h"
+#include "agent-glue/codec/scaling.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,36 +14,36 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent-glue/ws-client.h"
+#include "net/ws-client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_MESSAGE 1024
 
 static sd_event *ev;
-static struct ag_ws_client *ws;
+static struct net_ws_client *ws;
 static int lfd = -1;
 static unsigned closes, opens;
 
-static void on_open(struct ag_ws_client *c, void *ud)
+static void on_open(struct net_ws_client *c, void *ud)
 {
 	(void)c, (void)ud;
 	opens++;
 }
 
-static void on_msg(struct ag_ws_client *c, const uint8_t *buf, size_t len, void *ud)
+static void on_msg(struct net_ws_client *c, const uint8_t *buf, size_t len, void *ud)
 {
 	(void)ud;
 	if (len > MAX_MESSAGE || (len && !buf))
 		abort();
 	/* Echo some back, as monitor-client answers requests. */
 	if (len && buf[0] == 'e')
-		ag_ws_client_send_text(c, (const char *)buf, len);
+		net_ws_client_send_text(c, (const char *)buf, len);
 	if (len && buf[0] == 'c')
-		ag_ws_client_close(c, 1000, "fuzz");
+		net_ws_client_close(c, 1000, "fuzz");
 }
 
-static void on_close(struct ag_ws_client *c, const char *reason, void *ud)
+static void on_close(struct net_ws_client *c, const char *reason, void *ud)
 {
 	(void)c, (void)ud;
 	if (!reason || !reason[0])
@@ -60,11 +60,11 @@ static void remove_socket(void)
 
 static void setup(void)
 {
-	static const struct ag_ws_client_callbacks cb = {
+	static const struct net_ws_client_callbacks cb = {
 		.on_open = on_open, .on_text = on_msg, .on_binary = on_msg, .on_close = on_close,
 	};
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ag_ws_client_config cfg = {
+	struct net_ws_client_config cfg = {
 		.unix_path = sa.sun_path, .path = "/monitor", .peer = "fuzz peer",
 		.close_timeout_usec = 20000, .max_message = MAX_MESSAGE,
 	};
@@ -76,7 +76,7 @@ static void setup(void)
 	atexit(remove_socket);
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0 ||
-	    sd_event_new(&ev) < 0 || ag_ws_client_new(ev, &cfg, &cb, NULL, &ws, &err) < 0)
+	    sd_event_new(&ev) < 0 || net_ws_client_new(ev, &cfg, &cb, NULL, &ws, &err) < 0)
 		abort();
 }
 
@@ -90,7 +90,7 @@ static void drain(int fd)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char req[2048], key[64], accept[AG_WS_ACCEPT_LEN + 1], head[256], *k, *e;
+	char req[2048], key[64], accept[NET_WS_ACCEPT_LEN + 1], head[256], *k, *e;
 	size_t got = 0;
 	int sfd, n;
 
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!ev)
 		setup();
 	closes = opens = 0;
-	if (ag_ws_client_connect(ws) < 0)
+	if (net_ws_client_connect(ws) < 0)
 		abort();
 	sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (sfd < 0)
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(key, k + 19, (size_t)(e - k - 19));
 	key[e - k - 19] = '\0';
-	ag_ws_accept(key, accept);
+	net_ws_accept(key, accept);
 	n = snprintf(head, sizeof(head),
 		     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
 		     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", accept);
@@ -146,12 +146,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	shutdown(sfd, SHUT_WR);
 	/* The peer has said all it will: the client must get to CLOSED. A
 	 * connection still up after this many turns is a hang. */
-	for (int i = 0; i < 10000 && ag_ws_client_state(ws) != AG_WS_CLOSED; i++) {
+	for (int i = 0; i < 10000 && net_ws_client_state(ws) != NET_WS_CLOSED; i++) {
 		if (sd_event_run(ev, 10000) < 0)
 			abort();
 		drain(sfd);
 	}
-	if (ag_ws_client_state(ws) != AG_WS_CLOSED || closes != 1 || opens > 1)
+	if (net_ws_client_state(ws) != NET_WS_CLOSED || closes != 1 || opens > 1)
 		abort();
 	close(sfd);
 	return 0;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/ws-client.h"
+#include "net/ws-client.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(head, data, size);
 	head[size] = '\0';
-	if (ag_ws_check_upgrade(head, accept, &err) == 0 &&
+	if (net_ws_check_upgrade(head, accept, &err) == 0 &&
 	    !memmem(data, size, accept, sizeof(accept) - 1))
 		abort();
 	free(head);

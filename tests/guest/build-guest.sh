@@ -23,7 +23,7 @@ if [ -f "$out/stamp" ] && [ "$out/stamp" -nt "$here/build-guest.sh" ] &&
 fi
 
 for t in apt-get apt-cache dpkg-deb objcopy cpio gzip; do
-	command -v "$t" >/dev/null || die "$t not found (run tests/setup-host.sh)"
+	command -v "$t" >/dev/null || die "$t not found (run tests/host/setup-host.sh)"
 done
 bb=/bin/busybox
 [ -x "$bb" ] && file_is_static=$(ldd "$bb" 2>&1 || true)

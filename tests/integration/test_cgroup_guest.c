@@ -30,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/cgroup.h"
+#include "actuator/cgroup/cgroup.h"
 #include "base/macro.h"
 #include "tests/lib/cg-vm.h"
 #include "tests/lib/cpu-use.h"

@@ -33,7 +33,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/cgroup.h"
+#include "actuator/cgroup/cgroup.h"
 #include "base/macro.h"
 #include "tests/lib/cpu-use.h"
 #include "tests/lib/wait.h"

@@ -33,8 +33,8 @@
 
 #include <cmocka.h>
 
-#include "actuator/cgroup-domain.h"
-#include "actuator/cgroup.h"
+#include "actuator/cgroup/cgroup-domain.h"
+#include "actuator/cgroup/cgroup.h"
 #include "base/macro.h"
 #include "tests/lib/cpu-use.h"
 #include "tests/lib/cg-vm.h"

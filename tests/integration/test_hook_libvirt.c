@@ -2,7 +2,7 @@
 /* vmact-hook run by the real libvirtd (doc/hook.md). The test installs
  * this build's hook as /etc/libvirt/hooks/qemu.d/vmact and restarts
  * libvirtd (it reads its hooks when it starts; started as
- * tests/setup-host.sh does), and at the end removes it and restarts
+ * tests/host/setup-host.sh does), and at the end removes it and restarts
  * libvirtd again. With a real vmactd (build[/san]/vmactd, its defaults but
  * for the name prefix and pins) and real TCG guests:
  *

@@ -24,14 +24,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/time.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-/* The servers' connection limits (actuator/control.c, metrics-server.c;
+/* The servers' connection limits (actuator/control/control.c, metrics-server.c;
  * README). */
 #define CONTROL_CONN_LIMIT 64
 #define METRICS_CONN_LIMIT 16
@@ -118,7 +118,7 @@ static void attack(struct th_flood *f, unsigned limit, const char *good, const c
 	if (r == -E2BIG)
 		fail_msg("vmactd holds %ld descriptors under the flood, idle %u + limit %u + "
 			 "%u evicted not yet closed",
-			 first, fx.idle_fds, limit, AG_HTTP_CUT_SLACK);
+			 first, fx.idle_fds, limit, NET_HTTP_CUT_SLACK);
 	if (r < 0)
 		fail_msg("vmactd holds %ld descriptors under the flood, idle %u + limit %u (%s)",
 			 last, fx.idle_fds, limit, strerror(-r));

@@ -75,7 +75,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/quantity.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
@@ -89,7 +89,7 @@
 #define HF_PREFIX "vmact-hfull"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S 120.0
-/* The informant server's connection limit (agent-glue/http-server.h
+/* The informant server's connection limit (net/http-server.h
  * default; README). */
 #define INFORMANT_CONN_LIMIT 256
 /* What the floods may leave in vmactd's resident memory once they are over
@@ -206,7 +206,7 @@ static pid_t informant_server_flood(void)
 	if (r == -E2BIG)
 		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u + "
 			 "%u evicted not yet closed",
-			 first, worker_idle, INFORMANT_CONN_LIMIT, AG_HTTP_CUT_SLACK);
+			 first, worker_idle, INFORMANT_CONN_LIMIT, NET_HTTP_CUT_SLACK);
 	if (r < 0)
 		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u (%s)",
 			 last, worker_idle, INFORMANT_CONN_LIMIT, strerror(-r));

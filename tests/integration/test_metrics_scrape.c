@@ -36,7 +36,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "agent-glue/prom-text.h"
+#include "net/prom-text.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
@@ -328,19 +328,19 @@ static void dump(const char *what, const char *path)
 static int vm_series_on_page(struct buf *page)
 {
 	char url[64];
-	struct ag_prom_text *t = NULL;
+	struct net_prom_text *t = NULL;
 	int n = 0;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
-	if (get(url, page) != 200 || ag_prom_parse(page->p, page->len, &t, NULL) < 0)
+	if (get(url, page) != 200 || net_prom_parse(page->p, page->len, &t, NULL) < 0)
 		return -1;
 	for (size_t f = 0; f < t->n_families; f++)
 		for (size_t i = 0; i < t->families[f].n_samples; i++) {
-			const char *vm = ag_prom_label(&t->families[f].samples[i], "vm");
+			const char *vm = net_prom_label(&t->families[f].samples[i], "vm");
 
 			n += vm && !strcmp(vm, fx.g.name);
 		}
-	ag_prom_text_free(t);
+	net_prom_text_free(t);
 	return n;
 }
 
@@ -631,7 +631,7 @@ int main(void)
 	}
 	if (access(PROMETHEUS, X_OK) < 0 || access(PROMTOOL, X_OK) < 0) {
 		printf("test_metrics_scrape: %s and %s are needed: the Debian package prometheus "
-		       "(tests/setup-host.sh)\n", PROMETHEUS, PROMTOOL);
+		       "(tests/host/setup-host.sh)\n", PROMETHEUS, PROMTOOL);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

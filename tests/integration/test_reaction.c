@@ -43,7 +43,7 @@
 
 #include <cmocka.h>
 
-#include "agent-glue/quantity.h"
+#include "agent-glue/codec/quantity.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"

@@ -1,23 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmactd inside what vmactd.service allows (README "Sandbox"). PID 1 is not
  * systemd on the test hosts, so the unit's restrictions are applied by
- * hand, read from actuator/vmactd.service itself:
+ * hand, read from actuator/daemon/vmactd.service itself:
  *
  *   CapabilityBoundingSet=    setpriv --bounding-set (root: the bounding set
  *                             is what it gets on exec), no inheritable or
  *                             ambient capabilities;
  *   NoNewPrivileges=yes       setpriv --no-new-privs;
- *   SystemCallFilter=         tests/seccomp-exec with the list
- *                             tests/unit-syscalls.sh expands from the unit
+ *   SystemCallFilter=         tests/sandbox/seccomp-exec with the list
+ *                             tests/sandbox/unit-syscalls.sh expands from the unit
  *                             (systemd's own groups), default action kill;
  *   RestrictAddressFamilies=, RestrictNamespaces=yes, LockPersonality=yes,
  *   MemoryDenyWriteExecute=yes, SystemCallArchitectures=native
- *                             the same launcher's rules (tests/seccomp-exec.c).
+ *                             the same launcher's rules (tests/sandbox/seccomp-exec.c).
  *
  *   ProtectSystem=strict, ReadWritePaths=, PrivateTmp=, PrivateDevices=,
  *   ProtectHome=, ProtectKernelTunables/Modules/Logs=, ProtectHostname=,
  *   PrivateMounts=, RuntimeDirectory=, StateDirectory=
- *                             unshare --mount --uts and tests/unit-mounts.sh
+ *                             unshare --mount --uts and tests/sandbox/unit-mounts.sh
  *                             (the test's own directories bound on /run/vmact
  *                             and /var/lib/vmact, which it creates if the host
  *                             has none and removes after).
@@ -64,7 +64,7 @@
 #include "tests/lib/wait.h"
 
 #define PREFIX "vmactd-sbx"
-#define UNIT "actuator/vmactd.service"
+#define UNIT "actuator/daemon/vmactd.service"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_SCALE_S 300.0
 
@@ -222,7 +222,7 @@ static int setup_host(void)
 		snprintf(to, sizeof(to), "%s/vmact-guestd", fx.bindir);
 		if (copy_program(from, to) < 0)
 			return fprintf(stderr, "cannot copy %s\n", from), -1;
-		snprintf(from, sizeof(from), "%s/tests/seccomp-exec", plain_dir);
+		snprintf(from, sizeof(from), "%s/tests/sandbox/seccomp-exec", plain_dir);
 		snprintf(to, sizeof(to), "%s/seccomp-exec", fx.bindir);
 		if (copy_program(from, to) < 0)
 			return fprintf(stderr, "cannot copy %s\n", from), -1;
@@ -249,13 +249,13 @@ static int setup_host(void)
 		return -1;
 	}
 	snprintf(fx.families, sizeof(fx.families), "%s", fam);
-	snprintf(cmd, sizeof(cmd), "tests/unit-syscalls.sh " UNIT " > %s", fx.syscalls);
+	snprintf(cmd, sizeof(cmd), "tests/sandbox/unit-syscalls.sh " UNIT " > %s", fx.syscalls);
 	{
 		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 		const struct th_spawn_opts o = { .out = TH_OUT_INHERIT, .err = TH_OUT_INHERIT };
 
 		if (th_spawn(&sh, argv, &o) < 0 || th_proc_wait(&sh) != 0) {
-			print_error("tests/unit-syscalls.sh failed\n");
+			print_error("tests/sandbox/unit-syscalls.sh failed\n");
 			return -1;
 		}
 	}
@@ -350,7 +350,7 @@ static void sandbox_argv(const char **argv, size_t cap, const char *const *prog,
 	size_t n = 0;
 
 	snprintf(launcher, launcher_len, "%s/seccomp-exec", fx.bindir);
-	const char *pre[] = { "unshare", "--mount", "--uts", "--", "tests/unit-mounts.sh",
+	const char *pre[] = { "unshare", "--mount", "--uts", "--", "tests/sandbox/unit-mounts.sh",
 			      fx.rundir, fx.statedir, "--", "setpriv",  "--bounding-set",
 			      fx.caps_arg, "--inh-caps",
 			      "-all",	   "--ambient-caps",

@@ -13,8 +13,8 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "actuator/cgroup-domain.h"
-#include "actuator/cgroup.h"
+#include "actuator/cgroup/cgroup-domain.h"
+#include "actuator/cgroup/cgroup.h"
 
 struct th_vm {
 	struct act_cg cg;

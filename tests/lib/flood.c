@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent-glue/http-server.h"
+#include "net/http-server.h"
 #include "base/time.h"
 #include "tests/lib/file.h"
 #include "tests/lib/proc.h"
@@ -240,7 +240,7 @@ int th_flood_fds_within(pid_t pid, long bound, long *first, long *last)
 	*first = *last = th_proc_fds(pid);
 	if (*first < 0)
 		return -ESRCH;
-	if (*first > bound + (long)AG_HTTP_CUT_SLACK)
+	if (*first > bound + (long)NET_HTTP_CUT_SLACK)
 		return -E2BIG;
 	if (!TH_WAIT(NULL, (*last = th_proc_fds(pid)) < 0 || *last <= bound, TH_SAFETY_USEC))
 		return -ETIMEDOUT;

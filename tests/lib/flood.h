@@ -55,9 +55,9 @@ int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t m
  * holds under a flood, against `bound`: the server shuts down each
  * connection it evicts at once, but libmicrohttpd closes the descriptor
  * on its next pass, so the first reading may count up to
- * AG_HTTP_CUT_SLACK of those above bound; then the count must come down
+ * NET_HTTP_CUT_SLACK of those above bound; then the count must come down
  * to bound within TH_SAFETY_USEC. 0; -E2BIG when the first reading is
- * over bound + AG_HTTP_CUT_SLACK, -ETIMEDOUT when the count never came
+ * over bound + NET_HTTP_CUT_SLACK, -ETIMEDOUT when the count never came
  * down, -ESRCH when pid is gone. *first and *last: the readings. */
 int th_flood_fds_within(pid_t pid, long bound, long *first, long *last);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Restarting the host's libvirtd from a test (prefix th_): as
- * tests/setup-host.sh starts it, through systemd when systemd runs the
+ * tests/host/setup-host.sh starts it, through systemd when systemd runs the
  * machine, by hand otherwise. */
 #pragma once
 

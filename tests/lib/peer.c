@@ -132,7 +132,7 @@ int th_peer_start(struct th_peer *p, const char *script, const char *const *args
 	if (!up) {
 		snprintf(msg, msglen,
 			 "tests/peers/%s did not start listening (is node installed, and "
-			 "build/npm/node_modules/ws? run tests/setup-host.sh)",
+			 "build/npm/node_modules/ws? run tests/host/setup-host.sh)",
 			 script);
 		th_peer_stop(p);
 		return -EIO;

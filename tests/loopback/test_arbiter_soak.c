@@ -25,9 +25,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 #include "base/time.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/client/plugin-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
@@ -41,7 +41,7 @@ struct pod;
 
 struct soak {
 	sd_event *ev;
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	struct ag_arbiter *arb;
 	struct ag_plugin_client *clients[3];
 	struct pod *pods;
@@ -234,7 +234,7 @@ static void test_soak(void **state)
 	cfg.capacity.milli_cpu = 320u * s.npods;
 	cfg.capacity.mem_bytes = 64 * GiB * s.npods / 50;
 	assert_int_equal(sd_event_new(&s.ev), 0);
-	assert_int_equal(ag_http_client_new(s.ev, &s.http, NULL), 0);
+	assert_int_equal(net_http_client_new(s.ev, &s.http, NULL), 0);
 	if (ag_arbiter_new(&cfg, &s.arb, &err) < 0 ||
 	    ag_arbiter_listen(s.arb, s.ev, "127.0.0.1:0", &err) < 0)
 		fail_msg("%s", err.msg);
@@ -276,7 +276,7 @@ static void test_soak(void **state)
 	       th_proc_rss_kib(getpid()));
 	for (int i = 0; i < 3; i++)
 		ag_plugin_client_free(s.clients[i]);
-	ag_http_client_free(s.http);
+	net_http_client_free(s.http);
 	ag_arbiter_free(s.arb);
 	sd_event_unref(s.ev);
 	free(s.pods);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The control API's server (actuator/control.c) on a real unix socket, in
+/* The control API's server (actuator/control/control.c) on a real unix socket, in
  * a child process with its own sd-event loop, behind a small backend of
  * two VMs (the real registry is test_vmactl's business): routes, errors,
  * the peer-credential check (an unprivileged peer refused with 403 even on
@@ -26,7 +26,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "actuator/control.h"
+#include "actuator/control/control.h"
 #include "cli/client.h"
 #include "tests/lib/wait.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent-glue/guest-metrics.h"
+#include "agent-glue/client/exporter-scrape.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/peer.h"
@@ -26,7 +26,7 @@
 
 struct fx {
 	sd_event *ev;
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	struct th_peer peer;
 };
 
@@ -40,10 +40,10 @@ struct outcome {
 	struct ag_system_metrics system;
 	struct ag_lfc_metrics lfc;
 	/* set: the callback frees this handle (freeing from the callback) */
-	struct ag_guest_scrape *free_me;
+	struct ag_exporter_scrape *free_me;
 };
 
-static void on_result(void *ud, const struct ag_guest_metrics_result *res)
+static void on_result(void *ud, const struct ag_exporter_result *res)
 {
 	struct outcome *o = ud;
 
@@ -59,7 +59,7 @@ static void on_result(void *ud, const struct ag_guest_metrics_result *res)
 	if (res->lfc)
 		o->lfc = *res->lfc;
 	if (o->free_me) {
-		ag_guest_scrape_free(o->free_me);
+		ag_exporter_scrape_free(o->free_me);
 		o->free_me = NULL;
 	}
 }
@@ -71,7 +71,7 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(sd_event_new(&f->ev), 0);
-	assert_int_equal(ag_http_client_new(f->ev, &f->http, NULL), 0);
+	assert_int_equal(net_http_client_new(f->ev, &f->http, NULL), 0);
 	if (th_peer_start(&f->peer, "guest-metrics.js", NULL, NULL, msg, sizeof(msg)) < 0)
 		fail_msg("%s", msg);
 	*state = f;
@@ -83,7 +83,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	th_peer_stop(&f->peer);
-	ag_http_client_free(f->http);
+	net_http_client_free(f->http);
 	sd_event_unref(f->ev);
 	free(f);
 	return 0;
@@ -95,22 +95,22 @@ static void url(const struct fx *f, const char *path, char *buf, size_t len)
 }
 
 /* Starts a scrape of path and runs the loop until its callback ran. */
-static void scrape(struct fx *f, const char *path, enum ag_guest_metrics_kind kind,
+static void scrape(struct fx *f, const char *path, enum ag_exporter_kind kind,
 		   uint64_t timeout, size_t max, struct outcome *o)
 {
-	struct ag_guest_scrape *s = NULL;
+	struct ag_exporter_scrape *s = NULL;
 	struct vmact_err err = { 0 };
 	char u[128];
 
 	url(f, path, u, sizeof(u));
-	if (ag_guest_metrics_fetch(f->http, u, kind, timeout, max, on_result, o, &s, &err) < 0)
+	if (ag_exporter_scrape_start(f->http, u, kind, timeout, max, on_result, o, &s, &err) < 0)
 		fail_msg("fetch %s: %s", u, err.msg);
-	assert_true(ag_guest_scrape_pending(s));
+	assert_true(ag_exporter_scrape_pending(s));
 	if (!TH_WAIT(f->ev, o->done, TH_SAFETY_USEC))
 		fail_msg("%s: no outcome within the safety limit", u);
 	assert_int_equal(o->calls, 1);
-	assert_false(ag_guest_scrape_pending(s));
-	ag_guest_scrape_free(s);
+	assert_false(ag_exporter_scrape_pending(s));
+	ag_exporter_scrape_free(s);
 }
 
 static void test_system_good(void **state)
@@ -118,7 +118,7 @@ static void test_system_good(void **state)
 	struct fx *f = *state;
 	struct outcome o = { 0 };
 
-	scrape(f, "/system/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, &o);
+	scrape(f, "/system/metrics", AG_EXPORTER_SYSTEM, 0, 0, &o);
 	if (o.error)
 		fail_msg("%s", o.message);
 	assert_int_equal(o.status, 200);
@@ -135,7 +135,7 @@ static void test_lfc_good(void **state)
 	struct outcome *o = calloc(1, sizeof(*o));
 
 	assert_non_null(o);
-	scrape(f, "/lfc/metrics", AG_GUEST_METRICS_LFC, 0, 0, o);
+	scrape(f, "/lfc/metrics", AG_EXPORTER_LFC, 0, 0, o);
 	if (o->error)
 		fail_msg("%s", o->message);
 	assert_true(o->has_lfc && !o->has_system);
@@ -151,31 +151,31 @@ static void test_failures(void **state)
 {
 	static const struct {
 		const char *path;
-		enum ag_guest_metrics_kind kind;
+		enum ag_exporter_kind kind;
 		uint64_t timeout;
 		size_t max;
 		int error;
 		long status;
 		const char *msg;
 	} cases[] = {
-		{ "/garbage/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, -EBADMSG, 200,
+		{ "/garbage/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EBADMSG, 200,
 		  "/garbage/metrics: line 1: expected a metric name, found '<'" },
 		/* The wrong page for the kind: a good text without what is needed. */
-		{ "/system/metrics", AG_GUEST_METRICS_LFC, 0, 0, -EBADMSG, 200,
+		{ "/system/metrics", AG_EXPORTER_LFC, 0, 0, -EBADMSG, 200,
 		  "lfc metrics: http://127.0.0.1:" },
-		{ "/system/metrics", AG_GUEST_METRICS_LFC, 0, 0, -EBADMSG, 200, "lfc_hits: metric missing" },
-		{ "/lfc/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, -EBADMSG, 200, "host_load1: metric missing" },
+		{ "/system/metrics", AG_EXPORTER_LFC, 0, 0, -EBADMSG, 200, "lfc_hits: metric missing" },
+		{ "/lfc/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EBADMSG, 200, "host_load1: metric missing" },
 		/* Over the default 256 KiB, and over a caller's smaller limit. */
-		{ "/big/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, -EFBIG, 0,
+		{ "/big/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EFBIG, 0,
 		  "response body exceeds 262144 bytes" },
-		{ "/system/metrics", AG_GUEST_METRICS_SYSTEM, 0, 100, -EFBIG, 0,
+		{ "/system/metrics", AG_EXPORTER_SYSTEM, 0, 100, -EFBIG, 0,
 		  "response body exceeds 100 bytes" },
-		{ "/status/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, -EREMOTEIO, 503,
+		{ "/status/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EREMOTEIO, 503,
 		  "/status/metrics: HTTP status 503: exporter not ready" },
-		{ "/nothing/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, -EREMOTEIO, 404, "HTTP status 404" },
-		{ "/silent/metrics", AG_GUEST_METRICS_SYSTEM, 300 * 1000, 0, -ETIMEDOUT, 0,
+		{ "/nothing/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EREMOTEIO, 404, "HTTP status 404" },
+		{ "/silent/metrics", AG_EXPORTER_SYSTEM, 300 * 1000, 0, -ETIMEDOUT, 0,
 		  "system metrics: http://127.0.0.1:" },
-		{ "/hangup/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, -ECONNRESET, 0, "/hangup/metrics" },
+		{ "/hangup/metrics", AG_EXPORTER_SYSTEM, 0, 0, -ECONNRESET, 0, "/hangup/metrics" },
 	};
 	struct fx *f = *state;
 
@@ -196,7 +196,7 @@ static void test_failures(void **state)
 	{
 		struct outcome o = { 0 };
 
-		scrape(f, "/big/metrics", AG_GUEST_METRICS_SYSTEM, 0, 1024 * 1024, &o);
+		scrape(f, "/big/metrics", AG_EXPORTER_SYSTEM, 0, 1024 * 1024, &o);
 		if (o.error)
 			fail_msg("%s", o.message);
 		assert_true(o.system.load1 == 3);
@@ -209,51 +209,51 @@ static void test_default_timeout(void **state)
 	struct fx *f = *state;
 	struct outcome o = { 0 };
 
-	scrape(f, "/silent/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, &o);
+	scrape(f, "/silent/metrics", AG_EXPORTER_SYSTEM, 0, 0, &o);
 	assert_int_equal(o.error, -ETIMEDOUT);
 }
 
 static void test_gone(void **state)
 {
 	struct fx *f = *state;
-	struct ag_guest_scrape *s = NULL;
+	struct ag_exporter_scrape *s = NULL;
 	struct outcome o = { 0 };
 	char u[64];
 
 	snprintf(u, sizeof(u), "http://127.0.0.1:%u/metrics", th_dead_port());
-	assert_int_equal(ag_guest_metrics_fetch(f->http, u, AG_GUEST_METRICS_SYSTEM, 0, 0, on_result,
+	assert_int_equal(ag_exporter_scrape_start(f->http, u, AG_EXPORTER_SYSTEM, 0, 0, on_result,
 						&o, &s, NULL),
 			 0);
 	assert_true(TH_WAIT(f->ev, o.done, TH_SAFETY_USEC));
 	assert_int_equal(o.error, -ECONNREFUSED);
 	assert_non_null(strstr(o.message, u));
-	ag_guest_scrape_free(s);
+	ag_exporter_scrape_free(s);
 }
 
 /* A silent endpoint holds nothing else up: scrapes run side by side. */
 static void test_never_blocks(void **state)
 {
 	struct fx *f = *state;
-	struct ag_guest_scrape *slow = NULL, *fast = NULL;
+	struct ag_exporter_scrape *slow = NULL, *fast = NULL;
 	struct outcome so = { 0 }, fo = { 0 };
 	char u1[128], u2[128];
 
 	url(f, "/silent/metrics", u1, sizeof(u1));
 	url(f, "/system/metrics", u2, sizeof(u2));
-	assert_int_equal(ag_guest_metrics_fetch(f->http, u1, AG_GUEST_METRICS_SYSTEM,
+	assert_int_equal(ag_exporter_scrape_start(f->http, u1, AG_EXPORTER_SYSTEM,
 						TH_SAFETY_USEC / 2, 0, on_result, &so, &slow, NULL),
 			 0);
-	assert_int_equal(ag_guest_metrics_fetch(f->http, u2, AG_GUEST_METRICS_SYSTEM, 0, 0,
+	assert_int_equal(ag_exporter_scrape_start(f->http, u2, AG_EXPORTER_SYSTEM, 0, 0,
 						on_result, &fo, &fast, NULL),
 			 0);
 	assert_true(TH_WAIT(f->ev, fo.done, TH_SAFETY_USEC));
 	assert_int_equal(fo.error, 0);
 	assert_false(so.done);
-	assert_true(ag_guest_scrape_pending(slow));
+	assert_true(ag_exporter_scrape_pending(slow));
 	/* Cancel on free: the callback never runs, the request is gone. */
-	ag_guest_scrape_free(slow);
-	ag_guest_scrape_free(fast);
-	assert_int_equal(ag_http_client_pending(f->http), 0);
+	ag_exporter_scrape_free(slow);
+	ag_exporter_scrape_free(fast);
+	assert_int_equal(net_http_client_pending(f->http), 0);
 	th_run_for(f->ev, 200 * 1000);
 	assert_false(so.done);
 }
@@ -263,11 +263,11 @@ static void test_free_in_callback(void **state)
 {
 	struct fx *f = *state;
 	struct outcome o = { 0 };
-	struct ag_guest_scrape *s = NULL;
+	struct ag_exporter_scrape *s = NULL;
 	char u[128];
 
 	url(f, "/system/metrics", u, sizeof(u));
-	assert_int_equal(ag_guest_metrics_fetch(f->http, u, AG_GUEST_METRICS_SYSTEM, 0, 0, on_result,
+	assert_int_equal(ag_exporter_scrape_start(f->http, u, AG_EXPORTER_SYSTEM, 0, 0, on_result,
 						&o, &s, NULL),
 			 0);
 	o.free_me = s;
@@ -298,12 +298,12 @@ static void test_endpoint_changes(void **state)
 	struct outcome o1 = { 0 }, o2 = { 0 }, o3 = { 0 };
 
 	command(f, "mode garbage");
-	scrape(f, "/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, &o1);
+	scrape(f, "/metrics", AG_EXPORTER_SYSTEM, 0, 0, &o1);
 	assert_int_equal(o1.error, -EBADMSG);
 
 	command(f, "mode system");
 	command(f, "load 0.75");
-	scrape(f, "/metrics", AG_GUEST_METRICS_SYSTEM, 0, 0, &o2);
+	scrape(f, "/metrics", AG_EXPORTER_SYSTEM, 0, 0, &o2);
 	assert_int_equal(o2.error, 0);
 	assert_true(o2.system.load1 == 0.75);
 
@@ -311,48 +311,48 @@ static void test_endpoint_changes(void **state)
 	th_peer_stop(&f->peer);
 	{
 		char u[64];
-		struct ag_guest_scrape *s = NULL;
+		struct ag_exporter_scrape *s = NULL;
 
 		snprintf(u, sizeof(u), "http://127.0.0.1:%u/metrics", f->peer.port);
-		assert_int_equal(ag_guest_metrics_fetch(f->http, u, AG_GUEST_METRICS_SYSTEM, 0, 0,
+		assert_int_equal(ag_exporter_scrape_start(f->http, u, AG_EXPORTER_SYSTEM, 0, 0,
 							on_result, &o3, &s, NULL),
 				 0);
 		assert_true(TH_WAIT(f->ev, o3.done, TH_SAFETY_USEC));
 		assert_true(o3.error == -ECONNREFUSED || o3.error == -ECONNRESET);
-		ag_guest_scrape_free(s);
+		ag_exporter_scrape_free(s);
 	}
 }
 
 static void test_bad_arguments(void **state)
 {
 	struct fx *f = *state;
-	struct ag_guest_scrape *s = NULL;
+	struct ag_exporter_scrape *s = NULL;
 	struct vmact_err err = { 0 };
 	struct outcome o = { 0 };
 
-	assert_int_equal(ag_guest_metrics_fetch(f->http, NULL, AG_GUEST_METRICS_SYSTEM, 0, 0,
+	assert_int_equal(ag_exporter_scrape_start(f->http, NULL, AG_EXPORTER_SYSTEM, 0, 0,
 						on_result, &o, &s, &err),
 			 -EINVAL);
 	vmact_err_reset(&err);
-	assert_int_equal(ag_guest_metrics_fetch(f->http, "http://127.0.0.1:1/metrics",
-						AG_GUEST_METRICS_SYSTEM, 0,
-						(size_t)AG_PROM_MAX_TEXT + 1, on_result, &o, &s, &err),
+	assert_int_equal(ag_exporter_scrape_start(f->http, "http://127.0.0.1:1/metrics",
+						AG_EXPORTER_SYSTEM, 0,
+						(size_t)NET_PROM_MAX_TEXT + 1, on_result, &o, &s, &err),
 			 -EINVAL);
 	assert_non_null(strstr(err.msg, "size limit"));
 	vmact_err_reset(&err);
-	assert_int_equal(ag_guest_metrics_fetch(f->http, "ftp://127.0.0.1/metrics",
-						AG_GUEST_METRICS_SYSTEM, 0, 0, on_result, &o, &s, &err),
+	assert_int_equal(ag_exporter_scrape_start(f->http, "ftp://127.0.0.1/metrics",
+						AG_EXPORTER_SYSTEM, 0, 0, on_result, &o, &s, &err),
 			 -EINVAL);
-	assert_int_equal(ag_guest_metrics_fetch(f->http, "http://127.0.0.1:1/metrics",
-						(enum ag_guest_metrics_kind)7, 0, 0, on_result, &o, &s,
+	assert_int_equal(ag_exporter_scrape_start(f->http, "http://127.0.0.1:1/metrics",
+						(enum ag_exporter_kind)7, 0, 0, on_result, &o, &s,
 						&err),
 			 -EINVAL);
 	assert_null(s);
 	th_run_for(f->ev, 100 * 1000);
 	assert_false(o.done);
-	assert_int_equal(ag_http_client_pending(f->http), 0);
-	ag_guest_scrape_free(NULL);
-	assert_false(ag_guest_scrape_pending(NULL));
+	assert_int_equal(net_http_client_pending(f->http), 0);
+	ag_exporter_scrape_free(NULL);
+	assert_false(ag_exporter_scrape_pending(NULL));
 }
 
 int main(void)

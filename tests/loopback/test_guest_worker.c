@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The guest worker (doc/privsep.md) without libvirt: vmactd's proxy
- * approver (actuator/approver-proxy.c) on a loop here, the real
+ * approver (actuator/worker/approver-proxy.c) on a loop here, the real
  * vmact-guestd of this build, and the independent vm-monitor peer
  * (tests/peers/vm-monitor.js, approving every downscale) on a unix socket
  * the worker cannot open itself (vmactd dials it).
@@ -37,7 +37,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/approver.h"
+#include "actuator/worker/approver-proxy.h"
 #include "tests/lib/file.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-hook's datagram (hook/notify.c) against vmactd's listener
- * (actuator/hook-listener.c) on a unix socket under /tmp: a notice
+ * (actuator/daemon/hook-listener.c) on a unix socket under /tmp: a notice
  * arrives whole; with no vmactd the hook fails at once (ENOENT,
  * ECONNREFUSED); with a vmactd that does not read (hung) every send still
  * returns, the last ones with EAGAIN after the short wait; datagrams that
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/hook-listener.h"
+#include "actuator/daemon/hook-listener.h"
 #include "base/time.h"
 #include "hook/hook.h"
 #include "tests/lib/wait.h"

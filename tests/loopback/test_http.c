@@ -15,22 +15,22 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "agent-glue/http-client.h"
-#include "agent-glue/http-server.h"
+#include "net/http-client.h"
+#include "net/http-server.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/wait.h"
 
 struct fixture {
 	sd_event *ev;
-	struct ag_http_server *srv;
-	struct ag_http_client *cli;
+	struct net_http_server *srv;
+	struct net_http_client *cli;
 	unsigned handled;
 };
 
 /* Echo handler: "METHOD URL CT\nBODY"; /big answers 100 KiB. */
-static void echo(void *ud, const struct ag_http_server_request *req,
-		 struct ag_http_server_reply *reply)
+static void echo(void *ud, const struct net_http_server_request *req,
+		 struct net_http_server_reply *reply)
 {
 	struct fixture *f = ud;
 	size_t n;
@@ -62,7 +62,7 @@ static void echo(void *ud, const struct ag_http_server_request *req,
 static int setup_with(void **state, const char *listen)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct ag_http_server_config cfg = {
+	struct net_http_server_config cfg = {
 		.listen = listen,
 		.max_body = 1024,
 		.too_large_status = 400,
@@ -74,9 +74,9 @@ static int setup_with(void **state, const char *listen)
 
 	assert_non_null(f);
 	assert_int_equal(sd_event_new(&f->ev), 0);
-	if (ag_http_server_new(f->ev, &cfg, echo, f, &f->srv, &err) < 0)
+	if (net_http_server_new(f->ev, &cfg, echo, f, &f->srv, &err) < 0)
 		fail_msg("server: %s", err.msg);
-	if (ag_http_client_new(f->ev, &f->cli, &err) < 0)
+	if (net_http_client_new(f->ev, &f->cli, &err) < 0)
 		fail_msg("client: %s", err.msg);
 	*state = f;
 	return 0;
@@ -91,8 +91,8 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	ag_http_client_free(f->cli);
-	ag_http_server_free(f->srv);
+	net_http_client_free(f->cli);
+	net_http_server_free(f->srv);
 	sd_event_unref(f->ev);
 	free(f);
 	return 0;
@@ -108,7 +108,7 @@ struct result {
 	char msg[VMACT_ERR_MSG_MAX];
 };
 
-static void on_done(void *ud, int rc, const struct ag_http_response *resp,
+static void on_done(void *ud, int rc, const struct net_http_response *resp,
 		    const struct vmact_err *err)
 {
 	struct result *r = ud;
@@ -126,12 +126,12 @@ static void on_done(void *ud, int rc, const struct ag_http_response *resp,
 	}
 }
 
-static void do_request(struct fixture *f, struct ag_http_request *req, struct result *r)
+static void do_request(struct fixture *f, struct net_http_request *req, struct result *r)
 {
 	struct vmact_err err = { 0 };
 
 	memset(r, 0, sizeof(*r));
-	if (ag_http_client_start(f->cli, req, on_done, r, NULL, &err) < 0)
+	if (net_http_client_start(f->cli, req, on_done, r, NULL, &err) < 0)
 		fail_msg("start: %s", err.msg);
 	assert_true(TH_WAIT(f->ev, r->done, TH_SAFETY_USEC));
 }
@@ -140,7 +140,7 @@ static char *url_of(struct fixture *f, const char *path)
 {
 	static char buf[128];
 
-	snprintf(buf, sizeof(buf), "http://127.0.0.1:%u%s", ag_http_server_port(f->srv), path);
+	snprintf(buf, sizeof(buf), "http://127.0.0.1:%u%s", net_http_server_port(f->srv), path);
 	return buf;
 }
 
@@ -152,7 +152,7 @@ static void test_methods(void **state)
 	for (size_t i = 0; i < 4; i++) {
 		char want[256];
 		struct result r;
-		struct ag_http_request req = {
+		struct net_http_request req = {
 			.method = methods[i],
 			.url = url_of(f, "/a/b?c=d"),
 			.content_type = i ? "application/json" : NULL,
@@ -171,7 +171,7 @@ static void test_methods(void **state)
 		free(r.body);
 	}
 	assert_int_equal(f->handled, 4);
-	assert_int_equal(ag_http_client_pending(f->cli), 0);
+	assert_int_equal(net_http_client_pending(f->cli), 0);
 }
 
 static bool all_done(const struct result *r, size_t n)
@@ -191,13 +191,13 @@ static void test_concurrent(void **state)
 	memset(r, 0, sizeof(r));
 	for (size_t i = 0; i < 20; i++) {
 		char body[16];
-		struct ag_http_request req = {
+		struct net_http_request req = {
 			.method = "POST", .url = url_of(f, "/"), .body = body,
 			.timeout_usec = 10000000,
 		};
 
 		req.body_len = (size_t)snprintf(body, sizeof(body), "%zu", i);
-		assert_int_equal(ag_http_client_start(f->cli, &req, on_done, &r[i], NULL, &err), 0);
+		assert_int_equal(net_http_client_start(f->cli, &req, on_done, &r[i], NULL, &err), 0);
 	}
 	assert_true(TH_WAIT(f->ev, all_done(r, 20), TH_SAFETY_USEC));
 	for (size_t i = 0; i < 20; i++) {
@@ -214,7 +214,7 @@ static void test_handler_failure_is_500(void **state)
 {
 	struct fixture *f = *state;
 	struct result r;
-	struct ag_http_request req = { .method = "GET", .url = url_of(f, "/fail") };
+	struct net_http_request req = { .method = "GET", .url = url_of(f, "/fail") };
 
 	do_request(f, &req, &r);
 	assert_int_equal(r.rc, 0);
@@ -227,7 +227,7 @@ static void test_response_cap(void **state)
 {
 	struct fixture *f = *state;
 	struct result r;
-	struct ag_http_request req = { .method = "GET", .url = url_of(f, "/big"),
+	struct net_http_request req = { .method = "GET", .url = url_of(f, "/big"),
 				       .max_response = 1024 };
 
 	do_request(f, &req, &r);
@@ -246,7 +246,7 @@ static void test_oversized_body(void **state)
 	struct fixture *f = *state;
 	char big[2000];
 	struct result r;
-	struct ag_http_request req = { .method = "POST", .url = url_of(f, "/"), .body = big,
+	struct net_http_request req = { .method = "POST", .url = url_of(f, "/"), .body = big,
 				       .body_len = sizeof(big), .timeout_usec = 10000000 };
 
 	memset(big, 'a', sizeof(big));
@@ -270,7 +270,7 @@ static void test_oversized_chunked(void **state)
 	struct fixture *f = *state;
 	char buf[4096];
 	size_t len = 0;
-	int fd = th_connect(ag_http_server_port(f->srv));
+	int fd = th_connect(net_http_server_port(f->srv));
 	const char *head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
 			   "Connection: close\r\n\r\n";
 	char chunk[700];
@@ -299,10 +299,10 @@ static void test_garbage_then_serves(void **state)
 	struct fixture *f = *state;
 	char buf[4096];
 	size_t len = 0;
-	int fd = th_connect(ag_http_server_port(f->srv));
+	int fd = th_connect(net_http_server_port(f->srv));
 	const char *junk = "\x01\x02 garbage garbage\r\n\r\n";
 	struct result r;
-	struct ag_http_request req = { .method = "GET", .url = url_of(f, "/ok") };
+	struct net_http_request req = { .method = "GET", .url = url_of(f, "/ok") };
 
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, junk, strlen(junk)), (ssize_t)strlen(junk));
@@ -323,10 +323,10 @@ static void test_garbage_then_serves(void **state)
 static void test_slowloris(void **state)
 {
 	struct fixture *f = *state;
-	int fd = th_connect(ag_http_server_port(f->srv));
+	int fd = th_connect(net_http_server_port(f->srv));
 	const char *head = "POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
 	struct result r;
-	struct ag_http_request req = { .method = "GET", .url = url_of(f, "/ok") };
+	struct net_http_request req = { .method = "GET", .url = url_of(f, "/ok") };
 	char buf[256];
 	size_t len = 0;
 	bool closed = false;
@@ -359,7 +359,7 @@ static void test_timeout_silent_peer(void **state)
 	int lfd = th_silent_listener(&port);
 	char url[64];
 	struct result r;
-	struct ag_http_request req = { .method = "POST", .url = url, .body = "{}", .body_len = 2,
+	struct net_http_request req = { .method = "POST", .url = url, .body = "{}", .body_len = 2,
 				       .timeout_usec = 200000 };
 
 	assert_true(lfd >= 0);
@@ -374,7 +374,7 @@ static void test_refused(void **state)
 	struct fixture *f = *state;
 	char url[64];
 	struct result r;
-	struct ag_http_request req = { .method = "GET", .url = url, .timeout_usec = 5000000 };
+	struct net_http_request req = { .method = "GET", .url = url, .timeout_usec = 5000000 };
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", th_dead_port());
 	do_request(f, &req, &r);
@@ -387,14 +387,14 @@ static void test_bad_args(void **state)
 	struct fixture *f = *state;
 	struct vmact_err err = { 0 };
 	struct result r = { 0 };
-	struct ag_http_request req = { .method = "PATCH", .url = "http://127.0.0.1:1/" };
+	struct net_http_request req = { .method = "PATCH", .url = "http://127.0.0.1:1/" };
 
-	assert_int_equal(ag_http_client_start(f->cli, &req, on_done, &r, NULL, &err), -EINVAL);
+	assert_int_equal(net_http_client_start(f->cli, &req, on_done, &r, NULL, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "PATCH"));
 	vmact_err_reset(&err);
 	req.method = "GET";
 	req.url = "ftp://127.0.0.1/";
-	assert_int_equal(ag_http_client_start(f->cli, &req, on_done, &r, NULL, &err), -EINVAL);
+	assert_int_equal(net_http_client_start(f->cli, &req, on_done, &r, NULL, &err), -EINVAL);
 }
 
 static void test_cancel(void **state)
@@ -404,16 +404,16 @@ static void test_cancel(void **state)
 	int lfd = th_silent_listener(&port);
 	char url[64];
 	struct result r = { 0 };
-	struct ag_http_call *call = NULL;
+	struct net_http_call *call = NULL;
 	struct vmact_err err = { 0 };
-	struct ag_http_request req = { .method = "GET", .url = url, .timeout_usec = 100000 };
+	struct net_http_request req = { .method = "GET", .url = url, .timeout_usec = 100000 };
 
 	assert_true(lfd >= 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", port);
-	assert_int_equal(ag_http_client_start(f->cli, &req, on_done, &r, &call, &err), 0);
+	assert_int_equal(net_http_client_start(f->cli, &req, on_done, &r, &call, &err), 0);
 	th_run_for(f->ev, 20000);
-	ag_http_call_cancel(call);
-	assert_int_equal(ag_http_client_pending(f->cli), 0);
+	net_http_call_cancel(call);
+	assert_int_equal(net_http_client_pending(f->cli), 0);
 	th_run_for(f->ev, 300000);
 	close(lfd);
 	assert_false(r.done);
@@ -424,13 +424,13 @@ static void test_unix_socket(void **state)
 	struct fixture *f;
 	char path[64], spec[80];
 	struct result r;
-	struct ag_http_request req = { .method = "POST", .url = "http://localhost/u",
+	struct net_http_request req = { .method = "POST", .url = "http://localhost/u",
 				       .body = "hi", .body_len = 2, .unix_socket = path };
 
 	snprintf(path, sizeof(path), "/tmp/vmact-plugin-test-%d.sock", (int)getpid());
 	snprintf(spec, sizeof(spec), "unix:%s", path);
 	setup_with((void **)&f, spec);
-	assert_int_equal(ag_http_server_port(f->srv), 0);
+	assert_int_equal(net_http_server_port(f->srv), 0);
 	do_request(f, &req, &r);
 	assert_int_equal(r.rc, 0);
 	assert_int_equal(r.status, 201);
@@ -445,7 +445,7 @@ static void test_ipv6_loopback(void **state)
 	struct fixture *f;
 	char url[64];
 	struct result r;
-	struct ag_http_request req = { .method = "GET", .url = url };
+	struct net_http_request req = { .method = "GET", .url = url };
 	int probe = socket(AF_INET6, SOCK_STREAM, 0);
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 
@@ -456,7 +456,7 @@ static void test_ipv6_loopback(void **state)
 	}
 	close(probe);
 	setup_with((void **)&f, "[::1]:0");
-	snprintf(url, sizeof(url), "http://[::1]:%u/v6", ag_http_server_port(f->srv));
+	snprintf(url, sizeof(url), "http://[::1]:%u/v6", net_http_server_port(f->srv));
 	do_request(f, &req, &r);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.body, "GET /v6 \n");
@@ -467,12 +467,12 @@ static void test_ipv6_loopback(void **state)
 static void test_server_bad_listen(void **state)
 {
 	sd_event *ev = NULL;
-	struct ag_http_server *s = NULL;
+	struct net_http_server *s = NULL;
 	struct vmact_err err = { 0 };
-	struct ag_http_server_config cfg = { .listen = "127.0.0.1:99999" };
+	struct net_http_server_config cfg = { .listen = "127.0.0.1:99999" };
 
 	assert_int_equal(sd_event_new(&ev), 0);
-	assert_true(ag_http_server_new(ev, &cfg, echo, NULL, &s, &err) < 0);
+	assert_true(net_http_server_new(ev, &cfg, echo, NULL, &s, &err) < 0);
 	assert_non_null(strstr(err.msg, "bad port"));
 	assert_null(s);
 	sd_event_unref(ev);

@@ -29,8 +29,8 @@
 #include <fcntl.h>
 
 #include "base/macro.h"
-#include "agent-glue/arbiter.h"
-#include "agent-glue/http-server.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "net/http-server.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"
 #include "tests/lib/wait.h"
@@ -44,24 +44,24 @@ static const char good_request[] = "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: c
 
 struct hostile {
 	struct th_flood fl; /* fl.ev is the server's loop */
-	struct ag_http_server *srv;
+	struct net_http_server *srv;
 	struct ag_arbiter *arb;
 	unsigned handled;
 };
 
-static void answer(void *ud, const struct ag_http_server_request *req,
-		   struct ag_http_server_reply *reply)
+static void answer(void *ud, const struct net_http_server_request *req,
+		   struct net_http_server_reply *reply)
 {
 	struct hostile *h = ud;
 
 	h->handled++;
-	ag_http_reply_text(reply, 201, NULL, req->url);
+	net_http_reply_text(reply, 201, NULL, req->url);
 }
 
 static void server_start(struct hostile *h, const char *listen, unsigned conn_limit,
 			 unsigned per_client_limit)
 {
-	struct ag_http_server_config cfg = {
+	struct net_http_server_config cfg = {
 		.listen = listen,
 		.conn_limit = conn_limit,
 		.per_client_limit = per_client_limit,
@@ -72,9 +72,9 @@ static void server_start(struct hostile *h, const char *listen, unsigned conn_li
 
 	memset(h, 0, sizeof(*h));
 	assert_int_equal(sd_event_new(&h->fl.ev), 0);
-	if (ag_http_server_new(h->fl.ev, &cfg, answer, h, &h->srv, &err) < 0)
+	if (net_http_server_new(h->fl.ev, &cfg, answer, h, &h->srv, &err) < 0)
 		fail_msg("server: %s", err.msg);
-	h->fl.port = ag_http_server_port(h->srv);
+	h->fl.port = net_http_server_port(h->srv);
 	if (strncmp(listen, "unix:", 5) == 0)
 		snprintf(h->fl.unix_path, sizeof(h->fl.unix_path), "%s", listen + 5);
 }
@@ -83,7 +83,7 @@ static void hostile_free(struct hostile *h)
 {
 	th_flood_close(&h->fl);
 	free(h->fl.fds);
-	ag_http_server_free(h->srv);
+	net_http_server_free(h->srv);
 	ag_arbiter_free(h->arb);
 	sd_event_unref(h->fl.ev);
 }
@@ -92,7 +92,7 @@ static unsigned connections(struct hostile *h)
 {
 	/* The arbiter's server is not reachable from here; its connection
 	 * count is checked through requests instead. */
-	return ag_http_server_connections(h->srv);
+	return net_http_server_connections(h->srv);
 }
 
 /* n connections holding a partial header each, while the server's loop
@@ -289,7 +289,7 @@ static int on_flag_time(sd_event_source *src, uint64_t usec, void *ud)
  * connection first and the client got no answer (VMACT_TIMER_ACCURACY_USEC). */
 static void test_oversized_header(void **state)
 {
-	struct ag_http_server_config cfg = { .listen = "127.0.0.1:0", .conn_limit = 16 };
+	struct net_http_server_config cfg = { .listen = "127.0.0.1:0", .conn_limit = 16 };
 	struct vmact_err err = { 0 };
 	struct hostile h;
 	char buf[256] = "";
@@ -301,14 +301,14 @@ static void test_oversized_header(void **state)
 
 	memset(&h, 0, sizeof(h));
 	assert_int_equal(sd_event_new(&h.fl.ev), 0);
-	if (ag_http_server_new(h.fl.ev, &cfg, answer, &h, &h.srv, &err) < 0)
+	if (net_http_server_new(h.fl.ev, &cfg, answer, &h, &h.srv, &err) < 0)
 		fail_msg("server: %s", err.msg);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(p[0]);
-		oversized_client(ag_http_server_port(h.srv), p[1]);
+		oversized_client(net_http_server_port(h.srv), p[1]);
 	}
 	close(p[1]);
 	/* The loop waits as vmactd's does, for its next event with no

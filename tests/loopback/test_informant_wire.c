@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The agent side of the informant protocol (agent-glue/informant-client.h)
+/* The agent side of the informant protocol (agent-glue/client/informant-client.h)
  * on loopback against tests/peers/informant.js, an informant written on
  * Node's http module that shares nothing with vmact's stack, and against
  * raw-socket peers that misbehave on purpose. Every wait has a safety limit
@@ -28,10 +28,10 @@
 
 #include <cmocka.h>
 
-#include "actuator/approver.h"
+#include "actuator/worker/approver-proxy.h"
 #include "base/macro.h"
-#include "agent-glue/http-client.h"
-#include "agent-glue/informant-client.h"
+#include "net/http-client.h"
+#include "agent-glue/client/informant-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"
@@ -688,7 +688,7 @@ static void test_suspend_drops_queued_request(void **state)
 	env_down(&t);
 }
 
-static void dup_done(void *ud, int result, const struct ag_http_response *resp,
+static void dup_done(void *ud, int result, const struct net_http_response *resp,
 		     const struct vmact_err *err)
 {
 	long *status = ud;
@@ -709,7 +709,7 @@ static void test_two_agents(void **state)
 	};
 	struct vmact_err err = { 0 };
 	struct ag_inf_agent *b = NULL;
-	struct ag_http_client *http = NULL;
+	struct net_http_client *http = NULL;
 	struct watch wb = { 0 };
 	char akv[64], bkv[64], url[96];
 	struct env t;
@@ -737,7 +737,7 @@ static void test_two_agents(void **state)
 		struct ag_agent_desc d = { .min_version = 1, .max_version = 4 };
 		_cleanup_(json_decrefp) json_t *j = NULL;
 		_cleanup_free_ char *body = NULL;
-		struct ag_http_request req = { .method = "POST", .content_type = "application/json",
+		struct net_http_request req = { .method = "POST", .content_type = "application/json",
 					       .timeout_usec = 2000000, .url = url };
 
 		snprintf(d.agent_id, sizeof(d.agent_id), "%s", ag_inf_agent_id(b));
@@ -747,11 +747,11 @@ static void test_two_agents(void **state)
 		req.body = body;
 		req.body_len = strlen(body);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u/register", t.fx.port);
-		assert_int_equal(ag_http_client_new(t.ev, &http, &err), 0);
-		assert_int_equal(ag_http_client_start(http, &req, dup_done, &status, NULL, &err), 0);
+		assert_int_equal(net_http_client_new(t.ev, &http, &err), 0);
+		assert_int_equal(net_http_client_start(http, &req, dup_done, &status, NULL, &err), 0);
 		TH_WAIT_OR_FAIL(t.ev, status != 0, "status != 0");
 		assert_int_equal(status, 409);
-		ag_http_client_free(http);
+		net_http_client_free(http);
 	}
 
 	/* B leaves: A is resumed. */

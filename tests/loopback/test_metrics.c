@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "actuator/metrics.h"
-#include "agent-glue/prom-text.h"
-#include "agent-glue/prom-write.h"
+#include "actuator/metrics/metrics.h"
+#include "net/prom-text.h"
+#include "net/prom-write.h"
 #include "tests/lib/proc.h"
 
 #define PROMTOOL "/usr/bin/promtool"
@@ -173,9 +173,9 @@ static void test_endpoint(void **state)
 	struct daemon d = { 0 };
 	struct buf b = { 0 };
 	struct vmact_err err = { 0 };
-	struct ag_prom_text *t = NULL;
+	struct net_prom_text *t = NULL;
 	char url[80], ct[128] = "";
-	const struct ag_prom_family *f;
+	const struct net_prom_family *f;
 
 	(void)state;
 	start(&d, "{\"listen\":\"127.0.0.1:0\"}");
@@ -184,18 +184,18 @@ static void test_endpoint(void **state)
 	assert_int_equal(http("GET", url, &b, ct, sizeof(ct)), 200);
 	assert_string_equal(ct, "text/plain; version=0.0.4; charset=utf-8");
 	assert_promtool_ok(b.p, b.len);
-	assert_int_equal(ag_prom_parse(b.p, b.len, &t, &err), 0);
-	f = ag_prom_find(t, "vmact_managed_vms");
+	assert_int_equal(net_prom_parse(b.p, b.len, &t, &err), 0);
+	f = net_prom_find(t, "vmact_managed_vms");
 	assert_non_null(f);
 	assert_int_equal(f->n_samples, 1);
 	assert_true(f->samples[0].value == 0);
-	f = ag_prom_find(t, "vmact_hotplug_latency_seconds");
+	f = net_prom_find(t, "vmact_hotplug_latency_seconds");
 	assert_non_null(f);
-	assert_int_equal(f->type, AG_PROM_HISTOGRAM);
-	f = ag_prom_find(t, "vmact_vm_cpu_cores");
+	assert_int_equal(f->type, NET_PROM_HISTOGRAM);
+	f = net_prom_find(t, "vmact_vm_cpu_cores");
 	assert_non_null(f);
 	assert_int_equal(f->n_samples, 0); /* no VM, no series */
-	ag_prom_text_free(t);
+	net_prom_text_free(t);
 	free(b.p);
 
 	b = (struct buf){ 0 };
@@ -231,10 +231,10 @@ static void test_families(void **state)
 {
 	struct act_metrics m = { 0 };
 	struct act_vm_metrics vms[3];
-	struct ag_prom_writer *w = NULL;
+	struct net_prom_writer *w = NULL;
 	struct vmact_err err = { 0 };
-	struct ag_prom_text *t = NULL;
-	const struct ag_prom_family *f;
+	struct net_prom_text *t = NULL;
+	const struct net_prom_family *f;
 	const char *text;
 	size_t len;
 	unsigned seen = 0;
@@ -276,29 +276,29 @@ static void test_families(void **state)
 	act_metrics_observe(&m, ACT_LATENCY_PLUGIN, ACT_DIR_INC, 0.003);
 	act_metrics_observe(&m, ACT_LATENCY_HOTPLUG, ACT_DIR_BOTH, 1.7);
 	act_metrics_observe(&m, ACT_LATENCY_MONITOR, ACT_DIR_DEC, 100);
-	assert_int_equal(ag_prom_w_new(&w), 0);
+	assert_int_equal(net_prom_w_new(&w), 0);
 	act_metrics_write(&m, 3, vms, 3, w);
-	assert_int_equal(ag_prom_w_finish(w, &text, &len, &err), 0);
+	assert_int_equal(net_prom_w_finish(w, &text, &len, &err), 0);
 	assert_promtool_ok(text, len);
-	assert_int_equal(ag_prom_parse(text, len, &t, &err), 0);
-	f = ag_prom_find(t, "vmact_vm_cpu_cores");
+	assert_int_equal(net_prom_parse(text, len, &t, &err), 0);
+	f = net_prom_find(t, "vmact_vm_cpu_cores");
 	assert_non_null(f);
 	/* current, min, max, quota each; desired for two; permit for one */
 	assert_int_equal(f->n_samples, 3 * 4 + 2 + 1);
 	for (size_t i = 0; i < f->n_samples; i++)
-		if (!strcmp(ag_prom_label(&f->samples[i], "vm"), names[1]) &&
-		    !strcmp(ag_prom_label(&f->samples[i], "value"), "current")) {
+		if (!strcmp(net_prom_label(&f->samples[i], "vm"), names[1]) &&
+		    !strcmp(net_prom_label(&f->samples[i], "value"), "current")) {
 			assert_true(f->samples[i].value == 1.25);
 			seen++;
 		}
 	assert_int_equal(seen, 1);
-	f = ag_prom_find(t, "vmact_vm_cpu_class");
+	f = net_prom_find(t, "vmact_vm_cpu_class");
 	assert_int_equal(f->n_samples, 2 * 4);
-	f = ag_prom_find(t, "vmact_hotplug_latency_seconds");
+	f = net_prom_find(t, "vmact_hotplug_latency_seconds");
 	/* 4 directions x (14 bounds + Inf + sum + count) */
 	assert_int_equal(f->n_samples, 4 * 17);
-	ag_prom_text_free(t);
-	ag_prom_w_free(w);
+	net_prom_text_free(t);
+	net_prom_w_free(w);
 }
 
 int main(void)
@@ -314,7 +314,7 @@ int main(void)
 
 	if (access(PROMTOOL, X_OK) < 0) {
 		fprintf(stderr, "%s missing: install the Debian package prometheus "
-			"(tests/setup-host.sh)\n", PROMTOOL);
+			"(tests/host/setup-host.sh)\n", PROMTOOL);
 		return 1;
 	}
 	if (n <= 0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The guest metrics through their guest worker (doc/privsep.md) without
- * libvirt: vmactd's side (actuator/metrics-proxy.c) on a loop here, the
+ * libvirt: vmactd's side (actuator/worker/scrape-proxy.c) on a loop here, the
  * real vmact-guestd --metrics of this build, and the independent exporter
  * peer (tests/peers/guest-metrics.js, Node's HTTP stack) on loopback,
  * which the worker cannot connect to itself (vmactd dials it).
@@ -38,8 +38,8 @@
 
 #include <cmocka.h>
 
-#include "actuator/metrics-proxy.h"
-#include "actuator/privsep-msg.h"
+#include "actuator/worker/scrape-proxy.h"
+#include "actuator/guestd/privsep.h"
 #include "tests/lib/file.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
@@ -61,7 +61,7 @@ struct outcome {
 
 /* One proxy (vmactd's side of one metrics worker) and its last outcome. */
 struct side {
-	struct act_gm_proxy *p;
+	struct act_scrape_proxy *p;
 	struct outcome o;
 };
 
@@ -77,7 +77,7 @@ struct tctx {
 	unsigned held_calls;
 };
 
-static void on_result(void *ud, const struct ag_guest_metrics_result *res)
+static void on_result(void *ud, const struct ag_exporter_result *res)
 {
 	struct outcome *o = ud;
 
@@ -93,16 +93,16 @@ static void on_result(void *ud, const struct ag_guest_metrics_result *res)
 }
 
 /* One scrape of kind through the proxy; its outcome in s->o. */
-static void scrape(struct tctx *t, struct side *s, enum ag_guest_metrics_kind kind)
+static void scrape(struct tctx *t, struct side *s, enum ag_exporter_kind kind)
 {
 	unsigned calls = s->o.calls;
 
-	assert_false(act_gm_proxy_pending(s->p, kind));
-	act_gm_proxy_scrape(s->p, kind, on_result, &s->o);
+	assert_false(act_scrape_proxy_pending(s->p, kind));
+	act_scrape_proxy_scrape(s->p, kind, on_result, &s->o);
 	if (!TH_WAIT(t->e, s->o.calls > calls, LIMIT_USEC))
 		fail_msg("no answer to the scrape");
 	assert_int_equal(s->o.calls, calls + 1);
-	assert_false(act_gm_proxy_pending(s->p, kind));
+	assert_false(act_scrape_proxy_pending(s->p, kind));
 }
 
 static void start(struct tctx *t, struct side *s, const char *program, const char *sys,
@@ -110,12 +110,12 @@ static void start(struct tctx *t, struct side *s, const char *program, const cha
 {
 	struct vmact_err err = { 0 };
 
-	act_gm_proxy_free(s->p);
+	act_scrape_proxy_free(s->p);
 	s->p = NULL;
 	memset(&s->o, 0, sizeof(s->o));
-	if (act_gm_proxy_new(t->e, t->name, sys, lfc, program, "vmact", &s->p, &err) < 0)
+	if (act_scrape_proxy_new(t->e, t->name, sys, lfc, program, "vmact", &s->p, &err) < 0)
 		fail_msg("proxy: %s", err.msg);
-	if (!TH_WAIT(t->e, act_gm_proxy_worker_pid(s->p) > 0, LIMIT_USEC))
+	if (!TH_WAIT(t->e, act_scrape_proxy_worker_pid(s->p) > 0, LIMIT_USEC))
 		fail_msg("no metrics worker runs");
 }
 
@@ -157,8 +157,8 @@ static int teardown(void **state)
 
 	if (!t)
 		return 0;
-	act_gm_proxy_free(t->cur.p);
-	act_gm_proxy_free(t->held.p);
+	act_scrape_proxy_free(t->cur.p);
+	act_scrape_proxy_free(t->held.p);
 	th_peer_stop(&t->peer);
 	th_peer_stop(&t->peer1440);
 	unlink(t->peer_log);
@@ -197,7 +197,7 @@ static void peer_command(struct tctx *t, struct th_peer *peer, const char *log, 
 
 static void system_ok(struct tctx *t, struct side *s)
 {
-	scrape(t, s, AG_GUEST_METRICS_SYSTEM);
+	scrape(t, s, AG_EXPORTER_SYSTEM);
 	if (s->o.error)
 		fail_msg("system scrape: %s", s->o.message);
 	assert_true(s->o.system.load1 == 3.0);
@@ -212,15 +212,15 @@ static void system_ok(struct tctx *t, struct side *s)
 static void fails(struct tctx *t, const char *cmd, int code, const char *cause)
 {
 	struct side *s = &t->held;
-	pid_t pid = act_gm_proxy_worker_pid(s->p);
+	pid_t pid = act_scrape_proxy_worker_pid(s->p);
 
 	peer_command(t, &t->peer, t->peer_log, cmd);
-	scrape(t, s, AG_GUEST_METRICS_SYSTEM);
+	scrape(t, s, AG_EXPORTER_SYSTEM);
 	if (s->o.error != code || !strstr(s->o.message, t->sys_url) ||
 	    !strstr(s->o.message, cause))
 		fail_msg("%s: error %d '%s', not %d with '%s'", cmd, s->o.error, s->o.message, code,
 			 cause);
-	assert_int_equal(act_gm_proxy_worker_pid(s->p), pid);
+	assert_int_equal(act_scrape_proxy_worker_pid(s->p), pid);
 }
 
 static void hostile(void **state)
@@ -240,9 +240,9 @@ static void hostile(void **state)
 	/* Silence: the answer comes at the worker's timeout, in `silent`;
 	 * the peer stays silent till then (nothing else uses its /metrics). */
 	peer_command(t, &t->peer, t->peer_log, "mode silent");
-	assert_false(act_gm_proxy_pending(s->p, AG_GUEST_METRICS_SYSTEM));
+	assert_false(act_scrape_proxy_pending(s->p, AG_EXPORTER_SYSTEM));
 	t->held_calls = s->o.calls;
-	act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+	act_scrape_proxy_scrape(s->p, AG_EXPORTER_SYSTEM, on_result, &s->o);
 }
 
 static void figures(void **state)
@@ -253,7 +253,7 @@ static void figures(void **state)
 
 	start(t, s, t->program, t->sys1440_url, t->lfc_url);
 	system_ok(t, s);
-	pid = act_gm_proxy_worker_pid(s->p);
+	pid = act_scrape_proxy_worker_pid(s->p);
 	assert_true(pid > 0);
 	{
 		/* 0-3, the event loop's, libcurl's wake-up pair, the exporter's
@@ -265,7 +265,7 @@ static void figures(void **state)
 	}
 	th_check_worker_sandbox(pid);
 	/* The peer lists window i (60 i seconds) with 1000 i pages, last first. */
-	scrape(t, s, AG_GUEST_METRICS_LFC);
+	scrape(t, s, AG_EXPORTER_LFC);
 	if (s->o.error)
 		fail_msg("LFC scrape: %s", s->o.message);
 	assert_int_equal(s->o.n_windows, 3);
@@ -273,20 +273,20 @@ static void figures(void **state)
 		assert_true(s->o.wss_pages[i] == 1000.0 * (double)(i + 1));
 	/* Every window the core keeps: 360 records in a row. */
 	start(t, s, t->program, t->sys1440_url, t->lfc1440_url);
-	scrape(t, s, AG_GUEST_METRICS_LFC);
+	scrape(t, s, AG_EXPORTER_LFC);
 	if (s->o.error)
 		fail_msg("LFC scrape of 1440 windows: %s", s->o.message);
 	assert_int_equal(s->o.n_windows, AG_LFC_MAX_WINDOWS);
 	for (size_t i = 0; i < AG_LFC_MAX_WINDOWS; i++)
 		assert_true(s->o.wss_pages[i] == 1000.0 * (double)(i + 1));
 	system_ok(t, s);
-	assert_int_equal(act_gm_proxy_worker_pid(s->p) > 0, 1);
+	assert_int_equal(act_scrape_proxy_worker_pid(s->p) > 0, 1);
 }
 
 /* Another worker than pid runs. */
 static bool replaced(struct side *s, pid_t pid)
 {
-	pid_t now = act_gm_proxy_worker_pid(s->p);
+	pid_t now = act_scrape_proxy_worker_pid(s->p);
 
 	return now > 0 && now != pid;
 }
@@ -300,18 +300,18 @@ static void killed(void **state)
 
 	peer_command(t, &t->peer1440, t->peer1440_log, "mode silent");
 	start(t, s, t->program, t->sys1440_url, NULL);
-	pid = act_gm_proxy_worker_pid(s->p);
+	pid = act_scrape_proxy_worker_pid(s->p);
 	calls = s->o.calls;
-	act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+	act_scrape_proxy_scrape(s->p, AG_EXPORTER_SYSTEM, on_result, &s->o);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	if (!TH_WAIT(t->e, s->o.calls > calls, LIMIT_USEC))
 		fail_msg("the scrape pending in the killed worker never failed");
 	if (s->o.error != -ECONNRESET || !strstr(s->o.message, "guest worker stopped"))
 		fail_msg("the killed worker's scrape: %d '%s'", s->o.error, s->o.message);
 	/* No worker until the backoff's end: a scrape fails at once. */
-	if (act_gm_proxy_worker_pid(s->p) == 0) {
+	if (act_scrape_proxy_worker_pid(s->p) == 0) {
 		calls = s->o.calls;
-		act_gm_proxy_scrape(s->p, AG_GUEST_METRICS_SYSTEM, on_result, &s->o);
+		act_scrape_proxy_scrape(s->p, AG_EXPORTER_SYSTEM, on_result, &s->o);
 		assert_int_equal(s->o.calls, calls + 1);
 		assert_int_equal(s->o.error, -ENOTCONN);
 	}
@@ -325,7 +325,7 @@ static void lying(void **state)
 {
 	struct tctx *t = *state;
 	struct side *s = &t->cur;
-	struct act_ps_msg m = { .type = ACT_PS_METRICS, .seq = 1 };
+	struct act_privsep_msg m = { .type = ACT_PRIVSEP_METRICS, .seq = 1 };
 	char script[128], rec[128], text[512];
 	pid_t first;
 
@@ -344,11 +344,11 @@ static void lying(void **state)
 	assert_int_equal(chmod(script, 0755), 0);
 	assert_int_equal(chmod(rec, 0644), 0);
 	start(t, s, script, t->sys_url, NULL);
-	first = act_gm_proxy_worker_pid(s->p);
+	first = act_scrape_proxy_worker_pid(s->p);
 	if (!TH_WAIT(t->e, replaced(s, first), LIMIT_USEC))
 		fail_msg("the lying worker was never replaced");
 	assert_true(kill(first, 0) < 0 && errno == ESRCH);
-	act_gm_proxy_free(s->p);
+	act_scrape_proxy_free(s->p);
 	s->p = NULL;
 	unlink(script);
 	unlink(rec);
@@ -360,7 +360,7 @@ static void silent(void **state)
 {
 	struct tctx *t = *state;
 	struct side *s = &t->held;
-	pid_t pid = act_gm_proxy_worker_pid(s->p);
+	pid_t pid = act_scrape_proxy_worker_pid(s->p);
 
 	assert_non_null(s->p);
 	if (!TH_WAIT(t->e, s->o.calls > t->held_calls, LIMIT_USEC))
@@ -368,16 +368,16 @@ static void silent(void **state)
 	assert_int_equal(s->o.calls, t->held_calls + 1);
 	if (s->o.error != -ETIMEDOUT || !strstr(s->o.message, t->sys_url))
 		fail_msg("mode silent: error %d '%s', not %d", s->o.error, s->o.message, -ETIMEDOUT);
-	assert_int_equal(act_gm_proxy_worker_pid(s->p), pid);
+	assert_int_equal(act_scrape_proxy_worker_pid(s->p), pid);
 	/* A load beyond what the records carry: refused by the worker. */
 	peer_command(t, &t->peer, t->peer_log, "mode system");
 	fails(t, "load 1e12", -ERANGE, "out of range");
 	peer_command(t, &t->peer, t->peer_log, "load 3");
 	system_ok(t, s);
 	/* No LFC exporter named: no scrape of one. */
-	scrape(t, s, AG_GUEST_METRICS_LFC);
+	scrape(t, s, AG_EXPORTER_LFC);
 	assert_int_equal(s->o.error, -ENOENT);
-	act_gm_proxy_free(s->p);
+	act_scrape_proxy_free(s->p);
 	s->p = NULL;
 }
 

@@ -22,8 +22,8 @@
 
 #include "base/time.h"
 #include "base/macro.h"
-#include "agent-glue/monitor-client.h"
-#include "agent-glue/monitor.h"
+#include "agent-glue/client/monitor-client.h"
+#include "agent-glue/codec/monitor.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"

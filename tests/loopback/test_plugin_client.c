@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "agent-glue/arbiter.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "agent-glue/client/plugin-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/peer.h"
@@ -29,7 +29,7 @@
 
 struct fx {
 	sd_event *ev;
-	struct ag_http_client *http;
+	struct net_http_client *http;
 	struct ag_arbiter *arb;
 	struct th_peer node;
 	unsigned version_changes;
@@ -74,7 +74,7 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(sd_event_new(&f->ev), 0);
-	assert_int_equal(ag_http_client_new(f->ev, &f->http, NULL), 0);
+	assert_int_equal(net_http_client_new(f->ev, &f->http, NULL), 0);
 	*state = f;
 	return 0;
 }
@@ -85,7 +85,7 @@ static int teardown(void **state)
 
 	th_peer_stop(&f->node);
 	ag_arbiter_free(f->arb);
-	ag_http_client_free(f->http);
+	net_http_client_free(f->http);
 	sd_event_unref(f->ev);
 	free(f);
 	return 0;

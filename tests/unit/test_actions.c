@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/actions.h"
+#include "actuator/policy/actions.h"
 #include "base/macro.h"
 
 #define GiB (1024ULL * 1024 * 1024)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/arbiter.h"
+#include "agent-glue/arbiter/arbiter.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 
@@ -24,7 +24,7 @@ struct reply {
 
 static struct reply call(struct ag_arbiter *a, const char *method, const char *body)
 {
-	struct ag_http_server_reply r = { 0 };
+	struct net_http_server_reply r = { 0 };
 	struct reply out = { 0 };
 
 	ag_arbiter_handle(a, method, body, strlen(body), 1000, &r);

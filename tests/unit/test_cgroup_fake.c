@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/cgroup.h"
+#include "actuator/cgroup/cgroup.h"
 #include "base/macro.h"
 #include "tests/lib/file.h"
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/config.h"
+#include "actuator/config/config.h"
 
 static void test_defaults(void **state)
 {
@@ -210,7 +210,7 @@ static void test_example(void **state)
 	(void)state;
 	act_config_defaults(&cfg);
 	act_config_defaults(&def);
-	if (act_config_load("actuator/vmactd.json.example", true, &cfg, &err) < 0)
+	if (act_config_load("actuator/daemon/vmactd.json.example", true, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(cfg.cpu_policy, def.cpu_policy);
 	assert_int_equal(cfg.cpu_shrink, def.cpu_shrink);

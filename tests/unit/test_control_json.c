@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "actuator/control-json.h"
-#include "actuator/cpu-demand.h"
-#include "actuator/events.h"
+#include "actuator/control/control-json.h"
+#include "actuator/policy/cpu-demand.h"
+#include "actuator/control/events.h"
 #include "hotplug/hotplug.h"
 
 static void fill_managed(struct act_vm_view *v)

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "actuator/cpu-demand.h"
-#include "actuator/desired.h"
-#include "agent-glue/scaling.h"
+#include "actuator/policy/cpu-demand.h"
+#include "actuator/policy/desired.h"
+#include "agent-glue/codec/scaling.h"
 
 #define MS 1000000LL
 #define SEC 1000000000LL

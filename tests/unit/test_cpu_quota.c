@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/cpu-quota.h"
+#include "actuator/cgroup/cpu-quota.h"
 #include "base/macro.h"
 
 #define INF ACT_CPU_QUOTA_UNLIMITED

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/desired.h"
+#include "actuator/policy/desired.h"
 #include "base/macro.h"
 
 #define GiB (1024ULL * 1024 * 1024)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The guest-metrics readers (agent-glue/guest-metrics.h) on texts: what
+/* The guest-metrics readers (agent-glue/codec/exporter.h) on texts: what
  * they derive from a good page, and each way a page can lack what the
  * agent needs (doc/protocols.md, "Metrics inputs"). */
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent-glue/guest-metrics.h"
+#include "agent-glue/codec/exporter.h"
 #include "base/macro.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -239,16 +239,16 @@ static void test_url(void **state)
 	char buf[64];
 
 	(void)state;
-	assert_int_equal(ag_guest_metrics_url("10.0.0.5", 0, AG_GUEST_METRICS_SYSTEM, buf, sizeof(buf)), 0);
+	assert_int_equal(ag_exporter_url("10.0.0.5", 0, AG_EXPORTER_SYSTEM, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "http://10.0.0.5:9100/metrics");
-	assert_int_equal(ag_guest_metrics_url("10.0.0.5", 0, AG_GUEST_METRICS_LFC, buf, sizeof(buf)), 0);
+	assert_int_equal(ag_exporter_url("10.0.0.5", 0, AG_EXPORTER_LFC, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "http://10.0.0.5:9499/metrics");
-	assert_int_equal(ag_guest_metrics_url("fe80::1", 8080, AG_GUEST_METRICS_SYSTEM, buf, sizeof(buf)), 0);
+	assert_int_equal(ag_exporter_url("fe80::1", 8080, AG_EXPORTER_SYSTEM, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "http://[fe80::1]:8080/metrics");
-	assert_int_equal(ag_guest_metrics_url("[::1]", 0, AG_GUEST_METRICS_LFC, buf, sizeof(buf)), 0);
+	assert_int_equal(ag_exporter_url("[::1]", 0, AG_EXPORTER_LFC, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "http://[::1]:9499/metrics");
-	assert_int_equal(ag_guest_metrics_url("10.0.0.5", 0, AG_GUEST_METRICS_SYSTEM, buf, 20), -ENOSPC);
-	assert_int_equal(ag_guest_metrics_url("", 0, AG_GUEST_METRICS_SYSTEM, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(ag_exporter_url("10.0.0.5", 0, AG_EXPORTER_SYSTEM, buf, 20), -ENOSPC);
+	assert_int_equal(ag_exporter_url("", 0, AG_EXPORTER_SYSTEM, buf, sizeof(buf)), -EINVAL);
 }
 
 int main(void)

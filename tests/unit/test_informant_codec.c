@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Informant protocol codecs (agent-glue/informant.h) and the neonvm-runner's
- * VCPUs bodies (agent-glue/neonvm-runner.h). */
+/* Informant protocol codecs (agent-glue/codec/informant.h) and the neonvm-runner's
+ * VCPUs bodies (agent-glue/codec/neonvm-runner.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,8 +12,8 @@
 #include <cmocka.h>
 
 #include "base/macro.h"
-#include "agent-glue/informant.h"
-#include "agent-glue/neonvm-runner.h"
+#include "agent-glue/codec/informant.h"
+#include "agent-glue/codec/neonvm-runner.h"
 
 #define ID "6e4c3f2a-1b2d-4e8f-9a0b-1c2d3e4f5a6b"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The JSON rules every codec shares (agent-glue/json.h): key lookup as Go's
+/* The JSON rules every codec shares (net/json.h): key lookup as Go's
  * encoding/json does it, and floats in Go's text. Expected texts are what
  * encoding/json.Marshal prints for the same float64/float32 values. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "agent-glue/json.h"
+#include "net/json.h"
 
 static json_t *parse(const char *s, size_t flags)
 {
@@ -28,27 +28,27 @@ static json_t *parse(const char *s, size_t flags)
 static void test_key_matches(void **state)
 {
 	(void)state;
-	assert_true(ag_json_key_matches("ok", "ok"));
-	assert_true(ag_json_key_matches("OK", "ok"));
-	assert_true(ag_json_key_matches("oK", "Ok"));
-	assert_true(ag_json_key_matches("VCPUS", "vCPUs"));
-	assert_true(ag_json_key_matches("v1", "V1"));
+	assert_true(net_json_key_matches("ok", "ok"));
+	assert_true(net_json_key_matches("OK", "ok"));
+	assert_true(net_json_key_matches("oK", "Ok"));
+	assert_true(net_json_key_matches("VCPUS", "vCPUs"));
+	assert_true(net_json_key_matches("v1", "V1"));
 	/* Unicode simple folding: KELVIN SIGN ~ k, LONG S ~ s. */
-	assert_true(ag_json_key_matches("o\xe2\x84\xaa", "ok"));
-	assert_true(ag_json_key_matches("\xe2\x84\xaa", "K"));
-	assert_true(ag_json_key_matches("\xc5\xbftatus", "status"));
-	assert_true(ag_json_key_matches("\xc5\xbf", "S"));
-	assert_false(ag_json_key_matches("\xe2\x84\xaa", "s"));
-	assert_false(ag_json_key_matches("\xc5\xbf", "k"));
+	assert_true(net_json_key_matches("o\xe2\x84\xaa", "ok"));
+	assert_true(net_json_key_matches("\xe2\x84\xaa", "K"));
+	assert_true(net_json_key_matches("\xc5\xbftatus", "status"));
+	assert_true(net_json_key_matches("\xc5\xbf", "S"));
+	assert_false(net_json_key_matches("\xe2\x84\xaa", "s"));
+	assert_false(net_json_key_matches("\xc5\xbf", "k"));
 	/* Only letters fold: '@' | 0x20 is '`', '_' | 0x20 is DEL. */
-	assert_false(ag_json_key_matches("a`", "a@"));
-	assert_false(ag_json_key_matches("a\x7f", "a_"));
-	assert_true(ag_json_key_matches("A_", "a_"));
-	assert_false(ag_json_key_matches("o", "ok"));
-	assert_false(ag_json_key_matches("okk", "ok"));
-	assert_false(ag_json_key_matches("ok ", "ok"));
-	assert_false(ag_json_key_matches("", "ok"));
-	assert_true(ag_json_key_matches("", ""));
+	assert_false(net_json_key_matches("a`", "a@"));
+	assert_false(net_json_key_matches("a\x7f", "a_"));
+	assert_true(net_json_key_matches("A_", "a_"));
+	assert_false(net_json_key_matches("o", "ok"));
+	assert_false(net_json_key_matches("okk", "ok"));
+	assert_false(net_json_key_matches("ok ", "ok"));
+	assert_false(net_json_key_matches("", "ok"));
+	assert_true(net_json_key_matches("", ""));
 }
 
 static void test_get_last_match_wins(void **state)
@@ -59,30 +59,30 @@ static void test_get_last_match_wins(void **state)
 	/* Every matching key is decoded in turn in Go, the last one stays;
 	 * an exact match has no precedence over a later folded one. */
 	j = parse("{\"Ok\":1,\"oK\":2}", 0);
-	assert_int_equal(json_integer_value(ag_json_get(j, "ok")), 2);
+	assert_int_equal(json_integer_value(net_json_get(j, "ok")), 2);
 	json_decref(j);
 	j = parse("{\"ok\":1,\"OK\":2}", 0);
-	assert_int_equal(json_integer_value(ag_json_get(j, "ok")), 2);
+	assert_int_equal(json_integer_value(net_json_get(j, "ok")), 2);
 	json_decref(j);
 	j = parse("{\"OK\":1,\"ok\":2,\"other\":3}", 0);
-	assert_int_equal(json_integer_value(ag_json_get(j, "ok")), 2);
-	assert_int_equal(json_integer_value(ag_json_get(j, "OTHER")), 3);
-	assert_null(ag_json_get(j, "missing"));
-	assert_null(ag_json_get(j, "o"));
+	assert_int_equal(json_integer_value(net_json_get(j, "ok")), 2);
+	assert_int_equal(json_integer_value(net_json_get(j, "OTHER")), 3);
+	assert_null(net_json_get(j, "missing"));
+	assert_null(net_json_get(j, "o"));
 	json_decref(j);
 	j = parse("{\"o\xe2\x84\xaa\":true,\"ok\":false}", 0);
-	assert_true(json_is_false(ag_json_get(j, "ok")));
+	assert_true(json_is_false(net_json_get(j, "ok")));
 	json_decref(j);
 	j = parse("{\"ok\":false,\"o\xe2\x84\xaa\":true}", 0);
-	assert_true(json_is_true(ag_json_get(j, "ok")));
+	assert_true(json_is_true(net_json_get(j, "ok")));
 	json_decref(j);
 	/* Byte-identical duplicates are where jansson's collapsing loses the
 	 * order (json.h); decoders needing exactness refuse them. */
 	assert_null(json_loads("{\"ok\":1,\"OK\":2,\"ok\":3}", JSON_REJECT_DUPLICATES, NULL));
 	j = parse("[1]", 0);
-	assert_null(ag_json_get(j, "ok"));
+	assert_null(net_json_get(j, "ok"));
 	json_decref(j);
-	assert_null(ag_json_get(NULL, "ok"));
+	assert_null(net_json_get(NULL, "ok"));
 }
 
 static void test_typed_getters(void **state)
@@ -97,28 +97,28 @@ static void test_typed_getters(void **state)
 	json_t *o = NULL;
 
 	(void)state;
-	assert_int_equal(ag_json_get_bool(j, "b", &b, &err), 0);
+	assert_int_equal(net_json_get_bool(j, "b", &b, &err), 0);
 	assert_true(b);
-	assert_int_equal(ag_json_get_string(j, "S", &s, &err), 0);
+	assert_int_equal(net_json_get_string(j, "S", &s, &err), 0);
 	assert_string_equal(s, "x");
 	/* "n" and "N" both match the field; the later string wins. */
-	assert_int_equal(ag_json_get_uint(j, "n", 10, &u, &err), -EINVAL);
+	assert_int_equal(net_json_get_uint(j, "n", 10, &u, &err), -EINVAL);
 	assert_string_equal(err.msg, "n: expected an integer");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_get_uint(j, "r", 10, &u, &err), -EINVAL);
+	assert_int_equal(net_json_get_uint(j, "r", 10, &u, &err), -EINVAL);
 	assert_string_equal(err.msg, "r: expected an integer");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_get_uint(j, "big", 255, &u, &err), -ERANGE);
+	assert_int_equal(net_json_get_uint(j, "big", 255, &u, &err), -ERANGE);
 	assert_string_equal(err.msg, "big: 300 out of range [0, 255]");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_get_double(j, "D", &d, &err), 0);
+	assert_int_equal(net_json_get_double(j, "D", &d, &err), 0);
 	assert_true(d == 2.5);
-	assert_int_equal(ag_json_get_object(j, "O", &o, &err), 0);
+	assert_int_equal(net_json_get_object(j, "O", &o, &err), 0);
 	assert_true(json_is_object(o));
-	assert_int_equal(ag_json_get_object(j, "s", &o, &err), -EINVAL);
+	assert_int_equal(net_json_get_object(j, "s", &o, &err), -EINVAL);
 	assert_string_equal(err.msg, "s: expected an object");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_get_bool(j, "absent", &b, &err), -EINVAL);
+	assert_int_equal(net_json_get_bool(j, "absent", &b, &err), -EINVAL);
 	assert_string_equal(err.msg, "absent: missing");
 	json_decref(j);
 }
@@ -130,24 +130,24 @@ static void test_string_copy(void **state)
 	char buf[4];
 
 	(void)state;
-	assert_int_equal(ag_json_string_copy(ag_json_get(j, "NAME"), "name", buf, sizeof(buf), &err),
+	assert_int_equal(net_json_string_copy(net_json_get(j, "NAME"), "name", buf, sizeof(buf), &err),
 			 0);
 	assert_string_equal(buf, "abc");
-	assert_int_equal(ag_json_string_copy(ag_json_get(j, "name"), "name", buf, 3, &err), -EINVAL);
+	assert_int_equal(net_json_string_copy(net_json_get(j, "name"), "name", buf, 3, &err), -EINVAL);
 	assert_string_equal(err.msg, "name: longer than 2 bytes");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_string_copy(ag_json_get(j, "nul"), "nul", buf, sizeof(buf), &err),
+	assert_int_equal(net_json_string_copy(net_json_get(j, "nul"), "nul", buf, sizeof(buf), &err),
 			 -EINVAL);
 	assert_string_equal(err.msg, "nul: contains a NUL byte");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_string_copy(ag_json_get(j, "n"), "n", buf, sizeof(buf), &err),
+	assert_int_equal(net_json_string_copy(net_json_get(j, "n"), "n", buf, sizeof(buf), &err),
 			 -EINVAL);
 	assert_string_equal(err.msg, "n: expected a string");
 	vmact_err_reset(&err);
-	assert_int_equal(ag_json_string_copy(NULL, "gone", buf, sizeof(buf), &err), -EINVAL);
+	assert_int_equal(net_json_string_copy(NULL, "gone", buf, sizeof(buf), &err), -EINVAL);
 	assert_string_equal(err.msg, "gone: missing");
 	/* No error sink: still a clean error return. */
-	assert_int_equal(ag_json_string_copy(NULL, "gone", buf, sizeof(buf), NULL), -EINVAL);
+	assert_int_equal(net_json_string_copy(NULL, "gone", buf, sizeof(buf), NULL), -EINVAL);
 	json_decref(j);
 }
 
@@ -155,7 +155,7 @@ static void expect_text(double d, bool f32, const char *want)
 {
 	char buf[64];
 
-	assert_int_equal(ag_json_real_text(d, f32, buf, sizeof(buf)), 0);
+	assert_int_equal(net_json_real_text(d, f32, buf, sizeof(buf)), 0);
 	if (strcmp(buf, want) != 0)
 		fail_msg("%.17g (%s): got %s, want %s", d, f32 ? "float32" : "float64", buf, want);
 }
@@ -224,12 +224,12 @@ static void test_real_text_errors(void **state)
 	char buf[8];
 
 	(void)state;
-	assert_int_equal(ag_json_real_text(NAN, false, buf, sizeof(buf)), -EDOM);
-	assert_int_equal(ag_json_real_text(INFINITY, true, buf, sizeof(buf)), -EDOM);
-	assert_int_equal(ag_json_real_text(1e20, false, buf, sizeof(buf)), -ENOSPC);
-	assert_int_equal(ag_json_real_text(1234567, false, buf, sizeof(buf)), 0);
+	assert_int_equal(net_json_real_text(NAN, false, buf, sizeof(buf)), -EDOM);
+	assert_int_equal(net_json_real_text(INFINITY, true, buf, sizeof(buf)), -EDOM);
+	assert_int_equal(net_json_real_text(1e20, false, buf, sizeof(buf)), -ENOSPC);
+	assert_int_equal(net_json_real_text(1234567, false, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "1234567");
-	assert_int_equal(ag_json_real_text(12345678, false, buf, sizeof(buf)), -ENOSPC);
+	assert_int_equal(net_json_real_text(12345678, false, buf, sizeof(buf)), -ENOSPC);
 }
 
 static void test_shortest_g(void **state)
@@ -237,14 +237,14 @@ static void test_shortest_g(void **state)
 	char buf[40];
 
 	(void)state;
-	assert_int_equal(ag_json_shortest_g(0.1, false, buf, sizeof(buf)), 1);
+	assert_int_equal(net_json_shortest_g(0.1, false, buf, sizeof(buf)), 1);
 	assert_string_equal(buf, "0.1");
-	assert_int_equal(ag_json_shortest_g(1.0 / 3.0, false, buf, sizeof(buf)), 16);
+	assert_int_equal(net_json_shortest_g(1.0 / 3.0, false, buf, sizeof(buf)), 16);
 	assert_true(strtod(buf, NULL) == 1.0 / 3.0);
-	assert_int_equal(ag_json_shortest_g(1.0f / 3.0f, true, buf, sizeof(buf)), 8);
+	assert_int_equal(net_json_shortest_g(1.0f / 3.0f, true, buf, sizeof(buf)), 8);
 	assert_string_equal(buf, "0.33333334");
 	/* %g text, as quantities read it: exponent form where %g picks it. */
-	assert_int_equal(ag_json_shortest_g(1e21, false, buf, sizeof(buf)), 1);
+	assert_int_equal(net_json_shortest_g(1e21, false, buf, sizeof(buf)), 1);
 	assert_string_equal(buf, "1e+21");
 }
 
@@ -253,35 +253,35 @@ static void test_real_builder(void **state)
 	json_t *j;
 
 	(void)state;
-	j = ag_json_real(2.0, false);
+	j = net_json_real(2.0, false);
 	assert_true(json_is_integer(j));
 	assert_int_equal(json_integer_value(j), 2);
 	json_decref(j);
 	/* Whole and beyond 2^53 still fits json_int_t: Go prints all digits. */
-	j = ag_json_real(1e16, false);
+	j = net_json_real(1e16, false);
 	assert_true(json_is_integer(j));
 	assert_int_equal(json_integer_value(j), 10000000000000000LL);
 	json_decref(j);
-	j = ag_json_real(1e19, false);
+	j = net_json_real(1e19, false);
 	assert_true(json_is_real(j));
 	assert_true(json_real_value(j) == 1e19);
 	json_decref(j);
-	j = ag_json_real(0.5, false);
+	j = net_json_real(0.5, false);
 	assert_true(json_is_real(j));
 	assert_true(json_real_value(j) == 0.5);
 	json_decref(j);
 	/* A float32 goes out as its shortest decimal, not as (double)0.1f. */
-	j = ag_json_real(0.1f, true);
+	j = net_json_real(0.1f, true);
 	assert_true(json_is_real(j));
 	assert_true(json_real_value(j) == 0.1);
 	json_decref(j);
-	assert_null(ag_json_real(NAN, false));
-	assert_null(ag_json_real(INFINITY, true));
+	assert_null(net_json_real(NAN, false));
+	assert_null(net_json_real(INFINITY, true));
 }
 
 static void expect_dump(json_t *j, const char *want)
 {
-	char *s = ag_json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *s = net_json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
 	assert_non_null(s);
 	if (strcmp(s, want) != 0)
@@ -294,18 +294,18 @@ static void test_dumps(void **state)
 {
 	(void)state;
 	/* jansson's own default would write 0.10000000000000001. */
-	expect_dump(json_pack("{s:o,s:o,s:[o,{s:o}],s:o}", "a", ag_json_real(0.1, false), "b",
-			      ag_json_real(0.333, false), "c", ag_json_real(1.5, false), "d",
-			      ag_json_real(0.1f, true), "e", ag_json_real(1.0f / 3.0f, true)),
+	expect_dump(json_pack("{s:o,s:o,s:[o,{s:o}],s:o}", "a", net_json_real(0.1, false), "b",
+			      net_json_real(0.333, false), "c", net_json_real(1.5, false), "d",
+			      net_json_real(0.1f, true), "e", net_json_real(1.0f / 3.0f, true)),
 		    "{\"a\":0.1,\"b\":0.333,\"c\":[1.5,{\"d\":0.1}],\"e\":0.33333334}");
-	expect_dump(json_pack("{s:o,s:o}", "x", ag_json_real(1.0 / 3.0, false), "n",
-			      ag_json_real(3, false)),
+	expect_dump(json_pack("{s:o,s:o}", "x", net_json_real(1.0 / 3.0, false), "n",
+			      net_json_real(3, false)),
 		    "{\"x\":0.3333333333333333,\"n\":3}");
-	expect_dump(json_pack("{s:o,s:s,s:[]}", "x", ag_json_real(4294967.295, false), "s", "t",
+	expect_dump(json_pack("{s:o,s:s,s:[]}", "x", net_json_real(4294967.295, false), "s", "t",
 			      "a"),
 		    "{\"x\":4294967.295,\"s\":\"t\",\"a\":[]}");
 	expect_dump(json_pack("{s:i}", "x", 1), "{\"x\":1}");
-	expect_dump(json_pack("[o,o]", ag_json_real(1.5e-7, false), ag_json_real(-12.25, false)),
+	expect_dump(json_pack("[o,o]", net_json_real(1.5e-7, false), net_json_real(-12.25, false)),
 		    "[1.5e-7,-12.25]");
 }
 
@@ -319,8 +319,8 @@ static void test_dumps_round_trip(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		json_array_append_new(a, ag_json_real(v[i], false));
-	s = ag_json_dumps(a, JSON_COMPACT);
+		json_array_append_new(a, net_json_real(v[i], false));
+	s = net_json_dumps(a, JSON_COMPACT);
 	assert_non_null(s);
 	back = parse(s, 0);
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)

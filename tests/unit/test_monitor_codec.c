@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "base/macro.h"
-#include "agent-glue/monitor.h"
+#include "agent-glue/codec/monitor.h"
 
 static int decode_s(const char *s, struct ag_mon_msg *m, struct vmact_err *err)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Pure hotplug planning (actuator/plan.h): the order of quota and hotplug
+/* Pure hotplug planning (actuator/policy/plan.h): the order of quota and hotplug
  * steps, bound enforcement before any step starts, rounding to what the
  * VM's layout can do, refused vCPU changes, the achieved size and the
  * layout read from a live state. */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/plan.h"
+#include "actuator/policy/plan.h"
 #include "base/macro.h"
 
 #define MiB (1024ULL * 1024ULL)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent-glue/plugin.h"
+#include "agent-glue/codec/plugin.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agent-glue/arbiter.h"
-#include "agent-glue/plugin-client.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "agent-glue/client/plugin-client.h"
 
 #define GiB (1024ULL * 1024ULL * 1024ULL)
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The Prometheus text parser (agent-glue/prom-text.h): texts it must read
+/* The Prometheus text parser (net/prom-text.h): texts it must read
  * and what it must make of them, every malformation it must refuse with the
  * line and the cause, and its count limits. */
 #include <errno.h>
@@ -14,17 +14,17 @@
 
 #include <cmocka.h>
 
-#include "agent-glue/prom-text.h"
+#include "net/prom-text.h"
 #include "base/macro.h"
 
-DEFINE_PTR_CLEANUP(prom_freep, struct ag_prom_text, ag_prom_text_free)
+DEFINE_PTR_CLEANUP(prom_freep, struct net_prom_text, net_prom_text_free)
 
-static struct ag_prom_text *must_parse(const char *text)
+static struct net_prom_text *must_parse(const char *text)
 {
 	struct vmact_err err = { 0 };
-	struct ag_prom_text *t = NULL;
+	struct net_prom_text *t = NULL;
 
-	if (ag_prom_parse(text, strlen(text), &t, &err) != 0)
+	if (net_prom_parse(text, strlen(text), &t, &err) != 0)
 		fail_msg("refused: %s\n--- text:\n%s", err.msg, text);
 	return t;
 }
@@ -63,76 +63,76 @@ static const char node_page[] =
 
 static void test_good_text_structure(void **state)
 {
-	_cleanup_(prom_freep) struct ag_prom_text *t = must_parse(node_page);
-	const struct ag_prom_family *f;
-	const struct ag_prom_sample *s;
+	_cleanup_(prom_freep) struct net_prom_text *t = must_parse(node_page);
+	const struct net_prom_family *f;
+	const struct net_prom_sample *s;
 
 	(void)state;
 	assert_int_equal(t->n_families, 10);
 	assert_int_equal(t->n_samples, 17);
 
-	f = ag_prom_find(t, "host_load1");
+	f = net_prom_find(t, "host_load1");
 	assert_non_null(f);
-	assert_int_equal(f->type, AG_PROM_GAUGE);
+	assert_int_equal(f->type, NET_PROM_GAUGE);
 	assert_true(f->typed);
 	assert_string_equal(f->help, "1-minute load average");
 	assert_int_equal(f->n_samples, 1);
 	assert_true(f->samples[0].value == 0.53);
 	assert_int_equal(f->line, 1);
 
-	f = ag_prom_find(t, "host_cpu_seconds_total");
+	f = net_prom_find(t, "host_cpu_seconds_total");
 	assert_non_null(f);
-	assert_int_equal(f->type, AG_PROM_COUNTER);
+	assert_int_equal(f->type, NET_PROM_COUNTER);
 	assert_null(f->help);
 	assert_int_equal(f->n_samples, 3);
 	s = &f->samples[0];
 	assert_int_equal(s->n_labels, 2);
-	assert_string_equal(ag_prom_label(s, "cpu"), "0");
-	assert_string_equal(ag_prom_label(s, "mode"), "idle");
-	assert_null(ag_prom_label(s, "nope"));
+	assert_string_equal(net_prom_label(s, "cpu"), "0");
+	assert_string_equal(net_prom_label(s, "mode"), "idle");
+	assert_null(net_prom_label(s, "nope"));
 	assert_true(s->value == 12500);
 	assert_true(s->has_timestamp);
 	assert_true(s->timestamp_ms == 1700000000000LL);
 	assert_int_equal(s->line, 8);
 	s = &f->samples[1]; /* blanks everywhere, trailing comma */
 	assert_int_equal(s->n_labels, 2);
-	assert_string_equal(ag_prom_label(s, "cpu"), "1");
+	assert_string_equal(net_prom_label(s, "cpu"), "1");
 	assert_false(s->has_timestamp);
 	s = &f->samples[2];
 	assert_true(s->value == 0 && signbit(s->value));
 
-	f = ag_prom_find(t, "rpc_duration_seconds");
-	assert_int_equal(f->type, AG_PROM_SUMMARY);
+	f = net_prom_find(t, "rpc_duration_seconds");
+	assert_int_equal(f->type, NET_PROM_SUMMARY);
 	assert_int_equal(f->n_samples, 3);
 	assert_string_equal(f->samples[1].name, "rpc_duration_seconds_sum");
-	f = ag_prom_find(t, "http_request_duration_seconds");
-	assert_int_equal(f->type, AG_PROM_HISTOGRAM);
+	f = net_prom_find(t, "http_request_duration_seconds");
+	assert_int_equal(f->type, NET_PROM_HISTOGRAM);
 	assert_int_equal(f->n_samples, 4);
 	assert_string_equal(f->samples[0].name, "http_request_duration_seconds_bucket");
-	assert_string_equal(ag_prom_label(&f->samples[1], "le"), "+Inf");
-	assert_null(ag_prom_find(t, "http_request_duration_seconds_bucket"));
+	assert_string_equal(net_prom_label(&f->samples[1], "le"), "+Inf");
+	assert_null(net_prom_find(t, "http_request_duration_seconds_bucket"));
 
-	f = ag_prom_find(t, "escaped");
-	assert_int_equal(f->type, AG_PROM_UNTYPED);
+	f = net_prom_find(t, "escaped");
+	assert_int_equal(f->type, NET_PROM_UNTYPED);
 	assert_false(f->typed);
 	assert_string_equal(f->help, "A \\ backslash and a\nnewline \"quoted\"");
 	s = &f->samples[0];
-	assert_string_equal(ag_prom_label(s, "path"), "C:\\dir");
-	assert_string_equal(ag_prom_label(s, "say"), "\"hi\"");
-	assert_string_equal(ag_prom_label(s, "two"), "a\nb");
-	assert_string_equal(ag_prom_label(s, "utf"), "\xc3\xa9t\xc3\xa9");
+	assert_string_equal(net_prom_label(s, "path"), "C:\\dir");
+	assert_string_equal(net_prom_label(s, "say"), "\"hi\"");
+	assert_string_equal(net_prom_label(s, "two"), "a\nb");
+	assert_string_equal(net_prom_label(s, "utf"), "\xc3\xa9t\xc3\xa9");
 	assert_true(isnan(s->value));
 
-	assert_true(isinf(ag_prom_find(t, "inf_up")->samples[0].value));
-	assert_true(ag_prom_find(t, "inf_up")->samples[0].value > 0);
-	s = &ag_prom_find(t, "inf_down")->samples[0];
+	assert_true(isinf(net_prom_find(t, "inf_up")->samples[0].value));
+	assert_true(net_prom_find(t, "inf_up")->samples[0].value > 0);
+	s = &net_prom_find(t, "inf_down")->samples[0];
 	assert_true(isinf(s->value) && s->value < 0);
 	assert_true(s->has_timestamp && s->timestamp_ms == -1);
-	s = &ag_prom_find(t, "empty_labels")->samples[0];
+	s = &net_prom_find(t, "empty_labels")->samples[0];
 	assert_int_equal(s->n_labels, 0);
 	assert_true(s->value == 0.5);
-	assert_true(ag_prom_find(t, "colon:name_1")->samples[0].value == 5);
-	assert_true(ag_prom_find(t, "no_newline_at_end")->samples[0].value == 1000);
+	assert_true(net_prom_find(t, "colon:name_1")->samples[0].value == 5);
+	assert_true(net_prom_find(t, "no_newline_at_end")->samples[0].value == 1000);
 }
 
 /* Small texts and the one value or property each must give. */
@@ -174,8 +174,8 @@ static void test_good_texts_table(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		_cleanup_(prom_freep) struct ag_prom_text *t = must_parse(cases[i].text);
-		const struct ag_prom_sample *first = NULL;
+		_cleanup_(prom_freep) struct net_prom_text *t = must_parse(cases[i].text);
+		const struct net_prom_sample *first = NULL;
 
 		if (t->n_families != cases[i].families || t->n_samples != cases[i].samples)
 			fail_msg("case %zu: %zu families, %zu samples; want %zu, %zu", i, t->n_families,
@@ -273,14 +273,14 @@ static void test_malformed_table(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct vmact_err err = { 0 };
-		struct ag_prom_text *t = (struct ag_prom_text *)&err; /* must be reset */
+		struct net_prom_text *t = (struct net_prom_text *)&err; /* must be reset */
 		size_t len = strlen(cases[i].text);
 		int r;
 
 		/* The NUL case carries its bytes past the terminator. */
 		if (strstr(cases[i].msg, "NUL byte"))
 			len = 9;
-		r = ag_prom_parse(cases[i].text, len, &t, &err);
+		r = net_prom_parse(cases[i].text, len, &t, &err);
 		if (r != -cases[i].code || !strstr(err.msg, cases[i].msg))
 			fail_msg("case %zu (%s): got %d \"%s\", want -%d containing \"%s\"", i,
 				 cases[i].text, r, err.msg, cases[i].code, cases[i].msg);
@@ -299,9 +299,9 @@ static void test_messages_printable(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
 		struct vmact_err err = { 0 };
-		struct ag_prom_text *t = NULL;
+		struct net_prom_text *t = NULL;
 
-		assert_int_equal(ag_prom_parse(texts[i], strlen(texts[i]), &t, &err), -EBADMSG);
+		assert_int_equal(net_prom_parse(texts[i], strlen(texts[i]), &t, &err), -EBADMSG);
 		for (const char *p = err.msg; *p; p++)
 			if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
 				fail_msg("case %zu: unprintable byte 0x%02x in \"%s\"", i, (unsigned char)*p,
@@ -329,8 +329,8 @@ static char *repeat(size_t n, const char *head, bool families)
 static void expect_limit(const char *text, int code, const char *msg)
 {
 	struct vmact_err err = { 0 };
-	struct ag_prom_text *t = NULL;
-	int r = ag_prom_parse(text, strlen(text), &t, &err);
+	struct net_prom_text *t = NULL;
+	int r = net_prom_parse(text, strlen(text), &t, &err);
 
 	if (r != -code || !strstr(err.msg, msg))
 		fail_msg("got %d \"%s\", want -%d containing \"%s\"", r, err.msg, code, msg);
@@ -339,53 +339,53 @@ static void expect_limit(const char *text, int code, const char *msg)
 
 static void test_limits(void **state)
 {
-	_cleanup_free_ char *fams_ok = repeat(AG_PROM_MAX_FAMILIES, "", true);
-	_cleanup_free_ char *fams_over = repeat(AG_PROM_MAX_FAMILIES + 1, "", true);
+	_cleanup_free_ char *fams_ok = repeat(NET_PROM_MAX_FAMILIES, "", true);
+	_cleanup_free_ char *fams_over = repeat(NET_PROM_MAX_FAMILIES + 1, "", true);
 	_cleanup_free_ char *samples_ok =
-		repeat(AG_PROM_MAX_SAMPLES, "# TYPE s gauge\n", false);
+		repeat(NET_PROM_MAX_SAMPLES, "# TYPE s gauge\n", false);
 	_cleanup_free_ char *samples_over =
-		repeat(AG_PROM_MAX_SAMPLES + 1, "# TYPE s gauge\n", false);
-	char labels[AG_PROM_MAX_LABELS * 16 + 64];
+		repeat(NET_PROM_MAX_SAMPLES + 1, "# TYPE s gauge\n", false);
+	char labels[NET_PROM_MAX_LABELS * 16 + 64];
 	size_t len = 0;
-	struct ag_prom_text *t = NULL;
+	struct net_prom_text *t = NULL;
 	struct vmact_err err = { 0 };
 
 	(void)state;
 	t = must_parse(fams_ok);
-	assert_int_equal(t->n_families, AG_PROM_MAX_FAMILIES);
-	assert_non_null(ag_prom_find(t, "f2047"));
-	assert_true(ag_prom_find(t, "f2047")->samples[0].value == 2047);
-	ag_prom_text_free(t);
+	assert_int_equal(t->n_families, NET_PROM_MAX_FAMILIES);
+	assert_non_null(net_prom_find(t, "f2047"));
+	assert_true(net_prom_find(t, "f2047")->samples[0].value == 2047);
+	net_prom_text_free(t);
 	expect_limit(fams_over, E2BIG, "line 2049: more than 2048 metric families");
 
 	t = must_parse(samples_ok);
-	assert_int_equal(t->n_samples, AG_PROM_MAX_SAMPLES);
-	assert_string_equal(ag_prom_label(&t->families[0].samples[16383], "i"), "16383");
-	ag_prom_text_free(t);
+	assert_int_equal(t->n_samples, NET_PROM_MAX_SAMPLES);
+	assert_string_equal(net_prom_label(&t->families[0].samples[16383], "i"), "16383");
+	net_prom_text_free(t);
 	expect_limit(samples_over, E2BIG, "line 16386: more than 16384 samples");
 
 	len = (size_t)snprintf(labels, sizeof(labels), "a{");
-	for (unsigned i = 0; i < AG_PROM_MAX_LABELS; i++)
+	for (unsigned i = 0; i < NET_PROM_MAX_LABELS; i++)
 		len += (size_t)snprintf(labels + len, sizeof(labels) - len, "l%u=\"%u\",", i, i);
 	snprintf(labels + len, sizeof(labels) - len, "} 1\n");
 	t = must_parse(labels);
-	assert_int_equal(t->families[0].samples[0].n_labels, AG_PROM_MAX_LABELS);
-	ag_prom_text_free(t);
+	assert_int_equal(t->families[0].samples[0].n_labels, NET_PROM_MAX_LABELS);
+	net_prom_text_free(t);
 	snprintf(labels + len, sizeof(labels) - len, "x=\"y\"} 1\n");
 	expect_limit(labels, E2BIG, "line 1: more than 32 labels on one sample");
 
 	/* The size cap is checked before anything is read. */
-	assert_int_equal(ag_prom_parse("", (size_t)AG_PROM_MAX_TEXT + 1, &t, &err), -EFBIG);
+	assert_int_equal(net_prom_parse("", (size_t)NET_PROM_MAX_TEXT + 1, &t, &err), -EFBIG);
 	assert_non_null(strstr(err.msg, "at most 16777216 accepted"));
-	assert_int_equal(ag_prom_parse(NULL, 1, &t, NULL), -EINVAL);
-	assert_int_equal(ag_prom_parse("", 0, NULL, NULL), -EINVAL);
+	assert_int_equal(net_prom_parse(NULL, 1, &t, NULL), -EINVAL);
+	assert_int_equal(net_prom_parse("", 0, NULL, NULL), -EINVAL);
 }
 
 /* Only the bytes given are read: a text cut anywhere is parsed as cut. */
 static void test_length_bounds_reading(void **state)
 {
 	static const char text[] = "# TYPE g gauge\ng{a=\"b\"} 12 34\nz 1\n";
-	struct ag_prom_text *t = NULL;
+	struct net_prom_text *t = NULL;
 
 	(void)state;
 	for (size_t n = 0; n <= sizeof(text) - 1; n++) {
@@ -394,13 +394,13 @@ static void test_length_bounds_reading(void **state)
 
 		assert_non_null(copy);
 		memcpy(copy, text, n);
-		if (ag_prom_parse(copy, n, &t, &err) == 0)
-			ag_prom_text_free(t);
+		if (net_prom_parse(copy, n, &t, &err) == 0)
+			net_prom_text_free(t);
 		free(copy);
 	}
 	t = must_parse("g 12 34");
 	assert_true(t->families[0].samples[0].timestamp_ms == 34);
-	ag_prom_text_free(t);
+	net_prom_text_free(t);
 }
 
 /* ---- callback walk ------------------------------------------------- */
@@ -411,7 +411,7 @@ struct walk {
 	size_t stop_at;
 };
 
-static int on_sample(void *ud, const struct ag_prom_family *f, const struct ag_prom_sample *s,
+static int on_sample(void *ud, const struct net_prom_family *f, const struct net_prom_sample *s,
 		     struct vmact_err *err)
 {
 	struct walk *w = ud;
@@ -420,7 +420,7 @@ static int on_sample(void *ud, const struct ag_prom_family *f, const struct ag_p
 	if (++w->n == w->stop_at)
 		return vmact_err_set(err, ECANCELED, "stopped at %s", s->name);
 	snprintf(w->seen + len, sizeof(w->seen) - len, "%s/%s=%g ", f->name,
-		 ag_prom_type_name(f->type), s->value);
+		 net_prom_type_name(f->type), s->value);
 	return 0;
 }
 
@@ -432,34 +432,34 @@ static void test_parse_each(void **state)
 	struct vmact_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(ag_prom_parse_each(text, strlen(text), on_sample, &w, &err), 0);
+	assert_int_equal(net_prom_parse_each(text, strlen(text), on_sample, &w, &err), 0);
 	assert_string_equal(w.seen, "g/gauge=1 h/histogram=2 h/histogram=3 h/histogram=2 u/untyped=4 ");
 
 	memset(&w, 0, sizeof(w));
 	w.stop_at = 3;
-	assert_int_equal(ag_prom_parse_each(text, strlen(text), on_sample, &w, &err), -ECANCELED);
+	assert_int_equal(net_prom_parse_each(text, strlen(text), on_sample, &w, &err), -ECANCELED);
 	assert_string_equal(err.msg, "stopped at h_sum");
 
 	/* A malformed line further down: the callback sees nothing. */
 	memset(&w, 0, sizeof(w));
 	vmact_err_reset(&err);
-	assert_int_equal(ag_prom_parse_each("a 1\nb 2\nc x\n", 12, on_sample, &w, &err), -EBADMSG);
+	assert_int_equal(net_prom_parse_each("a 1\nb 2\nc x\n", 12, on_sample, &w, &err), -EBADMSG);
 	assert_int_equal(w.n, 0);
 	assert_non_null(strstr(err.msg, "line 3: c: invalid value"));
-	assert_int_equal(ag_prom_parse_each("a 1\n", 4, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(net_prom_parse_each("a 1\n", 4, NULL, NULL, NULL), -EINVAL);
 }
 
 static void test_type_names(void **state)
 {
 	(void)state;
-	assert_string_equal(ag_prom_type_name(AG_PROM_GAUGE), "gauge");
-	assert_string_equal(ag_prom_type_name(AG_PROM_COUNTER), "counter");
-	assert_string_equal(ag_prom_type_name(AG_PROM_HISTOGRAM), "histogram");
-	assert_string_equal(ag_prom_type_name(AG_PROM_SUMMARY), "summary");
-	assert_string_equal(ag_prom_type_name(AG_PROM_UNTYPED), "untyped");
-	assert_null(ag_prom_find(NULL, "x"));
-	assert_null(ag_prom_label(NULL, "x"));
-	ag_prom_text_free(NULL);
+	assert_string_equal(net_prom_type_name(NET_PROM_GAUGE), "gauge");
+	assert_string_equal(net_prom_type_name(NET_PROM_COUNTER), "counter");
+	assert_string_equal(net_prom_type_name(NET_PROM_HISTOGRAM), "histogram");
+	assert_string_equal(net_prom_type_name(NET_PROM_SUMMARY), "summary");
+	assert_string_equal(net_prom_type_name(NET_PROM_UNTYPED), "untyped");
+	assert_null(net_prom_find(NULL, "x"));
+	assert_null(net_prom_label(NULL, "x"));
+	net_prom_text_free(NULL);
 }
 
 int main(void)

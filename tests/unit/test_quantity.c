@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "agent-glue/json.h"
-#include "agent-glue/quantity.h"
+#include "net/json.h"
+#include "agent-glue/codec/quantity.h"
 
 /* Accepted quantities: as a plain value (bytes) or as milli-units (CPU). */
 static const struct {

@@ -14,11 +14,12 @@
 
 #include <cmocka.h>
 
-#include "actuator/runner.h"
-#include "actuator/runner-internal.h"
-#include "actuator/config.h"
-#include "actuator/approver.h"
-#include "agent-glue/informant-client.h"
+#include "actuator/runner/runner.h"
+#define ACT_RUNNER_PRIV_ALLOW
+#include "actuator/runner/runner-priv.h"
+#include "actuator/config/config.h"
+#include "actuator/guestd/approver.h"
+#include "agent-glue/client/informant-client.h"
 
 #define MiB (1024ULL * 1024ULL)
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What a runner API change may ask (actuator/runner-api.h): within the
+/* What a runner API change may ask (actuator/runner/neonvm-api.h): within the
  * VM's CPU bounds and the vCPUs it can have, every refusal naming why. */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "actuator/runner-api.h"
+#include "actuator/runner/neonvm-api.h"
 
 static void within_bounds(void **state)
 {
@@ -34,12 +34,12 @@ static void within_bounds(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		if (act_runner_api_check(ok[i], &min, &max, 4, &err) < 0)
+		if (act_runner_neonvm_api_check(ok[i], &min, &max, 4, &err) < 0)
 			fail_msg("%u: %s", ok[i], err.msg);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		vmact_err_reset(&err);
-		if (act_runner_api_check(bad[i].milli, &min, &max, bad[i].vcpus_max, &err) != -ERANGE ||
+		if (act_runner_neonvm_api_check(bad[i].milli, &min, &max, bad[i].vcpus_max, &err) != -ERANGE ||
 		    !strstr(err.msg, bad[i].want))
 			fail_msg("%u: '%s', want '%s'", bad[i].milli, err.msg, bad[i].want);
 	}
@@ -47,9 +47,9 @@ static void within_bounds(void **state)
 	{
 		const struct vmact_resources lo = { .milli_cpu = 250 }, hi = { .milli_cpu = 1500 };
 
-		assert_int_equal(act_runner_api_check(250, &lo, &hi, 2, &err), 0);
-		assert_int_equal(act_runner_api_check(1500, &lo, &hi, 2, &err), 0);
-		assert_int_equal(act_runner_api_check(249, &lo, &hi, 2, &err), -ERANGE);
+		assert_int_equal(act_runner_neonvm_api_check(250, &lo, &hi, 2, &err), 0);
+		assert_int_equal(act_runner_neonvm_api_check(1500, &lo, &hi, 2, &err), 0);
+		assert_int_equal(act_runner_neonvm_api_check(249, &lo, &hi, 2, &err), -ERANGE);
 	}
 }
 

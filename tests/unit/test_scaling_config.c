@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "base/macro.h"
-#include "agent-glue/scaling.h"
+#include "agent-glue/codec/scaling.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 

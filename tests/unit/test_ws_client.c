@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The websocket client (agent-glue/ws-client.h): the upgrade pieces and
+/* The websocket client (net/ws-client.h): the upgrade pieces and
  * the checks of its configuration, also as the vm-monitor client reports
  * them. */
 #include <errno.h>
@@ -12,15 +12,15 @@
 #include <cmocka.h>
 
 #include "base/macro.h"
-#include "agent-glue/monitor-client.h"
-#include "agent-glue/ws-client.h"
+#include "agent-glue/client/monitor-client.h"
+#include "net/ws-client.h"
 
 static void test_accept_rfc6455_example(void **state)
 {
-	char out[AG_WS_ACCEPT_LEN + 1];
+	char out[NET_WS_ACCEPT_LEN + 1];
 
 	/* The worked example of RFC 6455 section 1.3. */
-	ag_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out);
+	net_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", out);
 	assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 }
 
@@ -30,7 +30,7 @@ static int check(const char *head, struct vmact_err *err)
 
 	snprintf(buf, sizeof(buf), "%s", head);
 	vmact_err_reset(err);
-	return ag_ws_check_upgrade(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", err);
+	return net_ws_check_upgrade(buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", err);
 }
 
 static void test_check_upgrade(void **state)
@@ -75,7 +75,7 @@ static void test_check_upgrade(void **state)
 static void test_ws_config_errors(void **state)
 {
 	static const struct {
-		struct ag_ws_client_config cfg;
+		struct net_ws_client_config cfg;
 		const char *err; /* NULL: accepted */
 	} cases[] = {
 		{ { .path = "/" }, "exactly one of host and unix_path" },
@@ -92,22 +92,22 @@ static void test_ws_config_errors(void **state)
 
 	assert_int_equal(sd_event_new(&e), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		struct ag_ws_client *ws = NULL;
+		struct net_ws_client *ws = NULL;
 		int r;
 
 		vmact_err_reset(&err);
-		r = ag_ws_client_new(e, &cases[i].cfg, NULL, NULL, &ws, &err);
+		r = net_ws_client_new(e, &cases[i].cfg, NULL, NULL, &ws, &err);
 		if (!cases[i].err) {
 			if (r != 0)
 				fail_msg("case %zu rejected: %s", i, err.msg);
-			assert_int_equal(ag_ws_client_state(ws), AG_WS_CLOSED);
+			assert_int_equal(net_ws_client_state(ws), NET_WS_CLOSED);
 			/* Sending needs an open connection; closing a closed one
 			 * does nothing. */
-			assert_int_equal(ag_ws_client_send_text(ws, "x", 1), -ENOTCONN);
-			ag_ws_client_close(ws, 1000, "bye");
-			ag_ws_client_drop(ws, 1000, "bye", "bye");
-			assert_int_equal(ag_ws_client_state(ws), AG_WS_CLOSED);
-			ag_ws_client_free(ws);
+			assert_int_equal(net_ws_client_send_text(ws, "x", 1), -ENOTCONN);
+			net_ws_client_close(ws, 1000, "bye");
+			net_ws_client_drop(ws, 1000, "bye", "bye");
+			assert_int_equal(net_ws_client_state(ws), NET_WS_CLOSED);
+			net_ws_client_free(ws);
 			continue;
 		}
 		assert_int_equal(r, -EINVAL);

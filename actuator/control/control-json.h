@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The control API's JSON documents (doc/control-api.md): one VM in the
+ * list (`vmactl status`), one VM in detail (`vmactl show`), one event.
+ * The field names are the API's contract: documented, never renamed. Pure:
+ * built from plain views, so the unit tests check them without a daemon. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actuator/control/events.h"
+#include "base/resources.h"
+#include "hotplug/hotplug.h"
+
+enum act_vm_state {
+	ACT_VM_MANAGED = 0,
+	ACT_VM_PAUSED,      /* managed, autoscaling paused by its operator */
+	ACT_VM_UNMANAGED,   /* has vmact metadata but is not managed: reason */
+};
+
+const char *act_vm_state_name(enum act_vm_state s); /* "managed", "paused", "not-managed" */
+
+struct act_vm_view {
+	char name[256];
+	char uuid[37];
+	enum act_vm_state state;
+	char reason[640];            /* not-managed: why */
+
+	/* The rest only for managed and paused VMs. */
+	unsigned vcpus;              /* vCPUs the VM runs */
+	uint32_t quota_milli;        /* CFS quota as milli-CPU, 0 = none */
+	uint64_t mem_bytes;          /* memory the guest can use */
+	struct vmact_resources using_, min, max, cu;
+	bool has_load;
+	double load1, load5;
+	bool has_demand;
+	const char *demand_class;    /* actuator/policy/cpu-demand.h: ok, saturated, ... */
+	double demand_cpus, busy;    /* CPUs wanted; share of the allowance */
+	bool has_goal;
+	uint32_t goal_milli;         /* the CPU policy's goal */
+	bool has_permit;
+	struct vmact_resources permit;
+	bool has_desired;
+	struct vmact_resources desired;
+	uint64_t last_change_usec;   /* CLOCK_REALTIME; 0 = none */
+	char last_change[320];
+
+	/* show */
+	const char *policy_cpu;      /* "reactive" or "neon" */
+	const char *policy_shrink;   /* "quota" or "unplug" */
+	char policy_source[8];       /* "vm" or "host" */
+	double load_target;          /* loadAverageFractionTarget */
+	double mem_usage_target;     /* memoryUsageFractionTarget */
+	const char *scheduler;       /* "arbiter" or "plugin" */
+	char scheduler_url[512];     /* plugin: its URL */
+	bool scheduler_busy;
+	const char *monitor_kind;    /* "vm-monitor", "informant" or "none" */
+	char monitor_endpoint[512];
+	bool monitor_connected;
+	bool resizing;
+};
+
+json_t *act_json_vm(const struct act_vm_view *v, bool detail);
+json_t *act_json_event(const struct act_event *ev);
+/* {"error": msg} — every refusal of the API has this shape. */
+json_t *act_json_error(const char *msg);
+
+/* The body of POST /v1/vms/NAME/bounds: an object of min_cpu, max_cpu,
+ * min_memory, max_memory (quantity strings, at least one), into the
+ * set_* fields of ch. -EINVAL / -ERANGE naming the field. The body comes
+ * from a client: any bytes. */
+int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
+			      struct vmact_err *err);

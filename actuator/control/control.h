@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd's control API (doc/control-api.md): HTTP+JSON on a unix socket,
+ * root only, on the daemon's loop (agent-glue/http-server). What it shows
+ * and changes comes through a backend: the registry in vmactd. */
+#pragma once
+
+#include <stddef.h>
+#include <systemd/sd-event.h>
+
+#include "actuator/control/control-json.h"
+#include "actuator/control/events.h"
+#include "base/error.h"
+#include "hotplug/hotplug.h"
+
+struct act_control_backend {
+	int (*views)(void *ud, struct act_vm_view **out, size_t *n);
+	int (*view)(void *ud, const char *name, struct act_vm_view *out);     /* -ENOENT */
+	int (*change)(void *ud, const char *name, const struct hp_meta_change *ch,
+		      struct vmact_err *err);
+	void *ud;
+};
+
+struct act_control_opts {
+	sd_event *event;
+	const char *socket;          /* control.socket */
+	struct act_events *events;
+	struct act_control_backend backend;
+	/* Only peers of this uid are served (0 in vmactd; tests run it as
+	 * themselves). */
+	unsigned long long allowed_uid;
+};
+
+#define ACT_CONTROL_MAX_WAIT_S 30   /* GET /v1/events?wait= upper bound */
+#define ACT_CONTROL_MAX_EVENTS 256  /* events per answer */
+#define ACT_CONTROL_DECISIONS 10    /* last decisions in GET /v1/vms/NAME */
+
+struct act_control;
+
+/* Creates the socket's directory (0755) when missing, refuses a socket
+ * another process still answers on, replaces a stale one, serves with
+ * mode 0600. */
+int act_control_new(const struct act_control_opts *o, struct act_control **out,
+		    struct vmact_err *err);
+/* Answers the pending long polls (503) and removes the socket. */
+void act_control_free(struct act_control *c);

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "actuator/control/events.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct act_events {
+	struct act_event *ring;
+	unsigned cap;
+	uint64_t last; /* seq of the newest; event s lives at (s - 1) % cap */
+	void (*on_new)(void *ud);
+	void *ud;
+};
+
+static const char *const kind_names[ACT_EV_KIND_COUNT] = {
+	[ACT_EV_DECISION] = "decision", [ACT_EV_RESIZE] = "resize",
+	[ACT_EV_PERMIT] = "permit",     [ACT_EV_MONITOR] = "monitor",
+	[ACT_EV_ERROR] = "error",       [ACT_EV_CONTROL] = "control",
+};
+
+const char *act_event_kind_name(enum act_event_kind k)
+{
+	return (unsigned)k < ACT_EV_KIND_COUNT ? kind_names[k] : "unknown";
+}
+
+int act_events_new(unsigned capacity, struct act_events **out)
+{
+	struct act_events *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	e->cap = capacity ? capacity : 1024;
+	e->ring = calloc(e->cap, sizeof(*e->ring));
+	if (!e->ring) {
+		free(e);
+		return -ENOMEM;
+	}
+	*out = e;
+	return 0;
+}
+
+void act_events_free(struct act_events *e)
+{
+	if (!e)
+		return;
+	for (unsigned i = 0; i < e->cap; i++)
+		json_decref(e->ring[i].fields);
+	free(e->ring);
+	free(e);
+}
+
+void act_event(struct act_events *e, const char *vm, enum act_event_kind kind, json_t *fields,
+	       const char *fmt, ...)
+{
+	struct act_event *ev;
+	struct timespec ts;
+	va_list ap;
+
+	if (!e) {
+		json_decref(fields);
+		return;
+	}
+	ev = &e->ring[e->last % e->cap];
+	json_decref(ev->fields);
+	ev->seq = ++e->last;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ev->time_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	ev->kind = kind;
+	snprintf(ev->vm, sizeof(ev->vm), "%s", vm ? vm : "");
+	va_start(ap, fmt);
+	vsnprintf(ev->text, sizeof(ev->text), fmt, ap);
+	va_end(ap);
+	if (fields && !json_is_object(fields)) {
+		json_decref(fields);
+		fields = NULL;
+	}
+	ev->fields = fields ? fields : json_object();
+	if (e->on_new)
+		e->on_new(e->ud);
+}
+
+uint64_t act_events_last_seq(const struct act_events *e)
+{
+	return e ? e->last : 0;
+}
+
+const struct act_event *act_events_after(const struct act_events *e, uint64_t after)
+{
+	uint64_t oldest, want;
+
+	if (!e || after >= e->last)
+		return NULL;
+	oldest = e->last > e->cap ? e->last - e->cap + 1 : 1;
+	want = after + 1 > oldest ? after + 1 : oldest;
+	return &e->ring[(want - 1) % e->cap];
+}
+
+void act_events_on_new(struct act_events *e, void (*fn)(void *ud), void *ud)
+{
+	e->on_new = fn;
+	e->ud = ud;
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd: the vmact daemon. One sd-event loop drives everything; every
+ * component hands its sources to that loop, so the daemon never blocks and
+ * never needs locks around its VM registry. */
+#include <errno.h>
+#include <math.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "actuator/config/config.h"
+#include "actuator/control/control.h"
+#include "actuator/control/events.h"
+#include "actuator/daemon/hook-listener.h"
+#include "base/endpoint.h"
+#include "base/log.h"
+#include "base/time.h"
+#include "base/macro.h"
+#include "actuator/daemon/registry.h"
+#include "actuator/metrics/server.h"
+#include "agent-glue/arbiter/arbiter.h"
+#include "agent-glue/client/plugin-client.h"
+#include "bpf/sampler.h"
+
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: vmactd [OPTION]...\n"
+		"Vertically autoscale the running QEMU VMs of this host.\n\n"
+		"  -c, --config FILE   configuration file (default " ACT_CONFIG_DEFAULT_PATH ")\n"
+		"      --check-config  validate the configuration and exit\n"
+		"  -v, --verbose       log debug messages\n"
+		"  -h, --help          show this help and exit\n"
+		"      --version       show the version and exit\n");
+}
+
+static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
+{
+	char want[64], got[64];
+
+	(void)userdata;
+	if (ev->status != 200) {
+		log_warning("arbiter: answered %u \"%s\"%s%s", ev->status, ev->text,
+			    ev->pod_name ? " to pod " : "", ev->pod_name ? ev->pod_name : "");
+		return;
+	}
+	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->migrate && !ev->new_pod)
+		return;
+	vmact_quantity_format_milli(ev->requested.milli_cpu, want, 32);
+	vmact_quantity_format_bytes(ev->requested.mem_bytes, want + 32, 32);
+	vmact_quantity_format_milli(ev->permit.milli_cpu, got, 32);
+	vmact_quantity_format_bytes(ev->permit.mem_bytes, got + 32, 32);
+	log_info("arbiter: %s/%s%s asked %s CPU / %s, permitted %s CPU / %s%s", ev->pod_namespace,
+		 ev->pod_name, ev->new_pod ? " (new)" : "", want, want + 32, got, got + 32,
+		 ev->migrate ? ", above the watermark: would migrate" : "");
+}
+
+/* The node-local arbiter answers this host's agents when no Kubernetes
+ * scheduler plugin is in charge: vmactd's own runners in-process (no
+ * socket another local user could fill), other Neon agents over HTTP
+ * only where arbiter.listen says (opt-in). */
+static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag_arbiter **out,
+			 struct vmact_err *err)
+{
+	struct ag_arbiter_config acfg = {
+		.reserve = { cfg->arbiter_reserve_milli_cpu, cfg->arbiter_reserve_mem_bytes },
+		.overcommit_cpu_milli = (uint32_t)llround(cfg->arbiter_overcommit_cpu * 1000),
+		.overcommit_mem_milli = (uint32_t)llround(cfg->arbiter_overcommit_mem * 1000),
+		.watermark = cfg->arbiter_watermark,
+	};
+	struct ag_arbiter_totals t;
+	struct ag_arbiter *a = NULL;
+	char c[32], m[32];
+	int r;
+
+	r = ag_host_capacity(&acfg.capacity, err);
+	if (r >= 0)
+		r = ag_arbiter_new(&acfg, &a, err);
+	if (r < 0)
+		return r;
+	ag_arbiter_on_event(a, on_arbiter_event, NULL);
+	r = ag_arbiter_attach(a, loop, err);
+	if (r >= 0 && cfg->arbiter_listen[0])
+		r = ag_arbiter_listen(a, loop, cfg->arbiter_listen, err);
+	if (r < 0) {
+		ag_arbiter_free(a);
+		return r;
+	}
+	ag_arbiter_totals(a, &t);
+	vmact_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
+	vmact_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
+	if (cfg->arbiter_listen[0])
+		log_info("arbiter: in-process, and listening on %s (port %u), capacity %s CPU / %s",
+			 cfg->arbiter_listen, ag_arbiter_port(a), c, m);
+	else
+		log_info("arbiter: in-process, capacity %s CPU / %s", c, m);
+	*out = a;
+	return 0;
+}
+
+static struct smp_sampler *open_sampler(const struct act_config *cfg, sd_event *loop)
+{
+	static const enum smp_backend backends[] = {
+		[ACT_SAMPLER_AUTO] = SMP_BACKEND_AUTO,
+		[ACT_SAMPLER_BPF] = SMP_BACKEND_BPF,
+		[ACT_SAMPLER_TASKSTATS] = SMP_BACKEND_TASKSTATS,
+	};
+	struct smp_config sc = {
+		.backend = backends[cfg->sampler_mode],
+		.pin_root = cfg->sampler_pin_root,
+		.keep_pins = cfg->sampler_keep_pins,
+		.poll_ms = cfg->taskstats_interval_ms,
+		.max_vms = cfg->sampler_max_vms,
+		.max_threads = cfg->sampler_max_threads,
+	};
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+
+	if (smp_open(&sc, &s, &err) < 0) {
+		log_error("sampler: %s: VM load is not measured, nothing scales on CPU load",
+			  err.msg);
+		return NULL;
+	}
+	if (smp_attach_event(s, loop, &err) < 0) {
+		log_error("sampler: %s: VM load is not measured", err.msg);
+		smp_close(s);
+		return NULL;
+	}
+	if (smp_fallback_reason(s))
+		log_warning("sampler: using taskstats: %s", smp_fallback_reason(s));
+	else
+		log_info("sampler: BPF, maps pinned under %s", smp_pin_root(s));
+	return s;
+}
+
+static int metrics_collect(void *ud, struct act_vm_metrics **vms, size_t *n)
+{
+	return act_registry_metrics(ud, vms, n);
+}
+
+/* The Prometheus endpoint is an operator's view, not part of scaling: a
+ * listener that cannot be opened (the port taken) is logged and vmactd
+ * scales without it (doc/metrics.md). */
+static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd_event *loop,
+						const struct act_metrics *m,
+						struct act_registry *reg)
+{
+	const struct act_metrics_source src = { .collect = metrics_collect, .ud = reg };
+	struct act_metrics_server *s = NULL;
+	struct vmact_err err = { 0 };
+
+	if (!cfg->metrics_listen[0])
+		return NULL;
+	if (act_metrics_server_new(loop, cfg->metrics_listen, m, &src, &s, &err) < 0) {
+		log_error("metrics: %s: no metrics endpoint", err.msg);
+		return NULL;
+	}
+	log_info("metrics: serving /metrics on %s (port %u)", cfg->metrics_listen,
+		 act_metrics_server_port(s));
+	return s;
+}
+
+static int backend_views(void *ud, struct act_vm_view **out, size_t *n)
+{
+	return act_registry_views(ud, out, n);
+}
+
+static int backend_view(void *ud, const char *name, struct act_vm_view *out)
+{
+	return act_registry_view(ud, name, out);
+}
+
+static int backend_change(void *ud, const char *name, const struct hp_meta_change *ch,
+			  struct vmact_err *err)
+{
+	return act_registry_change(ud, name, ch, err);
+}
+
+/* A control socket that could not be created (its directory full or
+ * read-only, README "Reliability and security") is tried again this often,
+ * so that vmactl reaches vmactd once the space is back. */
+#define CONTROL_RETRY_SEC 10u
+
+/* The control API (doc/control-api.md). Without it vmactd still scales
+ * its VMs: a socket it cannot serve is an error in the log, not a reason
+ * to leave the VMs unmanaged. quiet: a retry, whose failure was said. */
+static struct act_control *start_control(const struct act_config *cfg, sd_event *loop,
+					 struct act_events *events, struct act_registry *registry,
+					 bool quiet)
+{
+	struct act_control_opts co = {
+		.event = loop,
+		.socket = cfg->control_socket,
+		.events = events,
+		.backend = { backend_views, backend_view, backend_change, registry },
+		.allowed_uid = 0,
+	};
+	struct vmact_err err = { 0 };
+	struct act_control *c = NULL;
+
+	if (act_control_new(&co, &c, &err) < 0) {
+		if (!quiet)
+			log_error("%s: vmactl cannot reach this vmactd (retried every %u s)",
+				  err.msg, CONTROL_RETRY_SEC);
+		else
+			log_debug("%s (retrying)", err.msg);
+		return NULL;
+	}
+	log_info("control: serving vmactl on %s", cfg->control_socket);
+	return c;
+}
+
+struct control_slot {
+	struct act_control *control;
+	const struct act_config *cfg;
+	struct act_events *events;
+	struct act_registry *registry;
+	sd_event_source *retry;
+};
+
+static int on_control_retry(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct control_slot *cs = ud;
+
+	(void)usec;
+	cs->control = start_control(cs->cfg, sd_event_source_get_event(s), cs->events,
+				    cs->registry, true);
+	if (cs->control) {
+		cs->retry = sd_event_source_disable_unref(cs->retry);
+		return 0;
+	}
+	sd_event_source_set_time_relative(s, CONTROL_RETRY_SEC * VMACT_USEC_PER_SEC);
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
+{
+	if (first_sync) {
+		sd_notify(0, "READY=1");
+		log_info("ready: managing %u VM%s", managed, managed == 1 ? "" : "s");
+	}
+	sd_notifyf(0, "STATUS=Managing %u VM%s", managed, managed == 1 ? "" : "s");
+}
+
+/* ---- vmact-hook's notices (doc/hook.md) ---- */
+
+static void on_hook_notice(void *ud, const struct vmact_hook_msg *m)
+{
+	struct act_registry **registry = ud;
+
+	if (!*registry)
+		return;
+	log_info("hook: %s: %s %s: %s", m->name, vmact_hook_op_name(m->op),
+		 vmact_hook_subop_name(m->subop), act_registry_hook_notice(*registry, m));
+}
+
+static void on_hook_bad(void *ud, const char *why)
+{
+	log_warning("hook: %s", why);
+}
+
+/* The notices only make vmactd learn of a start or stop sooner than
+ * libvirt's events tell it: without the socket vmactd still works. */
+static struct act_hook_listener *open_hook_listener(sd_event *loop, struct act_registry **registry)
+{
+	const struct act_hook_listener_ops ops = { on_hook_notice, on_hook_bad, registry };
+	struct act_hook_listener *l = NULL;
+	struct vmact_err err = { 0 };
+
+	if (act_hook_listener_new(loop, VMACT_HOOK_SOCKET, &ops, &l, &err) < 0) {
+		log_warning("hook: not receiving notices: %s (vmactd learns of domain starts and stops "
+			    "from libvirt's events only)", err.msg);
+		return NULL;
+	}
+	log_info("hook: receiving notices on %s", VMACT_HOOK_SOCKET);
+	return l;
+}
+
+/* ---- SIGHUP: reload the configuration file ---- */
+
+struct reload_ctx {
+	const char *path;
+	bool explicit_config;
+	struct act_config *cfg;
+	struct act_registry **registry;
+};
+
+static void on_reload_key(void *ud, const char *key, bool applied)
+{
+	if (applied)
+		log_info("reload: %s changed: applied", key);
+	else
+		log_warning("reload: %s changed: needs a restart; the running value is kept",
+			    key);
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct reload_ctx *rc = userdata;
+	struct vmact_err err = { 0 };
+	struct act_config next;
+	unsigned applied;
+
+	sd_notify(0, "RELOADING=1");
+	act_config_defaults(&next);
+	if (act_config_load(rc->path, rc->explicit_config, &next, &err) < 0) {
+		log_error("reload: configuration: %s; the running configuration is kept",
+			  err.msg);
+	} else {
+		applied = act_config_reload(rc->cfg, &next, on_reload_key, NULL);
+		log_info("reload: %s: %u change%s applied", rc->path, applied,
+			 applied == 1 ? "" : "s");
+		/* scaling reaches each managed VM through its metadata's
+		 * resync; VMs keep their size. */
+		if (applied && *rc->registry)
+			act_registry_resync(*rc->registry);
+	}
+	act_config_free(&next);
+	sd_notify(0, "READY=1");
+	return 0;
+}
+
+static void exit_loop(void *ud)
+{
+	sd_event_exit(ud, 0);
+}
+
+/* Runners go first, so that informant agents can unregister while the
+ * loop still runs; a second signal exits at once. */
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct act_registry **registry = userdata;
+	sd_event *ev = sd_event_source_get_event(s);
+	static bool stopping;
+
+	log_info("received %s, shutting down", strsignal((int)si->ssi_signo));
+	if (stopping || !registry || !*registry)
+		return sd_event_exit(ev, 0);
+	stopping = true;
+	sd_notify(0, "STOPPING=1");
+	act_registry_shutdown(*registry, exit_loop, ev);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_(sd_event_unrefp) sd_event *loop = NULL;
+	struct ag_arbiter *arbiter = NULL;
+	struct act_registry *registry = NULL;
+	struct smp_sampler *sampler = NULL;
+	struct act_metrics_server *metrics_server = NULL;
+	static struct act_metrics metrics;
+	struct act_events *events = NULL;
+	struct control_slot control_slot = { 0 };
+	struct act_hook_listener *hook = NULL;
+	struct reload_ctx reload;
+	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
+	bool explicit_config = false, check_only = false, verbose = false;
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+	sigset_t mask;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config_path = optarg;
+			explicit_config = true;
+			break;
+		case 'C':
+			check_only = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			puts("vmactd " VMACT_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vmactd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	vmact_log_init("vmactd", verbose ? LOG_DEBUG : LOG_INFO);
+
+	act_config_defaults(&cfg);
+	r = act_config_load(config_path, explicit_config, &cfg, &err);
+	if (r < 0) {
+		log_error("configuration: %s", err.msg);
+		act_config_free(&cfg);
+		return 1;
+	}
+	if (check_only) {
+		printf("%s: configuration is valid\n", config_path);
+		act_config_free(&cfg);
+		return 0;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	reload = (struct reload_ctx){ config_path, explicit_config, &cfg, &registry };
+
+	r = sd_event_default(&loop);
+	if (r >= 0)
+		r = sd_event_add_signal(loop, NULL, SIGTERM, on_signal, &registry);
+	if (r >= 0)
+		r = sd_event_add_signal(loop, NULL, SIGINT, on_signal, &registry);
+	if (r >= 0)
+		r = sd_event_add_signal(loop, NULL, SIGHUP, on_sighup, &reload);
+	if (r < 0) {
+		log_error("cannot set up the event loop: %s", strerror(-r));
+		act_config_free(&cfg);
+		return 1;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	if (cfg.plugin_mode == ACT_PLUGIN_ARBITER) {
+		r = start_arbiter(&cfg, loop, &arbiter, &err);
+		if (r < 0) {
+			log_error("arbiter: %s", err.msg);
+			act_config_free(&cfg);
+			return 1;
+		}
+	}
+
+	sampler = open_sampler(&cfg, loop);
+	if (act_events_new(0, &events) < 0) {
+		log_error("out of memory");
+		return 1;
+	}
+	{
+		struct act_registry_opts ro = {
+			.event = loop,
+			.cfg = &cfg,
+			.plugin_url = cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : NULL,
+			.arbiter = arbiter,
+			.sampler = sampler,
+			.metrics = &metrics,
+			.events = events,
+			.changed = on_registry_changed,
+		};
+
+		r = act_registry_new(&ro, &registry, &err);
+	}
+	if (r < 0) {
+		log_error("libvirt: %s", err.msg);
+		act_events_free(events);
+		smp_close(sampler);
+		ag_arbiter_free(arbiter);
+		act_config_free(&cfg);
+		return 1;
+	}
+	metrics_server = start_metrics(&cfg, loop, &metrics, registry);
+	hook = open_hook_listener(loop, &registry);
+	log_info("started (libvirt %s, scheduler %s)", cfg.libvirt_uri,
+		 cfg.plugin_mode == ACT_PLUGIN_REMOTE ? cfg.plugin_url : "the embedded arbiter");
+	control_slot = (struct control_slot){ NULL, &cfg, events, registry, NULL };
+	control_slot.control = start_control(&cfg, loop, events, registry, false);
+	if (!control_slot.control)
+		sd_event_add_time_relative(loop, &control_slot.retry, CLOCK_MONOTONIC,
+					   CONTROL_RETRY_SEC * VMACT_USEC_PER_SEC, 0,
+					   on_control_retry, &control_slot);
+	/* READY=1 follows the registry's first sync (on_registry_changed). */
+	r = sd_event_loop(loop);
+	act_metrics_server_free(metrics_server);
+	sd_event_source_disable_unref(control_slot.retry);
+	act_control_free(control_slot.control);
+	act_hook_listener_free(hook);
+	act_registry_free(registry);
+	act_events_free(events);
+	smp_close(sampler);
+	ag_arbiter_free(arbiter);
+	act_config_free(&cfg);
+	if (r < 0) {
+		log_error("event loop failed: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The runner's readings. Every policy tick (policy.tick_ms) the sampler's
+ * figures for the VM's vCPU threads since the previous tick feed the
+ * reactive CPU policy (cpu-demand.h), whose goal sizes the CPU; every
+ * metrics interval (sampler.interval_ms) the VM's load averages and its
+ * memory from libvirt's guest statistics are fed to the core as system
+ * metrics (the Neon policy's inputs, and memory under both policies).
+ *
+ * A VM that names its exporters (<vmact:metrics>) is also scraped on the
+ * loop, as the Neon agent does (doc/protocols.md, "Metrics inputs"): the
+ * system exporter every metrics interval, the LFC exporter every 15 s. The
+ * guest's load1/load5 and memory then replace the host-side figures (for
+ * the reactive policy, load1 is the floor of the goal: the queue beyond
+ * the vCPUs); a failed scrape drops them, so the host-side signal carries
+ * on, and is logged once per distinct failure. The exporters are read and
+ * parsed by the VM's metrics worker (metrics-proxy.h, doc/privsep.md); in
+ * vmactd only when guest_worker.enabled is false. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "actuator/worker/worker.h"
+#include "actuator/worker/scrape-proxy.h"
+#define ACT_RUNNER_PRIV_ALLOW
+#include "actuator/runner/runner-priv.h"
+#include "net/http-client.h"
+#include "agent-glue/client/exporter-scrape.h"
+#include "base/endpoint.h"
+#include "base/macro.h"
+#include "base/log.h"
+#include "bpf/sampler.h"
+#include "hotplug/domain.h"
+
+#define MiB (1024ULL * 1024ULL)
+/* MemoryUsageBytes = total - available + 100 MiB, as the Neon agent. */
+#define MEM_USAGE_PAD (100ULL * MiB)
+
+/* The scaling core keeps as many LFC windows as the reader gives. */
+_Static_assert(ACT_LFC_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
+
+/* The agent's LFC period; its system period is sampler.interval_ms. */
+#define LFC_INTERVAL_USEC (15ULL * 1000000ULL)
+/* The first system scrape after a random 0-4 s, so VMs started together
+ * do not scrape together (the agent's jitter). */
+#define FIRST_JITTER_USEC (4ULL * 1000000ULL)
+
+static bool reactive(const struct act_runner *r)
+{
+	return act_runner_cpu_policy(r) == ACT_CPU_POLICY_REACTIVE;
+}
+
+static uint64_t tick_usec(const struct act_runner *r)
+{
+	return reactive(r) ? r->env->policy_tick_usec : r->env->metrics_interval_usec;
+}
+
+/* The vCPU threads' totals now (read with the VM's reading, see
+ * doc/policy.md "What the faster readout costs"); the window since the
+ * last call goes to the policy. A total that went down (a vCPU thread
+ * ended) starts over. */
+static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
+		       const struct smp_vcpus *v, int rc, const struct vmact_err *err)
+{
+	uint64_t runnable, delay;
+	unsigned vcpus;
+
+	if (rc < 0) {
+		if (!r->rd.load_error_logged)
+			log_warning("%s: cannot read the VM's threads: %s", r->name, err->msg);
+		r->rd.load_error_logged = true;
+		return;
+	}
+	runnable = v->runnable_ns;
+	delay = v->delay_ns;
+	vcpus = v->vcpus;
+	if (r->rd.have_vcpu_totals && runnable >= r->rd.vcpu_runnable_ns && delay >= r->rd.vcpu_delay_ns &&
+	    vcpus) {
+		struct act_cpu_window w = {
+			.at = act_runner_now_ns(r),
+			.len = (int64_t)llround(rd->interval_s * 1e9),
+			.vcpus = vcpus,
+			.quota_milli = r->quota_milli,
+			.vcpu_runnable_ns = runnable - r->rd.vcpu_runnable_ns,
+			.vcpu_delay_ns = delay - r->rd.vcpu_delay_ns,
+			.throttled_ns = rd->has_cpu_stat ? rd->throttled_ns_delta : 0,
+		};
+
+		act_cpu_demand_feed(&r->rd.demand, &r->rd.cpu_policy, &w);
+	}
+	r->rd.have_vcpu_totals = true;
+	r->rd.vcpu_runnable_ns = runnable;
+	r->rd.vcpu_delay_ns = delay;
+}
+
+/* The policy's decision; true when the CPU goal changed. Each change is
+ * logged with the classification that made it. */
+static bool decide_cpu(struct act_runner *r)
+{
+	struct act_cpu_decision dec;
+	char why[256];
+
+	r->rd.cpu_policy.target = r->st.config.load_average_fraction_target;
+	r->rd.cpu_policy.cu_milli = r->st.cu.milli_cpu;
+	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, &dec))
+		return false;
+	act_runner_export_demand(r, &dec);
+	act_cpu_decision_format(&dec, why, sizeof(why));
+	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
+		if (dec.cls != r->rd.last_cls)
+			log_debug("%s: cpu %s", r->name, why);
+		r->rd.last_cls = dec.cls;
+		return false;
+	}
+	r->rd.last_cls = dec.cls;
+	log_info("%s: cpu %s", r->name, why);
+	act_cpu_decision_reason(&dec, r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu, r->last_reason, sizeof(r->last_reason));
+	act_event(r->env->events, r->name, ACT_EV_DECISION, json_pack("{s:s,s:I,s:f,s:f}", "class", act_cpu_class_name(dec.cls), "goal_milli_cpu", (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus", dec.demand), "%s", r->last_reason);
+	act_state_update_cpu_goal(&r->st, true, dec.goal_milli);
+	return true;
+}
+
+static void feed_system(struct act_runner *r, const struct smp_reading *rd)
+{
+	struct act_system_metrics m = { 0 };
+	struct hp_mem_stats ms;
+	struct vmact_err err = { 0 };
+
+	m.load1 = rd->loadavg[0];
+	m.load5 = rd->loadavg[1];
+	if (r->rd.has_guest) {
+		m = r->rd.guest;
+	} else if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
+	    ms.total_kib >= ms.available_kib) {
+		m.memory_usage_bytes = (double)(ms.total_kib - ms.available_kib) * 1024.0 +
+				       (double)MEM_USAGE_PAD;
+		m.memory_cached_bytes = ms.has_caches ? (double)ms.caches_kib * 1024.0 : 0.0;
+		if (r->rd.mem_absent_logged)
+			log_info("%s: guest memory statistics available again", r->name);
+		r->rd.mem_absent_logged = false;
+	} else {
+		m.memory_absent = true;
+		if (!r->rd.mem_absent_logged)
+			log_warning("%s: no guest memory statistics (%s): memory does not drive "
+				    "scaling and the VM's memory is never scaled down",
+				    r->name, err.msg[0] ? err.msg : "implausible figures");
+		r->rd.mem_absent_logged = true;
+	}
+	vmact_err_reset(&err);
+	if (act_state_update_system_metrics(&r->st, &m, &err) < 0) {
+		log_warning("%s: %s", r->name, err.msg);
+		return;
+	}
+	log_debug("%s: load1 %.2f load5 %.2f memory %s (%s)", r->name, m.load1, m.load5,
+		  m.memory_absent ? "unknown" : "known", r->rd.has_guest ? "guest" : "host");
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner *r = ud;
+	struct smp_reading rd;
+	struct smp_vcpus v = { 0 };
+	struct vmact_err err = { 0 }, verr = { 0 };
+	uint64_t every = tick_usec(r);
+	uint64_t per_metrics = r->env->metrics_interval_usec / every;
+	bool changed = false;
+	int vrc = 0, rc = -ENOENT;
+
+	sd_event_source_set_time(s, usec + every);
+	/* The reactive policy takes the vCPU totals with each reading: one
+	 * syscall per VM and tick where the kernel allows. */
+	if (r->rd.sampler_registered)
+		rc = reactive(r) ? smp_read_with_vcpus(r->env->sampler, r->uuid, &rd, &v, &vrc,
+						       &verr, &err)
+				 : smp_read(r->env->sampler, r->uuid, &rd, &err);
+	if (rc < 0) {
+		if (!r->rd.load_error_logged && r->rd.sampler_registered)
+			log_warning("%s: cannot read the VM's load: %s", r->name, err.msg);
+		r->rd.load_error_logged = true;
+		return 0;
+	}
+	/* The BPF thread table (sampler.max_threads) is shared by every
+	 * VM: when it is full, threads without an entry go uncounted and
+	 * this VM's load reads low (README, "Reliability and security"). */
+	if (rd.untracked && !r->rd.untracked_logged) {
+		log_warning("%s: sampler: %llu scheduler events of the VM's threads not counted: the "
+			    "BPF thread table is full (sampler.max_threads); its load reads low",
+			    r->name, (unsigned long long)rd.untracked);
+		r->rd.untracked_logged = true;
+	}
+	if (reactive(r)) {
+		feed_vcpus(r, &rd, &v, vrc, &verr);
+		changed = decide_cpu(r);
+	}
+	if (r->rd.ticks++ % (per_metrics ? per_metrics : 1) == 0) {
+		feed_system(r, &rd);
+		changed = true;
+	}
+	if (changed)
+		r->core->changed(r);
+	return 0;
+}
+
+/* ---- the guest's exporters ---- */
+
+static const char *kind_name(enum ag_exporter_kind k)
+{
+	return k == AG_EXPORTER_LFC ? "LFC metrics" : "guest metrics";
+}
+
+/* Logs a failure once per distinct cause (error and status: the message
+ * may vary with a line number or a byte count), and the recovery. */
+static void note_outcome(struct act_runner *r, struct act_guest_ep *ep,
+			 const struct ag_exporter_result *res)
+{
+	if (!res->error) {
+		if (ep->last_error)
+			log_info("%s: %s %s: working again; using the guest's figures", r->name,
+				 kind_name(res->kind), ep->url);
+		ep->last_error = 0;
+		ep->last_status = 0;
+		return;
+	}
+	act_runner_export_failure(r, ACT_FAILURE_GUEST_METRICS);
+	if (res->error != ep->last_error || res->status != ep->last_status) {
+		const char *why = res->message ? res->message : strerror(-res->error);
+		const char *at = strstr(why, ep->url);
+
+		/* The scraper's message names the URL too: say it once. */
+		if (at && !strncmp(at + strlen(ep->url), ": ", 2))
+			why = at + strlen(ep->url) + 2;
+		log_warning("%s: %s %s: %s; using the host-side figures", r->name,
+			    kind_name(res->kind), ep->url, why);
+	}
+	ep->last_error = res->error;
+	ep->last_status = res->status;
+}
+
+static void on_guest_system(void *ud, const struct ag_exporter_result *res)
+{
+	struct act_runner *r = ud;
+
+	note_outcome(r, &r->rd.guest_sys, res);
+	if (res->error || !res->system) {
+		r->rd.has_guest = false;
+		act_cpu_demand_guest_load(&r->rd.demand, false, 0);
+		return;
+	}
+	r->rd.has_guest = true;
+	r->rd.guest = (struct act_system_metrics){
+		.load1 = res->system->load1,
+		.load5 = res->system->load5,
+		.memory_usage_bytes = res->system->memory_usage_bytes,
+		.memory_cached_bytes = res->system->memory_cached_bytes,
+	};
+	act_cpu_demand_guest_load(&r->rd.demand, true, res->system->load1);
+	/* The Neon policy reads these at its next metrics tick; the reactive
+	 * one at its next policy tick. */
+}
+
+static void on_guest_lfc(void *ud, const struct ag_exporter_result *res)
+{
+	struct act_runner *r = ud;
+	struct vmact_err err = { 0 };
+
+	note_outcome(r, &r->rd.guest_lfc, res);
+	if (res->error || !res->lfc)
+		return;
+	if (act_state_update_lfc_metrics(&r->st, res->lfc->wss_pages, res->lfc->n_windows,
+					 &err) < 0) {
+		log_warning("%s: %s", r->name, err.msg);
+		return;
+	}
+	r->core->changed(r);
+}
+
+/* Starts a scrape unless one is in flight; the loop never waits on it. */
+static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_exporter_kind kind)
+{
+	struct vmact_err err = { 0 };
+	int ret;
+
+	/* Through the VM's metrics worker: it answers, or the callback says
+	 * why not (no worker running: the host-side figures meanwhile). */
+	if (r->rd.scrape) {
+		if (!act_scrape_proxy_pending(r->rd.scrape, kind))
+			act_scrape_proxy_scrape(r->rd.scrape, kind,
+					    kind == AG_EXPORTER_LFC ? on_guest_lfc
+									 : on_guest_system, r);
+		return;
+	}
+	if (ep->scrape && ag_exporter_scrape_pending(ep->scrape))
+		return;
+	ag_exporter_scrape_free(ep->scrape);
+	ep->scrape = NULL;
+	ret = ag_exporter_scrape_start(r->http, ep->url, kind,
+				     kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
+								  : AG_EXPORTER_SYSTEM_TIMEOUT_USEC,
+				     0, kind == AG_EXPORTER_LFC ? on_guest_lfc : on_guest_system,
+				     r, &ep->scrape, &err);
+	if (ret < 0 && ep->last_error != ret) {
+		log_warning("%s: %s %s: %s; using the host-side figures", r->name, kind_name(kind),
+			    ep->url, err.msg);
+		ep->last_error = ret;
+		ep->last_status = 0;
+	}
+}
+
+static int on_guest_sys_timer(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner *r = ud;
+
+	sd_event_source_set_time(s, usec + r->env->metrics_interval_usec);
+	scrape(r, &r->rd.guest_sys, AG_EXPORTER_SYSTEM);
+	return 0;
+}
+
+static int on_guest_lfc_timer(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner *r = ud;
+
+	sd_event_source_set_time(s, usec + LFC_INTERVAL_USEC);
+	/* As the agent: LFC figures only when the VM's config uses them. */
+	if (r->st.config.enable_lfc_metrics)
+		scrape(r, &r->rd.guest_lfc, AG_EXPORTER_LFC);
+	return 0;
+}
+
+/* The URL to GET: the endpoint as given, /metrics when it names no path. */
+static int guest_url(const char *spec, char *buf, size_t len, struct vmact_err *err)
+{
+	struct vmact_endpoint ep;
+	int n;
+
+	if (vmact_endpoint_parse(spec, VMACT_EP_HTTP | VMACT_EP_NEED_PORT, &ep, err) < 0)
+		return -EINVAL;
+	n = snprintf(buf, len, "%s%s", spec, ep.path[0] ? "" : "/metrics");
+	return n < 0 || (size_t)n >= len ? vmact_err_set(err, ENAMETOOLONG, "'%s' too long", spec)
+					  : 0;
+}
+
+static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char *spec,
+		       uint64_t first_usec, sd_event_time_handler_t fn, struct vmact_err *err)
+{
+	int ret;
+
+	if (!spec[0])
+		return 0;
+	/* The runner's HTTP client (shared with a remote plugin; created
+	 * here when the scheduler is the in-process arbiter), unless a
+	 * guest worker scrapes. */
+	if (!r->env->cfg->guest_worker && !r->http &&
+	    (ret = net_http_client_new(r->env->event, &r->http, err)) < 0)
+		return vmact_err_prefix(err, "guest metrics");
+	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
+		return vmact_err_prefix(err, "<vmact:metrics>");
+	ret = sd_event_add_time_relative(r->env->event, &ep->timer, CLOCK_MONOTONIC, first_usec,
+					 1000, fn, r);
+	if (ret >= 0)
+		ret = sd_event_source_set_enabled(ep->timer, SD_EVENT_ON);
+	if (ret < 0)
+		return vmact_err_set(err, -ret, "cannot add the guest metrics timer: %s",
+				     strerror(-ret));
+	return 0;
+}
+
+/* The VM's metrics worker (guest_worker.*, doc/privsep.md): the
+ * exporters' bytes are parsed there, not in vmactd. */
+static int start_worker(struct act_runner *r, struct vmact_err *err)
+{
+	const char *prog = r->env->cfg->guest_worker_program;
+	char buf[PATH_MAX];
+
+	if (!prog[0]) {
+		if (act_worker_default_program(buf, sizeof(buf), err) < 0)
+			return vmact_err_prefix(err, "guest metrics worker");
+		prog = buf;
+	}
+	return act_scrape_proxy_new(r->env->event, r->name, r->rd.guest_sys.url,
+				r->rd.guest_lfc.url[0] ? r->rd.guest_lfc.url : NULL, prog,
+				r->env->cfg->guest_worker_user, &r->rd.scrape, err);
+}
+
+void act_runner_readings_free(struct act_runner *r)
+{
+	struct act_guest_ep *eps[] = { &r->rd.guest_sys, &r->rd.guest_lfc };
+
+	act_scrape_proxy_free(r->rd.scrape);
+	r->rd.scrape = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
+		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
+		ag_exporter_scrape_free(eps[i]->scrape);
+		eps[i]->scrape = NULL;
+	}
+}
+
+int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
+{
+	uint32_t rnd = 0;
+	int ret;
+
+	act_cpu_policy_defaults(&r->rd.cpu_policy);
+	act_cpu_demand_init(&r->rd.demand);
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)time(NULL);
+	ret = guest_start(r, &r->rd.guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
+			  on_guest_sys_timer, err);
+	if (ret >= 0)
+		ret = guest_start(r, &r->rd.guest_lfc, r->meta.metrics_lfc, rnd % (FIRST_JITTER_USEC + 1),
+				  on_guest_lfc_timer, err);
+	if (ret >= 0 && r->rd.guest_sys.url[0] && r->env->cfg->guest_worker)
+		ret = start_worker(r, err);
+	if (ret < 0)
+		return ret;
+	if (r->rd.guest_sys.url[0])
+		log_info("%s: guest metrics from %s%s%s", r->name, r->rd.guest_sys.url,
+			 r->rd.guest_lfc.url[0] ? ", LFC from " : "", r->rd.guest_lfc.url);
+	ret = sd_event_add_time_relative(r->env->event, &r->rd.timer, CLOCK_MONOTONIC, tick_usec(r),
+					 1000, on_tick, r);
+	if (ret >= 0)
+		ret = sd_event_source_set_enabled(r->rd.timer, SD_EVENT_ON);
+	if (ret < 0)
+		return vmact_err_set(err, -ret, "cannot add the metrics timer: %s", strerror(-ret));
+	return 0;
+}

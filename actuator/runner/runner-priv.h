@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The runner's state, shared by its files and private to them (the rest
+ * of vmactd uses runner.h):
+ *   runner.c      the core: decision loop, approver glue and lifecycle
+ *   plugin.c      the scheduler (plugin) requests
+ *   resize.c      carrying out a plan (quota, vCPUs, memory)
+ *   readings.c    the periodic load and memory readings
+ *   neonvm-api.c  the neonvm-runner CPU API of a <vmact:runner> VM
+ *   informant.c   a legacy informant's approver, drained on free
+ *   export.c      what the metrics page shows of the runner
+ *   view.c        what the control API shows of it
+ *   state.c       what every concern reads or does to the core's state
+ * runner.c calls the concerns; they report back through r->core and call
+ * only state.c, export.c and view.c (tests/checks/check-cycles.sh). */
+#pragma once
+
+/* Like libvirt's *priv.h: a file outside actuator/runner/ (or its unit
+ * test) that includes this has made a mistake the compiler should catch. */
+#ifndef ACT_RUNNER_PRIV_ALLOW
+#error "runner-priv.h is private to actuator/runner/: include actuator/runner/runner.h"
+#endif
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuator/guestd/approver.h"
+#include "actuator/policy/cpu-demand.h"
+#include "actuator/control/events.h"
+#include "actuator/metrics/metrics.h"
+#include "actuator/runner/runner.h"
+
+struct net_http_client;
+struct ag_plugin_client;
+struct ag_exporter_scrape;
+struct act_scrape_proxy;
+struct net_http_server;
+
+/* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
+ * loop. */
+struct act_guest_ep {
+	char url[600];                 /* "" when the VM names none */
+	sd_event_source *timer;
+	struct ag_exporter_scrape *scrape; /* the one in flight, or the last */
+	int last_error;                /* 0: working (or never failed) */
+	long last_status;
+};
+
+/* What the concerns tell the core (runner.c, which sets it when it creates
+ * the runner). The concerns below never call into runner.c: they report
+ * through this, so the files depend one way (runner.c on the concerns,
+ * every concern on state.c, export.c and view.c). */
+struct act_runner_core_ops {
+	/* Something a decision depends on changed (a permit came, a resize
+	 * ended, new readings): decide again. */
+	void (*changed)(struct act_runner *r);
+};
+
+/* plugin.c: the scheduler requests. */
+struct act_runner_plugin {
+	struct ag_plugin_client *client;
+	bool busy;
+};
+
+/* resize.c: the hotplug in progress (its plan, the step being done) and
+ * the live state read after the last operation. */
+struct act_runner_resize {
+	bool busy;
+	struct act_plan plan;
+	unsigned step;
+	bool dimm_attach; /* the DIMM step grows */
+	bool failed;
+	bool have_state;
+	struct hp_state state; /* re-read after the last operation */
+	char error[VMACT_ERR_MSG_MAX];
+	char last_error[VMACT_ERR_MSG_MAX];
+	/* The guest kept memory it was asked to give back (-EBUSY from the
+	 * memory step): no memory shrink is planned before mem_hold_until;
+	 * the hold doubles with each refusal in a row (README "Reliability
+	 * and security"). */
+	bool mem_refused;
+	act_time_t mem_hold_until;
+	unsigned mem_hold_s;
+	/* The neonvm-runner API's changes: the one in progress is the API's;
+	 * a change came during it and api_want is next. */
+	bool api;
+	bool api_pending;
+	uint32_t api_want; /* the last change accepted, milli-CPUs */
+};
+
+/* readings.c: the periodic load and memory readings. */
+struct act_runner_readings {
+	sd_event_source *timer;
+	bool sampler_registered;
+	bool mem_absent_logged, load_error_logged;
+	/* Said once: the sampler's thread table was full for this VM. */
+	bool untracked_logged;
+	/* The reactive CPU policy (cpu-demand.h), fed every policy tick
+	 * with the vCPU threads' totals since the previous one. */
+	struct act_cpu_policy cpu_policy;
+	struct act_cpu_demand demand;
+	bool have_vcpu_totals;
+	uint64_t vcpu_runnable_ns, vcpu_delay_ns;
+	enum act_cpu_class last_cls;
+	uint64_t ticks; /* memory is read every metrics interval */
+	/* The guest's own figures (<vmact:metrics>): the system exporter's
+	 * replace the host-side load averages and balloon statistics while
+	 * they are fresh; a failed scrape drops them. */
+	struct act_guest_ep guest_sys, guest_lfc;
+	bool has_guest;
+	struct act_system_metrics guest;
+	/* They are scraped by the VM's metrics worker (doc/privsep.md);
+	 * NULL: in vmactd (guest_worker.enabled false). */
+	struct act_scrape_proxy *scrape;
+};
+
+/* neonvm-api.c: <vmact:runner>, the VM sized through the neonvm-runner
+ * CPU API (doc/runner-api.md). */
+struct act_runner_api {
+	struct net_http_server *server;
+	char last_refusal[VMACT_ERR_MSG_MAX + 64]; /* logged at info once */
+};
+
+/* export.c: what the metrics page shows (doc/metrics.md): the last
+ * desired size and CPU decision, the start of each request in flight for
+ * its latency, and the vCPU threads' totals kept monotonic across threads
+ * that end. */
+struct act_runner_export {
+	bool has_desired, has_dec;
+	struct vmact_resources desired;
+	struct act_cpu_decision dec;
+	act_time_t plugin_t0, approver_t0, hp_t0;
+	enum act_metric_direction plugin_dir, approver_dir, hp_dir;
+	struct vmact_resources hp_from;
+	uint64_t thr_seen_delay, thr_seen_oncpu, thr_delay, thr_oncpu;
+};
+
+/* view.c: what the control API shows: the last change. */
+struct act_runner_view {
+	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */
+	char last_change[ACT_EVENT_TEXT_MAX];
+};
+
+/* A runner: the core's fields, then one part per concern. Each concern
+ * writes its own part and reads the others' (the view and the metrics
+ * page show all of them); the core's fields are written by runner.c and
+ * by state.c's calls. */
+struct act_runner {
+	struct act_runner_env *env;
+	const struct act_runner_core_ops *core;
+	char name[HP_NAME_MAX];
+	char uuid[HP_UUID_LEN];
+	struct hp_meta meta;
+	struct act_state st;
+
+	char *group;          /* cpu cgroup of the whole VM */
+	pid_t pid;
+	uint32_t quota_milli; /* last quota written (0 = none yet) */
+	sd_event_source *wake;
+	/* The http client the scheduler and the exporter scrapes share. */
+	struct net_http_client *http;
+
+	/* The vm-monitor or the informant; NULL: scaled up only. */
+	struct act_approver *approver;
+	bool approver_busy; /* an upscale notification or downscale request is pending */
+	bool held_logged;   /* "holding a resize" said since the approver last changed */
+
+	unsigned last_warn_hash;
+	bool freeing;
+	/* <vmact:runner>: vmact is only the VM's hardware side: no decision
+	 * loop, no readings, no scheduler or approver. */
+	bool api_vm;
+	/* The last decision's reason (the control API, events). */
+	char last_reason[ACT_EVENT_TEXT_MAX];
+
+	struct act_runner_plugin plugin;
+	struct act_runner_resize rs;
+	struct act_runner_readings rd;
+	struct act_runner_api api;
+	struct act_runner_export ex;
+	struct act_runner_view view;
+};
+
+/* state.c */
+act_time_t act_runner_now_ns(struct act_runner *r);
+void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
+/* Writes the VM's CFS quota for `milli` milli-CPUs. */
+int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+/* The policies in effect for this VM: its <vmact:policy>, else the host's. */
+enum act_cpu_policy_mode act_runner_cpu_policy(const struct act_runner *r);
+enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r);
+
+/* view.c: records a finished resize to `what` as the last change,
+ * with the last decision's reason. */
+void act_runner_view_change(struct act_runner *r, const char *what);
+
+/* plugin.c */
+int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);
+void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a);
+void act_runner_plugin_free(struct act_runner *r);
+
+/* resize.c */
+/* A guest that kept its memory: the next hold, 60 s doubling to 960 s;
+ * and target's memory kept at using_'s while now is before until (true
+ * when it was held). */
+unsigned act_runner_mem_hold_next(unsigned prev_s);
+bool act_runner_mem_held(struct vmact_resources *target, const struct vmact_resources *using_,
+			 act_time_t now, act_time_t until);
+void act_runner_resize_start(struct act_runner *r, const struct act_actions *a);
+/* The runner API's change: resizes the VM's CPU to `milli` (checked by
+ * the caller against its bounds), its memory left as it is; queued (the
+ * latest wins) while a resize runs. Errors: the state cannot be read or
+ * no plan reaches it. */
+int act_runner_resize_cpu(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+
+/* neonvm-api.c */
+int act_runner_neonvm_api_start(struct act_runner *r, struct vmact_err *err);
+void act_runner_neonvm_api_free(struct act_runner *r);
+
+/* export.c: the metrics page's records, each one call where it happens */
+void act_runner_export_desired(struct act_runner *r, const struct vmact_resources *desired);
+void act_runner_export_demand(struct act_runner *r, const struct act_cpu_decision *dec);
+void act_runner_export_plugin_start(struct act_runner *r, const struct vmact_resources *target);
+void act_runner_export_plugin_done(struct act_runner *r, bool failed);
+/* up: an upscale notification; else a downscale request. */
+void act_runner_export_approver_start(struct act_runner *r, bool up);
+void act_runner_export_approver_done(struct act_runner *r, bool failed);
+void act_runner_export_hotplug_start(struct act_runner *r);
+/* Before the core takes `got` as the VM's size. */
+void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
+				  bool failed);
+void act_runner_export_failure(struct act_runner *r, enum act_metric_failure kind);
+
+/* readings.c */
+int act_runner_readings_start(struct act_runner *r, struct vmact_err *err);
+void act_runner_readings_free(struct act_runner *r);

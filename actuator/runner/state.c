@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What every concern of a runner reads or does to its core state: the
+ * loop's clock, the policies in effect for the VM, its CFS quota, and how
+ * a size is written in log lines. Calls nothing else of the runner. */
+#define ACT_RUNNER_PRIV_ALLOW
+#include "actuator/runner/runner-priv.h"
+
+#include <stdio.h>
+
+#include "actuator/cgroup/cgroup.h"
+#include "base/quantity.h"
+#include "base/time.h"
+
+act_time_t act_runner_now_ns(struct act_runner *r)
+{
+	return (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
+}
+
+void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x)
+{
+	char c[32], m[32];
+
+	vmact_quantity_format_milli(x.milli_cpu, c, sizeof(c));
+	vmact_quantity_format_bytes(x.mem_bytes, m, sizeof(m));
+	snprintf(buf, len, "%s CPU / %s", c, m);
+}
+
+int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err)
+{
+	struct act_cpu_bw bw;
+	int ret;
+
+	ret = act_cpu_bw_from_milli(milli, r->env->overcommit, ACT_CPU_PERIOD_DEFAULT_US, &bw, NULL,
+				    err);
+	if (ret >= 0)
+		ret = act_cg_cpu_set(r->env->cg, r->group, &bw, err);
+	if (ret < 0)
+		return ret;
+	r->quota_milli = milli;
+	return 0;
+}
+
+enum act_cpu_policy_mode act_runner_cpu_policy(const struct act_runner *r)
+{
+	switch (r->meta.policy_cpu) {
+	case HP_POLICY_CPU_REACTIVE:
+		return ACT_CPU_POLICY_REACTIVE;
+	case HP_POLICY_CPU_NEON:
+		return ACT_CPU_POLICY_NEON;
+	default:
+		return r->env->cfg->cpu_policy;
+	}
+}
+
+enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r)
+{
+	switch (r->meta.policy_shrink) {
+	case HP_POLICY_SHRINK_QUOTA:
+		return ACT_CPU_SHRINK_QUOTA;
+	case HP_POLICY_SHRINK_UNPLUG:
+		return ACT_CPU_SHRINK_UNPLUG;
+	default:
+		return r->env->cfg->cpu_shrink;
+	}
+}

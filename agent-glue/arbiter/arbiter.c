@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent-glue/arbiter/arbiter.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+
+struct pod {
+	char ns[AG_PLUGIN_NAME_MAX + 1];
+	char name[AG_PLUGIN_NAME_MAX + 1];
+	uint64_t seq;         /* registration order: "oldest first" */
+	uint64_t last_seen;
+	struct vmact_resources reserved, pressure;
+	bool migrate;
+};
+
+struct ag_arbiter {
+	struct ag_arbiter_config cfg;
+	struct vmact_resources total, watermark;
+	/* Sums over pods, kept as 64-bit so restored claims cannot wrap. */
+	uint64_t reserved_cpu, reserved_mem;
+	struct pod *pods;
+	size_t npods, cap;
+	uint64_t seq;
+	uint64_t requests, partial, refused;
+	unsigned migrating;
+	ag_arbiter_event_fn *event_fn;
+	void *event_ud;
+	sd_event *ev;
+	struct net_http_server *srv;
+	sd_event_source *expiry;
+};
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
+		   struct vmact_err *err)
+{
+	struct ag_arbiter *a;
+	uint64_t cpu, mem;
+	uint32_t oc_cpu, oc_mem;
+	double wm;
+
+	if (!cfg || !out)
+		return vmact_err_set(err, EINVAL, "arbiter: configuration required");
+	wm = cfg->watermark ? cfg->watermark : 0.9;
+	if (!(wm > 0 && wm <= 1))
+		return vmact_err_set(err, EINVAL, "arbiter: watermark %g outside (0, 1]", wm);
+	if (cfg->min_version && !ag_plugin_version_valid((int)cfg->min_version))
+		return vmact_err_set(err, EINVAL, "arbiter: invalid minimum protocol version");
+	if (cfg->max_version && !ag_plugin_version_valid((int)cfg->max_version))
+		return vmact_err_set(err, EINVAL, "arbiter: invalid maximum protocol version");
+	oc_cpu = cfg->overcommit_cpu_milli ? cfg->overcommit_cpu_milli : 1000;
+	oc_mem = cfg->overcommit_mem_milli ? cfg->overcommit_mem_milli : 1000;
+	cpu = sat_sub(cfg->capacity.milli_cpu, cfg->reserve.milli_cpu) * oc_cpu / 1000;
+	mem = sat_sub(cfg->capacity.mem_bytes, cfg->reserve.mem_bytes);
+	if (mem > UINT64_MAX / oc_mem)
+		return vmact_err_set(err, ERANGE, "arbiter: memory x overcommit overflows");
+	mem = mem * oc_mem / 1000;
+	if (cpu == 0 || cpu > UINT32_MAX)
+		return vmact_err_set(err, EINVAL,
+				     "arbiter: no CPU left to grant (capacity %" PRIu32
+				     "m, reserve %" PRIu32 "m)",
+				     cfg->capacity.milli_cpu, cfg->reserve.milli_cpu);
+	if (mem == 0)
+		return vmact_err_set(err, EINVAL,
+				     "arbiter: no memory left to grant (capacity %" PRIu64
+				     ", reserve %" PRIu64 ")",
+				     cfg->capacity.mem_bytes, cfg->reserve.mem_bytes);
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return vmact_err_set(err, ENOMEM, "arbiter: out of memory");
+	a->cfg = *cfg;
+	a->cfg.watermark = wm;
+	a->cfg.overcommit_cpu_milli = oc_cpu;
+	a->cfg.overcommit_mem_milli = oc_mem;
+	if (!a->cfg.min_version)
+		a->cfg.min_version = AG_PLUGIN_V1_0;
+	if (!a->cfg.max_version)
+		a->cfg.max_version = AG_PLUGIN_V5_0;
+	/* Without a slot size, slot-counting versions cannot be understood:
+	 * say so through the version range, which agents negotiate on. */
+	if (!a->cfg.slot_bytes && a->cfg.min_version < AG_PLUGIN_V4_0)
+		a->cfg.min_version = AG_PLUGIN_V4_0;
+	if (a->cfg.min_version > a->cfg.max_version) {
+		free(a);
+		return vmact_err_set(err, EINVAL,
+				     "arbiter: empty protocol version range (versions below 4.0 need a slot size)");
+	}
+	if (!a->cfg.legacy_compute_unit.milli_cpu)
+		a->cfg.legacy_compute_unit.milli_cpu = 250;
+	if (!a->cfg.legacy_compute_unit.mem_bytes)
+		a->cfg.legacy_compute_unit.mem_bytes = a->cfg.slot_bytes;
+	if (a->cfg.slot_bytes && a->cfg.legacy_compute_unit.mem_bytes % a->cfg.slot_bytes) {
+		free(a);
+		return vmact_err_set(err, EINVAL,
+				     "arbiter: compute unit memory is not a multiple of the slot size");
+	}
+	if (!a->cfg.request_timeout_usec)
+		a->cfg.request_timeout_usec = 10ULL * 1000000ULL;
+	if (!a->cfg.pod_ttl_usec)
+		a->cfg.pod_ttl_usec = 60ULL * 1000000ULL;
+	a->total.milli_cpu = (uint32_t)cpu;
+	a->total.mem_bytes = mem;
+	a->watermark.milli_cpu = (uint32_t)floor((double)cpu * wm);
+	a->watermark.mem_bytes = (uint64_t)floorl((long double)mem * wm);
+	*out = a;
+	return 0;
+}
+
+void ag_arbiter_free(struct ag_arbiter *a)
+{
+	if (!a)
+		return;
+	net_http_server_free(a->srv);
+	sd_event_source_disable_unref(a->expiry);
+	sd_event_unref(a->ev);
+	free(a->pods);
+	free(a);
+}
+
+void ag_arbiter_on_event(struct ag_arbiter *a, ag_arbiter_event_fn *fn, void *userdata)
+{
+	a->event_fn = fn;
+	a->event_ud = userdata;
+}
+
+static struct pod *find_pod(const struct ag_arbiter *a, const char *ns, const char *name)
+{
+	for (size_t i = 0; i < a->npods; i++)
+		if (strcmp(a->pods[i].name, name) == 0 && strcmp(a->pods[i].ns, ns) == 0)
+			return &a->pods[i];
+	return NULL;
+}
+
+static struct pod *add_pod(struct ag_arbiter *a, const char *ns, const char *name)
+{
+	struct pod *p;
+
+	if (a->npods == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 16;
+		struct pod *n = realloc(a->pods, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		a->pods = n;
+		a->cap = cap;
+	}
+	p = &a->pods[a->npods++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->ns, sizeof(p->ns), "%s", ns);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->seq = ++a->seq;
+	return p;
+}
+
+static void remove_pod(struct ag_arbiter *a, size_t i)
+{
+	a->reserved_cpu -= a->pods[i].reserved.milli_cpu;
+	a->reserved_mem -= a->pods[i].reserved.mem_bytes;
+	a->pods[i] = a->pods[--a->npods];
+}
+
+static void set_reserved(struct ag_arbiter *a, struct pod *p, struct vmact_resources r)
+{
+	a->reserved_cpu = a->reserved_cpu - p->reserved.milli_cpu + r.milli_cpu;
+	a->reserved_mem = a->reserved_mem - p->reserved.mem_bytes + r.mem_bytes;
+	p->reserved = r;
+}
+
+/* One resource of the HEAD plugin's reconcilePod (doc/protocols.md,
+ * "Permit computation"), the ceiling being the watermark rather than the
+ * total. Returns the new reservation; *pressure gets what
+ * stays ungranted. */
+static uint64_t reconcile(uint64_t reserved, uint64_t requested, uint64_t node_reserved,
+			  uint64_t watermark, uint64_t unit, uint64_t *pressure)
+{
+	uint64_t remaining, max_increase, grant;
+
+	*pressure = 0;
+	if (requested <= reserved)
+		return requested;
+	remaining = sat_sub(watermark, node_reserved);
+	/* Whole units only, unless the rest of the request is smaller. */
+	max_increase = remaining / unit * unit;
+	grant = requested - reserved;
+	if (grant > max_increase)
+		grant = max_increase;
+	*pressure = requested - reserved - grant;
+	return reserved + grant;
+}
+
+/* Recomputes which pods would be migrated: while reservations exceed the
+ * watermark, pods oldest first, skipping any whose reservation alone
+ * exceeds the watermark (doc/protocols.md, "Permit computation";
+ * Neon's migration.go). */
+static void select_migrations(struct ag_arbiter *a)
+{
+	uint64_t over_cpu = sat_sub(a->reserved_cpu, a->watermark.milli_cpu);
+	uint64_t over_mem = sat_sub(a->reserved_mem, a->watermark.mem_bytes);
+
+	a->migrating = 0;
+	for (size_t i = 0; i < a->npods; i++)
+		a->pods[i].migrate = false;
+	while (over_cpu || over_mem) {
+		struct pod *oldest = NULL;
+
+		for (size_t i = 0; i < a->npods; i++) {
+			struct pod *p = &a->pods[i];
+
+			if (p->migrate || p->reserved.milli_cpu > a->watermark.milli_cpu ||
+			    p->reserved.mem_bytes > a->watermark.mem_bytes)
+				continue;
+			if ((over_cpu && p->reserved.milli_cpu) || (over_mem && p->reserved.mem_bytes))
+				if (!oldest || p->seq < oldest->seq)
+					oldest = p;
+		}
+		if (!oldest)
+			break;
+		oldest->migrate = true;
+		a->migrating++;
+		over_cpu = sat_sub(over_cpu, oldest->reserved.milli_cpu);
+		over_mem = sat_sub(over_mem, oldest->reserved.mem_bytes);
+	}
+}
+
+static void emit(struct ag_arbiter *a, const struct ag_arbiter_event *ev)
+{
+	if (a->event_fn)
+		a->event_fn(a->event_ud, ev);
+}
+
+static void fail(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
+		 const char *text, const struct ag_agent_request *req)
+{
+	struct ag_arbiter_event ev = { .status = status, .text = text };
+
+	if (req) {
+		ev.pod_namespace = req->pod_namespace;
+		ev.pod_name = req->pod_name;
+		ev.version = req->version;
+		ev.requested = req->resources;
+	}
+	a->refused++;
+	net_http_reply_text(reply, status, "text/plain", text);
+	emit(a, &ev);
+}
+
+static void range_string(const struct ag_arbiter *a, char *buf, size_t len)
+{
+	char lo[32], hi[32];
+
+	ag_plugin_version_string(a->cfg.min_version, lo, sizeof(lo));
+	ag_plugin_version_string(a->cfg.max_version, hi, sizeof(hi));
+	if (a->cfg.min_version == a->cfg.max_version)
+		snprintf(buf, len, "%s", lo);
+	else
+		snprintf(buf, len, "%s to %s", lo, hi);
+}
+
+/* Below 2.0 permits must be whole CPUs: the legacy plugin multiplied its
+ * unit by 2, 3, ... until the CPU part was integral
+ * (doc/protocols.md, "Plugin versions"). */
+static struct vmact_resources unit_for(const struct ag_arbiter *a, enum ag_plugin_version v,
+				    const struct ag_agent_request *req)
+{
+	struct vmact_resources cu;
+
+	if (ag_plugin_agent_sends_compute_unit(v))
+		return req->compute_unit;
+	cu = a->cfg.legacy_compute_unit;
+	if (!ag_plugin_supports_fractional_cpu(v)) {
+		uint32_t k = 1;
+
+		while ((cu.milli_cpu * k) % 1000)
+			k++;
+		cu.milli_cpu *= k;
+		cu.mem_bytes *= k;
+	}
+	return cu;
+}
+
+void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *body, size_t len,
+		       uint64_t now_usec, struct net_http_server_reply *reply)
+{
+	_cleanup_(json_decrefp) json_t *j = NULL;
+	_cleanup_(json_decrefp) json_t *out = NULL;
+	struct ag_agent_request req;
+	struct ag_plugin_response resp = { 0 };
+	struct ag_arbiter_event ev = { 0 };
+	struct vmact_err err = { 0 };
+	struct vmact_resources cu, want, pressure;
+	struct pod *p;
+	long long ver;
+	char msg[256], a1[80], a2[48];
+	uint64_t pc, pm;
+	int r;
+
+	a->requests++;
+	if (strcmp(method, "POST") != 0)
+		return fail(a, reply, 400, "must be POST", NULL);
+	j = json_loadb(body, len, 0, NULL);
+	if (!j || ag_agent_request_peek_version(j, &ver, NULL) < 0)
+		return fail(a, reply, 400, "bad JSON", NULL);
+	if (ver == 0)
+		return fail(a, reply, 400, "invalid protocol version <invalid: zero>", NULL);
+	if (ver < a->cfg.min_version || ver > a->cfg.max_version) {
+		range_string(a, a1, sizeof(a1));
+		snprintf(msg, sizeof(msg), "protocol version mismatch: need %s but got %s", a1,
+			 ag_plugin_version_string(ver, a2, sizeof(a2)));
+		return fail(a, reply, 400, msg, NULL);
+	}
+	r = ag_agent_request_decode(j, a->cfg.slot_bytes, &req, &err);
+	if (r == -EDOM)
+		return fail(a, reply, 400,
+			    "agent requested fractional CPU with protocol version that does not support it",
+			    NULL);
+	if (r == -ENODATA) {
+		snprintf(msg, sizeof(msg), "nil metrics not supported for protocol version %s",
+			 ag_plugin_version_string(ver, a1, sizeof(a1)));
+		return fail(a, reply, 400, msg, NULL);
+	}
+	if (r < 0)
+		return fail(a, reply, 400, "bad JSON", NULL);
+	if (ag_plugin_agent_sends_compute_unit(req.version)) {
+		if (!req.has_compute_unit || !req.compute_unit.milli_cpu)
+			return fail(a, reply, 400, "computeUnit fields must be non-zero: vCPUs must be non-zero",
+				    &req);
+		if (!req.compute_unit.mem_bytes)
+			return fail(a, reply, 400, "computeUnit fields must be non-zero: mem must be non-zero",
+				    &req);
+	}
+	cu = unit_for(a, req.version, &req);
+
+	p = find_pod(a, req.pod_namespace, req.pod_name);
+	if (!p) {
+		p = add_pod(a, req.pod_namespace, req.pod_name);
+		if (!p)
+			return fail(a, reply, 500, "request handler panicked", &req);
+		/* What the pod already holds: its last permit after our
+		 * restart, else the size it runs at now. */
+		set_reserved(a, p, req.has_last_permit ? req.last_permit : req.resources);
+		ev.new_pod = true;
+	}
+	p->last_seen = now_usec;
+	/* Growth stops at the watermark, so a resource above it (after
+	 * registrations or restored reservations) grows no further. */
+	want = req.resources;
+	{
+		uint64_t node_cpu = a->reserved_cpu, node_mem = a->reserved_mem;
+		struct vmact_resources next;
+
+		next.milli_cpu = (uint32_t)reconcile(p->reserved.milli_cpu, want.milli_cpu, node_cpu,
+						     a->watermark.milli_cpu, cu.milli_cpu, &pc);
+		next.mem_bytes = reconcile(p->reserved.mem_bytes, want.mem_bytes, node_mem,
+					   a->watermark.mem_bytes, cu.mem_bytes, &pm);
+		set_reserved(a, p, next);
+	}
+	pressure.milli_cpu = (uint32_t)pc;
+	pressure.mem_bytes = pm;
+	p->pressure = pressure;
+	if (pc || pm)
+		a->partial++;
+	select_migrations(a);
+
+	resp.permit = p->reserved;
+	resp.migrate = p->migrate;
+	resp.has_resource_unit = ag_plugin_plugin_sends_compute_unit(req.version);
+	resp.resource_unit = cu;
+	out = ag_plugin_response_encode(req.version, &resp, a->cfg.slot_bytes, &err);
+	if (!out || !(reply->body = ag_plugin_dumps(out)))
+		return fail(a, reply, 500, "request handler panicked", &req);
+	reply->body_len = strlen(reply->body);
+	reply->status = 200;
+	reply->content_type = "application/json";
+
+	ev.status = 200;
+	ev.pod_namespace = p->ns;
+	ev.pod_name = p->name;
+	ev.version = req.version;
+	ev.requested = req.resources;
+	ev.permit = p->reserved;
+	ev.pressure = pressure;
+	ev.migrate = p->migrate;
+	emit(a, &ev);
+}
+
+unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < a->npods;) {
+		/* A pod seen at or after now (a request handled later in the
+		 * loop than the time asked about) is fresh, not 2^64 old. */
+		if (now_usec > a->pods[i].last_seen &&
+		    now_usec - a->pods[i].last_seen > a->cfg.pod_ttl_usec) {
+			remove_pod(a, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	if (n)
+		select_migrations(a);
+	return n;
+}
+
+void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->total = a->total;
+	t->watermark = a->watermark;
+	t->reserved.milli_cpu = a->reserved_cpu > UINT32_MAX ? UINT32_MAX : (uint32_t)a->reserved_cpu;
+	t->reserved.mem_bytes = a->reserved_mem;
+	for (size_t i = 0; i < a->npods; i++) {
+		t->pressure.milli_cpu += a->pods[i].pressure.milli_cpu;
+		t->pressure.mem_bytes += a->pods[i].pressure.mem_bytes;
+	}
+	t->pods = (unsigned)a->npods;
+	t->migrating = a->migrating;
+	t->requests = a->requests;
+	t->grants_partial = a->partial;
+	t->refused = a->refused;
+}
+
+void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
+				     void (*fn)(void *ud, const char *ns, const char *name,
+						const struct vmact_resources *reserved),
+				     void *userdata)
+{
+	uint64_t last = 0;
+
+	/* Oldest first: walk in registration order. */
+	for (;;) {
+		const struct pod *next = NULL;
+
+		for (size_t i = 0; i < a->npods; i++)
+			if (a->pods[i].migrate && a->pods[i].seq > last &&
+			    (!next || a->pods[i].seq < next->seq))
+				next = &a->pods[i];
+		if (!next)
+			return;
+		fn(userdata, next->ns, next->name, &next->reserved);
+		last = next->seq;
+	}
+}
+
+int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
+		   struct vmact_resources *reserved, struct vmact_resources *pressure)
+{
+	const struct pod *p = find_pod(a, ns, name);
+
+	if (!p)
+		return -ENOENT;
+	if (reserved)
+		*reserved = p->reserved;
+	if (pressure)
+		*pressure = p->pressure;
+	return 0;
+}
+
+/* ---- on the event loop -------------------------------------------------- */
+
+static void on_request(void *ud, const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
+{
+	struct ag_arbiter *a = ud;
+
+	ag_arbiter_handle(a, req->method, req->body, req->body_len, vmact_loop_now_usec(a->ev),
+			  reply);
+}
+
+static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct ag_arbiter *a = ud;
+
+	/* usec is when the timer was due; a busy loop runs it later, after
+	 * requests stamped with the loop's later time: expire against that. */
+	ag_arbiter_expire(a, vmact_loop_now_usec(a->ev));
+	sd_event_source_set_time(s, usec + a->cfg.pod_ttl_usec / 4);
+	return sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
+{
+	uint64_t now;
+	int r;
+
+	if (a->ev)
+		return 0;
+	a->ev = sd_event_ref(ev);
+	now = vmact_loop_now_usec(ev);
+	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + a->cfg.pod_ttl_usec / 4, 0,
+			      on_expiry, a);
+	if (r < 0)
+		return vmact_err_set(err, -r, "arbiter: expiry timer: %s", strerror(-r));
+	sd_event_source_set_enabled(a->expiry, SD_EVENT_ON);
+	return 0;
+}
+
+void ag_arbiter_local(void *userdata, const char *body, size_t len,
+		      struct net_http_server_reply *reply)
+{
+	struct ag_arbiter *a = userdata;
+
+	ag_arbiter_handle(a, "POST", body, len, vmact_loop_now_usec(a->ev), reply);
+}
+
+int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
+		      struct vmact_err *err)
+{
+	struct net_http_server_config hc = {
+		.listen = listen,
+		.max_body = AG_PLUGIN_MAX_BODY,
+		/* What the plugin's 1 KiB LimitReader turns a long body into. */
+		.too_large_status = 400,
+		.too_large_body = "bad JSON",
+		.conn_limit = 512,
+		.idle_timeout_sec = 30,
+		.request_timeout_usec = a->cfg.request_timeout_usec,
+	};
+	int r;
+
+	if (a->srv)
+		return vmact_err_set(err, EBUSY, "arbiter: already listening");
+	r = ag_arbiter_attach(a, ev, err);
+	if (r < 0)
+		return r;
+	return net_http_server_new(ev, &hc, on_request, a, &a->srv, err);
+}
+
+unsigned ag_arbiter_port(const struct ag_arbiter *a)
+{
+	return net_http_server_port(a->srv);
+}
+
+int ag_host_capacity(struct vmact_resources *out, struct vmact_err *err)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f;
+	uint64_t kb = 0;
+
+	if (cpus <= 0 || cpus > (long)(UINT32_MAX / 1000))
+		return vmact_err_set(err, EIO, "host capacity: cannot count online CPUs");
+	f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return vmact_err_set(err, errno, "host capacity: /proc/meminfo: %m");
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long v;
+
+		if (sscanf(line, "MemTotal: %llu kB", &v) == 1) {
+			kb = v;
+			break;
+		}
+	}
+	fclose(f);
+	if (!kb || kb > UINT64_MAX / 1024)
+		return vmact_err_set(err, EIO, "host capacity: no MemTotal in /proc/meminfo");
+	out->milli_cpu = (uint32_t)cpus * 1000;
+	out->mem_bytes = kb * 1024;
+	return 0;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Node-local arbiter: the scheduler plugin's side of the agent protocol
+ * (doc/protocols.md, "Scheduler plugin protocol") for hosts without a Kubernetes scheduler.
+ *
+ * It answers every protocol version 1.0 .. 5.0 with the status codes and
+ * text bodies of the real plugins (doc/protocols.md, "HEAD plugin answers";
+ * legacy wording below 4.0: "Legacy plugins") over a model of one node:
+ *   total     = (capacity - reserve) x overcommit
+ *   watermark = floor(total x watermark fraction), per resource
+ * Decreases are granted at once. Increases are granted in whole compute
+ * units up to the watermark (the exact remainder when the rest of the
+ * request is smaller than that), CPU and memory independently
+ * (doc/protocols.md, "Permit computation"); what cannot be granted is
+ * recorded as pressure. When reservations exceed the
+ * watermark (a pod registering at its current size, a restart restoring
+ * reservations) growth is refused and the pods that would be migrated,
+ * oldest first, are reported (and get "migrate": {} in their responses,
+ * as the legacy plugins sent).
+ *
+ * An unknown pod is registered at its lastPermit (restart
+ * recovery, doc/protocols.md, "Legacy plugins")
+ * or, without one, at the resources it reports using; pods not heard from
+ * for pod_ttl are forgotten.
+ *
+ * The core (ag_arbiter_handle) does no I/O; ag_arbiter_listen() puts it on
+ * an sd-event loop behind the HTTP server, so vmactd can embed it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "base/error.h"
+#include "net/http-server.h"
+#include "agent-glue/codec/plugin.h"
+#include "agent-glue/codec/quantity.h"
+
+struct ag_arbiter;
+
+struct ag_arbiter_config {
+	struct vmact_resources capacity;   /* the host's; see ag_host_capacity() */
+	struct vmact_resources reserve;    /* kept for the host itself */
+	uint32_t overcommit_cpu_milli;  /* 1000 = none; 0 = 1000 */
+	uint32_t overcommit_mem_milli;
+	double watermark;               /* (0, 1]; 0 = 0.9 */
+	/* Memory slot size for versions < 4.0 (slot counts on the wire). 0:
+	 * versions below 4.0 are refused with a version mismatch. */
+	uint64_t slot_bytes;
+	/* Compute unit for requests < 4.0, which do not carry one; 0 fields =
+	 * {250m, slot_bytes}. */
+	struct vmact_resources legacy_compute_unit;
+	enum ag_plugin_version min_version, max_version; /* 0 = 1.0 / 5.0 */
+	uint64_t pod_ttl_usec;          /* 0 = 60 s */
+	uint64_t request_timeout_usec;  /* whole HTTP request (slowloris cut); 0 = 10 s */
+};
+
+struct ag_arbiter_totals {
+	struct vmact_resources total, watermark, reserved, pressure;
+	unsigned pods, migrating;
+	uint64_t requests, grants_partial, refused;
+};
+
+/* One per answered request, for the boundary's logging and for tests. */
+struct ag_arbiter_event {
+	unsigned status;             /* the HTTP status sent */
+	const char *text;            /* error body when status != 200 */
+	const char *pod_namespace, *pod_name; /* NULL when the request did not decode */
+	enum ag_plugin_version version;
+	bool new_pod;
+	struct vmact_resources requested, permit, pressure;
+	bool migrate;
+};
+typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
+
+int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
+		   struct vmact_err *err);
+void ag_arbiter_free(struct ag_arbiter *a);
+
+void ag_arbiter_on_event(struct ag_arbiter *a, ag_arbiter_event_fn *fn, void *userdata);
+
+/* The protocol, without I/O: method and body in, reply out (the reply's
+ * body is malloc()ed, as the HTTP server expects). now is CLOCK_MONOTONIC
+ * in µs, for pod expiry. */
+void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *body, size_t len,
+		       uint64_t now_usec, struct net_http_server_reply *reply);
+
+/* Forgets pods not heard from for pod_ttl; returns how many. */
+unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec);
+
+void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t);
+/* Pods selected for migration, oldest first; fn is called per pod. */
+void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
+				     void (*fn)(void *ud, const char *ns, const char *name,
+						const struct vmact_resources *reserved),
+				     void *userdata);
+/* A pod's current reservation; -ENOENT when unknown. */
+int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
+		   struct vmact_resources *reserved, struct vmact_resources *pressure);
+
+/* Puts the arbiter on the loop: idle pods expire. */
+int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err);
+/* The protocol in-process, for ag_plugin_client_new_local(): a POST of
+ * body, answered at the loop's time (attach first). */
+void ag_arbiter_local(void *userdata, const char *body, size_t len,
+		      struct net_http_server_reply *reply);
+
+/* Serves the protocol on the loop (1 KiB body limit answered "bad JSON",
+ * slow requests cut after request_timeout) and expires idle pods. listen is
+ * "ADDR:PORT" or "unix:PATH". One listener per arbiter. */
+int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
+		      struct vmact_err *err);
+unsigned ag_arbiter_port(const struct ag_arbiter *a);
+
+/* The host's CPUs (online) and RAM (MemTotal). */
+int ag_host_capacity(struct vmact_resources *out, struct vmact_err *err);

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmact-arbiter: the node-local stand-in for the Neon scheduler plugin.
+ * Agents (vmactd, or a Neon autoscaler-agent) POST their resource requests
+ * here exactly as they would to the plugin's port 10299. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-glue/arbiter/arbiter.h"
+
+#ifndef VMACT_VERSION
+#define VMACT_VERSION "dev"
+#endif
+
+static const char usage[] =
+	"Usage: vmact-arbiter [OPTIONS]\n"
+	"Node-local scheduler-plugin arbiter: grants VM resource increases on this host\n"
+	"to agents speaking the Neon agent<->plugin protocol (versions 1.0-5.0).\n"
+	"\n"
+	"  --listen ADDR:PORT     where to listen (default 127.0.0.1:10299; [::1]:P for IPv6,\n"
+	"                         unix:PATH for a unix socket)\n"
+	"  --cpu N                CPUs to arbitrate, k8s quantity (8, 7500m; default: online CPUs)\n"
+	"  --memory SIZE          memory to arbitrate (64Gi, 68719476736; default: MemTotal)\n"
+	"  --reserve-cpu N        kept back for the host (default 0)\n"
+	"  --reserve-memory SIZE  kept back for the host (default 0)\n"
+	"  --overcommit-cpu F     multiply the CPU capacity (default 1)\n"
+	"  --overcommit-memory F  multiply the memory capacity (default 1)\n"
+	"  --watermark F          fraction of capacity growth may reach, (0,1] (default 0.9)\n"
+	"  --slot-size SIZE       memory slot size for protocol versions < 4.0 (default: none,\n"
+	"                         such agents are told to use 4.0 or newer)\n"
+	"  --compute-unit CPU,MEM compute unit for versions < 4.0 (default 250m,<slot size>)\n"
+	"  --min-version V        lowest protocol version accepted (default 1.0)\n"
+	"  --max-version V        highest protocol version accepted (default 5.0)\n"
+	"  --pod-ttl SECONDS      forget pods silent this long (default 60)\n"
+	"  --request-timeout SECONDS  cut connections whose request takes longer (default 10)\n"
+	"  -v, --verbose          log every decision to stderr\n"
+	"  -h, --help             this text\n"
+	"  --version              print the version\n";
+
+enum {
+	OPT_LISTEN = 256, OPT_CPU, OPT_MEMORY, OPT_RCPU, OPT_RMEM, OPT_OCPU, OPT_OMEM, OPT_WM,
+	OPT_SLOT, OPT_CU, OPT_MINV, OPT_MAXV, OPT_TTL, OPT_RTO, OPT_VERSION,
+};
+
+static const struct option options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "cpu", required_argument, NULL, OPT_CPU },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "reserve-cpu", required_argument, NULL, OPT_RCPU },
+	{ "reserve-memory", required_argument, NULL, OPT_RMEM },
+	{ "overcommit-cpu", required_argument, NULL, OPT_OCPU },
+	{ "overcommit-memory", required_argument, NULL, OPT_OMEM },
+	{ "watermark", required_argument, NULL, OPT_WM },
+	{ "slot-size", required_argument, NULL, OPT_SLOT },
+	{ "compute-unit", required_argument, NULL, OPT_CU },
+	{ "min-version", required_argument, NULL, OPT_MINV },
+	{ "max-version", required_argument, NULL, OPT_MAXV },
+	{ "pod-ttl", required_argument, NULL, OPT_TTL },
+	{ "request-timeout", required_argument, NULL, OPT_RTO },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int bad(const char *opt, const char *val, const char *why)
+{
+	fprintf(stderr, "vmact-arbiter: --%s %s: %s\n", opt, val, why);
+	return 2;
+}
+
+static int parse_cpu(const char *opt, const char *s, uint32_t *out)
+{
+	struct vmact_err err = { 0 };
+	uint64_t m;
+
+	if (vmact_quantity_parse_milli(s, &m, &err) < 0)
+		return bad(opt, s, err.msg);
+	if (m > UINT32_MAX)
+		return bad(opt, s, "too large");
+	*out = (uint32_t)m;
+	return 0;
+}
+
+static int parse_mem(const char *opt, const char *s, uint64_t *out)
+{
+	struct vmact_err err = { 0 };
+
+	if (vmact_quantity_parse_value(s, out, &err) < 0)
+		return bad(opt, s, err.msg);
+	return 0;
+}
+
+static int parse_factor(const char *opt, const char *s, double lo, double hi, bool lo_open,
+			double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(d) || d > hi || d < lo || (lo_open && d == lo))
+		return bad(opt, s, "not a number in the allowed range");
+	*out = d;
+	return 0;
+}
+
+static void log_event(void *ud, const struct ag_arbiter_event *ev)
+{
+	char r1[32], r2[32], p1[32], p2[32];
+
+	if (ev->status != 200) {
+		fprintf(stderr, "vmact-arbiter: %u %s%s%s%s\n", ev->status, ev->text,
+			ev->pod_name ? " (pod " : "", ev->pod_name ? ev->pod_name : "",
+			ev->pod_name ? ")" : "");
+		return;
+	}
+	vmact_quantity_format_milli(ev->requested.milli_cpu, r1, sizeof(r1));
+	vmact_quantity_format_bytes(ev->requested.mem_bytes, r2, sizeof(r2));
+	vmact_quantity_format_milli(ev->permit.milli_cpu, p1, sizeof(p1));
+	vmact_quantity_format_bytes(ev->permit.mem_bytes, p2, sizeof(p2));
+	fprintf(stderr, "vmact-arbiter: %s/%s v%s%s requested %s/%s permit %s/%s%s%s\n",
+		ev->pod_namespace, ev->pod_name, ag_plugin_version_format((int)ev->version),
+		ev->new_pod ? " (new)" : "", r1, r2, p1, p2,
+		ev->pressure.milli_cpu || ev->pressure.mem_bytes ? " (partial)" : "",
+		ev->migrate ? " (would migrate)" : "");
+}
+
+int main(int argc, char **argv)
+{
+	struct ag_arbiter_config cfg = { 0 };
+	const char *listen = "127.0.0.1:10299";
+	bool have_cpu = false, have_mem = false, verbose = false;
+	struct vmact_resources host;
+	struct vmact_err err = { 0 };
+	struct ag_arbiter *a = NULL;
+	struct ag_arbiter_totals t;
+	sd_event *ev = NULL;
+	sigset_t mask;
+	double d;
+	char c1[32], c2[32], w1[32], w2[32];
+	int opt, r;
+
+	while ((opt = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
+		r = 0;
+		switch (opt) {
+		case OPT_LISTEN:
+			listen = optarg;
+			break;
+		case OPT_CPU:
+			r = parse_cpu("cpu", optarg, &cfg.capacity.milli_cpu);
+			have_cpu = true;
+			break;
+		case OPT_MEMORY:
+			r = parse_mem("memory", optarg, &cfg.capacity.mem_bytes);
+			have_mem = true;
+			break;
+		case OPT_RCPU:
+			r = parse_cpu("reserve-cpu", optarg, &cfg.reserve.milli_cpu);
+			break;
+		case OPT_RMEM:
+			r = parse_mem("reserve-memory", optarg, &cfg.reserve.mem_bytes);
+			break;
+		case OPT_OCPU:
+			r = parse_factor("overcommit-cpu", optarg, 0, 100, true, &d);
+			cfg.overcommit_cpu_milli = (uint32_t)llround(d * 1000);
+			break;
+		case OPT_OMEM:
+			r = parse_factor("overcommit-memory", optarg, 0, 100, true, &d);
+			cfg.overcommit_mem_milli = (uint32_t)llround(d * 1000);
+			break;
+		case OPT_WM:
+			r = parse_factor("watermark", optarg, 0, 1, true, &cfg.watermark);
+			break;
+		case OPT_SLOT:
+			r = parse_mem("slot-size", optarg, &cfg.slot_bytes);
+			if (!r && !cfg.slot_bytes)
+				r = bad("slot-size", optarg, "must be positive");
+			break;
+		case OPT_CU: {
+			char *comma = strchr(optarg, ',');
+
+			if (!comma)
+				return bad("compute-unit", optarg, "expected CPU,MEM (e.g. 250m,1Gi)");
+			*comma = '\0';
+			r = parse_cpu("compute-unit", optarg, &cfg.legacy_compute_unit.milli_cpu);
+			if (!r)
+				r = parse_mem("compute-unit", comma + 1, &cfg.legacy_compute_unit.mem_bytes);
+			if (!r && (!cfg.legacy_compute_unit.milli_cpu || !cfg.legacy_compute_unit.mem_bytes))
+				r = bad("compute-unit", comma + 1, "both parts must be non-zero");
+			break;
+		}
+		case OPT_MINV:
+		case OPT_MAXV:
+			if (ag_plugin_version_parse(optarg, opt == OPT_MINV ? &cfg.min_version
+									     : &cfg.max_version,
+						    &err) < 0)
+				r = bad(opt == OPT_MINV ? "min-version" : "max-version", optarg, err.msg);
+			break;
+		case OPT_TTL:
+			r = parse_factor("pod-ttl", optarg, 0, 86400, true, &d);
+			cfg.pod_ttl_usec = (uint64_t)(d * 1e6);
+			break;
+		case OPT_RTO:
+			r = parse_factor("request-timeout", optarg, 0, 3600, true, &d);
+			cfg.request_timeout_usec = (uint64_t)(d * 1e6);
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("vmact-arbiter %s\n", VMACT_VERSION);
+			return 0;
+		default:
+			fputs("Try 'vmact-arbiter --help'.\n", stderr);
+			return 2;
+		}
+		if (r)
+			return r;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vmact-arbiter: unexpected argument %s\nTry 'vmact-arbiter --help'.\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!have_cpu || !have_mem) {
+		if (ag_host_capacity(&host, &err) < 0) {
+			fprintf(stderr, "vmact-arbiter: %s (give --cpu and --memory)\n", err.msg);
+			return 1;
+		}
+		if (!have_cpu)
+			cfg.capacity.milli_cpu = host.milli_cpu;
+		if (!have_mem)
+			cfg.capacity.mem_bytes = host.mem_bytes;
+	}
+	if (ag_arbiter_new(&cfg, &a, &err) < 0) {
+		fprintf(stderr, "vmact-arbiter: %s\n", err.msg);
+		return 2;
+	}
+	if (verbose)
+		ag_arbiter_on_event(a, log_event, NULL);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	r = sd_event_default(&ev);
+	if (r >= 0)
+		r = sd_event_add_signal(ev, NULL, SIGTERM, NULL, NULL);
+	if (r >= 0)
+		r = sd_event_add_signal(ev, NULL, SIGINT, NULL, NULL);
+	if (r < 0) {
+		fprintf(stderr, "vmact-arbiter: event loop: %s\n", strerror(-r));
+		ag_arbiter_free(a);
+		sd_event_unref(ev);
+		return 1;
+	}
+	if (ag_arbiter_listen(a, ev, listen, &err) < 0) {
+		fprintf(stderr, "vmact-arbiter: %s\n", err.msg);
+		ag_arbiter_free(a);
+		sd_event_unref(ev);
+		return 1;
+	}
+	ag_arbiter_totals(a, &t);
+	vmact_quantity_format_milli(t.total.milli_cpu, c1, sizeof(c1));
+	vmact_quantity_format_bytes(t.total.mem_bytes, c2, sizeof(c2));
+	vmact_quantity_format_milli(t.watermark.milli_cpu, w1, sizeof(w1));
+	vmact_quantity_format_bytes(t.watermark.mem_bytes, w2, sizeof(w2));
+	fprintf(stderr, "vmact-arbiter: listening on %s (port %u): capacity %s CPU / %s, growth up to %s / %s\n",
+		listen, ag_arbiter_port(a), c1, c2, w1, w2);
+	r = sd_event_loop(ev);
+	ag_arbiter_free(a);
+	sd_event_unref(ev);
+	if (r < 0) {
+		fprintf(stderr, "vmact-arbiter: event loop failed: %s\n", strerror(-r));
+		return 1;
+	}
+	fprintf(stderr, "vmact-arbiter: stopped\n");
+	return 0;
+}

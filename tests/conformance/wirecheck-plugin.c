@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* wirecheck handlers for the plugin protocol: agent_request_encode and
+ * plugin_response_decode. */
+#include <errno.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "agent-glue/codec/plugin.h"
+#include "tests/conformance/wirecheck.h"
+
+static int in_version(const json_t *in, enum ag_plugin_version *v, struct vmact_err *err)
+{
+	const char *s = json_string_value(json_object_get(in, "version"));
+
+	if (!s)
+		return vmact_err_set(err, EINVAL, "vector field version: expected a string");
+	return ag_plugin_version_parse(s, v, err);
+}
+
+static int in_slot_bytes(const json_t *in, enum ag_plugin_version v, uint64_t *slot,
+			 struct vmact_err *err)
+{
+	*slot = 0;
+	if (!json_object_get(in, "slot_bytes"))
+		return ag_plugin_memory_as_bytes(v)
+			       ? 0
+			       : vmact_err_set(err, EINVAL, "vector field slot_bytes: missing");
+	return wc_get_u64(in, "slot_bytes", slot, err);
+}
+
+json_t *wc_agent_request_encode(const json_t *in, struct vmact_err *err)
+{
+	struct ag_agent_request r;
+	const json_t *pod, *m;
+	const char *ns, *name;
+	uint64_t slot;
+
+	memset(&r, 0, sizeof(r));
+	if (in_version(in, &r.version, err) < 0 || in_slot_bytes(in, r.version, &slot, err) < 0)
+		return NULL;
+	pod = json_object_get(in, "pod");
+	ns = json_string_value(json_object_get(pod, "namespace"));
+	name = json_string_value(json_object_get(pod, "name"));
+	if (!ns || !name || strlen(ns) > AG_PLUGIN_NAME_MAX || strlen(name) > AG_PLUGIN_NAME_MAX) {
+		vmact_err_set(err, EINVAL, "vector field pod: expected {namespace, name} strings");
+		return NULL;
+	}
+	strcpy(r.pod_namespace, ns);
+	strcpy(r.pod_name, name);
+	if (json_object_get(in, "compute_unit") && !json_is_null(json_object_get(in, "compute_unit"))) {
+		if (wc_get_resources(in, "compute_unit", &r.compute_unit, err) < 0)
+			return NULL;
+		r.has_compute_unit = true;
+	}
+	if (wc_get_resources(in, "resources", &r.resources, err) < 0)
+		return NULL;
+	if (!json_is_null(json_object_get(in, "last_permit"))) {
+		if (wc_get_resources(in, "last_permit", &r.last_permit, err) < 0)
+			return NULL;
+		r.has_last_permit = true;
+	}
+	m = json_object_get(in, "metrics");
+	if (m && !json_is_null(m)) {
+		double a, b, c;
+
+		if (wc_get_double(m, "load_avg_1m", &a, err) < 0 ||
+		    wc_get_double(m, "load_avg_5m", &b, err) < 0 ||
+		    wc_get_double(m, "memory_usage_bytes", &c, err) < 0)
+			return NULL;
+		r.metrics.load_avg_1m = (float)a;
+		r.metrics.load_avg_5m = (float)b;
+		r.metrics.memory_usage_bytes = (float)c;
+		r.has_metrics = true;
+	}
+	return ag_agent_request_encode(&r, slot, err);
+}
+
+json_t *wc_plugin_response_decode(const json_t *in, struct vmact_err *err)
+{
+	enum ag_plugin_version v;
+	struct ag_plugin_response r;
+	uint64_t slot;
+	json_t *out;
+	const json_t *body = json_object_get(in, "json");
+
+	if (in_version(in, &v, err) < 0 || in_slot_bytes(in, v, &slot, err) < 0)
+		return NULL;
+	if (!body) {
+		vmact_err_set(err, EINVAL, "vector field json: missing");
+		return NULL;
+	}
+	if (ag_plugin_response_decode(v, body, slot, &r, err) < 0)
+		return NULL;
+	out = json_pack("{s:o,s:b}", "permit", wc_resources_json(&r.permit), "migrate", r.migrate);
+	if (out && r.has_resource_unit &&
+	    json_object_set_new(out, "compute_unit", wc_resources_json(&r.resource_unit)) < 0) {
+		json_decref(out);
+		out = NULL;
+	}
+	if (!out)
+		vmact_err_set(err, ENOMEM, "out of memory");
+	return out;
+}
