@@ -29,7 +29,7 @@ endif
 
 # Evaluated lazily: `make ci` must be able to parse this file before the
 # packages that provide these .pc files are installed.
-PKGS     = libvirt jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
+PKGS     = libvirt libvirt-qemu jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
            libnl-genl-3.0 libnl-3.0 libbpf libcgroup nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm -lpthread
@@ -74,8 +74,10 @@ layers-bpf        := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
 # programs (and the unit tests): cli/ (vmactl) uses base alone.
-TOOL_COMPONENTS := cli cloudprovider
+TOOL_COMPONENTS := cli cluster cloudprovider
 layers-cli        := base
+# cluster/ (vmact-groupd): the lease codec, the transport, base.
+layers-cluster    := agent-glue/codec net base
 layers-cloudprovider := base
 layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cluster/console.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <libvirt/virterror.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+
+DEFINE_PTR_CLEANUP(con_dom_freep, struct _virDomain, virDomainFree)
+
+#define LINE_MAX_BYTES 1024
+#define POLL_USEC 10000
+
+static int fail(struct vmact_err *err, const char *what, const char *uuid)
+{
+	virErrorPtr e = virGetLastError();
+
+	return vmact_err_set(err, EIO, "%s of %s: %s", what, uuid,
+			     e && e->message ? e->message : "unknown libvirt error");
+}
+
+static void stream_close(virStreamPtr s, bool ok)
+{
+	if (!s)
+		return;
+	if (ok)
+		virStreamFinish(s);
+	else
+		virStreamAbort(s);
+	virStreamFree(s);
+}
+
+static virStreamPtr open_dev(virConnectPtr c, virDomainPtr d, const char *dev, bool nonblock,
+			     const char *uuid, struct vmact_err *err)
+{
+	virStreamPtr s = virStreamNew(c, nonblock ? VIR_STREAM_NONBLOCK : 0);
+
+	if (!s) {
+		fail(err, "stream", uuid);
+		return NULL;
+	}
+	if (virDomainOpenConsole(d, dev, s, VIR_DOMAIN_CONSOLE_FORCE) < 0) {
+		fail(err, dev, uuid);
+		virStreamFree(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void sleep_usec(uint64_t usec)
+{
+	struct timespec ts = { .tv_sec = (time_t)(usec / 1000000), .tv_nsec = (long)(usec % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const char *prefix,
+		      uint64_t timeout_usec, const char *send_dev, const char *send, char *line,
+		      size_t line_len, struct vmact_err *err)
+{
+	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
+	uint64_t end = vmact_now_usec() + timeout_usec;
+	char cur[LINE_MAX_BYTES + 1];
+	size_t cur_len = 0, plen = strlen(prefix);
+	virStreamPtr s;
+	int r = -ETIMEDOUT;
+
+	if (!d)
+		return fail(err, "lookup", uuid);
+	s = open_dev(c, d, dev, true, uuid, err);
+	if (!s)
+		return -EIO;
+	if (send) {
+		int w = cl_console_send(c, uuid, send_dev, send, err);
+
+		if (w < 0) {
+			stream_close(s, false);
+			return w;
+		}
+	}
+	while (vmact_now_usec() < end) {
+		char buf[512];
+		int n = virStreamRecv(s, buf, sizeof(buf));
+
+		if (n == -2) {
+			sleep_usec(POLL_USEC);
+			continue;
+		}
+		if (n < 0) {
+			r = fail(err, "console read", uuid);
+			break;
+		}
+		if (n == 0) {
+			r = vmact_err_set(err, EPIPE, "console of %s closed (the guest stopped)", uuid);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			if (buf[i] == '\n' || buf[i] == '\r' || cur_len == LINE_MAX_BYTES) {
+				cur[cur_len] = 0;
+				/* A NUL from the guest ends the text strncmp sees:
+				 * that line does not match, nothing worse. */
+				if (cur_len >= plen && strncmp(cur, prefix, plen) == 0) {
+					snprintf(line, line_len, "%s", cur);
+					stream_close(s, false);
+					return 0;
+				}
+				cur_len = 0;
+				if (buf[i] != '\n' && buf[i] != '\r')
+					cur[cur_len++] = buf[i];
+				continue;
+			}
+			cur[cur_len++] = buf[i];
+		}
+	}
+	if (r == -ETIMEDOUT)
+		vmact_err_set(err, ETIMEDOUT, "no line starting '%s' on %s of %s within %.1f s", prefix,
+			      dev, uuid, timeout_usec / 1e6);
+	stream_close(s, false);
+	return r;
+}
+
+int cl_console_send(virConnectPtr c, const char *uuid, const char *dev, const char *text,
+		    struct vmact_err *err)
+{
+	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
+	size_t len = strlen(text), done = 0;
+	virStreamPtr s;
+
+	if (!d)
+		return fail(err, "lookup", uuid);
+	s = open_dev(c, d, dev, false, uuid, err);
+	if (!s)
+		return -EIO;
+	while (done < len) {
+		int n = virStreamSend(s, text + done, len - done);
+
+		if (n < 0) {
+			stream_close(s, false);
+			return fail(err, "console write", uuid);
+		}
+		done += (size_t)n;
+	}
+	stream_close(s, true);
+	return 0;
+}
