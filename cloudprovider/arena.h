@@ -15,7 +15,7 @@ struct cp_arena {
 	size_t budget;         /* bytes still allowed */
 	size_t n, cap;
 	void **ptrs;
-	int failed;            /* an allocation was refused or failed */
+	int failed; /* an allocation was refused or failed */
 };
 
 /* budget: the most all of this arena's allocations may add up to. */
@@ -26,4 +26,5 @@ void cp_arena_free(struct cp_arena *a);
 void *cp_arena_alloc(struct cp_arena *a, size_t size);
 void *cp_arena_array(struct cp_arena *a, size_t n, size_t size);
 char *cp_arena_strdup(struct cp_arena *a, const char *s);
-char *cp_arena_printf(struct cp_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *cp_arena_printf(struct cp_arena *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));

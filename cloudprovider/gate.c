@@ -35,15 +35,15 @@ struct buf {
 
 struct conn {
 	struct cp_gate *g;
-	int cfd, bfd;            /* client, backend (gRPC) */
+	int cfd, bfd; /* client, backend (gRPC) */
 	sd_event_source *cs, *bs;
-	struct buf up, down;     /* client to gRPC, gRPC to client */
-	bool c_eof, up_shut;     /* client sent EOF; passed on to gRPC */
-	bool served;             /* carried a well-formed call */
+	struct buf up, down; /* client to gRPC, gRPC to client */
+	bool c_eof, up_shut; /* client sent EOF; passed on to gRPC */
+	bool served;         /* carried a well-formed call */
 	uint64_t accepted_usec;
 	char client[INET6_ADDRSTRLEN + 8]; /* "ADDR:PORT" or "uid N" */
 	char key[INET6_ADDRSTRLEN];        /* what a share counts: the address or uid */
-	char bname[16];          /* our abstract name, as gRPC shows it */
+	char bname[16];                    /* our abstract name, as gRPC shows it */
 	VMACT_LIST_FIELDS(struct conn, all);
 };
 
@@ -54,8 +54,8 @@ struct cp_gate {
 	struct vmact_listen addr;
 	char *backend;
 	unsigned limit, share;
-	pthread_mutex_t lock;  /* conns' list, served flags, counters */
-	struct conn *conns;    /* newest first */
+	pthread_mutex_t lock; /* conns' list, served flags, counters */
+	struct conn *conns;   /* newest first */
 	unsigned n;
 	unsigned long refused, evicted;
 };
@@ -216,8 +216,7 @@ static bool make_room(struct cp_gate *g, const char *key)
 	return mine < g->share && g->n < g->limit;
 }
 
-static void describe(struct cp_gate *g, int fd, const struct sockaddr_storage *sa,
-		     struct conn *c)
+static void describe(struct cp_gate *g, int fd, const struct sockaddr_storage *sa, struct conn *c)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
@@ -329,7 +328,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	for (int i = 0; i < ACCEPT_BURST; i++) {
 		struct sockaddr_storage sa;
 		socklen_t len = sizeof(sa);
-		int cfd = accept4(g->lfd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int cfd = accept4(g->lfd, (struct sockaddr *)&sa, &len,
+				  SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd >= 0) {
 			take(g, cfd, &sa);

@@ -15,8 +15,8 @@
 #define TAINTS_MAX 64
 #define TEXT_MAX   1024
 
-static int get_text(const json_t *obj, const char *key, bool required, const char *dflt,
-		    char **out, struct vmact_err *err)
+static int get_text(const json_t *obj, const char *key, bool required, const char *dflt, char **out,
+		    struct vmact_err *err)
 {
 	const json_t *v = json_object_get(obj, key);
 	const char *s;
@@ -37,8 +37,8 @@ static int get_text(const json_t *obj, const char *key, bool required, const cha
 	return *out ? 0 : vmact_err_set(err, ENOMEM, "%s: out of memory", key);
 }
 
-static int get_int(const json_t *obj, const char *key, bool required, long long dflt,
-		   long long lo, long long hi, long long *out, struct vmact_err *err)
+static int get_int(const json_t *obj, const char *key, bool required, long long dflt, long long lo,
+		   long long hi, long long *out, struct vmact_err *err)
 {
 	const json_t *v = json_object_get(obj, key);
 
@@ -52,8 +52,8 @@ static int get_int(const json_t *obj, const char *key, bool required, long long 
 		return vmact_err_set(err, EPROTO, "%s: not an integer", key);
 	*out = json_integer_value(v);
 	if (*out < lo || *out > hi)
-		return vmact_err_set(err, EPROTO, "%s: %lld is outside [%lld, %lld]", key, *out,
-				     lo, hi);
+		return vmact_err_set(err, EPROTO, "%s: %lld is outside [%lld, %lld]", key, *out, lo,
+				     hi);
 	return 0;
 }
 
@@ -76,14 +76,16 @@ static int get_labels(const json_t *obj, struct cp_group *g, struct vmact_err *e
 	g->labels = calloc(json_object_size(labels) + 1, sizeof(*g->labels));
 	if (!g->labels)
 		return vmact_err_set(err, ENOMEM, "labels: out of memory");
-	json_object_foreach((json_t *)labels, k, v) {
+	json_object_foreach((json_t *)labels, k, v)
+	{
 		struct cp_kv *kv = &g->labels[g->nlabels];
 
 		if (!json_is_string(v) || strlen(k) > TEXT_MAX ||
 		    json_string_length(v) > TEXT_MAX ||
 		    strlen(json_string_value(v)) != json_string_length(v))
-			return vmact_err_set(err, EPROTO, "labels.%.64s: not a string of at most %d bytes",
-					     k, TEXT_MAX);
+			return vmact_err_set(err, EPROTO,
+					     "labels.%.64s: not a string of at most %d bytes", k,
+					     TEXT_MAX);
 		kv->key = strdup(k);
 		kv->value = strdup(json_string_value(v));
 		g->nlabels++;
@@ -109,7 +111,8 @@ static int get_taints(const json_t *obj, struct cp_group *g, struct vmact_err *e
 	g->taints = calloc(json_array_size(taints) + 1, sizeof(*g->taints));
 	if (!g->taints)
 		return vmact_err_set(err, ENOMEM, "taints: out of memory");
-	json_array_foreach(taints, i, t) {
+	json_array_foreach(taints, i, t)
+	{
 		struct cp_taint *x = &g->taints[g->ntaints++];
 
 		if (!json_is_object(t))
@@ -119,9 +122,10 @@ static int get_taints(const json_t *obj, struct cp_group *g, struct vmact_err *e
 			r = get_text(t, "value", false, "", &x->value, err);
 		if (r >= 0)
 			r = get_text(t, "effect", true, NULL, &x->effect, err);
-		if (r >= 0 && strcmp(x->effect, "NoSchedule") && strcmp(x->effect, "PreferNoSchedule") &&
-		    strcmp(x->effect, "NoExecute"))
-			r = vmact_err_set(err, EPROTO, "effect: \"%.64s\" is not a Kubernetes taint effect",
+		if (r >= 0 && strcmp(x->effect, "NoSchedule") &&
+		    strcmp(x->effect, "PreferNoSchedule") && strcmp(x->effect, "NoExecute"))
+			r = vmact_err_set(err, EPROTO,
+					  "effect: \"%.64s\" is not a Kubernetes taint effect",
 					  x->effect);
 		if (r < 0)
 			return vmact_err_prefix(err, "taints[%zu]", i);
@@ -170,8 +174,8 @@ bad:
 	return vmact_err_prefix(err, "template");
 }
 
-static int get_seconds(const json_t *o, const char *key, unsigned bit, double *out,
-		       unsigned *set, struct vmact_err *err)
+static int get_seconds(const json_t *o, const char *key, unsigned bit, double *out, unsigned *set,
+		       struct vmact_err *err)
 {
 	const json_t *v = json_object_get(o, key);
 
@@ -184,8 +188,8 @@ static int get_seconds(const json_t *o, const char *key, unsigned bit, double *o
 	return 0;
 }
 
-static int get_fraction(const json_t *o, const char *key, unsigned bit, double *out,
-			unsigned *set, struct vmact_err *err)
+static int get_fraction(const json_t *o, const char *key, unsigned bit, double *out, unsigned *set,
+			struct vmact_err *err)
 {
 	const json_t *v = json_object_get(o, key);
 
@@ -253,18 +257,21 @@ static int make_debug(const json_t *obj, struct cp_group *g, struct vmact_err *e
 	size_t len, i;
 	int n;
 
-	n = snprintf(line, sizeof(line), "vmact group %s: min %d max %d target %d, %u vCPU %llu MiB",
-		     g->id, g->min, g->max, g->target, g->tmpl.vcpus,
+	n = snprintf(line, sizeof(line),
+		     "vmact group %s: min %d max %d target %d, %u vCPU %llu MiB", g->id, g->min,
+		     g->max, g->target, g->tmpl.vcpus,
 		     (unsigned long long)(g->tmpl.memory_bytes >> 20));
 	len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 	if (json_is_array(hosts) && json_array_size(hosts) > 0) {
-		json_array_foreach(hosts, i, h) {
+		json_array_foreach(hosts, i, h)
+		{
 			if (!json_is_string(h) || len >= sizeof(line) - 1)
 				continue;
 			n = snprintf(line + len, sizeof(line) - len, "%s%s", i ? "," : ", hosts ",
 				     json_string_value(h));
-			len = n < 0 ? len : len + (size_t)n < sizeof(line) ? len + (size_t)n
-									  : sizeof(line) - 1;
+			len = n < 0                            ? len
+			      : len + (size_t)n < sizeof(line) ? len + (size_t)n
+							       : sizeof(line) - 1;
 		}
 	}
 	g->debug = strdup(line);
@@ -366,7 +373,8 @@ int cp_groups_from_json(const json_t *root, struct cp_groups **out, struct vmact
 		cp_groups_unref(s);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
-	json_array_foreach(arr, i, gj) {
+	json_array_foreach(arr, i, gj)
+	{
 		r = cp_group_from_json(gj, &s->g[s->n], err);
 		s->n++;
 		if (r >= 0 && cp_groups_find(s, s->g[s->n - 1].id) != &s->g[s->n - 1])
@@ -391,8 +399,8 @@ const struct cp_group *cp_groups_find(const struct cp_groups *s, const char *id)
 const char *cp_group_goarch(const char *arch)
 {
 	static const char *const map[][2] = {
-		{ "x86_64", "amd64" }, { "aarch64", "arm64" }, { "i686", "386" },
-		{ "i386", "386" },     { "armv7l", "arm" },    { "ppc64le", "ppc64le" },
+		{ "x86_64", "amd64" }, { "aarch64", "arm64" },   { "i686", "386" },
+		{ "i386", "386" },     { "armv7l", "arm" },      { "ppc64le", "ppc64le" },
 		{ "s390x", "s390x" },  { "riscv64", "riscv64" },
 	};
 

@@ -48,8 +48,7 @@ int cp_groupd_global_init(struct vmact_err *err)
 {
 	CURLcode cc = curl_global_init(CURL_GLOBAL_DEFAULT);
 
-	return cc == CURLE_OK ? 0
-			      : vmact_err_set(err, EIO, "libcurl: %s", curl_easy_strerror(cc));
+	return cc == CURLE_OK ? 0 : vmact_err_set(err, EIO, "libcurl: %s", curl_easy_strerror(cc));
 }
 
 char *cp_groupd_escape(const char *s)
@@ -69,7 +68,7 @@ static int reason_errno(const char *reason, long status)
 		const char *reason;
 		int err;
 	} map[] = {
-		{ "not-found", ENOENT }, { "invalid", EINVAL },   { "out-of-range", ERANGE },
+		{ "not-found", ENOENT },   { "invalid", EINVAL },     { "out-of-range", ERANGE },
 		{ "precondition", EBUSY }, { "unavailable", EAGAIN }, { "internal", EIO },
 	};
 
@@ -138,7 +137,8 @@ int cp_groupd_call(const char *socket, const char *method, const char *path, con
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	/* at least 1 ms: 0 would mean "no limit" to libcurl */
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_usec / 1000 ? timeout_usec / 1000 : 1));
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+			 (long)(timeout_usec / 1000 ? timeout_usec / 1000 : 1));
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
@@ -149,8 +149,9 @@ int cp_groupd_call(const char *socket, const char *method, const char *path, con
 		goto out;
 	}
 	if (cc != CURLE_OK) {
-		r = vmact_err_set(err, a.too_big ? EIO : EAGAIN, "cannot reach vmact-groupd at %s: %s",
-				  socket, a.too_big ? "answer too large" : curl_easy_strerror(cc));
+		r = vmact_err_set(err, a.too_big ? EIO : EAGAIN,
+				  "cannot reach vmact-groupd at %s: %s", socket,
+				  a.too_big ? "answer too large" : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -160,7 +161,8 @@ int cp_groupd_call(const char *socket, const char *method, const char *path, con
 	}
 	*out = json_loadb(a.data ? a.data : "", a.len, 0, &je);
 	if (!*out)
-		r = vmact_err_set(err, EIO, "vmact-groupd answered %s %s with something other than JSON: %s",
+		r = vmact_err_set(err, EIO,
+				  "vmact-groupd answered %s %s with something other than JSON: %s",
 				  method, path, je.text);
 out:
 	free(a.data);

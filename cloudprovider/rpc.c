@@ -96,9 +96,9 @@ static void *answer(struct cp_rpc_ctx *ctx, const ProtobufCMessageDescriptor *d)
 	return m;
 }
 
-#define ANSWER(ctx, type, snake, var)                           \
-	EG(type) *var = answer((ctx), &EG_D(snake));            \
-	if (!var)                                               \
+#define ANSWER(ctx, type, snake, var)                \
+	EG(type) *var = answer((ctx), &EG_D(snake)); \
+	if (!var)                                    \
 	return vmact_err_set(err, ENOMEM, "out of memory")
 
 static EG(NodeGroup) * node_group(struct cp_rpc_ctx *ctx, const struct cp_group *g)
@@ -161,7 +161,8 @@ static int lookup_node(struct cp_rpc_ctx *ctx, const char *provider_id, char **i
 		return r;
 	v = json_object_get(doc, "id");
 	if (!json_is_string(v))
-		return vmact_err_set(err, EIO, "vmact-groupd's GET /v1/node-group: no \"id\" string");
+		return vmact_err_set(err, EIO,
+				     "vmact-groupd's GET /v1/node-group: no \"id\" string");
 	*id = cp_arena_strdup(ctx->arena, json_string_value(v));
 	return *id ? 0 : vmact_err_set(err, ENOMEM, "out of memory");
 }
@@ -274,7 +275,8 @@ static int get_target(const json_t *doc, const char *what, int32_t *out, struct 
 	const json_t *v = json_object_get(doc, "target");
 
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-		return vmact_err_set(err, EIO, "vmact-groupd's %s: no \"target\" in [0, 2^31)", what);
+		return vmact_err_set(err, EIO, "vmact-groupd's %s: no \"target\" in [0, 2^31)",
+				     what);
 	*out = (int32_t)json_integer_value(v);
 	return 0;
 }
@@ -318,8 +320,8 @@ static int change(struct cp_rpc_ctx *ctx, const char *id, const char *action, js
 	return r < 0 ? r : get_target(doc, path, &t, err);
 }
 
-static int increase_size(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
-			 ProtobufCMessage **resp, struct vmact_err *err)
+static int increase_size(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, ProtobufCMessage **resp,
+			 struct vmact_err *err)
 {
 	const EG(NodeGroupIncreaseSizeRequest) *req = (const void *)m;
 	int r;
@@ -347,7 +349,8 @@ static int decrease_target(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
 		   json_pack("{s:i}", "delta", (json_int_t)req->delta), err);
 	if (r < 0)
 		return r;
-	ANSWER(ctx, NodeGroupDecreaseTargetSizeResponse, node_group_decrease_target_size_response, a);
+	ANSWER(ctx, NodeGroupDecreaseTargetSizeResponse, node_group_decrease_target_size_response,
+	       a);
 	*resp = &a->base;
 	return 0;
 }
@@ -355,8 +358,8 @@ static int decrease_target(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
 /* The autoscaler names nodes by their spec.providerID; for an instance
  * that never registered it makes a node whose providerID is the
  * instance's id, which is the same thing. */
-static int delete_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
-			ProtobufCMessage **resp, struct vmact_err *err)
+static int delete_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, ProtobufCMessage **resp,
+			struct vmact_err *err)
 {
 	const EG(NodeGroupDeleteNodesRequest) *req = (const void *)m;
 	json_t *ids = json_array(), *body;
@@ -384,8 +387,7 @@ static int delete_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
 			return vmact_err_prefix(err, "nodes[%zu] (%.64s)", i,
 						n && n->name ? n->name : "");
 		}
-		json_array_foreach(ids, j, v)
-			seen |= !strcmp(json_string_value(v), pid);
+		json_array_foreach(ids, j, v) seen |= !strcmp(json_string_value(v), pid);
 		if (!seen && json_array_append_new(ids, json_string(pid)) < 0)
 			break;
 	}
@@ -414,7 +416,7 @@ static int instance_error(struct cp_rpc_ctx *ctx, const json_t *e, EG(InstanceSt
 	const char *cls = json_string_value(json_object_get(e, "class"));
 	const char *code = json_string_value(json_object_get(e, "code"));
 	const char *msg = json_string_value(json_object_get(e, "message"));
-	EG(InstanceErrorInfo) *info;
+	EG(InstanceErrorInfo) * info;
 
 	if (!json_is_object(e) || !code || !code[0])
 		return vmact_err_set(err, EIO, "error: not an object with a \"code\"");
@@ -438,8 +440,8 @@ static int instance(struct cp_rpc_ctx *ctx, const json_t *n, EG(Instance) * *out
 	const char *pid = json_string_value(json_object_get(n, "provider_id"));
 	const char *state = json_string_value(json_object_get(n, "state"));
 	const json_t *e = json_object_get(n, "error");
-	EG(InstanceStatus) *st;
-	EG(Instance) *in;
+	EG(InstanceStatus) * st;
+	EG(Instance) * in;
 	int s;
 
 	if (!pid || !pid[0])
@@ -478,7 +480,8 @@ static int group_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	a->instances = cp_arena_array(ctx->arena, json_array_size(nodes), sizeof(*a->instances));
 	if (json_array_size(nodes) && !a->instances)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	json_array_foreach(nodes, i, n) {
+	json_array_foreach(nodes, i, n)
+	{
 		r = instance(ctx, n, &a->instances[i], err);
 		if (r < 0)
 			return vmact_err_prefix(err, "vmact-groupd's GET %s: nodes[%zu]", path, i);
@@ -564,7 +567,8 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 
 	if (r < 0)
 		return r;
-	ANSWER(ctx, NodeGroupAutoscalingOptionsResponse, node_group_autoscaling_options_response, a);
+	ANSWER(ctx, NodeGroupAutoscalingOptionsResponse, node_group_autoscaling_options_response,
+	       a);
 	*resp = &a->base;
 	go = &g->opts;
 	if (!go->set)
@@ -572,23 +576,30 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	o = answer(ctx, &EG_D(node_group_autoscaling_options));
 	if (!o)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	o->scaledownutilizationthreshold =
-		go->set & CP_OPT_UTIL ? go->util : d ? d->scaledownutilizationthreshold : 0;
-	o->scaledowngpuutilizationthreshold =
-		go->set & CP_OPT_GPU_UTIL ? go->gpu_util : d ? d->scaledowngpuutilizationthreshold : 0;
-	o->zeroormaxnodescaling =
-		go->set & CP_OPT_ZERO_OR_MAX ? go->zero_or_max : d ? d->zeroormaxnodescaling : 0;
-	o->ignoredaemonsetsutilization =
-		go->set & CP_OPT_IGNORE_DS ? go->ignore_ds : d ? d->ignoredaemonsetsutilization : 0;
+	o->scaledownutilizationthreshold = go->set & CP_OPT_UTIL ? go->util
+					   : d                   ? d->scaledownutilizationthreshold
+								 : 0;
+	o->scaledowngpuutilizationthreshold = go->set & CP_OPT_GPU_UTIL ? go->gpu_util
+					      : d ? d->scaledowngpuutilizationthreshold
+						  : 0;
+	o->zeroormaxnodescaling = go->set & CP_OPT_ZERO_OR_MAX ? go->zero_or_max
+				  : d                          ? d->zeroormaxnodescaling
+							       : 0;
+	o->ignoredaemonsetsutilization = go->set & CP_OPT_IGNORE_DS ? go->ignore_ds
+					 : d                        ? d->ignoredaemonsetsutilization
+								    : 0;
 	o->scaledownunneededduration = go->set & CP_OPT_UNNEEDED
 					       ? duration(ctx, go->unneeded_s)
-					       : copy_duration(ctx, d ? d->scaledownunneededduration : NULL);
+					       : copy_duration(ctx, d ? d->scaledownunneededduration
+								      : NULL);
 	o->scaledownunreadyduration = go->set & CP_OPT_UNREADY
 					      ? duration(ctx, go->unready_s)
-					      : copy_duration(ctx, d ? d->scaledownunreadyduration : NULL);
+					      : copy_duration(ctx, d ? d->scaledownunreadyduration
+								     : NULL);
 	o->maxnodeprovisionduration = go->set & CP_OPT_PROVISION
 					      ? duration(ctx, go->provision_s)
-					      : copy_duration(ctx, d ? d->maxnodeprovisionduration : NULL);
+					      : copy_duration(ctx, d ? d->maxnodeprovisionduration
+								     : NULL);
 	if (!o->scaledownunneededduration || !o->scaledownunreadyduration ||
 	    !o->maxnodeprovisionduration)
 		return vmact_err_set(err, ENOMEM, "out of memory");
@@ -633,8 +644,9 @@ static pthread_once_t methods_once = PTHREAD_ONCE_INIT;
 static void methods_init(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(handlers); i++) {
-		methods[i].desc = protobuf_c_service_descriptor_get_method_by_name(
-			&EG_D(cloud_provider), handlers[i].name);
+		methods[i].desc =
+			protobuf_c_service_descriptor_get_method_by_name(&EG_D(cloud_provider),
+									 handlers[i].name);
 		methods[i].fn = handlers[i].fn;
 		methods[i].changes = handlers[i].changes;
 	}

@@ -43,9 +43,9 @@ struct call {
 	grpc_metadata_array md;
 	grpc_byte_buffer *payload;
 	int cancelled;
-	uint64_t matched_usec;   /* when it was matched */
-	uint64_t received_usec;  /* when its message arrived */
-	bool timed_out;          /* cancelled by the sweep */
+	uint64_t matched_usec;  /* when it was matched */
+	uint64_t received_usec; /* when its message arrived */
+	bool timed_out;         /* cancelled by the sweep */
 	grpc_status_code code;
 	char message[VMACT_ERR_MSG_MAX];
 	grpc_slice details_slice;
@@ -62,11 +62,11 @@ struct cp_server {
 	pthread_t *threads;
 	unsigned nthreads;
 	pthread_mutex_t lock;
-	struct call *live;        /* matched, not yet finished */
-	unsigned requested;       /* posted, not yet matched */
-	unsigned active;          /* matched, not yet finished */
+	struct call *live;  /* matched, not yet finished */
+	unsigned requested; /* posted, not yet matched */
+	unsigned active;    /* matched, not yet finished */
 	bool stopping;
-	bool shut_down;           /* the server's shutdown tag came */
+	bool shut_down; /* the server's shutdown tag came */
 	bool cq_closed;
 	int shutdown_tag;
 };
@@ -125,9 +125,9 @@ static void top_up(struct cp_server *s)
 static uint64_t call_deadline(const struct call *c)
 {
 	uint64_t now = vmact_now_usec(), cap = now + c->s->cfg.call_timeout_usec;
-	gpr_timespec left = gpr_time_sub(gpr_convert_clock_type(c->details.deadline,
-								GPR_CLOCK_MONOTONIC),
-					 gpr_now(GPR_CLOCK_MONOTONIC));
+	gpr_timespec left =
+		gpr_time_sub(gpr_convert_clock_type(c->details.deadline, GPR_CLOCK_MONOTONIC),
+			     gpr_now(GPR_CLOCK_MONOTONIC));
 	uint64_t left_usec;
 
 	if (gpr_time_cmp(left, gpr_time_0(GPR_TIMESPAN)) <= 0)
@@ -177,8 +177,9 @@ static void handle(struct call *c)
 					GRPC_SLICE_START_PTR(in));
 	grpc_slice_unref(in);
 	if (!req) {
-		set_status(c, arena.failed ? GRPC_STATUS_RESOURCE_EXHAUSTED
-					   : GRPC_STATUS_INVALID_ARGUMENT,
+		set_status(c,
+			   arena.failed ? GRPC_STATUS_RESOURCE_EXHAUSTED
+					: GRPC_STATUS_INVALID_ARGUMENT,
 			   arena.failed ? "request decodes to more than this server allows"
 					: "request is not a valid message of its type");
 		cp_arena_free(&arena);
@@ -227,8 +228,9 @@ static void finish(struct call *c)
 	c->details_slice = grpc_slice_from_copied_string(c->message);
 	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
 	ops[n].data.send_status_from_server.status = c->code;
-	ops[n].data.send_status_from_server.status_details =
-		c->code == GRPC_STATUS_OK ? NULL : &c->details_slice;
+	ops[n].data.send_status_from_server.status_details = c->code == GRPC_STATUS_OK
+								     ? NULL
+								     : &c->details_slice;
 	n++;
 	ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
 	ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
@@ -444,7 +446,8 @@ int cp_server_start(const struct cp_server_config *cfg, struct cp_server **out,
 	a[1] = int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, s->cfg.max_streams);
 	a[2] = int_arg(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
 		       (long long)(s->cfg.request_timeout_usec / 1000));
-	a[3] = int_arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS, (long long)(s->cfg.idle_timeout_usec / 1000));
+	a[3] = int_arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+		       (long long)(s->cfg.idle_timeout_usec / 1000));
 	/* windows stay at their 64 KiB start: a stalled stream holds no more */
 	a[4] = int_arg(GRPC_ARG_HTTP2_BDP_PROBE, 0);
 	a[5] = int_arg(GRPC_ARG_MAX_METADATA_SIZE, 16 * 1024);

@@ -31,14 +31,14 @@ struct cp_server_call {
 };
 
 struct cp_server_config {
-	const char *address;   /* what gRPC listens on: "unix:/path" or "127.0.0.1:0" */
-	struct cp_tls *tls;    /* NULL: plaintext */
+	const char *address; /* what gRPC listens on: "unix:/path" or "127.0.0.1:0" */
+	struct cp_tls *tls;  /* NULL: plaintext */
 	struct cp_cache *cache;
-	const char *groupd;    /* vmact-groupd's socket */
-	size_t max_message;    /* 0: 1 MiB */
-	unsigned max_streams;  /* per connection; 0: 8 */
-	unsigned max_calls;    /* calls in progress at once; 0: 512 */
-	unsigned workers;      /* threads; 0: 4 */
+	const char *groupd;            /* vmact-groupd's socket */
+	size_t max_message;            /* 0: 1 MiB */
+	unsigned max_streams;          /* per connection; 0: 8 */
+	unsigned max_calls;            /* calls in progress at once; 0: 512 */
+	unsigned workers;              /* threads; 0: 4 */
 	uint64_t request_timeout_usec; /* 0: 10 s */
 	uint64_t idle_timeout_usec;    /* 0: 300 s */
 	/* What one call may spend on groupd when the client set no (or a

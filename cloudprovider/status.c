@@ -60,5 +60,5 @@ const char *cp_status_name(grpc_status_code code)
 	};
 
 	return code >= 0 && (unsigned)code < sizeof(names) / sizeof(names[0]) ? names[code]
-									       : "UNKNOWN";
+									      : "UNKNOWN";
 }

@@ -27,8 +27,7 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp((*x)->key, (*y)->key);
 }
 
-static Vmact__K8s__ObjectMeta__LabelsEntry *label(struct cp_arena *a, const char *k,
-						  const char *v)
+static Vmact__K8s__ObjectMeta__LabelsEntry *label(struct cp_arena *a, const char *k, const char *v)
 {
 	Vmact__K8s__ObjectMeta__LabelsEntry *e = cp_arena_alloc(a, sizeof(*e));
 
@@ -63,8 +62,8 @@ static int fill_labels(const struct cp_group *g, const char *name, struct cp_are
 		return -ENOMEM;
 	if (!(l[n++] = label(a, WELL_KNOWN_HOST, name)))
 		return -ENOMEM;
-	/* Kubernetes writes map entries in key order; so do we, and the
-	 * bytes are what its own Marshal would give for these fields. */
+	/* Kubernetes writes map entries in key order; so do we, so that
+	 * the same node always has the same bytes */
 	qsort(l, n, sizeof(*l), label_cmp);
 	meta->labels = l;
 	meta->n_labels = n;
@@ -97,7 +96,7 @@ static int fill_taints(const struct cp_group *g, struct cp_arena *a, Vmact__K8s_
 }
 
 static ResourceEntry *resource(struct cp_arena *a, const ProtobufCMessageDescriptor *d,
-				const char *name, const char *text)
+			       const char *name, const char *text)
 {
 	ResourceEntry *e = cp_arena_alloc(a, sizeof(*e));
 	Vmact__K8s__Quantity *q = cp_arena_alloc(a, sizeof(*q));
@@ -123,7 +122,8 @@ static void *resources(const struct cp_group *g, const ProtobufCMessageDescripto
 	ResourceEntry **r = cp_arena_array(a, 3, sizeof(*r));
 	char cpu[32], mem[32], pods[32];
 
-	if (!r || vmact_quantity_format_milli((uint64_t)g->tmpl.vcpus * 1000, cpu, sizeof(cpu)) < 0 ||
+	if (!r ||
+	    vmact_quantity_format_milli((uint64_t)g->tmpl.vcpus * 1000, cpu, sizeof(cpu)) < 0 ||
 	    vmact_quantity_format_bytes(g->tmpl.memory_bytes, mem, sizeof(mem)) < 0)
 		return NULL;
 	snprintf(pods, sizeof(pods), "%u", g->tmpl.pods);
@@ -149,8 +149,8 @@ int cp_template_node(const struct cp_group *g, struct cp_arena *a, ProtobufCBina
 	if (!meta.name || fill_labels(g, meta.name, a, &meta) < 0 || fill_taints(g, a, &spec) < 0)
 		goto nomem;
 	status.capacity = resources(g, &vmact__k8s__node_status__capacity_entry__descriptor, a);
-	status.allocatable =
-		resources(g, &vmact__k8s__node_status__allocatable_entry__descriptor, a);
+	status.allocatable = resources(g, &vmact__k8s__node_status__allocatable_entry__descriptor,
+				       a);
 	if (!status.capacity || !status.allocatable)
 		goto nomem;
 	status.n_capacity = status.n_allocatable = 3;

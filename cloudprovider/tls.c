@@ -38,7 +38,8 @@ static int read_pem(const char *path, const char *kind, char **out, struct stat 
 	if (fstat(fileno(f), st) < 0)
 		return vmact_err_set(err, errno, "%s %s: %m", kind, path);
 	if (st->st_size > PEM_MAX)
-		return vmact_err_set(err, EFBIG, "%s %s: larger than %u bytes", kind, path, PEM_MAX);
+		return vmact_err_set(err, EFBIG, "%s %s: larger than %u bytes", kind, path,
+				     PEM_MAX);
 	buf = malloc((size_t)st->st_size + 1);
 	if (!buf)
 		return vmact_err_set(err, ENOMEM, "%s %s: out of memory", kind, path);
@@ -94,7 +95,7 @@ static bool changed(const struct pem_file *f)
 
 /* gRPC asks at server start and before each handshake. */
 static grpc_ssl_certificate_config_reload_status fetch(void *ud,
-							grpc_ssl_server_certificate_config **config)
+						       grpc_ssl_server_certificate_config **config)
 {
 	struct cp_tls *t = ud;
 	grpc_ssl_certificate_config_reload_status st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;

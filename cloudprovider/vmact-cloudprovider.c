@@ -62,8 +62,20 @@ static const char usage[] =
 	"  --version                 print the version\n";
 
 enum {
-	OPT_LISTEN = 256, OPT_KEY, OPT_CERT, OPT_CACERT, OPT_GROUPD, OPT_MAXCONN, OPT_PERCLIENT,
-	OPT_MAXMSG, OPT_RTO, OPT_IDLE, OPT_CALLTO, OPT_WORKERS, OPT_RUNDIR, OPT_VERSION,
+	OPT_LISTEN = 256,
+	OPT_KEY,
+	OPT_CERT,
+	OPT_CACERT,
+	OPT_GROUPD,
+	OPT_MAXCONN,
+	OPT_PERCLIENT,
+	OPT_MAXMSG,
+	OPT_RTO,
+	OPT_IDLE,
+	OPT_CALLTO,
+	OPT_WORKERS,
+	OPT_RUNDIR,
+	OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -153,29 +165,58 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	};
 	while (r == 0 && (c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_LISTEN: o->listen = optarg; break;
-		case OPT_KEY: o->key = optarg; break;
-		case OPT_CERT: o->cert = optarg; break;
-		case OPT_CACERT: o->cacert = optarg; break;
-		case OPT_GROUPD: o->groupd = optarg; break;
-		case OPT_RUNDIR: o->rundir = optarg; break;
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
+		case OPT_KEY:
+			o->key = optarg;
+			break;
+		case OPT_CERT:
+			o->cert = optarg;
+			break;
+		case OPT_CACERT:
+			o->cacert = optarg;
+			break;
+		case OPT_GROUPD:
+			o->groupd = optarg;
+			break;
+		case OPT_RUNDIR:
+			o->rundir = optarg;
+			break;
 		case OPT_MAXCONN:
 			r = parse_ulong("max-connections", optarg, 1, 4096, &o->max_conn);
 			break;
 		case OPT_PERCLIENT:
-			r = parse_ulong("max-connections-per-client", optarg, 1, 4096, &o->per_client);
+			r = parse_ulong("max-connections-per-client", optarg, 1, 4096,
+					&o->per_client);
 			break;
 		case OPT_MAXMSG:
 			r = parse_ulong("max-message-size", optarg, 1024, 64u << 20, &o->max_msg);
 			break;
-		case OPT_WORKERS: r = parse_ulong("workers", optarg, 1, 64, &o->workers); break;
-		case OPT_RTO: r = parse_seconds("request-timeout", optarg, &o->rto); break;
-		case OPT_IDLE: r = parse_seconds("idle-timeout", optarg, &o->idle); break;
-		case OPT_CALLTO: r = parse_seconds("call-timeout", optarg, &o->callto); break;
-		case 'v': o->verbose = true; break;
-		case 'h': fputs(usage, stdout); return -1;
-		case OPT_VERSION: printf("vmact-cloudprovider %s\n", VMACT_VERSION); return -1;
-		default: fputs(usage, stderr); return 2;
+		case OPT_WORKERS:
+			r = parse_ulong("workers", optarg, 1, 64, &o->workers);
+			break;
+		case OPT_RTO:
+			r = parse_seconds("request-timeout", optarg, &o->rto);
+			break;
+		case OPT_IDLE:
+			r = parse_seconds("idle-timeout", optarg, &o->idle);
+			break;
+		case OPT_CALLTO:
+			r = parse_seconds("call-timeout", optarg, &o->callto);
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		case OPT_VERSION:
+			printf("vmact-cloudprovider %s\n", VMACT_VERSION);
+			return -1;
+		default:
+			fputs(usage, stderr);
+			return 2;
 		}
 	}
 	if (r)
@@ -185,7 +226,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return 2;
 	}
 	if ((o->key || o->cert || o->cacert) && !(o->key && o->cert && o->cacert)) {
-		fprintf(stderr, "vmact-cloudprovider: mTLS needs --key, --cert and --cacert, all three\n");
+		fprintf(stderr,
+			"vmact-cloudprovider: mTLS needs --key, --cert and --cacert, all three\n");
 		return 2;
 	}
 	return 0;
@@ -198,7 +240,8 @@ static bool loopback(const struct vmact_listen *l)
 	if (l->family == AF_UNIX)
 		return true;
 	if (l->family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)&l->addr)->sin_addr.s_addr) >> 24) == 127;
+		return (ntohl(((const struct sockaddr_in *)&l->addr)->sin_addr.s_addr) >> 24) ==
+		       127;
 	if (l->family == AF_INET6) {
 		const struct in6_addr *a = &((const struct sockaddr_in6 *)&l->addr)->sin6_addr;
 

@@ -93,8 +93,7 @@ int th_cp_start(struct th_cp *cp, const char *dir, const char *as, const char *c
 		snprintf(msg, msglen, "cannot start %s: %s", prog, strerror(-r));
 		return r;
 	}
-	if (!TH_WAIT(NULL, serving(cp) || th_proc_exited(&cp->proc), START_USEC) ||
-	    !cp->proc.pid) {
+	if (!TH_WAIT(NULL, serving(cp) || th_proc_exited(&cp->proc), START_USEC) || !cp->proc.pid) {
 		snprintf(msg, msglen, "vmact-cloudprovider did not start serving");
 		th_cp_print_log(cp);
 		th_proc_stop(&cp->proc, SIGKILL, 0);
@@ -118,8 +117,9 @@ static int client_spawn(struct th_proc *p, unsigned port, const char *scenario,
 {
 	char address[32];
 	const char *argv[40] = { "--address", address };
-	struct th_spawn_opts o = { .stdin_pipe = pipe_in, .out = TH_OUT_FILE, .err = TH_OUT_FILE,
-				   .out_path = log_path };
+	struct th_spawn_opts o = {
+		.stdin_pipe = pipe_in, .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log_path
+	};
 	size_t n = 2;
 
 	snprintf(address, sizeof(address), "127.0.0.1:%u", port);
@@ -130,8 +130,7 @@ static int client_spawn(struct th_proc *p, unsigned port, const char *scenario,
 	return th_peer_spawn(p, "ca-client.js", argv, &o);
 }
 
-int th_cp_client(unsigned port, const char *scenario, const char *const *args,
-		 const char *log_path)
+int th_cp_client(unsigned port, const char *scenario, const char *const *args, const char *log_path)
 {
 	struct th_proc p = { 0 };
 	int r = client_spawn(&p, port, scenario, args, log_path, false);

@@ -230,10 +230,12 @@ static void test_flood(void **state)
 	}
 	assert_true(n >= 500);
 	for (unsigned i = 0; i < n; i++)
-		TH_WAIT(NULL, th_flood_send(fds[i], "PRI * HTTP/2.0\r\n\r\nSM"), VMACT_USEC_PER_SEC);
+		TH_WAIT(NULL, th_flood_send(fds[i], "PRI * HTTP/2.0\r\n\r\nSM"),
+			VMACT_USEC_PER_SEC);
 	before = calls_in(wlog);
 	/* the flood is in: the watcher goes on, and a newcomer is served */
-	TH_WAIT_OR_FAIL(NULL, calls_in(wlog) >= before + 5, "the watching client's calls during the flood");
+	TH_WAIT_OR_FAIL(NULL, calls_in(wlog) >= before + 5,
+			"the watching client's calls during the flood");
 	assert_int_equal(th_cp_client(f->cp.port, "served", NULL, slog), 0);
 	/* Three per relayed connection (client, relay, gRPC's end) at the
 	 * 64-connection limit, over what it held before. gRPC closes its end
@@ -250,12 +252,14 @@ static void test_flood(void **state)
 
 		if (fd < 0)
 			continue;
-		TH_WAIT(NULL, th_flood_send(fd, "\x16\x03\x01garbage\xff\xfe\r\n\r\nxxxxxxxxxxxxxx"),
+		TH_WAIT(NULL,
+			th_flood_send(fd, "\x16\x03\x01garbage\xff\xfe\r\n\r\nxxxxxxxxxxxxxx"),
 			VMACT_USEC_PER_SEC);
 		fds[i] = (close(fds[i]), fd);
 	}
 	before = calls_in(wlog);
-	TH_WAIT_OR_FAIL(NULL, calls_in(wlog) >= before + 3, "the watching client's calls after garbage");
+	TH_WAIT_OR_FAIL(NULL, calls_in(wlog) >= before + 3,
+			"the watching client's calls after garbage");
 	for (unsigned i = 0; i < n; i++)
 		close(fds[i]);
 	assert_int_equal(th_cp_client(f->cp.port, "served", NULL, slog), 0);
@@ -338,8 +342,7 @@ static void test_mtls(void **state)
 
 /* Runs the provider with args and returns its exit status; its output in
  * out (NUL-terminated). as_root: as the test's user even when root. */
-static int run_cp(struct fixture *f, bool as_root, const char *const *args, char *out,
-		  size_t cap)
+static int run_cp(struct fixture *f, bool as_root, const char *const *args, char *out, size_t cap)
 {
 	char prog[PATH_MAX], log[160];
 	const char *argv[16];
@@ -375,9 +378,9 @@ static void test_refusals(void **state)
 	const char *const v6[] = { "--listen", "[::]:0", NULL };
 	const char *const half[] = { "--key", "k", "--cert", "c", NULL };
 	const char *const plain[] = { "--listen", "127.0.0.1:0", NULL };
-	const char *const nofile[] = { "--listen", "127.0.0.1:0", "--key", "/nonexistent/k",
-				       "--cert", "/nonexistent/c", "--cacert", "/nonexistent/a",
-				       NULL };
+	const char *const nofile[] = { "--listen",       "127.0.0.1:0",    "--key",
+				       "/nonexistent/k", "--cert",         "/nonexistent/c",
+				       "--cacert",       "/nonexistent/a", NULL };
 	char out[4096];
 
 	assert_int_equal(run_cp(f, false, wide, out, sizeof(out)), 1);
