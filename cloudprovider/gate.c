@@ -440,34 +440,13 @@ unsigned cp_gate_port(const struct cp_gate *g)
 	return g->addr.family == AF_UNIX ? 0 : g->addr.port;
 }
 
-unsigned cp_gate_connections(struct cp_gate *g)
+void cp_gate_stats(struct cp_gate *g, struct cp_gate_stats *st)
 {
-	unsigned n;
-
 	pthread_mutex_lock(&g->lock);
-	n = g->n;
+	*st = (struct cp_gate_stats){ .connections = g->n,
+				      .refused = g->refused,
+				      .evicted = g->evicted };
 	pthread_mutex_unlock(&g->lock);
-	return n;
-}
-
-unsigned long cp_gate_refused(struct cp_gate *g)
-{
-	unsigned long n;
-
-	pthread_mutex_lock(&g->lock);
-	n = g->refused;
-	pthread_mutex_unlock(&g->lock);
-	return n;
-}
-
-unsigned long cp_gate_evicted(struct cp_gate *g)
-{
-	unsigned long n;
-
-	pthread_mutex_lock(&g->lock);
-	n = g->evicted;
-	pthread_mutex_unlock(&g->lock);
-	return n;
 }
 
 /* gRPC names an abstract unix peer "unix-abstract:NAME". */

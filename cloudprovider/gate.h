@@ -39,11 +39,13 @@ void cp_gate_free(struct cp_gate *g);
 
 /* The TCP port bound (useful with port 0); 0 on a unix socket. */
 unsigned cp_gate_port(const struct cp_gate *g);
-/* Connections relayed now. */
-unsigned cp_gate_connections(struct cp_gate *g);
-/* Newcomers refused and connections evicted since the start. */
-unsigned long cp_gate_refused(struct cp_gate *g);
-unsigned long cp_gate_evicted(struct cp_gate *g);
+struct cp_gate_stats {
+	unsigned connections;  /* relayed now */
+	unsigned long refused; /* newcomers turned away since the start */
+	unsigned long evicted; /* connections closed for a newcomer */
+};
+
+void cp_gate_stats(struct cp_gate *g, struct cp_gate_stats *st);
 
 /* gRPC's peer name of a call ("unix-abstract:..."): its connection has
  * carried a well-formed call. Unknown names are ignored. */

@@ -310,6 +310,14 @@ static int make_rundir(struct app *app, struct vmact_err *err)
 
 static void app_stop(struct app *app)
 {
+	struct cp_gate_stats st;
+
+	if (app->gate) {
+		cp_gate_stats(app->gate, &st);
+		log_info("stopping: %lu connections evicted and %lu refused at the limits since "
+			 "the start",
+			 st.evicted, st.refused);
+	}
 	/* the gate first: no new bytes reach gRPC while it shuts down */
 	cp_gate_free(app->gate);
 	cp_server_stop(app->server);
