@@ -50,6 +50,12 @@ static bool serving(struct th_cp *cp)
 int th_cp_start(struct th_cp *cp, const char *dir, const char *as, const char *const *args,
 		char *msg, size_t msglen)
 {
+	return th_cp_start_wrapped(cp, dir, as, NULL, args, msg, msglen);
+}
+
+int th_cp_start_wrapped(struct th_cp *cp, const char *dir, const char *as, const char *const *wrap,
+			const char *const *args, char *msg, size_t msglen)
+{
 	char prog[PATH_MAX], reuid[32], regid[32];
 	const char *argv[48];
 	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE };
@@ -78,6 +84,8 @@ int th_cp_start(struct th_cp *cp, const char *dir, const char *as, const char *c
 		argv[n++] = regid;
 		argv[n++] = "--clear-groups";
 	}
+	for (; wrap && *wrap && n < ARRAY_SIZE(argv) - 8; wrap++)
+		argv[n++] = *wrap;
 	argv[n++] = prog;
 	for (; args && *args && n < ARRAY_SIZE(argv) - 3; args++) {
 		listen |= !strcmp(*args, "--listen");

@@ -20,6 +20,10 @@ struct th_cp {
  * under dir, and waits for it to serve. 0, or -errno with msg. */
 int th_cp_start(struct th_cp *cp, const char *dir, const char *as, const char *const *args,
 		char *msg, size_t msglen);
+/* The same under a launcher (wrap: its argv, NULL-terminated, run after
+ * the switch of user and before the program: a sandbox). */
+int th_cp_start_wrapped(struct th_cp *cp, const char *dir, const char *as, const char *const *wrap,
+			const char *const *args, char *msg, size_t msglen);
 /* SIGTERM, then its exit status (0: a clean shutdown). */
 int th_cp_stop(struct th_cp *cp);
 /* Prints the last lines of its log (for a failed test). */
