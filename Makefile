@@ -159,6 +159,14 @@ $(TESTLIB): $(addprefix $(BUILD)/tests/lib/,$(testhelpers-y))
 	$(call msg,AR,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# make check-format: every C file as clang-format leaves it (make check runs
+# it); make format rewrites them (doc/CODING_STYLE.md).
+.PHONY: check-format format
+check-format:
+	$(Q)tests/checks/check-format.sh
+format:
+	$(Q)tests/checks/check-format.sh --fix
+
 # make print-VAR: a variable's value, for scripts (tests/checks/).
 print-%:
 	@echo $($*)

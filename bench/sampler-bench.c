@@ -358,7 +358,7 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One VM's tick as runner-metrics.c does it: the VM's reading and its
+/* One VM's tick as runner/readings.c does it: the VM's reading and its
  * vCPU threads' totals. Returns how many vCPU threads were seen. */
 static unsigned tick_vm(struct smp_sampler *s, const char *name)
 {

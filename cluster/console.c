@@ -60,6 +60,20 @@ static void sleep_usec(uint64_t usec)
 	nanosleep(&ts, NULL);
 }
 
+static int write_all(virStreamPtr s, const char *text, const char *uuid, struct vmact_err *err)
+{
+	size_t len = strlen(text), done = 0;
+
+	while (done < len) {
+		int n = virStreamSend(s, text + done, len - done);
+
+		if (n < 0)
+			return fail(err, "console write", uuid);
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const char *prefix,
 		      uint64_t timeout_usec, const char *send_dev, const char *send, char *line,
 		      size_t line_len, struct vmact_err *err)
@@ -68,7 +82,7 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 	uint64_t end = vmact_now_usec() + timeout_usec;
 	char cur[LINE_MAX_BYTES + 1];
 	size_t cur_len = 0, plen = strlen(prefix);
-	virStreamPtr s;
+	virStreamPtr s, out = NULL;
 	int r = -ETIMEDOUT;
 
 	if (!d)
@@ -76,12 +90,15 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 	s = open_dev(c, d, dev, true, uuid, err);
 	if (!s)
 		return -EIO;
+	/* The port that carries the request stays open until the answer:
+	 * a pty's data reaches the guest only while its other end is open
+	 * (QEMU drops what is left when it closes). */
 	if (send) {
-		int w = cl_console_send(c, uuid, send_dev, send, err);
-
-		if (w < 0) {
+		out = open_dev(c, d, send_dev, false, uuid, err);
+		if (!out || write_all(out, send, uuid, err) < 0) {
+			stream_close(out, false);
 			stream_close(s, false);
-			return w;
+			return -EIO;
 		}
 	}
 	while (vmact_now_usec() < end) {
@@ -107,6 +124,7 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 				 * that line does not match, nothing worse. */
 				if (cur_len >= plen && strncmp(cur, prefix, plen) == 0) {
 					snprintf(line, line_len, "%s", cur);
+					stream_close(out, true);
 					stream_close(s, false);
 					return 0;
 				}
@@ -121,15 +139,15 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 	if (r == -ETIMEDOUT)
 		vmact_err_set(err, ETIMEDOUT, "no line starting '%s' on %s of %s within %.1f s", prefix,
 			      dev, uuid, timeout_usec / 1e6);
+	stream_close(out, false);
 	stream_close(s, false);
 	return r;
 }
 
 int cl_console_send(virConnectPtr c, const char *uuid, const char *dev, const char *text,
-		    struct vmact_err *err)
+		    uint64_t linger_usec, struct vmact_err *err)
 {
 	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
-	size_t len = strlen(text), done = 0;
 	virStreamPtr s;
 
 	if (!d)
@@ -137,15 +155,13 @@ int cl_console_send(virConnectPtr c, const char *uuid, const char *dev, const ch
 	s = open_dev(c, d, dev, false, uuid, err);
 	if (!s)
 		return -EIO;
-	while (done < len) {
-		int n = virStreamSend(s, text + done, len - done);
-
-		if (n < 0) {
-			stream_close(s, false);
-			return fail(err, "console write", uuid);
-		}
-		done += (size_t)n;
+	if (write_all(s, text, uuid, err) < 0) {
+		stream_close(s, false);
+		return -EIO;
 	}
+	/* Nothing says when the guest has read it: the port stays open a
+	 * while (see cl_console_expect). */
+	sleep_usec(linger_usec);
 	stream_close(s, true);
 	return 0;
 }

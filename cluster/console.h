@@ -19,11 +19,14 @@
  * arrives, at most timeout_usec; the line (without its end) in line.
  * -ETIMEDOUT when none came. Bytes of any value are read; a line is cut
  * at 1 KiB. If send is not NULL it is written to send_dev (another port)
- * once the console is open, so that an answer cannot be missed. */
+ * once the console is open, so that an answer cannot be missed, and
+ * send_dev stays open until the answer came. */
 int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const char *prefix,
 		      uint64_t timeout_usec, const char *send_dev, const char *send, char *line,
 		      size_t line_len, struct vmact_err *err);
 
-/* Writes text to dev. */
+/* Writes text to dev and keeps it open linger_usec more: a pty's data
+ * reaches the guest only while the port is open, and without an answer
+ * nothing says when the guest has read it. */
 int cl_console_send(virConnectPtr c, const char *uuid, const char *dev, const char *text,
-		    struct vmact_err *err);
+		    uint64_t linger_usec, struct vmact_err *err);

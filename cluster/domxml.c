@@ -110,11 +110,15 @@ static void put_time(struct buf *b, const char *attr, double t)
 		put(b, " %s='%.3f'", attr, t);
 }
 
-char *cl_domxml_meta_format(const struct cl_meta *m)
+char *cl_domxml_meta_format(const struct cl_meta *m, bool in_domain)
 {
+	const char *p = in_domain ? CL_DOMXML_KEY ":" : "";
 	struct buf b = { 0 };
 
-	put(&b, "<" CL_DOMXML_KEY ":node xmlns:" CL_DOMXML_KEY "='" CL_DOMXML_NS "' group='");
+	if (in_domain)
+		put(&b, "<%snode xmlns:" CL_DOMXML_KEY "='" CL_DOMXML_NS "' group='", p);
+	else
+		put(&b, "<node group='");
 	put_esc(&b, m->group);
 	put(&b, "' role='%s' tier='%s' state='%s'", cl_role_name(m->role), cl_tier_name(m->tier),
 	    cl_state_name(m->state));
@@ -127,7 +131,7 @@ char *cl_domxml_meta_format(const struct cl_meta *m)
 		put(&b, "/>");
 		return finish(&b);
 	}
-	put(&b, "><" CL_DOMXML_KEY ":error class='");
+	put(&b, "><%serror class='", p);
 	put_esc(&b, m->err_class);
 	put(&b, "' code='");
 	put_esc(&b, m->err_code);
@@ -135,7 +139,7 @@ char *cl_domxml_meta_format(const struct cl_meta *m)
 	put_time(&b, "at", m->err_at);
 	put(&b, " message='");
 	put_esc(&b, m->err_msg);
-	put(&b, "'/></" CL_DOMXML_KEY ":node>");
+	put(&b, "'/></%snode>", p);
 	return finish(&b);
 }
 
@@ -249,7 +253,7 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 	bool arm = strcmp(qemu_arch(t->arch), "aarch64") == 0;
 	bool mem_hotplug = t->max_memory > t->memory;
 	unsigned serials = 1;
-	_cleanup_free_ char *meta = cl_domxml_meta_format(s->meta);
+	_cleanup_free_ char *meta = cl_domxml_meta_format(s->meta, true);
 	struct buf b = { 0 };
 	char *out;
 

@@ -56,8 +56,11 @@ struct cl_meta {
 	double err_at;
 };
 
-/* The element above (without a trailing newline); malloc'd, NULL on ENOMEM. */
-char *cl_domxml_meta_format(const struct cl_meta *m);
+/* The element above (without a trailing newline); malloc'd, NULL on
+ * ENOMEM. in_domain: prefixed, with its namespace declared, for a domain
+ * definition; otherwise bare, as virDomainSetMetadata wants it (libvirt
+ * puts it into the namespace itself). */
+char *cl_domxml_meta_format(const struct cl_meta *m, bool in_domain);
 /* Parses it back (as libvirt returns it, prefixed or not); -EINVAL naming
  * what is wrong. */
 int cl_domxml_meta_parse(const char *xml, struct cl_meta *m, struct vmact_err *err);

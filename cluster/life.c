@@ -24,6 +24,10 @@
 
 DEFINE_PTR_CLEANUP(life_conn_closep, struct _virConnect, virConnectClose)
 
+/* A claim without an acknowledgement: its port is held open this long for
+ * the guest to read the line (doc/cluster.md, "The claim"). */
+#define CLAIM_LINGER_USEC (1000 * 1000ULL)
+
 enum kind { J_RECORD, J_PLACEHOLDER, J_PROBE, J_TIER, J_CLAIM, J_REMOVE, J_MEMBER_FAIL };
 
 struct job {
@@ -372,7 +376,8 @@ static void claim_run(void *data)
 	} else {
 		j->r = cl_health_probe(c, j->uuid, &g->health, &j->err);
 		if (j->r >= 0)
-			j->r = cl_console_send(c, j->uuid, g->claim.channel, line, &j->err);
+			j->r = cl_console_send(c, j->uuid, g->claim.channel, line,
+					       CLAIM_LINGER_USEC, &j->err);
 	}
 	if (j->r < 0)
 		return;
@@ -405,9 +410,13 @@ static void claim_done(void *data)
 	if (j->r < 0) {
 		char text[VMACT_ERR_MSG_MAX + 32];
 
+		/* A standby VM that would not wake: a cold boot at once. One
+		 * booted for the claim: the back-off first. */
+		bool now = vm->meta.tier != CL_TIER_COLD;
+
 		snprintf(text, sizeof(text), "claim failed: %s", j->err.msg);
 		free(j);
-		cl_life_member_failed(vm, CL_FAIL_CLAIM, "CLAIM_FAILED", text, true);
+		cl_life_member_failed(vm, CL_FAIL_CLAIM, "CLAIM_FAILED", text, now);
 		return;
 	}
 	vm->meta = j->meta;

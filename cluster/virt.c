@@ -201,7 +201,7 @@ int cl_virt_remove(virConnectPtr c, const char *uuid, struct vmact_err *err)
 int cl_virt_set_meta(virConnectPtr c, const char *uuid, const struct cl_meta *m,
 		     struct vmact_err *err)
 {
-	_cleanup_free_ char *xml = cl_domxml_meta_format(m);
+	_cleanup_free_ char *xml = cl_domxml_meta_format(m, false);
 	_cleanup_(virt_dom_freep) virDomainPtr d = NULL;
 	unsigned flags = VIR_DOMAIN_AFFECT_CONFIG;
 	int r = 0;
@@ -213,8 +213,7 @@ int cl_virt_set_meta(virConnectPtr c, const char *uuid, const struct cl_meta *m,
 		return r;
 	if (virDomainIsActive(d) == 1)
 		flags |= VIR_DOMAIN_AFFECT_LIVE;
-	/* libvirt wants the element without its namespace declaration: it
-	 * adds the one given here. */
+	/* Bare: libvirt puts it into the namespace given here. */
 	if (virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, xml, CL_DOMXML_KEY, CL_DOMXML_NS,
 				 flags) < 0)
 		return fail(err, EIO, "metadata of", uuid);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <libvirt/virterror.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
@@ -49,6 +50,12 @@ static const struct option options[] = {
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* libvirt prints every error by default; ours are reported where they
+ * happen, with what they mean. */
+static void quiet_libvirt(void *ud, virErrorPtr e)
+{
+}
 
 static void on_event(void *ud, const struct cl_engine_event *ev)
 {
@@ -140,6 +147,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	virSetErrorFunc(NULL, quiet_libvirt);
 	if ((r = cl_host_event_loop_start(&err)) < 0) {
 		log_error("%s", err.msg);
 		goto out;

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "actuator/daemon/registry.h"
 
-#include "actuator/guestd/approver.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

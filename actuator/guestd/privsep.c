@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The guest worker's message format (privsep-msg.h, doc/privsep.md). */
+/* The guest worker's message format (privsep.h, doc/privsep.md). */
 #include "actuator/guestd/privsep.h"
 
 #include <errno.h>
@@ -78,7 +78,7 @@ static bool all_zero(const void *p, size_t n)
 }
 
 /* A METRICS record: which fields it carries depends on its outcome and
- * its kind (privsep-msg.h). */
+ * its kind (privsep.h). */
 static int decode_metrics(const struct act_privsep_msg *m, struct act_privsep_msg *out,
 			  struct vmact_err *err)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmact-guestd's sandbox (guestd-sandbox.h, doc/privsep.md). */
+/* vmact-guestd's sandbox (sandbox.h, doc/privsep.md). */
 #include "actuator/guestd/sandbox.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmact-guestd's metrics mode (guestd-metrics.h, doc/privsep.md). */
+/* vmact-guestd's metrics mode (scrape.h, doc/privsep.md). */
 #include "actuator/guestd/scrape.h"
 
 #include <arpa/inet.h>

@@ -5,7 +5,7 @@
  * (agent-glue/codec/exporter.h), and the figures sent back as fixed
  * records: the system figures, or the LFC windows (WINDOWS records, then
  * a METRICS record), or the error. Values the records cannot carry
- * (negative, not finite, beyond privsep-msg.h's bounds) are an error. */
+ * (negative, not finite, beyond privsep.h's bounds) are an error. */
 #pragma once
 
 #include <stdbool.h>

@@ -4,8 +4,8 @@
  * sandbox, then speaks to the VM's vm-monitor with approver-monitor.c
  * (--monitor), to its legacy informant with approver-informant.c's agent
  * (--informant), or scrapes the VM's metrics exporters with
- * guestd-metrics.c (--metrics), and answers vmactd in fixed records
- * (privsep-msg.h). Its connections are opened by vmactd (DIAL), the
+ * scrape.c (--metrics), and answers vmactd in fixed records
+ * (privsep.h). Its connections are opened by vmactd (DIAL), the
  * informant agent's listening sockets too (LISTEN). It exits when vmactd
  * closes the socket, or, an informant worker, after unregistering when
  * vmactd says STOP. */

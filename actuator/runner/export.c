@@ -12,7 +12,7 @@
 #include "bpf/sampler.h"
 
 /* QEMU's threads of one VM: its vCPUs and a handful of others (as
- * runner-metrics.c). */
+ * runner/readings.c). */
 #define MAX_THREADS 512
 
 static double since(struct act_runner *r, act_time_t t0)

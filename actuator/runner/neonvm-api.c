@@ -3,7 +3,7 @@
  * (doc/runner-api.md): an HTTP server on the daemon's loop serving
  * POST /cpu_change, GET /cpu_current and /ready with the runner's status
  * codes. A change within the VM's bounds is handed to the hotplug path
- * (runner-hotplug.c: vCPUs plugged as needed, then the CFS quota); the
+ * (runner/resize.c: vCPUs plugged as needed, then the CFS quota); the
  * answer to /cpu_current is what the VM has. */
 #include "actuator/runner/neonvm-api.h"
 

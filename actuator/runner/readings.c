@@ -13,7 +13,7 @@
  * the reactive policy, load1 is the floor of the goal: the queue beyond
  * the vCPUs); a failed scrape drops them, so the host-side signal carries
  * on, and is logged once per distinct failure. The exporters are read and
- * parsed by the VM's metrics worker (metrics-proxy.h, doc/privsep.md); in
+ * parsed by the VM's metrics worker (worker/scrape-proxy.h, doc/privsep.md); in
  * vmactd only when guest_worker.enabled is false. */
 #include <errno.h>
 #include <inttypes.h>

@@ -3,7 +3,7 @@
  * VM's live state and carries its steps out one at a time (the CPU quota
  * through actuator/cgroup, vCPUs and memory through hotplug/), then feeds
  * what the VM has back to the core — or, for a change asked through the
- * runner API (runner-api.c), records it and starts the next one. */
+ * runner API (runner/neonvm-api.c), records it and starts the next one. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The runner's decision loop and lifecycle: asks the core (actions.h) for
- * the next actions and hands them to the scheduler path (runner-plugin.c),
- * the hotplug path (runner-hotplug.c) and the VM's approver (approver.h);
+ * the next actions and hands them to the scheduler path (runner/plugin.c),
+ * the hotplug path (runner/resize.c) and the VM's approver (approver.h);
  * their results come back here. */
 #include "actuator/runner/runner.h"
 

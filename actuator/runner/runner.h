@@ -5,16 +5,16 @@
  * actions it asks for through the components:
  *
  *   plugin request      -> agent-glue/plugin-client (arbiter or plugin.url)
- *                          (runner-plugin.c)
+ *                          (runner/plugin.c)
  *   hotplug             -> actuator/cgroup (CPU quota) + hotplug/ (vCPUs,
  *                          virtio-mem or DIMMs), one step at a time
- *                          (runner-hotplug.c, planned by plan.h)
+ *                          (runner/resize.c, planned by plan.h)
  *   monitor up/down     -> the VM's approver (approver.h): the vm-monitor,
  *                          or for guests with a legacy VM informant the
  *                          informant (approval and notification the same
  *                          way; a suspended agent does not resize at all)
  *   metrics             -> bpf/sampler (load) + libvirt memory statistics
- *                          (runner-metrics.c)
+ *                          (runner/readings.c)
  *
  * Everything runs on the daemon's sd-event loop; nothing blocks except
  * short local libvirt RPCs and cgroup file writes. The decision loop and
@@ -106,7 +106,7 @@ const char *act_runner_uuid(const struct act_runner *r);
 /* The core's view, for status and tests. */
 const struct act_state *act_runner_state(const struct act_runner *r);
 
-/* What the metrics page shows of the VM (runner-export.c): its sizes,
+/* What the metrics page shows of the VM (runner/export.c): its sizes,
  * readings and the policy's last decision; reads the VM's cpu.stat and its
  * vCPU threads' totals. out->name points into the runner. */
 void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out);

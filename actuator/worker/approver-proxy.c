@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The vm-monitor as a VM's approver (approver.h) through the VM's guest
- * worker (guest-worker.h, doc/privsep.md): vmactd never parses the
+ * worker (worker/worker.h, doc/privsep.md): vmactd never parses the
  * monitor's bytes; the worker, unprivileged and sandboxed, runs
  * approver-monitor.c and sends back fixed records. While no worker runs
  * (crashed, hung, restarting) the approver approves nothing: the core's

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The guest metrics through their guest worker (metrics-proxy.h,
+/* The guest metrics through their guest worker (worker/scrape-proxy.h,
  * doc/privsep.md). */
 #include "actuator/worker/scrape-proxy.h"
 
@@ -246,7 +246,7 @@ int act_scrape_proxy_new(sd_event *event, const char *name, const char *system_u
 		.down = on_down,
 		.message = on_message,
 	};
-	/* The default heartbeat (guest-worker.h). */
+	/* The default heartbeat (worker/worker.h). */
 	struct act_worker_config gc = { .program = program, .user = user,
 				    .metrics = system_url, .metrics_lfc = lfc_url };
 	const char *urls[2] = { system_url, lfc_url };

@@ -2,9 +2,9 @@
 /* The guest's metrics exporters (<vmact:metrics>) scraped through a guest
  * worker of their own (vmact-guestd --metrics, doc/privsep.md): vmactd
  * never reads the exporters' bytes. It sends a SCRAPE, and takes the
- * worker's answer only when every field is in range (privsep-msg.c), the
+ * worker's answer only when every field is in range (privsep.c), the
  * LFC windows are all there, and it answers a scrape asked for; a worker
- * that breaks the conversation is killed and restarted (guest-worker.h).
+ * that breaks the conversation is killed and restarted (worker/worker.h).
  * The results are handed over as the in-process scraper gives them
  * (agent-glue/codec/exporter.h), so the runner treats both alike. */
 #pragma once

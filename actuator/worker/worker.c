@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmactd's side of a guest worker (guest-worker.h, doc/privsep.md). */
+/* vmactd's side of a guest worker (worker/worker.h, doc/privsep.md). */
 #include "actuator/worker/worker.h"
 
 #include <errno.h>

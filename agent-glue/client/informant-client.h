@@ -16,9 +16,8 @@
  * server exit: it sends DELETE /unregister if the informant may have heard
  * of it, and a new server with a new ID registers after retry_wait.
  *
- * Implemented in three parts: informant-agent.c (this lifecycle),
- * informant-server.c (the agent's server) and informant-calls.c (the
- * requests to the informant). */
+ * Implemented in informant-agent.c: the lifecycle, the agent's server and
+ * its requests to the informant, one state machine. */
 #pragma once
 
 #include <stdbool.h>

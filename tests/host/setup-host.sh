@@ -13,7 +13,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 
 # Build and test dependencies (Debian package names).
 packages=(
-	make gcc pkg-config clang llvm libclang-rt-14-dev
+	make gcc pkg-config clang llvm libclang-rt-14-dev clang-format
 	libvirt-dev libjansson-dev libxml2-dev libcurl4-openssl-dev libmicrohttpd-dev
 	libwslay-dev libsystemd-dev libnl-3-dev libnl-genl-3-dev libbpf-dev bpftool
 	libcgroup-dev libcmocka-dev nettle-dev

@@ -31,7 +31,7 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-/* The servers' connection limits (actuator/control/control.c, metrics-server.c;
+/* The servers' connection limits (actuator/control/control.c, metrics/server.c;
  * README). */
 #define CONTROL_CONN_LIMIT 64
 #define METRICS_CONN_LIMIT 16
