@@ -19,6 +19,22 @@
 //   refused    one call: NodeGroups must fail UNAVAILABLE (no certificate)
 //   watch      a call every 200 ms on one connection until stdin closes;
 //              prints {"event":"call",...} per call, fails if one failed
+// Against the real vmact-groupd (--groupd: its socket, read as root for
+// what the autoscaler cannot see; --wait-s bounds each wait, default 600):
+//   real-scale  --group G: 0 -> 2 -> 1, the template node at 0; stops at
+//               {"event":"running"} and {"event":"deleted"} until a line
+//               on stdin (the test looks at libvirt meanwhile)
+//   real-warm   --group G: a VM taken from the running tier
+//   real-sick   --group G: a VM that never becomes healthy is reported
+//               with its error and replaced, then deleted as the
+//               autoscaler deletes failed instances
+//   real-bad    --group G --other H: the refusals, with their codes
+//   increase    --group G --delta N: one increase, any outcome (the
+//               provider may be killed meanwhile)
+//   settle      --group G: every member running, as many as the target
+//   drain       --group G: every member deleted
+//   provision   --group G --runs N [--tier T]: increase -> Running, timed
+//               through gRPC, then deleted and the pool refilled
 //
 // Prints "ok WHAT" / "FAIL WHAT" per check; exits 1 on any failure.
 'use strict';
@@ -112,7 +128,7 @@ function groupd(method, p, body) {
 const control = (c) => groupd('POST', '/control', c);
 const seen = async () => (await groupd('GET', '/control/requests')).requests;
 
-async function waitFor(what, fn, ms = 20000) {
+async function waitFor(what, fn, ms = 20000, step = 100) {
 	const end = Date.now() + ms;
 	for (;;) {
 		const v = await fn();
@@ -122,7 +138,7 @@ async function waitFor(what, fn, ms = 20000) {
 			check(false, `${what} (gave up after ${ms} ms)`);
 			return null;
 		}
-		await sleep(100);
+		await sleep(step);
 	}
 }
 
@@ -468,7 +484,260 @@ async function watch() {
 	c.close();
 }
 
-const scenarios = { contract, cache, errors, 'bad-input': badInput, stall, served, refused, watch };
+// ---- against the real vmact-groupd -----------------------------------------
+
+const waitMs = Number(opt['wait-s'] || 600) * 1000;
+const GROUP = opt.group;
+
+async function members(c, id = GROUP) {
+	const r = await call(c, 'NodeGroupNodes', { id });
+	return r.code === 0 ? r.value.instances : null;
+}
+
+const running = (i) => i.status && i.status.instanceState === 'instanceRunning';
+
+let stdinLines = null;
+function nextLine() {
+	if (!stdinLines) {
+		stdinLines = [];
+		let buf = '';
+		process.stdin.on('data', (d) => {
+			buf += d;
+			let k;
+			while ((k = buf.indexOf('\n')) >= 0) {
+				stdinLines.push(buf.slice(0, k));
+				buf = buf.slice(k + 1);
+			}
+		});
+		process.stdin.on('end', () => stdinLines.push(null));
+	}
+	return waitFor('the test\'s go-ahead', async () => (stdinLines.length ? stdinLines.shift() || 'eof' : null),
+		waitMs);
+}
+
+async function pause(event) {
+	console.log(JSON.stringify(event));
+	await nextLine();
+}
+
+async function groupdGet(p) {
+	return groupd('GET', p);
+}
+
+async function realScale() {
+	const c = newClient();
+	let r = await waitFor('groupd ready (Refresh OK)', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	r = await call(c, 'NodeGroups', {});
+	const g = r.value && r.value.nodeGroups.find((x) => x.id === GROUP);
+	check(!!g, `NodeGroups lists ${GROUP} (${g && g.debug})`);
+	r = await call(c, 'NodeGroupTargetSize', { id: GROUP });
+	check(r.code === 0 && r.value.targetSize === 0, `${GROUP} starts at 0`);
+	// scale from zero: what the autoscaler simulates on
+	r = await call(c, 'NodeGroupTemplateNodeInfo', { id: GROUP });
+	check(r.code === 0 && r.value.nodeBytes && r.value.nodeBytes.length > 0, 'NodeGroupTemplateNodeInfo at size 0');
+	if (r.code === 0) {
+		const node = NodeType.toObject(NodeType.decode(r.value.nodeBytes));
+		console.log(`# template node: ${JSON.stringify(node)}`);
+		const cap = Object.fromEntries(Object.entries(node.status.capacity || {}).map(([k, v]) => [k, v.string]));
+		const want = JSON.parse(opt.capacity || '{}');
+		check(Object.keys(want).every((k) => cap[k] === want[k]),
+			`template node capacity ${JSON.stringify(cap)} is the group's ${JSON.stringify(want)}`);
+		check(node.metadata.labels['vmact.io/group'] === GROUP && node.metadata.labels['kubernetes.io/arch'] === 'amd64',
+			'template node: the group\'s labels and the kubelet\'s');
+		check((node.spec.taints || []).some((t) => t.key === 'dedicated' && t.effect === 'NoSchedule'),
+			'template node: the group\'s taint');
+	}
+	const t0 = Date.now();
+	r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: 2 });
+	check(r.code === 0, `NodeGroupIncreaseSize +2: OK in ${Date.now() - t0} ms (${r.details || ''})`);
+	r = await call(c, 'NodeGroupTargetSize', { id: GROUP });
+	check(r.code === 0 && r.value.targetSize === 2, 'target 2 as soon as the increase returned');
+	const up = await waitFor('two instances running', async () => {
+		const m = await members(c);
+		return m && m.length === 2 && m.every(running) && m;
+	}, waitMs);
+	if (!up)
+		return;
+	check(up.every((i) => /^libvirt:\/\/[a-z0-9-]+\/[0-9a-f-]{36}$/.test(i.id)), 'instance ids are libvirt://HOST/UUID');
+	console.log(`# both running after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+	await pause({ event: 'running', ids: up.map((i) => i.id) });
+	r = await call(c, 'NodeGroupForNode', { node: { providerID: up[0].id, name: 'node-a' } });
+	check(r.code === 0 && r.value.nodeGroup.id === GROUP, 'NodeGroupForNode: the instance is the group\'s');
+	r = await call(c, 'NodeGroupDeleteNodes', { id: GROUP, nodes: [{ providerID: up[1].id, name: up[1].id }] });
+	check(r.code === 0, `NodeGroupDeleteNodes one: OK (${r.details || ''})`);
+	r = await call(c, 'NodeGroupTargetSize', { id: GROUP });
+	check(r.code === 0 && r.value.targetSize === 1, 'target 1 as soon as the delete returned');
+	const gone = await waitFor('the deleted instance gone', async () => {
+		const m = await members(c);
+		return m && m.length === 1 && m[0].id === up[0].id && running(m[0]);
+	}, waitMs);
+	check(!!gone, 'one instance left, the other, still running');
+	await pause({ event: 'deleted', id: up[1].id, kept: up[0].id });
+	c.close();
+}
+
+async function poolReady(id, tier) {
+	const g = await groupdGet(`/v1/groups/${encodeURIComponent(id)}`);
+	return g.pool && g.pool[tier] && g.pool[tier].ready >= 1;
+}
+
+async function realWarm() {
+	const c = newClient();
+	await waitFor('groupd ready', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	check(!!await waitFor('a ready VM in the running tier', () => poolReady(GROUP, 'running'), waitMs),
+		`${GROUP}'s running tier has a ready VM`);
+	const before = await members(c);
+	const t0 = Date.now();
+	let r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: 1 });
+	check(r.code === 0, 'NodeGroupIncreaseSize +1: OK');
+	const inst = await waitFor('the new instance running', async () => {
+		const m = await members(c);
+		return m && m.find((i) => !before.some((b) => b.id === i.id) && running(i));
+	}, waitMs);
+	const ms = Date.now() - t0;
+	const nodes = (await groupdGet(`/v1/groups/${encodeURIComponent(GROUP)}/nodes`)).nodes || [];
+	const n = inst && nodes.find((x) => x.provider_id === inst.id);
+	check(n && n.tier === 'running', `the instance came from the running tier (${n && n.tier}), Running after ${ms} ms`);
+	console.log(JSON.stringify({ event: 'warm', id: inst && inst.id, ms }));
+	c.close();
+}
+
+async function realSick() {
+	const c = newClient();
+	await waitFor('groupd ready', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	let r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: 1 });
+	check(r.code === 0, 'NodeGroupIncreaseSize +1 on a group whose VMs never become healthy: OK');
+	const failed = await waitFor('the instance reported in error', async () => {
+		const m = await members(c);
+		return m && m.length === 1 && m[0].status.errorInfo && m[0].status.errorInfo.errorCode && m[0];
+	}, waitMs);
+	if (!failed)
+		return;
+	const e = failed.status.errorInfo;
+	console.log(`# ${JSON.stringify(failed)}`);
+	check(failed.status.instanceState === 'instanceCreating' && e.errorCode === 'BOOT_TIMEOUT' &&
+		e.instanceErrorClass === 99 && e.errorMessage.length > 0,
+	'instanceCreating with errorInfo BOOT_TIMEOUT, class 99 (other), a message: a failed scale-up to the autoscaler');
+	// groupd destroys the VM and boots another for the same member
+	const again = await waitFor('a second boot of the member', async () => {
+		const vms = (await groupdGet('/v1/vms')).vms || [];
+		const v = vms.find((x) => x.provider_id === failed.id || (x.group === GROUP && x.role === 'member'));
+		return v && v.attempts >= 2 && v;
+	}, waitMs);
+	check(!!again, `replaced: the member booted again (attempts ${again && again.attempts})`);
+	// the autoscaler deletes failed instances by their id
+	const m = await members(c);
+	r = await call(c, 'NodeGroupDeleteNodes', { id: GROUP, nodes: m.map((i) => ({ providerID: i.id, name: i.id })) });
+	check(r.code === 0, `NodeGroupDeleteNodes of the failed instance: OK (${r.details || ''})`);
+	check(!!await waitFor('the group empty', async () => { const x = await members(c); return x && x.length === 0; }, waitMs),
+		'nothing left of it');
+	c.close();
+}
+
+async function realBad() {
+	const c = newClient();
+	await waitFor('groupd ready', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	let r = await call(c, 'NodeGroupIncreaseSize', { id: 'no-such-group', delta: 1 });
+	check(r.code === CODE.NOT_FOUND, `unknown group: NOT_FOUND (${r.code} ${r.details})`);
+	r = await call(c, 'NodeGroupTargetSize', { id: 'no-such-group' });
+	check(r.code === CODE.NOT_FOUND, `TargetSize of an unknown group: NOT_FOUND (${r.code})`);
+	r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: 100 });
+	check(r.code === CODE.FAILED_PRECONDITION, `delta past max: FAILED_PRECONDITION (${r.code} ${r.details})`);
+	r = await call(c, 'NodeGroupDeleteNodes', { id: GROUP, nodes: [{ providerID: 'aws:///eu-west-1a/i-0abc', name: 'foreign' }] });
+	check(r.code === CODE.NOT_FOUND, `deleting a foreign node: NOT_FOUND (${r.code} ${r.details})`);
+	const other = opt.other && await members(c, opt.other);
+	if (other && other.length) {
+		r = await call(c, 'NodeGroupDeleteNodes', { id: GROUP, nodes: [{ providerID: other[0].id, name: 'x' }] });
+		check(r.code === CODE.NOT_FOUND, `deleting another group's node: NOT_FOUND (${r.code})`);
+	}
+	r = await call(c, 'NodeGroupForNode', { node: { providerID: 'libvirt://h1/00000000-0000-0000-0000-000000000000', name: 'ghost' } });
+	check(r.code === 0 && !(r.value.nodeGroup && r.value.nodeGroup.id), 'a libvirt id of no VM: not ours');
+	r = await call(c, 'NodeGroupDecreaseTargetSize', { id: GROUP, delta: -1 });
+	check(r.code === CODE.FAILED_PRECONDITION, `a decrease that would need a running node: FAILED_PRECONDITION (${r.code} ${r.details})`);
+	c.close();
+}
+
+async function increase() {
+	const c = newClient();
+	const r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: Number(opt.delta || 1) }, 30000);
+	console.log(JSON.stringify({ event: 'increase', code: r.code, details: r.details || '' }));
+	c.close();
+}
+
+async function settle() {
+	const c = newClient();
+	await waitFor('provider and groupd answer', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	const r = await call(c, 'NodeGroupTargetSize', { id: GROUP });
+	const target = r.code === 0 ? r.value.targetSize : -1;
+	const m = await waitFor(`${target} members running`, async () => {
+		const x = await members(c);
+		return x && x.length === target && x.every(running) && x;
+	}, waitMs);
+	check(!!m, `target ${target}: as many members, all running`);
+	console.log(JSON.stringify({ event: 'settled', target, ids: m ? m.map((i) => i.id) : [] }));
+	c.close();
+}
+
+async function drain() {
+	const c = newClient();
+	await waitFor('provider and groupd answer', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	const empty = await waitFor(`${GROUP} drained`, async () => {
+		const m = await members(c);
+		if (!m)
+			return false;
+		if (!m.length)
+			return true;
+		const live = m.filter((i) => i.status.instanceState !== 'instanceDeleting');
+		if (live.length)
+			await call(c, 'NodeGroupDeleteNodes', { id: GROUP, nodes: live.map((i) => ({ providerID: i.id, name: i.id })) });
+		return false;
+	}, waitMs);
+	check(!!empty, `${GROUP}: no member left`);
+	c.close();
+}
+
+const pct = (xs, p) => {
+	const s = [...xs].sort((a, b) => a - b);
+	return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
+};
+
+// NodeGroupIncreaseSize -> the new instance Running in NodeGroupNodes, as
+// the autoscaler would see it (polled every 20 ms), --runs times.
+async function provision() {
+	const c = newClient();
+	const runs = Number(opt.runs || 10), tier = opt.tier || 'cold', times = [];
+	await waitFor('groupd ready', async () => (await call(c, 'Refresh', {})).code === 0, waitMs);
+	for (let i = 0; i < runs; i++) {
+		if (tier !== 'cold' && !await waitFor(`${tier} tier ready`, () => poolReady(GROUP, tier), waitMs))
+			break;
+		const before = await members(c);
+		const t0 = process.hrtime.bigint();
+		const r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: 1 });
+		if (r.code !== 0) {
+			check(false, `run ${i}: increase ${r.code} ${r.details}`);
+			break;
+		}
+		const inst = await waitFor('Running', async () => {
+			const m = await members(c);
+			return m && m.find((x) => !before.some((b) => b.id === x.id) && running(x));
+		}, waitMs, 20);
+		if (!inst)
+			break;
+		const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+		times.push(ms);
+		console.log(JSON.stringify({ event: 'run', tier, i, ms }));
+		await call(c, 'NodeGroupDeleteNodes', { id: GROUP, nodes: [{ providerID: inst.id, name: inst.id }] });
+		await waitFor('deleted', async () => { const m = await members(c); return m && !m.some((x) => x.id === inst.id); }, waitMs);
+		await sleep(20);
+	}
+	check(times.length === runs, `${times.length} of ${runs} runs`);
+	console.log(JSON.stringify({ event: 'provision', tier, runs: times.length, p50_ms: pct(times, 50), p90_ms: pct(times, 90), ms: times }));
+	c.close();
+}
+
+const scenarios = { contract, cache, errors, 'bad-input': badInput, stall, served, refused, watch,
+	'real-scale': realScale, 'real-warm': realWarm, 'real-sick': realSick, 'real-bad': realBad,
+	increase, settle, drain, provision };
 if (!scenarios[scenario] || !opt.address) {
 	console.error('usage: ca-client.js --address HOST:PORT [...] ' + Object.keys(scenarios).join('|'));
 	process.exit(2);
