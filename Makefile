@@ -339,6 +339,17 @@ bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/reaction-bench $(BENCH_ITER)
 
+# make bench-provision-grpc: bench-provision as cluster-autoscaler sees
+# it, through vmact-cloudprovider: NodeGroupIncreaseSize -> the instance
+# Running in NodeGroupNodes, per pool tier and for a cold boot, p50/p90 of
+# BENCH_ITER runs each, ending with `ratio: X` = running p50 / cold p50
+# (bench/provision-grpc.c; root, the test guest, node; doc/cloudprovider.md).
+.PHONY: bench-provision-grpc
+bench-provision-grpc: $(BUILD)/bench/provision-grpc $(BUILD)/vmact-groupd $(BUILD)/vmact-arbiter \
+		$(BUILD)/vmact-cloudprovider guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CP_BUILD=$(abspath $(BUILD)) \
+		$(BUILD)/bench/provision-grpc $(BENCH_ITER)
+
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
 # write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
 bench-cgroup: $(BUILD)/bench/cgroup-bench

@@ -30,6 +30,17 @@ int th_cp_user(const char *as, unsigned *uid, unsigned *gid)
 	return 0;
 }
 
+int th_cp_prog(const char *prog, char *out, size_t len)
+{
+	const char *dir = getenv("VMACT_CP_BUILD");
+	int w;
+
+	if (!dir || !dir[0])
+		return th_build_prog(prog, out, len);
+	w = snprintf(out, len, "%s/%s", dir, prog);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
 /* The "serving ... on 127.0.0.1:PORT" line. */
 static bool serving(struct th_cp *cp)
 {
@@ -67,7 +78,7 @@ int th_cp_start_wrapped(struct th_cp *cp, const char *dir, const char *as, const
 	memset(cp, 0, sizeof(*cp));
 	snprintf(cp->log, sizeof(cp->log), "%s/cloudprovider.log", dir);
 	o.out_path = cp->log;
-	r = th_build_prog("vmact-cloudprovider", prog, sizeof(prog));
+	r = th_cp_prog("vmact-cloudprovider", prog, sizeof(prog));
 	if (r < 0) {
 		snprintf(msg, msglen, "no vmact-cloudprovider next to this test");
 		return r;

@@ -38,5 +38,9 @@ int th_cp_client(unsigned port, const char *scenario, const char *const *args,
 int th_cp_client_start(struct th_proc *p, unsigned port, const char *scenario,
 		       const char *const *args, const char *log_path);
 
+/* A program of this build: $VMACT_CP_BUILD/prog when set (benches, which
+ * do not sit where th_build_prog looks), else th_build_prog's. */
+int th_cp_prog(const char *prog, char *out, size_t len);
+
 /* The uid/gid tests run vmact-cloudprovider under: `as`, or nobody. */
 int th_cp_user(const char *as, unsigned *uid, unsigned *gid);
