@@ -288,14 +288,42 @@ static void test_killed_mid_increase(void **state)
 	check_no_orphans();
 }
 
+/* mTLS in front of the real groupd: the autoscaler's certificate is
+ * served its groups, a client without one is refused; then plaintext on
+ * loopback again for the rest. */
+static void test_mtls(void **state)
+{
+	char key[160], cert[160], ca[160], ckey[160], ccert[160], log[160];
+	const char *tls[] = { "--groupd-socket", E.api, "--key", key, "--cert", cert,
+			      "--cacert",        ca,    NULL };
+	const char *good[] = { "--cacert", ca, "--cert", ccert, "--key", ckey, NULL };
+	const char *none[] = { "--cacert", ca, NULL };
+	char msg[256];
+
+	(void)state;
+	path_in(key, sizeof(key), "server.key");
+	path_in(cert, sizeof(cert), "server.crt");
+	path_in(ca, sizeof(ca), "ca.crt");
+	path_in(ckey, sizeof(ckey), "client.key");
+	path_in(ccert, sizeof(ccert), "client.crt");
+	path_in(log, sizeof(log), "client-mtls.log");
+	assert_int_equal(th_cp_make_certs(E.dir), 0);
+	assert_int_equal(th_cp_stop(&E.cp), 0);
+	if (th_cp_start(&E.cp, E.dir, TH_CPENV_USER, tls, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	assert_int_equal(th_cp_client(E.cp.port, "served", good, log), 0);
+	assert_int_equal(th_cp_client(E.cp.port, "refused", none, log), 0);
+	assert_int_equal(th_cp_client(E.cp.port, "refused", NULL, log), 0);
+	assert_int_equal(th_cp_stop(&E.cp), 0);
+	assert_int_equal(th_cpenv_restart_cp(&E), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scale),
-		cmocka_unit_test(test_bad_requests),
-		cmocka_unit_test(test_warm),
-		cmocka_unit_test(test_sick),
-		cmocka_unit_test(test_killed_mid_increase),
+		cmocka_unit_test(test_scale),        cmocka_unit_test(test_mtls),
+		cmocka_unit_test(test_bad_requests), cmocka_unit_test(test_warm),
+		cmocka_unit_test(test_sick),         cmocka_unit_test(test_killed_mid_increase),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -167,3 +167,35 @@ int th_cp_client_start(struct th_proc *p, unsigned port, const char *scenario,
 {
 	return client_spawn(p, port, scenario, args, log_path, true);
 }
+
+/* A CA, the server's certificate (for 127.0.0.1 and localhost), a client's
+ * signed by the CA, and a client's signed by another CA. */
+static const char make_certs[] =
+	"ec='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes';"
+	"openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=vmact-test-ca;"
+	"openssl req -x509 $ec -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=other-ca;"
+	"printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > server.ext;"
+	"printf 'extendedKeyUsage=clientAuth\\n' > client.ext;"
+	"openssl req $ec -keyout server.key -out server.csr -subj /CN=localhost;"
+	"openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
+	" -extfile server.ext -out server.crt;"
+	"openssl req $ec -keyout client.key -out client.csr -subj /CN=cluster-autoscaler;"
+	"openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
+	" -extfile client.ext -out client.crt;"
+	"openssl req $ec -keyout rogue.key -out rogue.csr -subj /CN=cluster-autoscaler;"
+	"openssl x509 -req -in rogue.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial"
+	" -days 2 -extfile client.ext -out rogue.crt;"
+	"chmod 0644 *.key";
+
+int th_cp_make_certs(const char *dir)
+{
+	char cmd[4096];
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	static const struct th_spawn_opts o = { .out = TH_OUT_NULL, .err = TH_OUT_NULL };
+	struct th_proc p = { 0 };
+
+	snprintf(cmd, sizeof(cmd), "set -e; cd '%s'; %s", dir, make_certs);
+	if (th_spawn(&p, argv, &o) < 0)
+		return -1;
+	return th_proc_wait(&p) == 0 ? 0 : -1;
+}

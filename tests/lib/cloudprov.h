@@ -38,6 +38,12 @@ int th_cp_client(unsigned port, const char *scenario, const char *const *args,
 int th_cp_client_start(struct th_proc *p, unsigned port, const char *scenario,
 		       const char *const *args, const char *log_path);
 
+/* In dir, openssl-made: ca.crt, server.key/.crt (for 127.0.0.1 and
+ * localhost, signed by ca), client.key/.crt (signed by ca) and
+ * rogue.key/.crt (signed by another CA); readable by all (tests only).
+ * 0 or -1. */
+int th_cp_make_certs(const char *dir);
+
 /* A program of this build: $VMACT_CP_BUILD/prog when set (benches, which
  * do not sit where th_build_prog looks), else th_build_prog's. */
 int th_cp_prog(const char *prog, char *out, size_t len);

@@ -284,25 +284,6 @@ static int sh(const char *dir, const char *script)
 	return th_proc_wait(&p);
 }
 
-/* A CA, the server's certificate (for 127.0.0.1 and localhost), a client's
- * signed by the CA, and a client's signed by another CA. */
-static const char make_certs[] =
-	"ec='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes';"
-	"openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=vmact-test-ca;"
-	"openssl req -x509 $ec -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=other-ca;"
-	"printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > server.ext;"
-	"printf 'extendedKeyUsage=clientAuth\\n' > client.ext;"
-	"openssl req $ec -keyout server.key -out server.csr -subj /CN=localhost;"
-	"openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
-	" -extfile server.ext -out server.crt;"
-	"openssl req $ec -keyout client.key -out client.csr -subj /CN=cluster-autoscaler;"
-	"openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
-	" -extfile client.ext -out client.crt;"
-	"openssl req $ec -keyout rogue.key -out rogue.csr -subj /CN=cluster-autoscaler;"
-	"openssl x509 -req -in rogue.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial"
-	" -days 2 -extfile client.ext -out rogue.crt;"
-	"chmod 0644 *.key";
-
 /* mTLS: a client with a certificate from the CA is served; one without a
  * certificate, one with a certificate from another CA and a plaintext one
  * are refused in the handshake. */
@@ -318,7 +299,7 @@ static void test_mtls(void **state)
 	path_in(f, ccert, sizeof(ccert), "client.crt");
 	path_in(f, rkey, sizeof(rkey), "rogue.key");
 	path_in(f, rcert, sizeof(rcert), "rogue.crt");
-	assert_int_equal(sh(f->dir, make_certs), 0);
+	assert_int_equal(th_cp_make_certs(f->dir), 0);
 	th_cp_stop(&f->cp);
 	{
 		const char *const extra[] = { "--key", key, "--cert", cert, "--cacert", ca, NULL };
