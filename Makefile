@@ -225,6 +225,19 @@ $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
+# cloudprovider/ is outside LIB_OBJS (its own program): its harness names
+# the objects it covers, the generated k8s Node code and protobuf-c.
+CP_FUZZ_OBJS := $(addprefix $(BUILD)/fuzzobj/cloudprovider/,group.o template.o arena.o \
+	k8s-node.pb-c.o)
+$(BUILD)/fuzz/cp_groups: $(CP_FUZZ_OBJS)
+$(BUILD)/fuzz/cp_groups: PKG_LIBS += -lprotobuf-c
+$(BUILD)/fuzzobj/cloudprovider/k8s-node.pb-c.o: $(BUILD)/cloudprovider/k8s-node.pb-c.c
+	$(call msg,CC-FUZZ,$(patsubst $(BUILD)/%,%,$@))
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) \
+		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+$(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- test entry points --------------------------------------------------
