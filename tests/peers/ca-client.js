@@ -61,7 +61,7 @@ const SERVICE = 'clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider';
 const CODE = grpc.status;
 
 const def = loader.loadSync(path.join(__dirname, 'proto', 'cloudprovider.proto'),
-	{ keepCase: true, longs: Number, enums: String, defaults: false, oneofs: true });
+	{ keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
 const pkg = grpc.loadPackageDefinition(def).clusterautoscaler.cloudprovider.v1.externalgrpc;
 const k8s = protobuf.loadSync(path.join(__dirname, 'proto', 'k8s-core-v1.proto'));
 const NodeType = k8s.lookupType('k8s.io.api.core.v1.Node');
@@ -659,6 +659,9 @@ async function realBad() {
 
 async function increase() {
 	const c = newClient();
+	// connected first, so that the line below comes just before the call
+	await call(c, 'GPULabel', {});
+	console.log(JSON.stringify({ event: 'calling' }));
 	const r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: Number(opt.delta || 1) }, 30000);
 	console.log(JSON.stringify({ event: 'increase', code: r.code, details: r.details || '' }));
 	c.close();
