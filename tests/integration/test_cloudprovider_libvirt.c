@@ -283,34 +283,35 @@ static void check_no_orphans(void)
 	th_cpenv_free_names(names);
 }
 
-/* vmact-cloudprovider SIGKILLed while an increase is in flight (0 to 1.5
- * ms after the client sends it; groupd answers in 2-3 ms here, so the kill
- * lands while the provider waits for groupd or, on a slow run, after its
- * answer), then started again: the group settles at its target
- * with every member running, and libvirt holds exactly groupd's VMs. */
+/* vmact-cloudprovider SIGKILLed by the client itself 0 and 1 ms after
+ * its increase went out (groupd answers in 2-3 ms here: the kill lands
+ * while the provider waits for groupd, or before the request reached it),
+ * then started again; after each, the group settles at its target with
+ * every member running, and libvirt holds exactly groupd's VMs. */
 static void test_killed_mid_increase(void **state)
 {
-	const char *args[] = { "--group", "web", "--delta", "2", NULL };
 	const char *settle[] = { "--group", "web", NULL };
-	struct th_proc p = { 0 };
-	_cleanup_free_ char *said = NULL;
-	char log[160];
-	unsigned delay_us = (unsigned)(vmact_now_usec() % 1500);
 
 	(void)state;
-	path_in(log, sizeof(log), "client-increase.log");
-	assert_int_equal(th_cp_client_start(&p, E.cp.port, "increase", args, log), 0);
-	TH_WAIT_OR_FAIL(NULL, th_count_in_file(log, "\"event\":\"calling\"") > 0,
-			"the client about to call");
-	usleep(delay_us);
-	th_proc_stop(&E.cp.proc, SIGKILL, 0);
-	th_proc_wait(&p);
-	said = th_read_file(log);
-	print_message("killed %u us after the call went out; the client saw: %s", delay_us,
-		      said ? said : "");
-	assert_int_equal(th_cpenv_restart_cp(&E), 0);
-	client("settle", settle);
-	check_no_orphans();
+	for (int round = 0; round < 2; round++) {
+		char pid[16], after[16], log[160];
+		const char *args[] = { "--group",         "web", "--delta", "1", "--kill-pid", pid,
+				       "--kill-after-ms", after, NULL };
+		_cleanup_free_ char *said = NULL;
+
+		snprintf(pid, sizeof(pid), "%d", (int)E.cp.proc.pid);
+		snprintf(after, sizeof(after), "%d", round);
+		path_in(log, sizeof(log), "client-increase.log");
+		assert_int_equal(th_cp_client(E.cp.port, "increase", args, log), 0);
+		said = th_read_file(log);
+		print_message("round %d, killed %d ms after the call went out; the client saw: %s",
+			      round, round, said ? said : "");
+		assert_true(TH_WAIT(NULL, th_proc_exited(&E.cp.proc), TH_SAFETY_USEC));
+		assert_int_equal(E.cp.proc.status, 128 + SIGKILL);
+		assert_int_equal(th_cpenv_restart_cp(&E), 0);
+		client("settle", settle);
+		check_no_orphans();
+	}
 }
 
 /* mTLS in front of the real groupd: the autoscaler's certificate is

@@ -29,8 +29,9 @@
 //               with its error and replaced, then deleted as the
 //               autoscaler deletes failed instances
 //   real-bad    --group G --other H: the refusals, with their codes
-//   increase    --group G --delta N: one increase, any outcome (the
-//               provider may be killed meanwhile)
+//   increase    --group G --delta N [--kill-pid P --kill-after-ms D]: one
+//               increase, any outcome; with --kill-pid, SIGKILLs process P
+//               D ms after the call went out (the provider mid-call)
 //   settle      --group G: every member running, as many as the target
 //   drain       --group G: every member deleted
 //   provision   --group G --runs N [--tier T]: increase -> Running, timed
@@ -662,7 +663,14 @@ async function increase() {
 	// connected first, so that the line below comes just before the call
 	await call(c, 'GPULabel', {});
 	console.log(JSON.stringify({ event: 'calling' }));
-	const r = await call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: Number(opt.delta || 1) }, 30000);
+	const pending = call(c, 'NodeGroupIncreaseSize', { id: GROUP, delta: Number(opt.delta || 1) }, 30000);
+	const t0 = process.hrtime.bigint();
+	if (opt['kill-pid'])
+		setTimeout(() => {
+			process.kill(Number(opt['kill-pid']), 'SIGKILL');
+			console.log(JSON.stringify({ event: 'killed', after_us: Number(process.hrtime.bigint() - t0) / 1000 }));
+		}, Number(opt['kill-after-ms'] || 0));
+	const r = await pending;
 	console.log(JSON.stringify({ event: 'increase', code: r.code, details: r.details || '' }));
 	c.close();
 }
