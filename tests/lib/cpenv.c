@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tests/lib/cpenv.h"
 
+#include <libvirt/virterror.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
