@@ -39,7 +39,7 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
            -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
 VERSION := 0.1.0
-ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CFLAGS)
+ALL_CFLAGS = -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 ALL_CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -132,7 +132,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
-.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install \
+.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -238,7 +238,10 @@ $(BUILD)/fuzzobj/cloudprovider/k8s-node.pb-c.o: $(BUILD)/cloudprovider/k8s-node.
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 $(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (Not make deb's copy of the tree, check-host's machine or the test
+# guest's and npm's files: they have files and directories named *.d.)
+-include $(shell find $(BUILD) \( -path '$(BUILD)/deb' -o -path '$(BUILD)/host' -o -path '$(BUILD)/guest' \
+	-o -path '$(BUILD)/npm' \) -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # ---- test entry points --------------------------------------------------
 # make check: everything, under ASan+UBSan, in build/san.
@@ -263,7 +266,7 @@ unit:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
 	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
 		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)" \
-		--install "BUILD=$(SANBUILD) SANITIZE=1"
+		--install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-unit-y)"
 
 loopback:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(LOOP_BINS)
@@ -409,12 +412,14 @@ MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
+# systemd-sysusers reads /usr/local/lib/sysusers.d as well as /usr/lib's.
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
-	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(UNITDIR)/vmact-cloudprovider.service \
+	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(UNITDIR)/vmact-cloudprovider.service $(SYSUSERSDIR)/vmact.conf \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
@@ -423,14 +428,27 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 install-manifest:
 	@printf '%s\n' $(install-files)
 
+# Into the running system (no DESTDIR): the vmact user now, and systemd
+# told of the new unit, so that `systemctl enable --now vmactd` follows.
+define install-live
+if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/vmact.conf; \
+else echo "make install: no systemd-sysusers: create the vmact user by hand ($(SYSUSERSDIR)/vmact.conf)"; fi
+[ ! -d /run/systemd/system ] || systemctl daemon-reload
+endef
+define uninstall-live
+if [ -d /run/systemd/system ] && [ -f $(UNITDIR)/vmactd.service ]; then systemctl disable --now vmactd.service; fi
+endef
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/vmact $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) \
+		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|' actuator/daemon/vmactd.service > $(DESTDIR)$(UNITDIR)/vmactd.service
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
+		> $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' cloudprovider/vmact-cloudprovider.service > $(DESTDIR)$(UNITDIR)/vmact-cloudprovider.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-cloudprovider.service
+	install -m 0644 actuator/daemon/vmact.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
@@ -438,6 +456,57 @@ install: all
 	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
 	$(foreach m,$(man-y),install -m 0644 man/$(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m);)
 	$(foreach c,$(completion-y),install -m 0644 man/vmact.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$(c);)
+	$(if $(DESTDIR),,$(install-live))
+
+# make uninstall: removes what make install put there (the same PREFIX,
+# DESTDIR and directories), stopping and disabling vmactd first on a
+# running system. Keeps /etc/vmact (the operator's configuration) and the
+# vmact user (files it owned may remain: Debian's practice for system users).
+uninstall:
+	$(if $(DESTDIR),,$(uninstall-live))
+	rm -f $(addprefix $(DESTDIR),$(install-files))
+	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
+
+# make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
+# cgroup v2 only, libvirt inside, built from Debian packages and cached in
+# $(BUILD)/host; rebuilt only when tests/host/build-image.sh changes), vmact
+# installed there from make deb's package, then checked under the real
+# systemd: start, reload, libvirtd restart, sandbox, journal, a nested TCG
+# test guest grown and shrunk through its cgroup, the BPF sampler
+# (tests/host/in-vm.sh). Root; not part of make check (an hour or more).
+HOST_IMG := $(BUILD)/host
+.PHONY: check-host check-host-image
+# The stamp holds the build script's hash: a new checkout (new mtimes)
+# reuses the image, a changed script rebuilds it.
+check-host-image:
+	$(Q)if [ "$$(sha256sum tests/host/build-image.sh | cut -d' ' -f1)" != \
+	       "$$(cat $(HOST_IMG)/stamp 2>/dev/null)" ] || [ ! -f $(HOST_IMG)/rootfs.img ]; then \
+		tests/host/build-image.sh $(HOST_IMG); fi
+check-host: check-host-image
+	$(Q)tests/host/setup-host.sh
+	$(Q)$(MAKE) --no-print-directory deb guest
+	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules
+
+# make deb: the Debian package (debian/, debhelper), built by
+# dpkg-buildpackage from a copy of the tree's files (tracked or not,
+# git ls-files) under $(BUILD)/deb/src, so that it never touches this
+# tree's build/. The .deb lands in $(BUILD)/deb/.
+DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+DEB_ARCH    = $(shell dpkg --print-architecture 2>/dev/null)
+DEB         = $(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
+.PHONY: deb
+deb:
+	$(call msg,DEB,$(DEB))
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	$(Q)git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 cp --parents -t $(BUILD)/deb/src 2>/dev/null; \
+		git ls-files -z --cached --others --exclude-standard | (cd $(BUILD)/deb/src && \
+		xargs -0 ls -d >/dev/null) || { echo "make deb: copying the tree failed"; exit 1; }
+	$(Q)cd $(BUILD)/deb/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		dpkg-buildpackage -b -us -uc -j$(shell nproc) >../build.log 2>&1 || \
+		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(BUILD)/deb/build.log)"; exit 1; }
+	$(Q)test -f $(DEB) && echo "$(DEB)"
 
 clean:
 	rm -rf $(BUILD)

@@ -9,8 +9,10 @@
 #include "base/quantity.h"
 
 static const char *const names[] = {
-	[CTL_NONE] = "", [CTL_STATUS] = "status", [CTL_SHOW] = "show", [CTL_SET] = "set",
-	[CTL_PAUSE] = "pause", [CTL_RESUME] = "resume", [CTL_EVENTS] = "events", [CTL_TOP] = "top",
+	[CTL_NONE] = "",         [CTL_STATUS] = "status",   [CTL_SHOW] = "show",
+	[CTL_SET] = "set",       [CTL_PAUSE] = "pause",     [CTL_RESUME] = "resume",
+	[CTL_EVENTS] = "events", [CTL_TOP] = "top",         [CTL_CHECK] = "check",
+	[CTL_ENABLE] = "enable", [CTL_DISABLE] = "disable",
 };
 
 const char *ctl_command_name(enum ctl_command c)
@@ -22,9 +24,12 @@ void ctl_usage(FILE *f, enum ctl_command c)
 {
 	switch (c) {
 	case CTL_STATUS:
-		fputs("Usage: vmactl status [--json]\n"
+		fputs("Usage: vmactl status [--all] [--json]\n"
 		      "Every VM vmactd knows: state (managed, paused, not-managed and why), vCPUs,\n"
-		      "CPU quota, memory, load, demand, permit, desired size, last change.\n", f);
+		      "CPU quota, memory, load, demand, permit, desired size, last change.\n"
+		      "--all: also every running domain it ignores (no vmact metadata,\n"
+		      "enabled=\"false\", outside libvirt.name_prefix), with the reason.\n",
+		      f);
 		break;
 	case CTL_SHOW:
 		fputs("Usage: vmactl show VM [--json]\n"
@@ -54,6 +59,34 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "vm-monitor answers, errors, operators' changes. --follow waits for more\n"
 		      "(Ctrl-C ends it); --json prints one JSON object per line.\n", f);
 		break;
+	case CTL_CHECK:
+		fputs("Usage: vmactl check DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
+		      "                           [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
+		      "Is the domain's layout ready for vmact (doc/domain.md)? Part by part: vCPUs\n"
+		      "to plug, NUMA cell, <maxMemory> slots, virtio-mem device, the guest kernel's\n"
+		      "memhp_default_state; as it runs and as it is defined (the next cold start),\n"
+		      "and which changes need a cold restart. Against the bounds given, else its\n"
+		      "metadata's, else the defaults vmactl enable would write. Exit status 1 when\n"
+		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n",
+		      f);
+		break;
+	case CTL_ENABLE:
+		fputs("Usage: vmactl enable DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
+		      "                            [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
+		      "Puts the domain under vmact: writes its vmact metadata (live and into its\n"
+		      "definition) with enabled=\"true\" and the bounds given; a bound not given\n"
+		      "keeps the metadata's, else takes the default: from the vCPUs and memory it\n"
+		      "boots with to the most its layout can reach. Refused, with vmactl check's\n"
+		      "report, when the layout cannot do the bounds.\n",
+		      f);
+		break;
+	case CTL_DISABLE:
+		fputs("Usage: vmactl disable DOMAIN [--json]\n"
+		      "Takes the domain out from under vmact: enabled=\"false\" in its metadata\n"
+		      "(the rest kept for a later enable). vmactd lets it go and removes the CPU\n"
+		      "quota it set; the domain keeps the size it has.\n",
+		      f);
+		break;
 	case CTL_TOP:
 		fputs("Usage: vmactl top [--iterations N] [--json]\n"
 		      "A live full-screen view of every VM, refreshed every second; q quits.\n"
@@ -64,21 +97,26 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		fputs("Usage: vmactl [--socket PATH] [--json] COMMAND [ARGS]\n"
 		      "Watch and steer vmactd through its control API.\n\n"
 		      "Commands:\n"
-		      "  status             every VM and its size, load and last change\n"
+		      "  status [--all]     every VM and its size, load and last change\n"
 		      "  show VM            one VM in detail, with its last decisions\n"
 		      "  set VM OPTIONS     change its bounds (--min-cpu, --max-cpu,\n"
 		      "                     --min-memory, --max-memory)\n"
 		      "  pause VM           stop autoscaling it (it keeps its size)\n"
 		      "  resume VM          autoscale it again\n"
 		      "  events [--follow]  decisions, resizes, permits, monitor answers, errors\n"
-		      "  top                live full-screen view (q quits)\n\n"
+		      "  top                live full-screen view (q quits)\n"
+		      "  check DOMAIN       is its layout ready, what needs a cold restart\n"
+		      "  enable DOMAIN      put it under vmact (bounds as for set)\n"
+		      "  disable DOMAIN     take it out from under vmact\n"
+		      "VM and DOMAIN: a domain name or UUID, as virsh takes them.\n\n"
 		      "Options:\n"
 		      "  --socket PATH      vmactd's control socket (default $VMACT_SOCKET, else\n"
 		      "                     " CTL_SOCKET_DEFAULT ")\n"
 		      "  --json             machine-readable output (doc/control-api.md)\n"
 		      "  -h, --help         help (vmactl COMMAND --help: the command's)\n"
 		      "      --version      show the version\n\n"
-		      "Exit status: 0 done, 1 error (vmactd unreachable or refused), 2 usage.\n", f);
+		      "Exit status: 0 done, 1 error (vmactd unreachable or refused), 2 usage.\n",
+		      f);
 		break;
 	}
 }
@@ -171,6 +209,8 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 			out->version = true;
 		} else if (strcmp(a, "--json") == 0) {
 			out->json = true;
+		} else if (strcmp(a, "--all") == 0) {
+			out->all = true;
 		} else if (strcmp(a, "-f") == 0 || strcmp(a, "--follow") == 0) {
 			out->follow = true;
 		} else if (is_opt(a, "--socket")) {
@@ -216,6 +256,9 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 	case CTL_SET:
 	case CTL_PAUSE:
 	case CTL_RESUME:
+	case CTL_CHECK:
+	case CTL_ENABLE:
+	case CTL_DISABLE:
 		if (npos != 1)
 			return vmact_err_set(err, EINVAL, "%s: %s", names[out->cmd],
 					     npos ? "one VM only" : "which VM?");
@@ -226,19 +269,28 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 			return vmact_err_set(err, EINVAL, "%s: unexpected argument '%s'",
 					     names[out->cmd], positional[0]);
 	}
-	if (out->cmd != CTL_SET && (out->min_cpu || out->max_cpu || out->min_mem || out->max_mem))
-		return vmact_err_set(err, EINVAL, "%s: bounds are options of `set`", names[out->cmd]);
+	if (out->cmd != CTL_SET && out->cmd != CTL_CHECK && out->cmd != CTL_ENABLE &&
+	    (out->min_cpu || out->max_cpu || out->min_mem || out->max_mem))
+		return vmact_err_set(err, EINVAL,
+				     "%s: bounds are options of `set`, `check` and "
+				     "`enable`",
+				     names[out->cmd]);
+	if (out->cmd != CTL_STATUS && out->all)
+		return vmact_err_set(err, EINVAL, "%s: --all is an option of `status`",
+				     names[out->cmd]);
 	if (out->cmd != CTL_EVENTS && (out->follow || out->has_since))
 		return vmact_err_set(err, EINVAL, "%s: --follow and --since are options of `events`",
 				     names[out->cmd]);
 	if (out->cmd != CTL_EVENTS && out->vm && out->cmd != CTL_SHOW && out->cmd != CTL_SET &&
-	    out->cmd != CTL_PAUSE && out->cmd != CTL_RESUME)
+	    out->cmd != CTL_PAUSE && out->cmd != CTL_RESUME && out->cmd != CTL_CHECK &&
+	    out->cmd != CTL_ENABLE && out->cmd != CTL_DISABLE)
 		return vmact_err_set(err, EINVAL, "%s: --vm is an option of `events`", names[out->cmd]);
 	if (out->cmd != CTL_TOP && out->iterations)
 		return vmact_err_set(err, EINVAL, "%s: --iterations is an option of `top`",
 				     names[out->cmd]);
-	if (out->cmd == CTL_SET) {
-		if (!out->min_cpu && !out->max_cpu && !out->min_mem && !out->max_mem)
+	if (out->cmd == CTL_SET || out->cmd == CTL_CHECK || out->cmd == CTL_ENABLE) {
+		if (out->cmd == CTL_SET && !out->min_cpu && !out->max_cpu && !out->min_mem &&
+		    !out->max_mem)
 			return vmact_err_set(err, EINVAL, "set: nothing to set (--min-cpu, --max-cpu, "
 					     "--min-memory, --max-memory)");
 		if ((out->min_cpu && (r = check_quantity("--min-cpu", out->min_cpu, true, err)) < 0) ||

@@ -19,6 +19,9 @@ enum ctl_command {
 	CTL_RESUME,
 	CTL_EVENTS,
 	CTL_TOP,
+	CTL_CHECK,
+	CTL_ENABLE,
+	CTL_DISABLE,
 };
 
 #define CTL_SOCKET_DEFAULT "/run/vmact/vmactd.sock"
@@ -26,9 +29,12 @@ enum ctl_command {
 struct ctl_args {
 	enum ctl_command cmd;
 	const char *socket;   /* --socket, else $VMACT_SOCKET, else the default */
-	const char *vm;       /* show, set, pause, resume; events --vm */
+	const char *vm;       /* show, set, pause, resume, check, enable, disable (a name or
+			       * UUID); events --vm */
 	bool json, help, version, follow;
-	/* set: quantities as given, checked ("2", "500m"; "512Mi", "2Gi") */
+	bool all; /* status --all */
+	/* set, check, enable: quantities as given, checked ("2", "500m";
+	 * "512Mi", "2Gi") */
 	const char *min_cpu, *max_cpu, *min_mem, *max_mem;
 	bool has_since;
 	uint64_t since;       /* events --since SEQ */

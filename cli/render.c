@@ -85,7 +85,7 @@ void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width)
 	const json_t *d = json_object_get(vm, "demand"), *lc = json_object_get(vm, "last_change");
 	const char *state = str(vm, "state");
 
-	if (strcmp(state, "not-managed") == 0) {
+	if (strcmp(state, "not-managed") == 0 || strcmp(state, "ignored") == 0) {
 		snprintf(line, sizeof(line), "%-20s %-11s %s", str(vm, "name"), state,
 			 str(vm, "reason"));
 		put_line(f, line, width);
@@ -145,7 +145,8 @@ void ctl_render_show(FILE *f, const json_t *vm)
 
 	fprintf(f, "VM:          %s (%s)\n", str(vm, "name"), str(vm, "uuid"));
 	fprintf(f, "State:       %s\n", str(vm, "state"));
-	if (strcmp(str(vm, "state"), "not-managed") == 0) {
+	if (strcmp(str(vm, "state"), "not-managed") == 0 ||
+	    strcmp(str(vm, "state"), "ignored") == 0) {
 		fprintf(f, "Reason:      %s\n", str(vm, "reason"));
 		return;
 	}
@@ -179,6 +180,10 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	ctl_fmt_res(json_object_get(vm, "permit"), x, sizeof(x));
 	ctl_fmt_res(json_object_get(vm, "desired"), y, sizeof(y));
 	fprintf(f, "Permit:      %s\nDesired:     %s\n", x, y);
+	if (json_is_string(json_object_get(vm, "permit_short")))
+		fprintf(f, "Permit short: %s\n", str(vm, "permit_short"));
+	if (json_is_string(json_object_get(vm, "cannot_shrink")))
+		fprintf(f, "Cannot shrink: %s\n", str(vm, "cannot_shrink"));
 	fprintf(f, "Scheduler:   %s%s%s%s\n", str(s, "kind"),
 		json_is_string(json_object_get(s, "url")) ? " at " : "",
 		json_is_string(json_object_get(s, "url")) ? str(s, "url") : "",
@@ -199,4 +204,49 @@ void ctl_render_show(FILE *f, const json_t *vm)
 		fprintf(f, "  ");
 		ctl_render_event(f, ev, 0);
 	}
+}
+
+static void render_layout(FILE *f, const char *title, const json_t *l)
+{
+	const json_t *it;
+	size_t i;
+
+	if (!json_is_object(l))
+		return;
+	fprintf(f, "%s: %s\n", title,
+		json_is_true(json_object_get(l, "ready")) ? "ready" : "NOT READY");
+	json_array_foreach(json_object_get(l, "items"), i, it)
+	{
+		const char *level = str(it, "level");
+
+		fprintf(f, "  %-8s %-13s %s%s\n", strcmp(level, "blocker") == 0 ? "BLOCKER" : level,
+			str(it, "part"), str(it, "text"),
+			json_is_true(json_object_get(it, "cold_restart")) &&
+					strcmp(level, "ok") != 0
+				? " [cold restart]"
+				: "");
+	}
+}
+
+void ctl_render_check(FILE *f, const json_t *c)
+{
+	char min[64], max[64];
+	const char *meta = str(c, "metadata");
+
+	ctl_fmt_res(json_object_get(c, "min"), min, sizeof(min));
+	ctl_fmt_res(json_object_get(c, "max"), max, sizeof(max));
+	fprintf(f, "Domain:      %s (%s), %s, %s\n", str(c, "name"), str(c, "uuid"),
+		json_is_true(json_object_get(c, "active")) ? "running" : "not running",
+		json_is_true(json_object_get(c, "persistent")) ? "persistent" : "transient");
+	fprintf(f, "Metadata:    %s%s%s\n", meta, json_object_get(c, "metadata_error") ? ": " : "",
+		json_object_get(c, "metadata_error") ? str(c, "metadata_error") : "");
+	fprintf(f, "Bounds:      %s to %s, memory by %s (%s)\n", min, max, str(c, "method"),
+		str(c, "bounds_from"));
+	render_layout(f, "As it runs", json_object_get(c, "live"));
+	render_layout(f, "As defined (its next cold start)", json_object_get(c, "definition"));
+	fprintf(f, "Verdict:     %s\n",
+		json_is_true(json_object_get(c, "ready"))
+			? "ready: vmact can take it between these bounds"
+			: "not ready: fix the BLOCKER lines ([cold restart]: shut it down, virsh edit, "
+			  "start), or ask for bounds within reach");
 }

@@ -21,5 +21,7 @@ void ctl_render_status_header(FILE *f, unsigned width);
 void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width);
 void ctl_render_status(FILE *f, const json_t *vms, unsigned width);
 void ctl_render_show(FILE *f, const json_t *vm);
+/* vmactl check: the layout as it runs and as defined, part by part. */
+void ctl_render_check(FILE *f, const json_t *c);
 /* "12:03:04.120 #42 vm-1 decision: grow to 2 vCPUs ..." */
 void ctl_render_event(FILE *f, const json_t *ev, unsigned width);

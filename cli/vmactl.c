@@ -58,7 +58,8 @@ static int cmd_status(const struct ctl_args *a)
 	json_t *doc;
 	long status;
 
-	if (ctl_call(a->socket, "GET", "/v1/vms", NULL, 10, &status, &doc, &err) < 0)
+	if (ctl_call(a->socket, "GET", a->all ? "/v1/vms?all=true" : "/v1/vms", NULL, 10, &status,
+		     &doc, &err) < 0)
 		return fail(&err);
 	if (a->json)
 		print_json(doc);
@@ -87,30 +88,38 @@ static int cmd_show(const struct ctl_args *a)
 	return 0;
 }
 
+/* The bounds options as the API's body ({} when none). */
+static char *bounds_body(const struct ctl_args *a)
+{
+	json_t *req = json_object();
+	char *body;
+
+	if (a->min_cpu)
+		json_object_set_new(req, "min_cpu", json_string(a->min_cpu));
+	if (a->max_cpu)
+		json_object_set_new(req, "max_cpu", json_string(a->max_cpu));
+	if (a->min_mem)
+		json_object_set_new(req, "min_memory", json_string(a->min_mem));
+	if (a->max_mem)
+		json_object_set_new(req, "max_memory", json_string(a->max_mem));
+	body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	return body;
+}
+
 static int cmd_change(const struct ctl_args *a)
 {
 	struct vmact_err err = { 0 };
 	char path[1024], *body = NULL;
-	json_t *doc, *req = NULL;
+	json_t *doc;
 	long status;
 	int r;
 
 	if (vm_path(path, sizeof(path), a->vm,
 		    a->cmd == CTL_SET ? "/bounds" : a->cmd == CTL_PAUSE ? "/pause" : "/resume") < 0)
 		return 1;
-	if (a->cmd == CTL_SET) {
-		req = json_object();
-		if (a->min_cpu)
-			json_object_set_new(req, "min_cpu", json_string(a->min_cpu));
-		if (a->max_cpu)
-			json_object_set_new(req, "max_cpu", json_string(a->max_cpu));
-		if (a->min_mem)
-			json_object_set_new(req, "min_memory", json_string(a->min_mem));
-		if (a->max_mem)
-			json_object_set_new(req, "max_memory", json_string(a->max_mem));
-		body = json_dumps(req, JSON_COMPACT);
-		json_decref(req);
-	}
+	if (a->cmd == CTL_SET)
+		body = bounds_body(a);
 	r = ctl_call(a->socket, "POST", path, body ? body : "", 30, &status, &doc, &err);
 	free(body);
 	if (r < 0)
@@ -121,6 +130,69 @@ static int cmd_change(const struct ctl_args *a)
 		printf("%s: bounds set (recorded in its metadata)\n", a->vm);
 	else
 		printf("%s: autoscaling %s\n", a->vm, a->cmd == CTL_PAUSE ? "paused" : "resumed");
+	json_decref(doc);
+	return 0;
+}
+
+static int domain_call(const struct ctl_args *a, const char *what, const char *body, json_t **doc,
+		       struct vmact_err *err)
+{
+	_cleanup_free_ char *e = ctl_escape(a->vm);
+	char path[1024];
+	long status;
+
+	if (!e)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	snprintf(path, sizeof(path), "/v1/domains/%s/%s", e, what);
+	return ctl_call(a->socket, "POST", path, body, 30, &status, doc, err);
+}
+
+/* check, enable (after the same check, printed), disable. */
+static int cmd_domain(const struct ctl_args *a)
+{
+	struct vmact_err err = { 0 };
+	_cleanup_free_ char *body = a->cmd == CTL_DISABLE ? NULL : bounds_body(a);
+	json_t *doc = NULL;
+	bool ready;
+
+	if (a->cmd == CTL_DISABLE) {
+		if (domain_call(a, "disable", "", &doc, &err) < 0)
+			return fail(&err);
+		if (a->json)
+			print_json(doc);
+		else
+			printf("%s: autoscaling disabled (enabled=\"false\" in its metadata)\n",
+			       json_string_value(json_object_get(doc, "name")));
+		json_decref(doc);
+		return 0;
+	}
+	if (domain_call(a, "check", body, &doc, &err) < 0)
+		return fail(&err);
+	ready = json_is_true(json_object_get(doc, "ready"));
+	if (a->cmd == CTL_CHECK || !ready) {
+		if (a->json)
+			print_json(doc);
+		else
+			ctl_render_check(stdout, doc);
+	}
+	json_decref(doc);
+	doc = NULL;
+	if (a->cmd == CTL_CHECK)
+		return ready ? 0 : 1;
+	if (domain_call(a, "enable", body, &doc, &err) < 0)
+		return fail(&err);
+	if (a->json) {
+		print_json(doc);
+	} else {
+		char min[64], max[64];
+
+		ctl_fmt_res(json_object_get(doc, "min"), min, sizeof(min));
+		ctl_fmt_res(json_object_get(doc, "max"), max, sizeof(max));
+		printf("%s: enabled, bounds %s to %s (%s), memory by %s; vmactd takes it over\n",
+		       json_string_value(json_object_get(doc, "name")), min, max,
+		       json_string_value(json_object_get(doc, "bounds_from")),
+		       json_string_value(json_object_get(doc, "method")));
+	}
 	json_decref(doc);
 	return 0;
 }
@@ -216,6 +288,11 @@ int main(int argc, char **argv)
 		break;
 	case CTL_EVENTS:
 		r = cmd_events(&a);
+		break;
+	case CTL_CHECK:
+	case CTL_ENABLE:
+	case CTL_DISABLE:
+		r = cmd_domain(&a);
 		break;
 	case CTL_TOP:
 		r = ctl_top(a.socket, a.iterations, a.json, &err) < 0 ? fail(&err) : 0;

@@ -11,9 +11,11 @@
  * output as a replacement domain XML and uses the original when there is
  * none, which is what vmact wants. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <libxml/parser.h>
@@ -34,6 +36,25 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: vmact-hook DOMAIN OPERATION SUB-OPERATION EXTRA < DOMAIN-XML\n"
 		   "libvirt's qemu hook for vmact; install it as /etc/libvirt/hooks/qemu.d/vmact.\n"
 		   "It never writes to stdout and exits 0 unless it refuses a start.\n");
+}
+
+/* libvirtd keeps a hook's stderr only when the hook fails (it becomes the
+ * start's error message): a warning of a hook that exits 0 would be lost.
+ * Each line goes to syslog too (the journal on a systemd host, with its
+ * priority, as "vmact-hook"), and stays on stderr for the refusal's error
+ * message and for an operator running the hook by hand. */
+static void __attribute__((format(printf, 2, 3))) report(int priority, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsyslog(priority, fmt, ap);
+	va_end(ap);
+	va_start(ap, fmt);
+	fputs("vmact-hook: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
 }
 
 /* All of stdin, at most XML_MAX bytes kept; *len 0 when nothing came. */
@@ -95,13 +116,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vmact-hook: the domain XML is read from stdin\n");
 		return 2;
 	}
+	openlog("vmact-hook", LOG_PID, LOG_DAEMON);
 	xml = read_stdin(&len);
 	/* Operations vmact does not listen to (start, attach...): nothing. */
 	if (vmact_hook_op_parse(argv[2], &m.op) < 0 || vmact_hook_subop_parse(argv[3], &m.subop) < 0)
 		return 0;
 	if (!xml || hk_domain_parse(xml, len, &d, &err) < 0) {
-		fprintf(stderr, "vmact-hook: %s: %s; vmactd not told\n", argv[1],
-			xml ? err.msg : "out of memory");
+		report(LOG_WARNING, "%s: %s; vmactd not told", argv[1],
+		       xml ? err.msg : "out of memory");
 		goto out;
 	}
 	/* Only domains with vmact metadata concern vmactd. */
@@ -109,13 +131,12 @@ int main(int argc, char **argv)
 		goto out;
 	if (m.op == VMACT_HOOK_PREPARE && hk_domain_check(&d, &err) < 0) {
 		if (d.refuse_invalid) {
-			fprintf(stderr, "vmact-hook: %s: %s; start refused (refuse-invalid=\"true\")\n",
-				d.name, err.msg);
+			report(LOG_ERR, "%s: %s; start refused (refuse-invalid=\"true\")", d.name,
+			       err.msg);
 			rc = 1;
 			goto out;
 		}
-		fprintf(stderr, "vmact-hook: %s: %s; vmactd will not manage it\n", d.name,
-			err.msg);
+		report(LOG_WARNING, "%s: %s; vmactd will not manage it", d.name, err.msg);
 		vmact_err_reset(&err);
 	}
 	snprintf(m.uuid, sizeof(m.uuid), "%s", d.uuid);
@@ -124,9 +145,10 @@ int main(int argc, char **argv)
 	    err.code != ECONNREFUSED)
 		/* vmactd not running is normal; other failures are worth a
 		 * line in libvirtd's log. */
-		fprintf(stderr, "vmact-hook: %s: %s\n", d.name, err.msg);
+		report(LOG_WARNING, "%s: %s", d.name, err.msg);
 out:
 	hk_domain_free(&d);
 	xmlCleanupParser();
+	closelog();
 	return rc;
 }

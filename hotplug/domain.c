@@ -2,6 +2,9 @@
 #include "hotplug/domain.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "hotplug/conn.h"
 #include "hotplug/virt-error.h"
@@ -21,6 +24,57 @@ virDomainPtr hp_domain_lookup(struct hp_conn *c, const char *uuid, struct vmact_
 	/* The domain holds its own reference on the connection. */
 	virConnectClose(vc);
 	return dom;
+}
+
+int hp_domain_resolve(struct hp_conn *c, const char *name_or_uuid, char *uuid, char *name,
+		      struct vmact_err *err)
+{
+	virConnectPtr vc = hp_conn_get(c);
+	virDomainPtr dom = NULL;
+	const char *n;
+	int r = 0;
+
+	if (!vc)
+		return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)",
+				     hp_conn_uri(c));
+	/* A UUID first, as virsh does: a domain may be named like another's
+	 * UUID, but the UUID is the one that cannot be ambiguous. */
+	if (strlen(name_or_uuid) >= 32 && strlen(name_or_uuid) < VIR_UUID_STRING_BUFLEN + 8)
+		dom = virDomainLookupByUUIDString(vc, name_or_uuid);
+	if (!dom)
+		dom = virDomainLookupByName(vc, name_or_uuid);
+	virConnectClose(vc);
+	if (!dom)
+		return vmact_err_set(err, ENODEV, "no domain named or with the UUID '%s'",
+				     name_or_uuid);
+	n = virDomainGetName(dom);
+	if (!n || virDomainGetUUIDString(dom, uuid) < 0)
+		r = hp_virt_err(err, name_or_uuid);
+	else
+		snprintf(name, HP_NAME_MAX, "%s", n);
+	virDomainFree(dom);
+	return r;
+}
+
+int hp_domain_xml(struct hp_conn *c, const char *uuid, bool inactive, char **xml, bool *active,
+		  bool *persistent, struct vmact_err *err)
+{
+	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	int r = 0;
+
+	*xml = NULL;
+	if (!dom)
+		return -(err->code ? err->code : ENODEV);
+	if (active)
+		*active = virDomainIsActive(dom) == 1;
+	if (persistent)
+		*persistent = virDomainIsPersistent(dom) == 1;
+	*xml = virDomainGetXMLDesc(dom, inactive ? VIR_DOMAIN_XML_INACTIVE : 0);
+	if (!*xml)
+		r = hp_virt_err(err,
+				inactive ? "the domain's definition" : "the domain's live XML");
+	virDomainFree(dom);
+	return r;
 }
 
 int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *out,

@@ -16,6 +16,19 @@
  * (-ENOTCONN when libvirtd is away, -ENODEV when the domain is gone). */
 virDomainPtr hp_domain_lookup(struct hp_conn *c, const char *uuid, struct vmact_err *err);
 
+/* The domain an operator named, as virsh takes it: a UUID (any case,
+ * with or without dashes) or a name. uuid (HP_UUID_LEN) and name
+ * (HP_NAME_MAX) get libvirt's own spelling; -ENODEV when no domain is
+ * called that. */
+int hp_domain_resolve(struct hp_conn *c, const char *name_or_uuid, char *uuid, char *name,
+		      struct vmact_err *err);
+
+/* The domain's XML: its persistent definition (inactive) or what runs
+ * (live). *xml is malloc'd. active/persistent (may be NULL) say which
+ * the domain has. */
+int hp_domain_xml(struct hp_conn *c, const char *uuid, bool inactive, char **xml, bool *active,
+		  bool *persistent, struct vmact_err *err);
+
 /* The guest's own view of its memory, from the balloon driver's statistics
  * (virDomainMemoryStats). Needs <memballoon model='virtio'> with a
  * <stats period='N'/> and the guest's virtio_balloon driver. */

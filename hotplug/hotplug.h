@@ -8,7 +8,8 @@
  * metadata), refusal.c (the "vCPU changes refused" rule), read.c (reading
  * live state, QEMU's vCPU threads and metadata), domain.c (domain handle,
  * memory statistics), op.c (the operations framework and its one wait),
- * op-vcpu.c and op-memory.c (the operations), op-start.c (hp_op_start).
+ * op-vcpu.c and op-memory.c (the operations), op-start.c (hp_op_start),
+ * layout.c (a domain's layout against vmact's needs, layout.h).
  *
  * Threads and the event loop
  * --------------------------
@@ -218,6 +219,8 @@ struct hp_meta_change {
 	uint32_t min_milli_cpu, max_milli_cpu;
 	uint64_t min_mem_bytes, max_mem_bytes;
 	bool paused;
+	/* enabled="true"/"false": vmactl enable and disable */
+	bool set_enabled, enabled;
 };
 
 /* Applies ch to a <vmact:autoscaling> element (text as virDomainGetMetadata
@@ -281,14 +284,24 @@ int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
 /* -ENOENT when the domain has no vmact metadata. */
 int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 		 struct vmact_err *err);
-/* Writes a change into the domain's live metadata and, when the domain is
- * persistent, into its definition too (so it survives a restart of the VM
+/* The metadata of a running domain (live) or of one that is not running
+ * (its definition): what vmactl check reads. -ENOENT when it has none. */
+int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
+		     struct vmact_err *err);
+/* Writes a change into the domain's live metadata (when it runs) and, when
+ * the domain is persistent, into its definition too (so it survives a restart of the VM
  * and of vmactd). Both edits are validated before either is written.
  * -ENOENT when the domain has no vmact metadata; -EINVAL/-ERANGE with the
  * reader's message when the result would be invalid. libvirt then
  * reports HP_EV_METADATA_CHANGED as for any other edit. */
 int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_change *ch,
 		  struct hp_meta *out, struct vmact_err *err);
+/* Writes a whole <vmact:autoscaling> element (checked by hp_meta_parse
+ * first; without a namespace declaration, as virDomainGetMetadata returns
+ * it: libvirt adds HP_NS_URI and refuses an element that declares it)
+ * into the running domain and into its definition, replacing what either
+ * had: vmactl enable on a domain without metadata. */
+int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct vmact_err *err);
 
 /* ---- actuation -------------------------------------------------------- */
 

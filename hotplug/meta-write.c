@@ -20,14 +20,6 @@
 #include "hotplug/virt-error.h"
 #include "hotplug/xml.h"
 
-static xmlNodePtr child(xmlNodePtr root, const char *name)
-{
-	for (xmlNodePtr n = root->children; n; n = n->next)
-		if (n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, BAD_CAST name) == 0)
-			return n;
-	return NULL;
-}
-
 static int set_q(xmlNodePtr n, const char *el, const char *attr, bool milli, uint64_t v,
 		 struct vmact_err *err)
 {
@@ -62,13 +54,16 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (!doc || !(root = xmlDocGetRootElement(doc)))
 		return vmact_err_set(err, EINVAL, "vmact metadata is not well-formed XML");
-	cpu = child(root, "cpu");
-	mem = child(root, "memory");
+	cpu = hpx_child(root, "cpu");
+	mem = hpx_child(root, "memory");
 	if ((ch->set_min_cpu && (r = set_q(cpu, "cpu", "min", true, ch->min_milli_cpu, err)) < 0) ||
 	    (ch->set_max_cpu && (r = set_q(cpu, "cpu", "max", true, ch->max_milli_cpu, err)) < 0) ||
 	    (ch->set_min_mem && (r = set_q(mem, "memory", "min", false, ch->min_mem_bytes, err)) < 0) ||
 	    (ch->set_max_mem && (r = set_q(mem, "memory", "max", false, ch->max_mem_bytes, err)) < 0))
 		return r;
+	if (ch->set_enabled &&
+	    !xmlSetProp(root, BAD_CAST "enabled", BAD_CAST(ch->enabled ? "true" : "false")))
+		return vmact_err_set(err, ENOMEM, "out of memory");
 	if (ch->set_paused) {
 		if (ch->paused) {
 			if (!xmlSetProp(root, BAD_CAST "paused", BAD_CAST "true"))
@@ -106,39 +101,85 @@ static int get_meta(virDomainPtr dom, unsigned flags, char **out, struct vmact_e
 	return 0;
 }
 
+int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
+		     struct vmact_err *err)
+{
+	_cleanup_free_ char *xml = NULL;
+	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	int r;
+
+	if (!dom)
+		return -(err->code ? err->code : ENODEV);
+	r = get_meta(dom,
+		     virDomainIsActive(dom) == 1 ? VIR_DOMAIN_AFFECT_LIVE
+						 : VIR_DOMAIN_AFFECT_CONFIG,
+		     &xml, err);
+	virDomainFree(dom);
+	return r < 0 ? r : hp_meta_parse(xml, meta, err);
+}
+
 int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_change *ch,
 		  struct hp_meta *out, struct vmact_err *err)
 {
 	_cleanup_free_ char *live = NULL, *conf = NULL, *live_new = NULL, *conf_new = NULL;
 	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
-	int persistent, r;
+	int persistent, active, r = 0;
 
 	if (!dom)
 		return -(err->code ? err->code : ENODEV);
 	persistent = virDomainIsPersistent(dom);
-	r = get_meta(dom, VIR_DOMAIN_AFFECT_LIVE, &live, err);
-	if (r >= 0)
-		r = hp_meta_edit(live, ch, &live_new, out, err);
+	/* A domain that is not running has its definition only (vmactl
+	 * enable and disable before it starts). */
+	active = virDomainIsActive(dom);
+	if (active == 1) {
+		r = get_meta(dom, VIR_DOMAIN_AFFECT_LIVE, &live, err);
+		if (r >= 0)
+			r = hp_meta_edit(live, ch, &live_new, out, err);
+	}
 	if (r >= 0 && persistent == 1) {
 		/* The definition may differ from the live metadata (an edit
 		 * with --live only): the change goes into each as written
 		 * there; a definition without any takes the live result. */
 		r = get_meta(dom, VIR_DOMAIN_AFFECT_CONFIG, &conf, err);
-		if (r == -ENOENT) {
+		if (r == -ENOENT && live_new) {
 			vmact_err_reset(err);
 			r = 0;
 		} else if (r >= 0) {
-			r = hp_meta_edit(conf, ch, &conf_new, NULL, err);
+			r = hp_meta_edit(conf, ch, &conf_new, live_new ? NULL : out, err);
 			if (r < 0)
 				vmact_err_prefix(err, "in the persistent definition");
 		}
 	}
-	if (r >= 0 && virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, live_new,
-					   HP_NS_PREFIX, HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE) < 0)
+	if (r >= 0 && !live_new && !conf_new)
+		r = vmact_err_set(err, ENOENT, "the domain has no vmact metadata");
+	if (r >= 0 && live_new &&
+	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, live_new, HP_NS_PREFIX,
+				 HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE) < 0)
 		r = hp_virt_err(err, "virDomainSetMetadata (live)");
 	if (r >= 0 && persistent == 1 &&
 	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, conf_new ? conf_new : live_new,
 				 HP_NS_PREFIX, HP_NS_URI, VIR_DOMAIN_AFFECT_CONFIG) < 0)
+		r = hp_virt_err(err, "virDomainSetMetadata (definition)");
+	virDomainFree(dom);
+	return r;
+}
+
+int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct vmact_err *err)
+{
+	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	struct hp_meta m;
+	int r;
+
+	if (!dom)
+		return -(err->code ? err->code : ENODEV);
+	r = hp_meta_parse(element, &m, err);
+	if (r >= 0 && virDomainIsActive(dom) == 1 &&
+	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, element, HP_NS_PREFIX, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_LIVE) < 0)
+		r = hp_virt_err(err, "virDomainSetMetadata (live)");
+	if (r >= 0 && virDomainIsPersistent(dom) == 1 &&
+	    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, element, HP_NS_PREFIX, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_CONFIG) < 0)
 		r = hp_virt_err(err, "virDomainSetMetadata (definition)");
 	virDomainFree(dom);
 	return r;

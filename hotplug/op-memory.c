@@ -142,7 +142,7 @@ static int virtio_mem_reached(struct hp_op *op, const struct hp_state *st,
  * request goes back to what the guest has, so that QEMU's request and the
  * guest agree again and the guest's driver, which keeps retrying on its
  * own, does not shrink the VM later behind vmact's back. -EBUSY, as for a
- * DIMM the guest refused (README "Reliability and security"). */
+ * DIMM the guest refused (doc/reliability.md). */
 static void virtio_mem_refused(struct hp_op *op, uint64_t deadline, const char *alias,
 			       uint64_t want)
 {

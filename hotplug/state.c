@@ -124,18 +124,10 @@ static int read_uint(xmlNodePtr n, const char *attr, const char *what, unsigned 
 	return 0;
 }
 
-static xmlNodePtr child(xmlNodePtr n, const char *name)
-{
-	for (xmlNodePtr c = n ? n->children : NULL; c; c = c->next)
-		if (c->type == XML_ELEMENT_NODE && xmlStrcmp(c->name, BAD_CAST name) == 0)
-			return c;
-	return NULL;
-}
-
 static int parse_memdev(xmlNodePtr n, struct hp_memdev *m, struct vmact_err *err)
 {
 	_cleanup_xmlfree_ xmlChar *model = xmlGetProp(n, BAD_CAST "model");
-	xmlNodePtr target = child(n, "target"), alias = child(n, "alias"), x;
+	xmlNodePtr target = hpx_child(n, "target"), alias = hpx_child(n, "alias"), x;
 	int r;
 
 	memset(m, 0, sizeof(*m));
@@ -152,12 +144,12 @@ static int parse_memdev(xmlNodePtr n, struct hp_memdev *m, struct vmact_err *err
 		if (a)
 			snprintf(m->alias, sizeof(m->alias), "%s", (const char *)a);
 	}
-	if (!target || !(x = child(target, "size")))
+	if (!target || !(x = hpx_child(target, "size")))
 		return vmact_err_set(err, EINVAL, "<memory model='%s'>: missing <target><size>",
 				     (const char *)model);
 	if ((r = hpx_read_kib(x, "memory/target/size", &m->size_kib, err)) < 0)
 		return r;
-	if ((x = child(target, "node"))) {
+	if ((x = hpx_child(target, "node"))) {
 		unsigned node;
 
 		if ((r = read_uint(x, NULL, "memory/target/node", &node, err)) < 0)
@@ -165,16 +157,16 @@ static int parse_memdev(xmlNodePtr n, struct hp_memdev *m, struct vmact_err *err
 		m->node = (int)node;
 	}
 	if (m->model == HP_MEM_VIRTIO_MEM) {
-		if ((x = child(target, "block")) &&
+		if ((x = hpx_child(target, "block")) &&
 		    (r = hpx_read_kib(x, "memory/target/block", &m->block_kib, err)) < 0)
 			return r;
-		if ((x = child(target, "requested")) &&
+		if ((x = hpx_child(target, "requested")) &&
 		    (r = hpx_read_kib(x, "memory/target/requested", &m->requested_kib, err)) < 0)
 			return r;
-		if ((x = child(target, "current")) &&
+		if ((x = hpx_child(target, "current")) &&
 		    (r = hpx_read_kib(x, "memory/target/current", &m->current_kib, err)) < 0)
 			return r;
-	} else if ((x = child(n, "address"))) {
+	} else if ((x = hpx_child(n, "address"))) {
 		_cleanup_xmlfree_ xmlChar *slot = xmlGetProp(x, BAD_CAST "slot");
 
 		if (slot)
@@ -205,18 +197,18 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 		if (id)
 			st->id = atoi((const char *)id);
 	}
-	if ((n = child(root, "name"))) {
+	if ((n = hpx_child(root, "name"))) {
 		_cleanup_xmlfree_ xmlChar *v = xmlNodeGetContent(n);
 
 		snprintf(st->name, sizeof(st->name), "%s", v ? (const char *)v : "");
 	}
-	if ((n = child(root, "uuid"))) {
+	if ((n = hpx_child(root, "uuid"))) {
 		_cleanup_xmlfree_ xmlChar *v = xmlNodeGetContent(n);
 
 		snprintf(st->uuid, sizeof(st->uuid), "%s", v ? (const char *)v : "");
 	}
 
-	if (!(n = child(root, "vcpu")))
+	if (!(n = hpx_child(root, "vcpu")))
 		return vmact_err_set(err, EINVAL, "domain XML: missing <vcpu>");
 	if ((r = read_uint(n, NULL, "vcpu", &st->vcpus_max, err)) < 0)
 		return r;
@@ -227,7 +219,7 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 		if (cur && (r = read_uint(n, "current", "vcpu", &st->vcpus_current, err)) < 0)
 			return r;
 	}
-	if ((n = child(root, "vcpus"))) {
+	if ((n = hpx_child(root, "vcpus"))) {
 		for (xmlNodePtr v = n->children; v; v = v->next) {
 			_cleanup_xmlfree_ xmlChar *en = NULL, *hp = NULL;
 			unsigned id;
@@ -245,17 +237,17 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 		}
 	}
 
-	if ((n = child(root, "memory")) &&
+	if ((n = hpx_child(root, "memory")) &&
 	    (r = hpx_read_kib(n, "memory", &st->memory_kib, err)) < 0)
 		return r;
-	if ((n = child(root, "maxMemory"))) {
+	if ((n = hpx_child(root, "maxMemory"))) {
 		if ((r = hpx_read_kib(n, "maxMemory", &st->max_memory_kib, err)) < 0)
 			return r;
 		if ((r = read_uint(n, "slots", "maxMemory", &st->slots, err)) < 0)
 			return r;
 	}
 
-	devs = child(root, "devices");
+	devs = hpx_child(root, "devices");
 	for (n = devs ? devs->children : NULL; n; n = n->next) {
 		if (n->type != XML_ELEMENT_NODE || xmlStrcmp(n->name, BAD_CAST "memory"))
 			continue;
@@ -272,7 +264,7 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 	/* Boot memory: the NUMA cells; without NUMA (no hotplug possible)
 	 * <memory> minus the devices. */
 	{
-		xmlNodePtr numa = child(child(root, "cpu"), "numa");
+		xmlNodePtr numa = hpx_child(hpx_child(root, "cpu"), "numa");
 
 		for (n = numa ? numa->children : NULL; n; n = n->next) {
 			uint64_t kib;

@@ -94,7 +94,6 @@ if [ -n "$install" ]; then
 		failures+=("install")
 	fi
 fi
-# tests/<name>.sh: one check each, passing when it exits 0.
 for t in $scripts; do
 	echo "=== script $t"
 	if VMACT_BUILD=$build timeout --kill-after=10 600 "tests/checks/$t.sh"; then

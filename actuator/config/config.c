@@ -152,7 +152,7 @@ static const struct key sampler_keys[] = {
 	{ "taskstats_interval_ms", K_UINT, OFF(taskstats_interval_ms), 10, 60000, NULL, NULL },
 	{ "pin_root", K_STRING, OFF(sampler_pin_root), 0, 0, NULL, NULL },
 	{ "interval_ms", K_UINT, OFF(sampler_interval_ms), 100, 600000, NULL, NULL },
-	/* BPF map sizes (README, "Reliability and security"). */
+	/* BPF map sizes (doc/reliability.md). */
 	{ "max_vms", K_UINT, OFF(sampler_max_vms), 1, 65536, NULL, NULL },
 	{ "max_threads", K_UINT, OFF(sampler_max_threads), 1, 4194304, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },

@@ -14,6 +14,8 @@ const char *act_vm_state_name(enum act_vm_state s)
 		return "managed";
 	case ACT_VM_PAUSED:
 		return "paused";
+	case ACT_VM_IGNORED:
+		return "ignored";
 	case ACT_VM_UNMANAGED:
 	default:
 		return "not-managed";
@@ -44,7 +46,7 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 
 	if (!o)
 		return NULL;
-	if (v->state == ACT_VM_UNMANAGED) {
+	if (v->state == ACT_VM_UNMANAGED || v->state == ACT_VM_IGNORED) {
 		json_object_set_new(o, "reason", json_string(v->reason));
 		return o;
 	}
@@ -63,6 +65,10 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 					  : json_null());
 	json_object_set_new(o, "permit", opt_res(v->has_permit, v->permit));
 	json_object_set_new(o, "desired", opt_res(v->has_desired, v->desired));
+	json_object_set_new(o, "permit_short",
+			    v->permit_short[0] ? json_string(v->permit_short) : json_null());
+	json_object_set_new(o, "cannot_shrink",
+			    v->cannot_shrink[0] ? json_string(v->cannot_shrink) : json_null());
 	json_object_set_new(o, "last_change",
 			    v->last_change_usec
 				    ? json_pack("{s:f,s:s}", "time", v->last_change_usec / 1e6,
@@ -167,4 +173,44 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 	ch->min_mem_bytes = q[2];
 	ch->max_mem_bytes = q[3];
 	return 0;
+}
+
+static const char *level_name(enum hp_layout_level l)
+{
+	return l == HP_LAYOUT_OK ? "ok" : l == HP_LAYOUT_NOTE ? "note" : "blocker";
+}
+
+static json_t *layout(const struct hp_layout *l)
+{
+	json_t *items = json_array();
+
+	for (size_t i = 0; i < l->n; i++)
+		json_array_append_new(items,
+				      json_pack("{s:s,s:s,s:b,s:s}", "part", l->items[i].part,
+						"level", level_name(l->items[i].level),
+						"cold_restart", l->items[i].cold, "text",
+						l->items[i].text));
+	return json_pack("{s:b,s:i,s:i,s:I,s:I,s:b,s:s,s:o}", "ready", l->ready, "vcpus",
+			 (int)l->vcpus_now, "vcpus_max", (int)l->vcpus_max, "mem_base_bytes",
+			 (json_int_t)l->mem_base_bytes, "mem_max_bytes",
+			 (json_int_t)l->mem_max_bytes, "mem_hotplug", l->mem_hotplug, "method",
+			 l->method == HP_METHOD_DIMM ? "dimm" : "virtio-mem", "items", items);
+}
+
+json_t *act_json_domain_check(const struct act_domain_check *c)
+{
+	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:s,s:s,s:o,s:o,s:s,s:b}", "name", c->name, "uuid",
+			      c->uuid, "active", c->active, "persistent", c->persistent, "metadata",
+			      c->meta_state, "bounds_from", c->bounds_from, "min", res(c->min),
+			      "max", res(c->max), "method",
+			      c->method == HP_METHOD_DIMM ? "dimm" : "virtio-mem", "ready",
+			      c->ready);
+
+	if (!o)
+		return NULL;
+	if (c->meta_error[0])
+		json_object_set_new(o, "metadata_error", json_string(c->meta_error));
+	json_object_set_new(o, "live", c->has_live ? layout(&c->live) : json_null());
+	json_object_set_new(o, "definition", c->has_config ? layout(&c->config) : json_null());
+	return o;
 }

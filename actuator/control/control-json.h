@@ -12,14 +12,17 @@
 #include "actuator/control/events.h"
 #include "base/resources.h"
 #include "hotplug/hotplug.h"
+#include "hotplug/layout.h"
 
 enum act_vm_state {
 	ACT_VM_MANAGED = 0,
-	ACT_VM_PAUSED,      /* managed, autoscaling paused by its operator */
-	ACT_VM_UNMANAGED,   /* has vmact metadata but is not managed: reason */
+	ACT_VM_PAUSED,    /* managed, autoscaling paused by its operator */
+	ACT_VM_UNMANAGED, /* has vmact metadata but is not managed: reason */
+	ACT_VM_IGNORED,   /* does not ask to be managed (status --all): reason */
 };
 
-const char *act_vm_state_name(enum act_vm_state s); /* "managed", "paused", "not-managed" */
+const char *act_vm_state_name(
+	enum act_vm_state s); /* "managed", "paused", "not-managed", "ignored" */
 
 struct act_vm_view {
 	char name[256];
@@ -43,6 +46,12 @@ struct act_vm_view {
 	struct vmact_resources permit;
 	bool has_desired;
 	struct vmact_resources desired;
+	/* Why it does not get closer to desired ("" when nothing holds it):
+	 * a permit below what was asked (the scheduler's reason), a shrink
+	 * it cannot make (no approver, approver away or denying, memory the
+	 * guest kept). */
+	char permit_short[320];
+	char cannot_shrink[320];
 	uint64_t last_change_usec;   /* CLOCK_REALTIME; 0 = none */
 	char last_change[320];
 
@@ -65,6 +74,30 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail);
 json_t *act_json_event(const struct act_event *ev);
 /* {"error": msg} — every refusal of the API has this shape. */
 json_t *act_json_error(const char *msg);
+
+/* vmactl check and enable (POST /v1/domains/DOM/check, /enable): the
+ * domain's layout against the bounds, as it runs and as it is defined
+ * (the next cold start), and what its metadata says. */
+struct act_domain_check {
+	char name[HP_NAME_MAX];
+	char uuid[HP_UUID_LEN];
+	bool active, persistent;
+	/* "none", "valid" (meta), "invalid" (meta_error) */
+	const char *meta_state;
+	struct hp_meta meta;
+	char meta_error[VMACT_ERR_MSG_MAX];
+	/* The bounds checked: given, else the metadata's, else the layout's
+	 * defaults (bounds_from: "request", "metadata", "defaults"). */
+	const char *bounds_from;
+	struct vmact_resources min, max;
+	enum hp_mem_method method;
+	bool has_live, has_config;
+	struct hp_layout live, config;
+	/* The verdict: the running layout's when it runs, else the
+	 * definition's. */
+	bool ready;
+};
+json_t *act_json_domain_check(const struct act_domain_check *c);
 
 /* The body of POST /v1/vms/NAME/bounds: an object of min_cpu, max_cpu,
  * min_memory, max_memory (quantity strings, at least one), into the

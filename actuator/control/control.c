@@ -205,13 +205,20 @@ static void get_events(struct act_control *c, const struct net_http_server_reque
 
 /* ---- VMs ---- */
 
-static void get_vms(struct act_control *c, struct net_http_server_reply *reply)
+static void get_vms(struct act_control *c, const struct net_http_server_request *req,
+		    struct net_http_server_reply *reply)
 {
 	_cleanup_free_ struct act_vm_view *v = NULL;
+	const char *all_s = net_http_request_arg(req, "all");
+	bool all = false;
 	json_t *arr;
 	size_t n = 0;
 
-	if (c->be.views(c->be.ud, &v, &n) < 0)
+	if (all_s && strcmp(all_s, "true") && strcmp(all_s, "1") && strcmp(all_s, "false") &&
+	    strcmp(all_s, "0"))
+		return reply_error(reply, 400, "all: '%s' is not true or false", all_s);
+	all = all_s && (!strcmp(all_s, "true") || !strcmp(all_s, "1"));
+	if (c->be.views(c->be.ud, all, &v, &n) < 0)
 		return reply_error(reply, 500, "out of memory");
 	arr = json_array();
 	for (size_t i = 0; i < n; i++)
@@ -249,8 +256,9 @@ static void get_vm(struct act_control *c, const char *name, struct net_http_serv
 	if (c->be.view(c->be.ud, name, v) < 0)
 		return reply_error(reply, 404, "no VM named '%s' is known to vmactd", name);
 	o = act_json_vm(v, true);
-	if (o && v->state != ACT_VM_UNMANAGED)
-		json_object_set_new(o, "decisions", decisions(c, name));
+	/* Events carry the name: a VM asked for by UUID is found by it. */
+	if (o && v->state != ACT_VM_UNMANAGED && v->state != ACT_VM_IGNORED)
+		json_object_set_new(o, "decisions", decisions(c, v->name));
 	reply_json(reply, 200, o);
 }
 
@@ -285,6 +293,64 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 	reply_json(reply, 200, json_pack("{s:s,s:s}", "name", name, "done", what));
 }
 
+/* ---- domains: vmactl check, enable, disable ---- */
+
+static unsigned enroll_status(int r)
+{
+	return r == -ENODEV                                   ? 404
+	       : r == -EINVAL || r == -ERANGE || r == -ENOENT ? 400
+	       : r == -ENOTCONN                               ? 503
+							      : 500;
+}
+
+static void post_domain(struct act_control *c, const char *dom, const char *what,
+			const struct net_http_server_request *req,
+			struct net_http_server_reply *reply)
+{
+	_cleanup_free_ struct act_domain_check *chk = calloc(1, sizeof(*chk));
+	struct hp_meta_change bounds = { 0 };
+	struct vmact_err err = { 0 };
+	bool has_body = req->body_len && strspn(req->body, " \t\r\n{}") != req->body_len;
+	char name[HP_NAME_MAX];
+	json_t *o;
+	int r;
+
+	if (!chk)
+		return reply_error(reply, 500, "out of memory");
+	if (!c->be.check || !c->be.enable || !c->be.disable)
+		return reply_error(reply, 501, "not available");
+	if (strcmp(what, "disable") == 0) {
+		if (has_body)
+			return reply_error(reply, 400, "disable takes no body");
+		r = c->be.disable(c->be.ud, dom, name, &err);
+		if (r < 0)
+			return reply_error(reply, enroll_status(r), "%s", err.msg);
+		act_event(c->events, name, ACT_EV_CONTROL, NULL, "disabled by the operator");
+		return reply_json(reply, 200, json_pack("{s:s,s:s}", "name", name, "done", what));
+	}
+	if (strcmp(what, "check") != 0 && strcmp(what, "enable") != 0)
+		return reply_error(reply, 404, "unknown action '%s' (check, enable, disable)",
+				   what);
+	if (has_body && act_control_bounds_decode(req->body, req->body_len, &bounds, &err) < 0)
+		return reply_error(reply, 400, "%s", err.msg);
+	r = what[0] == 'c' ? c->be.check(c->be.ud, dom, has_body ? &bounds : NULL, chk, &err)
+			   : c->be.enable(c->be.ud, dom, has_body ? &bounds : NULL, chk, &err);
+	if (r < 0 && !chk->name[0])
+		return reply_error(reply, enroll_status(r), "%s", err.msg);
+	o = act_json_domain_check(chk);
+	if (r < 0) {
+		/* A refused enable: the reason, and the check that says why. */
+		json_object_set_new(o, "error", json_string(err.msg));
+		return reply_json(reply, enroll_status(r), o);
+	}
+	if (what[0] == 'e') {
+		json_object_set_new(o, "done", json_string("enable"));
+		act_event(c->events, chk->name, ACT_EV_CONTROL, NULL,
+			  "enabled by the operator (bounds %s)", chk->bounds_from);
+	}
+	reply_json(reply, 200, o);
+}
+
 /* ---- routing ---- */
 
 static void handle(void *ud, const struct net_http_server_request *req,
@@ -310,7 +376,20 @@ static void handle(void *ud, const struct net_http_server_request *req,
 	if (strcmp(p, "/v1/vms") == 0) {
 		if (!get)
 			return reply_error(reply, 405, "%s %s: use GET", req->method, p);
-		return get_vms(c, reply);
+		return get_vms(c, req, reply);
+	}
+	if (strncmp(p, "/v1/domains/", 12) == 0) {
+		char dom[HP_NAME_MAX];
+
+		p += 12;
+		slash = strchr(p, '/');
+		if (!slash || slash == p || (size_t)(slash - p) >= sizeof(dom) ||
+		    strchr(slash + 1, '/'))
+			return reply_error(reply, 404, "no such resource: %s", req->url);
+		if (!post)
+			return reply_error(reply, 405, "%s %s: use POST", req->method, req->url);
+		snprintf(dom, sizeof(dom), "%.*s", (int)(slash - p), p);
+		return post_domain(c, dom, slash + 1, req, reply);
 	}
 	if (strncmp(p, "/v1/vms/", 8) != 0)
 		return reply_error(reply, 404, "no such resource: %s (see doc/control-api.md)", p);

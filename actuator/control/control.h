@@ -4,6 +4,7 @@
  * and changes comes through a backend: the registry in vmactd. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <systemd/sd-event.h>
 
@@ -13,10 +14,19 @@
 #include "hotplug/hotplug.h"
 
 struct act_control_backend {
-	int (*views)(void *ud, struct act_vm_view **out, size_t *n);
+	/* all: also the domains vmactd ignores (vmactl status --all). */
+	int (*views)(void *ud, bool all, struct act_vm_view **out, size_t *n);
+	/* name: a domain name or UUID, as everywhere in the API. */
 	int (*view)(void *ud, const char *name, struct act_vm_view *out);     /* -ENOENT */
 	int (*change)(void *ud, const char *name, const struct hp_meta_change *ch,
 		      struct vmact_err *err);
+	/* vmactl check / enable / disable (actuator/daemon/enroll.h); any
+	 * domain libvirt knows. NULL: answered 501. bounds may be NULL. */
+	int (*check)(void *ud, const char *dom, const struct hp_meta_change *bounds,
+		     struct act_domain_check *out, struct vmact_err *err);
+	int (*enable)(void *ud, const char *dom, const struct hp_meta_change *bounds,
+		      struct act_domain_check *out, struct vmact_err *err);
+	int (*disable)(void *ud, const char *dom, char *name, struct vmact_err *err);
 	void *ud;
 };
 

@@ -19,10 +19,11 @@ enum act_event_kind {
 	ACT_EV_MONITOR,      /* the vm-monitor's (or informant's) answer or connection */
 	ACT_EV_ERROR,        /* something failed */
 	ACT_EV_CONTROL,      /* an operator's change through the control API */
+	ACT_EV_HOLD,         /* no resize although the load or the goal asks: why */
 	ACT_EV_KIND_COUNT,
 };
 
-/* "decision", "resize", "permit", "monitor", "error", "control". */
+/* "decision", "resize", "permit", "monitor", "error", "control", "hold". */
 const char *act_event_kind_name(enum act_event_kind k);
 
 #define ACT_EVENT_TEXT_MAX 320

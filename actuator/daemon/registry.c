@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "actuator/guestd/approver.h"
 #include "actuator/cgroup/cgroup.h"
@@ -25,6 +26,10 @@ struct entry {
 	char name[HP_NAME_MAX];
 	struct act_runner *runner;
 	char skipped[VMACT_ERR_MSG_MAX + 64];
+	/* Not asking to be managed (no vmact metadata, enabled="false",
+	 * outside libvirt.name_prefix): skipped says which; shown by
+	 * vmactl status --all only, never logged as an error. */
+	bool ignored;
 	bool seen; /* resync mark */
 };
 
@@ -74,6 +79,11 @@ int act_registry_metrics(struct act_registry *reg, struct act_vm_metrics **out, 
 	return 0;
 }
 
+struct hp_conn *act_registry_hp(struct act_registry *reg)
+{
+	return reg->hp;
+}
+
 unsigned act_registry_count(const struct act_registry *reg)
 {
 	const struct entry *e;
@@ -118,6 +128,29 @@ static void skip(struct act_registry *reg, struct entry *e, const char *name, co
 	snprintf(e->skipped, sizeof(e->skipped), "%s", msg);
 }
 
+/* A running domain vmactd sees but that does not ask to be managed. */
+static void ignore(struct act_registry *reg, const struct hp_state *st, const char *why)
+{
+	struct entry *e = find(reg, st->uuid);
+
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return;
+		snprintf(e->uuid, sizeof(e->uuid), "%s", st->uuid);
+		VMACT_LIST_PREPEND(entries, reg->entries, e);
+	}
+	if (e->runner) {
+		log_info("%s: no longer managed (%s)", act_runner_name(e->runner), why);
+		act_runner_free(e->runner);
+		e->runner = NULL;
+	}
+	snprintf(e->name, sizeof(e->name), "%s", st->name);
+	snprintf(e->skipped, sizeof(e->skipped), "%s", why);
+	e->ignored = true;
+	e->seen = true;
+}
+
 /* Brings one running domain in line with its metadata. */
 static void sync_domain(struct act_registry *reg, const struct hp_state *st, bool meta_changed)
 {
@@ -130,8 +163,12 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 	if (reg->shutting_down)
 		return;
 	if (strncmp(st->name, reg->o.cfg->libvirt_name_prefix,
-		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
+		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0) {
+		snprintf(msg, sizeof(msg), "its name does not start with libvirt.name_prefix '%s'",
+			 reg->o.cfg->libvirt_name_prefix);
+		ignore(reg, st, msg);
 		return;
+	}
 	r = hp_meta_read(reg->hp, st->uuid, &meta, &err);
 	/* libvirtd went away between the listing and this read: keep what
 	 * we have, the reconnect resyncs. */
@@ -153,7 +190,9 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 				log_warning("%s: cannot remove the CPU quota: %s", st->name,
 					    err.msg);
 		}
-		drop(reg, st->uuid, "disabled");
+		ignore(reg, st,
+		       r == -ENOENT ? "no vmact metadata (vmactl enable puts it under vmact)"
+				    : "its vmact metadata says enabled=\"false\" (vmactl disable)");
 		return;
 	}
 	if (!e) {
@@ -166,6 +205,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		VMACT_LIST_PREPEND(entries, reg->entries, e);
 	}
 	e->seen = true;
+	e->ignored = false;
 	snprintf(e->name, sizeof(e->name), "%s", st->name);
 	if (r < 0) {
 		snprintf(msg, sizeof(msg), "vmact metadata: %s", err.msg);
@@ -404,7 +444,7 @@ static void view_of(const struct entry *e, struct act_vm_view *v)
 	memset(v, 0, sizeof(*v));
 	snprintf(v->name, sizeof(v->name), "%s", e->name);
 	snprintf(v->uuid, sizeof(v->uuid), "%s", e->uuid);
-	v->state = ACT_VM_UNMANAGED;
+	v->state = e->ignored ? ACT_VM_IGNORED : ACT_VM_UNMANAGED;
 	snprintf(v->reason, sizeof(v->reason), "%s", e->skipped);
 }
 
@@ -413,29 +453,31 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct act_vm_view *)a)->name, ((const struct act_vm_view *)b)->name);
 }
 
-int act_registry_views(struct act_registry *reg, struct act_vm_view **out, size_t *n)
+int act_registry_views(struct act_registry *reg, bool all, struct act_vm_view **out, size_t *n)
 {
 	const struct entry *e;
 	size_t k = 0, i = 0;
 
 	VMACT_LIST_FOREACH(entries, e, reg->entries)
-		k++;
+		k += all || !e->ignored;
 	*out = calloc(k ? k : 1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
 	VMACT_LIST_FOREACH(entries, e, reg->entries)
-		view_of(e, &(*out)[i++]);
+		if (all || !e->ignored)
+			view_of(e, &(*out)[i++]);
 	qsort(*out, k, sizeof(**out), by_name);
 	*n = k;
 	return 0;
 }
 
+/* By name or UUID, as virsh takes a domain: the UUID in any case. */
 static struct entry *find_name(struct act_registry *reg, const char *name)
 {
 	struct entry *e;
 
 	VMACT_LIST_FOREACH(entries, e, reg->entries)
-		if (strcmp(e->name, name) == 0)
+		if (strcmp(e->name, name) == 0 || strcasecmp(e->uuid, name) == 0)
 			return e;
 	return NULL;
 }
@@ -455,7 +497,8 @@ int act_registry_change(struct act_registry *reg, const char *name,
 {
 	struct entry *e = find_name(reg, name);
 
-	if (!e)
-		return vmact_err_set(err, ENOENT, "no VM named '%s' is managed by vmactd", name);
+	if (!e || e->ignored)
+		return vmact_err_set(err, ENOENT, "no VM named '%s' is managed by vmactd%s", name,
+				     e ? " (vmactl status --all says why)" : "");
 	return hp_meta_write(reg->hp, e->uuid, ch, NULL, err);
 }

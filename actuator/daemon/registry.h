@@ -60,7 +60,11 @@ struct act_vm_metrics;
 int act_registry_metrics(struct act_registry *reg, struct act_vm_metrics **out, size_t *n);
 /* The control API's views (control-json.h) of every VM vmactd manages or
  * skipped for broken metadata, by name; *out is malloc'd. */
-int act_registry_views(struct act_registry *reg, struct act_vm_view **out, size_t *n);
+/* The libvirt connection (vmactl check, enable, disable: enroll.h). */
+struct hp_conn *act_registry_hp(struct act_registry *reg);
+/* all: also the running domains vmactd ignores (no metadata, disabled,
+ * outside libvirt.name_prefix), each with the reason. */
+int act_registry_views(struct act_registry *reg, bool all, struct act_vm_view **out, size_t *n);
 /* One VM by name; -ENOENT when vmactd does not know it. */
 int act_registry_view(struct act_registry *reg, const char *name, struct act_vm_view *out);
 /* Writes an operator's change into the VM's metadata (hp_meta_write);

@@ -16,18 +16,18 @@
 #include "actuator/config/config.h"
 #include "actuator/control/control.h"
 #include "actuator/control/events.h"
+#include "actuator/daemon/enroll.h"
 #include "actuator/daemon/hook-listener.h"
-#include "base/endpoint.h"
-#include "base/log.h"
-#include "base/time.h"
-#include "base/macro.h"
 #include "actuator/daemon/registry.h"
 #include "actuator/metrics/server.h"
 #include "agent-glue/arbiter/arbiter.h"
 #include "base/keyfile.h"
 #include "agent-glue/client/plugin-client.h"
+#include "base/endpoint.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/time.h"
 #include "bpf/sampler.h"
-
 
 static void usage(FILE *f)
 {
@@ -153,6 +153,31 @@ static int metrics_collect(void *ud, struct act_vm_metrics **vms, size_t *n)
 	return act_registry_metrics(ud, vms, n);
 }
 
+/* The embedded arbiter's figures for /metrics (none with plugin.mode
+ * remote). */
+static struct ag_arbiter *metrics_arbiter;
+
+static bool metrics_arbiter_figures(void *ud, struct act_arbiter_metrics *out)
+{
+	struct ag_arbiter_totals t;
+
+	(void)ud;
+	if (!metrics_arbiter)
+		return false;
+	ag_arbiter_totals(metrics_arbiter, &t);
+	*out = (struct act_arbiter_metrics){
+		.capacity = t.total,
+		.watermark = t.watermark,
+		.reserved = t.reserved,
+		.pressure = t.pressure,
+		.vms = t.pods,
+		.requests = t.requests,
+		.partial = t.grants_partial,
+		.refused = t.refused,
+	};
+	return true;
+}
+
 /* The Prometheus endpoint is an operator's view, not part of scaling: a
  * listener that cannot be opened (the port taken) is logged and vmactd
  * scales without it (doc/metrics.md). */
@@ -160,7 +185,9 @@ static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd
 						const struct act_metrics *m,
 						struct act_registry *reg)
 {
-	const struct act_metrics_source src = { .collect = metrics_collect, .ud = reg };
+	const struct act_metrics_source src = { .collect = metrics_collect,
+						.arbiter = metrics_arbiter_figures,
+						.ud = reg };
 	struct act_metrics_server *s = NULL;
 	struct vmact_err err = { 0 };
 
@@ -175,9 +202,9 @@ static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd
 	return s;
 }
 
-static int backend_views(void *ud, struct act_vm_view **out, size_t *n)
+static int backend_views(void *ud, bool all, struct act_vm_view **out, size_t *n)
 {
-	return act_registry_views(ud, out, n);
+	return act_registry_views(ud, all, out, n);
 }
 
 static int backend_view(void *ud, const char *name, struct act_vm_view *out)
@@ -191,8 +218,39 @@ static int backend_change(void *ud, const char *name, const struct hp_meta_chang
 	return act_registry_change(ud, name, ch, err);
 }
 
+/* vmactl check, enable, disable: DIMMs of a VM without its own compute
+ * unit are the host's. */
+static uint64_t backend_dimm_bytes;
+
+static int backend_check(void *ud, const char *dom, const struct hp_meta_change *bounds,
+			 struct act_domain_check *out, struct vmact_err *err)
+{
+	return act_enroll_check(act_registry_hp(ud), dom, bounds, backend_dimm_bytes, out, err);
+}
+
+static int backend_enable(void *ud, const char *dom, const struct hp_meta_change *bounds,
+			  struct act_domain_check *out, struct vmact_err *err)
+{
+	int r = act_enroll_enable(act_registry_hp(ud), dom, bounds, backend_dimm_bytes, out, err);
+
+	if (r == 0)
+		log_info("%s: enabled by the operator (bounds %s)", out->name, out->bounds_from);
+	else if (out->name[0])
+		log_warning("enable: %s", err->msg);
+	return r;
+}
+
+static int backend_disable(void *ud, const char *dom, char *name, struct vmact_err *err)
+{
+	int r = act_enroll_disable(act_registry_hp(ud), dom, name, err);
+
+	if (r == 0)
+		log_info("%s: disabled by the operator", name);
+	return r;
+}
+
 /* A control socket that could not be created (its directory full or
- * read-only, README "Reliability and security") is tried again this often,
+ * read-only, doc/reliability.md) is tried again this often,
  * so that vmactl reaches vmactd once the space is back. */
 #define CONTROL_RETRY_SEC 10u
 
@@ -203,11 +261,18 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 					 struct act_events *events, struct act_registry *registry,
 					 bool quiet)
 {
+	backend_dimm_bytes = cfg->compute_unit.mem_bytes;
 	struct act_control_opts co = {
 		.event = loop,
 		.socket = cfg->control_socket,
 		.events = events,
-		.backend = { backend_views, backend_view, backend_change, registry },
+		.backend = { .views = backend_views,
+			     .view = backend_view,
+			     .change = backend_change,
+			     .check = backend_check,
+			     .enable = backend_enable,
+			     .disable = backend_disable,
+			     .ud = registry },
 		.allowed_uid = 0,
 	};
 	struct vmact_err err = { 0 };
@@ -455,6 +520,7 @@ int main(int argc, char **argv)
 			act_config_free(&cfg);
 			return 1;
 		}
+		metrics_arbiter = arbiter;
 	}
 
 	sampler = open_sampler(&cfg, loop);

@@ -98,8 +98,54 @@ static void latency(struct net_prom_writer *w, const struct act_metrics *m,
 	}
 }
 
-static void write_daemon(const struct act_metrics *m, unsigned managed, struct net_prom_writer *w)
+/* Capacity, watermark, reservations and pressure, one family per resource. */
+static void arbiter(struct net_prom_writer *w, const struct act_arbiter_metrics *a)
 {
+	static const char *const what[] = { "capacity", "watermark", "reserved", "pressure" };
+	const struct vmact_resources *v[] = { &a->capacity, &a->watermark, &a->reserved,
+					      &a->pressure };
+	static const char *const counts[] = { "requests", "partial", "refused" };
+	const uint64_t c[] = { a->requests, a->partial, a->refused };
+
+	net_prom_w_family(
+		w, "vmact_arbiter_cpu_cores", NET_PROM_GAUGE,
+		"The embedded arbiter's CPU: capacity (after arbiter.reserve_cpu and "
+		"arbiter.overcommit_cpu), watermark, reserved (its VMs' permits), pressure "
+		"(asked, not granted)");
+	for (size_t i = 0; i < ARRAY_SIZE(what); i++) {
+		struct net_prom_wlabel l = { "value", what[i] };
+
+		net_prom_w_sample(w, &l, 1, v[i]->milli_cpu / 1000.0);
+	}
+	net_prom_w_family(w, "vmact_arbiter_memory_bytes", NET_PROM_GAUGE,
+			  "The embedded arbiter's memory: capacity, watermark, reserved, pressure");
+	for (size_t i = 0; i < ARRAY_SIZE(what); i++) {
+		struct net_prom_wlabel l = { "value", what[i] };
+
+		net_prom_w_sample(w, &l, 1, (double)v[i]->mem_bytes);
+	}
+	net_prom_w_family(w, "vmact_arbiter_vms", NET_PROM_GAUGE,
+			  "VMs (pods) holding a reservation with the embedded arbiter");
+	net_prom_w_sample(w, NULL, 0, a->vms);
+	net_prom_w_family(w, "vmact_arbiter_requests_total", NET_PROM_COUNTER,
+			  "Requests the embedded arbiter answered: all, granted in part, refused");
+	for (size_t i = 0; i < ARRAY_SIZE(counts); i++) {
+		struct net_prom_wlabel l = { "result", counts[i] };
+
+		net_prom_w_sample(w, &l, 1, (double)c[i]);
+	}
+}
+
+static void write_daemon(const struct act_metrics *m, unsigned managed,
+			 const struct act_arbiter_metrics *arb, struct net_prom_writer *w)
+{
+	struct net_prom_wlabel version = { "version", VMACT_VERSION };
+
+	net_prom_w_family(w, "vmact_build_info", NET_PROM_GAUGE,
+			  "vmactd's version, as a label; always 1");
+	net_prom_w_sample(w, &version, 1, 1);
+	if (arb)
+		arbiter(w, arb);
 	net_prom_w_family(w, "vmact_managed_vms", NET_PROM_GAUGE,
 			 "Number of VMs vmactd manages (one runner each)");
 	net_prom_w_sample(w, NULL, 0, managed);
@@ -123,12 +169,17 @@ static void write_daemon(const struct act_metrics *m, unsigned managed, struct n
 
 typedef void vm_fn(struct net_prom_writer *w, const struct act_vm_metrics *vm);
 
+/* vm as before; domain and uuid as the libvirt exporter names them, so
+ * that its series and vmact's join on either. */
 static void sample(struct net_prom_writer *w, const struct act_vm_metrics *vm, const char *label,
 		   const char *value, double v)
 {
-	struct net_prom_wlabel l[] = { { "vm", vm->name }, { label, value } };
+	struct net_prom_wlabel l[] = { { "vm", vm->name },
+				       { "domain", vm->name },
+				       { "uuid", vm->uuid ? vm->uuid : "" },
+				       { label, value } };
 
-	net_prom_w_sample(w, l, label ? 2 : 1, v);
+	net_prom_w_sample(w, l, label ? 4 : 3, v);
 }
 
 static void sizes(struct net_prom_writer *w, const struct act_vm_metrics *vm, bool cpu)
@@ -234,19 +285,43 @@ static void periods(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 		sample(w, vm, NULL, NULL, (double)vm->nr_periods);
 }
 
+static void paused(struct net_prom_writer *w, const struct act_vm_metrics *vm)
+{
+	sample(w, vm, NULL, NULL, vm->paused);
+}
+
+static void vm_resizes(struct net_prom_writer *w, const struct act_vm_metrics *vm)
+{
+	for (size_t i = 0; i < ACT_RESIZE_N; i++)
+		sample(w, vm, "kind", resize_kinds[i], (double)vm->resizes[i]);
+}
+
+static void vm_failures(struct net_prom_writer *w, const struct act_vm_metrics *vm)
+{
+	for (size_t i = 0; i < ACT_FAILURE_N; i++)
+		sample(w, vm, "kind", failure_kinds[i], (double)vm->failures[i]);
+}
+
 static const struct {
 	const char *name;
 	enum net_prom_type type;
 	const char *help;
 	vm_fn *fn;
 } vm_families[] = {
+	{ "vmact_vm_paused", NET_PROM_GAUGE,
+	  "1 while the VM's autoscaling is paused by its operator (vmactl pause)", paused },
+	{ "vmact_vm_resizes_total", NET_PROM_COUNTER,
+	  "The VM's finished resizes that changed its size, by resource and direction",
+	  vm_resizes },
+	{ "vmact_vm_failures_total", NET_PROM_COUNTER, "The VM's failed operations, by kind",
+	  vm_failures },
 	{ "vmact_vm_cpu_cores", NET_PROM_GAUGE,
 	  "A VM's CPU in cores: current (what it is granted), desired, permit (the "
-	  "scheduler's), min, max, quota (its CFS quota)", cpu_cores },
+	  "scheduler's), min, max, quota (its CFS quota)",
+	  cpu_cores },
 	{ "vmact_vm_memory_bytes", NET_PROM_GAUGE,
 	  "A VM's memory in bytes: current, desired, permit, min, max", memory_bytes },
-	{ "vmact_vm_vcpus", NET_PROM_GAUGE, "vCPUs plugged, as libvirt last reported them",
-	  vcpus },
+	{ "vmact_vm_vcpus", NET_PROM_GAUGE, "vCPUs plugged, as libvirt last reported them", vcpus },
 	{ "vmact_vm_load_average", NET_PROM_GAUGE,
 	  "The load average the policy reads (the guest's, else the host-side one)", load },
 	{ "vmact_vm_memory_usage_bytes", NET_PROM_GAUGE,
@@ -260,7 +335,8 @@ static const struct {
 	  goal },
 	{ "vmact_vm_cpu_class", NET_PROM_GAUGE,
 	  "Reactive policy: 1 for the VM's current class (ok, saturated, throttled, "
-	  "contended), 0 for the others", cls },
+	  "contended), 0 for the others",
+	  cls },
 	{ "vmact_vm_vcpu_run_delay_seconds_total", NET_PROM_COUNTER,
 	  "Time the VM's vCPU threads were runnable but waited for a host CPU", run_delay },
 	{ "vmact_vm_vcpu_cpu_seconds_total", NET_PROM_COUNTER,
@@ -275,9 +351,10 @@ static const struct {
 };
 
 void act_metrics_write(const struct act_metrics *m, unsigned managed,
-		       const struct act_vm_metrics *vms, size_t n, struct net_prom_writer *w)
+		       const struct act_arbiter_metrics *arb, const struct act_vm_metrics *vms,
+		       size_t n, struct net_prom_writer *w)
 {
-	write_daemon(m, managed, w);
+	write_daemon(m, managed, arb, w);
 	for (size_t f = 0; f < ARRAY_SIZE(vm_families); f++) {
 		net_prom_w_family(w, vm_families[f].name, vm_families[f].type, vm_families[f].help);
 		for (size_t i = 0; i < n; i++)

@@ -88,7 +88,12 @@ void act_metrics_observe(struct act_metrics *m, enum act_metric_latency which,
 /* What one VM shows, taken by its runner at scrape time. The has_* flags
  * say which families the VM has series in. */
 struct act_vm_metrics {
-	const char *name; /* the libvirt domain name: label vm */
+	const char *name; /* the libvirt domain name: labels vm and domain */
+	const char *uuid; /* label uuid (the libvirt exporter's domain and uuid labels) */
+	bool paused;      /* vmactl pause */
+	/* This VM's own counts of act_metrics_resize and act_metrics_failure. */
+	uint64_t resizes[ACT_RESIZE_N];
+	uint64_t failures[ACT_FAILURE_N];
 	struct vmact_resources current, min, max;
 	bool has_desired;
 	struct vmact_resources desired;
@@ -113,8 +118,20 @@ struct act_vm_metrics {
 	double throttled_seconds;
 };
 
-/* Writes the daemon's families, then the per-VM families over vms[0..n)
- * (each family's series of every VM together; a VM absent from vms has no
- * series). managed is the number of runners. */
+/* The embedded arbiter's figures (vmact_arbiter_*), when vmactd runs one. */
+struct act_arbiter_metrics {
+	struct vmact_resources capacity;  /* what it grants from, after reserve and overcommit */
+	struct vmact_resources watermark; /* growth stops here */
+	struct vmact_resources reserved;  /* the sum of its VMs' reservations */
+	struct vmact_resources pressure;  /* asked but not granted */
+	unsigned vms;
+	uint64_t requests, partial, refused;
+};
+
+/* Writes vmact_build_info and the daemon's families (the arbiter's when
+ * arb is not NULL), then the per-VM families over vms[0..n) (each family's
+ * series of every VM together; a VM absent from vms has no series).
+ * managed is the number of runners. */
 void act_metrics_write(const struct act_metrics *m, unsigned managed,
-		       const struct act_vm_metrics *vms, size_t n, struct net_prom_writer *w);
+		       const struct act_arbiter_metrics *arb, const struct act_vm_metrics *vms,
+		       size_t n, struct net_prom_writer *w);

@@ -46,8 +46,12 @@ static void on_request(void *ud, const struct net_http_server_request *req,
 	if (net_prom_w_new(&w) < 0)
 		return; /* status 0: the server answers 500 */
 	oom = s->src.collect(s->src.ud, &vms, &n) < 0;
-	if (!oom)
-		act_metrics_write(s->m, n, vms, n, w);
+	if (!oom) {
+		struct act_arbiter_metrics arb;
+		bool has_arb = s->src.arbiter && s->src.arbiter(s->src.ud, &arb);
+
+		act_metrics_write(s->m, n, has_arb ? &arb : NULL, vms, n, w);
+	}
 	if (oom || net_prom_w_finish(w, &text, &len, &err) < 0) {
 		/* A bug, not the scraper's fault: say what, as a 500. */
 		net_http_reply_text(reply, 500, NULL, oom ? "out of memory\n" : err.msg);

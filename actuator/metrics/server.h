@@ -16,6 +16,8 @@ struct act_metrics_server;
 struct act_metrics_source {
 	/* *vms malloc'd (the server frees it), one per managed VM. -ENOMEM. */
 	int (*collect)(void *ud, struct act_vm_metrics **vms, size_t *n);
+	/* The embedded arbiter's figures; NULL, or false: none. */
+	bool (*arbiter)(void *ud, struct act_arbiter_metrics *out);
 	void *ud;
 };
 

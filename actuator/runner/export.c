@@ -5,6 +5,7 @@
  * and the VM's figures taken at scrape time. */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
@@ -54,7 +55,7 @@ void act_runner_export_plugin_done(struct act_runner *r, bool failed)
 {
 	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->ex.plugin_dir, since(r, r->ex.plugin_t0));
 	if (failed)
-		act_metrics_failure(r->env->prom, ACT_FAILURE_PLUGIN);
+		act_runner_export_failure(r, ACT_FAILURE_PLUGIN);
 }
 
 void act_runner_export_approver_start(struct act_runner *r, bool up)
@@ -72,7 +73,7 @@ void act_runner_export_approver_done(struct act_runner *r, bool failed)
 	act_metrics_observe(r->env->prom, ACT_LATENCY_MONITOR, r->ex.approver_dir,
 			    since(r, r->ex.approver_t0));
 	if (failed)
-		act_metrics_failure(r->env->prom, ACT_FAILURE_MONITOR);
+		act_runner_export_failure(r, ACT_FAILURE_MONITOR);
 }
 
 void act_runner_export_hotplug_start(struct act_runner *r)
@@ -82,6 +83,13 @@ void act_runner_export_hotplug_start(struct act_runner *r)
 	r->ex.hp_dir = act_metrics_direction(r->st.using_, r->rs.plan.target);
 }
 
+/* The daemon's counter and the VM's own (vmact_vm_resizes_total). */
+static void resized(struct act_runner *r, enum act_metric_resize kind)
+{
+	act_metrics_resize(r->env->prom, kind);
+	r->ex.resizes[kind]++;
+}
+
 void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
 				  bool failed)
 {
@@ -89,19 +97,22 @@ void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_res
 
 	act_metrics_observe(m, ACT_LATENCY_HOTPLUG, r->ex.hp_dir, since(r, r->ex.hp_t0));
 	if (failed)
-		act_metrics_failure(m, ACT_FAILURE_HOTPLUG);
+		act_runner_export_failure(r, ACT_FAILURE_HOTPLUG);
 	/* What really changed, also of a resize that failed half-way. */
 	if (got->milli_cpu != r->ex.hp_from.milli_cpu)
-		act_metrics_resize(m, got->milli_cpu > r->ex.hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
-									   : ACT_RESIZE_CPU_DOWN);
+		resized(r, got->milli_cpu > r->ex.hp_from.milli_cpu ? ACT_RESIZE_CPU_UP
+								    : ACT_RESIZE_CPU_DOWN);
 	if (got->mem_bytes != r->ex.hp_from.mem_bytes)
-		act_metrics_resize(m, got->mem_bytes > r->ex.hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
-									   : ACT_RESIZE_MEMORY_DOWN);
+		resized(r, got->mem_bytes > r->ex.hp_from.mem_bytes ? ACT_RESIZE_MEMORY_UP
+								    : ACT_RESIZE_MEMORY_DOWN);
 }
 
+/* The daemon's counter and the VM's own (vmact_vm_failures_total). */
 void act_runner_export_failure(struct act_runner *r, enum act_metric_failure kind)
 {
 	act_metrics_failure(r->env->prom, kind);
+	if (kind < ACT_FAILURE_N)
+		r->ex.failures[kind]++;
 }
 
 /* The vCPU threads' totals since registration; a thread that ended takes
@@ -138,6 +149,8 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 
 	*out = (struct act_vm_metrics){
 		.name = r->name,
+		.uuid = r->uuid,
+		.paused = r->meta.paused,
 		.current = r->st.using_,
 		.min = r->st.min,
 		.max = r->st.max,
@@ -155,6 +168,8 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 		.has_demand = r->ex.has_dec,
 		.demand = r->ex.dec,
 	};
+	memcpy(out->resizes, r->ex.resizes, sizeof(out->resizes));
+	memcpy(out->failures, r->ex.failures, sizeof(out->failures));
 	if (thread_totals(r)) {
 		out->has_threads = true;
 		out->run_delay_seconds = (double)r->ex.thr_delay / 1e9;

@@ -32,12 +32,74 @@ int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
 	return ret;
 }
 
+/* Why a permit is below what was asked ("" when it is not): the embedded
+ * arbiter's own figures (its growth stops at the watermark of its
+ * declared capacity, doc/protocols.md "Permit computation"); a remote
+ * plugin gives no reason on the wire. */
+static void partial_reason(const struct act_runner *r, const struct vmact_resources *permit,
+			   char *buf, size_t len)
+{
+	struct ag_arbiter_totals t;
+	char wm[48], held[48], total[48];
+
+	buf[0] = 0;
+	if (!vmact_res_any_lt(*permit, r->plugin.asked))
+		return;
+	if (!r->env->arbiter) {
+		snprintf(buf, len, "the scheduler plugin at %s granted less (it gives no reason)",
+			 r->env->plugin_url ? r->env->plugin_url : "?");
+		return;
+	}
+	ag_arbiter_totals(r->env->arbiter, &t);
+	act_runner_fmt_res(wm, sizeof(wm), t.watermark);
+	act_runner_fmt_res(held, sizeof(held), t.reserved);
+	act_runner_fmt_res(total, sizeof(total), t.total);
+	snprintf(buf, len,
+		 "the arbiter's reservations (%s, %u VM%s) reached its watermark %s "
+		 "(arbiter.watermark of its capacity %s)",
+		 held, t.pods, t.pods == 1 ? "" : "s", wm, total);
+}
+
+/* A permit: an event when it changed, or when it falls short of what was
+ * asked for a new reason (with the reason). */
+static void permit_news(struct act_runner *r, const struct vmact_resources *was,
+			const struct vmact_resources *permit)
+{
+	char why[sizeof(r->plugin.short_why)], a[80], asked[80];
+	bool news;
+
+	act_runner_fmt_res(a, sizeof(a), *permit);
+	act_runner_fmt_res(asked, sizeof(asked), r->plugin.asked);
+	log_debug("%s: scheduler permits %s", r->name, a);
+	partial_reason(r, permit, why, sizeof(why));
+	/* Renewals are not news; a new reason for the same permit is. */
+	news = !vmact_res_eq(*was, *permit) || strcmp(why, r->plugin.short_why) != 0;
+	snprintf(r->plugin.short_why, sizeof(r->plugin.short_why), "%s", why);
+	if (!news)
+		return;
+	if (!why[0]) {
+		act_event(r->env->events, r->name, ACT_EV_PERMIT,
+			  json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)permit->milli_cpu,
+				    "mem_bytes", (json_int_t)permit->mem_bytes),
+			  "scheduler permits %s", a);
+		return;
+	}
+	log_info("%s: scheduler permits %s of %s asked: %s", r->name, a, asked, why);
+	act_event(r->env->events, r->name, ACT_EV_PERMIT,
+		  json_pack("{s:I,s:I,s:b,s:I,s:I,s:s}", "milli_cpu", (json_int_t)permit->milli_cpu,
+			    "mem_bytes", (json_int_t)permit->mem_bytes, "partial", 1,
+			    "asked_milli_cpu", (json_int_t)r->plugin.asked.milli_cpu,
+			    "asked_mem_bytes", (json_int_t)r->plugin.asked.mem_bytes, "reason",
+			    why),
+		  "scheduler permits %s of %s asked: %s", a, asked, why);
+}
+
 static void plugin_done(void *ud, const struct ag_plugin_result *res)
 {
 	struct act_runner *r = ud;
 	struct vmact_err err = { 0 };
-	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit : (struct vmact_resources){ 0 };
-	char a[80];
+	struct vmact_resources was = r->st.plugin.has_permit ? r->st.plugin.permit
+							     : (struct vmact_resources){ 0 };
 
 	r->plugin.busy = false;
 	if (res->error) {
@@ -52,10 +114,7 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler permit refused: %s", err.msg);
 	} else {
 		act_runner_export_plugin_done(r, false);
-		act_runner_fmt_res(a, sizeof(a), res->response.permit);
-		log_debug("%s: scheduler permits %s", r->name, a);
-		if (!vmact_res_eq(was, res->response.permit)) /* renewals are not news */
-			act_event(r->env->events, r->name, ACT_EV_PERMIT, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)res->response.permit.milli_cpu, "mem_bytes", (json_int_t)res->response.permit.mem_bytes), "scheduler permits %s", a);
+		permit_news(r, &was, &res->response.permit);
 	}
 	r->core->changed(r);
 }
@@ -85,6 +144,7 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 		return;
 	}
 	act_runner_export_plugin_start(r, &a->plugin.target);
+	r->plugin.asked = a->plugin.target;
 	if (ag_plugin_client_request(r->plugin.client, &req, &r->st.using_, plugin_done, r, &err) < 0) {
 		log_warning("%s: cannot send the scheduler request: %s", r->name, err.msg);
 		act_runner_export_failure(r, ACT_FAILURE_PLUGIN);

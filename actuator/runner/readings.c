@@ -26,13 +26,14 @@
 #include "actuator/worker/scrape-proxy.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
-#include "net/http-client.h"
 #include "agent-glue/client/exporter-scrape.h"
 #include "base/endpoint.h"
-#include "base/macro.h"
 #include "base/log.h"
+#include "base/macro.h"
+#include "base/quantity.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
+#include "net/http-client.h"
 
 #define MiB (1024ULL * 1024ULL)
 /* MemoryUsageBytes = total - available + 100 MiB, as the Neon agent. */
@@ -109,8 +110,25 @@ static bool decide_cpu(struct act_runner *r)
 	act_runner_export_demand(r, &dec);
 	act_cpu_decision_format(&dec, why, sizeof(why));
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
-		if (dec.cls != r->rd.last_cls)
+		/* The load's class changed, the goal did not: an event, so
+		 * that "why didn't it resize?" has its answer in vmactl events
+		 * (the policy's reason: contended, throttled, held after a
+		 * change, at a bound). */
+		if (dec.cls != r->rd.last_cls) {
+			char held[32];
+
 			log_debug("%s: cpu %s", r->name, why);
+			vmact_quantity_format_milli(dec.goal_milli, held, sizeof(held));
+			act_event(r->env->events, r->name, ACT_EV_HOLD,
+				  json_pack("{s:s,s:s,s:I,s:f,s:f}", "class",
+					    act_cpu_class_name(dec.cls), "was",
+					    act_cpu_class_name(r->rd.last_cls), "goal_milli_cpu",
+					    (json_int_t)dec.goal_milli, "busy", dec.busy,
+					    "demand_cpus", dec.demand),
+				  "held at %s CPU: now %s, was %s: %s", held,
+				  act_cpu_class_name(dec.cls), act_cpu_class_name(r->rd.last_cls),
+				  why);
+		}
 		r->rd.last_cls = dec.cls;
 		return false;
 	}

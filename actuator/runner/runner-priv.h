@@ -61,6 +61,10 @@ struct act_runner_core_ops {
 struct act_runner_plugin {
 	struct ag_plugin_client *client;
 	bool busy;
+	/* What the last request asked for, and why the permit fell short of
+	 * it ("" when it did not): vmactl show, permit events. */
+	struct vmact_resources asked;
+	char short_why[320];
 };
 
 /* resize.c: the hotplug in progress (its plan, the step being done) and
@@ -134,12 +138,17 @@ struct act_runner_export {
 	enum act_metric_direction plugin_dir, approver_dir, hp_dir;
 	struct vmact_resources hp_from;
 	uint64_t thr_seen_delay, thr_seen_oncpu, thr_delay, thr_oncpu;
+	/* This VM's vmact_vm_resizes_total and vmact_vm_failures_total. */
+	uint64_t resizes[ACT_RESIZE_N];
+	uint64_t failures[ACT_FAILURE_N];
 };
 
-/* view.c: what the control API shows: the last change. */
+/* view.c: what the control API shows: the last change, and the last
+ * reason a "cannot shrink" hold event gave. */
 struct act_runner_view {
 	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */
 	char last_change[ACT_EVENT_TEXT_MAX];
+	char shrink_blocked[320];
 };
 
 /* A runner: the core's fields, then one part per concern. Each concern
@@ -183,7 +192,7 @@ struct act_runner {
 };
 
 /* state.c */
-act_time_t act_runner_now_ns(struct act_runner *r);
+act_time_t act_runner_now_ns(const struct act_runner *r);
 void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */
 int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
@@ -194,6 +203,12 @@ enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r);
 /* view.c: records a finished resize to `what` as the last change,
  * with the last decision's reason. */
 void act_runner_view_change(struct act_runner *r, const char *what);
+/* Why the runner cannot shrink the VM towards its desired size now (""
+ * when it can or does not want to): vmactl show. */
+void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len);
+/* A "cannot shrink" hold event when that reason is new (after each
+ * decision). */
+void act_runner_view_note_shrink(struct act_runner *r);
 
 /* plugin.c */
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);

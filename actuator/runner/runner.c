@@ -263,6 +263,8 @@ static void evaluate(struct act_runner *r)
 		return;
 	}
 	act_runner_export_desired(r, &a.desired);
+	/* A VM that cannot shrink, and why: once per new reason. */
+	act_runner_view_note_shrink(r);
 	/* Paused by its operator (vmactl pause): the VM keeps its size. */
 	if (r->meta.paused)
 		return;

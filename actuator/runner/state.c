@@ -11,7 +11,7 @@
 #include "base/quantity.h"
 #include "base/time.h"
 
-act_time_t act_runner_now_ns(struct act_runner *r)
+act_time_t act_runner_now_ns(const struct act_runner *r)
 {
 	return (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
 }

@@ -8,6 +8,7 @@
 #include "actuator/control/control-json.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
+#include "base/log.h"
 
 void act_runner_view_change(struct act_runner *r, const char *what)
 {
@@ -19,6 +20,51 @@ void act_runner_view_change(struct act_runner *r, const char *what)
 		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.80s: %.230s", what, r->last_reason);
 	else
 		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %s", what);
+}
+
+void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len)
+{
+	const char *kind = r->meta.informant[0] ? "informant" : "vm-monitor";
+	char a[80];
+
+	buf[0] = 0;
+	if (!r->ex.has_desired || !vmact_res_any_lt(r->ex.desired, r->st.using_) ||
+	    r->meta.paused || r->api_vm)
+		return;
+	if (!r->meta.monitor[0] && !r->meta.informant[0]) {
+		snprintf(buf, len,
+			 "no vm-monitor or informant in its metadata: vmactd shrinks a VM "
+			 "only with its guest's approval");
+	} else if (!r->st.monitor.active) {
+		snprintf(buf, len, "its %s at %s is not connected: no approval to shrink", kind,
+			 r->meta.informant[0] ? r->meta.informant : r->meta.monitor);
+	} else if (r->st.monitor.has_denied) {
+		act_runner_fmt_res(a, sizeof(a), r->st.monitor.denied.requested);
+		snprintf(buf, len, "its %s denied the last downscale (to %s); asked again later",
+			 kind, a);
+	} else if (r->rs.mem_hold_until > act_runner_now_ns(r) &&
+		   r->ex.desired.mem_bytes < r->st.using_.mem_bytes) {
+		snprintf(buf, len,
+			 "the guest kept its memory at the last shrink: memory held for "
+			 "%u s",
+			 r->rs.mem_hold_s);
+	} else if (vmact_res_any_gt(r->st.monitor.approved, r->ex.desired)) {
+		act_runner_fmt_res(a, sizeof(a), r->st.monitor.approved);
+		snprintf(buf, len, "waiting for its %s's approval (approved down to %s)", kind, a);
+	}
+}
+
+void act_runner_view_note_shrink(struct act_runner *r)
+{
+	char why[sizeof(r->view.shrink_blocked)];
+
+	act_runner_shrink_blocked(r, why, sizeof(why));
+	if (why[0] && strcmp(why, r->view.shrink_blocked) != 0) {
+		log_info("%s: cannot shrink: %s", r->name, why);
+		act_event(r->env->events, r->name, ACT_EV_HOLD,
+			  json_pack("{s:s}", "cannot_shrink", why), "cannot shrink: %s", why);
+	}
+	snprintf(r->view.shrink_blocked, sizeof(r->view.shrink_blocked), "%s", why);
 }
 
 void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
@@ -51,6 +97,8 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	v->permit = r->st.plugin.permit;
 	v->has_desired = r->ex.has_desired;
 	v->desired = r->ex.desired;
+	snprintf(v->permit_short, sizeof(v->permit_short), "%s", r->plugin.short_why);
+	act_runner_shrink_blocked(r, v->cannot_shrink, sizeof(v->cannot_shrink));
 	v->last_change_usec = r->view.last_change_usec;
 	snprintf(v->last_change, sizeof(v->last_change), "%s", r->view.last_change);
 

@@ -30,7 +30,8 @@ mapfile -t manifest < <(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-
 
 # What every install has, whatever Kbuild adds later.
 for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmact \
-	/usr/lib/systemd/system/vmactd.service /usr/share/man/man8/vmactd.8 \
+	/usr/lib/systemd/system/vmactd.service /usr/lib/sysusers.d/vmact.conf \
+	/usr/share/man/man8/vmactd.8 \
 	/usr/share/man/man8/vmactl.8 /usr/share/man/man8/vmact-arbiter.8 \
 	/usr/share/man/man8/vmact-hook.8 /usr/share/man/man5/vmactd.json.5 \
 	/usr/share/bash-completion/completions/vmactl \
@@ -82,8 +83,34 @@ if [ -z "$hook_out" ]; then ok; else bad "the hook wrote to stdout: $hook_out"; 
 
 # The unit.
 unit=$dest/usr/lib/systemd/system/vmactd.service
-if grep -qx "ExecStart=$prefix/sbin/vmactd --config /etc/vmact/vmactd.json" "$unit"; then ok
-else bad "vmactd.service: ExecStart does not name $prefix/sbin/vmactd"; fi
+# No --config: a stock install has no /etc/vmact/vmactd.json, and a named
+# file must exist; vmactd reads the default path only when it is there.
+if grep -qx "ExecStart=$prefix/sbin/vmactd" "$unit"; then ok
+else bad "vmactd.service: ExecStart is not $prefix/sbin/vmactd alone"; fi
+if "$dest$prefix/sbin/vmactd" --check-config >/dev/null 2>&1 || [ -e /etc/vmact/vmactd.json ]; then ok
+else bad "vmactd --check-config fails without a configuration file"; fi
+# libvirt restarts must not restart vmactd, and it must not start a libvirt
+# daemon the host does not use: ordering only.
+if grep -q '^Requires=\|^BindsTo=\|^Wants=' "$unit"; then bad "vmactd.service has Requires=, BindsTo= or Wants="
+else ok; fi
+for u in libvirtd.service libvirtd.socket virtqemud.service virtqemud.socket; do
+	if grep '^After=' "$unit" | grep -qw "$u"; then ok; else bad "vmactd.service is not ordered after $u"; fi
+done
+for m in 'vmactd(8)' 'vmactd.json(5)' 'vmactl(8)'; do
+	if grep '^Documentation=' "$unit" | grep -qF "man:$m"; then ok; else bad "vmactd.service: no Documentation=man:$m"; fi
+done
+if grep -q '^Documentation=file:///usr/share/doc/vmact/README.md' "$unit"; then ok
+else bad "vmactd.service: Documentation= does not name the installed README"; fi
+if command -v systemd-analyze >/dev/null; then
+	if out=$(MANPATH=$dest/usr/share/man systemd-analyze verify --root="$dest" "$unit" 2>&1 |
+		grep -v 'is not executable\|Cannot add dependency job\|not found'); [ -z "$out" ]; then ok
+	else bad "systemd-analyze verify: $out"; fi
+fi
+# sysusers.d: the guest workers' user, as systemd-sysusers reads it.
+sysusers=$dest/usr/lib/sysusers.d/vmact.conf
+if out=$(systemd-sysusers --dry-run --root="$dest" "$sysusers" 2>&1) && grep -q "vmact" <<<"$out"; then ok
+elif ! command -v systemd-sysusers >/dev/null && grep -q '^u vmact ' "$sysusers"; then ok
+else bad "systemd-sysusers does not create vmact from $sysusers: $out"; fi
 if grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$unit"; then ok
 else bad "vmactd.service: no ExecReload with SIGHUP"; fi
 
@@ -152,9 +179,9 @@ check_comp() {
 	if [ "$got" = "$want " ]; then ok; else bad "completion of '$*': '$got', wanted '$want'"; fi
 }
 check_comp "set show status" vmactl s
-check_comp "--help --json --socket" vmactl --socket /tmp/x --
+check_comp "--help --json --socket --version" vmactl --socket /tmp/x --
 check_comp "--follow" vmactl events --f
-check_comp "--max-cpu --max-mem" vmactl set vm1 --max
+check_comp "--max-cpu --max-mem --max-memory" vmactl set vm1 --max
 check_comp "pause" vmactl --json pa
 check_comp "--check-config --config" vmactd --c
 check_comp "--watermark" vmact-arbiter --wat
@@ -162,6 +189,15 @@ for c in vmactd vmact-arbiter; do
 	if cmp -s "$cf" "$dest/usr/share/bash-completion/completions/$c"; then ok
 	else bad "completion for $c differs from vmactl's"; fi
 done
+
+# make uninstall removes every file make install put there.
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s "$@" PREFIX=$prefix DESTDIR="$dest" uninstall >"$dest.log" 2>&1; then
+	left=$(find "$dest" -type f)
+	if [ -z "$left" ]; then ok; else bad "left after make uninstall: $left"; fi
+else
+	bad "make uninstall failed: $(cat "$dest.log")"
+fi
+rm -f "$dest.log"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

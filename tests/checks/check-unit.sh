@@ -2,7 +2,7 @@
 # check-unit.sh: vmactd.service and vmact-cloudprovider.service as `make
 # install` writes them, scored by systemd-analyze security --offline=yes
 # (systemd's own exposure score, 0 best, 10 worst). vmactd.service passes
-# below 5.0 ("OK"), README "Sandbox"; what each restriction costs vmactd is
+# below 5.0 ("OK"), doc/reliability.md, "Sandbox"; what each restriction costs vmactd is
 # shown by test_sandbox, not by this score. vmact-cloudprovider.service,
 # unprivileged and with nothing to do but serve, below 2.0
 # (doc/cloudprovider.md, "Running it").
@@ -20,7 +20,7 @@ rm -f "$tmp.log"
 score() {
 	local name=$1 max=$2 exec=$3 unit out line score
 	unit=$tmp/usr/lib/systemd/system/$name
-	grep -q "^ExecStart=$exec " "$unit"
+	grep -q "^ExecStart=$exec\b" "$unit"
 
 	out=$(systemd-analyze security --offline=yes --no-pager "$unit" 2>&1) || true
 	line=$(grep "Overall exposure level for $name:" <<<"$out" || true)

@@ -2,8 +2,8 @@
 /* Faults around a real vmactd (build[/san]/vmactd, its defaults) managing
  * real TCG guests (tests/guest) through the real libvirtd, with the Node
  * vm-monitor peer (tests/peers/vm-monitor.js, one per guest on a unix
- * socket, approving every downscale with --no-cgroup). README "Reliability
- * and security" lists what each shows:
+ * socket, approving every downscale with --no-cgroup). doc/reliability.md
+ *  lists what each shows:
  *
  *   late_monitor_answer: the vm-monitor answers 8 s after a downscale
  *       request, past vmactd's 5 s deadline: the request fails with a log
@@ -837,7 +837,7 @@ static void qemu_killed_mid_unplug(void **state)
 		/* Grow first (no approval needed), then shrink: the unplug.
 		 * The VM shrinks by unplugging vCPUs from now on only: had it
 		 * unplugged one before (after its boot, say), vCPU changes
-		 * would be refused on it (README "libvirt hotplug"). */
+		 * would be refused on it (doc/host.md, "libvirt hotplug"). */
 		if (vcpu) {
 			struct view v;
 			char mem[32];

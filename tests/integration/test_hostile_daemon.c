@@ -5,7 +5,7 @@
  * oversized header, a body that never completes, garbage bytes. A
  * well-formed request must be answered during and after each, and the
  * daemon's descriptors and memory stay within the documented bounds
- * (README, "Reliability and security"): at most the servers' connection
+ * (doc/reliability.md): at most the servers' connection
  * limits above its idle count while attacked, back to it afterwards, and
  * less than 16 MiB more resident memory. Root: the control API answers
  * uid 0 only. Time limits are safety nets, not assertions about speed. */

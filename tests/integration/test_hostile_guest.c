@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Hostile guest-side peers against the real vmactd (README, "Reliability
- * and security"), with two real TCG guests:
+/* Hostile guest-side peers against the real vmactd (doc/reliability.md
+ * ), with two real TCG guests:
  *
  *   - guest H names a vm-monitor (tests/peers/hostile-monitor.js, raw
  *     sockets) that, one connection after the other: floods pings and
@@ -27,8 +27,8 @@
  * resident memory grows by less than 16 MiB over all of it. Time limits
  * are safety nets, not assertions about speed.
  *
- * The host's resources full (group test_host_full, README "Reliability
- * and security"), with the real vmactd, real BPF and two more TCG guests,
+ * The host's resources full (group test_host_full, doc/reliability.md
+ * ), with the real vmactd, real BPF and two more TCG guests,
  * F1 and F2, run beside the above in a child process (its own vmactd;
  * only the guests' boots and the waits overlap, each vmactd and its
  * checks are the scenario's own). The sampler's BPF maps full: the
@@ -93,7 +93,7 @@
  * default; README). */
 #define INFORMANT_CONN_LIMIT 256
 /* What the floods may leave in vmactd's resident memory once they are over
- * (README "Reliability and security"). The sanitized daemon (make check)
+ * (doc/reliability.md). The sanitized daemon (make check)
  * keeps freed memory in ASan's quarantine (256 MiB by default): 1024
  * connections' buffers stay resident there, so its bound is wider. */
 #if defined(__SANITIZE_ADDRESS__)

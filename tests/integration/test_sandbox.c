@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmactd inside what vmactd.service allows (README "Sandbox"). PID 1 is not
+/* vmactd inside what vmactd.service allows (doc/reliability.md, "Sandbox"). PID 1 is not
  * systemd on the test hosts, so the unit's restrictions are applied by
  * hand, read from actuator/daemon/vmactd.service itself:
  *
@@ -15,7 +15,8 @@
  *                             the same launcher's rules (tests/sandbox/seccomp-exec.c).
  *
  *   ProtectSystem=strict, ReadWritePaths=, PrivateTmp=, PrivateDevices=,
- *   ProtectHome=, ProtectKernelTunables/Modules/Logs=, ProtectHostname=,
+ *   ProtectHome=, ReadOnlyPaths= (/sys, /proc/sys), ProtectKernelModules/Logs=,
+ *   ProtectHostname=,
  *   PrivateMounts=, RuntimeDirectory=, StateDirectory=
  *                             unshare --mount --uts and tests/sandbox/unit-mounts.sh
  *                             (the test's own directories bound on /run/vmact
@@ -242,9 +243,10 @@ static int setup_host(void)
 	    !unit_says("ProtectSystem", "strict") ||
 	    !unit_says("ReadWritePaths", "/sys/fs/cgroup /sys/fs/bpf") ||
 	    !unit_says("PrivateTmp", "yes") || !unit_says("PrivateDevices", "yes") ||
-	    !unit_says("ProtectHome", "yes") || !unit_says("ProtectKernelTunables", "yes") ||
-	    !unit_says("ProtectKernelModules", "yes") || !unit_says("ProtectKernelLogs", "yes") ||
-	    !unit_says("ProtectHostname", "yes") || !unit_says("PrivateMounts", "yes")) {
+	    !unit_says("ReadOnlyPaths", "/sys /proc/sys -/proc/sysrq-trigger") ||
+	    !unit_says("ProtectHome", "yes") || !unit_says("ProtectKernelModules", "yes") ||
+	    !unit_says("ProtectKernelLogs", "yes") || !unit_says("ProtectHostname", "yes") ||
+	    !unit_says("PrivateMounts", "yes")) {
 		print_error("unit: a restriction this test applies is not in " UNIT "\n");
 		return -1;
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The soak (README "Reliability and security"): one vmactd (build[/san]/
+/* The soak (doc/reliability.md): one vmactd (build[/san]/
  * vmactd, beside this binary's directory, with its defaults but for the
  * arbiter's declared CPU capacity) scaling several real TCG guests for a
  * long time, while:
@@ -766,7 +766,7 @@ static void soak(void **state)
 	}
 
 	/* The arbiter's declared capacity: 1.75 CPUs a guest (the demo's
-	 * reasoning, README "The demo"), below the sum of their maxima, so
+	 * reasoning, doc/testing.md, "The demo"), below the sum of their maxima, so
 	 * that permits limit growth at times. */
 	snprintf(text, sizeof(text),
 		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* make torture (and its fast version in make check): vmactd SIGKILLed at a
  * random moment of a resize, round after round, each time followed by a new
- * vmactd that must take the VMs over as they are (README "Running vmactd").
+ * vmactd that must take the VMs over as they are (doc/running.md).
  *
  * Three persistent TCG guests (tests/guest), each with its own Node
  * vm-monitor stand-in (tests/peers/vm-monitor.js, approving every
  * downscale; it serves one connection at a time):
  *   U  virtio-mem, <vmact:policy shrink='unplug'/>: vCPU plug and unplug;
- *      after an unplug its vCPUs are lost for good on TCG (README "libvirt
- *      hotplug"), so it is restarted (a fresh boot, one vCPU) after each;
+ *      after an unplug its vCPUs are lost for good on TCG (doc/host.md,
+ *      "libvirt hotplug"), so it is restarted (a fresh boot, one vCPU) after each;
  *   V  virtio-mem, kept at 2 vCPUs: the CFS quota alone goes up and down,
  *      and virtio-mem grows and shrinks;
  *   D  memory in DIMMs: one plugged and unplugged (a DIMM unplug has

@@ -12,12 +12,22 @@
  *   vmactl_events   busy guest: events --follow --json sees the decision
  *                   with its reason and the resize; show --json has them,
  *                   and the vCPUs libvirt reports
+ *   vmactl_why      the guest idle again, without a vm-monitor: a "hold"
+ *                   event says it cannot shrink and why, and show's
+ *                   cannot_shrink says the same
  *   vmactl_set      set --max-cpu/--min-memory: the live metadata and the
  *                   definition say so, show follows; a bound the metadata
  *                   reader refuses is refused (exit 1), a usage error is 2
  *   vmactl_pause    pause: the state and the metadata (live and definition)
  *                   say paused, a busy guest is not resized; resume
  *   vmactl_restart  a new vmactd reads the bounds and the pause back
+ *   vmactl_enroll   check (by name and UUID): ready with its metadata's
+ *                   bounds, a memory maximum out of reach is a cold-restart
+ *                   blocker (exit 1); disable by UUID: enabled="false"
+ *                   live and in the definition, vmactd lets it go, status
+ *                   --all says why; with the metadata removed, check takes
+ *                   the layout's defaults, enable refuses bounds out of
+ *                   reach and writes the defaults, and vmactd manages it
  *   vmactl_top      `vmactl top` in tmux: its screen read back with
  *                   capture-pane shows the VM as libvirt has it; q quits
  *   vmactl_refused  an unprivileged user is refused (exit 1)
@@ -478,6 +488,49 @@ static void vmactl_events(void **state)
 	free(text);
 }
 
+/* A "hold" event of the guest whose fields say it cannot shrink for lack
+ * of a vm-monitor. */
+static bool cannot_shrink_event(void *unused)
+{
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
+					 .out_path = fx.out };
+	const char *argv[] = { vmactl_path, "--socket", fx.sock,  "events",
+			       "--vm",      fx.g.name,  "--json", NULL };
+	struct th_proc p = { 0 };
+	bool found = false;
+	char *text, *line;
+
+	if (th_spawn(&p, argv, &o) < 0 || th_proc_wait(&p) != 0)
+		return false;
+	text = th_read_file(fx.out);
+	for (line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+		const char *why = json_string_value(
+			json_object_get(json_object_get(ev, "fields"), "cannot_shrink"));
+
+		found |= ev && !strcmp(jstr(ev, "kind"), "hold") && why &&
+			 strstr(why, "no vm-monitor or informant");
+		json_decref(ev);
+	}
+	free(text);
+	return found;
+}
+
+static void vmactl_why(void **state)
+{
+	json_t *doc;
+
+	(void)state;
+	/* vmactl_events left the guest idle at its grown size. */
+	if (!wait_until(cannot_shrink_event, NULL, LIMIT_SCALE_S))
+		fail_msg("no hold event said the idle guest cannot shrink without a vm-monitor");
+	doc = show();
+	assert_true(json_is_string(json_object_get(doc, "cannot_shrink")));
+	assert_non_null(strstr(jstr(doc, "cannot_shrink"), "no vm-monitor or informant"));
+	json_decref(doc);
+}
+
 static bool bounds_shown(void *unused)
 {
 	json_t *doc = show(), *b = json_object_get(doc, "bounds");
@@ -587,6 +640,144 @@ static void vmactl_restart(void **state)
 }
 
 /* tmux's screen of the session. */
+/* vmactl status [--all] --json: the guest's entry, or NULL. */
+static json_t *status_entry(bool all)
+{
+	json_t *doc = vmactl_json("status", all ? "--all" : NULL), *vm, *copy = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "vms"), i,
+			   vm) if (strcmp(jstr(vm, "name"), fx.g.name) == 0)
+		copy = json_deep_copy(vm);
+	json_decref(doc);
+	return copy;
+}
+
+static bool ignored_because(void *why)
+{
+	json_t *vm = status_entry(true);
+	bool ok = vm && strcmp(jstr(vm, "state"), "ignored") == 0 &&
+		  strstr(jstr(vm, "reason"), why);
+
+	json_decref(vm);
+	return ok;
+}
+
+/* vmactl check ... --json (exit status in *st); its document. */
+static json_t *check_json(int *st, const char *dom, const char *opt, const char *val)
+{
+	json_error_t je;
+	json_t *doc;
+	char *text;
+
+	*st = opt ? vmactl("check", dom, opt, val, "--json", NULL)
+		  : vmactl("check", dom, "--json", NULL);
+	text = th_read_file(fx.out);
+	doc = json_loads(text ? text : "", 0, &je);
+	if (!doc)
+		fail_msg("vmactl check --json: not JSON (%s): %s", je.text, text ? text : "");
+	free(text);
+	return doc;
+}
+
+static bool has_item(const json_t *layout, const char *part, const char *level)
+{
+	const json_t *it;
+	size_t i;
+
+	json_array_foreach(json_object_get(layout, "items"), i,
+			   it) if (!strcmp(jstr(it, "part"), part) &&
+				   !strcmp(jstr(it, "level"), level)) return true;
+	return false;
+}
+
+static void vmactl_enroll(void **state)
+{
+	char uuid[VIR_UUID_STRING_BUFLEN], *text;
+	struct hp_meta live, conf;
+	virConnectPtr vc;
+	json_t *doc, *vm;
+	int st;
+
+	(void)state;
+	assert_int_equal(virDomainGetUUIDString(fx.g.dom, uuid), 0);
+	/* Ready, by name and by UUID, against its metadata's bounds. */
+	doc = check_json(&st, fx.g.name, NULL, NULL);
+	assert_int_equal(st, 0);
+	assert_true(json_is_true(json_object_get(doc, "ready")));
+	assert_string_equal(jstr(doc, "metadata"), "valid");
+	assert_string_equal(jstr(doc, "bounds_from"), "metadata");
+	assert_true(json_is_true(json_object_get(doc, "active")));
+	assert_true(json_is_true(json_object_get(doc, "persistent")));
+	assert_true(has_item(json_object_get(doc, "live"), "virtio-mem", "ok"));
+	assert_true(has_item(json_object_get(doc, "definition"), "numa", "ok"));
+	json_decref(doc);
+	doc = check_json(&st, uuid, "--max-memory", "2Gi");
+	assert_int_equal(st, 1);
+	assert_string_equal(jstr(doc, "name"), fx.g.name);
+	assert_false(json_is_true(json_object_get(doc, "ready")));
+	assert_true(has_item(json_object_get(doc, "live"), "memory-bound", "blocker"));
+	json_decref(doc);
+	/* The text report says what takes a cold restart. */
+	assert_int_equal(vmactl("check", fx.g.name, "--max-memory", "2Gi", NULL), 1);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "BLOCKER  memory-bound"));
+	assert_non_null(strstr(text, "[cold restart]"));
+	free(text);
+
+	/* Disabled by UUID: the metadata says so, vmactd lets it go. */
+	assert_int_equal(vmactl("disable", uuid, NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_false(live.enabled);
+	assert_false(conf.enabled);
+	if (!wait_until(ignored_because, "enabled=\"false\"", LIMIT_S))
+		fail_msg("status --all never said the VM is disabled");
+	vm = status_entry(false);
+	assert_null(vm);
+
+	/* No metadata at all: check and enable take the layout's defaults. */
+	vc = conn();
+	{
+		virDomainPtr d = virDomainLookupByUUIDString(vc, uuid);
+
+		assert_non_null(d);
+		assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL,
+						      HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE),
+				 0);
+		assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL,
+						      HP_NS_URI, VIR_DOMAIN_AFFECT_CONFIG),
+				 0);
+		virDomainFree(d);
+	}
+	virConnectClose(vc);
+	if (!wait_until(ignored_because, "no vmact metadata", LIMIT_S))
+		fail_msg("status --all never said the VM has no metadata");
+	doc = check_json(&st, fx.g.name, NULL, NULL);
+	assert_int_equal(st, 0);
+	assert_string_equal(jstr(doc, "metadata"), "none");
+	assert_string_equal(jstr(doc, "bounds_from"), "defaults");
+	assert_int_equal(jint(json_object_get(doc, "min"), "milli_cpu"), 1000);
+	assert_int_equal(jint(json_object_get(doc, "max"), "milli_cpu"), 4000);
+	assert_int_equal(jint(json_object_get(doc, "min"), "mem_bytes"), 512ll << 20);
+	assert_int_equal(jint(json_object_get(doc, "max"), "mem_bytes"), 1536ll << 20);
+	json_decref(doc);
+	assert_int_equal(vmactl("enable", fx.g.name, "--max-memory", "2Gi", NULL), 1);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "max memory 2Gi is above the 1536Mi"));
+	free(text);
+	assert_int_equal(vmactl("enable", fx.g.name, NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_true(live.enabled && conf.enabled);
+	assert_int_equal(live.min.milli_cpu, 1000);
+	assert_int_equal(live.max.milli_cpu, 4000);
+	assert_int_equal(conf.max.mem_bytes, 1536ull << 20);
+	assert_int_equal(live.method, HP_METHOD_VIRTIO_MEM);
+	if (!wait_until(state_is, "managed", LIMIT_S))
+		fail_msg("vmactd did not manage the VM again after vmactl enable");
+}
+
 static char *screen(void)
 {
 	char cmd[256];
@@ -688,12 +879,10 @@ static void vmactl_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(vmactl_status),
-		cmocka_unit_test(vmactl_events),
-		cmocka_unit_test(vmactl_set),
-		cmocka_unit_test(vmactl_pause),
-		cmocka_unit_test(vmactl_restart),
-		cmocka_unit_test(vmactl_top),
+		cmocka_unit_test(vmactl_status),  cmocka_unit_test(vmactl_events),
+		cmocka_unit_test(vmactl_why),     cmocka_unit_test(vmactl_set),
+		cmocka_unit_test(vmactl_pause),   cmocka_unit_test(vmactl_restart),
+		cmocka_unit_test(vmactl_enroll),  cmocka_unit_test(vmactl_top),
 		cmocka_unit_test(vmactl_refused),
 	};
 	char self[PATH_MAX], *dir;

@@ -53,7 +53,7 @@ static void fake_view_a(struct act_vm_view *v)
 	v->monitor_kind = "none";
 }
 
-static int fake_views(void *ud, struct act_vm_view **out, size_t *n)
+static int fake_views(void *ud, bool all, struct act_vm_view **out, size_t *n)
 {
 	*out = calloc(2, sizeof(**out));
 	if (!*out)
@@ -114,7 +114,10 @@ static void run_server(void)
 			.event = ev,
 			.socket = sock_path,
 			.events = events,
-			.backend = { fake_views, fake_view, fake_change, events },
+			.backend = { .views = fake_views,
+				     .view = fake_view,
+				     .change = fake_change,
+				     .ud = events },
 			.allowed_uid = getuid(),
 		};
 

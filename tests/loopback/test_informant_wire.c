@@ -851,7 +851,7 @@ static void test_agent_server_answers(void **state)
  * flood of 4x its connection limit (256, http-server.h's default) from
  * four source addresses, an oversized header, garbage and a body that
  * never completes: GET /id is answered during and after, and the agent
- * stays registered and running (README, "Reliability and security"). */
+ * stays registered and running (doc/reliability.md). */
 static void test_agent_server_flood(void **state)
 {
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };

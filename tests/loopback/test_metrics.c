@@ -244,6 +244,10 @@ static void test_families(void **state)
 	for (size_t i = 0; i < 3; i++) {
 		vms[i] = (struct act_vm_metrics){
 			.name = names[i],
+			.uuid = "6f1e2d3c-0000-4000-8000-00000000000a",
+			.paused = i == 1,
+			.resizes = { [ACT_RESIZE_CPU_UP] = i + 1 },
+			.failures = { [ACT_FAILURE_MONITOR] = 2 },
 			.current = { 1250, 2ULL << 30 },
 			.min = { 250, 1ULL << 30 },
 			.max = { 4000, 8ULL << 30 },
@@ -259,7 +263,9 @@ static void test_families(void **state)
 			.has_memory_usage = i == 2,
 			.memory_usage_bytes = 123456789,
 			.has_demand = i != 2,
-			.demand = { .cls = ACT_CPU_SATURATED, .demand = 1.2, .busy = 0.96,
+			.demand = { .cls = ACT_CPU_SATURATED,
+				    .demand = 1.2,
+				    .busy = 0.96,
 				    .goal_milli = 1500 },
 			.has_threads = true,
 			.run_delay_seconds = 0.5,
@@ -277,7 +283,20 @@ static void test_families(void **state)
 	act_metrics_observe(&m, ACT_LATENCY_HOTPLUG, ACT_DIR_BOTH, 1.7);
 	act_metrics_observe(&m, ACT_LATENCY_MONITOR, ACT_DIR_DEC, 100);
 	assert_int_equal(net_prom_w_new(&w), 0);
-	act_metrics_write(&m, 3, vms, 3, w);
+	{
+		const struct act_arbiter_metrics arb = {
+			.capacity = { 1800, 7ULL << 30 },
+			.watermark = { 1620, 6ULL << 30 },
+			.reserved = { 1500, 3ULL << 30 },
+			.pressure = { 250, 0 },
+			.vms = 3,
+			.requests = 40,
+			.partial = 2,
+			.refused = 1,
+		};
+
+		act_metrics_write(&m, 3, &arb, vms, 3, w);
+	}
 	assert_int_equal(net_prom_w_finish(w, &text, &len, &err), 0);
 	assert_promtool_ok(text, len);
 	assert_int_equal(net_prom_parse(text, len, &t, &err), 0);
@@ -294,6 +313,34 @@ static void test_families(void **state)
 	assert_int_equal(seen, 1);
 	f = net_prom_find(t, "vmact_vm_cpu_class");
 	assert_int_equal(f->n_samples, 2 * 4);
+	/* Joinable with the libvirt exporter's series: domain and uuid. */
+	for (size_t i = 0; i < f->n_samples; i++) {
+		assert_string_equal(net_prom_label(&f->samples[i], "domain"),
+				    net_prom_label(&f->samples[i], "vm"));
+		assert_string_equal(net_prom_label(&f->samples[i], "uuid"),
+				    "6f1e2d3c-0000-4000-8000-00000000000a");
+	}
+	f = net_prom_find(t, "vmact_build_info");
+	assert_non_null(f);
+	assert_int_equal(f->n_samples, 1);
+	assert_string_equal(net_prom_label(&f->samples[0], "version"), VMACT_VERSION);
+	f = net_prom_find(t, "vmact_vm_paused");
+	assert_int_equal(f->n_samples, 3);
+	for (size_t i = 0; i < f->n_samples; i++)
+		assert_true(f->samples[i].value ==
+			    (strcmp(net_prom_label(&f->samples[i], "vm"), names[1]) == 0));
+	f = net_prom_find(t, "vmact_vm_resizes_total");
+	assert_int_equal(f->n_samples, 3 * ACT_RESIZE_N);
+	f = net_prom_find(t, "vmact_vm_failures_total");
+	assert_int_equal(f->n_samples, 3 * ACT_FAILURE_N);
+	f = net_prom_find(t, "vmact_arbiter_cpu_cores");
+	assert_int_equal(f->n_samples, 4);
+	for (size_t i = 0; i < f->n_samples; i++)
+		if (!strcmp(net_prom_label(&f->samples[i], "value"), "watermark"))
+			assert_true(f->samples[i].value == 1.62);
+	assert_non_null(net_prom_find(t, "vmact_arbiter_memory_bytes"));
+	assert_non_null(net_prom_find(t, "vmact_arbiter_requests_total"));
+	assert_int_equal(net_prom_find(t, "vmact_arbiter_vms")->n_samples, 1);
 	f = net_prom_find(t, "vmact_hotplug_latency_seconds");
 	/* 4 directions x (14 bounds + Inf + sum + count) */
 	assert_int_equal(f->n_samples, 4 * 17);

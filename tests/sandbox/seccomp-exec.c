@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* seccomp-exec: loads the system-call filter vmactd.service describes, then
- * execs a program under it (test_sandbox runs vmactd so; README "Sandbox").
+ * execs a program under it (test_sandbox runs vmactd so; doc/reliability.md, "Sandbox").
  * PID 1 is not systemd on the test hosts, so this stands in for what
  * systemd would load from the unit:
  *

@@ -9,7 +9,8 @@
 #                            /var/lib/vmact writable: RUNDIR and STATEDIR (the
 #                            test's, so that nothing of the host's is used)
 #                            bound there (both mount points must exist);
-#   ProtectKernelTunables=   /sys (but the two above) and /proc/sys read-only;
+#   ReadOnlyPaths=           /sys (but the two above) and /proc/sys read-only
+#                            (the unit's stand-in for ProtectKernelTunables=);
 #   ProtectKernelModules=    /usr/lib/modules empty; ProtectKernelLogs=
 #                            /proc/kmsg unreadable (and /dev/kmsg gone);
 #   ProtectHome=             /home, /root, /run/user empty and read-only;
@@ -42,12 +43,12 @@ ln -s /proc/self/fd/2 "$stage/stderr"
 mount --move "$stage" /dev
 rmdir "$stage"
 
-# ProtectKernelTunables=, ProtectKernelLogs= on /proc.
+# ReadOnlyPaths=/proc/sys, ProtectKernelLogs= on /proc.
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount --bind /dev/null /proc/kmsg
 
-# ProtectSystem=strict, ProtectKernelTunables=: read-only but the
+# ProtectSystem=strict, ReadOnlyPaths=/sys: read-only but the
 # API file systems, the two writable paths and vmact's directories.
 sed 's/^\([^ ]* \)\{4\}\([^ ]*\).*/\2/' /proc/self/mountinfo | sort -u | while read -r mp; do
 	case $mp in

@@ -231,6 +231,9 @@ static void test_example(void **state)
 		    def.scaling.memory_usage_fraction_target);
 	assert_int_equal(cfg.scaling.enable_lfc_metrics, def.scaling.enable_lfc_metrics);
 	assert_int_equal(cfg.arbiter_reserve_mem_bytes, 1ULL << 30);
+	/* The arbiter's listener for other agents is opt-in (vmactd.json(5)):
+	 * the example an operator copies must not open it. */
+	assert_string_equal(cfg.arbiter_listen, "");
 	act_config_free(&cfg);
 	act_config_free(&def);
 }

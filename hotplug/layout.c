@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A domain's layout against what vmact needs of it (layout.h, doc/domain.md).
+ * The live and persistent XML are read by the same parser as vmactd's
+ * (hp_state_parse); what that parser does not keep (NUMA cells, the
+ * guest kernel's command line, a disabled vCPU that is not hotpluggable)
+ * is read here. What takes a cold restart follows libvirt: <vcpu>'s
+ * maximum, <maxMemory>, the NUMA cells and the hotpluggable flags are
+ * fixed while the domain runs; a memory device can be attached live only
+ * into a free slot of an existing <maxMemory>, and a virtio-mem device
+ * needs its guest kernel's driver, so vmact calls that a cold restart too. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "base/macro.h"
+#include "base/quantity.h"
+#include "hotplug/hotplug.h"
+#include "hotplug/layout.h"
+#include "hotplug/xml.h"
+
+/* What hp_state_parse does not keep. */
+struct extra {
+	unsigned numa_cells;
+	bool has_cmdline;
+	bool online_movable;     /* memhp_default_state=online_movable */
+	unsigned disabled_fixed; /* <vcpus> entries enabled='no' hotpluggable='no' */
+};
+
+static bool prop_is(xmlNodePtr n, const char *attr, const char *value)
+{
+	_cleanup_xmlfree_ xmlChar *v = xmlGetProp(n, BAD_CAST attr);
+
+	return v && xmlStrcmp(v, BAD_CAST value) == 0;
+}
+
+static int read_extra(const char *xml, struct extra *x, struct vmact_err *err)
+{
+	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
+	xmlNodePtr root, n, numa, vcpus;
+
+	memset(x, 0, sizeof(*x));
+	doc = xmlReadMemory(xml, (int)strlen(xml), "domain.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (!doc || !(root = xmlDocGetRootElement(doc)))
+		return vmact_err_set(err, EINVAL, "domain XML is not well-formed");
+	numa = hpx_child(hpx_child(root, "cpu"), "numa");
+	for (n = numa ? numa->children : NULL; n; n = n->next)
+		x->numa_cells += n->type == XML_ELEMENT_NODE &&
+				 !xmlStrcmp(n->name, BAD_CAST "cell");
+	if ((n = hpx_child(hpx_child(root, "os"), "cmdline"))) {
+		_cleanup_xmlfree_ xmlChar *c = xmlNodeGetContent(n);
+
+		x->has_cmdline = true;
+		x->online_movable = c &&
+				    strstr((const char *)c, "memhp_default_state=online_movable");
+	}
+	vcpus = hpx_child(root, "vcpus");
+	for (n = vcpus ? vcpus->children : NULL; n; n = n->next)
+		if (n->type == XML_ELEMENT_NODE && !xmlStrcmp(n->name, BAD_CAST "vcpu") &&
+		    prop_is(n, "enabled", "no") && !prop_is(n, "hotpluggable", "yes"))
+			x->disabled_fixed++;
+	return 0;
+}
+
+static void __attribute__((format(printf, 5, 6)))
+add(struct hp_layout *l, const char *part, enum hp_layout_level level, bool cold, const char *fmt,
+    ...)
+{
+	struct hp_layout_item *it;
+	va_list ap;
+
+	if (l->n == HP_LAYOUT_MAX_ITEMS)
+		return;
+	it = &l->items[l->n++];
+	it->part = part;
+	it->level = level;
+	it->cold = cold;
+	va_start(ap, fmt);
+	vsnprintf(it->text, sizeof(it->text), fmt, ap);
+	va_end(ap);
+	if (level == HP_LAYOUT_BLOCKER)
+		l->ready = false;
+}
+
+static const char *cpu_q(uint64_t milli, char *buf, size_t len)
+{
+	if (vmact_quantity_format_milli(milli, buf, len) < 0)
+		snprintf(buf, len, "%llum", (unsigned long long)milli);
+	return buf;
+}
+
+static const char *mem_q(uint64_t bytes, char *buf, size_t len)
+{
+	if (vmact_quantity_format_bytes(bytes, buf, len) < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+	return buf;
+}
+
+/* vCPUs: how many can be plugged, and whether the disabled ones can be. */
+static void check_vcpus(const struct hp_state *st, const struct extra *x,
+			const struct vmact_resources *max, struct hp_layout *l)
+{
+	char a[32];
+
+	if (x->disabled_fixed) {
+		add(l, "vcpus",
+		    max && max->milli_cpu > st->vcpus_current * 1000u ? HP_LAYOUT_BLOCKER
+								      : HP_LAYOUT_NOTE,
+		    true,
+		    "%u disabled vCPU%s not hotpluggable='yes' in <vcpus>: they cannot be "
+		    "plugged while the domain runs",
+		    x->disabled_fixed, x->disabled_fixed == 1 ? " is" : "s are");
+		l->vcpus_max = st->vcpus_current;
+	} else if (st->vcpus_max > st->vcpus_current) {
+		add(l, "vcpus", HP_LAYOUT_OK, false,
+		    "%u of %u vCPUs at boot: up to %u more can be plugged", st->vcpus_current,
+		    st->vcpus_max, st->vcpus_max - st->vcpus_current);
+	} else {
+		add(l, "vcpus", HP_LAYOUT_NOTE, true,
+		    "<vcpu> maximum %u = vCPUs at boot: none to plug; the CPU size moves by the "
+		    "quota within %u vCPU%s (raise the maximum and set current='%u' to grow past it)",
+		    st->vcpus_max, st->vcpus_current, st->vcpus_current == 1 ? "" : "s",
+		    st->vcpus_current);
+	}
+	if (max && max->milli_cpu > l->vcpus_max * 1000u)
+		add(l, "cpu-bound", HP_LAYOUT_BLOCKER, true,
+		    "max CPU %s is above the %u vCPUs the domain can have (<vcpu>)",
+		    cpu_q(max->milli_cpu, a, sizeof(a)), l->vcpus_max);
+}
+
+/* Memory: NUMA, <maxMemory>, the device, and the reachable range. */
+static void check_memory(const struct hp_state *st, const struct extra *x,
+			 const struct vmact_resources *min, const struct vmact_resources *max,
+			 enum hp_mem_method method, uint64_t dimm_bytes, struct hp_layout *l)
+{
+	const struct hp_memdev *vm = hp_state_memdev(st, NULL, HP_MEM_VIRTIO_MEM);
+	bool grow_wanted = max && max->mem_bytes > l->mem_base_bytes;
+	enum hp_layout_level missing = grow_wanted ? HP_LAYOUT_BLOCKER : HP_LAYOUT_NOTE;
+	char a[32], b[32], c[32];
+
+	l->mem_max_bytes = l->mem_base_bytes;
+	if (!x->numa_cells)
+		add(l, "numa", missing, true,
+		    "no NUMA cell (<cpu><numa><cell>): libvirt plugs memory devices into a cell");
+	else
+		add(l, "numa", HP_LAYOUT_OK, false, "%u NUMA cell%s, %s of boot memory",
+		    x->numa_cells, x->numa_cells == 1 ? "" : "s",
+		    mem_q(l->mem_base_bytes, a, sizeof(a)));
+	if (!st->slots)
+		add(l, "maxMemory", missing, true,
+		    "no <maxMemory slots=…>: no memory device can be added");
+	else
+		add(l, "maxMemory", HP_LAYOUT_OK, false, "<maxMemory> %s, %u slot%s",
+		    mem_q(st->max_memory_kib * 1024u, a, sizeof(a)), st->slots,
+		    st->slots == 1 ? "" : "s");
+
+	if (method == HP_METHOD_VIRTIO_MEM) {
+		if (!vm) {
+			add(l, "virtio-mem", missing, true,
+			    "no virtio-mem device: memory stays at the boot memory (add one with "
+			    "<target><size>, <node> and <block>; its guest kernel needs virtio_mem)");
+		} else {
+			l->mem_max_bytes = l->mem_base_bytes + vm->size_kib * 1024u;
+			l->mem_hotplug = x->numa_cells && st->slots;
+			add(l, "virtio-mem", HP_LAYOUT_OK, false,
+			    "virtio-mem device%s%s: up to %s more in %s blocks (%s plugged now)",
+			    vm->alias[0] ? " " : "", vm->alias,
+			    mem_q(vm->size_kib * 1024u, a, sizeof(a)),
+			    mem_q(vm->block_kib * 1024u, b, sizeof(b)),
+			    mem_q(vm->current_kib * 1024u, c, sizeof(c)));
+		}
+	} else if (st->slots && st->max_memory_kib * 1024u > l->mem_base_bytes) {
+		uint64_t room = st->max_memory_kib * 1024u - l->mem_base_bytes;
+		unsigned free_slots = st->slots - hp_state_dimms(st);
+		uint64_t fit = dimm_bytes ? room / dimm_bytes : 0;
+
+		if (dimm_bytes && fit < free_slots)
+			free_slots = (unsigned)fit;
+		l->mem_max_bytes = l->mem_base_bytes +
+				   (dimm_bytes ? free_slots * dimm_bytes : room);
+		l->mem_hotplug = x->numa_cells && free_slots;
+		add(l, "dimm", l->mem_hotplug ? HP_LAYOUT_OK : missing, !l->mem_hotplug,
+		    "DIMMs of %s: %u free slot%s within <maxMemory>",
+		    mem_q(dimm_bytes, a, sizeof(a)), free_slots, free_slots == 1 ? "" : "s");
+	}
+	if (!l->mem_hotplug)
+		l->mem_max_bytes = l->mem_base_bytes;
+
+	if (l->mem_hotplug || grow_wanted) {
+		if (!x->has_cmdline)
+			add(l, "guest-kernel", HP_LAYOUT_NOTE, false,
+			    "the guest kernel's command line is not in the domain (it boots from "
+			    "its disk): it needs memhp_default_state=online_movable for memory to "
+			    "come out again (a guest reboot)");
+		else if (!x->online_movable)
+			add(l, "guest-kernel", HP_LAYOUT_NOTE, true,
+			    "<os><cmdline> lacks memhp_default_state=online_movable: plugged memory "
+			    "may not be removable");
+		else
+			add(l, "guest-kernel", HP_LAYOUT_OK, false,
+			    "<os><cmdline> has memhp_default_state=online_movable");
+	}
+	if (min && min->mem_bytes < l->mem_base_bytes)
+		add(l, "memory-bound", HP_LAYOUT_BLOCKER, true,
+		    "min memory %s is below the boot memory %s, which is never unplugged",
+		    mem_q(min->mem_bytes, a, sizeof(a)), mem_q(l->mem_base_bytes, b, sizeof(b)));
+	if (max && max->mem_bytes > l->mem_max_bytes)
+		add(l, "memory-bound", HP_LAYOUT_BLOCKER, true,
+		    "max memory %s is above the %s the layout can reach (%s)",
+		    mem_q(max->mem_bytes, a, sizeof(a)), mem_q(l->mem_max_bytes, b, sizeof(b)),
+		    method == HP_METHOD_VIRTIO_MEM ? "boot memory + the virtio-mem device"
+						   : "boot memory + free DIMM slots");
+}
+
+int hp_layout_check(const char *domain_xml, const struct vmact_resources *min,
+		    const struct vmact_resources *max, const enum hp_mem_method *method,
+		    uint64_t dimm_bytes, struct hp_layout *out, struct vmact_err *err)
+{
+	_cleanup_free_ struct hp_state *st = calloc(1, sizeof(*st));
+	struct extra x;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->ready = true;
+	if (!st)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	if ((r = hp_state_parse(domain_xml, st, err)) < 0 ||
+	    (r = read_extra(domain_xml, &x, err)) < 0)
+		return r;
+	if (!min || !max)
+		min = max = NULL;
+	out->vcpus_now = st->vcpus_current;
+	out->vcpus_max = st->vcpus_max;
+	out->mem_base_bytes = st->base_kib * 1024u;
+	out->method = hp_state_memdev(st, NULL, HP_MEM_VIRTIO_MEM) || !st->slots
+			      ? HP_METHOD_VIRTIO_MEM
+			      : HP_METHOD_DIMM;
+	check_vcpus(st, &x, max, out);
+	check_memory(st, &x, min, max, method ? *method : out->method, dimm_bytes, out);
+	return 0;
+}
+
+void hp_layout_default_bounds(const struct hp_layout *l, struct vmact_resources *min,
+			      struct vmact_resources *max)
+{
+	min->milli_cpu = l->vcpus_now * 1000u;
+	max->milli_cpu = l->vcpus_max * 1000u;
+	min->mem_bytes = l->mem_base_bytes;
+	max->mem_bytes = l->mem_max_bytes;
+}
+
+int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_resources *max,
+			 enum hp_mem_method method, char **out, struct vmact_err *err)
+{
+	char a[32], b[32], c[32], d[32];
+	struct hp_meta m;
+	char *xml = NULL;
+	int r;
+
+	*out = NULL;
+	if (vmact_quantity_format_milli(min->milli_cpu, a, sizeof(a)) < 0 ||
+	    vmact_quantity_format_milli(max->milli_cpu, b, sizeof(b)) < 0 ||
+	    vmact_quantity_format_bytes(min->mem_bytes, c, sizeof(c)) < 0 ||
+	    vmact_quantity_format_bytes(max->mem_bytes, d, sizeof(d)) < 0)
+		return vmact_err_set(err, ERANGE, "bounds out of range");
+	/* Without a namespace of its own, as virDomainGetMetadata returns
+	 * the element: virDomainSetMetadata puts it in HP_NS_URI itself and
+	 * refuses an element that declares it ("failed to create a new XML
+	 * namespace", libvirt 9.0). */
+	if (asprintf(&xml,
+		     "<autoscaling enabled=\"true\"><cpu min=\"%s\" max=\"%s\"/>"
+		     "<memory min=\"%s\" max=\"%s\" method=\"%s\"/></autoscaling>",
+		     a, b, c, d, method == HP_METHOD_DIMM ? "dimm" : "virtio-mem") < 0)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	if ((r = hp_meta_parse(xml, &m, err)) < 0) {
+		free(xml);
+		return r;
+	}
+	*out = xml;
+	return 0;
+}

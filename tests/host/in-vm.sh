@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# make check-host, inside the Debian 12 machine (tests/host/check-host.sh
+# boots it; vmact-check.service runs this from the host's 9p share at
+# /mnt/host, as root, under systemd). Installs vmact from its .deb as apt
+# would, then shows with the real systemd, cgroup v2 and libvirt of a
+# stock host: the unit starts, reloads and survives a libvirtd restart;
+# its sandbox as the kernel shows it on vmactd; its log lines in the
+# journal with their priorities; vmactd growing and shrinking a nested TCG
+# test guest through the guest's cgroup under machine.slice, with the BPF
+# sampler loaded. Every check prints "PASS: ..." or "FAIL: ..." (also into
+# /mnt/host/report.txt); the last line is "N passed, M failed". Checks it
+# cannot make say "NOT SHOWN: ..." and why.
+set -u
+
+share=/mnt/host
+report=$share/report.txt
+: >"$report"
+start=$(date +%s)
+passed=0 failed=0
+t() { echo $(( $(date +%s) - start )); }
+say() { printf 'check-host [%5ss] %s\n' "$(t)" "$*" | tee -a "$report"; }
+pass() { passed=$((passed + 1)); say "PASS: $*"; }
+fail() { failed=$((failed + 1)); say "FAIL: $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+notshown() { say "NOT SHOWN: $*"; }
+# wait_for SECONDS WHAT CMD...: polls CMD every 2 s until it succeeds;
+# on a timeout, what vmactd says of the guest (once it has one).
+wait_for() {
+	local limit=$1 what=$2 t0
+	shift 2
+	t0=$(date +%s)
+	until "$@"; do
+		if [ $(( $(date +%s) - t0 )) -ge "$limit" ]; then
+			fail "$what (not within $limit s)"
+			if [ -n "${name:-}" ] && command -v vmactl >/dev/null; then
+				vmactl show "$name" 2>&1 | sed 's/^/    show: /' | tee -a "$report"
+				vmactl events --vm "$name" 2>&1 | tail -n 15 | sed 's/^/    event: /' | tee -a "$report"
+			fi
+			return 1
+		fi
+		sleep 2
+	done
+	pass "$what ($(( $(date +%s) - t0 )) s)"
+}
+finish() {
+	say "$passed passed, $failed failed"
+	echo "$passed $failed" >"$share/result"
+	sync
+	# vmact-check.service's SuccessAction= has not powered the machine
+	# off in every run: asked here too.
+	systemctl --no-block poweroff
+	exit 0
+}
+vmlog() { journalctl -u vmactd.service -o cat --no-pager 2>/dev/null; }
+vmlog_has() { vmlog | grep -q -- "$1"; }
+
+say "machine: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
+say "systemd $(systemctl --version | sed -n '1s/systemd \([0-9]*\).*/\1/p'), libvirt $(dpkg-query -W -f='${Version}' libvirt-daemon), QEMU $(dpkg-query -W -f='${Version}' qemu-system-x86)"
+
+# ---- the platform ------------------------------------------------------------
+check "PID 1 is systemd ($(readlink /proc/1/exe))" [ "$(readlink /proc/1/exe)" = /usr/lib/systemd/systemd ]
+check "cgroup v2 only: /sys/fs/cgroup is cgroup2, no v1 hierarchy mounted" \
+	bash -c '[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] && ! grep -q " cgroup " /proc/mounts'
+check "libvirtd runs under systemd" systemctl is-active -q libvirtd.service
+
+# ---- install from the package -----------------------------------------------
+deb=$(ls "$share"/vmact_*.deb 2>/dev/null | head -n 1)
+[ -n "$deb" ] || { fail "no vmact .deb in the share"; finish; }
+cp "$deb" /root/
+check "no /etc/vmact/vmactd.json before the install (a stock install needs none)" [ ! -e /etc/vmact/vmactd.json ]
+check "getent passwd vmact: no such user before the install" bash -c '! getent passwd vmact >/dev/null'
+if DEBIAN_FRONTEND=noninteractive dpkg -i "/root/$(basename "$deb")" >/root/dpkg.log 2>&1; then
+	pass "dpkg -i $(basename "$deb")"
+else
+	fail "dpkg -i $(basename "$deb"): $(tail -n 5 /root/dpkg.log)"
+	finish
+fi
+check "postinst created the system user vmact ($(getent passwd vmact))" \
+	bash -c 'u=$(getent passwd vmact) && [ "$(cut -d: -f3 <<<"$u")" -lt 1000 ]'
+check "postinst enabled vmactd.service ($(systemctl is-enabled vmactd.service))" \
+	systemctl is-enabled -q vmactd.service
+wait_for 300 "postinst started vmactd.service (active, READY=1 sent)" systemctl is-active -q vmactd.service
+pid=$(systemctl show -p MainPID --value vmactd.service)
+say "vmactd: pid $pid; $(vmlog | grep -m1 'started (')"
+check "vmactd started on the default configuration (no file)" vmlog_has "started (libvirt qemu:///system"
+
+# ---- the sandbox, as the kernel applies it to the running daemon ------------
+st=/proc/$pid/status
+say "$(grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' "$st" | tr '\t\n' '  ')"
+# CAP_BPF 39, CAP_PERFMON 38, CAP_NET_ADMIN 12, CAP_SETUID 7, CAP_SETGID 6.
+want=000000c0000010c0
+check "CapBnd = $want (CAP_BPF CAP_PERFMON CAP_NET_ADMIN CAP_SETUID CAP_SETGID only)" \
+	grep -q "^CapBnd:[[:space:]]*$want$" "$st"
+check "CapEff = $want" grep -q "^CapEff:[[:space:]]*$want$" "$st"
+check "NoNewPrivs: 1" grep -q '^NoNewPrivs:[[:space:]]*1$' "$st"
+check "Seccomp: 2 (a filter loaded by systemd)" grep -q '^Seccomp:[[:space:]]*2$' "$st"
+check "vmactd has its own mount namespace (ProtectSystem=, PrivateTmp=)" \
+	[ "$(readlink "/proc/$pid/ns/mnt")" != "$(readlink /proc/1/ns/mnt)" ]
+# mount options of MOUNTPOINT in vmactd's namespace (mountinfo field 6)
+mnt_opts() { awk -v m="$1" '$5 == m { print $6 }' "/proc/$pid/mountinfo" | tail -n 1; }
+for m in / /sys /proc/sys; do
+	check "$m is read-only for vmactd ($(mnt_opts "$m"))" bash -c "[[ '$(mnt_opts "$m")' == ro* ]]"
+done
+for m in /sys/fs/cgroup /sys/fs/bpf; do
+	check "$m is writable for vmactd ($(mnt_opts "$m"))" bash -c "[[ '$(mnt_opts "$m")' == rw* ]]"
+done
+sec=$(systemd-analyze security --no-pager vmactd.service 2>/dev/null | grep 'Overall exposure')
+say "systemd-analyze security (live): ${sec:-none}"
+check "exposure below 5.0" awk -v s="$(sed -n 's/.*vmactd.service: \([0-9.]*\) .*/\1/p' <<<"$sec")" 'BEGIN { exit !(s != "" && s < 5.0) }'
+
+# ---- journald, with priorities ------------------------------------------------
+check "journal: vmactd's start line at priority info (6)" \
+	bash -c 'journalctl -u vmactd.service -o json --no-pager | grep "started (libvirt" | grep -q "\"PRIORITY\":\"6\""'
+# A broken configuration: the reload keeps the running one and says so at
+# priority err.
+mkdir -p /etc/vmact
+echo '{"policy": {"tick_ms": "fast"}}' >/etc/vmact/vmactd.json
+check "systemctl reload vmactd with a broken /etc/vmact/vmactd.json" systemctl reload vmactd.service
+wait_for 60 "journalctl -p err shows the reload's refusal" \
+	bash -c 'journalctl -u vmactd.service -p err -o cat --no-pager | grep -q "reload: configuration:.*running configuration is kept"'
+check "vmactd kept running the same process ($pid)" \
+	[ "$(systemctl show -p MainPID --value vmactd.service)" = "$pid" ]
+# policy.cpu is applied live (info); policy.tick_ms needs a restart
+# (warning): the same reload shows both priorities.
+echo '{"policy": {"cpu": "neon", "tick_ms": 500}}' >/etc/vmact/vmactd.json
+check "systemctl reload vmactd with a valid file" systemctl reload vmactd.service
+wait_for 60 "journalctl -p info..info: the reload applied policy.cpu" \
+	bash -c 'journalctl -u vmactd.service -p info..info -o cat --no-pager | grep -q "reload: policy.cpu changed: applied"'
+wait_for 60 "journalctl -p warning..warning: policy.tick_ms needs a restart" \
+	bash -c 'journalctl -u vmactd.service -p warning..warning -o cat --no-pager | grep -q "reload: policy.tick_ms changed: needs a restart"'
+rm -f /etc/vmact/vmactd.json
+systemctl reload vmactd.service
+say "priorities in vmactd's journal so far: $(journalctl -u vmactd.service -o json --no-pager | grep -o '"PRIORITY":"[0-9]"' | sort | uniq -c | tr -s ' \n' ' ')"
+
+# ---- a nested TCG test guest under vmactd --------------------------------------
+name=vmhost-guest
+run=/var/lib/libvirt/images/vmact-check
+mkdir -p "$run"
+cp "$share/guest/vmlinuz" "$share/guest/initrd.img" "$run/"
+chown -R libvirt-qemu:kvm "$run" 2>/dev/null
+mkdir -p /run/vmact-check
+# The vm-monitor stand-in (the busybox guest runs none): approves every
+# downscale. The guest worker (user vmact) connects to its socket.
+# Its stdin stays open (at EOF it quits): a sleep feeds it nothing.
+NODE_PATH=$share/node_modules node "$share/vm-monitor.js" --unix /run/vmact-check/monitor.sock \
+	--no-cgroup < <(sleep infinity) >/run/vmact-check/monitor.log 2>&1 &
+monitor_pid=$!
+wait_for 60 "the vm-monitor stand-in listens" test -S /run/vmact-check/monitor.sock
+chmod 0666 /run/vmact-check/monitor.sock
+meta="<metadata><vmact:autoscaling xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'>"
+meta+="<vmact:cpu min='1' max='4'/><vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
+meta+="<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+meta+="<vmact:monitor endpoint='unix:/run/vmact-check/monitor.sock'/>"
+meta+="</vmact:autoscaling></metadata>"
+# One status line a second (the test guest's vmact.report=1), not five:
+# under nested TCG the reporter alone would keep its vCPU busy.
+sed -e "s|@NAME@|$name|g" -e "s|@GUEST@|$run|g" -e "s|@RUN@|$run|g" \
+    -e "s|@METADATA@|$meta|" -e "s|@CMDLINE@|vmact.report=1|" "$share/domain.xml.in" >/root/domain.xml
+serial=$run/$name.log ctl=$run/$name.ctl
+guest_status() {
+	tr -d '\000' <"$serial" 2>/dev/null |
+		sed -n 's/.*VMACT seq=[0-9]* cpus=\([0-9]*\) memtotal_kb=\([0-9]*\) busy=\([0-9]*\).*/\1 \2 \3/p' | tail -n 1
+}
+guest_cpus() { local s; s=$(guest_status); echo "${s%% *}"; }
+guest_cmd() { (printf '%s\n' "$1"; sleep 0.5) | socat -u - "UNIX-CONNECT:$ctl"; }
+if virsh -q create /root/domain.xml >/root/virsh.log 2>&1; then
+	pass "virsh create $name (nested TCG: QEMU without KVM inside QEMU TCG)"
+else
+	fail "virsh create: $(cat /root/virsh.log)"
+	finish
+fi
+qpid=$(cat "/run/libvirt/qemu/$name.pid")
+qcg=$(sed -n 's/^0:://p' "/proc/$qpid/cgroup")
+say "QEMU pid $qpid in cgroup $qcg"
+check "the guest's QEMU runs under machine.slice (cgroup v2, systemd-machined)" \
+	bash -c "[[ '$qcg' == /machine.slice/machine-qemu* ]]"
+wait_for 2400 "the guest booted and reports its status (nested TCG boot)" bash -c '[ -n "$(tr -d "\000" <'"$serial"' 2>/dev/null | grep "VMACT seq=")" ]'
+wait_for 600 "vmactd manages $name" vmlog_has "$name: managing ("
+cg=$(vmlog | grep -m1 "$name: managing (" | sed -n 's/.*cgroup \([^,]*\),.*/\1/p')
+say "vmactd: $(vmlog | grep -m1 "$name: managing (")"
+cpumax() { cat "/sys/fs/cgroup/$cg/cpu.max" 2>/dev/null; }
+say "cpu.max of $cg: $(cpumax)"
+check "vmactd's cgroup for the VM is under /machine.slice" bash -c "[[ '$cg' == /machine.slice/* ]]"
+
+# ---- libvirtd restarted under vmactd's feet ---------------------------------
+check "systemctl restart libvirtd" systemctl restart libvirtd.service
+wait_for 120 "vmactd reconnected to the new libvirtd (journal)" \
+	bash -c 'journalctl -u vmactd.service -o cat --no-pager | grep -q "libvirt: reconnected"'
+check "journalctl -p warning shows the lost connection at priority warning (4)" \
+	bash -c 'journalctl -u vmactd.service -p warning..warning -o cat --no-pager | grep -q "libvirt: connection lost"'
+check "vmactd survived it: same process ($pid), still active" \
+	bash -c "[ \"\$(systemctl show -p MainPID --value vmactd.service)\" = $pid ] && systemctl is-active -q vmactd.service"
+wait_for 300 "vmactl status still lists $name" bash -c "vmactl status | grep -q '$name'"
+# The hook: libvirtd read /etc/libvirt/hooks/qemu.d/vmact at this restart
+# (it reads the directory when it starts). A domain whose metadata is
+# invalid (min above max) starts anyway; the hook's warning must reach the
+# journal, since libvirtd drops the stderr of a hook that exits 0.
+bad=vmhost-badmeta
+badmeta="<metadata><vmact:autoscaling xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'>"
+badmeta+="<vmact:cpu min='3' max='2'/><vmact:memory min='512Mi' max='1Gi'/></vmact:autoscaling></metadata>"
+sed -e "s|@NAME@|$bad|g" -e "s|@GUEST@|$run|g" -e "s|@RUN@|$run|g" \
+    -e "s|@METADATA@|$badmeta|" -e "s|@CMDLINE@||" "$share/domain.xml.in" >/root/bad.xml
+check "virsh create $bad (invalid vmact metadata, no refuse-invalid): the start goes on" \
+	bash -c 'virsh -q create /root/bad.xml >/root/bad.log 2>&1'
+virsh -q destroy "$bad" >/dev/null 2>&1
+wait_for 60 "journalctl -t vmact-hook -p warning shows the hook's line for $bad" \
+	bash -c "journalctl -t vmact-hook -p warning -o cat --no-pager | grep -q '$bad: .*vmactd will not manage it'"
+say "hook: $(journalctl -t vmact-hook -o cat --no-pager | grep "$bad" | tail -n 1)"
+if [ -e /lib/systemd/system/virtqemud.service ]; then
+	notshown "virtqemud is installed but this run uses the monolithic libvirtd"
+else
+	notshown "virtqemud: bookworm's libvirt $(dpkg-query -W -f='${Version}' libvirt-daemon) packages ship no modular daemons"
+fi
+
+# ---- the way down, growth, the way down again ------------------------------
+# The kernel's own figure decides: the quota vmactd wrote into the VM's
+# cgroup (cpu.max "QUOTA PERIOD"), one CPU or less, or more than one.
+at_most_one() { read -r q p <"/sys/fs/cgroup/$cg/cpu.max" && [ "$q" != max ] && [ "$q" -le "$p" ]; }
+above_one() { read -r q p <"/sys/fs/cgroup/$cg/cpu.max" && { [ "$q" = max ] || [ "$q" -gt "$p" ]; }; }
+# The boot keeps a TCG guest's vCPU busy: vmactd may have grown it
+# already. Idle first, so that the growth below is the load's.
+say "idle in the guest"
+guest_cmd "idle"
+wait_for 900 "vmactd brought $name to 1 CPU (cpu.max: $(cpumax) -> one CPU)" at_most_one
+say "cpu.max of $cg: $(cpumax); vmactd: $(vmlog | grep "$name: resized to " | tail -n 1)"
+before=$(vmlog | grep -c "$name: resized to ")
+say "busy 2 in the guest"
+guest_cmd "busy 2"
+wait_for 1800 "vmactd grew $name: the VM's cgroup quota rose above one CPU" above_one
+say "cpu.max of $cg: $(cpumax); vmactd: $(vmlog | grep "$name: resized to " | tail -n 1)"
+check "vmactd logged the growth (resized to … after busy 2)" \
+	bash -c "journalctl -u vmactd.service -o cat --no-pager | grep \"$name: resized to \" | tail -n +$((before + 1)) | grep -q ."
+wait_for 1800 "the guest sees 2 CPUs" bash -c "$(declare -f guest_status guest_cpus); serial=$serial; [ \"\$(guest_cpus)\" -ge 2 ]"
+
+# ---- the BPF sampler -------------------------------------------------------------
+if command -v bpftool >/dev/null; then
+	progs=$(bpftool prog show 2>/dev/null | grep -c .)
+	say "bpftool prog show: $(bpftool prog show 2>/dev/null | grep -oE 'name [a-z_0-9]+' | sort -u | tr '\n' ' ')"
+	say "bpftool map show (pinned under /sys/fs/bpf/vmact): $(ls /sys/fs/bpf/vmact 2>/dev/null | tr '\n' ' ')"
+	say "vmactd: $(vmlog | grep -m1 'sampler: ')"
+	check "vmactd loaded the BPF sampler (journal: 'sampler: BPF')" vmlog_has "sampler: BPF"
+	check "its maps are pinned under /sys/fs/bpf/vmact" bash -c '[ -n "$(ls /sys/fs/bpf/vmact 2>/dev/null)" ]'
+	check "bpftool lists programs ($progs lines)" [ "$progs" -gt 0 ]
+fi
+metrics=$(exec 3<>/dev/tcp/127.0.0.1/9848 && printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3)
+delay=$(grep "^vmact_vm_vcpu_run_delay_seconds_total{.*$name" <<<"$metrics" | head -n 1)
+say "metrics: ${delay:-no run-delay series}"
+check "the sampler's per-VM readings reach /metrics (run delay of the vCPU threads)" [ -n "$delay" ]
+
+# ---- the way down -----------------------------------------------------------------
+say "idle in the guest"
+guest_cmd "idle"
+wait_for 900 "vmactd shrank $name back to 1 CPU with the monitor's approval (cpu.max)" at_most_one
+say "cpu.max of $cg: $(cpumax); vmactd: $(vmlog | grep "$name: resized to " | tail -n 1)"
+check "the vm-monitor stand-in was asked and approved a downscale" \
+	grep -qi 'DownscaleRequest' /run/vmact-check/monitor.log
+
+# ---- stop, remove -----------------------------------------------------------------
+check "systemctl stop vmactd" systemctl stop vmactd.service
+check "vmactd exited with status 0 (ExecMainStatus)" \
+	[ "$(systemctl show -p ExecMainStatus --value vmactd.service)" = 0 ]
+check "its pins are gone with it" bash -c '[ -z "$(ls /sys/fs/bpf/vmact 2>/dev/null)" ]'
+virsh -q destroy "$name" >/dev/null 2>&1
+kill "$monitor_pid" 2>/dev/null
+check "dpkg --purge vmact" bash -c 'dpkg --purge vmact >/root/purge.log 2>&1'
+check "the unit is gone and disabled" bash -c '! systemctl cat vmactd.service >/dev/null 2>&1'
+say "vmactd's journal, by priority: $(journalctl -u vmactd.service -o json --no-pager | grep -o '"PRIORITY":"[0-9]"' | sort | uniq -c | tr -s ' \n' ' ')"
+journalctl -u vmactd.service -o short-monotonic --no-pager >"$share/vmactd.journal" 2>&1
+cp /run/vmact-check/monitor.log "$share/monitor.log" 2>/dev/null
+finish
