@@ -26,6 +26,9 @@ packages=(
 	# man(1) and groff render the manual pages in tests/checks/check-install.sh
 	man-db
 	socat
+	# vmact-cloudprovider: gRPC core, protobuf-c and its compiler, the
+	# well-known types' .proto files; openssl makes the mTLS tests' keys
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev openssl
 	# make deb (debian/) and make check-host's Debian 12 image (tests/host/)
 	debhelper dpkg-dev debootstrap e2fsprogs
 )
