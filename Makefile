@@ -29,7 +29,7 @@ endif
 
 # Evaluated lazily: `make ci` must be able to parse this file before the
 # packages that provide these .pc files are installed.
-PKGS     = libvirt jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
+PKGS     = libvirt libvirt-qemu jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
            libnl-genl-3.0 libnl-3.0 libbpf libcgroup nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm -lpthread
@@ -74,13 +74,39 @@ layers-bpf        := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
 # programs (and the unit tests): cli/ (vmactl) uses base alone.
-TOOL_COMPONENTS := cli
+TOOL_COMPONENTS := cli cluster cloudprovider
 layers-cli        := base
+# cluster/ (vmact-groupd): the lease codec, the transport, base.
+layers-cluster    := agent-glue/codec net base
+layers-cloudprovider := base
 layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 # A component's archive: build/lib<dir with / as ->.a (build/libactuator-policy.a).
 lib-of = $(BUILD)/lib$(subst /,-,$(1)).a
 LIB      := $(foreach c,$(COMPONENTS),$(call lib-of,$(c)))
+
+# protobuf-c: protoc-c writes C for the .proto files under $(BUILD), and
+# for the well-known types they import from libprotobuf-dev's copies.
+PROTO_INC ?= /usr/include
+CP_GEN_OBJS := $(addprefix $(BUILD)/,$(cloudprovider-gen-y))
+CP_GEN_HDRS := $(CP_GEN_OBJS:.o=.h)
+CP_CFLAGS = $(shell pkg-config --cflags grpc libprotobuf-c 2>/dev/null)
+$(BUILD)/cloudprovider/%.pb-c.c $(BUILD)/cloudprovider/%.pb-c.h: cloudprovider/%.proto
+	$(call msg,PROTOC,$<)
+	@mkdir -p $(@D)
+	$(Q)protoc-c -I. -I$(PROTO_INC) --c_out=$(BUILD) $<
+$(BUILD)/google/protobuf/%.pb-c.c $(BUILD)/google/protobuf/%.pb-c.h: $(PROTO_INC)/google/protobuf/%.proto
+	$(call msg,PROTOC,google/protobuf/$*.proto)
+	@mkdir -p $(@D)
+	$(Q)protoc-c -I$(PROTO_INC) --c_out=$(BUILD) google/protobuf/$*.proto
+$(CP_GEN_OBJS): %.o: %.c
+	$(call msg,CC,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_CFLAGS) $(CP_CFLAGS) -MMD -MP -c -o $@ $<
+$(call lib-of,cloudprovider): $(CP_GEN_OBJS)
+# Every object of cloudprovider/ (and the tests that use it) may include a
+# generated header: they exist before any of them compiles.
+$(BUILD)/cloudprovider/%.o: ALL_CFLAGS += $(CP_CFLAGS)
+$(addprefix $(BUILD)/cloudprovider/,$(cloudprovider-y)) $(BUILD)/cloudprovider/vmact-cloudprovider.o: | $(CP_GEN_HDRS)
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
 TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(call lib-of,$(c)))
@@ -108,6 +134,7 @@ SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction bench-memory \
+        bench-provision \
         tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -155,7 +182,7 @@ check-layers:
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS) $($(notdir $@)-ldlibs)
 
 $(BUILD)/tests/loopback/%: $(BUILD)/tests/loopback/%.o $(TESTLIB) $(TOOL_LIB) $(LIB)
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
@@ -199,6 +226,19 @@ $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) -DVMACT_VERSION='"$(VERSION)"' -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+# cloudprovider/ is outside LIB_OBJS (its own program): its harness names
+# the objects it covers, the generated k8s Node code and protobuf-c.
+CP_FUZZ_OBJS := $(addprefix $(BUILD)/fuzzobj/cloudprovider/,group.o template.o arena.o \
+	k8s-node.pb-c.o)
+$(BUILD)/fuzz/cp_groups: $(CP_FUZZ_OBJS)
+$(BUILD)/fuzz/cp_groups: PKG_LIBS += -lprotobuf-c
+$(BUILD)/fuzzobj/cloudprovider/k8s-node.pb-c.o: $(BUILD)/cloudprovider/k8s-node.pb-c.c
+	$(call msg,CC-FUZZ,$(patsubst $(BUILD)/%,%,$@))
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) \
+		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+$(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
 
 # (Not make deb's copy of the tree, check-host's machine or the test
 # guest's and npm's files: they have files and directories named *.d.)
@@ -326,6 +366,24 @@ bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 bench-memory: $(BUILD)/bench/memory-bench $(BUILD)/vmactd guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/memory-bench $(BENCH_ITER)
 
+# make bench-provision: vmact-groupd's increase -> a healthy VM in service,
+# per standby tier and for a cold boot, p50/p90 over BENCH_ITER runs each,
+# ending with "ratio: X" = running tier p50 / cold boot p50
+# (bench/provision-bench.c; root, the cluster user of setup-host.sh).
+bench-provision: $(BUILD)/bench/provision-bench $(BUILD)/vmact-groupd $(BUILD)/vmact-arbiter guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/provision-bench $(BENCH_ITER)
+
+# make bench-provision-grpc: bench-provision as cluster-autoscaler sees
+# it, through vmact-cloudprovider: NodeGroupIncreaseSize -> the instance
+# Running in NodeGroupNodes, per pool tier and for a cold boot, p50/p90 of
+# BENCH_ITER runs each, ending with `ratio: X` = running p50 / cold p50
+# (bench/provision-grpc.c; root, the test guest, node; doc/cloudprovider.md).
+.PHONY: bench-provision-grpc
+bench-provision-grpc: $(BUILD)/bench/provision-grpc $(BUILD)/vmact-groupd $(BUILD)/vmact-arbiter \
+		$(BUILD)/vmact-cloudprovider guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CP_BUILD=$(abspath $(BUILD)) \
+		$(BUILD)/bench/provision-grpc $(BENCH_ITER)
+
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
 # write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
 bench-cgroup: $(BUILD)/bench/cgroup-bench
@@ -380,6 +438,8 @@ DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
 	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(SYSUSERSDIR)/vmact.conf \
+	$(UNITDIR)/vmact-groupd.service $(SYSUSERSDIR)/vmact-cluster.conf \
+	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
@@ -391,7 +451,7 @@ install-manifest:
 # Into the running system (no DESTDIR): the vmact user now, and systemd
 # told of the new unit, so that `systemctl enable --now vmactd` follows.
 define install-live
-if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/vmact.conf; \
+if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/vmact.conf $(SYSUSERSDIR)/vmact-cluster.conf; \
 else echo "make install: no systemd-sysusers: create the vmact user by hand ($(SYSUSERSDIR)/vmact.conf)"; fi
 [ ! -d /run/systemd/system ] || systemctl daemon-reload
 endef
@@ -406,7 +466,12 @@ install: all
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
 		> $(DESTDIR)$(UNITDIR)/vmactd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmactd.service
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' cloudprovider/vmact-cloudprovider.service > $(DESTDIR)$(UNITDIR)/vmact-cloudprovider.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-cloudprovider.service
 	install -m 0644 actuator/daemon/vmact.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact.conf
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' cluster/vmact-groupd.service > $(DESTDIR)$(UNITDIR)/vmact-groupd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-groupd.service
+	install -m 0644 cluster/vmact-cluster.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact-cluster.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)

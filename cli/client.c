@@ -50,6 +50,13 @@ char *ctl_escape(const char *name)
 }
 
 static volatile sig_atomic_t *cancel_flag;
+static const char *peer = "vmactd", *peer_hint = " (is vmactd running? are you root?)";
+
+void ctl_set_peer(const char *name, const char *hint)
+{
+	peer = name;
+	peer_hint = hint;
+}
 
 void ctl_set_cancel(volatile sig_atomic_t *flag)
 {
@@ -107,10 +114,9 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 	}
 	if (cc != CURLE_OK) {
 		r = vmact_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
-				  "cannot reach vmactd at %s: %s%s", socket,
+				  "cannot reach %s at %s: %s%s", peer, socket,
 				  b.too_big ? "answer too large" : curl_easy_strerror(cc),
-				  cc == CURLE_COULDNT_CONNECT ? " (is vmactd running? are you root?)"
-							      : "");
+				  cc == CURLE_COULDNT_CONNECT ? peer_hint : "");
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -118,12 +124,13 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 	if (*status < 200 || *status > 299) {
 		const char *msg = doc ? json_string_value(json_object_get(doc, "error")) : NULL;
 
-		r = vmact_err_set(err, EPROTO, "vmactd: %s", msg ? msg : b.data ? b.data : "(no reason)");
+		r = vmact_err_set(err, EPROTO, "%s: %s", peer,
+				  msg ? msg : b.data ? b.data : "(no reason)");
 		json_decref(doc);
 		goto out;
 	}
 	if (!doc) {
-		r = vmact_err_set(err, EPROTO, "vmactd answered with something other than JSON: %s",
+		r = vmact_err_set(err, EPROTO, "%s answered with something other than JSON: %s", peer,
 				  je.text);
 		goto out;
 	}

@@ -40,6 +40,7 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->arbiter_reserve_mem_bytes = 0;
 	cfg->arbiter_overcommit_cpu = 1.0;
 	cfg->arbiter_overcommit_mem = 1.0;
+	cfg->arbiter_lease_key = strdup("");
 	/* Loopback: safe by default; guests on a bridge need the host's
 	 * address on it (listen + advertise_host). */
 	cfg->informant_listen = strdup("127.0.0.1:0");
@@ -80,6 +81,7 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->plugin_url);
 	free(cfg->plugin_version);
 	free(cfg->arbiter_listen);
+	free(cfg->arbiter_lease_key);
 	free(cfg->informant_listen);
 	free(cfg->informant_advertise_host);
 	free(cfg->sampler_pin_root);
@@ -127,6 +129,7 @@ static const struct key plugin_keys[] = {
 };
 static const struct key arbiter_keys[] = {
 	{ "listen", K_STRING, OFF(arbiter_listen), 0, 0, NULL, NULL },
+	{ "lease_key", K_STRING0, OFF(arbiter_lease_key), 0, 0, NULL, NULL },
 	{ "watermark", K_DOUBLE, OFF(arbiter_watermark), 0.01, 1.0, NULL, NULL },
 	{ "reserve_cpu", K_MILLI_CPU, OFF(arbiter_reserve_milli_cpu), 0, 0, NULL, NULL },
 	{ "reserve_memory", K_BYTES, OFF(arbiter_reserve_mem_bytes), 0, 0, NULL, NULL },

@@ -58,6 +58,8 @@ struct act_config {
 	uint64_t arbiter_reserve_mem_bytes;
 	double arbiter_overcommit_cpu;
 	double arbiter_overcommit_mem;
+	/* The lease key's file (doc/cluster.md): "" = no lease interface. */
+	char *arbiter_lease_key;
 
 	/* The agent's HTTP server per VM with a legacy informant
 	 * (<vmact:informant>): where it listens, "ADDR:PORT" (port 0 =

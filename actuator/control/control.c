@@ -20,6 +20,7 @@
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
+#include "base/sockpath.h"
 #include "base/time.h"
 
 #define JSON_TYPE "application/json"
@@ -412,35 +413,6 @@ static void handle(void *ud, const struct net_http_server_request *req,
 
 /* ---- the socket ---- */
 
-static int prepare_path(const char *path, struct vmact_err *err)
-{
-	_cleanup_free_ char *dir = strdup(path);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int fd = -1;
-	char *s;
-
-	if (!dir)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	if (path[0] != '/' || strlen(path) >= sizeof(sa.sun_path))
-		return vmact_err_set(err, EINVAL, "control.socket: '%s' must be an absolute path "
-				     "shorter than %zu", path, sizeof(sa.sun_path));
-	/* Its directory, and those above it, 0755 when missing. */
-	for (s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = 0;
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return vmact_err_set(err, errno, "control.socket: mkdir %s: %m", dir);
-		*s = '/';
-	}
-	/* Someone still answering on it: another vmactd. Refused, not
-	 * replaced; nothing answering: stale, the server replaces it. */
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return vmact_err_set(err, EADDRINUSE, "control.socket %s: another process serves "
-				     "it (is another vmactd running?)", path);
-	return 0;
-}
-
 int act_control_new(const struct act_control_opts *o, struct act_control **out,
 		    struct vmact_err *err)
 {
@@ -448,7 +420,7 @@ int act_control_new(const struct act_control_opts *o, struct act_control **out,
 	struct act_control *c;
 	int r;
 
-	if ((r = prepare_path(o->socket, err)) < 0)
+	if ((r = vmact_sockpath_prepare(o->socket, "control.socket", "vmactd", err)) < 0)
 		return r;
 	if (asprintf(&listen, "unix:%s", o->socket) < 0)
 		return vmact_err_set(err, ENOMEM, "out of memory");

@@ -21,6 +21,7 @@
 #include "actuator/daemon/registry.h"
 #include "actuator/metrics/server.h"
 #include "agent-glue/arbiter/arbiter.h"
+#include "base/keyfile.h"
 #include "agent-glue/client/plugin-client.h"
 #include "base/endpoint.h"
 #include "base/log.h"
@@ -76,10 +77,17 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 	};
 	struct ag_arbiter_totals t;
 	struct ag_arbiter *a = NULL;
+	_cleanup_free_ uint8_t *key = NULL;
 	char c[32], m[32];
 	int r;
 
 	r = ag_host_capacity(&acfg.capacity, err);
+	if (r >= 0 && cfg->arbiter_lease_key[0]) {
+		r = vmact_keyfile_load(cfg->arbiter_lease_key, &key, &acfg.lease_key_len, err);
+		acfg.lease_key = key;
+		if (r < 0)
+			vmact_err_prefix(err, "arbiter.lease_key");
+	}
 	if (r >= 0)
 		r = ag_arbiter_new(&acfg, &a, err);
 	if (r < 0)
@@ -96,8 +104,9 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 	vmact_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
 	vmact_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
 	if (cfg->arbiter_listen[0])
-		log_info("arbiter: in-process, and listening on %s (port %u), capacity %s CPU / %s",
-			 cfg->arbiter_listen, ag_arbiter_port(a), c, m);
+		log_info("arbiter: in-process, and listening on %s (port %u), capacity %s CPU / %s%s",
+			 cfg->arbiter_listen, ag_arbiter_port(a), c, m,
+			 key ? "; leases for the cluster layer (arbiter.lease_key)" : "");
 	else
 		log_info("arbiter: in-process, capacity %s CPU / %s", c, m);
 	*out = a;

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "agent-glue/codec/lease.h"
 #include "base/macro.h"
 #include "base/time.h"
 
@@ -19,6 +21,10 @@ struct pod {
 	uint64_t last_seen;
 	struct vmact_resources reserved, pressure;
 	bool migrate;
+	/* Kept by its agent's requests (pod_ttl) and/or by a lease (until
+	 * lease_until): it goes when neither holds it. */
+	bool agent, leased;
+	uint64_t lease_until;
 };
 
 struct ag_arbiter {
@@ -36,6 +42,7 @@ struct ag_arbiter {
 	sd_event *ev;
 	struct net_http_server *srv;
 	sd_event_source *expiry;
+	uint8_t *lease_key;
 };
 
 static uint64_t sat_sub(uint64_t a, uint64_t b)
@@ -81,6 +88,15 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 	if (!a)
 		return vmact_err_set(err, ENOMEM, "arbiter: out of memory");
 	a->cfg = *cfg;
+	a->cfg.lease_key = NULL;
+	if (cfg->lease_key) {
+		a->lease_key = malloc(cfg->lease_key_len ? cfg->lease_key_len : 1);
+		if (!a->lease_key) {
+			free(a);
+			return vmact_err_set(err, ENOMEM, "arbiter: out of memory");
+		}
+		memcpy(a->lease_key, cfg->lease_key, cfg->lease_key_len);
+	}
 	a->cfg.watermark = wm;
 	a->cfg.overcommit_cpu_milli = oc_cpu;
 	a->cfg.overcommit_mem_milli = oc_mem;
@@ -93,6 +109,7 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 	if (!a->cfg.slot_bytes && a->cfg.min_version < AG_PLUGIN_V4_0)
 		a->cfg.min_version = AG_PLUGIN_V4_0;
 	if (a->cfg.min_version > a->cfg.max_version) {
+		free(a->lease_key);
 		free(a);
 		return vmact_err_set(err, EINVAL,
 				     "arbiter: empty protocol version range (versions below 4.0 need a slot size)");
@@ -102,6 +119,7 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 	if (!a->cfg.legacy_compute_unit.mem_bytes)
 		a->cfg.legacy_compute_unit.mem_bytes = a->cfg.slot_bytes;
 	if (a->cfg.slot_bytes && a->cfg.legacy_compute_unit.mem_bytes % a->cfg.slot_bytes) {
+		free(a->lease_key);
 		free(a);
 		return vmact_err_set(err, EINVAL,
 				     "arbiter: compute unit memory is not a multiple of the slot size");
@@ -126,6 +144,7 @@ void ag_arbiter_free(struct ag_arbiter *a)
 	sd_event_source_disable_unref(a->expiry);
 	sd_event_unref(a->ev);
 	free(a->pods);
+	free(a->lease_key);
 	free(a);
 }
 
@@ -353,6 +372,7 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 		ev.new_pod = true;
 	}
 	p->last_seen = now_usec;
+	p->agent = true;
 	/* Growth stops at the watermark, so a resource above it (after
 	 * registrations or restored reservations) grows no further. */
 	want = req.resources;
@@ -400,10 +420,15 @@ unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec)
 	unsigned n = 0;
 
 	for (size_t i = 0; i < a->npods;) {
+		struct pod *p = &a->pods[i];
 		/* A pod seen at or after now (a request handled later in the
 		 * loop than the time asked about) is fresh, not 2^64 old. */
-		if (now_usec > a->pods[i].last_seen &&
-		    now_usec - a->pods[i].last_seen > a->cfg.pod_ttl_usec) {
+		bool agent = p->agent && !(now_usec > p->last_seen &&
+					   now_usec - p->last_seen > a->cfg.pod_ttl_usec);
+
+		if (p->leased && now_usec >= p->lease_until)
+			p->leased = false;
+		if (!agent && !p->leased) {
 			remove_pod(a, i);
 			n++;
 		} else {
@@ -427,6 +452,8 @@ void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t)
 		t->pressure.mem_bytes += a->pods[i].pressure.mem_bytes;
 	}
 	t->pods = (unsigned)a->npods;
+	for (size_t i = 0; i < a->npods; i++)
+		t->leases += a->pods[i].leased;
 	t->migrating = a->migrating;
 	t->requests = a->requests;
 	t->grants_partial = a->partial;
@@ -469,6 +496,157 @@ int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 	return 0;
 }
 
+/* ---- leases: the cluster layer's Reserve (agent-glue/codec/lease.h) ---- */
+
+static void lease_reply(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
+			json_t *doc, const char *ns, const char *name, const char *text)
+{
+	struct ag_arbiter_event ev = { .status = status, .text = text, .lease = true,
+				       .pod_namespace = ns, .pod_name = name };
+	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	json_decref(doc);
+	if (status != 200)
+		a->refused++;
+	if (!body) {
+		net_http_reply_text(reply, 500, "application/json", "{\"error\":\"out of memory\"}");
+	} else {
+		reply->status = status;
+		reply->content_type = "application/json";
+		reply->body = body;
+		reply->body_len = strlen(body);
+	}
+	emit(a, &ev);
+}
+
+static void lease_error(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
+			const char *ns, const char *name, const char *text)
+{
+	lease_reply(a, reply, status, json_pack("{s:s}", "error", text), ns, name, text);
+}
+
+static json_t *res_json(struct vmact_resources r)
+{
+	return json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r.milli_cpu, "memory_bytes",
+			 (json_int_t)r.mem_bytes);
+}
+
+static void lease_take(struct ag_arbiter *a, const struct ag_lease_request *lr, uint64_t now_usec,
+		       struct net_http_server_reply *reply)
+{
+	struct pod *p = find_pod(a, lr->ns, lr->name);
+	struct vmact_resources want = lr->size, free_ = { 0 };
+	bool agent = p && p->agent &&
+		     !(now_usec > p->last_seen && now_usec - p->last_seen > a->cfg.pod_ttl_usec);
+	uint64_t more_cpu, more_mem;
+	char msg[256], c[32], m[32];
+
+	/* An entry its agent speaks for keeps the agent's reservation: the
+	 * lease only keeps it alive (its size is the agent's business). */
+	if (agent)
+		want = p->reserved;
+	more_cpu = sat_sub(want.milli_cpu, p ? p->reserved.milli_cpu : 0);
+	more_mem = sat_sub(want.mem_bytes, p ? p->reserved.mem_bytes : 0);
+	/* The same books as growth: room under the watermark, unless the
+	 * VM runs already and is only being recorded. */
+	if (!lr->existing && ((more_cpu && a->reserved_cpu + more_cpu > a->watermark.milli_cpu) ||
+			      (more_mem && a->reserved_mem + more_mem > a->watermark.mem_bytes))) {
+		free_.milli_cpu = (uint32_t)sat_sub(a->watermark.milli_cpu, a->reserved_cpu);
+		free_.mem_bytes = sat_sub(a->watermark.mem_bytes, a->reserved_mem);
+		vmact_quantity_format_milli(free_.milli_cpu, c, sizeof(c));
+		vmact_quantity_format_bytes(free_.mem_bytes, m, sizeof(m));
+		snprintf(msg, sizeof(msg), "no room: %s CPU / %s free under the watermark", c, m);
+		return lease_reply(a, reply, 409,
+				   json_pack("{s:s,s:o}", "error", msg, "free", res_json(free_)),
+				   lr->ns, lr->name, msg);
+	}
+	if (!p) {
+		p = add_pod(a, lr->ns, lr->name);
+		if (!p)
+			return lease_error(a, reply, 500, lr->ns, lr->name, "out of memory");
+		p->last_seen = now_usec;
+	}
+	set_reserved(a, p, want);
+	p->leased = true;
+	p->lease_until = now_usec + (uint64_t)lr->ttl_s * VMACT_USEC_PER_SEC;
+	select_migrations(a);
+	lease_reply(a, reply, 200,
+		    json_pack("{s:s,s:s,s:I,s:I,s:I}", "namespace", p->ns, "name", p->name,
+			      "milli_cpu", (json_int_t)p->reserved.milli_cpu, "memory_bytes",
+			      (json_int_t)p->reserved.mem_bytes, "ttl_s", (json_int_t)lr->ttl_s),
+		    p->ns, p->name, NULL);
+}
+
+static void lease_release(struct ag_arbiter *a, const char *ns, const char *name,
+			  struct net_http_server_reply *reply)
+{
+	struct pod *p = find_pod(a, ns, name);
+	bool released = p && p->leased;
+
+	if (p && p->leased) {
+		p->leased = false;
+		/* Its agent (if any) keeps it until it falls silent. */
+		if (!p->agent) {
+			remove_pod(a, (size_t)(p - a->pods));
+			select_migrations(a);
+		}
+	}
+	lease_reply(a, reply, 200, json_pack("{s:b}", "released", released), ns, name, NULL);
+}
+
+void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const char *url,
+			     const char *ts, const char *sig, const char *body, size_t len,
+			     uint64_t now_usec, long long now_real, struct net_http_server_reply *reply)
+{
+	struct vmact_err err = { 0 };
+	struct ag_lease_request lr;
+
+	a->requests++;
+	if (!a->lease_key)
+		return lease_error(a, reply, 404, NULL, NULL,
+				   "this arbiter has no lease interface (no lease key configured)");
+	if (ag_lease_verify(a->lease_key, a->cfg.lease_key_len, method, url, ts, sig, body, len,
+			    now_real, &err) < 0)
+		return lease_error(a, reply, 401, NULL, NULL, err.msg);
+	/* Expired leases must not be renewed as if they still held room. */
+	ag_arbiter_expire(a, now_usec);
+	if (strcmp(url, "/v1/leases") == 0) {
+		if (strcmp(method, "GET") == 0) {
+			struct ag_arbiter_totals t;
+			struct ag_lease_ledger l = { 0 };
+
+			ag_arbiter_totals(a, &t);
+			l.total = t.total;
+			l.watermark = t.watermark;
+			l.reserved = t.reserved;
+			l.pressure = t.pressure;
+			l.pods = t.pods;
+			l.leases = t.leases;
+			return lease_reply(a, reply, 200, ag_lease_ledger_encode(&l), NULL, NULL, NULL);
+		}
+		if (strcmp(method, "POST") != 0)
+			return lease_error(a, reply, 405, NULL, NULL, "use GET or POST");
+		if (ag_lease_request_decode(body, len, &lr, &err) < 0)
+			return lease_error(a, reply, 400, NULL, NULL, err.msg);
+		return lease_take(a, &lr, now_usec, reply);
+	}
+	{
+		const char *rest = url + strlen("/v1/leases/"), *slash = strchr(rest, '/');
+		char ns[AG_LEASE_NAME_MAX + 1], name[AG_LEASE_NAME_MAX + 1];
+
+		if (strcmp(method, "DELETE") != 0)
+			return lease_error(a, reply, 405, NULL, NULL, "use DELETE");
+		if (!slash || (size_t)(slash - rest) > AG_LEASE_NAME_MAX ||
+		    strlen(slash + 1) > AG_LEASE_NAME_MAX)
+			return lease_error(a, reply, 404, NULL, NULL, "no such lease");
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - rest), rest);
+		snprintf(name, sizeof(name), "%s", slash + 1);
+		if (!ag_lease_name_valid(ns) || !ag_lease_name_valid(name))
+			return lease_error(a, reply, 404, NULL, NULL, "no such lease");
+		lease_release(a, ns, name, reply);
+	}
+}
+
 /* ---- on the event loop -------------------------------------------------- */
 
 static void on_request(void *ud, const struct net_http_server_request *req,
@@ -476,8 +654,24 @@ static void on_request(void *ud, const struct net_http_server_request *req,
 {
 	struct ag_arbiter *a = ud;
 
+	/* The plugin protocol answers any other path, as the plugin does. */
+	if (strcmp(req->url, "/v1/leases") == 0 || strncmp(req->url, "/v1/leases/", 11) == 0)
+		return ag_arbiter_lease_handle(a, req->method, req->url,
+					       net_http_request_arg(req, "ts"),
+					       net_http_request_arg(req, "sig"), req->body,
+					       req->body_len, vmact_loop_now_usec(a->ev),
+					       (long long)time(NULL), reply);
 	ag_arbiter_handle(a, req->method, req->body, req->body_len, vmact_loop_now_usec(a->ev),
 			  reply);
+}
+
+/* How often entries are looked at: a quarter of the pod ttl, at most a
+ * second (a lease's ttl is seconds). */
+static uint64_t expiry_period(const struct ag_arbiter *a)
+{
+	uint64_t p = a->cfg.pod_ttl_usec / 4;
+
+	return p < VMACT_USEC_PER_SEC ? p : VMACT_USEC_PER_SEC;
 }
 
 static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
@@ -487,7 +681,7 @@ static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
 	/* usec is when the timer was due; a busy loop runs it later, after
 	 * requests stamped with the loop's later time: expire against that. */
 	ag_arbiter_expire(a, vmact_loop_now_usec(a->ev));
-	sd_event_source_set_time(s, usec + a->cfg.pod_ttl_usec / 4);
+	sd_event_source_set_time(s, usec + expiry_period(a));
 	return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
 
@@ -500,7 +694,7 @@ int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
 		return 0;
 	a->ev = sd_event_ref(ev);
 	now = vmact_loop_now_usec(ev);
-	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + a->cfg.pod_ttl_usec / 4, 0,
+	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + expiry_period(a), 0,
 			      on_expiry, a);
 	if (r < 0)
 		return vmact_err_set(err, -r, "arbiter: expiry timer: %s", strerror(-r));

@@ -22,7 +22,15 @@
  * or, without one, at the resources it reports using; pods not heard from
  * for pod_ttl are forgotten.
  *
- * The core (ag_arbiter_handle) does no I/O; ag_arbiter_listen() puts it on
+ * Leases (doc/cluster.md, "Capacity leases"): the cluster layer reserves
+ * room for a new VM in the same ledger, under the same watermark, through
+ * /v1/leases (agent-glue/codec/lease.h), signed with a shared key. A lease
+ * is an entry like a pod's that lives until its ttl passes without a
+ * renewal; when the new VM's own agent speaks for it (same namespace and
+ * name), the lease was its first reservation and growth goes on from it.
+ *
+ * The core (ag_arbiter_handle, ag_arbiter_lease_handle) does no I/O;
+ * ag_arbiter_listen() puts it on
  * an sd-event loop behind the HTTP server, so vmactd can embed it. */
 #pragma once
 
@@ -52,11 +60,16 @@ struct ag_arbiter_config {
 	enum ag_plugin_version min_version, max_version; /* 0 = 1.0 / 5.0 */
 	uint64_t pod_ttl_usec;          /* 0 = 60 s */
 	uint64_t request_timeout_usec;  /* whole HTTP request (slowloris cut); 0 = 10 s */
+	/* The lease key (base/keyfile.h), copied; NULL: no lease interface
+	 * (its requests are answered 404). */
+	const uint8_t *lease_key;
+	size_t lease_key_len;
 };
 
 struct ag_arbiter_totals {
 	struct vmact_resources total, watermark, reserved, pressure;
 	unsigned pods, migrating;
+	unsigned leases;             /* entries held by a lease */
 	uint64_t requests, grants_partial, refused;
 };
 
@@ -69,6 +82,7 @@ struct ag_arbiter_event {
 	bool new_pod;
 	struct vmact_resources requested, permit, pressure;
 	bool migrate;
+	bool lease;                  /* a request of the lease interface */
 };
 typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
 
@@ -84,7 +98,16 @@ void ag_arbiter_on_event(struct ag_arbiter *a, ag_arbiter_event_fn *fn, void *us
 void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *body, size_t len,
 		       uint64_t now_usec, struct net_http_server_reply *reply);
 
-/* Forgets pods not heard from for pod_ttl; returns how many. */
+/* The lease interface without I/O: a request to /v1/leases[/NS/NAME]
+ * with its ts and sig query arguments (NULL when absent), at now (CLOCK_
+ * MONOTONIC µs, for expiry) and now_real (Unix seconds, for the
+ * signature's window). */
+void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const char *url,
+			     const char *ts, const char *sig, const char *body, size_t len,
+			     uint64_t now_usec, long long now_real, struct net_http_server_reply *reply);
+
+/* Forgets pods not heard from for pod_ttl and leases not renewed within
+ * their ttl; returns how many entries went. */
 unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec);
 
 void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t);

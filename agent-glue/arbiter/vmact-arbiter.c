@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent-glue/arbiter/arbiter.h"
+#include "base/keyfile.h"
 
 #ifndef VMACT_VERSION
 #define VMACT_VERSION "dev"
@@ -38,13 +39,16 @@ static const char usage[] =
 	"  --max-version V        highest protocol version accepted (default 5.0)\n"
 	"  --pod-ttl SECONDS      forget pods silent this long (default 60)\n"
 	"  --request-timeout SECONDS  cut connections whose request takes longer (default 10)\n"
+	"  --lease-key FILE       serve /v1/leases, the cluster layer's reservations, to\n"
+	"                         requests signed with this key (doc/cluster.md; mode 0640\n"
+	"                         or tighter; default: no lease interface)\n"
 	"  -v, --verbose          log every decision to stderr\n"
 	"  -h, --help             this text\n"
 	"  --version              print the version\n";
 
 enum {
 	OPT_LISTEN = 256, OPT_CPU, OPT_MEMORY, OPT_RCPU, OPT_RMEM, OPT_OCPU, OPT_OMEM, OPT_WM,
-	OPT_SLOT, OPT_CU, OPT_MINV, OPT_MAXV, OPT_TTL, OPT_RTO, OPT_VERSION,
+	OPT_SLOT, OPT_CU, OPT_MINV, OPT_MAXV, OPT_TTL, OPT_RTO, OPT_VERSION, OPT_LEASE_KEY,
 };
 
 static const struct option options[] = {
@@ -62,6 +66,7 @@ static const struct option options[] = {
 	{ "max-version", required_argument, NULL, OPT_MAXV },
 	{ "pod-ttl", required_argument, NULL, OPT_TTL },
 	{ "request-timeout", required_argument, NULL, OPT_RTO },
+	{ "lease-key", required_argument, NULL, OPT_LEASE_KEY },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -114,6 +119,14 @@ static void log_event(void *ud, const struct ag_arbiter_event *ev)
 {
 	char r1[32], r2[32], p1[32], p2[32];
 
+	if (ev->lease) {
+		if (ev->pod_name || ev->status != 200)
+			fprintf(stderr, "vmact-arbiter: lease %s%s%s: %u%s%s\n",
+				ev->pod_namespace ? ev->pod_namespace : "", ev->pod_name ? "/" : "",
+				ev->pod_name ? ev->pod_name : "", ev->status, ev->text ? " " : "",
+				ev->text ? ev->text : "");
+		return;
+	}
 	if (ev->status != 200) {
 		fprintf(stderr, "vmact-arbiter: %u %s%s%s%s\n", ev->status, ev->text,
 			ev->pod_name ? " (pod " : "", ev->pod_name ? ev->pod_name : "",
@@ -141,6 +154,7 @@ int main(int argc, char **argv)
 	struct ag_arbiter *a = NULL;
 	struct ag_arbiter_totals t;
 	sd_event *ev = NULL;
+	uint8_t *lease_key = NULL;
 	sigset_t mask;
 	double d;
 	char c1[32], c2[32], w1[32], w2[32];
@@ -210,6 +224,15 @@ int main(int argc, char **argv)
 			r = parse_factor("request-timeout", optarg, 0, 3600, true, &d);
 			cfg.request_timeout_usec = (uint64_t)(d * 1e6);
 			break;
+		case OPT_LEASE_KEY:
+			free(lease_key);
+			lease_key = NULL;
+			if (vmact_keyfile_load(optarg, &lease_key, &cfg.lease_key_len, &err) < 0) {
+				fprintf(stderr, "vmact-arbiter: --lease-key: %s\n", err.msg);
+				return 2;
+			}
+			cfg.lease_key = lease_key;
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -241,7 +264,10 @@ int main(int argc, char **argv)
 		if (!have_mem)
 			cfg.capacity.mem_bytes = host.mem_bytes;
 	}
-	if (ag_arbiter_new(&cfg, &a, &err) < 0) {
+	r = ag_arbiter_new(&cfg, &a, &err);
+	/* The arbiter keeps a copy. */
+	free(lease_key);
+	if (r < 0) {
 		fprintf(stderr, "vmact-arbiter: %s\n", err.msg);
 		return 2;
 	}

@@ -3,8 +3,12 @@
 #   OUT/vmlinuz     the Debian cloud kernel (linux-image-*-cloud-amd64)
 #   OUT/initrd.img  a busybox-static initramfs (tests/guest/init, with
 #                   cpu-online and mem-load built static) carrying
-#                   the virtio-mem/virtio-pci/virtio-balloon modules of that
-#                   same kernel (the balloon only for its memory statistics)
+#                   the virtio-mem/virtio-pci/virtio-balloon/virtio-console
+#                   modules of that same kernel (the balloon only for its
+#                   memory statistics, the console for vmact-groupd's claim)
+#   OUT/node-base.qcow2  an empty 64 MiB qcow2 disk: the base image of the
+#                   node groups' copy-on-write overlays (doc/cluster.md; the
+#                   guest runs from its initramfs and leaves the disk alone)
 #   OUT/stamp       the kernel version, written last; its presence means done
 # Usage: build-guest.sh OUT_DIR. Quick no-op when OUT/stamp is newer than
 # this script, init and the two programs. Needs apt-get (download only), dpkg-deb, objcopy,
@@ -24,7 +28,7 @@ if [ -f "$out/stamp" ] && [ "$out/stamp" -nt "$here/build-guest.sh" ] &&
 	exit 0
 fi
 
-for t in apt-get apt-cache dpkg-deb objcopy cpio gzip; do
+for t in apt-get apt-cache dpkg-deb objcopy cpio gzip qemu-img; do
 	command -v "$t" >/dev/null || die "$t not found (run tests/host/setup-host.sh)"
 done
 bb=/bin/busybox
@@ -80,7 +84,7 @@ visit() {
 	for d in $deps; do visit "$d"; done
 	order+=("$m")
 }
-for m in virtio_pci virtio_mem virtio_balloon; do visit "$m"; done
+for m in virtio_pci virtio_mem virtio_balloon virtio_console; do visit "$m"; done
 
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}
@@ -103,9 +107,11 @@ ${CC:-gcc} -static -O2 -Wall -Wextra -Werror -o "$root/bin/mem-load" "$here/mem-
 mkdir -p "$out"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$out/initrd.img.tmp"
 cp "$work/pkg/boot/vmlinuz-$kver" "$out/vmlinuz.tmp"
+qemu-img create -q -f qcow2 "$out/node-base.qcow2.tmp" 64M
+mv "$out/node-base.qcow2.tmp" "$out/node-base.qcow2"
 mv "$out/initrd.img.tmp" "$out/initrd.img"
 mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 # The QEMU process (user libvirt-qemu) reads both files.
-chmod 0644 "$out/vmlinuz" "$out/initrd.img"
+chmod 0644 "$out/vmlinuz" "$out/initrd.img" "$out/node-base.qcow2"
 echo "$kver" > "$out/stamp"
 say "guest ready in $out (kernel $kver, modules: ${order[*]})"

@@ -26,6 +26,9 @@ packages=(
 	# man(1) and groff render the manual pages in tests/checks/check-install.sh
 	man-db
 	socat
+	# vmact-cloudprovider: gRPC core, protobuf-c and its compiler, the
+	# well-known types' .proto files; openssl makes the mTLS tests' keys
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev openssl
 	# make deb (debian/) and make check-host's Debian 12 image (tests/host/)
 	debhelper dpkg-dev debootstrap e2fsprogs
 )
@@ -67,6 +70,33 @@ if ! getent passwd vmact >/dev/null; then
 		--shell /usr/sbin/nologin vmact
 fi
 
+# The cluster layer (vmact-groupd, doc/cluster.md) runs as the system user
+# vmact-cluster, in libvirt's group, with a home for its qemu:///session
+# (the second host of the cluster tests).
+if ! getent passwd vmact-cluster >/dev/null; then
+	say "creating user vmact-cluster (node groups)"
+	getent group libvirt >/dev/null || groupadd --system libvirt
+	useradd --system --create-home --home-dir /var/lib/vmact-cluster --user-group \
+		--groups libvirt --shell /usr/sbin/nologin vmact-cluster
+fi
+id -nG vmact-cluster | grep -qw libvirt || usermod -a -G libvirt vmact-cluster
+
+# libvirt's group reaches qemu:///system through polkit, which needs the
+# system D-Bus. Without one (no systemd here), give the read-write socket
+# to group libvirt instead, as libvirtd.conf documents; libvirtd reads
+# this at start, so a running one is restarted once, when it changes.
+libvirt_conf_changed=0
+if [ ! -S /run/dbus/system_bus_socket ]; then
+	conf=/etc/libvirt/libvirtd.conf
+	for kv in 'unix_sock_group = "libvirt"' 'unix_sock_rw_perms = "0770"' 'auth_unix_rw = "none"'; do
+		if ! grep -qxF "$kv" "$conf"; then
+			say "libvirtd.conf: $kv"
+			printf '%s\n' "$kv" >> "$conf"
+			libvirt_conf_changed=1
+		fi
+	done
+fi
+
 # Without udev /dev/kvm stays root-only. libvirt probes QEMU with KVM as
 # root but then finds KVM unusable for libvirt-qemu, declares its capability
 # cache stale and re-probes QEMU on every domain start (~50 s per start
@@ -94,12 +124,22 @@ start_daemon() {
 if [ -d /run/systemd/system ]; then
 	systemctl start virtlogd.socket libvirtd.socket libvirtd.service 2>/dev/null ||
 		systemctl start virtlogd libvirtd
+	[ "$libvirt_conf_changed" = 1 ] && systemctl restart libvirtd
 else
-	if ! pgrep -x virtlogd >/dev/null; then
+	# -u root: the system daemons, not a user's session ones
+	# (vmact-cluster's qemu:///session runs its own of both).
+	if ! pgrep -x -u root virtlogd >/dev/null; then
 		say "starting virtlogd"
 		start_daemon virtlogd -d
 	fi
-	if ! pgrep -x libvirtd >/dev/null; then
+	pid=$(pgrep -x -u root libvirtd || true)
+	if [ -n "$pid" ] && [ "$libvirt_conf_changed" = 1 ]; then
+		say "restarting libvirtd (libvirtd.conf changed)"
+		kill "$pid"
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		pid=
+	fi
+	if [ -z "$pid" ]; then
 		say "starting libvirtd"
 		start_daemon libvirtd -d
 	fi

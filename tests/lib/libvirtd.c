@@ -12,7 +12,7 @@ int th_restart_libvirtd(void)
 {
 	static const char script[] =
 		"set -e; if [ -d /run/systemd/system ]; then systemctl restart libvirtd; else "
-		"pid=$(pgrep -x libvirtd || true); "
+		"pid=$(pgrep -x -u root libvirtd || true); "
 		"if [ -n \"$pid\" ]; then kill $pid; "
 		"for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; fi; "
 		"libvirtd -d; fi; for i in $(seq 100); do "

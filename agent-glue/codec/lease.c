@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent-glue/codec/lease.h"
+
+#include <errno.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+
+static void digest(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		   long long ts, const char *body, size_t body_len, uint8_t out[SHA256_DIGEST_SIZE])
+{
+	struct hmac_sha256_ctx ctx;
+	char head[64];
+	int n;
+
+	hmac_sha256_set_key(&ctx, key_len, key);
+	hmac_sha256_update(&ctx, strlen(method), (const uint8_t *)method);
+	hmac_sha256_update(&ctx, 1, (const uint8_t *)"\n");
+	hmac_sha256_update(&ctx, strlen(path), (const uint8_t *)path);
+	n = snprintf(head, sizeof(head), "\n%lld\n", ts);
+	hmac_sha256_update(&ctx, (size_t)n, (const uint8_t *)head);
+	if (body_len)
+		hmac_sha256_update(&ctx, body_len, (const uint8_t *)body);
+	hmac_sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
+}
+
+void ag_lease_sign(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		   long long ts, const char *body, size_t body_len, char *out)
+{
+	uint8_t d[SHA256_DIGEST_SIZE];
+
+	digest(key, key_len, method, path, ts, body, body_len, d);
+	for (size_t i = 0; i < sizeof(d); i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static int unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		    const char *ts, const char *sig, const char *body, size_t body_len,
+		    long long now, struct vmact_err *err)
+{
+	uint8_t want[SHA256_DIGEST_SIZE], got[SHA256_DIGEST_SIZE];
+	long long t;
+	char *end;
+
+	if (!ts || !sig)
+		return vmact_err_set(err, EACCES, "unsigned request (ts and sig required)");
+	errno = 0;
+	t = strtoll(ts, &end, 10);
+	if (errno || end == ts || *end)
+		return vmact_err_set(err, EACCES, "ts is not a time");
+	if (t > now + AG_LEASE_WINDOW_S || t < now - AG_LEASE_WINDOW_S)
+		return vmact_err_set(err, EACCES,
+				     "ts %lld is more than %d s from the arbiter's clock", t,
+				     AG_LEASE_WINDOW_S);
+	if (strlen(sig) != AG_LEASE_SIG_HEX)
+		return vmact_err_set(err, EACCES, "bad signature");
+	for (size_t i = 0; i < sizeof(got); i++) {
+		int hi = unhex(sig[2 * i]), lo = unhex(sig[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return vmact_err_set(err, EACCES, "bad signature");
+		got[i] = (uint8_t)(hi << 4 | lo);
+	}
+	digest(key, key_len, method, path, t, body, body_len, want);
+	if (!memeql_sec(want, got, sizeof(want)))
+		return vmact_err_set(err, EACCES, "bad signature");
+	return 0;
+}
+
+bool ag_lease_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > AG_LEASE_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+		      *s == '.'))
+			return false;
+	return true;
+}
+
+char *ag_lease_request_encode(const struct ag_lease_request *r)
+{
+	json_t *j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:b}", "namespace", r->ns, "name", r->name,
+			      "milli_cpu", (json_int_t)r->size.milli_cpu, "memory_bytes",
+			      (json_int_t)r->size.mem_bytes, "ttl_s", (json_int_t)r->ttl_s,
+			      "existing", r->existing);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return s;
+}
+
+static int get_int(const json_t *o, const char *key, long long max, long long *out,
+		   struct vmact_err *err)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+		return vmact_err_set(err, EINVAL, "%s: an integer from 0 to %lld", key, max);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_request *r,
+			    struct vmact_err *err)
+{
+	json_t *j = len == (size_t)-1 ? json_loads(body, JSON_REJECT_DUPLICATES, NULL)
+				      : json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+	const char *ns, *name, *key;
+	json_t *v;
+	long long cpu, mem, ttl;
+	int rc = -EINVAL;
+
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return vmact_err_set(err, EINVAL, "body: not a JSON object");
+	}
+	json_object_foreach(j, key, v) {
+		if (strcmp(key, "namespace") && strcmp(key, "name") && strcmp(key, "milli_cpu") &&
+		    strcmp(key, "memory_bytes") && strcmp(key, "ttl_s") &&
+		    strcmp(key, "existing")) {
+			vmact_err_set(err, EINVAL, "%s: unknown field", key);
+			goto out;
+		}
+	}
+	ns = json_string_value(json_object_get(j, "namespace"));
+	name = json_string_value(json_object_get(j, "name"));
+	if (!ns || !ag_lease_name_valid(ns)) {
+		vmact_err_set(err, EINVAL, "namespace: a name of 1 to %d of [a-z0-9.-]",
+			      AG_LEASE_NAME_MAX);
+		goto out;
+	}
+	if (!name || !ag_lease_name_valid(name)) {
+		vmact_err_set(err, EINVAL, "name: a name of 1 to %d of [a-z0-9.-]",
+			      AG_LEASE_NAME_MAX);
+		goto out;
+	}
+	if (get_int(j, "milli_cpu", UINT32_MAX, &cpu, err) < 0 ||
+	    get_int(j, "memory_bytes", (long long)1 << 50, &mem, err) < 0 ||
+	    get_int(j, "ttl_s", AG_LEASE_TTL_MAX_S, &ttl, err) < 0)
+		goto out;
+	if (!ttl) {
+		vmact_err_set(err, EINVAL, "ttl_s: must be positive");
+		goto out;
+	}
+	v = json_object_get(j, "existing");
+	if (v && !json_is_boolean(v)) {
+		vmact_err_set(err, EINVAL, "existing: must be true or false");
+		goto out;
+	}
+	snprintf(r->ns, sizeof(r->ns), "%s", ns);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->size.milli_cpu = (uint32_t)cpu;
+	r->size.mem_bytes = (uint64_t)mem;
+	r->ttl_s = (uint32_t)ttl;
+	r->existing = json_is_true(v);
+	rc = 0;
+out:
+	json_decref(j);
+	return rc;
+}
+
+static json_t *res_json(struct vmact_resources r)
+{
+	return json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r.milli_cpu, "memory_bytes",
+			 (json_int_t)r.mem_bytes);
+}
+
+json_t *ag_lease_ledger_encode(const struct ag_lease_ledger *l)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:I}", "total", res_json(l->total), "watermark",
+			 res_json(l->watermark), "reserved", res_json(l->reserved), "pressure",
+			 res_json(l->pressure), "pods", (json_int_t)l->pods, "leases",
+			 (json_int_t)l->leases);
+}
+
+static int res_decode(const json_t *j, const char *key, struct vmact_resources *r,
+		      struct vmact_err *err)
+{
+	const json_t *o = json_object_get(j, key);
+	long long cpu, mem;
+
+	if (!json_is_object(o))
+		return vmact_err_set(err, EINVAL, "%s: must be an object", key);
+	if (get_int(o, "milli_cpu", UINT32_MAX, &cpu, err) < 0 ||
+	    get_int(o, "memory_bytes", INT64_MAX, &mem, err) < 0)
+		return vmact_err_prefix(err, "%s", key);
+	r->milli_cpu = (uint32_t)cpu;
+	r->mem_bytes = (uint64_t)mem;
+	return 0;
+}
+
+int ag_lease_ledger_decode(const json_t *j, struct ag_lease_ledger *l, struct vmact_err *err)
+{
+	long long pods, leases;
+	int r;
+
+	memset(l, 0, sizeof(*l));
+	if ((r = res_decode(j, "total", &l->total, err)) < 0 ||
+	    (r = res_decode(j, "watermark", &l->watermark, err)) < 0 ||
+	    (r = res_decode(j, "reserved", &l->reserved, err)) < 0 ||
+	    (r = res_decode(j, "pressure", &l->pressure, err)) < 0 ||
+	    (r = get_int(j, "pods", UINT32_MAX, &pods, err)) < 0 ||
+	    (r = get_int(j, "leases", UINT32_MAX, &leases, err)) < 0)
+		return r;
+	l->pods = (unsigned)pods;
+	l->leases = (unsigned)leases;
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A node-groups host for vmact-cloudprovider's integration test and bench:
+ * qemu:///system with a storage pool holding the test guest's base image,
+ * a standalone vmact-arbiter with a lease key, vmact-groupd with the
+ * groups given, and vmact-cloudprovider on it; groupd and the provider run
+ * as vmact-cluster (tests/host/setup-host.sh creates it). Root. */
+#pragma once
+
+#include <libvirt/libvirt.h>
+#include <stddef.h>
+
+#include "tests/lib/cloudprov.h"
+#include "tests/lib/proc.h"
+
+#define TH_CPENV_USER   "vmact-cluster"
+#define TH_CPENV_PREFIX "cpi-" /* groupd's libvirt.name_prefix */
+
+struct th_cpenv {
+	char dir[64], pool[64], api[128], key_arbiter[128], key_groupd[128], config[128];
+	char guest[256]; /* VMACT_GUEST_DIR */
+	unsigned arbiter_port;
+	struct th_proc arbiter, groupd;
+	struct th_cp cp;
+	virConnectPtr vc;
+	unsigned uid, gid;
+};
+
+/* The "groups" array of groupd's configuration (JSON text, host "h1");
+ * each "@TEMPLATE@" stands for the test guest's template object (TCG, 1
+ * vCPU up to 2, 256Mi up to 512Mi, its kernel, initrd and base image). 0,
+ * or -1 with msg. */
+int th_cpenv_start(struct th_cpenv *e, const char *groups, char *msg, size_t msglen);
+/* Restarts vmact-cloudprovider (after a kill); 0 or -1. */
+int th_cpenv_restart_cp(struct th_cpenv *e);
+/* Drains the groups through the provider, stops everything, destroys
+ * what groupd left (standby VMs stay recorded for its next start), removes
+ * the pool and the directory. The number of domains that were left. */
+int th_cpenv_stop(struct th_cpenv *e, const char *const *groups);
+
+/* The names of the domains groupd made (PREFIX*), malloc'd, NULL-ended. */
+int th_cpenv_domains(struct th_cpenv *e, char ***names);
+void th_cpenv_free_names(char **names);
+/* The domain of libvirt://HOST/UUID, NULL when there is none. */
+virDomainPtr th_cpenv_domain(struct th_cpenv *e, const char *provider_id);
+/* Volumes in the pool now. */
+int th_cpenv_volumes(struct th_cpenv *e);

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A node VM's cluster metadata and domain definition (cluster/domxml.c):
+ * the metadata read back as written (escaping included, prefixed or
+ * bare), refused when it is not ours, and the domain XML well-formed with
+ * vmactd's hotplug layout when the template grows, no disk for a
+ * placeholder. */
+/* What cmocka.h needs first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libxml/xpath.h>
+#include <libxml/xpathInternals.h>
+
+#include "cluster/domxml.h"
+
+static void test_meta_round_trip(void **state)
+{
+	struct cl_meta m = { .role = CL_ROLE_MEMBER,
+			     .tier = CL_TIER_SAVED,
+			     .state = CL_ST_PENDING,
+			     .created = 1700000000.25,
+			     .requested = 1700000001.5,
+			     .attempts = 3,
+			     .has_error = true,
+			     .err_at = 1700000002 };
+	struct cl_meta back;
+	struct vmact_err err = { 0 };
+
+	snprintf(m.group, sizeof(m.group), "workers");
+	snprintf(m.err_class, sizeof(m.err_class), "out-of-resources");
+	snprintf(m.err_code, sizeof(m.err_code), "HOST_CAPACITY");
+	snprintf(m.err_msg, sizeof(m.err_msg), "0/2 hosts fit: h1: <full> & 'busy' \"now\"\nnext");
+	for (int in_domain = 0; in_domain < 2; in_domain++) {
+		char *xml = cl_domxml_meta_format(&m, in_domain);
+
+		assert_non_null(xml);
+		/* Bare for virDomainSetMetadata, declared for a definition. */
+		assert_int_equal(strstr(xml, "xmlns:cl=") != NULL, in_domain);
+		if (cl_domxml_meta_parse(xml, &back, &err) < 0)
+			fail_msg("%s: %s", xml, err.msg);
+		assert_string_equal(back.group, "workers");
+		assert_int_equal(back.role, CL_ROLE_MEMBER);
+		assert_int_equal(back.tier, CL_TIER_SAVED);
+		assert_int_equal(back.state, CL_ST_PENDING);
+		assert_true(back.created == 1700000000.25);
+		assert_true(back.requested == 1700000001.5);
+		assert_true(back.booted == 0);
+		assert_int_equal(back.attempts, 3);
+		assert_true(back.has_error);
+		assert_string_equal(back.err_code, "HOST_CAPACITY");
+		assert_string_equal(back.err_msg, m.err_msg);
+		free(xml);
+	}
+	/* Every state and tier by name. */
+	for (int s = 0; s < CL_N_STATES; s++) {
+		char *xml;
+
+		m.state = s;
+		m.has_error = false;
+		xml = cl_domxml_meta_format(&m, false);
+		assert_int_equal(cl_domxml_meta_parse(xml, &back, &err), 0);
+		assert_int_equal(back.state, s);
+		assert_false(back.has_error);
+		free(xml);
+	}
+}
+
+static void test_meta_refused(void **state)
+{
+	static const char *const bad[] = {
+		"not xml",
+		"<node xmlns='urn:other' group='g' role='pool' tier='running' state='ready'/>",
+		"<other group='g' role='pool' tier='running' state='ready'/>",
+		"<node role='pool' tier='running' state='ready'/>",
+		"<node group='g' role='king' tier='running' state='ready'/>",
+		"<node group='g' role='pool' tier='lukewarm' state='ready'/>",
+		"<node group='g' role='pool' tier='running' state='sleeping'/>",
+		"<node group='g' role='pool' tier='running' state='ready' booted='yesterday'/>",
+	};
+	struct cl_meta m;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct vmact_err err = { 0 };
+
+		if (cl_domxml_meta_parse(bad[i], &m, &err) != -EINVAL)
+			fail_msg("accepted: %s", bad[i]);
+		assert_non_null(strstr(err.msg, "cluster metadata"));
+	}
+}
+
+static const char *xpath(xmlDocPtr doc, const char *expr, char *buf, size_t len)
+{
+	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+	xmlXPathObjectPtr o;
+
+	xmlXPathRegisterNs(ctx, BAD_CAST "cl", BAD_CAST CL_DOMXML_NS);
+	o = xmlXPathEvalExpression(BAD_CAST expr, ctx);
+	snprintf(buf, len, "%s", o && o->stringval ? (const char *)o->stringval : "");
+	xmlXPathFreeObject(o);
+	xmlXPathFreeContext(ctx);
+	return buf;
+}
+
+static void test_domain(void **state)
+{
+	struct cl_group_cfg g = { 0 };
+	struct cl_meta m = { .role = CL_ROLE_POOL,
+			     .tier = CL_TIER_RUNNING,
+			     .state = CL_ST_CREATING };
+	struct cl_domxml_spec s = { .group = &g,
+				    .name = "vmact-g-0a1b2c3d",
+				    .uuid = "0a1b2c3d-0000-4000-8000-000000000001",
+				    .meta = &m };
+	struct vmact_err err = { 0 };
+	char buf[256];
+	char *xml;
+	xmlDocPtr doc;
+
+	snprintf(g.id, sizeof(g.id), "g");
+	snprintf(m.group, sizeof(m.group), "g");
+	g.tpl.vcpus = 1;
+	g.tpl.max_vcpus = 4;
+	g.tpl.memory = 512ULL << 20;
+	g.tpl.max_memory = 2ULL << 30;
+	snprintf(g.tpl.arch, sizeof(g.tpl.arch), "amd64");
+	snprintf(g.tpl.kernel, sizeof(g.tpl.kernel), "/boot/vmlinuz");
+	snprintf(g.tpl.cmdline, sizeof(g.tpl.cmdline), "console=ttyS0 a=\"b\"");
+	snprintf(g.tpl.disk_bus, sizeof(g.tpl.disk_bus), "virtio");
+	snprintf(g.tpl.serial_log_dir, sizeof(g.tpl.serial_log_dir), "/var/log/n");
+	snprintf(g.claim.channel, sizeof(g.claim.channel), "serial2");
+	g.tpl.metadata_xml = "<vmact:autoscaling xmlns:vmact='https://vmact.dev/xmlns/vmact/1' "
+			     "enabled='true'/>";
+	s.pool = "images";
+	s.volume = "vmact-g-0a1b2c3d.qcow2";
+	xml = cl_domxml_domain(&s, &err);
+	assert_non_null(xml);
+	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	if (!doc)
+		fail_msg("not XML:\n%s", xml);
+	assert_string_equal(xpath(doc, "string(/domain/@type)", buf, sizeof(buf)), "qemu");
+	assert_string_equal(xpath(doc, "string(/domain/uuid)", buf, sizeof(buf)), s.uuid);
+	assert_string_equal(xpath(doc, "string(/domain/metadata/cl:node/@state)", buf, sizeof(buf)),
+			    "creating");
+	assert_string_equal(xpath(doc, "string(count(/domain/metadata/*))", buf, sizeof(buf)), "2");
+	/* vmactd's layout: hotpluggable vCPUs, NUMA cell, virtio-mem device. */
+	assert_string_equal(xpath(doc, "string(/domain/vcpu/@current)", buf, sizeof(buf)), "1");
+	assert_string_equal(xpath(doc, "string(/domain/vcpu)", buf, sizeof(buf)), "4");
+	assert_string_equal(xpath(doc, "string(count(/domain/vcpus/vcpu[@hotpluggable='yes']))",
+				  buf, sizeof(buf)),
+			    "3");
+	assert_string_equal(xpath(doc, "string(/domain/cpu/numa/cell/@memory)", buf, sizeof(buf)),
+			    "524288");
+	assert_string_equal(xpath(doc,
+				  "string(/domain/devices/memory[@model='virtio-mem']/target/size)",
+				  buf, sizeof(buf)),
+			    "1572864");
+	assert_string_equal(xpath(doc, "string(/domain/os/cmdline)", buf, sizeof(buf)),
+			    "console=ttyS0 a=\"b\"");
+	assert_string_equal(xpath(doc, "string(/domain/devices/disk/source/@volume)", buf,
+				  sizeof(buf)),
+			    s.volume);
+	/* Console with its log, and ports up to the claim's (serial2). */
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)),
+			    "3");
+	assert_string_equal(xpath(doc, "string(/domain/devices/serial/log/@file)", buf,
+				  sizeof(buf)),
+			    "/var/log/n/vmact-g-0a1b2c3d.log");
+	xmlFreeDoc(doc);
+	free(xml);
+
+	/* A placeholder: no disk; a fixed-size template: no hotplug layout. */
+	s.pool = s.volume = NULL;
+	g.tpl.max_vcpus = 1;
+	g.tpl.max_memory = g.tpl.memory;
+	g.tpl.kvm = true;
+	snprintf(g.claim.channel, sizeof(g.claim.channel), "virtio:org.vmact.claim.0");
+	xml = cl_domxml_domain(&s, &err);
+	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	assert_non_null(doc);
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/disk))", buf, sizeof(buf)),
+			    "0");
+	assert_string_equal(xpath(doc, "string(count(/domain/vcpus))", buf, sizeof(buf)), "0");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/memory))", buf, sizeof(buf)),
+			    "0");
+	assert_string_equal(xpath(doc, "string(/domain/@type)", buf, sizeof(buf)), "kvm");
+	/* The claim's virtio-serial channel; the console alone as a serial
+	 * port. */
+	assert_string_equal(xpath(doc, "string(/domain/devices/channel[@type='unix']/target/@name)",
+				  buf, sizeof(buf)),
+			    "org.vmact.claim.0");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)),
+			    "1");
+	xmlFreeDoc(doc);
+	free(xml);
+
+	xml = cl_domxml_overlay("v.qcow2", "/images/base <1>.qcow2", 64ULL << 20, "qcow2");
+	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	assert_non_null(doc);
+	assert_string_equal(xpath(doc, "string(/volume/backingStore/path)", buf, sizeof(buf)),
+			    "/images/base <1>.qcow2");
+	assert_string_equal(xpath(doc, "string(/volume/capacity)", buf, sizeof(buf)), "67108864");
+	xmlFreeDoc(doc);
+	free(xml);
+	assert_int_equal(cl_domxml_volume_name("d", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "d.qcow2");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_meta_round_trip),
+		cmocka_unit_test(test_meta_refused),
+		cmocka_unit_test(test_domain),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
