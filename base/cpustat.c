@@ -34,9 +34,9 @@ enum {
 	K_THROTTLED_TIME, /* v1, ns */
 	K_THROTTLED_USEC, /* v2 */
 	K_BURSTS,
-	K_BURST_TIME,     /* v1, ns */
-	K_BURST_USEC,     /* v2 */
-	K_USAGE_USEC,     /* v2 */
+	K_BURST_TIME, /* v1, ns */
+	K_BURST_USEC, /* v2 */
+	K_USAGE_USEC, /* v2 */
 	K_COUNT,
 };
 
@@ -103,9 +103,10 @@ int vmact_cpustat_parse(const char *text, struct vmact_cpustat *out, struct vmac
 				return vmact_err_set(err, ERANGE, "cpu.stat: %s: out of range",
 						     keys[k].name);
 			if (!sp || r < 0)
-				return vmact_err_set(err, EPROTO,
-						     "cpu.stat: %s: value is not a non-negative integer",
-						     keys[k].name);
+				return vmact_err_set(
+					err, EPROTO,
+					"cpu.stat: %s: value is not a non-negative integer",
+					keys[k].name);
 			*key_field(&st, k) = v * keys[k].scale;
 			seen[k] = true;
 		}
@@ -131,7 +132,8 @@ int vmact_cpustat_parse(const char *text, struct vmact_cpustat *out, struct vmac
 		return vmact_err_set(err, EPROTO, "cpu.stat: v2 field %s beside throttled_time",
 				     seen[K_USAGE_USEC] ? "usage_usec" : "burst_usec");
 	if (st.version == 2 && seen[K_BURST_TIME])
-		return vmact_err_set(err, EPROTO, "cpu.stat: v1 field burst_time beside "
+		return vmact_err_set(err, EPROTO,
+				     "cpu.stat: v1 field burst_time beside "
 				     "throttled_usec");
 	st.has_usage = seen[K_USAGE_USEC];
 	*out = st;

@@ -17,13 +17,13 @@
 #define VMACT_CPUSTAT_MAX 4096
 
 struct vmact_cpustat {
-	int version;           /* 1: throttled_time seen, 2: throttled_usec seen */
+	int version; /* 1: throttled_time seen, 2: throttled_usec seen */
 	uint64_t nr_periods;
 	uint64_t nr_throttled;
 	uint64_t throttled_ns;
-	uint64_t nr_bursts;    /* 0 on kernels without CFS burst */
+	uint64_t nr_bursts; /* 0 on kernels without CFS burst */
 	uint64_t burst_ns;
-	bool has_usage;        /* v2 always; v1 only when the caller adds cpuacct.usage */
+	bool has_usage; /* v2 always; v1 only when the caller adds cpuacct.usage */
 	uint64_t usage_ns;
 };
 

@@ -30,7 +30,10 @@ static void list_kinds(unsigned flags, char *buf, size_t len)
 		if (!(flags & schemes[i].kind))
 			continue;
 		snprintf(buf + used, len - used, "%s%s",
-			 n == 0 ? "" : n + 1 == total ? " or " : ", ", schemes[i].prefix);
+			 n == 0           ? ""
+			 : n + 1 == total ? " or "
+					  : ", ",
+			 schemes[i].prefix);
 		n++;
 	}
 }
@@ -61,8 +64,7 @@ static int not_a(const char *spec, unsigned flags, struct vmact_err *err)
  * something else (user@host, a query, a fragment) or are blanks. */
 static bool bad_host_char(char c)
 {
-	return c == '/' || c == '@' || c == '?' || c == '#' || (unsigned char)c <= ' ' ||
-	       c == 0x7f;
+	return c == '/' || c == '@' || c == '?' || c == '#' || (unsigned char)c <= ' ' || c == 0x7f;
 }
 
 static int parse_url(const char *spec, const char *scheme, unsigned flags,

@@ -53,9 +53,9 @@ struct vmact_listen {
 	int family;                   /* AF_INET, AF_INET6 or AF_UNIX */
 	struct sockaddr_storage addr; /* ready for bind() */
 	socklen_t addr_len;
-	char host[64];                /* numeric, without brackets; "" for unix */
-	uint16_t port;                /* 0: any free port */
-	bool wildcard;                /* 0.0.0.0 or :: */
+	char host[64]; /* numeric, without brackets; "" for unix */
+	uint16_t port; /* 0: any free port */
+	bool wildcard; /* 0.0.0.0 or :: */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* unix */
 };
 

@@ -12,7 +12,7 @@
 #define VMACT_ERR_MSG_MAX 512
 
 struct vmact_err {
-	int code;                     /* positive errno, 0 when unset */
+	int code; /* positive errno, 0 when unset */
 	char msg[VMACT_ERR_MSG_MAX];
 };
 

@@ -9,13 +9,15 @@
 #include "base/macro.h"
 
 static const char *const ops[] = {
-	[VMACT_HOOK_PREPARE] = "prepare", [VMACT_HOOK_STARTED] = "started",
-	[VMACT_HOOK_STOPPED] = "stopped", [VMACT_HOOK_RELEASE] = "release",
-	[VMACT_HOOK_MIGRATE] = "migrate", [VMACT_HOOK_RESTORE] = "restore",
+	[VMACT_HOOK_PREPARE] = "prepare",     [VMACT_HOOK_STARTED] = "started",
+	[VMACT_HOOK_STOPPED] = "stopped",     [VMACT_HOOK_RELEASE] = "release",
+	[VMACT_HOOK_MIGRATE] = "migrate",     [VMACT_HOOK_RESTORE] = "restore",
 	[VMACT_HOOK_RECONNECT] = "reconnect",
 };
 static const char *const subops[] = {
-	[VMACT_HOOK_BEGIN] = "begin", [VMACT_HOOK_END] = "end", [VMACT_HOOK_NONE] = "-",
+	[VMACT_HOOK_BEGIN] = "begin",
+	[VMACT_HOOK_END] = "end",
+	[VMACT_HOOK_NONE] = "-",
 };
 
 const char *vmact_hook_op_name(enum vmact_hook_op op)

@@ -17,8 +17,8 @@
 
 #include "base/error.h"
 
-#define VMACT_HOOK_SOCKET "/run/vmact/hook.sock"
-#define VMACT_HOOK_MAGIC "vmact-hook/1"
+#define VMACT_HOOK_SOCKET   "/run/vmact/hook.sock"
+#define VMACT_HOOK_MAGIC    "vmact-hook/1"
 #define VMACT_HOOK_UUID_LEN 36
 #define VMACT_HOOK_NAME_MAX 255
 /* Magic, two words of at most 9 bytes, the uuid, the name, 4 spaces. */

@@ -9,49 +9,49 @@
 
 #define VMACT_LIST_FIELDS(t, name) t *name##_next, *name##_prev
 
-#define VMACT_LIST_INIT(name, item)                   \
-	do {                                          \
-		(item)->name##_next = NULL;           \
-		(item)->name##_prev = NULL;           \
+#define VMACT_LIST_INIT(name, item)         \
+	do {                                \
+		(item)->name##_next = NULL; \
+		(item)->name##_prev = NULL; \
 	} while (0)
 
 /* Adds item at the front of the list whose first element is *head. */
-#define VMACT_LIST_PREPEND(name, head, item)                        \
-	do {                                                        \
-		__typeof__(*(head)) **_h = &(head), *_i = (item);   \
-		_i->name##_prev = NULL;                             \
-		_i->name##_next = *_h;                              \
-		if (*_h)                                            \
-			(*_h)->name##_prev = _i;                    \
-		*_h = _i;                                           \
+#define VMACT_LIST_PREPEND(name, head, item)                      \
+	do {                                                      \
+		__typeof__(*(head)) **_h = &(head), *_i = (item); \
+		_i->name##_prev = NULL;                           \
+		_i->name##_next = *_h;                            \
+		if (*_h)                                          \
+			(*_h)->name##_prev = _i;                  \
+		*_h = _i;                                         \
 	} while (0)
 
 /* Adds item at the end (O(n): lists here are short or order matters). */
-#define VMACT_LIST_APPEND(name, head, item)                         \
-	do {                                                        \
+#define VMACT_LIST_APPEND(name, head, item)                            \
+	do {                                                           \
 		__typeof__(*(head)) **_h = &(head), *_i = (item), *_t; \
-		_i->name##_next = NULL;                             \
-		if (!*_h) {                                         \
-			_i->name##_prev = NULL;                     \
-			*_h = _i;                                   \
-			break;                                      \
-		}                                                   \
-		for (_t = *_h; _t->name##_next; _t = _t->name##_next) \
-			;                                           \
-		_t->name##_next = _i;                               \
-		_i->name##_prev = _t;                               \
+		_i->name##_next = NULL;                                \
+		if (!*_h) {                                            \
+			_i->name##_prev = NULL;                        \
+			*_h = _i;                                      \
+			break;                                         \
+		}                                                      \
+		for (_t = *_h; _t->name##_next; _t = _t->name##_next)  \
+			;                                              \
+		_t->name##_next = _i;                                  \
+		_i->name##_prev = _t;                                  \
 	} while (0)
 
-#define VMACT_LIST_REMOVE(name, head, item)                                 \
-	do {                                                                \
-		__typeof__(*(head)) **_h = &(head), *_i = (item);           \
-		if (_i->name##_next)                                        \
-			_i->name##_next->name##_prev = _i->name##_prev;     \
-		if (_i->name##_prev)                                        \
-			_i->name##_prev->name##_next = _i->name##_next;     \
-		else if (*_h == _i)                                         \
-			*_h = _i->name##_next;                              \
-		_i->name##_next = _i->name##_prev = NULL;                   \
+#define VMACT_LIST_REMOVE(name, head, item)                             \
+	do {                                                            \
+		__typeof__(*(head)) **_h = &(head), *_i = (item);       \
+		if (_i->name##_next)                                    \
+			_i->name##_next->name##_prev = _i->name##_prev; \
+		if (_i->name##_prev)                                    \
+			_i->name##_prev->name##_next = _i->name##_next; \
+		else if (*_h == _i)                                     \
+			*_h = _i->name##_next;                          \
+		_i->name##_next = _i->name##_prev = NULL;               \
 	} while (0)
 
 #define VMACT_LIST_FOREACH(name, i, head) for ((i) = (head); (i); (i) = (i)->name##_next)
@@ -73,27 +73,27 @@
 		unsigned n;     \
 	}
 
-#define VMACT_QUEUE_APPEND(name, q, item)                           \
-	do {                                                        \
-		__typeof__(q) *_qq = &(q);                          \
-		__typeof__(*_qq->head) *_qi = (item);               \
-		_qi->name##_next = NULL;                            \
-		_qi->name##_prev = _qq->tail;                       \
-		if (_qq->tail)                                      \
-			_qq->tail->name##_next = _qi;               \
-		else                                                \
-			_qq->head = _qi;                            \
-		_qq->tail = _qi;                                    \
-		_qq->n++;                                           \
+#define VMACT_QUEUE_APPEND(name, q, item)             \
+	do {                                          \
+		__typeof__(q) *_qq = &(q);            \
+		__typeof__(*_qq->head) *_qi = (item); \
+		_qi->name##_next = NULL;              \
+		_qi->name##_prev = _qq->tail;         \
+		if (_qq->tail)                        \
+			_qq->tail->name##_next = _qi; \
+		else                                  \
+			_qq->head = _qi;              \
+		_qq->tail = _qi;                      \
+		_qq->n++;                             \
 	} while (0)
 
 /* item must be in q. */
-#define VMACT_QUEUE_REMOVE(name, q, item)                           \
-	do {                                                        \
-		__typeof__(q) *_qq = &(q);                          \
-		__typeof__(*_qq->head) *_qi = (item);               \
-		if (_qq->tail == _qi)                               \
-			_qq->tail = _qi->name##_prev;               \
-		VMACT_LIST_REMOVE(name, _qq->head, _qi);            \
-		_qq->n--;                                           \
+#define VMACT_QUEUE_REMOVE(name, q, item)                \
+	do {                                             \
+		__typeof__(q) *_qq = &(q);               \
+		__typeof__(*_qq->head) *_qi = (item);    \
+		if (_qq->tail == _qi)                    \
+			_qq->tail = _qi->name##_prev;    \
+		VMACT_LIST_REMOVE(name, _qq->head, _qi); \
+		_qq->n--;                                \
 	} while (0)

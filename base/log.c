@@ -20,9 +20,14 @@ void vmact_log_init(const char *ident, int max_priority)
 void vmact_log(int priority, const char *fmt, ...)
 {
 	static const char *const tags[] = {
-		[LOG_EMERG] = "emergency: ", [LOG_ALERT] = "alert: ", [LOG_CRIT] = "critical: ",
-		[LOG_ERR] = "error: ",	     [LOG_WARNING] = "warning: ", [LOG_NOTICE] = "",
-		[LOG_INFO] = "",	     [LOG_DEBUG] = "debug: ",
+		[LOG_EMERG] = "emergency: ",
+		[LOG_ALERT] = "alert: ",
+		[LOG_CRIT] = "critical: ",
+		[LOG_ERR] = "error: ",
+		[LOG_WARNING] = "warning: ",
+		[LOG_NOTICE] = "",
+		[LOG_INFO] = "",
+		[LOG_DEBUG] = "debug: ",
 	};
 	char line[2048];
 	va_list ap;

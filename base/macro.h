@@ -36,20 +36,20 @@ static inline void closep(int *fd)
 		(p) = NULL;               \
 		_tp_;                     \
 	})
-#define TAKE_FD(fd)               \
-	({                        \
-		int _tf_ = (fd);  \
-		(fd) = -1;        \
-		_tf_;             \
+#define TAKE_FD(fd)              \
+	({                       \
+		int _tf_ = (fd); \
+		(fd) = -1;       \
+		_tf_;            \
 	})
 
 /* Defines `static inline void name(type **p)` calling fn(*p) when non-NULL,
  * for library types (json_t, xmlDoc, virDomain, ...). */
-#define DEFINE_PTR_CLEANUP(name, type, fn)      \
-	static inline void name(type **p)       \
-	{                                       \
-		if (*p)                         \
-			fn(*p);                 \
+#define DEFINE_PTR_CLEANUP(name, type, fn) \
+	static inline void name(type **p)  \
+	{                                  \
+		if (*p)                    \
+			fn(*p);            \
 	}
 
 /* The stdio and dirent handles every layer uses. */

@@ -33,9 +33,9 @@ static int parse_suffix(const char *s, int *exp10, int *exp2)
 		const char *name;
 		int exp10, exp2;
 	} suffixes[] = {
-		{ "", 0, 0 },	 { "n", -9, 0 },  { "u", -6, 0 },  { "m", -3, 0 },
-		{ "k", 3, 0 },	 { "M", 6, 0 },	  { "G", 9, 0 },   { "T", 12, 0 },
-		{ "P", 15, 0 },	 { "E", 18, 0 },  { "Ki", 0, 10 }, { "Mi", 0, 20 },
+		{ "", 0, 0 },    { "n", -9, 0 },  { "u", -6, 0 },  { "m", -3, 0 },
+		{ "k", 3, 0 },   { "M", 6, 0 },   { "G", 9, 0 },   { "T", 12, 0 },
+		{ "P", 15, 0 },  { "E", 18, 0 },  { "Ki", 0, 10 }, { "Mi", 0, 20 },
 		{ "Gi", 0, 30 }, { "Ti", 0, 40 }, { "Pi", 0, 50 }, { "Ei", 0, 60 },
 	};
 	const char *p;
@@ -102,14 +102,15 @@ static int parse_quantity(const char *s, struct parsed_quantity *q, struct vmact
 		}
 		for (; pending_zeros >= 0; pending_zeros--) {
 			if (digits > UINT64_MAX / 10)
-				return vmact_err_set(err, ERANGE,
-						     "quantity \"%s\" has too many significant digits", s);
+				return vmact_err_set(
+					err, ERANGE,
+					"quantity \"%s\" has too many significant digits", s);
 			digits *= 10;
 		}
 		pending_zeros = 0;
 		if (digits > UINT64_MAX - (uint64_t)(*p - '0'))
-			return vmact_err_set(err, ERANGE, "quantity \"%s\" has too many significant digits",
-					     s);
+			return vmact_err_set(err, ERANGE,
+					     "quantity \"%s\" has too many significant digits", s);
 		digits += (uint64_t)(*p - '0');
 	}
 	if (!seen_digit)

@@ -8,7 +8,8 @@ uint64_t vmact_now_nsec(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * VMACT_USEC_PER_SEC * VMACT_NSEC_PER_USEC + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * VMACT_USEC_PER_SEC * VMACT_NSEC_PER_USEC +
+	       (uint64_t)ts.tv_nsec;
 }
 
 uint64_t vmact_now_usec(void)

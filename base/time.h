@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#define VMACT_USEC_PER_SEC 1000000ULL
+#define VMACT_USEC_PER_SEC  1000000ULL
 #define VMACT_NSEC_PER_USEC 1000ULL
 /* Accuracy for sd-event timers that stand for "run again now" or a
  * protocol step: sd-event's default (an accuracy of 0) lets a timer fire

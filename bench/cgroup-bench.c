@@ -95,7 +95,8 @@ int main(int argc, char **argv)
 		p.type = VIR_TYPED_PARAM_LLONG;
 		p.value.l = (long long)lim[i & 1].quota_us;
 		if (virDomainSetSchedulerParametersFlags(dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-			fprintf(stderr, "cgroup-bench: global_quota: %s\n", virGetLastErrorMessage());
+			fprintf(stderr, "cgroup-bench: global_quota: %s\n",
+				virGetLastErrorMessage());
 			goto out;
 		}
 	}

@@ -31,7 +31,6 @@
 #include "tests/lib/samples.h"
 #include "tests/lib/wait.h"
 
-
 #define MIB_KIB 1024UL
 
 enum { OP_VCPU_PLUG, OP_VCPU_UNPLUG, OP_MEM_GROW, OP_MEM_SHRINK, N_OPS };
@@ -88,8 +87,7 @@ static void drain_op(void)
 	TH_WAIT(ev, op_finished, 120 * VMACT_USEC_PER_SEC);
 }
 
-static double vmact_op(const struct tg_guest *g, const struct hp_op_req *req,
-		       const struct want *w)
+static double vmact_op(const struct tg_guest *g, const struct hp_op_req *req, const struct want *w)
 {
 	struct vmact_err err = { 0 };
 	double t0 = th_now_s(), dt;
@@ -146,7 +144,8 @@ static int boot(const char *prefix, struct tg_guest *g, struct tg_report *r)
 		if (vc && tg_start(vc, prefix, NULL, g, msg, sizeof(msg)) == 0)
 			break;
 		if (attempt == 5) {
-			fprintf(stderr, "hotplug-bench: %s\n", vc ? msg : "cannot connect to libvirtd");
+			fprintf(stderr, "hotplug-bench: %s\n",
+				vc ? msg : "cannot connect to libvirtd");
 			return -1;
 		}
 		sleep(1);
@@ -198,10 +197,12 @@ int main(int argc, char **argv)
 			goto out_guests_vcpu;
 		settle(&a, &ra, &b, &rb);
 		{
-			const char *plug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
-					 two, "--live", NULL };
-			const char *unplug[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "setvcpus", b.name,
-					   one, "--live", NULL };
+			const char *plug[] = { "virsh",    "-q",   "-c", HP_URI_DEFAULT,
+					       "setvcpus", b.name, two,  "--live",
+					       NULL };
+			const char *unplug[] = { "virsh",    "-q",   "-c", HP_URI_DEFAULT,
+						 "setvcpus", b.name, one,  "--live",
+						 NULL };
 
 			/* Alternate who goes first so drift hits both sides. */
 			for (int side = 0; side < 2; side++) {
@@ -243,11 +244,26 @@ out_guests_vcpu:
 		}
 		settle(&a, &ra, &b, &rb);
 		for (int i = 0; i < iters; i++) {
-			const char *grow[] = { "virsh", "-q", "-c", HP_URI_DEFAULT, "update-memory-device",
-					 b.name, "--requested-size", "512MiB", "--live", NULL };
-			const char *shrink[] = { "virsh", "-q", "-c", HP_URI_DEFAULT,
-					   "update-memory-device", b.name, "--requested-size", "0",
-					   "--live", NULL };
+			const char *grow[] = { "virsh",
+					       "-q",
+					       "-c",
+					       HP_URI_DEFAULT,
+					       "update-memory-device",
+					       b.name,
+					       "--requested-size",
+					       "512MiB",
+					       "--live",
+					       NULL };
+			const char *shrink[] = { "virsh",
+						 "-q",
+						 "-c",
+						 HP_URI_DEFAULT,
+						 "update-memory-device",
+						 b.name,
+						 "--requested-size",
+						 "0",
+						 "--live",
+						 NULL };
 
 			for (int side = 0; side < 2; side++) {
 				if ((side ^ (i & 1)) == 0) {
@@ -276,15 +292,18 @@ table:
 		size_t n = vmact_s[o].n < virsh_s[o].n ? vmact_s[o].n : virsh_s[o].n;
 
 		printf("%-28s %10.1f %10.1f %10.1f %10.1f %3zu/%zu\n", op_names[o],
-		       th_samples_pct(&vmact_s[o], 50), th_samples_pct(&vmact_s[o], 99), th_samples_pct(&virsh_s[o], 50),
-		       th_samples_pct(&virsh_s[o], 99), n, (size_t)iters);
+		       th_samples_pct(&vmact_s[o], 50), th_samples_pct(&vmact_s[o], 99),
+		       th_samples_pct(&virsh_s[o], 50), th_samples_pct(&virsh_s[o], 99), n,
+		       (size_t)iters);
 	}
 	for (int o = 0; o < N_OPS; o++)
 		if (vmact_s[o].n < (size_t)iters || virsh_s[o].n < (size_t)iters)
-			fprintf(stderr, "hotplug-bench: %s: only %zu/%zu samples (see errors above)\n",
+			fprintf(stderr,
+				"hotplug-bench: %s: only %zu/%zu samples (see errors above)\n",
 				op_names[o], vmact_s[o].n, virsh_s[o].n);
 	if (vmact_s[OP_VCPU_PLUG].n && virsh_s[OP_VCPU_PLUG].n) {
-		printf("ratio: %.2f\n", th_samples_pct(&vmact_s[OP_VCPU_PLUG], 50) / th_samples_pct(&virsh_s[OP_VCPU_PLUG], 50));
+		printf("ratio: %.2f\n", th_samples_pct(&vmact_s[OP_VCPU_PLUG], 50) /
+						th_samples_pct(&virsh_s[OP_VCPU_PLUG], 50));
 		rc = 0;
 	} else {
 		printf("ratio: n/a (no vCPU plug completed)\n");

@@ -53,13 +53,14 @@
 #include "tests/lib/samples.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-rb"
-#define NEON_CAP_S 120.0
-#define UP_LIMIT_S 120.0
+#define PREFIX       "vmact-rb"
+#define NEON_CAP_S   120.0
+#define UP_LIMIT_S   120.0
 #define DOWN_LIMIT_S 90.0
-#define POLL_USEC 5000
+#define POLL_USEC    5000
 /* issue 9's guest, as a new user writes it (as in test_daemon) */
-#define META_BOUNDS "<vmact:cpu min='1' max='4'/>" \
+#define META_BOUNDS                                                    \
+	"<vmact:cpu min='1' max='4'/>"                                 \
 	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
 	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
 
@@ -169,7 +170,8 @@ static int boot(const char *meta, struct tg_guest *g)
 		if (vc && tg_start(vc, PREFIX, meta, g, msg, sizeof(msg)) == 0)
 			break;
 		if (attempt == 5) {
-			fprintf(stderr, "reaction-bench: %s\n", vc ? msg : "cannot connect to libvirtd");
+			fprintf(stderr, "reaction-bench: %s\n",
+				vc ? msg : "cannot connect to libvirtd");
 			return -1;
 		}
 		sleep(1);
@@ -206,8 +208,8 @@ static double wait_two(const struct tg_guest *g, double t0, double limit_s, stru
 static double run_operator(const struct tg_guest *g)
 {
 	static const struct th_spawn_opts quiet = { .out = TH_OUT_NULL, .err = TH_OUT_NULL };
-	const char *argv[] = { "bash", "-c", operator_sh, "operator-loop", g->name, HP_URI_DEFAULT,
-			       NULL };
+	const char *argv[] = { "bash",  "-c",           operator_sh, "operator-loop",
+			       g->name, HP_URI_DEFAULT, NULL };
 	struct th_proc loop = { 0 };
 	double t0, dt;
 
@@ -277,7 +279,8 @@ static double run_vmactd(const struct tg_guest *g, bool neon, double *down_s)
 	end = th_now_s() + 120;
 	while (th_count_in_file(dlog, "ready: managing 1 VM") == 0) {
 		if (th_now_s() > end || th_proc_exited(&d)) {
-			fprintf(stderr, "reaction-bench: vmactd did not become ready (log %s)\n", dlog);
+			fprintf(stderr, "reaction-bench: vmactd did not become ready (log %s)\n",
+				dlog);
 			goto out;
 		}
 		usleep(50000);
@@ -442,8 +445,8 @@ int main(int argc, char **argv)
 				down_runs++;
 			if (c == C_VMACT && dn >= 0)
 				th_samples_add(&down, dn);
-			fprintf(stderr, "  run %d/%d %-22s up %s%.2f s", i + 1, iters, cont_names[c],
-				dt < 0 ? "never, " : "", dt);
+			fprintf(stderr, "  run %d/%d %-22s up %s%.2f s", i + 1, iters,
+				cont_names[c], dt < 0 ? "never, " : "", dt);
 			if (c == C_VMACT)
 				fprintf(stderr, ", down %.2f s", dn);
 			fprintf(stderr, "\n");

@@ -156,8 +156,10 @@ static void snapshot(struct tool *tools, size_t ntools)
 		for (size_t k = 0; k < ntools; k++) {
 			if (!has_id(&tools[k], id))
 				continue;
-			tools[k].run_ns += (uint64_t)json_integer_value(json_object_get(p, "run_time_ns"));
-			tools[k].run_cnt += (uint64_t)json_integer_value(json_object_get(p, "run_cnt"));
+			tools[k].run_ns += (uint64_t)json_integer_value(
+				json_object_get(p, "run_time_ns"));
+			tools[k].run_cnt += (uint64_t)json_integer_value(
+				json_object_get(p, "run_cnt"));
 		}
 	}
 	json_decref(progs);
@@ -277,11 +279,11 @@ static void readout_cost(enum smp_backend backend, const char *label, const unsi
  * an I/O-like thread waking every IO_MS and the main thread asleep. Light
  * on purpose: 1000 of them keep about a third of a CPU busy on a 2-CPU
  * host (2000 threads spinning 200 us per 50 ms overloaded it). */
-#define SPIN_US 50
-#define SLEEP_MS 300
-#define IO_MS 500
+#define SPIN_US    50
+#define SLEEP_MS   300
+#define IO_MS      500
 #define VM_THREADS 4
-#define VM_VCPUS 2
+#define VM_VCPUS   2
 
 static void spin_us(long us)
 {
@@ -572,8 +574,8 @@ static double events_cost(void)
 	printf("load: 2 threads ping-ponging over pipes (registered as a VM), %d s window\n",
 	       window_s);
 	printf("pingpong VM: %" PRIu64 " wakeups/s, %" PRIu64 " switches/s, load %.3f, cpu %.3f\n",
-	       (uint64_t)(r.wakeups / r.interval_s), (uint64_t)(r.switches / r.interval_s),
-	       r.load, r.cpu_util);
+	       (uint64_t)(r.wakeups / r.interval_s), (uint64_t)(r.switches / r.interval_s), r.load,
+	       r.cpu_util);
 	for (int k = 0; k < 2; k++) {
 		uint64_t cnt = tools[k].run_cnt - c0[k], tns = tools[k].run_ns - n0[k];
 
@@ -585,8 +587,8 @@ static double events_cost(void)
 	}
 	for (int k = 0; k < 2; k++)
 		if (b_cnt[k])
-			printf("%-8s same load, not a registered VM: %.1f ns/event\n", tools[k].name,
-			       (double)b_ns[k] / (double)b_cnt[k]);
+			printf("%-8s same load, not a registered VM: %.1f ns/event\n",
+			       tools[k].name, (double)b_ns[k] / (double)b_cnt[k]);
 
 	return ns[0] / ns[1];
 }

@@ -40,8 +40,7 @@ struct smp_backend_ops {
 			void *data, struct vmact_err *err);
 	/* Optional: the runnable count to start the load averages at, when
 	 * the first totals do not know it; NULL: first->nr_runnable. */
-	int64_t (*runnable_at_start)(struct smp_be *b, pid_t tgid,
-				     const struct smp_totals *first);
+	int64_t (*runnable_at_start)(struct smp_be *b, pid_t tgid, const struct smp_totals *first);
 	/* Per-thread split; name is for error messages. */
 	int (*read_threads)(struct smp_be *b, unsigned slot, pid_t tgid, const char *name,
 			    struct smp_thread *out, size_t max, struct vmact_err *err);

@@ -21,8 +21,7 @@ void smp_loadavg_update(struct smp_loadavg *la, double mean, double dt_s)
 	}
 }
 
-unsigned long smp_loadavg_kernel_step(unsigned long load, unsigned long exp,
-				      unsigned long active)
+unsigned long smp_loadavg_kernel_step(unsigned long load, unsigned long exp, unsigned long active)
 {
 	unsigned long newload = load * exp + active * (SMP_FIXED_1 - exp);
 

@@ -23,11 +23,11 @@
 
 #include <stdbool.h>
 
-#define SMP_FSHIFT 11
-#define SMP_FIXED_1 (1UL << SMP_FSHIFT)
-#define SMP_EXP_1 1884UL
-#define SMP_EXP_5 2014UL
-#define SMP_EXP_15 2037UL
+#define SMP_FSHIFT      11
+#define SMP_FIXED_1     (1UL << SMP_FSHIFT)
+#define SMP_EXP_1       1884UL
+#define SMP_EXP_5       2014UL
+#define SMP_EXP_15      2037UL
 #define SMP_LOAD_FREQ_S 5.0
 
 struct smp_loadavg {
@@ -41,5 +41,4 @@ void smp_loadavg_update(struct smp_loadavg *la, double mean, double dt_s);
 
 /* One step of the kernel's fixed-point recurrence (calc_load), for tests
  * and comparison: load and active are FIXED_1-scaled. */
-unsigned long smp_loadavg_kernel_step(unsigned long load, unsigned long exp,
-				      unsigned long active);
+unsigned long smp_loadavg_kernel_step(unsigned long load, unsigned long exp, unsigned long active);

@@ -147,13 +147,13 @@ void smp_readout_record(const struct smp_reading *r, const char *name, pid_t tgi
 	snprintf(o->name, sizeof(o->name), "%s", name);
 }
 
-void smp_thread_from_task(pid_t tid, const struct smp_task *v, uint64_t now,
-			  struct smp_thread *out)
+void smp_thread_from_task(pid_t tid, const struct smp_task *v, uint64_t now, struct smp_thread *out)
 {
 	*out = (struct smp_thread){
 		.tid = tid,
 		.runnable = v->runnable,
-		.runnable_ns = v->runnable_ns + (v->runnable ? smp_delta(now, v->runnable_since) : 0),
+		.runnable_ns = v->runnable_ns +
+			       (v->runnable ? smp_delta(now, v->runnable_since) : 0),
 		.oncpu_ns = v->oncpu_ns + (v->oncpu ? smp_delta(now, v->oncpu_since) : 0),
 	};
 }

@@ -33,10 +33,10 @@ struct smp_totals {
 
 /* What a VM's next readout is measured against. */
 struct smp_readout_state {
-	uint64_t last_t;          /* CLOCK_MONOTONIC ns of the last readout */
+	uint64_t last_t; /* CLOCK_MONOTONIC ns of the last readout */
 	struct smp_totals last;
 	struct smp_loadavg la;
-	bool have_cs;             /* last_cs holds an earlier cpu.stat */
+	bool have_cs; /* last_cs holds an earlier cpu.stat */
 	struct vmact_cpustat last_cs;
 };
 

@@ -87,18 +87,18 @@ int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t t
 	int r;
 
 	if (!valid_name(name))
-		return vmact_err_set(err, EINVAL,
-				     "sampler: name: must be 1-255 printable bytes");
+		return vmact_err_set(err, EINVAL, "sampler: name: must be 1-255 printable bytes");
 	if (tgid <= 0)
-		return vmact_err_set(err, EINVAL, "sampler: %s: tgid: %d is not a process id",
-				     name, (int)tgid);
+		return vmact_err_set(err, EINVAL, "sampler: %s: tgid: %d is not a process id", name,
+				     (int)tgid);
 	r = smp_proc_tgid(tgid);
 	if (r < 0)
 		return vmact_err_set(err, -r, "sampler: %s: tgid: no process %d", name, (int)tgid);
 	if (r != tgid)
-		return vmact_err_set(err, EINVAL,
-				     "sampler: %s: tgid: %d is a thread of process %d, not a process",
-				     name, (int)tgid, r);
+		return vmact_err_set(
+			err, EINVAL,
+			"sampler: %s: tgid: %d is a thread of process %d, not a process", name,
+			(int)tgid, r);
 	if (smp_registry_find(reg, name) >= 0)
 		return vmact_err_set(err, EEXIST, "sampler: %s: already registered", name);
 	for (unsigned i = 0; i < reg->max; i++)
@@ -112,8 +112,8 @@ int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t t
 	return 0;
 }
 
-int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid,
-			 const char *cgroup, struct vmact_err *err)
+int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid, const char *cgroup,
+			 struct vmact_err *err)
 {
 	struct smp_entry *e = reg->free;
 

@@ -16,14 +16,14 @@ struct smp_entry {
 	bool used;
 	char *name;
 	pid_t tgid;
-	char *cgroup;             /* directory of its cpu.stat, or NULL */
+	char *cgroup; /* directory of its cpu.stat, or NULL */
 	struct smp_readout_state rs;
 	VMACT_LIST_FIELDS(struct smp_entry, free);
-	int next;                 /* next used slot in its name bucket, or -1 */
+	int next; /* next used slot in its name bucket, or -1 */
 };
 
 struct smp_registry {
-	struct smp_entry *e;      /* max entries, indexed by slot */
+	struct smp_entry *e; /* max entries, indexed by slot */
 	unsigned max, count;
 	/* Free slots, oldest-freed first: a slot is reused as late as
 	 * possible, so a scheduler hook still finishing an update for the VM
@@ -48,8 +48,8 @@ int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t t
 /* Fills the next free slot for a VM that passed smp_registry_check and
  * returns it; it stays free until smp_registry_commit, and
  * smp_registry_abort gives it up. */
-int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid,
-			 const char *cgroup, struct vmact_err *err);
+int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid, const char *cgroup,
+			 struct vmact_err *err);
 void smp_registry_commit(struct smp_registry *reg, unsigned slot);
 void smp_registry_abort(struct smp_registry *reg, unsigned slot);
 /* Frees a used slot; it goes to the end of the free list. */

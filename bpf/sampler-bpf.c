@@ -27,8 +27,8 @@
 #include "bpf/backend.h"
 #include "bpf/proc.h"
 #include "bpf/readout.h"
-#include "bpf/sampler-types.h"
 #include "bpf/readvm.skel.h"
+#include "bpf/sampler-types.h"
 #include "bpf/sampler.skel.h"
 #include "bpf/task-iter.h"
 
@@ -67,7 +67,7 @@ static const struct smp_bpf *to_bpf_const(const struct smp_be *b)
 }
 
 static const char *const smp_map_names[] = { "vmact_vms", "vmact_stats", "vmact_tasks",
-					      "vmact_readout" };
+					     "vmact_readout" };
 
 /* libbpf reports load failures through its print callback. Library code must
  * not print, so keep the last warning for the error message instead. */
@@ -210,8 +210,7 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	if (bpf_map__set_max_entries(s->skel->maps.vmact_vms, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_stats, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_readout, s->max_vms) ||
-	    bpf_map__set_max_entries(s->skel->maps.vmact_tasks,
-				     cfg->max_threads))
+	    bpf_map__set_max_entries(s->skel->maps.vmact_tasks, cfg->max_threads))
 		return vmact_err_set(err, EINVAL, "BPF: cannot size maps");
 
 	tp_btf = !cfg->force_raw_tp && probe_tp_btf();
@@ -321,8 +320,7 @@ static void bpf_close(struct smp_be *b)
 	free(s);
 }
 
-static int bpf_open(const struct smp_config *cfg, struct smp_be **out,
-		    struct vmact_err *err)
+static int bpf_open(const struct smp_config *cfg, struct smp_be **out, struct vmact_err *err)
 {
 	struct smp_bpf *s = calloc(1, sizeof(*s));
 	int r;
@@ -393,9 +391,8 @@ static void tgid_table(struct smp_bpf *s, pid_t tgid, unsigned slot, bool on)
 	e = &s->skel->bss->vmact_tgid_table[i];
 	if (on)
 		__atomic_store_n(e,
-				 s->tgid_refs[i]++ == 0
-					 ? (__u64)(slot + 1) << 32 | (__u32)tgid
-					 : (__u64)SMP_TGID_SHARED << 32,
+				 s->tgid_refs[i]++ == 0 ? (__u64)(slot + 1) << 32 | (__u32)tgid
+							: (__u64)SMP_TGID_SHARED << 32,
 				 __ATOMIC_SEQ_CST);
 	else if (s->tgid_refs[i] && --s->tgid_refs[i] == 0)
 		__atomic_store_n(e, 0, __ATOMIC_SEQ_CST);
@@ -409,8 +406,7 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	int r;
 
 	memset(s->cpubuf, 0, (size_t)s->ncpus * sizeof(*s->cpubuf));
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf,
-				BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf, BPF_ANY))
 		return vmact_err_set(err, errno, "BPF: clearing vmact_stats[%u]: %s", slot,
 				     strerror(errno));
 	r = delete_task_entries(s, tgid, err);
@@ -431,8 +427,7 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	return 0;
 }
 
-static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
-			 struct vmact_err *err)
+static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err)
 {
 	struct smp_bpf *s = to_bpf(b);
 	__u32 key = (__u32)tgid;
@@ -461,8 +456,7 @@ static int read_prog(struct smp_bpf *s, unsigned slot, pid_t tgid, struct smp_to
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &rd, .ctx_size_in = sizeof(rd));
 
 	if (bpf_prog_test_run_opts(s->rv_fd, &o) < 0)
-		return vmact_err_set(err, errno, "BPF: reading slot %u: %s", slot,
-				     strerror(errno));
+		return vmact_err_set(err, errno, "BPF: reading slot %u: %s", slot, strerror(errno));
 	if (o.retval != 0)
 		return vmact_err_set(err, EIO, "BPF: reading slot %u: vmact_stats lookup failed",
 				     slot);
@@ -592,8 +586,7 @@ static int bpf_read_all(struct smp_be *b, const struct smp_registry *reg,
 
 /* Without the seeding iterator the gauge only learns of already-runnable
  * threads at their next scheduler event, so ask /proc instead. */
-static int64_t bpf_runnable_at_start(struct smp_be *b, pid_t tgid,
-				     const struct smp_totals *first)
+static int64_t bpf_runnable_at_start(struct smp_be *b, pid_t tgid, const struct smp_totals *first)
 {
 	struct smp_bpf *s = to_bpf(b);
 
@@ -606,7 +599,7 @@ struct thread_recs {
 	unsigned slot;
 	pid_t tgid;
 	uint64_t now;
-	struct smp_thread *out;  /* NULL: vCPU totals only */
+	struct smp_thread *out; /* NULL: vCPU totals only */
 	size_t max, n;
 	struct smp_vcpus *vcpus;
 };
@@ -749,7 +742,8 @@ static int bpf_prog_ids(const struct smp_be *b, uint32_t *ids, size_t max)
 	struct bpf_program *p;
 	size_t n = 0;
 
-	bpf_object__for_each_program(p, s->skel->obj) {
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
 		struct bpf_prog_info info = { 0 };
 		__u32 len = sizeof(info);
 		int fd = bpf_program__fd(p);

@@ -33,8 +33,7 @@ static void tsb_close(struct smp_be *b)
 	free(s);
 }
 
-static int tsb_open(const struct smp_config *cfg, struct smp_be **out,
-		    struct vmact_err *err)
+static int tsb_open(const struct smp_config *cfg, struct smp_be **out, struct vmact_err *err)
 {
 	struct smp_tsb *s = calloc(1, sizeof(*s));
 	int r;
@@ -62,8 +61,7 @@ static int tsb_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	return smp_ts_vm_new(tgid, &to_tsb(b)->vm[slot], err);
 }
 
-static int tsb_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid,
-			 struct vmact_err *err)
+static int tsb_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_err *err)
 {
 	struct smp_tsb *s = to_tsb(b);
 

@@ -51,18 +51,18 @@ struct smp_cpu_stats {
  * `bpftool map dump pinned .../vmact_readout` shows it in plain numbers.
  * Written without locking; a dump racing a readout may mix two. */
 struct smp_readout {
-	char name[64];           /* domain name, truncated */
+	char name[64]; /* domain name, truncated */
 	__u32 tgid;
-	__u32 nr_runnable;       /* at the readout */
-	__u64 at_ns;             /* CLOCK_MONOTONIC of the readout */
+	__u32 nr_runnable; /* at the readout */
+	__u64 at_ns;       /* CLOCK_MONOTONIC of the readout */
 	__u64 interval_ns;
-	__u32 load_milli;        /* mean runnable threads x 1000 */
+	__u32 load_milli; /* mean runnable threads x 1000 */
 	__u32 loadavg1_milli;
 	__u32 loadavg5_milli;
 	__u32 loadavg15_milli;
-	__u32 cpu_milli;         /* CPUs used x 1000 */
-	__u32 delay_permille;    /* share of runnable time spent waiting */
-	__u64 nr_throttled;      /* cgroup cpu.stat, cumulative */
+	__u32 cpu_milli;      /* CPUs used x 1000 */
+	__u32 delay_permille; /* share of runnable time spent waiting */
+	__u64 nr_throttled;   /* cgroup cpu.stat, cumulative */
 	__u64 throttled_ns;
 };
 
@@ -72,7 +72,7 @@ struct smp_readout {
 
 /* The tgid table in sampler.bpf.c's .bss (vmact_tgid_table): entries, and
  * the slot+1 value meaning "more than one VM here, ask vmact_vms". */
-#define SMP_TGID_TABLE 65536
+#define SMP_TGID_TABLE  65536
 #define SMP_TGID_SHARED 0xffffffffu
 
 /* Value of vmact_vms (HASH, QEMU tgid -> VM). */
@@ -108,9 +108,9 @@ struct smp_task {
 struct smp_pending {
 	__u32 tid;
 	__u32 slot;
-	__u64 ns;       /* se.sum_exec_runtime beyond the last sync point */
-	__u8 runnable;  /* the hooks count the thread as runnable */
-	__u8 on_cpu;    /* task_struct::on_cpu at the iteration */
+	__u64 ns;      /* se.sum_exec_runtime beyond the last sync point */
+	__u8 runnable; /* the hooks count the thread as runnable */
+	__u8 on_cpu;   /* task_struct::on_cpu at the iteration */
 	__u8 pad[6];
 };
 
@@ -130,8 +130,8 @@ struct smp_thread_rec {
 /* Context of the vmact_read_vm syscall program (readvm.bpf.c), in and out:
  * one VM's readout in one bpf(BPF_PROG_TEST_RUN) call. */
 struct smp_vm_read {
-	__u32 slot;  /* in */
-	__u32 tgid;  /* in */
+	__u32 slot; /* in */
+	__u32 tgid; /* in */
 	/* out: bpf_ktime_get_ns() (CLOCK_MONOTONIC) after the per-CPU sums
 	 * were taken; the open intervals are closed at it */
 	__u64 now;
@@ -142,11 +142,11 @@ struct smp_vm_read {
 	__u64 pend_oncpu_ns;
 	__u64 pend_runnable_ns;
 	__u32 pend_nr_oncpu;
-	__u32 threads;  /* tracked threads of the VM seen */
+	__u32 threads; /* tracked threads of the VM seen */
 	/* the vCPU threads' totals (named "CPU <n>/<accel>", per_thread
 	 * knob), each thread as smp_thread_from_task + pending + finish */
 	__u32 vcpus;
-	__u32 gone;     /* no such process: only sum and now are set */
+	__u32 gone; /* no such process: only sum and now are set */
 	__u64 vcpu_runnable_ns;
 	__u64 vcpu_oncpu_ns;
 	__u64 vcpu_delay_ns;

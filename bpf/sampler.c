@@ -18,15 +18,15 @@
 #include "bpf/readout.h"
 #include "bpf/registry.h"
 
-#define SMP_DEFAULT_PIN_ROOT "/sys/fs/bpf/vmact"
-#define SMP_DEFAULT_MAX_VMS 1024
+#define SMP_DEFAULT_PIN_ROOT    "/sys/fs/bpf/vmact"
+#define SMP_DEFAULT_MAX_VMS     1024
 #define SMP_DEFAULT_MAX_THREADS 32768
-#define SMP_DEFAULT_POLL_MS 1000
+#define SMP_DEFAULT_POLL_MS     1000
 
 struct smp_sampler {
 	struct smp_be *be;
 	const struct smp_backend_ops *ops;
-	char *reason;   /* why taskstats, when it is not BPF */
+	char *reason; /* why taskstats, when it is not BPF */
 	unsigned poll_ms;
 	struct smp_registry reg;
 
@@ -105,7 +105,8 @@ int smp_open(const struct smp_config *cfg, struct smp_sampler **out, struct vmac
 	r = smp_taskstats_ops.open(&rc, &s->be, err);
 	if (r < 0) {
 		if (cfg->backend != SMP_BACKEND_TASKSTATS)
-			vmact_err_prefix(err, "BPF unavailable (%s), and fallback failed", s->reason);
+			vmact_err_prefix(err, "BPF unavailable (%s), and fallback failed",
+					 s->reason);
 		smp_close(s);
 		return r;
 	}
@@ -237,8 +238,7 @@ static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp
 	return 0;
 }
 
-int smp_read_slot(struct smp_sampler *s, int slot, struct smp_reading *out,
-		  struct vmact_err *err)
+int smp_read_slot(struct smp_sampler *s, int slot, struct smp_reading *out, struct vmact_err *err)
 {
 	struct smp_totals now;
 	uint64_t t;
@@ -291,8 +291,8 @@ static void read_all_one(unsigned slot, const struct smp_totals *now, uint64_t t
 }
 
 int smp_read_all(struct smp_sampler *s,
-		 void (*cb)(const char *name, const struct smp_reading *r, void *data),
-		 void *data, struct vmact_err *err)
+		 void (*cb)(const char *name, const struct smp_reading *r, void *data), void *data,
+		 struct vmact_err *err)
 {
 	struct read_all a = { s, cb, data, err, 0 };
 	int r;
@@ -322,8 +322,8 @@ int smp_read_all(struct smp_sampler *s,
 	return a.first;
 }
 
-int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
-		     size_t max, struct vmact_err *err)
+int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out, size_t max,
+		     struct vmact_err *err)
 {
 	int slot = smp_find(s, name);
 
@@ -337,8 +337,8 @@ int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread 
  * tricks) and a handful of others. */
 #define SMP_MAX_VM_THREADS 512
 
-static int read_vcpus_slot(struct smp_sampler *s, int slot, const char *name,
-			   struct smp_vcpus *out, struct vmact_err *err)
+static int read_vcpus_slot(struct smp_sampler *s, int slot, const char *name, struct smp_vcpus *out,
+			   struct vmact_err *err)
 {
 	_cleanup_free_ struct smp_thread *th = NULL;
 	int n;

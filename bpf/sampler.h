@@ -36,11 +36,11 @@ struct smp_config {
 	const char *pin_root;
 	/* Leave the maps pinned after smp_close() (for post-mortem bpftool). */
 	bool keep_pins;
-	unsigned max_vms;      /* 0: 1024 */
-	unsigned max_threads;  /* 0: 32768, threads of all VMs together */
-	bool no_per_thread;    /* BPF: skip the per-thread split */
-	unsigned poll_ms;      /* taskstats poll period; 0: 1000 */
-	bool force_raw_tp;     /* BPF: raw_tp hooks even where tp_btf works */
+	unsigned max_vms;     /* 0: 1024 */
+	unsigned max_threads; /* 0: 32768, threads of all VMs together */
+	bool no_per_thread;   /* BPF: skip the per-thread split */
+	unsigned poll_ms;     /* taskstats poll period; 0: 1000 */
+	bool force_raw_tp;    /* BPF: raw_tp hooks even where tp_btf works */
 	/* BPF: read through the task iterators even where the one-call
 	 * readout program loads (tests and the bench compare the two). */
 	bool no_read_prog;
@@ -59,7 +59,7 @@ struct smp_reading {
 	double delay_frac;    /* share of runnable time spent waiting */
 	uint64_t runnable_ns; /* integral of the runnable count */
 	uint64_t oncpu_ns;
-	uint64_t delay_ns;    /* runnable but not running */
+	uint64_t delay_ns; /* runnable but not running */
 	uint64_t wakeups, switches, preemptions;
 	/* Scheduler events of VM threads not accounted because vmact_tasks
 	 * (max_threads) was full; nonzero means the figures above are low. */
@@ -82,7 +82,7 @@ struct smp_reading {
 struct smp_thread {
 	pid_t tid;
 	char comm[16];
-	int vcpu;             /* N from a "CPU N/KVM" or "CPU N/TCG" name, else -1 */
+	int vcpu; /* N from a "CPU N/KVM" or "CPU N/TCG" name, else -1 */
 	bool runnable;
 	uint64_t runnable_ns; /* oncpu_ns + delay_ns */
 	uint64_t oncpu_ns;
@@ -112,16 +112,15 @@ unsigned smp_count(const struct smp_sampler *s);
 
 int smp_read(struct smp_sampler *s, const char *name, struct smp_reading *out,
 	     struct vmact_err *err);
-int smp_read_slot(struct smp_sampler *s, int slot, struct smp_reading *out,
-		  struct vmact_err *err);
+int smp_read_slot(struct smp_sampler *s, int slot, struct smp_reading *out, struct vmact_err *err);
 /* Reads every registered VM; cb gets the name and reading of each. */
 int smp_read_all(struct smp_sampler *s,
-		 void (*cb)(const char *name, const struct smp_reading *r, void *data),
-		 void *data, struct vmact_err *err);
+		 void (*cb)(const char *name, const struct smp_reading *r, void *data), void *data,
+		 struct vmact_err *err);
 
 /* Per-thread split: fills up to max entries, returns how many. */
-int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out,
-		     size_t max, struct vmact_err *err);
+int smp_read_threads(struct smp_sampler *s, const char *name, struct smp_thread *out, size_t max,
+		     struct vmact_err *err);
 
 /* Totals since registration of a VM's vCPU threads (the threads named
  * "CPU N/..."), summed over the ones alive now: what the reactive policy

@@ -168,9 +168,8 @@ int smp_task_iter_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid,
 	return 0;
 }
 
-int smp_task_iter_all(struct smp_task_iter *it,
-		      void (*cb)(const struct smp_pending *p, void *data), void *data,
-		      struct vmact_err *err)
+int smp_task_iter_all(struct smp_task_iter *it, void (*cb)(const struct smp_pending *p, void *data),
+		      void *data, struct vmact_err *err)
 {
 	int r;
 

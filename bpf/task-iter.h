@@ -33,8 +33,8 @@ struct smp_task_iter {
 	/* vmact_pending (or vmact_threads); NULL: not loaded, nothing pending */
 	struct bpf_program *prog;
 	unsigned max_vms;
-	struct bpf_link **vm;      /* per slot, with the VM's pid filter */
-	struct bpf_link *all;      /* over all tasks */
+	struct bpf_link **vm; /* per slot, with the VM's pid filter */
+	struct bpf_link *all; /* over all tasks */
 	bool no_pid_filter;
 };
 
@@ -49,9 +49,8 @@ void smp_task_iter_drop(struct smp_task_iter *it, unsigned slot);
 int smp_task_iter_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid,
 		     struct smp_pending_item **out, struct vmact_err *err);
 /* Every record of every VM, to cb. */
-int smp_task_iter_all(struct smp_task_iter *it,
-		      void (*cb)(const struct smp_pending *p, void *data), void *data,
-		      struct vmact_err *err);
+int smp_task_iter_all(struct smp_task_iter *it, void (*cb)(const struct smp_pending *p, void *data),
+		      void *data, struct vmact_err *err);
 
 /* The records of one VM's threads (it over vmact_threads), to cb; without
  * a pid filter every VM's threads come by (cb checks task.slot).

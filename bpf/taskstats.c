@@ -144,8 +144,7 @@ static int ts_query(struct smp_ts *ts, pid_t tid, struct taskstats *st, struct v
 		return vmact_err_set(err, EIO, "taskstats: receive for tid %d: %s", tid,
 				     nl_geterror(r));
 	if (!a.got)
-		return vmact_err_set(err, EPROTO, "taskstats: answer for tid %d has no stats",
-				     tid);
+		return vmact_err_set(err, EPROTO, "taskstats: answer for tid %d has no stats", tid);
 	*st = a.st;
 	return 0;
 }
@@ -257,8 +256,10 @@ int smp_ts_vm_poll(struct smp_ts *ts, struct smp_ts_vm *vm, struct vmact_err *er
 void smp_ts_vm_totals(const struct smp_ts_vm *vm, struct smp_ts_totals *out)
 {
 	*out = (struct smp_ts_totals){
-		.run_ns = vm->dead_run, .delay_ns = vm->dead_delay,
-		.nvcsw = vm->dead_nvcsw, .nivcsw = vm->dead_nivcsw,
+		.run_ns = vm->dead_run,
+		.delay_ns = vm->dead_delay,
+		.nvcsw = vm->dead_nvcsw,
+		.nivcsw = vm->dead_nivcsw,
 		.nr_runnable = vm->nr_runnable,
 	};
 	const struct ts_thread *t;
@@ -278,8 +279,11 @@ size_t smp_ts_vm_threads(const struct smp_ts_vm *vm, struct smp_thread *out, siz
 
 	for (t = vm->threads; t && n < max; t = t->threads_next, n++) {
 		out[n] = (struct smp_thread){
-			.tid = t->tid, .runnable = t->state == 'R',
-			.runnable_ns = t->run_ns + t->delay_ns, .oncpu_ns = t->run_ns, .delay_ns = t->delay_ns,
+			.tid = t->tid,
+			.runnable = t->state == 'R',
+			.runnable_ns = t->run_ns + t->delay_ns,
+			.oncpu_ns = t->run_ns,
+			.delay_ns = t->delay_ns,
 		};
 		memcpy(out[n].comm, t->comm, sizeof(out[n].comm));
 		out[n].vcpu = smp_thread_vcpu(t->comm);

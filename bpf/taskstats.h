@@ -27,7 +27,7 @@ struct taskstats;
 struct smp_ts_totals {
 	uint64_t run_ns, delay_ns; /* sums over live and exited threads */
 	uint64_t nvcsw, nivcsw;
-	int64_t nr_runnable;       /* threads in state R at the last poll */
+	int64_t nr_runnable; /* threads in state R at the last poll */
 };
 
 int smp_ts_open(struct smp_ts **out, struct vmact_err *err);

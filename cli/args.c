@@ -34,7 +34,8 @@ void ctl_usage(FILE *f, enum ctl_command c)
 	case CTL_SHOW:
 		fputs("Usage: vmactl show VM [--json]\n"
 		      "One VM in detail: bounds, policy and its inputs, scheduler and vm-monitor\n"
-		      "connections, and its last decisions with their reasons.\n", f);
+		      "connections, and its last decisions with their reasons.\n",
+		      f);
 		break;
 	case CTL_SET:
 		fputs("Usage: vmactl set VM [--min-cpu CPUS] [--max-cpu CPUS]\n"
@@ -42,22 +43,26 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "Changes the VM's bounds, live, in its vmact metadata (and in its persistent\n"
 		      "definition): they survive a vmactd restart. CPUS: \"2\", \"500m\", \"1.5\";\n"
 		      "SIZE: \"512Mi\", \"2Gi\" (Kubernetes quantities, as in the metadata).\n"
-		      "--min-mem and --max-mem are short for --min-memory and --max-memory.\n", f);
+		      "--min-mem and --max-mem are short for --min-memory and --max-memory.\n",
+		      f);
 		break;
 	case CTL_PAUSE:
 		fputs("Usage: vmactl pause VM [--json]\n"
 		      "Pauses autoscaling of the VM: it keeps its size until `vmactl resume`.\n"
-		      "Recorded in its metadata: it survives a vmactd restart.\n", f);
+		      "Recorded in its metadata: it survives a vmactd restart.\n",
+		      f);
 		break;
 	case CTL_RESUME:
 		fputs("Usage: vmactl resume VM [--json]\n"
-		      "Resumes autoscaling of a paused VM.\n", f);
+		      "Resumes autoscaling of a paused VM.\n",
+		      f);
 		break;
 	case CTL_EVENTS:
 		fputs("Usage: vmactl events [--follow] [--since SEQ] [--vm VM] [--json]\n"
 		      "vmactd's recent events: decisions and their reasons, resizes, permits,\n"
 		      "vm-monitor answers, errors, operators' changes. --follow waits for more\n"
-		      "(Ctrl-C ends it); --json prints one JSON object per line.\n", f);
+		      "(Ctrl-C ends it); --json prints one JSON object per line.\n",
+		      f);
 		break;
 	case CTL_CHECK:
 		fputs("Usage: vmactl check DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
@@ -90,7 +95,8 @@ void ctl_usage(FILE *f, enum ctl_command c)
 	case CTL_TOP:
 		fputs("Usage: vmactl top [--iterations N] [--json]\n"
 		      "A live full-screen view of every VM, refreshed every second; q quits.\n"
-		      "--iterations N: stop after N refreshes; --json: one snapshot per line.\n", f);
+		      "--iterations N: stop after N refreshes; --json: one snapshot per line.\n",
+		      f);
 		break;
 	case CTL_NONE:
 	default:
@@ -150,7 +156,8 @@ static bool is_opt(const char *a, const char *name)
 static int check_quantity(const char *opt, const char *v, bool milli, struct vmact_err *err)
 {
 	uint64_t q;
-	int r = milli ? vmact_quantity_parse_milli(v, &q, err) : vmact_quantity_parse_value(v, &q, err);
+	int r = milli ? vmact_quantity_parse_milli(v, &q, err)
+		      : vmact_quantity_parse_value(v, &q, err);
 
 	if (r < 0)
 		return vmact_err_prefix(err, "%s", opt);
@@ -192,7 +199,8 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 					if (strcmp(a, names[k]) == 0)
 						break;
 				if (k == ARRAY_SIZE(names))
-					return vmact_err_set(err, EINVAL, "unknown command '%s'", a);
+					return vmact_err_set(err, EINVAL, "unknown command '%s'",
+							     a);
 				out->cmd = (enum ctl_command)k;
 				continue;
 			}
@@ -223,10 +231,14 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 			if ((r = opt_value(argc, argv, &i, "--max-cpu", &out->max_cpu, err)) < 0)
 				return r;
 		} else if (is_opt(a, "--min-memory") || is_opt(a, "--min-mem")) {
-			if ((r = opt_value(argc, argv, &i, is_opt(a, "--min-memory") ? "--min-memory" : "--min-mem", &out->min_mem, err)) < 0)
+			if ((r = opt_value(argc, argv, &i,
+					   is_opt(a, "--min-memory") ? "--min-memory" : "--min-mem",
+					   &out->min_mem, err)) < 0)
 				return r;
 		} else if (is_opt(a, "--max-memory") || is_opt(a, "--max-mem")) {
-			if ((r = opt_value(argc, argv, &i, is_opt(a, "--max-memory") ? "--max-memory" : "--max-mem", &out->max_mem, err)) < 0)
+			if ((r = opt_value(argc, argv, &i,
+					   is_opt(a, "--max-memory") ? "--max-memory" : "--max-mem",
+					   &out->max_mem, err)) < 0)
 				return r;
 		} else if (is_opt(a, "--since")) {
 			if ((r = opt_value(argc, argv, &i, "--since", &v, err)) < 0 ||
@@ -279,24 +291,31 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 		return vmact_err_set(err, EINVAL, "%s: --all is an option of `status`",
 				     names[out->cmd]);
 	if (out->cmd != CTL_EVENTS && (out->follow || out->has_since))
-		return vmact_err_set(err, EINVAL, "%s: --follow and --since are options of `events`",
+		return vmact_err_set(err, EINVAL,
+				     "%s: --follow and --since are options of `events`",
 				     names[out->cmd]);
 	if (out->cmd != CTL_EVENTS && out->vm && out->cmd != CTL_SHOW && out->cmd != CTL_SET &&
 	    out->cmd != CTL_PAUSE && out->cmd != CTL_RESUME && out->cmd != CTL_CHECK &&
 	    out->cmd != CTL_ENABLE && out->cmd != CTL_DISABLE)
-		return vmact_err_set(err, EINVAL, "%s: --vm is an option of `events`", names[out->cmd]);
+		return vmact_err_set(err, EINVAL, "%s: --vm is an option of `events`",
+				     names[out->cmd]);
 	if (out->cmd != CTL_TOP && out->iterations)
 		return vmact_err_set(err, EINVAL, "%s: --iterations is an option of `top`",
 				     names[out->cmd]);
 	if (out->cmd == CTL_SET || out->cmd == CTL_CHECK || out->cmd == CTL_ENABLE) {
 		if (out->cmd == CTL_SET && !out->min_cpu && !out->max_cpu && !out->min_mem &&
 		    !out->max_mem)
-			return vmact_err_set(err, EINVAL, "set: nothing to set (--min-cpu, --max-cpu, "
+			return vmact_err_set(err, EINVAL,
+					     "set: nothing to set (--min-cpu, --max-cpu, "
 					     "--min-memory, --max-memory)");
-		if ((out->min_cpu && (r = check_quantity("--min-cpu", out->min_cpu, true, err)) < 0) ||
-		    (out->max_cpu && (r = check_quantity("--max-cpu", out->max_cpu, true, err)) < 0) ||
-		    (out->min_mem && (r = check_quantity("--min-memory", out->min_mem, false, err)) < 0) ||
-		    (out->max_mem && (r = check_quantity("--max-memory", out->max_mem, false, err)) < 0))
+		if ((out->min_cpu &&
+		     (r = check_quantity("--min-cpu", out->min_cpu, true, err)) < 0) ||
+		    (out->max_cpu &&
+		     (r = check_quantity("--max-cpu", out->max_cpu, true, err)) < 0) ||
+		    (out->min_mem &&
+		     (r = check_quantity("--min-memory", out->min_mem, false, err)) < 0) ||
+		    (out->max_mem &&
+		     (r = check_quantity("--max-memory", out->max_mem, false, err)) < 0))
 			return r;
 	}
 	return 0;

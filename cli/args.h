@@ -28,8 +28,8 @@ enum ctl_command {
 
 struct ctl_args {
 	enum ctl_command cmd;
-	const char *socket;   /* --socket, else $VMACT_SOCKET, else the default */
-	const char *vm;       /* show, set, pause, resume, check, enable, disable (a name or
+	const char *socket; /* --socket, else $VMACT_SOCKET, else the default */
+	const char *vm;     /* show, set, pause, resume, check, enable, disable (a name or
 			       * UUID); events --vm */
 	bool json, help, version, follow;
 	bool all; /* status --all */
@@ -37,8 +37,8 @@ struct ctl_args {
 	 * "512Mi", "2Gi") */
 	const char *min_cpu, *max_cpu, *min_mem, *max_mem;
 	bool has_since;
-	uint64_t since;       /* events --since SEQ */
-	unsigned iterations;  /* top --iterations N (0 = until q) */
+	uint64_t since;      /* events --since SEQ */
+	unsigned iterations; /* top --iterations N (0 = until q) */
 };
 
 const char *ctl_command_name(enum ctl_command c);

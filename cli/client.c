@@ -125,13 +125,15 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 		const char *msg = doc ? json_string_value(json_object_get(doc, "error")) : NULL;
 
 		r = vmact_err_set(err, EPROTO, "%s: %s", peer,
-				  msg ? msg : b.data ? b.data : "(no reason)");
+				  msg      ? msg
+				  : b.data ? b.data
+					   : "(no reason)");
 		json_decref(doc);
 		goto out;
 	}
 	if (!doc) {
-		r = vmact_err_set(err, EPROTO, "%s answered with something other than JSON: %s", peer,
-				  je.text);
+		r = vmact_err_set(err, EPROTO, "%s answered with something other than JSON: %s",
+				  peer, je.text);
 		goto out;
 	}
 	*out = doc;

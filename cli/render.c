@@ -81,7 +81,7 @@ void ctl_render_status_header(FILE *f, unsigned width)
 void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width)
 {
 	char line[1024], vcpus[16] = "-", quota[32], mem[32], load[16] = "-", demand[48] = "-",
-				 permit[48], desired[48], when[16], change[400] = "-";
+			 permit[48], desired[48], when[16], change[400] = "-";
 	const json_t *d = json_object_get(vm, "demand"), *lc = json_object_get(vm, "last_change");
 	const char *state = str(vm, "state");
 
@@ -97,7 +97,8 @@ void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width)
 	ctl_fmt_cpu(json_object_get(vm, "quota_milli_cpu"), quota, sizeof(quota));
 	ctl_fmt_mem(json_object_get(vm, "mem_bytes"), mem, sizeof(mem));
 	if (json_is_number(json_object_get(vm, "load1")))
-		snprintf(load, sizeof(load), "%.2f", json_number_value(json_object_get(vm, "load1")));
+		snprintf(load, sizeof(load), "%.2f",
+			 json_number_value(json_object_get(vm, "load1")));
 	if (json_is_object(d))
 		snprintf(demand, sizeof(demand), "%s %.0f%%", str(d, "class"),
 			 json_number_value(json_object_get(d, "busy")) * 100);
@@ -155,8 +156,8 @@ static void render_evidence(FILE *f, const json_t *e)
 	if (json_is_string(json_object_get(m, "reason")))
 		fprintf(f, "  memory:    none: %s\n", str(m, "reason"));
 	if (json_is_object(b)) {
-		fprintf(f, "  balloon:   MemTotal %.0f MiB, available %.0f MiB", num(b, "total_bytes") / MiB,
-			num(b, "available_bytes") / MiB);
+		fprintf(f, "  balloon:   MemTotal %.0f MiB, available %.0f MiB",
+			num(b, "total_bytes") / MiB, num(b, "available_bytes") / MiB);
 		if (json_is_number(json_object_get(b, "disk_caches_bytes")))
 			fprintf(f, ", caches %.0f MiB", num(b, "disk_caches_bytes") / MiB);
 		if (json_is_number(json_object_get(b, "major_faults")))
@@ -167,11 +168,12 @@ static void render_evidence(FILE *f, const json_t *e)
 		fprintf(f, "\n");
 	}
 	if (json_is_object(d))
-		fprintf(f, "  decision:  %s, uses %.0f MiB, growing %.0f MiB/s, %.0f major faults/s, "
-			   "headroom %.0f MiB, goal %.0f MiB\n",
-			str(d, "class"), num(d, "used_bytes") / MiB, num(d, "growth_bytes_per_s") / MiB,
-			num(d, "major_faults_per_s"), num(d, "headroom_bytes") / MiB,
-			num(d, "goal_bytes") / MiB);
+		fprintf(f,
+			"  decision:  %s, uses %.0f MiB, growing %.0f MiB/s, %.0f major faults/s, "
+			"headroom %.0f MiB, goal %.0f MiB\n",
+			str(d, "class"), num(d, "used_bytes") / MiB,
+			num(d, "growth_bytes_per_s") / MiB, num(d, "major_faults_per_s"),
+			num(d, "headroom_bytes") / MiB, num(d, "goal_bytes") / MiB);
 	if (json_is_number(json_object_get(m, "kept_by_guest_s")))
 		fprintf(f, "  memory:    kept by the guest; asked again in %.0f s\n",
 			num(m, "kept_by_guest_s"));
@@ -203,8 +205,10 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	fprintf(f, "Bounds:      min %s, max %s\n", x, y);
 	ctl_fmt_res(json_object_get(vm, "compute_unit"), x, sizeof(x));
 	fprintf(f, "Compute unit: %s\n", x);
-	fprintf(f, "Policy:      cpu %s, shrink %s (from the %s), load target %.2f, "
-		   "memory target %.2f\n", str(p, "cpu"), str(p, "shrink"),
+	fprintf(f,
+		"Policy:      cpu %s, shrink %s (from the %s), load target %.2f, "
+		"memory target %.2f\n",
+		str(p, "cpu"), str(p, "shrink"),
 		str(p, "source")[0] == 'v' ? "VM's metadata" : "host's configuration",
 		json_number_value(json_object_get(p, "load_target")),
 		json_number_value(json_object_get(p, "mem_usage_target")));
@@ -235,7 +239,8 @@ void ctl_render_show(FILE *f, const json_t *vm)
 		fprintf(f, "Monitor:     none (the host's own evidence approves its shrinks)\n");
 	else
 		fprintf(f, "Monitor:     %s at %s, %s\n", str(m, "kind"), str(m, "endpoint"),
-			json_is_true(json_object_get(m, "connected")) ? "connected" : "not connected");
+			json_is_true(json_object_get(m, "connected")) ? "connected"
+								      : "not connected");
 	render_evidence(f, json_object_get(vm, "evidence"));
 	if (json_is_object(lc)) {
 		fmt_time(json_number_value(json_object_get(lc, "time")), false, when, sizeof(when));
@@ -243,7 +248,8 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	} else {
 		fprintf(f, "Last change: none since vmactd started\n");
 	}
-	fprintf(f, "Decisions:%s\n", json_array_size(json_object_get(vm, "decisions")) ? "" : " none yet");
+	fprintf(f, "Decisions:%s\n",
+		json_array_size(json_object_get(vm, "decisions")) ? "" : " none yet");
 	json_array_foreach(json_object_get(vm, "decisions"), i, ev) {
 		fprintf(f, "  ");
 		ctl_render_event(f, ev, 0);
@@ -259,8 +265,7 @@ static void render_layout(FILE *f, const char *title, const json_t *l)
 		return;
 	fprintf(f, "%s: %s\n", title,
 		json_is_true(json_object_get(l, "ready")) ? "ready" : "NOT READY");
-	json_array_foreach(json_object_get(l, "items"), i, it)
-	{
+	json_array_foreach(json_object_get(l, "items"), i, it) {
 		const char *level = str(it, "level");
 
 		fprintf(f, "  %-8s %-13s %s%s\n", strcmp(level, "blocker") == 0 ? "BLOCKER" : level,

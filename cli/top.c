@@ -168,14 +168,15 @@ int ctl_top(const char *socket, unsigned iterations, bool json, struct vmact_err
 			if (!screen) {
 				if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {
 					raw = saved;
-					raw.c_lflag &= (tcflag_t)~(ICANON | ECHO);
+					raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
 					raw.c_cc[VMIN] = 0;
 					raw.c_cc[VTIME] = 0;
 					tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 				} else {
 					tty = false;
 				}
-				fputs("\033[?1049h\033[?25l", stdout); /* alternate screen, no cursor */
+				fputs("\033[?1049h\033[?25l",
+				      stdout); /* alternate screen, no cursor */
 				screen = true;
 			}
 			if (doc)

@@ -16,7 +16,7 @@
 #include "cli/top.h"
 
 /* The long poll of `events --follow`: below the API's 30 s bound. */
-#define FOLLOW_WAIT_S 25
+#define FOLLOW_WAIT_S   25
 #define FOLLOW_WAIT_STR "25"
 
 static volatile sig_atomic_t interrupted;
@@ -116,7 +116,9 @@ static int cmd_change(const struct ctl_args *a)
 	int r;
 
 	if (vm_path(path, sizeof(path), a->vm,
-		    a->cmd == CTL_SET ? "/bounds" : a->cmd == CTL_PAUSE ? "/pause" : "/resume") < 0)
+		    a->cmd == CTL_SET     ? "/bounds"
+		    : a->cmd == CTL_PAUSE ? "/pause"
+					  : "/resume") < 0)
 		return 1;
 	if (a->cmd == CTL_SET)
 		body = bounds_body(a);

@@ -76,8 +76,7 @@ static int get_labels(const json_t *obj, struct cp_group *g, struct vmact_err *e
 	g->labels = calloc(json_object_size(labels) + 1, sizeof(*g->labels));
 	if (!g->labels)
 		return vmact_err_set(err, ENOMEM, "labels: out of memory");
-	json_object_foreach((json_t *)labels, k, v)
-	{
+	json_object_foreach((json_t *)labels, k, v) {
 		struct cp_kv *kv = &g->labels[g->nlabels];
 
 		if (!json_is_string(v) || strlen(k) > TEXT_MAX ||
@@ -111,8 +110,7 @@ static int get_taints(const json_t *obj, struct cp_group *g, struct vmact_err *e
 	g->taints = calloc(json_array_size(taints) + 1, sizeof(*g->taints));
 	if (!g->taints)
 		return vmact_err_set(err, ENOMEM, "taints: out of memory");
-	json_array_foreach(taints, i, t)
-	{
+	json_array_foreach(taints, i, t) {
 		struct cp_taint *x = &g->taints[g->ntaints++];
 
 		if (!json_is_object(t))
@@ -263,8 +261,7 @@ static int make_debug(const json_t *obj, struct cp_group *g, struct vmact_err *e
 		     (unsigned long long)(g->tmpl.memory_bytes >> 20));
 	len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 	if (json_is_array(hosts) && json_array_size(hosts) > 0) {
-		json_array_foreach(hosts, i, h)
-		{
+		json_array_foreach(hosts, i, h) {
 			if (!json_is_string(h) || len >= sizeof(line) - 1)
 				continue;
 			n = snprintf(line + len, sizeof(line) - len, "%s%s", i ? "," : ", hosts ",
@@ -373,8 +370,7 @@ int cp_groups_from_json(const json_t *root, struct cp_groups **out, struct vmact
 		cp_groups_unref(s);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
-	json_array_foreach(arr, i, gj)
-	{
+	json_array_foreach(arr, i, gj) {
 		r = cp_group_from_json(gj, &s->g[s->n], err);
 		s->n++;
 		if (r >= 0 && cp_groups_find(s, s->g[s->n - 1].id) != &s->g[s->n - 1])

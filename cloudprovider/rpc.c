@@ -387,7 +387,8 @@ static int delete_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Proto
 			return vmact_err_prefix(err, "nodes[%zu] (%.64s)", i,
 						n && n->name ? n->name : "");
 		}
-		json_array_foreach(ids, j, v) seen |= !strcmp(json_string_value(v), pid);
+		json_array_foreach(ids, j, v)
+			seen |= !strcmp(json_string_value(v), pid);
 		if (!seen && json_array_append_new(ids, json_string(pid)) < 0)
 			break;
 	}
@@ -480,8 +481,7 @@ static int group_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	a->instances = cp_arena_array(ctx->arena, json_array_size(nodes), sizeof(*a->instances));
 	if (json_array_size(nodes) && !a->instances)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	json_array_foreach(nodes, i, n)
-	{
+	json_array_foreach(nodes, i, n) {
 		r = instance(ctx, n, &a->instances[i], err);
 		if (r < 0)
 			return vmact_err_prefix(err, "vmact-groupd's GET %s: nodes[%zu]", path, i);

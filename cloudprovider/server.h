@@ -12,9 +12,9 @@
  * after idle_timeout; at most max_streams calls per connection. */
 #pragma once
 
+#include <grpc/status.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <grpc/status.h>
 
 #include "base/error.h"
 #include "cloudprovider/cache.h"

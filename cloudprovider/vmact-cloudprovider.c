@@ -6,11 +6,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <grpc/grpc.h>
 #include <grpc/support/log.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

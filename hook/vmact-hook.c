@@ -119,7 +119,8 @@ int main(int argc, char **argv)
 	openlog("vmact-hook", LOG_PID, LOG_DAEMON);
 	xml = read_stdin(&len);
 	/* Operations vmact does not listen to (start, attach...): nothing. */
-	if (vmact_hook_op_parse(argv[2], &m.op) < 0 || vmact_hook_subop_parse(argv[3], &m.subop) < 0)
+	if (vmact_hook_op_parse(argv[2], &m.op) < 0 ||
+	    vmact_hook_subop_parse(argv[3], &m.subop) < 0)
 		return 0;
 	if (!xml || hk_domain_parse(xml, len, &d, &err) < 0) {
 		report(LOG_WARNING, "%s: %s; vmactd not told", argv[1],

@@ -33,9 +33,9 @@ struct hp_conn {
 
 	/* Guarded by lock: the connection is shared with worker threads. */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;      /* connection changed, a watch was kicked or done */
+	pthread_cond_t cond; /* connection changed, a watch was kicked or done */
 	virConnectPtr vc;
-	unsigned gen;             /* bumped on every (re)connect and loss */
+	unsigned gen; /* bumped on every (re)connect and loss */
 	int cb_ids[8];
 	size_t n_cb;
 	struct hp_qitem *queue;

@@ -33,10 +33,10 @@ typedef void (*hp_done_fn)(struct hp_conn *c, void *userdata, bool delivered);
  * handing a result back never fails for want of memory). */
 struct hp_qitem {
 	VMACT_LIST_FIELDS(struct hp_qitem, queue);
-	hp_done_fn done;      /* completion when set; the queue never frees it */
+	hp_done_fn done; /* completion when set; the queue never frees it */
 	void *userdata;
 	struct hp_event ev;
-	bool disconnected;    /* close callback fired for connection gen */
+	bool disconnected; /* close callback fired for connection gen */
 	unsigned gen;
 };
 
@@ -44,16 +44,16 @@ struct hp_qitem {
 
 /* What the libvirt event thread saw of the domain since the watch began. */
 struct hp_seen {
-	bool stopped;                              /* lifecycle STOPPED */
-	char removed_alias[HP_ALIAS_MAX];          /* last DEVICE_REMOVED */
-	char removal_failed_alias[HP_ALIAS_MAX];   /* last DEVICE_REMOVAL_FAILED */
+	bool stopped;                            /* lifecycle STOPPED */
+	char removed_alias[HP_ALIAS_MAX];        /* last DEVICE_REMOVED */
+	char removal_failed_alias[HP_ALIAS_MAX]; /* last DEVICE_REMOVAL_FAILED */
 };
 
 struct hp_watch {
 	VMACT_LIST_FIELDS(struct hp_watch, watches);
 	char uuid[HP_UUID_LEN];
 	/* Guarded by the connection's lock, written by the event thread. */
-	unsigned kicks;       /* events since the last hp_watch_wait */
+	unsigned kicks; /* events since the last hp_watch_wait */
 	struct hp_seen seen;
 };
 

@@ -38,9 +38,9 @@ struct hp_mem_stats {
 	uint64_t total_kib;     /* VIR_DOMAIN_MEMORY_STAT_AVAILABLE: MemTotal */
 	uint64_t available_kib; /* VIR_DOMAIN_MEMORY_STAT_USABLE: MemAvailable */
 	bool has_caches;
-	uint64_t caches_kib;    /* VIR_DOMAIN_MEMORY_STAT_DISK_CACHES */
+	uint64_t caches_kib; /* VIR_DOMAIN_MEMORY_STAT_DISK_CACHES */
 	bool has_unused;
-	uint64_t unused_kib;    /* VIR_DOMAIN_MEMORY_STAT_UNUSED: MemFree */
+	uint64_t unused_kib; /* VIR_DOMAIN_MEMORY_STAT_UNUSED: MemFree */
 	bool has_swap;
 	uint64_t swap_in_kib, swap_out_kib; /* since the guest booted */
 	bool has_faults;

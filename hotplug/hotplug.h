@@ -82,12 +82,12 @@
 #include "base/resources.h"
 
 #define HP_URI_DEFAULT "qemu:///system"
-#define HP_NS_URI "https://vmact.dev/xmlns/vmact/1"
-#define HP_NS_PREFIX "vmact"
+#define HP_NS_URI      "https://vmact.dev/xmlns/vmact/1"
+#define HP_NS_PREFIX   "vmact"
 #define HP_MAX_MEMDEVS 16
-#define HP_UUID_LEN 37 /* VIR_UUID_STRING_BUFLEN */
-#define HP_NAME_MAX 256
-#define HP_ALIAS_MAX 64
+#define HP_UUID_LEN    37 /* VIR_UUID_STRING_BUFLEN */
+#define HP_NAME_MAX    256
+#define HP_ALIAS_MAX   64
 
 /* ---- live state -------------------------------------------------------- */
 
@@ -97,40 +97,40 @@ struct hp_memdev {
 	enum hp_mem_model model;
 	char alias[HP_ALIAS_MAX];
 	int node;
-	int slot;                 /* DIMM slot, -1 unknown / virtio-mem */
+	int slot; /* DIMM slot, -1 unknown / virtio-mem */
 	uint64_t size_kib;
-	uint64_t block_kib;       /* virtio-mem only */
-	uint64_t requested_kib;   /* virtio-mem only */
-	uint64_t current_kib;     /* virtio-mem only: what the guest plugged */
+	uint64_t block_kib;     /* virtio-mem only */
+	uint64_t requested_kib; /* virtio-mem only */
+	uint64_t current_kib;   /* virtio-mem only: what the guest plugged */
 };
 
 enum hp_vcpus_refusal {
 	HP_VCPUS_ALLOWED = 0,
-	HP_VCPUS_DESYNC,        /* libvirt and QEMU disagree on the count now */
-	HP_VCPUS_LOST_UNPLUG,   /* an earlier unplug was lost; counts agree again */
+	HP_VCPUS_DESYNC,      /* libvirt and QEMU disagree on the count now */
+	HP_VCPUS_LOST_UNPLUG, /* an earlier unplug was lost; counts agree again */
 };
 
 struct hp_state {
 	char name[HP_NAME_MAX];
 	char uuid[HP_UUID_LEN];
-	int id;                   /* libvirt domain id */
+	int id; /* libvirt domain id */
 	/* libvirt's view of vCPUs (live XML). */
 	unsigned vcpus_max;
 	unsigned vcpus_current;
-	unsigned vcpus_hotpluggable;  /* <vcpus> entries marked hotpluggable */
-	uint64_t vcpus_enabled_mask;  /* bit i = <vcpu id='i' enabled='yes'> */
+	unsigned vcpus_hotpluggable; /* <vcpus> entries marked hotpluggable */
+	uint64_t vcpus_enabled_mask; /* bit i = <vcpu id='i' enabled='yes'> */
 	/* QEMU's view: number of vCPU threads; -1 when it could not be read. */
 	int qemu_vcpus;
-	uint64_t qemu_vcpu_mask;  /* bit n = QEMU runs "CPU n/..." (n < 64) */
+	uint64_t qemu_vcpu_mask; /* bit n = QEMU runs "CPU n/..." (n < 64) */
 	/* vCPU changes refused, and why (see "vCPU changes refused" above).
 	 * Set by the reads; hp_state_parse leaves it false. */
 	bool vcpus_refused;
 	enum hp_vcpus_refusal vcpus_refusal;
 	/* Memory, KiB. base = sum of NUMA cells (boot memory). */
-	uint64_t memory_kib;      /* <memory>: base + devices */
+	uint64_t memory_kib; /* <memory>: base + devices */
 	uint64_t base_kib;
-	uint64_t max_memory_kib;  /* <maxMemory>, 0 when absent */
-	unsigned slots;           /* <maxMemory slots=...> */
+	uint64_t max_memory_kib; /* <maxMemory>, 0 when absent */
+	unsigned slots;          /* <maxMemory slots=...> */
 	size_t n_memdevs;
 	struct hp_memdev memdevs[HP_MAX_MEMDEVS];
 };
@@ -159,9 +159,9 @@ enum hp_mem_method { HP_METHOD_VIRTIO_MEM, HP_METHOD_DIMM };
 struct hp_scaling {
 	bool has_load_avg_target, has_mem_usage_target, has_mem_total_target;
 	bool has_enable_lfc, has_cpu_stable_zone, has_cpu_mixed_zone;
-	double load_avg_target;     /* 0 <= x < 2 */
-	double mem_usage_target;    /* 0 <= x < 1 */
-	double mem_total_target;    /* 0 <= x < 1 */
+	double load_avg_target;  /* 0 <= x < 2 */
+	double mem_usage_target; /* 0 <= x < 1 */
+	double mem_total_target; /* 0 <= x < 1 */
 	bool enable_lfc;
 	double cpu_stable_zone;
 	double cpu_mixed_zone;
@@ -170,21 +170,25 @@ struct hp_scaling {
 /* <vmact:policy>: the VM's choice over the host's policy.cpu and
  * policy.cpu_shrink (doc/policy.md); HOST: not given, the host's applies. */
 enum hp_policy_cpu { HP_POLICY_CPU_HOST = 0, HP_POLICY_CPU_REACTIVE, HP_POLICY_CPU_NEON };
-enum hp_policy_shrink { HP_POLICY_SHRINK_HOST = 0, HP_POLICY_SHRINK_QUOTA, HP_POLICY_SHRINK_UNPLUG };
+enum hp_policy_shrink {
+	HP_POLICY_SHRINK_HOST = 0,
+	HP_POLICY_SHRINK_QUOTA,
+	HP_POLICY_SHRINK_UNPLUG
+};
 
 struct hp_meta {
 	bool enabled;
-	bool paused;                         /* paused="true": keep the size */
+	bool paused; /* paused="true": keep the size */
 	/* refuse-invalid="true": vmact-hook refuses the domain's start while
 	 * this metadata is invalid (doc/hook.md). */
 	bool refuse_invalid;
-	struct vmact_resources min, max;     /* bounds, both required */
+	struct vmact_resources min, max; /* bounds, both required */
 	bool has_compute_unit;
 	struct vmact_resources compute_unit;
 	enum hp_mem_method method;
-	char mem_alias[HP_ALIAS_MAX];     /* optional virtio-mem device alias */
+	char mem_alias[HP_ALIAS_MAX]; /* optional virtio-mem device alias */
 	struct hp_scaling scaling;
-	char monitor[512];                /* vm-monitor endpoint, "" if none */
+	char monitor[512]; /* vm-monitor endpoint, "" if none */
 	/* Legacy VM informant, "http://HOST:PORT" (no path), "" if none;
 	 * never set together with monitor. */
 	char informant[512];
@@ -235,14 +239,14 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 struct hp_conn;
 
 enum hp_event_kind {
-	HP_EV_CONNECTED,        /* (re)connected: resync every domain now */
-	HP_EV_DISCONNECTED,     /* connection lost; reconnect is scheduled */
+	HP_EV_CONNECTED,    /* (re)connected: resync every domain now */
+	HP_EV_DISCONNECTED, /* connection lost; reconnect is scheduled */
 	HP_EV_DOMAIN_STARTED,
 	HP_EV_DOMAIN_STOPPED,   /* destroyed, shut down, crashed */
 	HP_EV_METADATA_CHANGED, /* re-read the config with hp_meta_read */
 	HP_EV_DEVICE_REMOVED,
 	HP_EV_DEVICE_REMOVAL_FAILED,
-	HP_EV_MEMDEV_SIZE,      /* virtio-mem <current> changed: size_kib */
+	HP_EV_MEMDEV_SIZE, /* virtio-mem <current> changed: size_kib */
 };
 
 struct hp_event {
@@ -251,7 +255,7 @@ struct hp_event {
 	char name[HP_NAME_MAX];
 	char alias[HP_ALIAS_MAX];
 	uint64_t size_kib;
-	unsigned reconnects;    /* HP_EV_CONNECTED: 0 first time */
+	unsigned reconnects; /* HP_EV_CONNECTED: 0 first time */
 };
 
 typedef void (*hp_event_fn)(struct hp_conn *c, const struct hp_event *ev, void *userdata);
@@ -279,11 +283,9 @@ bool hp_conn_is_up(struct hp_conn *c);
 
 /* Running QEMU domains with their live state. *out is malloc'd. */
 int hp_list_running(struct hp_conn *c, struct hp_state **out, size_t *n, struct vmact_err *err);
-int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
-		  struct vmact_err *err);
+int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st, struct vmact_err *err);
 /* -ENOENT when the domain has no vmact metadata. */
-int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
-		 struct vmact_err *err);
+int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta, struct vmact_err *err);
 /* The metadata of a running domain (live) or of one that is not running
  * (its definition): what vmactl check reads. -ENOENT when it has none. */
 int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
@@ -306,10 +308,10 @@ int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct
 /* ---- actuation -------------------------------------------------------- */
 
 enum hp_op_kind {
-	HP_OP_SET_VCPUS,       /* vcpus */
-	HP_OP_VIRTIO_MEM,      /* requested_kib on device alias ("" = first) */
-	HP_OP_DIMM_ATTACH,     /* dimm_kib on NUMA node 0 */
-	HP_OP_DIMM_DETACH,     /* alias ("" = the last DIMM) */
+	HP_OP_SET_VCPUS,   /* vcpus */
+	HP_OP_VIRTIO_MEM,  /* requested_kib on device alias ("" = first) */
+	HP_OP_DIMM_ATTACH, /* dimm_kib on NUMA node 0 */
+	HP_OP_DIMM_DETACH, /* alias ("" = the last DIMM) */
 };
 
 struct hp_op_req {
@@ -318,7 +320,7 @@ struct hp_op_req {
 	uint64_t requested_kib;
 	uint64_t dimm_kib;
 	char alias[HP_ALIAS_MAX];
-	unsigned timeout_ms;   /* intent deadline; 0: 30 s */
+	unsigned timeout_ms; /* intent deadline; 0: 30 s */
 };
 
 struct hp_op_result {
@@ -332,7 +334,7 @@ struct hp_op_result {
 	int rc;
 	struct vmact_err err;
 	bool state_valid;
-	struct hp_state state;   /* re-read after the operation */
+	struct hp_state state; /* re-read after the operation */
 	uint64_t elapsed_us;
 };
 

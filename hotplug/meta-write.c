@@ -26,8 +26,10 @@ static int set_q(xmlNodePtr n, const char *el, const char *attr, bool milli, uin
 	char buf[64];
 
 	if (!n)
-		return vmact_err_set(err, EINVAL, "<" HP_NS_PREFIX ":autoscaling>: missing element <"
-				     HP_NS_PREFIX ":%s>", el);
+		return vmact_err_set(err, EINVAL,
+				     "<" HP_NS_PREFIX
+				     ":autoscaling>: missing element <" HP_NS_PREFIX ":%s>",
+				     el);
 	if ((milli ? vmact_quantity_format_milli(v, buf, sizeof(buf))
 		   : vmact_quantity_format_bytes(v, buf, sizeof(buf))) < 0)
 		return vmact_err_set(err, ERANGE, "<" HP_NS_PREFIX ":%s> %s: value out of range",
@@ -58,8 +60,10 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 	mem = hpx_child(root, "memory");
 	if ((ch->set_min_cpu && (r = set_q(cpu, "cpu", "min", true, ch->min_milli_cpu, err)) < 0) ||
 	    (ch->set_max_cpu && (r = set_q(cpu, "cpu", "max", true, ch->max_milli_cpu, err)) < 0) ||
-	    (ch->set_min_mem && (r = set_q(mem, "memory", "min", false, ch->min_mem_bytes, err)) < 0) ||
-	    (ch->set_max_mem && (r = set_q(mem, "memory", "max", false, ch->max_mem_bytes, err)) < 0))
+	    (ch->set_min_mem &&
+	     (r = set_q(mem, "memory", "min", false, ch->min_mem_bytes, err)) < 0) ||
+	    (ch->set_max_mem &&
+	     (r = set_q(mem, "memory", "max", false, ch->max_mem_bytes, err)) < 0))
 		return r;
 	if (ch->set_enabled &&
 	    !xmlSetProp(root, BAD_CAST "enabled", BAD_CAST(ch->enabled ? "true" : "false")))

@@ -43,10 +43,10 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "hotplug/hotplug.h"
-#include "hotplug/xml.h"
 #include "base/endpoint.h"
 #include "base/quantity.h"
+#include "hotplug/hotplug.h"
+#include "hotplug/xml.h"
 
 /* Every error names the element as an operator writes it. */
 #define EL "<" HP_NS_PREFIX ":%s>"
@@ -147,8 +147,8 @@ static int attr_bytes(xmlNodePtr n, const char *name, uint64_t *out, struct vmac
 	return 0;
 }
 
-static int attr_double(xmlNodePtr n, const char *name, double lo, double hi, bool *has,
-		       double *out, struct vmact_err *err)
+static int attr_double(xmlNodePtr n, const char *name, double lo, double hi, bool *has, double *out,
+		       struct vmact_err *err)
 {
 	_cleanup_free_ char *v = NULL;
 	char *end;
@@ -188,7 +188,8 @@ static int parse_cpu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	static const char *const a[] = { "min", "max", NULL };
 	int r;
 
-	if ((r = check_attrs(n, a, err)) < 0 || (r = attr_milli(n, "min", &m->min.milli_cpu, err)) < 0 ||
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = attr_milli(n, "min", &m->min.milli_cpu, err)) < 0 ||
 	    (r = attr_milli(n, "max", &m->max.milli_cpu, err)) < 0)
 		return r;
 	if (m->min.milli_cpu > m->max.milli_cpu)
@@ -203,7 +204,8 @@ static int parse_memory(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	_cleanup_free_ char *method = NULL;
 	int r;
 
-	if ((r = check_attrs(n, a, err)) < 0 || (r = attr_bytes(n, "min", &m->min.mem_bytes, err)) < 0 ||
+	if ((r = check_attrs(n, a, err)) < 0 ||
+	    (r = attr_bytes(n, "min", &m->min.mem_bytes, err)) < 0 ||
 	    (r = attr_bytes(n, "max", &m->max.mem_bytes, err)) < 0 ||
 	    (r = get_attr(n, "method", true, &method, err)) < 0 ||
 	    (r = copy_attr(n, "alias", false, m->mem_alias, sizeof(m->mem_alias), err)) < 0)
@@ -236,9 +238,13 @@ static int parse_cu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 
 static int parse_scaling(xmlNodePtr n, struct hp_scaling *s, struct vmact_err *err)
 {
-	static const char *const a[] = { "loadAverageFractionTarget", "memoryUsageFractionTarget",
-					 "memoryTotalFractionTarget", "enableLFCMetrics",
-					 "cpuStableZoneRatio", "cpuMixedZoneRatio", NULL };
+	static const char *const a[] = { "loadAverageFractionTarget",
+					 "memoryUsageFractionTarget",
+					 "memoryTotalFractionTarget",
+					 "enableLFCMetrics",
+					 "cpuStableZoneRatio",
+					 "cpuMixedZoneRatio",
+					 NULL };
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 ||
@@ -248,7 +254,8 @@ static int parse_scaling(xmlNodePtr n, struct hp_scaling *s, struct vmact_err *e
 			     &s->mem_usage_target, err)) < 0 ||
 	    (r = attr_double(n, "memoryTotalFractionTarget", 0, 1, &s->has_mem_total_target,
 			     &s->mem_total_target, err)) < 0 ||
-	    (r = attr_bool(n, "enableLFCMetrics", false, &s->has_enable_lfc, &s->enable_lfc, err)) < 0 ||
+	    (r = attr_bool(n, "enableLFCMetrics", false, &s->has_enable_lfc, &s->enable_lfc, err)) <
+		    0 ||
 	    (r = attr_double(n, "cpuStableZoneRatio", 0, 1e9, &s->has_cpu_stable_zone,
 			     &s->cpu_stable_zone, err)) < 0 ||
 	    (r = attr_double(n, "cpuMixedZoneRatio", 0, 1e9, &s->has_cpu_mixed_zone,
@@ -280,8 +287,8 @@ static int parse_endpoint(xmlNodePtr n, const char *el, unsigned flags, char *bu
 
 static int parse_monitor(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 {
-	return parse_endpoint(n, "monitor", VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX,
-			      m->monitor, sizeof(m->monitor), err);
+	return parse_endpoint(n, "monitor", VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, m->monitor,
+			      sizeof(m->monitor), err);
 }
 
 static int parse_informant(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
@@ -328,8 +335,9 @@ static int parse_policy(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	else if (strcmp(cpu, "neon") == 0)
 		m->policy_cpu = HP_POLICY_CPU_NEON;
 	else
-		return vmact_err_set(err, EINVAL, EL ": attribute 'cpu': '%s' is not reactive or neon",
-				     "policy", cpu);
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'cpu': '%s' is not reactive or neon", "policy",
+				     cpu);
 	if (!shrink)
 		m->policy_shrink = HP_POLICY_SHRINK_HOST;
 	else if (strcmp(shrink, "quota") == 0)
@@ -338,8 +346,8 @@ static int parse_policy(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 		m->policy_shrink = HP_POLICY_SHRINK_UNPLUG;
 	else
 		return vmact_err_set(err, EINVAL,
-				     EL ": attribute 'shrink': '%s' is not quota or unplug", "policy",
-				     shrink);
+				     EL ": attribute 'shrink': '%s' is not quota or unplug",
+				     "policy", shrink);
 	return 0;
 }
 
@@ -357,8 +365,10 @@ static int parse_runner(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	if (vmact_listen_parse(m->runner_listen, false, &l, err) < 0)
 		return vmact_err_prefix(err, EL ": attribute 'listen'", "runner");
 	if (l.port == 0)
-		return vmact_err_set(err, EINVAL, EL ": attribute 'listen': '%s' needs a port "
-				     "other than 0", "runner", m->runner_listen);
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'listen': '%s' needs a port "
+					"other than 0",
+				     "runner", m->runner_listen);
 	return 0;
 }
 
@@ -368,7 +378,8 @@ static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 ||
-	    (r = copy_attr(n, "namespace", true, m->pod_namespace, sizeof(m->pod_namespace), err)) < 0 ||
+	    (r = copy_attr(n, "namespace", true, m->pod_namespace, sizeof(m->pod_namespace), err)) <
+		    0 ||
 	    (r = copy_attr(n, "name", true, m->pod_name, sizeof(m->pod_name), err)) < 0 ||
 	    (r = copy_attr(n, "uid", false, m->pod_uid, sizeof(m->pod_uid), err)) < 0)
 		return r;
@@ -382,16 +393,11 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		int (*parse)(xmlNodePtr, struct hp_meta *, struct vmact_err *);
 		bool required;
 	} elems[] = {
-		{ "cpu", parse_cpu, true },
-		{ "memory", parse_memory, true },
-		{ "compute-unit", parse_cu, false },
-		{ "scaling", NULL, false },
-		{ "monitor", parse_monitor, false },
-		{ "informant", parse_informant, false },
-		{ "pod", parse_pod, false },
-		{ "metrics", parse_metrics, false },
-		{ "policy", parse_policy, false },
-		{ "runner", parse_runner, false },
+		{ "cpu", parse_cpu, true },          { "memory", parse_memory, true },
+		{ "compute-unit", parse_cu, false }, { "scaling", NULL, false },
+		{ "monitor", parse_monitor, false }, { "informant", parse_informant, false },
+		{ "pod", parse_pod, false },         { "metrics", parse_metrics, false },
+		{ "policy", parse_policy, false },   { "runner", parse_runner, false },
 	};
 	static const char *const root_attrs[] = { "enabled", "paused", "refuse-invalid", NULL };
 	bool seen[ARRAY_SIZE(elems)] = { false };
@@ -406,12 +412,15 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		const xmlError *e = xmlGetLastError();
 
 		return vmact_err_set(err, EINVAL, "vmact metadata is not well-formed XML%s%s",
-				     e && e->message ? ": " : "", e && e->message ? e->message : "");
+				     e && e->message ? ": " : "",
+				     e && e->message ? e->message : "");
 	}
 	root = xmlDocGetRootElement(doc);
 	if (!root || !in_ns(root) || xmlStrcmp(root->name, BAD_CAST "autoscaling"))
-		return vmact_err_set(err, EINVAL, "vmact metadata: root must be " EL
-				     " in namespace %s, got <%s>", "autoscaling", HP_NS_URI,
+		return vmact_err_set(err, EINVAL,
+				     "vmact metadata: root must be " EL
+				     " in namespace %s, got <%s>",
+				     "autoscaling", HP_NS_URI,
 				     root ? (const char *)root->name : "");
 	if ((r = check_attrs(root, root_attrs, err)) < 0 ||
 	    (r = attr_bool(root, "enabled", true, NULL, &meta->enabled, err)) < 0 ||
@@ -429,25 +438,23 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		if (n->type != XML_ELEMENT_NODE)
 			return vmact_err_set(err, EINVAL, EL ": unexpected text", "autoscaling");
 		if (!in_ns(n))
-			return vmact_err_set(err, EINVAL,
-					     EL ": child <%s> is not in namespace %s",
+			return vmact_err_set(err, EINVAL, EL ": child <%s> is not in namespace %s",
 					     "autoscaling", (const char *)n->name, HP_NS_URI);
 		for (i = 0; i < ARRAY_SIZE(elems); i++)
 			if (xmlStrcmp(n->name, BAD_CAST elems[i].name) == 0)
 				break;
 		if (i == ARRAY_SIZE(elems))
-			return vmact_err_set(err, EINVAL, EL ": unknown element " EL,
-					     "autoscaling", (const char *)n->name);
+			return vmact_err_set(err, EINVAL, EL ": unknown element " EL, "autoscaling",
+					     (const char *)n->name);
 		if (seen[i])
-			return vmact_err_set(err, EINVAL, EL ": duplicate element",
-					     elems[i].name);
+			return vmact_err_set(err, EINVAL, EL ": duplicate element", elems[i].name);
 		seen[i] = true;
 		if (n->children) {
 			for (xmlNodePtr c = n->children; c; c = c->next)
 				if (!(c->type == XML_TEXT_NODE && xmlIsBlankNode(c)) &&
 				    c->type != XML_COMMENT_NODE)
-					return vmact_err_set(err, EINVAL,
-							     EL ": must be empty", elems[i].name);
+					return vmact_err_set(err, EINVAL, EL ": must be empty",
+							     elems[i].name);
 		}
 		r = elems[i].parse ? elems[i].parse(n, meta, err)
 				   : parse_scaling(n, &meta->scaling, err);
@@ -456,8 +463,8 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(elems); i++)
 		if (elems[i].required && !seen[i])
-			return vmact_err_set(err, EINVAL, EL ": missing element " EL,
-					     "autoscaling", elems[i].name);
+			return vmact_err_set(err, EINVAL, EL ": missing element " EL, "autoscaling",
+					     elems[i].name);
 	/* A guest runs one or the other; vmactd must not guess whose
 	 * approval a downscale needs. */
 	if (meta->monitor[0] && meta->informant[0])
@@ -472,14 +479,15 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 			for (size_t j = 0; j < ARRAY_SIZE(off); j++)
 				if (seen[i] && strcmp(elems[i].name, off[j]) == 0)
 					return vmact_err_set(err, EINVAL,
-							     EL ": " EL " and " EL " are mutually "
+							     EL
+							     ": " EL " and " EL " are mutually "
 							     "exclusive (the runner API's caller "
 							     "sizes the CPU)",
 							     "autoscaling", "runner", off[j]);
 		if (meta->policy_cpu != HP_POLICY_CPU_HOST)
 			return vmact_err_set(err, EINVAL,
 					     EL ": " EL " and " EL " attribute 'cpu' are mutually "
-					     "exclusive (the runner API's caller sizes the CPU)",
+						"exclusive (the runner API's caller sizes the CPU)",
 					     "autoscaling", "runner", "policy");
 	}
 	return 0;

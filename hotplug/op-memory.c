@@ -38,8 +38,8 @@ static int detach_alias(virDomainPtr dom, const void *arg)
 /* The live <memory> element of a virtio-mem device with <requested>
  * replaced; libvirt matches update XML against the device definition, so
  * start from what it reported. */
-static int virtio_mem_xml(struct hp_op *op, uint64_t requested_kib, const char *alias,
-			  char **out, struct vmact_err *err)
+static int virtio_mem_xml(struct hp_op *op, uint64_t requested_kib, const char *alias, char **out,
+			  struct vmact_err *err)
 {
 	virConnectPtr vc = hp_conn_get(op->conn);
 	_cleanup_free_ char *xml = NULL;
@@ -133,7 +133,8 @@ static int virtio_mem_reached(struct hp_op *op, const struct hp_state *st,
 		return 1;
 	vmact_err_set(e, ETIMEDOUT,
 		      "virtio-mem %s: requested %" PRIu64 " KiB, guest has %" PRIu64
-		      " KiB at the deadline", g->alias, g->want, d->current_kib);
+		      " KiB at the deadline",
+		      g->alias, g->want, d->current_kib);
 	return 0;
 }
 
@@ -163,7 +164,8 @@ static void virtio_mem_refused(struct hp_op *op, uint64_t deadline, const char *
 	vmact_err_set(&e, EBUSY,
 		      "virtio-mem %s: the guest kept %" PRIu64 " KiB it was asked to give back "
 		      "(requested %" PRIu64 " KiB, plugged %" PRIu64 " KiB at the deadline); "
-		      "request set back to %" PRIu64 " KiB", alias, kept - want, want, kept, kept);
+		      "request set back to %" PRIu64 " KiB",
+		      alias, kept - want, want, kept, kept);
 	hp_op_settle(op, deadline, -EBUSY, &e);
 }
 
@@ -197,7 +199,8 @@ void hp_op_virtio_mem(struct hp_op *op, uint64_t deadline)
 	}
 	if (d->requested_kib != want) {
 		if ((r = virtio_mem_xml(op, want, alias, &xml, &e)) < 0 ||
-		    (r = hp_op_call(op, "virDomainUpdateDeviceFlags", update_device, xml, &e)) < 0) {
+		    (r = hp_op_call(op, "virDomainUpdateDeviceFlags", update_device, xml, &e)) <
+			    0) {
 			hp_op_settle(op, deadline, r, &e);
 			return;
 		}
@@ -228,14 +231,16 @@ void hp_op_dimm_attach(struct hp_op *op, uint64_t deadline)
 	    st->memory_kib + op->req.dimm_kib > st->max_memory_kib) {
 		vmact_err_set(&e, ERANGE,
 			      "DIMM of %" PRIu64 " KiB does not fit: %u of %u slots used, %" PRIu64
-			      " of %" PRIu64 " KiB <maxMemory>", op->req.dimm_kib, before, st->slots,
-			      st->memory_kib, st->max_memory_kib);
+			      " of %" PRIu64 " KiB <maxMemory>",
+			      op->req.dimm_kib, before, st->slots, st->memory_kib,
+			      st->max_memory_kib);
 		hp_op_finish(op, -ERANGE, &e);
 		return;
 	}
 	if (asprintf(&xml,
 		     "<memory model='dimm'><target><size unit='KiB'>%" PRIu64
-		     "</size><node>0</node></target></memory>", op->req.dimm_kib) < 0) {
+		     "</size><node>0</node></target></memory>",
+		     op->req.dimm_kib) < 0) {
 		hp_op_finish(op, -ENOMEM, NULL);
 		return;
 	}
@@ -259,8 +264,10 @@ static int dimm_removed(struct hp_op *op, const struct hp_state *st, const struc
 	if (!strcmp(seen->removed_alias, alias) || !hp_state_memdev(st, alias, HP_MEM_DIMM))
 		return 1;
 	if (!strcmp(seen->removal_failed_alias, alias))
-		return vmact_err_set(e, EBUSY, "guest refused to release DIMM %s "
-				     "(DEVICE_REMOVAL_FAILED)", alias);
+		return vmact_err_set(e, EBUSY,
+				     "guest refused to release DIMM %s "
+				     "(DEVICE_REMOVAL_FAILED)",
+				     alias);
 	vmact_err_set(e, ETIMEDOUT, "DIMM %s still present at the deadline", alias);
 	return 0;
 }

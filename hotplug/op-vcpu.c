@@ -67,16 +67,18 @@ void hp_op_vcpus(struct hp_op *op, uint64_t deadline)
 	 * reads it from the same field. */
 	if (st->vcpus_refused && target != hp_state_vcpus(st)) {
 		if (st->vcpus_refusal == HP_VCPUS_DESYNC)
-			vmact_err_set(&e, EIO,
-				      "libvirt counts %u vCPUs while QEMU runs %u: an earlier vCPU "
-				      "unplug outlived libvirt's wait; refusing vCPU changes on this "
-				      "VM (re-plugging crashes QEMU 7.2) until it restarts",
-				      st->vcpus_current, hp_state_vcpus(st));
+			vmact_err_set(
+				&e, EIO,
+				"libvirt counts %u vCPUs while QEMU runs %u: an earlier vCPU "
+				"unplug outlived libvirt's wait; refusing vCPU changes on this "
+				"VM (re-plugging crashes QEMU 7.2) until it restarts",
+				st->vcpus_current, hp_state_vcpus(st));
 		else
-			vmact_err_set(&e, EIO,
-				      "an earlier vCPU unplug on this VM outlived libvirt's wait; "
-				      "vCPU changes stay refused until the VM restarts, even though "
-				      "libvirt's count is right again (re-plugging crashed QEMU 7.2)");
+			vmact_err_set(
+				&e, EIO,
+				"an earlier vCPU unplug on this VM outlived libvirt's wait; "
+				"vCPU changes stay refused until the VM restarts, even though "
+				"libvirt's count is right again (re-plugging crashed QEMU 7.2)");
 		hp_op_finish(op, -EIO, &e);
 		return;
 	}
@@ -122,11 +124,12 @@ void hp_op_vcpus(struct hp_op *op, uint64_t deadline)
 	}
 	if (st->vcpus_refusal == HP_VCPUS_DESYNC) {
 		/* rc 0: the target is reached; the message stays as a warning. */
-		vmact_err_set(&op->res.err, EIO,
-			      "vCPU unplug completed in QEMU (%u vCPUs) but libvirt still counts %u: "
-			      "libvirt's 5 s unplug wait timed out and it never saw the removal; "
-			      "vCPU changes on this VM stay refused until it restarts",
-			      hp_state_vcpus(st), st->vcpus_current);
+		vmact_err_set(
+			&op->res.err, EIO,
+			"vCPU unplug completed in QEMU (%u vCPUs) but libvirt still counts %u: "
+			"libvirt's 5 s unplug wait timed out and it never saw the removal; "
+			"vCPU changes on this VM stay refused until it restarts",
+			hp_state_vcpus(st), st->vcpus_current);
 		op->res.rc = 0;
 		return;
 	}

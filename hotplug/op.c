@@ -17,8 +17,7 @@
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hp_op *g_ops;
 
-int hp_op_reread(struct hp_op *op, uint64_t deadline, struct hp_state *st,
-		 struct vmact_err *err)
+int hp_op_reread(struct hp_op *op, uint64_t deadline, struct hp_state *st, struct vmact_err *err)
 {
 	struct hp_conn *c = op->conn;
 
@@ -195,8 +194,8 @@ bool hp_op_in_flight(struct hp_conn *c, const char *uuid)
 	return busy;
 }
 
-int hp_op_launch(struct hp_conn *c, const char *uuid, const struct hp_op_req *req,
-		 hp_op_run_fn run, hp_op_fn fn, void *userdata, struct vmact_err *err)
+int hp_op_launch(struct hp_conn *c, const char *uuid, const struct hp_op_req *req, hp_op_run_fn run,
+		 hp_op_fn fn, void *userdata, struct vmact_err *err)
 {
 	struct hp_op *op;
 	int r;

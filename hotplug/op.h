@@ -22,7 +22,7 @@ struct hp_op;
 typedef void (*hp_op_run_fn)(struct hp_op *op, uint64_t deadline);
 
 struct hp_op {
-	VMACT_LIST_FIELDS(struct hp_op, ops);   /* in flight, all connections */
+	VMACT_LIST_FIELDS(struct hp_op, ops); /* in flight, all connections */
 	hp_op_run_fn run;
 	struct hp_conn *conn;
 	char uuid[HP_UUID_LEN];
@@ -30,8 +30,8 @@ struct hp_op {
 	hp_op_fn fn;
 	void *userdata;
 	pthread_t thread;
-	struct hp_watch watch;    /* this domain's events, while the worker runs */
-	struct hp_qitem done;     /* hands the result to the loop thread */
+	struct hp_watch watch; /* this domain's events, while the worker runs */
+	struct hp_qitem done;  /* hands the result to the loop thread */
 	struct hp_op_result res;
 };
 
@@ -42,13 +42,12 @@ void hp_op_dimm_attach(struct hp_op *op, uint64_t deadline);
 void hp_op_dimm_detach(struct hp_op *op, uint64_t deadline);
 
 /* Starts run(op) in a worker thread; hp_op_start picks run by kind. */
-int hp_op_launch(struct hp_conn *c, const char *uuid, const struct hp_op_req *req,
-		 hp_op_run_fn run, hp_op_fn fn, void *userdata, struct vmact_err *err);
+int hp_op_launch(struct hp_conn *c, const char *uuid, const struct hp_op_req *req, hp_op_run_fn run,
+		 hp_op_fn fn, void *userdata, struct vmact_err *err);
 
 /* Re-reads the live state, waiting for a reconnect (until the deadline)
  * when libvirtd went away. */
-int hp_op_reread(struct hp_op *op, uint64_t deadline, struct hp_state *st,
-		 struct vmact_err *err);
+int hp_op_reread(struct hp_op *op, uint64_t deadline, struct hp_state *st, struct vmact_err *err);
 
 /* Runs one libvirt call on a fresh domain handle; a call that failed
  * because the connection died is -ECONNRESET. */

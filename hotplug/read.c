@@ -60,8 +60,7 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
 	return n;
 }
 
-static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st,
-		    struct vmact_err *err)
+static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st, struct vmact_err *err)
 {
 	_cleanup_free_ char *xml = NULL;
 	struct vmact_err qerr = { 0 };
@@ -95,8 +94,7 @@ static int not_connected(struct hp_conn *c, struct vmact_err *err)
 	return vmact_err_set(err, ENOTCONN, "not connected to libvirtd (%s)", hp_conn_uri(c));
 }
 
-int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st,
-		  struct vmact_err *err)
+int hp_state_read(struct hp_conn *c, const char *uuid, struct hp_state *st, struct vmact_err *err)
 {
 	virConnectPtr vc = hp_conn_get(c);
 	int r;
@@ -148,8 +146,7 @@ out:
 	return r;
 }
 
-int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
-		 struct vmact_err *err)
+int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta, struct vmact_err *err)
 {
 	virConnectPtr vc = hp_conn_get(c);
 	_cleanup_free_ char *xml = NULL;

@@ -74,10 +74,11 @@ int hpx_read_kib(xmlNodePtr n, const char *what, uint64_t *out, struct vmact_err
 		const char *name;
 		uint64_t bytes;
 	} units[] = {
-		{ "b", 1 }, { "bytes", 1 }, { "KB", 1000 }, { "k", 1024 }, { "KiB", 1024 },
-		{ "MB", 1000000 }, { "M", 1ULL << 20 }, { "MiB", 1ULL << 20 },
-		{ "GB", 1000000000 }, { "G", 1ULL << 30 }, { "GiB", 1ULL << 30 },
-		{ "TB", 1000000000000ULL }, { "T", 1ULL << 40 }, { "TiB", 1ULL << 40 },
+		{ "b", 1 },          { "bytes", 1 },        { "KB", 1000 },
+		{ "k", 1024 },       { "KiB", 1024 },       { "MB", 1000000 },
+		{ "M", 1ULL << 20 }, { "MiB", 1ULL << 20 }, { "GB", 1000000000 },
+		{ "G", 1ULL << 30 }, { "GiB", 1ULL << 30 }, { "TB", 1000000000000ULL },
+		{ "T", 1ULL << 40 }, { "TiB", 1ULL << 40 },
 	};
 	uint64_t mul = 1024, v;
 	char *end;
@@ -289,7 +290,8 @@ int hp_state_parse(const char *xml, struct hp_state *st, struct vmact_err *err)
 				    xmlStrcmp(unit, BAD_CAST "k"))
 					return vmact_err_set(err, EINVAL,
 							     "<cpu><numa><cell>: unit '%s' (libvirt "
-							     "reports KiB)", (const char *)unit);
+							     "reports KiB)",
+							     (const char *)unit);
 			}
 			st->base_kib += kib;
 		}

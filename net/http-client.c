@@ -199,7 +199,8 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	uint64_t now;
 
 	if (timeout_ms < 0)
-		return c->timer ? (sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0) : 0;
+		return c->timer ? (sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0)
+				: 0;
 	now = vmact_loop_now_usec(c->ev) + (uint64_t)timeout_ms * 1000;
 	if (!c->timer)
 		return sd_event_add_time(c->ev, &c->timer, CLOCK_MONOTONIC, now,
@@ -311,8 +312,8 @@ size_t net_http_client_pending(const struct net_http_client *c)
 }
 
 int net_http_client_start(struct net_http_client *c, const struct net_http_request *req,
-			 net_http_done_fn *cb, void *userdata, struct net_http_call **callp,
-			 struct vmact_err *err)
+			  net_http_done_fn *cb, void *userdata, struct net_http_call **callp,
+			  struct vmact_err *err)
 {
 	struct net_http_call *call;
 	bool has_body;
@@ -324,9 +325,11 @@ int net_http_client_start(struct net_http_client *c, const struct net_http_reque
 		return vmact_err_set(err, EINVAL, "http client: body length without body");
 	if (strcmp(req->method, "GET") && strcmp(req->method, "POST") &&
 	    strcmp(req->method, "PUT") && strcmp(req->method, "DELETE"))
-		return vmact_err_set(err, EINVAL, "http client: unsupported method %s", req->method);
+		return vmact_err_set(err, EINVAL, "http client: unsupported method %s",
+				     req->method);
 	if (strncasecmp(req->url, "http://", 7) && strncasecmp(req->url, "https://", 8))
-		return vmact_err_set(err, EINVAL, "http client: %s: only http and https URLs", req->url);
+		return vmact_err_set(err, EINVAL, "http client: %s: only http and https URLs",
+				     req->url);
 	call = calloc(1, sizeof(*call));
 	if (!call)
 		return vmact_err_set(err, ENOMEM, "http client: out of memory");
@@ -371,7 +374,8 @@ int net_http_client_start(struct net_http_client *c, const struct net_http_reque
 		call_free(call);
 		return vmact_err_set(err, EINVAL, "http client: bad url %s", req->url);
 	}
-	if (req->unix_socket && curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket) != CURLE_OK)
+	if (req->unix_socket &&
+	    curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket) != CURLE_OK)
 		goto oom;
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, call);

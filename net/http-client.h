@@ -24,9 +24,9 @@ struct net_http_request {
 	const char *content_type; /* of body; NULL = no Content-Type header */
 	const void *body;         /* copied: the caller may free it after start */
 	size_t body_len;
-	uint64_t timeout_usec;    /* whole transfer; 0 = no limit (avoid) */
-	size_t max_response;      /* 0 = NET_HTTP_DEFAULT_MAX_RESPONSE */
-	const char *unix_socket;  /* connect here instead of the url's host; NULL = TCP */
+	uint64_t timeout_usec;   /* whole transfer; 0 = no limit (avoid) */
+	size_t max_response;     /* 0 = NET_HTTP_DEFAULT_MAX_RESPONSE */
+	const char *unix_socket; /* connect here instead of the url's host; NULL = TCP */
 };
 
 struct net_http_response {
@@ -42,7 +42,7 @@ struct net_http_response {
  * then. Both pointers are valid only during the call. The callback may start
  * new requests and cancel other calls, but must not free the client. */
 typedef void net_http_done_fn(void *userdata, int result, const struct net_http_response *resp,
-			     const struct vmact_err *err);
+			      const struct vmact_err *err);
 
 int net_http_client_new(sd_event *ev, struct net_http_client **out, struct vmact_err *err);
 
@@ -54,15 +54,16 @@ typedef int net_http_connect_fn(void *userdata, const char *url, struct vmact_er
 /* Every later call of the client connects through fn (NULL: its own).
  * The host of the URLs must then be a numeric address: curl would start
  * a resolver thread for a name. */
-void net_http_client_set_connect(struct net_http_client *c, net_http_connect_fn *fn, void *userdata);
+void net_http_client_set_connect(struct net_http_client *c, net_http_connect_fn *fn,
+				 void *userdata);
 /* Cancels every pending call without invoking callbacks. NULL is fine. */
 void net_http_client_free(struct net_http_client *c);
 
 /* Starts a request; req->body is copied. *callp (may be NULL) receives a
  * handle valid until the callback has run or the call was cancelled. */
 int net_http_client_start(struct net_http_client *c, const struct net_http_request *req,
-			 net_http_done_fn *cb, void *userdata, struct net_http_call **callp,
-			 struct vmact_err *err);
+			  net_http_done_fn *cb, void *userdata, struct net_http_call **callp,
+			  struct vmact_err *err);
 /* Aborts a pending call; its callback is not invoked. */
 void net_http_call_cancel(struct net_http_call *call);
 

@@ -17,8 +17,8 @@
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
-#include "net/bodybuf.h"
 #include "base/time.h"
+#include "net/bodybuf.h"
 
 /* Client identity for the per-client limit: the source address (an IPv4
  * address mapped into IPv6 counts as that IPv4 address), or on a unix
@@ -35,7 +35,7 @@ struct conn_track {
 	VMACT_LIST_FIELDS(struct conn_track, conns);
 	struct client_key client;
 	int fd;
-	uint64_t started; /* when its current request started */
+	uint64_t started;   /* when its current request started */
 	long long peer_uid; /* unix socket: SO_PEERCRED uid; -1 unknown */
 	bool cut;
 };
@@ -87,7 +87,7 @@ struct net_http_server {
 };
 
 int net_http_reply_text(struct net_http_server_reply *reply, unsigned status,
-		       const char *content_type, const char *text)
+			const char *content_type, const char *text)
 {
 	size_t n = strlen(text);
 
@@ -153,7 +153,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		*con_cls = rs;
 		/* A declared oversized body is refused before it is read: MHD
 		 * then closes the connection instead of draining it. */
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						 MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl) {
 			char *end;
 			unsigned long long v;
@@ -189,8 +190,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		if (!rs->answered)
 			return MHD_YES;
 		rs->deferred = false;
-		return queue(conn, rs->reply.status, rs->reply.content_type, TAKE_PTR(rs->reply.body),
-			     rs->reply.body_len);
+		return queue(conn, rs->reply.status, rs->reply.content_type,
+			     TAKE_PTR(rs->reply.body), rs->reply.body_len);
 	}
 	if (rs->replied)
 		return MHD_YES;
@@ -291,7 +292,8 @@ static void rearm(struct net_http_server *s)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	if (MHD_get_timeout(s->mhd, &ms) == MHD_YES) {
-		sd_event_source_set_time(s->timer, vmact_loop_now_usec(s->ev) + (uint64_t)ms * 1000);
+		sd_event_source_set_time(s->timer,
+					 vmact_loop_now_usec(s->ev) + (uint64_t)ms * 1000);
 		sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
 	} else {
 		sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
@@ -445,7 +447,8 @@ static void listen_pause(struct net_http_server *s)
 {
 	/* The resume timer is armed first: the listen socket is only ever
 	 * switched off with a timer pending that switches it back on. */
-	if (sd_event_source_set_time(s->resume, vmact_loop_now_usec(s->ev) + ACCEPT_PAUSE_USEC) < 0 ||
+	if (sd_event_source_set_time(s->resume, vmact_loop_now_usec(s->ev) + ACCEPT_PAUSE_USEC) <
+		    0 ||
 	    sd_event_source_set_enabled(s->resume, SD_EVENT_ONESHOT) < 0)
 		return;
 	sd_event_source_set_enabled(s->listen_io, SD_EVENT_OFF);
@@ -473,7 +476,8 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 		int cfd;
 
 		memset(&ss, 0, sizeof(ss));
-		cfd = accept4(s->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		cfd = accept4(s->listen_fd, (struct sockaddr *)&ss, &len,
+			      SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd >= 0) {
 			add_connection(s, cfd, &ss, len);
 			continue;
@@ -555,15 +559,16 @@ static int open_listener(struct net_http_server *s, const char *spec, struct vma
 
 		if (getsockname(fd, (struct sockaddr *)&got, &glen) < 0)
 			return vmact_err_set(err, errno, "listen %s: getsockname: %m", spec);
-		s->port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
-							 : ((struct sockaddr_in6 *)&got)->sin6_port);
+		s->port = ntohs(got.ss_family == AF_INET
+					? ((struct sockaddr_in *)&got)->sin_port
+					: ((struct sockaddr_in6 *)&got)->sin6_port);
 	}
 	return TAKE_FD(fd);
 }
 
 int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
-		       net_http_handler_fn *handler, void *userdata, struct net_http_server **out,
-		       struct vmact_err *err)
+			net_http_handler_fn *handler, void *userdata, struct net_http_server **out,
+			struct vmact_err *err)
 {
 	struct net_http_server *s;
 	const union MHD_DaemonInfo *di;
@@ -572,7 +577,8 @@ int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
 	if (!ev || !cfg || (!cfg->listen && !cfg->adopt_fd) || !handler || !out) {
 		if (cfg && cfg->adopt_fd && cfg->listen_fd >= 0)
 			close(cfg->listen_fd);
-		return vmact_err_set(err, EINVAL, "http server: loop, listen address and handler required");
+		return vmact_err_set(err, EINVAL,
+				     "http server: loop, listen address and handler required");
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -586,7 +592,8 @@ int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
 	s->userdata = userdata;
 	s->max_body = cfg->max_body ? cfg->max_body : 64 * 1024;
 	s->too_large_status = cfg->too_large_status ? cfg->too_large_status : 413;
-	s->too_large_body = strdup(cfg->too_large_body ? cfg->too_large_body : "request body too large");
+	s->too_large_body = strdup(cfg->too_large_body ? cfg->too_large_body
+						       : "request body too large");
 	s->request_timeout = cfg->request_timeout_usec ? cfg->request_timeout_usec : 10000000;
 	s->conn_limit = cfg->conn_limit ? cfg->conn_limit : 256;
 	s->per_client_limit = cfg->per_client_limit ? cfg->per_client_limit : s->conn_limit / 2;
@@ -625,14 +632,14 @@ int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
 	s->allow_defer = cfg->allow_defer;
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
-			(cfg->allow_defer ? MHD_ALLOW_SUSPEND_RESUME : 0), 0, NULL, NULL, on_access, s,
+			(cfg->allow_defer ? MHD_ALLOW_SUSPEND_RESUME : 0),
+		0, NULL, NULL, on_access, s,
 		/* Ours decides; MHD's must never refuse (see NET_HTTP_CUT_SLACK). */
 		MHD_OPTION_CONNECTION_LIMIT, s->conn_limit + NET_HTTP_CUT_SLACK,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)(cfg->idle_timeout_sec ? cfg->idle_timeout_sec : 10),
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-		MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+		on_connection, s, MHD_OPTION_END);
 	if (!s->mhd) {
 		r = vmact_err_set(err, EIO, "http server %s: libmicrohttpd failed to start",
 				  cfg->listen ? cfg->listen : "(given)");

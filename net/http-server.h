@@ -43,10 +43,10 @@ struct net_http_server_config {
 	 * it in messages. The server takes the descriptor, on failure too. */
 	bool adopt_fd;
 	int listen_fd;
-	size_t max_body;               /* 0 = 64 KiB */
-	unsigned too_large_status;     /* reply to an oversized body; 0 = 413 */
-	const char *too_large_body;    /* text/plain; NULL = "request body too large" */
-	unsigned conn_limit;           /* 0 = 256 */
+	size_t max_body;            /* 0 = 64 KiB */
+	unsigned too_large_status;  /* reply to an oversized body; 0 = 413 */
+	const char *too_large_body; /* text/plain; NULL = "request body too large" */
+	unsigned conn_limit;        /* 0 = 256 */
 	/* Connections one client may hold, a client being a source address
 	 * (IPv4, or IPv6 /128) or, on a unix socket, a peer uid.
 	 * 0 = conn_limit / 2 (at least 1); capped at conn_limit. Fairness
@@ -69,7 +69,7 @@ struct net_http_server_request {
 	/* On a unix socket the peer's uid (SO_PEERCRED) as the kernel gave it
 	 * at connect time; -1 on TCP or when it could not be read. */
 	long long peer_uid;
-	void *internal_;          /* the server's, for net_http_defer */
+	void *internal_; /* the server's, for net_http_defer */
 };
 
 struct net_http_server_reply {
@@ -81,12 +81,12 @@ struct net_http_server_reply {
 
 /* Called from the event loop; must not free the server. */
 typedef void net_http_handler_fn(void *userdata, const struct net_http_server_request *req,
-				struct net_http_server_reply *reply);
+				 struct net_http_server_reply *reply);
 
 /* Helper for handlers: reply with a copy of a text body. Returns -ENOMEM on
  * allocation failure (the reply then becomes a bodiless 500). */
 int net_http_reply_text(struct net_http_server_reply *reply, unsigned status,
-		       const char *content_type, const char *text);
+			const char *content_type, const char *text);
 
 /* Deferred replies (long polls), for servers with allow_defer. A handler
  * that cannot answer yet calls net_http_defer(req) and leaves its reply
@@ -104,8 +104,8 @@ struct net_http_pending *net_http_defer(const struct net_http_server_request *re
 void net_http_pending_reply(struct net_http_pending *p, struct net_http_server_reply *reply);
 
 int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
-		       net_http_handler_fn *handler, void *userdata, struct net_http_server **out,
-		       struct vmact_err *err);
+			net_http_handler_fn *handler, void *userdata, struct net_http_server **out,
+			struct vmact_err *err);
 void net_http_server_free(struct net_http_server *s);
 
 /* TCP port actually bound (useful with port 0); 0 for unix sockets. */
@@ -113,4 +113,3 @@ unsigned net_http_server_port(const struct net_http_server *s);
 /* Connections currently open, counting those closed by a limit or the
  * deadline that libmicrohttpd has not yet released (for tests). */
 unsigned net_http_server_connections(const struct net_http_server *s);
-

@@ -55,8 +55,7 @@ int net_json_get_bool(const json_t *obj, const char *key, bool *out, struct vmac
 	return 0;
 }
 
-int net_json_get_string(const json_t *obj, const char *key, const char **out,
-		       struct vmact_err *err)
+int net_json_get_string(const json_t *obj, const char *key, const char **out, struct vmact_err *err)
 {
 	json_t *v = net_json_get(obj, key);
 
@@ -69,7 +68,7 @@ int net_json_get_string(const json_t *obj, const char *key, const char **out,
 }
 
 int net_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t *out,
-		     struct vmact_err *err)
+		      struct vmact_err *err)
 {
 	json_t *v = net_json_get(obj, key);
 
@@ -112,7 +111,7 @@ int net_json_get_object(const json_t *obj, const char *key, json_t **out, struct
 }
 
 int net_json_string_copy(const json_t *v, const char *key, char *buf, size_t size,
-			struct vmact_err *err)
+			 struct vmact_err *err)
 {
 	size_t n;
 

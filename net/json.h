@@ -35,11 +35,11 @@ json_t *net_json_get(const json_t *obj, const char *name);
 /* Typed, required members; errors name the key. */
 int net_json_get_bool(const json_t *obj, const char *key, bool *out, struct vmact_err *err);
 int net_json_get_string(const json_t *obj, const char *key, const char **out,
-		       struct vmact_err *err);
+			struct vmact_err *err);
 /* A JSON integer in [0, max]. Reals are refused even when whole ("1.0"),
  * as Go refuses them for integer fields. */
 int net_json_get_uint(const json_t *obj, const char *key, uint64_t max, uint64_t *out,
-		     struct vmact_err *err);
+		      struct vmact_err *err);
 int net_json_get_double(const json_t *obj, const char *key, double *out, struct vmact_err *err);
 /* Object-valued member, required. */
 int net_json_get_object(const json_t *obj, const char *key, json_t **out, struct vmact_err *err);
@@ -48,7 +48,7 @@ int net_json_get_object(const json_t *obj, const char *key, json_t **out, struct
  * does not fit with its terminator, or holds a NUL byte (C code downstream
  * would silently cut it there). */
 int net_json_string_copy(const json_t *v, const char *key, char *buf, size_t size,
-			struct vmact_err *err);
+			 struct vmact_err *err);
 
 /* The shortest "%.*g" text of d that reads back as the same value: as a
  * double, or with as_float32 as the float32 (float)d. Returns the precision

@@ -20,7 +20,7 @@
 /* Open-addressed table of family names: twice the family limit keeps the
  * probes short. */
 #define NAME_SLOTS (2u * NET_PROM_MAX_FAMILIES)
-#define NO_FAMILY SIZE_MAX
+#define NO_FAMILY  SIZE_MAX
 
 struct text_impl {
 	struct net_prom_text pub; /* first: net_prom_text_free casts back */
@@ -163,8 +163,8 @@ static int arena_put(struct parser *ps, const char *s, size_t n, const char **ou
 	char *d;
 
 	if (n + 1 > ps->arena_cap - ps->arena_len)
-		return vmact_err_set(ps->err, ENOBUFS, "line %u: internal: string storage exhausted",
-				     ps->line);
+		return vmact_err_set(ps->err, ENOBUFS,
+				     "line %u: internal: string storage exhausted", ps->line);
 	d = ps->arena + ps->arena_len;
 	memcpy(d, s, n);
 	d[n] = '\0';
@@ -223,7 +223,8 @@ static int family_add(struct parser *ps, const char *name, size_t n)
 
 	if (ps->nf == NET_PROM_MAX_FAMILIES)
 		return too_many(ps, "metric families", NET_PROM_MAX_FAMILIES);
-	if (grow((void **)&ps->fams, &ps->capf, ps->nf + 1, sizeof(*ps->fams), NET_PROM_MAX_FAMILIES) < 0)
+	if (grow((void **)&ps->fams, &ps->capf, ps->nf + 1, sizeof(*ps->fams),
+		 NET_PROM_MAX_FAMILIES) < 0)
 		return vmact_err_set(ps->err, ENOMEM, "out of memory");
 	if (ps->capf != oldcap) { /* fam_first follows fams' capacity */
 		size_t *p = realloc(ps->fam_first, ps->capf * sizeof(*p));
@@ -239,7 +240,8 @@ static int family_add(struct parser *ps, const char *name, size_t n)
 		return r;
 	f->line = ps->line;
 	ps->fam_first[ps->nf] = ps->ns;
-	for (i = name_hash(name, n) & (NAME_SLOTS - 1); ps->slots[i]; i = (i + 1) & (NAME_SLOTS - 1))
+	for (i = name_hash(name, n) & (NAME_SLOTS - 1); ps->slots[i];
+	     i = (i + 1) & (NAME_SLOTS - 1))
 		;
 	ps->slots[i] = (uint32_t)(ps->nf + 1);
 	ps->cur = ps->nf++;
@@ -255,8 +257,10 @@ static int family_select(struct parser *ps, const char *name, size_t n)
 	if (idx == NO_FAMILY)
 		return family_add(ps, name, n);
 	if (idx != ps->cur)
-		return bad(ps, "%s: lines of this family are not together (it first appeared on line %u)",
-			   ps->fams[idx].name, ps->fams[idx].line);
+		return bad(
+			ps,
+			"%s: lines of this family are not together (it first appeared on line %u)",
+			ps->fams[idx].name, ps->fams[idx].line);
 	return 0;
 }
 
@@ -270,8 +274,8 @@ static int put_unescaped(struct parser *ps, const char *s, const char *e, bool q
 	char *d = ps->arena + ps->arena_len, *start = d;
 
 	if ((size_t)(e - s) + 1 > ps->arena_cap - ps->arena_len)
-		return vmact_err_set(ps->err, ENOBUFS, "line %u: internal: string storage exhausted",
-				     ps->line);
+		return vmact_err_set(ps->err, ENOBUFS,
+				     "line %u: internal: string storage exhausted", ps->line);
 	while (s < e) {
 		if (*s != '\\') {
 			*d++ = *s++;
@@ -295,7 +299,8 @@ static int put_unescaped(struct parser *ps, const char *s, const char *e, bool q
 		default: {
 			char b[8];
 
-			return bad(ps, "%s: invalid escape sequence \\%s", what, show_byte(s + 1, e, b));
+			return bad(ps, "%s: invalid escape sequence \\%s", what,
+				   show_byte(s + 1, e, b));
 		}
 		}
 		s += 2;
@@ -426,7 +431,8 @@ static int read_type(struct parser *ps, enum net_prom_type *type)
 			*type = types[i].type;
 			return 0;
 		}
-	return bad(ps, "unknown metric type (counter, gauge, histogram, summary or untyped expected)");
+	return bad(ps,
+		   "unknown metric type (counter, gauge, histogram, summary or untyped expected)");
 }
 
 static int comment_line(struct parser *ps)
@@ -522,8 +528,10 @@ static int check_stray_series(struct parser *ps, const char *name, size_t n)
 			continue;
 		f = &ps->fams[idx];
 		if (f->type == NET_PROM_HISTOGRAM || (f->type == NET_PROM_SUMMARY && i > 0))
-			return bad(ps, "%.*s: sample of %s after other families (it first appeared on line %u)",
-				   (int)n, name, f->name, f->line);
+			return bad(
+				ps,
+				"%.*s: sample of %s after other families (it first appeared on line %u)",
+				(int)n, name, f->name, f->line);
 	}
 	return 0;
 }
@@ -555,7 +563,8 @@ static int read_labels(struct parser *ps, struct net_prom_sample *s, const char 
 		if (n == 8 && memcmp(ps->p, "__name__", 8) == 0)
 			return bad(ps, "%s: label name __name__ is reserved", metric);
 		for (size_t i = first; i < ps->nl; i++)
-			if (strlen(ps->labels[i].name) == n && memcmp(ps->labels[i].name, ps->p, n) == 0)
+			if (strlen(ps->labels[i].name) == n &&
+			    memcmp(ps->labels[i].name, ps->p, n) == 0)
 				return bad(ps, "%s: duplicate label %.*s", metric, (int)n, ps->p);
 		l = &ps->labels[ps->nl];
 		r = arena_put(ps, ps->p, n, &l->name);
@@ -569,8 +578,8 @@ static int read_labels(struct parser *ps, struct net_prom_sample *s, const char 
 		ps->p++;
 		skip_blanks(ps);
 		if (ps->p >= ps->eol || *ps->p != '"')
-			return bad(ps, "%s: expected '\"' to open the value of label %s, found %s", metric,
-				   l->name, show_byte(ps->p, ps->eol, b));
+			return bad(ps, "%s: expected '\"' to open the value of label %s, found %s",
+				   metric, l->name, show_byte(ps->p, ps->eol, b));
 		vs = ++ps->p;
 		while (ps->p < ps->eol && *ps->p != '"')
 			ps->p += *ps->p == '\\' && ps->p + 1 < ps->eol ? 2 : 1;
@@ -594,8 +603,8 @@ static int read_labels(struct parser *ps, struct net_prom_sample *s, const char 
 		}
 		if (ps->p < ps->eol && *ps->p == '}')
 			break;
-		return bad(ps, "%s: expected ',' or '}' after the value of label %s, found %s", metric,
-			   l->name, show_byte(ps->p, ps->eol, b));
+		return bad(ps, "%s: expected ',' or '}' after the value of label %s, found %s",
+			   metric, l->name, show_byte(ps->p, ps->eol, b));
 	}
 	ps->p++; /* '}' */
 	return 0;
@@ -702,8 +711,8 @@ int net_prom_parse(const char *text, size_t len, struct net_prom_text **out, str
 		return vmact_err_set(err, EINVAL, "prometheus text: text and output required");
 	*out = NULL;
 	if (len > NET_PROM_MAX_TEXT)
-		return vmact_err_set(err, EFBIG, "prometheus text: %zu bytes, at most %u accepted", len,
-				     NET_PROM_MAX_TEXT);
+		return vmact_err_set(err, EFBIG, "prometheus text: %zu bytes, at most %u accepted",
+				     len, NET_PROM_MAX_TEXT);
 	t = calloc(1, sizeof(*t));
 	ps.arena_cap = len + 2;
 	ps.arena = malloc(ps.arena_cap);
@@ -738,7 +747,8 @@ int net_prom_parse(const char *text, size_t len, struct net_prom_text **out, str
 	}
 	/* The arrays are final: turn indices into pointers. */
 	for (size_t i = 0; i < ps.ns; i++)
-		ps.samples[i].labels = ps.samples[i].n_labels ? ps.labels + ps.sample_first_label[i] : NULL;
+		ps.samples[i].labels = ps.samples[i].n_labels ? ps.labels + ps.sample_first_label[i]
+							      : NULL;
 	for (size_t i = 0; i < ps.nf; i++)
 		ps.fams[i].samples = ps.fams[i].n_samples ? ps.samples + ps.fam_first[i] : NULL;
 	t->arena = TAKE_PTR(ps.arena);
@@ -769,7 +779,7 @@ void net_prom_text_free(struct net_prom_text *pub)
 DEFINE_PTR_CLEANUP(prom_text_freep, struct net_prom_text, net_prom_text_free)
 
 int net_prom_parse_each(const char *text, size_t len, net_prom_sample_fn *cb, void *userdata,
-		       struct vmact_err *err)
+			struct vmact_err *err)
 {
 	_cleanup_(prom_text_freep) struct net_prom_text *t = NULL;
 	int r;

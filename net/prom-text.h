@@ -36,10 +36,10 @@
 /* Limits, all fixed: a node exporter on a large guest serves a few thousand
  * samples in some hundred families, and the LFC endpoint up to 1440
  * working-set windows plus a few gauges. */
-#define NET_PROM_MAX_TEXT (16u * 1024u * 1024u) /* bytes of input */
+#define NET_PROM_MAX_TEXT     (16u * 1024u * 1024u) /* bytes of input */
 #define NET_PROM_MAX_FAMILIES 2048u
-#define NET_PROM_MAX_SAMPLES 16384u
-#define NET_PROM_MAX_LABELS 32u /* per sample */
+#define NET_PROM_MAX_SAMPLES  16384u
+#define NET_PROM_MAX_LABELS   32u /* per sample */
 
 enum net_prom_type {
 	NET_PROM_UNTYPED, /* no TYPE line, or `untyped` */
@@ -68,7 +68,7 @@ struct net_prom_family {
 	const char *name;
 	const char *help; /* unescaped; NULL without a HELP line */
 	enum net_prom_type type;
-	bool typed;       /* a TYPE line was given */
+	bool typed; /* a TYPE line was given */
 	const struct net_prom_sample *samples;
 	size_t n_samples; /* 0 when only HELP/TYPE lines named it */
 	unsigned line;    /* where the family first appeared */
@@ -88,11 +88,11 @@ void net_prom_text_free(struct net_prom_text *t);
 /* Called for each sample in text order with its family; a negative return
  * stops the walk and is returned (the callback fills err). */
 typedef int net_prom_sample_fn(void *userdata, const struct net_prom_family *family,
-			      const struct net_prom_sample *sample, struct vmact_err *err);
+			       const struct net_prom_sample *sample, struct vmact_err *err);
 /* Parses the whole text first, so the callback sees nothing of a text that
  * turns out malformed further down. */
 int net_prom_parse_each(const char *text, size_t len, net_prom_sample_fn *cb, void *userdata,
-		       struct vmact_err *err);
+			struct vmact_err *err);
 
 /* The family named name, or NULL. */
 const struct net_prom_family *net_prom_find(const struct net_prom_text *t, const char *name);

@@ -82,7 +82,7 @@ static bool failed(struct net_prom_writer *w)
 }
 
 __attribute__((format(printf, 3, 4))) static void fail(struct net_prom_writer *w, int code,
-							 const char *fmt, ...)
+						       const char *fmt, ...)
 {
 	va_list ap;
 
@@ -127,8 +127,10 @@ static void put_escaped(struct net_prom_writer *w, const char *s, bool quotes)
 	const char *run = s;
 
 	for (; *s; s++) {
-		const char *esc = *s == '\\' ? "\\\\" : *s == '\n' ? "\\n"
-						      : *s == '"' && quotes ? "\\\"" : NULL;
+		const char *esc = *s == '\\'            ? "\\\\"
+				  : *s == '\n'          ? "\\n"
+				  : *s == '"' && quotes ? "\\\""
+							: NULL;
 
 		if (!esc)
 			continue;
@@ -244,7 +246,7 @@ static void add_family_name(struct net_prom_writer *w, const char *name)
 }
 
 void net_prom_w_family(struct net_prom_writer *w, const char *name, enum net_prom_type type,
-		      const char *help)
+		       const char *help)
 {
 	if (failed(w))
 		return;
@@ -377,7 +379,7 @@ static void put_series(struct net_prom_writer *w, const char *suffix,
 }
 
 void net_prom_w_sample(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
-		      size_t n_labels, double value)
+		       size_t n_labels, double value)
 {
 	if (failed(w))
 		return;
@@ -399,8 +401,8 @@ void net_prom_w_sample(struct net_prom_writer *w, const struct net_prom_wlabel *
 }
 
 void net_prom_w_histogram(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
-			 size_t n_labels, const double *bounds, const uint64_t *counts,
-			 size_t n_bounds, uint64_t above_max, double sum)
+			  size_t n_labels, const double *bounds, const uint64_t *counts,
+			  size_t n_bounds, uint64_t above_max, double sum)
 {
 	uint64_t cum = 0;
 	char le[40];
@@ -408,17 +410,15 @@ void net_prom_w_histogram(struct net_prom_writer *w, const struct net_prom_wlabe
 	if (failed(w))
 		return;
 	if (!w->in_family || w->type != NET_PROM_HISTOGRAM) {
-		fail(w, EINVAL, "%s: not a histogram family",
-			    w->in_family ? w->family : "(none)");
+		fail(w, EINVAL, "%s: not a histogram family", w->in_family ? w->family : "(none)");
 		return;
 	}
 	for (size_t i = 0; i < n_bounds; i++)
-		if (!isfinite(bounds[i]) || (i && bounds[i] <= bounds[i - 1]))
-			{
-		fail(w, EINVAL, "%s: bucket bounds must be finite and increasing",
-				    w->family);
-		return;
-	}
+		if (!isfinite(bounds[i]) || (i && bounds[i] <= bounds[i - 1])) {
+			fail(w, EINVAL, "%s: bucket bounds must be finite and increasing",
+			     w->family);
+			return;
+		}
 	if (isnan(sum)) {
 		fail(w, EINVAL, "%s: the sum is NaN", w->family);
 		return;
@@ -437,7 +437,7 @@ void net_prom_w_histogram(struct net_prom_writer *w, const struct net_prom_wlabe
 }
 
 int net_prom_w_finish(struct net_prom_writer *w, const char **text, size_t *len,
-		     struct vmact_err *err)
+		      struct vmact_err *err)
 {
 	if (failed(w))
 		return vmact_err_set(err, w->err.code, "%s", w->err.msg);

@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net/prom-text.h"
 #include "base/error.h"
+#include "net/prom-text.h"
 
 struct net_prom_writer;
 
@@ -46,25 +46,25 @@ void net_prom_w_free(struct net_prom_writer *w);
  * HISTOGRAM or UNTYPED (summaries are not written). help may be NULL
  * (no HELP line). */
 void net_prom_w_family(struct net_prom_writer *w, const char *name, enum net_prom_type type,
-		      const char *help);
+		       const char *help);
 
 /* One sample of the current counter, gauge or untyped family. A counter's
  * value must not be negative or NaN. */
 void net_prom_w_sample(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
-		      size_t n_labels, double value);
+		       size_t n_labels, double value);
 
 /* One series of the current histogram family: n_bounds finite upper bounds
  * in increasing order, counts[i] the observations in (bounds[i-1],
  * bounds[i]] (per bucket, not cumulative), above_max those beyond the
  * last bound; the writer adds them up and writes the `+Inf` bucket. */
 void net_prom_w_histogram(struct net_prom_writer *w, const struct net_prom_wlabel *labels,
-			 size_t n_labels, const double *bounds, const uint64_t *counts,
-			 size_t n_bounds, uint64_t above_max, double sum);
+			  size_t n_labels, const double *bounds, const uint64_t *counts,
+			  size_t n_bounds, uint64_t above_max, double sum);
 
 /* The text written so far (NUL-terminated, owned by the writer), or the
  * first error. */
 int net_prom_w_finish(struct net_prom_writer *w, const char **text, size_t *len,
-		     struct vmact_err *err);
+		      struct vmact_err *err);
 
 /* Formats v as the writer does (for `le` values and tests); buf >= 32. */
 void net_prom_w_format_value(double v, char *buf, size_t len);

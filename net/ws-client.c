@@ -26,7 +26,7 @@
  * makes us answer (pings, invalid messages) and never reads would grow the
  * queue without end; past these it is dropped (README, "Reliability and
  * security"). The vm-monitor protocol has a handful of messages in flight. */
-#define MAX_QUEUED_MSGS 1024
+#define MAX_QUEUED_MSGS  1024
 #define MAX_QUEUED_BYTES (1024 * 1024)
 /* Timer slack: the tests run with intervals of tens of milliseconds. */
 #define TIMER_ACCURACY 1000
@@ -145,8 +145,8 @@ static int begin_closing(struct net_ws_client *ws)
 		ws->busy--;
 	}
 	return sd_event_add_time_relative(ws->event, &ws->close_timer, CLOCK_MONOTONIC,
-					  ws->cfg.close_timeout_usec, TIMER_ACCURACY, on_close_timeout,
-					  ws);
+					  ws->cfg.close_timeout_usec, TIMER_ACCURACY,
+					  on_close_timeout, ws);
 }
 
 void net_ws_client_close(struct net_ws_client *ws, uint16_t code, const char *reason)
@@ -178,12 +178,14 @@ void net_ws_client_close(struct net_ws_client *ws, uint16_t code, const char *re
 	settle(ws);
 }
 
-void net_ws_client_drop(struct net_ws_client *ws, uint16_t code, const char *text, const char *reason)
+void net_ws_client_drop(struct net_ws_client *ws, uint16_t code, const char *text,
+			const char *reason)
 {
 	if (ws->state == NET_WS_CLOSED)
 		return;
 	if (code && ws->ws && ws->state == NET_WS_OPEN &&
-	    wslay_event_queue_close(ws->ws, code, (const uint8_t *)text, text ? strlen(text) : 0) == 0) {
+	    wslay_event_queue_close(ws->ws, code, (const uint8_t *)text, text ? strlen(text) : 0) ==
+		    0) {
 		close_frame(ws, true, code);
 		ws->goodbye = true;
 	}
@@ -215,8 +217,8 @@ static void on_ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 	switch (arg->opcode) {
 	case WSLAY_CONNECTION_CLOSE:
 		close_frame(ws, false, arg->status_code);
-		set_reason(ws, "%s closed the connection (status %u%s%.*s)", ws->peer, arg->status_code,
-			   arg->msg_length > 2 ? ": " : "",
+		set_reason(ws, "%s closed the connection (status %u%s%.*s)", ws->peer,
+			   arg->status_code, arg->msg_length > 2 ? ": " : "",
 			   arg->msg_length > 2 ? (int)(arg->msg_length - 2) : 0,
 			   arg->msg_length > 2 ? (const char *)arg->msg + 2 : "");
 		return;
@@ -413,7 +415,8 @@ int net_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *
 	bool upgrade = false, connection = false, accept = false;
 
 	line = strtok_r(head, "\r\n", &save);
-	if (!line || strncmp(line, "HTTP/1.1 101", 12) != 0 || (line[12] != ' ' && line[12] != '\0'))
+	if (!line || strncmp(line, "HTTP/1.1 101", 12) != 0 ||
+	    (line[12] != ' ' && line[12] != '\0'))
 		return vmact_err_set(err, EPROTO, "websocket upgrade refused: %.200s",
 				     line ? line : "(empty response)");
 	while ((line = strtok_r(NULL, "\r\n", &save))) {
@@ -435,12 +438,15 @@ int net_ws_check_upgrade(char *head, const char *accept_want, struct vmact_err *
 			accept = strcmp(v, accept_want) == 0;
 		else if (strcasecmp(line, "Sec-WebSocket-Extensions") == 0 ||
 			 strcasecmp(line, "Sec-WebSocket-Protocol") == 0)
-			return vmact_err_set(err, EPROTO,
-					     "websocket upgrade: server chose %.64s we did not offer", line);
+			return vmact_err_set(
+				err, EPROTO,
+				"websocket upgrade: server chose %.64s we did not offer", line);
 	}
 	if (!upgrade || !connection || !accept)
 		return vmact_err_set(err, EPROTO, "websocket upgrade: %s header missing or wrong",
-				     !upgrade ? "Upgrade" : !connection ? "Connection" : "Sec-WebSocket-Accept");
+				     !upgrade      ? "Upgrade"
+				     : !connection ? "Connection"
+						   : "Sec-WebSocket-Accept");
 	return 0;
 }
 
@@ -485,7 +491,8 @@ static void read_upgrade(struct net_ws_client *ws)
 	end = memmem(ws->resp, ws->resp_len, "\r\n\r\n", 4);
 	if (!end) {
 		if (ws->resp_len == MAX_UPGRADE_RESPONSE)
-			lost(ws, "websocket upgrade response longer than %d bytes", MAX_UPGRADE_RESPONSE);
+			lost(ws, "websocket upgrade response longer than %d bytes",
+			     MAX_UPGRADE_RESPONSE);
 		return;
 	}
 	head_len = (size_t)(end - ws->resp);
@@ -565,7 +572,8 @@ static void process(struct net_ws_client *ws)
 		ws->lost = true;
 	if (ws->ws && !ws->lost && wslay_event_want_write(ws->ws) && wslay_event_send(ws->ws) < 0)
 		lost(ws, "websocket send failed");
-	if (ws->ws && !ws->lost && ws->close_deferred && wslay_event_get_queued_msg_count(ws->ws) == 0) {
+	if (ws->ws && !ws->lost && ws->close_deferred &&
+	    wslay_event_get_queued_msg_count(ws->ws) == 0) {
 		ws->close_deferred = false;
 		if (wslay_event_queue_close(ws->ws, ws->close_code, (const uint8_t *)ws->close_msg,
 					    strlen(ws->close_msg)) < 0) {
@@ -590,7 +598,8 @@ static void process(struct net_ws_client *ws)
 		uint16_t code = wslay_event_get_status_code_sent(ws->ws);
 
 		close_frame(ws, true, code);
-		set_reason(ws, "websocket protocol violation by the %s (closed with %u)", ws->peer, code);
+		set_reason(ws, "websocket protocol violation by the %s (closed with %u)", ws->peer,
+			   code);
 		if (begin_closing(ws) < 0) {
 			teardown(ws);
 			return;
@@ -625,10 +634,12 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 			}
 		}
 		if (ws->req_off < ws->req_len) {
-			ssize_t n = send(fd, ws->req + ws->req_off, ws->req_len - ws->req_off, MSG_NOSIGNAL);
+			ssize_t n = send(fd, ws->req + ws->req_off, ws->req_len - ws->req_off,
+					 MSG_NOSIGNAL);
 
 			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				lost(ws, "write to %s during upgrade: %s", ws->peer, strerror(errno));
+				lost(ws, "write to %s during upgrade: %s", ws->peer,
+				     strerror(errno));
 			else if (n > 0)
 				ws->req_off += (size_t)n;
 		} else if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
@@ -657,14 +668,16 @@ static int open_socket(struct net_ws_client *ws, struct vmact_err *err)
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
 		if (strlen(ws->unix_path) >= sizeof(sa.sun_path))
-			return vmact_err_set(err, ENAMETOOLONG, "unix socket path too long: %s", ws->unix_path);
+			return vmact_err_set(err, ENAMETOOLONG, "unix socket path too long: %s",
+					     ws->unix_path);
 		strcpy(sa.sun_path, ws->unix_path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return vmact_err_set(err, errno, "socket: %s", strerror(errno));
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS &&
 		    errno != EAGAIN)
-			return vmact_err_set(err, errno, "connect to %s: %s", ws->unix_path, strerror(errno));
+			return vmact_err_set(err, errno, "connect to %s: %s", ws->unix_path,
+					     strerror(errno));
 	} else {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 		char port[8];
@@ -673,7 +686,8 @@ static int open_socket(struct net_ws_client *ws, struct vmact_err *err)
 		snprintf(port, sizeof(port), "%u", ws->cfg.port);
 		r = getaddrinfo(ws->host, port, &hints, &ai);
 		if (r != 0)
-			return vmact_err_set(err, EHOSTUNREACH, "resolve %s: %s", ws->host, gai_strerror(r));
+			return vmact_err_set(err, EHOSTUNREACH, "resolve %s: %s", ws->host,
+					     gai_strerror(r));
 		/* Addresses that fail at once (loopback refusals, no IPv6) make
 		 * room for the next; one still in progress is this attempt's. */
 		for (struct addrinfo *a = ai; a; a = a->ai_next) {
@@ -691,8 +705,9 @@ static int open_socket(struct net_ws_client *ws, struct vmact_err *err)
 		}
 		freeaddrinfo(ai);
 		if (saved || fd < 0)
-			return vmact_err_set(err, saved ? saved : EHOSTUNREACH, "connect to %s:%s: %s",
-					     ws->host, port, strerror(saved ? saved : EHOSTUNREACH));
+			return vmact_err_set(err, saved ? saved : EHOSTUNREACH,
+					     "connect to %s:%s: %s", ws->host, port,
+					     strerror(saved ? saved : EHOSTUNREACH));
 	}
 	return TAKE_FD(fd);
 }
@@ -728,8 +743,8 @@ static int on_kick(sd_event_source *s, void *userdata)
 /* ---- object -------------------------------------------------------------- */
 
 int net_ws_client_new(sd_event *event, const struct net_ws_client_config *cfg,
-		     const struct net_ws_client_callbacks *cb, void *userdata,
-		     struct net_ws_client **out, struct vmact_err *err)
+		      const struct net_ws_client_callbacks *cb, void *userdata,
+		      struct net_ws_client **out, struct vmact_err *err)
 {
 	_cleanup_(net_ws_client_freep) struct net_ws_client *ws = NULL;
 	int r;
@@ -753,7 +768,8 @@ int net_ws_client_new(sd_event *event, const struct net_ws_client_config *cfg,
 	ws->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
 	ws->path = strdup(cfg->path);
 	ws->peer = strdup(cfg->peer ? cfg->peer : "websocket peer");
-	if ((cfg->host && !ws->host) || (cfg->unix_path && !ws->unix_path) || !ws->path || !ws->peer)
+	if ((cfg->host && !ws->host) || (cfg->unix_path && !ws->unix_path) || !ws->path ||
+	    !ws->peer)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	ws->cfg.host = ws->host;
 	ws->cfg.unix_path = ws->unix_path;

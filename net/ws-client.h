@@ -32,10 +32,10 @@ struct net_ws_client_config {
 	const char *host;
 	uint16_t port;
 	const char *unix_path;
-	const char *path;              /* HTTP path of the upgrade, starts with '/' */
-	const char *peer;              /* names the peer in reasons, "vm-monitor" */
-	uint64_t close_timeout_usec;   /* wait for the peer's close frame */
-	size_t max_message;            /* longest message accepted (wslay answers 1009) */
+	const char *path;            /* HTTP path of the upgrade, starts with '/' */
+	const char *peer;            /* names the peer in reasons, "vm-monitor" */
+	uint64_t close_timeout_usec; /* wait for the peer's close frame */
+	size_t max_message;          /* longest message accepted (wslay answers 1009) */
 	/* Optional: opens the connection instead of socket()+connect() here
 	 * (host and unix_path then only name the peer): returns a
 	 * non-blocking stream socket, connected or still connecting, or a
@@ -49,7 +49,7 @@ enum net_ws_client_state {
 	NET_WS_CLOSED,     /* no connection (before the first, or after on_close) */
 	NET_WS_CONNECTING, /* dial and HTTP upgrade */
 	NET_WS_OPEN,
-	NET_WS_CLOSING,    /* close frame sent, waiting for the peer's */
+	NET_WS_CLOSING, /* close frame sent, waiting for the peer's */
 };
 
 struct net_ws_client_callbacks {
@@ -74,8 +74,8 @@ struct net_ws_client_callbacks {
 /* Checks and copies cfg. Errors name the field ("exactly one of host and
  * unix_path", ...) for the caller to prefix. */
 int net_ws_client_new(sd_event *event, const struct net_ws_client_config *cfg,
-		     const struct net_ws_client_callbacks *cb, void *userdata,
-		     struct net_ws_client **out, struct vmact_err *err);
+		      const struct net_ws_client_callbacks *cb, void *userdata,
+		      struct net_ws_client **out, struct vmact_err *err);
 /* Tears down a connection still up (on_close runs), then frees. Not from
  * a callback. NULL is fine. */
 void net_ws_client_free(struct net_ws_client *ws);
@@ -96,7 +96,7 @@ void net_ws_client_close(struct net_ws_client *ws, uint16_t code, const char *re
  * and an OPEN connection, a close frame (code, text) goes out first, best
  * effort. No-op when CLOSED. */
 void net_ws_client_drop(struct net_ws_client *ws, uint16_t code, const char *text,
-		       const char *reason);
+			const char *reason);
 
 enum net_ws_client_state net_ws_client_state(const struct net_ws_client *ws);
 

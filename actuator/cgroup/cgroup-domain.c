@@ -9,7 +9,6 @@
 #include "base/macro.h"
 #include "base/pidfile.h"
 
-
 int act_cg_domain_pid(virDomainPtr dom, const char *run_dir, pid_t *pid, struct vmact_err *err)
 {
 	const char *name = virDomainGetName(dom);
@@ -47,9 +46,10 @@ int act_cg_domain_group(const struct act_cg *cg, virDomainPtr dom, const char *r
 	/* v1 puts it in the last component, a systemd scope one level up
 	 * (…scope/libvirt). */
 	if (!strstr(g, v1) && !strstr(g, v2))
-		return vmact_err_set(err, ESRCH,
-				     "domain %s (id %u): QEMU pid %d is in %s, not this domain's group",
-				     virDomainGetName(dom), id, (int)p, g);
+		return vmact_err_set(
+			err, ESRCH,
+			"domain %s (id %u): QEMU pid %d is in %s, not this domain's group",
+			virDomainGetName(dom), id, (int)p, g);
 	if (pid)
 		*pid = p;
 	*group = TAKE_PTR(g);

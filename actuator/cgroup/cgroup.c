@@ -106,10 +106,11 @@ int act_cg_classify(const struct act_cg_mount *m, size_t n, enum act_cg_layout *
 	 * can claim it; v1 wins if both are reported anyway. */
 	*cpu = cpu_v1 ? cpu_v1 : cpu_v2;
 	if (!*cpu)
-		return vmact_err_set(err, ENODEV,
-				     "cpu controller: not on any v1 hierarchy nor in cgroup.controllers "
-				     "of the cgroup2 mount (%s layout)",
-				     act_cg_layout_name(*layout));
+		return vmact_err_set(
+			err, ENODEV,
+			"cpu controller: not on any v1 hierarchy nor in cgroup.controllers "
+			"of the cgroup2 mount (%s layout)",
+			act_cg_layout_name(*layout));
 	return 0;
 }
 
@@ -191,11 +192,12 @@ int act_cg_open(struct act_cg *cg, const struct act_cg_opts *opts, struct vmact_
 	_cleanup_free_ char *lib_mount = NULL;
 	r = cgroup_get_subsys_mount_point("cpu", &lib_mount);
 	if (r != 0)
-		return vmact_err_set(err, ecg_errno(r), "libcgroup: cpu controller: %s", ecg_msg(r));
+		return vmact_err_set(err, ecg_errno(r), "libcgroup: cpu controller: %s",
+				     ecg_msg(r));
 	if (strcmp(lib_mount, cg->cpu_mount) != 0)
-		return vmact_err_set(err, EIO,
-				     "libcgroup sees the cpu controller at %s, the mount table at %s",
-				     lib_mount, cg->cpu_mount);
+		return vmact_err_set(
+			err, EIO, "libcgroup sees the cpu controller at %s, the mount table at %s",
+			lib_mount, cg->cpu_mount);
 	return 0;
 }
 
@@ -208,7 +210,8 @@ int act_cg_pid_group(const struct act_cg *cg, pid_t pid, char **out, struct vmac
 	char path[PATH_MAX];
 	if (pid <= 0)
 		return vmact_err_set(err, EINVAL, "pid: %d is not a process id", (int)pid);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%d/cgroup", cg->proc, (int)pid) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%d/cgroup", cg->proc, (int)pid) >=
+	    sizeof(path))
 		return vmact_err_set(err, ENAMETOOLONG, "proc root: path too long");
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	if (!f)
@@ -228,20 +231,22 @@ int act_cg_pid_group(const struct act_cg *cg, pid_t pid, char **out, struct vmac
 		*c1 = *c2 = '\0';
 		const char *id = line, *ctls = c1 + 1, *p = c2 + 1;
 		bool match = cg->cpu_version == 1 ? word_in(ctls, "cpu", ",")
-						   : strcmp(id, "0") == 0 && ctls[0] == '\0';
+						  : strcmp(id, "0") == 0 && ctls[0] == '\0';
 		if (!match)
 			continue;
 		if (found)
-			return vmact_err_set(err, EPROTO, "%s: two entries for the cpu hierarchy", path);
+			return vmact_err_set(err, EPROTO, "%s: two entries for the cpu hierarchy",
+					     path);
 		if (p[0] != '/')
-			return vmact_err_set(err, EPROTO, "%s: cgroup path \"%s\" is not absolute", path, p);
+			return vmact_err_set(err, EPROTO, "%s: cgroup path \"%s\" is not absolute",
+					     path, p);
 		found = strdup(p);
 		if (!found)
 			return vmact_err_set(err, ENOMEM, "out of memory");
 	}
 	if (!found)
-		return vmact_err_set(err, ENOENT, "%s: no entry for the cgroup v%d cpu hierarchy", path,
-				     cg->cpu_version);
+		return vmact_err_set(err, ENOENT, "%s: no entry for the cgroup v%d cpu hierarchy",
+				     path, cg->cpu_version);
 	*out = TAKE_PTR(found);
 	return 0;
 }
@@ -255,9 +260,10 @@ int act_cg_vm_group(const struct act_cg *cg, pid_t qemu_pid, char **out, struct 
 	static const char suffix[] = "/emulator";
 	size_t n = strlen(g), sl = sizeof(suffix) - 1;
 	if (n <= sl || strcmp(g + n - sl, suffix) != 0)
-		return vmact_err_set(err, ENOENT,
-				     "pid %d: cgroup %s is not a libvirt emulator group (…/emulator)",
-				     (int)qemu_pid, g);
+		return vmact_err_set(
+			err, ENOENT,
+			"pid %d: cgroup %s is not a libvirt emulator group (…/emulator)",
+			(int)qemu_pid, g);
 	/* The VM's group is never the root ("//emulator" would make it so). */
 	if (g[n - sl - 1] == '/')
 		return vmact_err_set(err, EPROTO, "pid %d: cgroup %s has an empty component",
@@ -331,18 +337,21 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 			return r;
 		char *sp = strchr(buf, ' ');
 		if (!sp)
-			return vmact_err_set(err, EPROTO, "%s/cpu.max: \"%s\" is not \"$MAX $PERIOD\"",
-					     group, buf);
+			return vmact_err_set(err, EPROTO,
+					     "%s/cpu.max: \"%s\" is not \"$MAX $PERIOD\"", group,
+					     buf);
 		*sp = '\0';
 		struct act_cpu_bw bw;
 		if (strcmp(buf, "max") == 0)
 			bw.quota_us = ACT_CPU_QUOTA_UNLIMITED;
 		else if (parse_u64(buf, &bw.quota_us) < 0)
-			return vmact_err_set(err, EPROTO, "%s/cpu.max: quota \"%s\" is not a number",
-					     group, buf);
+			return vmact_err_set(err, EPROTO,
+					     "%s/cpu.max: quota \"%s\" is not a number", group,
+					     buf);
 		if (parse_u64(sp + 1, &bw.period_us) < 0)
-			return vmact_err_set(err, EPROTO, "%s/cpu.max: period \"%s\" is not a number",
-					     group, sp + 1);
+			return vmact_err_set(err, EPROTO,
+					     "%s/cpu.max: period \"%s\" is not a number", group,
+					     sp + 1);
 		*out = bw;
 		return 0;
 	}
@@ -353,8 +362,8 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 	if (strcmp(buf, "-1") == 0)
 		bw.quota_us = ACT_CPU_QUOTA_UNLIMITED;
 	else if (parse_u64(buf, &bw.quota_us) < 0)
-		return vmact_err_set(err, EPROTO, "%s/cpu.cfs_quota_us: \"%s\" is not a number", group,
-				     buf);
+		return vmact_err_set(err, EPROTO, "%s/cpu.cfs_quota_us: \"%s\" is not a number",
+				     group, buf);
 	r = read_value("cpu", group, "cpu.cfs_period_us", buf, sizeof(buf), err);
 	if (r < 0)
 		return r;
@@ -365,8 +374,7 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 	return 0;
 }
 
-static int v1_write_step(const char *group, const struct act_cpu_v1_step *s,
-			 struct vmact_err *err)
+static int v1_write_step(const char *group, const struct act_cpu_v1_step *s, struct vmact_err *err)
 {
 	char v[32];
 	if (s->kind == ACT_CPU_V1_QUOTA && s->value == ACT_CPU_QUOTA_UNLIMITED)
@@ -374,8 +382,8 @@ static int v1_write_step(const char *group, const struct act_cpu_v1_step *s,
 	else
 		snprintf(v, sizeof(v), "%" PRIu64, s->value);
 	return write_value(group,
-			   s->kind == ACT_CPU_V1_QUOTA ? "cpu.cfs_quota_us" : "cpu.cfs_period_us", v,
-			   err);
+			   s->kind == ACT_CPU_V1_QUOTA ? "cpu.cfs_quota_us" : "cpu.cfs_period_us",
+			   v, err);
 }
 
 static int v1_set(const char *group, const struct act_cpu_bw *old, const struct act_cpu_bw *bw,
@@ -389,10 +397,11 @@ static int v1_set(const char *group, const struct act_cpu_bw *old, const struct 
 		int r = v1_write_step(group, &steps[i], err);
 		if (r < 0) {
 			if (r == -EINVAL)
-				vmact_err_prefix(err, "quota %" PRIu64 "/%" PRIu64
-					       " us (v1 refuses a ratio above the nearest limited "
-					       "ancestor's or below a child's)",
-					       bw->quota_us, bw->period_us);
+				vmact_err_prefix(err,
+						 "quota %" PRIu64 "/%" PRIu64
+						 " us (v1 refuses a ratio above the nearest limited "
+						 "ancestor's or below a child's)",
+						 bw->quota_us, bw->period_us);
 			/* Put the old limit back so a half-written pair does not
 			 * outlive the error; what failed is already in err. */
 			struct act_cpu_v1_step back[ACT_CPU_V1_PLAN_MAX];

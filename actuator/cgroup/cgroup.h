@@ -56,9 +56,9 @@ struct act_cg_opts {
 
 struct act_cg {
 	enum act_cg_layout layout;
-	int cpu_version;             /* 1 or 2: hierarchy carrying the cpu controller */
+	int cpu_version; /* 1 or 2: hierarchy carrying the cpu controller */
 	char cpu_mount[PATH_MAX];
-	bool have_cpuacct;           /* v1: a cpuacct hierarchy exists (usage source) */
+	bool have_cpuacct; /* v1: a cpuacct hierarchy exists (usage source) */
 	char proc[PATH_MAX];
 };
 
@@ -71,7 +71,7 @@ int act_cg_open(struct act_cg *cg, const struct act_cg_opts *opts, struct vmact_
  * per cgroup/cgroup2 mount. */
 struct act_cg_mount {
 	bool v2;
-	bool has_cpu;    /* v1: "cpu" in the mount options; v2: in cgroup.controllers */
+	bool has_cpu; /* v1: "cpu" in the mount options; v2: in cgroup.controllers */
 	bool has_cpuacct;
 	const char *dir;
 };

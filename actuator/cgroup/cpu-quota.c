@@ -18,12 +18,12 @@ int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_u
 			  struct vmact_err *err)
 {
 	if (milli == 0)
-		return vmact_err_set(err, EINVAL,
-				     "milli_cpu: 0 is not a CPU limit (use an unlimited limit to remove it)");
+		return vmact_err_set(
+			err, EINVAL,
+			"milli_cpu: 0 is not a CPU limit (use an unlimited limit to remove it)");
 	if (overcommit < ACT_CPU_OVERCOMMIT_MIN || overcommit > ACT_CPU_OVERCOMMIT_MAX)
-		return vmact_err_set(err, EINVAL,
-				     "overcommit: %u/1000 outside [%u, %u]/1000", overcommit,
-				     ACT_CPU_OVERCOMMIT_MIN, ACT_CPU_OVERCOMMIT_MAX);
+		return vmact_err_set(err, EINVAL, "overcommit: %u/1000 outside [%u, %u]/1000",
+				     overcommit, ACT_CPU_OVERCOMMIT_MIN, ACT_CPU_OVERCOMMIT_MAX);
 	if (period_us < ACT_CPU_PERIOD_MIN_US || period_us > ACT_CPU_PERIOD_MAX_US)
 		return vmact_err_set(err, EINVAL,
 				     "period_us: %llu outside the kernel's [%llu, %llu]",
@@ -52,9 +52,10 @@ int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_u
 
 	u128 quota = div_round_up(rate * period, USEC_PER_SEC);
 	if (quota > ACT_CPU_QUOTA_MAX_US)
-		return vmact_err_set(err, ERANGE,
-				     "milli_cpu: %u × %u/1000 needs a quota above the kernel's %llu us",
-				     milli, overcommit, ACT_CPU_QUOTA_MAX_US);
+		return vmact_err_set(
+			err, ERANGE,
+			"milli_cpu: %u × %u/1000 needs a quota above the kernel's %llu us", milli,
+			overcommit, ACT_CPU_QUOTA_MAX_US);
 	/* ceil(rate × period / 1 s) >= 1000 follows from period >= min_period. */
 	out->quota_us = (uint64_t)quota;
 	out->period_us = (uint64_t)period;
@@ -66,9 +67,11 @@ int act_cpu_bw_from_milli(uint32_t milli, uint32_t overcommit, uint64_t period_u
 int act_cpu_overcommit_from_double(double factor, uint32_t *permille, struct vmact_err *err)
 {
 	/* !(a <= x) also catches NaN */
-	if (!(factor >= ACT_CPU_OVERCOMMIT_MIN / 1000.0 && factor <= ACT_CPU_OVERCOMMIT_MAX / 1000.0))
+	if (!(factor >= ACT_CPU_OVERCOMMIT_MIN / 1000.0 &&
+	      factor <= ACT_CPU_OVERCOMMIT_MAX / 1000.0))
 		return vmact_err_set(err, EINVAL, "overcommit: %g outside [%g, %g]", factor,
-				     ACT_CPU_OVERCOMMIT_MIN / 1000.0, ACT_CPU_OVERCOMMIT_MAX / 1000.0);
+				     ACT_CPU_OVERCOMMIT_MIN / 1000.0,
+				     ACT_CPU_OVERCOMMIT_MAX / 1000.0);
 	*permille = (uint32_t)llround(factor * 1000.0);
 	return 0;
 }

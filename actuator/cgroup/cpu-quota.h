@@ -16,8 +16,8 @@
  * max_cfs_runtime = 2^44 - 1 µs. */
 #define ACT_CPU_PERIOD_MIN_US 1000ULL
 #define ACT_CPU_PERIOD_MAX_US 1000000ULL
-#define ACT_CPU_QUOTA_MIN_US 1000ULL
-#define ACT_CPU_QUOTA_MAX_US 17592186044415ULL
+#define ACT_CPU_QUOTA_MIN_US  1000ULL
+#define ACT_CPU_QUOTA_MAX_US  17592186044415ULL
 /* The kernel's and libvirt's default period. */
 #define ACT_CPU_PERIOD_DEFAULT_US 100000ULL
 /* "No limit": v1 cpu.cfs_quota_us -1, v2 "max". */
@@ -30,8 +30,8 @@
  * gives a VM less than it was granted. Range ×0.01 … ×100, the same as the
  * configuration key cgroup.cpu_quota_overcommit. */
 #define ACT_CPU_OVERCOMMIT_DEFAULT 1000U
-#define ACT_CPU_OVERCOMMIT_MIN 10U
-#define ACT_CPU_OVERCOMMIT_MAX 100000U
+#define ACT_CPU_OVERCOMMIT_MIN     10U
+#define ACT_CPU_OVERCOMMIT_MAX     100000U
 
 /* The configuration's factor (a JSON number such as 1.0 or 4) in
  * thousandths, rounded to the nearest; -EINVAL naming "overcommit" when
@@ -39,7 +39,7 @@
 int act_cpu_overcommit_from_double(double factor, uint32_t *permille, struct vmact_err *err);
 
 struct act_cpu_bw {
-	uint64_t quota_us;  /* ACT_CPU_QUOTA_UNLIMITED = no limit */
+	uint64_t quota_us; /* ACT_CPU_QUOTA_UNLIMITED = no limit */
 	uint64_t period_us;
 };
 

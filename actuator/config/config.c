@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/endpoint.h"
-#include "base/macro.h"
 #include "agent-glue/codec/plugin.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/endpoint.h"
+#include "base/macro.h"
 
 static int set_string(char **dst, const char *value)
 {
@@ -92,15 +92,25 @@ void act_config_free(struct act_config *cfg)
 }
 
 /* One known key of a section: its type and where it goes. */
-enum key_type { K_STRING, K_STRING0 /* "" allowed */, K_DOUBLE, K_UINT, K_BOOL, K_MILLI_CPU, K_BYTES, K_ENUM, K_SECTION };
+enum key_type {
+	K_STRING,
+	K_STRING0 /* "" allowed */,
+	K_DOUBLE,
+	K_UINT,
+	K_BOOL,
+	K_MILLI_CPU,
+	K_BYTES,
+	K_ENUM,
+	K_SECTION
+};
 
 struct key {
 	const char *name;
 	enum key_type type;
 	size_t offset;
-	double min, max;             /* K_DOUBLE / K_UINT range, inclusive */
-	const char *const *choices;  /* K_ENUM, NULL-terminated, value = index */
-	const struct key *section;   /* K_SECTION, terminated by name == NULL */
+	double min, max;            /* K_DOUBLE / K_UINT range, inclusive */
+	const char *const *choices; /* K_ENUM, NULL-terminated, value = index */
+	const struct key *section;  /* K_SECTION, terminated by name == NULL */
 };
 
 #define OFF(f) offsetof(struct act_config, f)
@@ -282,7 +292,8 @@ static int check_informant_listen(const struct act_config *cfg, struct vmact_err
 	if (vmact_listen_parse(cfg->informant_listen, false, &l, err) < 0)
 		return vmact_err_prefix(err, "informant.listen");
 	if (!cfg->informant_advertise_host && l.wildcard)
-		return vmact_err_set(err, EINVAL, "informant.advertise_host: needed when "
+		return vmact_err_set(err, EINVAL,
+				     "informant.advertise_host: needed when "
 				     "informant.listen is a wildcard address");
 	return 0;
 }
@@ -315,7 +326,8 @@ static int apply_document(json_t *doc, struct act_config *cfg, struct vmact_err 
 		if (r < 0)
 			return vmact_err_prefix(err, "compute_unit");
 		if (cfg->compute_unit.milli_cpu == 0 || cfg->compute_unit.mem_bytes == 0)
-			return vmact_err_set(err, EINVAL, "compute_unit: both fields must be non-zero");
+			return vmact_err_set(err, EINVAL,
+					     "compute_unit: both fields must be non-zero");
 		json_object_del(doc, "compute_unit");
 	}
 	r = apply_section(top_keys, doc, "", cfg, err);
@@ -434,7 +446,8 @@ static bool scaling_eq(const struct ag_scaling_config *a, const struct ag_scalin
 	       a->enable_lfc_metrics == b->enable_lfc_metrics &&
 	       a->lfc_use_largest_window == b->lfc_use_largest_window &&
 	       a->lfc_to_memory_ratio == b->lfc_to_memory_ratio &&
-	       a->lfc_min_wait_before_downscale_minutes == b->lfc_min_wait_before_downscale_minutes &&
+	       a->lfc_min_wait_before_downscale_minutes ==
+		       b->lfc_min_wait_before_downscale_minutes &&
 	       a->lfc_window_size_minutes == b->lfc_window_size_minutes &&
 	       a->cpu_stable_zone_ratio == b->cpu_stable_zone_ratio &&
 	       a->cpu_mixed_zone_ratio == b->cpu_mixed_zone_ratio;

@@ -9,11 +9,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/error.h"
 #include "agent-glue/codec/quantity.h"
 #include "agent-glue/codec/scaling.h"
+#include "base/error.h"
 
-#define ACT_CONFIG_DEFAULT_PATH "/etc/vmact/vmactd.json"
+#define ACT_CONFIG_DEFAULT_PATH    "/etc/vmact/vmactd.json"
 #define ACT_METRICS_LISTEN_DEFAULT "127.0.0.1:9848"
 
 enum act_plugin_mode {
@@ -78,14 +78,14 @@ struct act_config {
 	enum act_sampler_mode sampler_mode;
 	bool sampler_keep_pins;
 	unsigned taskstats_interval_ms;
-	char *sampler_pin_root;        /* bpffs directory for the maps */
-	unsigned sampler_interval_ms;  /* metrics tick of every VM (load, memory) */
-	unsigned sampler_max_vms;      /* BPF map sizes: VMs, threads of all VMs */
+	char *sampler_pin_root;       /* bpffs directory for the maps */
+	unsigned sampler_interval_ms; /* metrics tick of every VM (load, memory) */
+	unsigned sampler_max_vms;     /* BPF map sizes: VMs, threads of all VMs */
 	unsigned sampler_max_threads;
 
 	enum act_cpu_policy_mode cpu_policy;
 	enum act_cpu_shrink_mode cpu_shrink;
-	unsigned policy_tick_ms;       /* the reactive policy's readout period */
+	unsigned policy_tick_ms; /* the reactive policy's readout period */
 
 	/* The guest worker (doc/privsep.md): the vm-monitor of each VM is
 	 * spoken to by an unprivileged, sandboxed vmact-guestd; false: in

@@ -53,25 +53,30 @@ static json_t *evidence(const struct act_vm_view *v)
 		bal = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "total_bytes",
 				(json_int_t)v->balloon.total, "available_bytes",
 				(json_int_t)v->balloon.available, "unused_bytes",
-				opt_u64(v->balloon.has_unused, v->balloon.unused), "disk_caches_bytes",
+				opt_u64(v->balloon.has_unused, v->balloon.unused),
+				"disk_caches_bytes",
 				opt_u64(v->balloon.has_caches, v->balloon.caches), "swap_in_bytes",
 				opt_u64(v->balloon.has_swap, v->balloon.swap_in), "swap_out_bytes",
 				opt_u64(v->balloon.has_swap, v->balloon.swap_out), "major_faults",
-				opt_u64(v->balloon.has_faults, v->balloon.major_faults), "last_update",
+				opt_u64(v->balloon.has_faults, v->balloon.major_faults),
+				"last_update",
 				opt_u64(v->balloon.last_update != 0, v->balloon.last_update));
 	if (v->has_mem_dec)
-		dec = json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f}", "class", v->mem_class, "goal_bytes",
-				(json_int_t)v->mem_goal, "used_bytes", (json_int_t)v->mem_used,
-				"headroom_bytes", (json_int_t)v->mem_headroom, "growth_bytes_per_s",
-				v->mem_growth, "major_faults_per_s", v->mem_fault_rate,
-				"swap_in_bytes_per_s", v->mem_swap_in_rate);
-	mem = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "policy", v->mem_policy ? v->mem_policy : "neon",
-			"source", v->mem_source ? v->mem_source : "none", "reason",
+		dec = json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f}", "class", v->mem_class,
+				"goal_bytes", (json_int_t)v->mem_goal, "used_bytes",
+				(json_int_t)v->mem_used, "headroom_bytes",
+				(json_int_t)v->mem_headroom, "growth_bytes_per_s", v->mem_growth,
+				"major_faults_per_s", v->mem_fault_rate, "swap_in_bytes_per_s",
+				v->mem_swap_in_rate);
+	mem = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "policy",
+			v->mem_policy ? v->mem_policy : "neon", "source",
+			v->mem_source ? v->mem_source : "none", "reason",
 			v->mem_why[0] ? json_string(v->mem_why) : json_null(), "balloon", bal,
-			"decision", dec, "kept_by_guest_s", opt_u64(v->mem_kept_s != 0, v->mem_kept_s));
+			"decision", dec, "kept_by_guest_s",
+			opt_u64(v->mem_kept_s != 0, v->mem_kept_s));
 	return json_pack("{s:s,s:{s:o},s:o}", "approval", v->approval ? v->approval : "host", "cpu",
-			 "source", v->cpu_source ? json_string(v->cpu_source) : json_null(), "memory",
-			 mem);
+			 "source", v->cpu_source ? json_string(v->cpu_source) : json_null(),
+			 "memory", mem);
 }
 
 json_t *act_json_vm(const struct act_vm_view *v, bool detail)
@@ -111,8 +116,8 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 				    : json_null());
 	if (!detail)
 		return o;
-	json_object_set_new(o, "bounds", json_pack("{s:o,s:o}", "min", res(v->min), "max",
-						   res(v->max)));
+	json_object_set_new(o, "bounds",
+			    json_pack("{s:o,s:o}", "min", res(v->min), "max", res(v->max)));
 	json_object_set_new(o, "compute_unit", res(v->cu));
 	json_object_set_new(o, "policy",
 			    json_pack("{s:s,s:s,s:s,s:f,s:f,s:o,s:o}", "cpu", v->policy_cpu,
@@ -159,13 +164,14 @@ static int body_quantity(json_t *body, const char *key, bool milli, bool *set, u
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
-		return vmact_err_set(err, EINVAL, "%s: must be a quantity string such as \"%s\"", key,
-				     milli ? "500m" : "1Gi");
+		return vmact_err_set(err, EINVAL, "%s: must be a quantity string such as \"%s\"",
+				     key, milli ? "500m" : "1Gi");
 	if ((milli ? vmact_quantity_parse_milli(json_string_value(v), out, err)
 		   : vmact_quantity_parse_value(json_string_value(v), out, err)) < 0)
 		return vmact_err_prefix(err, "%s", key);
 	if (*out == 0 || (milli && *out > UINT32_MAX))
-		return vmact_err_set(err, ERANGE, "%s: '%s' out of range", key, json_string_value(v));
+		return vmact_err_set(err, ERANGE, "%s: '%s' out of range", key,
+				     json_string_value(v));
 	*set = true;
 	return 0;
 }
@@ -193,8 +199,10 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 			if (strcmp(key, keys[i]) == 0)
 				break;
 		if (i == ARRAY_SIZE(keys))
-			return vmact_err_set(err, EINVAL, "unknown field '%s' (min_cpu, max_cpu, "
-					     "min_memory, max_memory)", key);
+			return vmact_err_set(err, EINVAL,
+					     "unknown field '%s' (min_cpu, max_cpu, "
+					     "min_memory, max_memory)",
+					     key);
 	}
 	if ((r = body_quantity(body, "min_cpu", true, &ch->set_min_cpu, &q[0], err)) < 0 ||
 	    (r = body_quantity(body, "max_cpu", true, &ch->set_max_cpu, &q[1], err)) < 0 ||
@@ -202,7 +210,8 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 	    (r = body_quantity(body, "max_memory", false, &ch->set_max_mem, &q[3], err)) < 0)
 		return r;
 	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem)
-		return vmact_err_set(err, EINVAL, "nothing to set (min_cpu, max_cpu, min_memory, "
+		return vmact_err_set(err, EINVAL,
+				     "nothing to set (min_cpu, max_cpu, min_memory, "
 				     "max_memory)");
 	ch->min_milli_cpu = (uint32_t)q[0];
 	ch->max_milli_cpu = (uint32_t)q[1];

@@ -28,20 +28,20 @@ struct act_vm_view {
 	char name[256];
 	char uuid[37];
 	enum act_vm_state state;
-	char reason[640];            /* not-managed: why */
+	char reason[640]; /* not-managed: why */
 
 	/* The rest only for managed and paused VMs. */
-	unsigned vcpus;              /* vCPUs the VM runs */
-	uint32_t quota_milli;        /* CFS quota as milli-CPU, 0 = none */
-	uint64_t mem_bytes;          /* memory the guest can use */
+	unsigned vcpus;       /* vCPUs the VM runs */
+	uint32_t quota_milli; /* CFS quota as milli-CPU, 0 = none */
+	uint64_t mem_bytes;   /* memory the guest can use */
 	struct vmact_resources using_, min, max, cu;
 	bool has_load;
 	double load1, load5;
 	bool has_demand;
-	const char *demand_class;    /* actuator/policy/cpu-demand.h: ok, saturated, ... */
-	double demand_cpus, busy;    /* CPUs wanted; share of the allowance */
+	const char *demand_class; /* actuator/policy/cpu-demand.h: ok, saturated, ... */
+	double demand_cpus, busy; /* CPUs wanted; share of the allowance */
 	bool has_goal;
-	uint32_t goal_milli;         /* the CPU policy's goal */
+	uint32_t goal_milli; /* the CPU policy's goal */
 	bool has_permit;
 	struct vmact_resources permit;
 	bool has_desired;
@@ -52,41 +52,41 @@ struct act_vm_view {
 	 * guest kept). */
 	char permit_short[320];
 	char cannot_shrink[320];
-	uint64_t last_change_usec;   /* CLOCK_REALTIME; 0 = none */
+	uint64_t last_change_usec; /* CLOCK_REALTIME; 0 = none */
 	char last_change[320];
 
 	/* show */
-	const char *policy_cpu;      /* "reactive" or "neon" */
-	const char *policy_shrink;   /* "quota" or "unplug" */
-	char policy_source[8];       /* "vm" or "host" */
-	double load_target;          /* loadAverageFractionTarget */
-	double mem_usage_target;     /* memoryUsageFractionTarget */
-	const char *scheduler;       /* "arbiter" or "plugin" */
-	char scheduler_url[512];     /* plugin: its URL */
+	const char *policy_cpu;    /* "reactive" or "neon" */
+	const char *policy_shrink; /* "quota" or "unplug" */
+	char policy_source[8];     /* "vm" or "host" */
+	double load_target;        /* loadAverageFractionTarget */
+	double mem_usage_target;   /* memoryUsageFractionTarget */
+	const char *scheduler;     /* "arbiter" or "plugin" */
+	char scheduler_url[512];   /* plugin: its URL */
 	bool scheduler_busy;
-	const char *monitor_kind;    /* "vm-monitor", "informant" or "none" */
+	const char *monitor_kind; /* "vm-monitor", "informant" or "none" */
 	char monitor_endpoint[512];
 	bool monitor_connected;
 	bool resizing;
 
 	/* The evidence (show): who approves a shrink, where the CPU and the
 	 * memory figures come from, and the memory policy's last decision. */
-	const char *approval;        /* "vm-monitor", "informant" or "host" */
-	const char *cpu_source;      /* "BPF", "BPF, guest metrics"; NULL: none */
-	const char *mem_policy;      /* "host" (actuator/policy/mem-demand.h) or "neon" */
-	const char *mem_source;      /* "balloon stats", "guest metrics" or "none" */
-	char mem_why[320];           /* mem_source "none": why */
+	const char *approval;   /* "vm-monitor", "informant" or "host" */
+	const char *cpu_source; /* "BPF", "BPF, guest metrics"; NULL: none */
+	const char *mem_policy; /* "host" (actuator/policy/mem-demand.h) or "neon" */
+	const char *mem_source; /* "balloon stats", "guest metrics" or "none" */
+	char mem_why[320];      /* mem_source "none": why */
 	bool has_balloon;
 	struct {
 		uint64_t total, available, unused, caches, swap_in, swap_out;
 		uint64_t major_faults, last_update;
 		bool has_unused, has_caches, has_swap, has_faults;
-	} balloon;                   /* bytes, except the counts and last_update */
+	} balloon; /* bytes, except the counts and last_update */
 	bool has_mem_dec;
-	const char *mem_class;       /* "ok", "filling", "short" */
+	const char *mem_class; /* "ok", "filling", "short" */
 	uint64_t mem_goal, mem_used, mem_headroom;
 	double mem_growth, mem_fault_rate, mem_swap_in_rate; /* per second */
-	uint64_t mem_kept_s;         /* the guest kept its memory: no shrink for this long */
+	uint64_t mem_kept_s; /* the guest kept its memory: no shrink for this long */
 };
 
 json_t *act_json_vm(const struct act_vm_view *v, bool detail);

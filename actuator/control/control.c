@@ -16,12 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net/http-server.h"
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
 #include "base/sockpath.h"
 #include "base/time.h"
+#include "net/http-server.h"
 
 #define JSON_TYPE "application/json"
 
@@ -112,8 +112,9 @@ static void events_reply(struct act_control *c, uint64_t since, const char *vm,
 	}
 	/* daemon_start tells a reader that numbering began again (a new
 	 * vmactd): its `since` then means nothing. */
-	reply_json(reply, 200, json_pack("{s:o,s:I,s:f}", "events", arr, "last_seq", (json_int_t)last,
-					 "daemon_start", c->start_usec / 1e6));
+	reply_json(reply, 200,
+		   json_pack("{s:o,s:I,s:f}", "events", arr, "last_seq", (json_int_t)last,
+			     "daemon_start", c->start_usec / 1e6));
 }
 
 static void waiter_answer(struct waiter *w)
@@ -284,9 +285,9 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 	}
 	r = c->be.change(c->be.ud, name, &ch, &err);
 	if (r < 0) {
-		status = r == -ENOENT && strstr(err.msg, "no VM") ? 404
+		status = r == -ENOENT && strstr(err.msg, "no VM")       ? 404
 			 : r == -EINVAL || r == -ERANGE || r == -ENOENT ? 400
-			 : 500;
+									: 500;
 		return reply_error(reply, status, "%s", err.msg);
 	}
 	act_event(c->events, name, ACT_EV_CONTROL, NULL, "%s by the operator",
@@ -366,9 +367,10 @@ static void handle(void *ud, const struct net_http_server_request *req,
 	/* The socket's mode keeps others out; this holds should it be
 	 * loosened (a group, a bind mount). */
 	if (req->peer_uid < 0 || (unsigned long long)req->peer_uid != c->allowed_uid)
-		return reply_error(reply, 403, "permission denied: the vmactd control API is for "
-				   "uid %llu only, this peer is uid %lld", c->allowed_uid,
-				   req->peer_uid);
+		return reply_error(reply, 403,
+				   "permission denied: the vmactd control API is for "
+				   "uid %llu only, this peer is uid %lld",
+				   c->allowed_uid, req->peer_uid);
 	if (strcmp(p, "/v1/events") == 0) {
 		if (!get)
 			return reply_error(reply, 405, "%s %s: use GET", req->method, p);

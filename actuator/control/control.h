@@ -17,7 +17,7 @@ struct act_control_backend {
 	/* all: also the domains vmactd ignores (vmactl status --all). */
 	int (*views)(void *ud, bool all, struct act_vm_view **out, size_t *n);
 	/* name: a domain name or UUID, as everywhere in the API. */
-	int (*view)(void *ud, const char *name, struct act_vm_view *out);     /* -ENOENT */
+	int (*view)(void *ud, const char *name, struct act_vm_view *out); /* -ENOENT */
 	int (*change)(void *ud, const char *name, const struct hp_meta_change *ch,
 		      struct vmact_err *err);
 	/* vmactl check / enable / disable (actuator/daemon/enroll.h); any
@@ -32,7 +32,7 @@ struct act_control_backend {
 
 struct act_control_opts {
 	sd_event *event;
-	const char *socket;          /* control.socket */
+	const char *socket; /* control.socket */
 	struct act_events *events;
 	struct act_control_backend backend;
 	/* Only peers of this uid are served (0 in vmactd; tests run it as
@@ -40,9 +40,9 @@ struct act_control_opts {
 	unsigned long long allowed_uid;
 };
 
-#define ACT_CONTROL_MAX_WAIT_S 30   /* GET /v1/events?wait= upper bound */
-#define ACT_CONTROL_MAX_EVENTS 256  /* events per answer */
-#define ACT_CONTROL_DECISIONS 10    /* last decisions in GET /v1/vms/NAME */
+#define ACT_CONTROL_MAX_WAIT_S 30  /* GET /v1/events?wait= upper bound */
+#define ACT_CONTROL_MAX_EVENTS 256 /* events per answer */
+#define ACT_CONTROL_DECISIONS  10  /* last decisions in GET /v1/vms/NAME */
 
 struct act_control;
 

@@ -27,15 +27,15 @@ enum act_event_kind {
 const char *act_event_kind_name(enum act_event_kind k);
 
 #define ACT_EVENT_TEXT_MAX 320
-#define ACT_EVENT_VM_MAX 256
+#define ACT_EVENT_VM_MAX   256
 
 struct act_event {
 	uint64_t seq;
-	uint64_t time_usec;        /* CLOCK_REALTIME */
+	uint64_t time_usec; /* CLOCK_REALTIME */
 	enum act_event_kind kind;
 	char vm[ACT_EVENT_VM_MAX]; /* "" for the daemon itself */
 	char text[ACT_EVENT_TEXT_MAX];
-	json_t *fields;            /* an object (may be empty), owned by the ring */
+	json_t *fields; /* an object (may be empty), owned by the ring */
 };
 
 struct act_events;

@@ -42,8 +42,9 @@ static bool receive_one(struct act_hook_listener *l)
 		char b[CMSG_SPACE(sizeof(struct ucred))];
 	} ctl;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
-			     .msg_controllen = sizeof(ctl) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof(ctl)
+	};
 	struct vmact_err err = { 0 };
 	struct vmact_hook_msg m;
 	const struct ucred *cred = NULL;
@@ -66,8 +67,8 @@ static bool receive_one(struct act_hook_listener *l)
 			cred = (const struct ucred *)CMSG_DATA(c);
 		else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			/* Nobody should send descriptors; close them. */
-			for (int *fd = (int *)CMSG_DATA(c);
-			     (char *)fd < (char *)c + c->cmsg_len; fd++)
+			for (int *fd = (int *)CMSG_DATA(c); (char *)fd < (char *)c + c->cmsg_len;
+			     fd++)
 				close(*fd);
 	}
 	if (!cred || cred->uid != 0) {
@@ -77,8 +78,9 @@ static bool receive_one(struct act_hook_listener *l)
 		return true;
 	}
 	if ((size_t)n > VMACT_HOOK_MSG_MAX || (mh.msg_flags & MSG_TRUNC)) {
-		snprintf(why, sizeof(why), "dropped a datagram of %zd bytes (a notice has at most %d)",
-			 n, VMACT_HOOK_MSG_MAX);
+		snprintf(why, sizeof(why),
+			 "dropped a datagram of %zd bytes (a notice has at most %d)", n,
+			 VMACT_HOOK_MSG_MAX);
 		bad(l, why);
 		return true;
 	}
@@ -132,8 +134,8 @@ int act_hook_listener_new(sd_event *ev, const char *path, const struct act_hook_
 	}
 	if (flock(l->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		r = errno == EWOULDBLOCK
-			? vmact_err_set(err, EADDRINUSE, "%s: in use by another vmactd", path)
-			: vmact_err_set(err, errno, "%s: %m", lock);
+			    ? vmact_err_set(err, EADDRINUSE, "%s: in use by another vmactd", path)
+			    : vmact_err_set(err, errno, "%s: %m", lock);
 		goto fail;
 	}
 	l->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

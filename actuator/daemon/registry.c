@@ -7,15 +7,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "actuator/guestd/approver.h"
 #include "actuator/cgroup/cgroup.h"
 #include "actuator/control/control-json.h"
+#include "actuator/guestd/approver.h"
+#include "actuator/metrics/metrics.h"
+#include "actuator/runner/runner.h"
 #include "base/hook-msg.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
-#include "actuator/metrics/metrics.h"
-#include "actuator/runner/runner.h"
 #include "hotplug/hotplug.h"
 
 /* A domain vmactd knows about: managed (runner) or skipped (its last
@@ -367,7 +367,8 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 	r = act_cg_open(&reg->cg, NULL, &cerr);
 	if (r < 0)
 		log_error("cgroup: %s: no VM can be managed (fractional CPU limits cannot be "
-			  "enforced)", cerr.msg);
+			  "enforced)",
+			  cerr.msg);
 	else
 		reg->have_cg = true;
 	reg->env = (struct act_runner_env){
@@ -492,8 +493,8 @@ int act_registry_view(struct act_registry *reg, const char *name, struct act_vm_
 	return 0;
 }
 
-int act_registry_change(struct act_registry *reg, const char *name,
-			const struct hp_meta_change *ch, struct vmact_err *err)
+int act_registry_change(struct act_registry *reg, const char *name, const struct hp_meta_change *ch,
+			struct vmact_err *err)
 {
 	struct entry *e = find_name(reg, name);
 

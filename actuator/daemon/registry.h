@@ -28,11 +28,11 @@ struct hp_meta_change;
 struct act_registry_opts {
 	sd_event *event;
 	const struct act_config *cfg;
-	const char *plugin_url;        /* plugin.mode remote: where runners send plugin requests */
-	struct ag_arbiter *arbiter;    /* else: the embedded arbiter, called in-process */
-	struct smp_sampler *sampler;   /* may be NULL */
-	struct act_metrics *metrics;   /* the daemon's counters (metrics.h); may be NULL */
-	struct act_events *events;     /* the control API's event ring; may be NULL */
+	const char *plugin_url;      /* plugin.mode remote: where runners send plugin requests */
+	struct ag_arbiter *arbiter;  /* else: the embedded arbiter, called in-process */
+	struct smp_sampler *sampler; /* may be NULL */
+	struct act_metrics *metrics; /* the daemon's counters (metrics.h); may be NULL */
+	struct act_events *events;   /* the control API's event ring; may be NULL */
 	/* Called after every change of the managed set and after each full
 	 * sync (first: the first sync finished). */
 	void (*changed)(void *ud, unsigned managed, bool first_sync);
@@ -69,8 +69,8 @@ int act_registry_views(struct act_registry *reg, bool all, struct act_vm_view **
 int act_registry_view(struct act_registry *reg, const char *name, struct act_vm_view *out);
 /* Writes an operator's change into the VM's metadata (hp_meta_write);
  * libvirt's metadata event then updates the runner. -ENOENT: unknown VM. */
-int act_registry_change(struct act_registry *reg, const char *name,
-			const struct hp_meta_change *ch, struct vmact_err *err);
+int act_registry_change(struct act_registry *reg, const char *name, const struct hp_meta_change *ch,
+			struct vmact_err *err);
 /* Re-reads every running domain now (after a configuration reload); does
  * nothing while libvirt is not connected (the reconnect resyncs). */
 void act_registry_resync(struct act_registry *reg);

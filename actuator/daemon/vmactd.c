@@ -3,8 +3,8 @@
  * component hands its sources to that loop, so the daemon never blocks and
  * never needs locks around its VM registry. */
 #include <errno.h>
-#include <math.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +21,9 @@
 #include "actuator/daemon/registry.h"
 #include "actuator/metrics/server.h"
 #include "agent-glue/arbiter/arbiter.h"
-#include "base/keyfile.h"
 #include "agent-glue/client/plugin-client.h"
 #include "base/endpoint.h"
+#include "base/keyfile.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/time.h"
@@ -104,9 +104,10 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 	vmact_quantity_format_milli(t.total.milli_cpu, c, sizeof(c));
 	vmact_quantity_format_bytes(t.total.mem_bytes, m, sizeof(m));
 	if (cfg->arbiter_listen[0])
-		log_info("arbiter: in-process, and listening on %s (port %u), capacity %s CPU / %s%s",
-			 cfg->arbiter_listen, ag_arbiter_port(a), c, m,
-			 key ? "; leases for the cluster layer (arbiter.lease_key)" : "");
+		log_info(
+			"arbiter: in-process, and listening on %s (port %u), capacity %s CPU / %s%s",
+			cfg->arbiter_listen, ag_arbiter_port(a), c, m,
+			key ? "; leases for the cluster layer (arbiter.lease_key)" : "");
 	else
 		log_info("arbiter: in-process, capacity %s CPU / %s", c, m);
 	*out = a;
@@ -303,8 +304,8 @@ static int on_control_retry(sd_event_source *s, uint64_t usec, void *ud)
 	struct control_slot *cs = ud;
 
 	(void)usec;
-	cs->control = start_control(cs->cfg, sd_event_source_get_event(s), cs->events,
-				    cs->registry, true);
+	cs->control = start_control(cs->cfg, sd_event_source_get_event(s), cs->events, cs->registry,
+				    true);
 	if (cs->control) {
 		cs->retry = sd_event_source_disable_unref(cs->retry);
 		return 0;
@@ -348,8 +349,10 @@ static struct act_hook_listener *open_hook_listener(sd_event *loop, struct act_r
 	struct vmact_err err = { 0 };
 
 	if (act_hook_listener_new(loop, VMACT_HOOK_SOCKET, &ops, &l, &err) < 0) {
-		log_warning("hook: not receiving notices: %s (vmactd learns of domain starts and stops "
-			    "from libvirt's events only)", err.msg);
+		log_warning(
+			"hook: not receiving notices: %s (vmactd learns of domain starts and stops "
+			"from libvirt's events only)",
+			err.msg);
 		return NULL;
 	}
 	log_info("hook: receiving notices on %s", VMACT_HOOK_SOCKET);
@@ -370,8 +373,7 @@ static void on_reload_key(void *ud, const char *key, bool applied)
 	if (applied)
 		log_info("reload: %s changed: applied", key);
 	else
-		log_warning("reload: %s changed: needs a restart; the running value is kept",
-			    key);
+		log_warning("reload: %s changed: needs a restart; the running value is kept", key);
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -384,8 +386,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	sd_notify(0, "RELOADING=1");
 	act_config_defaults(&next);
 	if (act_config_load(rc->path, rc->explicit_config, &next, &err) < 0) {
-		log_error("reload: configuration: %s; the running configuration is kept",
-			  err.msg);
+		log_error("reload: configuration: %s; the running configuration is kept", err.msg);
 	} else {
 		applied = act_config_reload(rc->cfg, &next, on_reload_key, NULL);
 		log_info("reload: %s: %u change%s applied", rc->path, applied,

@@ -19,12 +19,12 @@
 struct act_inf_approver {
 	struct act_approver head;
 	struct ag_inf_agent *agent;
-	bool stopped;                  /* stopped by its owner: unregistering, quiet */
+	bool stopped; /* stopped by its owner: unregistering, quiet */
 	const struct act_approver_events *events;
 	void *ud;
 	char *name;
 	enum ag_inf_mode mode;
-	unsigned failures;   /* server exits since the last time running */
+	unsigned failures;              /* server exits since the last time running */
 	char reason[VMACT_ERR_MSG_MAX]; /* last reason logged */
 	/* The pending request. */
 	struct act_approval_pending pending;
@@ -111,8 +111,10 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 		 : ag_inf_agent_downscale(i->agent, target, down_done, i, err);
 	if (ret < 0) {
 		act_approval_cancel(&i->pending);
-		log_reason(i, up ? "cannot send the upscale notification"
-				 : "cannot send the downscale request", err->msg);
+		log_reason(i,
+			   up ? "cannot send the upscale notification"
+			      : "cannot send the downscale request",
+			   err->msg);
 	}
 	return ret;
 }
@@ -164,7 +166,8 @@ static void on_mode_changed(void *ud, enum ag_inf_mode mode, const char *agent_i
 	if (mode == AG_INF_RUNNING) {
 		log_info("%s: informant: agent %s running (protocol v%s)", i->name, agent_id,
 			 ag_inf_version_name(ag_inf_agent_version(i->agent))
-				 ? ag_inf_version_name(ag_inf_agent_version(i->agent)) : "?");
+				 ? ag_inf_version_name(ag_inf_agent_version(i->agent))
+				 : "?");
 		i->failures = 0;
 		i->reason[0] = 0;
 		i->events->connected(i->ud);
@@ -172,7 +175,8 @@ static void on_mode_changed(void *ud, enum ag_inf_mode mode, const char *agent_i
 	}
 	if (mode == AG_INF_SUSPENDED && old == AG_INF_RUNNING)
 		log_info("%s: informant: agent %s suspended by the informant: no resizing "
-			 "until it is resumed", i->name, agent_id);
+			 "until it is resumed",
+			 i->name, agent_id);
 	else
 		log_debug("%s: informant: agent %s now %s", i->name, agent_id,
 			  ag_inf_mode_name(mode));

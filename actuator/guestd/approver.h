@@ -185,10 +185,10 @@ struct act_inf_sockets {
 	void *hook_ud;
 };
 int act_approver_informant_new(sd_event *event, const char *name, const char *endpoint,
-				     const char *listen, const char *advertise_host,
-				     const struct act_inf_sockets *sock,
-				     const struct act_approver_events *events, void *userdata,
-				     struct act_approver **out, struct vmact_err *err);
+			       const char *listen, const char *advertise_host,
+			       const struct act_inf_sockets *sock,
+			       const struct act_approver_events *events, void *userdata,
+			       struct act_approver **out, struct vmact_err *err);
 /* Stops an approver of act_approver_informant_new: its agent
  * unregisters; done(ud) runs from the loop once it has (bounded by the
  * register timeout). Free it after. */
@@ -200,8 +200,8 @@ int act_approver_informant_stop(struct act_approver *a, void (*done)(void *ud), 
  * /resume. No server or unconfirmed (unreachable, unregistered): grow
  * only, like a VM without a vm-monitor. */
 struct act_inf_gate {
-	bool may_resize;   /* start hotplugs */
-	bool approves;     /* the core's monitor is active (downscales possible) */
+	bool may_resize; /* start hotplugs */
+	bool approves;   /* the core's monitor is active (downscales possible) */
 };
 struct act_inf_gate act_inf_gate_for(int mode);
 

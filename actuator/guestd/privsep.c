@@ -13,7 +13,7 @@
 enum {
 	F_SEQ = 1 << 0,
 	F_CODE = 1 << 1,
-	F_RES = 1 << 2,  /* milli_cpu, mem_bytes */
+	F_RES = 1 << 2, /* milli_cpu, mem_bytes */
 	F_TEXT = 1 << 3,
 	F_SPARE = 1 << 4, /* spare[]: checked per type below */
 };
@@ -40,21 +40,25 @@ static const struct type_info *info(unsigned type)
 		[ACT_PRIVSEP_DONE - ACT_PRIVSEP_PONG] = { "done", true, F_SEQ | F_CODE, 0 },
 		[ACT_PRIVSEP_CONNECTED - ACT_PRIVSEP_PONG] = { "connected", true, 0, 0 },
 		[ACT_PRIVSEP_LOST - ACT_PRIVSEP_PONG] = { "lost", true, 0, ACT_PRIVSEP_F_DROPPED },
-		[ACT_PRIVSEP_CHANGED - ACT_PRIVSEP_PONG] = { "changed", true, 0,
-						   ACT_PRIVSEP_F_MAY_RESIZE | ACT_PRIVSEP_F_APPROVES },
-		[ACT_PRIVSEP_UPSCALE - ACT_PRIVSEP_PONG] = { "upscale", true, 0,
-						   ACT_PRIVSEP_F_CPU | ACT_PRIVSEP_F_MEMORY },
+		[ACT_PRIVSEP_CHANGED -
+			ACT_PRIVSEP_PONG] = { "changed", true, 0,
+					      ACT_PRIVSEP_F_MAY_RESIZE | ACT_PRIVSEP_F_APPROVES },
+		[ACT_PRIVSEP_UPSCALE -
+			ACT_PRIVSEP_PONG] = { "upscale", true, 0,
+					      ACT_PRIVSEP_F_CPU | ACT_PRIVSEP_F_MEMORY },
 		[ACT_PRIVSEP_DIAL - ACT_PRIVSEP_PONG] = { "dial", true, 0, ACT_PRIVSEP_F_LFC },
-		[ACT_PRIVSEP_METRICS - ACT_PRIVSEP_PONG] = { "metrics", true,
-						   F_SEQ | F_CODE | F_RES | F_TEXT | F_SPARE,
-						   ACT_PRIVSEP_F_LFC },
+		[ACT_PRIVSEP_METRICS -
+			ACT_PRIVSEP_PONG] = { "metrics", true,
+					      F_SEQ | F_CODE | F_RES | F_TEXT | F_SPARE,
+					      ACT_PRIVSEP_F_LFC },
 		[ACT_PRIVSEP_WINDOWS - ACT_PRIVSEP_PONG] = { "windows", true, F_SEQ | F_SPARE, 0 },
 		[ACT_PRIVSEP_LISTEN - ACT_PRIVSEP_PONG] = { "listen", true, 0, 0 },
 	};
 
 	if (type < sizeof(daemon) / sizeof(daemon[0]) && daemon[type].name)
 		return &daemon[type];
-	if (type >= ACT_PRIVSEP_PONG && type - ACT_PRIVSEP_PONG < sizeof(worker) / sizeof(worker[0]) &&
+	if (type >= ACT_PRIVSEP_PONG &&
+	    type - ACT_PRIVSEP_PONG < sizeof(worker) / sizeof(worker[0]) &&
 	    worker[type - ACT_PRIVSEP_PONG].name)
 		return &worker[type - ACT_PRIVSEP_PONG];
 	return NULL;
@@ -98,19 +102,25 @@ static int decode_metrics(const struct act_privsep_msg *m, struct act_privsep_ms
 		return vmact_err_set(err, EBADMSG, "metrics: text set without an error");
 	} else if (m->flags & ACT_PRIVSEP_F_LFC) {
 		if (!m->spare[0] || m->spare[0] > ACT_PRIVSEP_MAX_WINDOWS)
-			return vmact_err_set(err, EBADMSG, "metrics: %llu LFC windows, 1 to %u "
-					     "accepted", (unsigned long long)m->spare[0],
+			return vmact_err_set(err, EBADMSG,
+					     "metrics: %llu LFC windows, 1 to %u "
+					     "accepted",
+					     (unsigned long long)m->spare[0],
 					     ACT_PRIVSEP_MAX_WINDOWS);
 		if (m->mem_bytes || m->spare[1] || m->spare[2] || m->spare[3])
-			return vmact_err_set(err, EBADMSG, "metrics: system figures in an LFC answer");
+			return vmact_err_set(err, EBADMSG,
+					     "metrics: system figures in an LFC answer");
 	} else {
-		if (m->spare[0] > ACT_PRIVSEP_MAX_LOAD_MILLI || m->spare[1] > ACT_PRIVSEP_MAX_LOAD_MILLI)
-			return vmact_err_set(err, EBADMSG, "metrics: load %llu/1000 out of range",
-					     (unsigned long long)(m->spare[0] > ACT_PRIVSEP_MAX_LOAD_MILLI
-									  ? m->spare[0]
-									  : m->spare[1]));
+		if (m->spare[0] > ACT_PRIVSEP_MAX_LOAD_MILLI ||
+		    m->spare[1] > ACT_PRIVSEP_MAX_LOAD_MILLI)
+			return vmact_err_set(
+				err, EBADMSG, "metrics: load %llu/1000 out of range",
+				(unsigned long long)(m->spare[0] > ACT_PRIVSEP_MAX_LOAD_MILLI
+							     ? m->spare[0]
+							     : m->spare[1]));
 		if (m->spare[2] > ACT_PRIVSEP_MAX_MEM_BYTES)
-			return vmact_err_set(err, EBADMSG, "metrics: cached memory %llu out of range",
+			return vmact_err_set(err, EBADMSG,
+					     "metrics: cached memory %llu out of range",
 					     (unsigned long long)m->spare[2]);
 		if (m->spare[3])
 			return vmact_err_set(err, EBADMSG, "metrics: reserved field set");
@@ -186,7 +196,8 @@ static int decode(const void *buf, size_t len, bool from_worker, struct act_priv
 	case ACT_PRIVSEP_WINDOWS:
 		for (size_t i = 0; i < ARRAY_SIZE(m.spare); i++)
 			if (m.spare[i] > ACT_PRIVSEP_MAX_PAGE_MILLI)
-				return vmact_err_set(err, EBADMSG, "windows: window of %llu "
+				return vmact_err_set(err, EBADMSG,
+						     "windows: window of %llu "
 						     "thousandths of a page out of range",
 						     (unsigned long long)m.spare[i]);
 		break;
@@ -198,13 +209,13 @@ static int decode(const void *buf, size_t len, bool from_worker, struct act_priv
 }
 
 int act_privsep_decode_from_worker(const void *buf, size_t len, struct act_privsep_msg *out,
-			      struct vmact_err *err)
+				   struct vmact_err *err)
 {
 	return decode(buf, len, true, out, err);
 }
 
 int act_privsep_decode_from_daemon(const void *buf, size_t len, struct act_privsep_msg *out,
-			      struct vmact_err *err)
+				   struct vmact_err *err)
 {
 	return decode(buf, len, false, out, err);
 }

@@ -15,20 +15,20 @@
 
 enum act_privsep_type {
 	/* vmactd -> worker */
-	ACT_PRIVSEP_PING = 1,      /* seq: answered by a PONG with the same seq */
-	ACT_PRIVSEP_REQUEST,       /* seq, flags UP, milli_cpu, mem_bytes */
-	ACT_PRIVSEP_DIAL_REPLY,    /* code: 0 (a socket attached) or -errno; text: why */
-	ACT_PRIVSEP_SCRAPE = 4,    /* seq, flags LFC: one scrape of the VM's exporter */
+	ACT_PRIVSEP_PING = 1,         /* seq: answered by a PONG with the same seq */
+	ACT_PRIVSEP_REQUEST,          /* seq, flags UP, milli_cpu, mem_bytes */
+	ACT_PRIVSEP_DIAL_REPLY,       /* code: 0 (a socket attached) or -errno; text: why */
+	ACT_PRIVSEP_SCRAPE = 4,       /* seq, flags LFC: one scrape of the VM's exporter */
 	ACT_PRIVSEP_LISTEN_REPLY = 5, /* code: 0 (a listening socket attached) or -errno; text */
-	ACT_PRIVSEP_STOP = 6,      /* informant: unregister and exit */
+	ACT_PRIVSEP_STOP = 6,         /* informant: unregister and exit */
 	/* worker -> vmactd */
-	ACT_PRIVSEP_PONG = 16,     /* seq of the PING */
-	ACT_PRIVSEP_DONE,          /* seq of the REQUEST, code: enum act_approval */
+	ACT_PRIVSEP_PONG = 16, /* seq of the PING */
+	ACT_PRIVSEP_DONE,      /* seq of the REQUEST, code: enum act_approval */
 	ACT_PRIVSEP_CONNECTED,
-	ACT_PRIVSEP_LOST,          /* flags DROPPED */
-	ACT_PRIVSEP_CHANGED,       /* flags MAY_RESIZE, APPROVES */
-	ACT_PRIVSEP_UPSCALE,       /* flags CPU, MEMORY (at least one) */
-	ACT_PRIVSEP_DIAL,          /* open a connection to the VM's endpoint (flags LFC) */
+	ACT_PRIVSEP_LOST,    /* flags DROPPED */
+	ACT_PRIVSEP_CHANGED, /* flags MAY_RESIZE, APPROVES */
+	ACT_PRIVSEP_UPSCALE, /* flags CPU, MEMORY (at least one) */
+	ACT_PRIVSEP_DIAL,    /* open a connection to the VM's endpoint (flags LFC) */
 	/* The answer to a SCRAPE (seq, flags as the SCRAPE's), code 0 or
 	 * -errno. System figures: spare[0] load1 and spare[1] load5 in
 	 * thousandths, mem_bytes the memory usage, spare[2] the cached
@@ -39,7 +39,7 @@ enum act_privsep_type {
 	/* seq of the SCRAPE: the next ACT_PRIVSEP_WINDOWS_PER_MSG LFC windows in
 	 * spare[], thousandths of a page (the last record's unused ones 0) */
 	ACT_PRIVSEP_WINDOWS = 24,
-	ACT_PRIVSEP_LISTEN = 25,   /* informant: a listening socket for a registration */
+	ACT_PRIVSEP_LISTEN = 25, /* informant: a listening socket for a registration */
 };
 
 /* flags */
@@ -58,11 +58,11 @@ enum act_privsep_type {
  * million, in thousandths; at most the LFC windows the scaling core keeps
  * (agent-glue/codec/exporter.h), each at most ACT_PRIVSEP_MAX_MEM_BYTES of 8 KiB
  * pages, in thousandths of a page. */
-#define ACT_PRIVSEP_MILLI 1000ULL
-#define ACT_PRIVSEP_MAX_LOAD_MILLI (1000000ULL * ACT_PRIVSEP_MILLI)
-#define ACT_PRIVSEP_MAX_WINDOWS 1440u
+#define ACT_PRIVSEP_MILLI           1000ULL
+#define ACT_PRIVSEP_MAX_LOAD_MILLI  (1000000ULL * ACT_PRIVSEP_MILLI)
+#define ACT_PRIVSEP_MAX_WINDOWS     1440u
 #define ACT_PRIVSEP_WINDOWS_PER_MSG 4u
-#define ACT_PRIVSEP_MAX_PAGE_MILLI ((ACT_PRIVSEP_MAX_MEM_BYTES / 8192ULL) * ACT_PRIVSEP_MILLI)
+#define ACT_PRIVSEP_MAX_PAGE_MILLI  ((ACT_PRIVSEP_MAX_MEM_BYTES / 8192ULL) * ACT_PRIVSEP_MILLI)
 
 /* The wire record, host byte order (both ends are on the same host and
  * built together). 192 bytes; every unused field is zero. */
@@ -86,10 +86,10 @@ const char *act_privsep_type_name(unsigned type);
  * fields and flags that type has, within range; else -EBADMSG (-EMSGSIZE
  * for a wrong length) with err naming the field. */
 int act_privsep_decode_from_worker(const void *buf, size_t len, struct act_privsep_msg *out,
-			      struct vmact_err *err);
+				   struct vmact_err *err);
 /* A message from vmactd, checked the same way (the worker's side). */
 int act_privsep_decode_from_daemon(const void *buf, size_t len, struct act_privsep_msg *out,
-			      struct vmact_err *err);
+				   struct vmact_err *err);
 
 /* Sets text from a string, cut to the array. */
 void act_privsep_set_text(struct act_privsep_msg *m, const char *s);

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "agent-glue/client/exporter-scrape.h"
-#include "net/http-client.h"
 #include "base/endpoint.h"
 #include "base/macro.h"
+#include "net/http-client.h"
 
 _Static_assert(ACT_PRIVSEP_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
 
@@ -49,15 +49,18 @@ static int numeric_host(const char *url, struct vmact_err *err)
 	if (vmact_endpoint_parse(url, VMACT_EP_HTTP | VMACT_EP_NEED_PORT, &ep, err) < 0)
 		return -EINVAL;
 	if (inet_pton(AF_INET, ep.host, a) != 1 && inet_pton(AF_INET6, ep.host, a) != 1)
-		return vmact_err_set(err, EHOSTUNREACH, "%s: not a numeric address (the guest "
-				     "worker resolves no names: give an address)", ep.host);
+		return vmact_err_set(err, EHOSTUNREACH,
+				     "%s: not a numeric address (the guest "
+				     "worker resolves no names: give an address)",
+				     ep.host);
 	return 0;
 }
 
 static void send_error(struct exporter *x, int code, long status, const char *text)
 {
-	struct act_privsep_msg m = { .type = ACT_PRIVSEP_METRICS, .seq = x->seq,
-				.flags = x->lfc ? ACT_PRIVSEP_F_LFC : 0 };
+	struct act_privsep_msg m = { .type = ACT_PRIVSEP_METRICS,
+				     .seq = x->seq,
+				     .flags = x->lfc ? ACT_PRIVSEP_F_LFC : 0 };
 
 	m.code = code < 0 && code >= -4095 ? code : -EIO;
 	m.spare[0] = status >= 100 && status <= 999 ? (uint64_t)status : 0;
@@ -86,15 +89,17 @@ static void send_system(struct exporter *x, const struct ag_system_metrics *s)
 
 	if (!milli(s->load1, ACT_PRIVSEP_MAX_LOAD_MILLI, &m.spare[0]) ||
 	    !milli(s->load5, ACT_PRIVSEP_MAX_LOAD_MILLI, &m.spare[1])) {
-		snprintf(why, sizeof(why), "load %g/%g out of range (0 to %llu)", s->load1, s->load5,
-			 ACT_PRIVSEP_MAX_LOAD_MILLI / ACT_PRIVSEP_MILLI);
+		snprintf(why, sizeof(why), "load %g/%g out of range (0 to %llu)", s->load1,
+			 s->load5, ACT_PRIVSEP_MAX_LOAD_MILLI / ACT_PRIVSEP_MILLI);
 		send_error(x, -ERANGE, 0, why);
 		return;
 	}
 	if (!in_range(s->memory_usage_bytes, ACT_PRIVSEP_MAX_MEM_BYTES) ||
 	    !in_range(s->memory_cached_bytes, ACT_PRIVSEP_MAX_MEM_BYTES)) {
-		snprintf(why, sizeof(why), "memory usage %g or cached %g bytes out of range (0 to "
-			 "2^50)", s->memory_usage_bytes, s->memory_cached_bytes);
+		snprintf(why, sizeof(why),
+			 "memory usage %g or cached %g bytes out of range (0 to "
+			 "2^50)",
+			 s->memory_usage_bytes, s->memory_cached_bytes);
 		send_error(x, -ERANGE, 0, why);
 		return;
 	}
@@ -107,7 +112,9 @@ static void send_system(struct exporter *x, const struct ag_system_metrics *s)
  * with the count and all its records. */
 static void send_lfc(struct exporter *x, const struct ag_lfc_metrics *l)
 {
-	struct act_privsep_msg m = { .type = ACT_PRIVSEP_METRICS, .seq = x->seq, .flags = ACT_PRIVSEP_F_LFC };
+	struct act_privsep_msg m = { .type = ACT_PRIVSEP_METRICS,
+				     .seq = x->seq,
+				     .flags = ACT_PRIVSEP_F_LFC };
 	_cleanup_free_ uint64_t *w = calloc(l->n_windows ? l->n_windows : 1, sizeof(*w));
 	char why[ACT_PRIVSEP_TEXT_MAX];
 
@@ -117,8 +124,8 @@ static void send_lfc(struct exporter *x, const struct ag_lfc_metrics *l)
 	}
 	for (size_t i = 0; i < l->n_windows; i++)
 		if (!milli(l->wss_pages[i], ACT_PRIVSEP_MAX_PAGE_MILLI, &w[i])) {
-			snprintf(why, sizeof(why), "LFC window %zu min: %g pages out of range", i + 1,
-				 l->wss_pages[i]);
+			snprintf(why, sizeof(why), "LFC window %zu min: %g pages out of range",
+				 i + 1, l->wss_pages[i]);
 			send_error(x, -ERANGE, 0, why);
 			return;
 		}
@@ -170,15 +177,15 @@ void act_scrape_run(struct act_scrape *g, const struct act_privsep_msg *req)
 	r = numeric_host(x->url, &err);
 	if (r >= 0)
 		r = ag_exporter_scrape_start(g->http, x->url,
-					   x->lfc ? AG_EXPORTER_LFC : AG_EXPORTER_SYSTEM, 0,
-					   0, on_result, x, &x->scrape, &err);
+					     x->lfc ? AG_EXPORTER_LFC : AG_EXPORTER_SYSTEM, 0, 0,
+					     on_result, x, &x->scrape, &err);
 	if (r < 0)
 		send_error(x, r, 0, err.msg);
 }
 
 int act_scrape_new(sd_event *event, const char *system, const char *lfc,
-		       const struct act_scrape_ops *ops, void *ud, struct act_scrape **out,
-		       struct vmact_err *err)
+		   const struct act_scrape_ops *ops, void *ud, struct act_scrape **out,
+		   struct vmact_err *err)
 {
 	struct act_scrape *g = calloc(1, sizeof(*g));
 	const char *urls[2] = { system, lfc };
@@ -189,8 +196,8 @@ int act_scrape_new(sd_event *event, const char *system, const char *lfc,
 	for (int i = 0; i < 2; i++) {
 		g->ex[i].g = g;
 		g->ex[i].lfc = i == 1;
-		if (urls[i] && (size_t)snprintf(g->ex[i].url, sizeof(g->ex[i].url), "%s", urls[i]) >=
-				       sizeof(g->ex[i].url)) {
+		if (urls[i] && (size_t)snprintf(g->ex[i].url, sizeof(g->ex[i].url), "%s",
+						urls[i]) >= sizeof(g->ex[i].url)) {
 			free(g);
 			return vmact_err_set(err, ENAMETOOLONG, "%s: URL too long", urls[i]);
 		}

@@ -29,8 +29,8 @@ struct act_scrape_ops {
  * client: before the system-call filter (libcurl's initialisation opens
  * files and a socket pair). */
 int act_scrape_new(sd_event *event, const char *system, const char *lfc,
-		       const struct act_scrape_ops *ops, void *ud, struct act_scrape **out,
-		       struct vmact_err *err);
+		   const struct act_scrape_ops *ops, void *ud, struct act_scrape **out,
+		   struct vmact_err *err);
 /* A SCRAPE from vmactd: one scrape of that exporter, answered later (a
  * scrape of the same exporter still running is given up: vmactd gave up
  * on it). */

@@ -24,9 +24,9 @@
 #include <systemd/sd-id128.h>
 
 #include "actuator/guestd/approver.h"
-#include "actuator/guestd/scrape.h"
-#include "actuator/guestd/sandbox.h"
 #include "actuator/guestd/privsep.h"
+#include "actuator/guestd/sandbox.h"
+#include "actuator/guestd/scrape.h"
 #include "base/log.h"
 #include "base/macro.h"
 
@@ -47,7 +47,7 @@ struct gd {
 	bool req_out;
 	struct act_privsep_msg queue[QUEUE_MAX];
 	unsigned nq;
-	bool informant;     /* --informant: the legacy informant's agent */
+	bool informant; /* --informant: the legacy informant's agent */
 	bool stopping;
 };
 
@@ -78,7 +78,9 @@ static ssize_t recv_msg(struct act_privsep_msg *m, int *fd, int flags)
 	} u;
 	unsigned char buf[sizeof(*m) + 1];
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
 			     .msg_controllen = sizeof(u.buf) };
 	struct vmact_err err = { 0 };
 	ssize_t n;
@@ -91,8 +93,9 @@ static ssize_t recv_msg(struct act_privsep_msg *m, int *fd, int flags)
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(fd, CMSG_DATA(c), sizeof(int));
-	if (act_privsep_decode_from_daemon(buf, (mh.msg_flags & MSG_TRUNC) ? sizeof(buf) : (size_t)n,
-				      m, &err) < 0) {
+	if (act_privsep_decode_from_daemon(buf,
+					   (mh.msg_flags & MSG_TRUNC) ? sizeof(buf) : (size_t)n, m,
+					   &err) < 0) {
 		log_error("guest worker: bad message from vmactd: %s", err.msg);
 		exit(1);
 	}
@@ -106,7 +109,9 @@ static ssize_t recv_msg(struct act_privsep_msg *m, int *fd, int flags)
 static void request_done(void *ud, enum act_approval outcome)
 {
 	struct gd *g = ud;
-	struct act_privsep_msg m = { .type = ACT_PRIVSEP_DONE, .seq = g->req_seq, .code = (int32_t)outcome };
+	struct act_privsep_msg m = { .type = ACT_PRIVSEP_DONE,
+				     .seq = g->req_seq,
+				     .code = (int32_t)outcome };
 
 	if (!g->req_out)
 		return;
@@ -141,11 +146,10 @@ static void handle(struct gd *g, const struct act_privsep_msg *in)
 		target.mem_bytes = in->mem_bytes;
 		g->req_seq = in->seq;
 		g->req_out = true;
-		if ((in->flags & ACT_PRIVSEP_F_UP ? act_approver_request_upscale(g->ap, &target,
-									    request_done, g, &err)
-					     : act_approver_request_downscale(g->ap, &target,
-									      request_done, g,
-									      &err)) < 0)
+		if ((in->flags & ACT_PRIVSEP_F_UP
+			     ? act_approver_request_upscale(g->ap, &target, request_done, g, &err)
+			     : act_approver_request_downscale(g->ap, &target, request_done, g,
+							      &err)) < 0)
 			request_done(g, ACT_APPROVAL_FAILED);
 		return;
 	case ACT_PRIVSEP_STOP:
@@ -265,7 +269,8 @@ static int dial_url(void *ud, const char *url, struct vmact_err *err)
 /* The exporters' connections (flag LFC: the LFC exporter's). */
 static int dial_exporter(void *ud, bool lfc, struct vmact_err *err)
 {
-	return ask_fd(ud, ACT_PRIVSEP_DIAL, lfc ? ACT_PRIVSEP_F_LFC : 0, ACT_PRIVSEP_DIAL_REPLY, err);
+	return ask_fd(ud, ACT_PRIVSEP_DIAL, lfc ? ACT_PRIVSEP_F_LFC : 0, ACT_PRIVSEP_DIAL_REPLY,
+		      err);
 }
 
 /* A listening socket for an informant registration's server, bound by
@@ -309,7 +314,8 @@ static void ev_connected(void *ud)
 static void ev_lost(void *ud, bool dropped)
 {
 	struct gd *g = ud;
-	struct act_privsep_msg m = { .type = ACT_PRIVSEP_LOST, .flags = dropped ? ACT_PRIVSEP_F_DROPPED : 0 };
+	struct act_privsep_msg m = { .type = ACT_PRIVSEP_LOST,
+				     .flags = dropped ? ACT_PRIVSEP_F_DROPPED : 0 };
 
 	if (dropped)
 		g->req_out = false;
@@ -318,11 +324,11 @@ static void ev_lost(void *ud, bool dropped)
 	send_msg(g, &m);
 }
 
-
 static void ev_upscale(void *ud, bool cpu, bool memory)
 {
 	struct act_privsep_msg m = { .type = ACT_PRIVSEP_UPSCALE,
-				.flags = (cpu ? ACT_PRIVSEP_F_CPU : 0) | (memory ? ACT_PRIVSEP_F_MEMORY : 0) };
+				     .flags = (cpu ? ACT_PRIVSEP_F_CPU : 0) |
+					      (memory ? ACT_PRIVSEP_F_MEMORY : 0) };
 
 	if (m.flags)
 		send_msg(ud, &m);
@@ -457,8 +463,8 @@ int main(int argc, char **argv)
 			.hook_ud = &g,
 		};
 
-		if (act_approver_informant_new(g.event, g.name, informant, listen, advertise,
-						     &sock, &events, &g, &g.ap, &err) < 0) {
+		if (act_approver_informant_new(g.event, g.name, informant, listen, advertise, &sock,
+					       &events, &g, &g.ap, &err) < 0) {
 			log_error("%s: guest worker: %s", g.name, err.msg);
 			return 1;
 		}

@@ -15,13 +15,22 @@ static const double latency_bounds[ACT_LATENCY_BUCKETS] = {
 };
 
 static const char *const decision_kinds[ACT_DECISION_N] = {
-	"cpu_up", "cpu_down", "memory_up", "memory_down",
+	"cpu_up",
+	"cpu_down",
+	"memory_up",
+	"memory_down",
 };
 static const char *const resize_kinds[ACT_RESIZE_N] = {
-	"cpu_up", "cpu_down", "memory_up", "memory_down",
+	"cpu_up",
+	"cpu_down",
+	"memory_up",
+	"memory_down",
 };
 static const char *const failure_kinds[ACT_FAILURE_N] = {
-	"plugin", "hotplug", "monitor", "guest_metrics",
+	"plugin",
+	"hotplug",
+	"monitor",
+	"guest_metrics",
 };
 static const char *const directions[ACT_DIR_N] = { "inc", "dec", "both", "none" };
 
@@ -94,7 +103,7 @@ static void latency(struct net_prom_writer *w, const struct act_metrics *m,
 		struct net_prom_wlabel l = { "direction", directions[d] };
 
 		net_prom_w_histogram(w, &l, 1, latency_bounds, h->counts, ACT_LATENCY_BUCKETS,
-				    h->above, h->sum);
+				     h->above, h->sum);
 	}
 }
 
@@ -147,7 +156,7 @@ static void write_daemon(const struct act_metrics *m, unsigned managed,
 	if (arb)
 		arbiter(w, arb);
 	net_prom_w_family(w, "vmact_managed_vms", NET_PROM_GAUGE,
-			 "Number of VMs vmactd manages (one runner each)");
+			  "Number of VMs vmactd manages (one runner each)");
 	net_prom_w_sample(w, NULL, 0, managed);
 	kind_counter(w, "vmact_decisions_total",
 		     "Changes of a VM's desired size, by resource and direction", m->decisions,
@@ -246,8 +255,8 @@ static void goal(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 
 static void cls(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
-	static const enum act_cpu_class all[] = { ACT_CPU_OK, ACT_CPU_SATURATED,
-						  ACT_CPU_THROTTLED, ACT_CPU_CONTENDED };
+	static const enum act_cpu_class all[] = { ACT_CPU_OK, ACT_CPU_SATURATED, ACT_CPU_THROTTLED,
+						  ACT_CPU_CONTENDED };
 
 	if (!vm->has_demand)
 		return;

@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "actuator/policy/cpu-demand.h"
-#include "net/prom-write.h"
 #include "base/resources.h"
+#include "net/prom-write.h"
 
 /* Counters with a kind label: vmact_<family>_total{kind="..."}. */
 enum act_metric_decision {

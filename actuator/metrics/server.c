@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/http-server.h"
 #include "base/macro.h"
+#include "net/http-server.h"
 
 /* A scraper sends no body: anything beyond a small one is refused. */
 #define MAX_BODY 1024

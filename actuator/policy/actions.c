@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#define W_PLUGIN "Wanted to make a request to the scheduler plugin, but "
-#define W_HOTPLUG "Wanted to hotplug resources, but "
-#define W_MON_UP "Wanted to send vm-monitor upscale request, but "
+#define W_PLUGIN   "Wanted to make a request to the scheduler plugin, but "
+#define W_HOTPLUG  "Wanted to hotplug resources, but "
+#define W_MON_UP   "Wanted to send vm-monitor upscale request, but "
 #define W_MON_DOWN "Wanted to send vm-monitor downscale request"
 
 void act_timing_defaults(struct act_timing *t)
@@ -93,7 +93,8 @@ int act_state_update_vm(struct act_state *s, const struct vmact_resources *min,
 static int check_metric(const char *name, double v, struct vmact_err *err)
 {
 	if (!isfinite(v) || v < 0)
-		return vmact_err_set(err, EINVAL, "system metrics: %s must be a finite number >= 0", name);
+		return vmact_err_set(err, EINVAL, "system metrics: %s must be a finite number >= 0",
+				     name);
 	return 0;
 }
 
@@ -132,12 +133,13 @@ int act_state_update_lfc_metrics(struct act_state *s, const double *pages, size_
 				 struct vmact_err *err)
 {
 	if (n > ACT_LFC_MAX_WINDOWS)
-		return vmact_err_set(err, E2BIG, "lfc metrics: %zu windows, at most %d supported", n,
-				     ACT_LFC_MAX_WINDOWS);
+		return vmact_err_set(err, E2BIG, "lfc metrics: %zu windows, at most %d supported",
+				     n, ACT_LFC_MAX_WINDOWS);
 	for (size_t i = 0; i < n; i++)
 		if (!isfinite(pages[i]) || pages[i] < 0)
-			return vmact_err_set(err, EINVAL,
-					     "lfc metrics: window %zu min must be a finite number >= 0", i + 1);
+			return vmact_err_set(
+				err, EINVAL,
+				"lfc metrics: window %zu min must be a finite number >= 0", i + 1);
 	if (n)
 		memcpy(s->lfc_pages, pages, n * sizeof(*pages));
 	s->lfc_n = n;
@@ -167,7 +169,8 @@ static uint64_t clamp_field(uint64_t cur, uint64_t want, const uint64_t *lo, con
 }
 
 static struct vmact_resources clamp(struct vmact_resources cur, struct vmact_resources want,
-				 const struct vmact_resources *lo, const struct vmact_resources *hi)
+				    const struct vmact_resources *lo,
+				    const struct vmact_resources *hi)
 {
 	uint64_t lc, lm, hc, hm;
 
@@ -182,7 +185,8 @@ static struct vmact_resources clamp(struct vmact_resources cur, struct vmact_res
 	return (struct vmact_resources){
 		.milli_cpu = (uint32_t)clamp_field(cur.milli_cpu, want.milli_cpu, lo ? &lc : NULL,
 						   hi ? &hc : NULL),
-		.mem_bytes = clamp_field(cur.mem_bytes, want.mem_bytes, lo ? &lm : NULL, hi ? &hm : NULL),
+		.mem_bytes = clamp_field(cur.mem_bytes, want.mem_bytes, lo ? &lm : NULL,
+					 hi ? &hm : NULL),
 	};
 }
 
@@ -231,7 +235,8 @@ static void plugin_action(const struct act_state *s, act_time_t now, struct vmac
 	denied = !s->plugin.ongoing && s->plugin.has_last_request && s->plugin.has_permit &&
 		 vmact_res_any_gt(s->plugin.last_request, s->plugin.permit);
 	if (denied)
-		until_backoff = s->plugin.last_request_at + s->timing.plugin_denied_retry_wait - now;
+		until_backoff = s->plugin.last_request_at + s->timing.plugin_denied_retry_wait -
+				now;
 	waiting_backoff = until_backoff > 0;
 
 	want_new = s->plugin.has_last_request && s->plugin.has_permit &&
@@ -241,8 +246,8 @@ static void plugin_action(const struct act_state *s, act_time_t now, struct vmac
 
 	if (s->plugin.ongoing) {
 		if (!vmact_res_eq(s->plugin.last_request, target))
-			act_warn(&out->warnings,
-				 W_PLUGIN "there's already an ongoing request for different resources");
+			act_warn(&out->warnings, W_PLUGIN
+				 "there's already an ongoing request for different resources");
 		return;
 	}
 	if (s->plugin.has_failure) {
@@ -307,7 +312,8 @@ static struct vmact_resources hotplug_upper(const struct act_state *s)
 	return s->plugin.has_permit ? s->plugin.permit : s->using_;
 }
 
-static void hotplug_action(const struct act_state *s, act_time_t now, struct vmact_resources desired,
+static void hotplug_action(const struct act_state *s, act_time_t now,
+			   struct vmact_resources desired,
 			   const struct vmact_resources *plugin_requested, struct act_actions *out,
 			   struct waits *waits)
 {
@@ -318,8 +324,9 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct vma
 	/* No downscale without the monitor's approval, no upscale beyond the
 	 * plugin's permit. */
 	target = clamp(using_, desired, &lo, &hi);
-	target.milli_cpu = (uint32_t)enforce_field(using_.milli_cpu, target.milli_cpu, s->min.milli_cpu,
-						   s->max.milli_cpu, hi.milli_cpu, lo.milli_cpu);
+	target.milli_cpu = (uint32_t)enforce_field(using_.milli_cpu, target.milli_cpu,
+						   s->min.milli_cpu, s->max.milli_cpu, hi.milli_cpu,
+						   lo.milli_cpu);
 	target.mem_bytes = enforce_field(using_.mem_bytes, target.mem_bytes, s->min.mem_bytes,
 					 s->max.mem_bytes, hi.mem_bytes, lo.mem_bytes);
 	if (vmact_res_eq(target, using_))
@@ -333,7 +340,8 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct vma
 			int64_t left = s->hotplug.failure_at + s->timing.hotplug_retry_wait - now;
 
 			if (left > 0) {
-				act_warn(&out->warnings, W_HOTPLUG "the previous hotplug failed too recently");
+				act_warn(&out->warnings,
+					 W_HOTPLUG "the previous hotplug failed too recently");
 				wait_add(waits, left);
 				return;
 			}
@@ -348,8 +356,9 @@ static void hotplug_action(const struct act_state *s, act_time_t now, struct vma
 	bool other_hotplug = s->hotplug.ongoing && !vmact_res_eq(s->hotplug.ongoing_target, target);
 
 	if (plugin_ongoing && other_hotplug)
-		act_warn(&out->warnings, W_HOTPLUG "there's already plugin request ongoing and hotplug "
-						   "(for different resources) ongoing");
+		act_warn(&out->warnings,
+			 W_HOTPLUG "there's already plugin request ongoing and hotplug "
+				   "(for different resources) ongoing");
 	else if (plugin_ongoing)
 		act_warn(&out->warnings, W_HOTPLUG "there's already plugin request ongoing");
 	else if (other_hotplug)
@@ -376,8 +385,8 @@ static void monitor_upscale_action(const struct act_state *s, act_time_t now,
 	if (s->monitor.ongoing != ACT_MONITOR_NONE) {
 		if (s->monitor.ongoing == ACT_MONITOR_UPSCALE &&
 		    !vmact_res_eq(s->monitor.ongoing_target, req))
-			act_warn(&out->warnings,
-				 W_MON_UP "waiting on ongoing upscale request (for different resources)");
+			act_warn(&out->warnings, W_MON_UP
+				 "waiting on ongoing upscale request (for different resources)");
 		else if (s->monitor.ongoing == ACT_MONITOR_DOWNSCALE)
 			act_warn(&out->warnings, W_MON_UP "waiting on ongoing downscale request");
 		return;
@@ -408,7 +417,8 @@ static void monitor_downscale_action(const struct act_state *s, act_time_t now,
 		/* What the host approves is the hotplug's to do. */
 		if ((desired.milli_cpu < s->using_.milli_cpu &&
 		     floor_.milli_cpu == s->using_.milli_cpu) ||
-		    (desired.mem_bytes < s->using_.mem_bytes && floor_.mem_bytes == s->using_.mem_bytes))
+		    (desired.mem_bytes < s->using_.mem_bytes &&
+		     floor_.mem_bytes == s->using_.mem_bytes))
 			act_warn(&out->warnings, W_MON_DOWN ", but there's no active connection");
 		return;
 	}
@@ -420,14 +430,16 @@ static void monitor_downscale_action(const struct act_state *s, act_time_t now,
 		return;
 
 	if (planned_upscale) {
-		act_warn(&out->warnings, W_MON_DOWN ", but waiting on other planned upscale request");
+		act_warn(&out->warnings,
+			 W_MON_DOWN ", but waiting on other planned upscale request");
 		return;
 	}
 	if (s->monitor.ongoing != ACT_MONITOR_NONE) {
 		if (s->monitor.ongoing == ACT_MONITOR_DOWNSCALE &&
 		    !vmact_res_eq(s->monitor.ongoing_target, req))
-			act_warn(&out->warnings, W_MON_DOWN ", but waiting on other ongoing downscale "
-							    "request (for different resources)");
+			act_warn(&out->warnings,
+				 W_MON_DOWN ", but waiting on other ongoing downscale "
+					    "request (for different resources)");
 		else if (s->monitor.ongoing == ACT_MONITOR_UPSCALE)
 			act_warn(&out->warnings,
 				 W_MON_DOWN ", but waiting on other ongoing upscale request");
@@ -468,8 +480,8 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 		.max = s->max,
 		.sys = s->has_system ? &s->system : NULL,
 		.lfc = s->has_lfc ? &lfc : NULL,
-		.requested_upscale = s->monitor.has_requested_upscale ? &s->monitor.requested_upscale
-								      : NULL,
+		.requested_upscale =
+			s->monitor.has_requested_upscale ? &s->monitor.requested_upscale : NULL,
 		.requested_upscale_valid = s->timing.monitor_requested_upscale_valid,
 		.denied = s->monitor.has_denied ? &s->monitor.denied : NULL,
 		.denied_cooldown = s->timing.monitor_denied_downscale_cooldown,
@@ -501,8 +513,8 @@ int act_next_actions(const struct act_state *s, act_time_t now, struct act_actio
 	monitor_upscale_action(s, now, d.res, out, &waits);
 	monitor_downscale_action(s, now, d.res, out->has_monitor_upscale, out, &waits);
 
-	if (act_desired_wait(&d, out->has_monitor_downscale,
-			     s->monitor.ongoing != ACT_MONITOR_NONE, &w))
+	if (act_desired_wait(&d, out->has_monitor_downscale, s->monitor.ongoing != ACT_MONITOR_NONE,
+			     &w))
 		wait_add(&waits, w);
 	out->has_wait = waits.has;
 	out->wait = waits.min;
@@ -545,7 +557,8 @@ int act_plugin_response(struct act_state *s, act_time_t now, const struct vmact_
 	} else if (vmact_res_any_gt(*permit, s->plugin.last_request)) {
 		fmt_res(a, sizeof(a), *permit);
 		fmt_res(b, sizeof(b), s->plugin.last_request);
-		r = vmact_err_set(err, EPROTO, "permit %s has resources greater than request %s", a, b);
+		r = vmact_err_set(err, EPROTO, "permit %s has resources greater than request %s", a,
+				  b);
 	} else if (vmact_res_any_lt(*permit, s->using_)) {
 		fmt_res(a, sizeof(a), *permit);
 		fmt_res(b, sizeof(b), s->using_);
@@ -578,17 +591,18 @@ int act_hotplug_starting(struct act_state *s, act_time_t now, const struct vmact
 	if (!vmact_res_eq(t, *target)) {
 		fmt_res(a, sizeof(a), *target);
 		fmt_res(b, sizeof(b), s->using_);
-		return vmact_err_set(err, ERANGE,
-				     "hotplug target %s from %s is outside bounds, permit or monitor approval",
-				     a, b);
+		return vmact_err_set(
+			err, ERANGE,
+			"hotplug target %s from %s is outside bounds, permit or monitor approval",
+			a, b);
 	}
 	s->hotplug.ongoing = true;
 	s->hotplug.ongoing_target = *target;
 	return 0;
 }
 
-int act_hotplug_finished(struct act_state *s, act_time_t now, const struct vmact_resources *achieved,
-			 bool failed, struct vmact_err *err)
+int act_hotplug_finished(struct act_state *s, act_time_t now,
+			 const struct vmact_resources *achieved, bool failed, struct vmact_err *err)
 {
 	if (!s->hotplug.ongoing)
 		return vmact_err_set(err, EINVAL, "hotplug result without an ongoing hotplug");
@@ -673,7 +687,8 @@ int act_monitor_downscale_starting(struct act_state *s, act_time_t now,
 static int monitor_finish(struct act_state *s, enum act_monitor_kind kind, struct vmact_err *err)
 {
 	if (!s->monitor.active || s->monitor.ongoing != kind)
-		return vmact_err_set(err, EINVAL, "vm-monitor %s result without that request ongoing",
+		return vmact_err_set(err, EINVAL,
+				     "vm-monitor %s result without that request ongoing",
 				     kind == ACT_MONITOR_UPSCALE ? "upscale" : "downscale");
 	s->monitor.ongoing = ACT_MONITOR_NONE;
 	return 0;

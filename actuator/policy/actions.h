@@ -21,14 +21,14 @@
 #include "actuator/policy/desired.h"
 
 struct act_timing {
-	int64_t plugin_request_tick;       /* scheduler.requestAtLeastEverySeconds (15 s) */
-	int64_t plugin_tick_jitter;        /* subtracted from the tick; Go draws 0-99 ms per VM */
-	int64_t plugin_retry_wait;         /* scheduler.retryFailedRequestSeconds (3 s) */
-	int64_t plugin_denied_retry_wait;  /* scheduler.retryDeniedUpscaleSeconds (2 s) */
-	int64_t hotplug_retry_wait;        /* neonvm.retryFailedRequestSeconds (5 s) */
+	int64_t plugin_request_tick;      /* scheduler.requestAtLeastEverySeconds (15 s) */
+	int64_t plugin_tick_jitter;       /* subtracted from the tick; Go draws 0-99 ms per VM */
+	int64_t plugin_retry_wait;        /* scheduler.retryFailedRequestSeconds (3 s) */
+	int64_t plugin_denied_retry_wait; /* scheduler.retryDeniedUpscaleSeconds (2 s) */
+	int64_t hotplug_retry_wait;       /* neonvm.retryFailedRequestSeconds (5 s) */
 	int64_t monitor_denied_downscale_cooldown; /* monitor.retryDeniedDownscaleSeconds (5 s) */
 	int64_t monitor_requested_upscale_valid;   /* monitor.requestedUpscaleValidSeconds (10 s) */
-	int64_t monitor_retry_wait;        /* monitor.retryFailedRequestSeconds (3 s) */
+	int64_t monitor_retry_wait;                /* monitor.retryFailedRequestSeconds (3 s) */
 };
 
 /* The agent defaults of doc/protocols.md, "Agent timing defaults", jitter 0. */
@@ -123,7 +123,7 @@ struct act_actions {
 		double load_avg_1m;
 	} plugin;
 
-	bool has_hotplug;   /* Neon's "NeonVM request" */
+	bool has_hotplug; /* Neon's "NeonVM request" */
 	struct act_res_change hotplug;
 	bool has_monitor_upscale;
 	struct act_res_change monitor_upscale;
@@ -188,8 +188,9 @@ void act_hotplug_failed(struct act_state *s, act_time_t now);
  * the target (a partial unplug, rounding to blocks). failed also starts the
  * retry backoff. Unlike NeonVM's patch, the result is known, so the core
  * never believes in resources the VM does not have. */
-int act_hotplug_finished(struct act_state *s, act_time_t now, const struct vmact_resources *achieved,
-			 bool failed, struct vmact_err *err);
+int act_hotplug_finished(struct act_state *s, act_time_t now,
+			 const struct vmact_resources *achieved, bool failed,
+			 struct vmact_err *err);
 
 /* vm-monitor. connected: approved := using. reset: forget everything
  * (disconnect / reconnect). */

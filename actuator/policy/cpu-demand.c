@@ -132,7 +132,8 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	 * and a burst shorter than the window never grows the VM. The
 	 * figures of the decision then come from the run. */
 	for (unsigned i = 0; i < d->n && allowance; i++) {
-		const struct act_cpu_window *w = &d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
+		const struct act_cpu_window *w =
+			&d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
 		double wb = window_demand(w) * 1000.0 / allowance;
 
 		if (wb < p->target) {
@@ -181,13 +182,15 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		 last->quota_milli < vcpu_milli)
 		out->cls = ACT_CPU_THROTTLED;
 	else
-		out->cls = out->contended >= p->contended_share ? ACT_CPU_CONTENDED : ACT_CPU_SATURATED;
+		out->cls = out->contended >= p->contended_share ? ACT_CPU_CONTENDED
+								: ACT_CPU_SATURATED;
 
 	if (d->has_guest_load && p->target > 0) {
 		out->has_guest_load = true;
 		out->guest_load = d->guest_load;
-		out->guest_floor_milli = d->guest_load > 0
-			? ceil_cu(d->guest_load * 1000.0 / p->target, p->cu_milli) : 0;
+		out->guest_floor_milli =
+			d->guest_load > 0 ? ceil_cu(d->guest_load * 1000.0 / p->target, p->cu_milli)
+					  : 0;
 	}
 	out->goal_milli = allowance;
 	if (out->cls != ACT_CPU_OK)
@@ -246,10 +249,10 @@ int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsig
 	int n = snprintf(buf, len,
 			 "%s: vCPUs %.0f %% busy for %.1f s (%.2f of %u.%03u CPUs, slow %.2f, "
 			 "waiting for host %.0f %%, throttled %.0f %%), goal %u.%03u CPUs",
-			 act_cpu_class_name(dec->cls), dec->busy * 100, dec->span / 1e9, dec->demand,
-			 dec->allowance_milli / 1000, dec->allowance_milli % 1000, dec->slow,
-			 dec->contended * 100, dec->throttled * 100, dec->goal_milli / 1000,
-			 dec->goal_milli % 1000);
+			 act_cpu_class_name(dec->cls), dec->busy * 100, dec->span / 1e9,
+			 dec->demand, dec->allowance_milli / 1000, dec->allowance_milli % 1000,
+			 dec->slow, dec->contended * 100, dec->throttled * 100,
+			 dec->goal_milli / 1000, dec->goal_milli % 1000);
 
 	if (n >= 0 && (unsigned)n < len && dec->has_guest_load)
 		n += snprintf(buf + n, len - (unsigned)n, " (guest load1 %.2f: at least %u.%03u)",
@@ -272,8 +275,9 @@ int act_cpu_decision_reason(const struct act_cpu_decision *dec, uint32_t from_mi
 		return -1;
 	switch (dec->cls) {
 	case ACT_CPU_THROTTLED:
-		n += snprintf(buf + n, len - (unsigned)n, "throttled by its quota %.0f %% of %.1f s",
-			      dec->throttled * 100, dec->span / 1e9);
+		n += snprintf(buf + n, len - (unsigned)n,
+			      "throttled by its quota %.0f %% of %.1f s", dec->throttled * 100,
+			      dec->span / 1e9);
 		break;
 	case ACT_CPU_SATURATED:
 		n += snprintf(buf + n, len - (unsigned)n, "vCPUs %.0f %% busy for %.1f s",
@@ -285,8 +289,10 @@ int act_cpu_decision_reason(const struct act_cpu_decision *dec, uint32_t from_mi
 		break;
 	case ACT_CPU_OK:
 	default:
-		n += snprintf(buf + n, len - (unsigned)n, "%.2f CPUs used on average (slow), "
-			      "vCPUs %.0f %% busy", dec->slow, dec->busy * 100);
+		n += snprintf(buf + n, len - (unsigned)n,
+			      "%.2f CPUs used on average (slow), "
+			      "vCPUs %.0f %% busy",
+			      dec->slow, dec->busy * 100);
 		break;
 	}
 	if (n >= 0 && (unsigned)n < len && dec->has_guest_load &&

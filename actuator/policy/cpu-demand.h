@@ -79,28 +79,28 @@ struct act_cpu_demand {
 	struct act_cpu_window ring[ACT_CPU_RING];
 	unsigned n, head;
 	bool has_slow;
-	double slow;               /* CPUs, slow average of the demand */
-	bool resized;              /* a resize happened at resized_at */
+	double slow;  /* CPUs, slow average of the demand */
+	bool resized; /* a resize happened at resized_at */
 	int64_t resized_at;
-	bool below;                /* shrink goal below the allowance since below_since */
+	bool below; /* shrink goal below the allowance since below_since */
 	int64_t below_since;
-	bool has_guest_load;       /* the guest's load1, from its exporter */
+	bool has_guest_load; /* the guest's load1, from its exporter */
 	double guest_load;
 };
 
 /* What one decision sees and wants. */
 struct act_cpu_decision {
 	enum act_cpu_class cls;
-	double demand;             /* CPUs wanted over the up window */
-	double busy;               /* demand / allowance */
-	double slow;               /* slow average (CPUs) */
-	double contended;          /* run delay not from throttling / runnable */
-	double throttled;          /* throttled time / window */
-	int64_t span;              /* ns the up window really covered */
-	uint32_t allowance_milli;  /* min(vCPUs, quota) */
-	uint32_t goal_milli;       /* CPU the VM should have now */
+	double demand;            /* CPUs wanted over the up window */
+	double busy;              /* demand / allowance */
+	double slow;              /* slow average (CPUs) */
+	double contended;         /* run delay not from throttling / runnable */
+	double throttled;         /* throttled time / window */
+	int64_t span;             /* ns the up window really covered */
+	uint32_t allowance_milli; /* min(vCPUs, quota) */
+	uint32_t goal_milli;      /* CPU the VM should have now */
 	bool has_guest_load;
-	double guest_load;         /* the guest's load1 */
+	double guest_load;          /* the guest's load1 */
 	uint32_t guest_floor_milli; /* ceil_cu(load1 / target); 0 without it */
 };
 

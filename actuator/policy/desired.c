@@ -27,10 +27,11 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 	if (cu.milli_cpu == 0 || cu.mem_bytes == 0)
 		return vmact_err_set(err, EINVAL, "compute unit: cpu and mem must be non-zero");
 	if (vmact_res_any_gt(in->min, in->max))
-		return vmact_err_set(err, EINVAL,
-				     "bounds: min {%u m, %llu B} has a field above max {%u m, %llu B}",
-				     in->min.milli_cpu, (unsigned long long)in->min.mem_bytes,
-				     in->max.milli_cpu, (unsigned long long)in->max.mem_bytes);
+		return vmact_err_set(
+			err, EINVAL,
+			"bounds: min {%u m, %llu B} has a field above max {%u m, %llu B}",
+			in->min.milli_cpu, (unsigned long long)in->min.mem_bytes, in->max.milli_cpu,
+			(unsigned long long)in->max.mem_bytes);
 
 	r = act_goal_cu(in->cfg, &cu, in->sys, in->lfc, &d.goal, w, err);
 	if (r < 0)
@@ -123,14 +124,17 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
 
 		if (!vmact_res_any_gt(result, dd->requested))
 			act_warn(w, ACT_WARN_DENIED_ABOVE_MAX);
-		floor_res.milli_cpu = (uint32_t)u64_min(
-			dd->current.milli_cpu,
-			(uint64_t)cu.milli_cpu * ((uint64_t)dd->requested.milli_cpu / cu.milli_cpu + 1));
+		floor_res.milli_cpu = (uint32_t)
+			u64_min(dd->current.milli_cpu,
+				(uint64_t)cu.milli_cpu *
+					((uint64_t)dd->requested.milli_cpu / cu.milli_cpu + 1));
 		{
-			unsigned __int128 m = (unsigned __int128)cu.mem_bytes *
-					      ((unsigned __int128)(dd->requested.mem_bytes / cu.mem_bytes) + 1);
+			unsigned __int128 m =
+				(unsigned __int128)cu.mem_bytes *
+				((unsigned __int128)(dd->requested.mem_bytes / cu.mem_bytes) + 1);
 
-			floor_res.mem_bytes = m > dd->current.mem_bytes ? dd->current.mem_bytes : (uint64_t)m;
+			floor_res.mem_bytes = m > dd->current.mem_bytes ? dd->current.mem_bytes
+									: (uint64_t)m;
 		}
 		result = vmact_res_max(result, floor_res);
 		if (!vmact_res_eq(result, before))

@@ -11,8 +11,8 @@
 
 /* Monotonic time and durations in nanoseconds. */
 typedef int64_t act_time_t;
-#define ACT_MS(x) ((int64_t)(x) * 1000000LL)
-#define ACT_SEC(x) ((int64_t)(x) * 1000000000LL)
+#define ACT_MS(x)  ((int64_t)(x)*1000000LL)
+#define ACT_SEC(x) ((int64_t)(x)*1000000000LL)
 
 /* UpscaleRequest from the vm-monitor; base = monitor-approved at receipt. */
 struct act_requested_upscale {
@@ -28,7 +28,7 @@ struct act_denied_downscale {
 	struct vmact_resources current, requested;
 };
 
-#define ACT_WARN_DENIED_ABOVE_MAX                                                               \
+#define ACT_WARN_DENIED_ABOVE_MAX                                                                 \
 	"Can't decrease desired resources to within VM maximum because of vm-monitor previously " \
 	"denied downscale request"
 
@@ -36,12 +36,12 @@ struct act_desired_input {
 	const struct ag_scaling_config *cfg;
 	struct vmact_resources cu;
 	struct vmact_resources using_, min, max;
-	const struct act_system_metrics *sys; /* NULL: not scraped */
-	const struct act_lfc_metrics *lfc;    /* NULL: not scraped */
+	const struct act_system_metrics *sys;                  /* NULL: not scraped */
+	const struct act_lfc_metrics *lfc;                     /* NULL: not scraped */
 	const struct act_requested_upscale *requested_upscale; /* NULL: none */
-	int64_t requested_upscale_valid;      /* monitor.requestedUpscaleValidSeconds */
+	int64_t requested_upscale_valid;           /* monitor.requestedUpscaleValidSeconds */
 	const struct act_denied_downscale *denied; /* NULL: none */
-	int64_t denied_cooldown;              /* monitor.retryDeniedDownscaleSeconds */
+	int64_t denied_cooldown;                   /* monitor.retryDeniedDownscaleSeconds */
 	/* The reactive policy's CPU goal (milli-CPU), which then sizes the CPU
 	 * instead of the goal CUs; the CUs size memory alone. NULL: the Neon
 	 * goal-CU policy sizes both, as the Go agent does. */
@@ -73,4 +73,3 @@ int act_desired_resources(const struct act_desired_input *in, act_time_t now,
  * when there is nothing to wait for. */
 bool act_desired_wait(const struct act_desired *d, bool monitor_downscale_planned,
 		      bool monitor_request_ongoing, int64_t *wait);
-

@@ -7,7 +7,7 @@
 #define LFC_PAGE_BYTES 8192.0
 /* Both hard-coded in the Go agent. */
 #define WSS_MAX_INCREASE_FACTOR 3.0
-#define WSS_PROJECT_LEN 0.5
+#define WSS_PROJECT_LEN         0.5
 
 void act_warn(struct act_warnings *w, const char *msg)
 {
@@ -74,11 +74,13 @@ int act_wss_estimate(const double *series, size_t n, double factor, size_t initi
 	size_t w;
 
 	if (window < 2)
-		return vmact_err_set(err, EINVAL, "wss estimate: window must be >= 2 (got %zu)", window);
+		return vmact_err_set(err, EINVAL, "wss estimate: window must be >= 2 (got %zu)",
+				     window);
 	if (initial_offset < window - 1)
-		return vmact_err_set(err, EINVAL,
-				     "wss estimate: initial offset must be >= window - 1 (got %zu < %zu - 1)",
-				     initial_offset, window);
+		return vmact_err_set(
+			err, EINVAL,
+			"wss estimate: initial offset must be >= window - 1 (got %zu < %zu - 1)",
+			initial_offset, window);
 	if (n == 0)
 		return vmact_err_set(err, EINVAL, "wss estimate: empty series");
 	w = window - 1;
@@ -103,7 +105,9 @@ int act_project_next_highest(const double *series, size_t n, double project_len,
 	double highest;
 
 	if (n < 2)
-		return vmact_err_set(err, EINVAL, "project next highest: series of length %zu (must be >= 2)", n);
+		return vmact_err_set(err, EINVAL,
+				     "project next highest: series of length %zu (must be >= 2)",
+				     n);
 	highest = series[0];
 	for (size_t i = 1; i < n; i++) {
 		double x0 = series[i - 1];

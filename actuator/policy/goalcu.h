@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/error.h"
 #include "agent-glue/codec/quantity.h"
 #include "agent-glue/codec/scaling.h"
+#include "base/error.h"
 
 /* Warnings one decision may produce; messages are static strings spelled as
  * the Go agent logs them. */
@@ -22,7 +22,7 @@ struct act_warnings {
 void act_warn(struct act_warnings *w, const char *msg);
 
 #define ACT_WARN_MISSING_METRICS "Making scaling decision without all required metrics available"
-#define ACT_WARN_NOT_ENOUGH_WSS "not enough working set size values to make scaling determination"
+#define ACT_WARN_NOT_ENOUGH_WSS  "not enough working set size values to make scaling determination"
 
 /* host metrics as derived in doc/protocols.md, "Metrics inputs" (memory
  * usage already includes the 100 MiB). */
@@ -51,7 +51,7 @@ struct act_goal {
 	bool has_cpu, has_mem, has_lfc;
 	double cpu, mem, lfc; /* the parts, in compute units */
 	bool has_wss;
-	uint64_t wss_bytes;   /* projected working set, when has_wss */
+	uint64_t wss_bytes; /* projected working set, when has_wss */
 	uint32_t goal_cu;
 };
 

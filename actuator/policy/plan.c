@@ -57,23 +57,31 @@ static int check_field(const char *what, uint64_t cur, uint64_t want, uint64_t m
 {
 	if (want > cur) {
 		if (want > max)
-			return vmact_err_set(err, ERANGE, "%s %" PRIu64 " above the VM's max %" PRIu64,
-					     what, want, max);
+			return vmact_err_set(err, ERANGE,
+					     "%s %" PRIu64 " above the VM's max %" PRIu64, what,
+					     want, max);
 		if (!has_permit)
-			return vmact_err_set(err, ERANGE, "%s growth to %" PRIu64
-					     " without a permit from the scheduler", what, want);
+			return vmact_err_set(err, ERANGE,
+					     "%s growth to %" PRIu64
+					     " without a permit from the scheduler",
+					     what, want);
 		if (want > permit)
-			return vmact_err_set(err, ERANGE, "%s %" PRIu64 " above the permit %" PRIu64,
-					     what, want, permit);
+			return vmact_err_set(err, ERANGE,
+					     "%s %" PRIu64 " above the permit %" PRIu64, what, want,
+					     permit);
 	} else if (want < cur) {
 		if (want < min)
-			return vmact_err_set(err, ERANGE, "%s %" PRIu64 " below the VM's min %" PRIu64,
-					     what, want, min);
+			return vmact_err_set(err, ERANGE,
+					     "%s %" PRIu64 " below the VM's min %" PRIu64, what,
+					     want, min);
 		if (!has_approved)
-			return vmact_err_set(err, ERANGE, "%s shrink to %" PRIu64
-					     " without the vm-monitor's approval", what, want);
+			return vmact_err_set(err, ERANGE,
+					     "%s shrink to %" PRIu64
+					     " without the vm-monitor's approval",
+					     what, want);
 		if (want < approved)
-			return vmact_err_set(err, ERANGE, "%s %" PRIu64
+			return vmact_err_set(err, ERANGE,
+					     "%s %" PRIu64
 					     " below what the vm-monitor approved (%" PRIu64 ")",
 					     what, want, approved);
 	}
@@ -90,8 +98,8 @@ int act_plan_hotplug(const struct vmact_resources *using_, const struct vmact_re
 
 	memset(out, 0, sizeof(*out));
 	r = check_field("cpu (milli-CPUs)", using_->milli_cpu, want->milli_cpu, lim->min.milli_cpu,
-			lim->max.milli_cpu, lim->has_permit, lim->permit.milli_cpu, lim->has_approved,
-			lim->approved.milli_cpu, err);
+			lim->max.milli_cpu, lim->has_permit, lim->permit.milli_cpu,
+			lim->has_approved, lim->approved.milli_cpu, err);
 	if (r >= 0)
 		r = check_field("memory (bytes)", using_->mem_bytes, want->mem_bytes,
 				lim->min.mem_bytes, lim->max.mem_bytes, lim->has_permit,
@@ -147,7 +155,7 @@ struct vmact_resources act_achieved(uint32_t quota_milli, unsigned vcpus, uint64
 	if (quota_milli && quota_milli < cpu)
 		cpu = quota_milli;
 	return (struct vmact_resources){ .milli_cpu = cpu > UINT32_MAX ? UINT32_MAX : (uint32_t)cpu,
-				      .mem_bytes = mem_bytes };
+					 .mem_bytes = mem_bytes };
 }
 
 void act_vm_layout_from_state(const struct hp_state *st, const struct hp_meta *meta,

@@ -27,8 +27,8 @@
 
 /* What the VM can be resized to, from its live state. */
 struct act_vm_layout {
-	unsigned vcpus_max;      /* <vcpu> maximum */
-	unsigned vcpus_now;      /* running vCPUs */
+	unsigned vcpus_max; /* <vcpu> maximum */
+	unsigned vcpus_now; /* running vCPUs */
 	/* vCPU changes are refused (hp_state.vcpus_refused): no vCPU is
 	 * plugged or unplugged, the CPU size moves by the quota alone, within
 	 * the vCPUs the VM has. */
@@ -37,22 +37,22 @@ struct act_vm_layout {
 	 * (policy.cpu_shrink "quota"; doc/vcpu-unplug.md), a growth plugs
 	 * only what the quota cannot give. */
 	bool keep_vcpus;
-	uint64_t base_bytes;     /* boot memory, cannot be unplugged */
+	uint64_t base_bytes; /* boot memory, cannot be unplugged */
 	enum hp_mem_method method;
 	/* virtio-mem: the device's size and block */
 	uint64_t vmem_size_bytes, vmem_block_bytes;
 	/* DIMMs: one DIMM per compute unit of memory */
 	uint64_t dimm_bytes;
-	unsigned dimm_slots;     /* <maxMemory slots> */
+	unsigned dimm_slots; /* <maxMemory slots> */
 	unsigned dimms_now;
 };
 
 /* The limits a hotplug must respect, besides the layout. */
 struct act_plan_limits {
 	struct vmact_resources min, max;
-	bool has_permit;         /* no permit: nothing may grow */
+	bool has_permit; /* no permit: nothing may grow */
 	struct vmact_resources permit;
-	bool has_approved;       /* no monitor approval: nothing may shrink */
+	bool has_approved; /* no monitor approval: nothing may shrink */
 	struct vmact_resources approved;
 };
 

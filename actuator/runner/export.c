@@ -53,7 +53,8 @@ void act_runner_export_plugin_start(struct act_runner *r, const struct vmact_res
 
 void act_runner_export_plugin_done(struct act_runner *r, bool failed)
 {
-	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->ex.plugin_dir, since(r, r->ex.plugin_t0));
+	act_metrics_observe(r->env->prom, ACT_LATENCY_PLUGIN, r->ex.plugin_dir,
+			    since(r, r->ex.plugin_t0));
 	if (failed)
 		act_runner_export_failure(r, ACT_FAILURE_PLUGIN);
 }
@@ -91,7 +92,7 @@ static void resized(struct act_runner *r, enum act_metric_resize kind)
 }
 
 void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
-				  bool failed)
+				    bool failed)
 {
 	struct act_metrics *m = r->env->prom;
 

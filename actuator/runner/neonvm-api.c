@@ -14,15 +14,15 @@
 
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
-#include "net/http-server.h"
 #include "agent-glue/codec/neonvm-runner.h"
 #include "base/log.h"
 #include "base/quantity.h"
 #include "base/time.h"
+#include "net/http-server.h"
 
 int act_runner_neonvm_api_check(uint32_t milli, const struct vmact_resources *min,
-			 const struct vmact_resources *max, unsigned vcpus_max,
-			 struct vmact_err *err)
+				const struct vmact_resources *max, unsigned vcpus_max,
+				struct vmact_err *err)
 {
 	char a[32], lo[32], hi[32];
 	uint64_t vcpus = ((uint64_t)milli + 999) / 1000;
@@ -100,9 +100,8 @@ static void cpu_current(struct act_runner *r, struct net_http_server_reply *repl
 		refuse(r, reply, AG_RUNNER_STATUS_FAILED, "/cpu_current", err.msg);
 		return;
 	}
-	body = ag_neonvm_runner_cgroup_dump(act_achieved(r->quota_milli, hp_state_vcpus(&st), 0)
-						    .milli_cpu,
-					    &len);
+	body = ag_neonvm_runner_cgroup_dump(
+		act_achieved(r->quota_milli, hp_state_vcpus(&st), 0).milli_cpu, &len);
 	if (!body) {
 		reply->status = AG_RUNNER_STATUS_FAILED;
 		return;
@@ -134,7 +133,7 @@ static void handle(void *ud, const struct net_http_server_request *req,
 		return;
 	case AG_RUNNER_NOT_FOUND:
 		net_http_reply_text(reply, AG_RUNNER_STATUS_NOT_FOUND, NULL,
-				   AG_RUNNER_NOT_FOUND_BODY);
+				    AG_RUNNER_NOT_FOUND_BODY);
 		return;
 	}
 }

@@ -13,5 +13,5 @@
  * [min, max] or needs more vCPUs than `vcpus_max` (the domain's maximum,
  * or the vCPUs it has when libvirt refuses vCPU changes on it). */
 int act_runner_neonvm_api_check(uint32_t milli, const struct vmact_resources *min,
-			 const struct vmact_resources *max, unsigned vcpus_max,
-			 struct vmact_err *err);
+				const struct vmact_resources *max, unsigned vcpus_max,
+				struct vmact_err *err);

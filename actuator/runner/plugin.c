@@ -8,9 +8,9 @@
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "agent-glue/arbiter/arbiter.h"
-#include "net/http-client.h"
 #include "agent-glue/client/plugin-client.h"
 #include "base/log.h"
+#include "net/http-client.h"
 
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err)
 {
@@ -105,13 +105,17 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 	if (res->error) {
 		log_warning("%s: scheduler request failed: %s", r->name,
 			    res->message ? res->message : strerror(-res->error));
-		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler request failed: %s", res->message ? res->message : strerror(-res->error));
+		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL,
+			  "scheduler request failed: %s",
+			  res->message ? res->message : strerror(-res->error));
 		act_plugin_failed(&r->st, act_runner_now_ns(r));
 		act_runner_export_plugin_done(r, true);
-	} else if (act_plugin_response(&r->st, act_runner_now_ns(r), &res->response.permit, &err) < 0) {
+	} else if (act_plugin_response(&r->st, act_runner_now_ns(r), &res->response.permit, &err) <
+		   0) {
 		act_runner_export_plugin_done(r, true);
 		log_warning("%s: scheduler permit refused: %s", r->name, err.msg);
-		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scheduler permit refused: %s", err.msg);
+		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL,
+			  "scheduler permit refused: %s", err.msg);
 	} else {
 		act_runner_export_plugin_done(r, false);
 		permit_news(r, &was, &res->response.permit);
@@ -145,7 +149,8 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 	}
 	act_runner_export_plugin_start(r, &a->plugin.target);
 	r->plugin.asked = a->plugin.target;
-	if (ag_plugin_client_request(r->plugin.client, &req, &r->st.using_, plugin_done, r, &err) < 0) {
+	if (ag_plugin_client_request(r->plugin.client, &req, &r->st.using_, plugin_done, r, &err) <
+	    0) {
 		log_warning("%s: cannot send the scheduler request: %s", r->name, err.msg);
 		act_runner_export_failure(r, ACT_FAILURE_PLUGIN);
 		act_plugin_failed(&r->st, act_runner_now_ns(r));

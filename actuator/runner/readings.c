@@ -22,8 +22,8 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "actuator/worker/worker.h"
 #include "actuator/worker/scrape-proxy.h"
+#include "actuator/worker/worker.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 #include "agent-glue/client/exporter-scrape.h"
@@ -77,8 +77,8 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 	runnable = v->runnable_ns;
 	delay = v->delay_ns;
 	vcpus = v->vcpus;
-	if (r->rd.have_vcpu_totals && runnable >= r->rd.vcpu_runnable_ns && delay >= r->rd.vcpu_delay_ns &&
-	    vcpus) {
+	if (r->rd.have_vcpu_totals && runnable >= r->rd.vcpu_runnable_ns &&
+	    delay >= r->rd.vcpu_delay_ns && vcpus) {
 		struct act_cpu_window w = {
 			.at = act_runner_now_ns(r),
 			.len = (int64_t)llround(rd->interval_s * 1e9),
@@ -146,7 +146,9 @@ static bool decide_cpu(struct act_runner *r)
 	}
 	r->rd.last_cls = dec.cls;
 	log_info("%s: cpu %s", r->name, why);
-	act_cpu_decision_reason(&dec, r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu, r->last_reason, sizeof(r->last_reason));
+	act_cpu_decision_reason(&dec,
+				r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu,
+				r->last_reason, sizeof(r->last_reason));
 	/* The evidence: the sampler's figures of the vCPU threads, and the
 	 * guest's load1 where it set the floor. */
 	{
@@ -197,10 +199,12 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 		if (!r->mem.host) {
 			r->rd.has_balloon = false;
 			if (!r->rd.mem_absent_logged)
-				log_warning("%s: no guest memory statistics (%s): memory does not "
-					    "drive scaling and the VM's memory is never scaled down; "
-					    "to scale it, " ACT_RUNNER_BALLOON_FIX,
-					    r->name, err.msg[0] ? err.msg : "MemAvailable above MemTotal");
+				log_warning(
+					"%s: no guest memory statistics (%s): memory does not "
+					"drive scaling and the VM's memory is never scaled down; "
+					"to scale it, " ACT_RUNNER_BALLOON_FIX,
+					r->name,
+					err.msg[0] ? err.msg : "MemAvailable above MemTotal");
 			r->rd.mem_absent_logged = true;
 		}
 	}
@@ -241,9 +245,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 	 * VM: when it is full, threads without an entry go uncounted and
 	 * this VM's load reads low (README, "Reliability and security"). */
 	if (rd.untracked && !r->rd.untracked_logged) {
-		log_warning("%s: sampler: %llu scheduler events of the VM's threads not counted: the "
-			    "BPF thread table is full (sampler.max_threads); its load reads low",
-			    r->name, (unsigned long long)rd.untracked);
+		log_warning(
+			"%s: sampler: %llu scheduler events of the VM's threads not counted: the "
+			"BPF thread table is full (sampler.max_threads); its load reads low",
+			r->name, (unsigned long long)rd.untracked);
 		r->rd.untracked_logged = true;
 	}
 	if (reactive(r)) {
@@ -331,8 +336,8 @@ static void on_guest_lfc(void *ud, const struct ag_exporter_result *res)
 	note_outcome(r, &r->rd.guest_lfc, res);
 	if (res->error || !res->lfc)
 		return;
-	if (act_state_update_lfc_metrics(&r->st, res->lfc->wss_pages, res->lfc->n_windows,
-					 &err) < 0) {
+	if (act_state_update_lfc_metrics(&r->st, res->lfc->wss_pages, res->lfc->n_windows, &err) <
+	    0) {
 		log_warning("%s: %s", r->name, err.msg);
 		return;
 	}
@@ -350,8 +355,9 @@ static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_export
 	if (r->rd.scrape) {
 		if (!act_scrape_proxy_pending(r->rd.scrape, kind))
 			act_scrape_proxy_scrape(r->rd.scrape, kind,
-					    kind == AG_EXPORTER_LFC ? on_guest_lfc
-									 : on_guest_system, r);
+						kind == AG_EXPORTER_LFC ? on_guest_lfc
+									: on_guest_system,
+						r);
 		return;
 	}
 	if (ep->scrape && ag_exporter_scrape_pending(ep->scrape))
@@ -359,10 +365,10 @@ static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_export
 	ag_exporter_scrape_free(ep->scrape);
 	ep->scrape = NULL;
 	ret = ag_exporter_scrape_start(r->http, ep->url, kind,
-				     kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
-								  : AG_EXPORTER_SYSTEM_TIMEOUT_USEC,
-				     0, kind == AG_EXPORTER_LFC ? on_guest_lfc : on_guest_system,
-				     r, &ep->scrape, &err);
+				       kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
+							       : AG_EXPORTER_SYSTEM_TIMEOUT_USEC,
+				       0, kind == AG_EXPORTER_LFC ? on_guest_lfc : on_guest_system,
+				       r, &ep->scrape, &err);
 	if (ret < 0 && ep->last_error != ret) {
 		log_warning("%s: %s %s: %s; using the host-side figures", r->name, kind_name(kind),
 			    ep->url, err.msg);
@@ -401,7 +407,7 @@ static int guest_url(const char *spec, char *buf, size_t len, struct vmact_err *
 		return -EINVAL;
 	n = snprintf(buf, len, "%s%s", spec, ep.path[0] ? "" : "/metrics");
 	return n < 0 || (size_t)n >= len ? vmact_err_set(err, ENAMETOOLONG, "'%s' too long", spec)
-					  : 0;
+					 : 0;
 }
 
 static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char *spec,
@@ -442,8 +448,8 @@ static int start_worker(struct act_runner *r, struct vmact_err *err)
 		prog = buf;
 	}
 	return act_scrape_proxy_new(r->env->event, r->name, r->rd.guest_sys.url,
-				r->rd.guest_lfc.url[0] ? r->rd.guest_lfc.url : NULL, prog,
-				r->env->cfg->guest_worker_user, &r->rd.scrape, err);
+				    r->rd.guest_lfc.url[0] ? r->rd.guest_lfc.url : NULL, prog,
+				    r->env->cfg->guest_worker_user, &r->rd.scrape, err);
 }
 
 void act_runner_readings_free(struct act_runner *r)
@@ -473,8 +479,8 @@ int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
 	ret = guest_start(r, &r->rd.guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),
 			  on_guest_sys_timer, err);
 	if (ret >= 0)
-		ret = guest_start(r, &r->rd.guest_lfc, r->meta.metrics_lfc, rnd % (FIRST_JITTER_USEC + 1),
-				  on_guest_lfc_timer, err);
+		ret = guest_start(r, &r->rd.guest_lfc, r->meta.metrics_lfc,
+				  rnd % (FIRST_JITTER_USEC + 1), on_guest_lfc_timer, err);
 	if (ret >= 0 && r->rd.guest_sys.url[0] && r->env->cfg->guest_worker)
 		ret = start_worker(r, err);
 	if (ret < 0)

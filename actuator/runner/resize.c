@@ -91,12 +91,20 @@ static void hp_finish(struct act_runner *r)
 		 * guest that kept its memory has its one line below. */
 		vmact_log(strcmp(r->rs.error, r->rs.last_error) && !r->rs.mem_refused ? LOG_WARNING
 										      : LOG_DEBUG,
-			"%s: resize to %s failed: %s; the VM has %s", r->name, a, r->rs.error, b);
+			  "%s: resize to %s failed: %s; the VM has %s", r->name, a, r->rs.error, b);
 		snprintf(r->rs.last_error, sizeof(r->rs.last_error), "%s", r->rs.error);
-		act_event(r->env->events, r->name, ACT_EV_ERROR, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes), "resize to %s failed: %s; the VM has %s", a, r->rs.error, b);
+		act_event(r->env->events, r->name, ACT_EV_ERROR,
+			  json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu,
+				    "mem_bytes", (json_int_t)got.mem_bytes),
+			  "resize to %s failed: %s; the VM has %s", a, r->rs.error, b);
 	} else {
 		log_info("%s: resized to %s", r->name, b);
-		act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu, "mem_bytes", (json_int_t)got.mem_bytes, "vcpus", (json_int_t)(r->rs.have_state ? hp_state_vcpus(&r->rs.state) : 0)), "resized to %s", b);
+		act_event(r->env->events, r->name, ACT_EV_RESIZE,
+			  json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu,
+				    "mem_bytes", (json_int_t)got.mem_bytes, "vcpus",
+				    (json_int_t)(r->rs.have_state ? hp_state_vcpus(&r->rs.state)
+								  : 0)),
+			  "resized to %s", b);
 		act_runner_view_change(r, &r->st.using_, &got, b);
 		r->rs.last_error[0] = 0;
 	}
@@ -152,7 +160,8 @@ void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_
 		r->rs.have_state = true;
 	}
 	if (res->rc < 0) {
-		r->rs.mem_refused = res->rc == -EBUSY && r->rs.plan.steps[r->rs.step].kind == ACT_STEP_MEM;
+		r->rs.mem_refused = res->rc == -EBUSY &&
+				    r->rs.plan.steps[r->rs.step].kind == ACT_STEP_MEM;
 		hp_fail(r, res->err.msg[0] ? res->err.msg : strerror(-res->rc));
 		return;
 	}
@@ -240,7 +249,8 @@ void act_runner_resize_start(struct act_runner *r, const struct act_actions *a)
 	char a1[80], a2[80];
 
 	/* A guest that kept its memory keeps it until the hold ends. */
-	if (act_runner_mem_held(&target, &r->st.using_, act_runner_now_ns(r), r->rs.mem_hold_until)) {
+	if (act_runner_mem_held(&target, &r->st.using_, act_runner_now_ns(r),
+				r->rs.mem_hold_until)) {
 		/* Nothing else to do: asked again at the next decision, at
 		 * no cost (no libvirt call yet), so that a growth meanwhile is
 		 * not held back by a retry wait. */
@@ -274,7 +284,10 @@ void act_runner_resize_start(struct act_runner *r, const struct act_actions *a)
 	act_runner_fmt_res(a1, sizeof(a1), r->st.using_);
 	act_runner_fmt_res(a2, sizeof(a2), r->rs.plan.target);
 	log_info("%s: resizing from %s to %s", r->name, a1, a2);
-	act_event(r->env->events, r->name, ACT_EV_RESIZE, json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->rs.plan.target.milli_cpu, "mem_bytes", (json_int_t)r->rs.plan.target.mem_bytes), "resizing from %s to %s", a1, a2);
+	act_event(r->env->events, r->name, ACT_EV_RESIZE,
+		  json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r->rs.plan.target.milli_cpu,
+			    "mem_bytes", (json_int_t)r->rs.plan.target.mem_bytes),
+		  "resizing from %s to %s", a1, a2);
 	r->rs.busy = true;
 	r->rs.mem_refused = false;
 	r->rs.failed = false;
@@ -310,7 +323,8 @@ static int api_start(struct act_runner *r, struct vmact_err *err)
 	r->rs.have_state = true;
 	using_ = act_achieved(r->quota_milli, hp_state_vcpus(&st), hp_state_mem_kib(&st) * 1024u);
 	r->st.using_ = using_;
-	want = (struct vmact_resources){ .milli_cpu = r->rs.api_want, .mem_bytes = using_.mem_bytes };
+	want = (struct vmact_resources){ .milli_cpu = r->rs.api_want,
+					 .mem_bytes = using_.mem_bytes };
 	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
 	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
 	ret = act_plan_hotplug(&using_, &want, &lim, &l, &r->rs.plan, err);

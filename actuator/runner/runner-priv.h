@@ -26,13 +26,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "actuator/control/events.h"
 #include "actuator/guestd/approver.h"
+#include "actuator/metrics/metrics.h"
 #include "actuator/policy/cpu-demand.h"
 #include "actuator/policy/mem-demand.h"
-#include "hotplug/domain.h"
-#include "actuator/control/events.h"
-#include "actuator/metrics/metrics.h"
 #include "actuator/runner/runner.h"
+#include "hotplug/domain.h"
 
 struct net_http_client;
 struct ag_plugin_client;
@@ -43,10 +43,10 @@ struct net_http_server;
 /* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
  * loop. */
 struct act_guest_ep {
-	char url[600];                 /* "" when the VM names none */
+	char url[600]; /* "" when the VM names none */
 	sd_event_source *timer;
 	struct ag_exporter_scrape *scrape; /* the one in flight, or the last */
-	int last_error;                /* 0: working (or never failed) */
+	int last_error;                    /* 0: working (or never failed) */
 	long last_status;
 };
 
@@ -130,7 +130,7 @@ struct act_runner_readings {
 };
 
 /* How to give vmactd a guest's memory statistics (said with their absence). */
-#define ACT_RUNNER_BALLOON_FIX                                                           \
+#define ACT_RUNNER_BALLOON_FIX                                                               \
 	"add <memballoon model='virtio'><stats period='1'/></memballoon> to the domain and " \
 	"load the guest's virtio_balloon driver"
 
@@ -138,7 +138,7 @@ struct act_runner_readings {
  * evidence (actuator/policy/mem-demand.h): its balloon's statistics, read
  * every second while no resize runs, or the guest's exporter. */
 struct act_runner_memory {
-	bool host;                    /* this VM's memory is sized here */
+	bool host; /* this VM's memory is sized here */
 	sd_event_source *timer;
 	struct act_mem_policy policy;
 	struct act_mem_demand demand;
@@ -200,7 +200,7 @@ struct act_runner {
 	struct hp_meta meta;
 	struct act_state st;
 
-	char *group;          /* cpu cgroup of the whole VM */
+	char *group; /* cpu cgroup of the whole VM */
 	pid_t pid;
 	uint32_t quota_milli; /* last quota written (0 = none yet) */
 	sd_event_source *wake;
@@ -285,7 +285,7 @@ void act_runner_export_approver_done(struct act_runner *r, bool failed);
 void act_runner_export_hotplug_start(struct act_runner *r);
 /* Before the core takes `got` as the VM's size. */
 void act_runner_export_hotplug_done(struct act_runner *r, const struct vmact_resources *got,
-				  bool failed);
+				    bool failed);
 void act_runner_export_failure(struct act_runner *r, enum act_metric_failure kind);
 
 /* readings.c */

@@ -19,12 +19,12 @@
 #include "actuator/worker/worker.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
-#include "net/http-server.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/time.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
+#include "net/http-server.h"
 
 /* ---- the VM's config ---- */
 
@@ -65,9 +65,10 @@ int act_meta_scaling_config(const struct ag_scaling_config *defaults, const stru
 	/* The LFC figures come only from the guest's LFC exporter: without
 	 * one the setting would do nothing, which an operator must hear. */
 	if (out->enable_lfc_metrics && !meta->metrics_lfc[0])
-		return vmact_err_set(err, EINVAL,
-				     "enableLFCMetrics%s: needs <vmact:metrics lfc='http://HOST:9499'>",
-				     s->has_enable_lfc ? " (<vmact:scaling>)" : " (the host's \"scaling\")");
+		return vmact_err_set(
+			err, EINVAL,
+			"enableLFCMetrics%s: needs <vmact:metrics lfc='http://HOST:9499'>",
+			s->has_enable_lfc ? " (<vmact:scaling>)" : " (the host's \"scaling\")");
 	return 0;
 }
 
@@ -103,7 +104,9 @@ static void upscale_done(void *ud, enum act_approval outcome)
 
 	r->approver_busy = false;
 	act_runner_export_approver_done(r, outcome != ACT_APPROVAL_OK);
-	act_event(r->env->events, r->name, ACT_EV_MONITOR, json_pack("{s:s}", "outcome", act_approval_name(outcome)), "upscale notification: %s", act_approval_name(outcome));
+	act_event(r->env->events, r->name, ACT_EV_MONITOR,
+		  json_pack("{s:s}", "outcome", act_approval_name(outcome)),
+		  "upscale notification: %s", act_approval_name(outcome));
 	if (outcome == ACT_APPROVAL_OK) {
 		if (act_monitor_upscale_ok(&r->st, act_runner_now_ns(r), &err) < 0)
 			log_debug("%s: %s", r->name, err.msg);
@@ -121,7 +124,9 @@ static void downscale_done(void *ud, enum act_approval outcome)
 
 	r->approver_busy = false;
 	act_runner_export_approver_done(r, outcome == ACT_APPROVAL_FAILED);
-	act_event(r->env->events, r->name, ACT_EV_MONITOR, json_pack("{s:s}", "outcome", act_approval_name(outcome)), "downscale request: %s", act_approval_name(outcome));
+	act_event(r->env->events, r->name, ACT_EV_MONITOR,
+		  json_pack("{s:s}", "outcome", act_approval_name(outcome)),
+		  "downscale request: %s", act_approval_name(outcome));
 	switch (outcome) {
 	case ACT_APPROVAL_OK:
 		ret = act_monitor_downscale_ok(&r->st, act_runner_now_ns(r), &err);
@@ -171,7 +176,8 @@ static void approver_connected(void *ud)
 	struct act_runner *r = ud;
 
 	r->held_logged = false;
-	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connected", act_approver_name(r->approver));
+	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connected",
+		  act_approver_name(r->approver));
 	act_monitor_connected(&r->st);
 	evaluate(r);
 }
@@ -181,7 +187,8 @@ static void approver_lost(void *ud, bool requests_dropped)
 	struct act_runner *r = ud;
 
 	r->held_logged = false;
-	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connection lost", act_approver_name(r->approver));
+	act_event(r->env->events, r->name, ACT_EV_MONITOR, NULL, "%s connection lost",
+		  act_approver_name(r->approver));
 	act_monitor_reset(&r->st);
 	if (requests_dropped)
 		r->approver_busy = false;
@@ -217,7 +224,7 @@ static int start_approver(struct act_runner *r, struct vmact_err *err)
 
 	if (r->meta.informant[0])
 		return act_runner_informant_new(r->env, r->name, r->meta.informant, &events, r,
-						  &r->approver, err);
+						&r->approver, err);
 	if (r->meta.monitor[0] && r->env->cfg->guest_worker) {
 		char prog[PATH_MAX];
 		const char *p = r->env->cfg->guest_worker_program;
@@ -232,8 +239,8 @@ static int start_approver(struct act_runner *r, struct vmact_err *err)
 					      &r->approver, err);
 	}
 	if (r->meta.monitor[0])
-		return act_approver_monitor_new(r->env->event, r->name, r->meta.monitor, &events,
-						r, &r->approver, err);
+		return act_approver_monitor_new(r->env->event, r->name, r->meta.monitor, &events, r,
+						&r->approver, err);
 	return 0;
 }
 
@@ -259,7 +266,8 @@ static void evaluate(struct act_runner *r)
 		return;
 	if (act_next_actions(&r->st, act_runner_now_ns(r), &a, &err) < 0) {
 		log_error("%s: scaling decision failed: %s", r->name, err.msg);
-		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL, "scaling decision failed: %s", err.msg);
+		act_event(r->env->events, r->name, ACT_EV_ERROR, NULL,
+			  "scaling decision failed: %s", err.msg);
 		return;
 	}
 	act_runner_export_desired(r, &a.desired);
@@ -319,7 +327,8 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 	int ret;
 
 	if (!env->cg)
-		return vmact_err_set(err, ENODEV, "no cgroup with the cpu controller: fractional "
+		return vmact_err_set(err, ENODEV,
+				     "no cgroup with the cpu controller: fractional "
 				     "CPU limits cannot be enforced");
 	ret = act_meta_scaling_config(&env->cfg->scaling, meta, &sc, err);
 	if (ret < 0)
@@ -373,7 +382,8 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		act_runner_fmt_res(b, sizeof(b), meta->min);
 		act_runner_fmt_res(c, sizeof(c), meta->max);
 		log_warning("%s: runs with %s, outside its bounds [%s, %s]; it is brought inside "
-			    "as the scheduler and vm-monitor allow", r->name, a, b, c);
+			    "as the scheduler and vm-monitor allow",
+			    r->name, a, b, c);
 	}
 	/* From now on the quota is what the VM is granted. */
 	ret = act_runner_write_quota(r, using_.milli_cpu, err);
@@ -388,8 +398,9 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 			/* E.g. every slot in use (sampler.max_vms): the VM
 			 * is managed but not scaled on its load (README,
 			 * "Reliability and security"). */
-			log_warning("%s: load sampling unavailable: %s; the VM is not scaled on its load",
-				    r->name, err->msg);
+			log_warning(
+				"%s: load sampling unavailable: %s; the VM is not scaled on its load",
+				r->name, err->msg);
 			vmact_err_reset(err);
 		} else {
 			r->rd.sampler_registered = true;
@@ -444,10 +455,11 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		act_runner_fmt_res(a, sizeof(a), using_);
 		act_runner_fmt_res(b, sizeof(b), meta->min);
 		act_runner_fmt_res(c, sizeof(c), meta->max);
-		log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, %s %s)", r->name, a, b,
-			 c, r->group, r->meta.informant[0] ? "informant" : "monitor",
+		log_info("%s: managing (%s, bounds [%s, %s], cgroup %s, %s %s)", r->name, a, b, c,
+			 r->group, r->meta.informant[0] ? "informant" : "monitor",
 			 r->meta.informant[0] ? r->meta.informant
-					      : r->meta.monitor[0] ? r->meta.monitor : "none");
+			 : r->meta.monitor[0] ? r->meta.monitor
+					      : "none");
 	}
 	evaluate(r);
 	*out = r;
@@ -492,13 +504,14 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 {
 	struct ag_scaling_config sc;
 	struct vmact_resources cu = meta->has_compute_unit ? meta->compute_unit
-							: r->env->cfg->compute_unit;
+							   : r->env->cfg->compute_unit;
 	int ret;
 
 	if (!vmact_res_eq(cu, r->st.cu) || meta->method != r->meta.method ||
 	    strcmp(meta->mem_alias, r->meta.mem_alias) || strcmp(meta->monitor, r->meta.monitor) ||
 	    strcmp(meta->informant, r->meta.informant) || strcmp(meta->metrics, r->meta.metrics) ||
-	    strcmp(meta->metrics_lfc, r->meta.metrics_lfc) || meta->policy_cpu != r->meta.policy_cpu ||
+	    strcmp(meta->metrics_lfc, r->meta.metrics_lfc) ||
+	    meta->policy_cpu != r->meta.policy_cpu ||
 	    meta->policy_shrink != r->meta.policy_shrink ||
 	    strcmp(meta->runner_listen, r->meta.runner_listen))
 		return 1;

@@ -26,9 +26,9 @@
 
 #include <systemd/sd-event.h>
 
-#include "actuator/policy/actions.h"
 #include "actuator/cgroup/cgroup.h"
 #include "actuator/config/config.h"
+#include "actuator/policy/actions.h"
 #include "actuator/policy/plan.h"
 #include "agent-glue/codec/quantity.h"
 #include "hotplug/hotplug.h"
@@ -58,15 +58,15 @@ struct act_runner_env {
 	sd_event *event;
 	struct hp_conn *hp;
 	const struct act_config *cfg;
-	struct act_cg *cg;                /* NULL: no cpu controller found */
-	struct smp_sampler *sampler;      /* NULL: no load metrics */
-	const char *plugin_url;           /* http://HOST:PORT/ (plugin.mode remote) */
-	struct ag_arbiter *arbiter;       /* else the embedded arbiter, in-process */
-	struct act_metrics *prom;         /* the daemon's counters (metrics.h); may be NULL */
-	uint32_t overcommit;              /* permille, cgroup.cpu_quota_overcommit */
+	struct act_cg *cg;           /* NULL: no cpu controller found */
+	struct smp_sampler *sampler; /* NULL: no load metrics */
+	const char *plugin_url;      /* http://HOST:PORT/ (plugin.mode remote) */
+	struct ag_arbiter *arbiter;  /* else the embedded arbiter, in-process */
+	struct act_metrics *prom;    /* the daemon's counters (metrics.h); may be NULL */
+	uint32_t overcommit;         /* permille, cgroup.cpu_quota_overcommit */
 	uint64_t metrics_interval_usec;
-	uint64_t policy_tick_usec;        /* policy.tick_ms */
-	struct act_events *events;        /* the control API's ring; NULL: none */
+	uint64_t policy_tick_usec; /* policy.tick_ms */
+	struct act_events *events; /* the control API's ring; NULL: none */
 	/* Maps a hotplug completion (by domain uuid) to its runner. */
 	struct act_runner *(*find)(void *ud, const char *uuid);
 	void *find_ud;

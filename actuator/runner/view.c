@@ -22,8 +22,8 @@ void act_runner_view_change(struct act_runner *r, const struct vmact_resources *
 	r->view.last_change_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	/* The decision behind each part that moved. */
 	if (cpu && mem)
-		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.60s: %.125s; %.125s",
-			 what, r->last_reason, r->mem.last_reason);
+		snprintf(r->view.last_change, sizeof(r->view.last_change),
+			 "to %.60s: %.125s; %.125s", what, r->last_reason, r->mem.last_reason);
 	else if (cpu || mem)
 		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.80s: %.230s", what,
 			 cpu ? r->last_reason : r->mem.last_reason);
@@ -46,11 +46,14 @@ static void view_evidence(const struct act_runner *r, struct act_vm_view *v)
 		v->cpu_source = r->ex.dec.has_guest_load ? "BPF, guest metrics" : "BPF";
 	v->mem_policy = r->mem.host ? "host" : "neon";
 	v->has_balloon = r->mem.host ? r->mem.has_balloon : r->rd.has_balloon;
-	v->mem_source = r->rd.has_guest ? "guest metrics" : v->has_balloon ? "balloon stats" : "none";
+	v->mem_source = r->rd.has_guest  ? "guest metrics"
+			: v->has_balloon ? "balloon stats"
+					 : "none";
 	if (!strcmp(v->mem_source, "none"))
 		snprintf(v->mem_why, sizeof(v->mem_why), "%.300s",
-			 absent[0] ? absent
-				   : r->rd.mem_absent_logged ? "no balloon statistics" : "not read yet");
+			 absent[0]                 ? absent
+			 : r->rd.mem_absent_logged ? "no balloon statistics"
+						   : "not read yet");
 	if (v->has_balloon) {
 		v->balloon.total = b->total_kib * 1024u;
 		v->balloon.available = b->available_kib * 1024u;
@@ -182,8 +185,9 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	if (r->env->plugin_url)
 		snprintf(v->scheduler_url, sizeof(v->scheduler_url), "%s", r->env->plugin_url);
 	v->scheduler_busy = r->plugin.busy;
-	v->monitor_kind = r->meta.informant[0] ? "informant" : r->meta.monitor[0] ? "vm-monitor"
-										 : "none";
+	v->monitor_kind = r->meta.informant[0] ? "informant"
+			  : r->meta.monitor[0] ? "vm-monitor"
+					       : "none";
 	snprintf(v->monitor_endpoint, sizeof(v->monitor_endpoint), "%s",
 		 r->meta.informant[0] ? r->meta.informant : r->meta.monitor);
 	v->monitor_connected = r->st.monitor.active;

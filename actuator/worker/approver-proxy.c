@@ -22,12 +22,12 @@ struct proxy {
 	void *ud;
 	char *name;
 	struct act_approval_pending pending;
-	uint32_t req_seq;   /* the last request sent */
-	bool req_out;       /* req_seq awaits its DONE */
-	bool connected;     /* the worker said CONNECTED, no LOST since */
+	uint32_t req_seq; /* the last request sent */
+	bool req_out;     /* req_seq awaits its DONE */
+	bool connected;   /* the worker said CONNECTED, no LOST since */
 	bool may_resize, approves;
-	bool stopping;      /* act_approver_proxy_stop: the owner is gone */
-	const char *what;   /* "vm-monitor", "informant": log lines */
+	bool stopping;    /* act_approver_proxy_stop: the owner is gone */
+	const char *what; /* "vm-monitor", "informant": log lines */
 	bool informant;
 };
 
@@ -42,7 +42,8 @@ static int request(struct act_approver *a, bool up, const struct vmact_resources
 		   act_approval_fn *done, void *userdata, struct vmact_err *err)
 {
 	struct proxy *p = (struct proxy *)a;
-	struct act_privsep_msg m = { .type = ACT_PRIVSEP_REQUEST, .flags = up ? ACT_PRIVSEP_F_UP : 0 };
+	struct act_privsep_msg m = { .type = ACT_PRIVSEP_REQUEST,
+				     .flags = up ? ACT_PRIVSEP_F_UP : 0 };
 	int ret;
 
 	ret = act_approval_begin(&p->pending, done, userdata, p->what, err);
@@ -221,8 +222,8 @@ int act_approver_proxy_new(sd_event *event, const char *name, const char *endpoi
 	};
 	struct vmact_endpoint ep;
 
-	if (vmact_endpoint_parse(endpoint, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep,
-				 err) < 0)
+	if (vmact_endpoint_parse(endpoint, VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, &ep, err) <
+	    0)
 		return vmact_err_prefix(err, "<vmact:monitor> endpoint");
 	return proxy_new(event, &gc, events, userdata, out, err);
 }
@@ -251,15 +252,16 @@ int act_approver_proxy_new_informant(sd_event *event, const char *name, const ch
 	if (vmact_listen_parse(listen, false, &l, err) < 0)
 		return vmact_err_prefix(err, "informant_listen");
 	if (l.wildcard && !gc.advertise_host)
-		return vmact_err_set(err, EINVAL, "informant_advertise_host: needed when "
+		return vmact_err_set(err, EINVAL,
+				     "informant_advertise_host: needed when "
 				     "informant_listen is a wildcard address");
 	return proxy_new(event, &gc, events, userdata, out, err);
 }
 
 /* The owner is gone: the worker finishes (the informant's goodbye), no
  * event reaches the owner any more; done(ud) once it has. */
-int act_approver_proxy_stop(struct act_approver *a, uint64_t timeout_usec,
-			    void (*done)(void *ud), void *ud)
+int act_approver_proxy_stop(struct act_approver *a, uint64_t timeout_usec, void (*done)(void *ud),
+			    void *ud)
 {
 	struct proxy *p = (struct proxy *)a;
 	struct act_privsep_msg m = { .type = ACT_PRIVSEP_STOP };

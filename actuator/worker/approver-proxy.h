@@ -35,8 +35,8 @@ int act_approver_proxy_new_informant(sd_event *event, const char *name, const ch
  * worker is asked to finish (STOP: the informant's agent unregisters) and
  * killed if it has not within timeout_usec; done(ud) runs from the loop
  * then, and may free the approver. No owner event after this call. */
-int act_approver_proxy_stop(struct act_approver *a, uint64_t timeout_usec,
-			    void (*done)(void *ud), void *ud);
+int act_approver_proxy_stop(struct act_approver *a, uint64_t timeout_usec, void (*done)(void *ud),
+			    void *ud);
 
 /* The proxy's worker process now, 0 while none runs (tests, status). */
 pid_t act_approver_proxy_worker_pid(const struct act_approver *a);

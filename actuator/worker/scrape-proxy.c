@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/worker/worker.h"
 #include "actuator/guestd/privsep.h"
+#include "actuator/worker/worker.h"
 #include "base/macro.h"
 
 _Static_assert(ACT_PRIVSEP_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
@@ -86,11 +86,12 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *ud)
 static uint64_t timeout_usec(enum ag_exporter_kind kind)
 {
 	return (kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
-					     : AG_EXPORTER_SYSTEM_TIMEOUT_USEC) + ANSWER_MARGIN_USEC;
+					: AG_EXPORTER_SYSTEM_TIMEOUT_USEC) +
+	       ANSWER_MARGIN_USEC;
 }
 
 void act_scrape_proxy_scrape(struct act_scrape_proxy *p, enum ag_exporter_kind kind,
-			 ag_exporter_scrape_fn *cb, void *userdata)
+			     ag_exporter_scrape_fn *cb, void *userdata)
 {
 	struct exporter *x = &p->ex[kind == AG_EXPORTER_LFC];
 	struct act_privsep_msg m = { .type = ACT_PRIVSEP_SCRAPE };
@@ -142,7 +143,8 @@ static int current(struct exporter *x, const struct act_privsep_msg *m, struct v
 	return 0;
 }
 
-static int on_windows(struct act_scrape_proxy *p, const struct act_privsep_msg *m, struct vmact_err *err)
+static int on_windows(struct act_scrape_proxy *p, const struct act_privsep_msg *m,
+		      struct vmact_err *err)
 {
 	struct exporter *x = &p->ex[AG_EXPORTER_LFC];
 	int r = current(x, m, err);
@@ -150,17 +152,19 @@ static int on_windows(struct act_scrape_proxy *p, const struct act_privsep_msg *
 	if (r <= 0)
 		return r;
 	if (x->records == WINDOW_RECORDS_MAX)
-		return vmact_err_set(err, EPROTO, "more than %u LFC windows", ACT_PRIVSEP_MAX_WINDOWS);
+		return vmact_err_set(err, EPROTO, "more than %u LFC windows",
+				     ACT_PRIVSEP_MAX_WINDOWS);
 	memcpy(&p->raw[x->records * ACT_PRIVSEP_WINDOWS_PER_MSG], m->spare,
 	       ACT_PRIVSEP_WINDOWS_PER_MSG * sizeof(uint64_t));
 	x->records++;
 	return 0;
 }
 
-static int on_metrics(struct act_scrape_proxy *p, const struct act_privsep_msg *m, struct vmact_err *err)
+static int on_metrics(struct act_scrape_proxy *p, const struct act_privsep_msg *m,
+		      struct vmact_err *err)
 {
-	struct exporter *x = &p->ex[(m->flags & ACT_PRIVSEP_F_LFC) ? AG_EXPORTER_LFC
-							       : AG_EXPORTER_SYSTEM];
+	struct exporter *x =
+		&p->ex[(m->flags & ACT_PRIVSEP_F_LFC) ? AG_EXPORTER_LFC : AG_EXPORTER_SYSTEM];
 	struct ag_exporter_result res = { 0 };
 	struct ag_system_metrics sys;
 	int r = current(x, m, err);
@@ -238,8 +242,8 @@ static void on_down(void *ud)
 }
 
 int act_scrape_proxy_new(sd_event *event, const char *name, const char *system_url,
-		     const char *lfc_url, const char *program, const char *user,
-		     struct act_scrape_proxy **out, struct vmact_err *err)
+			 const char *lfc_url, const char *program, const char *user,
+			 struct act_scrape_proxy **out, struct vmact_err *err)
 {
 	static const struct act_worker_ops ops = {
 		.up = on_up,
@@ -247,8 +251,9 @@ int act_scrape_proxy_new(sd_event *event, const char *name, const char *system_u
 		.message = on_message,
 	};
 	/* The default heartbeat (worker/worker.h). */
-	struct act_worker_config gc = { .program = program, .user = user,
-				    .metrics = system_url, .metrics_lfc = lfc_url };
+	struct act_worker_config gc = {
+		.program = program, .user = user, .metrics = system_url, .metrics_lfc = lfc_url
+	};
 	const char *urls[2] = { system_url, lfc_url };
 	struct act_scrape_proxy *p = calloc(1, sizeof(*p));
 	char wname[300];

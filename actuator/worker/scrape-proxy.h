@@ -22,14 +22,14 @@ struct act_scrape_proxy;
 /* system_url and lfc_url (NULL: none) are the URLs the worker GETs and
  * vmactd dials for it; the worker runs `program` as `user`. */
 int act_scrape_proxy_new(sd_event *event, const char *name, const char *system_url,
-		     const char *lfc_url, const char *program, const char *user,
-		     struct act_scrape_proxy **out, struct vmact_err *err);
+			 const char *lfc_url, const char *program, const char *user,
+			 struct act_scrape_proxy **out, struct vmact_err *err);
 /* Starts one scrape of kind; cb runs exactly once with its result: from
  * the loop, or before this returns when no worker runs (restarting: an
  * error, so the host-side figures are used). Not while one of that kind
  * is pending (act_scrape_proxy_pending). */
 void act_scrape_proxy_scrape(struct act_scrape_proxy *p, enum ag_exporter_kind kind,
-			 ag_exporter_scrape_fn *cb, void *userdata);
+			     ag_exporter_scrape_fn *cb, void *userdata);
 bool act_scrape_proxy_pending(const struct act_scrape_proxy *p, enum ag_exporter_kind kind);
 /* The worker process now, 0 while none runs. */
 pid_t act_scrape_proxy_worker_pid(const struct act_scrape_proxy *p);

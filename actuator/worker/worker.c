@@ -5,12 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <limits.h>
 #include <netdb.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +43,13 @@ struct act_worker {
 	sd_event *event;
 	char *program, *name, *monitor, *user;
 	char *informant, *listen, *advertise_host; /* the informant worker's */
-	char *metrics, *metrics_lfc; /* a metrics worker's endpoints */
+	char *metrics, *metrics_lfc;               /* a metrics worker's endpoints */
 	uint64_t ping_usec, deadline_usec;
 	const struct act_worker_ops *ops;
 	void *ud;
 
-	pid_t pid;          /* 0: none */
-	int fd;             /* our end of the socketpair, -1: none */
+	pid_t pid; /* 0: none */
+	int fd;    /* our end of the socketpair, -1: none */
 	int pidfd;
 	sd_event_source *io, *exit_src, *ping_timer, *restart_timer;
 	uint64_t started_usec;
@@ -59,12 +59,12 @@ struct act_worker {
 	uint64_t ping_sent_usec;
 	uint64_t last_dial_usec[2]; /* per endpoint: [1] the LFC exporter */
 	uint64_t last_listen_usec;
-	int listen_fd;      /* our copy of the last listening socket, -1: none */
-	bool stopping;      /* act_worker_stop: no restart, no ops callbacks */
+	int listen_fd; /* our copy of the last listening socket, -1: none */
+	bool stopping; /* act_worker_stop: no restart, no ops callbacks */
 	sd_event_source *stop_timer;
 	void (*stop_done)(void *ud);
 	void *stop_ud;
-	bool killed_hung;   /* the exit that follows is ours */
+	bool killed_hung; /* the exit that follows is ours */
 	char kill_reason[VMACT_ERR_MSG_MAX];
 	char last_spawn_error[VMACT_ERR_MSG_MAX];
 };
@@ -98,8 +98,7 @@ int act_worker_default_program(char *buf, size_t len, struct vmact_err *err)
 /* The worker's uid and gid: the configured user, else nobody (said once
  * per vmactd). Not root: vmactd cannot change users, the worker runs as
  * vmactd does. */
-static int resolve_user(const char *user, char *argu, char *argg, size_t len,
-			struct vmact_err *err)
+static int resolve_user(const char *user, char *argu, char *argg, size_t len, struct vmact_err *err)
 {
 	static bool fallback_logged;
 	struct passwd pw, *res = NULL;
@@ -110,11 +109,14 @@ static int resolve_user(const char *user, char *argu, char *argg, size_t len,
 		return 0;
 	if (getpwnam_r(user, &pw, buf, sizeof(buf), &res) != 0 || !res) {
 		if (getpwnam_r("nobody", &pw, buf, sizeof(buf), &res) != 0 || !res)
-			return vmact_err_set(err, ENOENT, "guest_worker.user: neither '%s' nor "
-					     "'nobody' exists", user);
+			return vmact_err_set(err, ENOENT,
+					     "guest_worker.user: neither '%s' nor "
+					     "'nobody' exists",
+					     user);
 		if (!fallback_logged)
 			log_warning("guest workers run as 'nobody': guest_worker.user '%s' does "
-				    "not exist (create it: useradd --system %s)", user, user);
+				    "not exist (create it: useradd --system %s)",
+				    user, user);
 		fallback_logged = true;
 	}
 	if (res->pw_uid == 0 || res->pw_gid == 0)
@@ -258,8 +260,10 @@ static int dial(struct act_worker *gw, const char *spec, struct vmact_err *err)
 
 	/* The informant's URL names a host and port (curl's requests); the
 	 * others may also be unix sockets. */
-	if (vmact_endpoint_parse(spec, spec == gw->informant ? VMACT_EP_HTTP | VMACT_EP_NEED_PORT
-							    : VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX,
+	if (vmact_endpoint_parse(spec,
+				 spec == gw->informant
+					 ? VMACT_EP_HTTP | VMACT_EP_NEED_PORT
+					 : VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX,
 				 &ep, err) < 0)
 		return -EINVAL;
 	if (ep.kind == VMACT_EP_UNIX) {
@@ -375,7 +379,7 @@ static bool answer_dial(struct act_worker *gw, uint16_t flags)
 	bool lfc = flags & ACT_PRIVSEP_F_LFC;
 	const char *spec = gw->monitor     ? gw->monitor
 			   : gw->informant ? gw->informant
-			   : lfc	   ? gw->metrics_lfc
+			   : lfc           ? gw->metrics_lfc
 					   : gw->metrics;
 
 	if (!spec || ((gw->monitor || gw->informant) && lfc))
@@ -415,8 +419,10 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			worker_gone(gw, n < 0 ? strerror(errno) : "closed its socket");
 			return 0;
 		}
-		if (act_privsep_decode_from_worker(buf, (size_t)n > sizeof(buf) ? sizeof(buf) + 1 : (size_t)n,
-					      &m, &err) < 0) {
+		if (act_privsep_decode_from_worker(buf,
+						   (size_t)n > sizeof(buf) ? sizeof(buf) + 1
+									   : (size_t)n,
+						   &m, &err) < 0) {
 			kill_worker(gw, "invalid message: %s", err.msg);
 			return 0;
 		}
@@ -432,14 +438,15 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			break;
 		case ACT_PRIVSEP_DIAL:
 			if (!answer_dial(gw, m.flags)) {
-				kill_worker(gw, "invalid message: dial of an endpoint it does not have");
+				kill_worker(gw,
+					    "invalid message: dial of an endpoint it does not have");
 				return 0;
 			}
 			break;
 		case ACT_PRIVSEP_LISTEN:
 			if (!gw->informant) {
 				kill_worker(gw, "invalid message: listen from a worker that serves "
-					    "nothing");
+						"nothing");
 				return 0;
 			}
 			answer_listen(gw);
@@ -572,7 +579,7 @@ static int spawn(struct act_worker *gw, struct vmact_err *err)
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &all);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					       POSIX_SPAWN_SETSID);
+						POSIX_SPAWN_SETSID);
 	r = posix_spawn(&pid, gw->program, &fa, &attr, (char *const *)argv, (char *const *)envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
@@ -590,7 +597,8 @@ static int spawn(struct act_worker *gw, struct vmact_err *err)
 	gw->fd = TAKE_FD(mine);
 	r = sd_event_add_io(gw->event, &gw->io, gw->fd, EPOLLIN, on_io, gw);
 	if (r >= 0)
-		r = sd_event_add_io(gw->event, &gw->exit_src, gw->pidfd, EPOLLIN, on_worker_exit, gw);
+		r = sd_event_add_io(gw->event, &gw->exit_src, gw->pidfd, EPOLLIN, on_worker_exit,
+				    gw);
 	if (r >= 0)
 		r = sd_event_add_time_relative(gw->event, &gw->ping_timer, CLOCK_MONOTONIC,
 					       gw->ping_usec, 1000, on_ping, gw);
@@ -645,8 +653,9 @@ static void schedule_restart(struct act_worker *gw)
 			 wait / 1000);
 }
 
-int act_worker_new(sd_event *event, const struct act_worker_config *cfg, const struct act_worker_ops *ops,
-	       void *ud, struct act_worker **out, struct vmact_err *err)
+int act_worker_new(sd_event *event, const struct act_worker_config *cfg,
+		   const struct act_worker_ops *ops, void *ud, struct act_worker **out,
+		   struct vmact_err *err)
 {
 	struct act_worker *gw = calloc(1, sizeof(*gw));
 	int r;
@@ -671,7 +680,8 @@ int act_worker_new(sd_event *event, const struct act_worker_config *cfg, const s
 	gw->user = strdup(cfg->user);
 	if (!gw->program || !gw->name || !(gw->monitor || gw->informant || gw->metrics) ||
 	    !gw->user || !gw->listen || (cfg->monitor && !gw->monitor) ||
-	    (cfg->advertise_host && !gw->advertise_host) || (cfg->metrics_lfc && !gw->metrics_lfc)) {
+	    (cfg->advertise_host && !gw->advertise_host) ||
+	    (cfg->metrics_lfc && !gw->metrics_lfc)) {
 		act_worker_free(gw);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
@@ -709,7 +719,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *ud)
 }
 
 int act_worker_stop(struct act_worker *gw, const struct act_privsep_msg *m, uint64_t timeout_usec,
-		void (*done)(void *ud), void *done_ud)
+		    void (*done)(void *ud), void *done_ud)
 {
 	struct vmact_err err = { 0 };
 	int r;

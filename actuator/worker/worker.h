@@ -17,14 +17,14 @@
 struct act_worker;
 
 /* The heartbeat by default: a ping a second, 5 s to answer. */
-#define ACT_WORKER_PING_USEC (1ULL * 1000000ULL)
+#define ACT_WORKER_PING_USEC     (1ULL * 1000000ULL)
 #define ACT_WORKER_DEADLINE_USEC (5ULL * 1000000ULL)
 
 struct act_worker_config {
-	const char *program;  /* vmact-guestd */
-	const char *name;     /* the VM's name: logs, argv */
+	const char *program; /* vmact-guestd */
+	const char *name;    /* the VM's name: logs, argv */
 	/* One of: */
-	const char *monitor;  /* the VM's vm-monitor endpoint; */
+	const char *monitor; /* the VM's vm-monitor endpoint; */
 	/* the informant worker (vmact-guestd --informant): the VM's informant
 	 * URL, which DIAL connects to, and where its per-registration servers
 	 * listen (informant_listen; LISTEN binds there) and what they
@@ -36,8 +36,8 @@ struct act_worker_config {
 	 * LFC exporter (NULL: none), the endpoints a DIAL without and with
 	 * ACT_PRIVSEP_F_LFC opens. */
 	const char *metrics, *metrics_lfc;
-	const char *user;     /* run as; "nobody" if it does not exist */
-	uint64_t ping_usec;   /* heartbeat period; 0: ACT_WORKER_PING_USEC */
+	const char *user;       /* run as; "nobody" if it does not exist */
+	uint64_t ping_usec;     /* heartbeat period; 0: ACT_WORKER_PING_USEC */
 	uint64_t deadline_usec; /* a ping unanswered this long: hung; 0: ACT_WORKER_DEADLINE_USEC */
 };
 
@@ -52,8 +52,9 @@ struct act_worker_ops {
 	int (*message)(void *ud, const struct act_privsep_msg *m, struct vmact_err *err);
 };
 
-int act_worker_new(sd_event *event, const struct act_worker_config *cfg, const struct act_worker_ops *ops,
-	       void *ud, struct act_worker **out, struct vmact_err *err);
+int act_worker_new(sd_event *event, const struct act_worker_config *cfg,
+		   const struct act_worker_ops *ops, void *ud, struct act_worker **out,
+		   struct vmact_err *err);
 /* -ENOTCONN while no worker runs. */
 int act_worker_send(struct act_worker *gw, const struct act_privsep_msg *m, struct vmact_err *err);
 bool act_worker_running(const struct act_worker *gw);
@@ -63,7 +64,7 @@ pid_t act_worker_pid(const struct act_worker *gw);
  * timeout_usec, when it is killed. No ops callback after this; DIAL is
  * still answered. done may free the worker. */
 int act_worker_stop(struct act_worker *gw, const struct act_privsep_msg *m, uint64_t timeout_usec,
-		void (*done)(void *ud), void *done_ud);
+		    void (*done)(void *ud), void *done_ud);
 /* Kills the worker (SIGKILL) and reaps it; no callbacks. */
 void act_worker_free(struct act_worker *gw);
 

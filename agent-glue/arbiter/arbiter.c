@@ -17,7 +17,7 @@
 struct pod {
 	char ns[AG_PLUGIN_NAME_MAX + 1];
 	char name[AG_PLUGIN_NAME_MAX + 1];
-	uint64_t seq;         /* registration order: "oldest first" */
+	uint64_t seq; /* registration order: "oldest first" */
 	uint64_t last_seen;
 	struct vmact_resources reserved, pressure;
 	bool migrate;
@@ -111,8 +111,9 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 	if (a->cfg.min_version > a->cfg.max_version) {
 		free(a->lease_key);
 		free(a);
-		return vmact_err_set(err, EINVAL,
-				     "arbiter: empty protocol version range (versions below 4.0 need a slot size)");
+		return vmact_err_set(
+			err, EINVAL,
+			"arbiter: empty protocol version range (versions below 4.0 need a slot size)");
 	}
 	if (!a->cfg.legacy_compute_unit.milli_cpu)
 		a->cfg.legacy_compute_unit.milli_cpu = 250;
@@ -121,8 +122,9 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 	if (a->cfg.slot_bytes && a->cfg.legacy_compute_unit.mem_bytes % a->cfg.slot_bytes) {
 		free(a->lease_key);
 		free(a);
-		return vmact_err_set(err, EINVAL,
-				     "arbiter: compute unit memory is not a multiple of the slot size");
+		return vmact_err_set(
+			err, EINVAL,
+			"arbiter: compute unit memory is not a multiple of the slot size");
 	}
 	if (!a->cfg.request_timeout_usec)
 		a->cfg.request_timeout_usec = 10ULL * 1000000ULL;
@@ -240,7 +242,8 @@ static void select_migrations(struct ag_arbiter *a)
 			if (p->migrate || p->reserved.milli_cpu > a->watermark.milli_cpu ||
 			    p->reserved.mem_bytes > a->watermark.mem_bytes)
 				continue;
-			if ((over_cpu && p->reserved.milli_cpu) || (over_mem && p->reserved.mem_bytes))
+			if ((over_cpu && p->reserved.milli_cpu) ||
+			    (over_mem && p->reserved.mem_bytes))
 				if (!oldest || p->seq < oldest->seq)
 					oldest = p;
 		}
@@ -291,7 +294,7 @@ static void range_string(const struct ag_arbiter *a, char *buf, size_t len)
  * unit by 2, 3, ... until the CPU part was integral
  * (doc/protocols.md, "Plugin versions"). */
 static struct vmact_resources unit_for(const struct ag_arbiter *a, enum ag_plugin_version v,
-				    const struct ag_agent_request *req)
+				       const struct ag_agent_request *req)
 {
 	struct vmact_resources cu;
 
@@ -341,9 +344,10 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 	}
 	r = ag_agent_request_decode(j, a->cfg.slot_bytes, &req, &err);
 	if (r == -EDOM)
-		return fail(a, reply, 400,
-			    "agent requested fractional CPU with protocol version that does not support it",
-			    NULL);
+		return fail(
+			a, reply, 400,
+			"agent requested fractional CPU with protocol version that does not support it",
+			NULL);
 	if (r == -ENODATA) {
 		snprintf(msg, sizeof(msg), "nil metrics not supported for protocol version %s",
 			 ag_plugin_version_string(ver, a1, sizeof(a1)));
@@ -353,10 +357,12 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 		return fail(a, reply, 400, "bad JSON", NULL);
 	if (ag_plugin_agent_sends_compute_unit(req.version)) {
 		if (!req.has_compute_unit || !req.compute_unit.milli_cpu)
-			return fail(a, reply, 400, "computeUnit fields must be non-zero: vCPUs must be non-zero",
+			return fail(a, reply, 400,
+				    "computeUnit fields must be non-zero: vCPUs must be non-zero",
 				    &req);
 		if (!req.compute_unit.mem_bytes)
-			return fail(a, reply, 400, "computeUnit fields must be non-zero: mem must be non-zero",
+			return fail(a, reply, 400,
+				    "computeUnit fields must be non-zero: mem must be non-zero",
 				    &req);
 	}
 	cu = unit_for(a, req.version, &req);
@@ -380,8 +386,9 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 		uint64_t node_cpu = a->reserved_cpu, node_mem = a->reserved_mem;
 		struct vmact_resources next;
 
-		next.milli_cpu = (uint32_t)reconcile(p->reserved.milli_cpu, want.milli_cpu, node_cpu,
-						     a->watermark.milli_cpu, cu.milli_cpu, &pc);
+		next.milli_cpu = (uint32_t)reconcile(p->reserved.milli_cpu, want.milli_cpu,
+						     node_cpu, a->watermark.milli_cpu, cu.milli_cpu,
+						     &pc);
 		next.mem_bytes = reconcile(p->reserved.mem_bytes, want.mem_bytes, node_mem,
 					   a->watermark.mem_bytes, cu.mem_bytes, &pm);
 		set_reserved(a, p, next);
@@ -445,7 +452,8 @@ void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t)
 	memset(t, 0, sizeof(*t));
 	t->total = a->total;
 	t->watermark = a->watermark;
-	t->reserved.milli_cpu = a->reserved_cpu > UINT32_MAX ? UINT32_MAX : (uint32_t)a->reserved_cpu;
+	t->reserved.milli_cpu = a->reserved_cpu > UINT32_MAX ? UINT32_MAX
+							     : (uint32_t)a->reserved_cpu;
 	t->reserved.mem_bytes = a->reserved_mem;
 	for (size_t i = 0; i < a->npods; i++) {
 		t->pressure.milli_cpu += a->pods[i].pressure.milli_cpu;
@@ -501,15 +509,17 @@ int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 static void lease_reply(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
 			json_t *doc, const char *ns, const char *name, const char *text)
 {
-	struct ag_arbiter_event ev = { .status = status, .text = text, .lease = true,
-				       .pod_namespace = ns, .pod_name = name };
+	struct ag_arbiter_event ev = {
+		.status = status, .text = text, .lease = true, .pod_namespace = ns, .pod_name = name
+	};
 	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	json_decref(doc);
 	if (status != 200)
 		a->refused++;
 	if (!body) {
-		net_http_reply_text(reply, 500, "application/json", "{\"error\":\"out of memory\"}");
+		net_http_reply_text(reply, 500, "application/json",
+				    "{\"error\":\"out of memory\"}");
 	} else {
 		reply->status = status;
 		reply->content_type = "application/json";
@@ -596,7 +606,8 @@ static void lease_release(struct ag_arbiter *a, const char *ns, const char *name
 
 void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const char *url,
 			     const char *ts, const char *sig, const char *body, size_t len,
-			     uint64_t now_usec, long long now_real, struct net_http_server_reply *reply)
+			     uint64_t now_usec, long long now_real,
+			     struct net_http_server_reply *reply)
 {
 	struct vmact_err err = { 0 };
 	struct ag_lease_request lr;
@@ -622,7 +633,8 @@ void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const cha
 			l.pressure = t.pressure;
 			l.pods = t.pods;
 			l.leases = t.leases;
-			return lease_reply(a, reply, 200, ag_lease_ledger_encode(&l), NULL, NULL, NULL);
+			return lease_reply(a, reply, 200, ag_lease_ledger_encode(&l), NULL, NULL,
+					   NULL);
 		}
 		if (strcmp(method, "POST") != 0)
 			return lease_error(a, reply, 405, NULL, NULL, "use GET or POST");
@@ -694,8 +706,8 @@ int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
 		return 0;
 	a->ev = sd_event_ref(ev);
 	now = vmact_loop_now_usec(ev);
-	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + expiry_period(a), 0,
-			      on_expiry, a);
+	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + expiry_period(a), 0, on_expiry,
+			      a);
 	if (r < 0)
 		return vmact_err_set(err, -r, "arbiter: expiry timer: %s", strerror(-r));
 	sd_event_source_set_enabled(a->expiry, SD_EVENT_ON);
@@ -710,8 +722,7 @@ void ag_arbiter_local(void *userdata, const char *body, size_t len,
 	ag_arbiter_handle(a, "POST", body, len, vmact_loop_now_usec(a->ev), reply);
 }
 
-int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen,
-		      struct vmact_err *err)
+int ag_arbiter_listen(struct ag_arbiter *a, sd_event *ev, const char *listen, struct vmact_err *err)
 {
 	struct net_http_server_config hc = {
 		.listen = listen,

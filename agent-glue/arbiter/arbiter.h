@@ -38,19 +38,19 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "base/error.h"
-#include "net/http-server.h"
 #include "agent-glue/codec/plugin.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/error.h"
+#include "net/http-server.h"
 
 struct ag_arbiter;
 
 struct ag_arbiter_config {
-	struct vmact_resources capacity;   /* the host's; see ag_host_capacity() */
-	struct vmact_resources reserve;    /* kept for the host itself */
-	uint32_t overcommit_cpu_milli;  /* 1000 = none; 0 = 1000 */
+	struct vmact_resources capacity; /* the host's; see ag_host_capacity() */
+	struct vmact_resources reserve;  /* kept for the host itself */
+	uint32_t overcommit_cpu_milli;   /* 1000 = none; 0 = 1000 */
 	uint32_t overcommit_mem_milli;
-	double watermark;               /* (0, 1]; 0 = 0.9 */
+	double watermark; /* (0, 1]; 0 = 0.9 */
 	/* Memory slot size for versions < 4.0 (slot counts on the wire). 0:
 	 * versions below 4.0 are refused with a version mismatch. */
 	uint64_t slot_bytes;
@@ -58,8 +58,8 @@ struct ag_arbiter_config {
 	 * {250m, slot_bytes}. */
 	struct vmact_resources legacy_compute_unit;
 	enum ag_plugin_version min_version, max_version; /* 0 = 1.0 / 5.0 */
-	uint64_t pod_ttl_usec;          /* 0 = 60 s */
-	uint64_t request_timeout_usec;  /* whole HTTP request (slowloris cut); 0 = 10 s */
+	uint64_t pod_ttl_usec;                           /* 0 = 60 s */
+	uint64_t request_timeout_usec; /* whole HTTP request (slowloris cut); 0 = 10 s */
 	/* The lease key (base/keyfile.h), copied; NULL: no lease interface
 	 * (its requests are answered 404). */
 	const uint8_t *lease_key;
@@ -69,20 +69,20 @@ struct ag_arbiter_config {
 struct ag_arbiter_totals {
 	struct vmact_resources total, watermark, reserved, pressure;
 	unsigned pods, migrating;
-	unsigned leases;             /* entries held by a lease */
+	unsigned leases; /* entries held by a lease */
 	uint64_t requests, grants_partial, refused;
 };
 
 /* One per answered request, for the boundary's logging and for tests. */
 struct ag_arbiter_event {
-	unsigned status;             /* the HTTP status sent */
-	const char *text;            /* error body when status != 200 */
+	unsigned status;                      /* the HTTP status sent */
+	const char *text;                     /* error body when status != 200 */
 	const char *pod_namespace, *pod_name; /* NULL when the request did not decode */
 	enum ag_plugin_version version;
 	bool new_pod;
 	struct vmact_resources requested, permit, pressure;
 	bool migrate;
-	bool lease;                  /* a request of the lease interface */
+	bool lease; /* a request of the lease interface */
 };
 typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
 
@@ -104,7 +104,8 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
  * signature's window). */
 void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const char *url,
 			     const char *ts, const char *sig, const char *body, size_t len,
-			     uint64_t now_usec, long long now_real, struct net_http_server_reply *reply);
+			     uint64_t now_usec, long long now_real,
+			     struct net_http_server_reply *reply);
 
 /* Forgets pods not heard from for pod_ttl and leases not renewed within
  * their ttl; returns how many entries went. */

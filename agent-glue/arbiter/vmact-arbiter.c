@@ -47,8 +47,22 @@ static const char usage[] =
 	"  --version              print the version\n";
 
 enum {
-	OPT_LISTEN = 256, OPT_CPU, OPT_MEMORY, OPT_RCPU, OPT_RMEM, OPT_OCPU, OPT_OMEM, OPT_WM,
-	OPT_SLOT, OPT_CU, OPT_MINV, OPT_MAXV, OPT_TTL, OPT_RTO, OPT_VERSION, OPT_LEASE_KEY,
+	OPT_LISTEN = 256,
+	OPT_CPU,
+	OPT_MEMORY,
+	OPT_RCPU,
+	OPT_RMEM,
+	OPT_OCPU,
+	OPT_OMEM,
+	OPT_WM,
+	OPT_SLOT,
+	OPT_CU,
+	OPT_MINV,
+	OPT_MAXV,
+	OPT_TTL,
+	OPT_RTO,
+	OPT_VERSION,
+	OPT_LEASE_KEY,
 };
 
 static const struct option options[] = {
@@ -200,21 +214,26 @@ int main(int argc, char **argv)
 			char *comma = strchr(optarg, ',');
 
 			if (!comma)
-				return bad("compute-unit", optarg, "expected CPU,MEM (e.g. 250m,1Gi)");
+				return bad("compute-unit", optarg,
+					   "expected CPU,MEM (e.g. 250m,1Gi)");
 			*comma = '\0';
 			r = parse_cpu("compute-unit", optarg, &cfg.legacy_compute_unit.milli_cpu);
 			if (!r)
-				r = parse_mem("compute-unit", comma + 1, &cfg.legacy_compute_unit.mem_bytes);
-			if (!r && (!cfg.legacy_compute_unit.milli_cpu || !cfg.legacy_compute_unit.mem_bytes))
+				r = parse_mem("compute-unit", comma + 1,
+					      &cfg.legacy_compute_unit.mem_bytes);
+			if (!r && (!cfg.legacy_compute_unit.milli_cpu ||
+				   !cfg.legacy_compute_unit.mem_bytes))
 				r = bad("compute-unit", comma + 1, "both parts must be non-zero");
 			break;
 		}
 		case OPT_MINV:
 		case OPT_MAXV:
-			if (ag_plugin_version_parse(optarg, opt == OPT_MINV ? &cfg.min_version
-									     : &cfg.max_version,
+			if (ag_plugin_version_parse(optarg,
+						    opt == OPT_MINV ? &cfg.min_version
+								    : &cfg.max_version,
 						    &err) < 0)
-				r = bad(opt == OPT_MINV ? "min-version" : "max-version", optarg, err.msg);
+				r = bad(opt == OPT_MINV ? "min-version" : "max-version", optarg,
+					err.msg);
 			break;
 		case OPT_TTL:
 			r = parse_factor("pod-ttl", optarg, 0, 86400, true, &d);
@@ -250,7 +269,8 @@ int main(int argc, char **argv)
 			return r;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "vmact-arbiter: unexpected argument %s\nTry 'vmact-arbiter --help'.\n",
+		fprintf(stderr,
+			"vmact-arbiter: unexpected argument %s\nTry 'vmact-arbiter --help'.\n",
 			argv[optind]);
 		return 2;
 	}
@@ -301,7 +321,8 @@ int main(int argc, char **argv)
 	vmact_quantity_format_bytes(t.total.mem_bytes, c2, sizeof(c2));
 	vmact_quantity_format_milli(t.watermark.milli_cpu, w1, sizeof(w1));
 	vmact_quantity_format_bytes(t.watermark.mem_bytes, w2, sizeof(w2));
-	fprintf(stderr, "vmact-arbiter: listening on %s (port %u): capacity %s CPU / %s, growth up to %s / %s\n",
+	fprintf(stderr,
+		"vmact-arbiter: listening on %s (port %u): capacity %s CPU / %s, growth up to %s / %s\n",
 		listen, ag_arbiter_port(a), c1, c2, w1, w2);
 	r = sd_event_loop(ev);
 	ag_arbiter_free(a);

@@ -64,8 +64,8 @@ static void on_http_done(void *userdata, int result, const struct net_http_respo
 
 		body_excerpt(resp->body, resp->body_len, excerpt, sizeof(excerpt));
 		res.error = -EREMOTEIO;
-		snprintf(msg, sizeof(msg), "%s: %s: HTTP status %ld%s%s", kind_name(s->kind), s->url,
-			 resp->status, excerpt[0] ? ": " : "", excerpt);
+		snprintf(msg, sizeof(msg), "%s: %s: HTTP status %ld%s%s", kind_name(s->kind),
+			 s->url, resp->status, excerpt[0] ? ": " : "", excerpt);
 		res.message = msg;
 		goto out;
 	}
@@ -91,9 +91,9 @@ out:
 }
 
 int ag_exporter_scrape_start(struct net_http_client *client, const char *url,
-			   enum ag_exporter_kind kind, uint64_t timeout_usec, size_t max_bytes,
-			   ag_exporter_scrape_fn *cb, void *userdata, struct ag_exporter_scrape **out,
-			   struct vmact_err *err)
+			     enum ag_exporter_kind kind, uint64_t timeout_usec, size_t max_bytes,
+			     ag_exporter_scrape_fn *cb, void *userdata,
+			     struct ag_exporter_scrape **out, struct vmact_err *err)
 {
 	_cleanup_free_ struct ag_exporter_scrape *s = NULL;
 	struct net_http_request req = { .method = "GET" };
@@ -101,12 +101,13 @@ int ag_exporter_scrape_start(struct net_http_client *client, const char *url,
 	int r;
 
 	if (!client || !url || !cb || !out)
-		return vmact_err_set(err, EINVAL, "guest metrics: client, url, callback and output required");
+		return vmact_err_set(err, EINVAL,
+				     "guest metrics: client, url, callback and output required");
 	if (kind != AG_EXPORTER_SYSTEM && kind != AG_EXPORTER_LFC)
 		return vmact_err_set(err, EINVAL, "guest metrics: unknown kind %d", (int)kind);
 	if (max_bytes > NET_PROM_MAX_TEXT)
-		return vmact_err_set(err, EINVAL, "guest metrics: size limit %zu above %u", max_bytes,
-				     NET_PROM_MAX_TEXT);
+		return vmact_err_set(err, EINVAL, "guest metrics: size limit %zu above %u",
+				     max_bytes, NET_PROM_MAX_TEXT);
 	ulen = strlen(url);
 	s = calloc(1, sizeof(*s) + ulen + 1);
 	if (!s)
@@ -116,9 +117,9 @@ int ag_exporter_scrape_start(struct net_http_client *client, const char *url,
 	s->cb = cb;
 	s->userdata = userdata;
 	req.url = s->url;
-	req.timeout_usec = timeout_usec ? timeout_usec
+	req.timeout_usec = timeout_usec              ? timeout_usec
 			   : kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
-							  : AG_EXPORTER_SYSTEM_TIMEOUT_USEC;
+						     : AG_EXPORTER_SYSTEM_TIMEOUT_USEC;
 	req.max_response = max_bytes ? max_bytes : AG_EXPORTER_DEFAULT_MAX_BYTES;
 	r = net_http_client_start(client, &req, on_http_done, s, &s->call, err);
 	if (r < 0)

@@ -27,8 +27,8 @@ struct ag_exporter_result {
 	 *                 needs (the message says which line or family),
 	 *   -E2BIG        the text exceeds the parser's count limits. */
 	int error;
-	const char *message; /* NULL on success; names the URL and the cause */
-	long status;         /* HTTP status, 0 when none was received */
+	const char *message;                    /* NULL on success; names the URL and the cause */
+	long status;                            /* HTTP status, 0 when none was received */
 	const struct ag_system_metrics *system; /* kind SYSTEM, error 0 */
 	const struct ag_lfc_metrics *lfc;       /* kind LFC, error 0 */
 };
@@ -46,9 +46,9 @@ typedef void ag_exporter_scrape_fn(void *userdata, const struct ag_exporter_resu
  * during or after the callback, or before it to cancel; always before the
  * http client, since the handle refers to a call the client owns. */
 int ag_exporter_scrape_start(struct net_http_client *client, const char *url,
-			   enum ag_exporter_kind kind, uint64_t timeout_usec, size_t max_bytes,
-			   ag_exporter_scrape_fn *cb, void *userdata, struct ag_exporter_scrape **out,
-			   struct vmact_err *err);
+			     enum ag_exporter_kind kind, uint64_t timeout_usec, size_t max_bytes,
+			     ag_exporter_scrape_fn *cb, void *userdata,
+			     struct ag_exporter_scrape **out, struct vmact_err *err);
 /* Cancels the request if it is still pending (the callback is then never
  * called). NULL is fine. */
 void ag_exporter_scrape_free(struct ag_exporter_scrape *s);

@@ -69,8 +69,8 @@ struct ag_inf_agent {
 	void *ud;
 	struct net_http_client *http;
 
-	struct ag_inf_server *srv;   /* current, NULL between registrations */
-	struct ag_inf_server *dead;  /* exited, listener still to be closed */
+	struct ag_inf_server *srv;  /* current, NULL between registrations */
+	struct ag_inf_server *dead; /* exited, listener still to be closed */
 	sd_event_source *reap, *retry_timer, *health_timer, *stop_defer;
 
 	/* The one request to the informant in flight. */
@@ -101,13 +101,15 @@ static void ag_inf_set_mode(struct ag_inf_agent *a, struct ag_inf_server *srv, e
 /* Ends the current server: cancels its call, unregisters it if the
  * informant may know it, fails the pending up/downscale and schedules the
  * next registration (unless stopping). */
-static void ag_inf_server_exit(struct ag_inf_agent *a, const struct vmact_err *why, bool retry_should_fix);
+static void ag_inf_server_exit(struct ag_inf_agent *a, const struct vmact_err *why,
+			       bool retry_should_fix);
 /* Calls the stop callback once nothing is left to wait for. */
 static void ag_inf_stop_check(struct ag_inf_agent *a);
 
 /* The server the informant calls */
 /* A server for a new registration, listening, with a fresh agent ID. */
-static int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out, struct vmact_err *err);
+static int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out,
+			     struct vmact_err *err);
 static void ag_inf_server_free(struct ag_inf_server *srv);
 
 /* The requests to the informant */
@@ -115,8 +117,8 @@ static void ag_inf_server_free(struct ag_inf_server *srv);
  * health check) unless a request is in flight. */
 static void ag_inf_kick(struct ag_inf_agent *a);
 /* Ends the caller's up/downscale with result. */
-static void ag_inf_complete_op(struct ag_inf_agent *a, int result, const struct ag_downscale_result *dr,
-			const struct vmact_err *err);
+static void ag_inf_complete_op(struct ag_inf_agent *a, int result,
+			       const struct ag_downscale_result *dr, const struct vmact_err *err);
 static void ag_inf_send_unregister(struct ag_inf_agent *a, const struct ag_agent_desc *desc);
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -126,10 +128,14 @@ static int start_server(struct ag_inf_agent *a, struct vmact_err *err);
 const char *ag_inf_mode_name(enum ag_inf_mode m)
 {
 	switch (m) {
-	case AG_INF_NONE: return "none";
-	case AG_INF_UNCONFIRMED: return "unconfirmed";
-	case AG_INF_SUSPENDED: return "suspended";
-	case AG_INF_RUNNING: return "running";
+	case AG_INF_NONE:
+		return "none";
+	case AG_INF_UNCONFIRMED:
+		return "unconfirmed";
+	case AG_INF_SUSPENDED:
+		return "suspended";
+	case AG_INF_RUNNING:
+		return "running";
 	}
 	return "?";
 }
@@ -196,7 +202,8 @@ static int on_health(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
-static void ag_inf_server_exit(struct ag_inf_agent *a, const struct vmact_err *why, bool retry_should_fix)
+static void ag_inf_server_exit(struct ag_inf_agent *a, const struct vmact_err *why,
+			       bool retry_should_fix)
 {
 	struct ag_inf_server *srv = a->srv;
 	struct vmact_err e = { 0 };
@@ -295,7 +302,9 @@ int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
 		a->cfg.min_version = AG_INF_VERSION_MIN;
 	if (!a->cfg.max_version)
 		a->cfg.max_version = AG_INF_VERSION_MAX;
-#define DEFAULT(f, v) if (!a->cfg.f) a->cfg.f = (v)
+#define DEFAULT(f, v)  \
+	if (!a->cfg.f) \
+	a->cfg.f = (v)
 	DEFAULT(register_timeout_usec, AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC);
 	DEFAULT(request_timeout_usec, AG_INF_DEFAULT_REQUEST_TIMEOUT_USEC);
 	DEFAULT(downscale_timeout_usec, AG_INF_DEFAULT_DOWNSCALE_TIMEOUT_USEC);
@@ -318,8 +327,9 @@ int ag_inf_agent_new(sd_event *ev, const struct ag_inf_agent_config *cfg,
 			goto nomem;
 	} else {
 		if (lst.wildcard) {
-			ret = vmact_err_set(err, EINVAL,
-					    "advertise_host: needed when listening on a wildcard address");
+			ret = vmact_err_set(
+				err, EINVAL,
+				"advertise_host: needed when listening on a wildcard address");
 			goto fail;
 		}
 		a->advertise_host = strdup(lst.host);
@@ -578,7 +588,8 @@ static void handle_suspend(struct ag_inf_server *srv, const json_t *body,
 		reply_id_message(srv, reply);
 		/* A request still waiting for its turn may not go out now. */
 		if (srv->a->op.kind != AG_INF_OP_NONE && srv->a->inflight_kind != srv->a->op.kind) {
-			vmact_err_set(&e, EAGAIN, "informant suspended the agent before the request went out");
+			vmact_err_set(&e, EAGAIN,
+				      "informant suspended the agent before the request went out");
 			ag_inf_complete_op(srv->a, -EAGAIN, NULL, &e);
 		}
 		return;
@@ -593,7 +604,8 @@ static void handle_suspend(struct ag_inf_server *srv, const json_t *body,
 			reply_id_message(srv, reply);
 			return;
 		}
-		violation(srv, reply, "/suspend", "Cannot suspend agent that is not yet registered");
+		violation(srv, reply, "/suspend",
+			  "Cannot suspend agent that is not yet registered");
 		return;
 	}
 }
@@ -642,7 +654,8 @@ static void handle_try_upscale(struct ag_inf_server *srv, const json_t *body,
 	switch (srv->mode) {
 	case AG_INF_RUNNING:
 		if (!ag_inf_has_try_upscale(srv->version)) {
-			reply_error(reply, 400, "/try-upscale not supported for protocol version v%s",
+			reply_error(reply, 400,
+				    "/try-upscale not supported for protocol version v%s",
 				    ag_inf_version_name(srv->version));
 			return;
 		}
@@ -651,7 +664,8 @@ static void handle_try_upscale(struct ag_inf_server *srv, const json_t *body,
 			if (a->events.try_upscale)
 				a->events.try_upscale(a->ud, m.cpu, m.memory);
 		} else {
-			vmact_err_set(&e, EINVAL, "POST /try-upscale asks for neither cpu nor memory");
+			vmact_err_set(&e, EINVAL,
+				      "POST /try-upscale asks for neither cpu nor memory");
 			ag_inf_notice(a, &e);
 		}
 		return;
@@ -710,7 +724,8 @@ static int make_serve_addr(const char *host, unsigned port, char *out, size_t le
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out, struct vmact_err *err)
+static int ag_inf_server_new(struct ag_inf_agent *a, struct ag_inf_server **out,
+			     struct vmact_err *err)
 {
 	struct net_http_server_config hc = { .listen = a->listen };
 	struct ag_inf_server *srv;
@@ -788,8 +803,8 @@ static int send_call(struct ag_inf_agent *a, enum ag_inf_op kind, const char *me
 	return 0;
 }
 
-static void ag_inf_complete_op(struct ag_inf_agent *a, int result, const struct ag_downscale_result *dr,
-			const struct vmact_err *err)
+static void ag_inf_complete_op(struct ag_inf_agent *a, int result,
+			       const struct ag_downscale_result *dr, const struct vmact_err *err)
 {
 	enum ag_inf_op kind = a->op.kind;
 	ag_inf_downscale_fn *down = a->op.down_cb;
@@ -814,8 +829,8 @@ static void ag_inf_kick(struct ag_inf_agent *a)
 		return;
 	if (!srv->register_sent) {
 		srv->register_sent = true;
-		ret = send_call(a, AG_INF_OP_REGISTER, "POST", "/register", ag_agent_desc_encode(&srv->desc),
-				a->cfg.register_timeout_usec, &e);
+		ret = send_call(a, AG_INF_OP_REGISTER, "POST", "/register",
+				ag_agent_desc_encode(&srv->desc), a->cfg.register_timeout_usec, &e);
 		if (ret < 0)
 			ag_inf_server_exit(a, &e, false);
 		return;
@@ -844,7 +859,8 @@ static void ag_inf_kick(struct ag_inf_agent *a)
 	if (a->health_due && ag_inf_has_health_check(srv->version)) {
 		a->health_due = false;
 		ret = send_call(a, AG_INF_OP_HEALTH, "PUT", "/health-check",
-				ag_agent_id_encode(srv->desc.agent_id), a->cfg.request_timeout_usec, &e);
+				ag_agent_id_encode(srv->desc.agent_id), a->cfg.request_timeout_usec,
+				&e);
 		if (ret < 0)
 			ag_inf_notice(a, &e);
 	}
@@ -888,8 +904,9 @@ static void register_done(struct ag_inf_agent *a, struct ag_inf_server *srv, int
 		return;
 	}
 	if (!srv->received_id_check) {
-		vmact_err_set(&e, EPROTO,
-			      "/register: protocol violation: informant answered 200 without calling GET /id");
+		vmact_err_set(
+			&e, EPROTO,
+			"/register: protocol violation: informant answered 200 without calling GET /id");
 		ag_inf_server_exit(a, &e, false);
 		return;
 	}
@@ -909,7 +926,8 @@ static void health_done(struct ag_inf_agent *a, int result, const struct net_htt
 
 	if (result < 0) {
 		/* The Go agent only logged these. */
-		vmact_err_set(&e, -result, "/health-check: %s", terr ? terr->msg : strerror(-result));
+		vmact_err_set(&e, -result, "/health-check: %s",
+			      terr ? terr->msg : strerror(-result));
 		ag_inf_notice(a, &e);
 		return;
 	}
@@ -948,7 +966,7 @@ static void scale_done(struct ag_inf_agent *a, enum ag_inf_op kind, int result,
 	ret = ag_inf_parse_body(resp->body, resp->body_len, &body, &e);
 	if (ret == 0)
 		ret = kind == AG_INF_OP_DOWNSCALE ? ag_downscale_result_decode(body, &dr, &e)
-					   : ag_inf_empty_decode(body, &e);
+						  : ag_inf_empty_decode(body, &e);
 	if (ret < 0) {
 		vmact_err_prefix(&e, "%s: bad answer", path);
 		e.code = EPROTO;

@@ -24,10 +24,10 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "base/error.h"
-#include "net/http-client.h"
 #include "agent-glue/codec/informant.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/error.h"
+#include "net/http-client.h"
 
 struct ag_inf_agent;
 
@@ -40,12 +40,12 @@ enum ag_inf_mode {
 const char *ag_inf_mode_name(enum ag_inf_mode m);
 
 /* Defaults are those of the v0.10 agent's config map; 0 picks them. */
-#define AG_INF_DEFAULT_PORT 10301
-#define AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC (2 * 1000000ULL)
-#define AG_INF_DEFAULT_REQUEST_TIMEOUT_USEC (1 * 1000000ULL)
+#define AG_INF_DEFAULT_PORT                   10301
+#define AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC  (2 * 1000000ULL)
+#define AG_INF_DEFAULT_REQUEST_TIMEOUT_USEC   (1 * 1000000ULL)
 #define AG_INF_DEFAULT_DOWNSCALE_TIMEOUT_USEC (2 * 1000000ULL)
-#define AG_INF_DEFAULT_HEALTH_INTERVAL_USEC (5 * 1000000ULL)
-#define AG_INF_DEFAULT_RETRY_WAIT_USEC (5 * 1000000ULL)
+#define AG_INF_DEFAULT_HEALTH_INTERVAL_USEC   (5 * 1000000ULL)
+#define AG_INF_DEFAULT_RETRY_WAIT_USEC        (5 * 1000000ULL)
 
 struct ag_inf_agent_config {
 	/* Base URL of the informant, "http://10.0.3.9:10301" (no path). */
@@ -56,7 +56,7 @@ struct ag_inf_agent_config {
 	/* Host advertised in agentServeAddr ("<host>:<bound port>"); NULL =
 	 * the host part of listen (which must then not be a wildcard). */
 	const char *advertise_host;
-	uint32_t min_version, max_version;  /* 0 = AG_INF_VERSION_MIN / _MAX */
+	uint32_t min_version, max_version; /* 0 = AG_INF_VERSION_MIN / _MAX */
 	uint64_t register_timeout_usec;    /* /register and /unregister */
 	uint64_t request_timeout_usec;     /* /health-check */
 	uint64_t downscale_timeout_usec;   /* /downscale and /upscale (sic) */

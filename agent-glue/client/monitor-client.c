@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "agent-glue/codec/monitor.h"
-#include "net/ws-client.h"
 #include "base/list.h"
 #include "base/time.h"
+#include "net/ws-client.h"
 
 #define USEC_PER_SEC 1000000ull
 /* Bound on what a peer can make us buffer. */
@@ -163,8 +163,9 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int request(struct ag_mon_client *c, enum ag_mon_type type, const struct vmact_resources *alloc,
-		   ag_mon_done_fn *done, void *userdata, uint64_t *id_out, struct vmact_err *err)
+static int request(struct ag_mon_client *c, enum ag_mon_type type,
+		   const struct vmact_resources *alloc, ag_mon_done_fn *done, void *userdata,
+		   uint64_t *id_out, struct vmact_err *err)
 {
 	_cleanup_free_ struct pending *p = NULL;
 	struct ag_mon_msg m = { .type = type };
@@ -215,7 +216,8 @@ int ag_mon_client_upscale(struct ag_mon_client *c, const struct vmact_resources 
 }
 
 int ag_mon_client_downscale(struct ag_mon_client *c, const struct vmact_resources *target,
-			    ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err)
+			    ag_mon_done_fn *done, void *userdata, uint64_t *id,
+			    struct vmact_err *err)
 {
 	if (!target)
 		return vmact_err_set(err, EINVAL, "DownscaleRequest: target: missing");
@@ -297,8 +299,8 @@ static void complete(struct ag_mon_client *c, struct pending *p, const struct ag
 		return;
 	}
 	if (m->type != reply_type(p->type)) {
-		snprintf(text, sizeof(text), "vm-monitor answered %s with %s", ag_mon_type_name(p->type),
-			 m->type_name);
+		snprintf(text, sizeof(text), "vm-monitor answered %s with %s",
+			 ag_mon_type_name(p->type), m->type_name);
 		finish(c, p, AG_MON_OUTCOME_FAILED, text);
 		return;
 	}
@@ -368,14 +370,16 @@ static void handle_message(struct ag_mon_client *c, const uint8_t *buf, size_t l
 		/* A request's deadline passed (or the id is not ours): its
 		 * answer changes nothing; said once per answer, so a slow
 		 * monitor shows in the log. */
-		logf_(c, LOG_WARNING, "ignoring a late %s (id %llu): its request timed out or "
-		      "was never sent", m.type_name, (unsigned long long)m.id);
+		logf_(c, LOG_WARNING,
+		      "ignoring a late %s (id %llu): its request timed out or "
+		      "was never sent",
+		      m.type_name, (unsigned long long)m.id);
 		/* The Go agent names InternalError "MonitorError" here. */
 		send_invalid(c, m.id,
-				     "Received %s with id %llu but id is unknown or already timed out "
-				     "waiting for a reply",
-				     m.type == AG_MON_INTERNAL_ERROR ? "MonitorError" : m.type_name,
-				     (unsigned long long)m.id);
+			     "Received %s with id %llu but id is unknown or already timed out "
+			     "waiting for a reply",
+			     m.type == AG_MON_INTERNAL_ERROR ? "MonitorError" : m.type_name,
+			     (unsigned long long)m.id);
 		break;
 	case AG_MON_INVALID_MESSAGE:
 		c->stats.invalid_received++;
@@ -415,7 +419,8 @@ static void handle_version(struct ag_mon_client *c, const uint8_t *buf, size_t l
 	c->stats.connections++;
 	c->connect_timer = sd_event_source_disable_unref(c->connect_timer);
 	if (sd_event_add_time_relative(c->event, &c->health_timer, CLOCK_MONOTONIC,
-				       c->cfg.health_interval_usec, TIMER_ACCURACY, on_health_tick, c) < 0 ||
+				       c->cfg.health_interval_usec, TIMER_ACCURACY, on_health_tick,
+				       c) < 0 ||
 	    sd_event_source_set_enabled(c->health_timer, SD_EVENT_ON) < 0) {
 		fail(c, 1011, "cannot arm the health check timer");
 		return;
@@ -423,7 +428,6 @@ static void handle_version(struct ag_mon_client *c, const uint8_t *buf, size_t l
 	if (c->cb.connected)
 		c->cb.connected(c, c->generation, c->userdata);
 }
-
 
 /* ---- the websocket underneath ------------------------------------------ */
 
@@ -557,8 +561,8 @@ static void begin_attempt(struct ag_mon_client *c)
 	c->state = AG_MON_CLIENT_CONNECTING;
 	/* The connect timeout also covers the version negotiation. */
 	if (sd_event_add_time_relative(c->event, &c->connect_timer, CLOCK_MONOTONIC,
-				       c->cfg.connect_timeout_usec, TIMER_ACCURACY, on_connect_timeout,
-				       c) < 0) {
+				       c->cfg.connect_timeout_usec, TIMER_ACCURACY,
+				       on_connect_timeout, c) < 0) {
 		/* Reported like any failed attempt, through on_ws_close. */
 		if (net_ws_client_connect(c->ws) == 0)
 			net_ws_client_drop(c->ws, 0, NULL, "cannot register with the event loop");
@@ -587,8 +591,8 @@ static void schedule_retry(struct ag_mon_client *c)
 		delay = c->cfg.retry_min_wait_usec - elapsed;
 	c->retry_timer = sd_event_source_disable_unref(c->retry_timer);
 	c->next_attempt = now + delay;
-	if (sd_event_add_time(c->event, &c->retry_timer, CLOCK_MONOTONIC, now + delay, TIMER_ACCURACY,
-			      on_retry, c) < 0)
+	if (sd_event_add_time(c->event, &c->retry_timer, CLOCK_MONOTONIC, now + delay,
+			      TIMER_ACCURACY, on_retry, c) < 0)
 		logf_(c, LOG_ERR, "cannot schedule a reconnect to the vm-monitor");
 }
 

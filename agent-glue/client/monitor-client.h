@@ -27,9 +27,9 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "agent-glue/codec/quantity.h"
 #include "base/error.h"
 #include "base/macro.h"
-#include "agent-glue/codec/quantity.h"
 
 struct ag_mon_client;
 
@@ -42,12 +42,12 @@ struct ag_mon_client_config {
 	const char *unix_path; /* unix stream socket to connect to */
 	const char *path;      /* HTTP path, NULL = "/monitor" */
 	/* 0 = the Go agent's default (doc/protocols.md, "Agent timing defaults"). */
-	uint64_t connect_timeout_usec;       /* 4 s: dial + upgrade + version */
-	uint64_t response_timeout_usec;      /* 5 s: per request */
-	uint64_t health_interval_usec;       /* 5 s */
-	uint64_t health_max_failing_usec;    /* 30 s of sequential failures */
-	uint64_t retry_min_wait_usec;        /* 5 s between connection attempts */
-	uint64_t close_timeout_usec;         /* 5 s to wait for the peer's close */
+	uint64_t connect_timeout_usec;    /* 4 s: dial + upgrade + version */
+	uint64_t response_timeout_usec;   /* 5 s: per request */
+	uint64_t health_interval_usec;    /* 5 s */
+	uint64_t health_max_failing_usec; /* 30 s of sequential failures */
+	uint64_t retry_min_wait_usec;     /* 5 s between connection attempts */
+	uint64_t close_timeout_usec;      /* 5 s to wait for the peer's close */
 	/* Optional: opens each connection (ws-client.h, net_ws_client_config). */
 	int (*dial)(void *dial_ud, struct vmact_err *err);
 	void *dial_ud;
@@ -58,8 +58,8 @@ enum ag_mon_client_state {
 	AG_MON_CLIENT_CONNECTING,  /* dial and HTTP upgrade */
 	AG_MON_CLIENT_NEGOTIATING, /* version range sent, waiting for the answer */
 	AG_MON_CLIENT_CONNECTED,
-	AG_MON_CLIENT_CLOSING,     /* close frame sent, waiting for the peer's */
-	AG_MON_CLIENT_WAITING,     /* between attempts */
+	AG_MON_CLIENT_CLOSING, /* close frame sent, waiting for the peer's */
+	AG_MON_CLIENT_WAITING, /* between attempts */
 	AG_MON_CLIENT_STOPPED,
 };
 
@@ -76,7 +76,8 @@ struct ag_mon_result {
 	uint64_t id;
 };
 
-typedef void ag_mon_done_fn(struct ag_mon_client *c, const struct ag_mon_result *res, void *userdata);
+typedef void ag_mon_done_fn(struct ag_mon_client *c, const struct ag_mon_result *res,
+			    void *userdata);
 
 struct ag_mon_client_callbacks {
 	/* A connection finished its version negotiation. The owner resets its
@@ -116,9 +117,11 @@ void ag_mon_client_free(struct ag_mon_client *c);
 /* Requests; -ENOTCONN unless CONNECTED. On 0, done is called exactly once
  * later (never from inside this call). *id (optional) gets the id used. */
 int ag_mon_client_upscale(struct ag_mon_client *c, const struct vmact_resources *granted,
-			  ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err);
+			  ag_mon_done_fn *done, void *userdata, uint64_t *id,
+			  struct vmact_err *err);
 int ag_mon_client_downscale(struct ag_mon_client *c, const struct vmact_resources *target,
-			    ag_mon_done_fn *done, void *userdata, uint64_t *id, struct vmact_err *err);
+			    ag_mon_done_fn *done, void *userdata, uint64_t *id,
+			    struct vmact_err *err);
 
 /* Diagnostics and tests: queues one text frame exactly as given, outside
  * the request bookkeeping. -ENOTCONN unless CONNECTED. */

@@ -15,8 +15,8 @@ struct pending {
 	struct ag_plugin_client *pc;
 	VMACT_LIST_FIELDS(struct pending, pending);
 	struct net_http_call *call;
-	sd_event_source *defer;   /* in-process: the answer's turn on the loop */
-	char *body;               /* in-process: the request body */
+	sd_event_source *defer; /* in-process: the answer's turn on the loop */
+	char *body;             /* in-process: the request body */
 	size_t body_len;
 	struct ag_agent_request req;
 	bool has_current;
@@ -29,7 +29,7 @@ struct pending {
 
 struct ag_plugin_client {
 	struct net_http_client *http;
-	sd_event *ev;              /* in-process transport, else NULL */
+	sd_event *ev; /* in-process transport, else NULL */
 	ag_plugin_local_fn *local;
 	void *local_ud;
 	char *url;
@@ -60,11 +60,13 @@ static int client_new(const struct ag_plugin_client_config *cfg, struct ag_plugi
 	enum ag_plugin_version v = cfg->version ? cfg->version : AG_PLUGIN_V5_0;
 
 	if (!ag_plugin_version_valid((int)v))
-		return vmact_err_set(err, EINVAL, "plugin client: invalid protocol version %d", (int)v);
+		return vmact_err_set(err, EINVAL, "plugin client: invalid protocol version %d",
+				     (int)v);
 	if (!ag_plugin_memory_as_bytes(v) && !cfg->slot_bytes)
-		return vmact_err_set(err, EINVAL,
-				     "plugin client: protocol %s counts memory slots: slot size required",
-				     ag_plugin_version_format((int)v));
+		return vmact_err_set(
+			err, EINVAL,
+			"plugin client: protocol %s counts memory slots: slot size required",
+			ag_plugin_version_format((int)v));
 	pc = calloc(1, sizeof(*pc));
 	if (!pc || !(pc->url = strdup(cfg->url))) {
 		free(pc);
@@ -254,7 +256,8 @@ static void on_http_done(void *ud, int rc, const struct net_http_response *resp,
 	if (resp->status == 400 && !p->renegotiated) {
 		enum ag_plugin_version want;
 
-		if (ag_plugin_parse_mismatch(resp->body, resp->body_len, p->sent_version, &want) == 0 &&
+		if (ag_plugin_parse_mismatch(resp->body, resp->body_len, p->sent_version, &want) ==
+			    0 &&
 		    want != p->sent_version) {
 			enum ag_plugin_version from = pc->version;
 
@@ -266,10 +269,12 @@ static void on_http_done(void *ud, int rc, const struct net_http_response *resp,
 					pc->version_cb(pc->version_ud, from, want, text);
 			}
 			if (send_pending(p, &err) < 0) {
-				snprintf(msg, sizeof(msg),
-					 "plugin wants protocol %s (\"%s\") but the request cannot be sent in it: %s",
-					 ag_plugin_version_format((int)want), text, err.msg);
-				complete(p, err.code ? -err.code : -EPROTO, resp->status, msg, NULL);
+				snprintf(
+					msg, sizeof(msg),
+					"plugin wants protocol %s (\"%s\") but the request cannot be sent in it: %s",
+					ag_plugin_version_format((int)want), text, err.msg);
+				complete(p, err.code ? -err.code : -EPROTO, resp->status, msg,
+					 NULL);
 			}
 			return;
 		}
@@ -341,10 +346,11 @@ static int send_pending(struct pending *p, struct vmact_err *err)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	len = strlen(body);
 	if (len >= AG_PLUGIN_MAX_BODY)
-		return vmact_err_set(err, EMSGSIZE,
-				     "request body is %zu bytes but the plugin reads at most %d: shorten the "
-				     "pod name (%.64s/%.64s...)",
-				     len, AG_PLUGIN_MAX_BODY - 1, p->req.pod_namespace, p->req.pod_name);
+		return vmact_err_set(
+			err, EMSGSIZE,
+			"request body is %zu bytes but the plugin reads at most %d: shorten the "
+			"pod name (%.64s/%.64s...)",
+			len, AG_PLUGIN_MAX_BODY - 1, p->req.pod_namespace, p->req.pod_name);
 	p->sent_version = pc->version;
 	if (pc->local) {
 		int r;

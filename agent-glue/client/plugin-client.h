@@ -15,10 +15,10 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "agent-glue/codec/plugin.h"
 #include "base/error.h"
 #include "net/http-client.h"
 #include "net/http-server.h"
-#include "agent-glue/codec/plugin.h"
 
 struct ag_plugin_client;
 
@@ -44,9 +44,9 @@ struct ag_plugin_result {
 	 *   -ERANGE     the permit failed validation (zero, above request,
 	 *               below usage). */
 	int error;
-	const char *message;            /* human-readable, names the cause */
-	long status;                    /* HTTP status, 0 if none */
-	enum ag_plugin_version version; /* version the answer was in */
+	const char *message;                /* human-readable, names the cause */
+	long status;                        /* HTTP status, 0 if none */
+	enum ag_plugin_version version;     /* version the answer was in */
 	struct ag_plugin_response response; /* valid when error == 0 */
 };
 

@@ -24,7 +24,8 @@ static int one_gauge(const struct net_prom_text *t, const char *name,
 		return vmact_err_set(err, EBADMSG, "%s: metric missing", name);
 	if (f->type != NET_PROM_GAUGE)
 		return vmact_err_set(err, EBADMSG, "%s: typed %s (line %u), gauge expected", name,
-				     f->typed ? net_prom_type_name(f->type) : "untyped (no TYPE line)",
+				     f->typed ? net_prom_type_name(f->type)
+					      : "untyped (no TYPE line)",
 				     f->line);
 	if (f->n_samples != 1)
 		return vmact_err_set(err, EBADMSG, "%s: %zu samples, exactly 1 expected", name,
@@ -85,7 +86,7 @@ static int window_cmp(const void *a, const void *b)
 }
 
 #define WSS_FAMILY "lfc_approximate_working_set_size_windows"
-#define WSS_LABEL "duration_seconds"
+#define WSS_LABEL  "duration_seconds"
 
 /* A duration label: decimal digits only, small enough that the window
  * check below decides (anything past the last allowed window is refused
@@ -124,15 +125,17 @@ int ag_lfc_metrics_read(const struct net_prom_text *t, struct ag_lfc_metrics *ou
 	if (!f)
 		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": metric missing");
 	if (f->type != NET_PROM_GAUGE)
-		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": typed %s (line %u), gauge expected",
-				     f->typed ? net_prom_type_name(f->type) : "untyped (no TYPE line)",
+		return vmact_err_set(err, EBADMSG,
+				     WSS_FAMILY ": typed %s (line %u), gauge expected",
+				     f->typed ? net_prom_type_name(f->type)
+					      : "untyped (no TYPE line)",
 				     f->line);
 	n = f->n_samples;
 	if (n == 0)
 		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": no windows");
 	if (n > AG_LFC_MAX_WINDOWS)
-		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": %zu windows, at most %u accepted", n,
-				     AG_LFC_MAX_WINDOWS);
+		return vmact_err_set(err, EBADMSG, WSS_FAMILY ": %zu windows, at most %u accepted",
+				     n, AG_LFC_MAX_WINDOWS);
 	w = calloc(n, sizeof(*w));
 	if (!w)
 		return vmact_err_set(err, ENOMEM, "lfc metrics: out of memory");
@@ -141,11 +144,13 @@ int ag_lfc_metrics_read(const struct net_prom_text *t, struct ag_lfc_metrics *ou
 		const char *d = net_prom_label(s, WSS_LABEL);
 
 		if (!d)
-			return vmact_err_set(err, EBADMSG, WSS_FAMILY ": line %u: no " WSS_LABEL " label",
+			return vmact_err_set(err, EBADMSG,
+					     WSS_FAMILY ": line %u: no " WSS_LABEL " label",
 					     s->line);
 		if (!parse_seconds(d, &w[i].seconds))
 			return vmact_err_set(err, EBADMSG,
-					     WSS_FAMILY ": line %u: " WSS_LABEL " is not a whole number of seconds",
+					     WSS_FAMILY ": line %u: " WSS_LABEL
+							" is not a whole number of seconds",
 					     s->line);
 		w[i].pages = s->value;
 		w[i].line = s->line;
@@ -159,12 +164,15 @@ int ag_lfc_metrics_read(const struct net_prom_text *t, struct ag_lfc_metrics *ou
 		if (w[i].seconds == want)
 			continue;
 		if (i > 0 && w[i].seconds == w[i - 1].seconds)
-			r = vmact_err_set(err, EBADMSG, WSS_FAMILY ": line %u: window of %lu s given twice",
+			r = vmact_err_set(err, EBADMSG,
+					  WSS_FAMILY ": line %u: window of %lu s given twice",
 					  w[i].line, w[i].seconds);
 		else
-			r = vmact_err_set(err, EBADMSG,
-					  WSS_FAMILY ": window of %lu s missing (windows must be 60 s, 120 s, ... without gaps; line %u has %lu s)",
-					  want, w[i].line, w[i].seconds);
+			r = vmact_err_set(
+				err, EBADMSG,
+				WSS_FAMILY
+				": window of %lu s missing (windows must be 60 s, 120 s, ... without gaps; line %u has %lu s)",
+				want, w[i].line, w[i].seconds);
 		return r;
 	}
 	out->hits = hits;
@@ -194,8 +202,8 @@ int ag_lfc_metrics_parse(const char *text, size_t len, struct ag_lfc_metrics *ou
 	return r < 0 ? r : ag_lfc_metrics_read(t, out, err);
 }
 
-int ag_exporter_url(const char *host, unsigned port, enum ag_exporter_kind kind,
-			 char *buf, size_t len)
+int ag_exporter_url(const char *host, unsigned port, enum ag_exporter_kind kind, char *buf,
+		    size_t len)
 {
 	int n;
 

@@ -17,10 +17,10 @@
 #include "net/prom-text.h"
 
 #define AG_EXPORTER_SYSTEM_PORT 9100
-#define AG_EXPORTER_LFC_PORT 9499
+#define AG_EXPORTER_LFC_PORT    9499
 /* The agent's timeouts for each endpoint. */
 #define AG_EXPORTER_SYSTEM_TIMEOUT_USEC (2ULL * 1000000ULL)
-#define AG_EXPORTER_LFC_TIMEOUT_USEC (5ULL * 1000000ULL)
+#define AG_EXPORTER_LFC_TIMEOUT_USEC    (5ULL * 1000000ULL)
 /* Default cap on a scraped body: a system exporter's page is a few tens of
  * KiB; 1440 LFC windows are under 100 KiB. */
 #define AG_EXPORTER_DEFAULT_MAX_BYTES (256u * 1024u)
@@ -41,7 +41,7 @@ enum ag_exporter_kind {
 
 struct ag_system_metrics {
 	double load1, load5;
-	double memory_usage_bytes;  /* total - available + 100 MiB */
+	double memory_usage_bytes; /* total - available + 100 MiB */
 	double memory_cached_bytes;
 };
 
@@ -75,5 +75,5 @@ int ag_lfc_metrics_parse(const char *text, size_t len, struct ag_lfc_metrics *ou
 /* "http://HOST:PORT/metrics" with the kind's port (IPv6 literals are
  * bracketed); port 0 = the kind's default. -ENOSPC when buf is too small,
  * -EINVAL for an empty host. */
-int ag_exporter_url(const char *host, unsigned port, enum ag_exporter_kind kind,
-			 char *buf, size_t len);
+int ag_exporter_url(const char *host, unsigned port, enum ag_exporter_kind kind, char *buf,
+		    size_t len);

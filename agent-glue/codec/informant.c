@@ -2,8 +2,8 @@
 #include "agent-glue/codec/informant.h"
 
 #include <ctype.h>
-#include <limits.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -33,7 +33,8 @@ int ag_inf_version_parse(const char *s, uint32_t *out, struct vmact_err *err)
 static int check_range(const char *who, uint32_t min, uint32_t max, struct vmact_err *err)
 {
 	if (min < AG_INF_VERSION_MIN || max > AG_INF_VERSION_MAX || min > max)
-		return vmact_err_set(err, EINVAL, "%s protocol range %u..%u is not within 1..%u or is empty",
+		return vmact_err_set(err, EINVAL,
+				     "%s protocol range %u..%u is not within 1..%u or is empty",
 				     who, min, max, AG_INF_VERSION_MAX);
 	return 0;
 }
@@ -50,10 +51,11 @@ int ag_inf_negotiate(uint32_t agent_min, uint32_t agent_max, uint32_t inf_min, u
 	if (ret < 0)
 		return ret;
 	if (agent_max < inf_min || inf_max < agent_min)
-		return vmact_err_set(err, EPROTO,
-				     "protocol version mismatch: agent supports v%s..v%s, informant v%s..v%s",
-				     ag_inf_version_name(agent_min), ag_inf_version_name(agent_max),
-				     ag_inf_version_name(inf_min), ag_inf_version_name(inf_max));
+		return vmact_err_set(
+			err, EPROTO,
+			"protocol version mismatch: agent supports v%s..v%s, informant v%s..v%s",
+			ag_inf_version_name(agent_min), ag_inf_version_name(agent_max),
+			ag_inf_version_name(inf_min), ag_inf_version_name(inf_max));
 	*out = agent_max < inf_max ? agent_max : inf_max;
 	return 0;
 }
@@ -134,8 +136,7 @@ static int need_object(const json_t *v, const char *what, struct vmact_err *err)
 	return 0;
 }
 
-static int get_member(const json_t *obj, const char *key, const json_t **out,
-		      struct vmact_err *err)
+static int get_member(const json_t *obj, const char *key, const json_t **out, struct vmact_err *err)
 {
 	*out = net_json_get(obj, key);
 	if (!*out)
@@ -154,8 +155,8 @@ static int get_version(const json_t *obj, const char *key, uint32_t *out, struct
 	if (ret < 0)
 		return ret;
 	if (v < AG_INF_VERSION_MIN || v > AG_INF_VERSION_MAX)
-		return vmact_err_set(err, EINVAL, "%s: unknown informant protocol version %llu", key,
-				     (unsigned long long)v);
+		return vmact_err_set(err, EINVAL, "%s: unknown informant protocol version %llu",
+				     key, (unsigned long long)v);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -190,16 +191,16 @@ static int prefixed(int ret, struct vmact_err *err, const char *what)
 }
 
 /* Runs a nested decoder on obj[key] and prefixes its error with key. */
-#define NESTED(obj, key, call)                                     \
-	({                                                         \
-		const json_t *_n_;                                 \
-		int _r_ = get_member((obj), (key), &_n_, err);     \
-		if (_r_ == 0) {                                    \
-			_r_ = (call);                              \
-			if (_r_ < 0)                               \
+#define NESTED(obj, key, call)                                      \
+	({                                                          \
+		const json_t *_n_;                                  \
+		int _r_ = get_member((obj), (key), &_n_, err);      \
+		if (_r_ == 0) {                                     \
+			_r_ = (call);                               \
+			if (_r_ < 0)                                \
 				vmact_err_prefix(err, "%s", (key)); \
-		}                                                  \
-		_r_;                                               \
+		}                                                   \
+		_r_;                                                \
 	})
 
 /* ---- types ---------------------------------------------------------------- */
@@ -279,9 +280,10 @@ int ag_informant_desc_decode(const json_t *v, uint32_t agent_min, uint32_t agent
 	if (!d.has_prometheus)
 		return vmact_err_set(err, EINVAL, "metricsMethod: no known metrics method given");
 	if (d.version < agent_min || d.version > agent_max)
-		return vmact_err_set(err, EPROTO,
-				     "protoVersion: informant chose %u, outside the agent's range %u..%u",
-				     d.version, agent_min, agent_max);
+		return vmact_err_set(
+			err, EPROTO,
+			"protoVersion: informant chose %u, outside the agent's range %u..%u",
+			d.version, agent_min, agent_max);
 	*out = d;
 	return 0;
 }
@@ -404,8 +406,7 @@ json_t *ag_more_resources_encode(const struct ag_more_resources *m)
 			 m->expected_id);
 }
 
-int ag_more_resources_decode(const json_t *v, struct ag_more_resources *out,
-			     struct vmact_err *err)
+int ag_more_resources_decode(const json_t *v, struct ag_more_resources *out, struct vmact_err *err)
 {
 	struct ag_more_resources m;
 	int ret;

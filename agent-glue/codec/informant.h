@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/error.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/error.h"
 
 /* InformantProtoVersion wire values (iota + 1; 0 is invalid). */
 enum ag_inf_version {
@@ -28,9 +28,18 @@ enum ag_inf_version {
 const char *ag_inf_version_name(uint32_t v);
 /* Inverse of ag_inf_version_name; -EINVAL for anything else. */
 int ag_inf_version_parse(const char *s, uint32_t *out, struct vmact_err *err);
-static inline bool ag_inf_has_try_upscale(uint32_t v) { return v >= AG_INF_V1_1; }
-static inline bool ag_inf_has_health_check(uint32_t v) { return v >= AG_INF_V1_2; }
-static inline bool ag_inf_signed_resources(uint32_t v) { return v >= AG_INF_V2_0; }
+static inline bool ag_inf_has_try_upscale(uint32_t v)
+{
+	return v >= AG_INF_V1_1;
+}
+static inline bool ag_inf_has_health_check(uint32_t v)
+{
+	return v >= AG_INF_V1_2;
+}
+static inline bool ag_inf_signed_resources(uint32_t v)
+{
+	return v >= AG_INF_V2_0;
+}
 
 /* The informant side of negotiation: min(agent_max, informant_max) when the
  * ranges overlap, else -EPROTO with a message naming both ranges. Ranges
@@ -111,8 +120,7 @@ struct ag_more_resources {
 	char expected_id[AG_INF_ID_MAX];
 };
 json_t *ag_more_resources_encode(const struct ag_more_resources *m);
-int ag_more_resources_decode(const json_t *v, struct ag_more_resources *out,
-			     struct vmact_err *err);
+int ag_more_resources_decode(const json_t *v, struct ag_more_resources *out, struct vmact_err *err);
 
 /* SuspendAgent / ResumeAgent {"expectedID": ...} (same shape). */
 json_t *ag_expected_id_encode(const char *expected_id);

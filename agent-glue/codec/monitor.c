@@ -58,15 +58,18 @@ int ag_mon_version_response_decode(const json_t *v, uint32_t *version, struct vm
 	e = net_json_get(v, "error");
 	if (e && !json_is_null(e)) {
 		if (!json_is_string(e))
-			return vmact_err_set(err, EBADMSG, "version response: error: expected a string");
-		return vmact_err_set(err, EPROTO, "vm-monitor refused the protocol version range: %s",
+			return vmact_err_set(err, EBADMSG,
+					     "version response: error: expected a string");
+		return vmact_err_set(err, EPROTO,
+				     "vm-monitor refused the protocol version range: %s",
 				     json_string_value(e));
 	}
 	ver = net_json_get(v, "version");
 	if (!ver)
 		return vmact_err_set(err, EBADMSG, "version response: version: missing");
 	if (!json_is_integer(ver))
-		return vmact_err_set(err, EBADMSG, "version response: version: expected an integer");
+		return vmact_err_set(err, EBADMSG,
+				     "version response: version: expected an integer");
 	if (json_integer_value(ver) != AG_MON_PROTO_V1_0)
 		return vmact_err_set(err, EPROTO,
 				     "version response: version: monitor chose %" JSON_INTEGER_FORMAT
@@ -107,7 +110,8 @@ json_t *ag_mon_encode(const struct ag_mon_msg *m, struct vmact_err *err)
 
 		if (!a)
 			return NULL;
-		content = json_pack("{s:o}", m->type == AG_MON_DOWNSCALE_REQUEST ? "target" : "granted", a);
+		content = json_pack("{s:o}",
+				    m->type == AG_MON_DOWNSCALE_REQUEST ? "target" : "granted", a);
 		break;
 	}
 	case AG_MON_HEALTH_CHECK:
@@ -133,7 +137,8 @@ json_t *ag_mon_encode(const struct ag_mon_msg *m, struct vmact_err *err)
 	}
 	if (m->id > (uint64_t)INT64_MAX) {
 		json_decref(content);
-		vmact_err_set(err, ERANGE, "id: %llu does not fit the wire", (unsigned long long)m->id);
+		vmact_err_set(err, ERANGE, "id: %llu does not fit the wire",
+			      (unsigned long long)m->id);
 		return NULL;
 	}
 	json_t *frame = json_pack("{s:o,s:s,s:I}", "content", content, "type", name, "id",
@@ -224,7 +229,8 @@ int ag_mon_decode(const json_t *frame, struct ag_mon_msg *out, struct vmact_err 
 		if (!okv)
 			return vmact_err_set(err, EINVAL, "DownscaleResult: Ok: missing");
 		if (!json_is_boolean(okv))
-			return vmact_err_set(err, EINVAL, "DownscaleResult: Ok: expected a boolean");
+			return vmact_err_set(err, EINVAL,
+					     "DownscaleResult: Ok: expected a boolean");
 		out->ok = json_is_true(okv);
 		r = dup_string_field(frame, "status", "DownscaleResult", &out->status, err);
 		if (r < 0)
@@ -251,7 +257,7 @@ int ag_mon_decode_text(const char *buf, size_t len, struct ag_mon_msg *out, stru
 	memset(out, 0, sizeof(*out));
 	frame = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (!frame)
-		return vmact_err_set(err, EBADMSG, "message: not JSON: %s at position %d", jerr.text,
-				     jerr.position);
+		return vmact_err_set(err, EBADMSG, "message: not JSON: %s at position %d",
+				     jerr.text, jerr.position);
 	return ag_mon_decode(frame, out, err);
 }

@@ -17,16 +17,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/error.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/error.h"
 
 #define AG_MON_PROTO_V1_0 1u
 /* Default TCP port and path of the vm-monitor's websocket. */
 #define AG_MON_DEFAULT_PORT 10301
-#define AG_MON_PATH "/monitor"
+#define AG_MON_PATH         "/monitor"
 
 enum ag_mon_type {
-	AG_MON_UNKNOWN = 0, /* a type the agent does not handle: answer InvalidMessage */
+	AG_MON_UNKNOWN = 0,          /* a type the agent does not handle: answer InvalidMessage */
 	AG_MON_DOWNSCALE_REQUEST,    /* A->M content {"target": Allocation} */
 	AG_MON_UPSCALE_NOTIFICATION, /* A->M content {"granted": Allocation} */
 	AG_MON_HEALTH_CHECK,         /* both directions, no payload */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/json.h"
 #include "agent-glue/codec/quantity.h"
+#include "net/json.h"
 
 static json_t *vcpus_encode(uint32_t milli_cpu)
 {
@@ -108,7 +108,8 @@ int ag_neonvm_runner_version_parse(const char *label, uint32_t *out, struct vmac
 	errno = 0;
 	v = strtoull(label, &end, 10);
 	if (*end)
-		return vmact_err_set(err, EINVAL, "runner-version: \"%s\" is not a decimal number", label);
+		return vmact_err_set(err, EINVAL, "runner-version: \"%s\" is not a decimal number",
+				     label);
 	if (errno == ERANGE || v > UINT32_MAX)
 		return vmact_err_set(err, ERANGE, "runner-version: %s is out of range", label);
 	if (v == 0)

@@ -15,10 +15,12 @@
 
 /* {"VCPUs": <MilliCPU>}; NULL on allocation failure. */
 json_t *ag_neonvm_runner_vcpu_change_encode(uint32_t milli_cpu);
-int ag_neonvm_runner_vcpu_change_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err);
+int ag_neonvm_runner_vcpu_change_decode(const json_t *v, uint32_t *milli_cpu,
+					struct vmact_err *err);
 /* VCPUCgroup has the same shape. */
 json_t *ag_neonvm_runner_vcpu_cgroup_encode(uint32_t milli_cpu);
-int ag_neonvm_runner_vcpu_cgroup_decode(const json_t *v, uint32_t *milli_cpu, struct vmact_err *err);
+int ag_neonvm_runner_vcpu_cgroup_decode(const json_t *v, uint32_t *milli_cpu,
+					struct vmact_err *err);
 
 /* The runner's HTTP server (doc/runner-api.md): which handler a request
  * reaches. Paths match exactly (as Go's ServeMux patterns without a
@@ -37,9 +39,9 @@ enum ag_runner_route ag_neonvm_runner_route(const char *method, const char *path
  * unreadable body, bad JSON), 500 when the change or the reading fails,
  * 404 with Go's text for an unknown path. */
 #define AG_RUNNER_STATUS_BAD_REQUEST 400u
-#define AG_RUNNER_STATUS_FAILED 500u
-#define AG_RUNNER_STATUS_NOT_FOUND 404u
-#define AG_RUNNER_NOT_FOUND_BODY "404 page not found\n"
+#define AG_RUNNER_STATUS_FAILED      500u
+#define AG_RUNNER_STATUS_NOT_FOUND   404u
+#define AG_RUNNER_NOT_FOUND_BODY     "404 page not found\n"
 
 /* The body of POST /cpu_change as it arrives (JSON text, not
  * NUL-terminated). -EINVAL naming what is wrong: not JSON, not an object,

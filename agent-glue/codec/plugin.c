@@ -31,8 +31,8 @@ const char *ag_plugin_version_string(long long v, char *buf, size_t len)
 	else if (v > 0 && v <= AG_PLUGIN_VERSION_MAX)
 		snprintf(buf, len, "v%s", version_names[v - 1]);
 	else
-		snprintf(buf, len, "<unknown = v%s + %lld>", version_names[AG_PLUGIN_VERSION_MAX - 1],
-			 v - AG_PLUGIN_VERSION_MAX);
+		snprintf(buf, len, "<unknown = v%s + %lld>",
+			 version_names[AG_PLUGIN_VERSION_MAX - 1], v - AG_PLUGIN_VERSION_MAX);
 	return buf;
 }
 
@@ -50,9 +50,9 @@ int ag_plugin_version_parse(const char *s, enum ag_plugin_version *out, struct v
 			return 0;
 		}
 	}
-	return vmact_err_set(err, EINVAL,
-			     "protocol version \"%s\": expected one of 1.0, 1.1, 2.0, 2.1, 3.0, 4.0, 5.0",
-			     s);
+	return vmact_err_set(
+		err, EINVAL,
+		"protocol version \"%s\": expected one of 1.0, 1.1, 2.0, 2.1, 3.0, 4.0, 5.0", s);
 }
 
 bool ag_plugin_allows_nil_metrics(enum ag_plugin_version v)
@@ -106,7 +106,8 @@ json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct vmact_
 	} else {
 		if (r->milli_cpu % 1000) {
 			vmact_err_set(err, EINVAL,
-				      "vCPUs: %" PRIu32 "m is fractional; protocol %s carries whole CPUs only",
+				      "vCPUs: %" PRIu32
+				      "m is fractional; protocol %s carries whole CPUs only",
 				      r->milli_cpu, ag_plugin_version_format((int)v));
 			return NULL;
 		}
@@ -117,20 +118,23 @@ json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct vmact_
 	} else {
 		if (slot_bytes == 0) {
 			json_decref(cpu);
-			vmact_err_set(err, EINVAL, "mem: protocol %s counts memory slots: slot size required",
+			vmact_err_set(err, EINVAL,
+				      "mem: protocol %s counts memory slots: slot size required",
 				      ag_plugin_version_format((int)v));
 			return NULL;
 		}
 		if (r->mem_bytes % slot_bytes) {
 			json_decref(cpu);
 			vmact_err_set(err, EINVAL,
-				      "mem: %" PRIu64 " bytes is not a whole number of %" PRIu64 "-byte slots",
+				      "mem: %" PRIu64 " bytes is not a whole number of %" PRIu64
+				      "-byte slots",
 				      r->mem_bytes, slot_bytes);
 			return NULL;
 		}
 		if (r->mem_bytes / slot_bytes > (uint64_t)INT64_MAX) {
 			json_decref(cpu);
-			vmact_err_set(err, ERANGE, "mem: %" PRIu64 " slots do not fit a JSON integer",
+			vmact_err_set(err, ERANGE,
+				      "mem: %" PRIu64 " slots do not fit a JSON integer",
 				      r->mem_bytes / slot_bytes);
 			return NULL;
 		}
@@ -157,16 +161,18 @@ int ag_plugin_resources_decode(enum ag_plugin_version v, const json_t *j, uint64
 		return -err->code;
 	if (!ag_plugin_supports_fractional_cpu(v) && r.milli_cpu % 1000)
 		return vmact_err_set(err, EDOM,
-				     "vCPUs: fractional CPU (%" PRIu32 "m) with protocol version %s, "
+				     "vCPUs: fractional CPU (%" PRIu32
+				     "m) with protocol version %s, "
 				     "which carries whole CPUs only",
 				     r.milli_cpu, ag_plugin_version_format((int)v));
 	if (!ag_plugin_memory_as_bytes(v)) {
 		uint64_t slots = r.mem_bytes;
 
 		if (slot_bytes == 0)
-			return vmact_err_set(err, EINVAL,
-					     "mem: protocol %s counts memory slots: slot size required",
-					     ag_plugin_version_format((int)v));
+			return vmact_err_set(
+				err, EINVAL,
+				"mem: protocol %s counts memory slots: slot size required",
+				ag_plugin_version_format((int)v));
 		if (slots > UINT64_MAX / slot_bytes)
 			return vmact_err_set(err, ERANGE, "mem: %" PRIu64 " slots overflow", slots);
 		r.mem_bytes = slots * slot_bytes;
@@ -241,7 +247,8 @@ static json_t *metrics_encode(const struct ag_agent_request *r, struct vmact_err
 		vmact_err_set(err, ENOMEM, "out of memory");
 		return NULL;
 	}
-	if (set_or_fail(m, "loadAvg1M", float_json("loadAvg1M", r->metrics.load_avg_1m, err), err) < 0)
+	if (set_or_fail(m, "loadAvg1M", float_json("loadAvg1M", r->metrics.load_avg_1m, err), err) <
+	    0)
 		return NULL;
 	if (ag_plugin_includes_extended_metrics(r->version)) {
 		if (set_or_fail(m, "loadAvg5M",
@@ -278,10 +285,12 @@ json_t *ag_agent_request_encode(const struct ag_agent_request *r, uint64_t slot_
 		return NULL;
 	}
 	if (ag_plugin_agent_sends_compute_unit(v)) {
-		if (!r->has_compute_unit || !r->compute_unit.milli_cpu || !r->compute_unit.mem_bytes) {
-			vmact_err_set(err, EINVAL,
-				      "computeUnit: protocol %s needs a compute unit with non-zero fields",
-				      ag_plugin_version_format((int)v));
+		if (!r->has_compute_unit || !r->compute_unit.milli_cpu ||
+		    !r->compute_unit.mem_bytes) {
+			vmact_err_set(
+				err, EINVAL,
+				"computeUnit: protocol %s needs a compute unit with non-zero fields",
+				ag_plugin_version_format((int)v));
 			return NULL;
 		}
 		x = ag_plugin_resources_encode(v, &r->compute_unit, slot_bytes, err);
@@ -296,8 +305,9 @@ json_t *ag_agent_request_encode(const struct ag_agent_request *r, uint64_t slot_
 		return NULL;
 	}
 	if (ag_plugin_sends_last_permit(v)) {
-		x = r->has_last_permit ? ag_plugin_resources_encode(v, &r->last_permit, slot_bytes, err)
-				       : json_null();
+		x = r->has_last_permit
+			    ? ag_plugin_resources_encode(v, &r->last_permit, slot_bytes, err)
+			    : json_null();
 		if (set_or_fail(o, "lastPermit", x, err) < 0) {
 			vmact_err_prefix(err, "lastPermit");
 			return NULL;
@@ -384,8 +394,8 @@ int ag_agent_request_decode(const json_t *j, uint64_t slot_bytes, struct ag_agen
 	if (ag_agent_request_peek_version(j, &ver, err) < 0)
 		return -err->code;
 	if (!ag_plugin_version_valid((int)ver) || ver != (int)ver)
-		return vmact_err_set(err, EPROTONOSUPPORT, "protoVersion: %lld is not a known version",
-				     ver);
+		return vmact_err_set(err, EPROTONOSUPPORT,
+				     "protoVersion: %lld is not a known version", ver);
 	r.version = v = (enum ag_plugin_version)ver;
 
 	pod = net_json_get(j, "pod");
@@ -504,7 +514,8 @@ int ag_plugin_permit_validate(const struct vmact_resources *permit,
 	if (permit->milli_cpu > requested->milli_cpu) {
 		vmact_quantity_format_milli(permit->milli_cpu, a, sizeof(a));
 		vmact_quantity_format_milli(requested->milli_cpu, b, sizeof(b));
-		return vmact_err_set(err, EPROTO, "permit: vCPUs %s is above the requested %s", a, b);
+		return vmact_err_set(err, EPROTO, "permit: vCPUs %s is above the requested %s", a,
+				     b);
 	}
 	if (permit->mem_bytes > requested->mem_bytes) {
 		vmact_quantity_format_bytes(permit->mem_bytes, a, sizeof(a));
@@ -514,7 +525,8 @@ int ag_plugin_permit_validate(const struct vmact_resources *permit,
 	if (current && permit->milli_cpu < current->milli_cpu) {
 		vmact_quantity_format_milli(permit->milli_cpu, a, sizeof(a));
 		vmact_quantity_format_milli(current->milli_cpu, b, sizeof(b));
-		return vmact_err_set(err, EPROTO, "permit: vCPUs %s is below current usage %s", a, b);
+		return vmact_err_set(err, EPROTO, "permit: vCPUs %s is below current usage %s", a,
+				     b);
 	}
 	if (current && permit->mem_bytes < current->mem_bytes) {
 		vmact_quantity_format_bytes(permit->mem_bytes, a, sizeof(a));

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/error.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/error.h"
 
 /* Ordinal wire values (doc/protocols.md, "Wire version numbers"): v5.0 is 7 on the wire. */
 enum ag_plugin_version {
@@ -67,19 +67,19 @@ struct ag_agent_request {
 	enum ag_plugin_version version;
 	char pod_namespace[AG_PLUGIN_NAME_MAX + 1];
 	char pod_name[AG_PLUGIN_NAME_MAX + 1];
-	bool has_compute_unit;            /* required on the wire from 4.0 */
+	bool has_compute_unit; /* required on the wire from 4.0 */
 	struct vmact_resources compute_unit;
 	struct vmact_resources resources;
-	bool has_last_permit;             /* false encodes null (from 2.1) */
+	bool has_last_permit; /* false encodes null (from 2.1) */
 	struct vmact_resources last_permit;
-	bool has_metrics;                 /* false encodes null (from 1.1) */
+	bool has_metrics; /* false encodes null (from 1.1) */
 	struct ag_plugin_metrics metrics;
 };
 
 struct ag_plugin_response {
 	struct vmact_resources permit;
 	bool migrate;
-	bool has_resource_unit;           /* "resourceUnit", versions < 3.0 */
+	bool has_resource_unit; /* "resourceUnit", versions < 3.0 */
 	struct vmact_resources resource_unit;
 };
 

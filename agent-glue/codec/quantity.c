@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "net/json.h"
 #include "base/quantity.h"
+#include "net/json.h"
 
 /* Go hands a bare JSON number to the quantity parser as its literal text.
  * jansson keeps only the double, so recover the shortest text that reads

@@ -13,7 +13,6 @@
 #include "base/quantity.h"
 #include "base/resources.h"
 
-
 /* MilliCPU: a bare integer of whole CPUs when milli % 1000 == 0, else the
  * canonical quantity string ("250m"). Returns a new reference, or NULL on
  * allocation failure. */

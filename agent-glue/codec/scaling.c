@@ -40,7 +40,6 @@ static int get_int_range(const json_t *v, const char *name, json_int_t lo, json_
 	return 0;
 }
 
-
 /* Sets key to a new reference; consumes v. Returns -ENOMEM on failure. */
 static int set_new(json_t *obj, const char *key, json_t *v)
 {
@@ -59,7 +58,10 @@ static const struct {
 	enum field_type type;
 	size_t off;
 } fields[] = {
-#define F(key, bit, type, member) { key, bit, type, offsetof(struct ag_scaling_config, member) }
+#define F(key, bit, type, member)                                          \
+	{                                                                  \
+		key, bit, type, offsetof(struct ag_scaling_config, member) \
+	}
 	F("loadAverageFractionTarget", AG_SC_LOAD_AVERAGE_FRACTION_TARGET, F_REAL,
 	  load_average_fraction_target),
 	F("memoryUsageFractionTarget", AG_SC_MEMORY_USAGE_FRACTION_TARGET, F_REAL,
@@ -110,7 +112,8 @@ int ag_scaling_overrides_decode(const json_t *v, unsigned flags, struct ag_scali
 				if (net_json_key_matches(k, fields[i].key))
 					break;
 			if (i == ARRAY_SIZE(fields))
-				return vmact_err_set(err, EINVAL, "scaling config: unknown field \"%s\"", k);
+				return vmact_err_set(err, EINVAL,
+						     "scaling config: unknown field \"%s\"", k);
 		}
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
@@ -121,7 +124,8 @@ int ag_scaling_overrides_decode(const json_t *v, unsigned flags, struct ag_scali
 
 		if (!x || json_is_null(x)) {
 			if (flags & AG_SCALING_REQUIRE_ALL)
-				return vmact_err_set(err, EINVAL, "scaling config: %s: required field",
+				return vmact_err_set(err, EINVAL,
+						     "scaling config: %s: required field",
 						     fields[i].key);
 			continue;
 		}
@@ -181,17 +185,21 @@ static int check_fraction(unsigned set, unsigned bit, double x, double upper, co
 	if (!(set & bit))
 		return 0;
 	if (!isfinite(x))
-		return vmact_err_set(err, ERANGE, "scaling config: %s: must be a finite number", name);
+		return vmact_err_set(err, ERANGE, "scaling config: %s: must be a finite number",
+				     name);
 	if (x < 0.0)
-		return vmact_err_set(err, ERANGE, "scaling config: %s: must be set to value >= 0 (got %g)",
-				     name, x);
+		return vmact_err_set(err, ERANGE,
+				     "scaling config: %s: must be set to value >= 0 (got %g)", name,
+				     x);
 	if (x >= upper)
-		return vmact_err_set(err, ERANGE, "scaling config: %s: must be set to value < %g (got %g)",
-				     name, upper, x);
+		return vmact_err_set(err, ERANGE,
+				     "scaling config: %s: must be set to value < %g (got %g)", name,
+				     upper, x);
 	return 0;
 }
 
-static int validate_fractions(unsigned set, const struct ag_scaling_config *c, struct vmact_err *err)
+static int validate_fractions(unsigned set, const struct ag_scaling_config *c,
+			      struct vmact_err *err)
 {
 	int r;
 
@@ -199,10 +207,12 @@ static int validate_fractions(unsigned set, const struct ag_scaling_config *c, s
 			   2.0, "loadAverageFractionTarget", err);
 	if (r == 0)
 		r = check_fraction(set, AG_SC_MEMORY_USAGE_FRACTION_TARGET,
-				   c->memory_usage_fraction_target, 1.0, "memoryUsageFractionTarget", err);
+				   c->memory_usage_fraction_target, 1.0,
+				   "memoryUsageFractionTarget", err);
 	if (r == 0)
 		r = check_fraction(set, AG_SC_MEMORY_TOTAL_FRACTION_TARGET,
-				   c->memory_total_fraction_target, 1.0, "memoryTotalFractionTarget", err);
+				   c->memory_total_fraction_target, 1.0,
+				   "memoryTotalFractionTarget", err);
 	return r;
 }
 
@@ -212,18 +222,20 @@ int ag_scaling_overrides_validate(const struct ag_scaling_overrides *o, struct v
 }
 
 void ag_scaling_config_with_overrides(const struct ag_scaling_config *defaults,
-				      const struct ag_scaling_overrides *o, struct ag_scaling_config *out)
+				      const struct ag_scaling_overrides *o,
+				      struct ag_scaling_config *out)
 {
 	struct ag_scaling_config c = *defaults;
 
 	if (o) {
 		for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
-			size_t sz = fields[i].type == F_REAL ? sizeof(double)
+			size_t sz = fields[i].type == F_REAL   ? sizeof(double)
 				    : fields[i].type == F_BOOL ? sizeof(bool)
 							       : sizeof(int32_t);
 
 			if (o->set & fields[i].bit)
-				memcpy((char *)&c + fields[i].off, (const char *)&o->v + fields[i].off, sz);
+				memcpy((char *)&c + fields[i].off,
+				       (const char *)&o->v + fields[i].off, sz);
 		}
 	}
 	*out = c;
@@ -236,13 +248,16 @@ int ag_scaling_config_validate(const struct ag_scaling_config *c, struct vmact_e
 	if (r < 0)
 		return r;
 	if (!isfinite(c->lfc_to_memory_ratio) || c->lfc_to_memory_ratio <= 0)
-		return vmact_err_set(err, ERANGE,
-				     "scaling config: lfcToMemoryRatio: must be a number > 0 (got %g)",
-				     c->lfc_to_memory_ratio);
+		return vmact_err_set(
+			err, ERANGE,
+			"scaling config: lfcToMemoryRatio: must be a number > 0 (got %g)",
+			c->lfc_to_memory_ratio);
 	if (!isfinite(c->cpu_stable_zone_ratio))
-		return vmact_err_set(err, ERANGE, "scaling config: cpuStableZoneRatio: must be finite");
+		return vmact_err_set(err, ERANGE,
+				     "scaling config: cpuStableZoneRatio: must be finite");
 	if (!isfinite(c->cpu_mixed_zone_ratio))
-		return vmact_err_set(err, ERANGE, "scaling config: cpuMixedZoneRatio: must be finite");
+		return vmact_err_set(err, ERANGE,
+				     "scaling config: cpuMixedZoneRatio: must be finite");
 	/* The Go agent's working-set estimator panics on these. */
 	if (c->lfc_window_size_minutes < 2)
 		return vmact_err_set(err, ERANGE,
@@ -252,7 +267,8 @@ int ag_scaling_config_validate(const struct ag_scaling_config *c, struct vmact_e
 		return vmact_err_set(err, ERANGE,
 				     "scaling config: lfcMinWaitBeforeDownscaleMinutes: must be >= "
 				     "lfcWindowSizeMinutes (got %d < %d)",
-				     c->lfc_min_wait_before_downscale_minutes, c->lfc_window_size_minutes);
+				     c->lfc_min_wait_before_downscale_minutes,
+				     c->lfc_window_size_minutes);
 	return 0;
 }
 
@@ -261,7 +277,8 @@ int ag_scaling_config_decode(const json_t *v, struct ag_scaling_config *out, str
 	struct ag_scaling_overrides o;
 	int r;
 
-	r = ag_scaling_overrides_decode(v, AG_SCALING_REQUIRE_ALL | AG_SCALING_REJECT_UNKNOWN, &o, err);
+	r = ag_scaling_overrides_decode(v, AG_SCALING_REQUIRE_ALL | AG_SCALING_REJECT_UNKNOWN, &o,
+					err);
 	if (r < 0)
 		return r;
 	r = ag_scaling_config_validate(&o.v, err);
@@ -370,19 +387,23 @@ static int validate_resource_bounds(const struct vmact_resources *r, const char 
 				    uint64_t slot_bytes, struct vmact_err *err)
 {
 	if (r->milli_cpu == 0)
-		return vmact_err_set(err, EINVAL, "scaling bounds: %s.cpu: must be set to a non-zero value",
+		return vmact_err_set(err, EINVAL,
+				     "scaling bounds: %s.cpu: must be set to a non-zero value",
 				     name);
 	if (r->mem_bytes == 0)
-		return vmact_err_set(err, EINVAL,
-				     "scaling bounds: %s.mem: must be set to a value greater than zero", name);
+		return vmact_err_set(
+			err, EINVAL,
+			"scaling bounds: %s.mem: must be set to a value greater than zero", name);
 	if (r->mem_bytes % slot_bytes != 0)
-		return vmact_err_set(err, EINVAL,
-				     "scaling bounds: %s.mem: must be divisible by VM memory slot size %llu",
-				     name, (unsigned long long)slot_bytes);
+		return vmact_err_set(
+			err, EINVAL,
+			"scaling bounds: %s.mem: must be divisible by VM memory slot size %llu",
+			name, (unsigned long long)slot_bytes);
 	if (r->mem_bytes / slot_bytes > UINT16_MAX)
-		return vmact_err_set(err, ERANGE,
-				     "scaling bounds: %s.mem: %llu slots do not fit the slot count (max %u)",
-				     name, (unsigned long long)(r->mem_bytes / slot_bytes), UINT16_MAX);
+		return vmact_err_set(
+			err, ERANGE,
+			"scaling bounds: %s.mem: %llu slots do not fit the slot count (max %u)",
+			name, (unsigned long long)(r->mem_bytes / slot_bytes), UINT16_MAX);
 	return 0;
 }
 
@@ -472,7 +493,8 @@ static int decode_mem(const json_t *vm, struct ag_vm_info *out, struct vmact_err
 
 static int decode_config(const json_t *vm, struct ag_vm_info *out, struct vmact_err *err)
 {
-	static const char *const keys[] = { "autoMigrationEnabled", "alwaysMigrate", "scalingEnabled" };
+	static const char *const keys[] = { "autoMigrationEnabled", "alwaysMigrate",
+					    "scalingEnabled" };
 	bool *dst[] = { &out->config.auto_migration_enabled, &out->config.always_migrate,
 			&out->config.scaling_enabled };
 	const json_t *cfg = get_object(vm, "config", err), *v;
@@ -566,12 +588,14 @@ json_t *ag_vm_info_encode(const struct ag_vm_info *vm)
 	    set_new(mem, "use", json_integer(vm->mem.use)) < 0 ||
 	    set_new(mem, "slotSize", ag_bytes_encode(vm->mem.slot_size)) < 0)
 		return NULL;
-	if (set_new(cfg, "autoMigrationEnabled", json_boolean(vm->config.auto_migration_enabled)) < 0 ||
+	if (set_new(cfg, "autoMigrationEnabled", json_boolean(vm->config.auto_migration_enabled)) <
+		    0 ||
 	    set_new(cfg, "alwaysMigrate", json_boolean(vm->config.always_migrate)) < 0 ||
 	    set_new(cfg, "scalingEnabled", json_boolean(vm->config.scaling_enabled)) < 0)
 		return NULL;
 	if (vm->config.has_scaling_config &&
-	    set_new(cfg, "scalingConfig", ag_scaling_overrides_encode(&vm->config.scaling_config)) < 0)
+	    set_new(cfg, "scalingConfig", ag_scaling_overrides_encode(&vm->config.scaling_config)) <
+		    0)
 		return NULL;
 	if (set_new(o, "name", json_string(vm->name)) < 0 ||
 	    set_new(o, "namespace", json_string(vm->namespace_)) < 0 ||
@@ -615,33 +639,39 @@ int ag_vm_info_validate(const struct ag_vm_info *vm, bool *use_out_of_bounds, st
 	const uint32_t cpus[] = { vm->cpu.min, vm->cpu.max };
 
 	if (vm->mem.slot_size == 0)
-		return vmact_err_set(err, EINVAL, "vm info: mem.slotSize: must be greater than zero");
+		return vmact_err_set(err, EINVAL,
+				     "vm info: mem.slotSize: must be greater than zero");
 	/* Slot counts are uint16, so slot_size * count overflows uint64 only
 	 * for absurd slot sizes; reject those rather than wrap. */
 	if (vm->mem.slot_size > UINT64_MAX / UINT16_MAX)
 		return vmact_err_set(err, ERANGE, "vm info: mem.slotSize: too large");
 	for (size_t i = 0; i < 2; i++) {
 		if (cpus[i] < CPU_MIN_REASONABLE)
-			return vmact_err_set(err, ERANGE, "vm info: cpu.%s: %um is smaller than 50m",
-					     which[i], cpus[i]);
+			return vmact_err_set(err, ERANGE,
+					     "vm info: cpu.%s: %um is smaller than 50m", which[i],
+					     cpus[i]);
 		if (cpus[i] > CPU_MAX_REASONABLE)
-			return vmact_err_set(err, ERANGE, "vm info: cpu.%s: %um is bigger than 512000m",
+			return vmact_err_set(err, ERANGE,
+					     "vm info: cpu.%s: %um is bigger than 512000m",
 					     which[i], cpus[i]);
 	}
 	min = ag_vm_info_min(vm);
 	max = ag_vm_info_max(vm);
 	use = ag_vm_info_using(vm);
 	if (min.milli_cpu > max.milli_cpu)
-		return vmact_err_set(err, EINVAL, "vm info: cpu.min %um is greater than cpu.max %um",
+		return vmact_err_set(err, EINVAL,
+				     "vm info: cpu.min %um is greater than cpu.max %um",
 				     min.milli_cpu, max.milli_cpu);
 	if (vm->mem.min > vm->mem.max)
-		return vmact_err_set(err, EINVAL, "vm info: mem.min %u slots is greater than mem.max %u",
+		return vmact_err_set(err, EINVAL,
+				     "vm info: mem.min %u slots is greater than mem.max %u",
 				     vm->mem.min, vm->mem.max);
 	if (vm->config.has_scaling_config &&
 	    ag_scaling_overrides_validate(&vm->config.scaling_config, err) < 0)
 		return vmact_err_prefix(err, "vm info: config.scalingConfig");
 	if (use_out_of_bounds)
-		*use_out_of_bounds = use.milli_cpu < min.milli_cpu || use.mem_bytes < min.mem_bytes ||
+		*use_out_of_bounds = use.milli_cpu < min.milli_cpu ||
+				     use.mem_bytes < min.mem_bytes ||
 				     use.milli_cpu > max.milli_cpu || use.mem_bytes > max.mem_bytes;
 	return 0;
 }

@@ -13,16 +13,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/error.h"
 #include "agent-glue/codec/quantity.h"
+#include "base/error.h"
 
 struct ag_scaling_config {
-	double load_average_fraction_target;   /* 0 <= x < 2 */
-	double memory_usage_fraction_target;   /* 0 <= x < 1 */
-	double memory_total_fraction_target;   /* 0 <= x < 1 */
+	double load_average_fraction_target; /* 0 <= x < 2 */
+	double memory_usage_fraction_target; /* 0 <= x < 1 */
+	double memory_total_fraction_target; /* 0 <= x < 1 */
 	bool enable_lfc_metrics;
 	bool lfc_use_largest_window;
-	double lfc_to_memory_ratio;            /* > 0 (vmact; Go does not check) */
+	double lfc_to_memory_ratio;                    /* > 0 (vmact; Go does not check) */
 	int32_t lfc_min_wait_before_downscale_minutes; /* >= window (Go crashes otherwise) */
 	int32_t lfc_window_size_minutes;               /* >= 2 (Go crashes otherwise) */
 	double cpu_stable_zone_ratio;
@@ -79,7 +79,8 @@ int ag_scaling_overrides_validate(const struct ag_scaling_overrides *o, struct v
 
 /* Each set override replaces the default (Go's WithOverrides). o may be NULL. */
 void ag_scaling_config_with_overrides(const struct ag_scaling_config *defaults,
-				      const struct ag_scaling_overrides *o, struct ag_scaling_config *out);
+				      const struct ag_scaling_overrides *o,
+				      struct ag_scaling_config *out);
 
 /* Validates an effective config: the Go checks plus what the Go agent would
  * crash on (window < 2, min wait < window) and values the arithmetic cannot
@@ -114,7 +115,7 @@ int ag_scaling_bounds_validate(const struct ag_scaling_bounds *b, uint64_t slot_
 			       struct vmact_err *err);
 
 /* VmInfo (doc/protocols.md, "VmInfo"). */
-#define AG_VM_NAME_MAX 253      /* DNS subdomain (k8s object names) */
+#define AG_VM_NAME_MAX      253 /* DNS subdomain (k8s object names) */
 #define AG_VM_NAMESPACE_MAX 63  /* DNS label */
 
 struct ag_revision {
@@ -154,7 +155,8 @@ json_t *ag_vm_info_encode(const struct ag_vm_info *vm);
  * the scaling config overrides pass ValidateOverrides. *use_out_of_bounds
  * (may be NULL) reports use outside [min, max], which the Go agent only
  * warns about. */
-int ag_vm_info_validate(const struct ag_vm_info *vm, bool *use_out_of_bounds, struct vmact_err *err);
+int ag_vm_info_validate(const struct ag_vm_info *vm, bool *use_out_of_bounds,
+			struct vmact_err *err);
 
 /* Applies validated bounds: CPU as is, memory as whole slots. */
 int ag_vm_info_apply_bounds(struct ag_vm_info *vm, const struct ag_scaling_bounds *b,

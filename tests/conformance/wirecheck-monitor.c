@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "base/macro.h"
 #include "agent-glue/codec/monitor.h"
+#include "base/macro.h"
 #include "tests/conformance/wirecheck.h"
 
 static int type_from_name(const char *s, enum ag_mon_type *out)

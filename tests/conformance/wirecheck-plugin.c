@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "base/macro.h"
 #include "agent-glue/codec/plugin.h"
+#include "base/macro.h"
 #include "tests/conformance/wirecheck.h"
 
 static int in_version(const json_t *in, enum ag_plugin_version *v, struct vmact_err *err)
@@ -47,7 +47,8 @@ json_t *wc_agent_request_encode(const json_t *in, struct vmact_err *err)
 	}
 	strcpy(r.pod_namespace, ns);
 	strcpy(r.pod_name, name);
-	if (json_object_get(in, "compute_unit") && !json_is_null(json_object_get(in, "compute_unit"))) {
+	if (json_object_get(in, "compute_unit") &&
+	    !json_is_null(json_object_get(in, "compute_unit"))) {
 		if (wc_get_resources(in, "compute_unit", &r.compute_unit, err) < 0)
 			return NULL;
 		r.has_compute_unit = true;

@@ -9,8 +9,8 @@
 #include "actuator/policy/actions.h"
 #include "actuator/policy/desired.h"
 #include "actuator/policy/goalcu.h"
-#include "base/macro.h"
 #include "agent-glue/codec/scaling.h"
+#include "base/macro.h"
 #include "tests/conformance/wirecheck.h"
 
 /* The vectors spell ScalingConfig fields in snake_case; the agent's names
@@ -72,7 +72,8 @@ static int vector_series(const json_t *in, const char *key, double **out, size_t
 
 		if (!json_is_number(x)) {
 			free(s);
-			return vmact_err_set(err, EINVAL, "vector field %s[%zu]: expected a number", key, i);
+			return vmact_err_set(err, EINVAL, "vector field %s[%zu]: expected a number",
+					     key, i);
 		}
 		s[i] = json_number_value(x);
 	}
@@ -89,7 +90,8 @@ static int vector_system(const json_t *in, struct act_system_metrics *m, bool *p
 	if (!s || json_is_null(s))
 		return 0;
 	if (!json_is_object(s))
-		return vmact_err_set(err, EINVAL, "vector field system: expected an object or null");
+		return vmact_err_set(err, EINVAL,
+				     "vector field system: expected an object or null");
 	memset(m, 0, sizeof(*m));
 	if (wc_get_double(s, "load1", &m->load1, err) < 0 ||
 	    wc_get_double(s, "load5", &m->load5, err) < 0)
@@ -114,7 +116,8 @@ json_t *wc_goal_cpu_cu(const json_t *in, struct vmact_err *err)
 	struct act_goal g;
 	bool has_sys;
 
-	if (vector_config(in, &cfg, err) < 0 || wc_get_resources(in, "compute_unit", &cu, err) < 0 ||
+	if (vector_config(in, &cfg, err) < 0 ||
+	    wc_get_resources(in, "compute_unit", &cu, err) < 0 ||
 	    vector_system(in, &sys, &has_sys, err) < 0)
 		return NULL;
 	if (!has_sys) {
@@ -138,8 +141,8 @@ json_t *wc_wss_estimate(const json_t *in, struct vmact_err *err)
 	size_t n;
 
 	if (wc_get_double(in, "factor", &factor, err) < 0 ||
-	    wc_get_u64(in, "initial_offset", &off, err) < 0 || wc_get_u64(in, "window", &win, err) < 0 ||
-	    vector_series(in, "series", &s, &n, err) < 0)
+	    wc_get_u64(in, "initial_offset", &off, err) < 0 ||
+	    wc_get_u64(in, "window", &win, err) < 0 || vector_series(in, "series", &s, &n, err) < 0)
 		return NULL;
 	if (act_wss_estimate(s, n, factor, off, win, &v, err) < 0)
 		return NULL;
@@ -171,8 +174,10 @@ static int vector_vm(const json_t *in, struct ag_vm_info *vm, struct vmact_err *
 
 	if (!json_is_object(b))
 		return vmact_err_set(err, EINVAL, "vector field bounds: expected an object");
-	if (wc_get_resources(b, "min", &min, err) < 0 || wc_get_resources(b, "max", &max, err) < 0 ||
-	    wc_get_u64(b, "slot_bytes", &slot, err) < 0 || wc_get_resources(in, "using", &use, err) < 0)
+	if (wc_get_resources(b, "min", &min, err) < 0 ||
+	    wc_get_resources(b, "max", &max, err) < 0 ||
+	    wc_get_u64(b, "slot_bytes", &slot, err) < 0 ||
+	    wc_get_resources(in, "using", &use, err) < 0)
 		return -EINVAL;
 	if (slot == 0)
 		return vmact_err_set(err, EINVAL, "vector field bounds.slot_bytes: zero");
@@ -207,8 +212,9 @@ json_t *wc_desired_resources(const json_t *in, struct vmact_err *err)
 	const json_t *x;
 	bool has_sys;
 
-	if (vector_config(in, &cfg, err) < 0 || wc_get_resources(in, "compute_unit", &din.cu, err) < 0 ||
-	    vector_vm(in, &vm, err) < 0 || vector_system(in, &sys, &has_sys, err) < 0)
+	if (vector_config(in, &cfg, err) < 0 ||
+	    wc_get_resources(in, "compute_unit", &din.cu, err) < 0 || vector_vm(in, &vm, err) < 0 ||
+	    vector_system(in, &sys, &has_sys, err) < 0)
 		return NULL;
 	x = json_object_get(in, "lfc_working_set_pages");
 	if (x && !json_is_null(x)) {

@@ -10,9 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/macro.h"
 #include "agent-glue/codec/quantity.h"
-
+#include "base/macro.h"
 
 /* Until a handler is linked in, its kind fails loudly rather than passing. */
 #define WEAK_HANDLER(name)                                                          \
@@ -63,7 +62,8 @@ int wc_get_u64(const json_t *obj, const char *key, uint64_t *out, struct vmact_e
 	const json_t *v = json_object_get(obj, key);
 
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return vmact_err_set(err, EINVAL, "vector field %s: expected a non-negative integer", key);
+		return vmact_err_set(err, EINVAL,
+				     "vector field %s: expected a non-negative integer", key);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
@@ -182,7 +182,8 @@ static int run_case(const char *file, size_t idx, const json_t *c)
 		if (expects_error(out)) {
 			if (got) {
 				got_s = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
-				report(file, idx, c, "expected an error, got %s", got_s ? got_s : "?");
+				report(file, idx, c, "expected an error, got %s",
+				       got_s ? got_s : "?");
 				return 0;
 			}
 			if (err.code == ENOSYS) {
@@ -225,7 +226,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (json_integer_value(json_object_get(doc, "format")) != 1) {
-			fprintf(stderr, "%s: unsupported vector format (want \"format\": 1)\n", argv[i]);
+			fprintf(stderr, "%s: unsupported vector format (want \"format\": 1)\n",
+				argv[i]);
 			return 2;
 		}
 		cases = json_object_get(doc, "cases");

@@ -45,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!in || !out || ag_agent_request_decode(in, 1ULL << 30, &req, NULL) < 0 ||
 		    ag_plugin_response_decode(req.version, out, 1ULL << 30, &resp, NULL) < 0 ||
 		    ag_arbiter_pod(arb, req.pod_namespace, req.pod_name, &held, NULL) < 0 ||
-		    held.milli_cpu != resp.permit.milli_cpu || held.mem_bytes != resp.permit.mem_bytes)
+		    held.milli_cpu != resp.permit.milli_cpu ||
+		    held.mem_bytes != resp.permit.mem_bytes)
 			abort();
 		json_decref(in);
 		json_decref(out);

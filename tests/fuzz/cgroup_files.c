@@ -80,7 +80,8 @@ static void math(const uint8_t *d, size_t n)
 	struct act_cpu_bw bw;
 	struct act_cpu_bw_info info;
 	if (act_cpu_bw_from_milli(milli, oc, period, &bw, &info, NULL) == 0) {
-		if (act_cpu_bw_check(&bw, NULL) != 0 || (bw.period_us < period && !info.period_clamped))
+		if (act_cpu_bw_check(&bw, NULL) != 0 ||
+		    (bw.period_us < period && !info.period_clamped))
 			abort();
 		unsigned __int128 want = (unsigned __int128)milli * oc * bw.period_us;
 		unsigned __int128 got = (unsigned __int128)bw.quota_us * 1000000;

@@ -16,8 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Appends "key":"<quantity>" when set; the quantity's canonical text. */
-static void put(char *buf, size_t cap, size_t *n, const char *key, bool set, bool milli,
-		uint64_t v)
+static void put(char *buf, size_t cap, size_t *n, const char *key, bool set, bool milli, uint64_t v)
 {
 	char q[64];
 	int w;

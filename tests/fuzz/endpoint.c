@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (l.family == AF_UNIX && (!(data[0] & 32u) || !l.path[0]))
 			abort();
 		if (l.addr_len == 0 || l.addr_len > sizeof(l.addr) ||
-		    l.addr.ss_family != (sa_family_t)l.family || !memchr(l.host, 0, sizeof(l.host)) ||
-		    !memchr(l.path, 0, sizeof(l.path)))
+		    l.addr.ss_family != (sa_family_t)l.family ||
+		    !memchr(l.host, 0, sizeof(l.host)) || !memchr(l.path, 0, sizeof(l.path)))
 			abort();
 	} else if (err.code == 0 || !err.msg[0]) {
 		abort();

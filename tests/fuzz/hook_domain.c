@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memset(&d, 0, sizeof(d));
 	if (hk_domain_parse((const char *)data, size, &d, &err) == 0) {
-		if (!d.name[0] || !memchr(d.name, 0, sizeof(d.name)) ||
-		    !d.uuid[0] || strlen(d.uuid) > VMACT_HOOK_UUID_LEN)
+		if (!d.name[0] || !memchr(d.name, 0, sizeof(d.name)) || !d.uuid[0] ||
+		    strlen(d.uuid) > VMACT_HOOK_UUID_LEN)
 			abort();
 		memset(&err, 0, sizeof(err));
 		if (hk_domain_check(&d, &err) != 0 && (err.code == 0 || !err.msg[0]))

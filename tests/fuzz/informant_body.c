@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ag_informant_desc_decode(v, AG_INF_VERSION_MIN, AG_INF_VERSION_MAX, &id, &err) == 0) {
 		e = must(ag_informant_desc_encode(&id));
-		if (ag_informant_desc_decode(e, AG_INF_VERSION_MIN, AG_INF_VERSION_MAX, &id2, &err) ||
+		if (ag_informant_desc_decode(e, AG_INF_VERSION_MIN, AG_INF_VERSION_MAX, &id2,
+					     &err) ||
 		    id.version != id2.version || id.prometheus_port != id2.prometheus_port)
 			abort();
 		json_decref(e);
@@ -92,15 +93,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ag_resource_message_decode(v, &r, s1, &seq, &err) == 0) {
 		e = must(ag_resource_message_encode(&r, s1, seq));
-		if (ag_resource_message_decode(e, &r2, s2, &seq2, &err) || r.milli_cpu != r2.milli_cpu ||
-		    r.mem_bytes != r2.mem_bytes || strcmp(s1, s2) || seq != seq2)
+		if (ag_resource_message_decode(e, &r2, s2, &seq2, &err) ||
+		    r.milli_cpu != r2.milli_cpu || r.mem_bytes != r2.mem_bytes || strcmp(s1, s2) ||
+		    seq != seq2)
 			abort();
 		json_decref(e);
 	}
 	if (ag_more_resources_decode(v, &m, &err) == 0) {
 		e = must(ag_more_resources_encode(&m));
-		if (ag_more_resources_decode(e, &m2, &err) || m.cpu != m2.cpu || m.memory != m2.memory ||
-		    strcmp(m.expected_id, m2.expected_id))
+		if (ag_more_resources_decode(e, &m2, &err) || m.cpu != m2.cpu ||
+		    m.memory != m2.memory || strcmp(m.expected_id, m2.expected_id))
 			abort();
 		json_decref(e);
 	}

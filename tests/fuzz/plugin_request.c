@@ -18,17 +18,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int same(const struct ag_agent_request *a, const struct ag_agent_request *b)
 {
 	return a->version == b->version && strcmp(a->pod_namespace, b->pod_namespace) == 0 &&
-	       strcmp(a->pod_name, b->pod_name) == 0 && a->has_compute_unit == b->has_compute_unit &&
+	       strcmp(a->pod_name, b->pod_name) == 0 &&
+	       a->has_compute_unit == b->has_compute_unit &&
 	       (!a->has_compute_unit || res_eq(&a->compute_unit, &b->compute_unit)) &&
-	       res_eq(&a->resources, &b->resources) &&
-	       a->has_last_permit == b->has_last_permit &&
-	       (!a->has_last_permit ||
-		res_eq(&a->last_permit, &b->last_permit)) &&
+	       res_eq(&a->resources, &b->resources) && a->has_last_permit == b->has_last_permit &&
+	       (!a->has_last_permit || res_eq(&a->last_permit, &b->last_permit)) &&
 	       a->has_metrics == b->has_metrics &&
-	       (!a->has_metrics || (a->metrics.load_avg_1m == b->metrics.load_avg_1m &&
-				    (!ag_plugin_includes_extended_metrics(a->version) ||
-				     (a->metrics.load_avg_5m == b->metrics.load_avg_5m &&
-				      a->metrics.memory_usage_bytes == b->metrics.memory_usage_bytes))));
+	       (!a->has_metrics ||
+		(a->metrics.load_avg_1m == b->metrics.load_avg_1m &&
+		 (!ag_plugin_includes_extended_metrics(a->version) ||
+		  (a->metrics.load_avg_5m == b->metrics.load_avg_5m &&
+		   a->metrics.memory_usage_bytes == b->metrics.memory_usage_bytes))));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

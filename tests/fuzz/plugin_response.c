@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct vmact_err err = { 0 };
 		json_t *e;
 
-		if (ag_plugin_response_decode((enum ag_plugin_version)v, j, 1ULL << 30, &r, &err) < 0) {
+		if (ag_plugin_response_decode((enum ag_plugin_version)v, j, 1ULL << 30, &r, &err) <
+		    0) {
 			if (!err.code || !err.msg[0])
 				abort();
 			continue;
@@ -33,11 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		e = ag_plugin_response_encode((enum ag_plugin_version)v, &r, 1ULL << 30, &err);
 		if (!e)
 			abort(); /* decoded values are always representable again */
-		if (ag_plugin_response_decode((enum ag_plugin_version)v, e, 1ULL << 30, &back, &err) < 0 ||
+		if (ag_plugin_response_decode((enum ag_plugin_version)v, e, 1ULL << 30, &back,
+					      &err) < 0 ||
 		    !res_eq(&r.permit, &back.permit) || r.migrate != back.migrate ||
 		    r.has_resource_unit != back.has_resource_unit ||
-		    (r.has_resource_unit &&
-		     !res_eq(&r.resource_unit, &back.resource_unit)))
+		    (r.has_resource_unit && !res_eq(&r.resource_unit, &back.resource_unit)))
 			abort();
 		json_decref(e);
 	}

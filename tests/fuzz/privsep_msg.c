@@ -23,14 +23,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strnlen(m.text, sizeof(m.text)) == sizeof(m.text))
 			abort();
 		/* LISTEN asks for a socket and carries nothing else. */
-		if (m.type == ACT_PRIVSEP_LISTEN && (m.flags || m.seq || m.code || m.milli_cpu ||
-						m.mem_bytes || m.text[0]))
+		if (m.type == ACT_PRIVSEP_LISTEN &&
+		    (m.flags || m.seq || m.code || m.milli_cpu || m.mem_bytes || m.text[0]))
 			abort();
 		if (m.type == ACT_PRIVSEP_METRICS && m.code == 0 &&
 		    (m.mem_bytes > ACT_PRIVSEP_MAX_MEM_BYTES ||
-		     ((m.flags & ACT_PRIVSEP_F_LFC) ? m.spare[0] > ACT_PRIVSEP_MAX_WINDOWS
-					       : m.spare[0] > ACT_PRIVSEP_MAX_LOAD_MILLI ||
-						 m.spare[1] > ACT_PRIVSEP_MAX_LOAD_MILLI)))
+		     ((m.flags & ACT_PRIVSEP_F_LFC)
+			      ? m.spare[0] > ACT_PRIVSEP_MAX_WINDOWS
+			      : m.spare[0] > ACT_PRIVSEP_MAX_LOAD_MILLI ||
+					m.spare[1] > ACT_PRIVSEP_MAX_LOAD_MILLI)))
 			abort();
 		if (m.type == ACT_PRIVSEP_WINDOWS)
 			for (size_t i = 0; i < 4; i++)

@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		s[size - 1] = '\0';
 		/* A vCPU index only from "CPU <digits>/...". */
 		if (smp_thread_vcpu(s) < -1 ||
-		    (smp_thread_vcpu(s) >= 0 && (strncmp(s, "CPU ", 4) || s[4] < '0' || s[4] > '9')))
+		    (smp_thread_vcpu(s) >= 0 &&
+		     (strncmp(s, "CPU ", 4) || s[4] < '0' || s[4] > '9')))
 			abort();
 		memset(comm, 0x5a, sizeof(comm));
 		if (smp_stat_parse(s, &state, comm) == 0) {

@@ -93,7 +93,8 @@ static void check_same(const struct net_prom_text *a, const struct net_prom_text
 			const struct net_prom_sample *p = &x->samples[k], *q = &y->samples[k];
 
 			if (strcmp(p->name, q->name) || p->n_labels != q->n_labels ||
-			    !same_value(p->value, q->value) || p->has_timestamp != q->has_timestamp ||
+			    !same_value(p->value, q->value) ||
+			    p->has_timestamp != q->has_timestamp ||
 			    (p->has_timestamp && p->timestamp_ms != q->timestamp_ms))
 				abort();
 			for (size_t l = 0; l < p->n_labels; l++)

@@ -37,7 +37,8 @@ static void check_bounds(const json_t *v)
 	}
 }
 
-static bool same_overrides(const struct ag_scaling_overrides *a, const struct ag_scaling_overrides *b)
+static bool same_overrides(const struct ag_scaling_overrides *a,
+			   const struct ag_scaling_overrides *b)
 {
 	struct ag_scaling_config d, x, y;
 
@@ -108,7 +109,8 @@ static void check_config(const json_t *v, const uint8_t *data, size_t size)
 		if (ag_scaling_overrides_decode(v, flags[f], &o, &err) != 0)
 			continue;
 		e = ag_scaling_overrides_encode(&o);
-		if (!e || ag_scaling_overrides_decode(e, AG_SCALING_REJECT_UNKNOWN, &o2, &err) != 0 ||
+		if (!e ||
+		    ag_scaling_overrides_decode(e, AG_SCALING_REJECT_UNKNOWN, &o2, &err) != 0 ||
 		    !same_overrides(&o, &o2))
 			abort();
 		json_decref(e);

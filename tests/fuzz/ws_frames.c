@@ -61,12 +61,18 @@ static void remove_socket(void)
 static void setup(void)
 {
 	static const struct net_ws_client_callbacks cb = {
-		.on_open = on_open, .on_text = on_msg, .on_binary = on_msg, .on_close = on_close,
+		.on_open = on_open,
+		.on_text = on_msg,
+		.on_binary = on_msg,
+		.on_close = on_close,
 	};
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct net_ws_client_config cfg = {
-		.unix_path = sa.sun_path, .path = "/monitor", .peer = "fuzz peer",
-		.close_timeout_usec = 20000, .max_message = MAX_MESSAGE,
+		.unix_path = sa.sun_path,
+		.path = "/monitor",
+		.peer = "fuzz peer",
+		.close_timeout_usec = 20000,
+		.max_message = MAX_MESSAGE,
 	};
 	struct vmact_err err = { 0 };
 
@@ -124,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	net_ws_accept(key, accept);
 	n = snprintf(head, sizeof(head),
 		     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-		     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", accept);
+		     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		     accept);
 	if (data[0] & 1) {
 		char *all = malloc((size_t)n + size - 1);
 

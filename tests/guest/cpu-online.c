@@ -6,8 +6,8 @@
  * CPU under TCG). Listens to the kernel's uevents and writes 1 to
  * /sys/devices/system/cpu/cpuN/online on "add" of a cpu device.
  * Built static by build-guest.sh; runs as a child of the guest's init. */
-#include <linux/netlink.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>

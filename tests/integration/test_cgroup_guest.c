@@ -59,7 +59,8 @@ static int setup(void **state)
 	guest.dom = NULL; /* owned by tests/lib/cg-vm.c now: th_vm_stop() destroys it */
 	struct tg_report rep;
 	if (!tg_wait(&guest, 0, NULL, NULL, 120, &rep)) {
-		fprintf(stderr, "guest %s did not report within 120 s (see %s)\n", th_vm.name, guest.log);
+		fprintf(stderr, "guest %s did not report within 120 s (see %s)\n", th_vm.name,
+			guest.log);
 		th_vm.usable = false;
 		return -1;
 	}
@@ -121,7 +122,8 @@ static void test_hotplug_then_pooling(void **state)
 	/* libvirt made vcpu1 under the VM's group, inheriting its limit */
 	assert_int_equal(act_cg_cpu_get(&th_vm.cg, th_vm_child("vcpu1"), &v, NULL), 0);
 	assert_int_equal(v.quota_us, ACT_CPU_QUOTA_UNLIMITED);
-	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &vm400, &drifted, NULL, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &vm400, &drifted, NULL, NULL),
+			 0);
 	assert_false(drifted);
 
 	/* both vCPUs busy: held together to the VM's limit */
@@ -184,7 +186,8 @@ static void test_unplug_keeps_limit(void **state)
 	hotplug(1);
 	bool drifted = true;
 	struct act_cpu_bw found;
-	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &vm400, &drifted, &found, NULL), 0);
+	assert_int_equal(act_cg_cpu_ensure(&th_vm.cg, th_vm.group, &vm400, &drifted, &found, NULL),
+			 0);
 	assert_false(drifted);
 	/* the unplugged vCPU's thread is gone; what remains is held */
 	struct th_vm_use u = th_vm_measure(5.0);

@@ -77,12 +77,12 @@ static int group_setup(void **state)
 	return 0;
 }
 
-#define NEED_V1()                                                                      \
-	do {                                                                           \
+#define NEED_V1()                                                                     \
+	do {                                                                          \
 		if (geteuid() != 0 || cg.cpu_version != 1) {                          \
 			printf("skipped: needs root and the cpu controller on v1\n"); \
-			skip();                                                        \
-		}                                                                      \
+			skip();                                                       \
+		}                                                                     \
 	} while (0)
 
 /* ---- busy process ------------------------------------------------------- */
@@ -316,8 +316,8 @@ static int group_teardown(void **state)
 	char g[256];
 	if (!top[0] || geteuid() != 0)
 		return 0;
-	static const char *const sub[] = { "/order/g/c", "/order/g", "/order", "/busy-250",
-					   "/busy-500", "/busy-1500" };
+	static const char *const sub[] = { "/order/g/c", "/order/g",  "/order",
+					   "/busy-250",  "/busy-500", "/busy-1500" };
 	for (size_t i = 0; i < ARRAY_SIZE(sub); i++) {
 		snprintf(g, sizeof(g), "%s%s", top, sub[i]);
 		rmdir_group(g);

@@ -14,6 +14,7 @@
  * the same guest in the same run; when the shared machine cannot give the
  * guest clearly more than the quota the case is skipped with the numbers
  * printed. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libvirt/libvirt.h>
@@ -29,15 +30,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include <cmocka.h>
 
 #include "actuator/cgroup/cgroup-domain.h"
 #include "actuator/cgroup/cgroup.h"
 #include "base/macro.h"
-#include "tests/lib/cpu-use.h"
 #include "tests/lib/cg-vm.h"
+#include "tests/lib/cpu-use.h"
 
 static char image[128];
 
@@ -201,8 +201,9 @@ static int get_sched_once(const char *field, long long *out)
 	bool found = false;
 	for (int i = 0; r == 0 && i < n; i++)
 		if (strcmp(params[i].field, field) == 0) {
-			*out = params[i].type == VIR_TYPED_PARAM_LLONG ? params[i].value.l
-								       : (long long)params[i].value.ul;
+			*out = params[i].type == VIR_TYPED_PARAM_LLONG
+				       ? params[i].value.l
+				       : (long long)params[i].value.ul;
 			found = true;
 		}
 	virTypedParamsClear(params, n);
@@ -222,7 +223,8 @@ static int set_sched(const char *field, long long v)
 	snprintf(p.field, sizeof(p.field), "%s", field);
 	p.type = VIR_TYPED_PARAM_LLONG;
 	p.value.l = v;
-	return TH_VM_LV(virDomainSetSchedulerParametersFlags(th_vm.dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE));
+	return TH_VM_LV(
+		virDomainSetSchedulerParametersFlags(th_vm.dom, &p, 1, VIR_DOMAIN_AFFECT_LIVE));
 }
 
 /* libvirt reads the VM group's limit as its global_quota; an operator's

@@ -260,13 +260,13 @@ static void check_no_orphans(void)
 	for (int k = 0; k < n; k++) {
 		bool known = false;
 
-		json_array_foreach(vms, i, v) known |=
-			!strcmp(json_string_value(json_object_get(v, "name")) ?: "", names[k]);
+		json_array_foreach(vms, i, v)
+			known |= !strcmp(json_string_value(json_object_get(v, "name")) ?: "",
+					 names[k]);
 		if (!known)
 			fail_msg("domain %s is not one of groupd's VMs: orphaned", names[k]);
 	}
-	json_array_foreach(vms, i, v)
-	{
+	json_array_foreach(vms, i, v) {
 		const char *pid = json_string_value(json_object_get(v, "provider_id"));
 		const char *st = json_string_value(json_object_get(v, "state"));
 		virDomainPtr d;

@@ -50,8 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,10 +70,11 @@
 #define PREFIX "vmactd-it"
 /* Safety limits, far above what a passing run needs (about a minute to
  * scale up: the 1-minute load average has to rise; seconds to come back). */
-#define LIMIT_BOOT_S 180.0
+#define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 300.0
 /* The guest's vmact metadata as a new user writes it (issue 9's guest). */
-#define META_BOUNDS "<vmact:cpu min='1' max='4'/>" \
+#define META_BOUNDS                                                    \
+	"<vmact:cpu min='1' max='4'/>"                                 \
 	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
 	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
 
@@ -85,8 +86,8 @@ struct fixture {
 	virConnectPtr vc;
 	struct tg_guest a, b;
 	char sock[108], peer_log[128], tpl[128], cfg[128], log[128], log1[136], pins[128],
-	     notify[108], ctl[108];
-	int notify_fd; /* the daemon's sd_notify socket (NOTIFY_SOCKET) */
+		notify[108], ctl[108];
+	int notify_fd;    /* the daemon's sd_notify socket (NOTIFY_SOCKET) */
 	char notes[4096]; /* what it sent so far */
 	struct th_peer peer;
 	struct th_proc daemon, arbiter;
@@ -193,7 +194,8 @@ static void dump_log(void)
  * children die with it (tests/lib/proc.c). */
 static void spawn_to(struct th_proc *p, const char *const argv[], const char *out_path)
 {
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = out_path };
 
 	assert_int_equal(th_spawn(p, argv, &o), 0);
@@ -205,9 +207,8 @@ static int setup(void **state)
 	const char *peer_args[] = { "--unix", fx.sock, "--no-cgroup", NULL };
 	int pid = (int)getpid();
 	char meta_a[2048];
-	const char *meta_b =
-		"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		"<vmact:cpu min='1' max='2'/></vmact:autoscaling>";
+	const char *meta_b = "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+			     "<vmact:cpu min='1' max='2'/></vmact:autoscaling>";
 
 	(void)state;
 	snprintf(fx.sock, sizeof(fx.sock), "/tmp/vmactd-it-%d.sock", pid);
@@ -233,7 +234,8 @@ static int setup(void **state)
 	}
 
 	/* The vm-monitor peer. */
-	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) < 0) {
+	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) <
+	    0) {
 		print_error("%s\n", msg);
 		return -1;
 	}
@@ -252,8 +254,7 @@ static int setup(void **state)
 	if (!fx.vc)
 		return -1;
 	snprintf(meta_a, sizeof(meta_a),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 META_BOUNDS
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
 		 "<vmact:monitor endpoint='unix:%s'/>"
 		 "</vmact:autoscaling>",
 		 fx.sock);
@@ -387,8 +388,8 @@ static bool back_at_min(void *arg)
 {
 	struct at_min *m = arg;
 	json_t *doc = th_ctl_vm(fx.ctl, m->g->name, m->state, sizeof(m->state));
-	const char *last = json_string_value(json_object_get(json_object_get(doc, "last_change"),
-							     "reason"));
+	const char *last = json_string_value(
+		json_object_get(json_object_get(doc, "last_change"), "reason"));
 	double using_, quota, goal;
 	struct tg_report r;
 	bool ok;
@@ -450,7 +451,6 @@ static bool scaled_up(void *unused)
 	return guest_cpus_at_least_2(&fx.a) && quota_milli() > 1000;
 }
 
-
 /* SIGKILLs the daemon the moment it logs that it starts resizing A, polling
  * every millisecond: a vCPU plug takes tens of ms here, so the kill lands
  * inside the operation (or just after it), not at a quiet moment. */
@@ -511,8 +511,8 @@ static void daemon_autoscales(void **state)
 
 	/* A metadata change on B is re-read (and still broken, differently). */
 	assert_int_equal(set_meta(&fx.b, "<autoscaling enabled='true'><cpu min='1' max='2'/>"
-					  "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-					  "<bogus/></autoscaling>"),
+					 "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+					 "<bogus/></autoscaling>"),
 			 0);
 	if (!wait_until(broken_twice, NULL, 60)) {
 		dump_log();
@@ -568,7 +568,8 @@ static void daemon_autoscales(void **state)
 		fail_msg("guest A never got a second vCPU and its quota");
 	}
 	assert_true(th_count_in_file(fx.log, ": cpu saturated: vCPUs ") +
-			    th_count_in_file(fx.log1, ": cpu saturated: vCPUs ") > 0);
+			    th_count_in_file(fx.log1, ": cpu saturated: vCPUs ") >
+		    0);
 	check_guest_cpus_within(&fx.a, 1, 4);
 	{
 		long q = quota_milli();
@@ -608,8 +609,8 @@ static void daemon_autoscales(void **state)
 	/* Autoscaling switched off: the quota goes, the VM stays managed by
 	 * nobody. */
 	assert_int_equal(set_meta(&fx.a, "<autoscaling enabled='false'><cpu min='1' max='2'/>"
-					  "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-					  "</autoscaling>"),
+					 "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+					 "</autoscaling>"),
 			 0);
 	if (!wait_until(quota_removed, NULL, 60)) {
 		dump_log();
@@ -665,8 +666,8 @@ static void daemon_remote_plugin_dimm(void **state)
 	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
 	snprintf(arb_path, sizeof(arb_path), "%s/vmact-arbiter", dirname(strdupa(vmactd_path)));
 	{
-		const char *aargv[] = { arb_path, "--listen", "127.0.0.1:0", "--cpu", "2",
-					"--memory", "4Gi", "--verbose", NULL };
+		const char *aargv[] = { arb_path,   "--listen", "127.0.0.1:0", "--cpu", "2",
+					"--memory", "4Gi",      "--verbose",   NULL };
 
 		spawn_to(&fx.arbiter, aargv, fx.arb_log);
 	}
@@ -680,9 +681,9 @@ static void daemon_remote_plugin_dimm(void **state)
 	free(buf);
 
 	assert_int_equal(set_meta(&fx.b, "<autoscaling enabled='true'><cpu min='1' max='2'/>"
-					  "<memory min='768Mi' max='1Gi' method='dimm'/>"
-					  "<compute-unit cpu='250m' memory='256Mi'/>"
-					  "</autoscaling>"),
+					 "<memory min='768Mi' max='1Gi' method='dimm'/>"
+					 "<compute-unit cpu='250m' memory='256Mi'/>"
+					 "</autoscaling>"),
 			 0);
 	snprintf(text, sizeof(text),
 		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
@@ -776,8 +777,8 @@ static void inf_worker_sandboxed(void)
 	if (!pw)
 		pw = getpwnam("nobody");
 	assert_non_null(pw);
-	snprintf(uid, sizeof(uid), "%u\t%u\t%u\t%u", (unsigned)pw->pw_uid,
-		 (unsigned)pw->pw_uid, (unsigned)pw->pw_uid, (unsigned)pw->pw_uid);
+	snprintf(uid, sizeof(uid), "%u\t%u\t%u\t%u", (unsigned)pw->pw_uid, (unsigned)pw->pw_uid,
+		 (unsigned)pw->pw_uid, (unsigned)pw->pw_uid);
 	if (!th_proc_status(pid, "Uid", v, sizeof(v)) || strcmp(v, uid))
 		fail_msg("informant worker %d: Uid %s, not %s", (int)pid, v, uid);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -787,8 +788,8 @@ static void inf_worker_sandboxed(void)
 	/* The lines of the agent are the worker's. */
 	snprintf(needle, sizeof(needle), "vmact-guestd: %s: informant: agent ", fx.c.name);
 	assert_true(th_count_in_file(fx.log, needle) >= 1);
-	print_message("informant worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2\n",
-		      (int)pid, pw->pw_name);
+	print_message("informant worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2\n", (int)pid,
+		      pw->pw_name);
 }
 
 static void daemon_informant(void **state)
@@ -804,7 +805,8 @@ static void daemon_informant(void **state)
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
 	snprintf(fx.inf_log, sizeof(fx.inf_log), "/tmp/vmactd-it-%d.informant", (int)getpid());
-	if (th_peer_start(&fx.inf_peer, "informant.js", peer_args, fx.inf_log, msg, sizeof(msg)) < 0)
+	if (th_peer_start(&fx.inf_peer, "informant.js", peer_args, fx.inf_log, msg, sizeof(msg)) <
+	    0)
 		fail_msg("%s", msg);
 	port = fx.inf_peer.port;
 
@@ -953,13 +955,12 @@ static void daemon_guest_metrics(void **state)
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
 	snprintf(fx.gm_log, sizeof(fx.gm_log), "/tmp/vmactd-it-%d.metrics", (int)getpid());
-	if (th_peer_start(&fx.gm_peer, "guest-metrics.js", peer_args, fx.gm_log, msg,
-			  sizeof(msg)) < 0)
+	if (th_peer_start(&fx.gm_peer, "guest-metrics.js", peer_args, fx.gm_log, msg, sizeof(msg)) <
+	    0)
 		fail_msg("%s", msg);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.gm_peer.port);
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 META_BOUNDS
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
 		 "<vmact:metrics endpoint='%s'/>"
 		 "</vmact:autoscaling>",
 		 url);

@@ -52,7 +52,7 @@
 
 /* Safety limits: the short demo takes about a minute here (the guest's
  * boot under TCG, a 12 s load phase, the way back to the minimum). */
-#define LIMIT_RUN_S 600.0
+#define LIMIT_RUN_S  600.0
 #define LIMIT_LOAD_S 400.0
 #define LIMIT_EXIT_S 90.0
 
@@ -122,7 +122,8 @@ static void dump_out(const struct demo *d)
 	if (buf) {
 		size_t len = strlen(buf);
 
-		print_error("---- demo output (tail) ----\n%s\n", len > 8000 ? buf + len - 8000 : buf);
+		print_error("---- demo output (tail) ----\n%s\n",
+			    len > 8000 ? buf + len - 8000 : buf);
 		free(buf);
 	}
 }
@@ -243,11 +244,11 @@ static void demo_to_the_end(void **state)
 	if (d.status != 0 || !strstr(out, "==== vmact demo summary") ||
 	    number_after(out, "resizes completed:") < 1 ||
 	    number_after(out, "busy 2 -> first resize:") < 0 ||
-	    !strstr(out, "resize: resized to") ||
-	    !strstr(out, "vmactd stopped (exit status 0)")) {
+	    !strstr(out, "resize: resized to") || !strstr(out, "vmactd stopped (exit status 0)")) {
 		dump_out(&d);
 		fail_msg("the demo (exit status %d) did not end with a summary showing a resize, "
-			 "or vmactd did not stop cleanly", d.status);
+			 "or vmactd did not stop cleanly",
+			 d.status);
 	}
 	/* The way down without an agent: back at the minimum, a shrink
 	 * decided on BPF's figures and approved by nobody but the host. */
@@ -289,7 +290,8 @@ static void demo_interrupted(void **state)
 	(void)state;
 	demo_start(&d);
 	if (!TH_WAIT(NULL, resizing(d.out) || demo_exited(&d),
-		     (uint64_t)(LIMIT_LOAD_S * VMACT_USEC_PER_SEC)) || d.exited) {
+		     (uint64_t)(LIMIT_LOAD_S * VMACT_USEC_PER_SEC)) ||
+	    d.exited) {
 		if (!d.exited)
 			kill(-d.pid, SIGTERM);
 		demo_wait(&d, LIMIT_EXIT_S);
@@ -306,7 +308,8 @@ static void demo_interrupted(void **state)
 	    !strstr(out, "vmactd stopped (exit status 0)")) {
 		dump_out(&d);
 		fail_msg("after SIGINT the demo exited with status %d (130 expected) or did not "
-			 "stop vmactd cleanly", d.status);
+			 "stop vmactd cleanly",
+			 d.status);
 	}
 	free(out);
 	assert_nothing_left(&d);

@@ -63,11 +63,11 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-fault"
-#define LIMIT_BOOT_S 180.0
+#define PREFIX         "vmact-fault"
+#define LIMIT_BOOT_S   180.0
 #define LIMIT_SETTLE_S 120.0
-#define MiB ((uint64_t)1024 * 1024)
-#define BASE_MEM (512 * MiB)
+#define MiB            ((uint64_t)1024 * 1024)
+#define BASE_MEM       (512 * MiB)
 
 enum { G_RESTART, G_KILL, G_HOLD, G_OFFLINE, N_GUESTS };
 
@@ -145,7 +145,8 @@ static void wait_log(struct log_wait *w, double limit_s, const char *what)
 	}
 }
 
-static void log_mark(struct log_wait *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_mark(struct log_wait *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static void log_mark(struct log_wait *w, const char *fmt, ...)
 {
 	va_list ap;
@@ -178,8 +179,8 @@ static int run(const char *const argv[], char *out, size_t cap)
 /* vmactl set NAME OPTION VALUE */
 static void set_bound(int gi, const char *opt, const char *value)
 {
-	const char *argv[] = { vmactl_path, "--socket", fx.ctl, "set", fx.g[gi].name, opt, value,
-			       NULL };
+	const char *argv[] = { vmactl_path,   "--socket", fx.ctl, "set",
+			       fx.g[gi].name, opt,        value,  NULL };
 	char out[2048] = "";
 
 	if (run(argv, out, sizeof(out)) != 0)
@@ -224,7 +225,7 @@ static void peer_delay(int gi, unsigned ms)
 struct view {
 	/* vmactd (vmactl show --json) */
 	int vcpus;
-	long quota;            /* milli-CPU, -1 none */
+	long quota; /* milli-CPU, -1 none */
 	uint64_t mem;
 	uint64_t using_milli, using_mem;
 	bool resizing, has_permit;
@@ -257,8 +258,9 @@ static json_t *run_json(const char *const argv[], char *err, size_t errlen)
 static json_t *qmp(int gi, const char *cmd, char *err, size_t errlen)
 {
 	char text[128];
-	const char *argv[] = { "virsh", "-c", "qemu:///system", "qemu-monitor-command",
-			       fx.g[gi].name, text, NULL };
+	const char *argv[] = {
+		"virsh", "-c", "qemu:///system", "qemu-monitor-command", fx.g[gi].name, text, NULL
+	};
 	json_t *j, *ret;
 
 	snprintf(text, sizeof(text), "{\"execute\":\"%s\"}", cmd);
@@ -299,8 +301,8 @@ static long cg_quota(int gi)
 
 static bool read_view(int gi, struct view *v, char *err, size_t errlen)
 {
-	const char *argv[] = { vmactl_path, "--socket", fx.ctl, "--json", "show", fx.g[gi].name,
-			       NULL };
+	const char *argv[] = { vmactl_path, "--socket",    fx.ctl, "--json",
+			       "show",      fx.g[gi].name, NULL };
 	json_t *j, *cpus, *mem, *x;
 	size_t i;
 
@@ -359,8 +361,9 @@ static void fmt_view(const struct view *v, char *buf, size_t len)
 		 " MiB plugged of %" PRIu64 " MiB requested; cgroup: %ldm",
 		 v->vcpus, v->quota, v->mem / MiB, v->using_milli, v->using_mem / MiB,
 		 v->resizing ? " (resizing)" : "", v->has_permit ? "" : "none ", v->permit_milli,
-		 v->permit_mem / MiB, v->min_milli, v->max_milli, v->min_mem / MiB, v->max_mem / MiB,
-		 v->qemu_vcpus, v->vm_size / MiB, v->vm_requested / MiB, v->cg_quota);
+		 v->permit_mem / MiB, v->min_milli, v->max_milli, v->min_mem / MiB,
+		 v->max_mem / MiB, v->qemu_vcpus, v->vm_size / MiB, v->vm_requested / MiB,
+		 v->cg_quota);
 }
 
 /* The VM is consistent: vmactd's view = QEMU's = the cgroup's, within the
@@ -417,8 +420,8 @@ static bool settled(void *arg)
 
 /* Waits until guest gi is consistent (and at goal, when given); fails
  * with both views at the limit. */
-static struct view settle(int gi, bool (*goal)(const struct view *, const void *),
-			  const void *arg, const char *what)
+static struct view settle(int gi, bool (*goal)(const struct view *, const void *), const void *arg,
+			  const char *what)
 {
 	struct settle s = { .gi = gi, .goal = goal, .arg = arg };
 	char text[1024];
@@ -474,8 +477,9 @@ static void guest_meta(int gi, const char *min_cpu, const char *extra, char *met
 static void set_meta(int gi, const char *min_cpu, const char *extra)
 {
 	char meta[2048], out[1024] = "";
-	const char *argv[] = { "virsh", "-c", "qemu:///system", "metadata", fx.g[gi].name,
-			       HP_NS_URI, "--key", HP_NS_PREFIX, "--live", "--set", meta, NULL };
+	const char *argv[] = { "virsh",   "-c",    "qemu:///system", "metadata", fx.g[gi].name,
+			       HP_NS_URI, "--key", HP_NS_PREFIX,     "--live",   "--set",
+			       meta,      NULL };
 
 	char full[2048], *w = meta;
 
@@ -483,7 +487,8 @@ static void set_meta(int gi, const char *min_cpu, const char *extra)
 	 * namespace itself). */
 	guest_meta(gi, min_cpu, extra, full, sizeof(full));
 	for (const char *r = full; *r;) {
-		if (!strncmp(r, " xmlns:vmact='" HP_NS_URI "'", strlen(" xmlns:vmact='" HP_NS_URI "'")))
+		if (!strncmp(r, " xmlns:vmact='" HP_NS_URI "'",
+			     strlen(" xmlns:vmact='" HP_NS_URI "'")))
 			r += strlen(" xmlns:vmact='" HP_NS_URI "'");
 		else if (!strncmp(r, "vmact:", 6))
 			r += 6;
@@ -502,8 +507,8 @@ static int start_peer(int gi)
 	const char *args[] = { "--unix", fx.sock[gi], "--no-cgroup", NULL };
 	char msg[512];
 
-	if (th_peer_start(&fx.peer[gi], "vm-monitor.js", args, fx.peer_log[gi], msg,
-			  sizeof(msg)) < 0) {
+	if (th_peer_start(&fx.peer[gi], "vm-monitor.js", args, fx.peer_log[gi], msg, sizeof(msg)) <
+	    0) {
 		print_error("monitor peer: %s\n", msg);
 		return -1;
 	}
@@ -524,7 +529,8 @@ static int start_guest(unsigned gi)
 	/* The offline guest never onlines a hot-plugged vCPU, from boot on
 	 * (before vmactd could plug one). */
 	if (tg_start_cmdline(fx.vc, PREFIX, meta,
-			     gi == G_OFFLINE ? "vmact.report=1 vmact.cpu_online=0" : "vmact.report=1",
+			     gi == G_OFFLINE ? "vmact.report=1 vmact.cpu_online=0"
+					     : "vmact.report=1",
 			     &fx.g[gi], msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
@@ -543,7 +549,8 @@ static bool guest_reports(void *g)
 static int setup(void **state)
 {
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 	const char *s = getenv("VMACT_FAULT_SEED");
 	int pid = (int)getpid();
@@ -591,7 +598,8 @@ static int setup(void **state)
 		 PREFIX, pid, fx.ctl, fx.pins);
 	if (th_write_file(fx.cfg, text) < 0 || th_spawn(&fx.daemon, argv, &o) < 0)
 		return -1;
-	if (!th_wait_daemon(&fx.daemon, log_grew, &(struct log_wait){ .needle = "ready: managing 4 VMs" }, 120)) {
+	if (!th_wait_daemon(&fx.daemon, log_grew,
+			    &(struct log_wait){ .needle = "ready: managing 4 VMs" }, 120)) {
 		dump_log();
 		return -1;
 	}
@@ -865,7 +873,8 @@ static void qemu_killed_mid_unplug(void **state)
 		usleep(delay_ms * 1000);
 		kill_qemu(gi);
 		printf("# round %u: QEMU killed %u ms into a %s (%u resize steps completed "
-		       "meanwhile)\n", k + 1, delay_ms, vcpu ? "vCPU unplug" : "virtio-mem shrink",
+		       "meanwhile)\n",
+		       k + 1, delay_ms, vcpu ? "vCPU unplug" : "virtio-mem shrink",
 		       log_count("%s: resized to", name) - done);
 		assert_true(daemon_alive());
 		assert_int_not_equal(virDomainIsActive(fx.g[gi].dom), 1);
@@ -902,7 +911,9 @@ static void guest_refuses_shrink(void **state)
 	 * guest agree again); vmactd's view is that. */
 	assert_int_equal(v.vm_requested, v.vm_size);
 	assert_int_equal(log_count("%s: the guest kept its memory; not asking for memory back "
-				   "for 60 s", name), 1);
+				   "for 60 s",
+				   name),
+			 1);
 	assert_int_equal(log_count("failed: virtio-mem virtiomem0: the guest kept "), 1);
 	/* No new attempt right away: vmactd waits (README) instead of asking
 	 * the guest again and again. */

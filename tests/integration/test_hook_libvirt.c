@@ -44,21 +44,23 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "hook-it"
-#define HOOK_DIR "/etc/libvirt/hooks/qemu.d"
-#define HOOK_PATH HOOK_DIR "/vmact"
-#define HOOK_SAVED "/etc/libvirt/hooks/vmact.saved-by-test"
+#define PREFIX       "hook-it"
+#define HOOK_DIR     "/etc/libvirt/hooks/qemu.d"
+#define HOOK_PATH    HOOK_DIR "/vmact"
+#define HOOK_SAVED   "/etc/libvirt/hooks/vmact.saved-by-test"
 #define LIMIT_BOOT_S 180.0
 /* A start waits for the hook; with vmactd hung the hook waits at most
  * 100 ms. 60 s only catches a hook that hangs. */
 #define LIMIT_START_S 60.0
-#define LIMIT_HOOK_S 5.0
+#define LIMIT_HOOK_S  5.0
 
-#define META_OK(extra) "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'" extra ">" \
-	"<vmact:cpu min='1' max='2'/>" \
+#define META_OK(extra)                                                            \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'" extra ">" \
+	"<vmact:cpu min='1' max='2'/>"                                            \
 	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/></vmact:autoscaling>"
-#define META_BAD(extra) "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'" extra ">" \
-	"<vmact:cpu min='2' max='1'/>" \
+#define META_BAD(extra)                                                           \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'" extra ">" \
+	"<vmact:cpu min='2' max='1'/>"                                            \
 	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/></vmact:autoscaling>"
 
 static char bindir[PATH_MAX];
@@ -68,7 +70,6 @@ static void elapsed(const char *what)
 {
 	printf("# %s: %.1f s since setup began\n", what, th_now_s() - t_begin);
 }
-
 
 static struct {
 	virConnectPtr vc;
@@ -113,14 +114,16 @@ static void start_vmactd(void)
 {
 	char path[PATH_MAX + 16];
 	const char *argv[] = { path, "--config", fx.cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 
 	snprintf(path, sizeof(path), "%s/vmactd", bindir);
 	for (int attempt = 0;; attempt++) {
 		assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-		if (!TH_WAIT(NULL, log_has("hook: receiving notices on") || log_has("hook: not receiving") ||
-				       th_proc_exited(&fx.daemon),
+		if (!TH_WAIT(NULL,
+			     log_has("hook: receiving notices on") ||
+				     log_has("hook: not receiving") || th_proc_exited(&fx.daemon),
 			     (uint64_t)(60 * VMACT_USEC_PER_SEC)) ||
 		    th_proc_exited(&fx.daemon)) {
 			dump_log();
@@ -243,7 +246,8 @@ static void boots(const struct tg_guest *g)
 static int run_hook(const struct tg_guest *g, const char *op, const char *sub, double *took)
 {
 	const char *argv[] = { HOOK_PATH, g->name, op, sub, "-", NULL };
-	const struct th_spawn_opts o = { .stdin_pipe = true, .out = TH_OUT_PIPE,
+	const struct th_spawn_opts o = { .stdin_pipe = true,
+					 .out = TH_OUT_PIPE,
 					 .err = TH_OUT_PIPE };
 	char *xml = virDomainGetXMLDesc(g->dom, 0), out[4096];
 	static char last[4096];
@@ -445,10 +449,8 @@ static void hook_refuses(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(hook_vmactd_up),
-		cmocka_unit_test(hook_vmactd_down),
-		cmocka_unit_test(hook_vmactd_hung),
-		cmocka_unit_test(reload_keeps_vms),
+		cmocka_unit_test(hook_vmactd_up),   cmocka_unit_test(hook_vmactd_down),
+		cmocka_unit_test(hook_vmactd_hung), cmocka_unit_test(reload_keeps_vms),
 		cmocka_unit_test(hook_refuses),
 	};
 	char self[PATH_MAX];

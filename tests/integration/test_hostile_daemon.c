@@ -9,9 +9,11 @@
  * limits above its idle count while attacked, back to it afterwards, and
  * less than 16 MiB more resident memory. Root: the control API answers
  * uid 0 only. Time limits are safety nets, not assertions about speed. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include <errno.h>
@@ -24,8 +26,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "net/http-server.h"
 #include "base/time.h"
+#include "net/http-server.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/proc.h"
@@ -35,7 +37,7 @@
  * README). */
 #define CONTROL_CONN_LIMIT 64
 #define METRICS_CONN_LIMIT 16
-#define RSS_GROWTH_KIB (16 * 1024)
+#define RSS_GROWTH_KIB     (16 * 1024)
 
 static char vmactd_path[PATH_MAX + 16];
 
@@ -330,7 +332,8 @@ int main(void)
 	};
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_hostile_daemon: needs root (the control API answers uid 0)\n");
+		fprintf(stderr,
+			"test_hostile_daemon: needs root (the control API answers uid 0)\n");
 		return 1;
 	}
 	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)

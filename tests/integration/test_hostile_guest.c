@@ -56,9 +56,11 @@
  * One busy guest at a time on the host: guests whose vCPUs wait for the
  * host's 2 CPUs are held (contended), so F1 and F2 turn busy only once G
  * has grown (a byte on a pipe), and G idles then. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include <errno.h>
@@ -75,9 +77,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "net/http-server.h"
 #include "base/quantity.h"
 #include "hotplug/hotplug.h"
+#include "net/http-server.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/guest.h"
@@ -85,10 +87,10 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-hg"
-#define HF_PREFIX "vmact-hfull"
+#define PREFIX       "vmact-hg"
+#define HF_PREFIX    "vmact-hfull"
 #define LIMIT_BOOT_S 180.0
-#define LIMIT_S 120.0
+#define LIMIT_S      120.0
 /* The informant server's connection limit (net/http-server.h
  * default; README). */
 #define INFORMANT_CONN_LIMIT 256
@@ -201,15 +203,16 @@ static pid_t informant_server_flood(void)
 	th_flood_close(&f);
 	free(f.fds);
 	if (fds > fx.idle_fds + 8)
-		fail_msg("vmactd holds %ld descriptors under the flood of G's worker, idle %ld", fds,
-			 fx.idle_fds);
+		fail_msg("vmactd holds %ld descriptors under the flood of G's worker, idle %ld",
+			 fds, fx.idle_fds);
 	if (r == -E2BIG)
 		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u + "
 			 "%u evicted not yet closed",
 			 first, worker_idle, INFORMANT_CONN_LIMIT, NET_HTTP_CUT_SLACK);
 	if (r < 0)
-		fail_msg("G's worker holds %ld descriptors under the flood, idle %ld + limit %u (%s)",
-			 last, worker_idle, INFORMANT_CONN_LIMIT, strerror(-r));
+		fail_msg(
+			"G's worker holds %ld descriptors under the flood, idle %ld + limit %u (%s)",
+			last, worker_idle, INFORMANT_CONN_LIMIT, strerror(-r));
 	return worker;
 }
 
@@ -241,7 +244,8 @@ static void hf_give_turn(void)
 static void hostile_peers(void **state)
 {
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 	char text[1024];
 	pid_t worker;
@@ -325,8 +329,8 @@ static int start_guests(const char *prefix, const char *const metas[2],
 
 static int hg_setup(void **state)
 {
-	char msg[512], meta_h[1024], meta_g[1024], modes[] =
-		"ping-flood,text-flood,bad-opcode,huge-length";
+	char msg[512], meta_h[1024], meta_g[1024],
+		modes[] = "ping-flood,text-flood,bad-opcode,huge-length";
 	const char *mon_args[] = { "--unix", fx.sock, "--modes", modes, NULL };
 	/* The sanitized daemon on a shared host: stretch the informant's own
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
@@ -351,7 +355,8 @@ static int hg_setup(void **state)
 	snprintf(fx.mon_log, sizeof(fx.mon_log), "%s/monitor.log", fx.dir);
 	snprintf(fx.inf_log, sizeof(fx.inf_log), "%s/informant.log", fx.dir);
 	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-hg-%d", pid);
-	if (th_peer_start(&fx.mon, "hostile-monitor.js", mon_args, fx.mon_log, msg, sizeof(msg)) < 0 ||
+	if (th_peer_start(&fx.mon, "hostile-monitor.js", mon_args, fx.mon_log, msg, sizeof(msg)) <
+		    0 ||
 	    th_peer_start(&fx.inf, "informant.js", inf_args, fx.inf_log, msg, sizeof(msg)) < 0) {
 		print_error("%s\n", msg);
 		return -1;
@@ -387,8 +392,8 @@ static int hg_teardown(void **state)
 	tg_destroy_by_name(&fx.g);
 	th_remove_pins(fx.pins);
 	if (!getenv("VMACT_TEST_KEEP_LOG")) {
-		static const char *const files[] = { fx.cfg, fx.log, fx.sock, fx.ctl, fx.mon_log,
-						     fx.inf_log };
+		static const char *const files[] = { fx.cfg, fx.log,     fx.sock,
+						     fx.ctl, fx.mon_log, fx.inf_log };
 
 		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 			unlink(files[i]);
@@ -422,7 +427,8 @@ static bool hf_log_has(void *needle)
 static void hf_start_vmactd(const char *ctl, const char *state_dir, const char *sampler_keys)
 {
 	const char *argv[] = { vmactd_path, "--config", hf.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = hf.log };
 	char text[1024];
 
@@ -582,7 +588,8 @@ static void host_full(void **state)
 	/* Two thread entries for every thread of both QEMUs (the guests
 	 * idle: their QEMUs' threads run all the same). */
 	hf_start_vmactd(hf.ctl, hf.dir, "\"max_threads\":2");
-	if (!hf_wait_until(hf_log_has, "the BPF thread table is full (sampler.max_threads)", LIMIT_S))
+	if (!hf_wait_until(hf_log_has, "the BPF thread table is full (sampler.max_threads)",
+			   LIMIT_S))
 		fail_msg("vmactd never said the thread table was full");
 	hf_check_bounds();
 	assert_true(th_count_in_file(hf.log, "the BPF thread table is full") <= 2);
@@ -637,12 +644,11 @@ static void host_full(void **state)
 
 static int hf_setup(void **state)
 {
-	const char *meta =
-		"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		"<vmact:cpu min='1' max='2'/>"
-		"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-		"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		"</vmact:autoscaling>";
+	const char *meta = "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
+			   "<vmact:cpu min='1' max='2'/>"
+			   "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+			   "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+			   "</vmact:autoscaling>";
 	(void)state;
 	snprintf(hf.dir, sizeof(hf.dir), "/tmp/vmact-hfull-XXXXXX");
 	if (!mkdtemp(hf.dir))

@@ -30,7 +30,7 @@
 struct fx {
 	sd_event *ev;
 	struct hp_conn *hp;
-	virConnectPtr vc;    /* the test's own connection, for setup only */
+	virConnectPtr vc; /* the test's own connection, for setup only */
 	unsigned connected, disconnected, metadata_changed, stopped;
 	char last_meta_uuid[HP_UUID_LEN];
 };
@@ -208,12 +208,12 @@ static void boot(struct fx *f, const char *metadata, struct tg_guest *g, struct 
 	}
 }
 
-#define META_OK                                                                            \
-	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"                   \
-	"<vmact:cpu min='1' max='3'/>"                                                     \
-	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"                     \
-	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"                                  \
-	"<vmact:monitor endpoint='ws://127.0.0.1:10301/monitor'/>"                         \
+#define META_OK                                                          \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
+	"<vmact:cpu min='1' max='3'/>"                                   \
+	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"   \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"                \
+	"<vmact:monitor endpoint='ws://127.0.0.1:10301/monitor'/>"       \
 	"<vmact:pod namespace='default' name='db-1'/></vmact:autoscaling>"
 
 static bool meta_changed_for(struct fx *f, void *arg)
@@ -430,7 +430,8 @@ static void dimm_plug_unplug(void **state)
 	struct tg_guest g;
 	struct tg_report r;
 	struct hp_op_result res;
-	struct hp_op_req req = { .kind = HP_OP_DIMM_ATTACH, .dimm_kib = 256 * MIB_KIB,
+	struct hp_op_req req = { .kind = HP_OP_DIMM_ATTACH,
+				 .dimm_kib = 256 * MIB_KIB,
 				 .timeout_ms = 30000 };
 	unsigned long base, want;
 
@@ -456,8 +457,8 @@ static void dimm_plug_unplug(void **state)
 	case 0:
 		assert_int_equal(hp_state_dimms(&res.state), 0);
 		if (!tg_wait(&g, r.seq, tg_mem_eq, &base, 60, &r))
-			fail_msg("guest MemTotal %lu kB after DIMM unplug, want %lu",
-				 r.memtotal_kb, base);
+			fail_msg("guest MemTotal %lu kB after DIMM unplug, want %lu", r.memtotal_kb,
+				 base);
 		break;
 	case -ENODEV:
 		/* QEMU 7.2 has crashed on DIMM unplug here: reported as gone. */
@@ -485,7 +486,8 @@ static void destroyed_mid_operation(void **state)
 	struct tg_report r;
 	struct op_wait w = { 0 };
 	struct vmact_err err = { 0 };
-	struct hp_op_req req = { .kind = HP_OP_VIRTIO_MEM, .requested_kib = 512 * MIB_KIB,
+	struct hp_op_req req = { .kind = HP_OP_VIRTIO_MEM,
+				 .requested_kib = 512 * MIB_KIB,
 				 .timeout_ms = 60000 };
 
 	boot(f, NULL, &g, &r);
@@ -519,7 +521,8 @@ static void libvirtd_restart_mid_operation(void **state)
 	struct tg_report r;
 	struct op_wait w = { 0 };
 	struct vmact_err err = { 0 };
-	struct hp_op_req req = { .kind = HP_OP_VIRTIO_MEM, .requested_kib = 512 * MIB_KIB,
+	struct hp_op_req req = { .kind = HP_OP_VIRTIO_MEM,
+				 .requested_kib = 512 * MIB_KIB,
 				 .timeout_ms = 90000 };
 	struct hp_state st;
 	unsigned long want;
@@ -583,7 +586,8 @@ static void libvirtd_restart_mid_operation(void **state)
 	f->metadata_changed = 0;
 	assert_int_equal(virDomainSetMetadata(D(f, &g), VIR_DOMAIN_METADATA_ELEMENT,
 					      "<autoscaling enabled='false'/>", HP_NS_PREFIX,
-					      HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE), 0);
+					      HP_NS_URI, VIR_DOMAIN_AFFECT_LIVE),
+			 0);
 	assert_true(loop_until(f, meta_changed_for, g.uuid, 30));
 
 	if (desync) {

@@ -36,20 +36,20 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "net/prom-text.h"
 #include "hotplug/hotplug.h"
+#include "net/prom-text.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-prom"
-#define PROMETHEUS "/usr/bin/prometheus"
-#define PROMTOOL "/usr/bin/promtool"
+#define PREFIX       "vmact-prom"
+#define PROMETHEUS   "/usr/bin/prometheus"
+#define PROMTOOL     "/usr/bin/promtool"
 #define LIMIT_BOOT_S 180.0
-#define LIMIT_S 120.0
-#define MiB (1024ULL * 1024ULL)
+#define LIMIT_S      120.0
+#define MiB          (1024ULL * 1024ULL)
 
 static char vmactd_path[PATH_MAX];
 
@@ -119,8 +119,7 @@ static json_t *query(const char *promql)
 		curl_easy_cleanup(c);
 	if (!esc)
 		return NULL;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/query?query=%s", fx.prom_port,
-		 esc);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/query?query=%s", fx.prom_port, esc);
 	curl_free(esc);
 	status = get(url, &b);
 	doc = status == 200 && b.p ? json_loads(b.p, 0, NULL) : NULL;
@@ -139,8 +138,8 @@ static bool query_one(const char *promql, double *v)
 	bool ok = false;
 
 	if (r && json_array_size(r) == 1) {
-		s = json_string_value(json_array_get(json_object_get(json_array_get(r, 0), "value"),
-						     1));
+		s = json_string_value(
+			json_array_get(json_object_get(json_array_get(r, 0), "value"), 1));
 		if (s) {
 			*v = strtod(s, NULL);
 			ok = true;
@@ -356,7 +355,8 @@ static bool vm_series_gone(void *arg)
 
 static void promtool_check(const char *text, size_t len)
 {
-	static const struct th_spawn_opts o = { .stdin_pipe = true, .out = TH_OUT_PIPE,
+	static const struct th_spawn_opts o = { .stdin_pipe = true,
+						.out = TH_OUT_PIPE,
 						.err = TH_OUT_PIPE };
 	const char *argv[] = { PROMTOOL, "check", "metrics", NULL };
 	struct th_proc p = { 0 };
@@ -382,7 +382,8 @@ static void promtool_check(const char *text, size_t len)
 
 static void spawn_to(struct th_proc *p, const char *const argv[], const char *out_path)
 {
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = out_path };
 
 	assert_int_equal(th_spawn(p, argv, &o), 0);
@@ -446,7 +447,8 @@ static void scrape(void **state)
 		at = strstr(log, "metrics: serving /metrics on 127.0.0.1:0 (port ");
 		assert_non_null(at);
 		assert_int_equal(sscanf(at, "metrics: serving /metrics on 127.0.0.1:0 (port %u)",
-					&fx.metrics_port), 1);
+					&fx.metrics_port),
+				 1);
 		at = strstr(log, ", cgroup ");
 		assert_non_null(at);
 		assert_int_equal(sscanf(at, ", cgroup %511[^,]", fx.group), 1);
@@ -496,14 +498,15 @@ static void scrape(void **state)
 	prom_expect(query_equals, "vmact_vm_memory_bytes{vm=\"%s\",value=\"min\"}", 512.0 * MiB,
 		    name);
 	prom_expect(query_equals, "vmact_vm_memory_bytes{vm=\"%s\",value=\"max\"}", 1536.0 * MiB,
-		     name);
+		    name);
 	prom_expect(query_at_least, "vmact_vm_cpu_periods_total{vm=\"%s\"}", 1, name);
 	prom_expect(query_at_least, "vmact_vm_vcpu_cpu_seconds_total{vm=\"%s\"}", 0.001, name);
 	/* The reactive policy's signal: one class is 1. */
 	prom_expect(query_equals, "sum(vmact_vm_cpu_class{vm=\"%s\"})", 1, name);
 
 	/* Load: vmactd plugs a vCPU; Prometheus sees what libvirt then has. */
-	if (!th_wait_until(NULL, guest_reports, NULL, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, guest_reports, NULL,
+			   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("the guest did not boot");
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
 	if (!th_wait_until(NULL, vcpus_at_least_2, NULL,
@@ -633,7 +636,8 @@ int main(void)
 	}
 	if (access(PROMETHEUS, X_OK) < 0 || access(PROMTOOL, X_OK) < 0) {
 		printf("test_metrics_scrape: %s and %s are needed: the Debian package prometheus "
-		       "(tests/host/setup-host.sh)\n", PROMETHEUS, PROMTOOL);
+		       "(tests/host/setup-host.sh)\n",
+		       PROMETHEUS, PROMTOOL);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -34,8 +34,8 @@
  *
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <ctype.h>
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
@@ -59,25 +59,26 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-ps"
+#define PREFIX       "vmact-ps"
 #define LIMIT_BOOT_S 180.0
-#define LIMIT_S 240.0
+#define LIMIT_S      240.0
 /* Half a CPU each at the least: both grow within the embedded arbiter's
  * 1.8 CPUs on a 2-CPU host. */
-#define META "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
-	"<vmact:cpu min='0.5' max='2'/>" \
-	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>" \
-	"<vmact:compute-unit cpu='250m' memory='256Mi'/>" \
+#define META                                                             \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
+	"<vmact:cpu min='0.5' max='2'/>"                                 \
+	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"      \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"                \
 	"<vmact:monitor endpoint='unix:%s'/>%s</vmact:autoscaling>"
 /* B's exporter: the guest's load 0.3 (a floor of 0.333 CPUs, so B's minimum,
  * 500m, holds), 1 GiB total, 768 MiB available. */
 #define GM_LOAD "0.3"
-#define GM_FED "load1 0.30 load5 0.15 memory known (guest)"
+#define GM_FED  "load1 0.30 load5 0.15 memory known (guest)"
 /* Its new load once its metrics worker was killed, while A and B grow side
  * by side: a floor of 0.667 CPUs (750m), so B's floor alone never takes
  * the room A grows into (the two share 1.8 CPUs). */
 #define GM_LOAD2 "0.6"
-#define GM_FED2 "load1 0.60 load5 0.30 memory known (guest)"
+#define GM_FED2  "load1 0.60 load5 0.30 memory known (guest)"
 
 static char vmactd_path[PATH_MAX];
 
@@ -223,8 +224,8 @@ static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 			assert_true(th_proc_status(pid, want[i][0], v, sizeof(v)));
 			if (strcmp(v, want[i][1]))
-				fail_msg("%s worker %d: %s %s, not %s", label, (int)pid,
-					 want[i][0], v, want[i][1]);
+				fail_msg("%s worker %d: %s %s, not %s", label, (int)pid, want[i][0],
+					 v, want[i][1]);
 		}
 	}
 	/* Descriptors: stdin/stdout (/dev/null), stderr (the log), the
@@ -254,7 +255,7 @@ static int setup(void **state)
 	char msg[512], meta[2][1024], text[512];
 	const char *plain = getenv("VMACT_PLAIN_BUILD");
 	int pid = (int)getpid();
-	const char *gm_args[] = { "--load", GM_LOAD, "--mem-total", "1073741824",
+	const char *gm_args[] = { "--load",          GM_LOAD,     "--mem-total", "1073741824",
 				  "--mem-available", "805306368", NULL };
 
 	(void)state;
@@ -266,7 +267,8 @@ static int setup(void **state)
 		const char *peer_args[] = { "--unix", fx.sock[i], "--no-cgroup", NULL };
 
 		snprintf(fx.sock[i], sizeof(fx.sock[i]), "/tmp/vmact-ps-%d-%d.sock", pid, i);
-		snprintf(fx.peer_log[i], sizeof(fx.peer_log[i]), "/tmp/vmact-ps-%d-%d.peer", pid, i);
+		snprintf(fx.peer_log[i], sizeof(fx.peer_log[i]), "/tmp/vmact-ps-%d-%d.peer", pid,
+			 i);
 		if (th_peer_start(&fx.peer[i], "vm-monitor.js", peer_args, fx.peer_log[i], msg,
 				  sizeof(msg)) < 0) {
 			print_error("%s\n", msg);
@@ -278,8 +280,8 @@ static int setup(void **state)
 		print_error("%s\n", msg);
 		return -1;
 	}
-	snprintf(fx.gm_elem, sizeof(fx.gm_elem),
-		 "<vmact:metrics endpoint='http://127.0.0.1:%u'/>", fx.gm.port);
+	snprintf(fx.gm_elem, sizeof(fx.gm_elem), "<vmact:metrics endpoint='http://127.0.0.1:%u'/>",
+		 fx.gm.port);
 	snprintf(meta[0], sizeof(meta[0]), META, fx.sock[0], "");
 	snprintf(meta[1], sizeof(meta[1]), META, fx.sock[1], fx.gm_elem);
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
@@ -330,7 +332,8 @@ static bool pid_gone(void *p)
 static void privsep(void **state)
 {
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 	struct count c, conn, down, bdown, fed;
 	pid_t wa, wb, wm, old;

@@ -52,8 +52,8 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmactd-re"
-#define LIMIT_BOOT_S 180.0
+#define PREFIX        "vmactd-re"
+#define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 300.0
 /* How long a converged VM is watched for another resize (issue 9). */
 #define STEADY_S 120.0
@@ -71,7 +71,7 @@ struct fixture {
 	struct th_proc daemon;
 	struct th_proc hog[2];
 	/* Results handed from one test to the next. */
-	long hog_max_quota;   /* highest quota beside the hog (milli-CPU) */
+	long hog_max_quota; /* highest quota beside the hog (milli-CPU) */
 	bool hog_done;
 };
 
@@ -233,7 +233,8 @@ static int setup(void **state)
 	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactd-re-%d.log", pid);
 	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-re-%d", pid);
 
-	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) < 0) {
+	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) <
+	    0) {
 		print_error("%s\n", msg);
 		return -1;
 	}
@@ -268,7 +269,8 @@ static int setup(void **state)
 	if (th_write_file(fx.cfg, text) < 0)
 		return -1;
 	{
-		const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+						 .err = TH_OUT_FILE,
 						 .out_path = fx.log };
 
 		if (th_spawn(&fx.daemon, argv, &o) < 0)
@@ -403,8 +405,8 @@ static void reaction_steady(void **state)
 	t_grow = th_now_s() - t0;
 	q = quota_milli();
 	v = live_vcpus();
-	print_message("busy 1: grown to quota %ldm with %d vCPUs %.1f s after the command\n", q,
-		      v, t_grow);
+	print_message("busy 1: grown to quota %ldm with %d vCPUs %.1f s after the command\n", q, v,
+		      t_grow);
 	off_conv = log_size();
 	end = th_now_s() + STEADY_S;
 	while (th_now_s() < end) {
@@ -543,13 +545,14 @@ static void reaction_quota_first(void **state)
 	/* The vCPU count right after the first resize, before any other could
 	 * start (a new decision needs a full up window after a resize). */
 	v = live_vcpus();
-	print_message("quota first: first resize %.1f s after busy 2, %d vCPUs\n",
-		      th_now_s() - t0, v);
+	print_message("quota first: first resize %.1f s after busy 2, %d vCPUs\n", th_now_s() - t0,
+		      v);
 	buf = log_since(off);
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.g.name);
 	p = strstr(buf, needle);
 	if (!p || sscanf(p + strlen(needle), "%31s CPU / %*s to %31s CPU", a, b) != 2 ||
-	    vmact_quantity_parse_milli(a, &from, NULL) || vmact_quantity_parse_milli(b, &to, NULL)) {
+	    vmact_quantity_parse_milli(a, &from, NULL) ||
+	    vmact_quantity_parse_milli(b, &to, NULL)) {
 		free(buf);
 		dump_log();
 		fail_msg("no parsable resizing line");

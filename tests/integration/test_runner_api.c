@@ -43,8 +43,8 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-rapi"
-#define LIMIT_BOOT_S 180.0
+#define PREFIX        "vmact-rapi"
+#define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 120.0
 
 static char vmactd_path[PATH_MAX];
@@ -79,8 +79,7 @@ static bool log_has(void *needle)
 
 /* One request with curl: its HTTP status (0: curl failed), the body in
  * body (NUL-terminated, cut at cap). */
-static unsigned curl(const char *method, const char *path, const char *data, char *body,
-		     size_t cap)
+static unsigned curl(const char *method, const char *path, const char *data, char *body, size_t cap)
 {
 	char url[128];
 	const char *argv[16];
@@ -322,7 +321,8 @@ static int teardown(void **state)
 static void runner_api(void **state)
 {
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 	char text[1024], needle[160];
 	unsigned resizes;

@@ -34,13 +34,13 @@
 
 #include <bpf/bpf.h>
 
-#include "base/time.h"
 #include "base/macro.h"
-#include "bpf/sampler.h"
+#include "base/time.h"
 #include "bpf/sampler-types.h"
+#include "bpf/sampler.h"
 
-#define MEASURE_S 10
-#define MAX_PROCS 4
+#define MEASURE_S    10
+#define MAX_PROCS    4
 #define MAX_SPINNERS 8
 
 struct fixture {
@@ -262,8 +262,8 @@ static void print_reading(const char *tag, const struct smp_reading *r)
 	printf("  %-10s %.2fs load %.4f loadavg %.3f/%.3f/%.3f now %" PRId64 " oncpu %" PRId64
 	       " util %.3f delay %.3f wakeups %" PRIu64 " switches %" PRIu64 " preempt %" PRIu64,
 	       tag, r->interval_s, r->load, r->loadavg[0], r->loadavg[1], r->loadavg[2],
-	       r->nr_runnable, r->nr_oncpu, r->cpu_util, r->delay_frac, r->wakeups,
-	       r->switches, r->preemptions);
+	       r->nr_runnable, r->nr_oncpu, r->cpu_util, r->delay_frac, r->wakeups, r->switches,
+	       r->preemptions);
 	if (r->recoveries)
 		printf(" recovered %.3fs/%" PRIu64, r->recovered_ns / 1e9, r->recoveries);
 	if (r->has_cpu_stat)
@@ -497,7 +497,8 @@ static void test_bpf_sleepers(void **state)
 static void test_bpf_task_map_full(void **state)
 {
 	struct fixture *f = *state;
-	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .pin_root = f->pin_root,
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF,
+				  .pin_root = f->pin_root,
 				  .max_threads = 2 };
 	struct vmact_err err = { 0 };
 	struct smp_reading r;
@@ -642,15 +643,14 @@ static char *run_cmd(const char *cmd)
 	return buf;
 }
 
-
-
 /* What an operator sees: bpftool prints the maps with their field names, and
  * the values add up to what the library reports. */
 static void test_bpftool_inspect(void **state)
 {
 	struct fixture *f = *state;
 	static const char *const fields[] = { "nr_runnable", "runnable_tsum", "nr_oncpu",
-					      "oncpu_tsum", "wakeups", "switches", "preemptions" };
+					      "oncpu_tsum",  "wakeups",       "switches",
+					      "preemptions" };
 	json_auto_t *stats = NULL, *vms = NULL, *progs = NULL;
 	_cleanup_free_ char *out = NULL, *plain = NULL, *vmsout = NULL, *progout = NULL;
 	char cmd[512];
@@ -712,8 +712,9 @@ static void test_bpftool_inspect(void **state)
 
 		usleep(500000);
 		rd(f->s, "smp-bpftool", &rr);
-		snprintf(cmd, sizeof(cmd), "bpftool -j map lookup pinned %s/vmact_readout key %d 0 0 0",
-			 f->pin_root, slot);
+		snprintf(cmd, sizeof(cmd),
+			 "bpftool -j map lookup pinned %s/vmact_readout key %d 0 0 0", f->pin_root,
+			 slot);
 		ro = run_cmd(cmd);
 		roj = json_loads(ro, 0, &jerr);
 		if (!roj)
@@ -726,7 +727,8 @@ static void test_bpftool_inspect(void **state)
 		assert_int_equal(json_integer_value(json_object_get(val, "nr_runnable")), 2);
 		assert_int_equal(json_integer_value(json_object_get(val, "load_milli")),
 				 (json_int_t)(rr.load * 1000 + 0.5));
-		assert_true(labs((long)json_integer_value(json_object_get(val, "load_milli")) - 2000) <= 100);
+		assert_true(labs((long)json_integer_value(json_object_get(val, "load_milli")) -
+				 2000) <= 100);
 		assert_non_null(json_object_get(val, "loadavg15_milli"));
 	}
 
@@ -749,7 +751,8 @@ static void test_bpftool_inspect(void **state)
 static void test_registry(void **state)
 {
 	struct fixture *f = *state;
-	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .pin_root = f->pin_root,
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF,
+				  .pin_root = f->pin_root,
 				  .max_vms = 2 };
 	struct vmact_err err = { 0 };
 	struct smp_reading r;
@@ -924,8 +927,8 @@ static void test_bpf_per_thread(void **state)
 			/* The kernel's figure also holds the moments between
 			 * the two reads of it and registration/readout. */
 			if (fabs((double)th[i].oncpu_ns - kern) > 0.03 * kern + 20e6)
-				fail_msg("tid %d: BPF on-CPU %.3fs, kernel %.3fs",
-					 (int)th[i].tid, th[i].oncpu_ns / 1e9, kern / 1e9);
+				fail_msg("tid %d: BPF on-CPU %.3fs, kernel %.3fs", (int)th[i].tid,
+					 th[i].oncpu_ns / 1e9, kern / 1e9);
 		}
 	}
 	assert_int_equal(spinning, 2);
@@ -1103,7 +1106,8 @@ static void test_bpf_read_prog(void **state)
 		assert_true(v[i].runnable_ns >= 1900000000ULL && v[i].runnable_ns < 3000000000ULL);
 	}
 	/* Registered a moment apart and read a moment apart. */
-	if (fabs((double)v[0].runnable_ns - (double)v[1].runnable_ns) > 0.02 * v[1].runnable_ns + 50e6)
+	if (fabs((double)v[0].runnable_ns - (double)v[1].runnable_ns) >
+	    0.02 * v[1].runnable_ns + 50e6)
 		fail_msg("vCPU runnable: one call %.3fs, iterators %.3fs", v[0].runnable_ns / 1e9,
 			 v[1].runnable_ns / 1e9);
 	assert_true(fabs(r[0].load - r[1].load) < 0.05);

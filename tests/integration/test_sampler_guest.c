@@ -9,8 +9,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <signal.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -242,8 +242,8 @@ static void measure(struct fixture *f, const char *tag, struct smp_reading *r)
 	printf("  %-5s %.2fs load %.3f loadavg %.3f util %.3f delay %.3f wakeups %lu switches %lu"
 	       " cpu.stat periods %lu throttled %lu\n",
 	       tag, r->interval_s, r->load, r->loadavg[0], r->cpu_util, r->delay_frac,
-	       (unsigned long)r->wakeups, (unsigned long)r->switches,
-	       (unsigned long)r->nr_periods, (unsigned long)r->nr_throttled);
+	       (unsigned long)r->wakeups, (unsigned long)r->switches, (unsigned long)r->nr_periods,
+	       (unsigned long)r->nr_throttled);
 }
 
 static void test_guest_busy_loop(void **state)
@@ -323,7 +323,8 @@ static void test_guest_busy_loop(void **state)
 	if (busy.load < 0.8 || busy.load < idle.load + 0.5)
 		fail_msg("busy guest: load %.3f, idle before %.3f", busy.load, idle.load);
 	if (idle2.load > busy.load - 0.5)
-		fail_msg("after the busy loop stopped: load %.3f, busy %.3f", idle2.load, busy.load);
+		fail_msg("after the busy loop stopped: load %.3f, busy %.3f", idle2.load,
+			 busy.load);
 	assert_true(busy.cpu_util > idle.cpu_util);
 	assert_true(vcpu_busy);
 }

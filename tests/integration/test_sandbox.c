@@ -64,9 +64,9 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmactd-sbx"
-#define UNIT "actuator/daemon/vmactd.service"
-#define LIMIT_BOOT_S 180.0
+#define PREFIX        "vmactd-sbx"
+#define UNIT          "actuator/daemon/vmactd.service"
+#define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 300.0
 
 static char plain_dir[PATH_MAX - 64];
@@ -299,7 +299,8 @@ static int setup(void **state)
 		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
 		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
 		 "<vmact:monitor endpoint='unix:%s'/>"
-		 "</vmact:autoscaling>", fx.monitor_sock);
+		 "</vmact:autoscaling>",
+		 fx.monitor_sock);
 	if (tg_start(fx.vc, PREFIX, meta, &fx.a, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
@@ -352,15 +353,30 @@ static void sandbox_argv(const char **argv, size_t cap, const char *const *prog,
 	size_t n = 0;
 
 	snprintf(launcher, launcher_len, "%s/seccomp-exec", fx.bindir);
-	const char *pre[] = { "unshare", "--mount", "--uts", "--", "tests/sandbox/unit-mounts.sh",
-			      fx.rundir, fx.statedir, "--", "setpriv",  "--bounding-set",
-			      fx.caps_arg, "--inh-caps",
-			      "-all",	   "--ambient-caps",
-			      "-all",	   "--no-new-privs",
-			      "--",	   launcher,
-			      "--syscalls", fx.syscalls,
-			      "--families", fx.families,
-			      "--restrict-namespaces", "--lock-personality",
+	const char *pre[] = { "unshare",
+			      "--mount",
+			      "--uts",
+			      "--",
+			      "tests/sandbox/unit-mounts.sh",
+			      fx.rundir,
+			      fx.statedir,
+			      "--",
+			      "setpriv",
+			      "--bounding-set",
+			      fx.caps_arg,
+			      "--inh-caps",
+			      "-all",
+			      "--ambient-caps",
+			      "-all",
+			      "--no-new-privs",
+			      "--",
+			      launcher,
+			      "--syscalls",
+			      fx.syscalls,
+			      "--families",
+			      fx.families,
+			      "--restrict-namespaces",
+			      "--lock-personality",
 			      "--mdwe" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
@@ -378,7 +394,8 @@ static int probe(const char *call, const char *arg)
 	const char *prog[] = { "--probe", call, arg, NULL };
 	const char *argv[40];
 	char launcher[PATH_MAX];
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.probe_log };
 	struct th_proc p = { 0 };
 
@@ -449,7 +466,8 @@ static void start_daemon(const char *config)
 	const char *prog[] = { "--", NULL, "--config", fx.cfg, "--verbose", NULL };
 	const char *argv[40];
 	char launcher[PATH_MAX], vmactd[PATH_MAX];
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 
 	snprintf(vmactd, sizeof(vmactd), "%s/vmactd", fx.bindir);
@@ -476,7 +494,8 @@ static bool mount_opts(pid_t pid, const char *path, char *opts, size_t len)
 		char mp[512], o[256];
 
 		/* id parent major:minor root mountpoint options ... */
-		if (sscanf(line, "%*s %*s %*s %*s %511s %255s", mp, o) == 2 && strcmp(mp, path) == 0) {
+		if (sscanf(line, "%*s %*s %*s %*s %511s %255s", mp, o) == 2 &&
+		    strcmp(mp, path) == 0) {
 			snprintf(opts, len, "%s", o); /* the last one stacked there wins */
 			found = true;
 		}
@@ -506,8 +525,8 @@ static void check_mounts(void)
 	assert_false(opt_ro(o));
 	assert_true(mount_opts(fx.daemon.pid, "/var/lib/vmact", o, sizeof(o)));
 	assert_false(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/tmp", o, sizeof(o)));   /* PrivateTmp */
-	assert_true(mount_opts(fx.daemon.pid, "/dev", o, sizeof(o)));   /* PrivateDevices */
+	assert_true(mount_opts(fx.daemon.pid, "/tmp", o, sizeof(o))); /* PrivateTmp */
+	assert_true(mount_opts(fx.daemon.pid, "/dev", o, sizeof(o))); /* PrivateDevices */
 	assert_true(mount_opts(fx.daemon.pid, "/proc/sys", o, sizeof(o)));
 	assert_true(opt_ro(o));
 }

@@ -64,15 +64,15 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmact-soak"
-#define MAX_GUESTS 8
-#define MiB (1024ULL * 1024ULL)
-#define MIN_MILLI 1000
-#define MAX_MILLI 4000
-#define MAX_VCPUS 4
-#define MIN_MEM (512 * MiB)
-#define MAX_MEM (1536 * MiB)
-#define SAMPLE_S 0.5
+#define PREFIX       "vmact-soak"
+#define MAX_GUESTS   8
+#define MiB          (1024ULL * 1024ULL)
+#define MIN_MILLI    1000
+#define MAX_MILLI    4000
+#define MAX_VCPUS    4
+#define MIN_MEM      (512 * MiB)
+#define MAX_MEM      (1536 * MiB)
+#define SAMPLE_S     0.5
 #define LIMIT_BOOT_S 300.0
 /* A resize must reach the guest within this (a safety limit: the guest
  * reports every second, TCG onlining a vCPU takes about a second here). */
@@ -80,20 +80,20 @@
 /* A guest report may be this old when the test reads it. */
 #define REPORT_LAG_S 5.0
 /* Allowed growth of vmactd after the warm-up, end against start. */
-#define RSS_MARGIN_KB (8 * 1024L)
+#define RSS_MARGIN_KB  (8 * 1024L)
 #define RSS_MARGIN_PCT 10
-#define FD_MARGIN 4
-#define MONITOR_DENY "0.4"
+#define FD_MARGIN      4
+#define MONITOR_DENY   "0.4"
 
-struct sample {           /* one look at a VM */
-	double t0, t1;       /* CLOCK_REALTIME before and after it */
-	long quota;          /* milli-CPU, TH_CG_* */
-	bool lv;             /* libvirt answered */
-	unsigned vcpus;      /* libvirt's live count */
-	uint64_t mem_bytes;  /* base + plugged */
+struct sample {             /* one look at a VM */
+	double t0, t1;      /* CLOCK_REALTIME before and after it */
+	long quota;         /* milli-CPU, TH_CG_* */
+	bool lv;            /* libvirt answered */
+	unsigned vcpus;     /* libvirt's live count */
+	uint64_t mem_bytes; /* base + plugged */
 };
 
-struct greport {          /* a new status line from the guest */
+struct greport { /* a new status line from the guest */
 	double t;
 	unsigned cpus;
 	unsigned long memtotal_kb;
@@ -113,7 +113,7 @@ struct soak_vm {
 	size_t nr, cap_r;
 };
 
-struct ev {               /* a vmactd event for one of our VMs */
+struct ev { /* a vmactd event for one of our VMs */
 	double t;
 	int vm;
 	enum { EV_PERMIT, EV_RESIZING, EV_RESIZED, EV_FAILED, EV_APPROVED, EV_DENIED } kind;
@@ -236,13 +236,17 @@ static int setup(void **state)
 	for (unsigned i = 0; i < fx.n; i++) {
 		struct soak_vm *v = &fx.vm[i];
 		char seed[32], meta[2048];
-		const char *args[] = { "--unix", v->sock, "--no-cgroup", "--threshold-mib", "350",
-				       "--random-deny", MONITOR_DENY, "--seed", seed, NULL };
+		const char *args[] = { "--unix",      v->sock,
+				       "--no-cgroup", "--threshold-mib",
+				       "350",         "--random-deny",
+				       MONITOR_DENY,  "--seed",
+				       seed,          NULL };
 
 		snprintf(v->sock, sizeof(v->sock), "/tmp/vmact-soak-%d-%u.sock", pid, i);
 		snprintf(v->mon_log, sizeof(v->mon_log), "/tmp/vmact-soak-%d-%u.monitor", pid, i);
 		snprintf(seed, sizeof(seed), "%u", (unsigned)(rnd() & 0x7fffffff));
-		if (th_peer_start(&v->mon, "vm-monitor.js", args, v->mon_log, msg, sizeof(msg)) < 0) {
+		if (th_peer_start(&v->mon, "vm-monitor.js", args, v->mon_log, msg, sizeof(msg)) <
+		    0) {
 			print_error("vm-monitor: %s\n", msg);
 			return -1;
 		}
@@ -344,7 +348,8 @@ static void sample_vm(struct soak_vm *v)
 			v->base_memtotal_kb = r.memtotal_kb;
 		v->last_seq = r.seq;
 		v->r = grow(v->r, &v->cap_r, v->nr, sizeof(*v->r));
-		v->r[v->nr++] = (struct greport){ .t = now_real(), .cpus = r.cpus,
+		v->r[v->nr++] = (struct greport){ .t = now_real(),
+						  .cpus = r.cpus,
 						  .memtotal_kb = r.memtotal_kb };
 	}
 }
@@ -642,7 +647,8 @@ static void check_seen(struct tally *t, int vi, const struct ev *evs, size_t ne,
 			if (t->unmatched++ < 20)
 				printf("# UNMATCHED %s: resized to %u vCPUs / %llu MiB at %.3f, "
 				       "never seen by the guest\n",
-				       v->g.name, e->vcpus, (unsigned long long)(e->mem / MiB), e->t);
+				       v->g.name, e->vcpus, (unsigned long long)(e->mem / MiB),
+				       e->t);
 		} else {
 			t->matched++;
 			if (first - e->t > t->slowest_seen) /* often < 0: seen first */
@@ -680,9 +686,8 @@ static void check_seen(struct tally *t, int vi, const struct ev *evs, size_t ne,
 				max_mem = e->mem > max_mem ? e->mem : max_mem;
 			}
 		}
-		if (r->cpus > max_vcpus ||
-		    (int64_t)r->memtotal_kb - (int64_t)v->base_memtotal_kb >
-			    (int64_t)((max_mem - MIN_MEM) / 1024) + 2048) {
+		if (r->cpus > max_vcpus || (int64_t)r->memtotal_kb - (int64_t)v->base_memtotal_kb >
+						   (int64_t)((max_mem - MIN_MEM) / 1024) + 2048) {
 			if (t->oversee++ < 20)
 				printf("# GUEST SAW MORE %s at %.3f: %u CPUs, MemTotal %lu kB "
 				       "(given %u vCPUs / %llu MiB)\n",
@@ -735,14 +740,19 @@ static void soak(void **state)
 {
 	char text[1024], ready[64];
 	const char *argv[] = { fx.vmactd, "--config", fx.cfg, "--verbose", NULL };
-	const char *eargv[] = { fx.vmactl, "--socket", fx.ctl, "--json", "events", "--follow", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const char *eargv[] = {
+		fx.vmactl, "--socket", fx.ctl, "--json", "events", "--follow", NULL
+	};
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
-	const struct th_spawn_opts eo = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts eo = { .out = TH_OUT_FILE,
+					  .err = TH_OUT_FILE,
 					  .out_path = fx.evlog };
 	double duration = fx.fast ? 25.0 : fx.minutes * 60.0;
 	unsigned restarts_planned = fx.fast ? 1 : 2, restarts = 0;
-	double lo = fmax(4.0, fmin(20.0, duration / 20)), hi = fmax(10.0, fmin(120.0, duration / 5));
+	double lo = fmax(4.0, fmin(20.0, duration / 20)),
+	       hi = fmax(10.0, fmin(120.0, duration / 5));
 	double warmup = fmin(120.0, duration / 5), t_start, t_end, next_usage = 0, now;
 	long rss0 = -1, fd0 = -1, rss_end = -1, fd_end = -1, rss_max = 0, fd_max = 0, rss, fds;
 	long rss_first = -1, fd_first = -1;
@@ -862,9 +872,9 @@ static void soak(void **state)
 	printf("# ---- soak summary (seed %llu) ----\n", (unsigned long long)seed_of_run);
 	printf("# duration:            %.0f s of load, %u guests, %u phases (idle %u, busy1 %u, "
 	       "busy2 %u, busy3 %u; memory pressure in %u)\n",
-	       th_now_s() - t_start, fx.n, phase_counts[0] + phase_counts[1] + phase_counts[2] +
-	       phase_counts[3], phase_counts[0], phase_counts[1], phase_counts[2],
-	       phase_counts[3], pressure_phases);
+	       th_now_s() - t_start, fx.n,
+	       phase_counts[0] + phase_counts[1] + phase_counts[2] + phase_counts[3],
+	       phase_counts[0], phase_counts[1], phase_counts[2], phase_counts[3], pressure_phases);
 	printf("# resizes:             %u done (CPU up %u, CPU down %u, vCPU plugs %u, "
 	       "vCPU unplugs %u, memory up %u, memory down %u), %u failed\n",
 	       t.resized, t.cpu_up, t.cpu_down, t.vcpu_plug, t.vcpu_unplug, t.mem_up, t.mem_down,
@@ -906,8 +916,9 @@ static void soak(void **state)
 	if (fd_end > fd0 + FD_MARGIN)
 		fail_msg("vmactd's descriptors grew from %ld to %ld", fd0, fd_end);
 	if (!sanitized && duration >= 180 &&
-	    rss_end > rss0 + (rss0 * RSS_MARGIN_PCT / 100 > RSS_MARGIN_KB ? rss0 * RSS_MARGIN_PCT / 100
-									: RSS_MARGIN_KB))
+	    rss_end > rss0 + (rss0 * RSS_MARGIN_PCT / 100 > RSS_MARGIN_KB
+				      ? rss0 * RSS_MARGIN_PCT / 100
+				      : RSS_MARGIN_KB))
 		fail_msg("vmactd's RSS grew from %ld kB to %ld kB", rss0, rss_end);
 }
 

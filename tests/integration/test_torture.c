@@ -80,11 +80,11 @@
 #include "tests/lib/wait.h"
 
 #define PREFIX "vmact-tt"
-#define MiB ((uint64_t)1 << 20)
+#define MiB    ((uint64_t)1 << 20)
 /* Safety limits (a sanitized vmactd on a shared 2-CPU host). */
-#define LIMIT_BOOT_S 240.0
-#define LIMIT_START_S 90.0  /* vmactl set -> "resizing from" */
-#define LIMIT_VIEW_S 120.0  /* new vmactd -> its view equals reality */
+#define LIMIT_BOOT_S   240.0
+#define LIMIT_START_S  90.0  /* vmactl set -> "resizing from" */
+#define LIMIT_VIEW_S   120.0 /* new vmactd -> its view equals reality */
 #define LIMIT_SETTLE_S 180.0 /* -> the VM at its pinned bounds */
 
 enum { VM_U, VM_V, VM_D, VM_N };
@@ -92,11 +92,11 @@ static const char *const vm_role[VM_N] = { "U", "V", "D" };
 
 struct tt_vm {
 	struct tg_guest g;
-	char mon[128];         /* its vm-monitor's socket */
-	struct th_peer peer;   /* the vm-monitor: one connection at a time */
-	unsigned cpu_milli; /* its pinned CPU bound (min = max) */
-	unsigned mem_mib;   /* its pinned memory bound */
-	uint64_t base;      /* QEMU's base memory, bytes */
+	char mon[128];       /* its vm-monitor's socket */
+	struct th_peer peer; /* the vm-monitor: one connection at a time */
+	unsigned cpu_milli;  /* its pinned CPU bound (min = max) */
+	unsigned mem_mib;    /* its pinned memory bound */
+	uint64_t base;       /* QEMU's base memory, bytes */
 };
 
 /* What the round's kill takes: vmactd alone; QEMU and vmactd together (a
@@ -213,7 +213,7 @@ static json_t *qmp(const char *name, const char *cmd)
 {
 	char buf[16384], req[128];
 	const char *argv[] = { "virsh", "-q", "-c", "qemu:///system", "qemu-monitor-command",
-			       name, req, NULL };
+			       name,    req,  NULL };
 	json_t *doc, *ret;
 
 	snprintf(req, sizeof(req), "{\"execute\":\"%s\"}", cmd);
@@ -402,7 +402,8 @@ static bool log_after(void *mark)
 static void start_daemon(void)
 {
 	const char *argv[] = { tt.vmactd, "--config", tt.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = tt.log };
 
 	tt.daemons++;
@@ -552,9 +553,11 @@ static int bg_restart(struct tt_vm *v)
 static int pin(struct tt_vm *v, bool mem, unsigned to)
 {
 	char q[32], out[1024];
-	const char *argv[] = { tt.vmactl, "--socket", tt.ctl, "set", v->g.name,
-			       mem ? "--min-memory" : "--min-cpu", q,
-			       mem ? "--max-memory" : "--max-cpu", q, NULL };
+	const char *argv[] = { tt.vmactl, "--socket",
+			       tt.ctl,    "set",
+			       v->g.name, mem ? "--min-memory" : "--min-cpu",
+			       q,         mem ? "--max-memory" : "--max-cpu",
+			       q,         NULL };
 
 	if (mem)
 		snprintf(q, sizeof(q), "%uMi", to);
@@ -692,15 +695,16 @@ static void check_settled(unsigned round, struct tt_vm *v)
 	read_view(v, &w);
 	read_real(v, &r);
 	check_quota(round, &r, "settled");
-	if (r.alive && (size_milli(&r) != (long)v->cpu_milli ||
-			r.mem != (uint64_t)v->mem_mib * MiB))
+	if (r.alive &&
+	    (size_milli(&r) != (long)v->cpu_milli || r.mem != (uint64_t)v->mem_mib * MiB))
 		violation(round, "%s outside its bounds %um / %u MiB: %ldm / %" PRIu64 " MiB",
 			  v->g.name, v->cpu_milli, v->mem_mib, size_milli(&r), r.mem / MiB);
 	if (w.has_permit && r.alive &&
 	    ((uint64_t)size_milli(&r) > w.permit_cpu || r.mem > w.permit_mem))
-		violation(round, "%s above its permit %" PRIu64 "m / %" PRIu64 " MiB: %ldm / %" PRIu64
-				 " MiB", v->g.name, w.permit_cpu, w.permit_mem / MiB,
-			  size_milli(&r), r.mem / MiB);
+		violation(round,
+			  "%s above its permit %" PRIu64 "m / %" PRIu64 " MiB: %ldm / %" PRIu64
+			  " MiB",
+			  v->g.name, w.permit_cpu, w.permit_mem / MiB, size_milli(&r), r.mem / MiB);
 }
 
 /* The VM died: vmactd reports it (the running daemon's log says `NAME: no
@@ -730,8 +734,8 @@ static void lost_vm(unsigned round, struct tt_vm *v, struct tt_stats *s, long lo
 	if (log_from >= 0 && !th_wait_daemon(&tt.daemon, log_after, &gone, 60))
 		violation(round, "vmactd never reported that %s stopped", v->g.name);
 	if (th_proc_exited(&tt.daemon)) {
-		violation(round, "vmactd exited (status %d) when %s's QEMU died",
-			  tt.daemon.status, v->g.name);
+		violation(round, "vmactd exited (status %d) when %s's QEMU died", tt.daemon.status,
+			  v->g.name);
 		th_print_log_tail(tt.log, "vmactd log", 3000);
 		start_daemon();
 	}

@@ -59,10 +59,10 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX "vmactl-it"
-#define LIMIT_BOOT_S 180.0
+#define PREFIX        "vmactl-it"
+#define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 120.0
-#define LIMIT_S 60.0
+#define LIMIT_S       60.0
 
 static char vmactd_path[PATH_MAX], vmactl_path[PATH_MAX];
 
@@ -95,7 +95,8 @@ static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 static int vmactl(const char *first, ...)
 {
 	const char *argv[16] = { vmactl_path, "--socket", fx.sock };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.out };
 	struct th_proc p = { 0 };
 	size_t n = 3;
@@ -136,7 +137,8 @@ static json_t *show(void)
 static void spawn_daemon(void)
 {
 	const char *argv[] = { vmactd_path, "--config", fx.cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.log };
 
 	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
@@ -183,7 +185,8 @@ static void meta_of(unsigned flags, struct hp_meta *m)
 {
 	virConnectPtr vc = conn();
 	virDomainPtr d = virDomainLookupByName(vc, fx.g.name);
-	char *xml = d ? virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI, flags) : NULL;
+	char *xml = d ? virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI, flags)
+		      : NULL;
 	struct vmact_err err = { 0 };
 
 	if (!xml)
@@ -379,9 +382,10 @@ static int teardown(void **state)
 
 static void vmactl_status(void **state)
 {
-	static const char *const fields[] = { "name", "uuid", "state", "vcpus", "quota_milli_cpu",
-					      "mem_bytes", "using", "load1", "demand", "permit",
-					      "desired", "last_change", NULL };
+	static const char *const fields[] = {
+		"name",  "uuid",   "state",  "vcpus",   "quota_milli_cpu", "mem_bytes", "using",
+		"load1", "demand", "permit", "desired", "last_change",     NULL
+	};
 	json_t *doc, *vm;
 	struct hp_state st;
 	char *text;
@@ -424,9 +428,10 @@ static bool follow_has_resize(void *unused)
 
 static void vmactl_events(void **state)
 {
-	const char *argv[] = { vmactl_path, "--socket", fx.sock, "events", "--follow", "--json",
-			       NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const char *argv[] = { vmactl_path, "--socket", fx.sock, "events",
+			       "--follow",  "--json",   NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = fx.follow };
 	json_t *doc, *dec, *lc;
 	struct hp_state st;
@@ -541,7 +546,8 @@ static void vmactl_set(void **state)
 	char *text;
 
 	(void)state;
-	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "2", "--min-memory", "768Mi", NULL), 0);
+	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "2", "--min-memory", "768Mi", NULL),
+			 0);
 	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
 	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
 	assert_int_equal(live.max.milli_cpu, 2000);
@@ -640,9 +646,9 @@ static json_t *status_entry(bool all)
 	json_t *doc = vmactl_json("status", all ? "--all" : NULL), *vm, *copy = NULL;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "vms"), i,
-			   vm) if (strcmp(jstr(vm, "name"), fx.g.name) == 0)
-		copy = json_deep_copy(vm);
+	json_array_foreach(json_object_get(doc, "vms"), i, vm)
+		if (strcmp(jstr(vm, "name"), fx.g.name) == 0)
+			copy = json_deep_copy(vm);
 	json_decref(doc);
 	return copy;
 }
@@ -679,9 +685,9 @@ static bool has_item(const json_t *layout, const char *part, const char *level)
 	const json_t *it;
 	size_t i;
 
-	json_array_foreach(json_object_get(layout, "items"), i,
-			   it) if (!strcmp(jstr(it, "part"), part) &&
-				   !strcmp(jstr(it, "level"), level)) return true;
+	json_array_foreach(json_object_get(layout, "items"), i, it)
+		if (!strcmp(jstr(it, "part"), part) && !strcmp(jstr(it, "level"), level))
+			return true;
 	return false;
 }
 

@@ -99,8 +99,7 @@ int th_vm_open(void)
 	virSetErrorFunc(NULL, quiet);
 	th_vm.conn = virConnectOpen("qemu:///system");
 	if (!th_vm.conn) {
-		fprintf(stderr, "cannot connect to qemu:///system: %s\n",
-			virGetLastErrorMessage());
+		fprintf(stderr, "cannot connect to qemu:///system: %s\n", virGetLastErrorMessage());
 		return -1;
 	}
 	/* libvirt's client writes to a socket a restarting libvirtd may close */
@@ -216,4 +215,3 @@ char *th_vm_child(const char *sub)
 	snprintf(buf, sizeof(buf), "%s/%s", th_vm.group, sub);
 	return buf;
 }
-

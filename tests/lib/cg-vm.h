@@ -23,8 +23,8 @@ struct th_vm {
 	char name[64];
 	char *group; /* the VM's cgroup, below the cpu controller's mount */
 	pid_t qemu;
-	bool usable;     /* a domain was adopted: tests can run */
-	bool env_failed; /* th_vm_open() failed (not: skipped) */
+	bool usable;      /* a domain was adopted: tests can run */
+	bool env_failed;  /* th_vm_open() failed (not: skipped) */
 	char lv_msg[512]; /* the error of the last TH_VM_LV() call */
 };
 
@@ -67,12 +67,12 @@ int th_vm_start(const char *xml);
 /* Destroys the domain and closes the connection. */
 void th_vm_stop(void);
 
-#define TH_NEED_VM()                                            \
-	do {                                                    \
-		if (!th_vm.usable) {                            \
+#define TH_NEED_VM()                                                \
+	do {                                                        \
+		if (!th_vm.usable) {                                \
 			printf("skipped: no guest (needs root)\n"); \
-			skip();                                 \
-		}                                               \
+			skip();                                     \
+		}                                                   \
 	} while (0)
 
 /* CPUs used over a measuring window: by the whole QEMU process, by its

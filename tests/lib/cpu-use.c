@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +31,8 @@ bool cpu_use_read(const char *stat_path, double *secs)
 	/* after "(comm)": state is field 3, utime 14, stime 15 */
 	char *p = strrchr(buf, ')');
 	unsigned long long ut, st;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return false;
 	*secs = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 	return true;
@@ -45,8 +46,8 @@ void cpu_use_window(double secs)
 		;
 }
 
-void cpu_use_judge(const char *what, double q, double control, double limited,
-		   uint64_t throttled, uint64_t periods)
+void cpu_use_judge(const char *what, double q, double control, double limited, uint64_t throttled,
+		   uint64_t periods)
 {
 	if (limited > 1.1 * q)
 		fail_msg("%s: %.3f CPUs used under a %.3f limit", what, limited, q);
@@ -64,7 +65,8 @@ void cpu_use_judge(const char *what, double q, double control, double limited,
 		printf("CONTENTION (%s): %.3f CPUs under a %.3f limit, throttled in only %llu of "
 		       "%llu periods: the box did not give the group its quota; reported, not "
 		       "asserted\n",
-		       what, limited, q, (unsigned long long)throttled, (unsigned long long)periods);
+		       what, limited, q, (unsigned long long)throttled,
+		       (unsigned long long)periods);
 		skip();
 	}
 	if (limited >= 0.9 * q)

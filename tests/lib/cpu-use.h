@@ -24,5 +24,5 @@ void cpu_use_window(double secs);
  * not throttled in a period did not get its quota there: the box was busy
  * elsewhere). Otherwise the numbers are reported and the case skipped
  * (cmocka). */
-void cpu_use_judge(const char *what, double q, double control, double limited,
-		   uint64_t throttled, uint64_t periods);
+void cpu_use_judge(const char *what, double q, double control, double limited, uint64_t throttled,
+		   uint64_t periods);

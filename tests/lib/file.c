@@ -117,7 +117,7 @@ void th_print_log_tail(const char *path, const char *title, size_t tail)
 void th_remove_pins(const char *pin_root)
 {
 	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-					     "vmact_vms" };
+					    "vmact_vms" };
 	char p[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {

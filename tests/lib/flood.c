@@ -12,8 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "net/http-server.h"
 #include "base/time.h"
+#include "net/http-server.h"
 #include "tests/lib/file.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
@@ -98,8 +98,7 @@ bool th_flood_send(int fd, const char *text)
 	return send_some(fd, text, strlen(text), &off);
 }
 
-int th_flood(struct th_flood *f, unsigned n, const char *const *srcs, unsigned nsrcs,
-	     unsigned *got)
+int th_flood(struct th_flood *f, unsigned n, const char *const *srcs, unsigned nsrcs, unsigned *got)
 {
 	unsigned base = f->nfds, opened = 0, sent = 0;
 	size_t *off = calloc(n, sizeof(*off)), hlen = strlen(th_flood_partial_header);
@@ -133,8 +132,8 @@ int th_flood(struct th_flood *f, unsigned n, const char *const *srcs, unsigned n
 		}
 		pump(f, 0);
 		for (unsigned i = 0; i < opened; i++) {
-			if (!done[i] && send_some(f->fds[base + i], th_flood_partial_header, hlen,
-						  &off[i])) {
+			if (!done[i] &&
+			    send_some(f->fds[base + i], th_flood_partial_header, hlen, &off[i])) {
 				done[i] = true;
 				sent++;
 				progress = true;
@@ -189,7 +188,8 @@ int th_flood_request(struct th_flood *f, const char *src, const char *req, size_
 
 int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t msglen)
 {
-	static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\xff\r\n\r\n\x00\x01garbage\r\n\r\n";
+	static const char garbage[] =
+		"\x16\x03\x01\x02\x00\x01\x00\xff\r\n\r\n\x00\x01garbage\r\n\r\n";
 	const size_t big_len = 256 * 1024;
 	char *big = malloc(big_len + 64), buf[4096], truncated[512];
 	uint64_t end;
@@ -206,14 +206,15 @@ int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t m
 	r = th_flood_request(f, NULL, big, big_len + 4, buf, sizeof(buf));
 	free(big);
 	if (r < 0 || (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)) {
-		snprintf(msg, msglen, "oversized header: %s \"%.80s\"", r < 0 ? strerror(-r) : "answered",
-			 buf);
+		snprintf(msg, msglen, "oversized header: %s \"%.80s\"",
+			 r < 0 ? strerror(-r) : "answered", buf);
 		return -1;
 	}
 	/* Garbage: an error or a closed connection. */
 	r = th_flood_request(f, NULL, garbage, sizeof(garbage) - 1, buf, sizeof(buf));
 	if (r < 0 || (buf[0] && strncmp(buf, "HTTP/1.1 4", 10) != 0)) {
-		snprintf(msg, msglen, "garbage: %s \"%.80s\"", r < 0 ? strerror(-r) : "answered", buf);
+		snprintf(msg, msglen, "garbage: %s \"%.80s\"", r < 0 ? strerror(-r) : "answered",
+			 buf);
 		return -1;
 	}
 	/* A body that never completes, and the client leaves. */

@@ -82,8 +82,8 @@ int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct 
 				msglen);
 }
 
-int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
-		     const char *extra, struct tg_guest *g, char *msg, size_t msglen)
+int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata, const char *extra,
+		     struct tg_guest *g, char *msg, size_t msglen)
 {
 	return tg_start_template(vc, prefix, metadata, getenv("VMACT_GUEST_TEMPLATE"), extra, g,
 				 msg, msglen);
@@ -118,8 +118,9 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 	snprintf(meta, sizeof(meta), "%s%s%s", metadata ? "<metadata>" : "",
 		 metadata ? metadata : "", metadata ? "</metadata>" : "");
 	{
-		const char *kv[] = { "NAME", g->name, "GUEST", guestdir, "RUN", TG_RUNDIR,
-				     "METADATA", meta, "CMDLINE", extra ? extra : "", NULL };
+		const char *kv[] = { "NAME",    g->name,    "GUEST", guestdir,  "RUN",
+				     TG_RUNDIR, "METADATA", meta,    "CMDLINE", extra ? extra : "",
+				     NULL };
 
 		xml = tg_subst(tpl, kv);
 	}
@@ -149,8 +150,8 @@ int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const c
 				virConnectClose(*vc);
 			*vc = virConnectOpen("qemu:///system");
 		}
-		if (*vc && tg_start_template(*vc, prefix, metadata, tplpath, extra, g, msg,
-					     msglen) == 0)
+		if (*vc &&
+		    tg_start_template(*vc, prefix, metadata, tplpath, extra, g, msg, msglen) == 0)
 			break;
 		if (attempt == 5) {
 			if (!*vc)
@@ -356,7 +357,8 @@ static int each_in_thread(unsigned n, int (*fn)(unsigned i, void *ud), void *ud)
 			continue;
 		}
 		jobs[i] = one;
-		jobs[i].started = pthread_create(&jobs[i].thread, NULL, each_job_run, &jobs[i]) == 0;
+		jobs[i].started = pthread_create(&jobs[i].thread, NULL, each_job_run, &jobs[i]) ==
+				  0;
 		if (!jobs[i].started)
 			each_job_run(&jobs[i]);
 	}

@@ -79,8 +79,8 @@ int tg_start(virConnectPtr vc, const char *prefix, const char *metadata, struct 
 /* The same with `extra` (may be NULL) appended to the guest kernel's
  * command line instead of VMACT_GUEST_CMDLINE: for guests started side by
  * side with different command lines. */
-int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata,
-		     const char *extra, struct tg_guest *g, char *msg, size_t msglen);
+int tg_start_cmdline(virConnectPtr vc, const char *prefix, const char *metadata, const char *extra,
+		     struct tg_guest *g, char *msg, size_t msglen);
 
 /* The same from the domain template tplpath (NULL or "": the default
  * one), for guests started side by side from different templates. */

@@ -18,7 +18,7 @@
 
 /* A peer starts in well under a second; this bounds a broken install. */
 #define PEER_START_USEC (60ULL * VMACT_USEC_PER_SEC)
-#define PEER_STOP_USEC (5ULL * VMACT_USEC_PER_SEC)
+#define PEER_STOP_USEC  (5ULL * VMACT_USEC_PER_SEC)
 
 int th_peer_spawn(struct th_proc *p, const char *script, const char *const *args,
 		  const struct th_spawn_opts *o)
@@ -116,8 +116,10 @@ int th_peer_start(struct th_peer *p, const char *script, const char *const *args
 
 	memset(p, 0, sizeof(*p));
 	if (log_path)
-		o = (struct th_spawn_opts){ .stdin_pipe = true, .out = TH_OUT_FILE,
-					    .err = TH_OUT_FILE, .out_path = log_path };
+		o = (struct th_spawn_opts){ .stdin_pipe = true,
+					    .out = TH_OUT_FILE,
+					    .err = TH_OUT_FILE,
+					    .out_path = log_path };
 	r = th_peer_spawn(&p->proc, script, args, &o);
 	if (r < 0) {
 		snprintf(msg, msglen, "cannot start tests/peers/%s: %s", script, strerror(-r));

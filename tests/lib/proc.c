@@ -157,7 +157,8 @@ bool th_wait_daemon(struct th_proc *p, bool (*pred)(void *), void *arg, double l
 	bool died = false;
 
 	if (TH_WAIT(NULL, pred(arg) || (died = p->pid > 0 && th_proc_exited(p)),
-		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) && !died)
+		    (uint64_t)(limit_s * VMACT_USEC_PER_SEC)) &&
+	    !died)
 		return true;
 	if (died)
 		fprintf(stderr, "the daemon exited early (status %d)\n", p->status);

@@ -20,7 +20,7 @@ enum th_out {
 };
 
 struct th_spawn_opts {
-	bool stdin_pipe;        /* stdin from th_proc.in_fd; otherwise inherited */
+	bool stdin_pipe; /* stdin from th_proc.in_fd; otherwise inherited */
 	enum th_out out, err;
 	const char *out_path;   /* for TH_OUT_FILE */
 	const char *const *env; /* "NAME=VALUE" set in the child; NULL-terminated */
@@ -30,10 +30,10 @@ struct th_spawn_opts {
  * functions below leave it alone. */
 struct th_proc {
 	bool spawned; /* th_spawn() succeeded and th_proc_wait/stop not yet run */
-	pid_t pid;  /* 0: not running (never started, or reaped) */
-	int in_fd;  /* writes the child's stdin (closing it gives it EOF), or -1 */
-	int out_fd; /* reads the child's stdout/stderr pipe, or -1 */
-	int status; /* after it was reaped: exit code, or 128 + signal */
+	pid_t pid;    /* 0: not running (never started, or reaped) */
+	int in_fd;    /* writes the child's stdin (closing it gives it EOF), or -1 */
+	int out_fd;   /* reads the child's stdout/stderr pipe, or -1 */
+	int status;   /* after it was reaped: exit code, or 128 + signal */
 };
 
 /* Starts argv[0] (looked up in PATH) with argv; 0 or -errno. A child that

@@ -27,21 +27,21 @@ bool th_wait_step(sd_event *ev, uint64_t end_usec);
 /* TH_WAIT(ev, cond, limit_usec): true as soon as cond holds, false if it
  * still does not after limit_usec. cond is any expression, evaluated
  * before each step. */
-#define TH_WAIT(ev, cond, limit_usec)                                          \
-	({                                                                     \
-		uint64_t th_end_ = vmact_now_usec() + (limit_usec);            \
-		bool th_ok_;                                                   \
-		while (!(th_ok_ = !!(cond)) && th_wait_step((ev), th_end_))    \
-			;                                                      \
-		th_ok_;                                                        \
+#define TH_WAIT(ev, cond, limit_usec)                                       \
+	({                                                                  \
+		uint64_t th_end_ = vmact_now_usec() + (limit_usec);         \
+		bool th_ok_;                                                \
+		while (!(th_ok_ = !!(cond)) && th_wait_step((ev), th_end_)) \
+			;                                                   \
+		th_ok_;                                                     \
 	})
 
 /* The same, failing the cmocka test (include cmocka.h first) when cond
  * never held within TH_SAFETY_USEC; what names it in the message. */
-#define TH_WAIT_OR_FAIL(ev, cond, what)                                        \
-	do {                                                                   \
-		if (!TH_WAIT((ev), (cond), TH_SAFETY_USEC))                     \
-			fail_msg("gave up waiting for %s", (what));            \
+#define TH_WAIT_OR_FAIL(ev, cond, what)                             \
+	do {                                                        \
+		if (!TH_WAIT((ev), (cond), TH_SAFETY_USEC))         \
+			fail_msg("gave up waiting for %s", (what)); \
 	} while (0)
 
 /* TH_WAIT with a predicate function, for conditions kept in a function. */

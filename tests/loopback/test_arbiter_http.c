@@ -4,23 +4,25 @@
  * sockets: every status code and text of the protocol, the 1 KiB limit,
  * slowloris, malformed HTTP, connection floods, clean SIGTERM exit, CLI
  * errors. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
@@ -137,16 +139,18 @@ static void expect(const char *method, const char *body, long status, const char
 	struct answer a = curl_do(method, body, body ? strlen(body) : 0);
 
 	if (a.status != status || strcmp(a.body, want) != 0)
-		fail_msg("%s %s\n  got %ld %s\n want %ld %s", method, body ? body : "", a.status, a.body,
-			 status, want);
+		fail_msg("%s %s\n  got %ld %s\n want %ld %s", method, body ? body : "", a.status,
+			 a.body, status, want);
 	assert_string_equal(a.ctype, status == 200 ? "application/json" : "text/plain");
 }
 
 static int group_setup(void **state)
 {
-	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "8", "--memory", "32Gi",
-					    "--slot-size", "1Gi", "--watermark", "1",
-					    "--request-timeout", "1", NULL };
+	static const char *const args[] = {
+		"--listen",    "127.0.0.1:0", "--cpu",       "8", "--memory",          "32Gi",
+		"--slot-size", "1Gi",         "--watermark", "1", "--request-timeout", "1",
+		NULL
+	};
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
@@ -193,7 +197,8 @@ static void test_status_400_texts(void **state)
 	expect("POST",
 	       "{\"protoVersion\":2,\"pod\":{\"namespace\":\"n\",\"name\":\"p\"},"
 	       "\"resources\":{\"vCPUs\":0.5,\"mem\":1},\"metrics\":null}",
-	       400, "agent requested fractional CPU with protocol version that does not support it");
+	       400,
+	       "agent requested fractional CPU with protocol version that does not support it");
 	expect("POST",
 	       "{\"protoVersion\":1,\"pod\":{\"namespace\":\"n\",\"name\":\"p\"},"
 	       "\"resources\":{\"vCPUs\":1,\"mem\":1},\"metrics\":null}",
@@ -202,8 +207,9 @@ static void test_status_400_texts(void **state)
 	 * body would be valid JSON. */
 	memset(big, ' ', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	memcpy(big, "{\"protoVersion\":7,\"pod\":{\"namespace\":\"n\",\"name\":\"big\"},"
-		    "\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},\"resources\":{\"vCPUs\":1,\"mem\":\"1Gi\"}",
+	memcpy(big,
+	       "{\"protoVersion\":7,\"pod\":{\"namespace\":\"n\",\"name\":\"big\"},"
+	       "\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},\"resources\":{\"vCPUs\":1,\"mem\":\"1Gi\"}",
 	       123);
 	big[sizeof(big) - 2] = '}';
 	expect("POST", big, 400, "bad JSON");
@@ -235,21 +241,25 @@ static void test_status_200_every_version(void **state)
 	       "{\"protoVersion\":4,\"pod\":{\"namespace\":\"d\",\"name\":\"v21\"},"
 	       "\"resources\":{\"vCPUs\":\"500m\",\"mem\":2},\"lastPermit\":{\"vCPUs\":\"250m\",\"mem\":1},"
 	       "\"metrics\":null}",
-	       200, "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":2},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":2},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
 	expect("POST",
 	       "{\"protoVersion\":3,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
 	       "\"resources\":{\"vCPUs\":\"500m\",\"mem\":2},"
 	       "\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
-	       200, "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":2},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":2},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
 	expect("POST",
 	       "{\"protoVersion\":2,\"pod\":{\"name\":\"p11\",\"namespace\":\"default\"},"
 	       "\"resources\":{\"vCPUs\":2,\"mem\":2},\"metrics\":null}",
-	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":2},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":2,\"mem\":2},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
 	expect("POST",
 	       "{\"protoVersion\":1,\"pod\":{\"name\":\"p10\",\"namespace\":\"default\"},"
 	       "\"resources\":{\"vCPUs\":1,\"mem\":1},"
 	       "\"metrics\":{\"loadAvg1M\":1,\"loadAvg5M\":1,\"memoryUsageBytes\":1}}",
-	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
 }
 
 static void assert_still_serving(void)
@@ -290,7 +300,8 @@ static bool closed_by_peer(int fd, char *buf, size_t cap)
 static void test_slowloris_is_cut(void **state)
 {
 	int fd = th_connect(server.port);
-	const char *head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"protoVersion\":7";
+	const char *head =
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"protoVersion\":7";
 	char buf[1024];
 	bool cut = false;
 	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
@@ -359,12 +370,16 @@ static void test_cli(void **state)
 		int rc;
 		const char *needle;
 	} t[] = {
-		{ { "--watermark", "2", NULL }, 2, "--watermark 2: not a number in the allowed range" },
+		{ { "--watermark", "2", NULL },
+		  2,
+		  "--watermark 2: not a number in the allowed range" },
 		{ { "--cpu", "lots", NULL }, 2, "--cpu lots" },
 		{ { "--memory", "-1Gi", NULL }, 2, "--memory -1Gi" },
 		{ { "--min-version", "6.0", NULL }, 2, "--min-version 6.0" },
 		{ { "--compute-unit", "250m", NULL }, 2, "expected CPU,MEM" },
-		{ { "--listen", "nowhere", "--cpu", "1", "--memory", "1Gi" }, 1, "listen address: 'nowhere' is not ADDR:PORT" },
+		{ { "--listen", "nowhere", "--cpu", "1", "--memory", "1Gi" },
+		  1,
+		  "listen address: 'nowhere' is not ADDR:PORT" },
 		{ { "--cpu", "1", "--reserve-cpu", "2", NULL }, 2, "no CPU left" },
 		{ { "--max-version", "3.0", NULL }, 2, "slot size" },
 		{ { "extra", NULL }, 2, "unexpected argument extra" },
@@ -385,8 +400,8 @@ static void test_cli(void **state)
 
 static void test_sigterm_clean_exit(void **state)
 {
-	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "2", "--memory", "4Gi",
-					    NULL };
+	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "2",
+					    "--memory", "4Gi",         NULL };
 	struct proc p;
 	char out[4096];
 
@@ -401,8 +416,9 @@ static void test_sigterm_clean_exit(void **state)
  * whose HTTP client and JSON encoding vmact did not write. */
 static void test_node_agent_peer(void **state)
 {
-	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "64", "--memory",
-					    "256Gi", "--slot-size", "1Gi", "--watermark", "1", NULL };
+	static const char *const args[] = { "--listen",    "127.0.0.1:0", "--cpu",       "64",
+					    "--memory",    "256Gi",       "--slot-size", "1Gi",
+					    "--watermark", "1",           NULL };
 	static const struct th_spawn_opts to_pipe = { .out = TH_OUT_PIPE, .err = TH_OUT_PIPE };
 	struct proc p;
 	char port[16], out[4096], log[8192];

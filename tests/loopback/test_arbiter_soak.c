@@ -12,28 +12,30 @@
  * largest sum of permits seen against capacity, and this process's
  * resident memory at the start and the end (the arbiter and its server run
  * here). Leaks are LeakSanitizer's to find. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "agent-glue/arbiter/arbiter.h"
-#include "base/time.h"
 #include "agent-glue/client/plugin-client.h"
+#include "base/time.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-#define GiB (1024ULL * 1024 * 1024)
+#define GiB    (1024ULL * 1024 * 1024)
 #define CU_CPU 250u
 #define CU_MEM GiB
 
@@ -84,10 +86,11 @@ static void check_sums(struct soak *s)
 	uint64_t cpu = 0, mem = 0;
 
 	ag_arbiter_totals(s->arb, &t);
-	if (t.reserved.milli_cpu > t.watermark.milli_cpu || t.reserved.mem_bytes > t.watermark.mem_bytes)
-		fail_soak(s, "arbiter reserved %um/%llu above watermark %um/%llu", t.reserved.milli_cpu,
-			  (unsigned long long)t.reserved.mem_bytes, t.watermark.milli_cpu,
-			  (unsigned long long)t.watermark.mem_bytes);
+	if (t.reserved.milli_cpu > t.watermark.milli_cpu ||
+	    t.reserved.mem_bytes > t.watermark.mem_bytes)
+		fail_soak(s, "arbiter reserved %um/%llu above watermark %um/%llu",
+			  t.reserved.milli_cpu, (unsigned long long)t.reserved.mem_bytes,
+			  t.watermark.milli_cpu, (unsigned long long)t.watermark.mem_bytes);
 	for (unsigned i = 0; i < s->npods; i++) {
 		if (!s->pods[i].has_permit)
 			continue;
@@ -240,7 +243,8 @@ static void test_soak(void **state)
 		fail_msg("%s", err.msg);
 	assert_int_equal(ag_plugin_url("127.0.0.1", ag_arbiter_port(s.arb), url, sizeof(url)), 0);
 	for (int i = 0; i < 3; i++) {
-		struct ag_plugin_client_config pcfg = { .url = url, .version = versions[i],
+		struct ag_plugin_client_config pcfg = { .url = url,
+							.version = versions[i],
 							.slot_bytes = GiB };
 
 		if (ag_plugin_client_new(s.http, &pcfg, &s.clients[i], &err) < 0)

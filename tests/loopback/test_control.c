@@ -154,7 +154,8 @@ static void start_server(void)
 	assert_true(server >= 0);
 	if (server == 0)
 		run_server();
-	if (!TH_WAIT(NULL, serving() || waitpid(server, &status, WNOHANG) == server, TH_SAFETY_USEC) ||
+	if (!TH_WAIT(NULL, serving() || waitpid(server, &status, WNOHANG) == server,
+		     TH_SAFETY_USEC) ||
 	    !serving())
 		fail_msg("the control socket %s is not served", sock_path);
 }
@@ -216,7 +217,8 @@ static void call_refused(const char *method, const char *path, const char *body,
 
 	assert_int_equal(ctl_call(sock_path, method, path, body, 10, &status, &doc, &err), -EPROTO);
 	if (status != want || !strstr(err.msg, msg))
-		fail_msg("%s %s: got %ld '%s', want %ld '%s'", method, path, status, err.msg, want, msg);
+		fail_msg("%s %s: got %ld '%s', want %ld '%s'", method, path, status, err.msg, want,
+			 msg);
 	assert_null(doc);
 }
 
@@ -265,8 +267,10 @@ static void routes(void **state)
 			    "vmact metadata: broken");
 	json_decref(doc);
 	doc = call_ok("GET", "/v1/vms/vm-a", NULL, 10);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(doc, "bounds"),
-								"max"), "milli_cpu")), 2000);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(json_object_get(doc, "bounds"), "max"),
+				 "milli_cpu")),
+			 2000);
 	assert_true(json_is_array(json_object_get(doc, "decisions")));
 	json_decref(doc);
 
@@ -313,8 +317,10 @@ static void malformed(void **state)
 	assert_non_null(strstr(buf, "400"));
 	/* A body above the API's 4 KiB: refused, the server goes on. */
 	memset(big, 'x', sizeof(big));
-	snprintf(buf, sizeof(buf), "POST /v1/vms/vm-a/bounds HTTP/1.1\r\nHost: x\r\n"
-		 "Content-Length: %zu\r\n\r\n", sizeof(big));
+	snprintf(buf, sizeof(buf),
+		 "POST /v1/vms/vm-a/bounds HTTP/1.1\r\nHost: x\r\n"
+		 "Content-Length: %zu\r\n\r\n",
+		 sizeof(big));
 	raw(buf, strlen(buf), buf, sizeof(buf));
 	assert_non_null(strstr(buf, " 413 "));
 	/* Half a request, then the peer goes away. */
@@ -382,7 +388,8 @@ static void unprivileged(void **state)
 		raw(req, strlen(req), buf, sizeof(buf));
 		if (!strstr(buf, " 403 "))
 			_exit(12);
-		if (!strstr(buf, "\"error\":\"permission denied: the vmactd control API is for uid 0"
+		if (!strstr(buf,
+			    "\"error\":\"permission denied: the vmactd control API is for uid 0"
 			    " only, this peer is uid 65534\""))
 			_exit(13);
 		if (strstr(buf, "vm-a"))
@@ -459,9 +466,11 @@ static void long_poll(void **state)
 	evs = json_object_get(doc, "events");
 	assert_true(json_array_size(evs) >= 1);
 	for (size_t i = 0; i < json_array_size(evs); i++)
-		assert_string_equal(json_string_value(json_object_get(json_array_get(evs, i), "vm")),
+		assert_string_equal(json_string_value(
+					    json_object_get(json_array_get(evs, i), "vm")),
 				    "vm-a");
-	assert_true(json_integer_value(json_object_get(json_array_get(evs, 0), "seq")) > (json_int_t)seq);
+	assert_true(json_integer_value(json_object_get(json_array_get(evs, 0), "seq")) >
+		    (json_int_t)seq);
 	json_decref(doc);
 	json_decref(call_ok("POST", "/v1/vms/vm-a/resume", "", 10));
 
@@ -475,7 +484,8 @@ static void long_poll(void **state)
 		struct vmact_err err = { 0 };
 		long st = 0;
 
-		snprintf(path, sizeof(path), "/v1/events?since=%llu&wait=30", (unsigned long long)seq);
+		snprintf(path, sizeof(path), "/v1/events?since=%llu&wait=30",
+			 (unsigned long long)seq);
 		close(pfd[0]);
 		if (write(pfd[1], "x", 1) < 0)
 			_exit(1);

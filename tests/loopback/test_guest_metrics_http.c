@@ -5,9 +5,11 @@
  * can: garbage, a body over the limit, an error status, silence, a
  * half-sent answer, and no listener at all. Each outcome must arrive
  * through the callback, from the loop, with the cause named. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include <errno.h>
@@ -95,8 +97,8 @@ static void url(const struct fx *f, const char *path, char *buf, size_t len)
 }
 
 /* Starts a scrape of path and runs the loop until its callback ran. */
-static void scrape(struct fx *f, const char *path, enum ag_exporter_kind kind,
-		   uint64_t timeout, size_t max, struct outcome *o)
+static void scrape(struct fx *f, const char *path, enum ag_exporter_kind kind, uint64_t timeout,
+		   size_t max, struct outcome *o)
 {
 	struct ag_exporter_scrape *s = NULL;
 	struct vmact_err err = { 0 };
@@ -163,8 +165,10 @@ static void test_failures(void **state)
 		/* The wrong page for the kind: a good text without what is needed. */
 		{ "/system/metrics", AG_EXPORTER_LFC, 0, 0, -EBADMSG, 200,
 		  "lfc metrics: http://127.0.0.1:" },
-		{ "/system/metrics", AG_EXPORTER_LFC, 0, 0, -EBADMSG, 200, "lfc_hits: metric missing" },
-		{ "/lfc/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EBADMSG, 200, "host_load1: metric missing" },
+		{ "/system/metrics", AG_EXPORTER_LFC, 0, 0, -EBADMSG, 200,
+		  "lfc_hits: metric missing" },
+		{ "/lfc/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EBADMSG, 200,
+		  "host_load1: metric missing" },
 		/* Over the default 256 KiB, and over a caller's smaller limit. */
 		{ "/big/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EFBIG, 0,
 		  "response body exceeds 262144 bytes" },
@@ -172,7 +176,8 @@ static void test_failures(void **state)
 		  "response body exceeds 100 bytes" },
 		{ "/status/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EREMOTEIO, 503,
 		  "/status/metrics: HTTP status 503: exporter not ready" },
-		{ "/nothing/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EREMOTEIO, 404, "HTTP status 404" },
+		{ "/nothing/metrics", AG_EXPORTER_SYSTEM, 0, 0, -EREMOTEIO, 404,
+		  "HTTP status 404" },
 		{ "/silent/metrics", AG_EXPORTER_SYSTEM, 300 * 1000, 0, -ETIMEDOUT, 0,
 		  "system metrics: http://127.0.0.1:" },
 		{ "/hangup/metrics", AG_EXPORTER_SYSTEM, 0, 0, -ECONNRESET, 0, "/hangup/metrics" },
@@ -186,9 +191,10 @@ static void test_failures(void **state)
 		scrape(f, cases[i].path, cases[i].kind, cases[i].timeout, cases[i].max, o);
 		if (o->error != cases[i].error || o->status != cases[i].status ||
 		    !strstr(o->message, cases[i].msg))
-			fail_msg("case %zu (%s): got %d, status %ld, \"%s\"; want %d, status %ld, containing \"%s\"",
-				 i, cases[i].path, o->error, o->status, o->message, cases[i].error,
-				 cases[i].status, cases[i].msg);
+			fail_msg(
+				"case %zu (%s): got %d, status %ld, \"%s\"; want %d, status %ld, containing \"%s\"",
+				i, cases[i].path, o->error, o->status, o->message, cases[i].error,
+				cases[i].status, cases[i].msg);
 		assert_false(o->has_system || o->has_lfc);
 		free(o);
 	}
@@ -222,7 +228,7 @@ static void test_gone(void **state)
 
 	snprintf(u, sizeof(u), "http://127.0.0.1:%u/metrics", th_dead_port());
 	assert_int_equal(ag_exporter_scrape_start(f->http, u, AG_EXPORTER_SYSTEM, 0, 0, on_result,
-						&o, &s, NULL),
+						  &o, &s, NULL),
 			 0);
 	assert_true(TH_WAIT(f->ev, o.done, TH_SAFETY_USEC));
 	assert_int_equal(o.error, -ECONNREFUSED);
@@ -241,10 +247,11 @@ static void test_never_blocks(void **state)
 	url(f, "/silent/metrics", u1, sizeof(u1));
 	url(f, "/system/metrics", u2, sizeof(u2));
 	assert_int_equal(ag_exporter_scrape_start(f->http, u1, AG_EXPORTER_SYSTEM,
-						TH_SAFETY_USEC / 2, 0, on_result, &so, &slow, NULL),
+						  TH_SAFETY_USEC / 2, 0, on_result, &so, &slow,
+						  NULL),
 			 0);
-	assert_int_equal(ag_exporter_scrape_start(f->http, u2, AG_EXPORTER_SYSTEM, 0, 0,
-						on_result, &fo, &fast, NULL),
+	assert_int_equal(ag_exporter_scrape_start(f->http, u2, AG_EXPORTER_SYSTEM, 0, 0, on_result,
+						  &fo, &fast, NULL),
 			 0);
 	assert_true(TH_WAIT(f->ev, fo.done, TH_SAFETY_USEC));
 	assert_int_equal(fo.error, 0);
@@ -268,7 +275,7 @@ static void test_free_in_callback(void **state)
 
 	url(f, "/system/metrics", u, sizeof(u));
 	assert_int_equal(ag_exporter_scrape_start(f->http, u, AG_EXPORTER_SYSTEM, 0, 0, on_result,
-						&o, &s, NULL),
+						  &o, &s, NULL),
 			 0);
 	o.free_me = s;
 	assert_true(TH_WAIT(f->ev, o.done, TH_SAFETY_USEC));
@@ -285,7 +292,8 @@ static void command(struct fx *f, const char *cmd)
 
 	assert_int_equal(write(f->peer.proc.in_fd, line, (size_t)n), n);
 	snprintf(want, sizeof(want), "{\"event\":\"ack\",\"command\":\"%s\"}", cmd);
-	if (!TH_WAIT(NULL, (th_read_some(f->peer.proc.out_fd, buf, sizeof(buf), &len), strstr(buf, want)),
+	if (!TH_WAIT(NULL,
+		     (th_read_some(f->peer.proc.out_fd, buf, sizeof(buf), &len), strstr(buf, want)),
 		     TH_SAFETY_USEC))
 		fail_msg("no acknowledgement of \"%s\"; the peer said \"%s\"", cmd, buf);
 }
@@ -315,7 +323,7 @@ static void test_endpoint_changes(void **state)
 
 		snprintf(u, sizeof(u), "http://127.0.0.1:%u/metrics", f->peer.port);
 		assert_int_equal(ag_exporter_scrape_start(f->http, u, AG_EXPORTER_SYSTEM, 0, 0,
-							on_result, &o3, &s, NULL),
+							  on_result, &o3, &s, NULL),
 				 0);
 		assert_true(TH_WAIT(f->ev, o3.done, TH_SAFETY_USEC));
 		assert_true(o3.error == -ECONNREFUSED || o3.error == -ECONNRESET);
@@ -331,21 +339,23 @@ static void test_bad_arguments(void **state)
 	struct outcome o = { 0 };
 
 	assert_int_equal(ag_exporter_scrape_start(f->http, NULL, AG_EXPORTER_SYSTEM, 0, 0,
-						on_result, &o, &s, &err),
+						  on_result, &o, &s, &err),
 			 -EINVAL);
 	vmact_err_reset(&err);
 	assert_int_equal(ag_exporter_scrape_start(f->http, "http://127.0.0.1:1/metrics",
-						AG_EXPORTER_SYSTEM, 0,
-						(size_t)NET_PROM_MAX_TEXT + 1, on_result, &o, &s, &err),
+						  AG_EXPORTER_SYSTEM, 0,
+						  (size_t)NET_PROM_MAX_TEXT + 1, on_result, &o, &s,
+						  &err),
 			 -EINVAL);
 	assert_non_null(strstr(err.msg, "size limit"));
 	vmact_err_reset(&err);
 	assert_int_equal(ag_exporter_scrape_start(f->http, "ftp://127.0.0.1/metrics",
-						AG_EXPORTER_SYSTEM, 0, 0, on_result, &o, &s, &err),
+						  AG_EXPORTER_SYSTEM, 0, 0, on_result, &o, &s,
+						  &err),
 			 -EINVAL);
 	assert_int_equal(ag_exporter_scrape_start(f->http, "http://127.0.0.1:1/metrics",
-						(enum ag_exporter_kind)7, 0, 0, on_result, &o, &s,
-						&err),
+						  (enum ag_exporter_kind)7, 0, 0, on_result, &o, &s,
+						  &err),
 			 -EINVAL);
 	assert_null(s);
 	th_run_for(f->ev, 100 * 1000);

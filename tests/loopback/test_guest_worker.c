@@ -269,7 +269,8 @@ static void hostile(void **state)
 
 	snprintf(script, sizeof(script), "/tmp/vmact-gw-%d.sh", (int)getpid());
 	/* Garbage on its socket, then it waits to be killed. */
-	assert_int_equal(th_write_file(script, "#!/bin/sh\nprintf 'not a record' >&3\nexec sleep 60\n"),
+	assert_int_equal(th_write_file(script,
+				       "#!/bin/sh\nprintf 'not a record' >&3\nexec sleep 60\n"),
 			 0);
 	assert_int_equal(chmod(script, 0755), 0);
 	start(t, s, script, 0);
@@ -295,8 +296,8 @@ static void hostile(void **state)
 		assert_non_null(f);
 		assert_int_equal(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
 		fclose(f);
-		snprintf(buf_script, sizeof(buf_script),
-			 "#!/bin/sh\ncat %s >&3\nexec sleep 60\n", rec);
+		snprintf(buf_script, sizeof(buf_script), "#!/bin/sh\ncat %s >&3\nexec sleep 60\n",
+			 rec);
 		assert_int_equal(th_write_file(script, buf_script), 0);
 		assert_int_equal(chmod(script, 0755), 0);
 		start(t, s, script, 0);
@@ -315,11 +316,8 @@ static void hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(hung),
-		cmocka_unit_test(approves),
-		cmocka_unit_test(killed),
-		cmocka_unit_test(hostile),
-		cmocka_unit_test(hung_found),
+		cmocka_unit_test(hung),    cmocka_unit_test(approves),   cmocka_unit_test(killed),
+		cmocka_unit_test(hostile), cmocka_unit_test(hung_found),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -88,8 +88,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-static const struct vmact_hook_msg msg = { .op = VMACT_HOOK_STARTED, .subop = VMACT_HOOK_BEGIN,
-					   .uuid = UUID, .name = "vm one" };
+static const struct vmact_hook_msg msg = {
+	.op = VMACT_HOOK_STARTED, .subop = VMACT_HOOK_BEGIN, .uuid = UUID, .name = "vm one"
+};
 
 static void notice_arrives(void **state)
 {
@@ -184,7 +185,8 @@ static void not_notices(void **state)
 	send_raw(f->path, "hello", 5);
 	send_raw(f->path, "hello", 5);
 	/* A notice behind them is still taken. */
-	send_raw(f->path, "vmact-hook/1 stopped end " UUID " vm", strlen("vmact-hook/1 stopped end " UUID " vm"));
+	send_raw(f->path, "vmact-hook/1 stopped end " UUID " vm",
+		 strlen("vmact-hook/1 stopped end " UUID " vm"));
 	TH_WAIT_OR_FAIL(f->ev, f->notices == before + 1, "the notice after the garbage");
 	assert_int_equal(f->bads, 1);
 	assert_int_equal(f->last.op, VMACT_HOOK_STOPPED);
@@ -193,7 +195,8 @@ static void not_notices(void **state)
 	send_raw(f->path, big, sizeof(big));
 	TH_WAIT_OR_FAIL(f->ev, f->bads == 2, "the oversize report");
 	assert_non_null(strstr(f->last_bad, "4096 bytes"));
-	send_raw(f->path, "vmact-hook/1 bogus - " UUID " vm", strlen("vmact-hook/1 bogus - " UUID " vm"));
+	send_raw(f->path, "vmact-hook/1 bogus - " UUID " vm",
+		 strlen("vmact-hook/1 bogus - " UUID " vm"));
 	TH_WAIT_OR_FAIL(f->ev, f->bads == 3, "the unknown operation report");
 	assert_non_null(strstr(f->last_bad, "operation: unknown 'bogus'"));
 	assert_int_equal(f->notices, before + 1);

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* http-client and http-server against each other and against raw sockets
  * on loopback, all on one sd-event loop. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "net/http-client.h"
 #include "net/http-server.h"
@@ -192,12 +194,15 @@ static void test_concurrent(void **state)
 	for (size_t i = 0; i < 20; i++) {
 		char body[16];
 		struct net_http_request req = {
-			.method = "POST", .url = url_of(f, "/"), .body = body,
+			.method = "POST",
+			.url = url_of(f, "/"),
+			.body = body,
 			.timeout_usec = 10000000,
 		};
 
 		req.body_len = (size_t)snprintf(body, sizeof(body), "%zu", i);
-		assert_int_equal(net_http_client_start(f->cli, &req, on_done, &r[i], NULL, &err), 0);
+		assert_int_equal(net_http_client_start(f->cli, &req, on_done, &r[i], NULL, &err),
+				 0);
 	}
 	assert_true(TH_WAIT(f->ev, all_done(r, 20), TH_SAFETY_USEC));
 	for (size_t i = 0; i < 20; i++) {
@@ -227,8 +232,9 @@ static void test_response_cap(void **state)
 {
 	struct fixture *f = *state;
 	struct result r;
-	struct net_http_request req = { .method = "GET", .url = url_of(f, "/big"),
-				       .max_response = 1024 };
+	struct net_http_request req = { .method = "GET",
+					.url = url_of(f, "/big"),
+					.max_response = 1024 };
 
 	do_request(f, &req, &r);
 	assert_int_equal(r.rc, -EFBIG);
@@ -246,8 +252,11 @@ static void test_oversized_body(void **state)
 	struct fixture *f = *state;
 	char big[2000];
 	struct result r;
-	struct net_http_request req = { .method = "POST", .url = url_of(f, "/"), .body = big,
-				       .body_len = sizeof(big), .timeout_usec = 10000000 };
+	struct net_http_request req = { .method = "POST",
+					.url = url_of(f, "/"),
+					.body = big,
+					.body_len = sizeof(big),
+					.timeout_usec = 10000000 };
 
 	memset(big, 'a', sizeof(big));
 	do_request(f, &req, &r);
@@ -359,8 +368,9 @@ static void test_timeout_silent_peer(void **state)
 	int lfd = th_silent_listener(&port);
 	char url[64];
 	struct result r;
-	struct net_http_request req = { .method = "POST", .url = url, .body = "{}", .body_len = 2,
-				       .timeout_usec = 200000 };
+	struct net_http_request req = {
+		.method = "POST", .url = url, .body = "{}", .body_len = 2, .timeout_usec = 200000
+	};
 
 	assert_true(lfd >= 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", port);
@@ -424,8 +434,11 @@ static void test_unix_socket(void **state)
 	struct fixture *f;
 	char path[64], spec[80];
 	struct result r;
-	struct net_http_request req = { .method = "POST", .url = "http://localhost/u",
-				       .body = "hi", .body_len = 2, .unix_socket = path };
+	struct net_http_request req = { .method = "POST",
+					.url = "http://localhost/u",
+					.body = "hi",
+					.body_len = 2,
+					.unix_socket = path };
 
 	snprintf(path, sizeof(path), "/tmp/vmact-plugin-test-%d.sock", (int)getpid());
 	snprintf(spec, sizeof(spec), "unix:%s", path);

@@ -6,38 +6,40 @@
  * close the server must serve again and hold no connection. The deadlines
  * are set far out so that only the connection limits are in play. Time
  * limits are safety nets against a hang, not assertions about speed. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/un.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <unistd.h>
-#include <errno.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/time.h>
-#include <fcntl.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include "base/macro.h"
 #include "agent-glue/arbiter/arbiter.h"
+#include "base/macro.h"
+#include "base/time.h"
 #include "net/http-server.h"
+#include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"
 #include "tests/lib/wait.h"
-#include "tests/lib/file.h"
-#include "base/time.h"
 
-#define GiB (1024ULL * 1024 * 1024)
+#define GiB      (1024ULL * 1024 * 1024)
 #define FAR_USEC (600ULL * 1000000ULL)
 
 static const char good_request[] = "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -114,8 +116,10 @@ static void expect_reply(struct hostile *h, const char *src, const char *req, co
 
 	if (r < 0 || !strstr(buf, want))
 		fail_msg("%s: no reply with \"%s\" (%s; got \"%s\")",
-			 h->fl.unix_path[0] ? h->fl.unix_path : src ? src : "127.0.0.1", want,
-			 r < 0 ? strerror(-r) : "answered", buf);
+			 h->fl.unix_path[0] ? h->fl.unix_path
+			 : src              ? src
+					    : "127.0.0.1",
+			 want, r < 0 ? strerror(-r) : "answered", buf);
 }
 
 /* Drives the loop until the server holds at most n connections. */
@@ -126,7 +130,8 @@ static void settle(struct hostile *h, unsigned n)
 	while (connections(h) > n && vmact_now_usec() < end)
 		sd_event_run(h->fl.ev, 10000);
 	if (connections(h) > n)
-		fail_msg("server still holds %u connections, expected at most %u", connections(h), n);
+		fail_msg("server still holds %u connections, expected at most %u", connections(h),
+			 n);
 }
 
 static void close_flood(struct hostile *h)
@@ -323,7 +328,8 @@ static void test_oversized_header(void **state)
 	if (waitpid(pid, &status, WNOHANG) == 0)
 		kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
-	for (ssize_t r; len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) > 0;)
+	for (ssize_t r;
+	     len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) > 0;)
 		len += (size_t)r;
 	buf[len] = '\0';
 	close(p[0]);

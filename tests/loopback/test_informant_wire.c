@@ -29,9 +29,9 @@
 #include <cmocka.h>
 
 #include "actuator/worker/approver-proxy.h"
+#include "agent-glue/client/informant-client.h"
 #include "base/macro.h"
 #include "net/http-client.h"
-#include "agent-glue/client/informant-client.h"
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/net.h"
@@ -69,7 +69,8 @@ static int on_fixture_out(sd_event_source *s, int fd, uint32_t revents, void *ud
 		if (ev)
 			json_array_append_new(fx->events, ev);
 		else
-			fprintf(stderr, "fixture: unparsable line: %.*s\n", (int)(nl - fx->buf), fx->buf);
+			fprintf(stderr, "fixture: unparsable line: %.*s\n", (int)(nl - fx->buf),
+				fx->buf);
 		fx->len -= (size_t)(nl + 1 - fx->buf);
 		memmove(fx->buf, nl + 1, fx->len);
 	}
@@ -101,7 +102,7 @@ static bool event_matches(const json_t *ev, const char *name, const char *const 
 /* Runs the loop until the fixture reports a matching event at or after the
  * cursor; moves the cursor past it. Borrowed reference. */
 #define wait_event(ev, fx, name, ...) \
-	wait_event_(ev, fx, name, (const char *const[]){ __VA_ARGS__ __VA_OPT__(,) NULL })
+	wait_event_(ev, fx, name, (const char *const[]){ __VA_ARGS__ __VA_OPT__(, ) NULL })
 static json_t *wait_event_(sd_event *ev, struct fixture *fx, const char *name,
 			   const char *const *match)
 {
@@ -154,16 +155,18 @@ static void fx_start_checking(sd_event *ev, struct fixture *fx, const char *min,
 {
 	/* The informant's 100-400 ms timeouts, stretched: a sanitized agent
 	 * on a busy machine is slow, not dead. */
-	const char *args[] = { "--host", "127.0.0.1", "--port", "0", "--min", min, "--max", max,
-			       "--timeout-factor", "20", "--check-ms", check_ms, NULL };
+	const char *args[] = {
+		"--host", "127.0.0.1",        "--port", "0",          "--min",  min, "--max",
+		max,      "--timeout-factor", "20",     "--check-ms", check_ms, NULL
+	};
 	char msg[512];
 
 	memset(fx, 0, sizeof(*fx));
 	fx->events = json_array();
 	if (th_peer_start(&fx->peer, "informant.js", args, NULL, msg, sizeof(msg)) < 0)
 		fail_msg("%s", msg);
-	assert_int_equal(sd_event_add_io(ev, &fx->io, fx->peer.proc.out_fd, EPOLLIN,
-					 on_fixture_out, fx),
+	assert_int_equal(sd_event_add_io(ev, &fx->io, fx->peer.proc.out_fd, EPOLLIN, on_fixture_out,
+					 fx),
 			 0);
 	fx->port = fx->peer.port;
 }
@@ -403,7 +406,8 @@ static void test_lifecycle_v2(void **state)
 	t.fx.cursor = 0; /* registration came before the resume env_up waited for */
 	e = wait_event(t.ev, &t.fx, "register", idkv);
 	assert_int_equal(json_integer_value(json_object_get(e, "version")), 4);
-	assert_string_equal(json_string_value(json_object_get(e, "addr")), ag_inf_agent_serve_addr(t.a));
+	assert_string_equal(json_string_value(json_object_get(e, "addr")),
+			    ag_inf_agent_serve_addr(t.a));
 
 	/* v1.2+: health checks while running. */
 	wait_event(t.ev, &t.fx, "health-check", idkv);
@@ -644,8 +648,9 @@ static void test_suspension(void **state)
 	vmact_err_reset(&err);
 	/* An informant-side try-upscale while suspended is a protocol
 	 * violation: 400 and a fresh registration. */
-	fx_cmd(&t.fx, "{\"cmd\":\"request\",\"tag\":\"t\",\"method\":\"POST\",\"path\":\"/try-upscale\","
-		      "\"body\":\"{\\\"cpu\\\":true,\\\"memory\\\":false,\\\"expectedID\\\":\\\"%s\\\"}\"}",
+	fx_cmd(&t.fx,
+	       "{\"cmd\":\"request\",\"tag\":\"t\",\"method\":\"POST\",\"path\":\"/try-upscale\","
+	       "\"body\":\"{\\\"cpu\\\":true,\\\"memory\\\":false,\\\"expectedID\\\":\\\"%s\\\"}\"}",
 	       ag_inf_agent_id(t.a));
 	wait_event(t.ev, &t.fx, "response", "tag=t", "status=400");
 	assert_int_equal(t.w.try_upscales, 0);
@@ -737,8 +742,10 @@ static void test_two_agents(void **state)
 		struct ag_agent_desc d = { .min_version = 1, .max_version = 4 };
 		_cleanup_(json_decrefp) json_t *j = NULL;
 		_cleanup_free_ char *body = NULL;
-		struct net_http_request req = { .method = "POST", .content_type = "application/json",
-					       .timeout_usec = 2000000, .url = url };
+		struct net_http_request req = { .method = "POST",
+						.content_type = "application/json",
+						.timeout_usec = 2000000,
+						.url = url };
 
 		snprintf(d.agent_id, sizeof(d.agent_id), "%s", ag_inf_agent_id(b));
 		snprintf(d.serve_addr, sizeof(d.serve_addr), "%s", ag_inf_agent_serve_addr(b));
@@ -748,7 +755,8 @@ static void test_two_agents(void **state)
 		req.body_len = strlen(body);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u/register", t.fx.port);
 		assert_int_equal(net_http_client_new(t.ev, &http, &err), 0);
-		assert_int_equal(net_http_client_start(http, &req, dup_done, &status, NULL, &err), 0);
+		assert_int_equal(net_http_client_start(http, &req, dup_done, &status, NULL, &err),
+				 0);
 		TH_WAIT_OR_FAIL(t.ev, status != 0, "status != 0");
 		assert_int_equal(status, 409);
 		net_http_client_free(http);
@@ -782,8 +790,10 @@ static void test_resume_suspend_cycle(void **state)
 	assert_int_equal(ag_inf_agent_mode(t.a), AG_INF_RUNNING);
 	assert_int_equal(ag_inf_agent_generation(t.a), 1);
 	/* A second /resume while running: 400, and the agent re-registers. */
-	fx_cmd(&t.fx, "{\"cmd\":\"request\",\"tag\":\"r\",\"method\":\"POST\",\"path\":\"/resume\","
-		      "\"body\":\"{\\\"expectedID\\\":\\\"%s\\\"}\"}", ag_inf_agent_id(t.a));
+	fx_cmd(&t.fx,
+	       "{\"cmd\":\"request\",\"tag\":\"r\",\"method\":\"POST\",\"path\":\"/resume\","
+	       "\"body\":\"{\\\"expectedID\\\":\\\"%s\\\"}\"}",
+	       ag_inf_agent_id(t.a));
 	wait_event(t.ev, &t.fx, "response", "tag=r", "status=400",
 		   "body=Cannot resume agent that is already running");
 	run_until_mode(&t, AG_INF_RUNNING);
@@ -805,9 +815,11 @@ static void test_agent_server_answers(void **state)
 		{ "DELETE", "/resume", "{}", "405", "request method must be POST" },
 		{ "GET", "/try-upscale", "{}", "405", "request method must be POST" },
 		{ "POST", "/try-upscale", "{}", "400", "bad JSON" },
-		{ "POST", "/resume", "{\\\"expectedID\\\":\\\"00000000-0000-4000-8000-000000000000\\\"}",
-		  "404", NULL },
-		{ "POST", "/suspend", "{\\\"expectedID\\\":\\\"not-a-uuid\\\"}", "400", "bad JSON" },
+		{ "POST", "/resume",
+		  "{\\\"expectedID\\\":\\\"00000000-0000-4000-8000-000000000000\\\"}", "404",
+		  NULL },
+		{ "POST", "/suspend", "{\\\"expectedID\\\":\\\"not-a-uuid\\\"}", "400",
+		  "bad JSON" },
 	};
 	char tag[16], st[32], ans[128];
 	struct env t;
@@ -820,8 +832,10 @@ static void test_agent_server_answers(void **state)
 		snprintf(tag, sizeof(tag), "tag=c%zu", i);
 		snprintf(st, sizeof(st), "status=%s", cases[i].status);
 		snprintf(ans, sizeof(ans), "body=%s", cases[i].answer ? cases[i].answer : "");
-		fx_cmd(&t.fx, "{\"cmd\":\"request\",\"tag\":\"c%zu\",\"method\":\"%s\",\"path\":\"%s\","
-			      "\"body\":\"%s\"}", i, cases[i].method, cases[i].path, cases[i].body);
+		fx_cmd(&t.fx,
+		       "{\"cmd\":\"request\",\"tag\":\"c%zu\",\"method\":\"%s\",\"path\":\"%s\","
+		       "\"body\":\"%s\"}",
+		       i, cases[i].method, cases[i].path, cases[i].body);
 		if (cases[i].answer)
 			wait_event(t.ev, &t.fx, "response", tag, st, ans);
 		else
@@ -832,7 +846,8 @@ static void test_agent_server_answers(void **state)
 	assert_int_equal(ag_inf_agent_generation(t.a), 1);
 	assert_true(t.w.notices >= 5);
 	seq = ag_inf_agent_seq(t.a);
-	fx_cmd(&t.fx, "{\"cmd\":\"request\",\"tag\":\"ok\",\"method\":\"GET\",\"path\":\"/id\",\"body\":\"{}\"}");
+	fx_cmd(&t.fx,
+	       "{\"cmd\":\"request\",\"tag\":\"ok\",\"method\":\"GET\",\"path\":\"/id\",\"body\":\"{}\"}");
 	e = wait_event(t.ev, &t.fx, "response", "tag=ok", "status=200");
 	assert_int_equal(ag_inf_agent_seq(t.a), seq + 1);
 	{
@@ -841,7 +856,8 @@ static void test_agent_server_answers(void **state)
 
 		assert_non_null(b);
 		assert_int_equal(json_integer_value(json_object_get(b, "sequenceNumber")), seq + 1);
-		assert_string_equal(json_string_value(json_object_get(json_object_get(b, "data"), "agentID")),
+		assert_string_equal(json_string_value(
+					    json_object_get(json_object_get(b, "data"), "agentID")),
 				    ag_inf_agent_id(t.a));
 	}
 	env_down(&t);
@@ -855,8 +871,9 @@ static void test_agent_server_answers(void **state)
 static void test_agent_server_flood(void **state)
 {
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
-	static const char id_get[] = "GET /id HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-				     "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+	static const char id_get[] =
+		"GET /id HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+		"Content-Length: 2\r\nConnection: close\r\n\r\n{}";
 	struct th_flood f = { 0 };
 	struct rlimit rl;
 	char buf[2048], msg[256];
@@ -879,10 +896,12 @@ static void test_agent_server_flood(void **state)
 	if (th_flood(&f, 4 * 256, srcs, 4, &got) < 0)
 		fail_msg("flood: %u of %u connections got through", got, 4 * 256);
 	for (int round = 0; round < 2; round++) {
-		assert_int_equal(th_flood_request(&f, NULL, id_get, strlen(id_get), buf, sizeof(buf)),
+		assert_int_equal(th_flood_request(&f, NULL, id_get, strlen(id_get), buf,
+						  sizeof(buf)),
 				 0);
 		if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
-			fail_msg("GET /id %s the flood: \"%.80s\"", round ? "after" : "during", buf);
+			fail_msg("GET /id %s the flood: \"%.80s\"", round ? "after" : "during",
+				 buf);
 		if (round == 0) {
 			th_flood_close(&f);
 			if (th_flood_bad_input(&f, "/try-upscale", msg, sizeof(msg)) < 0)
@@ -940,8 +959,9 @@ static int on_bad_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	p->requests++;
 	switch (p->mode) {
 	case BAD_CLOSE_MID:
-		answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
-			 "{\"protoVersion\":4,\"metr";
+		answer =
+			"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+			"{\"protoVersion\":4,\"metr";
 		break;
 	case BAD_GARBAGE:
 		answer = "\x01\x02garbage garbage\r\n\r\n\xff";
@@ -956,7 +976,8 @@ static int on_bad_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	if (body) {
 		snprintf(out, sizeof(out),
 			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n%s", strlen(body), body);
+			 "Connection: close\r\n\r\n%s",
+			 strlen(body), body);
 		answer = out;
 	}
 	if (write(fd, answer, strlen(answer)) < 0)
@@ -1006,7 +1027,8 @@ static void against_bad_peer(enum bad_mode mode, const char *want)
 	assert_int_equal(sd_event_new(&t.ev), 0);
 	p.lfd = th_silent_listener(&p.port);
 	assert_true(p.lfd >= 0);
-	assert_int_equal(sd_event_add_io(t.ev, &p.accept_src, p.lfd, EPOLLIN, on_bad_accept, &p), 0);
+	assert_int_equal(sd_event_add_io(t.ev, &p.accept_src, p.lfd, EPOLLIN, on_bad_accept, &p),
+			 0);
 	agent_new(&t, p.port, 0, 0, 500000);
 	TH_WAIT(t.ev, t.w.exited >= 2, TH_SAFETY_USEC);
 	assert_true(t.w.exited >= 2);
@@ -1083,7 +1105,8 @@ static void test_nobody_listens(void **state)
 
 static void test_config_errors(void **state)
 {
-	struct ag_inf_agent_config cfg = { .informant_url = "http://127.0.0.1:1", .listen = "0.0.0.0:0" };
+	struct ag_inf_agent_config cfg = { .informant_url = "http://127.0.0.1:1",
+					   .listen = "0.0.0.0:0" };
 	struct vmact_err err = { 0 };
 	struct ag_inf_agent *a = NULL;
 	sd_event *ev = NULL;
@@ -1234,8 +1257,8 @@ static void test_worker(void **state)
 	/* Registered from the worker: the informant called its server back
 	 * (GET /id) on the socket vmactd bound, and resumed it. */
 	e = wait_event(ev, &fx, "register");
-	assert_int_equal(sscanf(json_string_value(json_object_get(e, "addr")) ?: "",
-				"127.0.0.1:%u", &first_port),
+	assert_int_equal(sscanf(json_string_value(json_object_get(e, "addr")) ?: "", "127.0.0.1:%u",
+				&first_port),
 			 1);
 	TH_WAIT_OR_FAIL(ev, w.connected >= 1, "the agent running in the worker");
 	assert_true(act_approver_approves(ap) && act_approver_may_resize(ap));
@@ -1282,8 +1305,9 @@ static void test_worker(void **state)
 		    "\"path\":\"/resume\",\"body\":\"{\\\"expectedID\\\":[[[\"}");
 	e = wait_event(ev, &fb, "response", "tag=g");
 	assert_int_equal(json_integer_value(json_object_get(e, "status")), 400);
-	fx_cmd(&fb, "{\"cmd\":\"request\",\"tag\":\"h\",\"method\":\"POST\","
-		    "\"path\":\"/suspend\",\"body\":\"{\\\"expectedID\\\":\\\"00000000-0000-4000-8000-000000000000\\\"}\"}");
+	fx_cmd(&fb,
+	       "{\"cmd\":\"request\",\"tag\":\"h\",\"method\":\"POST\","
+	       "\"path\":\"/suspend\",\"body\":\"{\\\"expectedID\\\":\\\"00000000-0000-4000-8000-000000000000\\\"}\"}");
 	e = wait_event(ev, &fb, "response", "tag=h");
 	assert_int_equal(json_integer_value(json_object_get(e, "status")), 404);
 	assert_int_equal(act_approver_proxy_worker_pid(bp), bpid);

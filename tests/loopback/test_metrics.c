@@ -71,7 +71,8 @@ static long http(const char *method, const char *url, struct buf *body, char *ct
 /* Runs promtool check metrics on text; its exit status, its output in out. */
 static int promtool_check(const char *text, size_t len, char *out, size_t outlen)
 {
-	static const struct th_spawn_opts o = { .stdin_pipe = true, .out = TH_OUT_PIPE,
+	static const struct th_spawn_opts o = { .stdin_pipe = true,
+						.out = TH_OUT_PIPE,
 						.err = TH_OUT_PIPE };
 	const char *argv[] = { PROMTOOL, "check", "metrics", NULL };
 	struct th_proc p = { 0 };
@@ -360,8 +361,10 @@ int main(void)
 	char *slash;
 
 	if (access(PROMTOOL, X_OK) < 0) {
-		fprintf(stderr, "%s missing: install the Debian package prometheus "
-			"(tests/host/setup-host.sh)\n", PROMTOOL);
+		fprintf(stderr,
+			"%s missing: install the Debian package prometheus "
+			"(tests/host/setup-host.sh)\n",
+			PROMTOOL);
 		return 1;
 	}
 	if (n <= 0)

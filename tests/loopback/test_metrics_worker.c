@@ -38,8 +38,8 @@
 
 #include <cmocka.h>
 
-#include "actuator/worker/scrape-proxy.h"
 #include "actuator/guestd/privsep.h"
+#include "actuator/worker/scrape-proxy.h"
 #include "tests/lib/file.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
@@ -47,7 +47,7 @@
 #include "tests/lib/worker.h"
 
 #define LIMIT_USEC (60ULL * 1000000ULL)
-#define MiB (1024.0 * 1024.0)
+#define MiB        (1024.0 * 1024.0)
 
 struct outcome {
 	unsigned calls;
@@ -216,8 +216,7 @@ static void fails(struct tctx *t, const char *cmd, int code, const char *cause)
 
 	peer_command(t, &t->peer, t->peer_log, cmd);
 	scrape(t, s, AG_EXPORTER_SYSTEM);
-	if (s->o.error != code || !strstr(s->o.message, t->sys_url) ||
-	    !strstr(s->o.message, cause))
+	if (s->o.error != code || !strstr(s->o.message, t->sys_url) || !strstr(s->o.message, cause))
 		fail_msg("%s: error %d '%s', not %d with '%s'", cmd, s->o.error, s->o.message, code,
 			 cause);
 	assert_int_equal(act_scrape_proxy_worker_pid(s->p), pid);
@@ -367,7 +366,8 @@ static void silent(void **state)
 		fail_msg("no answer to the scrape of the silent exporter");
 	assert_int_equal(s->o.calls, t->held_calls + 1);
 	if (s->o.error != -ETIMEDOUT || !strstr(s->o.message, t->sys_url))
-		fail_msg("mode silent: error %d '%s', not %d", s->o.error, s->o.message, -ETIMEDOUT);
+		fail_msg("mode silent: error %d '%s', not %d", s->o.error, s->o.message,
+			 -ETIMEDOUT);
 	assert_int_equal(act_scrape_proxy_worker_pid(s->p), pid);
 	/* A load beyond what the records carry: refused by the worker. */
 	peer_command(t, &t->peer, t->peer_log, "mode system");
@@ -384,11 +384,8 @@ static void silent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(hostile),
-		cmocka_unit_test(figures),
-		cmocka_unit_test(killed),
-		cmocka_unit_test(lying),
-		cmocka_unit_test(silent),
+		cmocka_unit_test(hostile), cmocka_unit_test(figures), cmocka_unit_test(killed),
+		cmocka_unit_test(lying),   cmocka_unit_test(silent),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -20,17 +20,17 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "base/time.h"
-#include "base/macro.h"
 #include "agent-glue/client/monitor-client.h"
 #include "agent-glue/codec/monitor.h"
+#include "base/macro.h"
+#include "base/time.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 #define MiB (1024ull * 1024)
 #define GiB (1024 * MiB)
-#define MS 1000ull
+#define MS  1000ull
 
 struct result {
 	bool done;
@@ -152,7 +152,8 @@ static void peer_start_script(struct tctx *t, const char *script, const char *co
 	char msg[512];
 
 	if (t->use_unix) {
-		snprintf(t->unix_path, sizeof(t->unix_path), "/tmp/vmact-montest-%d.sock", (int)getpid());
+		snprintf(t->unix_path, sizeof(t->unix_path), "/tmp/vmact-montest-%d.sock",
+			 (int)getpid());
 		argv[argc++] = "--unix";
 		argv[argc++] = t->unix_path;
 	}
@@ -343,7 +344,9 @@ static void test_handshake_and_health(void **state)
 	for (uint64_t want = 2; want <= 6; want += 2) {
 		ev = peer_find(t, &from, "recv", "HealthCheck");
 		assert_non_null(ev);
-		assert_int_equal(json_integer_value(json_object_get(json_object_get(ev, "msg"), "id")), want);
+		assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(ev, "msg"), "id")),
+				 want);
 	}
 	assert_true(ag_mon_client_last_success(t->c) > 0);
 	assert_int_equal(peer_count(t, "dropped", NULL), 0);
@@ -406,7 +409,8 @@ static void test_stop_from_callback(void **state)
 	assert_int_equal(r.outcome, AG_MON_OUTCOME_FAILED);
 	assert_non_null(strstr(r.status, "client stopped"));
 	WAIT_FOR(t, peer_find(t, NULL, "closed", NULL), "the peer to see the end");
-	assert_int_equal(json_integer_value(json_object_get(peer_find(t, NULL, "closed", NULL), "code")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(peer_find(t, NULL, "closed", NULL), "code")),
 			 1000);
 	assert_int_equal(ag_mon_client_stats(t->c)->attempts, 1);
 }
@@ -475,13 +479,15 @@ static void test_requests(void **state)
 	/* (512 - 100) * 0.85 = 350.2 MiB < 256 + 100: denied with the text. */
 	do_request(t, false, 250, 512 * MiB, &r);
 	assert_int_equal(r.outcome, AG_MON_OUTCOME_DENIED);
-	assert_string_equal(r.status, "calculated memory threshold too low: 350.2 MiB (new threshold) "
-				      "< 256 (current usage) + 100 (downscale buffer)");
+	assert_string_equal(r.status,
+			    "calculated memory threshold too low: 350.2 MiB (new threshold) "
+			    "< 256 (current usage) + 100 (downscale buffer)");
 	ev = peer_find(t, &from, "recv", "DownscaleRequest");
 	ev = peer_find(t, &from, "recv", "DownscaleRequest");
 	assert_non_null(ev);
-	assert_true(json_number_value(json_object_get(
-			    json_object_get(json_object_get(ev, "msg"), "target"), "cpu")) == 0.25);
+	assert_true(json_number_value(
+			    json_object_get(json_object_get(json_object_get(ev, "msg"), "target"),
+					    "cpu")) == 0.25);
 
 	/* Lower usage: the same target is now fine. */
 	peer_cmd(t, "usage 200");
@@ -494,9 +500,11 @@ static void test_requests(void **state)
 		struct vmact_err err = { 0 };
 		uint64_t pending = ag_mon_client_pending(t->c);
 
-		assert_int_equal(ag_mon_client_downscale(t->c, &huge, on_done, &r, NULL, &err), -ERANGE);
+		assert_int_equal(ag_mon_client_downscale(t->c, &huge, on_done, &r, NULL, &err),
+				 -ERANGE);
 		assert_non_null(strstr(err.msg, "mem"));
-		assert_int_equal(ag_mon_client_upscale(t->c, NULL, on_done, &r, NULL, NULL), -EINVAL);
+		assert_int_equal(ag_mon_client_upscale(t->c, NULL, on_done, &r, NULL, NULL),
+				 -EINVAL);
 		assert_int_equal(ag_mon_client_pending(t->c), pending);
 	}
 
@@ -579,9 +587,10 @@ static void test_version_error(void **state)
 	peer_start(t, args);
 	client_start(t, &cfg);
 	st = ag_mon_client_stats(t->c);
-	WAIT_FOR(t, st->attempts >= 2 && ag_mon_client_state(t->c) != AG_MON_CLIENT_CONNECTING &&
-			    ag_mon_client_state(t->c) != AG_MON_CLIENT_NEGOTIATING &&
-			    ag_mon_client_state(t->c) != AG_MON_CLIENT_CLOSING,
+	WAIT_FOR(t,
+		 st->attempts >= 2 && ag_mon_client_state(t->c) != AG_MON_CLIENT_CONNECTING &&
+			 ag_mon_client_state(t->c) != AG_MON_CLIENT_NEGOTIATING &&
+			 ag_mon_client_state(t->c) != AG_MON_CLIENT_CLOSING,
 		 "two refused attempts");
 	assert_int_equal(t->connected, 0);
 	assert_int_equal(st->connections, 0);
@@ -619,8 +628,8 @@ static void test_upscale_request(void **state)
 	assert_int_equal(peer_count(t, "recv", "InvalidMessage"), 0);
 	assert_int_equal(peer_count(t, "recv", "UpscaleRequest"), 0);
 	ev = peer_find(t, NULL, "sent", "UpscaleRequest");
-	assert_true(ag_mon_id_is_monitor((uint64_t)json_integer_value(
-		json_object_get(json_object_get(ev, "msg"), "id"))));
+	assert_true(ag_mon_id_is_monitor(
+		(uint64_t)json_integer_value(json_object_get(json_object_get(ev, "msg"), "id"))));
 }
 
 static void on_b_connected(struct ag_mon_client *c, uint64_t gen, void *ud)
@@ -734,12 +743,14 @@ static void test_response_timeout_late_reply(void **state)
 	assert_int_equal(r.outcome, AG_MON_OUTCOME_FAILED);
 	assert_non_null(strstr(r.status, "timed out waiting 1s for monitor response"));
 	assert_int_equal(ag_mon_client_stats(t->c)->timeouts, 1);
-	WAIT_FOR(t, peer_find(t, NULL, "recv", "InvalidMessage"), "the InvalidMessage for the late reply");
+	WAIT_FOR(t, peer_find(t, NULL, "recv", "InvalidMessage"),
+		 "the InvalidMessage for the late reply");
 	msg = json_object_get(peer_find(t, NULL, "recv", "InvalidMessage"), "msg");
 	assert_int_equal(json_integer_value(json_object_get(msg, "id")), r.id);
 	snprintf(want, sizeof(want),
 		 "Received DownscaleResult with id %llu but id is unknown or already timed out "
-		 "waiting for a reply", (unsigned long long)r.id);
+		 "waiting for a reply",
+		 (unsigned long long)r.id);
 	assert_string_equal(ev_str(msg, "error"), want);
 	peer_cmd(t, "delay 0");
 	do_request(t, true, 1000, 4 * GiB, &r);
@@ -761,17 +772,20 @@ static void test_unknown_type(void **state)
 	client_start(t, &cfg);
 	wait_connected(t, 1);
 	peer_cmd(t, "unknown-type");
-	WAIT_FOR(t, peer_find(t, NULL, "recv", "InvalidMessage"), "InvalidMessage for an unknown type");
+	WAIT_FOR(t, peer_find(t, NULL, "recv", "InvalidMessage"),
+		 "InvalidMessage for an unknown type");
 	msg = json_object_get(peer_find(t, NULL, "recv", "InvalidMessage"), "msg");
 	assert_int_equal(json_integer_value(json_object_get(msg, "id")), 3);
 	assert_string_equal(ev_str(msg, "error"), "Received message of unknown type: \"Mystery\"");
 	/* An unsolicited reply to an id we never used. */
 	peer_cmd(t, "raw {\"type\":\"UpscaleConfirmation\",\"id\":1000}");
-	WAIT_FOR(t, peer_count(t, "recv", "InvalidMessage") == 2, "InvalidMessage for an unknown id");
+	WAIT_FOR(t, peer_count(t, "recv", "InvalidMessage") == 2,
+		 "InvalidMessage for an unknown id");
 	assert_int_equal(ag_mon_client_stats(t->c)->invalid_sent, 2);
 	assert_int_equal(ag_mon_client_pending(t->c), 0);
 	peer_cmd(t, "raw {\"type\":\"InternalError\",\"error\":\"e\",\"id\":1002}");
-	WAIT_FOR(t, peer_count(t, "recv", "InvalidMessage") == 3, "InvalidMessage for an unknown id");
+	WAIT_FOR(t, peer_count(t, "recv", "InvalidMessage") == 3,
+		 "InvalidMessage for an unknown id");
 	{
 		size_t from = 0;
 		json_t *ev;
@@ -779,13 +793,15 @@ static void test_unknown_type(void **state)
 		peer_find(t, &from, "recv", "InvalidMessage");
 		peer_find(t, &from, "recv", "InvalidMessage");
 		ev = peer_find(t, &from, "recv", "InvalidMessage");
-		assert_string_equal(ev_str(json_object_get(ev, "msg"), "error"),
-				    "Received MonitorError with id 1002 but id is unknown or already "
-				    "timed out waiting for a reply");
+		assert_string_equal(
+			ev_str(json_object_get(ev, "msg"), "error"),
+			"Received MonitorError with id 1002 but id is unknown or already "
+			"timed out waiting for a reply");
 	}
 	/* InvalidMessage from the monitor is only logged... */
 	peer_cmd(t, "raw {\"type\":\"InvalidMessage\",\"error\":\"x\",\"id\":5}");
-	WAIT_FOR(t, ag_mon_client_stats(t->c)->invalid_received == 1, "the InvalidMessage to be seen");
+	WAIT_FOR(t, ag_mon_client_stats(t->c)->invalid_received == 1,
+		 "the InvalidMessage to be seen");
 	/* ...but fails a request waiting on that id at once. */
 	{
 		struct vmact_resources a = { 1000, GiB };
@@ -795,7 +811,8 @@ static void test_unknown_type(void **state)
 
 		peer_cmd(t, "silent on");
 		assert_int_equal(ag_mon_client_downscale(t->c, &a, on_done, &r, &id, &err), 0);
-		WAIT_FOR(t, peer_find(t, NULL, "recv", "DownscaleRequest"), "the downscale to arrive");
+		WAIT_FOR(t, peer_find(t, NULL, "recv", "DownscaleRequest"),
+			 "the downscale to arrive");
 		peer_cmd(t, "raw {\"type\":\"InvalidMessage\",\"error\":\"nope\",\"id\":%llu}",
 			 (unsigned long long)id);
 		WAIT_FOR(t, r.done, "the request to fail");
@@ -827,11 +844,13 @@ static void test_bad_payload(void **state)
 	msg = json_object_get(peer_find(t, NULL, "recv", "InvalidMessage"), "msg");
 	assert_non_null(msg);
 	assert_int_equal(json_integer_value(json_object_get(msg, "id")), r.id);
-	assert_non_null(strstr(ev_str(msg, "error"),
-			       "Error unmarshaling DownscaleResult: DownscaleResult: Ok: expected a boolean"));
+	assert_non_null(strstr(
+		ev_str(msg, "error"),
+		"Error unmarshaling DownscaleResult: DownscaleResult: Ok: expected a boolean"));
 	assert_int_equal(ag_mon_client_stats(t->c)->last_close_sent, 1011);
 	WAIT_FOR(t, peer_find(t, NULL, "closed", NULL), "the peer to see the close");
-	assert_int_equal(json_integer_value(json_object_get(peer_find(t, NULL, "closed", NULL), "code")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(peer_find(t, NULL, "closed", NULL), "code")),
 			 1011);
 }
 
@@ -891,8 +910,9 @@ static void test_never_answers(void **state)
 	peer_start(t, args);
 	peer_cmd(t, "silent on");
 	client_start(t, &cfg);
-	WAIT_FOR(t, ag_mon_client_stats(t->c)->attempts >= 2 &&
-			    ag_mon_client_state(t->c) == AG_MON_CLIENT_WAITING,
+	WAIT_FOR(t,
+		 ag_mon_client_stats(t->c)->attempts >= 2 &&
+			 ag_mon_client_state(t->c) == AG_MON_CLIENT_WAITING,
 		 "a timed-out attempt");
 	assert_int_equal(t->connected, 0);
 	assert_non_null(strstr(ag_mon_client_stats(t->c)->last_disconnect,
@@ -935,9 +955,9 @@ static void test_hostile_peer(void **state)
 	assert_true(rss - rss0 < 16 * 1024);
 }
 
-#define BOTH(fn)                                                             \
-	cmocka_unit_test_setup_teardown(fn, setup, teardown),                \
-	cmocka_unit_test_setup_teardown(fn, setup_unix, teardown)
+#define BOTH(fn)                                              \
+	cmocka_unit_test_setup_teardown(fn, setup, teardown), \
+		cmocka_unit_test_setup_teardown(fn, setup_unix, teardown)
 
 int main(void)
 {

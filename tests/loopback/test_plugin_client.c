@@ -3,20 +3,22 @@
  * (every version, negotiation both ways), against a Node.js peer that plays
  * the HEAD plugin (tests/peers/plugin-head.js: a protocol stack vmact did
  * not write), and against raw sockets that misbehave. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent-glue/arbiter/arbiter.h"
 #include "agent-glue/client/plugin-client.h"
@@ -110,13 +112,13 @@ static void start_node(struct fx *f)
 		fail_msg("%s", msg);
 }
 
-static struct ag_plugin_client *client(struct fx *f, unsigned port,
-				       enum ag_plugin_version v, uint64_t slot,
-				       uint64_t timeout)
+static struct ag_plugin_client *client(struct fx *f, unsigned port, enum ag_plugin_version v,
+				       uint64_t slot, uint64_t timeout)
 {
 	char url[64];
-	struct ag_plugin_client_config cfg = { .url = url, .version = v, .slot_bytes = slot,
-					       .timeout_usec = timeout };
+	struct ag_plugin_client_config cfg = {
+		.url = url, .version = v, .slot_bytes = slot, .timeout_usec = timeout
+	};
 	struct ag_plugin_client *pc = NULL;
 	struct vmact_err err = { 0 };
 
@@ -168,7 +170,8 @@ static void test_arbiter_grants(void **state)
 	struct ag_agent_request r;
 	struct vmact_resources one = { 1000, 4 * GiB };
 
-	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB }, .watermark = 1 });
+	start_arbiter(f,
+		      (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB }, .watermark = 1 });
 	pc = client(f, ag_arbiter_port(f->arb), 0, 0, 0);
 	r = request("vm-a", one, NULL);
 	run(f, pc, &r, &one, &o);
@@ -213,7 +216,8 @@ static void test_every_version_against_arbiter(void **state)
 {
 	struct fx *f = *state;
 
-	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 16000, 64 * GiB }, .slot_bytes = GiB,
+	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 16000, 64 * GiB },
+						     .slot_bytes = GiB,
 						     .watermark = 1 });
 	for (int v = AG_PLUGIN_V1_0; v <= AG_PLUGIN_V5_0; v++) {
 		struct ag_plugin_client *pc = client(f, ag_arbiter_port(f->arb),
@@ -295,7 +299,8 @@ static void test_negotiation_impossible(void **state)
 
 	/* The plugin only speaks slot versions; the client has no slot
 	 * size: a failure naming the cause, not a crash or a guess. */
-	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB }, .slot_bytes = GiB,
+	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB },
+						     .slot_bytes = GiB,
 						     .min_version = AG_PLUGIN_V2_0,
 						     .max_version = AG_PLUGIN_V3_0 });
 	pc = client(f, ag_arbiter_port(f->arb), 0, 0, 0);
@@ -400,8 +405,10 @@ static void test_head_peer_failures(void **state)
 		struct outcome o;
 
 		run(f, pc, &r, &one, &o);
-		if (o.error != t[i].error || o.status != t[i].status || !strstr(o.message, t[i].needle))
-			fail_msg("pod %s: got %d/%ld \"%s\"", t[i].pod, o.error, o.status, o.message);
+		if (o.error != t[i].error || o.status != t[i].status ||
+		    !strstr(o.message, t[i].needle))
+			fail_msg("pod %s: got %d/%ld \"%s\"", t[i].pod, o.error, o.status,
+				 o.message);
 	}
 	/* And the client still works afterwards. */
 	{
@@ -507,11 +514,13 @@ static void test_mismatch_parser(void **state)
 	assert_int_equal(w, AG_PLUGIN_V3_0);
 	assert_int_equal(ag_plugin_parse_mismatch(legacy, strlen(legacy), 8, &w), 0);
 	assert_int_equal(w, AG_PLUGIN_V5_0);
-	assert_int_equal(ag_plugin_parse_mismatch("pod not found", 13, AG_PLUGIN_V5_0, &w), -ENOENT);
-	assert_int_equal(ag_plugin_parse_mismatch(head, 30, AG_PLUGIN_V5_0, &w), -ENOENT);
-	assert_int_equal(ag_plugin_parse_mismatch("protocol version mismatch: need v9.0 but got v4.0",
-						  50, AG_PLUGIN_V4_0, &w),
+	assert_int_equal(ag_plugin_parse_mismatch("pod not found", 13, AG_PLUGIN_V5_0, &w),
 			 -ENOENT);
+	assert_int_equal(ag_plugin_parse_mismatch(head, 30, AG_PLUGIN_V5_0, &w), -ENOENT);
+	assert_int_equal(
+		ag_plugin_parse_mismatch("protocol version mismatch: need v9.0 but got v4.0", 50,
+					 AG_PLUGIN_V4_0, &w),
+		-ENOENT);
 }
 
 int main(void)
@@ -519,12 +528,15 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_arbiter_grants, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_arbiter_expires_silent_pods, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_every_version_against_arbiter, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_negotiates_down_and_remembers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_version_against_arbiter, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_negotiates_down_and_remembers, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_negotiates_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_negotiation_impossible, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_head_peer_negotiation_and_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_head_peer_negotiation_and_wait, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_head_peer_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_garbage_peers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_cancel, setup, teardown),

@@ -89,10 +89,11 @@ static void test_embedded_arbiter(void **state)
 {
 	char path[] = "/tmp/vmactd-test-XXXXXX", line[512], url[64];
 	const char *argv[] = { "vmactd", "--config", path, NULL };
-	const char *body = "{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"vm1\"},"
-			   "\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"},"
-			   "\"resources\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"},"
-			   "\"lastPermit\":null,\"metrics\":null}";
+	const char *body =
+		"{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"vm1\"},"
+		"\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"},"
+		"\"resources\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"},"
+		"\"lastPermit\":null,\"metrics\":null}";
 	struct curl_slist *hdrs = NULL;
 	unsigned port = 0;
 	json_t *reply = NULL;
@@ -136,7 +137,8 @@ static void test_embedded_arbiter(void **state)
 
 	assert_int_equal(status, 200);
 	assert_non_null(reply);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(reply, "permit"), "vCPUs")),
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(reply, "permit"), "vCPUs")),
 			    "250m");
 	json_decref(reply);
 

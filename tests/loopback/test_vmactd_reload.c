@@ -87,7 +87,8 @@ static long arbiter_status(unsigned port)
 static void reload_good_and_bad(void **state)
 {
 	const char *argv[] = { vmactd_path, "--config", cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE,
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
 					 .out_path = log_path };
 	struct th_proc p;
 	unsigned port = 0;

@@ -51,7 +51,7 @@
 #define PR_MDWE_REFUSE_EXEC_GAIN 1UL
 #endif
 
-#define CLONE_NEW_ALL                                                                         \
+#define CLONE_NEW_ALL                                                                             \
 	((uint64_t)(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | \
 		    CLONE_NEWPID | CLONE_NEWNET))
 
@@ -61,7 +61,7 @@ static const struct {
 	const char *name;
 	int family;
 } sx_families[] = {
-	{ "AF_UNIX", AF_UNIX },	      { "AF_INET", AF_INET },	  { "AF_INET6", AF_INET6 },
+	{ "AF_UNIX", AF_UNIX },       { "AF_INET", AF_INET },     { "AF_INET6", AF_INET6 },
 	{ "AF_NETLINK", AF_NETLINK }, { "AF_PACKET", AF_PACKET },
 };
 
@@ -111,7 +111,8 @@ static int sx_allow_file(scmp_filter_ctx ctx, const char *path, bool restrict_ns
 		/* These get their rules below. */
 		if ((restrict_ns && (nr == sx_nr("clone") || nr == sx_nr("clone3") ||
 				     nr == sx_nr("unshare") || nr == sx_nr("setns"))) ||
-		    (lock_pers && nr == sx_nr("personality")) || (families && nr == sx_nr("socket")))
+		    (lock_pers && nr == sx_nr("personality")) ||
+		    (families && nr == sx_nr("socket")))
 			continue;
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
 		if (r < 0 && r != -EEXIST) {
@@ -156,7 +157,8 @@ static int sx_families_rules(scmp_filter_ctx ctx, const char *list)
 		allowed[fam] = true;
 	}
 	for (int fam = 0; fam <= AF_MAX; fam++) {
-		r = seccomp_rule_add(ctx, allowed[fam] ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EAFNOSUPPORT),
+		r = seccomp_rule_add(ctx,
+				     allowed[fam] ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EAFNOSUPPORT),
 				     nr, 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
 		if (r < 0)
 			return r;

@@ -36,46 +36,58 @@ static struct vmact_resources cu(unsigned n)
 
 enum op {
 	END,
-	TICK,        /* advance the clock by ms */
-	NEXT,        /* assert act_next_actions */
-	DESIRED,     /* assert the desired CU only */
-	METRICS,     /* load1 = x, everything else as given */
-	CONNECT,     /* monitor connected */
-	UPREQ,       /* monitor UpscaleRequest{memory} */
-	BOUNDS,      /* VM update: min n CU, max n2 CU */
-	P_START, P_OK, P_FAIL,
-	H_START, H_DONE, H_FAIL,
-	MU_START, MU_OK, MD_START, MD_OK, MD_DENIED,
+	TICK,    /* advance the clock by ms */
+	NEXT,    /* assert act_next_actions */
+	DESIRED, /* assert the desired CU only */
+	METRICS, /* load1 = x, everything else as given */
+	CONNECT, /* monitor connected */
+	UPREQ,   /* monitor UpscaleRequest{memory} */
+	BOUNDS,  /* VM update: min n CU, max n2 CU */
+	P_START,
+	P_OK,
+	P_FAIL,
+	H_START,
+	H_DONE,
+	H_FAIL,
+	MU_START,
+	MU_OK,
+	MD_START,
+	MD_OK,
+	MD_DENIED,
 };
 
 struct step {
 	enum op op;
-	int64_t ms;          /* TICK */
-	unsigned n, n2;      /* CU count for starts, permits, DESIRED, BOUNDS */
+	int64_t ms;     /* TICK */
+	unsigned n, n2; /* CU count for starts, permits, DESIRED, BOUNDS */
 	double load1, mem_usage;
 	/* NEXT expectations; CU counts, 0 = no such action */
 	bool has_wait;
 	int64_t wait_ms;
 	unsigned p_last, p_target; /* p_last 0: lastPermit null */
 	bool plugin;
-	double p_load;             /* < 0: metrics null */
+	double p_load; /* < 0: metrics null */
 	unsigned h_from, h_to, mu_from, mu_to, md_from, md_to;
 	const char *warn[4];
 	int line;
 };
 
-#define S(...) { __VA_ARGS__, .line = __LINE__ }
+#define S(...)                                \
+	{                                     \
+		__VA_ARGS__, .line = __LINE__ \
+	}
 #define WAIT(x) .has_wait = true, .wait_ms = (x)
-#define PLUGIN(last, target, load) .plugin = true, .p_last = (last), .p_target = (target), .p_load = (load)
+#define PLUGIN(last, target, load) \
+	.plugin = true, .p_last = (last), .p_target = (target), .p_load = (load)
 #define HOTPLUG(a, b) .h_from = (a), .h_to = (b)
-#define MUP(a, b) .mu_from = (a), .mu_to = (b)
-#define MDOWN(a, b) .md_from = (a), .md_to = (b)
-#define WARN(...) .warn = { __VA_ARGS__ }
+#define MUP(a, b)     .mu_from = (a), .mu_to = (b)
+#define MDOWN(a, b)   .md_from = (a), .md_to = (b)
+#define WARN(...)     .warn = { __VA_ARGS__ }
 
 /* doInitialPluginRequest of the Go tests: no metrics yet, 100 ms request. */
-#define INITIAL_REQUEST(k)                                       \
-	S(.op = NEXT, PLUGIN(0, k, -1), WARN(W_MISSING)),        \
-	S(.op = P_START, .n = k), S(.op = TICK, .ms = 100), S(.op = P_OK, .n = k)
+#define INITIAL_REQUEST(k)                                                          \
+	S(.op = NEXT, PLUGIN(0, k, -1), WARN(W_MISSING)), S(.op = P_START, .n = k), \
+		S(.op = TICK, .ms = 100), S(.op = P_OK, .n = k)
 
 struct scenario {
 	const char *name;
@@ -133,26 +145,29 @@ static void check_change(const struct scenario *sc, const struct step *st, const
 		fail_at(sc, st, buf);
 	}
 	if (!vmact_res_eq(c->current, cu(from)) || !vmact_res_eq(c->target, cu(to))) {
-		snprintf(buf, sizeof(buf), "%s action %u m/%llu B -> %u m/%llu B, want %u CU -> %u CU",
-			 name, c->current.milli_cpu, (unsigned long long)c->current.mem_bytes,
+		snprintf(buf, sizeof(buf),
+			 "%s action %u m/%llu B -> %u m/%llu B, want %u CU -> %u CU", name,
+			 c->current.milli_cpu, (unsigned long long)c->current.mem_bytes,
 			 c->target.milli_cpu, (unsigned long long)c->target.mem_bytes, from, to);
 		fail_at(sc, st, buf);
 	}
 }
 
-static void check_next(const struct scenario *sc, const struct step *st, const struct act_actions *a,
-		       const struct act_state *s)
+static void check_next(const struct scenario *sc, const struct step *st,
+		       const struct act_actions *a, const struct act_state *s)
 {
 	char buf[600];
 	unsigned nwarn = 0;
 
 	if (a->has_wait != st->has_wait || (st->has_wait && a->wait != ACT_MS(st->wait_ms))) {
-		snprintf(buf, sizeof(buf), "wait %s %lld ns, want %s %lld ms", a->has_wait ? "" : "(none)",
-			 (long long)a->wait, st->has_wait ? "" : "(none)", (long long)st->wait_ms);
+		snprintf(buf, sizeof(buf), "wait %s %lld ns, want %s %lld ms",
+			 a->has_wait ? "" : "(none)", (long long)a->wait,
+			 st->has_wait ? "" : "(none)", (long long)st->wait_ms);
 		fail_at(sc, st, buf);
 	}
 	if (a->has_plugin != st->plugin)
-		fail_at(sc, st, st->plugin ? "missing plugin request" : "unexpected plugin request");
+		fail_at(sc, st,
+			st->plugin ? "missing plugin request" : "unexpected plugin request");
 	if (st->plugin) {
 		if (a->plugin.has_last_permit != (st->p_last != 0) ||
 		    (st->p_last && !vmact_res_eq(a->plugin.last_permit, cu(st->p_last))))
@@ -432,10 +447,10 @@ static void denied_timing(struct act_timing *t)
 	t->monitor_denied_downscale_cooldown = ACT_SEC(4);
 }
 
-#define DOWN_STEP(from, to, hp_from, hp_to, wait_ms, result)                               \
-	S(.op = NEXT, WAIT(wait_ms), MDOWN(from, to), HOTPLUG(hp_from, hp_to)),            \
-	S(.op = MD_START, .n = to), S(.op = NEXT, WAIT(wait_ms), HOTPLUG(hp_from, hp_to)), \
-	S(.op = TICK, .ms = 100), S(.op = result)
+#define DOWN_STEP(from, to, hp_from, hp_to, wait_ms, result)                                       \
+	S(.op = NEXT, WAIT(wait_ms), MDOWN(from, to), HOTPLUG(hp_from, hp_to)),                    \
+		S(.op = MD_START, .n = to), S(.op = NEXT, WAIT(wait_ms), HOTPLUG(hp_from, hp_to)), \
+		S(.op = TICK, .ms = 100), S(.op = result)
 
 static const struct step denied_downscale[] = {
 	S(.op = CONNECT),
@@ -501,8 +516,9 @@ static const struct step denied_downscale[] = {
 
 static void test_denied_downscaling_increase_and_retry(void **state)
 {
-	struct scenario sc = { "TestDeniedDownscalingIncreaseAndRetry", 1, 8, 6, denied_timing,
-			       denied_downscale };
+	struct scenario sc = {
+		"TestDeniedDownscalingIncreaseAndRetry", 1, 8, 6, denied_timing, denied_downscale
+	};
 
 	run_scenario(&sc);
 }
@@ -551,7 +567,9 @@ static const struct step requested_upscale[] = {
 
 static void test_requested_upscale(void **state)
 {
-	struct scenario sc = { "TestRequestedUpscale", 1, 4, 1, requested_timing, requested_upscale };
+	struct scenario sc = {
+		"TestRequestedUpscale", 1, 4, 1, requested_timing, requested_upscale
+	};
 
 	run_scenario(&sc);
 }
@@ -603,10 +621,10 @@ static void test_failed_request_retry(void **state)
 /* ---- TestBoundsChangeRequiresDownsale / ...Upscale ----------------- */
 
 /* At 2 CU with load for 2 CU, then the bounds change. */
-#define BOUNDS_PREFIX                                                               \
-	S(.op = CONNECT), INITIAL_REQUEST(2), S(.op = TICK, .ms = 100),             \
-	S(.op = METRICS, .load1 = 0.3), S(.op = DESIRED, .n = 2),                  \
-	S(.op = NEXT, WAIT(4800)), S(.op = TICK, .ms = 100)
+#define BOUNDS_PREFIX                                                     \
+	S(.op = CONNECT), INITIAL_REQUEST(2), S(.op = TICK, .ms = 100),   \
+		S(.op = METRICS, .load1 = 0.3), S(.op = DESIRED, .n = 2), \
+		S(.op = NEXT, WAIT(4800)), S(.op = TICK, .ms = 100)
 
 static const struct step bounds_down[] = {
 	BOUNDS_PREFIX,
@@ -763,7 +781,8 @@ static void test_downscale_pivot_back(void **state)
  * arriving in the middle of the monitor request. */
 static const struct step concurrent_metrics[] = {
 	S(.op = NEXT, PLUGIN(0, 3, -1),
-	  WARN(W_MISSING, "Wanted to send vm-monitor downscale request, but there's no active connection")),
+	  WARN(W_MISSING,
+	       "Wanted to send vm-monitor downscale request, but there's no active connection")),
 	S(.op = P_START, .n = 3),
 	S(.op = TICK, .ms = 100),
 	S(.op = P_OK, .n = 3),
@@ -805,8 +824,9 @@ static const struct step concurrent_metrics[] = {
 
 static void test_metrics_concurrent_updated_during_downscale(void **state)
 {
-	struct scenario sc = { "TestMetricsConcurrentUpdatedDuringDownscale", 1, 2, 3, NULL,
-			       concurrent_metrics };
+	struct scenario sc = {
+		"TestMetricsConcurrentUpdatedDuringDownscale", 1, 2, 3, NULL, concurrent_metrics
+	};
 
 	run_scenario(&sc);
 }
@@ -1125,15 +1145,18 @@ static void check_field(uint64_t cur, uint64_t t, uint64_t min, uint64_t max, bo
 		approved = min;
 	}
 	if (t > cur && (!has_permit || t > permit || t > max)) {
-		print_error("seed %llu step %d: %s raised %llu -> %llu beyond max %llu / permit %llu\n",
-			    (unsigned long long)seed, step, f, (unsigned long long)cur,
-			    (unsigned long long)t, (unsigned long long)max, (unsigned long long)permit);
+		print_error(
+			"seed %llu step %d: %s raised %llu -> %llu beyond max %llu / permit %llu\n",
+			(unsigned long long)seed, step, f, (unsigned long long)cur,
+			(unsigned long long)t, (unsigned long long)max, (unsigned long long)permit);
 		fail();
 	}
 	if (t < cur && (!active || t < approved || t < min)) {
-		print_error("seed %llu step %d: %s lowered %llu -> %llu below min %llu / approved %llu\n",
-			    (unsigned long long)seed, step, f, (unsigned long long)cur,
-			    (unsigned long long)t, (unsigned long long)min, (unsigned long long)approved);
+		print_error(
+			"seed %llu step %d: %s lowered %llu -> %llu below min %llu / approved %llu\n",
+			(unsigned long long)seed, step, f, (unsigned long long)cur,
+			(unsigned long long)t, (unsigned long long)min,
+			(unsigned long long)approved);
 		fail();
 	}
 }
@@ -1156,7 +1179,7 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 	act_time_t now = 0;
 	unsigned max_cu = 2 + rndn(8);
 	struct vmact_resources min = cu(1 + rndn(2)), max = cu(max_cu),
-			    start = vmact_res_min(vmact_res_max(rnd_res(max_cu), min), max);
+			       start = vmact_res_min(vmact_res_max(rnd_res(max_cu), min), max);
 
 	rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
 	default_timing(&t);
@@ -1179,7 +1202,8 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 			check_hotplug(s, &a.hotplug.target, seed, step);
 		if (a.has_monitor_downscale) {
 			/* one CU at a time, and a lowered field never below min */
-			const struct vmact_resources *ap = &s->monitor.approved, *tg = &a.monitor_downscale.target;
+			const struct vmact_resources *ap = &s->monitor.approved,
+						     *tg = &a.monitor_downscale.target;
 
 			assert_true(tg->milli_cpu >= ap->milli_cpu ||
 				    (tg->milli_cpu >= s->min.milli_cpu &&
@@ -1230,7 +1254,8 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 			break;
 		default:
 			now += ACT_MS(rndn(3000));
-			if (a.has_plugin && act_plugin_starting(s, now, &a.plugin.target, NULL) == 0) {
+			if (a.has_plugin &&
+			    act_plugin_starting(s, now, &a.plugin.target, NULL) == 0) {
 				if (rndn(5) == 0) {
 					act_plugin_failed(s, now);
 				} else {
@@ -1238,37 +1263,44 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 					r = a.plugin.target;
 					if (rndn(2))
 						r.milli_cpu = s->using_.milli_cpu +
-							      rndn(r.milli_cpu - s->using_.milli_cpu + 1);
+							      rndn(r.milli_cpu -
+								   s->using_.milli_cpu + 1);
 					if (rndn(2))
 						r.mem_bytes = s->using_.mem_bytes;
 					act_plugin_response(s, now, &r, NULL);
 				}
 			}
-			if (a.has_hotplug && act_hotplug_starting(s, now, &a.hotplug.target, NULL) == 0) {
+			if (a.has_hotplug &&
+			    act_hotplug_starting(s, now, &a.hotplug.target, NULL) == 0) {
 				(*hotplugs)++;
 				if (vmact_res_any_lt(a.hotplug.target, s->using_))
 					(*downs)++;
 				if (rndn(4) == 0)
 					act_hotplug_failed(s, now);
 				else
-					assert_int_equal(act_hotplug_finished(s, now, &a.hotplug.target,
-									      false, NULL), 0);
+					assert_int_equal(act_hotplug_finished(s, now,
+									      &a.hotplug.target,
+									      false, NULL),
+							 0);
 			}
 			if (a.has_monitor_upscale &&
-			    act_monitor_upscale_starting(s, now, &a.monitor_upscale.target, NULL) == 0) {
+			    act_monitor_upscale_starting(s, now, &a.monitor_upscale.target, NULL) ==
+				    0) {
 				if (rndn(4) == 0)
 					act_monitor_upscale_failed(s, now);
 				else
 					assert_int_equal(act_monitor_upscale_ok(s, now, NULL), 0);
 			}
 			if (a.has_monitor_downscale &&
-			    act_monitor_downscale_starting(s, now, &a.monitor_downscale.target, NULL) == 0) {
+			    act_monitor_downscale_starting(s, now, &a.monitor_downscale.target,
+							   NULL) == 0) {
 				switch (rndn(3)) {
 				case 0:
 					act_monitor_downscale_failed(s, now);
 					break;
 				case 1:
-					assert_int_equal(act_monitor_downscale_denied(s, now, NULL), 0);
+					assert_int_equal(act_monitor_downscale_denied(s, now, NULL),
+							 0);
 					break;
 				default:
 					assert_int_equal(act_monitor_downscale_ok(s, now, NULL), 0);

@@ -2,9 +2,11 @@
 /* The arbiter's protocol and node model, through ag_arbiter_handle (no
  * sockets): every status and text, every version, compute-unit granular
  * grants, the watermark and migration report, restart recovery, expiry. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include <errno.h>
@@ -40,7 +42,8 @@ static void expect(struct ag_arbiter *a, const char *body, unsigned status, cons
 	struct reply r = call(a, "POST", body);
 
 	if (r.status != status || strcmp(r.body, want) != 0)
-		fail_msg("request %s\n  got %u %s\n want %u %s", body, r.status, r.body, status, want);
+		fail_msg("request %s\n  got %u %s\n want %u %s", body, r.status, r.body, status,
+			 want);
 	assert_string_equal(r.ctype, status == 200 ? "application/json" : "text/plain");
 }
 
@@ -86,7 +89,8 @@ static void test_error_statuses(void **state)
 	expect(a, "[7]", 400, "bad JSON");
 	expect(a, "{\"protoVersion\":\"7\"}", 400, "bad JSON");
 	expect(a, "{}", 400, "invalid protocol version <invalid: zero>");
-	expect(a, "{\"protoVersion\":0,\"pod\":{}}", 400, "invalid protocol version <invalid: zero>");
+	expect(a, "{\"protoVersion\":0,\"pod\":{}}", 400,
+	       "invalid protocol version <invalid: zero>");
 	expect(a, "{\"protoVersion\":8}", 400,
 	       "protocol version mismatch: need v1.0 to v5.0 but got <unknown = v5.0 + 1>");
 	expect(a, "{\"protoVersion\":7}", 400, "bad JSON"); /* no pod */
@@ -102,7 +106,8 @@ static void test_error_statuses(void **state)
 	expect(a,
 	       "{\"protoVersion\":2,\"pod\":{\"namespace\":\"n\",\"name\":\"p\"},"
 	       "\"resources\":{\"vCPUs\":\"1500m\",\"mem\":1},\"metrics\":null}",
-	       400, "agent requested fractional CPU with protocol version that does not support it");
+	       400,
+	       "agent requested fractional CPU with protocol version that does not support it");
 	expect(a,
 	       "{\"protoVersion\":1,\"pod\":{\"namespace\":\"n\",\"name\":\"p\"},"
 	       "\"resources\":{\"vCPUs\":1,\"mem\":1},\"metrics\":null}",
@@ -141,31 +146,47 @@ static void test_reconciling_like_head(void **state)
 	expect(a, req5(b, sizeof(b), "filler", "{\"vCPUs\":7,\"mem\":\"28Gi\"}", "null"), 200,
 	       "{\"permit\":{\"vCPUs\":7,\"mem\":\"28Gi\"}}");
 	/* pod at 3 (lastPermit restores it) wants 5: node 7+3=10 -> nothing. */
-	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":5,\"mem\":\"20Gi\"}", "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":5,\"mem\":\"20Gi\"}",
+		    "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":3,\"mem\":\"12Gi\"}}");
 	assert_int_equal(ag_arbiter_pod(a, "ns", "p", &res, &pr), 0);
 	assert_int_equal(pr.milli_cpu, 2000);
 	assert_int_equal(pr.mem_bytes, 8 * GiB);
 	/* filler shrinks by 1 factor -> p gets exactly one more (partial). */
-	expect(a, req5(b, sizeof(b), "filler", "{\"vCPUs\":6,\"mem\":\"24Gi\"}", "{\"vCPUs\":7,\"mem\":\"28Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "filler", "{\"vCPUs\":6,\"mem\":\"24Gi\"}",
+		    "{\"vCPUs\":7,\"mem\":\"28Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":6,\"mem\":\"24Gi\"}}");
-	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":5,\"mem\":\"20Gi\"}", "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":5,\"mem\":\"20Gi\"}",
+		    "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":4,\"mem\":\"16Gi\"}}");
 	/* filler shrinks to 1 -> p's remaining factor fits (done). */
-	expect(a, req5(b, sizeof(b), "filler", "{\"vCPUs\":1,\"mem\":\"4Gi\"}", "{\"vCPUs\":6,\"mem\":\"24Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "filler", "{\"vCPUs\":1,\"mem\":\"4Gi\"}",
+		    "{\"vCPUs\":6,\"mem\":\"24Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":\"4Gi\"}}");
-	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":5,\"mem\":\"20Gi\"}", "{\"vCPUs\":4,\"mem\":\"16Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":5,\"mem\":\"20Gi\"}",
+		    "{\"vCPUs\":4,\"mem\":\"16Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":5,\"mem\":\"20Gi\"}}");
 	/* A request that is not a whole number of units gets the exact rest
 	 * when it fits. */
-	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":\"5500m\",\"mem\":\"21Gi\"}", "{\"vCPUs\":5,\"mem\":\"20Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":\"5500m\",\"mem\":\"21Gi\"}",
+		    "{\"vCPUs\":5,\"mem\":\"20Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":\"5500m\",\"mem\":\"21Gi\"}}");
 	/* Node: 1 + 5.5 = 6.5 of 10. Ask for 10 more: 3 whole units fit
 	 * (3.5 remain), CPU and memory independently. */
-	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":\"15500m\",\"mem\":\"31Gi\"}", "{\"vCPUs\":\"5500m\",\"mem\":\"21Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":\"15500m\",\"mem\":\"31Gi\"}",
+		    "{\"vCPUs\":\"5500m\",\"mem\":\"21Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":\"8500m\",\"mem\":\"31Gi\"}}");
 	/* Decreases are immediate. */
-	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "{\"vCPUs\":\"8500m\",\"mem\":\"31Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":2,\"mem\":\"8Gi\"}",
+		    "{\"vCPUs\":\"8500m\",\"mem\":\"31Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
 	{
 		struct ag_arbiter_totals t;
@@ -199,7 +220,9 @@ static void test_watermark_and_migration(void **state)
 	expect(a, req5(b, sizeof(b), "mid", "{\"vCPUs\":3,\"mem\":\"12Gi\"}", "null"), 200,
 	       "{\"permit\":{\"vCPUs\":3,\"mem\":\"12Gi\"}}");
 	/* Growth stops at the watermark: 5 of 8 used, mid asks +5, gets +3. */
-	expect(a, req5(b, sizeof(b), "mid", "{\"vCPUs\":8,\"mem\":\"32Gi\"}", "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "mid", "{\"vCPUs\":8,\"mem\":\"32Gi\"}",
+		    "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":6,\"mem\":\"24Gi\"}}");
 	ag_arbiter_totals(a, &t);
 	assert_int_equal(t.reserved.milli_cpu, 8000);
@@ -215,15 +238,23 @@ static void test_watermark_and_migration(void **state)
 	ag_arbiter_migration_candidates(a, collect, who);
 	assert_string_equal(who, "old ");
 	/* Growth is refused to everyone while over the watermark. */
-	expect(a, req5(b, sizeof(b), "new", "{\"vCPUs\":3,\"mem\":\"12Gi\"}", "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "new", "{\"vCPUs\":3,\"mem\":\"12Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
-	expect(a, req5(b, sizeof(b), "old", "{\"vCPUs\":3,\"mem\":\"12Gi\"}", "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "old", "{\"vCPUs\":3,\"mem\":\"12Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"},\"migrate\":{}}");
 	/* old shrinks to 1 CU: still over (9 > 8 CPUs), old stays selected. */
-	expect(a, req5(b, sizeof(b), "old", "{\"vCPUs\":1,\"mem\":\"4Gi\"}", "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "old", "{\"vCPUs\":1,\"mem\":\"4Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":\"4Gi\"},\"migrate\":{}}");
 	/* mid shrinks: under the watermark again, nothing to migrate. */
-	expect(a, req5(b, sizeof(b), "mid", "{\"vCPUs\":4,\"mem\":\"16Gi\"}", "{\"vCPUs\":6,\"mem\":\"24Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "mid", "{\"vCPUs\":4,\"mem\":\"16Gi\"}",
+		    "{\"vCPUs\":6,\"mem\":\"24Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":4,\"mem\":\"16Gi\"}}");
 	ag_arbiter_totals(a, &t);
 	assert_int_equal(t.migrating, 0);
@@ -238,9 +269,13 @@ static void test_restart_restores(void **state)
 	struct ag_arbiter *a = make(4000, 16 * GiB, 1.0, 0);
 	char b[512];
 
-	expect(a, req5(b, sizeof(b), "a", "{\"vCPUs\":3,\"mem\":\"12Gi\"}", "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "a", "{\"vCPUs\":3,\"mem\":\"12Gi\"}",
+		    "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":3,\"mem\":\"12Gi\"}}");
-	expect(a, req5(b, sizeof(b), "b", "{\"vCPUs\":3,\"mem\":\"12Gi\"}", "{\"vCPUs\":1,\"mem\":\"4Gi\"}"),
+	expect(a,
+	       req5(b, sizeof(b), "b", "{\"vCPUs\":3,\"mem\":\"12Gi\"}",
+		    "{\"vCPUs\":1,\"mem\":\"4Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":\"4Gi\"}}");
 	ag_arbiter_free(a);
 }
@@ -277,24 +312,28 @@ static void test_legacy_versions(void **state)
 	       "{\"protoVersion\":1,\"pod\":{\"namespace\":\"n\",\"name\":\"v10\"},"
 	       "\"resources\":{\"vCPUs\":1,\"mem\":2},"
 	       "\"metrics\":{\"loadAvg1M\":1,\"loadAvg5M\":1,\"memoryUsageBytes\":1}}",
-	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":2},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":1,\"mem\":2},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
 	expect(a,
 	       "{\"protoVersion\":2,\"pod\":{\"namespace\":\"n\",\"name\":\"v11\"},"
 	       "\"resources\":{\"vCPUs\":1,\"mem\":1},\"metrics\":null}",
-	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
 	/* 2.0: fractional CPU, slots, resourceUnit {250m, 1}. */
 	expect(a,
 	       "{\"protoVersion\":3,\"pod\":{\"namespace\":\"n\",\"name\":\"v20\"},"
 	       "\"resources\":{\"vCPUs\":\"500m\",\"mem\":2},"
 	       "\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.25,\"memoryUsageBytes\":100000000}}",
-	       200, "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":2},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":\"500m\",\"mem\":2},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
 	/* 2.1: lastPermit restores; increase in units (node: 1+1+0.5 = 2.5
 	 * of 4 CPUs; memory 5 of 16 slots). */
 	expect(a,
 	       "{\"protoVersion\":4,\"pod\":{\"namespace\":\"n\",\"name\":\"v21\"},"
 	       "\"resources\":{\"vCPUs\":\"2500m\",\"mem\":3},\"lastPermit\":{\"vCPUs\":\"500m\",\"mem\":1},"
 	       "\"metrics\":null}",
-	       200, "{\"permit\":{\"vCPUs\":\"1500m\",\"mem\":3},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
+	       200,
+	       "{\"permit\":{\"vCPUs\":\"1500m\",\"mem\":3},\"resourceUnit\":{\"vCPUs\":\"250m\",\"mem\":1}}");
 	/* 3.0: no resourceUnit any more. */
 	expect(a,
 	       "{\"protoVersion\":5,\"pod\":{\"namespace\":\"n\",\"name\":\"v30\"},"
@@ -352,7 +391,8 @@ static void test_version_range_and_config(void **state)
 	assert_int_equal(ag_arbiter_new(&cfg, &a, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "watermark"));
 	vmact_err_reset(&err);
-	cfg = (struct ag_arbiter_config){ .capacity = { 1000, GiB }, .max_version = AG_PLUGIN_V3_0 };
+	cfg = (struct ag_arbiter_config){ .capacity = { 1000, GiB },
+					  .max_version = AG_PLUGIN_V3_0 };
 	assert_int_equal(ag_arbiter_new(&cfg, &a, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "slot size"));
 }

@@ -25,7 +25,7 @@
 #include "base/macro.h"
 #include "tests/lib/file.h"
 
-static char fake_root[256];  /* "" = interposers pass through */
+static char fake_root[256]; /* "" = interposers pass through */
 static char fake_mounts[PATH_MAX];
 static char write_log[16][PATH_MAX]; /* basenames of files opened for writing */
 static int write_count;
@@ -213,8 +213,8 @@ static void test_v2_set_get_one_write(void **state)
 
 static void test_v2_get_malformed(void **state)
 {
-	static const char *bad[] = { "25000\n", "abc 100000\n", "25000 x\n", "-5 100000\n",
-				     "25000 100000 7\n", "\n" };
+	static const char *bad[] = { "25000\n",     "abc 100000\n",     "25000 x\n",
+				     "-5 100000\n", "25000 100000 7\n", "\n" };
 	struct act_cg cg;
 	v2_tree();
 	open_fake(&cg);
@@ -395,14 +395,16 @@ static void test_classify(void **state)
 {
 	enum act_cg_layout l;
 	const struct act_cg_mount *cpu;
-	struct act_cg_mount legacy[] = { { .dir = "/c/cpu", .has_cpu = true }, { .dir = "/c/mem" } };
+	struct act_cg_mount legacy[] = { { .dir = "/c/cpu", .has_cpu = true },
+					 { .dir = "/c/mem" } };
 	struct act_cg_mount hybrid[] = { { .dir = "/c/cpu", .has_cpu = true },
 					 { .v2 = true, .dir = "/c/unified" } };
 	struct act_cg_mount unified[] = { { .v2 = true, .has_cpu = true, .dir = "/c" } };
 	struct act_cg_mount v2_nocpu[] = { { .v2 = true, .dir = "/c" } };
 	/* hybrid with cpu moved to v2 (nothing on v1 claims it) */
-	struct act_cg_mount hybrid_v2cpu[] = { { .dir = "/c/memory" },
-					       { .v2 = true, .has_cpu = true, .dir = "/c/unified" } };
+	struct act_cg_mount hybrid_v2cpu[] = {
+		{ .dir = "/c/memory" }, { .v2 = true, .has_cpu = true, .dir = "/c/unified" }
+	};
 	struct vmact_err err = { 0 };
 
 	assert_int_equal(act_cg_classify(legacy, 2, &l, &cpu, NULL), 0);
@@ -439,9 +441,15 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_v2_detect_and_find), T(test_v2_set_get_one_write), T(test_v2_get_malformed),
-		T(test_v2_ensure_drift),    T(test_v2_stat),              T(test_v1_hybrid_detect_and_order),
-		T(test_v1_stat_and_usage),  T(test_pid_group_errors),     T(test_classify),
+		T(test_v2_detect_and_find),
+		T(test_v2_set_get_one_write),
+		T(test_v2_get_malformed),
+		T(test_v2_ensure_drift),
+		T(test_v2_stat),
+		T(test_v1_hybrid_detect_and_order),
+		T(test_v1_stat_and_usage),
+		T(test_pid_group_errors),
+		T(test_classify),
 		T(test_open_no_cpu),
 	};
 	return cmocka_run_group_tests_name("cgroup-fake", tests, NULL, NULL);

@@ -47,12 +47,13 @@ static void test_daemon_keys(void **state)
 
 	(void)state;
 	act_config_defaults(&cfg);
-	assert_int_equal(act_config_load_string(
-				 "{\"libvirt\":{\"name_prefix\":\"db-\"},"
-				 "\"plugin\":{\"version\":\"4.0\"},"
-				 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/x\",\"interval_ms\":1000}}",
-				 &cfg, &err),
-			 0);
+	assert_int_equal(
+		act_config_load_string(
+			"{\"libvirt\":{\"name_prefix\":\"db-\"},"
+			"\"plugin\":{\"version\":\"4.0\"},"
+			"\"sampler\":{\"pin_root\":\"/sys/fs/bpf/x\",\"interval_ms\":1000}}",
+			&cfg, &err),
+		0);
 	assert_string_equal(cfg.libvirt_name_prefix, "db-");
 	assert_string_equal(cfg.plugin_version, "4.0");
 	assert_string_equal(cfg.sampler_pin_root, "/sys/fs/bpf/x");
@@ -61,31 +62,29 @@ static void test_daemon_keys(void **state)
 
 	/* A wildcard listener with the address the guests reach. */
 	act_config_defaults(&cfg);
-	assert_int_equal(act_config_load_string(
-				 "{\"informant\":{\"listen\":\"0.0.0.0:10302\","
-				 "\"advertise_host\":\"192.168.122.1\"}}",
-				 &cfg, &err),
+	assert_int_equal(act_config_load_string("{\"informant\":{\"listen\":\"0.0.0.0:10302\","
+						"\"advertise_host\":\"192.168.122.1\"}}",
+						&cfg, &err),
 			 0);
 	assert_string_equal(cfg.informant_listen, "0.0.0.0:10302");
 	assert_string_equal(cfg.informant_advertise_host, "192.168.122.1");
 	act_config_free(&cfg);
 	act_config_defaults(&cfg);
-	assert_int_equal(act_config_load_string("{\"informant\":{\"listen\":\"[::1]:0\"}}",
-						&cfg, &err),
+	assert_int_equal(act_config_load_string("{\"informant\":{\"listen\":\"[::1]:0\"}}", &cfg,
+						&err),
 			 0);
 	act_config_free(&cfg);
 
 	/* metrics.listen: an address, a unix socket, or "" for none. */
 	act_config_defaults(&cfg);
-	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"[::1]:9848\"}}",
-						&cfg, &err),
+	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"[::1]:9848\"}}", &cfg,
+						&err),
 			 0);
 	assert_string_equal(cfg.metrics_listen, "[::1]:9848");
 	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"unix:/run/m.sock\"}}",
 						&cfg, &err),
 			 0);
-	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"\"}}", &cfg, &err),
-			 0);
+	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"\"}}", &cfg, &err), 0);
 	assert_string_equal(cfg.metrics_listen, "");
 	act_config_free(&cfg);
 }
@@ -97,14 +96,15 @@ static void test_overrides(void **state)
 
 	(void)state;
 	act_config_defaults(&cfg);
-	assert_int_equal(act_config_load_string(
-				 "{\"libvirt\":{\"uri\":\"qemu+unix:///system\"},"
-				 "\"plugin\":{\"mode\":\"remote\",\"url\":\"http://10.0.0.1:10299/\"},"
-				 "\"arbiter\":{\"reserve_cpu\":\"500m\",\"reserve_memory\":\"2Gi\"},"
-				 "\"sampler\":{\"mode\":\"taskstats\",\"keep_pins\":true},"
-				 "\"scaling\":{\"loadAverageFractionTarget\":0.7}}",
-				 &cfg, &err),
-			 0);
+	assert_int_equal(
+		act_config_load_string(
+			"{\"libvirt\":{\"uri\":\"qemu+unix:///system\"},"
+			"\"plugin\":{\"mode\":\"remote\",\"url\":\"http://10.0.0.1:10299/\"},"
+			"\"arbiter\":{\"reserve_cpu\":\"500m\",\"reserve_memory\":\"2Gi\"},"
+			"\"sampler\":{\"mode\":\"taskstats\",\"keep_pins\":true},"
+			"\"scaling\":{\"loadAverageFractionTarget\":0.7}}",
+			&cfg, &err),
+		0);
 	assert_string_equal(cfg.libvirt_uri, "qemu+unix:///system");
 	assert_int_equal(cfg.plugin_mode, ACT_PLUGIN_REMOTE);
 	assert_int_equal(cfg.arbiter_reserve_milli_cpu, 500);
@@ -133,30 +133,39 @@ static void test_errors(void **state)
 		  "plugin.url: 'https://x' is not an http://HOST[:PORT][/PATH] address" },
 		{ "{\"plugin\":{\"mode\":\"remote\",\"url\":\"http://u@x/\"}}",
 		  "plugin.url: 'http://u@x/': expected http://HOST[:PORT][/PATH]" },
-		{ "{\"arbiter\":{\"reserve_memory\":\"-1Gi\"}}", "arbiter.reserve_memory: negative" },
+		{ "{\"arbiter\":{\"reserve_memory\":\"-1Gi\"}}",
+		  "arbiter.reserve_memory: negative" },
 		{ "{\"arbiter\":{\"watermark\":\"0.9\"}}", "arbiter.watermark: expected a number" },
 		{ "{\"sampler\":{\"keep_pins\":1}}", "sampler.keep_pins: expected true or false" },
 		{ "{\"scaling\":[]}", "scaling: expected an object" },
-		{ "{\"scaling\":{\"lfcWindowSizeMinutes\":1}}", "scaling config: lfcWindowSizeMinutes" },
+		{ "{\"scaling\":{\"lfcWindowSizeMinutes\":1}}",
+		  "scaling config: lfcWindowSizeMinutes" },
 		{ "{\"scaling\":{\"loadAverageFractionTarget\":2.5}}",
 		  "scaling config: loadAverageFractionTarget" },
 		{ "{\"scaling\":{\"bogus\":1}}", "scaling config: unknown field \"bogus\"" },
 		{ "{\"compute_unit\":{\"vCPUs\":0,\"mem\":\"1Gi\"}}", "compute_unit: both" },
 		{ "{\"compute_unit\":{\"vCPUs\":\"x\",\"mem\":\"1Gi\"}}", "compute_unit: vCPUs" },
 		{ "{\"libvirt\":", "line 1:" },
-		{ "{\"libvirt\":{\"name_prefix\":7}}", "libvirt.name_prefix: expected a non-empty" },
+		{ "{\"libvirt\":{\"name_prefix\":7}}",
+		  "libvirt.name_prefix: expected a non-empty" },
 		{ "{\"sampler\":{\"interval_ms\":10}}", "sampler.interval_ms: 10 out of range" },
-		{ "{\"sampler\":{\"pin_root\":\"rel/dir\"}}", "sampler.pin_root: must be an absolute" },
+		{ "{\"sampler\":{\"pin_root\":\"rel/dir\"}}",
+		  "sampler.pin_root: must be an absolute" },
 		{ "{\"plugin\":{\"version\":\"6.0\"}}", "plugin.version: " },
 		{ "{\"arbiter\":{\"listen\":\"localhost:10299\"}}", "arbiter.listen: " },
 		{ "{\"informant\":{\"listen\":\"0.0.0.0:0\"}}",
 		  "informant.advertise_host: needed when informant.listen is a wildcard" },
 		{ "{\"informant\":{\"listen\":\"[::]:0\"}}", "informant.advertise_host: needed" },
-		{ "{\"informant\":{\"listen\":\":0\"}}", "informant.listen: ':0' is not ADDR:PORT" },
-		{ "{\"informant\":{\"listen\":\"127.0.0.1\"}}", "informant.listen: '127.0.0.1' is not" },
-		{ "{\"informant\":{\"listen\":\"127.0.0.1:http\"}}", "informant.listen: '127.0.0.1:http': bad port" },
-		{ "{\"informant\":{\"listen\":\"127.0.0.1:65536\"}}", "informant.listen: '127.0.0.1:65536': bad port" },
-		{ "{\"informant\":{\"advertise_host\":\"\"}}", "informant.advertise_host: expected a non-empty" },
+		{ "{\"informant\":{\"listen\":\":0\"}}",
+		  "informant.listen: ':0' is not ADDR:PORT" },
+		{ "{\"informant\":{\"listen\":\"127.0.0.1\"}}",
+		  "informant.listen: '127.0.0.1' is not" },
+		{ "{\"informant\":{\"listen\":\"127.0.0.1:http\"}}",
+		  "informant.listen: '127.0.0.1:http': bad port" },
+		{ "{\"informant\":{\"listen\":\"127.0.0.1:65536\"}}",
+		  "informant.listen: '127.0.0.1:65536': bad port" },
+		{ "{\"informant\":{\"advertise_host\":\"\"}}",
+		  "informant.advertise_host: expected a non-empty" },
 		{ "{\"informant\":{\"port\":1}}", "informant.port" },
 		{ "{\"metrics\":{\"listen\":\"localhost:9848\"}}", "metrics.listen: " },
 		{ "{\"metrics\":{\"listen\":9848}}", "metrics.listen: expected a string" },
@@ -171,7 +180,8 @@ static void test_errors(void **state)
 		act_config_defaults(&cfg);
 		assert_true(act_config_load_string(cases[i].text, &cfg, &err) < 0);
 		if (strncmp(err.msg, cases[i].msg, strlen(cases[i].msg)) != 0)
-			fail_msg("case %zu: got \"%s\", want prefix \"%s\"", i, err.msg, cases[i].msg);
+			fail_msg("case %zu: got \"%s\", want prefix \"%s\"", i, err.msg,
+				 cases[i].msg);
 		act_config_free(&cfg);
 	}
 }
@@ -241,12 +251,9 @@ static void test_example(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_overrides),
-		cmocka_unit_test(test_daemon_keys),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_file),
-		cmocka_unit_test(test_example),
+		cmocka_unit_test(test_defaults),    cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_daemon_keys), cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_file),        cmocka_unit_test(test_example),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "actuator/control/control-json.h"
-#include "actuator/policy/cpu-demand.h"
 #include "actuator/control/events.h"
+#include "actuator/policy/cpu-demand.h"
 #include "hotplug/hotplug.h"
 
 static void fill_managed(struct act_vm_view *v)
@@ -83,18 +83,20 @@ static void views(void **state)
 	v.state = ACT_VM_PAUSED;
 	o = act_json_vm(&v, true);
 	assert_string_equal(json_string_value(json_object_get(o, "state")), "paused");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "permit"), "milli_cpu")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(o, "permit"), "milli_cpu")),
 			 2000);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "last_change"),
-								 "reason")),
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(o, "last_change"), "reason")),
 			    "to 2 CPU / 1Gi: grow to 2 vCPUs");
 	assert_int_equal(json_integer_value(json_object_get(
-				 json_object_get(json_object_get(o, "bounds"), "max"), "milli_cpu")),
+				 json_object_get(json_object_get(o, "bounds"), "max"),
+				 "milli_cpu")),
 			 4000);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "policy"), "cpu")),
 			    "reactive");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "scheduler"),
-								 "kind")),
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(o, "scheduler"), "kind")),
 			    "arbiter");
 	assert_true(json_is_null(json_object_get(json_object_get(o, "scheduler"), "url")));
 	assert_true(json_is_true(json_object_get(json_object_get(o, "monitor"), "connected")));
@@ -133,16 +135,19 @@ static void views(void **state)
 	o = act_json_vm(&v, true);
 	{
 		const json_t *e = json_object_get(o, "evidence"), *m = json_object_get(e, "memory"),
-			     *b = json_object_get(m, "balloon"), *md = json_object_get(m, "decision");
+			     *b = json_object_get(m, "balloon"),
+			     *md = json_object_get(m, "decision");
 
 		assert_string_equal(json_string_value(json_object_get(e, "approval")), "host");
-		assert_string_equal(json_string_value(json_object_get(json_object_get(e, "cpu"),
-									 "source")),
+		assert_string_equal(json_string_value(
+					    json_object_get(json_object_get(e, "cpu"), "source")),
 				    "BPF");
 		assert_string_equal(json_string_value(json_object_get(m, "policy")), "host");
-		assert_string_equal(json_string_value(json_object_get(m, "source")), "balloon stats");
+		assert_string_equal(json_string_value(json_object_get(m, "source")),
+				    "balloon stats");
 		assert_true(json_is_null(json_object_get(m, "reason")));
-		assert_int_equal(json_integer_value(json_object_get(b, "total_bytes")), 404ll << 20);
+		assert_int_equal(json_integer_value(json_object_get(b, "total_bytes")),
+				 404ll << 20);
 		assert_int_equal(json_integer_value(json_object_get(b, "major_faults")), 12);
 		/* figures the guest did not send are null, not 0 */
 		assert_true(json_is_null(json_object_get(b, "swap_in_bytes")));
@@ -156,7 +161,8 @@ static void views(void **state)
 	memset(&v, 0, sizeof(v));
 	snprintf(v.name, sizeof(v.name), "broken");
 	v.state = ACT_VM_UNMANAGED;
-	snprintf(v.reason, sizeof(v.reason), "vmact metadata: <vmact:autoscaling>: missing element <vmact:cpu>");
+	snprintf(v.reason, sizeof(v.reason),
+		 "vmact metadata: <vmact:autoscaling>: missing element <vmact:cpu>");
 	o = act_json_vm(&v, true);
 	assert_string_equal(json_string_value(json_object_get(o, "state")), "not-managed");
 	assert_non_null(strstr(json_string_value(json_object_get(o, "reason")), "<vmact:cpu>"));
@@ -178,7 +184,8 @@ static void ring(void **state)
 	assert_null(act_events_after(e, 0));
 	assert_int_equal(act_events_last_seq(e), 0);
 	for (int i = 1; i <= 6; i++)
-		act_event(e, i % 2 ? "a" : "b", ACT_EV_RESIZE, json_pack("{s:i}", "i", i), "event %d", i);
+		act_event(e, i % 2 ? "a" : "b", ACT_EV_RESIZE, json_pack("{s:i}", "i", i),
+			  "event %d", i);
 	/* A non-object is dropped, the event kept. */
 	act_event(e, "a", ACT_EV_ERROR, json_string("x"), "event 7");
 	assert_int_equal(act_events_last_seq(e), 7);
@@ -209,7 +216,10 @@ static void ring(void **state)
 static void reasons(void **state)
 {
 	struct act_cpu_decision d = {
-		.cls = ACT_CPU_SATURATED, .busy = 0.98, .span = 400000000, .goal_milli = 2000,
+		.cls = ACT_CPU_SATURATED,
+		.busy = 0.98,
+		.span = 400000000,
+		.goal_milli = 2000,
 	};
 	char buf[256];
 
@@ -235,9 +245,10 @@ static void reasons(void **state)
 	assert_int_equal(act_cpu_decision_reason(&d, 1000, buf, 10), -1);
 }
 
-#define META "<autoscaling enabled=\"true\"><cpu min=\"1\" max=\"4\"/>" \
-	     "<memory min=\"512Mi\" max=\"2Gi\" method=\"virtio-mem\"/>" \
-	     "<!-- the operator's --><monitor endpoint=\"ws://127.0.0.1:1/m\"/></autoscaling>"
+#define META                                                        \
+	"<autoscaling enabled=\"true\"><cpu min=\"1\" max=\"4\"/>"  \
+	"<memory min=\"512Mi\" max=\"2Gi\" method=\"virtio-mem\"/>" \
+	"<!-- the operator's --><monitor endpoint=\"ws://127.0.0.1:1/m\"/></autoscaling>"
 
 static void meta_edit(void **state)
 {
@@ -300,9 +311,11 @@ static void meta_edit(void **state)
 	assert_true(hp_meta_edit(META "x", &ch, &out, NULL, &err) < 0);
 	/* The reader: paused must be true or false. */
 	vmact_err_reset(&err);
-	assert_true(hp_meta_parse("<autoscaling enabled=\"true\" paused=\"yes\"><cpu min=\"1\" max=\"2\"/>"
-				  "<memory min=\"1Gi\" max=\"2Gi\" method=\"dimm\"/></autoscaling>",
-				  &m, &err) < 0);
+	assert_true(
+		hp_meta_parse(
+			"<autoscaling enabled=\"true\" paused=\"yes\"><cpu min=\"1\" max=\"2\"/>"
+			"<memory min=\"1Gi\" max=\"2Gi\" method=\"dimm\"/></autoscaling>",
+			&m, &err) < 0);
 	assert_non_null(strstr(err.msg, "'paused'"));
 }
 
@@ -313,16 +326,25 @@ static void bounds_body(void **state)
 	struct hp_meta_change ch;
 	struct vmact_err err = { 0 };
 	static const char *const bad[] = {
-		"", "[]", "{}", "{\"min_cpu\":0.5}", "{\"min_cpu\":\"0\"}", "{\"paused\":true}",
-		"{\"max_cpu\":\"5000000\"}", "{\"min_cpu\":\"1\",\"min_cpu\":\"2\"}",
-		"{\"min_memory\":\"-1Gi\"}", "{\"max_cpu\":null}",
+		"",
+		"[]",
+		"{}",
+		"{\"min_cpu\":0.5}",
+		"{\"min_cpu\":\"0\"}",
+		"{\"paused\":true}",
+		"{\"max_cpu\":\"5000000\"}",
+		"{\"min_cpu\":\"1\",\"min_cpu\":\"2\"}",
+		"{\"min_memory\":\"-1Gi\"}",
+		"{\"max_cpu\":null}",
 	};
 
 	(void)state;
 	memset(&ch, 0, sizeof(ch));
-	assert_int_equal(act_control_bounds_decode("{\"min_cpu\":\"250m\",\"max_memory\":\"8Gi\"}",
-						   strlen("{\"min_cpu\":\"250m\",\"max_memory\":\"8Gi\"}"),
-						   &ch, &err), 0);
+	assert_int_equal(
+		act_control_bounds_decode("{\"min_cpu\":\"250m\",\"max_memory\":\"8Gi\"}",
+					  strlen("{\"min_cpu\":\"250m\",\"max_memory\":\"8Gi\"}"),
+					  &ch, &err),
+		0);
 	assert_true(ch.set_min_cpu && ch.set_max_mem && !ch.set_max_cpu && !ch.set_min_mem);
 	assert_int_equal(ch.min_milli_cpu, 250);
 	assert_int_equal(ch.max_mem_bytes, 8ULL << 30);
@@ -337,10 +359,8 @@ static void bounds_body(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(views),
-		cmocka_unit_test(ring),
-		cmocka_unit_test(reasons),
-		cmocka_unit_test(meta_edit),
+		cmocka_unit_test(views),       cmocka_unit_test(ring),
+		cmocka_unit_test(reasons),     cmocka_unit_test(meta_edit),
 		cmocka_unit_test(bounds_body),
 	};
 

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The reactive CPU policy on constructed readouts: each case feeds a steady
  * pattern of windows and checks the class and the goal. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include "actuator/policy/cpu-demand.h"
 #include "actuator/policy/desired.h"
 #include "agent-glue/codec/scaling.h"
 
-#define MS 1000000LL
+#define MS  1000000LL
 #define SEC 1000000000LL
 
 /* Feeds `count` windows of `len` ns: `vcpus` vCPUs, quota (0 = none), and
@@ -208,7 +210,9 @@ struct onset_case {
 static void test_onset_within_a_readout(void **state)
 {
 	static const struct onset_case cases[] = {
-		{ 0.6, true }, { 0.4, false }, { 0.0, false },
+		{ 0.6, true },
+		{ 0.4, false },
+		{ 0.0, false },
 	};
 
 	(void)state;
@@ -345,8 +349,11 @@ static void test_guest_load_floor(void **state)
 
 static void test_format(void **state)
 {
-	struct act_cpu_decision dec = { .cls = ACT_CPU_SATURATED, .demand = 0.98, .busy = 0.98,
-					.span = 500 * MS, .allowance_milli = 1000,
+	struct act_cpu_decision dec = { .cls = ACT_CPU_SATURATED,
+					.demand = 0.98,
+					.busy = 0.98,
+					.span = 500 * MS,
+					.allowance_milli = 1000,
 					.goal_milli = 1250 };
 	char buf[256];
 
@@ -362,7 +369,8 @@ static void test_format(void **state)
 static void test_desired_with_cpu_goal(void **state)
 {
 	struct ag_scaling_config cfg;
-	struct act_system_metrics sys = { .load1 = 3.0, .load5 = 3.0,
+	struct act_system_metrics sys = { .load1 = 3.0,
+					  .load5 = 3.0,
 					  .memory_usage_bytes = 300.0 * 1024 * 1024 };
 	const struct vmact_resources GiB = { 0, 1ULL << 30 };
 	struct act_desired_input in = {

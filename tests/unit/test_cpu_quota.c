@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Milli-CPU → CFS bandwidth conversion and the v1 write-order planner. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -43,7 +43,7 @@ static const struct conv_case conv_cases[] = {
 	{ 1, 1000, 100000, 0, 1000, 1000000, true, NULL },
 	{ 1, 1000, 1000000, 0, 1000, 1000000, false, NULL },
 	{ 10, 1000, 1000, 0, 1000, 100000, true, NULL },
-	{ 400, 1000, 1000, 0, 1000, 2500, true, NULL }, /* systemd: 1 ms @40% → 2.5 ms */
+	{ 400, 1000, 1000, 0, 1000, 2500, true, NULL },   /* systemd: 1 ms @40% → 2.5 ms */
 	{ 10, 1000, 10000, 0, 1000, 100000, true, NULL }, /* systemd: 10 ms @1% → 100 ms */
 	/* non-divisible clamp: period rounded up, quota rounded up, both >= bound */
 	{ 3, 1000, 100000, 0, 1001, 333334, true, NULL },
@@ -84,16 +84,18 @@ static void test_conv_table(void **state)
 		struct vmact_err err = { 0 };
 		int r = act_cpu_bw_from_milli(c->milli, c->overcommit, c->period, &bw, &info, &err);
 		if (r != c->ret)
-			fail_msg("case %zu (%u m ×%u/1000, P %llu): ret %d want %d (%s)", i, c->milli,
-				 c->overcommit, (unsigned long long)c->period, r, c->ret, err.msg);
+			fail_msg("case %zu (%u m ×%u/1000, P %llu): ret %d want %d (%s)", i,
+				 c->milli, c->overcommit, (unsigned long long)c->period, r, c->ret,
+				 err.msg);
 		if (r == 0) {
 			if (bw.quota_us != c->quota_want || bw.period_us != c->period_want ||
 			    info.period_clamped != c->clamped)
-				fail_msg("case %zu: got %llu/%llu clamped=%d, want %llu/%llu clamped=%d",
-					 i, (unsigned long long)bw.quota_us,
-					 (unsigned long long)bw.period_us, info.period_clamped,
-					 (unsigned long long)c->quota_want,
-					 (unsigned long long)c->period_want, c->clamped);
+				fail_msg(
+					"case %zu: got %llu/%llu clamped=%d, want %llu/%llu clamped=%d",
+					i, (unsigned long long)bw.quota_us,
+					(unsigned long long)bw.period_us, info.period_clamped,
+					(unsigned long long)c->quota_want,
+					(unsigned long long)c->period_want, c->clamped);
 			assert_int_equal(act_cpu_bw_check(&bw, NULL), 0);
 		} else {
 			assert_non_null(strstr(err.msg, c->msg_has));
@@ -115,16 +117,18 @@ static void test_conv_properties(void **state)
 			for (uint32_t m = factors[f] < 1000 ? 2 : 1; m <= 20000; m++) {
 				struct act_cpu_bw bw;
 				struct act_cpu_bw_info info;
-				assert_int_equal(act_cpu_bw_from_milli(m, factors[f], periods[p], &bw,
-								       &info, NULL),
+				assert_int_equal(act_cpu_bw_from_milli(m, factors[f], periods[p],
+								       &bw, &info, NULL),
 						 0);
 				assert_true(bw.quota_us >= ACT_CPU_QUOTA_MIN_US);
-				assert_true(bw.period_us >= periods[p] || bw.period_us == ACT_CPU_PERIOD_MAX_US);
+				assert_true(bw.period_us >= periods[p] ||
+					    bw.period_us == ACT_CPU_PERIOD_MAX_US);
 				assert_true(bw.period_us >= ACT_CPU_PERIOD_MIN_US &&
 					    bw.period_us <= ACT_CPU_PERIOD_MAX_US);
 				assert_int_equal(info.period_clamped, bw.period_us != periods[p]);
 				/* rate × P in µs·µs/s, compared exactly */
-				unsigned __int128 want = (unsigned __int128)m * factors[f] * bw.period_us;
+				unsigned __int128 want = (unsigned __int128)m * factors[f] *
+							 bw.period_us;
 				unsigned __int128 got = (unsigned __int128)bw.quota_us * 1000000;
 				assert_true(got >= want);
 				assert_true(got - want < 1000000);
@@ -141,8 +145,8 @@ static const struct {
 	double factor;
 	uint32_t want;
 } overcommits[] = {
-	{ 1.0, 1000 }, { 4, 4000 }, { 0.01, 10 }, { 100, 100000 }, { 1.2345, 1235 },
-	{ 0.009, 0 }, { 100.5, 0 }, { NAN, 0 }, { INFINITY, 0 }, { -1, 0 },
+	{ 1.0, 1000 }, { 4, 4000 },  { 0.01, 10 }, { 100, 100000 }, { 1.2345, 1235 },
+	{ 0.009, 0 },  { 100.5, 0 }, { NAN, 0 },   { INFINITY, 0 }, { -1, 0 },
 };
 
 static void test_overcommit_from_double(void **state)
@@ -153,7 +157,8 @@ static void test_overcommit_from_double(void **state)
 		uint32_t p = 7;
 		int r = act_cpu_overcommit_from_double(overcommits[i].factor, &p, NULL);
 
-		if (overcommits[i].want ? r != 0 || p != overcommits[i].want : r != -EINVAL || p != 7)
+		if (overcommits[i].want ? r != 0 || p != overcommits[i].want
+					: r != -EINVAL || p != 7)
 			fail_msg("%g: %d, %u (want %u)", overcommits[i].factor, r, p,
 				 overcommits[i].want);
 	}
@@ -215,45 +220,77 @@ static void test_v1_plan_never_invalid(void **state)
 {
 	static const uint64_t qs[] = { 1000, 5000, 25000, 50000, 100000, 150000, 400000, INF };
 	static const uint64_t ps[] = { 1000, 10000, 100000, 200000, 1000000 };
-	static const struct ratio parents[] = { { INF, 100000 }, { 50000, 100000 },
-						{ 150000, 100000 }, { 400000, 100000 } };
-	static const struct ratio children[] = { { INF, 100000 }, { 5000, 100000 },
+	static const struct ratio parents[] = {
+		{ INF, 100000 }, { 50000, 100000 }, { 150000, 100000 }, { 400000, 100000 }
+	};
+	static const struct ratio children[] = { { INF, 100000 },
+						 { 5000, 100000 },
 						 { 25000, 100000 } };
 	unsigned checked = 0, three_step = 0;
 
 	for (size_t pa = 0; pa < ARRAY_SIZE(parents); pa++)
-	for (size_t ch = 0; ch < ARRAY_SIZE(children); ch++)
-	for (size_t oq = 0; oq < ARRAY_SIZE(qs); oq++)
-	for (size_t op = 0; op < ARRAY_SIZE(ps); op++)
-	for (size_t nq = 0; nq < ARRAY_SIZE(qs); nq++)
-	for (size_t np = 0; np < ARRAY_SIZE(ps); np++) {
-		struct ratio cur = { qs[oq], ps[op] }, want = { qs[nq], ps[np] };
-		if (!v1_valid(parents[pa], cur, children[ch]) ||
-		    !v1_valid(parents[pa], want, children[ch]))
-			continue;
-		struct act_cpu_bw old = { cur.q, cur.p }, new = { want.q, want.p };
-		struct act_cpu_v1_step steps[ACT_CPU_V1_PLAN_MAX];
-		int n = act_cpu_v1_plan(&old, &new, steps);
-		assert_true(n >= 0 && n <= ACT_CPU_V1_PLAN_MAX);
-		if (n == 3)
-			three_step++;
-		for (int i = 0; i < n; i++) {
-			if (steps[i].kind == ACT_CPU_V1_QUOTA)
-				cur.q = steps[i].value;
-			else
-				cur.p = steps[i].value;
-			if (!v1_valid(parents[pa], cur, children[ch]))
-				fail_msg("parent %llu/%llu child %llu/%llu: %llu/%llu → %llu/%llu: step %d "
-					 "leaves %llu/%llu invalid",
-					 (unsigned long long)parents[pa].q, (unsigned long long)parents[pa].p,
-					 (unsigned long long)children[ch].q, (unsigned long long)children[ch].p,
-					 (unsigned long long)old.quota_us, (unsigned long long)old.period_us,
-					 (unsigned long long)new.quota_us, (unsigned long long)new.period_us,
-					 i, (unsigned long long)cur.q, (unsigned long long)cur.p);
-		}
-		assert_true(cur.q == want.q && cur.p == want.p);
-		checked++;
-	}
+		for (size_t ch = 0; ch < ARRAY_SIZE(children); ch++)
+			for (size_t oq = 0; oq < ARRAY_SIZE(qs); oq++)
+				for (size_t op = 0; op < ARRAY_SIZE(ps); op++)
+					for (size_t nq = 0; nq < ARRAY_SIZE(qs); nq++)
+						for (size_t np = 0; np < ARRAY_SIZE(ps); np++) {
+							struct ratio cur = { qs[oq], ps[op] },
+								     want = { qs[nq], ps[np] };
+							if (!v1_valid(parents[pa], cur,
+								      children[ch]) ||
+							    !v1_valid(parents[pa], want,
+								      children[ch]))
+								continue;
+							struct act_cpu_bw old = { cur.q, cur.p },
+									  new = { want.q, want.p };
+							struct act_cpu_v1_step
+								steps[ACT_CPU_V1_PLAN_MAX];
+							int n = act_cpu_v1_plan(&old, &new, steps);
+							assert_true(n >= 0 &&
+								    n <= ACT_CPU_V1_PLAN_MAX);
+							if (n == 3)
+								three_step++;
+							for (int i = 0; i < n; i++) {
+								if (steps[i].kind ==
+								    ACT_CPU_V1_QUOTA)
+									cur.q = steps[i].value;
+								else
+									cur.p = steps[i].value;
+								if (!v1_valid(parents[pa], cur,
+									      children[ch]))
+									fail_msg(
+										"parent %llu/%llu child %llu/%llu: %llu/%llu → %llu/%llu: step %d "
+										"leaves %llu/%llu invalid",
+										(unsigned long long)
+											parents[pa]
+												.q,
+										(unsigned long long)
+											parents[pa]
+												.p,
+										(unsigned long long)
+											children[ch]
+												.q,
+										(unsigned long long)
+											children[ch]
+												.p,
+										(unsigned long long)
+											old.quota_us,
+										(unsigned long long)
+											old.period_us,
+										(unsigned long long)new
+											.quota_us,
+										(unsigned long long)new
+											.period_us,
+										i,
+										(unsigned long long)
+											cur.q,
+										(unsigned long long)
+											cur.p);
+							}
+							assert_true(cur.q == want.q &&
+								    cur.p == want.p);
+							checked++;
+						}
 	/* The grid must exercise the hard case, or the test proves little. */
 	assert_true(checked > 1000);
 	assert_true(three_step > 0);

@@ -15,8 +15,8 @@
 #include "base/endpoint.h"
 #include "base/macro.h"
 
-#define MON (VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX)
-#define INF (VMACT_EP_HTTP | VMACT_EP_NEED_PORT | VMACT_EP_NO_PATH)
+#define MON     (VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX)
+#define INF     (VMACT_EP_HTTP | VMACT_EP_NEED_PORT | VMACT_EP_NO_PATH)
 #define INF_URL (VMACT_EP_HTTP | VMACT_EP_NEED_PORT)
 
 static const struct {
@@ -71,8 +71,10 @@ static const struct {
 	  "'http://h:65536': the port must be 1-65535 with nothing after it" },
 	{ "http://h:99999999999999999999", INF, -EINVAL,
 	  "'http://h:99999999999999999999': the port must be 1-65535 with nothing after it" },
-	{ "http://h:-1", INF, -EINVAL, "'http://h:-1': the port must be 1-65535 with nothing after it" },
-	{ "unix:/run/m.sock", INF, -EINVAL, "'unix:/run/m.sock' is not an http://HOST:PORT address" },
+	{ "http://h:-1", INF, -EINVAL,
+	  "'http://h:-1': the port must be 1-65535 with nothing after it" },
+	{ "unix:/run/m.sock", INF, -EINVAL,
+	  "'unix:/run/m.sock' is not an http://HOST:PORT address" },
 };
 
 static void test_endpoints(void **state)
@@ -142,7 +144,8 @@ static void test_listen(void **state)
 		struct vmact_listen l;
 		struct vmact_err err = { 0 };
 
-		if (vmact_listen_parse(listen_good[i].spec, listen_good[i].allow_unix, &l, &err) < 0)
+		if (vmact_listen_parse(listen_good[i].spec, listen_good[i].allow_unix, &l, &err) <
+		    0)
 			fail_msg("%s: %s", listen_good[i].spec, err.msg);
 		assert_int_equal(l.family, listen_good[i].family);
 		assert_int_equal(l.addr.ss_family, listen_good[i].family);
@@ -152,7 +155,8 @@ static void test_listen(void **state)
 		if (l.family == AF_INET)
 			assert_int_equal(ntohs(((struct sockaddr_in *)&l.addr)->sin_port), l.port);
 		else if (l.family == AF_INET6)
-			assert_int_equal(ntohs(((struct sockaddr_in6 *)&l.addr)->sin6_port), l.port);
+			assert_int_equal(ntohs(((struct sockaddr_in6 *)&l.addr)->sin6_port),
+					 l.port);
 		else
 			assert_string_equal(l.path, "/run/a.sock");
 	}
@@ -160,8 +164,9 @@ static void test_listen(void **state)
 		struct vmact_listen l;
 		struct vmact_err err = { 0 };
 
-		assert_int_equal(vmact_listen_parse(listen_bad[i].spec, listen_bad[i].allow_unix, &l,
-						    &err), -EINVAL);
+		assert_int_equal(vmact_listen_parse(listen_bad[i].spec, listen_bad[i].allow_unix,
+						    &l, &err),
+				 -EINVAL);
 		assert_string_equal(err.msg, listen_bad[i].msg);
 	}
 }

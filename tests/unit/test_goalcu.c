@@ -48,7 +48,8 @@ static void test_goal_cpu_table(void **state)
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct ag_scaling_config cfg;
-		struct act_system_metrics sys = { .load1 = cases[i].load1, .load5 = cases[i].load5 };
+		struct act_system_metrics sys = { .load1 = cases[i].load1,
+						  .load5 = cases[i].load5 };
 		struct act_warnings w = { 0 };
 		struct act_goal g;
 
@@ -56,7 +57,8 @@ static void test_goal_cpu_table(void **state)
 		assert_int_equal(act_goal_cu(&cfg, &CU, &sys, NULL, &g, &w, NULL), 0);
 		assert_true(g.has_cpu);
 		if (fabs(g.cpu - cases[i].want) > 1e-6) {
-			print_error("%s: cpu part %.15g, want %.15g\n", cases[i].name, g.cpu, cases[i].want);
+			print_error("%s: cpu part %.15g, want %.15g\n", cases[i].name, g.cpu,
+				    cases[i].want);
 			fail();
 		}
 		/* LFC is enabled but absent: not all metrics */
@@ -89,10 +91,10 @@ static void test_goal_production_defaults(void **state)
 		double load1, mem_usage;
 		uint32_t want;
 	} cases[] = {
-		{ 1.0, 0, 4 },                 /* 1/0.9/0.25 = 4.44 -> round 4 */
-		{ 0, 3.0 * GiB, 4 },           /* 3 GiB / 0.75 = 4 GiB */
-		{ 0, 3.0 * GiB + 1, 5 },       /* 4.0000000009 -> ceil 5 */
-		{ 0.3375, 0, 2 },              /* 1.5 -> round half away -> 2 */
+		{ 1.0, 0, 4 },           /* 1/0.9/0.25 = 4.44 -> round 4 */
+		{ 0, 3.0 * GiB, 4 },     /* 3 GiB / 0.75 = 4 GiB */
+		{ 0, 3.0 * GiB + 1, 5 }, /* 4.0000000009 -> ceil 5 */
+		{ 0.3375, 0, 2 },        /* 1.5 -> round half away -> 2 */
 		{ 0.3374, 0, 1 },
 	};
 
@@ -269,21 +271,76 @@ static void test_desired_table(void **state)
 		struct vmact_resources want;
 		const char *warn;
 	} cases[] = {
-		{ "BasicScaleup", true, 0.3, false, false, { 250, GiB }, false, { 0 }, { 500, 2 * GiB },
+		{ "BasicScaleup",
+		  true,
+		  0.3,
+		  false,
+		  false,
+		  { 250, GiB },
+		  false,
+		  { 0 },
+		  { 500, 2 * GiB },
 		  NULL },
-		{ "MismatchedApprovedNoScaledown", true, 0, false, false, { 250, 2 * GiB }, true,
-		  { 250, GiB }, { 500, 2 * GiB }, NULL },
-		{ "MismatchedApprovedNoScaledownButVMAtMaximum", true, 0, false, false,
-		  { 1000, 5 * GiB }, true, { 1000, 4 * GiB }, { 1000, 5 * GiB },
+		{ "MismatchedApprovedNoScaledown",
+		  true,
+		  0,
+		  false,
+		  false,
+		  { 250, 2 * GiB },
+		  true,
+		  { 250, GiB },
+		  { 500, 2 * GiB },
+		  NULL },
+		{ "MismatchedApprovedNoScaledownButVMAtMaximum",
+		  true,
+		  0,
+		  false,
+		  false,
+		  { 1000, 5 * GiB },
+		  true,
+		  { 1000, 4 * GiB },
+		  { 1000, 5 * GiB },
 		  ACT_WARN_DENIED_ABOVE_MAX },
-		{ "BasicLFCScaleup", true, 0, true, true, { 250, GiB }, false, { 0 }, { 750, 3 * GiB },
+		{ "BasicLFCScaleup",
+		  true,
+		  0,
+		  true,
+		  true,
+		  { 250, GiB },
+		  false,
+		  { 0 },
+		  { 750, 3 * GiB },
 		  NULL },
-		{ "CanScaleUpWithoutExpectedLFCMetrics", true, 0.3, false, true, { 250, GiB }, false,
-		  { 0 }, { 500, 2 * GiB }, ACT_WARN_MISSING_METRICS },
-		{ "CanScaleToBoundsWithoutExpectedMetrics", true, 0.3, false, true, { 750, 5 * GiB },
-		  false, { 0 }, { 750, 4 * GiB }, ACT_WARN_MISSING_METRICS },
-		{ "CanScaleUpWithoutExpectedSystemMetrics", false, 0, true, true, { 250, GiB }, false,
-		  { 0 }, { 750, 3 * GiB }, ACT_WARN_MISSING_METRICS },
+		{ "CanScaleUpWithoutExpectedLFCMetrics",
+		  true,
+		  0.3,
+		  false,
+		  true,
+		  { 250, GiB },
+		  false,
+		  { 0 },
+		  { 500, 2 * GiB },
+		  ACT_WARN_MISSING_METRICS },
+		{ "CanScaleToBoundsWithoutExpectedMetrics",
+		  true,
+		  0.3,
+		  false,
+		  true,
+		  { 750, 5 * GiB },
+		  false,
+		  { 0 },
+		  { 750, 4 * GiB },
+		  ACT_WARN_MISSING_METRICS },
+		{ "CanScaleUpWithoutExpectedSystemMetrics",
+		  false,
+		  0,
+		  true,
+		  true,
+		  { 250, GiB },
+		  false,
+		  { 0 },
+		  { 750, 3 * GiB },
+		  ACT_WARN_MISSING_METRICS },
 	};
 	const act_time_t now = ACT_SEC(77);
 
@@ -316,12 +373,14 @@ static void test_desired_table(void **state)
 		if (!vmact_res_eq(d.res, cases[i].want)) {
 			print_error("%s: %u m / %llu B, want %u m / %llu B\n", cases[i].name,
 				    d.res.milli_cpu, (unsigned long long)d.res.mem_bytes,
-				    cases[i].want.milli_cpu, (unsigned long long)cases[i].want.mem_bytes);
+				    cases[i].want.milli_cpu,
+				    (unsigned long long)cases[i].want.mem_bytes);
 			fail();
 		}
 		if (w.n != (cases[i].warn ? 1u : 0u) ||
 		    (cases[i].warn && strcmp(w.msg[0], cases[i].warn) != 0)) {
-			print_error("%s: warnings %u (%s)\n", cases[i].name, w.n, w.n ? w.msg[0] : "-");
+			print_error("%s: warnings %u (%s)\n", cases[i].name, w.n,
+				    w.n ? w.msg[0] : "-");
 			fail();
 		}
 	}

@@ -26,7 +26,7 @@
 #define SYS_AVAIL \
 	"# TYPE host_memory_available_bytes gauge\nhost_memory_available_bytes 3221225472\n"
 #define SYS_CACHED "# TYPE host_memory_cached_bytes gauge\nhost_memory_cached_bytes 536870912\n"
-#define SYS_ALL SYS_LOAD1 SYS_LOAD5 SYS_TOTAL SYS_AVAIL SYS_CACHED
+#define SYS_ALL    SYS_LOAD1 SYS_LOAD5 SYS_TOTAL SYS_AVAIL SYS_CACHED
 
 static void test_system_good(void **state)
 {
@@ -62,28 +62,37 @@ static void test_system_refused(void **state)
 		const char *msg;
 	} cases[] = {
 		{ "", EBADMSG, "host_load1: metric missing" },
-		{ SYS_LOAD1 SYS_LOAD5 SYS_TOTAL SYS_AVAIL, EBADMSG, "host_memory_cached_bytes: metric missing" },
+		{ SYS_LOAD1 SYS_LOAD5 SYS_TOTAL SYS_AVAIL, EBADMSG,
+		  "host_memory_cached_bytes: metric missing" },
 		{ SYS_LOAD1 SYS_TOTAL SYS_AVAIL SYS_CACHED, EBADMSG, "host_load5: metric missing" },
 		/* untyped, counter */
 		{ "host_load1 3\n" SYS_LOAD5 SYS_TOTAL SYS_AVAIL SYS_CACHED, EBADMSG,
 		  "host_load1: typed untyped (no TYPE line) (line 1), gauge expected" },
-		{ SYS_LOAD1 SYS_LOAD5 "# TYPE host_memory_total_bytes counter\nhost_memory_total_bytes 1\n"
-		  SYS_AVAIL SYS_CACHED, EBADMSG, "host_memory_total_bytes: typed counter (line 5), gauge expected" },
-		{ "# TYPE host_load1 untyped\nhost_load1 3\n" SYS_LOAD5 SYS_TOTAL SYS_AVAIL SYS_CACHED, EBADMSG,
-		  "host_load1: typed untyped (line 1), gauge expected" },
+		{ SYS_LOAD1 SYS_LOAD5
+		  "# TYPE host_memory_total_bytes counter\nhost_memory_total_bytes 1\n" SYS_AVAIL
+			  SYS_CACHED,
+		  EBADMSG, "host_memory_total_bytes: typed counter (line 5), gauge expected" },
+		{ "# TYPE host_load1 untyped\nhost_load1 3\n" SYS_LOAD5 SYS_TOTAL SYS_AVAIL
+			  SYS_CACHED,
+		  EBADMSG, "host_load1: typed untyped (line 1), gauge expected" },
 		/* duplicated, none */
 		{ SYS_LOAD1 "host_load1 4\n" SYS_LOAD5 SYS_TOTAL SYS_AVAIL SYS_CACHED, EBADMSG,
 		  "host_load1: 2 samples, exactly 1 expected" },
-		{ SYS_LOAD1 "# TYPE host_load5 gauge\nhost_load5{a=\"1\"} 1\nhost_load5{a=\"2\"} 1\n"
-		  SYS_TOTAL SYS_AVAIL SYS_CACHED, EBADMSG, "host_load5: 2 samples, exactly 1 expected" },
-		{ SYS_LOAD1 SYS_LOAD5 SYS_TOTAL "# TYPE host_memory_available_bytes gauge\n" SYS_CACHED,
+		{ SYS_LOAD1
+		  "# TYPE host_load5 gauge\nhost_load5{a=\"1\"} 1\nhost_load5{a=\"2\"} 1\n" SYS_TOTAL
+			  SYS_AVAIL SYS_CACHED,
+		  EBADMSG, "host_load5: 2 samples, exactly 1 expected" },
+		{ SYS_LOAD1 SYS_LOAD5 SYS_TOTAL
+		  "# TYPE host_memory_available_bytes gauge\n" SYS_CACHED,
 		  EBADMSG, "host_memory_available_bytes: 0 samples, exactly 1 expected" },
 		/* a family given twice, apart: the parser's grouping rule */
 		{ SYS_ALL "host_load1 4\n", EBADMSG,
 		  "line 11: host_load1: lines of this family are not together" },
 		/* not a text at all */
-		{ "<html><body>It works!</body></html>\n", EBADMSG, "line 1: expected a metric name, found '<'" },
-		{ SYS_LOAD1 "host_load5 = 3\n", EBADMSG, "line 3: host_load5: invalid value \"=\"" },
+		{ "<html><body>It works!</body></html>\n", EBADMSG,
+		  "line 1: expected a metric name, found '<'" },
+		{ SYS_LOAD1 "host_load5 = 3\n", EBADMSG,
+		  "line 3: host_load5: invalid value \"=\"" },
 	};
 
 	(void)state;
@@ -93,8 +102,8 @@ static void test_system_refused(void **state)
 		int r = ag_system_metrics_parse(cases[i].text, strlen(cases[i].text), &m, &err);
 
 		if (r != -cases[i].code || !strstr(err.msg, cases[i].msg))
-			fail_msg("case %zu: got %d \"%s\", want -%d containing \"%s\"", i, r, err.msg,
-				 cases[i].code, cases[i].msg);
+			fail_msg("case %zu: got %d \"%s\", want -%d containing \"%s\"", i, r,
+				 err.msg, cases[i].code, cases[i].msg);
 		assert_true(m.load1 == -7); /* untouched on failure */
 	}
 }
@@ -102,7 +111,8 @@ static void test_system_refused(void **state)
 /* NaN and the like pass through: the scaling core judges values. */
 static void test_system_values_as_given(void **state)
 {
-	static const char text[] = "# TYPE host_load1 gauge\nhost_load1 NaN\n" SYS_LOAD5
+	static const char text[] =
+		"# TYPE host_load1 gauge\nhost_load1 NaN\n" SYS_LOAD5
 		"# TYPE host_memory_total_bytes gauge\nhost_memory_total_bytes 1048576\n"
 		"# TYPE host_memory_available_bytes gauge\nhost_memory_available_bytes 2097152\n"
 		"# TYPE host_memory_cached_bytes gauge\nhost_memory_cached_bytes -Inf\n";
@@ -119,10 +129,10 @@ static void test_system_values_as_given(void **state)
 
 /* ---- LFC ----------------------------------------------------------- */
 
-#define LFC_COUNTERS                                                               \
+#define LFC_COUNTERS                                                                     \
 	"# TYPE lfc_hits gauge\nlfc_hits 1000\n# TYPE lfc_misses gauge\nlfc_misses 10\n" \
 	"# TYPE lfc_writes gauge\nlfc_writes 5\n"
-#define WSS "lfc_approximate_working_set_size_windows"
+#define WSS      "lfc_approximate_working_set_size_windows"
 #define WSS_TYPE "# TYPE " WSS " gauge\n"
 
 static char *lfc_text(size_t n, bool reversed)
@@ -143,10 +153,10 @@ static char *lfc_text(size_t n, bool reversed)
 
 static void test_lfc_good(void **state)
 {
-	static const char text[] = "# HELP lfc_hits hits\n" LFC_COUNTERS WSS_TYPE
-		WSS "{duration_seconds=\"180\"} 1500\n"
-		WSS "{duration_seconds=\"60\",db=\"main\"} 1200\n"
-		WSS "{duration_seconds=\"120\"} 1400.5\n";
+	static const char text[] = "# HELP lfc_hits hits\n" LFC_COUNTERS WSS_TYPE WSS
+				   "{duration_seconds=\"180\"} 1500\n" WSS
+				   "{duration_seconds=\"60\",db=\"main\"} 1200\n" WSS
+				   "{duration_seconds=\"120\"} 1400.5\n";
 	_cleanup_free_ struct ag_lfc_metrics *m = calloc(1, sizeof(*m));
 	struct vmact_err err = { 0 };
 
@@ -180,30 +190,40 @@ static void test_lfc_refused(void **state)
 	} cases[] = {
 		{ "", "lfc_hits: metric missing" },
 		{ LFC_COUNTERS, WSS ": metric missing" },
-		{ "# TYPE lfc_hits counter\nlfc_hits 1\n", "lfc_hits: typed counter (line 1), gauge expected" },
+		{ "# TYPE lfc_hits counter\nlfc_hits 1\n",
+		  "lfc_hits: typed counter (line 1), gauge expected" },
 		{ LFC_COUNTERS "lfc_hits 1\n", "lfc_hits: lines of this family are not together" },
-		{ "# TYPE lfc_hits gauge\nlfc_hits 1\nlfc_hits{x=\"y\"} 2\n", "lfc_hits: 2 samples, exactly 1 expected" },
+		{ "# TYPE lfc_hits gauge\nlfc_hits 1\nlfc_hits{x=\"y\"} 2\n",
+		  "lfc_hits: 2 samples, exactly 1 expected" },
 		{ LFC_COUNTERS WSS "{duration_seconds=\"60\"} 1\n",
 		  WSS ": typed untyped (no TYPE line) (line 7), gauge expected" },
 		{ LFC_COUNTERS WSS_TYPE, WSS ": no windows" },
 		{ LFC_COUNTERS WSS_TYPE WSS " 1\n", WSS ": line 8: no duration_seconds label" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration=\"60\"} 1\n", "line 8: no duration_seconds label" },
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration=\"60\"} 1\n",
+		  "line 8: no duration_seconds label" },
 		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"1m\"} 1\n",
 		  "line 8: duration_seconds is not a whole number of seconds" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"-60\"} 1\n", "not a whole number of seconds" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60.0\"} 1\n", "not a whole number of seconds" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"\"} 1\n", "not a whole number of seconds" },
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"-60\"} 1\n",
+		  "not a whole number of seconds" },
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60.0\"} 1\n",
+		  "not a whole number of seconds" },
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"\"} 1\n",
+		  "not a whole number of seconds" },
 		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"99999999999999999999\"} 1\n",
 		  "not a whole number of seconds" },
 		/* gaps, wrong start, off-grid, duplicates */
 		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"120\"} 1\n",
 		  "window of 60 s missing (windows must be 60 s, 120 s, ... without gaps; line 8 has 120 s)" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60\"} 1\n" WSS "{duration_seconds=\"180\"} 1\n",
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60\"} 1\n" WSS
+					    "{duration_seconds=\"180\"} 1\n",
 		  "window of 120 s missing" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60\"} 1\n" WSS "{duration_seconds=\"90\"} 1\n",
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60\"} 1\n" WSS
+					    "{duration_seconds=\"90\"} 1\n",
 		  "window of 120 s missing (windows must be 60 s, 120 s, ... without gaps; line 9 has 90 s)" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"0\"} 1\n", "window of 60 s missing" },
-		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60\"} 1\n" WSS "{duration_seconds=\"60\",x=\"y\"} 2\n",
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"0\"} 1\n",
+		  "window of 60 s missing" },
+		{ LFC_COUNTERS WSS_TYPE WSS "{duration_seconds=\"60\"} 1\n" WSS
+					    "{duration_seconds=\"60\",x=\"y\"} 2\n",
 		  "line 9: window of 60 s given twice" },
 	};
 
@@ -217,8 +237,8 @@ static void test_lfc_refused(void **state)
 		m->n_windows = 77;
 		r = ag_lfc_metrics_parse(cases[i].text, strlen(cases[i].text), m, &err);
 		if (r != -EBADMSG || !strstr(err.msg, cases[i].msg))
-			fail_msg("case %zu: got %d \"%s\", want -EBADMSG containing \"%s\"", i, r, err.msg,
-				 cases[i].msg);
+			fail_msg("case %zu: got %d \"%s\", want -EBADMSG containing \"%s\"", i, r,
+				 err.msg, cases[i].msg);
 		assert_int_equal(m->n_windows, 77); /* untouched on failure */
 	}
 }

@@ -21,8 +21,11 @@
 
 static void codec_roundtrip(void **state)
 {
-	struct vmact_hook_msg m = { .op = VMACT_HOOK_STARTED, .subop = VMACT_HOOK_BEGIN,
-				    .uuid = UUID, .name = "db 1 (ü)" }, back;
+	struct vmact_hook_msg m = { .op = VMACT_HOOK_STARTED,
+				    .subop = VMACT_HOOK_BEGIN,
+				    .uuid = UUID,
+				    .name = "db 1 (ü)" },
+			      back;
 	struct vmact_err err = { 0 };
 	char buf[VMACT_HOOK_MSG_MAX];
 	int n;
@@ -60,8 +63,9 @@ static void codec_roundtrip(void **state)
 
 static void codec_encode_refuses(void **state)
 {
-	struct vmact_hook_msg m = { .op = VMACT_HOOK_STOPPED, .subop = VMACT_HOOK_END,
-				    .uuid = "not-a-uuid", .name = "a" };
+	struct vmact_hook_msg m = {
+		.op = VMACT_HOOK_STOPPED, .subop = VMACT_HOOK_END, .uuid = "not-a-uuid", .name = "a"
+	};
 	struct vmact_err err = { 0 };
 	char buf[VMACT_HOOK_MSG_MAX];
 
@@ -104,7 +108,8 @@ static void codec_decode_strict(void **state)
 		{ "vmact-hook/1 started begin 0b6d3b5e-4c1e-4a55-9c6e-1b2c3d4e5f600 a", 0, "uuid" },
 		{ "vmact-hook/1 started begin " UUID " a\n", 0, "control byte" },
 		{ "vmact-hook/1 started begin " UUID " a\x1b[2J", 0, "control byte" },
-		{ "vmact-hook/1 started begin " UUID " a\0b", sizeof("vmact-hook/1 started begin " UUID " a\0b") - 1, "NUL" },
+		{ "vmact-hook/1 started begin " UUID " a\0b",
+		  sizeof("vmact-hook/1 started begin " UUID " a\0b") - 1, "NUL" },
 		{ big, sizeof(big) - 1, "at most" },
 	};
 	struct vmact_hook_msg m;
@@ -123,10 +128,12 @@ static void codec_decode_strict(void **state)
 	}
 }
 
-#define DOMAIN(meta) "<domain type='qemu' id='3'><name>vm-1</name><uuid>" UUID "</uuid>" \
+#define DOMAIN(meta)                                                        \
+	"<domain type='qemu' id='3'><name>vm-1</name><uuid>" UUID "</uuid>" \
 	"<memory unit='KiB'>524288</memory><metadata>" meta "</metadata></domain>"
 #define NS "xmlns:vmact='" HP_NS_URI "'"
-#define GOOD_BODY "<vmact:cpu min='1' max='4'/><vmact:memory min='512Mi' max='2Gi' method='virtio-mem'/>"
+#define GOOD_BODY \
+	"<vmact:cpu min='1' max='4'/><vmact:memory min='512Mi' max='2Gi' method='virtio-mem'/>"
 
 static void parse(const char *xml, struct hk_domain *d)
 {
@@ -208,8 +215,11 @@ static void domain_metadata(void **state)
 static void domain_not_a_domain(void **state)
 {
 	static const char *const bad[] = {
-		"", "<domain>", "<network><name>a</name></network>",
-		"<domain><uuid>" UUID "</uuid></domain>", "<domain><name>a</name></domain>",
+		"",
+		"<domain>",
+		"<network><name>a</name></network>",
+		"<domain><uuid>" UUID "</uuid></domain>",
+		"<domain><name>a</name></domain>",
 		"<!DOCTYPE d [<!ENTITY x SYSTEM 'file:///etc/shadow'>]><domain><name>&x;</name>"
 		"<uuid>" UUID "</uuid></domain>",
 	};
@@ -233,10 +243,8 @@ static void domain_not_a_domain(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(codec_roundtrip),
-		cmocka_unit_test(codec_encode_refuses),
-		cmocka_unit_test(codec_decode_strict),
-		cmocka_unit_test(domain_metadata),
+		cmocka_unit_test(codec_roundtrip),     cmocka_unit_test(codec_encode_refuses),
+		cmocka_unit_test(codec_decode_strict), cmocka_unit_test(domain_metadata),
 		cmocka_unit_test(domain_not_a_domain),
 	};
 

@@ -90,7 +90,8 @@ static void meta_informant(void **state)
 			 "<vmact:autoscaling " NS " enabled='true'>"
 			 "<vmact:cpu min='1' max='2'/>"
 			 "<vmact:memory min='1Gi' max='2Gi' method='virtio-mem'/>"
-			 "<vmact:informant endpoint='%s'/></vmact:autoscaling>", good[i][0]);
+			 "<vmact:informant endpoint='%s'/></vmact:autoscaling>",
+			 good[i][0]);
 		if (hp_meta_parse(xml, &m, &err) < 0)
 			fail_msg("%s: %s", good[i][0], err.msg);
 		assert_string_equal(m.informant, good[i][1]);
@@ -163,16 +164,16 @@ static void meta_metrics_policy(void **state)
  * stay (it is the hardware side's), and so may the pod. */
 static void meta_runner(void **state)
 {
-	static const char v4[] =
-		"<autoscaling enabled='true'><cpu min='1' max='4'/>"
-		"<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
-		"<runner listen='10.0.3.1:25183'/><policy shrink='unplug'/>"
-		"<pod namespace='default' name='db-1'/></autoscaling>";
+	static const char v4[] = "<autoscaling enabled='true'><cpu min='1' max='4'/>"
+				 "<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+				 "<runner listen='10.0.3.1:25183'/><policy shrink='unplug'/>"
+				 "<pod namespace='default' name='db-1'/></autoscaling>";
 	static const char v6[] = "<autoscaling enabled='true'><cpu min='1' max='4'/>"
 				 "<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
 				 "<runner listen='[::1]:25183'/></autoscaling>";
-	static const char none[] = "<autoscaling enabled='true'><cpu min='1' max='4'/>"
-				   "<memory min='1Gi' max='2Gi' method='virtio-mem'/></autoscaling>";
+	static const char none[] =
+		"<autoscaling enabled='true'><cpu min='1' max='4'/>"
+		"<memory min='1Gi' max='2Gi' method='virtio-mem'/></autoscaling>";
 	struct hp_meta m;
 	struct vmact_err err = { 0 };
 
@@ -195,8 +196,8 @@ struct bad_case {
 };
 
 #define WRAP(body) "<vmact:autoscaling " NS " enabled='true'>" body "</vmact:autoscaling>"
-#define CPU "<vmact:cpu min='1' max='2'/>"
-#define MEM "<vmact:memory min='1Gi' max='2Gi' method='virtio-mem'/>"
+#define CPU        "<vmact:cpu min='1' max='2'/>"
+#define MEM        "<vmact:memory min='1Gi' max='2Gi' method='virtio-mem'/>"
 
 static const struct bad_case bad[] = {
 	{ "<vmact:autoscaling " NS " enabled='true'>", "not well-formed" },
@@ -257,14 +258,16 @@ static const struct bad_case bad[] = {
 	  "<vmact:metrics>: attribute 'lfc': '9499'" },
 	{ WRAP(CPU MEM "<vmact:metrics endpoint='http://h:9100' port='1'/>"),
 	  "<vmact:metrics>: unknown attribute 'port'" },
-	{ WRAP(CPU MEM "<vmact:metrics endpoint='http://h:9100'/><vmact:metrics endpoint='http://h:9100'/>"),
+	{ WRAP(CPU MEM
+	       "<vmact:metrics endpoint='http://h:9100'/><vmact:metrics endpoint='http://h:9100'/>"),
 	  "<vmact:metrics>: duplicate element" },
 	{ WRAP(CPU MEM "<vmact:policy cpu='fast'/>"),
 	  "<vmact:policy>: attribute 'cpu': 'fast' is not reactive or neon" },
 	{ WRAP(CPU MEM "<vmact:policy shrink='unplugged'/>"),
 	  "<vmact:policy>: attribute 'shrink': 'unplugged' is not quota or unplug" },
 	{ WRAP(CPU MEM "<vmact:policy cpu=''/>"), "<vmact:policy>: attribute 'cpu' is empty" },
-	{ WRAP(CPU MEM "<vmact:policy memory='neon'/>"), "<vmact:policy>: unknown attribute 'memory'" },
+	{ WRAP(CPU MEM "<vmact:policy memory='neon'/>"),
+	  "<vmact:policy>: unknown attribute 'memory'" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint=''/>"),
 	  "<vmact:informant>: attribute 'endpoint' is empty" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1' port='2'/>"),
@@ -276,7 +279,8 @@ static const struct bad_case bad[] = {
 	  "is not an http://HOST:PORT address" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://127.0.0.1'/>"),
 	  "<vmact:informant>: attribute 'endpoint': 'http://127.0.0.1': expected http://HOST:PORT" },
-	{ WRAP(CPU MEM "<vmact:informant endpoint='http://:10301'/>"), "expected http://HOST:PORT" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://:10301'/>"),
+	  "expected http://HOST:PORT" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://::1:10301'/>"),
 	  "expected http://HOST:PORT" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://user@h:10301'/>"),
@@ -287,18 +291,21 @@ static const struct bad_case bad[] = {
 	  "<vmact:informant>: attribute 'endpoint': 'http://h:10301/': the port must be 1-65535 "
 	  "with nothing after it" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:0'/>"), "the port must be 1-65535" },
-	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:65536'/>"), "the port must be 1-65535" },
+	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:65536'/>"),
+	  "the port must be 1-65535" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:99999999999999999999'/>"),
 	  "the port must be 1-65535" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:-1'/>"), "the port must be 1-65535" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://[]:80'/>"), "expected http://HOST:PORT" },
-	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1'/><vmact:informant endpoint='http://h:2'/>"),
+	{ WRAP(CPU MEM
+	       "<vmact:informant endpoint='http://h:1'/><vmact:informant endpoint='http://h:2'/>"),
 	  "<vmact:informant>: duplicate element" },
 	{ WRAP(CPU MEM "<vmact:informant endpoint='http://h:1'>x</vmact:informant>"),
 	  "<vmact:informant>: must be empty" },
 	{ WRAP(CPU MEM "<vmact:pod name='x'/>"), "<vmact:pod>: missing attribute 'namespace'" },
 	{ WRAP(CPU MEM "<vmact:runner/>"), "<vmact:runner>: missing attribute 'listen'" },
-	{ WRAP(CPU MEM "<vmact:runner listen=''/>"), "<vmact:runner>: attribute 'listen' is empty" },
+	{ WRAP(CPU MEM "<vmact:runner listen=''/>"),
+	  "<vmact:runner>: attribute 'listen' is empty" },
 	{ WRAP(CPU MEM "<vmact:runner listen='127.0.0.1:25183' port='1'/>"),
 	  "<vmact:runner>: unknown attribute 'port'" },
 	{ WRAP(CPU MEM "<vmact:runner listen='localhost:25183'/>"),
@@ -458,10 +465,12 @@ static void state_bad_xml(void **state)
 		{ "<domain><vcpu>4</vcpu><memory unit='parsecs'>1</memory></domain>",
 		  "<memory>: unknown unit 'parsecs'" },
 		{ "<domain><vcpu>4</vcpu><devices><memory model='dimm'><target/></memory>"
-		  "</devices></domain>", "<memory model='dimm'>: missing <target><size>" },
+		  "</devices></domain>",
+		  "<memory model='dimm'>: missing <target><size>" },
 		{ "<domain><vcpu>4</vcpu><devices><memory model='virtio-mem'><target>"
 		  "<size>1024</size><requested>1x</requested></target></memory></devices>"
-		  "</domain>", "<memory/target/requested>: not a number: '1x'" },
+		  "</domain>",
+		  "<memory/target/requested>: not a number: '1x'" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

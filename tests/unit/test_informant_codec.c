@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "base/macro.h"
 #include "agent-glue/codec/informant.h"
 #include "agent-glue/codec/neonvm-runner.h"
+#include "base/macro.h"
 
 #define ID "6e4c3f2a-1b2d-4e8f-9a0b-1c2d3e4f5a6b"
 
@@ -128,8 +128,11 @@ static void assert_desc_equal(const struct ag_agent_desc *a, const struct ag_age
 
 static void test_agent_desc(void **state)
 {
-	struct ag_agent_desc d = { .agent_id = ID, .serve_addr = "127.0.0.1:41233",
-				   .min_version = 1, .max_version = 4 }, got;
+	struct ag_agent_desc d = { .agent_id = ID,
+				   .serve_addr = "127.0.0.1:41233",
+				   .min_version = 1,
+				   .max_version = 4 },
+			     got;
 	struct vmact_err err = { 0 };
 	json_t *v;
 
@@ -141,8 +144,9 @@ static void test_agent_desc(void **state)
 		       "\"maxProtoVersion\":4,\"minProtoVersion\":1}");
 
 	/* Case-insensitive keys, unknown keys ignored, upper-case UUID. */
-	v = parse("{\"AGENTID\":\"6E4C3F2A-1B2D-4E8F-9A0B-1C2D3E4F5A6B\",\"agentserveaddr\":\"[::1]:5\","
-		  "\"MinProtoVersion\":2,\"maxprotoversion\":3,\"extra\":[1]}");
+	v = parse(
+		"{\"AGENTID\":\"6E4C3F2A-1B2D-4E8F-9A0B-1C2D3E4F5A6B\",\"agentserveaddr\":\"[::1]:5\","
+		"\"MinProtoVersion\":2,\"maxprotoversion\":3,\"extra\":[1]}");
 	assert_int_equal(ag_agent_desc_decode(v, &got, &err), 0);
 	assert_string_equal(got.agent_id, ID);
 	assert_string_equal(got.serve_addr, "[::1]:5");
@@ -153,17 +157,34 @@ static void test_agent_desc(void **state)
 	static const struct {
 		const char *body, *field;
 	} bad[] = {
-		{ "{\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":4}", "agentID" },
-		{ "{\"agentID\":\"nope\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":4}", "agentID" },
-		{ "{\"agentID\":7,\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":4}", "agentID" },
-		{ "{\"agentID\":\"" ID "\",\"minProtoVersion\":1,\"maxProtoVersion\":4}", "agentServeAddr" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"\",\"minProtoVersion\":1,\"maxProtoVersion\":4}", "agentServeAddr" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"maxProtoVersion\":4}", "minProtoVersion" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":0,\"maxProtoVersion\":4}", "minProtoVersion" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":5}", "maxProtoVersion" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":\"4\"}", "maxProtoVersion" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":-1,\"maxProtoVersion\":4}", "minProtoVersion" },
-		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":4,\"maxProtoVersion\":1}", "minProtoVersion" },
+		{ "{\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":4}",
+		  "agentID" },
+		{ "{\"agentID\":\"nope\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":4}",
+		  "agentID" },
+		{ "{\"agentID\":7,\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":4}",
+		  "agentID" },
+		{ "{\"agentID\":\"" ID "\",\"minProtoVersion\":1,\"maxProtoVersion\":4}",
+		  "agentServeAddr" },
+		{ "{\"agentID\":\"" ID
+		  "\",\"agentServeAddr\":\"\",\"minProtoVersion\":1,\"maxProtoVersion\":4}",
+		  "agentServeAddr" },
+		{ "{\"agentID\":\"" ID "\",\"agentServeAddr\":\"a:1\",\"maxProtoVersion\":4}",
+		  "minProtoVersion" },
+		{ "{\"agentID\":\"" ID
+		  "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":0,\"maxProtoVersion\":4}",
+		  "minProtoVersion" },
+		{ "{\"agentID\":\"" ID
+		  "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":5}",
+		  "maxProtoVersion" },
+		{ "{\"agentID\":\"" ID
+		  "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":1,\"maxProtoVersion\":\"4\"}",
+		  "maxProtoVersion" },
+		{ "{\"agentID\":\"" ID
+		  "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":-1,\"maxProtoVersion\":4}",
+		  "minProtoVersion" },
+		{ "{\"agentID\":\"" ID
+		  "\",\"agentServeAddr\":\"a:1\",\"minProtoVersion\":4,\"maxProtoVersion\":1}",
+		  "minProtoVersion" },
 		{ "[]", "AgentDesc" },
 		{ "null", "AgentDesc" },
 	};
@@ -187,7 +208,9 @@ static void test_agent_desc(void **state)
 
 static void test_informant_desc(void **state)
 {
-	struct ag_informant_desc d = { .version = 4, .has_prometheus = true, .prometheus_port = 9100 },
+	struct ag_informant_desc d = { .version = 4,
+				       .has_prometheus = true,
+				       .prometheus_port = 9100 },
 				 got;
 	struct vmact_err err = { 0 };
 	json_t *v;
@@ -213,16 +236,22 @@ static void test_informant_desc(void **state)
 		const char *body, *field;
 	} bad[] = {
 		{ "{\"protoVersion\":4,\"metricsMethod\":{}}", "metrics method" },
-		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":null}}", "metrics method" },
+		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":null}}",
+		  "metrics method" },
 		{ "{\"protoVersion\":4}", "metricsMethod" },
 		{ "{\"protoVersion\":4,\"metricsMethod\":[]}", "metricsMethod" },
-		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{}}}", "metricsMethod.prometheus: port" },
-		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{\"port\":65536}}}", "port" },
+		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{}}}",
+		  "metricsMethod.prometheus: port" },
+		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{\"port\":65536}}}",
+		  "port" },
 		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{\"port\":0}}}", "port" },
-		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{\"port\":\"9100\"}}}", "port" },
+		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":{\"port\":\"9100\"}}}",
+		  "port" },
 		{ "{\"protoVersion\":4,\"metricsMethod\":{\"prometheus\":5}}", "prometheus" },
-		{ "{\"protoVersion\":0,\"metricsMethod\":{\"prometheus\":{\"port\":1}}}", "protoVersion" },
-		{ "{\"protoVersion\":\"2.0\",\"metricsMethod\":{\"prometheus\":{\"port\":1}}}", "protoVersion" },
+		{ "{\"protoVersion\":0,\"metricsMethod\":{\"prometheus\":{\"port\":1}}}",
+		  "protoVersion" },
+		{ "{\"protoVersion\":\"2.0\",\"metricsMethod\":{\"prometheus\":{\"port\":1}}}",
+		  "protoVersion" },
 		{ "{\"metricsMethod\":{\"prometheus\":{\"port\":1}}}", "protoVersion" },
 		{ "\"x\"", "InformantDesc" },
 	};
@@ -258,7 +287,8 @@ static void test_agent_message(void **state)
 	} bad[] = {
 		{ "{\"data\":{\"agentID\":\"" ID "\"}}", "sequenceNumber" },
 		{ "{\"data\":{\"agentID\":\"" ID "\"},\"sequenceNumber\":-1}", "sequenceNumber" },
-		{ "{\"data\":{\"agentID\":\"" ID "\"},\"sequenceNumber\":\"1\"}", "sequenceNumber" },
+		{ "{\"data\":{\"agentID\":\"" ID "\"},\"sequenceNumber\":\"1\"}",
+		  "sequenceNumber" },
 		{ "{\"sequenceNumber\":1}", "data" },
 		{ "{\"data\":{},\"sequenceNumber\":1}", "data: agentID" },
 		{ "{\"data\":[],\"sequenceNumber\":1}", "data" },
@@ -336,7 +366,8 @@ static void test_raw_resources(void **state)
 	assert_err_names(&err, "data: id");
 	json_decref(v);
 	vmact_err_reset(&err);
-	v = parse("{\"data\":{\"cpu\":\"1\",\"memory\":\"1Gi\",\"id\":{\"agentID\":1}},\"sequenceNumber\":1}");
+	v = parse(
+		"{\"data\":{\"cpu\":\"1\",\"memory\":\"1Gi\",\"id\":{\"agentID\":1}},\"sequenceNumber\":1}");
 	assert_true(ag_resource_message_decode(v, &got, id, &seq, &err) < 0);
 	assert_err_names(&err, "data: id: agentID");
 	json_decref(v);
@@ -422,7 +453,9 @@ static void test_small_types(void **state)
 
 static void test_parse_body(void **state)
 {
-	static const char *const bad[] = { "", "{", "{}x", "{\"a\":1,\"a\":2}", "nul", "{\"a\":\"\\u0000\"}" };
+	static const char *const bad[] = { "",    "{",
+					   "{}x", "{\"a\":1,\"a\":2}",
+					   "nul", "{\"a\":\"\\u0000\"}" };
 	struct vmact_err err = { 0 };
 	json_t *v = NULL;
 
@@ -490,8 +523,10 @@ static void test_neonvm_runner_http(void **state)
 		const char *body;
 		uint32_t milli;
 	} good[] = {
-		{ "{\"VCPUs\":2}", 2000 },     { "{\"VCPUs\":\"1500m\"}", 1500 },
-		{ "{\"vcpus\":0.25}", 250 },   { " {\"VCPUs\":\"1.5\",\"other\":[1]} ", 1500 },
+		{ "{\"VCPUs\":2}", 2000 },
+		{ "{\"VCPUs\":\"1500m\"}", 1500 },
+		{ "{\"vcpus\":0.25}", 250 },
+		{ " {\"VCPUs\":\"1.5\",\"other\":[1]} ", 1500 },
 		{ "{\"VCPUs\":1,\"VCPUs\":3}", 3000 }, /* Go keeps the last */
 	};
 	static const struct {
@@ -558,11 +593,16 @@ static void test_neonvm_runner_http(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_versions),     cmocka_unit_test(test_negotiate),
-		cmocka_unit_test(test_uuid),         cmocka_unit_test(test_agent_desc),
-		cmocka_unit_test(test_informant_desc), cmocka_unit_test(test_agent_message),
-		cmocka_unit_test(test_raw_resources), cmocka_unit_test(test_small_types),
-		cmocka_unit_test(test_parse_body),   cmocka_unit_test(test_neonvm_runner),
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_negotiate),
+		cmocka_unit_test(test_uuid),
+		cmocka_unit_test(test_agent_desc),
+		cmocka_unit_test(test_informant_desc),
+		cmocka_unit_test(test_agent_message),
+		cmocka_unit_test(test_raw_resources),
+		cmocka_unit_test(test_small_types),
+		cmocka_unit_test(test_parse_body),
+		cmocka_unit_test(test_neonvm_runner),
 		cmocka_unit_test(test_neonvm_runner_http),
 	};
 

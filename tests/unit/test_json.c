@@ -89,7 +89,8 @@ static void test_typed_getters(void **state)
 {
 	struct vmact_err err = { 0 };
 	json_t *j = parse("{\"B\":true,\"s\":\"x\",\"N\":7,\"r\":1.0,\"d\":2.5,\"o\":{},"
-			  "\"n\":\"7\",\"big\":300}", 0);
+			  "\"n\":\"7\",\"big\":300}",
+			  0);
 	bool b = false;
 	const char *s = NULL;
 	uint64_t u = 0;
@@ -130,13 +131,16 @@ static void test_string_copy(void **state)
 	char buf[4];
 
 	(void)state;
-	assert_int_equal(net_json_string_copy(net_json_get(j, "NAME"), "name", buf, sizeof(buf), &err),
+	assert_int_equal(net_json_string_copy(net_json_get(j, "NAME"), "name", buf, sizeof(buf),
+					      &err),
 			 0);
 	assert_string_equal(buf, "abc");
-	assert_int_equal(net_json_string_copy(net_json_get(j, "name"), "name", buf, 3, &err), -EINVAL);
+	assert_int_equal(net_json_string_copy(net_json_get(j, "name"), "name", buf, 3, &err),
+			 -EINVAL);
 	assert_string_equal(err.msg, "name: longer than 2 bytes");
 	vmact_err_reset(&err);
-	assert_int_equal(net_json_string_copy(net_json_get(j, "nul"), "nul", buf, sizeof(buf), &err),
+	assert_int_equal(net_json_string_copy(net_json_get(j, "nul"), "nul", buf, sizeof(buf),
+					      &err),
 			 -EINVAL);
 	assert_string_equal(err.msg, "nul: contains a NUL byte");
 	vmact_err_reset(&err);
@@ -312,8 +316,10 @@ static void test_dumps(void **state)
 /* Whatever the mix, the dump reads back to the same values. */
 static void test_dumps_round_trip(void **state)
 {
-	static const double v[] = { 0.1, 1.0 / 3.0, 2.0 / 3.0, 1e-300, 1.7976931348623157e308,
-				    123456.789, 5e-324, 0.3, 1e19, 1e22, -7.25 };
+	static const double v[] = {
+		0.1, 1.0 / 3.0, 2.0 / 3.0, 1e-300, 1.7976931348623157e308, 123456.789, 5e-324,
+		0.3, 1e19,      1e22,      -7.25
+	};
 	json_t *a = json_array(), *back;
 	char *s;
 
@@ -335,11 +341,16 @@ static void test_dumps_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_key_matches),	   cmocka_unit_test(test_get_last_match_wins),
-		cmocka_unit_test(test_typed_getters),	   cmocka_unit_test(test_real_text_float64),
-		cmocka_unit_test(test_real_text_float32), cmocka_unit_test(test_real_text_errors),
-		cmocka_unit_test(test_shortest_g),	   cmocka_unit_test(test_real_builder),
-		cmocka_unit_test(test_dumps),		   cmocka_unit_test(test_dumps_round_trip),
+		cmocka_unit_test(test_key_matches),
+		cmocka_unit_test(test_get_last_match_wins),
+		cmocka_unit_test(test_typed_getters),
+		cmocka_unit_test(test_real_text_float64),
+		cmocka_unit_test(test_real_text_float32),
+		cmocka_unit_test(test_real_text_errors),
+		cmocka_unit_test(test_shortest_g),
+		cmocka_unit_test(test_real_builder),
+		cmocka_unit_test(test_dumps),
+		cmocka_unit_test(test_dumps_round_trip),
 		cmocka_unit_test(test_string_copy),
 	};
 

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include "actuator/policy/mem-demand.h"

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "base/macro.h"
 #include "agent-glue/codec/monitor.h"
+#include "base/macro.h"
 
 static int decode_s(const char *s, struct ag_mon_msg *m, struct vmact_err *err)
 {
@@ -22,7 +22,8 @@ static int decode_s(const char *s, struct ag_mon_msg *m, struct vmact_err *err)
 static void test_encode_bytes_match_go(void **state)
 {
 	struct vmact_err err = { 0 };
-	struct ag_mon_msg m = { .type = AG_MON_UPSCALE_NOTIFICATION, .id = 4,
+	struct ag_mon_msg m = { .type = AG_MON_UPSCALE_NOTIFICATION,
+				.id = 4,
 				.alloc = { .milli_cpu = 500, .mem_bytes = 2147483648ull } };
 	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
 
@@ -46,7 +47,8 @@ static void test_encode_bytes_match_go(void **state)
 	m.type = AG_MON_INVALID_MESSAGE;
 	m.error = "bad";
 	e = ag_mon_encode_text(&m, &err);
-	assert_string_equal(e, "{\"content\":{\"error\":\"bad\"},\"type\":\"InvalidMessage\",\"id\":8}");
+	assert_string_equal(
+		e, "{\"content\":{\"error\":\"bad\"},\"type\":\"InvalidMessage\",\"id\":8}");
 }
 
 static void test_encode_rejects(void **state)
@@ -73,25 +75,33 @@ static void test_decode_case_insensitive(void **state)
 	struct vmact_err err = { 0 };
 	struct ag_mon_msg m;
 
-	assert_int_equal(decode_s("{\"type\":\"DownscaleResult\",\"ok\":true,\"STATUS\":\"fine\",\"id\":6}",
-				  &m, &err), 0);
+	assert_int_equal(
+		decode_s("{\"type\":\"DownscaleResult\",\"ok\":true,\"STATUS\":\"fine\",\"id\":6}",
+			 &m, &err),
+		0);
 	assert_int_equal(m.type, AG_MON_DOWNSCALE_RESULT);
 	assert_true(m.ok);
 	assert_string_equal(m.status, "fine");
 	ag_mon_msg_clear(&m);
 	/* Last matching key wins, as encoding/json overwrites. */
 	assert_int_equal(decode_s("{\"type\":\"DownscaleResult\",\"Ok\":true,\"oK\":false,"
-				  "\"Status\":\"a\",\"status\":\"b\",\"id\":6}", &m, &err), 0);
+				  "\"Status\":\"a\",\"status\":\"b\",\"id\":6}",
+				  &m, &err),
+			 0);
 	assert_false(m.ok);
 	assert_string_equal(m.status, "b");
 	ag_mon_msg_clear(&m);
 	/* Kelvin sign folds to k, long s to s (Go's simple folding). */
 	assert_int_equal(decode_s("{\"type\":\"DownscaleResult\",\"o\xe2\x84\xaa\":true,"
-				  "\"\xc5\xbftatus\":\"x\",\"id\":6}", &m, &err), 0);
+				  "\"\xc5\xbftatus\":\"x\",\"id\":6}",
+				  &m, &err),
+			 0);
 	assert_true(m.ok);
 	assert_string_equal(m.status, "x");
 	ag_mon_msg_clear(&m);
-	assert_int_equal(decode_s("{\"type\":\"InternalError\",\"Error\":\"boom\",\"id\":8}", &m, &err), 0);
+	assert_int_equal(decode_s("{\"type\":\"InternalError\",\"Error\":\"boom\",\"id\":8}", &m,
+				  &err),
+			 0);
 	assert_string_equal(m.error, "boom");
 	ag_mon_msg_clear(&m);
 }
@@ -120,7 +130,8 @@ static void test_decode_envelope_errors(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		assert_int_equal(decode_s(cases[i].in, &m, &err), -EBADMSG);
 		if (!strstr(err.msg, cases[i].field))
-			fail_msg("%s: message \"%s\" does not name %s", cases[i].in, err.msg, cases[i].field);
+			fail_msg("%s: message \"%s\" does not name %s", cases[i].in, err.msg,
+				 cases[i].field);
 		ag_mon_msg_clear(&m);
 	}
 }
@@ -131,12 +142,16 @@ static void test_decode_payload_errors_keep_id(void **state)
 		const char *in, *field;
 	} cases[] = {
 		{ "{\"type\":\"DownscaleResult\",\"Status\":\"s\",\"id\":6}", "Ok: missing" },
-		{ "{\"type\":\"DownscaleResult\",\"Ok\":\"yes\",\"Status\":\"s\",\"id\":6}", "Ok: expected a boolean" },
-		{ "{\"type\":\"DownscaleResult\",\"Ok\":null,\"Status\":\"s\",\"id\":6}", "Ok: expected a boolean" },
+		{ "{\"type\":\"DownscaleResult\",\"Ok\":\"yes\",\"Status\":\"s\",\"id\":6}",
+		  "Ok: expected a boolean" },
+		{ "{\"type\":\"DownscaleResult\",\"Ok\":null,\"Status\":\"s\",\"id\":6}",
+		  "Ok: expected a boolean" },
 		{ "{\"type\":\"DownscaleResult\",\"Ok\":true,\"id\":6}", "status: missing" },
-		{ "{\"type\":\"DownscaleResult\",\"Ok\":true,\"Status\":1,\"id\":6}", "status: expected a string" },
+		{ "{\"type\":\"DownscaleResult\",\"Ok\":true,\"Status\":1,\"id\":6}",
+		  "status: expected a string" },
 		{ "{\"type\":\"InternalError\",\"id\":6}", "error: missing" },
-		{ "{\"type\":\"InvalidMessage\",\"error\":{},\"id\":6}", "error: expected a string" },
+		{ "{\"type\":\"InvalidMessage\",\"error\":{},\"id\":6}",
+		  "error: expected a string" },
 	};
 	struct vmact_err err = { 0 };
 	struct ag_mon_msg m;
@@ -144,7 +159,8 @@ static void test_decode_payload_errors_keep_id(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		assert_int_equal(decode_s(cases[i].in, &m, &err), -EINVAL);
 		if (!strstr(err.msg, cases[i].field))
-			fail_msg("%s: message \"%s\" does not name %s", cases[i].in, err.msg, cases[i].field);
+			fail_msg("%s: message \"%s\" does not name %s", cases[i].in, err.msg,
+				 cases[i].field);
 		assert_int_equal(m.id, 6);
 		assert_non_null(m.type_name);
 		ag_mon_msg_clear(&m);
@@ -168,7 +184,8 @@ static void test_decode_unknown_and_ids(void **state)
 	assert_int_equal(decode_s("{\"type\":\"HealthCheck\",\"id\":4.9}", &m, &err), 0);
 	assert_int_equal(m.id, 4);
 	ag_mon_msg_clear(&m);
-	assert_int_equal(decode_s("{\"type\":\"HealthCheck\",\"id\":9007199254740993}", &m, &err), 0);
+	assert_int_equal(decode_s("{\"type\":\"HealthCheck\",\"id\":9007199254740993}", &m, &err),
+			 0);
 	assert_int_equal(m.id, 9007199254740992ull);
 	ag_mon_msg_clear(&m);
 	/* Extra fields on payload-less types are ignored, like Go. */
@@ -181,9 +198,11 @@ static void test_version(void **state)
 {
 	struct vmact_err err = { 0 };
 	_cleanup_free_ char *s = NULL;
-	json_auto_t *range = ag_mon_version_range_encode(1, 1), *ok = json_loads("{\"Version\":1}", 0, NULL),
+	json_auto_t *range = ag_mon_version_range_encode(1, 1),
+		    *ok = json_loads("{\"Version\":1}", 0, NULL),
 		    *refused = json_loads("{\"error\":\"no overlap\"}", 0, NULL),
-		    *two = json_loads("{\"version\":2}", 0, NULL), *none = json_loads("{}", 0, NULL),
+		    *two = json_loads("{\"version\":2}", 0, NULL),
+		    *none = json_loads("{}", 0, NULL),
 		    *bad = json_loads("{\"version\":\"1\"}", 0, NULL);
 	uint32_t v = 0;
 

@@ -17,11 +17,11 @@
 
 struct pf_case {
 	const char *name;
-	const char *content;  /* NULL: no file at all */
-	size_t len;           /* 0: strlen(content) */
+	const char *content; /* NULL: no file at all */
+	size_t len;          /* 0: strlen(content) */
 	int rc;
 	pid_t pid;
-	const char *msg;      /* substring of the error */
+	const char *msg; /* substring of the error */
 };
 
 static const struct pf_case cases[] = {
@@ -42,8 +42,8 @@ static const struct pf_case cases[] = {
 	{ "huge", "99999999999\n", 0, -EPROTO, 0, "is not a pid" },
 	{ "above pid_t", "2147483648\n", 0, -EPROTO, 0, "is not a pid" },
 	{ "embedded NUL", "12\0003\n", 5, -EPROTO, 0, "is not a pid" },
-	{ "longer than a pid file",
-	  "1234567890123456789012345678901234567890\n", 0, -EPROTO, 0, "longer than" },
+	{ "longer than a pid file", "1234567890123456789012345678901234567890\n", 0, -EPROTO, 0,
+	  "longer than" },
 };
 
 static void pidfile_table(void **state)
@@ -75,7 +75,8 @@ static void pidfile_table(void **state)
 		}
 		assert_int_equal(pid, -1); /* untouched on error */
 		if (!strstr(err.msg, c->msg) || !strstr(err.msg, path))
-			fail_msg("%s: message '%s' lacks '%s' or the path", c->name, err.msg, c->msg);
+			fail_msg("%s: message '%s' lacks '%s' or the path", c->name, err.msg,
+				 c->msg);
 	}
 	unlink(path);
 	rmdir(dir);

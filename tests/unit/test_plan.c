@@ -42,9 +42,18 @@ static struct act_plan_limits limits(void)
 
 /* ---- accepted plans: target and steps, in order ------------------------ */
 
-#define Q(m) { .kind = ACT_STEP_QUOTA, .milli = (m) }
-#define V(n) { .kind = ACT_STEP_VCPUS, .vcpus = (n) }
-#define M(b) { .kind = ACT_STEP_MEM, .mem_bytes = (b) }
+#define Q(m)                                         \
+	{                                            \
+		.kind = ACT_STEP_QUOTA, .milli = (m) \
+	}
+#define V(n)                                         \
+	{                                            \
+		.kind = ACT_STEP_VCPUS, .vcpus = (n) \
+	}
+#define M(b)                                           \
+	{                                              \
+		.kind = ACT_STEP_MEM, .mem_bytes = (b) \
+	}
 
 struct plan_case {
 	const char *name;
@@ -65,42 +74,86 @@ struct plan_case {
 
 static const struct plan_case plan_cases[] = {
 	{ "shrink: the quota goes down before any vCPU is unplugged",
-	  { 2000, 1024 * MiB }, { 1000, 512 * MiB },
-	  .target = { 1000, 512 * MiB }, .n = 3, .steps = { Q(1000), V(1), M(512 * MiB) } },
+	  { 2000, 1024 * MiB },
+	  { 1000, 512 * MiB },
+	  .target = { 1000, 512 * MiB },
+	  .n = 3,
+	  .steps = { Q(1000), V(1), M(512 * MiB) } },
 	{ "growth: vCPUs are plugged first, the quota is raised last",
-	  { 1000, 512 * MiB }, { 1500, 768 * MiB }, .vcpus_now = 1,
-	  .target = { 1500, 768 * MiB }, .n = 3, .steps = { V(2), M(768 * MiB), Q(1500) } },
+	  { 1000, 512 * MiB },
+	  { 1500, 768 * MiB },
+	  .vcpus_now = 1,
+	  .target = { 1500, 768 * MiB },
+	  .n = 3,
+	  .steps = { V(2), M(768 * MiB), Q(1500) } },
 	{ "a fractional change within the same vCPU count is the quota alone",
-	  { 2000, 512 * MiB }, { 1500, 512 * MiB },
-	  .target = { 1500, 512 * MiB }, .n = 1, .steps = { Q(1500) } },
+	  { 2000, 512 * MiB },
+	  { 1500, 512 * MiB },
+	  .target = { 1500, 512 * MiB },
+	  .n = 1,
+	  .steps = { Q(1500) } },
 	{ "growth stops at the domain's maximum vCPUs; below one block: no memory",
-	  { 1000, 512 * MiB }, { 5000, 513 * MiB }, .max_cpu = 8000,
-	  .target = { 4000, 512 * MiB }, .n = 2, .steps = { V(4), Q(4000) } },
+	  { 1000, 512 * MiB },
+	  { 5000, 513 * MiB },
+	  .max_cpu = 8000,
+	  .target = { 4000, 512 * MiB },
+	  .n = 2,
+	  .steps = { V(4), Q(4000) } },
 	{ "a memory shrink rounds up to a whole block",
-	  { 2000, 1024 * MiB }, { 2000, 601 * MiB },
-	  .target = { 2000, 602 * MiB }, .n = 1, .steps = { M(602 * MiB) } },
+	  { 2000, 1024 * MiB },
+	  { 2000, 601 * MiB },
+	  .target = { 2000, 602 * MiB },
+	  .n = 1,
+	  .steps = { M(602 * MiB) } },
 	{ "the device cannot give more than its size",
-	  { 2000, 512 * MiB }, { 2000, 1536 * MiB }, .vmem_size_set = true,
+	  { 2000, 512 * MiB },
+	  { 2000, 1536 * MiB },
+	  .vmem_size_set = true,
 	  .vmem_size_bytes = 256 * MiB,
-	  .target = { 2000, 768 * MiB }, .n = 1, .steps = { M(768 * MiB) } },
+	  .target = { 2000, 768 * MiB },
+	  .n = 1,
+	  .steps = { M(768 * MiB) } },
 	{ "no representable change at all: an empty plan, target = using",
-	  { 2000, 512 * MiB }, { 2000, 1536 * MiB }, .vmem_size_set = true, .vmem_size_bytes = 0,
-	  .target = { 2000, 512 * MiB }, .n = 0 },
+	  { 2000, 512 * MiB },
+	  { 2000, 1536 * MiB },
+	  .vmem_size_set = true,
+	  .vmem_size_bytes = 0,
+	  .target = { 2000, 512 * MiB },
+	  .n = 0 },
 	{ "DIMMs: whole DIMMs of the compute unit's size, within the slots",
-	  { 2000, 512 * MiB }, { 2000, 1500 * MiB }, .method = HP_METHOD_DIMM,
-	  .dimm_bytes = 256 * MiB, .dimm_slots = 2,
-	  .target = { 2000, 1024 * MiB }, .n = 1, .steps = { M(1024 * MiB) } },
+	  { 2000, 512 * MiB },
+	  { 2000, 1500 * MiB },
+	  .method = HP_METHOD_DIMM,
+	  .dimm_bytes = 256 * MiB,
+	  .dimm_slots = 2,
+	  .target = { 2000, 1024 * MiB },
+	  .n = 1,
+	  .steps = { M(1024 * MiB) } },
 	/* vCPU changes refused: the quota alone moves, within the vCPUs
 	 * there are; no vCPU is plugged nor unplugged. */
 	{ "refused: growth by the quota alone up to the vCPUs there are",
-	  { 1000, 512 * MiB }, { 2000, 512 * MiB }, .vcpus_now = 2, .vcpus_refused = true,
-	  .target = { 2000, 512 * MiB }, .n = 1, .steps = { Q(2000) } },
+	  { 1000, 512 * MiB },
+	  { 2000, 512 * MiB },
+	  .vcpus_now = 2,
+	  .vcpus_refused = true,
+	  .target = { 2000, 512 * MiB },
+	  .n = 1,
+	  .steps = { Q(2000) } },
 	{ "refused: no growth past the vCPUs there are",
-	  { 1000, 512 * MiB }, { 1500, 512 * MiB }, .vcpus_now = 1, .vcpus_refused = true,
-	  .target = { 1000, 512 * MiB }, .n = 0 },
+	  { 1000, 512 * MiB },
+	  { 1500, 512 * MiB },
+	  .vcpus_now = 1,
+	  .vcpus_refused = true,
+	  .target = { 1000, 512 * MiB },
+	  .n = 0 },
 	{ "refused: a shrink lowers the quota and unplugs nothing",
-	  { 2000, 512 * MiB }, { 1000, 512 * MiB }, .vcpus_now = 2, .vcpus_refused = true,
-	  .target = { 1000, 512 * MiB }, .n = 1, .steps = { Q(1000) } },
+	  { 2000, 512 * MiB },
+	  { 1000, 512 * MiB },
+	  .vcpus_now = 2,
+	  .vcpus_refused = true,
+	  .target = { 1000, 512 * MiB },
+	  .n = 1,
+	  .steps = { Q(1000) } },
 };
 
 static void test_plans(void **state)
@@ -127,9 +180,9 @@ static void test_plans(void **state)
 		if (act_plan_hotplug(&c->from, &c->to, &lim, &l, &p, &err) < 0)
 			fail_msg("%s: plan refused: %s", c->name, err.msg);
 		if (!vmact_res_eq(p.target, c->target))
-			fail_msg("%s: target %u/%llu, expected %u/%llu", c->name, p.target.milli_cpu,
-				 (unsigned long long)p.target.mem_bytes, c->target.milli_cpu,
-				 (unsigned long long)c->target.mem_bytes);
+			fail_msg("%s: target %u/%llu, expected %u/%llu", c->name,
+				 p.target.milli_cpu, (unsigned long long)p.target.mem_bytes,
+				 c->target.milli_cpu, (unsigned long long)c->target.mem_bytes);
 		if (p.n != c->n)
 			fail_msg("%s: %u steps, expected %u", c->name, p.n, c->n);
 		for (unsigned k = 0; k < p.n; k++)
@@ -218,20 +271,25 @@ static void test_property(void **state)
 		int r;
 
 		lim.min = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 4),
-						 512 * MiB + (uint64_t)(rand_r(&seed) % 4) * 256 * MiB };
-		lim.max = (struct vmact_resources){ lim.min.milli_cpu + 250u * (rand_r(&seed) % 16),
-						 lim.min.mem_bytes +
-							 (uint64_t)(rand_r(&seed) % 5) * 256 * MiB };
+						    512 * MiB + (uint64_t)(rand_r(&seed) % 4) *
+									256 * MiB };
+		lim.max = (struct vmact_resources){
+			lim.min.milli_cpu + 250u * (rand_r(&seed) % 16),
+			lim.min.mem_bytes + (uint64_t)(rand_r(&seed) % 5) * 256 * MiB
+		};
 		lim.has_permit = rand_r(&seed) % 4 != 0;
 		lim.permit = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
-						    (uint64_t)(1 + rand_r(&seed) % 8) * 256 * MiB };
+						       (uint64_t)(1 + rand_r(&seed) % 8) * 256 *
+							       MiB };
 		lim.has_approved = rand_r(&seed) % 4 != 0;
 		lim.approved = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
-						      (uint64_t)(1 + rand_r(&seed) % 8) * 256 * MiB };
+							 (uint64_t)(1 + rand_r(&seed) % 8) * 256 *
+								 MiB };
 		from = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
-					      512 * MiB + (uint64_t)(rand_r(&seed) % 5) * 256 * MiB };
+						 512 * MiB + (uint64_t)(rand_r(&seed) % 5) * 256 *
+								     MiB };
 		to = (struct vmact_resources){ 250u * (1 + rand_r(&seed) % 20),
-					    (uint64_t)(1 + rand_r(&seed) % 8) * 255 * MiB };
+					       (uint64_t)(1 + rand_r(&seed) % 8) * 255 * MiB };
 		l.vcpus_now = (from.milli_cpu + 999) / 1000;
 		l.vmem_block_bytes = (uint64_t)(1 + rand_r(&seed) % 4) * MiB;
 		l.vcpus_refused = rand_r(&seed) % 4 == 0;
@@ -308,7 +366,8 @@ static void test_achieved(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		struct vmact_resources got = act_achieved(cases[i].quota, cases[i].vcpus, cases[i].mem);
+		struct vmact_resources got = act_achieved(cases[i].quota, cases[i].vcpus,
+							  cases[i].mem);
 
 		assert_int_equal(got.milli_cpu, cases[i].want.milli_cpu);
 		assert_int_equal(got.mem_bytes, cases[i].want.mem_bytes);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Plugin protocol codec: every version, every error path. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include <errno.h>
@@ -173,8 +175,9 @@ static void test_encode_fractional_and_nulls(void **state)
 	j = ag_agent_request_encode(&r, GiB, &err);
 	assert_non_null(j);
 	s = dump(j);
-	assert_string_equal(s, "{\"protoVersion\":3,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
-			       "\"resources\":{\"vCPUs\":\"250m\",\"mem\":2},\"metrics\":null}");
+	assert_string_equal(s,
+			    "{\"protoVersion\":3,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
+			    "\"resources\":{\"vCPUs\":\"250m\",\"mem\":2},\"metrics\":null}");
 	free(s);
 	json_decref(j);
 
@@ -185,10 +188,11 @@ static void test_encode_fractional_and_nulls(void **state)
 	j = ag_agent_request_encode(&r, 0, &err);
 	assert_non_null(j);
 	s = dump(j);
-	assert_string_equal(s, "{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
-			       "\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},"
-			       "\"resources\":{\"vCPUs\":\"1500m\",\"mem\":\"1536Mi\"},"
-			       "\"lastPermit\":null,\"metrics\":null}");
+	assert_string_equal(s,
+			    "{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"p\"},"
+			    "\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},"
+			    "\"resources\":{\"vCPUs\":\"1500m\",\"mem\":\"1536Mi\"},"
+			    "\"lastPermit\":null,\"metrics\":null}");
 	free(s);
 	json_decref(j);
 }
@@ -199,8 +203,14 @@ static void test_float32_shortest(void **state)
 		float f;
 		double want;
 	} t[] = {
-		{ 0.37f, 0.37 }, { 0.1f, 0.1 }, { 1.0f / 3.0f, 0.33333334 }, { 123.456f, 123.456 },
-		{ 16777216.0f, 16777216.0 }, { 1e-7f, 1e-7 }, { 0.0f, 0.0 }, { 2.5e9f, 2.5e9 },
+		{ 0.37f, 0.37 },
+		{ 0.1f, 0.1 },
+		{ 1.0f / 3.0f, 0.33333334 },
+		{ 123.456f, 123.456 },
+		{ 16777216.0f, 16777216.0 },
+		{ 1e-7f, 1e-7 },
+		{ 0.0f, 0.0 },
+		{ 2.5e9f, 2.5e9 },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -285,7 +295,7 @@ static void expect_request_error(const char *body, uint64_t slot, const char *ne
 }
 
 #define POD "\"pod\":{\"namespace\":\"d\",\"name\":\"p\"}"
-#define CU "\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"}"
+#define CU  "\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"1Gi\"}"
 
 /* Request bodies the decoder refuses, with the slot size it decodes them
  * with and what its message must mention. */
@@ -313,22 +323,29 @@ static const struct {
 	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1}}", 0,
 	  "resources: mem: missing" },
 	{ "{\"protoVersion\":7," POD ",\"computeUnit\":{\"vCPUs\":true,\"mem\":1},"
-	  "\"resources\":{\"vCPUs\":1,\"mem\":1}}", 0, "computeUnit: vCPUs" },
+	  "\"resources\":{\"vCPUs\":1,\"mem\":1}}",
+	  0, "computeUnit: vCPUs" },
 	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"lastPermit\":5}", 0, "lastPermit: expected an object" },
+	  "\"lastPermit\":5}",
+	  0, "lastPermit: expected an object" },
 	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.1}}", 0,
-	  "metrics: loadAvg5M: not part of protocol 5.0" },
+	  "\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.1}}",
+	  0, "metrics: loadAvg5M: not part of protocol 5.0" },
 	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"metrics\":{}}", 0, "metrics: loadAvg1M: missing" },
+	  "\"metrics\":{}}",
+	  0, "metrics: loadAvg1M: missing" },
 	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"metrics\":{\"loadAvg1M\":\"0.5\"}}", 0, "metrics: loadAvg1M: expected a number" },
+	  "\"metrics\":{\"loadAvg1M\":\"0.5\"}}",
+	  0, "metrics: loadAvg1M: expected a number" },
 	{ "{\"protoVersion\":7," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"metrics\":{\"loadAvg1M\":1e300}}", 0, "float32" },
+	  "\"metrics\":{\"loadAvg1M\":1e300}}",
+	  0, "float32" },
 	{ "{\"protoVersion\":6," POD "," CU ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"metrics\":{\"loadAvg1M\":0.5}}", 0, "metrics: loadAvg5M: missing" },
+	  "\"metrics\":{\"loadAvg1M\":0.5}}",
+	  0, "metrics: loadAvg5M: missing" },
 	{ "{\"protoVersion\":1," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1},"
-	  "\"metrics\":null}", GiB, "metrics: null is not allowed with protocol 1.0" },
+	  "\"metrics\":null}",
+	  GiB, "metrics: null is not allowed with protocol 1.0" },
 	{ "{\"protoVersion\":2," POD ",\"resources\":{\"vCPUs\":0.5,\"mem\":1}}", GiB,
 	  "resources: vCPUs: fractional CPU" },
 	{ "{\"protoVersion\":3," POD ",\"resources\":{\"vCPUs\":1,\"mem\":1}}", 0,
@@ -351,7 +368,8 @@ static void test_decode_request_errors(void **state)
 		memset(name, 'n', sizeof(name) - 1);
 		name[sizeof(name) - 1] = '\0';
 		snprintf(body, sizeof(body),
-			 "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"%s\"}}", name);
+			 "{\"protoVersion\":7,\"pod\":{\"namespace\":\"d\",\"name\":\"%s\"}}",
+			 name);
 		expect_request_error(body, 0, "pod: name: longer than 1023");
 	}
 }
@@ -431,10 +449,11 @@ static void test_response_every_version(void **state)
 		assert_non_null(j);
 		s = dump(j);
 		if (v < AG_PLUGIN_V3_0)
-			assert_string_equal(s, v == 2 ? "{\"permit\":{\"vCPUs\":3,\"mem\":3},\"migrate\":{},"
-							"\"resourceUnit\":{\"vCPUs\":1,\"mem\":1}}"
-						      : "{\"permit\":{\"vCPUs\":3,\"mem\":3},"
-							"\"resourceUnit\":{\"vCPUs\":1,\"mem\":1}}");
+			assert_string_equal(
+				s, v == 2 ? "{\"permit\":{\"vCPUs\":3,\"mem\":3},\"migrate\":{},"
+					    "\"resourceUnit\":{\"vCPUs\":1,\"mem\":1}}"
+					  : "{\"permit\":{\"vCPUs\":3,\"mem\":3},"
+					    "\"resourceUnit\":{\"vCPUs\":1,\"mem\":1}}");
 		else if (v < AG_PLUGIN_V4_0)
 			assert_string_equal(s, "{\"permit\":{\"vCPUs\":3,\"mem\":3}}");
 		else
@@ -479,8 +498,8 @@ static void test_response_decode_cases(void **state)
 {
 	struct ag_plugin_response r;
 
-	expect_response(AG_PLUGIN_V5_0, 0, "{\"permit\":{\"vCPUs\":\"750m\",\"mem\":\"3Gi\"},\"migrate\":null}",
-			&r);
+	expect_response(AG_PLUGIN_V5_0, 0,
+			"{\"permit\":{\"vCPUs\":\"750m\",\"mem\":\"3Gi\"},\"migrate\":null}", &r);
 	assert_int_equal(r.permit.milli_cpu, 750);
 	assert_false(r.migrate);
 	expect_response(AG_PLUGIN_V5_0, 0,
@@ -518,7 +537,8 @@ static void test_permit_validate(void **state)
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		vmact_err_reset(&err);
-		assert_int_equal(ag_plugin_permit_validate(&t[i].permit, &req, &cur, &err), -EPROTO);
+		assert_int_equal(ag_plugin_permit_validate(&t[i].permit, &req, &cur, &err),
+				 -EPROTO);
 		if (!strstr(err.msg, t[i].needle))
 			fail_msg("\"%s\" lacks \"%s\"", err.msg, t[i].needle);
 	}

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* cmocka.h needs these headers before it */
 #include <cmocka.h>
 
 #include "agent-glue/arbiter/arbiter.h"
@@ -78,7 +80,8 @@ static void start(struct fixture *f, enum ag_plugin_version max)
 	memset(f, 0, sizeof(*f));
 	assert_int_equal(sd_event_new(&f->ev), 0);
 	f->a = arbiter(f->ev, max);
-	assert_int_equal(ag_plugin_client_new_local(f->ev, ag_arbiter_local, f->a, &cfg, &f->pc, &err),
+	assert_int_equal(ag_plugin_client_new_local(f->ev, ag_arbiter_local, f->a, &cfg, &f->pc,
+						    &err),
 			 0);
 }
 

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "net/prom-text.h"
 #include "base/macro.h"
+#include "net/prom-text.h"
 
 DEFINE_PTR_CLEANUP(prom_freep, struct net_prom_text, net_prom_text_free)
 
@@ -154,7 +154,7 @@ static void test_good_texts_table(void **state)
 		{ "a 1\nb 2\nc 3\n", 3, 3, 1 },
 		{ "a 1\na 2\n", 1, 2, 1 },
 		{ "a{x=\"1\"} 1\na{x=\"1\"} 2\n", 1, 2, 1 }, /* duplicate sets: the readers judge */
-		{ "a 1e-400\n", 1, 1, 0 },                    /* underflow is zero, as in Go */
+		{ "a 1e-400\n", 1, 1, 0 },                   /* underflow is zero, as in Go */
 		{ "a +.5e+1\n", 1, 1, 5 },
 		{ "a 9007199254740993\n", 1, 1, 9007199254740992.0 },
 		{ "a 1 +42\n", 1, 1, 1 },
@@ -178,13 +178,14 @@ static void test_good_texts_table(void **state)
 		const struct net_prom_sample *first = NULL;
 
 		if (t->n_families != cases[i].families || t->n_samples != cases[i].samples)
-			fail_msg("case %zu: %zu families, %zu samples; want %zu, %zu", i, t->n_families,
-				 t->n_samples, cases[i].families, cases[i].samples);
+			fail_msg("case %zu: %zu families, %zu samples; want %zu, %zu", i,
+				 t->n_families, t->n_samples, cases[i].families, cases[i].samples);
 		for (size_t k = 0; k < t->n_families && !first; k++)
 			if (t->families[k].n_samples)
 				first = &t->families[k].samples[0];
 		if (first && first->value != cases[i].first_value)
-			fail_msg("case %zu: value %.17g, want %.17g", i, first->value, cases[i].first_value);
+			fail_msg("case %zu: value %.17g, want %.17g", i, first->value,
+				 cases[i].first_value);
 	}
 }
 
@@ -220,8 +221,8 @@ static void test_malformed_table(void **state)
 		{ "a 1.2.3\n", EBADMSG, "invalid value \"1.2.3\"" },
 		{ "a 1e999\n", EBADMSG, "a: value 1e999 is out of range" },
 		{ "a -1e999\n", EBADMSG, "out of range" },
-		{ "a 1111111111111111111111111111111111111111111111111111111111111111111111\n", EBADMSG,
-		  "value is longer than 64 characters" },
+		{ "a 1111111111111111111111111111111111111111111111111111111111111111111111\n",
+		  EBADMSG, "value is longer than 64 characters" },
 		/* timestamps */
 		{ "a 1 x\n", EBADMSG, "line 1: invalid timestamp" },
 		{ "a 1 1.5\n", EBADMSG, "invalid timestamp" },
@@ -236,34 +237,40 @@ static void test_malformed_table(void **state)
 		{ "a{b=x} 1\n", EBADMSG, "expected '\"' to open the value of label b, found 'x'" },
 		{ "a{b=\"x} 1\n", EBADMSG, "a: value of label b is not terminated" },
 		{ "a{b=\"x\\\"} 1\n", EBADMSG, "value of label b is not terminated" },
-		{ "a{b=\"x\" c=\"y\"} 1\n", EBADMSG, "expected ',' or '}' after the value of label b, found 'c'" },
+		{ "a{b=\"x\" c=\"y\"} 1\n", EBADMSG,
+		  "expected ',' or '}' after the value of label b, found 'c'" },
 		{ "a{b=\"x\",,} 1\n", EBADMSG, "expected a label name, found ','" },
 		{ "a{b=\"x\",b=\"y\"} 1\n", EBADMSG, "a: duplicate label b" },
 		{ "a{__name__=\"x\"} 1\n", EBADMSG, "label name __name__ is reserved" },
 		{ "a{b=\"\\t\"} 1\n", EBADMSG, "value of label b: invalid escape sequence \\'t'" },
 		{ "a{b=\"\xff\"} 1\n", EBADMSG, "a: value of label b is not valid UTF-8" },
-		{ "a{b=\"\xc0\xaf\"} 1\n", EBADMSG, "not valid UTF-8" },          /* overlong */
-		{ "a{b=\"\xed\xa0\x80\"} 1\n", EBADMSG, "not valid UTF-8" },      /* surrogate */
-		{ "a{b=\"\xf4\x90\x80\x80\"} 1\n", EBADMSG, "not valid UTF-8" },  /* > U+10FFFF */
-		{ "a{b=\"\xe2\x82\"} 1\n", EBADMSG, "not valid UTF-8" },          /* truncated */
+		{ "a{b=\"\xc0\xaf\"} 1\n", EBADMSG, "not valid UTF-8" },         /* overlong */
+		{ "a{b=\"\xed\xa0\x80\"} 1\n", EBADMSG, "not valid UTF-8" },     /* surrogate */
+		{ "a{b=\"\xf4\x90\x80\x80\"} 1\n", EBADMSG, "not valid UTF-8" }, /* > U+10FFFF */
+		{ "a{b=\"\xe2\x82\"} 1\n", EBADMSG, "not valid UTF-8" },         /* truncated */
 		/* HELP and TYPE */
-		{ "# HELP\t\n", EBADMSG, "line 1: HELP line: expected a metric name, found end of line" },
+		{ "# HELP\t\n", EBADMSG,
+		  "line 1: HELP line: expected a metric name, found end of line" },
 		{ "# TYPE 9x gauge\n", EBADMSG, "TYPE line: expected a metric name, found '9'" },
-		{ "# TYPE a-b gauge\n", EBADMSG, "TYPE line: invalid character '-' in the metric name" },
+		{ "# TYPE a-b gauge\n", EBADMSG,
+		  "TYPE line: invalid character '-' in the metric name" },
 		{ "# TYPE a\n", EBADMSG, "line 1: TYPE line without a type" },
 		{ "# TYPE a gauges\n", EBADMSG, "unknown metric type" },
 		{ "# TYPE a Gauge\n", EBADMSG, "unknown metric type" },
 		{ "# TYPE a gauge extra\n", EBADMSG, "unexpected text after the type" },
 		{ "# TYPE a gauge\n# TYPE a gauge\n", EBADMSG, "line 2: a: second TYPE line" },
 		{ "# HELP a x\n# HELP a y\n", EBADMSG, "line 2: a: second HELP line" },
-		{ "a 1\n# TYPE a gauge\n", EBADMSG, "line 2: a: TYPE line after the family's samples" },
+		{ "a 1\n# TYPE a gauge\n", EBADMSG,
+		  "line 2: a: TYPE line after the family's samples" },
 		{ "# HELP a x\\y\n", EBADMSG, "help text: invalid escape sequence \\'y'" },
 		{ "# HELP a x\\\"y\n", EBADMSG, "help text: invalid escape sequence" },
 		{ "# HELP a x\\", EBADMSG, "help text ends in a lone backslash" },
 		{ "# HELP a \xfe\n", EBADMSG, "help text is not valid UTF-8" },
 		/* grouping */
-		{ "a 1\nb 1\na 2\n", EBADMSG, "line 3: a: lines of this family are not together (it first appeared on line 1)" },
-		{ "# TYPE a gauge\nb 1\n# HELP a late\n", EBADMSG, "line 3: a: lines of this family are not together" },
+		{ "a 1\nb 1\na 2\n", EBADMSG,
+		  "line 3: a: lines of this family are not together (it first appeared on line 1)" },
+		{ "# TYPE a gauge\nb 1\n# HELP a late\n", EBADMSG,
+		  "line 3: a: lines of this family are not together" },
 		{ "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nx 1\nh_sum 1\n", EBADMSG,
 		  "line 4: h_sum: sample of h after other families (it first appeared on line 1)" },
 		/* bytes */
@@ -304,8 +311,8 @@ static void test_messages_printable(void **state)
 		assert_int_equal(net_prom_parse(texts[i], strlen(texts[i]), &t, &err), -EBADMSG);
 		for (const char *p = err.msg; *p; p++)
 			if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-				fail_msg("case %zu: unprintable byte 0x%02x in \"%s\"", i, (unsigned char)*p,
-					 err.msg);
+				fail_msg("case %zu: unprintable byte 0x%02x in \"%s\"", i,
+					 (unsigned char)*p, err.msg);
 	}
 }
 
@@ -341,10 +348,9 @@ static void test_limits(void **state)
 {
 	_cleanup_free_ char *fams_ok = repeat(NET_PROM_MAX_FAMILIES, "", true);
 	_cleanup_free_ char *fams_over = repeat(NET_PROM_MAX_FAMILIES + 1, "", true);
-	_cleanup_free_ char *samples_ok =
-		repeat(NET_PROM_MAX_SAMPLES, "# TYPE s gauge\n", false);
-	_cleanup_free_ char *samples_over =
-		repeat(NET_PROM_MAX_SAMPLES + 1, "# TYPE s gauge\n", false);
+	_cleanup_free_ char *samples_ok = repeat(NET_PROM_MAX_SAMPLES, "# TYPE s gauge\n", false);
+	_cleanup_free_ char *samples_over = repeat(NET_PROM_MAX_SAMPLES + 1, "# TYPE s gauge\n",
+						   false);
 	char labels[NET_PROM_MAX_LABELS * 16 + 64];
 	size_t len = 0;
 	struct net_prom_text *t = NULL;
@@ -426,14 +432,16 @@ static int on_sample(void *ud, const struct net_prom_family *f, const struct net
 
 static void test_parse_each(void **state)
 {
-	static const char text[] = "# TYPE g gauge\ng 1\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\n"
-				   "h_sum 3\nh_count 2\nu 4\n";
+	static const char text[] =
+		"# TYPE g gauge\ng 1\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\n"
+		"h_sum 3\nh_count 2\nu 4\n";
 	struct walk w = { .stop_at = 0 };
 	struct vmact_err err = { 0 };
 
 	(void)state;
 	assert_int_equal(net_prom_parse_each(text, strlen(text), on_sample, &w, &err), 0);
-	assert_string_equal(w.seen, "g/gauge=1 h/histogram=2 h/histogram=3 h/histogram=2 u/untyped=4 ");
+	assert_string_equal(w.seen,
+			    "g/gauge=1 h/histogram=2 h/histogram=3 h/histogram=2 u/untyped=4 ");
 
 	memset(&w, 0, sizeof(w));
 	w.stop_at = 3;

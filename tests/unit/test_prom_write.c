@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
+#include "base/macro.h"
 #include "net/prom-text.h"
 #include "net/prom-write.h"
-#include "base/macro.h"
 
 DEFINE_PTR_CLEANUP(writer_freep, struct net_prom_writer, net_prom_w_free)
 DEFINE_PTR_CLEANUP(text_freep, struct net_prom_text, net_prom_text_free)
@@ -77,10 +77,11 @@ static void escaping_round_trip(void **state)
 	net_prom_w_family(w, "vmact_x_total", NET_PROM_COUNTER, "help \\ with\nnewline \"q\"");
 	net_prom_w_sample(w, l, 2, 3);
 	text = finish_ok(w);
-	assert_string_equal(text,
-			    "# HELP vmact_x_total help \\\\ with\\nnewline \"q\"\n"
-			    "# TYPE vmact_x_total counter\n"
-			    "vmact_x_total{vm=\"a\\\\b\\\"c\\nd \xc3\xa9 {x=\\\"y\\\"},\",kind=\"\"} 3\n");
+	assert_string_equal(
+		text,
+		"# HELP vmact_x_total help \\\\ with\\nnewline \"q\"\n"
+		"# TYPE vmact_x_total counter\n"
+		"vmact_x_total{vm=\"a\\\\b\\\"c\\nd \xc3\xa9 {x=\\\"y\\\"},\",kind=\"\"} 3\n");
 	t = parse_ok(text);
 	f = net_prom_find(t, "vmact_x_total");
 	assert_non_null(f);
@@ -109,23 +110,22 @@ static void histogram_shape(void **state)
 	net_prom_w_histogram(w, l, 1, b, c, 4, 4, 20.25);
 	net_prom_w_histogram(w, NULL, 0, b, (const uint64_t[]){ 0, 0, 0, 0 }, 4, 0, 0);
 	text = finish_ok(w);
-	assert_string_equal(text,
-			    "# HELP vmact_lat_seconds Latency\n"
-			    "# TYPE vmact_lat_seconds histogram\n"
-			    "vmact_lat_seconds_bucket{direction=\"inc\",le=\"0.005\"} 1\n"
-			    "vmact_lat_seconds_bucket{direction=\"inc\",le=\"0.1\"} 1\n"
-			    "vmact_lat_seconds_bucket{direction=\"inc\",le=\"1\"} 4\n"
-			    "vmact_lat_seconds_bucket{direction=\"inc\",le=\"2.5\"} 6\n"
-			    "vmact_lat_seconds_bucket{direction=\"inc\",le=\"+Inf\"} 10\n"
-			    "vmact_lat_seconds_sum{direction=\"inc\"} 20.25\n"
-			    "vmact_lat_seconds_count{direction=\"inc\"} 10\n"
-			    "vmact_lat_seconds_bucket{le=\"0.005\"} 0\n"
-			    "vmact_lat_seconds_bucket{le=\"0.1\"} 0\n"
-			    "vmact_lat_seconds_bucket{le=\"1\"} 0\n"
-			    "vmact_lat_seconds_bucket{le=\"2.5\"} 0\n"
-			    "vmact_lat_seconds_bucket{le=\"+Inf\"} 0\n"
-			    "vmact_lat_seconds_sum 0\n"
-			    "vmact_lat_seconds_count 0\n");
+	assert_string_equal(text, "# HELP vmact_lat_seconds Latency\n"
+				  "# TYPE vmact_lat_seconds histogram\n"
+				  "vmact_lat_seconds_bucket{direction=\"inc\",le=\"0.005\"} 1\n"
+				  "vmact_lat_seconds_bucket{direction=\"inc\",le=\"0.1\"} 1\n"
+				  "vmact_lat_seconds_bucket{direction=\"inc\",le=\"1\"} 4\n"
+				  "vmact_lat_seconds_bucket{direction=\"inc\",le=\"2.5\"} 6\n"
+				  "vmact_lat_seconds_bucket{direction=\"inc\",le=\"+Inf\"} 10\n"
+				  "vmact_lat_seconds_sum{direction=\"inc\"} 20.25\n"
+				  "vmact_lat_seconds_count{direction=\"inc\"} 10\n"
+				  "vmact_lat_seconds_bucket{le=\"0.005\"} 0\n"
+				  "vmact_lat_seconds_bucket{le=\"0.1\"} 0\n"
+				  "vmact_lat_seconds_bucket{le=\"1\"} 0\n"
+				  "vmact_lat_seconds_bucket{le=\"2.5\"} 0\n"
+				  "vmact_lat_seconds_bucket{le=\"+Inf\"} 0\n"
+				  "vmact_lat_seconds_sum 0\n"
+				  "vmact_lat_seconds_count 0\n");
 	t = parse_ok(text);
 	f = net_prom_find(t, "vmact_lat_seconds");
 	assert_non_null(f);

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "net/json.h"
 #include "agent-glue/codec/quantity.h"
+#include "net/json.h"
 
 /* Accepted quantities: as a plain value (bytes) or as milli-units (CPU). */
 static const struct {
@@ -50,8 +50,9 @@ static void test_parse_suffixes(void **state)
 	for (size_t i = 0; i < sizeof(parse_ok) / sizeof(parse_ok[0]); i++) {
 		struct vmact_err err = { 0 };
 		uint64_t got = 0;
-		int r = parse_ok[i].milli ? vmact_quantity_parse_milli(parse_ok[i].text, &got, &err)
-					  : vmact_quantity_parse_value(parse_ok[i].text, &got, &err);
+		int r = parse_ok[i].milli
+				? vmact_quantity_parse_milli(parse_ok[i].text, &got, &err)
+				: vmact_quantity_parse_value(parse_ok[i].text, &got, &err);
 
 		if (r != 0 || got != parse_ok[i].want)
 			fail_msg("\"%s\"%s: %d, %llu (want %llu)", parse_ok[i].text,
@@ -100,14 +101,9 @@ static const struct {
 	uint64_t value;
 	const char *want;
 } format_cases[] = {
-	{ true, 250, "250m" },
-	{ true, 1000, "1" },
-	{ true, 0, "0" },
-	{ true, 1000000, "1k" },
-	{ false, 1000, "1k" },
-	{ false, 2000, "2000" },
-	{ false, 3ULL << 30, "3Gi" },
-	{ false, 1ULL << 62, "4Ei" },
+	{ true, 250, "250m" },        { true, 1000, "1" },          { true, 0, "0" },
+	{ true, 1000000, "1k" },      { false, 1000, "1k" },        { false, 2000, "2000" },
+	{ false, 3ULL << 30, "3Gi" }, { false, 1ULL << 62, "4Ei" },
 };
 
 static void test_format(void **state)
@@ -116,9 +112,10 @@ static void test_format(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(format_cases) / sizeof(format_cases[0]); i++) {
-		int r = format_cases[i].milli
-				? vmact_quantity_format_milli(format_cases[i].value, buf, sizeof(buf))
-				: vmact_quantity_format_bytes(format_cases[i].value, buf, sizeof(buf));
+		int r = format_cases[i].milli ? vmact_quantity_format_milli(format_cases[i].value,
+									    buf, sizeof(buf))
+					      : vmact_quantity_format_bytes(format_cases[i].value,
+									    buf, sizeof(buf));
 
 		if (r != 0 || strcmp(buf, format_cases[i].want) != 0)
 			fail_msg("%llu%s: %d \"%s\" (want \"%s\")",
@@ -223,7 +220,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_suffixes), cmocka_unit_test(test_parse_errors),
-		cmocka_unit_test(test_format),	       cmocka_unit_test(test_json_decode),
+		cmocka_unit_test(test_format),         cmocka_unit_test(test_json_decode),
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_resources),
 	};
 

@@ -22,9 +22,9 @@ static void test_delta(void **state)
 	} cases[] = {
 		{ 10, 3, 7 },
 		{ 3, 3, 0 },
-		{ 3, 10, 0 },                 /* a racing read: never negative */
-		{ 5, UINT64_MAX - 4, 10 },    /* across the wrap */
-		{ UINT64_MAX, 0, 0 },         /* more than 2^63 apart reads as behind */
+		{ 3, 10, 0 },              /* a racing read: never negative */
+		{ 5, UINT64_MAX - 4, 10 }, /* across the wrap */
+		{ UINT64_MAX, 0, 0 },      /* more than 2^63 apart reads as behind */
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
@@ -36,9 +36,9 @@ static void test_delta(void **state)
 /* A transition of a VM thread as the BPF hooks account it on one CPU. */
 struct ev {
 	int cpu;
-	int d;       /* +1 / -1 */
+	int d; /* +1 / -1 */
 	uint64_t t;
-	bool oncpu;  /* the on-CPU gauge, else the runnable one */
+	bool oncpu; /* the on-CPU gauge, else the runnable one */
 };
 
 static void apply(struct smp_cpu_stats *c, const struct ev *e)
@@ -74,7 +74,12 @@ static void test_totals_from_cpus(void **state)
 		    { 2, +1, 200, true },
 		    { 3, -1, 700, true },
 		    { 1, -1, 900, false } },
-		  5, 1000, 900 + 700, 500, 1, 0 },
+		  5,
+		  1000,
+		  900 + 700,
+		  500,
+		  1,
+		  0 },
 		/* still on a CPU: the open slice counts up to the read */
 		{ { { 3, +1, 500, false }, { 3, +1, 600, true } }, 2, 800, 300, 200, 1, 1 },
 	};
@@ -122,12 +127,16 @@ static void test_pending(void **state)
 		{ { { .tid = 5, .ns = 300, .runnable = 1, .on_cpu = 1 },
 		    { .tid = 6, .ns = 50, .runnable = 0, .on_cpu = 1 },
 		    { .tid = 7, .ns = 7, .runnable = 0, .on_cpu = 0 } },
-		  3, 57, 357, 2 },
+		  3,
+		  57,
+		  357,
+		  2 },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		struct smp_totals base = { .runnable_ns = 1000, .oncpu_ns = 400, .nr_oncpu = 1,
-					   .wakeups = 9 };
+		struct smp_totals base = {
+			.runnable_ns = 1000, .oncpu_ns = 400, .nr_oncpu = 1, .wakeups = 9
+		};
 		struct smp_totals pend = { 0 }, t = base;
 
 		for (size_t j = 0; j < cases[i].n; j++) {
@@ -156,17 +165,35 @@ static void test_step(void **state)
 		uint64_t oncpu_ns, delay_ns;
 	} cases[] = {
 		/* 1.5 runnable on average over 2 s, 1 CPU used */
-		{ { .runnable_ns = 1000 }, { .runnable_ns = 3000001000, .oncpu_ns = 2000000000 },
-		  2000000000, 1.5, 1.0, 1.0 / 3, 2000000000, 1000000000 },
+		{ { .runnable_ns = 1000 },
+		  { .runnable_ns = 3000001000, .oncpu_ns = 2000000000 },
+		  2000000000,
+		  1.5,
+		  1.0,
+		  1.0 / 3,
+		  2000000000,
+		  1000000000 },
 		/* idle */
 		{ { 0 }, { 0 }, 1000000000, 0, 0, 0, 0, 0 },
 		/* a recovery put more on-CPU than runnable time into this
 		 * interval: capped, no delay */
-		{ { .runnable_ns = 100, .oncpu_ns = 100 }, { .runnable_ns = 600, .oncpu_ns = 900 },
-		  1000, 0.5, 0.5, 0, 500, 0 },
+		{ { .runnable_ns = 100, .oncpu_ns = 100 },
+		  { .runnable_ns = 600, .oncpu_ns = 900 },
+		  1000,
+		  0.5,
+		  0.5,
+		  0,
+		  500,
+		  0 },
 		/* totals behind the last ones (racing read): 0, not huge */
-		{ { .runnable_ns = 700, .oncpu_ns = 600 }, { .runnable_ns = 690, .oncpu_ns = 590 },
-		  1000, 0, 0, 0, 0, 0 },
+		{ { .runnable_ns = 700, .oncpu_ns = 600 },
+		  { .runnable_ns = 690, .oncpu_ns = 590 },
+		  1000,
+		  0,
+		  0,
+		  0,
+		  0,
+		  0 },
 		/* empty interval: the load is the runnable count now */
 		{ { .runnable_ns = 7 }, { .runnable_ns = 7, .nr_runnable = 3 }, 0, 3, 0, 0, 0, 0 },
 	};
@@ -233,17 +260,27 @@ static void test_cpustat(void **state)
 	} seq[] = {
 		/* first: counted from the group's start */
 		{ { .version = 1, .nr_periods = 10, .nr_throttled = 4, .throttled_ns = 1000 },
-		  10, 4, 1000 },
+		  10,
+		  4,
+		  1000 },
 		{ { .version = 1, .nr_periods = 25, .nr_throttled = 9, .throttled_ns = 1500 },
-		  15, 5, 500 },
+		  15,
+		  5,
+		  500 },
 		{ { .version = 1, .nr_periods = 25, .nr_throttled = 9, .throttled_ns = 1500 },
-		  0, 0, 0 },
+		  0,
+		  0,
+		  0 },
 		/* the VM restarted: a new group */
 		{ { .version = 1, .nr_periods = 3, .nr_throttled = 1, .throttled_ns = 20 },
-		  3, 1, 20 },
+		  3,
+		  1,
+		  20 },
 		/* and counted on from there */
 		{ { .version = 1, .nr_periods = 4, .nr_throttled = 1, .throttled_ns = 20 },
-		  1, 0, 0 },
+		  1,
+		  0,
+		  0 },
 	};
 	struct smp_readout_state st = { 0 };
 
@@ -278,8 +315,13 @@ static void test_milli(void **state)
 		double v;
 		uint32_t want;
 	} cases[] = {
-		{ 0, 0 },         { -1, 0 },          { 0.0004, 0 },   { 0.0006, 1 },
-		{ 1.5, 1500 },    { 2.9996, 3000 },   { 4294967.295, UINT32_MAX },
+		{ 0, 0 },
+		{ -1, 0 },
+		{ 0.0004, 0 },
+		{ 0.0006, 1 },
+		{ 1.5, 1500 },
+		{ 2.9996, 3000 },
+		{ 4294967.295, UINT32_MAX },
 		{ 1e12, UINT32_MAX },
 	};
 
@@ -290,9 +332,14 @@ static void test_milli(void **state)
 
 static void test_record(void **state)
 {
-	struct smp_reading r = { .interval_s = 2.5, .load = 1.25, .loadavg = { 0.5, 0.25, 0.125 },
-				 .nr_runnable = -1, .cpu_util = 0.75, .delay_frac = 0.2,
-				 .nr_throttled = 8, .throttled_ns = 99 };
+	struct smp_reading r = { .interval_s = 2.5,
+				 .load = 1.25,
+				 .loadavg = { 0.5, 0.25, 0.125 },
+				 .nr_runnable = -1,
+				 .cpu_util = 0.75,
+				 .delay_frac = 0.2,
+				 .nr_throttled = 8,
+				 .throttled_ns = 99 };
 	struct smp_readout o;
 	char longname[100];
 
@@ -333,22 +380,50 @@ static void test_thread(void **state)
 		/* closed intervals only */
 		{ { .runnable_ns = 500, .oncpu_ns = 300 }, 1000, { { 0 } }, 0, 500, 300, 200 },
 		/* runnable since 800 and on a CPU since 900 */
-		{ { .runnable = 1, .oncpu = 1, .runnable_since = 800, .oncpu_since = 900,
-		    .runnable_ns = 500, .oncpu_ns = 300 },
-		  1000, { { 0 } }, 0, 700, 400, 300 },
+		{ { .runnable = 1,
+		    .oncpu = 1,
+		    .runnable_since = 800,
+		    .oncpu_since = 900,
+		    .runnable_ns = 500,
+		    .oncpu_ns = 300 },
+		  1000,
+		  { { 0 } },
+		  0,
+		  700,
+		  400,
+		  300 },
 		/* a lost switch-in of a thread counted runnable */
 		{ { .runnable = 1, .runnable_since = 900, .runnable_ns = 500, .oncpu_ns = 300 },
-		  1000, { { .tid = 7, .ns = 50, .runnable = 1 } }, 1, 600, 350, 250 },
+		  1000,
+		  { { .tid = 7, .ns = 50, .runnable = 1 } },
+		  1,
+		  600,
+		  350,
+		  250 },
 		/* ... and of one the hooks believe asleep */
-		{ { .runnable_ns = 500, .oncpu_ns = 300 }, 1000,
-		  { { .tid = 7, .ns = 50 }, { .tid = 7, .ns = 10 } }, 2, 560, 360, 200 },
+		{ { .runnable_ns = 500, .oncpu_ns = 300 },
+		  1000,
+		  { { .tid = 7, .ns = 50 }, { .tid = 7, .ns = 10 } },
+		  2,
+		  560,
+		  360,
+		  200 },
 		/* more on-CPU than runnable (a recovery ahead): capped */
-		{ { .runnable_ns = 100, .oncpu_ns = 100 }, 1000, { { .tid = 7, .ns = 50,
-								      .runnable = 1 } },
-		  1, 100, 100, 0 },
+		{ { .runnable_ns = 100, .oncpu_ns = 100 },
+		  1000,
+		  { { .tid = 7, .ns = 50, .runnable = 1 } },
+		  1,
+		  100,
+		  100,
+		  0 },
 		/* clocks racing: an open interval that starts after now adds 0 */
-		{ { .runnable = 1, .runnable_since = 2000, .runnable_ns = 5 }, 1000, { { 0 } }, 0, 5,
-		  0, 5 },
+		{ { .runnable = 1, .runnable_since = 2000, .runnable_ns = 5 },
+		  1000,
+		  { { 0 } },
+		  0,
+		  5,
+		  0,
+		  5 },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -388,11 +463,11 @@ static void test_vcpus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_delta),     cmocka_unit_test(test_totals_from_cpus),
-		cmocka_unit_test(test_pending),   cmocka_unit_test(test_step),
+		cmocka_unit_test(test_delta),        cmocka_unit_test(test_totals_from_cpus),
+		cmocka_unit_test(test_pending),      cmocka_unit_test(test_step),
 		cmocka_unit_test(test_step_loadavg), cmocka_unit_test(test_cpustat),
-		cmocka_unit_test(test_milli),     cmocka_unit_test(test_record),
-		cmocka_unit_test(test_thread),    cmocka_unit_test(test_vcpus),
+		cmocka_unit_test(test_milli),        cmocka_unit_test(test_record),
+		cmocka_unit_test(test_thread),       cmocka_unit_test(test_vcpus),
 	};
 
 	return cmocka_run_group_tests_name("readout", tests, NULL, NULL);

@@ -16,9 +16,9 @@
 
 #include "actuator/runner/runner.h"
 #define ACT_RUNNER_PRIV_ALLOW
-#include "actuator/runner/runner-priv.h"
 #include "actuator/config/config.h"
 #include "actuator/guestd/approver.h"
+#include "actuator/runner/runner-priv.h"
 #include "agent-glue/client/informant-client.h"
 
 #define MiB (1024ULL * 1024ULL)
@@ -30,8 +30,8 @@ static void test_result_feedback(void **state)
 	struct ag_scaling_config sc;
 	struct act_timing t;
 	struct vmact_resources cu = { 500, 256 * MiB }, use = { 1000, 512 * MiB },
-			    min = { 1000, 512 * MiB }, max = { 2000, 1024 * MiB },
-			    permit = { 2000, 1024 * MiB }, part = { 1500, 512 * MiB };
+			       min = { 1000, 512 * MiB }, max = { 2000, 1024 * MiB },
+			       permit = { 2000, 1024 * MiB }, part = { 1500, 512 * MiB };
 	struct vmact_err err = { 0 };
 	struct act_actions a;
 	struct act_state s;
@@ -49,7 +49,8 @@ static void test_result_feedback(void **state)
 	assert_true(s.hotplug.has_failure);
 	/* metrics asking for max: the retry waits for the backoff */
 	{
-		struct act_system_metrics m = { .load1 = 4, .load5 = 4,
+		struct act_system_metrics m = { .load1 = 4,
+						.load5 = 4,
 						.memory_usage_bytes = 600.0 * MiB };
 
 		assert_int_equal(act_state_update_system_metrics(&s, &m, &err), 0);
@@ -70,7 +71,7 @@ static void test_memory_absent(void **state)
 	struct ag_scaling_config sc;
 	struct act_timing t;
 	struct vmact_resources cu = { 500, 256 * MiB }, use = { 2000, 1024 * MiB },
-			    min = { 500, 256 * MiB }, max = { 4000, 2048 * MiB };
+			       min = { 500, 256 * MiB }, max = { 4000, 2048 * MiB };
 	struct act_system_metrics idle = { .load1 = 0, .load5 = 0, .memory_absent = true };
 	struct act_system_metrics busy = { .load1 = 3, .load5 = 3, .memory_absent = true };
 	struct vmact_err err = { 0 };
@@ -255,14 +256,10 @@ static void test_mem_hold(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_result_feedback),
-		cmocka_unit_test(test_memory_absent),
-		cmocka_unit_test(test_meta_scaling),
-		cmocka_unit_test(test_lfc_needs_endpoint),
-		cmocka_unit_test(test_policy_selection),
-		cmocka_unit_test(test_informant_gate),
-		cmocka_unit_test(test_informant_backoff),
-		cmocka_unit_test(test_mem_hold),
+		cmocka_unit_test(test_result_feedback),   cmocka_unit_test(test_memory_absent),
+		cmocka_unit_test(test_meta_scaling),      cmocka_unit_test(test_lfc_needs_endpoint),
+		cmocka_unit_test(test_policy_selection),  cmocka_unit_test(test_informant_gate),
+		cmocka_unit_test(test_informant_backoff), cmocka_unit_test(test_mem_hold),
 	};
 
 	return cmocka_run_group_tests_name("runner", tests, NULL, NULL);

@@ -39,7 +39,8 @@ static void within_bounds(void **state)
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		vmact_err_reset(&err);
-		if (act_runner_neonvm_api_check(bad[i].milli, &min, &max, bad[i].vcpus_max, &err) != -ERANGE ||
+		if (act_runner_neonvm_api_check(bad[i].milli, &min, &max, bad[i].vcpus_max, &err) !=
+			    -ERANGE ||
 		    !strstr(err.msg, bad[i].want))
 			fail_msg("%u: '%s', want '%s'", bad[i].milli, err.msg, bad[i].want);
 	}

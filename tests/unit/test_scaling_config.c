@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "base/macro.h"
 #include "agent-glue/codec/scaling.h"
+#include "base/macro.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 
@@ -37,7 +37,8 @@ static bool config_eq(const struct ag_scaling_config *x, const struct ag_scaling
 	       x->enable_lfc_metrics == y->enable_lfc_metrics &&
 	       x->lfc_use_largest_window == y->lfc_use_largest_window &&
 	       x->lfc_to_memory_ratio == y->lfc_to_memory_ratio &&
-	       x->lfc_min_wait_before_downscale_minutes == y->lfc_min_wait_before_downscale_minutes &&
+	       x->lfc_min_wait_before_downscale_minutes ==
+		       y->lfc_min_wait_before_downscale_minutes &&
 	       x->lfc_window_size_minutes == y->lfc_window_size_minutes &&
 	       x->cpu_stable_zone_ratio == y->cpu_stable_zone_ratio &&
 	       x->cpu_mixed_zone_ratio == y->cpu_mixed_zone_ratio;
@@ -93,7 +94,8 @@ static void test_overrides_decode(void **state)
 
 	/* the example of doc/protocols.md, "ScalingConfig" */
 	overrides_ok("{\"loadAverageFractionTarget\":0.7,\"enableLFCMetrics\":true,"
-		     "\"lfcToMemoryRatio\":0.75}", &o);
+		     "\"lfcToMemoryRatio\":0.75}",
+		     &o);
 	assert_int_equal(o.set, AG_SC_LOAD_AVERAGE_FRACTION_TARGET | AG_SC_ENABLE_LFC_METRICS |
 					AG_SC_LFC_TO_MEMORY_RATIO);
 	ag_scaling_config_defaults(&d);
@@ -104,7 +106,8 @@ static void test_overrides_decode(void **state)
 
 	/* null is "not set"; keys match case-insensitively; integers are numbers */
 	overrides_ok("{\"loadAverageFractionTarget\":null,\"LFCWINDOWSIZEMINUTES\":7,"
-		     "\"cpuStableZoneRatio\":1}", &o);
+		     "\"cpuStableZoneRatio\":1}",
+		     &o);
 	assert_int_equal(o.set, AG_SC_LFC_WINDOW_SIZE_MINUTES | AG_SC_CPU_STABLE_ZONE_RATIO);
 	assert_int_equal(o.v.lfc_window_size_minutes, 7);
 	assert_true(o.v.cpu_stable_zone_ratio == 1.0);
@@ -236,7 +239,9 @@ static void test_bounds(void **state)
 	_cleanup_free_ char *s = NULL;
 
 	/* the two literals of doc/protocols.md, "ScalingBounds" */
-	bounds_ok("{\"min\": {\"cpu\": \"250m\", \"mem\": \"1Gi\"}, \"max\": {\"cpu\": 1, \"mem\": \"4Gi\"}}", &b);
+	bounds_ok(
+		"{\"min\": {\"cpu\": \"250m\", \"mem\": \"1Gi\"}, \"max\": {\"cpu\": 1, \"mem\": \"4Gi\"}}",
+		&b);
 	assert_int_equal(b.min.milli_cpu, 250);
 	assert_int_equal(b.min.mem_bytes, GiB);
 	assert_int_equal(b.max.milli_cpu, 1000);
@@ -244,18 +249,24 @@ static void test_bounds(void **state)
 	assert_int_equal(ag_scaling_bounds_validate(&b, GiB, NULL), 0);
 	e = ag_scaling_bounds_encode(&b);
 	s = json_dumps(e, JSON_COMPACT);
-	assert_string_equal(s, "{\"min\":{\"cpu\":\"250m\",\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"4Gi\"}}");
-	bounds_ok("{\"min\":{\"cpu\":0.25,\"mem\":\"1Gi\"},\"max\":{\"cpu\":1.25,\"mem\":\"5Gi\"}}", &b);
+	assert_string_equal(
+		s,
+		"{\"min\":{\"cpu\":\"250m\",\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"4Gi\"}}");
+	bounds_ok("{\"min\":{\"cpu\":0.25,\"mem\":\"1Gi\"},\"max\":{\"cpu\":1.25,\"mem\":\"5Gi\"}}",
+		  &b);
 	assert_int_equal(b.max.milli_cpu, 1250);
 	assert_int_equal(b.max.mem_bytes, 5 * GiB);
 
 	bounds_err("{\"max\":{\"cpu\":1,\"mem\":\"4Gi\"}}", "min");
 	bounds_err("{\"min\":{\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"4Gi\"}}", "min.cpu");
-	bounds_err("{\"min\":{\"cpu\":1,\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"lots\"}}", "max.mem");
-	bounds_err("{\"min\":{\"cpu\":\"-1\",\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"1Gi\"}}", "min.cpu");
+	bounds_err("{\"min\":{\"cpu\":1,\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"lots\"}}",
+		   "max.mem");
+	bounds_err("{\"min\":{\"cpu\":\"-1\",\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"1Gi\"}}",
+		   "min.cpu");
 	bounds_err("{\"min\":5,\"max\":{\"cpu\":1,\"mem\":\"1Gi\"}}", "min");
 
-	bounds_ok("{\"min\":{\"cpu\":0,\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"1536Mi\"}}", &b);
+	bounds_ok("{\"min\":{\"cpu\":0,\"mem\":\"1Gi\"},\"max\":{\"cpu\":1,\"mem\":\"1536Mi\"}}",
+		  &b);
 	assert_int_equal(ag_scaling_bounds_validate(&b, GiB, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "min.cpu"));
 	b.min.milli_cpu = 250;
@@ -345,8 +356,8 @@ static void vm_err(const char *obj, const char *key, const char *value, const ch
 		r = ag_vm_info_validate(&vm, NULL, &err);
 	}
 	if (r == 0 || !strstr(err.msg, field)) {
-		print_error("%s.%s=%s: r=%d \"%s\"\n", obj ? obj : "", key, value ? value : "(deleted)",
-			    r, err.msg);
+		print_error("%s.%s=%s: r=%d \"%s\"\n", obj ? obj : "", key,
+			    value ? value : "(deleted)", r, err.msg);
 		fail();
 	}
 }
@@ -369,8 +380,8 @@ static const struct {
 	{ "mem", "slotSize", NULL, "mem.slotSize", false },
 	{ "config", "scalingEnabled", "\"true\"", "config", false },
 	{ "config", "scalingConfig", "{\"enableLFCMetrics\":\"yes\"}", "enableLFCMetrics", false },
-	{ NULL, "currentRevision", "{\"revision\":{\"value\":1},\"updatedAt\":\"x\"}",
-	  "flags", false },
+	{ NULL, "currentRevision", "{\"revision\":{\"value\":1},\"updatedAt\":\"x\"}", "flags",
+	  false },
 	/* semantic checks */
 	{ "cpu", "min", "\"40m\"", "cpu.min", true },
 	{ "cpu", "max", "513", "cpu.max", true },
@@ -396,7 +407,8 @@ static void test_vm_info_apply_bounds(void **state)
 	bool oob = false;
 
 	assert_int_equal(ag_vm_info_decode(v, &vm, NULL), 0);
-	bounds_ok("{\"min\":{\"cpu\":1,\"mem\":\"4Gi\"},\"max\":{\"cpu\":1.25,\"mem\":\"5Gi\"}}", &b);
+	bounds_ok("{\"min\":{\"cpu\":1,\"mem\":\"4Gi\"},\"max\":{\"cpu\":1.25,\"mem\":\"5Gi\"}}",
+		  &b);
 	assert_int_equal(ag_vm_info_apply_bounds(&vm, &b, NULL), 0);
 	assert_int_equal(vm.cpu.min, 1000);
 	assert_int_equal(vm.cpu.max, 1250);
@@ -413,14 +425,10 @@ static void test_vm_info_apply_bounds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_overrides_decode),
-		cmocka_unit_test(test_validate),
-		cmocka_unit_test(test_config_decode_encode),
-		cmocka_unit_test(test_bounds),
-		cmocka_unit_test(test_vm_info_roundtrip),
-		cmocka_unit_test(test_vm_info_errors),
-		cmocka_unit_test(test_vm_info_apply_bounds),
+		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_overrides_decode),
+		cmocka_unit_test(test_validate),       cmocka_unit_test(test_config_decode_encode),
+		cmocka_unit_test(test_bounds),         cmocka_unit_test(test_vm_info_roundtrip),
+		cmocka_unit_test(test_vm_info_errors), cmocka_unit_test(test_vm_info_apply_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

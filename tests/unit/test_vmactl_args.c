@@ -31,7 +31,13 @@ static const struct args_case cases[] = {
 	{ { "status", "--json" }, "/run/x.sock", 0, NULL, CTL_STATUS, NULL, "/run/x.sock" },
 	{ { "--socket", "/s", "status" }, "/run/x.sock", 0, NULL, CTL_STATUS, NULL, "/s" },
 	{ { "--socket=/t", "show", "vm-1" }, NULL, 0, NULL, CTL_SHOW, "vm-1", "/t" },
-	{ { "set", "vm-1", "--min-cpu", "500m", "--max-cpu=2" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
+	{ { "set", "vm-1", "--min-cpu", "500m", "--max-cpu=2" },
+	  NULL,
+	  0,
+	  NULL,
+	  CTL_SET,
+	  "vm-1",
+	  NULL },
 	{ { "set", "vm-1", "--max-mem", "2Gi" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
 	{ { "set", "vm-1", "--min-memory", "512Mi" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
 	{ { "pause", "vm-1" }, NULL, 0, NULL, CTL_PAUSE, "vm-1", NULL },
@@ -43,18 +49,42 @@ static const struct args_case cases[] = {
 	{ { "--help" }, NULL, 0, NULL, CTL_NONE, NULL, NULL },
 	{ { NULL }, NULL, -EINVAL, "no command given", CTL_NONE, NULL, NULL },
 	{ { "frobnicate" }, NULL, -EINVAL, "unknown command 'frobnicate'", CTL_NONE, NULL, NULL },
-	{ { "status", "--bogus" }, NULL, -EINVAL, "unknown option '--bogus'", CTL_STATUS, NULL, NULL },
+	{ { "status", "--bogus" },
+	  NULL,
+	  -EINVAL,
+	  "unknown option '--bogus'",
+	  CTL_STATUS,
+	  NULL,
+	  NULL },
 	{ { "show" }, NULL, -EINVAL, "show: which VM?", CTL_SHOW, NULL, NULL },
 	{ { "pause", "a", "b" }, NULL, -EINVAL, "pause: one VM only", CTL_PAUSE, NULL, NULL },
-	{ { "status", "extra" }, NULL, -EINVAL, "unexpected argument 'extra'", CTL_STATUS, NULL, NULL },
+	{ { "status", "extra" },
+	  NULL,
+	  -EINVAL,
+	  "unexpected argument 'extra'",
+	  CTL_STATUS,
+	  NULL,
+	  NULL },
 	{ { "set", "vm-1" }, NULL, -EINVAL, "nothing to set", CTL_SET, NULL, NULL },
 	{ { "set", "vm-1", "--min-cpu", "2x" }, NULL, -EINVAL, "--min-cpu", CTL_SET, NULL, NULL },
 	{ { "set", "vm-1", "--max-mem", "0" }, NULL, -EINVAL, "--max-mem", CTL_SET, NULL, NULL },
-	{ { "set", "vm-1", "--min-cpu" }, NULL, -EINVAL, "--min-cpu needs a value", CTL_SET, NULL, NULL },
+	{ { "set", "vm-1", "--min-cpu" },
+	  NULL,
+	  -EINVAL,
+	  "--min-cpu needs a value",
+	  CTL_SET,
+	  NULL,
+	  NULL },
 	{ { "status", "--min-cpu", "1" }, NULL, -EINVAL, "options of `set`", CTL_STATUS, NULL, NULL },
 	{ { "status", "--follow" }, NULL, -EINVAL, "options of `events`", CTL_STATUS, NULL, NULL },
 	{ { "events", "--since", "-1" }, NULL, -EINVAL, "--since", CTL_EVENTS, NULL, NULL },
-	{ { "status", "--iterations", "2" }, NULL, -EINVAL, "option of `top`", CTL_STATUS, NULL, NULL },
+	{ { "status", "--iterations", "2" },
+	  NULL,
+	  -EINVAL,
+	  "option of `top`",
+	  CTL_STATUS,
+	  NULL,
+	  NULL },
 	{ { "status", "--socket=" }, NULL, -EINVAL, "--socket: empty value", CTL_STATUS, NULL, NULL },
 };
 
@@ -72,7 +102,8 @@ static void args_table(void **state)
 			argv[argc] = (char *)c->argv[argc - 1];
 		r = ctl_args_parse(argc, argv, c->env, &a, &err);
 		if (r != c->rc)
-			fail_msg("case %zu (%s): rc %d, want %d (%s)", i, c->argv[0], r, c->rc, err.msg);
+			fail_msg("case %zu (%s): rc %d, want %d (%s)", i, c->argv[0], r, c->rc,
+				 err.msg);
 		if (r < 0) {
 			if (!strstr(err.msg, c->msg))
 				fail_msg("case %zu: message '%s' lacks '%s'", i, err.msg, c->msg);
@@ -88,8 +119,8 @@ static void args_table(void **state)
 
 static void args_values(void **state)
 {
-	char *argv[] = { "vmactl", "set", "db", "--min-cpu", "500m", "--max-cpu=2", "--min-mem",
-			 "1Gi", "--max-memory", "4Gi", "--json" };
+	char *argv[] = { "vmactl",    "set", "db",           "--min-cpu", "500m",  "--max-cpu=2",
+			 "--min-mem", "1Gi", "--max-memory", "4Gi",       "--json" };
 	char *ev[] = { "vmactl", "events", "-f", "--since=7" };
 	struct vmact_err err = { 0 };
 	struct ctl_args a;
@@ -131,10 +162,11 @@ static void status_narrow(FILE *f, const json_t *vms)
 	ctl_render_status(f, vms, 40);
 }
 
-#define VM_JSON "{\"name\":\"db-1\",\"state\":\"managed\",\"vcpus\":2,\"quota_milli_cpu\":1250," \
-		"\"mem_bytes\":1073741824,\"load1\":1.5,\"demand\":{\"class\":\"saturated\"," \
-		"\"busy\":0.98,\"cpus\":1.9,\"goal_milli_cpu\":2000},\"permit\":{\"milli_cpu\":2000," \
-		"\"mem_bytes\":2147483648},\"desired\":null,\"last_change\":null}"
+#define VM_JSON                                                                               \
+	"{\"name\":\"db-1\",\"state\":\"managed\",\"vcpus\":2,\"quota_milli_cpu\":1250,"      \
+	"\"mem_bytes\":1073741824,\"load1\":1.5,\"demand\":{\"class\":\"saturated\","         \
+	"\"busy\":0.98,\"cpus\":1.9,\"goal_milli_cpu\":2000},\"permit\":{\"milli_cpu\":2000," \
+	"\"mem_bytes\":2147483648},\"desired\":null,\"last_change\":null}"
 
 static void render_views(void **state)
 {
@@ -142,7 +174,7 @@ static void render_views(void **state)
 
 	(void)state;
 	t = render(status_wide, "[" VM_JSON ",{\"name\":\"bad\",\"state\":\"not-managed\","
-		   "\"reason\":\"vmact metadata: broken\"}]");
+				"\"reason\":\"vmact metadata: broken\"}]");
 	assert_non_null(strstr(t, "VM "));
 	assert_non_null(strstr(t, "LAST CHANGE"));
 	line2 = strchr(t, '\n') + 1;
@@ -160,20 +192,23 @@ static void render_views(void **state)
 	for (char *l = t; *l; l = strchr(l, '\n') + 1)
 		assert_true(strchr(l, '\n') - l <= 40);
 	free(t);
-	t = render(ctl_render_show, "{\"name\":\"db-1\",\"uuid\":\"u\",\"state\":\"paused\",\"vcpus\":2,"
-		   "\"bounds\":{\"min\":{\"milli_cpu\":250,\"mem_bytes\":536870912},"
-		   "\"max\":{\"milli_cpu\":4000,\"mem_bytes\":2147483648}},"
-		   "\"policy\":{\"cpu\":\"reactive\",\"shrink\":\"quota\",\"source\":\"host\","
-		   "\"load_target\":0.9,\"mem_usage_target\":0.75,\"load1\":null,\"load5\":null},"
-		   "\"scheduler\":{\"kind\":\"arbiter\",\"url\":null,\"request_pending\":false},"
-		   "\"monitor\":{\"kind\":\"none\",\"endpoint\":null,\"connected\":false},"
-		   "\"decisions\":[{\"seq\":3,\"time\":1700000000.5,\"vm\":\"db-1\",\"kind\":\"decision\","
-		   "\"text\":\"grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy for 0.4 s\",\"fields\":{}}]}");
+	t = render(
+		ctl_render_show,
+		"{\"name\":\"db-1\",\"uuid\":\"u\",\"state\":\"paused\",\"vcpus\":2,"
+		"\"bounds\":{\"min\":{\"milli_cpu\":250,\"mem_bytes\":536870912},"
+		"\"max\":{\"milli_cpu\":4000,\"mem_bytes\":2147483648}},"
+		"\"policy\":{\"cpu\":\"reactive\",\"shrink\":\"quota\",\"source\":\"host\","
+		"\"load_target\":0.9,\"mem_usage_target\":0.75,\"load1\":null,\"load5\":null},"
+		"\"scheduler\":{\"kind\":\"arbiter\",\"url\":null,\"request_pending\":false},"
+		"\"monitor\":{\"kind\":\"none\",\"endpoint\":null,\"connected\":false},"
+		"\"decisions\":[{\"seq\":3,\"time\":1700000000.5,\"vm\":\"db-1\",\"kind\":\"decision\","
+		"\"text\":\"grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy for 0.4 s\",\"fields\":{}}]}");
 	assert_non_null(strstr(t, "State:       paused"));
 	assert_non_null(strstr(t, "Bounds:      min 250m/512Mi, max 4/2Gi"));
 	assert_non_null(strstr(t, "Scheduler:   arbiter"));
 	assert_non_null(strstr(t, "Monitor:     none"));
-	assert_non_null(strstr(t, "#3 db-1 decision: grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy"));
+	assert_non_null(
+		strstr(t, "#3 db-1 decision: grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy"));
 	free(t);
 }
 

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "base/macro.h"
 #include "agent-glue/client/monitor-client.h"
+#include "base/macro.h"
 #include "net/ws-client.h"
 
 static void test_accept_rfc6455_example(void **state)
@@ -39,11 +39,14 @@ static void test_check_upgrade(void **state)
 		const char *head, *err; /* err NULL: accepted */
 	} cases[] = {
 		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-		  "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", NULL },
+		  "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+		  NULL },
 		/* Header names and tokens are case-insensitive; lists allowed. */
 		{ "HTTP/1.1 101\r\nupgrade: WebSocket\r\nconnection: keep-alive, upgrade\r\n"
-		  "sec-websocket-accept:   s3pPLMBiTxaQ9kYGzzhZRbK+xOo=  ", NULL },
-		{ "HTTP/1.1 404 Not Found\r\nContent-Length: 0", "refused: HTTP/1.1 404 Not Found" },
+		  "sec-websocket-accept:   s3pPLMBiTxaQ9kYGzzhZRbK+xOo=  ",
+		  NULL },
+		{ "HTTP/1.1 404 Not Found\r\nContent-Length: 0",
+		  "refused: HTTP/1.1 404 Not Found" },
 		{ "HTTP/1.1 1010 Odd\r\nUpgrade: websocket", "refused" },
 		{ "", "refused: (empty response)" },
 		{ "HTTP/1.1 101\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
@@ -79,7 +82,8 @@ static void test_ws_config_errors(void **state)
 		const char *err; /* NULL: accepted */
 	} cases[] = {
 		{ { .path = "/" }, "exactly one of host and unix_path" },
-		{ { .host = "h", .unix_path = "/x", .path = "/" }, "exactly one of host and unix_path" },
+		{ { .host = "h", .unix_path = "/x", .path = "/" },
+		  "exactly one of host and unix_path" },
 		{ { .host = "", .path = "/" }, "empty host or unix_path" },
 		{ { .unix_path = "", .path = "/" }, "empty host or unix_path" },
 		{ { .host = "h" }, "path must start with '/'" },
