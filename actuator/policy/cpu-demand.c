@@ -241,6 +241,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	/* The guest's queue beyond its vCPUs, which the host cannot see. */
 	if (out->cls != ACT_CPU_CONTENDED)
 		out->goal_milli = u32_max(out->goal_milli, out->guest_floor_milli);
+	if (p->max_milli && out->goal_milli > p->max_milli)
+		out->goal_milli = p->max_milli;
+	if (out->goal_milli < p->min_milli)
+		out->goal_milli = p->min_milli;
 	return true;
 }
 

@@ -58,6 +58,12 @@ struct act_cpu_policy {
 	double contended_share; /* run delay not from throttling, per runnable (0.25) */
 	double throttled_share; /* throttled time per window (0.05) */
 	uint32_t cu_milli;      /* compute unit's CPU: goals are whole units */
+	/* The VM's bounds (0: none). A goal is clamped to them, so that a
+	 * figure moving below the minimum (or above the maximum) is not a
+	 * new goal: an idle guest at its minimum whose unclamped goal went
+	 * 0.25 <-> 0.5 CPU at every readout made a decision event each time
+	 * while its size never moved. */
+	uint32_t min_milli, max_milli;
 };
 
 void act_cpu_policy_defaults(struct act_cpu_policy *p);

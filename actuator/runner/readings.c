@@ -117,6 +117,8 @@ static bool decide_cpu(struct act_runner *r)
 
 	r->rd.cpu_policy.target = r->st.config.load_average_fraction_target;
 	r->rd.cpu_policy.cu_milli = r->st.cu.milli_cpu;
+	r->rd.cpu_policy.min_milli = r->st.min.milli_cpu;
+	r->rd.cpu_policy.max_milli = r->st.max.milli_cpu;
 	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, &dec))
 		return false;
 	act_runner_export_demand(r, &dec);

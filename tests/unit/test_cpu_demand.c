@@ -142,6 +142,62 @@ static void test_idle_shrinks_after_hold(void **state)
 	assert_int_equal(dec.goal_milli, 250);
 }
 
+/* An idle guest whose small load flickers around a compute unit's edge
+ * (its status reporter waking it once a second): unbounded, its goal goes
+ * 0.25 <-> 0.5 CPU from one readout to the next. With the VM's minimum of
+ * 1 CPU it is 1 CPU at every decision, so the runner sees no new goal and
+ * writes no decision event; and a saturated VM at its maximum asks for its
+ * maximum, not more. */
+static void test_goal_within_bounds(void **state)
+{
+	for (int bounded = 0; bounded < 2; bounded++) {
+		struct act_cpu_policy p;
+		struct act_cpu_demand d;
+		struct act_cpu_decision dec;
+		unsigned changes = 0;
+		uint32_t last = 0;
+		int64_t now = 0;
+
+		act_cpu_policy_defaults(&p);
+		if (bounded) {
+			p.min_milli = 1000;
+			p.max_milli = 2000;
+		}
+		act_cpu_demand_init(&d);
+		feed(&d, &p, &now, 4 * 60, 250 * MS, 1, 1000, 0.18, 0, 0);
+		for (int i = 0; i < 4 * 60; i++) {
+			double use = (i / 2) % 2 ? 0.26 : 0.12;
+
+			feed(&d, &p, &now, 1, 250 * MS, 1, 1000, use, 0, 0);
+			assert_true(act_cpu_demand_decide(&d, &p, &dec));
+			assert_int_equal(dec.cls, ACT_CPU_OK);
+			if (bounded)
+				assert_int_equal(dec.goal_milli, 1000);
+			changes += i > 0 && dec.goal_milli != last;
+			last = dec.goal_milli;
+		}
+		if (bounded)
+			assert_int_equal(changes, 0);
+		else
+			assert_true(changes >= 20); /* the flapping the bounds stop */
+	}
+	{
+		struct act_cpu_policy p;
+		struct act_cpu_demand d;
+		struct act_cpu_decision dec;
+		int64_t now = 0;
+
+		act_cpu_policy_defaults(&p);
+		p.min_milli = 1000;
+		p.max_milli = 2000;
+		act_cpu_demand_init(&d);
+		feed(&d, &p, &now, 4, 250 * MS, 2, 0, 2.0, 0.05, 0);
+		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		assert_int_equal(dec.cls, ACT_CPU_SATURATED);
+		assert_int_equal(dec.goal_milli, 2000);
+	}
+}
+
 /* A steady load converges and stays put: grow, then at the new size the
  * same load is within target and the shrink goal is not below it. */
 static void test_steady_load_converges(void **state)
@@ -413,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_steady),
 		cmocka_unit_test(test_no_readout),
 		cmocka_unit_test(test_idle_shrinks_after_hold),
+		cmocka_unit_test(test_goal_within_bounds),
 		cmocka_unit_test(test_steady_load_converges),
 		cmocka_unit_test(test_short_bursts_do_not_grow),
 		cmocka_unit_test(test_onset_within_a_readout),
