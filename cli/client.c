@@ -8,37 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/macro.h"
 
 /* Answers are small (a few hundred VMs at most); a bound keeps a broken
  * peer from filling memory. */
 #define ANSWER_MAX (16u << 20)
-
-struct buf {
-	char *data;
-	size_t len;
-	bool too_big;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
-{
-	struct buf *b = ud;
-	size_t add = size * n;
-	char *d;
-
-	if (b->len + add > ANSWER_MAX) {
-		b->too_big = true;
-		return 0;
-	}
-	d = realloc(b->data, b->len + add + 1);
-	if (!d)
-		return 0;
-	memcpy(d + b->len, p, add);
-	b->len += add;
-	d[b->len] = 0;
-	b->data = d;
-	return add;
-}
 
 char *ctl_escape(const char *name)
 {
@@ -73,7 +48,7 @@ static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult,
 int ctl_call(const char *socket, const char *method, const char *path, const char *body,
 	     long timeout_s, long *status, json_t **out, struct vmact_err *err)
 {
-	struct buf b = { 0 };
+	_cleanup_(vmact_buf_free) struct vmact_buf b = { .max = ANSWER_MAX };
 	struct curl_slist *hdrs = NULL;
 	char url[2048];
 	json_error_t je;
@@ -96,7 +71,7 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vmact_buf_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	if (cancel_flag) {
 		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -140,6 +115,5 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 out:
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
-	free(b.data);
 	return r;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/macro.h"
 
 /* A listing of a large group is tens of KiB; the bound keeps a broken
@@ -17,32 +18,6 @@
 DEFINE_PTR_CLEANUP(cp_groupd_curlp, CURL, curl_easy_cleanup)
 DEFINE_PTR_CLEANUP(cp_groupd_slistp, struct curl_slist, curl_slist_free_all)
 DEFINE_PTR_CLEANUP(cp_groupd_jsonp, json_t, json_decref)
-
-struct answer {
-	char *data;
-	size_t len;
-	bool too_big;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
-{
-	struct answer *a = ud;
-	size_t add = size * n;
-	char *d;
-
-	if (a->len + add > ANSWER_MAX) {
-		a->too_big = true;
-		return 0;
-	}
-	d = realloc(a->data, a->len + add + 1);
-	if (!d)
-		return 0;
-	memcpy(d + a->len, p, add);
-	a->len += add;
-	d[a->len] = 0;
-	a->data = d;
-	return add;
-}
 
 int cp_groupd_global_init(struct vmact_err *err)
 {
@@ -89,7 +64,7 @@ static int reason_errno(const char *reason, long status)
 	}
 }
 
-static int answer_error(long status, const struct answer *a, struct vmact_err *err)
+static int answer_error(long status, const struct vmact_buf *a, struct vmact_err *err)
 {
 	_cleanup_(cp_groupd_jsonp) json_t *doc = NULL;
 	const char *msg = NULL, *reason = NULL;
@@ -110,7 +85,7 @@ int cp_groupd_call(const char *socket, const char *method, const char *path, con
 	_cleanup_(cp_groupd_curlp) CURL *c = NULL;
 	_cleanup_(cp_groupd_slistp) struct curl_slist *hdrs = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct answer a = { 0 };
+	_cleanup_(vmact_buf_free) struct vmact_buf a = { .max = ANSWER_MAX };
 	char url[2048];
 	long status = 0;
 	json_error_t je;
@@ -140,7 +115,7 @@ int cp_groupd_call(const char *socket, const char *method, const char *path, con
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
 			 (long)(timeout_usec / 1000 ? timeout_usec / 1000 : 1));
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vmact_buf_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
 	cc = curl_easy_perform(c);
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
@@ -165,6 +140,5 @@ int cp_groupd_call(const char *socket, const char *method, const char *path, con
 				  "vmact-groupd answered %s %s with something other than JSON: %s",
 				  method, path, je.text);
 out:
-	free(a.data);
 	return r;
 }

@@ -11,6 +11,7 @@
 
 #include <libvirt/virterror.h>
 
+#include "base/buf.h"
 #include "base/endpoint.h"
 #include "base/keyfile.h"
 #include "base/macro.h"
@@ -115,32 +116,6 @@ virConnectPtr cl_host_conn(struct cl_host *h, struct vmact_err *err)
 
 /* ---- the arbiter ---- */
 
-struct answer {
-	char *buf;
-	size_t len;
-	bool over;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
-{
-	struct answer *a = ud;
-	size_t len = size * n;
-	char *nb;
-
-	if (a->len + len > ANSWER_MAX) {
-		a->over = true;
-		return 0;
-	}
-	nb = realloc(a->buf, a->len + len + 1);
-	if (!nb)
-		return 0;
-	a->buf = nb;
-	memcpy(a->buf + a->len, p, len);
-	a->len += len;
-	a->buf[a->len] = 0;
-	return len;
-}
-
 static void arbiter_status(struct cl_host *h, bool ok, const char *why)
 {
 	pthread_mutex_lock(&h->lock);
@@ -155,7 +130,7 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 		long *status, json_t **out, struct vmact_err *err)
 {
 	char sig[AG_LEASE_SIG_HEX + 1], url[1024];
-	struct answer a = { 0 };
+	_cleanup_(vmact_buf_free) struct vmact_buf a = { .max = ANSWER_MAX };
 	struct curl_slist *hdr = NULL;
 	long long ts = (long long)time(NULL);
 	CURL *c;
@@ -182,7 +157,7 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vmact_buf_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
 	if (body) {
 		hdr = curl_slist_append(hdr, "Content-Type: application/json");
@@ -192,12 +167,12 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 	cr = curl_easy_perform(c);
 	if (cr != CURLE_OK) {
 		r = vmact_err_set(err, EIO, "arbiter %s: %s", h->cfg.arbiter_url,
-				  a.over ? "answer too long" : curl_easy_strerror(cr));
+				  a.too_big ? "answer too long" : curl_easy_strerror(cr));
 		arbiter_status(h, false, err ? err->msg : "unreachable");
 	} else {
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-		if (a.buf)
-			*out = json_loads(a.buf, 0, NULL);
+		if (a.data)
+			*out = json_loads(a.data, 0, NULL);
 		if (*status == 401 || *status == 403) {
 			const char *e = json_string_value(json_object_get(*out, "error"));
 
@@ -216,7 +191,6 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 	}
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(c);
-	free(a.buf);
 	if (r < 0) {
 		json_decref(*out);
 		*out = NULL;
