@@ -7,20 +7,27 @@
 
 bool vmact_buf_append(struct vmact_buf *b, const void *p, size_t n)
 {
-	char *d;
-
 	if (n > b->max || b->len > b->max - n) {
 		b->too_big = true;
 		return false;
 	}
-	d = realloc(b->data, b->len + n + 1);
-	if (!d)
-		return false;
+	/* Doubling: a body arrives in many small pieces. */
+	if (!b->data || b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 512;
+		char *d;
+
+		while (cap < b->len + n + 1)
+			cap = cap > SIZE_MAX / 2 ? b->len + n + 1 : cap * 2;
+		d = realloc(b->data, cap);
+		if (!d)
+			return false;
+		b->data = d;
+		b->cap = cap;
+	}
 	if (n)
-		memcpy(d + b->len, p, n);
+		memcpy(b->data + b->len, p, n);
 	b->len += n;
-	d[b->len] = 0;
-	b->data = d;
+	b->data[b->len] = 0;
 	return true;
 }
 
@@ -35,5 +42,5 @@ void vmact_buf_free(struct vmact_buf *b)
 {
 	free(b->data);
 	b->data = NULL;
-	b->len = 0;
+	b->len = b->cap = 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A peer's answer collected in memory up to a bound: the control API's,
- * vmact-groupd's and the arbiter's answers as vmactl, vmact-cloudprovider
- * and vmact-groupd read them through libcurl. A peer that sends more than
- * the bound is cut off (the transfer fails), never followed into memory. */
+/* Bytes from a peer collected in memory up to a bound: HTTP bodies on both
+ * sides of net/, and the answers vmactl, vmact-cloudprovider and
+ * vmact-groupd read through libcurl. A peer that sends more than the bound
+ * is cut off, never followed into memory. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,7 +10,7 @@
 
 struct vmact_buf {
 	char *data; /* NUL-terminated; NULL until the first byte */
-	size_t len;
+	size_t len, cap;
 	size_t max;   /* bytes it may hold; set before the first append */
 	bool too_big; /* an append went beyond max: nothing of it was kept */
 };

@@ -7,18 +7,6 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "net/http-server.h"
-
-#define MAX_BODY     1024
-#define CONN_LIMIT   16
-#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-
-struct cl_metrics {
-	struct cl_engine *e;
-	struct net_http_server *http;
-};
-
-DEFINE_PTR_CLEANUP(cl_writer_freep, struct net_prom_writer, net_prom_w_free)
 
 struct members {
 	struct net_prom_writer *w;
@@ -207,71 +195,8 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 	net_prom_w_sample(w, NULL, 0, waiting);
 }
 
-static void on_request(void *ud, const struct net_http_server_request *req,
-		       struct net_http_server_reply *reply)
+int cl_metrics_page(void *engine, struct net_prom_writer *w)
 {
-	struct cl_metrics *m = ud;
-	_cleanup_(cl_writer_freep) struct net_prom_writer *w = NULL;
-	struct vmact_err err = { 0 };
-	const char *text;
-	size_t len;
-
-	if (strcmp(req->url, "/metrics") != 0) {
-		net_http_reply_text(reply, 404, NULL, "not found: the metrics are at /metrics\n");
-		return;
-	}
-	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
-		net_http_reply_text(reply, 405, NULL, "method not allowed: use GET\n");
-		return;
-	}
-	if (net_prom_w_new(&w) < 0)
-		return;
-	cl_metrics_write(m->e, w);
-	if (net_prom_w_finish(w, &text, &len, &err) < 0) {
-		net_http_reply_text(reply, 500, NULL, err.msg);
-		return;
-	}
-	reply->body = malloc(len ? len : 1);
-	if (!reply->body)
-		return;
-	memcpy(reply->body, text, len);
-	reply->body_len = len;
-	reply->status = 200;
-	reply->content_type = CONTENT_TYPE;
-}
-
-int cl_metrics_new(sd_event *ev, const char *listen, struct cl_engine *e, struct cl_metrics **out,
-		   struct vmact_err *err)
-{
-	struct net_http_server_config hc = {
-		.listen = listen,
-		.max_body = MAX_BODY,
-		.conn_limit = CONN_LIMIT,
-	};
-	struct cl_metrics *m = calloc(1, sizeof(*m));
-	int r;
-
-	if (!m)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	m->e = e;
-	r = net_http_server_new(ev, &hc, on_request, m, &m->http, err);
-	if (r < 0) {
-		free(m);
-		return vmact_err_prefix(err, "metrics");
-	}
-	*out = m;
+	cl_metrics_write(engine, w);
 	return 0;
-}
-
-void cl_metrics_free(struct cl_metrics *m)
-{
-	if (!m)
-		return;
-	net_http_server_free(m->http);
-	free(m);
-}
-
-unsigned cl_metrics_port(const struct cl_metrics *m)
-{
-	return net_http_server_port(m->http);
 }

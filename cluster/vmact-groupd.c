@@ -23,6 +23,7 @@
 #include "cluster/engine.h"
 #include "cluster/host.h"
 #include "cluster/metrics.h"
+#include "net/prom-serve.h"
 
 #ifndef VMACT_VERSION
 #define VMACT_VERSION "dev"
@@ -89,7 +90,7 @@ int main(int argc, char **argv)
 	struct vmact_err err = { 0 };
 	struct cl_engine *e = NULL;
 	struct cl_api *api = NULL;
-	struct cl_metrics *metrics = NULL;
+	struct net_prom_server *metrics = NULL;
 	sd_event *ev = NULL;
 	sigset_t mask;
 	int opt, r, status = 1;
@@ -166,8 +167,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (cfg.metrics_listen[0] &&
-	    (r = cl_metrics_new(ev, cfg.metrics_listen, e, &metrics, &err)) < 0) {
-		log_error("%s", err.msg);
+	    (r = net_prom_server_new(ev, cfg.metrics_listen, cl_metrics_page, e, &metrics, &err)) <
+		    0) {
+		log_error("metrics: %s", err.msg);
 		goto out;
 	}
 	if ((r = cl_engine_start(e, &err)) < 0) {
@@ -177,8 +179,8 @@ int main(int argc, char **argv)
 	sd_event_add_time_relative(ev, NULL, CLOCK_MONOTONIC, 0, 0, on_ready_check, e);
 	if (metrics)
 		log_info("serving on %s, metrics on %s (port %u); %zu host(s), %zu group(s)",
-			 cfg.api_socket, cfg.metrics_listen, cl_metrics_port(metrics), cfg.n_hosts,
-			 cfg.n_groups);
+			 cfg.api_socket, cfg.metrics_listen, net_prom_server_port(metrics),
+			 cfg.n_hosts, cfg.n_groups);
 	else
 		log_info("serving on %s; %zu host(s), %zu group(s)", cfg.api_socket, cfg.n_hosts,
 			 cfg.n_groups);
@@ -192,7 +194,7 @@ out:
 	/* The engine's jobs end first: their answers go to pending API
 	 * requests, which the server then still holds. */
 	cl_engine_stop(e);
-	cl_metrics_free(metrics);
+	net_prom_server_free(metrics);
 	cl_engine_free(e);
 	cl_api_free(api);
 	sd_event_unref(ev);

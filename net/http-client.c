@@ -9,14 +9,15 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
 
+#include "base/buf.h"
 #include "base/list.h"
 #include "base/macro.h"
 #include "base/time.h"
-#include "net/bodybuf.h"
 
 struct net_http_call {
 	struct net_http_client *client;
@@ -25,7 +26,7 @@ struct net_http_call {
 	struct curl_slist *headers;
 	net_http_done_fn *cb;
 	void *userdata;
-	struct net_bodybuf body;
+	struct vmact_buf body;
 	size_t max;
 	bool too_big;
 	char errbuf[CURL_ERROR_SIZE];
@@ -57,7 +58,7 @@ static void call_free(struct net_http_call *call)
 		curl_easy_cleanup(call->easy);
 	}
 	curl_slist_free_all(call->headers);
-	net_bodybuf_clear(&call->body);
+	vmact_buf_free(&call->body);
 	free(call);
 }
 
@@ -217,12 +218,14 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 	struct net_http_call *call = userdata;
 	size_t n = size * nmemb;
 
-	if (n > call->max - call->body.len) {
-		call->too_big = true;
-		return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
-	}
-	if (net_bodybuf_append(&call->body, data, n) < 0)
+	/* A short count makes curl fail the transfer (CURLE_WRITE_ERROR). */
+	if (size && nmemb > SIZE_MAX / size)
 		return 0;
+	call->body.max = call->max;
+	if (!vmact_buf_append(&call->body, data, n)) {
+		call->too_big = call->body.too_big;
+		return 0;
+	}
 	return n;
 }
 

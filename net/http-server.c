@@ -14,11 +14,11 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "base/buf.h"
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
 #include "base/time.h"
-#include "net/bodybuf.h"
 
 /* Client identity for the per-client limit: the source address (an IPv4
  * address mapped into IPv6 counts as that IPv4 address), or on a unix
@@ -47,7 +47,7 @@ struct req_state {
 	VMACT_LIST_FIELDS(struct req_state, pending);
 	struct net_http_server *s;
 	struct MHD_Connection *conn;
-	struct net_bodybuf body;
+	struct vmact_buf body;
 	bool too_big;
 	bool replied;
 	bool deferred, answered;
@@ -174,15 +174,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		*upload_data_size = 0;
 		if (rs->too_big || rs->replied)
 			return MHD_YES;
-		if (n > s->max_body - rs->body.len) {
+		rs->body.max = s->max_body;
+		if (!vmact_buf_append(&rs->body, upload_data, n)) {
+			if (!rs->body.too_big)
+				return MHD_NO; /* out of memory */
 			/* Chunked body past the limit: drain it (bounded by the
 			 * request deadline) and answer at the end. */
 			rs->too_big = true;
-			net_bodybuf_clear(&rs->body);
-			return MHD_YES;
+			vmact_buf_free(&rs->body);
 		}
-		if (net_bodybuf_append(&rs->body, upload_data, n) < 0)
-			return MHD_NO;
 		return MHD_YES;
 	}
 	if (rs->deferred) {
@@ -238,7 +238,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	const union MHD_ConnectionInfo *ci;
 
 	if (rs) {
-		net_bodybuf_clear(&rs->body);
+		vmact_buf_free(&rs->body);
 		free(rs->reply.body);
 		free(rs);
 		*con_cls = NULL;
