@@ -48,7 +48,8 @@ static void on_request(void *ud, const struct net_http_server_request *req,
 	if (r < 0 || net_prom_w_finish(w, &text, &len, &err) < 0) {
 		/* A bug or no memory, not the scraper's fault: say what. */
 		net_http_reply_text(reply, 500, NULL,
-				    r < 0 ? (r == -ENOMEM ? "out of memory\n" : "cannot write the page\n")
+				    r < 0 ? (r == -ENOMEM ? "out of memory\n"
+							  : "cannot write the page\n")
 					  : err.msg);
 		return;
 	}
