@@ -20,6 +20,9 @@ packages=(
 	libseccomp-dev systemd util-linux
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
 	busybox-static binutils cpio xz-utils zstd curl procps iproute2 libbpf-tools
+	# qemu-ga and its libraries go into the test guest's initramfs
+	# (tests/guest/build-guest.sh: vmact-groupd's agent health check)
+	qemu-guest-agent
 	nodejs npm
 	prometheus
 	tmux
