@@ -174,6 +174,9 @@ static void test_domain(void **state)
 	assert_string_equal(xpath(doc, "string(/domain/devices/serial/log/@file)", buf,
 				  sizeof(buf)),
 			    "/var/log/n/vmact-g-0a1b2c3d.log");
+	/* Health by serial console: no guest agent channel. */
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/channel))", buf, sizeof(buf)),
+			    "0");
 	xmlFreeDoc(doc);
 	free(xml);
 
@@ -183,6 +186,7 @@ static void test_domain(void **state)
 	g.tpl.max_memory = g.tpl.memory;
 	g.tpl.kvm = true;
 	snprintf(g.claim.channel, sizeof(g.claim.channel), "virtio:org.vmact.claim.0");
+	g.health.kind = CL_HEALTH_AGENT;
 	xml = cl_domxml_domain(&s, &err);
 	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
 	assert_non_null(doc);
@@ -197,6 +201,16 @@ static void test_domain(void **state)
 	assert_string_equal(xpath(doc, "string(/domain/devices/channel[@type='unix']/target/@name)",
 				  buf, sizeof(buf)),
 			    "org.vmact.claim.0");
+	/* Health by agent: qemu-guest-agent's channel beside it, its path
+	 * left to libvirt (which then knows it as the domain's agent). */
+	assert_string_equal(
+		xpath(doc,
+		      "string(count(/domain/devices/channel[@type='unix']/target[@type='virtio' and "
+		      "@name='org.qemu.guest_agent.0']))",
+		      buf, sizeof(buf)),
+		"1");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/channel))", buf, sizeof(buf)),
+			    "2");
 	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)),
 			    "1");
 	xmlFreeDoc(doc);
