@@ -19,6 +19,10 @@
  *   cluster_unhealthy    a VM that never becomes healthy: destroyed,
  *                        reported (log, metric, the node's error),
  *                        replaced (booted again)
+ *   cluster_agent        health kind agent: the guest's real qemu-ga
+ *                        answers, the VM goes into service; the same
+ *                        guest with its agent kept off never counts as
+ *                        healthy (BOOT_TIMEOUT)
  *   cluster_full_host    h1 full at its arbiter: the member goes to h2
  *   cluster_permit       Permit waits (ManualApproval): listed, allowed,
  *                        rejected (the reservation given back)
@@ -55,6 +59,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <libvirt/libvirt-qemu.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
@@ -395,7 +400,7 @@ static json_t *template(const char *guest, const char *reserve_cpu)
 static void write_config(const char *path, double lease_s)
 {
 	char guest[512], real[PATH_MAX], h1_url[64], h2_url[160];
-	json_t *ack = json_pack("{s:s}", "ack", "VMACT claimed"), *doc;
+	json_t *ack = json_pack("{s:s}", "ack", "VMACT claimed"), *doc, *mute;
 	char *text;
 
 	if (!realpath(tg_guest_dir(), real) || strlen(real) >= sizeof(guest))
@@ -403,13 +408,20 @@ static void write_config(const char *path, double lease_s)
 	snprintf(guest, sizeof(guest), "%s", real);
 	snprintf(h1_url, sizeof(h1_url), "http://127.0.0.1:%u", fx.vmactd_port);
 	snprintf(h2_url, sizeof(h2_url), "unix:%s", fx.arb2);
+	/* The guest with qemu-ga kept off (tests/guest/init): the port is
+	 * there, nothing answers on it. */
+	mute = template(guest, "500m");
+	json_object_set_new(mute, "cmdline",
+			    json_string("console=ttyS0 loglevel=1 panic=-1 vmact.agent=0"));
 	doc = json_pack(
 		"{s:{s:s},s:{s:s},s:{s:s},s:[{s:s,s:s,s:s,s:{s:s,s:s}},{s:s,s:s,s:s,s:{s:s,s:s}}],"
 		"s:[{s:s,s:i,s:[s,s],s:o,s:O,s:{s:s}},"
 		"{s:s,s:i,s:[s],s:o,s:O,s:{s:i,s:i,s:i}},"
 		"{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i,s:i}},"
 		"{s:s,s:i,s:[s],s:o,s:O},"
-		"{s:s,s:i,s:[s],s:o,s:O}],"
+		"{s:s,s:i,s:[s],s:o,s:O},"
+		"{s:s,s:i,s:[s],s:o,s:O,s:{s:s}},"
+		"{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i,s:i}}],"
 		"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
 		"api", "socket", fx.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
 		"name_prefix", PREFIX, "hosts", "name", "h1", "uri", "qemu:///system",
@@ -431,9 +443,19 @@ static void write_config(const char *path, double lease_s)
 		ack,
 		/* conc: small VMs on h1 beside vmactd's growing one */
 		"id", "conc", "max", 8, "hosts", "h1", "template", template(guest, "500m"), "claim",
-		ack, "scheduler", "profiles", "plugins", "permit", "enabled", "name",
-		"ManualApproval", "pluginConfig", "name", "ManualApproval", "args", "groups",
-		"gated", "timeoutSeconds", 120);
+		ack,
+		/* agent: healthy when qemu-guest-agent answers guest-ping */
+		"id", "agent", "max", 1, "hosts", "h1", "template", template(guest, "500m"),
+		"claim", ack, "health", "kind", "agent",
+		/* mute: the same check, the agent off; a boot timeout well past
+		 * the agent group's boot, a back-off past the case. Both on h1
+		 * with half a CPU each, side by side beside vmactd's VM: on h2,
+		 * libvirt's session path for the agent's socket is too long
+		 * (doc/cluster.md, "Health"). */
+		"id", "mute", "max", 1, "hosts", "h1", "template", mute, "health", "kind", "agent",
+		"lifecycle", "boot_timeout_s", 20, "retry_backoff_s", 600, "scheduler", "profiles",
+		"plugins", "permit", "enabled", "name", "ManualApproval", "pluginConfig", "name",
+		"ManualApproval", "args", "groups", "gated", "timeoutSeconds", 120);
 	json_decref(ack);
 	if (!doc)
 		fail_msg("the configuration does not pack");
@@ -961,6 +983,75 @@ static void cluster_unhealthy(void **state)
 	delete_all("sick");
 }
 
+/* libvirt's own answer from a domain's guest agent (NULL when none),
+ * beside vmact-groupd's: the agent really is the guest's qemu-ga. */
+static char *agent_says(const char *host, const char *uuid, const char *cmd)
+{
+	virDomainPtr d = virDomainLookupByUUIDString(conn_of(host), uuid);
+	char *out;
+
+	if (!d)
+		return NULL;
+	out = virDomainQemuAgentCommand(d, cmd, 10, 0);
+	virDomainFree(d);
+	return out;
+}
+
+static bool domain_xml_has(const char *host, const char *uuid, const char *needle)
+{
+	virDomainPtr d = virDomainLookupByUUIDString(conn_of(host), uuid);
+	char *xml = d ? virDomainGetXMLDesc(d, 0) : NULL;
+	bool ok = xml && strstr(xml, needle);
+
+	free(xml);
+	if (d)
+		virDomainFree(d);
+	return ok;
+}
+
+static void cluster_agent(void **state)
+{
+	struct err_want silent = { "mute", "BOOT_TIMEOUT" };
+	char log[PATH_MAX + 64], *out;
+	const char *host, *uuid;
+	json_t *n;
+
+	/* Both boot side by side: the mute one's timeout runs meanwhile. */
+	assert_int_equal(change("agent", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(change("mute", "increase", "{\"delta\":1}"), 1);
+	wait_nodes("agent", 1, 1, LIMIT_BOOT_S);
+	n = get_nodes("agent");
+	host = json_string_value(json_object_get(json_array_get(n, 0), "host"));
+	uuid = strrchr(json_string_value(json_object_get(json_array_get(n, 0), "provider_id")),
+		       '/') +
+	       1;
+	/* In service: its guest was told its claim... */
+	assert_true(
+		guest_claimed(json_string_value(json_object_get(json_array_get(n, 0), "name"))));
+	/* ...its domain has the agent's channel (cluster/domxml.c), and on
+	 * it Debian's qemu-ga, as libvirt sees it too. */
+	assert_true(domain_xml_has(host, uuid, "name='org.qemu.guest_agent.0'"));
+	out = agent_says(host, uuid, "{\"execute\":\"guest-info\"}");
+	if (!out || !strstr(out, "\"guest-ping\""))
+		die_with_logs("guest-info from the agent group's VM: %s", out ? out : "no answer");
+	free(out);
+	json_decref(n);
+
+	/* The agent kept off: the guest runs (its status lines would pass a
+	 * serial check) but never counts as healthy. */
+	if (!th_wait_daemon(&fx.gd, node_error, &silent, LIMIT_BOOT_S))
+		die_with_logs("the VM whose agent never answers was not reported");
+	n = get_nodes("mute");
+	snprintf(log, sizeof(log), "%s/%s.log", fx.logs,
+		 json_string_value(json_object_get(json_array_get(n, 0), "name")));
+	assert_true(th_count_in_file(log, "VMACT seq=") > 0);
+	assert_true(th_count_in_file(fx.glog, "BOOT_TIMEOUT: not healthy 20 s after its start") >=
+		    1);
+	json_decref(n);
+	delete_all("agent");
+	delete_all("mute");
+}
+
 static bool node_on(void *arg)
 {
 	json_t *n = get_nodes("scale");
@@ -1306,9 +1397,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(cluster_bad_config),   cmocka_unit_test(cluster_scale),
 		cmocka_unit_test(cluster_tiers),        cmocka_unit_test(cluster_unhealthy),
-		cmocka_unit_test(cluster_full_host),    cmocka_unit_test(cluster_permit),
-		cmocka_unit_test(cluster_concurrent),   cmocka_unit_test(cluster_kill_restart),
-		cmocka_unit_test(cluster_lease_expiry), cmocka_unit_test(cluster_metrics),
+		cmocka_unit_test(cluster_agent),        cmocka_unit_test(cluster_full_host),
+		cmocka_unit_test(cluster_permit),       cmocka_unit_test(cluster_concurrent),
+		cmocka_unit_test(cluster_kill_restart), cmocka_unit_test(cluster_lease_expiry),
+		cmocka_unit_test(cluster_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
