@@ -22,6 +22,8 @@
  *   vmactl_pause    pause: the state and the metadata (live and definition)
  *                   say paused, a busy guest is not resized; resume
  *   vmactl_restart  a new vmactd reads the bounds and the pause back
+ *   vmactl_held     at a 1-CPU maximum, busy: a "hold" event says the class
+ *                   changed and the goal did not; no decision, no resize
  *   vmactl_enroll   check (by name and UUID): ready with its metadata's
  *                   bounds, a memory maximum out of reach is a cold-restart
  *                   blocker (exit 1); disable by UUID: enabled="false"
@@ -494,8 +496,6 @@ static void vmactl_events(void **state)
 	free(text);
 }
 
-/* A "hold" event of the guest whose fields say it cannot shrink for lack
- * of a vm-monitor. */
 /* Back at 1 CPU by its quota, as the control API has it, never held by a
  * "cannot shrink" on the way. */
 static bool shrunk_by_host(void *blocked)
@@ -651,6 +651,51 @@ static json_t *status_entry(bool all)
 			copy = json_deep_copy(vm);
 	json_decref(doc);
 	return copy;
+}
+
+/* A "hold" event of the guest: its class left "ok" while its goal stayed
+ * at its 1-CPU maximum. */
+static bool held_at_max(void *unused)
+{
+	bool found = false;
+	char *text, *line;
+
+	if (vmactl("events", "--vm", fx.g.name, "--json", NULL) != 0)
+		return false;
+	text = th_read_file(fx.out);
+	for (line = text ? strtok(text, "\n") : NULL; line && !found; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+		json_t *f = json_object_get(ev, "fields");
+
+		found = ev && strcmp(jstr(ev, "kind"), "hold") == 0 &&
+			jint(f, "goal_milli_cpu") == 1000 && strcmp(jstr(f, "was"), "ok") == 0 &&
+			strcmp(jstr(f, "class"), "ok") != 0 &&
+			strncmp(jstr(ev, "text"), "held at 1 CPU: now ", 19) == 0;
+		json_decref(ev);
+	}
+	free(text);
+	return found;
+}
+
+static void vmactl_held(void **state)
+{
+	unsigned decisions;
+
+	(void)state;
+	/* At its maximum, a busy guest cannot grow: the policy says why it
+	 * holds (one "hold" event as its class changes), and writes no
+	 * decision for a goal its bounds cut back to what it has. */
+	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "1", NULL), 0);
+	decisions = th_count_in_file(fx.log, ": cpu saturated: ");
+	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
+	if (!wait_until(held_at_max, NULL, LIMIT_SCALE_S))
+		fail_msg("no hold event at the 1-CPU maximum");
+	assert_int_equal(th_count_in_file(fx.log, ": cpu saturated: "), decisions);
+	assert_int_equal(quota_milli(), 1000);
+	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
+	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "2", NULL), 0);
+	if (!wait_until(bounds_shown, NULL, LIMIT_S))
+		fail_msg("show never had the maximum of 2 CPUs back");
 }
 
 static bool ignored_because(void *why)
@@ -879,11 +924,11 @@ static void vmactl_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(vmactl_status),  cmocka_unit_test(vmactl_events),
-		cmocka_unit_test(vmactl_why),     cmocka_unit_test(vmactl_set),
-		cmocka_unit_test(vmactl_pause),   cmocka_unit_test(vmactl_restart),
-		cmocka_unit_test(vmactl_enroll),  cmocka_unit_test(vmactl_top),
-		cmocka_unit_test(vmactl_refused),
+		cmocka_unit_test(vmactl_status), cmocka_unit_test(vmactl_events),
+		cmocka_unit_test(vmactl_why),    cmocka_unit_test(vmactl_set),
+		cmocka_unit_test(vmactl_pause),  cmocka_unit_test(vmactl_restart),
+		cmocka_unit_test(vmactl_held),   cmocka_unit_test(vmactl_enroll),
+		cmocka_unit_test(vmactl_top),    cmocka_unit_test(vmactl_refused),
 	};
 	char self[PATH_MAX], *dir;
 	ssize_t n;
