@@ -23,7 +23,9 @@
  *                   say paused, a busy guest is not resized; resume
  *   vmactl_restart  a new vmactd reads the bounds and the pause back
  *   vmactl_held     at a 1-CPU maximum, busy: a "hold" event says the class
- *                   changed and the goal did not; no decision, no resize
+ *                   changed and the goal did not; no decision, no resize.
+ *                   A 2-CPU minimum above the arbiter's watermark: a
+ *                   partial permit event with the arbiter's reason
  *   vmactl_enroll   check (by name and UUID): ready with its metadata's
  *                   bounds, a memory maximum out of reach is a cold-restart
  *                   blocker (exit 1); disable by UUID: enabled="false"
@@ -653,10 +655,16 @@ static json_t *status_entry(bool all)
 	return copy;
 }
 
-/* A "hold" event of the guest: its class left "ok" while its goal stayed
- * at its 1-CPU maximum. */
-static bool held_at_max(void *unused)
+/* The guest's events (vmactl events --vm --json) after seq `after`: is
+ * there one that match() accepts? */
+struct event_match {
+	json_int_t after;
+	bool (*match)(json_t *ev, json_t *fields);
+};
+
+static bool event_seen(void *arg)
 {
+	const struct event_match *m = arg;
 	bool found = false;
 	char *text, *line;
 
@@ -665,35 +673,95 @@ static bool held_at_max(void *unused)
 	text = th_read_file(fx.out);
 	for (line = text ? strtok(text, "\n") : NULL; line && !found; line = strtok(NULL, "\n")) {
 		json_t *ev = json_loads(line, 0, NULL);
-		json_t *f = json_object_get(ev, "fields");
 
-		found = ev && strcmp(jstr(ev, "kind"), "hold") == 0 &&
-			jint(f, "goal_milli_cpu") == 1000 && strcmp(jstr(f, "was"), "ok") == 0 &&
-			strcmp(jstr(f, "class"), "ok") != 0 &&
-			strncmp(jstr(ev, "text"), "held at 1 CPU: now ", 19) == 0;
+		found = ev && jint(ev, "seq") > m->after &&
+			m->match(ev, json_object_get(ev, "fields"));
 		json_decref(ev);
 	}
 	free(text);
 	return found;
 }
 
+/* The newest event's seq (0 when none). */
+static json_int_t last_seq(void)
+{
+	json_int_t seq = 0;
+	char *text, *line;
+
+	if (vmactl("events", "--vm", fx.g.name, "--json", NULL) != 0)
+		fail_msg("vmactl events failed");
+	text = th_read_file(fx.out);
+	for (line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+
+		if (ev && jint(ev, "seq") > seq)
+			seq = jint(ev, "seq");
+		json_decref(ev);
+	}
+	free(text);
+	return seq;
+}
+
+/* The idle guest at 1 CPU, its CPU goal 1 CPU and its class "ok", as the
+ * control API has them. */
+static bool idle_at_one(void *unused)
+{
+	json_t *doc = show(), *d = json_object_get(doc, "demand");
+	bool ok = jint(json_object_get(doc, "using"), "milli_cpu") == 1000 && json_is_object(d) &&
+		  json_integer_value(json_object_get(d, "goal_milli_cpu")) == 1000 &&
+		  strcmp(jstr(d, "class"), "ok") == 0;
+
+	json_decref(doc);
+	return ok;
+}
+
+/* The class left "ok", the goal stayed at the 1-CPU maximum. */
+static bool held_at_max(json_t *ev, json_t *f)
+{
+	return strcmp(jstr(ev, "kind"), "hold") == 0 && jint(f, "goal_milli_cpu") == 1000 &&
+	       strcmp(jstr(f, "was"), "ok") == 0 && strcmp(jstr(f, "class"), "ok") != 0 &&
+	       strncmp(jstr(ev, "text"), "held at 1 CPU: now ", 19) == 0;
+}
+
+/* A permit short of the 2 CPUs asked, with the embedded arbiter's reason. */
+static bool partial_permit(json_t *ev, json_t *f)
+{
+	return strcmp(jstr(ev, "kind"), "permit") == 0 &&
+	       json_is_true(json_object_get(f, "partial")) && jint(f, "asked_milli_cpu") == 2000 &&
+	       jint(f, "milli_cpu") < 2000 &&
+	       strstr(jstr(f, "reason"), "reached its watermark") != NULL;
+}
+
 static void vmactl_held(void **state)
 {
+	struct event_match m;
 	unsigned decisions;
 
 	(void)state;
 	/* At its maximum, a busy guest cannot grow: the policy says why it
-	 * holds (one "hold" event as its class changes), and writes no
-	 * decision for a goal its bounds cut back to what it has. */
+	 * holds (one "hold" event as its class changes) and makes no
+	 * decision for a goal its bounds cut back to what it has. First the
+	 * idle guest's goal at the new maximum. */
 	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "1", NULL), 0);
-	decisions = th_count_in_file(fx.log, ": cpu saturated: ");
+	if (!wait_until(idle_at_one, NULL, LIMIT_SCALE_S))
+		fail_msg("the idle guest never had its CPU goal at its 1-CPU maximum");
+	m = (struct event_match){ .after = last_seq(), .match = held_at_max };
+	decisions = th_count_in_file(fx.log, ": cpu ");
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
-	if (!wait_until(held_at_max, NULL, LIMIT_SCALE_S))
+	if (!wait_until(event_seen, &m, LIMIT_SCALE_S))
 		fail_msg("no hold event at the 1-CPU maximum");
-	assert_int_equal(th_count_in_file(fx.log, ": cpu saturated: "), decisions);
+	assert_int_equal(th_count_in_file(fx.log, ": cpu "), decisions);
 	assert_int_equal(quota_milli(), 1000);
 	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
-	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "2", NULL), 0);
+
+	/* A minimum above what the host's arbiter promises (its watermark,
+	 * 0.9 of this 2-CPU host's capacity): the permit falls short, and
+	 * its event says so and why. */
+	m = (struct event_match){ .after = last_seq(), .match = partial_permit };
+	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "2", "--min-cpu", "2", NULL), 0);
+	if (!wait_until(event_seen, &m, LIMIT_S))
+		fail_msg("no partial permit event with the arbiter's reason");
+	assert_int_equal(vmactl("set", fx.g.name, "--min-cpu", "1", NULL), 0);
 	if (!wait_until(bounds_shown, NULL, LIMIT_S))
 		fail_msg("show never had the maximum of 2 CPUs back");
 }
