@@ -518,6 +518,8 @@ check-host: check-host-image
 DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
 DEB_ARCH    = $(shell dpkg --print-architecture 2>/dev/null)
 DEB         = $(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
+# the layer above one host, apart so that a host's package needs no gRPC
+DEB_CLUSTER = $(BUILD)/deb/vmact-cluster_$(DEB_VERSION)_$(DEB_ARCH).deb
 .PHONY: deb
 deb:
 	$(call msg,DEB,$(DEB))
@@ -529,7 +531,7 @@ deb:
 	$(Q)cd $(BUILD)/deb/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		dpkg-buildpackage -b -us -uc -j$(shell nproc) >../build.log 2>&1 || \
 		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(BUILD)/deb/build.log)"; exit 1; }
-	$(Q)test -f $(DEB) && echo "$(DEB)"
+	$(Q)test -f $(DEB) && echo "$(DEB)" && test -f $(DEB_CLUSTER) && echo "$(DEB_CLUSTER)"
 
 clean:
 	rm -rf $(BUILD)
