@@ -9,7 +9,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
@@ -26,9 +25,7 @@ struct net_http_call {
 	struct curl_slist *headers;
 	net_http_done_fn *cb;
 	void *userdata;
-	struct vmact_buf body;
-	size_t max;
-	bool too_big;
+	struct vmact_buf body; /* its max: the request's max_response */
 	char errbuf[CURL_ERROR_SIZE];
 	struct vmact_err connect_err; /* the client's connect_fn failed */
 };
@@ -72,7 +69,7 @@ static int map_curl_error(CURLcode rc, const struct net_http_call *call)
 	case CURLE_COULDNT_RESOLVE_HOST:
 		return EHOSTUNREACH;
 	case CURLE_WRITE_ERROR:
-		return call->too_big ? EFBIG : EIO;
+		return call->body.too_big ? EFBIG : EIO;
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
@@ -121,7 +118,7 @@ static void finish(struct net_http_client *c, CURL *easy, CURLcode rc)
 				      call->connect_err.msg);
 		else if (code == EFBIG)
 			vmact_err_set(&err, code, "%s: response body exceeds %zu bytes",
-				      url ? url : "?", call->max);
+				      url ? url : "?", call->body.max);
 		else
 			vmact_err_set(&err, code, "%s: %s", url ? url : "?", detail);
 		call->cb(call->userdata, -err.code, NULL, &err);
@@ -211,22 +208,6 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	if (sd_event_source_set_time(c->timer, now) < 0)
 		return -1;
 	return sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT) < 0 ? -1 : 0;
-}
-
-static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
-{
-	struct net_http_call *call = userdata;
-	size_t n = size * nmemb;
-
-	/* A short count makes curl fail the transfer (CURLE_WRITE_ERROR). */
-	if (size && nmemb > SIZE_MAX / size)
-		return 0;
-	call->body.max = call->max;
-	if (!vmact_buf_append(&call->body, data, n)) {
-		call->too_big = call->body.too_big;
-		return 0;
-	}
-	return n;
 }
 
 /* The connection comes from the client's connect_fn: curl neither
@@ -339,7 +320,7 @@ int net_http_client_start(struct net_http_client *c, const struct net_http_reque
 	call->client = c;
 	call->cb = cb;
 	call->userdata = userdata;
-	call->max = req->max_response ? req->max_response : NET_HTTP_DEFAULT_MAX_RESPONSE;
+	call->body.max = req->max_response ? req->max_response : NET_HTTP_DEFAULT_MAX_RESPONSE;
 	call->easy = e = curl_easy_init();
 	if (!e)
 		goto oom;
@@ -383,8 +364,8 @@ int net_http_client_start(struct net_http_client *c, const struct net_http_reque
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, call);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, vmact_buf_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &call->body);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
 	if (c->connect_fn) {
 		curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);

@@ -150,6 +150,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return MHD_NO;
 		rs->s = s;
 		rs->conn = conn;
+		rs->body.max = s->max_body;
 		*con_cls = rs;
 		/* A declared oversized body is refused before it is read: MHD
 		 * then closes the connection instead of draining it. */
@@ -174,7 +175,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		*upload_data_size = 0;
 		if (rs->too_big || rs->replied)
 			return MHD_YES;
-		rs->body.max = s->max_body;
 		if (!vmact_buf_append(&rs->body, upload_data, n)) {
 			if (!rs->body.too_big)
 				return MHD_NO; /* out of memory */
