@@ -176,6 +176,12 @@ print-%:
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
+.PHONY: check-doc-refs
+# make check-doc-refs: every link of every *.md, every tree path a page
+# cites and every doc heading a comment cites resolves (doc/README.md).
+check-doc-refs:
+	$(Q)tests/checks/check-doc-refs.sh
+
 .PHONY: check-layers
 check-layers:
 	$(Q)tests/checks/check-layers.sh $(layer-specs)
