@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# doc-refs: examples only (its control tree's references are made up).
 # check-doc-refs: every relative link of every *.md resolves (the file, and
 # its #anchor to a heading by GitHub's rules), every tree path a page cites
 # in backticks exists, and every heading a comment or a page cites as
-# doc/<page>.md, "Heading" exists (doc/README.md, "Citing a page"). The
+# doc/<page>.md, "Heading" exists, and doc/README.md lists every page
+# (doc/README.md, "Citing a page"). The
 # work is tests/checks/doc-refs.py, which reads the tree as it is when it
 # runs. As a control it first runs on a scratch tree with one reference of
 # each kind broken, and must find each of them and nothing else.
@@ -30,11 +32,13 @@ See other.md, "A heading" and "Nowhere". `/usr/share/elsewhere.c` `kernel/sched/
 ```
 MD
 printf '# Other\n\n## A heading\n' >"$tmp/doc/other.md"
+printf '# doc/\n\n- [page.md](page.md): a page.\n' >"$tmp/doc/README.md"
 printf '/* What this does (doc/other.md,\n * "A heading"); why (doc/other.md,\n * "Gone heading"). */\nint x;\n' >"$tmp/src/x.c"
 printf '/* doc/moved.md has it; see (doc/other.md#a-heading) and\n * (doc/other.md#nope). */\n' >"$tmp/src/y.c"
 out=$(python3 "$check" "$tmp")
 rc=$?
-want='check-doc-refs: doc/page.md:6: `src/gone.c`: src/gone.c does not exist
+want='check-doc-refs: doc/README.md:1: doc/other.md is not listed (one line per page)
+check-doc-refs: doc/page.md:6: `src/gone.c`: src/gone.c does not exist
 check-doc-refs: doc/page.md:6: link (gone.md): doc/gone.md does not exist
 check-doc-refs: doc/page.md:6: link (other.md#no-such-heading): doc/other.md has no heading whose anchor is #no-such-heading
 check-doc-refs: doc/page.md:7: cites other.md, "Nowhere": doc/other.md has no such heading
@@ -48,6 +52,6 @@ if [ "$rc" -ne 1 ] || [ "$(grep '^check-doc-refs:' <<<"$out")" != "$want" ]; the
 	echo "$want"
 	exit 1
 fi
-echo "check-doc-refs: control tree: its 7 broken references found"
+echo "check-doc-refs: control tree: its 8 broken references found"
 
 python3 "$check" .

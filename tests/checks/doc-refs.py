@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
+# doc-refs: examples only (the references below are made up).
 """Every reference into the documentation resolves (doc/README.md, "Citing a page").
 
 Three kinds, each read from the tree as it is when the check runs:
@@ -14,9 +15,12 @@ Three kinds, each read from the tree as it is when the check runs:
     doc/<page>.md, "Heading" (or several: "A" and "B"; a heading's short
     title, its words before a colon or a parenthesis, will do) or
     doc/<page>.md#anchor, comments running over several lines included;
-    and any doc/<page>.md a non-Markdown file names must exist.
+    and any doc/<page>.md a non-Markdown file names must exist;
+  - doc/README.md, the index, links every Markdown page under doc/.
 Prints one line per broken reference, FILE:LINE: what is broken, then
 "N references checked, M broken"; exits 1 when any is broken.
+A file that says "doc-refs: examples only" in its first five lines (this one,
+and check-doc-refs.sh with its control tree) is not read.
 Usage: doc-refs.py [ROOT]   (default: the tree this script is in)
 """
 import bisect
@@ -267,14 +271,33 @@ class Checker:
                 if not self.exists(m.group(1)):
                     self.bad(rel, line_of(m.start()), f"names {m.group(1)}, which does not exist")
 
+    def check_index(self):
+        index = "doc/README.md"
+        if index not in self.files:
+            return
+        linked = set()
+        for n, line in md_lines(read_text(os.path.join(self.root, index)) or ""):
+            for m in re.finditer(r"\]\(\s*<?([^)\s>#]+)", line):
+                p = self.resolve(index, m.group(1))
+                if p:
+                    linked.add(p)
+        for f in self.files:
+            if f.startswith("doc/") and f.endswith(".md") and f != index:
+                self.checked += 1
+                if f not in linked:
+                    self.bad(index, 1, f"{f} is not listed (one line per page)")
+
     def run(self):
         for rel in self.files:
             text = read_text(os.path.join(self.root, rel))
             if text is None:
                 continue
+            if "doc-refs: examples only" in "\n".join(text.split("\n", 5)[:5]):
+                continue
             if rel.endswith(".md"):
                 self.check_markdown(rel, text)
             self.check_citations(rel, text)
+        self.check_index()
         for b in sorted(set(self.broken)):
             print(f"check-doc-refs: {b}")
         print(f"{self.checked} references checked, {len(set(self.broken))} broken")
