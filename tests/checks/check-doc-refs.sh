@@ -34,7 +34,7 @@ MD
 printf '# Other\n\n## A heading\n' >"$tmp/doc/other.md"
 printf '# doc/\n\n- [page.md](page.md): a page.\n' >"$tmp/doc/README.md"
 printf '/* What this does (doc/other.md,\n * "A heading"); why (doc/other.md,\n * "Gone heading"). */\nint x;\n' >"$tmp/src/x.c"
-printf '/* doc/moved.md has it; see (doc/other.md#a-heading) and\n * (doc/other.md#nope). */\n' >"$tmp/src/y.c"
+printf '/* doc/moved.md has it; see (doc/other.md#a-heading) and\n * (doc/other.md#nope), doc/other.md "A heading", doc/other.md\n * "Not one". */\nstatic const char *f = "doc/other.md";\n' >"$tmp/src/y.c"
 out=$(python3 "$check" "$tmp")
 rc=$?
 want='check-doc-refs: doc/README.md:1: doc/other.md is not listed (one line per page)
@@ -44,7 +44,8 @@ check-doc-refs: doc/page.md:6: link (other.md#no-such-heading): doc/other.md has
 check-doc-refs: doc/page.md:7: cites other.md, "Nowhere": doc/other.md has no such heading
 check-doc-refs: src/x.c:2: cites doc/other.md, "Gone heading": doc/other.md has no such heading
 check-doc-refs: src/y.c:1: names doc/moved.md, which does not exist
-check-doc-refs: src/y.c:2: cites doc/other.md#nope: doc/other.md has no heading whose anchor is #nope'
+check-doc-refs: src/y.c:2: cites doc/other.md#nope: doc/other.md has no heading whose anchor is #nope
+check-doc-refs: src/y.c:2: cites doc/other.md, "Not one": doc/other.md has no such heading'
 if [ "$rc" -ne 1 ] || [ "$(grep '^check-doc-refs:' <<<"$out")" != "$want" ]; then
 	echo "check-doc-refs: the control tree's broken references were not found as expected:"
 	echo "$out"
@@ -52,6 +53,6 @@ if [ "$rc" -ne 1 ] || [ "$(grep '^check-doc-refs:' <<<"$out")" != "$want" ]; the
 	echo "$want"
 	exit 1
 fi
-echo "check-doc-refs: control tree: its 8 broken references found"
+echo "check-doc-refs: control tree: its 9 broken references found"
 
 python3 "$check" .

@@ -12,7 +12,7 @@ Three kinds, each read from the tree as it is when the check runs:
     a path whose first component is a top-level directory of the tree must
     exist (glob and brace forms must match something);
   - a heading cited from anywhere, code comments included, as
-    doc/<page>.md, "Heading" (or several: "A" and "B"; a heading's short
+    doc/<page>.md, "Heading" (the comma may be left out; or several: "A" and "B"; a heading's short
     title, its words before a colon or a parenthesis, will do) or
     doc/<page>.md#anchor, comments running over several lines included;
     and any doc/<page>.md a non-Markdown file names must exist;
@@ -215,7 +215,7 @@ class Checker:
 
     # --- headings cited as doc/<page>.md, "Heading" or doc/<page>.md#anchor ---
     CITE = re.compile(r'(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)'
-                      r'(?:#([\w-]+)|,\s*((?:"[^"]+"(?:\s*(?:,\s*and|,|and|or)\s*)?)+))')
+                      r'(?:#([\w-]+)|(?:,\s*|\s+)((?:"[^";{}"]{1,100}"(?:\s*(?:,\s*and|,|and|or)\s*)?)+))')
     DOC_PATH = re.compile(r'(?<![\w/.$-])(doc/(?:[\w.-]+/)*[\w.-]+\.md)\b')
     COMMENT_LEAD = re.compile(r'^\s*(?:/\*+|\*+/?|//+|#+|;+|--|\.\\"|\\")?\s?')
 
