@@ -10,7 +10,8 @@ Three kinds, each read from the tree as it is when the check runs:
   - a repository path a Markdown file cites in backticks (`cluster/place.c`,
     `actuator/metrics/`, `agent-glue/{client,codec}`, `net/http-*.c`):
     a path whose first component is a top-level directory of the tree must
-    exist (glob and brace forms must match something);
+    exist (glob and brace forms must match something; a program may be
+    named by its source without the .c);
   - a heading cited from anywhere, code comments included, as
     doc/<page>.md, "Heading" (the comma may be left out; or several: "A" and "B"; a heading's short
     title, its words before a colon or a parenthesis, will do) or
@@ -210,7 +211,9 @@ class Checker:
             if re.search(r"[*?\[]", p):
                 if not glob.glob(os.path.join(glob.escape(self.root), p)):
                     self.bad(rel, n, f"`{code}`: nothing in the tree matches {p}")
-            elif not self.exists(p):
+            elif not self.exists(p) and not self.exists(p + ".c"):
+                # (a program named by its source without the .c:
+                # `tests/unit/test_layout`, `tests/sandbox/seccomp-exec`)
                 self.bad(rel, n, f"`{code}`: {p} does not exist")
 
     # --- headings cited as doc/<page>.md, "Heading" or doc/<page>.md#anchor ---
