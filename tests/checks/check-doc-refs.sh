@@ -35,7 +35,7 @@ printf '# Other\n\n## A heading\n' >"$tmp/doc/other.md"
 printf '# doc/\n\n- [page.md](page.md): a page.\n' >"$tmp/doc/README.md"
 printf '/* What this does (doc/other.md,\n * "A heading"); why (doc/other.md,\n * "Gone heading"). */\nint x;\n' >"$tmp/src/x.c"
 printf '/* doc/moved.md has it; see (doc/other.md#a-heading) and\n * (doc/other.md#nope), doc/other.md "A heading", doc/other.md\n * "Not one". */\nstatic const char *f = "doc/other.md";\n' >"$tmp/src/y.c"
-out=$(python3 "$check" "$tmp")
+out=$(python3 -B "$check" "$tmp")
 rc=$?
 want='check-doc-refs: doc/README.md:1: doc/other.md is not listed (one line per page)
 check-doc-refs: doc/page.md:6: `src/gone.c`: src/gone.c does not exist
@@ -55,4 +55,4 @@ if [ "$rc" -ne 1 ] || [ "$(grep '^check-doc-refs:' <<<"$out")" != "$want" ]; the
 fi
 echo "check-doc-refs: control tree: its 9 broken references found"
 
-python3 "$check" .
+python3 -B "$check" .
