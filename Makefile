@@ -362,6 +362,22 @@ torture:
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_TORTURE_ROUNDS=$(TORTURE_ROUNDS) \
 		$(SANBUILD)/tests/integration/test_torture
 
+# make torture-cluster: vmact-groupd, vmact-cloudprovider, the arbiter,
+# libvirtd or a node VM's QEMU SIGKILLed at a random point of a random
+# cluster operation, then the invariants checked, TORTURE_CLUSTER_ROUNDS
+# times (tests/integration/test_cluster_torture.c; make check runs 4
+# rounds). Sanitized programs, as make check's; root, the cluster user,
+# node. VMACT_CLUSTER_TORTURE_SEED=N replays a run.
+TORTURE_CLUSTER_ROUNDS ?= 50
+.PHONY: torture-cluster
+torture-cluster:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 \
+		$(SANBUILD)/tests/integration/test_cluster_torture $(SANBUILD)/vmact-groupd \
+		$(SANBUILD)/vmact-arbiter $(SANBUILD)/vmact-cloudprovider
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CLUSTER_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
+		$(SANBUILD)/tests/integration/test_cluster_torture
+
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does
 # not depend on compiler flags, and integration tests and benches share it.

@@ -79,11 +79,12 @@ static int write_config(struct th_cpenv *e, const char *groups)
 		return -1;
 	if (asprintf(&cfg,
 		     "{\"api\": {\"socket\": \"%s\"}, \"metrics\": {\"listen\": \"\"},"
-		     " \"libvirt\": {\"name_prefix\": \"" TH_CPENV_PREFIX "\"},"
+		     " \"libvirt\": {\"name_prefix\": \"%s\"},"
 		     " \"hosts\": [{\"name\": \"h1\", \"uri\": \"qemu:///system\","
 		     " \"storage_pool\": \"%s\", \"arbiter\": {\"url\": \"http://127.0.0.1:%u\","
-		     " \"secret_file\": \"%s\"}}], \"groups\": [%s]}",
-		     e->api, e->pool, e->arbiter_port, e->key_groupd, gs) < 0) {
+		     " \"secret_file\": \"%s\"}}], \"groups\": [%s]%s%s}",
+		     e->api, e->prefix, e->pool, e->arbiter_port, e->key_groupd, gs,
+		     e->top_extra[0] ? ", " : "", e->top_extra) < 0) {
 		cfg = NULL;
 		return -1;
 	}
@@ -96,13 +97,21 @@ static int write_config(struct th_cpenv *e, const char *groups)
 
 static int start_groupd(struct th_cpenv *e, char *msg, size_t msglen)
 {
-	char prog[PATH_MAX], reuid[32], regid[32], log[160];
+	char prog[PATH_MAX], reuid[32], regid[32], *log = e->groupd_log;
 	const char *argv[] = {
 		"setpriv", reuid, regid, "--init-groups", prog, "-c", e->config, NULL
 	};
 	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
 
-	path_in(e, log, sizeof(log), "groupd.log");
+	/* A log per start: a restart's "ready:" is its own. */
+	if (e->groupd_starts++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "groupd-%u.log", e->groupd_starts);
+		path_in(e, log, sizeof(e->groupd_log), name);
+	} else {
+		path_in(e, log, sizeof(e->groupd_log), "groupd.log");
+	}
 	snprintf(reuid, sizeof(reuid), "--reuid=%u", e->uid);
 	snprintf(regid, sizeof(regid), "--regid=%u", e->gid);
 	if (th_cp_prog("vmact-groupd", prog, sizeof(prog)) < 0 ||
@@ -135,11 +144,15 @@ int th_cpenv_restart_cp(struct th_cpenv *e)
 static int start_arbiter(struct th_cpenv *e, char *msg, size_t msglen)
 {
 	char prog[PATH_MAX], listen[64], log[160];
-	const char *argv[] = { prog,    "--listen", listen,     "--lease-key", e->key_arbiter,
-			       "--cpu", "16",       "--memory", "32Gi",        NULL };
+	const char *argv[] = {
+		prog,    "--listen",     listen,     "--lease-key",     e->key_arbiter,
+		"--cpu", e->arbiter_cpu, "--memory", e->arbiter_memory, NULL
+	};
 	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
 
-	e->arbiter_port = th_dead_port();
+	/* A restart keeps its port: groupd's configuration names it. */
+	if (!e->arbiter_port)
+		e->arbiter_port = th_dead_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", e->arbiter_port);
 	path_in(e, log, sizeof(log), "arbiter.log");
 	if (th_cp_prog("vmact-arbiter", prog, sizeof(prog)) < 0 ||
@@ -154,13 +167,41 @@ static int start_arbiter(struct th_cpenv *e, char *msg, size_t msglen)
 	return 0;
 }
 
+int th_cpenv_restart_groupd(struct th_cpenv *e, char *msg, size_t msglen)
+{
+	return start_groupd(e, msg, msglen);
+}
+
+int th_cpenv_restart_arbiter(struct th_cpenv *e, char *msg, size_t msglen)
+{
+	return start_arbiter(e, msg, msglen);
+}
+
 int th_cpenv_start(struct th_cpenv *e, const char *groups, char *msg, size_t msglen)
+{
+	return th_cpenv_start_opts(e, groups, NULL, msg, msglen);
+}
+
+int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_cpenv_opts *opts,
+			char *msg, size_t msglen)
 {
 	const char *guest = getenv("VMACT_GUEST_DIR");
 	struct passwd *pw = getpwnam(TH_CPENV_USER);
 	char cmd[2048];
 
 	memset(e, 0, sizeof(*e));
+	snprintf(e->arbiter_cpu, sizeof(e->arbiter_cpu), "%s",
+		 opts && opts->arbiter_cpu ? opts->arbiter_cpu : "16");
+	snprintf(e->prefix, sizeof(e->prefix), "%s",
+		 opts && opts->prefix ? opts->prefix : TH_CPENV_PREFIX);
+	snprintf(e->arbiter_memory, sizeof(e->arbiter_memory), "%s",
+		 opts && opts->arbiter_memory ? opts->arbiter_memory : "32Gi");
+	if (opts && opts->top_extra &&
+	    snprintf(e->top_extra, sizeof(e->top_extra), "%s", opts->top_extra) >=
+		    (int)sizeof(e->top_extra)) {
+		snprintf(msg, msglen, "top_extra too long");
+		return -1;
+	}
 	if (!pw || !guest) {
 		snprintf(msg, msglen,
 			 "needs user " TH_CPENV_USER
@@ -224,7 +265,7 @@ int th_cpenv_domains(struct th_cpenv *e, char ***names)
 	for (int i = 0; i < n; i++) {
 		const char *name = virDomainGetName(doms[i]);
 
-		if (*names && name && !strncmp(name, TH_CPENV_PREFIX, strlen(TH_CPENV_PREFIX)))
+		if (*names && name && !strncmp(name, e->prefix, strlen(e->prefix)))
 			(*names)[k++] = strdup(name);
 		virDomainFree(doms[i]);
 	}

@@ -19,6 +19,11 @@ struct th_cpenv {
 	char dir[64], pool[64], api[128], key_arbiter[128], key_groupd[128], config[128];
 	char guest[256]; /* VMACT_GUEST_DIR */
 	unsigned arbiter_port;
+	char arbiter_cpu[16], arbiter_memory[16]; /* its --cpu, --memory */
+	char top_extra[1024]; /* more top-level keys of groupd's configuration */
+	char prefix[16];      /* groupd's libvirt.name_prefix */
+	char groupd_log[160]; /* the running vmact-groupd's (groupd.log, groupd-N.log) */
+	unsigned groupd_starts;
 	struct th_proc arbiter, groupd;
 	struct th_cp cp;
 	virConnectPtr vc;
@@ -30,6 +35,19 @@ struct th_cpenv {
  * vCPU up to 2, 256Mi up to 512Mi, its kernel, initrd and base image). 0,
  * or -1 with msg. */
 int th_cpenv_start(struct th_cpenv *e, const char *groups, char *msg, size_t msglen);
+/* th_cpenv_start with the arbiter's capacity (NULL: 16 CPUs, 32Gi) and
+ * more top-level keys of groupd's configuration (JSON text without its
+ * braces, e.g. "\"scheduler\": {...}"; NULL: none). */
+struct th_cpenv_opts {
+	const char *arbiter_cpu, *arbiter_memory, *top_extra;
+	const char *prefix; /* NULL: TH_CPENV_PREFIX */
+};
+int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_cpenv_opts *o,
+			char *msg, size_t msglen);
+/* Start vmact-groupd (its log appended to) or the arbiter (on the same
+ * port, its ledger empty) again after a kill; 0 or -1 with msg. */
+int th_cpenv_restart_groupd(struct th_cpenv *e, char *msg, size_t msglen);
+int th_cpenv_restart_arbiter(struct th_cpenv *e, char *msg, size_t msglen);
 /* Restarts vmact-cloudprovider (after a kill); 0 or -1. */
 int th_cpenv_restart_cp(struct th_cpenv *e);
 /* Drains the groups through the provider, stops everything, destroys
@@ -37,7 +55,7 @@ int th_cpenv_restart_cp(struct th_cpenv *e);
  * the pool and the directory. The number of domains that were left. */
 int th_cpenv_stop(struct th_cpenv *e, const char *const *groups);
 
-/* The names of the domains groupd made (PREFIX*), malloc'd, NULL-ended. */
+/* The names of the domains groupd made (its prefix), malloc'd, NULL-ended. */
 int th_cpenv_domains(struct th_cpenv *e, char ***names);
 void th_cpenv_free_names(char **names);
 /* The domain of libvirt://HOST/UUID, NULL when there is none. */
