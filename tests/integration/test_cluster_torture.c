@@ -99,8 +99,8 @@ enum op {
 	OP_ARBITER_RESTART,
 	N_OPS
 };
-static const char *const op_names[N_OPS] = { "increase",     "decrease", "delete",
-					     "pool-refill",  "allow",    "reject",
+static const char *const op_names[N_OPS] = { "increase",       "decrease", "delete",
+					     "pool-refill",    "allow",    "reject",
 					     "arbiter-restart" };
 
 enum point { K_GROUPD, K_PROVIDER, K_ARBITER, K_LIBVIRTD, K_QEMU, N_POINTS };
@@ -251,7 +251,8 @@ static int our_domains(struct dom **out)
 				char needle[32], *p, *q;
 
 				snprintf(needle, sizeof(needle), " %s=\"", keys[f]);
-				if ((p = strstr(meta, needle)) && (q = strchr(p + strlen(needle), '"')))
+				if ((p = strstr(meta, needle)) &&
+				    (q = strchr(p + strlen(needle), '"')))
 					snprintf(fields[f], lens[f], "%.*s",
 						 (int)(q - p - strlen(needle)), p + strlen(needle));
 			}
@@ -335,7 +336,8 @@ static void *sampler(void *arg)
 			    l.reserved.mem_bytes > l.watermark.mem_bytes) {
 				S.over++;
 				snprintf(S.over_what, sizeof(S.over_what),
-					 "%" PRIu32 "m / %" PRIu64 " B reserved over a watermark of "
+					 "%" PRIu32 "m / %" PRIu64
+					 " B reserved over a watermark of "
 					 "%" PRIu32 "m / %" PRIu64 " B",
 					 l.reserved.milli_cpu, l.reserved.mem_bytes,
 					 l.watermark.milli_cpu, l.watermark.mem_bytes);
@@ -349,8 +351,40 @@ static void *sampler(void *arg)
 
 /* ---- settled ---- */
 
+struct settle {
+	char why[256];
+	enum op op; /* the round's: a VM found waiting is allowed for OP_PERMIT_ALLOW */
+};
+
+static void delete_ids(const char *group, json_t *ids);
+
+/* What the operator does with a VM that waits for ManualApproval (one the
+ * round's Permit wait left, or one placed again after a restart): allowed
+ * when the round allows, else rejected and its member deleted, as the
+ * autoscaler deletes a failed instance. */
+static void tend_waiting(json_t *w, enum op op)
+{
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(w, i, it) {
+		char path[160], id[160];
+		json_t *ids;
+
+		snprintf(path, sizeof(path), "/v1/waiting/%s/%s", str(it, "uid"),
+			 op == OP_PERMIT_ALLOW ? "allow" : "reject");
+		post(path, op == OP_PERMIT_ALLOW ? NULL : "{\"message\":\"torture\"}");
+		if (op == OP_PERMIT_ALLOW)
+			continue;
+		snprintf(id, sizeof(id), "libvirt://%s/%s", str(it, "host"), str(it, "uid"));
+		ids = json_pack("[s]", id);
+		delete_ids(str(it, "group"), ids);
+		json_decref(ids);
+	}
+}
+
 /* Why the cluster is not settled yet ("" when it is). */
-static void unsettled(char *why, size_t len)
+static void unsettled(char *why, size_t len, enum op op)
 {
 	bool ready = false;
 	json_t *vms = all_vms(&ready), *w, *it;
@@ -367,6 +401,7 @@ static void unsettled(char *why, size_t len)
 	}
 	w = api_field("/v1/waiting", "waiting");
 	if (json_array_size(w)) {
+		tend_waiting(w, op);
 		json_decref(w);
 		snprintf(why, len, "a VM waits for Permit");
 		goto out;
@@ -419,10 +454,10 @@ out:
 
 static bool is_settled(void *arg)
 {
-	char *why = arg;
+	struct settle *s = arg;
 
-	unsettled(why, 256);
-	return !why[0];
+	unsettled(s->why, sizeof(s->why), s->op);
+	return !s->why[0];
 }
 
 /* ---- the invariants ---- */
@@ -449,14 +484,16 @@ static void check(unsigned round, json_t *service_before)
 		}
 		if ((strcmp(d[k].role, "member") && strcmp(d[k].role, "pool")) ||
 		    (strcmp(d[k].group, "web") && strcmp(d[k].group, "gated")))
-			violation(round, "domain %s: role '%s' of group '%s'", d[k].name,
-				  d[k].role, d[k].group);
+			violation(round, "domain %s: role '%s' of group '%s'", d[k].name, d[k].role,
+				  d[k].group);
 		json_array_foreach(vms, i, it) {
 			if (strcmp(str(it, "name"), d[k].name))
 				continue;
 			seen++;
-			if (strcmp(str(it, "role"), d[k].role) || strcmp(str(it, "group"), d[k].group))
-				violation(round, "domain %s is a %s of %s, vmact-groupd says %s of %s",
+			if (strcmp(str(it, "role"), d[k].role) ||
+			    strcmp(str(it, "group"), d[k].group))
+				violation(round,
+					  "domain %s is a %s of %s, vmact-groupd says %s of %s",
 					  d[k].name, d[k].role, d[k].group, str(it, "role"),
 					  str(it, "group"));
 		}
@@ -621,6 +658,16 @@ static void *op_thread(void *arg)
 		snprintf(path, sizeof(path), "/v1/waiting/%s/%s", uid,
 			 r->op == OP_PERMIT_ALLOW ? "allow" : "reject");
 		post(path, r->op == OP_PERMIT_ALLOW ? NULL : "{\"message\":\"torture\"}");
+		if (r->op == OP_PERMIT_REJECT) {
+			/* the rejected member given up, as the autoscaler would */
+			char id[160];
+			json_t *ids;
+
+			snprintf(id, sizeof(id), "libvirt://h1/%s", uid);
+			ids = json_pack("[s]", id);
+			delete_ids("gated", ids);
+			json_decref(ids);
+		}
 		break;
 	}
 	case OP_ARBITER_RESTART: {
@@ -762,7 +809,7 @@ static int cmp_double(const void *a, const void *b)
  * service for a delete. */
 static enum op prepare(enum op op, unsigned round)
 {
-	char why[256];
+	struct settle st = { .op = OP_PERMIT_REJECT };
 
 	if ((op == OP_PERMIT_ALLOW || op == OP_PERMIT_REJECT) && group_target("gated") > 0) {
 		json_t *s = in_service("gated");
@@ -780,8 +827,8 @@ static enum op prepare(enum op op, unsigned round)
 			op = OP_INCREASE_GRPC;
 		json_decref(s);
 	}
-	if (!th_wait_daemon(&E.groupd, is_settled, why, SETTLE_S))
-		printf("round %u: not settled before the operation: %s\n", round, why);
+	if (!th_wait_daemon(&E.groupd, is_settled, &st, SETTLE_S))
+		printf("round %u: not settled before the operation: %s\n", round, st.why);
 	return op;
 }
 
@@ -795,7 +842,8 @@ static void round_run(unsigned round, struct stats *s)
 	if (r.op == OP_ARBITER_RESTART && k == K_ARBITER)
 		k = K_GROUPD;
 	json_t *service = json_array(), *w;
-	char what[128] = "", why[256] = "";
+	char what[128] = "";
+	struct settle st;
 	uint64_t t0, t_kill;
 	bool inside;
 	double rec;
@@ -827,8 +875,9 @@ static void round_run(unsigned round, struct stats *s)
 	pthread_join(r.t, NULL);
 	s->rounds++;
 	s->per_op[r.op]++;
-	if (!th_wait_daemon(&E.groupd, is_settled, why, SETTLE_S)) {
-		violation(round, "not settled %.0f s after the kill: %s", SETTLE_S, why);
+	st.op = r.op;
+	if (!th_wait_daemon(&E.groupd, is_settled, &st, SETTLE_S)) {
+		violation(round, "not settled %.0f s after the kill: %s", SETTLE_S, st.why);
 		th_print_log_tail(E.groupd_log, "vmact-groupd", 3000);
 	}
 	rec = (vmact_now_usec() - t_kill) / 1e6;
@@ -896,9 +945,10 @@ static void quiet(void *ud, virErrorPtr e)
 
 static int setup(void **state)
 {
-	struct th_cpenv_opts o = {
-		.arbiter_cpu = "2", .arbiter_memory = "2Gi", .top_extra = top_extra, .prefix = "cpt-"
-	};
+	struct th_cpenv_opts o = { .arbiter_cpu = "2",
+				   .arbiter_memory = "2Gi",
+				   .top_extra = top_extra,
+				   .prefix = "cpt-" };
 	struct cl_host_cfg hc = { .name = "h1" };
 	struct vmact_err err = { 0 };
 	char msg[256];
