@@ -67,14 +67,14 @@ static void put_line(FILE *f, const char *line, unsigned width)
 		fprintf(f, "%s\n", line);
 }
 
-#define ROW_FMT "%-20s %-11s %5s %6s %7s %5s %-14s %-12s %-12s %s"
+#define ROW_FMT "%-20s %-11s %-9s %5s %6s %7s %5s %-14s %-12s %-12s %s"
 
 void ctl_render_status_header(FILE *f, unsigned width)
 {
 	char line[512];
 
-	snprintf(line, sizeof(line), ROW_FMT, "VM", "STATE", "VCPUS", "QUOTA", "MEMORY", "LOAD",
-		 "DEMAND", "PERMIT", "DESIRED", "LAST CHANGE");
+	snprintf(line, sizeof(line), ROW_FMT, "VM", "STATE", "MODE", "VCPUS", "QUOTA", "MEMORY",
+		 "LOAD", "DEMAND", "PERMIT", "DESIRED", "LAST CHANGE");
 	put_line(f, line, width);
 }
 
@@ -108,8 +108,9 @@ void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width)
 		fmt_time(json_number_value(json_object_get(lc, "time")), false, when, sizeof(when));
 		snprintf(change, sizeof(change), "%s %s", when, str(lc, "reason"));
 	}
-	snprintf(line, sizeof(line), ROW_FMT, str(vm, "name"), state, vcpus, quota, mem, load,
-		 demand, permit, desired, change);
+	/* In recommend mode DESIRED is the recommendation, never applied. */
+	snprintf(line, sizeof(line), ROW_FMT, str(vm, "name"), state, str(vm, "mode"), vcpus, quota,
+		 mem, load, demand, permit, desired, change);
 	put_line(f, line, width);
 }
 
@@ -190,6 +191,13 @@ void ctl_render_show(FILE *f, const json_t *vm)
 
 	fprintf(f, "VM:          %s (%s)\n", str(vm, "name"), str(vm, "uuid"));
 	fprintf(f, "State:       %s\n", str(vm, "state"));
+	if (strcmp(str(vm, "mode"), "recommend") == 0)
+		fprintf(f,
+			"Mode:        recommend (decisions are reported, nothing is applied; "
+			"vmactl set %s --mode active applies them)\n",
+			str(vm, "name"));
+	else if (json_is_string(json_object_get(vm, "mode")))
+		fprintf(f, "Mode:        %s\n", str(vm, "mode"));
 	if (strcmp(str(vm, "state"), "not-managed") == 0 ||
 	    strcmp(str(vm, "state"), "ignored") == 0) {
 		fprintf(f, "Reason:      %s\n", str(vm, "reason"));
@@ -227,6 +235,11 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	ctl_fmt_res(json_object_get(vm, "permit"), x, sizeof(x));
 	ctl_fmt_res(json_object_get(vm, "desired"), y, sizeof(y));
 	fprintf(f, "Permit:      %s\nDesired:     %s\n", x, y);
+	if (json_is_object(json_object_get(vm, "recommended"))) {
+		ctl_fmt_res(json_object_get(vm, "recommended"), x, sizeof(x));
+		ctl_fmt_res(json_object_get(vm, "using"), y, sizeof(y));
+		fprintf(f, "Recommended: %s (runs with %s; not applied)\n", x, y);
+	}
 	if (json_is_string(json_object_get(vm, "permit_short")))
 		fprintf(f, "Permit short: %s\n", str(vm, "permit_short"));
 	if (json_is_string(json_object_get(vm, "cannot_shrink")))

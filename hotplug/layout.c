@@ -255,7 +255,8 @@ void hp_layout_default_bounds(const struct hp_layout *l, struct vmact_resources 
 }
 
 int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_resources *max,
-			 enum hp_mem_method method, char **out, struct vmact_err *err)
+			 enum hp_mem_method method, bool recommend, char **out,
+			 struct vmact_err *err)
 {
 	char a[32], b[32], c[32], d[32];
 	struct hp_meta m;
@@ -273,9 +274,10 @@ int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_r
 	 * refuses an element that declares it ("failed to create a new XML
 	 * namespace", libvirt 9.0). */
 	if (asprintf(&xml,
-		     "<autoscaling enabled=\"true\"><cpu min=\"%s\" max=\"%s\"/>"
+		     "<autoscaling enabled=\"true\"%s><cpu min=\"%s\" max=\"%s\"/>"
 		     "<memory min=\"%s\" max=\"%s\" method=\"%s\"/></autoscaling>",
-		     a, b, c, d, method == HP_METHOD_DIMM ? "dimm" : "virtio-mem") < 0)
+		     recommend ? " mode=\"recommend\"" : "", a, b, c, d,
+		     method == HP_METHOD_DIMM ? "dimm" : "virtio-mem") < 0)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if ((r = hp_meta_parse(xml, &m, err)) < 0) {
 		free(xml);

@@ -388,7 +388,7 @@ int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
 	int r;
 
 	if (access(path, F_OK) < 0 && errno == ENOENT && !must_exist)
-		return 0;
+		return 1;
 	doc = json_load_file(path, 0, &jerr);
 	if (!doc) {
 		if (access(path, R_OK) < 0)

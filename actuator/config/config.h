@@ -104,8 +104,9 @@ struct act_config {
 };
 
 void act_config_defaults(struct act_config *cfg);
-/* Loads path over the defaults. A missing file is an error only when
- * must_exist is set (an explicit --config). */
+/* Loads path over the defaults: 0. A missing file is an error only when
+ * must_exist is set (an explicit --config); otherwise it returns 1 and
+ * cfg keeps the defaults (vmactd --check-config says so). */
 int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
 		    struct vmact_err *err);
 int act_config_load_string(const char *text, struct act_config *cfg, struct vmact_err *err);

@@ -105,6 +105,8 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 					  : json_null());
 	json_object_set_new(o, "permit", opt_res(v->has_permit, v->permit));
 	json_object_set_new(o, "desired", opt_res(v->has_desired, v->desired));
+	json_object_set_new(o, "mode", json_string(v->recommend ? "recommend" : "active"));
+	json_object_set_new(o, "recommended", opt_res(v->recommend && v->has_desired, v->desired));
 	json_object_set_new(o, "permit_short",
 			    v->permit_short[0] ? json_string(v->permit_short) : json_null());
 	json_object_set_new(o, "cannot_shrink",
@@ -179,7 +181,8 @@ static int body_quantity(json_t *body, const char *key, bool milli, bool *set, u
 int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
 			      struct vmact_err *err)
 {
-	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory" };
+	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory",
+					    "mode" };
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	json_error_t je;
 	const char *key;
@@ -201,7 +204,7 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 		if (i == ARRAY_SIZE(keys))
 			return vmact_err_set(err, EINVAL,
 					     "unknown field '%s' (min_cpu, max_cpu, "
-					     "min_memory, max_memory)",
+					     "min_memory, max_memory, mode)",
 					     key);
 	}
 	if ((r = body_quantity(body, "min_cpu", true, &ch->set_min_cpu, &q[0], err)) < 0 ||
@@ -209,10 +212,20 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 	    (r = body_quantity(body, "min_memory", false, &ch->set_min_mem, &q[2], err)) < 0 ||
 	    (r = body_quantity(body, "max_memory", false, &ch->set_max_mem, &q[3], err)) < 0)
 		return r;
-	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem)
+	if ((v = json_object_get(body, "mode")) && !json_is_null(v)) {
+		const char *m = json_string_value(v);
+
+		if (!m || (strcmp(m, "recommend") && strcmp(m, "active")))
+			return vmact_err_set(err, EINVAL,
+					     "mode: must be \"recommend\" or \"active\"");
+		ch->set_mode = true;
+		ch->recommend = m[0] == 'r';
+	}
+	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem &&
+	    !ch->set_mode)
 		return vmact_err_set(err, EINVAL,
 				     "nothing to set (min_cpu, max_cpu, min_memory, "
-				     "max_memory)");
+				     "max_memory, mode)");
 	ch->min_milli_cpu = (uint32_t)q[0];
 	ch->max_milli_cpu = (uint32_t)q[1];
 	ch->min_mem_bytes = q[2];

@@ -290,8 +290,15 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 									: 500;
 		return reply_error(reply, status, "%s", err.msg);
 	}
-	act_event(c->events, name, ACT_EV_CONTROL, NULL, "%s by the operator",
-		  ch.set_paused ? (ch.paused ? "paused" : "resumed") : "bounds set");
+	if (ch.set_mode)
+		act_event(c->events, name, ACT_EV_CONTROL, NULL, "mode %s set by the operator%s",
+			  ch.recommend ? "recommend" : "active",
+			  ch.set_min_cpu || ch.set_max_cpu || ch.set_min_mem || ch.set_max_mem
+				  ? " (and bounds)"
+				  : "");
+	else
+		act_event(c->events, name, ACT_EV_CONTROL, NULL, "%s by the operator",
+			  ch.set_paused ? (ch.paused ? "paused" : "resumed") : "bounds set");
 	reply_json(reply, 200, json_pack("{s:s,s:s}", "name", name, "done", what));
 }
 
@@ -348,7 +355,8 @@ static void post_domain(struct act_control *c, const char *dom, const char *what
 	if (what[0] == 'e') {
 		json_object_set_new(o, "done", json_string("enable"));
 		act_event(c->events, chk->name, ACT_EV_CONTROL, NULL,
-			  "enabled by the operator (bounds %s)", chk->bounds_from);
+			  "enabled by the operator (bounds %s%s)", chk->bounds_from,
+			  bounds.set_mode && bounds.recommend ? ", mode recommend" : "");
 	}
 	reply_json(reply, 200, o);
 }

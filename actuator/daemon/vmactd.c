@@ -488,7 +488,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (check_only) {
-		printf("%s: configuration is valid\n", config_path);
+		/* Only the default path may be absent (an explicit one was an
+		 * error above): say so rather than call a file valid that is
+		 * not there. vmactd starts on the defaults then, hence 0. */
+		if (r == 1)
+			printf("%s does not exist: vmactd runs with the built-in defaults "
+			       "(vmactd.json(5))\n",
+			       config_path);
+		else
+			printf("%s: configuration is valid\n", config_path);
 		act_config_free(&cfg);
 		return 0;
 	}

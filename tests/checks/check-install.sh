@@ -89,6 +89,21 @@ if grep -qx "ExecStart=$prefix/sbin/vmactd" "$unit"; then ok
 else bad "vmactd.service: ExecStart is not $prefix/sbin/vmactd alone"; fi
 if "$dest$prefix/sbin/vmactd" --check-config >/dev/null 2>&1 || [ -e /etc/vmact/vmactd.json ]; then ok
 else bad "vmactd --check-config fails without a configuration file"; fi
+# ... and says that the file is absent, never that it is valid; a named
+# file that is absent is an error.
+if [ ! -e /etc/vmact/vmactd.json ]; then
+	msg=$("$dest$prefix/sbin/vmactd" --check-config 2>&1)
+	case $msg in
+	*"/etc/vmact/vmactd.json does not exist: vmactd runs with the built-in defaults"*) ok ;;
+	*) bad "vmactd --check-config without the default file says: $msg" ;;
+	esac
+fi
+missing=$(mktemp -u /tmp/vmact-absent-XXXXXX.json)
+if msg=$("$dest$prefix/sbin/vmactd" --check-config -c "$missing" 2>&1); then
+	bad "vmactd --check-config -c $missing (absent) exits 0: $msg"
+else
+	case $msg in *"$missing"*"No such file"*) ok ;; *) bad "vmactd --check-config -c $missing says: $msg" ;; esac
+fi
 # libvirt restarts must not restart vmactd, and it must not start a libvirt
 # daemon the host does not use: ordering only.
 if grep -q '^Requires=\|^BindsTo=\|^Wants=' "$unit"; then bad "vmactd.service has Requires=, BindsTo= or Wants="

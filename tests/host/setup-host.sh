@@ -26,6 +26,9 @@ packages=(
 	nodejs npm
 	prometheus
 	tmux
+	# virt-xml: vmactl check --fix prints its commands, which
+	# test_operator applies to a real domain
+	virtinst
 	# man(1) and groff render the manual pages in tests/checks/check-install.sh
 	man-db
 	socat

@@ -201,8 +201,9 @@ static void test_file(void **state)
 	assert_int_equal(act_config_load(path, true, &cfg, &err), 0);
 	assert_true(cfg.cpu_quota_overcommit == 4.0);
 	unlink(path);
-	/* A missing default file is fine; a missing explicit one is not. */
-	assert_int_equal(act_config_load(path, false, &cfg, &err), 0);
+	/* A missing default file is fine (1: the defaults apply, which
+	 * vmactd --check-config reports); a missing explicit one is not. */
+	assert_int_equal(act_config_load(path, false, &cfg, &err), 1);
 	assert_int_equal(act_config_load(path, true, &cfg, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, path));
 	act_config_free(&cfg);

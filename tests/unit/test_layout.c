@@ -238,7 +238,8 @@ static void meta_build(void **state)
 	struct hp_meta m;
 
 	(void)state;
-	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, &xml, &err), 0);
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, false, &xml, &err),
+			 0);
 	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
 	/* libvirt 9.0 refuses an element that declares its namespace. */
 	assert_null(strstr(xml, "xmlns"));
@@ -246,13 +247,16 @@ static void meta_build(void **state)
 	assert_int_equal(m.min.milli_cpu, 1000);
 	assert_int_equal(m.max.mem_bytes, 1536 * MI);
 	assert_int_equal(m.method, HP_METHOD_VIRTIO_MEM);
-	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, &xml2, &err), 0);
+	assert_false(m.recommend);
+	/* vmactl enable --recommend */
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, true, &xml2, &err), 0);
 	assert_int_equal(hp_meta_parse(xml2, &m, &err), 0);
 	assert_int_equal(m.method, HP_METHOD_DIMM);
+	assert_true(m.recommend);
 	/* min above max: refused by the reader's own rule. */
 	free(xml2);
 	xml2 = NULL;
-	assert_true(hp_layout_meta_build(&max, &min, HP_METHOD_DIMM, &xml2, &err) < 0);
+	assert_true(hp_layout_meta_build(&max, &min, HP_METHOD_DIMM, false, &xml2, &err) < 0);
 	assert_null(xml2);
 }
 

@@ -86,6 +86,37 @@ static const struct args_case cases[] = {
 	  NULL,
 	  NULL },
 	{ { "status", "--socket=" }, NULL, -EINVAL, "--socket: empty value", CTL_STATUS, NULL, NULL },
+	/* Recommend mode: set --mode, enable --recommend. */
+	{ { "set", "vm-1", "--mode", "recommend" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
+	{ { "set", "vm-1", "--mode=active", "--max-cpu", "2" },
+	  NULL,
+	  0,
+	  NULL,
+	  CTL_SET,
+	  "vm-1",
+	  NULL },
+	{ { "enable", "vm-1", "--recommend" }, NULL, 0, NULL, CTL_ENABLE, "vm-1", NULL },
+	{ { "set", "vm-1", "--mode", "off" },
+	  NULL,
+	  -EINVAL,
+	  "--mode: 'off' is not recommend or active",
+	  CTL_SET,
+	  NULL,
+	  NULL },
+	{ { "enable", "vm-1", "--mode", "recommend" },
+	  NULL,
+	  -EINVAL,
+	  "--mode is an option of `set`",
+	  CTL_ENABLE,
+	  NULL,
+	  NULL },
+	{ { "set", "vm-1", "--recommend" },
+	  NULL,
+	  -EINVAL,
+	  "--recommend is an option of `enable`",
+	  CTL_SET,
+	  NULL,
+	  NULL },
 };
 
 static void args_table(void **state)
@@ -114,6 +145,19 @@ static void args_table(void **state)
 			assert_string_equal(a.vm, c->vm);
 		if (c->socket)
 			assert_string_equal(a.socket, c->socket);
+	}
+	{
+		char *argv[] = { "vmactl", "set", "db", "--mode", "recommend" };
+		char *en[] = { "vmactl", "enable", "db", "--recommend" };
+		struct vmact_err err = { 0 };
+		struct ctl_args a;
+
+		assert_int_equal(ctl_args_parse(5, argv, NULL, &a, &err), 0);
+		assert_string_equal(a.mode, "recommend");
+		assert_false(a.recommend);
+		assert_int_equal(ctl_args_parse(4, en, NULL, &a, &err), 0);
+		assert_true(a.recommend);
+		assert_null(a.mode);
 	}
 }
 
@@ -209,6 +253,22 @@ static void render_views(void **state)
 	assert_non_null(strstr(t, "Monitor:     none"));
 	assert_non_null(
 		strstr(t, "#3 db-1 decision: grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy"));
+	free(t);
+	/* Recommend mode: the MODE column, and show's recommendation. */
+	t = render(status_wide,
+		   "[{\"name\":\"db-2\",\"state\":\"managed\",\"mode\":\"recommend\","
+		   "\"vcpus\":1,\"desired\":{\"milli_cpu\":2000,\"mem_bytes\":1073741824}}]");
+	assert_non_null(strstr(t, " MODE "));
+	line2 = strchr(t, '\n') + 1;
+	assert_non_null(strstr(line2, " managed     recommend "));
+	assert_non_null(strstr(line2, "2/1Gi"));
+	free(t);
+	t = render(ctl_render_show,
+		   "{\"name\":\"db-2\",\"uuid\":\"u\",\"state\":\"managed\",\"mode\":\"recommend\","
+		   "\"vcpus\":1,\"using\":{\"milli_cpu\":1000,\"mem_bytes\":1073741824},"
+		   "\"recommended\":{\"milli_cpu\":2000,\"mem_bytes\":1073741824}}");
+	assert_non_null(strstr(t, "Mode:        recommend (decisions are reported"));
+	assert_non_null(strstr(t, "Recommended: 2/1Gi (runs with 1/1Gi; not applied)"));
 	free(t);
 }
 
