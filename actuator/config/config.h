@@ -45,6 +45,9 @@ struct act_config {
 	 * lets several vmactd instances (or tests) share a host. */
 	char *libvirt_name_prefix;
 	char *control_socket;
+	/* Members of this group may read the control API (status, show,
+	 * events, top, check) but change nothing; "" = root only. */
+	char *control_read_group;
 	char *state_dir;
 
 	enum act_plugin_mode plugin_mode;

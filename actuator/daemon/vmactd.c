@@ -4,6 +4,7 @@
  * never needs locks around its VM registry. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -278,6 +279,22 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 	};
 	struct vmact_err err = { 0 };
 	struct act_control *c = NULL;
+	struct group grp, *g = NULL;
+	char buf[4096];
+
+	/* control.read_group names a group that must exist now: an unknown
+	 * one leaves the API to root, said once. */
+	if (cfg->control_read_group[0]) {
+		int gr = getgrnam_r(cfg->control_read_group, &grp, buf, sizeof(buf), &g);
+
+		if (g) {
+			co.read_group = cfg->control_read_group;
+			co.read_gid = (unsigned)g->gr_gid;
+		} else if (!quiet) {
+			log_error("control.read_group '%s': %s: the control API is for root only",
+				  cfg->control_read_group, gr ? strerror(gr) : "no such group");
+		}
+	}
 
 	if (act_control_new(&co, &c, &err) < 0) {
 		if (!quiet)
@@ -287,7 +304,11 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 			log_debug("%s (retrying)", err.msg);
 		return NULL;
 	}
-	log_info("control: serving vmactl on %s", cfg->control_socket);
+	if (co.read_group)
+		log_info("control: serving vmactl on %s (read-only for group %s, gid %u)",
+			 cfg->control_socket, co.read_group, co.read_gid);
+	else
+		log_info("control: serving vmactl on %s", cfg->control_socket);
 	return c;
 }
 
