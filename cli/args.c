@@ -70,13 +70,18 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		break;
 	case CTL_CHECK:
 		fputs("Usage: vmactl check DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
-		      "                           [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
+		      "                           [--min-memory SIZE] [--max-memory SIZE]\n"
+		      "                           [--fix] [--json]\n"
 		      "Is the domain's layout ready for vmact (doc/domain.md)? Part by part: vCPUs\n"
 		      "to plug, NUMA cell, <maxMemory> slots, virtio-mem device, the guest kernel's\n"
 		      "memhp_default_state; as it runs and as it is defined (the next cold start),\n"
 		      "and which changes need a cold restart. Against the bounds given, else its\n"
 		      "metadata's, else the defaults vmactl enable would write. Exit status 1 when\n"
-		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n",
+		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n"
+		      "Also whether vmactd gets the guest's memory figures (balloon statistics):\n"
+		      "without them its memory stays at its size.\n"
+		      "--fix: print the commands that fix each part instead (virt-xml from\n"
+		      "virtinst, virsh, vmactl), each marked live or cold restart.\n",
 		      f);
 		break;
 	case CTL_ENABLE:
@@ -228,6 +233,8 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 			out->all = true;
 		} else if (strcmp(a, "--recommend") == 0) {
 			out->recommend = true;
+		} else if (strcmp(a, "--fix") == 0) {
+			out->fix = true;
 		} else if (is_opt(a, "--mode")) {
 			if ((r = opt_value(argc, argv, &i, "--mode", &out->mode, err)) < 0)
 				return r;
@@ -302,6 +309,9 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 		return vmact_err_set(err, EINVAL,
 				     "%s: bounds are options of `set`, `check` and "
 				     "`enable`",
+				     names[out->cmd]);
+	if (out->cmd != CTL_CHECK && out->fix)
+		return vmact_err_set(err, EINVAL, "%s: --fix is an option of `check`",
 				     names[out->cmd]);
 	if (out->cmd != CTL_SET && out->mode)
 		return vmact_err_set(err, EINVAL, "%s: --mode is an option of `set`",

@@ -311,4 +311,58 @@ void ctl_render_check(FILE *f, const json_t *c)
 			? "ready: vmact can take it between these bounds"
 			: "not ready: fix the BLOCKER lines ([cold restart]: shut it down, virsh edit, "
 			  "start), or ask for bounds within reach");
+	if (ctl_render_fixes(NULL, c))
+		fprintf(f, "Fixes:       vmactl check %s --fix prints the commands\n",
+			str(c, "name"));
+}
+
+/* One layout's fixes, each command once over both layouts (seen). */
+static unsigned layout_fixes(FILE *f, const json_t *l, json_t *seen, bool *cold)
+{
+	const json_t *it;
+	unsigned n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(l, "items"), i, it) {
+		const json_t *fx = json_object_get(it, "fix");
+		const char *cmd = json_string_value(json_object_get(fx, "command"));
+		bool c = json_is_true(json_object_get(fx, "cold_restart"));
+
+		if (!cmd || json_object_get(seen, cmd))
+			continue;
+		json_object_set_new(seen, cmd, json_true());
+		n++;
+		*cold |= c;
+		if (f)
+			fprintf(f, "# [%s] %s: %s\n%s\n", c ? "cold restart" : "live",
+				str(it, "part"), str(it, "text"), cmd);
+	}
+	return n;
+}
+
+unsigned ctl_render_fixes(FILE *f, const json_t *c)
+{
+	json_t *seen = json_object();
+	bool cold = false;
+	unsigned n;
+
+	if (f)
+		fprintf(f,
+			"# vmactl check %s --fix: the commands that fix its layout and memory "
+			"statistics\n# ([live]: at once; [cold restart]: into its definition, "
+			"in effect from its next cold start)\n",
+			str(c, "name"));
+	n = layout_fixes(f, json_object_get(c, "live"), seen, &cold);
+	n += layout_fixes(f, json_object_get(c, "definition"), seen, &cold);
+	json_decref(seen);
+	if (!f)
+		return n;
+	if (!n)
+		fprintf(f, "# nothing to fix\n");
+	else if (cold && json_is_true(json_object_get(c, "active")))
+		fprintf(f,
+			"# then a cold restart: virsh shutdown %s, wait until virsh domstate "
+			"says shut off, virsh start %s\n",
+			str(c, "name"), str(c, "name"));
+	return n;
 }

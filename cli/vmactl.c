@@ -183,6 +183,8 @@ static int cmd_domain(const struct ctl_args *a)
 	if (a->cmd == CTL_CHECK || !ready) {
 		if (a->json)
 			print_json(doc);
+		else if (a->fix)
+			ctl_render_fixes(stdout, doc);
 		else
 			ctl_render_check(stdout, doc);
 	}

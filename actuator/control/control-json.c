@@ -244,10 +244,15 @@ static json_t *layout(const struct hp_layout *l)
 
 	for (size_t i = 0; i < l->n; i++)
 		json_array_append_new(items,
-				      json_pack("{s:s,s:s,s:b,s:s}", "part", l->items[i].part,
+				      json_pack("{s:s,s:s,s:b,s:s,s:o}", "part", l->items[i].part,
 						"level", level_name(l->items[i].level),
 						"cold_restart", l->items[i].cold, "text",
-						l->items[i].text));
+						l->items[i].text, "fix",
+						l->items[i].fix[0]
+							? json_pack("{s:s,s:b}", "command",
+								    l->items[i].fix, "cold_restart",
+								    l->items[i].fix_cold)
+							: json_null()));
 	return json_pack("{s:b,s:i,s:i,s:I,s:I,s:b,s:s,s:o}", "ready", l->ready, "vcpus",
 			 (int)l->vcpus_now, "vcpus_max", (int)l->vcpus_max, "mem_base_bytes",
 			 (json_int_t)l->mem_base_bytes, "mem_max_bytes",

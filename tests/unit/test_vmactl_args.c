@@ -86,6 +86,14 @@ static const struct args_case cases[] = {
 	  NULL,
 	  NULL },
 	{ { "status", "--socket=" }, NULL, -EINVAL, "--socket: empty value", CTL_STATUS, NULL, NULL },
+	{ { "check", "vm-1", "--fix" }, NULL, 0, NULL, CTL_CHECK, "vm-1", NULL },
+	{ { "enable", "vm-1", "--fix" },
+	  NULL,
+	  -EINVAL,
+	  "--fix is an option of `check`",
+	  CTL_ENABLE,
+	  NULL,
+	  NULL },
 	/* Recommend mode: set --mode, enable --recommend. */
 	{ { "set", "vm-1", "--mode", "recommend" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
 	{ { "set", "vm-1", "--mode=active", "--max-cpu", "2" },
@@ -196,6 +204,11 @@ static char *render(void (*fn)(FILE *, const json_t *), const char *json_text)
 	return text;
 }
 
+static void ctl_render_fixes_f(FILE *f, const json_t *c)
+{
+	ctl_render_fixes(f, c);
+}
+
 static void status_wide(FILE *f, const json_t *vms)
 {
 	ctl_render_status(f, vms, 0);
@@ -253,6 +266,26 @@ static void render_views(void **state)
 	assert_non_null(strstr(t, "Monitor:     none"));
 	assert_non_null(
 		strstr(t, "#3 db-1 decision: grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy"));
+	free(t);
+	/* check --fix: one command per part (the same one once over both
+	 * layouts), under a comment marking it live or cold. */
+	t = render(
+		ctl_render_fixes_f,
+		"{\"name\":\"db-3\",\"active\":true,\"live\":{\"items\":["
+		"{\"part\":\"numa\",\"text\":\"no NUMA cell\",\"fix\":{\"command\":"
+		"\"virt-xml db-3 --edit --cpu numa.cell0.id=0\",\"cold_restart\":true}},"
+		"{\"part\":\"memory-stats\",\"text\":\"memory: stays at its size\",\"fix\":"
+		"{\"command\":\"virsh dommemstat db-3 --period 1 --live\",\"cold_restart\":false}},"
+		"{\"part\":\"vcpus\",\"text\":\"ok\",\"fix\":null}]},"
+		"\"definition\":{\"items\":[{\"part\":\"numa\",\"text\":\"no NUMA cell\","
+		"\"fix\":{\"command\":\"virt-xml db-3 --edit --cpu numa.cell0.id=0\","
+		"\"cold_restart\":true}}]}}");
+	assert_non_null(strstr(t, "# [cold restart] numa: no NUMA cell\n"
+				  "virt-xml db-3 --edit --cpu numa.cell0.id=0\n"));
+	assert_non_null(strstr(t, "# [live] memory-stats: memory: stays at its size\n"
+				  "virsh dommemstat db-3 --period 1 --live\n"));
+	assert_null(strstr(strstr(t, "numa.cell0.id=0\n") + 1, "numa.cell0.id=0\n"));
+	assert_non_null(strstr(t, "# then a cold restart: virsh shutdown db-3"));
 	free(t);
 	/* Recommend mode: the MODE column, and show's recommendation. */
 	t = render(status_wide,
