@@ -277,9 +277,14 @@ static void evaluate(struct act_runner *r)
 	if (r->meta.paused)
 		return;
 	/* Recommend mode: decided as usual, reported, never applied: no
-	 * permit asked, no resize, no approval (doc/control-api.md). */
+	 * resize, no approval, and no permit beyond the size the VM has,
+	 * which the scheduler is asked for as any VM's (its reservation in
+	 * the host's ledger; doc/control-api.md). */
 	if (r->meta.recommend) {
 		act_runner_view_note_recommend(r, &a.desired);
+		if (a.has_plugin && !r->plugin.busy &&
+		    !vmact_res_any_gt(a.plugin.target, r->st.using_))
+			act_runner_plugin_start(r, &a);
 		return;
 	}
 	h = warn_hash(&a.warnings);
