@@ -124,6 +124,25 @@ void ctl_render_status(FILE *f, const json_t *vms, unsigned width)
 		ctl_render_status_row(f, vm, width);
 }
 
+void ctl_render_hook(FILE *f, const json_t *hook)
+{
+	const json_t *u = json_object_get(hook, "unannounced_start");
+
+	if (!json_is_object(u))
+		return;
+	if (json_is_true(json_object_get(hook, "restart_libvirtd")))
+		fprintf(f,
+			"Hook: libvirtd started %s without running vmact's hook: it reads its hooks "
+			"when it starts, and this one came later; restart libvirtd (systemctl "
+			"restart libvirtd) for it to take effect\n",
+			str(u, "vm"));
+	else if (json_is_false(json_object_get(hook, "installed")))
+		fprintf(f,
+			"Hook: vmact's libvirt hook is not installed (vmactd learned of %s's start "
+			"from libvirt's events only; doc/hook.md)\n",
+			str(u, "vm"));
+}
+
 void ctl_render_event(FILE *f, const json_t *ev, unsigned width)
 {
 	char when[32], line[1024];

@@ -63,8 +63,10 @@ static int cmd_status(const struct ctl_args *a)
 		return fail(&err);
 	if (a->json)
 		print_json(doc);
-	else
+	else {
 		ctl_render_status(stdout, json_object_get(doc, "vms"), 0);
+		ctl_render_hook(stdout, json_object_get(doc, "hook"));
+	}
 	json_decref(doc);
 	return 0;
 }

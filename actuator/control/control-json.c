@@ -79,6 +79,20 @@ static json_t *evidence(const struct act_vm_view *v)
 			 "memory", mem);
 }
 
+json_t *act_json_hook(const struct act_hook_status *h)
+{
+	bool unhooked = h->unhooked_usec && h->unhooked_usec > h->last_notice_usec;
+
+	return json_pack("{s:b,s:I,s:o,s:o,s:b}", "installed", h->installed, "notices",
+			 (json_int_t)h->notices, "last_notice",
+			 h->last_notice_usec ? json_real(h->last_notice_usec / 1e6) : json_null(),
+			 "unannounced_start",
+			 unhooked ? json_pack("{s:s,s:f}", "vm", h->unhooked, "time",
+					      h->unhooked_usec / 1e6)
+				  : json_null(),
+			 "restart_libvirtd", unhooked && h->installed);
+}
+
 json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s}", "name", v->name, "uuid", v->uuid, "state",

@@ -24,6 +24,26 @@ enum act_vm_state {
 const char *act_vm_state_name(
 	enum act_vm_state s); /* "managed", "paused", "not-managed", "ignored" */
 
+/* Whether libvirtd runs vmact-hook (GET /v1/vms "hook", vmactl status):
+ * vmactd notes each notice, and each domain start libvirt reports that no
+ * notice announced (the hook sends one at "prepare", before QEMU starts).
+ * libvirtd reads its hooks when it starts: a hook installed since does
+ * not run until libvirtd restarts. */
+struct act_hook_status {
+	bool installed;            /* VMACT_HOOK_PATH exists */
+	uint64_t notices;          /* since vmactd started */
+	uint64_t last_notice_usec; /* CLOCK_REALTIME; 0 = none */
+	/* The last start without a notice, when none came since. */
+	uint64_t unhooked_usec;
+	char unhooked[256];
+};
+
+/* {"installed", "notices", "last_notice", "unannounced_start":
+ * {"vm", "time"} or null, "restart_libvirtd"}: restart_libvirtd when the
+ * hook is installed and a start came without its notice and no notice
+ * since. */
+json_t *act_json_hook(const struct act_hook_status *h);
+
 struct act_vm_view {
 	char name[256];
 	char uuid[37];

@@ -227,6 +227,13 @@ static void get_vms(struct act_control *c, const struct net_http_server_request 
 	arr = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, act_json_vm(&v[i], false));
+	if (c->be.hook) {
+		struct act_hook_status h = { 0 };
+
+		c->be.hook(c->be.ud, &h);
+		return reply_json(reply, 200,
+				  json_pack("{s:o,s:o}", "vms", arr, "hook", act_json_hook(&h)));
+	}
 	reply_json(reply, 200, json_pack("{s:o}", "vms", arr));
 }
 

@@ -27,6 +27,8 @@ struct act_control_backend {
 	int (*enable)(void *ud, const char *dom, const struct hp_meta_change *bounds,
 		      struct act_domain_check *out, struct vmact_err *err);
 	int (*disable)(void *ud, const char *dom, char *name, struct vmact_err *err);
+	/* GET /v1/vms's "hook" (NULL: none). */
+	void (*hook)(void *ud, struct act_hook_status *out);
 	void *ud;
 };
 

@@ -214,6 +214,11 @@ static int backend_view(void *ud, const char *name, struct act_vm_view *out)
 	return act_registry_view(ud, name, out);
 }
 
+static void backend_hook(void *ud, struct act_hook_status *out)
+{
+	act_registry_hook_status(ud, out);
+}
+
 static int backend_change(void *ud, const char *name, const struct hp_meta_change *ch,
 			  struct vmact_err *err)
 {
@@ -274,6 +279,7 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 			     .check = backend_check,
 			     .enable = backend_enable,
 			     .disable = backend_disable,
+			     .hook = backend_hook,
 			     .ud = registry },
 		.allowed_uid = 0,
 	};

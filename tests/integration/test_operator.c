@@ -24,6 +24,13 @@
  *                 commands check --fix prints are run as they are (sh -e,
  *                 virt-xml and virsh); check then passes, its memory
  *                 figures from the balloon, and --fix has nothing left
+ *   op_hook       vmactl status says when libvirtd must be restarted for
+ *                 vmact-hook: that domain started with no hook installed:
+ *                 "not installed"; the hook installed, libvirtd not
+ *                 restarted, started again: no notice came, "restart
+ *                 libvirtd" (as the log's notices agree); libvirtd
+ *                 restarted: the notice comes and the line goes. The hook
+ *                 is removed and libvirtd restarted again at the end
  *
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
@@ -45,9 +52,11 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "base/hook-msg.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -62,7 +71,7 @@ static struct {
 	struct tg_guest g;
 	char sock[108], cfg[128], log[128], pins[128], out[128], script[128], tpl[128];
 	char group[32], user[32], fixdom[96];
-	bool made_group, made_user;
+	bool made_group, made_user, hook_installed;
 	struct th_proc daemon;
 } fx;
 
@@ -377,7 +386,14 @@ static int teardown(void **state)
 		if (vc)
 			virConnectClose(vc);
 	}
-	tg_destroy(&fx.g);
+	/* op_hook restarts libvirtd: the guest is found again by its name. */
+	tg_destroy_by_name(&fx.g);
+	if (fx.hook_installed) {
+		unlink(VMACT_HOOK_PATH);
+		rmdir("/etc/libvirt/hooks/qemu.d");
+		if (th_restart_libvirtd() < 0)
+			print_error("libvirtd did not restart\n");
+	}
 	if (fx.made_user && sh("userdel %s", fx.user) != 0)
 		print_error("userdel %s failed\n", fx.user);
 	if (fx.made_group && sh("groupdel %s", fx.group) != 0)
@@ -530,7 +546,7 @@ static void op_readonly(void **state)
 	assert_int_equal(m.max.milli_cpu, 4000);
 	/* Someone outside the group: the socket's mode keeps it out. */
 	{
-		const char *argv[] = { "setpriv",   "--reuid=nobody", "--regid=nogroup",
+		const char *argv[] = { "setpriv",        "--reuid=nobody", "--regid=nogroup",
 				       "--clear-groups", vmactl_path,      "--socket",
 				       fx.sock,          "status",         NULL };
 
@@ -582,8 +598,8 @@ static void define_bare(void)
 		 "</vmact:autoscaling></metadata>");
 	assert_non_null(realpath(tg_guest_dir(), guestdir));
 	{
-		const char *kv[] = { "NAME", fx.fixdom, "GUEST",   guestdir, "RUN", TG_RUNDIR,
-				     "METADATA", meta, "CMDLINE", "", NULL };
+		const char *kv[] = { "NAME",     fx.fixdom, "GUEST",   guestdir, "RUN", TG_RUNDIR,
+				     "METADATA", meta,      "CMDLINE", "",       NULL };
 
 		xml = tg_subst(tpl, kv);
 	}
@@ -658,12 +674,145 @@ static void op_fix(void **state)
 	expect_out("# nothing to fix");
 }
 
+/* ---- the hook and libvirtd ---- */
+
+static json_t *status_doc(void)
+{
+	json_t *doc;
+	char *text;
+
+	assert_int_equal(vmactl("status", "--json", NULL), 0);
+	text = th_read_file(fx.out);
+	doc = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* The hook's record names the fix domain's last start without a notice
+ * (want true), or no such start (want false). */
+static bool unannounced(void *want)
+{
+	json_t *doc = status_doc();
+	const char *vm = json_string_value(
+		json_object_get(json_object_get(json_object_get(doc, "hook"), "unannounced_start"),
+				"vm"));
+	bool ok = (vm && strcmp(vm, fx.fixdom) == 0) == *(bool *)want;
+
+	json_decref(doc);
+	return ok;
+}
+
+/* Starts the fix domain, and waits until vmactd manages it. */
+static void start_fixdom(void)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	virDomainPtr d = vc ? virDomainLookupByName(vc, fx.fixdom) : NULL;
+	char needle[160];
+	unsigned before;
+
+	assert_non_null(d);
+	snprintf(needle, sizeof(needle), "%s: managing", fx.fixdom);
+	before = th_count_in_file(fx.log, needle);
+	if (virDomainCreate(d) < 0)
+		fail_msg("cannot start %s: %s", fx.fixdom, virGetLastErrorMessage());
+	virDomainFree(d);
+	virConnectClose(vc);
+	if (!TH_WAIT(NULL, th_count_in_file(fx.log, needle) > before,
+		     (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
+		dump_log();
+		fail_msg("vmactd never managed %s", fx.fixdom);
+	}
+}
+
+static void stop_fixdom(void)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	virDomainPtr d = vc ? virDomainLookupByName(vc, fx.fixdom) : NULL;
+
+	assert_non_null(d);
+	assert_int_equal(virDomainDestroy(d), 0);
+	virDomainFree(d);
+	virConnectClose(vc);
+}
+
+static void op_hook(void **state)
+{
+	char hook[PATH_MAX + 32], needle[160];
+	bool yes = true, no = false, ran;
+	json_t *doc;
+	unsigned n;
+
+	(void)state;
+	if (access(VMACT_HOOK_PATH, F_OK) == 0)
+		skip(); /* someone's installed hook: not this test's to replace */
+	/* No hook: a start without a notice, and nothing to restart for. */
+	start_fixdom();
+	if (!wait_until(unannounced, &yes, LIMIT_S))
+		fail_msg("vmactd did not note the start without a hook notice");
+	doc = status_doc();
+	assert_false(json_is_true(json_object_get(json_object_get(doc, "hook"), "installed")));
+	assert_false(
+		json_is_true(json_object_get(json_object_get(doc, "hook"), "restart_libvirtd")));
+	json_decref(doc);
+	assert_int_equal(vmactl("status", NULL), 0);
+	expect_out("Hook: vmact's libvirt hook is not installed");
+	stop_fixdom();
+
+	/* Installed, libvirtd not restarted: it read its hooks before. */
+	snprintf(hook, sizeof(hook), "install -D -m 755 '%s/vmact-hook' " VMACT_HOOK_PATH,
+		 dirname(strdupa(vmactd_path)));
+	assert_int_equal(sh("%s", hook), 0);
+	fx.hook_installed = true;
+	snprintf(needle, sizeof(needle), "hook: %s: prepare", fx.fixdom);
+	n = th_count_in_file(fx.log, needle);
+	start_fixdom();
+	ran = th_count_in_file(fx.log, needle) > n;
+	doc = status_doc();
+	/* What vmactl says agrees with what the hook did. */
+	assert_true(json_is_true(json_object_get(json_object_get(doc, "hook"), "installed")));
+	assert_int_equal(json_is_true(
+				 json_object_get(json_object_get(doc, "hook"), "restart_libvirtd")),
+			 !ran);
+	json_decref(doc);
+	assert_int_equal(vmactl("status", NULL), 0);
+	if (!ran)
+		expect_out("restart libvirtd (systemctl restart libvirtd)");
+	else
+		print_message("libvirtd already ran hooks from qemu.d: no restart needed\n");
+	stop_fixdom();
+
+	/* libvirtd restarted: it runs the hook, the line goes. */
+	n = th_count_in_file(fx.log, "libvirt: reconnected");
+	if (th_restart_libvirtd() < 0)
+		fail_msg("libvirtd did not restart");
+	if (!TH_WAIT(NULL, th_count_in_file(fx.log, "libvirt: reconnected") > n,
+		     (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
+		dump_log();
+		fail_msg("vmactd did not reconnect to the restarted libvirtd");
+	}
+	n = th_count_in_file(fx.log, needle);
+	start_fixdom();
+	if (!TH_WAIT(NULL, th_count_in_file(fx.log, needle) > n,
+		     (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
+		dump_log();
+		fail_msg("the restarted libvirtd did not run the hook");
+	}
+	if (!wait_until(unannounced, &no, LIMIT_S))
+		fail_msg("status still names an unannounced start");
+	assert_int_equal(vmactl("status", NULL), 0);
+	if (out_has("Hook: "))
+		fail_msg("vmactl status still has a hook line");
+	stop_fixdom();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(op_recommend),
 		cmocka_unit_test(op_readonly),
 		cmocka_unit_test(op_fix),
+		cmocka_unit_test(op_hook),
 	};
 	char self[PATH_MAX], *dir;
 	ssize_t n;

@@ -425,12 +425,50 @@ static void bounds_body(void **state)
 	}
 }
 
+/* GET /v1/vms's "hook": a restart of libvirtd is asked for only when the
+ * hook is installed, a start came without its notice, and none since. */
+static void hook_status(void **state)
+{
+	struct act_hook_status h = { 0 };
+	json_t *o;
+
+	(void)state;
+	o = act_json_hook(&h);
+	assert_true(json_is_null(json_object_get(o, "unannounced_start")));
+	assert_false(json_is_true(json_object_get(o, "restart_libvirtd")));
+	json_decref(o);
+	h.installed = true;
+	h.notices = 2;
+	h.last_notice_usec = 1000000;
+	h.unhooked_usec = 2000000;
+	snprintf(h.unhooked, sizeof(h.unhooked), "db-1");
+	o = act_json_hook(&h);
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(o, "unannounced_start"), "vm")),
+			    "db-1");
+	assert_true(json_is_true(json_object_get(o, "restart_libvirtd")));
+	json_decref(o);
+	/* A notice since: the hook runs now. */
+	h.last_notice_usec = 3000000;
+	o = act_json_hook(&h);
+	assert_false(json_is_true(json_object_get(o, "restart_libvirtd")));
+	assert_true(json_is_null(json_object_get(o, "unannounced_start")));
+	json_decref(o);
+	/* Not installed: nothing to restart for. */
+	h.installed = false;
+	h.last_notice_usec = 0;
+	o = act_json_hook(&h);
+	assert_false(json_is_true(json_object_get(o, "restart_libvirtd")));
+	assert_non_null(json_object_get(o, "unannounced_start"));
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(views),       cmocka_unit_test(ring),
 		cmocka_unit_test(reasons),     cmocka_unit_test(meta_edit),
-		cmocka_unit_test(bounds_body),
+		cmocka_unit_test(bounds_body), cmocka_unit_test(hook_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -287,6 +287,16 @@ static void render_views(void **state)
 	assert_null(strstr(strstr(t, "numa.cell0.id=0\n") + 1, "numa.cell0.id=0\n"));
 	assert_non_null(strstr(t, "# then a cold restart: virsh shutdown db-3"));
 	free(t);
+	/* The hook: restart libvirtd, said below the table. */
+	t = render(ctl_render_hook, "{\"installed\":true,\"restart_libvirtd\":true,"
+				    "\"unannounced_start\":{\"vm\":\"db-4\",\"time\":1.5}}");
+	assert_non_null(strstr(t, "libvirtd started db-4 without running vmact's hook"));
+	assert_non_null(strstr(t, "systemctl restart libvirtd"));
+	free(t);
+	t = render(ctl_render_hook, "{\"installed\":true,\"restart_libvirtd\":false,"
+				    "\"unannounced_start\":null}");
+	assert_string_equal(t, "");
+	free(t);
 	/* Recommend mode: the MODE column, and show's recommendation. */
 	t = render(status_wide,
 		   "[{\"name\":\"db-2\",\"state\":\"managed\",\"mode\":\"recommend\","
