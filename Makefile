@@ -198,15 +198,25 @@ $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(TOOL_L
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-# BPF: CO-RE objects against the running kernel's BTF, then skeletons.
-$(BUILD)/bpf/vmlinux.h:
-	$(call msg,BTF,$(patsubst $(BUILD)/%,%,$@))
-	@mkdir -p $(@D)
-	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+# BPF: CO-RE objects, then skeletons. The kernel's types come from the
+# vmlinux.h kept in the tree for each architecture (bpf/vmlinux/ARCH/), not
+# from the build host's running kernel: the build is the same on every host
+# and in a chroot, and libbpf relocates the programs' field accesses to the
+# running kernel's BTF when vmactd loads them. `make vmlinux-h` writes it
+# anew from VMLINUX_BTF (the types the programs use must be in it: the
+# iterator kfuncs of readvm.bpf.c need Linux >= 6.7's BTF).
+BPF_ARCH ?= $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))))
+VMLINUX_H := bpf/vmlinux/$(BPF_ARCH)/vmlinux.h
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+.PHONY: vmlinux-h
+vmlinux-h:
+	@mkdir -p $(dir $(VMLINUX_H))
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $(VMLINUX_H).tmp && mv $(VMLINUX_H).tmp $(VMLINUX_H)
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/bpf/vmlinux.h
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H)
 	$(call msg,BPF,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/bpf -I. -c $< -o $@
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GENSKEL,$(patsubst $(BUILD)/%,%,$@))
