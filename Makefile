@@ -434,21 +434,28 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under
 # DESTDIR), one per line: tests/checks/check-install.sh compares the two.
+# The hook's entry in HOOKDIR is a symbolic link to LIBEXECDIR/vmact/vmact-hook.
 SYSCONFDIR  ?= /etc
+# systemd reads /usr/local/lib/systemd/system too; the package names the
+# distribution's own (pkg-config systemd, debian/rules).
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
+LIBEXECDIR  ?= $(PREFIX)/libexec
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
-# systemd-sysusers reads /usr/local/lib/sysusers.d as well as /usr/lib's.
+# systemd-sysusers and systemd-tmpfiles read /usr/local/lib's as well as /usr/lib's.
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
+	$(addprefix $(LIBEXECDIR)/vmact/,$(libexec-progs-y)) \
 	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(SYSUSERSDIR)/vmact.conf \
 	$(UNITDIR)/vmact-groupd.service $(SYSUSERSDIR)/vmact-cluster.conf \
+	$(TMPFILESDIR)/vmact-cluster.conf \
 	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
@@ -458,11 +465,14 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 install-manifest:
 	@printf '%s\n' $(install-files)
 
-# Into the running system (no DESTDIR): the vmact user now, and systemd
-# told of the new unit, so that `systemctl enable --now vmactd` follows.
+# Into the running system (no DESTDIR): the users and vmact-cluster's home
+# now, and systemd told of the new units, so that `systemctl enable --now
+# vmactd` follows.
 define install-live
 if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/vmact.conf $(SYSUSERSDIR)/vmact-cluster.conf; \
 else echo "make install: no systemd-sysusers: create the vmact user by hand ($(SYSUSERSDIR)/vmact.conf)"; fi
+! command -v systemd-tmpfiles >/dev/null || systemd-tmpfiles --create $(TMPFILESDIR)/vmact-cluster.conf
+! getent group libvirt >/dev/null || ! getent passwd vmact-cluster >/dev/null || usermod -a -G libvirt vmact-cluster
 [ ! -d /run/systemd/system ] || systemctl daemon-reload
 endef
 define uninstall-live
@@ -472,6 +482,7 @@ endef
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(LIBEXECDIR)/vmact \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
 		> $(DESTDIR)$(UNITDIR)/vmactd.service
@@ -482,11 +493,13 @@ install: all
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' cluster/vmact-groupd.service > $(DESTDIR)$(UNITDIR)/vmact-groupd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-groupd.service
 	install -m 0644 cluster/vmact-cluster.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact-cluster.conf
+	install -m 0644 cluster/vmact-cluster.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vmact-cluster.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
-	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
+	$(foreach p,$(libexec-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(LIBEXECDIR)/vmact/$(p);)
+	ln -sfn $(LIBEXECDIR)/vmact/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
 	$(foreach m,$(man-y),install -m 0644 man/$(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m);)
 	$(foreach c,$(completion-y),install -m 0644 man/vmact.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$(c);)
 	$(if $(DESTDIR),,$(install-live))
@@ -494,11 +507,11 @@ install: all
 # make uninstall: removes what make install put there (the same PREFIX,
 # DESTDIR and directories), stopping and disabling vmactd first on a
 # running system. Keeps /etc/vmact (the operator's configuration) and the
-# vmact user (files it owned may remain: Debian's practice for system users).
+# users (files they owned may remain: Debian's practice for system users).
 uninstall:
 	$(if $(DESTDIR),,$(uninstall-live))
 	rm -f $(addprefix $(DESTDIR),$(install-files))
-	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBEXECDIR)/vmact 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
@@ -524,7 +537,8 @@ check-host: check-host-image
 # make deb: the Debian package (debian/, debhelper), built by
 # dpkg-buildpackage from a copy of the tree's files (tracked or not,
 # git ls-files) under $(BUILD)/deb/src, so that it never touches this
-# tree's build/. The .deb lands in $(BUILD)/deb/.
+# tree's build/. The .deb lands in $(BUILD)/deb/. Then lintian, which
+# must find no error or warning in either package.
 DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
 DEB_ARCH    = $(shell dpkg --print-architecture 2>/dev/null)
 DEB         = $(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
@@ -542,6 +556,12 @@ deb:
 		dpkg-buildpackage -b -us -uc -j$(shell nproc) >../build.log 2>&1 || \
 		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(BUILD)/deb/build.log)"; exit 1; }
 	$(Q)test -f $(DEB) && echo "$(DEB)" && test -f $(DEB_CLUSTER) && echo "$(DEB_CLUSTER)"
+	$(call msg,LINTIAN,$(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes)
+	$(Q)command -v lintian >/dev/null || { echo "make deb: lintian is not installed (tests/host/setup-host.sh installs it)"; exit 1; }
+	$(Q)lintian --fail-on error,warning --tag-display-limit 0 \
+		$(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes > $(BUILD)/deb/lintian.log 2>&1 || \
+		{ cat $(BUILD)/deb/lintian.log; echo "make deb: lintian found errors or warnings"; exit 1; }
+	$(Q)grep -v '^running with root privileges' $(BUILD)/deb/lintian.log || true
 
 clean:
 	rm -rf $(BUILD)
