@@ -523,10 +523,11 @@ uninstall:
 # (tests/host/in-vm.sh). Root; not part of make check (an hour or more).
 HOST_IMG := $(BUILD)/host
 .PHONY: check-host check-host-image
-# The stamp holds the build script's hash: a new checkout (new mtimes)
-# reuses the image, a changed script rebuilds it.
+# The stamp holds the hash of the build script and debian/control (the
+# image has its build dependencies): a new checkout (new mtimes) reuses the
+# image, a changed script or Build-Depends rebuilds it.
 check-host-image:
-	$(Q)if [ "$$(sha256sum tests/host/build-image.sh | cut -d' ' -f1)" != \
+	$(Q)if [ "$$(cat tests/host/build-image.sh debian/control | sha256sum | cut -d' ' -f1)" != \
 	       "$$(cat $(HOST_IMG)/stamp 2>/dev/null)" ] || [ ! -f $(HOST_IMG)/rootfs.img ]; then \
 		tests/host/build-image.sh $(HOST_IMG); fi
 check-host: check-host-image
