@@ -252,7 +252,7 @@ $(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
 
 # (Not make deb's copy of the tree, check-host's machine or the test
 # guest's and npm's files: they have files and directories named *.d.)
--include $(shell find $(BUILD) \( -path '$(BUILD)/deb' -o -path '$(BUILD)/host' -o -path '$(BUILD)/guest' \
+-include $(shell find $(BUILD) \( -path '$(BUILD)/deb' -o -path '$(BUILD)/deb-next' -o -path '$(BUILD)/host' -o -path '$(BUILD)/guest' \
 	-o -path '$(BUILD)/npm' \) -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # ---- test entry points --------------------------------------------------
@@ -533,36 +533,45 @@ check-host-image:
 check-host: check-host-image
 	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory deb guest
-	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules
+	$(Q)$(MAKE) --no-print-directory deb DEBDIR=$(BUILD)/deb-next DEB_BUMP=$(DEB_VERSION)+1
+	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules $(BUILD)/deb-next
 
-# make deb: the Debian package (debian/, debhelper), built by
+# make deb: the Debian packages (debian/, debhelper), built by
 # dpkg-buildpackage from a copy of the tree's files (tracked or not,
-# git ls-files) under $(BUILD)/deb/src, so that it never touches this
-# tree's build/. The .deb lands in $(BUILD)/deb/. Then lintian, which
-# must find no error or warning in either package.
-DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+# git ls-files) under $(DEBDIR)/src, so that it never touches this
+# tree's build/. The .debs land in $(DEBDIR) ($(BUILD)/deb). Then lintian,
+# which must find no error or warning in either package. DEB_BUMP=VERSION
+# builds them as that version (a changelog entry on top of the copy's):
+# check-host upgrades to it.
+DEBDIR     ?= $(BUILD)/deb
+DEB_BUMP   ?=
+DEB_VERSION = $(or $(DEB_BUMP),$(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null))
 DEB_ARCH    = $(shell dpkg --print-architecture 2>/dev/null)
-DEB         = $(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB         = $(DEBDIR)/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
 # the layer above one host, apart so that a host's package needs no gRPC
-DEB_CLUSTER = $(BUILD)/deb/vmact-cluster_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_CLUSTER = $(DEBDIR)/vmact-cluster_$(DEB_VERSION)_$(DEB_ARCH).deb
 .PHONY: deb
 deb:
 	$(call msg,DEB,$(DEB))
-	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	$(Q)rm -rf $(DEBDIR) && mkdir -p $(DEBDIR)/src
 	$(Q)git ls-files -z --cached --others --exclude-standard | \
-		xargs -0 cp --parents -t $(BUILD)/deb/src 2>/dev/null; \
-		git ls-files -z --cached --others --exclude-standard | (cd $(BUILD)/deb/src && \
+		xargs -0 cp --parents -t $(DEBDIR)/src 2>/dev/null; \
+		git ls-files -z --cached --others --exclude-standard | (cd $(DEBDIR)/src && \
 		xargs -0 ls -d >/dev/null) || { echo "make deb: copying the tree failed"; exit 1; }
-	$(Q)cd $(BUILD)/deb/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	$(Q)$(if $(DEB_BUMP),cd $(DEBDIR)/src && { printf '%s\n\n%s\n\n%s\n\n' \
+		'vmact ($(DEB_BUMP)) unstable; urgency=medium' '  * Built by make deb DEB_BUMP=$(DEB_BUMP).' \
+		" -- $$(dpkg-parsechangelog -S Maintainer)  $$(date -R)"; cat debian/changelog; } >debian/changelog.new && \
+		mv debian/changelog.new debian/changelog,true)
+	$(Q)cd $(DEBDIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		dpkg-buildpackage -b -us -uc -j$(shell nproc) >../build.log 2>&1 || \
-		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(BUILD)/deb/build.log)"; exit 1; }
+		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(DEBDIR)/build.log)"; exit 1; }
 	$(Q)test -f $(DEB) && echo "$(DEB)" && test -f $(DEB_CLUSTER) && echo "$(DEB_CLUSTER)"
-	$(call msg,LINTIAN,$(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes)
+	$(call msg,LINTIAN,$(DEBDIR)/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes)
 	$(Q)command -v lintian >/dev/null || { echo "make deb: lintian is not installed (tests/host/setup-host.sh installs it)"; exit 1; }
 	$(Q)lintian --fail-on error,warning --tag-display-limit 0 \
-		$(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes > $(BUILD)/deb/lintian.log 2>&1 || \
-		{ cat $(BUILD)/deb/lintian.log; echo "make deb: lintian found errors or warnings"; exit 1; }
-	$(Q)grep -v '^running with root privileges' $(BUILD)/deb/lintian.log || true
+		$(DEBDIR)/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes > $(DEBDIR)/lintian.log 2>&1 || \
+		{ cat $(DEBDIR)/lintian.log; echo "make deb: lintian found errors or warnings"; exit 1; }
+	$(Q)grep -v '^running with root privileges' $(DEBDIR)/lintian.log || true
 
 clean:
 	rm -rf $(BUILD)
