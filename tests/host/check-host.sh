@@ -17,7 +17,10 @@
 # VMACT_HOST_CPUS (default 2), VMACT_HOST_MEM (MiB, default 4096),
 # VMACT_HOST_SCRIPT (another script to run in the machine instead of
 # tests/host/in-vm.sh, e.g. to look into a failure; it must write
-# report.txt and result into /mnt/host as in-vm.sh does).
+# report.txt and result into /mnt/host as in-vm.sh does), VMACT_HOST_LOCK
+# (a lock file: once the machine has built and installed vmact by the
+# README, a compile like any other, it waits for the host to hold this lock
+# before it starts its guests and daemons; the lock is held to the end).
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -77,7 +80,20 @@ qemu_pid=$!
 tail -n +1 -F "$run/console.log" 2>/dev/null | grep --line-buffered -a '^check-host \|vmact-check.service' &
 tail_pid=$!
 done_at=""
+locked=0
 while kill -0 "$qemu_pid" 2>/dev/null; do
+	# The machine asks for the go (share/ready) after the README's build;
+	# with VMACT_HOST_LOCK, the go waits for the lock.
+	if [ $locked = 0 ] && [ -e "$run/share/ready" ]; then
+		if [ -n "${VMACT_HOST_LOCK:-}" ]; then
+			echo "check-host: the machine has built vmact; waiting for $VMACT_HOST_LOCK"
+			exec 9>"$VMACT_HOST_LOCK"
+			flock 9
+			echo "check-host: holding $VMACT_HOST_LOCK"
+		fi
+		locked=1
+		touch "$run/share/go"
+	fi
 	if [ $(( $(date +%s) - t0 )) -ge "$timeout" ]; then
 		echo "check-host: the machine did not finish within $timeout s: stopping it"
 		kill "$qemu_pid"

@@ -120,6 +120,13 @@ check "the hook: /etc/libvirt/hooks/qemu.d/vmact -> $(readlink /etc/libvirt/hook
 check "the package has no conffile (dpkg-query Conffiles empty)" \
 	bash -c '[ -z "$(dpkg-query -W -f="\${Conffiles}" vmact)" ]'
 
+# The host may have to take a lock before guests and daemons run here
+# (tests/host/check-host.sh, VMACT_HOST_LOCK): asked for, and waited for.
+touch "$share/ready"
+say "waiting for the host's go"
+until [ -e "$share/go" ]; do sleep 2; done
+say "the host's go"
+
 # ---- a VM enabled, as the README's next section does it -----------------------
 check "vmactl enable on a defined domain with no vmact metadata (the test guest's layout)" bash -c '
 	mkdir -p /var/lib/libvirt/images/vmact-enable &&
