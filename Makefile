@@ -447,7 +447,7 @@ DOCDIR      ?= $(PREFIX)/share/doc/vmact
 # systemd-sysusers and systemd-tmpfiles read /usr/local/lib's as well as /usr/lib's.
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
-DOCS        := README.md actuator/daemon/vmactd.json.example
+DOCS        := README.md actuator/daemon/vmactd.json.example actuator/daemon/vmactd.json.commented
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \

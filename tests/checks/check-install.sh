@@ -41,6 +41,7 @@ for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmac
 	/usr/share/bash-completion/completions/vmactl \
 	/usr/share/bash-completion/completions/vmactd \
 	/usr/share/doc/vmact/README.md /usr/share/doc/vmact/vmactd.json.example \
+	/usr/share/doc/vmact/vmactd.json.commented \
 	/usr/share/doc/vmact/doc/hook.md; do
 	case " ${manifest[*]} " in
 	*" $f "*) ok ;;
@@ -141,6 +142,17 @@ for u in vmact-groupd.service vmact-cloudprovider.service; do
 done
 if grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$unit"; then ok
 else bad "vmactd.service: no ExecReload with SIGHUP"; fi
+
+# The commented example: without its comment lines, the example itself,
+# which vmactd accepts.
+commented=$dest/usr/share/doc/vmact/vmactd.json.commented
+if diff <(grep -v '^ *//' "$commented") "$dest/usr/share/doc/vmact/vmactd.json.example" >/dev/null; then ok
+else bad "vmactd.json.commented without its comments is not vmactd.json.example"; fi
+cfg=$(mktemp)
+grep -v '^ *//' "$commented" >"$cfg"
+if msg=$("$dest/usr/sbin/vmactd" --check-config -c "$cfg" 2>&1); then ok
+else bad "vmactd --check-config on vmactd.json.commented without its comments: $msg"; fi
+rm -f "$cfg"
 
 # Man pages: rendered without a warning, with the sections a page needs.
 for f in "${manifest[@]}"; do
