@@ -3,8 +3,11 @@
 # put there: exactly the files `make install-manifest` lists (none missing,
 # none extra), each with its mode; the programs run (--version); the hook
 # does not even load libvirt; the hook and vmact-guestd are in
-# libexec/vmact, the libvirt hook entry a symbolic link to the hook, and an
-# installed vmactd finds vmact-guestd there; the unit names the installed vmactd and
+# libexec/vmact (where vmactd looks for vmact-guestd: test_worker_program),
+# the libvirt hook entry a symbolic link to the hook; the commented example
+# configuration is the example, which vmactd accepts; vmact-cluster's
+# sysusers.d entry creates no libvirt group, its tmpfiles.d entry makes its
+# home and its units start only once configured; the unit names the installed vmactd and
 # reloads with SIGHUP; every man page renders with no warning from man(1)
 # and groff; the bash completion, sourced in bash, completes vmactl's
 # commands and options and vmactd's options.
