@@ -74,12 +74,32 @@ layers-bpf        := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
 # programs (and the unit tests): cli/ (vmactl) uses base alone.
-TOOL_COMPONENTS := cli cluster cloudprovider
+# cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
+CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
+	cluster/framework cluster/config
+TOOL_COMPONENTS := cli $(CLUSTER_COMPONENTS) cloudprovider
 layers-cli        := base
-# cluster/ (vmact-groupd): the lease codec, the transport, base.
-layers-cluster    := agent-glue/codec net base
+# cluster/ (vmact-groupd): each sub-layer uses those below it, the lease
+# codec, the transport and base; the framework and the configuration use
+# base alone.
+layers-cluster/config := base
+layers-cluster/framework := base
+layers-cluster/host := cluster/config agent-glue/codec net base
+layers-cluster/plugins := cluster/host cluster/framework cluster/config agent-glue/codec net base
+layers-cluster/engine := cluster/plugins cluster/host cluster/framework cluster/config \
+	agent-glue/codec net base
+layers-cluster/daemon := cluster/engine cluster/plugins cluster/host cluster/framework \
+	cluster/config agent-glue/codec net base
 layers-cloudprovider := base
-layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
+# Directories that hold a program's main() and nothing else: check-layers
+# knows them (what the main may include), no archive is made of them.
+MAIN_COMPONENTS := cluster
+layers-cluster := $(CLUSTER_COMPONENTS) agent-glue/codec net base
+# ...and whose top holds nothing but the mains Kbuild's <prog>-objs name
+# there (+main=FILE).
+main-files = $(foreach c,$(MAIN_COMPONENTS),$(foreach p,$(progs-y),$(filter $(c)/%,$($(p)-objs:.o=.c))))
+layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS) $(MAIN_COMPONENTS),$(c)=$(call join-words,$(layers-$(c)))) \
+	$(addprefix +main=,$(main-files))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 # A component's archive: build/lib<dir with / as ->.a (build/libactuator-policy.a).
 lib-of = $(BUILD)/lib$(subst /,-,$(1)).a
@@ -110,6 +130,7 @@ $(addprefix $(BUILD)/cloudprovider/,$(cloudprovider-y)) $(BUILD)/cloudprovider/v
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
 TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(call lib-of,$(c)))
+TOOL_OBJS := $(foreach c,$(TOOL_COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
@@ -176,6 +197,12 @@ print-%:
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
+.PHONY: check-doc-refs
+# make check-doc-refs: every link of every *.md, every tree path a page
+# cites and every doc heading a comment cites resolves (doc/README.md).
+check-doc-refs:
+	$(Q)tests/checks/check-doc-refs.sh
+
 .PHONY: check-layers
 check-layers:
 	$(Q)tests/checks/check-layers.sh $(layer-specs)
@@ -450,6 +477,8 @@ TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 DOCS        := README.md actuator/daemon/vmactd.json.example actuator/daemon/vmactd.json.commented
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
+# doc/notes/: the lab notebooks the pages cite (doc/README.md).
+DOCS_NOTES  := $(wildcard doc/notes/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
 	$(addprefix $(LIBEXECDIR)/vmact/,$(libexec-progs-y)) \
@@ -459,7 +488,7 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
-	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES))
 
 .PHONY: install-manifest
 install-manifest:
@@ -496,6 +525,8 @@ install: all
 	install -m 0644 cluster/vmact-cluster.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vmact-cluster.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
+	install -d $(DESTDIR)$(DOCDIR)/doc/notes
+	install -m 0644 $(DOCS_NOTES) $(DESTDIR)$(DOCDIR)/doc/notes/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 	$(foreach p,$(libexec-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(LIBEXECDIR)/vmact/$(p);)
@@ -513,6 +544,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(install-files))
 	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBEXECDIR)/vmact 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
+	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
 # cgroup v2 only, libvirt inside, built from Debian packages and cached in

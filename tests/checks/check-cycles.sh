@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# check-cycles.sh: no two files of vmact call each other, directly or round
-# a longer loop (doc/ARCHITECTURE.md, "No cycles"). An edge A -> B means
-# A's object references a symbol B's object defines; tsort(1) finds the
-# loops. The layers' own order is checked by check-layers.sh and the link;
+# check-cycles.sh: no two files of vmact call each other, directly or
+# round a longer loop (doc/ARCHITECTURE.md, "How the rules are checked").
+# An edge A -> B means A's object references a symbol B's object defines;
+# tsort(1) finds the loops. The layers' own order is checked by check-layers.sh and the link;
 # this is the same rule at the grain of files, inside a layer too. As a
 # control, a planted pair of objects that call each other must be refused.
 # VMACT_BUILD: the build directory (make check passes build/san).
@@ -33,7 +33,10 @@ loops() { # EDGES-FILE: the loops tsort reports, one object a line
 	tsort "$1" 2>&1 >/dev/null | grep -v 'input contains a loop' | sed 's/^tsort: //' || true
 }
 
-objs=($(mk LIB_OBJS) $(for c in $(mk TOOL_COMPONENTS); do for o in $(mk "$c-y"); do echo "$build/$c/$o"; done; done))
+# Every archive's objects: the layers' and the other programs' components
+# (cli/, cluster/'s sub-layers, cloudprovider/).
+lib_objs=$(mk LIB_OBJS) && tool_objs=$(mk TOOL_OBJS) || { echo "check-cycles: make print-* failed"; exit 1; }
+objs=($lib_objs $tool_objs)
 for o in "${objs[@]}"; do
 	[ -f "$o" ] || { echo "check-cycles: $o missing (build first)"; exit 1; }
 done
