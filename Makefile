@@ -542,9 +542,9 @@ install: all
 uninstall:
 	$(if $(DESTDIR),,$(uninstall-live))
 	rm -f $(addprefix $(DESTDIR),$(install-files))
-	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBEXECDIR)/vmact 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(LIBEXECDIR)/vmact 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
-	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
 # cgroup v2 only, libvirt inside, built from Debian packages and cached in
