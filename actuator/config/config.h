@@ -95,7 +95,7 @@ struct act_config {
 	 * vmactd itself (no privilege separation). */
 	bool guest_worker;
 	char *guest_worker_user;    /* "vmact"; "nobody" if it does not exist */
-	char *guest_worker_program; /* "" = vmact-guestd beside vmactd */
+	char *guest_worker_program; /* "" = act_worker_default_program() */
 
 	/* ScalingConfig every VM starts from: the Neon agent's defaults with
 	 * the file's "scaling" object (camelCase keys, as in the Neon agent's

@@ -35,8 +35,9 @@ packages=(
 	# vmact-cloudprovider: gRPC core, protobuf-c and its compiler, the
 	# well-known types' .proto files; openssl makes the mTLS tests' keys
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev openssl
-	# make deb (debian/) and make check-host's Debian 12 image (tests/host/)
-	debhelper dpkg-dev debootstrap e2fsprogs
+	# make deb (debian/; lintian checks its packages) and make check-host's
+	# Debian 12 image (tests/host/)
+	debhelper dpkg-dev lintian debootstrap e2fsprogs
 )
 
 missing=()
