@@ -608,6 +608,11 @@ async function realScale() {
 		const want = JSON.parse(opt.capacity || '{}');
 		check(Object.keys(want).every((k) => cap[k] === want[k]),
 			`template node capacity ${JSON.stringify(cap)} is the group's ${JSON.stringify(want)}`);
+		// what an autoscaler before 1.35 reads instead
+		const old = r.value.nodeInfo;
+		check(old && old.metadata.name === node.metadata.name &&
+			Object.keys(want).every((k) => old.status.capacity[k] && old.status.capacity[k].string === want[k]),
+		'template node: the same node in the deprecated nodeInfo (1)');
 		check(node.metadata.labels['vmact.io/group'] === GROUP && node.metadata.labels['kubernetes.io/arch'] === 'amd64',
 			'template node: the group\'s labels and the kubelet\'s');
 		check((node.spec.taints || []).some((t) => t.key === 'dedicated' && t.effect === 'NoSchedule'),
