@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -559,6 +560,51 @@ func testErrorInfo(t *testing.T, e *Env) {
 	}
 }
 
+// Pricing: vmact has no prices, which the autoscaler learns from
+// UNIMPLEMENTED (12) — also from requests in each era's encoding (a pod
+// and apimachinery times before 1.35, pod_bytes and Timestamps after).
+func testPricing(t *testing.T, e *Env, r Reader) {
+	p := pod("1", "1Gi", "1Gi", true)
+	podRaw, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second)
+	node := e.New("PricingNodePriceRequest")
+	externalGrpcNode(e, node, "node", &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"},
+		Spec: v1.NodeSpec{ProviderID: "libvirt://fakehost/x"}})
+	podReq := e.New("PricingPodPriceRequest")
+	if r == Deprecated {
+		for _, m := range []*dynamicpb.Message{node, podReq} {
+			for name, at := range map[string]time.Time{"startTime": now, "endTime": now.Add(time.Hour)} {
+				b, err := (&metav1.Time{Time: at}).Marshal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				setBytes(t, m, name, b)
+			}
+		}
+		set(podReq, "pod", podRaw)
+	} else {
+		for _, f := range [][3]string{{"PricingNodePriceRequest", "startTimestamp", "endTimestamp"},
+			{"PricingPodPriceRequest", "startTimestamp", "endTimestamp"}} {
+			m := node
+			if f[0] == "PricingPodPriceRequest" {
+				m = podReq
+			}
+			setBytes(t, m, f[1], marshal(t, timestamppb.New(now)))
+			setBytes(t, m, f[2], marshal(t, timestamppb.New(now.Add(time.Hour))))
+		}
+		set(podReq, "pod_bytes", podRaw)
+	}
+	if _, err := e.Call("PricingNodePrice", node, "PricingNodePriceResponse"); status.Code(err) != codes.Unimplemented {
+		t.Errorf("PricingNodePrice: %v, want Unimplemented (no pricing)", err)
+	}
+	if _, err := e.Call("PricingPodPrice", podReq, "PricingPodPriceResponse"); status.Code(err) != codes.Unimplemented {
+		t.Errorf("PricingPodPrice: %v, want Unimplemented (no pricing)", err)
+	}
+}
+
 // Run drives every scenario as an autoscaler reading with r; each is a
 // subtest ("--- PASS: TestX/name").
 func Run(t *testing.T, r Reader) {
@@ -573,6 +619,7 @@ func Run(t *testing.T, r Reader) {
 		{"groups-and-nodes", func(t *testing.T) { testNodes(t, e) }},
 		{"scale-up-and-down", func(t *testing.T) { testScale(t, e) }},
 		{"error-info", func(t *testing.T) { testErrorInfo(t, e) }},
+		{"pricing", func(t *testing.T) { testPricing(t, e, r) }},
 	} {
 		if !t.Run(s.name, s.fn) {
 			t.Logf("vmact-cloudprovider's log:\n%s", e.Log())
