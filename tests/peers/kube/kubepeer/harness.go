@@ -33,10 +33,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,10 +93,50 @@ func cpBinary() string {
 	return filepath.Join(top(), "build", "vmact-cloudprovider")
 }
 
+var (
+	childrenMu sync.Mutex
+	children   = map[int]bool{}
+	dirs       = map[string]bool{}
+	onSignal   sync.Once
+)
+
+func track(pid int, alive bool) {
+	childrenMu.Lock()
+	defer childrenMu.Unlock()
+	if alive {
+		children[pid] = true
+	} else {
+		delete(children, pid)
+	}
+}
+
+// A test binary stopped from outside (check-upstream.sh's timeout) leaves
+// no provider or groupd stand-in behind.
+func killChildrenOnSignal() {
+	onSignal.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+		go func() {
+			s := <-ch
+			childrenMu.Lock()
+			for pid := range children {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			for d := range dirs {
+				os.RemoveAll(d)
+			}
+			childrenMu.Unlock()
+			fmt.Fprintf(os.Stderr, "kubepeer: %v: stopped\n", s)
+			os.Exit(2)
+		}()
+	})
+}
+
 // Start brings up fake-groupd.js, vmact-cloudprovider with mTLS and a
 // connection as the autoscaler makes it; all of it ends with the test.
 func Start(t *testing.T) *Env {
 	t.Helper()
+	killChildrenOnSignal()
 	dir, err := os.MkdirTemp("", "vmact-kubepeer.")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +145,9 @@ func Start(t *testing.T) *Env {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	childrenMu.Lock()
+	dirs[dir] = true
+	childrenMu.Unlock()
 	e := &Env{t: t, dir: dir}
 	t.Cleanup(e.stop)
 	e.loadProtos()
@@ -161,6 +206,7 @@ func (e *Env) startGroupd() {
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("node tests/peers/fake-groupd.js: %v", err)
 	}
+	track(cmd.Process.Pid, true)
 	e.groupd = cmd
 	ready := make(chan error, 1)
 	go func() {
@@ -305,8 +351,9 @@ func (e *Env) startProvider() int {
 		e.t.Fatalf("%s: %v", args[0], err)
 	}
 	e.cp = cmd
+	track(cmd.Process.Pid, true)
 	exited := make(chan struct{})
-	go func() { e.cpErr = cmd.Wait(); close(exited) }()
+	go func() { e.cpErr = cmd.Wait(); track(cmd.Process.Pid, false); close(exited) }()
 	deadline := time.Now().Add(startLimit)
 	for time.Now().Before(deadline) {
 		b, _ := os.ReadFile(e.cpLog)
@@ -400,8 +447,12 @@ func (e *Env) stop() {
 		e.gstdin.Close()
 		_ = e.groupd.Process.Kill()
 		_ = e.groupd.Wait()
+		track(e.groupd.Process.Pid, false)
 	}
 	if !e.t.Failed() || os.Getenv("VMACT_KEEP") == "" {
 		os.RemoveAll(e.dir)
 	}
+	childrenMu.Lock()
+	delete(dirs, e.dir)
+	childrenMu.Unlock()
 }
