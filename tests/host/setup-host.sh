@@ -178,4 +178,17 @@ if [ -f "$top/tests/peers/package.json" ]; then
 	fi
 fi
 
+# Go modules of the upstream peers (tests/peers/kube, make check-upstream):
+# each module's pinned dependencies into Go's own module cache, where the
+# later builds find them (GOMODCACHE, GOCACHE: Go's defaults).
+if command -v go >/dev/null 2>&1; then
+	for mod in "$top"/tests/peers/kube/*/; do
+		[ -f "$mod/go.mod" ] || continue
+		say "go mod download in ${mod#"$top"/}"
+		(cd "$mod" && go mod download) || die "go mod download failed in $mod"
+	done
+else
+	die "go not found: make check-upstream needs Go (1.26 or newer)"
+fi
+
 say "host ready"
