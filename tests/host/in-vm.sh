@@ -346,7 +346,8 @@ cat >/etc/vmact/groupd.json <<'JSON'
  "groups": []}
 JSON
 check "systemctl start vmact-groupd, once configured" systemctl start vmact-groupd.service
-wait_for 120 "vmact-groupd active" systemctl is-active -q vmact-groupd.service
+wait_for 120 "vmact-groupd active" systemctl is-active -q vmact-groupd.service ||
+	journalctl -u vmact-groupd.service -o cat --no-pager | tail -n 15 | sed 's/^/    groupd: /' | tee -a "$report"
 
 # ---- upgrade: the same source built as a newer version --------------------------
 main_pid() { systemctl show -p MainPID --value "$1"; }
@@ -396,8 +397,9 @@ check "apt-get purge vmact vmact-cluster" \
 check "dpkg knows neither any more" \
 	bash -c '! dpkg-query -W -f="\${db:Status-Abbrev}" vmact vmact-cluster 2>/dev/null | grep -q "[a-z]"'
 check "/var/lib/vmact and /var/lib/vmact-cluster removed" bash -c '[ ! -e /var/lib/vmact ] && [ ! -e /var/lib/vmact-cluster ]'
+# (vmact-check.service is this run's own driver.)
 check "no unit enabled any more (no wants link, no deb-systemd-helper state)" \
-	bash -c '[ -z "$(find /etc/systemd/system /var/lib/systemd/deb-systemd-helper-enabled -name "vmact*" 2>/dev/null)" ]'
+	bash -c '[ -z "$(find /etc/systemd/system /var/lib/systemd/deb-systemd-helper-enabled -name "vmact*" ! -name "vmact-check*" 2>/dev/null)" ]'
 check "the system users vmact and vmact-cluster stay (Debian keeps them: files they owned may remain)" \
 	bash -c 'getent passwd vmact >/dev/null && getent passwd vmact-cluster >/dev/null'
 say "vmactd's journal, by priority: $(journalctl -u vmactd.service -o json --no-pager | grep -o '"PRIORITY":"[0-9]"' | sort | uniq -c | tr -s ' \n' ' ')"
