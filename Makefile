@@ -487,7 +487,7 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under
 # DESTDIR), one per line: tests/checks/check-install.sh compares the two.
-# The hook's entry in HOOKDIR is a symbolic link to LIBEXECDIR/vmact/vmact-hook.
+# The hook's entry in HOOKDIR is a symbolic link to PREFIX/sbin/vmact-hook.
 SYSCONFDIR  ?= /etc
 # systemd reads /usr/local/lib/systemd/system too; the package names the
 # distribution's own (pkg-config systemd, debian/rules).
@@ -556,7 +556,7 @@ install: all
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 	$(foreach p,$(libexec-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(LIBEXECDIR)/vmact/$(p);)
-	ln -sfn $(LIBEXECDIR)/vmact/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
+	ln -sfn $(PREFIX)/sbin/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
 	$(foreach m,$(man-y),install -m 0644 man/$(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m);)
 	$(foreach c,$(completion-y),install -m 0644 man/vmact.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$(c);)
 	$(if $(DESTDIR),,$(install-live))

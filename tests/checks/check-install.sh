@@ -2,9 +2,10 @@
 # make install DESTDIR=... into a scratch directory, then checks what it
 # put there: exactly the files `make install-manifest` lists (none missing,
 # none extra), each with its mode; the programs run (--version); the hook
-# does not even load libvirt; the hook and vmact-guestd are in
-# libexec/vmact (where vmactd looks for vmact-guestd: test_worker_program),
-# the libvirt hook entry a symbolic link to the hook; the commented example
+# does not even load libvirt;
+# vmact-guestd is in libexec/vmact (where vmactd looks for it:
+# test_worker_program), the libvirt hook entry a symbolic link to the hook
+# in sbin; the commented example
 # configuration is the example, which vmactd accepts; vmact-cluster's
 # sysusers.d entry creates no libvirt group, its tmpfiles.d entry makes its
 # home and its units start only once configured; the unit names the installed vmactd and
@@ -34,7 +35,7 @@ rm -f "$dest.log"
 mapfile -t manifest < <(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s "$@" PREFIX=$prefix install-manifest)
 
 # What every install has, whatever Kbuild adds later.
-hook=/usr/libexec/vmact/vmact-hook
+hook=/usr/sbin/vmact-hook
 for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmact \
 	/usr/libexec/vmact/vmact-guestd $hook \
 	/usr/lib/systemd/system/vmactd.service /usr/lib/sysusers.d/vmact.conf \
@@ -53,7 +54,7 @@ for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmac
 done
 
 # Exactly the manifest, with the right modes.
-# The libvirt hook entry: a symbolic link to the program in libexec (a
+# The libvirt hook entry: a symbolic link to the program in sbin (a
 # program in /etc would be a conffile, left behind on removal).
 for f in "${manifest[@]}"; do
 	case $f in
