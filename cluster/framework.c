@@ -161,13 +161,11 @@ int cl_fw_init_handle_only(const struct cl_fw_handle *h, const json_t *args, voi
 const char *cl_fw_point_name(enum cl_fw_point p)
 {
 	static const char *const names[] = {
-		[CL_FW_PRE_FILTER] = "preFilter",
-		[CL_FW_FILTER] = "filter",
-		[CL_FW_POST_FILTER] = "postFilter",
-		[CL_FW_SCORE] = "score",
-		[CL_FW_RESERVE] = "reserve",
-		[CL_FW_PERMIT] = "permit",
-		[CL_FW_BIND] = "bind",
+		[CL_FW_PRE_FILTER] = "preFilter",   [CL_FW_FILTER] = "filter",
+		[CL_FW_POST_FILTER] = "postFilter", [CL_FW_SCORE] = "score",
+		[CL_FW_RESERVE] = "reserve",        [CL_FW_PERMIT] = "permit",
+		[CL_FW_PRE_BIND] = "preBind",       [CL_FW_BIND] = "bind",
+		[CL_FW_POST_BIND] = "postBind",
 	};
 
 	return (unsigned)p < ARRAY_SIZE(names) ? names[p] : "?";
@@ -222,8 +220,12 @@ static bool implements(const struct cl_fw_plugin_ops *o, enum cl_fw_point p)
 		return o->reserve;
 	case CL_FW_PERMIT:
 		return o->permit;
+	case CL_FW_PRE_BIND:
+		return o->pre_bind;
 	case CL_FW_BIND:
 		return o->bind;
+	case CL_FW_POST_BIND:
+		return o->post_bind;
 	default:
 		return false;
 	}
@@ -395,7 +397,8 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 				return vmact_err_set(
 					err, EINVAL,
 					"%s.plugins.%s: unknown extension point (preFilter, "
-					"filter, postFilter, score, reserve, permit, bind)",
+					"filter, postFilter, score, reserve, permit, preBind, bind, "
+					"postBind)",
 					path, key);
 			snprintf(p, sizeof(p), "%s.plugins.%s", path, key);
 			if ((r = check_set(v, p, reg, point, err)) < 0)
@@ -599,21 +602,18 @@ size_t cl_fw_plugins(const struct cl_fw *fw, enum cl_fw_point p, const char **na
 
 /* ---- the scheduling cycle ---- */
 
-static void run_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
-			  const char *host, size_t upto)
+void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+		     const char *host)
 {
-	for (size_t i = upto; i-- > 0;) {
+	/* All of them, not only those that reserved: the seed's
+	 * RunUnreservePlugins runs "the set of configured unreserve
+	 * plugins". */
+	for (size_t i = fw->n_points[CL_FW_RESERVE]; i-- > 0;) {
 		struct slot *s = &fw->points[CL_FW_RESERVE][i];
 
 		if (s->inst->ops->unreserve)
 			s->inst->ops->unreserve(s->inst->state, cs, vm, host);
 	}
-}
-
-void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
-		     const char *host)
-{
-	run_unreserve(fw, cs, vm, host, fw->n_points[CL_FW_RESERVE]);
 }
 
 /* Runs the filter plugins on one host; Success when all passed. */
@@ -788,9 +788,9 @@ void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw
 		status_start(&res->status, s->inst->ops->name);
 		s->inst->ops->reserve(s->inst->state, cs, vm, host, &res->status);
 		if (res->status.code != CL_FW_SUCCESS) {
-			/* Including the one that failed: Unreserve must cope with
-			 * a Reserve that did not happen. */
-			run_unreserve(fw, cs, vm, host->name, nres + 1);
+			/* Every Reserve plugin's Unreserve, those that did not
+			 * reserve too (framework.h). */
+			cl_fw_unreserve(fw, cs, vm, host->name);
 			if (res->status.code == CL_FW_SUCCESS)
 				res->status.code = CL_FW_ERROR;
 			return;
@@ -827,13 +827,33 @@ void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw
 void cl_fw_bind(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		const char *host, struct cl_fw_status *st)
 {
+	for (size_t i = 0; i < fw->n_points[CL_FW_PRE_BIND]; i++) {
+		struct slot *s = &fw->points[CL_FW_PRE_BIND][i];
+
+		status_start(st, s->inst->ops->name);
+		s->inst->ops->pre_bind(s->inst->state, cs, vm, host, st);
+		if (st->code != CL_FW_SUCCESS) {
+			/* Skip and Wait mean nothing here: a failure. */
+			if (st->code == CL_FW_SKIP || st->code == CL_FW_WAIT)
+				st->code = CL_FW_ERROR;
+			return;
+		}
+	}
 	for (size_t i = 0; i < fw->n_points[CL_FW_BIND]; i++) {
 		struct slot *s = &fw->points[CL_FW_BIND][i];
 
 		status_start(st, s->inst->ops->name);
 		s->inst->ops->bind(s->inst->state, cs, vm, host, st);
-		if (st->code != CL_FW_SKIP)
+		if (st->code == CL_FW_SKIP)
+			continue;
+		if (st->code != CL_FW_SUCCESS)
 			return;
+		for (size_t k = 0; k < fw->n_points[CL_FW_POST_BIND]; k++) {
+			struct slot *pb = &fw->points[CL_FW_POST_BIND][k];
+
+			pb->inst->ops->post_bind(pb->inst->state, cs, vm, host);
+		}
+		return;
 	}
 	status_start(st, "");
 	cl_fw_status_set(st, CL_FW_ERROR, "no bind plugin handled %s", vm->name);

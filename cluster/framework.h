@@ -15,15 +15,24 @@
  *     Score       per plugin and host, then that plugin's NormalizeScore
  *                 to [0, 100], times its weight, summed; the highest total
  *                 wins, the first host in configuration order on a tie
- *     Reserve     plugins in order; a failure runs Unreserve of all of
- *                 them in reverse order and ends the cycle
+ *     Reserve     plugins in order; the first failure stops them
+ *                 (Unreserve)
  *     Permit      Success, Wait with a timeout, or anything else (denied:
  *                 Unreserve); with a Wait the VM waits until every waiting
  *                 plugin allowed it, one rejects it or the shortest timeout
  *                 passes (a reject: Unreserve)
  *   binding cycle (a worker thread, VMs side by side)
+ *     PreBind     plugins in order; the first non-Success fails the bind
+ *                 (Unreserve)
  *     Bind        plugins in order, the first that does not answer Skip
  *                 decides; all skipping is an Error; a failure: Unreserve
+ *     PostBind    after a successful bind, every plugin (informational)
+ *
+ * Unreserve is the seed's RunUnreservePlugins: it runs the Unreserve of
+ * every Reserve plugin, in reverse order, whichever of them reserved
+ * (those after a failing one and the failing one too), so Unreserve must
+ * be idempotent and cope with a Reserve that did not happen. It runs once
+ * for a VM whose Reserve, Permit, PreBind or Bind failed.
  *
  * The cycle state is shared by the plugins of one VM's cycles (scheduling
  * and binding) and protects nothing between them: plugins are trusted.
@@ -151,8 +160,12 @@ struct cl_fw_plugin_ops {
 	/* Wait: *timeout_usec says how long at most. */
 	void (*permit)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
 		       uint64_t *timeout_usec, struct cl_fw_status *st);
+	void (*pre_bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+			 const char *host, struct cl_fw_status *st);
 	void (*bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
 		     struct cl_fw_status *st);
+	void (*post_bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+			  const char *host);
 };
 
 /* An init for plugins that take no args and keep only the handle (their
@@ -172,7 +185,9 @@ enum cl_fw_point {
 	CL_FW_SCORE,
 	CL_FW_RESERVE,
 	CL_FW_PERMIT,
+	CL_FW_PRE_BIND,
 	CL_FW_BIND,
+	CL_FW_POST_BIND,
 	CL_FW_N_POINTS,
 };
 /* The configuration's names: "preFilter", "filter", ... */
@@ -227,12 +242,13 @@ struct cl_fw_result {
 void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		    const struct cl_fw_host *hosts, size_t n, struct cl_fw_result *res);
 
-/* The binding cycle: Bind plugins; st says how it went (Error when every
+/* The binding cycle: PreBind plugins, then Bind plugins, then (on
+ * success) PostBind plugins; st says how it went (Error when every bind
  * plugin skipped). The caller runs cl_fw_unreserve on failure. */
 void cl_fw_bind(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		const char *host, struct cl_fw_status *st);
 
-/* Unreserve of every Reserve plugin, in reverse order. */
+/* Unreserve of every Reserve plugin, in reverse order (above). */
 void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		     const char *host);
 

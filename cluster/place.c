@@ -137,6 +137,7 @@ static void placing_end(struct cl_vm *vm)
 	vm->placing = false;
 	vm->busy = false;
 	vm->pjob = NULL;
+	vm->reserved_host[0] = 0;
 	cl_fw_cycle_free(vm->cs);
 	vm->cs = NULL;
 }
@@ -230,7 +231,12 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 		cl_vm_free(e, vm);
 		return;
 	}
-	if (bind_failed) {
+	if (bind_failed && st->code == CL_FW_UNSCHEDULABLE) {
+		/* A PreBind found the room gone (its lease lapsed while it
+		 * waited and another took it): placed again after the
+		 * back-off. */
+		member_unplaced(vm, "out-of-resources", "HOST_CAPACITY", msg, CL_FAIL_NO_HOST);
+	} else if (bind_failed) {
 		member_unplaced(vm, "other", "BIND_FAILED", msg, CL_FAIL_BIND);
 	} else if (strcmp(st->plugin, "Permit") == 0) {
 		member_unplaced(vm, "other", "PERMIT_REJECTED", msg, CL_FAIL_NO_HOST);
@@ -295,6 +301,10 @@ static void schedule_done(void *data)
 	struct cl_engine *e = j->e;
 	uint64_t now = vmact_loop_now_usec(e->ev);
 
+	/* Reserve took a lease there: it is renewed until the VM is bound
+	 * or un-placed. */
+	if (j->res.status.code == CL_FW_SUCCESS || j->res.status.code == CL_FW_WAIT)
+		snprintf(vm->reserved_host, sizeof(vm->reserved_host), "%s", j->res.host);
 	switch (j->res.status.code) {
 	case CL_FW_SUCCESS:
 		if (e->stopping) {
@@ -424,13 +434,13 @@ static void rejected_done(void *data)
 	cl_vm_kick(e);
 }
 
-static void reject(struct cl_engine *e, struct cl_vm *vm, const char *why)
+static void reject(struct cl_engine *e, struct cl_vm *vm, const char *who, const char *why)
 {
 	struct cl_place_job *j = vm->pjob;
 
 	vm->pjob = NULL;
 	j->bind.code = CL_FW_UNSCHEDULABLE;
-	snprintf(j->bind.plugin, sizeof(j->bind.plugin), "%s", "Permit");
+	snprintf(j->bind.plugin, sizeof(j->bind.plugin), "%s", who);
 	snprintf(j->bind.msg, sizeof(j->bind.msg), "%s", why);
 	cl_vm_emit(e, LOG_INFO, vm, "rejected while waiting: %s", why);
 	if (cl_jobs_submit(e->jobs, unreserve_run, rejected_done, j) < 0) {
@@ -449,7 +459,7 @@ static void on_expired(void *ud, const struct cl_fw_waiting *w)
 		return;
 	snprintf(why, sizeof(why), "Permit wait timed out after %.0f s",
 		 (w->deadline_usec - w->since_usec) / 1e6);
-	reject(e, vm, why);
+	reject(e, vm, "Permit", why);
 }
 
 void cl_place_waiting_expire(struct cl_engine *e)
@@ -469,7 +479,7 @@ void cl_place_waiting_expire(struct cl_engine *e)
 		VMACT_LIST_FOREACH_SAFE(vms, vm, next, e->groups[i].vms)
 			if (vm->pjob && (vm->want_delete || vm->want_return)) {
 				cl_fw_reject(vm->pjob->fw, vm->uuid);
-				reject(e, vm, "given up while waiting");
+				reject(e, vm, "Permit", "given up while waiting");
 			}
 	}
 }
@@ -501,6 +511,14 @@ int cl_place_reject(struct cl_engine *e, const char *uid, const char *why)
 	if (!vm)
 		return -ENOENT;
 	cl_fw_reject(vm->pjob->fw, uid);
-	reject(e, vm, why && *why ? why : "rejected by an operator");
+	reject(e, vm, "Permit", why && *why ? why : "rejected by an operator");
 	return 0;
+}
+
+void cl_place_lost(struct cl_engine *e, struct cl_vm *vm, const char *why)
+{
+	if (!vm->pjob)
+		return;
+	cl_fw_reject(vm->pjob->fw, vm->uuid);
+	reject(e, vm, "ArbiterLease", why);
 }

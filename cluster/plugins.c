@@ -20,6 +20,7 @@ static const char *const filter[] = { "GroupHosts", "HostReachable", "Capacity",
 static const char *const post_filter[] = { "PoolGiveBack", NULL };
 static const char *const score[] = { "FreeCapacity", "GroupSpread", NULL };
 static const char *const reserve[] = { "ArbiterLease", NULL };
+static const char *const pre_bind[] = { "ArbiterLease", NULL };
 static const char *const bind[] = { "LibvirtBind", NULL };
 
 static const struct cl_fw_defaults defaults = {
@@ -30,7 +31,9 @@ static const struct cl_fw_defaults defaults = {
 		[CL_FW_SCORE] = score,
 		[CL_FW_RESERVE] = reserve,
 		[CL_FW_PERMIT] = NULL,
+		[CL_FW_PRE_BIND] = pre_bind,
 		[CL_FW_BIND] = bind,
+		[CL_FW_POST_BIND] = NULL,
 	},
 };
 

@@ -12,7 +12,8 @@
  *                                     VMs makes room for a member
  *   FreeCapacity   score (normalize)  most room left after the VM
  *   GroupSpread    score (normalize)  fewest VMs of the group
- *   ArbiterLease   reserve            a lease at the host's arbiter,
+ *   ArbiterLease   reserve, preBind   a lease at the host's arbiter,
+ *                                     taken again before the bind,
  *                                     released by Unreserve
  *   ManualApproval permit             waits for an operator's allow
  *                                     (args: groups, timeoutSeconds)

@@ -149,6 +149,19 @@ static int fake_init(const struct cl_fw_handle *h, const json_t *args, void **st
 		if (a)                                                                             \
 			cl_fw_status_set(st, a->code, "bind");                                     \
 	}                                                                                          \
+	static void N##_pre_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,       \
+				 const char *host, struct cl_fw_status *st)                        \
+	{                                                                                          \
+		const struct answer *a = find(#N, "prebind", NULL);                                \
+		note(#N, "prebind", host);                                                         \
+		if (a)                                                                             \
+			cl_fw_status_set(st, a->code, "%s prebind", #N);                           \
+	}                                                                                          \
+	static void N##_post_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,      \
+				  const char *host)                                                \
+	{                                                                                          \
+		note(#N, "postbind", host);                                                        \
+	}                                                                                          \
 	static const struct cl_fw_plugin_ops N = {                                                 \
 		.name = #N,                                                                        \
 		.init = fake_init,                                                                 \
@@ -160,6 +173,8 @@ static int fake_init(const struct cl_fw_handle *h, const json_t *args, void **st
 		.unreserve = N##_unreserve,                                                        \
 		.permit = N##_permit,                                                              \
 		.bind = N##_bind,                                                                  \
+		.pre_bind = N##_pre_bind,                                                          \
+		.post_bind = N##_post_bind,                                                        \
 	}
 
 FAKE(A);
@@ -454,13 +469,17 @@ static void test_reserve_and_permit(void **state)
 	struct cl_fw_result res;
 
 	setup_world();
-	/* B's Reserve fails: Unreserve of B (which failed) and A, in reverse. */
+	/* B's Reserve fails: C's Reserve never runs, but the Unreserve of
+	 * every Reserve plugin does (the seed's RunUnreservePlugins: the
+	 * set of configured unreserve plugins), in reverse, C's too. */
 	reset();
 	answer("B", "reserve", NULL, CL_FW_ERROR, 0);
 	schedule(fw, &res);
 	assert_int_equal(res.status.code, CL_FW_ERROR);
-	assert_non_null(
-		strstr(trace, "A:reserve(h1) B:reserve(h1) B:unreserve(h1) A:unreserve(h1)"));
+	assert_string_equal(trace, "A:pre A:filter(h1) B:filter(h1) A:filter(h2) B:filter(h2) "
+				   "A:filter(h3) B:filter(h3) A:score(h1) A:score(h2) A:score(h3) "
+				   "A:reserve(h1) B:reserve(h1) C:unreserve(h1) B:unreserve(h1) "
+				   "A:unreserve(h1)");
 	assert_null(strstr(trace, "C:reserve"));
 	assert_null(strstr(trace, "permit"));
 	/* Permit denies: everything unreserved. */
@@ -554,6 +573,64 @@ static void test_bind_skip(void **state)
 	assert_non_null(strstr(st.msg, "no bind plugin handled"));
 	cl_fw_cycle_free(cs);
 	cl_fw_free(fw);
+}
+
+/* PreBind before Bind, the first failure stops the binding cycle (the
+ * caller unreserves); PostBind only after a successful Bind, every plugin. */
+static void test_pre_post_bind(void **state)
+{
+	struct cl_fw *fw = fw_of("{\"plugins\":{\"preBind\":{\"enabled\":[{\"name\":\"B\"},"
+				 "{\"name\":\"C\"}]},\"postBind\":{\"enabled\":[{\"name\":\"A\"},"
+				 "{\"name\":\"C\"}]}}}");
+	struct cl_fw_cycle *cs = NULL;
+	struct cl_fw_status st;
+	const char *names[4];
+
+	setup_world();
+	assert_int_equal(cl_fw_plugins(fw, CL_FW_PRE_BIND, names, 4), 2);
+	assert_string_equal(names[0], "B");
+	assert_int_equal(cl_fw_plugins(fw, CL_FW_POST_BIND, names, 4), 2);
+	assert_int_equal(cl_fw_cycle_new(&cs), 0);
+	reset();
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_SUCCESS);
+	assert_string_equal(trace, "B:prebind(h2) C:prebind(h2) A:bind(h2) A:postbind(h2) "
+				   "C:postbind(h2)");
+	/* B's PreBind refuses: no Bind, no PostBind; its status is the
+	 * binding cycle's. */
+	reset();
+	answer("B", "prebind", NULL, CL_FW_UNSCHEDULABLE, 0);
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_UNSCHEDULABLE);
+	assert_string_equal(st.plugin, "B");
+	assert_string_equal(trace, "B:prebind(h2)");
+	/* A Skip or Wait from PreBind is a failure, not a pass. */
+	reset();
+	answer("C", "prebind", NULL, CL_FW_SKIP, 0);
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_ERROR);
+	assert_string_equal(st.plugin, "C");
+	/* Bind fails: no PostBind. */
+	reset();
+	answer("A", "bind", NULL, CL_FW_ERROR, 0);
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_ERROR);
+	assert_null(strstr(trace, "postbind"));
+	cl_fw_cycle_free(cs);
+	cl_fw_free(fw);
+	/* The shipped ArbiterLease is enabled at PreBind by default. */
+	{
+		struct cl_fw *d = NULL;
+		struct vmact_err err = { 0 };
+		struct cl_fw_handle h = { 0 };
+
+		assert_int_equal(cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), NULL, "p",
+					   &h, &d, &err),
+				 0);
+		assert_int_equal(cl_fw_plugins(d, CL_FW_PRE_BIND, names, 4), 1);
+		assert_string_equal(names[0], "ArbiterLease");
+		cl_fw_free(d);
+	}
 }
 
 static void test_cycle_state(void **state)
@@ -688,6 +765,7 @@ int main(void)
 		cmocka_unit_test(test_reserve_and_permit),
 		cmocka_unit_test(test_waiting),
 		cmocka_unit_test(test_bind_skip),
+		cmocka_unit_test(test_pre_post_bind),
 		cmocka_unit_test(test_cycle_state),
 		cmocka_unit_test(test_fit_plugins),
 	};
