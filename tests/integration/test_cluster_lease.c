@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A VM that a Permit plugin holds keeps its reservation (doc/cluster.md,
+ * "Capacity leases"), on real libvirt and a real arbiter:
+ *
+ *   h  the vmact-cluster user's qemu:///session, its arbiter a standalone
+ *      vmact-arbiter with room for one VM: 1500m CPU / 384 MiB, its
+ *      watermark (0.9) 1350m / 345.6 MiB, a VM 1000m / 256 MiB
+ *
+ * vmact-groupd runs as vmact-cluster with leases of 3 s (renewed every
+ * second) and two groups on h: `gated`, whose members wait for
+ * ManualApproval, and `rival`, placed at once and tried again every 2 s.
+ *
+ *   lease_wait_outlasts  a gated member waits four lease lengths while a
+ *                        rival member tries for the same room again and
+ *                        again: the rival never gets it, the ledger never
+ *                        passes the watermark, the waiting VM's lease is
+ *                        there at every sample; allowed, it is bound (its
+ *                        PreBind takes the lease again) and goes into
+ *                        service, the ledger still under the watermark
+ *   lease_lost_unplaces  the waiting VM's lease taken away behind its
+ *                        back and the room given to another holder: it is
+ *                        un-placed (HOST_CAPACITY), never bound, the
+ *                        ledger never over
+ *
+ * Every wait is for a state with a generous safety limit; the only
+ * duration in the test is how long the VM waits, read from the API's
+ * waited_s. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "cluster/host.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX       "vmact-cll-"
+#define LEASE_S      3
+#define LIMIT_BOOT_S 240.0
+#define LIMIT_S      60.0
+
+static struct {
+	char dir[64];
+	char key[128], cfg[128], glog[128], alog[128], sock[108], arb[108];
+	char img[128], logs[128];
+	char pool[64], uri[384];
+	char groupd[PATH_MAX], arbiter[PATH_MAX];
+	struct th_cluster_user u;
+	struct th_proc gd, ad;
+	virConnectPtr c;
+	struct cl_host *h;
+} fx;
+
+static void die_with_logs(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_with_logs(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	th_print_log_tail(fx.glog, "vmact-groupd", 6000);
+	th_print_log_tail(fx.alog, "vmact-arbiter", 3000);
+	fail_msg("%s", msg);
+	abort();
+}
+
+static void own(const char *path, bool user, mode_t mode)
+{
+	if (chown(path, user ? fx.u.uid : 0, fx.u.gid) < 0 || chmod(path, mode) < 0)
+		fail_msg("%s: %s", path, strerror(errno));
+}
+
+/* ---- the API ---- */
+
+static json_t *api(const char *method, const char *path, const char *body, long *status)
+{
+	return th_cluster_api(fx.sock, method, path, body, status);
+}
+
+static int change(const char *group, const char *what, const char *body)
+{
+	char path[256];
+	long st;
+	json_t *j;
+	int t;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
+	j = api("POST", path, body, &st);
+	if (st != 200 || !json_is_integer(json_object_get(j, "target")))
+		die_with_logs("%s %s: %ld", path, body, st);
+	t = (int)json_integer_value(json_object_get(j, "target"));
+	json_decref(j);
+	return t;
+}
+
+static json_t *get_nodes(const char *group)
+{
+	char path[256];
+	json_t *j, *n;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/nodes", group);
+	j = api("GET", path, NULL, NULL);
+	n = json_incref(json_object_get(j, "nodes"));
+	json_decref(j);
+	return n ? n : json_array();
+}
+
+/* How many of the group's nodes have field (state, vm_state) at value
+ * (NULL: all of them). */
+static unsigned nodes_in(const char *group, const char *field, const char *value)
+{
+	json_t *n = get_nodes(group), *it;
+	unsigned k = 0;
+	size_t i;
+
+	json_array_foreach(n, i, it)
+		k += !value || !strcmp(json_string_value(json_object_get(it, field)) ?: "", value);
+	json_decref(n);
+	return k;
+}
+
+struct err_want {
+	const char *group, *code;
+};
+
+static bool node_error(void *arg)
+{
+	const struct err_want *w = arg;
+	json_t *n = get_nodes(w->group), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it) {
+		const char *code = json_string_value(
+			json_object_get(json_object_get(it, "error"), "code"));
+
+		ok |= code && strcmp(code, w->code) == 0;
+	}
+	json_decref(n);
+	return ok;
+}
+
+static json_t *waiting(void)
+{
+	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	       *w = json_incref(json_object_get(j, "waiting"));
+
+	json_decref(j);
+	return w ? w : json_array();
+}
+
+static bool n_wait(void *arg)
+{
+	json_t *w = waiting();
+	bool ok = json_array_size(w) == (size_t)(uintptr_t)arg;
+
+	json_decref(w);
+	return ok;
+}
+
+/* The one waiting VM has waited at least *arg seconds. */
+static bool waited(void *arg)
+{
+	json_t *w = waiting();
+	double s = json_number_value(json_object_get(json_array_get(w, 0), "waited_s"));
+	bool ok = json_array_size(w) == 1 && s >= *(const double *)arg;
+
+	json_decref(w);
+	return ok;
+}
+
+static bool groupd_ready(void *arg)
+{
+	json_t *j = api("GET", "/v1/vms", NULL, NULL);
+	bool ok = json_is_true(json_object_get(j, "ready"));
+
+	json_decref(j);
+	return ok;
+}
+
+static bool group_empty(void *arg)
+{
+	return nodes_in(arg, "state", NULL) == 0;
+}
+
+static bool one_running(void *arg)
+{
+	return nodes_in(arg, "state", "running") == 1;
+}
+
+static void delete_all(const char *group)
+{
+	json_t *n = get_nodes(group), *it, *ids = json_array();
+	size_t i;
+
+	json_array_foreach(n, i, it)
+		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
+			json_array_append(ids, json_object_get(it, "provider_id"));
+	if (json_array_size(ids)) {
+		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
+		char *body = json_dumps(doc, 0);
+
+		json_decref(doc);
+		change(group, "delete-nodes", body);
+		free(body);
+	} else {
+		json_decref(ids);
+	}
+	json_decref(n);
+	if (!th_wait_daemon(&fx.gd, group_empty, (void *)group, LIMIT_S))
+		die_with_logs("group %s was not emptied", group);
+}
+
+/* ---- the ledger, sampled all along ---- */
+
+struct sampler {
+	pthread_t t;
+	volatile bool stop;
+	/* Set while a VM waits: its lease must be in the ledger. */
+	volatile bool must_hold;
+	unsigned samples, over, unheld;
+	uint64_t max_cpu, max_mem;
+	struct ag_lease_ledger last;
+};
+
+static void *sample(void *arg)
+{
+	struct sampler *s = arg;
+
+	while (!s->stop) {
+		struct ag_lease_ledger l;
+		struct vmact_err err = { 0 };
+
+		if (cl_host_ledger(fx.h, &l, &err) == 0) {
+			s->samples++;
+			s->last = l;
+			if (l.reserved.milli_cpu > s->max_cpu)
+				s->max_cpu = l.reserved.milli_cpu;
+			if (l.reserved.mem_bytes > s->max_mem)
+				s->max_mem = l.reserved.mem_bytes;
+			s->over += l.reserved.milli_cpu > l.watermark.milli_cpu ||
+				   l.reserved.mem_bytes > l.watermark.mem_bytes;
+			s->unheld += s->must_hold && l.leases == 0;
+		}
+		usleep(50000);
+	}
+	return NULL;
+}
+
+static void sampler_end(struct sampler *s, const char *what, unsigned min_samples)
+{
+	s->stop = true;
+	pthread_join(s->t, NULL);
+	fprintf(stderr,
+		"%s: %u samples, ledger peak %llum CPU / %llu MiB against a watermark of %um / "
+		"%llu MiB, %u over, %u without the waiting VM's lease\n",
+		what, s->samples, (unsigned long long)s->max_cpu,
+		(unsigned long long)(s->max_mem >> 20), s->last.watermark.milli_cpu,
+		(unsigned long long)(s->last.watermark.mem_bytes >> 20), s->over, s->unheld);
+	assert_true(s->samples >= min_samples);
+	assert_int_equal(s->over, 0);
+}
+
+/* ---- set-up ---- */
+
+static void write_config(void)
+{
+	char kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], real[PATH_MAX], arb_url[160];
+	json_t *tpl, *doc;
+	char *text;
+
+	if (!realpath(tg_guest_dir(), real))
+		fail_msg("guest dir: %s", strerror(errno));
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", real);
+	snprintf(initrd, sizeof(initrd), "%s/initrd.img", real);
+	snprintf(arb_url, sizeof(arb_url), "unix:%s", fx.arb);
+	tpl = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
+			"memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
+			"console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
+			"serial_log_dir", fx.logs);
+	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:i},"
+			"s:[{s:s,s:s,s:s,s:{s:s,s:s}}],"
+			"s:[{s:s,s:i,s:[s],s:O,s:{s:s}},{s:s,s:i,s:[s],s:O,s:{s:i}}],"
+			"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
+			"api", "socket", fx.sock, "metrics", "listen", "", "libvirt", "name_prefix",
+			PREFIX, "lifecycle", "lease_s", LEASE_S, "hosts", "name", "h", "uri",
+			"qemu:///session", "storage_pool", fx.pool, "arbiter", "url", arb_url,
+			"secret_file", fx.key, "groups", "id", "gated", "max", 2, "hosts", "h",
+			"template", tpl, "claim", "ack", "VMACT claimed", "id", "rival", "max", 1,
+			"hosts", "h", "template", tpl, "lifecycle", "retry_backoff_s", 2,
+			"scheduler", "profiles", "plugins", "permit", "enabled", "name",
+			"ManualApproval", "pluginConfig", "name", "ManualApproval", "args", "groups",
+			"gated", "timeoutSeconds", 120);
+	json_decref(tpl);
+	if (!doc)
+		fail_msg("the configuration does not pack");
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	free(text);
+	own(fx.cfg, false, 0644);
+}
+
+static void quiet(void *ud, virErrorPtr e)
+{
+}
+
+static int setup(void **state)
+{
+	char dir_tpl[] = "/tmp/vmact-cll-XXXXXX", path[PATH_MAX + 64], listen[PATH_MAX + 8];
+
+	virSetErrorFunc(NULL, quiet);
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (th_cluster_user(&fx.u) < 0) {
+		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
+		return -1;
+	}
+	if (th_build_prog("vmact-groupd", fx.groupd, sizeof(fx.groupd)) < 0 ||
+	    th_build_prog("vmact-arbiter", fx.arbiter, sizeof(fx.arbiter)) < 0)
+		return -1;
+	if (!mkdtemp(dir_tpl))
+		return -1;
+	snprintf(fx.dir, sizeof(fx.dir), "%s", dir_tpl);
+	own(fx.dir, false, 0755);
+#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.dir)
+	P(key, "lease.key");
+	P(cfg, "groupd.json");
+	P(glog, "groupd.log");
+	P(alog, "arbiter.log");
+	P(sock, "api/api.sock");
+	P(arb, "arb/arb.sock");
+	P(img, "img");
+	P(logs, "logs");
+#undef P
+	if (th_cluster_key(&fx.u, fx.key) < 0)
+		return -1;
+	mkdir(fx.logs, 0777);
+	own(fx.logs, false, 0777);
+	snprintf(path, sizeof(path), "%s/api", fx.dir);
+	mkdir(path, 0700);
+	own(path, true, 0700);
+	snprintf(path, sizeof(path), "%s/arb", fx.dir);
+	mkdir(path, 0700);
+	own(path, true, 0700);
+	snprintf(fx.pool, sizeof(fx.pool), "vmact-cll-%d", (int)getpid());
+	if (th_cluster_pool(NULL, &fx.u, fx.pool, fx.img) < 0)
+		return -1;
+	th_cluster_session_uri(&fx.u, fx.uri, sizeof(fx.uri));
+	fx.c = virConnectOpen(fx.uri);
+	if (!fx.c)
+		return -1;
+	{
+		/* Room for one VM under the watermark, not two. */
+		const char *args[] = { fx.arbiter, "--listen",    listen, "--cpu", "1500m", "--memory",
+				       "384Mi",    "--lease-key", fx.key, "-v",    NULL };
+		struct cl_host_cfg hc = { .name = "h" };
+		struct vmact_err err = { 0 };
+
+		snprintf(listen, sizeof(listen), "unix:%s", fx.arb);
+		if (th_cluster_spawn(&fx.ad, &fx.u, args, fx.alog) < 0)
+			return -1;
+		snprintf(hc.arbiter_url, sizeof(hc.arbiter_url), "unix:%s", fx.arb);
+		snprintf(hc.arbiter_secret, sizeof(hc.arbiter_secret), "%s", fx.key);
+		if (cl_host_new(&hc, &fx.h, &err) < 0) {
+			fprintf(stderr, "%s\n", err.msg);
+			return -1;
+		}
+	}
+	write_config();
+	{
+		const char *args[] = { fx.groupd, "-c", fx.cfg, "-v", NULL };
+
+		if (th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog) < 0)
+			return -1;
+		if (!th_wait_daemon(&fx.gd, groupd_ready, NULL, LIMIT_S)) {
+			th_print_log_tail(fx.glog, "vmact-groupd", 6000);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	if (getenv("VMACT_TEST_VERBOSE")) {
+		th_print_log_tail(fx.glog, "vmact-groupd", 200000);
+		th_print_log_tail(fx.alog, "vmact-arbiter", 200000);
+	}
+	if (fx.c) {
+		th_cluster_remove_domains(fx.c, PREFIX);
+		th_cluster_pool_remove(fx.c, fx.pool);
+		virConnectClose(fx.c);
+	}
+	cl_host_free(fx.h);
+	if (fx.dir[0])
+		th_rm_rf(fx.dir);
+	return 0;
+}
+
+/* ---- the cases ---- */
+
+static const char *first_uid(void)
+{
+	static char uid[64];
+	json_t *w = waiting();
+
+	snprintf(uid, sizeof(uid), "%s",
+		 json_string_value(json_object_get(json_array_get(w, 0), "uid")) ?: "");
+	json_decref(w);
+	return uid;
+}
+
+static void lease_wait_outlasts(void **state)
+{
+	struct err_want no_room = { "rival", "HOST_CAPACITY" };
+	struct sampler s = { 0 };
+	double four_leases = 4 * LEASE_S;
+	char path[256];
+	long st;
+
+	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, n_wait, (void *)1, LIMIT_S))
+		die_with_logs("nothing waited for ManualApproval");
+	/* Reserved while it waits: the one VM's room is taken. */
+	assert_int_equal(cl_host_ledger(fx.h, &s.last, &(struct vmact_err){ 0 }), 0);
+	assert_int_equal(s.last.leases, 1);
+	assert_int_equal(s.last.reserved.milli_cpu, 1000);
+	s.must_hold = true;
+	assert_int_equal(pthread_create(&s.t, NULL, sample, &s), 0);
+
+	/* A rival for the same room, tried again every 2 s. */
+	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, node_error, &no_room, LIMIT_S))
+		die_with_logs("the rival was not refused for room");
+	/* The wait outlasts the lease four times over. */
+	if (!th_wait_daemon(&fx.gd, waited, &four_leases, LIMIT_S))
+		die_with_logs("the gated VM did not wait %.0f s", four_leases);
+	/* The rival never got the room. */
+	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
+	assert_true(node_error(&no_room));
+	assert_int_equal(s.unheld, 0);
+
+	/* Allowed: bound where it reserved, into service. */
+	snprintf(path, sizeof(path), "/v1/waiting/%s/allow", first_uid());
+	json_decref(api("POST", path, NULL, &st));
+	assert_int_equal(st, 200);
+	s.must_hold = false;
+	if (!th_wait_daemon(&fx.gd, one_running, "gated", LIMIT_BOOT_S))
+		die_with_logs("the allowed VM never went into service");
+	/* The rival still has no room, and the ledger holds one VM. */
+	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
+	assert_true(node_error(&no_room));
+	sampler_end(&s, "wait outlasting the lease", 100);
+	assert_int_equal(s.last.leases, 1);
+	assert_int_equal(s.last.reserved.milli_cpu, 1000);
+	assert_true(s.max_cpu <= 1000);
+	delete_all("rival");
+	delete_all("gated");
+}
+
+static bool no_leases(void *arg)
+{
+	struct ag_lease_ledger l;
+
+	return cl_host_ledger(fx.h, &l, &(struct vmact_err){ 0 }) == 0 && l.leases == 0;
+}
+
+static void lease_lost_unplaces(void **state)
+{
+	struct err_want no_room = { "gated", "HOST_CAPACITY" };
+	struct vmact_err err = { 0 };
+	struct sampler s = { 0 };
+	struct ag_lease_ledger l;
+	json_t *w;
+	char name[128];
+
+	if (!th_wait_daemon(&fx.gd, no_leases, NULL, LIMIT_S))
+		die_with_logs("leases left from the case before");
+	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, n_wait, (void *)1, LIMIT_S))
+		die_with_logs("nothing waited for ManualApproval");
+	w = waiting();
+	snprintf(name, sizeof(name), "%s",
+		 json_string_value(json_object_get(json_array_get(w, 0), "name")) ?: "");
+	json_decref(w);
+	assert_int_equal(pthread_create(&s.t, NULL, sample, &s), 0);
+	/* Its lease taken away and the room promised to another holder
+	 * (what a lapse while another placement took the room amounts to).
+	 * Its renewal may come between the two and take the room back (it
+	 * is free then): the filler is then refused, and tried again. */
+	for (int tries = 0;; tries++) {
+		int r;
+
+		assert_int_equal(cl_host_release(fx.h, "default", name, &err), 0);
+		assert_int_equal(cl_host_ledger(fx.h, &l, &err), 0);
+		r = cl_host_lease(fx.h, "default", "filler", l.watermark, 600 * VMACT_USEC_PER_SEC,
+				  false, &err);
+		if (r == 0)
+			break;
+		assert_int_equal(r, -EBUSY);
+		if (tries > 20)
+			fail_msg("the filler never got the room: %s", err.msg);
+	}
+	/* Its renewal is refused: rejected, un-placed, never bound. */
+	if (!th_wait_daemon(&fx.gd, node_error, &no_room, LIMIT_S))
+		die_with_logs("the VM that lost its reservation was not un-placed");
+	assert_true(n_wait((void *)0));
+	assert_int_equal(nodes_in("gated", "vm_state", "pending"), 1);
+	assert_int_equal(nodes_in("gated", "state", "running"), 0);
+	sampler_end(&s, "reservation lost", 1);
+	/* Only the filler holds room. */
+	assert_int_equal(s.last.leases, 1);
+	assert_int_equal(cl_host_release(fx.h, "default", "filler", &err), 0);
+	delete_all("gated");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lease_wait_outlasts),
+		cmocka_unit_test(lease_lost_unplaces),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
