@@ -73,6 +73,7 @@ struct cl_vm {
 	char reserved_host[CL_NAME_MAX];
 	struct cl_fw_cycle *cs;    /* while placing */
 	struct cl_place_job *pjob; /* while its Permit waits */
+	struct cl_place_job *sjob; /* while placing */
 	struct cl_bind_spec spec;  /* what Bind builds, while placing */
 	const char *hosts_list[CL_MAX_HOSTS];
 };
@@ -157,6 +158,9 @@ int cl_place_reject(struct cl_engine *e, const char *uid, const char *why);
 /* A waiting VM's reservation lapsed and the room went elsewhere (its
  * renewal was refused): it is rejected, un-placed. */
 void cl_place_lost(struct cl_engine *e, struct cl_vm *vm, const char *why);
+/* Binds or un-places the VMs the frameworks allowed or rejected (by an
+ * operator, a plugin, a loss). */
+void cl_place_take_resolved(struct cl_engine *e);
 
 /* life.c: the next step of a VM that is not busy (called by the tick and
  * whenever a job of it ends), but its placement (engine.c's tick). */

@@ -309,8 +309,8 @@ static void write_config(void)
 			"template", tpl, "claim", "ack", "VMACT claimed", "id", "rival", "max", 1,
 			"hosts", "h", "template", tpl, "lifecycle", "retry_backoff_s", 2,
 			"scheduler", "profiles", "plugins", "permit", "enabled", "name",
-			"ManualApproval", "pluginConfig", "name", "ManualApproval", "args", "groups",
-			"gated", "timeoutSeconds", 120);
+			"ManualApproval", "pluginConfig", "name", "ManualApproval", "args",
+			"groups", "gated", "timeoutSeconds", 120);
 	json_decref(tpl);
 	if (!doc)
 		fail_msg("the configuration does not pack");
@@ -372,8 +372,9 @@ static int setup(void **state)
 		return -1;
 	{
 		/* Room for one VM under the watermark, not two. */
-		const char *args[] = { fx.arbiter, "--listen",    listen, "--cpu", "1500m", "--memory",
-				       "384Mi",    "--lease-key", fx.key, "-v",    NULL };
+		const char *args[] = { fx.arbiter, "--listen", listen,  "--cpu",
+				       "1500m",    "--memory", "384Mi", "--lease-key",
+				       fx.key,     "-v",       NULL };
 		struct cl_host_cfg hc = { .name = "h" };
 		struct vmact_err err = { 0 };
 
