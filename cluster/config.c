@@ -215,7 +215,8 @@ static int parse_lifecycle(struct ctx *c, const json_t *o, struct cl_lifecycle *
 
 static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 {
-	static const char *const keys[] = { "name", "uri", "storage_pool", "arbiter", NULL };
+	static const char *const keys[] = { "name",        "uri",     "storage_pool",
+					    "channel_dir", "arbiter", NULL };
 	static const char *const akeys[] = { "url", "secret_file", NULL };
 	struct vmact_endpoint ep;
 	struct vmact_err e = { 0 };
@@ -232,6 +233,17 @@ static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 		return r;
 	if (!name_ok(h->name))
 		return bad(c, "name", "'%s': lower-case letters, digits and '-' only", h->name);
+	if (json_object_get(o, "channel_dir")) {
+		const char *d = json_string_value(json_object_get(o, "channel_dir"));
+
+		if (!d || d[0] != '/' || strlen(d) >= sizeof(h->channel_dir) || strchr(d, '\'') ||
+		    strstr(d, "//") || (strlen(d) > 1 && d[strlen(d) - 1] == '/'))
+			return bad(c, "channel_dir",
+				   "an absolute directory of at most %zu bytes (the sockets' "
+				   "paths must stay within 107 bytes)",
+				   sizeof(h->channel_dir) - 1);
+		snprintf(h->channel_dir, sizeof(h->channel_dir), "%s", d);
+	}
 	a = json_object_get(o, "arbiter");
 	if (!a)
 		return bad(c, "arbiter", "required: the host's arbiter keeps its capacity ledger");

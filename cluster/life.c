@@ -469,9 +469,12 @@ static void member_fail_run(void *data)
 	struct job *j = data;
 	_cleanup_(life_conn_closep) virConnectPtr c = cl_host_conn(j->host, &j->err);
 	_cleanup_free_ char *xml = NULL;
-	struct cl_domxml_spec ds = {
-		.group = j->g, .name = j->name, .uuid = j->uuid, .meta = &j->meta
-	};
+	struct cl_domxml_spec ds = { .group = j->g,
+				     .name = j->name,
+				     .uuid = j->uuid,
+				     .meta = &j->meta,
+				     .channel_dir = j->host ? cl_host_cfg(j->host)->channel_dir
+							    : NULL };
 	char volume[CL_NAME_MAX + 8];
 	struct vmact_err e2 = { 0 };
 

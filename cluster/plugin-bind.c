@@ -30,7 +30,8 @@ static double now_real(void)
 /* Puts back what a failed bind leaves: a member's placeholder here, with
  * the error; nothing of a standby VM. */
 static void undo(virConnectPtr c, const struct cl_fw_vm *vm, const struct cl_bind_spec *spec,
-		 const char *pool, const char *volume, const char *code, const char *why)
+		 const char *pool, const char *channel_dir, const char *volume, const char *code,
+		 const char *why)
 {
 	struct vmact_err e = { 0 };
 
@@ -38,9 +39,11 @@ static void undo(virConnectPtr c, const struct cl_fw_vm *vm, const struct cl_bin
 	cl_virt_overlay_delete(c, pool, volume, &e);
 	if (!vm->standby) {
 		struct cl_meta m = spec->meta;
-		struct cl_domxml_spec ds = {
-			.group = spec->group, .name = vm->name, .uuid = vm->uid, .meta = &m
-		};
+		struct cl_domxml_spec ds = { .group = spec->group,
+					     .name = vm->name,
+					     .uuid = vm->uid,
+					     .meta = &m,
+					     .channel_dir = channel_dir };
 		_cleanup_free_ char *xml = NULL;
 
 		m.state = CL_ST_PENDING;
@@ -94,7 +97,8 @@ static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, con
 					     .uuid = vm->uid,
 					     .pool = pool,
 					     .volume = volume,
-					     .meta = m };
+					     .meta = m,
+					     .channel_dir = cl_host_cfg(h)->channel_dir };
 
 		xml = cl_domxml_domain(&ds, &err);
 	}
@@ -121,13 +125,15 @@ static void bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, con
 			cl_virt_remove(oc, vm->uid, &err);
 	}
 	if (cl_virt_start(c, vm->uid, &err) < 0) {
-		undo(c, vm, spec, pool, volume, "START_FAILED", err.msg);
+		undo(c, vm, spec, pool, cl_host_cfg(h)->channel_dir, volume, "START_FAILED",
+		     err.msg);
 		return cl_fw_status_set(st, CL_FW_ERROR, "start on %s: %s", host, err.msg);
 	}
 	m->state = CL_ST_BOOTING;
 	m->booted = now_real();
 	if (cl_virt_set_meta(c, vm->uid, m, &err) < 0) {
-		undo(c, vm, spec, pool, volume, "START_FAILED", err.msg);
+		undo(c, vm, spec, pool, cl_host_cfg(h)->channel_dir, volume, "START_FAILED",
+		     err.msg);
 		return cl_fw_status_set(st, CL_FW_ERROR, "record the boot on %s: %s", host,
 					err.msg);
 	}

@@ -21,6 +21,12 @@
  *                        back and the room given to another holder: it is
  *                        un-placed (HOST_CAPACITY), never bound, the
  *                        ledger never over
+ *   session_domain_100   the host's channel_dir (doc/cluster.md,
+ *                        "Health"): once the session's domain IDs reach
+ *                        100 (libvirt's own socket path under the user's
+ *                        long home would pass 107 bytes), a VM still
+ *                        starts, is told its claim over the channel and
+ *                        goes into service
  *
  * Every wait is for a state with a generous safety limit; the only
  * duration in the test is how long the VM waits, read from the API's
@@ -58,7 +64,7 @@
 #define LIMIT_S      60.0
 
 static struct {
-	char dir[64];
+	char dir[64], chdir[72];
 	char key[128], cfg[128], glog[128], alog[128], sock[108], arb[108];
 	char img[128], logs[128];
 	char pool[64], uri[384];
@@ -299,18 +305,18 @@ static void write_config(void)
 			"console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
 			"serial_log_dir", fx.logs);
 	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:i},"
-			"s:[{s:s,s:s,s:s,s:{s:s,s:s}}],"
+			"s:[{s:s,s:s,s:s,s:s,s:{s:s,s:s}}],"
 			"s:[{s:s,s:i,s:[s],s:O,s:{s:s}},{s:s,s:i,s:[s],s:O,s:{s:i}}],"
 			"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
 			"api", "socket", fx.sock, "metrics", "listen", "", "libvirt", "name_prefix",
 			PREFIX, "lifecycle", "lease_s", LEASE_S, "hosts", "name", "h", "uri",
-			"qemu:///session", "storage_pool", fx.pool, "arbiter", "url", arb_url,
-			"secret_file", fx.key, "groups", "id", "gated", "max", 2, "hosts", "h",
-			"template", tpl, "claim", "ack", "VMACT claimed", "id", "rival", "max", 1,
-			"hosts", "h", "template", tpl, "lifecycle", "retry_backoff_s", 2,
-			"scheduler", "profiles", "plugins", "permit", "enabled", "name",
-			"ManualApproval", "pluginConfig", "name", "ManualApproval", "args",
-			"groups", "gated", "timeoutSeconds", 120);
+			"qemu:///session", "storage_pool", fx.pool, "channel_dir", fx.chdir,
+			"arbiter", "url", arb_url, "secret_file", fx.key, "groups", "id", "gated",
+			"max", 2, "hosts", "h", "template", tpl, "claim", "ack", "VMACT claimed",
+			"id", "rival", "max", 1, "hosts", "h", "template", tpl, "lifecycle",
+			"retry_backoff_s", 2, "scheduler", "profiles", "plugins", "permit",
+			"enabled", "name", "ManualApproval", "pluginConfig", "name",
+			"ManualApproval", "args", "groups", "gated", "timeoutSeconds", 120);
 	json_decref(tpl);
 	if (!doc)
 		fail_msg("the configuration does not pack");
@@ -351,6 +357,7 @@ static int setup(void **state)
 	P(sock, "api/api.sock");
 	P(arb, "arb/arb.sock");
 	P(img, "img");
+	P(chdir, "ch");
 	P(logs, "logs");
 #undef P
 	if (th_cluster_key(&fx.u, fx.key) < 0)
@@ -363,6 +370,9 @@ static int setup(void **state)
 	snprintf(path, sizeof(path), "%s/arb", fx.dir);
 	mkdir(path, 0700);
 	own(path, true, 0700);
+	/* The channels' sockets: made by the session's QEMU, the user's. */
+	mkdir(fx.chdir, 0700);
+	own(fx.chdir, true, 0700);
 	snprintf(fx.pool, sizeof(fx.pool), "vmact-cll-%d", (int)getpid());
 	if (th_cluster_pool(NULL, &fx.u, fx.pool, fx.img) < 0)
 		return -1;
@@ -538,11 +548,71 @@ static void lease_lost_unplaces(void **state)
 	delete_all("gated");
 }
 
+/* Starts a tiny domain paused and destroys it until the session's next
+ * domain ID is at least want; the last ID started. */
+static int bump_ids(int want)
+{
+	static const char xml[] = "<domain type='qemu'><name>" PREFIX "idbump</name>"
+				  "<memory unit='MiB'>16</memory><vcpu>1</vcpu>"
+				  "<os><type arch='x86_64'>hvm</type></os>"
+				  "<devices><memballoon model='none'/></devices></domain>";
+	int id = 0;
+
+	for (int i = 0; i < 200 && id + 1 < want; i++) {
+		virDomainPtr d = virDomainCreateXML(fx.c, xml, VIR_DOMAIN_START_PAUSED);
+
+		if (!d)
+			fail_msg("a domain to move the IDs on: %s", virGetLastErrorMessage());
+		id = (int)virDomainGetID(d);
+		virDomainDestroy(d);
+		virDomainFree(d);
+	}
+	return id;
+}
+
+static bool rival_running(void *arg)
+{
+	return nodes_in("rival", "state", "running") == 1;
+}
+
+static void session_domain_100(void **state)
+{
+	json_t *n;
+	const char *uuid;
+	virDomainPtr d;
+	char *xml, want[PATH_MAX];
+	int last = bump_ids(100);
+
+	fprintf(stderr, "session domain IDs moved on to %d\n", last);
+	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, rival_running, NULL, LIMIT_BOOT_S))
+		die_with_logs("the VM with a domain ID past 99 never went into service");
+	n = get_nodes("rival");
+	uuid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
+	assert_non_null(uuid);
+	uuid = strrchr(uuid, '/') + 1;
+	d = virDomainLookupByUUIDString(fx.c, uuid);
+	assert_non_null(d);
+	fprintf(stderr, "in service with domain ID %u\n", virDomainGetID(d));
+	assert_true(virDomainGetID(d) >= 100);
+	/* Its claim's socket where the host's channel_dir says. */
+	xml = virDomainGetXMLDesc(d, 0);
+	snprintf(want, sizeof(want), "path='%s/%s.claim'", fx.chdir, uuid);
+	assert_non_null(xml);
+	if (!strstr(xml, want))
+		fail_msg("no %s in its XML", want);
+	free(xml);
+	virDomainFree(d);
+	json_decref(n);
+	delete_all("rival");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lease_wait_outlasts),
 		cmocka_unit_test(lease_lost_unplaces),
+		cmocka_unit_test(session_domain_100),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -20,7 +20,7 @@
 #define HOSTS                                                                                         \
 	"\"hosts\":[{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"p\","              \
 	"\"arbiter\":{\"url\":\"http://127.0.0.1:10299\",\"secret_file\":\"/etc/vmact/lease.key\"}}," \
-	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\","                                      \
+	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\",\"channel_dir\":\"/run/vc\","          \
 	"\"arbiter\":{\"url\":\"unix:/run/a.sock\",\"secret_file\":\"/k\"}}]"
 #define TEMPLATE "\"template\":{\"memory\":\"512Mi\",\"base_volume\":\"base.qcow2\"}"
 
@@ -53,6 +53,8 @@ static void test_good(void **state)
 	assert_string_equal(cfg.name_prefix, "n-");
 	assert_int_equal(cfg.n_hosts, 2);
 	assert_string_equal(cfg.hosts[1].storage_pool, "default");
+	assert_string_equal(cfg.hosts[0].channel_dir, "");
+	assert_string_equal(cfg.hosts[1].channel_dir, "/run/vc");
 	g = cl_config_group(&cfg, "workers");
 	assert_non_null(g);
 	assert_int_equal(g->min, 1);
@@ -180,6 +182,13 @@ static const struct bad bads[] = {
 	  "[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":\"ManualApproval\","
 	  "\"args\":{\"timeoutSeconds\":9999}}]}]}}",
 	  "scheduler.profiles[0].pluginConfig[ManualApproval].args: timeoutSeconds" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"channel_dir\":\"run/x\","
+	  "\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].channel_dir: an absolute directory of at most 64 bytes" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"channel_dir\":"
+	  "\"/a-directory-whose-name-is-too-long-for-a-socket-path-under-it-0123\","
+	  "\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].channel_dir: an absolute directory" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{},{}]}}",
 	  "scheduler.profiles[1].schedulerName: 'default' is also profiles[0]'s" },
 };
