@@ -74,12 +74,32 @@ layers-bpf        := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
 # programs (and the unit tests): cli/ (vmactl) uses base alone.
-TOOL_COMPONENTS := cli cluster cloudprovider
+# cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
+CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
+	cluster/framework cluster/config
+TOOL_COMPONENTS := cli $(CLUSTER_COMPONENTS) cloudprovider
 layers-cli        := base
-# cluster/ (vmact-groupd): the lease codec, the transport, base.
-layers-cluster    := agent-glue/codec net base
+# cluster/ (vmact-groupd): each sub-layer uses those below it, the lease
+# codec, the transport and base; the framework and the configuration use
+# base alone.
+layers-cluster/config := base
+layers-cluster/framework := base
+layers-cluster/host := cluster/config agent-glue/codec net base
+layers-cluster/plugins := cluster/host cluster/framework cluster/config agent-glue/codec net base
+layers-cluster/engine := cluster/plugins cluster/host cluster/framework cluster/config \
+	agent-glue/codec net base
+layers-cluster/daemon := cluster/engine cluster/plugins cluster/host cluster/framework \
+	cluster/config agent-glue/codec net base
 layers-cloudprovider := base
-layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS),$(c)=$(call join-words,$(layers-$(c))))
+# Directories that hold a program's main() and nothing else: check-layers
+# knows them (what the main may include), no archive is made of them.
+MAIN_COMPONENTS := cluster
+layers-cluster := $(CLUSTER_COMPONENTS) agent-glue/codec net base
+# ...and whose top holds nothing but the mains Kbuild's <prog>-objs name
+# there (+main=FILE).
+main-files = $(foreach c,$(MAIN_COMPONENTS),$(foreach p,$(progs-y),$(filter $(c)/%,$($(p)-objs:.o=.c))))
+layer-specs = $(foreach c,$(COMPONENTS) $(TOOL_COMPONENTS) $(MAIN_COMPONENTS),$(c)=$(call join-words,$(layers-$(c)))) \
+	$(addprefix +main=,$(main-files))
 LIB_OBJS := $(foreach c,$(COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 # A component's archive: build/lib<dir with / as ->.a (build/libactuator-policy.a).
 lib-of = $(BUILD)/lib$(subst /,-,$(1)).a
@@ -110,6 +130,7 @@ $(addprefix $(BUILD)/cloudprovider/,$(cloudprovider-y)) $(BUILD)/cloudprovider/v
 
 TESTLIB  := $(BUILD)/libtesthelpers.a
 TOOL_LIB := $(foreach c,$(TOOL_COMPONENTS),$(call lib-of,$(c)))
+TOOL_OBJS := $(foreach c,$(TOOL_COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)))
 
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))

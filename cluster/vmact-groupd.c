@@ -18,11 +18,12 @@
 #include <systemd/sd-event.h>
 
 #include "base/log.h"
-#include "cluster/api.h"
-#include "cluster/config.h"
-#include "cluster/engine.h"
-#include "cluster/host.h"
-#include "cluster/metrics.h"
+#include "cluster/config/config.h"
+#include "cluster/daemon/api.h"
+#include "cluster/daemon/metrics.h"
+#include "cluster/engine/engine.h"
+#include "cluster/host/host.h"
+#include "cluster/plugins/plugins.h"
 #include "net/prom-serve.h"
 
 #ifndef VMACT_VERSION
@@ -122,8 +123,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	vmact_log_init("vmact-groupd", verbose ? LOG_DEBUG : LOG_INFO);
-	if (cl_config_load(config, &cfg, &err) < 0) {
+	if (cl_config_load(config, &cfg, &err) < 0 ||
+	    cl_plugins_check_profiles(cfg.profiles, &err) < 0) {
 		log_error("%s", err.msg);
+		cl_config_free(&cfg);
 		return 2;
 	}
 	if (check) {

@@ -77,6 +77,25 @@ if [ -n "$layers" ]; then
 		failed=$((failed + 1)); failures+=("layering (planted violation: wrong message)")
 	fi
 	rm -rf "$planted"
+	# ...and a planted source file at the top of cluster/, which holds
+	# vmact-groupd's main alone (+main= in the specs).
+	planted=$(mktemp -d)
+	mkdir -p "$planted/cluster"
+	printf 'int x;\n' >"$planted/cluster/stray.c"
+	: >"$planted/cluster/vmact-groupd.c"
+	# shellcheck disable=SC2086
+	if tests/checks/check-layers.sh --root "$planted" $layers 2>"$log"; then
+		echo "check-layers accepted a source file at cluster/'s top"
+		failed=$((failed + 1)); failures+=("layering (planted stray file accepted)")
+	elif grep -q '^check-layers: cluster/stray.c: cluster/ holds only' "$log" &&
+		! grep -q '^check-layers: cluster/vmact-groupd.c:' "$log"; then
+		echo "planted stray file refused: $(head -n1 "$log")"
+		passed=$((passed + 1))
+	else
+		cat "$log"
+		failed=$((failed + 1)); failures+=("layering (planted stray file: wrong message)")
+	fi
+	rm -rf "$planted"
 fi
 
 # make install into a scratch DESTDIR, every installed file checked

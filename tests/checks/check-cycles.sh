@@ -33,7 +33,10 @@ loops() { # EDGES-FILE: the loops tsort reports, one object a line
 	tsort "$1" 2>&1 >/dev/null | grep -v 'input contains a loop' | sed 's/^tsort: //' || true
 }
 
-objs=($(mk LIB_OBJS) $(for c in $(mk TOOL_COMPONENTS); do for o in $(mk "$c-y"); do echo "$build/$c/$o"; done; done))
+# Every archive's objects: the layers' and the other programs' components
+# (cli/, cluster/'s sub-layers, cloudprovider/).
+lib_objs=$(mk LIB_OBJS) && tool_objs=$(mk TOOL_OBJS) || { echo "check-cycles: make print-* failed"; exit 1; }
+objs=($lib_objs $tool_objs)
 for o in "${objs[@]}"; do
 	[ -f "$o" ] || { echo "check-cycles: $o missing (build first)"; exit 1; }
 done

@@ -63,7 +63,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "cluster/host.h"
+#include "cluster/host/host.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
@@ -1033,7 +1033,7 @@ static void cluster_agent(void **state)
 	/* In service: its guest was told its claim... */
 	assert_true(
 		guest_claimed(json_string_value(json_object_get(json_array_get(n, 0), "name"))));
-	/* ...its domain has the agent's channel (cluster/domxml.c), and on
+	/* ...its domain has the agent's channel (cluster/host/domxml.c), and on
 	 * it Debian's qemu-ga, as libvirt sees it too. */
 	assert_true(domain_xml_has(host, uuid, "name='org.qemu.guest_agent.0'"));
 	out = agent_says(host, uuid, "{\"execute\":\"guest-info\"}");

@@ -51,7 +51,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "cluster/host.h"
+#include "cluster/host/host.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmact-groupd's tcp health check (cluster/health.c, doc/cluster.md
+/* vmact-groupd's tcp health check (cluster/host/health.c, doc/cluster.md
  * "Health") against real sockets on 127.0.0.1: a listener is healthy, a
  * closed port and a listener whose queue is full are not (with the errno
  * and a message naming the address), malformed addresses are refused
@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 
 #include "base/macro.h"
-#include "cluster/health.h"
+#include "cluster/host/health.h"
 #include "tests/lib/net.h"
 
 /* Long enough for any loopback connection on a busy machine; the cases

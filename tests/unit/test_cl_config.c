@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmact-groupd's configuration (cluster/config.c): a full document, the
- * seed's defaults, and bad documents each refused with the key named. */
+/* vmact-groupd's configuration (cluster/config/config.c) and the check of
+ * its scheduler profiles against the plugins (cluster/plugins/plugins.c),
+ * as vmact-groupd loads it: a full document, the seed's defaults, and bad
+ * documents each refused with the key named. */
 /* What cmocka.h needs first. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster/config.h"
+#include "cluster/config/config.h"
+#include "cluster/plugins/plugins.h"
 
 /* Two hosts and a group; %s is spliced into the group. */
 #define HOSTS                                                                                         \
@@ -47,7 +50,8 @@ static void test_good(void **state)
 	struct vmact_err err = { 0 };
 	const struct cl_group_cfg *g;
 
-	if (cl_config_load_string(good, &cfg, &err) < 0)
+	if (cl_config_load_string(good, &cfg, &err) < 0 ||
+	    cl_plugins_check_profiles(cfg.profiles, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_string_equal(cfg.api_socket, "/run/x/api.sock");
 	assert_string_equal(cfg.name_prefix, "n-");
@@ -191,19 +195,56 @@ static const struct bad bads[] = {
 	  "hosts[0].channel_dir: an absolute directory" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{},{}]}}",
 	  "scheduler.profiles[1].schedulerName: 'default' is also profiles[0]'s" },
+	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{\"schedulerName\":7}]}}",
+	  "scheduler.profiles[0].schedulerName: a name of 1 to 63 characters" },
+	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{\"plugins\":{\"nowhere\":{}}}]}}",
+	  "scheduler.profiles[0].plugins.nowhere: unknown extension point" },
 };
+
+/* As vmact-groupd loads its file: the document, then its profiles against
+ * the plugins. */
+static int load(const char *doc, struct vmact_err *err)
+{
+	struct cl_config cfg;
+	int r = cl_config_load_string(doc, &cfg, err);
+
+	if (r < 0)
+		return r;
+	r = cl_plugins_check_profiles(cfg.profiles, err);
+	cl_config_free(&cfg);
+	return r;
+}
 
 static void test_bad(void **state)
 {
 	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
-		struct cl_config cfg;
 		struct vmact_err err = { 0 };
 
-		if (cl_config_load_string(bads[i].doc, &cfg, &err) != -EINVAL)
+		if (load(bads[i].doc, &err) != -EINVAL)
 			fail_msg("accepted (or not EINVAL): %s", bads[i].doc);
 		if (!strstr(err.msg, bads[i].want))
 			fail_msg("%s\n  said: %s\n  want: %s", bads[i].doc, err.msg, bads[i].want);
 	}
+}
+
+/* The configuration's layer knows no plugin: a profile naming an unknown
+ * one is well-formed to it, and refused by the plugins' check. */
+static void test_profiles_split(void **state)
+{
+	static const char *doc = "{" HOSTS ",\"scheduler\":{\"profiles\":[{\"plugins\":{\"bind\":"
+				 "{\"enabled\":[{\"name\":\"Nope\"}]}}}]}}";
+	struct cl_config cfg;
+	struct vmact_err err = { 0 };
+
+	if (cl_config_load_string(doc, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(json_array_size(cfg.profiles), 1);
+	assert_int_equal(cl_plugins_check_profiles(cfg.profiles, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "scheduler.profiles[0].plugins.bind.enabled[0].name"));
+	cl_config_free(&cfg);
+	/* No profiles: the default one, which the plugins take. */
+	vmact_err_reset(&err);
+	assert_int_equal(cl_plugins_check_profiles(NULL, &err), 0);
 }
 
 static void test_file(void **state)
@@ -229,9 +270,8 @@ static void test_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_good), cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_bad),  cmocka_unit_test(test_profiles_split),
 		cmocka_unit_test(test_file),
 	};
 

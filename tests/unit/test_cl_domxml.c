@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A node VM's cluster metadata and domain definition (cluster/domxml.c):
+/* A node VM's cluster metadata and domain definition (cluster/host/domxml.c):
  * the metadata read back as written (escaping included, prefixed or
  * bare), refused when it is not ours, and the domain XML well-formed with
  * vmactd's hotplug layout when the template grows, no disk for a
@@ -20,7 +20,7 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
-#include "cluster/domxml.h"
+#include "cluster/host/domxml.h"
 
 static void test_meta_round_trip(void **state)
 {

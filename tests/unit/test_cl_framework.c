@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The scheduling framework (cluster/framework.h) with fake plugins that
+/* The scheduling framework (cluster/framework/framework.h) with fake plugins that
  * record what the framework calls and answer what each case needs: the
  * profile (defaults, enabled, disabled, weights, args, every error naming
  * its key), the order and rules of every extension point, the status
  * codes, the cycle state, Permit waits (list, allow, reject, expire);
  * and the shipped plugins that only read the host snapshot
- * (cluster/plugin-fit.c) against hand-made hosts. */
+ * (cluster/plugins/plugin-fit.c) against hand-made hosts. */
 /* What cmocka.h needs first. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/framework.h"
-#include "cluster/plugins.h"
+#include "cluster/framework/framework.h"
+#include "cluster/plugins/plugins.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmact-groupd's configuration file (prefix cl_config_; doc/cluster.md,
+ * "Configuration"): JSON, every key checked, an error naming the key.
+ *
+ *   {"api": {"socket": "/run/vmact-groupd/api.sock"},
+ *    "metrics": {"listen": "127.0.0.1:9849"},
+ *    "libvirt": {"name_prefix": "vmact-"},
+ *    "lifecycle": {"boot_timeout_s": 300, "healthy_timeout_s": 90,
+ *                  "health_interval_s": 5, "max_boots_per_iteration": 10,
+ *                  "lease_s": 60, "retry_backoff_s": 30, "refill_interval_s": 5},
+ *    "hosts": [{"name": "h1", "uri": "qemu:///system", "storage_pool": "vmact",
+ *               "arbiter": {"url": "http://127.0.0.1:10299", "secret_file": "/etc/vmact/lease.key"}}],
+ *    "groups": [{"id": "workers", "min": 0, "max": 10, "hosts": ["h1"], ...}],
+ *    "scheduler": {"profiles": [{"schedulerName": "default", "plugins": {...},
+ *                               "pluginConfig": [...]}]}}
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/resources.h"
+
+#define CL_NAME_MAX   64
+#define CL_MAX_HOSTS  64
+#define CL_MAX_GROUPS 256
+
+enum cl_tier { CL_TIER_RUNNING, CL_TIER_PAUSED, CL_TIER_SAVED, CL_TIER_COLD, CL_N_TIERS };
+
+enum cl_health_kind { CL_HEALTH_SERIAL, CL_HEALTH_AGENT, CL_HEALTH_TCP };
+
+struct cl_lifecycle {
+	/* The seed's NodeController values (doc/cluster.md, "Pool lifecycle"). */
+	uint64_t boot_timeout_usec;       /* started -> healthy; 300 s */
+	uint64_t healthy_timeout_usec;    /* a standby VM without a good check; 90 s */
+	uint64_t health_interval_usec;    /* 5 s */
+	unsigned max_boots_per_iteration; /* 10 */
+	uint64_t lease_usec;              /* arbiter leases; 60 s */
+	uint64_t retry_backoff_usec;      /* a member's next placement or boot; 30 s */
+	uint64_t refill_interval_usec;    /* the pool loop; 5 s */
+};
+
+struct cl_health {
+	enum cl_health_kind kind;
+	/* serial: a console line starting with pattern, read for at most
+	 * probe_timeout; tcp: address "HOST:PORT" (connect succeeds). */
+	char pattern[128];
+	char address[256];
+	uint64_t probe_timeout_usec; /* one probe; 3 s */
+};
+
+struct cl_claim {
+	/* Where the claim goes, as one line "claim <json>\n": "virtio:NAME"
+	 * (default "virtio:org.vmact.claim.0"), a virtio-serial channel the
+	 * domain gets, the answer read back on it; or "serialN" (N >= 1), a
+	 * serial port, the answer read on the console (serial0). With ack, a
+	 * line starting with it must answer within the health probe's
+	 * timeout. */
+	char channel[80];
+	char ack[128];
+};
+/* The virtio-serial channel's name, or NULL for a serial port. */
+static inline const char *cl_config_claim_virtio(const struct cl_claim *c)
+{
+	return strncmp(c->channel, "virtio:", 7) == 0 ? c->channel + 7 : NULL;
+}
+
+struct cl_taint {
+	char key[128], value[128], effect[32];
+};
+
+struct cl_template {
+	bool kvm; /* domain_type "kvm" (default) or "qemu" (TCG) */
+	unsigned vcpus, max_vcpus;
+	uint64_t memory, max_memory; /* bytes */
+	unsigned pods;
+	char arch[16], os[16];
+	/* Direct kernel boot (a node image with its own boot loader leaves
+	 * kernel empty and boots the disk). */
+	char kernel[512], initrd[512], cmdline[1024];
+	/* The disk: a qcow2 overlay of base_volume, a volume of the host's
+	 * storage_pool, created through libvirt's storage API. */
+	char base_volume[256];
+	char disk_bus[16];
+	/* A libvirt network for one virtio NIC ("" = none). */
+	char network[CL_NAME_MAX];
+	/* Serial console log files, for operators and tests ("" = none). */
+	char serial_log_dir[512];
+	/* Extra <metadata> children, as XML (the VM's vmact autoscaling
+	 * element for vmactd); "" = none. */
+	char *metadata_xml;
+	struct vmact_resources reserve; /* what a VM holds at the arbiter */
+};
+
+struct cl_group_cfg {
+	char id[CL_NAME_MAX];
+	unsigned min, max;
+	size_t n_hosts;
+	char hosts[CL_MAX_HOSTS][CL_NAME_MAX];
+	json_t *labels; /* object of strings */
+	size_t n_taints;
+	struct cl_taint *taints;
+	struct cl_template tpl;
+	struct cl_health health;
+	struct cl_claim claim;
+	unsigned pool[3]; /* running, paused, saved */
+	json_t *options;  /* NodeGroupAutoscalingOptions, as given */
+	char scheduler_name[CL_NAME_MAX];
+	struct cl_lifecycle life;
+};
+
+/* A unix socket's path holds 107 bytes; DIR "/" UUID ".claim" must fit. */
+#define CL_CHANNEL_DIR_MAX (107 - 1 - 36 - 6 + 1)
+
+struct cl_host_cfg {
+	char name[CL_NAME_MAX];
+	char uri[512];
+	char storage_pool[CL_NAME_MAX];
+	/* Where the host's QEMU puts the VMs' channel sockets (the claim's,
+	 * the agent's), "" for libvirt's own place: a short directory, so
+	 * that DIR/UUID.claim stays within the 107 bytes of a unix socket's
+	 * path whatever the domain's ID (doc/cluster.md, "Health"). */
+	char channel_dir[CL_CHANNEL_DIR_MAX];
+	char arbiter_url[512];    /* http://HOST:PORT or unix:PATH */
+	char arbiter_secret[512]; /* the lease key's file */
+};
+
+struct cl_config {
+	char api_socket[108];
+	char metrics_listen[128]; /* "" = no metrics endpoint */
+	char name_prefix[32];
+	struct cl_lifecycle life;
+	size_t n_hosts;
+	struct cl_host_cfg *hosts;
+	size_t n_groups;
+	struct cl_group_cfg *groups;
+	json_t *profiles; /* scheduler.profiles, as given (NULL: default) */
+};
+
+void cl_config_free(struct cl_config *cfg);
+/* Parses and checks a whole document; errors name the key
+ * ("groups[1].template.memory: ..."). Of the scheduler's profiles it
+ * checks the shape and the names only: their plugins and arguments are
+ * checked by cl_plugins_check_profiles (cluster/plugins/plugins.h), above
+ * this layer, which vmact-groupd calls next. */
+int cl_config_load_string(const char *text, struct cl_config *cfg, struct vmact_err *err);
+int cl_config_load(const char *path, struct cl_config *cfg, struct vmact_err *err);
+
+const struct cl_group_cfg *cl_config_group(const struct cl_config *cfg, const char *id);
+const struct cl_host_cfg *cl_config_host(const struct cl_config *cfg, const char *name);

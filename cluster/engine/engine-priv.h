@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The engine's insides, shared by its files only, which call each other
+ * one way (tests/checks/check-cycles.sh):
+ *   engine.c   groups, the API's operations, the loop's tick
+ *     -> place.c    placement and binding through the framework
+ *     -> life.c     a VM's life after its bind: boot wait, tiers, claims,
+ *                   failures, removal
+ *     -> recover.c  finding the VMs again at start-up; leases
+ *   all of them -> vm.c  the VMs' records, events, waiting requests, and
+ *                   recording their metadata */
+#pragma once
+
+#ifndef CL_ENGINE_PRIV_ALLOW
+#error "engine-priv.h is private to the files of cluster/engine/: include cluster/engine/engine.h"
+#endif
+
+#include <libvirt/libvirt.h>
+
+#include "base/list.h"
+#include "cluster/engine/engine.h"
+#include "cluster/engine/jobs.h"
+#include "cluster/host/host.h"
+#include "cluster/host/virt.h"
+#include "cluster/plugins/plugins.h"
+
+struct cl_op;
+struct cl_place_job;
+
+/* An API request waiting for what it changed to be recorded. */
+struct cl_op {
+	struct cl_engine *e;
+	struct cl_group *g;
+	unsigned pending; /* recordings not yet done */
+	unsigned failed;
+	char first_error[VMACT_ERR_MSG_MAX];
+	cl_engine_answer_fn *fn;
+	void *ud;
+};
+
+/* A VM's link to an op it must report to once its intent is recorded. */
+struct cl_vm_op {
+	VMACT_LIST_FIELDS(struct cl_vm_op, ops);
+	struct cl_op *op;
+};
+
+struct cl_vm {
+	VMACT_LIST_FIELDS(struct cl_vm, vms);
+	struct cl_group *g; /* NULL: a group no longer configured */
+	char group_id[CL_NAME_MAX];
+	char name[CL_NAME_MAX];
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	char host[CL_NAME_MAX];        /* where it is defined; "" before its bind */
+	struct cl_meta meta;           /* as recorded (or being recorded) */
+	bool persisted;                /* defined somewhere */
+	bool busy;                     /* a job that changes it is in flight */
+	bool probing;                  /* a health probe is in flight */
+	bool placing;                  /* in a scheduling or binding cycle */
+	bool leased;                   /* holds a lease at its host's arbiter */
+	bool found_running;            /* found running by a scan: not leased by us yet */
+	bool healthy;                  /* this boot or wake-up passed a probe */
+	bool want_delete, want_return; /* intents, applied when not busy */
+	bool evict_wait;               /* pending until standby VMs made room */
+	bool gone;                     /* removed; freed once no probe runs */
+	uint64_t next_try_usec;        /* pending: the next placement */
+	uint64_t boot_deadline_usec;
+	uint64_t next_probe_usec;
+	uint64_t last_healthy_usec;
+	uint64_t requested_usec; /* the increase, for the histogram */
+	struct cl_vm_op *ops;
+	/* While placing: the host where its Reserve took a lease (from the
+	 * end of its scheduling cycle until it is bound or un-placed), which
+	 * the renewal keeps alive while a Permit plugin holds it. */
+	char reserved_host[CL_NAME_MAX];
+	struct cl_fw_cycle *cs;    /* while placing */
+	struct cl_place_job *pjob; /* while its Permit waits */
+	struct cl_place_job *sjob; /* while placing */
+	struct cl_bind_spec spec;  /* what Bind builds, while placing */
+	const char *hosts_list[CL_MAX_HOSTS];
+};
+
+struct cl_group {
+	struct cl_engine *e;
+	size_t idx;
+	const struct cl_group_cfg *cfg;
+	struct cl_fw *fw;
+	struct cl_vm *vms;
+	uint64_t next_refill_usec;
+	struct cl_engine_group_counters c;
+};
+
+struct cl_ehost {
+	struct cl_host *h;
+	bool scanned, scanning;
+	uint64_t next_scan_usec;
+	struct cl_engine_host_counters c;
+};
+
+struct cl_engine {
+	sd_event *ev;
+	const struct cl_config *cfg;
+	struct cl_jobs *jobs;  /* libvirt and arbiter work, side by side */
+	struct cl_jobs *sched; /* scheduling cycles, one at a time */
+	struct cl_ehost *hosts;
+	size_t n_hosts;
+	struct cl_group *groups;
+	size_t n_groups;
+	struct cl_fw **fws; /* one per profile */
+	size_t n_fws;
+	struct cl_vm *orphans;   /* VMs of groups not configured (left alone) */
+	struct cl_vm *graveyard; /* removed, waiting for their probe to end */
+	struct cl_fw_handle handle;
+	sd_event_source *tick, *permit_timer;
+	uint64_t next_renew_usec;
+	bool ready, stopping;
+	unsigned boots_this_iteration;
+	cl_engine_event_fn *event_fn;
+	void *event_ud;
+};
+
+/* vm.c: the bottom; calls none of the files below it. */
+void cl_vm_emit(struct cl_engine *e, int prio, const struct cl_vm *vm, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+struct cl_vm *cl_vm_new(struct cl_group *g, const char *uuid, const char *name);
+void cl_vm_free(struct cl_engine *e, struct cl_vm *vm);
+struct cl_ehost *cl_vm_ehost(struct cl_engine *e, const char *name);
+double cl_vm_now_real(void);
+/* A pass over the VMs at the loop's next iteration. */
+void cl_vm_kick(struct cl_engine *e);
+/* A member not being deleted nor given back: what the target counts. */
+bool cl_vm_is_member(const struct cl_vm *vm);
+unsigned cl_vm_group_target(const struct cl_group *g);
+/* An API request (one pending count for its caller: cl_vm_op_done it once
+ * everything is queued); a VM's recording reports to it; once nothing is
+ * pending it answers. */
+struct cl_op *cl_vm_op_new(struct cl_engine *e, struct cl_group *g, cl_engine_answer_fn *fn,
+			   void *ud);
+int cl_vm_op_attach(struct cl_op *op, struct cl_vm *vm);
+void cl_vm_op_done(struct cl_op *op, int r, const char *err);
+/* Reports to the VM's waiting ops that its intent was recorded (r < 0: it
+ * failed, err says why). */
+void cl_vm_ops_done(struct cl_vm *vm, int r, const char *err);
+/* Records vm->meta as it is now (a job); then done(vm, r, err). */
+void cl_vm_record(struct cl_vm *vm, void (*done)(struct cl_vm *vm, int r, const char *err));
+/* Defines a member's placeholder on vm->host (a job); the same done. */
+void cl_vm_define_placeholder(struct cl_vm *vm,
+			      void (*done)(struct cl_vm *vm, int r, const char *err));
+/* Removal of a leased VM ended: members waiting for standby VMs to give
+ * back room try again. */
+void cl_vm_evictions_done(struct cl_engine *e);
+/* An increase served after secs, by a VM of tier t: the histogram. */
+void cl_vm_observe(struct cl_group *g, enum cl_tier t, double secs);
+
+/* place.c: placement and binding. */
+void cl_place_submit(struct cl_vm *vm);
+void cl_place_waiting_expire(struct cl_engine *e);
+int cl_place_allow(struct cl_engine *e, const char *uid, const char *plugin);
+int cl_place_reject(struct cl_engine *e, const char *uid, const char *why);
+/* A waiting VM's reservation lapsed and the room went elsewhere (its
+ * renewal was refused): it is rejected, un-placed. */
+void cl_place_lost(struct cl_engine *e, struct cl_vm *vm, const char *why);
+/* Binds or un-places the VMs the frameworks allowed or rejected (by an
+ * operator, a plugin, a loss). */
+void cl_place_take_resolved(struct cl_engine *e);
+
+/* life.c: the next step of a VM that is not busy (called by the tick and
+ * whenever a job of it ends), but its placement (engine.c's tick). */
+void cl_life_next(struct cl_vm *vm);
+void cl_life_remove(struct cl_vm *vm, enum cl_engine_failure *why, const char *text);
+void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const char *code,
+			   const char *text, bool retry_now);
+
+/* recover.c */
+void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h);
+void cl_recover_renew(struct cl_engine *e);
