@@ -263,16 +263,21 @@ static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 
 static int parse_health(struct ctx *c, const json_t *o, struct cl_health *h)
 {
-	static const char *const keys[] = { "kind", "pattern", "address", "probe_timeout_s", NULL };
-	char kind[16] = "serial";
+	static const char *const keys[] = { "kind",         "pattern", "address", "probe_timeout_s",
+					    "on_unhealthy", NULL };
+	char kind[16] = "serial", on[16] = "report";
 	int r;
 
 	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_str(c, o, "on_unhealthy", false, false, on, sizeof(on))) < 0 ||
 	    (r = get_str(c, o, "kind", false, false, kind, sizeof(kind))) < 0 ||
 	    (r = get_str(c, o, "pattern", false, false, h->pattern, sizeof(h->pattern))) < 0 ||
 	    (r = get_str(c, o, "address", false, false, h->address, sizeof(h->address))) < 0 ||
 	    (r = get_seconds(c, o, "probe_timeout_s", 0.1, 600, &h->probe_timeout_usec)) < 0)
 		return r;
+	if (strcmp(on, "report") && strcmp(on, "replace"))
+		return bad(c, "on_unhealthy", "'%s': report or replace", on);
+	h->replace_unhealthy = strcmp(on, "replace") == 0;
 	if (strcmp(kind, "serial") == 0) {
 		h->kind = CL_HEALTH_SERIAL;
 		if (json_object_get(o, "address"))

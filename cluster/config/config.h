@@ -51,6 +51,12 @@ struct cl_health {
 	char pattern[128];
 	char address[256];
 	uint64_t probe_timeout_usec; /* one probe; 3 s */
+	/* A member in service without a good check for the healthy timeout:
+	 * reported (its node's error, for the autoscaler) and, with
+	 * replace_unhealthy ("on_unhealthy": "replace"), destroyed and booted
+	 * again; by default only reported ("report"): the autoscaler
+	 * decides. */
+	bool replace_unhealthy;
 };
 
 struct cl_claim {

@@ -227,12 +227,21 @@ static void tick_once(struct cl_engine *e)
 				continue;
 			if (vm->meta.role == CL_ROLE_MEMBER && vm->meta.state == CL_ST_PENDING &&
 			    !vm->want_delete && !vm->want_return && !vm->placing &&
-			    !vm->evict_wait && now >= vm->next_try_usec)
+			    !vm->evict_wait && now >= vm->next_try_usec) {
+				/* A member's placement is a cold boot: it counts
+				 * against the iteration's boots like a refill's
+				 * (the seed's MaxBootPerIteration caps every start);
+				 * over it, the member waits for the next. */
+				if (e->boots_this_iteration >=
+				    e->groups[i].cfg->life.max_boots_per_iteration)
+					continue;
+				e->boots_this_iteration++;
 				enqueue(&queue, vm,
 					vm->requested_usec ? vm->requested_usec
 							   : vm->next_try_usec);
-			else
+			} else {
 				cl_life_next(vm);
+			}
 		}
 	}
 	for (size_t i = 0; i < e->n_groups; i++) {

@@ -36,7 +36,8 @@ static const char *good =
 	"\"max_memory\":\"2Gi\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
-	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\"},\"claim\":{\"ack\":\"OK\"},"
+	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\",\"on_unhealthy\":\"replace\"},"
+	"\"claim\":{\"ack\":\"OK\"},"
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
 	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false},"
 	"\"lifecycle\":{\"boot_timeout_s\":20}}],"
@@ -72,6 +73,7 @@ static void test_good(void **state)
 	assert_int_equal(g->tpl.reserve.mem_bytes, 512ULL << 20);
 	assert_int_equal(g->pool[2], 3);
 	assert_string_equal(g->health.pattern, "READY");
+	assert_true(g->health.replace_unhealthy);
 	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
@@ -101,6 +103,9 @@ static void test_defaults(void **state)
 	assert_int_equal(g->min, 0);
 	assert_true(g->tpl.kvm);
 	assert_int_equal(g->health.kind, CL_HEALTH_SERIAL);
+	/* A member in service that turns unhealthy is reported, not
+	 * deleted: the autoscaler decides. */
+	assert_false(g->health.replace_unhealthy);
 	assert_string_equal(cfg.api_socket, "/run/vmact-groupd/api.sock");
 	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9849");
 	assert_null(cfg.profiles);
@@ -161,6 +166,8 @@ static const struct bad bads[] = {
 	{ GROUPT("\"health\":{\"kind\":\"tcp\"}"), "groups[0].health.address: required" },
 	{ GROUPT("\"health\":{\"kind\":\"agent\",\"pattern\":\"x\"}"),
 	  "groups[0].health.pattern: not for" },
+	{ GROUPT("\"health\":{\"on_unhealthy\":\"delete\"}"),
+	  "groups[0].health.on_unhealthy: 'delete': report or replace" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
 	{ GROUPT("\"claim\":{\"channel\":\"virtio:A B\"}"),
 	  "groups[0].claim.channel: 'virtio:A B'" },

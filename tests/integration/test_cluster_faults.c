@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A VM that a Permit plugin holds keeps its reservation (doc/cluster.md,
- * "Capacity leases"), on real libvirt and a real arbiter:
+/* vmact-groupd under faults and time (doc/cluster.md), on real libvirt,
+ * real guests and a real arbiter:
  *
  *   h  the vmact-cluster user's qemu:///session, its arbiter a standalone
  *      vmact-arbiter with room for one VM: 1500m CPU / 384 MiB, its
  *      watermark (0.9) 1350m / 345.6 MiB, a VM 1000m / 256 MiB
  *
  * vmact-groupd runs as vmact-cluster with leases of 3 s (renewed every
- * second) and two groups on h: `gated`, whose members wait for
- * ManualApproval, and `rival`, placed at once and tried again every 2 s.
+ * second) and groups on h: `gated`, whose members wait for
+ * ManualApproval, `rival`, placed at once and tried again every 2 s,
+ * `watch` and `fix` (health in service), and, in a second configuration,
+ * `slow` (the boot limit).
  *
  *   lease_wait_outlasts  a gated member waits four lease lengths while a
  *                        rival member tries for the same room again and
@@ -27,6 +29,15 @@
  *                        long home would pass 107 bytes), a VM still
  *                        starts, is told its claim over the channel and
  *                        goes into service
+ *   health_in_service_reported  a member in service whose guest falls
+ *                        silent past the healthy timeout: its node's
+ *                        error UNHEALTHY, left in service; healthy again,
+ *                        the error goes
+ *   health_in_service_replaced  the same with on_unhealthy replace: its
+ *                        VM destroyed, the member booted again
+ *   boot_limit           max_boots_per_iteration 1: of an increase of
+ *                        two, one boots, the other waits (pending, no
+ *                        error) for the next iteration
  *
  * Every wait is for a state with a generous safety limit; the only
  * duration in the test is how long the VM waits, read from the API's
@@ -65,7 +76,7 @@
 
 static struct {
 	char dir[64], chdir[72];
-	char key[128], cfg[128], glog[128], alog[128], sock[108], arb[108];
+	char key[128], cfg[128], cfg_b[128], glog[128], alog[128], sock[108], arb[108];
 	char img[128], logs[128];
 	char pool[64], uri[384];
 	char groupd[PATH_MAX], arbiter[PATH_MAX];
@@ -214,6 +225,13 @@ static bool one_running(void *arg)
 	return nodes_in(arg, "state", "running") == 1;
 }
 
+static bool group_all_running(void *arg)
+{
+	unsigned n = nodes_in(arg, "state", NULL);
+
+	return n > 0 && nodes_in(arg, "state", "running") == n;
+}
+
 static void delete_all(const char *group)
 {
 	json_t *n = get_nodes(group), *it, *ids = json_array();
@@ -289,7 +307,8 @@ static void sampler_end(struct sampler *s, const char *what, unsigned min_sample
 
 /* ---- set-up ---- */
 
-static void write_config(void)
+/* The configuration: boot_limit true writes the second one (cfg_b). */
+static void write_config(bool boot_limit)
 {
 	char kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], real[PATH_MAX], arb_url[160];
 	json_t *tpl, *doc;
@@ -317,14 +336,68 @@ static void write_config(void)
 			"retry_backoff_s", 2, "scheduler", "profiles", "plugins", "permit",
 			"enabled", "name", "ManualApproval", "pluginConfig", "name",
 			"ManualApproval", "args", "groups", "gated", "timeoutSeconds", 120);
-	json_decref(tpl);
 	if (!doc)
 		fail_msg("the configuration does not pack");
+	{
+		json_t *groups = json_object_get(doc, "groups");
+
+		/* watch, fix: members in service checked every second, unhealthy
+		 * after 4 s without a good check; watch's reported (the
+		 * default), fix's replaced. */
+		json_array_append_new(groups,
+				      json_pack("{s:s,s:i,s:[s],s:O,s:{s:s},s:{s:i,s:i}}", "id",
+						"watch", "max", 1, "hosts", "h", "template", tpl,
+						"claim", "ack", "VMACT claimed", "lifecycle",
+						"healthy_timeout_s", 4, "health_interval_s", 1));
+		json_array_append_new(groups,
+				      json_pack("{s:s,s:i,s:[s],s:O,s:{s:s},s:{s:s},s:{s:i,s:i}}",
+						"id", "fix", "max", 1, "hosts", "h", "template",
+						tpl, "claim", "ack", "VMACT claimed", "health",
+						"on_unhealthy", "replace", "lifecycle",
+						"healthy_timeout_s", 4, "health_interval_s", 1));
+		if (boot_limit) {
+			json_t *small = json_deep_copy(tpl);
+
+			/* slow: one boot per iteration, and an iteration of ten
+			 * minutes: the second member of an increase waits for the
+			 * next one (here: the next start-up's first). Half a VM
+			 * each, so that two fit. */
+			json_object_set_new(small, "reserve",
+					    json_pack("{s:s,s:s}", "cpu", "500m", "memory",
+						      "128Mi"));
+			json_array_append_new(groups,
+					      json_pack("{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i}}", "id",
+							"slow", "max", 2, "hosts", "h", "template",
+							small, "claim", "ack", "VMACT claimed",
+							"lifecycle", "max_boots_per_iteration", 1));
+			json_object_set_new(json_object_get(doc, "lifecycle"), "refill_interval_s",
+					    json_integer(600));
+		}
+	}
+	json_decref(tpl);
 	text = json_dumps(doc, JSON_INDENT(1));
 	json_decref(doc);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	assert_int_equal(th_write_file(boot_limit ? fx.cfg_b : fx.cfg, text), 0);
 	free(text);
-	own(fx.cfg, false, 0644);
+	own(boot_limit ? fx.cfg_b : fx.cfg, false, 0644);
+}
+
+static unsigned starts;
+
+/* vmact-groupd as the cluster user with cfg, a log of its own per start;
+ * 0 once it found its VMs. */
+static int start_groupd(const char *cfg)
+{
+	const char *args[] = { fx.groupd, "-c", cfg, "-v", NULL };
+
+	snprintf(fx.glog, sizeof(fx.glog), "%s/groupd-%u.log", fx.dir, ++starts);
+	if (th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog) < 0)
+		return -1;
+	if (!th_wait_daemon(&fx.gd, groupd_ready, NULL, LIMIT_S)) {
+		th_print_log_tail(fx.glog, "vmact-groupd", 6000);
+		return -1;
+	}
+	return 0;
 }
 
 static void quiet(void *ud, virErrorPtr e)
@@ -352,7 +425,7 @@ static int setup(void **state)
 #define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.dir)
 	P(key, "lease.key");
 	P(cfg, "groupd.json");
-	P(glog, "groupd.log");
+	P(cfg_b, "groupd-boot-limit.json");
 	P(alog, "arbiter.log");
 	P(sock, "api/api.sock");
 	P(arb, "arb/arb.sock");
@@ -398,26 +471,22 @@ static int setup(void **state)
 			return -1;
 		}
 	}
-	write_config();
-	{
-		const char *args[] = { fx.groupd, "-c", fx.cfg, "-v", NULL };
-
-		if (th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog) < 0)
-			return -1;
-		if (!th_wait_daemon(&fx.gd, groupd_ready, NULL, LIMIT_S)) {
-			th_print_log_tail(fx.glog, "vmact-groupd", 6000);
-			return -1;
-		}
-	}
-	return 0;
+	write_config(false);
+	write_config(true);
+	return start_groupd(fx.cfg);
 }
 
 static int teardown(void **state)
 {
 	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= starts; i++) {
+		char log[160];
+
+		snprintf(log, sizeof(log), "%s/groupd-%u.log", fx.dir, i);
+		th_print_log_tail(log, "vmact-groupd", 200000);
+	}
 	if (getenv("VMACT_TEST_VERBOSE")) {
-		th_print_log_tail(fx.glog, "vmact-groupd", 200000);
 		th_print_log_tail(fx.alog, "vmact-arbiter", 200000);
 	}
 	if (fx.c) {
@@ -607,12 +676,145 @@ static void session_domain_100(void **state)
 	delete_all("rival");
 }
 
+/* The UUID of the group's first node (static), "" when none. */
+static const char *node_uuid(const char *group)
+{
+	static char uuid[64];
+	json_t *n = get_nodes(group);
+	const char *pid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
+
+	snprintf(uuid, sizeof(uuid), "%s", pid && strrchr(pid, '/') ? strrchr(pid, '/') + 1 : "");
+	json_decref(n);
+	return uuid;
+}
+
+static void set_paused(const char *uuid, bool paused)
+{
+	virDomainPtr d = virDomainLookupByUUIDString(fx.c, uuid);
+
+	assert_non_null(d);
+	assert_int_equal(paused ? virDomainSuspend(d) : virDomainResume(d), 0);
+	virDomainFree(d);
+}
+
+static bool no_error(void *arg)
+{
+	json_t *n = get_nodes(arg);
+	bool ok = json_array_size(n) == 1 && !json_object_get(json_array_get(n, 0), "error");
+
+	json_decref(n);
+	return ok;
+}
+
+/* A member in service whose guest falls silent (paused: no status line
+ * on its console) past the healthy timeout is reported — its node's
+ * error, what vmact-cloudprovider passes on as the instance's errorInfo —
+ * and left in service; back to health, the error goes. */
+static void health_in_service_reported(void **state)
+{
+	struct err_want sick = { "watch", "UNHEALTHY" };
+	char uuid[64];
+	virDomainPtr d;
+	int st, reason;
+
+	assert_int_equal(change("watch", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, one_running, "watch", LIMIT_BOOT_S))
+		die_with_logs("the member never went into service");
+	snprintf(uuid, sizeof(uuid), "%s", node_uuid("watch"));
+	/* In service and checked: no error while it answers. */
+	assert_true(no_error("watch"));
+	set_paused(uuid, true);
+	if (!th_wait_daemon(&fx.gd, node_error, &sick, LIMIT_S))
+		die_with_logs("the silent member was not reported");
+	/* Reported, not deleted: still in service, the same domain. */
+	assert_int_equal(nodes_in("watch", "state", "running"), 1);
+	assert_string_equal(node_uuid("watch"), uuid);
+	d = virDomainLookupByUUIDString(fx.c, uuid);
+	assert_non_null(d);
+	assert_int_equal(virDomainGetState(d, &st, &reason, 0), 0);
+	assert_int_equal(st, VIR_DOMAIN_PAUSED);
+	virDomainFree(d);
+	set_paused(uuid, false);
+	if (!th_wait_daemon(&fx.gd, no_error, "watch", LIMIT_S))
+		die_with_logs("the member healthy again kept its error");
+	assert_string_equal(node_uuid("watch"), uuid);
+	delete_all("watch");
+}
+
+static bool booted_again(void *arg)
+{
+	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(json_object_get(j, "vms"), i, it)
+		ok |= !strcmp(json_string_value(json_object_get(it, "group")), "fix") &&
+		      json_integer_value(json_object_get(it, "attempts")) >= 2 &&
+		      !strcmp(json_string_value(json_object_get(it, "state")), "claimed");
+	json_decref(j);
+	return ok;
+}
+
+/* A group whose policy is to replace: the silent member's VM is
+ * destroyed and the member booted again (the same member, attempts 2). */
+static void health_in_service_replaced(void **state)
+{
+	char uuid[64];
+
+	assert_int_equal(change("fix", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, one_running, "fix", LIMIT_BOOT_S))
+		die_with_logs("the member never went into service");
+	snprintf(uuid, sizeof(uuid), "%s", node_uuid("fix"));
+	set_paused(uuid, true);
+	if (!th_wait_daemon(&fx.gd, booted_again, NULL, LIMIT_BOOT_S))
+		die_with_logs("the silent member was not replaced");
+	/* The member kept (its UUID), its VM a new boot that runs. */
+	assert_string_equal(node_uuid("fix"), uuid);
+	assert_int_equal(nodes_in("fix", "state", "running"), 1);
+	assert_true(no_error("fix"));
+	delete_all("fix");
+}
+
+static bool one_pending_one_running(void *arg)
+{
+	return nodes_in("slow", "state", "running") == 1 &&
+	       nodes_in("slow", "vm_state", "pending") == 1;
+}
+
+/* max_boots_per_iteration caps cold boots too: with one per iteration
+ * (and an iteration of ten minutes), an increase of two boots one; the
+ * other member waits, pending and without an error (room there is), until
+ * the next iteration — here the first of the next start-up. */
+static void boot_limit(void **state)
+{
+	json_t *n, *it;
+	size_t i;
+
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	assert_int_equal(start_groupd(fx.cfg_b), 0);
+	assert_int_equal(change("slow", "increase", "{\"delta\":2}"), 2);
+	if (!th_wait_daemon(&fx.gd, one_pending_one_running, NULL, LIMIT_BOOT_S))
+		die_with_logs("not one member in service and one held back");
+	n = get_nodes("slow");
+	json_array_foreach(n, i, it)
+		assert_null(json_object_get(it, "error"));
+	json_decref(n);
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	assert_int_equal(start_groupd(fx.cfg_b), 0);
+	if (!th_wait_daemon(&fx.gd, group_all_running, "slow", LIMIT_BOOT_S))
+		die_with_logs("the held-back member did not boot in the next iteration");
+	delete_all("slow");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lease_wait_outlasts),
 		cmocka_unit_test(lease_lost_unplaces),
 		cmocka_unit_test(session_domain_100),
+		cmocka_unit_test(health_in_service_reported),
+		cmocka_unit_test(health_in_service_replaced),
+		cmocka_unit_test(boot_limit),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
