@@ -198,14 +198,15 @@ static void write_host(int i, char *path, size_t len)
 			"requested='1.0' in-service='3.0' attempts='1'/></metadata></domain>\n",
 			g, n, n, n, g);
 	}
-	fprintf(f, "<pool type='dir'><name>default</name>"
-		   "<uuid>0b0000%02x-0000-4000-8000-000000000001</uuid>"
-		   "<capacity>100000000000</capacity><allocation>0</allocation>"
-		   "<available>100000000000</available><source/>"
-		   "<target><path>/default-pool</path></target>"
-		   "<volume type='file'><name>node.qcow2</name><capacity>1000000</capacity>"
-		   "<allocation>0</allocation><target><path>/default-pool/node.qcow2</path>"
-		   "<format type='qcow2'/></target></volume></pool>\n</node>\n",
+	fprintf(f,
+		"<pool type='dir'><name>default</name>"
+		"<uuid>0b0000%02x-0000-4000-8000-000000000001</uuid>"
+		"<capacity>100000000000</capacity><allocation>0</allocation>"
+		"<available>100000000000</available><source/>"
+		"<target><path>/default-pool</path></target>"
+		"<volume type='file'><name>node.qcow2</name><capacity>1000000</capacity>"
+		"<allocation>0</allocation><target><path>/default-pool/node.qcow2</path>"
+		"<format type='qcow2'/></target></volume></pool>\n</node>\n",
 		i);
 	fclose(f);
 	own(path, false, 0644);
@@ -226,19 +227,19 @@ static void write_config(unsigned health_port)
 		snprintf(uri, sizeof(uri), "test://%s", file);
 		snprintf(name, sizeof(name), "h%02d", i);
 		json_array_append_new(names, json_string(name));
-		json_array_append_new(hosts, json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", name, "uri",
-						       uri, "arbiter", "url", arb_url,
-						       "secret_file", b.key));
+		json_array_append_new(hosts,
+				      json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", name, "uri", uri,
+						"arbiter", "url", arb_url, "secret_file", b.key));
 	}
 	for (int g = 0; g < N_GROUPS; g++) {
 		char id[8];
 
 		snprintf(id, sizeof(id), "g%d", g);
-		json_array_append_new(
-			groups, json_pack("{s:s,s:i,s:O,s:{s:s,s:s,s:s},s:{s:s,s:s}}", "id", id,
-					  "max", 200, "hosts", names, "template", "memory", "1Gi",
-					  "base_volume", "node.qcow2", "domain_type", "qemu",
-					  "health", "kind", "tcp", "address", addr));
+		json_array_append_new(groups, json_pack("{s:s,s:i,s:O,s:{s:s,s:s,s:s},s:{s:s,s:s}}",
+							"id", id, "max", 200, "hosts", names,
+							"template", "memory", "1Gi", "base_volume",
+							"node.qcow2", "domain_type", "qemu",
+							"health", "kind", "tcp", "address", addr));
 	}
 	json_decref(names);
 	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:o,s:o}", "api", "socket", b.sock, "metrics",
@@ -359,8 +360,8 @@ int main(int argc, char **argv)
 		die("listener");
 	write_config(port);
 	{
-		const char *args[] = { b.arbiter, "--listen",    listen, "--cpu", "4000", "--memory",
-				       "16Ti",    "--lease-key", b.key,  NULL };
+		const char *args[] = { b.arbiter,  "--listen", listen,        "--cpu", "4000",
+				       "--memory", "16Ti",     "--lease-key", b.key,   NULL };
 
 		snprintf(listen, sizeof(listen), "unix:%s", b.arb);
 		if (th_cluster_spawn(&b.ad, &b.u, args, b.alog) < 0)

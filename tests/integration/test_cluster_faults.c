@@ -38,11 +38,20 @@
  *   boot_limit           max_boots_per_iteration 1: of an increase of
  *                        two, one boots, the other waits (pending, no
  *                        error) for the next iteration
+ *   host_unreachable     a second host: a libvirtd of its own (the
+ *                        cluster user's, in a home of its own) with its
+ *                        own vmact-arbiter. Its libvirtd killed: its
+ *                        member stays on the books (reported, its guest
+ *                        still running), a new member goes to the other
+ *                        host; its libvirtd back: the member healthy
+ *                        again, the same guest, nothing lost or doubled
  *
  * Every wait is for a state with a generous safety limit; the only
  * duration in the test is how long the VM waits, read from the API's
  * waited_s. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -75,14 +84,14 @@
 #define LIMIT_S      60.0
 
 static struct {
-	char dir[64], chdir[72];
-	char key[128], cfg[128], cfg_b[128], glog[128], alog[128], sock[108], arb[108];
+	char dir[64], chdir[72], home2[96], uri2[256], arb2[108], alog2[128], llog2[128];
+	char key[128], cfg[128], cfg_b[128], cfg_c[128], glog[128], alog[128], sock[108], arb[108];
 	char img[128], logs[128];
 	char pool[64], uri[384];
 	char groupd[PATH_MAX], arbiter[PATH_MAX];
 	struct th_cluster_user u;
-	struct th_proc gd, ad;
-	virConnectPtr c;
+	struct th_proc gd, ad, ad2, lv2;
+	virConnectPtr c, c2;
 	struct cl_host *h;
 } fx;
 
@@ -307,7 +316,8 @@ static void sampler_end(struct sampler *s, const char *what, unsigned min_sample
 
 /* ---- set-up ---- */
 
-/* The configuration: boot_limit true writes the second one (cfg_b). */
+/* The configuration: boot_limit true writes the second one (cfg_b); the
+ * third (cfg_c) is written by host_unreachable. */
 static void write_config(bool boot_limit)
 {
 	char kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], real[PATH_MAX], arb_url[160];
@@ -426,6 +436,11 @@ static int setup(void **state)
 	P(key, "lease.key");
 	P(cfg, "groupd.json");
 	P(cfg_b, "groupd-boot-limit.json");
+	P(cfg_c, "groupd-two-hosts.json");
+	P(home2, "home2");
+	P(arb2, "arb/arb2.sock");
+	P(alog2, "arbiter2.log");
+	P(llog2, "libvirtd2.log");
 	P(alog, "arbiter.log");
 	P(sock, "api/api.sock");
 	P(arb, "arb/arb.sock");
@@ -476,10 +491,26 @@ static int setup(void **state)
 	return start_groupd(fx.cfg);
 }
 
+static void start_lv2(void);
+
 static int teardown(void **state)
 {
 	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.ad2, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	if (fx.home2[0] && !fx.lv2.pid && fx.c2) {
+		/* Left down by a failure: up again to clean up. */
+		virConnectClose(fx.c2);
+		fx.c2 = NULL;
+		start_lv2();
+		fx.c2 = virConnectOpen(fx.uri2);
+	}
+	if (fx.c2) {
+		th_cluster_remove_domains(fx.c2, PREFIX);
+		th_cluster_pool_remove(fx.c2, fx.pool);
+		virConnectClose(fx.c2);
+	}
+	th_proc_stop(&fx.lv2, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= starts; i++) {
 		char log[160];
 
@@ -688,6 +719,70 @@ static const char *node_uuid(const char *group)
 	return uuid;
 }
 
+/* ---- a second host: a libvirtd of the cluster user's own ---- */
+
+/* The pid of the QEMU running domain name (found in /proc), 0 if none. */
+static pid_t qemu_of(const char *name)
+{
+	char want[160];
+	pid_t found = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	snprintf(want, sizeof(want), "guest=%s,", name);
+	while (d && !found && (de = readdir(d))) {
+		char path[300], cmd[4096];
+		ssize_t len;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		cmd[len] = 0;
+		if (strstr(cmd, "qemu-system") && strstr(cmd, want))
+			found = (pid_t)atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static bool lv2_answers(void *arg)
+{
+	virConnectPtr c = virConnectOpen(fx.uri2);
+
+	if (!c)
+		return false;
+	virConnectClose(c);
+	return true;
+}
+
+/* The cluster user's libvirtd in a home of its own (its socket, its
+ * domains' state and logs there): a host vmact-groupd reaches like any
+ * other, that the test can stop and start again. */
+static void start_lv2(void)
+{
+	struct th_cluster_user u2 = fx.u;
+	const char *args[] = { "/usr/sbin/libvirtd", NULL };
+
+	snprintf(u2.home, sizeof(u2.home), "%s", fx.home2);
+	assert_int_equal(th_cluster_spawn(&fx.lv2, &u2, args, fx.llog2), 0);
+	if (!th_wait_daemon(&fx.lv2, lv2_answers, NULL, LIMIT_S)) {
+		th_print_log_tail(fx.llog2, "libvirtd (h2)", 4000);
+		fail_msg("the second libvirtd did not answer");
+	}
+}
+
 static void set_paused(const char *uuid, bool paused)
 {
 	virDomainPtr d = virDomainLookupByUUIDString(fx.c, uuid);
@@ -806,6 +901,201 @@ static void boot_limit(void **state)
 	delete_all("slow");
 }
 
+static json_t *host_doc(const char *name)
+{
+	json_t *j = api("GET", "/v1/hosts", NULL, NULL), *h, *out = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "hosts"), i, h)
+		if (!strcmp(json_string_value(json_object_get(h, "name")) ?: "", name))
+			out = json_incref(h);
+	json_decref(j);
+	return out;
+}
+
+static bool h2_libvirt(void *want_ok)
+{
+	json_t *h = host_doc("h2");
+	bool ok = h && json_is_true(json_object_get(json_object_get(h, "libvirt"), "ok")) ==
+			       (want_ok != NULL);
+
+	json_decref(h);
+	return ok;
+}
+
+/* The member on host (its name, static), "" when none. */
+static const char *member_on(const char *group, const char *host)
+{
+	static char name[128];
+	json_t *n = get_nodes(group), *it;
+	size_t i;
+
+	name[0] = 0;
+	json_array_foreach(n, i, it)
+		if (!strcmp(json_string_value(json_object_get(it, "host")) ?: "", host))
+			snprintf(name, sizeof(name), "%s",
+				 json_string_value(json_object_get(it, "name")));
+	json_decref(n);
+	return name;
+}
+
+static bool running_on(void *host)
+{
+	json_t *n = get_nodes("two"), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it)
+		ok |= !strcmp(json_string_value(json_object_get(it, "host")) ?: "", host) &&
+		      !strcmp(json_string_value(json_object_get(it, "state")), "running");
+	json_decref(n);
+	return ok;
+}
+
+/* The h2 member's node error is code (NULL: none). */
+static bool h2_member_error(void *code)
+{
+	json_t *n = get_nodes("two"), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it) {
+		const char *c = json_string_value(
+			json_object_get(json_object_get(it, "error"), "code"));
+
+		if (strcmp(json_string_value(json_object_get(it, "host")) ?: "", "h2"))
+			continue;
+		ok = code ? c && !strcmp(c, code) : !c;
+	}
+	json_decref(n);
+	return ok;
+}
+
+/* Our domains on a connection (a count). */
+static int ours_on(virConnectPtr c)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, 0), k = 0;
+
+	for (int i = 0; i < n; i++) {
+		k += !strncmp(virDomainGetName(doms[i]), PREFIX "two-", strlen(PREFIX "two-"));
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return k;
+}
+
+static void write_config_c(void)
+{
+	char *text = th_read_file(fx.cfg);
+	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *groups, *tpl;
+	char arb_url[160], img2[PATH_MAX];
+
+	free(text);
+	assert_non_null(doc);
+	snprintf(arb_url, sizeof(arb_url), "unix:%s", fx.arb2);
+	snprintf(img2, sizeof(img2), "%s/img2", fx.dir);
+	json_array_append_new(json_object_get(doc, "hosts"),
+			      json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "name", "h2", "uri",
+					fx.uri2, "storage_pool", fx.pool, "channel_dir", fx.chdir,
+					"arbiter", "url", arb_url, "secret_file", fx.key));
+	groups = json_object_get(doc, "groups");
+	tpl = json_deep_copy(json_object_get(json_array_get(groups, 0), "template"));
+	/* two: on either host, checked every second, unhealthy after 4 s. */
+	json_array_append_new(groups, json_pack("{s:s,s:i,s:[s,s],s:o,s:{s:s},s:{s:i,s:i}}", "id",
+						"two", "max", 2, "hosts", "h2", "h", "template",
+						tpl, "claim", "ack", "VMACT claimed", "lifecycle",
+						"healthy_timeout_s", 4, "health_interval_s", 1));
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
+	assert_int_equal(th_write_file(fx.cfg_c, text), 0);
+	free(text);
+	own(fx.cfg_c, false, 0644);
+}
+
+static void host_unreachable(void **state)
+{
+	char name2[128], img2[PATH_MAX], listen[PATH_MAX + 8];
+	pid_t qemu2;
+	json_t *n;
+
+	/* h2: its libvirtd, its pool, its arbiter (room for many). */
+	mkdir(fx.home2, 0700);
+	own(fx.home2, true, 0700);
+	snprintf(fx.uri2, sizeof(fx.uri2),
+		 "qemu+unix:///session?socket=%s/.cache/libvirt/libvirt-sock", fx.home2);
+	start_lv2();
+	fx.c2 = virConnectOpen(fx.uri2);
+	assert_non_null(fx.c2);
+	snprintf(img2, sizeof(img2), "%s/img2", fx.dir);
+	assert_int_equal(th_cluster_pool(fx.c2, NULL, fx.pool, img2), 0);
+	{
+		char base[PATH_MAX + 32];
+
+		snprintf(base, sizeof(base), "%s/node-base.qcow2", img2);
+		own(img2, true, 0755);
+		own(base, true, 0644);
+		virStoragePoolPtr p = virStoragePoolLookupByName(fx.c2, fx.pool);
+
+		assert_non_null(p);
+		virStoragePoolRefresh(p, 0);
+		virStoragePoolFree(p);
+	}
+	{
+		const char *args[] = { fx.arbiter, "--listen", listen,        "--cpu", "8",
+				       "--memory", "8Gi",      "--lease-key", fx.key,  NULL };
+
+		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
+		assert_int_equal(th_cluster_spawn(&fx.ad2, &fx.u, args, fx.alog2), 0);
+	}
+	write_config_c();
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	assert_int_equal(start_groupd(fx.cfg_c), 0);
+
+	/* A member where the room is: h2. */
+	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, running_on, "h2", LIMIT_BOOT_S))
+		die_with_logs("the first member did not go into service on h2");
+	snprintf(name2, sizeof(name2), "%s", member_on("two", "h2"));
+	qemu2 = qemu_of(name2);
+	assert_true(qemu2 > 0);
+
+	/* h2's libvirtd dies (its guest runs on). */
+	assert_int_equal(th_proc_stop(&fx.lv2, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
+	if (!th_wait_daemon(&fx.gd, h2_libvirt, NULL, LIMIT_S))
+		die_with_logs("h2 never counted as unreachable");
+	/* Placement goes elsewhere. */
+	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 2);
+	if (!th_wait_daemon(&fx.gd, running_on, "h", LIMIT_BOOT_S))
+		die_with_logs("the second member did not go to h");
+	/* The unreachable member: on the books, reported, not deleted. */
+	if (!th_wait_daemon(&fx.gd, h2_member_error, "UNHEALTHY", LIMIT_S))
+		die_with_logs("the member on the unreachable host was not reported");
+	assert_string_equal(member_on("two", "h2"), name2);
+	assert_int_equal(nodes_in("two", "state", NULL), 2);
+	assert_int_equal(qemu_of(name2), qemu2);
+
+	/* h2 back: the same guest, healthy again; nothing lost or doubled. */
+	virConnectClose(fx.c2);
+	start_lv2();
+	fx.c2 = virConnectOpen(fx.uri2);
+	assert_non_null(fx.c2);
+	if (!th_wait_daemon(&fx.gd, h2_libvirt, (void *)1, LIMIT_S) ||
+	    !th_wait_daemon(&fx.gd, h2_member_error, NULL, LIMIT_S))
+		die_with_logs("the member on h2 did not come back healthy");
+	assert_int_equal(qemu_of(name2), qemu2);
+	n = get_nodes("two");
+	assert_int_equal(json_array_size(n), 2);
+	assert_string_not_equal(json_string_value(json_object_get(json_array_get(n, 0), "name")),
+				json_string_value(json_object_get(json_array_get(n, 1), "name")));
+	json_decref(n);
+	assert_int_equal(ours_on(fx.c2), 1);
+	assert_int_equal(ours_on(fx.c), 1);
+	delete_all("two");
+	assert_int_equal(ours_on(fx.c2), 0);
+	assert_int_equal(ours_on(fx.c), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -815,6 +1105,7 @@ int main(void)
 		cmocka_unit_test(health_in_service_reported),
 		cmocka_unit_test(health_in_service_replaced),
 		cmocka_unit_test(boot_limit),
+		cmocka_unit_test(host_unreachable),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
