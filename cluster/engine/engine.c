@@ -230,7 +230,7 @@ static void tick_once(struct cl_engine *e)
 			    !vm->evict_wait && now >= vm->next_try_usec) {
 				/* A member's placement is a cold boot: it counts
 				 * against the iteration's boots like a refill's
-				 * (the seed's MaxBootPerIteration caps every start);
+				 * (kip's MaxBootPerIteration caps every start);
 				 * over it, the member waits for the next. */
 				if (e->boots_this_iteration >=
 				    e->groups[i].cfg->life.max_boots_per_iteration)
@@ -330,7 +330,7 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 			e->n_fws++;
 		}
 	}
-	/* One queue for every profile, as the seed's scheduler has: the same
+	/* One queue for every profile, as the Kubernetes scheduler has: the same
 	 * QueueSort everywhere. */
 	for (size_t i = 1; i < e->n_fws; i++) {
 		const char *a[1] = { "" }, *b[1] = { "" };

@@ -685,7 +685,7 @@ void cl_life_next(struct cl_vm *vm)
 		break;
 	case CL_ST_CLAIMED:
 		/* In service: health-checked like a running standby VM (the
-		 * seed's HealthyTimeout). Reported to the autoscaler through
+		 * kip's HealthyTimeout). Reported to the autoscaler through
 		 * the node's error; replaced only if the group says so. */
 		if (vm->meta.role != CL_ROLE_MEMBER)
 			break;

@@ -675,7 +675,7 @@ size_t cl_fw_plugins(const struct cl_fw *fw, enum cl_fw_point p, const char **na
 void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		     const char *host)
 {
-	/* All of them, not only those that reserved: the seed's
+	/* All of them, not only those that reserved: the Kubernetes framework's
 	 * RunUnreservePlugins runs "the set of configured unreserve
 	 * plugins". */
 	for (size_t i = fw->n_points[CL_FW_RESERVE]; i-- > 0;) {

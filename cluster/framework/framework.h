@@ -32,7 +32,7 @@
  *                 decides; all skipping is an Error; a failure: Unreserve
  *     PostBind    after a successful bind, every plugin (informational)
  *
- * Unreserve is the seed's RunUnreservePlugins: it runs the Unreserve of
+ * Unreserve is the Kubernetes framework's RunUnreservePlugins: it runs the Unreserve of
  * every Reserve plugin, in reverse order, whichever of them reserved
  * (those after a failing one and the failing one too), so Unreserve must
  * be idempotent and cope with a Reserve that did not happen. It runs once
@@ -137,7 +137,7 @@ struct cl_fw_handle {
 	struct cl_fw *fw;
 };
 
-/* A VM waiting to be placed, as QueueSort sees it (the seed's PodInfo). */
+/* A VM waiting to be placed, as QueueSort sees it (Kubernetes' PodInfo). */
 struct cl_fw_queued {
 	const struct cl_fw_vm *vm;
 	uint64_t queued_usec; /* since when it waits for a host (CLOCK_MONOTONIC) */
@@ -259,7 +259,7 @@ struct cl_fw_result {
 void cl_fw_queue_sort(struct cl_fw *fw, struct cl_fw_queued *q, size_t n);
 
 /* Hosts whose weighted scores tie for the highest: one of them at random
- * (as the seed's scheduler picks among equal scores). seed 0: from
+ * (as the Kubernetes scheduler picks among equal scores). seed 0: from
  * getrandom, which cl_fw_new does; tests set their own. */
 void cl_fw_seed(struct cl_fw *fw, uint64_t seed);
 
@@ -306,7 +306,7 @@ int cl_fw_wait(struct cl_fw *fw, const struct cl_fw_vm *vm, const struct cl_fw_r
 void cl_fw_waiting_each(struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
 			void *ud);
 size_t cl_fw_waiting_count(struct cl_fw *fw);
-/* A copy of the waiting VM uid (the seed's GetWaitingPod); 0 or -ENOENT. */
+/* A copy of the waiting VM uid (Kubernetes' GetWaitingPod); 0 or -ENOENT. */
 int cl_fw_waiting_get(struct cl_fw *fw, const char *uid, struct cl_fw_waiting *out);
 /* Allows the VM for plugin (NULL: for every plugin it waits on). 1 when it
  * waits no more (it goes to the resolved list, allowed: bind it), 0 when

@@ -211,7 +211,7 @@ static void filter_only(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *
 static const struct cl_fw_plugin_ops F = { .name = "F", .filter = filter_only };
 
 /* Gang: a coscheduling Permit plugin written against the handle, as a
- * plugin of the seed's framework would be: the members of a group wait
+ * plugin of the Kubernetes framework would be: the members of a group wait
  * until `size` of them reached Permit, then the last one allows the
  * others (through the framework's waiting VMs) and passes at once. */
 struct gang {
@@ -682,7 +682,7 @@ static void test_reserve_and_permit(void **state)
 
 	setup_world();
 	/* B's Reserve fails: C's Reserve never runs, but the Unreserve of
-	 * every Reserve plugin does (the seed's RunUnreservePlugins: the
+	 * every Reserve plugin does (the Kubernetes framework's RunUnreservePlugins: the
 	 * set of configured unreserve plugins), in reverse, C's too. */
 	reset();
 	answer("B", "reserve", NULL, CL_FW_ERROR, 0);
