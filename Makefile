@@ -401,7 +401,8 @@ bench-provision: $(BUILD)/bench/provision-bench $(BUILD)/vmact-groupd $(BUILD)/v
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/provision-bench $(BENCH_ITER)
 
 # make bench-cluster: vmact-groupd at 1000 nodes over 20 hosts (libvirt's
-# test driver, test:///FILE, for the count): a scheduling cycle's p99, a
+# test driver for the count, served by a libvirtd of the cluster user's own,
+# test+unix:///FILE?socket=...): a scheduling cycle's p99, a
 # full poll of the autoscaler's (the groups, every group's nodes), its RSS,
 # each against issue 25's goal (bench/cluster-bench.c; root, the cluster
 # user of setup-host.sh; doc/cluster.md).
