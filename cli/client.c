@@ -87,6 +87,19 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 		r = vmact_err_set(err, EINTR, "interrupted");
 		goto out;
 	}
+	if (cc == CURLE_COULDNT_CONNECT) {
+		long os_errno = 0;
+
+		/* The socket's mode: say so rather than "is it running?". */
+		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+		if (os_errno == EACCES) {
+			r = vmact_err_set(err, EACCES,
+					  "cannot reach %s at %s: Permission denied (the socket's "
+					  "owner and group decide who may)",
+					  peer, socket);
+			goto out;
+		}
+	}
 	if (cc != CURLE_OK) {
 		r = vmact_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
 				  "cannot reach %s at %s: %s%s", peer, socket,
