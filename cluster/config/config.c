@@ -213,7 +213,8 @@ static int parse_lifecycle(struct ctx *c, const json_t *o, struct cl_lifecycle *
 
 static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 {
-	static const char *const keys[] = { "name", "uri", "storage_pool", "arbiter", NULL };
+	static const char *const keys[] = { "name",        "uri",     "storage_pool",
+					    "channel_dir", "arbiter", NULL };
 	static const char *const akeys[] = { "url", "secret_file", NULL };
 	struct vmact_endpoint ep;
 	struct vmact_err e = { 0 };
@@ -230,6 +231,17 @@ static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 		return r;
 	if (!name_ok(h->name))
 		return bad(c, "name", "'%s': lower-case letters, digits and '-' only", h->name);
+	if (json_object_get(o, "channel_dir")) {
+		const char *d = json_string_value(json_object_get(o, "channel_dir"));
+
+		if (!d || d[0] != '/' || strlen(d) >= sizeof(h->channel_dir) || strchr(d, '\'') ||
+		    strstr(d, "//") || (strlen(d) > 1 && d[strlen(d) - 1] == '/'))
+			return bad(c, "channel_dir",
+				   "an absolute directory of at most %zu bytes (the sockets' "
+				   "paths must stay within 107 bytes)",
+				   sizeof(h->channel_dir) - 1);
+		snprintf(h->channel_dir, sizeof(h->channel_dir), "%s", d);
+	}
 	a = json_object_get(o, "arbiter");
 	if (!a)
 		return bad(c, "arbiter", "required: the host's arbiter keeps its capacity ledger");
@@ -251,16 +263,21 @@ static int parse_host(struct ctx *c, const json_t *o, struct cl_host_cfg *h)
 
 static int parse_health(struct ctx *c, const json_t *o, struct cl_health *h)
 {
-	static const char *const keys[] = { "kind", "pattern", "address", "probe_timeout_s", NULL };
-	char kind[16] = "serial";
+	static const char *const keys[] = { "kind",         "pattern", "address", "probe_timeout_s",
+					    "on_unhealthy", NULL };
+	char kind[16] = "serial", on[16] = "report";
 	int r;
 
 	if ((r = only(c, o, keys)) < 0 ||
+	    (r = get_str(c, o, "on_unhealthy", false, false, on, sizeof(on))) < 0 ||
 	    (r = get_str(c, o, "kind", false, false, kind, sizeof(kind))) < 0 ||
 	    (r = get_str(c, o, "pattern", false, false, h->pattern, sizeof(h->pattern))) < 0 ||
 	    (r = get_str(c, o, "address", false, false, h->address, sizeof(h->address))) < 0 ||
 	    (r = get_seconds(c, o, "probe_timeout_s", 0.1, 600, &h->probe_timeout_usec)) < 0)
 		return r;
+	if (strcmp(on, "report") && strcmp(on, "replace"))
+		return bad(c, "on_unhealthy", "'%s': report or replace", on);
+	h->replace_unhealthy = strcmp(on, "replace") == 0;
 	if (strcmp(kind, "serial") == 0) {
 		h->kind = CL_HEALTH_SERIAL;
 		if (json_object_get(o, "address"))

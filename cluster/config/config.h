@@ -51,6 +51,12 @@ struct cl_health {
 	char pattern[128];
 	char address[256];
 	uint64_t probe_timeout_usec; /* one probe; 3 s */
+	/* A member in service without a good check for the healthy timeout:
+	 * reported (its node's error, for the autoscaler) and, with
+	 * replace_unhealthy ("on_unhealthy": "replace"), destroyed and booted
+	 * again; by default only reported ("report"): the autoscaler
+	 * decides. */
+	bool replace_unhealthy;
 };
 
 struct cl_claim {
@@ -116,10 +122,18 @@ struct cl_group_cfg {
 	struct cl_lifecycle life;
 };
 
+/* A unix socket's path holds 107 bytes; DIR "/" UUID ".claim" must fit. */
+#define CL_CHANNEL_DIR_MAX (107 - 1 - 36 - 6 + 1)
+
 struct cl_host_cfg {
 	char name[CL_NAME_MAX];
 	char uri[512];
 	char storage_pool[CL_NAME_MAX];
+	/* Where the host's QEMU puts the VMs' channel sockets (the claim's,
+	 * the agent's), "" for libvirt's own place: a short directory, so
+	 * that DIR/UUID.claim stays within the 107 bytes of a unix socket's
+	 * path whatever the domain's ID (doc/cluster.md, "Health"). */
+	char channel_dir[CL_CHANNEL_DIR_MAX];
 	char arbiter_url[512];    /* http://HOST:PORT or unix:PATH */
 	char arbiter_secret[512]; /* the lease key's file */
 };

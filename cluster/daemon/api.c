@@ -135,7 +135,9 @@ static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
 		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "provider_id", v->provider_id, "name",
 			      v->name, "host", v->host, "state", node_state(v), "vm_state",
 			      cl_domxml_state_name(m->state), "tier", cl_domxml_tier_name(m->tier));
-		if (o && m->has_error && m->state != CL_ST_CLAIMED && m->state != CL_ST_DELETING)
+		/* A member in service has one only while it is unhealthy (its
+		 * claim cleared the last attempt's). */
+		if (o && m->has_error && m->state != CL_ST_DELETING)
 			json_object_set_new(o, "error", error_json(m));
 	} else {
 		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:f,s:f,s:f,s:f}",

@@ -56,6 +56,7 @@ struct cl_vm {
 	bool probing;                  /* a health probe is in flight */
 	bool placing;                  /* in a scheduling or binding cycle */
 	bool leased;                   /* holds a lease at its host's arbiter */
+	bool found_running;            /* found running by a scan: not leased by us yet */
 	bool healthy;                  /* this boot or wake-up passed a probe */
 	bool want_delete, want_return; /* intents, applied when not busy */
 	bool evict_wait;               /* pending until standby VMs made room */
@@ -66,8 +67,13 @@ struct cl_vm {
 	uint64_t last_healthy_usec;
 	uint64_t requested_usec; /* the increase, for the histogram */
 	struct cl_vm_op *ops;
+	/* While placing: the host where its Reserve took a lease (from the
+	 * end of its scheduling cycle until it is bound or un-placed), which
+	 * the renewal keeps alive while a Permit plugin holds it. */
+	char reserved_host[CL_NAME_MAX];
 	struct cl_fw_cycle *cs;    /* while placing */
 	struct cl_place_job *pjob; /* while its Permit waits */
+	struct cl_place_job *sjob; /* while placing */
 	struct cl_bind_spec spec;  /* what Bind builds, while placing */
 	const char *hosts_list[CL_MAX_HOSTS];
 };
@@ -149,6 +155,12 @@ void cl_place_submit(struct cl_vm *vm);
 void cl_place_waiting_expire(struct cl_engine *e);
 int cl_place_allow(struct cl_engine *e, const char *uid, const char *plugin);
 int cl_place_reject(struct cl_engine *e, const char *uid, const char *why);
+/* A waiting VM's reservation lapsed and the room went elsewhere (its
+ * renewal was refused): it is rejected, un-placed. */
+void cl_place_lost(struct cl_engine *e, struct cl_vm *vm, const char *why);
+/* Binds or un-places the VMs the frameworks allowed or rejected (by an
+ * operator, a plugin, a loss). */
+void cl_place_take_resolved(struct cl_engine *e);
 
 /* life.c: the next step of a VM that is not busy (called by the tick and
  * whenever a job of it ends), but its placement (engine.c's tick). */

@@ -96,7 +96,61 @@ static int new_identity(const struct cl_engine *e, const struct cl_group *g, cha
 
 /* ---- the tick ---- */
 
-static void refill(struct cl_engine *e, struct cl_group *g, uint64_t now)
+/* The VMs that get a scheduling cycle at this tick, before QueueSort
+ * orders them. */
+struct queue {
+	struct cl_fw_queued *q;
+	struct cl_fw_vm *vms;
+	size_t n, cap;
+};
+
+static void enqueue(struct queue *q, struct cl_vm *vm, uint64_t since)
+{
+	struct cl_fw_vm *fv;
+
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 16;
+		struct cl_fw_queued *nq = realloc(q->q, cap * sizeof(*nq));
+		struct cl_fw_vm *nv;
+
+		if (!nq) {
+			cl_place_submit(vm);
+			return;
+		}
+		q->q = nq;
+		nv = realloc(q->vms, cap * sizeof(*nv));
+		if (!nv) {
+			cl_place_submit(vm);
+			return;
+		}
+		q->vms = nv;
+		q->cap = cap;
+	}
+	fv = &q->vms[q->n];
+	memset(fv, 0, sizeof(*fv));
+	snprintf(fv->uid, sizeof(fv->uid), "%s", vm->uuid);
+	snprintf(fv->name, sizeof(fv->name), "%s", vm->name);
+	snprintf(fv->group, sizeof(fv->group), "%s", vm->g->cfg->id);
+	fv->standby = vm->meta.role == CL_ROLE_POOL;
+	fv->size = vm->g->cfg->tpl.reserve;
+	q->q[q->n++] = (struct cl_fw_queued){ .queued_usec = since, .ud = vm };
+}
+
+/* In QueueSort's order (the default profile's: every profile has the
+ * same, cl_engine_new checks), into the scheduler's one-thread queue. */
+static void submit_queue(struct cl_engine *e, struct queue *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		q->q[i].vm = &q->vms[i];
+	if (q->n > 1)
+		cl_fw_queue_sort(e->fws[0], q->q, q->n);
+	for (size_t i = 0; i < q->n; i++)
+		cl_place_submit(q->q[i].ud);
+	free(q->q);
+	free(q->vms);
+}
+
+static void refill(struct cl_engine *e, struct cl_group *g, uint64_t now, struct queue *queue)
 {
 	const struct cl_group_cfg *cfg = g->cfg;
 	unsigned have[3] = { 0 };
@@ -145,7 +199,7 @@ static void refill(struct cl_engine *e, struct cl_group *g, uint64_t now)
 			vm->meta.state = CL_ST_PENDING;
 			e->boots_this_iteration++;
 			have[t]++;
-			cl_place_submit(vm);
+			enqueue(queue, vm, now);
 		}
 	}
 }
@@ -154,6 +208,7 @@ static void tick_once(struct cl_engine *e)
 {
 	uint64_t now = vmact_loop_now_usec(e->ev);
 	bool refill_iteration = false;
+	struct queue queue = { 0 };
 
 	if (e->stopping)
 		return;
@@ -172,10 +227,21 @@ static void tick_once(struct cl_engine *e)
 				continue;
 			if (vm->meta.role == CL_ROLE_MEMBER && vm->meta.state == CL_ST_PENDING &&
 			    !vm->want_delete && !vm->want_return && !vm->placing &&
-			    !vm->evict_wait && now >= vm->next_try_usec)
-				cl_place_submit(vm);
-			else
+			    !vm->evict_wait && now >= vm->next_try_usec) {
+				/* A member's placement is a cold boot: it counts
+				 * against the iteration's boots like a refill's
+				 * (kip's MaxBootPerIteration caps every start);
+				 * over it, the member waits for the next. */
+				if (e->boots_this_iteration >=
+				    e->groups[i].cfg->life.max_boots_per_iteration)
+					continue;
+				e->boots_this_iteration++;
+				enqueue(&queue, vm,
+					vm->requested_usec ? vm->requested_usec
+							   : vm->next_try_usec);
+			} else {
 				cl_life_next(vm);
+			}
 		}
 	}
 	for (size_t i = 0; i < e->n_groups; i++) {
@@ -183,14 +249,15 @@ static void tick_once(struct cl_engine *e)
 
 		if (now >= g->next_refill_usec) {
 			refill_iteration = true;
-			refill(e, g, now);
+			refill(e, g, now, &queue);
 			if (now >= g->next_refill_usec)
 				g->next_refill_usec = now + g->cfg->life.refill_interval_usec;
 		} else {
 			/* Surplus is removed at once; growth waits for the iteration. */
-			refill(e, g, now);
+			refill(e, g, now, &queue);
 		}
 	}
+	submit_queue(e, &queue);
 	if (refill_iteration)
 		e->boots_this_iteration = 0;
 	if (now >= e->next_renew_usec) {
@@ -261,6 +328,21 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 				return r;
 			}
 			e->n_fws++;
+		}
+	}
+	/* One queue for every profile, as the Kubernetes scheduler has: the same
+	 * QueueSort everywhere. */
+	for (size_t i = 1; i < e->n_fws; i++) {
+		const char *a[1] = { "" }, *b[1] = { "" };
+		size_t na = cl_fw_plugins(e->fws[0], CL_FW_QUEUE_SORT, a, 1);
+		size_t nb = cl_fw_plugins(e->fws[i], CL_FW_QUEUE_SORT, b, 1);
+
+		if (na != nb || (na && strcmp(a[0], b[0]) != 0)) {
+			cl_engine_free(e);
+			return vmact_err_set(err, EINVAL,
+					     "scheduler.profiles[%zu].plugins.queueSort: every "
+					     "profile must have the same QueueSort (%s, not %s)",
+					     i, na ? a[0] : "none", nb ? b[0] : "none");
 		}
 	}
 	for (size_t i = 0; i < cfg->n_groups; i++) {

@@ -106,6 +106,28 @@ static void bury(struct cl_engine *e, struct cl_vm *vm)
 
 /* ---- probes ---- */
 
+/* A member in service reported unhealthy: its node's error says so (kept
+ * in its metadata, so that a restart knows). */
+static bool unhealthy_reported(const struct cl_vm *vm)
+{
+	return vm->meta.has_error && strcmp(vm->meta.err_code, "UNHEALTHY") == 0;
+}
+
+static void health_recorded(struct cl_vm *vm, int r, const char *err)
+{
+	if (r < 0)
+		cl_vm_emit(vm->g->e, LOG_WARNING, vm, "could not record its health: %s", err);
+	cl_vm_kick(vm->g->e);
+}
+
+static void healthy_again(struct cl_vm *vm)
+{
+	vm->meta.has_error = false;
+	cl_vm_emit(vm->g->e, LOG_INFO, vm, "healthy again in service: its error cleared");
+	if (!vm->busy)
+		cl_vm_record(vm, health_recorded);
+}
+
 static void probe_run(void *data)
 {
 	struct job *j = data;
@@ -142,7 +164,9 @@ static void probe_done(void *data)
 		if (j->r >= 0) {
 			vm->healthy = true;
 			vm->last_healthy_usec = now;
-		} else if (vm->meta.state == CL_ST_READY) {
+			if (vm->meta.state == CL_ST_CLAIMED && unhealthy_reported(vm))
+				healthy_again(vm);
+		} else if (vm->meta.state == CL_ST_READY || vm->meta.state == CL_ST_CLAIMED) {
 			cl_vm_emit(e, LOG_DEBUG, vm, "health probe failed: %s", j->err.msg);
 		}
 	}
@@ -357,6 +381,9 @@ static void claim_done(void *data)
 		return;
 	}
 	vm->meta = j->meta;
+	/* Its claim was its health check. */
+	vm->last_healthy_usec = vmact_loop_now_usec(e->ev);
+	vm->next_probe_usec = vm->last_healthy_usec + vm->g->cfg->life.health_interval_usec;
 	secs = vm->meta.requested > 0 ? vm->meta.in_service - vm->meta.requested : 0;
 	if (secs < 0)
 		secs = 0;
@@ -469,9 +496,12 @@ static void member_fail_run(void *data)
 	struct job *j = data;
 	_cleanup_(life_conn_closep) virConnectPtr c = cl_host_conn(j->host, &j->err);
 	_cleanup_free_ char *xml = NULL;
-	struct cl_domxml_spec ds = {
-		.group = j->g, .name = j->name, .uuid = j->uuid, .meta = &j->meta
-	};
+	struct cl_domxml_spec ds = { .group = j->g,
+				     .name = j->name,
+				     .uuid = j->uuid,
+				     .meta = &j->meta,
+				     .channel_dir = j->host ? cl_host_cfg(j->host)->channel_dir
+							    : NULL };
 	char volume[CL_NAME_MAX + 8];
 	struct vmact_err e2 = { 0 };
 
@@ -654,6 +684,40 @@ void cl_life_next(struct cl_vm *vm)
 		cl_life_remove(vm, NULL, NULL);
 		break;
 	case CL_ST_CLAIMED:
+		/* In service: health-checked like a running standby VM (the
+		 * kip's HealthyTimeout). Reported to the autoscaler through
+		 * the node's error; replaced only if the group says so. */
+		if (vm->meta.role != CL_ROLE_MEMBER)
+			break;
+		if (!vm->last_healthy_usec)
+			vm->last_healthy_usec = now;
+		if (now - vm->last_healthy_usec > life->healthy_timeout_usec) {
+			char text[128];
+
+			snprintf(text, sizeof(text), "no good health check for %.0f s in service",
+				 life->healthy_timeout_usec / 1e6);
+			if (vm->g->cfg->health.replace_unhealthy) {
+				vm->last_healthy_usec = 0;
+				cl_life_member_failed(vm, CL_FAIL_UNHEALTHY, "UNHEALTHY", text,
+						      true);
+				break;
+			}
+			if (!unhealthy_reported(vm)) {
+				vm->g->c.failures[CL_FAIL_UNHEALTHY]++;
+				cl_vm_emit(e, LOG_WARNING, vm, "%s: reported, left in service",
+					   text);
+				vm->meta.has_error = true;
+				snprintf(vm->meta.err_class, sizeof(vm->meta.err_class), "other");
+				snprintf(vm->meta.err_code, sizeof(vm->meta.err_code), "UNHEALTHY");
+				snprintf(vm->meta.err_msg, sizeof(vm->meta.err_msg), "%s", text);
+				vm->meta.err_at = cl_vm_now_real();
+				cl_vm_record(vm, health_recorded);
+				break;
+			}
+		}
+		if (!vm->probing && now >= vm->next_probe_usec)
+			probe(vm, vm->g->cfg->health.probe_timeout_usec);
+		break;
 	default:
 		break;
 	}

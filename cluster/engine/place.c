@@ -26,6 +26,11 @@ struct cl_place_job {
 	bool scanned[CL_MAX_HOSTS];
 	size_t n_hosts;
 	struct cl_fw_result res;
+	int wait_r; /* registering its Permit wait, in the scheduler's thread */
+	/* Allowed or rejected (by a plugin in a later cycle) before the loop
+	 * saw its cycle end. */
+	bool early_allowed, early_rejected;
+	char early_msg[CL_FW_MSG_MAX];
 	struct cl_fw_status bind;
 };
 
@@ -100,6 +105,8 @@ static void snapshot_hosts(struct cl_place_job *j)
 	}
 }
 
+static void reject(struct cl_engine *e, struct cl_vm *vm, const char *who, const char *why);
+
 /* ---- the cycles ---- */
 
 static void schedule_run(void *data)
@@ -108,6 +115,10 @@ static void schedule_run(void *data)
 
 	snapshot_hosts(j);
 	cl_fw_schedule(j->fw, j->vm->cs, &j->fvm, j->hosts, j->n_hosts, &j->res);
+	/* Registered here, before the next cycle: its Permit plugins see this
+	 * VM waiting (a gang completed by the next one allows it). */
+	if (j->res.status.code == CL_FW_WAIT)
+		j->wait_r = cl_fw_wait(j->fw, &j->fvm, &j->res, vmact_now_usec());
 }
 
 static void bind_run(void *data)
@@ -137,6 +148,8 @@ static void placing_end(struct cl_vm *vm)
 	vm->placing = false;
 	vm->busy = false;
 	vm->pjob = NULL;
+	vm->sjob = NULL;
+	vm->reserved_host[0] = 0;
 	cl_fw_cycle_free(vm->cs);
 	vm->cs = NULL;
 }
@@ -230,7 +243,12 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 		cl_vm_free(e, vm);
 		return;
 	}
-	if (bind_failed) {
+	if (bind_failed && st->code == CL_FW_UNSCHEDULABLE) {
+		/* A PreBind found the room gone (its lease lapsed while it
+		 * waited and another took it): placed again after the
+		 * back-off. */
+		member_unplaced(vm, "out-of-resources", "HOST_CAPACITY", msg, CL_FAIL_NO_HOST);
+	} else if (bind_failed) {
 		member_unplaced(vm, "other", "BIND_FAILED", msg, CL_FAIL_BIND);
 	} else if (strcmp(st->plugin, "Permit") == 0) {
 		member_unplaced(vm, "other", "PERMIT_REJECTED", msg, CL_FAIL_NO_HOST);
@@ -295,6 +313,10 @@ static void schedule_done(void *data)
 	struct cl_engine *e = j->e;
 	uint64_t now = vmact_loop_now_usec(e->ev);
 
+	/* Reserve took a lease there: it is renewed until the VM is bound
+	 * or un-placed. */
+	if (j->res.status.code == CL_FW_SUCCESS || j->res.status.code == CL_FW_WAIT)
+		snprintf(vm->reserved_host, sizeof(vm->reserved_host), "%s", j->res.host);
 	switch (j->res.status.code) {
 	case CL_FW_SUCCESS:
 		if (e->stopping) {
@@ -308,9 +330,10 @@ static void schedule_done(void *data)
 			return;
 		}
 		submit_bind(j);
+		cl_place_take_resolved(e);
 		return;
 	case CL_FW_WAIT:
-		if (cl_fw_wait(j->fw, &j->fvm, &j->res, now) < 0) {
+		if (j->wait_r < 0) {
 			struct cl_fw_status st = { .code = CL_FW_ERROR };
 
 			snprintf(st.msg, sizeof(st.msg), "cannot register the Permit wait");
@@ -322,6 +345,14 @@ static void schedule_done(void *data)
 		vm->pjob = j;
 		cl_vm_emit(e, LOG_INFO, vm, "waits on %s for Permit (%s), at most %.0f s",
 			   j->res.host, j->res.status.msg, j->res.wait_usec / 1e6);
+		if (j->early_allowed) {
+			vm->pjob = NULL;
+			cl_vm_emit(e, LOG_INFO, vm, "allowed: binding on %s", j->res.host);
+			submit_bind(j);
+		} else if (j->early_rejected) {
+			reject(e, vm, "Permit", j->early_msg);
+		}
+		cl_place_take_resolved(e);
 		return;
 	default:
 		if (j->res.nominated[0] && vm->meta.role == CL_ROLE_MEMBER) {
@@ -394,6 +425,7 @@ void cl_place_submit(struct cl_vm *vm)
 	vm->placing = true;
 	vm->busy = true;
 	vm->evict_wait = false;
+	vm->sjob = j;
 	if (cl_jobs_submit(e->sched, schedule_run, schedule_done, j) < 0) {
 		placing_end(vm);
 		free(j);
@@ -424,13 +456,13 @@ static void rejected_done(void *data)
 	cl_vm_kick(e);
 }
 
-static void reject(struct cl_engine *e, struct cl_vm *vm, const char *why)
+static void reject(struct cl_engine *e, struct cl_vm *vm, const char *who, const char *why)
 {
 	struct cl_place_job *j = vm->pjob;
 
 	vm->pjob = NULL;
 	j->bind.code = CL_FW_UNSCHEDULABLE;
-	snprintf(j->bind.plugin, sizeof(j->bind.plugin), "%s", "Permit");
+	snprintf(j->bind.plugin, sizeof(j->bind.plugin), "%s", who);
 	snprintf(j->bind.msg, sizeof(j->bind.msg), "%s", why);
 	cl_vm_emit(e, LOG_INFO, vm, "rejected while waiting: %s", why);
 	if (cl_jobs_submit(e->jobs, unreserve_run, rejected_done, j) < 0) {
@@ -449,13 +481,55 @@ static void on_expired(void *ud, const struct cl_fw_waiting *w)
 		return;
 	snprintf(why, sizeof(why), "Permit wait timed out after %.0f s",
 		 (w->deadline_usec - w->since_usec) / 1e6);
-	reject(e, vm, why);
+	reject(e, vm, "Permit", why);
+}
+
+/* A VM the framework resolved: bound when allowed, un-placed when
+ * rejected; one whose cycle's end the loop has not seen yet is marked for
+ * it (schedule_done acts then). */
+static void on_resolved(void *ud, const struct cl_fw_waiting *w, bool allowed, const char *msg)
+{
+	struct cl_engine *e = ud;
+	struct cl_vm *vm = waiting_vm(e, w->uid);
+	struct cl_place_job *j;
+
+	if (!vm) {
+		for (size_t i = 0; i < e->n_groups && !vm; i++) {
+			struct cl_vm *v;
+
+			VMACT_LIST_FOREACH(vms, v, e->groups[i].vms)
+				if (v->sjob && strcmp(v->uuid, w->uid) == 0)
+					vm = v;
+		}
+		/* Already acted on (a loss, a reject the engine made). */
+		if (!vm)
+			return;
+		vm->sjob->early_allowed = allowed;
+		vm->sjob->early_rejected = !allowed;
+		snprintf(vm->sjob->early_msg, sizeof(vm->sjob->early_msg), "%s", msg);
+		return;
+	}
+	j = vm->pjob;
+	if (!allowed) {
+		reject(e, vm, "Permit", msg && *msg ? msg : "rejected");
+		return;
+	}
+	vm->pjob = NULL;
+	cl_vm_emit(e, LOG_INFO, vm, "allowed: binding on %s", j->res.host);
+	submit_bind(j);
+}
+
+void cl_place_take_resolved(struct cl_engine *e)
+{
+	for (size_t i = 0; i < e->n_fws; i++)
+		cl_fw_take_resolved(e->fws[i], on_resolved, e);
 }
 
 void cl_place_waiting_expire(struct cl_engine *e)
 {
-	uint64_t now = vmact_loop_now_usec(e->ev);
+	uint64_t now = vmact_now_usec();
 
+	cl_place_take_resolved(e);
 	for (size_t i = 0; i < e->n_fws; i++) {
 		uint64_t next = cl_fw_next_deadline(e->fws[i]);
 
@@ -464,33 +538,26 @@ void cl_place_waiting_expire(struct cl_engine *e)
 	}
 	/* A member given up while it waits: rejected now. */
 	for (size_t i = 0; i < e->n_groups; i++) {
-		struct cl_vm *vm, *next;
+		struct cl_vm *vm;
 
-		VMACT_LIST_FOREACH_SAFE(vms, vm, next, e->groups[i].vms)
-			if (vm->pjob && (vm->want_delete || vm->want_return)) {
-				cl_fw_reject(vm->pjob->fw, vm->uuid);
-				reject(e, vm, "given up while waiting");
-			}
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			if (vm->pjob && (vm->want_delete || vm->want_return))
+				cl_fw_reject(vm->pjob->fw, vm->uuid, "given up while waiting");
 	}
+	cl_place_take_resolved(e);
 }
 
 int cl_place_allow(struct cl_engine *e, const char *uid, const char *plugin)
 {
 	struct cl_vm *vm = waiting_vm(e, uid);
-	struct cl_place_job *j;
 	int r;
 
 	if (!vm)
 		return -ENOENT;
-	j = vm->pjob;
-	r = cl_fw_allow(j->fw, uid, plugin);
+	r = cl_fw_allow(vm->pjob->fw, uid, plugin);
 	if (r < 0)
 		return r;
-	if (r == 1) {
-		vm->pjob = NULL;
-		cl_vm_emit(e, LOG_INFO, vm, "allowed: binding on %s", j->res.host);
-		submit_bind(j);
-	}
+	cl_place_take_resolved(e);
 	return 0;
 }
 
@@ -500,7 +567,20 @@ int cl_place_reject(struct cl_engine *e, const char *uid, const char *why)
 
 	if (!vm)
 		return -ENOENT;
-	cl_fw_reject(vm->pjob->fw, uid);
-	reject(e, vm, why && *why ? why : "rejected by an operator");
+	cl_fw_reject(vm->pjob->fw, uid, why && *why ? why : "rejected by an operator");
+	cl_place_take_resolved(e);
 	return 0;
+}
+
+void cl_place_lost(struct cl_engine *e, struct cl_vm *vm, const char *why)
+{
+	struct cl_fw *fw;
+
+	if (!vm->pjob)
+		return;
+	fw = vm->pjob->fw;
+	reject(e, vm, "ArbiterLease", why);
+	/* Out of the framework's map too; its resolved entry finds no
+	 * waiting VM and is dropped. */
+	cl_fw_reject(fw, vm->uuid, why);
 }

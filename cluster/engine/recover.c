@@ -207,6 +207,8 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 	vm->persisted = true;
 state:
 	vm->leased = holds_capacity(d);
+	/* It runs: its first lease records it whatever the room. */
+	vm->found_running = vm->leased;
 	switch (vm->meta.state) {
 	case CL_ST_BOOTING: {
 		double left = vm->meta.booted + g->cfg->life.boot_timeout_usec / 1e6 - real;
@@ -321,14 +323,30 @@ void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h)
 
 /* ---- leases ---- */
 
+/* Renewing a lease is taking it again with the same size: a lease the
+ * arbiter still holds is only prolonged, whatever the room. `existing`
+ * (recorded whatever the room, as a pod registering at its size is) only
+ * for a VM that runs and is not on the books: found running by a scan
+ * after a restart of ours, or whose lease the arbiter no longer had
+ * (its restart). Never for a VM in placement: it does not run yet, and a
+ * lapsed reservation is taken again only if the room is still there;
+ * otherwise it is un-placed (doc/cluster.md, "Capacity leases"). */
+
+struct renew_vm {
+	char name[CL_NAME_MAX];
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	struct vmact_resources size;
+	bool placing;  /* a reservation, not a running VM */
+	bool existing; /* sent as existing */
+	int r;
+	char err[CL_FW_MSG_MAX];
+};
+
 struct renew_job {
 	struct cl_engine *e;
 	struct cl_host *h;
 	size_t n;
-	struct {
-		char name[CL_NAME_MAX];
-		struct vmact_resources size;
-	} * vms;
+	struct renew_vm *vms;
 	unsigned failed;
 	struct vmact_err err;
 };
@@ -337,23 +355,126 @@ static void renew_run(void *data)
 {
 	struct renew_job *j = data;
 
-	/* existing: these VMs run; the ledger records them whatever the
-	 * room (after an arbiter restart, after our own). */
-	for (size_t i = 0; i < j->n; i++)
-		if (cl_host_lease(j->h, CL_PLUGINS_LEASE_NS, j->vms[i].name, j->vms[i].size,
-				  j->e->cfg->life.lease_usec, true, &j->err) < 0)
+	for (size_t i = 0; i < j->n; i++) {
+		struct renew_vm *v = &j->vms[i];
+		struct vmact_err err = { 0 };
+
+		v->r = cl_host_lease(j->h, CL_PLUGINS_LEASE_NS, v->name, v->size,
+				     j->e->cfg->life.lease_usec, v->existing, &err);
+		if (v->r < 0) {
 			j->failed++;
+			j->err = err;
+			snprintf(v->err, sizeof(v->err), "%.200s", err.msg);
+		}
+	}
+}
+
+static struct cl_vm *by_uuid(struct cl_engine *e, const char *uuid)
+{
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			if (strcmp(vm->uuid, uuid) == 0)
+				return vm;
+	}
+	return NULL;
+}
+
+struct release_job {
+	struct cl_host *h;
+	char name[CL_NAME_MAX];
+};
+
+static void release_run(void *data)
+{
+	struct release_job *j = data;
+	struct vmact_err err = { 0 };
+
+	cl_host_release(j->h, CL_PLUGINS_LEASE_NS, j->name, &err);
 }
 
 static void renew_done(void *data)
 {
 	struct renew_job *j = data;
+	const char *host = cl_host_name(j->h);
 
+	for (size_t i = 0; i < j->n; i++) {
+		struct renew_vm *v = &j->vms[i];
+		struct cl_vm *vm = by_uuid(j->e, v->uuid);
+		bool going = vm && (vm->want_delete || vm->meta.state == CL_ST_DELETING);
+		bool holds = vm && !going &&
+			     ((vm->leased && strcmp(vm->host, host) == 0) ||
+			      strcmp(vm->reserved_host, host) == 0);
+
+		if (v->r >= 0 && !holds) {
+			/* Released while the renewal was on its way (the VM
+			 * bound elsewhere, un-placed, removed): the renewal
+			 * must not keep its room. */
+			struct release_job *rj = calloc(1, sizeof(*rj));
+
+			if (rj) {
+				rj->h = j->h;
+				snprintf(rj->name, sizeof(rj->name), "%s", v->name);
+				if (cl_jobs_submit(j->e->jobs, release_run, free, rj) < 0)
+					free(rj);
+			}
+			continue;
+		}
+		if (!vm)
+			continue;
+		if (v->r >= 0) {
+			vm->found_running = false;
+			continue;
+		}
+		if (v->r != -EBUSY)
+			continue;
+		if (v->placing && vm->pjob) {
+			char why[CL_FW_MSG_MAX + 64];
+
+			snprintf(why, sizeof(why),
+				 "its reservation on %s lapsed and the room is gone: %s", host,
+				 v->err);
+			cl_place_lost(j->e, vm, why);
+		} else if (!v->placing && vm->leased) {
+			/* The arbiter lost its lease (a restart) and the room is
+			 * promised elsewhere; the VM runs all the same: it is
+			 * recorded as it is, next time. */
+			vm->found_running = true;
+			cl_vm_emit(j->e, LOG_WARNING, vm,
+				   "its lease on %s was lost and the room promised elsewhere: "
+				   "recorded as running",
+				   host);
+		}
+	}
 	if (j->failed)
 		cl_vm_emit(j->e, LOG_WARNING, NULL, "host %s: %u lease(s) not renewed: %s",
 			   cl_host_name(j->h), j->failed, j->err.msg);
 	free(j->vms);
 	free(j);
+}
+
+static int renew_add(struct renew_job *j, size_t *cap, const struct cl_vm *vm, bool placing)
+{
+	struct renew_vm *v;
+
+	if (j->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		void *nv = realloc(j->vms, nc * sizeof(*j->vms));
+
+		if (!nv)
+			return -ENOMEM;
+		j->vms = nv;
+		*cap = nc;
+	}
+	v = &j->vms[j->n++];
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "%s", vm->name);
+	snprintf(v->uuid, sizeof(v->uuid), "%s", vm->uuid);
+	v->size = vm->g->cfg->tpl.reserve;
+	v->placing = placing;
+	v->existing = !placing && vm->found_running;
+	return 0;
 }
 
 void cl_recover_renew(struct cl_engine *e)
@@ -371,21 +492,19 @@ void cl_recover_renew(struct cl_engine *e)
 			struct cl_vm *vm;
 
 			VMACT_LIST_FOREACH(vms, vm, e->groups[k].vms) {
-				/* A VM in a cycle holds the lease Reserve took: the
-				 * cycle owns it until it ends. */
-				if (!vm->leased || vm->placing || strcmp(vm->host, name) != 0)
-					continue;
-				if (j->n == cap) {
-					size_t nc = cap ? cap * 2 : 16;
-					void *nv = realloc(j->vms, nc * sizeof(*j->vms));
+				int r = 0;
 
-					if (!nv)
-						break;
-					j->vms = nv;
-					cap = nc;
-				}
-				snprintf(j->vms[j->n].name, CL_NAME_MAX, "%s", vm->name);
-				j->vms[j->n++].size = e->groups[k].cfg->tpl.reserve;
+				/* A VM in placement holds the lease its Reserve took
+				 * on the host it reserved at (it waits for a Permit
+				 * plugin, or is being bound). */
+				if (vm->placing && strcmp(vm->reserved_host, name) == 0)
+					r = renew_add(j, &cap, vm, true);
+				else if (!vm->placing && vm->leased && !vm->want_delete &&
+					 vm->meta.state != CL_ST_DELETING &&
+					 strcmp(vm->host, name) == 0)
+					r = renew_add(j, &cap, vm, false);
+				if (r < 0)
+					break;
 			}
 		}
 		if (!j->n || cl_jobs_submit(e->jobs, renew_run, renew_done, j) < 0) {

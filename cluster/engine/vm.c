@@ -248,6 +248,7 @@ static void placeholder_run(void *data)
 		j->r = -EHOSTUNREACH;
 		return;
 	}
+	ds.channel_dir = cl_host_cfg(j->host)->channel_dir;
 	xml = cl_domxml_domain(&ds, &j->err);
 	j->r = xml ? cl_virt_define(c, xml, &j->err) : -ENOMEM;
 }

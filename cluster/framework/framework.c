@@ -2,10 +2,12 @@
 #include "cluster/framework/framework.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "base/macro.h"
 
@@ -161,13 +163,16 @@ int cl_fw_init_handle_only(const struct cl_fw_handle *h, const json_t *args, voi
 const char *cl_fw_point_name(enum cl_fw_point p)
 {
 	static const char *const names[] = {
+		[CL_FW_QUEUE_SORT] = "queueSort",
 		[CL_FW_PRE_FILTER] = "preFilter",
 		[CL_FW_FILTER] = "filter",
 		[CL_FW_POST_FILTER] = "postFilter",
 		[CL_FW_SCORE] = "score",
 		[CL_FW_RESERVE] = "reserve",
 		[CL_FW_PERMIT] = "permit",
+		[CL_FW_PRE_BIND] = "preBind",
 		[CL_FW_BIND] = "bind",
+		[CL_FW_POST_BIND] = "postBind",
 	};
 
 	return (unsigned)p < ARRAY_SIZE(names) ? names[p] : "?";
@@ -187,6 +192,8 @@ struct slot {
 
 struct waiting_vm {
 	struct cl_fw_waiting w;
+	bool allowed;
+	char msg[CL_FW_MSG_MAX];
 };
 
 struct cl_fw {
@@ -195,8 +202,13 @@ struct cl_fw {
 	size_t n_inst;
 	struct slot points[CL_FW_N_POINTS][CL_FW_MAX_PLUGINS];
 	size_t n_points[CL_FW_N_POINTS];
+	struct cl_fw_handle handle; /* what the plugins were given */
+	uint64_t rng;               /* xorshift64 state: ties among hosts */
+	pthread_mutex_t lock;       /* the waiting and resolved VMs */
 	struct waiting_vm *waiting;
 	size_t n_waiting, cap_waiting;
+	struct waiting_vm *resolved;
+	size_t n_resolved, cap_resolved;
 };
 
 static const struct cl_fw_plugin_ops *lookup(const struct cl_fw_registry *reg, const char *name)
@@ -210,6 +222,8 @@ static const struct cl_fw_plugin_ops *lookup(const struct cl_fw_registry *reg, c
 static bool implements(const struct cl_fw_plugin_ops *o, enum cl_fw_point p)
 {
 	switch (p) {
+	case CL_FW_QUEUE_SORT:
+		return o->less;
 	case CL_FW_PRE_FILTER:
 		return o->pre_filter;
 	case CL_FW_FILTER:
@@ -222,8 +236,12 @@ static bool implements(const struct cl_fw_plugin_ops *o, enum cl_fw_point p)
 		return o->reserve;
 	case CL_FW_PERMIT:
 		return o->permit;
+	case CL_FW_PRE_BIND:
+		return o->pre_bind;
 	case CL_FW_BIND:
 		return o->bind;
+	case CL_FW_POST_BIND:
+		return o->post_bind;
 	default:
 		return false;
 	}
@@ -394,8 +412,9 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 			if (point < 0)
 				return vmact_err_set(
 					err, EINVAL,
-					"%s.plugins.%s: unknown extension point (preFilter, "
-					"filter, postFilter, score, reserve, permit, bind)",
+					"%s.plugins.%s: unknown extension point (queueSort, "
+					"preFilter, filter, postFilter, score, reserve, permit, "
+					"preBind, bind, postBind)",
 					path, key);
 			snprintf(p, sizeof(p), "%s.plugins.%s", path, key);
 			if ((r = check_set(v, p, reg, point, err)) < 0)
@@ -499,6 +518,10 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 	if (n > CL_FW_MAX_PLUGINS)
 		return vmact_err_set(err, E2BIG, "%s.plugins.%s: more than %d plugins", path,
 				     cl_fw_point_name(point), CL_FW_MAX_PLUGINS);
+	if (point == CL_FW_QUEUE_SORT && n > 1)
+		return vmact_err_set(err, EINVAL,
+				     "%s.plugins.queueSort: only one plugin may be enabled (%s, %s)",
+				     path, names[0], names[1]);
 	for (i = 0; i < n; i++) {
 		struct instance *in;
 		int r = 0;
@@ -539,6 +562,14 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 	fw = calloc(1, sizeof(*fw));
 	if (!fw)
 		return vmact_err_set(err, ENOMEM, "out of memory");
+	pthread_mutex_init(&fw->lock, NULL);
+	cl_fw_seed(fw, 0);
+	if (h) {
+		/* The plugins' handle leads back to this framework. */
+		fw->handle = *h;
+		fw->handle.fw = fw;
+		h = &fw->handle;
+	}
 	sn = profile ? json_string_value(json_object_get(profile, "schedulerName")) : NULL;
 	snprintf(fw->name, sizeof(fw->name), "%s", sn ? sn : "default");
 	for (int p = 0; p < CL_FW_N_POINTS; p++) {
@@ -582,7 +613,49 @@ void cl_fw_free(struct cl_fw *fw)
 		if (fw->inst[i].ops->fini)
 			fw->inst[i].ops->fini(fw->inst[i].state);
 	free(fw->waiting);
+	free(fw->resolved);
+	pthread_mutex_destroy(&fw->lock);
 	free(fw);
+}
+
+void cl_fw_seed(struct cl_fw *fw, uint64_t seed)
+{
+	while (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		;
+	fw->rng = seed;
+}
+
+/* xorshift64: enough to spread ties, cheap, one state per framework (its
+ * cycles run one at a time). */
+static uint64_t next_random(struct cl_fw *fw)
+{
+	uint64_t x = fw->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	fw->rng = x;
+	return x;
+}
+
+void cl_fw_queue_sort(struct cl_fw *fw, struct cl_fw_queued *q, size_t n)
+{
+	struct slot *s;
+
+	if (!fw->n_points[CL_FW_QUEUE_SORT])
+		return;
+	s = &fw->points[CL_FW_QUEUE_SORT][0];
+	/* Insertion sort: stable, and the queue is short. */
+	for (size_t i = 1; i < n; i++) {
+		struct cl_fw_queued x = q[i];
+		size_t j = i;
+
+		while (j > 0 && s->inst->ops->less(s->inst->state, &x, &q[j - 1])) {
+			q[j] = q[j - 1];
+			j--;
+		}
+		q[j] = x;
+	}
 }
 
 const char *cl_fw_scheduler_name(const struct cl_fw *fw)
@@ -599,21 +672,18 @@ size_t cl_fw_plugins(const struct cl_fw *fw, enum cl_fw_point p, const char **na
 
 /* ---- the scheduling cycle ---- */
 
-static void run_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
-			  const char *host, size_t upto)
+void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+		     const char *host)
 {
-	for (size_t i = upto; i-- > 0;) {
+	/* All of them, not only those that reserved: the Kubernetes framework's
+	 * RunUnreservePlugins runs "the set of configured unreserve
+	 * plugins". */
+	for (size_t i = fw->n_points[CL_FW_RESERVE]; i-- > 0;) {
 		struct slot *s = &fw->points[CL_FW_RESERVE][i];
 
 		if (s->inst->ops->unreserve)
 			s->inst->ops->unreserve(s->inst->state, cs, vm, host);
 	}
-}
-
-void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
-		     const char *host)
-{
-	run_unreserve(fw, cs, vm, host, fw->n_points[CL_FW_RESERVE]);
 }
 
 /* Runs the filter plugins on one host; Success when all passed. */
@@ -715,6 +785,14 @@ static int score_hosts(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl
 		if (best < 0 || total[k] > total[best])
 			best = (int)k;
 	}
+	if (best >= 0) {
+		/* One of the best at random (reservoir sampling over the ties). */
+		size_t ties = 0;
+
+		for (size_t k = 0; k < nf; k++)
+			if (total[k] == total[best] && next_random(fw) % ++ties == 0)
+				best = (int)k;
+	}
 	return best < 0 ? -1 : (int)feasible[best];
 }
 
@@ -788,9 +866,9 @@ void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw
 		status_start(&res->status, s->inst->ops->name);
 		s->inst->ops->reserve(s->inst->state, cs, vm, host, &res->status);
 		if (res->status.code != CL_FW_SUCCESS) {
-			/* Including the one that failed: Unreserve must cope with
-			 * a Reserve that did not happen. */
-			run_unreserve(fw, cs, vm, host->name, nres + 1);
+			/* Every Reserve plugin's Unreserve, those that did not
+			 * reserve too (framework.h). */
+			cl_fw_unreserve(fw, cs, vm, host->name);
 			if (res->status.code == CL_FW_SUCCESS)
 				res->status.code = CL_FW_ERROR;
 			return;
@@ -827,13 +905,33 @@ void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw
 void cl_fw_bind(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		const char *host, struct cl_fw_status *st)
 {
+	for (size_t i = 0; i < fw->n_points[CL_FW_PRE_BIND]; i++) {
+		struct slot *s = &fw->points[CL_FW_PRE_BIND][i];
+
+		status_start(st, s->inst->ops->name);
+		s->inst->ops->pre_bind(s->inst->state, cs, vm, host, st);
+		if (st->code != CL_FW_SUCCESS) {
+			/* Skip and Wait mean nothing here: a failure. */
+			if (st->code == CL_FW_SKIP || st->code == CL_FW_WAIT)
+				st->code = CL_FW_ERROR;
+			return;
+		}
+	}
 	for (size_t i = 0; i < fw->n_points[CL_FW_BIND]; i++) {
 		struct slot *s = &fw->points[CL_FW_BIND][i];
 
 		status_start(st, s->inst->ops->name);
 		s->inst->ops->bind(s->inst->state, cs, vm, host, st);
-		if (st->code != CL_FW_SKIP)
+		if (st->code == CL_FW_SKIP)
+			continue;
+		if (st->code != CL_FW_SUCCESS)
 			return;
+		for (size_t k = 0; k < fw->n_points[CL_FW_POST_BIND]; k++) {
+			struct slot *pb = &fw->points[CL_FW_POST_BIND][k];
+
+			pb->inst->ops->post_bind(pb->inst->state, cs, vm, host);
+		}
+		return;
 	}
 	status_start(st, "");
 	cl_fw_status_set(st, CL_FW_ERROR, "no bind plugin handled %s", vm->name);
@@ -845,21 +943,27 @@ int cl_fw_wait(struct cl_fw *fw, const struct cl_fw_vm *vm, const struct cl_fw_r
 	       uint64_t now_usec)
 {
 	struct cl_fw_waiting *w;
+	int r = 0;
 
+	pthread_mutex_lock(&fw->lock);
 	for (size_t i = 0; i < fw->n_waiting; i++)
-		if (strcmp(fw->waiting[i].w.uid, vm->uid) == 0)
-			return -EEXIST;
+		if (strcmp(fw->waiting[i].w.uid, vm->uid) == 0) {
+			r = -EEXIST;
+			goto out;
+		}
 	if (fw->n_waiting == fw->cap_waiting) {
 		size_t cap = fw->cap_waiting ? fw->cap_waiting * 2 : 8;
 		struct waiting_vm *nw = realloc(fw->waiting, cap * sizeof(*nw));
 
-		if (!nw)
-			return -ENOMEM;
+		if (!nw) {
+			r = -ENOMEM;
+			goto out;
+		}
 		fw->waiting = nw;
 		fw->cap_waiting = cap;
 	}
+	memset(&fw->waiting[fw->n_waiting], 0, sizeof(fw->waiting[0]));
 	w = &fw->waiting[fw->n_waiting++].w;
-	memset(w, 0, sizeof(*w));
 	snprintf(w->uid, sizeof(w->uid), "%s", vm->uid);
 	snprintf(w->name, sizeof(w->name), "%s", vm->name);
 	snprintf(w->group, sizeof(w->group), "%s", vm->group);
@@ -868,20 +972,29 @@ int cl_fw_wait(struct cl_fw *fw, const struct cl_fw_vm *vm, const struct cl_fw_r
 	w->deadline_usec = now_usec + res->wait_usec;
 	w->n_pending = res->n_waiting;
 	memcpy(w->pending, res->waiting, sizeof(w->pending));
-	return 0;
+out:
+	pthread_mutex_unlock(&fw->lock);
+	return r;
 }
 
-void cl_fw_waiting_each(const struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
+void cl_fw_waiting_each(struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
 			void *ud)
 {
+	pthread_mutex_lock(&fw->lock);
 	/* Kept in arrival order (removal shifts). */
 	for (size_t i = 0; i < fw->n_waiting; i++)
 		fn(ud, &fw->waiting[i].w);
+	pthread_mutex_unlock(&fw->lock);
 }
 
-size_t cl_fw_waiting_count(const struct cl_fw *fw)
+size_t cl_fw_waiting_count(struct cl_fw *fw)
 {
-	return fw->n_waiting;
+	size_t n;
+
+	pthread_mutex_lock(&fw->lock);
+	n = fw->n_waiting;
+	pthread_mutex_unlock(&fw->lock);
+	return n;
 }
 
 static ssize_t waiting_index(const struct cl_fw *fw, const char *uid)
@@ -892,20 +1005,53 @@ static ssize_t waiting_index(const struct cl_fw *fw, const char *uid)
 	return -1;
 }
 
-static void waiting_remove(struct cl_fw *fw, size_t i)
+int cl_fw_waiting_get(struct cl_fw *fw, const char *uid, struct cl_fw_waiting *out)
 {
+	ssize_t i;
+
+	pthread_mutex_lock(&fw->lock);
+	i = waiting_index(fw, uid);
+	if (i >= 0)
+		*out = fw->waiting[i].w;
+	pthread_mutex_unlock(&fw->lock);
+	return i >= 0 ? 0 : -ENOENT;
+}
+
+/* Moves waiting[i] to the resolved list (lock held). When that list
+ * cannot grow, the VM stays waiting and its deadline rejects it. */
+static int resolve(struct cl_fw *fw, size_t i, bool allowed, const char *msg)
+{
+	if (fw->n_resolved == fw->cap_resolved) {
+		size_t cap = fw->cap_resolved ? fw->cap_resolved * 2 : 8;
+		struct waiting_vm *nr = realloc(fw->resolved, cap * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		fw->resolved = nr;
+		fw->cap_resolved = cap;
+	}
+	fw->resolved[fw->n_resolved] = fw->waiting[i];
+	fw->resolved[fw->n_resolved].allowed = allowed;
+	snprintf(fw->resolved[fw->n_resolved].msg, CL_FW_MSG_MAX, "%s", msg ? msg : "");
+	fw->n_resolved++;
 	memmove(&fw->waiting[i], &fw->waiting[i + 1],
 		(fw->n_waiting - i - 1) * sizeof(*fw->waiting));
 	fw->n_waiting--;
+	return 0;
 }
 
 int cl_fw_allow(struct cl_fw *fw, const char *uid, const char *plugin)
 {
-	ssize_t i = waiting_index(fw, uid);
 	struct cl_fw_waiting *w;
+	ssize_t i;
+	int r = 0;
 
-	if (i < 0)
-		return -ENOENT;
+	pthread_mutex_lock(&fw->lock);
+	i = waiting_index(fw, uid);
+	if (i < 0) {
+		r = -ENOENT;
+		goto out;
+	}
 	w = &fw->waiting[i].w;
 	if (!plugin) {
 		w->n_pending = 0;
@@ -915,53 +1061,92 @@ int cl_fw_allow(struct cl_fw *fw, const char *uid, const char *plugin)
 		for (k = 0; k < w->n_pending; k++)
 			if (strcmp(w->pending[k], plugin) == 0)
 				break;
-		if (k == w->n_pending)
-			return -ESRCH;
+		if (k == w->n_pending) {
+			r = -ESRCH;
+			goto out;
+		}
 		memmove(w->pending[k], w->pending[k + 1], (w->n_pending - k - 1) * CL_FW_NAME_MAX);
 		w->n_pending--;
 	}
-	if (w->n_pending)
-		return 0;
-	waiting_remove(fw, (size_t)i);
-	return 1;
+	if (!w->n_pending) {
+		r = resolve(fw, (size_t)i, true, NULL);
+		if (r == 0)
+			r = 1;
+	}
+out:
+	pthread_mutex_unlock(&fw->lock);
+	return r;
 }
 
-int cl_fw_reject(struct cl_fw *fw, const char *uid)
+int cl_fw_reject(struct cl_fw *fw, const char *uid, const char *msg)
 {
-	ssize_t i = waiting_index(fw, uid);
+	ssize_t i;
+	int r;
 
-	if (i < 0)
-		return -ENOENT;
-	waiting_remove(fw, (size_t)i);
-	return 0;
+	pthread_mutex_lock(&fw->lock);
+	i = waiting_index(fw, uid);
+	r = i < 0 ? -ENOENT : resolve(fw, (size_t)i, false, msg);
+	pthread_mutex_unlock(&fw->lock);
+	return r;
 }
 
-uint64_t cl_fw_next_deadline(const struct cl_fw *fw)
+size_t cl_fw_take_resolved(struct cl_fw *fw,
+			   void (*fn)(void *ud, const struct cl_fw_waiting *w, bool allowed,
+				      const char *msg),
+			   void *ud)
+{
+	struct waiting_vm *taken;
+	size_t n;
+
+	pthread_mutex_lock(&fw->lock);
+	taken = fw->resolved;
+	n = fw->n_resolved;
+	fw->resolved = NULL;
+	fw->n_resolved = fw->cap_resolved = 0;
+	pthread_mutex_unlock(&fw->lock);
+	/* Outside the lock: fn may start binds, which may wait again. */
+	for (size_t i = 0; i < n; i++)
+		fn(ud, &taken[i].w, taken[i].allowed, taken[i].msg);
+	free(taken);
+	return n;
+}
+
+uint64_t cl_fw_next_deadline(struct cl_fw *fw)
 {
 	uint64_t next = 0;
 
+	pthread_mutex_lock(&fw->lock);
 	for (size_t i = 0; i < fw->n_waiting; i++)
 		if (!next || fw->waiting[i].w.deadline_usec < next)
 			next = fw->waiting[i].w.deadline_usec;
+	pthread_mutex_unlock(&fw->lock);
 	return next;
 }
 
 size_t cl_fw_expire(struct cl_fw *fw, uint64_t now_usec,
 		    void (*fn)(void *ud, const struct cl_fw_waiting *w), void *ud)
 {
-	size_t n = 0;
+	struct cl_fw_waiting gone[32];
+	size_t n = 0, total = 0;
 
-	for (size_t i = 0; i < fw->n_waiting;) {
-		if (fw->waiting[i].w.deadline_usec <= now_usec) {
-			struct cl_fw_waiting w = fw->waiting[i].w;
-
-			waiting_remove(fw, i);
-			if (fn)
-				fn(ud, &w);
-			n++;
-		} else {
-			i++;
+	/* The callbacks run outside the lock, a batch at a time. */
+	do {
+		n = 0;
+		pthread_mutex_lock(&fw->lock);
+		for (size_t i = 0; i < fw->n_waiting && n < ARRAY_SIZE(gone);) {
+			if (fw->waiting[i].w.deadline_usec <= now_usec) {
+				gone[n++] = fw->waiting[i].w;
+				memmove(&fw->waiting[i], &fw->waiting[i + 1],
+					(fw->n_waiting - i - 1) * sizeof(*fw->waiting));
+				fw->n_waiting--;
+			} else {
+				i++;
+			}
 		}
-	}
-	return n;
+		pthread_mutex_unlock(&fw->lock);
+		for (size_t i = 0; i < n && fn; i++)
+			fn(ud, &gone[i]);
+		total += n;
+	} while (n == ARRAY_SIZE(gone));
+	return total;
 }

@@ -4,6 +4,10 @@
  * framework's extension points and status codes, with a VM for the pod
  * and a libvirt host for the node:
  *
+ *   the queue
+ *     QueueSort   at most one plugin: the order in which VMs waiting for a
+ *                 host get their scheduling cycles (without one: as they
+ *                 came)
  *   scheduling cycle (one at a time: the engine runs it on a one-thread
  *   job pool)
  *     PreFilter   every plugin; anything but Success ends the cycle
@@ -14,22 +18,29 @@
  *                 standby VMs); the cycle still ends Unschedulable
  *     Score       per plugin and host, then that plugin's NormalizeScore
  *                 to [0, 100], times its weight, summed; the highest total
- *                 wins, the first host in configuration order on a tie
- *     Reserve     plugins in order; a failure runs Unreserve of all of
- *                 them in reverse order and ends the cycle
+ *                 wins, one of the best at random on a tie
+ *     Reserve     plugins in order; the first failure stops them
+ *                 (Unreserve)
  *     Permit      Success, Wait with a timeout, or anything else (denied:
  *                 Unreserve); with a Wait the VM waits until every waiting
  *                 plugin allowed it, one rejects it or the shortest timeout
  *                 passes (a reject: Unreserve)
  *   binding cycle (a worker thread, VMs side by side)
+ *     PreBind     plugins in order; the first non-Success fails the bind
+ *                 (Unreserve)
  *     Bind        plugins in order, the first that does not answer Skip
  *                 decides; all skipping is an Error; a failure: Unreserve
+ *     PostBind    after a successful bind, every plugin (informational)
+ *
+ * Unreserve is the Kubernetes framework's RunUnreservePlugins: it runs the Unreserve of
+ * every Reserve plugin, in reverse order, whichever of them reserved
+ * (those after a failing one and the failing one too), so Unreserve must
+ * be idempotent and cope with a Reserve that did not happen. It runs once
+ * for a VM whose Reserve, Permit, PreBind or Bind failed.
  *
  * The cycle state is shared by the plugins of one VM's cycles (scheduling
  * and binding) and protects nothing between them: plugins are trusted.
- * Waiting VMs are kept by the framework; they are listed, allowed and
- * rejected from the engine's loop only (the scheduling cycle returns a
- * Wait and the engine registers it), so the map needs no lock.
+ * Waiting VMs are kept by the framework (below).
  *
  * The framework itself does no I/O: plugins do (the arbiter, libvirt). */
 #pragma once
@@ -111,13 +122,26 @@ void cl_fw_cycle_delete(struct cl_fw_cycle *cs, const char *key);
 
 /* ---- plugins ---- */
 
-/* What the engine gives plugins (the FrameworkHandle). */
+struct cl_fw;
+
+/* What plugins are given at init (the FrameworkHandle): the engine's
+ * part, and the framework itself (fw, set by cl_fw_new), through which a
+ * plugin reaches the waiting VMs: cl_fw_waiting_each, cl_fw_waiting_get,
+ * cl_fw_allow, cl_fw_reject (below), from any of its methods. */
 struct cl_fw_handle {
 	void *ud;
 	/* The host called name (struct cl_host *), NULL when unknown. */
 	void *(*host)(void *ud, const char *name);
 	/* Configuration defaults plugins may read (lease length). */
 	uint64_t lease_usec;
+	struct cl_fw *fw;
+};
+
+/* A VM waiting to be placed, as QueueSort sees it (Kubernetes' PodInfo). */
+struct cl_fw_queued {
+	const struct cl_fw_vm *vm;
+	uint64_t queued_usec; /* since when it waits for a host (CLOCK_MONOTONIC) */
+	void *ud;             /* the caller's */
 };
 
 /* Methods a plugin has (NULL: not at that extension point). Every method
@@ -151,8 +175,14 @@ struct cl_fw_plugin_ops {
 	/* Wait: *timeout_usec says how long at most. */
 	void (*permit)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
 		       uint64_t *timeout_usec, struct cl_fw_status *st);
+	void (*pre_bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+			 const char *host, struct cl_fw_status *st);
 	void (*bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm, const char *host,
 		     struct cl_fw_status *st);
+	void (*post_bind)(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+			  const char *host);
+	/* QueueSort: a goes before b. */
+	bool (*less)(void *p, const struct cl_fw_queued *a, const struct cl_fw_queued *b);
 };
 
 /* An init for plugins that take no args and keep only the handle (their
@@ -166,13 +196,16 @@ struct cl_fw_registry {
 };
 
 enum cl_fw_point {
+	CL_FW_QUEUE_SORT, /* at most one plugin */
 	CL_FW_PRE_FILTER,
 	CL_FW_FILTER,
 	CL_FW_POST_FILTER,
 	CL_FW_SCORE,
 	CL_FW_RESERVE,
 	CL_FW_PERMIT,
+	CL_FW_PRE_BIND,
 	CL_FW_BIND,
+	CL_FW_POST_BIND,
 	CL_FW_N_POINTS,
 };
 /* The configuration's names: "preFilter", "filter", ... */
@@ -186,8 +219,6 @@ struct cl_fw_defaults {
 };
 
 /* ---- the framework ---- */
-
-struct cl_fw;
 
 /* Builds a framework from one profile of the configuration:
  *   {"schedulerName": "default",
@@ -223,20 +254,38 @@ struct cl_fw_result {
 	char waiting[CL_FW_MAX_PLUGINS][CL_FW_NAME_MAX];
 };
 
+/* Orders the VMs waiting for a host with the QueueSort plugin (a stable
+ * sort; without one, the order stays). */
+void cl_fw_queue_sort(struct cl_fw *fw, struct cl_fw_queued *q, size_t n);
+
+/* Hosts whose weighted scores tie for the highest: one of them at random
+ * (as the Kubernetes scheduler picks among equal scores). seed 0: from
+ * getrandom, which cl_fw_new does; tests set their own. */
+void cl_fw_seed(struct cl_fw *fw, uint64_t seed);
+
 /* One scheduling cycle for vm over hosts[0..n) (n <= CL_FW_MAX_HOSTS). */
 void cl_fw_schedule(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		    const struct cl_fw_host *hosts, size_t n, struct cl_fw_result *res);
 
-/* The binding cycle: Bind plugins; st says how it went (Error when every
+/* The binding cycle: PreBind plugins, then Bind plugins, then (on
+ * success) PostBind plugins; st says how it went (Error when every bind
  * plugin skipped). The caller runs cl_fw_unreserve on failure. */
 void cl_fw_bind(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		const char *host, struct cl_fw_status *st);
 
-/* Unreserve of every Reserve plugin, in reverse order. */
+/* Unreserve of every Reserve plugin, in reverse order (above). */
 void cl_fw_unreserve(struct cl_fw *fw, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 		     const char *host);
 
-/* ---- waiting VMs (the engine's loop only) ---- */
+/* ---- waiting VMs ----
+ *
+ * Kept by the framework under a lock of its own: the engine registers
+ * them (on its loop, once a scheduling cycle answered Wait), plugins reach
+ * them through their handle from the scheduler's thread (a Permit plugin
+ * allowing the VMs a new one completes), operators through the API. A VM
+ * that waits no more (allowed by every plugin it waited on, or rejected)
+ * leaves the map for the resolved list, which the engine takes on its
+ * loop (cl_fw_take_resolved) to bind or un-place it. */
 
 struct cl_fw_waiting {
 	char uid[40];
@@ -252,19 +301,29 @@ struct cl_fw_waiting {
  * -EEXIST when its uid already waits, -ENOMEM. */
 int cl_fw_wait(struct cl_fw *fw, const struct cl_fw_vm *vm, const struct cl_fw_result *res,
 	       uint64_t now_usec);
-/* Calls fn for each waiting VM, oldest first. */
-void cl_fw_waiting_each(const struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
+/* Calls fn for each waiting VM, oldest first, under the lock: fn must not
+ * allow or reject (collect the uids, then act). */
+void cl_fw_waiting_each(struct cl_fw *fw, void (*fn)(void *ud, const struct cl_fw_waiting *w),
 			void *ud);
-size_t cl_fw_waiting_count(const struct cl_fw *fw);
+size_t cl_fw_waiting_count(struct cl_fw *fw);
+/* A copy of the waiting VM uid (Kubernetes' GetWaitingPod); 0 or -ENOENT. */
+int cl_fw_waiting_get(struct cl_fw *fw, const char *uid, struct cl_fw_waiting *out);
 /* Allows the VM for plugin (NULL: for every plugin it waits on). 1 when it
- * waits no more (it is removed: bind it), 0 when other plugins still
- * hold it, -ENOENT when it does not wait, -ESRCH when it does not wait on
- * that plugin. */
+ * waits no more (it goes to the resolved list, allowed: bind it), 0 when
+ * other plugins still hold it, -ENOENT when it does not wait, -ESRCH when
+ * it does not wait on that plugin. */
 int cl_fw_allow(struct cl_fw *fw, const char *uid, const char *plugin);
-/* Rejects the waiting VM (removed; unreserve it). 0 or -ENOENT. */
-int cl_fw_reject(struct cl_fw *fw, const char *uid);
+/* Rejects the waiting VM (to the resolved list, rejected with msg:
+ * unreserve it). 0 or -ENOENT. */
+int cl_fw_reject(struct cl_fw *fw, const char *uid, const char *msg);
+/* Takes the VMs that waited and wait no more, in the order they were
+ * resolved: fn(ud, w, allowed, msg) for each (msg: the rejection's). */
+size_t cl_fw_take_resolved(struct cl_fw *fw,
+			   void (*fn)(void *ud, const struct cl_fw_waiting *w, bool allowed,
+				      const char *msg),
+			   void *ud);
 /* The earliest deadline of the waiting VMs, 0 when none. */
-uint64_t cl_fw_next_deadline(const struct cl_fw *fw);
+uint64_t cl_fw_next_deadline(struct cl_fw *fw);
 /* Removes the VMs whose deadline passed, calling fn for each (the engine
  * unreserves them); returns how many. */
 size_t cl_fw_expire(struct cl_fw *fw, uint64_t now_usec,

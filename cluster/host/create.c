@@ -39,9 +39,11 @@ static void undo(virConnectPtr conn, const struct cl_create *c, const char *pool
 	cl_virt_overlay_delete(conn, pool, volume, &e);
 	if (!c->standby) {
 		struct cl_meta m = *c->meta;
-		struct cl_domxml_spec ds = {
-			.group = c->group, .name = c->name, .uuid = c->uuid, .meta = &m
-		};
+		struct cl_domxml_spec ds = { .group = c->group,
+					     .name = c->name,
+					     .uuid = c->uuid,
+					     .meta = &m,
+					     .channel_dir = cl_host_cfg(c->host)->channel_dir };
 		_cleanup_free_ char *xml = NULL;
 
 		m.state = CL_ST_PENDING;
@@ -87,7 +89,8 @@ int cl_create_vm(const struct cl_create *c, bool *defined, struct vmact_err *err
 					     .uuid = c->uuid,
 					     .pool = pool,
 					     .volume = volume,
-					     .meta = m };
+					     .meta = m,
+					     .channel_dir = cl_host_cfg(c->host)->channel_dir };
 
 		xml = cl_domxml_domain(&ds, &e);
 	}

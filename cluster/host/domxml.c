@@ -376,17 +376,29 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 		put(&b, "      <target port='%u'/>\n    </serial>\n", i);
 	}
 	if (cl_config_claim_virtio(&g->claim)) {
-		/* libvirt picks the socket's path; it reaches it for
-		 * virDomainOpenChannel, on a remote host too. */
-		put(&b, "    <channel type='unix'>\n      <source mode='bind'/>\n"
-			"      <target type='virtio' name='");
+		/* libvirt picks the socket's path unless the host names a
+		 * directory; it reaches it for virDomainOpenChannel either way,
+		 * on a remote host too. */
+		put(&b, "    <channel type='unix'>\n      <source mode='bind'");
+		if (s->channel_dir && s->channel_dir[0]) {
+			put(&b, " path='");
+			put_esc(&b, s->channel_dir);
+			put(&b, "/%s.claim'", s->uuid);
+		}
+		put(&b, "/>\n      <target type='virtio' name='");
 		put_esc(&b, cl_config_claim_virtio(&g->claim));
 		put(&b, "'/>\n    </channel>\n");
 	}
-	if (g->health.kind == CL_HEALTH_AGENT)
+	if (g->health.kind == CL_HEALTH_AGENT) {
+		put(&b, "    <channel type='unix'>\n");
+		if (s->channel_dir && s->channel_dir[0]) {
+			put(&b, "      <source mode='bind' path='");
+			put_esc(&b, s->channel_dir);
+			put(&b, "/%s.agent'/>\n", s->uuid);
+		}
 		put(&b,
-		    "    <channel type='unix'>\n"
 		    "      <target type='virtio' name='org.qemu.guest_agent.0'/>\n    </channel>\n");
+	}
 	if (mem_hotplug)
 		put(&b,
 		    "    <memory model='virtio-mem'>\n      <target>\n"

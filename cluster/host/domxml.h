@@ -75,6 +75,9 @@ struct cl_domxml_spec {
 	const char *name, *uuid;
 	const char *pool, *volume; /* NULL: no disk */
 	const struct cl_meta *meta;
+	/* The host's channel_dir ("" or NULL: libvirt picks the sockets'
+	 * paths). */
+	const char *channel_dir;
 };
 char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err);
 

@@ -2,8 +2,11 @@
 /* ArbiterLease (cluster/plugins/plugins.h): Reserve takes a lease of the VM's
  * size at the chosen host's arbiter, the same ledger the arbiter's
  * permits to growing VMs come from, so the two cannot promise the same
- * room twice; Unreserve gives it back. The engine renews the lease for as
- * long as the VM holds capacity. */
+ * room twice; PreBind takes it again just before the bind (a VM a Permit
+ * plugin held may have waited long: if its lease lapsed and the room went
+ * to someone else, the bind does not happen); Unreserve gives it back.
+ * The engine renews the lease for as long as the VM holds capacity, a
+ * waiting VM's too (doc/cluster.md, "Capacity leases"). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,31 @@ static void lease_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm
 		cl_fw_status_set(st, CL_FW_ERROR, "out of memory");
 }
 
+static void lease_pre_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+			   const char *host, struct cl_fw_status *st)
+{
+	const struct cl_fw_handle *handle = p;
+	struct cl_host *h = handle->host(handle->ud, host);
+	struct vmact_err err = { 0 };
+	int r;
+
+	if (!h)
+		return cl_fw_status_set(st, CL_FW_ERROR, "no host %s", host);
+	/* Never existing: the VM does not run yet. A lease still held is
+	 * only renewed; a lapsed one is taken again only if the room is
+	 * still there. */
+	r = cl_host_lease(h, CL_PLUGINS_LEASE_NS, vm->name, vm->size, handle->lease_usec, false,
+			  &err);
+	if (r == -EBUSY)
+		return cl_fw_status_set(st, CL_FW_UNSCHEDULABLE,
+					"its reservation on %s is gone and so is the room: %s",
+					host, err.msg);
+	if (r < 0)
+		return cl_fw_status_set(st, CL_FW_ERROR, "%s", err.msg);
+	if (cl_fw_cycle_write(cs, CL_PLUGINS_LEASED, (void *)1, NULL) < 0)
+		cl_fw_status_set(st, CL_FW_ERROR, "out of memory");
+}
+
 static void lease_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			    const char *host)
 {
@@ -54,4 +82,5 @@ const struct cl_fw_plugin_ops cl_plugin_lease_arbiter = {
 	.fini = free,
 	.reserve = lease_reserve,
 	.unreserve = lease_unreserve,
+	.pre_bind = lease_pre_bind,
 };

@@ -2,6 +2,8 @@
 /* The placement plugins vmact-groupd ships (prefix cl_plugins_;
  * doc/cluster.md, "Placement plugins"), by extension point:
  *
+ *   PrioritySort   queueSort          members before standby VMs, then the
+ *                                     longest waiting first
  *   GroupHosts     preFilter, filter  the group's hosts only (its list, kept
  *                                     in the cycle state by PreFilter)
  *   HostReachable  filter             libvirt and the arbiter answered
@@ -12,7 +14,8 @@
  *                                     VMs makes room for a member
  *   FreeCapacity   score (normalize)  most room left after the VM
  *   GroupSpread    score (normalize)  fewest VMs of the group
- *   ArbiterLease   reserve            a lease at the host's arbiter,
+ *   ArbiterLease   reserve, preBind   a lease at the host's arbiter,
+ *                                     taken again before the bind,
  *                                     released by Unreserve
  *   ManualApproval permit             waits for an operator's allow
  *                                     (args: groups, timeoutSeconds)
@@ -55,4 +58,4 @@ struct cl_bind_spec {
 extern const struct cl_fw_plugin_ops cl_plugin_fit_group_hosts, cl_plugin_fit_host_reachable,
 	cl_plugin_fit_capacity, cl_plugin_fit_pool_give_back, cl_plugin_fit_free_capacity,
 	cl_plugin_fit_group_spread, cl_plugin_lease_arbiter, cl_plugin_permit_manual_approval,
-	cl_plugin_bind_libvirt;
+	cl_plugin_bind_libvirt, cl_plugin_queue_priority_sort;

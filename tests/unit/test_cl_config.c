@@ -23,7 +23,7 @@
 #define HOSTS                                                                                         \
 	"\"hosts\":[{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"p\","              \
 	"\"arbiter\":{\"url\":\"http://127.0.0.1:10299\",\"secret_file\":\"/etc/vmact/lease.key\"}}," \
-	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\","                                      \
+	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\",\"channel_dir\":\"/run/vc\","          \
 	"\"arbiter\":{\"url\":\"unix:/run/a.sock\",\"secret_file\":\"/k\"}}]"
 #define TEMPLATE "\"template\":{\"memory\":\"512Mi\",\"base_volume\":\"base.qcow2\"}"
 
@@ -36,7 +36,8 @@ static const char *good =
 	"\"max_memory\":\"2Gi\",\"ephemeral_storage\":\"20Gi\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
-	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\"},\"claim\":{\"ack\":\"OK\"},"
+	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\",\"on_unhealthy\":\"replace\"},"
+	"\"claim\":{\"ack\":\"OK\"},"
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
 	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false,"
 	"\"max_node_startup_time_s\":300,\"allow_non_atomic_scale_up_to_max\":true},"
@@ -58,6 +59,8 @@ static void test_good(void **state)
 	assert_string_equal(cfg.name_prefix, "n-");
 	assert_int_equal(cfg.n_hosts, 2);
 	assert_string_equal(cfg.hosts[1].storage_pool, "default");
+	assert_string_equal(cfg.hosts[0].channel_dir, "");
+	assert_string_equal(cfg.hosts[1].channel_dir, "/run/vc");
 	g = cl_config_group(&cfg, "workers");
 	assert_non_null(g);
 	assert_int_equal(g->min, 1);
@@ -74,6 +77,7 @@ static void test_good(void **state)
 	assert_int_equal(g->tpl.reserve.mem_bytes, 512ULL << 20);
 	assert_int_equal(g->pool[2], 3);
 	assert_string_equal(g->health.pattern, "READY");
+	assert_true(g->health.replace_unhealthy);
 	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
@@ -103,6 +107,9 @@ static void test_defaults(void **state)
 	assert_int_equal(g->min, 0);
 	assert_true(g->tpl.kvm);
 	assert_int_equal(g->health.kind, CL_HEALTH_SERIAL);
+	/* A member in service that turns unhealthy is reported, not
+	 * deleted: the autoscaler decides. */
+	assert_false(g->health.replace_unhealthy);
 	assert_string_equal(cfg.api_socket, "/run/vmact-groupd/api.sock");
 	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9849");
 	assert_null(cfg.profiles);
@@ -163,6 +170,8 @@ static const struct bad bads[] = {
 	{ GROUPT("\"health\":{\"kind\":\"tcp\"}"), "groups[0].health.address: required" },
 	{ GROUPT("\"health\":{\"kind\":\"agent\",\"pattern\":\"x\"}"),
 	  "groups[0].health.pattern: not for" },
+	{ GROUPT("\"health\":{\"on_unhealthy\":\"delete\"}"),
+	  "groups[0].health.on_unhealthy: 'delete': report or replace" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
 	{ GROUPT("\"claim\":{\"channel\":\"virtio:A B\"}"),
 	  "groups[0].claim.channel: 'virtio:A B'" },
@@ -191,6 +200,13 @@ static const struct bad bads[] = {
 	  "[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":\"ManualApproval\","
 	  "\"args\":{\"timeoutSeconds\":9999}}]}]}}",
 	  "scheduler.profiles[0].pluginConfig[ManualApproval].args: timeoutSeconds" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"channel_dir\":\"run/x\","
+	  "\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].channel_dir: an absolute directory of at most 64 bytes" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"channel_dir\":"
+	  "\"/a-directory-whose-name-is-too-long-for-a-socket-path-under-it-0123\","
+	  "\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].channel_dir: an absolute directory" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{},{}]}}",
 	  "scheduler.profiles[1].schedulerName: 'default' is also profiles[0]'s" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{\"schedulerName\":7}]}}",

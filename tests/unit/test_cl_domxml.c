@@ -213,8 +213,50 @@ static void test_domain(void **state)
 			    "2");
 	assert_string_equal(xpath(doc, "string(count(/domain/devices/serial))", buf, sizeof(buf)),
 			    "1");
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/channel/source/@path))", buf,
+				  sizeof(buf)),
+			    "0");
 	xmlFreeDoc(doc);
 	free(xml);
+
+	/* A host with a channel_dir: both sockets there, named by the UUID,
+	 * whatever the domain's ID (a session's libvirt puts them under the
+	 * user's home, its ID in the path). The longest directory the
+	 * configuration takes keeps them within a unix socket's 107 bytes. */
+	{
+		char dir[CL_CHANNEL_DIR_MAX];
+
+		memset(dir, 'd', sizeof(dir) - 1);
+		dir[0] = '/';
+		dir[sizeof(dir) - 1] = 0;
+		s.channel_dir = dir;
+		xml = cl_domxml_domain(&s, &err);
+		doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+		assert_non_null(doc);
+		xpath(doc,
+		      "string(/domain/devices/channel[target/@name='org.vmact.claim.0']/source/@path)",
+		      buf, sizeof(buf));
+		assert_int_equal(strncmp(buf, dir, strlen(dir)), 0);
+		assert_string_equal(buf + strlen(dir),
+				    "/0a1b2c3d-0000-4000-8000-000000000001.claim");
+		assert_true(strlen(buf) <= 107);
+		xpath(doc,
+		      "string(/domain/devices/channel[target/@name='org.qemu.guest_agent.0']/source/"
+		      "@path)",
+		      buf, sizeof(buf));
+		assert_string_equal(buf + strlen(dir),
+				    "/0a1b2c3d-0000-4000-8000-000000000001.agent");
+		assert_true(strlen(buf) <= 107);
+		assert_string_equal(
+			xpath(doc,
+			      "string(/domain/devices/channel[target/@name='org.qemu.guest_agent.0']/"
+			      "source/@mode)",
+			      buf, sizeof(buf)),
+			"bind");
+		xmlFreeDoc(doc);
+		free(xml);
+		s.channel_dir = NULL;
+	}
 
 	xml = cl_domxml_overlay("v.qcow2", "/images/base <1>.qcow2", 64ULL << 20, "qcow2");
 	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);

@@ -114,7 +114,8 @@ static int fake_init(const struct cl_fw_handle *h, const json_t *args, void **st
 	{                                                                                          \
 		const struct answer *a = find(#N, "score", h->name);                               \
 		note(#N, "score", h->name);                                                        \
-		*score = a ? a->score : 0;                                                         \
+		/* Unless told: h1 a point ahead (equal scores are a draw). */                     \
+		*score = a ? a->score : strcmp(h->name, "h1") == 0;                                \
 		if (a && a->code != CL_FW_SUCCESS)                                                 \
 			cl_fw_status_set(st, a->code, "cannot score");                             \
 	}                                                                                          \
@@ -149,6 +150,19 @@ static int fake_init(const struct cl_fw_handle *h, const json_t *args, void **st
 		if (a)                                                                             \
 			cl_fw_status_set(st, a->code, "bind");                                     \
 	}                                                                                          \
+	static void N##_pre_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,       \
+				 const char *host, struct cl_fw_status *st)                        \
+	{                                                                                          \
+		const struct answer *a = find(#N, "prebind", NULL);                                \
+		note(#N, "prebind", host);                                                         \
+		if (a)                                                                             \
+			cl_fw_status_set(st, a->code, "%s prebind", #N);                           \
+	}                                                                                          \
+	static void N##_post_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,      \
+				  const char *host)                                                \
+	{                                                                                          \
+		note(#N, "postbind", host);                                                        \
+	}                                                                                          \
 	static const struct cl_fw_plugin_ops N = {                                                 \
 		.name = #N,                                                                        \
 		.init = fake_init,                                                                 \
@@ -160,6 +174,8 @@ static int fake_init(const struct cl_fw_handle *h, const json_t *args, void **st
 		.unreserve = N##_unreserve,                                                        \
 		.permit = N##_permit,                                                              \
 		.bind = N##_bind,                                                                  \
+		.pre_bind = N##_pre_bind,                                                          \
+		.post_bind = N##_post_bind,                                                        \
 	}
 
 FAKE(A);
@@ -171,7 +187,7 @@ static void norm_score(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *v
 		       const struct cl_fw_host *h, int64_t *score, struct cl_fw_status *st)
 {
 	/* Raw scores far outside [0, 100]: its NormalizeScore fixes them. */
-	*score = strcmp(h->name, "h1") == 0 ? 1000 : 4000;
+	*score = strcmp(h->name, "h1") == 0 ? 1000 : strcmp(h->name, "h2") == 0 ? 4000 : 2000;
 }
 
 static void norm_normalize(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
@@ -194,7 +210,84 @@ static void filter_only(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *
 }
 static const struct cl_fw_plugin_ops F = { .name = "F", .filter = filter_only };
 
-static const struct cl_fw_plugin_ops *const fakes[] = { &A, &B, &C, &N, &F, NULL };
+/* Gang: a coscheduling Permit plugin written against the handle, as a
+ * plugin of the Kubernetes framework would be: the members of a group wait
+ * until `size` of them reached Permit, then the last one allows the
+ * others (through the framework's waiting VMs) and passes at once. */
+struct gang {
+	const struct cl_fw_handle *h;
+	size_t size;
+};
+
+static int gang_init(const struct cl_fw_handle *h, const json_t *args, void **state,
+		     struct vmact_err *err)
+{
+	struct gang *g;
+
+	if (!json_is_integer(json_object_get(args, "size")))
+		return vmact_err_set(err, EINVAL, "size: an integer");
+	if (!h)
+		return 0;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->h = h;
+	g->size = (size_t)json_integer_value(json_object_get(args, "size"));
+	*state = g;
+	return 0;
+}
+
+struct gang_scan {
+	const char *group;
+	char uids[8][40];
+	size_t n;
+};
+
+static void gang_collect(void *ud, const struct cl_fw_waiting *w)
+{
+	struct gang_scan *sc = ud;
+
+	for (size_t k = 0; k < w->n_pending; k++)
+		if (!strcmp(w->group, sc->group) && !strcmp(w->pending[k], "Gang") && sc->n < 8)
+			snprintf(sc->uids[sc->n++], 40, "%s", w->uid);
+}
+
+static void gang_permit(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
+			const char *host, uint64_t *timeout, struct cl_fw_status *st)
+{
+	struct gang *g = p;
+	struct gang_scan sc = { .group = vm->group };
+
+	cl_fw_waiting_each(g->h->fw, gang_collect, &sc);
+	if (sc.n + 1 < g->size) {
+		*timeout = 60000000;
+		cl_fw_status_set(st, CL_FW_WAIT, "%zu of %zu", sc.n + 1, g->size);
+		return;
+	}
+	/* Collected first, allowed after: no allow under the waiting lock. */
+	for (size_t i = 0; i < sc.n; i++) {
+		struct cl_fw_waiting w;
+
+		assert_int_equal(cl_fw_waiting_get(g->h->fw, sc.uids[i], &w), 0);
+		assert_string_equal(w.group, vm->group);
+		assert_int_equal(cl_fw_allow(g->h->fw, sc.uids[i], "Gang"), 1);
+	}
+}
+
+static const struct cl_fw_plugin_ops GANG = {
+	.name = "Gang", .init = gang_init, .fini = free, .permit = gang_permit
+};
+
+/* Q: a QueueSort by name, descending (anything but arrival order). */
+static bool q_less(void *p, const struct cl_fw_queued *a, const struct cl_fw_queued *b)
+{
+	return strcmp(a->vm->name, b->vm->name) > 0;
+}
+static const struct cl_fw_plugin_ops Q = { .name = "Q", .less = q_less };
+
+static const struct cl_fw_plugin_ops *const fakes[] = {
+	&A, &B, &C, &N, &F, &GANG, &Q, &cl_plugin_queue_priority_sort, NULL
+};
 static const struct cl_fw_registry reg = { .plugins = fakes };
 static const char *const def_pre[] = { "A", NULL };
 static const char *const def_filter[] = { "A", "B", NULL };
@@ -366,12 +459,146 @@ static void test_cycle_order_and_choice(void **state)
 	assert_string_equal(trace, "A:bind(h1)");
 	cl_fw_cycle_free(cs);
 	cl_fw_free(fw);
+}
 
-	/* A tie goes to the first host in order. */
-	fw = fw_of(NULL);
+/* Equal best scores: one of those hosts at random, never a lesser one;
+ * the same seed, the same choices. */
+static void test_random_tie(void **state)
+{
+	struct cl_fw *fw = fw_of(NULL), *again = fw_of(NULL);
+	struct cl_fw_result res, res2;
+	unsigned h1 = 0, h2 = 0;
+
+	setup_world();
 	reset();
+	answer("A", "score", "h1", CL_FW_SUCCESS, 50);
+	answer("A", "score", "h2", CL_FW_SUCCESS, 50);
+	answer("A", "score", "h3", CL_FW_SUCCESS, 49);
+	cl_fw_seed(fw, 42);
+	cl_fw_seed(again, 42);
+	for (int i = 0; i < 200; i++) {
+		trace[0] = 0;
+		schedule(fw, &res);
+		trace[0] = 0;
+		schedule(again, &res2);
+		assert_int_equal(res.status.code, CL_FW_SUCCESS);
+		assert_string_equal(res.host, res2.host);
+		assert_string_not_equal(res.host, "h3");
+		h1 += !strcmp(res.host, "h1");
+		h2 += !strcmp(res.host, "h2");
+	}
+	/* Fair enough to spread (each about half). */
+	assert_true(h1 > 60 && h2 > 60);
+	cl_fw_free(fw);
+	cl_fw_free(again);
+}
+
+/* QueueSort: one plugin orders the queue (stable); none keeps arrival
+ * order; two are refused. PrioritySort: members, then the oldest. */
+static void test_queue_sort(void **state)
+{
+	struct cl_fw_vm v[4];
+	struct cl_fw_queued q[4];
+	static const char *const names[] = { "b", "a", "d", "c" };
+	struct cl_fw *fw;
+
+	memset(v, 0, sizeof(v));
+	for (int i = 0; i < 4; i++) {
+		snprintf(v[i].name, sizeof(v[i].name), "%s", names[i]);
+		q[i] = (struct cl_fw_queued){ .vm = &v[i], .queued_usec = 100 - (uint64_t)i };
+	}
+	fw = fw_of(NULL);
+	cl_fw_queue_sort(fw, q, 4);
+	for (int i = 0; i < 4; i++)
+		assert_ptr_equal(q[i].vm, &v[i]);
+	cl_fw_free(fw);
+	fw = fw_of("{\"plugins\":{\"queueSort\":{\"enabled\":[{\"name\":\"Q\"}]}}}");
+	cl_fw_queue_sort(fw, q, 4);
+	assert_string_equal(q[0].vm->name, "d");
+	assert_string_equal(q[3].vm->name, "a");
+	cl_fw_free(fw);
+	refused("{\"plugins\":{\"queueSort\":{\"enabled\":[{\"name\":\"Q\"},"
+		"{\"name\":\"PrioritySort\"}]}}}",
+		"scheduler.profiles[0].plugins.queueSort: only one plugin may be enabled");
+	refused("{\"plugins\":{\"queueSort\":{\"enabled\":[{\"name\":\"A\"}]}}}",
+		"plugin 'A' has no queueSort extension point");
+	/* PrioritySort: b and d are standby VMs; a member first, the oldest
+	 * (largest queued_usec is the newest) first. */
+	v[0].standby = v[2].standby = true;
+	for (int i = 0; i < 4; i++)
+		q[i] = (struct cl_fw_queued){ .vm = &v[i], .queued_usec = 100 - (uint64_t)i };
+	fw = fw_of("{\"plugins\":{\"queueSort\":{\"enabled\":[{\"name\":\"PrioritySort\"}]}}}");
+	cl_fw_queue_sort(fw, q, 4);
+	assert_string_equal(q[0].vm->name, "c"); /* member, queued at 97 */
+	assert_string_equal(q[1].vm->name, "a"); /* member, 99 */
+	assert_string_equal(q[2].vm->name, "d"); /* standby, 98 */
+	assert_string_equal(q[3].vm->name, "b"); /* standby, 100 */
+	cl_fw_free(fw);
+}
+
+struct resolved {
+	char uids[8][40];
+	bool allowed[8];
+	char msg[8][64];
+	size_t n;
+};
+
+static void on_resolved(void *ud, const struct cl_fw_waiting *w, bool allowed, const char *msg)
+{
+	struct resolved *r = ud;
+
+	snprintf(r->uids[r->n], 40, "%s", w->uid);
+	snprintf(r->msg[r->n], 64, "%s", msg);
+	r->allowed[r->n++] = allowed;
+}
+
+/* The handle's waiting VMs, used by a gang-style Permit plugin: three
+ * members of a group are placed together. The first two wait (each
+ * registered before the next cycle, as the engine does), the third's
+ * Permit allows them and passes: all three resolved, allowed. */
+static void test_gang(void **state)
+{
+	struct cl_fw *fw = fw_of("{\"plugins\":{\"permit\":{\"enabled\":[{\"name\":\"Gang\"}]}},"
+				 "\"pluginConfig\":[{\"name\":\"Gang\",\"args\":{\"size\":3}}]}");
+	struct cl_fw_result res;
+	struct resolved r = { 0 };
+	struct cl_fw_waiting w;
+
+	setup_world();
+	for (int i = 1; i <= 3; i++) {
+		reset();
+		snprintf(vm.uid, sizeof(vm.uid), "uid-%d", i);
+		snprintf(vm.name, sizeof(vm.name), "vm-%d", i);
+		schedule(fw, &res);
+		if (i < 3) {
+			assert_int_equal(res.status.code, CL_FW_WAIT);
+			assert_string_equal(res.waiting[0], "Gang");
+			assert_int_equal(cl_fw_wait(fw, &vm, &res, 1000), 0);
+			assert_int_equal(cl_fw_waiting_count(fw), (size_t)i);
+		} else {
+			assert_int_equal(res.status.code, CL_FW_SUCCESS);
+		}
+	}
+	assert_int_equal(cl_fw_waiting_count(fw), 0);
+	assert_int_equal(cl_fw_waiting_get(fw, "uid-1", &w), -ENOENT);
+	assert_int_equal(cl_fw_take_resolved(fw, on_resolved, &r), 2);
+	assert_string_equal(r.uids[0], "uid-1");
+	assert_string_equal(r.uids[1], "uid-2");
+	assert_true(r.allowed[0] && r.allowed[1]);
+	assert_int_equal(cl_fw_take_resolved(fw, on_resolved, &r), 0);
+	/* A gang that does not complete: its waiting member is rejected
+	 * through the handle's reject, with its message. */
+	reset();
+	snprintf(vm.uid, sizeof(vm.uid), "uid-4");
 	schedule(fw, &res);
-	assert_string_equal(res.host, "h1");
+	assert_int_equal(cl_fw_wait(fw, &vm, &res, 1000), 0);
+	assert_int_equal(cl_fw_waiting_get(fw, "uid-4", &w), 0);
+	assert_string_equal(w.host, res.host);
+	assert_int_equal(cl_fw_reject(fw, "uid-4", "gang broken"), 0);
+	r.n = 0;
+	assert_int_equal(cl_fw_take_resolved(fw, on_resolved, &r), 1);
+	assert_false(r.allowed[0]);
+	assert_string_equal(r.msg[0], "gang broken");
 	cl_fw_free(fw);
 }
 
@@ -454,13 +681,17 @@ static void test_reserve_and_permit(void **state)
 	struct cl_fw_result res;
 
 	setup_world();
-	/* B's Reserve fails: Unreserve of B (which failed) and A, in reverse. */
+	/* B's Reserve fails: C's Reserve never runs, but the Unreserve of
+	 * every Reserve plugin does (the Kubernetes framework's RunUnreservePlugins: the
+	 * set of configured unreserve plugins), in reverse, C's too. */
 	reset();
 	answer("B", "reserve", NULL, CL_FW_ERROR, 0);
 	schedule(fw, &res);
 	assert_int_equal(res.status.code, CL_FW_ERROR);
-	assert_non_null(
-		strstr(trace, "A:reserve(h1) B:reserve(h1) B:unreserve(h1) A:unreserve(h1)"));
+	assert_string_equal(trace, "A:pre A:filter(h1) B:filter(h1) A:filter(h2) B:filter(h2) "
+				   "A:filter(h3) B:filter(h3) A:score(h1) A:score(h2) A:score(h3) "
+				   "A:reserve(h1) B:reserve(h1) C:unreserve(h1) B:unreserve(h1) "
+				   "A:unreserve(h1)");
 	assert_null(strstr(trace, "C:reserve"));
 	assert_null(strstr(trace, "permit"));
 	/* Permit denies: everything unreserved. */
@@ -518,8 +749,8 @@ static void test_waiting(void **state)
 	assert_int_equal(cl_fw_waiting_count(fw), 0);
 	/* Rejected. */
 	assert_int_equal(cl_fw_wait(fw, &vm, &res, 100), 0);
-	assert_int_equal(cl_fw_reject(fw, "uid-1"), 0);
-	assert_int_equal(cl_fw_reject(fw, "uid-1"), -ENOENT);
+	assert_int_equal(cl_fw_reject(fw, "uid-1", "no"), 0);
+	assert_int_equal(cl_fw_reject(fw, "uid-1", "no"), -ENOENT);
 	/* Timed out. */
 	assert_int_equal(cl_fw_wait(fw, &vm, &res, 100), 0);
 	assert_int_equal(cl_fw_expire(fw, 109, on_expired, expired), 0);
@@ -554,6 +785,64 @@ static void test_bind_skip(void **state)
 	assert_non_null(strstr(st.msg, "no bind plugin handled"));
 	cl_fw_cycle_free(cs);
 	cl_fw_free(fw);
+}
+
+/* PreBind before Bind, the first failure stops the binding cycle (the
+ * caller unreserves); PostBind only after a successful Bind, every plugin. */
+static void test_pre_post_bind(void **state)
+{
+	struct cl_fw *fw = fw_of("{\"plugins\":{\"preBind\":{\"enabled\":[{\"name\":\"B\"},"
+				 "{\"name\":\"C\"}]},\"postBind\":{\"enabled\":[{\"name\":\"A\"},"
+				 "{\"name\":\"C\"}]}}}");
+	struct cl_fw_cycle *cs = NULL;
+	struct cl_fw_status st;
+	const char *names[4];
+
+	setup_world();
+	assert_int_equal(cl_fw_plugins(fw, CL_FW_PRE_BIND, names, 4), 2);
+	assert_string_equal(names[0], "B");
+	assert_int_equal(cl_fw_plugins(fw, CL_FW_POST_BIND, names, 4), 2);
+	assert_int_equal(cl_fw_cycle_new(&cs), 0);
+	reset();
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_SUCCESS);
+	assert_string_equal(trace, "B:prebind(h2) C:prebind(h2) A:bind(h2) A:postbind(h2) "
+				   "C:postbind(h2)");
+	/* B's PreBind refuses: no Bind, no PostBind; its status is the
+	 * binding cycle's. */
+	reset();
+	answer("B", "prebind", NULL, CL_FW_UNSCHEDULABLE, 0);
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_UNSCHEDULABLE);
+	assert_string_equal(st.plugin, "B");
+	assert_string_equal(trace, "B:prebind(h2)");
+	/* A Skip or Wait from PreBind is a failure, not a pass. */
+	reset();
+	answer("C", "prebind", NULL, CL_FW_SKIP, 0);
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_ERROR);
+	assert_string_equal(st.plugin, "C");
+	/* Bind fails: no PostBind. */
+	reset();
+	answer("A", "bind", NULL, CL_FW_ERROR, 0);
+	cl_fw_bind(fw, cs, &vm, "h2", &st);
+	assert_int_equal(st.code, CL_FW_ERROR);
+	assert_null(strstr(trace, "postbind"));
+	cl_fw_cycle_free(cs);
+	cl_fw_free(fw);
+	/* The shipped ArbiterLease is enabled at PreBind by default. */
+	{
+		struct cl_fw *d = NULL;
+		struct vmact_err err = { 0 };
+		struct cl_fw_handle h = { 0 };
+
+		assert_int_equal(cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), NULL, "p",
+					   &h, &d, &err),
+				 0);
+		assert_int_equal(cl_fw_plugins(d, CL_FW_PRE_BIND, names, 4), 1);
+		assert_string_equal(names[0], "ArbiterLease");
+		cl_fw_free(d);
+	}
 }
 
 static void test_cycle_state(void **state)
@@ -667,9 +956,11 @@ static void test_fit_plugins(void **state)
 	setup_world();
 	vm.standby = false;
 	hosts[0].reserved = (struct vmact_resources){ 2000, GiB };
+	hosts[2].reserved = (struct vmact_resources){ 500, 0 };
 	schedule(fw, &res);
 	assert_string_equal(res.host, "h2");
 	hosts[0].reserved = (struct vmact_resources){ 0, 0 };
+	hosts[2].reserved = (struct vmact_resources){ 0, 0 };
 	hosts[0].group_vms = 3;
 	hosts[1].group_vms = 1;
 	hosts[2].group_vms = 2;
@@ -688,6 +979,10 @@ int main(void)
 		cmocka_unit_test(test_reserve_and_permit),
 		cmocka_unit_test(test_waiting),
 		cmocka_unit_test(test_bind_skip),
+		cmocka_unit_test(test_pre_post_bind),
+		cmocka_unit_test(test_random_tie),
+		cmocka_unit_test(test_queue_sort),
+		cmocka_unit_test(test_gang),
 		cmocka_unit_test(test_cycle_state),
 		cmocka_unit_test(test_fit_plugins),
 	};

@@ -1,0 +1,1112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmact-groupd under faults and time (doc/cluster.md), on real libvirt,
+ * real guests and a real arbiter:
+ *
+ *   h  the vmact-cluster user's qemu:///session, its arbiter a standalone
+ *      vmact-arbiter with room for one VM: 1500m CPU / 384 MiB, its
+ *      watermark (0.9) 1350m / 345.6 MiB, a VM 1000m / 256 MiB
+ *
+ * vmact-groupd runs as vmact-cluster with leases of 3 s (renewed every
+ * second) and groups on h: `gated`, whose members wait for
+ * ManualApproval, `rival`, placed at once and tried again every 2 s,
+ * `watch` and `fix` (health in service), and, in a second configuration,
+ * `slow` (the boot limit).
+ *
+ *   lease_wait_outlasts  a gated member waits four lease lengths while a
+ *                        rival member tries for the same room again and
+ *                        again: the rival never gets it, the ledger never
+ *                        passes the watermark, the waiting VM's lease is
+ *                        there at every sample; allowed, it is bound (its
+ *                        PreBind takes the lease again) and goes into
+ *                        service, the ledger still under the watermark
+ *   lease_lost_unplaces  the waiting VM's lease taken away behind its
+ *                        back and the room given to another holder: it is
+ *                        un-placed (HOST_CAPACITY), never bound, the
+ *                        ledger never over
+ *   session_domain_100   the host's channel_dir (doc/cluster.md,
+ *                        "Health"): once the session's domain IDs reach
+ *                        100 (libvirt's own socket path under the user's
+ *                        long home would pass 107 bytes), a VM still
+ *                        starts, is told its claim over the channel and
+ *                        goes into service
+ *   health_in_service_reported  a member in service whose guest falls
+ *                        silent past the healthy timeout: its node's
+ *                        error UNHEALTHY, left in service; healthy again,
+ *                        the error goes
+ *   health_in_service_replaced  the same with on_unhealthy replace: its
+ *                        VM destroyed, the member booted again
+ *   boot_limit           max_boots_per_iteration 1: of an increase of
+ *                        two, one boots, the other waits (pending, no
+ *                        error) for the next iteration
+ *   host_unreachable     a second host: a libvirtd of its own (the
+ *                        cluster user's, in a home of its own) with its
+ *                        own vmact-arbiter. Its libvirtd killed: its
+ *                        member stays on the books (reported, its guest
+ *                        still running), a new member goes to the other
+ *                        host; its libvirtd back: the member healthy
+ *                        again, the same guest, nothing lost or doubled
+ *
+ * Every wait is for a state with a generous safety limit; the only
+ * duration in the test is how long the VM waits, read from the API's
+ * waited_s. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "cluster/host/host.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX       "vmact-cll-"
+#define LEASE_S      3
+#define LIMIT_BOOT_S 240.0
+#define LIMIT_S      60.0
+
+static struct {
+	char dir[64], chdir[72], home2[96], uri2[256], arb2[108], alog2[128], llog2[128];
+	char key[128], cfg[128], cfg_b[128], cfg_c[128], glog[128], alog[128], sock[108], arb[108];
+	char img[128], logs[128];
+	char pool[64], uri[384];
+	char groupd[PATH_MAX], arbiter[PATH_MAX];
+	struct th_cluster_user u;
+	struct th_proc gd, ad, ad2, lv2;
+	virConnectPtr c, c2;
+	struct cl_host *h;
+} fx;
+
+static void die_with_logs(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_with_logs(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	th_print_log_tail(fx.glog, "vmact-groupd", 6000);
+	th_print_log_tail(fx.alog, "vmact-arbiter", 3000);
+	fail_msg("%s", msg);
+	abort();
+}
+
+static void own(const char *path, bool user, mode_t mode)
+{
+	if (chown(path, user ? fx.u.uid : 0, fx.u.gid) < 0 || chmod(path, mode) < 0)
+		fail_msg("%s: %s", path, strerror(errno));
+}
+
+/* ---- the API ---- */
+
+static json_t *api(const char *method, const char *path, const char *body, long *status)
+{
+	return th_cluster_api(fx.sock, method, path, body, status);
+}
+
+static int change(const char *group, const char *what, const char *body)
+{
+	char path[256];
+	long st;
+	json_t *j;
+	int t;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
+	j = api("POST", path, body, &st);
+	if (st != 200 || !json_is_integer(json_object_get(j, "target")))
+		die_with_logs("%s %s: %ld", path, body, st);
+	t = (int)json_integer_value(json_object_get(j, "target"));
+	json_decref(j);
+	return t;
+}
+
+static json_t *get_nodes(const char *group)
+{
+	char path[256];
+	json_t *j, *n;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/nodes", group);
+	j = api("GET", path, NULL, NULL);
+	n = json_incref(json_object_get(j, "nodes"));
+	json_decref(j);
+	return n ? n : json_array();
+}
+
+/* How many of the group's nodes have field (state, vm_state) at value
+ * (NULL: all of them). */
+static unsigned nodes_in(const char *group, const char *field, const char *value)
+{
+	json_t *n = get_nodes(group), *it;
+	unsigned k = 0;
+	size_t i;
+
+	json_array_foreach(n, i, it)
+		k += !value || !strcmp(json_string_value(json_object_get(it, field)) ?: "", value);
+	json_decref(n);
+	return k;
+}
+
+struct err_want {
+	const char *group, *code;
+};
+
+static bool node_error(void *arg)
+{
+	const struct err_want *w = arg;
+	json_t *n = get_nodes(w->group), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it) {
+		const char *code = json_string_value(
+			json_object_get(json_object_get(it, "error"), "code"));
+
+		ok |= code && strcmp(code, w->code) == 0;
+	}
+	json_decref(n);
+	return ok;
+}
+
+static json_t *waiting(void)
+{
+	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	       *w = json_incref(json_object_get(j, "waiting"));
+
+	json_decref(j);
+	return w ? w : json_array();
+}
+
+static bool n_wait(void *arg)
+{
+	json_t *w = waiting();
+	bool ok = json_array_size(w) == (size_t)(uintptr_t)arg;
+
+	json_decref(w);
+	return ok;
+}
+
+/* The one waiting VM has waited at least *arg seconds. */
+static bool waited(void *arg)
+{
+	json_t *w = waiting();
+	double s = json_number_value(json_object_get(json_array_get(w, 0), "waited_s"));
+	bool ok = json_array_size(w) == 1 && s >= *(const double *)arg;
+
+	json_decref(w);
+	return ok;
+}
+
+static bool groupd_ready(void *arg)
+{
+	json_t *j = api("GET", "/v1/vms", NULL, NULL);
+	bool ok = json_is_true(json_object_get(j, "ready"));
+
+	json_decref(j);
+	return ok;
+}
+
+static bool group_empty(void *arg)
+{
+	return nodes_in(arg, "state", NULL) == 0;
+}
+
+static bool one_running(void *arg)
+{
+	return nodes_in(arg, "state", "running") == 1;
+}
+
+static bool group_all_running(void *arg)
+{
+	unsigned n = nodes_in(arg, "state", NULL);
+
+	return n > 0 && nodes_in(arg, "state", "running") == n;
+}
+
+static void delete_all(const char *group)
+{
+	json_t *n = get_nodes(group), *it, *ids = json_array();
+	size_t i;
+
+	json_array_foreach(n, i, it)
+		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
+			json_array_append(ids, json_object_get(it, "provider_id"));
+	if (json_array_size(ids)) {
+		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
+		char *body = json_dumps(doc, 0);
+
+		json_decref(doc);
+		change(group, "delete-nodes", body);
+		free(body);
+	} else {
+		json_decref(ids);
+	}
+	json_decref(n);
+	if (!th_wait_daemon(&fx.gd, group_empty, (void *)group, LIMIT_S))
+		die_with_logs("group %s was not emptied", group);
+}
+
+/* ---- the ledger, sampled all along ---- */
+
+struct sampler {
+	pthread_t t;
+	volatile bool stop;
+	/* Set while a VM waits: its lease must be in the ledger. */
+	volatile bool must_hold;
+	unsigned samples, over, unheld;
+	uint64_t max_cpu, max_mem;
+	struct ag_lease_ledger last;
+};
+
+static void *sample(void *arg)
+{
+	struct sampler *s = arg;
+
+	while (!s->stop) {
+		struct ag_lease_ledger l;
+		struct vmact_err err = { 0 };
+
+		if (cl_host_ledger(fx.h, &l, &err) == 0) {
+			s->samples++;
+			s->last = l;
+			if (l.reserved.milli_cpu > s->max_cpu)
+				s->max_cpu = l.reserved.milli_cpu;
+			if (l.reserved.mem_bytes > s->max_mem)
+				s->max_mem = l.reserved.mem_bytes;
+			s->over += l.reserved.milli_cpu > l.watermark.milli_cpu ||
+				   l.reserved.mem_bytes > l.watermark.mem_bytes;
+			s->unheld += s->must_hold && l.leases == 0;
+		}
+		usleep(50000);
+	}
+	return NULL;
+}
+
+static void sampler_end(struct sampler *s, const char *what, unsigned min_samples)
+{
+	s->stop = true;
+	pthread_join(s->t, NULL);
+	fprintf(stderr,
+		"%s: %u samples, ledger peak %llum CPU / %llu MiB against a watermark of %um / "
+		"%llu MiB, %u over, %u without the waiting VM's lease\n",
+		what, s->samples, (unsigned long long)s->max_cpu,
+		(unsigned long long)(s->max_mem >> 20), s->last.watermark.milli_cpu,
+		(unsigned long long)(s->last.watermark.mem_bytes >> 20), s->over, s->unheld);
+	assert_true(s->samples >= min_samples);
+	assert_int_equal(s->over, 0);
+}
+
+/* ---- set-up ---- */
+
+/* The configuration: boot_limit true writes the second one (cfg_b); the
+ * third (cfg_c) is written by host_unreachable. */
+static void write_config(bool boot_limit)
+{
+	char kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], real[PATH_MAX], arb_url[160];
+	json_t *tpl, *doc;
+	char *text;
+
+	if (!realpath(tg_guest_dir(), real))
+		fail_msg("guest dir: %s", strerror(errno));
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", real);
+	snprintf(initrd, sizeof(initrd), "%s/initrd.img", real);
+	snprintf(arb_url, sizeof(arb_url), "unix:%s", fx.arb);
+	tpl = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
+			"memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
+			"console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
+			"serial_log_dir", fx.logs);
+	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:i},"
+			"s:[{s:s,s:s,s:s,s:s,s:{s:s,s:s}}],"
+			"s:[{s:s,s:i,s:[s],s:O,s:{s:s}},{s:s,s:i,s:[s],s:O,s:{s:i}}],"
+			"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
+			"api", "socket", fx.sock, "metrics", "listen", "", "libvirt", "name_prefix",
+			PREFIX, "lifecycle", "lease_s", LEASE_S, "hosts", "name", "h", "uri",
+			"qemu:///session", "storage_pool", fx.pool, "channel_dir", fx.chdir,
+			"arbiter", "url", arb_url, "secret_file", fx.key, "groups", "id", "gated",
+			"max", 2, "hosts", "h", "template", tpl, "claim", "ack", "VMACT claimed",
+			"id", "rival", "max", 1, "hosts", "h", "template", tpl, "lifecycle",
+			"retry_backoff_s", 2, "scheduler", "profiles", "plugins", "permit",
+			"enabled", "name", "ManualApproval", "pluginConfig", "name",
+			"ManualApproval", "args", "groups", "gated", "timeoutSeconds", 120);
+	if (!doc)
+		fail_msg("the configuration does not pack");
+	{
+		json_t *groups = json_object_get(doc, "groups");
+
+		/* watch, fix: members in service checked every second, unhealthy
+		 * after 4 s without a good check; watch's reported (the
+		 * default), fix's replaced. */
+		json_array_append_new(groups,
+				      json_pack("{s:s,s:i,s:[s],s:O,s:{s:s},s:{s:i,s:i}}", "id",
+						"watch", "max", 1, "hosts", "h", "template", tpl,
+						"claim", "ack", "VMACT claimed", "lifecycle",
+						"healthy_timeout_s", 4, "health_interval_s", 1));
+		json_array_append_new(groups,
+				      json_pack("{s:s,s:i,s:[s],s:O,s:{s:s},s:{s:s},s:{s:i,s:i}}",
+						"id", "fix", "max", 1, "hosts", "h", "template",
+						tpl, "claim", "ack", "VMACT claimed", "health",
+						"on_unhealthy", "replace", "lifecycle",
+						"healthy_timeout_s", 4, "health_interval_s", 1));
+		if (boot_limit) {
+			json_t *small = json_deep_copy(tpl);
+
+			/* slow: one boot per iteration, and an iteration of ten
+			 * minutes: the second member of an increase waits for the
+			 * next one (here: the next start-up's first). Half a VM
+			 * each, so that two fit. */
+			json_object_set_new(small, "reserve",
+					    json_pack("{s:s,s:s}", "cpu", "500m", "memory",
+						      "128Mi"));
+			json_array_append_new(groups,
+					      json_pack("{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i}}", "id",
+							"slow", "max", 2, "hosts", "h", "template",
+							small, "claim", "ack", "VMACT claimed",
+							"lifecycle", "max_boots_per_iteration", 1));
+			json_object_set_new(json_object_get(doc, "lifecycle"), "refill_interval_s",
+					    json_integer(600));
+		}
+	}
+	json_decref(tpl);
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
+	assert_int_equal(th_write_file(boot_limit ? fx.cfg_b : fx.cfg, text), 0);
+	free(text);
+	own(boot_limit ? fx.cfg_b : fx.cfg, false, 0644);
+}
+
+static unsigned starts;
+
+/* vmact-groupd as the cluster user with cfg, a log of its own per start;
+ * 0 once it found its VMs. */
+static int start_groupd(const char *cfg)
+{
+	const char *args[] = { fx.groupd, "-c", cfg, "-v", NULL };
+
+	snprintf(fx.glog, sizeof(fx.glog), "%s/groupd-%u.log", fx.dir, ++starts);
+	if (th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog) < 0)
+		return -1;
+	if (!th_wait_daemon(&fx.gd, groupd_ready, NULL, LIMIT_S)) {
+		th_print_log_tail(fx.glog, "vmact-groupd", 6000);
+		return -1;
+	}
+	return 0;
+}
+
+static void quiet(void *ud, virErrorPtr e)
+{
+}
+
+static int setup(void **state)
+{
+	char dir_tpl[] = "/tmp/vmact-cll-XXXXXX", path[PATH_MAX + 64], listen[PATH_MAX + 8];
+
+	virSetErrorFunc(NULL, quiet);
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (th_cluster_user(&fx.u) < 0) {
+		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
+		return -1;
+	}
+	if (th_build_prog("vmact-groupd", fx.groupd, sizeof(fx.groupd)) < 0 ||
+	    th_build_prog("vmact-arbiter", fx.arbiter, sizeof(fx.arbiter)) < 0)
+		return -1;
+	if (!mkdtemp(dir_tpl))
+		return -1;
+	snprintf(fx.dir, sizeof(fx.dir), "%s", dir_tpl);
+	own(fx.dir, false, 0755);
+#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.dir)
+	P(key, "lease.key");
+	P(cfg, "groupd.json");
+	P(cfg_b, "groupd-boot-limit.json");
+	P(cfg_c, "groupd-two-hosts.json");
+	P(home2, "home2");
+	P(arb2, "arb/arb2.sock");
+	P(alog2, "arbiter2.log");
+	P(llog2, "libvirtd2.log");
+	P(alog, "arbiter.log");
+	P(sock, "api/api.sock");
+	P(arb, "arb/arb.sock");
+	P(img, "img");
+	P(chdir, "ch");
+	P(logs, "logs");
+#undef P
+	if (th_cluster_key(&fx.u, fx.key) < 0)
+		return -1;
+	mkdir(fx.logs, 0777);
+	own(fx.logs, false, 0777);
+	snprintf(path, sizeof(path), "%s/api", fx.dir);
+	mkdir(path, 0700);
+	own(path, true, 0700);
+	snprintf(path, sizeof(path), "%s/arb", fx.dir);
+	mkdir(path, 0700);
+	own(path, true, 0700);
+	/* The channels' sockets: made by the session's QEMU, the user's. */
+	mkdir(fx.chdir, 0700);
+	own(fx.chdir, true, 0700);
+	snprintf(fx.pool, sizeof(fx.pool), "vmact-cll-%d", (int)getpid());
+	if (th_cluster_pool(NULL, &fx.u, fx.pool, fx.img) < 0)
+		return -1;
+	th_cluster_session_uri(&fx.u, fx.uri, sizeof(fx.uri));
+	fx.c = virConnectOpen(fx.uri);
+	if (!fx.c)
+		return -1;
+	{
+		/* Room for one VM under the watermark, not two. */
+		const char *args[] = { fx.arbiter, "--listen", listen,  "--cpu",
+				       "1500m",    "--memory", "384Mi", "--lease-key",
+				       fx.key,     "-v",       NULL };
+		struct cl_host_cfg hc = { .name = "h" };
+		struct vmact_err err = { 0 };
+
+		snprintf(listen, sizeof(listen), "unix:%s", fx.arb);
+		if (th_cluster_spawn(&fx.ad, &fx.u, args, fx.alog) < 0)
+			return -1;
+		snprintf(hc.arbiter_url, sizeof(hc.arbiter_url), "unix:%s", fx.arb);
+		snprintf(hc.arbiter_secret, sizeof(hc.arbiter_secret), "%s", fx.key);
+		if (cl_host_new(&hc, &fx.h, &err) < 0) {
+			fprintf(stderr, "%s\n", err.msg);
+			return -1;
+		}
+	}
+	write_config(false);
+	write_config(true);
+	return start_groupd(fx.cfg);
+}
+
+static void start_lv2(void);
+
+static int teardown(void **state)
+{
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.ad2, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	if (fx.home2[0] && !fx.lv2.pid && fx.c2) {
+		/* Left down by a failure: up again to clean up. */
+		virConnectClose(fx.c2);
+		fx.c2 = NULL;
+		start_lv2();
+		fx.c2 = virConnectOpen(fx.uri2);
+	}
+	if (fx.c2) {
+		th_cluster_remove_domains(fx.c2, PREFIX);
+		th_cluster_pool_remove(fx.c2, fx.pool);
+		virConnectClose(fx.c2);
+	}
+	th_proc_stop(&fx.lv2, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= starts; i++) {
+		char log[160];
+
+		snprintf(log, sizeof(log), "%s/groupd-%u.log", fx.dir, i);
+		th_print_log_tail(log, "vmact-groupd", 200000);
+	}
+	if (getenv("VMACT_TEST_VERBOSE")) {
+		th_print_log_tail(fx.alog, "vmact-arbiter", 200000);
+	}
+	if (fx.c) {
+		th_cluster_remove_domains(fx.c, PREFIX);
+		th_cluster_pool_remove(fx.c, fx.pool);
+		virConnectClose(fx.c);
+	}
+	cl_host_free(fx.h);
+	if (fx.dir[0])
+		th_rm_rf(fx.dir);
+	return 0;
+}
+
+/* ---- the cases ---- */
+
+static const char *first_uid(void)
+{
+	static char uid[64];
+	json_t *w = waiting();
+
+	snprintf(uid, sizeof(uid), "%s",
+		 json_string_value(json_object_get(json_array_get(w, 0), "uid")) ?: "");
+	json_decref(w);
+	return uid;
+}
+
+static void lease_wait_outlasts(void **state)
+{
+	struct err_want no_room = { "rival", "HOST_CAPACITY" };
+	struct sampler s = { 0 };
+	double four_leases = 4 * LEASE_S;
+	char path[256];
+	long st;
+
+	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, n_wait, (void *)1, LIMIT_S))
+		die_with_logs("nothing waited for ManualApproval");
+	/* Reserved while it waits: the one VM's room is taken. */
+	assert_int_equal(cl_host_ledger(fx.h, &s.last, &(struct vmact_err){ 0 }), 0);
+	assert_int_equal(s.last.leases, 1);
+	assert_int_equal(s.last.reserved.milli_cpu, 1000);
+	s.must_hold = true;
+	assert_int_equal(pthread_create(&s.t, NULL, sample, &s), 0);
+
+	/* A rival for the same room, tried again every 2 s. */
+	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, node_error, &no_room, LIMIT_S))
+		die_with_logs("the rival was not refused for room");
+	/* The wait outlasts the lease four times over. */
+	if (!th_wait_daemon(&fx.gd, waited, &four_leases, LIMIT_S))
+		die_with_logs("the gated VM did not wait %.0f s", four_leases);
+	/* The rival never got the room. */
+	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
+	assert_true(node_error(&no_room));
+	assert_int_equal(s.unheld, 0);
+
+	/* Allowed: bound where it reserved, into service. */
+	snprintf(path, sizeof(path), "/v1/waiting/%s/allow", first_uid());
+	json_decref(api("POST", path, NULL, &st));
+	assert_int_equal(st, 200);
+	s.must_hold = false;
+	if (!th_wait_daemon(&fx.gd, one_running, "gated", LIMIT_BOOT_S))
+		die_with_logs("the allowed VM never went into service");
+	/* The rival still has no room, and the ledger holds one VM. */
+	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
+	assert_true(node_error(&no_room));
+	sampler_end(&s, "wait outlasting the lease", 100);
+	assert_int_equal(s.last.leases, 1);
+	assert_int_equal(s.last.reserved.milli_cpu, 1000);
+	assert_true(s.max_cpu <= 1000);
+	delete_all("rival");
+	delete_all("gated");
+}
+
+static bool no_leases(void *arg)
+{
+	struct ag_lease_ledger l;
+
+	return cl_host_ledger(fx.h, &l, &(struct vmact_err){ 0 }) == 0 && l.leases == 0;
+}
+
+static void lease_lost_unplaces(void **state)
+{
+	struct err_want no_room = { "gated", "HOST_CAPACITY" };
+	struct vmact_err err = { 0 };
+	struct sampler s = { 0 };
+	struct ag_lease_ledger l;
+	json_t *w;
+	char name[128];
+
+	if (!th_wait_daemon(&fx.gd, no_leases, NULL, LIMIT_S))
+		die_with_logs("leases left from the case before");
+	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, n_wait, (void *)1, LIMIT_S))
+		die_with_logs("nothing waited for ManualApproval");
+	w = waiting();
+	snprintf(name, sizeof(name), "%s",
+		 json_string_value(json_object_get(json_array_get(w, 0), "name")) ?: "");
+	json_decref(w);
+	assert_int_equal(pthread_create(&s.t, NULL, sample, &s), 0);
+	/* Its lease taken away and the room promised to another holder
+	 * (what a lapse while another placement took the room amounts to).
+	 * Its renewal may come between the two and take the room back (it
+	 * is free then): the filler is then refused, and tried again. */
+	for (int tries = 0;; tries++) {
+		int r;
+
+		assert_int_equal(cl_host_release(fx.h, "default", name, &err), 0);
+		assert_int_equal(cl_host_ledger(fx.h, &l, &err), 0);
+		r = cl_host_lease(fx.h, "default", "filler", l.watermark, 600 * VMACT_USEC_PER_SEC,
+				  false, &err);
+		if (r == 0)
+			break;
+		assert_int_equal(r, -EBUSY);
+		if (tries > 20)
+			fail_msg("the filler never got the room: %s", err.msg);
+	}
+	/* Its renewal is refused: rejected, un-placed, never bound. */
+	if (!th_wait_daemon(&fx.gd, node_error, &no_room, LIMIT_S))
+		die_with_logs("the VM that lost its reservation was not un-placed");
+	assert_true(n_wait((void *)0));
+	assert_int_equal(nodes_in("gated", "vm_state", "pending"), 1);
+	assert_int_equal(nodes_in("gated", "state", "running"), 0);
+	sampler_end(&s, "reservation lost", 1);
+	/* Only the filler holds room. */
+	assert_int_equal(s.last.leases, 1);
+	assert_int_equal(cl_host_release(fx.h, "default", "filler", &err), 0);
+	delete_all("gated");
+}
+
+/* Starts a tiny domain paused and destroys it until the session's next
+ * domain ID is at least want; the last ID started. */
+static int bump_ids(int want)
+{
+	static const char xml[] = "<domain type='qemu'><name>" PREFIX "idbump</name>"
+				  "<memory unit='MiB'>16</memory><vcpu>1</vcpu>"
+				  "<os><type arch='x86_64'>hvm</type></os>"
+				  "<devices><memballoon model='none'/></devices></domain>";
+	int id = 0;
+
+	for (int i = 0; i < 200 && id + 1 < want; i++) {
+		virDomainPtr d = virDomainCreateXML(fx.c, xml, VIR_DOMAIN_START_PAUSED);
+
+		if (!d)
+			fail_msg("a domain to move the IDs on: %s", virGetLastErrorMessage());
+		id = (int)virDomainGetID(d);
+		virDomainDestroy(d);
+		virDomainFree(d);
+	}
+	return id;
+}
+
+static bool rival_running(void *arg)
+{
+	return nodes_in("rival", "state", "running") == 1;
+}
+
+static void session_domain_100(void **state)
+{
+	json_t *n;
+	const char *uuid;
+	virDomainPtr d;
+	char *xml, want[PATH_MAX];
+	int last = bump_ids(100);
+
+	fprintf(stderr, "session domain IDs moved on to %d\n", last);
+	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, rival_running, NULL, LIMIT_BOOT_S))
+		die_with_logs("the VM with a domain ID past 99 never went into service");
+	n = get_nodes("rival");
+	uuid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
+	assert_non_null(uuid);
+	uuid = strrchr(uuid, '/') + 1;
+	d = virDomainLookupByUUIDString(fx.c, uuid);
+	assert_non_null(d);
+	fprintf(stderr, "in service with domain ID %u\n", virDomainGetID(d));
+	assert_true(virDomainGetID(d) >= 100);
+	/* Its claim's socket where the host's channel_dir says. */
+	xml = virDomainGetXMLDesc(d, 0);
+	snprintf(want, sizeof(want), "path='%s/%s.claim'", fx.chdir, uuid);
+	assert_non_null(xml);
+	if (!strstr(xml, want))
+		fail_msg("no %s in its XML", want);
+	free(xml);
+	virDomainFree(d);
+	json_decref(n);
+	delete_all("rival");
+}
+
+/* The UUID of the group's first node (static), "" when none. */
+static const char *node_uuid(const char *group)
+{
+	static char uuid[64];
+	json_t *n = get_nodes(group);
+	const char *pid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
+
+	snprintf(uuid, sizeof(uuid), "%s", pid && strrchr(pid, '/') ? strrchr(pid, '/') + 1 : "");
+	json_decref(n);
+	return uuid;
+}
+
+/* ---- a second host: a libvirtd of the cluster user's own ---- */
+
+/* The pid of the QEMU running domain name (found in /proc), 0 if none. */
+static pid_t qemu_of(const char *name)
+{
+	char want[160];
+	pid_t found = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	snprintf(want, sizeof(want), "guest=%s,", name);
+	while (d && !found && (de = readdir(d))) {
+		char path[300], cmd[4096];
+		ssize_t len;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		cmd[len] = 0;
+		if (strstr(cmd, "qemu-system") && strstr(cmd, want))
+			found = (pid_t)atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static bool lv2_answers(void *arg)
+{
+	virConnectPtr c = virConnectOpen(fx.uri2);
+
+	if (!c)
+		return false;
+	virConnectClose(c);
+	return true;
+}
+
+/* The cluster user's libvirtd in a home of its own (its socket, its
+ * domains' state and logs there): a host vmact-groupd reaches like any
+ * other, that the test can stop and start again. */
+static void start_lv2(void)
+{
+	struct th_cluster_user u2 = fx.u;
+	const char *args[] = { "/usr/sbin/libvirtd", NULL };
+
+	snprintf(u2.home, sizeof(u2.home), "%s", fx.home2);
+	assert_int_equal(th_cluster_spawn(&fx.lv2, &u2, args, fx.llog2), 0);
+	if (!th_wait_daemon(&fx.lv2, lv2_answers, NULL, LIMIT_S)) {
+		th_print_log_tail(fx.llog2, "libvirtd (h2)", 4000);
+		fail_msg("the second libvirtd did not answer");
+	}
+}
+
+static void set_paused(const char *uuid, bool paused)
+{
+	virDomainPtr d = virDomainLookupByUUIDString(fx.c, uuid);
+
+	assert_non_null(d);
+	assert_int_equal(paused ? virDomainSuspend(d) : virDomainResume(d), 0);
+	virDomainFree(d);
+}
+
+static bool no_error(void *arg)
+{
+	json_t *n = get_nodes(arg);
+	bool ok = json_array_size(n) == 1 && !json_object_get(json_array_get(n, 0), "error");
+
+	json_decref(n);
+	return ok;
+}
+
+/* A member in service whose guest falls silent (paused: no status line
+ * on its console) past the healthy timeout is reported — its node's
+ * error, what vmact-cloudprovider passes on as the instance's errorInfo —
+ * and left in service; back to health, the error goes. */
+static void health_in_service_reported(void **state)
+{
+	struct err_want sick = { "watch", "UNHEALTHY" };
+	char uuid[64];
+	virDomainPtr d;
+	int st, reason;
+
+	assert_int_equal(change("watch", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, one_running, "watch", LIMIT_BOOT_S))
+		die_with_logs("the member never went into service");
+	snprintf(uuid, sizeof(uuid), "%s", node_uuid("watch"));
+	/* In service and checked: no error while it answers. */
+	assert_true(no_error("watch"));
+	set_paused(uuid, true);
+	if (!th_wait_daemon(&fx.gd, node_error, &sick, LIMIT_S))
+		die_with_logs("the silent member was not reported");
+	/* Reported, not deleted: still in service, the same domain. */
+	assert_int_equal(nodes_in("watch", "state", "running"), 1);
+	assert_string_equal(node_uuid("watch"), uuid);
+	d = virDomainLookupByUUIDString(fx.c, uuid);
+	assert_non_null(d);
+	assert_int_equal(virDomainGetState(d, &st, &reason, 0), 0);
+	assert_int_equal(st, VIR_DOMAIN_PAUSED);
+	virDomainFree(d);
+	set_paused(uuid, false);
+	if (!th_wait_daemon(&fx.gd, no_error, "watch", LIMIT_S))
+		die_with_logs("the member healthy again kept its error");
+	assert_string_equal(node_uuid("watch"), uuid);
+	delete_all("watch");
+}
+
+static bool booted_again(void *arg)
+{
+	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(json_object_get(j, "vms"), i, it)
+		ok |= !strcmp(json_string_value(json_object_get(it, "group")), "fix") &&
+		      json_integer_value(json_object_get(it, "attempts")) >= 2 &&
+		      !strcmp(json_string_value(json_object_get(it, "state")), "claimed");
+	json_decref(j);
+	return ok;
+}
+
+/* A group whose policy is to replace: the silent member's VM is
+ * destroyed and the member booted again (the same member, attempts 2). */
+static void health_in_service_replaced(void **state)
+{
+	char uuid[64];
+
+	assert_int_equal(change("fix", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, one_running, "fix", LIMIT_BOOT_S))
+		die_with_logs("the member never went into service");
+	snprintf(uuid, sizeof(uuid), "%s", node_uuid("fix"));
+	set_paused(uuid, true);
+	if (!th_wait_daemon(&fx.gd, booted_again, NULL, LIMIT_BOOT_S))
+		die_with_logs("the silent member was not replaced");
+	/* The member kept (its UUID), its VM a new boot that runs. */
+	assert_string_equal(node_uuid("fix"), uuid);
+	assert_int_equal(nodes_in("fix", "state", "running"), 1);
+	assert_true(no_error("fix"));
+	delete_all("fix");
+}
+
+static bool one_pending_one_running(void *arg)
+{
+	return nodes_in("slow", "state", "running") == 1 &&
+	       nodes_in("slow", "vm_state", "pending") == 1;
+}
+
+/* max_boots_per_iteration caps cold boots too: with one per iteration
+ * (and an iteration of ten minutes), an increase of two boots one; the
+ * other member waits, pending and without an error (room there is), until
+ * the next iteration — here the first of the next start-up. */
+static void boot_limit(void **state)
+{
+	json_t *n, *it;
+	size_t i;
+
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	assert_int_equal(start_groupd(fx.cfg_b), 0);
+	assert_int_equal(change("slow", "increase", "{\"delta\":2}"), 2);
+	if (!th_wait_daemon(&fx.gd, one_pending_one_running, NULL, LIMIT_BOOT_S))
+		die_with_logs("not one member in service and one held back");
+	n = get_nodes("slow");
+	json_array_foreach(n, i, it)
+		assert_null(json_object_get(it, "error"));
+	json_decref(n);
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	assert_int_equal(start_groupd(fx.cfg_b), 0);
+	if (!th_wait_daemon(&fx.gd, group_all_running, "slow", LIMIT_BOOT_S))
+		die_with_logs("the held-back member did not boot in the next iteration");
+	delete_all("slow");
+}
+
+static json_t *host_doc(const char *name)
+{
+	json_t *j = api("GET", "/v1/hosts", NULL, NULL), *h, *out = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "hosts"), i, h)
+		if (!strcmp(json_string_value(json_object_get(h, "name")) ?: "", name))
+			out = json_incref(h);
+	json_decref(j);
+	return out;
+}
+
+static bool h2_libvirt(void *want_ok)
+{
+	json_t *h = host_doc("h2");
+	bool ok = h && json_is_true(json_object_get(json_object_get(h, "libvirt"), "ok")) ==
+			       (want_ok != NULL);
+
+	json_decref(h);
+	return ok;
+}
+
+/* The member on host (its name, static), "" when none. */
+static const char *member_on(const char *group, const char *host)
+{
+	static char name[128];
+	json_t *n = get_nodes(group), *it;
+	size_t i;
+
+	name[0] = 0;
+	json_array_foreach(n, i, it)
+		if (!strcmp(json_string_value(json_object_get(it, "host")) ?: "", host))
+			snprintf(name, sizeof(name), "%s",
+				 json_string_value(json_object_get(it, "name")));
+	json_decref(n);
+	return name;
+}
+
+static bool running_on(void *host)
+{
+	json_t *n = get_nodes("two"), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it)
+		ok |= !strcmp(json_string_value(json_object_get(it, "host")) ?: "", host) &&
+		      !strcmp(json_string_value(json_object_get(it, "state")), "running");
+	json_decref(n);
+	return ok;
+}
+
+/* The h2 member's node error is code (NULL: none). */
+static bool h2_member_error(void *code)
+{
+	json_t *n = get_nodes("two"), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it) {
+		const char *c = json_string_value(
+			json_object_get(json_object_get(it, "error"), "code"));
+
+		if (strcmp(json_string_value(json_object_get(it, "host")) ?: "", "h2"))
+			continue;
+		ok = code ? c && !strcmp(c, code) : !c;
+	}
+	json_decref(n);
+	return ok;
+}
+
+/* Our domains on a connection (a count). */
+static int ours_on(virConnectPtr c)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, 0), k = 0;
+
+	for (int i = 0; i < n; i++) {
+		k += !strncmp(virDomainGetName(doms[i]), PREFIX "two-", strlen(PREFIX "two-"));
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return k;
+}
+
+static void write_config_c(void)
+{
+	char *text = th_read_file(fx.cfg);
+	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *groups, *tpl;
+	char arb_url[160], img2[PATH_MAX];
+
+	free(text);
+	assert_non_null(doc);
+	snprintf(arb_url, sizeof(arb_url), "unix:%s", fx.arb2);
+	snprintf(img2, sizeof(img2), "%s/img2", fx.dir);
+	json_array_append_new(json_object_get(doc, "hosts"),
+			      json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "name", "h2", "uri",
+					fx.uri2, "storage_pool", fx.pool, "channel_dir", fx.chdir,
+					"arbiter", "url", arb_url, "secret_file", fx.key));
+	groups = json_object_get(doc, "groups");
+	tpl = json_deep_copy(json_object_get(json_array_get(groups, 0), "template"));
+	/* two: on either host, checked every second, unhealthy after 4 s. */
+	json_array_append_new(groups, json_pack("{s:s,s:i,s:[s,s],s:o,s:{s:s},s:{s:i,s:i}}", "id",
+						"two", "max", 2, "hosts", "h2", "h", "template",
+						tpl, "claim", "ack", "VMACT claimed", "lifecycle",
+						"healthy_timeout_s", 4, "health_interval_s", 1));
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
+	assert_int_equal(th_write_file(fx.cfg_c, text), 0);
+	free(text);
+	own(fx.cfg_c, false, 0644);
+}
+
+static void host_unreachable(void **state)
+{
+	char name2[128], img2[PATH_MAX], listen[PATH_MAX + 8];
+	pid_t qemu2;
+	json_t *n;
+
+	/* h2: its libvirtd, its pool, its arbiter (room for many). */
+	mkdir(fx.home2, 0700);
+	own(fx.home2, true, 0700);
+	snprintf(fx.uri2, sizeof(fx.uri2),
+		 "qemu+unix:///session?socket=%s/.cache/libvirt/libvirt-sock", fx.home2);
+	start_lv2();
+	fx.c2 = virConnectOpen(fx.uri2);
+	assert_non_null(fx.c2);
+	snprintf(img2, sizeof(img2), "%s/img2", fx.dir);
+	assert_int_equal(th_cluster_pool(fx.c2, NULL, fx.pool, img2), 0);
+	{
+		char base[PATH_MAX + 32];
+
+		snprintf(base, sizeof(base), "%s/node-base.qcow2", img2);
+		own(img2, true, 0755);
+		own(base, true, 0644);
+		virStoragePoolPtr p = virStoragePoolLookupByName(fx.c2, fx.pool);
+
+		assert_non_null(p);
+		virStoragePoolRefresh(p, 0);
+		virStoragePoolFree(p);
+	}
+	{
+		const char *args[] = { fx.arbiter, "--listen", listen,        "--cpu", "8",
+				       "--memory", "8Gi",      "--lease-key", fx.key,  NULL };
+
+		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
+		assert_int_equal(th_cluster_spawn(&fx.ad2, &fx.u, args, fx.alog2), 0);
+	}
+	write_config_c();
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	assert_int_equal(start_groupd(fx.cfg_c), 0);
+
+	/* A member where the room is: h2. */
+	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.gd, running_on, "h2", LIMIT_BOOT_S))
+		die_with_logs("the first member did not go into service on h2");
+	snprintf(name2, sizeof(name2), "%s", member_on("two", "h2"));
+	qemu2 = qemu_of(name2);
+	assert_true(qemu2 > 0);
+
+	/* h2's libvirtd dies (its guest runs on). */
+	assert_int_equal(th_proc_stop(&fx.lv2, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
+	if (!th_wait_daemon(&fx.gd, h2_libvirt, NULL, LIMIT_S))
+		die_with_logs("h2 never counted as unreachable");
+	/* Placement goes elsewhere. */
+	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 2);
+	if (!th_wait_daemon(&fx.gd, running_on, "h", LIMIT_BOOT_S))
+		die_with_logs("the second member did not go to h");
+	/* The unreachable member: on the books, reported, not deleted. */
+	if (!th_wait_daemon(&fx.gd, h2_member_error, "UNHEALTHY", LIMIT_S))
+		die_with_logs("the member on the unreachable host was not reported");
+	assert_string_equal(member_on("two", "h2"), name2);
+	assert_int_equal(nodes_in("two", "state", NULL), 2);
+	assert_int_equal(qemu_of(name2), qemu2);
+
+	/* h2 back: the same guest, healthy again; nothing lost or doubled. */
+	virConnectClose(fx.c2);
+	start_lv2();
+	fx.c2 = virConnectOpen(fx.uri2);
+	assert_non_null(fx.c2);
+	if (!th_wait_daemon(&fx.gd, h2_libvirt, (void *)1, LIMIT_S) ||
+	    !th_wait_daemon(&fx.gd, h2_member_error, NULL, LIMIT_S))
+		die_with_logs("the member on h2 did not come back healthy");
+	assert_int_equal(qemu_of(name2), qemu2);
+	n = get_nodes("two");
+	assert_int_equal(json_array_size(n), 2);
+	assert_string_not_equal(json_string_value(json_object_get(json_array_get(n, 0), "name")),
+				json_string_value(json_object_get(json_array_get(n, 1), "name")));
+	json_decref(n);
+	assert_int_equal(ours_on(fx.c2), 1);
+	assert_int_equal(ours_on(fx.c), 1);
+	delete_all("two");
+	assert_int_equal(ours_on(fx.c2), 0);
+	assert_int_equal(ours_on(fx.c), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lease_wait_outlasts),
+		cmocka_unit_test(lease_lost_unplaces),
+		cmocka_unit_test(session_domain_100),
+		cmocka_unit_test(health_in_service_reported),
+		cmocka_unit_test(health_in_service_replaced),
+		cmocka_unit_test(boot_limit),
+		cmocka_unit_test(host_unreachable),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
