@@ -31,6 +31,10 @@
  *                           of one core: (CPU at the largest N - CPU at 0
  *                           VMs) / N, or CPU / N without a 0 run
  *
+ * With VMACT_FP_BASELINE=PATH another vmactd binary (e.g. main's) is
+ * measured the same way right after each of this build's, on the same
+ * guests, and printed as a second table: compare the two within a run.
+ *
  * Usage: footprint-bench [SECONDS [N...]] (root, make guest). Plain build:
  * an ASan build's memory says nothing about vmactd's. */
 #include <dirent.h>
@@ -60,22 +64,23 @@
 /* The guest's status line every 5 s, no qemu-ga: as little idle load as
  * the test guest can have under TCG. */
 #define GUEST_CMDLINE "vmact.report=5 vmact.agent=0"
-#define META                                                                          \
-	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"              \
-	"<vmact:cpu min='1' max='2'/>"                                                \
-	"<vmact:memory min='128Mi' max='128Mi' method='virtio-mem'/>"                 \
+#define META                                                             \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
+	"<vmact:cpu min='1' max='2'/>"                                   \
+	"<vmact:memory min='128Mi' max='128Mi' method='virtio-mem'/>"    \
 	"<vmact:compute-unit cpu='250m' memory='128Mi'/></vmact:autoscaling>"
 
 /* Where a process's resident memory is, from its smaps (KiB). */
 enum { M_HEAP, M_ANON, M_BPF, M_BINARY, M_LIBS, M_OTHER, N_MEM };
-static const char *const mem_names[N_MEM] = { "heap",   "anonymous (arenas, stacks)",
-					       "BPF maps", "vmactd binary",
-					       "shared libraries", "other" };
+static const char *const mem_names[N_MEM] = {
+	"heap",          "anonymous (arenas, stacks)", "BPF maps",
+	"vmactd binary", "shared libraries",           "other"
+};
 
 struct usage {
 	double rss_mib, pss_mib;
 	long threads, fds;
-	double cpu_pct; /* % of one core over the window */
+	double cpu_pct;                        /* % of one core over the window */
 	double mem_rss[N_MEM], mem_pss[N_MEM]; /* KiB */
 };
 
@@ -88,8 +93,7 @@ struct run {
 static virConnectPtr vc;
 static struct tg_guest guests[MAX_VMS];
 static unsigned booted;
-static char vmactd_path[PATH_MAX], tpl[128], cfg[128], dlog[128], pins[128], sockp[128],
-	state[128];
+static char vmactd_path[PATH_MAX], tpl[128], cfg[128], dlog[128], pins[128], sockp[128], state[128];
 
 /* ---- /proc ---- */
 
@@ -346,9 +350,9 @@ static void unpin(void)
 }
 
 /* One measurement with the guests booted so far. */
-static int measure(unsigned secs, struct run *run)
+static int measure(const char *prog, unsigned secs, struct run *run)
 {
-	const char *argv[] = { vmactd_path, "--config", cfg, NULL };
+	const char *argv[] = { prog, "--config", cfg, NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
 	struct th_proc d = { 0 };
 	char text[1024], ready[64];
@@ -367,7 +371,7 @@ static int measure(unsigned secs, struct run *run)
 		return -1;
 	unlink(dlog);
 	if (th_spawn(&d, argv, &o) < 0) {
-		fprintf(stderr, "footprint-bench: cannot start %s\n", vmactd_path);
+		fprintf(stderr, "footprint-bench: cannot start %s\n", prog);
 		return -1;
 	}
 	snprintf(ready, sizeof(ready), "ready: managing %u VM%s", booted, booted == 1 ? "" : "s");
@@ -412,10 +416,10 @@ out:
 	return rc;
 }
 
-static void print_runs(const struct run *runs, unsigned n)
+static void print_runs(const char *title, const struct run *runs, unsigned n)
 {
-	printf("\n%5s %10s %10s %8s %5s %9s %12s %12s %12s %11s %7s\n", "VMs", "vmactd RSS",
-	       "PSS (MiB)", "threads", "fds", "CPU (%)", "CPU/VM (%)", "libvirtd RSS",
+	printf("\n%s\n%5s %10s %10s %8s %5s %9s %12s %12s %12s %11s %7s\n", title, "VMs",
+	       "vmactd RSS", "PSS (MiB)", "threads", "fds", "CPU (%)", "CPU/VM (%)", "libvirtd RSS",
 	       "libvirtd CPU", "QEMUs (MiB)", "load1");
 	for (unsigned i = 0; i < n; i++) {
 		const struct run *r = &runs[i];
@@ -446,7 +450,8 @@ static void print_runs(const struct run *runs, unsigned n)
 int main(int argc, char **argv)
 {
 	unsigned secs = argc > 1 ? (unsigned)atoi(argv[1]) : 30, counts[MAX_RUNS], n = 0;
-	struct run runs[MAX_RUNS];
+	struct run runs[MAX_RUNS], base[MAX_RUNS];
+	const char *baseline = getenv("VMACT_FP_BASELINE");
 	unsigned done = 0;
 	const struct run *zero = NULL, *last = NULL, *one = NULL;
 	int pid = (int)getpid(), rc = 1;
@@ -503,10 +508,16 @@ int main(int argc, char **argv)
 			break;
 		fprintf(stderr, "  %u guests running (%.0f s to boot the new ones)\n", booted,
 			th_now_s() - t);
-		if (measure(secs, &runs[done]) < 0)
+		if (measure(vmactd_path, secs, &runs[done]) < 0)
 			break;
 		fprintf(stderr, "  %u VMs: vmactd RSS %.1f MiB, CPU %.3f %%\n", booted,
 			runs[done].vmactd.rss_mib, runs[done].vmactd.cpu_pct);
+		if (baseline && baseline[0]) {
+			if (measure(baseline, secs, &base[done]) < 0)
+				break;
+			fprintf(stderr, "  %u VMs: baseline RSS %.1f MiB, CPU %.3f %%\n", booted,
+				base[done].vmactd.rss_mib, base[done].vmactd.cpu_pct);
+		}
 		done++;
 	}
 	{
@@ -516,7 +527,12 @@ int main(int argc, char **argv)
 			all[i] = &guests[i];
 		tg_destroy_all(all, booted, false);
 	}
-	print_runs(runs, done);
+	print_runs("this build's vmactd:", runs, done);
+	if (baseline && baseline[0])
+		print_runs(
+			"baseline vmactd (VMACT_FP_BASELINE), measured right after it on the same "
+			"guests:",
+			base, done);
 	for (unsigned i = 0; i < done; i++) {
 		if (runs[i].vms == 0)
 			zero = &runs[i];
@@ -529,9 +545,9 @@ int main(int argc, char **argv)
 	if (one)
 		printf("rss_1vm_mib: %.1f\n", one->vmactd.rss_mib);
 	if (last) {
-		double base = zero ? zero->vmactd.cpu_pct : 0;
+		double idle0 = zero ? zero->vmactd.cpu_pct : 0;
 
-		printf("cpu_per_idle_vm_pct: %.4f\n", (last->vmactd.cpu_pct - base) / last->vms);
+		printf("cpu_per_idle_vm_pct: %.4f\n", (last->vmactd.cpu_pct - idle0) / last->vms);
 		rc = done == n ? 0 : 1;
 	}
 	if (vc)

@@ -175,8 +175,8 @@ static void stamp_phase(const char *line, void *arg)
  * host's. */
 struct guest_clock {
 	long long onset, online, uevent; /* guest ns; 0: not yet */
-	double onset_host;                 /* host s when the onset line came */
-	double two_host;                   /* host s of the first 2-CPU report */
+	double onset_host;               /* host s when the onset line came */
+	double two_host;                 /* host s of the first 2-CPU report */
 };
 
 static void guest_line(const char *line, void *arg)
@@ -192,7 +192,8 @@ static void guest_line(const char *line, void *arg)
 		gc->onset_host = th_now_s();
 	} else if ((p = strstr(line, "VMACT online cpu=")) && gc->onset && !gc->online &&
 		   sscanf(p, "VMACT online cpu=%*u mono_ns=%lld real_ns=%*d uevent_mono_ns=%lld",
-			  &mono, &uev) == 2 && mono >= gc->onset) {
+			  &mono, &uev) == 2 &&
+		   mono >= gc->onset) {
 		gc->online = mono;
 		gc->uevent = uev;
 	} else if ((p = strstr(line, "VMACT seq=")) && gc->two_host < 0 &&
@@ -266,8 +267,9 @@ static double wait_two(const struct tg_guest *g, long from, double t0, double li
 			break;
 		if (now - t0 > limit_s) {
 			if (!gc.onset)
-				fprintf(stderr, "reaction-bench: %s said no onset: a guest built "
-						"before its clock stamps? (make guest)\n",
+				fprintf(stderr,
+					"reaction-bench: %s said no onset: a guest built "
+					"before its clock stamps? (make guest)\n",
 					g->name);
 			return -1;
 		}
@@ -529,8 +531,8 @@ int main(int argc, char **argv)
 			if (dt < 0 && getenv("VMACT_BENCH_KEEP_LOG")) {
 				char keep[400];
 
-				snprintf(keep, sizeof(keep), "cp %s /tmp/vmact-rb-%d-%d.guest", g.log,
-					 pid, c);
+				snprintf(keep, sizeof(keep), "cp %s /tmp/vmact-rb-%d-%d.guest",
+					 g.log, pid, c);
 				if (system(keep) != 0)
 					fprintf(stderr, "reaction-bench: cannot keep %s\n", g.log);
 			}
@@ -545,8 +547,8 @@ int main(int argc, char **argv)
 				down_runs++;
 			if (c == C_VMACT && dn >= 0)
 				th_samples_add(&down, dn);
-			fprintf(stderr, "  run %d/%d %-22s up %s%.3f s (host %.3f s)", i + 1,
-				iters, cont_names[c], dt < 0 ? "never, " : "", dt, dh);
+			fprintf(stderr, "  run %d/%d %-22s up %s%.3f s (host %.3f s)", i + 1, iters,
+				cont_names[c], dt < 0 ? "never, " : "", dt, dh);
 			if (c == C_VMACT)
 				fprintf(stderr, ", down %.2f s", dn);
 			fprintf(stderr, "\n");
@@ -554,8 +556,8 @@ int main(int argc, char **argv)
 	}
 
 table:
-	printf("\n%-24s %6s %10s %10s %6s %10s %10s %10s %8s\n", "contender (ms)", "runs",
-	       "up p50", "up p99", "never", "host p50", "down p50", "down p99", "down n");
+	printf("\n%-24s %6s %10s %10s %6s %10s %10s %10s %8s\n", "contender (ms)", "runs", "up p50",
+	       "up p99", "never", "host p50", "down p50", "down p99", "down n");
 	for (int c = 0; c < N_CONT; c++) {
 		if (skip_contender(c))
 			continue;
@@ -585,8 +587,8 @@ table:
 		printf("\n");
 	}
 	if (up[C_AGENTLESS].n && up[C_OPERATOR].n)
-		printf("ratio_no_agent: %.2f\n", th_samples_pct(&up[C_AGENTLESS], 50) /
-							 th_samples_pct(&up[C_OPERATOR], 50));
+		printf("ratio_no_agent: %.2f\n",
+		       th_samples_pct(&up[C_AGENTLESS], 50) / th_samples_pct(&up[C_OPERATOR], 50));
 	if (up[C_VMACT].n && up[C_OPERATOR].n) {
 		printf("ratio: %.2f\n",
 		       th_samples_pct(&up[C_VMACT], 50) / th_samples_pct(&up[C_OPERATOR], 50));

@@ -113,7 +113,8 @@ int main(void)
 		while (read(fifo, buf, sizeof(buf)) > 0) {
 		}
 	for (;;) {
-		struct pollfd p[2] = { { .fd = s, .events = POLLIN }, { .fd = fifo, .events = POLLIN } };
+		struct pollfd p[2] = { { .fd = s, .events = POLLIN },
+				       { .fd = fifo, .events = POLLIN } };
 		const char *devpath = NULL;
 		int add = 0, cpu = 0;
 		long long at;
