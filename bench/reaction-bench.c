@@ -191,7 +191,7 @@ static void guest_line(const char *line, void *arg)
 		gc->onset = mono;
 		gc->onset_host = th_now_s();
 	} else if ((p = strstr(line, "VMACT online cpu=")) && gc->onset && !gc->online &&
-		   sscanf(p, "VMACT online cpu=%*u mono_ns=%lld real_ns=%*d uevent_mono_ns=%lld",
+		   sscanf(p, "VMACT online cpu=%*u mono_ns=%lld real_ns=%*[0-9] uevent_mono_ns=%lld",
 			  &mono, &uev) == 2 &&
 		   mono >= gc->onset) {
 		gc->online = mono;
