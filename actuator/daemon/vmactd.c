@@ -4,7 +4,6 @@
  * never needs locks around its VM registry. */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -318,12 +317,6 @@ static int on_control_retry(sd_event_source *s, uint64_t usec, void *ud)
 static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
 {
 	if (first_sync) {
-		/* Start-up's transient memory (the BPF objects' and the
-		 * kernel's BTF while the programs load, the domains' XML)
-		 * is free now; hand its pages back rather than keep them
-		 * resident for the daemon's life (doc/host.md, "vmactd's own
-		 * footprint"). */
-		malloc_trim(0);
 		sd_notify(0, "READY=1");
 		log_info("ready: managing %u VM%s", managed, managed == 1 ? "" : "s");
 	}
@@ -457,11 +450,6 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int c, r;
 
-	/* One loop thread does the work; libvirt's event thread and the
-	 * short-lived hotplug threads need no allocator arena each (each
-	 * arena is memory that stays resident: doc/host.md, "vmactd's own
-	 * footprint"). */
-	mallopt(M_ARENA_MAX, 2);
 	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
