@@ -155,7 +155,7 @@ SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check check-upstream unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction bench-memory \
-        bench-provision \
+        bench-provision bench-footprint \
         tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -420,6 +420,17 @@ bench-hotplug: $(BUILD)/bench/hotplug-bench guest
 # (bench/reaction-bench.c). Needs root and node (the vm-monitor peer).
 bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/reaction-bench $(BENCH_ITER)
+
+# make bench-footprint: issue 28's benchmark, vmactd's memory, threads,
+# descriptors and CPU per managed VM with FOOTPRINT_VMS tiny idle TCG
+# guests (0 = vmactd alone), beside libvirtd's in the same run, over
+# FOOTPRINT_SECONDS windows; ends with rss_1vm_mib and cpu_per_idle_vm_pct
+# (bench/footprint-bench.c). Root, the plain build.
+FOOTPRINT_SECONDS ?= 30
+FOOTPRINT_VMS ?= 0 1 10 30
+bench-footprint: $(BUILD)/bench/footprint-bench $(BUILD)/vmactd guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/footprint-bench \
+		$(FOOTPRINT_SECONDS) $(FOOTPRINT_VMS)
 
 # make bench-memory: issue 17's benchmark, memory pressure onset (an
 # allocation beyond what the guest has free) -> more memory in the guest,

@@ -18,20 +18,27 @@
  *
  * Every run gets a fresh guest (tests/guest, 1 of 4 vCPUs, bounds 1..4
  * CPUs / 512Mi..1536Mi, compute unit 250m/256Mi, the vm-monitor peer
- * tests/peers/vm-monitor.js approving downscales); boot time and daemon
- * start-up are not measured. The clock starts when `busy 2` is sent into
- * the guest and stops when the guest's own status line (every 20 ms,
- * tests/guest/init) showing 2 online CPUs arrives on its log serial port.
- * The guest's reporter also onlines hot-added CPUs, so 20 ms is both the
- * resolution and part of every contender's latency.
+ * tests/peers/vm-monitor.js approving downscales; with VMACT_BENCH_ONLY
+ * "agentless" also vmactd with its defaults on a guest without it); boot
+ * time and daemon start-up are not measured. The figure is taken on the
+ * guest's own clock (issue 28): the guest's cpu-online helper stamps the
+ * load's onset (as `busy 2` starts its loops) and the instant the write
+ * that onlines the hot-plugged vCPU returned, both CLOCK_MONOTONIC in the
+ * guest, and says them on its console (tests/guest/cpu-online.c); the
+ * figure is online - onset, whatever the host's view of the serial log or
+ * the guest's 200 ms report loop add. The host-side figure (busy sent ->
+ * the status line showing 2 CPUs) is printed beside it, as before.
  *
  * For the vmactd runs the daemon's log (--verbose) is followed while
- * waiting and each phase is stamped when its line arrives: the policy's
- * decision ("cpu ..."), the scheduler's permit, the start of the resize,
- * the daemon's "resized to", then the guest's report.
+ * waiting and each phase is stamped when its line arrives, after the
+ * guest's onset line arrived on the host: the policy's decision ("cpu
+ * ..."), the scheduler's permit, the start of the resize, the daemon's
+ * "resized to"; then, on the guest's clock after its onset, the vCPU's
+ * uevent and its online instant.
  *
  * Usage: reaction-bench [ITERATIONS]  (default 10; root, make guest, node)
- * Ends with "ratio: X" = vmact upscale p50 / operator loop upscale p50. */
+ * Ends with "ratio: X" = vmact upscale p50 / operator loop upscale p50,
+ * both on the guest's clock. */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -53,9 +60,19 @@
 #include "tests/lib/samples.h"
 #include "tests/lib/wait.h"
 
-#define PREFIX       "vmact-rb"
-#define NEON_CAP_S   120.0
-#define UP_LIMIT_S   120.0
+#define PREFIX     "vmact-rb"
+#define NEON_CAP_S 120.0
+#define UP_LIMIT_S 120.0
+
+/* VMACT_BENCH_UP_LIMIT=SECONDS: a shorter cap for a quick look on a busy
+ * host, where a contended guest never grows (its runs count as "never"). */
+static double up_limit(void)
+{
+	const char *v = getenv("VMACT_BENCH_UP_LIMIT");
+	double s = v ? atof(v) : 0;
+
+	return s > 0 ? s : UP_LIMIT_S;
+}
 #define DOWN_LIMIT_S 90.0
 #define POLL_USEC    5000
 /* issue 9's guest, as a new user writes it (as in test_daemon) */
@@ -64,18 +81,26 @@
 	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
 	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
 
-enum { C_OPERATOR, C_NEON, C_VMACT, N_CONT };
+enum { C_OPERATOR, C_NEON, C_VMACT, C_AGENTLESS, N_CONT };
 static const char *const cont_names[N_CONT] = { "operator loop (virsh)", "vmact neon policy",
-						"vmact (defaults)" };
+						"vmact (defaults)", "vmact, no agent" };
+/* The vmactd contenders' columns of the phase table. */
+enum { P_NEON, P_VMACT, P_AGENTLESS, N_PCOL };
 
-/* vmactd phases, stamped when their log line arrives (seconds after busy). */
-enum { PH_DECIDE, PH_PERMIT, PH_RESIZING, PH_RESIZED, PH_GUEST, N_PH };
-static const char *const ph_names[N_PH] = { "decision (cpu ...)", "scheduler permits",
-					    "resizing from", "resized to", "guest sees 2 CPUs" };
-static const char *const ph_needles[N_PH - 1] = { ": cpu ", ": scheduler permits ",
+/* vmactd's phases, stamped when their log line arrives on the host (after
+ * the guest's onset line arrived), then the guest's own (after its onset,
+ * on its clock). */
+enum { PH_DECIDE, PH_PERMIT, PH_RESIZING, PH_RESIZED, PH_UEVENT, PH_ONLINE, N_PH };
+#define N_LOG_PH PH_UEVENT
+static const char *const ph_names[N_PH] = {
+	"decision (cpu ...)", "scheduler permits", "resizing from",
+	"resized to",         "guest: cpu uevent", "guest: cpu online",
+};
+static const char *const ph_needles[N_LOG_PH] = { ": cpu ", ": scheduler permits ",
 						  ": resizing from ", ": resized to " };
 
-static struct th_samples up[N_CONT], down, phase[2][N_PH];
+/* up: on the guest's clock; up_host: busy sent -> status line. */
+static struct th_samples up[N_CONT], up_host[N_CONT], down, phase[N_PCOL][N_PH];
 static unsigned never[N_CONT], down_runs;
 
 static virConnectPtr vc;
@@ -140,7 +165,7 @@ static void follow_lines(struct follow *f, void (*fn)(const char *line, void *),
 
 struct phases {
 	const char *name; /* the guest's name: lines about it */
-	double t0, at[N_PH];
+	double at[N_PH];  /* host seconds (log phases), guest seconds after onset */
 };
 
 static void stamp_phase(const char *line, void *arg)
@@ -149,9 +174,51 @@ static void stamp_phase(const char *line, void *arg)
 
 	if (!strstr(line, ph->name))
 		return;
-	for (int i = 0; i < N_PH - 1; i++)
+	for (int i = 0; i < N_LOG_PH; i++)
 		if (ph->at[i] < 0 && strstr(line, ph_needles[i]))
-			ph->at[i] = th_now_s() - ph->t0;
+			ph->at[i] = th_now_s();
+}
+
+/* What the guest said on its console since the load was sent
+ * (tests/guest/cpu-online.c): its onset, then the second vCPU online, on
+ * its own monotonic clock; and its status line with 2 CPUs, on the
+ * host's. */
+struct guest_clock {
+	long long onset, online, uevent; /* guest ns; 0: not yet */
+	double onset_host;               /* host s when the onset line came */
+	double two_host;                 /* host s of the first 2-CPU report */
+};
+
+static void guest_line(const char *line, void *arg)
+{
+	struct guest_clock *gc = arg;
+	const char *p;
+	long long mono, uev;
+	unsigned cpus;
+
+	if ((p = strstr(line, "VMACT onset mono_ns=")) && !gc->onset &&
+	    sscanf(p, "VMACT onset mono_ns=%lld", &mono) == 1) {
+		gc->onset = mono;
+		gc->onset_host = th_now_s();
+	} else if ((p = strstr(line, "VMACT online cpu=")) && gc->onset && !gc->online &&
+		   sscanf(p,
+			  "VMACT online cpu=%*u mono_ns=%lld real_ns=%*[0-9] uevent_mono_ns=%lld",
+			  &mono, &uev) == 2 &&
+		   mono >= gc->onset) {
+		gc->online = mono;
+		gc->uevent = uev;
+	} else if ((p = strstr(line, "VMACT seq=")) && gc->two_host < 0 &&
+		   sscanf(p, "VMACT seq=%*u cpus=%u", &cpus) == 1 && cpus >= 2) {
+		gc->two_host = th_now_s();
+	}
+}
+
+/* The end of the guest's log now: what comes after is this run's. */
+static long log_end(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (long)sb.st_size : 0;
 }
 
 /* Other users of this host may restart libvirtd: reopen the connection
@@ -185,33 +252,59 @@ static int boot(const char *meta, struct tg_guest *g)
 	return 0;
 }
 
-/* Waits until the guest reports >= 2 CPUs; seconds since t0, or -1 after
- * limit_s. While waiting, the daemon's log is followed (f may be NULL). */
-static double wait_two(const struct tg_guest *g, double t0, double limit_s, struct follow *f,
-		       struct phases *ph)
+/* Waits until the guest onlined its second vCPU (its own stamp, and its
+ * status line showing it), reading its log from `from` (its end before
+ * the load was sent); guest seconds from its onset to the online
+ * instant, or -1 after limit_s (host seconds since t0, when the load was
+ * sent). *host_s: busy sent -> the status line, -1 without it. While
+ * waiting, the daemon's log is followed (f may be NULL). */
+static double wait_two(const struct tg_guest *g, long from, double t0, double limit_s,
+		       struct follow *f, struct phases *ph, double *host_s)
 {
+	struct follow gf = { .path = g->log, .off = from };
+	struct guest_clock gc = { .two_host = -1 };
+
+	*host_s = -1;
 	for (;;) {
-		struct tg_report r;
 		double now;
 
+		follow_lines(&gf, guest_line, &gc);
 		if (f)
 			follow_lines(f, stamp_phase, ph);
 		now = th_now_s();
-		if (tg_report(g, &r) && r.cpus >= 2)
-			return now - t0;
-		if (now - t0 > limit_s)
+		/* The status line too, for the host-side figure: a report
+		 * interval (200 ms) at most after the stamp. */
+		if (gc.online && gc.two_host >= 0)
+			break;
+		if (now - t0 > limit_s) {
+			if (!gc.onset)
+				fprintf(stderr,
+					"reaction-bench: %s said no onset: a guest built "
+					"before its clock stamps? (make guest)\n",
+					g->name);
 			return -1;
+		}
 		usleep(POLL_USEC);
 	}
+	*host_s = gc.two_host - t0;
+	if (ph) {
+		for (int i = 0; i < N_LOG_PH; i++)
+			if (ph->at[i] >= 0)
+				ph->at[i] -= gc.onset_host;
+		ph->at[PH_UEVENT] = (double)(gc.uevent - gc.onset) / 1e9;
+		ph->at[PH_ONLINE] = (double)(gc.online - gc.onset) / 1e9;
+	}
+	return (double)(gc.online - gc.onset) / 1e9;
 }
 
-static double run_operator(const struct tg_guest *g)
+static double run_operator(const struct tg_guest *g, double *host_s)
 {
 	static const struct th_spawn_opts quiet = { .out = TH_OUT_NULL, .err = TH_OUT_NULL };
 	const char *argv[] = { "bash",  "-c",           operator_sh, "operator-loop",
 			       g->name, HP_URI_DEFAULT, NULL };
 	struct th_proc loop = { 0 };
 	double t0, dt;
+	long from;
 
 	if (th_spawn(&loop, argv, &quiet) < 0) {
 		fprintf(stderr, "reaction-bench: cannot start bash\n");
@@ -220,12 +313,13 @@ static double run_operator(const struct tg_guest *g)
 	/* Its first sample is the baseline; busy starts at a random phase
 	 * of its one-second cycle, as load would. */
 	usleep(2500000);
+	from = log_end(g->log);
 	t0 = th_now_s();
 	if (tg_cmd(g, "busy 2") < 0) {
 		th_proc_stop(&loop, SIGTERM, VMACT_USEC_PER_SEC);
 		return -1;
 	}
-	dt = wait_two(g, t0, UP_LIMIT_S, NULL, NULL);
+	dt = wait_two(g, from, t0, up_limit(), NULL, NULL, host_s);
 	th_proc_stop(&loop, SIGTERM, 5 * VMACT_USEC_PER_SEC);
 	return dt;
 }
@@ -250,10 +344,16 @@ static void unpin(void)
 	rmdir(pins);
 }
 
-/* One vmactd run on guest g. Returns the upscale time (-1: none within
- * the cap); *down_s: the time back to the minimum after idle (vmact only). */
-static double run_vmactd(const struct tg_guest *g, bool neon, double *down_s)
+/* One vmactd run on guest g for contender c. Returns the upscale time on
+ * the guest's clock (-1: none within the cap); *host_s: the same on the
+ * host's (wait_two); *down_s: the time back to the minimum after idle
+ * (vmact with the monitor only). */
+static double run_vmactd(const struct tg_guest *g, int c, double *host_s, double *down_s)
 {
+	bool neon = c == C_NEON;
+	int col = c == C_NEON ? P_NEON : c == C_VMACT ? P_VMACT : P_AGENTLESS;
+	double t0;
+	long from;
 	const char *argv[] = { vmactd_path, "--config", cfg, "--verbose", NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
 	struct th_proc d = { 0 };
@@ -264,6 +364,7 @@ static double run_vmactd(const struct tg_guest *g, bool neon, double *down_s)
 	struct stat sb;
 
 	*down_s = -1;
+	*host_s = -1;
 	snprintf(text, sizeof(text),
 		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
 		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
@@ -293,17 +394,16 @@ static double run_vmactd(const struct tg_guest *g, bool neon, double *down_s)
 	follow_lines(&f, stamp_phase, &ph); /* skip what came before busy */
 	for (int i = 0; i < N_PH; i++)
 		ph.at[i] = -1;
-	ph.t0 = th_now_s();
+	from = log_end(g->log);
+	t0 = th_now_s();
 	if (tg_cmd(g, "busy 2") < 0)
 		goto out;
-	dt = wait_two(g, ph.t0, neon ? NEON_CAP_S : UP_LIMIT_S, &f, &ph);
-	follow_lines(&f, stamp_phase, &ph);
-	ph.at[PH_GUEST] = dt;
+	dt = wait_two(g, from, t0, neon ? NEON_CAP_S : up_limit(), &f, &ph, host_s);
 	if (dt >= 0)
 		for (int i = 0; i < N_PH; i++)
 			if (ph.at[i] >= 0)
-				th_samples_add(&phase[neon ? 0 : 1][i], ph.at[i]);
-	if (neon || dt < 0)
+				th_samples_add(&phase[col][i], ph.at[i]);
+	if (c != C_VMACT || dt < 0)
 		goto out;
 
 	/* Back down: let the busy guest finish growing, then idle. */
@@ -353,7 +453,7 @@ static void print_ms(struct th_samples *s, unsigned capped)
  * (the table then has no figures for the others). */
 static bool skip_contender(int c)
 {
-	static const char *const keys[N_CONT] = { "operator", "neon", "vmact" };
+	static const char *const keys[N_CONT] = { "operator", "neon", "vmact", "agentless" };
 	const char *only = getenv("VMACT_BENCH_ONLY");
 	char list[128], *save = NULL;
 
@@ -370,7 +470,7 @@ int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 10;
 	const char *peer_args[] = { "--unix", sock, "--no-cgroup", NULL };
-	char self[PATH_MAX], meta[1024], msg[512];
+	char self[PATH_MAX], meta[1024], meta_bare[1024], msg[512];
 	int pid = (int)getpid(), rc = 1;
 	ssize_t n;
 
@@ -396,8 +496,8 @@ int main(int argc, char **argv)
 	snprintf(dlog, sizeof(dlog), "/tmp/vmact-rb-%d.log", pid);
 	snprintf(pins, sizeof(pins), "/sys/fs/bpf/vmact-rb-%d", pid);
 
-	/* The guest's reporter at 20 ms: it onlines hot-added CPUs too. */
-	setenv("VMACT_GUEST_CMDLINE", "vmact.report=0.02", 0);
+	/* The guest's own clock times the vCPU (cpu-online's stamps): its
+	 * reporter keeps its default 200 ms, as in the integration tests. */
 	/* A virtio balloon reporting memory statistics: vmactd's source of
 	 * guest memory usage, as in test_daemon. */
 	if (tg_balloon_template(tpl) < 0) {
@@ -414,9 +514,12 @@ int main(int argc, char **argv)
 		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
 		 "<vmact:monitor endpoint='unix:%s'/></vmact:autoscaling>",
 		 sock);
+	snprintf(meta_bare, sizeof(meta_bare),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
+		 "</vmact:autoscaling>");
 
 	printf("reaction-bench: %d runs per contender, fresh TCG guest each, busy 2 in a 1-vCPU "
-	       "guest -> guest reports 2 CPUs\n",
+	       "guest: its onset -> its second vCPU online, on the guest's clock\n",
 	       iters);
 	fflush(stdout);
 	for (int i = 0; i < iters; i++) {
@@ -424,29 +527,39 @@ int main(int argc, char **argv)
 			/* Rotate who goes first so drift hits all three. */
 			int c = (k + i) % N_CONT;
 			struct tg_guest g = { 0 };
-			double dt, dn = -1;
+			double dt, dn = -1, dh = -1;
 
 			if (skip_contender(c))
 				continue;
-			if (boot(meta, &g) < 0) {
+			if (boot(c == C_AGENTLESS ? meta_bare : meta, &g) < 0) {
 				tg_destroy(&g);
 				goto table;
 			}
 			if (c == C_OPERATOR)
-				dt = run_operator(&g);
+				dt = run_operator(&g, &dh);
 			else
-				dt = run_vmactd(&g, c == C_NEON, &dn);
+				dt = run_vmactd(&g, c, &dh, &dn);
+			if (dt < 0 && getenv("VMACT_BENCH_KEEP_LOG")) {
+				char keep[400];
+
+				snprintf(keep, sizeof(keep), "cp %s /tmp/vmact-rb-%d-%d.guest",
+					 g.log, pid, c);
+				if (system(keep) != 0)
+					fprintf(stderr, "reaction-bench: cannot keep %s\n", g.log);
+			}
 			tg_destroy(&g);
-			if (dt >= 0)
+			if (dt >= 0) {
 				th_samples_add(&up[c], dt);
-			else
+				th_samples_add(&up_host[c], dh);
+			} else {
 				never[c]++;
+			}
 			if (c == C_VMACT && dt >= 0)
 				down_runs++;
 			if (c == C_VMACT && dn >= 0)
 				th_samples_add(&down, dn);
-			fprintf(stderr, "  run %d/%d %-22s up %s%.2f s", i + 1, iters,
-				cont_names[c], dt < 0 ? "never, " : "", dt);
+			fprintf(stderr, "  run %d/%d %-22s up %s%.3f s (host %.3f s)", i + 1, iters,
+				cont_names[c], dt < 0 ? "never, " : "", dt, dh);
 			if (c == C_VMACT)
 				fprintf(stderr, ", down %.2f s", dn);
 			fprintf(stderr, "\n");
@@ -454,12 +567,15 @@ int main(int argc, char **argv)
 	}
 
 table:
-	printf("\n%-24s %6s %10s %10s %6s %10s %10s %8s\n", "contender (ms)", "runs", "up p50",
-	       "up p99", "never", "down p50", "down p99", "down n");
+	printf("\n%-24s %6s %10s %10s %6s %10s %10s %10s %8s\n", "contender (ms)", "runs", "up p50",
+	       "up p99", "never", "host p50", "down p50", "down p99", "down n");
 	for (int c = 0; c < N_CONT; c++) {
+		if (skip_contender(c))
+			continue;
 		printf("%-24s %6zu", cont_names[c], up[c].n + never[c]);
 		print_ms(&up[c], never[c]);
 		printf(" %6u", never[c]);
+		print_pct(&up_host[c], never[c], 50);
 		if (c == C_VMACT && down.n)
 			printf(" %10.0f %10.0f %4zu/%-3u", th_samples_pct(&down, 50) * 1000,
 			       th_samples_pct(&down, 99) * 1000, down.n, down_runs);
@@ -469,17 +585,21 @@ table:
 			printf(" %10s %10s %8s", "-", "-", "-");
 		printf("\n");
 	}
-	printf("\nvmactd phases, p50 ms after busy (log line arrival):\n%-22s %12s %12s\n", "phase",
-	       "neon", "vmact");
+	printf("\nphases, p50 ms after the guest's onset (vmactd's: its log line's arrival after the "
+	       "onset line's; the guest's: on its clock):\n%-22s %12s %12s %12s\n",
+	       "phase", "neon", "vmact", "no agent");
 	for (int i = 0; i < N_PH; i++) {
 		printf("%-22s", ph_names[i]);
-		for (int p = 0; p < 2; p++)
+		for (int p = 0; p < N_PCOL; p++)
 			if (phase[p][i].n)
 				printf(" %12.0f", th_samples_pct(&phase[p][i], 50) * 1000);
 			else
 				printf(" %12s", "-");
 		printf("\n");
 	}
+	if (up[C_AGENTLESS].n && up[C_OPERATOR].n)
+		printf("ratio_no_agent: %.2f\n",
+		       th_samples_pct(&up[C_AGENTLESS], 50) / th_samples_pct(&up[C_OPERATOR], 50));
 	if (up[C_VMACT].n && up[C_OPERATOR].n) {
 		printf("ratio: %.2f\n",
 		       th_samples_pct(&up[C_VMACT], 50) / th_samples_pct(&up[C_OPERATOR], 50));

@@ -66,7 +66,7 @@ void act_config_defaults(struct act_config *cfg)
 	 * (doc/notes/vcpu-unplug.md). */
 	cfg->cpu_policy = ACT_CPU_POLICY_REACTIVE;
 	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
-	cfg->policy_tick_ms = 250;
+	cfg->policy_tick_ms = 50;
 	cfg->guest_worker = true;
 	cfg->guest_worker_user = strdup("vmact");
 	cfg->guest_worker_program = strdup("");

@@ -25,7 +25,7 @@ void act_cpu_policy_defaults(struct act_cpu_policy *p)
 	*p = (struct act_cpu_policy){
 		.target = 0.9,
 		.down_target = 0.75,
-		.up_window = 400 * 1000000LL,
+		.up_window = 200 * 1000000LL,
 		.down_tau = 20 * 1000000000LL,
 		.down_hold = 15 * 1000000000LL,
 		.settle = 2 * 1000000000LL,

@@ -51,7 +51,7 @@ const char *act_cpu_class_name(enum act_cpu_class c);
 struct act_cpu_policy {
 	double target;          /* share of the allowance demand may use (0.9) */
 	double down_target;     /* share used to size a shrink (0.75) */
-	int64_t up_window;      /* ns of saturation a growth needs (400 ms) */
+	int64_t up_window;      /* ns of saturation a growth needs (200 ms) */
 	int64_t down_tau;       /* ns, slow average's time constant (20 s) */
 	int64_t down_hold;      /* ns the shrink goal must hold (15 s) */
 	int64_t settle;         /* ns after a resize before the next growth (2 s) */

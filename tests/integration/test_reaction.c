@@ -58,7 +58,7 @@
 /* How long a converged VM is watched for another resize (issue 9). */
 #define STEADY_S 120.0
 /* How long the busy VM is watched beside the hog once it was classified
- * contended: long enough for the policy's 0.5 s up window many times over. */
+ * contended: long enough for the policy's 0.2 s up window many times over. */
 #define HOG_WATCH_S 10.0
 
 static char vmactd_path[PATH_MAX];
@@ -352,7 +352,9 @@ static void reaction_bursts(void **state)
 	assert_int_equal(quota_milli(), 1000);
 	for (int i = 0; i < 20; i++) {
 		cmd("busy 1");
-		usleep(150 * 1000); /* + tg_cmd's own 50 ms: about 200 ms busy */
+		/* + tg_cmd's own 50 ms: about 100 ms busy, half the policy's
+		 * 200 ms up window */
+		usleep(50 * 1000);
 		cmd("idle");
 		usleep(1800 * 1000);
 	}

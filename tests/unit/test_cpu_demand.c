@@ -17,6 +17,8 @@
 
 #define MS  1000000LL
 #define SEC 1000000000LL
+/* vmactd's default readout (policy.tick_ms) */
+#define TICK (50 * MS)
 
 /* Feeds `count` windows of `len` ns: `vcpus` vCPUs, quota (0 = none), and
  * per window a runnable, delay and throttled share of the window. */
@@ -50,27 +52,28 @@ struct steady_case {
 	uint32_t goal;
 };
 
-/* 250 ms readouts, the Neon target 0.9, compute unit 250m. */
+/* 50 ms readouts (the default tick), the Neon target 0.9, compute unit
+ * 250m; the up window is 200 ms. */
 static const struct steady_case steady[] = {
 	/* busy 1 in a 1-vCPU VM: saturated; grows to 1/0.9 → 1250m at once. */
-	{ "one busy thread, one vCPU", 2, 1, 0, 1.0, 0.01, 0, ACT_CPU_SATURATED, 1250 },
-	/* one window is not enough: a burst shorter than the up window. */
-	{ "burst of one window", 1, 1, 0, 1.0, 0.01, 0, ACT_CPU_SATURATED, 1000 },
+	{ "one busy thread, one vCPU", 4, 1, 0, 1.0, 0.01, 0, ACT_CPU_SATURATED, 1250 },
+	/* 150 ms are not enough: a burst shorter than the up window. */
+	{ "burst shorter than the window", 3, 1, 0, 1.0, 0.01, 0, ACT_CPU_SATURATED, 1000 },
 	/* two busy threads in 2 vCPUs: saturated; at least one unit more. */
-	{ "two busy threads, two vCPUs", 4, 2, 0, 2.0, 0.05, 0, ACT_CPU_SATURATED, 2250 },
+	{ "two busy threads, two vCPUs", 8, 2, 0, 2.0, 0.05, 0, ACT_CPU_SATURATED, 2250 },
 	/* the quota holds it back: raise the quota, not beyond the vCPUs. */
-	{ "quota-limited", 4, 2, 1250, 2.0, 0.75, 0.4, ACT_CPU_THROTTLED, 2000 },
+	{ "quota-limited", 8, 2, 1250, 2.0, 0.75, 0.4, ACT_CPU_THROTTLED, 2000 },
 	/* throttled for a moment but using a third of the quota: not a
 	 * reason to grow. */
-	{ "throttled burst, little use", 4, 2, 1500, 0.48, 0.1, 0.05, ACT_CPU_OK, 1500 },
+	{ "throttled burst, little use", 8, 2, 1500, 0.48, 0.1, 0.05, ACT_CPU_OK, 1500 },
 	/* waiting for host CPUs that others hold: hold. */
-	{ "host contention", 4, 1, 0, 1.0, 0.45, 0, ACT_CPU_CONTENDED, 1000 },
+	{ "host contention", 8, 1, 0, 1.0, 0.45, 0, ACT_CPU_CONTENDED, 1000 },
 	/* a quota at the vCPUs' size that throttles: saturated, grow. */
-	{ "quota at the vCPU count", 4, 1, 1000, 1.0, 0.3, 0.3, ACT_CPU_SATURATED, 1250 },
+	{ "quota at the vCPU count", 8, 1, 1000, 1.0, 0.3, 0.3, ACT_CPU_SATURATED, 1250 },
 	/* one busy thread in 2 vCPUs at 1250m: 0.8 busy, within target: stays. */
-	{ "converged at 1250m", 8, 2, 1250, 1.0, 0.01, 0, ACT_CPU_OK, 1250 },
+	{ "converged at 1250m", 16, 2, 1250, 1.0, 0.01, 0, ACT_CPU_OK, 1250 },
 	/* idle, not yet for the hold time: no shrink. */
-	{ "idle, short", 8, 2, 0, 0.1, 0.0, 0, ACT_CPU_OK, 2000 },
+	{ "idle, short", 16, 2, 0, 0.1, 0.0, 0, ACT_CPU_OK, 2000 },
 };
 
 static void test_steady(void **state)
@@ -84,7 +87,7 @@ static void test_steady(void **state)
 
 		act_cpu_policy_defaults(&p);
 		act_cpu_demand_init(&d);
-		feed(&d, &p, &now, c->windows, 250 * MS, c->vcpus, c->quota, c->runnable, c->delay,
+		feed(&d, &p, &now, c->windows, TICK, c->vcpus, c->quota, c->runnable, c->delay,
 		     c->throttled);
 		assert_true(act_cpu_demand_decide(&d, &p, &dec));
 		if (dec.cls != c->cls || dec.goal_milli != c->goal)
@@ -243,21 +246,23 @@ static void test_short_bursts_do_not_grow(void **state)
 
 	act_cpu_policy_defaults(&p);
 	act_cpu_demand_init(&d);
+	/* 150 ms busy, 850 ms idle */
 	for (int i = 0; i < 100; i++) {
-		feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
+		feed(&d, &p, &now, 3, TICK, 1, 0, 1.0, 0.01, 0);
 		act_cpu_demand_decide(&d, &p, &dec);
 		assert_true(dec.goal_milli <= 1000);
-		feed(&d, &p, &now, 3, 250 * MS, 1, 0, 0.1, 0, 0);
+		feed(&d, &p, &now, 17, TICK, 1, 0, 0.1, 0, 0);
 		act_cpu_demand_decide(&d, &p, &dec);
 		assert_true(dec.goal_milli <= 1000);
 	}
 }
 
-/* A load that began within a readout counts that readout's busy part:
- * idle, then a readout 60 % busy (the load began 100 ms into it), then a
- * full one: 150 + 250 ms of saturation cover the 400 ms up window and
- * the VM grows at once. At 40 % (100 + 250 ms) it waits for the next
- * readout. */
+/* A load that began within a readout counts that readout's busy part. It
+ * matters where the up window is not a whole number of readouts: here 250
+ * ms readouts (a host with policy.tick_ms 250) and a 400 ms window: idle,
+ * then a readout 60 % busy (the load began 100 ms into it), then a full
+ * one: 150 + 250 ms of saturation cover the window and the VM grows at
+ * once. At 40 % (100 + 250 ms) it waits for the next readout. */
 struct onset_case {
 	double lead_busy;
 	bool grows_at_second;
@@ -279,6 +284,7 @@ static void test_onset_within_a_readout(void **state)
 		int64_t now = 0;
 
 		act_cpu_policy_defaults(&p);
+		p.up_window = 400 * MS;
 		act_cpu_demand_init(&d);
 		feed(&d, &p, &now, 8, 250 * MS, 1, 0, 0.05, 0, 0);
 		feed(&d, &p, &now, 1, 250 * MS, 1, 0, cases[i].lead_busy, 0, 0);
@@ -294,9 +300,9 @@ static void test_onset_within_a_readout(void **state)
 	}
 }
 
-/* A burst that fills exactly one readout is 250 ms of saturation: no
- * growth, whatever readout follows. */
-static void test_one_saturated_readout(void **state)
+/* A burst of 150 ms (three readouts) and a readout 30 % busy after it:
+ * no growth. */
+static void test_burst_then_part_busy(void **state)
 {
 	struct act_cpu_policy p;
 	struct act_cpu_demand d;
@@ -306,11 +312,11 @@ static void test_one_saturated_readout(void **state)
 	(void)state;
 	act_cpu_policy_defaults(&p);
 	act_cpu_demand_init(&d);
-	feed(&d, &p, &now, 8, 250 * MS, 1, 0, 0.05, 0, 0);
-	feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
+	feed(&d, &p, &now, 8, TICK, 1, 0, 0.05, 0, 0);
+	feed(&d, &p, &now, 3, TICK, 1, 0, 1.0, 0.01, 0);
 	assert_true(act_cpu_demand_decide(&d, &p, &dec));
 	assert_int_equal(dec.goal_milli, 1000);
-	feed(&d, &p, &now, 1, 250 * MS, 1, 0, 0.3, 0, 0);
+	feed(&d, &p, &now, 1, TICK, 1, 0, 0.3, 0, 0);
 	assert_true(act_cpu_demand_decide(&d, &p, &dec));
 	assert_int_equal(dec.goal_milli, 1000);
 }
@@ -473,7 +479,7 @@ int main(void)
 		cmocka_unit_test(test_steady_load_converges),
 		cmocka_unit_test(test_short_bursts_do_not_grow),
 		cmocka_unit_test(test_onset_within_a_readout),
-		cmocka_unit_test(test_one_saturated_readout),
+		cmocka_unit_test(test_burst_then_part_busy),
 		cmocka_unit_test(test_resized_forgets_fast_history),
 		cmocka_unit_test(test_guest_load_floor),
 		cmocka_unit_test(test_format),

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* footprint-bench: what vmactd costs the host per VM it manages (issue 28),
+ * beside libvirtd's own cost in the same run.
+ *
+ * For each count N of managed guests (default 0, 1, 10 and 30; 0 is
+ * vmactd's fixed cost) the bench boots tiny, mostly idle TCG guests from
+ * the test guest (tests/guest: 256 MiB, 1 of 4 vCPUs, a virtio balloon
+ * reporting its statistics every second as vmactd's memory source, the
+ * guest's status line every 5 s and no guest agent, so that the guests
+ * load the 2-CPU host as little as they can), adding to those of the
+ * count before, and starts a fresh vmactd with its defaults (the
+ * configuration sets only its name prefix, control socket, state
+ * directory and BPF pin directory) managing all of them: bounds 1..2 CPUs,
+ * 256Mi..256Mi, no vm-monitor. Once vmactd said "ready: managing N VMs",
+ * and after a settling time, it measures over a window (SECONDS, default
+ * 30):
+ *
+ *   vmactd  resident memory (VmRSS), proportional set size, threads,
+ *           open descriptors, CPU time (utime + stime of vmactd and its
+ *           children, the guest workers) per second of the window;
+ *   libvirtd its resident memory and CPU time over the same window;
+ *   QEMU    the guests' resident memory, summed (context);
+ *
+ * and where vmactd's memory goes, from /proc/PID/smaps: its heap, other
+ * anonymous memory (allocator arenas, thread stacks), BPF maps mapped into
+ * it, its own binary, the shared libraries, the rest.
+ *
+ * The last lines are for scripts:
+ *   rss_1vm_mib: X          vmactd's VmRSS with one managed VM (MiB)
+ *   cpu_per_idle_vm_pct: Y  what each idle VM adds to vmactd's CPU, in %
+ *                           of one core: (CPU at the largest N - CPU at 0
+ *                           VMs) / N, or CPU / N without a 0 run
+ *
+ * With VMACT_FP_BASELINE=PATH another vmactd binary (e.g. main's) is
+ * measured the same way right after each of this build's, on the same
+ * guests, and printed as a second table: compare the two within a run.
+ *
+ * Usage: footprint-bench [SECONDS [N...]] (root, make guest). Plain build:
+ * an ASan build's memory says nothing about vmactd's. */
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+
+#include "hotplug/hotplug.h"
+#include "tests/lib/cpu-use.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX   "vmact-fp"
+#define MAX_VMS  64
+#define MAX_RUNS 8
+#define SETTLE_S 10
+/* The guest's status line every 5 s, no qemu-ga: as little idle load as
+ * the test guest can have under TCG. */
+#define GUEST_CMDLINE "vmact.report=5 vmact.agent=0"
+#define META                                                             \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
+	"<vmact:cpu min='1' max='2'/>"                                   \
+	"<vmact:memory min='256Mi' max='256Mi' method='virtio-mem'/>"    \
+	"<vmact:compute-unit cpu='250m' memory='128Mi'/></vmact:autoscaling>"
+
+/* Where a process's resident memory is, from its smaps (KiB). */
+enum { M_HEAP, M_ANON, M_BPF, M_BINARY, M_LIBS, M_OTHER, N_MEM };
+static const char *const mem_names[N_MEM] = {
+	"heap",          "anonymous (arenas, stacks)", "BPF maps",
+	"vmactd binary", "shared libraries",           "other"
+};
+
+struct usage {
+	double rss_mib, pss_mib;
+	long threads, fds;
+	double cpu_pct;                        /* % of one core over the window */
+	double mem_rss[N_MEM], mem_pss[N_MEM]; /* KiB */
+};
+
+struct run {
+	unsigned vms;
+	struct usage vmactd, libvirtd;
+	double qemu_rss_mib, load1;
+};
+
+static virConnectPtr vc;
+static struct tg_guest guests[MAX_VMS];
+static unsigned booted;
+static char vmactd_path[PATH_MAX], tpl[128], cfg[128], dlog[128], pins[128], sockp[128], state[128];
+
+/* ---- /proc ---- */
+
+static bool read_cpu(pid_t pid, double *secs)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	return cpu_use_read(p, secs);
+}
+
+/* The parent of pid, from /proc/PID/stat (the field after the command's
+ * closing parenthesis and the state); 0 when unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char p[64], buf[512], *rp;
+	int ppid = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* CPU seconds of pid and its children (vmactd's guest workers). */
+static double tree_cpu(pid_t pid)
+{
+	double total = 0, s;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (read_cpu(pid, &s))
+		total += s;
+	if (!d)
+		return total;
+	while ((e = readdir(d))) {
+		pid_t p = (pid_t)atoi(e->d_name);
+
+		if (p > 0 && parent_of(p) == pid && read_cpu(p, &s))
+			total += s;
+	}
+	closedir(d);
+	return total;
+}
+
+/* The resident memory of every QEMU of this bench's guests (MiB). */
+static double qemu_rss_mib(void)
+{
+	double kib = 0;
+
+	for (unsigned i = 0; i < booted; i++) {
+		pid_t p = tg_qemu_pid(guests[i].name);
+		long r = p > 0 ? th_proc_rss_kib(p) : -1;
+
+		if (r > 0)
+			kib += (double)r;
+	}
+	return kib / 1024.0;
+}
+
+static int mem_class(const char *path, const char *exe)
+{
+	if (!path[0])
+		return M_ANON;
+	if (!strcmp(path, "[heap]"))
+		return M_HEAP;
+	if (strstr(path, "bpf-map") || strstr(path, "bpf_map"))
+		return M_BPF;
+	if (!strcmp(path, exe))
+		return M_BINARY;
+	if (strstr(path, ".so"))
+		return M_LIBS;
+	return M_OTHER;
+}
+
+/* Rss and Pss of pid's mappings by class, from /proc/PID/smaps. */
+static void read_smaps(pid_t pid, struct usage *u)
+{
+	char p[64], line[1024], exe[PATH_MAX] = "", path[PATH_MAX] = "";
+	int cls = M_OTHER;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
+	n = readlink(p, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	snprintf(p, sizeof(p), "/proc/%d/smaps", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b, kib;
+		int off = 0;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &a, &b, &off) == 2 && off > 0) {
+			snprintf(path, sizeof(path), "%s", line + off);
+			path[strcspn(path, "\n")] = 0;
+			cls = mem_class(path, exe);
+		} else if (sscanf(line, "Rss: %lu kB", &kib) == 1) {
+			u->mem_rss[cls] += (double)kib;
+		} else if (sscanf(line, "Pss: %lu kB", &kib) == 1) {
+			u->mem_pss[cls] += (double)kib;
+		}
+	}
+	fclose(f);
+}
+
+static void snapshot(pid_t pid, struct usage *u, bool smaps)
+{
+	char v[64];
+
+	u->rss_mib = (double)th_proc_rss_kib(pid) / 1024.0;
+	u->fds = th_proc_fds(pid);
+	u->threads = th_proc_status(pid, "Threads", v, sizeof(v)) ? atol(v) : -1;
+	if (smaps) {
+		read_smaps(pid, u);
+		for (int i = 0; i < N_MEM; i++)
+			u->pss_mib += u->mem_pss[i] / 1024.0;
+	}
+}
+
+static pid_t libvirtd_pid(void)
+{
+	char *s = th_read_file("/run/libvirtd.pid");
+	pid_t p = s ? (pid_t)atoi(s) : 0;
+
+	free(s);
+	return p;
+}
+
+static double load1(void)
+{
+	char *s = th_read_file("/proc/loadavg");
+	double l = s ? atof(s) : -1;
+
+	free(s);
+	return l;
+}
+
+/* ---- guests ---- */
+
+/* A small guest: 256 MiB (of the template's 512 MiB; at 128 MiB its
+ * kernel ran out of memory while booting: about 100 MiB of the test
+ * guest's memory is its kernel's own), a virtio-mem device of 128 MiB that
+ * vmactd never uses (min = max), the balloon's statistics every second. */
+static int write_template(void)
+{
+	static const char *const edits[][2] = {
+		{ "<memory unit='KiB'>524288</memory>", "<memory unit='KiB'>262144</memory>" },
+		{ "<currentMemory unit='KiB'>524288</currentMemory>",
+		  "<currentMemory unit='KiB'>262144</currentMemory>" },
+		{ "memory='524288' unit='KiB'", "memory='262144' unit='KiB'" },
+		{ "<size unit='KiB'>1048576</size>", "<size unit='KiB'>131072</size>" },
+		{ "<memballoon model='none'/>",
+		  "<memballoon model='virtio'><stats period='1'/></memballoon>" },
+	};
+	char *text = th_read_file("tests/guest/domain.xml.in");
+	int ret;
+
+	if (!text)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		const char *at = strstr(text, edits[i][0]);
+		size_t from = strlen(edits[i][0]), to = strlen(edits[i][1]);
+		char *next;
+
+		if (!at) {
+			fprintf(stderr, "footprint-bench: the template has no %s\n", edits[i][0]);
+			free(text);
+			return -EINVAL;
+		}
+		next = malloc(strlen(text) - from + to + 1);
+		if (!next) {
+			free(text);
+			return -ENOMEM;
+		}
+		memcpy(next, text, (size_t)(at - text));
+		memcpy(next + (at - text), edits[i][1], to);
+		strcpy(next + (at - text) + to, at + from);
+		free(text);
+		text = next;
+	}
+	ret = th_write_file(tpl, text);
+	free(text);
+	return ret;
+}
+
+static int start_one(unsigned i)
+{
+	char msg[512];
+	int ret = tg_start_template(vc, PREFIX, META, tpl, GUEST_CMDLINE, &guests[booted + i], msg,
+				    sizeof(msg));
+
+	if (ret < 0)
+		fprintf(stderr, "footprint-bench: %s\n", msg);
+	return ret;
+}
+
+/* Boots guests until `want` run; 0 or -1. */
+static int boot_to(unsigned want)
+{
+	unsigned more = want - booted;
+	int ret;
+
+	if (want <= booted)
+		return 0;
+	if (!vc || virConnectIsAlive(vc) != 1) {
+		if (vc)
+			virConnectClose(vc);
+		vc = virConnectOpen(HP_URI_DEFAULT);
+		if (!vc) {
+			fprintf(stderr, "footprint-bench: cannot connect to libvirtd\n");
+			return -1;
+		}
+	}
+	ret = tg_start_each(more, start_one);
+	/* All of them count, whatever each start did: the end destroys them
+	 * by name (one that never started is not found). */
+	booted = want;
+	if (ret < 0)
+		return -1;
+	/* Each reports, or the bench stops at once when one is gone (a
+	 * guest that panics is destroyed: on_crash). */
+	for (double end = th_now_s() + 240;;) {
+		unsigned up = 0;
+
+		for (unsigned i = 0; i < booted; i++) {
+			struct tg_report r;
+
+			if (tg_report(&guests[i], &r)) {
+				up++;
+				continue;
+			}
+			if (guests[i].dom && virDomainIsActive(guests[i].dom) == 0) {
+				fprintf(stderr,
+					"footprint-bench: guest %s stopped while booting (its log: %s)\n",
+					guests[i].name, guests[i].log);
+				return -1;
+			}
+		}
+		if (up == booted)
+			return 0;
+		if (th_now_s() > end) {
+			fprintf(stderr, "footprint-bench: %u of %u guests did not boot\n",
+				booted - up, booted);
+			return -1;
+		}
+		usleep(200000);
+	}
+}
+
+/* ---- vmactd ---- */
+
+static void unpin(void)
+{
+	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
+					    "vmact_vms" };
+	char p[256];
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", pins, maps[i]);
+		unlink(p);
+	}
+	rmdir(pins);
+}
+
+/* One measurement with the guests booted so far. */
+static int measure(const char *prog, unsigned secs, struct run *run)
+{
+	const char *argv[] = { prog, "--config", cfg, NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
+	struct th_proc d = { 0 };
+	char text[1024], ready[64];
+	pid_t lv = libvirtd_pid();
+	double end, c0, c1, l0 = 0, l1 = 0, t0, t1;
+	int rc = -1;
+
+	memset(run, 0, sizeof(*run));
+	run->vms = booted;
+	snprintf(text, sizeof(text),
+		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
+		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
+		 "\"sampler\":{\"pin_root\":\"%s\"}}",
+		 PREFIX, (int)getpid(), sockp, state, pins);
+	if (th_write_file(cfg, text) < 0)
+		return -1;
+	unlink(dlog);
+	if (th_spawn(&d, argv, &o) < 0) {
+		fprintf(stderr, "footprint-bench: cannot start %s\n", prog);
+		return -1;
+	}
+	snprintf(ready, sizeof(ready), "ready: managing %u VM%s", booted, booted == 1 ? "" : "s");
+	end = th_now_s() + 120;
+	while (th_count_in_file(dlog, ready) == 0) {
+		if (th_now_s() > end || th_proc_exited(&d)) {
+			fprintf(stderr, "footprint-bench: vmactd did not say \"%s\" (log %s)\n",
+				ready, dlog);
+			goto out;
+		}
+		usleep(50000);
+	}
+	/* Start-up (the BPF programs, the first readings) is not the steady
+	 * cost. */
+	cpu_use_window(SETTLE_S);
+	if (th_proc_exited(&d))
+		goto out;
+	c0 = tree_cpu(d.pid);
+	if (lv > 0)
+		read_cpu(lv, &l0);
+	t0 = th_now_s();
+	run->load1 = load1();
+	cpu_use_window(secs);
+	c1 = tree_cpu(d.pid);
+	if (lv > 0)
+		read_cpu(lv, &l1);
+	t1 = th_now_s();
+	if (th_proc_exited(&d))
+		goto out;
+	run->vmactd.cpu_pct = (c1 - c0) / (t1 - t0) * 100.0;
+	run->libvirtd.cpu_pct = lv > 0 ? (l1 - l0) / (t1 - t0) * 100.0 : -1;
+	run->load1 = (run->load1 + load1()) / 2;
+	snapshot(d.pid, &run->vmactd, true);
+	if (lv > 0)
+		snapshot(lv, &run->libvirtd, false);
+	run->qemu_rss_mib = qemu_rss_mib();
+	rc = 0;
+out:
+	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
+		fprintf(stderr, "footprint-bench: vmactd did not exit cleanly (log %s)\n", dlog);
+	unpin();
+	return rc;
+}
+
+static void print_runs(const char *title, const struct run *runs, unsigned n)
+{
+	printf("\n%s\n%5s %10s %10s %8s %5s %9s %12s %12s %12s %11s %7s\n", title, "VMs",
+	       "vmactd RSS", "PSS (MiB)", "threads", "fds", "CPU (%)", "CPU/VM (%)", "libvirtd RSS",
+	       "libvirtd CPU", "QEMUs (MiB)", "load1");
+	for (unsigned i = 0; i < n; i++) {
+		const struct run *r = &runs[i];
+		char per[32];
+
+		if (r->vms)
+			snprintf(per, sizeof(per), "%.4f", r->vmactd.cpu_pct / r->vms);
+		else
+			snprintf(per, sizeof(per), "-");
+		printf("%5u %10.1f %10.1f %8ld %5ld %9.3f %12s %12.1f %11.3f%% %11.0f %7.2f\n",
+		       r->vms, r->vmactd.rss_mib, r->vmactd.pss_mib, r->vmactd.threads,
+		       r->vmactd.fds, r->vmactd.cpu_pct, per, r->libvirtd.rss_mib,
+		       r->libvirtd.cpu_pct, r->qemu_rss_mib, r->load1);
+	}
+	printf("\nwhere vmactd's memory is (RSS / PSS, MiB):\n%-28s", "");
+	for (unsigned i = 0; i < n; i++)
+		printf("   %3u VMs RSS   PSS", runs[i].vms);
+	printf("\n");
+	for (int m = 0; m < N_MEM; m++) {
+		printf("%-28s", mem_names[m]);
+		for (unsigned i = 0; i < n; i++)
+			printf(" %13.2f %5.2f", runs[i].vmactd.mem_rss[m] / 1024.0,
+			       runs[i].vmactd.mem_pss[m] / 1024.0);
+		printf("\n");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	unsigned secs = argc > 1 ? (unsigned)atoi(argv[1]) : 30, counts[MAX_RUNS], n = 0;
+	struct run runs[MAX_RUNS], base[MAX_RUNS];
+	const char *baseline = getenv("VMACT_FP_BASELINE");
+	unsigned done = 0;
+	const struct run *zero = NULL, *last = NULL, *one = NULL;
+	int pid = (int)getpid(), rc = 1;
+	char self[PATH_MAX];
+	ssize_t len;
+
+	for (int i = 2; i < argc && n < MAX_RUNS; i++)
+		counts[n++] = (unsigned)atoi(argv[i]);
+	if (!n) {
+		static const unsigned def[] = { 0, 1, 10, 30 };
+
+		memcpy(counts, def, sizeof(def));
+		n = 4;
+	}
+	if (secs < 1 || secs > 3600) {
+		fprintf(stderr, "usage: footprint-bench [SECONDS 1..3600 [N...]]\n");
+		return 2;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (counts[i] > MAX_VMS || (i && counts[i] < counts[i - 1])) {
+			fprintf(stderr, "footprint-bench: counts go up, at most %d\n", MAX_VMS);
+			return 2;
+		}
+	if (geteuid() != 0) {
+		fprintf(stderr, "footprint-bench: needs root (libvirt, BPF, cgroups)\n");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		return 1;
+	self[len] = 0;
+	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../vmactd", dirname(self));
+	snprintf(tpl, sizeof(tpl), "/tmp/vmact-fp-%d.xml", pid);
+	snprintf(cfg, sizeof(cfg), "/tmp/vmact-fp-%d.json", pid);
+	snprintf(dlog, sizeof(dlog), "/tmp/vmact-fp-%d.log", pid);
+	snprintf(sockp, sizeof(sockp), "/tmp/vmact-fp-%d.sock", pid);
+	snprintf(state, sizeof(state), "/tmp/vmact-fp-%d.state", pid);
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/vmact-fp-%d", pid);
+	mkdir(state, 0700);
+	if (write_template() < 0) {
+		fprintf(stderr, "footprint-bench: cannot write %s\n", tpl);
+		return 1;
+	}
+
+	printf("footprint-bench: vmactd (defaults) managing N small idle TCG guests (256 MiB, "
+	       "1 vCPU, balloon statistics every second), %u s windows after %d s of settling\n",
+	       secs, SETTLE_S);
+	fflush(stdout);
+	for (unsigned i = 0; i < n; i++) {
+		double t = th_now_s();
+
+		if (boot_to(counts[i]) < 0)
+			break;
+		fprintf(stderr, "  %u guests running (%.0f s to boot the new ones)\n", booted,
+			th_now_s() - t);
+		if (measure(vmactd_path, secs, &runs[done]) < 0)
+			break;
+		fprintf(stderr, "  %u VMs: vmactd RSS %.1f MiB, CPU %.3f %%\n", booted,
+			runs[done].vmactd.rss_mib, runs[done].vmactd.cpu_pct);
+		if (baseline && baseline[0]) {
+			if (measure(baseline, secs, &base[done]) < 0)
+				break;
+			fprintf(stderr, "  %u VMs: baseline RSS %.1f MiB, CPU %.3f %%\n", booted,
+				base[done].vmactd.rss_mib, base[done].vmactd.cpu_pct);
+		}
+		done++;
+	}
+	{
+		struct tg_guest *all[MAX_VMS];
+
+		for (unsigned i = 0; i < booted; i++)
+			all[i] = &guests[i];
+		tg_destroy_all(all, booted, false);
+	}
+	print_runs("this build's vmactd:", runs, done);
+	if (baseline && baseline[0])
+		print_runs(
+			"baseline vmactd (VMACT_FP_BASELINE), measured right after it on the same "
+			"guests:",
+			base, done);
+	for (unsigned i = 0; i < done; i++) {
+		if (runs[i].vms == 0)
+			zero = &runs[i];
+		if (runs[i].vms == 1)
+			one = &runs[i];
+		if (runs[i].vms && (!last || runs[i].vms > last->vms))
+			last = &runs[i];
+	}
+	printf("\n");
+	if (one)
+		printf("rss_1vm_mib: %.1f\n", one->vmactd.rss_mib);
+	if (last) {
+		double idle0 = zero ? zero->vmactd.cpu_pct : 0;
+
+		printf("cpu_per_idle_vm_pct: %.4f\n", (last->vmactd.cpu_pct - idle0) / last->vms);
+		rc = done == n ? 0 : 1;
+	}
+	if (vc)
+		virConnectClose(vc);
+	unlink(tpl);
+	unlink(cfg);
+	unlink(sockp);
+	rmdir(state);
+	if (!getenv("VMACT_BENCH_KEEP_LOG"))
+		unlink(dlog);
+	return rc;
+}
