@@ -43,6 +43,7 @@ struct act_registry {
 	struct act_hook_status hook;
 	char hook_seen[HOOK_SEEN][VMACT_HOOK_UUID_LEN + 1];
 	unsigned hook_next;
+	bool hook_warned; /* "restart libvirtd" logged since the last notice */
 	struct act_runner_env env;
 	struct act_cg cg;
 	bool have_cg;
@@ -321,6 +322,7 @@ const char *act_registry_hook_notice(struct act_registry *reg, const struct vmac
 		return "ignored (not under libvirt.name_prefix)";
 	reg->hook.notices++;
 	reg->hook.last_notice_usec = realtime_usec();
+	reg->hook_warned = false;
 	snprintf(reg->hook_seen[reg->hook_next++ % HOOK_SEEN], VMACT_HOOK_UUID_LEN + 1, "%s",
 		 m->uuid);
 	switch (m->op) {
@@ -353,14 +355,17 @@ static void note_start(struct act_registry *reg, const struct hp_event *ev)
 	for (unsigned i = 0; i < HOOK_SEEN; i++)
 		if (strcmp(reg->hook_seen[i], ev->uuid) == 0)
 			return;
-	if (!reg->hook.unhooked_usec || reg->hook.last_notice_usec > reg->hook.unhooked_usec) {
+	{
 		struct stat st;
 
-		if (stat(VMACT_HOOK_PATH, &st) == 0)
+		/* Said once until a notice comes (libvirtd restarted). */
+		if (!reg->hook_warned && stat(VMACT_HOOK_PATH, &st) == 0) {
+			reg->hook_warned = true;
 			log_warning("hook: %s started without a notice from vmact-hook: libvirtd "
 				    "reads its hooks when it starts; restart libvirtd for "
 				    "%s to run",
 				    ev->name, VMACT_HOOK_PATH);
+		}
 	}
 	reg->hook.unhooked_usec = realtime_usec();
 	snprintf(reg->hook.unhooked, sizeof(reg->hook.unhooked), "%s", ev->name);

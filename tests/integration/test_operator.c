@@ -776,9 +776,11 @@ static void op_hook(void **state)
 			 !ran);
 	json_decref(doc);
 	assert_int_equal(vmactl("status", NULL), 0);
-	if (!ran)
+	if (!ran) {
 		expect_out("restart libvirtd (systemctl restart libvirtd)");
-	else
+		if (!log_has("started without a notice from vmact-hook"))
+			fail_msg("vmactd did not log the start without a hook notice");
+	} else
 		print_message("libvirtd already ran hooks from qemu.d: no restart needed\n");
 	stop_fixdom();
 

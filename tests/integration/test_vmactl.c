@@ -949,8 +949,8 @@ static void vmactl_top(void **state)
 	row = strstr(s, fx.g.name);
 	assert_non_null(row);
 	live_state(&st);
-	/* The row: NAME STATE VCPUS ...; the vCPUs column is libvirt's. */
-	assert_int_equal(sscanf(row + strlen(fx.g.name), " managed %u", &vcpus), 1);
+	/* The row: NAME STATE MODE VCPUS ...; the vCPUs column is libvirt's. */
+	assert_int_equal(sscanf(row + strlen(fx.g.name), " managed active %u", &vcpus), 1);
 	assert_int_equal(vcpus, hp_state_vcpus(&st));
 	assert_non_null(strstr(s, "LAST CHANGE"));
 	free(s);
