@@ -135,10 +135,15 @@ TOOL_OBJS := $(foreach c,$(TOOL_COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
-# A program links every layer, or only the components in <prog>-libs
-# (Kbuild) with the pkg-config packages in <prog>-pkgs.
-prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(call lib-of,$(c))),$(LIB))
-prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(PKG_LIBS))
+# A program links the components in <prog>-libs (Kbuild), top first, with
+# the pkg-config packages in <prog>-pkgs, and nothing else: a program
+# without both lists is an error, never "everything".
+prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(call lib-of,$(c))),$(error \
+	Kbuild: program $(1) has no $(1)-libs: list the archives it links (doc/ARCHITECTURE.md)))
+prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(error \
+	Kbuild: program $(1) has no $(1)-pkgs: list the packages it links (doc/ARCHITECTURE.md)))
+progs-listed := $(foreach p,$(progs-y) $(tools-y),$(call prog-libs,$(p))$(if $($(p)-pkgs),,$(call \
+	prog-ldlibs,$(p))))
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
 	$$(call msg,LD,$(1))

@@ -68,7 +68,7 @@ static void fail(struct exporter *x, int code, long status, const char *why)
 	struct ag_exporter_result res = { .error = code, .status = status };
 	char msg[VMACT_ERR_MSG_MAX + 700];
 
-	/* As the in-process scraper says it: the kind, the URL, the cause. */
+	/* As the worker's scraper says it: the kind, the URL, the cause. */
 	snprintf(msg, sizeof(msg), "%s: %s: %s", kind_name(x->kind), x->url ? x->url : "-", why);
 	res.message = msg;
 	deliver(x, &res);
