@@ -50,51 +50,52 @@ endif
 # Layer order, top first: the link order of the archives (Kbuild).
 COMPONENTS := hook actuator/daemon actuator/runner actuator/worker actuator/control \
 	actuator/metrics actuator/config actuator/cgroup actuator/policy actuator/guestd \
-	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
+	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net shared base
 # What each component may include besides itself (make check-layers).
-layers-hook       := hotplug base
+layers-hook       := hotplug shared base
 agent-glue := agent-glue/arbiter agent-glue/client agent-glue/codec
 layers-actuator/daemon := actuator/runner actuator/worker actuator/control actuator/metrics \
-	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf shared base
 layers-actuator/runner := actuator/worker actuator/control actuator/metrics actuator/config \
-	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
-layers-actuator/worker := actuator/guestd $(agent-glue) net base
-layers-actuator/control := actuator/policy net hotplug base
-layers-actuator/metrics := actuator/policy net base
-layers-actuator/config := agent-glue/codec net base
-layers-actuator/cgroup := base
-layers-actuator/policy := agent-glue/codec hotplug base
-layers-actuator/guestd := agent-glue/client agent-glue/codec net base
-layers-agent-glue/arbiter := agent-glue/codec net base
-layers-agent-glue/client := agent-glue/codec net base
-layers-agent-glue/codec := net base
-layers-net        := base
-layers-hotplug    := base
-layers-bpf        := base
+	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf shared base
+layers-actuator/worker := actuator/guestd $(agent-glue) net shared base
+layers-actuator/control := actuator/policy net hotplug shared base
+layers-actuator/metrics := actuator/policy net shared base
+layers-actuator/config := agent-glue/codec net shared base
+layers-actuator/cgroup := shared base
+layers-actuator/policy := agent-glue/codec hotplug shared base
+layers-actuator/guestd := agent-glue/client agent-glue/codec net shared base
+layers-agent-glue/arbiter := agent-glue/codec net shared base
+layers-agent-glue/client := agent-glue/codec net shared base
+layers-agent-glue/codec := net shared base
+layers-net        := shared base
+layers-hotplug    := shared base
+layers-bpf        := shared base
+layers-shared     := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
-# programs (and the unit tests): cli/ (vmactl) uses base alone.
+# programs (and the unit tests): cli/ (vmactl) uses shared/ and base/ alone.
 # cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
 CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
 	cluster/framework cluster/config
 TOOL_COMPONENTS := cli $(CLUSTER_COMPONENTS) cloudprovider
-layers-cli        := base
-# cluster/ (vmact-groupd): each sub-layer uses those below it, the lease
-# codec, the transport and base; the framework and the configuration use
-# base alone.
+layers-cli        := shared base
+# cluster/ (vmact-groupd): each sub-layer uses those below it, the
+# transport, shared/ (the lease protocol) and base; the framework and the
+# configuration use base alone.
 layers-cluster/config := base
 layers-cluster/framework := base
-layers-cluster/host := cluster/config agent-glue/codec net base
-layers-cluster/plugins := cluster/host cluster/framework cluster/config agent-glue/codec net base
+layers-cluster/host := cluster/config net shared base
+layers-cluster/plugins := cluster/host cluster/framework cluster/config net shared base
 layers-cluster/engine := cluster/plugins cluster/host cluster/framework cluster/config \
-	agent-glue/codec net base
+	net shared base
 layers-cluster/daemon := cluster/engine cluster/plugins cluster/host cluster/framework \
-	cluster/config agent-glue/codec net base
-layers-cloudprovider := base
+	cluster/config net shared base
+layers-cloudprovider := shared base
 # Directories that hold a program's main() and nothing else: check-layers
 # knows them (what the main may include), no archive is made of them.
 MAIN_COMPONENTS := cluster
-layers-cluster := $(CLUSTER_COMPONENTS) agent-glue/codec net base
+layers-cluster := $(CLUSTER_COMPONENTS) net shared base
 # ...and whose top holds nothing but the mains Kbuild's <prog>-objs name
 # there (+main=FILE).
 main-files = $(foreach c,$(MAIN_COMPONENTS),$(foreach p,$(progs-y),$(filter $(c)/%,$($(p)-objs:.o=.c))))

@@ -55,7 +55,7 @@ static __always_inline __u64 delta(__u64 now, __u64 then)
 }
 
 /* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG...): "CPU ", digits, '/',
- * one more character; the same names base/vcpu-name.c accepts. */
+ * one more character; the same names shared/vcpu-name.c accepts. */
 static __always_inline bool vcpu_name(const char *comm)
 {
 	int i;

@@ -12,11 +12,11 @@
 #include "actuator/guestd/approver.h"
 #include "actuator/metrics/metrics.h"
 #include "actuator/runner/runner.h"
-#include "base/hook-msg.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "hotplug/hotplug.h"
+#include "shared/hook-msg.h"
 
 /* A domain vmactd knows about: managed (runner) or skipped (its last
  * error, so the same error is not logged on every resync). */
