@@ -49,22 +49,22 @@ endif
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
 COMPONENTS := hook actuator/daemon actuator/runner actuator/worker actuator/control \
-	actuator/metrics actuator/config actuator/cgroup actuator/policy actuator/guestd \
+	actuator/metrics actuator/config actuator/cgroup actuator/policy guestd \
 	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net shared base
 # What each component may include besides itself (make check-layers).
 layers-hook       := hotplug shared base
 agent-glue := agent-glue/arbiter agent-glue/client agent-glue/codec
 layers-actuator/daemon := actuator/runner actuator/worker actuator/control actuator/metrics \
-	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf shared base
+	actuator/config actuator/cgroup actuator/policy guestd $(agent-glue) net hotplug bpf shared base
 layers-actuator/runner := actuator/worker actuator/control actuator/metrics actuator/config \
-	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf shared base
-layers-actuator/worker := actuator/guestd $(agent-glue) net shared base
+	actuator/cgroup actuator/policy guestd $(agent-glue) net hotplug bpf shared base
+layers-actuator/worker := guestd $(agent-glue) net shared base
 layers-actuator/control := actuator/policy net hotplug shared base
 layers-actuator/metrics := actuator/policy net shared base
 layers-actuator/config := agent-glue/codec net shared base
 layers-actuator/cgroup := shared base
 layers-actuator/policy := agent-glue/codec hotplug shared base
-layers-actuator/guestd := agent-glue/client agent-glue/codec net shared base
+layers-guestd := agent-glue/client agent-glue/codec net shared base
 layers-agent-glue/arbiter := agent-glue/codec net shared base
 layers-agent-glue/client := agent-glue/codec net shared base
 layers-agent-glue/codec := net shared base
@@ -94,8 +94,10 @@ layers-cluster/daemon := cluster/engine cluster/plugins cluster/host cluster/fra
 layers-cloudprovider := shared base
 # Directories that hold a program's main() and nothing else: check-layers
 # knows them (what the main may include), no archive is made of them.
-MAIN_COMPONENTS := cluster
+MAIN_COMPONENTS := cluster arbiter
 layers-cluster := $(CLUSTER_COMPONENTS) net shared base
+# arbiter/: vmact-arbiter's main, over the arbiter's core in agent-glue/
+layers-arbiter := agent-glue/arbiter agent-glue/codec net shared base
 # ...and whose top holds nothing but the mains Kbuild's <prog>-objs name
 # there (+main=FILE).
 main-files = $(foreach c,$(MAIN_COMPONENTS),$(foreach p,$(progs-y),$(filter $(c)/%,$($(p)-objs:.o=.c))))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A VM's legacy informant as vmactd holds it: the approver of the
- * informant's agent (actuator/guestd/approver.h), run in the VM's own guest
+ * informant's agent (guestd/approver.h), run in the VM's own guest
  * worker (through its proxy: vmactd never speaks to the informant itself,
  * doc/privsep.md), wrapped so that freeing it lets the agent unregister first
  * (DELETE /unregister), as Neon's agent does when it lets a VM go. The
@@ -10,12 +10,12 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "actuator/guestd/approver.h"
 #include "actuator/runner/runner.h"
 #include "actuator/worker/approver-proxy.h"
 #include "actuator/worker/worker.h"
 #include "agent-glue/client/informant-client.h"
 #include "base/list.h"
+#include "guestd/approver.h"
 
 struct act_inf_drain {
 	struct act_approver head;

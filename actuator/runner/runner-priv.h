@@ -27,11 +27,11 @@
 #include <sys/types.h>
 
 #include "actuator/control/events.h"
-#include "actuator/guestd/approver.h"
 #include "actuator/metrics/metrics.h"
 #include "actuator/policy/cpu-demand.h"
 #include "actuator/policy/mem-demand.h"
 #include "actuator/runner/runner.h"
+#include "guestd/approver.h"
 #include "hotplug/domain.h"
 
 struct net_http_client;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/guestd/privsep.h"
 #include "actuator/worker/worker.h"
 #include "base/macro.h"
+#include "guestd/privsep.h"
 
 _Static_assert(ACT_PRIVSEP_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
 
