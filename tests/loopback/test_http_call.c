@@ -105,8 +105,9 @@ static char *answer(const char *status, const char *body)
 {
 	char *r = NULL;
 
-	assert_true(asprintf(&r, "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
-				 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+	assert_true(asprintf(&r,
+			     "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+			     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
 			     status, strlen(body), body) > 0);
 	return r;
 }
@@ -156,7 +157,8 @@ static void test_status(void **state)
 	struct vmact_err err = { 0 };
 
 	(void)state;
-	char *reply = answer("503 Service Unavailable", "{\"error\":\"no\",\"reason\":\"unavailable\"}");
+	char *reply = answer("503 Service Unavailable",
+			     "{\"error\":\"no\",\"reason\":\"unavailable\"}");
 
 	peer_start(&s, reply);
 	q.unix_socket = s.path;
@@ -259,9 +261,9 @@ static void test_cancel(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_answer),	 cmocka_unit_test(test_status),
+		cmocka_unit_test(test_answer),    cmocka_unit_test(test_status),
 		cmocka_unit_test(test_too_large), cmocka_unit_test(test_silent),
-		cmocka_unit_test(test_refused),	 cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_refused),   cmocka_unit_test(test_cancel),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
