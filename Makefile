@@ -205,6 +205,12 @@ print-%:
 # make check-layers: no component includes a header of one above it or of
 # a sibling (the archives' link order catches calls; this catches headers,
 # inline functions and struct layouts too).
+.PHONY: check-doc-refs
+# make check-doc-refs: every link of every *.md, every tree path a page
+# cites and every doc heading a comment cites resolves (doc/README.md).
+check-doc-refs:
+	$(Q)tests/checks/check-doc-refs.sh
+
 .PHONY: check-layers
 check-layers:
 	$(Q)tests/checks/check-layers.sh $(layer-specs)
@@ -464,6 +470,8 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
+# doc/notes/: the lab notebooks the pages cite (doc/README.md).
+DOCS_NOTES  := $(wildcard doc/notes/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
 	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(SYSUSERSDIR)/vmact.conf \
@@ -471,7 +479,7 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
-	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES))
 
 .PHONY: install-manifest
 install-manifest:
@@ -503,6 +511,8 @@ install: all
 	install -m 0644 cluster/vmact-cluster.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact-cluster.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
+	install -d $(DESTDIR)$(DOCDIR)/doc/notes
+	install -m 0644 $(DOCS_NOTES) $(DESTDIR)$(DOCDIR)/doc/notes/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
@@ -519,6 +529,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(install-files))
 	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
+	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
 # cgroup v2 only, libvirt inside, built from Debian packages and cached in

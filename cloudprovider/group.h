@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A node group as vmact-groupd describes it (doc/cloudprovider.md, "What
- * comes from vmact-groupd"), decoded once from its JSON into plain C so
+/* A node group as vmact-groupd describes it (doc/cloudprovider.md, "The
+ * RPCs"), decoded once from its JSON into plain C so
  * that call threads share it read-only. A set of groups is one
  * snapshot with a reference count: the cache swaps snapshots at Refresh
  * while calls still hold the old one. */

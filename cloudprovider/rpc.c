@@ -27,7 +27,7 @@
 #define ERROR_CLASS_OTHER            99
 
 /* Nodes of vmact's groups carry none: the label names no node, so the
- * autoscaler sees no GPUs (doc/cloudprovider.md, "GPUs and pricing"). */
+ * autoscaler sees no GPUs (doc/cloudprovider.md, "The RPCs"). */
 #define GPU_LABEL "vmact.io/gpu"
 
 /* Ids and provider ids are short; longer ones are not vmact's. */

@@ -60,7 +60,7 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->sampler_max_threads = 32768;
 	/* doc/policy.md: the reactive policy by default; vCPUs stay plugged
 	 * when a VM shrinks, since an unplug can lose the way back up
-	 * (doc/vcpu-unplug.md). */
+	 * (doc/notes/vcpu-unplug.md). */
 	cfg->cpu_policy = ACT_CPU_POLICY_REACTIVE;
 	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
 	cfg->policy_tick_ms = 250;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's recent events, for operators (doc/control-api.md,
- * "Events"): scaling decisions with their reasons, resizes, scheduler
- * permits, vm-monitor answers, errors and operators' changes, in a
+ * "Documents", EVENT): scaling decisions with their reasons, resizes,
+ * scheduler permits, vm-monitor answers, errors and operators' changes, in a
  * bounded in-memory ring. Each event has a sequence number (1, 2, ...;
  * never reused while the daemon runs), so a reader asks for what came
  * after the last one it saw and holds no state of its own in the daemon;

@@ -34,7 +34,7 @@ struct act_vm_layout {
 	 * the vCPUs the VM has. */
 	bool vcpus_refused;
 	/* Shrink by the quota alone: vCPUs already plugged stay plugged
-	 * (policy.cpu_shrink "quota"; doc/vcpu-unplug.md), a growth plugs
+	 * (policy.cpu_shrink "quota"; doc/notes/vcpu-unplug.md), a growth plugs
 	 * only what the quota cannot give. */
 	bool keep_vcpus;
 	uint64_t base_bytes; /* boot memory, cannot be unplugged */

@@ -61,7 +61,7 @@ enum act_cpu_shrink_mode act_runner_cpu_shrink(const struct act_runner *r)
 		return ACT_CPU_SHRINK_UNPLUG;
 	default:
 		/* An unplug loses the way back up on some hosts
-		 * (doc/vcpu-unplug.md): a VM whose shrinks nobody approves
+		 * (doc/notes/vcpu-unplug.md): a VM whose shrinks nobody approves
 		 * unplugs only when its own metadata asks. */
 		if (!r->approver && !r->api_vm)
 			return ACT_CPU_SHRINK_QUOTA;

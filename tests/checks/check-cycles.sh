@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# check-cycles.sh: no two files of vmact call each other, directly or round
-# a longer loop (doc/ARCHITECTURE.md, "No cycles"). An edge A -> B means
-# A's object references a symbol B's object defines; tsort(1) finds the
-# loops. The layers' own order is checked by check-layers.sh and the link;
+# check-cycles.sh: no two files of vmact call each other, directly or
+# round a longer loop (doc/ARCHITECTURE.md, "How the rules are checked").
+# An edge A -> B means A's object references a symbol B's object defines;
+# tsort(1) finds the loops. The layers' own order is checked by check-layers.sh and the link;
 # this is the same rule at the grain of files, inside a layer too. As a
 # control, a planted pair of objects that call each other must be refused.
 # VMACT_BUILD: the build directory (make check passes build/san).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproducer for the vCPU-unplug finding (doc/vcpu-unplug.md, issue 9 point 4).
+# Reproducer for the vCPU-unplug finding (doc/notes/vcpu-unplug.md, issue 9 point 4).
 #
 # Runs three scenarios on throw-away transient guests named vmact-inv-repro-*
 # (TCG, from tests/guest/domain.xml.in) and prints what libvirt, QEMU (QMP
@@ -231,7 +231,7 @@ unplug_case() { # letter offline_first
 	qemu_log_tail "$n"
 	state "$n" | grep -q running && ok=0
 	verdict[$c]=$([ $ok = 1 ] && echo "as documented (unplug timed out, QEMU died on the next plug)" ||
-		echo "DIFFERS from doc/vcpu-unplug.md")
+		echo "DIFFERS from doc/notes/vcpu-unplug.md")
 }
 
 # --- C: keep the vCPUs plugged ----------------------------------------------------
@@ -263,7 +263,7 @@ keep_case() {
 	say "  domain state: $(state "$n"); QEMU pid $pid"
 	state "$n" | grep -q running || ok=0
 	verdict[C]=$([ $ok = 1 ] && echo "way back kept (3 cycles down/up, then a plug)" ||
-		echo "DIFFERS from doc/vcpu-unplug.md")
+		echo "DIFFERS from doc/notes/vcpu-unplug.md")
 }
 
 say "vCPU unplug reproducer: $(virsh version 2>/dev/null | sed -n 's/^Running hypervisor: //p'), libvirt $(virsh version 2>/dev/null | sed -n 's/^Using library: libvirt //p'), guest kernel $(cat "$gdir/stamp" 2>/dev/null)"

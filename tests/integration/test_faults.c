@@ -845,7 +845,8 @@ static void qemu_killed_mid_unplug(void **state)
 		/* Grow first (no approval needed), then shrink: the unplug.
 		 * The VM shrinks by unplugging vCPUs from now on only: had it
 		 * unplugged one before (after its boot, say), vCPU changes
-		 * would be refused on it (doc/host.md, "libvirt hotplug"). */
+		 * would be refused on it (doc/actuation.md,
+		 * "vCPU hotplug"). */
 		if (vcpu) {
 			struct view v;
 			char mem[32];

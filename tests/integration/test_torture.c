@@ -7,8 +7,8 @@
  * vm-monitor stand-in (tests/peers/vm-monitor.js, approving every
  * downscale; it serves one connection at a time):
  *   U  virtio-mem, <vmact:policy shrink='unplug'/>: vCPU plug and unplug;
- *      after an unplug its vCPUs are lost for good on TCG (doc/host.md,
- *      "libvirt hotplug"), so it is restarted (a fresh boot, one vCPU) after each;
+ *      after an unplug its vCPUs are lost for good on TCG (doc/actuation.md,
+ *      "vCPU hotplug"), so it is restarted (a fresh boot, one vCPU) after each;
  *   V  virtio-mem, kept at 2 vCPUs: the CFS quota alone goes up and down,
  *      and virtio-mem grows and shrinks;
  *   D  memory in DIMMs: one plugged and unplugged (a DIMM unplug has
