@@ -2,7 +2,7 @@
 /* vmact load sampler: one VM's readout in one syscall. The policy reads
  * every VM 4 times a second (doc/policy.md, "What the faster readout
  * costs"); through the task iterators that is a map lookup, two iterator
- * files (create, read, close) and a registry scan per VM and tick. This
+ * files (create, read, close) and a scan of the sampler's slots per VM and tick. This
  * syscall program, run with BPF_PROG_TEST_RUN, does the same work in the
  * kernel in one call: sums the VM's per-CPU accumulators, then walks the
  * VM's threads (open-coded task iterator) for what vmact_pending reports
