@@ -161,7 +161,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
-.PHONY: all check unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
+.PHONY: all check check-upstream unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction bench-memory \
         bench-provision \
         tests demo
@@ -233,15 +233,25 @@ $(BUILD)/tests/integration/%: $(BUILD)/tests/integration/%.o $(TESTLIB) $(TOOL_L
 	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-# BPF: CO-RE objects against the running kernel's BTF, then skeletons.
-$(BUILD)/bpf/vmlinux.h:
-	$(call msg,BTF,$(patsubst $(BUILD)/%,%,$@))
-	@mkdir -p $(@D)
-	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+# BPF: CO-RE objects, then skeletons. The kernel's types come from the
+# vmlinux.h kept in the tree for each architecture (bpf/vmlinux/ARCH/), not
+# from the build host's running kernel: the build is the same on every host
+# and in a chroot, and libbpf relocates the programs' field accesses to the
+# running kernel's BTF when vmactd loads them. `make vmlinux-h` writes it
+# anew from VMLINUX_BTF (the types the programs use must be in it: the
+# iterator kfuncs of readvm.bpf.c need Linux >= 6.7's BTF).
+BPF_ARCH ?= $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))))
+VMLINUX_H := bpf/vmlinux/$(BPF_ARCH)/vmlinux.h
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+.PHONY: vmlinux-h
+vmlinux-h:
+	@mkdir -p $(dir $(VMLINUX_H))
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $(VMLINUX_H).tmp && mv $(VMLINUX_H).tmp $(VMLINUX_H)
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/bpf/vmlinux.h
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H)
 	$(call msg,BPF,$(patsubst $(BUILD)/%,%,$@))
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/bpf -I. -c $< -o $@
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GENSKEL,$(patsubst $(BUILD)/%,%,$@))
@@ -277,7 +287,7 @@ $(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
 
 # (Not make deb's copy of the tree, check-host's machine or the test
 # guest's and npm's files: they have files and directories named *.d.)
--include $(shell find $(BUILD) \( -path '$(BUILD)/deb' -o -path '$(BUILD)/host' -o -path '$(BUILD)/guest' \
+-include $(shell find $(BUILD) \( -path '$(BUILD)/deb' -o -path '$(BUILD)/deb-next' -o -path '$(BUILD)/host' -o -path '$(BUILD)/guest' \
 	-o -path '$(BUILD)/npm' \) -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 # ---- test entry points --------------------------------------------------
@@ -293,7 +303,17 @@ check:
 		tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
 		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
 		--integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
-		--layers "$(layer-specs)" --install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-y)"
+		--layers "$(layer-specs)" --install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-y)" \
+		--upstream yes
+
+# make check-upstream: vmact-cloudprovider driven by upstream's own Go
+# modules (tests/peers/kube, one module per pinned k8s.io/api version; Go
+# from the machine, modules from Go's cache, setup-host.sh downloads them);
+# one line "MODULE VERSION: N passed, M failed" per module. The sanitized
+# provider, as make check runs it.
+check-upstream:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/vmact-cloudprovider
+	$(Q)tests/checks/check-upstream.sh $(SANBUILD)
 
 # make unit: every test that needs no privileges (tests/unit and
 # tests/loopback) and the conformance vectors; make loopback: only those
@@ -459,23 +479,30 @@ bench-sampler: $(BUILD)/bench/sampler-bench
 # ---- install ------------------------------------------------------------
 # `make install-manifest` prints every path `make install` creates (under
 # DESTDIR), one per line: tests/checks/check-install.sh compares the two.
+# The hook's entry in HOOKDIR is a symbolic link to LIBEXECDIR/vmact/vmact-hook.
 SYSCONFDIR  ?= /etc
+# systemd reads /usr/local/lib/systemd/system too; the package names the
+# distribution's own (pkg-config systemd, debian/rules).
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 HOOKDIR     ?= $(SYSCONFDIR)/libvirt/hooks/qemu.d
+LIBEXECDIR  ?= $(PREFIX)/libexec
 DOCDIR      ?= $(PREFIX)/share/doc/vmact
-# systemd-sysusers reads /usr/local/lib/sysusers.d as well as /usr/lib's.
+# systemd-sysusers and systemd-tmpfiles read /usr/local/lib's as well as /usr/lib's.
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-DOCS        := README.md actuator/daemon/vmactd.json.example
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+DOCS        := README.md actuator/daemon/vmactd.json.example actuator/daemon/vmactd.json.commented
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
 # doc/notes/: the lab notebooks the pages cite (doc/README.md).
 DOCS_NOTES  := $(wildcard doc/notes/*.md)
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
+	$(addprefix $(LIBEXECDIR)/vmact/,$(libexec-progs-y)) \
 	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(SYSUSERSDIR)/vmact.conf \
 	$(UNITDIR)/vmact-groupd.service $(SYSUSERSDIR)/vmact-cluster.conf \
+	$(TMPFILESDIR)/vmact-cluster.conf \
 	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
@@ -485,11 +512,14 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 install-manifest:
 	@printf '%s\n' $(install-files)
 
-# Into the running system (no DESTDIR): the vmact user now, and systemd
-# told of the new unit, so that `systemctl enable --now vmactd` follows.
+# Into the running system (no DESTDIR): the users and vmact-cluster's home
+# now, and systemd told of the new units, so that `systemctl enable --now
+# vmactd` follows.
 define install-live
 if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/vmact.conf $(SYSUSERSDIR)/vmact-cluster.conf; \
 else echo "make install: no systemd-sysusers: create the vmact user by hand ($(SYSUSERSDIR)/vmact.conf)"; fi
+! command -v systemd-tmpfiles >/dev/null || systemd-tmpfiles --create $(TMPFILESDIR)/vmact-cluster.conf
+! getent group libvirt >/dev/null || ! getent passwd vmact-cluster >/dev/null || usermod -a -G libvirt vmact-cluster
 [ ! -d /run/systemd/system ] || systemctl daemon-reload
 endef
 define uninstall-live
@@ -499,6 +529,7 @@ endef
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(LIBEXECDIR)/vmact \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
 		> $(DESTDIR)$(UNITDIR)/vmactd.service
@@ -509,13 +540,15 @@ install: all
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' cluster/vmact-groupd.service > $(DESTDIR)$(UNITDIR)/vmact-groupd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-groupd.service
 	install -m 0644 cluster/vmact-cluster.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact-cluster.conf
+	install -m 0644 cluster/vmact-cluster.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vmact-cluster.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	install -d $(DESTDIR)$(DOCDIR)/doc/notes
 	install -m 0644 $(DOCS_NOTES) $(DESTDIR)$(DOCDIR)/doc/notes/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
-	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
+	$(foreach p,$(libexec-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(LIBEXECDIR)/vmact/$(p);)
+	ln -sfn $(LIBEXECDIR)/vmact/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
 	$(foreach m,$(man-y),install -m 0644 man/$(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m);)
 	$(foreach c,$(completion-y),install -m 0644 man/vmact.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$(c);)
 	$(if $(DESTDIR),,$(install-live))
@@ -523,13 +556,13 @@ install: all
 # make uninstall: removes what make install put there (the same PREFIX,
 # DESTDIR and directories), stopping and disabling vmactd first on a
 # running system. Keeps /etc/vmact (the operator's configuration) and the
-# vmact user (files it owned may remain: Debian's practice for system users).
+# users (files they owned may remain: Debian's practice for system users).
 uninstall:
 	$(if $(DESTDIR),,$(uninstall-live))
 	rm -f $(addprefix $(DESTDIR),$(install-files))
-	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(LIBEXECDIR)/vmact 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
-	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
 # cgroup v2 only, libvirt inside, built from Debian packages and cached in
@@ -540,38 +573,55 @@ uninstall:
 # (tests/host/in-vm.sh). Root; not part of make check (an hour or more).
 HOST_IMG := $(BUILD)/host
 .PHONY: check-host check-host-image
-# The stamp holds the build script's hash: a new checkout (new mtimes)
-# reuses the image, a changed script rebuilds it.
+# The stamp holds the hash of the build script and debian/control (the
+# image has its build dependencies): a new checkout (new mtimes) reuses the
+# image, a changed script or Build-Depends rebuilds it.
 check-host-image:
-	$(Q)if [ "$$(sha256sum tests/host/build-image.sh | cut -d' ' -f1)" != \
+	$(Q)if [ "$$(cat tests/host/build-image.sh debian/control | sha256sum | cut -d' ' -f1)" != \
 	       "$$(cat $(HOST_IMG)/stamp 2>/dev/null)" ] || [ ! -f $(HOST_IMG)/rootfs.img ]; then \
 		tests/host/build-image.sh $(HOST_IMG); fi
 check-host: check-host-image
 	$(Q)tests/host/setup-host.sh
 	$(Q)$(MAKE) --no-print-directory deb guest
-	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules
+	$(Q)$(MAKE) --no-print-directory deb DEBDIR=$(BUILD)/deb-next DEB_BUMP=$(DEB_VERSION)+1
+	$(Q)tests/host/check-host.sh $(HOST_IMG) $(DEB) $(GUEST_DIR) $(BUILD)/npm/node_modules $(BUILD)/deb-next
 
-# make deb: the Debian package (debian/, debhelper), built by
+# make deb: the Debian packages (debian/, debhelper), built by
 # dpkg-buildpackage from a copy of the tree's files (tracked or not,
-# git ls-files) under $(BUILD)/deb/src, so that it never touches this
-# tree's build/. The .deb lands in $(BUILD)/deb/.
-DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+# git ls-files) under $(DEBDIR)/src, so that it never touches this
+# tree's build/. The .debs land in $(DEBDIR) ($(BUILD)/deb). Then lintian,
+# which must find no error or warning in either package. DEB_BUMP=VERSION
+# builds them as that version (a changelog entry on top of the copy's):
+# check-host upgrades to it.
+DEBDIR     ?= $(BUILD)/deb
+DEB_BUMP   ?=
+DEB_VERSION = $(or $(DEB_BUMP),$(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null))
 DEB_ARCH    = $(shell dpkg --print-architecture 2>/dev/null)
-DEB         = $(BUILD)/deb/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB         = $(DEBDIR)/vmact_$(DEB_VERSION)_$(DEB_ARCH).deb
 # the layer above one host, apart so that a host's package needs no gRPC
-DEB_CLUSTER = $(BUILD)/deb/vmact-cluster_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_CLUSTER = $(DEBDIR)/vmact-cluster_$(DEB_VERSION)_$(DEB_ARCH).deb
 .PHONY: deb
 deb:
 	$(call msg,DEB,$(DEB))
-	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	$(Q)rm -rf $(DEBDIR) && mkdir -p $(DEBDIR)/src
 	$(Q)git ls-files -z --cached --others --exclude-standard | \
-		xargs -0 cp --parents -t $(BUILD)/deb/src 2>/dev/null; \
-		git ls-files -z --cached --others --exclude-standard | (cd $(BUILD)/deb/src && \
+		xargs -0 cp --parents -t $(DEBDIR)/src 2>/dev/null; \
+		git ls-files -z --cached --others --exclude-standard | (cd $(DEBDIR)/src && \
 		xargs -0 ls -d >/dev/null) || { echo "make deb: copying the tree failed"; exit 1; }
-	$(Q)cd $(BUILD)/deb/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	$(Q)$(if $(DEB_BUMP),cd $(DEBDIR)/src && { printf '%s\n\n%s\n\n%s\n\n' \
+		'vmact ($(DEB_BUMP)) unstable; urgency=medium' '  * Built by make deb DEB_BUMP=$(DEB_BUMP).' \
+		" -- $$(dpkg-parsechangelog -S Maintainer)  $$(date -R)"; cat debian/changelog; } >debian/changelog.new && \
+		mv debian/changelog.new debian/changelog,true)
+	$(Q)cd $(DEBDIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		dpkg-buildpackage -b -us -uc -j$(shell nproc) >../build.log 2>&1 || \
-		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(BUILD)/deb/build.log)"; exit 1; }
+		{ tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed ($(DEBDIR)/build.log)"; exit 1; }
 	$(Q)test -f $(DEB) && echo "$(DEB)" && test -f $(DEB_CLUSTER) && echo "$(DEB_CLUSTER)"
+	$(call msg,LINTIAN,$(DEBDIR)/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes)
+	$(Q)command -v lintian >/dev/null || { echo "make deb: lintian is not installed (tests/host/setup-host.sh installs it)"; exit 1; }
+	$(Q)lintian --fail-on error,warning --tag-display-limit 0 \
+		$(DEBDIR)/vmact_$(DEB_VERSION)_$(DEB_ARCH).changes > $(DEBDIR)/lintian.log 2>&1 || \
+		{ cat $(DEBDIR)/lintian.log; echo "make deb: lintian found errors or warnings"; exit 1; }
+	$(Q)grep -v '^running with root privileges' $(DEBDIR)/lintian.log || true
 
 clean:
 	rm -rf $(BUILD)

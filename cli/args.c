@@ -39,11 +39,15 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		break;
 	case CTL_SET:
 		fputs("Usage: vmactl set VM [--min-cpu CPUS] [--max-cpu CPUS]\n"
-		      "                     [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
-		      "Changes the VM's bounds, live, in its vmact metadata (and in its persistent\n"
-		      "definition): they survive a vmactd restart. CPUS: \"2\", \"500m\", \"1.5\";\n"
-		      "SIZE: \"512Mi\", \"2Gi\" (Kubernetes quantities, as in the metadata).\n"
-		      "--min-mem and --max-mem are short for --min-memory and --max-memory.\n",
+		      "                     [--min-memory SIZE] [--max-memory SIZE]\n"
+		      "                     [--mode recommend|active] [--json]\n"
+		      "Changes the VM's bounds or mode, live, in its vmact metadata (and in its\n"
+		      "persistent definition): they survive a vmactd restart. CPUS: \"2\", \"500m\",\n"
+		      "\"1.5\"; SIZE: \"512Mi\", \"2Gi\" (Kubernetes quantities, as in the metadata).\n"
+		      "--min-mem and --max-mem are short for --min-memory and --max-memory.\n"
+		      "--mode recommend: vmactd decides as usual and reports each decision as a\n"
+		      "recommendation (events, show, metrics) but changes nothing; --mode active\n"
+		      "applies the current recommendation (permits and bounds as always).\n",
 		      f);
 		break;
 	case CTL_PAUSE:
@@ -66,23 +70,31 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		break;
 	case CTL_CHECK:
 		fputs("Usage: vmactl check DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
-		      "                           [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
+		      "                           [--min-memory SIZE] [--max-memory SIZE]\n"
+		      "                           [--fix] [--json]\n"
 		      "Is the domain's layout ready for vmact (doc/domain.md)? Part by part: vCPUs\n"
 		      "to plug, NUMA cell, <maxMemory> slots, virtio-mem device, the guest kernel's\n"
 		      "memhp_default_state; as it runs and as it is defined (the next cold start),\n"
 		      "and which changes need a cold restart. Against the bounds given, else its\n"
 		      "metadata's, else the defaults vmactl enable would write. Exit status 1 when\n"
-		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n",
+		      "the layout cannot do them. DOMAIN: a name or UUID, running or not.\n"
+		      "Also whether vmactd gets the guest's memory figures (balloon statistics):\n"
+		      "without them its memory stays at its size.\n"
+		      "--fix: print the commands that fix each part instead (virt-xml from\n"
+		      "virtinst, virsh, vmactl), each marked live or cold restart.\n",
 		      f);
 		break;
 	case CTL_ENABLE:
 		fputs("Usage: vmactl enable DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
-		      "                            [--min-memory SIZE] [--max-memory SIZE] [--json]\n"
+		      "                            [--min-memory SIZE] [--max-memory SIZE]\n"
+		      "                            [--recommend] [--json]\n"
 		      "Puts the domain under vmact: writes its vmact metadata (live and into its\n"
 		      "definition) with enabled=\"true\" and the bounds given; a bound not given\n"
 		      "keeps the metadata's, else takes the default: from the vCPUs and memory it\n"
 		      "boots with to the most its layout can reach. Refused, with vmactl check's\n"
-		      "report, when the layout cannot do the bounds.\n",
+		      "report, when the layout cannot do the bounds. --recommend: in recommend\n"
+		      "mode (mode=\"recommend\"): decisions reported, nothing changed, until\n"
+		      "vmactl set makes it active (see vmactl set --help).\n",
 		      f);
 		break;
 	case CTL_DISABLE:
@@ -106,7 +118,7 @@ void ctl_usage(FILE *f, enum ctl_command c)
 		      "  status [--all]     every VM and its size, load and last change\n"
 		      "  show VM            one VM in detail, with its last decisions\n"
 		      "  set VM OPTIONS     change its bounds (--min-cpu, --max-cpu,\n"
-		      "                     --min-memory, --max-memory)\n"
+		      "                     --min-memory, --max-memory) or --mode\n"
 		      "  pause VM           stop autoscaling it (it keeps its size)\n"
 		      "  resume VM          autoscale it again\n"
 		      "  events [--follow]  decisions, resizes, permits, monitor answers, errors\n"
@@ -219,6 +231,17 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 			out->json = true;
 		} else if (strcmp(a, "--all") == 0) {
 			out->all = true;
+		} else if (strcmp(a, "--recommend") == 0) {
+			out->recommend = true;
+		} else if (strcmp(a, "--fix") == 0) {
+			out->fix = true;
+		} else if (is_opt(a, "--mode")) {
+			if ((r = opt_value(argc, argv, &i, "--mode", &out->mode, err)) < 0)
+				return r;
+			if (strcmp(out->mode, "recommend") && strcmp(out->mode, "active"))
+				return vmact_err_set(err, EINVAL,
+						     "--mode: '%s' is not recommend or active",
+						     out->mode);
 		} else if (strcmp(a, "-f") == 0 || strcmp(a, "--follow") == 0) {
 			out->follow = true;
 		} else if (is_opt(a, "--socket")) {
@@ -287,6 +310,17 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 				     "%s: bounds are options of `set`, `check` and "
 				     "`enable`",
 				     names[out->cmd]);
+	if (out->cmd != CTL_CHECK && out->fix)
+		return vmact_err_set(err, EINVAL, "%s: --fix is an option of `check`",
+				     names[out->cmd]);
+	if (out->cmd != CTL_SET && out->mode)
+		return vmact_err_set(err, EINVAL, "%s: --mode is an option of `set`",
+				     names[out->cmd]);
+	if (out->cmd != CTL_ENABLE && out->recommend)
+		return vmact_err_set(err, EINVAL,
+				     "%s: --recommend is an option of `enable` (vmactl set VM "
+				     "--mode recommend for a managed VM)",
+				     names[out->cmd]);
 	if (out->cmd != CTL_STATUS && out->all)
 		return vmact_err_set(err, EINVAL, "%s: --all is an option of `status`",
 				     names[out->cmd]);
@@ -304,10 +338,10 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 				     names[out->cmd]);
 	if (out->cmd == CTL_SET || out->cmd == CTL_CHECK || out->cmd == CTL_ENABLE) {
 		if (out->cmd == CTL_SET && !out->min_cpu && !out->max_cpu && !out->min_mem &&
-		    !out->max_mem)
+		    !out->max_mem && !out->mode)
 			return vmact_err_set(err, EINVAL,
 					     "set: nothing to set (--min-cpu, --max-cpu, "
-					     "--min-memory, --max-memory)");
+					     "--min-memory, --max-memory, --mode)");
 		if ((out->min_cpu &&
 		     (r = check_quantity("--min-cpu", out->min_cpu, true, err)) < 0) ||
 		    (out->max_cpu &&

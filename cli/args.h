@@ -33,6 +33,10 @@ struct ctl_args {
 			       * UUID); events --vm */
 	bool json, help, version, follow;
 	bool all; /* status --all */
+	/* set --mode recommend|active (NULL: not given); enable --recommend */
+	const char *mode;
+	bool recommend;
+	bool fix; /* check --fix */
 	/* set, check, enable: quantities as given, checked ("2", "500m";
 	 * "512Mi", "2Gi") */
 	const char *min_cpu, *max_cpu, *min_mem, *max_mem;

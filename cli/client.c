@@ -54,6 +54,12 @@ int ctl_call(const char *socket, const char *method, const char *path, const cha
 			    &a, &e);
 	if (r == -EINTR)
 		return vmact_err_set(err, EINTR, "interrupted");
+	/* The socket's mode: say so rather than "is it running?". */
+	if (r == -EACCES)
+		return vmact_err_set(err, EACCES,
+				     "cannot reach %s at %s: Permission denied (the socket's "
+				     "owner and group decide who may)",
+				     peer, socket);
 	if (r < 0)
 		return vmact_err_set(err, r == -ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
 				     "cannot reach %s at %s: %s%s", peer, socket, e.msg,

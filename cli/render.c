@@ -67,14 +67,14 @@ static void put_line(FILE *f, const char *line, unsigned width)
 		fprintf(f, "%s\n", line);
 }
 
-#define ROW_FMT "%-20s %-11s %5s %6s %7s %5s %-14s %-12s %-12s %s"
+#define ROW_FMT "%-20s %-11s %-9s %5s %6s %7s %5s %-14s %-12s %-12s %s"
 
 void ctl_render_status_header(FILE *f, unsigned width)
 {
 	char line[512];
 
-	snprintf(line, sizeof(line), ROW_FMT, "VM", "STATE", "VCPUS", "QUOTA", "MEMORY", "LOAD",
-		 "DEMAND", "PERMIT", "DESIRED", "LAST CHANGE");
+	snprintf(line, sizeof(line), ROW_FMT, "VM", "STATE", "MODE", "VCPUS", "QUOTA", "MEMORY",
+		 "LOAD", "DEMAND", "PERMIT", "DESIRED", "LAST CHANGE");
 	put_line(f, line, width);
 }
 
@@ -108,8 +108,9 @@ void ctl_render_status_row(FILE *f, const json_t *vm, unsigned width)
 		fmt_time(json_number_value(json_object_get(lc, "time")), false, when, sizeof(when));
 		snprintf(change, sizeof(change), "%s %s", when, str(lc, "reason"));
 	}
-	snprintf(line, sizeof(line), ROW_FMT, str(vm, "name"), state, vcpus, quota, mem, load,
-		 demand, permit, desired, change);
+	/* In recommend mode DESIRED is the recommendation, never applied. */
+	snprintf(line, sizeof(line), ROW_FMT, str(vm, "name"), state, str(vm, "mode"), vcpus, quota,
+		 mem, load, demand, permit, desired, change);
 	put_line(f, line, width);
 }
 
@@ -121,6 +122,25 @@ void ctl_render_status(FILE *f, const json_t *vms, unsigned width)
 	ctl_render_status_header(f, width);
 	json_array_foreach(vms, i, vm)
 		ctl_render_status_row(f, vm, width);
+}
+
+void ctl_render_hook(FILE *f, const json_t *hook)
+{
+	const json_t *u = json_object_get(hook, "unannounced_start");
+
+	if (!json_is_object(u))
+		return;
+	if (json_is_true(json_object_get(hook, "restart_libvirtd")))
+		fprintf(f,
+			"Hook: libvirtd started %s without running vmact's hook: it reads its hooks "
+			"when it starts, and this one came later; restart libvirtd (systemctl "
+			"restart libvirtd) for it to take effect\n",
+			str(u, "vm"));
+	else if (json_is_false(json_object_get(hook, "installed")))
+		fprintf(f,
+			"Hook: vmact's libvirt hook is not installed (vmactd learned of %s's start "
+			"from libvirt's events only; doc/hook.md)\n",
+			str(u, "vm"));
 }
 
 void ctl_render_event(FILE *f, const json_t *ev, unsigned width)
@@ -190,6 +210,13 @@ void ctl_render_show(FILE *f, const json_t *vm)
 
 	fprintf(f, "VM:          %s (%s)\n", str(vm, "name"), str(vm, "uuid"));
 	fprintf(f, "State:       %s\n", str(vm, "state"));
+	if (strcmp(str(vm, "mode"), "recommend") == 0)
+		fprintf(f,
+			"Mode:        recommend (decisions are reported, nothing is applied; "
+			"vmactl set %s --mode active applies them)\n",
+			str(vm, "name"));
+	else if (json_is_string(json_object_get(vm, "mode")))
+		fprintf(f, "Mode:        %s\n", str(vm, "mode"));
 	if (strcmp(str(vm, "state"), "not-managed") == 0 ||
 	    strcmp(str(vm, "state"), "ignored") == 0) {
 		fprintf(f, "Reason:      %s\n", str(vm, "reason"));
@@ -227,6 +254,11 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	ctl_fmt_res(json_object_get(vm, "permit"), x, sizeof(x));
 	ctl_fmt_res(json_object_get(vm, "desired"), y, sizeof(y));
 	fprintf(f, "Permit:      %s\nDesired:     %s\n", x, y);
+	if (json_is_object(json_object_get(vm, "recommended"))) {
+		ctl_fmt_res(json_object_get(vm, "recommended"), x, sizeof(x));
+		ctl_fmt_res(json_object_get(vm, "using"), y, sizeof(y));
+		fprintf(f, "Recommended: %s (runs with %s; not applied)\n", x, y);
+	}
 	if (json_is_string(json_object_get(vm, "permit_short")))
 		fprintf(f, "Permit short: %s\n", str(vm, "permit_short"));
 	if (json_is_string(json_object_get(vm, "cannot_shrink")))
@@ -298,4 +330,58 @@ void ctl_render_check(FILE *f, const json_t *c)
 			? "ready: vmact can take it between these bounds"
 			: "not ready: fix the BLOCKER lines ([cold restart]: shut it down, virsh edit, "
 			  "start), or ask for bounds within reach");
+	if (ctl_render_fixes(NULL, c))
+		fprintf(f, "Fixes:       vmactl check %s --fix prints the commands\n",
+			str(c, "name"));
+}
+
+/* One layout's fixes, each command once over both layouts (seen). */
+static unsigned layout_fixes(FILE *f, const json_t *l, json_t *seen, bool *cold)
+{
+	const json_t *it;
+	unsigned n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(l, "items"), i, it) {
+		const json_t *fx = json_object_get(it, "fix");
+		const char *cmd = json_string_value(json_object_get(fx, "command"));
+		bool c = json_is_true(json_object_get(fx, "cold_restart"));
+
+		if (!cmd || json_object_get(seen, cmd))
+			continue;
+		json_object_set_new(seen, cmd, json_true());
+		n++;
+		*cold |= c;
+		if (f)
+			fprintf(f, "# [%s] %s: %s\n%s\n", c ? "cold restart" : "live",
+				str(it, "part"), str(it, "text"), cmd);
+	}
+	return n;
+}
+
+unsigned ctl_render_fixes(FILE *f, const json_t *c)
+{
+	json_t *seen = json_object();
+	bool cold = false;
+	unsigned n;
+
+	if (f)
+		fprintf(f,
+			"# vmactl check %s --fix: the commands that fix its layout and memory "
+			"statistics\n# ([live]: at once; [cold restart]: into its definition, "
+			"in effect from its next cold start)\n",
+			str(c, "name"));
+	n = layout_fixes(f, json_object_get(c, "live"), seen, &cold);
+	n += layout_fixes(f, json_object_get(c, "definition"), seen, &cold);
+	json_decref(seen);
+	if (!f)
+		return n;
+	if (!n)
+		fprintf(f, "# nothing to fix\n");
+	else if (cold && json_is_true(json_object_get(c, "active")))
+		fprintf(f,
+			"# then a cold restart: virsh shutdown %s, wait until virsh domstate "
+			"says shut off, virsh start %s\n",
+			str(c, "name"), str(c, "name"));
+	return n;
 }

@@ -23,5 +23,12 @@ void ctl_render_status(FILE *f, const json_t *vms, unsigned width);
 void ctl_render_show(FILE *f, const json_t *vm);
 /* vmactl check: the layout as it runs and as defined, part by part. */
 void ctl_render_check(FILE *f, const json_t *c);
+/* GET /v1/vms's "hook": a line when libvirtd must be restarted for the
+ * hook (or it is not installed and a start came without it). */
+void ctl_render_hook(FILE *f, const json_t *hook);
+/* vmactl check --fix: each part's fix, a shell command under a comment
+ * that says which part and whether it acts live or at the next cold
+ * start; f NULL: only counts them. Returns how many. */
+unsigned ctl_render_fixes(FILE *f, const json_t *c);
 /* "12:03:04.120 #42 vm-1 decision: grow to 2 vCPUs ..." */
 void ctl_render_event(FILE *f, const json_t *ev, unsigned width);

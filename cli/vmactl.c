@@ -63,8 +63,10 @@ static int cmd_status(const struct ctl_args *a)
 		return fail(&err);
 	if (a->json)
 		print_json(doc);
-	else
+	else {
 		ctl_render_status(stdout, json_object_get(doc, "vms"), 0);
+		ctl_render_hook(stdout, json_object_get(doc, "hook"));
+	}
 	json_decref(doc);
 	return 0;
 }
@@ -102,6 +104,10 @@ static char *bounds_body(const struct ctl_args *a)
 		json_object_set_new(req, "min_memory", json_string(a->min_mem));
 	if (a->max_mem)
 		json_object_set_new(req, "max_memory", json_string(a->max_mem));
+	if (a->mode)
+		json_object_set_new(req, "mode", json_string(a->mode));
+	if (a->recommend)
+		json_object_set_new(req, "mode", json_string("recommend"));
 	body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	return body;
@@ -128,6 +134,11 @@ static int cmd_change(const struct ctl_args *a)
 		return fail(&err);
 	if (a->json)
 		print_json(doc);
+	else if (a->cmd == CTL_SET && a->mode)
+		printf("%s: %s%s (recorded in its metadata)\n", a->vm,
+		       a->mode[0] == 'r' ? "mode recommend: decisions are reported, nothing changes"
+					 : "mode active: decisions are applied",
+		       a->min_cpu || a->max_cpu || a->min_mem || a->max_mem ? "; bounds set" : "");
 	else if (a->cmd == CTL_SET)
 		printf("%s: bounds set (recorded in its metadata)\n", a->vm);
 	else
@@ -174,6 +185,8 @@ static int cmd_domain(const struct ctl_args *a)
 	if (a->cmd == CTL_CHECK || !ready) {
 		if (a->json)
 			print_json(doc);
+		else if (a->fix)
+			ctl_render_fixes(stdout, doc);
 		else
 			ctl_render_check(stdout, doc);
 	}
@@ -190,8 +203,10 @@ static int cmd_domain(const struct ctl_args *a)
 
 		ctl_fmt_res(json_object_get(doc, "min"), min, sizeof(min));
 		ctl_fmt_res(json_object_get(doc, "max"), max, sizeof(max));
-		printf("%s: enabled, bounds %s to %s (%s), memory by %s; vmactd takes it over\n",
-		       json_string_value(json_object_get(doc, "name")), min, max,
+		printf("%s: enabled%s, bounds %s to %s (%s), memory by %s; vmactd takes it "
+		       "over\n",
+		       json_string_value(json_object_get(doc, "name")),
+		       a->recommend ? " in recommend mode (nothing is changed)" : "", min, max,
 		       json_string_value(json_object_get(doc, "bounds_from")),
 		       json_string_value(json_object_get(doc, "method")));
 	}

@@ -416,19 +416,27 @@ int cp_gate_new(sd_event *ev, const struct cp_gate_config *cfg, struct cp_gate *
 	return 0;
 }
 
-void cp_gate_free(struct cp_gate *g)
+void cp_gate_close(struct cp_gate *g)
 {
 	if (!g)
 		return;
 	while (g->conns)
 		conn_close(g->conns);
-	sd_event_source_disable_unref(g->ls);
-	sd_event_source_disable_unref(g->pause);
+	g->ls = sd_event_source_disable_unref(g->ls);
+	g->pause = sd_event_source_disable_unref(g->pause);
 	if (g->lfd >= 0) {
 		close(g->lfd);
+		g->lfd = -1;
 		if (g->addr.family == AF_UNIX)
 			unlink(g->addr.path);
 	}
+}
+
+void cp_gate_free(struct cp_gate *g)
+{
+	if (!g)
+		return;
+	cp_gate_close(g);
 	pthread_mutex_destroy(&g->lock);
 	sd_event_unref(g->ev);
 	free(g->backend);

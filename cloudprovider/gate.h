@@ -35,6 +35,10 @@ struct cp_gate;
 
 int cp_gate_new(sd_event *ev, const struct cp_gate_config *cfg, struct cp_gate **out,
 		struct vmact_err *err);
+/* Closes the listening socket and every relayed connection; the gate
+ * still answers cp_gate_mark_served and cp_gate_client (as unknown peers)
+ * until cp_gate_free, so that calls finishing on gRPC's threads may ask. */
+void cp_gate_close(struct cp_gate *g);
 void cp_gate_free(struct cp_gate *g);
 
 /* The TCP port bound (useful with port 0); 0 on a unix socket. */

@@ -157,6 +157,10 @@ static int get_template(const json_t *obj, struct cp_template *t, struct vmact_e
 		goto bad;
 	t->max_memory_bytes = (uint64_t)v;
 	/* kubelet's own default for --max-pods */
+	r = get_int(tj, "ephemeral_storage_bytes", false, 0, 0, 1LL << 60, &v, err);
+	if (r < 0)
+		goto bad;
+	t->ephemeral_bytes = (uint64_t)v;
 	r = get_int(tj, "pods", false, 110, 1, 100000, &v, err);
 	if (r < 0)
 		goto bad;
@@ -243,6 +247,12 @@ static int get_options(const json_t *obj, struct cp_options *o, struct vmact_err
 	if (r >= 0)
 		r = get_flag(oj, "ignore_daemonsets_utilization", CP_OPT_IGNORE_DS, &o->ignore_ds,
 			     &o->set, err);
+	if (r >= 0)
+		r = get_seconds(oj, "max_node_startup_time_s", CP_OPT_STARTUP, &o->startup_s,
+				&o->set, err);
+	if (r >= 0)
+		r = get_flag(oj, "allow_non_atomic_scale_up_to_max", CP_OPT_NON_ATOMIC,
+			     &o->non_atomic, &o->set, err);
 	return r < 0 ? vmact_err_prefix(err, "options") : 0;
 }
 

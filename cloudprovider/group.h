@@ -25,6 +25,7 @@ struct cp_taint {
 struct cp_template {
 	uint32_t vcpus, max_vcpus;
 	uint64_t memory_bytes, max_memory_bytes;
+	uint64_t ephemeral_bytes; /* the node's ephemeral-storage; 0: not said */
 	uint32_t pods;
 	char *arch; /* Kubernetes' (Go's) name: amd64, arm64, ... */
 	char *os;
@@ -40,13 +41,15 @@ enum {
 	CP_OPT_PROVISION = 1u << 4,
 	CP_OPT_ZERO_OR_MAX = 1u << 5,
 	CP_OPT_IGNORE_DS = 1u << 6,
+	CP_OPT_STARTUP = 1u << 7,
+	CP_OPT_NON_ATOMIC = 1u << 8,
 };
 
 struct cp_options {
 	unsigned set;
 	double util, gpu_util;
-	double unneeded_s, unready_s, provision_s;
-	bool zero_or_max, ignore_ds;
+	double unneeded_s, unready_s, provision_s, startup_s;
+	bool zero_or_max, ignore_ds, non_atomic;
 };
 
 struct cp_group {

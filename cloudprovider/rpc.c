@@ -519,41 +519,73 @@ static int template_node_info(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
 	r = cp_template_node(g, ctx->arena, &a->nodebytes, err);
 	if (r < 0)
 		return r;
+	/* the same node for autoscalers before 1.35, as they read it */
+	a->nodeinfo = a->nodebytes;
 	*resp = &a->base;
 	return 0;
 }
 
-static Google__Protobuf__Duration *duration(struct cp_rpc_ctx *ctx, double seconds)
+static Google__Protobuf__Duration *duration(struct cp_rpc_ctx *ctx, int64_t nanos)
 {
 	Google__Protobuf__Duration *d = answer(ctx, &google__protobuf__duration__descriptor);
 
 	if (d) {
-		d->seconds = (int64_t)floor(seconds);
-		d->nanos = (int32_t)llround((seconds - floor(seconds)) * 1e9);
-		if (d->nanos >= 1000000000) {
-			d->seconds++;
-			d->nanos -= 1000000000;
-		}
+		d->seconds = nanos / 1000000000;
+		d->nanos = (int32_t)(nanos % 1000000000);
 	}
 	return d;
 }
 
-static Google__Protobuf__Duration *copy_duration(struct cp_rpc_ctx *ctx,
-						 const Google__Protobuf__Duration *from)
+static EG(KubernetesDuration) * k8s_duration(struct cp_rpc_ctx *ctx, int64_t nanos)
 {
-	Google__Protobuf__Duration *d = answer(ctx, &google__protobuf__duration__descriptor);
+	EG(KubernetesDuration) *d = answer(ctx, &EG_D(kubernetes_duration));
 
-	if (d && from) {
-		d->seconds = from->seconds;
-		d->nanos = from->nanos;
-	}
+	if (d)
+		d->duration = nanos;
 	return d;
+}
+
+/* A group's setting in seconds as nanoseconds; its range ([0, 1e9] s,
+ * cp_group_from_json) fits an int64. */
+static int64_t seconds_nanos(double s)
+{
+	return (int64_t)llround(s * 1e9);
+}
+
+static int64_t pb_nanos(const Google__Protobuf__Duration *d)
+{
+	const int64_t max_s = INT64_MAX / 1000000000 - 1;
+
+	/* the autoscaler's own values are minutes; anything past int64
+	 * nanoseconds is not a duration Go could hold either */
+	if (d->seconds > max_s)
+		return INT64_MAX;
+	if (d->seconds < -max_s)
+		return INT64_MIN;
+	return d->seconds * 1000000000 + d->nanos;
+}
+
+/* A duration of the answer: the group's when it sets one, else the
+ * autoscaler's default as it sent it, in the new field or, from an
+ * autoscaler before 1.35, the old one. */
+static int64_t pick_nanos(bool group_set, double group_s, const Google__Protobuf__Duration *dflt,
+			  const EG(KubernetesDuration) * old)
+{
+	if (group_set)
+		return seconds_nanos(group_s);
+	if (dflt)
+		return pb_nanos(dflt);
+	return old ? old->duration : 0;
 }
 
 /* The autoscaler takes the answer whole (a field left out is zero, not
  * its default), so the answer is its defaults with the group's settings
- * over them; a group that sets nothing answers with no message, which the
- * autoscaler reads as "use the defaults". */
+ * over them, every field it sent carried back; a group that sets nothing
+ * answers with no message, which the autoscaler reads as "use the
+ * defaults". Each of the three old durations is there beside its new
+ * twin: an autoscaler before 1.35 reads only the old ones and
+ * dereferences them unchecked (doc/cloudprovider.md, "Autoscaler
+ * versions"). */
 static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, ProtobufCMessage **resp,
 		       struct vmact_err *err)
 {
@@ -563,6 +595,7 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	EG(NodeGroupAutoscalingOptions) * o;
 	const struct cp_options *go;
 	const struct cp_group *g;
+	int64_t unneeded, unready, provision;
 	int r = find_group(ctx, req->id, &s, &g, err);
 
 	if (r < 0)
@@ -588,20 +621,36 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	o->ignoredaemonsetsutilization = go->set & CP_OPT_IGNORE_DS ? go->ignore_ds
 					 : d                        ? d->ignoredaemonsetsutilization
 								    : 0;
-	o->scaledownunneededduration = go->set & CP_OPT_UNNEEDED
-					       ? duration(ctx, go->unneeded_s)
-					       : copy_duration(ctx, d ? d->scaledownunneededduration
-								      : NULL);
-	o->scaledownunreadyduration = go->set & CP_OPT_UNREADY
-					      ? duration(ctx, go->unready_s)
-					      : copy_duration(ctx, d ? d->scaledownunreadyduration
-								     : NULL);
-	o->maxnodeprovisionduration = go->set & CP_OPT_PROVISION
-					      ? duration(ctx, go->provision_s)
-					      : copy_duration(ctx, d ? d->maxnodeprovisionduration
-								     : NULL);
+	o->allownonatomicscaleuptomax = go->set & CP_OPT_NON_ATOMIC ? go->non_atomic
+					: d                         ? d->allownonatomicscaleuptomax
+								    : 0;
+	unneeded = pick_nanos(go->set & CP_OPT_UNNEEDED, go->unneeded_s,
+			      d ? d->scaledownunneededduration : NULL,
+			      d ? d->scaledownunneededtime : NULL);
+	unready = pick_nanos(go->set & CP_OPT_UNREADY, go->unready_s,
+			     d ? d->scaledownunreadyduration : NULL,
+			     d ? d->scaledownunreadytime : NULL);
+	provision = pick_nanos(go->set & CP_OPT_PROVISION, go->provision_s,
+			       d ? d->maxnodeprovisionduration : NULL,
+			       d ? d->maxnodeprovisiontime : NULL);
+	o->scaledownunneededduration = duration(ctx, unneeded);
+	o->scaledownunreadyduration = duration(ctx, unready);
+	o->maxnodeprovisionduration = duration(ctx, provision);
+	o->scaledownunneededtime = k8s_duration(ctx, unneeded);
+	o->scaledownunreadytime = k8s_duration(ctx, unready);
+	o->maxnodeprovisiontime = k8s_duration(ctx, provision);
 	if (!o->scaledownunneededduration || !o->scaledownunreadyduration ||
-	    !o->maxnodeprovisionduration)
+	    !o->maxnodeprovisionduration || !o->scaledownunneededtime || !o->scaledownunreadytime ||
+	    !o->maxnodeprovisiontime)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	/* Only when said: a newer autoscaler reads an absent one as its own
+	 * default, a zero one as "no time at all". */
+	if (go->set & CP_OPT_STARTUP)
+		o->maxnodestartupduration = duration(ctx, seconds_nanos(go->startup_s));
+	else if (d && d->maxnodestartupduration)
+		o->maxnodestartupduration = duration(ctx, pb_nanos(d->maxnodestartupduration));
+	if (((go->set & CP_OPT_STARTUP) || (d && d->maxnodestartupduration)) &&
+	    !o->maxnodestartupduration)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	a->nodegroupautoscalingoptions = o;
 	return 0;

@@ -111,26 +111,36 @@ static ResourceEntry *resource(struct cp_arena *a, const ProtobufCMessageDescrip
 	return e->key && q->string ? e : NULL;
 }
 
-/* cpu, memory, pods: key order, as Kubernetes writes the map. What a
- * kubelet reports when the VM has booted: vmactd may grow the VM later,
- * but a kubelet reads its capacity once, at start. Allocatable is the same
- * (the group says nothing of kube-reserved), which is what a kubelet
- * reports without reservations. */
+/* cpu, ephemeral-storage, memory, pods: key order, as Kubernetes writes
+ * the map. What a kubelet reports when the VM has booted: vmactd may grow
+ * the VM later, but a kubelet reads its capacity once, at start.
+ * Allocatable is the same (the group says nothing of kube-reserved), which
+ * is what a kubelet reports without reservations. ephemeral-storage is
+ * there when the group says it: without it the autoscaler's scheduler
+ * finds no room on the template for a pod that requests any. */
 static void *resources(const struct cp_group *g, const ProtobufCMessageDescriptor *d,
-		       struct cp_arena *a)
+		       struct cp_arena *a, size_t *n)
 {
-	ResourceEntry **r = cp_arena_array(a, 3, sizeof(*r));
-	char cpu[32], mem[32], pods[32];
+	ResourceEntry **r = cp_arena_array(a, 4, sizeof(*r));
+	char cpu[32], eph[32], mem[32], pods[32];
+	bool have_eph = g->tmpl.ephemeral_bytes > 0;
 
 	if (!r ||
 	    vmact_quantity_format_milli((uint64_t)g->tmpl.vcpus * 1000, cpu, sizeof(cpu)) < 0 ||
-	    vmact_quantity_format_bytes(g->tmpl.memory_bytes, mem, sizeof(mem)) < 0)
+	    vmact_quantity_format_bytes(g->tmpl.memory_bytes, mem, sizeof(mem)) < 0 ||
+	    (have_eph &&
+	     vmact_quantity_format_bytes(g->tmpl.ephemeral_bytes, eph, sizeof(eph)) < 0))
 		return NULL;
 	snprintf(pods, sizeof(pods), "%u", g->tmpl.pods);
-	r[0] = resource(a, d, "cpu", cpu);
-	r[1] = resource(a, d, "memory", mem);
-	r[2] = resource(a, d, "pods", pods);
-	return r[0] && r[1] && r[2] ? r : NULL;
+	*n = 0;
+	if (!(r[(*n)++] = resource(a, d, "cpu", cpu)))
+		return NULL;
+	if (have_eph && !(r[(*n)++] = resource(a, d, "ephemeral-storage", eph)))
+		return NULL;
+	if (!(r[(*n)++] = resource(a, d, "memory", mem)) ||
+	    !(r[(*n)++] = resource(a, d, "pods", pods)))
+		return NULL;
+	return r;
 }
 
 int cp_template_node(const struct cp_group *g, struct cp_arena *a, ProtobufCBinaryData *out,
@@ -148,12 +158,12 @@ int cp_template_node(const struct cp_group *g, struct cp_arena *a, ProtobufCBina
 	meta.name = cp_arena_printf(a, "%s-template", g->id);
 	if (!meta.name || fill_labels(g, meta.name, a, &meta) < 0 || fill_taints(g, a, &spec) < 0)
 		goto nomem;
-	status.capacity = resources(g, &vmact__k8s__node_status__capacity_entry__descriptor, a);
+	status.capacity = resources(g, &vmact__k8s__node_status__capacity_entry__descriptor, a,
+				    &status.n_capacity);
 	status.allocatable = resources(g, &vmact__k8s__node_status__allocatable_entry__descriptor,
-				       a);
+				       a, &status.n_allocatable);
 	if (!status.capacity || !status.allocatable)
 		goto nomem;
-	status.n_capacity = status.n_allocatable = 3;
 	/* the node it stands for is one the scheduler may use */
 	ready.type = "Ready";
 	ready.status = "True";

@@ -318,9 +318,12 @@ static void app_stop(struct app *app)
 			 "the start",
 			 st.evicted, st.refused);
 	}
-	/* the gate first: no new bytes reach gRPC while it shuts down */
-	cp_gate_free(app->gate);
+	/* the gate's sockets first: no new bytes reach gRPC while it shuts
+	 * down; the gate itself last, as calls still finishing on the
+	 * server's workers report through it (on_call, on_served) */
+	cp_gate_close(app->gate);
 	cp_server_stop(app->server);
+	cp_gate_free(app->gate);
 	cp_cache_free(app->cache);
 	cp_tls_free(app->tls);
 	if (app->backend[0])

@@ -179,6 +179,10 @@ enum hp_policy_shrink {
 struct hp_meta {
 	bool enabled;
 	bool paused; /* paused="true": keep the size */
+	/* mode="recommend" (default "active"): vmactd decides as usual and
+	 * reports each decision as a recommendation, and changes nothing
+	 * (doc/control-api.md, "Recommend mode"). */
+	bool recommend;
 	/* refuse-invalid="true": vmact-hook refuses the domain's start while
 	 * this metadata is invalid (doc/hook.md). */
 	bool refuse_invalid;
@@ -225,6 +229,9 @@ struct hp_meta_change {
 	bool paused;
 	/* enabled="true"/"false": vmactl enable and disable */
 	bool set_enabled, enabled;
+	/* mode="recommend", or no mode attribute (active): vmactl set --mode,
+	 * vmactl enable --recommend */
+	bool set_mode, recommend;
 };
 
 /* Applies ch to a <vmact:autoscaling> element (text as virDomainGetMetadata

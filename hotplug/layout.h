@@ -28,6 +28,12 @@ struct hp_layout_item {
 	enum hp_layout_level level;
 	bool cold; /* changing it takes a cold restart */
 	char text[384];
+	/* The command that fixes it (virt-xml from Debian's virtinst, virsh,
+	 * vmactl), for `vmactl check --fix`; "" when there is none to give.
+	 * fix_cold: it changes the definition, which takes effect at the
+	 * next cold start (else it acts on the running domain too). */
+	char fix[512];
+	bool fix_cold;
 };
 
 #define HP_LAYOUT_MAX_ITEMS 12
@@ -48,10 +54,15 @@ struct hp_layout {
  * keeps them from being reached is a blocker; without, only what the
  * layout offers is reported (and nothing blocks). method: the memory
  * method the bounds would use (NULL: the layout's own). dimm_bytes: the
- * size of one DIMM (the compute unit's memory) for the DIMM method. */
+ * size of one DIMM (the compute unit's memory) for the DIMM method.
+ * guest_metrics: the VM's metadata names the guest's exporter
+ * (<vmact:metrics>), whose figures size its memory; else the balloon's
+ * statistics must, and without them its memory stays at its size (the
+ * "memory-stats" part, a note). */
 int hp_layout_check(const char *domain_xml, const struct vmact_resources *min,
 		    const struct vmact_resources *max, const enum hp_mem_method *method,
-		    uint64_t dimm_bytes, struct hp_layout *out, struct vmact_err *err);
+		    uint64_t dimm_bytes, bool guest_metrics, struct hp_layout *out,
+		    struct vmact_err *err);
 
 /* The bounds `vmactl enable` writes when none are given (doc/domain.md):
  * from the vCPUs the domain boots with to its <vcpu> maximum, and from its
@@ -60,8 +71,10 @@ void hp_layout_default_bounds(const struct hp_layout *l, struct vmact_resources 
 			      struct vmact_resources *max);
 
 /* A new <vmact:autoscaling enabled="true"> element with these bounds and
- * memory method (the element `vmactl enable` writes), without a namespace
+ * memory method, and mode="recommend" when recommend is set (the element
+ * `vmactl enable [--recommend]` writes), without a namespace
  * declaration, as virDomainSetMetadata takes it; checked by hp_meta_parse
  * before it is returned. *out is malloc'd. */
 int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_resources *max,
-			 enum hp_mem_method method, char **out, struct vmact_err *err);
+			 enum hp_mem_method method, bool recommend, char **out,
+			 struct vmact_err *err);

@@ -68,6 +68,15 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 	if (ch->set_enabled &&
 	    !xmlSetProp(root, BAD_CAST "enabled", BAD_CAST(ch->enabled ? "true" : "false")))
 		return vmact_err_set(err, ENOMEM, "out of memory");
+	/* Active is the default: the attribute goes, as paused's does. */
+	if (ch->set_mode) {
+		if (ch->recommend) {
+			if (!xmlSetProp(root, BAD_CAST "mode", BAD_CAST "recommend"))
+				return vmact_err_set(err, ENOMEM, "out of memory");
+		} else {
+			xmlUnsetProp(root, BAD_CAST "mode");
+		}
+	}
 	if (ch->set_paused) {
 		if (ch->paused) {
 			if (!xmlSetProp(root, BAD_CAST "paused", BAD_CAST "true"))

@@ -5,6 +5,8 @@
  *   <vmact:autoscaling xmlns:vmact="https://vmact.dev/xmlns/vmact/1" enabled="true"
  *                      refuse-invalid="false">
  *     (paused="true": managed, but not resized: `vmactl pause`)
+ *     (mode="recommend": decided and reported as recommendations, never
+ *      applied; mode="active", the default, applies them)
  *     <vmact:cpu min="1" max="4"/>
  *     <vmact:memory min="512Mi" max="1536Mi" method="virtio-mem"/>
  *     <vmact:compute-unit cpu="250m" memory="256Mi"/>
@@ -399,7 +401,9 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		{ "pod", parse_pod, false },         { "metrics", parse_metrics, false },
 		{ "policy", parse_policy, false },   { "runner", parse_runner, false },
 	};
-	static const char *const root_attrs[] = { "enabled", "paused", "refuse-invalid", NULL };
+	static const char *const root_attrs[] = { "enabled", "paused", "mode", "refuse-invalid",
+						  NULL };
+	_cleanup_free_ char *mode = NULL;
 	bool seen[ARRAY_SIZE(elems)] = { false };
 	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
 	xmlNodePtr root;
@@ -425,8 +429,15 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 	if ((r = check_attrs(root, root_attrs, err)) < 0 ||
 	    (r = attr_bool(root, "enabled", true, NULL, &meta->enabled, err)) < 0 ||
 	    (r = attr_bool(root, "paused", false, NULL, &meta->paused, err)) < 0 ||
-	    (r = attr_bool(root, "refuse-invalid", false, NULL, &meta->refuse_invalid, err)) < 0)
+	    (r = attr_bool(root, "refuse-invalid", false, NULL, &meta->refuse_invalid, err)) < 0 ||
+	    (r = get_attr(root, "mode", false, &mode, err)) < 0)
 		return r;
+	if (mode && strcmp(mode, "recommend") == 0)
+		meta->recommend = true;
+	else if (mode && strcmp(mode, "active") != 0)
+		return vmact_err_set(err, EINVAL,
+				     EL ": attribute 'mode': '%s' is not active or recommend",
+				     "autoscaling", mode);
 
 	for (xmlNodePtr n = root->children; n; n = n->next) {
 		size_t i;
@@ -489,6 +500,11 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 					     EL ": " EL " and " EL " attribute 'cpu' are mutually "
 						"exclusive (the runner API's caller sizes the CPU)",
 					     "autoscaling", "runner", "policy");
+		if (meta->recommend)
+			return vmact_err_set(err, EINVAL,
+					     EL ": mode='recommend' and " EL " are mutually "
+						"exclusive (the runner API's caller sizes the CPU)",
+					     "autoscaling", "runner");
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -37,6 +38,7 @@ struct conn_track {
 	int fd;
 	uint64_t started;   /* when its current request started */
 	long long peer_uid; /* unix socket: SO_PEERCRED uid; -1 unknown */
+	bool in_group;      /* unix socket: a member of the config's group */
 	bool cut;
 };
 
@@ -74,6 +76,8 @@ struct net_http_server {
 	unsigned conn_limit, per_client_limit, accept_batch;
 	unsigned port;
 	int listen_fd;
+	bool has_group;
+	gid_t group_gid;
 	/* Open connections in the order their current request started, oldest
 	 * first: eviction takes from the front, the sweep cuts from the front. */
 	VMACT_QUEUE(struct conn_track) live;
@@ -216,6 +220,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		req.peer_uid = ci && ci->socket_context
 				       ? ((struct conn_track *)ci->socket_context)->peer_uid
 				       : -1;
+		req.peer_in_group = ci && ci->socket_context &&
+				    ((struct conn_track *)ci->socket_context)->in_group;
 		req.internal_ = rs;
 		s->handler(s->userdata, &req, &reply);
 		if (rs->deferred) {
@@ -388,6 +394,35 @@ static void client_key_of(int fd, const struct sockaddr_storage *ss, struct clie
 	}
 }
 
+/* Whether the unix socket's peer has gid among its groups when it
+ * connected: its primary group, else its supplementary ones (the kernel
+ * keeps both from connect(), so a later setgroups() of the peer changes
+ * nothing). Unknown is false. */
+static bool peer_in_group(int fd, gid_t gid)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	gid_t small[64], *groups = small;
+	bool found = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+		return false;
+	if (uc.gid == gid)
+		return true;
+	len = sizeof(small);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, small, &len) < 0) {
+		if (errno != ERANGE || !(groups = malloc(len)))
+			return false;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+			len = 0;
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		found |= groups[i] == gid;
+	if (groups != small)
+		free(groups);
+	return found;
+}
+
 /* Room for one more connection from client k. A well-formed request is
  * always the newest one, so the oldest goes: the client's own oldest when it
  * is at its share, else the server's oldest when the server is full. */
@@ -421,6 +456,7 @@ static void add_connection(struct net_http_server *s, int fd, struct sockaddr_st
 	}
 	t->fd = fd;
 	client_key_of(fd, ss, &t->client, &t->peer_uid);
+	t->in_group = s->has_group && ss->ss_family == AF_UNIX && peer_in_group(fd, s->group_gid);
 	make_room(s, &t->client);
 	if (s->cut.n >= NET_HTTP_CUT_SLACK) {
 		MHD_run(s->mhd);
@@ -630,6 +666,8 @@ int net_http_server_new(sd_event *ev, const struct net_http_server_config *cfg,
 		s->listen_fd = r;
 	}
 	s->allow_defer = cfg->allow_defer;
+	s->has_group = cfg->has_group;
+	s->group_gid = (gid_t)cfg->group_gid;
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
 			(cfg->allow_defer ? MHD_ALLOW_SUSPEND_RESUME : 0),

@@ -58,6 +58,12 @@ struct net_http_server_config {
 	/* Handlers may answer later (net_http_defer); a deferred request still
 	 * counts against request_timeout_usec, so waits must stay below it. */
 	bool allow_defer;
+	/* On a unix socket: whether each peer is a member of this group (its
+	 * primary group or one of its supplementary groups at connect time,
+	 * SO_PEERCRED and SO_PEERGROUPS), in the request's peer_in_group.
+	 * has_group false: not asked. */
+	bool has_group;
+	unsigned group_gid;
 };
 
 struct net_http_server_request {
@@ -69,6 +75,8 @@ struct net_http_server_request {
 	/* On a unix socket the peer's uid (SO_PEERCRED) as the kernel gave it
 	 * at connect time; -1 on TCP or when it could not be read. */
 	long long peer_uid;
+	/* The config's group_gid is one of the peer's groups (unix socket). */
+	bool peer_in_group;
 	void *internal_; /* the server's, for net_http_defer */
 };
 

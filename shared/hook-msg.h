@@ -17,7 +17,9 @@
 
 #include "base/error.h"
 
-#define VMACT_HOOK_SOCKET   "/run/vmact/hook.sock"
+#define VMACT_HOOK_SOCKET "/run/vmact/hook.sock"
+/* Where libvirt runs the hook from (make install, the package). */
+#define VMACT_HOOK_PATH     "/etc/libvirt/hooks/qemu.d/vmact"
 #define VMACT_HOOK_MAGIC    "vmact-hook/1"
 #define VMACT_HOOK_UUID_LEN 36
 #define VMACT_HOOK_NAME_MAX 255

@@ -89,8 +89,15 @@ int vmact_http_call(const struct vmact_http_req *q, struct vmact_http_answer *a,
 		return vmact_err_set(err, EINTR, "interrupted");
 	case CURLE_OPERATION_TIMEDOUT:
 		return vmact_err_set(err, ETIMEDOUT, "%s", curl_easy_strerror(cc));
-	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_CONNECT: {
+		long os_errno = 0;
+
+		/* A socket whose mode refuses us is not a peer that is down. */
+		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+		if (os_errno == EACCES)
+			return vmact_err_set(err, EACCES, "Permission denied");
 		return vmact_err_set(err, ECONNREFUSED, "%s", curl_easy_strerror(cc));
+	}
 	case CURLE_OUT_OF_MEMORY:
 		return vmact_err_set(err, ENOMEM, "%s", curl_easy_strerror(cc));
 	default:

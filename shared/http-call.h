@@ -40,7 +40,8 @@ struct vmact_http_answer {
  * free it with vmact_http_answer_free, also after a failure). Otherwise,
  * with the cause alone in err (libcurl's sentence, or "answer too
  * large"): -ETIMEDOUT no answer in time, -EINTR cancelled,
- * -ECONNREFUSED could not connect, -EMSGSIZE an answer beyond
+ * -ECONNREFUSED could not connect, -EACCES the socket's mode refused
+ * the connection, -EMSGSIZE an answer beyond
  * answer_max, -ENOMEM, -EIO any other failure. */
 int vmact_http_call(const struct vmact_http_req *q, struct vmact_http_answer *a,
 		    struct vmact_err *err);

@@ -5,7 +5,7 @@
 set -u
 
 build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
-unit="" loopback="" integration="" fuzzers="" layers="" install="" scripts=""
+unit="" loopback="" integration="" fuzzers="" layers="" install="" scripts="" upstream=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
@@ -18,6 +18,7 @@ while [ $# -gt 0 ]; do
 	--layers) layers=$2; shift 2 ;;
 	--install) install=$2; shift 2 ;;
 	--scripts) scripts=$2; shift 2 ;;
+	--upstream) upstream=$2; shift 2 ;;
 	*) echo "run-tests: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -170,6 +171,21 @@ done
 for t in $integration; do
 	run_cmocka "integration/$t" 1800 "$build/tests/integration/$t"
 done
+
+# Upstream's own Go modules against vmact-cloudprovider
+# (tests/checks/check-upstream.sh): its per-module lines summed.
+if [ -n "$upstream" ]; then
+	echo "=== upstream"
+	timeout --kill-after=10 1200 tests/checks/check-upstream.sh "$build" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)
+	p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed}
+	passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+	if [ "$rc" -ne 0 ]; then
+		[ -z "$line" ] && failed=$((failed + 1))
+		failures+=("upstream")
+	fi
+fi
 
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed:"

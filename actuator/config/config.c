@@ -27,6 +27,9 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->libvirt_uri = strdup("qemu:///system");
 	cfg->libvirt_name_prefix = strdup("");
 	cfg->control_socket = strdup("/run/vmact/vmactd.sock");
+	/* Read-only access is opt-in: the API shows every tenant's VM names,
+	 * sizes and events, which a host's users need not see. */
+	cfg->control_read_group = strdup("");
 	cfg->state_dir = strdup("/var/lib/vmact");
 	cfg->plugin_mode = ACT_PLUGIN_ARBITER;
 	cfg->plugin_url = strdup("http://127.0.0.1:10299/");
@@ -76,6 +79,7 @@ void act_config_free(struct act_config *cfg)
 	free(cfg->libvirt_uri);
 	free(cfg->libvirt_name_prefix);
 	free(cfg->control_socket);
+	free(cfg->control_read_group);
 	free(cfg->state_dir);
 	free(cfg->plugin_url);
 	free(cfg->plugin_version);
@@ -127,6 +131,7 @@ static const struct key libvirt_keys[] = {
 };
 static const struct key control_keys[] = {
 	{ "socket", K_STRING, OFF(control_socket), 0, 0, NULL, NULL },
+	{ "read_group", K_STRING0, OFF(control_read_group), 0, 0, NULL, NULL },
 	{ "state_dir", K_STRING, OFF(state_dir), 0, 0, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
@@ -396,7 +401,7 @@ int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
 	int r;
 
 	if (access(path, F_OK) < 0 && errno == ENOENT && !must_exist)
-		return 0;
+		return 1;
 	doc = json_load_file(path, 0, &jerr);
 	if (!doc) {
 		if (access(path, R_OK) < 0)

@@ -45,6 +45,9 @@ struct act_config {
 	 * lets several vmactd instances (or tests) share a host. */
 	char *libvirt_name_prefix;
 	char *control_socket;
+	/* Members of this group may read the control API (status, show,
+	 * events, top, check) but change nothing; "" = root only. */
+	char *control_read_group;
 	char *state_dir;
 
 	enum act_plugin_mode plugin_mode;
@@ -91,7 +94,7 @@ struct act_config {
 	 * informant, and its exporters, are spoken to by an unprivileged,
 	 * sandboxed vmact-guestd, always. */
 	char *guest_worker_user;    /* "vmact"; "nobody" if it does not exist */
-	char *guest_worker_program; /* "" = vmact-guestd beside vmactd */
+	char *guest_worker_program; /* "" = act_worker_default_program() */
 
 	/* ScalingConfig every VM starts from: the Neon agent's defaults with
 	 * the file's "scaling" object (camelCase keys, as in the Neon agent's
@@ -103,8 +106,9 @@ struct act_config {
 };
 
 void act_config_defaults(struct act_config *cfg);
-/* Loads path over the defaults. A missing file is an error only when
- * must_exist is set (an explicit --config). */
+/* Loads path over the defaults: 0. A missing file is an error only when
+ * must_exist is set (an explicit --config); otherwise it returns 1 and
+ * cfg keeps the defaults (vmactd --check-config says so). */
 int act_config_load(const char *path, bool must_exist, struct act_config *cfg,
 		    struct vmact_err *err);
 int act_config_load_string(const char *text, struct act_config *cfg, struct vmact_err *err);

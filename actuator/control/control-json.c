@@ -79,6 +79,20 @@ static json_t *evidence(const struct act_vm_view *v)
 			 "memory", mem);
 }
 
+json_t *act_json_hook(const struct act_hook_status *h)
+{
+	bool unhooked = h->unhooked_usec && h->unhooked_usec > h->last_notice_usec;
+
+	return json_pack("{s:b,s:I,s:o,s:o,s:b}", "installed", h->installed, "notices",
+			 (json_int_t)h->notices, "last_notice",
+			 h->last_notice_usec ? json_real(h->last_notice_usec / 1e6) : json_null(),
+			 "unannounced_start",
+			 unhooked ? json_pack("{s:s,s:f}", "vm", h->unhooked, "time",
+					      h->unhooked_usec / 1e6)
+				  : json_null(),
+			 "restart_libvirtd", unhooked && h->installed);
+}
+
 json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s}", "name", v->name, "uuid", v->uuid, "state",
@@ -105,6 +119,8 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 					  : json_null());
 	json_object_set_new(o, "permit", opt_res(v->has_permit, v->permit));
 	json_object_set_new(o, "desired", opt_res(v->has_desired, v->desired));
+	json_object_set_new(o, "mode", json_string(v->recommend ? "recommend" : "active"));
+	json_object_set_new(o, "recommended", opt_res(v->recommend && v->has_desired, v->desired));
 	json_object_set_new(o, "permit_short",
 			    v->permit_short[0] ? json_string(v->permit_short) : json_null());
 	json_object_set_new(o, "cannot_shrink",
@@ -179,7 +195,8 @@ static int body_quantity(json_t *body, const char *key, bool milli, bool *set, u
 int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
 			      struct vmact_err *err)
 {
-	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory" };
+	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory",
+					    "mode" };
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	json_error_t je;
 	const char *key;
@@ -201,7 +218,7 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 		if (i == ARRAY_SIZE(keys))
 			return vmact_err_set(err, EINVAL,
 					     "unknown field '%s' (min_cpu, max_cpu, "
-					     "min_memory, max_memory)",
+					     "min_memory, max_memory, mode)",
 					     key);
 	}
 	if ((r = body_quantity(body, "min_cpu", true, &ch->set_min_cpu, &q[0], err)) < 0 ||
@@ -209,10 +226,20 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 	    (r = body_quantity(body, "min_memory", false, &ch->set_min_mem, &q[2], err)) < 0 ||
 	    (r = body_quantity(body, "max_memory", false, &ch->set_max_mem, &q[3], err)) < 0)
 		return r;
-	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem)
+	if ((v = json_object_get(body, "mode")) && !json_is_null(v)) {
+		const char *m = json_string_value(v);
+
+		if (!m || (strcmp(m, "recommend") && strcmp(m, "active")))
+			return vmact_err_set(err, EINVAL,
+					     "mode: must be \"recommend\" or \"active\"");
+		ch->set_mode = true;
+		ch->recommend = m[0] == 'r';
+	}
+	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem &&
+	    !ch->set_mode)
 		return vmact_err_set(err, EINVAL,
 				     "nothing to set (min_cpu, max_cpu, min_memory, "
-				     "max_memory)");
+				     "max_memory, mode)");
 	ch->min_milli_cpu = (uint32_t)q[0];
 	ch->max_milli_cpu = (uint32_t)q[1];
 	ch->min_mem_bytes = q[2];
@@ -231,10 +258,15 @@ static json_t *layout(const struct hp_layout *l)
 
 	for (size_t i = 0; i < l->n; i++)
 		json_array_append_new(items,
-				      json_pack("{s:s,s:s,s:b,s:s}", "part", l->items[i].part,
+				      json_pack("{s:s,s:s,s:b,s:s,s:o}", "part", l->items[i].part,
 						"level", level_name(l->items[i].level),
 						"cold_restart", l->items[i].cold, "text",
-						l->items[i].text));
+						l->items[i].text, "fix",
+						l->items[i].fix[0]
+							? json_pack("{s:s,s:b}", "command",
+								    l->items[i].fix, "cold_restart",
+								    l->items[i].fix_cold)
+							: json_null()));
 	return json_pack("{s:b,s:i,s:i,s:I,s:I,s:b,s:s,s:o}", "ready", l->ready, "vcpus",
 			 (int)l->vcpus_now, "vcpus_max", (int)l->vcpus_max, "mem_base_bytes",
 			 (json_int_t)l->mem_base_bytes, "mem_max_bytes",

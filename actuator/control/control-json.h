@@ -24,6 +24,26 @@ enum act_vm_state {
 const char *act_vm_state_name(
 	enum act_vm_state s); /* "managed", "paused", "not-managed", "ignored" */
 
+/* Whether libvirtd runs vmact-hook (GET /v1/vms "hook", vmactl status):
+ * vmactd notes each notice, and each domain start libvirt reports that no
+ * notice announced (the hook sends one at "prepare", before QEMU starts).
+ * libvirtd reads its hooks when it starts: a hook installed since does
+ * not run until libvirtd restarts. */
+struct act_hook_status {
+	bool installed;            /* VMACT_HOOK_PATH exists */
+	uint64_t notices;          /* since vmactd started */
+	uint64_t last_notice_usec; /* CLOCK_REALTIME; 0 = none */
+	/* The last start without a notice, when none came since. */
+	uint64_t unhooked_usec;
+	char unhooked[256];
+};
+
+/* {"installed", "notices", "last_notice", "unannounced_start":
+ * {"vm", "time"} or null, "restart_libvirtd"}: restart_libvirtd when the
+ * hook is installed and a start came without its notice and no notice
+ * since. */
+json_t *act_json_hook(const struct act_hook_status *h);
+
 struct act_vm_view {
 	char name[256];
 	char uuid[37];
@@ -46,6 +66,8 @@ struct act_vm_view {
 	struct vmact_resources permit;
 	bool has_desired;
 	struct vmact_resources desired;
+	/* mode="recommend": desired is its recommendation, never applied */
+	bool recommend;
 	/* Why it does not get closer to desired ("" when nothing holds it):
 	 * a permit below what was asked (the scheduler's reason), a shrink
 	 * it cannot make (no approver, approver away or denying, memory the
@@ -119,8 +141,8 @@ struct act_domain_check {
 json_t *act_json_domain_check(const struct act_domain_check *c);
 
 /* The body of POST /v1/vms/NAME/bounds: an object of min_cpu, max_cpu,
- * min_memory, max_memory (quantity strings, at least one), into the
- * set_* fields of ch. -EINVAL / -ERANGE naming the field. The body comes
+ * min_memory, max_memory (quantity strings) and mode ("recommend" or
+ * "active"), at least one, into the set_* fields of ch. -EINVAL / -ERANGE naming the field. The body comes
  * from a client: any bytes. */
 int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
 			      struct vmact_err *err);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,6 +41,7 @@ struct act_control {
 	struct act_events *events;
 	struct act_control_backend be;
 	unsigned long long allowed_uid;
+	char *read_group; /* NULL: root only */
 	struct waiter *waiters;
 	sd_event_source *flush; /* answers the waiters after new events */
 	uint64_t start_usec;    /* CLOCK_REALTIME when the API started */
@@ -225,6 +227,13 @@ static void get_vms(struct act_control *c, const struct net_http_server_request 
 	arr = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, act_json_vm(&v[i], false));
+	if (c->be.hook) {
+		struct act_hook_status h = { 0 };
+
+		c->be.hook(c->be.ud, &h);
+		return reply_json(reply, 200,
+				  json_pack("{s:o,s:o}", "vms", arr, "hook", act_json_hook(&h)));
+	}
 	reply_json(reply, 200, json_pack("{s:o}", "vms", arr));
 }
 
@@ -290,8 +299,15 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 									: 500;
 		return reply_error(reply, status, "%s", err.msg);
 	}
-	act_event(c->events, name, ACT_EV_CONTROL, NULL, "%s by the operator",
-		  ch.set_paused ? (ch.paused ? "paused" : "resumed") : "bounds set");
+	if (ch.set_mode)
+		act_event(c->events, name, ACT_EV_CONTROL, NULL, "mode %s set by the operator%s",
+			  ch.recommend ? "recommend" : "active",
+			  ch.set_min_cpu || ch.set_max_cpu || ch.set_min_mem || ch.set_max_mem
+				  ? " (and bounds)"
+				  : "");
+	else
+		act_event(c->events, name, ACT_EV_CONTROL, NULL, "%s by the operator",
+			  ch.set_paused ? (ch.paused ? "paused" : "resumed") : "bounds set");
 	reply_json(reply, 200, json_pack("{s:s,s:s}", "name", name, "done", what));
 }
 
@@ -348,12 +364,27 @@ static void post_domain(struct act_control *c, const char *dom, const char *what
 	if (what[0] == 'e') {
 		json_object_set_new(o, "done", json_string("enable"));
 		act_event(c->events, chk->name, ACT_EV_CONTROL, NULL,
-			  "enabled by the operator (bounds %s)", chk->bounds_from);
+			  "enabled by the operator (bounds %s%s)", chk->bounds_from,
+			  bounds.set_mode && bounds.recommend ? ", mode recommend" : "");
 	}
 	reply_json(reply, 200, o);
 }
 
 /* ---- routing ---- */
+
+/* What a member of control.read_group may do: read, and ask for a
+ * domain's check (a POST that changes nothing). */
+static bool read_only(const struct net_http_server_request *req)
+{
+	const char *p = req->url, *slash;
+
+	if (strcmp(req->method, "GET") == 0)
+		return true;
+	if (strcmp(req->method, "POST") != 0 || strncmp(p, "/v1/domains/", 12) != 0)
+		return false;
+	slash = strchr(p + 12, '/');
+	return slash && strcmp(slash, "/check") == 0;
+}
 
 static void handle(void *ud, const struct net_http_server_request *req,
 		   struct net_http_server_reply *reply)
@@ -366,11 +397,24 @@ static void handle(void *ud, const struct net_http_server_request *req,
 
 	/* The socket's mode keeps others out; this holds should it be
 	 * loosened (a group, a bind mount). */
-	if (req->peer_uid < 0 || (unsigned long long)req->peer_uid != c->allowed_uid)
-		return reply_error(reply, 403,
-				   "permission denied: the vmactd control API is for "
-				   "uid %llu only, this peer is uid %lld",
-				   c->allowed_uid, req->peer_uid);
+	if (req->peer_uid < 0 || (unsigned long long)req->peer_uid != c->allowed_uid) {
+		if (!c->read_group || !req->peer_in_group)
+			return reply_error(reply, 403,
+					   "permission denied: the vmactd control API is for "
+					   "uid %llu%s%s%s only, this peer is uid %lld",
+					   c->allowed_uid,
+					   c->read_group ? " and, read-only, the members of group '"
+							 : "",
+					   c->read_group ? c->read_group : "",
+					   c->read_group ? "' (control.read_group)" : "",
+					   req->peer_uid);
+		if (!read_only(req))
+			return reply_error(reply, 403,
+					   "permission denied: read-only access (group '%s', "
+					   "control.read_group): %s %s changes what vmactd does, "
+					   "which only uid %llu may",
+					   c->read_group, req->method, req->url, c->allowed_uid);
+	}
 	if (strcmp(p, "/v1/events") == 0) {
 		if (!get)
 			return reply_error(reply, 405, "%s %s: use GET", req->method, p);
@@ -433,6 +477,10 @@ int act_control_new(const struct act_control_opts *o, struct act_control **out,
 	c->events = o->events;
 	c->be = o->backend;
 	c->allowed_uid = o->allowed_uid;
+	if (o->read_group && !(c->read_group = strdup(o->read_group))) {
+		act_control_free(c);
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	}
 	{
 		struct timespec ts;
 
@@ -455,11 +503,24 @@ int act_control_new(const struct act_control_opts *o, struct act_control **out,
 			/* Above the longest wait: a long poll is never cut. */
 			.request_timeout_usec = (ACT_CONTROL_MAX_WAIT_S + 15) * 1000000ull,
 			.allow_defer = true,
+			.has_group = o->read_group != NULL,
+			.group_gid = o->read_gid,
 		};
 
+		/* Read-only members reach the socket through its group. The
+		 * socket is made (and chowned) with that group as the file
+		 * system gid: vmactd.service gives vmactd no CAP_CHOWN, and an
+		 * owner may give a file to a group it is in. */
+		int fsgid = o->read_group ? setfsgid((uid_t)o->read_gid) : -1;
+
 		r = net_http_server_new(o->event, &hc, handle, c, &c->http, err);
+		if (r >= 0 && o->read_group && chown(o->socket, (uid_t)-1, (gid_t)o->read_gid) < 0)
+			r = vmact_err_set(err, errno, "control.socket %s: chown to group %s: %m",
+					  o->socket, o->read_group);
+		if (fsgid >= 0)
+			setfsgid((uid_t)fsgid);
 	}
-	if (r >= 0 && chmod(o->socket, 0600) < 0)
+	if (r >= 0 && chmod(o->socket, o->read_group ? 0660 : 0600) < 0)
 		r = vmact_err_set(err, errno, "control.socket %s: chmod: %m", o->socket);
 	if (r < 0) {
 		act_control_free(c);
@@ -492,5 +553,6 @@ void act_control_free(struct act_control *c)
 	net_http_server_free(c->http);
 	sd_event_source_disable_unref(c->flush);
 	sd_event_unref(c->event);
+	free(c->read_group);
 	free(c);
 }

@@ -27,6 +27,8 @@ struct act_control_backend {
 	int (*enable)(void *ud, const char *dom, const struct hp_meta_change *bounds,
 		      struct act_domain_check *out, struct vmact_err *err);
 	int (*disable)(void *ud, const char *dom, char *name, struct vmact_err *err);
+	/* GET /v1/vms's "hook" (NULL: none). */
+	void (*hook)(void *ud, struct act_hook_status *out);
 	void *ud;
 };
 
@@ -36,8 +38,13 @@ struct act_control_opts {
 	struct act_events *events;
 	struct act_control_backend backend;
 	/* Only peers of this uid are served (0 in vmactd; tests run it as
-	 * themselves). */
+	 * themselves)... */
 	unsigned long long allowed_uid;
+	/* ...and, read-only, members of this group (control.read_group: the
+	 * socket is then group-owned by it, mode 0660). read_group: its name,
+	 * for messages; NULL = nobody else. */
+	const char *read_group;
+	unsigned read_gid;
 };
 
 #define ACT_CONTROL_MAX_WAIT_S 30  /* GET /v1/events?wait= upper bound */

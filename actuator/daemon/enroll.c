@@ -41,7 +41,8 @@ static int read_layout(struct hp_conn *c, struct act_domain_check *out, bool ina
 
 	if (r < 0)
 		return r;
-	return hp_layout_check(xml, &out->min, &out->max, &out->method, dimm_bytes, l, err);
+	return hp_layout_check(xml, &out->min, &out->max, &out->method, dimm_bytes,
+			       !strcmp(out->meta_state, "valid") && out->meta.metrics[0], l, err);
 }
 
 int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_change *bounds,
@@ -66,7 +67,7 @@ int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_ch
 		if ((r = hp_domain_xml(c, out->uuid, true, &xml, NULL, NULL, err)) < 0)
 			return r;
 	}
-	if ((r = hp_layout_check(xml, NULL, NULL, NULL, dimm_bytes, &own, err)) < 0)
+	if ((r = hp_layout_check(xml, NULL, NULL, NULL, dimm_bytes, false, &own, err)) < 0)
 		return r;
 	r = hp_meta_read_any(c, out->uuid, &out->meta, &merr);
 	if (r == -ENOENT) {
@@ -141,7 +142,9 @@ int act_enroll_enable(struct hp_conn *c, const char *dom, const struct hp_meta_c
 		return vmact_err_set(err, EINVAL, "%s: refused: %s (vmactl check %s)", out->name,
 				     first_blocker(out), out->name);
 	if (!strcmp(out->meta_state, "none")) {
-		r = hp_layout_meta_build(&out->min, &out->max, out->method, &element, err);
+		r = hp_layout_meta_build(&out->min, &out->max, out->method,
+					 bounds && bounds->set_mode && bounds->recommend, &element,
+					 err);
 		if (r >= 0)
 			r = hp_meta_put(c, out->uuid, element, err);
 		return r < 0 ? vmact_err_prefix(err, "%s", out->name) : 0;

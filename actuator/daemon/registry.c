@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "actuator/cgroup/cgroup.h"
 #include "actuator/control/control-json.h"
@@ -33,8 +35,14 @@ struct entry {
 	bool seen; /* resync mark */
 };
 
+#define HOOK_SEEN 64 /* the last notices' domains, to match libvirt's starts */
+
 struct act_registry {
 	struct act_registry_opts o;
+	/* vmact-hook's notices (act_registry_hook_status). */
+	struct act_hook_status hook;
+	char hook_seen[HOOK_SEEN][VMACT_HOOK_UUID_LEN + 1];
+	unsigned hook_next;
 	struct act_runner_env env;
 	struct act_cg cg;
 	bool have_cg;
@@ -293,6 +301,14 @@ static void sync_uuid(struct act_registry *reg, const char *uuid, const char *na
 	sync_domain(reg, &st, meta_changed);
 }
 
+static uint64_t realtime_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 const char *act_registry_hook_notice(struct act_registry *reg, const struct vmact_hook_msg *m)
 {
 	unsigned before = act_registry_count(reg);
@@ -303,6 +319,10 @@ const char *act_registry_hook_notice(struct act_registry *reg, const struct vmac
 	if (strncmp(m->name, reg->o.cfg->libvirt_name_prefix,
 		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
 		return "ignored (not under libvirt.name_prefix)";
+	reg->hook.notices++;
+	reg->hook.last_notice_usec = realtime_usec();
+	snprintf(reg->hook_seen[reg->hook_next++ % HOOK_SEEN], VMACT_HOOK_UUID_LEN + 1, "%s",
+		 m->uuid);
 	switch (m->op) {
 	case VMACT_HOOK_STARTED:
 		if (!hp_conn_is_up(reg->hp))
@@ -321,6 +341,37 @@ const char *act_registry_hook_notice(struct act_registry *reg, const struct vmac
 	if (act_registry_count(reg) != before)
 		notify(reg, false);
 	return what;
+}
+
+/* A start libvirt reports: its hook's "prepare" notice came before QEMU
+ * started, when libvirtd runs the hook. */
+static void note_start(struct act_registry *reg, const struct hp_event *ev)
+{
+	if (strncmp(ev->name, reg->o.cfg->libvirt_name_prefix,
+		    strlen(reg->o.cfg->libvirt_name_prefix)) != 0)
+		return;
+	for (unsigned i = 0; i < HOOK_SEEN; i++)
+		if (strcmp(reg->hook_seen[i], ev->uuid) == 0)
+			return;
+	if (!reg->hook.unhooked_usec || reg->hook.last_notice_usec > reg->hook.unhooked_usec) {
+		struct stat st;
+
+		if (stat(VMACT_HOOK_PATH, &st) == 0)
+			log_warning("hook: %s started without a notice from vmact-hook: libvirtd "
+				    "reads its hooks when it starts; restart libvirtd for "
+				    "%s to run",
+				    ev->name, VMACT_HOOK_PATH);
+	}
+	reg->hook.unhooked_usec = realtime_usec();
+	snprintf(reg->hook.unhooked, sizeof(reg->hook.unhooked), "%s", ev->name);
+}
+
+void act_registry_hook_status(struct act_registry *reg, struct act_hook_status *out)
+{
+	struct stat st;
+
+	*out = reg->hook;
+	out->installed = stat(VMACT_HOOK_PATH, &st) == 0;
 }
 
 static void on_event(struct hp_conn *c, const struct hp_event *ev, void *ud)
@@ -343,6 +394,9 @@ static void on_event(struct hp_conn *c, const struct hp_event *ev, void *ud)
 		drop(reg, ev->uuid, "stopped");
 		break;
 	case HP_EV_DOMAIN_STARTED:
+		note_start(reg, ev);
+		sync_uuid(reg, ev->uuid, ev->name, false);
+		break;
 	case HP_EV_METADATA_CHANGED:
 		sync_uuid(reg, ev->uuid, ev->name, ev->kind == HP_EV_METADATA_CHANGED);
 		break;

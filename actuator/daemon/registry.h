@@ -83,3 +83,6 @@ struct vmact_hook_msg;
  * same later: a notice only makes vmactd learn it sooner. Returns what
  * it did, for the log. */
 const char *act_registry_hook_notice(struct act_registry *reg, const struct vmact_hook_msg *m);
+struct act_hook_status;
+/* What the notices say of the hook (control-json.h): GET /v1/vms. */
+void act_registry_hook_status(struct act_registry *reg, struct act_hook_status *out);

@@ -4,6 +4,7 @@
  * never needs locks around its VM registry. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -213,6 +214,11 @@ static int backend_view(void *ud, const char *name, struct act_vm_view *out)
 	return act_registry_view(ud, name, out);
 }
 
+static void backend_hook(void *ud, struct act_hook_status *out)
+{
+	act_registry_hook_status(ud, out);
+}
+
 static int backend_change(void *ud, const char *name, const struct hp_meta_change *ch,
 			  struct vmact_err *err)
 {
@@ -273,11 +279,28 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 			     .check = backend_check,
 			     .enable = backend_enable,
 			     .disable = backend_disable,
+			     .hook = backend_hook,
 			     .ud = registry },
 		.allowed_uid = 0,
 	};
 	struct vmact_err err = { 0 };
 	struct act_control *c = NULL;
+	struct group grp, *g = NULL;
+	char buf[4096];
+
+	/* control.read_group names a group that must exist now: an unknown
+	 * one leaves the API to root, said once. */
+	if (cfg->control_read_group[0]) {
+		int gr = getgrnam_r(cfg->control_read_group, &grp, buf, sizeof(buf), &g);
+
+		if (g) {
+			co.read_group = cfg->control_read_group;
+			co.read_gid = (unsigned)g->gr_gid;
+		} else if (!quiet) {
+			log_error("control.read_group '%s': %s: the control API is for root only",
+				  cfg->control_read_group, gr ? strerror(gr) : "no such group");
+		}
+	}
 
 	if (act_control_new(&co, &c, &err) < 0) {
 		if (!quiet)
@@ -287,7 +310,11 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 			log_debug("%s (retrying)", err.msg);
 		return NULL;
 	}
-	log_info("control: serving vmactl on %s", cfg->control_socket);
+	if (co.read_group)
+		log_info("control: serving vmactl on %s (read-only for group %s, gid %u)",
+			 cfg->control_socket, co.read_group, co.read_gid);
+	else
+		log_info("control: serving vmactl on %s", cfg->control_socket);
 	return c;
 }
 
@@ -488,7 +515,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (check_only) {
-		printf("%s: configuration is valid\n", config_path);
+		/* Only the default path may be absent (an explicit one was an
+		 * error above): say so rather than call a file valid that is
+		 * not there. vmactd starts on the defaults then, hence 0. */
+		if (r == 1)
+			printf("%s does not exist: vmactd runs with the built-in defaults "
+			       "(vmactd.json(5))\n",
+			       config_path);
+		else
+			printf("%s: configuration is valid\n", config_path);
 		act_config_free(&cfg);
 		return 0;
 	}

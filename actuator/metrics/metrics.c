@@ -299,6 +299,20 @@ static void paused(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 	sample(w, vm, NULL, NULL, vm->paused);
 }
 
+/* Recommend mode only: what vmactd would size the VM to (its desired
+ * size, which it does not apply). */
+static void recommended_cpu(struct net_prom_writer *w, const struct act_vm_metrics *vm)
+{
+	if (vm->recommend && vm->has_desired)
+		sample(w, vm, NULL, NULL, vm->desired.milli_cpu / 1000.0);
+}
+
+static void recommended_memory(struct net_prom_writer *w, const struct act_vm_metrics *vm)
+{
+	if (vm->recommend && vm->has_desired)
+		sample(w, vm, NULL, NULL, (double)vm->desired.mem_bytes);
+}
+
 static void vm_resizes(struct net_prom_writer *w, const struct act_vm_metrics *vm)
 {
 	for (size_t i = 0; i < ACT_RESIZE_N; i++)
@@ -319,6 +333,14 @@ static const struct {
 } vm_families[] = {
 	{ "vmact_vm_paused", NET_PROM_GAUGE,
 	  "1 while the VM's autoscaling is paused by its operator (vmactl pause)", paused },
+	{ "vmact_vm_recommended_cpu_cores", NET_PROM_GAUGE,
+	  "Recommend mode (mode=\"recommend\"): the CPU in cores vmactd recommends and does "
+	  "not apply",
+	  recommended_cpu },
+	{ "vmact_vm_recommended_memory_bytes", NET_PROM_GAUGE,
+	  "Recommend mode (mode=\"recommend\"): the memory in bytes vmactd recommends and "
+	  "does not apply",
+	  recommended_memory },
 	{ "vmact_vm_resizes_total", NET_PROM_COUNTER,
 	  "The VM's finished resizes that changed its size, by resource and direction",
 	  vm_resizes },

@@ -91,6 +91,7 @@ struct act_vm_metrics {
 	const char *name; /* the libvirt domain name: labels vm and domain */
 	const char *uuid; /* label uuid (the libvirt exporter's domain and uuid labels) */
 	bool paused;      /* vmactl pause */
+	bool recommend;   /* mode="recommend": desired is a recommendation */
 	/* This VM's own counts of act_metrics_resize and act_metrics_failure. */
 	uint64_t resizes[ACT_RESIZE_N];
 	uint64_t failures[ACT_FAILURE_N];

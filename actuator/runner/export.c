@@ -152,6 +152,7 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 		.name = r->name,
 		.uuid = r->uuid,
 		.paused = r->meta.paused,
+		.recommend = r->meta.recommend,
 		.current = r->st.using_,
 		.min = r->st.min,
 		.max = r->st.max,

@@ -99,15 +99,17 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 	act_mem_decision_reason(&dec,
 				r->st.has_mem_goal ? r->st.mem_goal_bytes : r->st.using_.mem_bytes,
 				r->mem.last_reason, sizeof(r->mem.last_reason));
-	act_event(r->env->events, r->name, ACT_EV_DECISION,
-		  json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f}", "resource", "memory",
-			    "class", act_mem_class_name(dec.cls), "source",
-			    act_mem_source_name(dec.source), "goal_mem_bytes", (json_int_t)goal,
-			    "used_bytes", (json_int_t)dec.used, "total_bytes",
-			    (json_int_t)dec.total, "headroom_bytes", (json_int_t)dec.headroom,
-			    "growth_bytes_per_s", dec.growth, "major_faults_per_s", dec.fault_rate,
-			    "swap_in_bytes_per_s", dec.swap_in_rate),
-		  "%s", r->mem.last_reason);
+	act_runner_decision_event(r,
+				  json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f}", "resource",
+					    "memory", "class", act_mem_class_name(dec.cls),
+					    "source", act_mem_source_name(dec.source),
+					    "goal_mem_bytes", (json_int_t)goal, "used_bytes",
+					    (json_int_t)dec.used, "total_bytes",
+					    (json_int_t)dec.total, "headroom_bytes",
+					    (json_int_t)dec.headroom, "growth_bytes_per_s",
+					    dec.growth, "major_faults_per_s", dec.fault_rate,
+					    "swap_in_bytes_per_s", dec.swap_in_rate),
+				  r->mem.last_reason);
 	act_state_update_mem_goal(&r->st, true, goal);
 	return true;
 }

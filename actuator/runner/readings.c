@@ -156,13 +156,15 @@ static bool decide_cpu(struct act_runner *r)
 		size_t n = strlen(r->last_reason);
 
 		snprintf(r->last_reason + n, sizeof(r->last_reason) - n, " (%s)", src);
-		act_event(r->env->events, r->name, ACT_EV_DECISION,
-			  json_pack("{s:s,s:s,s:I,s:f,s:f,s:s,s:s}", "resource", "cpu", "class",
-				    act_cpu_class_name(dec.cls), "goal_milli_cpu",
-				    (json_int_t)dec.goal_milli, "busy", dec.busy, "demand_cpus",
-				    dec.demand, "source", src, "approval",
-				    r->approver ? act_approver_name(r->approver) : "host"),
-			  "%s", r->last_reason);
+		act_runner_decision_event(r,
+					  json_pack("{s:s,s:s,s:I,s:f,s:f,s:s,s:s}", "resource",
+						    "cpu", "class", act_cpu_class_name(dec.cls),
+						    "goal_milli_cpu", (json_int_t)dec.goal_milli,
+						    "busy", dec.busy, "demand_cpus", dec.demand,
+						    "source", src, "approval",
+						    r->approver ? act_approver_name(r->approver)
+								: "host"),
+					  r->last_reason);
 	}
 	act_state_update_cpu_goal(&r->st, true, dec.goal_milli);
 	return true;

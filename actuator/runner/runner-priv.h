@@ -184,6 +184,8 @@ struct act_runner_view {
 	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */
 	char last_change[ACT_EVENT_TEXT_MAX];
 	char shrink_blocked[320];
+	bool has_recommended; /* recommend mode: the last recommendation reported */
+	struct vmact_resources recommended;
 };
 
 /* A runner: the core's fields, then one part per concern. Each concern
@@ -248,6 +250,12 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 /* A "cannot shrink" hold event when that reason is new (after each
  * decision). */
 void act_runner_view_note_shrink(struct act_runner *r);
+/* A decision event (takes fields); in recommend mode marked as a
+ * recommendation ("recommendation": true, its text so prefixed). */
+void act_runner_decision_event(struct act_runner *r, json_t *fields, const char *text);
+/* Recommend mode: a "recommendation" event when the size the core wants
+ * differs from the last one reported. */
+void act_runner_view_note_recommend(struct act_runner *r, const struct vmact_resources *want);
 
 /* plugin.c */
 int act_runner_plugin_setup(struct act_runner *r, struct vmact_err *err);

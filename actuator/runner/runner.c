@@ -275,6 +275,17 @@ static void evaluate(struct act_runner *r)
 	/* Paused by its operator (vmactl pause): the VM keeps its size. */
 	if (r->meta.paused)
 		return;
+	/* Recommend mode: decided as usual, reported, never applied: no
+	 * resize, no approval, and no permit beyond the size the VM has,
+	 * which the scheduler is asked for as any VM's (its reservation in
+	 * the host's ledger; doc/control-api.md). */
+	if (r->meta.recommend) {
+		act_runner_view_note_recommend(r, &a.desired);
+		if (a.has_plugin && !r->plugin.busy &&
+		    !vmact_res_any_gt(a.plugin.target, r->st.using_))
+			act_runner_plugin_start(r, &a);
+		return;
+	}
 	h = warn_hash(&a.warnings);
 	if (h != r->last_warn_hash)
 		for (unsigned i = 0; i < a.warnings.n; i++)
@@ -384,8 +395,10 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 			    "as the scheduler and vm-monitor allow",
 			    r->name, a, b, c);
 	}
-	/* From now on the quota is what the VM is granted. */
-	ret = act_runner_write_quota(r, using_.milli_cpu, err);
+	/* From now on the quota is what the VM is granted; in recommend mode
+	 * vmactd changes nothing, not even that (written when it becomes
+	 * active). */
+	ret = meta->recommend ? 0 : act_runner_write_quota(r, using_.milli_cpu, err);
 	if (ret < 0)
 		goto fail;
 
@@ -492,8 +505,12 @@ void act_runner_free(struct act_runner *r)
 int act_runner_release(struct act_runner *r, struct vmact_err *err)
 {
 	struct act_cpu_bw bw = act_cpu_bw_unlimited(ACT_CPU_PERIOD_DEFAULT_US);
-	int ret = act_cg_cpu_set(r->env->cg, r->group, &bw, err);
+	int ret;
 
+	/* A VM vmactd only recommended for keeps the quota it has. */
+	if (!r->quota_milli && r->meta.recommend)
+		return 0;
+	ret = act_cg_cpu_set(r->env->cg, r->group, &bw, err);
 	if (ret == 0)
 		r->quota_milli = 0;
 	return ret;
@@ -519,6 +536,18 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 		ret = act_state_update_vm(&r->st, &meta->min, &meta->max, &sc, err);
 	if (ret < 0)
 		return ret;
+	/* Recommend to active: the quota becomes what the VM is granted,
+	 * then the current recommendation goes the normal way (permit,
+	 * bounds, resize). */
+	if (r->meta.recommend && !meta->recommend && !r->api_vm &&
+	    (ret = act_runner_write_quota(r, r->st.using_.milli_cpu, err)) < 0)
+		return ret;
+	if (meta->recommend != r->meta.recommend) {
+		log_info("%s: mode %s", r->name,
+			 meta->recommend ? "recommend: decisions are reported, not applied"
+					 : "active: decisions are applied");
+		r->view.has_recommended = false;
+	}
 	r->meta = *meta;
 	evaluate(r);
 	return 0;

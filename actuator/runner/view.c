@@ -89,7 +89,7 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 
 	buf[0] = 0;
 	if (!r->ex.has_desired || !vmact_res_any_lt(r->ex.desired, r->st.using_) ||
-	    r->meta.paused || r->api_vm)
+	    r->meta.paused || r->meta.recommend || r->api_vm)
 		return;
 	if (!r->meta.monitor[0] && !r->meta.informant[0]) {
 		/* The host approves its shrinks (doc/policy.md, "Without an
@@ -122,6 +122,36 @@ void act_runner_shrink_blocked(const struct act_runner *r, char *buf, size_t len
 		act_runner_fmt_res(a, sizeof(a), r->st.monitor.approved);
 		snprintf(buf, len, "waiting for its %s's approval (approved down to %s)", kind, a);
 	}
+}
+
+void act_runner_decision_event(struct act_runner *r, json_t *fields, const char *text)
+{
+	if (!r->meta.recommend) {
+		act_event(r->env->events, r->name, ACT_EV_DECISION, fields, "%s", text);
+		return;
+	}
+	if (fields)
+		json_object_set_new(fields, "recommendation", json_true());
+	act_event(r->env->events, r->name, ACT_EV_DECISION, fields, "recommendation: %s", text);
+}
+
+void act_runner_view_note_recommend(struct act_runner *r, const struct vmact_resources *want)
+{
+	char a[80], b[80];
+
+	if (r->view.has_recommended && vmact_res_eq(r->view.recommended, *want))
+		return;
+	r->view.has_recommended = true;
+	r->view.recommended = *want;
+	act_runner_fmt_res(a, sizeof(a), *want);
+	act_runner_fmt_res(b, sizeof(b), r->st.using_);
+	log_info("%s: recommends %s (runs with %s; mode recommend: not applied)", r->name, a, b);
+	act_event(r->env->events, r->name, ACT_EV_RECOMMEND,
+		  json_pack("{s:I,s:I,s:I,s:I}", "milli_cpu", (json_int_t)want->milli_cpu,
+			    "mem_bytes", (json_int_t)want->mem_bytes, "using_milli_cpu",
+			    (json_int_t)r->st.using_.milli_cpu, "using_mem_bytes",
+			    (json_int_t)r->st.using_.mem_bytes),
+		  "recommends %s (runs with %s; not applied: mode recommend)", a, b);
 }
 
 void act_runner_view_note_shrink(struct act_runner *r)
@@ -167,6 +197,7 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	v->permit = r->st.plugin.permit;
 	v->has_desired = r->ex.has_desired;
 	v->desired = r->ex.desired;
+	v->recommend = r->meta.recommend;
 	snprintf(v->permit_short, sizeof(v->permit_short), "%s", r->plugin.short_why);
 	act_runner_shrink_blocked(r, v->cannot_shrink, sizeof(v->cannot_shrink));
 	v->last_change_usec = r->view.last_change_usec;

@@ -77,6 +77,21 @@ static uint64_t now_usec(struct act_worker *gw)
 	return t;
 }
 
+int act_worker_program_near(const char *exe_dir, char *buf, size_t len, struct vmact_err *err)
+{
+	char installed[PATH_MAX + 32], real[PATH_MAX];
+
+	snprintf(installed, sizeof(installed), "%s/../libexec/vmact/vmact-guestd", exe_dir);
+	if (realpath(installed, real) && access(real, X_OK) == 0) {
+		if ((size_t)snprintf(buf, len, "%s", real) >= len)
+			return vmact_err_set(err, ENAMETOOLONG, "%s: path too long", real);
+		return 0;
+	}
+	if ((size_t)snprintf(buf, len, "%s/vmact-guestd", exe_dir) >= len)
+		return vmact_err_set(err, ENAMETOOLONG, "%s: path too long", exe_dir);
+	return 0;
+}
+
 int act_worker_default_program(char *buf, size_t len, struct vmact_err *err)
 {
 	char self[PATH_MAX];
@@ -90,9 +105,7 @@ int act_worker_default_program(char *buf, size_t len, struct vmact_err *err)
 	if (!slash)
 		return vmact_err_set(err, EINVAL, "/proc/self/exe: %s: no directory", self);
 	*slash = 0;
-	if ((size_t)snprintf(buf, len, "%s/vmact-guestd", self) >= len)
-		return vmact_err_set(err, ENAMETOOLONG, "%s: path too long", self);
-	return 0;
+	return act_worker_program_near(self, buf, len, err);
 }
 
 /* The worker's uid and gid: the configured user, else nobody (said once

@@ -68,6 +68,10 @@ int act_worker_stop(struct act_worker *gw, const struct act_privsep_msg *m, uint
 /* Kills the worker (SIGKILL) and reaps it; no callbacks. */
 void act_worker_free(struct act_worker *gw);
 
-/* Where vmact-guestd is when guest_worker.program is "": beside the
- * running vmactd. */
+/* Where vmact-guestd is when guest_worker.program is "": an installed
+ * vmactd's (PREFIX/sbin) is in PREFIX/libexec/vmact, where make install and
+ * the package put it; a build tree's is beside vmactd. */
 int act_worker_default_program(char *buf, size_t len, struct vmact_err *err);
+/* The same for a program in exe_dir: exe_dir/../libexec/vmact/vmact-guestd
+ * (its real path) when it is there and executable, else exe_dir/vmact-guestd. */
+int act_worker_program_near(const char *exe_dir, char *buf, size_t len, struct vmact_err *err);

@@ -338,12 +338,24 @@ static int check_metadata_xml(struct ctx *c, const char *xml)
 
 static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 {
-	static const char *const keys[] = {
-		"vcpus",       "max_vcpus", "memory",         "max_memory",   "pods",
-		"arch",        "os",        "kernel",         "initrd",       "cmdline",
-		"base_volume", "disk_bus",  "serial_log_dir", "metadata_xml", "reserve",
-		"domain_type", NULL
-	};
+	static const char *const keys[] = { "vcpus",
+					    "max_vcpus",
+					    "memory",
+					    "max_memory",
+					    "pods",
+					    "arch",
+					    "os",
+					    "kernel",
+					    "initrd",
+					    "cmdline",
+					    "base_volume",
+					    "disk_bus",
+					    "serial_log_dir",
+					    "metadata_xml",
+					    "reserve",
+					    "domain_type",
+					    "ephemeral_storage",
+					    NULL };
 	char dtype[8] = "kvm";
 	static const char *const rkeys[] = { "cpu", "memory", NULL };
 	const json_t *v;
@@ -359,6 +371,7 @@ static int parse_template(struct ctx *c, const json_t *o, struct cl_template *t)
 	    (r = get_unsigned(c, o, "max_vcpus", false, 1, 1024, &t->max_vcpus)) < 0 ||
 	    (r = get_bytes(c, o, "memory", true, &t->memory)) < 0 ||
 	    (r = get_bytes(c, o, "max_memory", false, &t->max_memory)) < 0 ||
+	    (r = get_bytes(c, o, "ephemeral_storage", false, &t->ephemeral_storage)) < 0 ||
 	    (r = get_unsigned(c, o, "pods", false, 0, 100000, &t->pods)) < 0 ||
 	    (r = get_str(c, o, "arch", false, false, t->arch, sizeof(t->arch))) < 0 ||
 	    (r = get_str(c, o, "os", false, false, t->os, sizeof(t->os))) < 0 ||
@@ -441,9 +454,11 @@ static int parse_options(struct ctx *c, const json_t *o, json_t **out)
 					   "scale_down_gpu_utilization_threshold", NULL };
 	static const char *const secs[] = { "scale_down_unneeded_time_s",
 					    "scale_down_unready_time_s",
-					    "max_node_provision_time_s", NULL };
+					    "max_node_provision_time_s", "max_node_startup_time_s",
+					    NULL };
 	static const char *const bools[] = { "zero_or_max_node_scaling",
-					     "ignore_daemonsets_utilization", NULL };
+					     "ignore_daemonsets_utilization",
+					     "allow_non_atomic_scale_up_to_max", NULL };
 	const char *key;
 	json_t *v;
 

@@ -77,6 +77,9 @@ struct cl_template {
 	bool kvm; /* domain_type "kvm" (default) or "qemu" (TCG) */
 	unsigned vcpus, max_vcpus;
 	uint64_t memory, max_memory; /* bytes */
+	/* What the node's kubelet reports as ephemeral-storage: its root
+	 * filesystem on the overlay of base_volume (0 = not said). */
+	uint64_t ephemeral_storage;
 	unsigned pods;
 	char arch[16], os[16];
 	/* Direct kernel boot (a node image with its own boot loader leaves

@@ -89,15 +89,16 @@ static json_t *group_json(const struct cl_engine_group_view *v)
 				    json_pack("{s:i,s:i,s:i}", "size", (int)v->tiers[k].size,
 					      "ready", (int)v->tiers[k].ready, "starting",
 					      (int)v->tiers[k].starting));
-	return json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:O,s:o,s:{s:i,s:i,s:I,s:I,s:i,s:s,s:s},s:O,s:o,"
-			 "s:s}",
+	return json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:O,s:o,s:{s:i,s:i,s:I,s:I,s:I,s:i,s:s,s:s},s:O,"
+			 "s:o,s:s}",
 			 "id", g->id, "min", (int)g->min, "max", (int)g->max, "target",
 			 (int)v->target, "in_service", (int)v->in_service, "hosts", hosts, "labels",
 			 g->labels, "taints", taints, "template", "vcpus", (int)t->vcpus,
 			 "max_vcpus", (int)t->max_vcpus, "memory_bytes", (json_int_t)t->memory,
-			 "max_memory_bytes", (json_int_t)t->max_memory, "pods", (int)t->pods,
-			 "arch", t->arch, "os", t->os, "options", g->options, "pool", pool,
-			 "scheduler_name", g->scheduler_name);
+			 "max_memory_bytes", (json_int_t)t->max_memory, "ephemeral_storage_bytes",
+			 (json_int_t)t->ephemeral_storage, "pods", (int)t->pods, "arch", t->arch,
+			 "os", t->os, "options", g->options, "pool", pool, "scheduler_name",
+			 g->scheduler_name);
 }
 
 static const char *node_state(const struct cl_engine_vm_view *v)

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v clang-format >/dev/null || { echo "check-format: clang-format is not installed"; exit 1; }
 
-mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '\.bpf\.c$')
+mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '\.bpf\.c$' | grep -v '^bpf/vmlinux/')
 if [ "${1:-}" = --fix ]; then
 	clang-format -i "${files[@]}"
 	exit 0

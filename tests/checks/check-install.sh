@@ -2,7 +2,12 @@
 # make install DESTDIR=... into a scratch directory, then checks what it
 # put there: exactly the files `make install-manifest` lists (none missing,
 # none extra), each with its mode; the programs run (--version); the hook
-# does not even load libvirt; the unit names the installed vmactd and
+# does not even load libvirt; the hook and vmact-guestd are in
+# libexec/vmact (where vmactd looks for vmact-guestd: test_worker_program),
+# the libvirt hook entry a symbolic link to the hook; the commented example
+# configuration is the example, which vmactd accepts; vmact-cluster's
+# sysusers.d entry creates no libvirt group, its tmpfiles.d entry makes its
+# home and its units start only once configured; the unit names the installed vmactd and
 # reloads with SIGHUP; every man page renders with no warning from man(1)
 # and groff; the bash completion, sourced in bash, completes vmactl's
 # commands and options and vmactd's options.
@@ -29,7 +34,9 @@ rm -f "$dest.log"
 mapfile -t manifest < <(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s "$@" PREFIX=$prefix install-manifest)
 
 # What every install has, whatever Kbuild adds later.
+hook=/usr/libexec/vmact/vmact-hook
 for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmact \
+	/usr/libexec/vmact/vmact-guestd $hook \
 	/usr/lib/systemd/system/vmactd.service /usr/lib/sysusers.d/vmact.conf \
 	/usr/share/man/man8/vmactd.8 \
 	/usr/share/man/man8/vmactl.8 /usr/share/man/man8/vmact-arbiter.8 \
@@ -37,6 +44,7 @@ for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmac
 	/usr/share/bash-completion/completions/vmactl \
 	/usr/share/bash-completion/completions/vmactd \
 	/usr/share/doc/vmact/README.md /usr/share/doc/vmact/vmactd.json.example \
+	/usr/share/doc/vmact/vmactd.json.commented \
 	/usr/share/doc/vmact/doc/hook.md; do
 	case " ${manifest[*]} " in
 	*" $f "*) ok ;;
@@ -45,13 +53,23 @@ for f in /usr/sbin/vmactd /usr/sbin/vmact-arbiter /etc/libvirt/hooks/qemu.d/vmac
 done
 
 # Exactly the manifest, with the right modes.
+# The libvirt hook entry: a symbolic link to the program in libexec (a
+# program in /etc would be a conffile, left behind on removal).
 for f in "${manifest[@]}"; do
+	case $f in
+	*/hooks/qemu.d/*)
+		if [ -L "$dest$f" ] && [ "$(readlink "$dest$f")" = "$hook" ]; then ok
+		else bad "$f is not a symbolic link to $hook"; fi ;;
+	esac
+done
+for f in "${manifest[@]}"; do
+	case $f in */hooks/qemu.d/*) continue ;; esac
 	if [ ! -f "$dest$f" ]; then
 		bad "$f not installed"
 		continue
 	fi
 	case $f in
-	*/sbin/*|*/bin/*|*/hooks/qemu.d/*) want=755 ;;
+	*/sbin/*|*/bin/*|*/libexec/*) want=755 ;;
 	*) want=644 ;;
 	esac
 	mode=$(stat -c %a "$dest$f")
@@ -63,22 +81,22 @@ while IFS= read -r f; do
 	*" $f "*) ;;
 	*) bad "$f installed but not in the manifest" ;;
 	esac
-done < <(find "$dest" -type f)
+done < <(find "$dest" -type f -o -type l)
 
 # Programs run.
 for f in "${manifest[@]}"; do
 	case $f in
-	*/sbin/*|*/bin/*|*/hooks/qemu.d/*)
+	*/sbin/*|*/bin/*|*/libexec/*)
 		if out=$("$dest$f" --version 2>&1) && [[ $out == *0.* ]]; then ok
 		else bad "$f --version: $out"; fi ;;
 	esac
 done
-if readelf -d "$dest/etc/libvirt/hooks/qemu.d/vmact" | grep -q 'NEEDED.*libvirt'; then
+if readelf -d "$dest$hook" | grep -q 'NEEDED.*libvirt'; then
 	bad "the hook loads libvirt"
 else
 	ok
 fi
-hook_out=$("$dest/etc/libvirt/hooks/qemu.d/vmact" d started begin - </dev/null 2>/dev/null)
+hook_out=$("$dest$hook" d started begin - </dev/null 2>/dev/null)
 if [ -z "$hook_out" ]; then ok; else bad "the hook wrote to stdout: $hook_out"; fi
 
 # The unit.
@@ -89,6 +107,21 @@ if grep -qx "ExecStart=$prefix/sbin/vmactd" "$unit"; then ok
 else bad "vmactd.service: ExecStart is not $prefix/sbin/vmactd alone"; fi
 if "$dest$prefix/sbin/vmactd" --check-config >/dev/null 2>&1 || [ -e /etc/vmact/vmactd.json ]; then ok
 else bad "vmactd --check-config fails without a configuration file"; fi
+# ... and says that the file is absent, never that it is valid; a named
+# file that is absent is an error.
+if [ ! -e /etc/vmact/vmactd.json ]; then
+	msg=$("$dest$prefix/sbin/vmactd" --check-config 2>&1)
+	case $msg in
+	*"/etc/vmact/vmactd.json does not exist: vmactd runs with the built-in defaults"*) ok ;;
+	*) bad "vmactd --check-config without the default file says: $msg" ;;
+	esac
+fi
+missing=$(mktemp -u /tmp/vmact-absent-XXXXXX.json)
+if msg=$("$dest$prefix/sbin/vmactd" --check-config -c "$missing" 2>&1); then
+	bad "vmactd --check-config -c $missing (absent) exits 0: $msg"
+else
+	case $msg in *"$missing"*"No such file"*) ok ;; *) bad "vmactd --check-config -c $missing says: $msg" ;; esac
+fi
 # libvirt restarts must not restart vmactd, and it must not start a libvirt
 # daemon the host does not use: ordering only.
 if grep -q '^Requires=\|^BindsTo=\|^Wants=' "$unit"; then bad "vmactd.service has Requires=, BindsTo= or Wants="
@@ -111,8 +144,33 @@ sysusers=$dest/usr/lib/sysusers.d/vmact.conf
 if out=$(systemd-sysusers --dry-run --root="$dest" "$sysusers" 2>&1) && grep -q "vmact" <<<"$out"; then ok
 elif ! command -v systemd-sysusers >/dev/null && grep -q '^u vmact ' "$sysusers"; then ok
 else bad "systemd-sysusers does not create vmact from $sysusers: $out"; fi
+# vmact-cluster's: its user, never libvirt's group (libvirt's package
+# makes that; the package's postinst adds the user to it where it exists).
+sysusers=$dest/usr/lib/sysusers.d/vmact-cluster.conf
+if out=$(systemd-sysusers --dry-run --root="$dest" "$sysusers" 2>&1) && grep -q "vmact-cluster" <<<"$out" &&
+	! grep -qi "libvirt" <<<"$out"; then ok
+elif ! command -v systemd-sysusers >/dev/null && ! grep -q 'libvirt' "$sysusers"; then ok
+else bad "systemd-sysusers from $sysusers: $out"; fi
+if grep -qx 'd /var/lib/vmact-cluster 0700 vmact-cluster vmact-cluster -' "$dest/usr/lib/tmpfiles.d/vmact-cluster.conf"; then ok
+else bad "tmpfiles.d/vmact-cluster.conf does not make vmact-cluster's home"; fi
+# The cluster's units start only once configured (their package enables them).
+for u in vmact-groupd.service vmact-cloudprovider.service; do
+	if grep -qx 'ConditionPathExists=/etc/vmact/groupd.json' "$dest/usr/lib/systemd/system/$u"; then ok
+	else bad "$u: no ConditionPathExists=/etc/vmact/groupd.json"; fi
+done
 if grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$unit"; then ok
 else bad "vmactd.service: no ExecReload with SIGHUP"; fi
+
+# The commented example: without its comment lines, the example itself,
+# which vmactd accepts.
+commented=$dest/usr/share/doc/vmact/vmactd.json.commented
+if diff <(grep -v '^ *//' "$commented") "$dest/usr/share/doc/vmact/vmactd.json.example" >/dev/null; then ok
+else bad "vmactd.json.commented without its comments is not vmactd.json.example"; fi
+cfg=$(mktemp)
+grep -v '^ *//' "$commented" >"$cfg"
+if msg=$("$dest/usr/sbin/vmactd" --check-config -c "$cfg" 2>&1); then ok
+else bad "vmactd --check-config on vmactd.json.commented without its comments: $msg"; fi
+rm -f "$cfg"
 
 # Man pages: rendered without a warning, with the sections a page needs.
 for f in "${manifest[@]}"; do
@@ -192,7 +250,7 @@ done
 
 # make uninstall removes every file make install put there.
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s "$@" PREFIX=$prefix DESTDIR="$dest" uninstall >"$dest.log" 2>&1; then
-	left=$(find "$dest" -type f)
+	left=$(find "$dest" -type f -o -type l)
 	if [ -z "$left" ]; then ok; else bad "left after make uninstall: $left"; fi
 else
 	bad "make uninstall failed: $(cat "$dest.log")"

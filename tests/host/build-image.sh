@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds make check-host's Debian 12 machine from Debian packages: a root
-# file system by debootstrap (deb.debian.org, bookworm) with systemd as
-# PID 1, libvirt and QEMU inside, written into an ext4 image, and the
+# file system by debootstrap (bookworm, from the Debian mirror the host's
+# own apt sources name, through its apt proxy if it has one) with systemd
+# as PID 1, libvirt and QEMU inside, written into an ext4 image, and the
 # kernel and initrd it boots (QEMU -kernel, tests/host/check-host.sh).
 # Nothing of vmact is in the image: check-host installs vmact's .deb into
-# each run's copy-on-write overlay, so the image is rebuilt only when this
-# script (its package list, its settings) changes.
+# each run's copy-on-write overlay, and builds it there from a clean clone
+# by the README's install section, whose apt-get lines then find every
+# package installed (the machine has no network): the build dependencies
+# of debian/control, dpkg-dev, lintian, git, sudo. The image is rebuilt
+# only when this script or debian/control changes.
 # Usage: tests/host/build-image.sh OUTDIR   (root)
+# Environment: VMACT_HOST_MIRROR, a Debian mirror to use instead of the
+# host's.
 # Writes OUTDIR/rootfs.img, OUTDIR/vmlinuz, OUTDIR/initrd.img, OUTDIR/stamp.
 set -euo pipefail
 
@@ -19,8 +25,16 @@ for c in debootstrap mkfs.ext4; do
 	command -v "$c" >/dev/null || die "$c missing: tests/host/setup-host.sh installs it"
 done
 
+top=$(cd "$(dirname "$0")/../.." && pwd)
 suite=bookworm
-mirror=${VMACT_HOST_MIRROR:-http://deb.debian.org/debian}
+# The host's own mirror of Debian's main archive for the suite, as apt
+# reads its sources (sources.list or deb822 .sources, a local mirror or
+# proxy included), and its apt proxy if it names one.
+mirror=${VMACT_HOST_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(LABEL) $(COMPONENT)' \
+	'Identifier: Packages' 2>/dev/null | awk -v s="$suite" '$2 == s && $3 == "Debian" && $4 == "main" { print $1; exit }')}
+[ -n "$mirror" ] || die "no $suite main of Debian in the host's apt sources (apt-get indextargets; apt-get update first?); VMACT_HOST_MIRROR names one"
+proxy=$(apt-config shell p Acquire::http::Proxy | sed -n "s/^p='\(.*\)'$/\1/p")
+if [ -n "$proxy" ] && [ "$proxy" != DIRECT ]; then export http_proxy=$proxy; fi
 # What a stock Debian 12 hypervisor host runs, plus what the test drives
 # it with. vmact's own run-time libraries (its .deb's Depends) are here so
 # that dpkg -i needs no network inside the machine.
@@ -100,6 +114,21 @@ ln -sf /etc/systemd/system/vmact-check.service \
 
 mount -t proc proc "$root/proc"
 trap 'umount -l "$root/proc" 2>/dev/null || true' EXIT
+# What the README's install section installs, so that it runs in the
+# machine without a network: debian/control's Build-Depends (apt-get
+# build-dep of a copy of it), then what the section and a clone need.
+say "the README's install section's packages: debian/control's build dependencies, dpkg-dev, lintian, git, sudo"
+mkdir -p "$root/tmp/vmact-src/debian"
+cp "$top/debian/control" "$root/tmp/vmact-src/debian/"
+[ -z "${http_proxy:-}" ] || echo "Acquire::http::Proxy \"$http_proxy\";" >"$root/etc/apt/apt.conf.d/90vmact-proxy"
+{
+	chroot "$root" apt-get update &&
+	DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y --no-install-recommends \
+		dpkg-dev lintian git sudo build-essential &&
+	DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get build-dep -y --no-install-recommends /tmp/vmact-src
+} >"$out/build-deps.log" 2>&1 || { tail -n 30 "$out/build-deps.log" >&2; die "installing the build dependencies failed ($out/build-deps.log)"; }
+rm -rf "$root/tmp/vmact-src" "$root/etc/apt/apt.conf.d/90vmact-proxy"
+chroot "$root" apt-get clean
 chroot "$root" update-initramfs -u -k all >"$out/initramfs.log" 2>&1 ||
 	{ tail -n 20 "$out/initramfs.log" >&2; die "update-initramfs failed"; }
 umount -l "$root/proc"
@@ -112,8 +141,8 @@ rm -rf "$root/var/cache/apt/archives"/*.deb
 
 say "writing the ext4 image"
 rm -f "$out/stamp"
-mkfs.ext4 -q -F -L vmact-host -d "$root" "$out/rootfs.img.new" 6G
+mkfs.ext4 -q -F -L vmact-host -d "$root" "$out/rootfs.img.new" 10G
 mv "$out/rootfs.img.new" "$out/rootfs.img"
 rm -rf "$root"
-sha256sum "$0" | cut -d' ' -f1 >"$out/stamp"
+cat "$0" "$top/debian/control" | sha256sum | cut -d' ' -f1 >"$out/stamp"
 say "done: $(grep -c . "$out/packages.txt") packages, $(grep '^libvirt-daemon \|^qemu-system-x86 \|^systemd \|^linux-image-amd64 ' "$out/packages.txt" | tr '\n' ' ')"

@@ -3,25 +3,35 @@
 # make check-host: boots the Debian 12 machine of tests/host/build-image.sh
 # under QEMU TCG (systemd as PID 1, cgroup v2 only, libvirt inside), on a
 # copy-on-write overlay of the cached image, with a 9p share holding
-# vmact's .deb, the test guest, the vm-monitor stand-in and in-vm.sh; the
-# machine's vmact-check.service runs in-vm.sh and powers off. Its output
-# is shown as it comes (the machine's serial console), then the report.
-# Exit status 0 only if every check passed.
-# Usage: tests/host/check-host.sh IMAGEDIR DEB GUESTDIR NODE_MODULES
+# vmact's packages (vmact's and vmact-cluster's .deb from make deb, and
+# under next/ the same source built as a newer version, to upgrade to), a
+# git bundle of this tree's HEAD (the clean clone the README's install
+# section runs in), the test guest, the vm-monitor stand-in and in-vm.sh;
+# the machine's vmact-check.service runs in-vm.sh and powers off. Its
+# output is shown as it comes (the machine's serial console), then the
+# report. Exit status 0 only if every check passed.
+# Usage: tests/host/check-host.sh IMAGEDIR DEB GUESTDIR NODE_MODULES NEXTDIR
+# (DEB: vmact's .deb, vmact-cluster's beside it; NEXTDIR: make deb
+# DEB_BUMP's directory.)
 # Environment: VMACT_HOST_TIMEOUT (seconds for the whole run, default 7200),
 # VMACT_HOST_CPUS (default 2), VMACT_HOST_MEM (MiB, default 4096),
 # VMACT_HOST_SCRIPT (another script to run in the machine instead of
 # tests/host/in-vm.sh, e.g. to look into a failure; it must write
-# report.txt and result into /mnt/host as in-vm.sh does).
+# report.txt and result into /mnt/host as in-vm.sh does), VMACT_HOST_LOCK
+# (a lock file: once the machine has built and installed vmact by the
+# README, a compile like any other, it waits for the host to hold this lock
+# before it starts its guests and daemons; the lock is held to the end).
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-img=${1:?usage: check-host.sh IMAGEDIR DEB GUESTDIR NODE_MODULES}
-deb=${2:?} guest=${3:?} nodemod=${4:?}
+img=${1:?usage: check-host.sh IMAGEDIR DEB GUESTDIR NODE_MODULES NEXTDIR}
+deb=${2:?} guest=${3:?} nodemod=${4:?} next=${5:?}
+cluster_deb=$(dirname "$deb")/$(basename "$deb" | sed 's/^vmact_/vmact-cluster_/')
 timeout=${VMACT_HOST_TIMEOUT:-7200}
 die() { printf 'check-host: error: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "must run as root"
-for f in "$img/rootfs.img" "$img/vmlinuz" "$img/initrd.img" "$deb" \
+for f in "$img/rootfs.img" "$img/vmlinuz" "$img/initrd.img" "$deb" "$cluster_deb" \
+	 "$(ls "$next"/vmact_*.deb 2>/dev/null | head -n 1)" "$(ls "$next"/vmact-cluster_*.deb 2>/dev/null | head -n 1)" \
 	 "$guest/vmlinuz" "$guest/initrd.img" "$nodemod/ws"; do
 	[ -e "$f" ] || die "$f is missing (make check-host builds the image, the .deb and the guest; tests/host/setup-host.sh installs ws)"
 done
@@ -29,8 +39,12 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing"
 
 run=$img/run
 rm -rf "$run"
-mkdir -p "$run/share/guest" "$run/share/node_modules"
-cp "$deb" "$run/share/"
+mkdir -p "$run/share/guest" "$run/share/node_modules" "$run/share/next"
+cp "$deb" "$cluster_deb" "$run/share/"
+cp "$next"/vmact_*.deb "$next"/vmact-cluster_*.deb "$run/share/next/"
+# The clean clone's source: this tree's HEAD, as committed.
+git -C "$top" bundle create "$run/share/vmact.bundle" HEAD >/dev/null 2>&1 ||
+	die "git bundle of $top's HEAD failed"
 cp "$top/tests/guest/domain.xml.in" "$top/tests/peers/vm-monitor.js" "$run/share/"
 cp "${VMACT_HOST_SCRIPT:-$top/tests/host/in-vm.sh}" "$run/share/in-vm.sh"
 cp "$guest/vmlinuz" "$guest/initrd.img" "$run/share/guest/"
@@ -66,7 +80,20 @@ qemu_pid=$!
 tail -n +1 -F "$run/console.log" 2>/dev/null | grep --line-buffered -a '^check-host \|vmact-check.service' &
 tail_pid=$!
 done_at=""
+locked=0
 while kill -0 "$qemu_pid" 2>/dev/null; do
+	# The machine asks for the go (share/ready) after the README's build;
+	# with VMACT_HOST_LOCK, the go waits for the lock.
+	if [ $locked = 0 ] && [ -e "$run/share/ready" ]; then
+		if [ -n "${VMACT_HOST_LOCK:-}" ]; then
+			echo "check-host: the machine has built vmact; waiting for $VMACT_HOST_LOCK"
+			exec 9>"$VMACT_HOST_LOCK"
+			flock 9
+			echo "check-host: holding $VMACT_HOST_LOCK"
+		fi
+		locked=1
+		touch "$run/share/go"
+	fi
 	if [ $(( $(date +%s) - t0 )) -ge "$timeout" ]; then
 		echo "check-host: the machine did not finish within $timeout s: stopping it"
 		kill "$qemu_pid"

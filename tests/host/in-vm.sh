@@ -2,13 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 # make check-host, inside the Debian 12 machine (tests/host/check-host.sh
 # boots it; vmact-check.service runs this from the host's 9p share at
-# /mnt/host, as root, under systemd). Installs vmact from its .deb as apt
-# would, then shows with the real systemd, cgroup v2 and libvirt of a
-# stock host: the unit starts, reloads and survives a libvirtd restart;
+# /mnt/host, as root, under systemd). Installs vmact by the README's
+# install section, its lines run as they are in a clean clone of the tree
+# (the host's HEAD), and puts a VM under it with vmactl enable; then shows
+# with the real systemd, cgroup v2 and libvirt of a stock host: the unit
+# starts, reloads and survives a libvirtd restart;
 # its sandbox as the kernel shows it on vmactd; its log lines in the
 # journal with their priorities; vmactd growing and shrinking a nested TCG
 # test guest through the guest's cgroup under machine.slice, with the BPF
-# sampler loaded. Every check prints "PASS: ..." or "FAIL: ..." (also into
+# sampler loaded; vmact-cluster's units idle until configured; then an
+# upgrade to a newer build of both packages (the same source, a bumped
+# version), their removal and their purge, each leaving what Debian's
+# policy says. Every check prints "PASS: ..." or "FAIL: ..." (also into
 # /mnt/host/report.txt); the last line is "N passed, M failed". Checks it
 # cannot make say "NOT SHOWN: ..." and why.
 set -u
@@ -64,23 +69,93 @@ check "cgroup v2 only: /sys/fs/cgroup is cgroup2, no v1 hierarchy mounted" \
 	bash -c '[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] && ! grep -q " cgroup " /proc/mounts'
 check "libvirtd runs under systemd" systemctl is-active -q libvirtd.service
 
-# ---- install from the package -----------------------------------------------
+# ---- install: the README's install section, verbatim, in a clean clone ------
 deb=$(ls "$share"/vmact_*.deb 2>/dev/null | head -n 1)
 [ -n "$deb" ] || { fail "no vmact .deb in the share"; finish; }
-cp "$deb" /root/
 check "no /etc/vmact/vmactd.json before the install (a stock install needs none)" [ ! -e /etc/vmact/vmactd.json ]
 check "getent passwd vmact: no such user before the install" bash -c '! getent passwd vmact >/dev/null'
-if DEBIAN_FRONTEND=noninteractive dpkg -i "/root/$(basename "$deb")" >/root/dpkg.log 2>&1; then
-	pass "dpkg -i $(basename "$deb")"
+src=/root/vmact
+readme_ok=0
+if git clone -q "$share/vmact.bundle" "$src" >/root/clone.log 2>&1; then
+	pass "git clone of the tree ($(git -C "$src" log -1 --format='%h %s' | cut -c1-60))"
+	# The lines between the README's markers, without the code fence.
+	sed -n '/<!-- install:begin/,/<!-- install:end -->/p' "$src/README.md" | sed '1d;$d' | sed '/^```/d' \
+		>/root/readme-install.sh
+	say "the README's install section ($(grep -c . /root/readme-install.sh) lines):"
+	sed 's/^/    | /' /root/readme-install.sh | tee -a "$report"
+	t0=$(date +%s)
+	if (cd "$src" && bash -e -x /root/readme-install.sh) >/root/readme.log 2>&1; then
+		readme_ok=1
+		pass "the README's install section ran in the clone, every line exiting 0 ($(( $(date +%s) - t0 )) s under TCG)"
+	else
+		fail "the README's install section failed ($(( $(date +%s) - t0 )) s); its end:"
+		tail -n 25 /root/readme.log | sed 's/^/    /' | tee -a "$report"
+	fi
+	cp /root/readme.log "$share/readme.log" 2>/dev/null
+	grep -E '^  (LINTIAN|DEB) |^build/deb/|^(W|E): ' /root/readme.log | sed 's/^/    /' | tee -a "$report"
 else
-	fail "dpkg -i $(basename "$deb"): $(tail -n 5 /root/dpkg.log)"
-	finish
+	fail "git clone of the share's bundle: $(cat /root/clone.log)"
 fi
+if [ $readme_ok = 1 ]; then
+	check "systemctl status vmactd: active (the section's last line)" systemctl is-active -q vmactd.service
+	debs=$src/build/deb
+else
+	# The rest of the checks on the host's build of the same tree.
+	say "installing the host's build instead: dpkg -i $(basename "$deb")"
+	cp "$deb" /root/
+	DEBIAN_FRONTEND=noninteractive dpkg -i "/root/$(basename "$deb")" >/root/dpkg.log 2>&1 ||
+		{ fail "dpkg -i $(basename "$deb"): $(tail -n 5 /root/dpkg.log)"; finish; }
+	debs=$share
+fi
+version=$(dpkg-query -W -f='${Version}' vmact 2>/dev/null)
+check "vmact $version installed (dpkg: install ok installed)" \
+	bash -c '[ "$(dpkg-query -W -f="\${Status}" vmact)" = "install ok installed" ]'
 check "postinst created the system user vmact ($(getent passwd vmact))" \
 	bash -c 'u=$(getent passwd vmact) && [ "$(cut -d: -f3 <<<"$u")" -lt 1000 ]'
 check "postinst enabled vmactd.service ($(systemctl is-enabled vmactd.service))" \
 	systemctl is-enabled -q vmactd.service
 wait_for 300 "postinst started vmactd.service (active, READY=1 sent)" systemctl is-active -q vmactd.service
+check "the hook: /etc/libvirt/hooks/qemu.d/vmact -> $(readlink /etc/libvirt/hooks/qemu.d/vmact), no program in /etc" \
+	bash -c '[ -L /etc/libvirt/hooks/qemu.d/vmact ] && [ "$(readlink /etc/libvirt/hooks/qemu.d/vmact)" = /usr/libexec/vmact/vmact-hook ] && [ -x /usr/libexec/vmact/vmact-hook ]'
+check "the package has no conffile (dpkg-query Conffiles empty)" \
+	bash -c '[ -z "$(dpkg-query -W -f="\${Conffiles}" vmact)" ]'
+
+# The host may have to take a lock before guests and daemons run here
+# (tests/host/check-host.sh, VMACT_HOST_LOCK): asked for, and waited for.
+touch "$share/ready"
+say "waiting for the host's go"
+until [ -e "$share/go" ]; do sleep 2; done
+say "the host's go"
+
+# ---- a VM enabled, as the README's next section does it -----------------------
+check "vmactl enable on a defined domain with no vmact metadata (the test guest's layout)" bash -c '
+	mkdir -p /var/lib/libvirt/images/vmact-enable &&
+	sed -e "s|@NAME@|vmhost-enable|g" -e "s|@GUEST@|/var/lib/libvirt/images/vmact-enable|g" \
+	    -e "s|@RUN@|/var/lib/libvirt/images/vmact-enable|g" -e "s|@METADATA@||" -e "s|@CMDLINE@||" \
+	    '"$share"'/domain.xml.in >/root/enable.xml &&
+	virsh -q define /root/enable.xml >/root/enable.log 2>&1 &&
+	vmactl enable vmhost-enable >>/root/enable.log 2>&1'
+say "vmactl enable: $(tail -n 3 /root/enable.log | tr '\n' ' ')"
+check "its definition now has enabled='true' vmact metadata" \
+	bash -c 'virsh metadata vmhost-enable https://vmact.dev/xmlns/vmact/1 --config 2>/dev/null | grep -q "enabled=.true."'
+virsh -q undefine vmhost-enable >/dev/null 2>&1
+
+# ---- vmact-cluster: installed, idle until configured ----------------------------
+cdeb=$(ls "$debs"/vmact-cluster_*.deb 2>/dev/null | head -n 1)
+if DEBIAN_FRONTEND=noninteractive apt-get install -y "$cdeb" >/root/cluster.log 2>&1; then
+	pass "apt-get install $(basename "$cdeb")"
+else
+	fail "apt-get install $(basename "$cdeb"): $(tail -n 5 /root/cluster.log)"
+fi
+check "postinst created vmact-cluster ($(getent passwd vmact-cluster)), in libvirt's group ($(id -nG vmact-cluster 2>/dev/null))" \
+	bash -c 'id -nG vmact-cluster | grep -qw libvirt'
+check "its home /var/lib/vmact-cluster made ($(stat -c '%U %a' /var/lib/vmact-cluster 2>/dev/null))" \
+	bash -c '[ "$(stat -c "%U %a" /var/lib/vmact-cluster)" = "vmact-cluster 700" ]'
+for u in vmact-groupd.service vmact-cloudprovider.service; do
+	check "$u enabled, not started: no /etc/vmact/groupd.json ($(systemctl is-active $u), ConditionResult=$(systemctl show -p ConditionResult --value $u))" \
+		bash -c "systemctl is-enabled -q $u && ! systemctl is-active -q $u"
+done
+
 pid=$(systemctl show -p MainPID --value vmactd.service)
 say "vmactd: pid $pid; $(vmlog | grep -m1 'started (')"
 check "vmactd started on the default configuration (no file)" vmlog_has "started (libvirt qemu:///system"
@@ -256,15 +331,73 @@ say "cpu.max of $cg: $(cpumax); vmactd: $(vmlog | grep "$name: resized to " | ta
 check "the vm-monitor stand-in was asked and approved a downscale" \
 	grep -qi 'DownscaleRequest' /run/vmact-check/monitor.log
 
-# ---- stop, remove -----------------------------------------------------------------
-check "systemctl stop vmactd" systemctl stop vmactd.service
-check "vmactd exited with status 0 (ExecMainStatus)" \
-	[ "$(systemctl show -p ExecMainStatus --value vmactd.service)" = 0 ]
-check "its pins are gone with it" bash -c '[ -z "$(ls /sys/fs/bpf/vmact 2>/dev/null)" ]'
 virsh -q destroy "$name" >/dev/null 2>&1
 kill "$monitor_pid" 2>/dev/null
-check "dpkg --purge vmact" bash -c 'dpkg --purge vmact >/root/purge.log 2>&1'
-check "the unit is gone and disabled" bash -c '! systemctl cat vmactd.service >/dev/null 2>&1'
+
+# ---- vmact-groupd configured: it starts -----------------------------------------
+mkdir -p /etc/vmact
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >/etc/vmact/lease.key
+chown root:vmact-cluster /etc/vmact/lease.key && chmod 0640 /etc/vmact/lease.key
+cat >/etc/vmact/groupd.json <<'JSON'
+{"hosts": [{"name": "h1", "uri": "qemu:///system",
+            "arbiter": {"url": "http://127.0.0.1:10299", "secret_file": "/etc/vmact/lease.key"}}],
+ "groups": []}
+JSON
+check "systemctl start vmact-groupd, once configured" systemctl start vmact-groupd.service
+wait_for 120 "vmact-groupd active" systemctl is-active -q vmact-groupd.service
+
+# ---- upgrade: the same source built as a newer version --------------------------
+main_pid() { systemctl show -p MainPID --value "$1"; }
+vpid=$(main_pid vmactd.service) gpid=$(main_pid vmact-groupd.service)
+uid_vmact=$(id -u vmact) uid_cluster=$(id -u vmact-cluster)
+nv=$(ls "$share"/next/vmact_*.deb | head -n 1) nc=$(ls "$share"/next/vmact-cluster_*.deb | head -n 1)
+if DEBIAN_FRONTEND=noninteractive apt-get install -y "$nv" "$nc" >/root/upgrade.log 2>&1; then
+	pass "apt-get install $(basename "$nv") $(basename "$nc") (upgrade from $version)"
+else
+	fail "the upgrade: $(tail -n 5 /root/upgrade.log)"
+fi
+newv=$(dpkg-query -W -f='${Version}' vmact)
+check "vmact and vmact-cluster are now $newv" \
+	bash -c "[ '$newv' != '$version' ] && [ \"\$(dpkg-query -W -f='\${Version}' vmact-cluster)\" = '$newv' ]"
+wait_for 120 "vmactd restarted by the upgrade (pid $vpid -> a new one), active" \
+	bash -c "systemctl is-active -q vmactd.service && [ \"\$(systemctl show -p MainPID --value vmactd.service)\" != $vpid ]"
+wait_for 120 "vmact-groupd restarted by the upgrade (pid $gpid -> a new one), active" \
+	bash -c "systemctl is-active -q vmact-groupd.service && [ \"\$(systemctl show -p MainPID --value vmact-groupd.service)\" != $gpid ]"
+check "both still enabled" bash -c 'systemctl is-enabled -q vmactd.service && systemctl is-enabled -q vmact-groupd.service'
+check "the users kept their uids ($uid_vmact, $uid_cluster)" \
+	bash -c "[ \"\$(id -u vmact)\" = $uid_vmact ] && [ \"\$(id -u vmact-cluster)\" = $uid_cluster ]"
+check "the hook's link still there" [ -L /etc/libvirt/hooks/qemu.d/vmact ]
+
+# ---- removal: stopped, gone, configuration and state kept ------------------------
+since=$(date '+%Y-%m-%d %H:%M:%S')
+sleep 1
+check "apt-get remove vmact vmact-cluster" \
+	bash -c 'DEBIAN_FRONTEND=noninteractive apt-get remove -y vmact vmact-cluster >/root/remove.log 2>&1'
+check "vmactd stopped by the removal, exiting 0 (journal: Deactivated successfully)" \
+	bash -c "! pgrep -x vmactd >/dev/null && journalctl -u vmactd.service --since '$since' -o cat --no-pager | grep -q 'Deactivated successfully'"
+check "its pins are gone with it" bash -c '[ -z "$(ls /sys/fs/bpf/vmact 2>/dev/null)" ]'
+check "vmact-groupd and vmact-cloudprovider stopped (no process left running a removed binary)" \
+	bash -c '! pgrep -x vmact-groupd >/dev/null && ! pgrep -x vmact-cloudprov >/dev/null'
+check "the units are gone" \
+	bash -c '! systemctl cat vmactd.service >/dev/null 2>&1 && ! systemctl cat vmact-groupd.service >/dev/null 2>&1'
+check "the programs and the hook's link are gone" \
+	bash -c '[ ! -e /usr/sbin/vmactd ] && [ ! -e /usr/libexec/vmact ] && [ ! -L /etc/libvirt/hooks/qemu.d/vmact ] && [ ! -e /usr/sbin/vmact-groupd ]'
+check "the operator's /etc/vmact files are kept (groupd.json, lease.key)" \
+	bash -c '[ -f /etc/vmact/groupd.json ] && [ -f /etc/vmact/lease.key ]'
+check "the state is kept until a purge (/var/lib/vmact-cluster)" [ -d /var/lib/vmact-cluster ]
+check "both packages in state config-files (rc)" \
+	bash -c '[ "$(dpkg-query -W -f="\${db:Status-Abbrev}" vmact vmact-cluster | tr -d " ")" = rcrc ]'
+
+# ---- purge: the state goes, the system users stay --------------------------------
+check "apt-get purge vmact vmact-cluster" \
+	bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y vmact vmact-cluster >/root/purge.log 2>&1'
+check "dpkg knows neither any more" \
+	bash -c '! dpkg-query -W -f="\${db:Status-Abbrev}" vmact vmact-cluster 2>/dev/null | grep -q "[a-z]"'
+check "/var/lib/vmact and /var/lib/vmact-cluster removed" bash -c '[ ! -e /var/lib/vmact ] && [ ! -e /var/lib/vmact-cluster ]'
+check "no unit enabled any more (no wants link, no deb-systemd-helper state)" \
+	bash -c '[ -z "$(find /etc/systemd/system /var/lib/systemd/deb-systemd-helper-enabled -name "vmact*" 2>/dev/null)" ]'
+check "the system users vmact and vmact-cluster stay (Debian keeps them: files they owned may remain)" \
+	bash -c 'getent passwd vmact >/dev/null && getent passwd vmact-cluster >/dev/null'
 say "vmactd's journal, by priority: $(journalctl -u vmactd.service -o json --no-pager | grep -o '"PRIORITY":"[0-9]"' | sort | uniq -c | tr -s ' \n' ' ')"
 journalctl -u vmactd.service -o short-monotonic --no-pager >"$share/vmactd.journal" 2>&1
 cp /run/vmact-check/monitor.log "$share/monitor.log" 2>/dev/null

@@ -26,14 +26,18 @@ packages=(
 	nodejs npm
 	prometheus
 	tmux
+	# virt-xml: vmactl check --fix prints its commands, which
+	# test_operator applies to a real domain
+	virtinst
 	# man(1) and groff render the manual pages in tests/checks/check-install.sh
 	man-db
 	socat
 	# vmact-cloudprovider: gRPC core, protobuf-c and its compiler, the
 	# well-known types' .proto files; openssl makes the mTLS tests' keys
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev openssl
-	# make deb (debian/) and make check-host's Debian 12 image (tests/host/)
-	debhelper dpkg-dev debootstrap e2fsprogs
+	# make deb (debian/; lintian checks its packages) and make check-host's
+	# Debian 12 image (tests/host/)
+	debhelper dpkg-dev lintian debootstrap e2fsprogs
 )
 
 missing=()
@@ -172,6 +176,19 @@ if [ -f "$top/tests/peers/package.json" ]; then
 		[ -f "$top/tests/peers/package-lock.json" ] && cp "$top/tests/peers/package-lock.json" "$npmdir/"
 		(cd "$npmdir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 	fi
+fi
+
+# Go modules of the upstream peers (tests/peers/kube, make check-upstream):
+# each module's pinned dependencies into Go's own module cache, where the
+# later builds find them (GOMODCACHE, GOCACHE: Go's defaults).
+if command -v go >/dev/null 2>&1; then
+	for mod in "$top"/tests/peers/kube/*/; do
+		[ -f "$mod/go.mod" ] || continue
+		say "go mod download in ${mod#"$top"/}"
+		(cd "$mod" && go mod download) || die "go mod download failed in $mod"
+	done
+else
+	die "go not found: make check-upstream needs Go (1.26 or newer)"
 fi
 
 say "host ready"

@@ -162,10 +162,14 @@ static bool event_field(const char *log, const char *event, const char *key, int
 static void test_scale(void **state)
 {
 	const char *args[] = {
-		"--group",    "web",
-		"--groupd",   E.api,
-		"--wait-s",   WAIT_S,
-		"--capacity", "{\"cpu\":\"1\",\"memory\":\"256Mi\",\"pods\":\"110\"}",
+		"--group",
+		"web",
+		"--groupd",
+		E.api,
+		"--wait-s",
+		WAIT_S,
+		"--capacity",
+		"{\"cpu\":\"1\",\"ephemeral-storage\":\"1Gi\",\"memory\":\"256Mi\",\"pods\":\"110\"}",
 		NULL
 	};
 	struct th_proc p = { 0 };

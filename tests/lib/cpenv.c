@@ -69,7 +69,8 @@ static int write_config(struct th_cpenv *e, const char *groups)
 	n = snprintf(
 		tpl, sizeof(tpl),
 		"{\"domain_type\": \"qemu\", \"vcpus\": 1, \"max_vcpus\": 2, \"memory\": \"256Mi\","
-		" \"max_memory\": \"512Mi\", \"kernel\": \"%s/vmlinuz\", \"initrd\": \"%s/initrd.img\","
+		" \"max_memory\": \"512Mi\", \"ephemeral_storage\": \"1Gi\","
+		" \"kernel\": \"%s/vmlinuz\", \"initrd\": \"%s/initrd.img\","
 		" \"cmdline\": \"console=ttyS0 loglevel=1 panic=-1 memhp_default_state=online_movable"
 		" lpj=8000000 tsc=reliable\", \"base_volume\": \"node-base.qcow2\","
 		" \"serial_log_dir\": \"%s/logs\","

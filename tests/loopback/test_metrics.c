@@ -247,6 +247,7 @@ static void test_families(void **state)
 			.name = names[i],
 			.uuid = "6f1e2d3c-0000-4000-8000-00000000000a",
 			.paused = i == 1,
+			.recommend = i == 2,
 			.resizes = { [ACT_RESIZE_CPU_UP] = i + 1 },
 			.failures = { [ACT_FAILURE_MONITOR] = 2 },
 			.current = { 1250, 2ULL << 30 },
@@ -330,6 +331,19 @@ static void test_families(void **state)
 	for (size_t i = 0; i < f->n_samples; i++)
 		assert_true(f->samples[i].value ==
 			    (strcmp(net_prom_label(&f->samples[i], "vm"), names[1]) == 0));
+	/* Recommend mode: the desired size as the recommendation, with the
+	 * VM's labels, for that VM only. */
+	f = net_prom_find(t, "vmact_vm_recommended_cpu_cores");
+	assert_non_null(f);
+	assert_int_equal(f->n_samples, 1);
+	assert_string_equal(net_prom_label(&f->samples[0], "vm"), names[2]);
+	assert_string_equal(net_prom_label(&f->samples[0], "uuid"),
+			    "6f1e2d3c-0000-4000-8000-00000000000a");
+	assert_true(f->samples[0].value == 1.5);
+	f = net_prom_find(t, "vmact_vm_recommended_memory_bytes");
+	assert_non_null(f);
+	assert_int_equal(f->n_samples, 1);
+	assert_true(f->samples[0].value == (double)(2ULL << 30));
 	f = net_prom_find(t, "vmact_vm_resizes_total");
 	assert_int_equal(f->n_samples, 3 * ACT_RESIZE_N);
 	f = net_prom_find(t, "vmact_vm_failures_total");

@@ -62,10 +62,15 @@ const SERVICE = 'clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider';
 const CODE = grpc.status;
 
 const def = loader.loadSync(path.join(__dirname, 'proto', 'cloudprovider.proto'),
-	{ keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+	{ keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+		includeDirs: [path.join(__dirname, 'proto')] });
 const pkg = grpc.loadPackageDefinition(def).clusterautoscaler.cloudprovider.v1.externalgrpc;
 const k8s = protobuf.loadSync(path.join(__dirname, 'proto', 'k8s-core-v1.proto'));
 const NodeType = k8s.lookupType('k8s.io.api.core.v1.Node');
+// The template answer's two node fields as plain bytes, to compare them.
+const BothNodes = new protobuf.Type('BothNodes')
+	.add(new protobuf.Field('nodeInfo', 1, 'bytes'))
+	.add(new protobuf.Field('nodeBytes', 2, 'bytes'));
 
 let failures = 0;
 function check(cond, what) {
@@ -144,6 +149,7 @@ async function waitFor(what, fn, ms = 20000, step = 100) {
 }
 
 const seconds = (d) => (d ? Number(d.seconds || 0) + (d.nanos || 0) / 1e9 : null);
+const nanos = (d) => (d ? Number(d.duration || 0) : null);
 
 // ---- scenarios ------------------------------------------------------------
 
@@ -269,13 +275,29 @@ async function templateNode(c) {
 		t.effect === 'NoSchedule', 'template node: taint dedicated=web:NoSchedule');
 	const q = (m) => Object.fromEntries(Object.entries(m || {}).map(([k, v]) => [k, v.string]));
 	const cap = q(node.status.capacity), alloc = q(node.status.allocatable);
-	check(cap.cpu === '2' && cap.memory === '2Gi' && cap.pods === '110',
-		`template node: capacity cpu 2, memory 2Gi, pods 110 (${JSON.stringify(cap)})`);
+	check(cap.cpu === '2' && cap.memory === '2Gi' && cap.pods === '110' && cap['ephemeral-storage'] === '20Gi',
+		`template node: capacity cpu 2, ephemeral-storage 20Gi, memory 2Gi, pods 110 (${JSON.stringify(cap)})`);
 	check(JSON.stringify(alloc) === JSON.stringify(cap), 'template node: allocatable as capacity');
 	const ready = (node.status.conditions || []).find((x) => x.type === 'Ready');
 	check(ready && ready.status === 'True', 'template node: Ready True');
 	check(node.status.nodeInfo && node.status.nodeInfo.architecture === 'amd64' &&
 		node.status.nodeInfo.operatingSystem === 'linux', 'template node: nodeInfo amd64/linux');
+	// An autoscaler before 1.35 reads the embedded node (1) and never
+	// nodeBytes: the same node must be there, decoded as that message.
+	const old = r.value.nodeInfo;
+	check(old && old.metadata.name === node.metadata.name && old.status.capacity.cpu.string === '2' &&
+		old.status.capacity['ephemeral-storage'].string === '20Gi',
+	'template node: the deprecated nodeInfo (1), read as the embedded Node message');
+	check(r.value.resourceSliceBytes.length === 0, 'template node: no DRA resource slices');
+	const both = await raw(c, 'NodeGroupTemplateNodeInfo',
+		pkg.CloudProvider.service.NodeGroupTemplateNodeInfo.requestSerialize({ id: 'web' }));
+	const m = both.code === 0 ? BothNodes.decode(both.value) : null;
+	check(m && Buffer.compare(Buffer.from(m.nodeInfo), Buffer.from(m.nodeBytes)) === 0,
+		'template node: nodeInfo (1) and nodeBytes (2) hold the same node, byte for byte');
+	r = await call(c, 'NodeGroupTemplateNodeInfo', { id: 'batch' });
+	check(r.code === 0 && !('ephemeral-storage' in
+		(NodeType.decode(r.value.nodeBytes).status.capacity || {})),
+	'template node of a group that does not say its storage: no ephemeral-storage');
 	r = await call(c, 'NodeGroupTemplateNodeInfo', { id: 'nope' });
 	check(r.code === CODE.NOT_FOUND, `NodeGroupTemplateNodeInfo unknown group: NOT_FOUND (${r.code})`);
 }
@@ -298,8 +320,51 @@ async function options(c) {
 			seconds(o.scaleDownUnreadyDuration) === 1200 && !o.ignoreDaemonSetsUtilization,
 		'NodeGroupGetOptions web: the defaults for the rest');
 	}
+	if (o) {
+		// the same durations as an autoscaler before 1.35 reads them
+		check(nanos(o.scaleDownUnneededTime) === 600e9 && nanos(o.scaleDownUnreadyTime) === 1200e9 &&
+			nanos(o.MaxNodeProvisionTime) === 420e9,
+		`NodeGroupGetOptions web: the deprecated durations 3-5 beside 8-10 (${JSON.stringify(o)})`);
+		check(o.maxNodeStartupDuration === null && o.allowNonAtomicScaleUpToMax === false,
+			'NodeGroupGetOptions web: no startup duration when neither the group nor the defaults have one');
+	}
 	r = await call(c, 'NodeGroupGetOptions', { id: 'batch', defaults });
 	check(r.code === 0 && !r.value.nodeGroupAutoscalingOptions, 'NodeGroupGetOptions batch (sets none): no message, the defaults');
+
+	// cluster-autoscaler 1.30 to 1.34: its defaults in the old fields only,
+	// the answer read from the old fields only
+	const oldDefaults = {
+		scaleDownUtilizationThreshold: 0.5, scaleDownGpuUtilizationThreshold: 0.5,
+		scaleDownUnneededTime: { duration: 600e9 }, scaleDownUnreadyTime: { duration: 1200e9 },
+		MaxNodeProvisionTime: { duration: 900e9 },
+	};
+	r = await call(c, 'NodeGroupGetOptions', { id: 'web', defaults: oldDefaults });
+	const p = r.value && r.value.nodeGroupAutoscalingOptions;
+	check(r.code === 0 && p && nanos(p.scaleDownUnneededTime) === 600e9 &&
+		nanos(p.scaleDownUnreadyTime) === 1200e9 && nanos(p.MaxNodeProvisionTime) === 420e9,
+	`NodeGroupGetOptions web, an old autoscaler's defaults: the old durations, the group's over them (${JSON.stringify(p)})`);
+	check(p && seconds(p.scaleDownUnneededDuration) === 600 && seconds(p.MaxNodeProvisionDuration) === 420,
+		'NodeGroupGetOptions web, an old autoscaler\'s defaults: the new durations as well');
+
+	// the newest autoscaler: 11 and 12 come back, the group's over them
+	const newest = Object.assign({}, defaults, {
+		maxNodeStartupDuration: { seconds: 900, nanos: 0 }, allowNonAtomicScaleUpToMax: false,
+	});
+	r = await call(c, 'NodeGroupGetOptions', { id: 'web', defaults: newest });
+	const w = r.value && r.value.nodeGroupAutoscalingOptions;
+	check(r.code === 0 && w && seconds(w.maxNodeStartupDuration) === 900 && w.allowNonAtomicScaleUpToMax === false,
+		'NodeGroupGetOptions web, the newest defaults: maxNodeStartupDuration carried back');
+	newest.allowNonAtomicScaleUpToMax = true;
+	r = await call(c, 'NodeGroupGetOptions', { id: 'web', defaults: newest });
+	check(r.code === 0 && r.value.nodeGroupAutoscalingOptions.allowNonAtomicScaleUpToMax === true,
+		'NodeGroupGetOptions web, the newest defaults: allowNonAtomicScaleUpToMax carried back');
+	r = await call(c, 'NodeGroupGetOptions', { id: 'busy', defaults: Object.assign({}, newest,
+		{ allowNonAtomicScaleUpToMax: false }) });
+	const b = r.value && r.value.nodeGroupAutoscalingOptions;
+	check(r.code === 0 && b && seconds(b.maxNodeStartupDuration) === 300 && b.allowNonAtomicScaleUpToMax === true &&
+		b.scaleDownUtilizationThreshold === 0.5 && seconds(b.scaleDownUnneededDuration) === 600 &&
+		nanos(b.scaleDownUnneededTime) === 600e9 && seconds(b.MaxNodeProvisionDuration) === 900,
+	`NodeGroupGetOptions busy: the group's two newest settings over the defaults (${JSON.stringify(b)})`);
 	r = await call(c, 'NodeGroupGetOptions', { id: 'nope', defaults });
 	check(r.code === CODE.NOT_FOUND, `NodeGroupGetOptions unknown group: NOT_FOUND (${r.code})`);
 }
@@ -543,6 +608,11 @@ async function realScale() {
 		const want = JSON.parse(opt.capacity || '{}');
 		check(Object.keys(want).every((k) => cap[k] === want[k]),
 			`template node capacity ${JSON.stringify(cap)} is the group's ${JSON.stringify(want)}`);
+		// what an autoscaler before 1.35 reads instead
+		const old = r.value.nodeInfo;
+		check(old && old.metadata.name === node.metadata.name &&
+			Object.keys(want).every((k) => old.status.capacity[k] && old.status.capacity[k].string === want[k]),
+		'template node: the same node in the deprecated nodeInfo (1)');
 		check(node.metadata.labels['vmact.io/group'] === GROUP && node.metadata.labels['kubernetes.io/arch'] === 'amd64',
 			'template node: the group\'s labels and the kubelet\'s');
 		check((node.spec.taints || []).some((t) => t.key === 'dedicated' && t.effect === 'NoSchedule'),

@@ -8,8 +8,9 @@
 // drives.
 //
 // Usage: fake-groupd.js SOCKET
-// Groups: "web" (min 0, max 3, labels, a taint, options set), "batch" (min
-// 1, max 5, target 1, one running node, no options), "busy" (min 0, max 2,
+// Groups: "web" (min 0, max 3, labels, a taint, options set, 20Gi of
+// ephemeral storage), "batch" (min 1, max 5, target 1, one running node, no
+// options), "busy" (min 0, max 2, the two newest options set,
 // whose nodes never finish booting). A node booted by an increase is
 // "creating", then "running" after FAKE_GROUPD_BOOT_MS (default 300); a
 // deleted node "deleting", then gone.
@@ -57,8 +58,12 @@ groups.set('web', group('web', 0, 3, {
 	options: { scale_down_utilization_threshold: 0.3, max_node_provision_time_s: 420,
 		zero_or_max_node_scaling: true },
 }));
+groups.get('web').template.ephemeral_storage_bytes = 20 * 2 ** 30;
 groups.set('batch', group('batch', 1, 5, { target: 1 }));
-groups.set('busy', group('busy', 0, 2));
+// busy sets only what the newest autoscalers know of
+groups.set('busy', group('busy', 0, 2, {
+	options: { max_node_startup_time_s: 300, allow_non_atomic_scale_up_to_max: true },
+}));
 
 function newNode(g, state) {
 	const uuid = crypto.randomUUID();

@@ -34,12 +34,13 @@ static const char *good =
 	"\"groups\":[{\"id\":\"workers\",\"min\":1,\"max\":5,\"hosts\":[\"h1\",\"h2\"],"
 	"\"labels\":{\"a\":\"b\"},\"taints\":[{\"key\":\"k\",\"value\":\"v\",\"effect\":\"NoSchedule\"}],"
 	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"max_vcpus\":4,\"memory\":\"512Mi\","
-	"\"max_memory\":\"2Gi\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
+	"\"max_memory\":\"2Gi\",\"ephemeral_storage\":\"20Gi\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
 	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\"},\"claim\":{\"ack\":\"OK\"},"
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
-	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false},"
+	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false,"
+	"\"max_node_startup_time_s\":300,\"allow_non_atomic_scale_up_to_max\":true},"
 	"\"lifecycle\":{\"boot_timeout_s\":20}}],"
 	"\"scheduler\":{\"profiles\":[{\"schedulerName\":\"default\",\"plugins\":{\"permit\":"
 	"{\"enabled\":[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":"
@@ -66,6 +67,9 @@ static void test_good(void **state)
 	assert_false(g->tpl.kvm);
 	assert_int_equal(g->tpl.max_vcpus, 4);
 	assert_int_equal(g->tpl.max_memory, 2ULL << 30);
+	assert_int_equal(g->tpl.ephemeral_storage, 20ULL << 30);
+	assert_int_equal(json_integer_value(json_object_get(g->options, "max_node_startup_time_s")),
+			 300);
 	/* A VM reserves what it boots with. */
 	assert_int_equal(g->tpl.reserve.milli_cpu, 1000);
 	assert_int_equal(g->tpl.reserve.mem_bytes, 512ULL << 20);
@@ -171,6 +175,9 @@ static const struct bad bads[] = {
 	  "groups[0].options.scale_down_unneeded_time: unknown key" },
 	{ GROUPT("\"options\":{\"scale_down_utilization_threshold\":2}"),
 	  "groups[0].options.scale_down_utilization_threshold: a fraction" },
+	{ GROUPT("\"options\":{\"allow_non_atomic_scale_up_to_max\":1}"),
+	  "groups[0].options.allow_non_atomic_scale_up_to_max: must be true or false" },
+	{ TPL("\"ephemeral_storage\":\"lots\""), "groups[0].template.ephemeral_storage" },
 	{ GROUPT("\"lifecycle\":{\"lease_s\":1}"),
 	  "groups[0].lifecycle.lease_s: a number of seconds from 2" },
 	{ GROUPT("\"scheduler_name\":\"other\""),

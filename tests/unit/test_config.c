@@ -87,6 +87,17 @@ static void test_daemon_keys(void **state)
 	assert_int_equal(act_config_load_string("{\"metrics\":{\"listen\":\"\"}}", &cfg, &err), 0);
 	assert_string_equal(cfg.metrics_listen, "");
 	act_config_free(&cfg);
+
+	/* control.read_group: none by default (root only), a group name. */
+	act_config_defaults(&cfg);
+	assert_string_equal(cfg.control_read_group, "");
+	assert_int_equal(act_config_load_string("{\"control\":{\"read_group\":\"vmact-read\"}}",
+						&cfg, &err),
+			 0);
+	assert_string_equal(cfg.control_read_group, "vmact-read");
+	assert_true(act_config_load_string("{\"control\":{\"read_group\":7}}", &cfg, &err) < 0);
+	assert_non_null(strstr(err.msg, "read_group"));
+	act_config_free(&cfg);
 }
 
 /* guest_worker.enabled stays readable for files written for earlier
@@ -231,8 +242,9 @@ static void test_file(void **state)
 	assert_int_equal(act_config_load(path, true, &cfg, &err), 0);
 	assert_true(cfg.cpu_quota_overcommit == 4.0);
 	unlink(path);
-	/* A missing default file is fine; a missing explicit one is not. */
-	assert_int_equal(act_config_load(path, false, &cfg, &err), 0);
+	/* A missing default file is fine (1: the defaults apply, which
+	 * vmactd --check-config reports); a missing explicit one is not. */
+	assert_int_equal(act_config_load(path, false, &cfg, &err), 1);
 	assert_int_equal(act_config_load(path, true, &cfg, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, path));
 	act_config_free(&cfg);

@@ -68,6 +68,8 @@ static void views(void **state)
 	assert_true(json_is_null(json_object_get(o, "permit")));
 	assert_true(json_is_null(json_object_get(o, "desired")));
 	assert_true(json_is_null(json_object_get(o, "last_change")));
+	assert_string_equal(json_string_value(json_object_get(o, "mode")), "active");
+	assert_true(json_is_null(json_object_get(o, "recommended")));
 	d = json_object_get(o, "demand");
 	assert_string_equal(json_string_value(json_object_get(d, "class")), "saturated");
 	assert_int_equal(json_integer_value(json_object_get(d, "goal_milli_cpu")), 1500);
@@ -75,6 +77,18 @@ static void views(void **state)
 	assert_null(json_object_get(o, "bounds"));
 	assert_null(json_object_get(o, "policy"));
 	json_decref(o);
+	/* Recommend mode: desired is the recommendation. */
+	v.recommend = true;
+	v.has_desired = true;
+	v.desired = (struct vmact_resources){ 2000, 1ull << 30 };
+	o = act_json_vm(&v, false);
+	assert_string_equal(json_string_value(json_object_get(o, "mode")), "recommend");
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(o, "recommended"), "milli_cpu")),
+			 2000);
+	json_decref(o);
+	v.recommend = false;
+	v.has_desired = false;
 
 	v.has_permit = true;
 	v.permit = (struct vmact_resources){ 2000, 2ull << 30 };
@@ -290,6 +304,47 @@ static void meta_edit(void **state)
 	}
 	free(out);
 
+	/* Recommend mode and back: the root's mode attribute, active being
+	 * the default (no attribute). */
+	memset(&ch, 0, sizeof(ch));
+	ch.set_mode = true;
+	ch.recommend = true;
+	assert_int_equal(hp_meta_edit(META, &ch, &out, &m, &err), 0);
+	assert_true(m.recommend);
+	assert_non_null(strstr(out, "mode=\"recommend\""));
+	assert_string_equal(m.monitor, "ws://127.0.0.1:1/m");
+	ch.recommend = false;
+	{
+		char *again = NULL;
+
+		assert_int_equal(hp_meta_edit(out, &ch, &again, &m, &err), 0);
+		assert_false(m.recommend);
+		assert_null(strstr(again, "mode="));
+		free(again);
+	}
+	free(out);
+#define BODY                         \
+	"<cpu min=\"1\" max=\"4\"/>" \
+	"<memory min=\"512Mi\" max=\"2Gi\" method=\"virtio-mem\"/>"
+	assert_int_equal(hp_meta_parse("<autoscaling enabled=\"true\" mode=\"active\">" BODY
+				       "</autoscaling>",
+				       &m, &err),
+			 0);
+	assert_false(m.recommend);
+	assert_true(hp_meta_parse("<autoscaling enabled=\"true\" mode=\"off\">" BODY
+				  "</autoscaling>",
+				  &m, &err) < 0);
+	assert_non_null(strstr(err.msg, "'mode': 'off' is not active or recommend"));
+	vmact_err_reset(&err);
+	/* A runner VM is sized by the API's caller: nothing to recommend. */
+	assert_true(hp_meta_parse("<autoscaling enabled=\"true\" mode=\"recommend\">" BODY
+				  "<runner listen=\"127.0.0.1:25183\"/></autoscaling>",
+				  &m, &err) < 0);
+	if (!strstr(err.msg, "mode='recommend'"))
+		fail_msg("message: %s", err.msg);
+	vmact_err_reset(&err);
+#undef BODY
+
 	/* Refused exactly as the reader refuses: min above max. */
 	memset(&ch, 0, sizeof(ch));
 	ch.set_min_cpu = true;
@@ -336,6 +391,8 @@ static void bounds_body(void **state)
 		"{\"min_cpu\":\"1\",\"min_cpu\":\"2\"}",
 		"{\"min_memory\":\"-1Gi\"}",
 		"{\"max_cpu\":null}",
+		"{\"mode\":\"off\"}",
+		"{\"mode\":true}",
 	};
 
 	(void)state;
@@ -348,6 +405,18 @@ static void bounds_body(void **state)
 	assert_true(ch.set_min_cpu && ch.set_max_mem && !ch.set_max_cpu && !ch.set_min_mem);
 	assert_int_equal(ch.min_milli_cpu, 250);
 	assert_int_equal(ch.max_mem_bytes, 8ULL << 30);
+	assert_false(ch.set_mode);
+	/* The mode alone is a change (vmactl set --mode, enable --recommend). */
+	memset(&ch, 0, sizeof(ch));
+	assert_int_equal(act_control_bounds_decode("{\"mode\":\"recommend\"}",
+						   strlen("{\"mode\":\"recommend\"}"), &ch, &err),
+			 0);
+	assert_true(ch.set_mode && ch.recommend && !ch.set_min_cpu);
+	memset(&ch, 0, sizeof(ch));
+	assert_int_equal(act_control_bounds_decode("{\"mode\":\"active\"}",
+						   strlen("{\"mode\":\"active\"}"), &ch, &err),
+			 0);
+	assert_true(ch.set_mode && !ch.recommend);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&ch, 0, sizeof(ch));
 		memset(&err, 0, sizeof(err));
@@ -356,12 +425,50 @@ static void bounds_body(void **state)
 	}
 }
 
+/* GET /v1/vms's "hook": a restart of libvirtd is asked for only when the
+ * hook is installed, a start came without its notice, and none since. */
+static void hook_status(void **state)
+{
+	struct act_hook_status h = { 0 };
+	json_t *o;
+
+	(void)state;
+	o = act_json_hook(&h);
+	assert_true(json_is_null(json_object_get(o, "unannounced_start")));
+	assert_false(json_is_true(json_object_get(o, "restart_libvirtd")));
+	json_decref(o);
+	h.installed = true;
+	h.notices = 2;
+	h.last_notice_usec = 1000000;
+	h.unhooked_usec = 2000000;
+	snprintf(h.unhooked, sizeof(h.unhooked), "db-1");
+	o = act_json_hook(&h);
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(o, "unannounced_start"), "vm")),
+			    "db-1");
+	assert_true(json_is_true(json_object_get(o, "restart_libvirtd")));
+	json_decref(o);
+	/* A notice since: the hook runs now. */
+	h.last_notice_usec = 3000000;
+	o = act_json_hook(&h);
+	assert_false(json_is_true(json_object_get(o, "restart_libvirtd")));
+	assert_true(json_is_null(json_object_get(o, "unannounced_start")));
+	json_decref(o);
+	/* Not installed: nothing to restart for. */
+	h.installed = false;
+	h.last_notice_usec = 0;
+	o = act_json_hook(&h);
+	assert_false(json_is_true(json_object_get(o, "restart_libvirtd")));
+	assert_non_null(json_object_get(o, "unannounced_start"));
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(views),       cmocka_unit_test(ring),
 		cmocka_unit_test(reasons),     cmocka_unit_test(meta_edit),
-		cmocka_unit_test(bounds_body),
+		cmocka_unit_test(bounds_body), cmocka_unit_test(hook_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

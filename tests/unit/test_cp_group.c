@@ -16,6 +16,7 @@
 #include "cloudprovider/arena.h"
 #include "cloudprovider/cache.h"
 #include "cloudprovider/group.h"
+#include "cloudprovider/k8s-node.pb-c.h"
 #include "cloudprovider/status.h"
 #include "cloudprovider/template.h"
 
@@ -24,8 +25,9 @@ static const char listing[] =
 	" \"hosts\": [\"h1\", \"h2\"], \"labels\": {\"b\": \"2\", \"a\": \"1\"},"
 	" \"taints\": [{\"key\": \"k\", \"value\": \"v\", \"effect\": \"NoSchedule\"}],"
 	" \"template\": {\"vcpus\": 1, \"memory_bytes\": 1073741824, \"arch\": \"amd64\","
-	" \"os\": \"linux\"},"
-	" \"options\": {\"max_node_provision_time_s\": 420.5, \"zero_or_max_node_scaling\": true}},"
+	" \"os\": \"linux\", \"ephemeral_storage_bytes\": 10737418240},"
+	" \"options\": {\"max_node_provision_time_s\": 420.5, \"zero_or_max_node_scaling\": true,"
+	" \"max_node_startup_time_s\": 300, \"allow_non_atomic_scale_up_to_max\": true}},"
 	" {\"id\": \"b\", \"min\": 1, \"max\": 1, \"target\": 1,"
 	" \"template\": {\"vcpus\": 2, \"memory_bytes\": 536870912}}]}";
 
@@ -57,12 +59,18 @@ static void test_listing(void **state)
 	assert_string_equal(g->labels[1].key, "b");
 	assert_int_equal(g->tmpl.pods, 110);
 	assert_int_equal(g->tmpl.max_vcpus, 1);
-	assert_true(g->opts.set == (CP_OPT_PROVISION | CP_OPT_ZERO_OR_MAX));
+	assert_true(g->opts.set ==
+		    (CP_OPT_PROVISION | CP_OPT_ZERO_OR_MAX | CP_OPT_STARTUP | CP_OPT_NON_ATOMIC));
 	assert_true(g->opts.provision_s == 420.5);
+	assert_true(g->opts.startup_s == 300);
+	assert_true(g->opts.non_atomic);
+	assert_true(g->tmpl.ephemeral_bytes == 10ull << 30);
 	assert_non_null(strstr(g->debug, "hosts h1,h2"));
 	g = cp_groups_find(s, "b");
 	assert_string_equal(g->tmpl.arch, "amd64");
 	assert_int_equal(g->opts.set, 0);
+	/* not said: no ephemeral-storage in its node */
+	assert_true(g->tmpl.ephemeral_bytes == 0);
 	assert_null(cp_groups_find(s, "nope"));
 	cp_groups_unref(s);
 }
@@ -95,6 +103,14 @@ static void test_refusals(void **state)
 		" \"template\": {\"vcpus\": 1, \"memory_bytes\": 1},"
 		" \"options\": {\"scale_down_utilization_threshold\": 2}}]}",
 		"groups[0]: options: scale_down_utilization_threshold");
+	refused("{\"groups\": [{\"id\": \"a\", \"min\": 0, \"max\": 1, \"target\": 0,"
+		" \"template\": {\"vcpus\": 1, \"memory_bytes\": 1},"
+		" \"options\": {\"allow_non_atomic_scale_up_to_max\": 1}}]}",
+		"groups[0]: options: allow_non_atomic_scale_up_to_max");
+	refused("{\"groups\": [{\"id\": \"a\", \"min\": 0, \"max\": 1, \"target\": 0,"
+		" \"template\": {\"vcpus\": 1, \"memory_bytes\": 1,"
+		" \"ephemeral_storage_bytes\": -1}}]}",
+		"groups[0]: template: ephemeral_storage_bytes");
 	refused("{\"groups\": [{\"id\": \"a\", \"min\": 0, \"max\": 1, \"target\": 0,"
 		" \"template\": {\"vcpus\": 1, \"memory_bytes\": 1}},"
 		" {\"id\": \"a\", \"min\": 0, \"max\": 1, \"target\": 0,"
@@ -300,6 +316,39 @@ static void test_template_node(void **state)
 	cp_groups_unref(s);
 }
 
+/* A group that says its nodes' ephemeral storage: the template node has
+ * it in capacity and allocatable, in key order between cpu and memory, so
+ * that a pending pod requesting any finds room on it. */
+static void test_template_ephemeral(void **state)
+{
+	static const char *const keys[] = { "cpu", "ephemeral-storage", "memory", "pods" };
+	static const char *const values[] = { "1", "10Gi", "1Gi", "110" };
+	struct vmact_err err = { 0 };
+	struct cp_groups *s;
+	struct cp_arena a;
+	ProtobufCBinaryData out;
+	Vmact__K8s__Node *node;
+
+	(void)state;
+	assert_int_equal(decode(listing, &s, &err), 0);
+	cp_arena_init(&a, 1 << 20);
+	assert_int_equal(cp_template_node(cp_groups_find(s, "web"), &a, &out, &err), 0);
+	node = vmact__k8s__node__unpack(NULL, out.len, out.data);
+	assert_non_null(node);
+	assert_non_null(node->status);
+	assert_int_equal(node->status->n_capacity, 4);
+	assert_int_equal(node->status->n_allocatable, 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(node->status->capacity[i]->key, keys[i]);
+		assert_string_equal(node->status->capacity[i]->value->string, values[i]);
+		assert_string_equal(node->status->allocatable[i]->key, keys[i]);
+		assert_string_equal(node->status->allocatable[i]->value->string, values[i]);
+	}
+	vmact__k8s__node__free_unpacked(node, NULL);
+	cp_arena_free(&a);
+	cp_groups_unref(s);
+}
+
 static void test_status(void **state)
 {
 	(void)state;
@@ -339,8 +388,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listing),       cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_template_node), cmocka_unit_test(test_status),
-		cmocka_unit_test(test_cache_view),
+		cmocka_unit_test(test_template_node), cmocka_unit_test(test_template_ephemeral),
+		cmocka_unit_test(test_status),        cmocka_unit_test(test_cache_view),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,7 +83,7 @@ static void guest_ready(void **state)
 	struct hp_layout l;
 
 	(void)state;
-	assert_int_equal(hp_layout_check(xml, &min, &max, NULL, 0, &l, &err), 0);
+	assert_int_equal(hp_layout_check(xml, &min, &max, NULL, 0, false, &l, &err), 0);
 	assert_true(l.ready);
 	assert_int_equal(l.vcpus_now, 1);
 	assert_int_equal(l.vcpus_max, 4);
@@ -116,7 +116,7 @@ static void guest_out_of_reach(void **state)
 	struct hp_layout l;
 
 	(void)state;
-	assert_int_equal(hp_layout_check(xml, &min, &max, NULL, 0, &l, &err), 0);
+	assert_int_equal(hp_layout_check(xml, &min, &max, NULL, 0, false, &l, &err), 0);
 	assert_false(l.ready);
 	it = item(&l, "cpu-bound", HP_LAYOUT_BLOCKER);
 	assert_non_null(it);
@@ -125,8 +125,10 @@ static void guest_out_of_reach(void **state)
 	it = item(&l, "memory-bound", HP_LAYOUT_BLOCKER);
 	assert_non_null(it);
 	assert_non_null(strstr(it->text, "min memory 256Mi is below the boot memory 512Mi"));
-	assert_int_equal(l.n, 8);
+	assert_int_equal(l.n, 9);
 	assert_non_null(strstr(l.items[7].text, "max memory 2Gi is above the 1536Mi"));
+	/* The test guest has no balloon (tests/guest/domain.xml.in). */
+	assert_string_equal(l.items[8].part, "memory-stats");
 }
 
 /* DIMMs in the test guest's 4 slots: its 4 GiB <maxMemory> leaves 3.5 GiB. */
@@ -139,7 +141,7 @@ static void guest_dimm(void **state)
 	struct hp_layout l;
 
 	(void)state;
-	assert_int_equal(hp_layout_check(xml, &min, &max, &m, 256 * MI, &l, &err), 0);
+	assert_int_equal(hp_layout_check(xml, &min, &max, &m, 256 * MI, false, &l, &err), 0);
 	assert_true(l.ready);
 	assert_int_equal(l.mem_max_bytes, 512 * MI + 4 * 256 * MI);
 	assert_non_null(item(&l, "dimm", HP_LAYOUT_OK));
@@ -162,7 +164,7 @@ static void bare_domain(void **state)
 	struct hp_layout l;
 
 	(void)state;
-	assert_int_equal(hp_layout_check(bare, NULL, NULL, NULL, 0, &l, &err), 0);
+	assert_int_equal(hp_layout_check(bare, NULL, NULL, NULL, 0, false, &l, &err), 0);
 	assert_true(l.ready); /* nothing asked for: nothing blocks */
 	it = item(&l, "vcpus", HP_LAYOUT_NOTE);
 	assert_non_null(it);
@@ -177,7 +179,7 @@ static void bare_domain(void **state)
 	assert_int_equal(dmax.mem_bytes, 2 * GI);
 
 	/* Memory growth asked for: each missing part blocks, cold. */
-	assert_int_equal(hp_layout_check(bare, &min, &max, NULL, 0, &l, &err), 0);
+	assert_int_equal(hp_layout_check(bare, &min, &max, NULL, 0, false, &l, &err), 0);
 	assert_false(l.ready);
 	assert_true(item(&l, "numa", HP_LAYOUT_BLOCKER)->cold);
 	assert_true(item(&l, "maxMemory", HP_LAYOUT_BLOCKER)->cold);
@@ -185,6 +187,81 @@ static void bare_domain(void **state)
 	assert_non_null(item(&l, "memory-bound", HP_LAYOUT_BLOCKER));
 	/* The CPU bounds are fine: quota within the 2 vCPUs. */
 	assert_null(item(&l, "cpu-bound", HP_LAYOUT_BLOCKER));
+}
+
+/* vmactl check --fix: each blocker's command (virt-xml, virsh), in the
+ * order they apply (the vCPUs before the NUMA cell that names them, the
+ * <maxMemory> before the device), each cold or live; the memory
+ * statistics a note with its own. test_operator applies them to a real
+ * domain. */
+static void fixes(void **state)
+{
+	static const char balloon[] =
+		"<domain type='kvm' id='7'><name>db 1</name>"
+		"<memory unit='KiB'>2097152</memory><currentMemory unit='KiB'>2097152</currentMemory>"
+		"<vcpu placement='static'>2</vcpu><os><type arch='x86_64' machine='q35'>hvm</type>"
+		"<cmdline>console=ttyS0</cmdline></os>"
+		"<devices><memballoon model='virtio'/></devices></domain>";
+	struct vmact_resources min = { 1000, 2 * GI }, max = { 4000, 3 * GI };
+	struct vmact_err err = { 0 };
+	const struct hp_layout_item *it;
+	struct hp_layout l;
+
+	(void)state;
+	assert_int_equal(hp_layout_check(bare, &min, &max, NULL, 0, false, &l, &err), 0);
+	it = item(&l, "cpu-bound", HP_LAYOUT_BLOCKER);
+	assert_string_equal(it->fix, "virt-xml bare --edit --vcpus vcpus=2,maxvcpus=4");
+	assert_true(it->fix_cold);
+	it = item(&l, "numa", HP_LAYOUT_BLOCKER);
+	assert_string_equal(it->fix,
+			    "virt-xml bare --edit --cpu numa.cell0.id=0,numa.cell0.cpus=0-3,"
+			    "numa.cell0.memory=2097152,numa.cell0.unit=KiB");
+	it = item(&l, "maxMemory", HP_LAYOUT_BLOCKER);
+	assert_string_equal(it->fix,
+			    "virt-xml bare --edit --memory maxMemory=3072,maxMemory.slots=1");
+	it = item(&l, "virtio-mem", HP_LAYOUT_BLOCKER);
+	assert_string_equal(it->fix, "virt-xml bare --add-device --memdev virtio-mem,"
+				     "target.size=1024,target.node=0,target.block=2048,"
+				     "target.requested=0");
+	assert_true(it->fix_cold);
+	/* The max is reached once the device is there: no second command. */
+	assert_string_equal(item(&l, "memory-bound", HP_LAYOUT_BLOCKER)->fix, "");
+	/* No balloon: the memory stays at its size; a cold fix. */
+	it = item(&l, "memory-stats", HP_LAYOUT_NOTE);
+	assert_non_null(it);
+	assert_non_null(strstr(it->text, "memory: stays at its size"));
+	assert_string_equal(it->fix, "virt-xml bare --edit --memballoon virtio,stats.period=1");
+	assert_true(it->fix_cold);
+	/* The guest's exporter sizes the memory instead. */
+	assert_int_equal(hp_layout_check(bare, &min, &max, NULL, 0, true, &l, &err), 0);
+	assert_non_null(item(&l, "memory-stats", HP_LAYOUT_OK));
+
+	/* A running domain's balloon without statistics: live, by virsh; the
+	 * command line gains online_movable; a name with a space, quoted. */
+	assert_int_equal(hp_layout_check(balloon, &min, &max, NULL, 0, false, &l, &err), 0);
+	it = item(&l, "memory-stats", HP_LAYOUT_NOTE);
+	assert_string_equal(it->fix, "virsh dommemstat 'db 1' --period 1 --live");
+	assert_false(it->fix_cold);
+	it = item(&l, "guest-kernel", HP_LAYOUT_NOTE);
+	assert_string_equal(it->fix, "virt-xml 'db 1' --edit --boot "
+				     "cmdline='console=ttyS0 memhp_default_state=online_movable'");
+	/* Statistics on: nothing to say. */
+	{
+		_cleanup_free_ char *xml = guest_xml();
+		char *at = strstr(xml, "<memballoon model='none'/>");
+		_cleanup_free_ char *with = NULL;
+
+		assert_non_null(at);
+		assert_true(asprintf(&with,
+				     "%.*s<memballoon model='virtio'><stats period='1'/>"
+				     "</memballoon>%s",
+				     (int)(at - xml), xml,
+				     at + strlen("<memballoon model='none'/>")) > 0);
+		assert_int_equal(hp_layout_check(with, NULL, NULL, NULL, 0, false, &l, &err), 0);
+		assert_non_null(item(&l, "memory-stats", HP_LAYOUT_OK));
+		for (size_t i = 0; i < l.n; i++)
+			assert_string_equal(l.items[i].fix, "");
+	}
 }
 
 /* Disabled vCPUs marked hotpluggable='no' cannot be plugged. */
@@ -200,7 +277,7 @@ static void fixed_vcpus(void **state)
 	struct hp_layout l;
 
 	(void)state;
-	assert_int_equal(hp_layout_check(xml, &min, &max, NULL, 0, &l, &err), 0);
+	assert_int_equal(hp_layout_check(xml, &min, &max, NULL, 0, false, &l, &err), 0);
 	assert_false(l.ready);
 	assert_true(item(&l, "vcpus", HP_LAYOUT_BLOCKER)->cold);
 	assert_int_equal(l.vcpus_max, 1);
@@ -216,7 +293,7 @@ static void doc_example(void **state)
 	struct hp_layout l;
 
 	(void)state;
-	if (hp_layout_check(xml, NULL, NULL, NULL, 0, &l, &err) < 0)
+	if (hp_layout_check(xml, NULL, NULL, NULL, 0, false, &l, &err) < 0)
 		fail_msg("doc/domain.md: %s", err.msg);
 	assert_true(l.ready);
 	assert_true(l.mem_hotplug);
@@ -238,7 +315,8 @@ static void meta_build(void **state)
 	struct hp_meta m;
 
 	(void)state;
-	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, &xml, &err), 0);
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, false, &xml, &err),
+			 0);
 	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
 	/* libvirt 9.0 refuses an element that declares its namespace. */
 	assert_null(strstr(xml, "xmlns"));
@@ -246,13 +324,16 @@ static void meta_build(void **state)
 	assert_int_equal(m.min.milli_cpu, 1000);
 	assert_int_equal(m.max.mem_bytes, 1536 * MI);
 	assert_int_equal(m.method, HP_METHOD_VIRTIO_MEM);
-	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, &xml2, &err), 0);
+	assert_false(m.recommend);
+	/* vmactl enable --recommend */
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, true, &xml2, &err), 0);
 	assert_int_equal(hp_meta_parse(xml2, &m, &err), 0);
 	assert_int_equal(m.method, HP_METHOD_DIMM);
+	assert_true(m.recommend);
 	/* min above max: refused by the reader's own rule. */
 	free(xml2);
 	xml2 = NULL;
-	assert_true(hp_layout_meta_build(&max, &min, HP_METHOD_DIMM, &xml2, &err) < 0);
+	assert_true(hp_layout_meta_build(&max, &min, HP_METHOD_DIMM, false, &xml2, &err) < 0);
 	assert_null(xml2);
 }
 
@@ -260,9 +341,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(guest_ready), cmocka_unit_test(guest_out_of_reach),
-		cmocka_unit_test(guest_dimm),  cmocka_unit_test(bare_domain),
-		cmocka_unit_test(fixed_vcpus), cmocka_unit_test(doc_example),
-		cmocka_unit_test(meta_build),
+		cmocka_unit_test(fixes),       cmocka_unit_test(guest_dimm),
+		cmocka_unit_test(bare_domain), cmocka_unit_test(fixed_vcpus),
+		cmocka_unit_test(doc_example), cmocka_unit_test(meta_build),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

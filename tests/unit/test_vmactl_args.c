@@ -86,6 +86,45 @@ static const struct args_case cases[] = {
 	  NULL,
 	  NULL },
 	{ { "status", "--socket=" }, NULL, -EINVAL, "--socket: empty value", CTL_STATUS, NULL, NULL },
+	{ { "check", "vm-1", "--fix" }, NULL, 0, NULL, CTL_CHECK, "vm-1", NULL },
+	{ { "enable", "vm-1", "--fix" },
+	  NULL,
+	  -EINVAL,
+	  "--fix is an option of `check`",
+	  CTL_ENABLE,
+	  NULL,
+	  NULL },
+	/* Recommend mode: set --mode, enable --recommend. */
+	{ { "set", "vm-1", "--mode", "recommend" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
+	{ { "set", "vm-1", "--mode=active", "--max-cpu", "2" },
+	  NULL,
+	  0,
+	  NULL,
+	  CTL_SET,
+	  "vm-1",
+	  NULL },
+	{ { "enable", "vm-1", "--recommend" }, NULL, 0, NULL, CTL_ENABLE, "vm-1", NULL },
+	{ { "set", "vm-1", "--mode", "off" },
+	  NULL,
+	  -EINVAL,
+	  "--mode: 'off' is not recommend or active",
+	  CTL_SET,
+	  NULL,
+	  NULL },
+	{ { "enable", "vm-1", "--mode", "recommend" },
+	  NULL,
+	  -EINVAL,
+	  "--mode is an option of `set`",
+	  CTL_ENABLE,
+	  NULL,
+	  NULL },
+	{ { "set", "vm-1", "--recommend" },
+	  NULL,
+	  -EINVAL,
+	  "--recommend is an option of `enable`",
+	  CTL_SET,
+	  NULL,
+	  NULL },
 };
 
 static void args_table(void **state)
@@ -114,6 +153,19 @@ static void args_table(void **state)
 			assert_string_equal(a.vm, c->vm);
 		if (c->socket)
 			assert_string_equal(a.socket, c->socket);
+	}
+	{
+		char *argv[] = { "vmactl", "set", "db", "--mode", "recommend" };
+		char *en[] = { "vmactl", "enable", "db", "--recommend" };
+		struct vmact_err err = { 0 };
+		struct ctl_args a;
+
+		assert_int_equal(ctl_args_parse(5, argv, NULL, &a, &err), 0);
+		assert_string_equal(a.mode, "recommend");
+		assert_false(a.recommend);
+		assert_int_equal(ctl_args_parse(4, en, NULL, &a, &err), 0);
+		assert_true(a.recommend);
+		assert_null(a.mode);
 	}
 }
 
@@ -150,6 +202,11 @@ static char *render(void (*fn)(FILE *, const json_t *), const char *json_text)
 	fclose(m);
 	json_decref(doc);
 	return text;
+}
+
+static void ctl_render_fixes_f(FILE *f, const json_t *c)
+{
+	ctl_render_fixes(f, c);
 }
 
 static void status_wide(FILE *f, const json_t *vms)
@@ -209,6 +266,52 @@ static void render_views(void **state)
 	assert_non_null(strstr(t, "Monitor:     none"));
 	assert_non_null(
 		strstr(t, "#3 db-1 decision: grow to 2 vCPUs (2.000 CPU): vCPUs 98 % busy"));
+	free(t);
+	/* check --fix: one command per part (the same one once over both
+	 * layouts), under a comment marking it live or cold. */
+	t = render(
+		ctl_render_fixes_f,
+		"{\"name\":\"db-3\",\"active\":true,\"live\":{\"items\":["
+		"{\"part\":\"numa\",\"text\":\"no NUMA cell\",\"fix\":{\"command\":"
+		"\"virt-xml db-3 --edit --cpu numa.cell0.id=0\",\"cold_restart\":true}},"
+		"{\"part\":\"memory-stats\",\"text\":\"memory: stays at its size\",\"fix\":"
+		"{\"command\":\"virsh dommemstat db-3 --period 1 --live\",\"cold_restart\":false}},"
+		"{\"part\":\"vcpus\",\"text\":\"ok\",\"fix\":null}]},"
+		"\"definition\":{\"items\":[{\"part\":\"numa\",\"text\":\"no NUMA cell\","
+		"\"fix\":{\"command\":\"virt-xml db-3 --edit --cpu numa.cell0.id=0\","
+		"\"cold_restart\":true}}]}}");
+	assert_non_null(strstr(t, "# [cold restart] numa: no NUMA cell\n"
+				  "virt-xml db-3 --edit --cpu numa.cell0.id=0\n"));
+	assert_non_null(strstr(t, "# [live] memory-stats: memory: stays at its size\n"
+				  "virsh dommemstat db-3 --period 1 --live\n"));
+	assert_null(strstr(strstr(t, "numa.cell0.id=0\n") + 1, "numa.cell0.id=0\n"));
+	assert_non_null(strstr(t, "# then a cold restart: virsh shutdown db-3"));
+	free(t);
+	/* The hook: restart libvirtd, said below the table. */
+	t = render(ctl_render_hook, "{\"installed\":true,\"restart_libvirtd\":true,"
+				    "\"unannounced_start\":{\"vm\":\"db-4\",\"time\":1.5}}");
+	assert_non_null(strstr(t, "libvirtd started db-4 without running vmact's hook"));
+	assert_non_null(strstr(t, "systemctl restart libvirtd"));
+	free(t);
+	t = render(ctl_render_hook, "{\"installed\":true,\"restart_libvirtd\":false,"
+				    "\"unannounced_start\":null}");
+	assert_string_equal(t, "");
+	free(t);
+	/* Recommend mode: the MODE column, and show's recommendation. */
+	t = render(status_wide,
+		   "[{\"name\":\"db-2\",\"state\":\"managed\",\"mode\":\"recommend\","
+		   "\"vcpus\":1,\"desired\":{\"milli_cpu\":2000,\"mem_bytes\":1073741824}}]");
+	assert_non_null(strstr(t, " MODE "));
+	line2 = strchr(t, '\n') + 1;
+	assert_non_null(strstr(line2, " managed     recommend "));
+	assert_non_null(strstr(line2, "2/1Gi"));
+	free(t);
+	t = render(ctl_render_show,
+		   "{\"name\":\"db-2\",\"uuid\":\"u\",\"state\":\"managed\",\"mode\":\"recommend\","
+		   "\"vcpus\":1,\"using\":{\"milli_cpu\":1000,\"mem_bytes\":1073741824},"
+		   "\"recommended\":{\"milli_cpu\":2000,\"mem_bytes\":1073741824}}");
+	assert_non_null(strstr(t, "Mode:        recommend (decisions are reported"));
+	assert_non_null(strstr(t, "Recommended: 2/1Gi (runs with 1/1Gi; not applied)"));
 	free(t);
 }
 
