@@ -49,52 +49,55 @@ endif
 # ---- object lists -------------------------------------------------------
 # Layer order, top first: the link order of the archives (Kbuild).
 COMPONENTS := hook actuator/daemon actuator/runner actuator/worker actuator/control \
-	actuator/metrics actuator/config actuator/cgroup actuator/policy actuator/guestd \
-	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net base
+	actuator/metrics actuator/config actuator/cgroup actuator/policy guestd \
+	agent-glue/arbiter agent-glue/client agent-glue/codec hotplug bpf net shared base
 # What each component may include besides itself (make check-layers).
-layers-hook       := hotplug base
+layers-hook       := hotplug shared base
 agent-glue := agent-glue/arbiter agent-glue/client agent-glue/codec
 layers-actuator/daemon := actuator/runner actuator/worker actuator/control actuator/metrics \
-	actuator/config actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
+	actuator/config actuator/cgroup actuator/policy guestd $(agent-glue) net hotplug bpf shared base
 layers-actuator/runner := actuator/worker actuator/control actuator/metrics actuator/config \
-	actuator/cgroup actuator/policy actuator/guestd $(agent-glue) net hotplug bpf base
-layers-actuator/worker := actuator/guestd $(agent-glue) net base
-layers-actuator/control := actuator/policy net hotplug base
-layers-actuator/metrics := actuator/policy net base
-layers-actuator/config := agent-glue/codec net base
-layers-actuator/cgroup := base
-layers-actuator/policy := agent-glue/codec hotplug base
-layers-actuator/guestd := agent-glue/client agent-glue/codec net base
-layers-agent-glue/arbiter := agent-glue/codec net base
-layers-agent-glue/client := agent-glue/codec net base
-layers-agent-glue/codec := net base
-layers-net        := base
-layers-hotplug    := base
-layers-bpf        := base
+	actuator/cgroup actuator/policy guestd $(agent-glue) net hotplug bpf shared base
+layers-actuator/worker := guestd $(agent-glue) net shared base
+layers-actuator/control := actuator/policy net hotplug shared base
+layers-actuator/metrics := actuator/policy net shared base
+layers-actuator/config := agent-glue/codec net shared base
+layers-actuator/cgroup := shared base
+layers-actuator/policy := agent-glue/codec hotplug shared base
+layers-guestd := agent-glue/client agent-glue/codec net shared base
+layers-agent-glue/arbiter := agent-glue/codec net shared base
+layers-agent-glue/client := agent-glue/codec net shared base
+layers-agent-glue/codec := net shared base
+layers-net        := shared base
+layers-hotplug    := shared base
+layers-bpf        := shared base
+layers-shared     := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
-# programs (and the unit tests): cli/ (vmactl) uses base alone.
+# programs (and the unit tests): cli/ (vmactl) uses shared/ and base/ alone.
 # cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
 CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
 	cluster/framework cluster/config
 TOOL_COMPONENTS := cli $(CLUSTER_COMPONENTS) cloudprovider
-layers-cli        := base
-# cluster/ (vmact-groupd): each sub-layer uses those below it, the lease
-# codec, the transport and base; the framework and the configuration use
-# base alone.
+layers-cli        := shared base
+# cluster/ (vmact-groupd): each sub-layer uses those below it, the
+# transport, shared/ (the lease protocol) and base; the framework and the
+# configuration use base alone.
 layers-cluster/config := base
 layers-cluster/framework := base
-layers-cluster/host := cluster/config agent-glue/codec net base
-layers-cluster/plugins := cluster/host cluster/framework cluster/config agent-glue/codec net base
+layers-cluster/host := cluster/config net shared base
+layers-cluster/plugins := cluster/host cluster/framework cluster/config net shared base
 layers-cluster/engine := cluster/plugins cluster/host cluster/framework cluster/config \
-	agent-glue/codec net base
+	net shared base
 layers-cluster/daemon := cluster/engine cluster/plugins cluster/host cluster/framework \
-	cluster/config agent-glue/codec net base
-layers-cloudprovider := base
+	cluster/config net shared base
+layers-cloudprovider := shared base
 # Directories that hold a program's main() and nothing else: check-layers
 # knows them (what the main may include), no archive is made of them.
-MAIN_COMPONENTS := cluster
-layers-cluster := $(CLUSTER_COMPONENTS) agent-glue/codec net base
+MAIN_COMPONENTS := cluster arbiter
+layers-cluster := $(CLUSTER_COMPONENTS) net shared base
+# arbiter/: vmact-arbiter's main, over the arbiter's core in agent-glue/
+layers-arbiter := agent-glue/arbiter agent-glue/codec net shared base
 # ...and whose top holds nothing but the mains Kbuild's <prog>-objs name
 # there (+main=FILE).
 main-files = $(foreach c,$(MAIN_COMPONENTS),$(foreach p,$(progs-y),$(filter $(c)/%,$($(p)-objs:.o=.c))))
@@ -135,10 +138,15 @@ TOOL_OBJS := $(foreach c,$(TOOL_COMPONENTS),$(addprefix $(BUILD)/$(c)/,$($(c)-y)
 BPF_OBJS  := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.bpf.o))
 BPF_SKELS := $(addprefix $(BUILD)/bpf/,$(bpf-progs-y:=.skel.h))
 
-# A program links every layer, or only the components in <prog>-libs
-# (Kbuild) with the pkg-config packages in <prog>-pkgs.
-prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(call lib-of,$(c))),$(LIB))
-prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(PKG_LIBS))
+# A program links the components in <prog>-libs (Kbuild), top first, with
+# the pkg-config packages in <prog>-pkgs, and nothing else: a program
+# without both lists is an error, never "everything".
+prog-libs = $(if $($(1)-libs),$(foreach c,$($(1)-libs),$(call lib-of,$(c))),$(error \
+	Kbuild: program $(1) has no $(1)-libs: list the archives it links (doc/ARCHITECTURE.md)))
+prog-ldlibs = $(if $($(1)-pkgs),$(shell pkg-config --libs $($(1)-pkgs) 2>/dev/null),$(error \
+	Kbuild: program $(1) has no $(1)-pkgs: list the packages it links (doc/ARCHITECTURE.md)))
+progs-listed := $(foreach p,$(progs-y) $(tools-y),$(call prog-libs,$(p))$(if $($(p)-pkgs),,$(call \
+	prog-ldlibs,$(p))))
 define prog_rule
 $(BUILD)/$(1): $$(addprefix $(BUILD)/,$$($(1)-objs)) $(call prog-libs,$(1))
 	$$(call msg,LD,$(1))

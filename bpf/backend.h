@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The interface between the sampler (sampler.c: public API, VM registry,
+/* The interface between the sampler (sampler.c: public API, the VMs' slots,
  * readout) and what counts a VM's threads: the BPF programs
  * (sampler-bpf.c) or taskstats polling (sampler-taskstats.c). A backend
  * reports cumulative totals per VM slot; the readout arithmetic
@@ -13,8 +13,8 @@
 
 #include "base/error.h"
 #include "bpf/readout.h"
-#include "bpf/registry.h"
 #include "bpf/sampler.h"
+#include "bpf/slots.h"
 
 struct smp_be;
 
@@ -34,7 +34,7 @@ struct smp_backend_ops {
 		    uint64_t *t, struct vmact_err *err);
 	/* Optional: the totals of every used slot of reg at one instant, to
 	 * cb; -EOPNOTSUPP when not possible here (read one by one). */
-	int (*read_all)(struct smp_be *b, const struct smp_registry *reg,
+	int (*read_all)(struct smp_be *b, const struct smp_slots *reg,
 			void (*cb)(unsigned slot, const struct smp_totals *now, uint64_t t,
 				   void *data),
 			void *data, struct vmact_err *err);

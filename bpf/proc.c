@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "base/vcpu-name.h"
+#include "shared/vcpu-name.h"
 
 int smp_thread_vcpu(const char *comm)
 {

@@ -2,7 +2,7 @@
 /* vmact load sampler: one VM's readout in one syscall. The policy reads
  * every VM 4 times a second (doc/policy.md, "What the faster readout
  * costs"); through the task iterators that is a map lookup, two iterator
- * files (create, read, close) and a registry scan per VM and tick. This
+ * files (create, read, close) and a scan of the sampler's slots per VM and tick. This
  * syscall program, run with BPF_PROG_TEST_RUN, does the same work in the
  * kernel in one call: sums the VM's per-CPU accumulators, then walks the
  * VM's threads (open-coded task iterator) for what vmact_pending reports
@@ -55,7 +55,7 @@ static __always_inline __u64 delta(__u64 now, __u64 then)
 }
 
 /* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG...): "CPU ", digits, '/',
- * one more character; the same names base/vcpu-name.c accepts. */
+ * one more character; the same names shared/vcpu-name.c accepts. */
 static __always_inline bool vcpu_name(const char *comm)
 {
 	int i;

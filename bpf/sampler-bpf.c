@@ -503,7 +503,7 @@ static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_tota
 
 /* All slots' per-CPU values in one syscall; falls back to one lookup per
  * slot where batch operations are missing (kernels before 5.6). */
-static int read_batch(struct smp_bpf *s, const struct smp_registry *reg, uint64_t *t,
+static int read_batch(struct smp_bpf *s, const struct smp_slots *reg, uint64_t *t,
 		      struct vmact_err *err)
 {
 	int fd = bpf_map__fd(s->skel->maps.vmact_stats);
@@ -542,7 +542,7 @@ static int read_batch(struct smp_bpf *s, const struct smp_registry *reg, uint64_
 
 struct pending_all {
 	struct smp_bpf *s;
-	const struct smp_registry *reg;
+	const struct smp_slots *reg;
 };
 
 static void pending_all_cb(const struct smp_pending *p, void *data)
@@ -553,7 +553,7 @@ static void pending_all_cb(const struct smp_pending *p, void *data)
 		smp_totals_add_pending(&a->s->pend[p->slot], p);
 }
 
-static int bpf_read_all(struct smp_be *b, const struct smp_registry *reg,
+static int bpf_read_all(struct smp_be *b, const struct smp_slots *reg,
 			void (*cb)(unsigned slot, const struct smp_totals *now, uint64_t t,
 				   void *data),
 			void *data, struct vmact_err *err)

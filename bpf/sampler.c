@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The sampler's public API (sampler.h): picks a backend (backend.h: BPF in
  * sampler-bpf.c, else taskstats in sampler-taskstats.c), keeps the VM
- * registry (registry.h) and turns each backend reading into a VM's
+ * slots (slots.h) and turns each backend reading into a VM's
  * readout (readout.h). */
 #include "bpf/sampler.h"
 
@@ -16,7 +16,7 @@
 #include "base/macro.h"
 #include "bpf/backend.h"
 #include "bpf/readout.h"
-#include "bpf/registry.h"
+#include "bpf/slots.h"
 
 #define SMP_DEFAULT_PIN_ROOT    "/sys/fs/bpf/vmact"
 #define SMP_DEFAULT_MAX_VMS     1024
@@ -28,7 +28,7 @@ struct smp_sampler {
 	const struct smp_backend_ops *ops;
 	char *reason; /* why taskstats, when it is not BPF */
 	unsigned poll_ms;
-	struct smp_registry reg;
+	struct smp_slots reg;
 
 	sd_event_source *timer;
 	uint64_t polls;
@@ -75,7 +75,7 @@ int smp_open(const struct smp_config *cfg, struct smp_sampler **out, struct vmac
 	if (!s)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
 	s->poll_ms = rc.poll_ms;
-	r = smp_registry_init(&s->reg, rc.max_vms, err);
+	r = smp_slots_init(&s->reg, rc.max_vms, err);
 	if (r < 0) {
 		smp_close(s);
 		return r;
@@ -122,7 +122,7 @@ void smp_close(struct smp_sampler *s)
 	sd_event_source_disable_unref(s->timer);
 	if (s->ops)
 		s->ops->close(s->be);
-	smp_registry_done(&s->reg);
+	smp_slots_done(&s->reg);
 	free(s->reason);
 	free(s);
 }
@@ -159,7 +159,7 @@ unsigned smp_count(const struct smp_sampler *s)
 
 int smp_find(const struct smp_sampler *s, const char *name)
 {
-	return smp_registry_find(&s->reg, name);
+	return smp_slots_find(&s->reg, name);
 }
 
 int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char *cpu_cgroup,
@@ -171,10 +171,10 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	int64_t seed_n;
 	int r, slot;
 
-	r = smp_registry_check(&s->reg, name, tgid, err);
+	r = smp_slots_check(&s->reg, name, tgid, err);
 	if (r < 0)
 		return r;
-	slot = smp_registry_reserve(&s->reg, name, tgid, cpu_cgroup, err);
+	slot = smp_slots_reserve(&s->reg, name, tgid, cpu_cgroup, err);
 	if (slot < 0)
 		return vmact_err_prefix(err, "sampler: registering %s", name);
 	e = &s->reg.e[slot];
@@ -193,11 +193,11 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	 * cannot be read yet is reported by the readouts, not here. */
 	if (e->cgroup)
 		e->rs.have_cs = vmact_cpustat_read(e->cgroup, &e->rs.last_cs, NULL) == 0;
-	smp_registry_commit(&s->reg, (unsigned)slot);
+	smp_slots_commit(&s->reg, (unsigned)slot);
 	return slot;
 
 fail:
-	smp_registry_abort(&s->reg, (unsigned)slot);
+	smp_slots_abort(&s->reg, (unsigned)slot);
 	vmact_err_prefix(err, "sampler: registering %s", name);
 	return r;
 }
@@ -210,7 +210,7 @@ int smp_unregister(struct smp_sampler *s, const char *name, struct vmact_err *er
 	if (slot < 0)
 		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
 	r = s->ops->remove_vm(s->be, (unsigned)slot, s->reg.e[slot].tgid, err);
-	smp_registry_release(&s->reg, (unsigned)slot);
+	smp_slots_release(&s->reg, (unsigned)slot);
 	return r;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A node group as vmact-groupd describes it (doc/cloudprovider.md, "The
  * RPCs"), decoded once from its JSON into plain C so
- * that worker threads share it read-only. A set of groups is one
+ * that call threads share it read-only. A set of groups is one
  * snapshot with a reference count: the cache swaps snapshots at Refresh
  * while calls still hold the old one. */
 #pragma once

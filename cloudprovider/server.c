@@ -23,7 +23,7 @@
 
 /* Requests posted ahead of calls, so a burst is matched at once. */
 #define SPARE_REQUESTS 8u
-/* How often idle workers look for calls past their request deadline. */
+/* How often idle call threads look for calls past their request deadline. */
 #define SWEEP_MS 200
 /* What one call may make protobuf-c and the answer allocate, over the
  * message itself (see cloudprovider/arena.h). */
@@ -86,7 +86,7 @@ static void call_free(struct call *c)
 }
 
 /* Once the server is shut down and no call is left, the queue can close;
- * the workers then see GRPC_QUEUE_SHUTDOWN and end. With s->lock held. */
+ * the call threads then see GRPC_QUEUE_SHUTDOWN and end. With s->lock held. */
 static void maybe_close_queue(struct cp_server *s)
 {
 	if (s->shut_down && !s->active && !s->requested && !s->cq_closed) {
@@ -362,7 +362,7 @@ static void sweep(struct cp_server *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void *worker(void *arg)
+static void *call_thread(void *arg)
 {
 	struct cp_server *s = arg;
 
@@ -483,7 +483,7 @@ int cp_server_start(const struct cp_server_config *cfg, struct cp_server **out,
 	top_up(s);
 	s->threads = calloc(s->cfg.workers, sizeof(*s->threads));
 	for (unsigned i = 0; s->threads && i < s->cfg.workers; i++) {
-		if (pthread_create(&s->threads[i], NULL, worker, s) != 0)
+		if (pthread_create(&s->threads[i], NULL, call_thread, s) != 0)
 			break;
 		s->nthreads++;
 	}
@@ -509,9 +509,9 @@ void cp_server_stop(struct cp_server *s)
 	pthread_mutex_unlock(&s->lock);
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
 	grpc_server_cancel_all_calls(s->server);
-	/* no worker to drain the queue (start failed): drain it here */
+	/* no call thread to drain the queue (start failed): drain it here */
 	if (!s->nthreads)
-		worker(s);
+		call_thread(s);
 	for (unsigned i = 0; i < s->nthreads; i++)
 		pthread_join(s->threads[i], NULL);
 	grpc_server_destroy(s->server);

@@ -4,7 +4,7 @@
  * libvirtd runs it synchronously, in the middle of a domain's start or
  * stop, with the domain's XML on stdin. So it never calls libvirt (that
  * would deadlock libvirtd: it waits for the hook) and never waits on
- * vmactd: its notice is one non-blocking datagram (base/hook-msg.h), and
+ * vmactd: its notice is one non-blocking datagram (shared/hook-msg.h), and
  * whatever happens to it the hook exits 0. It refuses a start only when
  * the domain's own metadata asks for that (refuse-invalid="true") and
  * that metadata is invalid.
@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "base/hook-msg.h"
+#include "shared/hook-msg.h"
 
 struct hk_domain {
 	char name[VMACT_HOOK_NAME_MAX + 1];

@@ -20,9 +20,9 @@
 
 #include <libxml/parser.h>
 
-#include "base/hook-msg.h"
 #include "base/macro.h"
 #include "hook/hook.h"
+#include "shared/hook-msg.h"
 
 /* A domain XML is a few KiB; anything above this is not one, but the rest
  * is still read, so that libvirtd never writes into a closed pipe. */

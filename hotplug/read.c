@@ -12,10 +12,10 @@
 
 #include "base/macro.h"
 #include "base/pidfile.h"
-#include "base/vcpu-name.h"
 #include "hotplug/conn.h"
 #include "hotplug/refusal.h"
 #include "hotplug/virt-error.h"
+#include "shared/vcpu-name.h"
 
 DEFINE_PTR_CLEANUP(hp_domfreep, struct _virDomain, virDomainFree)
 #define _cleanup_dom_ _cleanup_(hp_domfreep)

@@ -820,20 +820,3 @@ const char *net_prom_label(const struct net_prom_sample *s, const char *name)
 			return s->labels[i].value;
 	return NULL;
 }
-
-const char *net_prom_type_name(enum net_prom_type type)
-{
-	switch (type) {
-	case NET_PROM_UNTYPED:
-		return "untyped";
-	case NET_PROM_COUNTER:
-		return "counter";
-	case NET_PROM_GAUGE:
-		return "gauge";
-	case NET_PROM_HISTOGRAM:
-		return "histogram";
-	case NET_PROM_SUMMARY:
-		return "summary";
-	}
-	return "unknown";
-}

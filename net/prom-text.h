@@ -98,4 +98,22 @@ int net_prom_parse_each(const char *text, size_t len, net_prom_sample_fn *cb, vo
 const struct net_prom_family *net_prom_find(const struct net_prom_text *t, const char *name);
 /* The value of label name on s, or NULL when s has no such label. */
 const char *net_prom_label(const struct net_prom_sample *s, const char *name);
-const char *net_prom_type_name(enum net_prom_type type);
+/* Inline: the writer (prom-write.c) names types too, and a program that
+ * writes pages (vmactd) must not link the reader of the guests' pages
+ * (tests/checks/check-daemon-link.sh). */
+static inline const char *net_prom_type_name(enum net_prom_type type)
+{
+	switch (type) {
+	case NET_PROM_UNTYPED:
+		return "untyped";
+	case NET_PROM_COUNTER:
+		return "counter";
+	case NET_PROM_GAUGE:
+		return "gauge";
+	case NET_PROM_HISTOGRAM:
+		return "histogram";
+	case NET_PROM_SUMMARY:
+		return "summary";
+	}
+	return "unknown";
+}

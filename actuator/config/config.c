@@ -67,7 +67,6 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->cpu_policy = ACT_CPU_POLICY_REACTIVE;
 	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
 	cfg->policy_tick_ms = 50;
-	cfg->guest_worker = true;
 	cfg->guest_worker_user = strdup("vmact");
 	cfg->guest_worker_program = strdup("");
 	ag_scaling_config_defaults(&cfg->scaling);
@@ -102,6 +101,7 @@ enum key_type {
 	K_DOUBLE,
 	K_UINT,
 	K_BOOL,
+	K_TRUE /* a key kept for files written for earlier versions: true only */,
 	K_MILLI_CPU,
 	K_BYTES,
 	K_ENUM,
@@ -183,7 +183,8 @@ static const struct key metrics_keys[] = {
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 static const struct key guest_worker_keys[] = {
-	{ "enabled", K_BOOL, OFF(guest_worker), 0, 0, NULL, NULL },
+	/* Always on: vmactd speaks no guest protocol itself (doc/privsep.md). */
+	{ "enabled", K_TRUE, 0, 0, 0, NULL, NULL },
 	{ "user", K_STRING, OFF(guest_worker_user), 0, 0, NULL, NULL },
 	{ "program", K_STRING0, OFF(guest_worker_program), 0, 0, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
@@ -237,6 +238,13 @@ static int apply_key(const struct key *k, const json_t *v, struct act_config *cf
 			return vmact_err_set(err, EINVAL, "expected true or false");
 		*(bool *)dst = json_is_true(v);
 		return 0;
+	case K_TRUE:
+		if (json_is_true(v))
+			return 0;
+		return vmact_err_set(err, EINVAL,
+				     "only true: the vm-monitors, informants and guest exporters "
+				     "are always spoken to by vmact-guestd, never by vmactd "
+				     "(doc/privsep.md)");
 	case K_MILLI_CPU:
 		return ag_milli_cpu_decode(v, dst, err);
 	case K_BYTES:
@@ -437,6 +445,7 @@ static bool key_eq(const struct key *k, const struct act_config *a, const struct
 		return *(const uint64_t *)x == *(const uint64_t *)y;
 	case K_ENUM:
 		return *(const int *)x == *(const int *)y;
+	case K_TRUE: /* holds nothing */
 	case K_SECTION:
 		break;
 	}

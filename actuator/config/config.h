@@ -90,10 +90,9 @@ struct act_config {
 	enum act_cpu_shrink_mode cpu_shrink;
 	unsigned policy_tick_ms; /* the reactive policy's readout period */
 
-	/* The guest worker (doc/privsep.md): the vm-monitor of each VM is
-	 * spoken to by an unprivileged, sandboxed vmact-guestd; false: in
-	 * vmactd itself (no privilege separation). */
-	bool guest_worker;
+	/* The guest workers (doc/privsep.md): each VM's vm-monitor or
+	 * informant, and its exporters, are spoken to by an unprivileged,
+	 * sandboxed vmact-guestd, always. */
 	char *guest_worker_user;    /* "vmact"; "nobody" if it does not exist */
 	char *guest_worker_program; /* "" = act_worker_default_program() */
 

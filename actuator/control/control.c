@@ -20,9 +20,9 @@
 #include "base/endpoint.h"
 #include "base/list.h"
 #include "base/macro.h"
-#include "base/sockpath.h"
 #include "base/time.h"
 #include "net/http-server.h"
+#include "shared/sockpath.h"
 
 #define JSON_TYPE "application/json"
 

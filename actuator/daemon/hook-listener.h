@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmactd's end of vmact-hook's notices (base/hook-msg.h, doc/hook.md): a
+/* vmactd's end of vmact-hook's notices (shared/hook-msg.h, doc/hook.md): a
  * unix datagram socket on the daemon's loop. Root-only: the socket file is
  * 0600 and every datagram's sender credentials must say uid 0. Datagrams
  * are bounded (VMACT_HOOK_MSG_MAX) and decoded strictly; one that is not a
@@ -14,7 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "base/error.h"
-#include "base/hook-msg.h"
+#include "shared/hook-msg.h"
 
 struct act_hook_listener;
 

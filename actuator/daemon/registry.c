@@ -11,14 +11,14 @@
 
 #include "actuator/cgroup/cgroup.h"
 #include "actuator/control/control-json.h"
-#include "actuator/guestd/approver.h"
 #include "actuator/metrics/metrics.h"
 #include "actuator/runner/runner.h"
-#include "base/hook-msg.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "guestd/approver.h"
 #include "hotplug/hotplug.h"
+#include "shared/hook-msg.h"
 
 /* A domain vmactd knows about: managed (runner) or skipped (its last
  * error, so the same error is not logged on every resync). */

@@ -24,11 +24,11 @@
 #include "agent-glue/arbiter/arbiter.h"
 #include "agent-glue/client/plugin-client.h"
 #include "base/endpoint.h"
-#include "base/keyfile.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/time.h"
 #include "bpf/sampler.h"
+#include "shared/keyfile.h"
 
 static void usage(FILE *f)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A VM's legacy informant as vmactd holds it: the approver of the
- * informant's agent (actuator/guestd/approver.h), run in the VM's own guest
- * worker (guest_worker.enabled, the default: through its proxy) or in
- * vmactd, wrapped so that freeing it lets the agent unregister first
+ * informant's agent (guestd/approver.h), run in the VM's own guest
+ * worker (through its proxy: vmactd never speaks to the informant itself,
+ * doc/privsep.md), wrapped so that freeing it lets the agent unregister first
  * (DELETE /unregister), as Neon's agent does when it lets a VM go. The
  * agents still unregistering wait on the env's draining list, bounded by
  * the register timeout; the registry's shutdown waits for that list. */
@@ -10,17 +10,16 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "actuator/guestd/approver.h"
 #include "actuator/runner/runner.h"
 #include "actuator/worker/approver-proxy.h"
 #include "actuator/worker/worker.h"
 #include "agent-glue/client/informant-client.h"
 #include "base/list.h"
+#include "guestd/approver.h"
 
 struct act_inf_drain {
 	struct act_approver head;
-	struct act_approver *inner; /* the agent's approver, or the worker's proxy */
-	bool proxy;
+	struct act_approver *inner; /* the worker's proxy */
 	struct act_runner_env *env;
 	VMACT_LIST_FIELDS(struct act_inf_drain, draining); /* in env->inf_draining */
 };
@@ -66,10 +65,8 @@ static void drain_free(struct act_approver *a)
 	VMACT_LIST_PREPEND(draining, d->env->inf_draining, d);
 	/* The worker unregisters within the register timeout; a second more
 	 * for its loop and vmactd's DIAL, then it is killed. */
-	ret = d->proxy ? act_approver_proxy_stop(d->inner,
-						 AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC + 1000000ULL,
-						 drained, d)
-		       : act_approver_informant_stop(d->inner, drained, d);
+	ret = act_approver_proxy_stop(d->inner, AG_INF_DEFAULT_REGISTER_TIMEOUT_USEC + 1000000ULL,
+				      drained, d);
 	if (ret < 0)
 		drained(d);
 }
@@ -87,6 +84,8 @@ int act_runner_informant_new(struct act_runner_env *env, const char *name, const
 			     struct act_approver **out, struct vmact_err *err)
 {
 	const struct act_config *cfg = env->cfg;
+	const char *p = cfg->guest_worker_program;
+	char prog[PATH_MAX];
 	struct act_inf_drain *d;
 	int ret;
 
@@ -95,29 +94,19 @@ int act_runner_informant_new(struct act_runner_env *env, const char *name, const
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	d->head.ops = &drain_ops;
 	d->env = env;
-	d->proxy = cfg->guest_worker;
-	if (cfg->guest_worker) {
-		char prog[PATH_MAX];
-		const char *p = cfg->guest_worker_program;
-
-		ret = 0;
-		if (!p[0]) {
-			ret = act_worker_default_program(prog, sizeof(prog), err);
-			if (ret < 0)
-				vmact_err_prefix(err, "guest worker");
-			p = prog;
-		}
-		if (ret == 0)
-			ret = act_approver_proxy_new_informant(env->event, name, endpoint,
-							       cfg->informant_listen,
-							       cfg->informant_advertise_host, p,
-							       cfg->guest_worker_user, events,
-							       userdata, &d->inner, err);
-	} else {
-		ret = act_approver_informant_new(env->event, name, endpoint, cfg->informant_listen,
-						 cfg->informant_advertise_host, NULL, events,
-						 userdata, &d->inner, err);
+	ret = 0;
+	if (!p[0]) {
+		ret = act_worker_default_program(prog, sizeof(prog), err);
+		if (ret < 0)
+			vmact_err_prefix(err, "guest worker");
+		p = prog;
 	}
+	if (ret == 0)
+		ret = act_approver_proxy_new_informant(env->event, name, endpoint,
+						       cfg->informant_listen,
+						       cfg->informant_advertise_host, p,
+						       cfg->guest_worker_user, events, userdata,
+						       &d->inner, err);
 	if (ret < 0) {
 		free(d);
 		return ret;

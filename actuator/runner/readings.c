@@ -13,8 +13,8 @@
  * the reactive policy, load1 is the floor of the goal: the queue beyond
  * the vCPUs); a failed scrape drops them, so the host-side signal carries
  * on, and is logged once per distinct failure. The exporters are read and
- * parsed by the VM's metrics worker (worker/scrape-proxy.h, doc/privsep.md); in
- * vmactd only when guest_worker.enabled is false. */
+ * parsed by the VM's metrics worker (worker/scrape-proxy.h, doc/privsep.md),
+ * never in vmactd. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -26,7 +26,6 @@
 #include "actuator/worker/worker.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
-#include "agent-glue/client/exporter-scrape.h"
 #include "base/endpoint.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -34,7 +33,6 @@
 #include "base/time.h"
 #include "bpf/sampler.h"
 #include "hotplug/domain.h"
-#include "net/http-client.h"
 
 #define MiB (1024ULL * 1024ULL)
 /* MemoryUsageBytes = total - available + 100 MiB, as the Neon agent. */
@@ -359,36 +357,14 @@ static void on_guest_lfc(void *ud, const struct ag_exporter_result *res)
 }
 
 /* Starts a scrape unless one is in flight; the loop never waits on it. */
-static void scrape(struct act_runner *r, struct act_guest_ep *ep, enum ag_exporter_kind kind)
+static void scrape(struct act_runner *r, enum ag_exporter_kind kind)
 {
-	struct vmact_err err = { 0 };
-	int ret;
-
 	/* Through the VM's metrics worker: it answers, or the callback says
 	 * why not (no worker running: the host-side figures meanwhile). */
-	if (r->rd.scrape) {
-		if (!act_scrape_proxy_pending(r->rd.scrape, kind))
-			act_scrape_proxy_scrape(r->rd.scrape, kind,
-						kind == AG_EXPORTER_LFC ? on_guest_lfc
-									: on_guest_system,
-						r);
-		return;
-	}
-	if (ep->scrape && ag_exporter_scrape_pending(ep->scrape))
-		return;
-	ag_exporter_scrape_free(ep->scrape);
-	ep->scrape = NULL;
-	ret = ag_exporter_scrape_start(r->http, ep->url, kind,
-				       kind == AG_EXPORTER_LFC ? AG_EXPORTER_LFC_TIMEOUT_USEC
-							       : AG_EXPORTER_SYSTEM_TIMEOUT_USEC,
-				       0, kind == AG_EXPORTER_LFC ? on_guest_lfc : on_guest_system,
-				       r, &ep->scrape, &err);
-	if (ret < 0 && ep->last_error != ret) {
-		log_warning("%s: %s %s: %s; using the host-side figures", r->name, kind_name(kind),
-			    ep->url, err.msg);
-		ep->last_error = ret;
-		ep->last_status = 0;
-	}
+	if (r->rd.scrape && !act_scrape_proxy_pending(r->rd.scrape, kind))
+		act_scrape_proxy_scrape(r->rd.scrape, kind,
+					kind == AG_EXPORTER_LFC ? on_guest_lfc : on_guest_system,
+					r);
 }
 
 static int on_guest_sys_timer(sd_event_source *s, uint64_t usec, void *ud)
@@ -396,7 +372,7 @@ static int on_guest_sys_timer(sd_event_source *s, uint64_t usec, void *ud)
 	struct act_runner *r = ud;
 
 	sd_event_source_set_time(s, usec + r->env->metrics_interval_usec);
-	scrape(r, &r->rd.guest_sys, AG_EXPORTER_SYSTEM);
+	scrape(r, AG_EXPORTER_SYSTEM);
 	return 0;
 }
 
@@ -407,7 +383,7 @@ static int on_guest_lfc_timer(sd_event_source *s, uint64_t usec, void *ud)
 	sd_event_source_set_time(s, usec + LFC_INTERVAL_USEC);
 	/* As the agent: LFC figures only when the VM's config uses them. */
 	if (r->st.config.enable_lfc_metrics)
-		scrape(r, &r->rd.guest_lfc, AG_EXPORTER_LFC);
+		scrape(r, AG_EXPORTER_LFC);
 	return 0;
 }
 
@@ -431,12 +407,6 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 
 	if (!spec[0])
 		return 0;
-	/* The runner's HTTP client (shared with a remote plugin; created
-	 * here when the scheduler is the in-process arbiter), unless a
-	 * guest worker scrapes. */
-	if (!r->env->cfg->guest_worker && !r->http &&
-	    (ret = net_http_client_new(r->env->event, &r->http, err)) < 0)
-		return vmact_err_prefix(err, "guest metrics");
 	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
 		return vmact_err_prefix(err, "<vmact:metrics>");
 	ret = sd_event_add_time_relative(r->env->event, &ep->timer, CLOCK_MONOTONIC, first_usec,
@@ -473,11 +443,8 @@ void act_runner_readings_free(struct act_runner *r)
 	act_scrape_proxy_free(r->rd.scrape);
 	r->rd.scrape = NULL;
 
-	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(eps); i++)
 		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
-		ag_exporter_scrape_free(eps[i]->scrape);
-		eps[i]->scrape = NULL;
-	}
 }
 
 int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
@@ -495,7 +462,7 @@ int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
 	if (ret >= 0)
 		ret = guest_start(r, &r->rd.guest_lfc, r->meta.metrics_lfc,
 				  rnd % (FIRST_JITTER_USEC + 1), on_guest_lfc_timer, err);
-	if (ret >= 0 && r->rd.guest_sys.url[0] && r->env->cfg->guest_worker)
+	if (ret >= 0 && r->rd.guest_sys.url[0])
 		ret = start_worker(r, err);
 	if (ret < 0)
 		return ret;

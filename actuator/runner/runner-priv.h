@@ -27,26 +27,24 @@
 #include <sys/types.h>
 
 #include "actuator/control/events.h"
-#include "actuator/guestd/approver.h"
 #include "actuator/metrics/metrics.h"
 #include "actuator/policy/cpu-demand.h"
 #include "actuator/policy/mem-demand.h"
 #include "actuator/runner/runner.h"
+#include "guestd/approver.h"
 #include "hotplug/domain.h"
 
 struct net_http_client;
 struct ag_plugin_client;
-struct ag_exporter_scrape;
 struct act_scrape_proxy;
 struct net_http_server;
 
-/* One of the guest's metrics endpoints (<vmact:metrics>), scraped on the
- * loop. */
+/* One of the guest's metrics endpoints (<vmact:metrics>), scraped by the
+ * VM's metrics worker on the loop's timer. */
 struct act_guest_ep {
 	char url[600]; /* "" when the VM names none */
 	sd_event_source *timer;
-	struct ag_exporter_scrape *scrape; /* the one in flight, or the last */
-	int last_error;                    /* 0: working (or never failed) */
+	int last_error; /* 0: working (or never failed) */
 	long last_status;
 };
 
@@ -121,7 +119,7 @@ struct act_runner_readings {
 	bool has_guest;
 	struct act_system_metrics guest;
 	/* They are scraped by the VM's metrics worker (doc/privsep.md);
-	 * NULL: in vmactd (guest_worker.enabled false). */
+	 * NULL: none runs (no <vmact:metrics>). */
 	struct act_scrape_proxy *scrape;
 	unsigned guest_seq; /* one more with each system scrape that worked */
 	/* A VM with an approver: the balloon's last reading, for the view. */
@@ -206,7 +204,7 @@ struct act_runner {
 	pid_t pid;
 	uint32_t quota_milli; /* last quota written (0 = none yet) */
 	sd_event_source *wake;
-	/* The http client the scheduler and the exporter scrapes share. */
+	/* The scheduler's http client (a remote plugin). */
 	struct net_http_client *http;
 
 	/* The vm-monitor or the informant; NULL: the host's own evidence

@@ -225,7 +225,9 @@ static int start_approver(struct act_runner *r, struct vmact_err *err)
 	if (r->meta.informant[0])
 		return act_runner_informant_new(r->env, r->name, r->meta.informant, &events, r,
 						&r->approver, err);
-	if (r->meta.monitor[0] && r->env->cfg->guest_worker) {
+	/* The vm-monitor is spoken to by the VM's guest worker, never by
+	 * vmactd (doc/privsep.md). */
+	if (r->meta.monitor[0]) {
 		char prog[PATH_MAX];
 		const char *p = r->env->cfg->guest_worker_program;
 
@@ -238,9 +240,6 @@ static int start_approver(struct act_runner *r, struct vmact_err *err)
 					      r->env->cfg->guest_worker_user, &events, r,
 					      &r->approver, err);
 	}
-	if (r->meta.monitor[0])
-		return act_approver_monitor_new(r->env->event, r->name, r->meta.monitor, &events, r,
-						&r->approver, err);
 	return 0;
 }
 

@@ -121,8 +121,8 @@ void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_
 /* ---- informant.c: a VM's legacy informant ------------------------------ */
 
 /* Registers with the informant at `endpoint` (http://HOST:PORT) through
- * the VM's guest worker (guest_worker.enabled) or from vmactd, serving on
- * the env's informant listen address. On free the agent unregisters on
+ * the VM's guest worker, which serves on the env's informant listen
+ * address. On free the agent unregisters on
  * its own, from env->inf_draining. */
 int act_runner_informant_new(struct act_runner_env *env, const char *name, const char *endpoint,
 			     const struct act_approver_events *events, void *userdata,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The approver of a VM whose guest protocol runs in its guest worker
- * (doc/privsep.md): an act_approver (actuator/guestd/approver.h) that
+ * (doc/privsep.md): an act_approver (guestd/approver.h) that
  * forwards requests to the worker and its events back, as fixed records. */
 #pragma once
 
@@ -9,8 +9,8 @@
 
 #include <systemd/sd-event.h>
 
-#include "actuator/guestd/approver.h"
 #include "base/error.h"
+#include "guestd/approver.h"
 
 /* The vm-monitor through a guest worker running `program` as `user`
  * (guest_worker.*, doc/privsep.md): the worker runs the approver above,

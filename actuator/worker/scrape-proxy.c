@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/guestd/privsep.h"
 #include "actuator/worker/worker.h"
 #include "base/macro.h"
+#include "guestd/privsep.h"
 
 _Static_assert(ACT_PRIVSEP_MAX_WINDOWS == AG_LFC_MAX_WINDOWS, "LFC window limits differ");
 
@@ -68,7 +68,7 @@ static void fail(struct exporter *x, int code, long status, const char *why)
 	struct ag_exporter_result res = { .error = code, .status = status };
 	char msg[VMACT_ERR_MSG_MAX + 700];
 
-	/* As the in-process scraper says it: the kind, the URL, the cause. */
+	/* As the worker's scraper says it: the kind, the URL, the cause. */
 	snprintf(msg, sizeof(msg), "%s: %s: %s", kind_name(x->kind), x->url ? x->url : "-", why);
 	res.message = msg;
 	deliver(x, &res);

@@ -5,8 +5,8 @@
  * worker's answer only when every field is in range (privsep.c), the
  * LFC windows are all there, and it answers a scrape asked for; a worker
  * that breaks the conversation is killed and restarted (worker/worker.h).
- * The results are handed over as the in-process scraper gives them
- * (agent-glue/codec/exporter.h), so the runner treats both alike. */
+ * The results are handed over as the worker's scraper gives them
+ * (agent-glue/client/exporter-scrape.h, its result type only). */
 #pragma once
 
 #include <stdbool.h>

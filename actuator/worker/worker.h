@@ -11,8 +11,8 @@
 
 #include <systemd/sd-event.h>
 
-#include "actuator/guestd/privsep.h"
 #include "base/error.h"
+#include "guestd/privsep.h"
 
 struct act_worker;
 

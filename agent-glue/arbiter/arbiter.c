@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent-glue/codec/lease.h"
 #include "base/macro.h"
 #include "base/time.h"
+#include "shared/lease.h"
 
 struct pod {
 	char ns[AG_PLUGIN_NAME_MAX + 1];
@@ -504,7 +504,7 @@ int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 	return 0;
 }
 
-/* ---- leases: the cluster layer's Reserve (agent-glue/codec/lease.h) ---- */
+/* ---- leases: the cluster layer's Reserve (shared/lease.h) ---- */
 
 static void lease_reply(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
 			json_t *doc, const char *ns, const char *name, const char *text)
@@ -541,8 +541,8 @@ static json_t *res_json(struct vmact_resources r)
 			 (json_int_t)r.mem_bytes);
 }
 
-static void lease_take(struct ag_arbiter *a, const struct ag_lease_request *lr, uint64_t now_usec,
-		       struct net_http_server_reply *reply)
+static void lease_take(struct ag_arbiter *a, const struct vmact_lease_request *lr,
+		       uint64_t now_usec, struct net_http_server_reply *reply)
 {
 	struct pod *p = find_pod(a, lr->ns, lr->name);
 	struct vmact_resources want = lr->size, free_ = { 0 };
@@ -610,21 +610,21 @@ void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const cha
 			     struct net_http_server_reply *reply)
 {
 	struct vmact_err err = { 0 };
-	struct ag_lease_request lr;
+	struct vmact_lease_request lr;
 
 	a->requests++;
 	if (!a->lease_key)
 		return lease_error(a, reply, 404, NULL, NULL,
 				   "this arbiter has no lease interface (no lease key configured)");
-	if (ag_lease_verify(a->lease_key, a->cfg.lease_key_len, method, url, ts, sig, body, len,
-			    now_real, &err) < 0)
+	if (vmact_lease_verify(a->lease_key, a->cfg.lease_key_len, method, url, ts, sig, body, len,
+			       now_real, &err) < 0)
 		return lease_error(a, reply, 401, NULL, NULL, err.msg);
 	/* Expired leases must not be renewed as if they still held room. */
 	ag_arbiter_expire(a, now_usec);
 	if (strcmp(url, "/v1/leases") == 0) {
 		if (strcmp(method, "GET") == 0) {
 			struct ag_arbiter_totals t;
-			struct ag_lease_ledger l = { 0 };
+			struct vmact_lease_ledger l = { 0 };
 
 			ag_arbiter_totals(a, &t);
 			l.total = t.total;
@@ -633,27 +633,27 @@ void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const cha
 			l.pressure = t.pressure;
 			l.pods = t.pods;
 			l.leases = t.leases;
-			return lease_reply(a, reply, 200, ag_lease_ledger_encode(&l), NULL, NULL,
+			return lease_reply(a, reply, 200, vmact_lease_ledger_encode(&l), NULL, NULL,
 					   NULL);
 		}
 		if (strcmp(method, "POST") != 0)
 			return lease_error(a, reply, 405, NULL, NULL, "use GET or POST");
-		if (ag_lease_request_decode(body, len, &lr, &err) < 0)
+		if (vmact_lease_request_decode(body, len, &lr, &err) < 0)
 			return lease_error(a, reply, 400, NULL, NULL, err.msg);
 		return lease_take(a, &lr, now_usec, reply);
 	}
 	{
 		const char *rest = url + strlen("/v1/leases/"), *slash = strchr(rest, '/');
-		char ns[AG_LEASE_NAME_MAX + 1], name[AG_LEASE_NAME_MAX + 1];
+		char ns[VMACT_LEASE_NAME_MAX + 1], name[VMACT_LEASE_NAME_MAX + 1];
 
 		if (strcmp(method, "DELETE") != 0)
 			return lease_error(a, reply, 405, NULL, NULL, "use DELETE");
-		if (!slash || (size_t)(slash - rest) > AG_LEASE_NAME_MAX ||
-		    strlen(slash + 1) > AG_LEASE_NAME_MAX)
+		if (!slash || (size_t)(slash - rest) > VMACT_LEASE_NAME_MAX ||
+		    strlen(slash + 1) > VMACT_LEASE_NAME_MAX)
 			return lease_error(a, reply, 404, NULL, NULL, "no such lease");
 		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - rest), rest);
 		snprintf(name, sizeof(name), "%s", slash + 1);
-		if (!ag_lease_name_valid(ns) || !ag_lease_name_valid(name))
+		if (!vmact_lease_name_valid(ns) || !vmact_lease_name_valid(name))
 			return lease_error(a, reply, 404, NULL, NULL, "no such lease");
 		lease_release(a, ns, name, reply);
 	}

@@ -24,7 +24,7 @@
  *
  * Leases (doc/cluster.md, "Capacity leases"): the cluster layer reserves
  * room for a new VM in the same ledger, under the same watermark, through
- * /v1/leases (agent-glue/codec/lease.h), signed with a shared key. A lease
+ * /v1/leases (shared/lease.h), signed with a shared key. A lease
  * is an entry like a pod's that lives until its ttl passes without a
  * renewal; when the new VM's own agent speaks for it (same namespace and
  * name), the lease was its first reservation and growth goes on from it.
@@ -60,7 +60,7 @@ struct ag_arbiter_config {
 	enum ag_plugin_version min_version, max_version; /* 0 = 1.0 / 5.0 */
 	uint64_t pod_ttl_usec;                           /* 0 = 60 s */
 	uint64_t request_timeout_usec; /* whole HTTP request (slowloris cut); 0 = 10 s */
-	/* The lease key (base/keyfile.h), copied; NULL: no lease interface
+	/* The lease key (shared/keyfile.h), copied; NULL: no lease interface
 	 * (its requests are answered 404). */
 	const uint8_t *lease_key;
 	size_t lease_key_len;

@@ -34,7 +34,7 @@ enum cl_tier { CL_TIER_RUNNING, CL_TIER_PAUSED, CL_TIER_SAVED, CL_TIER_COLD, CL_
 enum cl_health_kind { CL_HEALTH_SERIAL, CL_HEALTH_AGENT, CL_HEALTH_TCP };
 
 struct cl_lifecycle {
-	/* The seed's NodeController values (doc/cluster.md, "Pool lifecycle"). */
+	/* The pool's timings and their defaults (doc/cluster.md, "Pool lifecycle"). */
 	uint64_t boot_timeout_usec;       /* started -> healthy; 300 s */
 	uint64_t healthy_timeout_usec;    /* a standby VM without a good check; 90 s */
 	uint64_t health_interval_usec;    /* 5 s */

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "base/sockpath.h"
 #include "base/time.h"
 #include "net/http-server.h"
+#include "shared/sockpath.h"
 
 #define JSON_TYPE "application/json"
 #define MAX_BODY  (64 * 1024)

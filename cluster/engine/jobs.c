@@ -33,7 +33,7 @@ struct cl_jobs {
 	bool stopping;
 };
 
-static void *worker(void *arg)
+static void *job_thread(void *arg)
 {
 	struct cl_jobs *j = arg;
 
@@ -132,7 +132,7 @@ int cl_jobs_new(sd_event *ev, unsigned threads, const char *name, struct cl_jobs
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
 	for (unsigned i = 0; i < threads; i++) {
-		r = pthread_create(&j->threads[i], NULL, worker, j);
+		r = pthread_create(&j->threads[i], NULL, job_thread, j);
 		if (r) {
 			cl_jobs_free(j);
 			return vmact_err_set(err, r, "%s: thread: %s", name, strerror(r));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A VM's life once it is placed, kip's node phases on libvirt: the boot
+/* A VM's life once it is placed (doc/cluster.md, "Pool lifecycle"): the boot
  * watched until healthy, a standby VM put into its tier (running, paused,
  * managed-saved) and probed there, a claim woken from its tier and told to
  * the guest, failures (destroyed, reported, replaced) and removal.

@@ -79,7 +79,7 @@ static void snapshot_hosts(struct cl_place_job *j)
 		struct cl_fw_host *h = &j->hosts[i];
 		struct cl_ehost *eh = cl_vm_ehost(j->e, h->name);
 		struct vmact_err err = { 0 };
-		struct ag_lease_ledger l;
+		struct vmact_lease_ledger l;
 		_cleanup_(place_conn_closep) virConnectPtr c = NULL;
 
 		/* Its VMs are not known yet: nothing goes there before. */

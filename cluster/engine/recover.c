@@ -4,8 +4,8 @@
  *
  * A scan of a host takes each domain carrying our metadata as what it
  * says it is: a booting VM's wait resumes where its boot time puts it
- * (the seed's ResumeWaits), a VM recorded as being created is destroyed
- * (StopCreatingNodes: there is no telling how far it got; a member keeps
+ * (doc/cluster.md, "Pool lifecycle"), a VM recorded as being created is
+ * destroyed (there is no telling how far it got; a member keeps
  * its placeholder and is placed again), a removal goes on. Overlays of
  * ours without a domain are deleted. */
 #define CL_ENGINE_PRIV_ALLOW

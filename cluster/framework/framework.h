@@ -25,7 +25,7 @@
  *                 Unreserve); with a Wait the VM waits until every waiting
  *                 plugin allowed it, one rejects it or the shortest timeout
  *                 passes (a reject: Unreserve)
- *   binding cycle (a worker thread, VMs side by side)
+ *   binding cycle (a job thread, VMs side by side)
  *     PreBind     plugins in order; the first non-Success fails the bind
  *                 (Unreserve)
  *     Bind        plugins in order, the first that does not answer Skip

@@ -27,7 +27,8 @@
 
 enum cl_role { CL_ROLE_POOL, CL_ROLE_MEMBER };
 
-/* A VM's state, kip's node phases in libvirt's terms. */
+/* A VM's state, the phases of doc/cluster.md, "Pool lifecycle", as
+ * recorded in libvirt ("State in libvirt"). */
 enum cl_state {
 	CL_ST_PENDING,  /* a member not placed: defined, never started, no disk */
 	CL_ST_CREATING, /* disk made, domain defined and being started */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cluster/host/host.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,10 +10,10 @@
 
 #include <libvirt/virterror.h>
 
-#include "base/buf.h"
 #include "base/endpoint.h"
-#include "base/keyfile.h"
 #include "base/macro.h"
+#include "shared/http-call.h"
+#include "shared/keyfile.h"
 
 /* One arbiter request; the answer's body is kept to this much. */
 #define ANSWER_MAX     (256 * 1024)
@@ -129,68 +128,52 @@ static void arbiter_status(struct cl_host *h, bool ok, const char *why)
 static int call(struct cl_host *h, const char *method, const char *path, const char *body,
 		long *status, json_t **out, struct vmact_err *err)
 {
-	char sig[AG_LEASE_SIG_HEX + 1], url[1024];
-	_cleanup_(vmact_buf_free) struct vmact_buf a = { .max = ANSWER_MAX };
-	struct curl_slist *hdr = NULL;
+	char sig[VMACT_LEASE_SIG_HEX + 1], url[1024];
+	_cleanup_(vmact_http_answer_free) struct vmact_http_answer a = { 0 };
 	long long ts = (long long)time(NULL);
-	CURL *c;
-	CURLcode cr;
+	struct vmact_err e = { 0 };
 	int r = 0;
 
 	*out = NULL;
-	ag_lease_sign(h->key, h->key_len, method, path, ts, body ? body : "",
-		      body ? strlen(body) : 0, sig);
+	vmact_lease_sign(h->key, h->key_len, method, path, ts, body ? body : "",
+			 body ? strlen(body) : 0, sig);
 	if (h->ep.kind == VMACT_EP_UNIX)
-		snprintf(url, sizeof(url), "http://localhost%s?ts=%lld&sig=%s", path, ts, sig);
+		snprintf(url, sizeof(url), "%s?ts=%lld&sig=%s", path, ts, sig);
 	else
 		snprintf(url, sizeof(url), "http://%s%s%s:%u%s?ts=%lld&sig=%s",
 			 h->ep.host_v6 ? "[" : "", h->ep.host, h->ep.host_v6 ? "]" : "",
 			 h->ep.port ? h->ep.port : 80, path, ts, sig);
-	c = curl_easy_init();
-	if (!c)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (h->ep.kind == VMACT_EP_UNIX)
-		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->ep.path);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vmact_buf_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-	if (body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	}
-	cr = curl_easy_perform(c);
-	if (cr != CURLE_OK) {
-		r = vmact_err_set(err, EIO, "arbiter %s: %s", h->cfg.arbiter_url,
-				  a.too_big ? "answer too long" : curl_easy_strerror(cr));
+	if (vmact_http_call(&(struct vmact_http_req){ .unix_socket = h->ep.kind == VMACT_EP_UNIX
+									     ? h->ep.path
+									     : NULL,
+						      .url = url,
+						      .method = method,
+						      .body = body,
+						      .timeout_usec = HTTP_TIMEOUT_S * 1000000ULL,
+						      .answer_max = ANSWER_MAX },
+			    &a, &e) < 0) {
+		r = vmact_err_set(err, EIO, "arbiter %s: %s", h->cfg.arbiter_url, e.msg);
 		arbiter_status(h, false, err ? err->msg : "unreachable");
-	} else {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-		if (a.data)
-			*out = json_loads(a.data, 0, NULL);
-		if (*status == 401 || *status == 403) {
-			const char *e = json_string_value(json_object_get(*out, "error"));
-
-			r = vmact_err_set(err, EACCES, "arbiter %s refused the lease key: %s",
-					  h->cfg.arbiter_url, e ? e : "(no reason)");
-			arbiter_status(h, false, err ? err->msg : "refused");
-		} else if (*status == 404 && strcmp(method, "DELETE")) {
-			r = vmact_err_set(err, EIO,
-					  "arbiter %s has no lease interface (an older "
-					  "arbiter, or leases not configured)",
-					  h->cfg.arbiter_url);
-			arbiter_status(h, false, err ? err->msg : "no leases");
-		} else {
-			arbiter_status(h, true, NULL);
-		}
+		return r;
 	}
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
+	*status = a.status;
+	if (a.body.data)
+		*out = json_loads(a.body.data, 0, NULL);
+	if (*status == 401 || *status == 403) {
+		const char *why = json_string_value(json_object_get(*out, "error"));
+
+		r = vmact_err_set(err, EACCES, "arbiter %s refused the lease key: %s",
+				  h->cfg.arbiter_url, why ? why : "(no reason)");
+		arbiter_status(h, false, err ? err->msg : "refused");
+	} else if (*status == 404 && strcmp(method, "DELETE")) {
+		r = vmact_err_set(err, EIO,
+				  "arbiter %s has no lease interface (an older "
+				  "arbiter, or leases not configured)",
+				  h->cfg.arbiter_url);
+		arbiter_status(h, false, err ? err->msg : "no leases");
+	} else {
+		arbiter_status(h, true, NULL);
+	}
 	if (r < 0) {
 		json_decref(*out);
 		*out = NULL;
@@ -201,7 +184,7 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
 		  uint64_t ttl_usec, bool existing, struct vmact_err *err)
 {
-	struct ag_lease_request req = { .size = size, .existing = existing };
+	struct vmact_lease_request req = { .size = size, .existing = existing };
 	_cleanup_free_ char *body = NULL;
 	json_t *out = NULL;
 	long status = 0;
@@ -210,7 +193,7 @@ int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vm
 	snprintf(req.ns, sizeof(req.ns), "%s", ns);
 	snprintf(req.name, sizeof(req.name), "%s", name);
 	req.ttl_s = (uint32_t)((ttl_usec + 999999) / 1000000);
-	body = ag_lease_request_encode(&req);
+	body = vmact_lease_request_encode(&req);
 	if (!body)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	r = call(h, "POST", "/v1/leases", body, &status, &out, err);
@@ -247,7 +230,7 @@ int cl_host_release(struct cl_host *h, const char *ns, const char *name, struct 
 	return 0;
 }
 
-int cl_host_ledger(struct cl_host *h, struct ag_lease_ledger *l, struct vmact_err *err)
+int cl_host_ledger(struct cl_host *h, struct vmact_lease_ledger *l, struct vmact_err *err)
 {
 	json_t *out = NULL;
 	long status = 0;
@@ -259,7 +242,7 @@ int cl_host_ledger(struct cl_host *h, struct ag_lease_ledger *l, struct vmact_er
 	if (status != 200)
 		r = vmact_err_set(err, EIO, "arbiter %s answered %ld", h->cfg.arbiter_url, status);
 	else
-		r = ag_lease_ledger_decode(out, l, err);
+		r = vmact_lease_ledger_decode(out, l, err);
 	json_decref(out);
 	if (r < 0) {
 		arbiter_status(h, false, err ? err->msg : "bad ledger");

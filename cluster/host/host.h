@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* One libvirt host of the cluster layer (prefix cl_host_): its libvirt
  * connection by URI, and its arbiter's lease interface, the host's one
- * ledger of capacity (agent-glue/codec/lease.h).
+ * ledger of capacity (shared/lease.h).
  *
  * Everything here blocks (a connection, an HTTP request) and is safe from
  * several threads at once: it runs in the engine's jobs, never on its
@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent-glue/codec/lease.h"
 #include "base/error.h"
 #include "cluster/config/config.h"
+#include "shared/lease.h"
 
 struct cl_host;
 
@@ -39,13 +39,13 @@ int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vm
 /* Ends a lease; a lease the arbiter does not know is no error. */
 int cl_host_release(struct cl_host *h, const char *ns, const char *name, struct vmact_err *err);
 /* The ledger's totals. */
-int cl_host_ledger(struct cl_host *h, struct ag_lease_ledger *out, struct vmact_err *err);
+int cl_host_ledger(struct cl_host *h, struct vmact_lease_ledger *out, struct vmact_err *err);
 
 struct cl_host_status {
 	bool libvirt_ok, arbiter_ok;
 	char libvirt_err[VMACT_ERR_MSG_MAX], arbiter_err[VMACT_ERR_MSG_MAX];
 	bool have_ledger;
-	struct ag_lease_ledger ledger; /* the last one read */
+	struct vmact_lease_ledger ledger; /* the last one read */
 };
 void cl_host_status(struct cl_host *h, struct cl_host_status *out);
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Any datagram through vmactd's decoder of vmact-hook's notices
- * (base/hook-msg.c): a success must encode back to the same bytes (the
+ * (shared/hook-msg.c): a success must encode back to the same bytes (the
  * format has one spelling per notice), a failure must say why. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hook-msg.h"
+#include "shared/hook-msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "agent-glue/arbiter/arbiter.h"
-#include "agent-glue/codec/lease.h"
+#include "shared/lease.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,8 +23,8 @@ static uint64_t now;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct net_http_server_reply reply = { 0 };
-	struct ag_lease_request req;
-	char sig[AG_LEASE_SIG_HEX + 1];
+	struct vmact_lease_request req;
+	char sig[VMACT_LEASE_SIG_HEX + 1];
 	json_t *j;
 
 	if (!arb) {
@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	now += 1000000;
-	ag_lease_sign(key, sizeof(key) - 1, "POST", "/v1/leases", 1000, (const char *)data, size,
-		      sig);
+	vmact_lease_sign(key, sizeof(key) - 1, "POST", "/v1/leases", 1000, (const char *)data, size,
+			 sig);
 	ag_arbiter_lease_handle(arb, "POST", "/v1/leases", "1000", sig, (const char *)data, size,
 				now, 1000, &reply);
 	if ((reply.status != 200 && reply.status != 400 && reply.status != 409) || !reply.body)
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	/* A granted request was one the decoder accepts. */
 	if (reply.status == 200 &&
-	    ag_lease_request_decode((const char *)data, size, &req, NULL) < 0)
+	    vmact_lease_request_decode((const char *)data, size, &req, NULL) < 0)
 		abort();
 	json_decref(j);
 	free(reply.body);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Any datagram through vmactd's decoder of its guest workers' messages
- * (actuator/guestd/privsep.c, doc/privsep.md): a worker is assumed
+ * (guestd/privsep.c, doc/privsep.md): a worker is assumed
  * compromised. A record accepted is the bytes given, of a worker type
  * with a name, its guest figures within their bounds; a refusal says
  * why. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/guestd/privsep.h"
+#include "guestd/privsep.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -355,9 +355,9 @@ static bool guest_claimed(const char *name)
 
 /* ---- the arbiters' ledgers ---- */
 
-static struct ag_lease_ledger ledger(struct cl_host *h)
+static struct vmact_lease_ledger ledger(struct cl_host *h)
 {
-	struct ag_lease_ledger l;
+	struct vmact_lease_ledger l;
 	struct vmact_err err = { 0 };
 
 	if (cl_host_ledger(h, &l, &err) < 0)
@@ -1071,7 +1071,7 @@ static bool node_on(void *arg)
 static void cluster_full_host(void **state)
 {
 	struct vmact_err err = { 0 };
-	struct ag_lease_ledger l = ledger(fx.h1);
+	struct vmact_lease_ledger l = ledger(fx.h1);
 	struct vmact_resources all = l.watermark;
 
 	/* Another holder takes every bit of h1's room. */
@@ -1159,7 +1159,7 @@ static void *sample_ledger(void *arg)
 	struct sampler *s = arg;
 
 	while (!s->stop) {
-		struct ag_lease_ledger l;
+		struct vmact_lease_ledger l;
 		struct vmact_err err = { 0 };
 
 		if (cl_host_ledger(fx.h1, &l, &err) == 0) {

@@ -273,7 +273,7 @@ struct sampler {
 	volatile bool must_hold;
 	unsigned samples, over, unheld;
 	uint64_t max_cpu, max_mem;
-	struct ag_lease_ledger last;
+	struct vmact_lease_ledger last;
 };
 
 static void *sample(void *arg)
@@ -281,7 +281,7 @@ static void *sample(void *arg)
 	struct sampler *s = arg;
 
 	while (!s->stop) {
-		struct ag_lease_ledger l;
+		struct vmact_lease_ledger l;
 		struct vmact_err err = { 0 };
 
 		if (cl_host_ledger(fx.h, &l, &err) == 0) {
@@ -594,7 +594,7 @@ static void lease_wait_outlasts(void **state)
 
 static bool no_leases(void *arg)
 {
-	struct ag_lease_ledger l;
+	struct vmact_lease_ledger l;
 
 	return cl_host_ledger(fx.h, &l, &(struct vmact_err){ 0 }) == 0 && l.leases == 0;
 }
@@ -604,7 +604,7 @@ static void lease_lost_unplaces(void **state)
 	struct err_want no_room = { "gated", "HOST_CAPACITY" };
 	struct vmact_err err = { 0 };
 	struct sampler s = { 0 };
-	struct ag_lease_ledger l;
+	struct vmact_lease_ledger l;
 	json_t *w;
 	char name[128];
 

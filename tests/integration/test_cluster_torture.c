@@ -327,7 +327,7 @@ static void *sampler(void *arg)
 {
 	(void)arg;
 	while (!S.stop) {
-		struct ag_lease_ledger l;
+		struct vmact_lease_ledger l;
 		struct vmact_err err = { 0 };
 
 		if (cl_host_ledger(host, &l, &err) == 0) {
@@ -392,7 +392,7 @@ static void unsettled(char *why, size_t len, enum op op)
 	size_t i;
 	struct dom *d = NULL;
 	int n, active = 0;
-	struct ag_lease_ledger l;
+	struct vmact_lease_ledger l;
 	struct vmact_err err = { 0 };
 
 	why[0] = 0;
@@ -469,7 +469,7 @@ static void check(unsigned round, json_t *service_before)
 	int n = our_domains(&d);
 	json_t *vms = all_vms(NULL), *vols = our_volumes(), *it;
 	size_t i;
-	struct ag_lease_ledger l;
+	struct vmact_lease_ledger l;
 	struct vmact_err err = { 0 };
 	unsigned active = 0;
 

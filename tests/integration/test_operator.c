@@ -52,8 +52,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "base/hook-msg.h"
 #include "hotplug/hotplug.h"
+#include "shared/hook-msg.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"

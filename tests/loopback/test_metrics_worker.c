@@ -38,8 +38,8 @@
 
 #include <cmocka.h>
 
-#include "actuator/guestd/privsep.h"
 #include "actuator/worker/scrape-proxy.h"
+#include "guestd/privsep.h"
 #include "tests/lib/file.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The arbiter's lease interface (agent-glue/codec/lease.h) through
+/* The arbiter's lease interface (shared/lease.h) through
  * ag_arbiter_lease_handle, and its one ledger with the plugin protocol
  * (ag_arbiter_handle): signatures, room under the watermark, existing
  * VMs recorded, renewal, expiry, release, and leases and growth never
@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "agent-glue/arbiter/arbiter.h"
-#include "agent-glue/codec/lease.h"
 #include "base/quantity.h"
+#include "shared/lease.h"
 
 #define GiB      (1024ULL * 1024 * 1024)
 #define SEC      1000000ULL
@@ -57,9 +57,9 @@ static struct reply signed_call(struct ag_arbiter *a, const uint8_t *k, size_t k
 {
 	struct net_http_server_reply r = { 0 };
 	struct reply out = { 0 };
-	char sig[AG_LEASE_SIG_HEX + 1], tss[32];
+	char sig[VMACT_LEASE_SIG_HEX + 1], tss[32];
 
-	ag_lease_sign(k, klen, method, url, ts, body, strlen(body), sig);
+	vmact_lease_sign(k, klen, method, url, ts, body, strlen(body), sig);
 	snprintf(tss, sizeof(tss), "%lld", ts);
 	ag_arbiter_lease_handle(a, method, url, tss, sig, body, strlen(body), now, NOW_REAL, &r);
 	out.status = r.status;
@@ -77,13 +77,15 @@ static struct reply lcall(struct ag_arbiter *a, const char *method, const char *
 static struct reply lease(struct ag_arbiter *a, const char *name, uint32_t mcpu, uint64_t mem,
 			  unsigned ttl, bool existing, uint64_t now)
 {
-	struct ag_lease_request r = { .size = { mcpu, mem }, .ttl_s = ttl, .existing = existing };
+	struct vmact_lease_request r = { .size = { mcpu, mem },
+					 .ttl_s = ttl,
+					 .existing = existing };
 	char *body;
 	struct reply out;
 
 	snprintf(r.ns, sizeof(r.ns), "default");
 	snprintf(r.name, sizeof(r.name), "%s", name);
-	body = ag_lease_request_encode(&r);
+	body = vmact_lease_request_encode(&r);
 	assert_non_null(body);
 	out = lcall(a, "POST", "/v1/leases", body, now);
 	free(body);
@@ -155,19 +157,20 @@ static void test_signatures(void **state)
 	out = signed_call(a, other, sizeof(other) - 1, NOW_REAL, "GET", "/v1/leases", "", 0);
 	assert_int_equal(out.status, 401);
 	assert_non_null(strstr(out.body, "bad signature"));
-	out = signed_call(a, key, KEYLEN, NOW_REAL - AG_LEASE_WINDOW_S - 1, "GET", "/v1/leases", "",
-			  0);
+	out = signed_call(a, key, KEYLEN, NOW_REAL - VMACT_LEASE_WINDOW_S - 1, "GET", "/v1/leases",
+			  "", 0);
 	assert_int_equal(out.status, 401);
-	out = signed_call(a, key, KEYLEN, NOW_REAL + AG_LEASE_WINDOW_S + 1, "GET", "/v1/leases", "",
-			  0);
+	out = signed_call(a, key, KEYLEN, NOW_REAL + VMACT_LEASE_WINDOW_S + 1, "GET", "/v1/leases",
+			  "", 0);
 	assert_int_equal(out.status, 401);
 	/* The signature covers the body: a changed body is refused. */
 	{
-		char sig[AG_LEASE_SIG_HEX + 1], tss[32];
+		char sig[VMACT_LEASE_SIG_HEX + 1], tss[32];
 		const char *body = "{\"namespace\":\"default\",\"name\":\"x\",\"milli_cpu\":1000,"
 				   "\"memory_bytes\":1,\"ttl_s\":5}";
 
-		ag_lease_sign(key, KEYLEN, "POST", "/v1/leases", NOW_REAL, body, strlen(body), sig);
+		vmact_lease_sign(key, KEYLEN, "POST", "/v1/leases", NOW_REAL, body, strlen(body),
+				 sig);
 		snprintf(tss, sizeof(tss), "%lld", (long long)NOW_REAL);
 		ag_arbiter_lease_handle(
 			a, "POST", "/v1/leases", tss, sig,
@@ -318,50 +321,51 @@ static void test_lease_becomes_pod(void **state)
 
 static void test_codec(void **state)
 {
-	struct ag_lease_request r;
+	struct vmact_lease_request r;
 	struct vmact_err err = { 0 };
-	struct ag_lease_ledger l = { .total = { 4000, 8 * GiB }, .pods = 2, .leases = 1 }, back;
+	struct vmact_lease_ledger l = { .total = { 4000, 8 * GiB }, .pods = 2, .leases = 1 }, back;
 	json_t *j;
-	char sig[AG_LEASE_SIG_HEX + 1];
+	char sig[VMACT_LEASE_SIG_HEX + 1];
 
 	assert_int_equal(
-		ag_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a.b-c\","
-					"\"milli_cpu\":1500,\"memory_bytes\":1024,\"ttl_s\":60,"
-					"\"existing\":true}",
-					-1, &r, &err),
+		vmact_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a.b-c\","
+					   "\"milli_cpu\":1500,\"memory_bytes\":1024,\"ttl_s\":60,"
+					   "\"existing\":true}",
+					   -1, &r, &err),
 		0);
 	assert_string_equal(r.name, "a.b-c");
 	assert_int_equal(r.size.milli_cpu, 1500);
 	assert_true(r.existing);
-	assert_int_equal(ag_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a\","
-						 "\"milli_cpu\":-1,\"memory_bytes\":1,\"ttl_s\":60}",
-						 -1, &r, &err),
-			 -EINVAL);
+	assert_int_equal(
+		vmact_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a\","
+					   "\"milli_cpu\":-1,\"memory_bytes\":1,\"ttl_s\":60}",
+					   -1, &r, &err),
+		-EINVAL);
 	assert_non_null(strstr(err.msg, "milli_cpu"));
-	j = ag_lease_ledger_encode(&l);
-	assert_int_equal(ag_lease_ledger_decode(j, &back, &err), 0);
+	j = vmact_lease_ledger_encode(&l);
+	assert_int_equal(vmact_lease_ledger_decode(j, &back, &err), 0);
 	assert_int_equal(back.total.mem_bytes, 8 * GiB);
 	assert_int_equal(back.leases, 1);
 	json_decref(j);
 	vmact_err_reset(&err);
-	ag_lease_sign(key, KEYLEN, "GET", "/v1/leases", 5, "", 0, sig);
-	assert_int_equal(strlen(sig), AG_LEASE_SIG_HEX);
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leases", "5", sig, "", 0, 5,
-					 &err),
+	vmact_lease_sign(key, KEYLEN, "GET", "/v1/leases", 5, "", 0, sig);
+	assert_int_equal(strlen(sig), VMACT_LEASE_SIG_HEX);
+	assert_int_equal(vmact_lease_verify(key, KEYLEN, "GET", "/v1/leases", "5", sig, "", 0, 5,
+					    &err),
 			 0);
 	/* Another path, method or time: another signature. */
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leasez", "5", sig, "", 0, 5,
-					 &err),
+	assert_int_equal(vmact_lease_verify(key, KEYLEN, "GET", "/v1/leasez", "5", sig, "", 0, 5,
+					    &err),
 			 -EACCES);
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "POST", "/v1/leases", "5", sig, "", 0, 5,
-					 &err),
+	assert_int_equal(vmact_lease_verify(key, KEYLEN, "POST", "/v1/leases", "5", sig, "", 0, 5,
+					    &err),
 			 -EACCES);
-	assert_int_equal(ag_lease_verify(key, KEYLEN, "GET", "/v1/leases", "6", sig, "", 0, 5,
-					 &err),
+	assert_int_equal(vmact_lease_verify(key, KEYLEN, "GET", "/v1/leases", "6", sig, "", 0, 5,
+					    &err),
 			 -EACCES);
-	assert_false(ag_lease_name_valid(""));
-	assert_false(ag_lease_name_valid("a/b"));
-	assert_true(ag_lease_name_valid("vmact-g1-0a1b2c3d"));
+	assert_false(vmact_lease_name_valid(""));
+	assert_false(vmact_lease_name_valid("a/b"));
+	assert_true(vmact_lease_name_valid("vmact-g1-0a1b2c3d"));
 }
 
 int main(void)

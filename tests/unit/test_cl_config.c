@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-groupd's configuration (cluster/config/config.c) and the check of
  * its scheduler profiles against the plugins (cluster/plugins/plugins.c),
- * as vmact-groupd loads it: a full document, the seed's defaults, and bad
+ * as vmact-groupd loads it: a full document, the defaults of
+ * doc/cluster.md, "Pool lifecycle", and bad
  * documents each refused with the key named. */
 /* What cmocka.h needs first. */
 #include <setjmp.h>
@@ -99,7 +100,7 @@ static void test_defaults(void **state)
 				  &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	g = &cfg.groups[0];
-	/* The seed's NodeController values (doc/cluster.md). */
+	/* The pool's default timings (doc/cluster.md, "Pool lifecycle"). */
 	assert_int_equal(g->life.boot_timeout_usec, 300 * 1000000ULL);
 	assert_int_equal(g->life.healthy_timeout_usec, 90 * 1000000ULL);
 	assert_int_equal(g->life.health_interval_usec, 5 * 1000000ULL);

@@ -100,6 +100,36 @@ static void test_daemon_keys(void **state)
 	act_config_free(&cfg);
 }
 
+/* guest_worker.enabled stays readable for files written for earlier
+ * versions (the example had it), but vmactd has no mode without guest
+ * workers: false is refused, the key named. */
+static void test_guest_worker_enabled(void **state)
+{
+	struct vmact_err err = { 0 };
+	struct act_config cfg;
+
+	(void)state;
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string("{\"guest_worker\":{\"enabled\":true,"
+						"\"user\":\"w\"}}",
+						&cfg, &err),
+			 0);
+	assert_string_equal(cfg.guest_worker_user, "w");
+	act_config_free(&cfg);
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string("{\"guest_worker\":{\"enabled\":false}}", &cfg,
+						&err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "guest_worker.enabled: only true"));
+	act_config_free(&cfg);
+	vmact_err_reset(&err);
+	act_config_defaults(&cfg);
+	assert_int_equal(act_config_load_string("{\"guest_worker\":{\"enabled\":1}}", &cfg, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "guest_worker.enabled"));
+	act_config_free(&cfg);
+}
+
 static void test_overrides(void **state)
 {
 	struct vmact_err err = { 0 };
@@ -263,9 +293,13 @@ static void test_example(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),    cmocka_unit_test(test_overrides),
-		cmocka_unit_test(test_daemon_keys), cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_file),        cmocka_unit_test(test_example),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_daemon_keys),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_example),
+		cmocka_unit_test(test_guest_worker_enabled),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmact-hook's logic without sockets: the notice codec (base/hook-msg),
+/* vmact-hook's logic without sockets: the notice codec (shared/hook-msg),
  * strict on what it accepts, and the hook's reading of the domain XML and
  * its prepare-time decision (hook/domain.c), refuse-invalid included. */
 #include <errno.h>
@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "base/hook-msg.h"
 #include "hook/hook.h"
 #include "hotplug/hotplug.h"
+#include "shared/hook-msg.h"
 
 #define UUID "0b6d3b5e-4c1e-4a55-9c6e-1b2c3d4e5f60"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The guest worker's message format (actuator/guestd/privsep.c,
+/* The guest worker's message format (guestd/privsep.c,
  * doc/privsep.md): every record vmactd may get from a worker is checked
  * field by field; anything malformed, oversized or out of range is
  * refused with a message naming what is wrong. */
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "actuator/guestd/approver.h"
-#include "actuator/guestd/privsep.h"
+#include "guestd/approver.h"
+#include "guestd/privsep.h"
 
 static int from_worker(const struct act_privsep_msg *m, struct vmact_err *err)
 {

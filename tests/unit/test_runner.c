@@ -17,9 +17,9 @@
 #include "actuator/runner/runner.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/config/config.h"
-#include "actuator/guestd/approver.h"
 #include "actuator/runner/runner-priv.h"
 #include "agent-glue/client/informant-client.h"
+#include "guestd/approver.h"
 
 #define MiB (1024ULL * 1024ULL)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A shared secret in a file (prefix vmact_keyfile_): the arbiter's lease
- * key (agent-glue/codec/lease.h), read by the arbiter and by the cluster
+ * key (shared/lease.h), read by the arbiter and by the cluster
  * layer. */
 #pragma once
 

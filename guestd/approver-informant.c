@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/guestd/approver.h"
 #include "agent-glue/client/informant-client.h"
 #include "base/list.h"
 #include "base/log.h"
+#include "guestd/approver.h"
 
 struct act_inf_approver {
 	struct act_approver head;

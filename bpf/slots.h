@@ -22,7 +22,7 @@ struct smp_entry {
 	int next; /* next used slot in its name bucket, or -1 */
 };
 
-struct smp_registry {
+struct smp_slots {
 	struct smp_entry *e; /* max entries, indexed by slot */
 	unsigned max, count;
 	/* Free slots, oldest-freed first: a slot is reused as late as
@@ -36,21 +36,21 @@ struct smp_registry {
 	unsigned nbuckets;
 };
 
-int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *err);
-void smp_registry_done(struct smp_registry *reg);
+int smp_slots_init(struct smp_slots *reg, unsigned max, struct vmact_err *err);
+void smp_slots_done(struct smp_slots *reg);
 
-int smp_registry_find(const struct smp_registry *reg, const char *name); /* slot or -ENOENT */
+int smp_slots_find(const struct smp_slots *reg, const char *name); /* slot or -ENOENT */
 
 /* Whether name and tgid can be registered: a printable name, a process
  * (not a thread) that exists, neither registered yet, and a free slot. */
-int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t tgid,
-		       struct vmact_err *err);
-/* Fills the next free slot for a VM that passed smp_registry_check and
- * returns it; it stays free until smp_registry_commit, and
- * smp_registry_abort gives it up. */
-int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid, const char *cgroup,
-			 struct vmact_err *err);
-void smp_registry_commit(struct smp_registry *reg, unsigned slot);
-void smp_registry_abort(struct smp_registry *reg, unsigned slot);
+int smp_slots_check(const struct smp_slots *reg, const char *name, pid_t tgid,
+		    struct vmact_err *err);
+/* Fills the next free slot for a VM that passed smp_slots_check and
+ * returns it; it stays free until smp_slots_commit, and
+ * smp_slots_abort gives it up. */
+int smp_slots_reserve(struct smp_slots *reg, const char *name, pid_t tgid, const char *cgroup,
+		      struct vmact_err *err);
+void smp_slots_commit(struct smp_slots *reg, unsigned slot);
+void smp_slots_abort(struct smp_slots *reg, unsigned slot);
 /* Frees a used slot; it goes to the end of the free list. */
-void smp_registry_release(struct smp_registry *reg, unsigned slot);
+void smp_slots_release(struct smp_slots *reg, unsigned slot);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "base/sockpath.h"
+#include "shared/sockpath.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-guestd's sandbox (sandbox.h, doc/privsep.md). */
-#include "actuator/guestd/sandbox.h"
+#include "guestd/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>

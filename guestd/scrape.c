@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmact-guestd's metrics mode (scrape.h, doc/privsep.md). */
-#include "actuator/guestd/scrape.h"
+#include "guestd/scrape.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

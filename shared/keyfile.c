@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "base/keyfile.h"
+#include "shared/keyfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

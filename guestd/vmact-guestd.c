@@ -23,12 +23,12 @@
 #include <jansson.h>
 #include <systemd/sd-id128.h>
 
-#include "actuator/guestd/approver.h"
-#include "actuator/guestd/privsep.h"
-#include "actuator/guestd/sandbox.h"
-#include "actuator/guestd/scrape.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "guestd/approver.h"
+#include "guestd/privsep.h"
+#include "guestd/sandbox.h"
+#include "guestd/scrape.h"
 
 #define FD 3
 /* How long a DIAL may wait for vmactd's answer. */

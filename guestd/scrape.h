@@ -12,8 +12,8 @@
 
 #include <systemd/sd-event.h>
 
-#include "actuator/guestd/privsep.h"
 #include "base/error.h"
+#include "guestd/privsep.h"
 
 struct act_scrape;
 

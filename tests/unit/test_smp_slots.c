@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The sampler's VM registry (bpf/registry.c): lookups by name through its
+/* The sampler's slots, its table of VMs (bpf/slots.c): lookups by name through its
  * hash chains stay right while slots are taken, freed from every position
  * of a chain and reused. The 40 names are picked so that they fall in 4 of
- * the 64 buckets (FNV-1a, as registry.c hashes): chains of about 10. */
+ * the 64 buckets (FNV-1a, as slots.c hashes): chains of about 10. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "bpf/registry.h"
+#include "bpf/slots.h"
 
 #define MAX 40
 
@@ -40,31 +40,31 @@ static void pick_names(void)
 	}
 }
 
-static void add(struct smp_registry *reg, const char *name, pid_t tgid)
+static void add(struct smp_slots *reg, const char *name, pid_t tgid)
 {
 	struct vmact_err err = { 0 };
-	int slot = smp_registry_reserve(reg, name, tgid, NULL, &err);
+	int slot = smp_slots_reserve(reg, name, tgid, NULL, &err);
 
 	if (slot < 0)
 		fail_msg("reserve %s: %s", name, err.msg);
 	/* Reserved but not committed: not found yet. */
-	assert_int_equal(smp_registry_find(reg, name), -ENOENT);
-	smp_registry_commit(reg, (unsigned)slot);
-	assert_int_equal(smp_registry_find(reg, name), slot);
+	assert_int_equal(smp_slots_find(reg, name), -ENOENT);
+	smp_slots_commit(reg, (unsigned)slot);
+	assert_int_equal(smp_slots_find(reg, name), slot);
 }
 
 static void test_find(void **state)
 {
-	struct smp_registry reg;
+	struct smp_slots reg;
 	struct vmact_err err = { 0 };
 	bool present[MAX] = { 0 };
 	char name[32];
 
 	(void)state;
 	pick_names();
-	assert_int_equal(smp_registry_init(&reg, MAX, &err), 0);
+	assert_int_equal(smp_slots_init(&reg, MAX, &err), 0);
 	assert_int_equal(reg.nbuckets, 64);
-	assert_int_equal(smp_registry_find(&reg, names[0]), -ENOENT);
+	assert_int_equal(smp_slots_find(&reg, names[0]), -ENOENT);
 	for (int i = 0; i < MAX; i++) {
 		memcpy(name, names[i], sizeof(name));
 		add(&reg, name, 100 + i);
@@ -80,17 +80,17 @@ static void test_find(void **state)
 			if (!present[i])
 				continue;
 			memcpy(name, names[i], sizeof(name));
-			slot = smp_registry_find(&reg, name);
+			slot = smp_slots_find(&reg, name);
 			assert_true(slot >= 0);
 			assert_int_equal(reg.e[slot].tgid, 100 + i);
-			smp_registry_release(&reg, (unsigned)slot);
+			smp_slots_release(&reg, (unsigned)slot);
 			present[i] = false;
 		}
 		for (int i = 0; i < MAX; i++) {
 			int slot;
 
 			memcpy(name, names[i], sizeof(name));
-			slot = smp_registry_find(&reg, name);
+			slot = smp_slots_find(&reg, name);
 			if (!present[i]) {
 				assert_int_equal(slot, -ENOENT);
 				continue;
@@ -115,11 +115,11 @@ static void test_find(void **state)
 			memcpy(name, names[i], sizeof(name));
 		else
 			snprintf(name, sizeof(name), "again-%d", i);
-		slot = smp_registry_find(&reg, name);
+		slot = smp_slots_find(&reg, name);
 		assert_true(slot >= 0);
 		assert_int_equal(reg.e[slot].tgid, (present[i] ? 100 : 1000) + i);
 	}
-	smp_registry_done(&reg);
+	smp_slots_done(&reg);
 }
 
 int main(void)
@@ -128,5 +128,5 @@ int main(void)
 		cmocka_unit_test(test_find),
 	};
 
-	return cmocka_run_group_tests_name("smp_registry", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("smp_slots", tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "agent-glue/arbiter/arbiter.h"
-#include "base/keyfile.h"
+#include "shared/keyfile.h"
 
 #ifndef VMACT_VERSION
 #define VMACT_VERSION "dev"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "agent-glue/codec/lease.h"
+#include "shared/lease.h"
 
 #include <errno.h>
 #include <nettle/hmac.h>
@@ -28,8 +28,8 @@ static void digest(const uint8_t *key, size_t key_len, const char *method, const
 	hmac_sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 }
 
-void ag_lease_sign(const uint8_t *key, size_t key_len, const char *method, const char *path,
-		   long long ts, const char *body, size_t body_len, char *out)
+void vmact_lease_sign(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		      long long ts, const char *body, size_t body_len, char *out)
 {
 	uint8_t d[SHA256_DIGEST_SIZE];
 
@@ -49,9 +49,9 @@ static int unhex(char c)
 	return -1;
 }
 
-int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
-		    const char *ts, const char *sig, const char *body, size_t body_len,
-		    long long now, struct vmact_err *err)
+int vmact_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		       const char *ts, const char *sig, const char *body, size_t body_len,
+		       long long now, struct vmact_err *err)
 {
 	uint8_t want[SHA256_DIGEST_SIZE], got[SHA256_DIGEST_SIZE];
 	long long t;
@@ -63,11 +63,11 @@ int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, cons
 	t = strtoll(ts, &end, 10);
 	if (errno || end == ts || *end)
 		return vmact_err_set(err, EACCES, "ts is not a time");
-	if (t > now + AG_LEASE_WINDOW_S || t < now - AG_LEASE_WINDOW_S)
+	if (t > now + VMACT_LEASE_WINDOW_S || t < now - VMACT_LEASE_WINDOW_S)
 		return vmact_err_set(err, EACCES,
 				     "ts %lld is more than %d s from the arbiter's clock", t,
-				     AG_LEASE_WINDOW_S);
-	if (strlen(sig) != AG_LEASE_SIG_HEX)
+				     VMACT_LEASE_WINDOW_S);
+	if (strlen(sig) != VMACT_LEASE_SIG_HEX)
 		return vmact_err_set(err, EACCES, "bad signature");
 	for (size_t i = 0; i < sizeof(got); i++) {
 		int hi = unhex(sig[2 * i]), lo = unhex(sig[2 * i + 1]);
@@ -82,11 +82,11 @@ int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, cons
 	return 0;
 }
 
-bool ag_lease_name_valid(const char *s)
+bool vmact_lease_name_valid(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (!n || n > AG_LEASE_NAME_MAX)
+	if (!n || n > VMACT_LEASE_NAME_MAX)
 		return false;
 	for (; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' ||
@@ -95,7 +95,7 @@ bool ag_lease_name_valid(const char *s)
 	return true;
 }
 
-char *ag_lease_request_encode(const struct ag_lease_request *r)
+char *vmact_lease_request_encode(const struct vmact_lease_request *r)
 {
 	json_t *j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:b}", "namespace", r->ns, "name", r->name,
 			      "milli_cpu", (json_int_t)r->size.milli_cpu, "memory_bytes",
@@ -118,8 +118,8 @@ static int get_int(const json_t *o, const char *key, long long max, long long *o
 	return 0;
 }
 
-int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_request *r,
-			    struct vmact_err *err)
+int vmact_lease_request_decode(const char *body, size_t len, struct vmact_lease_request *r,
+			       struct vmact_err *err)
 {
 	json_t *j = len == (size_t)-1 ? json_loads(body, JSON_REJECT_DUPLICATES, NULL)
 				      : json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
@@ -143,19 +143,19 @@ int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_reques
 	}
 	ns = json_string_value(json_object_get(j, "namespace"));
 	name = json_string_value(json_object_get(j, "name"));
-	if (!ns || !ag_lease_name_valid(ns)) {
+	if (!ns || !vmact_lease_name_valid(ns)) {
 		vmact_err_set(err, EINVAL, "namespace: a name of 1 to %d of [a-z0-9.-]",
-			      AG_LEASE_NAME_MAX);
+			      VMACT_LEASE_NAME_MAX);
 		goto out;
 	}
-	if (!name || !ag_lease_name_valid(name)) {
+	if (!name || !vmact_lease_name_valid(name)) {
 		vmact_err_set(err, EINVAL, "name: a name of 1 to %d of [a-z0-9.-]",
-			      AG_LEASE_NAME_MAX);
+			      VMACT_LEASE_NAME_MAX);
 		goto out;
 	}
 	if (get_int(j, "milli_cpu", UINT32_MAX, &cpu, err) < 0 ||
 	    get_int(j, "memory_bytes", (long long)1 << 50, &mem, err) < 0 ||
-	    get_int(j, "ttl_s", AG_LEASE_TTL_MAX_S, &ttl, err) < 0)
+	    get_int(j, "ttl_s", VMACT_LEASE_TTL_MAX_S, &ttl, err) < 0)
 		goto out;
 	if (!ttl) {
 		vmact_err_set(err, EINVAL, "ttl_s: must be positive");
@@ -184,7 +184,7 @@ static json_t *res_json(struct vmact_resources r)
 			 (json_int_t)r.mem_bytes);
 }
 
-json_t *ag_lease_ledger_encode(const struct ag_lease_ledger *l)
+json_t *vmact_lease_ledger_encode(const struct vmact_lease_ledger *l)
 {
 	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:I}", "total", res_json(l->total), "watermark",
 			 res_json(l->watermark), "reserved", res_json(l->reserved), "pressure",
@@ -208,7 +208,7 @@ static int res_decode(const json_t *j, const char *key, struct vmact_resources *
 	return 0;
 }
 
-int ag_lease_ledger_decode(const json_t *j, struct ag_lease_ledger *l, struct vmact_err *err)
+int vmact_lease_ledger_decode(const json_t *j, struct vmact_lease_ledger *l, struct vmact_err *err)
 {
 	long long pods, leases;
 	int r;

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The guest worker's message format (privsep.h, doc/privsep.md). */
-#include "actuator/guestd/privsep.h"
+#include "guestd/privsep.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
-#include "actuator/guestd/approver.h"
 #include "base/macro.h"
+#include "guestd/approver.h"
 
 /* Which fields a type carries. */
 enum {

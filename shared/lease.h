@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The arbiter's lease protocol (prefix ag_lease_; doc/cluster.md,
+/* The arbiter's lease protocol (prefix vmact_lease_; doc/cluster.md,
  * "Capacity leases"): how the cluster layer reserves a host's capacity
  * for a new VM in the same ledger as the arbiter's permits to VMs that
  * grow. Pure: the messages and their signature, no I/O.
@@ -12,10 +12,10 @@
  * Authentication: every request carries ?ts=UNIX_SECONDS&sig=HEX, the
  * HMAC-SHA256 under a shared key of "METHOD\nPATH\nTS\nBODY" (nettle).
  * The arbiter refuses a signature that does not match (compared in
- * constant time) or a ts more than AG_LEASE_WINDOW_S from its clock. A
+ * constant time) or a ts more than VMACT_LEASE_WINDOW_S from its clock. A
  * replay inside the window repeats an idempotent request (a lease is
  * named; a release of a released lease does nothing). The key is a file
- * only root and the cluster layer's user can read (base/keyfile.h). */
+ * only root and the cluster layer's user can read (shared/keyfile.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -27,23 +27,23 @@
 #include "base/error.h"
 #include "base/resources.h"
 
-#define AG_LEASE_WINDOW_S  60
-#define AG_LEASE_SIG_HEX   64
-#define AG_LEASE_NAME_MAX  63
-#define AG_LEASE_TTL_MAX_S 86400
+#define VMACT_LEASE_WINDOW_S  60
+#define VMACT_LEASE_SIG_HEX   64
+#define VMACT_LEASE_NAME_MAX  63
+#define VMACT_LEASE_TTL_MAX_S 86400
 
-/* out gets AG_LEASE_SIG_HEX hex digits and a NUL. */
-void ag_lease_sign(const uint8_t *key, size_t key_len, const char *method, const char *path,
-		   long long ts, const char *body, size_t body_len, char *out);
+/* out gets VMACT_LEASE_SIG_HEX hex digits and a NUL. */
+void vmact_lease_sign(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		      long long ts, const char *body, size_t body_len, char *out);
 /* Checks ts (decimal text) and sig against the request at time now; -EACCES
  * with the reason. */
-int ag_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
-		    const char *ts, const char *sig, const char *body, size_t body_len,
-		    long long now, struct vmact_err *err);
+int vmact_lease_verify(const uint8_t *key, size_t key_len, const char *method, const char *path,
+		       const char *ts, const char *sig, const char *body, size_t body_len,
+		       long long now, struct vmact_err *err);
 
-struct ag_lease_request {
-	char ns[AG_LEASE_NAME_MAX + 1];
-	char name[AG_LEASE_NAME_MAX + 1];
+struct vmact_lease_request {
+	char ns[VMACT_LEASE_NAME_MAX + 1];
+	char name[VMACT_LEASE_NAME_MAX + 1];
 	struct vmact_resources size;
 	uint32_t ttl_s;
 	/* The VM runs already (a restarted cluster layer re-leasing it):
@@ -53,19 +53,19 @@ struct ag_lease_request {
 };
 
 /* malloc'd JSON text. */
-char *ag_lease_request_encode(const struct ag_lease_request *r);
+char *vmact_lease_request_encode(const struct vmact_lease_request *r);
 /* -EINVAL naming the field; len (size_t)-1: body is NUL-terminated. */
-int ag_lease_request_decode(const char *body, size_t len, struct ag_lease_request *r,
-			    struct vmact_err *err);
+int vmact_lease_request_decode(const char *body, size_t len, struct vmact_lease_request *r,
+			       struct vmact_err *err);
 
 /* A host's ledger as GET /v1/leases answers it. */
-struct ag_lease_ledger {
+struct vmact_lease_ledger {
 	struct vmact_resources total, watermark, reserved, pressure;
 	unsigned pods, leases;
 };
-json_t *ag_lease_ledger_encode(const struct ag_lease_ledger *l);
-int ag_lease_ledger_decode(const json_t *j, struct ag_lease_ledger *l, struct vmact_err *err);
+json_t *vmact_lease_ledger_encode(const struct vmact_lease_ledger *l);
+int vmact_lease_ledger_decode(const json_t *j, struct vmact_lease_ledger *l, struct vmact_err *err);
 
 /* A namespace or name as Kubernetes allows one (DNS label characters,
  * '.' too), so that it is also one URL path segment. */
-bool ag_lease_name_valid(const char *s);
+bool vmact_lease_name_valid(const char *s);

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actuator/guestd/approver.h"
 #include "agent-glue/client/monitor-client.h"
 #include "base/endpoint.h"
 #include "base/log.h"
+#include "guestd/approver.h"
 
 struct mon_approver {
 	struct act_approver head;

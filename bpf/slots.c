@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "bpf/registry.h"
+#include "bpf/slots.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include "bpf/proc.h"
 
 /* FNV-1a. */
-static unsigned name_hash(const struct smp_registry *reg, const char *name)
+static unsigned name_hash(const struct smp_slots *reg, const char *name)
 {
 	uint32_t h = 2166136261u;
 
@@ -18,9 +18,9 @@ static unsigned name_hash(const struct smp_registry *reg, const char *name)
 	return h & (reg->nbuckets - 1);
 }
 
-int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *err)
+int smp_slots_init(struct smp_slots *reg, unsigned max, struct vmact_err *err)
 {
-	*reg = (struct smp_registry){ .max = max, .nbuckets = 16 };
+	*reg = (struct smp_slots){ .max = max, .nbuckets = 16 };
 	while (reg->nbuckets < max)
 		reg->nbuckets *= 2;
 	reg->e = calloc(max, sizeof(*reg->e));
@@ -28,7 +28,7 @@ int smp_registry_init(struct smp_registry *reg, unsigned max, struct vmact_err *
 	if (!reg->e || !reg->bucket) {
 		free(reg->e);
 		free(reg->bucket);
-		*reg = (struct smp_registry){ 0 };
+		*reg = (struct smp_slots){ 0 };
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
 	}
 	for (unsigned i = 0; i < reg->nbuckets; i++)
@@ -50,16 +50,16 @@ static void entry_clear(struct smp_entry *e)
 	e->rs = (struct smp_readout_state){ 0 };
 }
 
-void smp_registry_done(struct smp_registry *reg)
+void smp_slots_done(struct smp_slots *reg)
 {
 	for (unsigned i = 0; reg->e && i < reg->max; i++)
 		entry_clear(&reg->e[i]);
 	free(reg->e);
 	free(reg->bucket);
-	*reg = (struct smp_registry){ 0 };
+	*reg = (struct smp_slots){ 0 };
 }
 
-int smp_registry_find(const struct smp_registry *reg, const char *name)
+int smp_slots_find(const struct smp_slots *reg, const char *name)
 {
 	if (!reg->nbuckets)
 		return -ENOENT;
@@ -81,8 +81,8 @@ static bool valid_name(const char *name)
 	return true;
 }
 
-int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t tgid,
-		       struct vmact_err *err)
+int smp_slots_check(const struct smp_slots *reg, const char *name, pid_t tgid,
+		    struct vmact_err *err)
 {
 	int r;
 
@@ -99,7 +99,7 @@ int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t t
 			err, EINVAL,
 			"sampler: %s: tgid: %d is a thread of process %d, not a process", name,
 			(int)tgid, r);
-	if (smp_registry_find(reg, name) >= 0)
+	if (smp_slots_find(reg, name) >= 0)
 		return vmact_err_set(err, EEXIST, "sampler: %s: already registered", name);
 	for (unsigned i = 0; i < reg->max; i++)
 		if (reg->e[i].used && reg->e[i].tgid == tgid)
@@ -112,8 +112,8 @@ int smp_registry_check(const struct smp_registry *reg, const char *name, pid_t t
 	return 0;
 }
 
-int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid, const char *cgroup,
-			 struct vmact_err *err)
+int smp_slots_reserve(struct smp_slots *reg, const char *name, pid_t tgid, const char *cgroup,
+		      struct vmact_err *err)
 {
 	struct smp_entry *e = reg->free;
 
@@ -129,7 +129,7 @@ int smp_registry_reserve(struct smp_registry *reg, const char *name, pid_t tgid,
 	return (int)(e - reg->e);
 }
 
-void smp_registry_commit(struct smp_registry *reg, unsigned slot)
+void smp_slots_commit(struct smp_slots *reg, unsigned slot)
 {
 	struct smp_entry *e = &reg->e[slot];
 
@@ -142,12 +142,12 @@ void smp_registry_commit(struct smp_registry *reg, unsigned slot)
 	reg->count++;
 }
 
-void smp_registry_abort(struct smp_registry *reg, unsigned slot)
+void smp_slots_abort(struct smp_slots *reg, unsigned slot)
 {
 	entry_clear(&reg->e[slot]);
 }
 
-void smp_registry_release(struct smp_registry *reg, unsigned slot)
+void smp_slots_release(struct smp_slots *reg, unsigned slot)
 {
 	struct smp_entry *e = &reg->e[slot];
 	int *link = &reg->bucket[name_hash(reg, e->name)];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "base/vcpu-name.h"
+#include "shared/vcpu-name.h"
 
 #include <limits.h>
 #include <string.h>

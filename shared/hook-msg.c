@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "base/hook-msg.h"
+#include "shared/hook-msg.h"
 
 #include <errno.h>
 #include <stdbool.h>
