@@ -402,6 +402,14 @@ ci:
 setup:
 	$(Q)tests/host/setup-host.sh
 
+# make check-ui: the Cockpit page in headless Chromium against cockpit-ws,
+# a real vmactd and a real TCG guest (tests/checks/check-ui.sh); root.
+# make check runs it too (tests-script-y). Screenshots: $(BUILD)/ui.
+.PHONY: check-ui
+check-ui: $(BUILD)/vmactd
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_BUILD=$(BUILD) tests/checks/check-ui.sh
+
 # make demo: the README's first command (demo/vmact-demo.sh). As root on
 # Debian 12: prepares the host as make ci does, builds vmact and the test
 # guest, then shows vmactd scaling a TCG guest. DEMO_SHORT=1: the short
@@ -435,6 +443,12 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 DOCS        := README.md actuator/daemon/vmactd.json.example
 # doc/ keeps its name, so that the README's links to doc/*.md still work.
 DOCS_DOC    := $(wildcard doc/*.md)
+# The Cockpit page (cockpit/): Cockpit finds it in share/cockpit of /usr
+# and /usr/local alike.
+COCKPITDIR  ?= $(PREFIX)/share/cockpit/vmact
+COCKPIT     := cockpit/manifest.json cockpit/index.html cockpit/vmact.js cockpit/vmact.css
+# Prometheus alert rules and the Grafana dashboard (monitoring/), beside the docs.
+MONITORING  := monitoring/vmact-alerts.yml monitoring/vmact-dashboard.json
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
 	$(HOOKDIR)/vmact $(UNITDIR)/vmactd.service $(SYSUSERSDIR)/vmact.conf \
@@ -442,7 +456,8 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
-	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC))
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC)) \
+	$(addprefix $(COCKPITDIR)/,$(notdir $(COCKPIT))) $(addprefix $(DOCDIR)/,$(MONITORING))
 
 .PHONY: install-manifest
 install-manifest:
@@ -462,6 +477,7 @@ endef
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(COCKPITDIR) $(DESTDIR)$(DOCDIR)/monitoring \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
 		> $(DESTDIR)$(UNITDIR)/vmactd.service
@@ -474,6 +490,8 @@ install: all
 	install -m 0644 cluster/vmact-cluster.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmact-cluster.conf
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
+	install -m 0644 $(COCKPIT) $(DESTDIR)$(COCKPITDIR)/
+	install -m 0644 $(MONITORING) $(DESTDIR)$(DOCDIR)/monitoring/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 	install -m 0755 $(BUILD)/vmact-hook $(DESTDIR)$(HOOKDIR)/vmact
@@ -488,7 +506,8 @@ install: all
 uninstall:
 	$(if $(DESTDIR),,$(uninstall-live))
 	rm -f $(addprefix $(DESTDIR),$(install-files))
-	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR)/monitoring $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(COCKPITDIR) 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,
