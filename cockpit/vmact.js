@@ -213,7 +213,7 @@ function renderDetail() {
         ["vCPUs", v.vcpus ?? "–"],
         ["CPU quota", fmtCpu(v.quota_milli_cpu)],
         ["memory", fmtBytes(v.mem_bytes)],
-        ["load (1 min)", v.load1 ?? "–"],
+        ["load (1 min)", v.load1 === null || v.load1 === undefined ? "–" : v.load1.toFixed(2)],
         ["demand", v.demand ? v.demand.class + ", " + v.demand.cpus.toFixed(2) + " CPUs wanted" : "–"],
         ["desired", v.desired ? fmtCpu(v.desired.milli_cpu) + " / " + fmtBytes(v.desired.mem_bytes) : "–"],
         ["permit", v.permit ? fmtCpu(v.permit.milli_cpu) + " / " + fmtBytes(v.permit.mem_bytes) : "–"],
@@ -249,13 +249,13 @@ function renderEvents() {
 
 // ---- charts (SVG) --------------------------------------------------------------
 
-function drawChart(svg, series, now, yUnit) {
+function drawChart(svg, series, now, window_s, yUnit) {
     const W = 640, H = 220, L = 48, R = 8, T = 10, B = 40;
     svg.replaceChildren();
     const span = document.createElementNS(SVG, "text");
     span.setAttribute("x", W - R); span.setAttribute("y", H - 24);
     span.setAttribute("text-anchor", "end");
-    span.textContent = "last " + HISTORY_S / 60 + " minutes → now";
+    span.textContent = "last " + (window_s >= 120 ? Math.round(window_s / 60) + " minutes" : Math.round(window_s) + " s") + " → now";
     svg.append(span);
     let ymax = 0;
     for (const s of series)
@@ -263,7 +263,7 @@ function drawChart(svg, series, now, yUnit) {
             if (p[1] !== null && p[1] > ymax)
                 ymax = p[1];
     ymax = ymax > 0 ? ymax * 1.15 : 1;
-    const x = t => L + (W - L - R) * (1 - (now - t) / HISTORY_S);
+    const x = t => L + (W - L - R) * (1 - (now - t) / window_s);
     const y = v => T + (H - T - B) * (1 - v / ymax);
     for (let i = 0; i <= 4; i++) {
         const v = ymax * i / 4;
@@ -311,16 +311,18 @@ function drawCharts(v) {
     const h = state.history.get(v.name) || [];
     const now = Date.now() / 1000;
     const pick = f => h.map(p => [p.t, p[f]]);
+    // What the page has seen, at least a minute, at most HISTORY_S.
+    const window_s = Math.min(HISTORY_S, Math.max(60, h.length ? now - h[0].t : 0));
     drawChart($("chart-cpu"), [
         { name: "vcpus", label: "vCPUs", cls: "s-vcpus", step: true, points: pick("vcpus") },
         { name: "quota", label: "CPU quota", cls: "s-quota", step: true, points: pick("quota") },
         { name: "demand", label: "demand (CPUs)", cls: "s-demand", points: pick("demand") },
         { name: "load1", label: "load1", cls: "s-load", points: pick("load1") },
-    ], now, c => c.toFixed(1));
+    ], now, window_s, c => c.toFixed(1));
     drawChart($("chart-mem"), [
         { name: "mem", label: "memory", cls: "s-mem", step: true, points: pick("mem") },
         { name: "using_mem", label: "sized for", cls: "s-using", step: true, points: pick("using_mem") },
-    ], now, b => Math.round(b / 1048576) + "M");
+    ], now, window_s, b => Math.round(b / 1048576) + "M");
 }
 
 // ---- actions -----------------------------------------------------------------
@@ -379,6 +381,8 @@ function route() {
         state.events = { vm, since: 0, daemon_start: null, list: [] };
     if (!vm)
         state.detail = null;
+    else if (!state.detail || state.detail.name !== vm)
+        $("vm-title").textContent = vm;
     $("action-result").textContent = "";
     refresh();
 }
