@@ -87,7 +87,8 @@ static json_t *query(const char *promql, char *err, size_t errlen)
 	if (doc && !strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "success"))
 		res = json_incref(json_object_get(json_object_get(doc, "data"), "result"));
 	else
-		snprintf(err, errlen, "no success from Prometheus (a malformed query, or no answer)");
+		snprintf(err, errlen,
+			 "no success from Prometheus (a malformed query, or no answer)");
 	json_decref(doc);
 	if (res && !json_is_array(res)) {
 		json_decref(res);
@@ -103,7 +104,7 @@ static size_t series_with_numbers(json_t *res)
 	size_t i, n = 0;
 	json_t *s;
 
-	json_array_foreach (res, i, s) {
+	json_array_foreach(res, i, s) {
 		const char *v = json_string_value(json_array_get(json_object_get(s, "value"), 1));
 
 		n += v && !isnan(strtod(v, NULL));
@@ -153,11 +154,11 @@ static bool all_targets_have_data(void *arg)
 
 	e->targets = e->empty = 0;
 	e->first[0] = 0;
-	json_array_foreach (panels, i, p) {
+	json_array_foreach(panels, i, p) {
 		json_t *targets = json_object_get(p, "targets"), *t;
 		size_t j;
 
-		json_array_foreach (targets, j, t) {
+		json_array_foreach(targets, j, t) {
 			char expr[2048], err[256] = "";
 			json_t *res;
 
@@ -172,8 +173,8 @@ static bool all_targets_have_data(void *arg)
 			e->empty++;
 			if (!e->first[0])
 				snprintf(e->first, sizeof(e->first), "panel \"%s\": %s: %s",
-					 json_string_value(json_object_get(p, "title")) ?: "?", expr,
-					 res ? "no series with a number" : err);
+					 json_string_value(json_object_get(p, "title")) ?: "?",
+					 expr, res ? "no series with a number" : err);
 			json_decref(res);
 		}
 	}
@@ -192,11 +193,11 @@ static void every_family_has_a_panel(const char *url, const char *what)
 	assert_int_equal(net_prom_parse(page, strlen(page), &t, NULL), 0);
 	/* Every target's expression, end to end. */
 	all = calloc(1, 1);
-	json_array_foreach (panels, i, p) {
+	json_array_foreach(panels, i, p) {
 		json_t *targets = json_object_get(p, "targets"), *tg;
 		size_t j;
 
-		json_array_foreach (targets, j, tg) {
+		json_array_foreach(targets, j, tg) {
 			const char *e = json_string_value(json_object_get(tg, "expr")) ?: "";
 			char *n = realloc(all, len + strlen(e) + 2);
 
@@ -261,7 +262,6 @@ static bool prom_ready(void *arg)
 	return b != NULL;
 }
 
-
 static bool guest_reports(void *arg)
 {
 	struct tg_report r;
@@ -273,7 +273,9 @@ static bool guest_reports(void *arg)
 static void start_vmactd(void)
 {
 	const char *argv[] = { fx.vmactd, "--config", fx.cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = fx.log };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
+					 .out_path = fx.log };
 	char text[1024];
 
 	snprintf(text, sizeof(text),
@@ -310,12 +312,12 @@ static void start_groupd(void)
 	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:[{s:s,s:s,s:s,s:{s:s,s:s}}],"
 			"s:[{s:s,s:i,s:[s],s:{s:s,s:i,s:s,s:s,s:s,s:s,s:s}}]}",
 			"api", "socket", fx.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
-			"name_prefix", PREFIX "-g-", "hosts", "name", "h1", "uri",
-			"qemu:///system", "storage_pool", fx.pool, "arbiter", "url", url,
-			"secret_file", fx.key, "groups", "id", "dash", "max", 2, "hosts", "h1",
-			"template", "domain_type", "qemu", "vcpus", 1, "memory", "256Mi",
-			"kernel", kernel, "initrd", initrd, "cmdline",
-			"console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2");
+			"name_prefix", PREFIX "-g-", "hosts", "name", "h1", "uri", "qemu:///system",
+			"storage_pool", fx.pool, "arbiter", "url", url, "secret_file", fx.key,
+			"groups", "id", "dash", "max", 2, "hosts", "h1", "template", "domain_type",
+			"qemu", "vcpus", 1, "memory", "256Mi", "kernel", kernel, "initrd", initrd,
+			"cmdline", "console=ttyS0 loglevel=1 panic=-1", "base_volume",
+			"node-base.qcow2");
 	assert_non_null(doc);
 	text = json_dumps(doc, JSON_INDENT(1));
 	json_decref(doc);
@@ -392,7 +394,8 @@ static void dashboard(void **state)
 
 	/* Load: a decision, a resize and its scheduler request, so that the
 	 * latencies have something to show. */
-	if (!th_wait_until(NULL, guest_reports, NULL, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, guest_reports, NULL,
+			   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("the guest did not boot");
 	resizes_before = th_count_in_file(fx.log, ": resized to ");
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
@@ -422,7 +425,8 @@ static int setup(void **state)
 	if (th_build_prog("vmactd", fx.vmactd, sizeof(fx.vmactd)) < 0 ||
 	    th_build_prog("vmact-groupd", fx.groupd_path, sizeof(fx.groupd_path)) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/monitoring/vmact-dashboard.json", top && top[0] ? top : ".");
+	snprintf(path, sizeof(path), "%s/monitoring/vmact-dashboard.json",
+		 top && top[0] ? top : ".");
 	fx.dash = json_load_file(path, 0, NULL);
 	if (!fx.dash) {
 		fprintf(stderr, "cannot read %s\n", path);
