@@ -423,8 +423,10 @@ static int setup(void **state)
 		return -1;
 	}
 	if (th_build_prog("vmactd", fx.vmactd, sizeof(fx.vmactd)) < 0 ||
-	    th_build_prog("vmact-groupd", fx.groupd_path, sizeof(fx.groupd_path)) < 0)
+	    th_build_prog("vmact-groupd", fx.groupd_path, sizeof(fx.groupd_path)) < 0) {
+		fprintf(stderr, "test_dashboard: vmactd or vmact-groupd not built\n");
 		return -1;
+	}
 	snprintf(path, sizeof(path), "%s/monitoring/vmact-dashboard.json",
 		 top && top[0] ? top : ".");
 	fx.dash = json_load_file(path, 0, NULL);
@@ -455,11 +457,16 @@ static int setup(void **state)
 	snprintf(fx.sock, sizeof(fx.sock), "%s/api/api.sock", fx.dir);
 	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-dash-%d", pid);
 	snprintf(fx.pool, sizeof(fx.pool), "vmact-dash-%d", pid);
-	if (th_cluster_key(&fx.u, fx.key) < 0)
+	if (th_cluster_key(&fx.u, fx.key) < 0) {
+		fprintf(stderr, "test_dashboard: cannot make the lease key %s\n", fx.key);
 		return -1;
+	}
 	fx.vc = virConnectOpen("qemu:///system");
-	if (!fx.vc || th_cluster_pool(fx.vc, NULL, fx.pool, fx.img) < 0)
+	if (!fx.vc || th_cluster_pool(fx.vc, NULL, fx.pool, fx.img) < 0) {
+		fprintf(stderr, "test_dashboard: %s\n",
+			fx.vc ? "cannot make the storage pool" : "no libvirtd on qemu:///system");
 		return -1;
+	}
 	/* th_cluster_spawn logs into a file the user may write. */
 	if (th_write_file(fx.glog, "") < 0 || chown(fx.glog, fx.u.uid, fx.u.gid) < 0)
 		return -1;
