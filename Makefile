@@ -500,6 +500,14 @@ ci:
 setup:
 	$(Q)tests/host/setup-host.sh
 
+# make check-ui: the Cockpit page in headless Chromium against cockpit-ws,
+# a real vmactd and a real TCG guest (tests/checks/check-ui.sh); root.
+# make check runs it too (tests-script-y). Screenshots: $(BUILD)/ui.
+.PHONY: check-ui
+check-ui: $(BUILD)/vmactd
+	$(Q)$(MAKE) --no-print-directory guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_BUILD=$(BUILD) tests/checks/check-ui.sh
+
 # make demo: the README's first command (demo/vmact-demo.sh). As root on
 # Debian 12: prepares the host as make ci does, builds vmact and the test
 # guest, then shows vmactd scaling a TCG guest. DEMO_SHORT=1: the short
@@ -540,6 +548,12 @@ DOCS        := README.md actuator/daemon/vmactd.json.example actuator/daemon/vma
 DOCS_DOC    := $(wildcard doc/*.md)
 # doc/notes/: the lab notebooks the pages cite (doc/README.md).
 DOCS_NOTES  := $(wildcard doc/notes/*.md)
+# The Cockpit page (cockpit/): Cockpit finds it in share/cockpit of /usr
+# and /usr/local alike.
+COCKPITDIR  ?= $(PREFIX)/share/cockpit/vmact
+COCKPIT     := cockpit/manifest.json cockpit/index.html cockpit/vmact.js cockpit/vmact.css
+# Prometheus alert rules and the Grafana dashboard (monitoring/), beside the docs.
+MONITORING  := monitoring/vmact-alerts.yml monitoring/vmact-dashboard.json
 install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(PREFIX)/bin/,$(bin-progs-y)) \
 	$(addprefix $(LIBEXECDIR)/vmact/,$(libexec-progs-y)) \
@@ -550,6 +564,8 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES))
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC)) \
+	$(addprefix $(COCKPITDIR)/,$(notdir $(COCKPIT))) $(addprefix $(DOCDIR)/,$(MONITORING))
 
 .PHONY: install-manifest
 install-manifest:
@@ -573,6 +589,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(LIBEXECDIR)/vmact \
+		$(DESTDIR)$(COCKPITDIR) $(DESTDIR)$(DOCDIR)/monitoring \
 		$(DESTDIR)$(BASHCOMPDIR) $(sort $(foreach m,$(man-y),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|' -e 's|@DOCDIR@|$(DOCDIR)|' actuator/daemon/vmactd.service \
 		> $(DESTDIR)$(UNITDIR)/vmactd.service
@@ -588,6 +605,8 @@ install: all
 	install -m 0644 $(DOCS_DOC) $(DESTDIR)$(DOCDIR)/doc/
 	install -d $(DESTDIR)$(DOCDIR)/doc/notes
 	install -m 0644 $(DOCS_NOTES) $(DESTDIR)$(DOCDIR)/doc/notes/
+	install -m 0644 $(COCKPIT) $(DESTDIR)$(COCKPITDIR)/
+	install -m 0644 $(MONITORING) $(DESTDIR)$(DOCDIR)/monitoring/
 	$(foreach p,$(sbin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/sbin/$(p);)
 	$(foreach p,$(bin-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p);)
 	$(foreach p,$(libexec-progs-y),install -m 0755 $(BUILD)/$(p) $(DESTDIR)$(LIBEXECDIR)/vmact/$(p);)
@@ -603,8 +622,8 @@ install: all
 uninstall:
 	$(if $(DESTDIR),,$(uninstall-live))
 	rm -f $(addprefix $(DESTDIR),$(install-files))
-	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) \
-		$(DESTDIR)$(LIBEXECDIR)/vmact 2>/dev/null || true
+	rmdir $(DESTDIR)$(DOCDIR)/doc/notes $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR)/monitoring \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBEXECDIR)/vmact $(DESTDIR)$(COCKPITDIR) 2>/dev/null || true
 	$(if $(DESTDIR),,[ ! -d /run/systemd/system ] || systemctl daemon-reload)
 
 # make check-host: a Debian 12 machine under QEMU TCG (systemd as PID 1,

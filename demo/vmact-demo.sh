@@ -5,7 +5,9 @@
 # with its defaults and the embedded arbiter, runs a load phase and an idle
 # phase inside the guest, shows vmactd's events as they happen
 # (`vmactl events --follow`), and ends with a summary: the sizes reached
-# and the reaction times. Ctrl-C or SIGTERM end it as cleanly as its own
+# and the reaction times, and a plot (PNG, gnuplot) of the VM's vCPUs, CPU
+# quota and memory against its load over the run, whose path it prints
+# last. Ctrl-C or SIGTERM end it as cleanly as its own
 # end: vmactd stopped (its BPF pins go with it), the guest destroyed, the
 # temporary directory removed.
 #
@@ -16,6 +18,8 @@
 #   VMACT_GUEST_DIR        the guest's kernel and initrd (default: build/guest)
 #   VMACT_DEMO_CAPACITY=host  keep the arbiter's capacity at this host's
 #                          (default: declare enough for the guest's 4 CPUs)
+#   VMACT_DEMO_OUT         where the plot and its data go (default:
+#                          VMACT_DEMO_BUILD/demo); kept after the demo
 # Everything it creates carries its PID: the domain vmact-demo-PID, the
 # temporary directory /tmp/vmact-demo-PID.*, the pins /sys/fs/bpf/vmact-demo-PID.
 set -u
@@ -23,6 +27,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${VMACT_DEMO_BUILD:-$top/build}
 guestdir=${VMACT_GUEST_DIR:-$top/build/guest}
+outdir=${VMACT_DEMO_OUT:-$build/demo}
 short=${VMACT_DEMO_SHORT:-}
 [ "$short" = 0 ] && short=
 name=vmact-demo-$$
@@ -57,12 +62,12 @@ past() { awk -v t="$1" -v s="$2" -v n="$(now)" 'BEGIN { exit !(n - t >= s) }'; }
 for f in "$build/vmactd" "$build/vmactl" "$guestdir/vmlinuz" "$guestdir/initrd.img"; do
 	[ -e "$f" ] || die "$f is missing: run make demo (it builds vmact and the guest first)"
 done
-for c in virsh socat; do
+for c in virsh socat jq gnuplot; do
 	command -v "$c" >/dev/null || die "$c is missing: run make demo (tests/host/setup-host.sh installs it)"
 done
 
 tmp=$(mktemp -d "/tmp/$name.XXXXXX") || die "cannot create a temporary directory"
-vmactd_pid="" follow_pid="" guest_started="" interrupted=""
+vmactd_pid="" follow_pid="" sampler_pid="" guest_started="" interrupted=""
 
 # Everything the demo started goes, whichever way it ends. vmactd gets one
 # SIGTERM (it unpins its BPF maps and closes its connections), and SIGKILL
@@ -86,6 +91,7 @@ cleanup() {
 	[ -n "$interrupted" ] && rc=$interrupted
 	say "cleaning up"
 	[ -n "$follow_pid" ] && stop_child "$follow_pid"
+	[ -n "$sampler_pid" ] && stop_child "$sampler_pid"
 	if [ -n "$vmactd_pid" ]; then
 		kill -TERM "$vmactd_pid" 2>/dev/null
 		for _ in $(seq 1 300); do
@@ -163,6 +169,57 @@ guest_cmd() {
 }
 # The guest's own report that it runs n busy loops.
 guest_busy() { local s; s=$(guest_status); echo "${s##* }"; }
+
+# ---- the plot ---------------------------------------------------------------
+# Once a second, what vmactd says of the VM (vmactl --json status) and what
+# the guest says it runs, one line each in $data: seconds since the start,
+# vCPUs, CPU quota (CPUs; NaN: none), memory (MiB), load1, the CPUs its
+# vCPU threads wanted (the reactive policy's demand; NaN before the first
+# readout), the busy loops the guest reports.
+data=$outdir/$name.tsv plot=$outdir/$name.png
+sample() {
+	"$build/vmactl" --socket "$sock" --json status 2>/dev/null |
+		jq -r --arg t "$(elapsed)" --arg n "$name" --arg b "$(guest_busy)" '
+			.vms[] | select(.name == $n and .vcpus != null) |
+			[$t, .vcpus,
+			 (if .quota_milli_cpu == null then "NaN" else .quota_milli_cpu / 1000 end),
+			 (if .mem_bytes == null then "NaN" else .mem_bytes / 1048576 end),
+			 (.load1 // "NaN"), (.demand.cpus // "NaN"),
+			 (if $b == "" then "NaN" else $b end)] | @tsv' >>"$data"
+}
+sample_loop() {
+	trap - EXIT INT TERM HUP
+	while :; do
+		sample
+		sleep 1
+	done
+}
+# Draws $data into $plot; false when there is nothing to draw.
+draw_plot() {
+	[ -s "$data" ] || return 1
+	gnuplot 2>"$tmp/gnuplot.err" <<EOF || { cat "$tmp/gnuplot.err" >&2; return 1; }
+set terminal pngcairo size 1100,620 font "sans,11"
+set output "$plot"
+set title "vmact demo: $name (bounds $min_cpu-$max_cpu CPU, $min_mem-$max_mem)"
+set xlabel "seconds since the demo started"
+set ylabel "CPUs"
+set y2label "memory (MiB)"
+set ytics nomirror
+set y2tics
+set yrange [0:$((max_cpu + 1))]
+set y2range [0:*]
+set key outside bottom center horizontal
+set grid
+set datafile missing "NaN"
+plot "$data" using 1:7 with filledcurves x1 lc rgb "#f2c6a0" title "guest busy loops (its load)", \\
+     "" using 1:6 with lines lw 2 lc rgb "#c0392b" title "demand: CPUs its vCPUs wanted", \\
+     "" using 1:2 with steps lw 3 lc rgb "#1f4e99" title "vCPUs", \\
+     "" using 1:3 with steps lw 2 dt 2 lc rgb "#2e86c1" title "CPU quota", \\
+     "" using 1:5 with lines lw 1 lc rgb "#7d3c98" title "load1", \\
+     "" using 1:4 axes x1y2 with steps lw 2 lc rgb "#1e8449" title "memory (MiB, right)"
+EOF
+	[ -s "$plot" ]
+}
 
 # ---- set-up ---------------------------------------------------------------
 ncpu=$(nproc)
@@ -266,6 +323,10 @@ done
 say "vmactd manages $name; its events follow (vmactl events --follow):"
 "$build/vmactl" --socket "$sock" events --follow --vm "$name" </dev/null &
 follow_pid=$!
+mkdir -p "$outdir" || die "cannot create $outdir"
+: >"$data"
+sample_loop </dev/null &
+sampler_pid=$!
 
 # ---- phases -----------------------------------------------------------------
 # Polls every 0.1 s and notes the first time each thing is seen: the
@@ -339,6 +400,10 @@ done
 # ---- summary -------------------------------------------------------------
 stop_child "$follow_pid"
 follow_pid=""
+stop_child "$sampler_pid"
+sampler_pid=""
+# The end state too (the last resize may be less than a second old).
+sample
 resizes=$(count_in_log ": resized to ")
 peak=$(grep -o "$name: resized to [^ ]* CPU / [^ ]*" "$log" | awk '
 	function milli(q) { if (q ~ /m$/) { sub(/m$/, "", q); return q + 0 } return q * 1000 }
@@ -376,4 +441,11 @@ echo "(times measured by this script polling every 0.1 s; the guest reports ever
 [ -n "$overcommit" ] && echo "(arbiter capacity declared: overcommit_cpu $overcommit on $ncpu host CPUs)"
 echo
 [ "$resizes" -gt 0 ] || { say "vmactd resized nothing"; exit 1; }
+if draw_plot; then
+	echo "plot: $plot"
+	echo "      (its data: $data; vCPUs, quota and memory against the guest's load)"
+else
+	say "no plot: nothing was sampled into $data"
+	exit 1
+fi
 exit 0

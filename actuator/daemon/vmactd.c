@@ -21,6 +21,7 @@
 #include "actuator/daemon/hook-listener.h"
 #include "actuator/daemon/registry.h"
 #include "actuator/metrics/server.h"
+#include "actuator/worker/worker.h"
 #include "agent-glue/arbiter/arbiter.h"
 #include "agent-glue/client/plugin-client.h"
 #include "base/endpoint.h"
@@ -180,6 +181,12 @@ static bool metrics_arbiter_figures(void *ud, struct act_arbiter_metrics *out)
 	return true;
 }
 
+static uint64_t metrics_worker_restarts(void *ud)
+{
+	(void)ud;
+	return act_worker_restarts_total();
+}
+
 /* The Prometheus endpoint is an operator's view, not part of scaling: a
  * listener that cannot be opened (the port taken) is logged and vmactd
  * scales without it (doc/metrics.md). */
@@ -189,6 +196,7 @@ static struct act_metrics_server *start_metrics(const struct act_config *cfg, sd
 {
 	const struct act_metrics_source src = { .collect = metrics_collect,
 						.arbiter = metrics_arbiter_figures,
+						.worker_restarts = metrics_worker_restarts,
 						.ud = reg };
 	struct act_metrics_server *s = NULL;
 	struct vmact_err err = { 0 };

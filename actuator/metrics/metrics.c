@@ -166,6 +166,9 @@ static void write_daemon(const struct act_metrics *m, unsigned managed,
 		     m->resizes, resize_kinds, ACT_RESIZE_N);
 	kind_counter(w, "vmact_failures_total", "Failed operations, by kind", m->failures,
 		     failure_kinds, ACT_FAILURE_N);
+	net_prom_w_family(w, "vmact_guest_worker_restarts_total", NET_PROM_COUNTER,
+			  "Guest workers spawned again after they died or were killed");
+	net_prom_w_sample(w, NULL, 0, (double)m->worker_restarts);
 	latency(w, m, ACT_LATENCY_PLUGIN, "vmact_plugin_latency_seconds",
 		"Scheduler (plugin or embedded arbiter) request latency");
 	latency(w, m, ACT_LATENCY_MONITOR, "vmact_monitor_latency_seconds",

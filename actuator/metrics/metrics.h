@@ -71,6 +71,9 @@ struct act_metrics {
 	uint64_t decisions[ACT_DECISION_N];
 	uint64_t resizes[ACT_RESIZE_N];
 	uint64_t failures[ACT_FAILURE_N];
+	/* Guest workers spawned again after they died (the daemon sets it
+	 * at scrape time from its workers' count). */
+	uint64_t worker_restarts;
 	struct act_histogram latency[ACT_LATENCY_N][ACT_DIR_N];
 };
 

@@ -19,6 +19,7 @@ static int write_page(void *ud, struct net_prom_writer *w)
 	struct act_metrics_server *s = ud;
 	_cleanup_free_ struct act_vm_metrics *vms = NULL;
 	struct act_arbiter_metrics arb;
+	struct act_metrics m = *s->m;
 	size_t n = 0;
 	bool has_arb;
 	int r;
@@ -27,7 +28,9 @@ static int write_page(void *ud, struct net_prom_writer *w)
 	if (r < 0)
 		return r;
 	has_arb = s->src.arbiter && s->src.arbiter(s->src.ud, &arb);
-	act_metrics_write(s->m, n, has_arb ? &arb : NULL, vms, n, w);
+	if (s->src.worker_restarts)
+		m.worker_restarts = s->src.worker_restarts(s->src.ud);
+	act_metrics_write(&m, n, has_arb ? &arb : NULL, vms, n, w);
 	return 0;
 }
 

@@ -18,6 +18,8 @@ struct act_metrics_source {
 	int (*collect)(void *ud, struct act_vm_metrics **vms, size_t *n);
 	/* The embedded arbiter's figures; NULL, or false: none. */
 	bool (*arbiter)(void *ud, struct act_arbiter_metrics *out);
+	/* vmact_guest_worker_restarts_total; NULL: 0. */
+	uint64_t (*worker_restarts)(void *ud);
 	void *ud;
 };
 

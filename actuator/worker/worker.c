@@ -626,6 +626,14 @@ static int spawn(struct act_worker *gw, struct vmact_err *err)
 	return 0;
 }
 
+/* Every worker of the process runs on the daemon's one loop: no lock. */
+static uint64_t restarts_total;
+
+uint64_t act_worker_restarts_total(void)
+{
+	return restarts_total;
+}
+
 static int on_restart(sd_event_source *s, uint64_t usec, void *ud)
 {
 	struct act_worker *gw = ud;
@@ -640,6 +648,7 @@ static int on_restart(sd_event_source *s, uint64_t usec, void *ud)
 		return 0;
 	}
 	gw->last_spawn_error[0] = 0;
+	restarts_total++;
 	log_info("%s: guest worker %d restarted", gw->name, (int)gw->pid);
 	gw->ops->up(gw->ud);
 	return 0;

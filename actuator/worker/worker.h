@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <systemd/sd-event.h>
@@ -59,6 +60,10 @@ int act_worker_new(sd_event *event, const struct act_worker_config *cfg,
 int act_worker_send(struct act_worker *gw, const struct act_privsep_msg *m, struct vmact_err *err);
 bool act_worker_running(const struct act_worker *gw);
 pid_t act_worker_pid(const struct act_worker *gw);
+/* Restarts of every guest worker of this process since it started (a
+ * worker that died or was killed and was spawned again):
+ * vmact_guest_worker_restarts_total (doc/metrics.md). */
+uint64_t act_worker_restarts_total(void);
 /* Asks the worker to finish (sends `m`, e.g. STOP) and never restarts it:
  * done(done_ud) runs from the loop once it has exited, or after
  * timeout_usec, when it is killed. No ops callback after this; DIAL is

@@ -25,6 +25,11 @@ packages=(
 	qemu-guest-agent
 	nodejs npm
 	prometheus
+	# make demo's plot (demo/vmact-demo.sh: vmactl --json through jq, gnuplot's
+	# PNG); check-monitoring reads the Grafana dashboard with jq
+	gnuplot-nox jq
+	# the Cockpit page (cockpit/) and its test in a real browser (make check-ui)
+	cockpit-ws cockpit-bridge chromium
 	tmux
 	# virt-xml: vmactl check --fix prints its commands, which
 	# test_operator applies to a real domain

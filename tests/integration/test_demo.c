@@ -14,6 +14,12 @@
  *                      terminal sends) once vmactd has started resizing
  *                      the busy guest: it ends with status 130.
  *
+ *                      It ends with the path of its plot: a PNG (its
+ *                      chunks whole, IHDR to IEND, written during this
+ *                      run) drawn from the data beside it, where the
+ *                      guest's busy loops and vmactd's grown size show,
+ *                      and its way back to the minimum;
+ *
  * After each: no process of the demo is left (vmactd, vmactl: none has
  * the demo's temporary directory on its command
  * line), libvirt knows no domain of the demo (virsh list --all), its BPF
@@ -30,6 +36,7 @@
 #include <glob.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -41,6 +48,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -222,6 +230,84 @@ static void assert_nothing_left(const struct demo *d)
 		fail_msg("libvirt's log of the demo's domain %s is still there", path);
 }
 
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The plot the demo printed the path of ("plot: PATH"): this run's PNG,
+ * whole, and its data from this run: samples of the busy guest at more
+ * than its minimum. */
+static void assert_plot(const struct demo *d, const char *out, time_t started)
+{
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	const char *at = strstr(out, "\nplot: ");
+	char path[PATH_MAX], want[PATH_MAX + 64], data[PATH_MAX];
+	unsigned char *png;
+	size_t len = 0, off, rows = 0;
+	uint32_t width, height;
+	double most_cpu = 0, last_quota = NAN;
+	bool busy_seen = false, iend = false;
+	struct stat st;
+	FILE *f;
+
+	if (!at || sscanf(at, "\nplot: %4095s", path) != 1)
+		fail_msg("the demo printed no plot path");
+	snprintf(want, sizeof(want), "vmact-demo-%d.png", (int)d->pid);
+	assert_non_null(strstr(path, want));
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_mtime >= started);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	png = malloc((size_t)st.st_size);
+	assert_non_null(png);
+	len = fread(png, 1, (size_t)st.st_size, f);
+	fclose(f);
+	assert_true(len == (size_t)st.st_size && len > 33);
+	assert_memory_equal(png, sig, sizeof(sig));
+	/* IHDR first, the image's size in it; then chunk after chunk to IEND,
+	 * which ends the file. */
+	assert_memory_equal(png + 12, "IHDR", 4);
+	width = be32(png + 16);
+	height = be32(png + 20);
+	assert_true(width >= 640 && height >= 400);
+	for (off = 8; off + 12 <= len && !iend; off += 12 + be32(png + off))
+		iend = !memcmp(png + off + 4, "IEND", 4);
+	assert_true(iend && off == len);
+	free(png);
+	print_message("plot: %s (%zu bytes, %ux%u)\n", path, len, width, height);
+
+	/* Its data: seconds, vCPUs, quota, MiB, load1, demand, busy loops. */
+	snprintf(data, sizeof(data), "%.*s.tsv", (int)(strlen(path) - 4), path);
+	f = fopen(data, "r");
+	assert_non_null(f);
+	{
+		char line[512];
+
+		while (fgets(line, sizeof(line), f)) {
+			double t, vcpus, quota, mib, busy;
+			char l1[32], dem[32];
+
+			if (sscanf(line, "%lf %lf %lf %lf %31s %31s %lf", &t, &vcpus, &quota, &mib,
+				   l1, dem, &busy) < 4)
+				continue;
+			rows++;
+			if (!isnan(quota) && quota > most_cpu)
+				most_cpu = quota;
+			last_quota = quota;
+			busy_seen |= busy >= 2;
+		}
+	}
+	fclose(f);
+	/* Up with the load, and back at the minimum at the end (the demo
+	 * waited for it). */
+	if (rows < 5 || most_cpu <= 1 || !busy_seen || last_quota != 1)
+		fail_msg("the plot's data %s: %zu samples, at most %g CPUs of quota, %g at the end, "
+			 "busy 2 %sseen",
+			 data, rows, most_cpu, last_quota, busy_seen ? "" : "not ");
+	print_message("its data: %zu samples, up to %g CPUs of quota\n", rows, most_cpu);
+}
+
 /* The number after `label` in the demo's output, or -1. */
 static double number_after(const char *buf, const char *label)
 {
@@ -234,6 +320,7 @@ static double number_after(const char *buf, const char *label)
 static void demo_to_the_end(void **state)
 {
 	struct demo d;
+	time_t started = time(NULL);
 	char *out;
 
 	(void)state;
@@ -271,6 +358,7 @@ static void demo_to_the_end(void **state)
 		if (sum)
 			print_message("%.*s\n", end ? (int)(end - sum) : (int)strlen(sum), sum);
 	}
+	assert_plot(&d, out, started);
 	free(out);
 	assert_nothing_left(&d);
 	if (!getenv("VMACT_TEST_KEEP_LOG"))

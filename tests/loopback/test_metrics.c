@@ -196,6 +196,11 @@ static void test_endpoint(void **state)
 	f = net_prom_find(t, "vmact_vm_cpu_cores");
 	assert_non_null(f);
 	assert_int_equal(f->n_samples, 0); /* no VM, no series */
+	/* Without a source of worker restarts: none, but the series is there. */
+	f = net_prom_find(t, "vmact_guest_worker_restarts_total");
+	assert_non_null(f);
+	assert_int_equal(f->n_samples, 1);
+	assert_true(f->samples[0].value == 0);
 	net_prom_text_free(t);
 	free(b.p);
 
@@ -281,6 +286,7 @@ static void test_families(void **state)
 	act_metrics_decision(&m, ACT_DECISION_CPU_UP);
 	act_metrics_resize(&m, ACT_RESIZE_MEMORY_DOWN);
 	act_metrics_failure(&m, ACT_FAILURE_HOTPLUG);
+	m.worker_restarts = 2;
 	act_metrics_observe(&m, ACT_LATENCY_PLUGIN, ACT_DIR_INC, 0.003);
 	act_metrics_observe(&m, ACT_LATENCY_HOTPLUG, ACT_DIR_BOTH, 1.7);
 	act_metrics_observe(&m, ACT_LATENCY_MONITOR, ACT_DIR_DEC, 100);
@@ -348,6 +354,10 @@ static void test_families(void **state)
 	assert_int_equal(f->n_samples, 3 * ACT_RESIZE_N);
 	f = net_prom_find(t, "vmact_vm_failures_total");
 	assert_int_equal(f->n_samples, 3 * ACT_FAILURE_N);
+	f = net_prom_find(t, "vmact_guest_worker_restarts_total");
+	assert_non_null(f);
+	assert_int_equal(f->type, NET_PROM_COUNTER);
+	assert_true(f->n_samples == 1 && f->samples[0].value == 2);
 	f = net_prom_find(t, "vmact_arbiter_cpu_cores");
 	assert_int_equal(f->n_samples, 4);
 	for (size_t i = 0; i < f->n_samples; i++)
