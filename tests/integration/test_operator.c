@@ -54,6 +54,7 @@
 
 #include "hotplug/hotplug.h"
 #include "shared/hook-msg.h"
+#include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"
@@ -231,41 +232,11 @@ static void live_meta(struct hp_meta *m)
  * vmactd logged for it. */
 static long quota_milli(void)
 {
-	char *buf = th_read_file(fx.log), *p, group[256] = "", path[512], q[32] = "";
-	long quota = -2, period = 0;
-	FILE *f;
+	long q = th_vmactd_quota_milli(fx.log);
 
-	assert_non_null(buf);
-	p = strstr(buf, ", cgroup ");
-	if (p)
-		sscanf(p, ", cgroup %255[^,]", group);
-	free(buf);
-	if (!group[0])
-		fail_msg("vmactd did not log the VM's cgroup");
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", group);
-	if ((f = fopen(path, "re"))) {
-		if (fscanf(f, "%ld", &quota) != 1)
-			quota = -2;
-		fclose(f);
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", group);
-		if ((f = fopen(path, "re"))) {
-			if (fscanf(f, "%ld", &period) != 1)
-				period = 0;
-			fclose(f);
-		}
-	} else {
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
-		if (!(f = fopen(path, "re")))
-			fail_msg("no CPU limit file for %s", group);
-		if (fscanf(f, "%31s %ld", q, &period) == 2)
-			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
-		fclose(f);
-	}
-	if (quota == -1)
-		return -1;
-	if (quota < 0 || period <= 0)
-		fail_msg("unreadable CPU limit of %s", group);
-	return quota * 1000 / period;
+	if (q == TH_CG_UNKNOWN)
+		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
+	return q;
 }
 
 /* ---- fixture ---- */
