@@ -563,8 +563,7 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(UNITDIR)/vmact-cloudprovider.service \
 	$(foreach m,$(man-y),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
-	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES))
-	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC)) \
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES)) \
 	$(addprefix $(COCKPITDIR)/,$(notdir $(COCKPIT))) $(addprefix $(DOCDIR)/,$(MONITORING))
 
 .PHONY: install-manifest
