@@ -62,6 +62,7 @@ struct cl_vm {
 	bool evict_wait;               /* pending until standby VMs made room */
 	bool gone;                     /* removed; freed once no probe runs */
 	uint64_t next_try_usec;        /* pending: the next placement */
+	uint64_t remove_retry_usec;    /* a failed removal's next try */
 	uint64_t boot_deadline_usec;
 	uint64_t next_probe_usec;
 	uint64_t last_healthy_usec;

@@ -27,6 +27,8 @@ DEFINE_PTR_CLEANUP(life_conn_closep, struct _virConnect, virConnectClose)
 /* A claim without an acknowledgement: its port is held open this long for
  * the guest to read the line (doc/cluster.md, "The claim"). */
 #define CLAIM_LINGER_USEC (1000 * 1000ULL)
+/* A removal that failed (the host away) is tried again after this long. */
+#define REMOVE_RETRY_USEC (2 * 1000000ULL)
 
 enum kind { J_RECORD, J_PLACEHOLDER, J_PROBE, J_TIER, J_CLAIM, J_REMOVE, J_MEMBER_FAIL };
 
@@ -456,6 +458,8 @@ static void remove_done(void *data)
 	vm->busy = false;
 	if (j->r < 0) {
 		cl_vm_emit(e, LOG_WARNING, vm, "removal failed (tried again): %s", j->err.msg);
+		/* Not at every tick while libvirtd is away. */
+		vm->remove_retry_usec = vmact_loop_now_usec(e->ev) + REMOVE_RETRY_USEC;
 		if (j->recorded) {
 			vm->meta.state = CL_ST_DELETING;
 			cl_vm_ops_done(vm, 0, NULL);
@@ -596,6 +600,8 @@ void cl_life_next(struct cl_vm *vm)
 	life = &vm->g->cfg->life;
 	now = vmact_loop_now_usec(e->ev);
 	if (vm->want_delete) {
+		if (now < vm->remove_retry_usec)
+			return;
 		if (!vm->persisted) {
 			cl_vm_ops_done(vm, 0, NULL);
 			bury(e, vm);

@@ -231,8 +231,6 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 	}
 	placing_end(vm);
 	if (vm->meta.role == CL_ROLE_POOL) {
-		/* Nothing of it was recorded (a failed bind undid itself):
-		 * the refill tries again after the back-off. */
 		if (bind_failed)
 			g->c.failures[CL_FAIL_BIND]++;
 		cl_vm_emit(e, bind_failed ? LOG_WARNING : LOG_DEBUG, vm,
@@ -240,6 +238,20 @@ static void unplaced(struct cl_place_job *j, const struct cl_fw_status *st, bool
 			   cl_domxml_tier_name(vm->meta.tier), msg);
 		g->next_refill_usec = vmact_loop_now_usec(e->ev) + g->cfg->life.retry_backoff_usec;
 		cl_vm_ops_done(vm, -EAGAIN, msg);
+		if (bind_failed && j->res.host[0]) {
+			/* A failed bind undoes itself, but not when libvirtd
+			 * went away under it: a definition it reported as
+			 * failed may be on disk, a start's undo may not have
+			 * reached it. So the VM stays, as a removal on that
+			 * host, until the host says neither domain nor
+			 * overlay is there (both calls take "none" as done). */
+			if (!vm->host[0])
+				snprintf(vm->host, sizeof(vm->host), "%s", j->res.host);
+			vm->persisted = true;
+			vm->meta.state = CL_ST_DELETING;
+			vm->want_delete = true;
+			return;
+		}
 		cl_vm_free(e, vm);
 		return;
 	}
