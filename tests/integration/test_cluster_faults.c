@@ -45,6 +45,13 @@
  *                        still running), a new member goes to the other
  *                        host; its libvirtd back: the member healthy
  *                        again, the same guest, nothing lost or doubled
+ *   standby_bind_cut_off h2's libvirtd killed (by a hook of the test's)
+ *                        while it starts a standby VM: the definition is
+ *                        left there and the start's undo cannot reach it;
+ *                        vmact-groupd keeps the VM as a removal while h2
+ *                        is away, and once it is back the half-made
+ *                        domain goes and the pool is refilled: every
+ *                        domain is one vmact-groupd knows
  *
  * Every wait is for a state with a generous safety limit; the only
  * duration in the test is how long the VM waits, read from the API's
@@ -85,7 +92,8 @@
 
 static struct {
 	char dir[64], chdir[72], home2[96], uri2[256], arb2[108], alog2[128], llog2[128];
-	char key[128], cfg[128], cfg_b[128], cfg_c[128], glog[128], alog[128], sock[108], arb[108];
+	char key[128], cfg[128], cfg_b[128], cfg_c[128], cfg_d[128], glog[128], alog[128],
+		sock[108], arb[108];
 	char img[128], logs[128];
 	char pool[64], uri[384];
 	char groupd[PATH_MAX], arbiter[PATH_MAX];
@@ -437,6 +445,7 @@ static int setup(void **state)
 	P(cfg, "groupd.json");
 	P(cfg_b, "groupd-boot-limit.json");
 	P(cfg_c, "groupd-two-hosts.json");
+	P(cfg_d, "groupd-cut.json");
 	P(home2, "home2");
 	P(arb2, "arb/arb2.sock");
 	P(alog2, "arbiter2.log");
@@ -493,8 +502,11 @@ static int setup(void **state)
 
 static void start_lv2(void);
 
+static void hook_remove(void);
+
 static int teardown(void **state)
 {
+	hook_remove();
 	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.ad2, SIGTERM, 10 * VMACT_USEC_PER_SEC);
@@ -1013,13 +1025,13 @@ static void write_config_c(void)
 	own(fx.cfg_c, false, 0644);
 }
 
-static void host_unreachable(void **state)
+/* h2: its libvirtd, its pool, its arbiter (room for many); made once. */
+static void h2_up(void)
 {
-	char name2[128], img2[PATH_MAX], listen[PATH_MAX + 8];
-	pid_t qemu2;
-	json_t *n;
+	char img2[PATH_MAX], listen[PATH_MAX + 8];
 
-	/* h2: its libvirtd, its pool, its arbiter (room for many). */
+	if (fx.c2)
+		return;
 	mkdir(fx.home2, 0700);
 	own(fx.home2, true, 0700);
 	snprintf(fx.uri2, sizeof(fx.uri2),
@@ -1049,6 +1061,15 @@ static void host_unreachable(void **state)
 		assert_int_equal(th_cluster_spawn(&fx.ad2, &fx.u, args, fx.alog2), 0);
 	}
 	write_config_c();
+}
+
+static void host_unreachable(void **state)
+{
+	char name2[128];
+	pid_t qemu2;
+	json_t *n;
+
+	h2_up();
 	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	assert_int_equal(start_groupd(fx.cfg_c), 0);
 
@@ -1096,6 +1117,186 @@ static void host_unreachable(void **state)
 	assert_int_equal(ours_on(fx.c), 0);
 }
 
+/* ---- a standby VM's bind cut off by its host's libvirtd dying ---- */
+
+/* A hook of the test's, in libvirt's hook directory (every libvirtd
+ * started after it exists runs it, the session's too): on the first
+ * start of one of the group "cut"'s VMs after the marker appears, it
+ * takes the marker and kills its libvirtd, which is its parent. Any other
+ * call, or with no marker: nothing. */
+#define HOOK_DIR "/etc/libvirt/hooks/qemu.d"
+static char hook_path[96], marker[160];
+static bool hook_dir_made;
+
+static void hook_install(void)
+{
+	char text[1024], mdir[128];
+
+	snprintf(mdir, sizeof(mdir), "%s/cut", fx.dir);
+	mkdir(mdir, 0700);
+	own(mdir, true, 0700);
+	snprintf(marker, sizeof(marker), "%s/once", mdir);
+	snprintf(hook_path, sizeof(hook_path), HOOK_DIR "/vmact-test-cut-%d", (int)getpid());
+	hook_dir_made = mkdir(HOOK_DIR, 0755) == 0;
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\n"
+		 "[ \"$2\" = prepare ] && [ \"$3\" = begin ] || exit 0\n"
+		 "case \"$1\" in " PREFIX "cut-*) ;; *) exit 0 ;; esac\n"
+		 "rm '%s' 2>/dev/null || exit 0\n"
+		 "kill -KILL $PPID\n"
+		 "exit 1\n",
+		 marker);
+	assert_int_equal(th_write_file(hook_path, text), 0);
+	assert_int_equal(chmod(hook_path, 0755), 0);
+}
+
+static void hook_remove(void)
+{
+	if (hook_path[0])
+		unlink(hook_path);
+	if (hook_dir_made)
+		rmdir(HOOK_DIR);
+	hook_path[0] = 0;
+	hook_dir_made = false;
+}
+
+/* cfg_c with a group "cut" on h2: one standby VM in the running tier. */
+static void write_config_d(void)
+{
+	char *text = th_read_file(fx.cfg_c);
+	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *groups, *tpl;
+
+	free(text);
+	assert_non_null(doc);
+	groups = json_object_get(doc, "groups");
+	tpl = json_deep_copy(json_object_get(json_array_get(groups, 0), "template"));
+	json_array_append_new(groups, json_pack("{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i},s:{s:i}}", "id",
+						"cut", "max", 1, "hosts", "h2", "template", tpl,
+						"claim", "ack", "VMACT claimed", "pool", "running",
+						1, "lifecycle", "retry_backoff_s", 2));
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
+	assert_int_equal(th_write_file(fx.cfg_d, text), 0);
+	free(text);
+	own(fx.cfg_d, false, 0644);
+}
+
+/* vmact-groupd's VMs of group cut: how many, and the first's name and
+ * state (static). */
+static unsigned cut_vms(const char **name, const char **state)
+{
+	static char n[128], st[32];
+	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	unsigned k = 0;
+	size_t i;
+
+	n[0] = st[0] = 0;
+	json_array_foreach(json_object_get(j, "vms"), i, it) {
+		if (strcmp(json_string_value(json_object_get(it, "group")) ?: "", "cut"))
+			continue;
+		if (!k++) {
+			snprintf(n, sizeof(n), "%s",
+				 json_string_value(json_object_get(it, "name")) ?: "");
+			snprintf(st, sizeof(st), "%s",
+				 json_string_value(json_object_get(it, "state")) ?: "");
+		}
+	}
+	json_decref(j);
+	if (name)
+		*name = n;
+	if (state)
+		*state = st;
+	return k;
+}
+
+static bool cut_deleting(void *arg)
+{
+	const char *st;
+
+	return cut_vms(NULL, &st) == 1 && !strcmp(st, "deleting");
+}
+
+/* h2's domains of group cut (a count; the first's name in name). */
+static int cut_domains(char *name, size_t len)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(fx.c2, &doms, 0), k = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *dn = virDomainGetName(doms[i]);
+
+		if (!strncmp(dn, PREFIX "cut-", strlen(PREFIX "cut-")) && !k++ && name)
+			snprintf(name, len, "%s", dn);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return n < 0 ? -1 : k;
+}
+
+/* One domain of cut on h2, the VM vmact-groupd knows, booted and ready. */
+static bool cut_settled(void *arg)
+{
+	char dom[128] = "";
+	const char *name, *st;
+
+	return cut_domains(dom, sizeof(dom)) == 1 && cut_vms(&name, &st) == 1 &&
+	       !strcmp(name, dom) && !strcmp(st, "ready");
+}
+
+static void standby_bind_cut_off(void **state)
+{
+	const char *st;
+
+	h2_up();
+	hook_install();
+	/* h2's libvirtd again, to read the hook; vmact-groupd with cut. */
+	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	virConnectClose(fx.c2);
+	fx.c2 = NULL;
+	th_proc_stop(&fx.lv2, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	start_lv2();
+	fx.c2 = virConnectOpen(fx.uri2);
+	assert_non_null(fx.c2);
+	assert_int_equal(th_write_file(marker, ""), 0);
+	own(marker, true, 0600);
+	write_config_d();
+	assert_int_equal(start_groupd(fx.cfg_d), 0);
+
+	/* The refill's start of the standby VM kills h2's libvirtd: the
+	 * definition is there, the start's undo cannot reach it. */
+	if (!TH_WAIT(NULL, th_proc_exited(&fx.lv2), (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+		die_with_logs("the hook never cut h2's libvirtd off");
+	th_proc_wait(&fx.lv2);
+	assert_int_equal(access(marker, F_OK), -1);
+	/* vmact-groupd keeps the VM, to be removed, while h2 is away. */
+	if (!th_wait_daemon(&fx.gd, cut_deleting, NULL, LIMIT_S)) {
+		cut_vms(NULL, &st);
+		die_with_logs("the standby VM whose bind was cut off is not kept as a removal "
+			      "(%u VM(s) of cut, the first '%s')",
+			      cut_vms(NULL, NULL), st);
+	}
+	assert_int_equal(cut_vms(NULL, NULL), 1);
+
+	/* h2 back: the half-made domain goes, a new standby VM is made; every
+	 * domain of cut is the one vmact-groupd knows. */
+	virConnectClose(fx.c2);
+	fx.c2 = NULL;
+	start_lv2();
+	fx.c2 = virConnectOpen(fx.uri2);
+	assert_non_null(fx.c2);
+	if (!th_wait_daemon(&fx.gd, cut_settled, NULL, LIMIT_BOOT_S)) {
+		char dom[128] = "";
+		const char *name;
+		int n = cut_domains(dom, sizeof(dom));
+
+		cut_vms(&name, &st);
+		die_with_logs("cut did not settle: %d domain(s) on h2 (the first %s), "
+			      "vmact-groupd's %s is %s",
+			      n, dom, name, st);
+	}
+	hook_remove();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1106,6 +1307,7 @@ int main(void)
 		cmocka_unit_test(health_in_service_replaced),
 		cmocka_unit_test(boot_limit),
 		cmocka_unit_test(host_unreachable),
+		cmocka_unit_test(standby_bind_cut_off),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
