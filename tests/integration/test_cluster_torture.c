@@ -222,7 +222,7 @@ struct dom {
 };
 
 /* Our domains (cpi-*) with their metadata; n, or -1. */
-static int our_domains(struct dom **out)
+static int our_domains_once(struct dom **out)
 {
 	virDomainPtr *doms = NULL;
 	int n = virConnectListAllDomains(E.vc, &doms, 0), k = 0;
@@ -278,18 +278,43 @@ static bool has_volume_domain(const struct dom *d, int n, const char *vol)
 	return false;
 }
 
-/* Our overlays (cpi-*.qcow2) as a JSON array of names, owned. */
-static json_t *our_volumes(void)
+static void reconnect(bool dead);
+
+/* Our domains, from a libvirtd that answers: a connection to a libvirtd
+ * killed since reads as alive until a call fails on it (the test runs no
+ * libvirt event loop), and a failed listing is no listing, never "none". */
+static int our_domains(struct dom **out)
+{
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
+	int n;
+
+	for (;;) {
+		reconnect(false);
+		if ((n = our_domains_once(out)) >= 0 || vmact_now_usec() > end)
+			return n;
+		free(*out);
+		*out = NULL;
+		reconnect(true);
+	}
+}
+
+/* Our overlays (cpi-*.qcow2) as a JSON array of names, owned; NULL when
+ * libvirtd does not answer. */
+static json_t *our_volumes_once(void)
 {
 	virStoragePoolPtr p = virStoragePoolLookupByName(E.vc, E.pool);
 	virStorageVolPtr *vols = NULL;
-	json_t *out = json_array();
+	json_t *out;
 	int n;
 
 	if (!p)
-		return out;
-	virStoragePoolRefresh(p, 0);
-	n = virStoragePoolListAllVolumes(p, &vols, 0);
+		return NULL;
+	if (virStoragePoolRefresh(p, 0) < 0 ||
+	    (n = virStoragePoolListAllVolumes(p, &vols, 0)) < 0) {
+		virStoragePoolFree(p);
+		return NULL;
+	}
+	out = json_array();
 	for (int i = 0; i < n; i++) {
 		const char *name = virStorageVolGetName(vols[i]);
 
@@ -302,10 +327,24 @@ static json_t *our_volumes(void)
 	return out;
 }
 
-/* The connection again after libvirtd was killed. */
-static void reconnect(void)
+static json_t *our_volumes(void)
 {
-	if (E.vc && virConnectIsAlive(E.vc) == 1)
+	uint64_t end = vmact_now_usec() + TH_SAFETY_USEC;
+	json_t *out;
+
+	for (;;) {
+		reconnect(false);
+		if ((out = our_volumes_once()) || vmact_now_usec() > end)
+			return out ? out : json_array();
+		reconnect(true);
+	}
+}
+
+/* The connection again after libvirtd was killed (dead: a call on it
+ * failed, whatever virConnectIsAlive says). */
+static void reconnect(bool dead)
+{
+	if (E.vc && !dead && virConnectIsAlive(E.vc) == 1)
 		return;
 	if (E.vc)
 		virConnectClose(E.vc);
@@ -438,11 +477,14 @@ static void unsettled(char *why, size_t len, enum op op)
 		}
 	}
 	/* the ledger caught up with the VMs (renewals every lease_s / 3) */
-	reconnect();
 	n = our_domains(&d);
 	for (int k = 0; k < n; k++)
 		active += d[k].active;
 	free(d);
+	if (n < 0) {
+		snprintf(why, len, "libvirtd does not list the domains");
+		goto out;
+	}
 	if (cl_host_ledger(host, &l, &err) < 0) {
 		snprintf(why, len, "the arbiter: %.200s", err.msg);
 		goto out;
@@ -473,6 +515,8 @@ static void check(unsigned round, json_t *service_before)
 	struct vmact_err err = { 0 };
 	unsigned active = 0;
 
+	if (n < 0)
+		violation(round, "libvirtd does not list the domains");
 	/* every domain with our metadata: a member or standby VM of a
 	 * configured group, known to vmact-groupd once, as that */
 	for (int k = 0; k < n; k++) {
@@ -781,7 +825,7 @@ static void revive(enum point k)
 	case K_LIBVIRTD:
 		if (th_restart_libvirtd() < 0)
 			fail_msg("libvirtd did not start again");
-		reconnect();
+		reconnect(false);
 		break;
 	default:
 		break;
@@ -998,7 +1042,7 @@ static int teardown(void **state)
 	int left;
 
 	(void)state;
-	reconnect();
+	reconnect(false);
 	left = th_cpenv_stop(&E, names);
 	if (left)
 		printf("cluster torture: %d domain(s) left after the drain, destroyed\n", left);
