@@ -765,6 +765,9 @@ static pid_t qemu_victim(unsigned pick, char *name, size_t len)
 	return p;
 }
 
+/* The domain whose QEMU the round killed. */
+static char qemu_victim_name[96];
+
 /* Kills point's process; what was killed, in what. 0, or -ESRCH when
  * there was nothing to kill at that point. */
 static int kill_point(enum point k, unsigned pick, char *what, size_t len)
@@ -789,6 +792,7 @@ static int kill_point(enum point k, unsigned pick, char *what, size_t len)
 
 		p = qemu_victim(pick, name, sizeof(name));
 		snprintf(what, len, "qemu of %s", name);
+		snprintf(qemu_victim_name, sizeof(qemu_victim_name), "%s", name);
 		break;
 	}
 	default:
@@ -801,12 +805,33 @@ static int kill_point(enum point k, unsigned pick, char *what, size_t len)
 	return 0;
 }
 
-/* The killed process back. */
+/* libvirt has seen the killed QEMU go: its domain no longer active (or
+ * gone). Until then a settle would count a dead VM as running. */
+static bool victim_down(void *arg)
+{
+	virDomainPtr d;
+	bool down;
+
+	(void)arg;
+	reconnect(false);
+	d = virDomainLookupByName(E.vc, qemu_victim_name);
+	if (!d)
+		return virGetLastErrorCode() == VIR_ERR_NO_DOMAIN;
+	down = virDomainIsActive(d) == 0;
+	virDomainFree(d);
+	return down;
+}
+
+/* The killed process back (a QEMU: seen gone by libvirt). */
 static void revive(enum point k)
 {
 	char msg[256];
 
 	switch (k) {
+	case K_QEMU:
+		if (!TH_WAIT(NULL, victim_down(NULL), TH_SAFETY_USEC))
+			fail_msg("libvirt never saw the QEMU of %s go", qemu_victim_name);
+		break;
 	case K_GROUPD:
 		th_proc_wait(&E.groupd);
 		if (th_cpenv_restart_groupd(&E, msg, sizeof(msg)) < 0)
