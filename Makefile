@@ -211,6 +211,12 @@ print-%:
 check-doc-refs:
 	$(Q)tests/checks/check-doc-refs.sh
 
+# make check-group-api: vmact-groupd's API spoken through its one codec
+# (shared/group-api.c) by the files of Kbuild's group-api-users-y.
+.PHONY: check-group-api
+check-group-api:
+	$(Q)tests/checks/check-group-api.sh
+
 .PHONY: check-layers
 check-layers:
 	$(Q)tests/checks/check-layers.sh $(layer-specs)

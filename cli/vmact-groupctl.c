@@ -3,8 +3,9 @@
  * doc/cluster-api.md): the node groups, their standby pools, the hosts
  * and the VMs waiting for Permit, as tables or --json; and the changes
  * cluster-autoscaler would make, for an operator's hand. Exit status 0
- * done, 1 error, 2 usage. Like vmactl it links base/ only: it speaks JSON
- * over the API's unix socket (libcurl, jansson). */
+ * done, 1 error, 2 usage. Like vmactl it links shared/ and base/ only: it
+ * speaks the API through its codec (shared/group-api.h) over the unix
+ * socket (libcurl, jansson). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
@@ -18,7 +19,7 @@
 #include "base/error.h"
 #include "base/macro.h"
 #include "base/quantity.h"
-#include "cli/client.h"
+#include "shared/group-api.h"
 
 #ifndef VMACT_VERSION
 #define VMACT_VERSION "dev"
@@ -54,27 +55,13 @@ struct opts {
 	bool json;
 };
 
-/* ---- the API ---- */
+/* ---- the API (shared/group-api.h) ---- */
 
-/* One request; *out its JSON on 2xx, else -EPROTO with the API's error. */
-static int call(const struct opts *o, const char *method, const char *path, const char *body,
+/* One request; *out its JSON on 2xx. */
+static int call(const struct opts *o, const char *method, const char *path, const json_t *body,
 		json_t **out, struct vmact_err *err)
 {
-	long status;
-
-	return ctl_call(o->socket, method, path, body, TIMEOUT_S, &status, out, err);
-}
-
-static const char *str(const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? s : "";
-}
-
-static long long num(const json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
+	return vmact_gapi_call(o->socket, method, path, body, TIMEOUT_S * 1000000ULL, out, err);
 }
 
 static void print_json(const json_t *doc)
@@ -86,125 +73,145 @@ static void print_json(const json_t *doc)
 	free(text);
 }
 
-static void res(const json_t *r, char *buf, size_t len)
+static void res(const struct vmact_gapi_res *r, char *buf, size_t len)
 {
 	char c[32] = "-", m[32] = "-";
 
 	if (r) {
-		vmact_quantity_format_milli((uint64_t)num(r, "milli_cpu"), c, sizeof(c));
-		vmact_quantity_format_bytes((uint64_t)num(r, "memory_bytes"), m, sizeof(m));
+		vmact_quantity_format_milli((uint64_t)r->milli_cpu, c, sizeof(c));
+		vmact_quantity_format_bytes((uint64_t)r->memory_bytes, m, sizeof(m));
 	}
 	snprintf(buf, len, "%s/%s", c, m);
 }
 
 /* ---- tables ---- */
 
-static void groups_table(const json_t *doc)
+static int groups_table(json_t *doc, bool show, struct vmact_err *err)
 {
-	size_t i;
-	json_t *g;
+	struct vmact_gapi_groups s;
+	int r = vmact_gapi_groups_decode(doc, &s, err);
 
-	printf("%-20s %4s %4s %6s %8s  %-26s %s\n", "GROUP", "MIN", "MAX", "TARGET", "SERVING",
-	       "POOL running/paused/saved", "HOSTS");
-	json_array_foreach(json_object_get(doc, "groups"), i, g) {
-		const json_t *p = json_object_get(g, "pool");
+	if (r < 0)
+		return r;
+	if (show)
+		printf("%-20s %4s %4s %6s %8s  %-26s %s\n", "GROUP", "MIN", "MAX", "TARGET",
+		       "SERVING", "POOL running/paused/saved", "HOSTS");
+	for (size_t i = 0; show && i < s.n; i++) {
+		const struct vmact_gapi_group *g = &s.g[i];
+		const struct vmact_gapi_pool_tier *p = g->pool;
 		char pool[64], hosts[256] = "";
-		size_t k;
-		json_t *h;
 
-		snprintf(pool, sizeof(pool), "%lld/%lld %lld/%lld %lld/%lld",
-			 num(json_object_get(p, "running"), "ready"),
-			 num(json_object_get(p, "running"), "size"),
-			 num(json_object_get(p, "paused"), "ready"),
-			 num(json_object_get(p, "paused"), "size"),
-			 num(json_object_get(p, "saved"), "ready"),
-			 num(json_object_get(p, "saved"), "size"));
-		json_array_foreach(json_object_get(g, "hosts"), k, h)
+		snprintf(pool, sizeof(pool), "%u/%u %u/%u %u/%u", p[VMACT_GAPI_TIER_RUNNING].ready,
+			 p[VMACT_GAPI_TIER_RUNNING].size, p[VMACT_GAPI_TIER_PAUSED].ready,
+			 p[VMACT_GAPI_TIER_PAUSED].size, p[VMACT_GAPI_TIER_SAVED].ready,
+			 p[VMACT_GAPI_TIER_SAVED].size);
+		for (size_t k = 0; k < g->nhosts; k++)
 			snprintf(hosts + strlen(hosts), sizeof(hosts) - strlen(hosts), "%s%s",
-				 k ? "," : "", json_string_value(h));
-		printf("%-20s %4lld %4lld %6lld %8lld  %-26s %s\n", str(g, "id"), num(g, "min"),
-		       num(g, "max"), num(g, "target"), num(g, "in_service"), pool, hosts);
+				 k ? "," : "", g->hosts[k]);
+		printf("%-20s %4d %4d %6d %8d  %-26s %s\n", g->id, g->min, g->max, g->target,
+		       g->in_service, pool, hosts);
 	}
+	vmact_gapi_groups_clear(&s);
+	return 0;
 }
 
-static void nodes_table(const json_t *doc)
+static int nodes_table(json_t *doc, bool show, struct vmact_err *err)
 {
-	size_t i;
-	json_t *n;
+	struct vmact_gapi_nodes s;
+	int r = vmact_gapi_nodes_decode(doc, &s, err);
 
-	printf("%-28s %-6s %-9s %-9s %-8s %s\n", "NAME", "HOST", "STATE", "VM", "FROM", "ERROR");
-	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
-		const json_t *e = json_object_get(n, "error");
+	if (r < 0)
+		return r;
+	if (show)
+		printf("%-28s %-6s %-9s %-9s %-8s %s\n", "NAME", "HOST", "STATE", "VM", "FROM",
+		       "ERROR");
+	for (size_t i = 0; show && i < s.n; i++) {
+		const struct vmact_gapi_node *n = &s.v[i];
+		bool e = n->has_error;
 
-		printf("%-28s %-6s %-9s %-9s %-8s %s%s%s\n", str(n, "name"), str(n, "host"),
-		       str(n, "state"), str(n, "vm_state"), str(n, "tier"), e ? str(e, "code") : "",
-		       e ? ": " : "", e ? str(e, "message") : "");
+		printf("%-28s %-6s %-9s %-9s %-8s %s%s%s\n", n->name, n->host,
+		       vmact_gapi_node_state_name(n->state), n->vm_state, n->tier,
+		       e ? n->error.code : "", e ? ": " : "", e ? n->error.message : "");
 	}
+	vmact_gapi_nodes_clear(&s);
+	return 0;
 }
 
-static void vms_table(const json_t *doc, const char *group, bool standby_only)
+static int vms_table(json_t *doc, const char *group, bool standby_only, bool show,
+		     struct vmact_err *err)
 {
-	size_t i;
-	json_t *v;
+	struct vmact_gapi_vms s;
+	int r = vmact_gapi_vms_decode(doc, &s, err);
 
-	printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", "NAME", "GROUP", "HOST", "ROLE", "TIER",
-	       "STATE", "LEASED");
-	json_array_foreach(json_object_get(doc, "vms"), i, v) {
-		if (group && strcmp(group, str(v, "group")))
+	if (r < 0)
+		return r;
+	if (show)
+		printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", "NAME", "GROUP", "HOST", "ROLE",
+		       "TIER", "STATE", "LEASED");
+	for (size_t i = 0; show && i < s.n; i++) {
+		const struct vmact_gapi_vm *v = &s.v[i];
+
+		if (group && strcmp(group, v->group))
 			continue;
-		if (standby_only && strcmp(str(v, "role"), "pool"))
+		if (standby_only && strcmp(v->role, "pool"))
 			continue;
-		printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", str(v, "name"), str(v, "group"),
-		       str(v, "host"), str(v, "role"), str(v, "tier"), str(v, "state"),
-		       json_is_true(json_object_get(v, "leased")) ? "yes" : "no");
+		printf("%-28s %-16s %-6s %-7s %-8s %-9s %s\n", v->name, v->group, v->host, v->role,
+		       v->tier, v->state, v->leased ? "yes" : "no");
 	}
+	vmact_gapi_vms_clear(&s);
+	return 0;
 }
 
-static void hosts_table(const json_t *doc)
+static int hosts_table(json_t *doc, bool show, struct vmact_err *err)
 {
-	size_t i;
-	json_t *h;
+	struct vmact_gapi_hosts s;
+	int r = vmact_gapi_hosts_decode(doc, &s, err);
 
-	printf("%-8s %-9s %-18s %-18s %-18s %6s %4s  %s\n", "HOST", "REACHABLE", "RESERVED",
-	       "WATERMARK", "STANDBY", "LEASES", "VMS", "URI");
-	json_array_foreach(json_object_get(doc, "hosts"), i, h) {
-		char r[40], w[40], s[40];
+	if (r < 0)
+		return r;
+	if (show)
+		printf("%-8s %-9s %-18s %-18s %-18s %6s %4s  %s\n", "HOST", "REACHABLE", "RESERVED",
+		       "WATERMARK", "STANDBY", "LEASES", "VMS", "URI");
+	for (size_t i = 0; show && i < s.n; i++) {
+		const struct vmact_gapi_host *h = &s.v[i];
+		char rs[40], w[40], sb[40];
 
-		res(json_object_get(h, "reserved"), r, sizeof(r));
-		res(json_object_get(h, "watermark"), w, sizeof(w));
-		res(json_object_get(h, "standby"), s, sizeof(s));
-		printf("%-8s %-9s %-18s %-18s %-18s %6lld %4lld  %s\n", str(h, "name"),
-		       json_is_true(json_object_get(h, "reachable")) ? "yes" : "no", r, w, s,
-		       num(h, "leases"), num(h, "vms"), str(h, "uri"));
-		if (!json_is_true(json_object_get(json_object_get(h, "libvirt"), "ok")))
-			printf("         libvirt: %s\n",
-			       str(json_object_get(h, "libvirt"), "error"));
-		if (!json_is_true(json_object_get(json_object_get(h, "arbiter"), "ok")))
-			printf("         arbiter: %s\n",
-			       str(json_object_get(h, "arbiter"), "error"));
+		res(h->has_ledger ? &h->reserved : NULL, rs, sizeof(rs));
+		res(h->has_ledger ? &h->watermark : NULL, w, sizeof(w));
+		res(&h->standby, sb, sizeof(sb));
+		printf("%-8s %-9s %-18s %-18s %-18s %6d %4d  %s\n", h->name,
+		       h->reachable ? "yes" : "no", rs, w, sb, h->leases, h->vms, h->uri);
+		if (!h->libvirt_ok)
+			printf("         libvirt: %s\n", h->libvirt_error);
+		if (!h->arbiter_ok)
+			printf("         arbiter: %s\n", h->arbiter_error);
 	}
+	vmact_gapi_hosts_clear(&s);
+	return 0;
 }
 
-static void waiting_table(const json_t *doc)
+static int waiting_table(json_t *doc, bool show, struct vmact_err *err)
 {
-	size_t i;
-	json_t *w;
+	struct vmact_gapi_waitings s;
+	int r = vmact_gapi_waitings_decode(doc, &s, err);
 
-	printf("%-38s %-28s %-14s %-6s %8s %8s  %s\n", "UID", "NAME", "GROUP", "HOST", "WAITED",
-	       "LEFT", "PLUGINS");
-	json_array_foreach(json_object_get(doc, "waiting"), i, w) {
+	if (r < 0)
+		return r;
+	if (show)
+		printf("%-38s %-28s %-14s %-6s %8s %8s  %s\n", "UID", "NAME", "GROUP", "HOST",
+		       "WAITED", "LEFT", "PLUGINS");
+	for (size_t i = 0; show && i < s.n; i++) {
+		const struct vmact_gapi_waiting *w = &s.v[i];
 		char plugins[256] = "";
-		size_t k;
-		json_t *p;
 
-		json_array_foreach(json_object_get(w, "pending"), k, p)
+		for (size_t k = 0; k < w->npending; k++)
 			snprintf(plugins + strlen(plugins), sizeof(plugins) - strlen(plugins),
-				 "%s%s", k ? "," : "", json_string_value(p));
-		printf("%-38s %-28s %-14s %-6s %7.0fs %7.0fs  %s\n", str(w, "uid"), str(w, "name"),
-		       str(w, "group"), str(w, "host"),
-		       json_real_value(json_object_get(w, "waited_s")),
-		       json_real_value(json_object_get(w, "timeout_s")), plugins);
+				 "%s%s", k ? "," : "", w->pending[k]);
+		printf("%-38s %-28s %-14s %-6s %7.0fs %7.0fs  %s\n", w->uid, w->name, w->group,
+		       w->host, w->waited_s, w->timeout_s, plugins);
 	}
+	vmact_gapi_waitings_clear(&s);
+	return 0;
 }
 
 /* ---- commands ---- */
@@ -216,38 +223,55 @@ static int bad_usage(const char *what, const char *arg)
 	return 2;
 }
 
-static int get(const struct opts *o, const char *path, void (*table)(const json_t *))
+/* GET path and show its answer: as the table, or its JSON once the
+ * table's decoder took it (an answer that is not the API's is an error,
+ * not output). */
+static int get(const struct opts *o, const char *path,
+	       int (*table)(json_t *doc, bool show, struct vmact_err *err))
 {
 	struct vmact_err err = { 0 };
-	json_t *doc;
+	json_t *doc = NULL;
+	int r = call(o, "GET", path, NULL, &doc, &err);
 
-	if (call(o, "GET", path, NULL, &doc, &err) < 0) {
+	if (r >= 0)
+		r = table(doc, !o->json, &err);
+	if (r >= 0 && o->json)
+		print_json(doc);
+	json_decref(doc);
+	if (r < 0) {
 		fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
 		return 1;
 	}
-	if (o->json)
-		print_json(doc);
-	else
-		table(doc);
-	json_decref(doc);
 	return 0;
 }
 
-static int post(const struct opts *o, const char *path, json_t *body)
+static int post(const struct opts *o, const char *path, json_t *body, bool verdict)
 {
-	_cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
 	struct vmact_err err = { 0 };
-	json_t *doc;
+	enum vmact_gapi_verdict v;
+	const char *uid;
+	json_t *doc = NULL;
+	int32_t target = 0;
+	int r;
 
+	if (!body) {
+		fprintf(stderr, "vmact-groupctl: out of memory\n");
+		return 1;
+	}
+	r = call(o, "POST", path, body, &doc, &err);
 	json_decref(body);
-	if (call(o, "POST", path, text, &doc, &err) < 0) {
+	if (r >= 0)
+		r = verdict ? vmact_gapi_verdict_done_decode(doc, &uid, &v, &err)
+			    : vmact_gapi_target_decode(doc, &target, &err);
+	if (r < 0) {
 		fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
+		json_decref(doc);
 		return 1;
 	}
 	if (o->json)
 		print_json(doc);
-	else if (json_object_get(doc, "target"))
-		printf("target %lld\n", num(doc, "target"));
+	else if (!verdict)
+		printf("target %d\n", target);
 	json_decref(doc);
 	return 0;
 }
@@ -270,71 +294,74 @@ static int count_arg(const char *s, long long *out)
 static int run(const struct opts *o, int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	char path[256];
+	_cleanup_free_ char *path = NULL;
 	long long n;
 
 	if (strcmp(cmd, "groups") == 0 && argc == 1)
-		return get(o, "/v1/groups", groups_table);
+		return get(o, VMACT_GAPI_PATH_GROUPS, groups_table);
 	if (strcmp(cmd, "hosts") == 0 && argc == 1)
-		return get(o, "/v1/hosts", hosts_table);
+		return get(o, VMACT_GAPI_PATH_HOSTS, hosts_table);
 	if (strcmp(cmd, "waiting") == 0 && argc == 1)
-		return get(o, "/v1/waiting", waiting_table);
+		return get(o, VMACT_GAPI_PATH_WAITING, waiting_table);
 	if ((strcmp(cmd, "vms") == 0 && argc == 1) || (strcmp(cmd, "pools") == 0 && argc <= 2)) {
 		struct vmact_err err = { 0 };
 		const char *group = argc == 2 ? argv[1] : NULL;
 		json_t *doc;
+		int r;
 
 		if (group && !name_ok(group))
 			return bad_usage("not a group id", group);
-		if (call(o, "GET", "/v1/vms", NULL, &doc, &err) < 0) {
+		if (call(o, "GET", VMACT_GAPI_PATH_VMS, NULL, &doc, &err) < 0) {
 			fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
 			return 1;
 		}
-		if (o->json)
+		r = vms_table(doc, group, cmd[0] == 'p', !o->json, &err);
+		if (r >= 0 && o->json)
 			print_json(doc);
-		else
-			vms_table(doc, group, cmd[0] == 'p');
 		json_decref(doc);
+		if (r < 0) {
+			fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
+			return 1;
+		}
 		return 0;
 	}
 	if (strcmp(cmd, "nodes") == 0 && argc == 2) {
 		if (!name_ok(argv[1]))
 			return bad_usage("not a group id", argv[1]);
-		snprintf(path, sizeof(path), "/v1/groups/%s/nodes", argv[1]);
-		return get(o, path, nodes_table);
+		path = vmact_gapi_group_path(argv[1], VMACT_GAPI_NODES);
+		return path ? get(o, path, nodes_table) : 1;
 	}
 	if ((strcmp(cmd, "allow") == 0 || strcmp(cmd, "reject") == 0) && argc == 2) {
-		json_t *body = json_object();
+		enum vmact_gapi_verdict v = cmd[0] == 'a' ? VMACT_GAPI_ALLOW : VMACT_GAPI_REJECT;
 
 		if (!name_ok(argv[1]))
 			return bad_usage("not a VM's uid", argv[1]);
-		if (cmd[0] == 'a' && o->plugin)
-			json_object_set_new(body, "plugin", json_string(o->plugin));
-		if (cmd[0] == 'r' && o->message)
-			json_object_set_new(body, "message", json_string(o->message));
-		snprintf(path, sizeof(path), "/v1/waiting/%s/%s", argv[1], cmd);
-		return post(o, path, body);
+		path = vmact_gapi_waiting_path(argv[1], v);
+		return path ? post(o, path,
+				   vmact_gapi_verdict_encode(v, v == VMACT_GAPI_ALLOW ? o->plugin
+										      : o->message),
+				   true)
+			    : 1;
 	}
 	if ((strcmp(cmd, "increase") == 0 || strcmp(cmd, "decrease") == 0) && argc == 3) {
 		if (!name_ok(argv[1]))
 			return bad_usage("not a group id", argv[1]);
 		if (count_arg(argv[2], &n) < 0)
 			return bad_usage("not a positive number of nodes", argv[2]);
-		snprintf(path, sizeof(path), "/v1/groups/%s/%s", argv[1],
-			 cmd[0] == 'i' ? "increase" : "decrease-target");
-		return post(o, path, json_pack("{s:I}", "delta", cmd[0] == 'i' ? n : -n));
+		path = vmact_gapi_group_path(argv[1], cmd[0] == 'i' ? VMACT_GAPI_INCREASE
+								    : VMACT_GAPI_DECREASE_TARGET);
+		return path ? post(o, path, vmact_gapi_delta_encode(cmd[0] == 'i' ? n : -n), false)
+			    : 1;
 	}
 	if (strcmp(cmd, "delete") == 0 && argc >= 3) {
-		json_t *ids = json_array();
-
-		if (!name_ok(argv[1])) {
-			json_decref(ids);
+		if (!name_ok(argv[1]))
 			return bad_usage("not a group id", argv[1]);
-		}
-		for (int i = 2; i < argc; i++)
-			json_array_append_new(ids, json_string(argv[i]));
-		snprintf(path, sizeof(path), "/v1/groups/%s/delete-nodes", argv[1]);
-		return post(o, path, json_pack("{s:o}", "provider_ids", ids));
+		path = vmact_gapi_group_path(argv[1], VMACT_GAPI_DELETE_NODES);
+		return path ? post(o, path,
+				   vmact_gapi_delete_nodes_encode((const char *const *)argv + 2,
+								  (size_t)argc - 2),
+				   false)
+			    : 1;
 	}
 	return bad_usage("unknown command, or wrong arguments for it", cmd);
 }
@@ -398,7 +425,6 @@ int main(int argc, char **argv)
 		}
 		args[k] = NULL;
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		ctl_set_peer("vmact-groupd", " (is it running? are you root or its user?)");
 		r = run(&o, k, args);
 		curl_global_cleanup();
 	}
