@@ -87,8 +87,8 @@ char *vmact_gapi_node_group_path(const char *provider_id)
 	_cleanup_free_ char *esc = vmact_http_escape(provider_id);
 	char *p = NULL;
 
-	if (esc && asprintf(&p, VMACT_GAPI_PATH_NODE_GROUP "?" VMACT_GAPI_ARG_PROVIDER_ID "=%s",
-			    esc) < 0)
+	if (esc &&
+	    asprintf(&p, VMACT_GAPI_PATH_NODE_GROUP "?" VMACT_GAPI_ARG_PROVIDER_ID "=%s", esc) < 0)
 		p = NULL;
 	return p;
 }
@@ -98,8 +98,8 @@ char *vmact_gapi_waiting_path(const char *uid, enum vmact_gapi_verdict v)
 	_cleanup_free_ char *esc = vmact_http_escape(uid);
 	char *p = NULL;
 
-	if (esc && asprintf(&p, VMACT_GAPI_PATH_WAITING "/%s/%s", esc,
-			    vmact_gapi_verdict_name(v)) < 0)
+	if (esc &&
+	    asprintf(&p, VMACT_GAPI_PATH_WAITING "/%s/%s", esc, vmact_gapi_verdict_name(v)) < 0)
 		p = NULL;
 	return p;
 }
@@ -256,8 +256,7 @@ json_t *vmact_gapi_error_encode(const char *message, const char *reason)
 	return json_pack("{s:s,s:s}", "error", message, "reason", reason);
 }
 
-int vmact_gapi_error_decode(const json_t *doc, struct vmact_gapi_error *out,
-			    struct vmact_err *err)
+int vmact_gapi_error_decode(const json_t *doc, struct vmact_gapi_error *out, struct vmact_err *err)
 {
 	int r;
 
@@ -393,7 +392,8 @@ json_t *vmact_gapi_group_encode(const struct vmact_gapi_group *g)
 			 (json_int_t)g->tmpl.max_memory_bytes, "ephemeral_storage_bytes",
 			 (json_int_t)g->tmpl.ephemeral_bytes, "pods", (int)g->tmpl.pods, "arch",
 			 g->tmpl.arch, "os", g->tmpl.os, "options", options_encode(&g->opts),
-			 "pool", pool, "scheduler_name", g->scheduler_name ? g->scheduler_name : "");
+			 "pool", pool, "scheduler_name",
+			 g->scheduler_name ? g->scheduler_name : "");
 }
 
 static int get_labels(const json_t *obj, struct vmact_gapi_group *g, struct vmact_err *err)
@@ -545,8 +545,7 @@ static int get_flag(const json_t *o, const char *key, unsigned bit, bool *out, u
 	return 0;
 }
 
-int vmact_gapi_options_decode(const json_t *oj, struct vmact_gapi_options *o,
-			      struct vmact_err *err)
+int vmact_gapi_options_decode(const json_t *oj, struct vmact_gapi_options *o, struct vmact_err *err)
 {
 	int r;
 
@@ -687,8 +686,8 @@ static json_t *list_encode(const char *key, const void *v, size_t n, size_t size
 /* The array under key of doc, each element decoded into (*items)[i] of
  * size bytes; errors named "key[i].field". */
 static int list_decode(json_t *doc, const char *key, size_t size,
-		       int (*one)(const json_t *, void *, struct vmact_err *), void (*clear)(void *),
-		       void **items, size_t *n, struct vmact_err *err)
+		       int (*one)(const json_t *, void *, struct vmact_err *),
+		       void (*clear)(void *), void **items, size_t *n, struct vmact_err *err)
 {
 	const json_t *arr, *o;
 	size_t i;
@@ -754,8 +753,9 @@ int vmact_gapi_groups_decode(json_t *doc, struct vmact_gapi_groups *out, struct 
 	for (size_t i = 0; i < out->n; i++)
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(out->g[i].id, out->g[k].id)) {
-				r = vmact_err_set(err, EPROTO, "groups[%zu]: id: \"%s\" given twice",
-						  i, out->g[i].id);
+				r = vmact_err_set(err, EPROTO,
+						  "groups[%zu]: id: \"%s\" given twice", i,
+						  out->g[i].id);
 				vmact_gapi_groups_clear(out);
 				return r;
 			}
@@ -811,8 +811,8 @@ static json_t *node_one(const void *p)
 	const struct vmact_gapi_node *n = p;
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "provider_id", n->provider_id, "name",
 			      n->name, "host", n->host, "state",
-			      vmact_gapi_node_state_name(n->state), "vm_state", n->vm_state,
-			      "tier", n->tier);
+			      vmact_gapi_node_state_name(n->state), "vm_state", n->vm_state, "tier",
+			      n->tier);
 
 	if (o && n->has_error && json_object_set_new(o, "error", vm_error_encode(&n->error)) < 0) {
 		json_decref(o);
@@ -868,8 +868,7 @@ int vmact_gapi_nodes_decode(json_t *doc, struct vmact_gapi_nodes *out, struct vm
 	int r;
 
 	*out = (struct vmact_gapi_nodes){ 0 };
-	r = list_decode(doc, "nodes", sizeof(*out->v), node_decode_one, NULL, &items, &out->n,
-			err);
+	r = list_decode(doc, "nodes", sizeof(*out->v), node_decode_one, NULL, &items, &out->n, err);
 	if (r < 0)
 		return r;
 	out->v = items;
@@ -1115,8 +1114,7 @@ int vmact_gapi_hosts_decode(json_t *doc, struct vmact_gapi_hosts *out, struct vm
 	int r;
 
 	*out = (struct vmact_gapi_hosts){ 0 };
-	r = list_decode(doc, "hosts", sizeof(*out->v), host_decode_one, NULL, &items, &out->n,
-			err);
+	r = list_decode(doc, "hosts", sizeof(*out->v), host_decode_one, NULL, &items, &out->n, err);
 	if (r < 0)
 		return r;
 	out->v = items;
@@ -1143,8 +1141,8 @@ static json_t *waiting_one(const void *p)
 			json_decref(pending);
 			pending = NULL;
 		}
-	return pending ? json_pack("{s:s,s:s,s:s,s:s,s:o,s:f,s:f}", "uid", w->uid, "name",
-				   w->name, "group", w->group, "host", w->host, "pending", pending,
+	return pending ? json_pack("{s:s,s:s,s:s,s:s,s:o,s:f,s:f}", "uid", w->uid, "name", w->name,
+				   "group", w->group, "host", w->host, "pending", pending,
 				   "waited_s", w->waited_s, "timeout_s", w->timeout_s)
 		       : NULL;
 }
@@ -1186,8 +1184,7 @@ static void waiting_clear_one(void *p)
 	w->pending = NULL;
 }
 
-int vmact_gapi_waitings_decode(json_t *doc, struct vmact_gapi_waitings *out,
-			       struct vmact_err *err)
+int vmact_gapi_waitings_decode(json_t *doc, struct vmact_gapi_waitings *out, struct vmact_err *err)
 {
 	void *items;
 	int r;
@@ -1310,8 +1307,8 @@ json_t *vmact_gapi_verdict_done_encode(const char *uid, enum vmact_gapi_verdict 
 	return json_pack("{s:s,s:s}", "uid", uid, "done", vmact_gapi_verdict_name(v));
 }
 
-int vmact_gapi_verdict_done_decode(const json_t *doc, const char **uid,
-				   enum vmact_gapi_verdict *v, struct vmact_err *err)
+int vmact_gapi_verdict_done_decode(const json_t *doc, const char **uid, enum vmact_gapi_verdict *v,
+				   struct vmact_err *err)
 {
 	const char *done;
 	int r;

@@ -87,8 +87,7 @@ struct vmact_gapi_error {
 	const char *reason;  /* NULL: none said */
 };
 json_t *vmact_gapi_error_encode(const char *message, const char *reason);
-int vmact_gapi_error_decode(const json_t *doc, struct vmact_gapi_error *out,
-			    struct vmact_err *err);
+int vmact_gapi_error_decode(const json_t *doc, struct vmact_gapi_error *out, struct vmact_err *err);
 /* What a reason means as an errno: -ENOENT not-found, -EINVAL invalid,
  * -ERANGE out-of-range, -EBUSY precondition, -EAGAIN unavailable, -EIO
  * internal; an unknown or missing reason by the HTTP status, so that a
@@ -131,7 +130,7 @@ enum {
 
 struct vmact_gapi_options {
 	unsigned set;
-	double util, gpu_util;                              /* fractions */
+	double util, gpu_util;                                /* fractions */
 	double unneeded_s, unready_s, provision_s, startup_s; /* [0, 1e9] s */
 	bool zero_or_max, ignore_ds, non_atomic;
 };
@@ -209,9 +208,9 @@ struct vmact_gapi_vm_error {
 
 struct vmact_gapi_node {
 	const char *provider_id;
-	const char *name, *host;       /* "" when not said */
+	const char *name, *host; /* "" when not said */
 	enum vmact_gapi_node_state state;
-	const char *vm_state, *tier;   /* informational; "" when not said */
+	const char *vm_state, *tier; /* informational; "" when not said */
 	bool has_error;
 	struct vmact_gapi_vm_error error;
 };
@@ -297,8 +296,7 @@ struct vmact_gapi_waitings {
 };
 /* (v[i].pending is the caller's.) */
 json_t *vmact_gapi_waitings_encode(const struct vmact_gapi_waiting *v, size_t n);
-int vmact_gapi_waitings_decode(json_t *doc, struct vmact_gapi_waitings *out,
-			       struct vmact_err *err);
+int vmact_gapi_waitings_decode(json_t *doc, struct vmact_gapi_waitings *out, struct vmact_err *err);
 void vmact_gapi_waitings_clear(struct vmact_gapi_waitings *s);
 
 /* ---- the changes: requests and answers ---- */
@@ -324,8 +322,8 @@ int vmact_gapi_verdict_decode(const json_t *doc, enum vmact_gapi_verdict v, cons
 			      struct vmact_err *err);
 /* Their answer: {"uid": uid, "done": "allow"|"reject"} */
 json_t *vmact_gapi_verdict_done_encode(const char *uid, enum vmact_gapi_verdict v);
-int vmact_gapi_verdict_done_decode(const json_t *doc, const char **uid,
-				   enum vmact_gapi_verdict *v, struct vmact_err *err);
+int vmact_gapi_verdict_done_decode(const json_t *doc, const char **uid, enum vmact_gapi_verdict *v,
+				   struct vmact_err *err);
 
 /* GET /v1/node-group?provider_id=...: {"id": group}, "" for none. */
 json_t *vmact_gapi_node_group_encode(const char *id);

@@ -170,8 +170,13 @@ static void test_group(void **state)
 	two[0] = g;
 	two[1] = (struct vmact_gapi_group){
 		.id = "b",
-		.tmpl = { .vcpus = 2, .max_vcpus = 2, .memory_bytes = 1, .max_memory_bytes = 1,
-			  .pods = 1, .arch = "arm64", .os = "linux" },
+		.tmpl = { .vcpus = 2,
+			  .max_vcpus = 2,
+			  .memory_bytes = 1,
+			  .max_memory_bytes = 1,
+			  .pods = 1,
+			  .arch = "arm64",
+			  .os = "linux" },
 		.scheduler_name = "",
 	};
 	doc = wire(vmact_gapi_groups_encode(two, 2));
@@ -304,16 +309,17 @@ static void test_vms(void **state)
 
 	(void)state;
 	assert_string_equal(
-		text, "{\"vms\":[{\"provider_id\":\"libvirt://h2/1\",\"name\":\"a\",\"host\":\"h2\","
-		      "\"group\":\"workers\",\"role\":\"pool\",\"tier\":\"paused\",\"state\":\"ready\","
-		      "\"leased\":true,\"busy\":false,\"attempts\":1,\"created\":1732570000.25,"
-		      "\"booted\":1732570001.0,\"requested\":0.0,\"in_service\":0.0},"
-		      "{\"provider_id\":\"libvirt://h1/2\",\"name\":\"b\",\"host\":\"h1\","
-		      "\"group\":\"gone\",\"role\":\"member\",\"tier\":\"cold\",\"state\":\"booting\","
-		      "\"leased\":false,\"busy\":true,\"attempts\":3,\"created\":0.0,\"booted\":0.0,"
-		      "\"requested\":0.0,\"in_service\":0.0,\"error\":{\"class\":\"other\","
-		      "\"code\":\"BOOT_TIMEOUT\",\"message\":\"not healthy\",\"at\":5.0},"
-		      "\"configured\":false}],\"ready\":true}");
+		text,
+		"{\"vms\":[{\"provider_id\":\"libvirt://h2/1\",\"name\":\"a\",\"host\":\"h2\","
+		"\"group\":\"workers\",\"role\":\"pool\",\"tier\":\"paused\",\"state\":\"ready\","
+		"\"leased\":true,\"busy\":false,\"attempts\":1,\"created\":1732570000.25,"
+		"\"booted\":1732570001.0,\"requested\":0.0,\"in_service\":0.0},"
+		"{\"provider_id\":\"libvirt://h1/2\",\"name\":\"b\",\"host\":\"h1\","
+		"\"group\":\"gone\",\"role\":\"member\",\"tier\":\"cold\",\"state\":\"booting\","
+		"\"leased\":false,\"busy\":true,\"attempts\":3,\"created\":0.0,\"booted\":0.0,"
+		"\"requested\":0.0,\"in_service\":0.0,\"error\":{\"class\":\"other\","
+		"\"code\":\"BOOT_TIMEOUT\",\"message\":\"not healthy\",\"at\":5.0},"
+		"\"configured\":false}],\"ready\":true}");
 	free(text);
 	doc = wire(vmact_gapi_vms_encode(v, 2, &ready));
 	assert_int_equal(vmact_gapi_vms_decode(doc, &s, &err), 0);
@@ -426,8 +432,14 @@ static void test_waiting(void **state)
 {
 	const char *pending[] = { "ManualApproval", "Other" };
 	struct vmact_gapi_waiting v[] = {
-		{ .uid = "0b6f", .name = "vm1", .group = "g", .host = "h1", .pending = pending,
-		  .npending = 2, .waited_s = 1.5, .timeout_s = 0 },
+		{ .uid = "0b6f",
+		  .name = "vm1",
+		  .group = "g",
+		  .host = "h1",
+		  .pending = pending,
+		  .npending = 2,
+		  .waited_s = 1.5,
+		  .timeout_s = 0 },
 	};
 	struct vmact_gapi_waitings s;
 	struct vmact_err err = { 0 };
@@ -435,9 +447,10 @@ static void test_waiting(void **state)
 	json_t *doc;
 
 	(void)state;
-	assert_string_equal(text, "{\"waiting\":[{\"uid\":\"0b6f\",\"name\":\"vm1\",\"group\":\"g\","
-				  "\"host\":\"h1\",\"pending\":[\"ManualApproval\",\"Other\"],"
-				  "\"waited_s\":1.5,\"timeout_s\":0.0}]}");
+	assert_string_equal(text,
+			    "{\"waiting\":[{\"uid\":\"0b6f\",\"name\":\"vm1\",\"group\":\"g\","
+			    "\"host\":\"h1\",\"pending\":[\"ManualApproval\",\"Other\"],"
+			    "\"waited_s\":1.5,\"timeout_s\":0.0}]}");
 	free(text);
 	doc = wire(vmact_gapi_waitings_encode(v, 1));
 	assert_int_equal(vmact_gapi_waitings_decode(doc, &s, &err), 0);
@@ -699,7 +712,8 @@ static void test_refusals(void **state)
 		"\"libvirt\":{\"ok\":true},\"arbiter\":{\"ok\":true},"
 		"\"capacity\":{\"milli_cpu\":-1,\"memory_bytes\":0}}]}",
 		"hosts[0]: capacity: milli_cpu: -1 is outside");
-	refused(WAITING, "{\"waiting\":[{\"uid\":\"u\",\"name\":\"n\",\"group\":\"g\",\"host\":\"h\"}]}",
+	refused(WAITING,
+		"{\"waiting\":[{\"uid\":\"u\",\"name\":\"n\",\"group\":\"g\",\"host\":\"h\"}]}",
 		"waiting[0]: pending: missing");
 	refused(WAITING,
 		"{\"waiting\":[{\"uid\":\"u\",\"name\":\"n\",\"group\":\"g\",\"host\":\"h\","
@@ -794,11 +808,11 @@ static void test_small_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_group),	       cmocka_unit_test(test_group_defaults),
-		cmocka_unit_test(test_nodes),	       cmocka_unit_test(test_vms),
-		cmocka_unit_test(test_hosts),	       cmocka_unit_test(test_waiting),
-		cmocka_unit_test(test_small),	       cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_refusals),       cmocka_unit_test(test_small_refusals),
+		cmocka_unit_test(test_group),    cmocka_unit_test(test_group_defaults),
+		cmocka_unit_test(test_nodes),    cmocka_unit_test(test_vms),
+		cmocka_unit_test(test_hosts),    cmocka_unit_test(test_waiting),
+		cmocka_unit_test(test_small),    cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_refusals), cmocka_unit_test(test_small_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
