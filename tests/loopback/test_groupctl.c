@@ -157,8 +157,8 @@ static void test_changes(void **state)
 	doc = json_loads(out, 0, NULL);
 	assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 2);
 	snprintf(pid, sizeof(pid), "%s",
-		 json_string_value(json_object_get(
-			 json_array_get(json_object_get(doc, "nodes"), 0), "provider_id")));
+		 json_string_value(json_object_get(json_array_get(json_object_get(doc, "nodes"), 0),
+						   "provider_id")));
 	json_decref(doc);
 	free(out);
 	assert_non_null(strstr(pid, "libvirt://"));
@@ -244,10 +244,11 @@ static void test_operator_tables(void **state)
 	struct fixture *f = *state;
 	char *out;
 
-	control(f, "{\"cmd\":\"answer\",\"body\":{\"hosts\":[{\"name\":\"h1\",\"uri\":"
-		   "\"qemu:///system\",\"reachable\":false,\"scanned\":true,\"libvirt\":{\"ok\":"
-		   "true,\"error\":\"\"},\"arbiter\":{\"ok\":false,\"error\":\"refused\"},\"vms\":3,"
-		   "\"leases\":2,\"standby\":{\"milli_cpu\":1000,\"memory_bytes\":536870912}}]}}");
+	control(f,
+		"{\"cmd\":\"answer\",\"body\":{\"hosts\":[{\"name\":\"h1\",\"uri\":"
+		"\"qemu:///system\",\"reachable\":false,\"scanned\":true,\"libvirt\":{\"ok\":"
+		"true,\"error\":\"\"},\"arbiter\":{\"ok\":false,\"error\":\"refused\"},\"vms\":3,"
+		"\"leases\":2,\"standby\":{\"milli_cpu\":1000,\"memory_bytes\":536870912}}]}}");
 	assert_int_equal(groupctl(f, &out, NULL, "hosts", NULL), 0);
 	expect(out, "h1");
 	expect(out, "qemu:///system");
@@ -260,18 +261,20 @@ static void test_operator_tables(void **state)
 	expect(out, "u-1");
 	expect(out, "ManualApproval");
 	free(out);
-	control(f, "{\"cmd\":\"answer\",\"body\":{\"vms\":[{\"provider_id\":\"libvirt://h1/1\","
-		   "\"name\":\"vm-a\",\"host\":\"h1\",\"group\":\"g\",\"role\":\"pool\",\"tier\":"
-		   "\"paused\",\"state\":\"ready\",\"leased\":true},{\"provider_id\":\"libvirt://h1/2\","
-		   "\"name\":\"vm-b\",\"host\":\"h1\",\"group\":\"g\",\"role\":\"member\",\"tier\":"
-		   "\"cold\",\"state\":\"claimed\"}],\"ready\":true}}");
+	control(f,
+		"{\"cmd\":\"answer\",\"body\":{\"vms\":[{\"provider_id\":\"libvirt://h1/1\","
+		"\"name\":\"vm-a\",\"host\":\"h1\",\"group\":\"g\",\"role\":\"pool\",\"tier\":"
+		"\"paused\",\"state\":\"ready\",\"leased\":true},{\"provider_id\":\"libvirt://h1/2\","
+		"\"name\":\"vm-b\",\"host\":\"h1\",\"group\":\"g\",\"role\":\"member\",\"tier\":"
+		"\"cold\",\"state\":\"claimed\"}],\"ready\":true}}");
 	assert_int_equal(groupctl(f, &out, NULL, "pools", "g", NULL), 0);
 	expect(out, "vm-a");
 	if (strstr(out, "vm-b"))
 		fail_msg("pools listed a member:\n%s", out);
 	free(out);
 	control(f, "{\"cmd\":\"answer\",\"body\":{\"uid\":\"u-1\",\"done\":\"allow\"}}");
-	assert_int_equal(groupctl(f, &out, NULL, "allow", "u-1", "--plugin", "ManualApproval", NULL),
+	assert_int_equal(groupctl(f, &out, NULL, "allow", "u-1", "--plugin", "ManualApproval",
+				  NULL),
 			 0);
 	free(out);
 }
