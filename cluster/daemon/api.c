@@ -212,11 +212,12 @@ static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
 		}
 		c->cap = cap;
 	}
-	/* The view's provider id is its own copy, gone with the call. */
+	/* The view's provider id is its own copy, gone with the call; the
+	 * documents point to these once the walk is over (collect_done), as
+	 * the array may still move. */
 	snprintf(c->pids[c->n], sizeof(c->pids[c->n]), "%s", v->provider_id);
 	if (c->members && !c->all) {
 		c->nodes[c->n] = (struct vmact_gapi_node){
-			.provider_id = c->pids[c->n],
 			.name = v->name,
 			.host = v->host,
 			.state = node_state(v),
@@ -229,7 +230,6 @@ static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
 		};
 	} else {
 		c->vms[c->n] = (struct vmact_gapi_vm){
-			.provider_id = c->pids[c->n],
 			.name = v->name,
 			.host = v->host,
 			.group = v->group ? v->group : m->group,
@@ -249,6 +249,16 @@ static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
 		};
 	}
 	c->n++;
+}
+
+static void collect_done(struct collect *c)
+{
+	for (size_t i = 0; !c->oom && i < c->n; i++) {
+		if (c->members && !c->all)
+			c->nodes[i].provider_id = c->pids[i];
+		else
+			c->vms[i].provider_id = c->pids[i];
+	}
 }
 
 static void collect_free(struct collect *c)
@@ -499,6 +509,7 @@ static void vms_route(struct cl_api *a, const char *group, bool members,
 	if (!method_is(req, "GET", reply))
 		return;
 	cl_engine_each_vm(a->e, group, collect_vm, &c);
+	collect_done(&c);
 	if (c.oom)
 		reply_error(reply, 500, VMACT_GAPI_INTERNAL, "out of memory");
 	else if (members)
