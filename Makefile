@@ -74,12 +74,12 @@ layers-bpf        := shared base
 layers-shared     := base
 layers-base       :=
 # Components outside the daemon's layers, linked only into their own
-# programs (and the unit tests): cli/ (vmactl) uses shared/ and base/ alone.
+# programs (and the unit tests): cli/vmactl/ (vmactl) uses shared/ and base/ alone.
 # cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
 CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
 	cluster/framework cluster/config
-TOOL_COMPONENTS := cli $(CLUSTER_COMPONENTS) cloudprovider
-layers-cli        := shared base
+TOOL_COMPONENTS := cli/vmactl $(CLUSTER_COMPONENTS) cloudprovider
+layers-cli/vmactl := shared base
 # cluster/ (vmact-groupd): each sub-layer uses those below it, the
 # transport, shared/ (the lease protocol) and base; the framework and the
 # configuration use base alone.
@@ -94,10 +94,12 @@ layers-cluster/daemon := cluster/engine cluster/plugins cluster/host cluster/fra
 layers-cloudprovider := shared base
 # Directories that hold a program's main() and nothing else: check-layers
 # knows them (what the main may include), no archive is made of them.
-MAIN_COMPONENTS := cluster arbiter
+MAIN_COMPONENTS := cluster arbiter cli/groupctl
 layers-cluster := $(CLUSTER_COMPONENTS) net shared base
 # arbiter/: vmact-arbiter's main, over the arbiter's core in agent-glue/
 layers-arbiter := agent-glue/arbiter agent-glue/codec net shared base
+# cli/groupctl/: vmact-groupctl's main, over vmact-groupd's API's codec
+layers-cli/groupctl := shared base
 # ...and whose top holds nothing but the mains Kbuild's <prog>-objs name
 # there (+main=FILE).
 main-files = $(foreach c,$(MAIN_COMPONENTS),$(foreach p,$(progs-y),$(filter $(c)/%,$($(p)-objs:.o=.c))))
@@ -210,6 +212,12 @@ print-%:
 # cites and every doc heading a comment cites resolves (doc/README.md).
 check-doc-refs:
 	$(Q)tests/checks/check-doc-refs.sh
+
+# make check-group-api: vmact-groupd's API spoken through its one codec
+# (shared/group-api.c) by the files of Kbuild's group-api-users-y.
+.PHONY: check-group-api
+check-group-api:
+	$(Q)tests/checks/check-group-api.sh
 
 .PHONY: check-layers
 check-layers:

@@ -122,8 +122,8 @@ static void bench_cycle(double *p50, double *p99, double *max)
 	profile = json_pack("{s:{s:{s:[{s:s}]},s:{s:[{s:s}]},s:{s:[{s:s}]}}}", "plugins", "reserve",
 			    "disabled", "name", "*", "preBind", "disabled", "name", "*", "bind",
 			    "disabled", "name", "*");
-	if (cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), profile, "bench", &h, &fw,
-		      &err) < 0)
+	if (cl_fw_new(cl_plugins_table(), cl_plugins_defaults(), profile, "bench", &h, &fw, &err) <
+	    0)
 		die("framework: %s", err.msg);
 	json_decref(profile);
 	for (int i = 0; i < N_HOSTS; i++) {

@@ -8,6 +8,7 @@
 
 #include "base/macro.h"
 #include "cloudprovider/groupd.h"
+#include "shared/group-api.h"
 
 /* A cluster's nodes, with room; past it answers are still right, only no
  * longer remembered (the autoscaler caches them itself anyway). */
@@ -73,14 +74,15 @@ static int fetch(struct cp_cache *c, uint64_t timeout_usec, struct cp_groups **o
 		 struct vmact_err *err)
 {
 	_cleanup_(cp_cache_jsonp) json_t *doc = NULL;
-	int r = cp_groupd_call(c->socket, "GET", "/v1/groups", NULL, timeout_usec, &doc, err);
+	int r = cp_groupd_call(c->socket, "GET", VMACT_GAPI_PATH_GROUPS, NULL, timeout_usec, &doc,
+			       err);
 
 	if (r < 0)
 		return r;
 	r = cp_groups_from_json(doc, out, err);
 	/* -EPROTO: an answer that is not the API's is groupd's fault, an
 	 * INTERNAL for the caller */
-	return r < 0 ? vmact_err_prefix(err, "vmact-groupd's GET /v1/groups") : 0;
+	return r < 0 ? vmact_err_prefix(err, "vmact-groupd's GET " VMACT_GAPI_PATH_GROUPS) : 0;
 }
 
 /* Installs s as the view unless one appeared meanwhile (two first calls

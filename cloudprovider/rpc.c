@@ -15,6 +15,7 @@
 #include "cloudprovider/group.h"
 #include "cloudprovider/groupd.h"
 #include "cloudprovider/template.h"
+#include "shared/group-api.h"
 
 /* protobuf-c's names for the contract's package */
 #define EG(x)   Clusterautoscaler__Cloudprovider__V1__Externalgrpc__##x
@@ -73,17 +74,17 @@ static int check_id(const char *id, const char *what, struct vmact_err *err)
 	return 0;
 }
 
-/* "/v1/groups/<id><tail>", the id escaped; arena memory. */
-static int group_path(struct cp_rpc_ctx *ctx, const char *id, const char *tail, char **out,
-		      struct vmact_err *err)
+/* The group's path (shared/group-api.h), the id escaped; arena memory. */
+static int group_path(struct cp_rpc_ctx *ctx, const char *id, enum vmact_gapi_group_res what,
+		      char **out, struct vmact_err *err)
 {
-	_cleanup_free_ char *esc = NULL;
+	_cleanup_free_ char *p = NULL;
 	int r = check_id(id, "id", err);
 
 	if (r < 0)
 		return r;
-	esc = cp_groupd_escape(id);
-	*out = esc ? cp_arena_printf(ctx->arena, "/v1/groups/%s%s", esc, tail) : NULL;
+	p = vmact_gapi_group_path(id, what);
+	*out = p ? cp_arena_strdup(ctx->arena, p) : NULL;
 	return *out ? 0 : vmact_err_set(err, ENOMEM, "out of memory");
 }
 
@@ -101,17 +102,21 @@ static void *answer(struct cp_rpc_ctx *ctx, const ProtobufCMessageDescriptor *d)
 	if (!var)                                    \
 	return vmact_err_set(err, ENOMEM, "out of memory")
 
-static EG(NodeGroup) * node_group(struct cp_rpc_ctx *ctx, const struct cp_group *g)
+/* g NULL: the empty group (not ours). The answer outlives the snapshot
+ * that holds g: its strings go into the arena. */
+static EG(NodeGroup) * node_group(struct cp_rpc_ctx *ctx, const struct vmact_gapi_group *g)
 {
 	EG(NodeGroup) *ng = answer(ctx, &EG_D(node_group));
 
 	if (!ng)
 		return NULL;
 	if (g) {
-		ng->id = g->id;
+		ng->id = cp_arena_strdup(ctx->arena, g->id);
 		ng->minsize = g->min;
 		ng->maxsize = g->max;
-		ng->debug = g->debug;
+		ng->debug = cp_group_debug(g, ctx->arena);
+		if (!ng->id || !ng->debug)
+			return NULL;
 	}
 	return ng;
 }
@@ -129,12 +134,7 @@ static int node_groups(struct cp_rpc_ctx *ctx, const ProtobufCMessage *req, Prot
 	if (s->n && !a->nodegroups)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < s->n; i++) {
-		/* the answer outlives s: its strings go into the arena */
-		struct cp_group copy = s->g[i];
-
-		copy.id = cp_arena_strdup(ctx->arena, s->g[i].id);
-		copy.debug = cp_arena_strdup(ctx->arena, s->g[i].debug);
-		a->nodegroups[i] = copy.id && copy.debug ? node_group(ctx, &copy) : NULL;
+		a->nodegroups[i] = node_group(ctx, &s->g[i]);
 		if (!a->nodegroups[i])
 			return vmact_err_set(err, ENOMEM, "out of memory");
 	}
@@ -148,22 +148,21 @@ static int lookup_node(struct cp_rpc_ctx *ctx, const char *provider_id, char **i
 		       struct vmact_err *err)
 {
 	_cleanup_(cp_rpc_jsonp) json_t *doc = NULL;
-	_cleanup_free_ char *esc = cp_groupd_escape(provider_id);
-	const json_t *v;
+	_cleanup_free_ char *p = vmact_gapi_node_group_path(provider_id);
+	const char *v;
 	char *path;
 	int r;
 
-	path = esc ? cp_arena_printf(ctx->arena, "/v1/node-group?provider_id=%s", esc) : NULL;
+	path = p ? cp_arena_strdup(ctx->arena, p) : NULL;
 	if (!path)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	r = ask(ctx, "GET", path, NULL, &doc, err);
 	if (r < 0)
 		return r;
-	v = json_object_get(doc, "id");
-	if (!json_is_string(v))
-		return vmact_err_set(err, EIO,
-				     "vmact-groupd's GET /v1/node-group: no \"id\" string");
-	*id = cp_arena_strdup(ctx->arena, json_string_value(v));
+	r = vmact_gapi_node_group_decode(doc, &v, err);
+	if (r < 0)
+		return vmact_err_prefix(err, "vmact-groupd's GET " VMACT_GAPI_PATH_NODE_GROUP);
+	*id = cp_arena_strdup(ctx->arena, v);
 	return *id ? 0 : vmact_err_set(err, ENOMEM, "out of memory");
 }
 
@@ -173,7 +172,7 @@ static int node_group_for_node(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m
 	const EG(NodeGroupForNodeRequest) *req = (const void *)m;
 	_cleanup_(cp_rpc_groupsp) struct cp_groups *s = NULL;
 	_cleanup_free_ char *cached = NULL;
-	const struct cp_group *g = NULL;
+	const struct vmact_gapi_group *g = NULL;
 	const char *pid;
 	char *key, *id;
 	int r;
@@ -208,18 +207,7 @@ static int node_group_for_node(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m
 		if (g)
 			cp_cache_node_put(ctx->cache, s, key, g->id);
 	}
-	if (g) {
-		struct cp_group copy = *g;
-
-		copy.id = cp_arena_strdup(ctx->arena, g->id);
-		copy.debug = cp_arena_strdup(ctx->arena, g->debug);
-		if (!copy.id || !copy.debug)
-			return vmact_err_set(err, ENOMEM, "out of memory");
-		g = &copy;
-		a->nodegroup = node_group(ctx, g);
-	} else {
-		a->nodegroup = node_group(ctx, NULL);
-	}
+	a->nodegroup = node_group(ctx, g);
 	return a->nodegroup ? 0 : vmact_err_set(err, ENOMEM, "out of memory");
 }
 
@@ -272,13 +260,10 @@ static int refresh(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, ProtobufCM
 
 static int get_target(const json_t *doc, const char *what, int32_t *out, struct vmact_err *err)
 {
-	const json_t *v = json_object_get(doc, "target");
+	int r = vmact_gapi_target_decode(doc, out, err);
 
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-		return vmact_err_set(err, EIO, "vmact-groupd's %s: no \"target\" in [0, 2^31)",
-				     what);
-	*out = (int32_t)json_integer_value(v);
-	return 0;
+	/* -EPROTO: an answer that is not the API's, an INTERNAL */
+	return r < 0 ? vmact_err_prefix(err, "vmact-groupd's %s", what) : 0;
 }
 
 static int target_size(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, ProtobufCMessage **resp,
@@ -288,12 +273,12 @@ static int target_size(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	_cleanup_(cp_rpc_jsonp) json_t *doc = NULL;
 	char *path;
 	int32_t t;
-	int r = group_path(ctx, req->id, "", &path, err);
+	int r = group_path(ctx, req->id, VMACT_GAPI_GROUP, &path, err);
 
 	if (r >= 0)
 		r = ask(ctx, "GET", path, NULL, &doc, err);
 	if (r >= 0)
-		r = get_target(doc, "GET /v1/groups/{id}", &t, err);
+		r = get_target(doc, "GET " VMACT_GAPI_PATH_GROUPS "/{id}", &t, err);
 	if (r < 0)
 		return r;
 	ANSWER(ctx, NodeGroupTargetSizeResponse, node_group_target_size_response, a);
@@ -302,10 +287,10 @@ static int target_size(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	return 0;
 }
 
-/* POST {"delta": delta} to the group's `action`; groupd answers once the
- * target is what the request makes it (doc/cluster-api.md). */
-static int change(struct cp_rpc_ctx *ctx, const char *id, const char *action, json_t *body,
-		  struct vmact_err *err)
+/* POST body to the group's `action`; groupd answers once the target is
+ * what the request makes it (doc/cluster-api.md). */
+static int change(struct cp_rpc_ctx *ctx, const char *id, enum vmact_gapi_group_res action,
+		  json_t *body, struct vmact_err *err)
 {
 	_cleanup_(cp_rpc_jsonp) json_t *b = body, *doc = NULL;
 	char *path;
@@ -328,8 +313,7 @@ static int increase_size(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Prot
 
 	if (req->delta <= 0)
 		return vmact_err_set(err, EINVAL, "delta: %d, must be positive", req->delta);
-	r = change(ctx, req->id, "/increase", json_pack("{s:i}", "delta", (json_int_t)req->delta),
-		   err);
+	r = change(ctx, req->id, VMACT_GAPI_INCREASE, vmact_gapi_delta_encode(req->delta), err);
 	if (r < 0)
 		return r;
 	ANSWER(ctx, NodeGroupIncreaseSizeResponse, node_group_increase_size_response, a);
@@ -345,8 +329,8 @@ static int decrease_target(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
 
 	if (req->delta >= 0)
 		return vmact_err_set(err, EINVAL, "delta: %d, must be negative", req->delta);
-	r = change(ctx, req->id, "/decrease-target",
-		   json_pack("{s:i}", "delta", (json_int_t)req->delta), err);
+	r = change(ctx, req->id, VMACT_GAPI_DECREASE_TARGET, vmact_gapi_delta_encode(req->delta),
+		   err);
 	if (r < 0)
 		return r;
 	ANSWER(ctx, NodeGroupDecreaseTargetSizeResponse, node_group_decrease_target_size_response,
@@ -362,37 +346,33 @@ static int delete_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Proto
 			struct vmact_err *err)
 {
 	const EG(NodeGroupDeleteNodesRequest) *req = (const void *)m;
-	json_t *ids = json_array(), *body;
+	_cleanup_free_ const char **ids = NULL;
+	size_t n = 0;
 	int r = check_id(req->id, "id", err);
 
-	body = json_pack("{s:o}", "provider_ids", ids);
-	if (r < 0) {
-		json_decref(body);
+	if (r < 0)
 		return r;
-	}
-	if (!req->n_nodes) {
-		json_decref(body);
+	if (!req->n_nodes)
 		return vmact_err_set(err, EINVAL, "nodes: none given");
-	}
-	for (size_t i = 0; body && i < req->n_nodes; i++) {
-		const EG(ExternalGrpcNode) *n = req->nodes[i];
-		const char *pid = n ? n->providerid : NULL;
+	ids = calloc(req->n_nodes, sizeof(*ids));
+	if (!ids)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < req->n_nodes; i++) {
+		const EG(ExternalGrpcNode) *nd = req->nodes[i];
+		const char *pid = nd ? nd->providerid : NULL;
 		bool seen = false;
-		size_t j;
-		json_t *v;
 
 		r = check_id(pid, "providerID", err);
-		if (r < 0) {
-			json_decref(body);
+		if (r < 0)
 			return vmact_err_prefix(err, "nodes[%zu] (%.64s)", i,
-						n && n->name ? n->name : "");
-		}
-		json_array_foreach(ids, j, v)
-			seen |= !strcmp(json_string_value(v), pid);
-		if (!seen && json_array_append_new(ids, json_string(pid)) < 0)
-			break;
+						nd && nd->name ? nd->name : "");
+		for (size_t j = 0; j < n; j++)
+			seen |= !strcmp(ids[j], pid);
+		if (!seen)
+			ids[n++] = pid;
 	}
-	r = change(ctx, req->id, "/delete-nodes", body, err);
+	r = change(ctx, req->id, VMACT_GAPI_DELETE_NODES, vmact_gapi_delete_nodes_encode(ids, n),
+		   err);
 	if (r < 0)
 		return r;
 	ANSWER(ctx, NodeGroupDeleteNodesResponse, node_group_delete_nodes_response, a);
@@ -400,33 +380,28 @@ static int delete_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Proto
 	return 0;
 }
 
-static int instance_state(const char *s)
+static int instance_state(enum vmact_gapi_node_state s)
 {
-	if (!strcmp(s, "running"))
+	switch (s) {
+	case VMACT_GAPI_NODE_RUNNING:
 		return STATE(instanceRunning);
-	if (!strcmp(s, "creating"))
-		return STATE(instanceCreating);
-	if (!strcmp(s, "deleting"))
+	case VMACT_GAPI_NODE_DELETING:
 		return STATE(instanceDeleting);
-	return -1;
+	default:
+		return STATE(instanceCreating);
+	}
 }
 
-static int instance_error(struct cp_rpc_ctx *ctx, const json_t *e, EG(InstanceStatus) * st,
-			  struct vmact_err *err)
+static int instance_error(struct cp_rpc_ctx *ctx, const struct vmact_gapi_vm_error *e,
+			  EG(InstanceStatus) * st, struct vmact_err *err)
 {
-	const char *cls = json_string_value(json_object_get(e, "class"));
-	const char *code = json_string_value(json_object_get(e, "code"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-	EG(InstanceErrorInfo) * info;
+	EG(InstanceErrorInfo) *info = answer(ctx, &EG_D(instance_error_info));
 
-	if (!json_is_object(e) || !code || !code[0])
-		return vmact_err_set(err, EIO, "error: not an object with a \"code\"");
-	info = answer(ctx, &EG_D(instance_error_info));
 	if (!info)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	info->errorcode = cp_arena_strdup(ctx->arena, code);
-	info->errormessage = cp_arena_strdup(ctx->arena, msg ? msg : "");
-	info->instanceerrorclass = cls && !strcmp(cls, "out-of-resources")
+	info->errorcode = cp_arena_strdup(ctx->arena, e->code);
+	info->errormessage = cp_arena_strdup(ctx->arena, e->message);
+	info->instanceerrorclass = !strcmp(e->cls, VMACT_GAPI_CLASS_OUT_OF_RESOURCES)
 					   ? ERROR_CLASS_OUT_OF_RESOURCES
 					   : ERROR_CLASS_OTHER;
 	if (!info->errorcode || !info->errormessage)
@@ -435,29 +410,18 @@ static int instance_error(struct cp_rpc_ctx *ctx, const json_t *e, EG(InstanceSt
 	return 0;
 }
 
-static int instance(struct cp_rpc_ctx *ctx, const json_t *n, EG(Instance) * *out,
+static int instance(struct cp_rpc_ctx *ctx, const struct vmact_gapi_node *n, EG(Instance) * *out,
 		    struct vmact_err *err)
 {
-	const char *pid = json_string_value(json_object_get(n, "provider_id"));
-	const char *state = json_string_value(json_object_get(n, "state"));
-	const json_t *e = json_object_get(n, "error");
-	EG(InstanceStatus) * st;
-	EG(Instance) * in;
-	int s;
+	EG(InstanceStatus) *st = answer(ctx, &EG_D(instance_status));
+	EG(Instance) *in = answer(ctx, &EG_D(instance));
 
-	if (!pid || !pid[0])
-		return vmact_err_set(err, EIO, "provider_id: missing");
-	s = state ? instance_state(state) : -1;
-	if (s < 0)
-		return vmact_err_set(err, EIO, "state: not creating, running or deleting");
-	in = answer(ctx, &EG_D(instance));
-	st = answer(ctx, &EG_D(instance_status));
-	if (!in || !st || !(in->id = cp_arena_strdup(ctx->arena, pid)))
+	if (!in || !st || !(in->id = cp_arena_strdup(ctx->arena, n->provider_id)))
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	st->instancestate = s;
+	st->instancestate = instance_state(n->state);
 	in->status = st;
 	*out = in;
-	return e && !json_is_null(e) ? instance_error(ctx, e, st, err) : 0;
+	return n->has_error ? instance_error(ctx, &n->error, st, err) : 0;
 }
 
 static int group_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, ProtobufCMessage **resp,
@@ -465,35 +429,40 @@ static int group_nodes(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 {
 	const EG(NodeGroupNodesRequest) *req = (const void *)m;
 	_cleanup_(cp_rpc_jsonp) json_t *doc = NULL;
-	const json_t *nodes, *n;
+	struct vmact_gapi_nodes nodes = { 0 };
 	char *path;
-	size_t i;
-	int r = group_path(ctx, req->id, "/nodes", &path, err);
+	int r = group_path(ctx, req->id, VMACT_GAPI_NODES, &path, err);
 
 	if (r >= 0)
 		r = ask(ctx, "GET", path, NULL, &doc, err);
 	if (r < 0)
 		return r;
-	nodes = json_object_get(doc, "nodes");
-	if (!json_is_array(nodes))
-		return vmact_err_set(err, EIO, "vmact-groupd's GET %s: no \"nodes\" array", path);
-	ANSWER(ctx, NodeGroupNodesResponse, node_group_nodes_response, a);
-	a->instances = cp_arena_array(ctx->arena, json_array_size(nodes), sizeof(*a->instances));
-	if (json_array_size(nodes) && !a->instances)
+	r = vmact_gapi_nodes_decode(doc, &nodes, err);
+	if (r < 0)
+		return vmact_err_prefix(err, "vmact-groupd's GET %s", path);
+	EG(NodeGroupNodesResponse) *a = answer(ctx, &EG_D(node_group_nodes_response));
+	if (a)
+		a->instances = cp_arena_array(ctx->arena, nodes.n, sizeof(*a->instances));
+	if (!a || (nodes.n && !a->instances)) {
+		vmact_gapi_nodes_clear(&nodes);
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	json_array_foreach(nodes, i, n) {
-		r = instance(ctx, n, &a->instances[i], err);
+	}
+	for (size_t i = 0; i < nodes.n; i++) {
+		r = instance(ctx, &nodes.v[i], &a->instances[i], err);
 		if (r < 0)
-			return vmact_err_prefix(err, "vmact-groupd's GET %s: nodes[%zu]", path, i);
+			break;
 		a->n_instances++;
 	}
+	vmact_gapi_nodes_clear(&nodes);
+	if (r < 0)
+		return r;
 	*resp = &a->base;
 	return 0;
 }
 
 /* The group as of the last Refresh, as the autoscaler knows it. */
 static int find_group(struct cp_rpc_ctx *ctx, const char *id, struct cp_groups **s,
-		      const struct cp_group **g, struct vmact_err *err)
+		      const struct vmact_gapi_group **g, struct vmact_err *err)
 {
 	int r = check_id(id, "id", err);
 
@@ -510,7 +479,7 @@ static int template_node_info(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m,
 {
 	const EG(NodeGroupTemplateNodeInfoRequest) *req = (const void *)m;
 	_cleanup_(cp_rpc_groupsp) struct cp_groups *s = NULL;
-	const struct cp_group *g;
+	const struct vmact_gapi_group *g;
 	int r = find_group(ctx, req->id, &s, &g, err);
 
 	if (r < 0)
@@ -546,7 +515,7 @@ static EG(KubernetesDuration) * k8s_duration(struct cp_rpc_ctx *ctx, int64_t nan
 }
 
 /* A group's setting in seconds as nanoseconds; its range ([0, 1e9] s,
- * cp_group_from_json) fits an int64. */
+ * vmact_gapi_options_decode) fits an int64. */
 static int64_t seconds_nanos(double s)
 {
 	return (int64_t)llround(s * 1e9);
@@ -593,8 +562,8 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	_cleanup_(cp_rpc_groupsp) struct cp_groups *s = NULL;
 	const EG(NodeGroupAutoscalingOptions) *d = req->defaults;
 	EG(NodeGroupAutoscalingOptions) * o;
-	const struct cp_options *go;
-	const struct cp_group *g;
+	const struct vmact_gapi_options *go;
+	const struct vmact_gapi_group *g;
 	int64_t unneeded, unready, provision;
 	int r = find_group(ctx, req->id, &s, &g, err);
 
@@ -609,28 +578,28 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 	o = answer(ctx, &EG_D(node_group_autoscaling_options));
 	if (!o)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	o->scaledownutilizationthreshold = go->set & CP_OPT_UTIL ? go->util
-					   : d                   ? d->scaledownutilizationthreshold
-								 : 0;
-	o->scaledowngpuutilizationthreshold = go->set & CP_OPT_GPU_UTIL ? go->gpu_util
+	o->scaledownutilizationthreshold = go->set & VMACT_GAPI_OPT_UTIL ? go->util
+					   : d ? d->scaledownutilizationthreshold
+					       : 0;
+	o->scaledowngpuutilizationthreshold = go->set & VMACT_GAPI_OPT_GPU_UTIL ? go->gpu_util
 					      : d ? d->scaledowngpuutilizationthreshold
 						  : 0;
-	o->zeroormaxnodescaling = go->set & CP_OPT_ZERO_OR_MAX ? go->zero_or_max
-				  : d                          ? d->zeroormaxnodescaling
-							       : 0;
-	o->ignoredaemonsetsutilization = go->set & CP_OPT_IGNORE_DS ? go->ignore_ds
-					 : d                        ? d->ignoredaemonsetsutilization
-								    : 0;
-	o->allownonatomicscaleuptomax = go->set & CP_OPT_NON_ATOMIC ? go->non_atomic
-					: d                         ? d->allownonatomicscaleuptomax
-								    : 0;
-	unneeded = pick_nanos(go->set & CP_OPT_UNNEEDED, go->unneeded_s,
+	o->zeroormaxnodescaling = go->set & VMACT_GAPI_OPT_ZERO_OR_MAX ? go->zero_or_max
+				  : d                                  ? d->zeroormaxnodescaling
+								       : 0;
+	o->ignoredaemonsetsutilization = go->set & VMACT_GAPI_OPT_IGNORE_DS ? go->ignore_ds
+					 : d ? d->ignoredaemonsetsutilization
+					     : 0;
+	o->allownonatomicscaleuptomax = go->set & VMACT_GAPI_OPT_NON_ATOMIC ? go->non_atomic
+					: d ? d->allownonatomicscaleuptomax
+					    : 0;
+	unneeded = pick_nanos(go->set & VMACT_GAPI_OPT_UNNEEDED, go->unneeded_s,
 			      d ? d->scaledownunneededduration : NULL,
 			      d ? d->scaledownunneededtime : NULL);
-	unready = pick_nanos(go->set & CP_OPT_UNREADY, go->unready_s,
+	unready = pick_nanos(go->set & VMACT_GAPI_OPT_UNREADY, go->unready_s,
 			     d ? d->scaledownunreadyduration : NULL,
 			     d ? d->scaledownunreadytime : NULL);
-	provision = pick_nanos(go->set & CP_OPT_PROVISION, go->provision_s,
+	provision = pick_nanos(go->set & VMACT_GAPI_OPT_PROVISION, go->provision_s,
 			       d ? d->maxnodeprovisionduration : NULL,
 			       d ? d->maxnodeprovisiontime : NULL);
 	o->scaledownunneededduration = duration(ctx, unneeded);
@@ -645,11 +614,11 @@ static int get_options(struct cp_rpc_ctx *ctx, const ProtobufCMessage *m, Protob
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	/* Only when said: a newer autoscaler reads an absent one as its own
 	 * default, a zero one as "no time at all". */
-	if (go->set & CP_OPT_STARTUP)
+	if (go->set & VMACT_GAPI_OPT_STARTUP)
 		o->maxnodestartupduration = duration(ctx, seconds_nanos(go->startup_s));
 	else if (d && d->maxnodestartupduration)
 		o->maxnodestartupduration = duration(ctx, pb_nanos(d->maxnodestartupduration));
-	if (((go->set & CP_OPT_STARTUP) || (d && d->maxnodestartupduration)) &&
+	if (((go->set & VMACT_GAPI_OPT_STARTUP) || (d && d->maxnodestartupduration)) &&
 	    !o->maxnodestartupduration)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	a->nodegroupautoscalingoptions = o;

@@ -39,7 +39,7 @@ static Vmact__K8s__ObjectMeta__LabelsEntry *label(struct cp_arena *a, const char
 	return e->key && e->value ? e : NULL;
 }
 
-static int fill_labels(const struct cp_group *g, const char *name, struct cp_arena *a,
+static int fill_labels(const struct vmact_gapi_group *g, const char *name, struct cp_arena *a,
 		       Vmact__K8s__ObjectMeta *meta)
 {
 	size_t n = 0, cap = g->nlabels + 3;
@@ -70,7 +70,8 @@ static int fill_labels(const struct cp_group *g, const char *name, struct cp_are
 	return 0;
 }
 
-static int fill_taints(const struct cp_group *g, struct cp_arena *a, Vmact__K8s__NodeSpec *spec)
+static int fill_taints(const struct vmact_gapi_group *g, struct cp_arena *a,
+		       Vmact__K8s__NodeSpec *spec)
 {
 	Vmact__K8s__Taint **t;
 
@@ -118,7 +119,7 @@ static ResourceEntry *resource(struct cp_arena *a, const ProtobufCMessageDescrip
  * is what a kubelet reports without reservations. ephemeral-storage is
  * there when the group says it: without it the autoscaler's scheduler
  * finds no room on the template for a pod that requests any. */
-static void *resources(const struct cp_group *g, const ProtobufCMessageDescriptor *d,
+static void *resources(const struct vmact_gapi_group *g, const ProtobufCMessageDescriptor *d,
 		       struct cp_arena *a, size_t *n)
 {
 	ResourceEntry **r = cp_arena_array(a, 4, sizeof(*r));
@@ -143,7 +144,7 @@ static void *resources(const struct cp_group *g, const ProtobufCMessageDescripto
 	return r;
 }
 
-int cp_template_node(const struct cp_group *g, struct cp_arena *a, ProtobufCBinaryData *out,
+int cp_template_node(const struct vmact_gapi_group *g, struct cp_arena *a, ProtobufCBinaryData *out,
 		     struct vmact_err *err)
 {
 	Vmact__K8s__Node node = VMACT__K8S__NODE__INIT;
@@ -170,7 +171,7 @@ int cp_template_node(const struct cp_group *g, struct cp_arena *a, ProtobufCBina
 	ready.reason = "KubeletReady";
 	status.conditions = conditions;
 	status.n_conditions = 1;
-	info.operatingsystem = g->tmpl.os;
+	info.operatingsystem = (char *)g->tmpl.os;
 	info.architecture = (char *)cp_group_goarch(g->tmpl.arch);
 	status.nodeinfo = &info;
 	node.metadata = &meta;

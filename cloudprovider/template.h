@@ -13,5 +13,5 @@
 #include "cloudprovider/group.h"
 
 /* The encoded node, in arena memory. */
-int cp_template_node(const struct cp_group *g, struct cp_arena *a, ProtobufCBinaryData *out,
+int cp_template_node(const struct vmact_gapi_group *g, struct cp_arena *a, ProtobufCBinaryData *out,
 		     struct vmact_err *err);

@@ -494,8 +494,11 @@ static int parse_options(struct ctx *c, const json_t *o, json_t **out)
 		for (size_t i = 0; secs[i]; i++)
 			if (strcmp(key, secs[i]) == 0) {
 				known = true;
-				if (!json_is_number(v) || json_number_value(v) < 0)
-					return bad(c, key, "a number of seconds, not negative");
+				/* vmact-groupd's API carries at most 1e9 s
+				 * (shared/group-api.h) */
+				if (!json_is_number(v) ||
+				    !(json_number_value(v) >= 0 && json_number_value(v) <= 1e9))
+					return bad(c, key, "a number of seconds from 0 to 1e9");
 			}
 		for (size_t i = 0; bools[i]; i++)
 			if (strcmp(key, bools[i]) == 0) {

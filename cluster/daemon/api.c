@@ -17,6 +17,7 @@
 #include "base/macro.h"
 #include "base/time.h"
 #include "net/http-server.h"
+#include "shared/group-api.h"
 #include "shared/sockpath.h"
 
 #define JSON_TYPE "application/json"
@@ -39,8 +40,7 @@ static void reply_json(struct net_http_server_reply *reply, unsigned status, jso
 
 	json_decref(doc);
 	if (!text) {
-		net_http_reply_text(reply, 500, JSON_TYPE,
-				    "{\"error\":\"out of memory\",\"reason\":\"internal\"}");
+		net_http_reply_text(reply, 500, JSON_TYPE, VMACT_GAPI_OOM_ERROR);
 		return;
 	}
 	free(reply->body);
@@ -61,62 +61,124 @@ static void reply_error(struct net_http_server_reply *reply, unsigned status, co
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	reply_json(reply, status, json_pack("{s:s,s:s}", "error", msg, "reason", reason));
+	reply_json(reply, status, vmact_gapi_error_encode(msg, reason));
 }
 
-/* ---- documents ---- */
+/* ---- documents (shared/group-api.h's types, filled from the engine's
+ * views; their strings stay the engine's) ---- */
 
-static json_t *res_json(struct vmact_resources r)
+static struct vmact_gapi_res res_of(struct vmact_resources r)
 {
-	return json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r.milli_cpu, "memory_bytes",
-			 (json_int_t)r.mem_bytes);
+	return (struct vmact_gapi_res){ .milli_cpu = (int64_t)r.milli_cpu,
+					.memory_bytes = (int64_t)r.mem_bytes };
+}
+
+/* g's arrays are malloc'd (vmact_gapi_group_clear); -ENOMEM. */
+static int group_fill(const struct cl_engine_group_view *v, struct vmact_gapi_group *g)
+{
+	const struct cl_group_cfg *cfg = v->cfg;
+	const struct cl_template *t = &cfg->tpl;
+	struct vmact_err err = { 0 };
+	const char *key;
+	json_t *val;
+
+	*g = (struct vmact_gapi_group){
+		.id = cfg->id,
+		.min = (int32_t)cfg->min,
+		.max = (int32_t)cfg->max,
+		.target = (int32_t)v->target,
+		.in_service = (int32_t)v->in_service,
+		.tmpl = { .vcpus = t->vcpus,
+			  .max_vcpus = t->max_vcpus,
+			  .memory_bytes = t->memory,
+			  .max_memory_bytes = t->max_memory,
+			  .ephemeral_bytes = t->ephemeral_storage,
+			  .pods = t->pods,
+			  .arch = t->arch,
+			  .os = t->os },
+		.scheduler_name = cfg->scheduler_name,
+	};
+	g->hosts = calloc(cfg->n_hosts + 1, sizeof(*g->hosts));
+	g->labels = calloc(json_object_size(cfg->labels) + 1, sizeof(*g->labels));
+	g->taints = calloc(cfg->n_taints + 1, sizeof(*g->taints));
+	if (!g->hosts || !g->labels || !g->taints)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->n_hosts; i++)
+		g->hosts[g->nhosts++] = cfg->hosts[i];
+	/* The configuration checked both labels and options
+	 * (cluster/config/config.c): the options are the API's object. */
+	json_object_foreach(cfg->labels, key, val)
+		g->labels[g->nlabels++] = (struct vmact_gapi_label){ key, json_string_value(val) };
+	for (size_t i = 0; i < cfg->n_taints; i++)
+		g->taints[g->ntaints++] = (struct vmact_gapi_taint){ cfg->taints[i].key,
+								     cfg->taints[i].value,
+								     cfg->taints[i].effect };
+	if (vmact_gapi_options_decode(cfg->options, &g->opts, &err) < 0)
+		return -EINVAL;
+	for (int k = 0; k < VMACT_GAPI_TIERS; k++)
+		g->pool[k] = (struct vmact_gapi_pool_tier){ v->tiers[k].size, v->tiers[k].ready,
+							    v->tiers[k].starting };
+	return 0;
 }
 
 static json_t *group_json(const struct cl_engine_group_view *v)
 {
-	const struct cl_group_cfg *g = v->cfg;
-	const struct cl_template *t = &g->tpl;
-	json_t *hosts = json_array(), *taints = json_array(), *pool = json_object();
+	struct vmact_gapi_group g;
+	json_t *doc = group_fill(v, &g) < 0 ? NULL : vmact_gapi_group_encode(&g);
 
-	for (size_t i = 0; i < g->n_hosts; i++)
-		json_array_append_new(hosts, json_string(g->hosts[i]));
-	for (size_t i = 0; i < g->n_taints; i++)
-		json_array_append_new(taints,
-				      json_pack("{s:s,s:s,s:s}", "key", g->taints[i].key, "value",
-						g->taints[i].value, "effect", g->taints[i].effect));
-	for (int k = 0; k < 3; k++)
-		json_object_set_new(pool, cl_domxml_tier_name(k),
-				    json_pack("{s:i,s:i,s:i}", "size", (int)v->tiers[k].size,
-					      "ready", (int)v->tiers[k].ready, "starting",
-					      (int)v->tiers[k].starting));
-	return json_pack("{s:s,s:i,s:i,s:i,s:i,s:o,s:O,s:o,s:{s:i,s:i,s:I,s:I,s:I,s:i,s:s,s:s},s:O,"
-			 "s:o,s:s}",
-			 "id", g->id, "min", (int)g->min, "max", (int)g->max, "target",
-			 (int)v->target, "in_service", (int)v->in_service, "hosts", hosts, "labels",
-			 g->labels, "taints", taints, "template", "vcpus", (int)t->vcpus,
-			 "max_vcpus", (int)t->max_vcpus, "memory_bytes", (json_int_t)t->memory,
-			 "max_memory_bytes", (json_int_t)t->max_memory, "ephemeral_storage_bytes",
-			 (json_int_t)t->ephemeral_storage, "pods", (int)t->pods, "arch", t->arch,
-			 "os", t->os, "options", g->options, "pool", pool, "scheduler_name",
-			 g->scheduler_name);
+	vmact_gapi_group_clear(&g);
+	return doc;
 }
 
-static const char *node_state(const struct cl_engine_vm_view *v)
+static json_t *groups_json(const struct cl_engine *e)
+{
+	size_t n = cl_engine_n_groups(e), filled = 0;
+	struct cl_engine_group_view *v = calloc(n + 1, sizeof(*v));
+	struct vmact_gapi_group *g = calloc(n + 1, sizeof(*g));
+	json_t *doc = NULL;
+
+	if (v && g) {
+		for (; filled < n; filled++) {
+			cl_engine_group_at(e, filled, &v[filled]);
+			if (group_fill(&v[filled], &g[filled]) < 0) {
+				filled++;
+				break;
+			}
+		}
+		if (filled == n)
+			doc = vmact_gapi_groups_encode(g, n);
+	}
+	for (size_t i = 0; g && i < filled; i++)
+		vmact_gapi_group_clear(&g[i]);
+	free(g);
+	free(v);
+	return doc;
+}
+
+static enum vmact_gapi_node_state node_state(const struct cl_engine_vm_view *v)
 {
 	if (v->meta->state == CL_ST_DELETING || v->want_delete)
-		return "deleting";
-	return v->meta->state == CL_ST_CLAIMED ? "running" : "creating";
+		return VMACT_GAPI_NODE_DELETING;
+	return v->meta->state == CL_ST_CLAIMED ? VMACT_GAPI_NODE_RUNNING : VMACT_GAPI_NODE_CREATING;
 }
 
-static json_t *error_json(const struct cl_meta *m)
+static struct vmact_gapi_vm_error error_of(const struct cl_meta *m)
 {
-	return json_pack("{s:s,s:s,s:s,s:f}", "class", m->err_class, "code", m->err_code, "message",
-			 m->err_msg, "at", m->err_at);
+	return (struct vmact_gapi_vm_error){
+		.cls = m->err_class, .code = m->err_code, .message = m->err_msg, .at = m->err_at
+	};
 }
 
+/* The VMs of a listing, members (nodes) or all; their strings point into
+ * the engine's records, which stay as they are until the handler
+ * returns. */
 struct collect {
-	json_t *arr;
 	bool members, standby, all;
+	size_t n, cap;
+	struct vmact_gapi_node *nodes;
+	struct vmact_gapi_vm *vms;
+	char (*pids)[160];
+	bool oom;
 };
 
 static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
@@ -124,77 +186,203 @@ static void collect_vm(void *ud, const struct cl_engine_vm_view *v)
 	struct collect *c = ud;
 	const struct cl_meta *m = v->meta;
 	bool member = m->role == CL_ROLE_MEMBER;
-	json_t *o;
 
 	if (!c->all && (member ? !c->members : !c->standby))
 		return;
 	/* Given back to the pool: no member any more. */
 	if (c->members && !c->all && v->want_return)
 		return;
-	if (c->members && !c->all) {
-		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "provider_id", v->provider_id, "name",
-			      v->name, "host", v->host, "state", node_state(v), "vm_state",
-			      cl_domxml_state_name(m->state), "tier", cl_domxml_tier_name(m->tier));
-		/* A member in service has one only while it is unhealthy (its
-		 * claim cleared the last attempt's). */
-		if (o && m->has_error && m->state != CL_ST_DELETING)
-			json_object_set_new(o, "error", error_json(m));
-	} else {
-		o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:f,s:f,s:f,s:f}",
-			      "provider_id", v->provider_id, "name", v->name, "host", v->host,
-			      "group", v->group ? v->group : m->group, "role",
-			      cl_domxml_role_name(m->role), "tier", cl_domxml_tier_name(m->tier),
-			      "state", cl_domxml_state_name(m->state), "leased", v->leased, "busy",
-			      v->busy || v->placing, "attempts", (int)m->attempts, "created",
-			      m->created, "booted", m->booted, "requested", m->requested,
-			      "in_service", m->in_service);
-		if (o && m->has_error)
-			json_object_set_new(o, "error", error_json(m));
-		if (o && !v->group)
-			json_object_set_new(o, "configured", json_false());
+	if (c->oom)
+		return;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 16;
+		void *p = realloc(c->pids, cap * sizeof(*c->pids));
+
+		if (p)
+			c->pids = p;
+		p = p ? realloc(c->nodes, cap * sizeof(*c->nodes)) : NULL;
+		if (p)
+			c->nodes = p;
+		p = p ? realloc(c->vms, cap * sizeof(*c->vms)) : NULL;
+		if (p)
+			c->vms = p;
+		if (!p) {
+			c->oom = true;
+			return;
+		}
+		c->cap = cap;
 	}
-	if (o)
-		json_array_append_new(c->arr, o);
+	/* The view's provider id is its own copy, gone with the call; the
+	 * documents point to these once the walk is over (collect_done), as
+	 * the array may still move. */
+	snprintf(c->pids[c->n], sizeof(c->pids[c->n]), "%s", v->provider_id);
+	if (c->members && !c->all) {
+		c->nodes[c->n] = (struct vmact_gapi_node){
+			.name = v->name,
+			.host = v->host,
+			.state = node_state(v),
+			.vm_state = cl_domxml_state_name(m->state),
+			.tier = cl_domxml_tier_name(m->tier),
+			/* A member in service has one only while it is
+			 * unhealthy (its claim cleared the last attempt's). */
+			.has_error = m->has_error && m->state != CL_ST_DELETING,
+			.error = error_of(m),
+		};
+	} else {
+		c->vms[c->n] = (struct vmact_gapi_vm){
+			.name = v->name,
+			.host = v->host,
+			.group = v->group ? v->group : m->group,
+			.role = cl_domxml_role_name(m->role),
+			.tier = cl_domxml_tier_name(m->tier),
+			.state = cl_domxml_state_name(m->state),
+			.leased = v->leased,
+			.busy = v->busy || v->placing,
+			.attempts = (int32_t)m->attempts,
+			.created = m->created,
+			.booted = m->booted,
+			.requested = m->requested,
+			.in_service = m->in_service,
+			.has_error = m->has_error,
+			.error = error_of(m),
+			.configured = v->group != NULL,
+		};
+	}
+	c->n++;
 }
 
-static void waiting_json(void *ud, const struct cl_fw_waiting *w)
+static void collect_done(struct collect *c)
 {
-	json_t *arr = ud, *pending = json_array();
-	uint64_t now = vmact_now_usec();
-
-	for (size_t i = 0; i < w->n_pending; i++)
-		json_array_append_new(pending, json_string(w->pending[i]));
-	json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:o,s:f,s:f}", "uid", w->uid, "name",
-					     w->name, "group", w->group, "host", w->host, "pending",
-					     pending, "waited_s", (now - w->since_usec) / 1e6,
-					     "timeout_s",
-					     w->deadline_usec > now ? (w->deadline_usec - now) / 1e6
-								    : 0.0));
+	for (size_t i = 0; !c->oom && i < c->n; i++) {
+		if (c->members && !c->all)
+			c->nodes[i].provider_id = c->pids[i];
+		else
+			c->vms[i].provider_id = c->pids[i];
+	}
 }
 
-static json_t *host_json(const struct cl_engine_host_view *v)
+static void collect_free(struct collect *c)
+{
+	free(c->pids);
+	free(c->nodes);
+	free(c->vms);
+}
+
+/* The waiting VMs, copied: the framework's lock is held only during the
+ * walk. */
+struct waiting_list {
+	size_t n, cap;
+	struct cl_fw_waiting *w;
+	bool oom;
+};
+
+static void waiting_copy(void *ud, const struct cl_fw_waiting *w)
+{
+	struct waiting_list *l = ud;
+
+	if (l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		void *p = realloc(l->w, cap * sizeof(*l->w));
+
+		if (!p) {
+			l->oom = true;
+			return;
+		}
+		l->w = p;
+		l->cap = cap;
+	}
+	l->w[l->n++] = *w;
+}
+
+static json_t *waiting_json(const struct waiting_list *l)
+{
+	struct vmact_gapi_waiting *v = calloc(l->n + 1, sizeof(*v));
+	const char **pending = calloc(l->n * CL_FW_MAX_PLUGINS + 1, sizeof(*pending));
+	uint64_t now = vmact_now_usec();
+	json_t *doc = NULL;
+
+	if (!v || !pending)
+		goto out;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct cl_fw_waiting *w = &l->w[i];
+
+		v[i] = (struct vmact_gapi_waiting){
+			.uid = w->uid,
+			.name = w->name,
+			.group = w->group,
+			.host = w->host,
+			.pending = pending + i * CL_FW_MAX_PLUGINS,
+			.waited_s = (now - w->since_usec) / 1e6,
+			.timeout_s = w->deadline_usec > now ? (w->deadline_usec - now) / 1e6 : 0.0,
+		};
+		for (size_t k = 0; k < w->n_pending; k++)
+			v[i].pending[v[i].npending++] = w->pending[k];
+	}
+	doc = vmact_gapi_waitings_encode(v, l->n);
+out:
+	free(v);
+	free(pending);
+	return doc;
+}
+
+static struct vmact_gapi_host host_of(const struct cl_engine_host_view *v)
 {
 	const struct cl_host_status *st = &v->st;
-	json_t *o = json_pack("{s:s,s:s,s:b,s:b,s:{s:b,s:s},s:{s:b,s:s},s:i,s:i}", "name", v->name,
-			      "uri", v->uri, "reachable", st->libvirt_ok && st->arbiter_ok,
-			      "scanned", v->scanned, "libvirt", "ok", st->libvirt_ok, "error",
-			      st->libvirt_err, "arbiter", "ok", st->arbiter_ok, "error",
-			      st->arbiter_err, "vms", (int)v->vms, "leases", (int)v->leases);
 
-	if (o && st->have_ledger) {
-		json_object_set_new(o, "capacity", res_json(st->ledger.total));
-		json_object_set_new(o, "watermark", res_json(st->ledger.watermark));
-		json_object_set_new(o, "reserved", res_json(st->ledger.reserved));
-		json_object_set_new(o, "pressure", res_json(st->ledger.pressure));
-		json_object_set_new(o, "arbiter_pods", json_integer(st->ledger.pods));
-		json_object_set_new(o, "arbiter_leases", json_integer(st->ledger.leases));
+	return (struct vmact_gapi_host){
+		.name = v->name,
+		.uri = v->uri,
+		.reachable = st->libvirt_ok && st->arbiter_ok,
+		.scanned = v->scanned,
+		.libvirt_ok = st->libvirt_ok,
+		.libvirt_error = st->libvirt_err,
+		.arbiter_ok = st->arbiter_ok,
+		.arbiter_error = st->arbiter_err,
+		.vms = (int32_t)v->vms,
+		.leases = (int32_t)v->leases,
+		.has_ledger = st->have_ledger,
+		.capacity = res_of(st->ledger.total),
+		.watermark = res_of(st->ledger.watermark),
+		.reserved = res_of(st->ledger.reserved),
+		.pressure = res_of(st->ledger.pressure),
+		.arbiter_pods = (int64_t)st->ledger.pods,
+		.arbiter_leases = (int64_t)st->ledger.leases,
+		.standby = res_of(v->standby),
+	};
+}
+
+/* The views hold the strings the documents point to. */
+static json_t *hosts_json(struct cl_engine *e)
+{
+	size_t n = cl_engine_n_hosts(e);
+	struct cl_engine_host_view *v = calloc(n + 1, sizeof(*v));
+	struct vmact_gapi_host *h = calloc(n + 1, sizeof(*h));
+	json_t *doc = NULL;
+
+	if (v && h) {
+		for (size_t i = 0; i < n; i++) {
+			cl_engine_host_at(e, i, &v[i]);
+			h[i] = host_of(&v[i]);
+		}
+		doc = vmact_gapi_hosts_encode(h, n);
 	}
-	if (o)
-		json_object_set_new(o, "standby", res_json(v->standby));
-	return o;
+	free(h);
+	free(v);
+	return doc;
 }
 
 /* ---- deferred answers ---- */
+
+static void answer_reply(struct net_http_server_reply *reply, const struct cl_engine_answer *a)
+{
+	if (a->status >= 200 && a->status < 300)
+		reply_json(reply, a->status, vmact_gapi_target_encode((int32_t)a->target));
+	else
+		reply_error(reply, a->status, a->reason ? a->reason : VMACT_GAPI_INTERNAL, "%s",
+			    a->error);
+}
 
 static void on_answer(void *ud, struct cl_engine_answer *a)
 {
@@ -202,14 +390,9 @@ static void on_answer(void *ud, struct cl_engine_answer *a)
 	struct net_http_server_reply reply = { 0 };
 
 	/* Its request could not wait (answered 500 at once). */
-	if (!p) {
-		json_decref(a->body);
+	if (!p)
 		return;
-	}
-	if (a->status >= 200 && a->status < 300)
-		reply_json(&reply, a->status, a->body ? a->body : json_object());
-	else
-		reply_error(&reply, a->status, a->reason ? a->reason : "internal", "%s", a->error);
+	answer_reply(&reply, a);
 	net_http_pending_reply(p, &reply);
 	free(reply.body);
 }
@@ -225,11 +408,7 @@ static void answer_now_or_later(void *ud, struct cl_engine_answer *a)
 	struct now_or_later *nl = ud;
 
 	if (nl->reply) {
-		if (a->status >= 200 && a->status < 300)
-			reply_json(nl->reply, a->status, a->body ? a->body : json_object());
-		else
-			reply_error(nl->reply, a->status, a->reason ? a->reason : "internal", "%s",
-				    a->error);
+		answer_reply(nl->reply, a);
 		nl->reply = NULL;
 		return;
 	}
@@ -247,69 +426,44 @@ static json_t *body_object(const struct net_http_server_request *req,
 
 	if (!json_is_object(j)) {
 		json_decref(j);
-		reply_error(reply, 400, "invalid", "body: a JSON object is required%s%s",
+		reply_error(reply, 400, VMACT_GAPI_INVALID, "body: a JSON object is required%s%s",
 			    j ? "" : ": ", j ? "" : je.text);
 		return NULL;
 	}
 	return j;
 }
 
-static bool get_delta(json_t *j, long long *delta, struct net_http_server_reply *reply)
-{
-	json_t *v = json_object_get(j, "delta");
-
-	if (!json_is_integer(v)) {
-		reply_error(reply, 400, "invalid", "delta: an integer is required");
-		return false;
-	}
-	*delta = json_integer_value(v);
-	return true;
-}
-
-static void change(struct cl_api *a, const char *group, const char *what,
+static void change(struct cl_api *a, const char *group, enum vmact_gapi_group_res what,
 		   const struct net_http_server_request *req, struct net_http_server_reply *reply)
 {
 	struct now_or_later *nl = calloc(1, sizeof(*nl));
+	struct vmact_err err = { 0 };
 	json_t *j;
 	long long delta = 0;
 	const char **ids = NULL;
 	size_t n = 0;
+	int r;
 
 	if (!nl)
-		return reply_error(reply, 500, "internal", "out of memory");
+		return reply_error(reply, 500, VMACT_GAPI_INTERNAL, "out of memory");
 	j = body_object(req, reply);
 	if (!j) {
 		free(nl);
 		return;
 	}
-	if (strcmp(what, "delete-nodes") == 0) {
-		json_t *arr = json_object_get(j, "provider_ids"), *it;
-		size_t i;
-
-		if (!json_is_array(arr) || !json_array_size(arr) || json_array_size(arr) > 1000) {
-			reply_error(reply, 400, "invalid", "provider_ids: a list of 1 to 1000 ids");
-			goto out;
-		}
-		ids = calloc(json_array_size(arr), sizeof(*ids));
-		if (!ids) {
-			reply_error(reply, 500, "internal", "out of memory");
-			goto out;
-		}
-		json_array_foreach(arr, i, it) {
-			if (!json_is_string(it)) {
-				reply_error(reply, 400, "invalid", "provider_ids[%zu]: a string",
-					    i);
-				goto out;
-			}
-			ids[n++] = json_string_value(it);
-		}
-	} else if (!get_delta(j, &delta, reply)) {
+	if (what == VMACT_GAPI_DELETE_NODES)
+		r = vmact_gapi_delete_nodes_decode(j, &ids, &n, &err);
+	else
+		r = vmact_gapi_delta_decode(j, &delta, &err);
+	if (r < 0) {
+		reply_error(reply, r == -ENOMEM ? 500 : 400,
+			    r == -ENOMEM ? VMACT_GAPI_INTERNAL : VMACT_GAPI_INVALID, "%s", err.msg);
 		goto out;
 	}
 	nl->reply = reply;
-	if (strcmp(what, "increase") == 0)
+	if (what == VMACT_GAPI_INCREASE)
 		cl_engine_increase(a->e, group, delta, answer_now_or_later, nl);
-	else if (strcmp(what, "decrease-target") == 0)
+	else if (what == VMACT_GAPI_DECREASE_TARGET)
 		cl_engine_decrease(a->e, group, delta, answer_now_or_later, nl);
 	else
 		cl_engine_delete_nodes(a->e, group, ids, n, answer_now_or_later, nl);
@@ -324,7 +478,7 @@ static void change(struct cl_api *a, const char *group, const char *what,
 	if (!nl->pending) {
 		/* The engine answers later anyway: the client gets a 500 now
 		 * and the change goes on. */
-		reply_error(reply, 500, "internal", "cannot defer the answer");
+		reply_error(reply, 500, VMACT_GAPI_INTERNAL, "cannot defer the answer");
 		nl->pending = NULL;
 	}
 	nl = NULL;
@@ -341,8 +495,28 @@ static bool method_is(const struct net_http_server_request *req, const char *m,
 {
 	if (strcmp(req->method, m) == 0)
 		return true;
-	reply_error(reply, 405, "invalid", "%s %s: use %s", req->method, req->url, m);
+	reply_error(reply, 405, VMACT_GAPI_INVALID, "%s %s: use %s", req->method, req->url, m);
 	return false;
+}
+
+static void vms_route(struct cl_api *a, const char *group, bool members,
+		      const struct net_http_server_request *req,
+		      struct net_http_server_reply *reply)
+{
+	struct collect c = { .members = members, .standby = group && !members, .all = !group };
+	bool ready = cl_engine_ready(a->e);
+
+	if (!method_is(req, "GET", reply))
+		return;
+	cl_engine_each_vm(a->e, group, collect_vm, &c);
+	collect_done(&c);
+	if (c.oom)
+		reply_error(reply, 500, VMACT_GAPI_INTERNAL, "out of memory");
+	else if (members)
+		reply_json(reply, 200, vmact_gapi_nodes_encode(c.nodes, c.n));
+	else
+		reply_json(reply, 200, vmact_gapi_vms_encode(c.vms, c.n, group ? NULL : &ready));
+	collect_free(&c);
 }
 
 static void groups_route(struct cl_api *a, const char *rest,
@@ -350,84 +524,71 @@ static void groups_route(struct cl_api *a, const char *rest,
 			 struct net_http_server_reply *reply)
 {
 	struct cl_engine_group_view v;
+	enum vmact_gapi_group_res what;
 	char id[CL_NAME_MAX];
 	const char *slash = strchr(rest, '/');
 	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
 
 	if (!len || len >= sizeof(id))
-		return reply_error(reply, 404, "not-found", "no node group '%.*s'", (int)len, rest);
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND, "no node group '%.*s'",
+				   (int)len, rest);
 	snprintf(id, sizeof(id), "%.*s", (int)len, rest);
 	if (cl_engine_group(a->e, id, &v) < 0)
-		return reply_error(reply, 404, "not-found", "no node group '%s'", id);
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND, "no node group '%s'", id);
 	if (!slash) {
 		if (method_is(req, "GET", reply))
 			reply_json(reply, 200, group_json(&v));
 		return;
 	}
-	rest = slash + 1;
-	if (strcmp(rest, "nodes") == 0 || strcmp(rest, "standby") == 0) {
-		struct collect c = { .arr = json_array() };
-
-		if (!method_is(req, "GET", reply)) {
-			json_decref(c.arr);
-			return;
-		}
-		c.members = rest[0] == 'n';
-		c.standby = !c.members;
-		if (c.members) {
-			/* Members only: those given back are no longer any. */
-			json_t *all = c.arr;
-
-			cl_engine_each_vm(a->e, id, collect_vm, &c);
-			return reply_json(reply, 200, json_pack("{s:o}", "nodes", all));
-		}
-		cl_engine_each_vm(a->e, id, collect_vm, &c);
-		return reply_json(reply, 200, json_pack("{s:o}", "vms", c.arr));
-	}
-	if (strcmp(rest, "increase") == 0 || strcmp(rest, "delete-nodes") == 0 ||
-	    strcmp(rest, "decrease-target") == 0) {
-		if (method_is(req, "POST", reply))
-			change(a, id, rest, req, reply);
-		return;
-	}
-	reply_error(reply, 404, "not-found", "no such resource: %s (see doc/cluster-api.md)",
-		    req->url);
+	if (vmact_gapi_group_res_parse(slash + 1, &what) < 0)
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+				   "no such resource: %s (see doc/cluster-api.md)", req->url);
+	/* Members only in nodes: those given back are no longer any. */
+	if (what == VMACT_GAPI_NODES || what == VMACT_GAPI_STANDBY)
+		return vms_route(a, id, what == VMACT_GAPI_NODES, req, reply);
+	if (method_is(req, "POST", reply))
+		change(a, id, what, req, reply);
 }
 
 static void waiting_route(struct cl_api *a, const char *rest,
 			  const struct net_http_server_request *req,
 			  struct net_http_server_reply *reply)
 {
-	const char *slash = strchr(rest, '/');
+	const char *slash = strchr(rest, '/'), *arg = NULL;
+	enum vmact_gapi_verdict verdict;
+	struct vmact_err err = { 0 };
 	char uid[64];
 	json_t *j = NULL;
 	int r;
 
 	if (!slash || (size_t)(slash - rest) >= sizeof(uid))
-		return reply_error(reply, 404, "not-found", "no such resource: %s", req->url);
-	snprintf(uid, sizeof(uid), "%.*s", (int)(slash - rest), rest);
-	if (strcmp(slash + 1, "allow") && strcmp(slash + 1, "reject"))
-		return reply_error(reply, 404, "not-found", "no such resource: %s (allow, reject)",
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND, "no such resource: %s",
 				   req->url);
+	snprintf(uid, sizeof(uid), "%.*s", (int)(slash - rest), rest);
+	if (vmact_gapi_verdict_parse(slash + 1, &verdict) < 0)
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+				   "no such resource: %s (allow, reject)", req->url);
 	if (!method_is(req, "POST", reply))
 		return;
 	if (req->body_len && !(j = body_object(req, reply)))
 		return;
-	if (slash[1] == 'a')
-		r = cl_engine_allow(a->e, uid, json_string_value(json_object_get(j, "plugin")));
+	if (vmact_gapi_verdict_decode(j, verdict, &arg, &err) < 0) {
+		json_decref(j);
+		return reply_error(reply, 400, VMACT_GAPI_INVALID, "%s", err.msg);
+	}
+	if (verdict == VMACT_GAPI_ALLOW)
+		r = cl_engine_allow(a->e, uid, arg);
 	else
-		r = cl_engine_reject(a->e, uid, json_string_value(json_object_get(j, "message")));
+		r = cl_engine_reject(a->e, uid, arg);
 	json_decref(j);
 	if (r == -ENOENT)
-		return reply_error(reply, 404, "not-found", "no VM %s waits", uid);
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND, "no VM %s waits", uid);
 	if (r == -ESRCH)
-		return reply_error(reply, 404, "not-found", "VM %s does not wait on that plugin",
-				   uid);
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+				   "VM %s does not wait on that plugin", uid);
 	if (r < 0)
-		return reply_error(reply, 500, "internal", "%s", strerror(-r));
-	reply_json(reply, 200,
-		   json_pack("{s:s,s:s}", "uid", uid, "done",
-			     slash[1] == 'a' ? "allow" : "reject"));
+		return reply_error(reply, 500, VMACT_GAPI_INTERNAL, "%s", strerror(-r));
+	reply_json(reply, 200, vmact_gapi_verdict_done_encode(uid, verdict));
 }
 
 static void handle(void *ud, const struct net_http_server_request *req,
@@ -435,79 +596,56 @@ static void handle(void *ud, const struct net_http_server_request *req,
 {
 	struct cl_api *a = ud;
 	const char *p = req->url;
+	const size_t groups_len = strlen(VMACT_GAPI_PATH_GROUPS "/"),
+		     waiting_len = strlen(VMACT_GAPI_PATH_WAITING "/");
 
 	/* The socket's mode keeps others out; this holds should it be
 	 * loosened. */
 	if (req->peer_uid < 0 || ((unsigned long long)req->peer_uid != 0 &&
 				  (unsigned long long)req->peer_uid != a->own_uid))
-		return reply_error(reply, 403, "precondition",
+		return reply_error(reply, 403, VMACT_GAPI_PRECONDITION,
 				   "permission denied: vmact-groupd's API is for root and uid %llu, "
 				   "this peer is uid %lld",
 				   a->own_uid, req->peer_uid);
-	if (strcmp(p, "/v1/groups") == 0) {
-		json_t *arr;
-
-		if (!method_is(req, "GET", reply))
-			return;
-		arr = json_array();
-		for (size_t i = 0; i < cl_engine_n_groups(a->e); i++) {
-			struct cl_engine_group_view v;
-
-			cl_engine_group_at(a->e, i, &v);
-			json_array_append_new(arr, group_json(&v));
-		}
-		return reply_json(reply, 200, json_pack("{s:o}", "groups", arr));
+	if (strcmp(p, VMACT_GAPI_PATH_GROUPS) == 0) {
+		if (method_is(req, "GET", reply))
+			reply_json(reply, 200, groups_json(a->e));
+		return;
 	}
-	if (strncmp(p, "/v1/groups/", 11) == 0)
-		return groups_route(a, p + 11, req, reply);
-	if (strcmp(p, "/v1/node-group") == 0) {
-		const char *id = net_http_request_arg(req, "provider_id");
+	if (strncmp(p, VMACT_GAPI_PATH_GROUPS "/", groups_len) == 0)
+		return groups_route(a, p + groups_len, req, reply);
+	if (strcmp(p, VMACT_GAPI_PATH_NODE_GROUP) == 0) {
+		const char *id = net_http_request_arg(req, VMACT_GAPI_ARG_PROVIDER_ID);
 
 		if (!method_is(req, "GET", reply))
 			return;
 		if (!id)
-			return reply_error(reply, 400, "invalid", "provider_id: required");
+			return reply_error(reply, 400, VMACT_GAPI_INVALID,
+					   VMACT_GAPI_ARG_PROVIDER_ID ": required");
 		return reply_json(reply, 200,
-				  json_pack("{s:s}", "id", cl_engine_group_of(a->e, id)));
+				  vmact_gapi_node_group_encode(cl_engine_group_of(a->e, id)));
 	}
-	if (strcmp(p, "/v1/vms") == 0) {
-		struct collect c = { .arr = json_array(), .all = true };
-
-		if (!method_is(req, "GET", reply)) {
-			json_decref(c.arr);
-			return;
-		}
-		cl_engine_each_vm(a->e, NULL, collect_vm, &c);
-		return reply_json(reply, 200,
-				  json_pack("{s:o,s:b}", "vms", c.arr, "ready",
-					    cl_engine_ready(a->e)));
+	if (strcmp(p, VMACT_GAPI_PATH_VMS) == 0)
+		return vms_route(a, NULL, false, req, reply);
+	if (strcmp(p, VMACT_GAPI_PATH_HOSTS) == 0) {
+		if (method_is(req, "GET", reply))
+			reply_json(reply, 200, hosts_json(a->e));
+		return;
 	}
-	if (strcmp(p, "/v1/hosts") == 0) {
-		json_t *arr;
+	if (strcmp(p, VMACT_GAPI_PATH_WAITING) == 0) {
+		struct waiting_list l = { 0 };
 
 		if (!method_is(req, "GET", reply))
 			return;
-		arr = json_array();
-		for (size_t i = 0; i < cl_engine_n_hosts(a->e); i++) {
-			struct cl_engine_host_view v;
-
-			cl_engine_host_at(a->e, i, &v);
-			json_array_append_new(arr, host_json(&v));
-		}
-		return reply_json(reply, 200, json_pack("{s:o}", "hosts", arr));
+		cl_engine_each_waiting(a->e, waiting_copy, &l);
+		reply_json(reply, 200, l.oom ? NULL : waiting_json(&l));
+		free(l.w);
+		return;
 	}
-	if (strcmp(p, "/v1/waiting") == 0) {
-		json_t *arr;
-
-		if (!method_is(req, "GET", reply))
-			return;
-		arr = json_array();
-		cl_engine_each_waiting(a->e, waiting_json, arr);
-		return reply_json(reply, 200, json_pack("{s:o}", "waiting", arr));
-	}
-	if (strncmp(p, "/v1/waiting/", 12) == 0)
-		return waiting_route(a, p + 12, req, reply);
-	reply_error(reply, 404, "not-found", "no such resource: %s (see doc/cluster-api.md)", p);
+	if (strncmp(p, VMACT_GAPI_PATH_WAITING "/", waiting_len) == 0)
+		return waiting_route(a, p + waiting_len, req, reply);
+	reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+		    "no such resource: %s (see doc/cluster-api.md)", p);
 }
 
 /* ---- the socket ---- */

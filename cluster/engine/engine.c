@@ -306,7 +306,7 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 		e->n_hosts++;
 	}
 	if (!cfg->profiles) {
-		r = cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), NULL, "scheduler",
+		r = cl_fw_new(cl_plugins_table(), cl_plugins_defaults(), NULL, "scheduler",
 			      &e->handle, &e->fws[0], err);
 		if (r < 0) {
 			cl_engine_free(e);
@@ -321,7 +321,7 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 			char path[64];
 
 			snprintf(path, sizeof(path), "scheduler.profiles[%zu]", i);
-			r = cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), p, path,
+			r = cl_fw_new(cl_plugins_table(), cl_plugins_defaults(), p, path,
 				      &e->handle, &e->fws[i], err);
 			if (r < 0) {
 				cl_engine_free(e);

@@ -47,12 +47,12 @@ void cl_engine_stop(struct cl_engine *e);
 
 /* ---- the API's operations (doc/cluster-api.md) ---- */
 
-/* An answer: an HTTP status, and either the body (2xx) or a reason
- * ("not-found", "invalid", "out-of-range", "precondition", "unavailable",
- * "internal") with a sentence. The body is the callee's to free. */
+/* An answer: an HTTP status, and either the group's target (2xx) or a
+ * reason ("not-found", "invalid", "out-of-range", "precondition",
+ * "unavailable", "internal") with a sentence. */
 struct cl_engine_answer {
 	unsigned status;
-	json_t *body;
+	unsigned target;
 	const char *reason;
 	char error[VMACT_ERR_MSG_MAX];
 };

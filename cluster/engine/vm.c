@@ -119,7 +119,7 @@ static void op_finish(struct cl_op *op)
 			 cl_vm_group_target(op->g), op->first_error);
 	} else {
 		a.status = 200;
-		a.body = json_pack("{s:i}", "target", (int)cl_vm_group_target(op->g));
+		a.target = cl_vm_group_target(op->g);
 	}
 	op->fn(op->ud, &a);
 	free(op);

@@ -211,11 +211,12 @@ struct cl_fw {
 	size_t n_resolved, cap_resolved;
 };
 
-static const struct cl_fw_plugin_ops *lookup(const struct cl_fw_registry *reg, const char *name)
+static const struct cl_fw_plugin_ops *lookup(const struct cl_fw_plugin_table *table,
+					     const char *name)
 {
-	for (size_t i = 0; reg->plugins[i]; i++)
-		if (strcmp(reg->plugins[i]->name, name) == 0)
-			return reg->plugins[i];
+	for (size_t i = 0; table->plugins[i]; i++)
+		if (strcmp(table->plugins[i]->name, name) == 0)
+			return table->plugins[i];
 	return NULL;
 }
 
@@ -270,7 +271,7 @@ static int plugin_args(const json_t *profile, const char *path, const char *name
 	return 0;
 }
 
-static struct instance *instance_for(struct cl_fw *fw, const struct cl_fw_registry *reg,
+static struct instance *instance_for(struct cl_fw *fw, const struct cl_fw_plugin_table *table,
 				     const json_t *profile, const char *path, const char *name,
 				     const struct cl_fw_handle *h, struct vmact_err *err, int *r)
 {
@@ -281,7 +282,7 @@ static struct instance *instance_for(struct cl_fw *fw, const struct cl_fw_regist
 	for (size_t i = 0; i < fw->n_inst; i++)
 		if (strcmp(fw->inst[i].ops->name, name) == 0)
 			return &fw->inst[i];
-	ops = lookup(reg, name);
+	ops = lookup(table, name);
 	if (!ops) {
 		*r = -EINVAL;
 		return NULL;
@@ -310,7 +311,7 @@ static struct instance *instance_for(struct cl_fw *fw, const struct cl_fw_regist
 
 /* Checks an {"enabled": [...], "disabled": [...]} object's shape and
  * names; -EINVAL naming the key. */
-static int check_set(const json_t *set, const char *p, const struct cl_fw_registry *reg,
+static int check_set(const json_t *set, const char *p, const struct cl_fw_plugin_table *table,
 		     enum cl_fw_point point, struct vmact_err *err)
 {
 	static const char *const lists[] = { "enabled", "disabled" };
@@ -353,11 +354,11 @@ static int check_set(const json_t *set, const char *p, const struct cl_fw_regist
 						     lists[l], i);
 			if (l == 1 && strcmp(n, "*") == 0)
 				continue;
-			if (!lookup(reg, n))
+			if (!lookup(table, n))
 				return vmact_err_set(err, EINVAL,
 						     "%s.%s[%zu].name: unknown plugin '%s'", p,
 						     lists[l], i, n);
-			if (l == 0 && !implements(lookup(reg, n), point))
+			if (l == 0 && !implements(lookup(table, n), point))
 				return vmact_err_set(
 					err, EINVAL,
 					"%s.%s[%zu].name: plugin '%s' has no %s extension point", p,
@@ -376,8 +377,8 @@ static int check_set(const json_t *set, const char *p, const struct cl_fw_regist
 	return 0;
 }
 
-static int check_profile(const json_t *profile, const char *path, const struct cl_fw_registry *reg,
-			 struct vmact_err *err)
+static int check_profile(const json_t *profile, const char *path,
+			 const struct cl_fw_plugin_table *table, struct vmact_err *err)
 {
 	const json_t *plugins, *pc;
 	const char *key;
@@ -417,7 +418,7 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 					"preBind, bind, postBind)",
 					path, key);
 			snprintf(p, sizeof(p), "%s.plugins.%s", path, key);
-			if ((r = check_set(v, p, reg, point, err)) < 0)
+			if ((r = check_set(v, p, table, point, err)) < 0)
 				return r;
 		}
 	}
@@ -448,7 +449,7 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 				return vmact_err_set(err, EINVAL,
 						     "%s.pluginConfig[%zu].name: required string",
 						     path, i);
-			if (!lookup(reg, n))
+			if (!lookup(table, n))
 				return vmact_err_set(
 					err, EINVAL,
 					"%s.pluginConfig[%zu].name: unknown plugin '%s'", path, i,
@@ -465,7 +466,7 @@ static int check_profile(const json_t *profile, const char *path, const struct c
 
 /* The names a point ends up with: defaults minus disabled, then enabled
  * (an enabled default moves to its place in "enabled", with its weight). */
-static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
+static int resolve_point(struct cl_fw *fw, const struct cl_fw_plugin_table *table,
 			 const struct cl_fw_defaults *defaults, const json_t *profile,
 			 const char *path, enum cl_fw_point point, const struct cl_fw_handle *h,
 			 struct vmact_err *err)
@@ -531,7 +532,7 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 				return vmact_err_set(err, EINVAL,
 						     "%s.plugins.%s: plugin '%s' enabled twice",
 						     path, cl_fw_point_name(point), names[i]);
-		in = instance_for(fw, reg, profile, path, names[i], h, err, &r);
+		in = instance_for(fw, table, profile, path, names[i], h, err, &r);
 		if (!in)
 			return r < 0 && err && err->code
 				       ? r
@@ -549,7 +550,7 @@ static int resolve_point(struct cl_fw *fw, const struct cl_fw_registry *reg,
 	return 0;
 }
 
-int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *defaults,
+int cl_fw_new(const struct cl_fw_plugin_table *table, const struct cl_fw_defaults *defaults,
 	      const json_t *profile, const char *path, const struct cl_fw_handle *h,
 	      struct cl_fw **out, struct vmact_err *err)
 {
@@ -557,7 +558,7 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 	const char *sn;
 	int r;
 
-	if (profile && (r = check_profile(profile, path, reg, err)) < 0)
+	if (profile && (r = check_profile(profile, path, table, err)) < 0)
 		return r;
 	fw = calloc(1, sizeof(*fw));
 	if (!fw)
@@ -573,7 +574,7 @@ int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *def
 	sn = profile ? json_string_value(json_object_get(profile, "schedulerName")) : NULL;
 	snprintf(fw->name, sizeof(fw->name), "%s", sn ? sn : "default");
 	for (int p = 0; p < CL_FW_N_POINTS; p++) {
-		r = resolve_point(fw, reg, defaults, profile, path, p, h, err);
+		r = resolve_point(fw, table, defaults, profile, path, p, h, err);
 		if (r < 0) {
 			cl_fw_free(fw);
 			return r;

@@ -191,7 +191,7 @@ int cl_fw_init_handle_only(const struct cl_fw_handle *h, const json_t *args, voi
 			   struct vmact_err *err);
 
 /* The plugins a framework may enable, NULL-terminated. */
-struct cl_fw_registry {
+struct cl_fw_plugin_table {
 	const struct cl_fw_plugin_ops *const *plugins;
 };
 
@@ -227,7 +227,7 @@ struct cl_fw_defaults {
  *    "pluginConfig": [{"name": "X", "args": {...}}]}
  * (profile NULL: the defaults). Errors name the key under `path`
  * ("scheduler.profiles[0]"). h NULL: only checks the profile. */
-int cl_fw_new(const struct cl_fw_registry *reg, const struct cl_fw_defaults *defaults,
+int cl_fw_new(const struct cl_fw_plugin_table *table, const struct cl_fw_defaults *defaults,
 	      const json_t *profile, const char *path, const struct cl_fw_handle *h,
 	      struct cl_fw **out, struct vmact_err *err);
 void cl_fw_free(struct cl_fw *fw);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The registry of vmact-groupd's placement plugins and its default
+/* The plugin table of vmact-groupd's placement plugins and its default
  * profile (cluster/plugins/plugins.h). */
 #include "cluster/plugins/plugins.h"
 
@@ -20,7 +20,7 @@ static const struct cl_fw_plugin_ops *const all[] = {
 	NULL,
 };
 
-static const struct cl_fw_registry registry = { .plugins = all };
+static const struct cl_fw_plugin_table table = { .plugins = all };
 
 static const char *const queue_sort[] = { "PrioritySort", NULL };
 static const char *const pre_filter[] = { "GroupHosts", NULL };
@@ -46,9 +46,9 @@ static const struct cl_fw_defaults defaults = {
 	},
 };
 
-const struct cl_fw_registry *cl_plugins_registry(void)
+const struct cl_fw_plugin_table *cl_plugins_table(void)
 {
-	return &registry;
+	return &table;
 }
 
 const struct cl_fw_defaults *cl_plugins_defaults(void)
@@ -67,7 +67,7 @@ int cl_plugins_check_profiles(const json_t *profiles, struct vmact_err *err)
 		int r;
 
 		snprintf(path, sizeof(path), "scheduler.profiles[%zu]", i);
-		r = cl_fw_new(&registry, &defaults, it, path, NULL, &fw, err);
+		r = cl_fw_new(&table, &defaults, it, path, NULL, &fw, err);
 		if (r < 0)
 			return r;
 		cl_fw_free(fw);

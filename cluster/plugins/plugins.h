@@ -28,7 +28,7 @@
 #include "cluster/framework/framework.h"
 #include "cluster/host/domxml.h"
 
-const struct cl_fw_registry *cl_plugins_registry(void);
+const struct cl_fw_plugin_table *cl_plugins_table(void);
 const struct cl_fw_defaults *cl_plugins_defaults(void);
 /* Checks the configuration's scheduler profiles (cl_config.profiles;
  * NULL: the default one) against these plugins: each one's plugins,

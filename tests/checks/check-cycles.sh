@@ -34,7 +34,7 @@ loops() { # EDGES-FILE: the loops tsort reports, one object a line
 }
 
 # Every archive's objects: the layers' and the other programs' components
-# (cli/, cluster/'s sub-layers, cloudprovider/).
+# (cli/vmactl/, cluster/'s sub-layers, cloudprovider/).
 lib_objs=$(mk LIB_OBJS) && tool_objs=$(mk TOOL_OBJS) || { echo "check-cycles: make print-* failed"; exit 1; }
 objs=($lib_objs $tool_objs)
 for o in "${objs[@]}"; do

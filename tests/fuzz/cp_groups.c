@@ -16,7 +16,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_node(const struct cp_group *g)
+static void check_node(const struct vmact_gapi_group *g)
 {
 	struct vmact_err err = { 0 };
 	struct cp_arena a;

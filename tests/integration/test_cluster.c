@@ -1214,9 +1214,29 @@ static bool conc_placed(void *arg)
 	return done == 6;
 }
 
+/* The sampler outlives a failed assertion of cluster_concurrent (cmocka
+ * leaves the test by longjmp): static, and stopped by the test's
+ * teardown, never left reading a stack frame that is gone. */
+static struct sampler conc_sampler;
+
+static void sampler_stop(struct sampler *s)
+{
+	if (!s->t)
+		return;
+	s->stop = true;
+	pthread_join(s->t, NULL);
+	s->t = 0;
+}
+
+static int cluster_concurrent_teardown(void **state)
+{
+	sampler_stop(&conc_sampler);
+	return 0;
+}
+
 static void cluster_concurrent(void **state)
 {
-	struct sampler s = { 0 };
+	struct sampler *sp = &conc_sampler, s;
 	struct inc inc[3];
 	unsigned running = 0, capacity_errors = 0;
 	json_t *n, *it;
@@ -1226,7 +1246,8 @@ static void cluster_concurrent(void **state)
 		fail_msg("the VM vmactd scales did not start");
 	/* The VM vmactd scales is busy and growing (its permits are in the
 	 * ledger) when the increases come, and wants more all along. */
-	assert_int_equal(pthread_create(&s.t, NULL, sample_ledger, &s), 0);
+	*sp = (struct sampler){ 0 };
+	assert_int_equal(pthread_create(&sp->t, NULL, sample_ledger, sp), 0);
 	assert_int_equal(tg_cmd(&fx.grower, "busy 3"), 0);
 	if (!TH_WAIT(NULL, ledger(fx.h1).reserved.milli_cpu >= 2000, 120 * VMACT_USEC_PER_SEC))
 		fail_msg("the VM vmactd scales did not grow");
@@ -1243,8 +1264,8 @@ static void cluster_concurrent(void **state)
 	tg_cmd(&fx.grower, "idle");
 	if (!th_wait_daemon(&fx.gd, conc_settled, NULL, LIMIT_BOOT_S))
 		die_with_logs("the concurrent increases never settled");
-	s.stop = true;
-	pthread_join(s.t, NULL);
+	sampler_stop(sp);
+	s = *sp;
 	n = get_nodes("conc");
 	json_array_foreach(n, i, it) {
 		const char *code = json_string_value(
@@ -1400,11 +1421,16 @@ static void cluster_metrics(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(cluster_bad_config),   cmocka_unit_test(cluster_scale),
-		cmocka_unit_test(cluster_tiers),        cmocka_unit_test(cluster_unhealthy),
-		cmocka_unit_test(cluster_agent),        cmocka_unit_test(cluster_full_host),
-		cmocka_unit_test(cluster_permit),       cmocka_unit_test(cluster_concurrent),
-		cmocka_unit_test(cluster_kill_restart), cmocka_unit_test(cluster_lease_expiry),
+		cmocka_unit_test(cluster_bad_config),
+		cmocka_unit_test(cluster_scale),
+		cmocka_unit_test(cluster_tiers),
+		cmocka_unit_test(cluster_unhealthy),
+		cmocka_unit_test(cluster_agent),
+		cmocka_unit_test(cluster_full_host),
+		cmocka_unit_test(cluster_permit),
+		cmocka_unit_test_teardown(cluster_concurrent, cluster_concurrent_teardown),
+		cmocka_unit_test(cluster_kill_restart),
+		cmocka_unit_test(cluster_lease_expiry),
 		cmocka_unit_test(cluster_metrics),
 	};
 

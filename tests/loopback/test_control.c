@@ -5,7 +5,7 @@
  * the peer-credential check (an unprivileged peer refused with 403 even on
  * a socket whose mode lets it in), malformed requests, and the long poll
  * (woken by an event, ended by its wait, answered 503 at shutdown).
- * Clients: vmactl's own (cli/client.c, libcurl) and raw sockets. */
+ * Clients: vmactl's own (cli/vmactl/client.c, libcurl) and raw sockets. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -28,7 +28,7 @@
 #include <curl/curl.h>
 
 #include "actuator/control/control.h"
-#include "cli/client.h"
+#include "cli/vmactl/client.h"
 #include "tests/lib/wait.h"
 
 static char sock_path[108];

@@ -24,6 +24,8 @@
 //   {"cmd":"fail","status":503,"reason":"unavailable","count":N}
 //       the next N requests are answered with that error
 //   {"cmd":"garbage","count":N}   the next N answers are not JSON
+//   {"cmd":"answer","body":B}     the next answer is B, status 200, whatever
+//       was asked (JSON, but maybe not the API's)
 //   {"cmd":"delay","ms":MS}       every answer waits MS first (0: none)
 //   {"cmd":"error","group":G,"index":I,"error":{class,code,message}}
 //       the group's I-th node reports that error
@@ -81,10 +83,18 @@ function publicGroup(g) {
 
 let failNext = null;
 let garbageLeft = 0;
+let answerNext = null;
 let delayMs = 0;
 
 function reply(res, status, obj) {
 	const send = () => {
+		if (answerNext !== null) {
+			const b = JSON.stringify(answerNext);
+			answerNext = null;
+			res.writeHead(200, { 'Content-Type': 'application/json' });
+			res.end(b);
+			return;
+		}
 		if (garbageLeft > 0) {
 			garbageLeft--;
 			res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -204,6 +214,8 @@ function control(c) {
 		failNext = { status: c.status, reason: c.reason, count: c.count || 1 };
 	else if (c.cmd === 'garbage')
 		garbageLeft = c.count || 1;
+	else if (c.cmd === 'answer')
+		answerNext = c.body === undefined ? null : c.body;
 	else if (c.cmd === 'delay')
 		delayMs = c.ms;
 	else if (c.cmd === 'error')

@@ -184,6 +184,8 @@ static const struct bad bads[] = {
 	  "groups[0].options.scale_down_unneeded_time: unknown key" },
 	{ GROUPT("\"options\":{\"scale_down_utilization_threshold\":2}"),
 	  "groups[0].options.scale_down_utilization_threshold: a fraction" },
+	{ GROUPT("\"options\":{\"max_node_provision_time_s\":2e9}"),
+	  "groups[0].options.max_node_provision_time_s: a number of seconds from 0 to 1e9" },
 	{ GROUPT("\"options\":{\"allow_non_atomic_scale_up_to_max\":1}"),
 	  "groups[0].options.allow_non_atomic_scale_up_to_max: must be true or false" },
 	{ TPL("\"ephemeral_storage\":\"lots\""), "groups[0].template.ephemeral_storage" },

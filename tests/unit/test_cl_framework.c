@@ -288,7 +288,7 @@ static const struct cl_fw_plugin_ops Q = { .name = "Q", .less = q_less };
 static const struct cl_fw_plugin_ops *const fakes[] = {
 	&A, &B, &C, &N, &F, &GANG, &Q, &cl_plugin_queue_priority_sort, NULL
 };
-static const struct cl_fw_registry reg = { .plugins = fakes };
+static const struct cl_fw_plugin_table table = { .plugins = fakes };
 static const char *const def_pre[] = { "A", NULL };
 static const char *const def_filter[] = { "A", "B", NULL };
 static const char *const def_score[] = { "A", NULL };
@@ -311,7 +311,7 @@ static struct cl_fw *fw_of(const char *profile)
 
 	if (profile && !p)
 		fail_msg("profile is not JSON: %s", profile);
-	if (cl_fw_new(&reg, &defs, p, "p", &h, &fw, &err) < 0)
+	if (cl_fw_new(&table, &defs, p, "p", &h, &fw, &err) < 0)
 		fail_msg("%s", err.msg);
 	json_decref(p);
 	return fw;
@@ -324,7 +324,7 @@ static void refused(const char *profile, const char *want)
 	struct cl_fw *fw = NULL;
 
 	assert_non_null(p);
-	assert_int_equal(cl_fw_new(&reg, &defs, p, "scheduler.profiles[0]", NULL, &fw, &err),
+	assert_int_equal(cl_fw_new(&table, &defs, p, "scheduler.profiles[0]", NULL, &fw, &err),
 			 -EINVAL);
 	if (!strstr(err.msg, want))
 		fail_msg("%s\n  said: %s\n  want: %s", profile, err.msg, want);
@@ -836,8 +836,8 @@ static void test_pre_post_bind(void **state)
 		struct vmact_err err = { 0 };
 		struct cl_fw_handle h = { 0 };
 
-		assert_int_equal(cl_fw_new(cl_plugins_registry(), cl_plugins_defaults(), NULL, "p",
-					   &h, &d, &err),
+		assert_int_equal(cl_fw_new(cl_plugins_table(), cl_plugins_defaults(), NULL, "p", &h,
+					   &d, &err),
 				 0);
 		assert_int_equal(cl_fw_plugins(d, CL_FW_PRE_BIND, names, 4), 1);
 		assert_string_equal(names[0], "ArbiterLease");
@@ -882,7 +882,7 @@ static struct cl_fw *real_fw(void)
 		&cl_plugin_fit_group_spread,
 		NULL,
 	};
-	static const struct cl_fw_registry r = { .plugins = fit };
+	static const struct cl_fw_plugin_table r = { .plugins = fit };
 	static const char *const pre[] = { "GroupHosts", NULL };
 	static const char *const filter[] = { "GroupHosts", "HostReachable", "Capacity", NULL };
 	static const char *const post[] = { "PoolGiveBack", NULL };

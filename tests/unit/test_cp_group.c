@@ -46,7 +46,7 @@ static void test_listing(void **state)
 {
 	struct vmact_err err = { 0 };
 	struct cp_groups *s;
-	const struct cp_group *g;
+	const struct vmact_gapi_group *g;
 
 	(void)state;
 	assert_int_equal(decode(listing, &s, &err), 0);
@@ -59,13 +59,19 @@ static void test_listing(void **state)
 	assert_string_equal(g->labels[1].key, "b");
 	assert_int_equal(g->tmpl.pods, 110);
 	assert_int_equal(g->tmpl.max_vcpus, 1);
-	assert_true(g->opts.set ==
-		    (CP_OPT_PROVISION | CP_OPT_ZERO_OR_MAX | CP_OPT_STARTUP | CP_OPT_NON_ATOMIC));
+	assert_true(g->opts.set == (VMACT_GAPI_OPT_PROVISION | VMACT_GAPI_OPT_ZERO_OR_MAX |
+				    VMACT_GAPI_OPT_STARTUP | VMACT_GAPI_OPT_NON_ATOMIC));
 	assert_true(g->opts.provision_s == 420.5);
 	assert_true(g->opts.startup_s == 300);
 	assert_true(g->opts.non_atomic);
 	assert_true(g->tmpl.ephemeral_bytes == 10ull << 30);
-	assert_non_null(strstr(g->debug, "hosts h1,h2"));
+	{
+		struct cp_arena a;
+
+		cp_arena_init(&a, 1u << 16);
+		assert_non_null(strstr(cp_group_debug(g, &a), "hosts h1,h2"));
+		cp_arena_free(&a);
+	}
 	g = cp_groups_find(s, "b");
 	assert_string_equal(g->tmpl.arch, "amd64");
 	assert_int_equal(g->opts.set, 0);

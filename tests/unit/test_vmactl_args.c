@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmactl's command line (cli/args.c), table-driven: what parses, what is a
+/* vmactl's command line (cli/vmactl/args.c), table-driven: what parses, what is a
  * usage error (exit status 2) and with which message; and the text views
- * (cli/render.c) of the API's documents. */
+ * (cli/vmactl/render.c) of the API's documents. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "cli/args.h"
-#include "cli/render.h"
+#include "cli/vmactl/args.h"
+#include "cli/vmactl/render.h"
 
 struct args_case {
 	const char *argv[10];

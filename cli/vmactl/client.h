@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* One request to vmactd's control API over its unix socket (libcurl's
- * CURLOPT_UNIX_SOCKET_PATH); the answer is parsed JSON. vmact-groupctl
- * uses it for vmact-groupd's API (ctl_set_peer). */
+ * CURLOPT_UNIX_SOCKET_PATH); the answer is parsed JSON. (vmact-groupctl
+ * speaks vmact-groupd's API through shared/group-api.h.) */
 #pragma once
 
 #include <jansson.h>
@@ -16,10 +16,6 @@
  * request. */
 int ctl_call(const char *socket, const char *method, const char *path, const char *body,
 	     long timeout_s, long *status, json_t **out, struct vmact_err *err);
-
-/* Whom errors name ("vmactd"), and the hint after a refused connection
- * (" (is vmactd running? are you root?)"); both static strings. */
-void ctl_set_peer(const char *name, const char *hint);
 
 /* A flag a signal handler sets: once it is non-zero, a request in
  * progress is abandoned at once (ctl_call returns -EINTR), so a long poll

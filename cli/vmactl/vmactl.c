@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "cli/args.h"
-#include "cli/client.h"
-#include "cli/render.h"
-#include "cli/top.h"
+#include "cli/vmactl/args.h"
+#include "cli/vmactl/client.h"
+#include "cli/vmactl/render.h"
+#include "cli/vmactl/top.h"
 
 /* The long poll of `events --follow`: below the API's 30 s bound. */
 #define FOLLOW_WAIT_S   25

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "cli/render.h"
+#include "cli/vmactl/render.h"
 
 #include <math.h>
 #include <stdbool.h>

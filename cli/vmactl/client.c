@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "cli/client.h"
+#include "cli/vmactl/client.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -20,13 +20,7 @@ char *ctl_escape(const char *name)
 }
 
 static volatile sig_atomic_t *cancel_flag;
-static const char *peer = "vmactd", *peer_hint = " (is vmactd running? are you root?)";
-
-void ctl_set_peer(const char *name, const char *hint)
-{
-	peer = name;
-	peer_hint = hint;
-}
+static const char *const peer = "vmactd", *const peer_hint = " (is vmactd running? are you root?)";
 
 void ctl_set_cancel(volatile sig_atomic_t *flag)
 {

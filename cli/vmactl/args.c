@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "cli/args.h"
+#include "cli/vmactl/args.h"
 
 #include <errno.h>
 #include <stdlib.h>

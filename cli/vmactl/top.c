@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "cli/top.h"
+#include "cli/vmactl/top.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/client.h"
-#include "cli/render.h"
+#include "cli/vmactl/client.h"
+#include "cli/vmactl/render.h"
 
 #define EVENTS_SHOWN 6
 
