@@ -440,12 +440,15 @@ bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 # make bench-footprint: issue 28's benchmark, vmactd's memory, threads,
 # descriptors and CPU per managed VM with FOOTPRINT_VMS tiny idle TCG
 # guests (0 = vmactd alone), beside libvirtd's in the same run, over
-# FOOTPRINT_SECONDS windows; ends with rss_1vm_mib and cpu_per_idle_vm_pct
-# (bench/footprint-bench.c). Root, the plain build.
+# FOOTPRINT_SECONDS windows, FOOTPRINT_BATCH guests booting at once; ends
+# with rss_1vm_mib, rss_per_vm_kib and cpu_per_idle_vm_pct
+# (bench/footprint-bench.c). Root, the plain build, the shared lock.
 FOOTPRINT_SECONDS ?= 30
 FOOTPRINT_VMS ?= 0 1 10 30
+FOOTPRINT_BATCH ?= 3
 bench-footprint: $(BUILD)/bench/footprint-bench $(BUILD)/vmactd guest
-	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/footprint-bench \
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) FOOTPRINT_BATCH=$(FOOTPRINT_BATCH) \
+		$(BUILD)/bench/footprint-bench \
 		$(FOOTPRINT_SECONDS) $(FOOTPRINT_VMS)
 
 # make bench-memory: issue 17's benchmark, memory pressure onset (an

@@ -35,6 +35,15 @@
  * measured the same way right after each of this build's, on the same
  * guests, and printed as a second table: compare the two within a run.
  *
+ * Booting many TCG guests on a small host is slow and gets slower with
+ * each guest already running: at most FOOTPRINT_BATCH (3) boot at once, a
+ * new one starting as soon as one reports (its first status line) and
+ * only while the host has memory for it, each within a generous safety
+ * limit (VMACT_FP_BOOT_LIMIT, 900 s); a line says each guest's progress.
+ * Every guest and vmactd go at the end, on any failure and on SIGINT,
+ * SIGTERM or SIGHUP; guests a killed run left behind (their bench's pid is
+ * gone) go when the next run starts.
+ *
  * Usage: footprint-bench [SECONDS [N...]] (root, make guest). Plain build:
  * an ASan build's memory says nothing about vmactd's. */
 #include <dirent.h>
@@ -93,6 +102,9 @@ struct run {
 static virConnectPtr vc;
 static struct tg_guest guests[MAX_VMS];
 static unsigned booted;
+/* The signal that asked the bench to stop: every wait ends, the teardown
+ * runs. */
+static volatile sig_atomic_t stopping;
 static char vmactd_path[PATH_MAX], tpl[128], cfg[128], dlog[128], pins[128], sockp[128], state[128];
 
 /* ---- /proc ---- */
@@ -290,94 +302,250 @@ static int write_template(void)
 	return ret;
 }
 
+/* Host memory that can still be had (MemAvailable, MiB); -1 when unknown. */
+static long mem_available_mib(void)
+{
+	char *s = th_read_file("/proc/meminfo"), *at = s ? strstr(s, "MemAvailable:") : NULL;
+	long kib = at ? atol(at + strlen("MemAvailable:")) : -1;
+
+	free(s);
+	return kib < 0 ? -1 : kib / 1024;
+}
+
+/* Waits out secs in short steps; false as soon as a signal asked the bench
+ * to stop (the measuring window and the polls between checks of a state). */
+static bool pause_s(double secs)
+{
+	for (double end = th_now_s() + secs, left; !stopping && (left = end - th_now_s()) > 0;)
+		cpu_use_window(left < 0.2 ? left : 0.2);
+	return !stopping;
+}
+
+static bool connected(void)
+{
+	if (vc && virConnectIsAlive(vc) == 1)
+		return true;
+	if (vc)
+		virConnectClose(vc);
+	vc = virConnectOpen(HP_URI_DEFAULT);
+	return vc != NULL;
+}
+
+/* Starts guest i (synchronous: libvirt returns once its QEMU runs). */
 static int start_one(unsigned i)
 {
 	char msg[512];
-	int ret = tg_start_template(vc, PREFIX, META, tpl, GUEST_CMDLINE, &guests[booted + i], msg,
-				    sizeof(msg));
+	int ret = -EIO;
 
+	for (int attempt = 0; attempt < 3 && ret < 0; attempt++) {
+		/* libvirtd may have been restarted under the bench (the lock
+		 * says it should not be; a fresh connection copes with it). */
+		if (!connected()) {
+			snprintf(msg, sizeof(msg), "cannot connect to libvirtd");
+			pause_s(1);
+			continue;
+		}
+		ret = tg_start_template(vc, PREFIX, META, tpl, GUEST_CMDLINE, &guests[i], msg,
+					sizeof(msg));
+		if (ret < 0 && connected()) {
+			virDomainPtr d = virDomainLookupByName(vc, guests[i].name);
+
+			/* Started after all: destroyed by name at the end. */
+			if (d) {
+				virDomainFree(d);
+				break;
+			}
+		}
+	}
 	if (ret < 0)
-		fprintf(stderr, "footprint-bench: %s\n", msg);
+		fprintf(stderr, "footprint-bench: starting guest %u: %s\n", i + 1, msg);
 	return ret;
 }
 
-/* Boots guests until `want` run; 0 or -1. */
-static int boot_to(unsigned want)
+/* Guests destroyed by name at the end: all started ones, including one
+ * whose start failed half-way. */
+static void destroy_guests(void)
 {
-	unsigned more = want - booted;
-	int ret;
+	struct tg_guest *all[MAX_VMS];
+	unsigned n = 0;
 
-	if (want <= booted)
-		return 0;
-	if (!vc || virConnectIsAlive(vc) != 1) {
-		if (vc)
-			virConnectClose(vc);
-		vc = virConnectOpen(HP_URI_DEFAULT);
-		if (!vc) {
-			fprintf(stderr, "footprint-bench: cannot connect to libvirtd\n");
-			return -1;
+	for (unsigned i = 0; i < booted; i++)
+		if (guests[i].name[0])
+			all[n++] = &guests[i];
+	if (n)
+		fprintf(stderr, "  destroying %u guests\n", n);
+	tg_destroy_all(all, n, false);
+	booted = 0;
+}
+
+/* Guests of earlier runs of this bench whose process is gone (killed, so
+ * no teardown ran): their names are PREFIX-PID-N. */
+static void sweep_stale(void)
+{
+	virDomainPtr *doms = NULL;
+	int n;
+
+	if (!connected())
+		return;
+	n = virConnectListAllDomains(vc, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+	for (int i = 0; i < n; i++) {
+		const char *name = virDomainGetName(doms[i]);
+		int pid = 0;
+
+		if (name && sscanf(name, PREFIX "-%d-", &pid) == 1 && pid > 0 && kill(pid, 0) < 0 &&
+		    errno == ESRCH) {
+			fprintf(stderr, "  destroying %s, left by a run that is gone\n", name);
+			virDomainDestroy(doms[i]);
 		}
+		virDomainFree(doms[i]);
 	}
-	ret = tg_start_each(more, start_one);
-	/* All of them count, whatever each start did: the end destroys them
-	 * by name (one that never started is not found). */
-	booted = want;
-	if (ret < 0)
-		return -1;
-	/* Each reports, or the bench stops at once when one is gone (a
-	 * guest that panics is destroyed: on_crash). */
-	for (double end = th_now_s() + 240;;) {
-		unsigned up = 0;
+	free(doms);
+}
 
-		for (unsigned i = 0; i < booted; i++) {
+/* Boots guests until `want` run and report: at most `batch` booting at
+ * once, each within limit_s of its start. 0, or -1 having said why. */
+static int boot_to(unsigned want, unsigned batch, double limit_s)
+{
+	double started[MAX_VMS] = { 0 }, t0 = th_now_s();
+	bool up[MAX_VMS] = { false };
+	unsigned nup = booted, from = booted;
+
+	for (unsigned i = 0; i < booted; i++)
+		up[i] = true;
+	while (nup < want) {
+		unsigned booting = booted - nup;
+
+		if (stopping)
+			return -1;
+		/* A guest needs its 256 MiB and QEMU's own; the host is shared. */
+		while (booting < batch && booted < want) {
+			long avail = mem_available_mib();
+
+			if (avail >= 0 && avail < 1536) {
+				if (booting)
+					break;
+				fprintf(stderr,
+					"footprint-bench: only %ld MiB of memory available, "
+					"guest %u not started\n",
+					avail, booted + 1);
+				return -1;
+			}
+			started[booted] = th_now_s();
+			if (start_one(booted++) < 0)
+				return -1;
+			booting++;
+		}
+		for (unsigned i = from; i < booted; i++) {
 			struct tg_report r;
 
+			if (up[i])
+				continue;
 			if (tg_report(&guests[i], &r)) {
-				up++;
+				up[i] = true;
+				nup++;
+				fprintf(stderr,
+					"  guest %2u of %u up after %3.0f s (%u booting, load %.1f, "
+					"%ld MiB free)\n",
+					i + 1, want, th_now_s() - started[i], booted - nup, load1(),
+					mem_available_mib());
 				continue;
 			}
+			/* A guest that panics is destroyed (on_crash): stop at once. */
 			if (guests[i].dom && virDomainIsActive(guests[i].dom) == 0) {
 				fprintf(stderr,
-					"footprint-bench: guest %s stopped while booting (its log: %s)\n",
+					"footprint-bench: guest %s stopped while booting (its log: "
+					"%s)\n",
 					guests[i].name, guests[i].log);
 				return -1;
 			}
+			if (th_now_s() - started[i] > limit_s) {
+				fprintf(stderr,
+					"footprint-bench: guest %s did not report within %.0f s "
+					"(VMACT_FP_BOOT_LIMIT; its log: %s, load %.1f)\n",
+					guests[i].name, limit_s, guests[i].log, load1());
+				return -1;
+			}
 		}
-		if (up == booted)
-			return 0;
-		if (th_now_s() > end) {
-			fprintf(stderr, "footprint-bench: %u of %u guests did not boot\n",
-				booted - up, booted);
+		if (nup < want && !pause_s(0.5))
 			return -1;
-		}
-		usleep(200000);
 	}
+	if (want > from)
+		fprintf(stderr, "  %u guests running (%.0f s to boot the %u new ones)\n", booted,
+			th_now_s() - t0, want - from);
+	return 0;
+}
+
+/* The guests that are no longer running; 0 when all are. */
+static unsigned guests_gone(void)
+{
+	unsigned gone = 0;
+
+	for (unsigned i = 0; i < booted; i++)
+		if (guests[i].dom && virDomainIsActive(guests[i].dom) == 0) {
+			fprintf(stderr, "footprint-bench: guest %s stopped (its log: %s)\n",
+				guests[i].name, guests[i].log);
+			gone++;
+		}
+	return gone;
 }
 
 /* ---- vmactd ---- */
 
-static void unpin(void)
+static void unpin_dir(const char *dir)
 {
 	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
 					    "vmact_vms" };
-	char p[256];
+	char p[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", pins, maps[i]);
+		snprintf(p, sizeof(p), "%s/%s", dir, maps[i]);
 		unlink(p);
 	}
-	rmdir(pins);
+	rmdir(dir);
 }
 
-/* One measurement with the guests booted so far. */
-static int measure(const char *prog, unsigned secs, struct run *run)
+/* The BPF pin directories of runs that are gone (see sweep_stale). */
+static void unpin_stale(void)
+{
+	DIR *d = opendir("/sys/fs/bpf");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int pid = 0;
+		char dir[300];
+
+		if (sscanf(e->d_name, "vmact-fp-%d", &pid) == 1 && pid > 0 && kill(pid, 0) < 0 &&
+		    errno == ESRCH) {
+			snprintf(dir, sizeof(dir), "/sys/fs/bpf/%s", e->d_name);
+			unpin_dir(dir);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The count in vmactd's "ready: managing N VMs" line; -1 while there is
+ * none. */
+static long ready_count(void)
+{
+	char *s = th_read_file(dlog), *at = s ? strstr(s, "ready: managing ") : NULL;
+	long n = at ? atol(at + strlen("ready: managing ")) : -1;
+
+	free(s);
+	return n;
+}
+
+/* One measurement with the guests booted so far: 0, 1 to measure again
+ * (libvirtd was restarted during it), or -1. */
+static int measure_once(const char *prog, unsigned secs, struct run *run)
 {
 	const char *argv[] = { prog, "--config", cfg, NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
 	struct th_proc d = { 0 };
-	char text[1024], ready[64];
+	char text[1024];
 	pid_t lv = libvirtd_pid();
 	double end, c0, c1, l0 = 0, l1 = 0, t0, t1;
+	long ready;
 	int rc = -1;
 
 	memset(run, 0, sizeof(*run));
@@ -394,33 +562,48 @@ static int measure(const char *prog, unsigned secs, struct run *run)
 		fprintf(stderr, "footprint-bench: cannot start %s\n", prog);
 		return -1;
 	}
-	snprintf(ready, sizeof(ready), "ready: managing %u VM%s", booted, booted == 1 ? "" : "s");
-	end = th_now_s() + 120;
-	while (th_count_in_file(dlog, ready) == 0) {
-		if (th_now_s() > end || th_proc_exited(&d)) {
-			fprintf(stderr, "footprint-bench: vmactd did not say \"%s\" (log %s)\n",
-				ready, dlog);
+	/* A safety limit: vmactd with many VMs on a loaded host is slow to
+	 * take them all in, never this slow. */
+	end = th_now_s() + 600;
+	while ((ready = ready_count()) < 0) {
+		if (th_now_s() > end || th_proc_exited(&d) || guests_gone()) {
+			fprintf(stderr,
+				"footprint-bench: vmactd did not say it is ready (log %s)\n", dlog);
 			goto out;
 		}
-		usleep(50000);
+		if (!pause_s(0.1))
+			goto out;
+	}
+	if (ready != (long)booted) {
+		fprintf(stderr, "footprint-bench: vmactd is managing %ld of %u VMs (log %s)\n",
+			ready, booted, dlog);
+		goto out;
 	}
 	/* Start-up (the BPF programs, the first readings) is not the steady
 	 * cost. */
-	cpu_use_window(SETTLE_S);
-	if (th_proc_exited(&d))
+	if (!pause_s(SETTLE_S) || th_proc_exited(&d))
 		goto out;
 	c0 = tree_cpu(d.pid);
 	if (lv > 0)
 		read_cpu(lv, &l0);
 	t0 = th_now_s();
 	run->load1 = load1();
-	cpu_use_window(secs);
+	if (!pause_s(secs))
+		goto out;
 	c1 = tree_cpu(d.pid);
 	if (lv > 0)
 		read_cpu(lv, &l1);
 	t1 = th_now_s();
-	if (th_proc_exited(&d))
+	if (th_proc_exited(&d) || guests_gone())
 		goto out;
+	if (libvirtd_pid() != lv) {
+		fprintf(stderr,
+			"footprint-bench: libvirtd was restarted during the window (pid %d, now "
+			"%d): measuring again\n",
+			(int)lv, (int)libvirtd_pid());
+		rc = 1;
+		goto out;
+	}
 	run->vmactd.cpu_pct = (c1 - c0) / (t1 - t0) * 100.0;
 	run->libvirtd.cpu_pct = lv > 0 ? (l1 - l0) / (t1 - t0) * 100.0 : -1;
 	run->load1 = (run->load1 + load1()) / 2;
@@ -432,8 +615,17 @@ static int measure(const char *prog, unsigned secs, struct run *run)
 out:
 	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
 		fprintf(stderr, "footprint-bench: vmactd did not exit cleanly (log %s)\n", dlog);
-	unpin();
+	unpin_dir(pins);
 	return rc;
+}
+
+static int measure(const char *prog, unsigned secs, struct run *run)
+{
+	int rc;
+
+	for (int attempt = 0; (rc = measure_once(prog, secs, run)) > 0 && attempt < 2; attempt++)
+		;
+	return rc == 0 ? 0 : -1;
 }
 
 static void print_runs(const char *title, const struct run *runs, unsigned n)
@@ -467,14 +659,39 @@ static void print_runs(const char *title, const struct run *runs, unsigned n)
 	}
 }
 
+static void on_signal(int sig)
+{
+	stopping = sig;
+}
+
+/* An environment variable's value in [lo, hi], or def. */
+static double env_num(const char *name, double def, double lo, double hi)
+{
+	const char *s = getenv(name);
+	char *e;
+	double v;
+
+	if (!s || !s[0])
+		return def;
+	v = strtod(s, &e);
+	if (*e || v < lo || v > hi) {
+		fprintf(stderr, "footprint-bench: %s=%s is not in %g..%g, using %g\n", name, s, lo,
+			hi, def);
+		return def;
+	}
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned secs = argc > 1 ? (unsigned)atoi(argv[1]) : 30, counts[MAX_RUNS], n = 0;
 	struct run runs[MAX_RUNS], base[MAX_RUNS];
 	const char *baseline = getenv("VMACT_FP_BASELINE");
-	unsigned done = 0;
+	unsigned batch = (unsigned)env_num("FOOTPRINT_BATCH", 3, 1, MAX_VMS), done = 0;
+	double boot_limit = env_num("VMACT_FP_BOOT_LIMIT", 900, 30, 7200), start = th_now_s();
 	const struct run *zero = NULL, *last = NULL, *one = NULL;
 	int pid = (int)getpid(), rc = 1;
+	struct sigaction sa = { .sa_handler = on_signal };
 	char self[PATH_MAX];
 	ssize_t len;
 
@@ -500,6 +717,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* No SA_RESTART: a signal ends the waits, and the teardown runs. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (len <= 0)
 		return 1;
@@ -516,22 +738,28 @@ int main(int argc, char **argv)
 		fprintf(stderr, "footprint-bench: cannot write %s\n", tpl);
 		return 1;
 	}
+	sweep_stale();
+	unpin_stale();
 
 	printf("footprint-bench: vmactd (defaults) managing N small idle TCG guests (256 MiB, "
 	       "1 vCPU, balloon statistics every second), %u s windows after %d s of settling\n",
 	       secs, SETTLE_S);
 	fflush(stdout);
-	for (unsigned i = 0; i < n; i++) {
-		double t = th_now_s();
-
-		if (boot_to(counts[i]) < 0)
+	for (unsigned i = 0; i < n && !stopping; i++) {
+		if (counts[i] > booted)
+			fprintf(stderr, "  booting guests %u..%u, at most %u at once\n", booted + 1,
+				counts[i], batch);
+		if (boot_to(counts[i], batch, boot_limit) < 0)
 			break;
-		fprintf(stderr, "  %u guests running (%.0f s to boot the new ones)\n", booted,
-			th_now_s() - t);
+		fprintf(stderr, "  %u VMs: measuring this build's vmactd\n", booted);
 		if (measure(vmactd_path, secs, &runs[done]) < 0)
 			break;
-		fprintf(stderr, "  %u VMs: vmactd RSS %.1f MiB, CPU %.3f %%\n", booted,
-			runs[done].vmactd.rss_mib, runs[done].vmactd.cpu_pct);
+		fprintf(stderr,
+			"  %u VMs: vmactd RSS %.1f MiB, %ld threads, %ld fds, CPU %.3f %%; "
+			"libvirtd RSS %.1f MiB, CPU %.3f %%; load %.2f\n",
+			booted, runs[done].vmactd.rss_mib, runs[done].vmactd.threads,
+			runs[done].vmactd.fds, runs[done].vmactd.cpu_pct,
+			runs[done].libvirtd.rss_mib, runs[done].libvirtd.cpu_pct, runs[done].load1);
 		if (baseline && baseline[0]) {
 			if (measure(baseline, secs, &base[done]) < 0)
 				break;
@@ -540,15 +768,12 @@ int main(int argc, char **argv)
 		}
 		done++;
 	}
-	{
-		struct tg_guest *all[MAX_VMS];
-
-		for (unsigned i = 0; i < booted; i++)
-			all[i] = &guests[i];
-		tg_destroy_all(all, booted, false);
-	}
-	print_runs("this build's vmactd:", runs, done);
-	if (baseline && baseline[0])
+	if (stopping)
+		fprintf(stderr, "footprint-bench: stopped by signal %d\n", (int)stopping);
+	destroy_guests();
+	if (done)
+		print_runs("this build's vmactd:", runs, done);
+	if (done && baseline && baseline[0])
 		print_runs(
 			"baseline vmactd (VMACT_FP_BASELINE), measured right after it on the same "
 			"guests:",
@@ -562,14 +787,21 @@ int main(int argc, char **argv)
 			last = &runs[i];
 	}
 	printf("\n");
+	if (done < n)
+		printf("incomplete: %u of %u counts measured\n", done, n);
 	if (one)
 		printf("rss_1vm_mib: %.1f\n", one->vmactd.rss_mib);
+	if (zero && last)
+		printf("rss_per_vm_kib: %.0f\n",
+		       (last->vmactd.rss_mib - zero->vmactd.rss_mib) * 1024.0 / last->vms);
 	if (last) {
 		double idle0 = zero ? zero->vmactd.cpu_pct : 0;
 
 		printf("cpu_per_idle_vm_pct: %.4f\n", (last->vmactd.cpu_pct - idle0) / last->vms);
-		rc = done == n ? 0 : 1;
 	}
+	if (done == n)
+		rc = 0;
+	fprintf(stderr, "footprint-bench: %.0f s in all\n", th_now_s() - start);
 	if (vc)
 		virConnectClose(vc);
 	unlink(tpl);
