@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r = vmact_gapi_vms_decode(doc, &v, &err);
 		refused_well(r, &err, v.v);
 		if (r == 0) {
-			json_t *again = vmact_gapi_vms_encode(v.v, v.n, v.has_ready ? &v.ready : NULL);
+			json_t *again = vmact_gapi_vms_encode(v.v, v.n,
+							      v.has_ready ? &v.ready : NULL);
 			struct vmact_gapi_vms b;
 
 			err = (struct vmact_err){ 0 };
@@ -113,7 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		err = (struct vmact_err){ 0 };
 		refused_well(vmact_gapi_verdict_done_decode(doc, &s, &v, &err), &err, NULL);
 		err = (struct vmact_err){ 0 };
-		refused_well(vmact_gapi_verdict_decode(doc, VMACT_GAPI_ALLOW, &s, &err), &err, NULL);
+		refused_well(vmact_gapi_verdict_decode(doc, VMACT_GAPI_ALLOW, &s, &err), &err,
+			     NULL);
 		err = (struct vmact_err){ 0 };
 		refused_well(vmact_gapi_delta_decode(doc, &delta, &err), &err, NULL);
 		err = (struct vmact_err){ 0 };
