@@ -25,6 +25,9 @@ done
 
 passed=0 failed=0
 failures=()
+# Each program's wall time, printed slowest first at the end: make check
+# has a 30-minute budget (doc/testing.md), and this says where it goes.
+timings=()
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -35,8 +38,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_cmocka() {
 	local name=$1 limit=$2; shift 2
 	echo "=== $name"
+	local t0=$EPOCHREALTIME
 	timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log"
 	local rc=${PIPESTATUS[0]}
+	timings+=("$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') $name")
 	local p f
 	# cmocka writes parts of its summary to stdout and parts to stderr, so
 	# the two can share a line: match anywhere, not at line starts.
@@ -187,6 +192,10 @@ if [ -n "$upstream" ]; then
 	fi
 fi
 
+if [ ${#timings[@]} -gt 0 ]; then
+	echo "slowest programs (s):"
+	printf '%s\n' "${timings[@]}" | sort -rn | head -n 15 | sed 's/^/  /'
+fi
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed:"
 	printf '  %s\n' "${failures[@]}"
