@@ -331,19 +331,6 @@ static long quota_milli(void)
 	return th_vmactd_quota_milli(dlog);
 }
 
-static void unpin(void)
-{
-	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-					    "vmact_vms" };
-	char p[256];
-
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", pins, maps[i]);
-		unlink(p);
-	}
-	rmdir(pins);
-}
-
 /* One vmactd run on guest g for contender c. Returns the upscale time on
  * the guest's clock (-1: none within the cap); *host_s: the same on the
  * host's (wait_two); *down_s: the time back to the minimum after idle
@@ -427,7 +414,7 @@ out:
 	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
 		fprintf(stderr, "reaction-bench: vmactd did not exit cleanly (log %s)\n", dlog);
 	if (stat(pins, &sb) == 0)
-		unpin();
+		th_remove_pins(pins);
 	return dt;
 }
 

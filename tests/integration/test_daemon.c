@@ -289,18 +289,8 @@ static int teardown(void **state)
 	th_proc_stop(&fx.arbiter, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	/* SIGTERM first so the daemon unpins; SIGKILL if it hangs. */
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	{
-		/* Whatever a killed daemon left pinned. */
-		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-						    "vmact_vms" };
-		char p[256];
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-			unlink(p);
-		}
-		rmdir(fx.pins);
-	}
+	/* Whatever a killed daemon left pinned. */
+	th_remove_pins(fx.pins);
 	tg_destroy_by_name(&fx.a);
 	tg_destroy_by_name(&fx.b);
 	tg_destroy_by_name(&fx.c);

@@ -610,20 +610,13 @@ static void stop_beside(void);
 
 static int teardown(void **state)
 {
-	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-					    "vmact_vms" };
 	bool keep = getenv("VMACT_TEST_KEEP_LOG") != NULL;
 	int status;
-	char p[256];
 
 	(void)state;
 	stop_beside();
 	status = th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-		unlink(p);
-	}
-	rmdir(fx.pins);
+	th_remove_pins(fx.pins);
 	{
 		struct tg_guest *all[N_GUESTS];
 

@@ -185,17 +185,7 @@ static int teardown(void **state)
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	for (unsigned i = 0; i < fx.n; i++)
 		tg_destroy_by_name(&fx.g[i]);
-	{
-		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-						    "vmact_vms" };
-		char p[256];
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-			unlink(p);
-		}
-		rmdir(fx.pins);
-	}
+	th_remove_pins(fx.pins);
 	if (fx.vc)
 		virConnectClose(fx.vc);
 	if (fx.installed) {

@@ -598,17 +598,7 @@ static int teardown(void **state)
 		fx.g.dom = NULL;
 	}
 	tg_destroy(&fx.g);
-	{
-		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-						    "vmact_vms" };
-		char p[256];
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-			unlink(p);
-		}
-		rmdir(fx.pins);
-	}
+	th_remove_pins(fx.pins);
 	if (fx.vc)
 		virConnectClose(fx.vc);
 	if (!getenv("VMACT_TEST_KEEP_LOG"))

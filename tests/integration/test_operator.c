@@ -335,17 +335,7 @@ static int teardown(void **state)
 
 	(void)state;
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	{
-		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-						    "vmact_vms" };
-		char p[256];
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-			unlink(p);
-		}
-		rmdir(fx.pins);
-	}
+	th_remove_pins(fx.pins);
 	{
 		virConnectPtr vc = virConnectOpen("qemu:///system");
 		virDomainPtr d = vc && fx.fixdom[0] ? virDomainLookupByName(vc, fx.fixdom) : NULL;

@@ -291,8 +291,6 @@ static void stop_hog(void)
 
 static int teardown(void **state)
 {
-	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-					    "vmact_vms" };
 	char p[256];
 	int status;
 
@@ -303,11 +301,7 @@ static int teardown(void **state)
 		print_error("vmactd exited with status %d\n", status);
 	if (getenv("VMACT_TEST_VERBOSE"))
 		dump_log();
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-		unlink(p);
-	}
-	rmdir(fx.pins);
+	th_remove_pins(fx.pins);
 	{
 		virConnectPtr vc = virConnectOpen("qemu:///system");
 

@@ -638,18 +638,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-					    "vmact_vms" };
 	char p[256];
 
 	(void)state;
 	bg_join(); /* a failed test's */
 	th_proc_stop(&tt.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", tt.pins, maps[i]);
-		unlink(p);
-	}
-	rmdir(tt.pins);
+	th_remove_pins(tt.pins);
 	{
 		struct tg_guest *all[VM_N];
 

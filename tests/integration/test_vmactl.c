@@ -315,17 +315,7 @@ static int teardown(void **state)
 		print_error("tmux kill-session failed\n");
 	th_proc_stop(&fx.follower, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	{
-		static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-						    "vmact_vms" };
-		char p[256];
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-			snprintf(p, sizeof(p), "%s/%s", fx.pins, maps[i]);
-			unlink(p);
-		}
-		rmdir(fx.pins);
-	}
+	th_remove_pins(fx.pins);
 	{
 		virConnectPtr vc = virConnectOpen("qemu:///system");
 		virDomainPtr d = vc && fx.g.name[0] ? virDomainLookupByName(vc, fx.g.name) : NULL;
