@@ -130,7 +130,10 @@ static bool decide_cpu(struct act_runner *r)
 	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, &dec))
 		return false;
 	act_runner_export_demand(r, &dec);
-	act_cpu_decision_format(&dec, why, sizeof(why));
+	/* A decision every policy tick, a text only when something reads it
+	 * (a change of goal or class): formatting it every tick was most of
+	 * an idle VM's cost in user space (doc/actuation.md, "vmactd's own
+	 * footprint"). */
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
 		/* The load's class changed, the goal did not: an event, so
 		 * that "why didn't it resize?" has its answer in vmactl events
@@ -139,6 +142,7 @@ static bool decide_cpu(struct act_runner *r)
 		if (dec.cls != r->rd.last_cls) {
 			char held[32];
 
+			act_cpu_decision_format(&dec, why, sizeof(why));
 			log_debug("%s: cpu %s", r->name, why);
 			vmact_quantity_format_milli(dec.goal_milli, held, sizeof(held));
 			act_event(r->env->events, r->name, ACT_EV_HOLD,
@@ -155,6 +159,7 @@ static bool decide_cpu(struct act_runner *r)
 		return false;
 	}
 	r->rd.last_cls = dec.cls;
+	act_cpu_decision_format(&dec, why, sizeof(why));
 	log_info("%s: cpu %s", r->name, why);
 	act_cpu_decision_reason(&dec,
 				r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu,

@@ -498,6 +498,7 @@ void act_runner_free(struct act_runner *r)
 	act_runner_plugin_free(r);
 	if (r->rd.sampler_registered)
 		smp_unregister(r->env->sampler, r->uuid, NULL);
+	act_state_free(&r->st);
 	free(r->group);
 	free(r);
 }
