@@ -121,7 +121,7 @@ static bool read_balloon(struct act_runner *r)
 	act_time_t now = act_runner_now_ns(r);
 	struct act_mem_sample s;
 
-	if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) < 0 ||
+	if (hp_mem_stats_read_kept(r->env->hp, r->uuid, &r->dom, &ms, &err) < 0 ||
 	    ms.total_kib < ms.available_kib) {
 		r->mem.has_balloon = false;
 		/* The exporter's figures carry on where the VM has one. */

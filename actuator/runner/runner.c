@@ -499,6 +499,8 @@ void act_runner_free(struct act_runner *r)
 	if (r->rd.sampler_registered)
 		smp_unregister(r->env->sampler, r->uuid, NULL);
 	act_state_free(&r->st);
+	if (r->dom)
+		virDomainFree(r->dom);
 	free(r->group);
 	free(r);
 }
