@@ -149,10 +149,18 @@ static int read_fd(int fd, const char *dir, struct vmact_cpustat *out, struct vm
 	ssize_t n;
 
 	while ((n = pread(fd, buf + len, sizeof(buf) - len, (off_t)len)) > 0) {
+		size_t asked = sizeof(buf) - len;
+
 		len += (size_t)n;
 		if (len == sizeof(buf))
 			return vmact_err_set(err, EFBIG, "%s/cpu.stat: longer than %d bytes", dir,
 					     VMACT_CPUSTAT_MAX - 1);
+		/* Linux gives a read of a cgroup (or regular) file all it
+		 * has up to what was asked: a short read is the end, and
+		 * the read that would return 0 is one syscall per policy
+		 * tick and VM saved. */
+		if ((size_t)n < asked)
+			break;
 	}
 	if (n < 0)
 		return vmact_err_set(err, errno, "%s/cpu.stat: %s", dir, strerror(errno));
