@@ -82,7 +82,9 @@ struct act_runner_resize {
 	bool have_state;
 	struct hp_state state; /* re-read after the last operation */
 	char error[VMACT_ERR_MSG_MAX];
-	char last_error[VMACT_ERR_MSG_MAX];
+	/* The hash of the last failure's error (resize.c; 0: the last
+	 * resize worked): the same failure again is logged at debug level. */
+	uint64_t last_error_hash;
 	/* The guest kept memory it was asked to give back (-EBUSY from the
 	 * memory step): no memory shrink is planned before mem_hold_until;
 	 * the hold doubles with each refusal in a row (README "Reliability
