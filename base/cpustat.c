@@ -210,7 +210,7 @@ int vmact_cpustat_read_cached(const char *dir, int *fd, struct vmact_cpustat *ou
 		return r;
 	*fd = r;
 	r = read_fd(*fd, dir, out, err);
-	if (r < 0) {
+	if (r < 0 || *fd >= VMACT_CPUSTAT_KEEP_FD_MAX) {
 		close(*fd);
 		*fd = -1;
 	}

@@ -226,6 +226,37 @@ static void test_read_cached(void **state)
 	assert_true(S_ISREG(sb.st_mode)); /* the file, not the directory */
 	assert_int_equal(st.nr_periods, 102);
 
+	/* Past VMACT_CPUSTAT_KEEP_FD_MAX descriptors the file is read and
+	 * closed: a host with many VMs keeps room for vmactd's sockets. */
+	{
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, VMACT_CPUSTAT_KEEP_FD_MAX);
+		int low[VMACT_CPUSTAT_KEEP_FD_MAX], n = 0, kept = -1;
+
+		/* (a soft limit of 512 descriptors or fewer: nothing to see) */
+		if (hi < 0)
+			goto past;
+		close(hi);
+		/* every number below the bound taken, so the next open gets hi */
+		while (n < VMACT_CPUSTAT_KEEP_FD_MAX) {
+			int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+			if (d < 0 || d >= VMACT_CPUSTAT_KEEP_FD_MAX) {
+				if (d >= 0)
+					close(d);
+				break;
+			}
+			low[n++] = d;
+		}
+		assert_int_equal(vmact_cpustat_read_cached(tmpdir, &kept, &st, NULL), 0);
+		assert_int_equal(kept, -1);
+		assert_int_equal(st.nr_periods, 102);
+		assert_int_equal(fcntl(hi, F_GETFD), -1); /* opened and closed */
+		for (int i = 0; i < n; i++)
+			close(low[i]);
+	}
+past:
+	assert_true(fcntl(fd, F_GETFD) >= 0);
+
 	/* a bad text: the error names the file, no descriptor kept */
 	put_stat("nr_periods x\n", 13);
 	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, &err), -EPROTO);
