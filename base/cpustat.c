@@ -140,33 +140,81 @@ int vmact_cpustat_parse(const char *text, struct vmact_cpustat *out, struct vmac
 	return 0;
 }
 
-int vmact_cpustat_read(const char *dir, struct vmact_cpustat *out, struct vmact_err *err)
+/* The whole file from its start (pread: the descriptor may be re-read),
+ * parsed; errors name dir's cpu.stat. */
+static int read_fd(int fd, const char *dir, struct vmact_cpustat *out, struct vmact_err *err)
 {
-	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1;
 	char buf[VMACT_CPUSTAT_MAX];
 	size_t len = 0;
 	ssize_t n;
+
+	while ((n = pread(fd, buf + len, sizeof(buf) - len, (off_t)len)) > 0) {
+		size_t asked = sizeof(buf) - len;
+
+		len += (size_t)n;
+		if (len == sizeof(buf))
+			return vmact_err_set(err, EFBIG, "%s/cpu.stat: longer than %d bytes", dir,
+					     VMACT_CPUSTAT_MAX - 1);
+		/* Linux gives a read of a cgroup (or regular) file all it
+		 * has up to what was asked: a short read is the end, and
+		 * the read that would return 0 is one syscall per policy
+		 * tick and VM saved. */
+		if ((size_t)n < asked)
+			break;
+	}
+	if (n < 0)
+		return vmact_err_set(err, errno, "%s/cpu.stat: %s", dir, strerror(errno));
+	buf[len] = '\0';
+	if (memchr(buf, '\0', len))
+		return vmact_err_set(err, EPROTO, "%s/cpu.stat: holds a NUL byte", dir);
+	if (vmact_cpustat_parse(buf, out, err) < 0)
+		return vmact_err_prefix(err, "%s/cpu.stat", dir);
+	return 0;
+}
+
+static int open_stat(const char *dir, struct vmact_err *err)
+{
+	_cleanup_free_ char *path = NULL;
+	int fd;
 
 	if (asprintf(&path, "%s/cpu.stat", dir) < 0)
 		return vmact_err_set(err, ENOMEM, "cpu.stat: out of memory");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return vmact_err_set(err, errno, "%s: %s", path, strerror(errno));
-	while ((n = read(fd, buf + len, sizeof(buf) - len)) > 0) {
-		len += (size_t)n;
-		if (len == sizeof(buf))
-			return vmact_err_set(err, EFBIG, "%s: longer than %d bytes", path,
-					     VMACT_CPUSTAT_MAX - 1);
+	return fd;
+}
+
+int vmact_cpustat_read(const char *dir, struct vmact_cpustat *out, struct vmact_err *err)
+{
+	_cleanup_close_ int fd = open_stat(dir, err);
+
+	if (fd < 0)
+		return fd;
+	return read_fd(fd, dir, out, err);
+}
+
+int vmact_cpustat_read_cached(const char *dir, int *fd, struct vmact_cpustat *out,
+			      struct vmact_err *err)
+{
+	int r;
+
+	if (*fd >= 0) {
+		if (read_fd(*fd, dir, out, NULL) == 0)
+			return 0;
+		close(*fd);
+		*fd = -1;
 	}
-	if (n < 0)
-		return vmact_err_set(err, errno, "%s: %s", path, strerror(errno));
-	buf[len] = '\0';
-	if (memchr(buf, '\0', len))
-		return vmact_err_set(err, EPROTO, "%s: holds a NUL byte", path);
-	if (vmact_cpustat_parse(buf, out, err) < 0)
-		return vmact_err_prefix(err, "%s", path);
-	return 0;
+	r = open_stat(dir, err);
+	if (r < 0)
+		return r;
+	*fd = r;
+	r = read_fd(*fd, dir, out, err);
+	if (r < 0 || *fd >= VMACT_CPUSTAT_KEEP_FD_MAX) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
 }
 
 int vmact_cpustat_delta(const struct vmact_cpustat *prev, const struct vmact_cpustat *cur,

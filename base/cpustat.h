@@ -39,6 +39,22 @@ int vmact_cpustat_parse(const char *text, struct vmact_cpustat *out, struct vmac
 /* Reads and parses <dir>/cpu.stat; errors are prefixed with the path. */
 int vmact_cpustat_read(const char *dir, struct vmact_cpustat *out, struct vmact_err *err);
 
+/* Descriptors at or above this are not kept open: a host with many VMs
+ * (sampler.max_vms is 1024) leaves the rest of a service's usual soft limit
+ * of 1024 to vmactd's sockets, and those VMs' cpu.stat is opened for each
+ * read, as vmact_cpustat_read does. */
+#define VMACT_CPUSTAT_KEEP_FD_MAX 512
+
+/* The same for a reader that comes back often (the sampler, every policy
+ * tick): *fd is <dir>/cpu.stat kept open between calls (-1: opened here and
+ * left open in *fd unless its number is VMACT_CPUSTAT_KEEP_FD_MAX or more),
+ * re-read from its start. A read through a descriptor kept from before that
+ * fails (the group was removed and made again) is retried once through a
+ * fresh open, so the result is the one vmact_cpustat_read would give; on
+ * failure *fd is -1. */
+int vmact_cpustat_read_cached(const char *dir, int *fd, struct vmact_cpustat *out,
+			      struct vmact_err *err);
+
 /* Change from prev to cur, counter by counter (usage only when both have
  * it). Returns 1 when a counter went backwards: the group was recreated
  * (the VM restarted), and delta is then cur, counted from the new group's

@@ -192,7 +192,8 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	/* Baseline for the first interval's throttling deltas; a cgroup that
 	 * cannot be read yet is reported by the readouts, not here. */
 	if (e->cgroup)
-		e->rs.have_cs = vmact_cpustat_read(e->cgroup, &e->rs.last_cs, NULL) == 0;
+		e->rs.have_cs = vmact_cpustat_read_cached(e->cgroup, &e->cs_fd, &e->rs.last_cs,
+							  NULL) == 0;
 	smp_slots_commit(&s->reg, (unsigned)slot);
 	return slot;
 
@@ -223,7 +224,7 @@ static int finish_reading(struct smp_sampler *s, unsigned slot, const struct smp
 	smp_readout_step(&e->rs, now, t, r);
 	if (e->cgroup) {
 		struct vmact_cpustat cs;
-		int rc = vmact_cpustat_read(e->cgroup, &cs, err);
+		int rc = vmact_cpustat_read_cached(e->cgroup, &e->cs_fd, &cs, err);
 
 		if (rc < 0)
 			return rc;

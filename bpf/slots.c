@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bpf/proc.h"
 
@@ -33,6 +34,8 @@ int smp_slots_init(struct smp_slots *reg, unsigned max, struct vmact_err *err)
 	}
 	for (unsigned i = 0; i < reg->nbuckets; i++)
 		reg->bucket[i] = -1;
+	for (unsigned i = 0; i < max; i++)
+		reg->e[i].cs_fd = -1;
 	/* Backwards so that the list runs 0, 1, 2...: lowest slots first. */
 	for (unsigned i = max; i-- > 0;)
 		VMACT_LIST_PREPEND(free, reg->free, &reg->e[i]);
@@ -44,6 +47,9 @@ static void entry_clear(struct smp_entry *e)
 {
 	free(e->name);
 	free(e->cgroup);
+	if (e->cs_fd >= 0)
+		close(e->cs_fd);
+	e->cs_fd = -1;
 	e->used = false;
 	e->name = e->cgroup = NULL;
 	e->tgid = 0;

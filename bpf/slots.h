@@ -17,6 +17,10 @@ struct smp_entry {
 	char *name;
 	pid_t tgid;
 	char *cgroup; /* directory of its cpu.stat, or NULL */
+	/* That cpu.stat, open between readouts (-1: not open): re-read with
+	 * pread, not opened and closed each policy tick (doc/actuation.md,
+	 * "vmactd's own footprint"). */
+	int cs_fd;
 	struct smp_readout_state rs;
 	VMACT_LIST_FIELDS(struct smp_entry, free);
 	int next; /* next used slot in its name bucket, or -1 */

@@ -77,25 +77,22 @@ int hp_domain_xml(struct hp_conn *c, const char *uuid, bool inactive, char **xml
 	return r;
 }
 
-int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *out,
-		      struct vmact_err *err)
+/* The statistics of dom; *call_failed: libvirt's call failed (not the
+ * guest's figures). */
+static int stats_of(virDomainPtr dom, struct hp_mem_stats *out, bool *call_failed,
+		    struct vmact_err *err)
 {
 	virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
-	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
 	bool has_total = false, has_avail = false;
 	int n;
 
 	*out = (struct hp_mem_stats){ 0 };
-	if (!dom)
-		return -(err && err->code ? err->code : ENODEV);
+	*call_failed = false;
 	n = virDomainMemoryStats(dom, st, VIR_DOMAIN_MEMORY_STAT_NR, 0);
 	if (n < 0) {
-		int r = hp_virt_err(err, "virDomainMemoryStats");
-
-		virDomainFree(dom);
-		return r;
+		*call_failed = true;
+		return hp_virt_err(err, "virDomainMemoryStats");
 	}
-	virDomainFree(dom);
 	for (int i = 0; i < n; i++) {
 		switch (st[i].tag) {
 		case VIR_DOMAIN_MEMORY_STAT_AVAILABLE:
@@ -144,4 +141,47 @@ int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *
 				     !has_total ? "'available' (MemTotal) memory statistic"
 						: "'usable' (MemAvailable) memory statistic");
 	return 0;
+}
+
+int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *out,
+		      struct vmact_err *err)
+{
+	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	bool failed;
+	int r;
+
+	*out = (struct hp_mem_stats){ 0 };
+	if (!dom)
+		return -(err && err->code ? err->code : ENODEV);
+	r = stats_of(dom, out, &failed, err);
+	virDomainFree(dom);
+	return r;
+}
+
+int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
+			   struct hp_mem_stats *out, struct vmact_err *err)
+{
+	bool failed;
+	int r;
+
+	if (*dom) {
+		r = stats_of(*dom, out, &failed, err);
+		if (!failed)
+			return r;
+		/* libvirtd restarted (the domain's connection is closed) or
+		 * the domain went: what a fresh lookup says. */
+		vmact_err_reset(err);
+		virDomainFree(*dom);
+		*dom = NULL;
+	}
+	*out = (struct hp_mem_stats){ 0 };
+	*dom = hp_domain_lookup(c, uuid, err);
+	if (!*dom)
+		return -(err && err->code ? err->code : ENODEV);
+	r = stats_of(*dom, out, &failed, err);
+	if (failed) {
+		virDomainFree(*dom);
+		*dom = NULL;
+	}
+	return r;
 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define W_PLUGIN   "Wanted to make a request to the scheduler plugin, but "
@@ -86,8 +87,20 @@ int act_state_update_vm(struct act_state *s, const struct vmact_resources *min,
 	if (!config->enable_lfc_metrics) {
 		s->has_lfc = false;
 		s->lfc_n = 0;
+		free(s->lfc_pages);
+		s->lfc_pages = NULL;
+		s->lfc_cap = 0;
 	}
 	return 0;
+}
+
+void act_state_free(struct act_state *s)
+{
+	free(s->lfc_pages);
+	s->lfc_pages = NULL;
+	s->lfc_cap = 0;
+	s->lfc_n = 0;
+	s->has_lfc = false;
 }
 
 static int check_metric(const char *name, double v, struct vmact_err *err)
@@ -140,6 +153,17 @@ int act_state_update_lfc_metrics(struct act_state *s, const double *pages, size_
 			return vmact_err_set(
 				err, EINVAL,
 				"lfc metrics: window %zu min must be a finite number >= 0", i + 1);
+	if (n > s->lfc_cap) {
+		/* The exporter's count of windows is steady: one allocation
+		 * per VM, at its first reading. */
+		double *p = realloc(s->lfc_pages, n * sizeof(*p));
+
+		if (!p)
+			return vmact_err_set(err, ENOMEM, "lfc metrics: %zu windows: out of memory",
+					     n);
+		s->lfc_pages = p;
+		s->lfc_cap = n;
+	}
 	if (n)
 		memcpy(s->lfc_pages, pages, n * sizeof(*pages));
 	s->lfc_n = n;

@@ -10,9 +10,11 @@
  *              approves (act_state_set_host_approval): hotplug -> plugin
  *
  * Pure logic: no I/O, no clock of its own (`now` is the caller's monotonic
- * time in ns), no allocation. The caller starts the actions it is given,
- * reports each start and result with the act_state_* functions, and asks
- * again after every report or when `wait` elapses. */
+ * time in ns), and no allocation but the LFC windows' (a VM without LFC
+ * metrics never has them: act_state_free releases them). The caller starts
+ * the actions it is given, reports each start and result with the
+ * act_state_* functions, and asks again after every report or when `wait`
+ * elapses. */
 #pragma once
 
 #include <stdbool.h>
@@ -70,7 +72,12 @@ struct act_state {
 	struct act_system_metrics system;
 	bool has_lfc;
 	size_t lfc_n;
-	double lfc_pages[ACT_LFC_MAX_WINDOWS];
+	/* lfc_n windows (room for lfc_cap), allocated by the first LFC reading
+	 * that has any: only a VM with an LFC metrics endpoint has them, and
+	 * ACT_LFC_MAX_WINDOWS of them would be 11.5 KiB in every VM's state
+	 * (doc/actuation.md, "vmactd's own footprint"). NULL while lfc_n is 0. */
+	double *lfc_pages;
+	size_t lfc_cap;
 
 	struct {
 		bool ongoing;
@@ -135,11 +142,15 @@ struct act_actions {
 };
 
 /* Starts with nothing known about plugin, monitor or metrics. -EINVAL if
- * the bounds, compute unit or config are unusable. */
+ * the bounds, compute unit or config are unusable. s is not initialised
+ * yet (or was freed): what it held is not released. */
 int act_state_init(struct act_state *s, const struct act_timing *timing,
 		   const struct vmact_resources *cu, const struct ag_scaling_config *config,
 		   const struct vmact_resources *using_, const struct vmact_resources *min,
 		   const struct vmact_resources *max, struct vmact_err *err);
+
+/* Releases what s holds (the LFC windows); s can be initialised again. */
+void act_state_free(struct act_state *s);
 
 /* New bounds/config from a VM update. Usage is kept (see above). Disabling
  * LFC metrics drops the stored ones. */
@@ -157,6 +168,7 @@ void act_state_set_host_approval(struct act_state *s, bool cpu, bool mem);
 
 int act_state_update_system_metrics(struct act_state *s, const struct act_system_metrics *m,
 				    struct vmact_err *err);
+/* -ENOMEM (the state unchanged) when the windows cannot be stored. */
 int act_state_update_lfc_metrics(struct act_state *s, const double *pages, size_t n,
 				 struct vmact_err *err);
 

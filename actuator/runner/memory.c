@@ -121,7 +121,7 @@ static bool read_balloon(struct act_runner *r)
 	act_time_t now = act_runner_now_ns(r);
 	struct act_mem_sample s;
 
-	if (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) < 0 ||
+	if (hp_mem_stats_read_kept(r->env->hp, r->uuid, &r->dom, &ms, &err) < 0 ||
 	    ms.total_kib < ms.available_kib) {
 		r->mem.has_balloon = false;
 		/* The exporter's figures carry on where the VM has one. */
@@ -198,9 +198,15 @@ static void resized(struct act_runner *r)
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 {
 	struct act_runner *r = ud;
+	uint64_t every = r->env->policy_tick_usec;
 	bool changed;
 
-	sd_event_source_set_time(s, usec + INTERVAL_USEC);
+	/* A second later, on the grid of the policy's ticks (readings.c): the
+	 * reading shares a wake-up of the loop with them instead of taking
+	 * one of its own (doc/actuation.md, "vmactd's own footprint"); the
+	 * first interval is up to a tick short, the others a second. */
+	sd_event_source_set_time(s, every ? (usec + INTERVAL_USEC) / every * every
+					  : usec + INTERVAL_USEC);
 	if (r->rs.busy)
 		return 0;
 	if (r->mem.plugged && r->mem.plugged != r->st.using_.mem_bytes)

@@ -50,9 +50,13 @@ static void refuse(struct act_runner *r, struct net_http_server_reply *reply, un
 	/* Anyone who reaches the port can send these: the same refusal again
 	 * is logged at debug level only. */
 	snprintf(text, sizeof(text), "%s (%u): %s", what, status, why);
-	vmact_log(strcmp(text, r->api.last_refusal) ? LOG_INFO : LOG_DEBUG,
+	vmact_log(!r->api.last_refusal || strcmp(text, r->api.last_refusal) ? LOG_INFO : LOG_DEBUG,
 		  "%s: runner API: %s refused (%u): %s", r->name, what, status, why);
-	snprintf(r->api.last_refusal, sizeof(r->api.last_refusal), "%s", text);
+	if (!r->api.last_refusal || strcmp(text, r->api.last_refusal)) {
+		/* Out of memory: the next refusal is logged at info again. */
+		free(r->api.last_refusal);
+		r->api.last_refusal = strdup(text);
+	}
 	snprintf(text, sizeof(text), "%s\n", why);
 	net_http_reply_text(reply, status, NULL, text);
 }
@@ -165,4 +169,6 @@ void act_runner_neonvm_api_free(struct act_runner *r)
 {
 	net_http_server_free(r->api.server);
 	r->api.server = NULL;
+	free(r->api.last_refusal);
+	r->api.last_refusal = NULL;
 }

@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -130,7 +132,10 @@ static bool decide_cpu(struct act_runner *r)
 	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, &dec))
 		return false;
 	act_runner_export_demand(r, &dec);
-	act_cpu_decision_format(&dec, why, sizeof(why));
+	/* A decision every policy tick, a text only when something reads it
+	 * (a change of goal or class): formatting it every tick was most of
+	 * an idle VM's cost in user space (doc/actuation.md, "vmactd's own
+	 * footprint"). */
 	if (r->st.has_cpu_goal && dec.goal_milli == r->st.cpu_goal_milli) {
 		/* The load's class changed, the goal did not: an event, so
 		 * that "why didn't it resize?" has its answer in vmactl events
@@ -139,6 +144,7 @@ static bool decide_cpu(struct act_runner *r)
 		if (dec.cls != r->rd.last_cls) {
 			char held[32];
 
+			act_cpu_decision_format(&dec, why, sizeof(why));
 			log_debug("%s: cpu %s", r->name, why);
 			vmact_quantity_format_milli(dec.goal_milli, held, sizeof(held));
 			act_event(r->env->events, r->name, ACT_EV_HOLD,
@@ -155,6 +161,7 @@ static bool decide_cpu(struct act_runner *r)
 		return false;
 	}
 	r->rd.last_cls = dec.cls;
+	act_cpu_decision_format(&dec, why, sizeof(why));
 	log_info("%s: cpu %s", r->name, why);
 	act_cpu_decision_reason(&dec,
 				r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu,
@@ -191,7 +198,8 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 	if (r->rd.has_guest) {
 		m = r->rd.guest;
 	} else if (r->mem.host ? (ms = r->mem.balloon, r->mem.has_balloon)
-			       : (hp_mem_stats_read(r->env->hp, r->uuid, &ms, &err) == 0 &&
+			       : (hp_mem_stats_read_kept(r->env->hp, r->uuid, &r->dom, &ms, &err) ==
+					  0 &&
 				  ms.total_kib >= ms.available_kib)) {
 		/* A VM without an approver has its balloon read every second
 		 * (memory.c): its latest reading. */
@@ -387,17 +395,26 @@ static int on_guest_lfc_timer(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
-/* The URL to GET: the endpoint as given, /metrics when it names no path. */
-static int guest_url(const char *spec, char *buf, size_t len, struct vmact_err *err)
+/* The longest URL taken (with its NUL). */
+#define GUEST_URL_MAX 600
+
+/* The URL to GET (malloc'd into *out): the endpoint as given, /metrics
+ * when it names no path. */
+static int guest_url(const char *spec, char **out, struct vmact_err *err)
 {
 	struct vmact_endpoint ep;
 	int n;
 
 	if (vmact_endpoint_parse(spec, VMACT_EP_HTTP | VMACT_EP_NEED_PORT, &ep, err) < 0)
 		return -EINVAL;
-	n = snprintf(buf, len, "%s%s", spec, ep.path[0] ? "" : "/metrics");
-	return n < 0 || (size_t)n >= len ? vmact_err_set(err, ENAMETOOLONG, "'%s' too long", spec)
-					 : 0;
+	if (strlen(spec) + (ep.path[0] ? 0 : strlen("/metrics")) >= GUEST_URL_MAX)
+		return vmact_err_set(err, ENAMETOOLONG, "'%s' too long", spec);
+	n = asprintf(out, "%s%s", spec, ep.path[0] ? "" : "/metrics");
+	if (n < 0) {
+		*out = NULL;
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char *spec,
@@ -407,7 +424,7 @@ static int guest_start(struct act_runner *r, struct act_guest_ep *ep, const char
 
 	if (!spec[0])
 		return 0;
-	if ((ret = guest_url(spec, ep->url, sizeof(ep->url), err)) < 0)
+	if ((ret = guest_url(spec, &ep->url, err)) < 0)
 		return vmact_err_prefix(err, "<vmact:metrics>");
 	ret = sd_event_add_time_relative(r->env->event, &ep->timer, CLOCK_MONOTONIC, first_usec,
 					 1000, fn, r);
@@ -432,8 +449,8 @@ static int start_worker(struct act_runner *r, struct vmact_err *err)
 		prog = buf;
 	}
 	return act_scrape_proxy_new(r->env->event, r->name, r->rd.guest_sys.url,
-				    r->rd.guest_lfc.url[0] ? r->rd.guest_lfc.url : NULL, prog,
-				    r->env->cfg->guest_worker_user, &r->rd.scrape, err);
+				    r->rd.guest_lfc.url, prog, r->env->cfg->guest_worker_user,
+				    &r->rd.scrape, err);
 }
 
 void act_runner_readings_free(struct act_runner *r)
@@ -443,8 +460,11 @@ void act_runner_readings_free(struct act_runner *r)
 	act_scrape_proxy_free(r->rd.scrape);
 	r->rd.scrape = NULL;
 
-	for (size_t i = 0; i < ARRAY_SIZE(eps); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(eps); i++) {
 		eps[i]->timer = sd_event_source_disable_unref(eps[i]->timer);
+		free(eps[i]->url);
+		eps[i]->url = NULL;
+	}
 }
 
 int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
@@ -462,13 +482,14 @@ int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
 	if (ret >= 0)
 		ret = guest_start(r, &r->rd.guest_lfc, r->meta.metrics_lfc,
 				  rnd % (FIRST_JITTER_USEC + 1), on_guest_lfc_timer, err);
-	if (ret >= 0 && r->rd.guest_sys.url[0])
+	if (ret >= 0 && r->rd.guest_sys.url)
 		ret = start_worker(r, err);
 	if (ret < 0)
 		return ret;
-	if (r->rd.guest_sys.url[0])
+	if (r->rd.guest_sys.url)
 		log_info("%s: guest metrics from %s%s%s", r->name, r->rd.guest_sys.url,
-			 r->rd.guest_lfc.url[0] ? ", LFC from " : "", r->rd.guest_lfc.url);
+			 r->rd.guest_lfc.url ? ", LFC from " : "",
+			 r->rd.guest_lfc.url ? r->rd.guest_lfc.url : "");
 	ret = sd_event_add_time(r->env->event, &r->rd.timer, CLOCK_MONOTONIC,
 				next_tick(vmact_loop_now_usec(r->env->event), tick_usec(r)), 1000,
 				on_tick, r);

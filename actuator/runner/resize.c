@@ -34,6 +34,18 @@ bool act_runner_mem_held(struct vmact_resources *target, const struct vmact_reso
 	return true;
 }
 
+/* The last failure's text is kept as its hash (FNV-1a, 64 bits; 0: none),
+ * not as another 512 bytes in every runner: it only tells a repeated
+ * failure from a new one. */
+static uint64_t error_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
 static void hp_next(struct act_runner *r);
 static int api_start(struct act_runner *r, struct vmact_err *err);
 
@@ -89,10 +101,12 @@ static void hp_finish(struct act_runner *r)
 		/* The same failure on every retry (a VM whose vCPUs libvirt
 		 * refuses to touch) is logged once, then at debug level; a
 		 * guest that kept its memory has its one line below. */
-		vmact_log(strcmp(r->rs.error, r->rs.last_error) && !r->rs.mem_refused ? LOG_WARNING
-										      : LOG_DEBUG,
+		uint64_t h = error_hash(r->rs.error);
+
+		vmact_log(h != r->rs.last_error_hash && !r->rs.mem_refused ? LOG_WARNING
+									   : LOG_DEBUG,
 			  "%s: resize to %s failed: %s; the VM has %s", r->name, a, r->rs.error, b);
-		snprintf(r->rs.last_error, sizeof(r->rs.last_error), "%s", r->rs.error);
+		r->rs.last_error_hash = h;
 		act_event(r->env->events, r->name, ACT_EV_ERROR,
 			  json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu,
 				    "mem_bytes", (json_int_t)got.mem_bytes),
@@ -106,7 +120,7 @@ static void hp_finish(struct act_runner *r)
 								  : 0)),
 			  "resized to %s", b);
 		act_runner_view_change(r, &r->st.using_, &got, b);
-		r->rs.last_error[0] = 0;
+		r->rs.last_error_hash = 0;
 	}
 	if (r->rs.mem_refused) {
 		/* Asking again at once would find the guest as it is: wait,

@@ -42,7 +42,10 @@ struct net_http_server;
 /* One of the guest's metrics endpoints (<vmact:metrics>), scraped by the
  * VM's metrics worker on the loop's timer. */
 struct act_guest_ep {
-	char url[600]; /* "" when the VM names none */
+	/* malloc'd; NULL when the VM names none (most do: a URL's room in
+	 * every runner was 600 bytes, doc/actuation.md "vmactd's own
+	 * footprint"). */
+	char *url;
 	sd_event_source *timer;
 	int last_error; /* 0: working (or never failed) */
 	long last_status;
@@ -79,7 +82,9 @@ struct act_runner_resize {
 	bool have_state;
 	struct hp_state state; /* re-read after the last operation */
 	char error[VMACT_ERR_MSG_MAX];
-	char last_error[VMACT_ERR_MSG_MAX];
+	/* The hash of the last failure's error (resize.c; 0: the last
+	 * resize worked): the same failure again is logged at debug level. */
+	uint64_t last_error_hash;
 	/* The guest kept memory it was asked to give back (-EBUSY from the
 	 * memory step): no memory shrink is planned before mem_hold_until;
 	 * the hold doubles with each refusal in a row (README "Reliability
@@ -158,7 +163,9 @@ struct act_runner_memory {
  * CPU API (doc/runner-api.md). */
 struct act_runner_api {
 	struct net_http_server *server;
-	char last_refusal[VMACT_ERR_MSG_MAX + 64]; /* logged at info once */
+	/* The last refusal, logged at info once; malloc'd at the first one
+	 * (NULL: none yet), since only a <vmact:runner> VM has the API. */
+	char *last_refusal;
 };
 
 /* export.c: what the metrics page shows (doc/metrics.md): the last
@@ -204,6 +211,9 @@ struct act_runner {
 	pid_t pid;
 	uint32_t quota_milli; /* last quota written (0 = none yet) */
 	sd_event_source *wake;
+	/* The domain, kept for the balloon's statistics read every second
+	 * (memory.c, readings.c: hp_mem_stats_read_kept); NULL: not yet. */
+	virDomainPtr dom;
 	/* The scheduler's http client (a remote plugin). */
 	struct net_http_client *http;
 

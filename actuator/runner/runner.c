@@ -26,6 +26,17 @@
 #include "hotplug/domain.h"
 #include "net/http-server.h"
 
+/* Issue 28's budget: vmactd's memory grows by at most 16 KiB per VM it
+ * manages (doc/actuation.md, "vmactd's own footprint"). The runner, zeroed
+ * whole by calloc and so all resident, is most of that; the rest is the
+ * VM's registry entry (about 0.9 KiB), its timers, libvirt's domain object
+ * and its sampler slot. What only some VMs use (the LFC windows, guest
+ * metrics URLs, the runner API's texts) is allocated when a VM uses it: a
+ * member that breaks this belongs there too, not in every runner. */
+#define ACT_RUNNER_SIZE_BUDGET (12 * 1024)
+_Static_assert(sizeof(struct act_runner) <= ACT_RUNNER_SIZE_BUDGET,
+	       "struct act_runner over its 12 KiB budget: allocate rarely used parts on first use");
+
 /* ---- the VM's config ---- */
 
 int act_meta_scaling_config(const struct ag_scaling_config *defaults, const struct hp_meta *meta,
@@ -498,6 +509,9 @@ void act_runner_free(struct act_runner *r)
 	act_runner_plugin_free(r);
 	if (r->rd.sampler_registered)
 		smp_unregister(r->env->sampler, r->uuid, NULL);
+	act_state_free(&r->st);
+	if (r->dom)
+		virDomainFree(r->dom);
 	free(r->group);
 	free(r);
 }

@@ -1311,6 +1311,82 @@ static void random_run(uint64_t seed, struct act_state *s, unsigned *hotplugs, u
 	}
 }
 
+/* The LFC windows: none in the state until the VM's first LFC reading (a
+ * VM without an LFC endpoint never carries them: doc/actuation.md,
+ * "vmactd's own footprint"); stored, they drive the decision; a shorter
+ * series reuses them, too long a series leaves them as they were, and
+ * disabling LFC metrics releases them. */
+static void test_lfc_windows_on_first_use(void **state)
+{
+	struct ag_scaling_config cfg;
+	struct act_timing t;
+	struct act_state s;
+	struct act_actions a;
+	struct vmact_err err = { 0 };
+	struct vmact_resources one = cu(1), eight = cu(8);
+	struct act_system_metrics m = { .memory_usage_bytes = 0.25 * GiB };
+	/* 3.5 GiB of working set at lfc_to_memory_ratio 0.75, 8 KiB pages:
+	 * 4 CUs. */
+	const double wss = 3.5 * GiB * 0.75 / 8192.0;
+	double pages[30], *big;
+	act_time_t now = ACT_SEC(1000);
+
+	(void)state;
+	default_timing(&t);
+	default_config(&cfg);
+	cfg.enable_lfc_metrics = true;
+	assert_int_equal(act_state_init(&s, &t, &CU, &cfg, &one, &one, &eight, NULL), 0);
+	assert_null(s.lfc_pages);
+	assert_int_equal(act_state_update_system_metrics(&s, &m, NULL), 0);
+	assert_int_equal(act_next_actions(&s, now, &a, NULL), 0);
+	assert_true(vmact_res_eq(a.desired, cu(1)));
+
+	for (size_t i = 0; i < ARRAY_SIZE(pages); i++)
+		pages[i] = wss;
+	assert_int_equal(act_state_update_lfc_metrics(&s, pages, ARRAY_SIZE(pages), &err), 0);
+	assert_non_null(s.lfc_pages);
+	assert_int_equal(s.lfc_cap, ARRAY_SIZE(pages));
+	assert_int_equal(act_next_actions(&s, now, &a, NULL), 0);
+	assert_true(vmact_res_eq(a.desired, cu(4)));
+
+	/* Fewer windows than the minimum wait and window: not enough to
+	 * decide on, kept in the same array. */
+	{
+		const double *was = s.lfc_pages;
+
+		assert_int_equal(act_state_update_lfc_metrics(&s, pages, 10, &err), 0);
+		assert_ptr_equal(s.lfc_pages, was);
+		assert_int_equal(s.lfc_n, 10);
+		assert_int_equal(act_next_actions(&s, now, &a, NULL), 0);
+		assert_true(vmact_res_eq(a.desired, cu(1)));
+	}
+
+	big = calloc(ACT_LFC_MAX_WINDOWS + 1, sizeof(*big));
+	assert_non_null(big);
+	assert_int_equal(act_state_update_lfc_metrics(&s, big, ACT_LFC_MAX_WINDOWS + 1, &err),
+			 -E2BIG);
+	free(big);
+	assert_int_equal(s.lfc_n, 10);
+	assert_int_equal(s.lfc_cap, ARRAY_SIZE(pages));
+
+	cfg.enable_lfc_metrics = false;
+	assert_int_equal(act_state_update_vm(&s, &one, &eight, &cfg, NULL), 0);
+	assert_false(s.has_lfc);
+	assert_null(s.lfc_pages);
+	assert_int_equal(act_next_actions(&s, now, &a, NULL), 0);
+	assert_true(vmact_res_eq(a.desired, cu(1)));
+
+	/* Enabled again, then freed with the VM. */
+	cfg.enable_lfc_metrics = true;
+	assert_int_equal(act_state_update_vm(&s, &one, &eight, &cfg, NULL), 0);
+	assert_int_equal(act_state_update_lfc_metrics(&s, pages, ARRAY_SIZE(pages), &err), 0);
+	assert_int_equal(act_next_actions(&s, now, &a, NULL), 0);
+	assert_true(vmact_res_eq(a.desired, cu(4)));
+	act_state_free(&s);
+	assert_null(s.lfc_pages);
+	assert_false(s.has_lfc);
+}
+
 static void test_property_never_beyond_limits(void **state)
 {
 	struct act_state *s = calloc(1, sizeof(*s));
@@ -1345,6 +1421,7 @@ int main(void)
 		cmocka_unit_test(test_permit_validation),
 		cmocka_unit_test(test_hotplug_start_enforces_limits),
 		cmocka_unit_test(test_bounds_lowered),
+		cmocka_unit_test(test_lfc_windows_on_first_use),
 		cmocka_unit_test(test_property_never_beyond_limits),
 	};
 

@@ -2,6 +2,7 @@
 /* The one cpu.stat reader (base/cpustat.c): v1 and v2 texts, what it
  * refuses, reading a file, and the per-window delta. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -181,6 +183,96 @@ static void test_read(void **state)
 	rmdir(tmpdir);
 }
 
+/* The sampler's reader: the file stays open and is re-read from its start
+ * each time (a change shows through the same descriptor); a descriptor
+ * that no longer reads is replaced by a fresh open; a file that cannot be
+ * opened leaves none. */
+static void test_read_cached(void **state)
+{
+	struct vmact_cpustat st;
+	struct vmact_err err = { 0 };
+	char p[128];
+	struct stat sb;
+	int fd = -1, was;
+
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/vmact-cpustat-XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	put_stat(V1_OK, strlen(V1_OK));
+	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, NULL), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(st.nr_periods, 101);
+	assert_int_equal(st.throttled_ns, 5256826009ULL);
+	was = fd;
+
+	/* rewritten in place (a cgroup's counters move): the same
+	 * descriptor reads the new text, from its start */
+	put_stat("nr_periods 102\nnr_throttled 90\nthrottled_time 6\n", 48);
+	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, NULL), 0);
+	assert_int_equal(fd, was);
+	assert_int_equal(st.nr_periods, 102);
+	assert_int_equal(st.nr_throttled, 90);
+	assert_int_equal(st.throttled_ns, 6);
+	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, NULL), 0);
+	assert_int_equal(st.nr_periods, 102);
+
+	/* a descriptor that fails to read (as a removed group's file does)
+	 * is dropped and the file opened again */
+	close(fd);
+	fd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, NULL), 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode)); /* the file, not the directory */
+	assert_int_equal(st.nr_periods, 102);
+
+	/* Past VMACT_CPUSTAT_KEEP_FD_MAX descriptors the file is read and
+	 * closed: a host with many VMs keeps room for vmactd's sockets. */
+	{
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, VMACT_CPUSTAT_KEEP_FD_MAX);
+		int low[VMACT_CPUSTAT_KEEP_FD_MAX], n = 0, kept = -1;
+
+		/* (a soft limit of 512 descriptors or fewer: nothing to see) */
+		if (hi < 0)
+			goto past;
+		close(hi);
+		/* every number below the bound taken, so the next open gets hi */
+		while (n < VMACT_CPUSTAT_KEEP_FD_MAX) {
+			int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+			if (d < 0 || d >= VMACT_CPUSTAT_KEEP_FD_MAX) {
+				if (d >= 0)
+					close(d);
+				break;
+			}
+			low[n++] = d;
+		}
+		assert_int_equal(vmact_cpustat_read_cached(tmpdir, &kept, &st, NULL), 0);
+		assert_int_equal(kept, -1);
+		assert_int_equal(st.nr_periods, 102);
+		assert_int_equal(fcntl(hi, F_GETFD), -1); /* opened and closed */
+		for (int i = 0; i < n; i++)
+			close(low[i]);
+	}
+past:
+	assert_true(fcntl(fd, F_GETFD) >= 0);
+
+	/* a bad text: the error names the file, no descriptor kept */
+	put_stat("nr_periods x\n", 13);
+	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "/cpu.stat: cpu.stat: nr_periods"));
+	assert_int_equal(fd, -1);
+
+	/* gone: the open's error, nothing kept */
+	snprintf(p, sizeof(p), "%s/cpu.stat", tmpdir);
+	unlink(p);
+	vmact_err_reset(&err);
+	assert_int_equal(vmact_cpustat_read_cached(tmpdir, &fd, &st, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "/cpu.stat"));
+	assert_int_equal(fd, -1);
+	rmdir(tmpdir);
+}
+
 struct delta_case {
 	struct vmact_cpustat prev, cur;
 	int restarted;
@@ -242,6 +334,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_read_cached),
 		cmocka_unit_test(test_delta),
 	};
 
