@@ -291,7 +291,6 @@ static void stop_hog(void)
 
 static int teardown(void **state)
 {
-	char p[256];
 	int status;
 
 	(void)state;

@@ -638,8 +638,6 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char p[256];
-
 	(void)state;
 	bg_join(); /* a failed test's */
 	th_proc_stop(&tt.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
