@@ -32,12 +32,12 @@ static void absent(struct act_runner *r, const char *why)
 	char size[32];
 
 	if (!why) {
-		if (r->mem.absent[0])
+		if (r->mem.absent)
 			log_info("%s: guest memory statistics available again", r->name);
-		r->mem.absent[0] = 0;
+		act_runner_text_set(&r->mem.absent, "");
 		return;
 	}
-	if (!r->mem.absent[0]) {
+	if (!r->mem.absent) {
 		vmact_quantity_format_bytes(r->st.using_.mem_bytes, size, sizeof(size));
 		log_warning("%s: no guest memory statistics (%s): its memory stays at %s and does "
 			    "not drive scaling; to scale it, " ACT_RUNNER_BALLOON_FIX,
@@ -47,7 +47,7 @@ static void absent(struct act_runner *r, const char *why)
 				    "<memballoon model='virtio'><stats period='1'/></memballoon>"),
 			  "memory stays at %s: no guest memory statistics (%s)", size, why);
 	}
-	snprintf(r->mem.absent, sizeof(r->mem.absent), "%s", why);
+	act_runner_text_set(&r->mem.absent, why);
 }
 
 /* No figures: the memory is kept where it is, and the Neon formula's
@@ -80,7 +80,7 @@ static uint64_t clamp_u64(uint64_t x, uint64_t lo, uint64_t hi)
 static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 {
 	struct act_mem_decision dec;
-	char why[320];
+	char why[320], reason[ACT_EVENT_TEXT_MAX];
 	uint64_t goal;
 
 	act_mem_demand_feed(&r->mem.demand, &r->mem.policy, s);
@@ -98,7 +98,8 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 	log_info("%s: memory %s", r->name, why);
 	act_mem_decision_reason(&dec,
 				r->st.has_mem_goal ? r->st.mem_goal_bytes : r->st.using_.mem_bytes,
-				r->mem.last_reason, sizeof(r->mem.last_reason));
+				reason, sizeof(reason));
+	act_runner_text_set(&r->mem.last_reason, reason);
 	act_runner_decision_event(r,
 				  json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f}", "resource",
 					    "memory", "class", act_mem_class_name(dec.cls),
@@ -109,7 +110,7 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 					    (json_int_t)dec.headroom, "growth_bytes_per_s",
 					    dec.growth, "major_faults_per_s", dec.fault_rate,
 					    "swap_in_bytes_per_s", dec.swap_in_rate),
-				  r->mem.last_reason);
+				  reason);
 	act_state_update_mem_goal(&r->st, true, goal);
 	return true;
 }
@@ -189,7 +190,7 @@ static void resized(struct act_runner *r)
 	r->mem.plugged = r->st.using_.mem_bytes;
 	act_mem_demand_resized(&r->mem.demand);
 	/* Kept memory follows the size the VM now has. */
-	if (r->mem.absent[0])
+	if (r->mem.absent)
 		act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
 }
 

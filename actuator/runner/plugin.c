@@ -65,7 +65,7 @@ static void partial_reason(const struct act_runner *r, const struct vmact_resour
 static void permit_news(struct act_runner *r, const struct vmact_resources *was,
 			const struct vmact_resources *permit)
 {
-	char why[sizeof(r->plugin.short_why)], a[80], asked[80];
+	char why[320], a[80], asked[80];
 	bool news;
 
 	act_runner_fmt_res(a, sizeof(a), *permit);
@@ -73,8 +73,9 @@ static void permit_news(struct act_runner *r, const struct vmact_resources *was,
 	log_debug("%s: scheduler permits %s", r->name, a);
 	partial_reason(r, permit, why, sizeof(why));
 	/* Renewals are not news; a new reason for the same permit is. */
-	news = !vmact_res_eq(*was, *permit) || strcmp(why, r->plugin.short_why) != 0;
-	snprintf(r->plugin.short_why, sizeof(r->plugin.short_why), "%s", why);
+	news = !vmact_res_eq(*was, *permit) ||
+	       strcmp(why, act_runner_text(r->plugin.short_why)) != 0;
+	act_runner_text_set(&r->plugin.short_why, why);
 	if (!news)
 		return;
 	if (!why[0]) {

@@ -123,7 +123,7 @@ static void hold_cpu_goal(struct act_runner *r)
 static bool decide_cpu(struct act_runner *r)
 {
 	struct act_cpu_decision dec;
-	char why[256];
+	char why[256], reason[ACT_EVENT_TEXT_MAX];
 
 	r->rd.cpu_policy.target = r->st.config.load_average_fraction_target;
 	r->rd.cpu_policy.cu_milli = r->st.cu.milli_cpu;
@@ -165,14 +165,15 @@ static bool decide_cpu(struct act_runner *r)
 	log_info("%s: cpu %s", r->name, why);
 	act_cpu_decision_reason(&dec,
 				r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu,
-				r->last_reason, sizeof(r->last_reason));
+				reason, sizeof(reason));
 	/* The evidence: the sampler's figures of the vCPU threads, and the
 	 * guest's load1 where it set the floor. */
 	{
 		const char *src = dec.has_guest_load ? "BPF, guest metrics" : "BPF";
-		size_t n = strlen(r->last_reason);
+		size_t n = strlen(reason);
 
-		snprintf(r->last_reason + n, sizeof(r->last_reason) - n, " (%s)", src);
+		snprintf(reason + n, sizeof(reason) - n, " (%s)", src);
+		act_runner_text_set(&r->last_reason, reason);
 		act_runner_decision_event(r,
 					  json_pack("{s:s,s:s,s:I,s:f,s:f,s:s,s:s}", "resource",
 						    "cpu", "class", act_cpu_class_name(dec.cls),
@@ -181,7 +182,7 @@ static bool decide_cpu(struct act_runner *r)
 						    "source", src, "approval",
 						    r->approver ? act_approver_name(r->approver)
 								: "host"),
-					  r->last_reason);
+					  reason);
 	}
 	act_state_update_cpu_goal(&r->st, true, dec.goal_milli);
 	return true;

@@ -101,16 +101,17 @@ static void hp_finish(struct act_runner *r)
 		/* The same failure on every retry (a VM whose vCPUs libvirt
 		 * refuses to touch) is logged once, then at debug level; a
 		 * guest that kept its memory has its one line below. */
-		uint64_t h = error_hash(r->rs.error);
+		const char *error = act_runner_text(r->rs.error);
+		uint64_t h = error_hash(error);
 
 		vmact_log(h != r->rs.last_error_hash && !r->rs.mem_refused ? LOG_WARNING
 									   : LOG_DEBUG,
-			  "%s: resize to %s failed: %s; the VM has %s", r->name, a, r->rs.error, b);
+			  "%s: resize to %s failed: %s; the VM has %s", r->name, a, error, b);
 		r->rs.last_error_hash = h;
 		act_event(r->env->events, r->name, ACT_EV_ERROR,
 			  json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu,
 				    "mem_bytes", (json_int_t)got.mem_bytes),
-			  "resize to %s failed: %s; the VM has %s", a, r->rs.error, b);
+			  "resize to %s failed: %s; the VM has %s", a, error, b);
 	} else {
 		log_info("%s: resized to %s", r->name, b);
 		act_event(r->env->events, r->name, ACT_EV_RESIZE,
@@ -155,7 +156,7 @@ static void hp_finish(struct act_runner *r)
 static void hp_fail(struct act_runner *r, const char *msg)
 {
 	r->rs.failed = true;
-	snprintf(r->rs.error, sizeof(r->rs.error), "%s", msg);
+	act_runner_text_set(&r->rs.error, msg);
 	hp_finish(r);
 }
 
@@ -305,7 +306,7 @@ void act_runner_resize_start(struct act_runner *r, const struct act_actions *a)
 	r->rs.busy = true;
 	r->rs.mem_refused = false;
 	r->rs.failed = false;
-	r->rs.error[0] = 0;
+	act_runner_text_set(&r->rs.error, "");
 	r->rs.step = 0;
 	act_runner_export_hotplug_start(r);
 	hp_next(r);
@@ -353,7 +354,7 @@ static int api_start(struct act_runner *r, struct vmact_err *err)
 	r->rs.mem_refused = false;
 	r->rs.api = true;
 	r->rs.failed = false;
-	r->rs.error[0] = 0;
+	act_runner_text_set(&r->rs.error, "");
 	r->rs.step = 0;
 	hp_next(r);
 	return 0;

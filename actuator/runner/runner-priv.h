@@ -68,7 +68,7 @@ struct act_runner_plugin {
 	/* What the last request asked for, and why the permit fell short of
 	 * it ("" when it did not): vmactl show, permit events. */
 	struct vmact_resources asked;
-	char short_why[320];
+	char *short_why; /* act_runner_text_set */
 };
 
 /* resize.c: the hotplug in progress (its plan, the step being done) and
@@ -81,7 +81,7 @@ struct act_runner_resize {
 	bool failed;
 	bool have_state;
 	struct hp_state state; /* re-read after the last operation */
-	char error[VMACT_ERR_MSG_MAX];
+	char *error;           /* the failure's, while the resize finishes (act_runner_text_set) */
 	/* The hash of the last failure's error (resize.c; 0: the last
 	 * resize worked): the same failure again is logged at debug level. */
 	uint64_t last_error_hash;
@@ -154,9 +154,9 @@ struct act_runner_memory {
 	uint64_t fence;               /* samples up to this last_update predate a resize */
 	uint64_t plugged;             /* the size the last sample was taken at */
 	unsigned guest_seq;           /* the exporter's figures last fed */
-	/* Why there are no memory figures ("": there are), said once. */
-	char absent[VMACT_ERR_MSG_MAX];
-	char last_reason[ACT_EVENT_TEXT_MAX]; /* of the last memory decision */
+	/* Why there are no memory figures (NULL: there are), said once. */
+	char *absent;
+	char *last_reason; /* of the last memory decision */
 };
 
 /* neonvm-api.c: <vmact:runner>, the VM sized through the neonvm-runner
@@ -189,8 +189,8 @@ struct act_runner_export {
  * reason a "cannot shrink" hold event gave. */
 struct act_runner_view {
 	uint64_t last_change_usec; /* CLOCK_REALTIME; 0: none yet */
-	char last_change[ACT_EVENT_TEXT_MAX];
-	char shrink_blocked[320];
+	char *last_change;
+	char *shrink_blocked;
 	bool has_recommended; /* recommend mode: the last recommendation reported */
 	struct vmact_resources recommended;
 };
@@ -229,7 +229,7 @@ struct act_runner {
 	 * loop, no readings, no scheduler or approver. */
 	bool api_vm;
 	/* The last decision's reason (the control API, events). */
-	char last_reason[ACT_EVENT_TEXT_MAX];
+	char *last_reason;
 
 	struct act_runner_plugin plugin;
 	struct act_runner_resize rs;
@@ -242,6 +242,19 @@ struct act_runner {
 
 /* state.c */
 act_time_t act_runner_now_ns(const struct act_runner *r);
+/* The runner's texts (why a permit fell short, the last decisions'
+ * reasons, the last change, why it cannot shrink, a failed resize's
+ * error, why there are no memory figures) are malloc'd to their length,
+ * NULL while empty: most VMs never have most of them, and a fixed buffer
+ * each cost every VM 2.6 KiB (doc/actuation.md, "vmactd's own
+ * footprint"). Sets *dst to a copy of text: NULL for "", and when out of
+ * memory, since these texts only inform. */
+void act_runner_text_set(char **dst, const char *text);
+/* A text as read: "" for NULL. */
+static inline const char *act_runner_text(const char *t)
+{
+	return t ? t : "";
+}
 void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */
 int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);

@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What every concern of a runner reads or does to its core state: the
- * loop's clock, the policies in effect for the VM, its CFS quota, and how
- * a size is written in log lines. Calls nothing else of the runner. */
+ * loop's clock, the policies in effect for the VM, its CFS quota, how a
+ * size is written in log lines, and how its texts are kept. Calls nothing
+ * else of the runner. */
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "actuator/cgroup/cgroup.h"
 #include "base/quantity.h"
 #include "base/time.h"
+
+void act_runner_text_set(char **dst, const char *text)
+{
+	if (*dst && strcmp(*dst, text) == 0)
+		return;
+	free(*dst);
+	*dst = text[0] ? strdup(text) : NULL;
+}
 
 act_time_t act_runner_now_ns(const struct act_runner *r)
 {

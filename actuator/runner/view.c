@@ -14,31 +14,32 @@
 void act_runner_view_change(struct act_runner *r, const struct vmact_resources *from,
 			    const struct vmact_resources *to, const char *what)
 {
-	bool cpu = from->milli_cpu != to->milli_cpu && r->last_reason[0];
-	bool mem = from->mem_bytes != to->mem_bytes && r->mem.last_reason[0];
+	bool cpu = from->milli_cpu != to->milli_cpu && r->last_reason;
+	bool mem = from->mem_bytes != to->mem_bytes && r->mem.last_reason;
+	char text[ACT_EVENT_TEXT_MAX];
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->view.last_change_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	/* The decision behind each part that moved. */
 	if (cpu && mem)
-		snprintf(r->view.last_change, sizeof(r->view.last_change),
-			 "to %.60s: %.125s; %.125s", what, r->last_reason, r->mem.last_reason);
+		snprintf(text, sizeof(text), "to %.60s: %.125s; %.125s", what, r->last_reason,
+			 r->mem.last_reason);
 	else if (cpu || mem)
-		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.80s: %.230s", what,
+		snprintf(text, sizeof(text), "to %.80s: %.230s", what,
 			 cpu ? r->last_reason : r->mem.last_reason);
-	else if (r->last_reason[0])
-		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %.80s: %.230s", what,
-			 r->last_reason);
+	else if (r->last_reason)
+		snprintf(text, sizeof(text), "to %.80s: %.230s", what, r->last_reason);
 	else
-		snprintf(r->view.last_change, sizeof(r->view.last_change), "to %s", what);
+		snprintf(text, sizeof(text), "to %s", what);
+	act_runner_text_set(&r->view.last_change, text);
 }
 
 /* Where the CPU and memory figures come from, and the memory's. */
 static void view_evidence(const struct act_runner *r, struct act_vm_view *v)
 {
 	const struct hp_mem_stats *b = r->mem.host ? &r->mem.balloon : &r->rd.balloon;
-	const char *absent = r->mem.host ? r->mem.absent : "";
+	const char *absent = r->mem.host ? act_runner_text(r->mem.absent) : "";
 	act_time_t now = (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
 
 	v->approval = r->approver ? act_approver_name(r->approver) : "host";
@@ -156,15 +157,15 @@ void act_runner_view_note_recommend(struct act_runner *r, const struct vmact_res
 
 void act_runner_view_note_shrink(struct act_runner *r)
 {
-	char why[sizeof(r->view.shrink_blocked)];
+	char why[320];
 
 	act_runner_shrink_blocked(r, why, sizeof(why));
-	if (why[0] && strcmp(why, r->view.shrink_blocked) != 0) {
+	if (why[0] && strcmp(why, act_runner_text(r->view.shrink_blocked)) != 0) {
 		log_info("%s: cannot shrink: %s", r->name, why);
 		act_event(r->env->events, r->name, ACT_EV_HOLD,
 			  json_pack("{s:s}", "cannot_shrink", why), "cannot shrink: %s", why);
 	}
-	snprintf(r->view.shrink_blocked, sizeof(r->view.shrink_blocked), "%s", why);
+	act_runner_text_set(&r->view.shrink_blocked, why);
 }
 
 void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
@@ -198,10 +199,12 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	v->has_desired = r->ex.has_desired;
 	v->desired = r->ex.desired;
 	v->recommend = r->meta.recommend;
-	snprintf(v->permit_short, sizeof(v->permit_short), "%s", r->plugin.short_why);
+	snprintf(v->permit_short, sizeof(v->permit_short), "%s",
+		 act_runner_text(r->plugin.short_why));
 	act_runner_shrink_blocked(r, v->cannot_shrink, sizeof(v->cannot_shrink));
 	v->last_change_usec = r->view.last_change_usec;
-	snprintf(v->last_change, sizeof(v->last_change), "%s", r->view.last_change);
+	snprintf(v->last_change, sizeof(v->last_change), "%s",
+		 act_runner_text(r->view.last_change));
 
 	v->policy_cpu = pol == ACT_CPU_POLICY_NEON ? "neon" : "reactive";
 	v->policy_shrink = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_UNPLUG ? "unplug" : "quota";
