@@ -185,15 +185,6 @@ static int open_stat(const char *dir, struct vmact_err *err)
 	return fd;
 }
 
-int vmact_cpustat_read(const char *dir, struct vmact_cpustat *out, struct vmact_err *err)
-{
-	_cleanup_close_ int fd = open_stat(dir, err);
-
-	if (fd < 0)
-		return fd;
-	return read_fd(fd, dir, out, err);
-}
-
 int vmact_cpustat_read_cached(const char *dir, int *fd, struct vmact_cpustat *out,
 			      struct vmact_err *err)
 {
@@ -215,6 +206,13 @@ int vmact_cpustat_read_cached(const char *dir, int *fd, struct vmact_cpustat *ou
 		*fd = -1;
 	}
 	return r;
+}
+
+int vmact_cpustat_read(const char *dir, struct vmact_cpustat *out, struct vmact_err *err)
+{
+	_cleanup_close_ int fd = -1;
+
+	return vmact_cpustat_read_cached(dir, &fd, out, err);
 }
 
 int vmact_cpustat_delta(const struct vmact_cpustat *prev, const struct vmact_cpustat *cur,

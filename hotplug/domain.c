@@ -143,21 +143,6 @@ static int stats_of(virDomainPtr dom, struct hp_mem_stats *out, bool *call_faile
 	return 0;
 }
 
-int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *out,
-		      struct vmact_err *err)
-{
-	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
-	bool failed;
-	int r;
-
-	*out = (struct hp_mem_stats){ 0 };
-	if (!dom)
-		return -(err && err->code ? err->code : ENODEV);
-	r = stats_of(dom, out, &failed, err);
-	virDomainFree(dom);
-	return r;
-}
-
 int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
 			   struct hp_mem_stats *out, struct vmact_err *err)
 {

@@ -50,16 +50,14 @@ struct hp_mem_stats {
 	uint64_t last_update;
 };
 
-/* -ENODATA (with a message saying which statistic is missing) when the
- * domain reports no usable/available figures. */
-int hp_mem_stats_read(struct hp_conn *c, const char *uuid, struct hp_mem_stats *out,
-		      struct vmact_err *err);
-/* The same for a reader that comes back every second (vmactd's memory
- * readings): *dom is the domain kept between calls (NULL: looked up here
- * and kept in *dom; the caller frees it with virDomainFree), which saves
- * a lookup, one of the two calls to libvirtd, per VM and second. A call
- * through a kept domain that libvirt fails (libvirtd restarted, the domain
- * went) is retried once after a fresh lookup, so the result is
- * hp_mem_stats_read's; when that fails too, *dom is NULL. */
+/* The balloon's statistics of the domain uuid, for a reader that comes
+ * back every second (vmactd's memory readings): *dom is the domain kept
+ * between calls (NULL: looked up here and kept in *dom; the caller frees
+ * it with virDomainFree), which saves a lookup, one of the two calls to
+ * libvirtd, per VM and second. A call through a kept domain that libvirt
+ * fails (libvirtd restarted, the domain went) is retried once after a
+ * fresh lookup; when that fails too, *dom is NULL. -ENODATA (with a
+ * message saying which statistic is missing) when the domain reports no
+ * usable/available figures. */
 int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
 			   struct hp_mem_stats *out, struct vmact_err *err);
