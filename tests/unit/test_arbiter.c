@@ -270,6 +270,34 @@ static void test_watermark_and_migration(void **state)
 	ag_arbiter_free(a);
 }
 
+/* A 1.x agent (v0.1.8 .. v0.5.x) panics on "migrate": a candidate of a
+ * node over its watermark gets its permit without it. */
+static void test_no_migrate_to_v1(void **state)
+{
+	struct ag_arbiter *a = make(2000, 8 * GiB, 1, GiB);
+	char who[64] = "";
+	static const char *const bodies[] = {
+		"{\"protoVersion\":2,\"pod\":{\"name\":\"a\",\"namespace\":\"default\"},"
+		"\"resources\":{\"vCPUs\":2,\"mem\":4},\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.5}}",
+		"{\"protoVersion\":1,\"pod\":{\"name\":\"b\",\"namespace\":\"default\"},"
+		"\"resources\":{\"vCPUs\":2,\"mem\":4},\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.5}}",
+		"{\"protoVersion\":2,\"pod\":{\"name\":\"a\",\"namespace\":\"default\"},"
+		"\"resources\":{\"vCPUs\":2,\"mem\":4},\"metrics\":null}",
+	};
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		struct reply r = call(a, "POST", bodies[i]);
+
+		assert_int_equal(r.status, 200);
+		if (strstr(r.body, "migrate"))
+			fail_msg("%s\n  got %s", bodies[i], r.body);
+	}
+	/* Over the watermark (4 CPUs of 2): a, the oldest, is the candidate. */
+	ag_arbiter_migration_candidates(a, collect, who);
+	assert_string_equal(who, "a ");
+	ag_arbiter_free(a);
+}
+
 /* After a restart the arbiter knows nothing; agents' lastPermit restores
  * the reservations, so a full node stays full. */
 static void test_restart_restores(void **state)
@@ -422,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_error_statuses),
 		cmocka_unit_test(test_reconciling_like_head),
 		cmocka_unit_test(test_watermark_and_migration),
+		cmocka_unit_test(test_no_migrate_to_v1),
 		cmocka_unit_test(test_restart_restores),
 		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_legacy_versions),
