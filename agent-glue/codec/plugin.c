@@ -469,8 +469,8 @@ json_t *ag_plugin_response_encode(enum ag_plugin_version v, const struct ag_plug
 		vmact_err_prefix(err, "permit");
 		return NULL;
 	}
-	/* Agents below 2.0 panic on it (doc/protocols.md, "What each era's
-	 * agents sent"). */
+	/* 1.x agents up to v0.5.1 panic on it (doc/protocols.md, "What each
+	 * era's agents sent"). */
 	if (r->migrate && ag_plugin_agent_takes_migrate(v) &&
 	    set_or_fail(o, "migrate", json_object(), err) < 0)
 		return NULL;

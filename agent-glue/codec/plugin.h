@@ -58,7 +58,7 @@ bool ag_plugin_includes_extended_metrics(enum ag_plugin_version v); /* <  5.0 */
 /* What the agents of each version's era sent and handled (doc/protocols.md,
  * "What each era's agents sent"), beyond the Go helpers: memoryUsageBytes
  * came with v0.13.0, inside 2.0, and went with 5.0; agents below 2.0 panic
- * (v0.1.8 .. v0.5.x) on a response that carries "migrate". */
+ * (v0.1.8 .. v0.5.1) on a response that carries "migrate". */
 bool ag_plugin_sends_memory_usage(enum ag_plugin_version v);  /* 2.0 .. 4.0 */
 bool ag_plugin_agent_takes_migrate(enum ag_plugin_version v); /* >= 2.0 */
 

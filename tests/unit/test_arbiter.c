@@ -270,7 +270,7 @@ static void test_watermark_and_migration(void **state)
 	ag_arbiter_free(a);
 }
 
-/* A 1.x agent (v0.1.8 .. v0.5.x) panics on "migrate": a candidate of a
+/* A 1.x agent (v0.1.8 .. v0.5.1) panics on "migrate": a candidate of a
  * node over its watermark gets its permit without it. */
 static void test_no_migrate_to_v1(void **state)
 {

@@ -454,7 +454,7 @@ static void test_response_every_version(void **state)
 
 		assert_non_null(j);
 		s = dump(j);
-		/* Below 2.0 "migrate" never goes out: v0.1.8 .. v0.5.x agents
+		/* Below 2.0 "migrate" never goes out: v0.1.8 .. v0.5.1 agents
 		 * panic on it (doc/protocols.md, "What each era's agents sent"). */
 		if (v < AG_PLUGIN_V2_0)
 			assert_string_equal(s, "{\"permit\":{\"vCPUs\":3,\"mem\":3},"
