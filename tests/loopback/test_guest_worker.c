@@ -197,14 +197,22 @@ static void start(struct tctx *t, struct side *s, const char *program, int peer)
 		fail_msg("proxy: %s", err.msg);
 }
 
-static void downscale_ok(struct tctx *t, struct side *s)
+/* Asks s's approver for a downscale to 1 CPU / 512 MiB. */
+static void ask_downscale(struct side *s)
 {
 	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
 	struct vmact_err err = { 0 };
+
+	if (act_approver_request_downscale(s->ap, &target, on_done, s, &err) < 0)
+		fail_msg("downscale request: %s", err.msg);
+}
+
+static void downscale_ok(struct tctx *t, struct side *s)
+{
 	unsigned done = s->done;
 
 	assert_true(act_approver_approves(s->ap));
-	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+	ask_downscale(s);
 	wait_above(t, &s->done, done, "the downscale's answer");
 	assert_int_equal(s->outcome, ACT_APPROVAL_OK);
 }
@@ -251,14 +259,12 @@ static void hung(void **state)
 {
 	struct tctx *t = *state;
 	struct side *s = &t->held;
-	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
-	struct vmact_err err = { 0 };
 
 	start(t, s, t->program, 1);
 	wait_above(t, &s->connected, 0, "connected through the worker");
 	t->held_pid = act_approver_proxy_worker_pid(s->ap);
 	assert_int_equal(kill(t->held_pid, SIGSTOP), 0);
-	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+	ask_downscale(s);
 }
 
 static void hung_found(void **state)
@@ -335,12 +341,10 @@ static void approval_then_close(void **state)
 {
 	struct tctx *t = *state;
 	struct side *s = &t->drop;
-	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
-	struct vmact_err err = { 0 };
 
 	start(t, s, t->program, 2);
 	wait_above(t, &s->connected, 0, "connected through the worker");
-	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+	ask_downscale(s);
 	wait_above(t, &s->lost, 0, "the monitor's close reported lost");
 	/* The answer, if it came through, came first; none came after. */
 	if (s->done)
