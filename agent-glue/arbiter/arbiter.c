@@ -104,16 +104,15 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 		a->cfg.min_version = AG_PLUGIN_V1_0;
 	if (!a->cfg.max_version)
 		a->cfg.max_version = AG_PLUGIN_V5_0;
-	/* Without a slot size, slot-counting versions cannot be understood:
-	 * say so through the version range, which agents negotiate on. */
-	if (!a->cfg.slot_bytes && a->cfg.min_version < AG_PLUGIN_V4_0)
-		a->cfg.min_version = AG_PLUGIN_V4_0;
+	/* Slot-counting versions (below 4.0) are understood with NeonVM's
+	 * default slot unless told otherwise: with none, the oldest agents
+	 * were all refused by default. */
+	if (!a->cfg.slot_bytes)
+		a->cfg.slot_bytes = AG_ARBITER_DEFAULT_SLOT_BYTES;
 	if (a->cfg.min_version > a->cfg.max_version) {
 		free(a->lease_key);
 		free(a);
-		return vmact_err_set(
-			err, EINVAL,
-			"arbiter: empty protocol version range (versions below 4.0 need a slot size)");
+		return vmact_err_set(err, EINVAL, "arbiter: empty protocol version range");
 	}
 	if (!a->cfg.legacy_compute_unit.milli_cpu)
 		a->cfg.legacy_compute_unit.milli_cpu = 250;

@@ -52,9 +52,12 @@ struct ag_arbiter_config {
 	uint32_t overcommit_cpu_milli;   /* 1000 = none; 0 = 1000 */
 	uint32_t overcommit_mem_milli;
 	double watermark; /* (0, 1]; 0 = 0.9 */
-	/* Memory slot size for versions < 4.0 (slot counts on the wire). 0:
-	 * versions below 4.0 are refused with a version mismatch. */
+	/* Memory slot size for versions < 4.0 (slot counts on the wire).
+	 * 0 = 1 GiB, NeonVM's default memorySlotSize: agents before 4.0
+	 * count memory in the slots of their VM, and the VMs of those
+	 * releases had 1 GiB slots unless their spec said otherwise. */
 	uint64_t slot_bytes;
+#define AG_ARBITER_DEFAULT_SLOT_BYTES (1ULL << 30)
 	/* Compute unit for requests < 4.0, which do not carry one; 0 fields =
 	 * {250m, slot_bytes}. */
 	struct vmact_resources legacy_compute_unit;

@@ -269,9 +269,10 @@ static void test_status_200_every_version(void **state)
  * a permit, never "migrate", or the refusal's words. */
 static void test_agent_eras(void **state)
 {
-	static const char *const args[] = { "--listen",    "127.0.0.1:0", "--cpu",       "64",
-					    "--memory",    "256Gi",       "--slot-size", "1Gi",
-					    "--watermark", "1",           NULL };
+	/* The slot size left at its default: the oldest agents are served
+	 * by an arbiter as it is installed. */
+	static const char *const args[] = { "--listen", "127.0.0.1:0", "--cpu", "64", "--memory",
+					    "256Gi",    "--watermark", "1",     NULL };
 	struct proc p, keep = server;
 	json_error_t jerr;
 	json_t *doc = json_load_file("tests/conformance/agent-eras.json", 0, &jerr), *c;
@@ -439,7 +440,10 @@ static void test_cli(void **state)
 		  1,
 		  "listen address: 'nowhere' is not ADDR:PORT" },
 		{ { "--cpu", "1", "--reserve-cpu", "2", NULL }, 2, "no CPU left" },
-		{ { "--max-version", "3.0", NULL }, 2, "slot size" },
+		{ { "--min-version", "4.0", "--max-version", "3.0", NULL },
+		  2,
+		  "empty protocol version range" },
+		{ { "--slot-size", "0", NULL }, 2, "--slot-size 0" },
 		{ { "extra", NULL }, 2, "unexpected argument extra" },
 		{ { "--help", NULL }, 0, "" },
 	};

@@ -279,9 +279,10 @@ static void test_negotiates_up(void **state)
 	struct vmact_resources one = { 1000, 4 * GiB };
 	struct ag_agent_request r = request("vm-c", one, NULL);
 
-	/* No slot size on the arbiter: it wants 4.0..5.0; a 3.0 client goes
-	 * to 4.0 (the closest). */
-	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB } });
+	/* An arbiter that wants 4.0..5.0: a 3.0 client goes to 4.0 (the
+	 * closest). */
+	start_arbiter(f, (struct ag_arbiter_config){ .capacity = { 4000, 16 * GiB },
+						     .min_version = AG_PLUGIN_V4_0 });
 	pc = client(f, ag_arbiter_port(f->arb), AG_PLUGIN_V3_0, GiB, 0);
 	run(f, pc, &r, &one, &o);
 	assert_int_equal(o.error, 0);
