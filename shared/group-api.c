@@ -97,11 +97,6 @@ char *vmact_gapi_waiting_path(const char *uid, enum vmact_gapi_verdict v)
 	return p;
 }
 
-static bool absent(const json_t *v)
-{
-	return !v || json_is_null(v);
-}
-
 /* ---- the documents, each described once (shared/json-desc.h) ---- */
 
 /* The tables' members: FIELD(struct, member, "key", KIND, more...). */
@@ -114,6 +109,10 @@ static bool absent(const json_t *v)
 #define REQUIRED_NONEMPTY .flags = VMACT_JSON_DESC_REQUIRED | VMACT_JSON_DESC_NONEMPTY
 /* (the count of member m is nm) */
 #define COUNT(st, m) .count_off = offsetof(st, n##m)
+/* An answer's list, {"KEY": [...]}, at the struct's m and n. */
+#define LIST(st, m, k, elem)                                                                       \
+	FIELD(st, m, k, ARRAY, REQUIRED, .count_off = offsetof(st, n), .max = VMACT_GAPI_LIST_MAX, \
+	      .desc = &(elem))
 
 static const struct vmact_json_desc_range fraction = { 0, 1, "a number in [0, 1]" };
 static const struct vmact_json_desc_range seconds = { 0, 1e9, "a number of seconds in [0, 1e9]" };
@@ -250,7 +249,7 @@ static const struct vmact_json_desc options_desc = VMACT_JSON_DESC(struct vmact_
 int vmact_gapi_options_decode(const json_t *oj, struct vmact_gapi_options *o, struct vmact_err *err)
 {
 	*o = (struct vmact_gapi_options){ 0 };
-	return absent(oj) ? 0 : vmact_json_desc_decode(&options_desc, oj, o, err);
+	return !oj || json_is_null(oj) ? 0 : vmact_json_desc_decode(&options_desc, oj, o, err);
 }
 
 #define P struct vmact_gapi_pool_tier
@@ -361,9 +360,7 @@ static int groups_check(void *p, struct vmact_err *err)
 }
 
 static const struct vmact_json_desc_field groups_fields[] = {
-	FIELD(struct vmact_gapi_groups, g, "groups", ARRAY, REQUIRED,
-	      .count_off = offsetof(struct vmact_gapi_groups, n), .max = VMACT_GAPI_LIST_MAX,
-	      .desc = &group_desc),
+	LIST(struct vmact_gapi_groups, g, "groups", group_desc),
 };
 static const struct vmact_json_desc groups_desc =
 	VMACT_JSON_DESC(struct vmact_gapi_groups, groups_fields, .check = groups_check);
@@ -431,9 +428,7 @@ static const struct vmact_json_desc node_desc = VMACT_JSON_DESC(struct vmact_gap
 								node_fields);
 
 static const struct vmact_json_desc_field nodes_fields[] = {
-	FIELD(struct vmact_gapi_nodes, v, "nodes", ARRAY, REQUIRED,
-	      .count_off = offsetof(struct vmact_gapi_nodes, n), .max = VMACT_GAPI_LIST_MAX,
-	      .desc = &node_desc),
+	LIST(struct vmact_gapi_nodes, v, "nodes", node_desc),
 };
 static const struct vmact_json_desc nodes_desc = VMACT_JSON_DESC(struct vmact_gapi_nodes,
 								 nodes_fields);
@@ -480,8 +475,7 @@ static const struct vmact_json_desc vm_desc = VMACT_JSON_DESC(struct vmact_gapi_
 
 #define S struct vmact_gapi_vms
 static const struct vmact_json_desc_field vms_fields[] = {
-	FIELD(S, v, "vms", ARRAY, REQUIRED, .count_off = offsetof(S, n), .max = VMACT_GAPI_LIST_MAX,
-	      .desc = &vm_desc),
+	LIST(S, v, "vms", vm_desc),
 	FIELD(S, ready, "ready", BOOL, .flags = VMACT_JSON_DESC_GATED | VMACT_JSON_DESC_MARKS,
 	      .has_off = offsetof(S, has_ready)),
 };
@@ -558,9 +552,7 @@ static const struct vmact_json_desc host_desc = VMACT_JSON_DESC(struct vmact_gap
 								host_fields);
 
 static const struct vmact_json_desc_field hosts_fields[] = {
-	FIELD(struct vmact_gapi_hosts, v, "hosts", ARRAY, REQUIRED,
-	      .count_off = offsetof(struct vmact_gapi_hosts, n), .max = VMACT_GAPI_LIST_MAX,
-	      .desc = &host_desc),
+	LIST(struct vmact_gapi_hosts, v, "hosts", host_desc),
 };
 static const struct vmact_json_desc hosts_desc = VMACT_JSON_DESC(struct vmact_gapi_hosts,
 								 hosts_fields);
@@ -600,9 +592,7 @@ static const struct vmact_json_desc waiting_desc = VMACT_JSON_DESC(struct vmact_
 								   waiting_fields);
 
 static const struct vmact_json_desc_field waitings_fields[] = {
-	FIELD(struct vmact_gapi_waitings, v, "waiting", ARRAY, REQUIRED,
-	      .count_off = offsetof(struct vmact_gapi_waitings, n), .max = VMACT_GAPI_LIST_MAX,
-	      .desc = &waiting_desc),
+	LIST(struct vmact_gapi_waitings, v, "waiting", waiting_desc),
 };
 static const struct vmact_json_desc waitings_desc = VMACT_JSON_DESC(struct vmact_gapi_waitings,
 								    waitings_fields);

@@ -260,27 +260,40 @@ static int decode_enum(const struct vmact_json_desc_field *f, const json_t *v, v
 	return vmact_err_set(err, EPROTO, "%s: not %s", name, want);
 }
 
+/* v a container of f's kind (an array, a MAP's object) of at most f->max
+ * entries, and room made for them at *items. */
+static int room(const struct vmact_json_desc_field *f, const json_t *v, size_t size, void **items,
+		const char *name, struct vmact_err *err)
+{
+	bool map = f->kind == VMACT_JSON_DESC_MAP;
+	size_t n = map ? json_object_size(v) : json_array_size(v);
+
+	if (map ? !json_is_object(v) : !json_is_array(v))
+		return vmact_err_set(err, EPROTO, "%s: not %s", name,
+				     map ? "an object" : "an array");
+	if (n > f->max)
+		return vmact_err_set(err, EPROTO, "%s: more than %zu", name, f->max);
+	*items = calloc(n + 1, size);
+	if (!*items)
+		return vmact_err_set(err, ENOMEM, "%s: out of memory", name);
+	return 0;
+}
+
 static int decode_array(const struct vmact_json_desc_field *f, const json_t *v, void *obj,
 			const char *name, struct vmact_err *err)
 {
-	size_t size = f->desc ? f->desc->size : sizeof(const char *),
-	       *n = (size_t *)AT(obj, f->count_off);
+	size_t size = f->desc ? f->desc->size : sizeof(const char *);
+	size_t *n = (size_t *)AT(obj, f->count_off);
 	void **items = (void **)AT(obj, f->off);
 	const json_t *e;
 	size_t i;
+	int r = room(f, v, size, items, name, err);
 
-	if (!json_is_array(v))
-		return vmact_err_set(err, EPROTO, "%s: not an array", name);
-	if (json_array_size(v) > f->max)
-		return vmact_err_set(err, EPROTO, "%s: more than %zu", name, f->max);
-	*items = calloc(json_array_size(v) + 1, size);
-	if (!*items)
-		return vmact_err_set(err, ENOMEM, "%s: out of memory", name);
+	if (r < 0)
+		return r;
 	json_array_foreach(v, i, e) {
 		char at[NAME_MAX_LEN + 24];
 		void *item = (char *)*items + i * size;
-		int r;
-
 		/* counted before it is decoded: a refusal clears it too */
 		(*n)++;
 		snprintf(at, sizeof(at), "%s[%zu]", name, i);
@@ -303,14 +316,10 @@ static int decode_map(const struct vmact_json_desc_field *f, const json_t *v, vo
 	size_t *n = (size_t *)AT(obj, f->count_off);
 	const json_t *e;
 	const char *k;
+	int r = room(f, v, sizeof(**kv), (void **)kv, name, err);
 
-	if (!json_is_object(v))
-		return vmact_err_set(err, EPROTO, "%s: not an object", name);
-	if (json_object_size(v) > f->max)
-		return vmact_err_set(err, EPROTO, "%s: more than %zu", name, f->max);
-	*kv = calloc(json_object_size(v) + 1, sizeof(**kv));
-	if (!*kv)
-		return vmact_err_set(err, ENOMEM, "%s: out of memory", name);
+	if (r < 0)
+		return r;
 	json_object_foreach((json_t *)v, k, e) {
 		if (!json_is_string(e) || strlen(k) > f->text_max ||
 		    json_string_length(e) > f->text_max ||

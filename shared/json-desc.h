@@ -43,18 +43,16 @@ enum vmact_json_desc_kind {
 				   struct vmact_json_desc_pair in the document's order */
 };
 
-enum {
-	/* absent (or null) is refused: "KEY: missing" */
-	VMACT_JSON_DESC_REQUIRED = 1u << 0,
-	/* TEXT: "" is refused: "KEY: empty" */
-	VMACT_JSON_DESC_NONEMPTY = 1u << 1,
-	/* BOOL, integers: not written when equal to the default */
-	VMACT_JSON_DESC_OMIT_DEFAULT = 1u << 2,
-	/* written only when the presence at has_off is set */
-	VMACT_JSON_DESC_GATED = 1u << 3,
-	/* decoded present, it sets the presence at has_off */
-	VMACT_JSON_DESC_MARKS = 1u << 4,
-};
+/* A member's flags: absent (or null) is refused, "KEY: missing" */
+#define VMACT_JSON_DESC_REQUIRED (1u << 0)
+/* TEXT: "" is refused, "KEY: empty" */
+#define VMACT_JSON_DESC_NONEMPTY (1u << 1)
+/* BOOL, integers: not written when equal to the default */
+#define VMACT_JSON_DESC_OMIT_DEFAULT (1u << 2)
+/* written only when the presence at has_off is set */
+#define VMACT_JSON_DESC_GATED (1u << 3)
+/* decoded present, it sets the presence at has_off */
+#define VMACT_JSON_DESC_MARKS (1u << 4)
 
 struct vmact_json_desc_pair {
 	const char *key, *value;
