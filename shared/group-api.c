@@ -617,6 +617,18 @@ void vmact_gapi_waitings_clear(struct vmact_gapi_waitings *s)
 
 /* ---- changes ---- */
 
+/* A change's number, where a body that is not an object has always been
+ * refused as one without the number ("delta: an integer is required"). */
+static int number_decode(const struct vmact_json_desc *d, const json_t *doc, void *out,
+			 struct vmact_err *err)
+{
+	json_t *none = json_is_object(doc) ? NULL : json_object();
+	int r = vmact_json_desc_decode(d, none ? none : doc, out, err);
+
+	json_decref(none);
+	return r;
+}
+
 struct delta_doc {
 	int64_t delta;
 };
@@ -634,7 +646,7 @@ json_t *vmact_gapi_delta_encode(long long delta)
 int vmact_gapi_delta_decode(const json_t *doc, long long *delta, struct vmact_err *err)
 {
 	struct delta_doc d;
-	int r = vmact_json_desc_decode(&delta_desc, doc, &d, err);
+	int r = number_decode(&delta_desc, doc, &d, err);
 
 	if (r >= 0)
 		*delta = d.delta;
@@ -701,7 +713,7 @@ json_t *vmact_gapi_target_encode(int32_t target)
 int vmact_gapi_target_decode(const json_t *doc, int32_t *target, struct vmact_err *err)
 {
 	struct target_doc d;
-	int r = vmact_json_desc_decode(&target_desc, doc, &d, err);
+	int r = number_decode(&target_desc, doc, &d, err);
 
 	if (r >= 0)
 		*target = d.target;
