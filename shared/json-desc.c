@@ -380,7 +380,9 @@ static int decode_field(const struct vmact_json_desc *d, const struct vmact_json
 		if (f->desc->dotted)
 			return decode_object(f->desc, v, p, name, err);
 		r = decode_object(f->desc, v, p, NULL, err);
-		return r < 0 ? vmact_err_prefix(err, "%s", name) : 0;
+		if (r < 0)
+			vmact_err_prefix(err, "%s", name);
+		return r;
 	case VMACT_JSON_DESC_ARRAY:
 		return decode_array(f, v, obj, name, err);
 	case VMACT_JSON_DESC_MAP:
