@@ -480,8 +480,12 @@ static void test_bpf_sleepers(void **state)
 	rd(f->s2, "smp-nap", &rt);
 	print_reading("bpf", &rb);
 	print_reading("taskstats", &rt);
-	if (rb.load < 0.95 || rb.load > 1.3)
-		fail_msg("load %.4f outside [0.95, 1.3] for 1 spinner + 2 sleepers", rb.load);
+	/* The spinner is always runnable; each sleeper adds its wait for a
+	 * CPU after each wake-up, little on an idle host, much on a busy one
+	 * (1.39 beside other work): what it adds is checked against the
+	 * kernel's own accounting below, not against an idle host's. */
+	if (rb.load < 0.95 || rb.load > 3.0)
+		fail_msg("load %.4f outside [0.95, 3] for 1 spinner + 2 sleepers", rb.load);
 	if (fabs(rt.load - rb.load) > 0.10 * rb.load)
 		fail_msg("taskstats load %.4f vs BPF %.4f: more than 10%% apart", rt.load, rb.load);
 	/* Each sleep ends in a wakeup; taskstats counts the voluntary
@@ -894,6 +898,38 @@ static uint64_t kernel_run_ns(pid_t pid, pid_t tid)
 	return run;
 }
 
+/* The kernel's own figure of a process's runnable time: its threads' time
+ * on a CPU and waiting for one (schedstat), summed. What a sampler's load
+ * is the average of, from counters the sampler does not touch. */
+static uint64_t kernel_runnable_ns(pid_t pid)
+{
+	char path[96];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *e;
+	uint64_t sum = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		fail_msg("open %s: %s", path, strerror(errno));
+	while ((e = readdir(d))) {
+		unsigned long long run = 0, wait = 0;
+		char stat[400];
+		FILE *fp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(stat, sizeof(stat), "%s/%s/schedstat", path, e->d_name);
+		fp = fopen(stat, "re");
+		if (!fp)
+			continue; /* a thread that just ended */
+		if (fscanf(fp, "%llu %llu", &run, &wait) == 2)
+			sum += run + wait;
+		fclose(fp);
+	}
+	return sum;
+}
+
 static void test_bpf_per_thread(void **state)
 {
 	struct fixture *f = *state;
@@ -1067,6 +1103,8 @@ static void test_bpf_read_prog(void **state)
 	char root2[160], path[192];
 	_cleanup_close_ int fd = -1;
 	struct smp_task t;
+	uint64_t k0, t0;
+	double kload;
 	pid_t tid;
 	int tries;
 
@@ -1087,18 +1125,30 @@ static void test_bpf_read_prog(void **state)
 	spin_names[0] = nap_name = NULL;
 	tid = board->tids[0];
 
+	k0 = kernel_runnable_ns(f->procs[0]);
+	t0 = vmact_now_usec();
 	reg(f->s, "prog", f->procs[0], NULL);
 	reg(f->s2, "iter", f->procs[0], NULL);
 	sleep(2);
 	read_both(f->s, "prog", &r[0], &v[0]);
 	read_both(f->s2, "iter", &r[1], &v[1]);
+	/* The sleeper's wake-ups wait for a CPU on a busy host: the load is
+	 * 2 on an idle one, more on a busy one, as much as the kernel's own
+	 * counters say it was. */
+	kload = (double)(kernel_runnable_ns(f->procs[0]) - k0) /
+		((double)(vmact_now_usec() - t0) * 1000.0);
+	printf("  kernel's schedstat: load %.3f\n", kload);
 	for (int i = 0; i < 2; i++)
 		printf("  %s: load %.3f cpu %.3f; vcpus %u runnable %.3fs oncpu %.3fs delay %.3fs\n",
 		       i ? "iterators" : "one call ", r[i].load, r[i].cpu_util, v[i].vcpus,
 		       v[i].runnable_ns / 1e9, v[i].oncpu_ns / 1e9, v[i].delay_ns / 1e9);
 	for (int i = 0; i < 2; i++) {
-		/* Two spinners and a sleeper: a load of 2. */
-		assert_true(fabs(r[i].load - 2.0) < 0.1);
+		/* Two spinners and a sleeper: a load of at least 2 (the
+		 * spinners), and what the kernel counted. */
+		assert_true(r[i].load > 1.9);
+		if (fabs(r[i].load - kload) > 0.1)
+			fail_msg("%s: load %.3f, the kernel's schedstat %.3f",
+				 i ? "iterators" : "one call", r[i].load, kload);
 		assert_int_equal(v[i].vcpus, 2);
 		assert_true(v[i].oncpu_ns <= v[i].runnable_ns);
 		assert_int_equal(v[i].delay_ns, v[i].runnable_ns - v[i].oncpu_ns);
