@@ -14,8 +14,9 @@
  * recorded as pressure. When reservations exceed the
  * watermark (a pod registering at its current size, a restart restoring
  * reservations) growth is refused and the pods that would be migrated,
- * oldest first, are reported (and get "migrate": {} in their responses,
- * as the legacy plugins sent).
+ * oldest first, are reported; their answers carry no "migrate", since no
+ * move follows (an agent told so stops scaling its VM, or panics below
+ * protocol 2.0).
  *
  * An unknown pod is registered at its lastPermit (restart
  * recovery, doc/protocols.md, "Legacy plugins")
@@ -51,9 +52,12 @@ struct ag_arbiter_config {
 	uint32_t overcommit_cpu_milli;   /* 1000 = none; 0 = 1000 */
 	uint32_t overcommit_mem_milli;
 	double watermark; /* (0, 1]; 0 = 0.9 */
-	/* Memory slot size for versions < 4.0 (slot counts on the wire). 0:
-	 * versions below 4.0 are refused with a version mismatch. */
+	/* Memory slot size for versions < 4.0 (slot counts on the wire).
+	 * 0 = 1 GiB, NeonVM's default memorySlotSize: agents before 4.0
+	 * count memory in the slots of their VM, and the VMs of those
+	 * releases had 1 GiB slots unless their spec said otherwise. */
 	uint64_t slot_bytes;
+#define AG_ARBITER_DEFAULT_SLOT_BYTES (1ULL << 30)
 	/* Compute unit for requests < 4.0, which do not carry one; 0 fields =
 	 * {250m, slot_bytes}. */
 	struct vmact_resources legacy_compute_unit;
@@ -81,8 +85,8 @@ struct ag_arbiter_event {
 	enum ag_plugin_version version;
 	bool new_pod;
 	struct vmact_resources requested, permit, pressure;
-	bool migrate;
-	bool lease; /* a request of the lease interface */
+	bool migrate; /* a migration candidate: reported, not in the answer */
+	bool lease;   /* a request of the lease interface */
 };
 typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
 
