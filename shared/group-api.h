@@ -13,7 +13,9 @@
  * point into the JSON document it was decoded from (the lists keep a
  * reference on it); its arrays are its own, freed by its _clear. The
  * encoders write each document as vmact-groupd always has (its keys in
- * doc/cluster-api.md's order), and return NULL only when out of memory.
+ * doc/cluster-api.md's order), and return NULL only when out of memory
+ * (or given a NULL string that has no default). Each type is a table in
+ * group-api.c that shared/json-desc.c walks both ways.
  * Pure: no I/O but vmact_gapi_call, no logging. */
 #pragma once
 

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/macro.h"
+#include "shared/json-desc.h"
 
 static void digest(const uint8_t *key, size_t key_len, const char *method, const char *path,
 		   long long ts, const char *body, size_t body_len, uint8_t out[SHA256_DIGEST_SIZE])
@@ -178,50 +180,45 @@ out:
 	return rc;
 }
 
-static json_t *res_json(struct vmact_resources r)
-{
-	return json_pack("{s:I,s:I}", "milli_cpu", (json_int_t)r.milli_cpu, "memory_bytes",
-			 (json_int_t)r.mem_bytes);
-}
+/* ---- the ledger, described once (shared/json-desc.h) ---- */
+
+static const struct vmact_json_desc_field res_fields[] = {
+	{ .key = "milli_cpu",
+	  .kind = VMACT_JSON_DESC_U32,
+	  .flags = VMACT_JSON_DESC_REQUIRED,
+	  .off = offsetof(struct vmact_resources, milli_cpu),
+	  .hi = UINT32_MAX },
+	{ .key = "memory_bytes",
+	  .kind = VMACT_JSON_DESC_U64,
+	  .flags = VMACT_JSON_DESC_REQUIRED,
+	  .off = offsetof(struct vmact_resources, mem_bytes),
+	  .hi = INT64_MAX },
+};
+static const struct vmact_json_desc res_desc = VMACT_JSON_DESC(struct vmact_resources, res_fields);
+
+#define RES(m)                                                                                \
+	{                                                                                     \
+		.key = #m, .kind = VMACT_JSON_DESC_OBJECT, .flags = VMACT_JSON_DESC_REQUIRED, \
+		.off = offsetof(struct vmact_lease_ledger, m), .desc = &res_desc              \
+	}
+#define COUNT(m)                                                                           \
+	{                                                                                  \
+		.key = #m, .kind = VMACT_JSON_DESC_U32, .flags = VMACT_JSON_DESC_REQUIRED, \
+		.off = offsetof(struct vmact_lease_ledger, m), .hi = UINT32_MAX            \
+	}
+_Static_assert(sizeof(unsigned) == sizeof(uint32_t), "a ledger's count is a U32");
+static const struct vmact_json_desc_field ledger_fields[] = {
+	RES(total), RES(watermark), RES(reserved), RES(pressure), COUNT(pods), COUNT(leases),
+};
+static const struct vmact_json_desc ledger_desc = VMACT_JSON_DESC(struct vmact_lease_ledger,
+								  ledger_fields);
 
 json_t *vmact_lease_ledger_encode(const struct vmact_lease_ledger *l)
 {
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:I}", "total", res_json(l->total), "watermark",
-			 res_json(l->watermark), "reserved", res_json(l->reserved), "pressure",
-			 res_json(l->pressure), "pods", (json_int_t)l->pods, "leases",
-			 (json_int_t)l->leases);
-}
-
-static int res_decode(const json_t *j, const char *key, struct vmact_resources *r,
-		      struct vmact_err *err)
-{
-	const json_t *o = json_object_get(j, key);
-	long long cpu, mem;
-
-	if (!json_is_object(o))
-		return vmact_err_set(err, EINVAL, "%s: must be an object", key);
-	if (get_int(o, "milli_cpu", UINT32_MAX, &cpu, err) < 0 ||
-	    get_int(o, "memory_bytes", INT64_MAX, &mem, err) < 0)
-		return vmact_err_prefix(err, "%s", key);
-	r->milli_cpu = (uint32_t)cpu;
-	r->mem_bytes = (uint64_t)mem;
-	return 0;
+	return vmact_json_desc_encode(&ledger_desc, l);
 }
 
 int vmact_lease_ledger_decode(const json_t *j, struct vmact_lease_ledger *l, struct vmact_err *err)
 {
-	long long pods, leases;
-	int r;
-
-	memset(l, 0, sizeof(*l));
-	if ((r = res_decode(j, "total", &l->total, err)) < 0 ||
-	    (r = res_decode(j, "watermark", &l->watermark, err)) < 0 ||
-	    (r = res_decode(j, "reserved", &l->reserved, err)) < 0 ||
-	    (r = res_decode(j, "pressure", &l->pressure, err)) < 0 ||
-	    (r = get_int(j, "pods", UINT32_MAX, &pods, err)) < 0 ||
-	    (r = get_int(j, "leases", UINT32_MAX, &leases, err)) < 0)
-		return r;
-	l->pods = (unsigned)pods;
-	l->leases = (unsigned)leases;
-	return 0;
+	return vmact_json_desc_decode(&ledger_desc, j, l, err);
 }

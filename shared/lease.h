@@ -64,6 +64,7 @@ struct vmact_lease_ledger {
 	unsigned pods, leases;
 };
 json_t *vmact_lease_ledger_encode(const struct vmact_lease_ledger *l);
+/* Every member required: -EPROTO naming it ("reserved: milli_cpu: missing"). */
 int vmact_lease_ledger_decode(const json_t *j, struct vmact_lease_ledger *l, struct vmact_err *err);
 
 /* A namespace or name as Kubernetes allows one (DNS label characters,
