@@ -6,17 +6,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent-glue/arbiter/arbiter.h"
 #include "shared/keyfile.h"
-
-#ifndef VMACT_VERSION
-#define VMACT_VERSION "dev"
-#endif
+#include "shared/startup.h"
 
 static const char usage[] =
 	"Usage: vmact-arbiter [OPTIONS]\n"
@@ -61,7 +57,6 @@ enum {
 	OPT_MAXV,
 	OPT_TTL,
 	OPT_RTO,
-	OPT_VERSION,
 	OPT_LEASE_KEY,
 };
 
@@ -82,9 +77,7 @@ static const struct option options[] = {
 	{ "request-timeout", required_argument, NULL, OPT_RTO },
 	{ "lease-key", required_argument, NULL, OPT_LEASE_KEY },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+	VMACT_STARTUP_OPTIONS_END,
 };
 
 static int bad(const char *opt, const char *val, const char *why)
@@ -158,159 +151,130 @@ static void log_event(void *ud, const struct ag_arbiter_event *ev)
 		ev->migrate ? " (would migrate)" : "");
 }
 
+/* The command line's values, as on_option reads them. */
+struct args {
+	struct ag_arbiter_config cfg;
+	const char *listen;
+	bool have_cpu, have_mem, verbose;
+	uint8_t *lease_key;
+};
+
+static int on_option(void *ud, int opt, char *arg)
+{
+	struct args *o = ud;
+	struct ag_arbiter_config *cfg = &o->cfg;
+	struct vmact_err err = { 0 };
+	double d;
+
+	switch (opt) {
+	case OPT_LISTEN:
+		o->listen = arg;
+		return 0;
+	case OPT_CPU:
+		o->have_cpu = true;
+		return parse_cpu("cpu", arg, &cfg->capacity.milli_cpu);
+	case OPT_MEMORY:
+		o->have_mem = true;
+		return parse_mem("memory", arg, &cfg->capacity.mem_bytes);
+	case OPT_RCPU:
+		return parse_cpu("reserve-cpu", arg, &cfg->reserve.milli_cpu);
+	case OPT_RMEM:
+		return parse_mem("reserve-memory", arg, &cfg->reserve.mem_bytes);
+	case OPT_OCPU:
+	case OPT_OMEM:
+		if (parse_factor(opt == OPT_OCPU ? "overcommit-cpu" : "overcommit-memory", arg, 0,
+				 100, true, &d))
+			return 2;
+		*(opt == OPT_OCPU ? &cfg->overcommit_cpu_milli
+				  : &cfg->overcommit_mem_milli) = (uint32_t)llround(d * 1000);
+		return 0;
+	case OPT_WM:
+		return parse_factor("watermark", arg, 0, 1, true, &cfg->watermark);
+	case OPT_SLOT:
+		if (parse_mem("slot-size", arg, &cfg->slot_bytes))
+			return 2;
+		return cfg->slot_bytes ? 0 : bad("slot-size", arg, "must be positive");
+	case OPT_CU: {
+		char *comma = strchr(arg, ',');
+
+		if (!comma)
+			return bad("compute-unit", arg, "expected CPU,MEM (e.g. 250m,1Gi)");
+		*comma = '\0';
+		if (parse_cpu("compute-unit", arg, &cfg->legacy_compute_unit.milli_cpu) ||
+		    parse_mem("compute-unit", comma + 1, &cfg->legacy_compute_unit.mem_bytes))
+			return 2;
+		if (!cfg->legacy_compute_unit.milli_cpu || !cfg->legacy_compute_unit.mem_bytes)
+			return bad("compute-unit", comma + 1, "both parts must be non-zero");
+		return 0;
+	}
+	case OPT_MINV:
+	case OPT_MAXV:
+		if (ag_plugin_version_parse(arg,
+					    opt == OPT_MINV ? &cfg->min_version : &cfg->max_version,
+					    &err) < 0)
+			return bad(opt == OPT_MINV ? "min-version" : "max-version", arg, err.msg);
+		return 0;
+	case OPT_TTL:
+	case OPT_RTO:
+		if (parse_factor(opt == OPT_TTL ? "pod-ttl" : "request-timeout", arg, 0,
+				 opt == OPT_TTL ? 86400 : 3600, true, &d))
+			return 2;
+		*(opt == OPT_TTL ? &cfg->pod_ttl_usec
+				 : &cfg->request_timeout_usec) = (uint64_t)(d * 1e6);
+		return 0;
+	case OPT_LEASE_KEY:
+		free(o->lease_key);
+		o->lease_key = NULL;
+		if (vmact_keyfile_load(arg, &o->lease_key, &cfg->lease_key_len, &err) < 0) {
+			fprintf(stderr, "vmact-arbiter: --lease-key: %s\n", err.msg);
+			return 2;
+		}
+		cfg->lease_key = o->lease_key;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	}
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
-	struct ag_arbiter_config cfg = { 0 };
-	const char *listen = "127.0.0.1:10299";
-	bool have_cpu = false, have_mem = false, verbose = false;
+	struct args o = { .listen = "127.0.0.1:10299" };
+	struct ag_arbiter_config *cfg = &o.cfg;
 	struct vmact_resources host;
 	struct vmact_err err = { 0 };
 	struct ag_arbiter *a = NULL;
 	struct ag_arbiter_totals t;
 	sd_event *ev = NULL;
-	uint8_t *lease_key = NULL;
-	sigset_t mask;
-	double d;
 	char c1[32], c2[32], w1[32], w2[32];
-	int opt, r;
+	int r;
 
-	while ((opt = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
-		r = 0;
-		switch (opt) {
-		case OPT_LISTEN:
-			listen = optarg;
-			break;
-		case OPT_CPU:
-			r = parse_cpu("cpu", optarg, &cfg.capacity.milli_cpu);
-			have_cpu = true;
-			break;
-		case OPT_MEMORY:
-			r = parse_mem("memory", optarg, &cfg.capacity.mem_bytes);
-			have_mem = true;
-			break;
-		case OPT_RCPU:
-			r = parse_cpu("reserve-cpu", optarg, &cfg.reserve.milli_cpu);
-			break;
-		case OPT_RMEM:
-			r = parse_mem("reserve-memory", optarg, &cfg.reserve.mem_bytes);
-			break;
-		case OPT_OCPU:
-			r = parse_factor("overcommit-cpu", optarg, 0, 100, true, &d);
-			cfg.overcommit_cpu_milli = (uint32_t)llround(d * 1000);
-			break;
-		case OPT_OMEM:
-			r = parse_factor("overcommit-memory", optarg, 0, 100, true, &d);
-			cfg.overcommit_mem_milli = (uint32_t)llround(d * 1000);
-			break;
-		case OPT_WM:
-			r = parse_factor("watermark", optarg, 0, 1, true, &cfg.watermark);
-			break;
-		case OPT_SLOT:
-			r = parse_mem("slot-size", optarg, &cfg.slot_bytes);
-			if (!r && !cfg.slot_bytes)
-				r = bad("slot-size", optarg, "must be positive");
-			break;
-		case OPT_CU: {
-			char *comma = strchr(optarg, ',');
-
-			if (!comma)
-				return bad("compute-unit", optarg,
-					   "expected CPU,MEM (e.g. 250m,1Gi)");
-			*comma = '\0';
-			r = parse_cpu("compute-unit", optarg, &cfg.legacy_compute_unit.milli_cpu);
-			if (!r)
-				r = parse_mem("compute-unit", comma + 1,
-					      &cfg.legacy_compute_unit.mem_bytes);
-			if (!r && (!cfg.legacy_compute_unit.milli_cpu ||
-				   !cfg.legacy_compute_unit.mem_bytes))
-				r = bad("compute-unit", comma + 1, "both parts must be non-zero");
-			break;
-		}
-		case OPT_MINV:
-		case OPT_MAXV:
-			if (ag_plugin_version_parse(optarg,
-						    opt == OPT_MINV ? &cfg.min_version
-								    : &cfg.max_version,
-						    &err) < 0)
-				r = bad(opt == OPT_MINV ? "min-version" : "max-version", optarg,
-					err.msg);
-			break;
-		case OPT_TTL:
-			r = parse_factor("pod-ttl", optarg, 0, 86400, true, &d);
-			cfg.pod_ttl_usec = (uint64_t)(d * 1e6);
-			break;
-		case OPT_RTO:
-			r = parse_factor("request-timeout", optarg, 0, 3600, true, &d);
-			cfg.request_timeout_usec = (uint64_t)(d * 1e6);
-			break;
-		case OPT_LEASE_KEY:
-			free(lease_key);
-			lease_key = NULL;
-			if (vmact_keyfile_load(optarg, &lease_key, &cfg.lease_key_len, &err) < 0) {
-				fprintf(stderr, "vmact-arbiter: --lease-key: %s\n", err.msg);
-				return 2;
-			}
-			cfg.lease_key = lease_key;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("vmact-arbiter %s\n", VMACT_VERSION);
-			return 0;
-		default:
-			fputs("Try 'vmact-arbiter --help'.\n", stderr);
-			return 2;
-		}
-		if (r)
-			return r;
-	}
-	if (optind < argc) {
-		fprintf(stderr,
-			"vmact-arbiter: unexpected argument %s\nTry 'vmact-arbiter --help'.\n",
-			argv[optind]);
-		return 2;
-	}
-	if (!have_cpu || !have_mem) {
+	r = vmact_startup_parse(argc, argv, "vmact-arbiter", usage, "vh", options, on_option, &o);
+	if (r != VMACT_STARTUP_RUN)
+		return r;
+	if (!o.have_cpu || !o.have_mem) {
 		if (ag_host_capacity(&host, &err) < 0) {
 			fprintf(stderr, "vmact-arbiter: %s (give --cpu and --memory)\n", err.msg);
 			return 1;
 		}
-		if (!have_cpu)
-			cfg.capacity.milli_cpu = host.milli_cpu;
-		if (!have_mem)
-			cfg.capacity.mem_bytes = host.mem_bytes;
+		if (!o.have_cpu)
+			cfg->capacity.milli_cpu = host.milli_cpu;
+		if (!o.have_mem)
+			cfg->capacity.mem_bytes = host.mem_bytes;
 	}
-	r = ag_arbiter_new(&cfg, &a, &err);
+	r = ag_arbiter_new(cfg, &a, &err);
 	/* The arbiter keeps a copy. */
-	free(lease_key);
+	free(o.lease_key);
 	if (r < 0) {
 		fprintf(stderr, "vmact-arbiter: %s\n", err.msg);
 		return 2;
 	}
-	if (verbose)
+	if (o.verbose)
 		ag_arbiter_on_event(a, log_event, NULL);
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	r = sd_event_default(&ev);
-	if (r >= 0)
-		r = sd_event_add_signal(ev, NULL, SIGTERM, NULL, NULL);
-	if (r >= 0)
-		r = sd_event_add_signal(ev, NULL, SIGINT, NULL, NULL);
-	if (r < 0) {
-		fprintf(stderr, "vmact-arbiter: event loop: %s\n", strerror(-r));
-		ag_arbiter_free(a);
-		sd_event_unref(ev);
-		return 1;
-	}
-	if (ag_arbiter_listen(a, ev, listen, &err) < 0) {
+	if (vmact_startup_loop(&ev, NULL, NULL, NULL, NULL, &err) < 0 ||
+	    ag_arbiter_listen(a, ev, o.listen, &err) < 0) {
 		fprintf(stderr, "vmact-arbiter: %s\n", err.msg);
 		ag_arbiter_free(a);
 		sd_event_unref(ev);
@@ -323,7 +287,7 @@ int main(int argc, char **argv)
 	vmact_quantity_format_bytes(t.watermark.mem_bytes, w2, sizeof(w2));
 	fprintf(stderr,
 		"vmact-arbiter: listening on %s (port %u): capacity %s CPU / %s, growth up to %s / %s\n",
-		listen, ag_arbiter_port(a), c1, c2, w1, w2);
+		o.listen, ag_arbiter_port(a), c1, c2, w1, w2);
 	r = sd_event_loop(ev);
 	ag_arbiter_free(a);
 	sd_event_unref(ev);

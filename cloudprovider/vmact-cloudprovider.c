@@ -10,8 +10,6 @@
 #include <grpc/support/log.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +29,7 @@
 #include "cloudprovider/server.h"
 #include "cloudprovider/status.h"
 #include "cloudprovider/tls.h"
-
-#ifndef VMACT_VERSION
-#define VMACT_VERSION "dev"
-#endif
+#include "shared/startup.h"
 
 static const char usage[] =
 	"Usage: vmact-cloudprovider [OPTIONS]\n"
@@ -75,7 +70,6 @@ enum {
 	OPT_CALLTO,
 	OPT_WORKERS,
 	OPT_RUNDIR,
-	OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -93,9 +87,7 @@ static const struct option options[] = {
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "runtime-dir", required_argument, NULL, OPT_RUNDIR },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+	VMACT_STARTUP_OPTIONS_END,
 };
 
 struct opts {
@@ -149,9 +141,54 @@ static int parse_seconds(const char *opt, const char *s, double *out)
 	return 0;
 }
 
+static int on_option(void *ud, int c, char *arg)
+{
+	struct opts *o = ud;
+
+	switch (c) {
+	case OPT_LISTEN:
+		o->listen = arg;
+		return 0;
+	case OPT_KEY:
+		o->key = arg;
+		return 0;
+	case OPT_CERT:
+		o->cert = arg;
+		return 0;
+	case OPT_CACERT:
+		o->cacert = arg;
+		return 0;
+	case OPT_GROUPD:
+		o->groupd = arg;
+		return 0;
+	case OPT_RUNDIR:
+		o->rundir = arg;
+		return 0;
+	case OPT_MAXCONN:
+		return parse_ulong("max-connections", arg, 1, 4096, &o->max_conn);
+	case OPT_PERCLIENT:
+		return parse_ulong("max-connections-per-client", arg, 1, 4096, &o->per_client);
+	case OPT_MAXMSG:
+		return parse_ulong("max-message-size", arg, 1024, 64u << 20, &o->max_msg);
+	case OPT_WORKERS:
+		return parse_ulong("workers", arg, 1, 64, &o->workers);
+	case OPT_RTO:
+		return parse_seconds("request-timeout", arg, &o->rto);
+	case OPT_IDLE:
+		return parse_seconds("idle-timeout", arg, &o->idle);
+	case OPT_CALLTO:
+		return parse_seconds("call-timeout", arg, &o->callto);
+	case 'v':
+		o->verbose = true;
+		return 0;
+	}
+	return 2;
+}
+
+/* VMACT_STARTUP_RUN to go on, else the status main() exits with. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, r = 0;
+	int r;
 
 	*o = (struct opts){
 		.listen = "127.0.0.1:8086",
@@ -163,74 +200,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		.idle = 300,
 		.callto = 10,
 	};
-	while (r == 0 && (c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_LISTEN:
-			o->listen = optarg;
-			break;
-		case OPT_KEY:
-			o->key = optarg;
-			break;
-		case OPT_CERT:
-			o->cert = optarg;
-			break;
-		case OPT_CACERT:
-			o->cacert = optarg;
-			break;
-		case OPT_GROUPD:
-			o->groupd = optarg;
-			break;
-		case OPT_RUNDIR:
-			o->rundir = optarg;
-			break;
-		case OPT_MAXCONN:
-			r = parse_ulong("max-connections", optarg, 1, 4096, &o->max_conn);
-			break;
-		case OPT_PERCLIENT:
-			r = parse_ulong("max-connections-per-client", optarg, 1, 4096,
-					&o->per_client);
-			break;
-		case OPT_MAXMSG:
-			r = parse_ulong("max-message-size", optarg, 1024, 64u << 20, &o->max_msg);
-			break;
-		case OPT_WORKERS:
-			r = parse_ulong("workers", optarg, 1, 64, &o->workers);
-			break;
-		case OPT_RTO:
-			r = parse_seconds("request-timeout", optarg, &o->rto);
-			break;
-		case OPT_IDLE:
-			r = parse_seconds("idle-timeout", optarg, &o->idle);
-			break;
-		case OPT_CALLTO:
-			r = parse_seconds("call-timeout", optarg, &o->callto);
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return -1;
-		case OPT_VERSION:
-			printf("vmact-cloudprovider %s\n", VMACT_VERSION);
-			return -1;
-		default:
-			fputs(usage, stderr);
-			return 2;
-		}
-	}
-	if (r)
+	r = vmact_startup_parse(argc, argv, "vmact-cloudprovider", usage, "vh", options, on_option,
+				o);
+	if (r != VMACT_STARTUP_RUN)
 		return r;
-	if (optind < argc) {
-		fprintf(stderr, "vmact-cloudprovider: unexpected argument \"%s\"\n", argv[optind]);
-		return 2;
-	}
 	if ((o->key || o->cert || o->cacert) && !(o->key && o->cert && o->cacert)) {
 		fprintf(stderr,
 			"vmact-cloudprovider: mTLS needs --key, --cert and --cacert, all three\n");
 		return 2;
 	}
-	return 0;
+	return VMACT_STARTUP_RUN;
 }
 
 /* Plaintext is for a cluster-autoscaler on this host (and tests): nobody
@@ -407,40 +386,32 @@ int main(int argc, char **argv)
 	struct app app = { 0 };
 	struct vmact_listen l;
 	sd_event *ev = NULL;
-	sigset_t ss;
 	int r;
 
 	r = parse_args(argc, argv, &app.o);
-	if (r)
-		return r < 0 ? 0 : r;
+	if (r != VMACT_STARTUP_RUN)
+		return r;
 	vmact_log_init("vmact-cloudprovider", app.o.verbose ? LOG_DEBUG : LOG_INFO);
 	/* It creates and deletes VMs for whoever holds a client certificate:
 	 * never with root's rights (doc/cloudprovider.md, "Running it"). */
-	if (geteuid() == 0) {
-		log_error("refusing to run as root: run it as vmact-groupd's user "
-			  "(vmact-cloudprovider.service does)");
+	if (vmact_startup_refuse_root("run it as vmact-groupd's user "
+				      "(vmact-cloudprovider.service does)",
+				      &err) < 0) {
+		log_error("%s", err.msg);
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	/* blocked before gRPC starts its threads, so that only the loop's
-	 * signalfd ever sees them */
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	/* before gRPC starts its threads, so that only the loop's signalfd
+	 * ever sees the signals */
+	r = vmact_startup_loop(&ev, NULL, NULL, NULL, NULL, &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		sd_event_unref(ev);
+		return 1;
+	}
 	raise_nofile(app.o.max_conn);
 	gpr_set_log_function(grpc_log);
 	gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
 	grpc_init();
-	r = sd_event_default(&ev);
-	if (r >= 0)
-		r = sd_event_add_signal(ev, NULL, SIGTERM, NULL, NULL);
-	if (r >= 0)
-		r = sd_event_add_signal(ev, NULL, SIGINT, NULL, NULL);
-	if (r < 0) {
-		log_error("event loop: %s", strerror(-r));
-		goto out;
-	}
 	r = app_start(&app, ev, &err);
 	if (r < 0) {
 		log_error("%s", err.msg);
@@ -456,7 +427,6 @@ int main(int argc, char **argv)
 			   l.family == AF_INET6 ? "]" : "", cp_gate_port(app.gate), app.o.groupd);
 	sd_notify(0, "READY=1");
 	r = sd_event_loop(ev);
-	sd_notify(0, "STOPPING=1");
 out:
 	app_stop(&app);
 	sd_event_unref(ev);

@@ -5,12 +5,10 @@
  * libvirt by URI and each host's arbiter by its lease key). */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <unistd.h>
 
 #include <curl/curl.h>
 #include <libvirt/virterror.h>
@@ -25,10 +23,7 @@
 #include "cluster/host/host.h"
 #include "cluster/plugins/plugins.h"
 #include "net/prom-serve.h"
-
-#ifndef VMACT_VERSION
-#define VMACT_VERSION "dev"
-#endif
+#include "shared/startup.h"
 
 #define DEFAULT_CONFIG "/etc/vmact/groupd.json"
 
@@ -42,13 +37,38 @@ static const char usage[] =
 	"  -h, --help          this text\n"
 	"      --version       print the version\n";
 
-enum { OPT_CHECK = 256, OPT_VERSION };
+enum { OPT_CHECK = 256 };
 
 static const struct option options[] = {
-	{ "config", required_argument, NULL, 'c' },    { "check", no_argument, NULL, OPT_CHECK },
-	{ "verbose", no_argument, NULL, 'v' },         { "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION }, { NULL, 0, NULL, 0 },
+	{ "config", required_argument, NULL, 'c' },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "verbose", no_argument, NULL, 'v' },
+	VMACT_STARTUP_OPTIONS_END,
 };
+
+/* The command line's values, as on_option reads them. */
+struct args {
+	const char *config;
+	bool check, verbose;
+};
+
+static int on_option(void *ud, int opt, char *arg)
+{
+	struct args *o = ud;
+
+	switch (opt) {
+	case 'c':
+		o->config = arg;
+		return 0;
+	case OPT_CHECK:
+		o->check = true;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	}
+	return 2;
+}
 
 /* libvirt prints every error by default; ours are reported where they
  * happen, with what they mean. */
@@ -67,8 +87,7 @@ static void on_event(void *ud, const struct cl_engine_event *ev)
 static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *ud)
 {
 	log_info("signal %d: stopping (VMs stay as recorded)", (int)si->ssi_signo);
-	sd_notify(0, "STOPPING=1");
-	return sd_event_exit(sd_event_source_get_event(s), 0);
+	return vmact_startup_stop(s, si, ud);
 }
 
 static int on_ready_check(sd_event_source *s, uint64_t usec, void *ud)
@@ -85,79 +104,50 @@ static int on_ready_check(sd_event_source *s, uint64_t usec, void *ud)
 
 int main(int argc, char **argv)
 {
-	const char *config = DEFAULT_CONFIG;
-	bool check = false, verbose = false;
+	struct args o = { .config = DEFAULT_CONFIG };
 	struct cl_config cfg = { 0 };
 	struct vmact_err err = { 0 };
 	struct cl_engine *e = NULL;
 	struct cl_api *api = NULL;
 	struct net_prom_server *metrics = NULL;
 	sd_event *ev = NULL;
-	sigset_t mask;
-	int opt, r, status = 1;
+	int r, status = 1;
 
-	while ((opt = getopt_long(argc, argv, "c:vh", options, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			config = optarg;
-			break;
-		case OPT_CHECK:
-			check = true;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("vmact-groupd %s\n", VMACT_VERSION);
-			return 0;
-		default:
-			fputs("Try 'vmact-groupd --help'.\n", stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "vmact-groupd: unexpected argument %s\n", argv[optind]);
-		return 2;
-	}
-	vmact_log_init("vmact-groupd", verbose ? LOG_DEBUG : LOG_INFO);
-	if (cl_config_load(config, &cfg, &err) < 0 ||
+	r = vmact_startup_parse(argc, argv, "vmact-groupd", usage, "c:vh", options, on_option, &o);
+	if (r != VMACT_STARTUP_RUN)
+		return r;
+	vmact_log_init("vmact-groupd", o.verbose ? LOG_DEBUG : LOG_INFO);
+	if (cl_config_load(o.config, &cfg, &err) < 0 ||
 	    cl_plugins_check_profiles(cfg.profiles, &err) < 0) {
 		log_error("%s", err.msg);
 		cl_config_free(&cfg);
 		return 2;
 	}
-	if (check) {
-		printf("%s: %zu host(s), %zu group(s): valid\n", config, cfg.n_hosts, cfg.n_groups);
+	if (o.check) {
+		printf("%s: %zu host(s), %zu group(s): valid\n", o.config, cfg.n_hosts,
+		       cfg.n_groups);
 		cl_config_free(&cfg);
 		return 0;
 	}
 	/* vmactd is the host's one root process; this one creates VMs on
 	 * behalf of an API and must hold no more than libvirt's group. */
-	if (geteuid() == 0) {
-		log_error(
-			"refusing to run as root: run vmact-groupd as its own user (vmact-cluster, "
-			"in libvirt's group; doc/cluster.md)");
+	if (vmact_startup_refuse_root("run vmact-groupd as its own user (vmact-cluster, in "
+				      "libvirt's group; doc/cluster.md)",
+				      &err) < 0) {
+		log_error("%s", err.msg);
 		cl_config_free(&cfg);
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* before libvirt's event thread starts, which must not see the
+	 * signals */
+	if ((r = vmact_startup_loop(&ev, on_stop, NULL, NULL, NULL, &err)) < 0) {
+		log_error("%s", err.msg);
+		goto out;
+	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	virSetErrorFunc(NULL, quiet_libvirt);
 	if ((r = cl_host_event_loop_start(&err)) < 0) {
 		log_error("%s", err.msg);
-		goto out;
-	}
-	if ((r = sd_event_default(&ev)) < 0 ||
-	    (r = sd_event_add_signal(ev, NULL, SIGTERM, on_stop, NULL)) < 0 ||
-	    (r = sd_event_add_signal(ev, NULL, SIGINT, on_stop, NULL)) < 0) {
-		log_error("event loop: %s", strerror(-r));
 		goto out;
 	}
 	if ((r = cl_engine_new(ev, &cfg, &e, &err)) < 0) {

@@ -6,7 +6,6 @@
 #include <getopt.h>
 #include <grp.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +29,40 @@
 #include "base/time.h"
 #include "bpf/sampler.h"
 #include "shared/keyfile.h"
+#include "shared/startup.h"
 
-static void usage(FILE *f)
+static const char usage[] =
+	"Usage: vmactd [OPTION]...\n"
+	"Vertically autoscale the running QEMU VMs of this host.\n\n"
+	"  -c, --config FILE   configuration file (default " ACT_CONFIG_DEFAULT_PATH ")\n"
+	"      --check-config  validate the configuration and exit\n"
+	"  -v, --verbose       log debug messages\n"
+	"  -h, --help          show this help and exit\n"
+	"      --version       show the version and exit\n";
+
+/* The command line's values, as on_option reads them. */
+struct args {
+	const char *config_path;
+	bool explicit_config, check_only, verbose;
+};
+
+static int on_option(void *ud, int c, char *arg)
 {
-	fprintf(f,
-		"Usage: vmactd [OPTION]...\n"
-		"Vertically autoscale the running QEMU VMs of this host.\n\n"
-		"  -c, --config FILE   configuration file (default " ACT_CONFIG_DEFAULT_PATH ")\n"
-		"      --check-config  validate the configuration and exit\n"
-		"  -v, --verbose       log debug messages\n"
-		"  -h, --help          show this help and exit\n"
-		"      --version       show the version and exit\n");
+	struct args *o = ud;
+
+	switch (c) {
+	case 'c':
+		o->config_path = arg;
+		o->explicit_config = true;
+		return 0;
+	case 'C':
+		o->check_only = true;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	}
+	return 2;
 }
 
 static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
@@ -464,10 +486,9 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		VMACT_STARTUP_OPTIONS_END,
 	};
+	struct args o = { .config_path = ACT_CONFIG_DEFAULT_PATH };
 	_cleanup_(sd_event_unrefp) sd_event *loop = NULL;
 	struct ag_arbiter *arbiter = NULL;
 	struct act_registry *registry = NULL;
@@ -478,85 +499,44 @@ int main(int argc, char **argv)
 	struct control_slot control_slot = { 0 };
 	struct act_hook_listener *hook = NULL;
 	struct reload_ctx reload;
-	const char *config_path = ACT_CONFIG_DEFAULT_PATH;
-	bool explicit_config = false, check_only = false, verbose = false;
 	struct vmact_err err = { 0 };
 	struct act_config cfg;
-	sigset_t mask;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config_path = optarg;
-			explicit_config = true;
-			break;
-		case 'C':
-			check_only = true;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			puts("vmactd " VMACT_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "vmactd: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 2;
-	}
-	vmact_log_init("vmactd", verbose ? LOG_DEBUG : LOG_INFO);
+	r = vmact_startup_parse(argc, argv, "vmactd", usage, "c:vh", opts, on_option, &o);
+	if (r != VMACT_STARTUP_RUN)
+		return r;
+	vmact_log_init("vmactd", o.verbose ? LOG_DEBUG : LOG_INFO);
 
 	act_config_defaults(&cfg);
-	r = act_config_load(config_path, explicit_config, &cfg, &err);
+	r = act_config_load(o.config_path, o.explicit_config, &cfg, &err);
 	if (r < 0) {
 		log_error("configuration: %s", err.msg);
 		act_config_free(&cfg);
 		return 1;
 	}
-	if (check_only) {
+	if (o.check_only) {
 		/* Only the default path may be absent (an explicit one was an
 		 * error above): say so rather than call a file valid that is
 		 * not there. vmactd starts on the defaults then, hence 0. */
 		if (r == 1)
 			printf("%s does not exist: vmactd runs with the built-in defaults "
 			       "(vmactd.json(5))\n",
-			       config_path);
+			       o.config_path);
 		else
-			printf("%s: configuration is valid\n", config_path);
+			printf("%s: configuration is valid\n", o.config_path);
 		act_config_free(&cfg);
 		return 0;
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	reload = (struct reload_ctx){ config_path, explicit_config, &cfg, &registry };
-
-	r = sd_event_default(&loop);
-	if (r >= 0)
-		r = sd_event_add_signal(loop, NULL, SIGTERM, on_signal, &registry);
-	if (r >= 0)
-		r = sd_event_add_signal(loop, NULL, SIGINT, on_signal, &registry);
-	if (r >= 0)
-		r = sd_event_add_signal(loop, NULL, SIGHUP, on_sighup, &reload);
+	reload = (struct reload_ctx){ o.config_path, o.explicit_config, &cfg, &registry };
+	r = vmact_startup_loop(&loop, on_signal, &registry, on_sighup, &reload, &err);
 	if (r < 0) {
 		log_error("cannot set up the event loop: %s", strerror(-r));
 		act_config_free(&cfg);
 		return 1;
 	}
 
-	signal(SIGPIPE, SIG_IGN);
 	if (cfg.plugin_mode == ACT_PLUGIN_ARBITER) {
 		r = start_arbiter(&cfg, loop, &arbiter, &err);
 		if (r < 0) {

@@ -16,8 +16,9 @@
  * server exit: it sends DELETE /unregister if the informant may have heard
  * of it, and a new server with a new ID registers after retry_wait.
  *
- * Implemented in informant-agent.c: the lifecycle, the agent's server and
- * its requests to the informant, one state machine. */
+ * Implemented in informant-agent.c (the lifecycle), informant-server.c
+ * (the agent's server), informant-calls.c (its requests to the informant)
+ * and informant-events.c: one state machine (informant-priv.h). */
 #pragma once
 
 #include <stdbool.h>

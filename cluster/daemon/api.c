@@ -106,7 +106,7 @@ static int group_fill(const struct cl_engine_group_view *v, struct vmact_gapi_gr
 	for (size_t i = 0; i < cfg->n_hosts; i++)
 		g->hosts[g->nhosts++] = cfg->hosts[i];
 	/* The configuration checked both labels and options
-	 * (cluster/config/config.c): the options are the API's object. */
+	 * (cluster/config/group.c): the options are the API's object. */
 	json_object_foreach(cfg->labels, key, val)
 		g->labels[g->nlabels++] = (struct vmact_gapi_label){ key, json_string_value(val) };
 	for (size_t i = 0; i < cfg->n_taints; i++)

@@ -17,7 +17,13 @@ Three kinds, each read from the tree as it is when the check runs:
     title, its words before a colon or a parenthesis, will do) or
     doc/<page>.md#anchor, comments running over several lines included;
     and any doc/<page>.md a non-Markdown file names must exist;
-  - doc/README.md, the index, links every Markdown page under doc/.
+  - doc/README.md, the index, links every Markdown page under doc/;
+  - README.md's "Layout" table and the tree's directories agree: each
+    directory a row's first cell names exists at the top of the tree, and
+    each the row's text names bare (`daemon/`) exists inside the row's
+    (a directory elsewhere is written as a link, checked as one); every
+    top-level directory (but hidden ones) has a row, and a row that names
+    sub-directories names all of them.
 Prints one line per broken reference, FILE:LINE: what is broken, then
 "N references checked, M broken"; exits 1 when any is broken.
 A file that says "doc-refs: examples only" in its first five lines (this one,
@@ -290,6 +296,67 @@ class Checker:
                 if f not in linked:
                     self.bad(index, 1, f"{f} is not listed (one line per page)")
 
+    # --- README.md's layout table ----------------------------------------
+    LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+    def subdirs(self, d):
+        """The directories right inside d (d "" for the top), from the files."""
+        pre = d + "/" if d else ""
+        return {f[len(pre):].split("/", 1)[0] for f in self.files
+                if f.startswith(pre) and "/" in f[len(pre):]}
+
+    def check_layout(self):
+        readme = "README.md"
+        text = read_text(os.path.join(self.root, readme)) if readme in self.files else None
+        if text is None:
+            return
+        rows, heading, in_section = [], None, False
+        for n, line in md_lines(text):
+            if re.match(r"^#{1,6}\s", line):
+                in_section = re.match(r"^##\s+Layout\s*$", line) is not None
+                heading = n if in_section else heading
+                continue
+            if in_section and line.startswith("|"):
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if len(cells) >= 2 and not re.fullmatch(r"[-: ]*", cells[0]) and cells[0] != "directory":
+                    rows.append((n, cells[0], cells[1]))
+        if heading is None:
+            return
+        named = set()
+        for n, first, what in rows:
+            dirs = [m.group(2).strip().rstrip("/") for m in CODE_SPAN.finditer(first)]
+            for d in dirs:
+                self.checked += 1
+                named.add(d)
+                if "/" in d or d not in self.subdirs(""):
+                    self.bad(readme, n, f"the layout table's row `{d}/`: no such directory "
+                                        "at the top of the tree")
+            # Bare directories are the row's own; links are checked as links.
+            listed = set()
+            for m in CODE_SPAN.finditer(self.LINK.sub(" ", what)):
+                sub = m.group(2).strip()
+                if not re.fullmatch(r"[\w.-]+(/[\w.-]+)*/", sub):
+                    continue  # not a directory (`make deb`, `cl_`, `vmactl`)
+                self.checked += 1
+                sub = sub.rstrip("/")
+                listed.add(sub)
+                if not any(os.path.isdir(os.path.join(self.root, d, sub)) for d in dirs):
+                    where = " or ".join(f"{d}/{sub}/" for d in dirs)
+                    self.bad(readme, n, f"the layout table places `{sub}/` in "
+                                        f"`{'/`, `'.join(dirs)}/`, but {where} is not a "
+                                        "directory (a directory elsewhere in the tree "
+                                        "is written as a link)")
+            if listed and len(dirs) == 1:
+                for sub in sorted(self.subdirs(dirs[0]) - listed):
+                    self.checked += 1
+                    self.bad(readme, n, f"the layout table's row `{dirs[0]}/` names "
+                                        f"sub-directories but not `{sub}/`")
+        for d in sorted(self.subdirs("") - named):
+            if d.startswith("."):
+                continue
+            self.checked += 1
+            self.bad(readme, heading, f"the layout table has no row for `{d}/`")
+
     def run(self):
         for rel in self.files:
             text = read_text(os.path.join(self.root, rel))
@@ -301,6 +368,7 @@ class Checker:
                 self.check_markdown(rel, text)
             self.check_citations(rel, text)
         self.check_index()
+        self.check_layout()
         for b in sorted(set(self.broken)):
             print(f"check-doc-refs: {b}")
         print(f"{self.checked} references checked, {len(set(self.broken))} broken")

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmact-groupd's configuration (cluster/config/config.c) and the check of
+/* vmact-groupd's configuration (cluster/config/) and the check of
  * its scheduler profiles against the plugins (cluster/plugins/plugins.c),
  * as vmact-groupd loads it: a full document, the defaults of
  * doc/cluster.md, "Pool lifecycle", and bad
