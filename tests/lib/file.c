@@ -127,6 +127,15 @@ void th_remove_pins(const char *pin_root)
 	rmdir(pin_root);
 }
 
+unsigned th_log_port(const char *log, const char *needle)
+{
+	_cleanup_free_ char *text = th_read_file(log);
+	char *at = text ? strstr(text, needle) : NULL;
+
+	at = at ? strstr(at, "(port ") : NULL;
+	return at ? (unsigned)atoi(at + 6) : 0;
+}
+
 pid_t th_log_guest_worker(const char *log, const char *vm)
 {
 	_cleanup_free_ char *buf = th_read_file(log);

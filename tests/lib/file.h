@@ -20,6 +20,10 @@ int th_write_file(const char *path, const char *text);
 /* How often needle occurs in the file (0 if it is unreadable). */
 unsigned th_count_in_file(const char *path, const char *needle);
 
+/* The N of the first "(port N)" after needle in a daemon's log (the port
+ * it chose for a listen address with port 0); 0 when there is none. */
+unsigned th_log_port(const char *log, const char *needle);
+
 /* The guest worker of VM `vm` in vmactd's log (doc/privsep.md): the pid
  * of its last "VM: guest worker PID started|restarted" line, 0 if none. */
 pid_t th_log_guest_worker(const char *log, const char *vm);

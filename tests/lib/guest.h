@@ -94,6 +94,13 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
 	    const char *extra, struct tg_guest *g, char *msg, size_t msglen);
 
+/* tg_boot without the two seconds: returns at the guest's first report,
+ * which it leaves in *r, for a bench that lets the boot's tail pass its
+ * own way. */
+int tg_boot_first(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
+		  const char *extra, struct tg_guest *g, struct tg_report *r, char *msg,
+		  size_t msglen);
+
 /* Runs start(0) .. start(n - 1) each in a thread of its own and waits for
  * all: libvirt starts the QEMUs side by side (one after the other, each
  * start waits for the one before). start must be safe to run beside
@@ -123,6 +130,11 @@ bool tg_two_cpus(void *g);
  * (/run/libvirt/qemu/NAME.pid), to kill QEMU as a crash would; -errno when
  * the file is missing or holds no pid. */
 pid_t tg_qemu_pid(const char *name);
+
+/* The live vCPU count libvirt has for the domain `name`, on a fresh
+ * connection (other tests on the host restart libvirtd); -1 when it
+ * cannot be had. */
+int tg_live_vcpus(const char *name);
 
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);

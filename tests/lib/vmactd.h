@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd run by an integration test (prefix th_vmactd_): a scratch
+ * directory for its configuration, log and control socket, a BPF pin root
+ * of its own, the test guest it manages, and one teardown that leaves none
+ * of them behind, whatever state a failed test left them in. */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+
+struct th_vmactd {
+	/* /tmp/PREFIX-XXXXXX, 0755 (a read_group member reaches the socket
+	 * through it); the test may put files of its own there. */
+	char dir[64];
+	char cfg[128], log[128], sock[128];
+	char pins[128]; /* /sys/fs/bpf/PREFIX-PID */
+	char prog[PATH_MAX];
+	struct th_proc proc;
+	/* The test's guest (NULL: none), destroyed by th_vmactd_teardown;
+	 * undefined as well when `persistent`. */
+	struct tg_guest *guest;
+	bool persistent;
+};
+
+/* The scratch directory, the paths, the pin root and vmactd's path (the
+ * build this test belongs to); nothing is started. 0 or -errno. */
+int th_vmactd_init(struct th_vmactd *d, const char *prefix);
+
+/* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
+ * sampler.pin_root the fixture's, with extra (JSON object text, NULL:
+ * none) merged over them key by key. 0, or -EINVAL when extra is not a
+ * JSON object, or -errno. */
+int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra);
+
+/* Starts vmactd --config CFG and the options args (NULL-terminated, NULL:
+ * none), its stdout and stderr in the log. 0 or -errno. */
+int th_vmactd_spawn(struct th_vmactd *d, const char *const *args);
+
+/* True once needle is in vmactd's log. */
+bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle);
+
+/* th_wait_daemon on vmactd: false at the limit or when vmactd exited, its
+ * log's tail then printed on stderr. */
+bool th_vmactd_wait(struct th_vmactd *d, bool (*pred)(void *), void *arg, double limit_s);
+/* The same waiting for needle in its log. */
+bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s);
+
+/* Stops vmactd (SIGTERM, 30 s, then SIGKILL); its exit status. */
+int th_vmactd_stop(struct th_vmactd *d);
+
+/* Stops vmactd, removes its pins, destroys (and undefines) the guest and
+ * removes the scratch directory (kept with VMACT_TEST_KEEP_LOG). Safe on a
+ * fixture in any state, zeroed included. */
+void th_vmactd_teardown(struct th_vmactd *d);
