@@ -50,6 +50,7 @@
 #include "cluster/plugins/plugins.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
@@ -260,10 +261,6 @@ static void write_config(unsigned health_port)
 	own(b.cfg, false, 0644);
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 static bool lv_answers(void *arg)
 {
 	char uri[PATH_MAX];
@@ -344,7 +341,7 @@ int main(int argc, char **argv)
 	if (rounds < 1)
 		rounds = 50;
 	signal(SIGPIPE, SIG_IGN);
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	bench_cycle(&c50, &c99, &cmax);
 	printf("cycle: %d scheduling cycles over %d hosts (the default profile's filters and "
 	       "scores, in-process): p50 %.3f ms, p99 %.3f ms, max %.3f ms (goal: p99 <= %.0f ms)\n",

@@ -247,10 +247,6 @@ static void run_phase(struct phase *p, unsigned runs)
 	th_cluster_remove_domains(b.c, PREFIX);
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 int main(int argc, char **argv)
 {
 	struct phase phases[] = {
@@ -264,7 +260,7 @@ int main(int argc, char **argv)
 
 	if (!runs)
 		runs = 10;
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (getuid() != 0)
 		die("run as root (it starts an arbiter and makes a storage pool)");

@@ -135,20 +135,11 @@ static json_t *api(const char *method, const char *path, const char *body, long 
 /* A change that must succeed; the new target. */
 static int change(const char *group, const char *what, const char *body)
 {
-	char path[256];
-	long st;
-	json_t *j;
-	int t;
+	char msg[1024];
+	int t = th_cluster_stack_change(&fx.s, group, what, body, msg, sizeof(msg));
 
-	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
-	j = api("POST", path, body, &st);
-	if (st != 200 || !json_is_integer(json_object_get(j, "target"))) {
-		char *text = j ? json_dumps(j, 0) : NULL;
-
-		die_with_logs("%s %s: %ld %s", path, body, st, text ? text : "(no body)");
-	}
-	t = (int)json_integer_value(json_object_get(j, "target"));
-	json_decref(j);
+	if (t < 0)
+		die_with_logs("%s", msg);
 	return t;
 }
 
@@ -212,24 +203,10 @@ static json_t *all_vms(void)
 
 static void delete_all(const char *group)
 {
-	json_t *n = get_nodes(group), *it, *ids = json_array();
-	size_t i;
-	char *body;
+	char msg[1024];
 
-	json_array_foreach(n, i, it)
-		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
-			json_array_append(ids, json_object_get(it, "provider_id"));
-	if (json_array_size(ids)) {
-		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
-
-		body = json_dumps(doc, 0);
-		json_decref(doc);
-		change(group, "delete-nodes", body);
-		free(body);
-	} else {
-		json_decref(ids);
-	}
-	json_decref(n);
+	if (th_cluster_stack_delete_all(&fx.s, group, msg, sizeof(msg)) < 0)
+		die_with_logs("%s", msg);
 	wait_nodes(group, 0, 0, LIMIT_S);
 }
 
@@ -496,15 +473,11 @@ static int start_grower(unsigned i)
 
 /* ---- set-up and tear-down ---- */
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 static int setup(void **state)
 {
 	char path[PATH_MAX + 64];
 
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	/* libvirt's client writes to its sockets with write(): a daemon
 	 * that closed one would kill the test with SIGPIPE before its
 	 * teardown removes the domains (seen once, unexplained); an error

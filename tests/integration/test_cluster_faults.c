@@ -131,17 +131,11 @@ static json_t *api(const char *method, const char *path, const char *body, long 
 
 static int change(const char *group, const char *what, const char *body)
 {
-	char path[256];
-	long st;
-	json_t *j;
-	int t;
+	char msg[1024];
+	int t = th_cluster_stack_change(&fx.s, group, what, body, msg, sizeof(msg));
 
-	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
-	j = api("POST", path, body, &st);
-	if (st != 200 || !json_is_integer(json_object_get(j, "target")))
-		die_with_logs("%s %s: %ld", path, body, st);
-	t = (int)json_integer_value(json_object_get(j, "target"));
-	json_decref(j);
+	if (t < 0)
+		die_with_logs("%s", msg);
 	return t;
 }
 
@@ -233,23 +227,10 @@ static bool group_all_running(void *arg)
 
 static void delete_all(const char *group)
 {
-	json_t *n = get_nodes(group), *it, *ids = json_array();
-	size_t i;
+	char msg[1024];
 
-	json_array_foreach(n, i, it)
-		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
-			json_array_append(ids, json_object_get(it, "provider_id"));
-	if (json_array_size(ids)) {
-		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
-		char *body = json_dumps(doc, 0);
-
-		json_decref(doc);
-		change(group, "delete-nodes", body);
-		free(body);
-	} else {
-		json_decref(ids);
-	}
-	json_decref(n);
+	if (th_cluster_stack_delete_all(&fx.s, group, msg, sizeof(msg)) < 0)
+		die_with_logs("%s", msg);
 	if (!th_wait_daemon(&fx.s.gd, group_empty, (void *)group, LIMIT_S))
 		die_with_logs("group %s was not emptied", group);
 }
@@ -389,15 +370,11 @@ static int start_groupd(const char *cfg)
 	return th_cluster_stack_start_groupd(&fx.s, cfg, LIMIT_S);
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 static int setup(void **state)
 {
 	char path[PATH_MAX + 64], listen[PATH_MAX + 8];
 
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (th_cluster_stack_init(&fx.s, "vmact-cll") < 0) {

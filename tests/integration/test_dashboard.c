@@ -456,12 +456,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-	(void)ud;
-	(void)e;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,7 +473,7 @@ int main(void)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests_name("dashboard", tests, setup, teardown);
 }

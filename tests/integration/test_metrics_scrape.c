@@ -419,12 +419,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-	(void)ud;
-	(void)e;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,7 +437,7 @@ int main(void)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/* Looking up a guest that is already gone is expected in teardown. */
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests_name("metrics", tests, setup, teardown);
 }

@@ -292,16 +292,7 @@ static int setup(void **state)
 		 "{\"control\":{\"read_group\":\"%s\"},\"metrics\":{\"listen\":\"\"}}", fx.group);
 	if (th_vmactd_config(&fx.d, prefix, text) < 0)
 		return -1;
-	if (!wait_until(tg_booted, &fx.g, LIMIT_BOOT_S)) {
-		print_error("the guest did not boot\n");
-		return -1;
-	}
-	if (th_vmactd_spawn(&fx.d, NULL) < 0 ||
-	    !th_vmactd_wait_log(&fx.d, "ready: managing 1 VM", LIMIT_S)) {
-		print_error("vmactd did not become ready\n");
-		return -1;
-	}
-	return 0;
+	return th_vmactd_start(&fx.d, NULL, 1, LIMIT_BOOT_S, LIMIT_S) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)

@@ -260,16 +260,7 @@ static int setup(void **state)
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
 	if (th_vmactd_config(&fx.d, prefix, NULL) < 0)
 		return -1;
-	if (!wait_until(tg_booted, &fx.g, LIMIT_BOOT_S)) {
-		print_error("the guest did not boot\n");
-		return -1;
-	}
-	if (th_vmactd_spawn(&fx.d, NULL) < 0 ||
-	    !th_vmactd_wait_log(&fx.d, "ready: managing 1 VM", LIMIT_S)) {
-		print_error("vmactd did not become ready\n");
-		return -1;
-	}
-	return 0;
+	return th_vmactd_start(&fx.d, NULL, 1, LIMIT_BOOT_S, LIMIT_S) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
@@ -530,8 +521,7 @@ static void vmactl_restart(void **state)
 	(void)state;
 	assert_int_equal(th_vmactd_stop(&fx.d), 0);
 	unlink(fx.d.log);
-	assert_int_equal(th_vmactd_spawn(&fx.d, NULL), 0);
-	if (!th_vmactd_wait_log(&fx.d, "ready: managing 1 VM", LIMIT_S))
+	if (th_vmactd_start(&fx.d, NULL, 1, LIMIT_BOOT_S, LIMIT_S) < 0)
 		fail_msg("the new vmactd did not become ready");
 	doc = show();
 	b = json_object_get(doc, "bounds");

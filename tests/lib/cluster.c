@@ -368,6 +368,52 @@ json_t *th_cluster_stack_nodes(const struct th_cluster_stack *s, const char *gro
 	return n ? n : json_array();
 }
 
+int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group, const char *what,
+			    const char *body, char *msg, size_t len)
+{
+	char path[256];
+	long st;
+	json_t *j;
+	int t;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
+	j = th_cluster_stack_api(s, "POST", path, body, &st);
+	if (st != 200 || !json_is_integer(json_object_get(j, "target"))) {
+		_cleanup_free_ char *text = j ? json_dumps(j, 0) : NULL;
+
+		snprintf(msg, len, "%s %s: %ld %s", path, body ? body : "", st,
+			 text ? text : "(no body)");
+		json_decref(j);
+		return -EPROTO;
+	}
+	t = (int)json_integer_value(json_object_get(j, "target"));
+	json_decref(j);
+	return t;
+}
+
+int th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group, char *msg,
+				size_t len)
+{
+	json_t *n = th_cluster_stack_nodes(s, group), *it, *ids = json_array();
+	size_t i;
+	int r = 0;
+
+	json_array_foreach(n, i, it)
+		if (strcmp(json_string_value(json_object_get(it, "state")) ?: "", "deleting"))
+			json_array_append(ids, json_object_get(it, "provider_id"));
+	json_decref(n);
+	if (json_array_size(ids)) {
+		json_t *doc = json_pack("{s:O}", "provider_ids", ids);
+		_cleanup_free_ char *body = doc ? json_dumps(doc, 0) : NULL;
+
+		json_decref(doc);
+		r = body ? th_cluster_stack_change(s, group, "delete-nodes", body, msg, len)
+			 : -ENOMEM;
+	}
+	json_decref(ids);
+	return r < 0 ? r : 0;
+}
+
 void th_cluster_stack_stop(struct th_cluster_stack *s)
 {
 	th_proc_stop(&s->gd, SIGTERM, TH_CLUSTER_STOP_USEC);

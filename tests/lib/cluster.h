@@ -102,6 +102,18 @@ json_t *th_cluster_stack_api(const struct th_cluster_stack *s, const char *metho
  * owns), never NULL. */
 json_t *th_cluster_stack_nodes(const struct th_cluster_stack *s, const char *group);
 
+/* POST /v1/groups/GROUP/WHAT with body, a change that must succeed: the
+ * group's new target; -EPROTO when the answer was not 200 with a target,
+ * what it was then in msg. */
+int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group, const char *what,
+			    const char *body, char *msg, size_t len);
+
+/* Asks vmact-groupd to delete every node of the group not deleting
+ * already (nothing when there is none); 0, or th_cluster_stack_change's
+ * error. The caller waits for the group to empty, its own way. */
+int th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group, char *msg,
+				size_t len);
+
 /* Stops vmact-groupd (SIGTERM, 30 s, then SIGKILL); with VMACT_TEST_VERBOSE
  * prints every one of its logs. */
 void th_cluster_stack_stop(struct th_cluster_stack *s);

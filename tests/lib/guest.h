@@ -136,6 +136,11 @@ pid_t tg_qemu_pid(const char *name);
  * cannot be had. */
 int tg_live_vcpus(const char *name);
 
+/* Keeps libvirt's client from printing its errors on stderr: tests and
+ * benches look up domains that may be gone, and report what matters
+ * themselves. */
+void tg_quiet_libvirt(void);
+
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);
 

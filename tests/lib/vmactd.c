@@ -106,6 +106,28 @@ bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s)
 	return th_vmactd_wait(d, log_wait_has, &w, limit_s);
 }
 
+int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, double boot_s,
+		    double ready_s)
+{
+	char ready[64];
+	int r;
+
+	if (d->guest && !th_vmactd_wait(d, tg_booted, d->guest, boot_s)) {
+		fprintf(stderr, "the guest %s did not boot\n", d->guest->name);
+		return -ETIMEDOUT;
+	}
+	r = th_vmactd_spawn(d, args);
+	if (r < 0)
+		return r;
+	/* "1 VM", "2 VMs": the count and the word. */
+	snprintf(ready, sizeof(ready), "ready: managing %u VM", vms);
+	if (!th_vmactd_wait_log(d, ready, ready_s)) {
+		fprintf(stderr, "vmactd did not become ready\n");
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
 int th_vmactd_stop(struct th_vmactd *d)
 {
 	return th_proc_stop(&d->proc, SIGTERM, TH_VMACTD_STOP_USEC);

@@ -39,6 +39,13 @@ int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *e
  * none), its stdout and stderr in the log. 0 or -errno. */
 int th_vmactd_spawn(struct th_vmactd *d, const char *const *args);
 
+/* Waits up to boot_s for the guest's first report (no guest: no wait),
+ * starts vmactd with args (th_vmactd_spawn) and waits up to ready_s for
+ * its line "ready: managing VMS VM(s)". 0; -ETIMEDOUT, which of the two
+ * never came said on stderr; or -errno. */
+int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, double boot_s,
+		    double ready_s);
+
 /* True once needle is in vmactd's log. */
 bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle);
 
