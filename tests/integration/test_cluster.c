@@ -127,11 +127,6 @@ static void own(const char *path, bool user, mode_t mode)
 
 /* ---- the API ---- */
 
-static json_t *api(const char *method, const char *path, const char *body, long *status)
-{
-	return th_cluster_stack_api(&fx.s, method, path, body, status);
-}
-
 /* A change that must succeed; the new target. */
 static int change(const char *group, const char *what, const char *body)
 {
@@ -143,12 +138,6 @@ static int change(const char *group, const char *what, const char *body)
 	return t;
 }
 
-/* The group's nodes (an array the caller owns), never NULL. */
-static json_t *get_nodes(const char *group)
-{
-	return th_cluster_stack_nodes(&fx.s, group);
-}
-
 struct want {
 	const char *group;
 	unsigned running; /* nodes in state running */
@@ -158,7 +147,7 @@ struct want {
 static bool nodes_are(void *arg)
 {
 	const struct want *w = arg;
-	json_t *n = get_nodes(w->group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, w->group), *it;
 	unsigned running = 0;
 	size_t i;
 	bool ok;
@@ -175,7 +164,7 @@ static void wait_nodes(const char *group, unsigned running, unsigned total, doub
 	struct want w = { group, running, total };
 
 	if (!th_wait_daemon(&fx.s.gd, nodes_are, &w, limit)) {
-		json_t *n = get_nodes(group);
+		json_t *n = th_cluster_stack_nodes(&fx.s, group);
 		char *text = json_dumps(n, JSON_INDENT(1));
 
 		json_decref(n);
@@ -189,13 +178,14 @@ static json_t *group_doc(const char *group)
 	char path[256];
 
 	snprintf(path, sizeof(path), "/v1/groups/%s", group);
-	return api("GET", path, NULL, NULL);
+	return th_cluster_stack_api(&fx.s, "GET", path, NULL, NULL);
 }
 
 /* Every VM vmact-groupd knows (array, owned), never NULL. */
 static json_t *all_vms(void)
 {
-	json_t *j = api("GET", "/v1/vms", NULL, NULL), *v = json_incref(json_object_get(j, "vms"));
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/vms", NULL, NULL),
+	       *v = json_incref(json_object_get(j, "vms"));
 
 	json_decref(j);
 	return v ? v : json_array();
@@ -633,7 +623,7 @@ static void cluster_bad_config(void **state)
 static bool member_in(void *arg)
 {
 	const char *state = arg;
-	json_t *n = get_nodes("scale"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "scale"), *it;
 	size_t i;
 	bool ok = false;
 
@@ -651,7 +641,7 @@ static void cluster_scale(void **state)
 
 	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
 	wait_nodes("scale", 2, 2, LIMIT_BOOT_S);
-	n = get_nodes("scale");
+	n = th_cluster_stack_nodes(&fx.s, "scale");
 	json_array_foreach(n, i, it) {
 		const char *host = json_string_value(json_object_get(it, "host"));
 		const char *name = json_string_value(json_object_get(it, "name"));
@@ -673,7 +663,7 @@ static void cluster_scale(void **state)
 			json_t *j;
 
 			snprintf(q, sizeof(q), "/v1/node-group?provider_id=%s", id);
-			j = api("GET", q, NULL, NULL);
+			j = th_cluster_stack_api(&fx.s, "GET", q, NULL, NULL);
 			assert_string_equal(json_string_value(json_object_get(j, "id")), "scale");
 			json_decref(j);
 		}
@@ -694,23 +684,27 @@ static void cluster_scale(void **state)
 	/* Wrong requests, with their reasons. */
 	{
 		long st;
-		json_t *j = api("POST", "/v1/groups/scale/delete-nodes", body, &st);
+		json_t *j = th_cluster_stack_api(&fx.s, "POST", "/v1/groups/scale/delete-nodes",
+						 body, &st);
 
 		assert_int_equal(st, 404);
 		assert_string_equal(json_string_value(json_object_get(j, "reason")), "not-found");
 		json_decref(j);
-		j = api("POST", "/v1/groups/scale/increase", "{\"delta\":4}", &st);
+		j = th_cluster_stack_api(&fx.s, "POST", "/v1/groups/scale/increase",
+					 "{\"delta\":4}", &st);
 		assert_int_equal(st, 409);
 		assert_string_equal(json_string_value(json_object_get(j, "reason")),
 				    "out-of-range");
 		json_decref(j);
 		/* The one left is in service: a decrease may not take it. */
-		j = api("POST", "/v1/groups/scale/decrease-target", "{\"delta\":-1}", &st);
+		j = th_cluster_stack_api(&fx.s, "POST", "/v1/groups/scale/decrease-target",
+					 "{\"delta\":-1}", &st);
 		assert_int_equal(st, 409);
 		assert_string_equal(json_string_value(json_object_get(j, "reason")),
 				    "precondition");
 		json_decref(j);
-		j = api("GET", "/v1/node-group?provider_id=libvirt://h9/nope", NULL, &st);
+		j = th_cluster_stack_api(&fx.s, "GET",
+					 "/v1/node-group?provider_id=libvirt://h9/nope", NULL, &st);
 		assert_string_equal(json_string_value(json_object_get(j, "id")), "");
 		json_decref(j);
 	}
@@ -722,7 +716,7 @@ static void cluster_scale(void **state)
 	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, member_in, "booting", LIMIT_BOOT_S))
 		die_with_logs("the third member never booted");
-	n = get_nodes("scale");
+	n = th_cluster_stack_nodes(&fx.s, "scale");
 	json_array_foreach(n, i, it) {
 		if (!strcmp(json_string_value(json_object_get(it, "vm_state")), "booting")) {
 			snprintf(body, sizeof(body), "{\"provider_ids\":[\"%s\"]}",
@@ -798,7 +792,7 @@ static void cluster_tiers(void **state)
 
 		assert_int_equal(change("tiers", "increase", "{\"delta\":1}"), t + 1);
 		wait_nodes("tiers", (unsigned)t + 1, (unsigned)t + 1, LIMIT_BOOT_S);
-		n = get_nodes("tiers");
+		n = th_cluster_stack_nodes(&fx.s, "tiers");
 		json_array_foreach(n, i, it)
 			found |= strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]) ==
 					 0 &&
@@ -825,7 +819,7 @@ struct err_want {
 static bool node_error(void *arg)
 {
 	const struct err_want *w = arg;
-	json_t *n = get_nodes(w->group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, w->group), *it;
 	size_t i;
 	bool ok = false;
 
@@ -863,7 +857,7 @@ static void cluster_unhealthy(void **state)
 	/* Reported: the node's error for the cloud provider... */
 	if (!th_wait_daemon(&fx.s.gd, node_error, &w, LIMIT_BOOT_S))
 		die_with_logs("the sick VM was never reported");
-	n = get_nodes("sick");
+	n = th_cluster_stack_nodes(&fx.s, "sick");
 	assert_string_equal(json_string_value(
 				    json_object_get(json_object_get(json_array_get(n, 0), "error"),
 						    "class")),
@@ -922,7 +916,7 @@ static void cluster_agent(void **state)
 	assert_int_equal(change("agent", "increase", "{\"delta\":1}"), 1);
 	assert_int_equal(change("mute", "increase", "{\"delta\":1}"), 1);
 	wait_nodes("agent", 1, 1, LIMIT_BOOT_S);
-	n = get_nodes("agent");
+	n = th_cluster_stack_nodes(&fx.s, "agent");
 	host = json_string_value(json_object_get(json_array_get(n, 0), "host"));
 	uuid = strrchr(json_string_value(json_object_get(json_array_get(n, 0), "provider_id")),
 		       '/') +
@@ -943,7 +937,7 @@ static void cluster_agent(void **state)
 	 * serial check) but never counts as healthy. */
 	if (!th_wait_daemon(&fx.s.gd, node_error, &silent, LIMIT_BOOT_S))
 		die_with_logs("the VM whose agent never answers was not reported");
-	n = get_nodes("mute");
+	n = th_cluster_stack_nodes(&fx.s, "mute");
 	snprintf(log, sizeof(log), "%s/%s.log", fx.s.logs,
 		 json_string_value(json_object_get(json_array_get(n, 0), "name")));
 	assert_true(th_count_in_file(log, "VMACT seq=") > 0);
@@ -956,7 +950,7 @@ static void cluster_agent(void **state)
 
 static bool node_on(void *arg)
 {
-	json_t *n = get_nodes("scale");
+	json_t *n = th_cluster_stack_nodes(&fx.s, "scale");
 	const char *host = json_string_value(json_object_get(json_array_get(n, 0), "host"));
 	const char *state = json_string_value(json_object_get(json_array_get(n, 0), "state"));
 	bool ok = host && state && !strcmp(host, arg) && !strcmp(state, "running");
@@ -984,7 +978,7 @@ static void cluster_full_host(void **state)
 
 static json_t *waiting(void)
 {
-	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/waiting", NULL, NULL),
 	       *w = json_incref(json_object_get(j, "waiting"));
 
 	json_decref(j);
@@ -1023,7 +1017,7 @@ static void cluster_permit(void **state)
 	snprintf(path, sizeof(path), "/v1/waiting/%s/allow",
 		 json_string_value(json_object_get(json_array_get(w, 0), "uid")));
 	json_decref(w);
-	json_decref(api("POST", path, NULL, &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 200);
 	wait_nodes("gated", 1, 1, LIMIT_BOOT_S);
 
@@ -1035,11 +1029,11 @@ static void cluster_permit(void **state)
 	snprintf(path, sizeof(path), "/v1/waiting/%s/reject",
 		 json_string_value(json_object_get(json_array_get(w, 0), "uid")));
 	json_decref(w);
-	json_decref(api("POST", path, "{\"message\":\"not now\"}", &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, "{\"message\":\"not now\"}", &st));
 	assert_int_equal(st, 200);
 	if (!th_wait_daemon(&fx.s.gd, node_error, &rejected, LIMIT_S))
 		die_with_logs("the rejection was not reported");
-	json_decref(api("POST", path, NULL, &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 404);
 	delete_all("gated");
 }
@@ -1080,13 +1074,14 @@ static void *increase_2(void *arg)
 {
 	struct inc *i = arg;
 
-	json_decref(api("POST", "/v1/groups/conc/increase", "{\"delta\":2}", &i->status));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", "/v1/groups/conc/increase", "{\"delta\":2}",
+					 &i->status));
 	return NULL;
 }
 
 static bool conc_settled(void *arg)
 {
-	json_t *n = get_nodes("conc"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "conc"), *it;
 	size_t i;
 	unsigned done = 0;
 
@@ -1099,7 +1094,7 @@ static bool conc_settled(void *arg)
 
 static bool conc_placed(void *arg)
 {
-	json_t *n = get_nodes("conc"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "conc"), *it;
 	size_t i;
 	unsigned done = 0;
 
@@ -1163,7 +1158,7 @@ static void cluster_concurrent(void **state)
 		die_with_logs("the concurrent increases never settled");
 	sampler_stop(sp);
 	s = *sp;
-	n = get_nodes("conc");
+	n = th_cluster_stack_nodes(&fx.s, "conc");
 	json_array_foreach(n, i, it) {
 		const char *code = json_string_value(
 			json_object_get(json_object_get(it, "error"), "code"));

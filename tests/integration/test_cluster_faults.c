@@ -124,11 +124,6 @@ static void own(const char *path, bool user, mode_t mode)
 
 /* ---- the API ---- */
 
-static json_t *api(const char *method, const char *path, const char *body, long *status)
-{
-	return th_cluster_stack_api(&fx.s, method, path, body, status);
-}
-
 static int change(const char *group, const char *what, const char *body)
 {
 	char msg[1024];
@@ -139,16 +134,11 @@ static int change(const char *group, const char *what, const char *body)
 	return t;
 }
 
-static json_t *get_nodes(const char *group)
-{
-	return th_cluster_stack_nodes(&fx.s, group);
-}
-
 /* How many of the group's nodes have field (state, vm_state) at value
  * (NULL: all of them). */
 static unsigned nodes_in(const char *group, const char *field, const char *value)
 {
-	json_t *n = get_nodes(group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, group), *it;
 	unsigned k = 0;
 	size_t i;
 
@@ -165,7 +155,7 @@ struct err_want {
 static bool node_error(void *arg)
 {
 	const struct err_want *w = arg;
-	json_t *n = get_nodes(w->group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, w->group), *it;
 	size_t i;
 	bool ok = false;
 
@@ -181,7 +171,7 @@ static bool node_error(void *arg)
 
 static json_t *waiting(void)
 {
-	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/waiting", NULL, NULL),
 	       *w = json_incref(json_object_get(j, "waiting"));
 
 	json_decref(j);
@@ -510,7 +500,7 @@ static void lease_wait_outlasts(void **state)
 
 	/* Allowed: bound where it reserved, into service. */
 	snprintf(path, sizeof(path), "/v1/waiting/%s/allow", first_uid());
-	json_decref(api("POST", path, NULL, &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 200);
 	s.must_hold = false;
 	if (!th_wait_daemon(&fx.s.gd, one_running, "gated", LIMIT_BOOT_S))
@@ -621,7 +611,7 @@ static void session_domain_100(void **state)
 	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, rival_running, NULL, LIMIT_BOOT_S))
 		die_with_logs("the VM with a domain ID past 99 never went into service");
-	n = get_nodes("rival");
+	n = th_cluster_stack_nodes(&fx.s, "rival");
 	uuid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
 	assert_non_null(uuid);
 	uuid = strrchr(uuid, '/') + 1;
@@ -645,7 +635,7 @@ static void session_domain_100(void **state)
 static const char *node_uuid(const char *group)
 {
 	static char uuid[64];
-	json_t *n = get_nodes(group);
+	json_t *n = th_cluster_stack_nodes(&fx.s, group);
 	const char *pid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
 
 	snprintf(uuid, sizeof(uuid), "%s", pid && strrchr(pid, '/') ? strrchr(pid, '/') + 1 : "");
@@ -728,7 +718,7 @@ static void set_paused(const char *uuid, bool paused)
 
 static bool no_error(void *arg)
 {
-	json_t *n = get_nodes(arg);
+	json_t *n = th_cluster_stack_nodes(&fx.s, arg);
 	bool ok = json_array_size(n) == 1 && !json_object_get(json_array_get(n, 0), "error");
 
 	json_decref(n);
@@ -772,7 +762,7 @@ static void health_in_service_reported(void **state)
 
 static bool booted_again(void *arg)
 {
-	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/vms", NULL, NULL), *it;
 	size_t i;
 	bool ok = false;
 
@@ -824,7 +814,7 @@ static void boot_limit(void **state)
 	assert_int_equal(change("slow", "increase", "{\"delta\":2}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, one_pending_one_running, NULL, LIMIT_BOOT_S))
 		die_with_logs("not one member in service and one held back");
-	n = get_nodes("slow");
+	n = th_cluster_stack_nodes(&fx.s, "slow");
 	json_array_foreach(n, i, it)
 		assert_null(json_object_get(it, "error"));
 	json_decref(n);
@@ -837,7 +827,7 @@ static void boot_limit(void **state)
 
 static json_t *host_doc(const char *name)
 {
-	json_t *j = api("GET", "/v1/hosts", NULL, NULL), *h, *out = NULL;
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/hosts", NULL, NULL), *h, *out = NULL;
 	size_t i;
 
 	json_array_foreach(json_object_get(j, "hosts"), i, h)
@@ -861,7 +851,7 @@ static bool h2_libvirt(void *want_ok)
 static const char *member_on(const char *group, const char *host)
 {
 	static char name[128];
-	json_t *n = get_nodes(group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, group), *it;
 	size_t i;
 
 	name[0] = 0;
@@ -875,7 +865,7 @@ static const char *member_on(const char *group, const char *host)
 
 static bool running_on(void *host)
 {
-	json_t *n = get_nodes("two"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "two"), *it;
 	size_t i;
 	bool ok = false;
 
@@ -889,7 +879,7 @@ static bool running_on(void *host)
 /* The h2 member's node error is code (NULL: none). */
 static bool h2_member_error(void *code)
 {
-	json_t *n = get_nodes("two"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "two"), *it;
 	size_t i;
 	bool ok = false;
 
@@ -1027,7 +1017,7 @@ static void host_unreachable(void **state)
 	    !th_wait_daemon(&fx.s.gd, h2_member_error, NULL, LIMIT_S))
 		die_with_logs("the member on h2 did not come back healthy");
 	assert_int_equal(qemu_of(name2), qemu2);
-	n = get_nodes("two");
+	n = th_cluster_stack_nodes(&fx.s, "two");
 	assert_int_equal(json_array_size(n), 2);
 	assert_string_not_equal(json_string_value(json_object_get(json_array_get(n, 0), "name")),
 				json_string_value(json_object_get(json_array_get(n, 1), "name")));
@@ -1108,7 +1098,7 @@ static void write_config_d(void)
 static unsigned cut_vms(const char **name, const char **state)
 {
 	static char n[128], st[32];
-	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/vms", NULL, NULL), *it;
 	unsigned k = 0;
 	size_t i;
 

@@ -339,10 +339,7 @@ static void dashboard(void **state)
 
 	(void)state;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
 	assert_int_equal(tg_balloon_template(fx.tpl), 0);
 	if (tg_start_template(fx.vc, PREFIX, meta, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0)
@@ -462,17 +459,14 @@ int main(void)
 		cmocka_unit_test(dashboard),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_dashboard: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_dashboard", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
 	if (access(TH_PROM_PROGRAM, X_OK) < 0) {
 		printf("test_dashboard: %s is needed: the Debian package prometheus "
 		       "(tests/host/setup-host.sh)\n",
 		       TH_PROM_PROGRAM);
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
 	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests_name("dashboard", tests, setup, teardown);

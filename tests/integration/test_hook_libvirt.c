@@ -427,10 +427,7 @@ int main(void)
 		cmocka_unit_test(hook_refuses),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_hook_libvirt: needs root (installs a libvirt hook, restarts libvirtd)\n");
+	if (!th_root_test("test_hook_libvirt", "installs a libvirt hook, restarts libvirtd"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("vmact-hook", tests, setup, teardown);
 }

@@ -290,10 +290,7 @@ static void scrape(void **state)
 
 	(void)state;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
 	if (tg_start(fx.vc, PREFIX, meta, &fx.g, msg, sizeof(msg)) < 0)
 		fail_msg("guest: %s", msg);
@@ -425,17 +422,14 @@ int main(void)
 		cmocka_unit_test(scrape),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_metrics_scrape: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_metrics_scrape", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
 	if (access(TH_PROM_PROGRAM, X_OK) < 0 || access(PROMTOOL, X_OK) < 0) {
 		printf("test_metrics_scrape: %s and %s are needed: the Debian package prometheus "
 		       "(tests/host/setup-host.sh)\n",
 		       TH_PROM_PROGRAM, PROMTOOL);
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
 	/* Looking up a guest that is already gone is expected in teardown. */
 	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);

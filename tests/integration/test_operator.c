@@ -214,15 +214,10 @@ static void live_meta(struct hp_meta *m)
 	free(xml);
 }
 
-/* The VM group's CFS quota in milli-CPUs (-1 unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.d.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.d.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 /* ---- fixture ---- */
@@ -275,11 +270,8 @@ static int setup(void **state)
 	}
 	fx.made_user = true;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true' mode='recommend'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		 "</vmact:autoscaling>");
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI
+		 "' enabled='true' mode='recommend'>" TG_META_BOUNDS "</vmact:autoscaling>");
 	vc = virConnectOpen("qemu:///system");
 	if (!vc || tg_start_template(vc, PREFIX, meta, fx.tpl, "vmact.report=1", &fx.g, msg,
 				     sizeof(msg)) < 0) {
@@ -737,11 +729,7 @@ int main(void)
 		cmocka_unit_test(op_hook),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_operator: needs root (libvirt qemu:///system, BPF, cgroups, "
-		       "useradd)\n");
+	if (!th_root_test("test_operator", "libvirt qemu:///system, BPF, cgroups, useradd"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("operator", tests, setup, teardown);
 }

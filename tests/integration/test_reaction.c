@@ -148,15 +148,10 @@ static unsigned resizes_since(size_t off, uint64_t *max_milli)
 	return n;
 }
 
-/* The VM group's CPU limit in milli-CPUs (-1: unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.d.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.d.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 /* The live vCPU count as libvirt has it. */
@@ -220,10 +215,7 @@ static int setup(void **state)
 	if (!fx.vc)
 		return -1;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "<vmact:monitor endpoint='unix:%s'/>"
 		 "</vmact:autoscaling>",
 		 fx.sock);
@@ -531,11 +523,8 @@ int main(void)
 		cmocka_unit_test(reaction_quota_first),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_reaction: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_reaction", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	if (getenv("VMACT_TEST_ONLY"))
 		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
 	return cmocka_run_group_tests_name("reaction", tests, setup, teardown);

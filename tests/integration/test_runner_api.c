@@ -111,15 +111,10 @@ static int live_vcpus(void)
 	return tg_live_vcpus(fx.g.name);
 }
 
-/* The VM group's CPU limit in milli-CPUs (-1: unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.d.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.d.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 /* The guest has reported `n` more times since *seq (its own pace, one
@@ -303,10 +298,7 @@ int main(void)
 		cmocka_unit_test(runner_api),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_runner_api: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_runner_api", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("runner API", tests, setup, teardown);
 }

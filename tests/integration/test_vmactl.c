@@ -174,15 +174,10 @@ static void meta_of(unsigned flags, struct hp_meta *m)
 	virConnectClose(vc);
 }
 
-/* The VM group's CFS quota in milli-CPUs (-1 unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.d.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.d.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 static json_int_t jint(const json_t *o, const char *k)
@@ -233,10 +228,7 @@ static int setup(void **state)
 	/* One status line a second: the reporter's own work stays small. */
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
 	vc = virConnectOpen("qemu:///system");
 	if (!vc || tg_start(vc, PREFIX, meta, &fx.g, msg, sizeof(msg)) < 0) {
@@ -897,10 +889,7 @@ int main(void)
 		cmocka_unit_test(vmactl_top),    cmocka_unit_test(vmactl_refused),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_vmactl: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_vmactl", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("vmactl", tests, setup, teardown);
 }

@@ -35,6 +35,14 @@
 
 #define TG_RUNDIR "/run/vmact-test"
 
+/* The bounds most tests give their guest, the children of its
+ * <vmact:autoscaling> element: 1 to 4 CPUs, 512Mi to 1536Mi by
+ * virtio-mem, compute units of 250m / 256Mi. */
+#define TG_META_BOUNDS                                                 \
+	"<vmact:cpu min='1' max='4'/>"                                 \
+	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+
 struct tg_guest {
 	char name[96];
 	char uuid[VIR_UUID_STRING_BUFLEN];

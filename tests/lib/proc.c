@@ -236,6 +236,16 @@ static int build_prog(int up, const char *prog, char *out, size_t len)
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 
+bool th_root_test(const char *test, const char *why)
+{
+	if (geteuid() != 0) {
+		printf("%s: needs root (%s)\n", test, why);
+		return false;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return true;
+}
+
 int th_build_prog(const char *prog, char *out, size_t len)
 {
 	return build_prog(3, prog, out, len);

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "tests/lib/cg-limit.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
 
@@ -54,6 +55,17 @@ bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle);
 bool th_vmactd_wait(struct th_vmactd *d, bool (*pred)(void *), void *arg, double limit_s);
 /* The same waiting for needle in its log. */
 bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s);
+
+/* The CPU limit vmactd wrote for its VM, in milli-CPUs (-1: unlimited):
+ * th_vmactd_quota_milli of its log, failing the cmocka test (include
+ * cmocka.h first) when it cannot be read. */
+#define TH_VMACTD_QUOTA_OR_FAIL(d)                                                             \
+	({                                                                                     \
+		long th_q_ = th_vmactd_quota_milli((d)->log);                                  \
+		if (th_q_ == TH_CG_UNKNOWN)                                                    \
+			fail_msg("no readable CPU limit for the VM's cgroup in %s", (d)->log); \
+		th_q_;                                                                         \
+	})
 
 /* Stops vmactd (SIGTERM, 30 s, then SIGKILL); its exit status. */
 int th_vmactd_stop(struct th_vmactd *d);
