@@ -812,27 +812,6 @@ static void cluster_tiers(void **state)
 	delete_all("tiers");
 }
 
-struct err_want {
-	const char *group, *code;
-};
-
-static bool node_error(void *arg)
-{
-	const struct err_want *w = arg;
-	json_t *n = th_cluster_stack_nodes(&fx.s, w->group), *it;
-	size_t i;
-	bool ok = false;
-
-	json_array_foreach(n, i, it) {
-		const char *code = json_string_value(
-			json_object_get(json_object_get(it, "error"), "code"));
-
-		ok |= code && strcmp(code, w->code) == 0;
-	}
-	json_decref(n);
-	return ok;
-}
-
 static bool attempts_at_least_2(void *arg)
 {
 	json_t *vms = all_vms(), *it;
@@ -849,13 +828,13 @@ static bool attempts_at_least_2(void *arg)
 
 static void cluster_unhealthy(void **state)
 {
-	struct err_want w = { "sick", "BOOT_TIMEOUT" };
+	struct th_cluster_node_error w = { &fx.s, "sick", "BOOT_TIMEOUT" };
 	json_t *n;
 	const char *id;
 
 	assert_int_equal(change("sick", "increase", "{\"delta\":1}"), 1);
 	/* Reported: the node's error for the cloud provider... */
-	if (!th_wait_daemon(&fx.s.gd, node_error, &w, LIMIT_BOOT_S))
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &w, LIMIT_BOOT_S))
 		die_with_logs("the sick VM was never reported");
 	n = th_cluster_stack_nodes(&fx.s, "sick");
 	assert_string_equal(json_string_value(
@@ -907,7 +886,7 @@ static bool domain_xml_has(const char *host, const char *uuid, const char *needl
 
 static void cluster_agent(void **state)
 {
-	struct err_want silent = { "mute", "BOOT_TIMEOUT" };
+	struct th_cluster_node_error silent = { &fx.s, "mute", "BOOT_TIMEOUT" };
 	char log[PATH_MAX + 64], *out;
 	const char *host, *uuid;
 	json_t *n;
@@ -935,7 +914,7 @@ static void cluster_agent(void **state)
 
 	/* The agent kept off: the guest runs (its status lines would pass a
 	 * serial check) but never counts as healthy. */
-	if (!th_wait_daemon(&fx.s.gd, node_error, &silent, LIMIT_BOOT_S))
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &silent, LIMIT_BOOT_S))
 		die_with_logs("the VM whose agent never answers was not reported");
 	n = th_cluster_stack_nodes(&fx.s, "mute");
 	snprintf(log, sizeof(log), "%s/%s.log", fx.s.logs,
@@ -996,7 +975,7 @@ static bool one_waits(void *arg)
 
 static void cluster_permit(void **state)
 {
-	struct err_want rejected = { "gated", "PERMIT_REJECTED" };
+	struct th_cluster_node_error rejected = { &fx.s, "gated", "PERMIT_REJECTED" };
 	unsigned leases_before = ledger(fx.h2).leases;
 	char path[256];
 	json_t *w;
@@ -1031,7 +1010,7 @@ static void cluster_permit(void **state)
 	json_decref(w);
 	json_decref(th_cluster_stack_api(&fx.s, "POST", path, "{\"message\":\"not now\"}", &st));
 	assert_int_equal(st, 200);
-	if (!th_wait_daemon(&fx.s.gd, node_error, &rejected, LIMIT_S))
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &rejected, LIMIT_S))
 		die_with_logs("the rejection was not reported");
 	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 404);

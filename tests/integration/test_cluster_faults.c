@@ -148,27 +148,6 @@ static unsigned nodes_in(const char *group, const char *field, const char *value
 	return k;
 }
 
-struct err_want {
-	const char *group, *code;
-};
-
-static bool node_error(void *arg)
-{
-	const struct err_want *w = arg;
-	json_t *n = th_cluster_stack_nodes(&fx.s, w->group), *it;
-	size_t i;
-	bool ok = false;
-
-	json_array_foreach(n, i, it) {
-		const char *code = json_string_value(
-			json_object_get(json_object_get(it, "error"), "code"));
-
-		ok |= code && strcmp(code, w->code) == 0;
-	}
-	json_decref(n);
-	return ok;
-}
-
 static json_t *waiting(void)
 {
 	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/waiting", NULL, NULL),
@@ -470,7 +449,7 @@ static const char *first_uid(void)
 
 static void lease_wait_outlasts(void **state)
 {
-	struct err_want no_room = { "rival", "HOST_CAPACITY" };
+	struct th_cluster_node_error no_room = { &fx.s, "rival", "HOST_CAPACITY" };
 	struct sampler s = { 0 };
 	double four_leases = 4 * LEASE_S;
 	char path[256];
@@ -488,14 +467,14 @@ static void lease_wait_outlasts(void **state)
 
 	/* A rival for the same room, tried again every 2 s. */
 	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.s.gd, node_error, &no_room, LIMIT_S))
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &no_room, LIMIT_S))
 		die_with_logs("the rival was not refused for room");
 	/* The wait outlasts the lease four times over. */
 	if (!th_wait_daemon(&fx.s.gd, waited, &four_leases, LIMIT_S))
 		die_with_logs("the gated VM did not wait %.0f s", four_leases);
 	/* The rival never got the room. */
 	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
-	assert_true(node_error(&no_room));
+	assert_true(th_cluster_stack_node_error(&no_room));
 	assert_int_equal(s.unheld, 0);
 
 	/* Allowed: bound where it reserved, into service. */
@@ -507,7 +486,7 @@ static void lease_wait_outlasts(void **state)
 		die_with_logs("the allowed VM never went into service");
 	/* The rival still has no room, and the ledger holds one VM. */
 	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
-	assert_true(node_error(&no_room));
+	assert_true(th_cluster_stack_node_error(&no_room));
 	sampler_end(&s, "wait outlasting the lease", 100);
 	assert_int_equal(s.last.leases, 1);
 	assert_int_equal(s.last.reserved.milli_cpu, 1000);
@@ -525,7 +504,7 @@ static bool no_leases(void *arg)
 
 static void lease_lost_unplaces(void **state)
 {
-	struct err_want no_room = { "gated", "HOST_CAPACITY" };
+	struct th_cluster_node_error no_room = { &fx.s, "gated", "HOST_CAPACITY" };
 	struct vmact_err err = { 0 };
 	struct sampler s = { 0 };
 	struct vmact_lease_ledger l;
@@ -560,7 +539,7 @@ static void lease_lost_unplaces(void **state)
 			fail_msg("the filler never got the room: %s", err.msg);
 	}
 	/* Its renewal is refused: rejected, un-placed, never bound. */
-	if (!th_wait_daemon(&fx.s.gd, node_error, &no_room, LIMIT_S))
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &no_room, LIMIT_S))
 		die_with_logs("the VM that lost its reservation was not un-placed");
 	assert_true(n_wait((void *)0));
 	assert_int_equal(nodes_in("gated", "vm_state", "pending"), 1);
@@ -731,7 +710,7 @@ static bool no_error(void *arg)
  * and left in service; back to health, the error goes. */
 static void health_in_service_reported(void **state)
 {
-	struct err_want sick = { "watch", "UNHEALTHY" };
+	struct th_cluster_node_error sick = { &fx.s, "watch", "UNHEALTHY" };
 	char uuid[64];
 	virDomainPtr d;
 	int st, reason;
@@ -743,7 +722,7 @@ static void health_in_service_reported(void **state)
 	/* In service and checked: no error while it answers. */
 	assert_true(no_error("watch"));
 	set_paused(uuid, true);
-	if (!th_wait_daemon(&fx.s.gd, node_error, &sick, LIMIT_S))
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &sick, LIMIT_S))
 		die_with_logs("the silent member was not reported");
 	/* Reported, not deleted: still in service, the same domain. */
 	assert_int_equal(nodes_in("watch", "state", "running"), 1);

@@ -368,6 +368,23 @@ json_t *th_cluster_stack_nodes(const struct th_cluster_stack *s, const char *gro
 	return n ? n : json_array();
 }
 
+bool th_cluster_stack_node_error(void *want)
+{
+	const struct th_cluster_node_error *w = want;
+	json_t *n = th_cluster_stack_nodes(w->s, w->group), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it) {
+		const char *code = json_string_value(
+			json_object_get(json_object_get(it, "error"), "code"));
+
+		ok |= code && strcmp(code, w->code) == 0;
+	}
+	json_decref(n);
+	return ok;
+}
+
 int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group, const char *what,
 			    const char *body, char *msg, size_t len)
 {

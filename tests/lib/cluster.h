@@ -102,6 +102,16 @@ json_t *th_cluster_stack_api(const struct th_cluster_stack *s, const char *metho
  * owns), never NULL. */
 json_t *th_cluster_stack_nodes(const struct th_cluster_stack *s, const char *group);
 
+/* A node error awaited: th_cluster_stack_node_error's argument. */
+struct th_cluster_node_error {
+	const struct th_cluster_stack *s;
+	const char *group, *code;
+};
+
+/* A predicate for th_wait_daemon: true when some node of the group has
+ * an error with that code (struct th_cluster_node_error *want). */
+bool th_cluster_stack_node_error(void *want);
+
 /* POST /v1/groups/GROUP/WHAT with body, a change that must succeed: the
  * group's new target; -EPROTO when the answer was not 200 with a target,
  * what it was then in msg. */
