@@ -283,8 +283,8 @@ int th_cluster_stack_init(struct th_cluster_stack *s, const char *prefix)
 	int r;
 
 	if ((r = th_cluster_user(&s->u)) < 0 ||
-	    (r = th_build_prog("vmact-groupd", s->groupd, sizeof(s->groupd))) < 0 ||
-	    (r = th_build_prog("vmact-arbiter", s->arbiter, sizeof(s->arbiter))) < 0)
+	    (r = th_prog("vmact-groupd", s->groupd, sizeof(s->groupd))) < 0 ||
+	    (r = th_prog("vmact-arbiter", s->arbiter, sizeof(s->arbiter))) < 0)
 		return r;
 	snprintf(s->dir, sizeof(s->dir), "/tmp/%s-XXXXXX", prefix);
 	if (!mkdtemp(s->dir)) {

@@ -255,3 +255,18 @@ int th_bench_prog(const char *prog, char *out, size_t len)
 {
 	return build_prog(2, prog, out, len);
 }
+
+int th_prog(const char *prog, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return -errno;
+	self[n] = '\0';
+	/* A bench sits in build[/san]/bench/, a test one level deeper. */
+	slash = strrchr(self, '/');
+	if (slash && slash - self >= 6 && !strncmp(slash - 6, "/bench", 6))
+		return th_bench_prog(prog, out, len);
+	return th_build_prog(prog, out, len);
+}

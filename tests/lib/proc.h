@@ -76,3 +76,6 @@ bool th_root_test(const char *test, const char *why);
 int th_build_prog(const char *prog, char *out, size_t len);
 /* The same for a benchmark: build[/san]/bench/<bench> -> build[/san]/<prog>. */
 int th_bench_prog(const char *prog, char *out, size_t len);
+/* th_build_prog or th_bench_prog, whichever this program is: for the
+ * helpers both use (the fixtures). */
+int th_prog(const char *prog, char *out, size_t len);

@@ -40,7 +40,7 @@ int th_vmactd_init(struct th_vmactd *d, const char *prefix)
 	snprintf(d->log, sizeof(d->log), "%s/vmactd.log", d->dir);
 	snprintf(d->sock, sizeof(d->sock), "%s/vmactd.sock", d->dir);
 	snprintf(d->pins, sizeof(d->pins), "/sys/fs/bpf/%s-%d", prefix, (int)getpid());
-	return th_build_prog("vmactd", d->prog, sizeof(d->prog));
+	return th_prog("vmactd", d->prog, sizeof(d->prog));
 }
 
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)

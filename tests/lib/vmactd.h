@@ -27,7 +27,7 @@ struct th_vmactd {
 };
 
 /* The scratch directory, the paths, the pin root and vmactd's path (the
- * build this test belongs to); nothing is started. 0 or -errno. */
+ * build this test or bench belongs to); nothing is started. 0 or -errno. */
 int th_vmactd_init(struct th_vmactd *d, const char *prefix);
 
 /* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
