@@ -66,7 +66,7 @@
 
 static struct {
 	struct th_cluster_stack s; /* vmact-groupd itself started here (no -v) */
-	char cfg[128], glog[128], alog[128], arb[108];
+	char glog[128], arb[108];
 	char home[96], lvlog[128], lvsock[160];
 	struct th_proc gd, ad, lv;
 } b;
@@ -254,10 +254,10 @@ static void write_config(unsigned health_port)
 			"groups", groups);
 	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
 	json_decref(doc);
-	if (!text || th_write_file(b.cfg, text) < 0)
+	if (!text || th_write_file(b.s.cfg, text) < 0)
 		die("cannot write the configuration");
 	free(text);
-	own(b.cfg, false, 0644);
+	own(b.s.cfg, false, 0644);
 }
 
 static bool lv_answers(void *arg)
@@ -350,9 +350,7 @@ int main(int argc, char **argv)
 	if (th_cluster_stack_init(&b.s, "vmact-cb") < 0)
 		die("no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh), vmact-groupd and "
 		    "vmact-arbiter not built, or no scratch directory");
-	snprintf(b.cfg, sizeof(b.cfg), "%s/groupd.json", b.s.dir);
 	snprintf(b.glog, sizeof(b.glog), "%s/groupd.log", b.s.dir);
-	snprintf(b.alog, sizeof(b.alog), "%s/arbiter.log", b.s.dir);
 	if (th_cluster_stack_user_dir(&b.s, "arb", b.arb, sizeof(b.arb)) < 0)
 		die("%s/arb: %s", b.s.dir, strerror(errno));
 	strncat(b.arb, "/arb.sock", sizeof(b.arb) - strlen(b.arb) - 1);
@@ -382,11 +380,11 @@ int main(int argc, char **argv)
 				       "--memory",  "16Ti",     "--lease-key", b.s.key, NULL };
 
 		snprintf(listen, sizeof(listen), "unix:%s", b.arb);
-		if (th_cluster_spawn(&b.ad, &b.s.u, args, b.alog) < 0)
+		if (th_cluster_spawn(&b.ad, &b.s.u, args, b.s.alog) < 0)
 			die("vmact-arbiter");
 	}
 	{
-		const char *args[] = { b.s.groupd, "-c", b.cfg, NULL };
+		const char *args[] = { b.s.groupd, "-c", b.s.cfg, NULL };
 
 		if (th_cluster_spawn(&b.gd, &b.s.u, args, b.glog) < 0)
 			die("vmact-groupd");

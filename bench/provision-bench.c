@@ -47,7 +47,7 @@
 
 static struct {
 	struct th_cluster_stack s; /* vmact-groupd itself started here (no -v) */
-	char cfg[128], glog[128], alog[128], img[128];
+	char glog[128], img[128];
 	char pool[64], guest[512];
 	unsigned arb_port;
 	virConnectPtr c;
@@ -94,7 +94,7 @@ static bool ready(void *arg)
 
 static void start_groupd(const char *tier)
 {
-	const char *args[] = { b.s.groupd, "-c", b.cfg, NULL };
+	const char *args[] = { b.s.groupd, "-c", b.s.cfg, NULL };
 	char text[8192];
 
 	snprintf(text, sizeof(text),
@@ -110,7 +110,7 @@ static void start_groupd(const char *tier)
 		 "\"claim\":{\"ack\":\"VMACT claimed\"},\"pool\":{\"%s\":%d}}]}",
 		 b.s.sock, b.pool, b.arb_port, b.s.key, b.guest, b.guest, b.s.logs,
 		 tier ? tier : "running", tier ? 1 : 0);
-	if (th_write_file(b.cfg, text) < 0)
+	if (th_write_file(b.s.cfg, text) < 0)
 		die("cannot write the configuration");
 	unlink(b.glog);
 	if (th_cluster_spawn(&b.gd, &b.s.u, args, b.glog) < 0)
@@ -255,9 +255,7 @@ int main(int argc, char **argv)
 	if (th_cluster_stack_init(&b.s, "vmact-pb") < 0)
 		die("no user " TH_CLUSTER_USER " (tests/host/setup-host.sh), vmact-groupd and "
 		    "vmact-arbiter not built, or no scratch directory");
-	snprintf(b.cfg, sizeof(b.cfg), "%s/groupd.json", b.s.dir);
 	snprintf(b.glog, sizeof(b.glog), "%s/groupd.log", b.s.dir);
-	snprintf(b.alog, sizeof(b.alog), "%s/arbiter.log", b.s.dir);
 	snprintf(b.img, sizeof(b.img), "%s/img", b.s.dir);
 	b.c = virConnectOpen("qemu:///system");
 	snprintf(b.pool, sizeof(b.pool), "vmact-pb-%d", (int)getpid());
@@ -270,7 +268,7 @@ int main(int argc, char **argv)
 					"--memory",  "16Gi",     "--lease-key", b.s.key, NULL };
 		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 						 .err = TH_OUT_FILE,
-						 .out_path = b.alog };
+						 .out_path = b.s.alog };
 
 		snprintf(listen, sizeof(listen), "127.0.0.1:%u", b.arb_port);
 		if (th_spawn(&b.ad, argv2, &o) < 0)

@@ -81,8 +81,8 @@
 static struct {
 	struct th_cluster_stack s;
 	struct th_vmactd d; /* h1's arbiter, scaling the grower */
-	char cfg[128], cfg_short[128];
-	char alog[128], arb2[108];
+	char cfg_short[128];
+	char arb2[108];
 	char sysimg[128], sesimg[128];
 	char sys_pool[64], ses_pool[64], ses_uri[384];
 	unsigned vmactd_port;
@@ -483,9 +483,7 @@ static int setup(void **state)
 		return -1;
 	fx.d.guest = &fx.grower;
 #define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.s.dir)
-	P(cfg, "groupd.json");
 	P(cfg_short, "groupd-short-leases.json");
-	P(alog, "arbiter.log");
 	P(arb2, "arb2/arb.sock");
 	P(sysimg, "sysimg");
 	P(sesimg, "sesimg");
@@ -521,7 +519,7 @@ static int setup(void **state)
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
 		args[2] = listen;
-		if (th_cluster_spawn(&fx.ad, &fx.s.u, args, fx.alog) < 0)
+		if (th_cluster_spawn(&fx.ad, &fx.s.u, args, fx.s.alog) < 0)
 			return -1;
 	}
 	{
@@ -538,10 +536,10 @@ static int setup(void **state)
 			return -1;
 		}
 	}
-	write_config(fx.cfg, 0);
+	write_config(fx.s.cfg, 0);
 	/* The lease case is about the lease's length. */
 	write_config(fx.cfg_short, 4);
-	start_groupd(fx.cfg);
+	start_groupd(fx.s.cfg);
 	return 0;
 }
 
@@ -605,8 +603,8 @@ static void cluster_bad_config(void **state)
 	}
 	/* The good one, and root refused. */
 	{
-		const char *argv[] = { fx.s.groupd, "--check", "-c", fx.cfg, NULL };
-		const char *run_argv[] = { fx.s.groupd, "-c", fx.cfg, NULL };
+		const char *argv[] = { fx.s.groupd, "--check", "-c", fx.s.cfg, NULL };
+		const char *run_argv[] = { fx.s.groupd, "-c", fx.s.cfg, NULL };
 		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 						 .err = TH_OUT_FILE,
 						 .out_path = out };
@@ -1172,7 +1170,7 @@ static void cluster_kill_restart(void **state)
 	before = all_vms();
 	st = th_proc_stop(&fx.s.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC);
 	assert_int_equal(st, 128 + SIGKILL);
-	start_groupd(fx.cfg);
+	start_groupd(fx.s.cfg);
 	/* Found again: the same two members, target kept. */
 	{
 		json_t *g = group_doc("scale");
@@ -1262,7 +1260,7 @@ static void cluster_lease_expiry(void **state)
 	if (!TH_WAIT(NULL, no_leases_h2(NULL), 30 * VMACT_USEC_PER_SEC))
 		fail_msg("h2's leases outlived their holder");
 	/* Back (with the defaults): the VMs it finds are leased again. */
-	start_groupd(fx.cfg);
+	start_groupd(fx.s.cfg);
 	if (!th_wait_daemon(&fx.s.gd, leases_h2, NULL, LIMIT_S))
 		die_with_logs("the leases were not taken again");
 }

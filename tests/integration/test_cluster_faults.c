@@ -93,7 +93,7 @@
 static struct {
 	struct th_cluster_stack s;
 	char chdir[72], home2[96], uri2[256], arb2[108], alog2[128], llog2[128];
-	char cfg[128], cfg_b[128], cfg_c[128], cfg_d[128], alog[128], arb[108];
+	char cfg_b[128], cfg_c[128], cfg_d[128], arb[108];
 	char img[128];
 	char pool[64], uri[384];
 	struct th_proc ad, ad2, lv2;
@@ -111,7 +111,7 @@ static void die_with_logs(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	th_print_log_tail(fx.s.glog, "vmact-groupd", 6000);
-	th_print_log_tail(fx.alog, "vmact-arbiter", 3000);
+	th_print_log_tail(fx.s.alog, "vmact-arbiter", 3000);
 	fail_msg("%s", msg);
 	abort();
 }
@@ -327,9 +327,9 @@ static void write_config(bool boot_limit)
 	json_decref(tpl);
 	text = json_dumps(doc, JSON_INDENT(1));
 	json_decref(doc);
-	assert_int_equal(th_write_file(boot_limit ? fx.cfg_b : fx.cfg, text), 0);
+	assert_int_equal(th_write_file(boot_limit ? fx.cfg_b : fx.s.cfg, text), 0);
 	free(text);
-	own(boot_limit ? fx.cfg_b : fx.cfg, false, 0644);
+	own(boot_limit ? fx.cfg_b : fx.s.cfg, false, 0644);
 }
 
 /* vmact-groupd as the cluster user with cfg, a log of its own per start;
@@ -352,7 +352,6 @@ static int setup(void **state)
 		return -1;
 	}
 #define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.s.dir)
-	P(cfg, "groupd.json");
 	P(cfg_b, "groupd-boot-limit.json");
 	P(cfg_c, "groupd-two-hosts.json");
 	P(cfg_d, "groupd-cut.json");
@@ -360,7 +359,6 @@ static int setup(void **state)
 	P(arb2, "arb/arb2.sock");
 	P(alog2, "arbiter2.log");
 	P(llog2, "libvirtd2.log");
-	P(alog, "arbiter.log");
 	P(arb, "arb/arb.sock");
 	P(img, "img");
 #undef P
@@ -384,7 +382,7 @@ static int setup(void **state)
 		struct vmact_err err = { 0 };
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb);
-		if (th_cluster_spawn(&fx.ad, &fx.s.u, args, fx.alog) < 0)
+		if (th_cluster_spawn(&fx.ad, &fx.s.u, args, fx.s.alog) < 0)
 			return -1;
 		snprintf(hc.arbiter_url, sizeof(hc.arbiter_url), "unix:%s", fx.arb);
 		snprintf(hc.arbiter_secret, sizeof(hc.arbiter_secret), "%s", fx.s.key);
@@ -395,7 +393,7 @@ static int setup(void **state)
 	}
 	write_config(false);
 	write_config(true);
-	return start_groupd(fx.cfg);
+	return start_groupd(fx.s.cfg);
 }
 
 static void start_lv2(void);
@@ -422,7 +420,7 @@ static int teardown(void **state)
 	}
 	th_proc_stop(&fx.lv2, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	if (getenv("VMACT_TEST_VERBOSE")) {
-		th_print_log_tail(fx.alog, "vmact-arbiter", 200000);
+		th_print_log_tail(fx.s.alog, "vmact-arbiter", 200000);
 	}
 	if (fx.c) {
 		th_cluster_remove_domains(fx.c, PREFIX);
@@ -890,7 +888,7 @@ static int ours_on(virConnectPtr c)
 
 static void write_config_c(void)
 {
-	char *text = th_read_file(fx.cfg);
+	char *text = th_read_file(fx.s.cfg);
 	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *groups, *tpl;
 	char arb_url[160], img2[PATH_MAX];
 

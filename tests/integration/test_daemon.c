@@ -422,15 +422,7 @@ static bool broken_twice(void *unused)
 /* The live vCPU count of a guest as libvirt has it (fresh connection). */
 static int live_vcpus(const struct tg_guest *g)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-	virDomainPtr d = vc ? virDomainLookupByName(vc, g->name) : NULL;
-	int n = d ? virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) : -1;
-
-	if (d)
-		virDomainFree(d);
-	if (vc)
-		virConnectClose(vc);
-	return n;
+	return tg_live_vcpus(g->name);
 }
 
 static bool scaled_up(void *unused)

@@ -67,8 +67,6 @@
 #define LIMIT_SCALE_S 120.0
 #define LIMIT_S       60.0
 
-static char vmactl_path[PATH_MAX];
-
 static struct {
 	struct tg_guest g;
 	struct th_vmactd d;
@@ -116,7 +114,7 @@ static int vmactl_as(const char *as, const char *first, ...)
 		argv[n++] = "--regid=nogroup";
 		argv[n++] = "--init-groups";
 	}
-	argv[n++] = vmactl_path;
+	argv[n++] = fx.d.vmactl;
 	argv[n++] = "--socket";
 	argv[n++] = fx.d.sock;
 	va_start(ap, first);
@@ -243,8 +241,7 @@ static int setup(void **state)
 	virConnectPtr vc;
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, PREFIX) < 0 ||
-	    th_build_prog("vmactl", vmactl_path, sizeof(vmactl_path)) < 0)
+	if (th_vmactd_init(&fx.d, PREFIX) < 0)
 		return -1;
 	fx.d.guest = &fx.g;
 	snprintf(fx.out, sizeof(fx.out), "%s/out", fx.d.dir);
@@ -459,7 +456,7 @@ static void op_readonly(void **state)
 	/* Someone outside the group: the socket's mode keeps it out. */
 	{
 		const char *argv[] = { "setpriv",        "--reuid=nobody", "--regid=nogroup",
-				       "--clear-groups", vmactl_path,      "--socket",
+				       "--clear-groups", fx.d.vmactl,      "--socket",
 				       fx.d.sock,        "status",         NULL };
 
 		assert_int_equal(run(argv), 1);

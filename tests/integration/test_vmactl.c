@@ -69,8 +69,6 @@
 #define LIMIT_SCALE_S 120.0
 #define LIMIT_S       60.0
 
-static char vmactl_path[PATH_MAX];
-
 static struct {
 	struct tg_guest g;
 	struct th_vmactd d;
@@ -92,7 +90,7 @@ static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
  * fx.out; returns its exit status. */
 static int vmactl(const char *first, ...)
 {
-	const char *argv[16] = { vmactl_path, "--socket", fx.d.sock };
+	const char *argv[16] = { fx.d.vmactl, "--socket", fx.d.sock };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 					 .err = TH_OUT_FILE,
 					 .out_path = fx.out };
@@ -218,8 +216,7 @@ static int setup(void **state)
 	virConnectPtr vc;
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, PREFIX) < 0 ||
-	    th_build_prog("vmactl", vmactl_path, sizeof(vmactl_path)) < 0)
+	if (th_vmactd_init(&fx.d, PREFIX) < 0)
 		return -1;
 	fx.d.guest = &fx.g;
 	snprintf(fx.out, sizeof(fx.out), "%s/out", fx.d.dir);
@@ -318,7 +315,7 @@ static bool follow_has_resize(void *unused)
 
 static void vmactl_events(void **state)
 {
-	const char *argv[] = { vmactl_path, "--socket", fx.d.sock, "events",
+	const char *argv[] = { fx.d.vmactl, "--socket", fx.d.sock, "events",
 			       "--follow",  "--json",   NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 					 .err = TH_OUT_FILE,
@@ -822,7 +819,7 @@ static void vmactl_top(void **state)
 
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "tmux new-session -d -s %s -x 200 -y 40 '%s --socket %s top'",
-		 fx.tmux, vmactl_path, fx.d.sock);
+		 fx.tmux, fx.d.vmactl, fx.d.sock);
 	assert_int_equal(system(cmd), 0);
 	if (!wait_until(top_shows_vm, NULL, LIMIT_S)) {
 		s = screen();
@@ -861,7 +858,7 @@ static void vmactl_refused(void **state)
 			_exit(100);
 		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
 			_exit(101);
-		execl(vmactl_path, vmactl_path, "--socket", fx.d.sock, "status", (char *)NULL);
+		execl(fx.d.vmactl, fx.d.vmactl, "--socket", fx.d.sock, "status", (char *)NULL);
 		_exit(102);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);

@@ -286,14 +286,11 @@ int th_cluster_stack_init(struct th_cluster_stack *s, const char *prefix)
 	    (r = th_prog("vmact-groupd", s->groupd, sizeof(s->groupd))) < 0 ||
 	    (r = th_prog("vmact-arbiter", s->arbiter, sizeof(s->arbiter))) < 0)
 		return r;
-	snprintf(s->dir, sizeof(s->dir), "/tmp/%s-XXXXXX", prefix);
-	if (!mkdtemp(s->dir)) {
-		r = -errno;
-		s->dir[0] = 0;
+	if ((r = th_scratch_dir(prefix, s->dir, sizeof(s->dir))) < 0 ||
+	    (r = th_cluster_stack_own(s, s->dir, false, 0755)) < 0)
 		return r;
-	}
-	if ((r = th_cluster_stack_own(s, s->dir, false, 0755)) < 0)
-		return r;
+	snprintf(s->cfg, sizeof(s->cfg), "%s/groupd.json", s->dir);
+	snprintf(s->alog, sizeof(s->alog), "%s/arbiter.log", s->dir);
 	snprintf(s->key, sizeof(s->key), "%s/lease.key", s->dir);
 	snprintf(s->logs, sizeof(s->logs), "%s/logs", s->dir);
 	snprintf(s->sock, sizeof(s->sock), "%s/api/api.sock", s->dir);

@@ -68,6 +68,8 @@ struct th_cluster_stack {
 	struct th_cluster_user u;
 	char dir[64];
 	char key[128], sock[108], logs[128];
+	char cfg[128];  /* DIR/groupd.json, for the test to write */
+	char alog[128]; /* DIR/arbiter.log, for the test's vmact-arbiter */
 	char glog[160]; /* the running vmact-groupd's */
 	char groupd[PATH_MAX], arbiter[PATH_MAX];
 	unsigned starts;       /* of vmact-groupd */

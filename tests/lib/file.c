@@ -103,6 +103,23 @@ int th_rm_rf(const char *path)
 	return r < 0 ? -errno : r;
 }
 
+int th_scratch_dir(const char *prefix, char *dir, size_t len)
+{
+	int r;
+
+	if ((size_t)snprintf(dir, len, "/tmp/%s-XXXXXX", prefix) >= len) {
+		dir[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	if (!mkdtemp(dir) || chmod(dir, 0755) < 0) {
+		r = -errno;
+		rmdir(dir);
+		dir[0] = 0;
+		return r;
+	}
+	return 0;
+}
+
 void th_print_log_tail(const char *path, const char *title, size_t tail)
 {
 	_cleanup_free_ char *buf = th_read_file(path);

@@ -36,6 +36,10 @@ size_t th_read_fd_all(int fd, char *buf, size_t cap);
  * there yet, -ENOSPC when buf is full, or another -errno. */
 ssize_t th_read_some(int fd, char *buf, size_t cap, size_t *len);
 
+/* A scratch directory /tmp/PREFIX-XXXXXX (mkdtemp(3)) with mode 0755, its
+ * path in dir (len bytes); 0, or -errno with dir empty. */
+int th_scratch_dir(const char *prefix, char *dir, size_t len);
+
 /* Removes path and everything under it (a scratch tree from mkdtemp(3));
  * 0 or -errno. */
 int th_rm_rf(const char *path);

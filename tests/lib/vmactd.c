@@ -26,21 +26,17 @@ DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
 
 int th_vmactd_init(struct th_vmactd *d, const char *prefix)
 {
-	int r;
+	int r = th_scratch_dir(prefix, d->dir, sizeof(d->dir));
 
-	snprintf(d->dir, sizeof(d->dir), "/tmp/%s-XXXXXX", prefix);
-	if (!mkdtemp(d->dir)) {
-		r = -errno;
-		d->dir[0] = 0;
+	if (r < 0)
 		return r;
-	}
-	if (chmod(d->dir, 0755) < 0)
-		return -errno;
 	snprintf(d->cfg, sizeof(d->cfg), "%s/vmactd.json", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/vmactd.log", d->dir);
 	snprintf(d->sock, sizeof(d->sock), "%s/vmactd.sock", d->dir);
 	snprintf(d->pins, sizeof(d->pins), "/sys/fs/bpf/%s-%d", prefix, (int)getpid());
-	return th_prog("vmactd", d->prog, sizeof(d->prog));
+	if ((r = th_prog("vmactd", d->prog, sizeof(d->prog))) < 0)
+		return r;
+	return th_prog("vmactl", d->vmactl, sizeof(d->vmactl));
 }
 
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)

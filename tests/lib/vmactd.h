@@ -17,8 +17,8 @@ struct th_vmactd {
 	 * through it); the test may put files of its own there. */
 	char dir[64];
 	char cfg[128], log[128], sock[128];
-	char pins[128]; /* /sys/fs/bpf/PREFIX-PID */
-	char prog[PATH_MAX];
+	char pins[128];                        /* /sys/fs/bpf/PREFIX-PID */
+	char prog[PATH_MAX], vmactl[PATH_MAX]; /* vmactd and vmactl of this build */
 	struct th_proc proc;
 	/* The test's guest (NULL: none), destroyed by th_vmactd_teardown;
 	 * undefined as well when `persistent`. */
