@@ -8,6 +8,9 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 SANITIZE ?= 0
 VECTORS  ?= ../shared/vectors/wire.json
+# The project's own vectors, beside the shared ones: each era's agent request
+# bodies (doc/protocols.md, "What each era's agents sent").
+VECTORS  += tests/conformance/agent-eras.json
 
 comma := ,
 empty :=
@@ -308,7 +311,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory guest
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/vmactd $(BUILD)/vmact-guestd $(SECCOMP_EXEC)
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
-		tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors $(VECTORS) \
+		tests/run-tests.sh --build $(SANBUILD) --fuzz $(BUILD)/fuzz --vectors "$(VECTORS)" \
 		--unit "$(tests-unit-y)" --loopback "$(tests-loopback-y)" \
 		--integration "$(tests-integration-y)" --fuzzers "$(fuzz-y)" \
 		--layers "$(layer-specs)" --install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-y)" \
@@ -329,7 +332,7 @@ check-upstream:
 unit:
 	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 tests
-	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors $(VECTORS) --unit "$(tests-unit-y)" \
+	$(Q)tests/run-tests.sh --build $(SANBUILD) --vectors "$(VECTORS)" --unit "$(tests-unit-y)" \
 		--loopback "$(tests-loopback-y)" --layers "$(layer-specs)" \
 		--install "BUILD=$(SANBUILD) SANITIZE=1" --scripts "$(tests-script-unit-y)"
 

@@ -177,6 +177,8 @@ void smp_vcpus_add(struct smp_vcpus *v, const struct smp_thread *t)
 	if (t->vcpu < 0)
 		return;
 	v->vcpus++;
+	if (t->runnable)
+		v->runnable_now++;
 	v->runnable_ns += t->runnable_ns;
 	v->oncpu_ns += t->oncpu_ns;
 	v->delay_ns += t->delay_ns;

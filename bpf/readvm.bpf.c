@@ -78,7 +78,7 @@ int vmact_read_vm(struct smp_vm_read *ctx)
 	struct bpf_iter_task it;
 	__u32 slot = ctx->slot, tgid = ctx->tgid, c;
 	__u64 now, p_on = 0, p_run = 0, v_run = 0, v_on = 0, v_delay = 0;
-	__u32 p_nr = 0, threads = 0, vcpus = 0;
+	__u32 p_nr = 0, threads = 0, vcpus = 0, v_now = 0;
 
 	for (c = 0; c < nr_cpus && c < MAX_CPUS; c++) {
 		struct smp_cpu_stats *v = bpf_map_lookup_percpu_elem(&vmact_stats, &slot, c);
@@ -145,6 +145,8 @@ int vmact_read_vm(struct smp_vm_read *ctx)
 		if (on > run)
 			on = run;
 		vcpus++;
+		if (t->runnable)
+			v_now++;
 		v_run += run;
 		v_on += on;
 		v_delay += run - on;
@@ -161,6 +163,7 @@ int vmact_read_vm(struct smp_vm_read *ctx)
 	ctx->vcpu_runnable_ns = v_run;
 	ctx->vcpu_oncpu_ns = v_on;
 	ctx->vcpu_delay_ns = v_delay;
+	ctx->vcpus_runnable = v_now;
 	return 0;
 }
 

@@ -472,6 +472,7 @@ static int read_prog(struct smp_bpf *s, unsigned slot, pid_t tgid, struct smp_to
 			.runnable_ns = rd.vcpu_runnable_ns,
 			.oncpu_ns = rd.vcpu_oncpu_ns,
 			.delay_ns = rd.vcpu_delay_ns,
+			.runnable_now = rd.vcpus_runnable,
 		};
 	return 0;
 }

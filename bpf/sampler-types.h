@@ -150,4 +150,9 @@ struct smp_vm_read {
 	__u64 vcpu_runnable_ns;
 	__u64 vcpu_oncpu_ns;
 	__u64 vcpu_delay_ns;
+	/* vCPU threads runnable (on a CPU or waiting for one) at `now`:
+	 * none means the guest has halted them all, whatever the window's
+	 * average says (the reactive policy's "the load has ended") */
+	__u32 vcpus_runnable;
+	__u32 reserved;
 };

@@ -131,6 +131,9 @@ struct smp_vcpus {
 	uint64_t runnable_ns; /* each thread's smp_thread figures, summed */
 	uint64_t oncpu_ns;
 	uint64_t delay_ns;
+	/* vCPU threads runnable at the reading (running or waiting for a
+	 * CPU): 0 when the guest has halted every vCPU. */
+	unsigned runnable_now;
 };
 
 /* The VM's vCPU totals. With BPF one pass over the VM's threads only (the

@@ -4,7 +4,7 @@
 # replay. A program that crashes or times out counts as one failure.
 set -u
 
-build=build/san fuzzdir=build/fuzz vectors=../shared/vectors/wire.json
+build=build/san fuzzdir=build/fuzz vectors="../shared/vectors/wire.json tests/conformance/agent-eras.json"
 unit="" loopback="" integration="" fuzzers="" layers="" install="" scripts="" upstream=""
 while [ $# -gt 0 ]; do
 	case "$1" in

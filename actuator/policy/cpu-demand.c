@@ -109,13 +109,14 @@ static uint32_t u32_min(uint32_t a, uint32_t b)
 }
 
 bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy *p,
-			   struct act_cpu_decision *out)
+			   uint32_t cur_milli, struct act_cpu_decision *out)
 {
 	const struct act_cpu_window *last;
 	uint64_t runnable = 0, delay = 0, throttled = 0;
 	int64_t span = 0, run_span = 0, lead = 0;
+	unsigned run_n = 0, limit;
 	bool sustained;
-	uint32_t vcpu_milli, allowance;
+	uint32_t vcpu_milli, allowance, cur, goal;
 	double own_delay;
 
 	memset(out, 0, sizeof(*out));
@@ -124,13 +125,13 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	last = &d->ring[(d->head + ACT_CPU_RING - 1) % ACT_CPU_RING];
 	vcpu_milli = last->vcpus * 1000u;
 	allowance = last->quota_milli ? u32_min(last->quota_milli, vcpu_milli) : vcpu_milli;
+	cur = cur_milli ? cur_milli : allowance;
 	/* The trailing run of readouts that each reach the target, newest
 	 * first, and the busy part of the readout before them: a load that
 	 * started within a readout has been saturating the VM for that part
 	 * of it already. Growth needs this run to cover the up window, so a
 	 * decision does not wait for whole readouts after the load began,
-	 * and a burst shorter than the window never grows the VM. The
-	 * figures of the decision then come from the run. */
+	 * and a burst shorter than the window never grows the VM. */
 	for (unsigned i = 0; i < d->n && allowance; i++) {
 		const struct act_cpu_window *w =
 			&d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
@@ -141,33 +142,33 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 				lead = (int64_t)((wb < 1 ? wb : 1) * (double)w->len);
 			break;
 		}
+		run_span += w->len;
+		run_n++;
+	}
+	sustained = run_span && run_span + lead >= p->up_window;
+	/* The figures are those of the newest readouts that cover the up
+	 * window (only the run's, when it is sustained): a run can be a
+	 * second long, and a class taken over all of it mixes the load of a
+	 * second ago with the load now — a VM contended for 0.8 s whose host
+	 * just freed up read as throttled in the tick its load ended. */
+	limit = sustained ? run_n : d->n;
+	for (unsigned i = 0; i < limit && span < p->up_window; i++) {
+		const struct act_cpu_window *w =
+			&d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
+
 		runnable += w->vcpu_runnable_ns;
 		delay += w->vcpu_delay_ns;
 		throttled += w->throttled_ns;
-		run_span += w->len;
+		span += w->len;
 	}
-	sustained = run_span && run_span + lead >= p->up_window;
-	if (sustained) {
-		span = run_span + lead;
-	} else {
-		/* Otherwise the figures of the last up window, newest first. */
-		runnable = delay = throttled = 0;
-		for (unsigned i = 0; i < d->n && span < p->up_window; i++) {
-			const struct act_cpu_window *w =
-				&d->ring[(d->head + ACT_CPU_RING - 1 - i) % ACT_CPU_RING];
-
-			runnable += w->vcpu_runnable_ns;
-			delay += w->vcpu_delay_ns;
-			throttled += w->throttled_ns;
-			span += w->len;
-		}
-	}
-	out->span = span;
 	out->allowance_milli = allowance;
 	out->slow = d->slow;
-	out->demand = (double)runnable / (double)(sustained ? run_span : span);
+	out->demand = (double)runnable / (double)span;
 	out->busy = allowance ? out->demand * 1000.0 / allowance : 0;
-	out->throttled = (double)throttled / (double)(sustained ? run_span : span);
+	out->throttled = (double)throttled / (double)span;
+	/* How long the VM has been saturated, for the reason; the figures
+	 * above cover the newest part of it. */
+	out->span = sustained ? run_span + lead : span;
 	/* While the group is throttled its runnable vCPUs all wait: that
 	 * part of the run delay is the VM's own quota, the rest is waiting
 	 * for host CPUs that others hold. */
@@ -192,7 +193,11 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 			d->guest_load > 0 ? ceil_cu(d->guest_load * 1000.0 / p->target, p->cu_milli)
 					  : 0;
 	}
-	out->goal_milli = allowance;
+	/* Every class but ok holds at least the goal in force: a hold is
+	 * "no change", not "the allowance these figures were read at",
+	 * which after a growth can still be the size before it (a vCPU
+	 * plugged whose thread the sampler has not seen run yet). */
+	goal = cur;
 	if (out->cls != ACT_CPU_OK)
 		d->below = false;
 	switch (out->cls) {
@@ -203,6 +208,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		 * once. */
 		if (!sustained)
 			break;
+		/* Nothing of the VM's was runnable when the window closed:
+		 * its average still shows the load, but the load is over. */
+		if (last->ended)
+			break;
 		/* A guest onlining a vCPU just plugged keeps it busy for a
 		 * moment: that is not the load's demand. */
 		if (d->resized && last->at - d->resized_at < p->settle)
@@ -211,12 +220,13 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		 * throttled VM's demand is capped by the quota, so it cannot
 		 * say how much more it wants); more vCPUs only once it is no
 		 * longer the quota that holds it back. */
-		if (out->cls == ACT_CPU_THROTTLED) {
-			out->goal_milli = vcpu_milli;
-			break;
-		}
-		out->goal_milli = u32_max(ceil_cu(out->demand * 1000.0 / p->target, p->cu_milli),
-					  allowance + p->cu_milli);
+		if (out->cls == ACT_CPU_THROTTLED)
+			goal = u32_max(vcpu_milli, cur);
+		else
+			goal = u32_max(u32_max(ceil_cu(out->demand * 1000.0 / p->target,
+						       p->cu_milli),
+					       allowance + p->cu_milli),
+				       cur);
 		break;
 	case ACT_CPU_CONTENDED:
 		break;
@@ -225,7 +235,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		uint32_t g = u32_max(ceil_cu(base * 1000.0 / p->down_target, p->cu_milli),
 				     out->guest_floor_milli);
 
-		if (g >= allowance) {
+		/* Down only after the goal has stayed below the one in force
+		 * (the allowance, once the VM has reached it) for the down
+		 * hold, and never within the down hold of a growth. */
+		if (g >= cur) {
 			d->below = false;
 			break;
 		}
@@ -233,18 +246,28 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 			d->below = true;
 			d->below_since = last->at;
 		}
-		if (last->at - d->below_since >= p->down_hold)
-			out->goal_milli = g;
+		if (last->at - d->below_since >= p->down_hold &&
+		    !(d->grew && last->at - d->grew_at < p->down_hold))
+			goal = g;
 		break;
 	}
 	}
-	/* The guest's queue beyond its vCPUs, which the host cannot see. */
+	/* The guest's queue beyond its vCPUs, which the host cannot see;
+	 * not a reason to grow once the load has ended. */
 	if (out->cls != ACT_CPU_CONTENDED)
-		out->goal_milli = u32_max(out->goal_milli, out->guest_floor_milli);
-	if (p->max_milli && out->goal_milli > p->max_milli)
-		out->goal_milli = p->max_milli;
-	if (out->goal_milli < p->min_milli)
-		out->goal_milli = p->min_milli;
+		goal = u32_max(goal, last->ended
+					     ? u32_min(out->guest_floor_milli, u32_max(goal, cur))
+					     : out->guest_floor_milli);
+	if (p->max_milli && goal > p->max_milli)
+		goal = p->max_milli;
+	if (goal < p->min_milli)
+		goal = p->min_milli;
+	if (goal > cur) {
+		d->grew = true;
+		d->grew_at = last->at;
+		d->below = false;
+	}
+	out->goal_milli = goal;
 	return true;
 }
 

@@ -77,6 +77,10 @@ struct act_cpu_window {
 	uint64_t vcpu_runnable_ns; /* sum over vCPU threads of on-CPU + run delay */
 	uint64_t vcpu_delay_ns;    /* sum over vCPU threads of run delay */
 	uint64_t throttled_ns;     /* the VM group's throttled time in the window */
+	/* No vCPU thread was runnable at the window's end: the guest has
+	 * halted them all, so whatever load the window's average shows has
+	 * ended (false where the sampler cannot tell). */
+	bool ended;
 };
 
 #define ACT_CPU_RING 16
@@ -90,6 +94,8 @@ struct act_cpu_demand {
 	int64_t resized_at;
 	bool below; /* shrink goal below the allowance since below_since */
 	int64_t below_since;
+	bool grew; /* the last growth of the goal was decided at grew_at */
+	int64_t grew_at;
 	bool has_guest_load; /* the guest's load1, from its exporter */
 	double guest_load;
 };
@@ -120,10 +126,19 @@ void act_cpu_demand_guest_load(struct act_cpu_demand *d, bool has, double load1)
 /* Forgets the fast history (after a resize the old windows describe another
  * VM size); the slow average stays. */
 void act_cpu_demand_resized(struct act_cpu_demand *d);
-/* The decision at the latest readout. Returns false when there is nothing
- * to decide on yet (no readout). */
+/* The decision at the latest readout, for a VM whose goal in force is
+ * cur_milli (0: none yet; the allowance then stands for it). Returns false
+ * when there is nothing to decide on yet (no readout).
+ *
+ * Whatever the figures, the decision keeps four promises (doc/policy.md,
+ * "What a decision never does"; test_cpu_demand's property walk): the
+ * goal never goes below cur_milli unless the VM is in the ok class and the
+ * down hold has passed since the last growth; it never goes above
+ * cur_milli on a readout at whose end no vCPU was runnable; a hold (not
+ * yet sustained, settling after a resize, contended) keeps cur_milli; and
+ * it stays within the bounds. */
 bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy *p,
-			   struct act_cpu_decision *out);
+			   uint32_t cur_milli, struct act_cpu_decision *out);
 /* "saturated: vCPUs 98 % busy for 0.4 s, goal 1250m" — for logs. */
 int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsigned len);
 /* The same decision as an operator reads it, for a goal that changes from

@@ -92,11 +92,19 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 		struct act_cpu_window w = {
 			.at = act_runner_now_ns(r),
 			.len = (int64_t)llround(rd->interval_s * 1e9),
-			.vcpus = vcpus,
+			/* The vCPUs plugged, not only the threads the sampler
+			 * has seen: a vCPU just plugged has its thread counted
+			 * only once it has run, and until then the allowance
+			 * read one vCPU short — the size before the growth,
+			 * which the policy took for a goal to shrink to. */
+			.vcpus = r->rs.have_state && hp_state_vcpus(&r->rs.state) > vcpus
+					 ? hp_state_vcpus(&r->rs.state)
+					 : vcpus,
 			.quota_milli = r->quota_milli,
 			.vcpu_runnable_ns = runnable - r->rd.vcpu_runnable_ns,
 			.vcpu_delay_ns = delay - r->rd.vcpu_delay_ns,
 			.throttled_ns = rd->has_cpu_stat ? rd->throttled_ns_delta : 0,
+			.ended = v->runnable_now == 0,
 		};
 
 		act_cpu_demand_feed(&r->rd.demand, &r->rd.cpu_policy, &w);
@@ -129,7 +137,10 @@ static bool decide_cpu(struct act_runner *r)
 	r->rd.cpu_policy.cu_milli = r->st.cu.milli_cpu;
 	r->rd.cpu_policy.min_milli = r->st.min.milli_cpu;
 	r->rd.cpu_policy.max_milli = r->st.max.milli_cpu;
-	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, &dec))
+	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy,
+				   r->st.has_cpu_goal ? r->st.cpu_goal_milli
+						      : r->st.using_.milli_cpu,
+				   &dec))
 		return false;
 	act_runner_export_demand(r, &dec);
 	/* A decision every policy tick, a text only when something reads it

@@ -197,6 +197,26 @@ void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_
 	hp_next(r);
 }
 
+/* Whether a step takes a resource below what may be shrunk to now. The
+ * plan was made within the approval of its start; an approval that went
+ * since (its vm-monitor's or informant's connection dropped: the core's
+ * monitor was reset; doc/policy.md, "The Neon policy, and memory with a
+ * monitor") must not carry the plan's later steps below the VM's size. */
+static bool step_unapproved(const struct act_runner *r, const struct act_step *s)
+{
+	struct vmact_resources lo = act_hotplug_lower(&r->st);
+
+	switch (s->kind) {
+	case ACT_STEP_QUOTA:
+		return s->milli < lo.milli_cpu;
+	case ACT_STEP_VCPUS:
+		return (uint64_t)s->vcpus * 1000u < lo.milli_cpu;
+	case ACT_STEP_MEM:
+		return s->mem_bytes < lo.mem_bytes;
+	}
+	return false;
+}
+
 static void hp_next(struct act_runner *r)
 {
 	struct vmact_err err = { 0 };
@@ -208,6 +228,16 @@ static void hp_next(struct act_runner *r)
 		return;
 	}
 	s = &r->rs.plan.steps[r->rs.step];
+	/* The runner API's changes answer to its caller, not to an approver.
+	 * An operation in flight finishes in libvirt; the next one waits for
+	 * an approval the core asks for again. */
+	if (!r->rs.api && step_unapproved(r, s)) {
+		log_info("%s: the shrink is no longer approved (its approver's connection "
+			 "dropped): the resize stops before its next step",
+			 r->name);
+		hp_finish(r);
+		return;
+	}
 	switch (s->kind) {
 	case ACT_STEP_QUOTA:
 		if (act_runner_write_quota(r, s->milli, &err) < 0) {

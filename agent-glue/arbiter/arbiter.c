@@ -331,9 +331,13 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 	a->requests++;
 	if (strcmp(method, "POST") != 0)
 		return fail(a, reply, 400, "must be POST", NULL);
+	/* Bytes that are not JSON get the plugin's own words; JSON the
+	 * decoder refuses gets its message, which names the key. */
 	j = json_loadb(body, len, 0, NULL);
-	if (!j || ag_agent_request_peek_version(j, &ver, NULL) < 0)
+	if (!j)
 		return fail(a, reply, 400, "bad JSON", NULL);
+	if (ag_agent_request_peek_version(j, &ver, &err) < 0)
+		return fail(a, reply, 400, err.msg, NULL);
 	if (ver == 0)
 		return fail(a, reply, 400, "invalid protocol version <invalid: zero>", NULL);
 	if (ver < a->cfg.min_version || ver > a->cfg.max_version) {
@@ -354,7 +358,7 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 		return fail(a, reply, 400, msg, NULL);
 	}
 	if (r < 0)
-		return fail(a, reply, 400, "bad JSON", NULL);
+		return fail(a, reply, 400, err.msg, NULL);
 	if (ag_plugin_agent_sends_compute_unit(req.version)) {
 		if (!req.has_compute_unit || !req.compute_unit.milli_cpu)
 			return fail(a, reply, 400,
@@ -400,8 +404,10 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 		a->partial++;
 	select_migrations(a);
 
+	/* "migrate" tells an agent its VM is moving away: vmact moves no VM
+	 * (doc/protocols.md, "Permit computation"), so no answer carries it;
+	 * the candidates are only reported (ev.migrate). */
 	resp.permit = p->reserved;
-	resp.migrate = p->migrate;
 	resp.has_resource_unit = ag_plugin_plugin_sends_compute_unit(req.version);
 	resp.resource_unit = cu;
 	out = ag_plugin_response_encode(req.version, &resp, a->cfg.slot_bytes, &err);

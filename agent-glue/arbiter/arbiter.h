@@ -14,8 +14,9 @@
  * recorded as pressure. When reservations exceed the
  * watermark (a pod registering at its current size, a restart restoring
  * reservations) growth is refused and the pods that would be migrated,
- * oldest first, are reported (and get "migrate": {} in their responses,
- * as the legacy plugins sent).
+ * oldest first, are reported; their answers carry no "migrate", since no
+ * move follows (an agent told so stops scaling its VM, or panics below
+ * protocol 2.0).
  *
  * An unknown pod is registered at its lastPermit (restart
  * recovery, doc/protocols.md, "Legacy plugins")
@@ -81,8 +82,8 @@ struct ag_arbiter_event {
 	enum ag_plugin_version version;
 	bool new_pod;
 	struct vmact_resources requested, permit, pressure;
-	bool migrate;
-	bool lease; /* a request of the lease interface */
+	bool migrate; /* a migration candidate: reported, not in the answer */
+	bool lease;   /* a request of the lease interface */
 };
 typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
 

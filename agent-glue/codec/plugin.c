@@ -90,6 +90,16 @@ bool ag_plugin_includes_extended_metrics(enum ag_plugin_version v)
 	return v < AG_PLUGIN_V5_0;
 }
 
+bool ag_plugin_sends_memory_usage(enum ag_plugin_version v)
+{
+	return v >= AG_PLUGIN_V2_0 && v < AG_PLUGIN_V5_0;
+}
+
+bool ag_plugin_agent_takes_migrate(enum ag_plugin_version v)
+{
+	return v >= AG_PLUGIN_V2_0;
+}
+
 /* ---- Resources ---------------------------------------------------------- */
 
 json_t *ag_plugin_resources_encode(enum ag_plugin_version v, const struct vmact_resources *r,
@@ -250,14 +260,17 @@ static json_t *metrics_encode(const struct ag_agent_request *r, struct vmact_err
 	if (set_or_fail(m, "loadAvg1M", float_json("loadAvg1M", r->metrics.load_avg_1m, err), err) <
 	    0)
 		return NULL;
-	if (ag_plugin_includes_extended_metrics(r->version)) {
-		if (set_or_fail(m, "loadAvg5M",
-				float_json("loadAvg5M", r->metrics.load_avg_5m, err), err) < 0 ||
-		    set_or_fail(m, "memoryUsageBytes",
-				float_json("memoryUsageBytes", r->metrics.memory_usage_bytes, err),
-				err) < 0)
-			return NULL;
-	}
+	/* The keys the version's era sent, and its plugins decoded
+	 * (doc/protocols.md, "What each era's agents sent"). */
+	if (ag_plugin_includes_extended_metrics(r->version) &&
+	    set_or_fail(m, "loadAvg5M", float_json("loadAvg5M", r->metrics.load_avg_5m, err), err) <
+		    0)
+		return NULL;
+	if (ag_plugin_sends_memory_usage(r->version) &&
+	    set_or_fail(m, "memoryUsageBytes",
+			float_json("memoryUsageBytes", r->metrics.memory_usage_bytes, err),
+			err) < 0)
+		return NULL;
 	return TAKE_PTR(m);
 }
 
@@ -349,11 +362,25 @@ static int name_decode(const json_t *pod, const char *key, char *out, struct vma
 	return net_json_string_copy(net_json_get(pod, key), key, out, AG_PLUGIN_NAME_MAX + 1, err);
 }
 
+/* A key Go's decoder would leave at zero when absent or null. */
+static int float_decode_opt(const json_t *obj, const char *key, float *out, struct vmact_err *err)
+{
+	const json_t *v = net_json_get(obj, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	return float_decode(obj, key, out, err);
+}
+
+/* Every era's keys at every version (doc/protocols.md, "What each era's
+ * agents sent"): loadAvg1M and loadAvg5M from v1.0's agents on,
+ * memoryUsageBytes from v0.13.0 (inside 2.0) to 4.0, loadAvg1M alone in
+ * 5.0. So 1.x and early 2.0 requests lack memoryUsageBytes and 5.0 ones
+ * lack loadAvg5M: a missing key is read as 0, as Neon's plugins read it,
+ * and only loadAvg1M, which every agent sent, is required. */
 static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_agent_request *r,
 			  struct vmact_err *err)
 {
-	static const char *const extended[] = { "loadAvg5M", "memoryUsageBytes" };
-
 	if (!m || json_is_null(m)) {
 		if (!ag_plugin_allows_nil_metrics(v))
 			return vmact_err_set(err, ENODATA, "null is not allowed with protocol %s",
@@ -363,21 +390,10 @@ static int metrics_decode(enum ag_plugin_version v, const json_t *m, struct ag_a
 	}
 	if (!json_is_object(m))
 		return vmact_err_set(err, EINVAL, "expected an object or null");
-	if (float_decode(m, "loadAvg1M", &r->metrics.load_avg_1m, err) < 0)
+	if (float_decode(m, "loadAvg1M", &r->metrics.load_avg_1m, err) < 0 ||
+	    float_decode_opt(m, "loadAvg5M", &r->metrics.load_avg_5m, err) < 0 ||
+	    float_decode_opt(m, "memoryUsageBytes", &r->metrics.memory_usage_bytes, err) < 0)
 		return -err->code;
-	if (ag_plugin_includes_extended_metrics(v)) {
-		if (float_decode(m, "loadAvg5M", &r->metrics.load_avg_5m, err) < 0 ||
-		    float_decode(m, "memoryUsageBytes", &r->metrics.memory_usage_bytes, err) < 0)
-			return -err->code;
-	} else {
-		for (size_t i = 0; i < ARRAY_SIZE(extended); i++) {
-			const json_t *x = net_json_get(m, extended[i]);
-
-			if (x && !json_is_null(x))
-				return vmact_err_set(err, EINVAL, "%s: not part of protocol %s",
-						     extended[i], ag_plugin_version_format((int)v));
-		}
-	}
 	r->has_metrics = true;
 	return 0;
 }
@@ -453,7 +469,10 @@ json_t *ag_plugin_response_encode(enum ag_plugin_version v, const struct ag_plug
 		vmact_err_prefix(err, "permit");
 		return NULL;
 	}
-	if (r->migrate && set_or_fail(o, "migrate", json_object(), err) < 0)
+	/* 1.x agents up to v0.5.1 panic on it (doc/protocols.md, "What each
+	 * era's agents sent"). */
+	if (r->migrate && ag_plugin_agent_takes_migrate(v) &&
+	    set_or_fail(o, "migrate", json_object(), err) < 0)
 		return NULL;
 	if (ag_plugin_plugin_sends_compute_unit(v) && r->has_resource_unit) {
 		x = ag_plugin_resources_encode(v, &r->resource_unit, slot_bytes, err);

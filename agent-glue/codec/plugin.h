@@ -55,12 +55,19 @@ bool ag_plugin_plugin_sends_compute_unit(enum ag_plugin_version v); /* <  3.0 */
 bool ag_plugin_agent_sends_compute_unit(enum ag_plugin_version v);  /* >= 4.0 */
 bool ag_plugin_memory_as_bytes(enum ag_plugin_version v);           /* >= 4.0 */
 bool ag_plugin_includes_extended_metrics(enum ag_plugin_version v); /* <  5.0 */
+/* What the agents of each version's era sent and handled (doc/protocols.md,
+ * "What each era's agents sent"), beyond the Go helpers: memoryUsageBytes
+ * came with v0.13.0, inside 2.0, and went with 5.0; agents below 2.0 panic
+ * (v0.1.8 .. v0.5.1) on a response that carries "migrate". */
+bool ag_plugin_sends_memory_usage(enum ag_plugin_version v);  /* 2.0 .. 4.0 */
+bool ag_plugin_agent_takes_migrate(enum ag_plugin_version v); /* >= 2.0 */
 
-/* float32 on the wire, as the Go agent keeps them. */
+/* float32 on the wire, as the Go agent keeps them. A key a request lacks
+ * decodes as 0, as Go's decoder leaves it. */
 struct ag_plugin_metrics {
 	float load_avg_1m;
 	float load_avg_5m;        /* sent for versions < 5.0 only */
-	float memory_usage_bytes; /* sent for versions < 5.0 only */
+	float memory_usage_bytes; /* sent for versions 2.0 .. 4.0 only */
 };
 
 struct ag_agent_request {
@@ -96,16 +103,20 @@ json_t *ag_agent_request_encode(const struct ag_agent_request *r, uint64_t slot_
 				struct vmact_err *err);
 /* Decodes a request (the arbiter's side). The protoVersion must be a
  * valid 1..7 first (the arbiter checks and words that error itself, see
- * ag_agent_request_peek_version). Distinct codes for the two errors the
- * legacy plugins word specially: -EDOM fractional CPU below 2.0, -ENODATA
- * null metrics in 1.0; other malformed input is -EINVAL/-ERANGE. */
+ * ag_agent_request_peek_version). Every key any era's agents sent is read
+ * at every version and unknown keys are ignored, as Go's decoder does in
+ * Neon's plugins; refused are wrong types and ranges and what a version
+ * forbids. Distinct codes for the two errors the legacy plugins word
+ * specially: -EDOM fractional CPU below 2.0, -ENODATA null metrics in 1.0;
+ * other malformed input is -EINVAL/-ERANGE, with a message naming the key. */
 int ag_agent_request_decode(const json_t *j, uint64_t slot_bytes, struct ag_agent_request *out,
 			    struct vmact_err *err);
 /* Reads only "protoVersion": 0 when absent (Go's zero value), -EINVAL when
  * it is not an integer. Any integer is returned as is, range unchecked. */
 int ag_agent_request_peek_version(const json_t *j, long long *out, struct vmact_err *err);
 
-/* PluginResponse. */
+/* PluginResponse. "migrate" is written only where r->migrate is set and
+ * the version's agents take it (ag_plugin_agent_takes_migrate). */
 json_t *ag_plugin_response_encode(enum ag_plugin_version v, const struct ag_plugin_response *r,
 				  uint64_t slot_bytes, struct vmact_err *err);
 int ag_plugin_response_decode(enum ag_plugin_version v, const json_t *j, uint64_t slot_bytes,

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* wirecheck handlers for the plugin protocol: agent_request_encode and
+/* wirecheck handlers for the plugin protocol: agent_request_encode,
+ * agent_request_keys (the keys a version's request carries),
+ * agent_request_decode (the arbiter's reading of an agent's body) and
  * plugin_response_decode. */
 #include <errno.h>
 #include <string.h>
@@ -98,6 +100,87 @@ json_t *wc_plugin_response_decode(const json_t *in, struct vmact_err *err)
 		json_decref(out);
 		out = NULL;
 	}
+	if (!out)
+		vmact_err_set(err, ENOMEM, "out of memory");
+	return out;
+}
+
+/* The keys of a JSON object, sorted, as an array. */
+static json_t *sorted_keys(const json_t *obj)
+{
+	const char *keys[16];
+	size_t n = 0;
+	const char *k;
+	json_t *v, *out;
+
+	json_object_foreach((json_t *)obj, k, v) {
+		if (n == ARRAY_SIZE(keys))
+			return NULL;
+		keys[n++] = k;
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+			const char *t = keys[j];
+
+			keys[j] = keys[j - 1];
+			keys[j - 1] = t;
+		}
+	out = json_array();
+	for (size_t i = 0; out && i < n; i++)
+		if (json_array_append_new(out, json_string(keys[i])) < 0) {
+			json_decref(out);
+			return NULL;
+		}
+	return out;
+}
+
+json_t *wc_agent_request_keys(const json_t *in, struct vmact_err *err)
+{
+	_cleanup_(json_decrefp) json_t *req = wc_agent_request_encode(in, err);
+	const json_t *m;
+	json_t *out;
+
+	if (!req)
+		return NULL;
+	m = json_object_get(req, "metrics");
+	out = json_pack("{s:o*,s:o*,s:o*}", "request", sorted_keys(req), "metrics",
+			json_is_object(m) ? sorted_keys(m) : json_array(), "resources",
+			sorted_keys(json_object_get(req, "resources")));
+	if (!out)
+		vmact_err_set(err, ENOMEM, "out of memory");
+	return out;
+}
+
+static json_t *resources_or_null(bool has, const struct vmact_resources *r)
+{
+	return has ? wc_resources_json(r) : json_null();
+}
+
+json_t *wc_agent_request_decode(const json_t *in, struct vmact_err *err)
+{
+	struct ag_agent_request r;
+	const json_t *body = json_object_get(in, "json");
+	uint64_t slot;
+	json_t *out, *m;
+
+	if (wc_get_u64(in, "slot_bytes", &slot, err) < 0)
+		return NULL;
+	if (!body) {
+		vmact_err_set(err, EINVAL, "vector field json: missing");
+		return NULL;
+	}
+	if (ag_agent_request_decode(body, slot, &r, err) < 0)
+		return NULL;
+	m = r.has_metrics ? json_pack("{s:f,s:f,s:f}", "load_avg_1m", (double)r.metrics.load_avg_1m,
+				      "load_avg_5m", (double)r.metrics.load_avg_5m,
+				      "memory_usage_bytes", (double)r.metrics.memory_usage_bytes)
+			  : json_null();
+	out = json_pack("{s:s,s:{s:s,s:s},s:o,s:o,s:o,s:o*}", "version",
+			ag_plugin_version_format((int)r.version), "pod", "namespace",
+			r.pod_namespace, "name", r.pod_name, "resources",
+			wc_resources_json(&r.resources), "compute_unit",
+			resources_or_null(r.has_compute_unit, &r.compute_unit), "last_permit",
+			resources_or_null(r.has_last_permit, &r.last_permit), "metrics", m);
 	if (!out)
 		vmact_err_set(err, ENOMEM, "out of memory");
 	return out;

@@ -26,6 +26,8 @@ WEAK_HANDLER(wc_milli_cpu_decode)
 WEAK_HANDLER(wc_bytes_encode)
 WEAK_HANDLER(wc_bytes_decode)
 WEAK_HANDLER(wc_agent_request_encode)
+WEAK_HANDLER(wc_agent_request_keys)
+WEAK_HANDLER(wc_agent_request_decode)
 WEAK_HANDLER(wc_plugin_response_decode)
 WEAK_HANDLER(wc_monitor_encode)
 WEAK_HANDLER(wc_monitor_decode)
@@ -46,6 +48,8 @@ static const struct {
 	{ "bytes_encode", wc_bytes_encode, 0 },
 	{ "bytes_decode", wc_bytes_decode, 0 },
 	{ "agent_request_encode", wc_agent_request_encode, 0 },
+	{ "agent_request_keys", wc_agent_request_keys, 0 },
+	{ "agent_request_decode", wc_agent_request_decode, 0 },
 	{ "plugin_response_decode", wc_plugin_response_decode, 0 },
 	{ "monitor_encode", wc_monitor_encode, 0 },
 	{ "monitor_decode", wc_monitor_decode, 0 },

@@ -15,7 +15,8 @@
 typedef json_t *wc_handler_fn(const json_t *in, struct vmact_err *err);
 
 wc_handler_fn wc_milli_cpu_encode, wc_milli_cpu_decode, wc_bytes_encode, wc_bytes_decode;
-wc_handler_fn wc_agent_request_encode, wc_plugin_response_decode;
+wc_handler_fn wc_agent_request_encode, wc_agent_request_keys, wc_agent_request_decode;
+wc_handler_fn wc_plugin_response_decode;
 wc_handler_fn wc_monitor_encode, wc_monitor_decode, wc_monitor_version_response;
 wc_handler_fn wc_informant_desc_decode;
 wc_handler_fn wc_goal_cpu_cu, wc_wss_estimate, wc_project_next_highest, wc_desired_resources;

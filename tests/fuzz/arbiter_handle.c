@@ -2,7 +2,8 @@
 /* Any bytes as a request body to the arbiter's protocol core, one arbiter
  * across inputs (so state builds up). Every answer must be a protocol
  * status with a body; a 200 must decode as a PluginResponse whose permit
- * is what the arbiter now holds for that pod. */
+ * is what the arbiter now holds for that pod, and never carries "migrate"
+ * (the arbiter moves no VM). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		out = json_loadb(reply.body, reply.body_len, 0, NULL);
 		if (!in || !out || ag_agent_request_decode(in, 1ULL << 30, &req, NULL) < 0 ||
 		    ag_plugin_response_decode(req.version, out, 1ULL << 30, &resp, NULL) < 0 ||
+		    resp.migrate ||
 		    ag_arbiter_pod(arb, req.pod_namespace, req.pod_name, &held, NULL) < 0 ||
 		    held.milli_cpu != resp.permit.milli_cpu ||
 		    held.mem_bytes != resp.permit.mem_bytes)

@@ -193,10 +193,12 @@ static double prom_agrees(const char *promql, double (*live)(void), const char *
 	return a.real;
 }
 
-static bool vcpus_at_least_2(void *arg)
+/* The growth done: the second vCPU plugged and the quota written above
+ * the one CPU it had (vmactd plugs first, then writes the quota). */
+static bool grown_past_one_cpu(void *arg)
 {
 	(void)arg;
-	return live_vcpus() >= 2;
+	return live_vcpus() >= 2 && live_quota_cores() > 1;
 }
 
 static bool guest_reports(void *arg)
@@ -345,18 +347,27 @@ static void scrape(void **state)
 			   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("the guest did not boot");
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
-	if (!th_wait_until(NULL, vcpus_at_least_2, NULL,
+	if (!th_wait_until(NULL, grown_past_one_cpu, NULL,
 			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
 		dump("vmactd", fx.d.log);
-		fail_msg("vmactd never plugged a second vCPU");
+		fail_msg("vmactd never grew the VM past 1 CPU (vCPUs %d, quota %g)", live_vcpus(),
+			 live_quota_cores());
 	}
 	/* Once the resize settled, the page and libvirt agree. The guest
-	 * stays busy meanwhile: idle, a VM without a monitor shrinks its
-	 * quota back after 15 s (doc/policy.md, "Without an agent"). */
+	 * stays busy meanwhile, so whatever the host's other work makes of
+	 * its figures (saturated, throttled or contended), the policy holds
+	 * at least what it grew to: no shrink but in the ok class, and none
+	 * within 15 s of a growth (doc/policy.md, "What a decision never
+	 * does"). A quota back at 1 CPU here is that promise broken, not a
+	 * busy machine. */
 	snprintf(promql, sizeof(promql), "vmact_vm_vcpus{vm=\"%s\"}", name);
 	assert_true(prom_agrees(promql, live_vcpus_d, "vCPUs") >= 2);
 	snprintf(promql, sizeof(promql), "vmact_vm_cpu_cores{vm=\"%s\",value=\"quota\"}", name);
-	assert_true(prom_agrees(promql, live_quota_cores, "cores of CFS quota") > 1);
+	if (!(prom_agrees(promql, live_quota_cores, "cores of CFS quota") > 1)) {
+		dump("vmactd", fx.d.log);
+		fail_msg("the busy VM's quota went back to %g CPU after its growth",
+			 live_quota_cores());
+	}
 	snprintf(promql, sizeof(promql), "vmact_vm_cpu_cores{vm=\"%s\",value=\"current\"}", name);
 	prom_agrees(promql, live_current_cores, "cores");
 	snprintf(promql, sizeof(promql), "vmact_vm_memory_bytes{vm=\"%s\",value=\"current\"}",

@@ -3,7 +3,8 @@
  * interface (a client whose HTTP stack vmact did not write) and by raw
  * sockets: every status code and text of the protocol, the 1 KiB limit,
  * slowloris, malformed HTTP, connection floods, clean SIGTERM exit, CLI
- * errors. */
+ * errors, and the request bodies of every era of Neon's agent
+ * (tests/conformance/agent-eras.json). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -262,6 +264,62 @@ static void test_status_200_every_version(void **state)
 	       "{\"permit\":{\"vCPUs\":1,\"mem\":1},\"resourceUnit\":{\"vCPUs\":1,\"mem\":4}}");
 }
 
+/* Each era's agent body (tests/conformance/agent-eras.json, read from the
+ * source tree's top as the peers are) gets the answer the file gives:
+ * a permit, never "migrate", or the refusal's words. */
+static void test_agent_eras(void **state)
+{
+	static const char *const args[] = { "--listen",    "127.0.0.1:0", "--cpu",       "64",
+					    "--memory",    "256Gi",       "--slot-size", "1Gi",
+					    "--watermark", "1",           NULL };
+	struct proc p, keep = server;
+	json_error_t jerr;
+	json_t *doc = json_load_file("tests/conformance/agent-eras.json", 0, &jerr), *c;
+	size_t i, n = 0;
+	char out[4096];
+
+	if (!doc)
+		fail_msg("tests/conformance/agent-eras.json: %s (run from the source tree top)",
+			 jerr.text);
+	assert_int_equal(spawn(&p, args, true), 0);
+	server = p;
+	json_array_foreach(json_object_get(doc, "cases"), i, c) {
+		const json_t *answer = json_object_get(c, "answer");
+		const char *note = json_string_value(json_object_get(c, "note"));
+		char *body;
+		struct answer a;
+		json_t *got;
+
+		if (!answer)
+			continue;
+		body = json_dumps(json_object_get(json_object_get(c, "in"), "json"), JSON_COMPACT);
+		assert_non_null(body);
+		a = curl_do("POST", body, strlen(body));
+		if (a.status != json_integer_value(json_object_get(answer, "status")))
+			fail_msg("%s: %s\n  got %ld %s", note, body, a.status, a.body);
+		if (a.status != 200) {
+			assert_string_equal(a.body,
+					    json_string_value(json_object_get(answer, "body")));
+		} else {
+			got = json_loads(a.body, 0, NULL);
+			if (!got ||
+			    !json_equal(json_object_get(got, "permit"),
+					json_object_get(answer, "permit")) ||
+			    json_object_get(got, "migrate"))
+				fail_msg("%s: %s\n  got %s", note, body, a.body);
+			json_decref(got);
+		}
+		free(body);
+		n++;
+	}
+	json_decref(doc);
+	server = keep;
+	kill(p.proc.pid, SIGTERM);
+	assert_int_equal(finish(&p, out, sizeof(out)), 0);
+	/* One per version and metrics shape at least. */
+	assert_true(n >= 14);
+}
+
 static void assert_still_serving(void)
 {
 	expect("POST",
@@ -443,6 +501,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_400_texts),
 		cmocka_unit_test(test_status_200_every_version),
+		cmocka_unit_test(test_agent_eras),
 		cmocka_unit_test(test_slowloris_is_cut),
 		cmocka_unit_test(test_malformed_http),
 		cmocka_unit_test(test_connection_flood),

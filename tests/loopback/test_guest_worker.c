@@ -13,7 +13,12 @@
  *   hung:      SIGSTOP with a request pending -> found hung by the
  *              heartbeat, the request dropped (lost), killed, restarted;
  *   hostile:   a "worker" that sends garbage is killed and restarted, and
- *              never counts as connected.
+ *              never counts as connected;
+ *   approval_then_close: the monitor approves a downscale and closes at
+ *              once (a peer of its own, --close-after-downscale): the
+ *              approval is heard before the loss or not at all, never
+ *              after (the runner voids it at the loss: test_runner_resize),
+ *              and the monitor approves again once back.
  *
  * The hung worker's heartbeat deadline (5 s, vmactd's default) is waited
  * out beside the rest: `hung` stops its worker with a request pending
@@ -51,14 +56,20 @@ struct side {
 	struct act_approver *ap;
 	unsigned connected, lost, changed, done;
 	enum act_approval outcome;
+	/* The order of the last answer and the first loss (0: none yet). */
+	unsigned done_at, lost_at;
 };
+
+/* Numbers the callbacks in the order they ran. */
+static unsigned callbacks;
 
 struct tctx {
 	sd_event *e;
-	/* peer[0]: approves, killed; peer[1]: hung's, its worker stopped. */
-	struct th_peer peer[2];
-	char sock[2][108], peer_log[2][128], program[PATH_MAX], name[64];
-	struct side cur, held;
+	/* peer[0]: approves, killed; peer[1]: hung's, its worker stopped;
+	 * peer[2]: approval_then_close's, closing behind its first approval. */
+	struct th_peer peer[3];
+	char sock[3][108], peer_log[3][128], program[PATH_MAX], name[64];
+	struct side cur, held, drop;
 	pid_t held_pid;
 };
 
@@ -69,7 +80,10 @@ static void ev_connected(void *ud)
 
 static void ev_lost(void *ud, bool dropped)
 {
-	((struct side *)ud)->lost++;
+	struct side *s = ud;
+
+	if (!s->lost++)
+		s->lost_at = ++callbacks;
 }
 
 static void ev_changed(void *ud)
@@ -94,6 +108,7 @@ static void on_done(void *ud, enum act_approval outcome)
 
 	s->done++;
 	s->outcome = outcome;
+	s->done_at = ++callbacks;
 }
 
 struct above {
@@ -128,8 +143,10 @@ static int setup(void **state)
 	if (th_build_prog("vmact-guestd", t->program, sizeof(t->program)) < 0 ||
 	    sd_event_new(&t->e) < 0)
 		return -1;
-	for (int i = 0; i < 2; i++) {
-		const char *a[] = { "--unix", t->sock[i], "--no-cgroup", NULL };
+	for (int i = 0; i < 3; i++) {
+		const char *a[] = { "--unix",      t->sock[i],
+				    "--no-cgroup", i == 2 ? "--close-after-downscale" : NULL,
+				    "1000",        NULL };
 
 		snprintf(t->sock[i], sizeof(t->sock[i]), "/tmp/vmact-gw-%d-%d.sock", (int)getpid(),
 			 i);
@@ -155,7 +172,8 @@ static int teardown(void **state)
 		return 0;
 	act_approver_free(t->cur.ap);
 	act_approver_free(t->held.ap);
-	for (int i = 0; i < 2; i++) {
+	act_approver_free(t->drop.ap);
+	for (int i = 0; i < 3; i++) {
 		th_peer_stop(&t->peer[i]);
 		unlink(t->sock[i]);
 		unlink(t->peer_log[i]);
@@ -179,14 +197,22 @@ static void start(struct tctx *t, struct side *s, const char *program, int peer)
 		fail_msg("proxy: %s", err.msg);
 }
 
-static void downscale_ok(struct tctx *t, struct side *s)
+/* Asks s's approver for a downscale to 1 CPU / 512 MiB. */
+static void ask_downscale(struct side *s)
 {
 	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
 	struct vmact_err err = { 0 };
+
+	if (act_approver_request_downscale(s->ap, &target, on_done, s, &err) < 0)
+		fail_msg("downscale request: %s", err.msg);
+}
+
+static void downscale_ok(struct tctx *t, struct side *s)
+{
 	unsigned done = s->done;
 
 	assert_true(act_approver_approves(s->ap));
-	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+	ask_downscale(s);
 	wait_above(t, &s->done, done, "the downscale's answer");
 	assert_int_equal(s->outcome, ACT_APPROVAL_OK);
 }
@@ -233,14 +259,12 @@ static void hung(void **state)
 {
 	struct tctx *t = *state;
 	struct side *s = &t->held;
-	struct vmact_resources target = { .milli_cpu = 1000, .mem_bytes = 512ULL << 20 };
-	struct vmact_err err = { 0 };
 
 	start(t, s, t->program, 1);
 	wait_above(t, &s->connected, 0, "connected through the worker");
 	t->held_pid = act_approver_proxy_worker_pid(s->ap);
 	assert_int_equal(kill(t->held_pid, SIGSTOP), 0);
-	assert_int_equal(act_approver_request_downscale(s->ap, &target, on_done, s, &err), 0);
+	ask_downscale(s);
 }
 
 static void hung_found(void **state)
@@ -313,11 +337,36 @@ static void hostile(void **state)
 	unlink(script);
 }
 
+static void approval_then_close(void **state)
+{
+	struct tctx *t = *state;
+	struct side *s = &t->drop;
+
+	start(t, s, t->program, 2);
+	wait_above(t, &s->connected, 0, "connected through the worker");
+	ask_downscale(s);
+	wait_above(t, &s->lost, 0, "the monitor's close reported lost");
+	/* The answer, if it came through, came first; none came after. */
+	if (s->done)
+		assert_true(s->done_at < s->lost_at);
+	print_message("the approval %s\n", s->done ? "came before the loss" : "went with the loss");
+	/* The request either got its answer or was dropped with the loss. */
+	assert_true(s->done <= 1);
+	/* Back: it approves again (the peer closes only once). */
+	wait_above(t, &s->connected, 1, "connected again after the close");
+	downscale_ok(t, s);
+	assert_true(s->done_at > s->lost_at);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(hung),    cmocka_unit_test(approves),   cmocka_unit_test(killed),
-		cmocka_unit_test(hostile), cmocka_unit_test(hung_found),
+		cmocka_unit_test(hung),
+		cmocka_unit_test(approves),
+		cmocka_unit_test(killed),
+		cmocka_unit_test(hostile),
+		cmocka_unit_test(approval_then_close),
+		cmocka_unit_test(hung_found),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,6 +477,152 @@ static void test_raw_garbage_peers(void **state)
 	}
 }
 
+/* ---- what the client sends at each version ----------------------------- */
+
+/* A peer that keeps the body of the request it gets and grants what was
+ * asked: a bare HTTP reader, so the bytes checked are the client's own. */
+struct capture {
+	int lfd;
+	sd_event_source *src, *conn;
+	char buf[4096];
+	size_t len;
+	json_t *body;
+};
+
+static int capture_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct capture *c = ud;
+	ssize_t n = read(fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+	const char *end, *cl;
+	char reply[2048];
+	char *permit;
+	size_t want, head;
+
+	(void)s;
+	(void)revents;
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n > 0) {
+		c->len += (size_t)n;
+		c->buf[c->len] = '\0';
+		end = strstr(c->buf, "\r\n\r\n");
+		cl = strcasestr(c->buf, "content-length:");
+		if (!end || !cl)
+			return 0;
+		want = strtoul(cl + strlen("content-length:"), NULL, 10);
+		head = (size_t)(end + 4 - c->buf);
+		if (c->len < head + want)
+			return 0;
+		json_decref(c->body);
+		c->body = json_loadb(end + 4, want, 0, NULL);
+		permit = c->body ? json_dumps(json_object_get(c->body, "resources"), JSON_COMPACT)
+				 : NULL;
+		snprintf(reply, sizeof(reply),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\n{\"permit\":%s}",
+			 strlen("{\"permit\":}") + strlen(permit ? permit : "null"),
+			 permit ? permit : "null");
+		free(permit);
+		(void)!write(fd, reply, strlen(reply));
+	}
+	c->conn = sd_event_source_disable_unref(c->conn);
+	close(fd);
+	return 0;
+}
+
+static int capture_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct capture *c = ud;
+	int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	(void)s;
+	(void)revents;
+	if (cfd < 0)
+		return 0;
+	if (c->conn) {
+		close(cfd);
+		return 0;
+	}
+	c->len = 0;
+	if (sd_event_add_io(sd_event_source_get_event(s), &c->conn, cfd, EPOLLIN, capture_read, c) <
+	    0)
+		close(cfd);
+	return 0;
+}
+
+/* Whether obj's keys are exactly the strings of keys. */
+static bool keys_are(const json_t *obj, const json_t *keys)
+{
+	size_t i;
+	const json_t *k;
+
+	if (!json_is_object(obj) || json_object_size(obj) != json_array_size(keys))
+		return false;
+	json_array_foreach(keys, i, k) {
+		if (!json_object_get(obj, json_string_value(k)))
+			return false;
+	}
+	return true;
+}
+
+/* At each version the client sends the keys that version's era of
+ * plugins decoded (tests/conformance/agent-eras.json, agent_request_keys;
+ * doc/protocols.md, "What each era's agents sent"), over the wire. */
+static void test_sends_each_eras_keys(void **state)
+{
+	struct fx *f = *state;
+	struct capture c = { 0 };
+	json_error_t jerr;
+	json_t *doc = json_load_file("tests/conformance/agent-eras.json", 0, &jerr), *kase;
+	unsigned port, checked = 0;
+	size_t i;
+
+	if (!doc)
+		fail_msg("tests/conformance/agent-eras.json: %s (run from the source tree top)",
+			 jerr.text);
+	c.lfd = th_silent_listener(&port);
+	assert_true(c.lfd >= 0);
+	assert_int_equal(sd_event_add_io(f->ev, &c.src, c.lfd, EPOLLIN, capture_accept, &c), 0);
+	json_array_foreach(json_object_get(doc, "cases"), i, kase) {
+		const json_t *want = json_object_get(kase, "out");
+		const char *vs = json_string_value(
+			json_object_get(json_object_get(kase, "in"), "version"));
+		struct vmact_resources cur = { 1000, 4 * GiB };
+		struct ag_agent_request r = request("era", cur, &cur);
+		enum ag_plugin_version v;
+		struct ag_plugin_client *pc;
+		struct outcome o;
+		struct vmact_err err = { 0 };
+
+		if (strcmp(json_string_value(json_object_get(kase, "kind")), "agent_request_keys"))
+			continue;
+		assert_int_equal(ag_plugin_version_parse(vs, &v, &err), 0);
+		pc = client(f, port, v, GiB, 0);
+		run(f, pc, &r, &cur, &o);
+		if (o.error)
+			fail_msg("v%s: %s", vs, o.message);
+		assert_non_null(c.body);
+		if (!keys_are(c.body, json_object_get(want, "request")) ||
+		    !keys_are(json_object_get(c.body, "metrics"),
+			      json_object_get(want, "metrics")) ||
+		    !keys_are(json_object_get(c.body, "resources"),
+			      json_object_get(want, "resources"))) {
+			char *got = json_dumps(c.body, JSON_COMPACT | JSON_SORT_KEYS);
+
+			fail_msg("v%s sent %s\n  its era decoded %s", vs, got,
+				 json_dumps(want, JSON_COMPACT));
+		}
+		ag_plugin_client_free(pc);
+		checked++;
+	}
+	assert_int_equal(checked, 7); /* every version */
+	json_decref(c.body);
+	json_decref(doc);
+	sd_event_source_disable_unref(c.conn);
+	sd_event_source_disable_unref(c.src);
+	close(c.lfd);
+}
+
 static void test_refused_and_cancel(void **state)
 {
 	struct fx *f = *state;
@@ -540,6 +687,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_head_peer_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_garbage_peers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sends_each_eras_keys, setup, teardown),
 		cmocka_unit_test(test_mismatch_parser),
 	};
 

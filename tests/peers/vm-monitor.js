@@ -20,6 +20,10 @@
 //                         random from --seed, before the answer it would give
 //   --seed N              the random generator's seed (default 1), for a
 //                         reproducible sequence of answers
+//   --close-after-downscale CODE
+//                         close the first connection with CODE right behind
+//                         its first DownscaleResult (the approval and the
+//                         close frame leave back to back)
 //
 // Output: one JSON object per line on stdout ("event" names what happened).
 // Control: one command per line on stdin; each is acknowledged with
@@ -41,7 +45,7 @@ const THRESHOLD_FRACTION = 0.85; // 1 - 0.15
 function parseArgs(argv) {
   const o = { port: 0, unix: null, minVersion: 1, maxVersion: 1, usageMiB: 256,
               thresholdMiB: null, noCgroup: false, setupTimeoutMs: 4000, eagerPing: false,
-              randomDeny: 0, seed: 1 };
+              randomDeny: 0, seed: 1, closeAfterDownscale: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], next = () => {
       if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
@@ -59,6 +63,7 @@ function parseArgs(argv) {
       case '--eager-ping': o.eagerPing = true; break;
       case '--random-deny': o.randomDeny = Number(next()); break;
       case '--seed': o.seed = Number(next()) >>> 0; break;
+      case '--close-after-downscale': o.closeAfterDownscale = Number(next()); break;
       default: throw new Error(`unknown argument ${a}`);
     }
   }
@@ -237,6 +242,12 @@ class Conn {
         break;
       case 'DownscaleRequest':
         this.downscale(m);
+        if (opts.closeAfterDownscale !== null) {
+          const code = opts.closeAfterDownscale;
+          opts.closeAfterDownscale = null;
+          emit({ event: 'closing-after-downscale', n: this.n, code });
+          this.ws.close(code, 'closed after the downscale answer');
+        }
         break;
       default:
         // InvalidMessage / InternalError from the agent: logged only.

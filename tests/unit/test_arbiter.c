@@ -86,14 +86,16 @@ static void test_error_statuses(void **state)
 	assert_string_equal(r.body, "must be POST");
 	expect(a, "", 400, "bad JSON");
 	expect(a, "{\"protoVersion\":7,", 400, "bad JSON");
-	expect(a, "[7]", 400, "bad JSON");
-	expect(a, "{\"protoVersion\":\"7\"}", 400, "bad JSON");
+	/* JSON the decoder refuses: its message, naming the key, not the
+	 * plugin's "bad JSON" (which says nothing of why). */
+	expect(a, "[7]", 400, "request: expected a JSON object");
+	expect(a, "{\"protoVersion\":\"7\"}", 400, "protoVersion: expected an integer");
 	expect(a, "{}", 400, "invalid protocol version <invalid: zero>");
 	expect(a, "{\"protoVersion\":0,\"pod\":{}}", 400,
 	       "invalid protocol version <invalid: zero>");
 	expect(a, "{\"protoVersion\":8}", 400,
 	       "protocol version mismatch: need v1.0 to v5.0 but got <unknown = v5.0 + 1>");
-	expect(a, "{\"protoVersion\":7}", 400, "bad JSON"); /* no pod */
+	expect(a, "{\"protoVersion\":7}", 400, "pod: missing");
 	expect(a,
 	       "{\"protoVersion\":7,\"pod\":{\"namespace\":\"n\",\"name\":\"p\"},"
 	       "\"resources\":{\"vCPUs\":1,\"mem\":\"1Gi\"}}",
@@ -115,7 +117,7 @@ static void test_error_statuses(void **state)
 	expect(a,
 	       "{\"protoVersion\":7,\"pod\":{\"namespace\":\"n\",\"name\":\"p\"},"
 	       "\"computeUnit\":{\"vCPUs\":1,\"mem\":\"1Gi\"},\"resources\":{\"vCPUs\":\"x\",\"mem\":1}}",
-	       400, "bad JSON");
+	       400, "resources: vCPUs: malformed quantity \"x\"");
 	memset(big, ' ', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	big[0] = '{';
@@ -242,15 +244,21 @@ static void test_watermark_and_migration(void **state)
 	       req5(b, sizeof(b), "new", "{\"vCPUs\":3,\"mem\":\"12Gi\"}",
 		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
+	/* old is the candidate, yet its answer carries no "migrate": nothing
+	 * moves it, and an agent told so stops scaling its VM (doc/protocols.md,
+	 * "What each era's agents sent"). It stays reported. */
 	expect(a,
 	       req5(b, sizeof(b), "old", "{\"vCPUs\":3,\"mem\":\"12Gi\"}",
 		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
-	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"},\"migrate\":{}}");
+	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
+	who[0] = '\0';
+	ag_arbiter_migration_candidates(a, collect, who);
+	assert_string_equal(who, "old ");
 	/* old shrinks to 1 CU: still over (9 > 8 CPUs), old stays selected. */
 	expect(a,
 	       req5(b, sizeof(b), "old", "{\"vCPUs\":1,\"mem\":\"4Gi\"}",
 		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
-	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":\"4Gi\"},\"migrate\":{}}");
+	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":\"4Gi\"}}");
 	/* mid shrinks: under the watermark again, nothing to migrate. */
 	expect(a,
 	       req5(b, sizeof(b), "mid", "{\"vCPUs\":4,\"mem\":\"16Gi\"}",
@@ -259,6 +267,34 @@ static void test_watermark_and_migration(void **state)
 	ag_arbiter_totals(a, &t);
 	assert_int_equal(t.migrating, 0);
 	assert_true(t.reserved.milli_cpu <= t.watermark.milli_cpu);
+	ag_arbiter_free(a);
+}
+
+/* A 1.x agent (v0.1.8 .. v0.5.1) panics on "migrate": a candidate of a
+ * node over its watermark gets its permit without it. */
+static void test_no_migrate_to_v1(void **state)
+{
+	struct ag_arbiter *a = make(2000, 8 * GiB, 1, GiB);
+	char who[64] = "";
+	static const char *const bodies[] = {
+		"{\"protoVersion\":2,\"pod\":{\"name\":\"a\",\"namespace\":\"default\"},"
+		"\"resources\":{\"vCPUs\":2,\"mem\":4},\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.5}}",
+		"{\"protoVersion\":1,\"pod\":{\"name\":\"b\",\"namespace\":\"default\"},"
+		"\"resources\":{\"vCPUs\":2,\"mem\":4},\"metrics\":{\"loadAvg1M\":0.5,\"loadAvg5M\":0.5}}",
+		"{\"protoVersion\":2,\"pod\":{\"name\":\"a\",\"namespace\":\"default\"},"
+		"\"resources\":{\"vCPUs\":2,\"mem\":4},\"metrics\":null}",
+	};
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		struct reply r = call(a, "POST", bodies[i]);
+
+		assert_int_equal(r.status, 200);
+		if (strstr(r.body, "migrate"))
+			fail_msg("%s\n  got %s", bodies[i], r.body);
+	}
+	/* Over the watermark (4 CPUs of 2): a, the oldest, is the candidate. */
+	ag_arbiter_migration_candidates(a, collect, who);
+	assert_string_equal(who, "a ");
 	ag_arbiter_free(a);
 }
 
@@ -414,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_error_statuses),
 		cmocka_unit_test(test_reconciling_like_head),
 		cmocka_unit_test(test_watermark_and_migration),
+		cmocka_unit_test(test_no_migrate_to_v1),
 		cmocka_unit_test(test_restart_restores),
 		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_legacy_versions),

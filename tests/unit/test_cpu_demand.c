@@ -89,7 +89,7 @@ static void test_steady(void **state)
 		act_cpu_demand_init(&d);
 		feed(&d, &p, &now, c->windows, TICK, c->vcpus, c->quota, c->runnable, c->delay,
 		     c->throttled);
-		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 		if (dec.cls != c->cls || dec.goal_milli != c->goal)
 			fail_msg("%s: class %s goal %u, expected %s %u", c->name,
 				 act_cpu_class_name(dec.cls), dec.goal_milli,
@@ -105,7 +105,7 @@ static void test_no_readout(void **state)
 
 	act_cpu_policy_defaults(&p);
 	act_cpu_demand_init(&d);
-	assert_false(act_cpu_demand_decide(&d, &p, &dec));
+	assert_false(act_cpu_demand_decide(&d, &p, 0, &dec));
 }
 
 /* Idle after load: the goal falls only once the slow average has stayed
@@ -121,11 +121,11 @@ static void test_idle_shrinks_after_hold(void **state)
 	act_cpu_policy_defaults(&p);
 	act_cpu_demand_init(&d);
 	feed(&d, &p, &now, 240, 250 * MS, 2, 0, 1.9, 0.05, 0); /* a minute busy */
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.cls, ACT_CPU_SATURATED);
 	for (int i = 0; i < 4 * 120; i++) {
 		feed(&d, &p, &now, 1, 250 * MS, 2, 0, 0.1, 0, 0);
-		act_cpu_demand_decide(&d, &p, &dec);
+		act_cpu_demand_decide(&d, &p, 0, &dec);
 		assert_int_equal(dec.cls, ACT_CPU_OK);
 		if (dec.goal_milli < 2000) {
 			first_below = now;
@@ -141,7 +141,7 @@ static void test_idle_shrinks_after_hold(void **state)
 	assert_true(dec.slow * 1000.0 / dec.goal_milli <= p.down_target + 1e-9);
 	/* Long idle: down to one compute unit's worth of what it uses. */
 	feed(&d, &p, &now, 4 * 300, 250 * MS, 2, 0, 0.1, 0, 0);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.goal_milli, 250);
 }
 
@@ -172,7 +172,7 @@ static void test_goal_within_bounds(void **state)
 			double use = (i / 2) % 2 ? 0.26 : 0.12;
 
 			feed(&d, &p, &now, 1, 250 * MS, 1, 1000, use, 0, 0);
-			assert_true(act_cpu_demand_decide(&d, &p, &dec));
+			assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 			assert_int_equal(dec.cls, ACT_CPU_OK);
 			if (bounded)
 				assert_int_equal(dec.goal_milli, 1000);
@@ -195,7 +195,7 @@ static void test_goal_within_bounds(void **state)
 		p.max_milli = 2000;
 		act_cpu_demand_init(&d);
 		feed(&d, &p, &now, 4, 250 * MS, 2, 0, 2.0, 0.05, 0);
-		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 		assert_int_equal(dec.cls, ACT_CPU_SATURATED);
 		assert_int_equal(dec.goal_milli, 2000);
 	}
@@ -222,7 +222,7 @@ static void test_steady_load_converges(void **state)
 		if (runnable > allowance / 1000.0)
 			runnable = allowance / 1000.0;
 		feed(&d, &p, &now, 1, 250 * MS, vcpus, quota, runnable, 0.01, 0);
-		act_cpu_demand_decide(&d, &p, &dec);
+		act_cpu_demand_decide(&d, &p, 0, &dec);
 		if (dec.goal_milli != allowance) {
 			changes++;
 			quota = dec.goal_milli;
@@ -249,10 +249,10 @@ static void test_short_bursts_do_not_grow(void **state)
 	/* 150 ms busy, 850 ms idle */
 	for (int i = 0; i < 100; i++) {
 		feed(&d, &p, &now, 3, TICK, 1, 0, 1.0, 0.01, 0);
-		act_cpu_demand_decide(&d, &p, &dec);
+		act_cpu_demand_decide(&d, &p, 0, &dec);
 		assert_true(dec.goal_milli <= 1000);
 		feed(&d, &p, &now, 17, TICK, 1, 0, 0.1, 0, 0);
-		act_cpu_demand_decide(&d, &p, &dec);
+		act_cpu_demand_decide(&d, &p, 0, &dec);
 		assert_true(dec.goal_milli <= 1000);
 	}
 }
@@ -289,13 +289,13 @@ static void test_onset_within_a_readout(void **state)
 		feed(&d, &p, &now, 8, 250 * MS, 1, 0, 0.05, 0, 0);
 		feed(&d, &p, &now, 1, 250 * MS, 1, 0, cases[i].lead_busy, 0, 0);
 		feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
-		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 		if (cases[i].grows_at_second)
 			assert_int_equal(dec.cls, ACT_CPU_SATURATED);
 		assert_int_equal(dec.goal_milli, cases[i].grows_at_second ? 1250 : 1000);
 		/* One more saturated readout: 500 ms or more, it grows. */
 		feed(&d, &p, &now, 1, 250 * MS, 1, 0, 1.0, 0.01, 0);
-		assert_true(act_cpu_demand_decide(&d, &p, &dec));
+		assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 		assert_int_equal(dec.goal_milli, 1250);
 	}
 }
@@ -314,10 +314,10 @@ static void test_burst_then_part_busy(void **state)
 	act_cpu_demand_init(&d);
 	feed(&d, &p, &now, 8, TICK, 1, 0, 0.05, 0, 0);
 	feed(&d, &p, &now, 3, TICK, 1, 0, 1.0, 0.01, 0);
-	assert_true(act_cpu_demand_decide(&d, &p, &dec));
+	assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 	assert_int_equal(dec.goal_milli, 1000);
 	feed(&d, &p, &now, 1, TICK, 1, 0, 0.3, 0, 0);
-	assert_true(act_cpu_demand_decide(&d, &p, &dec));
+	assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 	assert_int_equal(dec.goal_milli, 1000);
 }
 
@@ -333,20 +333,20 @@ static void test_resized_forgets_fast_history(void **state)
 	act_cpu_policy_defaults(&p);
 	act_cpu_demand_init(&d);
 	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 1.0, 0.01, 0);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.goal_milli, 1250);
 	act_cpu_demand_resized(&d);
 	feed(&d, &p, &now, 1, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.goal_milli, 1250);
 	/* a full up window, but within the settle time after the resize */
 	feed(&d, &p, &now, 1, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.cls, ACT_CPU_THROTTLED);
 	assert_int_equal(dec.goal_milli, 1250);
 	/* settled: the quota rises */
 	feed(&d, &p, &now, 6, 250 * MS, 2, 1250, 1.25, 0.2, 0.2);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.cls, ACT_CPU_THROTTLED);
 	assert_int_equal(dec.goal_milli, 2000);
 }
@@ -366,7 +366,7 @@ static void test_guest_load_floor(void **state)
 	act_cpu_demand_init(&d);
 	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 0.05, 0, 0);
 	act_cpu_demand_guest_load(&d, true, 3.0);
-	assert_true(act_cpu_demand_decide(&d, &p, &dec));
+	assert_true(act_cpu_demand_decide(&d, &p, 0, &dec));
 	assert_int_equal(dec.cls, ACT_CPU_OK);
 	assert_int_equal(dec.guest_floor_milli, 3500);
 	assert_int_equal(dec.goal_milli, 3500);
@@ -375,7 +375,7 @@ static void test_guest_load_floor(void **state)
 
 	/* Grown to 4 vCPUs at 3500m and idle for long: stays at the floor. */
 	feed(&d, &p, &now, 4 * 120, 250 * MS, 4, 3500, 0.05, 0, 0);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.goal_milli, 3500);
 	/* The guest's load falls: the careful shrink goes down to the new
 	 * floor, not below. */
@@ -383,7 +383,7 @@ static void test_guest_load_floor(void **state)
 	fell = now;
 	for (int i = 0; i < 4 * 30; i++) {
 		feed(&d, &p, &now, 1, 250 * MS, 4, 3500, 0.05, 0, 0);
-		act_cpu_demand_decide(&d, &p, &dec);
+		act_cpu_demand_decide(&d, &p, 0, &dec);
 		/* not before the hold time */
 		if (now - fell < p.down_hold)
 			assert_int_equal(dec.goal_milli, 3500);
@@ -392,17 +392,17 @@ static void test_guest_load_floor(void **state)
 	/* Host contention: hold, whatever the guest says. */
 	act_cpu_demand_guest_load(&d, true, 8.0);
 	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 1.0, 0.45, 0);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.cls, ACT_CPU_CONTENDED);
 	assert_int_equal(dec.goal_milli, 1000);
 	/* Saturated with a higher guest floor: the floor wins. */
 	feed(&d, &p, &now, 4, 250 * MS, 1, 0, 1.0, 0.01, 0);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_int_equal(dec.cls, ACT_CPU_SATURATED);
 	assert_int_equal(dec.goal_milli, 9000);
 	/* No guest figure (a failed scrape): the host's figures alone. */
 	act_cpu_demand_guest_load(&d, false, 0);
-	act_cpu_demand_decide(&d, &p, &dec);
+	act_cpu_demand_decide(&d, &p, 0, &dec);
 	assert_false(dec.has_guest_load);
 	assert_int_equal(dec.goal_milli, 1250);
 	act_cpu_demand_guest_load(&d, true, NAN);
