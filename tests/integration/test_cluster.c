@@ -95,20 +95,6 @@ static struct {
 
 /* ---- small helpers ---- */
 
-static void die_with_logs(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die_with_logs(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	th_print_log_tail(fx.s.glog, "vmact-groupd", 6000);
-	fail_msg("%s", msg);
-	abort();
-}
-
 static int run(const char *const argv[])
 {
 	struct th_proc p = { 0 };
@@ -119,24 +105,7 @@ static int run(const char *const argv[])
 	return th_proc_wait(&p);
 }
 
-static void own(const char *path, bool user, mode_t mode)
-{
-	if (th_cluster_stack_own(&fx.s, path, user, mode) < 0)
-		fail_msg("%s: %s", path, strerror(errno));
-}
-
 /* ---- the API ---- */
-
-/* A change that must succeed; the new target. */
-static int change(const char *group, const char *what, const char *body)
-{
-	char msg[1024];
-	int t = th_cluster_stack_change(&fx.s, group, what, body, msg, sizeof(msg));
-
-	if (t < 0)
-		die_with_logs("%s", msg);
-	return t;
-}
 
 struct want {
 	const char *group;
@@ -168,8 +137,8 @@ static void wait_nodes(const char *group, unsigned running, unsigned total, doub
 		char *text = json_dumps(n, JSON_INDENT(1));
 
 		json_decref(n);
-		die_with_logs("group %s never had %u node(s) running of %u: %s", group, running,
-			      total, text);
+		th_cluster_stack_fail(&fx.s, "group %s never had %u node(s) running of %u: %s",
+				      group, running, total, text);
 	}
 }
 
@@ -193,10 +162,7 @@ static json_t *all_vms(void)
 
 static void delete_all(const char *group)
 {
-	char msg[1024];
-
-	if (th_cluster_stack_delete_all(&fx.s, group, msg, sizeof(msg)) < 0)
-		die_with_logs("%s", msg);
+	th_cluster_stack_delete_all(&fx.s, group);
 	wait_nodes(group, 0, 0, LIMIT_S);
 }
 
@@ -416,13 +382,13 @@ static void write_config(const char *path, double lease_s)
 	json_decref(doc);
 	assert_int_equal(th_write_file(path, text), 0);
 	free(text);
-	own(path, false, 0644);
+	assert_int_equal(th_cluster_stack_own(&fx.s, path, false, 0644), 0);
 }
 
 static void start_groupd(const char *cfg)
 {
 	if (th_cluster_stack_start_groupd(&fx.s, cfg, LIMIT_S) < 0)
-		die_with_logs("vmact-groupd did not start, or never found its VMs");
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start, or never found its VMs");
 }
 
 static void start_vmactd(void)
@@ -637,7 +603,7 @@ static void cluster_scale(void **state)
 	size_t i;
 	char body[512];
 
-	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":2}"), 2);
 	wait_nodes("scale", 2, 2, LIMIT_BOOT_S);
 	n = th_cluster_stack_nodes(&fx.s, "scale");
 	json_array_foreach(n, i, it) {
@@ -670,7 +636,7 @@ static void cluster_scale(void **state)
 	gone = json_incref(json_array_get(n, 0));
 	snprintf(body, sizeof(body), "{\"provider_ids\":[\"%s\"]}",
 		 json_string_value(json_object_get(gone, "provider_id")));
-	assert_int_equal(change("scale", "delete-nodes", body), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "delete-nodes", body), 1);
 	wait_nodes("scale", 1, 1, LIMIT_S);
 	{
 		const char *host = json_string_value(json_object_get(gone, "host"));
@@ -711,9 +677,9 @@ static void cluster_scale(void **state)
 	/* One more, deleted while it boots: never in service, it goes back to
 	 * the pool (ReturnNode unused) instead of being destroyed, and the
 	 * group's empty pool then lets it go. */
-	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":1}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, member_in, "booting", LIMIT_BOOT_S))
-		die_with_logs("the third member never booted");
+		th_cluster_stack_fail(&fx.s, "the third member never booted");
 	n = th_cluster_stack_nodes(&fx.s, "scale");
 	json_array_foreach(n, i, it) {
 		if (!strcmp(json_string_value(json_object_get(it, "vm_state")), "booting")) {
@@ -723,17 +689,17 @@ static void cluster_scale(void **state)
 		}
 	}
 	json_decref(n);
-	assert_int_equal(change("scale", "delete-nodes", body), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "delete-nodes", body), 1);
 	if (!TH_WAIT(NULL, metric("vmact_cluster_returned_total{group=\"scale\"}") == 1,
 		     TH_SAFETY_USEC))
-		die_with_logs("the unused member was not returned to the pool");
+		th_cluster_stack_fail(&fx.s, "the unused member was not returned to the pool");
 	wait_nodes("scale", 1, 1, LIMIT_S);
 	{
 		const char *host = json_string_value(json_object_get(gone, "host"));
 		const char *id = json_string_value(json_object_get(gone, "provider_id"));
 
 		if (!TH_WAIT(NULL, !domain_exists(host, strrchr(id, '/') + 1), TH_SAFETY_USEC))
-			die_with_logs("the returned VM outlived the empty pool");
+			th_cluster_stack_fail(&fx.s, "the returned VM outlived the empty pool");
 	}
 	json_decref(gone);
 	delete_all("scale");
@@ -762,7 +728,7 @@ static void cluster_tiers(void **state)
 	size_t i;
 
 	if (!th_wait_daemon(&fx.s.gd, pool_ready, NULL, LIMIT_BOOT_S))
-		die_with_logs("the standby pool of group tiers never filled");
+		th_cluster_stack_fail(&fx.s, "the standby pool of group tiers never filled");
 	/* Each tier's VM is as libvirt says it should be. */
 	vms = all_vms();
 	json_array_foreach(vms, i, it) {
@@ -788,7 +754,9 @@ static void cluster_tiers(void **state)
 		json_t *n;
 		bool found = false;
 
-		assert_int_equal(change("tiers", "increase", "{\"delta\":1}"), t + 1);
+		assert_int_equal(th_cluster_stack_change(&fx.s, "tiers", "increase",
+							 "{\"delta\":1}"),
+				 t + 1);
 		wait_nodes("tiers", (unsigned)t + 1, (unsigned)t + 1, LIMIT_BOOT_S);
 		n = th_cluster_stack_nodes(&fx.s, "tiers");
 		json_array_foreach(n, i, it)
@@ -797,7 +765,7 @@ static void cluster_tiers(void **state)
 				 guest_claimed(json_string_value(json_object_get(it, "name")));
 		json_decref(n);
 		if (!found)
-			die_with_logs("no node came from the %s tier", tiers[t]);
+			th_cluster_stack_fail(&fx.s, "no node came from the %s tier", tiers[t]);
 	}
 	for (int t = 0; t < 3; t++) {
 		char m[128];
@@ -830,10 +798,10 @@ static void cluster_unhealthy(void **state)
 	json_t *n;
 	const char *id;
 
-	assert_int_equal(change("sick", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "sick", "increase", "{\"delta\":1}"), 1);
 	/* Reported: the node's error for the cloud provider... */
 	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &w, LIMIT_BOOT_S))
-		die_with_logs("the sick VM was never reported");
+		th_cluster_stack_fail(&fx.s, "the sick VM was never reported");
 	n = th_cluster_stack_nodes(&fx.s, "sick");
 	assert_string_equal(json_string_value(
 				    json_object_get(json_object_get(json_array_get(n, 0), "error"),
@@ -851,7 +819,7 @@ static void cluster_unhealthy(void **state)
 	assert_true(domain_exists("h1", strrchr(id, '/') + 1));
 	/* ...and replaced: booted again after the back-off. */
 	if (!th_wait_daemon(&fx.s.gd, attempts_at_least_2, NULL, LIMIT_BOOT_S))
-		die_with_logs("the sick VM was never booted again");
+		th_cluster_stack_fail(&fx.s, "the sick VM was never booted again");
 	json_decref(n);
 	delete_all("sick");
 }
@@ -890,8 +858,8 @@ static void cluster_agent(void **state)
 	json_t *n;
 
 	/* Both boot side by side: the mute one's timeout runs meanwhile. */
-	assert_int_equal(change("agent", "increase", "{\"delta\":1}"), 1);
-	assert_int_equal(change("mute", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "agent", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "mute", "increase", "{\"delta\":1}"), 1);
 	wait_nodes("agent", 1, 1, LIMIT_BOOT_S);
 	n = th_cluster_stack_nodes(&fx.s, "agent");
 	host = json_string_value(json_object_get(json_array_get(n, 0), "host"));
@@ -906,14 +874,15 @@ static void cluster_agent(void **state)
 	assert_true(domain_xml_has(host, uuid, "name='org.qemu.guest_agent.0'"));
 	out = agent_says(host, uuid, "{\"execute\":\"guest-info\"}");
 	if (!out || !strstr(out, "\"guest-ping\""))
-		die_with_logs("guest-info from the agent group's VM: %s", out ? out : "no answer");
+		th_cluster_stack_fail(&fx.s, "guest-info from the agent group's VM: %s",
+				      out ? out : "no answer");
 	free(out);
 	json_decref(n);
 
 	/* The agent kept off: the guest runs (its status lines would pass a
 	 * serial check) but never counts as healthy. */
 	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &silent, LIMIT_BOOT_S))
-		die_with_logs("the VM whose agent never answers was not reported");
+		th_cluster_stack_fail(&fx.s, "the VM whose agent never answers was not reported");
 	n = th_cluster_stack_nodes(&fx.s, "mute");
 	snprintf(log, sizeof(log), "%s/%s.log", fx.s.logs,
 		 json_string_value(json_object_get(json_array_get(n, 0), "name")));
@@ -946,9 +915,9 @@ static void cluster_full_host(void **state)
 	assert_int_equal(cl_host_lease(fx.h1, "default", "filler", all, 600 * VMACT_USEC_PER_SEC,
 				       true, &err),
 			 0);
-	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, node_on, "h2", LIMIT_BOOT_S))
-		die_with_logs("the member did not go to h2");
+		th_cluster_stack_fail(&fx.s, "the member did not go to h2");
 	assert_int_equal(cl_host_release(fx.h1, "default", "filler", &err), 0);
 	delete_all("scale");
 }
@@ -979,9 +948,9 @@ static void cluster_permit(void **state)
 	json_t *w;
 	long st;
 
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, one_waits, NULL, LIMIT_S))
-		die_with_logs("nothing waited for ManualApproval");
+		th_cluster_stack_fail(&fx.s, "nothing waited for ManualApproval");
 	w = waiting();
 	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "group")),
 			    "gated");
@@ -999,9 +968,9 @@ static void cluster_permit(void **state)
 	wait_nodes("gated", 1, 1, LIMIT_BOOT_S);
 
 	/* The second is rejected: its reservation goes back. */
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, one_waits, NULL, LIMIT_S))
-		die_with_logs("the second VM did not wait");
+		th_cluster_stack_fail(&fx.s, "the second VM did not wait");
 	w = waiting();
 	snprintf(path, sizeof(path), "/v1/waiting/%s/reject",
 		 json_string_value(json_object_get(json_array_get(w, 0), "uid")));
@@ -1009,7 +978,7 @@ static void cluster_permit(void **state)
 	json_decref(th_cluster_stack_api(&fx.s, "POST", path, "{\"message\":\"not now\"}", &st));
 	assert_int_equal(st, 200);
 	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &rejected, LIMIT_S))
-		die_with_logs("the rejection was not reported");
+		th_cluster_stack_fail(&fx.s, "the rejection was not reported");
 	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 404);
 	delete_all("gated");
@@ -1129,10 +1098,11 @@ static void cluster_concurrent(void **state)
 	/* Placed or refused, all of them: the guest may rest (the boots on
 	 * two host CPUs are slow enough). */
 	if (!th_wait_daemon(&fx.s.gd, conc_placed, NULL, LIMIT_S))
-		die_with_logs("the concurrent increases were never all placed or refused");
+		th_cluster_stack_fail(&fx.s,
+				      "the concurrent increases were never all placed or refused");
 	tg_cmd(&fx.grower, "idle");
 	if (!th_wait_daemon(&fx.s.gd, conc_settled, NULL, LIMIT_BOOT_S))
-		die_with_logs("the concurrent increases never settled");
+		th_cluster_stack_fail(&fx.s, "the concurrent increases never settled");
 	sampler_stop(sp);
 	s = *sp;
 	n = th_cluster_stack_nodes(&fx.s, "conc");
@@ -1164,9 +1134,9 @@ static void cluster_kill_restart(void **state)
 	size_t i;
 	int st;
 
-	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":2}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, member_in, "booting", LIMIT_BOOT_S))
-		die_with_logs("no member was booting");
+		th_cluster_stack_fail(&fx.s, "no member was booting");
 	before = all_vms();
 	st = th_proc_stop(&fx.s.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC);
 	assert_int_equal(st, 128 + SIGKILL);
@@ -1218,8 +1188,8 @@ static void cluster_kill_restart(void **state)
 				known |= !strcmp(json_string_value(json_object_get(it, "name")),
 						 json_string_value(d));
 			if (!known)
-				die_with_logs("domain %s on %s is nobody's", json_string_value(d),
-					      host);
+				th_cluster_stack_fail(&fx.s, "domain %s on %s is nobody's",
+						      json_string_value(d), host);
 		}
 		json_array_foreach(vols, k, d) {
 			bool known = false;
@@ -1227,8 +1197,8 @@ static void cluster_kill_restart(void **state)
 			json_array_foreach(doms, i, it)
 				known |= json_equal(it, d);
 			if (!known)
-				die_with_logs("overlay %s on %s has no domain",
-					      json_string_value(d), host);
+				th_cluster_stack_fail(&fx.s, "overlay %s on %s has no domain",
+						      json_string_value(d), host);
 		}
 		json_decref(vols);
 		json_decref(doms);
@@ -1254,7 +1224,7 @@ static void cluster_lease_expiry(void **state)
 	start_groupd(fx.cfg_short);
 	/* The standby VMs of group tiers on h2 hold leases. */
 	if (!th_wait_daemon(&fx.s.gd, leases_h2, NULL, LIMIT_BOOT_S))
-		die_with_logs("no lease on h2");
+		th_cluster_stack_fail(&fx.s, "no lease on h2");
 	assert_int_equal(th_proc_stop(&fx.s.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
 	/* Its holder dead, the room comes back once the lease ran out. */
 	if (!TH_WAIT(NULL, no_leases_h2(NULL), 30 * VMACT_USEC_PER_SEC))
@@ -1262,7 +1232,7 @@ static void cluster_lease_expiry(void **state)
 	/* Back (with the defaults): the VMs it finds are leased again. */
 	start_groupd(fx.s.cfg);
 	if (!th_wait_daemon(&fx.s.gd, leases_h2, NULL, LIMIT_S))
-		die_with_logs("the leases were not taken again");
+		th_cluster_stack_fail(&fx.s, "the leases were not taken again");
 }
 
 static void cluster_metrics(void **state)

@@ -101,21 +101,6 @@ static struct {
 	struct cl_host *h;
 } fx;
 
-static void die_with_logs(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die_with_logs(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	th_print_log_tail(fx.s.glog, "vmact-groupd", 6000);
-	th_print_log_tail(fx.s.alog, "vmact-arbiter", 3000);
-	fail_msg("%s", msg);
-	abort();
-}
-
 static void own(const char *path, bool user, mode_t mode)
 {
 	if (th_cluster_stack_own(&fx.s, path, user, mode) < 0)
@@ -123,16 +108,6 @@ static void own(const char *path, bool user, mode_t mode)
 }
 
 /* ---- the API ---- */
-
-static int change(const char *group, const char *what, const char *body)
-{
-	char msg[1024];
-	int t = th_cluster_stack_change(&fx.s, group, what, body, msg, sizeof(msg));
-
-	if (t < 0)
-		die_with_logs("%s", msg);
-	return t;
-}
 
 /* How many of the group's nodes have field (state, vm_state) at value
  * (NULL: all of them). */
@@ -196,12 +171,9 @@ static bool group_all_running(void *arg)
 
 static void delete_all(const char *group)
 {
-	char msg[1024];
-
-	if (th_cluster_stack_delete_all(&fx.s, group, msg, sizeof(msg)) < 0)
-		die_with_logs("%s", msg);
+	th_cluster_stack_delete_all(&fx.s, group);
 	if (!th_wait_daemon(&fx.s.gd, group_empty, (void *)group, LIMIT_S))
-		die_with_logs("group %s was not emptied", group);
+		th_cluster_stack_fail(&fx.s, "group %s was not emptied", group);
 }
 
 /* ---- the ledger, sampled all along ---- */
@@ -453,9 +425,9 @@ static void lease_wait_outlasts(void **state)
 	char path[256];
 	long st;
 
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, n_wait, (void *)1, LIMIT_S))
-		die_with_logs("nothing waited for ManualApproval");
+		th_cluster_stack_fail(&fx.s, "nothing waited for ManualApproval");
 	/* Reserved while it waits: the one VM's room is taken. */
 	assert_int_equal(cl_host_ledger(fx.h, &s.last, &(struct vmact_err){ 0 }), 0);
 	assert_int_equal(s.last.leases, 1);
@@ -464,12 +436,12 @@ static void lease_wait_outlasts(void **state)
 	assert_int_equal(pthread_create(&s.t, NULL, sample, &s), 0);
 
 	/* A rival for the same room, tried again every 2 s. */
-	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "rival", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &no_room, LIMIT_S))
-		die_with_logs("the rival was not refused for room");
+		th_cluster_stack_fail(&fx.s, "the rival was not refused for room");
 	/* The wait outlasts the lease four times over. */
 	if (!th_wait_daemon(&fx.s.gd, waited, &four_leases, LIMIT_S))
-		die_with_logs("the gated VM did not wait %.0f s", four_leases);
+		th_cluster_stack_fail(&fx.s, "the gated VM did not wait %.0f s", four_leases);
 	/* The rival never got the room. */
 	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
 	assert_true(th_cluster_stack_node_error(&no_room));
@@ -481,7 +453,7 @@ static void lease_wait_outlasts(void **state)
 	assert_int_equal(st, 200);
 	s.must_hold = false;
 	if (!th_wait_daemon(&fx.s.gd, one_running, "gated", LIMIT_BOOT_S))
-		die_with_logs("the allowed VM never went into service");
+		th_cluster_stack_fail(&fx.s, "the allowed VM never went into service");
 	/* The rival still has no room, and the ledger holds one VM. */
 	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
 	assert_true(th_cluster_stack_node_error(&no_room));
@@ -510,10 +482,10 @@ static void lease_lost_unplaces(void **state)
 	char name[128];
 
 	if (!th_wait_daemon(&fx.s.gd, no_leases, NULL, LIMIT_S))
-		die_with_logs("leases left from the case before");
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
+		th_cluster_stack_fail(&fx.s, "leases left from the case before");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, n_wait, (void *)1, LIMIT_S))
-		die_with_logs("nothing waited for ManualApproval");
+		th_cluster_stack_fail(&fx.s, "nothing waited for ManualApproval");
 	w = waiting();
 	snprintf(name, sizeof(name), "%s",
 		 json_string_value(json_object_get(json_array_get(w, 0), "name")) ?: "");
@@ -538,7 +510,7 @@ static void lease_lost_unplaces(void **state)
 	}
 	/* Its renewal is refused: rejected, un-placed, never bound. */
 	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &no_room, LIMIT_S))
-		die_with_logs("the VM that lost its reservation was not un-placed");
+		th_cluster_stack_fail(&fx.s, "the VM that lost its reservation was not un-placed");
 	assert_true(n_wait((void *)0));
 	assert_int_equal(nodes_in("gated", "vm_state", "pending"), 1);
 	assert_int_equal(nodes_in("gated", "state", "running"), 0);
@@ -585,9 +557,10 @@ static void session_domain_100(void **state)
 	int last = bump_ids(100);
 
 	fprintf(stderr, "session domain IDs moved on to %d\n", last);
-	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "rival", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, rival_running, NULL, LIMIT_BOOT_S))
-		die_with_logs("the VM with a domain ID past 99 never went into service");
+		th_cluster_stack_fail(&fx.s,
+				      "the VM with a domain ID past 99 never went into service");
 	n = th_cluster_stack_nodes(&fx.s, "rival");
 	uuid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
 	assert_non_null(uuid);
@@ -713,15 +686,15 @@ static void health_in_service_reported(void **state)
 	virDomainPtr d;
 	int st, reason;
 
-	assert_int_equal(change("watch", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "watch", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, one_running, "watch", LIMIT_BOOT_S))
-		die_with_logs("the member never went into service");
+		th_cluster_stack_fail(&fx.s, "the member never went into service");
 	snprintf(uuid, sizeof(uuid), "%s", node_uuid("watch"));
 	/* In service and checked: no error while it answers. */
 	assert_true(no_error("watch"));
 	set_paused(uuid, true);
 	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &sick, LIMIT_S))
-		die_with_logs("the silent member was not reported");
+		th_cluster_stack_fail(&fx.s, "the silent member was not reported");
 	/* Reported, not deleted: still in service, the same domain. */
 	assert_int_equal(nodes_in("watch", "state", "running"), 1);
 	assert_string_equal(node_uuid("watch"), uuid);
@@ -732,7 +705,7 @@ static void health_in_service_reported(void **state)
 	virDomainFree(d);
 	set_paused(uuid, false);
 	if (!th_wait_daemon(&fx.s.gd, no_error, "watch", LIMIT_S))
-		die_with_logs("the member healthy again kept its error");
+		th_cluster_stack_fail(&fx.s, "the member healthy again kept its error");
 	assert_string_equal(node_uuid("watch"), uuid);
 	delete_all("watch");
 }
@@ -757,13 +730,13 @@ static void health_in_service_replaced(void **state)
 {
 	char uuid[64];
 
-	assert_int_equal(change("fix", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "fix", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, one_running, "fix", LIMIT_BOOT_S))
-		die_with_logs("the member never went into service");
+		th_cluster_stack_fail(&fx.s, "the member never went into service");
 	snprintf(uuid, sizeof(uuid), "%s", node_uuid("fix"));
 	set_paused(uuid, true);
 	if (!th_wait_daemon(&fx.s.gd, booted_again, NULL, LIMIT_BOOT_S))
-		die_with_logs("the silent member was not replaced");
+		th_cluster_stack_fail(&fx.s, "the silent member was not replaced");
 	/* The member kept (its UUID), its VM a new boot that runs. */
 	assert_string_equal(node_uuid("fix"), uuid);
 	assert_int_equal(nodes_in("fix", "state", "running"), 1);
@@ -788,9 +761,9 @@ static void boot_limit(void **state)
 
 	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	assert_int_equal(start_groupd(fx.cfg_b), 0);
-	assert_int_equal(change("slow", "increase", "{\"delta\":2}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "slow", "increase", "{\"delta\":2}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, one_pending_one_running, NULL, LIMIT_BOOT_S))
-		die_with_logs("not one member in service and one held back");
+		th_cluster_stack_fail(&fx.s, "not one member in service and one held back");
 	n = th_cluster_stack_nodes(&fx.s, "slow");
 	json_array_foreach(n, i, it)
 		assert_null(json_object_get(it, "error"));
@@ -798,7 +771,8 @@ static void boot_limit(void **state)
 	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	assert_int_equal(start_groupd(fx.cfg_b), 0);
 	if (!th_wait_daemon(&fx.s.gd, group_all_running, "slow", LIMIT_BOOT_S))
-		die_with_logs("the held-back member did not boot in the next iteration");
+		th_cluster_stack_fail(&fx.s,
+				      "the held-back member did not boot in the next iteration");
 	delete_all("slow");
 }
 
@@ -963,9 +937,9 @@ static void host_unreachable(void **state)
 	assert_int_equal(start_groupd(fx.cfg_c), 0);
 
 	/* A member where the room is: h2. */
-	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "two", "increase", "{\"delta\":1}"), 1);
 	if (!th_wait_daemon(&fx.s.gd, running_on, "h2", LIMIT_BOOT_S))
-		die_with_logs("the first member did not go into service on h2");
+		th_cluster_stack_fail(&fx.s, "the first member did not go into service on h2");
 	snprintf(name2, sizeof(name2), "%s", member_on("two", "h2"));
 	qemu2 = qemu_of(name2);
 	assert_true(qemu2 > 0);
@@ -973,14 +947,14 @@ static void host_unreachable(void **state)
 	/* h2's libvirtd dies (its guest runs on). */
 	assert_int_equal(th_proc_stop(&fx.lv2, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
 	if (!th_wait_daemon(&fx.s.gd, h2_libvirt, NULL, LIMIT_S))
-		die_with_logs("h2 never counted as unreachable");
+		th_cluster_stack_fail(&fx.s, "h2 never counted as unreachable");
 	/* Placement goes elsewhere. */
-	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "two", "increase", "{\"delta\":1}"), 2);
 	if (!th_wait_daemon(&fx.s.gd, running_on, "h", LIMIT_BOOT_S))
-		die_with_logs("the second member did not go to h");
+		th_cluster_stack_fail(&fx.s, "the second member did not go to h");
 	/* The unreachable member: on the books, reported, not deleted. */
 	if (!th_wait_daemon(&fx.s.gd, h2_member_error, "UNHEALTHY", LIMIT_S))
-		die_with_logs("the member on the unreachable host was not reported");
+		th_cluster_stack_fail(&fx.s, "the member on the unreachable host was not reported");
 	assert_string_equal(member_on("two", "h2"), name2);
 	assert_int_equal(nodes_in("two", "state", NULL), 2);
 	assert_int_equal(qemu_of(name2), qemu2);
@@ -992,7 +966,7 @@ static void host_unreachable(void **state)
 	assert_non_null(fx.c2);
 	if (!th_wait_daemon(&fx.s.gd, h2_libvirt, (void *)1, LIMIT_S) ||
 	    !th_wait_daemon(&fx.s.gd, h2_member_error, NULL, LIMIT_S))
-		die_with_logs("the member on h2 did not come back healthy");
+		th_cluster_stack_fail(&fx.s, "the member on h2 did not come back healthy");
 	assert_int_equal(qemu_of(name2), qemu2);
 	n = th_cluster_stack_nodes(&fx.s, "two");
 	assert_int_equal(json_array_size(n), 2);
@@ -1154,15 +1128,17 @@ static void standby_bind_cut_off(void **state)
 	/* The refill's start of the standby VM kills h2's libvirtd: the
 	 * definition is there, the start's undo cannot reach it. */
 	if (!TH_WAIT(NULL, th_proc_exited(&fx.lv2), (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
-		die_with_logs("the hook never cut h2's libvirtd off");
+		th_cluster_stack_fail(&fx.s, "the hook never cut h2's libvirtd off");
 	th_proc_wait(&fx.lv2);
 	assert_int_equal(access(marker, F_OK), -1);
 	/* vmact-groupd keeps the VM, to be removed, while h2 is away. */
 	if (!th_wait_daemon(&fx.s.gd, cut_deleting, NULL, LIMIT_S)) {
 		cut_vms(NULL, &st);
-		die_with_logs("the standby VM whose bind was cut off is not kept as a removal "
-			      "(%u VM(s) of cut, the first '%s')",
-			      cut_vms(NULL, NULL), st);
+		th_cluster_stack_fail(
+			&fx.s,
+			"the standby VM whose bind was cut off is not kept as a removal "
+			"(%u VM(s) of cut, the first '%s')",
+			cut_vms(NULL, NULL), st);
 	}
 	assert_int_equal(cut_vms(NULL, NULL), 1);
 
@@ -1179,9 +1155,10 @@ static void standby_bind_cut_off(void **state)
 		int n = cut_domains(dom, sizeof(dom));
 
 		cut_vms(&name, &st);
-		die_with_logs("cut did not settle: %d domain(s) on h2 (the first %s), "
-			      "vmact-groupd's %s is %s",
-			      n, dom, name, st);
+		th_cluster_stack_fail(&fx.s,
+				      "cut did not settle: %d domain(s) on h2 (the first %s), "
+				      "vmact-groupd's %s is %s",
+				      n, dom, name, st);
 	}
 	hook_remove();
 }

@@ -4,7 +4,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <curl/curl.h>
 
 #include "base/macro.h"
@@ -273,6 +278,7 @@ char *th_cluster_http_get(const char *url)
 
 /* vmact-groupd's log is long with -v: the tail is the failure's story. */
 #define TH_CLUSTER_LOG_TAIL     6000
+#define TH_CLUSTER_ARBITER_TAIL 3000
 #define TH_CLUSTER_VERBOSE_TAIL 200000
 /* vmact-groupd ends its jobs (a libvirt call each) before it exits. */
 #define TH_CLUSTER_STOP_USEC (30 * VMACT_USEC_PER_SEC)
@@ -382,8 +388,22 @@ bool th_cluster_stack_node_error(void *want)
 	return ok;
 }
 
+void th_cluster_stack_fail(const struct th_cluster_stack *s, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	th_print_log_tail(s->glog, "vmact-groupd", TH_CLUSTER_LOG_TAIL);
+	th_print_log_tail(s->alog, "vmact-arbiter", TH_CLUSTER_ARBITER_TAIL);
+	fail_msg("%s", msg);
+	abort(); /* fail_msg does not return; the compiler is told so */
+}
+
 int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group, const char *what,
-			    const char *body, char *msg, size_t len)
+			    const char *body)
 {
 	char path[256];
 	long st;
@@ -393,24 +413,20 @@ int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group,
 	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
 	j = th_cluster_stack_api(s, "POST", path, body, &st);
 	if (st != 200 || !json_is_integer(json_object_get(j, "target"))) {
-		_cleanup_free_ char *text = j ? json_dumps(j, 0) : NULL;
+		char *text = j ? json_dumps(j, 0) : NULL;
 
-		snprintf(msg, len, "%s %s: %ld %s", path, body ? body : "", st,
-			 text ? text : "(no body)");
-		json_decref(j);
-		return -EPROTO;
+		th_cluster_stack_fail(s, "%s %s: %ld %s", path, body ? body : "", st,
+				      text ? text : "(no body)");
 	}
 	t = (int)json_integer_value(json_object_get(j, "target"));
 	json_decref(j);
 	return t;
 }
 
-int th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group, char *msg,
-				size_t len)
+void th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group)
 {
 	json_t *n = th_cluster_stack_nodes(s, group), *it, *ids = json_array();
 	size_t i;
-	int r = 0;
 
 	json_array_foreach(n, i, it)
 		if (strcmp(json_string_value(json_object_get(it, "state")) ?: "", "deleting"))
@@ -421,11 +437,11 @@ int th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *gr
 		_cleanup_free_ char *body = doc ? json_dumps(doc, 0) : NULL;
 
 		json_decref(doc);
-		r = body ? th_cluster_stack_change(s, group, "delete-nodes", body, msg, len)
-			 : -ENOMEM;
+		if (!body)
+			th_cluster_stack_fail(s, "%s: out of memory", group);
+		th_cluster_stack_change(s, group, "delete-nodes", body);
 	}
 	json_decref(ids);
-	return r < 0 ? r : 0;
 }
 
 void th_cluster_stack_stop(struct th_cluster_stack *s)

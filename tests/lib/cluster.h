@@ -114,17 +114,21 @@ struct th_cluster_node_error {
  * an error with that code (struct th_cluster_node_error *want). */
 bool th_cluster_stack_node_error(void *want);
 
+/* Fails the cmocka test with the message, after printing the tails of
+ * vmact-groupd's log and of the arbiter's (alog, when there is one). */
+void th_cluster_stack_fail(const struct th_cluster_stack *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
 /* POST /v1/groups/GROUP/WHAT with body, a change that must succeed: the
- * group's new target; -EPROTO when the answer was not 200 with a target,
- * what it was then in msg. */
+ * group's new target; th_cluster_stack_fail when the answer was not 200
+ * with a target. */
 int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group, const char *what,
-			    const char *body, char *msg, size_t len);
+			    const char *body);
 
 /* Asks vmact-groupd to delete every node of the group not deleting
- * already (nothing when there is none); 0, or th_cluster_stack_change's
- * error. The caller waits for the group to empty, its own way. */
-int th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group, char *msg,
-				size_t len);
+ * already (nothing when there is none), through th_cluster_stack_change.
+ * The caller waits for the group to empty, its own way. */
+void th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group);
 
 /* Stops vmact-groupd (SIGTERM, 30 s, then SIGKILL); with VMACT_TEST_VERBOSE
  * prints every one of its logs. */
