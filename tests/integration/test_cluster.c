@@ -445,9 +445,8 @@ static int setup(void **state)
 				"a program not built, or no scratch directory\n");
 		return -1;
 	}
-	if (th_vmactd_init(&fx.d, "vmact-clt") < 0)
+	if (th_vmactd_init(&fx.d, "vmact-clt", &fx.grower) < 0)
 		return -1;
-	fx.d.guest = &fx.grower;
 #define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.s.dir)
 	P(cfg_short, "groupd-short-leases.json");
 	P(arb2, "arb2/arb.sock");

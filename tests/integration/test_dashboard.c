@@ -393,7 +393,7 @@ static int setup(void **state)
 		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
 		return -1;
 	}
-	if (th_vmactd_init(&fx.d, PREFIX) < 0 ||
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0 ||
 	    th_build_prog("vmact-groupd", fx.groupd_path, sizeof(fx.groupd_path)) < 0) {
 		fprintf(stderr, "test_dashboard: vmactd or vmact-groupd not built\n");
 		return -1;
@@ -405,7 +405,6 @@ static int setup(void **state)
 		fprintf(stderr, "cannot read %s\n", path);
 		return -1;
 	}
-	fx.d.guest = &fx.g;
 	/* The cluster user reads its configuration and the key in the
 	 * fixture's directory (0755). */
 #define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.d.dir)

@@ -140,7 +140,7 @@ static int setup(void **state)
 
 	(void)state;
 	t_begin = th_now_s();
-	if (th_vmactd_init(&fx.d, "hook-it") < 0)
+	if (th_vmactd_init(&fx.d, "hook-it", NULL) < 0)
 		return -1;
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
 	snprintf(text, sizeof(text), "{\"control\":{\"state_dir\":\"%s\"}}", fx.d.dir);

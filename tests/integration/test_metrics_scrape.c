@@ -410,9 +410,8 @@ static void scrape(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (th_vmactd_init(&fx.d, PREFIX) < 0)
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
 		return -1;
-	fx.d.guest = &fx.g;
 	fx.vc = virConnectOpen("qemu:///system");
 	return fx.vc ? 0 : -1;
 }

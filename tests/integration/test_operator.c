@@ -68,8 +68,8 @@
 #define LIMIT_S       60.0
 
 static struct {
-	struct tg_guest g;
 	struct th_vmactd d;
+	struct tg_guest g;
 	char out[128], script[128], tpl[128];
 	char group[32], user[32], fixdom[96];
 	bool made_group, made_user, hook_installed;
@@ -241,9 +241,8 @@ static int setup(void **state)
 	virConnectPtr vc;
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, PREFIX) < 0)
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
 		return -1;
-	fx.d.guest = &fx.g;
 	snprintf(fx.out, sizeof(fx.out), "%s/out", fx.d.dir);
 	snprintf(fx.script, sizeof(fx.script), "%s/fix.sh", fx.d.dir);
 	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.d.dir);

@@ -197,9 +197,8 @@ static int setup(void **state)
 	static const char *const args[] = { "--verbose", NULL };
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, "vmactd-re") < 0)
+	if (th_vmactd_init(&fx.d, "vmactd-re", &fx.g) < 0)
 		return -1;
-	fx.d.guest = &fx.g;
 	snprintf(fx.sock, sizeof(fx.sock), "%s/monitor.sock", fx.d.dir);
 	snprintf(fx.peer_log, sizeof(fx.peer_log), "%s/peer.log", fx.d.dir);
 

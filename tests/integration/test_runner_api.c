@@ -180,9 +180,8 @@ static int setup(void **state)
 	virConnectPtr vc;
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, PREFIX) < 0)
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
 		return -1;
-	fx.d.guest = &fx.g;
 	snprintf(fx.resp, sizeof(fx.resp), "%s/resp", fx.d.dir);
 	/* A port nothing listens on; the API gets it as a fixed port, as a
 	 * NeonVM controller expects (25183 may be taken on a test host). */

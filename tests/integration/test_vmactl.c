@@ -216,9 +216,8 @@ static int setup(void **state)
 	virConnectPtr vc;
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, PREFIX) < 0)
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
 		return -1;
-	fx.d.guest = &fx.g;
 	snprintf(fx.out, sizeof(fx.out), "%s/out", fx.d.dir);
 	snprintf(fx.follow, sizeof(fx.follow), "%s/follow", fx.d.dir);
 	snprintf(fx.tmux, sizeof(fx.tmux), "vmactl-it-%d", (int)getpid());

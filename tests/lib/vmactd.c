@@ -24,10 +24,11 @@ DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
 /* A SIGTERMed vmactd hands its VMs back (quotas, pins) before it exits. */
 #define TH_VMACTD_STOP_USEC (30 * VMACT_USEC_PER_SEC)
 
-int th_vmactd_init(struct th_vmactd *d, const char *prefix)
+int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest)
 {
 	int r = th_scratch_dir(prefix, d->dir, sizeof(d->dir));
 
+	d->guest = guest;
 	if (r < 0)
 		return r;
 	snprintf(d->cfg, sizeof(d->cfg), "%s/vmactd.json", d->dir);

@@ -27,8 +27,10 @@ struct th_vmactd {
 };
 
 /* The scratch directory, the paths, the pin root and vmactd's path (the
- * build this test or bench belongs to); nothing is started. 0 or -errno. */
-int th_vmactd_init(struct th_vmactd *d, const char *prefix);
+ * build this test or bench belongs to), and the guest the teardown
+ * destroys (NULL: none; the test starts it); nothing is started. 0 or
+ * -errno. */
+int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest);
 
 /* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
  * sampler.pin_root the fixture's, with extra (JSON object text, NULL:
