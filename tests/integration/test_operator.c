@@ -287,19 +287,13 @@ static int teardown(void **state)
 {
 	(void)state;
 	th_vmactd_stop(&fx.d);
-	{
-		virConnectPtr vc = virConnectOpen("qemu:///system");
-		virDomainPtr d = vc && fx.fixdom[0] ? virDomainLookupByName(vc, fx.fixdom) : NULL;
+	if (fx.fixdom[0]) {
+		/* Defined by op_fix, started by op_hook, which may have failed
+		 * with it running; its serial log goes too. */
+		struct tg_guest fix, *const one[] = { &fix };
 
-		/* op_hook may have failed with it running. */
-		if (d) {
-			if (virDomainIsActive(d) == 1)
-				virDomainDestroy(d);
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		if (vc)
-			virConnectClose(vc);
+		tg_guest_named(&fix, fx.fixdom);
+		tg_destroy_all(one, 1, true);
 	}
 	/* op_hook restarts libvirtd: the fixture finds the guest again by its
 	 * name. */

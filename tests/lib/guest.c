@@ -312,6 +312,14 @@ int tg_live_vcpus(const char *name)
 	return n;
 }
 
+void tg_guest_named(struct tg_guest *g, const char *name)
+{
+	*g = (struct tg_guest){ 0 };
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	snprintf(g->log, sizeof(g->log), TG_RUNDIR "/%s.log", name);
+	snprintf(g->ctl, sizeof(g->ctl), TG_RUNDIR "/%s.ctl", name);
+}
+
 void tg_destroy(struct tg_guest *g)
 {
 	if (g->dom) {

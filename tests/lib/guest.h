@@ -159,6 +159,11 @@ void tg_destroy(struct tg_guest *g);
  * be stale when libvirtd restarted since (tests restart it). */
 void tg_destroy_by_name(struct tg_guest *g);
 
+/* Names g for a domain the test defined from the template itself (its
+ * serial log and control socket under TG_RUNDIR, as tg_start's), so that
+ * tg_destroy_by_name and tg_destroy_all remove it and its files. */
+void tg_guest_named(struct tg_guest *g, const char *name);
+
 /* tg_destroy_by_name for n guests at once, each in a thread of its own
  * with its own connection (libvirt takes about 2 s to stop a QEMU here;
  * one after the other, a teardown waits for all of them in turn); with
