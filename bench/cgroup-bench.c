@@ -18,11 +18,8 @@
 
 #include "actuator/cgroup/cgroup-domain.h"
 #include "actuator/cgroup/cgroup.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/wait.h"
-
-static void quiet(void *ud, virErrorPtr e)
-{
-}
 
 int main(int argc, char **argv)
 {
@@ -39,7 +36,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cgroup-bench: %s\n", err.msg);
 		return 1;
 	}
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	virConnectPtr conn = virConnectOpen("qemu:///system");
 	if (!conn) {
 		fprintf(stderr, "cgroup-bench: qemu:///system: %s\n", virGetLastErrorMessage());

@@ -50,6 +50,7 @@
 #include "cluster/plugins/plugins.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
@@ -64,9 +65,9 @@
 #define GOAL_RSS_MIB 32.0
 
 static struct {
-	struct th_cluster_user u;
-	char dir[64], key[128], cfg[128], glog[128], alog[128], sock[108], arb[108];
-	char groupd[PATH_MAX], arbiter[PATH_MAX], home[96], lvlog[128], lvsock[160];
+	struct th_cluster_stack s; /* vmact-groupd itself started here (no -v) */
+	char glog[128], arb[108];
+	char home[96], lvlog[128], lvsock[160];
 	struct th_proc gd, ad, lv;
 } b;
 
@@ -84,8 +85,7 @@ static void die(const char *fmt, ...)
 	th_proc_stop(&b.gd, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&b.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&b.lv, SIGTERM, 10 * VMACT_USEC_PER_SEC);
-	if (b.dir[0])
-		th_rm_rf(b.dir);
+	th_cluster_stack_teardown(&b.s);
 	exit(1);
 }
 
@@ -177,7 +177,7 @@ static void bench_cycle(double *p50, double *p99, double *max)
 
 static void own(const char *path, bool user, mode_t mode)
 {
-	if (chown(path, user ? b.u.uid : 0, b.u.gid) < 0 || chmod(path, mode) < 0)
+	if (th_cluster_stack_own(&b.s, path, user, mode) < 0)
 		die("%s: %s", path, strerror(errno));
 }
 
@@ -187,7 +187,7 @@ static void write_host(int i, char *path, size_t len)
 {
 	FILE *f;
 
-	snprintf(path, len, "%s/host%02d.xml", b.dir, i);
+	snprintf(path, len, "%s/host%02d.xml", b.s.dir, i);
 	f = fopen(path, "w");
 	if (!f)
 		die("%s: %s", path, strerror(errno));
@@ -236,7 +236,7 @@ static void write_config(unsigned health_port)
 		json_array_append_new(names, json_string(name));
 		json_array_append_new(hosts,
 				      json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", name, "uri", uri,
-						"arbiter", "url", arb_url, "secret_file", b.key));
+						"arbiter", "url", arb_url, "secret_file", b.s.key));
 	}
 	for (int g = 0; g < N_GROUPS; g++) {
 		char id[8];
@@ -249,19 +249,15 @@ static void write_config(unsigned health_port)
 							"health", "kind", "tcp", "address", addr));
 	}
 	json_decref(names);
-	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:o,s:o}", "api", "socket", b.sock, "metrics",
+	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:o,s:o}", "api", "socket", b.s.sock, "metrics",
 			"listen", "", "libvirt", "name_prefix", "vmact-b-", "hosts", hosts,
 			"groups", groups);
 	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
 	json_decref(doc);
-	if (!text || th_write_file(b.cfg, text) < 0)
+	if (!text || th_write_file(b.s.cfg, text) < 0)
 		die("cannot write the configuration");
 	free(text);
-	own(b.cfg, false, 0644);
-}
-
-static void quiet(void *ud, virErrorPtr e)
-{
+	own(b.s.cfg, false, 0644);
 }
 
 static bool lv_answers(void *arg)
@@ -279,7 +275,7 @@ static bool lv_answers(void *arg)
 
 static bool all_found(void *arg)
 {
-	json_t *j = th_cluster_api(b.sock, "GET", "/v1/vms", NULL, NULL);
+	json_t *j = th_cluster_api(b.s.sock, "GET", "/v1/vms", NULL, NULL);
 	bool ok = json_is_true(json_object_get(j, "ready")) &&
 		  json_array_size(json_object_get(j, "vms")) == N_VMS;
 
@@ -289,7 +285,7 @@ static bool all_found(void *arg)
 
 static bool all_leased(void *arg)
 {
-	json_t *j = th_cluster_api(b.sock, "GET", "/v1/vms", NULL, NULL), *it;
+	json_t *j = th_cluster_api(b.s.sock, "GET", "/v1/vms", NULL, NULL), *it;
 	size_t i, n = 0;
 
 	json_array_foreach(json_object_get(j, "vms"), i, it)
@@ -301,7 +297,7 @@ static bool all_leased(void *arg)
 /* One full poll: the groups, then every group's nodes; the nodes seen. */
 static size_t poll_once(void)
 {
-	json_t *gs = th_cluster_api(b.sock, "GET", "/v1/groups", NULL, NULL), *g;
+	json_t *gs = th_cluster_api(b.s.sock, "GET", "/v1/groups", NULL, NULL), *g;
 	size_t i, nodes = 0;
 
 	json_array_foreach(json_object_get(gs, "groups"), i, g) {
@@ -310,7 +306,7 @@ static size_t poll_once(void)
 
 		snprintf(path, sizeof(path), "/v1/groups/%s/nodes",
 			 json_string_value(json_object_get(g, "id")));
-		n = th_cluster_api(b.sock, "GET", path, NULL, NULL);
+		n = th_cluster_api(b.s.sock, "GET", path, NULL, NULL);
 		nodes += json_array_size(json_object_get(n, "nodes"));
 		json_decref(n);
 	}
@@ -335,7 +331,7 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 50;
 	double c50, c99, cmax, *polls;
-	char tpl[] = "/tmp/vmact-cb-XXXXXX", listen[PATH_MAX + 8];
+	char listen[PATH_MAX + 8];
 	unsigned port = 0;
 	int lfd;
 	long rss, hwm;
@@ -344,48 +340,28 @@ int main(int argc, char **argv)
 	if (rounds < 1)
 		rounds = 50;
 	signal(SIGPIPE, SIG_IGN);
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	bench_cycle(&c50, &c99, &cmax);
 	printf("cycle: %d scheduling cycles over %d hosts (the default profile's filters and "
 	       "scores, in-process): p50 %.3f ms, p99 %.3f ms, max %.3f ms (goal: p99 <= %.0f ms)\n",
 	       CYCLES, N_HOSTS, c50, c99, cmax, GOAL_CYCLE);
 	fflush(stdout);
 
-	if (th_cluster_user(&b.u) < 0)
-		die("no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)");
-	if (th_bench_prog("vmact-groupd", b.groupd, sizeof(b.groupd)) < 0 ||
-	    th_bench_prog("vmact-arbiter", b.arbiter, sizeof(b.arbiter)) < 0)
-		die("build vmact-groupd and vmact-arbiter first");
-	if (!mkdtemp(tpl))
-		die("mkdtemp: %s", strerror(errno));
-	snprintf(b.dir, sizeof(b.dir), "%s", tpl);
-	own(b.dir, false, 0755);
-	snprintf(b.key, sizeof(b.key), "%s/lease.key", b.dir);
-	snprintf(b.cfg, sizeof(b.cfg), "%s/groupd.json", b.dir);
-	snprintf(b.glog, sizeof(b.glog), "%s/groupd.log", b.dir);
-	snprintf(b.alog, sizeof(b.alog), "%s/arbiter.log", b.dir);
-	snprintf(b.sock, sizeof(b.sock), "%s/api/api.sock", b.dir);
-	snprintf(b.arb, sizeof(b.arb), "%s/arb/arb.sock", b.dir);
-	{
-		char d[PATH_MAX];
-
-		snprintf(d, sizeof(d), "%s/api", b.dir);
-		mkdir(d, 0700);
-		own(d, true, 0700);
-		snprintf(d, sizeof(d), "%s/arb", b.dir);
-		mkdir(d, 0700);
-		own(d, true, 0700);
-	}
-	if (th_cluster_key(&b.u, b.key) < 0)
-		die("lease key");
+	if (th_cluster_stack_init(&b.s, "vmact-cb") < 0)
+		die("no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh), vmact-groupd and "
+		    "vmact-arbiter not built, or no scratch directory");
+	snprintf(b.glog, sizeof(b.glog), "%s/groupd.log", b.s.dir);
+	if (th_cluster_stack_user_dir(&b.s, "arb", b.arb, sizeof(b.arb)) < 0)
+		die("%s/arb: %s", b.s.dir, strerror(errno));
+	strncat(b.arb, "/arb.sock", sizeof(b.arb) - strlen(b.arb) - 1);
 	/* The hosts' daemon. */
-	snprintf(b.home, sizeof(b.home), "%s/home", b.dir);
-	snprintf(b.lvlog, sizeof(b.lvlog), "%s/libvirtd.log", b.dir);
+	snprintf(b.home, sizeof(b.home), "%s/home", b.s.dir);
+	snprintf(b.lvlog, sizeof(b.lvlog), "%s/libvirtd.log", b.s.dir);
 	snprintf(b.lvsock, sizeof(b.lvsock), "%s/.cache/libvirt/libvirt-sock", b.home);
 	mkdir(b.home, 0700);
 	own(b.home, true, 0700);
 	{
-		struct th_cluster_user u = b.u;
+		struct th_cluster_user u = b.s.u;
 		const char *args[] = { "/usr/sbin/libvirtd", NULL };
 
 		snprintf(u.home, sizeof(u.home), "%s", b.home);
@@ -400,17 +376,17 @@ int main(int argc, char **argv)
 		die("listener");
 	write_config(port);
 	{
-		const char *args[] = { b.arbiter,  "--listen", listen,        "--cpu", "4000",
-				       "--memory", "16Ti",     "--lease-key", b.key,   NULL };
+		const char *args[] = { b.s.arbiter, "--listen", listen,        "--cpu", "4000",
+				       "--memory",  "16Ti",     "--lease-key", b.s.key, NULL };
 
 		snprintf(listen, sizeof(listen), "unix:%s", b.arb);
-		if (th_cluster_spawn(&b.ad, &b.u, args, b.alog) < 0)
+		if (th_cluster_spawn(&b.ad, &b.s.u, args, b.s.alog) < 0)
 			die("vmact-arbiter");
 	}
 	{
-		const char *args[] = { b.groupd, "-c", b.cfg, NULL };
+		const char *args[] = { b.s.groupd, "-c", b.s.cfg, NULL };
 
-		if (th_cluster_spawn(&b.gd, &b.u, args, b.glog) < 0)
+		if (th_cluster_spawn(&b.gd, &b.s.u, args, b.glog) < 0)
 			die("vmact-groupd");
 	}
 	if (!th_wait_daemon(&b.gd, all_found, NULL, 120))
@@ -447,6 +423,6 @@ int main(int argc, char **argv)
 	th_proc_stop(&b.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&b.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&b.lv, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_rm_rf(b.dir);
+	th_cluster_stack_teardown(&b.s);
 	return 0;
 }

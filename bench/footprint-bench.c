@@ -491,19 +491,6 @@ static unsigned guests_gone(void)
 
 /* ---- vmactd ---- */
 
-static void unpin_dir(const char *dir)
-{
-	static const char *const maps[] = { "vmact_readout", "vmact_stats", "vmact_tasks",
-					    "vmact_vms" };
-	char p[PATH_MAX];
-
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, maps[i]);
-		unlink(p);
-	}
-	rmdir(dir);
-}
-
 /* The BPF pin directories of runs that are gone (see sweep_stale). */
 static void unpin_stale(void)
 {
@@ -517,7 +504,7 @@ static void unpin_stale(void)
 		if (sscanf(e->d_name, "vmact-fp-%d", &pid) == 1 && pid > 0 && kill(pid, 0) < 0 &&
 		    errno == ESRCH) {
 			snprintf(dir, sizeof(dir), "/sys/fs/bpf/%s", e->d_name);
-			unpin_dir(dir);
+			th_remove_pins(dir);
 		}
 	}
 	if (d)
@@ -615,7 +602,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 out:
 	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
 		fprintf(stderr, "footprint-bench: vmactd did not exit cleanly (log %s)\n", dlog);
-	unpin_dir(pins);
+	th_remove_pins(pins);
 	return rc;
 }
 

@@ -129,29 +129,15 @@ static void add(struct th_samples *s, double v)
 
 static virConnectPtr vc;
 
-/* Other users of this host may restart libvirtd: reopen the bench's own
- * connection when it died (hp_conn reconnects by itself). */
+/* Other users of this host may restart libvirtd: tg_boot_first reopens
+ * the bench's own connection when it died (hp_conn reconnects by itself). */
 static int boot(const char *prefix, struct tg_guest *g, struct tg_report *r)
 {
 	char msg[512];
 
-	for (int attempt = 0;; attempt++) {
-		if (!vc || virConnectIsAlive(vc) != 1) {
-			if (vc)
-				virConnectClose(vc);
-			vc = virConnectOpen(HP_URI_DEFAULT);
-		}
-		if (vc && tg_start(vc, prefix, NULL, g, msg, sizeof(msg)) == 0)
-			break;
-		if (attempt == 5) {
-			fprintf(stderr, "hotplug-bench: %s\n",
-				vc ? msg : "cannot connect to libvirtd");
-			return -1;
-		}
-		sleep(1);
-	}
-	if (!tg_wait(g, 0, NULL, NULL, 120, r)) {
-		fprintf(stderr, "hotplug-bench: guest %s did not boot\n", g->name);
+	if (tg_boot_first(&vc, prefix, NULL, getenv("VMACT_GUEST_TEMPLATE"),
+			  getenv("VMACT_GUEST_CMDLINE"), g, r, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "hotplug-bench: %s\n", msg);
 		return -1;
 	}
 	return 0;

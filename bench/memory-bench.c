@@ -194,16 +194,6 @@ out_peer:
 	return dt;
 }
 
-static void print_ms(struct th_samples *s, unsigned capped, double p)
-{
-	double v;
-
-	if (th_samples_pct_capped(s, capped, p, &v))
-		printf(" %10.0f", v * 1000);
-	else
-		printf(" %10s", "never");
-}
-
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 10;
@@ -260,8 +250,8 @@ int main(int argc, char **argv)
 	       "never", "OOM kills", "major faults");
 	for (int c = 0; c < N_CONT; c++) {
 		printf("%-34s", cont_names[c]);
-		print_ms(&up[c], never[c], 50);
-		print_ms(&up[c], never[c], 99);
+		th_samples_print_ms(stdout, &up[c], never[c], 50);
+		th_samples_print_ms(stdout, &up[c], never[c], 99);
 		printf(" %6zu %8u %12u %8.0f/%-5.0f\n", up[c].n + never[c], never[c], ooms[c],
 		       th_samples_pct(&faults[c], 50), th_samples_pct(&faults[c], 100));
 	}

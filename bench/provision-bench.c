@@ -19,7 +19,6 @@
  * Usage: provision-bench [RUNS]  (default 10 per tier; root, make guest)
  * Ends with "ratio: X" = running-tier p50 / cold-boot p50 (client side). */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,9 +46,9 @@
 #define POLL_USEC 5000
 
 static struct {
-	struct th_cluster_user u;
-	char dir[64], key[128], cfg[128], glog[128], alog[128], sock[108], img[128], logs[128];
-	char pool[64], groupd[PATH_MAX], arbiter[PATH_MAX], guest[512];
+	struct th_cluster_stack s; /* vmact-groupd itself started here (no -v) */
+	char glog[128], img[128];
+	char pool[64], guest[512];
 	unsigned arb_port;
 	virConnectPtr c;
 	struct th_proc gd, ad;
@@ -70,27 +69,13 @@ static void die(const char *fmt, ...)
 	th_proc_stop(&b.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_cluster_remove_domains(b.c, PREFIX);
 	th_cluster_pool_remove(b.c, b.pool);
-	th_rm_rf(b.dir);
+	th_cluster_stack_teardown(&b.s);
 	exit(1);
 }
 
 static json_t *api(const char *method, const char *path, const char *body, long *status)
 {
-	return th_cluster_api(b.sock, method, path, body, status);
-}
-
-static void prog(const char *name, char *out, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n <= 0)
-		die("cannot find myself");
-	self[n] = 0;
-	/* build/bench/provision-bench -> build/NAME */
-	snprintf(out, len, "%s/%s", dirname(dirname(self)), name);
-	if (access(out, X_OK) < 0)
-		die("%s: %s (make %s)", out, strerror(errno), name);
+	return th_cluster_api(b.s.sock, method, path, body, status);
 }
 
 static bool log_has(void *needle)
@@ -109,7 +94,7 @@ static bool ready(void *arg)
 
 static void start_groupd(const char *tier)
 {
-	const char *args[] = { b.groupd, "-c", b.cfg, NULL };
+	const char *args[] = { b.s.groupd, "-c", b.s.cfg, NULL };
 	char text[8192];
 
 	snprintf(text, sizeof(text),
@@ -123,12 +108,12 @@ static void start_groupd(const char *tier)
 		 "\"cmdline\":\"console=ttyS0 loglevel=1 panic=-1\",\"base_volume\":\"node-base.qcow2\","
 		 "\"serial_log_dir\":\"%s\"},"
 		 "\"claim\":{\"ack\":\"VMACT claimed\"},\"pool\":{\"%s\":%d}}]}",
-		 b.sock, b.pool, b.arb_port, b.key, b.guest, b.guest, b.logs,
+		 b.s.sock, b.pool, b.arb_port, b.s.key, b.guest, b.guest, b.s.logs,
 		 tier ? tier : "running", tier ? 1 : 0);
-	if (th_write_file(b.cfg, text) < 0)
+	if (th_write_file(b.s.cfg, text) < 0)
 		die("cannot write the configuration");
 	unlink(b.glog);
-	if (th_cluster_spawn(&b.gd, &b.u, args, b.glog) < 0)
+	if (th_cluster_spawn(&b.gd, &b.s.u, args, b.glog) < 0)
 		die("cannot start vmact-groupd");
 	if (!th_wait_daemon(&b.gd, log_has, "serving on", 60) ||
 	    !th_wait_daemon(&b.gd, ready, NULL, 60))
@@ -247,10 +232,6 @@ static void run_phase(struct phase *p, unsigned runs)
 	th_cluster_remove_domains(b.c, PREFIX);
 }
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 int main(int argc, char **argv)
 {
 	struct phase phases[] = {
@@ -260,38 +241,22 @@ int main(int argc, char **argv)
 		{ .name = "cold", .tier = NULL },
 	};
 	unsigned runs = argc > 1 ? (unsigned)atoi(argv[1]) : 10;
-	char tpl[] = "/tmp/vmact-pb-XXXXXX", path[96], real[PATH_MAX];
+	char real[PATH_MAX];
 
 	if (!runs)
 		runs = 10;
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (getuid() != 0)
 		die("run as root (it starts an arbiter and makes a storage pool)");
-	if (th_cluster_user(&b.u) < 0)
-		die("no user " TH_CLUSTER_USER " (tests/host/setup-host.sh)");
-	prog("vmact-groupd", b.groupd, sizeof(b.groupd));
-	prog("vmact-arbiter", b.arbiter, sizeof(b.arbiter));
 	if (!realpath(tg_guest_dir(), real) || strlen(real) >= sizeof(b.guest))
 		die("no guest in %s (make guest)", tg_guest_dir());
 	snprintf(b.guest, sizeof(b.guest), "%s", real);
-	if (!mkdtemp(tpl))
-		die("mkdtemp: %s", strerror(errno));
-	snprintf(b.dir, sizeof(b.dir), "%s", tpl);
-	chmod(b.dir, 0755);
-	snprintf(b.key, sizeof(b.key), "%s/lease.key", b.dir);
-	snprintf(b.cfg, sizeof(b.cfg), "%s/groupd.json", b.dir);
-	snprintf(b.glog, sizeof(b.glog), "%s/groupd.log", b.dir);
-	snprintf(b.alog, sizeof(b.alog), "%s/arbiter.log", b.dir);
-	snprintf(b.img, sizeof(b.img), "%s/img", b.dir);
-	snprintf(b.logs, sizeof(b.logs), "%s/logs", b.dir);
-	snprintf(path, sizeof(path), "%s/api", b.dir);
-	snprintf(b.sock, sizeof(b.sock), "%s/api.sock", path);
-	mkdir(path, 0700);
-	mkdir(b.logs, 0777);
-	chmod(b.logs, 0777);
-	if (chown(path, b.u.uid, b.u.gid) < 0 || th_cluster_key(&b.u, b.key) < 0)
-		die("cannot prepare %s", b.dir);
+	if (th_cluster_stack_init(&b.s, "vmact-pb") < 0)
+		die("no user " TH_CLUSTER_USER " (tests/host/setup-host.sh), vmact-groupd and "
+		    "vmact-arbiter not built, or no scratch directory");
+	snprintf(b.glog, sizeof(b.glog), "%s/groupd.log", b.s.dir);
+	snprintf(b.img, sizeof(b.img), "%s/img", b.s.dir);
 	b.c = virConnectOpen("qemu:///system");
 	snprintf(b.pool, sizeof(b.pool), "vmact-pb-%d", (int)getpid());
 	if (!b.c || th_cluster_pool(b.c, NULL, b.pool, b.img) < 0)
@@ -299,11 +264,11 @@ int main(int argc, char **argv)
 	b.arb_port = th_dead_port();
 	{
 		char listen[64];
-		const char *argv2[] = { b.arbiter,  "--listen", listen,        "--cpu", "8",
-					"--memory", "16Gi",     "--lease-key", b.key,   NULL };
+		const char *argv2[] = { b.s.arbiter, "--listen", listen,        "--cpu", "8",
+					"--memory",  "16Gi",     "--lease-key", b.s.key, NULL };
 		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 						 .err = TH_OUT_FILE,
-						 .out_path = b.alog };
+						 .out_path = b.s.alog };
 
 		snprintf(listen, sizeof(listen), "127.0.0.1:%u", b.arb_port);
 		if (th_spawn(&b.ad, argv2, &o) < 0)
@@ -322,7 +287,7 @@ int main(int argc, char **argv)
 	th_cluster_remove_domains(b.c, PREFIX);
 	th_cluster_pool_remove(b.c, b.pool);
 	virConnectClose(b.c);
-	th_rm_rf(b.dir);
+	th_cluster_stack_teardown(&b.s);
 	printf("ratio: %.3f\n",
 	       th_samples_pct(&phases[0].client, 50) / th_samples_pct(&phases[3].client, 50));
 	return 0;

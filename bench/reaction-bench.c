@@ -221,30 +221,16 @@ static long log_end(const char *path)
 	return stat(path, &sb) == 0 ? (long)sb.st_size : 0;
 }
 
-/* Other users of this host may restart libvirtd: reopen the connection
- * when it died. */
+/* Other users of this host may restart libvirtd: tg_boot_first reopens
+ * the connection when it died. */
 static int boot(const char *meta, struct tg_guest *g)
 {
 	struct tg_report r;
 	char msg[512];
 
-	for (int attempt = 0;; attempt++) {
-		if (!vc || virConnectIsAlive(vc) != 1) {
-			if (vc)
-				virConnectClose(vc);
-			vc = virConnectOpen(HP_URI_DEFAULT);
-		}
-		if (vc && tg_start(vc, PREFIX, meta, g, msg, sizeof(msg)) == 0)
-			break;
-		if (attempt == 5) {
-			fprintf(stderr, "reaction-bench: %s\n",
-				vc ? msg : "cannot connect to libvirtd");
-			return -1;
-		}
-		sleep(1);
-	}
-	if (!tg_wait(g, 0, NULL, NULL, 180, &r)) {
-		fprintf(stderr, "reaction-bench: guest %s did not boot\n", g->name);
+	if (tg_boot_first(&vc, PREFIX, meta, getenv("VMACT_GUEST_TEMPLATE"),
+			  getenv("VMACT_GUEST_CMDLINE"), g, &r, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "reaction-bench: %s\n", msg);
 		return -1;
 	}
 	/* Let the boot tail pass: two seconds of reports. */
@@ -418,22 +404,12 @@ out:
 	return dt;
 }
 
-/* One percentile over every run, a run capped without the second vCPU
- * counting as longer than any: "never" when the rank falls among those. */
-static void print_pct(struct th_samples *s, unsigned capped, double p)
-{
-	double v;
-
-	if (th_samples_pct_capped(s, capped, p, &v))
-		printf(" %10.0f", v * 1000);
-	else
-		printf(" %10s", "never");
-}
-
+/* A run capped without the second vCPU counts as longer than any: "never"
+ * when the rank falls among those. */
 static void print_ms(struct th_samples *s, unsigned capped)
 {
-	print_pct(s, capped, 50);
-	print_pct(s, capped, 99);
+	th_samples_print_ms(stdout, s, capped, 50);
+	th_samples_print_ms(stdout, s, capped, 99);
 }
 
 /* VMACT_BENCH_ONLY=vmact,operator,neon: a quick look at some contenders
@@ -562,7 +538,7 @@ table:
 		printf("%-24s %6zu", cont_names[c], up[c].n + never[c]);
 		print_ms(&up[c], never[c]);
 		printf(" %6u", never[c]);
-		print_pct(&up_host[c], never[c], 50);
+		th_samples_print_ms(stdout, &up_host[c], never[c], 50);
 		if (c == C_VMACT && down.n)
 			printf(" %10.0f %10.0f %4zu/%-3u", th_samples_pct(&down, 50) * 1000,
 			       th_samples_pct(&down, 99) * 1000, down.n, down_runs);

@@ -35,6 +35,7 @@
 #include "tests/lib/cloudprov.h"
 #include "tests/lib/cpenv.h"
 #include "tests/lib/file.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -63,11 +64,6 @@ static const char groups[] =
 
 static struct th_cpenv E;
 
-/* libvirt's lookups of deleted domains fail on purpose here */
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 DEFINE_PTR_CLEANUP(jsonp, json_t, json_decref)
 
 static int setup(void **state)
@@ -75,7 +71,7 @@ static int setup(void **state)
 	char msg[256];
 
 	(void)state;
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	if (th_cpenv_start(&E, groups, msg, sizeof(msg)) < 0) {
 		print_error("%s\n", msg);
 		return -1;

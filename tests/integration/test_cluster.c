@@ -68,6 +68,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define USER         "vmact-cluster"
@@ -78,15 +79,14 @@
 #define MiB          (1024ULL * 1024)
 
 static struct {
-	char dir[64];
-	char key[128], cfg[128], cfg_short[128], glog[128];
-	char vcfg[128], vlog[128], alog[128], sock[108], arb2[108];
-	char sysimg[128], sesimg[128], logs[128];
+	struct th_cluster_stack s;
+	struct th_vmactd d; /* h1's arbiter, scaling the grower */
+	char cfg_short[128];
+	char arb2[108];
+	char sysimg[128], sesimg[128];
 	char sys_pool[64], ses_pool[64], ses_uri[384];
-	char groupd[PATH_MAX], vmactd[PATH_MAX], arbiter[PATH_MAX];
-	struct th_cluster_user u;
-	unsigned vmactd_port, metrics_port, starts;
-	struct th_proc gd, vd, ad;
+	unsigned vmactd_port;
+	struct th_proc ad;
 	virConnectPtr sys, ses;
 	struct cl_host *h1, *h2;
 	struct tg_guest grower;
@@ -94,20 +94,6 @@ static struct {
 } fx;
 
 /* ---- small helpers ---- */
-
-static void die_with_logs(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die_with_logs(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	th_print_log_tail(fx.glog, "vmact-groupd", 6000);
-	fail_msg("%s", msg);
-	abort();
-}
 
 static int run(const char *const argv[])
 {
@@ -119,51 +105,7 @@ static int run(const char *const argv[])
 	return th_proc_wait(&p);
 }
 
-static void own(const char *path, bool user, mode_t mode)
-{
-	if (chown(path, user ? fx.u.uid : 0, fx.u.gid) < 0 || chmod(path, mode) < 0)
-		fail_msg("%s: %s", path, strerror(errno));
-}
-
 /* ---- the API ---- */
-
-static json_t *api(const char *method, const char *path, const char *body, long *status)
-{
-	return th_cluster_api(fx.sock, method, path, body, status);
-}
-
-/* A change that must succeed; the new target. */
-static int change(const char *group, const char *what, const char *body)
-{
-	char path[256];
-	long st;
-	json_t *j;
-	int t;
-
-	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
-	j = api("POST", path, body, &st);
-	if (st != 200 || !json_is_integer(json_object_get(j, "target"))) {
-		char *text = j ? json_dumps(j, 0) : NULL;
-
-		die_with_logs("%s %s: %ld %s", path, body, st, text ? text : "(no body)");
-	}
-	t = (int)json_integer_value(json_object_get(j, "target"));
-	json_decref(j);
-	return t;
-}
-
-/* The group's nodes (an array the caller owns), never NULL. */
-static json_t *get_nodes(const char *group)
-{
-	char path[256];
-	json_t *j, *n;
-
-	snprintf(path, sizeof(path), "/v1/groups/%s/nodes", group);
-	j = api("GET", path, NULL, NULL);
-	n = json_incref(json_object_get(j, "nodes"));
-	json_decref(j);
-	return n ? n : json_array();
-}
 
 struct want {
 	const char *group;
@@ -174,7 +116,7 @@ struct want {
 static bool nodes_are(void *arg)
 {
 	const struct want *w = arg;
-	json_t *n = get_nodes(w->group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, w->group), *it;
 	unsigned running = 0;
 	size_t i;
 	bool ok;
@@ -190,13 +132,13 @@ static void wait_nodes(const char *group, unsigned running, unsigned total, doub
 {
 	struct want w = { group, running, total };
 
-	if (!th_wait_daemon(&fx.gd, nodes_are, &w, limit)) {
-		json_t *n = get_nodes(group);
+	if (!th_wait_daemon(&fx.s.gd, nodes_are, &w, limit)) {
+		json_t *n = th_cluster_stack_nodes(&fx.s, group);
 		char *text = json_dumps(n, JSON_INDENT(1));
 
 		json_decref(n);
-		die_with_logs("group %s never had %u node(s) running of %u: %s", group, running,
-			      total, text);
+		th_cluster_stack_fail(&fx.s, "group %s never had %u node(s) running of %u: %s",
+				      group, running, total, text);
 	}
 }
 
@@ -205,47 +147,22 @@ static json_t *group_doc(const char *group)
 	char path[256];
 
 	snprintf(path, sizeof(path), "/v1/groups/%s", group);
-	return api("GET", path, NULL, NULL);
+	return th_cluster_stack_api(&fx.s, "GET", path, NULL, NULL);
 }
 
 /* Every VM vmact-groupd knows (array, owned), never NULL. */
 static json_t *all_vms(void)
 {
-	json_t *j = api("GET", "/v1/vms", NULL, NULL), *v = json_incref(json_object_get(j, "vms"));
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/vms", NULL, NULL),
+	       *v = json_incref(json_object_get(j, "vms"));
 
 	json_decref(j);
 	return v ? v : json_array();
 }
 
-static bool groupd_ready(void *arg)
-{
-	json_t *j = api("GET", "/v1/vms", NULL, NULL);
-	bool ok = json_is_true(json_object_get(j, "ready"));
-
-	json_decref(j);
-	return ok;
-}
-
 static void delete_all(const char *group)
 {
-	json_t *n = get_nodes(group), *it, *ids = json_array();
-	size_t i;
-	char *body;
-
-	json_array_foreach(n, i, it)
-		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
-			json_array_append(ids, json_object_get(it, "provider_id"));
-	if (json_array_size(ids)) {
-		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
-
-		body = json_dumps(doc, 0);
-		json_decref(doc);
-		change(group, "delete-nodes", body);
-		free(body);
-	} else {
-		json_decref(ids);
-	}
-	json_decref(n);
+	th_cluster_stack_delete_all(&fx.s, group);
 	wait_nodes(group, 0, 0, LIMIT_S);
 }
 
@@ -347,7 +264,7 @@ static bool guest_claimed(const char *name)
 {
 	char path[PATH_MAX + 64];
 
-	snprintf(path, sizeof(path), "%s/%s.log", fx.logs, name);
+	snprintf(path, sizeof(path), "%s/%s.log", fx.s.logs, name);
 	/* (The serial line ends in "\r\n".) */
 	return th_count_in_file(path, "VMACT claimed\r") > 0 &&
 	       TH_WAIT(NULL, th_count_in_file(path, " claimed=1\r") > 0, TH_SAFETY_USEC);
@@ -370,7 +287,7 @@ static long metric(const char *name_and_labels)
 	char url[128], *page, *p;
 	long v = -1;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.s.metrics_port);
 	page = th_cluster_http_get(url);
 	if (page && (p = strstr(page, name_and_labels)))
 		v = strtol(p + strlen(name_and_labels) + 1, NULL, 10);
@@ -391,7 +308,7 @@ static json_t *template(const char *guest, const char *reserve_cpu)
 	t = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
 		      "memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
 		      "console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
-		      "serial_log_dir", fx.logs);
+		      "serial_log_dir", fx.s.logs);
 	if (reserve_cpu)
 		json_object_set_new(t, "reserve", json_pack("{s:s}", "cpu", reserve_cpu));
 	return t;
@@ -423,11 +340,11 @@ static void write_config(const char *path, double lease_s)
 		"{s:s,s:i,s:[s],s:o,s:O,s:{s:s}},"
 		"{s:s,s:i,s:[s],s:o,s:{s:s},s:{s:i,s:i}}],"
 		"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
-		"api", "socket", fx.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
+		"api", "socket", fx.s.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
 		"name_prefix", PREFIX, "hosts", "name", "h1", "uri", "qemu:///system",
-		"storage_pool", fx.sys_pool, "arbiter", "url", h1_url, "secret_file", fx.key,
+		"storage_pool", fx.sys_pool, "arbiter", "url", h1_url, "secret_file", fx.s.key,
 		"name", "h2", "uri", "qemu:///session", "storage_pool", fx.ses_pool, "arbiter",
-		"url", h2_url, "secret_file", fx.key, "groups",
+		"url", h2_url, "secret_file", fx.s.key, "groups",
 		/* scale: 0 -> 2 -> 1 over both hosts */
 		"id", "scale", "max", 4, "hosts", "h1", "h2", "template", template(guest, NULL),
 		"claim", ack, "labels", "vmact.dev/test", "yes",
@@ -465,66 +382,32 @@ static void write_config(const char *path, double lease_s)
 	json_decref(doc);
 	assert_int_equal(th_write_file(path, text), 0);
 	free(text);
-	own(path, false, 0644);
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.glog, needle) > 0;
+	assert_int_equal(th_cluster_stack_own(&fx.s, path, false, 0644), 0);
 }
 
 static void start_groupd(const char *cfg)
 {
-	const char *args[] = { fx.groupd, "-c", cfg, "-v", NULL };
-	char *text, *p;
-
-	/* Each vmact-groupd of the run has a log of its own (kept for
-	 * VMACT_TEST_VERBOSE). */
-	snprintf(fx.glog, sizeof(fx.glog), "%s/groupd-%u.log", fx.dir, ++fx.starts);
-	assert_int_equal(th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog), 0);
-	if (!th_wait_daemon(&fx.gd, log_has, "metrics on", LIMIT_S))
-		die_with_logs("vmact-groupd did not start");
-	text = th_read_file(fx.glog);
-	p = text ? strstr(text, "(port ") : NULL;
-	fx.metrics_port = p ? (unsigned)atoi(p + 6) : 0;
-	free(text);
-	if (!th_wait_daemon(&fx.gd, groupd_ready, NULL, LIMIT_S))
-		die_with_logs("vmact-groupd never found its VMs");
-}
-
-static bool vlog_has(void *needle)
-{
-	return th_count_in_file(fx.vlog, needle) > 0;
+	if (th_cluster_stack_start_groupd(&fx.s, cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start, or never found its VMs");
 }
 
 static void start_vmactd(void)
 {
-	const char *argv[] = { fx.vmactd, "--config", fx.vcfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.vlog };
-	char text[2048], *log, *p;
+	char text[512];
 
 	/* The host's arbiter for h1: listening, with the lease key; 4 CPUs
 	 * declared (2 here x 2) so that growth and leases have room to
 	 * compete in. It scales one test guest of its own. */
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"" GROWER "\"},"
-		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"overcommit_cpu\":2,\"lease_key\":\"%s\"},"
-		 "\"control\":{\"socket\":\"%s/vmactd.ctl\",\"state_dir\":\"%s\"},"
-		 "\"metrics\":{\"listen\":\"\"},"
-		 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/vmact-clt-%d\"}}",
-		 fx.key, fx.dir, fx.dir, (int)getpid());
-	assert_int_equal(th_write_file(fx.vcfg, text), 0);
-	assert_int_equal(th_spawn(&fx.vd, argv, &o), 0);
-	if (!th_wait_daemon(&fx.vd, vlog_has, "leases for the cluster layer", LIMIT_S)) {
-		th_print_log_tail(fx.vlog, "vmactd", 4000);
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"overcommit_cpu\":2,\"lease_key\":\"%s\"},"
+		 "\"control\":{\"state_dir\":\"%s\"},"
+		 "\"metrics\":{\"listen\":\"\"}}",
+		 fx.s.key, fx.d.dir);
+	assert_int_equal(th_vmactd_config(&fx.d, GROWER, text), 0);
+	assert_int_equal(th_vmactd_spawn(&fx.d, NULL), 0);
+	if (!th_vmactd_wait_log(&fx.d, "leases for the cluster layer", LIMIT_S))
 		fail_msg("vmactd did not start its arbiter");
-	}
-	log = th_read_file(fx.vlog);
-	p = log ? strstr(log, "(port ") : NULL;
-	fx.vmactd_port = p ? (unsigned)atoi(p + 6) : 0;
-	free(log);
+	fx.vmactd_port = th_log_port(fx.d.log, "(port");
 	assert_true(fx.vmactd_port > 0);
 }
 
@@ -546,58 +429,32 @@ static int start_grower(unsigned i)
 
 /* ---- set-up and tear-down ---- */
 
-static void quiet(void *ud, virErrorPtr e)
-{
-}
-
 static int setup(void **state)
 {
-	char dir_tpl[] = "/tmp/vmact-clt-XXXXXX", path[PATH_MAX + 64];
+	char path[PATH_MAX + 64];
 
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	/* libvirt's client writes to its sockets with write(): a daemon
 	 * that closed one would kill the test with SIGPIPE before its
 	 * teardown removes the domains (seen once, unexplained); an error
 	 * return fails the case instead. */
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (th_cluster_user(&fx.u) < 0) {
-		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
+	if (th_cluster_stack_init(&fx.s, "vmact-clt") < 0) {
+		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh), "
+				"a program not built, or no scratch directory\n");
 		return -1;
 	}
-	if (th_build_prog("vmact-groupd", fx.groupd, sizeof(fx.groupd)) < 0 ||
-	    th_build_prog("vmactd", fx.vmactd, sizeof(fx.vmactd)) < 0 ||
-	    th_build_prog("vmact-arbiter", fx.arbiter, sizeof(fx.arbiter)) < 0)
+	if (th_vmactd_init(&fx.d, "vmact-clt", &fx.grower) < 0)
 		return -1;
-	if (!mkdtemp(dir_tpl))
-		return -1;
-	snprintf(fx.dir, sizeof(fx.dir), "%s", dir_tpl);
-	own(fx.dir, false, 0755);
-#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.dir)
-	P(key, "lease.key");
-	P(cfg, "groupd.json");
+#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.s.dir)
 	P(cfg_short, "groupd-short-leases.json");
-	P(glog, "groupd.log");
-	P(vcfg, "vmactd.json");
-	P(vlog, "vmactd.log");
-	P(alog, "arbiter.log");
-	P(sock, "api/api.sock");
 	P(arb2, "arb2/arb.sock");
 	P(sysimg, "sysimg");
 	P(sesimg, "sesimg");
-	P(logs, "logs");
 #undef P
-	/* The lease key: root's and the cluster user's to read. */
-	if (th_cluster_key(&fx.u, fx.key) < 0)
+	if (th_cluster_stack_user_dir(&fx.s, "arb2", path, sizeof(path)) < 0)
 		return -1;
-	mkdir(fx.logs, 0777);
-	own(fx.logs, false, 0777);
-	snprintf(path, sizeof(path), "%s/api", fx.dir);
-	mkdir(path, 0700);
-	own(path, true, 0700);
-	snprintf(path, sizeof(path), "%s/arb2", fx.dir);
-	mkdir(path, 0700);
-	own(path, true, 0700);
 
 	/* Each host's storage pool with the base image: h1's by root, h2's
 	 * by the cluster user's own libvirtd, in a directory of its own. */
@@ -607,9 +464,9 @@ static int setup(void **state)
 	snprintf(fx.sys_pool, sizeof(fx.sys_pool), "vmact-clt-%d", (int)getpid());
 	snprintf(fx.ses_pool, sizeof(fx.ses_pool), "vmact-clt-%d", (int)getpid());
 	if (th_cluster_pool(fx.sys, NULL, fx.sys_pool, fx.sysimg) < 0 ||
-	    th_cluster_pool(NULL, &fx.u, fx.ses_pool, fx.sesimg) < 0)
+	    th_cluster_pool(NULL, &fx.s.u, fx.ses_pool, fx.sesimg) < 0)
 		return -1;
-	th_cluster_session_uri(&fx.u, fx.ses_uri, sizeof(fx.ses_uri));
+	th_cluster_session_uri(&fx.s.u, fx.ses_uri, sizeof(fx.ses_uri));
 	fx.ses = virConnectOpen(fx.ses_uri);
 	if (!fx.ses)
 		return -1;
@@ -620,13 +477,14 @@ static int setup(void **state)
 	{
 		/* 8 CPUs declared: room for the tiers' standby VMs with their
 		 * headroom, and for the members placed there. */
-		const char *args[] = { fx.arbiter, "--listen",    NULL,   "--cpu", "8", "--memory",
-				       "8Gi",      "--lease-key", fx.key, "-v",    NULL };
+		const char *args[] = { fx.s.arbiter, "--listen", NULL,  "--cpu",
+				       "8",          "--memory", "8Gi", "--lease-key",
+				       fx.s.key,     "-v",       NULL };
 		char listen[PATH_MAX + 8];
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
 		args[2] = listen;
-		if (th_cluster_spawn(&fx.ad, &fx.u, args, fx.alog) < 0)
+		if (th_cluster_spawn(&fx.ad, &fx.s.u, args, fx.s.alog) < 0)
 			return -1;
 	}
 	{
@@ -636,35 +494,28 @@ static int setup(void **state)
 		snprintf(h1.arbiter_url, sizeof(h1.arbiter_url), "http://127.0.0.1:%u",
 			 fx.vmactd_port);
 		snprintf(h2.arbiter_url, sizeof(h2.arbiter_url), "unix:%s", fx.arb2);
-		snprintf(h1.arbiter_secret, sizeof(h1.arbiter_secret), "%s", fx.key);
-		snprintf(h2.arbiter_secret, sizeof(h2.arbiter_secret), "%s", fx.key);
+		snprintf(h1.arbiter_secret, sizeof(h1.arbiter_secret), "%s", fx.s.key);
+		snprintf(h2.arbiter_secret, sizeof(h2.arbiter_secret), "%s", fx.s.key);
 		if (cl_host_new(&h1, &fx.h1, &err) < 0 || cl_host_new(&h2, &fx.h2, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			return -1;
 		}
 	}
-	write_config(fx.cfg, 0);
+	write_config(fx.s.cfg, 0);
 	/* The lease case is about the lease's length. */
 	write_config(fx.cfg_short, 4);
-	start_groupd(fx.cfg);
+	start_groupd(fx.s.cfg);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_proc_stop(&fx.vd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_cluster_stack_stop(&fx.s);
+	th_vmactd_stop(&fx.d);
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
-	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= fx.starts; i++) {
-		char log[160];
-
-		snprintf(log, sizeof(log), "%s/groupd-%u.log", fx.dir, i);
-		th_print_log_tail(log, "vmact-groupd", 200000);
-	}
 	th_cluster_remove_domains(fx.sys, PREFIX);
 	th_cluster_remove_domains(fx.ses, PREFIX);
-	if (fx.have_grower)
-		tg_destroy_by_name(&fx.grower);
+	th_vmactd_teardown(&fx.d);
 	th_cluster_pool_remove(fx.sys, fx.sys_pool);
 	th_cluster_pool_remove(fx.ses, fx.ses_pool);
 	if (fx.sys)
@@ -673,8 +524,7 @@ static int teardown(void **state)
 		virConnectClose(fx.ses);
 	cl_host_free(fx.h1);
 	cl_host_free(fx.h2);
-	if (fx.dir[0])
-		th_rm_rf(fx.dir);
+	th_cluster_stack_teardown(&fx.s);
 	return 0;
 }
 
@@ -699,10 +549,10 @@ static void cluster_bad_config(void **state)
 	};
 	char path[PATH_MAX + 16], out[PATH_MAX + 16];
 
-	snprintf(path, sizeof(path), "%s/bad.json", fx.dir);
-	snprintf(out, sizeof(out), "%s/bad.out", fx.dir);
+	snprintf(path, sizeof(path), "%s/bad.json", fx.s.dir);
+	snprintf(out, sizeof(out), "%s/bad.out", fx.s.dir);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		const char *argv[] = { fx.groupd, "--check", "-c", path, NULL };
+		const char *argv[] = { fx.s.groupd, "--check", "-c", path, NULL };
 		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 						 .err = TH_OUT_FILE,
 						 .out_path = out };
@@ -718,8 +568,8 @@ static void cluster_bad_config(void **state)
 	}
 	/* The good one, and root refused. */
 	{
-		const char *argv[] = { fx.groupd, "--check", "-c", fx.cfg, NULL };
-		const char *run_argv[] = { fx.groupd, "-c", fx.cfg, NULL };
+		const char *argv[] = { fx.s.groupd, "--check", "-c", fx.s.cfg, NULL };
+		const char *run_argv[] = { fx.s.groupd, "-c", fx.s.cfg, NULL };
 		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 						 .err = TH_OUT_FILE,
 						 .out_path = out };
@@ -736,7 +586,7 @@ static void cluster_bad_config(void **state)
 static bool member_in(void *arg)
 {
 	const char *state = arg;
-	json_t *n = get_nodes("scale"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "scale"), *it;
 	size_t i;
 	bool ok = false;
 
@@ -752,9 +602,9 @@ static void cluster_scale(void **state)
 	size_t i;
 	char body[512];
 
-	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":2}"), 2);
 	wait_nodes("scale", 2, 2, LIMIT_BOOT_S);
-	n = get_nodes("scale");
+	n = th_cluster_stack_nodes(&fx.s, "scale");
 	json_array_foreach(n, i, it) {
 		const char *host = json_string_value(json_object_get(it, "host"));
 		const char *name = json_string_value(json_object_get(it, "name"));
@@ -776,7 +626,7 @@ static void cluster_scale(void **state)
 			json_t *j;
 
 			snprintf(q, sizeof(q), "/v1/node-group?provider_id=%s", id);
-			j = api("GET", q, NULL, NULL);
+			j = th_cluster_stack_api(&fx.s, "GET", q, NULL, NULL);
 			assert_string_equal(json_string_value(json_object_get(j, "id")), "scale");
 			json_decref(j);
 		}
@@ -785,7 +635,7 @@ static void cluster_scale(void **state)
 	gone = json_incref(json_array_get(n, 0));
 	snprintf(body, sizeof(body), "{\"provider_ids\":[\"%s\"]}",
 		 json_string_value(json_object_get(gone, "provider_id")));
-	assert_int_equal(change("scale", "delete-nodes", body), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "delete-nodes", body), 1);
 	wait_nodes("scale", 1, 1, LIMIT_S);
 	{
 		const char *host = json_string_value(json_object_get(gone, "host"));
@@ -797,23 +647,27 @@ static void cluster_scale(void **state)
 	/* Wrong requests, with their reasons. */
 	{
 		long st;
-		json_t *j = api("POST", "/v1/groups/scale/delete-nodes", body, &st);
+		json_t *j = th_cluster_stack_api(&fx.s, "POST", "/v1/groups/scale/delete-nodes",
+						 body, &st);
 
 		assert_int_equal(st, 404);
 		assert_string_equal(json_string_value(json_object_get(j, "reason")), "not-found");
 		json_decref(j);
-		j = api("POST", "/v1/groups/scale/increase", "{\"delta\":4}", &st);
+		j = th_cluster_stack_api(&fx.s, "POST", "/v1/groups/scale/increase",
+					 "{\"delta\":4}", &st);
 		assert_int_equal(st, 409);
 		assert_string_equal(json_string_value(json_object_get(j, "reason")),
 				    "out-of-range");
 		json_decref(j);
 		/* The one left is in service: a decrease may not take it. */
-		j = api("POST", "/v1/groups/scale/decrease-target", "{\"delta\":-1}", &st);
+		j = th_cluster_stack_api(&fx.s, "POST", "/v1/groups/scale/decrease-target",
+					 "{\"delta\":-1}", &st);
 		assert_int_equal(st, 409);
 		assert_string_equal(json_string_value(json_object_get(j, "reason")),
 				    "precondition");
 		json_decref(j);
-		j = api("GET", "/v1/node-group?provider_id=libvirt://h9/nope", NULL, &st);
+		j = th_cluster_stack_api(&fx.s, "GET",
+					 "/v1/node-group?provider_id=libvirt://h9/nope", NULL, &st);
 		assert_string_equal(json_string_value(json_object_get(j, "id")), "");
 		json_decref(j);
 	}
@@ -822,10 +676,10 @@ static void cluster_scale(void **state)
 	/* One more, deleted while it boots: never in service, it goes back to
 	 * the pool (ReturnNode unused) instead of being destroyed, and the
 	 * group's empty pool then lets it go. */
-	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 2);
-	if (!th_wait_daemon(&fx.gd, member_in, "booting", LIMIT_BOOT_S))
-		die_with_logs("the third member never booted");
-	n = get_nodes("scale");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":1}"), 2);
+	if (!th_wait_daemon(&fx.s.gd, member_in, "booting", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the third member never booted");
+	n = th_cluster_stack_nodes(&fx.s, "scale");
 	json_array_foreach(n, i, it) {
 		if (!strcmp(json_string_value(json_object_get(it, "vm_state")), "booting")) {
 			snprintf(body, sizeof(body), "{\"provider_ids\":[\"%s\"]}",
@@ -834,17 +688,17 @@ static void cluster_scale(void **state)
 		}
 	}
 	json_decref(n);
-	assert_int_equal(change("scale", "delete-nodes", body), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "delete-nodes", body), 1);
 	if (!TH_WAIT(NULL, metric("vmact_cluster_returned_total{group=\"scale\"}") == 1,
 		     TH_SAFETY_USEC))
-		die_with_logs("the unused member was not returned to the pool");
+		th_cluster_stack_fail(&fx.s, "the unused member was not returned to the pool");
 	wait_nodes("scale", 1, 1, LIMIT_S);
 	{
 		const char *host = json_string_value(json_object_get(gone, "host"));
 		const char *id = json_string_value(json_object_get(gone, "provider_id"));
 
 		if (!TH_WAIT(NULL, !domain_exists(host, strrchr(id, '/') + 1), TH_SAFETY_USEC))
-			die_with_logs("the returned VM outlived the empty pool");
+			th_cluster_stack_fail(&fx.s, "the returned VM outlived the empty pool");
 	}
 	json_decref(gone);
 	delete_all("scale");
@@ -872,8 +726,8 @@ static void cluster_tiers(void **state)
 	json_t *vms, *it;
 	size_t i;
 
-	if (!th_wait_daemon(&fx.gd, pool_ready, NULL, LIMIT_BOOT_S))
-		die_with_logs("the standby pool of group tiers never filled");
+	if (!th_wait_daemon(&fx.s.gd, pool_ready, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the standby pool of group tiers never filled");
 	/* Each tier's VM is as libvirt says it should be. */
 	vms = all_vms();
 	json_array_foreach(vms, i, it) {
@@ -899,16 +753,18 @@ static void cluster_tiers(void **state)
 		json_t *n;
 		bool found = false;
 
-		assert_int_equal(change("tiers", "increase", "{\"delta\":1}"), t + 1);
+		assert_int_equal(th_cluster_stack_change(&fx.s, "tiers", "increase",
+							 "{\"delta\":1}"),
+				 t + 1);
 		wait_nodes("tiers", (unsigned)t + 1, (unsigned)t + 1, LIMIT_BOOT_S);
-		n = get_nodes("tiers");
+		n = th_cluster_stack_nodes(&fx.s, "tiers");
 		json_array_foreach(n, i, it)
 			found |= strcmp(json_string_value(json_object_get(it, "tier")), tiers[t]) ==
 					 0 &&
 				 guest_claimed(json_string_value(json_object_get(it, "name")));
 		json_decref(n);
 		if (!found)
-			die_with_logs("no node came from the %s tier", tiers[t]);
+			th_cluster_stack_fail(&fx.s, "no node came from the %s tier", tiers[t]);
 	}
 	for (int t = 0; t < 3; t++) {
 		char m[128];
@@ -919,27 +775,6 @@ static void cluster_tiers(void **state)
 		assert_int_equal(metric(m), 1);
 	}
 	delete_all("tiers");
-}
-
-struct err_want {
-	const char *group, *code;
-};
-
-static bool node_error(void *arg)
-{
-	const struct err_want *w = arg;
-	json_t *n = get_nodes(w->group), *it;
-	size_t i;
-	bool ok = false;
-
-	json_array_foreach(n, i, it) {
-		const char *code = json_string_value(
-			json_object_get(json_object_get(it, "error"), "code"));
-
-		ok |= code && strcmp(code, w->code) == 0;
-	}
-	json_decref(n);
-	return ok;
 }
 
 static bool attempts_at_least_2(void *arg)
@@ -958,15 +793,15 @@ static bool attempts_at_least_2(void *arg)
 
 static void cluster_unhealthy(void **state)
 {
-	struct err_want w = { "sick", "BOOT_TIMEOUT" };
+	struct th_cluster_node_error w = { &fx.s, "sick", "BOOT_TIMEOUT" };
 	json_t *n;
 	const char *id;
 
-	assert_int_equal(change("sick", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "sick", "increase", "{\"delta\":1}"), 1);
 	/* Reported: the node's error for the cloud provider... */
-	if (!th_wait_daemon(&fx.gd, node_error, &w, LIMIT_BOOT_S))
-		die_with_logs("the sick VM was never reported");
-	n = get_nodes("sick");
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &w, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the sick VM was never reported");
+	n = th_cluster_stack_nodes(&fx.s, "sick");
 	assert_string_equal(json_string_value(
 				    json_object_get(json_object_get(json_array_get(n, 0), "error"),
 						    "class")),
@@ -976,14 +811,14 @@ static void cluster_unhealthy(void **state)
 	assert_true(
 		metric("vmact_cluster_failures_total{group=\"sick\",reason=\"boot_timeout\"}") >=
 		1);
-	assert_true(th_count_in_file(fx.glog, "BOOT_TIMEOUT: not healthy 10 s after its start") >=
+	assert_true(th_count_in_file(fx.s.glog, "BOOT_TIMEOUT: not healthy 10 s after its start") >=
 		    1);
 	/* ...destroyed (its member kept as a placeholder meanwhile)... */
-	assert_true(th_count_in_file(fx.glog, "; destroyed, a new VM after the back-off") >= 1);
+	assert_true(th_count_in_file(fx.s.glog, "; destroyed, a new VM after the back-off") >= 1);
 	assert_true(domain_exists("h1", strrchr(id, '/') + 1));
 	/* ...and replaced: booted again after the back-off. */
-	if (!th_wait_daemon(&fx.gd, attempts_at_least_2, NULL, LIMIT_BOOT_S))
-		die_with_logs("the sick VM was never booted again");
+	if (!th_wait_daemon(&fx.s.gd, attempts_at_least_2, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the sick VM was never booted again");
 	json_decref(n);
 	delete_all("sick");
 }
@@ -1016,16 +851,16 @@ static bool domain_xml_has(const char *host, const char *uuid, const char *needl
 
 static void cluster_agent(void **state)
 {
-	struct err_want silent = { "mute", "BOOT_TIMEOUT" };
+	struct th_cluster_node_error silent = { &fx.s, "mute", "BOOT_TIMEOUT" };
 	char log[PATH_MAX + 64], *out;
 	const char *host, *uuid;
 	json_t *n;
 
 	/* Both boot side by side: the mute one's timeout runs meanwhile. */
-	assert_int_equal(change("agent", "increase", "{\"delta\":1}"), 1);
-	assert_int_equal(change("mute", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "agent", "increase", "{\"delta\":1}"), 1);
+	assert_int_equal(th_cluster_stack_change(&fx.s, "mute", "increase", "{\"delta\":1}"), 1);
 	wait_nodes("agent", 1, 1, LIMIT_BOOT_S);
-	n = get_nodes("agent");
+	n = th_cluster_stack_nodes(&fx.s, "agent");
 	host = json_string_value(json_object_get(json_array_get(n, 0), "host"));
 	uuid = strrchr(json_string_value(json_object_get(json_array_get(n, 0), "provider_id")),
 		       '/') +
@@ -1038,19 +873,20 @@ static void cluster_agent(void **state)
 	assert_true(domain_xml_has(host, uuid, "name='org.qemu.guest_agent.0'"));
 	out = agent_says(host, uuid, "{\"execute\":\"guest-info\"}");
 	if (!out || !strstr(out, "\"guest-ping\""))
-		die_with_logs("guest-info from the agent group's VM: %s", out ? out : "no answer");
+		th_cluster_stack_fail(&fx.s, "guest-info from the agent group's VM: %s",
+				      out ? out : "no answer");
 	free(out);
 	json_decref(n);
 
 	/* The agent kept off: the guest runs (its status lines would pass a
 	 * serial check) but never counts as healthy. */
-	if (!th_wait_daemon(&fx.gd, node_error, &silent, LIMIT_BOOT_S))
-		die_with_logs("the VM whose agent never answers was not reported");
-	n = get_nodes("mute");
-	snprintf(log, sizeof(log), "%s/%s.log", fx.logs,
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &silent, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the VM whose agent never answers was not reported");
+	n = th_cluster_stack_nodes(&fx.s, "mute");
+	snprintf(log, sizeof(log), "%s/%s.log", fx.s.logs,
 		 json_string_value(json_object_get(json_array_get(n, 0), "name")));
 	assert_true(th_count_in_file(log, "VMACT seq=") > 0);
-	assert_true(th_count_in_file(fx.glog, "BOOT_TIMEOUT: not healthy 20 s after its start") >=
+	assert_true(th_count_in_file(fx.s.glog, "BOOT_TIMEOUT: not healthy 20 s after its start") >=
 		    1);
 	json_decref(n);
 	delete_all("agent");
@@ -1059,7 +895,7 @@ static void cluster_agent(void **state)
 
 static bool node_on(void *arg)
 {
-	json_t *n = get_nodes("scale");
+	json_t *n = th_cluster_stack_nodes(&fx.s, "scale");
 	const char *host = json_string_value(json_object_get(json_array_get(n, 0), "host"));
 	const char *state = json_string_value(json_object_get(json_array_get(n, 0), "state"));
 	bool ok = host && state && !strcmp(host, arg) && !strcmp(state, "running");
@@ -1078,16 +914,16 @@ static void cluster_full_host(void **state)
 	assert_int_equal(cl_host_lease(fx.h1, "default", "filler", all, 600 * VMACT_USEC_PER_SEC,
 				       true, &err),
 			 0);
-	assert_int_equal(change("scale", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, node_on, "h2", LIMIT_BOOT_S))
-		die_with_logs("the member did not go to h2");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, node_on, "h2", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the member did not go to h2");
 	assert_int_equal(cl_host_release(fx.h1, "default", "filler", &err), 0);
 	delete_all("scale");
 }
 
 static json_t *waiting(void)
 {
-	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/waiting", NULL, NULL),
 	       *w = json_incref(json_object_get(j, "waiting"));
 
 	json_decref(j);
@@ -1105,15 +941,15 @@ static bool one_waits(void *arg)
 
 static void cluster_permit(void **state)
 {
-	struct err_want rejected = { "gated", "PERMIT_REJECTED" };
+	struct th_cluster_node_error rejected = { &fx.s, "gated", "PERMIT_REJECTED" };
 	unsigned leases_before = ledger(fx.h2).leases;
 	char path[256];
 	json_t *w;
 	long st;
 
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, one_waits, NULL, LIMIT_S))
-		die_with_logs("nothing waited for ManualApproval");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, one_waits, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "nothing waited for ManualApproval");
 	w = waiting();
 	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "group")),
 			    "gated");
@@ -1126,23 +962,23 @@ static void cluster_permit(void **state)
 	snprintf(path, sizeof(path), "/v1/waiting/%s/allow",
 		 json_string_value(json_object_get(json_array_get(w, 0), "uid")));
 	json_decref(w);
-	json_decref(api("POST", path, NULL, &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 200);
 	wait_nodes("gated", 1, 1, LIMIT_BOOT_S);
 
 	/* The second is rejected: its reservation goes back. */
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 2);
-	if (!th_wait_daemon(&fx.gd, one_waits, NULL, LIMIT_S))
-		die_with_logs("the second VM did not wait");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 2);
+	if (!th_wait_daemon(&fx.s.gd, one_waits, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the second VM did not wait");
 	w = waiting();
 	snprintf(path, sizeof(path), "/v1/waiting/%s/reject",
 		 json_string_value(json_object_get(json_array_get(w, 0), "uid")));
 	json_decref(w);
-	json_decref(api("POST", path, "{\"message\":\"not now\"}", &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, "{\"message\":\"not now\"}", &st));
 	assert_int_equal(st, 200);
-	if (!th_wait_daemon(&fx.gd, node_error, &rejected, LIMIT_S))
-		die_with_logs("the rejection was not reported");
-	json_decref(api("POST", path, NULL, &st));
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &rejected, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the rejection was not reported");
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 404);
 	delete_all("gated");
 }
@@ -1183,13 +1019,14 @@ static void *increase_2(void *arg)
 {
 	struct inc *i = arg;
 
-	json_decref(api("POST", "/v1/groups/conc/increase", "{\"delta\":2}", &i->status));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", "/v1/groups/conc/increase", "{\"delta\":2}",
+					 &i->status));
 	return NULL;
 }
 
 static bool conc_settled(void *arg)
 {
-	json_t *n = get_nodes("conc"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "conc"), *it;
 	size_t i;
 	unsigned done = 0;
 
@@ -1202,7 +1039,7 @@ static bool conc_settled(void *arg)
 
 static bool conc_placed(void *arg)
 {
-	json_t *n = get_nodes("conc"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "conc"), *it;
 	size_t i;
 	unsigned done = 0;
 
@@ -1259,14 +1096,15 @@ static void cluster_concurrent(void **state)
 	}
 	/* Placed or refused, all of them: the guest may rest (the boots on
 	 * two host CPUs are slow enough). */
-	if (!th_wait_daemon(&fx.gd, conc_placed, NULL, LIMIT_S))
-		die_with_logs("the concurrent increases were never all placed or refused");
+	if (!th_wait_daemon(&fx.s.gd, conc_placed, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s,
+				      "the concurrent increases were never all placed or refused");
 	tg_cmd(&fx.grower, "idle");
-	if (!th_wait_daemon(&fx.gd, conc_settled, NULL, LIMIT_BOOT_S))
-		die_with_logs("the concurrent increases never settled");
+	if (!th_wait_daemon(&fx.s.gd, conc_settled, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the concurrent increases never settled");
 	sampler_stop(sp);
 	s = *sp;
-	n = get_nodes("conc");
+	n = th_cluster_stack_nodes(&fx.s, "conc");
 	json_array_foreach(n, i, it) {
 		const char *code = json_string_value(
 			json_object_get(json_object_get(it, "error"), "code"));
@@ -1295,13 +1133,13 @@ static void cluster_kill_restart(void **state)
 	size_t i;
 	int st;
 
-	assert_int_equal(change("scale", "increase", "{\"delta\":2}"), 2);
-	if (!th_wait_daemon(&fx.gd, member_in, "booting", LIMIT_BOOT_S))
-		die_with_logs("no member was booting");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "scale", "increase", "{\"delta\":2}"), 2);
+	if (!th_wait_daemon(&fx.s.gd, member_in, "booting", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "no member was booting");
 	before = all_vms();
-	st = th_proc_stop(&fx.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC);
+	st = th_proc_stop(&fx.s.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC);
 	assert_int_equal(st, 128 + SIGKILL);
-	start_groupd(fx.cfg);
+	start_groupd(fx.s.cfg);
 	/* Found again: the same two members, target kept. */
 	{
 		json_t *g = group_doc("scale");
@@ -1349,8 +1187,8 @@ static void cluster_kill_restart(void **state)
 				known |= !strcmp(json_string_value(json_object_get(it, "name")),
 						 json_string_value(d));
 			if (!known)
-				die_with_logs("domain %s on %s is nobody's", json_string_value(d),
-					      host);
+				th_cluster_stack_fail(&fx.s, "domain %s on %s is nobody's",
+						      json_string_value(d), host);
 		}
 		json_array_foreach(vols, k, d) {
 			bool known = false;
@@ -1358,8 +1196,8 @@ static void cluster_kill_restart(void **state)
 			json_array_foreach(doms, i, it)
 				known |= json_equal(it, d);
 			if (!known)
-				die_with_logs("overlay %s on %s has no domain",
-					      json_string_value(d), host);
+				th_cluster_stack_fail(&fx.s, "overlay %s on %s has no domain",
+						      json_string_value(d), host);
 		}
 		json_decref(vols);
 		json_decref(doms);
@@ -1381,19 +1219,19 @@ static bool leases_h2(void *arg)
 
 static void cluster_lease_expiry(void **state)
 {
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	start_groupd(fx.cfg_short);
 	/* The standby VMs of group tiers on h2 hold leases. */
-	if (!th_wait_daemon(&fx.gd, leases_h2, NULL, LIMIT_BOOT_S))
-		die_with_logs("no lease on h2");
-	assert_int_equal(th_proc_stop(&fx.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
+	if (!th_wait_daemon(&fx.s.gd, leases_h2, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "no lease on h2");
+	assert_int_equal(th_proc_stop(&fx.s.gd, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
 	/* Its holder dead, the room comes back once the lease ran out. */
 	if (!TH_WAIT(NULL, no_leases_h2(NULL), 30 * VMACT_USEC_PER_SEC))
 		fail_msg("h2's leases outlived their holder");
 	/* Back (with the defaults): the VMs it finds are leased again. */
-	start_groupd(fx.cfg);
-	if (!th_wait_daemon(&fx.gd, leases_h2, NULL, LIMIT_S))
-		die_with_logs("the leases were not taken again");
+	start_groupd(fx.s.cfg);
+	if (!th_wait_daemon(&fx.s.gd, leases_h2, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the leases were not taken again");
 }
 
 static void cluster_metrics(void **state)
@@ -1401,7 +1239,7 @@ static void cluster_metrics(void **state)
 	char url[128], page[PATH_MAX + 16], cmd[PATH_MAX + 64], *text;
 	const char *argv[] = { "sh", "-c", cmd, NULL };
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.s.metrics_port);
 	text = th_cluster_http_get(url);
 	assert_non_null(text);
 	assert_non_null(
@@ -1410,7 +1248,7 @@ static void cluster_metrics(void **state)
 	assert_non_null(strstr(text, "vmact_cluster_boots_total{group=\"scale\"}"));
 	assert_non_null(
 		strstr(text, "vmact_cluster_reservations_total{host=\"h1\",result=\"granted\"}"));
-	snprintf(page, sizeof(page), "%s/metrics.txt", fx.dir);
+	snprintf(page, sizeof(page), "%s/metrics.txt", fx.s.dir);
 	assert_int_equal(th_write_file(page, text), 0);
 	free(text);
 	/* An independent reader: Prometheus's own. */

@@ -91,79 +91,29 @@
 #define LIMIT_S      60.0
 
 static struct {
-	char dir[64], chdir[72], home2[96], uri2[256], arb2[108], alog2[128], llog2[128];
-	char key[128], cfg[128], cfg_b[128], cfg_c[128], cfg_d[128], glog[128], alog[128],
-		sock[108], arb[108];
-	char img[128], logs[128];
+	struct th_cluster_stack s;
+	char chdir[72], home2[96], uri2[256], arb2[108], alog2[128], llog2[128];
+	char cfg_b[128], cfg_c[128], cfg_d[128], arb[108];
+	char img[128];
 	char pool[64], uri[384];
-	char groupd[PATH_MAX], arbiter[PATH_MAX];
-	struct th_cluster_user u;
-	struct th_proc gd, ad, ad2, lv2;
+	struct th_proc ad, ad2, lv2;
 	virConnectPtr c, c2;
 	struct cl_host *h;
 } fx;
 
-static void die_with_logs(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die_with_logs(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	th_print_log_tail(fx.glog, "vmact-groupd", 6000);
-	th_print_log_tail(fx.alog, "vmact-arbiter", 3000);
-	fail_msg("%s", msg);
-	abort();
-}
-
 static void own(const char *path, bool user, mode_t mode)
 {
-	if (chown(path, user ? fx.u.uid : 0, fx.u.gid) < 0 || chmod(path, mode) < 0)
+	if (th_cluster_stack_own(&fx.s, path, user, mode) < 0)
 		fail_msg("%s: %s", path, strerror(errno));
 }
 
 /* ---- the API ---- */
 
-static json_t *api(const char *method, const char *path, const char *body, long *status)
-{
-	return th_cluster_api(fx.sock, method, path, body, status);
-}
-
-static int change(const char *group, const char *what, const char *body)
-{
-	char path[256];
-	long st;
-	json_t *j;
-	int t;
-
-	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
-	j = api("POST", path, body, &st);
-	if (st != 200 || !json_is_integer(json_object_get(j, "target")))
-		die_with_logs("%s %s: %ld", path, body, st);
-	t = (int)json_integer_value(json_object_get(j, "target"));
-	json_decref(j);
-	return t;
-}
-
-static json_t *get_nodes(const char *group)
-{
-	char path[256];
-	json_t *j, *n;
-
-	snprintf(path, sizeof(path), "/v1/groups/%s/nodes", group);
-	j = api("GET", path, NULL, NULL);
-	n = json_incref(json_object_get(j, "nodes"));
-	json_decref(j);
-	return n ? n : json_array();
-}
-
 /* How many of the group's nodes have field (state, vm_state) at value
  * (NULL: all of them). */
 static unsigned nodes_in(const char *group, const char *field, const char *value)
 {
-	json_t *n = get_nodes(group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, group), *it;
 	unsigned k = 0;
 	size_t i;
 
@@ -173,30 +123,9 @@ static unsigned nodes_in(const char *group, const char *field, const char *value
 	return k;
 }
 
-struct err_want {
-	const char *group, *code;
-};
-
-static bool node_error(void *arg)
-{
-	const struct err_want *w = arg;
-	json_t *n = get_nodes(w->group), *it;
-	size_t i;
-	bool ok = false;
-
-	json_array_foreach(n, i, it) {
-		const char *code = json_string_value(
-			json_object_get(json_object_get(it, "error"), "code"));
-
-		ok |= code && strcmp(code, w->code) == 0;
-	}
-	json_decref(n);
-	return ok;
-}
-
 static json_t *waiting(void)
 {
-	json_t *j = api("GET", "/v1/waiting", NULL, NULL),
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/waiting", NULL, NULL),
 	       *w = json_incref(json_object_get(j, "waiting"));
 
 	json_decref(j);
@@ -223,15 +152,6 @@ static bool waited(void *arg)
 	return ok;
 }
 
-static bool groupd_ready(void *arg)
-{
-	json_t *j = api("GET", "/v1/vms", NULL, NULL);
-	bool ok = json_is_true(json_object_get(j, "ready"));
-
-	json_decref(j);
-	return ok;
-}
-
 static bool group_empty(void *arg)
 {
 	return nodes_in(arg, "state", NULL) == 0;
@@ -251,25 +171,9 @@ static bool group_all_running(void *arg)
 
 static void delete_all(const char *group)
 {
-	json_t *n = get_nodes(group), *it, *ids = json_array();
-	size_t i;
-
-	json_array_foreach(n, i, it)
-		if (strcmp(json_string_value(json_object_get(it, "state")), "deleting"))
-			json_array_append(ids, json_object_get(it, "provider_id"));
-	if (json_array_size(ids)) {
-		json_t *doc = json_pack("{s:o}", "provider_ids", ids);
-		char *body = json_dumps(doc, 0);
-
-		json_decref(doc);
-		change(group, "delete-nodes", body);
-		free(body);
-	} else {
-		json_decref(ids);
-	}
-	json_decref(n);
-	if (!th_wait_daemon(&fx.gd, group_empty, (void *)group, LIMIT_S))
-		die_with_logs("group %s was not emptied", group);
+	th_cluster_stack_delete_all(&fx.s, group);
+	if (!th_wait_daemon(&fx.s.gd, group_empty, (void *)group, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "group %s was not emptied", group);
 }
 
 /* ---- the ledger, sampled all along ---- */
@@ -340,19 +244,19 @@ static void write_config(bool boot_limit)
 	tpl = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
 			"memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
 			"console=ttyS0 loglevel=1 panic=-1", "base_volume", "node-base.qcow2",
-			"serial_log_dir", fx.logs);
+			"serial_log_dir", fx.s.logs);
 	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:i},"
 			"s:[{s:s,s:s,s:s,s:s,s:{s:s,s:s}}],"
 			"s:[{s:s,s:i,s:[s],s:O,s:{s:s}},{s:s,s:i,s:[s],s:O,s:{s:i}}],"
 			"s:{s:[{s:{s:{s:[{s:s}]}},s:[{s:s,s:{s:[s],s:i}}]}]}}",
-			"api", "socket", fx.sock, "metrics", "listen", "", "libvirt", "name_prefix",
-			PREFIX, "lifecycle", "lease_s", LEASE_S, "hosts", "name", "h", "uri",
-			"qemu:///session", "storage_pool", fx.pool, "channel_dir", fx.chdir,
-			"arbiter", "url", arb_url, "secret_file", fx.key, "groups", "id", "gated",
-			"max", 2, "hosts", "h", "template", tpl, "claim", "ack", "VMACT claimed",
-			"id", "rival", "max", 1, "hosts", "h", "template", tpl, "lifecycle",
-			"retry_backoff_s", 2, "scheduler", "profiles", "plugins", "permit",
-			"enabled", "name", "ManualApproval", "pluginConfig", "name",
+			"api", "socket", fx.s.sock, "metrics", "listen", "", "libvirt",
+			"name_prefix", PREFIX, "lifecycle", "lease_s", LEASE_S, "hosts", "name",
+			"h", "uri", "qemu:///session", "storage_pool", fx.pool, "channel_dir",
+			fx.chdir, "arbiter", "url", arb_url, "secret_file", fx.s.key, "groups",
+			"id", "gated", "max", 2, "hosts", "h", "template", tpl, "claim", "ack",
+			"VMACT claimed", "id", "rival", "max", 1, "hosts", "h", "template", tpl,
+			"lifecycle", "retry_backoff_s", 2, "scheduler", "profiles", "plugins",
+			"permit", "enabled", "name", "ManualApproval", "pluginConfig", "name",
 			"ManualApproval", "args", "groups", "gated", "timeoutSeconds", 120);
 	if (!doc)
 		fail_msg("the configuration does not pack");
@@ -395,54 +299,31 @@ static void write_config(bool boot_limit)
 	json_decref(tpl);
 	text = json_dumps(doc, JSON_INDENT(1));
 	json_decref(doc);
-	assert_int_equal(th_write_file(boot_limit ? fx.cfg_b : fx.cfg, text), 0);
+	assert_int_equal(th_write_file(boot_limit ? fx.cfg_b : fx.s.cfg, text), 0);
 	free(text);
-	own(boot_limit ? fx.cfg_b : fx.cfg, false, 0644);
+	own(boot_limit ? fx.cfg_b : fx.s.cfg, false, 0644);
 }
-
-static unsigned starts;
 
 /* vmact-groupd as the cluster user with cfg, a log of its own per start;
  * 0 once it found its VMs. */
 static int start_groupd(const char *cfg)
 {
-	const char *args[] = { fx.groupd, "-c", cfg, "-v", NULL };
-
-	snprintf(fx.glog, sizeof(fx.glog), "%s/groupd-%u.log", fx.dir, ++starts);
-	if (th_cluster_spawn(&fx.gd, &fx.u, args, fx.glog) < 0)
-		return -1;
-	if (!th_wait_daemon(&fx.gd, groupd_ready, NULL, LIMIT_S)) {
-		th_print_log_tail(fx.glog, "vmact-groupd", 6000);
-		return -1;
-	}
-	return 0;
-}
-
-static void quiet(void *ud, virErrorPtr e)
-{
+	return th_cluster_stack_start_groupd(&fx.s, cfg, LIMIT_S);
 }
 
 static int setup(void **state)
 {
-	char dir_tpl[] = "/tmp/vmact-cll-XXXXXX", path[PATH_MAX + 64], listen[PATH_MAX + 8];
+	char path[PATH_MAX + 64], listen[PATH_MAX + 8];
 
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (th_cluster_user(&fx.u) < 0) {
-		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
+	if (th_cluster_stack_init(&fx.s, "vmact-cll") < 0) {
+		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh), "
+				"a program not built, or no scratch directory\n");
 		return -1;
 	}
-	if (th_build_prog("vmact-groupd", fx.groupd, sizeof(fx.groupd)) < 0 ||
-	    th_build_prog("vmact-arbiter", fx.arbiter, sizeof(fx.arbiter)) < 0)
-		return -1;
-	if (!mkdtemp(dir_tpl))
-		return -1;
-	snprintf(fx.dir, sizeof(fx.dir), "%s", dir_tpl);
-	own(fx.dir, false, 0755);
-#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.dir)
-	P(key, "lease.key");
-	P(cfg, "groupd.json");
+#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.s.dir)
 	P(cfg_b, "groupd-boot-limit.json");
 	P(cfg_c, "groupd-two-hosts.json");
 	P(cfg_d, "groupd-cut.json");
@@ -450,46 +331,33 @@ static int setup(void **state)
 	P(arb2, "arb/arb2.sock");
 	P(alog2, "arbiter2.log");
 	P(llog2, "libvirtd2.log");
-	P(alog, "arbiter.log");
-	P(sock, "api/api.sock");
 	P(arb, "arb/arb.sock");
 	P(img, "img");
-	P(chdir, "ch");
-	P(logs, "logs");
 #undef P
-	if (th_cluster_key(&fx.u, fx.key) < 0)
-		return -1;
-	mkdir(fx.logs, 0777);
-	own(fx.logs, false, 0777);
-	snprintf(path, sizeof(path), "%s/api", fx.dir);
-	mkdir(path, 0700);
-	own(path, true, 0700);
-	snprintf(path, sizeof(path), "%s/arb", fx.dir);
-	mkdir(path, 0700);
-	own(path, true, 0700);
 	/* The channels' sockets: made by the session's QEMU, the user's. */
-	mkdir(fx.chdir, 0700);
-	own(fx.chdir, true, 0700);
-	snprintf(fx.pool, sizeof(fx.pool), "vmact-cll-%d", (int)getpid());
-	if (th_cluster_pool(NULL, &fx.u, fx.pool, fx.img) < 0)
+	if (th_cluster_stack_user_dir(&fx.s, "arb", path, sizeof(path)) < 0 ||
+	    th_cluster_stack_user_dir(&fx.s, "ch", fx.chdir, sizeof(fx.chdir)) < 0)
 		return -1;
-	th_cluster_session_uri(&fx.u, fx.uri, sizeof(fx.uri));
+	snprintf(fx.pool, sizeof(fx.pool), "vmact-cll-%d", (int)getpid());
+	if (th_cluster_pool(NULL, &fx.s.u, fx.pool, fx.img) < 0)
+		return -1;
+	th_cluster_session_uri(&fx.s.u, fx.uri, sizeof(fx.uri));
 	fx.c = virConnectOpen(fx.uri);
 	if (!fx.c)
 		return -1;
 	{
 		/* Room for one VM under the watermark, not two. */
-		const char *args[] = { fx.arbiter, "--listen", listen,  "--cpu",
-				       "1500m",    "--memory", "384Mi", "--lease-key",
-				       fx.key,     "-v",       NULL };
+		const char *args[] = { fx.s.arbiter, "--listen", listen,  "--cpu",
+				       "1500m",      "--memory", "384Mi", "--lease-key",
+				       fx.s.key,     "-v",       NULL };
 		struct cl_host_cfg hc = { .name = "h" };
 		struct vmact_err err = { 0 };
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb);
-		if (th_cluster_spawn(&fx.ad, &fx.u, args, fx.alog) < 0)
+		if (th_cluster_spawn(&fx.ad, &fx.s.u, args, fx.s.alog) < 0)
 			return -1;
 		snprintf(hc.arbiter_url, sizeof(hc.arbiter_url), "unix:%s", fx.arb);
-		snprintf(hc.arbiter_secret, sizeof(hc.arbiter_secret), "%s", fx.key);
+		snprintf(hc.arbiter_secret, sizeof(hc.arbiter_secret), "%s", fx.s.key);
 		if (cl_host_new(&hc, &fx.h, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
 			return -1;
@@ -497,7 +365,7 @@ static int setup(void **state)
 	}
 	write_config(false);
 	write_config(true);
-	return start_groupd(fx.cfg);
+	return start_groupd(fx.s.cfg);
 }
 
 static void start_lv2(void);
@@ -507,7 +375,7 @@ static void hook_remove(void);
 static int teardown(void **state)
 {
 	hook_remove();
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_cluster_stack_stop(&fx.s);
 	th_proc_stop(&fx.ad, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&fx.ad2, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	if (fx.home2[0] && !fx.lv2.pid && fx.c2) {
@@ -523,14 +391,8 @@ static int teardown(void **state)
 		virConnectClose(fx.c2);
 	}
 	th_proc_stop(&fx.lv2, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= starts; i++) {
-		char log[160];
-
-		snprintf(log, sizeof(log), "%s/groupd-%u.log", fx.dir, i);
-		th_print_log_tail(log, "vmact-groupd", 200000);
-	}
 	if (getenv("VMACT_TEST_VERBOSE")) {
-		th_print_log_tail(fx.alog, "vmact-arbiter", 200000);
+		th_print_log_tail(fx.s.alog, "vmact-arbiter", 200000);
 	}
 	if (fx.c) {
 		th_cluster_remove_domains(fx.c, PREFIX);
@@ -538,8 +400,7 @@ static int teardown(void **state)
 		virConnectClose(fx.c);
 	}
 	cl_host_free(fx.h);
-	if (fx.dir[0])
-		th_rm_rf(fx.dir);
+	th_cluster_stack_teardown(&fx.s);
 	return 0;
 }
 
@@ -558,15 +419,15 @@ static const char *first_uid(void)
 
 static void lease_wait_outlasts(void **state)
 {
-	struct err_want no_room = { "rival", "HOST_CAPACITY" };
+	struct th_cluster_node_error no_room = { &fx.s, "rival", "HOST_CAPACITY" };
 	struct sampler s = { 0 };
 	double four_leases = 4 * LEASE_S;
 	char path[256];
 	long st;
 
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, n_wait, (void *)1, LIMIT_S))
-		die_with_logs("nothing waited for ManualApproval");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, n_wait, (void *)1, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "nothing waited for ManualApproval");
 	/* Reserved while it waits: the one VM's room is taken. */
 	assert_int_equal(cl_host_ledger(fx.h, &s.last, &(struct vmact_err){ 0 }), 0);
 	assert_int_equal(s.last.leases, 1);
@@ -575,27 +436,27 @@ static void lease_wait_outlasts(void **state)
 	assert_int_equal(pthread_create(&s.t, NULL, sample, &s), 0);
 
 	/* A rival for the same room, tried again every 2 s. */
-	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, node_error, &no_room, LIMIT_S))
-		die_with_logs("the rival was not refused for room");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "rival", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &no_room, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the rival was not refused for room");
 	/* The wait outlasts the lease four times over. */
-	if (!th_wait_daemon(&fx.gd, waited, &four_leases, LIMIT_S))
-		die_with_logs("the gated VM did not wait %.0f s", four_leases);
+	if (!th_wait_daemon(&fx.s.gd, waited, &four_leases, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the gated VM did not wait %.0f s", four_leases);
 	/* The rival never got the room. */
 	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
-	assert_true(node_error(&no_room));
+	assert_true(th_cluster_stack_node_error(&no_room));
 	assert_int_equal(s.unheld, 0);
 
 	/* Allowed: bound where it reserved, into service. */
 	snprintf(path, sizeof(path), "/v1/waiting/%s/allow", first_uid());
-	json_decref(api("POST", path, NULL, &st));
+	json_decref(th_cluster_stack_api(&fx.s, "POST", path, NULL, &st));
 	assert_int_equal(st, 200);
 	s.must_hold = false;
-	if (!th_wait_daemon(&fx.gd, one_running, "gated", LIMIT_BOOT_S))
-		die_with_logs("the allowed VM never went into service");
+	if (!th_wait_daemon(&fx.s.gd, one_running, "gated", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the allowed VM never went into service");
 	/* The rival still has no room, and the ledger holds one VM. */
 	assert_int_equal(nodes_in("rival", "vm_state", "pending"), 1);
-	assert_true(node_error(&no_room));
+	assert_true(th_cluster_stack_node_error(&no_room));
 	sampler_end(&s, "wait outlasting the lease", 100);
 	assert_int_equal(s.last.leases, 1);
 	assert_int_equal(s.last.reserved.milli_cpu, 1000);
@@ -613,18 +474,18 @@ static bool no_leases(void *arg)
 
 static void lease_lost_unplaces(void **state)
 {
-	struct err_want no_room = { "gated", "HOST_CAPACITY" };
+	struct th_cluster_node_error no_room = { &fx.s, "gated", "HOST_CAPACITY" };
 	struct vmact_err err = { 0 };
 	struct sampler s = { 0 };
 	struct vmact_lease_ledger l;
 	json_t *w;
 	char name[128];
 
-	if (!th_wait_daemon(&fx.gd, no_leases, NULL, LIMIT_S))
-		die_with_logs("leases left from the case before");
-	assert_int_equal(change("gated", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, n_wait, (void *)1, LIMIT_S))
-		die_with_logs("nothing waited for ManualApproval");
+	if (!th_wait_daemon(&fx.s.gd, no_leases, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "leases left from the case before");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "gated", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, n_wait, (void *)1, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "nothing waited for ManualApproval");
 	w = waiting();
 	snprintf(name, sizeof(name), "%s",
 		 json_string_value(json_object_get(json_array_get(w, 0), "name")) ?: "");
@@ -648,8 +509,8 @@ static void lease_lost_unplaces(void **state)
 			fail_msg("the filler never got the room: %s", err.msg);
 	}
 	/* Its renewal is refused: rejected, un-placed, never bound. */
-	if (!th_wait_daemon(&fx.gd, node_error, &no_room, LIMIT_S))
-		die_with_logs("the VM that lost its reservation was not un-placed");
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &no_room, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the VM that lost its reservation was not un-placed");
 	assert_true(n_wait((void *)0));
 	assert_int_equal(nodes_in("gated", "vm_state", "pending"), 1);
 	assert_int_equal(nodes_in("gated", "state", "running"), 0);
@@ -696,10 +557,11 @@ static void session_domain_100(void **state)
 	int last = bump_ids(100);
 
 	fprintf(stderr, "session domain IDs moved on to %d\n", last);
-	assert_int_equal(change("rival", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, rival_running, NULL, LIMIT_BOOT_S))
-		die_with_logs("the VM with a domain ID past 99 never went into service");
-	n = get_nodes("rival");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "rival", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, rival_running, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s,
+				      "the VM with a domain ID past 99 never went into service");
+	n = th_cluster_stack_nodes(&fx.s, "rival");
 	uuid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
 	assert_non_null(uuid);
 	uuid = strrchr(uuid, '/') + 1;
@@ -723,7 +585,7 @@ static void session_domain_100(void **state)
 static const char *node_uuid(const char *group)
 {
 	static char uuid[64];
-	json_t *n = get_nodes(group);
+	json_t *n = th_cluster_stack_nodes(&fx.s, group);
 	const char *pid = json_string_value(json_object_get(json_array_get(n, 0), "provider_id"));
 
 	snprintf(uuid, sizeof(uuid), "%s", pid && strrchr(pid, '/') ? strrchr(pid, '/') + 1 : "");
@@ -784,7 +646,7 @@ static bool lv2_answers(void *arg)
  * other, that the test can stop and start again. */
 static void start_lv2(void)
 {
-	struct th_cluster_user u2 = fx.u;
+	struct th_cluster_user u2 = fx.s.u;
 	const char *args[] = { "/usr/sbin/libvirtd", NULL };
 
 	snprintf(u2.home, sizeof(u2.home), "%s", fx.home2);
@@ -806,7 +668,7 @@ static void set_paused(const char *uuid, bool paused)
 
 static bool no_error(void *arg)
 {
-	json_t *n = get_nodes(arg);
+	json_t *n = th_cluster_stack_nodes(&fx.s, arg);
 	bool ok = json_array_size(n) == 1 && !json_object_get(json_array_get(n, 0), "error");
 
 	json_decref(n);
@@ -819,20 +681,20 @@ static bool no_error(void *arg)
  * and left in service; back to health, the error goes. */
 static void health_in_service_reported(void **state)
 {
-	struct err_want sick = { "watch", "UNHEALTHY" };
+	struct th_cluster_node_error sick = { &fx.s, "watch", "UNHEALTHY" };
 	char uuid[64];
 	virDomainPtr d;
 	int st, reason;
 
-	assert_int_equal(change("watch", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, one_running, "watch", LIMIT_BOOT_S))
-		die_with_logs("the member never went into service");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "watch", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, one_running, "watch", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the member never went into service");
 	snprintf(uuid, sizeof(uuid), "%s", node_uuid("watch"));
 	/* In service and checked: no error while it answers. */
 	assert_true(no_error("watch"));
 	set_paused(uuid, true);
-	if (!th_wait_daemon(&fx.gd, node_error, &sick, LIMIT_S))
-		die_with_logs("the silent member was not reported");
+	if (!th_wait_daemon(&fx.s.gd, th_cluster_stack_node_error, &sick, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the silent member was not reported");
 	/* Reported, not deleted: still in service, the same domain. */
 	assert_int_equal(nodes_in("watch", "state", "running"), 1);
 	assert_string_equal(node_uuid("watch"), uuid);
@@ -842,15 +704,15 @@ static void health_in_service_reported(void **state)
 	assert_int_equal(st, VIR_DOMAIN_PAUSED);
 	virDomainFree(d);
 	set_paused(uuid, false);
-	if (!th_wait_daemon(&fx.gd, no_error, "watch", LIMIT_S))
-		die_with_logs("the member healthy again kept its error");
+	if (!th_wait_daemon(&fx.s.gd, no_error, "watch", LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the member healthy again kept its error");
 	assert_string_equal(node_uuid("watch"), uuid);
 	delete_all("watch");
 }
 
 static bool booted_again(void *arg)
 {
-	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/vms", NULL, NULL), *it;
 	size_t i;
 	bool ok = false;
 
@@ -868,13 +730,13 @@ static void health_in_service_replaced(void **state)
 {
 	char uuid[64];
 
-	assert_int_equal(change("fix", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, one_running, "fix", LIMIT_BOOT_S))
-		die_with_logs("the member never went into service");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "fix", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, one_running, "fix", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the member never went into service");
 	snprintf(uuid, sizeof(uuid), "%s", node_uuid("fix"));
 	set_paused(uuid, true);
-	if (!th_wait_daemon(&fx.gd, booted_again, NULL, LIMIT_BOOT_S))
-		die_with_logs("the silent member was not replaced");
+	if (!th_wait_daemon(&fx.s.gd, booted_again, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the silent member was not replaced");
 	/* The member kept (its UUID), its VM a new boot that runs. */
 	assert_string_equal(node_uuid("fix"), uuid);
 	assert_int_equal(nodes_in("fix", "state", "running"), 1);
@@ -897,25 +759,26 @@ static void boot_limit(void **state)
 	json_t *n, *it;
 	size_t i;
 
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	assert_int_equal(start_groupd(fx.cfg_b), 0);
-	assert_int_equal(change("slow", "increase", "{\"delta\":2}"), 2);
-	if (!th_wait_daemon(&fx.gd, one_pending_one_running, NULL, LIMIT_BOOT_S))
-		die_with_logs("not one member in service and one held back");
-	n = get_nodes("slow");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "slow", "increase", "{\"delta\":2}"), 2);
+	if (!th_wait_daemon(&fx.s.gd, one_pending_one_running, NULL, LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "not one member in service and one held back");
+	n = th_cluster_stack_nodes(&fx.s, "slow");
 	json_array_foreach(n, i, it)
 		assert_null(json_object_get(it, "error"));
 	json_decref(n);
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	assert_int_equal(start_groupd(fx.cfg_b), 0);
-	if (!th_wait_daemon(&fx.gd, group_all_running, "slow", LIMIT_BOOT_S))
-		die_with_logs("the held-back member did not boot in the next iteration");
+	if (!th_wait_daemon(&fx.s.gd, group_all_running, "slow", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s,
+				      "the held-back member did not boot in the next iteration");
 	delete_all("slow");
 }
 
 static json_t *host_doc(const char *name)
 {
-	json_t *j = api("GET", "/v1/hosts", NULL, NULL), *h, *out = NULL;
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/hosts", NULL, NULL), *h, *out = NULL;
 	size_t i;
 
 	json_array_foreach(json_object_get(j, "hosts"), i, h)
@@ -939,7 +802,7 @@ static bool h2_libvirt(void *want_ok)
 static const char *member_on(const char *group, const char *host)
 {
 	static char name[128];
-	json_t *n = get_nodes(group), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, group), *it;
 	size_t i;
 
 	name[0] = 0;
@@ -953,7 +816,7 @@ static const char *member_on(const char *group, const char *host)
 
 static bool running_on(void *host)
 {
-	json_t *n = get_nodes("two"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "two"), *it;
 	size_t i;
 	bool ok = false;
 
@@ -967,7 +830,7 @@ static bool running_on(void *host)
 /* The h2 member's node error is code (NULL: none). */
 static bool h2_member_error(void *code)
 {
-	json_t *n = get_nodes("two"), *it;
+	json_t *n = th_cluster_stack_nodes(&fx.s, "two"), *it;
 	size_t i;
 	bool ok = false;
 
@@ -999,18 +862,18 @@ static int ours_on(virConnectPtr c)
 
 static void write_config_c(void)
 {
-	char *text = th_read_file(fx.cfg);
+	char *text = th_read_file(fx.s.cfg);
 	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *groups, *tpl;
 	char arb_url[160], img2[PATH_MAX];
 
 	free(text);
 	assert_non_null(doc);
 	snprintf(arb_url, sizeof(arb_url), "unix:%s", fx.arb2);
-	snprintf(img2, sizeof(img2), "%s/img2", fx.dir);
+	snprintf(img2, sizeof(img2), "%s/img2", fx.s.dir);
 	json_array_append_new(json_object_get(doc, "hosts"),
 			      json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "name", "h2", "uri",
 					fx.uri2, "storage_pool", fx.pool, "channel_dir", fx.chdir,
-					"arbiter", "url", arb_url, "secret_file", fx.key));
+					"arbiter", "url", arb_url, "secret_file", fx.s.key));
 	groups = json_object_get(doc, "groups");
 	tpl = json_deep_copy(json_object_get(json_array_get(groups, 0), "template"));
 	/* two: on either host, checked every second, unhealthy after 4 s. */
@@ -1039,7 +902,7 @@ static void h2_up(void)
 	start_lv2();
 	fx.c2 = virConnectOpen(fx.uri2);
 	assert_non_null(fx.c2);
-	snprintf(img2, sizeof(img2), "%s/img2", fx.dir);
+	snprintf(img2, sizeof(img2), "%s/img2", fx.s.dir);
 	assert_int_equal(th_cluster_pool(fx.c2, NULL, fx.pool, img2), 0);
 	{
 		char base[PATH_MAX + 32];
@@ -1054,11 +917,11 @@ static void h2_up(void)
 		virStoragePoolFree(p);
 	}
 	{
-		const char *args[] = { fx.arbiter, "--listen", listen,        "--cpu", "8",
-				       "--memory", "8Gi",      "--lease-key", fx.key,  NULL };
+		const char *args[] = { fx.s.arbiter, "--listen", listen,        "--cpu",  "8",
+				       "--memory",   "8Gi",      "--lease-key", fx.s.key, NULL };
 
 		snprintf(listen, sizeof(listen), "unix:%s", fx.arb2);
-		assert_int_equal(th_cluster_spawn(&fx.ad2, &fx.u, args, fx.alog2), 0);
+		assert_int_equal(th_cluster_spawn(&fx.ad2, &fx.s.u, args, fx.alog2), 0);
 	}
 	write_config_c();
 }
@@ -1070,28 +933,28 @@ static void host_unreachable(void **state)
 	json_t *n;
 
 	h2_up();
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	assert_int_equal(start_groupd(fx.cfg_c), 0);
 
 	/* A member where the room is: h2. */
-	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 1);
-	if (!th_wait_daemon(&fx.gd, running_on, "h2", LIMIT_BOOT_S))
-		die_with_logs("the first member did not go into service on h2");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "two", "increase", "{\"delta\":1}"), 1);
+	if (!th_wait_daemon(&fx.s.gd, running_on, "h2", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the first member did not go into service on h2");
 	snprintf(name2, sizeof(name2), "%s", member_on("two", "h2"));
 	qemu2 = qemu_of(name2);
 	assert_true(qemu2 > 0);
 
 	/* h2's libvirtd dies (its guest runs on). */
 	assert_int_equal(th_proc_stop(&fx.lv2, SIGKILL, 10 * VMACT_USEC_PER_SEC), 128 + SIGKILL);
-	if (!th_wait_daemon(&fx.gd, h2_libvirt, NULL, LIMIT_S))
-		die_with_logs("h2 never counted as unreachable");
+	if (!th_wait_daemon(&fx.s.gd, h2_libvirt, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "h2 never counted as unreachable");
 	/* Placement goes elsewhere. */
-	assert_int_equal(change("two", "increase", "{\"delta\":1}"), 2);
-	if (!th_wait_daemon(&fx.gd, running_on, "h", LIMIT_BOOT_S))
-		die_with_logs("the second member did not go to h");
+	assert_int_equal(th_cluster_stack_change(&fx.s, "two", "increase", "{\"delta\":1}"), 2);
+	if (!th_wait_daemon(&fx.s.gd, running_on, "h", LIMIT_BOOT_S))
+		th_cluster_stack_fail(&fx.s, "the second member did not go to h");
 	/* The unreachable member: on the books, reported, not deleted. */
-	if (!th_wait_daemon(&fx.gd, h2_member_error, "UNHEALTHY", LIMIT_S))
-		die_with_logs("the member on the unreachable host was not reported");
+	if (!th_wait_daemon(&fx.s.gd, h2_member_error, "UNHEALTHY", LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the member on the unreachable host was not reported");
 	assert_string_equal(member_on("two", "h2"), name2);
 	assert_int_equal(nodes_in("two", "state", NULL), 2);
 	assert_int_equal(qemu_of(name2), qemu2);
@@ -1101,11 +964,11 @@ static void host_unreachable(void **state)
 	start_lv2();
 	fx.c2 = virConnectOpen(fx.uri2);
 	assert_non_null(fx.c2);
-	if (!th_wait_daemon(&fx.gd, h2_libvirt, (void *)1, LIMIT_S) ||
-	    !th_wait_daemon(&fx.gd, h2_member_error, NULL, LIMIT_S))
-		die_with_logs("the member on h2 did not come back healthy");
+	if (!th_wait_daemon(&fx.s.gd, h2_libvirt, (void *)1, LIMIT_S) ||
+	    !th_wait_daemon(&fx.s.gd, h2_member_error, NULL, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the member on h2 did not come back healthy");
 	assert_int_equal(qemu_of(name2), qemu2);
-	n = get_nodes("two");
+	n = th_cluster_stack_nodes(&fx.s, "two");
 	assert_int_equal(json_array_size(n), 2);
 	assert_string_not_equal(json_string_value(json_object_get(json_array_get(n, 0), "name")),
 				json_string_value(json_object_get(json_array_get(n, 1), "name")));
@@ -1132,7 +995,7 @@ static void hook_install(void)
 {
 	char text[1024], mdir[128];
 
-	snprintf(mdir, sizeof(mdir), "%s/cut", fx.dir);
+	snprintf(mdir, sizeof(mdir), "%s/cut", fx.s.dir);
 	mkdir(mdir, 0700);
 	own(mdir, true, 0700);
 	snprintf(marker, sizeof(marker), "%s/once", mdir);
@@ -1186,7 +1049,7 @@ static void write_config_d(void)
 static unsigned cut_vms(const char **name, const char **state)
 {
 	static char n[128], st[32];
-	json_t *j = api("GET", "/v1/vms", NULL, NULL), *it;
+	json_t *j = th_cluster_stack_api(&fx.s, "GET", "/v1/vms", NULL, NULL), *it;
 	unsigned k = 0;
 	size_t i;
 
@@ -1250,7 +1113,7 @@ static void standby_bind_cut_off(void **state)
 	h2_up();
 	hook_install();
 	/* h2's libvirtd again, to read the hook; vmact-groupd with cut. */
-	th_proc_stop(&fx.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&fx.s.gd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	virConnectClose(fx.c2);
 	fx.c2 = NULL;
 	th_proc_stop(&fx.lv2, SIGTERM, 30 * VMACT_USEC_PER_SEC);
@@ -1265,15 +1128,17 @@ static void standby_bind_cut_off(void **state)
 	/* The refill's start of the standby VM kills h2's libvirtd: the
 	 * definition is there, the start's undo cannot reach it. */
 	if (!TH_WAIT(NULL, th_proc_exited(&fx.lv2), (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
-		die_with_logs("the hook never cut h2's libvirtd off");
+		th_cluster_stack_fail(&fx.s, "the hook never cut h2's libvirtd off");
 	th_proc_wait(&fx.lv2);
 	assert_int_equal(access(marker, F_OK), -1);
 	/* vmact-groupd keeps the VM, to be removed, while h2 is away. */
-	if (!th_wait_daemon(&fx.gd, cut_deleting, NULL, LIMIT_S)) {
+	if (!th_wait_daemon(&fx.s.gd, cut_deleting, NULL, LIMIT_S)) {
 		cut_vms(NULL, &st);
-		die_with_logs("the standby VM whose bind was cut off is not kept as a removal "
-			      "(%u VM(s) of cut, the first '%s')",
-			      cut_vms(NULL, NULL), st);
+		th_cluster_stack_fail(
+			&fx.s,
+			"the standby VM whose bind was cut off is not kept as a removal "
+			"(%u VM(s) of cut, the first '%s')",
+			cut_vms(NULL, NULL), st);
 	}
 	assert_int_equal(cut_vms(NULL, NULL), 1);
 
@@ -1284,15 +1149,16 @@ static void standby_bind_cut_off(void **state)
 	start_lv2();
 	fx.c2 = virConnectOpen(fx.uri2);
 	assert_non_null(fx.c2);
-	if (!th_wait_daemon(&fx.gd, cut_settled, NULL, LIMIT_BOOT_S)) {
+	if (!th_wait_daemon(&fx.s.gd, cut_settled, NULL, LIMIT_BOOT_S)) {
 		char dom[128] = "";
 		const char *name;
 		int n = cut_domains(dom, sizeof(dom));
 
 		cut_vms(&name, &st);
-		die_with_logs("cut did not settle: %d domain(s) on h2 (the first %s), "
-			      "vmact-groupd's %s is %s",
-			      n, dom, name, st);
+		th_cluster_stack_fail(&fx.s,
+				      "cut did not settle: %d domain(s) on h2 (the first %s), "
+				      "vmact-groupd's %s is %s",
+				      n, dom, name, st);
 	}
 	hook_remove();
 }

@@ -62,6 +62,7 @@
 #include "tests/lib/cluster.h"
 #include "tests/lib/cpenv.h"
 #include "tests/lib/file.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
@@ -1027,12 +1028,6 @@ static void cluster_torture(void **state)
 
 /* ---- set-up ---- */
 
-static void quiet(void *ud, virErrorPtr e)
-{
-	(void)ud;
-	(void)e;
-}
-
 static int setup(void **state)
 {
 	struct th_cpenv_opts o = { .arbiter_cpu = "2",
@@ -1044,7 +1039,7 @@ static int setup(void **state)
 	char msg[256];
 
 	(void)state;
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	T.asked = json_array();

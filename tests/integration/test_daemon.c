@@ -73,10 +73,7 @@
 #define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 300.0
 /* The guest's vmact metadata as a new user writes it (issue 9's guest). */
-#define META_BOUNDS                                                    \
-	"<vmact:cpu min='1' max='4'/>"                                 \
-	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
-	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+#define META_BOUNDS TG_META_BOUNDS
 
 #define MiB (1024ULL * 1024ULL)
 
@@ -425,15 +422,7 @@ static bool broken_twice(void *unused)
 /* The live vCPU count of a guest as libvirt has it (fresh connection). */
 static int live_vcpus(const struct tg_guest *g)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-	virDomainPtr d = vc ? virDomainLookupByName(vc, g->name) : NULL;
-	int n = d ? virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) : -1;
-
-	if (d)
-		virDomainFree(d);
-	if (vc)
-		virConnectClose(vc);
-	return n;
+	return tg_live_vcpus(g->name);
 }
 
 static bool scaled_up(void *unused)

@@ -40,12 +40,12 @@
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
-#include "tests/lib/net.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/prom.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "vmact-dash"
-#define PROMETHEUS   "/usr/bin/prometheus"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S      120.0
 /* A host shared with other work can keep the busy guest "contended" (its
@@ -56,11 +56,13 @@ static struct {
 	virConnectPtr vc;
 	struct th_cluster_user u;
 	struct tg_guest g;
-	struct th_proc daemon, groupd, prom;
-	char vmactd[PATH_MAX], groupd_path[PATH_MAX];
-	char dir[64], cfg[128], log[128], gcfg[128], glog[128], key[128], sock[128];
-	char tpl[128], prom_cfg[128], prom_log[128], pins[128], pool[64], img[128];
-	unsigned metrics_port, arbiter_port, groupd_port, prom_port;
+	struct th_vmactd d; /* its directory holds groupd's and Prometheus's files too */
+	struct th_prom prom;
+	struct th_proc groupd;
+	char groupd_path[PATH_MAX];
+	char gcfg[128], glog[128], key[128], sock[128];
+	char tpl[128], pool[64], img[128];
+	unsigned metrics_port, arbiter_port, groupd_port;
 	json_t *dash;
 } fx;
 
@@ -70,35 +72,7 @@ static struct {
  * with the error in err. */
 static json_t *query(const char *promql, char *err, size_t errlen)
 {
-	CURL *c = curl_easy_init();
-	char *esc = c ? curl_easy_escape(c, promql, 0) : NULL;
-	char url[4096], *body;
-	json_t *doc, *res = NULL;
-
-	if (c)
-		curl_easy_cleanup(c);
-	if (!esc) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/query?query=%s", fx.prom_port, esc);
-	curl_free(esc);
-	/* th_cluster_http_get: the body of a 200 only; a query error is 400. */
-	body = th_cluster_http_get(url);
-	doc = body ? json_loads(body, 0, NULL) : NULL;
-	free(body);
-	if (doc && !strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "success"))
-		res = json_incref(json_object_get(json_object_get(doc, "data"), "result"));
-	else
-		snprintf(err, errlen,
-			 "no success from Prometheus (a malformed query, or no answer)");
-	json_decref(doc);
-	if (res && !json_is_array(res)) {
-		json_decref(res);
-		res = NULL;
-		snprintf(err, errlen, "not a vector");
-	}
-	return res;
+	return th_prom_query(&fx.prom, promql, err, errlen);
 }
 
 /* Series in the result with a number for a value (NaN is no data). */
@@ -224,11 +198,6 @@ static void every_family_has_a_panel(const char *url, const char *what)
 
 /* ---- the daemons ---- */
 
-static bool vmactd_log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
-}
-
 /* Resizes as Prometheus has scraped them (the hotplug latency's count,
  * every direction), -1 while it has none. The load's resize is awaited
  * there, not in vmactd's log: the boot's resizes may come before
@@ -265,61 +234,21 @@ static bool groupd_log_has(void *needle)
 	return th_count_in_file(fx.glog, needle) > 0;
 }
 
-/* The N of the first "(port N)" after needle in the log, 0 without. */
-static unsigned port_after(const char *log, const char *needle)
-{
-	char *text = th_read_file(log), *at = text ? strstr(text, needle) : NULL;
-	unsigned port = 0;
-
-	at = at ? strstr(at, "(port ") : NULL;
-	if (at)
-		port = (unsigned)atoi(at + 6);
-	free(text);
-	return port;
-}
-
-static bool prom_ready(void *arg)
-{
-	char url[64], *b;
-
-	(void)arg;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/-/ready", fx.prom_port);
-	b = th_cluster_http_get(url);
-	free(b);
-	return b != NULL;
-}
-
-static bool guest_reports(void *arg)
-{
-	struct tg_report r;
-
-	(void)arg;
-	return tg_report(&fx.g, &r);
-}
-
 static void start_vmactd(void)
 {
-	const char *argv[] = { fx.vmactd, "--config", fx.cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
 	char text[1024];
 
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"lease_key\":\"%s\"},"
-		 "\"control\":{\"socket\":\"%s/vmactd.sock\",\"state_dir\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"},"
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"lease_key\":\"%s\"},"
+		 "\"control\":{\"state_dir\":\"%s\"},"
 		 "\"metrics\":{\"listen\":\"127.0.0.1:0\"}}",
-		 fx.g.name, fx.key, fx.dir, fx.dir, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-	if (!th_wait_daemon(&fx.daemon, vmactd_log_has, "ready: managing 1 VM", LIMIT_BOOT_S)) {
-		th_print_log_tail(fx.log, "vmactd", 4000);
+		 fx.key, fx.d.dir);
+	assert_int_equal(th_vmactd_config(&fx.d, fx.g.name, text), 0);
+	assert_int_equal(th_vmactd_spawn(&fx.d, NULL), 0);
+	if (!th_vmactd_wait_log(&fx.d, "ready: managing 1 VM", LIMIT_BOOT_S))
 		fail_msg("vmactd did not become ready managing the guest");
-	}
-	fx.metrics_port = port_after(fx.log, "metrics: serving /metrics");
-	fx.arbiter_port = port_after(fx.log, "arbiter: in-process, and listening");
+	fx.metrics_port = th_log_port(fx.d.log, "metrics: serving /metrics");
+	fx.arbiter_port = th_log_port(fx.d.log, "arbiter: in-process, and listening");
 	assert_true(fx.metrics_port > 0 && fx.arbiter_port > 0);
 }
 
@@ -356,41 +285,17 @@ static void start_groupd(void)
 		th_print_log_tail(fx.glog, "vmact-groupd", 4000);
 		fail_msg("vmact-groupd did not start");
 	}
-	fx.groupd_port = port_after(fx.glog, "metrics on");
+	fx.groupd_port = th_log_port(fx.glog, "metrics on");
 	assert_true(fx.groupd_port > 0);
 }
 
 static void start_prometheus(void)
 {
-	char text[1024], flag[3][192];
-	const char *argv[] = { PROMETHEUS, flag[0], flag[1], flag[2], NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.prom_log };
+	const struct th_prom_job jobs[] = { { "vmactd", fx.metrics_port },
+					    { "vmact-groupd", fx.groupd_port } };
 
-	fx.prom_port = th_dead_port();
-	assert_true(fx.prom_port > 0);
-	snprintf(text, sizeof(text),
-		 "global:\n"
-		 "  scrape_interval: 1s\n"
-		 "  scrape_timeout: 1s\n"
-		 "scrape_configs:\n"
-		 "  - job_name: vmactd\n"
-		 "    static_configs:\n"
-		 "      - targets: ['127.0.0.1:%u']\n"
-		 "  - job_name: vmact-groupd\n"
-		 "    static_configs:\n"
-		 "      - targets: ['127.0.0.1:%u']\n",
-		 fx.metrics_port, fx.groupd_port);
-	assert_int_equal(th_write_file(fx.prom_cfg, text), 0);
-	snprintf(flag[0], sizeof(flag[0]), "--config.file=%s", fx.prom_cfg);
-	snprintf(flag[1], sizeof(flag[1]), "--storage.tsdb.path=%s/data", fx.dir);
-	snprintf(flag[2], sizeof(flag[2]), "--web.listen-address=127.0.0.1:%u", fx.prom_port);
-	assert_int_equal(th_spawn(&fx.prom, argv, &o), 0);
-	if (!th_wait_until(NULL, prom_ready, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
-		th_print_log_tail(fx.prom_log, "prometheus", 4000);
+	if (th_prom_start(&fx.prom, fx.d.dir, jobs, 2, LIMIT_S) < 0)
 		fail_msg("Prometheus never became ready");
-	}
 }
 
 /* ---- the test ---- */
@@ -413,7 +318,7 @@ static void set_recommend_mode(void)
 	CURLcode rc;
 
 	assert_non_null(c);
-	snprintf(sock, sizeof(sock), "%s/vmactd.sock", fx.dir);
+	snprintf(sock, sizeof(sock), "%s", fx.d.sock);
 	snprintf(url, sizeof(url), "http://localhost/v1/vms/%s/bounds", fx.g.name);
 	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -434,10 +339,7 @@ static void dashboard(void **state)
 
 	(void)state;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
 	assert_int_equal(tg_balloon_template(fx.tpl), 0);
 	if (tg_start_template(fx.vc, PREFIX, meta, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0)
@@ -453,17 +355,14 @@ static void dashboard(void **state)
 
 	/* Load: a decision, a resize and its scheduler request, so that the
 	 * latencies have something to show. */
-	if (!th_wait_until(NULL, guest_reports, NULL,
-			   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("the guest did not boot");
 	if (!th_wait_until(NULL, resizes_scraped, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("Prometheus has no vmact_hotplug_latency_seconds_count of vmactd");
 	resizes_before = scraped_resizes();
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
-	if (!th_wait_daemon(&fx.daemon, resized_again, NULL, LIMIT_LOAD_S)) {
-		th_print_log_tail(fx.log, "vmactd", 4000);
+	if (!th_vmactd_wait(&fx.d, resized_again, NULL, LIMIT_LOAD_S))
 		fail_msg("vmactd never resized the busy guest");
-	}
 	/* Every panel of a VM in active mode first (the VM still resizing:
 	 * a quota change has no hotplug latency, a vCPU plug has), then
 	 * recommend mode, the busy guest still deciding: the recommendation
@@ -494,7 +393,7 @@ static int setup(void **state)
 		fprintf(stderr, "no user " TH_CLUSTER_USER " (run tests/host/setup-host.sh)\n");
 		return -1;
 	}
-	if (th_build_prog("vmactd", fx.vmactd, sizeof(fx.vmactd)) < 0 ||
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0 ||
 	    th_build_prog("vmact-groupd", fx.groupd_path, sizeof(fx.groupd_path)) < 0) {
 		fprintf(stderr, "test_dashboard: vmactd or vmact-groupd not built\n");
 		return -1;
@@ -506,28 +405,19 @@ static int setup(void **state)
 		fprintf(stderr, "cannot read %s\n", path);
 		return -1;
 	}
-	snprintf(fx.dir, sizeof(fx.dir), "/tmp/vmact-dash-XXXXXX");
-	if (!mkdtemp(fx.dir))
-		return -1;
-	/* The cluster user reads its configuration and the key here. */
-	if (chmod(fx.dir, 0755) < 0)
-		return -1;
-#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.dir)
-	P(cfg, "vmactd.json");
-	P(log, "vmactd.log");
+	/* The cluster user reads its configuration and the key in the
+	 * fixture's directory (0755). */
+#define P(f, name) snprintf(fx.f, sizeof(fx.f), "%s/" name, fx.d.dir)
 	P(gcfg, "groupd.json");
 	P(glog, "groupd.log");
 	P(key, "lease.key");
 	P(tpl, "domain.xml.in");
-	P(prom_cfg, "prometheus.yml");
-	P(prom_log, "prometheus.log");
 	P(img, "img");
 #undef P
-	snprintf(path, sizeof(path), "%s/api", fx.dir);
+	snprintf(path, sizeof(path), "%s/api", fx.d.dir);
 	if (mkdir(path, 0700) < 0 || chown(path, fx.u.uid, fx.u.gid) < 0)
 		return -1;
-	snprintf(fx.sock, sizeof(fx.sock), "%s/api/api.sock", fx.dir);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-dash-%d", pid);
+	snprintf(fx.sock, sizeof(fx.sock), "%s/api/api.sock", fx.d.dir);
 	snprintf(fx.pool, sizeof(fx.pool), "vmact-dash-%d", pid);
 	if (th_cluster_key(&fx.u, fx.key) < 0) {
 		fprintf(stderr, "test_dashboard: cannot make the lease key %s\n", fx.key);
@@ -548,39 +438,18 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&fx.prom, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_prom_stop(&fx.prom);
 	th_proc_stop(&fx.groupd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	th_vmactd_stop(&fx.d);
 	if (fx.vc) {
 		th_cluster_remove_domains(fx.vc, PREFIX "-g-");
-		if (fx.g.name[0]) {
-			virDomainPtr d = virDomainLookupByName(fx.vc, fx.g.name);
-
-			if (d) {
-				virDomainDestroy(d);
-				virDomainFree(d);
-			}
-		}
 		th_cluster_pool_remove(fx.vc, fx.pool);
 	}
-	if (fx.g.dom) {
-		virDomainFree(fx.g.dom);
-		fx.g.dom = NULL;
-	}
-	tg_destroy(&fx.g);
-	th_remove_pins(fx.pins);
+	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
 	json_decref(fx.dash);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		th_rm_rf(fx.dir);
 	return 0;
-}
-
-static void quiet(void *ud, virErrorPtr e)
-{
-	(void)ud;
-	(void)e;
 }
 
 int main(void)
@@ -589,18 +458,15 @@ int main(void)
 		cmocka_unit_test(dashboard),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_dashboard: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_dashboard", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	if (access(PROMETHEUS, X_OK) < 0) {
+	if (access(TH_PROM_PROGRAM, X_OK) < 0) {
 		printf("test_dashboard: %s is needed: the Debian package prometheus "
 		       "(tests/host/setup-host.sh)\n",
-		       PROMETHEUS);
+		       TH_PROM_PROGRAM);
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	virSetErrorFunc(NULL, quiet);
+	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests_name("dashboard", tests, setup, teardown);
 }

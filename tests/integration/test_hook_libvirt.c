@@ -42,6 +42,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "hook-it"
@@ -63,7 +64,6 @@
 	"<vmact:cpu min='2' max='1'/>"                                            \
 	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/></vmact:autoscaling>"
 
-static char bindir[PATH_MAX];
 static double t_begin;
 
 static void elapsed(const char *what)
@@ -73,8 +73,7 @@ static void elapsed(const char *what)
 
 static struct {
 	virConnectPtr vc;
-	char cfg[128], log[128], pins[128];
-	struct th_proc daemon;
+	struct th_vmactd d; /* manages the guests below; the test destroys them */
 	struct tg_guest g[5];
 	unsigned n;
 	bool installed, saved;
@@ -90,17 +89,17 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 
 static bool log_has(const char *needle)
 {
-	return th_count_in_file(fx.log, needle) > 0;
+	return th_count_in_file(fx.d.log, needle) > 0;
 }
 
 static void dump_log(void)
 {
-	th_print_log_tail(fx.log, "vmactd log", 5000);
+	th_print_log_tail(fx.d.log, "vmactd log", 5000);
 }
 
 static void wait_log(const char *needle)
 {
-	if (!TH_WAIT(NULL, log_has(needle) || th_proc_exited(&fx.daemon),
+	if (!TH_WAIT(NULL, log_has(needle) || th_proc_exited(&fx.d.proc),
 		     (uint64_t)(60 * VMACT_USEC_PER_SEC)) ||
 	    !log_has(needle)) {
 		dump_log();
@@ -112,20 +111,13 @@ static void wait_log(const char *needle)
  * vmactd on the host (a loopback test's) may hold it for a while. */
 static void start_vmactd(void)
 {
-	char path[PATH_MAX + 16];
-	const char *argv[] = { path, "--config", fx.cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
-
-	snprintf(path, sizeof(path), "%s/vmactd", bindir);
 	for (int attempt = 0;; attempt++) {
-		assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
+		assert_int_equal(th_vmactd_spawn(&fx.d, NULL), 0);
 		if (!TH_WAIT(NULL,
 			     log_has("hook: receiving notices on") ||
-				     log_has("hook: not receiving") || th_proc_exited(&fx.daemon),
+				     log_has("hook: not receiving") || th_proc_exited(&fx.d.proc),
 			     (uint64_t)(60 * VMACT_USEC_PER_SEC)) ||
-		    th_proc_exited(&fx.daemon)) {
+		    th_proc_exited(&fx.d.proc)) {
 			dump_log();
 			fail_msg("vmactd did not start");
 		}
@@ -135,7 +127,7 @@ static void start_vmactd(void)
 			dump_log();
 			fail_msg("vmactd could not listen on " VMACT_HOOK_SOCKET);
 		}
-		th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+		th_vmactd_stop(&fx.d);
 		sleep(2);
 	}
 	wait_log("ready: managing");
@@ -143,21 +135,16 @@ static void start_vmactd(void)
 
 static int setup(void **state)
 {
-	char hook[PATH_MAX + 16], text[512];
+	char hook[PATH_MAX + 16], text[256], prefix[64];
 	struct stat sb;
-	int pid = (int)getpid();
 
 	(void)state;
 	t_begin = th_now_s();
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/hook-it-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/hook-it-%d.log", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/hook-it-%d", pid);
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"/tmp/hook-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, pid, pid, fx.pins);
-	if (th_write_file(fx.cfg, text) < 0)
+	if (th_vmactd_init(&fx.d, "hook-it", NULL) < 0)
+		return -1;
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	snprintf(text, sizeof(text), "{\"control\":{\"state_dir\":\"%s\"}}", fx.d.dir);
+	if (th_vmactd_config(&fx.d, prefix, text) < 0)
 		return -1;
 	/* An installed vmact hook (or one a killed run left) is put back at
 	 * the end. */
@@ -166,7 +153,7 @@ static int setup(void **state)
 			return -1;
 		fx.saved = true;
 	}
-	snprintf(hook, sizeof(hook), "%s/vmact-hook", bindir);
+	snprintf(hook, sizeof(hook), "%s/vmact-hook", dirname(strdupa(fx.d.prog)));
 	fx.installed = true;
 	if (system("mkdir -p " HOOK_DIR) != 0 || copy_file(hook, HOOK_PATH, 0755) < 0)
 		return -1;
@@ -180,12 +167,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (fx.daemon.pid > 0)
-		kill(fx.daemon.pid, SIGCONT);
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	if (fx.d.proc.pid > 0)
+		kill(fx.d.proc.pid, SIGCONT);
+	th_vmactd_stop(&fx.d);
 	for (unsigned i = 0; i < fx.n; i++)
 		tg_destroy_by_name(&fx.g[i]);
-	th_remove_pins(fx.pins);
+	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
 	if (fx.installed) {
@@ -197,9 +184,6 @@ static int teardown(void **state)
 			fail_msg("libvirtd did not restart");
 		elapsed("libvirtd restarted without the hook");
 	}
-	unlink(fx.cfg);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
 	return 0;
 }
 
@@ -302,10 +286,10 @@ static void hook_vmactd_down(void **state)
 	double t, took;
 
 	(void)state;
-	if (!fx.daemon.pid)
+	if (!fx.d.proc.pid)
 		start_vmactd();
 	/* Killed: the socket file stays, with nobody behind it. */
-	th_proc_stop(&fx.daemon, SIGKILL, 0);
+	th_proc_stop(&fx.d.proc, SIGKILL, 0);
 	assert_int_equal(stat(VMACT_HOOK_SOCKET, &sb), 0);
 	t = start_guest(META_OK(""), &g, msg, sizeof(msg));
 	if (t < 0)
@@ -329,7 +313,7 @@ static void hook_vmactd_hung(void **state)
 	double t, took, worst = 0;
 
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGKILL, 0);
+	th_proc_stop(&fx.d.proc, SIGKILL, 0);
 	start_vmactd();
 	t = start_guest(META_OK(""), &g, msg, sizeof(msg));
 	if (t < 0)
@@ -337,7 +321,7 @@ static void hook_vmactd_hung(void **state)
 	boots(g);
 	snprintf(needle, sizeof(needle), "%s: managing", g->name);
 	wait_log(needle);
-	assert_int_equal(kill(fx.daemon.pid, SIGSTOP), 0);
+	assert_int_equal(kill(fx.d.proc.pid, SIGSTOP), 0);
 	/* Fill its queue (net.unix.max_dgram_qlen notices) and more. */
 	for (int i = 0; i < 40; i++) {
 		assert_int_equal(run_hook(g, "reconnect", "begin", &took), 0);
@@ -351,11 +335,11 @@ static void hook_vmactd_hung(void **state)
 	printf("# vmactd hung: domain start took %.2f s\n", t);
 	assert_true(t < LIMIT_START_S);
 	boots(h);
-	assert_int_equal(kill(fx.daemon.pid, SIGCONT), 0);
+	assert_int_equal(kill(fx.d.proc.pid, SIGCONT), 0);
 	/* libvirt's events reach it even if the hook's notices did not. */
 	snprintf(needle, sizeof(needle), "%s: managing", h->name);
 	wait_log(needle);
-	assert_false(th_proc_exited(&fx.daemon));
+	assert_false(th_proc_exited(&fx.d.proc));
 	elapsed("vmactd hung");
 }
 
@@ -364,7 +348,7 @@ static unsigned log_count(const char *name, const char *what)
 	char needle[256];
 
 	snprintf(needle, sizeof(needle), "%s: %s", name, what);
-	return th_count_in_file(fx.log, needle);
+	return th_count_in_file(fx.d.log, needle);
 }
 
 /* SIGHUP with the two guests of hook_vmactd_hung managed: a good file is
@@ -373,28 +357,27 @@ static unsigned log_count(const char *name, const char *what)
 static void reload_keeps_vms(void **state)
 {
 	struct tg_guest *g = &fx.g[2], *h = &fx.g[3];
-	char text[512];
-	int pid = (int)getpid();
+	char text[512], prefix[64];
 	unsigned syncs;
 
 	(void)state;
-	assert_true(fx.n >= 4 && fx.daemon.pid > 0);
+	assert_true(fx.n >= 4 && fx.d.proc.pid > 0);
 	assert_int_equal(log_count(g->name, "managing"), 1);
 	assert_int_equal(log_count(h->name, "managing"), 1);
+	/* The same configuration but for these two. */
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"/tmp/hook-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"},"
+		 "{\"control\":{\"state_dir\":\"%s\"},"
 		 "\"policy\":{\"cpu_shrink\":\"unplug\"},\"arbiter\":{\"watermark\":0.5}}",
-		 PREFIX, pid, pid, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	syncs = th_count_in_file(fx.log, " running domain");
-	assert_int_equal(kill(fx.daemon.pid, SIGHUP), 0);
+		 fx.d.dir);
+	assert_int_equal(th_vmactd_config(&fx.d, prefix, text), 0);
+	syncs = th_count_in_file(fx.d.log, " running domain");
+	assert_int_equal(kill(fx.d.proc.pid, SIGHUP), 0);
 	wait_log(": 1 change applied");
 	assert_true(log_has("reload: policy.cpu_shrink changed: applied"));
 	assert_true(log_has("reload: arbiter.watermark changed: needs a restart"));
 	/* The resync after it finds both as they were. */
-	if (!TH_WAIT(NULL, th_count_in_file(fx.log, " running domain") > syncs,
+	if (!TH_WAIT(NULL, th_count_in_file(fx.d.log, " running domain") > syncs,
 		     (uint64_t)(60 * VMACT_USEC_PER_SEC)))
 		fail_msg("no resync after the reload");
 	assert_int_equal(log_count(g->name, "managing"), 1);
@@ -402,11 +385,11 @@ static void reload_keeps_vms(void **state)
 	assert_int_equal(log_count(g->name, "no longer managed"), 0);
 	assert_int_equal(log_count(h->name, "no longer managed"), 0);
 
-	assert_int_equal(th_write_file(fx.cfg, "{\"policy\":{\"cpu\":\"fast\"}}"), 0);
-	assert_int_equal(kill(fx.daemon.pid, SIGHUP), 0);
+	assert_int_equal(th_write_file(fx.d.cfg, "{\"policy\":{\"cpu\":\"fast\"}}"), 0);
+	assert_int_equal(kill(fx.d.proc.pid, SIGHUP), 0);
 	wait_log("the running configuration is kept");
 	assert_true(log_has("policy.cpu: expected one of"));
-	assert_false(th_proc_exited(&fx.daemon));
+	assert_false(th_proc_exited(&fx.d.proc));
 	assert_int_equal(log_count(h->name, "no longer managed"), 0);
 	elapsed("reload");
 }
@@ -431,8 +414,8 @@ static void hook_refuses(void **state)
 	boots(g);
 	/* The daemon that took all the notices and reloads stops cleanly (its
 	 * sanitizers' leak check included). */
-	if (fx.daemon.pid > 0 && !th_proc_exited(&fx.daemon))
-		assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	if (fx.d.proc.pid > 0 && !th_proc_exited(&fx.d.proc))
+		assert_int_equal(th_proc_stop(&fx.d.proc, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
 	elapsed("refusal");
 }
 
@@ -443,19 +426,8 @@ int main(void)
 		cmocka_unit_test(hook_vmactd_hung), cmocka_unit_test(reload_keeps_vms),
 		cmocka_unit_test(hook_refuses),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_hook_libvirt: needs root (installs a libvirt hook, restarts libvirtd)\n");
+	if (!th_root_test("test_hook_libvirt", "installs a libvirt hook, restarts libvirtd"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	/* build[/san]/tests/integration/test_hook_libvirt -> build[/san] */
-	snprintf(bindir, sizeof(bindir), "%s/../..", dirname(self));
 	return cmocka_run_group_tests_name("vmact-hook", tests, setup, teardown);
 }

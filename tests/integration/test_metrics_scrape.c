@@ -19,7 +19,6 @@
  * domain prefix, pin root, and metrics.listen on port 0). Conditions are
  * awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -38,115 +37,42 @@
 
 #include "hotplug/hotplug.h"
 #include "net/prom-text.h"
+#include "tests/lib/cg-limit.h"
+#include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
-#include "tests/lib/net.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/prom.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "vmact-prom"
-#define PROMETHEUS   "/usr/bin/prometheus"
 #define PROMTOOL     "/usr/bin/promtool"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S      120.0
 #define MiB          (1024ULL * 1024ULL)
 
-static char vmactd_path[PATH_MAX];
-
 static struct {
 	virConnectPtr vc;
 	struct tg_guest g;
-	struct th_proc daemon, prom;
-	char dir[64], cfg[128], log[128], prom_cfg[128], prom_log[128], pins[128];
-	unsigned metrics_port, prom_port;
-	char group[512]; /* the VM's cpu cgroup, as vmactd logged it */
+	struct th_vmactd d;
+	struct th_prom prom;
+	unsigned metrics_port;
+	char group[256]; /* the VM's cpu cgroup, as vmactd logged it */
 } fx;
 
-/* ---- HTTP ---- */
-
+/* A page of vmactd's metrics (body malloc'd). */
 struct buf {
 	char *p;
 	size_t len;
 };
 
-static size_t collect(char *data, size_t size, size_t n, void *ud)
-{
-	struct buf *b = ud;
-	char *np = realloc(b->p, b->len + size * n + 1);
-
-	if (!np)
-		return 0;
-	memcpy(np + b->len, data, size * n);
-	b->p = np;
-	b->len += size * n;
-	b->p[b->len] = 0;
-	return size * n;
-}
-
-/* GET url; the status (0: no answer) and the body in *b (caller frees). */
-static long get(const char *url, struct buf *b)
-{
-	CURL *c = curl_easy_init();
-	long status = 0;
-
-	*b = (struct buf){ 0 };
-	if (!c)
-		return 0;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(c);
-	return status;
-}
-
 /* ---- Prometheus's API ---- */
-
-/* The instant query's result vector (a new reference), or NULL when the
- * server did not answer with success. */
-static json_t *query(const char *promql)
-{
-	CURL *c = curl_easy_init();
-	char *esc = c ? curl_easy_escape(c, promql, 0) : NULL;
-	char url[1024];
-	struct buf b;
-	json_t *doc, *res = NULL;
-	long status;
-
-	if (c)
-		curl_easy_cleanup(c);
-	if (!esc)
-		return NULL;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/query?query=%s", fx.prom_port, esc);
-	curl_free(esc);
-	status = get(url, &b);
-	doc = status == 200 && b.p ? json_loads(b.p, 0, NULL) : NULL;
-	free(b.p);
-	if (doc && !strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "success"))
-		res = json_incref(json_object_get(json_object_get(doc, "data"), "result"));
-	json_decref(doc);
-	return json_is_array(res) ? res : (json_decref(res), NULL);
-}
 
 /* The value of a query that yields exactly one series; false otherwise. */
 static bool query_one(const char *promql, double *v)
 {
-	json_t *r = query(promql);
-	const char *s;
-	bool ok = false;
-
-	if (r && json_array_size(r) == 1) {
-		s = json_string_value(
-			json_array_get(json_object_get(json_array_get(r, 0), "value"), 1));
-		if (s) {
-			*v = strtod(s, NULL);
-			ok = true;
-		}
-	}
-	json_decref(r);
-	return ok;
+	return th_prom_query_one(&fx.prom, promql, v);
 }
 
 struct expect {
@@ -194,15 +120,7 @@ static void prom_expect(bool (*pred)(void *), const char *fmt, double want, ...)
 
 static int live_vcpus(void)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-	virDomainPtr d = vc ? virDomainLookupByName(vc, fx.g.name) : NULL;
-	int n = d ? virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) : -1;
-
-	if (d)
-		virDomainFree(d);
-	if (vc)
-		virConnectClose(vc);
-	return n;
+	return tg_live_vcpus(fx.g.name);
 }
 
 /* The memory the guest has now (base + DIMMs + virtio-mem plugged), from
@@ -234,26 +152,10 @@ static double live_vcpus_d(void)
  * cpu.cfs_period_us, or v2 cpu.max); -1 when unreadable or unlimited. */
 static double live_quota_cores(void)
 {
-	char path[700], *text;
-	long long quota = -1, period = 0;
+	long quota, period;
 
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", fx.group);
-	if ((text = th_read_file(path))) {
-		quota = strtoll(text, NULL, 10);
-		free(text);
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", fx.group);
-		if ((text = th_read_file(path))) {
-			period = strtoll(text, NULL, 10);
-			free(text);
-		}
-	} else {
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", fx.group);
-		if ((text = th_read_file(path))) {
-			if (sscanf(text, "%lld %lld", &quota, &period) != 2)
-				quota = -1;
-			free(text);
-		}
-	}
+	if (th_cg_limit(fx.group, &quota, &period) < 0)
+		return -1;
 	return quota > 0 && period > 0 ? (double)quota / (double)period : -1;
 }
 
@@ -301,15 +203,8 @@ static bool grown_past_one_cpu(void *arg)
 
 static bool guest_reports(void *arg)
 {
-	struct tg_report r;
-
 	(void)arg;
-	return tg_report(&fx.g, &r);
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
+	return tg_booted(&fx.g);
 }
 
 static void dump(const char *what, const char *path)
@@ -333,7 +228,9 @@ static int vm_series_on_page(struct buf *page)
 	int n = 0;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.metrics_port);
-	if (get(url, page) != 200 || net_prom_parse(page->p, page->len, &t, NULL) < 0)
+	page->p = th_cluster_http_get(url);
+	page->len = page->p ? strlen(page->p) : 0;
+	if (!page->p || net_prom_parse(page->p, page->len, &t, NULL) < 0)
 		return -1;
 	for (size_t f = 0; f < t->n_families; f++)
 		for (size_t i = 0; i < t->families[f].n_samples; i++) {
@@ -382,47 +279,20 @@ static void promtool_check(const char *text, size_t len)
 		fail_msg("promtool check metrics: status %d: %s\n--- page:\n%s", status, out, text);
 }
 
-static void spawn_to(struct th_proc *p, const char *const argv[], const char *out_path)
-{
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = out_path };
-
-	assert_int_equal(th_spawn(p, argv, &o), 0);
-}
-
-static bool prom_ready(void *arg)
-{
-	char url[64];
-	struct buf b;
-	long status;
-
-	(void)arg;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/-/ready", fx.prom_port);
-	status = get(url, &b);
-	free(b.p);
-	return status == 200;
-}
-
 /* ---- the test ---- */
 
 static void scrape(void **state)
 {
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, NULL };
-	char text[1024], meta[1024], msg[512], flag[3][192];
-	const char *pargv[] = { PROMETHEUS, flag[0], flag[1], flag[2], NULL };
+	char meta[1024], msg[512];
+	struct th_prom_job job = { "vmactd", 0 };
 	const char *name = fx.g.name;
 	struct buf page;
 	char promql[256];
-	char *at;
 	double t0 = th_now_s();
 
 	(void)state;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
 	if (tg_start(fx.vc, PREFIX, meta, &fx.g, msg, sizeof(msg)) < 0)
 		fail_msg("guest: %s", msg);
@@ -430,54 +300,20 @@ static void scrape(void **state)
 
 	/* vmactd: its defaults, isolated from the host's other domains and
 	 * pins; the metrics endpoint on a free port (its log names it). */
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"},"
-		 "\"metrics\":{\"listen\":\"127.0.0.1:0\"}}",
-		 name, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	spawn_to(&fx.daemon, argv, fx.log);
-	if (!th_wait_until(NULL, log_has, "ready: managing 1 VM",
-			   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC))) {
-		dump("vmactd", fx.log);
+	assert_int_equal(th_vmactd_config(&fx.d, name,
+					  "{\"metrics\":{\"listen\":\"127.0.0.1:0\"}}"),
+			 0);
+	assert_int_equal(th_vmactd_spawn(&fx.d, NULL), 0);
+	if (!th_vmactd_wait_log(&fx.d, "ready: managing 1 VM", LIMIT_BOOT_S))
 		fail_msg("vmactd did not become ready managing the guest");
-	}
-	{
-		char *log = th_read_file(fx.log);
-
-		assert_non_null(log);
-		at = strstr(log, "metrics: serving /metrics on 127.0.0.1:0 (port ");
-		assert_non_null(at);
-		assert_int_equal(sscanf(at, "metrics: serving /metrics on 127.0.0.1:0 (port %u)",
-					&fx.metrics_port),
-				 1);
-		at = strstr(log, ", cgroup ");
-		assert_non_null(at);
-		assert_int_equal(sscanf(at, ", cgroup %511[^,]", fx.group), 1);
-		free(log);
-	}
+	fx.metrics_port = th_log_port(fx.d.log, "metrics: serving /metrics on 127.0.0.1:0");
+	assert_true(fx.metrics_port > 0);
+	assert_int_equal(th_log_vm_cgroup(fx.d.log, fx.group, sizeof(fx.group)), 0);
 
 	/* Prometheus, scraping vmactd every second. */
-	fx.prom_port = th_dead_port();
-	assert_true(fx.prom_port > 0);
-	snprintf(text, sizeof(text),
-		 "global:\n"
-		 "  scrape_interval: 1s\n"
-		 "  scrape_timeout: 1s\n"
-		 "scrape_configs:\n"
-		 "  - job_name: vmactd\n"
-		 "    static_configs:\n"
-		 "      - targets: ['127.0.0.1:%u']\n",
-		 fx.metrics_port);
-	assert_int_equal(th_write_file(fx.prom_cfg, text), 0);
-	snprintf(flag[0], sizeof(flag[0]), "--config.file=%s", fx.prom_cfg);
-	snprintf(flag[1], sizeof(flag[1]), "--storage.tsdb.path=%s/data", fx.dir);
-	snprintf(flag[2], sizeof(flag[2]), "--web.listen-address=127.0.0.1:%u", fx.prom_port);
-	spawn_to(&fx.prom, pargv, fx.prom_log);
-	if (!th_wait_until(NULL, prom_ready, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
-		dump("prometheus", fx.prom_log);
+	job.port = fx.metrics_port;
+	if (th_prom_start(&fx.prom, fx.d.dir, &job, 1, LIMIT_S) < 0)
 		fail_msg("Prometheus never became ready");
-	}
 
 	/* It scrapes vmactd, and sees the VM as libvirt and its metadata
 	 * describe it. */
@@ -513,7 +349,7 @@ static void scrape(void **state)
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
 	if (!th_wait_until(NULL, grown_past_one_cpu, NULL,
 			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
-		dump("vmactd", fx.log);
+		dump("vmactd", fx.d.log);
 		fail_msg("vmactd never grew the VM past 1 CPU (vCPUs %d, quota %g)", live_vcpus(),
 			 live_quota_cores());
 	}
@@ -528,7 +364,7 @@ static void scrape(void **state)
 	assert_true(prom_agrees(promql, live_vcpus_d, "vCPUs") >= 2);
 	snprintf(promql, sizeof(promql), "vmact_vm_cpu_cores{vm=\"%s\",value=\"quota\"}", name);
 	if (!(prom_agrees(promql, live_quota_cores, "cores of CFS quota") > 1)) {
-		dump("vmactd", fx.log);
+		dump("vmactd", fx.d.log);
 		fail_msg("the busy VM's quota went back to %g CPU after its growth",
 			 live_quota_cores());
 	}
@@ -560,30 +396,22 @@ static void scrape(void **state)
 		virDomainFree(d);
 	}
 	if (!th_wait_until(NULL, vm_series_gone, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
-		dump("vmactd", fx.log);
+		dump("vmactd", fx.d.log);
 		fail_msg("the destroyed VM's series are still on vmactd's page");
 	}
 	prom_expect(query_equals, "vmact_managed_vms", 0);
 	prom_expect(query_equals, "up{job=\"vmactd\"}", 1);
 
-	assert_int_equal(th_proc_stop(&fx.prom, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
-	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(th_prom_stop(&fx.prom), 0);
+	assert_int_equal(th_vmactd_stop(&fx.d), 0);
 	print_message("test_metrics_scrape: %.1f s from the guest's start\n", th_now_s() - t0);
 }
 
 static int setup(void **state)
 {
-	int pid = (int)getpid();
-
 	(void)state;
-	snprintf(fx.dir, sizeof(fx.dir), "/tmp/vmact-prom-XXXXXX");
-	if (!mkdtemp(fx.dir))
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
 		return -1;
-	snprintf(fx.cfg, sizeof(fx.cfg), "%s/vmactd.json", fx.dir);
-	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
-	snprintf(fx.prom_cfg, sizeof(fx.prom_cfg), "%s/prometheus.yml", fx.dir);
-	snprintf(fx.prom_log, sizeof(fx.prom_log), "%s/prometheus.log", fx.dir);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-prom-%d", pid);
 	fx.vc = virConnectOpen("qemu:///system");
 	return fx.vc ? 0 : -1;
 }
@@ -591,36 +419,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&fx.prom, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	{
-		virConnectPtr vc = virConnectOpen("qemu:///system");
-		virDomainPtr d = vc && fx.g.name[0] ? virDomainLookupByName(vc, fx.g.name) : NULL;
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-		if (vc)
-			virConnectClose(vc);
-	}
-	if (fx.g.dom) {
-		virDomainFree(fx.g.dom);
-		fx.g.dom = NULL;
-	}
-	tg_destroy(&fx.g);
-	th_remove_pins(fx.pins);
+	th_prom_stop(&fx.prom);
+	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		th_rm_rf(fx.dir);
 	return 0;
-}
-
-static void quiet(void *ud, virErrorPtr e)
-{
-	(void)ud;
-	(void)e;
 }
 
 int main(void)
@@ -628,28 +431,17 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(scrape),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_metrics_scrape: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_metrics_scrape", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	if (access(PROMETHEUS, X_OK) < 0 || access(PROMTOOL, X_OK) < 0) {
+	if (access(TH_PROM_PROGRAM, X_OK) < 0 || access(PROMTOOL, X_OK) < 0) {
 		printf("test_metrics_scrape: %s and %s are needed: the Debian package prometheus "
 		       "(tests/host/setup-host.sh)\n",
-		       PROMETHEUS, PROMTOOL);
+		       TH_PROM_PROGRAM, PROMTOOL);
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
 	/* Looking up a guest that is already gone is expected in teardown. */
-	virSetErrorFunc(NULL, quiet);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	/* build[/san]/tests/integration/test_metrics_scrape -> build[/san]/vmactd */
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
+	tg_quiet_libvirt();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests_name("metrics", tests, setup, teardown);
 }

@@ -59,6 +59,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX        "op-it"
@@ -66,27 +67,22 @@
 #define LIMIT_SCALE_S 120.0
 #define LIMIT_S       60.0
 
-static char vmactd_path[PATH_MAX], vmactl_path[PATH_MAX];
-
 static struct {
+	struct th_vmactd d;
 	struct tg_guest g;
-	char sock[108], cfg[128], log[128], pins[128], out[128], script[128], tpl[128];
+	char out[128], script[128], tpl[128];
 	char group[32], user[32], fixdom[96];
 	bool made_group, made_user, hook_installed;
-	struct th_proc daemon;
 } fx;
 
 static void dump_log(void)
 {
-	th_print_log_tail(fx.log, "vmactd log", 5000);
+	th_print_log_tail(fx.d.log, "vmactd log", 5000);
 }
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	if (th_wait_daemon(&fx.daemon, pred, arg, limit_s))
-		return true;
-	dump_log();
-	return false;
+	return th_vmactd_wait(&fx.d, pred, arg, limit_s);
 }
 
 /* Runs argv (NULL-terminated) with its stdout and stderr in fx.out;
@@ -118,9 +114,9 @@ static int vmactl_as(const char *as, const char *first, ...)
 		argv[n++] = "--regid=nogroup";
 		argv[n++] = "--init-groups";
 	}
-	argv[n++] = vmactl_path;
+	argv[n++] = fx.d.vmactl;
 	argv[n++] = "--socket";
-	argv[n++] = fx.sock;
+	argv[n++] = fx.d.sock;
 	va_start(ap, first);
 	for (const char *a = first; a && n < 23; a = va_arg(ap, const char *))
 		argv[n++] = a;
@@ -175,18 +171,6 @@ static double num(const json_t *doc, const char *a, const char *b)
 	return json_is_number(v) ? json_number_value(v) : -1;
 }
 
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
-}
-
-static bool guest_reports(void *unused)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.g, &r);
-}
-
 static void live_state(struct hp_state *st)
 {
 	char *xml = virDomainGetXMLDesc(fx.g.dom, 0);
@@ -228,15 +212,10 @@ static void live_meta(struct hp_meta *m)
 	free(xml);
 }
 
-/* The VM group's CFS quota in milli-CPUs (-1 unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 /* ---- fixture ---- */
@@ -257,18 +236,16 @@ static int sh(const char *fmt, ...)
 
 static int setup(void **state)
 {
-	char msg[512], meta[1024], text[1024];
+	char msg[512], meta[1024], text[256], prefix[64];
 	int pid = (int)getpid();
 	virConnectPtr vc;
 
 	(void)state;
-	snprintf(fx.sock, sizeof(fx.sock), "/tmp/op-it-%d/vmactd.sock", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/op-it-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/op-it-%d.log", pid);
-	snprintf(fx.out, sizeof(fx.out), "/tmp/op-it-%d.out", pid);
-	snprintf(fx.script, sizeof(fx.script), "/tmp/op-it-%d.fix.sh", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/op-it-%d", pid);
-	snprintf(fx.tpl, sizeof(fx.tpl), "/tmp/op-it-%d.xml", pid);
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
+		return -1;
+	snprintf(fx.out, sizeof(fx.out), "%s/out", fx.d.dir);
+	snprintf(fx.script, sizeof(fx.script), "%s/fix.sh", fx.d.dir);
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.d.dir);
 	/* Balloon statistics: the memory policy's evidence. */
 	if (tg_balloon_template(fx.tpl) < 0)
 		return -1;
@@ -289,11 +266,8 @@ static int setup(void **state)
 	}
 	fx.made_user = true;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true' mode='recommend'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		 "</vmact:autoscaling>");
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI
+		 "' enabled='true' mode='recommend'>" TG_META_BOUNDS "</vmact:autoscaling>");
 	vc = virConnectOpen("qemu:///system");
 	if (!vc || tg_start_template(vc, PREFIX, meta, fx.tpl, "vmact.report=1", &fx.g, msg,
 				     sizeof(msg)) < 0) {
@@ -301,54 +275,29 @@ static int setup(void **state)
 		return -1;
 	}
 	virConnectClose(vc);
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, pid);
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"%s\",\"read_group\":\"%s\"},"
-		 "\"metrics\":{\"listen\":\"\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, pid, fx.sock, fx.group, fx.pins);
-	if (th_write_file(fx.cfg, text) < 0)
+		 "{\"control\":{\"read_group\":\"%s\"},\"metrics\":{\"listen\":\"\"}}", fx.group);
+	if (th_vmactd_config(&fx.d, prefix, text) < 0)
 		return -1;
-	if (!wait_until(guest_reports, NULL, LIMIT_BOOT_S)) {
-		print_error("the guest did not boot\n");
-		return -1;
-	}
-	{
-		const char *argv[] = { vmactd_path, "--config", fx.cfg, NULL };
-		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-						 .err = TH_OUT_FILE,
-						 .out_path = fx.log };
-
-		if (th_spawn(&fx.daemon, argv, &o) < 0)
-			return -1;
-	}
-	if (!wait_until(log_has, "ready: managing 1 VM", LIMIT_S)) {
-		print_error("vmactd did not become ready\n");
-		return -1;
-	}
-	return 0;
+	return th_vmactd_start(&fx.d, NULL, 1, LIMIT_BOOT_S, LIMIT_S) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
-	char dir[128];
-
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_remove_pins(fx.pins);
-	{
-		virConnectPtr vc = virConnectOpen("qemu:///system");
-		virDomainPtr d = vc && fx.fixdom[0] ? virDomainLookupByName(vc, fx.fixdom) : NULL;
+	th_vmactd_stop(&fx.d);
+	if (fx.fixdom[0]) {
+		/* Defined by op_fix, started by op_hook, which may have failed
+		 * with it running; its serial log goes too. */
+		struct tg_guest fix, *const one[] = { &fix };
 
-		if (d) {
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		if (vc)
-			virConnectClose(vc);
+		tg_guest_named(&fix, fx.fixdom);
+		tg_destroy_all(one, 1, true);
 	}
-	/* op_hook restarts libvirtd: the guest is found again by its name. */
-	tg_destroy_by_name(&fx.g);
+	/* op_hook restarts libvirtd: the fixture finds the guest again by its
+	 * name. */
+	th_vmactd_teardown(&fx.d);
 	if (fx.hook_installed) {
 		unlink(VMACT_HOOK_PATH);
 		rmdir("/etc/libvirt/hooks/qemu.d");
@@ -359,14 +308,6 @@ static int teardown(void **state)
 		print_error("userdel %s failed\n", fx.user);
 	if (fx.made_group && sh("groupdel %s", fx.group) != 0)
 		print_error("groupdel %s failed\n", fx.group);
-	unlink(fx.cfg);
-	unlink(fx.out);
-	unlink(fx.script);
-	unlink(fx.tpl);
-	snprintf(dir, sizeof(dir), "/tmp/op-it-%d", (int)getpid());
-	rmdir(dir);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
 	return 0;
 }
 
@@ -474,7 +415,7 @@ static void op_readonly(void **state)
 
 	(void)state;
 	assert_non_null(g);
-	assert_int_equal(stat(fx.sock, &st), 0);
+	assert_int_equal(stat(fx.d.sock, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0660);
 	assert_int_equal(st.st_gid, g->gr_gid);
 	/* Reads. */
@@ -508,8 +449,8 @@ static void op_readonly(void **state)
 	/* Someone outside the group: the socket's mode keeps it out. */
 	{
 		const char *argv[] = { "setpriv",        "--reuid=nobody", "--regid=nogroup",
-				       "--clear-groups", vmactl_path,      "--socket",
-				       fx.sock,          "status",         NULL };
+				       "--clear-groups", fx.d.vmactl,      "--socket",
+				       fx.d.sock,        "status",         NULL };
 
 		assert_int_equal(run(argv), 1);
 		expect_out("Permission denied");
@@ -674,12 +615,12 @@ static void start_fixdom(void)
 
 	assert_non_null(d);
 	snprintf(needle, sizeof(needle), "%s: managing", fx.fixdom);
-	before = th_count_in_file(fx.log, needle);
+	before = th_count_in_file(fx.d.log, needle);
 	if (virDomainCreate(d) < 0)
 		fail_msg("cannot start %s: %s", fx.fixdom, virGetLastErrorMessage());
 	virDomainFree(d);
 	virConnectClose(vc);
-	if (!TH_WAIT(NULL, th_count_in_file(fx.log, needle) > before,
+	if (!TH_WAIT(NULL, th_count_in_file(fx.d.log, needle) > before,
 		     (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
 		dump_log();
 		fail_msg("vmactd never managed %s", fx.fixdom);
@@ -722,13 +663,13 @@ static void op_hook(void **state)
 
 	/* Installed, libvirtd not restarted: it read its hooks before. */
 	snprintf(hook, sizeof(hook), "install -D -m 755 '%s/vmact-hook' " VMACT_HOOK_PATH,
-		 dirname(strdupa(vmactd_path)));
+		 dirname(strdupa(fx.d.prog)));
 	assert_int_equal(sh("%s", hook), 0);
 	fx.hook_installed = true;
 	snprintf(needle, sizeof(needle), "hook: %s: prepare", fx.fixdom);
-	n = th_count_in_file(fx.log, needle);
+	n = th_count_in_file(fx.d.log, needle);
 	start_fixdom();
-	ran = th_count_in_file(fx.log, needle) > n;
+	ran = th_count_in_file(fx.d.log, needle) > n;
 	doc = status_doc();
 	/* What vmactl says agrees with what the hook did. */
 	assert_true(json_is_true(json_object_get(json_object_get(doc, "hook"), "installed")));
@@ -739,24 +680,24 @@ static void op_hook(void **state)
 	assert_int_equal(vmactl("status", NULL), 0);
 	if (!ran) {
 		expect_out("restart libvirtd (systemctl restart libvirtd)");
-		if (!log_has("started without a notice from vmact-hook"))
+		if (!th_vmactd_log_has(&fx.d, "started without a notice from vmact-hook"))
 			fail_msg("vmactd did not log the start without a hook notice");
 	} else
 		print_message("libvirtd already ran hooks from qemu.d: no restart needed\n");
 	stop_fixdom();
 
 	/* libvirtd restarted: it runs the hook, the line goes. */
-	n = th_count_in_file(fx.log, "libvirt: reconnected");
+	n = th_count_in_file(fx.d.log, "libvirt: reconnected");
 	if (th_restart_libvirtd() < 0)
 		fail_msg("libvirtd did not restart");
-	if (!TH_WAIT(NULL, th_count_in_file(fx.log, "libvirt: reconnected") > n,
+	if (!TH_WAIT(NULL, th_count_in_file(fx.d.log, "libvirt: reconnected") > n,
 		     (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
 		dump_log();
 		fail_msg("vmactd did not reconnect to the restarted libvirtd");
 	}
-	n = th_count_in_file(fx.log, needle);
+	n = th_count_in_file(fx.d.log, needle);
 	start_fixdom();
-	if (!TH_WAIT(NULL, th_count_in_file(fx.log, needle) > n,
+	if (!TH_WAIT(NULL, th_count_in_file(fx.d.log, needle) > n,
 		     (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC))) {
 		dump_log();
 		fail_msg("the restarted libvirtd did not run the hook");
@@ -777,21 +718,8 @@ int main(void)
 		cmocka_unit_test(op_fix),
 		cmocka_unit_test(op_hook),
 	};
-	char self[PATH_MAX], *dir;
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_operator: needs root (libvirt qemu:///system, BPF, cgroups, "
-		       "useradd)\n");
+	if (!th_root_test("test_operator", "libvirt qemu:///system, BPF, cgroups, useradd"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	dir = dirname(self);
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dir);
-	snprintf(vmactl_path, sizeof(vmactl_path), "%s/../../vmactl", dir);
 	return cmocka_run_group_tests_name("operator", tests, setup, teardown);
 }

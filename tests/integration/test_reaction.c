@@ -28,7 +28,6 @@
  * observation window, not a deadline. VMACT_TEST_KEEP_LOG keeps the logs. */
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -50,6 +49,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX        "vmactd-re"
@@ -61,14 +61,12 @@
  * contended: long enough for the policy's 0.2 s up window many times over. */
 #define HOG_WATCH_S 10.0
 
-static char vmactd_path[PATH_MAX];
-
 struct fixture {
 	virConnectPtr vc;
 	struct tg_guest g;
-	char sock[108], peer_log[128], cfg[128], log[128], pins[128];
+	char sock[108], peer_log[128];
 	struct th_peer peer;
-	struct th_proc daemon;
+	struct th_vmactd d;
 	struct th_proc hog[2];
 	/* Results handed from one test to the next. */
 	long hog_max_quota; /* highest quota beside the hog (milli-CPU) */
@@ -79,37 +77,32 @@ static struct fixture fx;
 
 static bool daemon_died(void)
 {
-	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
+	return fx.d.proc.pid > 0 && th_proc_exited(&fx.d.proc);
 }
 
 static void dump_log(void)
 {
-	th_print_log_tail(fx.log, "vmactd log", 8000);
+	th_print_log_tail(fx.d.log, "vmactd log", 8000);
 }
 
 /* Waits until pred() or the limit; false at the limit, or at once if the
  * daemon exits meanwhile. */
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
+	return th_wait_daemon(&fx.d.proc, pred, arg, limit_s);
 }
 
 static size_t log_size(void)
 {
 	struct stat sb;
 
-	return stat(fx.log, &sb) == 0 ? (size_t)sb.st_size : 0;
+	return stat(fx.d.log, &sb) == 0 ? (size_t)sb.st_size : 0;
 }
 
 /* The log from byte off on (malloc'ed, never NULL). */
 static char *log_since(size_t off)
 {
-	char *buf = th_read_file(fx.log), *r;
+	char *buf = th_read_file(fx.d.log), *r;
 
 	assert_non_null(buf);
 	r = strdup(strlen(buf) > off ? buf + off : "");
@@ -155,38 +148,16 @@ static unsigned resizes_since(size_t off, uint64_t *max_milli)
 	return n;
 }
 
-/* The VM group's CPU limit in milli-CPUs (-1: unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
-/* The live vCPU count as libvirt has it (fresh connection: other tests
- * on the host restart libvirtd). */
+/* The live vCPU count as libvirt has it. */
 static int live_vcpus(void)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-	virDomainPtr d = vc ? virDomainLookupByName(vc, fx.g.name) : NULL;
-	int n = d ? virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) : -1;
-
-	if (d)
-		virDomainFree(d);
-	if (vc)
-		virConnectClose(vc);
-	return n;
-}
-
-static bool guest_reports(void *unused)
-{
-	struct tg_report r;
-
-	(void)unused;
-	return tg_report(&fx.g, &r);
+	return tg_live_vcpus(fx.g.name);
 }
 
 struct since {
@@ -221,17 +192,15 @@ static void cmd(const char *line)
 
 static int setup(void **state)
 {
-	char msg[512], meta[2048], text[1024];
+	char msg[512], meta[2048], text[256];
 	const char *peer_args[] = { "--unix", fx.sock, "--no-cgroup", NULL };
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	int pid = (int)getpid();
+	static const char *const args[] = { "--verbose", NULL };
 
 	(void)state;
-	snprintf(fx.sock, sizeof(fx.sock), "/tmp/vmactd-re-%d.sock", pid);
-	snprintf(fx.peer_log, sizeof(fx.peer_log), "/tmp/vmactd-re-%d.peer", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactd-re-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactd-re-%d.log", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-re-%d", pid);
+	if (th_vmactd_init(&fx.d, "vmactd-re", &fx.g) < 0)
+		return -1;
+	snprintf(fx.sock, sizeof(fx.sock), "%s/monitor.sock", fx.d.dir);
+	snprintf(fx.peer_log, sizeof(fx.peer_log), "%s/peer.log", fx.d.dir);
 
 	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) <
 	    0) {
@@ -245,10 +214,7 @@ static int setup(void **state)
 	if (!fx.vc)
 		return -1;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "<vmact:monitor endpoint='unix:%s'/>"
 		 "</vmact:autoscaling>",
 		 fx.sock);
@@ -256,31 +222,12 @@ static int setup(void **state)
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
-	if (!wait_until(guest_reports, NULL, LIMIT_BOOT_S)) {
-		print_error("the guest did not boot\n");
-		return -1;
-	}
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\"},"
-		 "\"control\":{\"socket\":\"/tmp/vmactd-re-%d.ctl\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 fx.g.name, pid, fx.pins);
-	if (th_write_file(fx.cfg, text) < 0)
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\"},\"control\":{\"state_dir\":\"%s\"}}",
+		 fx.d.dir);
+	if (th_vmactd_config(&fx.d, fx.g.name, text) < 0)
 		return -1;
-	{
-		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-						 .err = TH_OUT_FILE,
-						 .out_path = fx.log };
-
-		if (th_spawn(&fx.daemon, argv, &o) < 0)
-			return -1;
-	}
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
-		return -1;
-	}
-	return 0;
+	return th_vmactd_start(&fx.d, args, 1, LIMIT_BOOT_S, 120) < 0 ? -1 : 0;
 }
 
 static void stop_hog(void)
@@ -295,39 +242,15 @@ static int teardown(void **state)
 
 	(void)state;
 	stop_hog();
-	status = th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	status = th_vmactd_stop(&fx.d);
 	if (status != 0)
 		print_error("vmactd exited with status %d\n", status);
 	if (getenv("VMACT_TEST_VERBOSE"))
 		dump_log();
-	th_remove_pins(fx.pins);
-	{
-		virConnectPtr vc = virConnectOpen("qemu:///system");
-
-		if (fx.g.dom) {
-			virDomainFree(fx.g.dom);
-			fx.g.dom = NULL;
-		}
-		if (vc && fx.g.name[0]) {
-			virDomainPtr d = virDomainLookupByName(vc, fx.g.name);
-
-			if (d) {
-				virDomainDestroy(d);
-				virDomainFree(d);
-			}
-		}
-		if (vc)
-			virConnectClose(vc);
-		tg_destroy(&fx.g);
-	}
 	th_peer_stop(&fx.peer);
+	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	unlink(fx.sock);
-	unlink(fx.peer_log);
-	unlink(fx.cfg);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
 	return status == 0 ? 0 : -1;
 }
 
@@ -598,19 +521,9 @@ int main(void)
 		cmocka_unit_test(reaction_contention),
 		cmocka_unit_test(reaction_quota_first),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_reaction: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_reaction", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
 	if (getenv("VMACT_TEST_ONLY"))
 		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
 	return cmocka_run_group_tests_name("reaction", tests, setup, teardown);

@@ -22,7 +22,6 @@
  *
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -37,44 +36,31 @@
 #include <cmocka.h>
 
 #include "hotplug/hotplug.h"
+#include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX        "vmact-rapi"
 #define LIMIT_BOOT_S  180.0
 #define LIMIT_SCALE_S 120.0
 
-static char vmactd_path[PATH_MAX];
-
 struct fixture {
 	struct tg_guest g;
 	unsigned port;
 	char base[64];
-	char cfg[128], log[128], pins[128], resp[128];
-	struct th_proc daemon;
+	char resp[128];
+	struct th_vmactd d;
 };
 
 static struct fixture fx;
 
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 6000);
-}
-
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	if (th_wait_daemon(&fx.daemon, pred, arg, limit_s))
-		return true;
-	dump_log();
-	return false;
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
+	return th_vmactd_wait(&fx.d, pred, arg, limit_s);
 }
 
 /* One request with curl: its HTTP status (0: curl failed), the body in
@@ -120,69 +106,15 @@ static unsigned curl(const char *method, const char *path, const char *data, cha
 	return status;
 }
 
-/* The live vCPU count as libvirt has it (a fresh connection: other tests
- * on the host restart libvirtd). */
 static int live_vcpus(void)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-	virDomainPtr d = vc ? virDomainLookupByName(vc, fx.g.name) : NULL;
-	int n = d ? virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) : -1;
-
-	if (d)
-		virDomainFree(d);
-	if (vc)
-		virConnectClose(vc);
-	return n;
+	return tg_live_vcpus(fx.g.name);
 }
 
-/* The VM group's CPU limit in milli-CPUs (-1: unlimited), from the cgroup
- * vmactd logged for it ("managing (..., cgroup GROUP, ..."). */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	char *buf = th_read_file(fx.log), *p, group[256] = "", path[512];
-	long quota = -2, period = 0;
-	FILE *f;
-
-	assert_non_null(buf);
-	p = strstr(buf, ", cgroup ");
-	if (p)
-		sscanf(p, ", cgroup %255[^,]", group);
-	free(buf);
-	if (!group[0])
-		fail_msg("vmactd did not log the VM's cgroup");
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", group);
-	if ((f = fopen(path, "re"))) {
-		if (fscanf(f, "%ld", &quota) != 1)
-			quota = -2;
-		fclose(f);
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", group);
-		if ((f = fopen(path, "re"))) {
-			if (fscanf(f, "%ld", &period) != 1)
-				period = 0;
-			fclose(f);
-		}
-	} else {
-		char q[32] = "";
-
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
-		if (!(f = fopen(path, "re")))
-			fail_msg("no CPU limit file for %s", group);
-		if (fscanf(f, "%31s %ld", q, &period) == 2)
-			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
-		fclose(f);
-	}
-	if (quota == -1)
-		return -1;
-	if (quota < 0 || period <= 0)
-		fail_msg("unreadable CPU limit of %s", group);
-	return quota * 1000 / period;
-}
-
-static bool guest_reports(void *unused)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.g, &r);
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 /* The guest has reported `n` more times since *seq (its own pace, one
@@ -214,7 +146,7 @@ static void let_guest_report(unsigned n)
 /* Nothing resized the VM: the size is still `milli` / `vcpus`. */
 static void assert_untouched(long milli, int vcpus, unsigned resizes)
 {
-	assert_int_equal(th_count_in_file(fx.log, "resizing from"), resizes);
+	assert_int_equal(th_count_in_file(fx.d.log, "resizing from"), resizes);
 	assert_int_equal(live_vcpus(), vcpus);
 	assert_int_equal(quota_milli(), milli);
 }
@@ -245,14 +177,12 @@ static void expect(const char *method, const char *path, const char *data, unsig
 static int setup(void **state)
 {
 	char msg[512], meta[1024];
-	int pid = (int)getpid();
 	virConnectPtr vc;
 
 	(void)state;
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmact-rapi-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-rapi-%d.log", pid);
-	snprintf(fx.resp, sizeof(fx.resp), "/tmp/vmact-rapi-%d.resp", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-rapi-%d", pid);
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
+		return -1;
+	snprintf(fx.resp, sizeof(fx.resp), "%s/resp", fx.d.dir);
 	/* A port nothing listens on; the API gets it as a fixed port, as a
 	 * NeonVM controller expects (25183 may be taken on a test host). */
 	fx.port = th_dead_port();
@@ -281,54 +211,26 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_remove_pins(fx.pins);
-	if (fx.g.dom) {
-		virDomainFree(fx.g.dom);
-		fx.g.dom = NULL;
-	}
-	if (vc && fx.g.name[0]) {
-		virDomainPtr d = virDomainLookupByName(vc, fx.g.name);
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainFree(d);
-		}
-	}
-	if (vc)
-		virConnectClose(vc);
-	tg_destroy(&fx.g);
-	unlink(fx.cfg);
-	unlink(fx.resp);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
+	th_vmactd_teardown(&fx.d);
 	return 0;
 }
 
 static void runner_api(void **state)
 {
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
-	char text[1024], needle[160];
+	static const char *const args[] = { "--verbose", NULL };
+	char text[1024], prefix[64], needle[160];
 	unsigned resizes;
 
 	(void)state;
-	if (!wait_until(guest_reports, NULL, LIMIT_BOOT_S))
+	if (!wait_until(tg_booted, &fx.g, LIMIT_BOOT_S))
 		fail_msg("the guest did not boot");
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"/tmp/vmact-rapi-%d.ctl\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), (int)getpid(), fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	snprintf(text, sizeof(text), "{\"control\":{\"state_dir\":\"%s\"}}", fx.d.dir);
+	assert_int_equal(th_vmactd_config(&fx.d, prefix, text), 0);
+	assert_int_equal(th_vmactd_spawn(&fx.d, args), 0);
 	snprintf(needle, sizeof(needle), "runner API on 127.0.0.1:%u port %u", fx.port, fx.port);
-	if (!wait_until(log_has, needle, 120))
+	if (!th_vmactd_wait_log(&fx.d, needle, 120))
 		fail_msg("vmactd did not start the runner API");
 
 	/* What the VM has. */
@@ -347,7 +249,7 @@ static void runner_api(void **state)
 		fail_msg("the guest never had 2 CPUs with a 1500m quota");
 	assert_int_equal(live_vcpus(), 2);
 	expect("GET", "/cpu_current", NULL, 200, "{\"VCPUs\":\"1500m\"}");
-	resizes = th_count_in_file(fx.log, "resizing from");
+	resizes = th_count_in_file(fx.d.log, "resizing from");
 	assert_int_equal(resizes, 1);
 
 	/* Idle: nothing shrinks it. */
@@ -373,7 +275,7 @@ static void runner_api(void **state)
 	}
 	expect("GET", "/cpu_current", NULL, 200, "{\"VCPUs\":\"1500m\"}");
 	assert_untouched(1500, 2, resizes);
-	assert_true(th_count_in_file(fx.log, "outside the VM's bounds [1, 3]") >= 2);
+	assert_true(th_count_in_file(fx.d.log, "outside the VM's bounds [1, 3]") >= 2);
 
 	/* Back to 1 CPU: the quota (the vCPUs stay plugged, the default
 	 * policy.cpu_shrink "quota"). */
@@ -384,9 +286,9 @@ static void runner_api(void **state)
 	assert_int_equal(live_vcpus(), 2);
 
 	/* vmact's policy never started a resize of its own. */
-	assert_int_equal(th_count_in_file(fx.log, "resizing from"), resizes + 1);
-	assert_int_equal(th_count_in_file(fx.log, "runner API: CPU change to"), 2);
-	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(th_count_in_file(fx.d.log, "resizing from"), resizes + 1);
+	assert_int_equal(th_count_in_file(fx.d.log, "runner API: CPU change to"), 2);
+	assert_int_equal(th_vmactd_stop(&fx.d), 0);
 }
 
 int main(void)
@@ -394,19 +296,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(runner_api),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_runner_api: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_runner_api", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	/* build[/san]/tests/integration/test_runner_api -> build[/san]/vmactd */
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
 	return cmocka_run_group_tests_name("runner API", tests, setup, teardown);
 }

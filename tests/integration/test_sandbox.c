@@ -294,10 +294,7 @@ static int setup(void **state)
 	if (!fx.vc)
 		return -1;
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "<vmact:monitor endpoint='unix:%s'/>"
 		 "</vmact:autoscaling>",
 		 fx.monitor_sock);

@@ -922,12 +922,6 @@ static void soak(void **state)
 		fail_msg("vmactd's RSS grew from %ld kB to %ld kB", rss0, rss_end);
 }
 
-static void quiet_libvirt(void *ud, virErrorPtr e)
-{
-	(void)ud;
-	(void)e;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -943,7 +937,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	/* libvirtd restarts are the test's doing: its lost connections are
 	 * expected, each call's result is checked where it matters. */
-	virSetErrorFunc(NULL, quiet_libvirt);
+	tg_quiet_libvirt();
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		return 1;

@@ -40,7 +40,6 @@
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -62,6 +61,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX        "vmactl-it"
@@ -69,37 +69,28 @@
 #define LIMIT_SCALE_S 120.0
 #define LIMIT_S       60.0
 
-static char vmactd_path[PATH_MAX], vmactl_path[PATH_MAX];
-
 static struct {
 	struct tg_guest g;
-	char sock[108], cfg[128], log[128], pins[128], out[128], follow[128], tmux[64];
-	struct th_proc daemon, follower;
+	struct th_vmactd d;
+	char out[128], follow[128], tmux[64];
+	struct th_proc follower;
 } fx;
 
 static bool daemon_died(void)
 {
-	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
-}
-
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 5000);
+	return fx.d.proc.pid > 0 && th_proc_exited(&fx.d.proc);
 }
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	if (th_wait_daemon(&fx.daemon, pred, arg, limit_s))
-		return true;
-	dump_log();
-	return false;
+	return th_vmactd_wait(&fx.d, pred, arg, limit_s);
 }
 
 /* Runs vmactl with args (NULL-terminated); its stdout and stderr go to
  * fx.out; returns its exit status. */
 static int vmactl(const char *first, ...)
 {
-	const char *argv[16] = { vmactl_path, "--socket", fx.sock };
+	const char *argv[16] = { fx.d.vmactl, "--socket", fx.d.sock };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 					 .err = TH_OUT_FILE,
 					 .out_path = fx.out };
@@ -137,28 +128,6 @@ static json_t *vmactl_json(const char *cmd, const char *vm)
 static json_t *show(void)
 {
 	return vmactl_json("show", fx.g.name);
-}
-
-static void spawn_daemon(void)
-{
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
-
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
-}
-
-static bool guest_reports(void *unused)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.g, &r);
 }
 
 /* ---- libvirt's and the cgroup's view ---- */
@@ -203,15 +172,10 @@ static void meta_of(unsigned flags, struct hp_meta *m)
 	virConnectClose(vc);
 }
 
-/* The VM group's CFS quota in milli-CPUs (-1 unlimited), from the cgroup
- * vmactd logged for it. */
+/* The VM group's CFS quota in milli-CPUs (-1 unlimited). */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 static json_int_t jint(const json_t *o, const char *k)
@@ -248,25 +212,19 @@ static json_t *find_vm(json_t *status)
 
 static int setup(void **state)
 {
-	char msg[512], meta[1024], text[1024];
-	int pid = (int)getpid();
+	char msg[512], meta[1024], prefix[64];
 	virConnectPtr vc;
 
 	(void)state;
-	snprintf(fx.sock, sizeof(fx.sock), "/tmp/vmactl-it-%d/vmactd.sock", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactl-it-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactl-it-%d.log", pid);
-	snprintf(fx.out, sizeof(fx.out), "/tmp/vmactl-it-%d.out", pid);
-	snprintf(fx.follow, sizeof(fx.follow), "/tmp/vmactl-it-%d.follow", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactl-it-%d", pid);
-	snprintf(fx.tmux, sizeof(fx.tmux), "vmactl-it-%d", pid);
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g) < 0)
+		return -1;
+	snprintf(fx.out, sizeof(fx.out), "%s/out", fx.d.dir);
+	snprintf(fx.follow, sizeof(fx.follow), "%s/follow", fx.d.dir);
+	snprintf(fx.tmux, sizeof(fx.tmux), "vmactl-it-%d", (int)getpid());
 	/* One status line a second: the reporter's own work stays small. */
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='4'/>"
-		 "<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
 	vc = virConnectOpen("qemu:///system");
 	if (!vc || tg_start(vc, PREFIX, meta, &fx.g, msg, sizeof(msg)) < 0) {
@@ -274,6 +232,7 @@ static int setup(void **state)
 		return -1;
 	}
 	/* Persistent from now on: its definition is saved while it runs. */
+	fx.d.persistent = true;
 	{
 		char *xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
 		virDomainPtr d = xml ? virDomainDefineXML(vc, xml) : NULL;
@@ -286,60 +245,22 @@ static int setup(void **state)
 		virDomainFree(d);
 	}
 	virConnectClose(vc);
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, pid, fx.sock, fx.pins);
-	if (th_write_file(fx.cfg, text) < 0)
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	if (th_vmactd_config(&fx.d, prefix, NULL) < 0)
 		return -1;
-	if (!wait_until(guest_reports, NULL, LIMIT_BOOT_S)) {
-		print_error("the guest did not boot\n");
-		return -1;
-	}
-	spawn_daemon();
-	if (!wait_until(log_has, "ready: managing 1 VM", LIMIT_S)) {
-		print_error("vmactd did not become ready\n");
-		return -1;
-	}
-	return 0;
+	return th_vmactd_start(&fx.d, NULL, 1, LIMIT_BOOT_S, LIMIT_S) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[256], dir[128];
+	char cmd[256];
 
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "tmux kill-session -t %s 2>/dev/null", fx.tmux);
 	if (system(cmd) < 0)
 		print_error("tmux kill-session failed\n");
 	th_proc_stop(&fx.follower, SIGTERM, 10 * VMACT_USEC_PER_SEC);
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_remove_pins(fx.pins);
-	{
-		virConnectPtr vc = virConnectOpen("qemu:///system");
-		virDomainPtr d = vc && fx.g.name[0] ? virDomainLookupByName(vc, fx.g.name) : NULL;
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		if (vc)
-			virConnectClose(vc);
-	}
-	if (fx.g.dom) {
-		virDomainFree(fx.g.dom);
-		fx.g.dom = NULL;
-	}
-	tg_destroy(&fx.g);
-	unlink(fx.cfg);
-	unlink(fx.out);
-	unlink(fx.follow);
-	snprintf(dir, sizeof(dir), "/tmp/vmactl-it-%d", (int)getpid());
-	rmdir(dir);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
+	th_vmactd_teardown(&fx.d);
 	return 0;
 }
 
@@ -393,7 +314,7 @@ static bool follow_has_resize(void *unused)
 
 static void vmactl_events(void **state)
 {
-	const char *argv[] = { vmactl_path, "--socket", fx.sock, "events",
+	const char *argv[] = { fx.d.vmactl, "--socket", fx.d.sock, "events",
 			       "--follow",  "--json",   NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 					 .err = TH_OUT_FILE,
@@ -559,12 +480,12 @@ static void vmactl_pause(void **state)
 		fail_msg("show never said paused");
 	/* Paused: a busy guest keeps its size. */
 	live_state(&before);
-	resizes = th_count_in_file(fx.log, "resizing from");
+	resizes = th_count_in_file(fx.d.log, "resizing from");
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
 	sleep(3);
 	live_state(&after);
 	assert_int_equal(hp_state_vcpus(&after), hp_state_vcpus(&before));
-	assert_int_equal(th_count_in_file(fx.log, "resizing from"), resizes);
+	assert_int_equal(th_count_in_file(fx.d.log, "resizing from"), resizes);
 	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
 	doc = vmactl_json("status", NULL);
 	assert_string_equal(jstr(find_vm(doc), "state"), "paused");
@@ -586,10 +507,9 @@ static void vmactl_restart(void **state)
 	json_t *doc, *b;
 
 	(void)state;
-	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
-	unlink(fx.log);
-	spawn_daemon();
-	if (!wait_until(log_has, "ready: managing 1 VM", LIMIT_S))
+	assert_int_equal(th_vmactd_stop(&fx.d), 0);
+	unlink(fx.d.log);
+	if (th_vmactd_start(&fx.d, NULL, 1, LIMIT_BOOT_S, LIMIT_S) < 0)
 		fail_msg("the new vmactd did not become ready");
 	doc = show();
 	b = json_object_get(doc, "bounds");
@@ -898,7 +818,7 @@ static void vmactl_top(void **state)
 
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "tmux new-session -d -s %s -x 200 -y 40 '%s --socket %s top'",
-		 fx.tmux, vmactl_path, fx.sock);
+		 fx.tmux, fx.d.vmactl, fx.d.sock);
 	assert_int_equal(system(cmd), 0);
 	if (!wait_until(top_shows_vm, NULL, LIMIT_S)) {
 		s = screen();
@@ -937,7 +857,7 @@ static void vmactl_refused(void **state)
 			_exit(100);
 		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
 			_exit(101);
-		execl(vmactl_path, vmactl_path, "--socket", fx.sock, "status", (char *)NULL);
+		execl(fx.d.vmactl, fx.d.vmactl, "--socket", fx.d.sock, "status", (char *)NULL);
 		_exit(102);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -951,8 +871,8 @@ static void vmactl_refused(void **state)
 	}
 	assert_false(daemon_died());
 	/* The daemon stops cleanly (under ASan: no leak) with its API. */
-	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
-	assert_int_equal(access(fx.sock, F_OK), -1);
+	assert_int_equal(th_vmactd_stop(&fx.d), 0);
+	assert_int_equal(access(fx.d.sock, F_OK), -1);
 }
 
 int main(void)
@@ -964,20 +884,8 @@ int main(void)
 		cmocka_unit_test(vmactl_held),   cmocka_unit_test(vmactl_enroll),
 		cmocka_unit_test(vmactl_top),    cmocka_unit_test(vmactl_refused),
 	};
-	char self[PATH_MAX], *dir;
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_vmactl: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_vmactl", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	dir = dirname(self);
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dir);
-	snprintf(vmactl_path, sizeof(vmactl_path), "%s/../../vmactl", dir);
 	return cmocka_run_group_tests_name("vmactl", tests, setup, teardown);
 }

@@ -55,7 +55,7 @@ static long read_long(const char *path, long fallback)
 	return v;
 }
 
-long th_cg_limit_milli(const char *group)
+int th_cg_limit(const char *group, long *quota_us, long *period_us)
 {
 	char path[512], q[32] = "";
 	long quota, period = 0;
@@ -69,11 +69,22 @@ long th_cg_limit_milli(const char *group)
 	} else {
 		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", group);
 		if (!(f = fopen(path, "re")))
-			return TH_CG_UNKNOWN;
+			return -ENOENT;
 		if (fscanf(f, "%31s %ld", q, &period) == 2)
 			quota = strcmp(q, "max") == 0 ? -1 : atol(q);
 		fclose(f);
 	}
+	*quota_us = quota;
+	*period_us = period;
+	return 0;
+}
+
+long th_cg_limit_milli(const char *group)
+{
+	long quota, period;
+
+	if (th_cg_limit(group, &quota, &period) < 0)
+		return TH_CG_UNKNOWN;
 	if (quota == -1)
 		return TH_CG_UNLIMITED;
 	if (quota < 0 || period <= 0)

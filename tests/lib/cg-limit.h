@@ -17,6 +17,11 @@ int th_log_vm_cgroup(const char *log, char *group, size_t len);
  * (several VMs in one log); 0 or -ENOENT. */
 int th_log_named_vm_cgroup(const char *log, const char *name, char *group, size_t len);
 
+/* The group's CFS quota and period in microseconds as the kernel has
+ * them (*quota_us -1: unlimited); 0, or -ENOENT when no limit file is
+ * readable. */
+int th_cg_limit(const char *group, long *quota_us, long *period_us);
+
 /* The group's CPU limit in milli-CPUs, TH_CG_UNLIMITED, or TH_CG_UNKNOWN
  * when no limit file is readable. */
 long th_cg_limit_milli(const char *group);

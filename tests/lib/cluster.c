@@ -4,6 +4,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <curl/curl.h>
 
+#include "base/macro.h"
+#include "base/time.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 
@@ -266,4 +274,190 @@ char *th_cluster_http_get(const char *url)
 		return NULL;
 	}
 	return b.s;
+}
+
+/* vmact-groupd's log is long with -v: the tail is the failure's story. */
+#define TH_CLUSTER_LOG_TAIL     6000
+#define TH_CLUSTER_ARBITER_TAIL 3000
+#define TH_CLUSTER_VERBOSE_TAIL 200000
+/* vmact-groupd ends its jobs (a libvirt call each) before it exits. */
+#define TH_CLUSTER_STOP_USEC (30 * VMACT_USEC_PER_SEC)
+
+int th_cluster_stack_init(struct th_cluster_stack *s, const char *prefix)
+{
+	char api[128];
+	int r;
+
+	if ((r = th_cluster_user(&s->u)) < 0 ||
+	    (r = th_prog("vmact-groupd", s->groupd, sizeof(s->groupd))) < 0 ||
+	    (r = th_prog("vmact-arbiter", s->arbiter, sizeof(s->arbiter))) < 0)
+		return r;
+	if ((r = th_scratch_dir(prefix, s->dir, sizeof(s->dir))) < 0 ||
+	    (r = th_cluster_stack_own(s, s->dir, false, 0755)) < 0)
+		return r;
+	snprintf(s->cfg, sizeof(s->cfg), "%s/groupd.json", s->dir);
+	snprintf(s->alog, sizeof(s->alog), "%s/arbiter.log", s->dir);
+	snprintf(s->key, sizeof(s->key), "%s/lease.key", s->dir);
+	snprintf(s->logs, sizeof(s->logs), "%s/logs", s->dir);
+	snprintf(s->sock, sizeof(s->sock), "%s/api/api.sock", s->dir);
+	/* The lease key: root's and the cluster user's to read. */
+	if ((r = th_cluster_key(&s->u, s->key)) < 0)
+		return r;
+	if (mkdir(s->logs, 0777) < 0 || (r = th_cluster_stack_own(s, s->logs, false, 0777)) < 0)
+		return r < 0 ? r : -errno;
+	return th_cluster_stack_user_dir(s, "api", api, sizeof(api));
+}
+
+int th_cluster_stack_own(const struct th_cluster_stack *s, const char *path, bool user,
+			 unsigned mode)
+{
+	if (chown(path, user ? s->u.uid : 0, s->u.gid) < 0 || chmod(path, (mode_t)mode) < 0)
+		return -errno;
+	return 0;
+}
+
+int th_cluster_stack_user_dir(const struct th_cluster_stack *s, const char *name, char *out,
+			      size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s/%s", s->dir, name) >= len)
+		return -ENAMETOOLONG;
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return th_cluster_stack_own(s, out, true, 0700);
+}
+
+static bool stack_ready(void *arg)
+{
+	const struct th_cluster_stack *s = arg;
+	json_t *j = th_cluster_stack_api(s, "GET", "/v1/vms", NULL, NULL);
+	bool ok = json_is_true(json_object_get(j, "ready"));
+
+	json_decref(j);
+	return ok;
+}
+
+int th_cluster_stack_start_groupd(struct th_cluster_stack *s, const char *cfg, double limit_s)
+{
+	const char *args[] = { s->groupd, "-c", cfg, "-v", NULL };
+	int r;
+
+	snprintf(s->glog, sizeof(s->glog), "%s/groupd-%u.log", s->dir, ++s->starts);
+	if ((r = th_cluster_spawn(&s->gd, &s->u, args, s->glog)) < 0)
+		return r;
+	if (!th_wait_daemon(&s->gd, stack_ready, s, limit_s)) {
+		th_print_log_tail(s->glog, "vmact-groupd", TH_CLUSTER_LOG_TAIL);
+		return -ETIMEDOUT;
+	}
+	/* Logged before its loop runs, so before it answered. */
+	s->metrics_port = th_log_port(s->glog, "metrics on");
+	return 0;
+}
+
+json_t *th_cluster_stack_api(const struct th_cluster_stack *s, const char *method, const char *path,
+			     const char *body, long *status)
+{
+	return th_cluster_api(s->sock, method, path, body, status);
+}
+
+json_t *th_cluster_stack_nodes(const struct th_cluster_stack *s, const char *group)
+{
+	char path[256];
+	json_t *j, *n;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/nodes", group);
+	j = th_cluster_stack_api(s, "GET", path, NULL, NULL);
+	n = json_incref(json_object_get(j, "nodes"));
+	json_decref(j);
+	return n ? n : json_array();
+}
+
+bool th_cluster_stack_node_error(void *want)
+{
+	const struct th_cluster_node_error *w = want;
+	json_t *n = th_cluster_stack_nodes(w->s, w->group), *it;
+	size_t i;
+	bool ok = false;
+
+	json_array_foreach(n, i, it) {
+		const char *code = json_string_value(
+			json_object_get(json_object_get(it, "error"), "code"));
+
+		ok |= code && strcmp(code, w->code) == 0;
+	}
+	json_decref(n);
+	return ok;
+}
+
+void th_cluster_stack_fail(const struct th_cluster_stack *s, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	th_print_log_tail(s->glog, "vmact-groupd", TH_CLUSTER_LOG_TAIL);
+	th_print_log_tail(s->alog, "vmact-arbiter", TH_CLUSTER_ARBITER_TAIL);
+	fail_msg("%s", msg);
+	abort(); /* fail_msg does not return; the compiler is told so */
+}
+
+int th_cluster_stack_change(const struct th_cluster_stack *s, const char *group, const char *what,
+			    const char *body)
+{
+	char path[256];
+	long st;
+	json_t *j;
+	int t;
+
+	snprintf(path, sizeof(path), "/v1/groups/%s/%s", group, what);
+	j = th_cluster_stack_api(s, "POST", path, body, &st);
+	if (st != 200 || !json_is_integer(json_object_get(j, "target"))) {
+		char *text = j ? json_dumps(j, 0) : NULL;
+
+		th_cluster_stack_fail(s, "%s %s: %ld %s", path, body ? body : "", st,
+				      text ? text : "(no body)");
+	}
+	t = (int)json_integer_value(json_object_get(j, "target"));
+	json_decref(j);
+	return t;
+}
+
+void th_cluster_stack_delete_all(const struct th_cluster_stack *s, const char *group)
+{
+	json_t *n = th_cluster_stack_nodes(s, group), *it, *ids = json_array();
+	size_t i;
+
+	json_array_foreach(n, i, it)
+		if (strcmp(json_string_value(json_object_get(it, "state")) ?: "", "deleting"))
+			json_array_append(ids, json_object_get(it, "provider_id"));
+	json_decref(n);
+	if (json_array_size(ids)) {
+		json_t *doc = json_pack("{s:O}", "provider_ids", ids);
+		_cleanup_free_ char *body = doc ? json_dumps(doc, 0) : NULL;
+
+		json_decref(doc);
+		if (!body)
+			th_cluster_stack_fail(s, "%s: out of memory", group);
+		th_cluster_stack_change(s, group, "delete-nodes", body);
+	}
+	json_decref(ids);
+}
+
+void th_cluster_stack_stop(struct th_cluster_stack *s)
+{
+	th_proc_stop(&s->gd, SIGTERM, TH_CLUSTER_STOP_USEC);
+	for (unsigned i = 1; getenv("VMACT_TEST_VERBOSE") && i <= s->starts; i++) {
+		char log[160];
+
+		snprintf(log, sizeof(log), "%s/groupd-%u.log", s->dir, i);
+		th_print_log_tail(log, "vmact-groupd", TH_CLUSTER_VERBOSE_TAIL);
+	}
+}
+
+void th_cluster_stack_teardown(struct th_cluster_stack *s)
+{
+	th_cluster_stack_stop(s);
+	if (s->dir[0])
+		th_rm_rf(s->dir);
 }

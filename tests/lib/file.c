@@ -103,6 +103,23 @@ int th_rm_rf(const char *path)
 	return r < 0 ? -errno : r;
 }
 
+int th_scratch_dir(const char *prefix, char *dir, size_t len)
+{
+	int r;
+
+	if ((size_t)snprintf(dir, len, "/tmp/%s-XXXXXX", prefix) >= len) {
+		dir[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	if (!mkdtemp(dir) || chmod(dir, 0755) < 0) {
+		r = -errno;
+		rmdir(dir);
+		dir[0] = 0;
+		return r;
+	}
+	return 0;
+}
+
 void th_print_log_tail(const char *path, const char *title, size_t tail)
 {
 	_cleanup_free_ char *buf = th_read_file(path);
@@ -125,6 +142,15 @@ void th_remove_pins(const char *pin_root)
 		unlink(p);
 	}
 	rmdir(pin_root);
+}
+
+unsigned th_log_port(const char *log, const char *needle)
+{
+	_cleanup_free_ char *text = th_read_file(log);
+	char *at = text ? strstr(text, needle) : NULL;
+
+	at = at ? strstr(at, "(port ") : NULL;
+	return at ? (unsigned)atoi(at + 6) : 0;
 }
 
 pid_t th_log_guest_worker(const char *log, const char *vm)

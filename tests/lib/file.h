@@ -20,6 +20,10 @@ int th_write_file(const char *path, const char *text);
 /* How often needle occurs in the file (0 if it is unreadable). */
 unsigned th_count_in_file(const char *path, const char *needle);
 
+/* The N of the first "(port N)" after needle in a daemon's log (the port
+ * it chose for a listen address with port 0); 0 when there is none. */
+unsigned th_log_port(const char *log, const char *needle);
+
 /* The guest worker of VM `vm` in vmactd's log (doc/privsep.md): the pid
  * of its last "VM: guest worker PID started|restarted" line, 0 if none. */
 pid_t th_log_guest_worker(const char *log, const char *vm);
@@ -31,6 +35,10 @@ size_t th_read_fd_all(int fd, char *buf, size_t cap);
  * NUL-terminated: the bytes read, 0 on EOF, -EAGAIN when nothing is
  * there yet, -ENOSPC when buf is full, or another -errno. */
 ssize_t th_read_some(int fd, char *buf, size_t cap, size_t *len);
+
+/* A scratch directory /tmp/PREFIX-XXXXXX (mkdtemp(3)) with mode 0755, its
+ * path in dir (len bytes); 0, or -errno with dir empty. */
+int th_scratch_dir(const char *prefix, char *dir, size_t len);
 
 /* Removes path and everything under it (a scratch tree from mkdtemp(3));
  * 0 or -errno. */

@@ -139,11 +139,10 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 	return 0;
 }
 
-int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
-	    const char *extra, struct tg_guest *g, char *msg, size_t msglen)
+int tg_boot_first(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
+		  const char *extra, struct tg_guest *g, struct tg_report *r, char *msg,
+		  size_t msglen)
 {
-	struct tg_report r;
-
 	for (int attempt = 0;; attempt++) {
 		if (!*vc || virConnectIsAlive(*vc) != 1) {
 			if (*vc)
@@ -160,17 +159,26 @@ int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const c
 		}
 		sleep(1);
 	}
-	if (!tg_wait(g, 0, NULL, NULL, 180, &r)) {
+	if (!tg_wait(g, 0, NULL, NULL, 180, r)) {
 		snprintf(msg, msglen, "guest %s did not boot", g->name);
 		return -ETIMEDOUT;
 	}
+	return 0;
+}
+
+int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
+	    const char *extra, struct tg_guest *g, char *msg, size_t msglen)
+{
+	struct tg_report r;
+	int ret = tg_boot_first(vc, prefix, metadata, tplpath, extra, g, &r, msg, msglen);
+
+	if (ret < 0)
+		return ret;
 	/* The boot's tail (modules, the first reports) is not the load. */
 	sleep(2);
 	return 0;
 }
 
-/* The guest's latest status line; false when there is none yet. Reads only
- * the log's tail: the log grows by a line per report interval. */
 bool tg_report(const struct tg_guest *g, struct tg_report *r)
 {
 	char buf[4097], *p, *last = NULL;
@@ -242,6 +250,17 @@ bool tg_mem_eq(const struct tg_report *r, const void *arg)
 }
 
 /* Sends one command line to the guest's control port. */
+static void quiet(void *ud, virErrorPtr e)
+{
+	(void)ud;
+	(void)e;
+}
+
+void tg_quiet_libvirt(void)
+{
+	virSetErrorFunc(NULL, quiet);
+}
+
 int tg_cmd(const struct tg_guest *g, const char *line)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -278,6 +297,27 @@ pid_t tg_qemu_pid(const char *name)
 	pid = atol(text);
 	free(text);
 	return pid > 1 ? (pid_t)pid : -EINVAL;
+}
+
+int tg_live_vcpus(const char *name)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	virDomainPtr d = vc ? virDomainLookupByName(vc, name) : NULL;
+	int n = d ? virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) : -1;
+
+	if (d)
+		virDomainFree(d);
+	if (vc)
+		virConnectClose(vc);
+	return n;
+}
+
+void tg_guest_named(struct tg_guest *g, const char *name)
+{
+	*g = (struct tg_guest){ 0 };
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	snprintf(g->log, sizeof(g->log), TG_RUNDIR "/%s.log", name);
+	snprintf(g->ctl, sizeof(g->ctl), TG_RUNDIR "/%s.ctl", name);
 }
 
 void tg_destroy(struct tg_guest *g)

@@ -35,6 +35,14 @@
 
 #define TG_RUNDIR "/run/vmact-test"
 
+/* The bounds most tests give their guest, the children of its
+ * <vmact:autoscaling> element: 1 to 4 CPUs, 512Mi to 1536Mi by
+ * virtio-mem, compute units of 250m / 256Mi. */
+#define TG_META_BOUNDS                                                 \
+	"<vmact:cpu min='1' max='4'/>"                                 \
+	"<vmact:memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+
 struct tg_guest {
 	char name[96];
 	char uuid[VIR_UUID_STRING_BUFLEN];
@@ -94,6 +102,13 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 int tg_boot(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
 	    const char *extra, struct tg_guest *g, char *msg, size_t msglen);
 
+/* tg_boot without the two seconds: returns at the guest's first report,
+ * which it leaves in *r, for a bench that lets the boot's tail pass its
+ * own way. */
+int tg_boot_first(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
+		  const char *extra, struct tg_guest *g, struct tg_report *r, char *msg,
+		  size_t msglen);
+
 /* Runs start(0) .. start(n - 1) each in a thread of its own and waits for
  * all: libvirt starts the QEMUs side by side (one after the other, each
  * start waits for the one before). start must be safe to run beside
@@ -124,6 +139,16 @@ bool tg_two_cpus(void *g);
  * the file is missing or holds no pid. */
 pid_t tg_qemu_pid(const char *name);
 
+/* The live vCPU count libvirt has for the domain `name`, on a fresh
+ * connection (other tests on the host restart libvirtd); -1 when it
+ * cannot be had. */
+int tg_live_vcpus(const char *name);
+
+/* Keeps libvirt's client from printing its errors on stderr: tests and
+ * benches look up domains that may be gone, and report what matters
+ * themselves. */
+void tg_quiet_libvirt(void);
+
 /* Sends one command line to the guest's control port. */
 int tg_cmd(const struct tg_guest *g, const char *line);
 
@@ -133,6 +158,11 @@ void tg_destroy(struct tg_guest *g);
 /* The same, finding the domain by name on a fresh connection: g->dom may
  * be stale when libvirtd restarted since (tests restart it). */
 void tg_destroy_by_name(struct tg_guest *g);
+
+/* Names g for a domain the test defined from the template itself (its
+ * serial log and control socket under TG_RUNDIR, as tg_start's), so that
+ * tg_destroy_by_name and tg_destroy_all remove it and its files. */
+void tg_guest_named(struct tg_guest *g, const char *name);
 
 /* tg_destroy_by_name for n guests at once, each in a thread of its own
  * with its own connection (libvirt takes about 2 s to stop a QEMU here;

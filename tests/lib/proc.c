@@ -236,6 +236,16 @@ static int build_prog(int up, const char *prog, char *out, size_t len)
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 
+bool th_root_test(const char *test, const char *why)
+{
+	if (geteuid() != 0) {
+		printf("%s: needs root (%s)\n", test, why);
+		return false;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return true;
+}
+
 int th_build_prog(const char *prog, char *out, size_t len)
 {
 	return build_prog(3, prog, out, len);
@@ -244,4 +254,19 @@ int th_build_prog(const char *prog, char *out, size_t len)
 int th_bench_prog(const char *prog, char *out, size_t len)
 {
 	return build_prog(2, prog, out, len);
+}
+
+int th_prog(const char *prog, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return -errno;
+	self[n] = '\0';
+	/* A bench sits in build[/san]/bench/, a test one level deeper. */
+	slash = strrchr(self, '/');
+	if (slash && slash - self >= 6 && !strncmp(slash - 6, "/bench", 6))
+		return th_bench_prog(prog, out, len);
+	return th_build_prog(prog, out, len);
 }

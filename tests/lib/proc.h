@@ -65,8 +65,17 @@ long th_proc_rss_kib(pid_t pid);
  * when there is no such process or field. */
 bool th_proc_status(pid_t pid, const char *key, char *out, size_t len);
 
+/* For an integration test's main(): false, having said on stdout that
+ * `test` needs root for `why`, unless it runs as root; SIGPIPE ignored
+ * (libvirtd or a peer that closes its socket mid-write must be an error
+ * of the call, not the test's death). */
+bool th_root_test(const char *test, const char *why);
+
 /* The program `prog` of the build this test belongs to:
  * build[/san]/tests/<kind>/<test> -> build[/san]/<prog>. 0 or -errno. */
 int th_build_prog(const char *prog, char *out, size_t len);
 /* The same for a benchmark: build[/san]/bench/<bench> -> build[/san]/<prog>. */
 int th_bench_prog(const char *prog, char *out, size_t len);
+/* th_build_prog or th_bench_prog, whichever this program is: for the
+ * helpers both use (the fixtures). */
+int th_prog(const char *prog, char *out, size_t len);

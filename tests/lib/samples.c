@@ -36,3 +36,13 @@ double th_samples_pct(struct th_samples *s, double p)
 	th_samples_pct_capped(s, 0, p, &v);
 	return v;
 }
+
+void th_samples_print_ms(FILE *f, struct th_samples *s, unsigned capped, double p)
+{
+	double v;
+
+	if (th_samples_pct_capped(s, capped, p, &v))
+		fprintf(f, " %10.0f", v * 1000);
+	else
+		fprintf(f, " %10s", "never");
+}

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct th_samples {
 	double v[256];
@@ -21,3 +22,8 @@ double th_samples_pct(struct th_samples *s, double p);
  * than any (capped without a result): false when the rank falls among
  * those. */
 bool th_samples_pct_capped(struct th_samples *s, unsigned capped, double p, double *out);
+
+/* Prints th_samples_pct_capped's percentile p of samples in seconds as
+ * " %10.0f" milliseconds, or "never" when the rank falls among the capped
+ * runs: one column of a bench's table. */
+void th_samples_print_ms(FILE *f, struct th_samples *s, unsigned capped, double p);

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tests/lib/vmactd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+#include "tests/lib/file.h"
+
+DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
+
+/* vmactd's log is a few hundred lines a minute: the tail is the story
+ * of the failure. */
+#define TH_VMACTD_LOG_TAIL 6000
+
+/* A SIGTERMed vmactd hands its VMs back (quotas, pins) before it exits. */
+#define TH_VMACTD_STOP_USEC (30 * VMACT_USEC_PER_SEC)
+
+int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest)
+{
+	int r = th_scratch_dir(prefix, d->dir, sizeof(d->dir));
+
+	d->guest = guest;
+	if (r < 0)
+		return r;
+	snprintf(d->cfg, sizeof(d->cfg), "%s/vmactd.json", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/vmactd.log", d->dir);
+	snprintf(d->sock, sizeof(d->sock), "%s/vmactd.sock", d->dir);
+	snprintf(d->pins, sizeof(d->pins), "/sys/fs/bpf/%s-%d", prefix, (int)getpid());
+	if ((r = th_prog("vmactd", d->prog, sizeof(d->prog))) < 0)
+		return r;
+	return th_prog("vmactl", d->vmactl, sizeof(d->vmactl));
+}
+
+int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)
+{
+	_cleanup_(th_vmactd_json_decrefp) json_t *cfg =
+		json_pack("{s:{s:s},s:{s:s},s:{s:s}}", "libvirt", "name_prefix", name_prefix,
+			  "control", "socket", d->sock, "sampler", "pin_root", d->pins);
+	_cleanup_(th_vmactd_json_decrefp) json_t *more = extra ? json_loads(extra, 0, NULL) : NULL;
+
+	if (!cfg)
+		return -ENOMEM;
+	if (extra && (!json_is_object(more) || json_object_update_recursive(cfg, more) < 0))
+		return -EINVAL;
+	return json_dump_file(cfg, d->cfg, JSON_COMPACT) < 0 ? -EIO : 0;
+}
+
+int th_vmactd_spawn(struct th_vmactd *d, const char *const *args)
+{
+	const char *argv[16] = { d->prog, "--config", d->cfg };
+	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+					 .err = TH_OUT_FILE,
+					 .out_path = d->log };
+	size_t n = 3;
+
+	for (; args && *args; args++) {
+		if (n + 1 >= sizeof(argv) / sizeof(argv[0]))
+			return -E2BIG;
+		argv[n++] = *args;
+	}
+	argv[n] = NULL;
+	return th_spawn(&d->proc, argv, &o);
+}
+
+bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle)
+{
+	return th_count_in_file(d->log, needle) > 0;
+}
+
+bool th_vmactd_wait(struct th_vmactd *d, bool (*pred)(void *), void *arg, double limit_s)
+{
+	if (th_wait_daemon(&d->proc, pred, arg, limit_s))
+		return true;
+	th_print_log_tail(d->log, "vmactd log", TH_VMACTD_LOG_TAIL);
+	return false;
+}
+
+struct log_wait {
+	const struct th_vmactd *d;
+	const char *needle;
+};
+
+static bool log_wait_has(void *arg)
+{
+	const struct log_wait *w = arg;
+
+	return th_vmactd_log_has(w->d, w->needle);
+}
+
+bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s)
+{
+	struct log_wait w = { d, needle };
+
+	return th_vmactd_wait(d, log_wait_has, &w, limit_s);
+}
+
+int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, double boot_s,
+		    double ready_s)
+{
+	char ready[64];
+	int r;
+
+	if (d->guest && !th_vmactd_wait(d, tg_booted, d->guest, boot_s)) {
+		fprintf(stderr, "the guest %s did not boot\n", d->guest->name);
+		return -ETIMEDOUT;
+	}
+	r = th_vmactd_spawn(d, args);
+	if (r < 0)
+		return r;
+	/* "1 VM", "2 VMs": the count and the word. */
+	snprintf(ready, sizeof(ready), "ready: managing %u VM", vms);
+	if (!th_vmactd_wait_log(d, ready, ready_s)) {
+		fprintf(stderr, "vmactd did not become ready\n");
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+int th_vmactd_stop(struct th_vmactd *d)
+{
+	return th_proc_stop(&d->proc, SIGTERM, TH_VMACTD_STOP_USEC);
+}
+
+void th_vmactd_teardown(struct th_vmactd *d)
+{
+	th_vmactd_stop(d);
+	if (d->pins[0])
+		th_remove_pins(d->pins);
+	if (d->guest) {
+		struct tg_guest *const one[] = { d->guest };
+
+		tg_destroy_all(one, 1, d->persistent);
+	}
+	if (d->dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+		th_rm_rf(d->dir);
+}

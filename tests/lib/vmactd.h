@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmactd run by an integration test (prefix th_vmactd_): a scratch
+ * directory for its configuration, log and control socket, a BPF pin root
+ * of its own, the test guest it manages, and one teardown that leaves none
+ * of them behind, whatever state a failed test left them in. */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "tests/lib/cg-limit.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/proc.h"
+
+struct th_vmactd {
+	/* /tmp/PREFIX-XXXXXX, 0755 (a read_group member reaches the socket
+	 * through it); the test may put files of its own there. */
+	char dir[64];
+	char cfg[128], log[128], sock[128];
+	char pins[128];                        /* /sys/fs/bpf/PREFIX-PID */
+	char prog[PATH_MAX], vmactl[PATH_MAX]; /* vmactd and vmactl of this build */
+	struct th_proc proc;
+	/* The test's guest (NULL: none), destroyed by th_vmactd_teardown;
+	 * undefined as well when `persistent`. */
+	struct tg_guest *guest;
+	bool persistent;
+};
+
+/* The scratch directory, the paths, the pin root and vmactd's path (the
+ * build this test or bench belongs to), and the guest the teardown
+ * destroys (NULL: none; the test starts it); nothing is started. 0 or
+ * -errno. */
+int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest);
+
+/* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
+ * sampler.pin_root the fixture's, with extra (JSON object text, NULL:
+ * none) merged over them key by key. 0, or -EINVAL when extra is not a
+ * JSON object, or -errno. */
+int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra);
+
+/* Starts vmactd --config CFG and the options args (NULL-terminated, NULL:
+ * none), its stdout and stderr in the log. 0 or -errno. */
+int th_vmactd_spawn(struct th_vmactd *d, const char *const *args);
+
+/* Waits up to boot_s for the guest's first report (no guest: no wait),
+ * starts vmactd with args (th_vmactd_spawn) and waits up to ready_s for
+ * its line "ready: managing VMS VM(s)". 0; -ETIMEDOUT, which of the two
+ * never came said on stderr; or -errno. */
+int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, double boot_s,
+		    double ready_s);
+
+/* True once needle is in vmactd's log. */
+bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle);
+
+/* th_wait_daemon on vmactd: false at the limit or when vmactd exited, its
+ * log's tail then printed on stderr. */
+bool th_vmactd_wait(struct th_vmactd *d, bool (*pred)(void *), void *arg, double limit_s);
+/* The same waiting for needle in its log. */
+bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s);
+
+/* The CPU limit vmactd wrote for its VM, in milli-CPUs (-1: unlimited):
+ * th_vmactd_quota_milli of its log, failing the cmocka test (include
+ * cmocka.h first) when it cannot be read. */
+#define TH_VMACTD_QUOTA_OR_FAIL(d)                                                             \
+	({                                                                                     \
+		long th_q_ = th_vmactd_quota_milli((d)->log);                                  \
+		if (th_q_ == TH_CG_UNKNOWN)                                                    \
+			fail_msg("no readable CPU limit for the VM's cgroup in %s", (d)->log); \
+		th_q_;                                                                         \
+	})
+
+/* Stops vmactd (SIGTERM, 30 s, then SIGKILL); its exit status. */
+int th_vmactd_stop(struct th_vmactd *d);
+
+/* Stops vmactd, removes its pins, destroys (and undefines) the guest and
+ * removes the scratch directory (kept with VMACT_TEST_KEEP_LOG). Safe on a
+ * fixture in any state, zeroed included. */
+void th_vmactd_teardown(struct th_vmactd *d);
