@@ -76,7 +76,7 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 		       const struct smp_vcpus *v, int rc, const struct vmact_err *err)
 {
 	uint64_t runnable, delay;
-	unsigned vcpus;
+	unsigned plugged;
 
 	if (rc < 0) {
 		if (!r->rd.load_error_logged)
@@ -86,20 +86,19 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 	}
 	runnable = v->runnable_ns;
 	delay = v->delay_ns;
-	vcpus = v->vcpus;
+	/* The vCPUs plugged, not only the threads the sampler has seen: a
+	 * vCPU just plugged has its thread counted only once it has run, and
+	 * until then the allowance read one vCPU short — the size before the
+	 * growth, which the policy took for a goal to shrink to. */
+	plugged = v->vcpus;
+	if (r->rs.have_state && hp_state_vcpus(&r->rs.state) > plugged)
+		plugged = hp_state_vcpus(&r->rs.state);
 	if (r->rd.have_vcpu_totals && runnable >= r->rd.vcpu_runnable_ns &&
-	    delay >= r->rd.vcpu_delay_ns && vcpus) {
+	    delay >= r->rd.vcpu_delay_ns && v->vcpus) {
 		struct act_cpu_window w = {
 			.at = act_runner_now_ns(r),
 			.len = (int64_t)llround(rd->interval_s * 1e9),
-			/* The vCPUs plugged, not only the threads the sampler
-			 * has seen: a vCPU just plugged has its thread counted
-			 * only once it has run, and until then the allowance
-			 * read one vCPU short — the size before the growth,
-			 * which the policy took for a goal to shrink to. */
-			.vcpus = r->rs.have_state && hp_state_vcpus(&r->rs.state) > vcpus
-					 ? hp_state_vcpus(&r->rs.state)
-					 : vcpus,
+			.vcpus = plugged,
 			.quota_milli = r->quota_milli,
 			.vcpu_runnable_ns = runnable - r->rd.vcpu_runnable_ns,
 			.vcpu_delay_ns = delay - r->rd.vcpu_delay_ns,
@@ -132,15 +131,14 @@ static bool decide_cpu(struct act_runner *r)
 {
 	struct act_cpu_decision dec;
 	char why[256], reason[ACT_EVENT_TEXT_MAX];
+	/* the goal in force: what a decision holds or moves from */
+	uint32_t cur = r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu;
 
 	r->rd.cpu_policy.target = r->st.config.load_average_fraction_target;
 	r->rd.cpu_policy.cu_milli = r->st.cu.milli_cpu;
 	r->rd.cpu_policy.min_milli = r->st.min.milli_cpu;
 	r->rd.cpu_policy.max_milli = r->st.max.milli_cpu;
-	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy,
-				   r->st.has_cpu_goal ? r->st.cpu_goal_milli
-						      : r->st.using_.milli_cpu,
-				   &dec))
+	if (!act_cpu_demand_decide(&r->rd.demand, &r->rd.cpu_policy, cur, &dec))
 		return false;
 	act_runner_export_demand(r, &dec);
 	/* A decision every policy tick, a text only when something reads it
@@ -174,9 +172,7 @@ static bool decide_cpu(struct act_runner *r)
 	r->rd.last_cls = dec.cls;
 	act_cpu_decision_format(&dec, why, sizeof(why));
 	log_info("%s: cpu %s", r->name, why);
-	act_cpu_decision_reason(&dec,
-				r->st.has_cpu_goal ? r->st.cpu_goal_milli : r->st.using_.milli_cpu,
-				reason, sizeof(reason));
+	act_cpu_decision_reason(&dec, cur, reason, sizeof(reason));
 	/* The evidence: the sampler's figures of the vCPU threads, and the
 	 * guest's load1 where it set the floor. */
 	{
