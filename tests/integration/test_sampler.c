@@ -1154,6 +1154,9 @@ static void test_bpf_read_prog(void **state)
 		assert_int_equal(v[i].delay_ns, v[i].runnable_ns - v[i].oncpu_ns);
 		/* The vCPU spinner was runnable all along, the other not. */
 		assert_true(v[i].runnable_ns >= 1900000000ULL && v[i].runnable_ns < 3000000000ULL);
+		/* At the reading the vCPU spinner wants a CPU: the load
+		 * has not ended (the reactive policy's "ended"). */
+		assert_true(v[i].runnable_now >= 1 && v[i].runnable_now <= 2);
 	}
 	/* Registered a moment apart and read a moment apart. */
 	if (fabs((double)v[0].runnable_ns - (double)v[1].runnable_ns) >
@@ -1176,6 +1179,9 @@ static void test_bpf_read_prog(void **state)
 	assert_true(tries < 500);
 	assert_true(t.exec_ok);
 	read_both(f->s, "prog", &r0, &v0);
+	/* Every thread stopped: no vCPU runnable, whatever the window's
+	 * average still shows. */
+	assert_int_equal(v0.runnable_now, 0);
 	t.exec_sync -= LOST_NS;
 	assert_int_equal(bpf_map_update_elem(fd, &tid, &t, BPF_EXIST), 0);
 	read_both(f->s, "prog", &r1, &v1);
