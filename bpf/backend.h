@@ -16,6 +16,8 @@
 #include "bpf/sampler.h"
 #include "bpf/slots.h"
 
+struct smp_watch;
+
 struct smp_be;
 
 struct smp_backend_ops {
@@ -61,6 +63,8 @@ struct smp_backend_ops {
 	/* Optional: IDs of loaded BPF programs, and where maps are pinned. */
 	int (*prog_ids)(const struct smp_be *b, uint32_t *ids, size_t max);
 	const char *(*pin_root)(const struct smp_be *b);
+	/* Optional: the watch (watch.h), or NULL with the reason in *why. */
+	struct smp_watch *(*watch)(struct smp_be *b, const char **why);
 };
 
 /* First member of each backend's state. */

@@ -31,6 +31,7 @@
 #include "bpf/sampler-types.h"
 #include "bpf/sampler.skel.h"
 #include "bpf/task-iter.h"
+#include "bpf/watch.h"
 
 struct smp_bpf {
 	struct smp_be be;
@@ -51,6 +52,8 @@ struct smp_bpf {
 	struct smp_task_iter threads; /* over vmact_threads */
 	struct readvm *rv;            /* the one-call readout, or NULL */
 	int rv_fd;
+	struct smp_watch *watch; /* the watch (watch.h), or NULL */
+	char *watch_reason;      /* why there is none */
 	/* Registered VMs per entry of the tgid table (sampler.bpf.c), when
 	 * the table is on (the .bss is mmapped); else NULL. */
 	uint32_t *tgid_refs;
@@ -67,7 +70,7 @@ static const struct smp_bpf *to_bpf_const(const struct smp_be *b)
 }
 
 static const char *const smp_map_names[] = { "vmact_vms", "vmact_stats", "vmact_tasks",
-					     "vmact_readout" };
+					     "vmact_readout", "vmact_vgauge" };
 
 /* libbpf reports load failures through its print callback. Library code must
  * not print, so keep the last warning for the error message instead. */
@@ -177,6 +180,27 @@ static void load_read_prog(struct smp_bpf *s)
 	s->rv_fd = bpf_program__fd(rv->progs.vmact_read_vm);
 }
 
+/* The watch (watch.h) over this skeleton's vCPU gauges, where the
+ * configuration asks for it and the kernel runs it; else the reason, for
+ * smp_watch_reason(). */
+static void load_watch(struct smp_bpf *s, const struct smp_config *cfg, bool tp_btf)
+{
+	struct vmact_err err = { 0 };
+	const char *why = NULL;
+
+	if (!cfg->watch_tick_ms)
+		why = "not asked for";
+	else if (!tp_btf)
+		why = "the scheduler hooks are raw tracepoints here (no tp_btf: Linux 5.5)";
+	else if (smp_watch_load(bpf_map__fd(s->skel->maps.vmact_vgauge), s->max_vms,
+				(uint64_t)cfg->watch_tick_ms * 1000000ULL, &s->watch, &err) < 0)
+		why = err.msg;
+	/* Its load failure is no error of the sampler's. */
+	smp_libbpf_msg[0] = '\0';
+	if (why)
+		s->watch_reason = strdup(why);
+}
+
 static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vmact_err *err)
 {
 	struct bpf_object_open_opts oo = { .sz = sizeof(oo), .pin_root_path = s->pin_root };
@@ -210,6 +234,7 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	if (bpf_map__set_max_entries(s->skel->maps.vmact_vms, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_stats, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_readout, s->max_vms) ||
+	    bpf_map__set_max_entries(s->skel->maps.vmact_vgauge, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_tasks, cfg->max_threads))
 		return vmact_err_set(err, EINVAL, "BPF: cannot size maps");
 
@@ -258,6 +283,7 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 		return vmact_err_set(err, EIO, "BPF: cannot count possible CPUs");
 	if (tp_btf && !cfg->no_read_prog)
 		load_read_prog(s);
+	load_watch(s, cfg, tp_btf);
 	/* The tgid table needs the .bss shared with the programs (mmapable
 	 * arrays); without it every event asks vmact_vms, as before. */
 	if (s->skel->bss) {
@@ -290,6 +316,10 @@ static void bpf_stop(struct smp_bpf *s)
 	s->readout = NULL;
 	smp_task_iter_done(&s->iter);
 	smp_task_iter_done(&s->threads);
+	smp_watch_free(s->watch);
+	s->watch = NULL;
+	free(s->watch_reason);
+	s->watch_reason = NULL;
 	readvm__destroy(s->rv);
 	s->rv = NULL;
 	if (s->skel) {
@@ -409,6 +439,14 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf, BPF_ANY))
 		return vmact_err_set(err, errno, "BPF: clearing vmact_stats[%u]: %s", slot,
 				     strerror(errno));
+	{
+		struct smp_vgauge g = { 0 };
+
+		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vgauge), &slot, &g,
+					BPF_ANY))
+			return vmact_err_set(err, errno, "BPF: clearing vmact_vgauge[%u]: %s",
+					     slot, strerror(errno));
+	}
 	r = delete_task_entries(s, tgid, err);
 	if (r < 0)
 		return r;
@@ -761,6 +799,14 @@ static const char *bpf_pin_root(const struct smp_be *b)
 	return to_bpf_const(b)->pin_root;
 }
 
+static struct smp_watch *bpf_watch(struct smp_be *b, const char **why)
+{
+	struct smp_bpf *s = to_bpf(b);
+
+	*why = s->watch_reason;
+	return s->watch;
+}
+
 const struct smp_backend_ops smp_bpf_ops = {
 	.kind = SMP_BACKEND_BPF,
 	.open = bpf_open,
@@ -777,4 +823,5 @@ const struct smp_backend_ops smp_bpf_ops = {
 	.publish = bpf_publish,
 	.prog_ids = bpf_prog_ids,
 	.pin_root = bpf_pin_root,
+	.watch = bpf_watch,
 };

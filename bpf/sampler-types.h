@@ -87,7 +87,12 @@ struct smp_task {
 	__u8 runnable; /* counted in nr_runnable */
 	__u8 oncpu;    /* counted in nr_oncpu */
 	__u8 exec_ok;  /* exec_sync is a valid base for a recovery */
-	__u8 pad[5];
+	/* A vCPU thread ("CPU <n>/<accel>"), counted in the VM's vmact_vgauge
+	 * as well; QEMU names the thread once it runs, so a thread not yet
+	 * known as one is looked at again at its first switch-outs. */
+	__u8 vcpu;
+	__u8 name_checks; /* switch-outs at which the name was looked at */
+	__u8 pad[3];
 	/* Per-thread split (knob per_thread): closed intervals plus the start
 	 * of the open one. */
 	__u64 runnable_since;
@@ -155,4 +160,85 @@ struct smp_vm_read {
 	 * average says (the reactive policy's "the load has ended") */
 	__u32 vcpus_runnable;
 	__u32 reserved;
+};
+
+/* Value of vmact_vgauge (ARRAY indexed by slot): the VM's vCPU threads
+ * alone, as the same two gauges as smp_cpu_stats (runnable; on a CPU) with
+ * their time sums, but shared by all CPUs and updated atomically: the
+ * watch (watch.bpf.c) integrates them from a BPF timer without summing
+ * per-CPU copies, which would cost it one lookup per possible CPU and VM
+ * at every tick. A VM's vCPUs rarely switch (a busy one never), so the
+ * shared line is cheap. */
+struct smp_vgauge {
+	__s64 nr_run;
+	__u64 run_tsum;
+	__s64 nr_on;
+	__u64 on_tsum;
+};
+
+/* The watch (watch.bpf.c): the reactive policy's readouts, closed in the
+ * kernel. A BPF timer closes every watched VM's window each tick and sends
+ * nothing while the VM is cool (its windows below the busy mark); from the
+ * first busy window on it sends every window (the one before too, for the
+ * policy's lead) until the VM has been below the mark for cool_ns, and one
+ * more timer per VM closes a window at the instant the up window would be
+ * full. vmactd sleeps meanwhile, and reads the windows of cool VMs on its
+ * slow clock through vmact_watch_close. */
+
+/* Value of vmact_watch (ARRAY indexed by slot). vmactd sets the config part
+ * through vmact_watch_set (never by a map update: the timer in the value
+ * must stay the kernel's). */
+struct smp_watch_cfg {
+	__u32 slot;
+	__u32 on;             /* watched; 0 stops and forgets the VM's windows */
+	__u64 gen;            /* the registration: events carry it */
+	__u32 allowance_milli; /* min(vCPUs, quota) */
+	__u32 target_permille; /* busy at target x allowance (policy.target) */
+	__u64 up_window_ns;    /* policy.up_window */
+	__u64 cool_ns;         /* below the mark this long: cool again */
+};
+
+/* A closed window, as the ring buffer carries it and vmact_watch_close
+ * returns it: the policy's struct act_cpu_window, but for the quota and
+ * the cgroup's throttled time, which vmactd adds. */
+struct smp_watch_win {
+	__u32 slot;
+	__u32 kind; /* SMP_WATCH_* */
+	__u64 gen;
+	__u64 seq;  /* per VM, in the order the windows were closed */
+	__u64 at;   /* end (bpf_ktime_get_ns, CLOCK_MONOTONIC) */
+	__u64 len;
+	__u64 runnable_ns; /* vCPU threads: on a CPU or waiting for one */
+	__u64 delay_ns;    /* waiting */
+	__u32 runnable_now; /* vCPU threads runnable at `at` */
+	__u32 exact; /* closed by the VM's own timer, where its run met the up window */
+};
+
+enum {
+	SMP_WATCH_WINDOW = 1, /* a window of a hot VM */
+	SMP_WATCH_BEFORE,     /* the window before the first busy one */
+	SMP_WATCH_HOT,        /* the first busy window */
+	SMP_WATCH_COOL,       /* a window after which the VM is cool */
+	SMP_WATCH_SLOW,       /* closed by vmactd (vmact_watch_close) */
+};
+
+/* Context of vmact_watch_close (BPF_PROG_TEST_RUN): in slot and gen, out
+ * the window since the last close (kind SMP_WATCH_SLOW), or hot 1 when the
+ * VM is hot (then its windows come through the ring buffer and nothing is
+ * closed). rc: 0, or -ENOENT when the slot is not watched under gen. */
+struct smp_watch_close {
+	__u32 slot;
+	__s32 rc;
+	__u64 gen;
+	__u32 hot;
+	__u32 pad;
+	struct smp_watch_win win;
+};
+
+/* Context of vmact_watch_start: the tick's period and how many slots it
+ * looks at (the sampler's max_vms); rc out. */
+struct smp_watch_start {
+	__u64 tick_ns;
+	__u32 nr_slots;
+	__s32 rc;
 };

@@ -59,6 +59,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } vmact_tasks SEC(".maps");
 
+/* The vCPU threads' gauges per VM, for the watch (sampler-types.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* slot */
+	__type(value, struct smp_vgauge);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vmact_vgauge SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1024);
@@ -122,6 +131,46 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 	return t;
 }
 
+/* A vCPU thread's change of the VM's vCPU gauges: d (+1/-1) at now, on the
+ * runnable gauge or the on-CPU one. Atomic: the gauges are shared by every
+ * CPU (sampler-types.h, smp_vgauge). */
+static __always_inline void vgauge_add(struct smp_task *t, bool on, __s64 d, __u64 now)
+{
+	struct smp_vgauge *g;
+	__u32 slot = t->slot;
+
+	if (!t->vcpu)
+		return;
+	g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
+	if (!g)
+		return;
+	if (on) {
+		__sync_fetch_and_add(&g->nr_on, d);
+		__sync_fetch_and_add(&g->on_tsum, d * now);
+	} else {
+		__sync_fetch_and_add(&g->nr_run, d);
+		__sync_fetch_and_add(&g->run_tsum, d * now);
+	}
+}
+
+/* Time that happened without its events (recover()): moved into the vCPU
+ * gauges' integrals as the per-CPU ones get it, by lowering the time sums
+ * as if the thread had been counted `lost` ns earlier. */
+static __always_inline void vgauge_lost(struct smp_task *t, bool runnable_too, __u64 lost)
+{
+	struct smp_vgauge *g;
+	__u32 slot = t->slot;
+
+	if (!t->vcpu)
+		return;
+	g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
+	if (!g)
+		return;
+	__sync_fetch_and_add(&g->on_tsum, -lost);
+	if (runnable_too)
+		__sync_fetch_and_add(&g->run_tsum, -lost);
+}
+
 static __always_inline void set_runnable(struct smp_task *t, struct smp_cpu_stats *s,
 					 __u64 now)
 {
@@ -130,6 +179,7 @@ static __always_inline void set_runnable(struct smp_task *t, struct smp_cpu_stat
 	s->runnable_tsum += now;
 	if (per_thread)
 		t->runnable_since = now;
+	vgauge_add(t, false, 1, now);
 }
 
 static __always_inline void clear_runnable(struct smp_task *t, struct smp_cpu_stats *s,
@@ -140,6 +190,7 @@ static __always_inline void clear_runnable(struct smp_task *t, struct smp_cpu_st
 	s->runnable_tsum -= now;
 	if (per_thread)
 		t->runnable_ns += now - t->runnable_since;
+	vgauge_add(t, false, -1, now);
 }
 
 static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *s, __u64 now)
@@ -148,6 +199,43 @@ static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *
 	s->nr_oncpu++;
 	s->oncpu_tsum += now;
 	t->oncpu_since = now;
+	vgauge_add(t, true, 1, now);
+}
+
+/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG...): "CPU ", digits, '/',
+ * one more character; the names shared/vcpu-name.c accepts. */
+static __always_inline bool vcpu_comm(const char *comm)
+{
+	int i;
+
+	if (comm[0] != 'C' || comm[1] != 'P' || comm[2] != 'U' || comm[3] != ' ')
+		return false;
+	for (i = 4; i < 14; i++)
+		if (comm[i] < '0' || comm[i] > '9')
+			break;
+	if (i == 4 || i >= 14 || comm[i] != '/')
+		return false;
+	return comm[i + 1] != '\0' && comm[i + 1] != ' ';
+}
+
+/* A thread QEMU has named a vCPU since we last looked: from now on it is
+ * in the vCPU gauges, with the state it has. The first switch-outs only:
+ * QEMU names a thread as it starts, and an I/O thread is not looked at
+ * for ever. */
+#define VCPU_NAME_CHECKS 8
+
+static __always_inline void check_vcpu(struct smp_task *t, const char *comm, __u64 now)
+{
+	if (t->vcpu || t->name_checks >= VCPU_NAME_CHECKS)
+		return;
+	t->name_checks++;
+	if (!vcpu_comm(comm))
+		return;
+	t->vcpu = 1;
+	if (t->runnable)
+		vgauge_add(t, false, 1, now);
+	if (t->oncpu)
+		vgauge_add(t, true, 1, now);
 }
 
 #define RECOVER_MIN_NS SMP_RECOVER_MIN_NS
@@ -173,6 +261,7 @@ static __always_inline void recover(struct smp_task *t, struct smp_cpu_stats *s,
 	s->oncpu_tsum -= lost;
 	s->recovered_ns += lost;
 	s->recoveries++;
+	vgauge_lost(t, !t->runnable, lost);
 	if (per_thread)
 		t->oncpu_ns += lost;
 	if (!t->runnable) {
@@ -210,6 +299,16 @@ static __always_inline bool task_on_cpu(struct task_struct *t, bool raw)
 	return raw ? BPF_CORE_READ(t, on_cpu) : t->on_cpu;
 }
 
+/* The task's name, for check_vcpu: a direct pointer where the task is
+ * typed, else read into buf. */
+static __always_inline const char *comm_of(struct task_struct *t, bool raw, char *buf)
+{
+	if (!raw)
+		return t->comm;
+	bpf_probe_read_kernel(buf, 16, t->comm);
+	return buf;
+}
+
 /* on_cpu: the woken task's task_struct::on_cpu. A thread can be woken while
  * it is still on its CPU: it set a sleeping state and a waker got in before
  * it called schedule() (ttwu_runnable), and then it keeps running with no
@@ -223,6 +322,7 @@ static __always_inline void on_wakeup(struct task_struct *p, __u32 tid, __u32 tg
 	struct smp_task *t;
 	bool fresh, on_cpu;
 	__u64 now, exec;
+	char comm[16];
 
 	t = vm_task(tid, tgid, &s, &fresh);
 	if (!t || t->runnable)
@@ -236,6 +336,8 @@ static __always_inline void on_wakeup(struct task_struct *p, __u32 tid, __u32 tg
 		recover(t, s, now, exec);
 		sync_exec(t, exec);
 	}
+	if (fresh)
+		check_vcpu(t, comm_of(p, raw, comm), now);
 	set_runnable(t, s, now);
 	if (fresh) {
 		/* A new task has never run. */
@@ -259,6 +361,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev, __
 	unsigned int prev_state;
 	__u64 now = 0, exec;
 	bool still, fresh;
+	char comm[16];
 
 	t = vm_task(prev_tid, prev_tgid, &s, &fresh);
 	if (t) {
@@ -268,12 +371,14 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev, __
 		s->switches++;
 		recover(t, s, now, exec);
 		sync_exec(t, exec);
+		check_vcpu(t, comm_of(prev, raw, comm), now);
 		if (t->oncpu) {
 			t->oncpu = 0;
 			s->nr_oncpu--;
 			s->oncpu_tsum -= now;
 			if (per_thread)
 				t->oncpu_ns += now - t->oncpu_since;
+			vgauge_add(t, true, -1, now);
 		}
 		/* Preempted, yielded, or a sleep aborted by a signal: the
 		 * thread stays on the runqueue. */
@@ -295,6 +400,8 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev, __
 			now = bpf_ktime_get_ns();
 		exec = task_exec(next, raw);
 		recover(t, s, now, exec);
+		if (fresh)
+			check_vcpu(t, comm_of(next, raw, comm), now);
 		if (!t->runnable)
 			set_runnable(t, s, now);
 		if (!t->oncpu)
@@ -386,8 +493,12 @@ int vmact_seed(struct bpf_iter__task *ctx)
 	/* As at a wake-up: a running thread's run time lags. */
 	t.exec_sync = task->se.sum_exec_runtime;
 	t.exec_ok = !t.oncpu;
+	t.vcpu = vcpu_comm(task->comm);
 	if (bpf_map_update_elem(&vmact_tasks, &tid, &t, BPF_NOEXIST))
 		return 0; /* a hook saw the thread first; its state wins */
+	vgauge_add(&t, false, 1, now);
+	if (t.oncpu)
+		vgauge_add(&t, true, 1, now);
 	__sync_fetch_and_add(&s->nr_runnable, 1);
 	__sync_fetch_and_add(&s->runnable_tsum, now);
 	if (t.oncpu) {

@@ -17,6 +17,7 @@
 #include "bpf/backend.h"
 #include "bpf/readout.h"
 #include "bpf/slots.h"
+#include "bpf/watch.h"
 
 #define SMP_DEFAULT_PIN_ROOT    "/sys/fs/bpf/vmact"
 #define SMP_DEFAULT_MAX_VMS     1024
@@ -32,6 +33,7 @@ struct smp_sampler {
 
 	sd_event_source *timer;
 	uint64_t polls;
+	uint64_t watch_gens; /* the last registration's watch_gen */
 	struct vmact_err poll_err;
 };
 
@@ -194,6 +196,8 @@ int smp_register(struct smp_sampler *s, const char *name, pid_t tgid, const char
 	if (e->cgroup)
 		e->rs.have_cs = vmact_cpustat_read_cached(e->cgroup, &e->cs_fd, &e->rs.last_cs,
 							  NULL) == 0;
+	e->watch_gen = ++s->watch_gens;
+	e->watched = false;
 	smp_slots_commit(&s->reg, (unsigned)slot);
 	return slot;
 
@@ -210,6 +214,12 @@ int smp_unregister(struct smp_sampler *s, const char *name, struct vmact_err *er
 
 	if (slot < 0)
 		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
+	if (s->reg.e[slot].watched) {
+		struct smp_watch_cfg off = { .slot = (unsigned)slot, .on = 0 };
+		const char *why;
+
+		smp_watch_set_slot(s->ops->watch(s->be, &why), &off, NULL);
+	}
 	r = s->ops->remove_vm(s->be, (unsigned)slot, s->reg.e[slot].tgid, err);
 	smp_slots_release(&s->reg, (unsigned)slot);
 	return r;
@@ -469,4 +479,142 @@ const char *smp_poll_error(const struct smp_sampler *s)
 uint64_t smp_polls(const struct smp_sampler *s)
 {
 	return s->polls;
+}
+
+/* ---- the watch ---- */
+
+static struct smp_watch *watch_of(const struct smp_sampler *s, const char **why)
+{
+	*why = "the taskstats backend has no watch";
+	return s->ops->watch ? s->ops->watch(s->be, why) : NULL;
+}
+
+const char *smp_watch_reason(const struct smp_sampler *s)
+{
+	const char *why;
+
+	return watch_of(s, &why) ? NULL : why;
+}
+
+int smp_watch_vm(struct smp_sampler *s, const char *name, const struct smp_watch_params *p,
+		 struct vmact_err *err)
+{
+	const char *why;
+	struct smp_watch *w = watch_of(s, &why);
+	int slot = smp_find(s, name);
+	struct smp_watch_cfg cfg;
+	int r;
+
+	if (!w)
+		return vmact_err_set(err, EOPNOTSUPP, "sampler: no watch: %s", why);
+	if (slot < 0)
+		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
+	cfg = (struct smp_watch_cfg){
+		.slot = (unsigned)slot,
+		.on = 1,
+		.gen = s->reg.e[slot].watch_gen,
+		.allowance_milli = p->allowance_milli,
+		.target_permille = p->target_permille,
+		.up_window_ns = p->up_window_ns,
+		.cool_ns = p->cool_ns,
+	};
+	r = smp_watch_set_slot(w, &cfg, err);
+	if (r < 0)
+		return vmact_err_prefix(err, "sampler: %s", name);
+	s->reg.e[slot].watched = true;
+	return 0;
+}
+
+static void window_from(struct smp_window *out, const struct smp_watch_win *w)
+{
+	*out = (struct smp_window){
+		.kind = (enum smp_window_kind)w->kind,
+		.seq = w->seq,
+		.at = w->at,
+		.len = w->len,
+		.runnable_ns = w->runnable_ns,
+		.delay_ns = w->delay_ns,
+		.runnable_now = w->runnable_now,
+		.exact = w->exact != 0,
+	};
+}
+
+int smp_watch_read(struct smp_sampler *s, const char *name, struct smp_window *out, bool *hot,
+		   struct vmact_err *err)
+{
+	const char *why;
+	struct smp_watch *w = watch_of(s, &why);
+	int slot = smp_find(s, name);
+	struct smp_watch_win win;
+	int r;
+
+	if (!w)
+		return vmact_err_set(err, EOPNOTSUPP, "sampler: no watch: %s", why);
+	if (slot < 0 || !s->reg.e[slot].watched)
+		return vmact_err_set(err, ENOENT, "sampler: %s: not watched", name);
+	r = smp_watch_close_slot(w, (unsigned)slot, s->reg.e[slot].watch_gen, &win, hot, err);
+	if (r < 0)
+		return vmact_err_prefix(err, "sampler: %s", name);
+	if (!*hot)
+		window_from(out, &win);
+	return 0;
+}
+
+int smp_watch_fd(const struct smp_sampler *s)
+{
+	const char *why;
+	struct smp_watch *w = watch_of(s, &why);
+
+	return w ? smp_watch_ring_fd(w) : -1;
+}
+
+struct dispatch {
+	struct smp_sampler *s;
+	void (*cb)(const char *name, const struct smp_window *w, void *data);
+	void *data;
+	int n;
+};
+
+static int dispatch_one(const struct smp_watch_win *win, void *data)
+{
+	struct dispatch *d = data;
+	const struct smp_entry *e;
+	struct smp_window out;
+
+	if (win->slot >= d->s->reg.max)
+		return 0;
+	e = &d->s->reg.e[win->slot];
+	/* A window of the VM that held the slot before. */
+	if (!e->used || !e->watched || e->watch_gen != win->gen)
+		return 0;
+	window_from(&out, win);
+	d->cb(e->name, &out, d->data);
+	d->n++;
+	return 0;
+}
+
+int smp_watch_dispatch(struct smp_sampler *s,
+		       void (*cb)(const char *name, const struct smp_window *w, void *data),
+		       void *data)
+{
+	const char *why;
+	struct smp_watch *w = watch_of(s, &why);
+	struct dispatch d = { .s = s, .cb = cb, .data = data };
+	int r;
+
+	if (!w)
+		return 0;
+	r = smp_watch_consume(w, dispatch_one, &d);
+	return r < 0 ? r : d.n;
+}
+
+int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, uint64_t *lost)
+{
+	const char *why;
+	struct smp_watch *w = watch_of(s, &why);
+
+	if (!w)
+		return -EOPNOTSUPP;
+	smp_watch_kernel_cost(w, ns, runs, lost);
+	return 0;
 }

@@ -44,6 +44,9 @@ struct smp_config {
 	/* BPF: read through the task iterators even where the one-call
 	 * readout program loads (tests and the bench compare the two). */
 	bool no_read_prog;
+	/* BPF: the watch's tick in ms (policy.tick_ms; 0: no watch), see
+	 * smp_watch_vm(). */
+	unsigned watch_tick_ms;
 };
 
 struct smp_sampler;
@@ -166,3 +169,64 @@ typedef struct sd_event sd_event;
 int smp_attach_event(struct smp_sampler *s, sd_event *e, struct vmact_err *err);
 const char *smp_poll_error(const struct smp_sampler *s); /* NULL: last poll fine */
 uint64_t smp_polls(const struct smp_sampler *s);         /* polls done so far */
+
+/* The watch: the reactive policy's readouts of a VM's vCPU threads closed
+ * in the kernel (watch.bpf.c), so that nobody polls an idle VM. The
+ * kernel's tick (watch_tick_ms) judges each watched VM's window; a cool VM
+ * sends nothing and its window runs on until smp_watch_read() (the
+ * caller's slow clock) closes it; from its first busy window on (runnable
+ * at least target x allowance) a VM is hot and every window it closes,
+ * the stretch before the first one included, comes through smp_watch_fd()
+ * until it has been below the mark for cool_ns; and a window closes the
+ * instant the busy run reaches the up window. */
+struct smp_watch_params {
+	uint32_t allowance_milli; /* min(vCPUs, quota), milli-CPUs */
+	uint32_t target_permille; /* the policy's target x 1000 */
+	uint64_t up_window_ns;
+	uint64_t cool_ns;
+};
+
+enum smp_window_kind {
+	SMP_WINDOW_HOT_WINDOW = 1, /* a window of a hot VM */
+	SMP_WINDOW_BEFORE,         /* the stretch before the first busy window */
+	SMP_WINDOW_HOT,            /* the first busy window */
+	SMP_WINDOW_COOL,           /* the window after which the VM is cool */
+	SMP_WINDOW_SLOW,           /* closed by smp_watch_read() */
+};
+
+/* One window of a VM's vCPU threads: what struct act_cpu_window takes
+ * from the sampler. */
+struct smp_window {
+	enum smp_window_kind kind;
+	uint64_t seq;         /* the VM's windows in the order closed */
+	uint64_t at;          /* end, CLOCK_MONOTONIC ns */
+	uint64_t len;         /* ns */
+	uint64_t runnable_ns; /* vCPU threads on a CPU or waiting for one */
+	uint64_t delay_ns;    /* of which waiting */
+	unsigned runnable_now; /* vCPU threads runnable at `at` */
+	/* Closed the instant the busy run met the up window (not by the
+	 * tick): the window the policy can grow on. */
+	bool exact;
+};
+
+/* NULL when the watch runs; else why not ("not asked for", the kernel's
+ * refusal, the taskstats backend): the caller polls then. */
+const char *smp_watch_reason(const struct smp_sampler *s);
+/* Watches a registered VM by p, or changes p; from the first call its
+ * windows start. -EOPNOTSUPP without the watch. */
+int smp_watch_vm(struct smp_sampler *s, const char *name, const struct smp_watch_params *p,
+		 struct vmact_err *err);
+/* A cool VM's window since its last one; *hot true instead when the VM is
+ * hot (its windows come through smp_watch_fd()). */
+int smp_watch_read(struct smp_sampler *s, const char *name, struct smp_window *out, bool *hot,
+		   struct vmact_err *err);
+/* The fd to wait on (readable: windows to dispatch), -1 without the
+ * watch; smp_watch_dispatch() hands each window to cb with its VM's name,
+ * in the order they were closed for each VM. The number dispatched. */
+int smp_watch_fd(const struct smp_sampler *s);
+int smp_watch_dispatch(struct smp_sampler *s,
+		       void (*cb)(const char *name, const struct smp_window *w, void *data),
+		       void *data);
+/* What the kernel's side of the watch has cost since it was loaded: run
+ * time of its timers in ns, their runs, windows lost to a full ring. */
+int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, uint64_t *lost);

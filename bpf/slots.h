@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -22,6 +23,11 @@ struct smp_entry {
 	 * "vmactd's own footprint"). */
 	int cs_fd;
 	struct smp_readout_state rs;
+	/* The watch (sampler.h): the registration's generation, which the
+	 * kernel's windows carry (a slot's next VM has another), and
+	 * whether it is watched. */
+	uint64_t watch_gen;
+	bool watched;
 	VMACT_LIST_FIELDS(struct smp_entry, free);
 	int next; /* next used slot in its name bucket, or -1 */
 };

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/* vmact watch: the reactive policy's readouts closed in the kernel, so that
+ * vmactd sleeps while its VMs are idle (sampler-types.h, "The watch"; the
+ * policy: doc/policy.md).
+ *
+ * One BPF timer ticks every tick_ns for all VMs and closes each watched
+ * VM's window over the vCPU gauges the scheduler hooks keep (vmact_vgauge,
+ * sampler.bpf.c). A window whose vCPUs were busy (runnable time at least
+ * target x allowance) makes the VM hot: the windows go to vmactd through
+ * the ring buffer, the stretch since vmactd last heard of the VM first
+ * (SMP_WATCH_BEFORE: the policy's lead, and its slow average), until the
+ * VM has been below the mark for cool_ns (SMP_WATCH_COOL). While the
+ * busy run is short of the up window by less than a tick, a timer of the
+ * VM's own closes a window at the instant it would be full, so that the
+ * policy decides then, not up to a tick later. A cool VM sends nothing:
+ * vmactd reads its windows on its slow clock (vmact_watch_close).
+ *
+ * A separate object from sampler.bpf.c: BPF timers (5.15), bpf_loop
+ * (5.17), the ring buffer (5.8) and syscall programs (5.14) are newer than
+ * the hooks need, and where this object does not load vmactd polls as
+ * before. Its vmact_vgauge is sampler.bpf.c's, handed over by the loader
+ * (bpf_map__reuse_fd). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "bpf/sampler-types.h"
+
+#define EBUSY  16
+#define ENOENT 2
+#define EINVAL 22
+
+/* A cool VM's tick window shorter than this (vmactd closed it just
+ * before the tick) is not judged: it runs on to the next tick. */
+#define MIN_JUDGE_SHARE 4 /* a quarter of a tick */
+
+struct watch {
+	struct bpf_spin_lock lock;
+	struct smp_watch_cfg cfg;
+	/* the tick's window: start, and the gauges' integrals then */
+	__u64 win_start, win_run0, win_on0;
+	/* the stretch vmactd has not had yet, from its end on */
+	__u64 slow_start, slow_run0, slow_on0;
+	__u64 seq;
+	__u64 run_ns;   /* busy windows in a row, hot */
+	__u64 lead_ns;  /* the busy part of the stretch before them */
+	__u64 below_ns; /* below the mark in a row, hot */
+	__u32 hot;
+	__u32 armed; /* the VM's own timer will close the window */
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* slot */
+	__type(value, struct watch);
+} vmact_watch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct smp_vgauge);
+} vmact_vgauge SEC(".maps");
+
+struct tick {
+	struct bpf_timer timer;
+	__u64 tick_ns;
+	__u32 nr_slots;
+	__u32 running;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tick);
+} vmact_watch_tick SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} vmact_watch_rb SEC(".maps");
+
+/* What the timers cost: their run time in ns and runs, for the bench. */
+__u64 watch_ns;
+__u64 watch_runs;
+__u64 watch_lost; /* windows the ring buffer had no room for */
+
+/* The integrals of the VM's vCPU gauges at now (sampler-types.h,
+ * smp_cpu_stats: T * N - sum, modulo 2^64). */
+static __always_inline void integrals(const struct smp_vgauge *g, __u64 now, __u64 *run,
+				      __u64 *on, __u32 *nr_now)
+{
+	__s64 nr = g->nr_run;
+
+	*run = now * (__u64)nr - g->run_tsum;
+	*on = now * (__u64)g->nr_on - g->on_tsum;
+	*nr_now = nr > 0 ? (__u32)nr : 0;
+}
+
+static __always_inline void fill(struct watch *w, struct smp_watch_win *out, __u32 kind,
+				 __u64 start, __u64 now, __u64 run, __u64 on, __u32 nr_now)
+{
+	out->slot = w->cfg.slot;
+	out->kind = kind;
+	out->gen = w->cfg.gen;
+	out->seq = ++w->seq;
+	out->at = now;
+	out->len = now - start;
+	if (on > run)
+		on = run;
+	out->runnable_ns = run;
+	out->delay_ns = run - on;
+	out->runnable_now = nr_now;
+}
+
+/* Whether a window's vCPUs were busy: runnable at least target x the
+ * allowance, on average. */
+static __always_inline bool busy(const struct watch *w, __u64 run, __u64 len)
+{
+	__u64 mark = (__u64)w->cfg.target_permille * w->cfg.allowance_milli / 1000;
+
+	return len && run * 1000 / len >= mark;
+}
+
+/* The busy part of a window, as the policy counts its lead: the window's
+ * busy share of the allowance, times its length, at most the length. */
+static __always_inline __u64 lead_of(const struct watch *w, __u64 run, __u64 len)
+{
+	__u64 l;
+
+	if (!w->cfg.allowance_milli)
+		return 0;
+	l = run * 1000 / w->cfg.allowance_milli;
+	return l < len ? l : len;
+}
+
+struct out2 {
+	struct smp_watch_win a, b;
+	__u32 n;
+	__u64 arm_ns; /* >0: arm the VM's timer that far ahead */
+};
+
+/* Closes the VM's tick window at now and says what goes out. Called with
+ * the lock held; no helper calls in here. */
+static __always_inline void judge(struct watch *w, const struct smp_vgauge *g, __u64 now,
+				  __u64 tick_ns, struct out2 *o)
+{
+	__u64 run_i, on_i, run, len;
+	__u32 nr_now;
+	bool b;
+
+	integrals(g, now, &run_i, &on_i, &nr_now);
+	len = now - w->win_start;
+	run = run_i - w->win_run0;
+	if (!w->hot) {
+		if (len * MIN_JUDGE_SHARE < tick_ns)
+			return;
+		b = busy(w, run, len);
+		if (!b) {
+			w->win_start = now;
+			w->win_run0 = run_i;
+			w->win_on0 = on_i;
+			return;
+		}
+		/* Hot: the stretch vmactd has not had, up to this window,
+		 * then this window. */
+		if (w->win_start > w->slow_start) {
+			fill(w, &o->a, SMP_WATCH_BEFORE, w->slow_start, w->win_start,
+			     w->win_run0 - w->slow_run0, w->win_on0 - w->slow_on0, 0);
+			w->lead_ns = lead_of(w, o->a.runnable_ns, o->a.len);
+			o->n = 1;
+		} else {
+			w->lead_ns = 0;
+		}
+		fill(w, o->n ? &o->b : &o->a, SMP_WATCH_HOT, w->win_start, now, run,
+		     on_i - w->win_on0, nr_now);
+		o->n++;
+		w->hot = 1;
+		w->run_ns = len;
+		w->below_ns = 0;
+	} else {
+		b = busy(w, run, len);
+		if (b) {
+			w->run_ns += len;
+			w->below_ns = 0;
+		} else {
+			w->run_ns = 0;
+			w->lead_ns = lead_of(w, run, len);
+			w->below_ns += len;
+		}
+		fill(w, &o->a, SMP_WATCH_WINDOW, w->win_start, now, run, on_i - w->win_on0,
+		     nr_now);
+		o->n = 1;
+		if (!b && w->below_ns >= w->cfg.cool_ns) {
+			o->a.kind = SMP_WATCH_COOL;
+			w->hot = 0;
+		}
+	}
+	w->win_start = now;
+	w->win_run0 = run_i;
+	w->win_on0 = on_i;
+	/* Everything up to now has gone out. */
+	w->slow_start = now;
+	w->slow_run0 = run_i;
+	w->slow_on0 = on_i;
+	if (w->hot && b && w->run_ns + w->lead_ns < w->cfg.up_window_ns) {
+		__u64 need = w->cfg.up_window_ns - w->run_ns - w->lead_ns;
+
+		if (need < tick_ns) {
+			o->arm_ns = need;
+			w->armed = 1;
+		}
+	}
+}
+
+static __always_inline void emit(const struct smp_watch_win *win, bool wake)
+{
+	if (bpf_ringbuf_output(&vmact_watch_rb, (void *)win, sizeof(*win),
+			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		__sync_fetch_and_add(&watch_lost, 1);
+}
+
+static __always_inline void send(const struct out2 *o)
+{
+	if (o->n > 1)
+		emit(&o->a, false);
+	if (o->n)
+		emit(o->n > 1 ? &o->b : &o->a, true);
+}
+
+/* One VM at a tick (or at its own timer: exact). */
+static __always_inline void tick_vm(__u32 slot, __u64 tick_ns, bool exact)
+{
+	struct smp_vgauge *g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
+	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
+	struct out2 o = {};
+	__u64 now;
+
+	if (!w || !g || !w->cfg.on)
+		return;
+	now = bpf_ktime_get_ns();
+	bpf_spin_lock(&w->lock);
+	if (w->cfg.on && (exact ? w->armed : !w->armed)) {
+		w->armed = 0;
+		judge(w, g, now, tick_ns, &o);
+	}
+	bpf_spin_unlock(&w->lock);
+	if (o.arm_ns)
+		bpf_timer_start(&w->timer, o.arm_ns, 0);
+	(o.n > 1 ? &o.b : &o.a)->exact = exact;
+	send(&o);
+}
+
+static int vm_timer_cb(void *map, __u32 *key, struct watch *w)
+{
+	struct tick *t;
+	__u32 zero = 0;
+	__u64 t0 = bpf_ktime_get_ns();
+
+	t = bpf_map_lookup_elem(&vmact_watch_tick, &zero);
+	if (t)
+		tick_vm(*key, t->tick_ns, true);
+	__sync_fetch_and_add(&watch_ns, bpf_ktime_get_ns() - t0);
+	__sync_fetch_and_add(&watch_runs, 1);
+	return 0;
+}
+
+static long tick_one(__u64 i, void *ctx)
+{
+	tick_vm((__u32)i, *(__u64 *)ctx, false);
+	return 0;
+}
+
+static int tick_cb(void *map, __u32 *key, struct tick *t)
+{
+	__u64 t0 = bpf_ktime_get_ns(), tick_ns = t->tick_ns;
+
+	bpf_loop(t->nr_slots, tick_one, &tick_ns, 0);
+	bpf_timer_start(&t->timer, tick_ns, 0);
+	__sync_fetch_and_add(&watch_ns, bpf_ktime_get_ns() - t0);
+	__sync_fetch_and_add(&watch_runs, 1);
+	return 0;
+}
+
+/* Starts the tick (once; a second call changes its period and slots). */
+SEC("syscall")
+int vmact_watch_start(struct smp_watch_start *ctx)
+{
+	__u32 zero = 0;
+	struct tick *t = bpf_map_lookup_elem(&vmact_watch_tick, &zero);
+	long r;
+
+	if (!t || !ctx->tick_ns || ctx->nr_slots > 1024) {
+		ctx->rc = -EINVAL;
+		return 0;
+	}
+	t->tick_ns = ctx->tick_ns;
+	t->nr_slots = ctx->nr_slots;
+	if (!t->running) {
+		r = bpf_timer_init(&t->timer, &vmact_watch_tick, 1 /* CLOCK_MONOTONIC */);
+		if (r && r != -EBUSY) {
+			ctx->rc = (__s32)r;
+			return 0;
+		}
+		bpf_timer_set_callback(&t->timer, tick_cb);
+		r = bpf_timer_start(&t->timer, ctx->tick_ns, 0);
+		if (r) {
+			ctx->rc = (__s32)r;
+			return 0;
+		}
+		t->running = 1;
+	}
+	ctx->rc = 0;
+	return 0;
+}
+
+/* Watches a VM (on), changes what it is judged by, or stops (on 0). A new
+ * gen, or on after off, starts its windows afresh from now. */
+SEC("syscall")
+int vmact_watch_set(struct smp_watch_cfg *ctx)
+{
+	__u32 slot = ctx->slot;
+	struct smp_vgauge *g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
+	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
+	__u64 now, run_i, on_i;
+	__u32 nr_now;
+	long r;
+
+	if (!w || !g)
+		return -ENOENT;
+	r = bpf_timer_init(&w->timer, &vmact_watch, 1 /* CLOCK_MONOTONIC */);
+	if (r && r != -EBUSY)
+		return (int)r;
+	bpf_timer_set_callback(&w->timer, vm_timer_cb);
+	now = bpf_ktime_get_ns();
+	integrals(g, now, &run_i, &on_i, &nr_now);
+	bpf_spin_lock(&w->lock);
+	if (ctx->on && (!w->cfg.on || w->cfg.gen != ctx->gen)) {
+		w->win_start = w->slow_start = now;
+		w->win_run0 = w->slow_run0 = run_i;
+		w->win_on0 = w->slow_on0 = on_i;
+		w->hot = 0;
+		w->armed = 0;
+		w->run_ns = w->lead_ns = w->below_ns = 0;
+		w->seq = 0;
+	}
+	w->cfg = *ctx;
+	bpf_spin_unlock(&w->lock);
+	return 0;
+}
+
+/* vmactd's slow clock: the window since the VM last went out, for a cool
+ * VM (a hot one's come through the ring buffer). */
+SEC("syscall")
+int vmact_watch_close(struct smp_watch_close *ctx)
+{
+	__u32 slot = ctx->slot;
+	struct smp_vgauge *g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
+	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
+	struct smp_watch_win win = {};
+	__u64 now, run_i, on_i;
+	__u32 nr_now;
+
+	if (!w || !g) {
+		ctx->rc = -ENOENT;
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	integrals(g, now, &run_i, &on_i, &nr_now);
+	ctx->rc = 0;
+	ctx->hot = 0;
+	bpf_spin_lock(&w->lock);
+	if (!w->cfg.on || w->cfg.gen != ctx->gen) {
+		ctx->rc = -ENOENT;
+	} else if (w->hot) {
+		ctx->hot = 1;
+	} else {
+		fill(w, &win, SMP_WATCH_SLOW, w->slow_start, now, run_i - w->slow_run0,
+		     on_i - w->slow_on0, nr_now);
+		w->slow_start = w->win_start = now;
+		w->slow_run0 = w->win_run0 = run_i;
+		w->slow_on0 = w->win_on0 = on_i;
+	}
+	bpf_spin_unlock(&w->lock);
+	ctx->win = win;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
