@@ -444,8 +444,8 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 
 		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vgauge), &slot, &g,
 					BPF_ANY))
-			return vmact_err_set(err, errno, "BPF: clearing vmact_vgauge[%u]: %s",
-					     slot, strerror(errno));
+			return vmact_err_set(err, errno, "BPF: clearing vmact_vgauge[%u]: %s", slot,
+					     strerror(errno));
 	}
 	r = delete_task_entries(s, tgid, err);
 	if (r < 0)

@@ -190,8 +190,8 @@ struct smp_vgauge {
  * must stay the kernel's). */
 struct smp_watch_cfg {
 	__u32 slot;
-	__u32 on;             /* watched; 0 stops and forgets the VM's windows */
-	__u64 gen;            /* the registration: events carry it */
+	__u32 on;              /* watched; 0 stops and forgets the VM's windows */
+	__u64 gen;             /* the registration: events carry it */
 	__u32 allowance_milli; /* min(vCPUs, quota) */
 	__u32 target_permille; /* busy at target x allowance (policy.target) */
 	__u64 up_window_ns;    /* policy.up_window */
@@ -205,13 +205,13 @@ struct smp_watch_win {
 	__u32 slot;
 	__u32 kind; /* SMP_WATCH_* */
 	__u64 gen;
-	__u64 seq;  /* per VM, in the order the windows were closed */
-	__u64 at;   /* end (bpf_ktime_get_ns, CLOCK_MONOTONIC) */
+	__u64 seq; /* per VM, in the order the windows were closed */
+	__u64 at;  /* end (bpf_ktime_get_ns, CLOCK_MONOTONIC) */
 	__u64 len;
-	__u64 runnable_ns; /* vCPU threads: on a CPU or waiting for one */
-	__u64 delay_ns;    /* waiting */
+	__u64 runnable_ns;  /* vCPU threads: on a CPU or waiting for one */
+	__u64 delay_ns;     /* waiting */
 	__u32 runnable_now; /* vCPU threads runnable at `at` */
-	__u32 exact; /* closed by the VM's own timer, where its run met the up window */
+	__u32 exact;        /* closed by the VM's own timer, where its run met the up window */
 };
 
 enum {

@@ -198,11 +198,11 @@ enum smp_window_kind {
  * from the sampler. */
 struct smp_window {
 	enum smp_window_kind kind;
-	uint64_t seq;         /* the VM's windows in the order closed */
-	uint64_t at;          /* end, CLOCK_MONOTONIC ns */
-	uint64_t len;         /* ns */
-	uint64_t runnable_ns; /* vCPU threads on a CPU or waiting for one */
-	uint64_t delay_ns;    /* of which waiting */
+	uint64_t seq;          /* the VM's windows in the order closed */
+	uint64_t at;           /* end, CLOCK_MONOTONIC ns */
+	uint64_t len;          /* ns */
+	uint64_t runnable_ns;  /* vCPU threads on a CPU or waiting for one */
+	uint64_t delay_ns;     /* of which waiting */
 	unsigned runnable_now; /* vCPU threads runnable at `at` */
 	/* Closed the instant the busy run met the up window (not by the
 	 * tick): the window the policy can grow on. */

@@ -104,8 +104,7 @@ void smp_watch_free(struct smp_watch *w)
 	free(w);
 }
 
-int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg,
-		       struct vmact_err *err)
+int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg, struct vmact_err *err)
 {
 	struct smp_watch_cfg c = *cfg;
 	int r, ret = 0;

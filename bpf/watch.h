@@ -21,8 +21,7 @@ int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp
 		   struct vmact_err *err);
 void smp_watch_free(struct smp_watch *w);
 
-int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg,
-		       struct vmact_err *err);
+int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg, struct vmact_err *err);
 /* vmact_watch_close for slot under gen: the window since the VM last went
  * out into *out (hot: none, *hot true). */
 int smp_watch_close_slot(struct smp_watch *w, unsigned slot, uint64_t gen,

@@ -99,8 +99,8 @@ static void spawn_vm(struct vm *vm, int vcpus, bool io)
 	static void *args[MAX_VCPUS + 1][2];
 	int n = vcpus + (io ? 1 : 0);
 
-	vm->b = mmap(NULL, sizeof(*vm->b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		     -1, 0);
+	vm->b = mmap(NULL, sizeof(*vm->b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		     0);
 	assert_true(vm->b != MAP_FAILED);
 	memset((void *)vm->b, 0, sizeof(*vm->b));
 	vm->pid = fork();
