@@ -6,6 +6,7 @@
 #include "bpf/sampler.h"
 
 #include <errno.h>
+#include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +35,9 @@ struct smp_sampler {
 	sd_event_source *timer;
 	uint64_t polls;
 	uint64_t watch_gens; /* the last registration's watch_gen */
+	sd_event_source *watch_src; /* the watch's ring buffer, on the loop */
+	smp_window_fn *watch_cb;
+	void *watch_data;
 	struct vmact_err poll_err;
 };
 
@@ -122,6 +126,7 @@ void smp_close(struct smp_sampler *s)
 	if (!s)
 		return;
 	sd_event_source_disable_unref(s->timer);
+	sd_event_source_disable_unref(s->watch_src);
 	if (s->ops)
 		s->ops->close(s->be);
 	smp_slots_done(&s->reg);
@@ -455,10 +460,33 @@ static int on_poll_timer(sd_event_source *src, uint64_t usec, void *data)
 	return r;
 }
 
+static int on_watch_io(sd_event_source *src, int fd, uint32_t revents, void *data)
+{
+	struct smp_sampler *s = data;
+
+	if (s->watch_cb)
+		smp_watch_dispatch(s, s->watch_cb, s->watch_data);
+	else
+		smp_watch_dispatch(s, NULL, NULL);
+	return 0;
+}
+
+void smp_watch_handler(struct smp_sampler *s, smp_window_fn *cb, void *data)
+{
+	s->watch_cb = cb;
+	s->watch_data = data;
+}
+
 int smp_attach_event(struct smp_sampler *s, sd_event *e, struct vmact_err *err)
 {
-	int r;
+	int r, fd = smp_watch_fd(s);
 
+	if (fd >= 0 && !s->watch_src) {
+		r = sd_event_add_io(e, &s->watch_src, fd, EPOLLIN, on_watch_io, s);
+		if (r < 0)
+			return vmact_err_set(err, -r, "sampler: watching its ring buffer: %s",
+					     strerror(-r));
+	}
 	if (!s->ops->poll)
 		return 0;
 	if (s->timer)
@@ -497,7 +525,7 @@ const char *smp_watch_reason(const struct smp_sampler *s)
 }
 
 int smp_watch_vm(struct smp_sampler *s, const char *name, const struct smp_watch_params *p,
-		 struct vmact_err *err)
+		 void *owner, struct vmact_err *err)
 {
 	const char *why;
 	struct smp_watch *w = watch_of(s, &why);
@@ -522,6 +550,7 @@ int smp_watch_vm(struct smp_sampler *s, const char *name, const struct smp_watch
 	if (r < 0)
 		return vmact_err_prefix(err, "sampler: %s", name);
 	s->reg.e[slot].watched = true;
+	s->reg.e[slot].watch_owner = owner;
 	return 0;
 }
 
@@ -570,7 +599,7 @@ int smp_watch_fd(const struct smp_sampler *s)
 
 struct dispatch {
 	struct smp_sampler *s;
-	void (*cb)(const char *name, const struct smp_window *w, void *data);
+	smp_window_fn *cb;
 	void *data;
 	int n;
 };
@@ -588,14 +617,13 @@ static int dispatch_one(const struct smp_watch_win *win, void *data)
 	if (!e->used || !e->watched || e->watch_gen != win->gen)
 		return 0;
 	window_from(&out, win);
-	d->cb(e->name, &out, d->data);
+	if (d->cb)
+		d->cb(e->watch_owner, e->name, &out, d->data);
 	d->n++;
 	return 0;
 }
 
-int smp_watch_dispatch(struct smp_sampler *s,
-		       void (*cb)(const char *name, const struct smp_window *w, void *data),
-		       void *data)
+int smp_watch_dispatch(struct smp_sampler *s, smp_window_fn *cb, void *data)
 {
 	const char *why;
 	struct smp_watch *w = watch_of(s, &why);
@@ -616,5 +644,25 @@ int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, ui
 	if (!w)
 		return -EOPNOTSUPP;
 	smp_watch_kernel_cost(w, ns, runs, lost);
+	return 0;
+}
+
+int smp_read_throttled(struct smp_sampler *s, const char *name, uint64_t *throttled_ns,
+		       struct vmact_err *err)
+{
+	int slot = smp_find(s, name);
+	struct smp_entry *e;
+	struct vmact_cpustat cs;
+	int r;
+
+	if (slot < 0)
+		return vmact_err_set(err, ENOENT, "sampler: %s: not registered", name);
+	e = &s->reg.e[slot];
+	if (!e->cgroup)
+		return vmact_err_set(err, ENOENT, "sampler: %s: no cgroup", name);
+	r = vmact_cpustat_read_cached(e->cgroup, &e->cs_fd, &cs, err);
+	if (r < 0)
+		return r;
+	*throttled_ns = cs.throttled_ns;
 	return 0;
 }

@@ -162,7 +162,8 @@ int smp_poll(struct smp_sampler *s, struct vmact_err *err);
 unsigned smp_poll_ms(const struct smp_sampler *s);
 
 /* Runs smp_poll() every poll_ms on the daemon's sd-event loop (taskstats
- * backend; a no-op with BPF, which needs no polling). A failed poll does not
+ * backend; BPF needs no polling), and puts the watch's ring buffer on it
+ * (smp_watch_handler()). A failed poll does not
  * stop the timer: its message is kept for smp_poll_error(). The timer goes
  * away with smp_close(). */
 typedef struct sd_event sd_event;
@@ -213,9 +214,10 @@ struct smp_window {
  * refusal, the taskstats backend): the caller polls then. */
 const char *smp_watch_reason(const struct smp_sampler *s);
 /* Watches a registered VM by p, or changes p; from the first call its
- * windows start. -EOPNOTSUPP without the watch. */
+ * windows start, handed over with owner (the caller's pointer for the VM,
+ * valid until it unregisters the VM). -EOPNOTSUPP without the watch. */
 int smp_watch_vm(struct smp_sampler *s, const char *name, const struct smp_watch_params *p,
-		 struct vmact_err *err);
+		 void *owner, struct vmact_err *err);
 /* A cool VM's window since its last one; *hot true instead when the VM is
  * hot (its windows come through smp_watch_fd()). */
 int smp_watch_read(struct smp_sampler *s, const char *name, struct smp_window *out, bool *hot,
@@ -224,9 +226,17 @@ int smp_watch_read(struct smp_sampler *s, const char *name, struct smp_window *o
  * watch; smp_watch_dispatch() hands each window to cb with its VM's name,
  * in the order they were closed for each VM. The number dispatched. */
 int smp_watch_fd(const struct smp_sampler *s);
-int smp_watch_dispatch(struct smp_sampler *s,
-		       void (*cb)(const char *name, const struct smp_window *w, void *data),
-		       void *data);
+typedef void smp_window_fn(void *owner, const char *name, const struct smp_window *w,
+			   void *data);
+int smp_watch_dispatch(struct smp_sampler *s, smp_window_fn *cb, void *data);
+/* Who gets the windows once smp_attach_event() has put the watch's fd on
+ * the loop (cb NULL: they are dropped). */
+void smp_watch_handler(struct smp_sampler *s, smp_window_fn *cb, void *data);
 /* What the kernel's side of the watch has cost since it was loaded: run
  * time of its timers in ns, their runs, windows lost to a full ring. */
 int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, uint64_t *lost);
+/* The VM's cgroup's throttled time so far (cpu.stat, cumulative ns): what
+ * a window of the watch adds to its vCPU figures. -ENOENT without a cgroup
+ * given at registration. */
+int smp_read_throttled(struct smp_sampler *s, const char *name, uint64_t *throttled_ns,
+		       struct vmact_err *err);

@@ -28,6 +28,7 @@ struct smp_entry {
 	 * whether it is watched. */
 	uint64_t watch_gen;
 	bool watched;
+	void *watch_owner;
 	VMACT_LIST_FIELDS(struct smp_entry, free);
 	int next; /* next used slot in its name bucket, or -1 */
 };

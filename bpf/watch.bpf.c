@@ -291,7 +291,7 @@ int vmact_watch_start(struct smp_watch_start *ctx)
 	struct tick *t = bpf_map_lookup_elem(&vmact_watch_tick, &zero);
 	long r;
 
-	if (!t || !ctx->tick_ns || ctx->nr_slots > 1024) {
+	if (!t || !ctx->tick_ns || ctx->nr_slots > 65536) {
 		ctx->rc = -EINVAL;
 		return 0;
 	}

@@ -47,10 +47,6 @@ int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp
 	struct smp_watch *w;
 	int r;
 
-	if (max_vms > 1024)
-		return vmact_err_set(err, EOPNOTSUPP,
-				     "the watch covers at most 1024 VMs (sampler.max_vms is %u)",
-				     max_vms);
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return vmact_err_set(err, ENOMEM, "out of memory");

@@ -67,6 +67,7 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->cpu_policy = ACT_CPU_POLICY_REACTIVE;
 	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
 	cfg->policy_tick_ms = 50;
+	cfg->policy_events = true;
 	cfg->guest_worker_user = strdup("vmact");
 	cfg->guest_worker_program = strdup("");
 	ag_scaling_config_defaults(&cfg->scaling);
@@ -176,6 +177,7 @@ static const struct key policy_keys[] = {
 	{ "cpu", K_ENUM, OFF(cpu_policy), 0, 0, cpu_policies, NULL },
 	{ "cpu_shrink", K_ENUM, OFF(cpu_shrink), 0, 0, cpu_shrinks, NULL },
 	{ "tick_ms", K_UINT, OFF(policy_tick_ms), 50, 10000, NULL, NULL },
+	{ "events", K_BOOL, OFF(policy_events), 0, 0, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 static const struct key metrics_keys[] = {

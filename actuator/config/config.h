@@ -89,6 +89,11 @@ struct act_config {
 	enum act_cpu_policy_mode cpu_policy;
 	enum act_cpu_shrink_mode cpu_shrink;
 	unsigned policy_tick_ms; /* the reactive policy's readout period */
+	/* The reactive policy's windows closed in the kernel (the sampler's
+	 * watch, doc/policy.md "Saturation found in the kernel"): vmactd
+	 * reads an idle VM on its slow clock only. false, or where the watch
+	 * does not load: every VM read every tick. */
+	bool policy_events;
 
 	/* The guest workers (doc/privsep.md): each VM's vm-monitor or
 	 * informant, and its exporters, are spoken to by an unprivileged,

@@ -16,6 +16,7 @@
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "bpf/sampler.h"
 #include "guestd/approver.h"
 #include "hotplug/hotplug.h"
 #include "shared/hook-msg.h"
@@ -61,6 +62,13 @@ static struct entry *find(struct act_registry *reg, const char *uuid)
 		if (strcmp(e->uuid, uuid) == 0)
 			return e;
 	return NULL;
+}
+
+/* The runner is the VM's owner in the sampler, registered by it until it
+ * is freed. */
+static void on_window(void *owner, const char *uuid, const struct smp_window *w, void *ud)
+{
+	act_runner_on_window(owner, w);
 }
 
 static struct act_runner *find_runner(void *ud, const char *uuid)
@@ -456,6 +464,10 @@ int act_registry_new(const struct act_registry_opts *o, struct act_registry **ou
 		return r;
 	}
 	reg->env.hp = reg->hp;
+	/* The windows of busy VMs, as the kernel closes them (bpf/sampler.h,
+	 * "The watch"). */
+	if (o->sampler)
+		smp_watch_handler(o->sampler, on_window, reg);
 	*out = reg;
 	return 0;
 }

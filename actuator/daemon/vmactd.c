@@ -152,6 +152,7 @@ static struct smp_sampler *open_sampler(const struct act_config *cfg, sd_event *
 		.poll_ms = cfg->taskstats_interval_ms,
 		.max_vms = cfg->sampler_max_vms,
 		.max_threads = cfg->sampler_max_threads,
+		.watch_tick_ms = cfg->policy_events ? cfg->policy_tick_ms : 0,
 	};
 	struct vmact_err err = { 0 };
 	struct smp_sampler *s = NULL;
@@ -170,6 +171,17 @@ static struct smp_sampler *open_sampler(const struct act_config *cfg, sd_event *
 		log_warning("sampler: using taskstats: %s", smp_fallback_reason(s));
 	else
 		log_info("sampler: BPF, maps pinned under %s", smp_pin_root(s));
+	/* doc/policy.md, "Saturation found in the kernel". */
+	if (!smp_watch_reason(s))
+		log_info("sampler: saturation watched in the kernel (every %u ms); idle VMs are "
+			 "read every %u ms",
+			 cfg->policy_tick_ms, cfg->sampler_interval_ms);
+	else if (cfg->policy_events)
+		log_warning("sampler: no watch in the kernel (%s): every VM is read every %u ms",
+			    smp_watch_reason(s), cfg->policy_tick_ms);
+	else
+		log_info("sampler: policy.events is off: every VM is read every %u ms",
+			 cfg->policy_tick_ms);
 	return s;
 }
 

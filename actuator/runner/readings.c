@@ -54,9 +54,12 @@ static bool reactive(const struct act_runner *r)
 	return act_runner_cpu_policy(r) == ACT_CPU_POLICY_REACTIVE;
 }
 
+/* With the watch the kernel closes a busy VM's windows (below), and the
+ * readings' own clock is the slow one: the metrics interval. */
 static uint64_t tick_usec(const struct act_runner *r)
 {
-	return reactive(r) ? r->env->policy_tick_usec : r->env->metrics_interval_usec;
+	return reactive(r) && !r->rd.watching ? r->env->policy_tick_usec
+					      : r->env->metrics_interval_usec;
 }
 
 /* The next tick after `usec` on a grid of `every` shared by all VMs: their
@@ -66,6 +69,17 @@ static uint64_t tick_usec(const struct act_runner *r)
 static uint64_t next_tick(uint64_t usec, uint64_t every)
 {
 	return (usec / every + 1) * every;
+}
+
+/* The vCPUs plugged, not only the threads the sampler has seen (seen): a
+ * vCPU just plugged has its thread counted only once it has run, and until
+ * then the allowance read one vCPU short — the size before the growth,
+ * which the policy took for a goal to shrink to. */
+static unsigned plugged_vcpus(const struct act_runner *r, unsigned seen)
+{
+	if (r->rs.have_state && hp_state_vcpus(&r->rs.state) > seen)
+		return hp_state_vcpus(&r->rs.state);
+	return seen;
 }
 
 /* The vCPU threads' totals now (read with the VM's reading, see
@@ -86,13 +100,7 @@ static void feed_vcpus(struct act_runner *r, const struct smp_reading *rd,
 	}
 	runnable = v->runnable_ns;
 	delay = v->delay_ns;
-	/* The vCPUs plugged, not only the threads the sampler has seen: a
-	 * vCPU just plugged has its thread counted only once it has run, and
-	 * until then the allowance read one vCPU short — the size before the
-	 * growth, which the policy took for a goal to shrink to. */
-	plugged = v->vcpus;
-	if (r->rs.have_state && hp_state_vcpus(&r->rs.state) > plugged)
-		plugged = hp_state_vcpus(&r->rs.state);
+	plugged = plugged_vcpus(r, v->vcpus);
 	if (r->rd.have_vcpu_totals && runnable >= r->rd.vcpu_runnable_ns &&
 	    delay >= r->rd.vcpu_delay_ns && v->vcpus) {
 		struct act_cpu_window w = {
@@ -245,6 +253,135 @@ static void feed_system(struct act_runner *r, const struct smp_reading *rd)
 		  m.memory_absent ? "unknown" : "known", r->rd.has_guest ? "guest" : "host");
 }
 
+/* ---- the watch: the policy's windows closed in the kernel ----
+ *
+ * With the sampler's watch (bpf/sampler.h, "The watch"; doc/policy.md,
+ * "Saturation found in the kernel"), the kernel closes the windows of a
+ * busy VM and sends them the moment they close; vmactd reads an idle VM's
+ * window only on its slow clock (the metrics interval). The windows are
+ * the same figures the poll takes every policy tick (the vCPU threads'
+ * runnable and waiting time), so the policy's classes, holds and windows
+ * mean what they meant. */
+
+/* Below the busy mark this long, a VM's windows stop coming: the busy
+ * run's end, its down hold and its slow average need no tick's precision
+ * (doc/policy.md). */
+#define WATCH_COOL_NS (1000ULL * 1000000ULL)
+
+static uint32_t allowance_milli(const struct act_runner *r)
+{
+	uint32_t vcpu_milli = plugged_vcpus(r, 0) * 1000u;
+
+	if (!vcpu_milli)
+		vcpu_milli = 1000u;
+	return r->quota_milli && r->quota_milli < vcpu_milli ? r->quota_milli : vcpu_milli;
+}
+
+/* Tells the kernel what the VM's windows are judged by, when it changed
+ * (a resize, a reload's target). */
+void act_runner_watch_update(struct act_runner *r)
+{
+	struct smp_watch_params p = {
+		.allowance_milli = allowance_milli(r),
+		.target_permille = (uint32_t)llround(r->st.config.load_average_fraction_target *
+						     1000.0),
+		.up_window_ns = (uint64_t)r->rd.cpu_policy.up_window,
+		.cool_ns = WATCH_COOL_NS,
+	};
+	struct vmact_err err = { 0 };
+
+	if (!r->rd.watching || (p.allowance_milli == r->rd.watch_params.allowance_milli &&
+				p.target_permille == r->rd.watch_params.target_permille))
+		return;
+	if (smp_watch_vm(r->env->sampler, r->uuid, &p, r, &err) < 0) {
+		/* The windows stop; the poll takes over. */
+		log_warning("%s: %s; the VM is read every policy tick", r->name, err.msg);
+		r->rd.watching = false;
+		return;
+	}
+	r->rd.watch_params = p;
+}
+
+static void watch_start(struct act_runner *r)
+{
+	struct vmact_err err = { 0 };
+	uint64_t t;
+
+	if (!r->env->cfg->policy_events || !r->rd.sampler_registered ||
+	    smp_watch_reason(r->env->sampler))
+		return;
+	r->rd.watching = true;
+	memset(&r->rd.watch_params, 0, sizeof(r->rd.watch_params));
+	act_runner_watch_update(r);
+	if (r->rd.watching && smp_read_throttled(r->env->sampler, r->uuid, &t, &err) == 0) {
+		r->rd.throttled_ns = t;
+		r->rd.have_throttled = true;
+	}
+}
+
+/* The cgroup's throttled time since the last window. */
+static uint64_t throttled_delta(struct act_runner *r)
+{
+	struct vmact_err err = { 0 };
+	uint64_t t, d = 0;
+
+	if (smp_read_throttled(r->env->sampler, r->uuid, &t, &err) < 0)
+		return 0;
+	if (r->rd.have_throttled && t >= r->rd.throttled_ns)
+		d = t - r->rd.throttled_ns;
+	r->rd.throttled_ns = t;
+	r->rd.have_throttled = true;
+	return d;
+}
+
+static void feed_window(struct act_runner *r, const struct smp_window *sw)
+{
+	struct act_cpu_window w = {
+		.at = (int64_t)sw->at,
+		.len = (int64_t)sw->len,
+		.vcpus = plugged_vcpus(r, 0) ? plugged_vcpus(r, 0) : 1,
+		.quota_milli = r->quota_milli,
+		.vcpu_runnable_ns = sw->runnable_ns,
+		.vcpu_delay_ns = sw->delay_ns,
+		.throttled_ns = throttled_delta(r),
+		.ended = sw->runnable_now == 0,
+	};
+
+	act_cpu_demand_feed(&r->rd.demand, &r->rd.cpu_policy, &w);
+}
+
+/* The slow clock: a cool VM's window since its last one; true when the
+ * CPU goal changed. */
+static bool watch_slow(struct act_runner *r)
+{
+	struct smp_window w;
+	struct vmact_err err = { 0 };
+	bool hot;
+
+	act_runner_watch_update(r);
+	if (smp_watch_read(r->env->sampler, r->uuid, &w, &hot, &err) < 0) {
+		if (!r->rd.load_error_logged)
+			log_warning("%s: cannot read the VM's window: %s", r->name, err.msg);
+		r->rd.load_error_logged = true;
+		return false;
+	}
+	if (hot)
+		return false;
+	feed_window(r, &w);
+	return decide_cpu(r);
+}
+
+void act_runner_on_window(struct act_runner *r, const struct smp_window *w)
+{
+	if (!r->rd.watching || !reactive(r))
+		return;
+	act_runner_watch_update(r);
+	hold_cpu_goal(r);
+	feed_window(r, w);
+	if (decide_cpu(r))
+		r->core->changed(r);
+}
+
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 {
 	struct act_runner *r = ud;
@@ -260,9 +397,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 	/* The reactive policy takes the vCPU totals with each reading: one
 	 * syscall per VM and tick where the kernel allows. */
 	if (r->rd.sampler_registered)
-		rc = reactive(r) ? smp_read_with_vcpus(r->env->sampler, r->uuid, &rd, &v, &vrc,
-						       &verr, &err)
-				 : smp_read(r->env->sampler, r->uuid, &rd, &err);
+		rc = reactive(r) && !r->rd.watching
+			     ? smp_read_with_vcpus(r->env->sampler, r->uuid, &rd, &v, &vrc, &verr,
+						   &err)
+			     : smp_read(r->env->sampler, r->uuid, &rd, &err);
 	if (rc < 0) {
 		if (!r->rd.load_error_logged && r->rd.sampler_registered)
 			log_warning("%s: cannot read the VM's load: %s", r->name, err.msg);
@@ -279,7 +417,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
 			r->name, (unsigned long long)rd.untracked);
 		r->rd.untracked_logged = true;
 	}
-	if (reactive(r)) {
+	if (reactive(r) && r->rd.watching) {
+		hold_cpu_goal(r);
+		changed = watch_slow(r);
+	} else if (reactive(r)) {
 		hold_cpu_goal(r);
 		feed_vcpus(r, &rd, &v, vrc, &verr);
 		changed = decide_cpu(r);
@@ -483,6 +624,7 @@ int act_runner_readings_start(struct act_runner *r, struct vmact_err *err)
 	act_cpu_policy_defaults(&r->rd.cpu_policy);
 	act_cpu_demand_init(&r->rd.demand);
 	hold_cpu_goal(r);
+	watch_start(r);
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 		rnd = (uint32_t)time(NULL);
 	ret = guest_start(r, &r->rd.guest_sys, r->meta.metrics, rnd % (FIRST_JITTER_USEC + 1),

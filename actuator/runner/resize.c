@@ -88,6 +88,7 @@ static void hp_finish(struct act_runner *r)
 	if (!r->rs.api) {
 		r->rs.busy = false;
 		act_cpu_demand_resized(&r->rd.demand);
+		act_runner_watch_update(r);
 	}
 	{
 		struct timespec ts;

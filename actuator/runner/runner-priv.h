@@ -31,6 +31,7 @@
 #include "actuator/policy/cpu-demand.h"
 #include "actuator/policy/mem-demand.h"
 #include "actuator/runner/runner.h"
+#include "bpf/sampler.h"
 #include "guestd/approver.h"
 #include "hotplug/domain.h"
 
@@ -115,6 +116,13 @@ struct act_runner_readings {
 	struct act_cpu_demand demand;
 	bool have_vcpu_totals;
 	uint64_t vcpu_runnable_ns, vcpu_delay_ns;
+	/* The sampler's watch closes the VM's windows (readings.c): what
+	 * it judges them by, and the cgroup's throttled time at the last
+	 * window. */
+	bool watching;
+	struct smp_watch_params watch_params;
+	bool have_throttled;
+	uint64_t throttled_ns;
 	enum act_cpu_class last_cls;
 	uint64_t ticks; /* memory is read every metrics interval */
 	/* The guest's own figures (<vmact:metrics>): the system exporter's
@@ -320,6 +328,8 @@ void act_runner_export_failure(struct act_runner *r, enum act_metric_failure kin
 /* readings.c */
 int act_runner_readings_start(struct act_runner *r, struct vmact_err *err);
 void act_runner_readings_free(struct act_runner *r);
+/* The VM's size changed: the watch judges its windows by the new one. */
+void act_runner_watch_update(struct act_runner *r);
 
 /* memory.c: start: the policy for the VM's compute unit and, for a VM
  * without an approver, its readings every second (reported through

@@ -89,6 +89,13 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
  * DELETE /unregister is answered. */
 void act_runner_free(struct act_runner *r);
 
+/* A window of the VM's vCPU threads from the sampler's watch
+ * (bpf/sampler.h): fed to the reactive policy, which decides at once.
+ * The registry hands each window to the runner its name (the VM's uuid)
+ * belongs to. */
+struct smp_window;
+void act_runner_on_window(struct act_runner *r, const struct smp_window *w);
+
 /* Autoscaling was turned off for the VM: removes vmactd's CPU quota so the
  * VM runs as its definition says (its vCPUs and memory stay as they are).
  * Not done on daemon shutdown or restart: the next vmactd reads the quota

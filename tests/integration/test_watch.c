@@ -179,11 +179,11 @@ static void watch(struct fixture *f, const char *name, struct vm *vm, uint32_t a
 
 	if (smp_register(f->s, name, vm->pid, NULL, &err) < 0)
 		fail_msg("smp_register: %s", err.msg);
-	if (smp_watch_vm(f->s, name, &p, &err) < 0)
+	if (smp_watch_vm(f->s, name, &p, vm, &err) < 0)
 		fail_msg("smp_watch_vm: %s", err.msg);
 }
 
-static void collect(const char *name, const struct smp_window *w, void *data)
+static void collect(void *owner, const char *name, const struct smp_window *w, void *data)
 {
 	struct fixture *f = data;
 
@@ -191,6 +191,7 @@ static void collect(const char *name, const struct smp_window *w, void *data)
 		fail_msg("more than %d windows", MAX_WINS);
 	snprintf(f->recs[f->n].name, sizeof(f->recs[f->n].name), "%s", name);
 	f->recs[f->n].w = *w;
+	assert_non_null(owner);
 	f->n++;
 }
 
@@ -388,7 +389,7 @@ static void test_fallback_reason(void **state)
 	assert_int_equal(smp_watch_fd(s), -1);
 	spawn_vm(&f->vms[0], 1, false);
 	assert_true(smp_register(s, "x", f->vms[0].pid, NULL, &err) >= 0);
-	assert_int_equal(smp_watch_vm(s, "x", &p, &err), -EOPNOTSUPP);
+	assert_int_equal(smp_watch_vm(s, "x", &p, NULL, &err), -EOPNOTSUPP);
 	printf("# without the watch: %s\n", err.msg);
 	smp_close(s);
 	/* taskstats */
