@@ -25,12 +25,15 @@
  *    one-call readout program (readvm.bpf.c, the default where the kernel
  *    loads it) and, as the baseline, the task iterators (config
  *    no_read_prog: a map lookup and two iterator passes per VM and tick).
- * Sections: `sampler-bench [SECONDS [events|readout|policy]...]`, all by
+ * 4. The watch (policy.events) against the 50 ms poll, 1000 VMs idle and
+ *    with a tenth of them busy, and the decision's delay (watch_section).
+ * Sections: `sampler-bench [SECONDS [events|readout|policy|watch]...]`, all by
  * default. With the events section the last line is `ratio: X` = vmact
  * ns/event / runqlat ns/event. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -38,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -481,6 +485,273 @@ static void policy_rate(const unsigned *sizes, size_t nsizes)
 	}
 }
 
+/* ---- section 4: the watch (policy.events) against the poll ----
+ *
+ * 1000 registered "VMs" as in section 3, as vmactd's runners read them
+ * with the defaults: with the watch, each VM's reading (smp_read, for its
+ * load averages) and, unless it is hot, its window (smp_watch_read) every
+ * metrics interval (5 s), and the windows of hot VMs as the ring buffer
+ * brings them; the baseline in the same run, the poll: every VM read every
+ * policy tick (50 ms) with its vCPU totals (smp_read_with_vcpus). Each VM's
+ * vCPUs are allowed 2 CPUs at the policy's target 0.9. Idle: the VMs of
+ * section 3. Busy 10 %: a tenth of them run their two vCPUs flat out for
+ * 1 s in every 3 s (phases spread), so that they go hot, are decided on
+ * and go cool again, 33 times a second over the host. The cost is the
+ * reading thread's CPU time (syscalls and the BPF programs they run
+ * included) and, for the watch, the run time of its kernel timers, in % of
+ * one core; and the decision's delay: from the instant a busy run covered
+ * the up window (the end of the window the VM's timer closed there) to the
+ * reader's handling of it. */
+#define WATCH_TICK_MS    50
+#define WATCH_SLOW_MS    5000
+#define WATCH_BUSY_ON_MS 1000
+#define WATCH_BUSY_OF_MS 2000
+#define WATCH_MAX_DELAYS 100000
+
+static volatile int *busy_flags; /* shared with the VMs: 1 = spin now */
+
+static void *cycling_vcpu(void *arg)
+{
+	int k = (int)(intptr_t)arg;
+	struct timespec nap = { 0, SLEEP_MS * 1000000L };
+	char name[16];
+
+	snprintf(name, sizeof(name), "CPU %d/TCG", k & 1);
+	prctl(PR_SET_NAME, name);
+	for (;;) {
+		if (busy_flags[k >> 1])
+			spin_us(1000);
+		else {
+			spin_us(SPIN_US);
+			nanosleep(&nap, NULL);
+		}
+	}
+	return NULL;
+}
+
+/* A VM of section 3 whose vCPUs spin while busy_flags[i] is set. */
+static pid_t spawn_cycling_vm(unsigned i)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		pthread_attr_t a;
+		pthread_t t;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "qemu-bench");
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		for (int v = 0; v < VM_VCPUS; v++)
+			if (pthread_create(&t, &a, cycling_vcpu, (void *)(intptr_t)(i * 2 + v)))
+				_exit(1);
+		if (pthread_create(&t, &a, io_thread, NULL))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+struct watch_run {
+	unsigned n;
+	bool busy;
+	double *delays_ms;
+	unsigned ndelays, windows, hot_now;
+	bool *hot;
+};
+
+static void on_watch_window(void *owner, const char *name, const struct smp_window *w,
+			    void *data)
+{
+	struct watch_run *wr = data;
+	unsigned i = (unsigned)(uintptr_t)owner;
+
+	wr->windows++;
+	if (w->kind == SMP_WINDOW_BEFORE || w->kind == SMP_WINDOW_HOT)
+		wr->hot[i] = true;
+	if (w->kind == SMP_WINDOW_COOL)
+		wr->hot[i] = false;
+	if (w->exact && wr->ndelays < WATCH_MAX_DELAYS)
+		wr->delays_ms[wr->ndelays++] = (mono_s() - (double)w->at / 1e9) * 1e3;
+}
+
+/* Flips the busy tenth's flags by the clock: on for 1 s in every 3 s. */
+static void drive_busy(unsigned n, double t0)
+{
+	double now = mono_s() - t0;
+
+	for (unsigned i = 0; i < n; i += 10) {
+		double phase = (double)(i / 10) * 3.0 / ((n + 9) / 10);
+		double at = now + phase;
+		double in = at - 3.0 * (double)(long)(at / 3.0);
+
+		busy_flags[i] = in < WATCH_BUSY_ON_MS / 1000.0;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct smp_sampler *watch_sampler(const pid_t *kids, unsigned n, bool watch)
+{
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF,
+				  .watch_tick_ms = watch ? WATCH_TICK_MS : 0 };
+	struct smp_watch_params p = { .allowance_milli = VM_VCPUS * 1000,
+				      .target_permille = 900,
+				      .up_window_ns = 200 * 1000000ULL,
+				      .cool_ns = 1000 * 1000000ULL };
+	struct vmact_err err = { 0 };
+	struct smp_sampler *s = NULL;
+	char root[64];
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
+	cfg.pin_root = root;
+	if (smp_open(&cfg, &s, &err) < 0)
+		die("smp_open: %s", err.msg);
+	if (watch && smp_watch_reason(s))
+		die("the watch did not load: %s", smp_watch_reason(s));
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "busy-vm-%u", i);
+		if (smp_register(s, name, kids[i], NULL, &err) < 0)
+			die("smp_register: %s", err.msg);
+		if (watch && smp_watch_vm(s, name, &p, (void *)(uintptr_t)i, &err) < 0)
+			die("smp_watch_vm: %s", err.msg);
+	}
+	return s;
+}
+
+/* One figure: the reader's CPU in % of a core over window_s (at least two
+ * slow rounds), the watch's kernel time in *kernel_pct. */
+static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch,
+			 double *kernel_pct)
+{
+	struct smp_sampler *s = watch_sampler(kids, wr->n, watch);
+	double span = window_s < 10 ? 10 : window_s;
+	double t0 = mono_s(), c0, c1, next_slow, next_tick, end;
+	uint64_t k0 = 0, k1 = 0, runs, lost;
+	struct vmact_err err = { 0 };
+	struct pollfd pfd = { .fd = smp_watch_fd(s), .events = POLLIN };
+
+	memset(wr->hot, 0, wr->n * sizeof(*wr->hot));
+	wr->ndelays = wr->windows = 0;
+	if (watch)
+		smp_watch_cost(s, &k0, &runs, &lost);
+	c0 = thread_cpu_s();
+	next_slow = next_tick = mono_s();
+	end = next_slow + span;
+	while (mono_s() < end) {
+		double now = mono_s(), wake;
+
+		if (wr->busy)
+			drive_busy(wr->n, t0);
+		if (!watch && now >= next_tick) {
+			for (unsigned i = 0; i < wr->n; i++) {
+				char name[32];
+
+				snprintf(name, sizeof(name), "busy-vm-%u", i);
+				tick_vm(s, name);
+			}
+			next_tick += WATCH_TICK_MS / 1000.0;
+		}
+		if (watch && now >= next_slow) {
+			for (unsigned i = 0; i < wr->n; i++) {
+				struct smp_reading r;
+				struct smp_window w;
+				char name[32];
+				bool hot;
+
+				snprintf(name, sizeof(name), "busy-vm-%u", i);
+				if (smp_read(s, name, &r, &err) < 0 ||
+				    smp_watch_read(s, name, &w, &hot, &err) < 0)
+					die("%s: %s", name, err.msg);
+			}
+			next_slow += WATCH_SLOW_MS / 1000.0;
+		}
+		wake = watch ? next_slow : next_tick;
+		if (wr->busy && wake > mono_s() + 0.05)
+			wake = mono_s() + 0.05; /* drive_busy's resolution */
+		now = mono_s();
+		if (watch) {
+			int ms = wake > now ? (int)((wake - now) * 1e3) + 1 : 0;
+
+			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+				die("poll: %s", strerror(errno));
+			smp_watch_dispatch(s, on_watch_window, wr);
+		} else if (wake > now) {
+			usleep((useconds_t)((wake - now) * 1e6));
+		}
+	}
+	c1 = thread_cpu_s();
+	if (watch) {
+		smp_watch_cost(s, &k1, &runs, &lost);
+		if (lost)
+			die("the ring buffer lost %" PRIu64 " windows", lost);
+	}
+	*kernel_pct = (double)(k1 - k0) / 1e9 / span * 100.0;
+	smp_close(s);
+	for (unsigned i = 0; i < wr->n; i++)
+		busy_flags[i] = 0;
+	return (c1 - c0) / span * 100.0;
+}
+
+static void watch_section(void)
+{
+	static pid_t kids[1000];
+	const unsigned n = 1000;
+	struct watch_run wr = { .n = n };
+	double idle_w, idle_k, idle_p, busy_w, busy_k, busy_p, ign;
+
+	busy_flags = mmap(NULL, n * sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+	wr.delays_ms = calloc(WATCH_MAX_DELAYS, sizeof(double));
+	wr.hot = calloc(n, sizeof(bool));
+	if (busy_flags == MAP_FAILED || !wr.delays_ms || !wr.hot)
+		die("out of memory");
+	for (unsigned i = 0; i < n; i++)
+		kids[i] = spawn_cycling_vm(i);
+	usleep(500000); /* the threads name themselves */
+	printf("watch: %u VMs of 2 vCPUs (allowance 2 CPUs, target 0.9), at least %d s per "
+	       "figure; reader's CPU and the watch's kernel timers, %% of one core\n",
+	       n, window_s < 10 ? 10 : window_s);
+	idle_w = watch_cost(&wr, kids, true, &idle_k);
+	idle_p = watch_cost(&wr, kids, false, &ign);
+	printf("watch idle     %4u VMs: watch %6.3f %% (reader) + %6.3f %% (kernel) = %6.3f %%; "
+	       "poll every %d ms (baseline) %6.2f %%; windows sent %u; ratio: %.3f\n",
+	       n, idle_w, idle_k, idle_w + idle_k, WATCH_TICK_MS, idle_p, wr.windows,
+	       (idle_w + idle_k) / idle_p);
+	wr.busy = true;
+	busy_w = watch_cost(&wr, kids, true, &busy_k);
+	busy_p = watch_cost(&wr, kids, false, &ign);
+	printf("watch busy 10%% %4u VMs: watch %6.3f %% (reader) + %6.3f %% (kernel) = %6.3f %%; "
+	       "poll every %d ms (baseline) %6.2f %%; windows sent %u; ratio: %.3f\n",
+	       n, busy_w, busy_k, busy_w + busy_k, WATCH_TICK_MS, busy_p, wr.windows,
+	       (busy_w + busy_k) / busy_p);
+	if (wr.ndelays) {
+		qsort(wr.delays_ms, wr.ndelays, sizeof(double), cmp_double);
+		printf("watch decision after the up window was covered: %u decisions, p50 %.3f ms, "
+		       "p99 %.3f ms, max %.3f ms\n",
+		       wr.ndelays, wr.delays_ms[wr.ndelays / 2],
+		       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1]);
+	} else {
+		printf("watch decision: no busy run reached the up window inside a tick\n");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	free(wr.delays_ms);
+	free(wr.hot);
+}
+
 static bool want(int argc, char **argv, const char *section)
 {
 	if (argc <= 2)
@@ -613,6 +884,8 @@ int main(int argc, char **argv)
 	}
 	if (want(argc, argv, "policy"))
 		policy_rate(sizes, ARRAY_SIZE(sizes));
+	if (want(argc, argv, "watch"))
+		watch_section();
 	if (want(argc, argv, "events"))
 		printf("ratio: %.3f\n", ratio);
 	return 0;
