@@ -93,6 +93,14 @@ json_t *act_json_hook(const struct act_hook_status *h)
 			 "restart_libvirtd", unhooked && h->installed);
 }
 
+json_t *act_json_detection(const struct act_detection *d)
+{
+	return json_pack("{s:s,s:s,s:i,s:i,s:s?}", "sampler", d->sampler, "mode",
+			 d->kernel ? "kernel" : "poll", "tick_ms", (int)d->tick_ms, "idle_read_ms",
+			 (int)(d->kernel ? d->slow_ms : d->tick_ms), "reason",
+			 d->kernel ? NULL : d->reason);
+}
+
 json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s}", "name", v->name, "uuid", v->uuid, "state",

@@ -44,6 +44,18 @@ struct act_hook_status {
  * since. */
 json_t *act_json_hook(const struct act_hook_status *h);
 
+/* How vmactd finds a VM's load (GET /v1/vms "detection", vmactl status):
+ * in the kernel (the sampler's watch: doc/policy.md, "Saturation found in
+ * the kernel"), or by reading every VM every tick, and why. */
+struct act_detection {
+	const char *sampler; /* "bpf", "taskstats" or "none" */
+	bool kernel;         /* the watch judges the windows */
+	unsigned tick_ms;    /* policy.tick_ms */
+	unsigned slow_ms;    /* an idle VM's reading, with the watch */
+	char reason[256];    /* why the poll, when it is */
+};
+json_t *act_json_detection(const struct act_detection *d);
+
 struct act_vm_view {
 	char name[256];
 	char uuid[37];

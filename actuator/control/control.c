@@ -215,7 +215,7 @@ static void get_vms(struct act_control *c, const struct net_http_server_request 
 	_cleanup_free_ struct act_vm_view *v = NULL;
 	const char *all_s = net_http_request_arg(req, "all");
 	bool all = false;
-	json_t *arr;
+	json_t *arr, *doc;
 	size_t n = 0;
 
 	if (all_s && strcmp(all_s, "true") && strcmp(all_s, "1") && strcmp(all_s, "false") &&
@@ -227,14 +227,20 @@ static void get_vms(struct act_control *c, const struct net_http_server_request 
 	arr = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, act_json_vm(&v[i], false));
+	doc = json_pack("{s:o}", "vms", arr);
 	if (c->be.hook) {
 		struct act_hook_status h = { 0 };
 
 		c->be.hook(c->be.ud, &h);
-		return reply_json(reply, 200,
-				  json_pack("{s:o,s:o}", "vms", arr, "hook", act_json_hook(&h)));
+		json_object_set_new(doc, "hook", act_json_hook(&h));
 	}
-	reply_json(reply, 200, json_pack("{s:o}", "vms", arr));
+	if (c->be.detection) {
+		struct act_detection d = { 0 };
+
+		c->be.detection(c->be.ud, &d);
+		json_object_set_new(doc, "detection", act_json_detection(&d));
+	}
+	reply_json(reply, 200, doc);
 }
 
 /* The VM's last decisions, oldest first. */

@@ -29,6 +29,8 @@ struct act_control_backend {
 	int (*disable)(void *ud, const char *dom, char *name, struct vmact_err *err);
 	/* GET /v1/vms's "hook" (NULL: none). */
 	void (*hook)(void *ud, struct act_hook_status *out);
+	/* GET /v1/vms's "detection" (NULL: none). */
+	void (*detection)(void *ud, struct act_detection *out);
 	void *ud;
 };
 

@@ -574,3 +574,20 @@ int act_registry_change(struct act_registry *reg, const char *name, const struct
 				     e ? " (vmactl status --all says why)" : "");
 	return hp_meta_write(reg->hp, e->uuid, ch, NULL, err);
 }
+
+void act_registry_detection(struct act_registry *reg, struct act_detection *out)
+{
+	const struct act_config *cfg = reg->env.cfg;
+	struct smp_sampler *s = reg->env.sampler;
+	const char *why = s ? smp_watch_reason(s) : "no load sampler";
+
+	*out = (struct act_detection){
+		.sampler = !s ? "none" : smp_backend_used(s) == SMP_BACKEND_BPF ? "bpf" : "taskstats",
+		.kernel = s && !why && cfg->policy_events,
+		.tick_ms = cfg->policy_tick_ms,
+		.slow_ms = cfg->sampler_interval_ms,
+	};
+	if (!out->kernel)
+		snprintf(out->reason, sizeof(out->reason), "%s",
+			 !cfg->policy_events ? "policy.events is off" : why);
+}

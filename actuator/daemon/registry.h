@@ -86,3 +86,6 @@ const char *act_registry_hook_notice(struct act_registry *reg, const struct vmac
 struct act_hook_status;
 /* What the notices say of the hook (control-json.h): GET /v1/vms. */
 void act_registry_hook_status(struct act_registry *reg, struct act_hook_status *out);
+struct act_detection;
+/* How the VMs' load is found (control-json.h): GET /v1/vms. */
+void act_registry_detection(struct act_registry *reg, struct act_detection *out);

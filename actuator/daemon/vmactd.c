@@ -261,6 +261,11 @@ static void backend_hook(void *ud, struct act_hook_status *out)
 	act_registry_hook_status(ud, out);
 }
 
+static void backend_detection(void *ud, struct act_detection *out)
+{
+	act_registry_detection(ud, out);
+}
+
 static int backend_change(void *ud, const char *name, const struct hp_meta_change *ch,
 			  struct vmact_err *err)
 {
@@ -322,6 +327,7 @@ static struct act_control *start_control(const struct act_config *cfg, sd_event 
 			     .enable = backend_enable,
 			     .disable = backend_disable,
 			     .hook = backend_hook,
+			     .detection = backend_detection,
 			     .ud = registry },
 		.allowed_uid = 0,
 	};

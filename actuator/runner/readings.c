@@ -304,27 +304,26 @@ void act_runner_watch_update(struct act_runner *r)
 
 static void watch_start(struct act_runner *r)
 {
-	struct vmact_err err = { 0 };
-	uint64_t t;
-
 	if (!r->env->cfg->policy_events || !r->rd.sampler_registered ||
 	    smp_watch_reason(r->env->sampler))
 		return;
 	r->rd.watching = true;
 	memset(&r->rd.watch_params, 0, sizeof(r->rd.watch_params));
 	act_runner_watch_update(r);
-	if (r->rd.watching && smp_read_throttled(r->env->sampler, r->uuid, &t, &err) == 0) {
-		r->rd.throttled_ns = t;
-		r->rd.have_throttled = true;
-	}
 }
 
-/* The cgroup's throttled time since the last window. */
-static uint64_t throttled_delta(struct act_runner *r)
+/* The cgroup's throttled time since the last window. Read only while the
+ * quota is below the vCPUs: the policy's throttled class needs no more
+ * (cpu-demand.c), and a busy VM's windows come 20 times a second. */
+static uint64_t throttled_delta(struct act_runner *r, unsigned vcpus)
 {
 	struct vmact_err err = { 0 };
 	uint64_t t, d = 0;
 
+	if (!r->quota_milli || r->quota_milli >= vcpus * 1000u) {
+		r->rd.have_throttled = false;
+		return 0;
+	}
 	if (smp_read_throttled(r->env->sampler, r->uuid, &t, &err) < 0)
 		return 0;
 	if (r->rd.have_throttled && t >= r->rd.throttled_ns)
@@ -336,14 +335,15 @@ static uint64_t throttled_delta(struct act_runner *r)
 
 static void feed_window(struct act_runner *r, const struct smp_window *sw)
 {
+	unsigned vcpus = plugged_vcpus(r, 0) ? plugged_vcpus(r, 0) : 1;
 	struct act_cpu_window w = {
 		.at = (int64_t)sw->at,
 		.len = (int64_t)sw->len,
-		.vcpus = plugged_vcpus(r, 0) ? plugged_vcpus(r, 0) : 1,
+		.vcpus = vcpus,
 		.quota_milli = r->quota_milli,
 		.vcpu_runnable_ns = sw->runnable_ns,
 		.vcpu_delay_ns = sw->delay_ns,
-		.throttled_ns = throttled_delta(r),
+		.throttled_ns = throttled_delta(r, vcpus),
 		.ended = sw->runnable_now == 0,
 	};
 

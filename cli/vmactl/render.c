@@ -143,6 +143,19 @@ void ctl_render_hook(FILE *f, const json_t *hook)
 			str(u, "vm"));
 }
 
+void ctl_render_detection(FILE *f, const json_t *d)
+{
+	/* Said when it costs: the poll's reason, so that a dense host's
+	 * operator knows why vmactd wakes 20 times a second per VM. */
+	if (!json_is_object(d) || strcmp(str(d, "mode"), "poll") != 0)
+		return;
+	fprintf(f,
+		"Detection: every VM read every %lld ms (%s sampler): %s; saturation is found "
+		"in the kernel where the BPF watch loads (Linux 5.17; doc/policy.md)\n",
+		(long long)json_integer_value(json_object_get(d, "tick_ms")), str(d, "sampler"),
+		str(d, "reason"));
+}
+
 void ctl_render_event(FILE *f, const json_t *ev, unsigned width)
 {
 	char when[32], line[1024];

@@ -26,6 +26,9 @@ void ctl_render_check(FILE *f, const json_t *c);
 /* GET /v1/vms's "hook": a line when libvirtd must be restarted for the
  * hook (or it is not installed and a start came without it). */
 void ctl_render_hook(FILE *f, const json_t *hook);
+/* The line that says the VMs are polled, and why (GET /v1/vms "detection");
+ * nothing when the kernel watches them. */
+void ctl_render_detection(FILE *f, const json_t *detection);
 /* vmactl check --fix: each part's fix, a shell command under a comment
  * that says which part and whether it acts live or at the next cold
  * start; f NULL: only counts them. Returns how many. */

@@ -66,6 +66,7 @@ static int cmd_status(const struct ctl_args *a)
 	else {
 		ctl_render_status(stdout, json_object_get(doc, "vms"), 0);
 		ctl_render_hook(stdout, json_object_get(doc, "hook"));
+		ctl_render_detection(stdout, json_object_get(doc, "detection"));
 	}
 	json_decref(doc);
 	return 0;
