@@ -180,14 +180,14 @@ struct smp_vgauge {
  * kernel. A BPF timer closes every watched VM's window each tick and sends
  * nothing while the VM is cool (its windows below the busy mark); from the
  * first busy window on it sends every window (the one before too, for the
- * policy's lead) until the VM has been below the mark for cool_ns, and one
- * more timer per VM closes a window at the instant the up window would be
- * full. vmactd sleeps meanwhile, and reads the windows of cool VMs on its
+ * policy's lead) until the VM has been below the mark for cool_ns, and a
+ * second timer closes a window at the instant a busy run covers the up
+ * window. vmactd sleeps meanwhile, and reads the windows of cool VMs on its
  * slow clock through vmact_watch_close. */
 
-/* Value of vmact_watch (ARRAY indexed by slot). vmactd sets the config part
- * through vmact_watch_set (never by a map update: the timer in the value
- * must stay the kernel's). */
+/* The settings of a watched VM (vmact_watch, ARRAY indexed by slot, is
+ * the kernel's: vmactd changes it only through vmact_watch_set, which
+ * holds the entry's lock). */
 struct smp_watch_cfg {
 	__u32 slot;
 	__u32 on;              /* watched; 0 stops and forgets the VM's windows */
@@ -211,7 +211,7 @@ struct smp_watch_win {
 	__u64 runnable_ns;  /* vCPU threads: on a CPU or waiting for one */
 	__u64 delay_ns;     /* waiting */
 	__u32 runnable_now; /* vCPU threads runnable at `at` */
-	__u32 exact;        /* closed by the VM's own timer, where its run met the up window */
+	__u32 exact;        /* closed by the deadline timer, where the run met the up window */
 };
 
 enum {

@@ -9,11 +9,15 @@
  * target x allowance) makes the VM hot: the windows go to vmactd through
  * the ring buffer, the stretch since vmactd last heard of the VM first
  * (SMP_WATCH_BEFORE: the policy's lead, and its slow average), until the
- * VM has been below the mark for cool_ns (SMP_WATCH_COOL). While the
- * busy run is short of the up window by less than a tick, a timer of the
- * VM's own closes a window at the instant it would be full, so that the
- * policy decides then, not up to a tick later. A cool VM sends nothing:
- * vmactd reads its windows on its slow clock (vmact_watch_close).
+ * VM has been below the mark for cool_ns (SMP_WATCH_COOL). While a VM's
+ * busy run is short of the up window by less than a tick, the VM gets a
+ * deadline at the instant it would be full, and a second timer, set to the
+ * earliest deadline of all, closes its window then, so that the policy
+ * decides at that instant, not up to a tick later. (One timer for all the
+ * deadlines, not one per VM: a BPF timer's memory is taken without locks
+ * when it is first set, and a thousand of them at once ran out.) A cool VM
+ * sends nothing: vmactd reads its windows on its slow clock
+ * (vmact_watch_close).
  *
  * A separate object from sampler.bpf.c: BPF timers (5.15), bpf_loop
  * (5.17), the ring buffer (5.8) and syscall programs (5.14) are newer than
@@ -44,8 +48,8 @@ struct watch {
 	__u64 lead_ns;  /* the busy part of the stretch before them */
 	__u64 below_ns; /* below the mark in a row, hot */
 	__u32 hot;
-	__u32 armed; /* the VM's own timer will close the window */
-	struct bpf_timer timer;
+	__u32 armed;     /* the deadline timer closes the window at deadline */
+	__u64 deadline; /* bpf_ktime_get_ns() */
 };
 
 struct {
@@ -62,6 +66,8 @@ struct {
 	__type(value, struct smp_vgauge);
 } vmact_vgauge SEC(".maps");
 
+/* Entry TICK: the tick, every tick_ns; entry EXACT: the deadline timer (a
+ * map value holds one timer). Both take tick_ns and nr_slots from TICK. */
 struct tick {
 	struct bpf_timer timer;
 	__u64 tick_ns;
@@ -69,9 +75,12 @@ struct tick {
 	__u32 running;
 };
 
+#define TICK  0
+#define EXACT 1
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct tick);
 } vmact_watch_tick SEC(".maps");
@@ -138,7 +147,6 @@ static __always_inline __u64 lead_of(const struct watch *w, __u64 run, __u64 len
 struct out2 {
 	struct smp_watch_win a, b;
 	__u32 n;
-	__u64 arm_ns; /* >0: arm the VM's timer that far ahead */
 };
 
 /* Closes the VM's tick window at now and says what goes out. Called with
@@ -208,7 +216,7 @@ static __always_inline void judge(struct watch *w, const struct smp_vgauge *g, _
 		__u64 need = w->cfg.up_window_ns - w->run_ns - w->lead_ns;
 
 		if (need < tick_ns) {
-			o->arm_ns = need;
+			w->deadline = now + need;
 			w->armed = 1;
 		}
 	}
@@ -229,57 +237,80 @@ static __always_inline void send(const struct out2 *o)
 		emit(o->n > 1 ? &o->b : &o->a, true);
 }
 
-/* One VM at a tick (or at its own timer: exact). */
-static __always_inline void tick_vm(__u32 slot, __u64 tick_ns, bool exact)
+/* A deadline this close is met now: the timer that fires for the earliest
+ * one takes the others due within it too. */
+#define DEADLINE_SLACK_NS 100000
+
+struct pass {
+	__u64 tick_ns;
+	__u64 next; /* the earliest deadline still ahead, 0: none */
+	bool exact; /* the deadline timer's pass */
+};
+
+/* One VM at a tick, or at the deadline timer (exact: only VMs whose
+ * deadline has come). */
+static long tick_one(__u64 i, void *ctx)
 {
+	struct pass *p = ctx;
+	__u32 slot = (__u32)i;
 	struct smp_vgauge *g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
 	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
 	struct out2 o = {};
-	__u64 now;
+	__u64 now, next = 0;
 
-	if (!w || !g || !w->cfg.on)
-		return;
+	if (!w || !g || !w->cfg.on || (p->exact && !w->armed))
+		return 0;
 	now = bpf_ktime_get_ns();
 	bpf_spin_lock(&w->lock);
-	if (w->cfg.on && (exact ? w->armed : !w->armed)) {
+	if (w->cfg.on && w->armed == p->exact &&
+	    (!p->exact || w->deadline <= now + DEADLINE_SLACK_NS)) {
 		w->armed = 0;
-		judge(w, g, now, tick_ns, &o);
+		judge(w, g, now, p->tick_ns, &o);
 	}
+	if (w->armed)
+		next = w->deadline;
 	bpf_spin_unlock(&w->lock);
-	if (o.arm_ns)
-		bpf_timer_start(&w->timer, o.arm_ns, 0);
-	(o.n > 1 ? &o.b : &o.a)->exact = exact;
-	send(&o);
+	if (next && (!p->next || next < p->next))
+		p->next = next;
+	if (o.n) {
+		(o.n > 1 ? &o.b : &o.a)->exact = p->exact;
+		send(&o);
+	}
+	return 0;
 }
 
-static int vm_timer_cb(void *map, __u32 *key, struct watch *w)
+/* Both timers: a pass over the slots, then the deadline timer set to the
+ * earliest deadline left. */
+static void pass(bool exact)
 {
-	struct tick *t;
-	__u32 zero = 0;
-	__u64 t0 = bpf_ktime_get_ns();
+	__u32 k0 = TICK, k1 = EXACT;
+	struct tick *t = bpf_map_lookup_elem(&vmact_watch_tick, &k0);
+	struct tick *x = bpf_map_lookup_elem(&vmact_watch_tick, &k1);
+	struct pass p = { .exact = exact };
+	__u64 t0 = bpf_ktime_get_ns(), now;
 
-	t = bpf_map_lookup_elem(&vmact_watch_tick, &zero);
-	if (t)
-		tick_vm(*key, t->tick_ns, true);
+	if (!t || !x)
+		return;
+	p.tick_ns = t->tick_ns;
+	bpf_loop(t->nr_slots, tick_one, &p, 0);
+	if (p.next) {
+		now = bpf_ktime_get_ns();
+		bpf_timer_start(&x->timer, p.next > now ? p.next - now : 1, 0);
+	}
 	__sync_fetch_and_add(&watch_ns, bpf_ktime_get_ns() - t0);
 	__sync_fetch_and_add(&watch_runs, 1);
-	return 0;
-}
-
-static long tick_one(__u64 i, void *ctx)
-{
-	tick_vm((__u32)i, *(__u64 *)ctx, false);
-	return 0;
 }
 
 static int tick_cb(void *map, __u32 *key, struct tick *t)
 {
-	__u64 t0 = bpf_ktime_get_ns(), tick_ns = t->tick_ns;
+	bpf_timer_start(&t->timer, t->tick_ns, 0);
+	pass(false);
+	return 0;
+}
 
-	bpf_loop(t->nr_slots, tick_one, &tick_ns, 0);
-	bpf_timer_start(&t->timer, tick_ns, 0);
-	__sync_fetch_and_add(&watch_ns, bpf_ktime_get_ns() - t0);
-	__sync_fetch_and_add(&watch_runs, 1);
+static int exact_cb(void *map, __u32 *key, struct tick *t)
+{
+	pass(true);
 	return 0;
 }
 
@@ -287,11 +318,12 @@ static int tick_cb(void *map, __u32 *key, struct tick *t)
 SEC("syscall")
 int vmact_watch_start(struct smp_watch_start *ctx)
 {
-	__u32 zero = 0;
-	struct tick *t = bpf_map_lookup_elem(&vmact_watch_tick, &zero);
+	__u32 k0 = TICK, k1 = EXACT;
+	struct tick *t = bpf_map_lookup_elem(&vmact_watch_tick, &k0);
+	struct tick *x = bpf_map_lookup_elem(&vmact_watch_tick, &k1);
 	long r;
 
-	if (!t || !ctx->tick_ns || ctx->nr_slots > 65536) {
+	if (!t || !x || !ctx->tick_ns || ctx->nr_slots > 65536) {
 		ctx->rc = -EINVAL;
 		return 0;
 	}
@@ -299,11 +331,14 @@ int vmact_watch_start(struct smp_watch_start *ctx)
 	t->nr_slots = ctx->nr_slots;
 	if (!t->running) {
 		r = bpf_timer_init(&t->timer, &vmact_watch_tick, 1 /* CLOCK_MONOTONIC */);
+		if (!r || r == -EBUSY)
+			r = bpf_timer_init(&x->timer, &vmact_watch_tick, 1);
 		if (r && r != -EBUSY) {
 			ctx->rc = (__s32)r;
 			return 0;
 		}
 		bpf_timer_set_callback(&t->timer, tick_cb);
+		bpf_timer_set_callback(&x->timer, exact_cb);
 		r = bpf_timer_start(&t->timer, ctx->tick_ns, 0);
 		if (r) {
 			ctx->rc = (__s32)r;
@@ -325,14 +360,9 @@ int vmact_watch_set(struct smp_watch_cfg *ctx)
 	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
 	__u64 now, run_i, on_i;
 	__u32 nr_now;
-	long r;
 
 	if (!w || !g)
 		return -ENOENT;
-	r = bpf_timer_init(&w->timer, &vmact_watch, 1 /* CLOCK_MONOTONIC */);
-	if (r && r != -EBUSY)
-		return (int)r;
-	bpf_timer_set_callback(&w->timer, vm_timer_cb);
 	now = bpf_ktime_get_ns();
 	integrals(g, now, &run_i, &on_i, &nr_now);
 	bpf_spin_lock(&w->lock);

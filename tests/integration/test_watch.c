@@ -8,12 +8,13 @@
  * too; a sleeping one is not.
  *  - an idle VM sends nothing; its window is read on the caller's clock;
  *  - the first busy window sends the stretch before it and itself, the
- *    busy run is closed the moment it reaches the up window (a window
- *    shorter than a tick ends where the run covers it exactly), windows
+ *    busy run is closed the moment it reaches the up window (by the
+ *    deadline timer, not the tick), windows
  *    follow while it is busy, and it goes cool, with one window that says
  *    so, once below the mark for cool_ns;
  *  - threads that are not vCPUs never make a VM hot;
  *  - a VM unregistered (its slot reused) sends nothing more under its name;
+ *  - many VMs are watched at once, and only the busy one sends;
  *  - without the watch the sampler says why (the fallback's reason). */
 #include <errno.h>
 #include <inttypes.h>
@@ -106,6 +107,8 @@ static void spawn_vm(struct vm *vm, int vcpus, bool io)
 	vm->pid = fork();
 	assert_true(vm->pid >= 0);
 	if (vm->pid == 0) {
+		/* Never outlives a test that failed half-way. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (int i = 0; i < n; i++) {
 			pthread_t t;
 
@@ -305,7 +308,7 @@ static void test_busy_hot_then_cool(void **state)
 		if (run + lead >= UP_NS) {
 			reached = true;
 			/* Where the run would have passed the up window
-			 * inside a tick, the VM's own timer closed the
+			 * inside a tick, the deadline timer closed the
 			 * window at the mark; only a first busy window
 			 * that covers it with its lead is the tick's. */
 			if (x->kind != SMP_WINDOW_HOT && !x->exact)
@@ -372,6 +375,33 @@ static void test_unregistered(void **state)
 	assert_int_equal(f->n, n);
 }
 
+/* Many VMs watched at once, one of them busy: every one is taken (the
+ * kernel sets up nothing per VM that can run out), and the windows are the
+ * busy one's only. */
+#define MANY 200
+
+static void test_many(void **state)
+{
+	struct fixture *f = *state;
+	struct vm *vms = calloc(MANY, sizeof(*vms));
+	char name[32];
+
+	assert_non_null(vms);
+	for (int i = 0; i < MANY; i++) {
+		spawn_vm(&vms[i], 1, false);
+		snprintf(name, sizeof(name), "many-%d", i);
+		watch(f, name, &vms[i], 1000);
+	}
+	vms[MANY - 7].b->spin[0] = 1;
+	pump(f, 2.0, NULL);
+	snprintf(name, sizeof(name), "many-%d", MANY - 7);
+	assert_true(count_for(f, name) >= 2);
+	assert_int_equal(count_for(f, name), f->n);
+	for (int i = 0; i < MANY; i++)
+		kill_vm(&vms[i]);
+	free(vms);
+}
+
 static void test_fallback_reason(void **state)
 {
 	struct fixture *f = *state;
@@ -407,6 +437,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_busy_hot_then_cool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_vcpus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unregistered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fallback_reason, setup, teardown),
 	};
 
