@@ -563,8 +563,7 @@ struct watch_run {
 	bool *hot;
 };
 
-static void on_watch_window(void *owner, const char *name, const struct smp_window *w,
-			    void *data)
+static void on_watch_window(void *owner, const char *name, const struct smp_window *w, void *data)
 {
 	struct watch_run *wr = data;
 	unsigned i = (unsigned)(uintptr_t)owner;
@@ -631,8 +630,7 @@ static struct smp_sampler *watch_sampler(const pid_t *kids, unsigned n, bool wat
 
 /* One figure: the reader's CPU in % of a core over window_s (at least two
  * slow rounds), the watch's kernel time in *kernel_pct. */
-static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch,
-			 double *kernel_pct)
+static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch, double *kernel_pct)
 {
 	struct smp_sampler *s = watch_sampler(kids, wr->n, watch);
 	double span = window_s < 10 ? 10 : window_s;

@@ -6,9 +6,9 @@
 #include "bpf/sampler.h"
 
 #include <errno.h>
-#include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 
 #include <systemd/sd-event.h>
@@ -34,7 +34,7 @@ struct smp_sampler {
 
 	sd_event_source *timer;
 	uint64_t polls;
-	uint64_t watch_gens; /* the last registration's watch_gen */
+	uint64_t watch_gens;        /* the last registration's watch_gen */
 	sd_event_source *watch_src; /* the watch's ring buffer, on the loop */
 	smp_window_fn *watch_cb;
 	void *watch_data;

@@ -226,8 +226,7 @@ int smp_watch_read(struct smp_sampler *s, const char *name, struct smp_window *o
  * watch; smp_watch_dispatch() hands each window to cb with its VM's name,
  * in the order they were closed for each VM. The number dispatched. */
 int smp_watch_fd(const struct smp_sampler *s);
-typedef void smp_window_fn(void *owner, const char *name, const struct smp_window *w,
-			   void *data);
+typedef void smp_window_fn(void *owner, const char *name, const struct smp_window *w, void *data);
 int smp_watch_dispatch(struct smp_sampler *s, smp_window_fn *cb, void *data);
 /* Who gets the windows once smp_attach_event() has put the watch's fd on
  * the loop (cb NULL: they are dropped). */

@@ -582,7 +582,9 @@ void act_registry_detection(struct act_registry *reg, struct act_detection *out)
 	const char *why = s ? smp_watch_reason(s) : "no load sampler";
 
 	*out = (struct act_detection){
-		.sampler = !s ? "none" : smp_backend_used(s) == SMP_BACKEND_BPF ? "bpf" : "taskstats",
+		.sampler = !s                                       ? "none"
+			   : smp_backend_used(s) == SMP_BACKEND_BPF ? "bpf"
+								    : "taskstats",
 		.kernel = s && !why && cfg->policy_events,
 		.tick_ms = cfg->policy_tick_ms,
 		.slow_ms = cfg->sampler_interval_ms,
