@@ -33,10 +33,14 @@ struct th_vmactd {
 int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest);
 
 /* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
- * sampler.pin_root the fixture's, with extra (JSON object text, NULL:
+ * sampler.pin_root the fixture's, policy.events false when the poll is
+ * forced (th_vmactd_poll_forced), with extra (JSON object text, NULL:
  * none) merged over them key by key. 0, or -EINVAL when extra is not a
  * JSON object, or -errno. */
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra);
+/* VMACT_TEST_EVENTS=off (make check-poll): the reactive policy's tests
+ * run on the poll, not the kernel's watch. */
+bool th_vmactd_poll_forced(void);
 
 /* Starts vmactd --config CFG and the options args (NULL-terminated, NULL:
  * none), its stdout and stderr in the log. 0 or -errno. */
