@@ -47,6 +47,18 @@ bool th_vmactd_poll_forced(void)
 	return e && !strcmp(e, "off");
 }
 
+bool th_vmactd_on_detection_path(const struct th_vmactd *d)
+{
+	const char *want = th_vmactd_poll_forced() ? "policy.events is off"
+						   : "saturation watched in the kernel";
+
+	if (th_vmactd_log_has(d, want))
+		return true;
+	fprintf(stderr, "vmactd did not say \"%s\" at start (%s)\n", want, d->log);
+	th_print_log_tail(d->log, "vmactd log", 2000);
+	return false;
+}
+
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)
 {
 	_cleanup_(th_vmactd_json_decrefp) json_t *cfg =

@@ -41,6 +41,10 @@ int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *e
 /* VMACT_TEST_EVENTS=off (make check-poll): the reactive policy's tests
  * run on the poll, not the kernel's watch. */
 bool th_vmactd_poll_forced(void);
+/* Whether the running vmactd finds load on the path the test asked for:
+ * the kernel's watch, or the poll when forced (its start line says which);
+ * false, with the line it printed instead on stderr. */
+bool th_vmactd_on_detection_path(const struct th_vmactd *d);
 
 /* Starts vmactd --config CFG and the options args (NULL-terminated, NULL:
  * none), its stdout and stderr in the log. 0 or -errno. */
