@@ -92,18 +92,26 @@ static int on_wake(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
+/* A wait of a second or more is the core's periodic business (the
+ * scheduler's request every 5 s, its permit's expiry): sd-event may put it
+ * up to this late, on the same instant for every VM, so idle VMs share one
+ * wake-up of the loop instead of each taking its own. A shorter wait (a
+ * retry, a decision to carry out) keeps a millisecond. */
+#define WAKE_SLACK_USEC (250 * 1000)
+
 static void arm_wake(struct act_runner *r, int64_t wait_ns)
 {
-	uint64_t at;
+	uint64_t at, slack = wait_ns >= 1000000000LL ? WAKE_SLACK_USEC : 1000;
 
 	at = vmact_loop_now_usec(r->env->event) + (uint64_t)(wait_ns > 0 ? wait_ns / 1000 : 0) + 1;
 	if (!r->wake) {
-		if (sd_event_add_time(r->env->event, &r->wake, CLOCK_MONOTONIC, at, 1000, on_wake,
+		if (sd_event_add_time(r->env->event, &r->wake, CLOCK_MONOTONIC, at, slack, on_wake,
 				      r) < 0)
 			log_error("%s: cannot arm a timer", r->name);
 		return;
 	}
 	sd_event_source_set_time(r->wake, at);
+	sd_event_source_set_time_accuracy(r->wake, slack);
 	sd_event_source_set_enabled(r->wake, SD_EVENT_ONESHOT);
 }
 
