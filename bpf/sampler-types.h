@@ -214,6 +214,14 @@ struct smp_watch_win {
 	__u32 exact;        /* closed by the deadline timer, where the run met the up window */
 };
 
+/* A record of the ring buffer: one window, or two (the stretch before a
+ * VM's first busy window, then that window). */
+struct smp_watch_rec {
+	__u32 n;
+	__u32 pad;
+	struct smp_watch_win w[2];
+};
+
 enum {
 	SMP_WATCH_WINDOW = 1, /* a window of a hot VM */
 	SMP_WATCH_BEFORE,     /* the window before the first busy one */

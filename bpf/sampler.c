@@ -636,14 +636,15 @@ int smp_watch_dispatch(struct smp_sampler *s, smp_window_fn *cb, void *data)
 	return r < 0 ? r : d.n;
 }
 
-int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, uint64_t *lost)
+int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs,
+		   uint64_t *deferred)
 {
 	const char *why;
 	struct smp_watch *w = watch_of(s, &why);
 
 	if (!w)
 		return -EOPNOTSUPP;
-	smp_watch_kernel_cost(w, ns, runs, lost);
+	smp_watch_kernel_cost(w, ns, runs, deferred);
 	return 0;
 }
 

@@ -93,7 +93,9 @@ struct {
 /* What the timers cost: their run time in ns and runs, for the bench. */
 __u64 watch_ns;
 __u64 watch_runs;
-__u64 watch_lost; /* windows the ring buffer had no room for */
+/* Windows the ring buffer had no room for: they stayed open, and went out
+ * longer at a later tick. */
+__u64 watch_deferred;
 
 /* The integrals of the VM's vCPU gauges at now (sampler-types.h,
  * smp_cpu_stats: T * N - sum, modulo 2^64). */
@@ -152,7 +154,7 @@ struct out2 {
 /* Closes the VM's tick window at now and says what goes out. Called with
  * the lock held; no helper calls in here. */
 static __always_inline void judge(struct watch *w, const struct smp_vgauge *g, __u64 now,
-				  __u64 tick_ns, struct out2 *o)
+				  __u64 tick_ns, struct out2 *o, bool room)
 {
 	__u64 run_i, on_i, run, len;
 	__u32 nr_now;
@@ -161,6 +163,10 @@ static __always_inline void judge(struct watch *w, const struct smp_vgauge *g, _
 	integrals(g, now, &run_i, &on_i, &nr_now);
 	len = now - w->win_start;
 	run = run_i - w->win_run0;
+	/* No room in the ring buffer for what this would send: the window
+	 * stays open, and goes out longer at the next tick. */
+	if (w->hot && !room)
+		return;
 	if (!w->hot) {
 		if (len * MIN_JUDGE_SHARE < tick_ns)
 			return;
@@ -171,6 +177,8 @@ static __always_inline void judge(struct watch *w, const struct smp_vgauge *g, _
 			w->win_on0 = on_i;
 			return;
 		}
+		if (!room)
+			return;
 		/* Hot: the stretch vmactd has not had, up to this window,
 		 * then this window. */
 		if (w->win_start > w->slow_start) {
@@ -222,19 +230,21 @@ static __always_inline void judge(struct watch *w, const struct smp_vgauge *g, _
 	}
 }
 
-static __always_inline void emit(const struct smp_watch_win *win, bool wake)
+/* Whether judge() would send something now: read without the lock, to
+ * take room in the ring buffer before taking it (no helper may be called
+ * under it). A guess: judge() decides, and gives the room back unused. */
+static __always_inline bool may_send(const struct watch *w, const struct smp_vgauge *g,
+				     __u64 now, __u64 tick_ns)
 {
-	if (bpf_ringbuf_output(&vmact_watch_rb, (void *)win, sizeof(*win),
-			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-		__sync_fetch_and_add(&watch_lost, 1);
-}
+	__u64 run_i, on_i, len = now - w->win_start;
+	__u32 nr_now;
 
-static __always_inline void send(const struct out2 *o)
-{
-	if (o->n > 1)
-		emit(&o->a, false);
-	if (o->n)
-		emit(o->n > 1 ? &o->b : &o->a, true);
+	if (w->hot)
+		return true;
+	if (len * MIN_JUDGE_SHARE < tick_ns)
+		return false;
+	integrals(g, now, &run_i, &on_i, &nr_now);
+	return busy(w, run_i - w->win_run0, len);
 }
 
 /* A deadline this close is met now: the timer that fires for the earliest
@@ -255,27 +265,44 @@ static long tick_one(__u64 i, void *ctx)
 	__u32 slot = (__u32)i;
 	struct smp_vgauge *g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
 	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
+	struct smp_watch_rec *rec = NULL;
 	struct out2 o = {};
 	__u64 now, next = 0;
+	bool due;
 
 	if (!w || !g || !w->cfg.on || (p->exact && !w->armed))
 		return 0;
 	now = bpf_ktime_get_ns();
+	if (may_send(w, g, now, p->tick_ns)) {
+		rec = bpf_ringbuf_reserve(&vmact_watch_rb, sizeof(*rec), 0);
+		if (!rec)
+			__sync_fetch_and_add(&watch_deferred, 1);
+	}
 	bpf_spin_lock(&w->lock);
-	if (w->cfg.on && w->armed == p->exact &&
-	    (!p->exact || w->deadline <= now + DEADLINE_SLACK_NS)) {
+	due = w->cfg.on && w->armed == p->exact &&
+	      (!p->exact || w->deadline <= now + DEADLINE_SLACK_NS);
+	if (due) {
 		w->armed = 0;
-		judge(w, g, now, p->tick_ns, &o);
+		judge(w, g, now, p->tick_ns, &o, rec != NULL);
 	}
 	if (w->armed)
 		next = w->deadline;
 	bpf_spin_unlock(&w->lock);
 	if (next && (!p->next || next < p->next))
 		p->next = next;
-	if (o.n) {
-		(o.n > 1 ? &o.b : &o.a)->exact = p->exact;
-		send(&o);
+	if (!rec)
+		return 0;
+	if (!o.n) {
+		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+		return 0;
 	}
+	(o.n > 1 ? &o.b : &o.a)->exact = p->exact;
+	rec->n = o.n;
+	rec->w[0] = o.a;
+	rec->w[1] = o.b;
+	/* Woken only when vmactd has read all before: it takes them all
+	 * at once. */
+	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }
 

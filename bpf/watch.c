@@ -32,12 +32,15 @@ static int run(struct bpf_program *p, void *ctx, size_t len, int *retval)
 static int on_record(void *ctx, void *data, size_t len)
 {
 	struct smp_watch *w = ctx;
-	struct smp_watch_win win;
+	struct smp_watch_rec rec;
+	int r = 0;
 
-	if (len < sizeof(win) || !w->cb)
+	if (len < sizeof(rec) || !w->cb)
 		return 0;
-	memcpy(&win, data, sizeof(win));
-	return w->cb(&win, w->data);
+	memcpy(&rec, data, sizeof(rec));
+	for (unsigned i = 0; i < rec.n && i < 2 && r >= 0; i++)
+		r = w->cb(&rec.w[i], w->data);
+	return r;
 }
 
 int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp_watch **out,
@@ -147,9 +150,10 @@ int smp_watch_consume(struct smp_watch *w, int (*cb)(const struct smp_watch_win 
 	return n;
 }
 
-void smp_watch_kernel_cost(const struct smp_watch *w, uint64_t *ns, uint64_t *runs, uint64_t *lost)
+void smp_watch_kernel_cost(const struct smp_watch *w, uint64_t *ns, uint64_t *runs,
+			   uint64_t *deferred)
 {
 	*ns = __atomic_load_n(&w->skel->bss->watch_ns, __ATOMIC_RELAXED);
 	*runs = __atomic_load_n(&w->skel->bss->watch_runs, __ATOMIC_RELAXED);
-	*lost = __atomic_load_n(&w->skel->bss->watch_lost, __ATOMIC_RELAXED);
+	*deferred = __atomic_load_n(&w->skel->bss->watch_deferred, __ATOMIC_RELAXED);
 }

@@ -34,5 +34,6 @@ int smp_watch_consume(struct smp_watch *w, int (*cb)(const struct smp_watch_win 
 		      void *data);
 
 /* What the kernel side has cost so far: the timers' run time (ns) and
- * runs, and the windows lost to a full ring buffer. */
-void smp_watch_kernel_cost(const struct smp_watch *w, uint64_t *ns, uint64_t *runs, uint64_t *lost);
+ * runs, and the windows a full ring buffer deferred to a later tick. */
+void smp_watch_kernel_cost(const struct smp_watch *w, uint64_t *ns, uint64_t *runs,
+			   uint64_t *deferred);
