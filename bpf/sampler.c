@@ -483,6 +483,11 @@ int smp_attach_event(struct smp_sampler *s, sd_event *e, struct vmact_err *err)
 
 	if (fd >= 0 && !s->watch_src) {
 		r = sd_event_add_io(e, &s->watch_src, fd, EPOLLIN, on_watch_io, s);
+		/* Before any timer due at the same time: a hot VM's window
+		 * is a decision to take now, and the slow clock's readings of
+		 * a thousand idle VMs (each a timer) must not hold it back. */
+		if (r >= 0)
+			r = sd_event_source_set_priority(s->watch_src, SD_EVENT_PRIORITY_IMPORTANT);
 		if (r < 0)
 			return vmact_err_set(err, -r, "sampler: watching its ring buffer: %s",
 					     strerror(-r));
@@ -636,8 +641,7 @@ int smp_watch_dispatch(struct smp_sampler *s, smp_window_fn *cb, void *data)
 	return r < 0 ? r : d.n;
 }
 
-int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs,
-		   uint64_t *deferred)
+int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, uint64_t *deferred)
 {
 	const char *why;
 	struct smp_watch *w = watch_of(s, &why);

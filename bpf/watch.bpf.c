@@ -270,7 +270,7 @@ static long tick_one(__u64 i, void *ctx)
 	__u64 now, next = 0;
 	bool due;
 
-	if (!w || !g || !w->cfg.on || (p->exact && !w->armed))
+	if (!w || !g || !w->cfg.on || w->armed != p->exact)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (may_send(w, g, now, p->tick_ns)) {
@@ -292,8 +292,11 @@ static long tick_one(__u64 i, void *ctx)
 		p->next = next;
 	if (!rec)
 		return 0;
+	/* Given back with the usual wake-up: a record vmactd has not passed
+	 * yet holds back the wake-ups of those after it, so one given back
+	 * without would leave them unread until something else woke it. */
 	if (!o.n) {
-		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+		bpf_ringbuf_discard(rec, 0);
 		return 0;
 	}
 	(o.n > 1 ? &o.b : &o.a)->exact = p->exact;
