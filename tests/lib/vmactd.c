@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,9 +110,13 @@ int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, 
 	char ready[64];
 	int r;
 
-	if (d->guest && !th_vmactd_wait(d, tg_booted, d->guest, boot_s)) {
-		fprintf(stderr, "the guest %s did not boot\n", d->guest->name);
-		return -ETIMEDOUT;
+	for (size_t i = 0; d->guest && i <= d->n_more; i++) {
+		struct tg_guest *g = i ? d->more[i - 1] : d->guest;
+
+		if (!th_vmactd_wait(d, tg_booted, g, boot_s)) {
+			fprintf(stderr, "the guest %s did not boot\n", g->name);
+			return -ETIMEDOUT;
+		}
 	}
 	r = th_vmactd_spawn(d, args);
 	if (r < 0)
@@ -136,10 +141,87 @@ void th_vmactd_teardown(struct th_vmactd *d)
 	if (d->pins[0])
 		th_remove_pins(d->pins);
 	if (d->guest) {
-		struct tg_guest *const one[] = { d->guest };
+		struct tg_guest *all[TH_VMACTD_GUESTS] = { d->guest };
 
-		tg_destroy_all(one, 1, d->persistent);
+		for (size_t i = 0; i < d->n_more; i++)
+			all[i + 1] = d->more[i];
+		/* All at once: libvirt takes seconds to stop each QEMU. */
+		tg_destroy_all(all, d->n_more + 1, d->persistent);
 	}
-	if (d->dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+	if (d->dir[0] && !d->keep && !getenv("VMACT_TEST_KEEP_LOG"))
 		th_rm_rf(d->dir);
+}
+
+int th_vmactd_add_guest(struct th_vmactd *d, struct tg_guest *g)
+{
+	if (!d->guest) {
+		d->guest = g;
+		return 0;
+	}
+	if (d->n_more >= TH_VMACTD_GUESTS - 1)
+		return -E2BIG;
+	d->more[d->n_more++] = g;
+	return 0;
+}
+
+int th_vmactd_respawn(struct th_vmactd *d, const char *const *args)
+{
+	th_proc_stop(&d->proc, SIGKILL, 0);
+	d->spawns++;
+	snprintf(d->log, sizeof(d->log), "%s/vmactd.%u.log", d->dir, d->spawns);
+	return th_vmactd_spawn(d, args);
+}
+
+unsigned th_vmactd_log_count(const struct th_vmactd *d, const char *fmt, ...)
+{
+	char needle[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(needle, sizeof(needle), fmt, ap);
+	va_end(ap);
+	return th_count_in_file(d->log, needle);
+}
+
+void th_vmactd_mark(const struct th_vmactd *d, struct th_vmactd_mark *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->needle, sizeof(m->needle), fmt, ap);
+	va_end(ap);
+	m->before = th_count_in_file(d->log, m->needle);
+}
+
+bool th_vmactd_mark_grew(const struct th_vmactd *d, const struct th_vmactd_mark *m)
+{
+	return th_count_in_file(d->log, m->needle) > m->before;
+}
+
+struct mark_wait {
+	const struct th_vmactd *d;
+	const struct th_vmactd_mark *m;
+};
+
+static bool mark_grew(void *arg)
+{
+	const struct mark_wait *w = arg;
+
+	return th_vmactd_mark_grew(w->d, w->m);
+}
+
+bool th_vmactd_wait_mark(struct th_vmactd *d, const struct th_vmactd_mark *m, double limit_s)
+{
+	struct mark_wait w = { d, m };
+
+	return th_vmactd_wait(d, mark_grew, &w, limit_s);
+}
+
+long th_vmactd_vm_quota(const struct th_vmactd *d, const char *vm)
+{
+	char group[256];
+
+	if (th_log_named_vm_cgroup(d->log, vm, group, sizeof(group)) < 0)
+		return TH_CG_UNKNOWN;
+	return th_cg_limit_milli(group);
 }

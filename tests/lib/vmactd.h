@@ -7,10 +7,14 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
+
+/* The guests one fixture can have (a test's, a soak's). */
+#define TH_VMACTD_GUESTS 8
 
 struct th_vmactd {
 	/* /tmp/PREFIX-XXXXXX, 0755 (a read_group member reaches the socket
@@ -24,6 +28,14 @@ struct th_vmactd {
 	 * undefined as well when `persistent`. */
 	struct tg_guest *guest;
 	bool persistent;
+	/* The guests after the first (th_vmactd_add_guest), handled as it. */
+	struct tg_guest *more[TH_VMACTD_GUESTS - 1];
+	size_t n_more;
+	/* vmactds started by th_vmactd_respawn so far. */
+	unsigned spawns;
+	/* Set by the test: its teardown leaves the scratch directory, as
+	 * VMACT_TEST_KEEP_LOG does (a failure whose logs are worth reading). */
+	bool keep;
 };
 
 /* The scratch directory, the paths, the pin root and vmactd's path (the
@@ -72,7 +84,45 @@ bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s)
 /* Stops vmactd (SIGTERM, 30 s, then SIGKILL); its exit status. */
 int th_vmactd_stop(struct th_vmactd *d);
 
-/* Stops vmactd, removes its pins, destroys (and undefines) the guest and
- * removes the scratch directory (kept with VMACT_TEST_KEEP_LOG). Safe on a
+/* One more guest for the fixture: th_vmactd_start waits for its boot as
+ * well, th_vmactd_teardown destroys it with the first. 0, or -E2BIG past
+ * TH_VMACTD_GUESTS. */
+int th_vmactd_add_guest(struct th_vmactd *d, struct tg_guest *g);
+
+/* A new vmactd in place of the last (a crash's or a kill's successor; a
+ * vmactd still running is SIGKILLed first, as a crash would end it), with
+ * args as th_vmactd_spawn's and a log of its own, vmactd.N.log in the
+ * scratch directory (N counting the respawns from 1): the logs of the ones
+ * before stay for the story of a failure. 0 or -errno. */
+int th_vmactd_respawn(struct th_vmactd *d, const char *const *args);
+
+/* How often the printf-formatted text is in vmactd's log. */
+unsigned th_vmactd_log_count(const struct th_vmactd *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A line awaited in vmactd's log: its text and how often it was there
+ * when the test marked it, before doing what should log it once more. */
+struct th_vmactd_mark {
+	char needle[256];
+	unsigned before;
+};
+
+/* Marks the printf-formatted text in the log as it is now. */
+void th_vmactd_mark(const struct th_vmactd *d, struct th_vmactd_mark *m, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The log has the mark's text once more than when it was marked. */
+bool th_vmactd_mark_grew(const struct th_vmactd *d, const struct th_vmactd_mark *m);
+
+/* th_vmactd_wait for th_vmactd_mark_grew. */
+bool th_vmactd_wait_mark(struct th_vmactd *d, const struct th_vmactd_mark *m, double limit_s);
+
+/* The CPU limit of the VM `vm` in milli-CPUs (TH_CG_UNLIMITED), read from
+ * the cgroup of vmactd's last "VM: managing (" line for it; TH_CG_UNKNOWN
+ * when there is none or the kernel's figures cannot be read. */
+long th_vmactd_vm_quota(const struct th_vmactd *d, const char *vm);
+
+/* Stops vmactd, removes its pins, destroys (and undefines) the guests and
+ * removes the scratch directory (kept with VMACT_TEST_KEEP_LOG or keep). Safe on a
  * fixture in any state, zeroed included. */
 void th_vmactd_teardown(struct th_vmactd *d);
