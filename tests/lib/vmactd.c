@@ -172,15 +172,21 @@ int th_vmactd_respawn(struct th_vmactd *d, const char *const *args)
 	return th_vmactd_spawn(d, args);
 }
 
+static void vmark(const struct th_vmactd *d, struct th_vmactd_mark *m, const char *fmt, va_list ap)
+{
+	vsnprintf(m->needle, sizeof(m->needle), fmt, ap);
+	m->before = th_count_in_file(d->log, m->needle);
+}
+
 unsigned th_vmactd_log_count(const struct th_vmactd *d, const char *fmt, ...)
 {
-	char needle[512];
+	struct th_vmactd_mark m;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(needle, sizeof(needle), fmt, ap);
+	vmark(d, &m, fmt, ap);
 	va_end(ap);
-	return th_count_in_file(d->log, needle);
+	return m.before;
 }
 
 void th_vmactd_mark(const struct th_vmactd *d, struct th_vmactd_mark *m, const char *fmt, ...)
@@ -188,9 +194,8 @@ void th_vmactd_mark(const struct th_vmactd *d, struct th_vmactd_mark *m, const c
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(m->needle, sizeof(m->needle), fmt, ap);
+	vmark(d, m, fmt, ap);
 	va_end(ap);
-	m->before = th_count_in_file(d->log, m->needle);
 }
 
 bool th_vmactd_mark_grew(const struct th_vmactd *d, const struct th_vmactd_mark *m)
