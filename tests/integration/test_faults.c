@@ -493,7 +493,7 @@ static int setup(void **state)
 {
 	const char *args[] = { "--verbose", NULL };
 	const char *s = getenv("VMACT_FAULT_SEED");
-	char text[512], prefix[64];
+	char prefix[64];
 
 	(void)state;
 	fx.seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
@@ -524,11 +524,8 @@ static int setup(void **state)
 	 * (0.9 of the host) none could grow; with the cases beside each
 	 * other, up to 8 vCPUs are plugged at once. */
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-	snprintf(text, sizeof(text),
-		 "{\"control\":{\"state_dir\":\"%s\"},"
-		 "\"arbiter\":{\"overcommit_cpu\":5,\"overcommit_memory\":4}}",
-		 fx.d.dir);
-	if (th_vmactd_config(&fx.d, prefix, text) < 0)
+	if (th_vmactd_config(&fx.d, prefix,
+			     "{\"arbiter\":{\"overcommit_cpu\":5,\"overcommit_memory\":4}}") < 0)
 		return -1;
 	/* vmactd once they run: a guest busy booting would be grown and
 	 * shrunk again first. */

@@ -220,7 +220,7 @@ static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 
 static int setup(void **state)
 {
-	char msg[512], meta[2][1024], text[512], prefix[64];
+	char msg[512], meta[2][1024], prefix[64];
 	const char *plain = getenv("VMACT_PLAIN_BUILD");
 	const char *gm_args[] = { "--load",          GM_LOAD,     "--mem-total", "1073741824",
 				  "--mem-available", "805306368", NULL };
@@ -264,8 +264,7 @@ static int setup(void **state)
 	virConnectClose(vc);
 	/* Defaults but what isolates the test. */
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-	snprintf(text, sizeof(text), "{\"control\":{\"state_dir\":\"%s\"}}", fx.d.dir);
-	return th_vmactd_config(&fx.d, prefix, text);
+	return th_vmactd_config(&fx.d, prefix, NULL);
 }
 
 static int teardown(void **state)

@@ -733,9 +733,8 @@ static void soak(void **state)
 	 * reasoning, doc/testing.md, "The demo"), below the sum of their maxima, so
 	 * that permits limit growth at times. */
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-	snprintf(text, sizeof(text),
-		 "{\"control\":{\"state_dir\":\"%s\"},\"arbiter\":{\"overcommit_cpu\":%.3f}}",
-		 fx.d.dir, 1.75 * fx.n / (0.9 * (double)(cpus > 0 ? cpus : 1)));
+	snprintf(text, sizeof(text), "{\"arbiter\":{\"overcommit_cpu\":%.3f}}",
+		 1.75 * fx.n / (0.9 * (double)(cpus > 0 ? cpus : 1)));
 	assert_int_equal(th_vmactd_config(&fx.d, prefix, text), 0);
 	if (th_vmactd_start(&fx.d, args, fx.n, LIMIT_BOOT_S, 120) < 0)
 		fail_msg("vmactd did not become ready managing the %u guests", fx.n);

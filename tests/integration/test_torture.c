@@ -583,7 +583,7 @@ static void remove_stale(void)
 
 static int setup(void **state)
 {
-	char text[512], msg[512], peer_log[128], prefix[64], dir[sizeof(tt.d.dir)];
+	char msg[512], peer_log[128], prefix[64], dir[sizeof(tt.d.dir)];
 
 	(void)state;
 	remove_stale();
@@ -616,11 +616,9 @@ static int setup(void **state)
 	/* The arbiter's capacity covers the three VMs' largest sizes (5 CPUs
 	 * on this 2-CPU host); no metrics listener to collide with others. */
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-	snprintf(text, sizeof(text),
-		 "{\"arbiter\":{\"overcommit_cpu\":4},\"metrics\":{\"listen\":\"\"},"
-		 "\"control\":{\"state_dir\":\"%s\"}}",
-		 dir);
-	return th_vmactd_config(&tt.d, prefix, text);
+	return th_vmactd_config(
+		&tt.d, prefix,
+		"{\"arbiter\":{\"overcommit_cpu\":4},\"metrics\":{\"listen\":\"\"}}");
 }
 
 static int teardown(void **state)
