@@ -36,12 +36,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
-#include <limits.h>
 #include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

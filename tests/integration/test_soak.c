@@ -35,9 +35,7 @@
  * version make check runs (25 s, 2 guests, one libvirtd restart).
  * VMACT_SOAK_GUESTS overrides the number of guests (default 4; fast 2).
  * Waits have generous safety limits; nothing is timed. */
-#include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
