@@ -84,16 +84,17 @@ bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s)
 /* Stops vmactd (SIGTERM, 30 s, then SIGKILL); its exit status. */
 int th_vmactd_stop(struct th_vmactd *d);
 
-/* One more guest for the fixture: th_vmactd_start waits for its boot as
- * well, th_vmactd_teardown destroys it with the first. 0, or -E2BIG past
- * TH_VMACTD_GUESTS. */
+/* One more guest for the fixture (the first, when init had none):
+ * th_vmactd_start waits for its boot as well, th_vmactd_teardown destroys
+ * it with the others, all at once. 0, or -E2BIG past TH_VMACTD_GUESTS. */
 int th_vmactd_add_guest(struct th_vmactd *d, struct tg_guest *g);
 
 /* A new vmactd in place of the last (a crash's or a kill's successor; a
  * vmactd still running is SIGKILLed first, as a crash would end it), with
  * args as th_vmactd_spawn's and a log of its own, vmactd.N.log in the
- * scratch directory (N counting the respawns from 1): the logs of the ones
- * before stay for the story of a failure. 0 or -errno. */
+ * scratch directory (N counting the respawns from 1; d->log names it from
+ * then on): the logs of the ones before stay for the story of a failure.
+ * 0 or -errno. */
 int th_vmactd_respawn(struct th_vmactd *d, const char *const *args);
 
 /* How often the printf-formatted text is in vmactd's log. */
