@@ -111,6 +111,15 @@
 #define META_CLOSE "</vmact:autoscaling>"
 
 static const char *const verbose[] = { "--verbose", NULL };
+
+/* Starts guest g, destroyed by the scenario's fixture d. */
+static int start_guest(struct th_vmactd *d, struct tg_guest *g, const char *prefix,
+		       const char *meta)
+{
+	if (th_vmactd_add_guest(d, g) < 0)
+		return -1;
+	return tg_start_standalone(prefix, meta, NULL, NULL, g) < 0 ? -1 : 0;
+}
 /* The pipe that tells the host_full scenario that G has grown. */
 static int turn[2] = { -1, -1 };
 
@@ -327,8 +336,8 @@ static int hg_setup(void **state)
 	snprintf(meta_g, sizeof(meta_g),
 		 META_OPEN "<vmact:informant endpoint='http://127.0.0.1:%u'/>" META_CLOSE,
 		 fx.inf.port);
-	if (th_vmactd_start_guest(&fx.d, &fx.h, PREFIX, meta_h, NULL, NULL) < 0 ||
-	    th_vmactd_start_guest(&fx.d, &fx.g, PREFIX, meta_g, NULL, NULL) < 0)
+	if (start_guest(&fx.d, &fx.h, PREFIX, meta_h) < 0 ||
+	    start_guest(&fx.d, &fx.g, PREFIX, meta_g) < 0)
 		return -1;
 	return 0;
 }
@@ -572,7 +581,7 @@ static int hf_setup(void **state)
 		return -1;
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	for (int i = 0; i < 2; i++)
-		if (th_vmactd_start_guest(&hf.d, &hf.g[i], HF_PREFIX, meta, NULL, NULL) < 0)
+		if (start_guest(&hf.d, &hf.g[i], HF_PREFIX, meta) < 0)
 			return -1;
 	return 0;
 }

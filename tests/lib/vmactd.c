@@ -40,44 +40,6 @@ int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *gue
 	return th_prog("vmactl", d->vmactl, sizeof(d->vmactl));
 }
 
-/* The fixture's guests, `guest` first; their count. */
-static size_t all_guests(const struct th_vmactd *d, struct tg_guest *all[])
-{
-	size_t n = 0;
-
-	if (d->guest)
-		all[n++] = d->guest;
-	for (unsigned i = 0; i < d->n_more; i++)
-		all[n++] = d->more[i];
-	return n;
-}
-
-int th_vmactd_start_guest(struct th_vmactd *d, struct tg_guest *g, const char *prefix,
-			  const char *meta, const char *tpl, const char *extra)
-{
-	virConnectPtr vc;
-	char msg[512];
-	int r;
-
-	if (!d->guest || d->guest == g)
-		d->guest = g;
-	else if (d->n_more < TH_VMACTD_MORE_GUESTS)
-		d->more[d->n_more++] = g;
-	else
-		return -E2BIG;
-	vc = virConnectOpen("qemu:///system");
-	if (!vc) {
-		fprintf(stderr, "guest: cannot connect to qemu:///system\n");
-		return -ECONNREFUSED;
-	}
-	r = tg_start_template(vc, prefix, meta, tpl ? tpl : getenv("VMACT_GUEST_TEMPLATE"),
-			      extra ? extra : getenv("VMACT_GUEST_CMDLINE"), g, msg, sizeof(msg));
-	virConnectClose(vc);
-	if (r < 0)
-		fprintf(stderr, "guest: %s\n", msg);
-	return r;
-}
-
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)
 {
 	_cleanup_(th_vmactd_json_decrefp) json_t *cfg =
@@ -144,16 +106,17 @@ bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s)
 int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, double boot_s,
 		    double ready_s)
 {
-	struct tg_guest *all[1 + TH_VMACTD_MORE_GUESTS];
-	size_t n = all_guests(d, all);
 	char ready[64];
 	int r;
 
-	for (size_t i = 0; i < n; i++)
-		if (!th_vmactd_wait(d, tg_booted, all[i], boot_s)) {
-			fprintf(stderr, "the guest %s did not boot\n", all[i]->name);
+	for (size_t i = 0; d->guest && i <= d->n_more; i++) {
+		struct tg_guest *g = i ? d->more[i - 1] : d->guest;
+
+		if (!th_vmactd_wait(d, tg_booted, g, boot_s)) {
+			fprintf(stderr, "the guest %s did not boot\n", g->name);
 			return -ETIMEDOUT;
 		}
+	}
 	r = th_vmactd_spawn(d, args);
 	if (r < 0)
 		return r;
@@ -176,11 +139,26 @@ void th_vmactd_teardown(struct th_vmactd *d)
 	th_vmactd_stop(d);
 	if (d->pins[0])
 		th_remove_pins(d->pins);
-	{
-		struct tg_guest *all[1 + TH_VMACTD_MORE_GUESTS];
+	if (d->guest) {
+		struct tg_guest *all[TH_VMACTD_GUESTS] = { d->guest };
 
-		tg_destroy_all(all, all_guests(d, all), d->persistent);
+		for (size_t i = 0; i < d->n_more; i++)
+			all[i + 1] = d->more[i];
+		/* All at once: libvirt takes seconds to stop each QEMU. */
+		tg_destroy_all(all, d->n_more + 1, d->persistent);
 	}
 	if (d->dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
 		th_rm_rf(d->dir);
+}
+
+int th_vmactd_add_guest(struct th_vmactd *d, struct tg_guest *g)
+{
+	if (!d->guest) {
+		d->guest = g;
+		return 0;
+	}
+	if (d->n_more >= TH_VMACTD_GUESTS - 1)
+		return -E2BIG;
+	d->more[d->n_more++] = g;
+	return 0;
 }

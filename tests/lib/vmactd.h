@@ -7,13 +7,14 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
 
-/* The guests a fixture destroys besides `guest` (th_vmactd_start_guest). */
-#define TH_VMACTD_MORE_GUESTS 7
+/* The guests one fixture can have (a test's, a soak's). */
+#define TH_VMACTD_GUESTS 8
 
 struct th_vmactd {
 	/* /tmp/PREFIX-XXXXXX, 0755 (a read_group member reaches the socket
@@ -27,10 +28,9 @@ struct th_vmactd {
 	 * undefined as well when `persistent`. */
 	struct tg_guest *guest;
 	bool persistent;
-	/* Guests started by th_vmactd_start_guest after `guest` was taken;
-	 * the same teardown. */
-	struct tg_guest *more[TH_VMACTD_MORE_GUESTS];
-	unsigned n_more;
+	/* The guests after the first (th_vmactd_add_guest), handled as it. */
+	struct tg_guest *more[TH_VMACTD_GUESTS - 1];
+	size_t n_more;
 };
 
 /* The scratch directory, the paths, the pin root and vmactd's path (the
@@ -38,14 +38,6 @@ struct th_vmactd {
  * destroys (NULL: none; the test starts it); nothing is started. 0 or
  * -errno. */
 int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest);
-
-/* Starts the guest g (tg_start_template on a libvirt connection of its
- * own; tpl and extra NULL: VMACT_GUEST_TEMPLATE and VMACT_GUEST_CMDLINE,
- * as tg_start) and makes it one of the fixture's guests: `guest` when
- * that is NULL or g, else one more. The teardown destroys it even when
- * its start failed half-way. 0, or -errno with the reason on stderr. */
-int th_vmactd_start_guest(struct th_vmactd *d, struct tg_guest *g, const char *prefix,
-			  const char *meta, const char *tpl, const char *extra);
 
 /* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
  * sampler.pin_root the fixture's, with extra (JSON object text, NULL:
@@ -57,9 +49,9 @@ int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *e
  * none), its stdout and stderr in the log. 0 or -errno. */
 int th_vmactd_spawn(struct th_vmactd *d, const char *const *args);
 
-/* Waits up to boot_s for each guest's first report (no guest: no wait),
+/* Waits up to boot_s for the guest's first report (no guest: no wait),
  * starts vmactd with args (th_vmactd_spawn) and waits up to ready_s for
- * its line "ready: managing VMS VM(s)". 0; -ETIMEDOUT, which of them
+ * its line "ready: managing VMS VM(s)". 0; -ETIMEDOUT, which of the two
  * never came said on stderr; or -errno. */
 int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, double boot_s,
 		    double ready_s);
@@ -87,7 +79,12 @@ bool th_vmactd_wait_log(struct th_vmactd *d, const char *needle, double limit_s)
 /* Stops vmactd (SIGTERM, 30 s, then SIGKILL); its exit status. */
 int th_vmactd_stop(struct th_vmactd *d);
 
-/* Stops vmactd, removes its pins, destroys (and undefines) the guests and
+/* One more guest for the fixture (the first, when init had none):
+ * th_vmactd_start waits for its boot as well, th_vmactd_teardown destroys
+ * it with the others, all at once. 0, or -E2BIG past TH_VMACTD_GUESTS. */
+int th_vmactd_add_guest(struct th_vmactd *d, struct tg_guest *g);
+
+/* Stops vmactd, removes its pins, destroys (and undefines) the guest and
  * removes the scratch directory (kept with VMACT_TEST_KEEP_LOG). Safe on a
  * fixture in any state, zeroed included. */
 void th_vmactd_teardown(struct th_vmactd *d);
