@@ -239,6 +239,7 @@ int main(int argc, char **argv)
 	       least_avail_kb[C_HOST] / 1024, least_avail_kb[C_MONITOR] / 1024);
 	unlink(tpl_host);
 	unlink(peer_log);
+	unlink(sock); /* the last vm-monitor peer's */
 	if (vc)
 		virConnectClose(vc);
 	if (!th_samples_pct_capped(&up[C_HOST], never[C_HOST], 50, &p_host) ||
