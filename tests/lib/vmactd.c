@@ -14,6 +14,7 @@
 
 #include "base/macro.h"
 #include "base/time.h"
+#include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 
 DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
@@ -27,7 +28,13 @@ DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
 
 int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest)
 {
-	int r = th_scratch_dir(prefix, d->dir, sizeof(d->dir));
+	return th_vmactd_init_at(d, "/tmp", prefix, guest);
+}
+
+int th_vmactd_init_at(struct th_vmactd *d, const char *parent, const char *prefix,
+		      struct tg_guest *guest)
+{
+	int r = th_scratch_dir_at(parent, prefix, d->dir, sizeof(d->dir));
 
 	d->guest = guest;
 	if (r < 0)
@@ -39,6 +46,29 @@ int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *gue
 	if ((r = th_prog("vmactd", d->prog, sizeof(d->prog))) < 0)
 		return r;
 	return th_prog("vmactl", d->vmactl, sizeof(d->vmactl));
+}
+
+int th_vmactd_monitor(struct th_vmactd *d, char *meta, size_t len)
+{
+	char sock[sizeof(d->monitor.path)], out[sizeof(d->dir) + 16], msg[512];
+	const char *args[] = { "--unix", sock, "--no-cgroup", NULL };
+	int r;
+
+	snprintf(sock, sizeof(sock), "%s/monitor.sock", d->dir);
+	snprintf(out, sizeof(out), "%s/monitor.log", d->dir);
+	r = th_peer_start(&d->monitor, "vm-monitor.js", args, out, msg, sizeof(msg));
+	if (r < 0) {
+		fprintf(stderr, "vm-monitor: %s\n", msg);
+		return r;
+	}
+	if ((size_t)snprintf(meta, len,
+			     "<vmact:autoscaling xmlns:vmact='" HP_NS_URI
+			     "' enabled='true'>" TG_META_BOUNDS
+			     "<vmact:monitor endpoint='unix:%s'/>"
+			     "</vmact:autoscaling>",
+			     sock) >= len)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)
@@ -57,17 +87,25 @@ int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *e
 
 int th_vmactd_spawn(struct th_vmactd *d, const char *const *args)
 {
-	const char *argv[16] = { d->prog, "--config", d->cfg };
+	return th_vmactd_spawn_under(d, NULL, args);
+}
+
+int th_vmactd_spawn_under(struct th_vmactd *d, const char *const *wrapper, const char *const *args)
+{
+	const char *argv[64];
+	const char *const self[] = { d->prog, "--config", d->cfg, NULL };
+	const char *const *const parts[] = { wrapper, self, args };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 					 .err = TH_OUT_FILE,
 					 .out_path = d->log };
-	size_t n = 3;
+	size_t n = 0;
 
-	for (; args && *args; args++) {
-		if (n + 1 >= sizeof(argv) / sizeof(argv[0]))
-			return -E2BIG;
-		argv[n++] = *args;
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+		for (const char *const *a = parts[i]; a && *a; a++) {
+			if (n + 1 >= ARRAY_SIZE(argv))
+				return -E2BIG;
+			argv[n++] = *a;
+		}
 	argv[n] = NULL;
 	return th_spawn(&d->proc, argv, &o);
 }
@@ -77,11 +115,16 @@ bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle)
 	return th_count_in_file(d->log, needle) > 0;
 }
 
+void th_vmactd_dump_log(const struct th_vmactd *d)
+{
+	th_print_log_tail(d->log, "vmactd log", TH_VMACTD_LOG_TAIL);
+}
+
 bool th_vmactd_wait(struct th_vmactd *d, bool (*pred)(void *), void *arg, double limit_s)
 {
 	if (th_wait_daemon(&d->proc, pred, arg, limit_s))
 		return true;
-	th_print_log_tail(d->log, "vmactd log", TH_VMACTD_LOG_TAIL);
+	th_vmactd_dump_log(d);
 	return false;
 }
 
@@ -138,6 +181,7 @@ int th_vmactd_stop(struct th_vmactd *d)
 void th_vmactd_teardown(struct th_vmactd *d)
 {
 	th_vmactd_stop(d);
+	th_peer_stop(&d->monitor);
 	if (d->pins[0])
 		th_remove_pins(d->pins);
 	if (d->guest) {

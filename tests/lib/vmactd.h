@@ -11,6 +11,7 @@
 
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 
 /* The guests one fixture can have (a test's, a soak's). */
@@ -36,6 +37,8 @@ struct th_vmactd {
 	/* Set by the test: its teardown leaves the scratch directory, as
 	 * VMACT_TEST_KEEP_LOG does (a failure whose logs are worth reading). */
 	bool keep;
+	/* The vm-monitor peer of th_vmactd_monitor (not started: zero). */
+	struct th_peer monitor;
 };
 
 /* The scratch directory, the paths, the pin root and vmactd's path (the
@@ -43,6 +46,18 @@ struct th_vmactd {
  * destroys (NULL: none; the test starts it); nothing is started. 0 or
  * -errno. */
 int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest);
+/* The same with the scratch directory under parent instead of /tmp (for a
+ * vmactd that does not see the host's /tmp). */
+int th_vmactd_init_at(struct th_vmactd *d, const char *parent, const char *prefix,
+		      struct tg_guest *guest);
+
+/* Starts the vm-monitor peer (tests/peers/vm-monitor.js, approving every
+ * downscale: --no-cgroup) on the unix socket DIR/monitor.sock, its output
+ * in DIR/monitor.log, and writes into meta (len bytes) the metadata of a
+ * guest it serves: <vmact:autoscaling> with TG_META_BOUNDS and a
+ * <vmact:monitor> naming the socket. The teardown stops it. 0, or -errno
+ * said on stderr. */
+int th_vmactd_monitor(struct th_vmactd *d, char *meta, size_t len);
 
 /* Writes vmactd's configuration: libvirt.name_prefix, control.socket and
  * sampler.pin_root the fixture's, with extra (JSON object text, NULL:
@@ -53,8 +68,13 @@ int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *e
 /* Starts vmactd --config CFG and the options args (NULL-terminated, NULL:
  * none), its stdout and stderr in the log. 0 or -errno. */
 int th_vmactd_spawn(struct th_vmactd *d, const char *const *args);
+/* The same run by wrapper (a NULL-terminated command line that ends by
+ * executing the command after it: unshare, setpriv, a seccomp launcher),
+ * so that d->proc is vmactd once the wrapper has executed it. A test may
+ * point d->prog at another vmactd first (a copy the sandbox can reach). */
+int th_vmactd_spawn_under(struct th_vmactd *d, const char *const *wrapper, const char *const *args);
 
-/* Waits up to boot_s for the guest's first report (no guest: no wait),
+/* Waits up to boot_s for each guest's first report (no guest: no wait),
  * starts vmactd with args (th_vmactd_spawn) and waits up to ready_s for
  * its line "ready: managing VMS VM(s)". 0; -ETIMEDOUT, which of the two
  * never came said on stderr; or -errno. */
@@ -63,6 +83,10 @@ int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, 
 
 /* True once needle is in vmactd's log. */
 bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle);
+
+/* Prints the tail of vmactd's log on stderr (what th_vmactd_wait prints
+ * when it gives up), for a test's other failures. */
+void th_vmactd_dump_log(const struct th_vmactd *d);
 
 /* th_wait_daemon on vmactd: false at the limit or when vmactd exited, its
  * log's tail then printed on stderr. */
@@ -123,7 +147,8 @@ bool th_vmactd_wait_mark(struct th_vmactd *d, const struct th_vmactd_mark *m, do
  * when there is none or the kernel's figures cannot be read. */
 long th_vmactd_vm_quota(const struct th_vmactd *d, const char *vm);
 
-/* Stops vmactd, removes its pins, destroys (and undefines) the guests and
- * removes the scratch directory (kept with VMACT_TEST_KEEP_LOG or keep). Safe on a
- * fixture in any state, zeroed included. */
+/* Stops vmactd and the vm-monitor peer, removes its pins, destroys (and
+ * undefines) the guests and removes the scratch directory (kept with
+ * VMACT_TEST_KEEP_LOG or keep). Safe on a fixture in any state, zeroed
+ * included. */
 void th_vmactd_teardown(struct th_vmactd *d);
