@@ -48,13 +48,11 @@
  * an ASan build's memory says nothing about vmactd's. */
 #include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libvirt/libvirt.h>
@@ -64,6 +62,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX   "vmact-fp"
@@ -105,7 +104,10 @@ static unsigned booted;
 /* The signal that asked the bench to stop: every wait ends, the teardown
  * runs. */
 static volatile sig_atomic_t stopping;
-static char vmactd_path[PATH_MAX], tpl[128], cfg[128], dlog[128], pins[128], sockp[128], state[128];
+/* vmactd's files, the guests' template among them; no guest: the bench
+ * destroys its own. */
+static struct th_vmactd fp;
+static char vmactd_path[PATH_MAX], tpl[160];
 
 /* ---- /proc ---- */
 
@@ -515,7 +517,7 @@ static void unpin_stale(void)
  * none. */
 static long ready_count(void)
 {
-	char *s = th_read_file(dlog), *at = s ? strstr(s, "ready: managing ") : NULL;
+	char *s = th_read_file(fp.log), *at = s ? strstr(s, "ready: managing ") : NULL;
 	long n = at ? atol(at + strlen("ready: managing ")) : -1;
 
 	free(s);
@@ -526,10 +528,7 @@ static long ready_count(void)
  * (libvirtd was restarted during it), or -1. */
 static int measure_once(const char *prog, unsigned secs, struct run *run)
 {
-	const char *argv[] = { prog, "--config", cfg, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
-	struct th_proc d = { 0 };
-	char text[1024];
+	struct th_proc *d = &fp.proc;
 	pid_t lv = libvirtd_pid();
 	double end, c0, c1, l0 = 0, l1 = 0, t0, t1;
 	long ready;
@@ -537,15 +536,8 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 
 	memset(run, 0, sizeof(*run));
 	run->vms = booted;
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), sockp, state, pins);
-	if (th_write_file(cfg, text) < 0)
-		return -1;
-	unlink(dlog);
-	if (th_spawn(&d, argv, &o) < 0) {
+	snprintf(fp.prog, sizeof(fp.prog), "%s", prog);
+	if (th_vmactd_spawn(&fp, NULL) < 0) {
 		fprintf(stderr, "footprint-bench: cannot start %s\n", prog);
 		return -1;
 	}
@@ -553,9 +545,10 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 	 * take them all in, never this slow. */
 	end = th_now_s() + 600;
 	while ((ready = ready_count()) < 0) {
-		if (th_now_s() > end || th_proc_exited(&d) || guests_gone()) {
+		if (th_now_s() > end || th_proc_exited(d) || guests_gone()) {
 			fprintf(stderr,
-				"footprint-bench: vmactd did not say it is ready (log %s)\n", dlog);
+				"footprint-bench: vmactd did not say it is ready (log %s)\n",
+				fp.log);
 			goto out;
 		}
 		if (!pause_s(0.1))
@@ -563,25 +556,25 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 	}
 	if (ready != (long)booted) {
 		fprintf(stderr, "footprint-bench: vmactd is managing %ld of %u VMs (log %s)\n",
-			ready, booted, dlog);
+			ready, booted, fp.log);
 		goto out;
 	}
 	/* Start-up (the BPF programs, the first readings) is not the steady
 	 * cost. */
-	if (!pause_s(SETTLE_S) || th_proc_exited(&d))
+	if (!pause_s(SETTLE_S) || th_proc_exited(d))
 		goto out;
-	c0 = tree_cpu(d.pid);
+	c0 = tree_cpu(d->pid);
 	if (lv > 0)
 		read_cpu(lv, &l0);
 	t0 = th_now_s();
 	run->load1 = load1();
 	if (!pause_s(secs))
 		goto out;
-	c1 = tree_cpu(d.pid);
+	c1 = tree_cpu(d->pid);
 	if (lv > 0)
 		read_cpu(lv, &l1);
 	t1 = th_now_s();
-	if (th_proc_exited(&d) || guests_gone())
+	if (th_proc_exited(d) || guests_gone())
 		goto out;
 	if (libvirtd_pid() != lv) {
 		fprintf(stderr,
@@ -594,15 +587,16 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 	run->vmactd.cpu_pct = (c1 - c0) / (t1 - t0) * 100.0;
 	run->libvirtd.cpu_pct = lv > 0 ? (l1 - l0) / (t1 - t0) * 100.0 : -1;
 	run->load1 = (run->load1 + load1()) / 2;
-	snapshot(d.pid, &run->vmactd, true);
+	snapshot(d->pid, &run->vmactd, true);
 	if (lv > 0)
 		snapshot(lv, &run->libvirtd, false);
 	run->qemu_rss_mib = qemu_rss_mib();
 	rc = 0;
 out:
-	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
-		fprintf(stderr, "footprint-bench: vmactd did not exit cleanly (log %s)\n", dlog);
-	th_remove_pins(pins);
+	if (th_vmactd_stop(&fp) != 0)
+		fprintf(stderr, "footprint-bench: vmactd did not exit cleanly (log %s)\n", fp.log);
+	/* The next vmactd's sampler starts from an empty pin root. */
+	th_remove_pins(fp.pins);
 	return rc;
 }
 
@@ -677,10 +671,9 @@ int main(int argc, char **argv)
 	unsigned batch = (unsigned)env_num("FOOTPRINT_BATCH", 3, 1, MAX_VMS), done = 0;
 	double boot_limit = env_num("VMACT_FP_BOOT_LIMIT", 900, 30, 7200), start = th_now_s();
 	const struct run *zero = NULL, *last = NULL, *one = NULL;
-	int pid = (int)getpid(), rc = 1;
+	int rc = 1;
 	struct sigaction sa = { .sa_handler = on_signal };
-	char self[PATH_MAX];
-	ssize_t len;
+	char prefix[64], text[256], keep[64];
 
 	for (int i = 2; i < argc && n < MAX_RUNS; i++)
 		counts[n++] = (unsigned)atoi(argv[i]);
@@ -699,30 +692,27 @@ int main(int argc, char **argv)
 			fprintf(stderr, "footprint-bench: counts go up, at most %d\n", MAX_VMS);
 			return 2;
 		}
-	if (geteuid() != 0) {
-		fprintf(stderr, "footprint-bench: needs root (libvirt, BPF, cgroups)\n");
+	if (!th_root_test("footprint-bench", "libvirt, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	/* No SA_RESTART: a signal ends the waits, and the teardown runs. */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (len <= 0)
+	/* The configuration is the same for every vmactd of the run: its
+	 * name prefix, control socket, state directory and pin root. */
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	if (th_vmactd_init(&fp, PREFIX, NULL) < 0) {
+		fprintf(stderr, "footprint-bench: cannot set up vmactd's files\n");
+		th_vmactd_teardown(&fp);
 		return 1;
-	self[len] = 0;
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../vmactd", dirname(self));
-	snprintf(tpl, sizeof(tpl), "/tmp/vmact-fp-%d.xml", pid);
-	snprintf(cfg, sizeof(cfg), "/tmp/vmact-fp-%d.json", pid);
-	snprintf(dlog, sizeof(dlog), "/tmp/vmact-fp-%d.log", pid);
-	snprintf(sockp, sizeof(sockp), "/tmp/vmact-fp-%d.sock", pid);
-	snprintf(state, sizeof(state), "/tmp/vmact-fp-%d.state", pid);
-	snprintf(pins, sizeof(pins), "/sys/fs/bpf/vmact-fp-%d", pid);
-	mkdir(state, 0700);
-	if (write_template() < 0) {
-		fprintf(stderr, "footprint-bench: cannot write %s\n", tpl);
+	}
+	snprintf(vmactd_path, sizeof(vmactd_path), "%s", fp.prog);
+	snprintf(tpl, sizeof(tpl), "%s/domain.xml", fp.dir);
+	snprintf(text, sizeof(text), "{\"control\":{\"state_dir\":\"%s\"}}", fp.dir);
+	if (th_vmactd_config(&fp, prefix, text) < 0 || write_template() < 0) {
+		fprintf(stderr, "footprint-bench: cannot write %s or %s\n", fp.cfg, tpl);
+		th_vmactd_teardown(&fp);
 		return 1;
 	}
 	sweep_stale();
@@ -791,11 +781,10 @@ int main(int argc, char **argv)
 	fprintf(stderr, "footprint-bench: %.0f s in all\n", th_now_s() - start);
 	if (vc)
 		virConnectClose(vc);
-	unlink(tpl);
-	unlink(cfg);
-	unlink(sockp);
-	rmdir(state);
-	if (!getenv("VMACT_BENCH_KEEP_LOG"))
-		unlink(dlog);
+	/* The last vmactd's log, where it always was. */
+	snprintf(keep, sizeof(keep), "/tmp/vmact-fp-%d.log", (int)getpid());
+	if (getenv("VMACT_BENCH_KEEP_LOG") && rename(fp.log, keep) < 0)
+		fprintf(stderr, "footprint-bench: cannot keep %s: %s\n", fp.log, strerror(errno));
+	th_vmactd_teardown(&fp);
 	return rc;
 }

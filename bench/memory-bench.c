@@ -29,8 +29,6 @@
  * Usage: memory-bench [ITERATIONS]  (default 10; root, make guest, node)
  * Ends with "ratio: X" = host p50 / monitor p50. */
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +42,7 @@
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/samples.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX     "vmact-mb"
@@ -67,8 +66,7 @@ static unsigned never[N_CONT], ooms[N_CONT];
 static unsigned long least_avail_kb[N_CONT];
 
 static virConnectPtr vc;
-static char vmactd_path[PATH_MAX], sock[108], peer_log[128], tpl_host[128], tpl_mon[128], cfg[128],
-	dlog[128], pins[128];
+static char sock[108], peer_log[128], tpl_host[128], tpl_mon[128];
 
 static char base[64];
 
@@ -95,50 +93,39 @@ static void tell_usage(struct th_peer *p, const struct tg_report *r, unsigned lo
 /* One run: the time to more memory (-1: none within the limit). */
 static double run(int c, const char *meta_host, const char *meta_mon)
 {
-	const char *argv[] = { vmactd_path, "--config", cfg, NULL };
 	/* Downscales answered on the usage it is told, as Neon's monitor. */
 	const char *peer_args[] = { "--unix", sock, "--threshold-mib", THRESHOLD_MIB, NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = dlog };
-	struct th_proc d = { 0 };
+	struct th_vmactd d = { 0 };
 	struct th_peer peer = { 0 };
-	struct tg_guest g;
+	struct tg_guest g = { 0 };
 	struct tg_report r0, r;
 	unsigned long told = 0, majflt0 = 0, least = 0, oom = 0, majflt_end = 0;
 	bool have_flt = false;
-	char text[1024], msg[512];
-	double t0, dt = -1, end;
+	char msg[512];
+	double t0, dt = -1;
 
+	if (th_vmactd_init(&d, PREFIX, &g) < 0) {
+		fprintf(stderr, "memory-bench: cannot make vmactd's scratch directory\n");
+		goto out;
+	}
 	if (c == C_MONITOR &&
 	    th_peer_start(&peer, "vm-monitor.js", peer_args, peer_log, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "memory-bench: vm-monitor peer: %s\n", msg);
-		return -1;
+		goto out;
 	}
 	if (tg_boot(&vc, PREFIX, c == C_HOST ? meta_host : meta_mon,
 		    c == C_HOST ? tpl_host : tpl_mon, "vmact.report=0.1", &g, msg,
 		    sizeof(msg)) < 0) {
 		fprintf(stderr, "memory-bench: %s\n", msg);
-		goto out_peer;
+		goto out;
 	}
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},\"metrics\":{\"listen\":\"\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 g.name, pins);
-	if (th_write_file(cfg, text) < 0)
-		goto out_guest;
-	unlink(dlog);
-	if (th_spawn(&d, argv, &o) < 0) {
-		fprintf(stderr, "memory-bench: cannot start %s\n", vmactd_path);
-		goto out_guest;
-	}
-	end = th_now_s() + 120;
-	while (th_count_in_file(dlog, "ready: managing 1 VM") == 0 ||
-	       (c == C_MONITOR && th_count_in_file(dlog, "vm-monitor connected") == 0)) {
-		if (th_now_s() > end || th_proc_exited(&d)) {
-			fprintf(stderr, "memory-bench: vmactd did not become ready (log %s)\n",
-				dlog);
-			goto out;
-		}
-		usleep(50000);
+	/* Safety limits: vmactd ready within 120 s, its vm-monitor connected
+	 * within 120 s more. */
+	if (th_vmactd_config(&d, g.name, "{\"metrics\":{\"listen\":\"\"}}") < 0 ||
+	    th_vmactd_start(&d, NULL, 1, 120, 120) < 0 ||
+	    (c == C_MONITOR && !th_vmactd_wait_log(&d, "vm-monitor connected", 120))) {
+		fprintf(stderr, "memory-bench: vmactd did not become ready\n");
+		goto out;
 	}
 	/* A few seconds of the idle guest: the policy has its samples. */
 	sleep(3);
@@ -183,12 +170,11 @@ static double run(int c, const char *meta_host, const char *meta_mon)
 	       cont_names[c], dt * 1000, least / 1024, majflt_end - majflt0, oom);
 	fflush(stdout);
 out:
-	if (th_proc_stop(&d, SIGTERM, 30 * VMACT_USEC_PER_SEC) != 0)
-		fprintf(stderr, "memory-bench: vmactd did not exit cleanly (log %s)\n", dlog);
-	th_remove_pins(pins);
-out_guest:
-	tg_destroy_by_name(&g);
-out_peer:
+	if (th_vmactd_stop(&d) != 0) {
+		th_print_log_tail(d.log, "vmactd log", 3000);
+		fprintf(stderr, "memory-bench: vmactd did not exit cleanly\n");
+	}
+	th_vmactd_teardown(&d);
 	if (c == C_MONITOR)
 		th_peer_stop(&peer);
 	return dt;
@@ -205,21 +191,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: memory-bench [ITERATIONS 1..200]\n");
 		return 2;
 	}
-	if (geteuid() != 0) {
-		fprintf(stderr, "memory-bench: needs root (libvirt, BPF, cgroups)\n");
+	if (!th_root_test("memory-bench", "libvirt, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	if (th_bench_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
-		return 1;
-	/* Everything of this run is /tmp/vmact-mb-PID.* */
+	/* Everything of this run is /tmp/vmact-mb-PID.*, and vmactd's is in
+	 * a scratch directory /tmp/vmact-mb-XXXXXX per run. */
 	snprintf(base, sizeof(base), "/tmp/vmact-mb-%d", pid);
 	name(sock, sizeof(sock), ".sock");
 	name(peer_log, sizeof(peer_log), ".peer");
 	name(tpl_host, sizeof(tpl_host), "-host.xml");
-	name(cfg, sizeof(cfg), ".json");
-	name(dlog, sizeof(dlog), ".log");
-	snprintf(pins, sizeof(pins), "/sys/fs/bpf/vmact-mb-%d", pid);
 	/* host: the balloon with statistics every second; monitor: the
 	 * template as it is, without a balloon */
 	snprintf(tpl_mon, sizeof(tpl_mon), "tests/guest/domain.xml.in");
@@ -259,9 +238,8 @@ int main(int argc, char **argv)
 	       "least MemAvailable seen: host %lu MiB, monitor %lu MiB)\n",
 	       least_avail_kb[C_HOST] / 1024, least_avail_kb[C_MONITOR] / 1024);
 	unlink(tpl_host);
-	unlink(cfg);
-	unlink(dlog);
 	unlink(peer_log);
+	unlink(sock); /* the last vm-monitor peer's */
 	if (vc)
 		virConnectClose(vc);
 	if (!th_samples_pct_capped(&up[C_HOST], never[C_HOST], 50, &p_host) ||

@@ -52,6 +52,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX        "vmact-noagent"
@@ -70,30 +71,20 @@
 enum { G_N, G_M, G_U, N_GUESTS };
 static const char *const label[N_GUESTS] = { "N", "M", "U" };
 
-static char vmactd_path[PATH_MAX];
-
 static struct {
 	virConnectPtr vc;
 	struct tg_guest g[N_GUESTS];
-	char tpl_n[128], tpl_b[128], cfg[128], log[128], ctl[108], pins[128];
-	struct th_proc daemon;
+	/* vmactd with guest N, M and U; its scratch directory holds the
+	 * guests' domain templates too. */
+	struct th_vmactd d;
+	char tpl_n[128], tpl_b[128];
 } fx;
 
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 8000);
-}
-
-/* pred(arg) within limit_s, or (vmactd exits meanwhile) false. */
+/* pred(arg) within limit_s, or (vmactd exits meanwhile) false, the log's
+ * tail then printed. */
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
-}
-
-/* A line of vmactd's log (needle anywhere in it). */
-static bool in_log(void *needle)
-{
-	return th_count_in_file(fx.log, needle) != 0;
+	return th_vmactd_wait(&fx.d, pred, arg, limit_s);
 }
 
 /* Run beside the other guests' starts (tg_start_each). */
@@ -116,13 +107,6 @@ static int start_guest(unsigned gi)
 	return 0;
 }
 
-static bool guest_reports(void *g)
-{
-	struct tg_report r;
-
-	return tg_report(g, &r);
-}
-
 /* N's 256 MiB of virtio-mem plugged at boot, as libvirt has it (its live
  * <current> follows QEMU's size-change events, after the guest). */
 static bool n_boot_memory(void *unused)
@@ -136,20 +120,16 @@ static bool n_boot_memory(void *unused)
 
 static int setup(void **state)
 {
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
-	int pid = (int)getpid();
-	char text[1024];
+	static const char *const args[] = { "--verbose", NULL };
+	char text[256], prefix[64];
 
 	(void)state;
-	snprintf(fx.tpl_n, sizeof(fx.tpl_n), "/tmp/vmact-noagent-%d-n.xml", pid);
-	snprintf(fx.tpl_b, sizeof(fx.tpl_b), "/tmp/vmact-noagent-%d-b.xml", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmact-noagent-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-noagent-%d.log", pid);
-	snprintf(fx.ctl, sizeof(fx.ctl), "/tmp/vmact-noagent-%d.ctl", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-noagent-%d", pid);
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.g[G_N]) < 0 ||
+	    th_vmactd_add_guest(&fx.d, &fx.g[G_M]) < 0 ||
+	    th_vmactd_add_guest(&fx.d, &fx.g[G_U]) < 0)
+		return -1;
+	snprintf(fx.tpl_n, sizeof(fx.tpl_n), "%s/n.xml", fx.d.dir);
+	snprintf(fx.tpl_b, sizeof(fx.tpl_b), "%s/b.xml", fx.d.dir);
 	/* N: no balloon, 256 MiB of its virtio-mem device plugged at boot
 	 * (768Mi, above its minimum); M and U: a balloon with statistics
 	 * every second, 512Mi. */
@@ -160,34 +140,24 @@ static int setup(void **state)
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc || tg_start_each(N_GUESTS, start_guest) < 0)
 		return -1;
-	for (int gi = 0; gi < N_GUESTS; gi++)
-		if (!wait_until(guest_reports, &fx.g[gi], LIMIT_BOOT_S)) {
-			print_error("guest %s did not boot\n", label[gi]);
-			return -1;
-		}
-	/* vmactd reads N's size from libvirt when it takes the VM over. */
+	/* vmactd reads N's size from libvirt when it takes the VM over (the
+	 * guest has booted by then). */
 	if (!wait_until(n_boot_memory, NULL, LIMIT_BOOT_S)) {
-		print_error("guest N never onlined its boot virtio-mem memory\n");
+		print_error("guest N never booted or never onlined its boot virtio-mem memory\n");
 		return -1;
 	}
 	/* vmactd's defaults; only what keeps it to this test's guests, and
 	 * the arbiter's declared capacity: three guests of at least 1 CPU
 	 * each are more than this 2-CPU host's 1.8 (as in the demo and
 	 * test_daemon's guest metrics, arbiter.overcommit_cpu declares it). */
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"arbiter\":{\"overcommit_cpu\":3},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, pid, fx.ctl, fx.pins);
-	if (th_write_file(fx.cfg, text) < 0 || th_spawn(&fx.daemon, argv, &o) < 0)
+		 "{\"arbiter\":{\"overcommit_cpu\":3},\"control\":{\"state_dir\":\"%s\"}}",
+		 fx.d.dir);
+	if (th_vmactd_config(&fx.d, prefix, text) < 0)
 		return -1;
-	if (!wait_until(in_log, (void *)"ready: managing 3 VMs", 120)) {
-		dump_log();
-		print_error("vmactd did not become ready managing the 3 guests\n");
-		return -1;
-	}
-	return 0;
+	/* Each guest booted, and all three managed. */
+	return th_vmactd_start(&fx.d, args, N_GUESTS, LIMIT_BOOT_S, 120) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
@@ -195,16 +165,10 @@ static int teardown(void **state)
 	int status;
 
 	(void)state;
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
-	tg_destroy_all((struct tg_guest *const[]){ &fx.g[G_N], &fx.g[G_M], &fx.g[G_U] }, N_GUESTS,
-		       false);
+	status = th_vmactd_stop(&fx.d);
+	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	unlink(fx.tpl_n);
-	unlink(fx.tpl_b);
-	unlink(fx.cfg);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
 	/* The sanitizer build fails a leak with a non-zero status. */
 	if (status != 0) {
 		print_error("vmactd exited with status %d\n", status);
@@ -220,10 +184,10 @@ static int teardown(void **state)
 static json_t *show(int gi)
 {
 	char msg[512];
-	json_t *doc = th_ctl_vm(fx.ctl, fx.g[gi].name, msg, sizeof(msg));
+	json_t *doc = th_ctl_vm(fx.d.sock, fx.g[gi].name, msg, sizeof(msg));
 
 	if (!doc) {
-		dump_log();
+		th_vmactd_dump_log(&fx.d);
 		fail_msg("vmactl show %s: %s", label[gi], msg);
 	}
 	return doc;
@@ -252,7 +216,7 @@ static long quota(int gi)
 {
 	char group[256];
 
-	if (th_log_named_vm_cgroup(fx.log, fx.g[gi].name, group, sizeof(group)) < 0)
+	if (th_log_named_vm_cgroup(fx.d.log, fx.g[gi].name, group, sizeof(group)) < 0)
 		return TH_CG_UNKNOWN;
 	return th_cg_limit_milli(group);
 }
@@ -272,7 +236,7 @@ static unsigned lines(int gi, const char *needle)
 	char n[512];
 
 	snprintf(n, sizeof(n), "%s: %s", fx.g[gi].name, needle);
-	return th_count_in_file(fx.log, n);
+	return th_count_in_file(fx.d.log, n);
 }
 
 /* Every size vmactd reports having reached for guest gi lies within
@@ -280,7 +244,7 @@ static unsigned lines(int gi, const char *needle)
 static unsigned resizes_within(int gi, uint64_t min_cpu, uint64_t max_cpu, uint64_t min_mem,
 			       uint64_t max_mem)
 {
-	char *buf = th_read_file(fx.log), *p, needle[256];
+	char *buf = th_read_file(fx.d.log), *p, needle[256];
 	unsigned n = 0;
 
 	assert_non_null(buf);
@@ -328,7 +292,7 @@ struct at_min {
 static bool n_at_min(void *arg)
 {
 	struct at_min *m = arg;
-	json_t *doc = th_ctl_vm(fx.ctl, fx.g[G_N].name, m->state, sizeof(m->state));
+	json_t *doc = th_ctl_vm(fx.d.sock, fx.g[G_N].name, m->state, sizeof(m->state));
 	const char *last;
 	struct tg_report r;
 	bool ok;
@@ -361,17 +325,13 @@ static void agentless_cpu(void **state)
 	assert_int_equal(quota(G_N), 1000);
 
 	assert_int_equal(tg_cmd(&fx.g[G_N], "busy 2"), 0);
-	if (!wait_until(n_grown, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(n_grown, NULL, LIMIT_SCALE_S))
 		fail_msg("guest N never got a second vCPU and more than 1 CPU of quota");
-	}
 	assert_true(lines(G_N, "cpu saturated: ") + lines(G_N, "cpu throttled: ") > 0);
 
 	assert_int_equal(tg_cmd(&fx.g[G_N], "idle"), 0);
-	if (!wait_until(n_at_min, &m, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(n_at_min, &m, LIMIT_SCALE_S))
 		fail_msg("guest N never came back to its minimum; vmactd reports %s", m.state);
-	}
 	doc = show(G_N);
 	assert_string_equal(text(doc, "evidence", "approval", NULL), "host");
 	assert_string_equal(text(doc, "evidence", "cpu", "source"), "BPF");
@@ -385,17 +345,15 @@ static void agentless_cpu(void **state)
 
 	/* The way back up is still there. */
 	assert_int_equal(tg_cmd(&fx.g[G_N], "busy 2"), 0);
-	if (!wait_until(n_grown, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(n_grown, NULL, LIMIT_SCALE_S))
 		fail_msg("guest N did not grow again after its shrink");
-	}
 	assert_int_equal(tg_cmd(&fx.g[G_N], "idle"), 0);
 
 	/* No balloon statistics: its memory stayed at 768Mi, said once with
 	 * the fix, and shown by the control API. */
 	assert_true(resizes_within(G_N, 1000, 4000, 768 * MiB, 768 * MiB) >= 2);
 	assert_int_equal(lines(G_N, "no guest memory statistics ("), 1);
-	assert_int_equal(th_count_in_file(fx.log,
+	assert_int_equal(th_count_in_file(fx.d.log,
 					  "its memory stays at 768Mi and does not drive "
 					  "scaling; to scale it, add <memballoon "
 					  "model='virtio'><stats period='1'/></memballoon>"),
@@ -455,7 +413,7 @@ static bool u_grown(void *mem0)
 static bool m_at_min(void *mem0)
 {
 	char msg[256];
-	json_t *doc = th_ctl_vm(fx.ctl, fx.g[G_M].name, msg, sizeof(msg));
+	json_t *doc = th_ctl_vm(fx.d.sock, fx.g[G_M].name, msg, sizeof(msg));
 	struct tg_report r;
 	bool ok = doc && num(doc, "using.mem_bytes") == 512 * MiB &&
 		  json_is_false(json_object_get(doc, "resizing")) && tg_report(&fx.g[G_M], &r) &&
@@ -473,7 +431,7 @@ static bool u_kept(void *unused)
 
 	if (!lines(G_U, "the guest kept its memory ("))
 		return false;
-	doc = th_ctl_vm(fx.ctl, fx.g[G_U].name, msg, sizeof(msg));
+	doc = th_ctl_vm(fx.d.sock, fx.g[G_U].name, msg, sizeof(msg));
 	ok = doc && num(doc, "evidence.memory.kept_by_guest_s") > 0;
 	json_decref(doc);
 	return ok;
@@ -506,12 +464,10 @@ static void agentless_memory(void **state)
 	for (unsigned i = 1; i <= STEPS; i++) {
 		assert_int_equal(tg_cmd(&fx.g[G_M], "alloc 300 " RATE), 0);
 		rp.target = (unsigned long)i * STEP_MIB;
-		if (!wait_until(ramp_step_held, &rp, LIMIT_SCALE_S)) {
-			dump_log();
+		if (!wait_until(ramp_step_held, &rp, LIMIT_SCALE_S))
 			fail_msg("guest M never held %lu MiB (holds %lu)", rp.target, rp.held);
-		}
 		if (rp.max_oom) {
-			dump_log();
+			th_vmactd_dump_log(&fx.d);
 			fail_msg("guest M's OOM killer fired at step %u", i);
 		}
 	}
@@ -522,7 +478,7 @@ static void agentless_memory(void **state)
 	if (rp.first_growth_at < 0 || (double)rp.first_growth_at >= rp.avail0_mib ||
 	    strstr(console, "Out of memory") || strstr(console, "oom-kill")) {
 		free(console);
-		dump_log();
+		th_vmactd_dump_log(&fx.d);
 		fail_msg("guest M: first growth with %ld MiB held of %.0f MiB available, OOM kills "
 			 "%lu",
 			 rp.first_growth_at, rp.avail0_mib, rp.max_oom);
@@ -539,35 +495,29 @@ static void agentless_memory(void **state)
 	json_decref(doc);
 
 	/* U grew meanwhile. */
-	if (!wait_until(u_grown, &u_mem0, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(u_grown, &u_mem0, LIMIT_SCALE_S))
 		fail_msg("guest U never grew for its allocation");
-	}
 	u_grown_kb = report(G_U).memtotal_kb;
 
 	/* Freed: M back to its minimum, within the headroom of what it uses
 	 * (26 MiB + 128 MiB of headroom is less than its 512Mi minimum). */
 	assert_int_equal(tg_cmd(&fx.g[G_M], "free"), 0);
 	assert_int_equal(tg_cmd(&fx.g[G_U], "free"), 0);
-	if (!wait_until(m_at_min, &rp.memtotal0, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(m_at_min, &rp.memtotal0, LIMIT_SCALE_S))
 		fail_msg("guest M did not go back to its minimum after freeing its memory");
-	}
 	assert_int_equal(report(G_M).oom, 0);
 	assert_true(lines(G_M, "memory filling: ") >= 1);
 	assert_true(resizes_within(G_M, 1000, 4000, 512 * MiB, 1536 * MiB) >= 2);
 
 	/* U kept it: left at its size, one warning, the back-off. */
-	if (!wait_until(u_kept, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(u_kept, NULL, LIMIT_SCALE_S))
 		fail_msg("vmactd never reported that guest U kept its memory");
-	}
 	{
 		char needle[256];
 
 		snprintf(needle, sizeof(needle), "warning: %s: the guest kept its memory",
 			 fx.g[G_U].name);
-		assert_int_equal(th_count_in_file(fx.log, needle), 1);
+		assert_int_equal(th_count_in_file(fx.d.log, needle), 1);
 	}
 	assert_int_equal(report(G_U).memtotal_kb, u_grown_kb);
 	assert_int_equal(report(G_U).oom, 0);
@@ -587,12 +537,7 @@ int main(void)
 		cmocka_unit_test(agentless_memory),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_agentless: needs root (libvirt qemu:///system, BPF, cgroups)\n");
-		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
+	if (!th_root_test("test_agentless", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
 	if (getenv("VMACT_TEST_ONLY"))
 		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));

@@ -56,9 +56,7 @@
  * Every wait is for a state with a generous safety limit; the only
  * duration in the test is how long the VM waits, read from the API's
  * waited_s. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -599,36 +597,9 @@ static const char *node_uuid(const char *group)
 static pid_t qemu_of(const char *name)
 {
 	char want[160];
-	pid_t found = 0;
-	DIR *d = opendir("/proc");
-	struct dirent *de;
 
 	snprintf(want, sizeof(want), "guest=%s,", name);
-	while (d && !found && (de = readdir(d))) {
-		char path[300], cmd[4096];
-		ssize_t len;
-		int fd;
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (ssize_t i = 0; i < len; i++)
-			if (!cmd[i])
-				cmd[i] = ' ';
-		cmd[len] = 0;
-		if (strstr(cmd, "qemu-system") && strstr(cmd, want))
-			found = (pid_t)atoi(de->d_name);
-	}
-	if (d)
-		closedir(d);
-	return found;
+	return th_proc_find("qemu-system", want);
 }
 
 static bool lv2_answers(void *arg)

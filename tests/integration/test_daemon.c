@@ -38,7 +38,6 @@
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -65,6 +64,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX "vmactd-it"
@@ -77,17 +77,18 @@
 
 #define MiB (1024ULL * 1024ULL)
 
-static char vmactd_path[PATH_MAX];
+static const char *const verbose[] = { "--verbose", NULL };
 
 struct fixture {
 	virConnectPtr vc;
+	/* vmactd, A's vm-monitor and the guests; the files below are in its
+	 * scratch directory. */
+	struct th_vmactd vd;
 	struct tg_guest a, b;
-	char sock[108], peer_log[128], tpl[128], cfg[128], log[128], log1[136], pins[128],
-		notify[108], ctl[108];
+	char tpl[128], log1[136], notify[108];
 	int notify_fd;    /* the daemon's sd_notify socket (NOTIFY_SOCKET) */
 	char notes[4096]; /* what it sent so far */
-	struct th_peer peer;
-	struct th_proc daemon, arbiter;
+	struct th_proc arbiter;
 	char arb_log[128];
 	/* daemon_informant */
 	struct tg_guest c;
@@ -104,14 +105,14 @@ static struct fixture fx;
 /* A daemon that was started and has exited since. */
 static bool daemon_died(void)
 {
-	return fx.daemon.pid > 0 && th_proc_exited(&fx.daemon);
+	return fx.vd.proc.pid > 0 && th_proc_exited(&fx.vd.proc);
 }
 
 /* Waits until pred() or the limit; false at the limit, or at once if the
- * daemon exits meanwhile. */
+ * daemon exits meanwhile, its log's tail then printed. */
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
+	return th_vmactd_wait(&fx.vd, pred, arg, limit_s);
 }
 
 /* Collects the daemon's sd_notify datagrams. */
@@ -131,11 +132,6 @@ static bool notes_have(void *needle)
 {
 	read_notes();
 	return strstr(fx.notes, needle) != NULL;
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
 }
 
 /* The guest's status lines so far: none may show more than max or fewer
@@ -182,42 +178,21 @@ static unsigned check_resizes_within(const char *log, uint64_t min_milli, uint64
 	return n;
 }
 
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 6000);
-}
-
-/* Starts a program with stdout and stderr to out_path; the test's
- * children die with it (tests/lib/proc.c). */
-static void spawn_to(struct th_proc *p, const char *const argv[], const char *out_path)
-{
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = out_path };
-
-	assert_int_equal(th_spawn(p, argv, &o), 0);
-}
-
 static int setup(void **state)
 {
 	char msg[512];
-	const char *peer_args[] = { "--unix", fx.sock, "--no-cgroup", NULL };
-	int pid = (int)getpid();
 	char meta_a[2048];
 	const char *meta_b = "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
 			     "<vmact:cpu min='1' max='2'/></vmact:autoscaling>";
 
 	(void)state;
-	snprintf(fx.sock, sizeof(fx.sock), "/tmp/vmactd-it-%d.sock", pid);
-	snprintf(fx.peer_log, sizeof(fx.peer_log), "/tmp/vmactd-it-%d.peer", pid);
-	snprintf(fx.tpl, sizeof(fx.tpl), "/tmp/vmactd-it-%d.xml", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmactd-it-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmactd-it-%d.log", pid);
-	snprintf(fx.log1, sizeof(fx.log1), "%s.1", fx.log);
-	snprintf(fx.arb_log, sizeof(fx.arb_log), "/tmp/vmactd-it-%d.arbiter", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-it-%d", pid);
-	snprintf(fx.notify, sizeof(fx.notify), "/tmp/vmactd-it-%d.notify", pid);
-	snprintf(fx.ctl, sizeof(fx.ctl), "/tmp/vmactd-it-%d.ctl", pid);
+	fx.notify_fd = -1;
+	if (th_vmactd_init(&fx.vd, PREFIX, &fx.a) < 0 || th_vmactd_add_guest(&fx.vd, &fx.b) < 0)
+		return -1;
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.vd.dir);
+	snprintf(fx.log1, sizeof(fx.log1), "%s.1", fx.vd.log);
+	snprintf(fx.arb_log, sizeof(fx.arb_log), "%s/arbiter.log", fx.vd.dir);
+	snprintf(fx.notify, sizeof(fx.notify), "%s/notify", fx.vd.dir);
 
 	/* What systemd would receive (Type=notify). */
 	{
@@ -225,17 +200,14 @@ static int setup(void **state)
 
 		fx.notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		strcpy(sa.sun_path, fx.notify);
-		unlink(fx.notify);
 		if (fx.notify_fd < 0 || bind(fx.notify_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 			return -1;
 	}
 
-	/* The vm-monitor peer. */
-	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) <
-	    0) {
-		print_error("%s\n", msg);
+	/* A's vm-monitor peer, and A's metadata as a new user writes it
+	 * (issue 9's guest). */
+	if (th_vmactd_monitor(&fx.vd, meta_a, sizeof(meta_a)) < 0)
 		return -1;
-	}
 
 	/* The test guest with a virtio balloon reporting memory statistics
 	 * every second: the daemon's source of guest memory usage. */
@@ -250,11 +222,6 @@ static int setup(void **state)
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc)
 		return -1;
-	snprintf(meta_a, sizeof(meta_a),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
-		 "<vmact:monitor endpoint='unix:%s'/>"
-		 "</vmact:autoscaling>",
-		 fx.sock);
 	if (tg_start(fx.vc, PREFIX, meta_a, &fx.a, msg, sizeof(msg)) < 0 ||
 	    tg_start(fx.vc, PREFIX, meta_b, &fx.b, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
@@ -280,39 +247,30 @@ static int set_meta(const struct tg_guest *g, const char *xml)
 	return r;
 }
 
+/* Sets g's vmact metadata live and waits until vmactd acted on it
+ * (taken); failing says what. */
+static void change_meta(const struct tg_guest *g, const char *xml, bool (*taken)(void *),
+			const char *what)
+{
+	assert_int_equal(set_meta(g, xml), 0);
+	if (!wait_until(taken, NULL, 60))
+		fail_msg("%s", what);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&fx.arbiter, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	/* SIGTERM first so the daemon unpins; SIGKILL if it hangs. */
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	/* Whatever a killed daemon left pinned. */
-	th_remove_pins(fx.pins);
-	tg_destroy_by_name(&fx.a);
-	tg_destroy_by_name(&fx.b);
-	tg_destroy_by_name(&fx.c);
-	tg_destroy_by_name(&fx.d);
+	/* vmactd first (SIGTERM: it hands the VMs back to the peers still
+	 * there), A's monitor, the pins a killed vmactd left, the guests and
+	 * the files; then the other peers and the remote arbiter. */
+	th_vmactd_teardown(&fx.vd);
 	th_peer_stop(&fx.gm_peer);
-	if (fx.gm_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.gm_log);
 	th_peer_stop(&fx.inf_peer);
-	if (fx.inf_log[0] && !getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.inf_log);
-	th_peer_stop(&fx.peer);
+	th_proc_stop(&fx.arbiter, SIGTERM, 30 * VMACT_USEC_PER_SEC);
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	if (fx.notify_fd > 0)
+	if (fx.notify_fd >= 0)
 		close(fx.notify_fd);
-	unlink(fx.notify);
-	unlink(fx.sock);
-	unlink(fx.peer_log);
-	unlink(fx.tpl);
-	unlink(fx.cfg);
-	if (!getenv("VMACT_TEST_KEEP_LOG")) {
-		unlink(fx.log);
-		unlink(fx.log1);
-		unlink(fx.arb_log);
-	}
 	return 0;
 }
 
@@ -324,27 +282,17 @@ static bool guest_cpus_at_least_2(void *g)
 	return tg_report(g, &r) && r.cpus >= 2;
 }
 
-static bool guest_reports(void *g)
-{
-	struct tg_report r;
-
-	return tg_report(g, &r);
-}
-
 /* The VM group's CPU limit in milli-CPUs (-1: unlimited), from the cgroup
  * vmactd logged for it. */
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.vd);
 }
 
 static bool quota_removed(void *unused)
 {
-	return log_has("autoscaling disabled: CPU quota removed") && quota_milli() == -1;
+	return th_vmactd_log_has(&fx.vd, "autoscaling disabled: CPU quota removed") &&
+	       quota_milli() == -1;
 }
 
 /* A line of the daemon's log seen more often than before. */
@@ -357,7 +305,7 @@ static bool log_count_grew(void *arg)
 {
 	const struct log_count *c = arg;
 
-	return th_count_in_file(fx.log, c->needle) > c->before;
+	return th_count_in_file(fx.vd.log, c->needle) > c->before;
 }
 
 /* A guest back at its 1-CPU minimum, as vmactd's control API reports it:
@@ -374,7 +322,7 @@ struct at_min {
 static bool back_at_min(void *arg)
 {
 	struct at_min *m = arg;
-	json_t *doc = th_ctl_vm(fx.ctl, m->g->name, m->state, sizeof(m->state));
+	json_t *doc = th_ctl_vm(fx.vd.sock, m->g->name, m->state, sizeof(m->state));
 	const char *last = json_string_value(
 		json_object_get(json_object_get(doc, "last_change"), "reason"));
 	double using_, quota, goal;
@@ -405,18 +353,16 @@ static void idle_back_to_min(const struct tg_guest *g, const char *label)
 	struct at_min m = { .g = g };
 
 	assert_int_equal(tg_cmd(g, "idle"), 0);
-	if (!wait_until(back_at_min, &m, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(back_at_min, &m, LIMIT_SCALE_S))
 		fail_msg("guest %s never came back to its minimum; vmactd reports %s", label,
 			 m.state);
-	}
 	assert_int_equal(quota_milli(), 1000);
 }
 
 static bool broken_twice(void *unused)
 {
-	return th_count_in_file(fx.log, fx.b.name) >= 2 &&
-	       th_count_in_file(fx.log, "unknown element <vmact:bogus>") >= 1;
+	return th_count_in_file(fx.vd.log, fx.b.name) >= 2 &&
+	       th_count_in_file(fx.vd.log, "unknown element <vmact:bogus>") >= 1;
 }
 
 /* The live vCPU count of a guest as libvirt has it (fresh connection). */
@@ -439,69 +385,120 @@ static void kill_when_resizing(unsigned before)
 	char needle[256];
 
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.a.name);
-	while (th_count_in_file(fx.log, needle) <= before) {
-		if (th_now_s() > end || th_proc_exited(&fx.daemon)) {
-			dump_log();
+	while (th_count_in_file(fx.vd.log, needle) <= before) {
+		if (th_now_s() > end || th_proc_exited(&fx.vd.proc)) {
+			th_vmactd_dump_log(&fx.vd);
 			fail_msg("vmactd never started resizing guest A");
 		}
 		usleep(1000);
 	}
-	th_proc_stop(&fx.daemon, SIGKILL, 0);
+	th_proc_stop(&fx.vd.proc, SIGKILL, 0);
+}
+
+/* Writes vmactd's configuration: the fixture's (control socket, pins),
+ * the VMs named name_prefix..., the control API's state_dir the scratch
+ * directory, and more (JSON members, "": none). */
+static void config_vmactd(const char *name_prefix, const char *more)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "{\"control\":{\"state_dir\":\"%s\"}%s%s}", fx.vd.dir,
+		 more[0] ? "," : "", more);
+	assert_int_equal(th_vmactd_config(&fx.vd, name_prefix, text), 0);
+}
+
+/* Starts vmactd --verbose on the configuration written last, its sd_notify
+ * datagrams to notify (NULL: none), and waits until it manages one VM
+ * (what names it in the failure). */
+static void start_vmactd(const char *notify, const char *what)
+{
+	int r;
+
+	if (notify)
+		setenv("NOTIFY_SOCKET", notify, 1);
+	r = th_vmactd_spawn(&fx.vd, verbose);
+	unsetenv("NOTIFY_SOCKET");
+	assert_int_equal(r, 0);
+	if (!th_vmactd_wait_log(&fx.vd, "ready: managing 1 VM", 120))
+		fail_msg("vmactd did not become ready managing %s", what);
+}
+
+/* What daemon_informant and daemon_guest_metrics run on: a guest of
+ * their own, served by a peer on loopback. */
+struct beside {
+	const char *label;  /* the guest's letter */
+	const char *bounds; /* its <vmact:cpu>, <vmact:memory>, <vmact:compute-unit> */
+	/* <vmact:ELEMENT endpoint='http://127.0.0.1:PORT'/> names the peer */
+	const char *element;
+	const char *script;      /* the peer: tests/peers/SCRIPT */
+	const char *const *args; /* and its options */
+	const char *config;      /* vmactd's beyond config_vmactd's (JSON members) */
+};
+
+/* Kills a vmactd a failed test before left running, starts the peer (its
+ * output in log) and the guest g (destroyed with the fixture) and, once g
+ * booted, vmactd managing g alone. The peer's port. */
+static unsigned start_beside(const struct beside *b, struct th_peer *p, char *log, size_t len,
+			     struct tg_guest *g)
+{
+	char meta[1024], msg[512], what[32];
+
+	th_proc_stop(&fx.vd.proc, SIGKILL, 0);
+	snprintf(log, len, "%s/%s.log", fx.vd.dir, b->script);
+	if (th_peer_start(p, b->script, b->args, log, msg, sizeof(msg)) < 0)
+		fail_msg("%s: %s", b->script, msg);
+	snprintf(meta, sizeof(meta),
+		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>%s"
+		 "<vmact:%s endpoint='http://127.0.0.1:%u'/></vmact:autoscaling>",
+		 b->bounds, b->element, p->port);
+	assert_int_equal(th_vmactd_add_guest(&fx.vd, g), 0);
+	if (tg_start(fx.vc, PREFIX, meta, g, msg, sizeof(msg)) < 0)
+		fail_msg("guest %s: %s", b->label, msg);
+	if (!wait_until(tg_booted, g, LIMIT_BOOT_S))
+		fail_msg("guest %s did not boot", b->label);
+	config_vmactd(g->name, b->config);
+	snprintf(what, sizeof(what), "guest %s", b->label);
+	start_vmactd(NULL, what);
+	return p->port;
 }
 
 static void daemon_autoscales(void **state)
 {
-	char text[1024], needle[256];
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
+	char prefix[64], needle[256];
 	unsigned resizes_before_idle;
 	struct stat sb;
 	int status;
 
 	(void)state;
-	if (!wait_until(guest_reports, &fx.a, LIMIT_BOOT_S) ||
-	    !wait_until(guest_reports, &fx.b, LIMIT_BOOT_S))
+	if (!wait_until(tg_booted, &fx.a, LIMIT_BOOT_S) ||
+	    !wait_until(tg_booted, &fx.b, LIMIT_BOOT_S))
 		fail_msg("the guests did not boot");
 
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), fx.ctl, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	setenv("NOTIFY_SOCKET", fx.notify, 1);
-	spawn_to(&fx.daemon, argv, fx.log);
-	unsetenv("NOTIFY_SOCKET");
-
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	config_vmactd(prefix, "");
 	/* First sync: A managed, B skipped with one line naming it and the
 	 * missing element. */
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
-		fail_msg("vmactd did not become ready managing guest A");
-	}
+	start_vmactd(fx.notify, "guest A");
 	/* READY=1 only after the first sync, with the count in STATUS=. */
 	if (!wait_until(notes_have, "READY=1", 30) ||
 	    !wait_until(notes_have, "STATUS=Managing 1 VM\n", 30))
 		fail_msg("sd_notify: got \"%s\"", fx.notes);
 	snprintf(needle, sizeof(needle), "%s: not managed: vmact metadata: ", fx.b.name);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
-	assert_int_equal(th_count_in_file(fx.log, "missing element <vmact:memory>"), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, "missing element <vmact:memory>"), 1);
 	snprintf(needle, sizeof(needle), "%s: managing (", fx.a.name);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
 
 	/* A metadata change on B is re-read (and still broken, differently). */
-	assert_int_equal(set_meta(&fx.b, "<autoscaling enabled='true'><cpu min='1' max='2'/>"
-					 "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-					 "<bogus/></autoscaling>"),
-			 0);
-	if (!wait_until(broken_twice, NULL, 60)) {
-		dump_log();
-		fail_msg("the metadata change on guest B was not re-read");
-	}
+	change_meta(&fx.b,
+		    "<autoscaling enabled='true'><cpu min='1' max='2'/>"
+		    "<memory min='512Mi' max='1Gi' method='virtio-mem'/><bogus/></autoscaling>",
+		    broken_twice, "the metadata change on guest B was not re-read");
 
 	/* The embedded arbiter answers vmactd's own VMs in-process: no
 	 * listener unless the configuration asks for one. */
-	assert_int_equal(th_count_in_file(fx.log, "arbiter: in-process, capacity "), 1);
-	assert_int_equal(th_count_in_file(fx.log, "listening on"), 0);
+	assert_int_equal(th_count_in_file(fx.vd.log, "arbiter: in-process, capacity "), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, "listening on"), 0);
 
 	/* From the start the VM is held to its size by the CFS quota. */
 	assert_int_equal(quota_milli(), 1000);
@@ -509,10 +506,10 @@ static void daemon_autoscales(void **state)
 	/* Load: vmactd asks the arbiter and starts plugging, and is killed
 	 * (SIGKILL) right then. */
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.a.name);
-	resizes_before_idle = th_count_in_file(fx.log, needle);
+	resizes_before_idle = th_count_in_file(fx.vd.log, needle);
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
 	kill_when_resizing(resizes_before_idle);
-	assert_true(th_count_in_file(fx.log, "scheduler permits") > 0);
+	assert_true(th_count_in_file(fx.vd.log, "scheduler permits") > 0);
 	check_guest_cpus_within(&fx.a, 1, 2);
 
 	/* A new vmactd takes the VM over from what it finds: its size is
@@ -520,17 +517,11 @@ static void daemon_autoscales(void **state)
 	 * is outside the bounds, and the quota never grants more than the
 	 * vCPUs can use. Stale pins and the old monitor connection are the
 	 * killed daemon's leftovers it must cope with. */
-	assert_int_equal(rename(fx.log, fx.log1), 0);
-	setenv("NOTIFY_SOCKET", fx.notify, 1);
-	spawn_to(&fx.daemon, argv, fx.log);
-	unsetenv("NOTIFY_SOCKET");
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
-		fail_msg("the restarted vmactd did not become ready managing guest A");
-	}
+	assert_int_equal(rename(fx.vd.log, fx.log1), 0);
+	start_vmactd(fx.notify, "guest A after its restart");
 	snprintf(needle, sizeof(needle), "%s: managing (", fx.a.name);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
-	assert_int_equal(th_count_in_file(fx.log, "outside its bounds"), 0);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, "outside its bounds"), 0);
 	{
 		long q = quota_milli();
 		int v = live_vcpus(&fx.a);
@@ -542,11 +533,9 @@ static void daemon_autoscales(void **state)
 
 	/* Still busy: the new daemon gets it to a second vCPU and more than
 	 * one CPU of quota (or finds it there already), saying why. */
-	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S))
 		fail_msg("guest A never got a second vCPU and its quota");
-	}
-	assert_true(th_count_in_file(fx.log, ": cpu saturated: vCPUs ") +
+	assert_true(th_count_in_file(fx.vd.log, ": cpu saturated: vCPUs ") +
 			    th_count_in_file(fx.log1, ": cpu saturated: vCPUs ") >
 		    0);
 	check_guest_cpus_within(&fx.a, 1, 4);
@@ -562,16 +551,17 @@ static void daemon_autoscales(void **state)
 	/* Idle: the monitor approves, the quota goes back to the minimum;
 	 * never below it. */
 	idle_back_to_min(&fx.a, "A");
-	assert_true(th_count_in_file(fx.log, "vm-monitor approved the downscale") > 0);
+	assert_true(th_count_in_file(fx.vd.log, "vm-monitor approved the downscale") > 0);
 	check_guest_cpus_within(&fx.a, 1, 4);
 
 	/* Busy again: the way back up is still there. */
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S))
 		fail_msg("guest A did not grow again after scaling down");
-	}
 	idle_back_to_min(&fx.a, "A");
+	/* B was never managed. */
+	snprintf(needle, sizeof(needle), "%s: managing (", fx.b.name);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 0);
 	/* The killed daemon may not have got to report its last resize. A's
 	 * memory stays at its 512Mi minimum throughout: the guest uses about
 	 * 30 MiB of it, and only the CPU is loaded. (A restarted vmactd used
@@ -579,35 +569,28 @@ static void daemon_autoscales(void **state)
 	 * average until the policy's first decision: memory to its maximum
 	 * and back, and a resize to 1 CPU while the guest was still busy.) */
 	check_resizes_within(fx.log1, 1000, 4000, 512 * MiB, 512 * MiB);
-	assert_true(check_resizes_within(fx.log, 1000, 4000, 512 * MiB, 512 * MiB) >= 2);
+	assert_true(check_resizes_within(fx.vd.log, 1000, 4000, 512 * MiB, 512 * MiB) >= 2);
 	assert_int_equal(quota_milli(), 1000);
-	/* B was never managed. */
-	snprintf(needle, sizeof(needle), "%s: managing (", fx.b.name);
-	assert_int_equal(th_count_in_file(fx.log, needle), 0);
 
 	/* Autoscaling switched off: the quota goes, the VM stays managed by
 	 * nobody. */
-	assert_int_equal(set_meta(&fx.a, "<autoscaling enabled='false'><cpu min='1' max='2'/>"
-					 "<memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-					 "</autoscaling>"),
-			 0);
-	if (!wait_until(quota_removed, NULL, 60)) {
-		dump_log();
-		fail_msg("disabling autoscaling did not remove the CPU quota");
-	}
+	change_meta(&fx.a,
+		    "<autoscaling enabled='false'><cpu min='1' max='2'/>"
+		    "<memory min='512Mi' max='1Gi' method='virtio-mem'/></autoscaling>",
+		    quota_removed, "disabling autoscaling did not remove the CPU quota");
 	if (!wait_until(notes_have, "STATUS=Managing 0 VMs", 30))
 		fail_msg("sd_notify: got \"%s\"", fx.notes);
 
 	/* Clean shutdown: exit 0 (the sanitizer build fails it on a leak) and
 	 * the pins removed. */
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	status = th_proc_stop(&fx.vd.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	if (status != 0) {
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 		fail_msg("vmactd exited with status %d", status);
 	}
-	assert_int_equal(stat(fx.pins, &sb), -1);
+	assert_int_equal(stat(fx.vd.pins, &sb), -1);
 	if (getenv("VMACT_TEST_VERBOSE"))
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 }
 
 static bool arbiter_listening(void *unused)
@@ -634,30 +617,29 @@ static bool b_grown(void *mem0)
  * bounds. */
 static void daemon_remote_plugin_dimm(void **state)
 {
-	char text[1024], arb_path[PATH_MAX + 32], needle[256], *buf, *p;
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	unsigned port = 0;
+	char text[256], arb_path[PATH_MAX], needle[256];
+	unsigned port;
 	unsigned long mem0;
 	struct tg_report r;
 	int status;
 
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
-	snprintf(arb_path, sizeof(arb_path), "%s/vmact-arbiter", dirname(strdupa(vmactd_path)));
+	th_proc_stop(&fx.vd.proc, SIGKILL, 0); /* left by a failed test before */
+	assert_int_equal(th_build_prog("vmact-arbiter", arb_path, sizeof(arb_path)), 0);
 	{
 		const char *aargv[] = { arb_path,   "--listen", "127.0.0.1:0", "--cpu", "2",
 					"--memory", "4Gi",      "--verbose",   NULL };
+		const struct th_spawn_opts o = { .out = TH_OUT_FILE,
+						 .err = TH_OUT_FILE,
+						 .out_path = fx.arb_log };
 
-		spawn_to(&fx.arbiter, aargv, fx.arb_log);
+		assert_int_equal(th_spawn(&fx.arbiter, aargv, &o), 0);
 	}
 	if (!wait_until(arbiter_listening, NULL, 30))
 		fail_msg("vmact-arbiter did not start");
-	buf = th_read_file(fx.arb_log);
-	assert_non_null(buf);
-	p = strstr(buf, "(port ");
-	if (!p || sscanf(p, "(port %u)", &port) != 1 || !port)
-		fail_msg("no port in the arbiter's log: %s", buf);
-	free(buf);
+	port = th_log_port(fx.arb_log, "listening on");
+	if (!port)
+		fail_msg("no port in the arbiter's log %s", fx.arb_log);
 
 	assert_int_equal(set_meta(&fx.b, "<autoscaling enabled='true'><cpu min='1' max='2'/>"
 					 "<memory min='768Mi' max='1Gi' method='dimm'/>"
@@ -665,48 +647,35 @@ static void daemon_remote_plugin_dimm(void **state)
 					 "</autoscaling>"),
 			 0);
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"plugin\":{\"mode\":\"remote\",\"url\":\"http://127.0.0.1:%u/\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 fx.b.name, port, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	unlink(fx.log);
-	spawn_to(&fx.daemon, argv, fx.log);
-
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
-		fail_msg("vmactd did not become ready managing guest B");
-	}
+		 "\"plugin\":{\"mode\":\"remote\",\"url\":\"http://127.0.0.1:%u/\"}", port);
+	config_vmactd(fx.b.name, text);
+	start_vmactd(NULL, "guest B");
 	snprintf(needle, sizeof(needle), "scheduler http://127.0.0.1:%u/", port);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
-	assert_int_equal(th_count_in_file(fx.log, "arbiter: listening"), 0);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, "arbiter: listening"), 0);
 	assert_true(tg_report(&fx.b, &r));
 	mem0 = r.memtotal_kb;
 
 	assert_int_equal(tg_cmd(&fx.b, "busy 2"), 0);
-	if (!wait_until(b_grown, &mem0, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(b_grown, &mem0, LIMIT_SCALE_S))
 		fail_msg("guest B never got a second vCPU and a DIMM");
-	}
 	snprintf(needle, sizeof(needle), "%s: resized to ", fx.b.name);
-	if (!wait_until(log_has, needle, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!th_vmactd_wait_log(&fx.vd, needle, LIMIT_SCALE_S))
 		fail_msg("vmactd never reported B's resize");
-	}
 	/* The remote arbiter made the decision, for B by name. */
 	snprintf(needle, sizeof(needle), "default/%s", fx.b.name);
 	assert_true(th_count_in_file(fx.arb_log, needle) > 0);
 	assert_true(th_count_in_file(fx.arb_log, "/768Mi") > 0);
 	check_guest_cpus_within(&fx.b, 1, 2);
-	assert_true(check_resizes_within(fx.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
+	assert_true(check_resizes_within(fx.vd.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
 	assert_true(tg_report(&fx.b, &r));
 	if (r.memtotal_kb > mem0 + 512 * 1024)
 		fail_msg("guest B has %lu kB, more than the 1Gi max allows", r.memtotal_kb);
 
 	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	status = th_proc_stop(&fx.vd.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	if (status != 0) {
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 		fail_msg("vmactd exited with status %d", status);
 	}
 }
@@ -745,12 +714,12 @@ static void inf_worker_sandboxed(void)
 		{ "NoNewPrivs", "1" },
 		{ "Seccomp", "2" },
 	};
-	pid_t pid = th_log_guest_worker(fx.log, fx.c.name);
+	pid_t pid = th_log_guest_worker(fx.vd.log, fx.c.name);
 	struct passwd *pw = getpwnam("vmact");
 	char v[64], uid[64], needle[256];
 
 	if (pid <= 0) {
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 		fail_msg("guest C's informant has no guest worker");
 	}
 	if (!pw)
@@ -766,126 +735,91 @@ static void inf_worker_sandboxed(void)
 				 want[i][1]);
 	/* The lines of the agent are the worker's. */
 	snprintf(needle, sizeof(needle), "vmact-guestd: %s: informant: agent ", fx.c.name);
-	assert_true(th_count_in_file(fx.log, needle) >= 1);
+	assert_true(th_count_in_file(fx.vd.log, needle) >= 1);
 	print_message("informant worker %d: uid %s, CapEff 0, NoNewPrivs 1, Seccomp 2\n", (int)pid,
 		      pw->pw_name);
 }
 
 static void daemon_informant(void **state)
 {
-	char text[1536], meta[1024], msg[512], needle[256];
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
 	/* The sanitized daemon on a shared host: stretch the informant's own
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
-	const char *peer_args[] = { "--port", "0", "--timeout-factor", "10", NULL };
+	static const char *const peer_args[] = { "--port", "0", "--timeout-factor", "10", NULL };
+	static const struct beside c = {
+		.label = "C",
+		.bounds = "<vmact:cpu min='1' max='2'/>"
+			  "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
+			  "<vmact:compute-unit cpu='250m' memory='256Mi'/>",
+		.element = "informant",
+		.script = "informant.js",
+		.args = peer_args,
+		.config = "\"informant\":{\"listen\":\"127.0.0.1:0\"}",
+	};
+	char needle[256];
 	unsigned port;
 	int status;
 
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
-	snprintf(fx.inf_log, sizeof(fx.inf_log), "/tmp/vmactd-it-%d.informant", (int)getpid());
-	if (th_peer_start(&fx.inf_peer, "informant.js", peer_args, fx.inf_log, msg, sizeof(msg)) <
-	    0)
-		fail_msg("%s", msg);
-	port = fx.inf_peer.port;
-
-	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='2'/>"
-		 "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		 "<vmact:informant endpoint='http://127.0.0.1:%u'/>"
-		 "</vmact:autoscaling>",
-		 port);
-	if (tg_start(fx.vc, PREFIX, meta, &fx.c, msg, sizeof(msg)) < 0)
-		fail_msg("guest C: %s", msg);
-	if (!wait_until(guest_reports, &fx.c, LIMIT_BOOT_S))
-		fail_msg("guest C did not boot");
-
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"informant\":{\"listen\":\"127.0.0.1:0\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 fx.c.name, fx.ctl, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	unlink(fx.log);
-	spawn_to(&fx.daemon, argv, fx.log);
-
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
-		fail_msg("vmactd did not become ready managing guest C");
-	}
+	port = start_beside(&c, &fx.inf_peer, fx.inf_log, sizeof(fx.inf_log), &fx.c);
 	snprintf(needle, sizeof(needle), "informant http://127.0.0.1:%u)", port);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
 
 	/* Registered (the peer checked GET /id first) and resumed. */
 	if (!wait_until(inf_peer_has, "\"event\":\"register\"", 60) ||
-	    !wait_until(log_has, ": informant: agent ", 60) ||
-	    !wait_until(log_has, " running (protocol v2.0)", 60)) {
-		dump_log();
+	    !th_vmactd_wait_log(&fx.vd, ": informant: agent ", 60) ||
+	    !th_vmactd_wait_log(&fx.vd, " running (protocol v2.0)", 60))
 		fail_msg("vmactd's agent never got to running with the informant");
-	}
 	assert_true(th_count_in_file(fx.inf_log, "\"event\":\"id-check\"") >= 1);
 	inf_worker_sandboxed();
 
 	/* Suspended: load makes the core want more, and the runner holds it. */
 	inf_cmd("{\"cmd\":\"suspend\"}");
 	if (!wait_until(inf_peer_has, "\"event\":\"suspend\"", 60) ||
-	    !wait_until(log_has, "suspended by the informant: no resizing until it is resumed",
-			60)) {
-		dump_log();
+	    !th_vmactd_wait_log(&fx.vd,
+				"suspended by the informant: no resizing until it is resumed", 60))
 		fail_msg("the agent never reported its suspension");
-	}
 	assert_int_equal(tg_cmd(&fx.c, "busy 2"), 0);
-	if (!wait_until(log_has, "holding a resize while the agent is suspended", LIMIT_SCALE_S)) {
-		dump_log();
+	if (!th_vmactd_wait_log(&fx.vd, "holding a resize while the agent is suspended",
+				LIMIT_SCALE_S))
 		fail_msg("vmactd never wanted to grow the busy guest C");
-	}
 	snprintf(needle, sizeof(needle), "%s: resizing from ", fx.c.name);
-	assert_int_equal(th_count_in_file(fx.log, needle), 0);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 0);
 	check_guest_cpus_within(&fx.c, 1, 1);
 
 	/* Resumed: it grows, and tells the informant afterwards. */
 	inf_cmd("{\"cmd\":\"resume\"}");
-	if (!wait_until(guest_cpus_at_least_2, &fx.c, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(guest_cpus_at_least_2, &fx.c, LIMIT_SCALE_S))
 		fail_msg("guest C never got a second vCPU");
-	}
-	if (!wait_until(inf_peer_has, "\"event\":\"upscale\"", LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(inf_peer_has, "\"event\":\"upscale\"", LIMIT_SCALE_S))
 		fail_msg("the informant never got PUT /upscale");
-	}
 	check_guest_cpus_within(&fx.c, 1, 2);
 
 	/* POST /try-upscale is answered and taken as the monitor's request. */
 	inf_cmd("{\"cmd\":\"try-upscale\",\"cpu\":false,\"memory\":true}");
 	if (!wait_until(inf_peer_has, "\"event\":\"try-upscale\",\"agentID\"", 60) ||
-	    !wait_until(log_has, "informant asks for more memory", 60)) {
-		dump_log();
+	    !th_vmactd_wait_log(&fx.vd, "informant asks for more memory", 60))
 		fail_msg("POST /try-upscale was not handled");
-	}
 	assert_int_equal(th_count_in_file(fx.inf_log, "\"event\":\"try-upscale\",\"error\""), 0);
 
 	/* Idle: the informant approves the downscale, back to 1 CPU. */
 	idle_back_to_min(&fx.c, "C");
 	assert_true(th_count_in_file(fx.inf_log, "\"event\":\"downscale\"") >= 1);
-	assert_true(th_count_in_file(fx.log, "informant approved the downscale") >= 1);
+	assert_true(th_count_in_file(fx.vd.log, "informant approved the downscale") >= 1);
 	check_guest_cpus_within(&fx.c, 1, 2);
-	assert_true(check_resizes_within(fx.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
+	assert_true(check_resizes_within(fx.vd.log, 1000, 2000, 512 * MiB, 1024 * MiB) >= 1);
 	/* The peer checks sequence numbers, identity and one request at a time. */
 	assert_int_equal(th_count_in_file(fx.inf_log, "protocol-error"), 0);
 
 	/* SIGTERM: the agent unregisters, then vmactd exits 0 (no leak). */
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	status = th_proc_stop(&fx.vd.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	if (status != 0) {
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 		fail_msg("vmactd exited with status %d", status);
 	}
 	if (!wait_until(inf_peer_has, "\"event\":\"unregister\"", 30))
 		fail_msg("the agent did not unregister on shutdown");
 	if (getenv("VMACT_TEST_VERBOSE"))
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 }
 
 static bool gm_peer_has(void *needle)
@@ -908,11 +842,9 @@ static void wait_host_ticks(unsigned n, const char *what)
 	/* "load1 ... memory [un]known (host)": the host's figures fed */
 	struct log_count c = { .needle = "known (host)" };
 
-	c.before = th_count_in_file(fx.log, c.needle) + n - 1;
-	if (!wait_until(log_count_grew, &c, LIMIT_SCALE_S)) {
-		dump_log();
+	c.before = th_count_in_file(fx.vd.log, c.needle) + n - 1;
+	if (!wait_until(log_count_grew, &c, LIMIT_SCALE_S))
 		fail_msg("vmactd stopped managing guest D on the host-side figures (%s)", what);
-	}
 }
 
 /* The guest's own metrics (<vmact:metrics>, the Neon system exporter on
@@ -925,90 +857,64 @@ static void wait_host_ticks(unsigned n, const char *what)
  * host-side figures. */
 static void daemon_guest_metrics(void **state)
 {
-	char text[1536], meta[1024], msg[512], needle[512], url[128];
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const char *peer_args[] = { "--load", "3", NULL };
+	static const char *const peer_args[] = { "--load", "3", NULL };
+	static const struct beside d = {
+		.label = "D",
+		.bounds = META_BOUNDS,
+		.element = "metrics",
+		.script = "guest-metrics.js",
+		.args = peer_args,
+		.config = "\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"overcommit_cpu\":4}",
+	};
+	char needle[512], url[128];
 	struct log_count c2;
 	int status;
 
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGKILL, 0); /* left by a failed test before */
-	snprintf(fx.gm_log, sizeof(fx.gm_log), "/tmp/vmactd-it-%d.metrics", (int)getpid());
-	if (th_peer_start(&fx.gm_peer, "guest-metrics.js", peer_args, fx.gm_log, msg, sizeof(msg)) <
-	    0)
-		fail_msg("%s", msg);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.gm_peer.port);
-	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" META_BOUNDS
-		 "<vmact:metrics endpoint='%s'/>"
-		 "</vmact:autoscaling>",
-		 url);
-	if (tg_start(fx.vc, PREFIX, meta, &fx.d, msg, sizeof(msg)) < 0)
-		fail_msg("guest D: %s", msg);
-	if (!wait_until(guest_reports, &fx.d, LIMIT_BOOT_S))
-		fail_msg("guest D did not boot");
-
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s\"},"
-		 "\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"overcommit_cpu\":4},"
-		 "\"control\":{\"socket\":\"/tmp/vmactd-it-%d.ctl\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 fx.d.name, (int)getpid(), fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	unlink(fx.log);
-	spawn_to(&fx.daemon, argv, fx.log);
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
-		fail_msg("vmactd did not become ready managing guest D");
-	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u",
+		 start_beside(&d, &fx.gm_peer, fx.gm_log, sizeof(fx.gm_log), &fx.d));
 	snprintf(needle, sizeof(needle), "%s: guest metrics from %s/metrics", fx.d.name, url);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
 
 	/* The guest's load 3 on 1 vCPU: at least 3 vCPUs. */
-	if (!wait_until(d_cpus_at_least_3, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(d_cpus_at_least_3, NULL, LIMIT_SCALE_S))
 		fail_msg("guest D never got 3 vCPUs from its reported load");
-	}
-	assert_true(th_count_in_file(fx.log, "guest load1 3.00") >= 1);
+	assert_true(th_count_in_file(fx.vd.log, "guest load1 3.00") >= 1);
 	check_guest_cpus_within(&fx.d, 1, 4);
-	assert_true(check_resizes_within(fx.log, 1000, 4000, 512 * MiB, 1536 * MiB) >= 1);
+	assert_true(check_resizes_within(fx.vd.log, 1000, 4000, 512 * MiB, 1536 * MiB) >= 1);
 
 	/* Garbage: logged once, the host's figures carry on. */
 	snprintf(needle, sizeof(needle), "%s: guest metrics %s/metrics: ", fx.d.name, url);
-	assert_int_equal(th_count_in_file(fx.log, needle), 0);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 0);
 	assert_true(write(fx.gm_peer.proc.in_fd, "mode garbage\n", 13) == 13);
 	if (!wait_until(gm_peer_has, "\"command\":\"mode garbage\"", 30))
 		fail_msg("the metrics peer did not take the command");
-	if (!wait_until(log_has, "expected a metric name", LIMIT_SCALE_S)) {
-		dump_log();
+	if (!th_vmactd_wait_log(&fx.vd, "expected a metric name", LIMIT_SCALE_S))
 		fail_msg("vmactd never reported the garbage");
-	}
 	wait_host_ticks(2, "garbage");
-	assert_int_equal(th_count_in_file(fx.log, "expected a metric name"), 1);
-	assert_int_equal(th_count_in_file(fx.log, "; using the host-side figures"), 1);
-	assert_int_equal(th_count_in_file(fx.log, needle), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, "expected a metric name"), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, "; using the host-side figures"), 1);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 1);
 
 	/* Gone: logged once more (another failure), still managed. */
 	th_peer_stop(&fx.gm_peer);
 	c2.needle = needle;
 	c2.before = 1;
-	if (!wait_until(log_count_grew, &c2, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(log_count_grew, &c2, LIMIT_SCALE_S))
 		fail_msg("vmactd never reported the endpoint gone");
-	}
 	wait_host_ticks(2, "endpoint gone");
-	assert_int_equal(th_count_in_file(fx.log, needle), 2);
-	assert_int_equal(th_count_in_file(fx.log, "; using the host-side figures"), 2);
+	assert_int_equal(th_count_in_file(fx.vd.log, needle), 2);
+	assert_int_equal(th_count_in_file(fx.vd.log, "; using the host-side figures"), 2);
 	assert_false(daemon_died());
 	check_guest_cpus_within(&fx.d, 1, 4);
 
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	status = th_proc_stop(&fx.vd.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	if (status != 0) {
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 		fail_msg("vmactd exited with status %d", status);
 	}
 	if (getenv("VMACT_TEST_VERBOSE"))
-		dump_log();
+		th_vmactd_dump_log(&fx.vd);
 	tg_destroy_by_name(&fx.d);
 }
 
@@ -1020,22 +926,9 @@ int main(void)
 		cmocka_unit_test(daemon_informant),
 		cmocka_unit_test(daemon_guest_metrics),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_daemon: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_daemon", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	/* libvirt writes to its socket: a libvirtd restarted by another test
-	 * mid-call must be an error, not a SIGPIPE. */
-	signal(SIGPIPE, SIG_IGN);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	/* build[/san]/tests/integration/test_daemon -> build[/san]/vmactd */
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
 	if (getenv("VMACT_TEST_ONLY"))
 		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
 	return cmocka_run_group_tests_name("vmactd", tests, setup, teardown);

@@ -28,13 +28,12 @@
  * carries its PID (demo/vmact-demo.sh).
  *
  * Waits have generous safety limits; nothing is timed. The demo's output
- * is kept in /tmp/test-demo-PID-N.out with VMACT_TEST_KEEP_LOG=1 (a failing
- * run's tail is printed). */
-#include <dirent.h>
+ * goes to a scratch directory /tmp/test-demo-XXXXXX, kept with
+ * VMACT_TEST_KEEP_LOG=1 (a failing run's tail is printed); a demo a failed
+ * test left running is stopped by the test's teardown. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -56,6 +55,7 @@
 
 #include "base/time.h"
 #include "tests/lib/file.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
 /* Safety limits: the short demo takes about a minute here (the guest's
@@ -64,14 +64,18 @@
 #define LIMIT_LOAD_S 400.0
 #define LIMIT_EXIT_S 90.0
 
-static char build_dir[PATH_MAX];
-
 struct demo {
 	pid_t pid;
 	int status; /* exit code, or 128 + signal */
 	bool exited;
 	char out[128];
 };
+
+static struct {
+	char build[PATH_MAX]; /* build[/san]: this build's vmactd and vmactl */
+	char dir[64];         /* the scratch directory of the demo's output */
+	struct demo demo;     /* the test's demo, stopped by its teardown */
+} fx;
 
 /* Starts the demo in its own process group (as a shell starts a
  * foreground job), output to d->out. It dies with the test (SIGTERM: its
@@ -86,7 +90,7 @@ static void demo_start(struct demo *d)
 
 	memset(d, 0, sizeof(*d));
 	/* A file per run, created here: what the test reads is this run's. */
-	snprintf(d->out, sizeof(d->out), "/tmp/test-demo-%d-%u.out", (int)getpid(), ++runs);
+	snprintf(d->out, sizeof(d->out), "%s/run-%u.out", fx.dir, ++runs);
 	fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	assert_true(fd >= 0);
 	snprintf(script, sizeof(script), "%s/demo/vmact-demo.sh", top && top[0] ? top : ".");
@@ -97,11 +101,14 @@ static void demo_start(struct demo *d)
 
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* The test ignores SIGPIPE (th_root_test); the demo's pipelines
+		 * expect the default, as from a terminal. */
+		signal(SIGPIPE, SIG_DFL);
 		if (fd < 0 || in < 0 || dup2(in, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
 		close_range(3, ~0U, 0);
 		setenv("VMACT_DEMO_SHORT", "1", 1);
-		setenv("VMACT_DEMO_BUILD", build_dir, 1);
+		setenv("VMACT_DEMO_BUILD", fx.build, 1);
 		execl(script, script, (char *)NULL);
 		_exit(127);
 	}
@@ -136,17 +143,28 @@ static void dump_out(const struct demo *d)
 	}
 }
 
-/* Waits for the demo's end; a demo that does not end in time is stopped
- * (SIGTERM to its group, then SIGKILL) and the test fails. */
-static void demo_wait(struct demo *d, double limit_s)
+/* Stops a demo still running: SIGTERM to its group (its trap cleans up),
+ * SIGKILL a minute later. */
+static void demo_stop(struct demo *d)
 {
-	if (TH_WAIT(NULL, demo_exited(d), (uint64_t)(limit_s * VMACT_USEC_PER_SEC)))
+	if (!d->pid || demo_exited(d))
 		return;
 	kill(-d->pid, SIGTERM);
 	if (!TH_WAIT(NULL, demo_exited(d), 60 * VMACT_USEC_PER_SEC)) {
 		kill(-d->pid, SIGKILL);
 		waitpid(d->pid, NULL, 0);
+		d->exited = true;
+		d->status = 128 + SIGKILL;
 	}
+}
+
+/* Waits for the demo's end; a demo that does not end in time is stopped
+ * and the test fails. */
+static void demo_wait(struct demo *d, double limit_s)
+{
+	if (TH_WAIT(NULL, demo_exited(d), (uint64_t)(limit_s * VMACT_USEC_PER_SEC)))
+		return;
+	demo_stop(d);
 	dump_out(d);
 	fail_msg("the demo did not end within %.0f s", limit_s);
 }
@@ -156,36 +174,10 @@ static void demo_wait(struct demo *d, double limit_s)
  * (--config), vmactl (--socket). */
 static pid_t leftover_process(pid_t demo)
 {
-	char needle[64], path[300], buf[4096];
-	DIR *dir = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
+	char needle[64];
 
-	assert_non_null(dir);
 	snprintf(needle, sizeof(needle), "/tmp/vmact-demo-%d.", (int)demo);
-	while (!found && (e = readdir(dir))) {
-		int fd;
-		ssize_t n;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		for (ssize_t i = 0; i < n; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[n] = 0;
-		if (strstr(buf, needle))
-			found = (pid_t)atoi(e->d_name);
-	}
-	closedir(dir);
-	return found;
+	return th_proc_find(needle, NULL);
 }
 
 /* Nothing of the demo is left: processes, domain, pins, temporary files. */
@@ -319,30 +311,30 @@ static double number_after(const char *buf, const char *label)
 
 static void demo_to_the_end(void **state)
 {
-	struct demo d;
+	struct demo *d = &fx.demo;
 	time_t started = time(NULL);
 	char *out;
 
 	(void)state;
-	demo_start(&d);
-	demo_wait(&d, LIMIT_RUN_S);
-	out = th_read_file(d.out);
+	demo_start(d);
+	demo_wait(d, LIMIT_RUN_S);
+	out = th_read_file(d->out);
 	assert_non_null(out);
-	if (d.status != 0 || !strstr(out, "==== vmact demo summary") ||
+	if (d->status != 0 || !strstr(out, "==== vmact demo summary") ||
 	    number_after(out, "resizes completed:") < 1 ||
 	    number_after(out, "busy 2 -> first resize:") < 0 ||
 	    !strstr(out, "resize: resized to") || !strstr(out, "vmactd stopped (exit status 0)")) {
-		dump_out(&d);
+		dump_out(d);
 		fail_msg("the demo (exit status %d) did not end with a summary showing a resize, "
 			 "or vmactd did not stop cleanly",
-			 d.status);
+			 d->status);
 	}
 	/* The way down without an agent: back at the minimum, a shrink
 	 * decided on BPF's figures and approved by nobody but the host. */
 	if (number_after(out, "idle -> back at 1 CPU:") < 0 || !strstr(out, "shrink to 1 vCPU") ||
 	    !strstr(out, "(BPF)") || strstr(out, "vm-monitor connected") ||
 	    strstr(out, "downscale request")) {
-		dump_out(&d);
+		dump_out(d);
 		fail_msg("the demo did not show the guest shrunk back to 1 CPU on the host's own "
 			 "evidence");
 	}
@@ -358,11 +350,9 @@ static void demo_to_the_end(void **state)
 		if (sum)
 			print_message("%.*s\n", end ? (int)(end - sum) : (int)strlen(sum), sum);
 	}
-	assert_plot(&d, out, started);
+	assert_plot(d, out, started);
 	free(out);
-	assert_nothing_left(&d);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(d.out);
+	assert_nothing_left(d);
 }
 
 static bool resizing(void *path)
@@ -372,59 +362,70 @@ static bool resizing(void *path)
 
 static void demo_interrupted(void **state)
 {
-	struct demo d;
+	struct demo *d = &fx.demo;
 	char *out;
 
 	(void)state;
-	demo_start(&d);
-	if (!TH_WAIT(NULL, resizing(d.out) || demo_exited(&d),
+	demo_start(d);
+	if (!TH_WAIT(NULL, resizing(d->out) || demo_exited(d),
 		     (uint64_t)(LIMIT_LOAD_S * VMACT_USEC_PER_SEC)) ||
-	    d.exited) {
-		if (!d.exited)
-			kill(-d.pid, SIGTERM);
-		demo_wait(&d, LIMIT_EXIT_S);
-		dump_out(&d);
+	    d->exited) {
+		if (!d->exited)
+			kill(-d->pid, SIGTERM);
+		demo_wait(d, LIMIT_EXIT_S);
+		dump_out(d);
 		fail_msg("the demo never got to resizing the busy guest");
 	}
 	/* Ctrl-C: the terminal signals the foreground process group. */
-	assert_int_equal(kill(-d.pid, SIGINT), 0);
-	demo_wait(&d, LIMIT_EXIT_S);
-	out = th_read_file(d.out);
+	assert_int_equal(kill(-d->pid, SIGINT), 0);
+	demo_wait(d, LIMIT_EXIT_S);
+	out = th_read_file(d->out);
 	assert_non_null(out);
-	if (d.status != 130 || !strstr(out, "interrupted") ||
+	if (d->status != 130 || !strstr(out, "interrupted") ||
 	    strstr(out, "==== vmact demo summary") ||
 	    !strstr(out, "vmactd stopped (exit status 0)")) {
-		dump_out(&d);
+		dump_out(d);
 		fail_msg("after SIGINT the demo exited with status %d (130 expected) or did not "
 			 "stop vmactd cleanly",
-			 d.status);
+			 d->status);
 	}
 	free(out);
-	assert_nothing_left(&d);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(d.out);
+	assert_nothing_left(d);
+}
+
+/* Also after a failed test: no demo left running. */
+static int demo_teardown(void **state)
+{
+	(void)state;
+	demo_stop(&fx.demo);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return th_scratch_dir("test-demo", fx.dir, sizeof(fx.dir)) < 0 ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (fx.dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+		th_rm_rf(fx.dir);
+	return 0;
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(demo_to_the_end),
-		cmocka_unit_test(demo_interrupted),
+		cmocka_unit_test_teardown(demo_to_the_end, demo_teardown),
+		cmocka_unit_test_teardown(demo_interrupted, demo_teardown),
 	};
-	char self[PATH_MAX];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_demo: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_demo", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	/* build[/san]/tests/integration/test_demo -> build[/san] */
+	if (th_build_prog(".", fx.build, sizeof(fx.build)) < 0)
 		return 1;
-	self[n] = '\0';
-	if (!realpath(dirname(self), build_dir))
-		return 1;
-	/* build[/san]/tests/integration -> build[/san] */
-	strncat(build_dir, "/../..", sizeof(build_dir) - strlen(build_dir) - 1);
-	return cmocka_run_group_tests_name("demo", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("demo", tests, setup, teardown);
 }

@@ -38,11 +38,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +59,7 @@
 #include "tests/lib/libvirtd.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX         "vmact-fault"
@@ -73,37 +72,20 @@ enum { G_RESTART, G_KILL, G_HOLD, G_OFFLINE, N_GUESTS };
 
 static const char *const guest_label[N_GUESTS] = { "restart", "kill", "hold", "offline" };
 
-static char vmactd_path[PATH_MAX], vmactl_path[PATH_MAX];
-
 static struct {
+	/* vmactd, its scratch directory (the monitors' sockets and logs too)
+	 * and the guests */
+	struct th_vmactd d;
 	virConnectPtr vc;
 	struct tg_guest g[N_GUESTS];
 	char *xml[N_GUESTS]; /* each guest's definition, to start it again */
 	struct th_peer peer[N_GUESTS];
 	char sock[N_GUESTS][108], peer_log[N_GUESTS][128];
-	char tpl[128], cfg[128], log[128], ctl[108], pins[128];
-	struct th_proc daemon;
+	char tpl[128];
 	unsigned seed;
 } fx;
 
 /* ---- the daemon's log --------------------------------------------------- */
-
-static unsigned log_count(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static unsigned log_count(const char *fmt, ...)
-{
-	char needle[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(needle, sizeof(needle), fmt, ap);
-	va_end(ap);
-	return th_count_in_file(fx.log, needle);
-}
-
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 8000);
-}
 
 /* Set in a child process running a case beside the others. */
 static bool in_child;
@@ -114,9 +96,9 @@ static bool daemon_alive(void)
 	bool alive;
 
 	if (!in_child)
-		return fx.daemon.pid > 0 && !th_proc_exited(&fx.daemon);
+		return fx.d.proc.pid > 0 && !th_proc_exited(&fx.d.proc);
 	/* vmactd is this process's sibling: alive while it is not a zombie. */
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)fx.daemon.pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)fx.d.proc.pid);
 	stat = th_read_file(path);
 	p = stat ? strrchr(stat, ')') : NULL;
 	alive = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
@@ -124,37 +106,18 @@ static bool daemon_alive(void)
 	return alive;
 }
 
-struct log_wait {
-	char needle[512];
-	unsigned before;
-};
-
-static bool log_grew(void *arg)
+/* Waits until the log has one more line with w's needle than marked. */
+static void wait_log(const struct th_vmactd_mark *w, double limit_s, const char *what)
 {
-	struct log_wait *w = arg;
-
-	return th_count_in_file(fx.log, w->needle) > w->before;
-}
-
-/* Waits until the log has one more line with needle than w->before. */
-static void wait_log(struct log_wait *w, double limit_s, const char *what)
-{
-	if (!th_wait_daemon(&fx.daemon, log_grew, w, limit_s)) {
-		dump_log();
+	if (!th_vmactd_wait_mark(&fx.d, w, limit_s))
 		fail_msg("%s: no new \"%s\" in vmactd's log", what, w->needle);
-	}
 }
 
-static void log_mark(struct log_wait *w, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void log_mark(struct log_wait *w, const char *fmt, ...)
+/* The same as a predicate, for waits that must end without it (no log
+ * printed then). */
+static bool log_grew(void *w)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(w->needle, sizeof(w->needle), fmt, ap);
-	va_end(ap);
-	w->before = th_count_in_file(fx.log, w->needle);
+	return th_vmactd_mark_grew(&fx.d, w);
 }
 
 /* ---- commands ----------------------------------------------------------- */
@@ -179,8 +142,8 @@ static int run(const char *const argv[], char *out, size_t cap)
 /* vmactl set NAME OPTION VALUE */
 static void set_bound(int gi, const char *opt, const char *value)
 {
-	const char *argv[] = { vmactl_path,   "--socket", fx.ctl, "set",
-			       fx.g[gi].name, opt,        value,  NULL };
+	const char *argv[] = { fx.d.vmactl,   "--socket", fx.d.sock, "set",
+			       fx.g[gi].name, opt,        value,     NULL };
 	char out[2048] = "";
 
 	if (run(argv, out, sizeof(out)) != 0)
@@ -217,7 +180,7 @@ static void peer_delay(int gi, unsigned ms)
 	struct peer_ack a = { .gi = gi, .before = th_count_in_file(fx.peer_log[gi], ACK_DELAY) };
 
 	assert_int_equal(write(fx.peer[gi].proc.in_fd, line, (size_t)n), n);
-	assert_true(th_wait_daemon(&fx.daemon, peer_acked, &a, 30));
+	assert_true(th_vmactd_wait(&fx.d, peer_acked, &a, 30));
 }
 
 /* ---- views -------------------------------------------------------------- */
@@ -283,25 +246,9 @@ static uint64_t jnum(json_t *o, const char *path1, const char *path2)
 	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
 }
 
-/* The VM's cgroup: the group vmactd logged for its latest managing line. */
-static long cg_quota(int gi)
-{
-	char *buf = th_read_file(fx.log), *p, *last = NULL, needle[160], group[256] = "";
-
-	if (!buf)
-		return TH_CG_UNKNOWN;
-	snprintf(needle, sizeof(needle), "%s: managing (", fx.g[gi].name);
-	for (p = buf; (p = strstr(p, needle)); p++)
-		last = p;
-	if (last && (p = strstr(last, ", cgroup ")))
-		sscanf(p, ", cgroup %255[^,]", group);
-	free(buf);
-	return group[0] ? th_cg_limit_milli(group) : TH_CG_UNKNOWN;
-}
-
 static bool read_view(int gi, struct view *v, char *err, size_t errlen)
 {
-	const char *argv[] = { vmactl_path, "--socket",    fx.ctl, "--json",
+	const char *argv[] = { fx.d.vmactl, "--socket",    fx.d.sock, "--json",
 			       "show",      fx.g[gi].name, NULL };
 	json_t *j, *cpus, *mem, *x;
 	size_t i;
@@ -348,7 +295,9 @@ static bool read_view(int gi, struct view *v, char *err, size_t errlen)
 		}
 	}
 	json_decref(mem);
-	v->cg_quota = cg_quota(gi);
+	/* The VM's cgroup: the group vmactd logged for its latest managing
+	 * line. */
+	v->cg_quota = th_vmactd_vm_quota(&fx.d, fx.g[gi].name);
 	return true;
 }
 
@@ -426,8 +375,7 @@ static struct view settle(int gi, bool (*goal)(const struct view *, const void *
 	struct settle s = { .gi = gi, .goal = goal, .arg = arg };
 	char text[1024];
 
-	if (!th_wait_daemon(&fx.daemon, settled, &s, LIMIT_SETTLE_S)) {
-		dump_log();
+	if (!th_vmactd_wait(&fx.d, settled, &s, LIMIT_SETTLE_S)) {
 		fmt_view(&s.v, text, sizeof(text));
 		fail_msg("%s (%s): %s: %s", what, guest_label[gi], s.why, text);
 	}
@@ -518,12 +466,12 @@ static int start_peer(int gi)
 /* Run beside the other guests' starts (tg_start_each). */
 static int start_guest(unsigned gi)
 {
-	char meta[2048], msg[512];
-	int pid = (int)getpid();
+	char meta[2048], msg[512], dir[sizeof(fx.d.dir)];
 
-	snprintf(fx.sock[gi], sizeof(fx.sock[gi]), "/tmp/vmact-fault-%d-%s.sock", pid,
-		 guest_label[gi]);
-	snprintf(fx.peer_log[gi], sizeof(fx.peer_log[gi]), "/tmp/vmact-fault-%d-%s.peer", pid,
+	/* A copy: the paths are written into the same fx. */
+	memcpy(dir, fx.d.dir, sizeof(dir));
+	snprintf(fx.sock[gi], sizeof(fx.sock[gi]), "%s/monitor-%s.sock", dir, guest_label[gi]);
+	snprintf(fx.peer_log[gi], sizeof(fx.peer_log[gi]), "%s/monitor-%s.log", dir,
 		 guest_label[gi]);
 	guest_meta(gi, "1", "", meta, sizeof(meta));
 	/* The offline guest never onlines a hot-plugged vCPU, from boot on
@@ -539,32 +487,22 @@ static int start_guest(unsigned gi)
 	return fx.xml[gi] ? 0 : -1;
 }
 
-static bool guest_reports(void *g)
-{
-	struct tg_report r;
-
-	return tg_report(g, &r);
-}
-
 static int setup(void **state)
 {
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
+	const char *args[] = { "--verbose", NULL };
 	const char *s = getenv("VMACT_FAULT_SEED");
-	int pid = (int)getpid();
-	char text[1024];
+	char prefix[64];
 
 	(void)state;
-	fx.seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)pid;
+	fx.seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
 	srand(fx.seed);
 	printf("# VMACT_FAULT_SEED=%u\n", fx.seed);
-	snprintf(fx.tpl, sizeof(fx.tpl), "/tmp/vmact-fault-%d.xml", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmact-fault-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-fault-%d.log", pid);
-	snprintf(fx.ctl, sizeof(fx.ctl), "/tmp/vmact-fault-%d.ctl", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-fault-%d", pid);
+	if (th_vmactd_init(&fx.d, PREFIX, NULL) < 0)
+		return -1;
+	for (int gi = 0; gi < N_GUESTS; gi++)
+		if (th_vmactd_add_guest(&fx.d, &fx.g[gi]) < 0)
+			return -1;
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.d.dir);
 	if (tg_balloon_template(fx.tpl) < 0)
 		return -1;
 	setenv("VMACT_GUEST_TEMPLATE", fx.tpl, 1);
@@ -580,64 +518,34 @@ static int setup(void **state)
 	for (int gi = 0; gi < N_GUESTS; gi++)
 		if (start_peer(gi) < 0)
 			return -1;
+	/* Four guests on a 2-CPU host: beyond the arbiter's default capacity
+	 * (0.9 of the host) none could grow; with the cases beside each
+	 * other, up to 8 vCPUs are plugged at once. */
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	if (th_vmactd_config(&fx.d, prefix,
+			     "{\"arbiter\":{\"overcommit_cpu\":5,\"overcommit_memory\":4}}") < 0)
+		return -1;
 	/* vmactd once they run: a guest busy booting would be grown and
 	 * shrunk again first. */
-	for (int gi = 0; gi < N_GUESTS; gi++)
-		if (!th_wait_daemon(&fx.daemon, guest_reports, &fx.g[gi], LIMIT_BOOT_S)) {
-			print_error("guest %s did not boot\n", guest_label[gi]);
-			return -1;
-		}
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"},"
-		 /* Four guests on a 2-CPU host: beyond the arbiter's default
-		  * capacity (0.9 of the host) none could grow; with the cases
-		  * beside each other, up to 8 vCPUs are plugged at once. */
-		 "\"arbiter\":{\"overcommit_cpu\":5,\"overcommit_memory\":4}}",
-		 PREFIX, pid, fx.ctl, fx.pins);
-	if (th_write_file(fx.cfg, text) < 0 || th_spawn(&fx.daemon, argv, &o) < 0)
-		return -1;
-	if (!th_wait_daemon(&fx.daemon, log_grew,
-			    &(struct log_wait){ .needle = "ready: managing 4 VMs" }, 120)) {
-		dump_log();
-		return -1;
-	}
-	return 0;
+	return th_vmactd_start(&fx.d, args, N_GUESTS, LIMIT_BOOT_S, 120) < 0 ? -1 : 0;
 }
 
 static void stop_beside(void);
 
 static int teardown(void **state)
 {
-	bool keep = getenv("VMACT_TEST_KEEP_LOG") != NULL;
 	int status;
 
 	(void)state;
 	stop_beside();
-	status = th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_remove_pins(fx.pins);
-	{
-		struct tg_guest *all[N_GUESTS];
-
-		for (int gi = 0; gi < N_GUESTS; gi++)
-			all[gi] = &fx.g[gi];
-		tg_destroy_all(all, N_GUESTS, false);
-	}
+	status = th_vmactd_stop(&fx.d);
 	for (int gi = 0; gi < N_GUESTS; gi++) {
 		free(fx.xml[gi]);
 		th_peer_stop(&fx.peer[gi]);
-		unlink(fx.sock[gi]);
-		if (!keep)
-			unlink(fx.peer_log[gi]);
 	}
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	unlink(fx.tpl);
-	unlink(fx.cfg);
-	unlink(fx.ctl);
-	if (!keep)
-		unlink(fx.log);
+	th_vmactd_teardown(&fx.d);
 	/* vmactd survived every fault and stops cleanly (ASan's leak check
 	 * included in the sanitized build). */
 	if (status != 0) {
@@ -651,7 +559,7 @@ static int teardown(void **state)
  * bounds (cpu in milli, memory in bytes). */
 static unsigned check_resizes_within(int gi, uint64_t max_milli)
 {
-	char *buf = th_read_file(fx.log), *p, needle[160];
+	char *buf = th_read_file(fx.d.log), *p, needle[160];
 	unsigned n = 0;
 
 	assert_non_null(buf);
@@ -689,32 +597,33 @@ static void late_monitor_answer(void **state)
 	const char *name = fx.g[gi].name;
 	int two = 2;
 	long q1000 = 1000;
-	struct log_wait failed, invalid, approved;
+	struct th_vmactd_mark failed, invalid, approved;
 	struct view v;
 
 	(void)state;
 	set_bound(gi, "--min-cpu", "2");
 	settle(gi, vcpus_eq, &two, "grown to 2 vCPUs");
 	peer_delay(gi, 8000);
-	log_mark(&failed, "%s: vm-monitor downscale request failed: timed out waiting", name);
-	log_mark(&invalid, "%s: vm-monitor: ignoring a late DownscaleResult", name);
+	th_vmactd_mark(&fx.d, &failed, "%s: vm-monitor downscale request failed: timed out waiting",
+		       name);
+	th_vmactd_mark(&fx.d, &invalid, "%s: vm-monitor: ignoring a late DownscaleResult", name);
 	set_bound(gi, "--min-cpu", "1");
 	wait_log(&failed, 60, "the late downscale answer");
 	/* Nothing shrank without the approval. */
 	v = settle(gi, NULL, NULL, "after the timeout");
 	assert_int_equal(v.quota, 2000);
-	assert_int_equal(log_count("%s: resized to 1 CPU", name), 0);
+	assert_int_equal(th_vmactd_log_count(&fx.d, "%s: resized to 1 CPU", name), 0);
 	/* The late answer comes: refused as unknown (the monitor is told with
 	 * InvalidMessage, as the Go agent does), nothing else. */
 	wait_log(&invalid, 60, "the late answer");
-	if (!th_wait_daemon(&fx.daemon, peer_got_invalid, &gi, 30)) {
+	if (!th_vmactd_wait(&fx.d, peer_got_invalid, &gi, 30)) {
 		th_print_log_tail(fx.peer_log[gi], "monitor peer", 4000);
 		fail_msg("vmactd did not answer the late DownscaleResult with InvalidMessage");
 	}
 	v = settle(gi, NULL, NULL, "after the late answer");
 	assert_int_equal(v.quota, 2000);
 	/* In time again: the next request is approved and carried out. */
-	log_mark(&approved, "%s: vm-monitor approved the downscale", name);
+	th_vmactd_mark(&fx.d, &approved, "%s: vm-monitor approved the downscale", name);
 	peer_delay(gi, 0);
 	wait_log(&approved, 60, "downscale approved once the monitor answers in time");
 	settle(gi, quota_eq, &q1000, "shrunk by the quota");
@@ -730,7 +639,7 @@ static void libvirtd_restarts(void **state)
 	(void)state;
 	for (unsigned k = 0; k < n; k++) {
 		struct view v = settle(gi, NULL, NULL, "before the round");
-		struct log_wait resizing, lost, back;
+		struct th_vmactd_mark resizing, lost, back;
 		unsigned delay_ms = (unsigned)rand() % 400;
 		const char *kind;
 		char value[32];
@@ -738,9 +647,9 @@ static void libvirtd_restarts(void **state)
 		int vcpus;
 		uint64_t mem;
 
-		log_mark(&resizing, "%s: resizing from ", name);
-		log_mark(&lost, "libvirt: connection lost");
-		log_mark(&back, "libvirt: reconnected, resynchronising");
+		th_vmactd_mark(&fx.d, &resizing, "%s: resizing from ", name);
+		th_vmactd_mark(&fx.d, &lost, "libvirt: connection lost");
+		th_vmactd_mark(&fx.d, &back, "libvirt: reconnected, resynchronising");
 		if (k % 3 == 0 && v.vcpus < 4) {
 			/* Half a CPU short of the new vCPU count (vmactd plugs
 			 * the vCPU the quota needs): the quota change of the
@@ -786,25 +695,19 @@ static void libvirtd_restarts(void **state)
 /* SIGKILLs guest gi's QEMU (its pid file) and waits for vmactd to drop it. */
 static void kill_qemu(int gi)
 {
-	char path[256], *pid_text;
-	struct log_wait gone;
-	long pid;
+	pid_t pid = tg_qemu_pid(fx.g[gi].name);
+	struct th_vmactd_mark gone;
 
-	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", fx.g[gi].name);
-	pid_text = th_read_file(path);
-	assert_non_null(pid_text);
-	pid = atol(pid_text);
-	free(pid_text);
 	assert_true(pid > 1);
-	log_mark(&gone, "%s: no longer managed (stopped)", fx.g[gi].name);
-	assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
+	th_vmactd_mark(&fx.d, &gone, "%s: no longer managed (stopped)", fx.g[gi].name);
+	assert_int_equal(kill(pid, SIGKILL), 0);
 	wait_log(&gone, 60, "QEMU killed");
 }
 
 static void start_again(int gi)
 {
 	virConnectPtr vc = virConnectOpen("qemu:///system");
-	struct log_wait managed;
+	struct th_vmactd_mark managed;
 
 	assert_non_null(vc);
 	if (fx.g[gi].dom)
@@ -812,11 +715,11 @@ static void start_again(int gi)
 	/* The dead QEMU's serial log and control socket. */
 	unlink(fx.g[gi].log);
 	unlink(fx.g[gi].ctl);
-	log_mark(&managed, "%s: managing (", fx.g[gi].name);
+	th_vmactd_mark(&fx.d, &managed, "%s: managing (", fx.g[gi].name);
 	fx.g[gi].dom = virDomainCreateXML(vc, fx.xml[gi], 0);
 	virConnectClose(vc);
 	assert_non_null(fx.g[gi].dom);
-	if (!th_wait_daemon(&fx.daemon, guest_reports, &fx.g[gi], LIMIT_BOOT_S))
+	if (!th_vmactd_wait(&fx.d, tg_booted, &fx.g[gi], LIMIT_BOOT_S))
 		fail_msg("guest %s did not boot again", guest_label[gi]);
 	wait_log(&managed, 60, "the domain started again");
 }
@@ -829,7 +732,7 @@ static void qemu_killed_mid_unplug(void **state)
 
 	(void)state;
 	for (unsigned k = 0; k < n; k++) {
-		struct log_wait resizing;
+		struct th_vmactd_mark resizing;
 		unsigned done;
 		bool vcpu = k % 2 == 0;
 		unsigned delay_ms = (unsigned)rand() % (vcpu ? 1000 : 200);
@@ -853,14 +756,15 @@ static void qemu_killed_mid_unplug(void **state)
 				snprintf(mem, sizeof(mem), "%" PRIu64 "Mi", v.mem / MiB);
 			else
 				snprintf(mem, sizeof(mem), "%" PRIu64 "Gi", v.mem / (1024 * MiB));
-			log_mark(&resizing, "%s: resizing from 1250m CPU / %s to 1 CPU / %s", name,
-				 mem, mem);
+			th_vmactd_mark(&fx.d, &resizing,
+				       "%s: resizing from 1250m CPU / %s to 1 CPU / %s", name, mem,
+				       mem);
 		} else {
 			set_bound(gi, "--min-memory", "1Gi");
 			settle(gi, mem_eq, &big, "grown to 1Gi");
-			log_mark(&resizing, "%s: resizing from ", name);
+			th_vmactd_mark(&fx.d, &resizing, "%s: resizing from ", name);
 		}
-		done = log_count("%s: resized to", name);
+		done = th_vmactd_log_count(&fx.d, "%s: resized to", name);
 		set_bound(gi, vcpu ? "--min-cpu" : "--min-memory", vcpu ? "1" : "512Mi");
 		wait_log(&resizing, 120, "the shrink");
 		/* A vCPU unplug lasts at least libvirt's 5 s wait here. */
@@ -869,7 +773,7 @@ static void qemu_killed_mid_unplug(void **state)
 		printf("# round %u: QEMU killed %u ms into a %s (%u resize steps completed "
 		       "meanwhile)\n",
 		       k + 1, delay_ms, vcpu ? "vCPU unplug" : "virtio-mem shrink",
-		       log_count("%s: resized to", name) - done);
+		       th_vmactd_log_count(&fx.d, "%s: resized to", name) - done);
 		assert_true(daemon_alive());
 		assert_int_not_equal(virDomainIsActive(fx.g[gi].dom), 1);
 		start_again(gi);
@@ -888,7 +792,7 @@ static void guest_refuses_shrink(void **state)
 	const int gi = G_HOLD;
 	const char *name = fx.g[gi].name;
 	uint64_t big = 1024 * MiB;
-	struct log_wait kept;
+	struct th_vmactd_mark kept;
 	struct view v;
 	unsigned resizes;
 
@@ -896,28 +800,33 @@ static void guest_refuses_shrink(void **state)
 	/* Grown to its minimum, 1Gi (guest_meta), since vmactd took it over. */
 	settle(gi, mem_eq, &big, "grown to 1Gi");
 	assert_int_equal(tg_cmd(&fx.g[gi], "mem-hold on"), 0);
-	log_mark(&kept, "%s: the guest kept its memory", name);
+	th_vmactd_mark(&fx.d, &kept, "%s: the guest kept its memory", name);
 	set_bound(gi, "--min-memory", "512Mi");
 	wait_log(&kept, 180, "the refused shrink");
-	resizes = log_count("%s: resizing from ", name);
+	resizes = th_vmactd_log_count(&fx.d, "%s: resizing from ", name);
 	v = settle(gi, mem_eq, &big, "after the refused shrink");
 	/* The request is back at what the guest kept (QEMU's request and the
 	 * guest agree again); vmactd's view is that. */
 	assert_int_equal(v.vm_requested, v.vm_size);
 	/* One warning says it all (what was asked, what it kept, when it is
 	 * asked again); the failed resize behind it is a debug line. */
-	assert_int_equal(log_count("warning: %s: the guest kept its memory (asked to go to ", name),
+	assert_int_equal(th_vmactd_log_count(
+				 &fx.d, "warning: %s: the guest kept its memory (asked to go to ",
+				 name),
 			 1);
-	assert_int_equal(log_count("asked again in 60 s, the wait doubling to "), 1);
-	assert_int_equal(log_count("warning: %s: resize to ", name), 0);
-	assert_int_equal(log_count("failed: virtio-mem virtiomem0: the guest kept "), 1);
+	assert_int_equal(th_vmactd_log_count(&fx.d, "asked again in 60 s, the wait doubling to "),
+			 1);
+	assert_int_equal(th_vmactd_log_count(&fx.d, "warning: %s: resize to ", name), 0);
+	assert_int_equal(th_vmactd_log_count(&fx.d,
+					     "failed: virtio-mem virtiomem0: the guest kept "),
+			 1);
 	/* No new attempt right away: vmactd waits (README) instead of asking
 	 * the guest again and again. */
 	{
-		struct log_wait again = { .before = resizes };
+		struct th_vmactd_mark again = { .before = resizes };
 
 		snprintf(again.needle, sizeof(again.needle), "%s: resizing from ", name);
-		assert_false(th_wait_daemon(&fx.daemon, log_grew, &again, 10));
+		assert_false(th_wait_daemon(&fx.d.proc, log_grew, &again, 10));
 	}
 	assert_true(daemon_alive());
 	settle(gi, mem_eq, &big, "still consistent");
@@ -927,7 +836,7 @@ static void guest_never_onlines_vcpu(void **state)
 {
 	const int gi = G_OFFLINE;
 	const char *name = fx.g[gi].name;
-	struct log_wait more;
+	struct th_vmactd_mark more;
 	struct tg_report r;
 	int two = 2;
 	struct view v;
@@ -943,14 +852,14 @@ static void guest_never_onlines_vcpu(void **state)
 	/* Busy on its one online vCPU: from the host an offline vCPU looks
 	 * like an idle one, so the VM does not fill what it has and vmactd
 	 * plugs no more (it would up to the maximum, 4, were it saturated). */
-	log_mark(&more, "%s: resizing from ", name);
+	th_vmactd_mark(&fx.d, &more, "%s: resizing from ", name);
 	assert_int_equal(tg_cmd(&fx.g[gi], "busy 2"), 0);
-	assert_false(th_wait_daemon(&fx.daemon, log_grew, &more, 15));
+	assert_false(th_wait_daemon(&fx.d.proc, log_grew, &more, 15));
 	v = settle(gi, vcpus_eq, &two, "busy with an offline vCPU");
 	assert_true(tg_wait(&fx.g[gi], r.seq, NULL, NULL, 30, &r));
 	assert_int_equal(r.cpus, 1);
 	assert_true(r.busy == 2);
-	assert_int_equal(log_count("%s: cpu saturated", name), 0);
+	assert_int_equal(th_vmactd_log_count(&fx.d, "%s: cpu saturated", name), 0);
 	check_resizes_within(gi, 4000);
 	assert_int_equal(tg_cmd(&fx.g[gi], "idle"), 0);
 }
@@ -1017,8 +926,7 @@ static void start_beside(void **state)
 	for (size_t i = 0; i < N_BESIDE; i++) {
 		struct beside *b = &beside[i];
 
-		snprintf(b->out, sizeof(b->out), "/tmp/vmact-fault-%d-%s.out", (int)getpid(),
-			 b->name);
+		snprintf(b->out, sizeof(b->out), "%s/%s.out", fx.d.dir, b->name);
 		fflush(stdout);
 		fflush(stderr);
 		b->pid = fork();
@@ -1089,24 +997,16 @@ int main(int argc, char **argv)
 		{ "guest_never_onlines_vcpu", reap_offline, NULL, NULL, NULL },
 		cmocka_unit_test(libvirtd_restarts),
 	};
-	char self[PATH_MAX];
 	const char *only = getenv("VMACT_TEST_ONLY");
 
 	(void)argc;
-	if (geteuid() != 0) {
-		printf("test_faults: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	(void)argv;
+	/* SIGPIPE ignored: the test's own libvirt connection dies with each
+	 * libvirtd restart, and closing it writes to a dead socket. */
+	if (!th_root_test("test_faults", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	/* build[/san]/tests/integration/test_faults -> build[/san]/vmactd */
-	snprintf(self, sizeof(self), "%s", argv[0]);
-	snprintf(vmactd_path, sizeof(vmactd_path), "%s/../../vmactd", dirname(self));
-	snprintf(self, sizeof(self), "%s", argv[0]);
-	snprintf(vmactl_path, sizeof(vmactl_path), "%s/../../vmactl", dirname(self));
 	if (only)
 		cmocka_set_test_filter(only);
-	/* The test's own libvirt connection dies with each libvirtd restart:
-	 * closing it writes to a dead socket. */
-	signal(SIGPIPE, SIG_IGN);
 	/* Progress lines as they come, also through a pipe (make check's log). */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return cmocka_run_group_tests(tests, setup, teardown);

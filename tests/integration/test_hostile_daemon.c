@@ -17,13 +17,11 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/time.h"
@@ -31,6 +29,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/flood.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 /* The servers' connection limits (actuator/control/control.c, metrics/server.c;
@@ -39,11 +38,8 @@
 #define METRICS_CONN_LIMIT 16
 #define RSS_GROWTH_KIB     (16 * 1024)
 
-static char vmactd_path[PATH_MAX + 16];
-
 static struct {
-	struct th_proc proc;
-	char dir[64], config[96], sock[96], log[96];
+	struct th_vmactd d; /* no guest: the servers alone */
 	unsigned metrics_port;
 	unsigned idle_fds;
 	long idle_rss_kib;
@@ -53,9 +49,17 @@ static struct {
 static const char metrics_get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 static const char control_get[] = "GET /v1/vms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
+/* f aimed at the control socket. */
+static void at_control(struct th_flood *f)
+{
+	/* The fixture's socket path fits a sockaddr_un (vmactd binds it). */
+	snprintf(f->unix_path, sizeof(f->unix_path), "%.*s", (int)sizeof(f->unix_path) - 1,
+		 fx.d.sock);
+}
+
 static unsigned daemon_fds(void)
 {
-	long n = th_proc_fds(fx.proc.pid);
+	long n = th_proc_fds(fx.d.proc.pid);
 
 	if (n < 0)
 		fail_msg("vmactd is gone");
@@ -64,7 +68,7 @@ static unsigned daemon_fds(void)
 
 static long daemon_rss_kib(void)
 {
-	long kib = th_proc_rss_kib(fx.proc.pid);
+	long kib = th_proc_rss_kib(fx.d.proc.pid);
 
 	if (kib < 0)
 		fail_msg("no VmRSS for vmactd");
@@ -73,7 +77,7 @@ static long daemon_rss_kib(void)
 
 static void assert_alive(void)
 {
-	if (kill(fx.proc.pid, 0) < 0)
+	if (kill(fx.d.proc.pid, 0) < 0)
 		fail_msg("vmactd died");
 }
 
@@ -116,7 +120,7 @@ static void attack(struct th_flood *f, unsigned limit, const char *good, const c
 		fail_msg("flood: %s: %u of %u connections got through", strerror(-r), got,
 			 4 * limit);
 	expect(f, good, want);
-	r = th_flood_fds_within(fx.proc.pid, fx.idle_fds + limit + 2, &first, &last);
+	r = th_flood_fds_within(fx.d.proc.pid, fx.idle_fds + limit + 2, &first, &last);
 	if (r == -E2BIG)
 		fail_msg("vmactd holds %ld descriptors under the flood, idle %u + limit %u + "
 			 "%u evicted not yet closed",
@@ -137,7 +141,7 @@ static void test_control_hostile(void **state)
 	struct th_flood *f = &fx.flood;
 
 	(void)state;
-	snprintf(f->unix_path, sizeof(f->unix_path), "%s", fx.sock);
+	at_control(f);
 	expect(f, control_get, "HTTP/1.1 200");
 	attack(f, CONTROL_CONN_LIMIT, control_get, "HTTP/1.1 200");
 }
@@ -185,8 +189,8 @@ static void test_bad_input(void **state)
 	bool started[2];
 
 	(void)state;
-	snprintf(good[0].unix_path, sizeof(good[0].unix_path), "%s", fx.sock);
-	snprintf(b[0].f.unix_path, sizeof(b[0].f.unix_path), "%s", fx.sock);
+	at_control(&good[0]);
+	at_control(&b[0].f);
 	b[1].f.port = fx.metrics_port;
 	for (int i = 0; i < 2; i++)
 		started[i] = pthread_create(&t[i], NULL, bad_input_run, &b[i]) == 0;
@@ -244,52 +248,26 @@ static void test_after(void **state)
 	assert_alive();
 }
 
-static bool started(void)
-{
-	char *buf = th_read_file(fx.log), *at;
-	bool ok = buf && strstr(buf, "vmactd: started");
-
-	if (ok && (at = strstr(buf, "metrics: serving")) && (at = strstr(at, "(port ")))
-		sscanf(at, "(port %u)", &fx.metrics_port);
-	free(buf);
-	return ok || kill(fx.proc.pid, 0) < 0;
-}
-
 static int setup(void **state)
 {
-	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE };
-	const char *argv[] = { vmactd_path, "--config", fx.config, NULL };
-	char text[1024];
-	struct rlimit rl;
+	char prefix[64], text[256];
 
 	(void)state;
 	/* Room for this side of every flood connection. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
-	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 4096)) {
-		rl.rlim_cur = 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	snprintf(fx.dir, sizeof(fx.dir), "/tmp/vmactd-hostile-XXXXXX");
-	if (!mkdtemp(fx.dir))
+	th_flood_raise_nofile(4096);
+	if (th_vmactd_init(&fx.d, "vmactd-hostile", NULL) < 0)
 		return -1;
-	snprintf(fx.config, sizeof(fx.config), "%s/vmactd.json", fx.dir);
-	snprintf(fx.sock, sizeof(fx.sock), "%s/ctl.sock", fx.dir);
-	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
+	snprintf(prefix, sizeof(prefix), "vmactd-hostile-%d-none-", (int)getpid());
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"vmactd-hostile-%d-none-\"},"
-		 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/vmactd-hostile-%d\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
-		 "\"metrics\":{\"listen\":\"127.0.0.1:0\"}}",
-		 (int)getpid(), (int)getpid(), fx.sock, fx.dir);
-	o.out_path = fx.log;
-	if (th_write_file(fx.config, text) < 0 || th_spawn(&fx.proc, argv, &o) < 0)
+		 "{\"control\":{\"state_dir\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"}}",
+		 fx.d.dir);
+	if (th_vmactd_config(&fx.d, prefix, text) < 0 || th_vmactd_spawn(&fx.d, NULL) < 0 ||
+	    !th_vmactd_wait_log(&fx.d, "vmactd: started", TH_SAFETY_USEC / VMACT_USEC_PER_SEC))
 		return -1;
-	if (!TH_WAIT(NULL, started(), TH_SAFETY_USEC) || !fx.metrics_port) {
-		fprintf(stderr, "vmactd did not start with a metrics port; its log:\n");
-		char *buf = th_read_file(fx.log);
-
-		fprintf(stderr, "%s\n", buf ? buf : "(none)");
-		free(buf);
+	fx.metrics_port = th_log_port(fx.d.log, "metrics: serving");
+	if (!fx.metrics_port) {
+		th_print_log_tail(fx.d.log, "vmactd log", 6000);
+		fprintf(stderr, "vmactd started without a metrics port\n");
 		return -1;
 	}
 	{
@@ -306,19 +284,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int status;
+	int status = th_vmactd_stop(&fx.d);
 
 	(void)state;
-	if (fx.proc.pid > 0) {
-		kill(fx.proc.pid, SIGTERM);
-		status = th_proc_wait(&fx.proc);
-		if (status != 0)
-			fprintf(stderr, "vmactd exited with %d\n", status);
-	}
-	unlink(fx.config);
-	unlink(fx.log);
-	unlink(fx.sock);
-	rmdir(fx.dir);
+	if (status != 0)
+		fprintf(stderr, "vmactd exited with %d\n", status);
+	th_vmactd_teardown(&fx.d);
 	return 0;
 }
 
@@ -331,13 +302,7 @@ int main(void)
 		cmocka_unit_test(test_after),
 	};
 
-	if (geteuid() != 0) {
-		fprintf(stderr,
-			"test_hostile_daemon: needs root (the control API answers uid 0)\n");
+	if (!th_root_test("test_hostile_daemon", "the control API answers uid 0"))
 		return 1;
-	}
-	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
-		return 1;
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("test_hostile_daemon", tests, setup, teardown);
 }

@@ -65,14 +65,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,7 +83,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
-#include "tests/lib/wait.h"
+#include "tests/lib/vmactd.h"
 
 #define PREFIX       "vmact-hg"
 #define HF_PREFIX    "vmact-hfull"
@@ -103,17 +101,33 @@
 #else
 #define RSS_GROWTH_KIB (16 * 1024)
 #endif
+/* The autoscaling element of every guest here, up to its approver: 1 to 2
+ * CPUs, 512Mi to 1Gi. */
+#define META_OPEN                                                        \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" \
+	"<vmact:cpu min='1' max='2'/>"                                   \
+	"<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"      \
+	"<vmact:compute-unit cpu='250m' memory='256Mi'/>"
+#define META_CLOSE "</vmact:autoscaling>"
 
-static char vmactd_path[PATH_MAX + 16];
+static const char *const verbose[] = { "--verbose", NULL };
+
+/* Starts guest g, destroyed by the scenario's fixture d. */
+static int start_guest(struct th_vmactd *d, struct tg_guest *g, const char *prefix,
+		       const char *meta)
+{
+	if (th_vmactd_add_guest(d, g) < 0)
+		return -1;
+	return tg_start_standalone(prefix, meta, NULL, NULL, g) < 0 ? -1 : 0;
+}
 /* The pipe that tells the host_full scenario that G has grown. */
 static int turn[2] = { -1, -1 };
 
 static struct {
 	struct tg_guest h, g;
 	struct th_peer mon, inf;
-	struct th_proc daemon;
-	char dir[64], cfg[96], log[96], sock[96], ctl[96], mon_log[96], inf_log[96];
-	char pins[96];
+	struct th_vmactd d; /* vmactd, H and G; the peers' socket and logs in its directory */
+	char mon_sock[96], mon_log[96], inf_log[96];
 	unsigned inf_port;
 	long idle_fds, idle_rss;
 } fx;
@@ -124,16 +138,10 @@ static const char id_get[] = "GET /id HTTP/1.1\r\nHost: x\r\nContent-Type: appli
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	if (th_wait_daemon(&fx.daemon, pred, arg, limit_s))
+	if (th_vmactd_wait(&fx.d, pred, arg, limit_s))
 		return true;
-	th_print_log_tail(fx.log, "vmactd log", 6000);
 	th_print_log_tail(fx.mon_log, "hostile monitor", 3000);
 	return false;
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
 }
 
 static bool mon_has(void *needle)
@@ -145,7 +153,7 @@ static bool mon_has(void *needle)
  * 127.0.0.1:PORT" line. */
 static bool informant_registered(void *unused)
 {
-	char *buf = th_read_file(fx.log), *p;
+	char *buf = th_read_file(fx.d.log), *p;
 
 	(void)unused;
 	if (buf && (p = strstr(buf, "informant: registered agent ")) &&
@@ -158,7 +166,7 @@ static bool informant_registered(void *unused)
 static bool fds_back(void *unused)
 {
 	(void)unused;
-	return th_proc_fds(fx.daemon.pid) <= fx.idle_fds + 1;
+	return th_proc_fds(fx.d.proc.pid) <= fx.idle_fds + 1;
 }
 
 static void expect_id(struct th_flood *f, const char *when)
@@ -179,7 +187,7 @@ static pid_t informant_server_flood(void)
 {
 	static const char *const srcs[] = { "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4" };
 	struct th_flood f = { .port = fx.inf_port };
-	pid_t worker = th_log_guest_worker(fx.log, fx.g.name);
+	pid_t worker = th_log_guest_worker(fx.d.log, fx.g.name);
 	long worker_idle = th_proc_fds(worker), first, last;
 	unsigned got = 0;
 	long fds;
@@ -194,7 +202,7 @@ static pid_t informant_server_flood(void)
 			 4 * INFORMANT_CONN_LIMIT);
 	}
 	expect_id(&f, "under the flood");
-	fds = th_proc_fds(fx.daemon.pid);
+	fds = th_proc_fds(fx.d.proc.pid);
 	r = th_flood_fds_within(worker, worker_idle + INFORMANT_CONN_LIMIT + 4, &first, &last);
 	print_message("informant server: %u partial headers held open; vmactd has %ld descriptors "
 		      "(idle %ld), G's worker %d %ld (idle %ld; %ld at the first reading)\n",
@@ -227,7 +235,7 @@ static void informant_server_bad_input(pid_t worker)
 		fail_msg("informant server: %s", msg);
 	expect_id(&f, "after");
 	/* The same worker served it all. */
-	assert_int_equal(th_log_guest_worker(fx.log, fx.g.name), worker);
+	assert_int_equal(th_log_guest_worker(fx.d.log, fx.g.name), worker);
 }
 
 /* G has grown (or the scenario ended): F1 and F2 may turn busy. */
@@ -243,35 +251,26 @@ static void hf_give_turn(void)
 
 static void hostile_peers(void **state)
 {
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
-	char text[1024];
+	char prefix[64], text[512];
 	pid_t worker;
 	long rss;
 
 	(void)state;
-	if (!wait_until(tg_booted, &fx.h, LIMIT_BOOT_S) ||
-	    !wait_until(tg_booted, &fx.g, LIMIT_BOOT_S))
-		fail_msg("the guests did not boot");
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"informant\":{\"listen\":\"127.0.0.1:0\"},"
+		 "{\"informant\":{\"listen\":\"127.0.0.1:0\"},"
 		 /* Two guests at 1 CPU fill the arbiter's 90 % of a 2-CPU
 		  * host: declare room for G's growth, as the demo does. */
 		 "\"arbiter\":{\"overcommit_cpu\":4},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), fx.ctl, fx.dir, fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-	if (!wait_until(log_has, "ready: managing 2 VMs", LIMIT_S) ||
+		 "\"control\":{\"state_dir\":\"%s\"}}",
+		 fx.d.dir);
+	assert_int_equal(th_vmactd_config(&fx.d, prefix, text), 0);
+	if (th_vmactd_start(&fx.d, verbose, 2, LIMIT_BOOT_S, LIMIT_S) < 0 ||
 	    !wait_until(informant_registered, NULL, LIMIT_S) ||
 	    !wait_until(mon_has, "\"event\":\"version\"", LIMIT_S))
 		fail_msg("vmactd did not come up with both VMs' peers");
-	fx.idle_fds = th_proc_fds(fx.daemon.pid);
-	fx.idle_rss = th_proc_rss_kib(fx.daemon.pid);
+	fx.idle_fds = th_proc_fds(fx.d.proc.pid);
+	fx.idle_rss = th_proc_rss_kib(fx.d.proc.pid);
 
 	/* G busy while H's monitor attacks and G's informant server is
 	 * flooded. */
@@ -291,70 +290,40 @@ static void hostile_peers(void **state)
 	if (!wait_until(mon_has, "\"mode\":\"good\"", 3 * LIMIT_S) ||
 	    !wait_until(mon_has, "\"event\":\"health\"", LIMIT_S))
 		fail_msg("vmactd never reconnected to the monitor after the attacks");
-	assert_true(th_count_in_file(fx.log, "does not read what is sent to it") >= 2);
-	assert_true(th_count_in_file(fx.log, "closed with 1002") >= 1);
-	assert_true(th_count_in_file(fx.log, "closed with 1009") >= 1);
+	assert_true(th_count_in_file(fx.d.log, "does not read what is sent to it") >= 2);
+	assert_true(th_count_in_file(fx.d.log, "closed with 1002") >= 1);
+	assert_true(th_count_in_file(fx.d.log, "closed with 1009") >= 1);
 	/* The floods stopped because vmactd closed, not at the peer's cap. */
 	assert_int_equal(th_count_in_file(fx.mon_log, "\"event\":\"flooded\""), 2);
 	assert_int_equal(th_count_in_file(fx.mon_log, "\"why\":\"limit\""), 0);
 
 	if (!wait_until(fds_back, NULL, LIMIT_S))
-		fail_msg("vmactd holds %ld descriptors, %ld when idle", th_proc_fds(fx.daemon.pid),
+		fail_msg("vmactd holds %ld descriptors, %ld when idle", th_proc_fds(fx.d.proc.pid),
 			 fx.idle_fds);
-	rss = th_proc_rss_kib(fx.daemon.pid);
+	rss = th_proc_rss_kib(fx.d.proc.pid);
 	print_message("vmactd: %ld descriptors (idle %ld), RSS %ld KiB (idle %ld KiB)\n",
-		      th_proc_fds(fx.daemon.pid), fx.idle_fds, rss, fx.idle_rss);
+		      th_proc_fds(fx.d.proc.pid), fx.idle_fds, rss, fx.idle_rss);
 	assert_true(rss - fx.idle_rss < RSS_GROWTH_KIB);
-	assert_int_equal(th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
-}
-
-/* Starts a scenario's two guests (metadata metas[i] for guests[i]). */
-static int start_guests(const char *prefix, const char *const metas[2],
-			struct tg_guest *const guests[2])
-{
-	virConnectPtr vc = virConnectOpen("qemu:///system");
-	char msg[512];
-
-	if (!vc)
-		return -1;
-	for (int i = 0; i < 2; i++)
-		if (tg_start(vc, prefix, metas[i], guests[i], msg, sizeof(msg)) < 0) {
-			print_error("guest: %s\n", msg);
-			virConnectClose(vc);
-			return -1;
-		}
-	virConnectClose(vc);
-	return 0;
+	assert_int_equal(th_vmactd_stop(&fx.d), 0);
 }
 
 static int hg_setup(void **state)
 {
 	char msg[512], meta_h[1024], meta_g[1024],
 		modes[] = "ping-flood,text-flood,bad-opcode,huge-length";
-	const char *mon_args[] = { "--unix", fx.sock, "--modes", modes, NULL };
+	const char *mon_args[] = { "--unix", fx.mon_sock, "--modes", modes, NULL };
 	/* The sanitized daemon on a shared host: stretch the informant's own
 	 * 100-400 ms timeouts so that slowness is not taken for death. */
 	const char *inf_args[] = { "--port", "0", "--timeout-factor", "10", NULL };
-	struct rlimit rl;
-	int pid = (int)getpid();
 
 	(void)state;
 	/* Room for this side of every flood connection. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
-	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 4096)) {
-		rl.rlim_cur = 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	snprintf(fx.dir, sizeof(fx.dir), "/tmp/vmact-hg-XXXXXX");
-	if (!mkdtemp(fx.dir))
+	th_flood_raise_nofile(4096);
+	if (th_vmactd_init(&fx.d, PREFIX, NULL) < 0)
 		return -1;
-	snprintf(fx.cfg, sizeof(fx.cfg), "%s/vmactd.json", fx.dir);
-	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
-	snprintf(fx.sock, sizeof(fx.sock), "%s/monitor.sock", fx.dir);
-	snprintf(fx.ctl, sizeof(fx.ctl), "%s/ctl.sock", fx.dir);
-	snprintf(fx.mon_log, sizeof(fx.mon_log), "%s/monitor.log", fx.dir);
-	snprintf(fx.inf_log, sizeof(fx.inf_log), "%s/informant.log", fx.dir);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-hg-%d", pid);
+	snprintf(fx.mon_sock, sizeof(fx.mon_sock), "%s/monitor.sock", fx.d.dir);
+	snprintf(fx.mon_log, sizeof(fx.mon_log), "%s/monitor.log", fx.d.dir);
+	snprintf(fx.inf_log, sizeof(fx.inf_log), "%s/informant.log", fx.d.dir);
 	if (th_peer_start(&fx.mon, "hostile-monitor.js", mon_args, fx.mon_log, msg, sizeof(msg)) <
 		    0 ||
 	    th_peer_start(&fx.inf, "informant.js", inf_args, fx.inf_log, msg, sizeof(msg)) < 0) {
@@ -362,43 +331,25 @@ static int hg_setup(void **state)
 		return -1;
 	}
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	snprintf(meta_h, sizeof(meta_h),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='2'/>"
-		 "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		 "<vmact:monitor endpoint='unix:%s'/>"
-		 "</vmact:autoscaling>",
-		 fx.sock);
+	snprintf(meta_h, sizeof(meta_h), META_OPEN "<vmact:monitor endpoint='unix:%s'/>" META_CLOSE,
+		 fx.mon_sock);
 	snprintf(meta_g, sizeof(meta_g),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-		 "<vmact:cpu min='1' max='2'/>"
-		 "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-		 "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-		 "<vmact:informant endpoint='http://127.0.0.1:%u'/>"
-		 "</vmact:autoscaling>",
+		 META_OPEN "<vmact:informant endpoint='http://127.0.0.1:%u'/>" META_CLOSE,
 		 fx.inf.port);
-	return start_guests(PREFIX, (const char *[]){ meta_h, meta_g },
-			    (struct tg_guest *[]){ &fx.h, &fx.g });
+	if (start_guest(&fx.d, &fx.h, PREFIX, meta_h) < 0 ||
+	    start_guest(&fx.d, &fx.g, PREFIX, meta_g) < 0)
+		return -1;
+	return 0;
 }
 
 static int hg_teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	/* The peers before the directory of their socket and logs. */
+	th_vmactd_stop(&fx.d);
 	th_peer_stop(&fx.mon);
 	th_peer_stop(&fx.inf);
-	tg_destroy_by_name(&fx.h);
-	tg_destroy_by_name(&fx.g);
-	th_remove_pins(fx.pins);
-	if (!getenv("VMACT_TEST_KEEP_LOG")) {
-		static const char *const files[] = { fx.cfg, fx.log,     fx.sock,
-						     fx.ctl, fx.mon_log, fx.inf_log };
-
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-			unlink(files[i]);
-		rmdir(fx.dir);
-	}
+	th_vmactd_teardown(&fx.d);
 	return 0;
 }
 
@@ -406,54 +357,36 @@ static int hg_teardown(void **state)
 
 static struct {
 	struct tg_guest g[2];
-	struct th_proc daemon;
-	char dir[64], cfg[96], log[96], ctl[96], pins[96];
+	struct th_vmactd d; /* each vmactd in turn, F1 and F2 */
+	char mnt[80];       /* dir_full's tmpfs, in d.dir */
 	bool mounted;
 } hf;
 
-static bool hf_wait_until(bool (*pred)(void *), void *arg, double limit_s)
-{
-	if (th_wait_daemon(&hf.daemon, pred, arg, limit_s))
-		return true;
-	th_print_log_tail(hf.log, "vmactd log", 6000);
-	return false;
-}
-
-static bool hf_log_has(void *needle)
-{
-	return th_count_in_file(hf.log, needle) > 0;
-}
-
+/* sampler_keys: more of the sampler's keys, "" for none. */
 static void hf_start_vmactd(const char *ctl, const char *state_dir, const char *sampler_keys)
 {
-	const char *argv[] = { vmactd_path, "--config", hf.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = hf.log };
-	char text[1024];
+	char prefix[64], text[1024];
 
+	snprintf(prefix, sizeof(prefix), "%s-%d-", HF_PREFIX, (int)getpid());
 	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
 		 /* Two guests at 1 CPU fill the arbiter's 90 % of a 2-CPU
 		  * host: declare room for growth, as the demo does. */
-		 "\"arbiter\":{\"overcommit_cpu\":4},"
+		 "{\"arbiter\":{\"overcommit_cpu\":4},"
 		 /* Beside the other scenario's vmactd, which has the default
 		  * port. */
 		 "\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
 		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"%s%s}}",
-		 HF_PREFIX, (int)getpid(), ctl, state_dir, hf.pins, sampler_keys[0] ? "," : "",
-		 sampler_keys);
-	assert_int_equal(th_write_file(hf.cfg, text), 0);
-	assert_int_equal(th_spawn(&hf.daemon, argv, &o), 0);
-	if (!hf_wait_until(hf_log_has, "ready: managing 2 VMs", LIMIT_S))
+		 "\"sampler\":{%s}}",
+		 ctl, state_dir, sampler_keys);
+	assert_int_equal(th_vmactd_config(&hf.d, prefix, text), 0);
+	if (th_vmactd_start(&hf.d, verbose, 2, LIMIT_BOOT_S, LIMIT_S) < 0)
 		fail_msg("vmactd did not manage both guests");
 }
 
 /* Every "NAME: resized to" of the log within 1..2 CPUs (the bounds). */
 static void hf_check_bounds(void)
 {
-	char *buf = th_read_file(hf.log), *p;
+	char *buf = th_read_file(hf.d.log), *p;
 
 	assert_non_null(buf);
 	for (p = buf; (p = strstr(p, "resized to ")); p++) {
@@ -520,10 +453,10 @@ static bool reported_until(void *arg)
 static void dir_full(struct tg_guest *busy)
 {
 	static const char get[] = "GET /v1/vms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-	char mnt[80], sock[100], state[100], needle[192], buf[4096];
+	char *mnt = hf.mnt, sock[100], state[100], needle[192], buf[4096];
 	struct th_flood f = { 0 };
 
-	snprintf(mnt, sizeof(mnt), "%s/full", hf.dir);
+	snprintf(mnt, sizeof(hf.mnt), "%s/full", hf.d.dir);
 	snprintf(sock, sizeof(sock), "%s/ctl.sock", mnt);
 	snprintf(state, sizeof(state), "%s/state", mnt);
 	assert_int_equal(mkdir(mnt, 0700), 0);
@@ -533,29 +466,29 @@ static void dir_full(struct tg_guest *busy)
 	fill(mnt);
 	hf_start_vmactd(sock, state, "");
 	snprintf(needle, sizeof(needle), "%s", "vmactl cannot reach this vmactd (retried every");
-	assert_int_equal(th_count_in_file(hf.log, needle), 1);
-	assert_true(th_count_in_file(hf.log, "No space left on device") >= 1);
+	assert_int_equal(th_count_in_file(hf.d.log, needle), 1);
+	assert_true(th_count_in_file(hf.d.log, "No space left on device") >= 1);
 	/* The busy VM, sampled now, is scaled all the same. */
-	if (!hf_wait_until(tg_two_cpus, busy, LIMIT_S))
+	if (!th_vmactd_wait(&hf.d, tg_two_cpus, busy, LIMIT_S))
 		fail_msg("the busy VM did not grow while the directory was full");
 	/* Read-only: the retry says why, nothing else changes. */
 	if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, "size=64k,nr_inodes=8,mode=0700") < 0)
 		fail_msg("remount read-only: %s", strerror(errno));
-	if (!hf_wait_until(hf_log_has, "Read-only file system", LIMIT_S))
+	if (!th_vmactd_wait_log(&hf.d, "Read-only file system", LIMIT_S))
 		fail_msg("vmactd's retry never met the read-only directory");
 	/* Room again: the socket is created, and answers. */
 	if (mount(NULL, mnt, NULL, MS_REMOUNT, "size=64k,nr_inodes=8,mode=0700") < 0)
 		fail_msg("remount read-write: %s", strerror(errno));
 	unfill(mnt);
 	snprintf(needle, sizeof(needle), "control: serving vmactl on %s", sock);
-	if (!hf_wait_until(hf_log_has, needle, LIMIT_S))
+	if (!th_vmactd_wait_log(&hf.d, needle, LIMIT_S))
 		fail_msg("vmactd never created its control socket once there was room");
 	snprintf(f.unix_path, sizeof(f.unix_path), "%s", sock);
 	assert_int_equal(th_flood_request(&f, NULL, get, strlen(get), buf, sizeof(buf)), 0);
 	if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
 		fail_msg("control API: \"%.80s\"", buf);
 	hf_check_bounds();
-	assert_int_equal(th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(th_vmactd_stop(&hf.d), 0);
 }
 
 /* Waits (a safety limit) until the hostile scenario's G has grown, or
@@ -581,28 +514,25 @@ static void host_full(void **state)
 	int out = -1;
 
 	(void)state;
-	if (!hf_wait_until(tg_booted, &hf.g[0], LIMIT_BOOT_S) ||
-	    !hf_wait_until(tg_booted, &hf.g[1], LIMIT_BOOT_S))
-		fail_msg("the guests did not boot");
-
 	/* Two thread entries for every thread of both QEMUs (the guests
-	 * idle: their QEMUs' threads run all the same). */
-	hf_start_vmactd(hf.ctl, hf.dir, "\"max_threads\":2");
-	if (!hf_wait_until(hf_log_has, "the BPF thread table is full (sampler.max_threads)",
-			   LIMIT_S))
+	 * idle: their QEMUs' threads run all the same). hf_start_vmactd
+	 * waits for both guests' boot first. */
+	hf_start_vmactd(hf.d.sock, hf.d.dir, "\"max_threads\":2");
+	if (!th_vmactd_wait_log(&hf.d, "the BPF thread table is full (sampler.max_threads)",
+				LIMIT_S))
 		fail_msg("vmactd never said the thread table was full");
 	hf_check_bounds();
-	assert_true(th_count_in_file(hf.log, "the BPF thread table is full") <= 2);
-	assert_int_equal(th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	assert_true(th_count_in_file(hf.d.log, "the BPF thread table is full") <= 2);
+	assert_int_equal(th_vmactd_stop(&hf.d), 0);
 
 	/* Busy guests only once the other scenario's busy guest has grown:
 	 * guests that wait for the host's 2 CPUs are held (contended). */
 	hf_wait_turn();
 	/* One slot for two VMs. */
-	hf_start_vmactd(hf.ctl, hf.dir, "\"max_vms\":1");
-	assert_int_equal(th_count_in_file(hf.log, "all 1 slots in use (max_vms)"), 1);
-	assert_int_equal(th_count_in_file(hf.log, "the VM is not scaled on its load"), 1);
-	buf = th_read_file(hf.log);
+	hf_start_vmactd(hf.d.sock, hf.d.dir, "\"max_vms\":1");
+	assert_int_equal(th_count_in_file(hf.d.log, "all 1 slots in use (max_vms)"), 1);
+	assert_int_equal(th_count_in_file(hf.d.log, "the VM is not scaled on its load"), 1);
+	buf = th_read_file(hf.d.log);
 	assert_non_null(buf);
 	at = strstr(buf, "all 1 slots in use (max_vms)");
 	for (int i = 0; i < 2; i++) {
@@ -620,7 +550,7 @@ static void host_full(void **state)
 	 * at a time: on a 2-CPU host a second busy guest would make the
 	 * first wait for the host, which holds growth (contended). */
 	assert_int_equal(tg_cmd(&hf.g[!out], "busy 1"), 0);
-	if (!hf_wait_until(tg_two_cpus, &hf.g[!out], LIMIT_S))
+	if (!th_vmactd_wait(&hf.d, tg_two_cpus, &hf.g[!out], LIMIT_S))
 		fail_msg("the sampled VM did not grow");
 	/* The other, as busy, is held: 1 CPU and no resize of it while
 	 * it reports ten times (one line a second). */
@@ -628,14 +558,14 @@ static void host_full(void **state)
 	assert_true(tg_report(&hf.g[out], &r));
 	seen.g = &hf.g[out];
 	seen.seq = r.seq + 10;
-	if (!hf_wait_until(reported_until, &seen, LIMIT_S))
+	if (!th_vmactd_wait(&hf.d, reported_until, &seen, LIMIT_S))
 		fail_msg("the unsampled guest stopped reporting");
 	assert_true(tg_report(&hf.g[out], &r));
 	assert_int_equal(r.cpus, 1);
 	snprintf(needle, sizeof(needle), "%s: resizing", hf.g[out].name);
-	assert_int_equal(th_count_in_file(hf.log, needle), 0);
+	assert_int_equal(th_count_in_file(hf.d.log, needle), 0);
 	hf_check_bounds();
-	assert_int_equal(th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(th_vmactd_stop(&hf.d), 0);
 
 	/* The first guest idle: the other is the busy one now. */
 	assert_int_equal(tg_cmd(&hf.g[!out], "idle"), 0);
@@ -644,44 +574,28 @@ static void host_full(void **state)
 
 static int hf_setup(void **state)
 {
-	const char *meta = "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>"
-			   "<vmact:cpu min='1' max='2'/>"
-			   "<vmact:memory min='512Mi' max='1Gi' method='virtio-mem'/>"
-			   "<vmact:compute-unit cpu='250m' memory='256Mi'/>"
-			   "</vmact:autoscaling>";
+	const char *meta = META_OPEN META_CLOSE;
+
 	(void)state;
-	snprintf(hf.dir, sizeof(hf.dir), "/tmp/vmact-hfull-XXXXXX");
-	if (!mkdtemp(hf.dir))
+	if (th_vmactd_init(&hf.d, HF_PREFIX, NULL) < 0)
 		return -1;
-	snprintf(hf.cfg, sizeof(hf.cfg), "%s/vmactd.json", hf.dir);
-	snprintf(hf.log, sizeof(hf.log), "%s/vmactd.log", hf.dir);
-	snprintf(hf.ctl, sizeof(hf.ctl), "%s/ctl.sock", hf.dir);
-	snprintf(hf.pins, sizeof(hf.pins), "/sys/fs/bpf/vmact-hfull-%d", (int)getpid());
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	return start_guests(HF_PREFIX, (const char *[]){ meta, meta },
-			    (struct tg_guest *[]){ &hf.g[0], &hf.g[1] });
+	for (int i = 0; i < 2; i++)
+		if (start_guest(&hf.d, &hf.g[i], HF_PREFIX, meta) < 0)
+			return -1;
+	return 0;
 }
 
 static int hf_teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&hf.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	tg_destroy_by_name(&hf.g[0]);
-	tg_destroy_by_name(&hf.g[1]);
-	th_remove_pins(hf.pins);
+	/* The tmpfs out of the way of the directory's removal. */
+	th_vmactd_stop(&hf.d);
 	if (hf.mounted) {
-		char mnt[96];
-
-		snprintf(mnt, sizeof(mnt), "%s/full", hf.dir);
-		umount2(mnt, MNT_DETACH);
-		rmdir(mnt);
+		umount2(hf.mnt, MNT_DETACH);
+		rmdir(hf.mnt);
 	}
-	if (!getenv("VMACT_TEST_KEEP_LOG")) {
-		unlink(hf.cfg);
-		unlink(hf.log);
-		unlink(hf.ctl);
-		rmdir(hf.dir);
-	}
+	th_vmactd_teardown(&hf.d);
 	return 0;
 }
 
@@ -699,13 +613,8 @@ int main(void)
 	int ofd, rc, status = 0;
 	pid_t child;
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "test_hostile_guest: needs root (libvirt guests, cgroups, BPF)\n");
+	if (!th_root_test("test_hostile_guest", "libvirt guests, cgroups, BPF"))
 		return 1;
-	}
-	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
-		return 1;
-	signal(SIGPIPE, SIG_IGN);
 	ofd = mkstemp(out);
 	if (ofd < 0 || pipe2(turn, O_CLOEXEC) < 0) {
 		perror("test_hostile_guest: mkstemp/pipe");

@@ -36,12 +36,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
-#include <limits.h>
 #include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +54,7 @@
 #include "tests/lib/guest.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "vmact-ps"
@@ -80,15 +78,14 @@
 #define GM_LOAD2 "0.6"
 #define GM_FED2  "load1 0.60 load5 0.30 memory known (guest)"
 
-static char vmactd_path[PATH_MAX];
-
 static struct {
-	virConnectPtr vc;
+	/* vmactd, its scratch directory (the peers' sockets and logs too),
+	 * and the two guests. */
+	struct th_vmactd d;
 	struct tg_guest a, b;
 	/* One vm-monitor per VM: a monitor serves one agent at a time. */
 	struct th_peer peer[2];
-	struct th_proc daemon;
-	char sock[2][108], peer_log[2][128], cfg[128], log[128];
+	char sock[2][108], peer_log[2][128];
 	/* B's guest metrics exporter */
 	struct th_peer gm;
 	char gm_log[128], gm_elem[160];
@@ -96,17 +93,12 @@ static struct {
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
-}
-
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 8000);
+	return th_vmactd_wait(&fx.d, pred, arg, limit_s);
 }
 
 static bool log_has(void *needle)
 {
-	return th_count_in_file(fx.log, needle) > 0;
+	return th_vmactd_log_has(&fx.d, needle);
 }
 
 static bool gm_peer_has(void *needle)
@@ -114,42 +106,23 @@ static bool gm_peer_has(void *needle)
 	return th_count_in_file(fx.gm_log, needle) > 0;
 }
 
-struct count {
-	char needle[256];
-	unsigned before;
-};
-
-static bool count_grew(void *arg)
-{
-	struct count *c = arg;
-
-	return th_count_in_file(fx.log, c->needle) > c->before;
-}
-
-/* Counts "<name>: <what>" from now on. */
-static void count_init(struct count *c, const char *name, const char *what)
-{
-	snprintf(c->needle, sizeof(c->needle), "%s: %s", name, what);
-	c->before = th_count_in_file(fx.log, c->needle);
-}
-
 /* Waits for pred(arg); fails naming what did not happen. */
 static void need(bool (*pred)(void *), void *arg, const char *what)
 {
-	if (!wait_until(pred, arg, LIMIT_S)) {
-		dump_log();
+	if (!wait_until(pred, arg, LIMIT_S))
 		fail_msg("never: %s", what);
-	}
 }
 
-static void await(struct count *c, const char *what)
+/* Waits for one more "<name>: <what>" than at the mark. */
+static void await(const struct th_vmactd_mark *m, const char *what)
 {
-	need(count_grew, c, what);
+	if (!th_vmactd_wait_mark(&fx.d, m, LIMIT_S))
+		fail_msg("never: %s", what);
 }
 
 static pid_t worker_pid(const struct tg_guest *g)
 {
-	return th_log_guest_worker(fx.log, g->name);
+	return th_log_guest_worker(fx.d.log, g->name);
 }
 
 /* The VM's metrics worker: its log lines say "VM/metrics: guest worker". */
@@ -158,22 +131,14 @@ static pid_t metrics_worker_pid(const struct tg_guest *g)
 	char name[160];
 
 	snprintf(name, sizeof(name), "%s/metrics", g->name);
-	return th_log_guest_worker(fx.log, name);
+	return th_log_guest_worker(fx.d.log, name);
 }
 
 /* The VM's CPU limit in milli-CPUs, from the cgroup vmactd logged. */
 static long quota(const struct tg_guest *g)
 {
-	char *buf = th_read_file(fx.log), needle[160], group[256];
-	const char *p;
-	long q = TH_CG_UNKNOWN;
+	long q = th_vmactd_vm_quota(&fx.d, g->name);
 
-	assert_non_null(buf);
-	snprintf(needle, sizeof(needle), "%s: managing (", g->name);
-	p = strstr(buf, needle);
-	if (p && (p = strstr(p, ", cgroup ")) && sscanf(p, ", cgroup %255[^,]", group) == 1)
-		q = th_cg_limit_milli(group);
-	free(buf);
 	if (q == TH_CG_UNKNOWN)
 		fail_msg("no CPU limit for %s", g->name);
 	return q;
@@ -252,30 +217,29 @@ static void check_sandbox(pid_t pid, const char *label, unsigned max_fds)
 
 static int setup(void **state)
 {
-	char msg[512], meta[2][1024], text[512];
+	char msg[512], meta[2][1024], prefix[64];
 	const char *plain = getenv("VMACT_PLAIN_BUILD");
-	int pid = (int)getpid();
 	const char *gm_args[] = { "--load",          GM_LOAD,     "--mem-total", "1073741824",
 				  "--mem-available", "805306368", NULL };
+	virConnectPtr vc;
 
 	(void)state;
+	if (th_vmactd_init(&fx.d, PREFIX, &fx.a) < 0 || th_vmactd_add_guest(&fx.d, &fx.b) < 0)
+		return -1;
 	if (plain && plain[0])
-		snprintf(vmactd_path, sizeof(vmactd_path), "%s/vmactd", plain);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmact-ps-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-ps-%d.log", pid);
+		snprintf(fx.d.prog, sizeof(fx.d.prog), "%s/vmactd", plain);
 	for (int i = 0; i < 2; i++) {
 		const char *peer_args[] = { "--unix", fx.sock[i], "--no-cgroup", NULL };
 
-		snprintf(fx.sock[i], sizeof(fx.sock[i]), "/tmp/vmact-ps-%d-%d.sock", pid, i);
-		snprintf(fx.peer_log[i], sizeof(fx.peer_log[i]), "/tmp/vmact-ps-%d-%d.peer", pid,
-			 i);
+		snprintf(fx.sock[i], sizeof(fx.sock[i]), "%s/monitor-%d.sock", fx.d.dir, i);
+		snprintf(fx.peer_log[i], sizeof(fx.peer_log[i]), "%s/monitor-%d.log", fx.d.dir, i);
 		if (th_peer_start(&fx.peer[i], "vm-monitor.js", peer_args, fx.peer_log[i], msg,
 				  sizeof(msg)) < 0) {
 			print_error("%s\n", msg);
 			return -1;
 		}
 	}
-	snprintf(fx.gm_log, sizeof(fx.gm_log), "/tmp/vmact-ps-%d.metrics", pid);
+	snprintf(fx.gm_log, sizeof(fx.gm_log), "%s/metrics.log", fx.d.dir);
 	if (th_peer_start(&fx.gm, "guest-metrics.js", gm_args, fx.gm_log, msg, sizeof(msg)) < 0) {
 		print_error("%s\n", msg);
 		return -1;
@@ -285,42 +249,29 @@ static int setup(void **state)
 	snprintf(meta[0], sizeof(meta[0]), META, fx.sock[0], "");
 	snprintf(meta[1], sizeof(meta[1]), META, fx.sock[1], fx.gm_elem);
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	fx.vc = virConnectOpen("qemu:///system");
-	if (!fx.vc)
+	vc = virConnectOpen("qemu:///system");
+	if (!vc)
 		return -1;
-	if (tg_start(fx.vc, PREFIX, meta[0], &fx.a, msg, sizeof(msg)) < 0 ||
-	    tg_start(fx.vc, PREFIX, meta[1], &fx.b, msg, sizeof(msg)) < 0) {
+	if (tg_start(vc, PREFIX, meta[0], &fx.a, msg, sizeof(msg)) < 0 ||
+	    tg_start(vc, PREFIX, meta[1], &fx.b, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
+		virConnectClose(vc);
 		return -1;
 	}
+	virConnectClose(vc);
 	/* Defaults but what isolates the test. */
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"/tmp/vmact-ps-%d.ctl\",\"state_dir\":\"/tmp\"},"
-		 "\"sampler\":{\"pin_root\":\"/sys/fs/bpf/vmact-ps-%d\"}}",
-		 PREFIX, pid, pid, pid);
-	return th_write_file(fx.cfg, text);
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	return th_vmactd_config(&fx.d, prefix, NULL);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	tg_destroy_all((struct tg_guest *const[]){ &fx.a, &fx.b }, 2, false);
-	for (int i = 0; i < 2; i++) {
+	th_vmactd_stop(&fx.d);
+	for (int i = 0; i < 2; i++)
 		th_peer_stop(&fx.peer[i]);
-		unlink(fx.sock[i]);
-		if (!getenv("VMACT_TEST_KEEP_LOG") && fx.peer_log[i][0])
-			unlink(fx.peer_log[i]);
-	}
 	th_peer_stop(&fx.gm);
-	if (!getenv("VMACT_TEST_KEEP_LOG") && fx.gm_log[0])
-		unlink(fx.gm_log);
-	if (fx.vc)
-		virConnectClose(fx.vc);
-	unlink(fx.cfg);
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		unlink(fx.log);
+	th_vmactd_teardown(&fx.d);
 	return 0;
 }
 
@@ -331,38 +282,20 @@ static bool pid_gone(void *p)
 
 static void privsep(void **state)
 {
-	const char *argv[] = { vmactd_path, "--config", fx.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
-	struct count c, conn, down, bdown, fed;
+	const char *args[] = { "--verbose", NULL };
+	struct th_vmactd_mark c, conn, down, bdown, fed;
 	pid_t wa, wb, wm, old;
 	char *buf, needle[256];
 	const char *killed, *resized;
 	int status;
 
 	(void)state;
-	{
-		struct tg_report r;
-		double end = th_now_s() + LIMIT_BOOT_S;
-
-		/* Both guests boot side by side (setup started them). */
-		while (!tg_report(&fx.a, &r) || !tg_report(&fx.b, &r)) {
-			if (th_now_s() > end)
-				fail_msg("the guests did not boot");
-			usleep(200000);
-		}
-	}
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-	if (!wait_until(log_has, "ready: managing 2 VMs", 120)) {
-		dump_log();
+	/* Both guests boot side by side (setup started them). */
+	if (th_vmactd_start(&fx.d, args, 2, LIMIT_BOOT_S, 120) < 0)
 		fail_msg("vmactd did not become ready managing both guests");
-	}
-	count_init(&conn, fx.a.name, "vm-monitor connected");
-	if (conn.before == 0) {
-		conn.before = 0;
+	th_vmactd_mark(&fx.d, &conn, "%s: vm-monitor connected", fx.a.name);
+	if (conn.before == 0)
 		await(&conn, "A's vm-monitor connected through its worker");
-	}
 	snprintf(needle, sizeof(needle), "%s: vm-monitor connected", fx.b.name);
 	need(log_has, needle, "B's vm-monitor never connected");
 	wa = worker_pid(&fx.a);
@@ -381,19 +314,17 @@ static void privsep(void **state)
 	 * downscale is asked, as the two shrinks wait out that hold side by
 	 * side. */
 	old = wb;
-	snprintf(c.needle, sizeof(c.needle), "%s: guest worker %d killed: hung", fx.b.name,
-		 (int)old);
-	c.before = 0;
-	count_init(&conn, fx.b.name, "vm-monitor connected");
-	count_init(&bdown, fx.b.name, "vm-monitor approved the downscale");
-	count_init(&down, fx.a.name, "vm-monitor approved the downscale");
+	th_vmactd_mark(&fx.d, &c, "%s: guest worker %d killed: hung", fx.b.name, (int)old);
+	th_vmactd_mark(&fx.d, &conn, "%s: vm-monitor connected", fx.b.name);
+	th_vmactd_mark(&fx.d, &bdown, "%s: vm-monitor approved the downscale", fx.b.name);
+	th_vmactd_mark(&fx.d, &down, "%s: vm-monitor approved the downscale", fx.a.name);
 	assert_int_equal(kill(old, SIGSTOP), 0);
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	assert_int_equal(tg_cmd(&fx.b, "idle"), 0);
 
 	/* Meanwhile B's guest metrics: their own worker, sandboxed as the
 	 * monitor's; the guest's figures fed to B's policy through it. */
-	count_init(&fed, fx.b.name, GM_FED);
+	th_vmactd_mark(&fx.d, &fed, "%s: " GM_FED, fx.b.name);
 	if (fed.before == 0)
 		await(&fed, "B's guest figures fed through its metrics worker");
 	wm = metrics_worker_pid(&fx.b);
@@ -411,7 +342,7 @@ static void privsep(void **state)
 	await(&bdown, "B's downscale approved by the new worker");
 	need(at_min, &fx.b, "B never went down to half a CPU after the restart");
 	/* Nothing shrank B between the hang and the new approval. */
-	buf = th_read_file(fx.log);
+	buf = th_read_file(fx.d.log);
 	assert_non_null(buf);
 	snprintf(needle, sizeof(needle), "%s: guest worker %d killed: hung", fx.b.name, (int)old);
 	killed = strstr(buf, needle);
@@ -445,19 +376,17 @@ static void privsep(void **state)
 	snprintf(needle, sizeof(needle), "%s/metrics: guest worker %d died: Killed", fx.b.name,
 		 (int)wm);
 	need(log_has, needle, "B's killed metrics worker reported");
-	count_init(&fed, fx.b.name, GM_FED2);
+	th_vmactd_mark(&fx.d, &fed, "%s: " GM_FED2, fx.b.name);
 	assert_int_equal(write(fx.gm.proc.in_fd, "load " GM_LOAD2 "\n", 9), 9);
 	need(gm_peer_has, "\"command\":\"load " GM_LOAD2 "\"", "the exporter took the new load");
 	for (int i = 0; i < 3; i++) {
 		old = worker_pid(&fx.a);
-		count_init(&conn, fx.a.name, "vm-monitor connected");
+		th_vmactd_mark(&fx.d, &conn, "%s: vm-monitor connected", fx.a.name);
 		assert_int_equal(kill(old, SIGKILL), 0);
 		snprintf(needle, sizeof(needle), "%s: guest worker %d died: Killed", fx.a.name,
 			 (int)old);
-		if (!wait_until(log_has, needle, LIMIT_S)) {
-			dump_log();
+		if (!wait_until(log_has, needle, LIMIT_S))
 			fail_msg("the killed worker %d was not reported", (int)old);
-		}
 		await(&conn, "A's monitor connected again after the kill");
 		assert_true(worker_pid(&fx.a) != old);
 	}
@@ -473,9 +402,9 @@ static void privsep(void **state)
 	assert_true(metrics_worker_pid(&fx.b) > 0 && metrics_worker_pid(&fx.b) != wm);
 	check_sandbox(metrics_worker_pid(&fx.b), "B metrics (restarted)", 10);
 
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	status = th_proc_stop(&fx.d.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	if (status != 0) {
-		dump_log();
+		th_print_log_tail(fx.d.log, "vmactd log", 8000);
 		fail_msg("vmactd exited with status %d", status);
 	}
 	/* Its workers went with it. */
@@ -484,7 +413,7 @@ static void privsep(void **state)
 	wm = metrics_worker_pid(&fx.b);
 	assert_true(wait_until(pid_gone, &wm, 30) || pid_gone(&wm));
 	if (getenv("VMACT_TEST_VERBOSE"))
-		dump_log();
+		th_print_log_tail(fx.d.log, "vmactd log", 8000);
 }
 
 int main(void)
@@ -493,12 +422,7 @@ int main(void)
 		cmocka_unit_test(privsep),
 	};
 
-	if (geteuid() != 0) {
-		printf("test_privsep: needs root (libvirt qemu:///system, BPF, cgroups)\n");
-		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	if (th_build_prog("vmactd", vmactd_path, sizeof(vmactd_path)) < 0)
+	if (!th_root_test("test_privsep", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
 	return cmocka_run_group_tests_name("privsep", tests, setup, teardown);
 }

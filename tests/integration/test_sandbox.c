@@ -56,13 +56,10 @@
 #include <cmocka.h>
 
 #include "base/macro.h"
-#include "hotplug/hotplug.h"
-#include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
-#include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
-#include "tests/lib/wait.h"
+#include "tests/lib/vmactd.h"
 
 #define PREFIX        "vmactd-sbx"
 #define UNIT          "actuator/daemon/vmactd.service"
@@ -74,16 +71,16 @@ static char plain_dir[PATH_MAX - 64];
 struct fixture {
 	virConnectPtr vc;
 	struct tg_guest a;
-	char dir[64], cfg[128], log[128], probe_log[128], syscalls[128], pins[128];
+	/* vmactd with guest A and its vm-monitor (the fixture's, on a unix
+	 * socket in its directory: vmactd's guest worker is spawned inside
+	 * the sandbox). The directory is under /run, not /tmp: PrivateTmp=
+	 * hides /tmp from vmactd. */
+	struct th_vmactd d;
+	char probe_log[128], syscalls[128];
 	char rundir[128], statedir[128], bindir[128];
-	/* The VM's vm-monitor (tests/peers/vm-monitor.js) on a unix socket
-	 * under dir: vmactd's guest worker is spawned inside the sandbox. */
-	struct th_peer monitor;
-	char monitor_sock[108], monitor_log[128];
 	bool made_run, made_state; /* /run/vmact, /var/lib/vmact created here */
 	char caps_arg[256], families[256];
 	uint64_t cap_mask;
-	struct th_proc daemon;
 };
 
 static struct fixture fx;
@@ -192,32 +189,31 @@ static int copy_program(const char *from, const char *to)
 /* The rest of the set-up, while the guest boots. */
 static int setup_host(void)
 {
-	char msg[512], cmd[512];
+	char cmd[512];
 	_cleanup_free_ char *fam = NULL;
 	struct th_proc sh = { 0 };
-	int pid = (int)getpid();
 
-	snprintf(fx.cfg, sizeof(fx.cfg), "%s/vmactd.json", fx.dir);
-	snprintf(fx.log, sizeof(fx.log), "%s/vmactd.log", fx.dir);
-	snprintf(fx.probe_log, sizeof(fx.probe_log), "%s/probe.log", fx.dir);
-	snprintf(fx.syscalls, sizeof(fx.syscalls), "%s/syscalls", fx.dir);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmactd-sbx-%d", pid);
-	snprintf(fx.rundir, sizeof(fx.rundir), "%s/run", fx.dir);
-	snprintf(fx.statedir, sizeof(fx.statedir), "%s/state", fx.dir);
+	snprintf(fx.probe_log, sizeof(fx.probe_log), "%s/probe.log", fx.d.dir);
+	snprintf(fx.syscalls, sizeof(fx.syscalls), "%s/syscalls", fx.d.dir);
+	snprintf(fx.rundir, sizeof(fx.rundir), "%s/run", fx.d.dir);
+	snprintf(fx.statedir, sizeof(fx.statedir), "%s/state", fx.d.dir);
 	if (mkdir(fx.rundir, 0700) < 0 || mkdir(fx.statedir, 0700) < 0)
 		return -1;
+	/* vmactd's control socket where the unit puts it (below), as the
+	 * host sees it. */
+	snprintf(fx.d.sock, sizeof(fx.d.sock), "%s/run/vmactd.sock", fx.d.dir);
 	/* The programs too: the build directory may itself be under /tmp
 	 * (or /root, /home), which the sandbox hides, as a checkout there
 	 * would be from an installed vmactd. */
 	{
 		char from[PATH_MAX], to[PATH_MAX];
 
-		snprintf(fx.bindir, sizeof(fx.bindir), "%s/bin", fx.dir);
+		snprintf(fx.bindir, sizeof(fx.bindir), "%s/bin", fx.d.dir);
 		if (mkdir(fx.bindir, 0755) < 0)
 			return -1;
 		snprintf(from, sizeof(from), "%s/vmactd", plain_dir);
-		snprintf(to, sizeof(to), "%s/vmactd", fx.bindir);
-		if (copy_program(from, to) < 0)
+		snprintf(fx.d.prog, sizeof(fx.d.prog), "%s/vmactd", fx.bindir);
+		if (copy_program(from, fx.d.prog) < 0)
 			return fprintf(stderr, "cannot copy %s\n", from), -1;
 		snprintf(from, sizeof(from), "%s/vmact-guestd", plain_dir);
 		snprintf(to, sizeof(to), "%s/vmact-guestd", fx.bindir);
@@ -263,16 +259,6 @@ static int setup_host(void)
 	}
 	print_message("unit: capabilities %s, families %s, %u system calls\n", fx.caps_arg,
 		      fx.families, th_count_in_file(fx.syscalls, "\n"));
-
-	{
-		const char *args[] = { "--unix", fx.monitor_sock, "--no-cgroup", NULL };
-
-		if (th_peer_start(&fx.monitor, "vm-monitor.js", args, fx.monitor_log, msg,
-				  sizeof(msg)) < 0) {
-			print_error("vm-monitor: %s\n", msg);
-			return -1;
-		}
-	}
 	return 0;
 }
 
@@ -281,54 +267,31 @@ static int setup(void **state)
 	char msg[512], meta[1024];
 
 	(void)state;
-	/* Not under /tmp: PrivateTmp= hides it from vmactd. */
-	snprintf(fx.dir, sizeof(fx.dir), "/run/vmactd-sbx-%d", (int)getpid());
-	if (mkdir(fx.dir, 0700) < 0 && errno != EEXIST)
+	if (th_vmactd_init_at(&fx.d, "/run", PREFIX, &fx.a) < 0 ||
+	    th_vmactd_monitor(&fx.d, meta, sizeof(meta)) < 0)
 		return -1;
-	/* The guest first: it boots (TCG, seconds) while the rest is set up;
-	 * its vm-monitor need only listen by the time vmactd starts. */
-	snprintf(fx.monitor_sock, sizeof(fx.monitor_sock), "%s/monitor.sock", fx.dir);
-	snprintf(fx.monitor_log, sizeof(fx.monitor_log), "%s/monitor.log", fx.dir);
+	/* The guest first: it boots (TCG, seconds) while the rest is set up. */
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc)
 		return -1;
-	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
-		 "<vmact:monitor endpoint='unix:%s'/>"
-		 "</vmact:autoscaling>",
-		 fx.monitor_sock);
 	if (tg_start(fx.vc, PREFIX, meta, &fx.a, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
-	if (setup_host() < 0) {
-		tg_destroy(&fx.a);
-		return -1;
-	}
-	return 0;
+	return setup_host();
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	th_proc_stop(&fx.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_remove_pins(fx.pins);
-	if (fx.a.dom) {
-		virDomainDestroy(fx.a.dom);
-		virDomainFree(fx.a.dom);
-		fx.a.dom = NULL;
-	}
-	tg_destroy(&fx.a);
+	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	th_peer_stop(&fx.monitor);
 	if (fx.made_run)
 		rmdir("/run/vmact");
 	if (fx.made_state)
 		rmdir("/var/lib/vmact");
-	if (!getenv("VMACT_TEST_KEEP_LOG"))
-		th_rm_rf(fx.dir);
 	return 0;
 }
 
@@ -412,33 +375,12 @@ static void filter_is_live(void **state)
 
 static bool wait_until(bool (*pred)(void *), void *arg, double limit_s)
 {
-	return th_wait_daemon(&fx.daemon, pred, arg, limit_s);
-}
-
-static void dump_log(void)
-{
-	th_print_log_tail(fx.log, "vmactd log", 6000);
-}
-
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
-}
-
-static bool guest_reports(void *g)
-{
-	struct tg_report r;
-
-	return tg_report(g, &r);
+	return th_vmactd_wait(&fx.d, pred, arg, limit_s);
 }
 
 static long quota_milli(void)
 {
-	long q = th_vmactd_quota_milli(fx.log);
-
-	if (q == TH_CG_UNKNOWN)
-		fail_msg("no readable CPU limit for the VM's cgroup in %s", fx.log);
-	return q;
+	return TH_VMACTD_QUOTA_OR_FAIL(&fx.d);
 }
 
 static bool scaled_up(void *unused)
@@ -448,24 +390,29 @@ static bool scaled_up(void *unused)
 	return tg_report(&fx.a, &r) && r.cpus >= 2 && quota_milli() > 1000;
 }
 
-static void start_daemon(const char *config)
+/* vmactd under the unit's sandbox with its defaults, but for the test's
+ * isolation: its own VMs and pins (its /run/vmact and /var/lib/vmact are
+ * the test's, above), and the sampler's mode (NULL: the default). */
+static void start_daemon(const char *sampler_mode)
 {
-	const char *prog[] = { "--", NULL, "--config", fx.cfg, "--verbose", NULL };
+	static const char *const args[] = { "--verbose", NULL };
+	const char *const prog[] = { "--", NULL };
 	const char *argv[40];
-	char launcher[PATH_MAX], vmactd[PATH_MAX];
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
+	char launcher[PATH_MAX], prefix[64], extra[256];
 
-	snprintf(vmactd, sizeof(vmactd), "%s/vmactd", fx.bindir);
-	prog[1] = vmactd;
-	assert_int_equal(th_write_file(fx.cfg, config), 0);
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	/* The control socket where it is by default, in the unit's
+	 * RuntimeDirectory=: the fixture's directory is read-only there. */
+	snprintf(extra, sizeof(extra),
+		 "{\"control\":{\"socket\":\"/run/vmact/vmactd.sock\"}%s%s%s}",
+		 sampler_mode ? ",\"sampler\":{\"mode\":\"" : "", sampler_mode ? sampler_mode : "",
+		 sampler_mode ? "\"}" : "");
+	assert_int_equal(th_vmactd_config(&fx.d, prefix, extra), 0);
+	th_vmactd_stop(&fx.d); /* one a failed test before left running */
 	sandbox_argv(argv, ARRAY_SIZE(argv), prog, launcher, sizeof(launcher));
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-	if (!wait_until(log_has, "ready: managing 1 VM", 120)) {
-		dump_log();
+	assert_int_equal(th_vmactd_spawn_under(&fx.d, argv, args), 0);
+	if (!th_vmactd_wait_log(&fx.d, "ready: managing 1 VM", 120))
 		fail_msg("vmactd in the sandbox did not become ready managing the guest");
-	}
 }
 
 /* The mount options of the mount at path in /proc/PID/mountinfo. */
@@ -495,27 +442,30 @@ static bool opt_ro(const char *opts)
 	return strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || !opts[2]);
 }
 
-/* ProtectSystem=strict and the rest, as vmactd sees its file system. */
+/* ProtectSystem=strict and the rest, as vmactd sees its file system:
+ * each path a mount of its own, read-only or writable where that is said. */
 static void check_mounts(void)
 {
+	enum { ANY, RO, RW };
+	static const struct {
+		const char *path;
+		int mode;
+	} want[] = {
+		{ "/", RO },           { "/sys", RO },       { "/sys/fs/cgroup", RW },
+		{ "/sys/fs/bpf", RW }, { "/run/vmact", RW }, { "/var/lib/vmact", RW },
+		{ "/tmp", ANY }, /* PrivateTmp */
+		{ "/dev", ANY }, /* PrivateDevices */
+		{ "/proc/sys", RO },
+	};
 	char o[256];
 
-	assert_true(mount_opts(fx.daemon.pid, "/", o, sizeof(o)));
-	assert_true(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/sys", o, sizeof(o)));
-	assert_true(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/sys/fs/cgroup", o, sizeof(o)));
-	assert_false(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/sys/fs/bpf", o, sizeof(o)));
-	assert_false(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/run/vmact", o, sizeof(o)));
-	assert_false(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/var/lib/vmact", o, sizeof(o)));
-	assert_false(opt_ro(o));
-	assert_true(mount_opts(fx.daemon.pid, "/tmp", o, sizeof(o))); /* PrivateTmp */
-	assert_true(mount_opts(fx.daemon.pid, "/dev", o, sizeof(o))); /* PrivateDevices */
-	assert_true(mount_opts(fx.daemon.pid, "/proc/sys", o, sizeof(o)));
-	assert_true(opt_ro(o));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		if (!mount_opts(fx.d.proc.pid, want[i].path, o, sizeof(o)))
+			fail_msg("vmactd has no mount of its own at %s", want[i].path);
+		if (want[i].mode != ANY && opt_ro(o) != (want[i].mode == RO))
+			fail_msg("vmactd's %s is mounted %s, not %s", want[i].path, o,
+				 want[i].mode == RO ? "read-only" : "writable");
+	}
 }
 
 /* Its capabilities, no_new_privs and filter, as the kernel shows them. */
@@ -524,13 +474,13 @@ static void check_confined(void)
 	char v[64];
 	unsigned long long eff, bnd, inh, amb;
 
-	assert_true(th_proc_status(fx.daemon.pid, "CapEff", v, sizeof(v)));
+	assert_true(th_proc_status(fx.d.proc.pid, "CapEff", v, sizeof(v)));
 	eff = strtoull(v, NULL, 16);
-	assert_true(th_proc_status(fx.daemon.pid, "CapBnd", v, sizeof(v)));
+	assert_true(th_proc_status(fx.d.proc.pid, "CapBnd", v, sizeof(v)));
 	bnd = strtoull(v, NULL, 16);
-	assert_true(th_proc_status(fx.daemon.pid, "CapInh", v, sizeof(v)));
+	assert_true(th_proc_status(fx.d.proc.pid, "CapInh", v, sizeof(v)));
 	inh = strtoull(v, NULL, 16);
-	assert_true(th_proc_status(fx.daemon.pid, "CapAmb", v, sizeof(v)));
+	assert_true(th_proc_status(fx.d.proc.pid, "CapAmb", v, sizeof(v)));
 	amb = strtoull(v, NULL, 16);
 	print_message("vmactd: CapEff %016llx CapBnd %016llx (unit: %016llx)\n", eff, bnd,
 		      (unsigned long long)fx.cap_mask);
@@ -538,9 +488,9 @@ static void check_confined(void)
 	assert_int_equal(bnd, fx.cap_mask);
 	assert_int_equal(inh, 0);
 	assert_int_equal(amb, 0);
-	assert_true(th_proc_status(fx.daemon.pid, "NoNewPrivs", v, sizeof(v)));
+	assert_true(th_proc_status(fx.d.proc.pid, "NoNewPrivs", v, sizeof(v)));
 	assert_string_equal(v, "1");
-	assert_true(th_proc_status(fx.daemon.pid, "Seccomp", v, sizeof(v)));
+	assert_true(th_proc_status(fx.d.proc.pid, "Seccomp", v, sizeof(v)));
 	assert_string_equal(v, "2"); /* a filter */
 	check_mounts();
 }
@@ -551,7 +501,7 @@ static bool monitor_connected(void *unused)
 
 	(void)unused;
 	snprintf(needle, sizeof(needle), "%s: vm-monitor connected", fx.a.name);
-	return th_count_in_file(fx.log, needle) > 0;
+	return th_count_in_file(fx.d.log, needle) > 0;
 }
 
 /* The VM's guest worker (doc/privsep.md), started by the sandboxed vmactd
@@ -566,11 +516,9 @@ static void check_worker(void)
 	char v[160], uid[32];
 	pid_t pid;
 
-	if (!wait_until(monitor_connected, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(monitor_connected, NULL, LIMIT_SCALE_S))
 		fail_msg("the VM's vm-monitor never connected through a guest worker");
-	}
-	pid = th_log_guest_worker(fx.log, fx.a.name);
+	pid = th_log_guest_worker(fx.d.log, fx.a.name);
 	assert_true(pid > 0);
 	if (!pw)
 		pw = getpwnam("nobody");
@@ -588,7 +536,7 @@ static void check_worker(void)
 	assert_string_equal(v, "2");
 	/* One worker all along: its "started" line and no death or restart. */
 	snprintf(v, sizeof(v), "%s: guest worker ", fx.a.name);
-	assert_int_equal(th_count_in_file(fx.log, v), 1);
+	assert_int_equal(th_count_in_file(fx.d.log, v), 1);
 	print_message("sandboxed vmactd: guest worker %d as %s, vm-monitor connected\n", (int)pid,
 		      pw->pw_name);
 }
@@ -596,47 +544,37 @@ static void check_worker(void)
 static void stop_daemon(void)
 {
 	struct stat sb;
-	int status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	int status = th_vmactd_stop(&fx.d);
 
 	if (status != 0) {
-		dump_log();
+		th_vmactd_dump_log(&fx.d);
 		fail_msg("vmactd exited with status %d", status);
 	}
-	assert_int_equal(stat(fx.pins, &sb), -1);
-	assert_int_equal(th_count_in_file(fx.log, "Operation not permitted"), 0);
+	assert_int_equal(stat(fx.d.pins, &sb), -1);
+	assert_int_equal(th_count_in_file(fx.d.log, "Operation not permitted"), 0);
 }
 
 static void sandboxed_vmactd_scales(void **state)
 {
-	char cfg[512];
-
 	(void)state;
-	if (!wait_until(guest_reports, &fx.a, LIMIT_BOOT_S))
+	if (!wait_until(tg_booted, &fx.a, LIMIT_BOOT_S))
 		fail_msg("the guest did not boot");
-	/* Defaults, but for the test's isolation: its own VMs and pins (its
-	 * /run/vmact and /var/lib/vmact are the test's, above). */
-	snprintf(cfg, sizeof(cfg),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), fx.pins);
-	start_daemon(cfg);
+	start_daemon(NULL);
 	check_confined();
 	/* The BPF sampler, not the fallback. */
-	assert_int_equal(th_count_in_file(fx.log, "sampler: BPF, maps pinned under"), 1);
-	assert_int_equal(th_count_in_file(fx.log, "sampler: using taskstats"), 0);
+	assert_int_equal(th_count_in_file(fx.d.log, "sampler: BPF, maps pinned under"), 1);
+	assert_int_equal(th_count_in_file(fx.d.log, "sampler: using taskstats"), 0);
 	assert_int_equal(quota_milli(), 1000);
 
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	if (!wait_until(scaled_up, NULL, LIMIT_SCALE_S))
 		fail_msg("the guest never got a second vCPU and its quota");
-	}
 	print_message("sandboxed vmactd: guest at 2+ vCPUs, quota %ldm\n", quota_milli());
 	check_worker();
 	assert_int_equal(tg_cmd(&fx.a, "idle"), 0);
 	stop_daemon();
 	if (getenv("VMACT_TEST_VERBOSE"))
-		dump_log();
+		th_vmactd_dump_log(&fx.d);
 }
 
 /* The fallback sampler's netlink socket and CAP_NET_ADMIN: the busy VM's
@@ -644,7 +582,7 @@ static void sandboxed_vmactd_scales(void **state)
  * readings --verbose logs). */
 static bool load_seen(void *unused)
 {
-	_cleanup_free_ char *buf = th_read_file(fx.log);
+	_cleanup_free_ char *buf = th_read_file(fx.d.log);
 	char needle[128];
 	double load1;
 
@@ -657,25 +595,16 @@ static bool load_seen(void *unused)
 
 static void sandboxed_taskstats(void **state)
 {
-	char cfg[512];
-
 	(void)state;
-	snprintf(cfg, sizeof(cfg),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"sampler\":{\"mode\":\"taskstats\",\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), fx.pins);
-	unlink(fx.log);
 	/* Busy from the start: the sampler's load average starts at its first
 	 * reading, instead of climbing from an idle one for most of a minute
 	 * (what is shown is that it reads the load at all). */
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);
-	start_daemon(cfg);
+	start_daemon("taskstats");
 	check_confined();
-	assert_int_equal(th_count_in_file(fx.log, "sampler: using taskstats"), 1);
-	if (!wait_until(load_seen, NULL, LIMIT_SCALE_S)) {
-		dump_log();
+	assert_int_equal(th_count_in_file(fx.d.log, "sampler: using taskstats"), 1);
+	if (!wait_until(load_seen, NULL, LIMIT_SCALE_S))
 		fail_msg("the taskstats sampler never saw the guest's load");
-	}
 	stop_daemon();
 }
 
@@ -691,11 +620,8 @@ int main(void)
 	ssize_t n;
 	size_t len;
 
-	if (geteuid() != 0) {
-		printf("test_sandbox: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	if (!th_root_test("test_sandbox", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	if (env) {
 		snprintf(plain_dir, sizeof(plain_dir), "%s", env);
 	} else {

@@ -35,9 +35,7 @@
  * version make check runs (25 s, 2 guests, one libvirtd restart).
  * VMACT_SOAK_GUESTS overrides the number of guests (default 4; fast 2).
  * Waits have generous safety limits; nothing is timed. */
-#include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -62,6 +60,7 @@
 #include "tests/lib/libvirtd.h"
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "vmact-soak"
@@ -122,12 +121,14 @@ struct ev { /* a vmactd event for one of our VMs */
 };
 
 static struct {
+	/* vmactd, its scratch directory (the monitors' sockets and logs, the
+	 * event stream) and the guests */
+	struct th_vmactd d;
 	virConnectPtr vc;
 	struct soak_vm vm[MAX_GUESTS];
 	unsigned n;
-	char tpl[128], cfg[128], log[128], ctl[128], evlog[128], pins[128];
-	char vmactd[PATH_MAX], vmactl[PATH_MAX];
-	struct th_proc daemon, events;
+	char tpl[128], evlog[128];
+	struct th_proc events;
 	uint64_t rng;
 	double minutes;
 	bool fast;
@@ -174,7 +175,7 @@ static void *grow(void *arr, size_t *cap, size_t n, size_t size)
 
 static void dump_log(void)
 {
-	th_print_log_tail(fx.log, "vmactd log", 8000);
+	th_print_log_tail(fx.d.log, "vmactd log", 8000);
 }
 
 /* A live connection to libvirtd (the test restarts it): NULL while it is
@@ -198,7 +199,7 @@ static double env_double(const char *name, double def)
 
 static int setup(void **state)
 {
-	char msg[512];
+	char msg[512], dir[sizeof(fx.d.dir)];
 	int pid = (int)getpid();
 	const char *seed_env = getenv("VMACT_SOAK_SEED");
 
@@ -217,12 +218,12 @@ static int setup(void **state)
 	printf("# soak: seed %llu (VMACT_SOAK_SEED=%llu repeats the test's choices)\n",
 	       (unsigned long long)seed_of_run, (unsigned long long)seed_of_run);
 
-	snprintf(fx.tpl, sizeof(fx.tpl), "/tmp/vmact-soak-%d.xml", pid);
-	snprintf(fx.cfg, sizeof(fx.cfg), "/tmp/vmact-soak-%d.json", pid);
-	snprintf(fx.log, sizeof(fx.log), "/tmp/vmact-soak-%d.log", pid);
-	snprintf(fx.ctl, sizeof(fx.ctl), "/tmp/vmact-soak-%d.ctl", pid);
-	snprintf(fx.evlog, sizeof(fx.evlog), "/tmp/vmact-soak-%d.events", pid);
-	snprintf(fx.pins, sizeof(fx.pins), "/sys/fs/bpf/vmact-soak-%d", pid);
+	if (th_vmactd_init(&fx.d, PREFIX, NULL) < 0)
+		return -1;
+	/* A copy: the paths are written into the same fx. */
+	memcpy(dir, fx.d.dir, sizeof(dir));
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", dir);
+	snprintf(fx.evlog, sizeof(fx.evlog), "%s/events", dir);
 
 	if (tg_balloon_template(fx.tpl) < 0)
 		return -1;
@@ -242,8 +243,8 @@ static int setup(void **state)
 				       MONITOR_DENY,  "--seed",
 				       seed,          NULL };
 
-		snprintf(v->sock, sizeof(v->sock), "/tmp/vmact-soak-%d-%u.sock", pid, i);
-		snprintf(v->mon_log, sizeof(v->mon_log), "/tmp/vmact-soak-%d-%u.monitor", pid, i);
+		snprintf(v->sock, sizeof(v->sock), "%s/monitor-%u.sock", dir, i);
+		snprintf(v->mon_log, sizeof(v->mon_log), "%s/monitor-%u.log", dir, i);
 		snprintf(seed, sizeof(seed), "%u", (unsigned)(rnd() & 0x7fffffff));
 		if (th_peer_start(&v->mon, "vm-monitor.js", args, v->mon_log, msg, sizeof(msg)) <
 		    0) {
@@ -258,7 +259,8 @@ static int setup(void **state)
 			 "<vmact:monitor endpoint='unix:%s'/>"
 			 "</vmact:autoscaling>",
 			 v->sock);
-		if (tg_start(conn(), PREFIX, meta, &v->g, msg, sizeof(msg)) < 0) {
+		if (th_vmactd_add_guest(&fx.d, &v->g) < 0 ||
+		    tg_start(conn(), PREFIX, meta, &v->g, msg, sizeof(msg)) < 0) {
 			print_error("guest: %s\n", msg);
 			return -1;
 		}
@@ -268,52 +270,30 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	bool keep = getenv("VMACT_TEST_KEEP_LOG") != NULL;
-
 	(void)state;
 	th_proc_stop(&fx.events, SIGTERM, 5 * VMACT_USEC_PER_SEC);
-	th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
-	th_rm_rf(fx.pins); /* whatever a killed vmactd left pinned */
+	th_proc_stop(&fx.d.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	for (unsigned i = 0; i < fx.n; i++) {
-		struct soak_vm *v = &fx.vm[i];
-
-		tg_destroy_by_name(&v->g);
-		th_peer_stop(&v->mon);
-		unlink(v->sock);
-		if (!keep)
-			unlink(v->mon_log);
-		free(v->s);
-		free(v->r);
+		th_peer_stop(&fx.vm[i].mon);
+		free(fx.vm[i].s);
+		free(fx.vm[i].r);
 	}
 	if (fx.vc)
 		virConnectClose(fx.vc);
-	unlink(fx.tpl);
-	unlink(fx.cfg);
-	unlink(fx.ctl);
-	if (!keep) {
-		unlink(fx.log);
-		unlink(fx.evlog);
-	}
+	/* The guests by their names: libvirtd restarted meanwhile. */
+	th_vmactd_teardown(&fx.d);
 	return 0;
 }
 
 /* ---- sampling ---------------------------------------------------------- */
 
-/* The VM's cgroup from vmactd's "NAME: managing (..., cgroup G, ..." line. */
+/* The VM's cgroup from vmactd's "NAME: managing (..., cgroup G, ..." line,
+ * read once (the log grows long). */
 static void find_group(struct soak_vm *v)
 {
-	char needle[160], *buf, *p, *c;
-
-	if (v->group[0])
-		return;
-	buf = th_read_file(fx.log);
-	if (!buf)
-		return;
-	snprintf(needle, sizeof(needle), "%s: managing (", v->g.name);
-	if ((p = strstr(buf, needle)) && (c = strstr(p, ", cgroup ")) &&
-	    sscanf(c, ", cgroup %255[^,]", v->group) != 1)
+	if (!v->group[0] &&
+	    th_log_named_vm_cgroup(fx.d.log, v->g.name, v->group, sizeof(v->group)) < 0)
 		v->group[0] = 0;
-	free(buf);
 }
 
 static void sample_vm(struct soak_vm *v)
@@ -357,28 +337,9 @@ static void sample_vm(struct soak_vm *v)
 /* vmactd's RSS (kB) and open descriptors, from /proc. */
 static bool daemon_usage(long *rss_kb, long *fds)
 {
-	char path[64], line[256];
-	FILE *f;
-	DIR *dir;
-	struct dirent *e;
-
-	*rss_kb = *fds = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)fx.daemon.pid);
-	if (!(f = fopen(path, "re")))
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", rss_kb) == 1)
-			break;
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)fx.daemon.pid);
-	if (!(dir = opendir(path)))
-		return false;
-	*fds = 0;
-	while ((e = readdir(dir)))
-		if (e->d_name[0] != '.')
-			(*fds)++;
-	closedir(dir);
-	return *rss_kb >= 0;
+	*rss_kb = th_proc_rss_kib(fx.d.proc.pid);
+	*fds = th_proc_fds(fx.d.proc.pid);
+	return *rss_kb >= 0 && *fds >= 0;
 }
 
 /* ---- load phases --------------------------------------------------------- */
@@ -699,10 +660,10 @@ static void check_seen(struct tally *t, int vi, const struct ev *evs, size_t ne,
 
 static unsigned sanitizer_reports(void)
 {
-	return th_count_in_file(fx.log, "ERROR: AddressSanitizer") +
-	       th_count_in_file(fx.log, "ERROR: LeakSanitizer") +
-	       th_count_in_file(fx.log, "runtime error:") +
-	       th_count_in_file(fx.log, "SUMMARY: UndefinedBehaviorSanitizer");
+	return th_count_in_file(fx.d.log, "ERROR: AddressSanitizer") +
+	       th_count_in_file(fx.d.log, "ERROR: LeakSanitizer") +
+	       th_count_in_file(fx.d.log, "runtime error:") +
+	       th_count_in_file(fx.d.log, "SUMMARY: UndefinedBehaviorSanitizer");
 }
 
 static bool is_sanitized(void)
@@ -720,11 +681,6 @@ static bool is_sanitized(void)
 #endif
 }
 
-static bool log_has(void *needle)
-{
-	return th_count_in_file(fx.log, needle) > 0;
-}
-
 static bool all_report(void *unused)
 {
 	struct tg_report r;
@@ -738,14 +694,10 @@ static bool all_report(void *unused)
 
 static void soak(void **state)
 {
-	char text[1024], ready[64];
-	const char *argv[] = { fx.vmactd, "--config", fx.cfg, "--verbose", NULL };
-	const char *eargv[] = {
-		fx.vmactl, "--socket", fx.ctl, "--json", "events", "--follow", NULL
-	};
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = fx.log };
+	char text[512], prefix[64];
+	const char *args[] = { "--verbose", NULL };
+	const char *eargv[] = { fx.d.vmactl, "--socket", fx.d.sock, "--json",
+				"events",    "--follow", NULL };
 	const struct th_spawn_opts eo = { .out = TH_OUT_FILE,
 					  .err = TH_OUT_FILE,
 					  .out_path = fx.evlog };
@@ -765,7 +717,7 @@ static void soak(void **state)
 	bool sanitized = is_sanitized();
 
 	(void)state;
-	if (!th_wait_daemon(&fx.daemon, all_report, NULL, LIMIT_BOOT_S))
+	if (!th_wait_daemon(&fx.d.proc, all_report, NULL, LIMIT_BOOT_S))
 		fail_msg("the guests did not boot");
 	printf("# soak: guests up after %.1f s\n", th_now_s() - t_setup);
 	for (unsigned i = 0; i < fx.n; i++) {
@@ -778,25 +730,17 @@ static void soak(void **state)
 	/* The arbiter's declared capacity: 1.75 CPUs a guest (the demo's
 	 * reasoning, doc/testing.md, "The demo"), below the sum of their maxima, so
 	 * that permits limit growth at times. */
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"/tmp\"},"
-		 "\"arbiter\":{\"overcommit_cpu\":%.3f},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, (int)getpid(), fx.ctl, 1.75 * fx.n / (0.9 * (double)(cpus > 0 ? cpus : 1)),
-		 fx.pins);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
-	assert_int_equal(th_spawn(&fx.daemon, argv, &o), 0);
-	snprintf(ready, sizeof(ready), "ready: managing %u VM", fx.n);
-	if (!th_wait_daemon(&fx.daemon, log_has, ready, 120)) {
-		dump_log();
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	snprintf(text, sizeof(text), "{\"arbiter\":{\"overcommit_cpu\":%.3f}}",
+		 1.75 * fx.n / (0.9 * (double)(cpus > 0 ? cpus : 1)));
+	assert_int_equal(th_vmactd_config(&fx.d, prefix, text), 0);
+	if (th_vmactd_start(&fx.d, args, fx.n, LIMIT_BOOT_S, 120) < 0)
 		fail_msg("vmactd did not become ready managing the %u guests", fx.n);
-	}
 	assert_int_equal(th_spawn(&fx.events, eargv, &eo), 0);
 
 	printf("# soak: %u guests, %.0f s of load, phases %.0f-%.0f s, %u libvirtd restart(s), "
 	       "monitors deny %s of downscales, vmactd %s%s\n",
-	       fx.n, duration, lo, hi, restarts_planned, MONITOR_DENY, fx.vmactd,
+	       fx.n, duration, lo, hi, restarts_planned, MONITOR_DENY, fx.d.prog,
 	       sanitized ? " (sanitized)" : "");
 	fflush(stdout);
 
@@ -806,9 +750,9 @@ static void soak(void **state)
 	for (unsigned i = 0; i < fx.n; i++)
 		next_phase(&fx.vm[i], t_start, lo, hi);
 	while ((now = th_now_s()) < t_end) {
-		if (th_proc_exited(&fx.daemon)) {
+		if (th_proc_exited(&fx.d.proc)) {
 			dump_log();
-			fail_msg("vmactd exited during the soak (status %d)", fx.daemon.status);
+			fail_msg("vmactd exited during the soak (status %d)", fx.d.proc.status);
 		}
 		if (th_proc_exited(&fx.events))
 			fail_msg("vmactl events --follow ended during the soak (status %d)",
@@ -859,7 +803,7 @@ static void soak(void **state)
 	/* The event stream, then vmactd's clean exit. */
 	sleep(2);
 	th_proc_stop(&fx.events, SIGTERM, 5 * VMACT_USEC_PER_SEC);
-	status = th_proc_stop(&fx.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC);
+	status = th_proc_stop(&fx.d.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC);
 	san = sanitizer_reports();
 
 	evs = read_events(&ne, &gaps);
@@ -927,24 +871,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(soak),
 	};
-	char self[PATH_MAX], dir[PATH_MAX - 32];
-	ssize_t n;
 
-	if (geteuid() != 0) {
-		printf("test_soak: needs root (libvirt qemu:///system, BPF, cgroups, libvirtd)\n");
+	if (!th_root_test("test_soak", "libvirt qemu:///system, BPF, cgroups, libvirtd"))
 		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
 	/* libvirtd restarts are the test's doing: its lost connections are
 	 * expected, each call's result is checked where it matters. */
 	tg_quiet_libvirt();
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return 1;
-	self[n] = '\0';
-	snprintf(dir, sizeof(dir), "%.*s", (int)sizeof(dir) - 1, dirname(self));
-	/* build[/san]/tests/integration/test_soak -> build[/san]/vmactd */
-	snprintf(fx.vmactd, sizeof(fx.vmactd), "%s/../../vmactd", dir);
-	snprintf(fx.vmactl, sizeof(fx.vmactl), "%s/../../vmactl", dir);
 	return cmocka_run_group_tests_name("soak", tests, setup, teardown);
 }

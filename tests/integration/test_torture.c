@@ -77,6 +77,7 @@
 #include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/samples.h"
+#include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX "vmact-tt"
@@ -153,10 +154,9 @@ struct tt_real {
 };
 
 static struct {
-	char vmactd[PATH_MAX], vmactl[PATH_MAX];
-	char dir[96], ctl[128], cfg[128], log[160], pins[128];
-	struct th_proc daemon;
-	unsigned daemons;
+	/* vmactd (one after the other), its scratch directory (the monitors'
+	 * sockets and logs too) and the guests, persistent */
+	struct th_vmactd d;
 	struct tt_vm vm[VM_N];
 	uint64_t rng;
 	unsigned violations;
@@ -240,7 +240,6 @@ static bool dom_active(const char *name)
 
 static void read_real(struct tt_vm *v, struct tt_real *r)
 {
-	char group[256];
 	json_t *cpus, *devs, *e;
 	size_t i;
 
@@ -269,8 +268,7 @@ static void read_real(struct tt_vm *v, struct tt_real *r)
 		r->mem += (uint64_t)json_integer_value(json_object_get(d, "size"));
 	}
 	json_decref(devs);
-	if (th_log_named_vm_cgroup(tt.log, v->g.name, group, sizeof(group)) == 0)
-		r->quota = th_cg_limit_milli(group);
+	r->quota = th_vmactd_vm_quota(&tt.d, v->g.name);
 	r->alive = dom_active(v->g.name); /* it may have died meanwhile */
 }
 
@@ -282,7 +280,9 @@ static uint64_t jint(json_t *o, const char *k)
 static void read_view(const struct tt_vm *v, struct tt_view *w)
 {
 	char buf[32768];
-	const char *argv[] = { tt.vmactl, "--socket", tt.ctl, "--json", "show", v->g.name, NULL };
+	const char *argv[] = {
+		tt.d.vmactl, "--socket", tt.d.sock, "--json", "show", v->g.name, NULL
+	};
 	json_t *doc, *q, *p;
 
 	memset(w, 0, sizeof(*w));
@@ -332,7 +332,7 @@ static long size_milli(const struct tt_real *r)
  * where the last one is (-1: none). */
 static unsigned log_scan(const char *needle, long from, long *last)
 {
-	FILE *f = fopen(tt.log, "re");
+	FILE *f = fopen(tt.d.log, "re");
 	static char buf[1 << 20];
 	unsigned n = 0;
 	size_t len;
@@ -378,7 +378,7 @@ static long log_size(void)
 {
 	struct stat sb;
 
-	return stat(tt.log, &sb) == 0 ? (long)sb.st_size : 0;
+	return stat(tt.d.log, &sb) == 0 ? (long)sb.st_size : 0;
 }
 
 static bool log_has(void *needle)
@@ -401,21 +401,16 @@ static bool log_after(void *mark)
 
 static void start_daemon(void)
 {
-	const char *argv[] = { tt.vmactd, "--config", tt.cfg, "--verbose", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
-					 .err = TH_OUT_FILE,
-					 .out_path = tt.log };
+	const char *args[] = { "--verbose", NULL };
 
-	tt.daemons++;
 	/* One log per daemon: the last ones stay for a failing round. */
-	snprintf(tt.log, sizeof(tt.log), "%s/vmactd.%u.log", tt.dir, tt.daemons);
-	if (tt.daemons > 3) {
+	assert_int_equal(th_vmactd_respawn(&tt.d, args), 0);
+	if (tt.d.spawns > 3) {
 		char old[192];
 
-		snprintf(old, sizeof(old), "%s/vmactd.%u.log", tt.dir, tt.daemons - 3);
+		snprintf(old, sizeof(old), "%s/vmactd.%u.log", tt.d.dir, tt.d.spawns - 3);
 		unlink(old);
 	}
-	assert_int_equal(th_spawn(&tt.daemon, argv, &o), 0);
 }
 
 static bool managed(void *vmp)
@@ -438,13 +433,6 @@ static bool settled(void *vmp)
 	read_real(v, &r);
 	return view_matches(&w, &r) && !w.resizing && size_milli(&r) == (long)v->cpu_milli &&
 	       r.mem == (uint64_t)v->mem_mib * MiB;
-}
-
-static bool booted(void *vmp)
-{
-	struct tg_report rep;
-
-	return tg_report(&((struct tt_vm *)vmp)->g, &rep);
 }
 
 /* ---- guests ---- */
@@ -553,11 +541,11 @@ static int bg_restart(struct tt_vm *v)
 static int pin(struct tt_vm *v, bool mem, unsigned to)
 {
 	char q[32], out[1024];
-	const char *argv[] = { tt.vmactl, "--socket",
-			       tt.ctl,    "set",
-			       v->g.name, mem ? "--min-memory" : "--min-cpu",
-			       q,         mem ? "--max-memory" : "--max-cpu",
-			       q,         NULL };
+	const char *argv[] = { tt.d.vmactl, "--socket",
+			       tt.d.sock,   "set",
+			       v->g.name,   mem ? "--min-memory" : "--min-cpu",
+			       q,           mem ? "--max-memory" : "--max-cpu",
+			       q,           NULL };
 
 	if (mem)
 		snprintf(q, sizeof(q), "%uMi", to);
@@ -595,19 +583,20 @@ static void remove_stale(void)
 
 static int setup(void **state)
 {
-	char text[1024], msg[512], peer_log[128];
-	int pid = (int)getpid();
+	char msg[512], peer_log[128], prefix[64], dir[sizeof(tt.d.dir)];
 
 	(void)state;
 	remove_stale();
-	snprintf(tt.dir, sizeof(tt.dir), "/tmp/vmact-tt-%d", pid);
-	mkdir(tt.dir, 0700);
-	snprintf(tt.ctl, sizeof(tt.ctl), "%s/vmactd.sock", tt.dir);
-	snprintf(tt.cfg, sizeof(tt.cfg), "%s/vmactd.json", tt.dir);
-	snprintf(tt.pins, sizeof(tt.pins), "/sys/fs/bpf/vmact-tt-%d", pid);
-	for (int i = 0; i < VM_N; i++)
-		snprintf(tt.vm[i].mon, sizeof(tt.vm[i].mon), "%s/monitor-%s.sock", tt.dir,
-			 vm_role[i]);
+	if (th_vmactd_init(&tt.d, PREFIX, NULL) < 0)
+		return -1;
+	tt.d.persistent = true;
+	/* A copy: the paths are written into the same tt. */
+	memcpy(dir, tt.d.dir, sizeof(dir));
+	for (int i = 0; i < VM_N; i++) {
+		if (th_vmactd_add_guest(&tt.d, &tt.vm[i].g) < 0)
+			return -1;
+		snprintf(tt.vm[i].mon, sizeof(tt.vm[i].mon), "%s/monitor-%s.sock", dir, vm_role[i]);
+	}
 	/* One status line a second: an idle guest stays idle. */
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	if (tg_start_each(VM_N, start_guest) < 0)
@@ -617,7 +606,7 @@ static int setup(void **state)
 	for (int i = 0; i < VM_N; i++) {
 		const char *peer_args[] = { "--unix", tt.vm[i].mon, "--no-cgroup", NULL };
 
-		snprintf(peer_log, sizeof(peer_log), "%s/monitor-%s.log", tt.dir, vm_role[i]);
+		snprintf(peer_log, sizeof(peer_log), "%s/monitor-%s.log", dir, vm_role[i]);
 		if (th_peer_start(&tt.vm[i].peer, "vm-monitor.js", peer_args, peer_log, msg,
 				  sizeof(msg)) < 0) {
 			print_error("%s\n", msg);
@@ -626,36 +615,24 @@ static int setup(void **state)
 	}
 	/* The arbiter's capacity covers the three VMs' largest sizes (5 CPUs
 	 * on this 2-CPU host); no metrics listener to collide with others. */
-	snprintf(text, sizeof(text),
-		 "{\"libvirt\":{\"name_prefix\":\"%s-%d-\"},"
-		 "\"arbiter\":{\"overcommit_cpu\":4},"
-		 "\"metrics\":{\"listen\":\"\"},"
-		 "\"control\":{\"socket\":\"%s\",\"state_dir\":\"%s\"},"
-		 "\"sampler\":{\"pin_root\":\"%s\"}}",
-		 PREFIX, pid, tt.ctl, tt.dir, tt.pins);
-	return th_write_file(tt.cfg, text);
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	return th_vmactd_config(
+		&tt.d, prefix,
+		"{\"arbiter\":{\"overcommit_cpu\":4},\"metrics\":{\"listen\":\"\"}}");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	bg_join(); /* a failed test's */
-	th_proc_stop(&tt.daemon, SIGTERM, 30 * VMACT_USEC_PER_SEC);
-	th_remove_pins(tt.pins);
-	{
-		struct tg_guest *all[VM_N];
-
-		for (int i = 0; i < VM_N; i++)
-			all[i] = &tt.vm[i].g;
-		/* Destroyed and undefined all at once. */
-		tg_destroy_all(all, VM_N, true);
-	}
+	th_vmactd_stop(&tt.d);
 	for (int i = 0; i < VM_N; i++)
 		th_peer_stop(&tt.vm[i].peer);
-	if (!getenv("VMACT_TEST_KEEP_LOG") && !tt.violations)
-		th_rm_rf(tt.dir);
-	else
-		printf("torture: logs kept in %s\n", tt.dir);
+	tt.d.keep = tt.violations > 0;
+	if (tt.d.keep || getenv("VMACT_TEST_KEEP_LOG"))
+		printf("torture: logs kept in %s\n", tt.d.dir);
+	/* The guests destroyed and undefined all at once. */
+	th_vmactd_teardown(&tt.d);
 	return 0;
 }
 
@@ -723,12 +700,12 @@ static void lost_vm(unsigned round, struct tt_vm *v, struct tt_stats *s, long lo
 	}
 	snprintf(gone.needle, sizeof(gone.needle), "%s: no longer managed", v->g.name);
 	gone.from = log_from;
-	if (log_from >= 0 && !th_wait_daemon(&tt.daemon, log_after, &gone, 60))
+	if (log_from >= 0 && !th_wait_daemon(&tt.d.proc, log_after, &gone, 60))
 		violation(round, "vmactd never reported that %s stopped", v->g.name);
-	if (th_proc_exited(&tt.daemon)) {
-		violation(round, "vmactd exited (status %d) when %s's QEMU died", tt.daemon.status,
+	if (th_proc_exited(&tt.d.proc)) {
+		violation(round, "vmactd exited (status %d) when %s's QEMU died", tt.d.proc.status,
 			  v->g.name);
-		th_print_log_tail(tt.log, "vmactd log", 3000);
+		th_print_log_tail(tt.d.log, "vmactd log", 3000);
 		start_daemon();
 	}
 	read_view(v, &w);
@@ -741,9 +718,9 @@ static void lost_vm(unsigned round, struct tt_vm *v, struct tt_stats *s, long lo
 		return;
 	}
 	t0 = th_now_s();
-	if (!th_wait_daemon(&tt.daemon, booted, v, LIMIT_BOOT_S) ||
-	    !th_wait_daemon(&tt.daemon, log_after, &back, LIMIT_VIEW_S) ||
-	    !th_wait_daemon(&tt.daemon, settled, v, LIMIT_VIEW_S + LIMIT_SETTLE_S)) {
+	if (!th_wait_daemon(&tt.d.proc, tg_booted, &v->g, LIMIT_BOOT_S) ||
+	    !th_wait_daemon(&tt.d.proc, log_after, &back, LIMIT_VIEW_S) ||
+	    !th_wait_daemon(&tt.d.proc, settled, v, LIMIT_VIEW_S + LIMIT_SETTLE_S)) {
 		struct tt_real r;
 		char what[400];
 
@@ -752,7 +729,7 @@ static void lost_vm(unsigned round, struct tt_vm *v, struct tt_stats *s, long lo
 		describe(what, sizeof(what), &w, &r);
 		violation(round, "%s restarted: vmactd does not manage it as QEMU has it: %s",
 			  v->g.name, what);
-		th_print_log_tail(tt.log, "vmactd log", 3000);
+		th_print_log_tail(tt.d.log, "vmactd log", 3000);
 		return;
 	}
 	th_samples_add(&s->back, th_now_s() - t0);
@@ -775,7 +752,7 @@ static void start_daemon_without(unsigned round, struct tt_vm *v)
 	unsigned running = 0;
 	struct tt_view w;
 
-	if (!th_wait_daemon(&tt.daemon, dom_gone, v, 60))
+	if (!th_wait_daemon(&tt.d.proc, dom_gone, v, 60))
 		violation(round, "%s: libvirt still runs the domain after its QEMU was killed",
 			  v->g.name);
 	if (bg_join() < 0)
@@ -783,9 +760,9 @@ static void start_daemon_without(unsigned round, struct tt_vm *v)
 	for (int i = 0; i < VM_N; i++)
 		running += dom_active(tt.vm[i].g.name);
 	start_daemon();
-	if (!th_wait_daemon(&tt.daemon, log_has, "ready: managing", LIMIT_VIEW_S)) {
+	if (!th_wait_daemon(&tt.d.proc, log_has, "ready: managing", LIMIT_VIEW_S)) {
 		violation(round, "the new vmactd did not become ready");
-		th_print_log_tail(tt.log, "vmactd log", 3000);
+		th_print_log_tail(tt.d.log, "vmactd log", 3000);
 		return;
 	}
 	snprintf(needle, sizeof(needle), "ready: managing %u VM%s\n", running,
@@ -841,7 +818,7 @@ static bool grow_first(unsigned round, struct tt_vm *v, const struct tt_kind *k)
 		return false;
 	}
 	v->mem_mib = k->to + 256;
-	if (!th_wait_daemon(&tt.daemon, settled, v, LIMIT_SETTLE_S)) {
+	if (!th_wait_daemon(&tt.d.proc, settled, v, LIMIT_SETTLE_S)) {
 		violation(round, "%s not grown to %u MiB before the round", v->g.name, v->mem_mib);
 		return false;
 	}
@@ -865,8 +842,8 @@ static void round_run(unsigned round, struct tt_stats *s)
 		violation(round, "cannot restart %s", v->g.name);
 	/* The VM is where the last round left it (a fresh boot may still be
 	 * under way). */
-	if (!th_wait_daemon(&tt.daemon, booted, v, LIMIT_BOOT_S) ||
-	    !th_wait_daemon(&tt.daemon, settled, v, LIMIT_SETTLE_S)) {
+	if (!th_wait_daemon(&tt.d.proc, tg_booted, &v->g, LIMIT_BOOT_S) ||
+	    !th_wait_daemon(&tt.d.proc, settled, v, LIMIT_SETTLE_S)) {
 		read_view(v, &w);
 		read_real(v, &r);
 		describe(what, sizeof(what), &w, &r);
@@ -897,11 +874,11 @@ static void round_run(unsigned round, struct tt_stats *s)
 	/* Polled every millisecond: the kill lands `delay` after the start. */
 	t0 = th_now_s() + LIMIT_START_S;
 	while (!log_has_from(needle, from)) {
-		if (th_now_s() > t0 || th_proc_exited(&tt.daemon)) {
+		if (th_now_s() > t0 || th_proc_exited(&tt.d.proc)) {
 			violation(round, "%s: vmactd never started the %s resize", v->g.name,
 				  k->name);
-			th_print_log_tail(tt.log, "vmactd log", 3000);
-			th_proc_stop(&tt.daemon, SIGKILL, 0);
+			th_print_log_tail(tt.d.log, "vmactd log", 3000);
+			th_proc_stop(&tt.d.proc, SIGKILL, 0);
 			start_daemon();
 			return;
 		}
@@ -923,7 +900,7 @@ static void round_run(unsigned round, struct tt_stats *s)
 		violation(round, "%s: cannot kill its QEMU (pid %d): %s", v->g.name, (int)qemu,
 			  strerror(errno));
 	if (k->kill != K_QEMU)
-		th_proc_stop(&tt.daemon, SIGKILL, 0);
+		th_proc_stop(&tt.d.proc, SIGKILL, 0);
 	inside = !op_ended(v, from);
 	s->inside += inside;
 	s->per_kind[(round - 1) % N_KINDS]++;
@@ -948,7 +925,7 @@ static void round_run(unsigned round, struct tt_stats *s)
 	t0 = th_now_s();
 	rec = -1;
 	knew = false;
-	while (th_now_s() - t0 < LIMIT_VIEW_S && !th_proc_exited(&tt.daemon)) {
+	while (th_now_s() - t0 < LIMIT_VIEW_S && !th_proc_exited(&tt.d.proc)) {
 		read_view(v, &w);
 		read_real(v, &r);
 		knew = knew || w.ok;
@@ -970,11 +947,11 @@ static void round_run(unsigned round, struct tt_stats *s)
 	}
 	if (rec < 0) {
 		printf("\n");
-		if (th_proc_exited(&tt.daemon))
-			violation(round, "the new vmactd exited with status %d", tt.daemon.status);
+		if (th_proc_exited(&tt.d.proc))
+			violation(round, "the new vmactd exited with status %d", tt.d.proc.status);
 		describe(what, sizeof(what), &w, &r);
 		violation(round, "%s: the new vmactd's view never matched: %s", v->g.name, what);
-		th_print_log_tail(tt.log, "vmactd log", 3000);
+		th_print_log_tail(tt.d.log, "vmactd log", 3000);
 		return;
 	}
 	printf(", recovered in %.2f s\n", rec);
@@ -987,7 +964,7 @@ static void round_run(unsigned round, struct tt_stats *s)
 	}
 
 	/* The new vmactd finishes the job: the VM at its bounds. */
-	if (!th_wait_daemon(&tt.daemon, settled, v, LIMIT_SETTLE_S)) {
+	if (!th_wait_daemon(&tt.d.proc, settled, v, LIMIT_SETTLE_S)) {
 		read_view(v, &w);
 		read_real(v, &r);
 		if (!r.alive) {
@@ -1018,21 +995,21 @@ static void torture(void **state)
 			 : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
 	tt.rng = seed;
 	printf("torture: %u rounds, VMACT_TORTURE_SEED=%" PRIu64 " (%s vmactd)\n", rounds, seed,
-	       strstr(tt.vmactd, "/san/") ? "sanitized" : "plain");
+	       strstr(tt.d.prog, "/san/") ? "sanitized" : "plain");
 	fflush(stdout);
 
 	for (int i = 0; i < VM_N; i++)
-		if (!th_wait_daemon(&tt.daemon, booted, &tt.vm[i], LIMIT_BOOT_S))
+		if (!th_wait_daemon(&tt.d.proc, tg_booted, &tt.vm[i].g, LIMIT_BOOT_S))
 			fail_msg("guest %s did not boot", vm_role[i]);
 	start_daemon();
-	if (!th_wait_daemon(&tt.daemon, log_has, "ready: managing", LIMIT_VIEW_S)) {
-		th_print_log_tail(tt.log, "vmactd log", 4000);
+	if (!th_wait_daemon(&tt.d.proc, log_has, "ready: managing", LIMIT_VIEW_S)) {
+		th_print_log_tail(tt.d.log, "vmactd log", 4000);
 		fail_msg("vmactd did not become ready");
 	}
 	for (int i = 0; i < VM_N; i++)
-		if (!th_wait_daemon(&tt.daemon, managed, &tt.vm[i], LIMIT_VIEW_S) ||
-		    !th_wait_daemon(&tt.daemon, settled, &tt.vm[i], LIMIT_SETTLE_S)) {
-			th_print_log_tail(tt.log, "vmactd log", 4000);
+		if (!th_wait_daemon(&tt.d.proc, managed, &tt.vm[i], LIMIT_VIEW_S) ||
+		    !th_wait_daemon(&tt.d.proc, settled, &tt.vm[i], LIMIT_SETTLE_S)) {
+			th_print_log_tail(tt.d.log, "vmactd log", 4000);
 			fail_msg("guest %s never settled at its bounds", vm_role[i]);
 		}
 
@@ -1059,7 +1036,7 @@ static void torture(void **state)
 	if (tt.violations)
 		fail_msg("%u violation(s):\n%s", tt.violations, tt.summary);
 	/* The last daemon stops cleanly (the sanitized build checks leaks). */
-	if (th_proc_stop(&tt.daemon, SIGTERM, 60 * VMACT_USEC_PER_SEC) != 0)
+	if (th_proc_stop(&tt.d.proc, SIGTERM, 60 * VMACT_USEC_PER_SEC) != 0)
 		fail_msg("the last vmactd did not exit 0 on SIGTERM");
 }
 
@@ -1067,16 +1044,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = { cmocka_unit_test(torture) };
 
-	if (geteuid() != 0) {
-		printf("test_torture: needs root (libvirt qemu:///system, BPF, cgroups)\n");
+	/* SIGPIPE ignored: a libvirtd gone mid-call is an error, not a signal. */
+	if (!th_root_test("test_torture", "libvirt qemu:///system, BPF, cgroups"))
 		return 1;
-	}
-	/* libvirt's socket: a libvirtd gone mid-call is an error, not a signal. */
-	signal(SIGPIPE, SIG_IGN);
 	/* Progress lines as they come, also through a pipe (make check's log). */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (th_build_prog("vmactd", tt.vmactd, sizeof(tt.vmactd)) < 0 ||
-	    th_build_prog("vmactl", tt.vmactl, sizeof(tt.vmactl)) < 0)
-		return 1;
 	return cmocka_run_group_tests_name("torture", tests, setup, teardown);
 }

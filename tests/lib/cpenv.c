@@ -189,6 +189,7 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 	const char *guest = getenv("VMACT_GUEST_DIR");
 	struct passwd *pw = getpwnam(TH_CPENV_USER);
 	char cmd[2048];
+	int r;
 
 	memset(e, 0, sizeof(*e));
 	snprintf(e->arbiter_cpu, sizeof(e->arbiter_cpu), "%s",
@@ -212,9 +213,9 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 	e->uid = pw->pw_uid;
 	e->gid = pw->pw_gid;
 	snprintf(e->guest, sizeof(e->guest), "%s", guest);
-	snprintf(e->dir, sizeof(e->dir), "/tmp/vmact-cpi.XXXXXX");
-	if (!mkdtemp(e->dir) || chmod(e->dir, 0755) < 0) {
-		snprintf(msg, msglen, "cannot make a directory under /tmp");
+	r = th_scratch_dir("vmact-cpi", e->dir, sizeof(e->dir));
+	if (r < 0) {
+		snprintf(msg, msglen, "cannot make a directory under /tmp: %s", strerror(-r));
 		return -1;
 	}
 	snprintf(e->pool, sizeof(e->pool), "vmact-cpi-%d", (int)getpid());

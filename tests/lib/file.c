@@ -105,9 +105,14 @@ int th_rm_rf(const char *path)
 
 int th_scratch_dir(const char *prefix, char *dir, size_t len)
 {
+	return th_scratch_dir_at("/tmp", prefix, dir, len);
+}
+
+int th_scratch_dir_at(const char *parent, const char *prefix, char *dir, size_t len)
+{
 	int r;
 
-	if ((size_t)snprintf(dir, len, "/tmp/%s-XXXXXX", prefix) >= len) {
+	if ((size_t)snprintf(dir, len, "%s/%s-XXXXXX", parent, prefix) >= len) {
 		dir[0] = 0;
 		return -ENAMETOOLONG;
 	}

@@ -39,6 +39,9 @@ ssize_t th_read_some(int fd, char *buf, size_t cap, size_t *len);
 /* A scratch directory /tmp/PREFIX-XXXXXX (mkdtemp(3)) with mode 0755, its
  * path in dir (len bytes); 0, or -errno with dir empty. */
 int th_scratch_dir(const char *prefix, char *dir, size_t len);
+/* The same under parent instead of /tmp: for a daemon that must not see
+ * its files under /tmp (a sandbox with PrivateTmp=). */
+int th_scratch_dir_at(const char *parent, const char *prefix, char *dir, size_t len);
 
 /* Removes path and everything under it (a scratch tree from mkdtemp(3));
  * 0 or -errno. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -254,4 +255,18 @@ void th_flood_close(struct th_flood *f)
 		if (f->fds[i] >= 0)
 			close(f->fds[i]);
 	f->nfds = 0;
+}
+
+bool th_flood_raise_nofile(unsigned n)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return false;
+	if (rl.rlim_cur >= n)
+		return true;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < n)
+		return false;
+	rl.rlim_cur = n;
+	return setrlimit(RLIMIT_NOFILE, &rl) == 0;
 }

@@ -61,5 +61,9 @@ int th_flood_bad_input(struct th_flood *f, const char *path, char *msg, size_t m
  * down, -ESRCH when pid is gone. *first and *last: the readings. */
 int th_flood_fds_within(pid_t pid, long bound, long *first, long *last);
 
+/* Raises this process's soft limit of descriptors to n (room for this
+ * side of every flood connection); false when the hard limit is below n. */
+bool th_flood_raise_nofile(unsigned n);
+
 /* Closes the flood's connections (the struct stays usable). */
 void th_flood_close(struct th_flood *f);

@@ -139,6 +139,26 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 	return 0;
 }
 
+int tg_start_standalone(const char *prefix, const char *metadata, const char *tplpath,
+			const char *extra, struct tg_guest *g)
+{
+	virConnectPtr vc = virConnectOpen("qemu:///system");
+	char msg[512];
+	int r;
+
+	if (!vc) {
+		fprintf(stderr, "guest: cannot connect to qemu:///system\n");
+		return -ECONNREFUSED;
+	}
+	r = tg_start_template(vc, prefix, metadata,
+			      tplpath ? tplpath : getenv("VMACT_GUEST_TEMPLATE"),
+			      extra ? extra : getenv("VMACT_GUEST_CMDLINE"), g, msg, sizeof(msg));
+	virConnectClose(vc);
+	if (r < 0)
+		fprintf(stderr, "guest: %s\n", msg);
+	return r;
+}
+
 int tg_boot_first(virConnectPtr *vc, const char *prefix, const char *metadata, const char *tplpath,
 		  const char *extra, struct tg_guest *g, struct tg_report *r, char *msg,
 		  size_t msglen)

@@ -96,6 +96,13 @@ int tg_start_template(virConnectPtr vc, const char *prefix, const char *metadata
 		      const char *tplpath, const char *extra, struct tg_guest *g, char *msg,
 		      size_t msglen);
 
+/* tg_start_template on a libvirt connection of its own, for a test's
+ * set-up that has none; tpl and extra NULL: VMACT_GUEST_TEMPLATE and
+ * VMACT_GUEST_CMDLINE, as tg_start. 0, or -errno with the reason on
+ * stderr. */
+int tg_start_standalone(const char *prefix, const char *metadata, const char *tplpath,
+			const char *extra, struct tg_guest *g);
+
 /* tg_start_template for benches on a host others share: *vc reopened when
  * libvirtd went away (another user restarted it), a few attempts, then
  * the guest's first report and two seconds more. 0, or -errno with msg. */

@@ -217,6 +217,39 @@ long th_proc_rss_kib(pid_t pid)
 	return kib;
 }
 
+pid_t th_proc_find(const char *needle, const char *also)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	while (dir && !found && (e = readdir(dir))) {
+		char path[300], cmd[4096];
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		for (ssize_t i = 0; i < n; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		cmd[n] = 0;
+		if (strstr(cmd, needle) && (!also || strstr(cmd, also)))
+			found = (pid_t)atoi(e->d_name);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
 /* prog beside this program's build directory, `up` components above it. */
 static int build_prog(int up, const char *prog, char *out, size_t len)
 {

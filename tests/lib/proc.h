@@ -65,6 +65,11 @@ long th_proc_rss_kib(pid_t pid);
  * when there is no such process or field. */
 bool th_proc_status(pid_t pid, const char *key, char *out, size_t len);
 
+/* The first process whose command line (its arguments joined by spaces)
+ * contains needle, and also `also` unless that is NULL; 0 when there is
+ * none. */
+pid_t th_proc_find(const char *needle, const char *also);
+
 /* For an integration test's main(): false, having said on stdout that
  * `test` needs root for `why`, unless it runs as root; SIGPIPE ignored
  * (libvirtd or a peer that closes its socket mid-write must be an error

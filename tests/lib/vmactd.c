@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "base/macro.h"
 #include "base/time.h"
+#include "hotplug/hotplug.h"
 #include "tests/lib/file.h"
 
 DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
@@ -26,7 +28,13 @@ DEFINE_PTR_CLEANUP(th_vmactd_json_decrefp, json_t, json_decref)
 
 int th_vmactd_init(struct th_vmactd *d, const char *prefix, struct tg_guest *guest)
 {
-	int r = th_scratch_dir(prefix, d->dir, sizeof(d->dir));
+	return th_vmactd_init_at(d, "/tmp", prefix, guest);
+}
+
+int th_vmactd_init_at(struct th_vmactd *d, const char *parent, const char *prefix,
+		      struct tg_guest *guest)
+{
+	int r = th_scratch_dir_at(parent, prefix, d->dir, sizeof(d->dir));
 
 	d->guest = guest;
 	if (r < 0)
@@ -59,6 +67,29 @@ bool th_vmactd_on_detection_path(const struct th_vmactd *d)
 	return false;
 }
 
+int th_vmactd_monitor(struct th_vmactd *d, char *meta, size_t len)
+{
+	char sock[sizeof(d->monitor.path)], out[sizeof(d->dir) + 16], msg[512];
+	const char *args[] = { "--unix", sock, "--no-cgroup", NULL };
+	int r;
+
+	snprintf(sock, sizeof(sock), "%s/monitor.sock", d->dir);
+	snprintf(out, sizeof(out), "%s/monitor.log", d->dir);
+	r = th_peer_start(&d->monitor, "vm-monitor.js", args, out, msg, sizeof(msg));
+	if (r < 0) {
+		fprintf(stderr, "vm-monitor: %s\n", msg);
+		return r;
+	}
+	if ((size_t)snprintf(meta, len,
+			     "<vmact:autoscaling xmlns:vmact='" HP_NS_URI
+			     "' enabled='true'>" TG_META_BOUNDS
+			     "<vmact:monitor endpoint='unix:%s'/>"
+			     "</vmact:autoscaling>",
+			     sock) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *extra)
 {
 	_cleanup_(th_vmactd_json_decrefp) json_t *cfg =
@@ -80,17 +111,25 @@ int th_vmactd_config(struct th_vmactd *d, const char *name_prefix, const char *e
 
 int th_vmactd_spawn(struct th_vmactd *d, const char *const *args)
 {
-	const char *argv[16] = { d->prog, "--config", d->cfg };
+	return th_vmactd_spawn_under(d, NULL, args);
+}
+
+int th_vmactd_spawn_under(struct th_vmactd *d, const char *const *wrapper, const char *const *args)
+{
+	const char *argv[64];
+	const char *const self[] = { d->prog, "--config", d->cfg, NULL };
+	const char *const *const parts[] = { wrapper, self, args };
 	const struct th_spawn_opts o = { .out = TH_OUT_FILE,
 					 .err = TH_OUT_FILE,
 					 .out_path = d->log };
-	size_t n = 3;
+	size_t n = 0;
 
-	for (; args && *args; args++) {
-		if (n + 1 >= sizeof(argv) / sizeof(argv[0]))
-			return -E2BIG;
-		argv[n++] = *args;
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+		for (const char *const *a = parts[i]; a && *a; a++) {
+			if (n + 1 >= ARRAY_SIZE(argv))
+				return -E2BIG;
+			argv[n++] = *a;
+		}
 	argv[n] = NULL;
 	return th_spawn(&d->proc, argv, &o);
 }
@@ -100,11 +139,16 @@ bool th_vmactd_log_has(const struct th_vmactd *d, const char *needle)
 	return th_count_in_file(d->log, needle) > 0;
 }
 
+void th_vmactd_dump_log(const struct th_vmactd *d)
+{
+	th_print_log_tail(d->log, "vmactd log", TH_VMACTD_LOG_TAIL);
+}
+
 bool th_vmactd_wait(struct th_vmactd *d, bool (*pred)(void *), void *arg, double limit_s)
 {
 	if (th_wait_daemon(&d->proc, pred, arg, limit_s))
 		return true;
-	th_print_log_tail(d->log, "vmactd log", TH_VMACTD_LOG_TAIL);
+	th_vmactd_dump_log(d);
 	return false;
 }
 
@@ -133,9 +177,13 @@ int th_vmactd_start(struct th_vmactd *d, const char *const *args, unsigned vms, 
 	char ready[64];
 	int r;
 
-	if (d->guest && !th_vmactd_wait(d, tg_booted, d->guest, boot_s)) {
-		fprintf(stderr, "the guest %s did not boot\n", d->guest->name);
-		return -ETIMEDOUT;
+	for (size_t i = 0; d->guest && i <= d->n_more; i++) {
+		struct tg_guest *g = i ? d->more[i - 1] : d->guest;
+
+		if (!th_vmactd_wait(d, tg_booted, g, boot_s)) {
+			fprintf(stderr, "the guest %s did not boot\n", g->name);
+			return -ETIMEDOUT;
+		}
 	}
 	r = th_vmactd_spawn(d, args);
 	if (r < 0)
@@ -157,13 +205,96 @@ int th_vmactd_stop(struct th_vmactd *d)
 void th_vmactd_teardown(struct th_vmactd *d)
 {
 	th_vmactd_stop(d);
+	th_peer_stop(&d->monitor);
 	if (d->pins[0])
 		th_remove_pins(d->pins);
 	if (d->guest) {
-		struct tg_guest *const one[] = { d->guest };
+		struct tg_guest *all[TH_VMACTD_GUESTS] = { d->guest };
 
-		tg_destroy_all(one, 1, d->persistent);
+		for (size_t i = 0; i < d->n_more; i++)
+			all[i + 1] = d->more[i];
+		/* All at once: libvirt takes seconds to stop each QEMU. */
+		tg_destroy_all(all, d->n_more + 1, d->persistent);
 	}
-	if (d->dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+	if (d->dir[0] && !d->keep && !getenv("VMACT_TEST_KEEP_LOG"))
 		th_rm_rf(d->dir);
+}
+
+int th_vmactd_add_guest(struct th_vmactd *d, struct tg_guest *g)
+{
+	if (!d->guest) {
+		d->guest = g;
+		return 0;
+	}
+	if (d->n_more >= TH_VMACTD_GUESTS - 1)
+		return -E2BIG;
+	d->more[d->n_more++] = g;
+	return 0;
+}
+
+int th_vmactd_respawn(struct th_vmactd *d, const char *const *args)
+{
+	th_proc_stop(&d->proc, SIGKILL, 0);
+	d->spawns++;
+	snprintf(d->log, sizeof(d->log), "%s/vmactd.%u.log", d->dir, d->spawns);
+	return th_vmactd_spawn(d, args);
+}
+
+static void vmark(const struct th_vmactd *d, struct th_vmactd_mark *m, const char *fmt, va_list ap)
+{
+	vsnprintf(m->needle, sizeof(m->needle), fmt, ap);
+	m->before = th_count_in_file(d->log, m->needle);
+}
+
+unsigned th_vmactd_log_count(const struct th_vmactd *d, const char *fmt, ...)
+{
+	struct th_vmactd_mark m;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmark(d, &m, fmt, ap);
+	va_end(ap);
+	return m.before;
+}
+
+void th_vmactd_mark(const struct th_vmactd *d, struct th_vmactd_mark *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmark(d, m, fmt, ap);
+	va_end(ap);
+}
+
+bool th_vmactd_mark_grew(const struct th_vmactd *d, const struct th_vmactd_mark *m)
+{
+	return th_count_in_file(d->log, m->needle) > m->before;
+}
+
+struct mark_wait {
+	const struct th_vmactd *d;
+	const struct th_vmactd_mark *m;
+};
+
+static bool mark_grew(void *arg)
+{
+	const struct mark_wait *w = arg;
+
+	return th_vmactd_mark_grew(w->d, w->m);
+}
+
+bool th_vmactd_wait_mark(struct th_vmactd *d, const struct th_vmactd_mark *m, double limit_s)
+{
+	struct mark_wait w = { d, m };
+
+	return th_vmactd_wait(d, mark_grew, &w, limit_s);
+}
+
+long th_vmactd_vm_quota(const struct th_vmactd *d, const char *vm)
+{
+	char group[256];
+
+	if (th_log_named_vm_cgroup(d->log, vm, group, sizeof(group)) < 0)
+		return TH_CG_UNKNOWN;
+	return th_cg_limit_milli(group);
 }

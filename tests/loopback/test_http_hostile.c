@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -339,21 +338,6 @@ static void test_oversized_header(void **state)
 	hostile_free(&h);
 }
 
-/* Descriptors for n more sockets; false when the hard limit is too low. */
-static bool raise_nofile(rlim_t n)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return false;
-	if (rl.rlim_cur >= n)
-		return true;
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < n)
-		return false;
-	rl.rlim_cur = n;
-	return setrlimit(RLIMIT_NOFILE, &rl) == 0;
-}
-
 /* The arbiter exactly as vmactd embeds it and vmact-arbiter runs it
  * (connection limit 512), against 3x its limit of partial headers from
  * the address its agents use. */
@@ -374,7 +358,7 @@ static void test_arbiter_flood(void **state)
 	char req[1024];
 
 	/* Both ends of every connection live in this process. */
-	if (!raise_nofile(2 * n + 512))
+	if (!th_flood_raise_nofile(2 * n + 512))
 		skip();
 	memset(&h, 0, sizeof(h));
 	assert_int_equal(sd_event_new(&h.fl.ev), 0);

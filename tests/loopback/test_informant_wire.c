@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -875,7 +874,6 @@ static void test_agent_server_flood(void **state)
 		"GET /id HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 		"Content-Length: 2\r\nConnection: close\r\n\r\n{}";
 	struct th_flood f = { 0 };
-	struct rlimit rl;
 	char buf[2048], msg[256];
 	unsigned got = 0;
 	const char *colon;
@@ -883,11 +881,7 @@ static void test_agent_server_flood(void **state)
 
 	(void)state;
 	/* Room for both sides of every flood connection. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
-	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 4096)) {
-		rl.rlim_cur = 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	th_flood_raise_nofile(4096);
 	env_up(&t, "1", "4", 0, 0);
 	f.ev = t.ev;
 	colon = strrchr(ag_inf_agent_serve_addr(t.a), ':');
