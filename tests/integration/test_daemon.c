@@ -421,6 +421,10 @@ static void start_vmactd(const char *notify, const char *what)
 	assert_int_equal(r, 0);
 	if (!th_vmactd_wait_log(&fx.vd, "ready: managing 1 VM", 120))
 		fail_msg("vmactd did not become ready managing %s", what);
+	/* The kernel's watch by default, the poll under make check-poll
+	 * (doc/policy.md, "Saturation found in the kernel"). */
+	if (!th_vmactd_on_detection_path(&fx.vd))
+		fail_msg("vmactd finds load on the wrong path");
 }
 
 /* What daemon_informant and daemon_guest_metrics run on: a guest of
