@@ -27,6 +27,13 @@
  *
  * The last lines are for scripts:
  *   rss_1vm_mib: X          vmactd's VmRSS with one managed VM (MiB)
+ *   uss_1vm_mib: X          its private memory (USS: Private_Clean +
+ *                           Private_Dirty of its smaps) with one VM
+ *   wakeups_1vm_per_s: X    its threads' wake-ups a second (voluntary
+ *                           context switches) with one VM
+ *   uss_per_vm_kib: X       USS at the largest count less USS with one,
+ *                           per further VM
+ *   wakeups_NVM_per_s: X    the wake-ups a second at the largest count N
  *   cpu_per_idle_vm_pct: Y  what each idle VM adds to vmactd's CPU, in %
  *                           of one core: (CPU at the largest N - CPU at 0
  *                           VMs) / N, or CPU / N without a 0 run
@@ -87,9 +94,15 @@ static const char *const mem_names[N_MEM] = {
 
 struct usage {
 	double rss_mib, pss_mib;
+	/* Private memory (USS: pages no other process maps, what vmactd's
+	 * exit would free), and of it the dirty part (what only swap could
+	 * reclaim). */
+	double uss_mib, uss_dirty_mib;
 	long threads, fds;
 	double cpu_pct;                        /* % of one core over the window */
+	double wakeups;                        /* per second over the window, all threads */
 	double mem_rss[N_MEM], mem_pss[N_MEM]; /* KiB */
+	double mem_uss[N_MEM];                 /* KiB */
 };
 
 struct run {
@@ -219,6 +232,13 @@ static void read_smaps(pid_t pid, struct usage *u)
 			u->mem_rss[cls] += (double)kib;
 		} else if (sscanf(line, "Pss: %lu kB", &kib) == 1) {
 			u->mem_pss[cls] += (double)kib;
+		} else if (sscanf(line, "Private_Clean: %lu kB", &kib) == 1) {
+			u->mem_uss[cls] += (double)kib;
+			u->uss_mib += (double)kib / 1024.0;
+		} else if (sscanf(line, "Private_Dirty: %lu kB", &kib) == 1) {
+			u->mem_uss[cls] += (double)kib;
+			u->uss_mib += (double)kib / 1024.0;
+			u->uss_dirty_mib += (double)kib / 1024.0;
 		}
 	}
 	fclose(f);
@@ -236,6 +256,31 @@ static void snapshot(pid_t pid, struct usage *u, bool smaps)
 		for (int i = 0; i < N_MEM; i++)
 			u->pss_mib += u->mem_pss[i] / 1024.0;
 	}
+}
+
+/* The times pid's threads were woken so far: their voluntary context
+ * switches (each a sleep the thread was woken from), summed over
+ * /proc/PID/task. -1 when unknown. */
+static double wakeups_of(pid_t pid)
+{
+	char p[64], v[64];
+	struct dirent *e;
+	double sum = 0;
+	DIR *dir;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)pid);
+	dir = opendir(p);
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		/* /proc/TID is the thread's own, as /proc/PID/task/TID. */
+		if (th_proc_status((pid_t)atoi(e->d_name), "voluntary_ctxt_switches", v, sizeof(v)))
+			sum += atof(v);
+	}
+	closedir(dir);
+	return sum;
 }
 
 static pid_t libvirtd_pid(void)
@@ -530,7 +575,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 {
 	struct th_proc *d = &fp.proc;
 	pid_t lv = libvirtd_pid();
-	double end, c0, c1, l0 = 0, l1 = 0, t0, t1;
+	double end, c0, c1, w0, w1, l0 = 0, l1 = 0, t0, t1;
 	long ready;
 	int rc = -1;
 
@@ -564,6 +609,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 	if (!pause_s(SETTLE_S) || th_proc_exited(d))
 		goto out;
 	c0 = tree_cpu(d->pid);
+	w0 = wakeups_of(d->pid);
 	if (lv > 0)
 		read_cpu(lv, &l0);
 	t0 = th_now_s();
@@ -571,6 +617,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 	if (!pause_s(secs))
 		goto out;
 	c1 = tree_cpu(d->pid);
+	w1 = wakeups_of(d->pid);
 	if (lv > 0)
 		read_cpu(lv, &l1);
 	t1 = th_now_s();
@@ -585,6 +632,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 		goto out;
 	}
 	run->vmactd.cpu_pct = (c1 - c0) / (t1 - t0) * 100.0;
+	run->vmactd.wakeups = w0 >= 0 && w1 >= w0 ? (w1 - w0) / (t1 - t0) : -1;
 	run->libvirtd.cpu_pct = lv > 0 ? (l1 - l0) / (t1 - t0) * 100.0 : -1;
 	run->load1 = (run->load1 + load1()) / 2;
 	snapshot(d->pid, &run->vmactd, true);
@@ -611,9 +659,9 @@ static int measure(const char *prog, unsigned secs, struct run *run)
 
 static void print_runs(const char *title, const struct run *runs, unsigned n)
 {
-	printf("\n%s\n%5s %10s %10s %8s %5s %9s %12s %12s %12s %11s %7s\n", title, "VMs",
-	       "vmactd RSS", "PSS (MiB)", "threads", "fds", "CPU (%)", "CPU/VM (%)", "libvirtd RSS",
-	       "libvirtd CPU", "QEMUs (MiB)", "load1");
+	printf("\n%s\n%5s %10s %10s %10s %10s %8s %5s %9s %12s %10s %12s %12s %11s %7s\n", title,
+	       "VMs", "vmactd RSS", "PSS (MiB)", "USS (MiB)", "dirty", "threads", "fds", "CPU (%)",
+	       "CPU/VM (%)", "wakeups/s", "libvirtd RSS", "libvirtd CPU", "QEMUs (MiB)", "load1");
 	for (unsigned i = 0; i < n; i++) {
 		const struct run *r = &runs[i];
 		char per[32];
@@ -622,20 +670,23 @@ static void print_runs(const char *title, const struct run *runs, unsigned n)
 			snprintf(per, sizeof(per), "%.4f", r->vmactd.cpu_pct / r->vms);
 		else
 			snprintf(per, sizeof(per), "-");
-		printf("%5u %10.1f %10.1f %8ld %5ld %9.3f %12s %12.1f %11.3f%% %11.0f %7.2f\n",
-		       r->vms, r->vmactd.rss_mib, r->vmactd.pss_mib, r->vmactd.threads,
-		       r->vmactd.fds, r->vmactd.cpu_pct, per, r->libvirtd.rss_mib,
-		       r->libvirtd.cpu_pct, r->qemu_rss_mib, r->load1);
+		printf("%5u %10.1f %10.1f %10.2f %10.2f %8ld %5ld %9.3f %12s %10.1f %12.1f %11.3f%% "
+		       "%11.0f %7.2f\n",
+		       r->vms, r->vmactd.rss_mib, r->vmactd.pss_mib, r->vmactd.uss_mib,
+		       r->vmactd.uss_dirty_mib, r->vmactd.threads, r->vmactd.fds, r->vmactd.cpu_pct,
+		       per, r->vmactd.wakeups, r->libvirtd.rss_mib, r->libvirtd.cpu_pct,
+		       r->qemu_rss_mib, r->load1);
 	}
-	printf("\nwhere vmactd's memory is (RSS / PSS, MiB):\n%-28s", "");
+	printf("\nwhere vmactd's memory is (RSS / PSS / USS, MiB):\n%-28s", "");
 	for (unsigned i = 0; i < n; i++)
-		printf("   %3u VMs RSS   PSS", runs[i].vms);
+		printf("   %3u VMs RSS   PSS   USS", runs[i].vms);
 	printf("\n");
 	for (int m = 0; m < N_MEM; m++) {
 		printf("%-28s", mem_names[m]);
 		for (unsigned i = 0; i < n; i++)
-			printf(" %13.2f %5.2f", runs[i].vmactd.mem_rss[m] / 1024.0,
-			       runs[i].vmactd.mem_pss[m] / 1024.0);
+			printf(" %13.2f %5.2f %5.2f", runs[i].vmactd.mem_rss[m] / 1024.0,
+			       runs[i].vmactd.mem_pss[m] / 1024.0,
+			       runs[i].vmactd.mem_uss[m] / 1024.0);
 		printf("\n");
 	}
 }
@@ -766,8 +817,16 @@ int main(int argc, char **argv)
 	printf("\n");
 	if (done < n)
 		printf("incomplete: %u of %u counts measured\n", done, n);
-	if (one)
+	if (one) {
 		printf("rss_1vm_mib: %.1f\n", one->vmactd.rss_mib);
+		printf("uss_1vm_mib: %.2f\n", one->vmactd.uss_mib);
+		printf("wakeups_1vm_per_s: %.1f\n", one->vmactd.wakeups);
+	}
+	if (one && last && last->vms > 1) {
+		printf("uss_per_vm_kib: %.1f\n",
+		       (last->vmactd.uss_mib - one->vmactd.uss_mib) * 1024.0 / (last->vms - 1));
+		printf("wakeups_%uvm_per_s: %.1f\n", last->vms, last->vmactd.wakeups);
+	}
 	if (zero && last)
 		printf("rss_per_vm_kib: %.0f\n",
 		       (last->vmactd.rss_mib - zero->vmactd.rss_mib) * 1024.0 / last->vms);
