@@ -259,7 +259,7 @@ vmlinux-h:
 	@mkdir -p $(dir $(VMLINUX_H))
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $(VMLINUX_H).tmp && mv $(VMLINUX_H).tmp $(VMLINUX_H)
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H)
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/sampler-types.h bpf/vcpu-comm.bpf.h $(VMLINUX_H)
 	$(call msg,BPF,$(patsubst $(BUILD)/%,%,$@))
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@

@@ -324,7 +324,9 @@ static void *io_thread(void *arg)
 	return NULL;
 }
 
-static pid_t spawn_busy_vm(void)
+/* A "VM": VM_VCPUS threads running vcpu(first + i), an I/O-like thread
+ * and the main thread asleep; it dies with the bench. */
+static pid_t spawn_vm(void *(*vcpu)(void *), int first)
 {
 	pid_t pid = fork();
 
@@ -339,7 +341,7 @@ static pid_t spawn_busy_vm(void)
 		pthread_attr_init(&a);
 		pthread_attr_setstacksize(&a, 64 * 1024);
 		for (int i = 0; i < VM_VCPUS; i++)
-			if (pthread_create(&t, &a, vcpu_thread, (void *)(intptr_t)i))
+			if (pthread_create(&t, &a, vcpu, (void *)(intptr_t)(first + i)))
 				_exit(1);
 		if (pthread_create(&t, &a, io_thread, NULL))
 			_exit(1);
@@ -463,7 +465,7 @@ static void policy_rate(const unsigned *sizes, size_t nsizes)
 		struct smp_sampler *s;
 
 		while (have < n)
-			kids[have++] = spawn_busy_vm();
+			kids[have++] = spawn_vm(vcpu_thread, 0);
 		usleep(300000); /* the threads name themselves */
 		s = policy_sampler(true, kids, n);
 		c_new = policy_rate_cost(s, n, &v_new, &ms_new);
@@ -520,14 +522,14 @@ static void *cycling_vcpu(void *arg)
 	struct sched_param sp = { 0 };
 	bool busy = false;
 
-	snprintf(name, sizeof(name), "CPU %d/TCG", k & 1);
+	snprintf(name, sizeof(name), "CPU %d/TCG", k % VM_VCPUS);
 	prctl(PR_SET_NAME, name);
 	for (;;) {
 		/* Runnable all the time it is busy, but at SCHED_IDLE, out of
 		 * everybody's way: a hundred busy VMs on this small host would
 		 * otherwise starve the reader (the poll would read less than
 		 * it is asked to) and make every idle VM wait for a CPU. */
-		if (busy != (busy_flags[k >> 1] != 0)) {
+		if (busy != (busy_flags[k / VM_VCPUS] != 0)) {
 			busy = !busy;
 			sched_setscheduler(0, busy ? SCHED_IDLE : SCHED_OTHER, &sp);
 		}
@@ -539,32 +541,6 @@ static void *cycling_vcpu(void *arg)
 		}
 	}
 	return NULL;
-}
-
-/* A VM of section 3 whose vCPUs spin while busy_flags[i] is set. */
-static pid_t spawn_cycling_vm(unsigned i)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		pthread_attr_t a;
-		pthread_t t;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		prctl(PR_SET_NAME, "qemu-bench");
-		pthread_attr_init(&a);
-		pthread_attr_setstacksize(&a, 64 * 1024);
-		for (int v = 0; v < VM_VCPUS; v++)
-			if (pthread_create(&t, &a, cycling_vcpu, (void *)(intptr_t)(i * 2 + v)))
-				_exit(1);
-		if (pthread_create(&t, &a, io_thread, NULL))
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	return pid;
 }
 
 struct watch_run {
@@ -746,7 +722,7 @@ static void watch_section(void)
 	if (busy_flags == MAP_FAILED || !wr.delays_ms || !wr.hot)
 		die("out of memory");
 	for (unsigned i = 0; i < n; i++)
-		kids[i] = spawn_cycling_vm(i);
+		kids[i] = spawn_vm(cycling_vcpu, (int)i * VM_VCPUS); /* busy_flags[i] */
 	usleep(500000); /* the threads name themselves */
 	printf("watch: %u VMs of 2 vCPUs (allowance 2 CPUs, target 0.9), at least %d s per "
 	       "figure; reader's CPU and the watch's kernel timers, %% of one core\n",

@@ -18,6 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "bpf/sampler-types.h"
+#include "bpf/vcpu-comm.bpf.h"
 
 /* Set by the loader between open and load. */
 const volatile __u32 nr_cpus = 1;
@@ -54,21 +55,6 @@ static __always_inline __u64 delta(__u64 now, __u64 then)
 	return (__s64)(now - then) > 0 ? now - then : 0;
 }
 
-/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG...): "CPU ", digits, '/',
- * one more character; the same names shared/vcpu-name.c accepts. */
-static __always_inline bool vcpu_name(const char *comm)
-{
-	int i;
-
-	if (comm[0] != 'C' || comm[1] != 'P' || comm[2] != 'U' || comm[3] != ' ')
-		return false;
-	for (i = 4; i < 14; i++)
-		if (comm[i] < '0' || comm[i] > '9')
-			break;
-	if (i == 4 || i >= 14 || comm[i] != '/')
-		return false;
-	return comm[i + 1] != '\0' && comm[i + 1] != ' ';
-}
 
 SEC("syscall")
 int vmact_read_vm(struct smp_vm_read *ctx)
@@ -133,7 +119,7 @@ int vmact_read_vm(struct smp_vm_read *ctx)
 		if (!per_thread)
 			continue;
 		__builtin_memcpy(comm, task->comm, sizeof(comm));
-		if (!vcpu_name(comm))
+		if (!vcpu_comm(comm))
 			continue;
 		/* As smp_thread_from_task, smp_thread_add_pending and
 		 * smp_thread_finish in readout.c. */

@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "bpf/sampler-types.h"
+#include "bpf/vcpu-comm.bpf.h"
 
 #define TASK_RUNNING 0
 #define TASK_DEAD 0x80
@@ -134,14 +135,18 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 /* A vCPU thread's change of the VM's vCPU gauges: d (+1/-1) at now, on the
  * runnable gauge or the on-CPU one. Atomic: the gauges are shared by every
  * CPU (sampler-types.h, smp_vgauge). */
-static __always_inline void vgauge_add(struct smp_task *t, bool on, __s64 d, __u64 now)
+/* The VM's vCPU gauges, for a thread that is one of its vCPUs; else NULL. */
+static __always_inline struct smp_vgauge *vgauge_of(const struct smp_task *t)
 {
-	struct smp_vgauge *g;
 	__u32 slot = t->slot;
 
-	if (!t->vcpu)
-		return;
-	g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
+	return t->vcpu ? bpf_map_lookup_elem(&vmact_vgauge, &slot) : NULL;
+}
+
+static __always_inline void vgauge_add(struct smp_task *t, bool on, __s64 d, __u64 now)
+{
+	struct smp_vgauge *g = vgauge_of(t);
+
 	if (!g)
 		return;
 	if (on) {
@@ -158,12 +163,8 @@ static __always_inline void vgauge_add(struct smp_task *t, bool on, __s64 d, __u
  * as if the thread had been counted `lost` ns earlier. */
 static __always_inline void vgauge_lost(struct smp_task *t, bool runnable_too, __u64 lost)
 {
-	struct smp_vgauge *g;
-	__u32 slot = t->slot;
+	struct smp_vgauge *g = vgauge_of(t);
 
-	if (!t->vcpu)
-		return;
-	g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
 	if (!g)
 		return;
 	__sync_fetch_and_add(&g->on_tsum, -lost);
@@ -202,21 +203,6 @@ static __always_inline void set_oncpu(struct smp_task *t, struct smp_cpu_stats *
 	vgauge_add(t, true, 1, now);
 }
 
-/* QEMU names vCPU threads "CPU <n>/KVM" (or /TCG...): "CPU ", digits, '/',
- * one more character; the names shared/vcpu-name.c accepts. */
-static __always_inline bool vcpu_comm(const char *comm)
-{
-	int i;
-
-	if (comm[0] != 'C' || comm[1] != 'P' || comm[2] != 'U' || comm[3] != ' ')
-		return false;
-	for (i = 4; i < 14; i++)
-		if (comm[i] < '0' || comm[i] > '9')
-			break;
-	if (i == 4 || i >= 14 || comm[i] != '/')
-		return false;
-	return comm[i + 1] != '\0' && comm[i + 1] != ' ';
-}
 
 /* A thread QEMU has named a vCPU since we last looked: from now on it is
  * in the vCPU gauges, with the state it has. The first switch-outs only:
