@@ -425,17 +425,27 @@ static double policy_rate_cost(struct smp_sampler *s, unsigned n, unsigned *vcpu
 }
 
 /* A sampler of one kind with the first n busy VMs registered. */
-static struct smp_sampler *policy_sampler(bool read_prog, const pid_t *kids, unsigned n)
+/* A BPF sampler of cfg's kind on the bench's own pin root. */
+static struct smp_sampler *bench_sampler(struct smp_config *cfg)
 {
-	struct smp_config cfg = { .backend = SMP_BACKEND_BPF, .no_read_prog = !read_prog };
 	struct vmact_err err = { 0 };
 	struct smp_sampler *s = NULL;
 	char root[64];
 
 	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
-	cfg.pin_root = root;
-	if (smp_open(&cfg, &s, &err) < 0)
+	cfg->backend = SMP_BACKEND_BPF;
+	cfg->pin_root = root;
+	if (smp_open(cfg, &s, &err) < 0)
 		die("smp_open: %s", err.msg);
+	return s;
+}
+
+static struct smp_sampler *policy_sampler(bool read_prog, const pid_t *kids, unsigned n)
+{
+	struct smp_config cfg = { .no_read_prog = !read_prog };
+	struct smp_sampler *s = bench_sampler(&cfg);
+	struct vmact_err err = { 0 };
+
 	if (read_prog && !smp_read_prog(s))
 		die("the readout program did not load on this kernel (kfuncs in syscall programs)");
 	for (unsigned i = 0; i < n; i++) {
@@ -593,20 +603,14 @@ static int cmp_double(const void *a, const void *b)
 
 static struct smp_sampler *watch_sampler(const pid_t *kids, unsigned n, bool watch)
 {
-	struct smp_config cfg = { .backend = SMP_BACKEND_BPF,
-				  .watch_tick_ms = watch ? WATCH_TICK_MS : 0 };
+	struct smp_config cfg = { .watch_tick_ms = watch ? WATCH_TICK_MS : 0 };
 	struct smp_watch_params p = { .allowance_milli = VM_VCPUS * 1000,
 				      .target_permille = 900,
 				      .up_window_ns = 200 * 1000000ULL,
 				      .cool_ns = 1000 * 1000000ULL };
+	struct smp_sampler *s = bench_sampler(&cfg);
 	struct vmact_err err = { 0 };
-	struct smp_sampler *s = NULL;
-	char root[64];
 
-	snprintf(root, sizeof(root), "/sys/fs/bpf/vmact-bench-%d", (int)getpid());
-	cfg.pin_root = root;
-	if (smp_open(&cfg, &s, &err) < 0)
-		die("smp_open: %s", err.msg);
 	if (watch && smp_watch_reason(s))
 		die("the watch did not load: %s", smp_watch_reason(s));
 	for (unsigned i = 0; i < n; i++) {

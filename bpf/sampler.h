@@ -234,8 +234,7 @@ void smp_watch_handler(struct smp_sampler *s, smp_window_fn *cb, void *data);
 /* What the kernel's side of the watch has cost since it was loaded: run
  * time of its timers in ns, their runs, and the windows a full ring buffer
  * deferred (they went out later, longer: none is lost). */
-int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs,
-		   uint64_t *deferred);
+int smp_watch_cost(const struct smp_sampler *s, uint64_t *ns, uint64_t *runs, uint64_t *deferred);
 /* The VM's cgroup's throttled time so far (cpu.stat, cumulative ns): what
  * a window of the watch adds to its vCPU figures. -ENOENT without a cgroup
  * given at registration. */
