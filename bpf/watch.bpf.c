@@ -270,17 +270,21 @@ static long tick_one(__u64 i, void *ctx)
 	__u64 now, next = 0;
 	bool due;
 
-	if (!w || !g || !w->cfg.on || w->armed != p->exact)
+	if (!w || !g || !w->cfg.on || (p->exact && !w->armed))
 		return 0;
 	now = bpf_ktime_get_ns();
+	/* An armed VM is the deadline timer's, unless its deadline is a tick
+	 * past (the timer could not be set): then the tick takes it. */
+	if (!p->exact && w->armed && w->deadline + p->tick_ns > now)
+		return 0;
 	if (may_send(w, g, now, p->tick_ns)) {
 		rec = bpf_ringbuf_reserve(&vmact_watch_rb, sizeof(*rec), 0);
 		if (!rec)
 			__sync_fetch_and_add(&watch_deferred, 1);
 	}
 	bpf_spin_lock(&w->lock);
-	due = w->cfg.on && w->armed == p->exact &&
-	      (!p->exact || w->deadline <= now + DEADLINE_SLACK_NS);
+	due = w->cfg.on && (p->exact ? w->armed && w->deadline <= now + DEADLINE_SLACK_NS
+				      : !w->armed || w->deadline + p->tick_ns <= now);
 	if (due) {
 		w->armed = 0;
 		judge(w, g, now, p->tick_ns, &o, rec != NULL);
