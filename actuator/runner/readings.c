@@ -277,6 +277,8 @@ static uint32_t allowance_milli(const struct act_runner *r)
 	return r->quota_milli && r->quota_milli < vcpu_milli ? r->quota_milli : vcpu_milli;
 }
 
+static uint64_t throttled_delta(struct act_runner *r, unsigned vcpus);
+
 /* Tells the kernel what the VM's windows are judged by, when it changed
  * (a resize, a reload's target). */
 void act_runner_watch_update(struct act_runner *r)
@@ -300,6 +302,10 @@ void act_runner_watch_update(struct act_runner *r)
 		return;
 	}
 	r->rd.watch_params = p;
+	/* From the new size on, the throttled time counts from now (a
+	 * quota just put below the vCPUs has its first window's share). */
+	r->rd.have_throttled = false;
+	throttled_delta(r, plugged_vcpus(r, 0) ? plugged_vcpus(r, 0) : 1);
 }
 
 static void watch_start(struct act_runner *r)
