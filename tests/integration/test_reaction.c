@@ -44,11 +44,9 @@
 
 #include "actuator/policy/cpu-demand.h"
 #include "agent-glue/codec/quantity.h"
-#include "hotplug/hotplug.h"
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
-#include "tests/lib/peer.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
@@ -65,8 +63,6 @@
 struct fixture {
 	virConnectPtr vc;
 	struct tg_guest g;
-	char sock[108], peer_log[128];
-	struct th_peer peer;
 	struct th_vmactd d;
 	struct th_proc hog[2];
 	/* Results handed from one test to the next. */
@@ -194,31 +190,20 @@ static void cmd(const char *line)
 static int setup(void **state)
 {
 	char msg[512], meta[2048], text[256];
-	const char *peer_args[] = { "--unix", fx.sock, "--no-cgroup", NULL };
 	static const char *const args[] = { "--verbose", NULL };
 
 	(void)state;
-	if (th_vmactd_init(&fx.d, "vmactd-re", &fx.g) < 0)
+	/* The guest's vm-monitor: the fixture's peer, stopped by its
+	 * teardown. */
+	if (th_vmactd_init(&fx.d, "vmactd-re", &fx.g) < 0 ||
+	    th_vmactd_monitor(&fx.d, meta, sizeof(meta)) < 0)
 		return -1;
-	snprintf(fx.sock, sizeof(fx.sock), "%s/monitor.sock", fx.d.dir);
-	snprintf(fx.peer_log, sizeof(fx.peer_log), "%s/peer.log", fx.d.dir);
-
-	if (th_peer_start(&fx.peer, "vm-monitor.js", peer_args, fx.peer_log, msg, sizeof(msg)) <
-	    0) {
-		print_error("%s\n", msg);
-		return -1;
-	}
 	/* One status line a second (a faster reporter is load of its own on
 	 * TCG). */
 	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	fx.vc = virConnectOpen("qemu:///system");
 	if (!fx.vc)
 		return -1;
-	snprintf(meta, sizeof(meta),
-		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
-		 "<vmact:monitor endpoint='unix:%s'/>"
-		 "</vmact:autoscaling>",
-		 fx.sock);
 	if (tg_start(fx.vc, PREFIX, meta, &fx.g, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
@@ -248,7 +233,6 @@ static int teardown(void **state)
 		print_error("vmactd exited with status %d\n", status);
 	if (getenv("VMACT_TEST_VERBOSE"))
 		dump_log();
-	th_peer_stop(&fx.peer);
 	th_vmactd_teardown(&fx.d);
 	if (fx.vc)
 		virConnectClose(fx.vc);
