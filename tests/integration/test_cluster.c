@@ -265,8 +265,12 @@ static bool guest_claimed(const char *name)
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/%s.log", fx.s.logs, name);
-	/* (The serial line ends in "\r\n".) */
-	return th_count_in_file(path, "VMACT claimed\r") > 0 &&
+	/* (The serial line ends in "\r\n".) The guest answers the claim on
+	 * its virtio port, which is what makes the node in service, and says
+	 * so on its console after: on a busy host the console's line can
+	 * reach the log after the API shows the node (a loaded run's "no node
+	 * came from the saved tier" whose groupd log had it in service). */
+	return TH_WAIT(NULL, th_count_in_file(path, "VMACT claimed\r") > 0, TH_SAFETY_USEC) &&
 	       TH_WAIT(NULL, th_count_in_file(path, " claimed=1\r") > 0, TH_SAFETY_USEC);
 }
 
