@@ -33,7 +33,7 @@ endif
 # Evaluated lazily: `make ci` must be able to parse this file before the
 # packages that provide these .pc files are installed.
 PKGS     = libvirt libvirt-qemu jansson libxml-2.0 libcurl libmicrohttpd libsystemd \
-           libnl-genl-3.0 libnl-3.0 libbpf libcgroup nettle
+           libnl-genl-3.0 libnl-3.0 libbpf nettle
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm -lpthread
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -510,8 +510,8 @@ bench-provision-grpc: $(BUILD)/bench/provision-grpc $(BUILD)/vmact-groupd $(BUIL
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CP_BUILD=$(abspath $(BUILD)) \
 		$(BUILD)/bench/provision-grpc $(BENCH_ITER)
 
-# make bench-cgroup: cost of applying a VM's CPU limit, vmact's libcgroup
-# write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
+# make bench-cgroup: cost of applying a VM's CPU limit, vmact's cgroup
+# file write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
 bench-cgroup: $(BUILD)/bench/cgroup-bench
 	$(Q)$(BUILD)/bench/cgroup-bench $(BENCH_ITER)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Cost of applying a VM's CPU limit, measured in one run on one guest:
- *   vmact:   act_cg_cpu_set() on the VM's cgroup (libcgroup writes),
+ *   vmact:   act_cg_cpu_set() on the VM's cgroup (its files written),
  *   ensure:  act_cg_cpu_ensure() with nothing to do (the drift check),
  *   libvirt: virDomainSetSchedulerParametersFlags(global_quota, LIVE),
  *            which writes the same file through libvirtd's RPC.

@@ -34,11 +34,10 @@ int smp_slots_init(struct smp_slots *reg, unsigned max, struct vmact_err *err)
 	}
 	for (unsigned i = 0; i < reg->nbuckets; i++)
 		reg->bucket[i] = -1;
-	for (unsigned i = 0; i < max; i++)
-		reg->e[i].cs_fd = -1;
-	/* Backwards so that the list runs 0, 1, 2...: lowest slots first. */
-	for (unsigned i = max; i-- > 0;)
-		VMACT_LIST_PREPEND(free, reg->free, &reg->e[i]);
+	/* The entries from reg->fresh on are left as calloc() gave them,
+	 * never written: a host with a few VMs does not pay in private
+	 * memory for max_vms of them (doc/actuation.md, "vmactd's own
+	 * footprint"). */
 	return 0;
 }
 
@@ -58,7 +57,7 @@ static void entry_clear(struct smp_entry *e)
 
 void smp_slots_done(struct smp_slots *reg)
 {
-	for (unsigned i = 0; reg->e && i < reg->max; i++)
+	for (unsigned i = 0; reg->e && i < reg->fresh; i++)
 		entry_clear(&reg->e[i]);
 	free(reg->e);
 	free(reg->bucket);
@@ -107,12 +106,12 @@ int smp_slots_check(const struct smp_slots *reg, const char *name, pid_t tgid,
 			(int)tgid, r);
 	if (smp_slots_find(reg, name) >= 0)
 		return vmact_err_set(err, EEXIST, "sampler: %s: already registered", name);
-	for (unsigned i = 0; i < reg->max; i++)
+	for (unsigned i = 0; i < reg->fresh; i++)
 		if (reg->e[i].used && reg->e[i].tgid == tgid)
 			return vmact_err_set(err, EEXIST,
 					     "sampler: %s: tgid %d already registered as %s", name,
 					     (int)tgid, reg->e[i].name);
-	if (VMACT_LIST_IS_EMPTY(reg->free))
+	if (reg->fresh == reg->max && VMACT_LIST_IS_EMPTY(reg->free))
 		return vmact_err_set(err, ENOSPC, "sampler: %s: all %u slots in use (max_vms)",
 				     name, reg->max);
 	return 0;
@@ -123,6 +122,11 @@ int smp_slots_reserve(struct smp_slots *reg, const char *name, pid_t tgid, const
 {
 	struct smp_entry *e = reg->free;
 
+	/* Never-used slots first, then the freed ones, oldest first. */
+	if (reg->fresh < reg->max) {
+		e = &reg->e[reg->fresh];
+		e->cs_fd = -1;
+	}
 	if (!e)
 		return vmact_err_set(err, ENOSPC, "sampler: %s: all %u slots in use (max_vms)",
 				     name, reg->max);
@@ -141,7 +145,10 @@ void smp_slots_commit(struct smp_slots *reg, unsigned slot)
 
 	unsigned b = name_hash(reg, e->name);
 
-	VMACT_LIST_REMOVE(free, reg->free, e);
+	if (slot == reg->fresh)
+		reg->fresh++;
+	else
+		VMACT_LIST_REMOVE(free, reg->free, e);
 	e->used = true;
 	e->next = reg->bucket[b];
 	reg->bucket[b] = (int)slot;

@@ -36,9 +36,12 @@ struct smp_entry {
 struct smp_slots {
 	struct smp_entry *e; /* max entries, indexed by slot */
 	unsigned max, count;
-	/* Free slots, oldest-freed first: a slot is reused as late as
-	 * possible, so a scheduler hook still finishing an update for the VM
-	 * that held it (a window of microseconds) cannot leak into the next. */
+	/* Free slots: first those never used (fresh and on: untouched
+	 * memory), then those freed, oldest-freed first: a slot is reused as
+	 * late as possible, so a scheduler hook still finishing an update for
+	 * the VM that held it (a window of microseconds) cannot leak into the
+	 * next. */
+	unsigned fresh;
 	struct smp_entry *free;
 	/* Used slots by name hash: every readout looks its VM up by name, 4
 	 * times a second per VM (doc/policy.md, "What the faster readout

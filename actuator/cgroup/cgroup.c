@@ -3,22 +3,17 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
-#include <libcgroup.h>
 #include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/macro.h"
 
 DEFINE_PTR_CLEANUP(endmntentp_, FILE, endmntent)
-
-static void cgroup_freep_(struct cgroup **c)
-{
-	if (*c)
-		cgroup_free(c);
-}
 
 const char *act_cg_layout_name(enum act_cg_layout l)
 {
@@ -31,40 +26,6 @@ const char *act_cg_layout_name(enum act_cg_layout l)
 		return "unified";
 	}
 	return "unknown";
-}
-
-/* libcgroup's own logger prints to stdout; library code must not. */
-static void silent_logger(void *userdata, int level, const char *fmt, va_list ap)
-{
-}
-
-/* Maps a libcgroup ECG* code to a positive errno. */
-static int ecg_errno(int ecg)
-{
-	switch (ecg) {
-	case ECGOTHER: {
-		int e = cgroup_get_last_errno();
-		return e > 0 ? e : EIO;
-	}
-	case ECGROUPVALUENOTEXIST:
-	case ECGROUPNOTEXIST:
-		return ENOENT;
-	case ECGROUPNOTALLOWED:
-	case ECGROUPNOTOWNER:
-		return EACCES;
-	case ECGROUPNOTMOUNTED:
-	case ECGROUPSUBSYSNOTMOUNTED:
-		return ENODEV;
-	case ECGROUPNOTINITIALIZED:
-		return EINVAL;
-	default:
-		return EIO;
-	}
-}
-
-static const char *ecg_msg(int ecg)
-{
-	return ecg == ECGOTHER ? strerror(ecg_errno(ecg)) : cgroup_strerror(ecg);
 }
 
 static bool word_in(const char *list, const char *word, const char *seps)
@@ -144,9 +105,8 @@ int act_cg_open(struct act_cg *cg, const struct act_cg_opts *opts, struct vmact_
 	if ((size_t)snprintf(cg->proc, sizeof(cg->proc), "%s", proc) >= sizeof(cg->proc))
 		return vmact_err_set(err, ENAMETOOLONG, "proc root: too long");
 
-	/* The mount table rather than statfs() magic: it is what libcgroup
-	 * itself trusts (cgroup_init() reads /proc/mounts), so both agree, and
-	 * it lets a test describe a fake tree that cannot carry a cgroup2 magic. */
+	/* The mount table rather than statfs() magic: it lets a test describe
+	 * a fake tree that cannot carry a cgroup2 magic. */
 	_cleanup_(endmntentp_) FILE *f = setmntent(mounts, "re");
 	if (!f)
 		return vmact_err_set(err, errno, "%s: %s", mounts, strerror(errno));
@@ -182,22 +142,9 @@ int act_cg_open(struct act_cg *cg, const struct act_cg_opts *opts, struct vmact_
 	cg->cpu_version = cpu->v2 ? 2 : 1;
 	snprintf(cg->cpu_mount, sizeof(cg->cpu_mount), "%s", cpu->dir);
 	for (size_t i = 0; i < n; i++)
-		if (!m[i].v2 && m[i].has_cpuacct)
-			cg->have_cpuacct = true;
+		if (!m[i].v2 && m[i].has_cpuacct && !cg->cpuacct_mount[0])
+			snprintf(cg->cpuacct_mount, sizeof(cg->cpuacct_mount), "%s", m[i].dir);
 
-	cgroup_set_logger(silent_logger, CGROUP_LOG_ERROR, NULL);
-	r = cgroup_init();
-	if (r != 0)
-		return vmact_err_set(err, ecg_errno(r), "libcgroup: cgroup_init: %s", ecg_msg(r));
-	_cleanup_free_ char *lib_mount = NULL;
-	r = cgroup_get_subsys_mount_point("cpu", &lib_mount);
-	if (r != 0)
-		return vmact_err_set(err, ecg_errno(r), "libcgroup: cpu controller: %s",
-				     ecg_msg(r));
-	if (strcmp(lib_mount, cg->cpu_mount) != 0)
-		return vmact_err_set(
-			err, EIO, "libcgroup sees the cpu controller at %s, the mount table at %s",
-			lib_mount, cg->cpu_mount);
 	return 0;
 }
 
@@ -273,19 +220,38 @@ int act_cg_vm_group(const struct act_cg *cg, pid_t qemu_pid, char **out, struct 
 	return 0;
 }
 
-/* One line of a cgroup file, newline stripped, through libcgroup. */
-static int read_value(const char *ctl, const char *group, const char *file, char *buf, size_t len,
+/* mount + group + "/" + file; group starts with '/'. */
+static int file_path(char *path, size_t size, const char *mount, const char *group,
+		     const char *file, struct vmact_err *err)
+{
+	if ((size_t)snprintf(path, size, "%s%s/%s", mount, group, file) >= size)
+		return vmact_err_set(err, ENAMETOOLONG, "%s/%s: path too long", group, file);
+	return 0;
+}
+
+/* One line of a cgroup file, newline stripped. The files are read and
+ * written directly, not through libcgroup: its cgroup_init() fills a
+ * mount table of 100 entries of two FILENAME_MAX paths in its .bss, 0.8 MiB
+ * of private memory for a daemon that finds the mount itself (above) and
+ * needs three files (doc/actuation.md, "Cgroups without libcgroup"). */
+static int read_value(const char *mount, const char *group, const char *file, char *buf, size_t len,
 		      struct vmact_err *err)
 {
-	char name[64];
-	void *h = NULL;
-	snprintf(name, sizeof(name), "%s", file);
-	buf[0] = '\0';
-	int r = cgroup_read_value_begin(ctl, group, name, &h, buf, (int)len);
-	if (h)
-		cgroup_read_value_end(&h);
-	if (r != 0 && r != ECGEOF)
-		return vmact_err_set(err, ecg_errno(r), "%s/%s: %s", group, file, ecg_msg(r));
+	char path[2 * PATH_MAX + 64];
+	ssize_t n;
+	int r = file_path(path, sizeof(path), mount, group, file, err);
+
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return vmact_err_set(err, errno, "%s/%s: %s", group, file, strerror(errno));
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return vmact_err_set(err, errno, "%s/%s: %s", group, file, strerror(errno));
+	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
 }
@@ -304,25 +270,31 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
-static int write_value(const char *group, const char *file, const char *value,
+/* One value per write: the kernel takes a cgroup file's value in one
+ * write() and answers it there (EINVAL for a ratio v1 refuses), so the
+ * error names the file the kernel refused. */
+static int write_value(const char *mount, const char *group, const char *file, const char *value,
 		       struct vmact_err *err)
 {
-	_cleanup_(cgroup_freep_) struct cgroup *c = cgroup_new_cgroup(group);
-	if (!c)
-		return vmact_err_set(err, ENOMEM, "libcgroup: cgroup_new_cgroup(%s) failed", group);
-	struct cgroup_controller *ctl = cgroup_add_controller(c, "cpu");
-	if (!ctl)
-		return vmact_err_set(err, ENOMEM, "libcgroup: cgroup_add_controller(cpu) failed");
-	int r = cgroup_add_value_string(ctl, file, value);
-	if (r != 0)
-		return vmact_err_set(err, ecg_errno(r), "%s/%s: %s", group, file, ecg_msg(r));
-	/* One value per modify call: libcgroup writes a controller's values in
-	 * insertion order and stops at the first failure, which would hide
-	 * which of two files the kernel refused. */
-	r = cgroup_modify_cgroup(c);
-	if (r != 0)
-		return vmact_err_set(err, ecg_errno(r), "%s/%s: writing \"%s\": %s", group, file,
-				     value, ecg_msg(r));
+	char path[2 * PATH_MAX + 64];
+	size_t len = strlen(value);
+	ssize_t n;
+	int r = file_path(path, sizeof(path), mount, group, file, err);
+
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return vmact_err_set(err, errno, "%s/%s: %s", group, file, strerror(errno));
+	do
+		n = write(fd, value, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return vmact_err_set(err, errno, "%s/%s: writing \"%s\": %s", group, file, value,
+				     strerror(errno));
+	if ((size_t)n != len)
+		return vmact_err_set(err, EIO, "%s/%s: writing \"%s\": %zd of %zu bytes taken",
+				     group, file, value, n, len);
 	return 0;
 }
 
@@ -332,7 +304,7 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 	char buf[128];
 	int r;
 	if (cg->cpu_version == 2) {
-		r = read_value("cpu", group, "cpu.max", buf, sizeof(buf), err);
+		r = read_value(cg->cpu_mount, group, "cpu.max", buf, sizeof(buf), err);
 		if (r < 0)
 			return r;
 		char *sp = strchr(buf, ' ');
@@ -356,7 +328,7 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 		return 0;
 	}
 	struct act_cpu_bw bw;
-	r = read_value("cpu", group, "cpu.cfs_quota_us", buf, sizeof(buf), err);
+	r = read_value(cg->cpu_mount, group, "cpu.cfs_quota_us", buf, sizeof(buf), err);
 	if (r < 0)
 		return r;
 	if (strcmp(buf, "-1") == 0)
@@ -364,7 +336,7 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 	else if (parse_u64(buf, &bw.quota_us) < 0)
 		return vmact_err_set(err, EPROTO, "%s/cpu.cfs_quota_us: \"%s\" is not a number",
 				     group, buf);
-	r = read_value("cpu", group, "cpu.cfs_period_us", buf, sizeof(buf), err);
+	r = read_value(cg->cpu_mount, group, "cpu.cfs_period_us", buf, sizeof(buf), err);
 	if (r < 0)
 		return r;
 	if (parse_u64(buf, &bw.period_us) < 0)
@@ -374,27 +346,28 @@ int act_cg_cpu_get(const struct act_cg *cg, const char *group, struct act_cpu_bw
 	return 0;
 }
 
-static int v1_write_step(const char *group, const struct act_cpu_v1_step *s, struct vmact_err *err)
+static int v1_write_step(const struct act_cg *cg, const char *group,
+			 const struct act_cpu_v1_step *s, struct vmact_err *err)
 {
 	char v[32];
 	if (s->kind == ACT_CPU_V1_QUOTA && s->value == ACT_CPU_QUOTA_UNLIMITED)
 		snprintf(v, sizeof(v), "-1");
 	else
 		snprintf(v, sizeof(v), "%" PRIu64, s->value);
-	return write_value(group,
+	return write_value(cg->cpu_mount, group,
 			   s->kind == ACT_CPU_V1_QUOTA ? "cpu.cfs_quota_us" : "cpu.cfs_period_us",
 			   v, err);
 }
 
-static int v1_set(const char *group, const struct act_cpu_bw *old, const struct act_cpu_bw *bw,
-		  struct vmact_err *err)
+static int v1_set(const struct act_cg *cg, const char *group, const struct act_cpu_bw *old,
+		  const struct act_cpu_bw *bw, struct vmact_err *err)
 {
 	struct act_cpu_v1_step steps[ACT_CPU_V1_PLAN_MAX];
 	int n = act_cpu_v1_plan(old, bw, steps);
 	struct act_cpu_bw cur = *old;
 
 	for (int i = 0; i < n; i++) {
-		int r = v1_write_step(group, &steps[i], err);
+		int r = v1_write_step(cg, group, &steps[i], err);
 		if (r < 0) {
 			if (r == -EINVAL)
 				vmact_err_prefix(err,
@@ -407,7 +380,7 @@ static int v1_set(const char *group, const struct act_cpu_bw *old, const struct 
 			struct act_cpu_v1_step back[ACT_CPU_V1_PLAN_MAX];
 			int m = act_cpu_v1_plan(&cur, old, back);
 			for (int j = 0; j < m; j++)
-				(void)v1_write_step(group, &back[j], NULL);
+				(void)v1_write_step(cg, group, &back[j], NULL);
 			return r;
 		}
 		if (steps[i].kind == ACT_CPU_V1_QUOTA)
@@ -432,13 +405,13 @@ int act_cg_cpu_set(const struct act_cg *cg, const char *group, const struct act_
 			snprintf(v, sizeof(v), "max %" PRIu64, bw->period_us);
 		else
 			snprintf(v, sizeof(v), "%" PRIu64 " %" PRIu64, bw->quota_us, bw->period_us);
-		return write_value(group, "cpu.max", v, err);
+		return write_value(cg->cpu_mount, group, "cpu.max", v, err);
 	}
 	struct act_cpu_bw old;
 	r = act_cg_cpu_get(cg, group, &old, err);
 	if (r < 0)
 		return r;
-	return v1_set(group, &old, bw, err);
+	return v1_set(cg, group, &old, bw, err);
 }
 
 int act_cg_cpu_ensure(const struct act_cg *cg, const char *group, const struct act_cpu_bw *want,
@@ -458,7 +431,7 @@ int act_cg_cpu_ensure(const struct act_cg *cg, const char *group, const struct a
 	r = act_cpu_bw_check(want, err);
 	if (r < 0)
 		return r;
-	return v1_set(group, &cur, want, err);
+	return v1_set(cg, group, &cur, want, err);
 }
 
 int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct vmact_cpustat *out,
@@ -477,11 +450,12 @@ int act_cg_cpu_stat(const struct act_cg *cg, const char *group, struct vmact_cpu
 		return vmact_err_set(err, EPROTO, "%s/cpu.stat: no %s field", group,
 				     cg->cpu_version == 1 ? "throttled_time" : "throttled_usec");
 
-	if (cg->cpu_version == 1 && cg->have_cpuacct) {
+	if (cg->cpu_version == 1 && cg->cpuacct_mount[0]) {
 		char buf[64];
 		uint64_t ns;
 		/* Absent when the group exists only in the cpu hierarchy. */
-		if (read_value("cpuacct", group, "cpuacct.usage", buf, sizeof(buf), NULL) == 0 &&
+		if (read_value(cg->cpuacct_mount, group, "cpuacct.usage", buf, sizeof(buf), NULL) ==
+			    0 &&
 		    parse_u64(buf, &ns) == 0) {
 			st.usage_ns = ns;
 			st.has_usage = true;

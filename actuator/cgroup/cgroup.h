@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* CPU bandwidth of a VM's cgroup: where the cpu controller lives (cgroup v1,
  * v2, hybrid), which cgroup a QEMU process is in, and reading/writing its
- * CFS quota through libcgroup, and its cpu.stat (base/cpustat.h).
+ * CFS quota (the files themselves, not libcgroup: doc/actuation.md), and
+ * its cpu.stat (base/cpustat.h).
  *
  * Group paths are relative to the cpu controller's mount and start with
  * '/', as /proc/<pid>/cgroup prints them ("/machine/qemu-1-vm.libvirt-qemu").
- *
- * libcgroup keeps its mount table in process-global state (cgroup_init());
- * act_cg_open() (re)initialises it, so use one struct act_cg per process
- * and do not call it concurrently with other act_cg_* calls.
  *
  * Which group vmact limits: the whole VM (libvirt's <vm> group, parent of
  * emulator/ and vcpuN/), not the vCPU threads. Measured on a TCG guest
@@ -58,13 +55,12 @@ struct act_cg {
 	enum act_cg_layout layout;
 	int cpu_version; /* 1 or 2: hierarchy carrying the cpu controller */
 	char cpu_mount[PATH_MAX];
-	bool have_cpuacct; /* v1: a cpuacct hierarchy exists (usage source) */
+	char cpuacct_mount[PATH_MAX]; /* v1: a cpuacct hierarchy (usage source), or "" */
 	char proc[PATH_MAX];
 };
 
-/* Reads the mount table, classifies the layout, locates the cpu controller,
- * initialises libcgroup and checks that libcgroup sees the cpu controller
- * at the same place. -ENODEV when no hierarchy carries cpu. */
+/* Reads the mount table, classifies the layout and locates the cpu (and on
+ * v1 the cpuacct) controller. -ENODEV when no hierarchy carries cpu. */
 int act_cg_open(struct act_cg *cg, const struct act_cg_opts *opts, struct vmact_err *err);
 
 /* Pure classifier used by act_cg_open(), exposed for unit tests: one entry

@@ -16,7 +16,7 @@ packages=(
 	make gcc pkg-config clang llvm libclang-rt-14-dev clang-format
 	libvirt-dev libjansson-dev libxml2-dev libcurl4-openssl-dev libmicrohttpd-dev
 	libwslay-dev libsystemd-dev libnl-3-dev libnl-genl-3-dev libbpf-dev bpftool
-	libcgroup-dev libcmocka-dev nettle-dev
+	libcmocka-dev nettle-dev
 	libseccomp-dev systemd util-linux
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
 	busybox-static binutils cpio xz-utils zstd curl procps iproute2 libbpf-tools

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* act_cg_* on a fake cgroupfs tree in a temporary directory, the way
- * libvirt's vircgroupmock does it: this executable defines fopen() and
- * open(), which take precedence over libc's for libcgroup (symbol
- * interposition), so libcgroup reads our mount table instead of
- * /proc/mounts, and writes into the fake tree truncate like kernel files.
+ * libvirt's vircgroupmock does it: act_cg_open() reads the fake mount
+ * table, and this executable defines open(), which takes precedence over
+ * libc's (symbol interposition), so that writes into the fake tree
+ * truncate like kernel files and are logged.
  * Covers the v2 (unified) logic this host cannot run for real, plus v1
  * write order and the parsers. The real v1 paths are tested in
  * tests/integration/test_cgroup_*.c. */
@@ -29,16 +29,6 @@ static char fake_root[256]; /* "" = interposers pass through */
 static char fake_mounts[PATH_MAX];
 static char write_log[16][PATH_MAX]; /* basenames of files opened for writing */
 static int write_count;
-
-FILE *fopen(const char *path, const char *mode)
-{
-	static FILE *(*real)(const char *, const char *);
-	if (!real)
-		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
-	if (fake_root[0] && strcmp(path, "/proc/mounts") == 0)
-		path = fake_mounts;
-	return real(path, mode);
-}
 
 int open(const char *path, int flags, ...)
 {
@@ -302,7 +292,11 @@ static void test_v1_hybrid_detect_and_order(void **state)
 	open_fake(&cg);
 	assert_int_equal(cg.layout, ACT_CG_HYBRID);
 	assert_int_equal(cg.cpu_version, 1);
-	assert_true(cg.have_cpuacct);
+	{
+		char want[PATH_MAX];
+		snprintf(want, sizeof(want), "%s/cpuacct", fake_root);
+		assert_string_equal(cg.cpuacct_mount, want);
+	}
 	_cleanup_free_ char *g = NULL;
 	assert_int_equal(act_cg_vm_group(&cg, 4242, &g, NULL), 0);
 	assert_string_equal(g, "/" V1_VM);
