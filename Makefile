@@ -19,6 +19,7 @@ join-words = $(subst $(space),$(comma),$(strip $(1)))
 
 CC      ?= gcc
 CLANG   ?= clang
+LLVM_STRIP ?= llvm-strip
 BPFTOOL ?= bpftool
 AR      ?= ar
 
@@ -262,7 +263,11 @@ vmlinux-h:
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/sampler-types.h bpf/vcpu-comm.bpf.h $(VMLINUX_H)
 	$(call msg,BPF,$(patsubst $(BUILD)/%,%,$@))
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@.tmp
+	@# The DWARF goes (BTF stays): the object is embedded in vmactd, whose
+	@# private memory its pages would be (doc/actuation.md, "vmactd's own
+	@# footprint"); bcc's libbpf-tools strip theirs the same way.
+	$(Q)$(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GENSKEL,$(patsubst $(BUILD)/%,%,$@))

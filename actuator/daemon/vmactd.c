@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -521,6 +522,13 @@ int main(int argc, char **argv)
 	struct act_config cfg;
 	int r;
 
+	/* The kernel's BTF (5.5 MiB, parsed for each BPF object at start)
+	 * would raise glibc's dynamic mmap threshold past its size and then
+	 * stay in the heap once freed: a fixed threshold keeps big buffers
+	 * mmap()ed and given back. One arena for the daemon's two threads
+	 * (doc/actuation.md, "vmactd's own footprint"). */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_ARENA_MAX, 1);
 	r = vmact_startup_parse(argc, argv, "vmactd", usage, "c:vh", opts, on_option, &o);
 	if (r != VMACT_STARTUP_RUN)
 		return r;
