@@ -339,7 +339,13 @@ static uint64_t throttled_delta(struct act_runner *r, unsigned vcpus)
 	return d;
 }
 
-static void feed_window(struct act_runner *r, const struct smp_window *sw)
+/* slow: a cool VM's window on the slow clock. It stands for the hundred
+ * policy ticks the poll would have taken in its time, and the poll's "the
+ * load has ended" (no vCPU runnable when a tick closed) is then "no vCPU
+ * was runnable in any of it": a guest that only blinked would have shown
+ * a runnable vCPU at one of those ticks, and the floor its load average
+ * sets (doc/policy.md, "The guest's own load average") applies as it did. */
+static void feed_window(struct act_runner *r, const struct smp_window *sw, bool slow)
 {
 	unsigned vcpus = plugged_vcpus(r, 0) ? plugged_vcpus(r, 0) : 1;
 	struct act_cpu_window w = {
@@ -350,7 +356,8 @@ static void feed_window(struct act_runner *r, const struct smp_window *sw)
 		.vcpu_runnable_ns = sw->runnable_ns,
 		.vcpu_delay_ns = sw->delay_ns,
 		.throttled_ns = throttled_delta(r, vcpus),
-		.ended = sw->runnable_now == 0,
+		.ended = slow ? sw->runnable_ns == 0 && sw->runnable_now == 0
+			      : sw->runnable_now == 0,
 	};
 
 	act_cpu_demand_feed(&r->rd.demand, &r->rd.cpu_policy, &w);
@@ -373,7 +380,7 @@ static bool watch_slow(struct act_runner *r)
 	}
 	if (hot)
 		return false;
-	feed_window(r, &w);
+	feed_window(r, &w, true);
 	return decide_cpu(r);
 }
 
@@ -383,7 +390,7 @@ void act_runner_on_window(struct act_runner *r, const struct smp_window *w)
 		return;
 	act_runner_watch_update(r);
 	hold_cpu_goal(r);
-	feed_window(r, w);
+	feed_window(r, w, false);
 	if (decide_cpu(r))
 		r->core->changed(r);
 }
