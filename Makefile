@@ -463,15 +463,18 @@ bench-reaction: $(BUILD)/bench/reaction-bench $(BUILD)/vmactd guest
 # descriptors and CPU per managed VM with FOOTPRINT_VMS tiny idle TCG
 # guests (0 = vmactd alone), beside libvirtd's in the same run, over
 # FOOTPRINT_SECONDS windows, FOOTPRINT_BATCH guests booting at once; ends
-# with rss_1vm_mib, rss_per_vm_kib and cpu_per_idle_vm_pct
-# (bench/footprint-bench.c). Root, the plain build, the shared lock.
+# with rss_1vm_mib, rss_per_vm_kib, uss_1vm_mib, uss_per_vm_kib and
+# cpu_per_idle_vm_pct (bench/footprint-bench.c); then the sampler bench's
+# watch section gives the CPU per idle VM at 1000 synthetic VMs
+# (cpu_per_idle_vm_pct_1000vm). Root, the plain build, the shared lock.
 FOOTPRINT_SECONDS ?= 30
 FOOTPRINT_VMS ?= 0 1 10 30
 FOOTPRINT_BATCH ?= 3
-bench-footprint: $(BUILD)/bench/footprint-bench $(BUILD)/vmactd guest
+bench-footprint: $(BUILD)/bench/footprint-bench $(BUILD)/bench/sampler-bench $(BUILD)/vmactd guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) FOOTPRINT_BATCH=$(FOOTPRINT_BATCH) \
 		$(BUILD)/bench/footprint-bench \
 		$(FOOTPRINT_SECONDS) $(FOOTPRINT_VMS)
+	$(Q)$(BUILD)/bench/sampler-bench $(FOOTPRINT_SECONDS) watch
 
 # make bench-memory: issue 17's benchmark, memory pressure onset (an
 # allocation beyond what the guest has free) -> more memory in the guest,
@@ -555,7 +558,7 @@ demo:
 # make bench-sampler: per-event cost of the sampler's BPF programs against
 # libbpf-tools' runqlat under the same load, and the daemon-side readout
 # cost; ends with `ratio: X`. Needs root. BENCH_SECONDS: measuring window;
-# BENCH_SECTIONS: some of "events readout policy" (default: all).
+# BENCH_SECTIONS: some of "events readout policy watch" (default: all).
 BENCH_SECONDS ?= 10
 bench-sampler: $(BUILD)/bench/sampler-bench
 	$(Q)$(BUILD)/bench/sampler-bench $(BENCH_SECONDS) $(BENCH_SECTIONS)

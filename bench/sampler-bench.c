@@ -739,6 +739,9 @@ static void watch_section(void)
 	       "ratio: %.3f\n",
 	       n, idle_w, idle_k, idle_w + idle_k, WATCH_TICK_MS, idle_p, wr.rounds, wr.rounds_due,
 	       windows, (idle_w + idle_k) / idle_p);
+	/* What each idle VM costs at this count: make bench-footprint's
+	 * figure past the guests a 2-CPU host can boot. */
+	printf("cpu_per_idle_vm_pct_%uvm: %.5f\n", n, (idle_w + idle_k) / n);
 	wr.busy = true;
 	busy_w = watch_cost(&wr, kids, true, &busy_k);
 	windows = wr.windows;
