@@ -220,13 +220,20 @@ int act_cg_vm_group(const struct act_cg *cg, pid_t qemu_pid, char **out, struct 
 	return 0;
 }
 
-/* mount + group + "/" + file; group starts with '/'. */
-static int file_path(char *path, size_t size, const char *mount, const char *group,
-		     const char *file, struct vmact_err *err)
+/* Opens mount + group + "/" + file (group starts with '/'): the
+ * descriptor, or a negative errno with err set. */
+static int open_file(const char *mount, const char *group, const char *file, int flags,
+		     struct vmact_err *err)
 {
-	if ((size_t)snprintf(path, size, "%s%s/%s", mount, group, file) >= size)
+	char path[2 * PATH_MAX + 64];
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s/%s", mount, group, file) >= sizeof(path))
 		return vmact_err_set(err, ENAMETOOLONG, "%s/%s: path too long", group, file);
-	return 0;
+	fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return vmact_err_set(err, errno, "%s/%s: %s", group, file, strerror(errno));
+	return fd;
 }
 
 /* One line of a cgroup file, newline stripped. The files are read and
@@ -237,15 +244,11 @@ static int file_path(char *path, size_t size, const char *mount, const char *gro
 static int read_value(const char *mount, const char *group, const char *file, char *buf, size_t len,
 		      struct vmact_err *err)
 {
-	char path[2 * PATH_MAX + 64];
+	_cleanup_close_ int fd = open_file(mount, group, file, O_RDONLY, err);
 	ssize_t n;
-	int r = file_path(path, sizeof(path), mount, group, file, err);
 
-	if (r < 0)
-		return r;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return vmact_err_set(err, errno, "%s/%s: %s", group, file, strerror(errno));
+		return fd;
 	do
 		n = read(fd, buf, len - 1);
 	while (n < 0 && errno == EINTR);
@@ -276,16 +279,12 @@ static int parse_u64(const char *s, uint64_t *v)
 static int write_value(const char *mount, const char *group, const char *file, const char *value,
 		       struct vmact_err *err)
 {
-	char path[2 * PATH_MAX + 64];
+	_cleanup_close_ int fd = open_file(mount, group, file, O_WRONLY, err);
 	size_t len = strlen(value);
 	ssize_t n;
-	int r = file_path(path, sizeof(path), mount, group, file, err);
 
-	if (r < 0)
-		return r;
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return vmact_err_set(err, errno, "%s/%s: %s", group, file, strerror(errno));
+		return fd;
 	do
 		n = write(fd, value, len);
 	while (n < 0 && errno == EINTR);
