@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct act_events {
@@ -47,8 +48,10 @@ void act_events_free(struct act_events *e)
 {
 	if (!e)
 		return;
-	for (unsigned i = 0; i < e->cap; i++)
+	for (unsigned i = 0; i < e->cap; i++) {
 		json_decref(e->ring[i].fields);
+		free(e->ring[i].strings);
+	}
 	free(e->ring);
 	free(e);
 }
@@ -56,6 +59,8 @@ void act_events_free(struct act_events *e)
 void act_event(struct act_events *e, const char *vm, enum act_event_kind kind, json_t *fields,
 	       const char *fmt, ...)
 {
+	char text[ACT_EVENT_TEXT_MAX];
+	size_t vm_len, text_len;
 	struct act_event *ev;
 	struct timespec ts;
 	va_list ap;
@@ -70,10 +75,24 @@ void act_event(struct act_events *e, const char *vm, enum act_event_kind kind, j
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ev->time_usec = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	ev->kind = kind;
-	snprintf(ev->vm, sizeof(ev->vm), "%s", vm ? vm : "");
 	va_start(ap, fmt);
-	vsnprintf(ev->text, sizeof(ev->text), fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	vm = vm ? vm : "";
+	vm_len = strnlen(vm, ACT_EVENT_VM_MAX - 1);
+	text_len = strlen(text);
+	free(ev->strings);
+	ev->strings = malloc(vm_len + 1 + text_len + 1);
+	if (ev->strings) {
+		memcpy(ev->strings, vm, vm_len);
+		ev->strings[vm_len] = '\0';
+		memcpy(ev->strings + vm_len + 1, text, text_len + 1);
+		ev->vm = ev->strings;
+		ev->text = ev->strings + vm_len + 1;
+	} else {
+		/* The event still counts and keeps its kind and fields. */
+		ev->vm = ev->text = "";
+	}
 	if (fields && !json_is_object(fields)) {
 		json_decref(fields);
 		fields = NULL;

@@ -31,13 +31,18 @@ const char *act_event_kind_name(enum act_event_kind k);
 #define ACT_EVENT_TEXT_MAX 320
 #define ACT_EVENT_VM_MAX   256
 
+/* The texts are at most ACT_EVENT_VM_MAX - 1 and ACT_EVENT_TEXT_MAX - 1
+ * bytes, allocated to their length: a full ring of fixed buffers was
+ * 0.6 MiB of vmactd's private memory after a day's events, most of it
+ * unused (doc/actuation.md, "vmactd's own footprint"). */
 struct act_event {
 	uint64_t seq;
 	uint64_t time_usec; /* CLOCK_REALTIME */
 	enum act_event_kind kind;
-	char vm[ACT_EVENT_VM_MAX]; /* "" for the daemon itself */
-	char text[ACT_EVENT_TEXT_MAX];
-	json_t *fields; /* an object (may be empty), owned by the ring */
+	const char *vm;   /* "" for the daemon itself */
+	const char *text; /* "" if there was no memory for it */
+	char *strings;    /* what vm and text point into; owned by the ring */
+	json_t *fields;   /* an object (may be empty), owned by the ring */
 };
 
 struct act_events;
