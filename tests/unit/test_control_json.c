@@ -222,6 +222,26 @@ static void ring(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "fields"), "i")), 6);
 	assert_true(json_number_value(json_object_get(o, "time")) > 1.6e9);
 	json_decref(o);
+	/* Texts past their limits are cut there, each kept whole up to it
+	 * (and the old event's texts freed: ASan's leak check). */
+	{
+		char vm[400], text[500];
+
+		memset(vm, 'v', sizeof(vm) - 1);
+		vm[sizeof(vm) - 1] = '\0';
+		memset(text, 't', sizeof(text) - 1);
+		text[sizeof(text) - 1] = '\0';
+		act_event(e, vm, ACT_EV_HOLD, NULL, "%s", text);
+		ev = act_events_after(e, 7);
+		assert_int_equal(strlen(ev->vm), ACT_EVENT_VM_MAX - 1);
+		assert_int_equal(strlen(ev->text), ACT_EVENT_TEXT_MAX - 1);
+		assert_memory_equal(ev->vm, vm, ACT_EVENT_VM_MAX - 1);
+		assert_memory_equal(ev->text, text, ACT_EVENT_TEXT_MAX - 1);
+	}
+	act_event(e, NULL, ACT_EV_CONTROL, NULL, "daemon");
+	ev = act_events_after(e, 8);
+	assert_string_equal(ev->vm, "");
+	assert_string_equal(ev->text, "daemon");
 	act_events_free(e);
 	/* No ring: nothing recorded, the fields freed (ASan's leak check). */
 	act_event(NULL, "a", ACT_EV_DECISION, json_object(), "nowhere");
