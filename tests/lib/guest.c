@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <linux/sockios.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
@@ -298,9 +300,24 @@ int tg_cmd(const struct tg_guest *g, const char *line)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    write(fd, line, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
 		r = -errno;
-	/* QEMU's chardev keeps one client; give the guest the bytes before
-	 * hanging up. */
-	usleep(50000);
+	/* QEMU's chardev keeps one client and reads only as much as the
+	 * guest's port can take: a client that hangs up before QEMU read its
+	 * bytes loses them. A fixed 50 ms here lost a command on a loaded
+	 * host (test_agentless: the guest never allocated). So: until the
+	 * socket's send queue is empty (SIOCOUTQ, the bytes the peer has not
+	 * read yet), within a safety limit. */
+	for (double end = th_now_s() + 120; r == 0;) {
+		int queued;
+
+		if (ioctl(fd, SIOCOUTQ, &queued) < 0)
+			r = -errno;
+		else if (queued == 0)
+			break;
+		else if (th_now_s() > end)
+			r = -ETIMEDOUT;
+		else
+			usleep(1000);
+	}
 	close(fd);
 	return r;
 }

@@ -156,7 +156,9 @@ int tg_live_vcpus(const char *name);
  * themselves. */
 void tg_quiet_libvirt(void);
 
-/* Sends one command line to the guest's control port. */
+/* Sends one command line to the guest's control port and returns once
+ * QEMU has taken it for the guest (its bytes read off the socket), or
+ * -ETIMEDOUT after 120 s of a guest that does not read. */
 int tg_cmd(const struct tg_guest *g, const char *line);
 
 /* Destroys the domain (if running) and removes its log and socket. */
