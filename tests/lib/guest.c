@@ -283,6 +283,14 @@ void tg_quiet_libvirt(void)
 	virSetErrorFunc(NULL, quiet);
 }
 
+/* The bytes written to fd that its peer has not read yet, or -errno. */
+static int unread(int fd)
+{
+	int q;
+
+	return ioctl(fd, SIOCOUTQ, &q) < 0 ? -errno : q;
+}
+
 int tg_cmd(const struct tg_guest *g, const char *line)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -306,17 +314,11 @@ int tg_cmd(const struct tg_guest *g, const char *line)
 	 * host (test_agentless: the guest never allocated). So: until the
 	 * socket's send queue is empty (SIOCOUTQ, the bytes the peer has not
 	 * read yet), within a safety limit. */
-	for (double end = th_now_s() + 120; r == 0;) {
-		int queued;
+	if (r == 0) {
+		int q;
 
-		if (ioctl(fd, SIOCOUTQ, &queued) < 0)
-			r = -errno;
-		else if (queued == 0)
-			break;
-		else if (th_now_s() > end)
-			r = -ETIMEDOUT;
-		else
-			usleep(1000);
+		TH_WAIT(NULL, (q = unread(fd)) <= 0, 120 * VMACT_USEC_PER_SEC);
+		r = q < 0 ? q : q > 0 ? -ETIMEDOUT : 0;
 	}
 	close(fd);
 	return r;
