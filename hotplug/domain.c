@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hotplug/conn.h"
 #include "hotplug/virt-error.h"
@@ -77,63 +78,42 @@ int hp_domain_xml(struct hp_conn *c, const char *uuid, bool inactive, char **xml
 	return r;
 }
 
-/* The statistics of dom; *call_failed: libvirt's call failed (not the
- * guest's figures). */
-static int stats_of(virDomainPtr dom, struct hp_mem_stats *out, bool *call_failed,
-		    struct vmact_err *err)
+/* The typed parameters' names of the balloon group (virsh domstats
+ * --balloon) that fill struct hp_mem_stats. */
+static bool param(const virTypedParameter *p, int n, const char *name, uint64_t *v)
 {
-	virDomainMemoryStatStruct st[VIR_DOMAIN_MEMORY_STAT_NR];
-	bool has_total = false, has_avail = false;
-	int n;
+	unsigned long long x;
+
+	if (virTypedParamsGetULLong((virTypedParameterPtr)p, n, name, &x) != 1)
+		return false;
+	*v = x;
+	return true;
+}
+
+int hp_mem_stats_from_params(const virTypedParameter *p, int n, struct hp_mem_stats *out,
+			     struct vmact_err *err)
+{
+	uint64_t v = 0;
+	int state;
+	bool has_total, has_avail;
 
 	*out = (struct hp_mem_stats){ 0 };
-	*call_failed = false;
-	n = virDomainMemoryStats(dom, st, VIR_DOMAIN_MEMORY_STAT_NR, 0);
-	if (n < 0) {
-		*call_failed = true;
-		return hp_virt_err(err, "virDomainMemoryStats");
-	}
-	for (int i = 0; i < n; i++) {
-		switch (st[i].tag) {
-		case VIR_DOMAIN_MEMORY_STAT_AVAILABLE:
-			out->total_kib = st[i].val;
-			has_total = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_USABLE:
-			out->available_kib = st[i].val;
-			has_avail = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_DISK_CACHES:
-			out->caches_kib = st[i].val;
-			out->has_caches = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_UNUSED:
-			out->unused_kib = st[i].val;
-			out->has_unused = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_SWAP_IN:
-			out->swap_in_kib = st[i].val;
-			out->has_swap = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_SWAP_OUT:
-			out->swap_out_kib = st[i].val;
-			out->has_swap = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_MAJOR_FAULT:
-			out->major_faults = st[i].val;
-			out->has_faults = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_MINOR_FAULT:
-			out->minor_faults = st[i].val;
-			out->has_faults = true;
-			break;
-		case VIR_DOMAIN_MEMORY_STAT_LAST_UPDATE:
-			out->last_update = st[i].val;
-			break;
-		default:
-			break;
-		}
-	}
+	/* A domain that stopped between two readings still has a record
+	 * (its balloon's size), never figures. */
+	if (virTypedParamsGetInt((virTypedParameterPtr)p, n, "state.state", &state) == 1 &&
+	    (state == VIR_DOMAIN_SHUTOFF || state == VIR_DOMAIN_CRASHED ||
+	     state == VIR_DOMAIN_NOSTATE))
+		return vmact_err_set(err, ENODEV, "the domain is not running");
+	has_total = param(p, n, "balloon.available", &out->total_kib);
+	has_avail = param(p, n, "balloon.usable", &out->available_kib);
+	out->has_caches = param(p, n, "balloon.disk_caches", &out->caches_kib);
+	out->has_unused = param(p, n, "balloon.unused", &out->unused_kib);
+	out->has_swap = param(p, n, "balloon.swap_in", &out->swap_in_kib);
+	out->has_swap |= param(p, n, "balloon.swap_out", &out->swap_out_kib);
+	out->has_faults = param(p, n, "balloon.major_fault", &out->major_faults);
+	out->has_faults |= param(p, n, "balloon.minor_fault", &out->minor_faults);
+	if (param(p, n, "balloon.last-update", &v))
+		out->last_update = v;
 	if (!has_total || !has_avail)
 		return vmact_err_set(err, ENODATA,
 				     "the guest reports no %s: no virtio balloon, a stats period "
@@ -143,30 +123,114 @@ static int stats_of(virDomainPtr dom, struct hp_mem_stats *out, bool *call_faile
 	return 0;
 }
 
+/* The record of the domain uuid: the next one in order (libvirt answers
+ * in the order asked, leaving out domains that went), else any. */
+static virDomainStatsRecordPtr record_of(virDomainStatsRecordPtr *recs, int nrec, int *next,
+					 const char *uuid)
+{
+	char u[VIR_UUID_STRING_BUFLEN];
+
+	for (int k = 0; k < nrec; k++) {
+		int i = (*next + k) % nrec;
+
+		if (virDomainGetUUIDString(recs[i]->dom, u) == 0 && strcasecmp(u, uuid) == 0) {
+			*next = i + 1;
+			return recs[i];
+		}
+	}
+	return NULL;
+}
+
+/* One call for every domain in reqs that has a handle; false when the call
+ * itself failed (each of them then has its error). */
+static bool batch_call(struct hp_conn *c, struct hp_mem_stats_req *reqs, size_t n)
+{
+	virDomainStatsRecordPtr *recs = NULL;
+	virDomainPtr *doms = calloc(n + 1, sizeof(*doms));
+	size_t nd = 0;
+	int nrec, next = 0;
+
+	if (!doms) {
+		for (size_t i = 0; i < n; i++)
+			if (reqs[i].rc == 0)
+				reqs[i].rc = vmact_err_set(&reqs[i].err, ENOMEM, "out of memory");
+		return true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (reqs[i].rc)
+			continue;
+		if (!*reqs[i].dom) {
+			*reqs[i].dom = hp_domain_lookup(c, reqs[i].uuid, &reqs[i].err);
+			if (!*reqs[i].dom) {
+				reqs[i].rc = -(reqs[i].err.code ? reqs[i].err.code : ENODEV);
+				continue;
+			}
+		}
+		doms[nd++] = *reqs[i].dom;
+	}
+	if (!nd) {
+		free(doms);
+		return true;
+	}
+	/* No NOWAIT: without the domain's job the figures are left out,
+	 * which would read as a guest without statistics. */
+	nrec = virDomainListGetStats(doms, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_BALLOON, &recs,
+				     0);
+	free(doms);
+	for (size_t i = 0; i < n; i++) {
+		virDomainStatsRecordPtr rec;
+
+		if (reqs[i].rc)
+			continue;
+		if (nrec < 0) {
+			reqs[i].rc = hp_virt_err(&reqs[i].err, "virDomainListGetStats");
+			continue;
+		}
+		rec = record_of(recs, nrec, &next, reqs[i].uuid);
+		if (!rec)
+			reqs[i].rc = vmact_err_set(&reqs[i].err, ENODEV, "the domain is gone");
+		else
+			reqs[i].rc = hp_mem_stats_from_params(rec->params, rec->nparams,
+							      &reqs[i].out, &reqs[i].err);
+	}
+	if (recs)
+		virDomainStatsRecordListFree(recs);
+	return nrec >= 0;
+}
+
+void hp_mem_stats_read_batch(struct hp_conn *c, struct hp_mem_stats_req *reqs, size_t n)
+{
+	bool kept = false;
+
+	for (size_t i = 0; i < n; i++) {
+		reqs[i].rc = 0;
+		reqs[i].out = (struct hp_mem_stats){ 0 };
+		vmact_err_reset(&reqs[i].err);
+		kept |= *reqs[i].dom != NULL;
+	}
+	if (batch_call(c, reqs, n) || !kept)
+		return;
+	/* Through kept handles: libvirtd restarted (their connection is
+	 * closed), or handles of two connections met. Once more with fresh
+	 * ones. */
+	for (size_t i = 0; i < n; i++) {
+		if (*reqs[i].dom)
+			virDomainFree(*reqs[i].dom);
+		*reqs[i].dom = NULL;
+		reqs[i].rc = 0;
+		vmact_err_reset(&reqs[i].err);
+	}
+	batch_call(c, reqs, n);
+}
+
 int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
 			   struct hp_mem_stats *out, struct vmact_err *err)
 {
-	bool failed;
-	int r;
+	struct hp_mem_stats_req req = { .uuid = uuid, .dom = dom };
 
-	if (*dom) {
-		r = stats_of(*dom, out, &failed, err);
-		if (!failed)
-			return r;
-		/* libvirtd restarted (the domain's connection is closed) or
-		 * the domain went: what a fresh lookup says. */
-		vmact_err_reset(err);
-		virDomainFree(*dom);
-		*dom = NULL;
-	}
-	*out = (struct hp_mem_stats){ 0 };
-	*dom = hp_domain_lookup(c, uuid, err);
-	if (!*dom)
-		return -(err && err->code ? err->code : ENODEV);
-	r = stats_of(*dom, out, &failed, err);
-	if (failed) {
-		virDomainFree(*dom);
-		*dom = NULL;
-	}
-	return r;
+	hp_mem_stats_read_batch(c, &req, 1);
+	*out = req.out;
+	if (req.rc < 0 && err)
+		vmact_err_set(err, req.err.code ? req.err.code : -req.rc, "%s", req.err.msg);
+	return req.rc;
 }

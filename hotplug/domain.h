@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <libvirt/libvirt.h>
@@ -30,17 +31,17 @@ int hp_domain_xml(struct hp_conn *c, const char *uuid, bool inactive, char **xml
 		  bool *persistent, struct vmact_err *err);
 
 /* The guest's own view of its memory, from the balloon driver's statistics
- * (virDomainMemoryStats). Needs <memballoon model='virtio'> with a
+ * (libvirt's balloon statistics). Needs <memballoon model='virtio'> with a
  * <stats period='N'/> and the guest's virtio_balloon driver. Only total
  * and available are required; each has_ says whether the guest sent the
  * others (older drivers send fewer). */
 struct hp_mem_stats {
-	uint64_t total_kib;     /* VIR_DOMAIN_MEMORY_STAT_AVAILABLE: MemTotal */
-	uint64_t available_kib; /* VIR_DOMAIN_MEMORY_STAT_USABLE: MemAvailable */
+	uint64_t total_kib;     /* balloon.available: MemTotal */
+	uint64_t available_kib; /* balloon.usable: MemAvailable */
 	bool has_caches;
-	uint64_t caches_kib; /* VIR_DOMAIN_MEMORY_STAT_DISK_CACHES */
+	uint64_t caches_kib; /* balloon.disk_caches */
 	bool has_unused;
-	uint64_t unused_kib; /* VIR_DOMAIN_MEMORY_STAT_UNUSED: MemFree */
+	uint64_t unused_kib; /* balloon.unused: MemFree */
 	bool has_swap;
 	uint64_t swap_in_kib, swap_out_kib; /* since the guest booted */
 	bool has_faults;
@@ -50,14 +51,31 @@ struct hp_mem_stats {
 	uint64_t last_update;
 };
 
-/* The balloon's statistics of the domain uuid, for a reader that comes
- * back every second (vmactd's memory readings): *dom is the domain kept
- * between calls (NULL: looked up here and kept in *dom; the caller frees
- * it with virDomainFree), which saves a lookup, one of the two calls to
- * libvirtd, per VM and second. A call through a kept domain that libvirt
- * fails (libvirtd restarted, the domain went) is retried once after a
- * fresh lookup; when that fails too, *dom is NULL. -ENODATA (with a
- * message saying which statistic is missing) when the domain reports no
- * usable/available figures. */
+/* The balloon's statistics of many domains in one call to libvirtd
+ * (virDomainListGetStats with the balloon group): a reader that comes back
+ * every second for every VM (vmactd's memory readings) wakes itself and
+ * libvirtd once, not once per VM. Each request names its domain by uuid and
+ * keeps its handle in *dom between calls (NULL: looked up here and kept;
+ * the caller frees it with virDomainFree), which saves a lookup per VM and
+ * second. When the call through kept handles fails (libvirtd restarted,
+ * their connection closed), it is made once more with fresh ones. Each
+ * request's rc is 0 with its figures in out, or a negative errno with err:
+ * -ENODATA (naming the missing statistic) when the guest reports no
+ * usable/available figures, -ENODEV when the domain is gone or stopped. */
+struct hp_mem_stats_req {
+	const char *uuid;
+	virDomainPtr *dom;
+	struct hp_mem_stats out;
+	int rc;
+	struct vmact_err err;
+};
+void hp_mem_stats_read_batch(struct hp_conn *c, struct hp_mem_stats_req *reqs, size_t n);
+
+/* The same for one domain. */
 int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
 			   struct hp_mem_stats *out, struct vmact_err *err);
+
+/* One domain's record of virDomainListGetStats (its state and balloon
+ * groups) as figures: what the batch does with each; the rules above. */
+int hp_mem_stats_from_params(const virTypedParameter *p, int n, struct hp_mem_stats *out,
+			     struct vmact_err *err);

@@ -2,7 +2,7 @@
 /* The memory policy of a VM that vmact sizes on the host's own evidence
  * (doc/policy.md, "Memory without an agent"): no vm-monitor or informant
  * says when the guest runs short, so the guest's memory statistics do, as
- * the virtio balloon reports them (virDomainMemoryStats) or, where the VM
+ * the virtio balloon reports them (libvirt's balloon statistics) or, where the VM
  * offers them, its own exporter's (<vmact:metrics>). From a series of
  * samples it classifies the VM and proposes the memory it should have:
  *
@@ -45,7 +45,7 @@ enum act_mem_class {
 const char *act_mem_class_name(enum act_mem_class c);
 
 enum act_mem_source {
-	ACT_MEM_SRC_BALLOON = 0, /* virDomainMemoryStats */
+	ACT_MEM_SRC_BALLOON = 0, /* libvirt's balloon statistics */
 	ACT_MEM_SRC_GUEST,       /* the guest's exporter (<vmact:metrics>) */
 };
 

@@ -2,7 +2,8 @@
 /* The memory of a VM without a vm-monitor or informant (doc/policy.md,
  * "Without an agent"). Nobody in the guest says when it runs short, so the
  * host reads what the guest's virtio balloon driver reports
- * (virDomainMemoryStats) every second while no resize runs, feeds each new
+ * (libvirt's balloon statistics, every VM's in one call a second: the clock
+ * below) while no resize runs, feeds each new
  * sample (QEMU's last_update moved) to the memory policy
  * (actuator/policy/mem-demand.h), and its goal sizes the VM's memory
  * through the core; the guest's exporter (<vmact:metrics>) stands in where
@@ -12,6 +13,7 @@
  * another size. Reports to the core through r->core. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -115,20 +117,20 @@ static bool feed(struct act_runner *r, const struct act_mem_sample *s)
 	return true;
 }
 
-static bool read_balloon(struct act_runner *r)
+/* The VM's part of the second's reading (struct hp_mem_stats_req). */
+static bool read_balloon(struct act_runner *r, const struct hp_mem_stats_req *q)
 {
-	struct hp_mem_stats ms;
-	struct vmact_err err = { 0 };
+	const struct hp_mem_stats ms = q->out;
 	act_time_t now = act_runner_now_ns(r);
 	struct act_mem_sample s;
 
-	if (hp_mem_stats_read_kept(r->env->hp, r->uuid, &r->dom, &ms, &err) < 0 ||
-	    ms.total_kib < ms.available_kib) {
+	if (q->rc < 0 || ms.total_kib < ms.available_kib) {
 		r->mem.has_balloon = false;
 		/* The exporter's figures carry on where the VM has one. */
 		if (r->rd.has_guest)
 			return false;
-		return no_figures(r, err.msg[0] ? err.msg : "MemAvailable above MemTotal");
+		return no_figures(r, q->rc < 0 && q->err.msg[0] ? q->err.msg
+								: "MemAvailable above MemTotal");
 	}
 	r->mem.balloon = ms;
 	r->mem.has_balloon = true;
@@ -194,28 +196,151 @@ static void resized(struct act_runner *r)
 		act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
 }
 
-/* Every second while no resize runs: the balloon's statistics (a libvirt
- * call that would wait for a resize's job), else the exporter's. */
-static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
-{
-	struct act_runner *r = ud;
-	bool changed;
+/* ---- the clock: every VM's balloon in one call a second ----
+ *
+ * One timer for all the VMs whose memory is sized here, on the whole
+ * seconds of the monotonic clock, and one call to libvirtd for all their
+ * statistics (hp_mem_stats_read_batch): 30 idle VMs wake vmactd no more
+ * often than one (doc/actuation.md, "vmactd's own footprint"). A call per
+ * VM cost vmactd about 7 wake-ups a second each (its thread waiting for
+ * the answer, libvirt's event thread told twice to stop and resume watching
+ * the socket). The clock exists while at least one VM has joined. */
+struct act_mem_clock {
+	sd_event_source *timer;
+	struct act_runner **vms; /* joined */
+	size_t n, cap;
+	/* The VMs of the second being read; a VM that leaves meanwhile (a
+	 * decision's consequences) leaves a NULL. */
+	struct act_runner **batch;
+	size_t nbatch;
+	bool ticking;
+};
 
-	/* The next whole second of the monotonic clock: every VM's reading
-	 * comes in one wake-up of the loop, 30 idle VMs wake vmactd no more
-	 * often than one (doc/actuation.md, "vmactd's own footprint"), and
-	 * on a policy tick too (a second is a whole number of them). The
-	 * first interval is up to a second short. */
-	sd_event_source_set_time(s, (usec + INTERVAL_USEC) / INTERVAL_USEC * INTERVAL_USEC);
+static void clock_free(struct act_runner_env *env)
+{
+	struct act_mem_clock *k = env->mem_clock;
+
+	sd_event_source_disable_unref(k->timer);
+	free(k->vms);
+	free(k);
+	env->mem_clock = NULL;
+}
+
+/* A VM's second: false while a resize runs (the call would wait for its
+ * job), and its size moved since the last sample. */
+static bool take_part(struct act_runner *r)
+{
 	if (r->rs.busy)
-		return 0;
+		return false;
 	if (r->mem.plugged && r->mem.plugged != r->st.using_.mem_bytes)
 		resized(r);
-	changed = read_balloon(r);
-	changed |= read_guest(r);
-	if (changed)
-		r->core->changed(r);
+	return true;
+}
+
+static int on_clock(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct act_runner_env *env = ud;
+	struct act_mem_clock *k = env->mem_clock;
+	struct hp_mem_stats_req *reqs = calloc(k->n, sizeof(*reqs));
+	struct act_runner **batch = calloc(k->n, sizeof(*batch));
+	size_t m = 0;
+
+	/* The next whole second, also a policy tick (a second is a whole
+	 * number of them). The first interval is up to a second short. */
+	sd_event_source_set_time(s, (usec + INTERVAL_USEC) / INTERVAL_USEC * INTERVAL_USEC);
+	if (!reqs || !batch) {
+		/* Tried again in a second; figures a second late are figures. */
+		free(reqs);
+		free(batch);
+		return 0;
+	}
+	for (size_t i = 0; i < k->n; i++) {
+		if (!take_part(k->vms[i]))
+			continue;
+		batch[m] = k->vms[i];
+		reqs[m] = (struct hp_mem_stats_req){ .uuid = batch[m]->uuid,
+						     .dom = &batch[m]->dom };
+		m++;
+	}
+	if (m)
+		hp_mem_stats_read_batch(env->hp, reqs, m);
+	k->batch = batch;
+	k->nbatch = m;
+	k->ticking = true;
+	for (size_t i = 0; i < m; i++) {
+		struct act_runner *r = batch[i];
+		bool changed;
+
+		if (!r)
+			continue;
+		changed = read_balloon(r, &reqs[i]);
+		changed |= read_guest(r);
+		if (changed)
+			r->core->changed(r);
+	}
+	k->ticking = false;
+	k->batch = NULL;
+	k->nbatch = 0;
+	free(batch);
+	free(reqs);
+	if (!k->n)
+		clock_free(env);
 	return 0;
+}
+
+static int clock_join(struct act_runner *r, struct vmact_err *err)
+{
+	struct act_runner_env *env = r->env;
+	struct act_mem_clock *k = env->mem_clock;
+	int ret;
+
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return vmact_err_set(err, ENOMEM, "out of memory");
+		ret = sd_event_add_time(env->event, &k->timer, CLOCK_MONOTONIC, 0, 1000, on_clock,
+					env);
+		if (ret >= 0)
+			ret = sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
+		if (ret < 0) {
+			sd_event_source_disable_unref(k->timer);
+			free(k);
+			return vmact_err_set(err, -ret, "cannot add the memory timer: %s",
+					     strerror(-ret));
+		}
+		env->mem_clock = k;
+	}
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 8;
+		struct act_runner **v = realloc(k->vms, cap * sizeof(*v));
+
+		if (!v)
+			return vmact_err_set(err, ENOMEM, "out of memory");
+		k->vms = v;
+		k->cap = cap;
+	}
+	k->vms[k->n++] = r;
+	/* The first reading at once: the figures before any decision. */
+	sd_event_source_set_time(k->timer, 0);
+	return 0;
+}
+
+static void clock_leave(struct act_runner *r)
+{
+	struct act_mem_clock *k = r->env->mem_clock;
+
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->nbatch; i++)
+		if (k->batch[i] == r)
+			k->batch[i] = NULL;
+	for (size_t i = 0; i < k->n; i++)
+		if (k->vms[i] == r) {
+			k->vms[i] = k->vms[--k->n];
+			break;
+		}
+	if (!k->n && !k->ticking)
+		clock_free(r->env);
 }
 
 int act_runner_memory_start(struct act_runner *r, struct vmact_err *err)
@@ -231,17 +356,14 @@ int act_runner_memory_start(struct act_runner *r, struct vmact_err *err)
 	/* Until the first sample, the memory stays as it is. */
 	act_state_update_mem_goal(&r->st, true, r->st.using_.mem_bytes);
 	r->mem.plugged = r->st.using_.mem_bytes;
-	/* The first reading at once: the figures before any decision. */
-	ret = sd_event_add_time_relative(r->env->event, &r->mem.timer, CLOCK_MONOTONIC, 0, 1000,
-					 on_tick, r);
-	if (ret >= 0)
-		ret = sd_event_source_set_enabled(r->mem.timer, SD_EVENT_ON);
-	if (ret < 0)
-		return vmact_err_set(err, -ret, "cannot add the memory timer: %s", strerror(-ret));
-	return 0;
+	ret = clock_join(r, err);
+	r->mem.joined = ret == 0;
+	return ret;
 }
 
 void act_runner_memory_free(struct act_runner *r)
 {
-	r->mem.timer = sd_event_source_disable_unref(r->mem.timer);
+	if (r->mem.joined)
+		clock_leave(r);
+	r->mem.joined = false;
 }

@@ -149,8 +149,8 @@ struct act_runner_readings {
  * evidence (actuator/policy/mem-demand.h): its balloon's statistics, read
  * every second while no resize runs, or the guest's exporter. */
 struct act_runner_memory {
-	bool host; /* this VM's memory is sized here */
-	sd_event_source *timer;
+	bool host;   /* this VM's memory is sized here */
+	bool joined; /* to the env's clock (memory.c) */
 	struct act_mem_policy policy;
 	struct act_mem_demand demand;
 	bool has_dec;

@@ -76,6 +76,9 @@ struct act_runner_env {
 	struct act_inf_drain *inf_draining;
 	void (*inf_drained)(void *ud);
 	void *inf_drained_ud;
+	/* runner/memory.c's one clock for the balloons of every VM whose
+	 * memory is sized here: there while one is. */
+	struct act_mem_clock *mem_clock;
 };
 
 /* Starts managing a running VM: finds its QEMU process and cgroup,
