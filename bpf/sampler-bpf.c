@@ -57,6 +57,7 @@ struct smp_bpf {
 	/* Registered VMs per entry of the tgid table (sampler.bpf.c), when
 	 * the table is on (the .bss is mmapped); else NULL. */
 	uint32_t *tgid_refs;
+	unsigned tgid_mask; /* the programs' tgid_mask */
 };
 
 static struct smp_bpf *to_bpf(struct smp_be *b)
@@ -231,6 +232,14 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 		return vmact_err_set(err, errno, "BPF open failed: %s",
 				     smp_libbpf_msg[0] ? smp_libbpf_msg : strerror(errno));
 	s->skel->rodata->per_thread = s->per_thread;
+	if (cfg->tgid_table_entries > SMP_TGID_TABLE ||
+	    (cfg->tgid_table_entries & (cfg->tgid_table_entries - 1)))
+		return vmact_err_set(err, EINVAL,
+				     "sampler: the tgid table's entries (%u) must be a power of two "
+				     "up to %u",
+				     cfg->tgid_table_entries, SMP_TGID_TABLE);
+	s->tgid_mask = cfg->tgid_table_entries ? cfg->tgid_table_entries - 1 : SMP_TGID_TABLE - 1;
+	s->skel->rodata->tgid_mask = s->tgid_mask;
 	if (bpf_map__set_max_entries(s->skel->maps.vmact_vms, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_stats, s->max_vms) ||
 	    bpf_map__set_max_entries(s->skel->maps.vmact_readout, s->max_vms) ||
@@ -413,7 +422,7 @@ static int delete_task_entries(struct smp_bpf *s, pid_t tgid, struct vmact_err *
  * slower. */
 static void tgid_table(struct smp_bpf *s, pid_t tgid, unsigned slot, bool on)
 {
-	unsigned i = (unsigned)tgid % SMP_TGID_TABLE;
+	unsigned i = (unsigned)tgid & s->tgid_mask;
 	__u64 *e;
 
 	if (!s->tgid_refs)

@@ -71,8 +71,12 @@ struct smp_readout {
 #define SMP_RECOVER_MIN_NS 50000
 
 /* The tgid table in sampler.bpf.c's .bss (vmact_tgid_table): entries, and
- * the slot+1 value meaning "more than one VM here, ask vmact_vms". */
-#define SMP_TGID_TABLE  65536
+ * the slot+1 value meaning "more than one VM here, ask vmact_vms". 8192
+ * entries (64 KiB, mapped into vmactd for as long as it runs): with 1024
+ * VMs, the sampler's most, about 6 % of them share an entry with another
+ * (their events then cost a hash lookup, as without the table), and a
+ * process of no VM meets a shared entry about as rarely. */
+#define SMP_TGID_TABLE  8192
 #define SMP_TGID_SHARED 0xffffffffu
 
 /* Value of vmact_vms (HASH, QEMU tgid -> VM). */

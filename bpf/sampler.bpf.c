@@ -23,9 +23,12 @@
 
 /* Knobs set by the loader between open and load. */
 const volatile bool per_thread = true;
+/* The tgid table's index mask: SMP_TGID_TABLE - 1, or fewer entries for
+ * the tests of shared entries (smp_config.tgid_table_mask). */
+const volatile __u32 tgid_mask = SMP_TGID_TABLE - 1;
 
-/* A direct-mapped table in front of vmact_vms, indexed by tgid %
- * SMP_TGID_TABLE: 0 where no registered VM's tgid maps, (slot + 1) << 32 |
+/* A direct-mapped table in front of vmact_vms, indexed by tgid &
+ * tgid_mask: 0 where no registered VM's tgid maps, (slot + 1) << 32 |
  * tgid where exactly one does, SMP_TGID_SHARED << 32 where several do
  * (then vmact_vms answers). The loader keeps it through the mmapped .bss,
  * setting an entry once the VM is in vmact_vms and clearing it before the
@@ -96,7 +99,7 @@ static __always_inline struct smp_task *vm_task(__u32 tid, __u32 tgid,
 	__u32 slot, s1;
 
 	if (vmact_tgid_table_on)
-		e = vmact_tgid_table[tgid & (SMP_TGID_TABLE - 1)];
+		e = vmact_tgid_table[tgid & tgid_mask & (SMP_TGID_TABLE - 1)];
 	s1 = e >> 32;
 	if (s1 == SMP_TGID_SHARED) {
 		vm = bpf_map_lookup_elem(&vmact_vms, &tgid);

@@ -47,6 +47,11 @@ struct smp_config {
 	/* BPF: the watch's tick in ms (policy.tick_ms; 0: no watch), see
 	 * smp_watch_vm(). */
 	unsigned watch_tick_ms;
+	/* BPF, tests only: the tgid table's entries (a power of two, at most
+	 * SMP_TGID_TABLE; 0: all of them). 1 puts every VM in one shared
+	 * entry, the path a real host takes for the few VMs whose QEMU pids
+	 * meet in the table. */
+	unsigned tgid_table_entries;
 };
 
 struct smp_sampler;

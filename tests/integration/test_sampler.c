@@ -355,6 +355,47 @@ static void test_bpf_raw_tp_busy_threads(void **state)
 	test_bpf_ground_truth(state, true);
 }
 
+/* Every VM in one shared entry of the tgid table (a table of one entry),
+ * beside a busy process of no VM whose events meet that entry too: each
+ * VM's load is still exactly its K (vmact_vms answers for the entry), the
+ * neighbour's threads count for none of them, and a VM that leaves the
+ * entry leaves the others counted. On a real host only the VMs whose QEMU
+ * pids meet in the table take this path (bpf/sampler-types.h). */
+static void test_bpf_shared_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF,
+				  .pin_root = f->pin_root,
+				  .tgid_table_entries = 1 };
+	struct vmact_err err = { 0 };
+	struct smp_reading r1, r2;
+
+	if (smp_open(&cfg, &f->s, &err) < 0)
+		fail_msg("smp_open: %s", err.msg);
+	add_proc(f, spawn_busy(1)); /* the neighbour, never registered */
+	add_proc(f, spawn_busy(1));
+	add_proc(f, spawn_busy(2));
+	reg(f->s, "shared-k1", f->procs[1], NULL);
+	reg(f->s, "shared-k2", f->procs[2], NULL);
+	sleep(MEASURE_S);
+	rd(f->s, "shared-k1", &r1);
+	rd(f->s, "shared-k2", &r2);
+	print_reading("shared-k1", &r1);
+	print_reading("shared-k2", &r2);
+	check_busy(&r1, 1, 1.01);
+	check_busy(&r2, 2, fmin(2, (double)ncpus()) * 1.01);
+	assert_int_equal(smp_unregister(f->s, "shared-k1", &err), 0);
+	sleep(MEASURE_S);
+	rd(f->s, "shared-k2", &r2);
+	print_reading("shared-k2", &r2);
+	check_busy(&r2, 2, fmin(2, (double)ncpus()) * 1.01);
+	/* Not a power of two: refused, naming the rule. */
+	cfg.tgid_table_entries = 3;
+	cfg.pin_root = "/sys/fs/bpf/vmact-smp-refused";
+	assert_int_equal(smp_open(&cfg, &f->s2, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "power of two"));
+}
+
 static void write_file(const char *dir, const char *file, const char *fmt, ...)
 {
 	char path[256], buf[64];
@@ -1267,6 +1308,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_read_prog, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_busy_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_busy_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_shared_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_taskstats_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_sleepers, setup, teardown),
