@@ -22,6 +22,7 @@
 #include "agent-glue/codec/exporter.h"
 #include "base/log.h"
 #include "base/quantity.h"
+#include "base/time.h"
 
 /* No new sample for this long: the guest stopped sending statistics. */
 #define STALE_NS ACT_SEC(60)
@@ -245,9 +246,13 @@ static int on_clock(sd_event_source *s, uint64_t usec, void *ud)
 	struct act_runner **batch = calloc(k->n, sizeof(*batch));
 	size_t m = 0;
 
-	/* The next whole second, also a policy tick (a second is a whole
-	 * number of them). The first interval is up to a second short. */
-	sd_event_source_set_time(s, (usec + INTERVAL_USEC) / INTERVAL_USEC * INTERVAL_USEC);
+	/* The next whole second after now, also a policy tick (a second is
+	 * a whole number of them); from now, not from when it was due: a
+	 * loop that came late, or the first reading (due at once), skips
+	 * what it missed instead of catching up a second at a time. */
+	(void)usec;
+	sd_event_source_set_time(s, (vmact_loop_now_usec(env->event) + INTERVAL_USEC) /
+					    INTERVAL_USEC * INTERVAL_USEC);
 	if (!reqs || !batch) {
 		/* Tried again in a second; figures a second late are figures. */
 		free(reqs);
@@ -298,8 +303,8 @@ static int clock_join(struct act_runner *r, struct vmact_err *err)
 		k = calloc(1, sizeof(*k));
 		if (!k)
 			return vmact_err_set(err, ENOMEM, "out of memory");
-		ret = sd_event_add_time(env->event, &k->timer, CLOCK_MONOTONIC, 0, 1000, on_clock,
-					env);
+		ret = sd_event_add_time(env->event, &k->timer, CLOCK_MONOTONIC,
+					vmact_loop_now_usec(env->event), 1000, on_clock, env);
 		if (ret >= 0)
 			ret = sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
 		if (ret < 0) {
@@ -321,7 +326,7 @@ static int clock_join(struct act_runner *r, struct vmact_err *err)
 	}
 	k->vms[k->n++] = r;
 	/* The first reading at once: the figures before any decision. */
-	sd_event_source_set_time(k->timer, 0);
+	sd_event_source_set_time(k->timer, vmact_loop_now_usec(env->event));
 	return 0;
 }
 
