@@ -265,8 +265,8 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/sampler-types.h bpf/vcpu-comm.bpf.h $(VMLI
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@.tmp
 	@# The DWARF goes (BTF stays): the object is embedded in vmactd, whose
-	@# private memory its pages would be (doc/actuation.md, "vmactd's own
-	@# footprint"); bcc's libbpf-tools strip theirs the same way.
+	@# private memory its pages would be (doc/actuation.md,
+	@# "vmactd's own footprint"); bcc's libbpf-tools strip theirs the same way.
 	$(Q)$(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o

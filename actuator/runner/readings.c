@@ -344,7 +344,7 @@ static uint64_t throttled_delta(struct act_runner *r, unsigned vcpus)
  * load has ended" (no vCPU runnable when a tick closed) is then "no vCPU
  * was runnable in any of it": a guest that only blinked would have shown
  * a runnable vCPU at one of those ticks, and the floor its load average
- * sets (doc/policy.md, "The guest's own load average") applies as it did. */
+ * sets (doc/policy.md, "The reactive policy") applies as it did. */
 static void feed_window(struct act_runner *r, const struct smp_window *sw, bool slow)
 {
 	unsigned vcpus = plugged_vcpus(r, 0) ? plugged_vcpus(r, 0) : 1;
