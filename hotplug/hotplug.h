@@ -213,7 +213,7 @@ struct hp_meta {
 	 * with monitor, informant, metrics, scaling or a CPU policy. */
 	char runner_listen[80];
 	/* <vmact:migration enabled="true"/>: vmact may live-migrate the VM to
-	 * another host (doc/cluster.md, "Moving VMs between hosts"); off
+	 * another host of its cluster (doc/domain.md, "The metadata"); off
 	 * unless said. */
 	bool migration;
 };
