@@ -68,6 +68,11 @@ struct cl_claim {
 	 * timeout. */
 	char channel[80];
 	char ack[128];
+	/* How long the answer may take (claim.ack_timeout_s; 30 s): longer
+	 * than a health probe's, since a healthy standby that is slow to
+	 * answer on a busy host is worth more than the cold boot that would
+	 * replace it. */
+	uint64_t ack_timeout_usec;
 };
 /* The virtio-serial channel's name, or NULL for a serial port. */
 static inline const char *cl_config_claim_virtio(const struct cl_claim *c)
