@@ -212,6 +212,10 @@ struct hp_meta {
 	 * none. A numeric TCP address with a non-zero port; never set together
 	 * with monitor, informant, metrics, scaling or a CPU policy. */
 	char runner_listen[80];
+	/* <vmact:migration enabled="true"/>: vmact may live-migrate the VM to
+	 * another host of its cluster (doc/domain.md, "The metadata"); off
+	 * unless said. */
+	bool migration;
 };
 
 /* Parses the single <vmact:autoscaling> element (as returned by
@@ -232,6 +236,9 @@ struct hp_meta_change {
 	/* mode="recommend", or no mode attribute (active): vmactl set --mode,
 	 * vmactl enable --recommend */
 	bool set_mode, recommend;
+	/* <vmact:migration enabled=...>: vmactl set --migration, vmactl
+	 * enable --migration. Off removes the element (off is the default). */
+	bool set_migration, migration;
 };
 
 /* Applies ch to a <vmact:autoscaling> element (text as virDomainGetMetadata

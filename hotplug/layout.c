@@ -446,9 +446,11 @@ void hp_layout_default_bounds(const struct hp_layout *l, struct vmact_resources 
 }
 
 int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_resources *max,
-			 enum hp_mem_method method, bool recommend, char **out,
+			 enum hp_mem_method method, const struct hp_meta_change *opts, char **out,
 			 struct vmact_err *err)
 {
+	bool recommend = opts && opts->set_mode && opts->recommend;
+	bool migration = opts && opts->set_migration && opts->migration;
 	char a[32], b[32], c[32], d[32];
 	struct hp_meta m;
 	char *xml = NULL;
@@ -466,9 +468,10 @@ int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_r
 	 * namespace", libvirt 9.0). */
 	if (asprintf(&xml,
 		     "<autoscaling enabled=\"true\"%s><cpu min=\"%s\" max=\"%s\"/>"
-		     "<memory min=\"%s\" max=\"%s\" method=\"%s\"/></autoscaling>",
+		     "<memory min=\"%s\" max=\"%s\" method=\"%s\"/>%s</autoscaling>",
 		     recommend ? " mode=\"recommend\"" : "", a, b, c, d,
-		     method == HP_METHOD_DIMM ? "dimm" : "virtio-mem") < 0)
+		     method == HP_METHOD_DIMM ? "dimm" : "virtio-mem",
+		     migration ? "<migration enabled=\"true\"/>" : "") < 0)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if ((r = hp_meta_parse(xml, &m, err)) < 0) {
 		free(xml);

@@ -71,10 +71,11 @@ void hp_layout_default_bounds(const struct hp_layout *l, struct vmact_resources 
 			      struct vmact_resources *max);
 
 /* A new <vmact:autoscaling enabled="true"> element with these bounds and
- * memory method, and mode="recommend" when recommend is set (the element
- * `vmactl enable [--recommend]` writes), without a namespace
- * declaration, as virDomainSetMetadata takes it; checked by hp_meta_parse
- * before it is returned. *out is malloc'd. */
+ * memory method, mode="recommend" and <vmact:migration enabled="true"/>
+ * when opts (may be NULL) sets them (the element `vmactl enable
+ * [--recommend] [--migration]` writes), without a namespace declaration,
+ * as virDomainSetMetadata takes it; checked by hp_meta_parse before it is
+ * returned. *out is malloc'd. */
 int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_resources *max,
-			 enum hp_mem_method method, bool recommend, char **out,
+			 enum hp_mem_method method, const struct hp_meta_change *opts, char **out,
 			 struct vmact_err *err);

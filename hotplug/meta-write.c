@@ -39,6 +39,26 @@ static int set_q(xmlNodePtr n, const char *el, const char *attr, bool milli, uin
 	return 0;
 }
 
+/* The element in root's namespace, as the operator's other children are
+ * written (prefixed in a domain definition, bare from virDomainGetMetadata). */
+static int set_migration(xmlNodePtr root, bool on, struct vmact_err *err)
+{
+	xmlNodePtr n = hpx_child(root, "migration");
+
+	if (!on) {
+		if (n) {
+			xmlUnlinkNode(n);
+			xmlFreeNode(n);
+		}
+		return 0;
+	}
+	if (!n)
+		n = xmlNewChild(root, root->ns, BAD_CAST "migration", NULL);
+	if (!n || !xmlSetProp(n, BAD_CAST "enabled", BAD_CAST "true"))
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
 int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 		 struct hp_meta *parsed, struct vmact_err *err)
 {
@@ -77,6 +97,8 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 			xmlUnsetProp(root, BAD_CAST "mode");
 		}
 	}
+	if (ch->set_migration && (r = set_migration(root, ch->migration, err)) < 0)
+		return r;
 	if (ch->set_paused) {
 		if (ch->paused) {
 			if (!xmlSetProp(root, BAD_CAST "paused", BAD_CAST "true"))

@@ -17,6 +17,7 @@
  *     <vmact:pod namespace="default" name="db-1" uid="..."/>
  *     <vmact:metrics endpoint="http://10.0.3.9:9100" lfc="http://10.0.3.9:9499"/>
  *     <vmact:policy cpu="reactive" shrink="quota"/>
+ *     <vmact:migration enabled="true"/>  (vmact may live-migrate it; default off)
  *   </vmact:autoscaling>
  *
  * A VM sized elsewhere (a NeonVM controller calling the runner's CPU API)
@@ -374,6 +375,19 @@ static int parse_runner(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
+/* <vmact:migration enabled="true|false"/>: whether vmact may move the VM
+ * to another host. Off unless said: a VM's network or storage may not
+ * survive a move, and only its operator knows. */
+static int parse_migration(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+{
+	static const char *const a[] = { "enabled", NULL };
+	int r;
+
+	if ((r = check_attrs(n, a, err)) < 0)
+		return r;
+	return attr_bool(n, "enabled", true, NULL, &m->migration, err);
+}
+
 static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "namespace", "name", "uid", NULL };
@@ -395,11 +409,17 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 		int (*parse)(xmlNodePtr, struct hp_meta *, struct vmact_err *);
 		bool required;
 	} elems[] = {
-		{ "cpu", parse_cpu, true },          { "memory", parse_memory, true },
-		{ "compute-unit", parse_cu, false }, { "scaling", NULL, false },
-		{ "monitor", parse_monitor, false }, { "informant", parse_informant, false },
-		{ "pod", parse_pod, false },         { "metrics", parse_metrics, false },
-		{ "policy", parse_policy, false },   { "runner", parse_runner, false },
+		{ "cpu", parse_cpu, true },
+		{ "memory", parse_memory, true },
+		{ "compute-unit", parse_cu, false },
+		{ "scaling", NULL, false },
+		{ "monitor", parse_monitor, false },
+		{ "informant", parse_informant, false },
+		{ "pod", parse_pod, false },
+		{ "metrics", parse_metrics, false },
+		{ "policy", parse_policy, false },
+		{ "runner", parse_runner, false },
+		{ "migration", parse_migration, false },
 	};
 	static const char *const root_attrs[] = { "enabled", "paused", "mode", "refuse-invalid",
 						  NULL };

@@ -129,6 +129,7 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 	json_object_set_new(o, "desired", opt_res(v->has_desired, v->desired));
 	json_object_set_new(o, "mode", json_string(v->recommend ? "recommend" : "active"));
 	json_object_set_new(o, "recommended", opt_res(v->recommend && v->has_desired, v->desired));
+	json_object_set_new(o, "migration", json_pack("{s:b}", "enabled", v->migration));
 	json_object_set_new(o, "permit_short",
 			    v->permit_short[0] ? json_string(v->permit_short) : json_null());
 	json_object_set_new(o, "cannot_shrink",
@@ -203,8 +204,8 @@ static int body_quantity(json_t *body, const char *key, bool milli, bool *set, u
 int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
 			      struct vmact_err *err)
 {
-	static const char *const keys[] = { "min_cpu", "max_cpu", "min_memory", "max_memory",
-					    "mode" };
+	static const char *const keys[] = { "min_cpu",    "max_cpu", "min_memory",
+					    "max_memory", "mode",    "migration" };
 	_cleanup_(json_decrefp) json_t *body = NULL;
 	json_error_t je;
 	const char *key;
@@ -226,7 +227,7 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 		if (i == ARRAY_SIZE(keys))
 			return vmact_err_set(err, EINVAL,
 					     "unknown field '%s' (min_cpu, max_cpu, "
-					     "min_memory, max_memory, mode)",
+					     "min_memory, max_memory, mode, migration)",
 					     key);
 	}
 	if ((r = body_quantity(body, "min_cpu", true, &ch->set_min_cpu, &q[0], err)) < 0 ||
@@ -243,11 +244,17 @@ int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_chang
 		ch->set_mode = true;
 		ch->recommend = m[0] == 'r';
 	}
+	if ((v = json_object_get(body, "migration")) && !json_is_null(v)) {
+		if (!json_is_boolean(v))
+			return vmact_err_set(err, EINVAL, "migration: must be true or false");
+		ch->set_migration = true;
+		ch->migration = json_is_true(v);
+	}
 	if (!ch->set_min_cpu && !ch->set_max_cpu && !ch->set_min_mem && !ch->set_max_mem &&
-	    !ch->set_mode)
+	    !ch->set_mode && !ch->set_migration)
 		return vmact_err_set(err, EINVAL,
 				     "nothing to set (min_cpu, max_cpu, min_memory, "
-				     "max_memory, mode)");
+				     "max_memory, mode, migration)");
 	ch->min_milli_cpu = (uint32_t)q[0];
 	ch->max_milli_cpu = (uint32_t)q[1];
 	ch->min_mem_bytes = q[2];
@@ -297,5 +304,6 @@ json_t *act_json_domain_check(const struct act_domain_check *c)
 		json_object_set_new(o, "metadata_error", json_string(c->meta_error));
 	json_object_set_new(o, "live", c->has_live ? layout(&c->live) : json_null());
 	json_object_set_new(o, "definition", c->has_config ? layout(&c->config) : json_null());
+	json_object_set_new(o, "migration", json_pack("{s:b}", "enabled", c->migration));
 	return o;
 }

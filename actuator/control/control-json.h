@@ -80,6 +80,8 @@ struct act_vm_view {
 	struct vmact_resources desired;
 	/* mode="recommend": desired is its recommendation, never applied */
 	bool recommend;
+	/* <vmact:migration enabled="true"/>: vmact may move it to another host */
+	bool migration;
 	/* Why it does not get closer to desired ("" when nothing holds it):
 	 * a permit below what was asked (the scheduler's reason), a shrink
 	 * it cannot make (no approver, approver away or denying, memory the
@@ -149,12 +151,15 @@ struct act_domain_check {
 	/* The verdict: the running layout's when it runs, else the
 	 * definition's. */
 	bool ready;
+	/* Whether vmact may move it to another host: the request's, else the
+	 * metadata's (off without). */
+	bool migration;
 };
 json_t *act_json_domain_check(const struct act_domain_check *c);
 
 /* The body of POST /v1/vms/NAME/bounds: an object of min_cpu, max_cpu,
- * min_memory, max_memory (quantity strings) and mode ("recommend" or
- * "active"), at least one, into the set_* fields of ch. -EINVAL / -ERANGE naming the field. The body comes
+ * min_memory, max_memory (quantity strings), mode ("recommend" or
+ * "active") and migration (true or false), at least one, into the set_* fields of ch. -EINVAL / -ERANGE naming the field. The body comes
  * from a client: any bytes. */
 int act_control_bounds_decode(const char *text, size_t len, struct hp_meta_change *ch,
 			      struct vmact_err *err);

@@ -305,9 +305,12 @@ static void post_vm(struct act_control *c, const char *name, const char *what,
 									: 500;
 		return reply_error(reply, status, "%s", err.msg);
 	}
-	if (ch.set_mode)
-		act_event(c->events, name, ACT_EV_CONTROL, NULL, "mode %s set by the operator%s",
-			  ch.recommend ? "recommend" : "active",
+	if (ch.set_mode || ch.set_migration)
+		act_event(c->events, name, ACT_EV_CONTROL, NULL, "%s%s%s%s set by the operator%s",
+			  ch.set_mode ? "mode " : "",
+			  ch.set_mode ? (ch.recommend ? "recommend" : "active") : "",
+			  ch.set_mode && ch.set_migration ? ", " : "",
+			  ch.set_migration ? (ch.migration ? "migration on" : "migration off") : "",
 			  ch.set_min_cpu || ch.set_max_cpu || ch.set_min_mem || ch.set_max_mem
 				  ? " (and bounds)"
 				  : "");
@@ -370,8 +373,9 @@ static void post_domain(struct act_control *c, const char *dom, const char *what
 	if (what[0] == 'e') {
 		json_object_set_new(o, "done", json_string("enable"));
 		act_event(c->events, chk->name, ACT_EV_CONTROL, NULL,
-			  "enabled by the operator (bounds %s%s)", chk->bounds_from,
-			  bounds.set_mode && bounds.recommend ? ", mode recommend" : "");
+			  "enabled by the operator (bounds %s%s%s)", chk->bounds_from,
+			  bounds.set_mode && bounds.recommend ? ", mode recommend" : "",
+			  chk->migration ? ", migration on" : "");
 	}
 	reply_json(reply, 200, o);
 }

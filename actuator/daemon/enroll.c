@@ -94,6 +94,9 @@ int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_ch
 	}
 	if (any_bound(bounds))
 		out->bounds_from = "request";
+	out->migration = bounds && bounds->set_migration
+				 ? bounds->migration
+				 : !strcmp(out->meta_state, "valid") && out->meta.migration;
 	merge(bounds, &out->min, &out->max);
 
 	if (out->active) {
@@ -142,9 +145,7 @@ int act_enroll_enable(struct hp_conn *c, const char *dom, const struct hp_meta_c
 		return vmact_err_set(err, EINVAL, "%s: refused: %s (vmactl check %s)", out->name,
 				     first_blocker(out), out->name);
 	if (!strcmp(out->meta_state, "none")) {
-		r = hp_layout_meta_build(&out->min, &out->max, out->method,
-					 bounds && bounds->set_mode && bounds->recommend, &element,
-					 err);
+		r = hp_layout_meta_build(&out->min, &out->max, out->method, bounds, &element, err);
 		if (r >= 0)
 			r = hp_meta_put(c, out->uuid, element, err);
 		return r < 0 ? vmact_err_prefix(err, "%s", out->name) : 0;

@@ -199,6 +199,7 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	v->has_desired = r->ex.has_desired;
 	v->desired = r->ex.desired;
 	v->recommend = r->meta.recommend;
+	v->migration = r->meta.migration;
 	snprintf(v->permit_short, sizeof(v->permit_short), "%s",
 		 act_runner_text(r->plugin.short_why));
 	act_runner_shrink_blocked(r, v->cannot_shrink, sizeof(v->cannot_shrink));

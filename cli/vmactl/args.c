@@ -40,14 +40,19 @@ void ctl_usage(FILE *f, enum ctl_command c)
 	case CTL_SET:
 		fputs("Usage: vmactl set VM [--min-cpu CPUS] [--max-cpu CPUS]\n"
 		      "                     [--min-memory SIZE] [--max-memory SIZE]\n"
-		      "                     [--mode recommend|active] [--json]\n"
-		      "Changes the VM's bounds or mode, live, in its vmact metadata (and in its\n"
-		      "persistent definition): they survive a vmactd restart. CPUS: \"2\", \"500m\",\n"
-		      "\"1.5\"; SIZE: \"512Mi\", \"2Gi\" (Kubernetes quantities, as in the metadata).\n"
+		      "                     [--mode recommend|active] [--[no-]migration] [--json]\n"
+		      "Changes the VM's bounds, mode or migration, live, in its vmact metadata (and\n"
+		      "in its persistent definition): they survive a vmactd restart. CPUS: \"2\",\n"
+		      "\"500m\", \"1.5\"; SIZE: \"512Mi\", \"2Gi\" (Kubernetes quantities, as in the\n"
+		      "metadata).\n"
 		      "--min-mem and --max-mem are short for --min-memory and --max-memory.\n"
 		      "--mode recommend: vmactd decides as usual and reports each decision as a\n"
 		      "recommendation (events, show, metrics) but changes nothing; --mode active\n"
-		      "applies the current recommendation (permits and bounds as always).\n",
+		      "applies the current recommendation (permits and bounds as always).\n"
+		      "--migration: vmact may live-migrate the VM to another host of its cluster\n"
+		      "(<vmact:migration enabled=\"true\"/>); --no-migration (the default) keeps\n"
+		      "it where it runs. Turn it on only for a VM whose network and disks work on\n"
+		      "every host it could go to.\n",
 		      f);
 		break;
 	case CTL_PAUSE:
@@ -87,14 +92,15 @@ void ctl_usage(FILE *f, enum ctl_command c)
 	case CTL_ENABLE:
 		fputs("Usage: vmactl enable DOMAIN [--min-cpu CPUS] [--max-cpu CPUS]\n"
 		      "                            [--min-memory SIZE] [--max-memory SIZE]\n"
-		      "                            [--recommend] [--json]\n"
+		      "                            [--recommend] [--migration] [--json]\n"
 		      "Puts the domain under vmact: writes its vmact metadata (live and into its\n"
 		      "definition) with enabled=\"true\" and the bounds given; a bound not given\n"
 		      "keeps the metadata's, else takes the default: from the vCPUs and memory it\n"
 		      "boots with to the most its layout can reach. Refused, with vmactl check's\n"
 		      "report, when the layout cannot do the bounds. --recommend: in recommend\n"
 		      "mode (mode=\"recommend\"): decisions reported, nothing changed, until\n"
-		      "vmactl set makes it active (see vmactl set --help).\n",
+		      "vmactl set makes it active (see vmactl set --help). --migration: vmact may\n"
+		      "live-migrate it to another host (see vmactl set --help).\n",
 		      f);
 		break;
 	case CTL_DISABLE:
@@ -235,6 +241,12 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 			out->recommend = true;
 		} else if (strcmp(a, "--fix") == 0) {
 			out->fix = true;
+		} else if (strcmp(a, "--migration") == 0 || strcmp(a, "--no-migration") == 0) {
+			if (out->set_migration && out->migration != (a[2] == 'm'))
+				return vmact_err_set(err, EINVAL,
+						     "--migration and --no-migration together");
+			out->set_migration = true;
+			out->migration = a[2] == 'm';
 		} else if (is_opt(a, "--mode")) {
 			if ((r = opt_value(argc, argv, &i, "--mode", &out->mode, err)) < 0)
 				return r;
@@ -316,6 +328,11 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 	if (out->cmd != CTL_SET && out->mode)
 		return vmact_err_set(err, EINVAL, "%s: --mode is an option of `set`",
 				     names[out->cmd]);
+	if (out->cmd != CTL_SET && out->cmd != CTL_ENABLE && out->set_migration)
+		return vmact_err_set(err, EINVAL,
+				     "%s: --migration and --no-migration are options of `set` and "
+				     "`enable`",
+				     names[out->cmd]);
 	if (out->cmd != CTL_ENABLE && out->recommend)
 		return vmact_err_set(err, EINVAL,
 				     "%s: --recommend is an option of `enable` (vmactl set VM "
@@ -338,10 +355,11 @@ int ctl_args_parse(int argc, char **argv, const char *env_socket, struct ctl_arg
 				     names[out->cmd]);
 	if (out->cmd == CTL_SET || out->cmd == CTL_CHECK || out->cmd == CTL_ENABLE) {
 		if (out->cmd == CTL_SET && !out->min_cpu && !out->max_cpu && !out->min_mem &&
-		    !out->max_mem && !out->mode)
-			return vmact_err_set(err, EINVAL,
-					     "set: nothing to set (--min-cpu, --max-cpu, "
-					     "--min-memory, --max-memory, --mode)");
+		    !out->max_mem && !out->mode && !out->set_migration)
+			return vmact_err_set(
+				err, EINVAL,
+				"set: nothing to set (--min-cpu, --max-cpu, "
+				"--min-memory, --max-memory, --mode, --[no-]migration)");
 		if ((out->min_cpu &&
 		     (r = check_quantity("--min-cpu", out->min_cpu, true, err)) < 0) ||
 		    (out->max_cpu &&

@@ -37,6 +37,8 @@ struct ctl_args {
 	const char *mode;
 	bool recommend;
 	bool fix; /* check --fix */
+	/* set, enable: --migration (migration on) or --no-migration (off) */
+	bool set_migration, migration;
 	/* set, check, enable: quantities as given, checked ("2", "500m";
 	 * "512Mi", "2Gi") */
 	const char *min_cpu, *max_cpu, *min_mem, *max_mem;

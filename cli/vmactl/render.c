@@ -212,6 +212,17 @@ static void render_evidence(FILE *f, const json_t *e)
 			num(m, "kept_by_guest_s"));
 }
 
+/* The VM's migration setting; nothing from a vmactd that has none. */
+static void render_migration(FILE *f, const json_t *m)
+{
+	if (!json_is_object(m))
+		return;
+	fprintf(f, "Migration:   %s\n",
+		json_is_true(json_object_get(m, "enabled"))
+			? "on (vmact may move it to another host)"
+			: "off (it stays on this host)");
+}
+
 void ctl_render_show(FILE *f, const json_t *vm)
 {
 	const json_t *b = json_object_get(vm, "bounds"), *p = json_object_get(vm, "policy"),
@@ -245,6 +256,7 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	fprintf(f, "Bounds:      min %s, max %s\n", x, y);
 	ctl_fmt_res(json_object_get(vm, "compute_unit"), x, sizeof(x));
 	fprintf(f, "Compute unit: %s\n", x);
+	render_migration(f, json_object_get(vm, "migration"));
 	fprintf(f,
 		"Policy:      cpu %s, shrink %s (from the %s), load target %.2f, "
 		"memory target %.2f\n",
@@ -336,6 +348,7 @@ void ctl_render_check(FILE *f, const json_t *c)
 		json_object_get(c, "metadata_error") ? str(c, "metadata_error") : "");
 	fprintf(f, "Bounds:      %s to %s, memory by %s (%s)\n", min, max, str(c, "method"),
 		str(c, "bounds_from"));
+	render_migration(f, json_object_get(c, "migration"));
 	render_layout(f, "As it runs", json_object_get(c, "live"));
 	render_layout(f, "As defined (its next cold start)", json_object_get(c, "definition"));
 	fprintf(f, "Verdict:     %s\n",

@@ -109,6 +109,8 @@ static char *bounds_body(const struct ctl_args *a)
 		json_object_set_new(req, "mode", json_string(a->mode));
 	if (a->recommend)
 		json_object_set_new(req, "mode", json_string("recommend"));
+	if (a->set_migration)
+		json_object_set_new(req, "migration", json_boolean(a->migration));
 	body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	return body;
@@ -135,10 +137,16 @@ static int cmd_change(const struct ctl_args *a)
 		return fail(&err);
 	if (a->json)
 		print_json(doc);
-	else if (a->cmd == CTL_SET && a->mode)
-		printf("%s: %s%s (recorded in its metadata)\n", a->vm,
-		       a->mode[0] == 'r' ? "mode recommend: decisions are reported, nothing changes"
-					 : "mode active: decisions are applied",
+	else if (a->cmd == CTL_SET && (a->mode || a->set_migration))
+		printf("%s: %s%s%s%s (recorded in its metadata)\n", a->vm,
+		       !a->mode ? ""
+		       : a->mode[0] == 'r'
+			       ? "mode recommend: decisions are reported, nothing changes"
+			       : "mode active: decisions are applied",
+		       a->mode && a->set_migration ? "; " : "",
+		       !a->set_migration ? ""
+		       : a->migration    ? "migration on: vmact may move it to another host"
+					 : "migration off: it stays on this host",
 		       a->min_cpu || a->max_cpu || a->min_mem || a->max_mem ? "; bounds set" : "");
 	else if (a->cmd == CTL_SET)
 		printf("%s: bounds set (recorded in its metadata)\n", a->vm);
@@ -204,12 +212,15 @@ static int cmd_domain(const struct ctl_args *a)
 
 		ctl_fmt_res(json_object_get(doc, "min"), min, sizeof(min));
 		ctl_fmt_res(json_object_get(doc, "max"), max, sizeof(max));
-		printf("%s: enabled%s, bounds %s to %s (%s), memory by %s; vmactd takes it "
+		printf("%s: enabled%s, bounds %s to %s (%s), memory by %s%s; vmactd takes it "
 		       "over\n",
 		       json_string_value(json_object_get(doc, "name")),
 		       a->recommend ? " in recommend mode (nothing is changed)" : "", min, max,
 		       json_string_value(json_object_get(doc, "bounds_from")),
-		       json_string_value(json_object_get(doc, "method")));
+		       json_string_value(json_object_get(doc, "method")),
+		       json_is_true(json_object_get(json_object_get(doc, "migration"), "enabled"))
+			       ? ", migration on"
+			       : "");
 	}
 	json_decref(doc);
 	return 0;

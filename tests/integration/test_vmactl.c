@@ -424,6 +424,16 @@ static bool bounds_shown(void *unused)
 	return ok;
 }
 
+static bool migration_shown(void *want)
+{
+	json_t *doc = show();
+	bool ok = json_is_true(json_object_get(json_object_get(doc, "migration"), "enabled")) ==
+		  (want != NULL);
+
+	json_decref(doc);
+	return ok;
+}
+
 static void vmactl_set(void **state)
 {
 	struct hp_meta live, conf;
@@ -452,6 +462,29 @@ static void vmactl_set(void **state)
 	assert_int_equal(live.min.milli_cpu, 1000);
 	assert_int_equal(vmactl("set", fx.g.name, NULL), 2);
 	assert_int_equal(vmactl("set", fx.g.name, "--max-cpu", "two", NULL), 2);
+
+	/* The migration opt-in: into the metadata, live and defined, and
+	 * back out; vmactd shows what libvirt has. */
+	assert_false(live.migration);
+	assert_int_equal(vmactl("set", fx.g.name, "--migration", NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_true(live.migration);
+	assert_true(conf.migration);
+	assert_int_equal(live.max.milli_cpu, 2000);
+	if (!wait_until(migration_shown, "on", LIMIT_S))
+		fail_msg("show never had migration on");
+	assert_int_equal(vmactl("show", fx.g.name, NULL), 0);
+	text = th_read_file(fx.out);
+	assert_non_null(strstr(text, "Migration:   on"));
+	free(text);
+	assert_int_equal(vmactl("set", fx.g.name, "--no-migration", NULL), 0);
+	meta_of(VIR_DOMAIN_AFFECT_LIVE, &live);
+	meta_of(VIR_DOMAIN_AFFECT_CONFIG, &conf);
+	assert_false(live.migration);
+	assert_false(conf.migration);
+	if (!wait_until(migration_shown, NULL, LIMIT_S))
+		fail_msg("show never had migration off");
 }
 
 static bool state_is(void *want)

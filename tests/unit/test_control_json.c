@@ -343,6 +343,44 @@ static void meta_edit(void **state)
 		free(again);
 	}
 	free(out);
+	/* Migration on and off: the <vmact:migration> child, off being the
+	 * default (no element). */
+	memset(&ch, 0, sizeof(ch));
+	ch.set_migration = true;
+	ch.migration = true;
+	assert_int_equal(hp_meta_edit(META, &ch, &out, &m, &err), 0);
+	assert_true(m.migration);
+	assert_non_null(strstr(out, "<migration enabled=\"true\"/>"));
+	assert_non_null(strstr(out, "<!-- the operator's -->"));
+	{
+		char *again = NULL, *off = NULL;
+
+		/* On again: still one element. */
+		assert_int_equal(hp_meta_edit(out, &ch, &again, &m, &err), 0);
+		assert_true(m.migration);
+		assert_null(strstr(strstr(again, "<migration") + 1, "<migration"));
+		ch.migration = false;
+		assert_int_equal(hp_meta_edit(again, &ch, &off, &m, &err), 0);
+		assert_false(m.migration);
+		assert_null(strstr(off, "migration"));
+		assert_string_equal(m.monitor, "ws://127.0.0.1:1/m");
+		free(again);
+		free(off);
+	}
+	free(out);
+	/* The prefixed form of a domain definition keeps its prefix. */
+	memset(&ch, 0, sizeof(ch));
+	ch.set_migration = ch.migration = true;
+	assert_int_equal(hp_meta_edit("<vmact:autoscaling xmlns:vmact=\"" HP_NS_URI
+				      "\" enabled=\"true\">"
+				      "<vmact:cpu min=\"1\" max=\"4\"/>"
+				      "<vmact:memory min=\"512Mi\" max=\"2Gi\" method=\"dimm\"/>"
+				      "</vmact:autoscaling>",
+				      &ch, &out, &m, &err),
+			 0);
+	assert_true(m.migration);
+	assert_non_null(strstr(out, "<vmact:migration enabled=\"true\"/>"));
+	free(out);
 #define BODY                         \
 	"<cpu min=\"1\" max=\"4\"/>" \
 	"<memory min=\"512Mi\" max=\"2Gi\" method=\"virtio-mem\"/>"
@@ -413,6 +451,8 @@ static void bounds_body(void **state)
 		"{\"max_cpu\":null}",
 		"{\"mode\":\"off\"}",
 		"{\"mode\":true}",
+		"{\"migration\":\"on\"}",
+		"{\"migration\":1}",
 	};
 
 	(void)state;
@@ -437,6 +477,19 @@ static void bounds_body(void **state)
 						   strlen("{\"mode\":\"active\"}"), &ch, &err),
 			 0);
 	assert_true(ch.set_mode && !ch.recommend);
+	assert_false(ch.set_migration);
+	/* Migration alone is a change (vmactl set --[no-]migration). */
+	memset(&ch, 0, sizeof(ch));
+	assert_int_equal(act_control_bounds_decode("{\"migration\":true}",
+						   strlen("{\"migration\":true}"), &ch, &err),
+			 0);
+	assert_true(ch.set_migration && ch.migration && !ch.set_mode);
+	memset(&ch, 0, sizeof(ch));
+	assert_int_equal(act_control_bounds_decode("{\"migration\":false,\"max_cpu\":\"2\"}",
+						   strlen("{\"migration\":false,\"max_cpu\":\"2\"}"),
+						   &ch, &err),
+			 0);
+	assert_true(ch.set_migration && !ch.migration && ch.set_max_cpu);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&ch, 0, sizeof(ch));
 		memset(&err, 0, sizeof(err));

@@ -54,6 +54,28 @@ static void meta_full(void **state)
 	assert_string_equal(m.pod_namespace, "default");
 	assert_string_equal(m.pod_name, "db-1");
 	assert_string_equal(m.pod_uid, "0b5e");
+	/* No <vmact:migration>: vmact does not move it. */
+	assert_false(m.migration);
+}
+
+/* <vmact:migration enabled=...>, both ways, in both spellings. */
+static void meta_migration(void **state)
+{
+	static const char on[] = "<vmact:autoscaling " NS " enabled='true'>"
+				 "<vmact:cpu min='1' max='2'/>"
+				 "<vmact:memory min='1Gi' max='2Gi' method='dimm'/>"
+				 "<vmact:migration enabled='true'/></vmact:autoscaling>";
+	static const char off[] = "<autoscaling enabled='true'><cpu min='1' max='2'/>"
+				  "<memory min='1Gi' max='2Gi' method='dimm'/>"
+				  "<migration enabled='false'/></autoscaling>";
+	struct hp_meta m;
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hp_meta_parse(on, &m, &err), 0);
+	assert_true(m.migration);
+	assert_int_equal(hp_meta_parse(off, &m, &err), 0);
+	assert_false(m.migration);
 }
 
 static void meta_minimal_other_prefix(void **state)
@@ -210,6 +232,13 @@ static const struct bad_case bad[] = {
 	{ WRAP(CPU), "missing element <vmact:memory>" },
 	{ WRAP(CPU MEM "<vmact:cpus/>"), "unknown element <vmact:cpus>" },
 	{ WRAP(CPU CPU MEM), "<vmact:cpu>: duplicate element" },
+	{ WRAP(CPU MEM "<vmact:migration/>"), "<vmact:migration>: missing attribute 'enabled'" },
+	{ WRAP(CPU MEM "<vmact:migration enabled='on'/>"),
+	  "<vmact:migration>: attribute 'enabled': 'on' is not true or false" },
+	{ WRAP(CPU MEM "<vmact:migration enabled='true' live='true'/>"),
+	  "<vmact:migration>: unknown attribute 'live'" },
+	{ WRAP(CPU MEM "<vmact:migration enabled='true'/><vmact:migration enabled='false'/>"),
+	  "<vmact:migration>: duplicate element" },
 	{ WRAP("<vmact:cpu min='1' max='2' mx='3'/>" MEM), "<vmact:cpu>: unknown attribute 'mx'" },
 	{ WRAP("<vmact:cpu min='3' max='2'/>" MEM), "<vmact:cpu>: min 3000 m above max 2000 m" },
 	{ WRAP("<vmact:cpu min='1'/>" MEM), "<vmact:cpu>: missing attribute 'max'" },
@@ -488,6 +517,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(meta_full),
+		cmocka_unit_test(meta_migration),
 		cmocka_unit_test(meta_minimal_other_prefix),
 		cmocka_unit_test(meta_as_libvirt_returns_it),
 		cmocka_unit_test(meta_informant),

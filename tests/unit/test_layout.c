@@ -310,12 +310,13 @@ static void doc_example(void **state)
 static void meta_build(void **state)
 {
 	struct vmact_resources min = { 1000, 512 * MI }, max = { 4000, 1536 * MI };
+	struct hp_meta_change opts = { 0 };
 	struct vmact_err err = { 0 };
 	_cleanup_free_ char *xml = NULL, *xml2 = NULL;
 	struct hp_meta m;
 
 	(void)state;
-	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, false, &xml, &err),
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, NULL, &xml, &err),
 			 0);
 	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
 	/* libvirt 9.0 refuses an element that declares its namespace. */
@@ -325,15 +326,26 @@ static void meta_build(void **state)
 	assert_int_equal(m.max.mem_bytes, 1536 * MI);
 	assert_int_equal(m.method, HP_METHOD_VIRTIO_MEM);
 	assert_false(m.recommend);
+	assert_false(m.migration);
 	/* vmactl enable --recommend */
-	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, true, &xml2, &err), 0);
+	opts.set_mode = opts.recommend = true;
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, &opts, &xml2, &err), 0);
 	assert_int_equal(hp_meta_parse(xml2, &m, &err), 0);
 	assert_int_equal(m.method, HP_METHOD_DIMM);
 	assert_true(m.recommend);
+	assert_false(m.migration);
+	/* vmactl enable --migration */
+	free(xml2);
+	xml2 = NULL;
+	opts = (struct hp_meta_change){ .set_migration = true, .migration = true };
+	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_DIMM, &opts, &xml2, &err), 0);
+	assert_int_equal(hp_meta_parse(xml2, &m, &err), 0);
+	assert_true(m.migration);
+	assert_false(m.recommend);
 	/* min above max: refused by the reader's own rule. */
 	free(xml2);
 	xml2 = NULL;
-	assert_true(hp_layout_meta_build(&max, &min, HP_METHOD_DIMM, false, &xml2, &err) < 0);
+	assert_true(hp_layout_meta_build(&max, &min, HP_METHOD_DIMM, NULL, &xml2, &err) < 0);
 	assert_null(xml2);
 }
 

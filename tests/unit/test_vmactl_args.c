@@ -125,6 +125,37 @@ static const struct args_case cases[] = {
 	  CTL_SET,
 	  NULL,
 	  NULL },
+	/* Migration: set and enable take --migration and --no-migration. */
+	{ { "set", "vm-1", "--migration" }, NULL, 0, NULL, CTL_SET, "vm-1", NULL },
+	{ { "set", "vm-1", "--no-migration", "--max-cpu", "2" },
+	  NULL,
+	  0,
+	  NULL,
+	  CTL_SET,
+	  "vm-1",
+	  NULL },
+	{ { "enable", "vm-1", "--migration" }, NULL, 0, NULL, CTL_ENABLE, "vm-1", NULL },
+	{ { "set", "vm-1", "--migration", "--no-migration" },
+	  NULL,
+	  -EINVAL,
+	  "--migration and --no-migration together",
+	  CTL_SET,
+	  NULL,
+	  NULL },
+	{ { "show", "vm-1", "--migration" },
+	  NULL,
+	  -EINVAL,
+	  "--migration and --no-migration are options of `set` and `enable`",
+	  CTL_SHOW,
+	  NULL,
+	  NULL },
+	{ { "check", "vm-1", "--no-migration" },
+	  NULL,
+	  -EINVAL,
+	  "are options of `set` and `enable`",
+	  CTL_CHECK,
+	  NULL,
+	  NULL },
 };
 
 static void args_table(void **state)
@@ -166,6 +197,19 @@ static void args_table(void **state)
 		assert_int_equal(ctl_args_parse(4, en, NULL, &a, &err), 0);
 		assert_true(a.recommend);
 		assert_null(a.mode);
+		assert_false(a.set_migration);
+	}
+	{
+		char *on[] = { "vmactl", "enable", "db", "--migration" };
+		char *off[] = { "vmactl", "set", "db", "--no-migration", "--no-migration" };
+		struct vmact_err err = { 0 };
+		struct ctl_args a;
+
+		assert_int_equal(ctl_args_parse(4, on, NULL, &a, &err), 0);
+		assert_true(a.set_migration && a.migration);
+		/* Said twice the same way: once. */
+		assert_int_equal(ctl_args_parse(5, off, NULL, &a, &err), 0);
+		assert_true(a.set_migration && !a.migration);
 	}
 }
 
@@ -312,6 +356,20 @@ static void render_views(void **state)
 		   "\"recommended\":{\"milli_cpu\":2000,\"mem_bytes\":1073741824}}");
 	assert_non_null(strstr(t, "Mode:        recommend (decisions are reported"));
 	assert_non_null(strstr(t, "Recommended: 2/1Gi (runs with 1/1Gi; not applied)"));
+	assert_null(strstr(t, "Migration:"));
+	free(t);
+	/* The migration setting, in show and in check. */
+	t = render(ctl_render_show,
+		   "{\"name\":\"db-5\",\"uuid\":\"u\",\"state\":\"managed\",\"vcpus\":1,"
+		   "\"migration\":{\"enabled\":true}}");
+	assert_non_null(strstr(t, "Migration:   on (vmact may move it to another host)"));
+	free(t);
+	t = render(ctl_render_check,
+		   "{\"name\":\"db-5\",\"uuid\":\"u\",\"active\":true,\"persistent\":true,"
+		   "\"metadata\":\"valid\",\"bounds_from\":\"metadata\",\"method\":\"virtio-mem\","
+		   "\"ready\":true,\"live\":null,\"definition\":null,"
+		   "\"migration\":{\"enabled\":false}}");
+	assert_non_null(strstr(t, "Migration:   off (it stays on this host)"));
 	free(t);
 }
 
