@@ -81,8 +81,11 @@ layers-base       :=
 # cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
 CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
 	cluster/framework cluster/config
-TOOL_COMPONENTS := cli/vmactl $(CLUSTER_COMPONENTS) cloudprovider
+TOOL_COMPONENTS := cli/vmactl $(CLUSTER_COMPONENTS) cloudprovider node
 layers-cli/vmactl := shared base
+# node/ (vmact-node, in node images): the claim's codec and the kubelet's
+# files, on shared/ (the JSON codec by table) and base/ only.
+layers-node := shared base
 # cluster/ (vmact-groupd): each sub-layer uses those below it, the
 # transport, shared/ (the lease protocol) and base; the framework and the
 # configuration use base alone.
@@ -579,6 +582,19 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES)) \
 	$(addprefix $(COCKPITDIR)/,$(notdir $(COCKPIT))) $(addprefix $(DOCDIR)/,$(MONITORING))
+
+# vmact-node for a node image (vmact-node(8)): the program, its unit, the
+# kubelet's drop-in and the page; never part of a host's make install.
+.PHONY: install-node
+install-node: $(BUILD)/vmact-node
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(UNITDIR)/kubelet.service.d \
+		$(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(BUILD)/vmact-node $(DESTDIR)$(PREFIX)/sbin/vmact-node
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' node/vmact-node.service > $(DESTDIR)$(UNITDIR)/vmact-node.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-node.service
+	install -m 0644 node/kubelet-vmact-node.conf \
+		$(DESTDIR)$(UNITDIR)/kubelet.service.d/20-vmact-node.conf
+	install -m 0644 man/vmact-node.8 $(DESTDIR)$(MANDIR)/man8/vmact-node.8
 
 .PHONY: install-manifest
 install-manifest:

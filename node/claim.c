@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "node/claim.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "shared/json-desc.h"
+
+#define PREFIX "claim "
+
+/* Longer than anything this file accepts below, so that the table's
+ * bound never speaks first and the checks name the rule. */
+#define TEXT_MAX 1024
+
+#define FIELD(st, m, k, kind_, ...)                                                  \
+	{                                                                            \
+		.key = (k), .kind = VMACT_JSON_DESC_##kind_, .off = offsetof(st, m), \
+		.text_max = TEXT_MAX, __VA_ARGS__                                    \
+	}
+
+static const struct vmact_json_desc_field taint_fields[] = {
+	FIELD(struct nd_taint, key, "key", TEXT, .flags = VMACT_JSON_DESC_REQUIRED),
+	FIELD(struct nd_taint, value, "value", TEXT, .text_dflt = ""),
+	FIELD(struct nd_taint, effect, "effect", TEXT, .flags = VMACT_JSON_DESC_REQUIRED),
+};
+static const struct vmact_json_desc taint_desc = VMACT_JSON_DESC(struct nd_taint, taint_fields);
+
+_Static_assert(sizeof(struct nd_label) == sizeof(struct vmact_json_desc_pair) &&
+		       offsetof(struct nd_label, value) ==
+			       offsetof(struct vmact_json_desc_pair, value),
+	       "a label is a vmact_json_desc_pair");
+
+static const struct vmact_json_desc_field claim_fields[] = {
+	FIELD(struct nd_claim, group, "group", TEXT, .flags = VMACT_JSON_DESC_REQUIRED),
+	FIELD(struct nd_claim, name, "name", TEXT, .flags = VMACT_JSON_DESC_REQUIRED),
+	FIELD(struct nd_claim, provider_id, "provider_id", TEXT, .flags = VMACT_JSON_DESC_REQUIRED),
+	FIELD(struct nd_claim, labels, "labels", MAP,
+	      .count_off = offsetof(struct nd_claim, nlabels), .max = ND_LABELS_MAX),
+	FIELD(struct nd_claim, taints, "taints", ARRAY,
+	      .count_off = offsetof(struct nd_claim, ntaints), .max = ND_TAINTS_MAX,
+	      .desc = &taint_desc),
+};
+static const struct vmact_json_desc claim_desc = VMACT_JSON_DESC(struct nd_claim, claim_fields);
+
+static bool alnum_lower(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool alnum(char c)
+{
+	return alnum_lower(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* An RFC 1123 label: what a Node's name and a hostname may be. */
+static bool dns_label(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > max || !alnum_lower(s[0]) || !alnum_lower(s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!alnum_lower(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* An RFC 1123 subdomain (a label key's prefix). */
+static bool dns_subdomain(const char *s, size_t n)
+{
+	size_t start = 0;
+
+	if (!n || n > 253)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && s[i] != '.')
+			continue;
+		if (i == start || !alnum_lower(s[start]) || !alnum_lower(s[i - 1]))
+			return false;
+		for (size_t k = start; k < i; k++)
+			if (!alnum_lower(s[k]) && s[k] != '-')
+				return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+/* A label's name or value: up to 63 of [A-Za-z0-9-_.], alphanumeric at
+ * both ends (a value may also be empty). */
+static bool label_word(const char *s, size_t n, bool empty_ok)
+{
+	if (!n)
+		return empty_ok;
+	if (n > 63 || !alnum(s[0]) || !alnum(s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+/* A qualified name: [PREFIX/]NAME, as Kubernetes takes label and taint
+ * keys. */
+static bool qualified_name(const char *k)
+{
+	const char *slash = strchr(k, '/');
+
+	if (!slash)
+		return label_word(k, strlen(k), false);
+	return dns_subdomain(k, (size_t)(slash - k)) &&
+	       label_word(slash + 1, strlen(slash + 1), false);
+}
+
+static bool ns_is(const char *ns, size_t n, const char *dom)
+{
+	size_t d = strlen(dom);
+
+	return (n == d && !memcmp(ns, dom, n)) ||
+	       (n > d && ns[n - d - 1] == '.' && !memcmp(ns + n - d, dom, d));
+}
+
+/* The kubelet exits at start on a --node-labels key in the kubernetes.io
+ * or k8s.io namespaces (or below them) that it may not set on its own
+ * Node: only these keys, and the kubelet.kubernetes.io and
+ * node.kubernetes.io namespaces (and below them), are allowed
+ * (Kubernetes' ValidateKubeletFlags and IsKubeletLabel). */
+static bool kubelet_may_set(const char *k)
+{
+	static const char *const keys[] = {
+		"kubernetes.io/hostname",
+		"kubernetes.io/arch",
+		"kubernetes.io/os",
+		"beta.kubernetes.io/arch",
+		"beta.kubernetes.io/os",
+		"beta.kubernetes.io/instance-type",
+		"node.kubernetes.io/instance-type",
+		"failure-domain.beta.kubernetes.io/region",
+		"failure-domain.beta.kubernetes.io/zone",
+		"topology.kubernetes.io/region",
+		"topology.kubernetes.io/zone",
+	};
+	const char *slash = strchr(k, '/');
+	size_t n = slash ? (size_t)(slash - k) : 0;
+
+	if (!slash || (!ns_is(k, n, "kubernetes.io") && !ns_is(k, n, "k8s.io")))
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(k, keys[i]))
+			return true;
+	return ns_is(k, n, "kubelet.kubernetes.io") || ns_is(k, n, "node.kubernetes.io");
+}
+
+/* libvirt://HOST/UUID, as vmact-groupd names its VMs (doc/cluster.md,
+ * "State in libvirt"). */
+static bool provider_id(const char *p)
+{
+	static const char scheme[] = "libvirt://";
+	const char *host = p + sizeof(scheme) - 1, *slash, *u;
+
+	if (strncmp(p, scheme, sizeof(scheme) - 1))
+		return false;
+	slash = strchr(host, '/');
+	if (!slash || slash == host || slash - host > 253)
+		return false;
+	for (const char *c = host; c < slash; c++)
+		if (!alnum(*c) && *c != '-' && *c != '.' && *c != '_')
+			return false;
+	u = slash + 1;
+	if (strlen(u) != 36)
+		return false;
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? u[i] != '-'
+			 : !((u[i] >= '0' && u[i] <= '9') || (u[i] >= 'a' && u[i] <= 'f') ||
+			     (u[i] >= 'A' && u[i] <= 'F')))
+			return false;
+	}
+	return true;
+}
+
+/* What the table cannot say. Values are quoted only where they are
+ * names (a refusal goes to the console). */
+static int check(const struct nd_claim *c, struct vmact_err *err)
+{
+	static const char *const effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute" };
+
+	if (strlen(c->group) > 40 || !dns_label(c->group, 40))
+		return vmact_err_set(
+			err, EPROTO,
+			"group: \"%.64s\" is not a group's name ([a-z0-9-], 40 at most)", c->group);
+	if (!dns_label(c->name, 63))
+		return vmact_err_set(
+			err, EPROTO,
+			"name: \"%.64s\" is not a Node's name (an RFC 1123 label: [a-z0-9-], "
+			"63 at most)",
+			c->name);
+	if (!provider_id(c->provider_id))
+		return vmact_err_set(err, EPROTO,
+				     "provider_id: \"%.64s\" is not libvirt://HOST/UUID",
+				     c->provider_id);
+	for (size_t i = 0; i < c->nlabels; i++) {
+		const struct nd_label *l = &c->labels[i];
+
+		if (!qualified_name(l->key))
+			return vmact_err_set(err, EPROTO,
+					     "labels: \"%.64s\" is not a label key ([PREFIX/]NAME)",
+					     l->key);
+		if (!label_word(l->value, strlen(l->value), true))
+			return vmact_err_set(err, EPROTO,
+					     "labels: %.64s: the value is not a label value "
+					     "(63 at most of [A-Za-z0-9-_.])",
+					     l->key);
+		if (!kubelet_may_set(l->key))
+			return vmact_err_set(err, EPROTO,
+					     "labels: %.64s cannot be set by a kubelet on its own "
+					     "Node; set it after registration",
+					     l->key);
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(c->labels[k].key, l->key))
+				return vmact_err_set(err, EPROTO, "labels: %.64s: twice", l->key);
+	}
+	for (size_t i = 0; i < c->ntaints; i++) {
+		const struct nd_taint *t = &c->taints[i];
+		bool known = false;
+
+		if (!qualified_name(t->key))
+			return vmact_err_set(err, EPROTO,
+					     "taints[%zu]: key: \"%.64s\" is not a taint key "
+					     "([PREFIX/]NAME)",
+					     i, t->key);
+		if (!label_word(t->value, strlen(t->value), true))
+			return vmact_err_set(err, EPROTO,
+					     "taints[%zu]: value: not a taint value (63 at most of "
+					     "[A-Za-z0-9-_.])",
+					     i);
+		for (size_t k = 0; k < ARRAY_SIZE(effects); k++)
+			known |= !strcmp(t->effect, effects[k]);
+		if (!known)
+			return vmact_err_set(err, EPROTO,
+					     "taints[%zu]: effect: \"%.64s\" is not NoSchedule, "
+					     "PreferNoSchedule or NoExecute",
+					     i, t->effect);
+	}
+	return 0;
+}
+
+int nd_claim_parse(const char *line, size_t len, struct nd_claim *out, struct vmact_err *err)
+{
+	json_error_t je;
+	json_t *doc;
+	int r;
+
+	*out = (struct nd_claim){ 0 };
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (len && line[len - 1] == '\r')
+		len--;
+	if (len >= ND_CLAIM_LINE_MAX)
+		return vmact_err_set(err, EPROTO, "the line is longer than %d bytes",
+				     ND_CLAIM_LINE_MAX - 1);
+	if (memchr(line, '\0', len))
+		return vmact_err_set(err, EPROTO, "the line has a NUL byte");
+	if (len < sizeof(PREFIX) - 1 || memcmp(line, PREFIX, sizeof(PREFIX) - 1))
+		return vmact_err_set(err, EPROTO, "not a claim (a line \"claim {...}\")");
+	doc = json_loadb(line + sizeof(PREFIX) - 1, len - (sizeof(PREFIX) - 1),
+			 JSON_REJECT_DUPLICATES, &je);
+	if (!doc)
+		return vmact_err_set(err, EPROTO, "the claim is not JSON: %s (column %d)", je.text,
+				     je.column);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return vmact_err_set(err, EPROTO, "the claim is not a JSON object");
+	}
+	/* The decoder zeroes the struct: the document joins it after. */
+	r = vmact_json_desc_decode(&claim_desc, doc, out, err);
+	out->doc = doc;
+	if (r >= 0)
+		r = check(out, err);
+	if (r < 0)
+		nd_claim_clear(out);
+	return r;
+}
+
+void nd_claim_clear(struct nd_claim *c)
+{
+	json_t *doc = c->doc;
+
+	vmact_json_desc_clear(&claim_desc, c);
+	json_decref(doc);
+	*c = (struct nd_claim){ 0 };
+}
+
+char *nd_claim_json(const struct nd_claim *c)
+{
+	json_t *o = vmact_json_desc_encode(&claim_desc, c);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+bool nd_claim_same(const struct nd_claim *a, const struct nd_claim *b)
+{
+	char *x = nd_claim_json(a), *y = nd_claim_json(b);
+	bool same = x && y && !strcmp(x, y);
+
+	free(x);
+	free(y);
+	return same;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The claim a node VM's guest is told by vmact-groupd (doc/cluster.md,
+ * "The claim"), as vmact-node reads it: one line,
+ *
+ *   claim {"group":G,"name":N,"provider_id":P,"labels":{...},"taints":[...]}
+ *
+ * from a port the host writes and the guest cannot trust more than any
+ * peer's bytes: every refusal is -EPROTO with a message naming the field
+ * (never a value of a secret), and nothing is acted on until the whole
+ * claim passed. What is refused is what the kubelet itself would refuse
+ * after it started (it exits, and a node that never registers says
+ * nothing on the console): names and label keys Kubernetes would not
+ * take, and the labels a kubelet may not set on its own Node. Keys the
+ * claim has and this version does not know are ignored, so that
+ * vmact-groupd can add fields. Prefix nd_. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+/* The longest claim line, its newline included. */
+#define ND_CLAIM_LINE_MAX 8192
+#define ND_LABELS_MAX     64
+#define ND_TAINTS_MAX     64
+
+struct nd_label {
+	const char *key, *value;
+};
+
+struct nd_taint {
+	const char *key, *value, *effect;
+};
+
+struct nd_claim {
+	const char *group;
+	const char *name;        /* the Node's name and the guest's hostname */
+	const char *provider_id; /* libvirt://HOST/UUID */
+	struct nd_label *labels; /* in the claim's order */
+	size_t nlabels;
+	struct nd_taint *taints;
+	size_t ntaints;
+	json_t *doc; /* the strings point into it */
+};
+
+/* Parses one line (len bytes, the newline optional) into *out; on a
+ * refusal *out holds nothing (nd_claim_clear is harmless either way). */
+int nd_claim_parse(const char *line, size_t len, struct nd_claim *out, struct vmact_err *err);
+void nd_claim_clear(struct nd_claim *c);
+
+/* The claim as JSON (what vmact-node keeps in claim.json), written in a
+ * fixed order; NULL when out of memory. */
+char *nd_claim_json(const struct nd_claim *c);
+
+/* Whether two claims say the same: a claim told again (vmact-groupd
+ * resumes a half-done claim after a restart) is acknowledged again,
+ * another one refused. */
+bool nd_claim_same(const struct nd_claim *a, const struct nd_claim *b);

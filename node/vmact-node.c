@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmact-node: the guest's side of vmact-groupd's claim, for node images
+ * (vmact-node(8); doc/cluster.md, "The claim"). It waits on the claim's
+ * port, checks the claim, writes the kubelet's configuration from it
+ * (node/kubelet.h), starts the kubelet and acknowledges; a claim it
+ * refuses is answered with the reason and starts nothing. A node that
+ * was claimed before a reboot applies its kept claim again. Exit status:
+ * 0 on SIGTERM, 1 on an error it cannot go on from, 2 usage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glob.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "base/macro.h"
+#include "node/claim.h"
+#include "node/kubelet.h"
+
+#define ACK    "VMACT-NODE claimed"
+#define REFUSE "VMACT-NODE refused:"
+
+/* The host side of a virtio port that is not connected: the port reads
+ * as hung up until it is. */
+#define HUP_WAIT_MS 50
+
+struct opts {
+	const char *port, *channel, *root, *systemctl;
+	bool hostname;
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: vmact-node [--channel NAME | --port PATH] [--root DIR]\n"
+	      "                  [--systemctl PATH] [--help] [--version]\n"
+	      "Waits for vmact-groupd's claim on the guest's port, writes the kubelet's\n"
+	      "configuration from it (provider ID, node name, labels, taints), starts\n"
+	      "kubelet.service and answers \"" ACK " NAME\". A claim it refuses is\n"
+	      "answered \"" REFUSE " REASON\" and nothing starts.\n"
+	      "--channel NAME: the virtio-serial port of that name (default\n"
+	      "org.vmact.claim.0). --port PATH: this port (a virtio port or a serial\n"
+	      "line) instead. --root DIR: write under DIR and leave the hostname (tests).\n"
+	      "--systemctl PATH: the program that starts the kubelet (default\n"
+	      "/usr/bin/systemctl).\n",
+	      f);
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longs[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "channel", required_argument, NULL, 'c' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "systemctl", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	int c;
+
+	*o = (struct opts){ .channel = "org.vmact.claim.0",
+			    .root = "",
+			    .systemctl = "/usr/bin/systemctl",
+			    .hostname = true };
+	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o->port = optarg;
+			break;
+		case 'c':
+			o->channel = optarg;
+			break;
+		case 'r':
+			o->root = optarg;
+			o->hostname = false;
+			break;
+		case 's':
+			o->systemctl = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			puts("vmact-node " VMACT_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vmact-node: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* The virtio port named o->channel: /dev/<port> whose
+ * /sys/class/virtio-ports/<port>/name is it. */
+static int find_port(const struct opts *o, char *out, size_t len)
+{
+	glob_t g;
+	int r = -ENOENT;
+
+	if (o->port) {
+		snprintf(out, len, "%s", o->port);
+		return 0;
+	}
+	if (glob("/sys/class/virtio-ports/*/name", 0, NULL, &g) != 0)
+		return -ENOENT;
+	for (size_t i = 0; i < g.gl_pathc && r < 0; i++) {
+		char name[256] = "";
+		FILE *f = fopen(g.gl_pathv[i], "re");
+		const char *dir;
+		size_t n;
+
+		if (!f)
+			continue;
+		n = fread(name, 1, sizeof(name) - 1, f);
+		fclose(f);
+		name[n] = '\0';
+		name[strcspn(name, "\n")] = '\0';
+		if (strcmp(name, o->channel))
+			continue;
+		/* /sys/class/virtio-ports/vport2p1/name -> /dev/vport2p1 */
+		*strrchr(g.gl_pathv[i], '/') = '\0';
+		dir = strrchr(g.gl_pathv[i], '/') + 1;
+		snprintf(out, len, "/dev/%s", dir);
+		r = 0;
+	}
+	globfree(&g);
+	return r;
+}
+
+static void say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A line to the port (the host reads it), best effort: a host that
+ * hung up gets the next claim's answer instead. */
+static void say(int fd, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line) - 1)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(fd, line, (size_t)n) < 0)
+		fprintf(stderr, "vmact-node: cannot answer on the port: %s\n", strerror(errno));
+}
+
+/* systemctl start --no-block kubelet.service, never through a shell. */
+static int start_kubelet(const struct opts *o, struct vmact_err *err)
+{
+	char *const argv[] = { (char *)o->systemctl, "start", "--no-block", "kubelet.service",
+			       NULL };
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return vmact_err_set(err, errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		execv(o->systemctl, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return vmact_err_set(err, errno, "waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return vmact_err_set(err, EIO, "%s start kubelet.service failed (%s %d)",
+				     o->systemctl, WIFEXITED(status) ? "status" : "signal",
+				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return 0;
+}
+
+/* Carries out a checked claim: the files, the hostname, the kubelet. On
+ * failure nothing is left of it. */
+static int apply(const struct opts *o, const struct nd_claim *c, struct vmact_err *err)
+{
+	int r = nd_kubelet_write(o->root, c, err);
+
+	if (r < 0)
+		return r;
+	if (o->hostname && sethostname(c->name, strlen(c->name)) < 0)
+		r = vmact_err_set(err, errno, "sethostname %s: %s", c->name, strerror(errno));
+	if (r >= 0)
+		r = start_kubelet(o, err);
+	if (r < 0)
+		nd_kubelet_remove(o->root);
+	return r;
+}
+
+/* One line from the port. */
+static void on_line(const struct opts *o, int fd, const char *line, size_t len,
+		    struct nd_claim *applied)
+{
+	struct nd_claim c;
+	struct vmact_err err = { 0 };
+
+	if (nd_claim_parse(line, len, &c, &err) < 0) {
+		fprintf(stderr, "vmact-node: claim refused: %s\n", err.msg);
+		say(fd, REFUSE " %s", err.msg);
+		return;
+	}
+	if (applied->doc) {
+		/* Told again (vmact-groupd resumed a claim after a restart):
+		 * the same answer; another node's claim: refused. */
+		if (nd_claim_same(&c, applied)) {
+			say(fd, ACK " %s", c.name);
+		} else {
+			fprintf(stderr, "vmact-node: claim for %s refused: this node is %s\n",
+				c.name, applied->name);
+			say(fd, REFUSE " this node is already %s", applied->name);
+		}
+		nd_claim_clear(&c);
+		return;
+	}
+	if (apply(o, &c, &err) < 0) {
+		fprintf(stderr, "vmact-node: claim for %s not carried out: %s\n", c.name, err.msg);
+		say(fd, REFUSE " %s", err.msg);
+		nd_claim_clear(&c);
+		return;
+	}
+	fprintf(stderr, "vmact-node: claimed as %s (%s), kubelet started\n", c.name, c.provider_id);
+	say(fd, ACK " %s", c.name);
+	*applied = c;
+}
+
+static int open_port(const char *path)
+{
+	struct termios t;
+	int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	/* A serial line: bytes as sent, no echo, no line discipline. */
+	if (isatty(fd) && tcgetattr(fd, &t) == 0) {
+		cfmakeraw(&t);
+		tcsetattr(fd, TCSANOW, &t);
+	}
+	return fd;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Reads lines until SIGTERM. An overlong line is refused once its end
+ * came, and read no further. */
+static int serve(const struct opts *o, int fd, struct nd_claim *applied)
+{
+	static char buf[ND_CLAIM_LINE_MAX];
+	size_t have = 0;
+	bool overlong = false;
+
+	while (!stopping) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		char *nl;
+		int k = poll(&p, 1, 1000);
+
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		if (k <= 0)
+			continue;
+		if (!(p.revents & POLLIN)) {
+			nap_ms(HUP_WAIT_MS);
+			continue;
+		}
+		n = read(fd, buf + have, sizeof(buf) - have);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			nap_ms(HUP_WAIT_MS);
+			continue;
+		}
+		have += (size_t)n;
+		while ((nl = memchr(buf, '\n', have))) {
+			size_t len = (size_t)(nl - buf) + 1;
+
+			if (overlong) {
+				struct vmact_err err = { 0 };
+
+				vmact_err_set(&err, EPROTO, "the line is longer than %d bytes",
+					      ND_CLAIM_LINE_MAX - 1);
+				fprintf(stderr, "vmact-node: claim refused: %s\n", err.msg);
+				say(fd, REFUSE " %s", err.msg);
+				overlong = false;
+			} else if (len > 1) {
+				on_line(o, fd, buf, len, applied);
+			}
+			memmove(buf, buf + len, have - len);
+			have -= len;
+		}
+		if (have == sizeof(buf)) {
+			overlong = true;
+			have = 0;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_term };
+	struct nd_claim applied = { 0 };
+	struct vmact_err err = { 0 };
+	struct opts o;
+	char port[PATH_MAX];
+	int fd, r;
+
+	if (parse_opts(argc, argv, &o) < 0)
+		return 2;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* Claimed before a reboot: the same node again, at once. */
+	r = nd_kubelet_kept(o.root, &applied, &err);
+	if (r == 0) {
+		if (apply(&o, &applied, &err) < 0) {
+			fprintf(stderr, "vmact-node: the kept claim for %s: %s\n", applied.name,
+				err.msg);
+			nd_claim_clear(&applied);
+		} else {
+			fprintf(stderr,
+				"vmact-node: claimed as %s before this boot, kubelet started\n",
+				applied.name);
+		}
+	} else if (r != -ENOENT) {
+		fprintf(stderr, "vmact-node: %s; waiting for a new claim\n", err.msg);
+	}
+	/* The port appears once the virtio driver bound it. */
+	while (find_port(&o, port, sizeof(port)) < 0 && !stopping)
+		nap_ms(200);
+	while ((fd = open_port(port)) < 0 && !stopping) {
+		if (fd != -ENOENT && fd != -ENXIO) {
+			fprintf(stderr, "vmact-node: %s: %s\n", port, strerror(-fd));
+			nd_claim_clear(&applied);
+			return 1;
+		}
+		nap_ms(200);
+	}
+	if (stopping) {
+		nd_claim_clear(&applied);
+		return 0;
+	}
+	sd_notifyf(0, "READY=1\nSTATUS=waiting for the claim on %s", port);
+	r = serve(&o, fd, &applied);
+	close(fd);
+	nd_claim_clear(&applied);
+	if (r < 0) {
+		fprintf(stderr, "vmact-node: %s: %s\n", port, strerror(-r));
+		return 1;
+	}
+	return 0;
+}
