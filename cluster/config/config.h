@@ -68,6 +68,10 @@ struct cl_claim {
 	 * timeout. */
 	char channel[80];
 	char ack[128];
+	/* With ack: a line starting with refuse instead fails the claim at
+	 * once, with the rest of the line as the guest's reason (default
+	 * "VMACT-NODE refused", vmact-node(8)); "" = none. */
+	char refuse[128];
 };
 /* The virtio-serial channel's name, or NULL for a serial port. */
 static inline const char *cl_config_claim_virtio(const struct cl_claim *c)

@@ -307,7 +307,7 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 					    "claim",     "pool",   "options",  "scheduler_name",
 					    "lifecycle", NULL };
 	static const char *const pkeys[] = { "running", "paused", "saved", NULL };
-	static const char *const ckeys[] = { "channel", "ack", NULL };
+	static const char *const ckeys[] = { "channel", "ack", "refuse", NULL };
 	size_t len = strlen(c->path), i;
 	const json_t *v;
 	json_t *it;
@@ -319,6 +319,7 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 	snprintf(g->health.pattern, sizeof(g->health.pattern), "VMACT ");
 	g->health.probe_timeout_usec = 3 * 1000000ULL;
 	snprintf(g->claim.channel, sizeof(g->claim.channel), "virtio:org.vmact.claim.0");
+	snprintf(g->claim.refuse, sizeof(g->claim.refuse), "VMACT-NODE refused");
 	if ((r = cl_read_keys(c, o, keys)) < 0 ||
 	    (r = cl_read_str(c, o, "id", true, false, g->id, sizeof(g->id))) < 0 ||
 	    (r = cl_read_unsigned(c, o, "min", false, 0, 100000, &g->min)) < 0 ||
@@ -386,7 +387,9 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 		    (r = cl_read_str(c, v, "channel", false, false, g->claim.channel,
 				     sizeof(g->claim.channel))) < 0 ||
 		    (r = cl_read_str(c, v, "ack", false, true, g->claim.ack,
-				     sizeof(g->claim.ack))) < 0)
+				     sizeof(g->claim.ack))) < 0 ||
+		    (r = cl_read_str(c, v, "refuse", false, true, g->claim.refuse,
+				     sizeof(g->claim.refuse))) < 0)
 			return r;
 		if (strncmp(g->claim.channel, "virtio:", 7) == 0) {
 			const char *n = g->claim.channel + 7;

@@ -330,10 +330,10 @@ static void claim_run(void *data)
 	 * a probe first. */
 	if (g->claim.ack[0] && cl_config_claim_virtio(&g->claim)) {
 		j->r = cl_console_channel(c, j->uuid, cl_config_claim_virtio(&g->claim), line,
-					  g->claim.ack, g->health.probe_timeout_usec, ack,
-					  sizeof(ack), &j->err);
+					  g->claim.ack, g->claim.refuse,
+					  g->health.probe_timeout_usec, ack, sizeof(ack), &j->err);
 	} else if (g->claim.ack[0]) {
-		j->r = cl_console_expect(c, j->uuid, "serial0", g->claim.ack,
+		j->r = cl_console_expect(c, j->uuid, "serial0", g->claim.ack, g->claim.refuse,
 					 g->health.probe_timeout_usec, g->claim.channel, line, ack,
 					 sizeof(ack), &j->err);
 	} else if (cl_config_claim_virtio(&g->claim)) {
@@ -342,8 +342,8 @@ static void claim_run(void *data)
 		j->r = cl_health_probe(c, j->uuid, &g->health, &j->err);
 		if (j->r >= 0)
 			j->r = cl_console_channel(c, j->uuid, cl_config_claim_virtio(&g->claim),
-						  line, "\001", CLAIM_LINGER_USEC, ack, sizeof(ack),
-						  &j->err);
+						  line, "\001", NULL, CLAIM_LINGER_USEC, ack,
+						  sizeof(ack), &j->err);
 		if (j->r == -ETIMEDOUT)
 			j->r = 0;
 	} else {
