@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,21 @@
 #define HUP_WAIT_MS 50
 
 struct opts {
-	const char *port, *channel, *root, *systemctl;
+	const char *port, *channel, *root, *systemctl, *console;
 	bool hostname;
+};
+
+/* The heartbeat on the console, for the group's serial health check
+ * ({"kind":"serial","pattern":"VMACT-NODE "}): a standby says it can be
+ * claimed every second; a claimed node says how its kubelet is every
+ * 5 s, and goes quiet once the kubelet failed, so that vmact-groupd
+ * reports it unhealthy (vmact-node(8), "Health"). */
+#define STANDBY_EVERY_MS 1000
+#define CLAIMED_EVERY_MS 5000
+
+struct beat {
+	int fd; /* the console, or -1 */
+	uint64_t next_ms;
 };
 
 static volatile sig_atomic_t stopping;
@@ -52,7 +66,7 @@ static void on_term(int sig)
 static void usage(FILE *f)
 {
 	fputs("Usage: vmact-node [--channel NAME | --port PATH] [--root DIR]\n"
-	      "                  [--systemctl PATH] [--help] [--version]\n"
+	      "                  [--systemctl PATH] [--console PATH] [--help] [--version]\n"
 	      "Waits for vmact-groupd's claim on the guest's port, writes the kubelet's\n"
 	      "configuration from it (provider ID, node name, labels, taints), starts\n"
 	      "kubelet.service and answers \"" ACK " NAME\". A claim it refuses is\n"
@@ -61,7 +75,10 @@ static void usage(FILE *f)
 	      "org.vmact.claim.0). --port PATH: this port (a virtio port or a serial\n"
 	      "line) instead. --root DIR: write under DIR and leave the hostname (tests).\n"
 	      "--systemctl PATH: the program that starts the kubelet (default\n"
-	      "/usr/bin/systemctl).\n",
+	      "/usr/bin/systemctl). --console PATH: where the heartbeat goes for the\n"
+	      "group's health check, \"VMACT-NODE standby\" every second until the claim,\n"
+	      "then \"VMACT-NODE claimed kubelet=STATE\" every 5 s while the kubelet has\n"
+	      "not failed (default /dev/ttyS0; \"none\": no heartbeat).\n",
 	      f);
 }
 
@@ -72,6 +89,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "channel", required_argument, NULL, 'c' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "systemctl", required_argument, NULL, 's' },
+		{ "console", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -81,6 +99,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .channel = "org.vmact.claim.0",
 			    .root = "",
 			    .systemctl = "/usr/bin/systemctl",
+			    .console = "/dev/ttyS0",
 			    .hostname = true };
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
 		switch (c) {
@@ -96,6 +115,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			o->systemctl = optarg;
+			break;
+		case 'C':
+			o->console = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -273,9 +295,80 @@ static void nap_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* systemctl is-active kubelet.service: its one word ("active",
+ * "activating", "failed", ...), "unknown" when it says nothing. */
+static void kubelet_state(const struct opts *o, char *out, size_t len)
+{
+	char *const argv[] = { (char *)o->systemctl, "is-active", "kubelet.service", NULL };
+	int p[2], status;
+	ssize_t n = 0;
+	pid_t pid;
+
+	snprintf(out, len, "unknown");
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		execv(o->systemctl, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	if (pid > 0) {
+		n = read(p[0], out, len - 1);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	close(p[0]);
+	if (n <= 0) {
+		snprintf(out, len, "unknown");
+		return;
+	}
+	out[n] = '\0';
+	out[strcspn(out, " \t\r\n")] = '\0';
+	for (char *c = out; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || *c == '-'))
+			*c = '?';
+}
+
+/* One heartbeat when it is due. */
+static void heartbeat(const struct opts *o, struct beat *b, const struct nd_claim *applied)
+{
+	char state[32], line[128];
+	uint64_t now = now_ms();
+	int n;
+
+	if (b->fd < 0 || now < b->next_ms)
+		return;
+	if (!applied->doc) {
+		n = snprintf(line, sizeof(line), "VMACT-NODE standby\n");
+		b->next_ms = now + STANDBY_EVERY_MS;
+	} else {
+		kubelet_state(o, state, sizeof(state));
+		b->next_ms = now + CLAIMED_EVERY_MS;
+		if (!strcmp(state, "failed"))
+			return;
+		n = snprintf(line, sizeof(line), "VMACT-NODE claimed kubelet=%s\n", state);
+	}
+	if (write(b->fd, line, (size_t)n) < 0) {
+		/* A console that went away: the heartbeat stops, the claims
+		 * go on. */
+		close(b->fd);
+		b->fd = -1;
+	}
+}
+
 /* Reads lines until SIGTERM. An overlong line is refused once its end
  * came, and read no further. */
-static int serve(const struct opts *o, int fd, struct nd_claim *applied)
+static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *applied)
 {
 	static char buf[ND_CLAIM_LINE_MAX];
 	size_t have = 0;
@@ -285,7 +378,15 @@ static int serve(const struct opts *o, int fd, struct nd_claim *applied)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 		char *nl;
-		int k = poll(&p, 1, 1000);
+		int k;
+		uint64_t t;
+		int wait = 1000;
+
+		heartbeat(o, b, applied);
+		t = now_ms();
+		if (b->fd >= 0)
+			wait = b->next_ms > t ? (int)(b->next_ms - t) : 0;
+		k = poll(&p, 1, wait);
 
 		if (k < 0 && errno != EINTR)
 			return -errno;
@@ -335,6 +436,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_term };
 	struct nd_claim applied = { 0 };
 	struct vmact_err err = { 0 };
+	struct beat beat = { .fd = -1 };
 	struct opts o;
 	char port[PATH_MAX];
 	int fd, r;
@@ -375,7 +477,14 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	sd_notifyf(0, "READY=1\nSTATUS=waiting for the claim on %s", port);
-	r = serve(&o, fd, &applied);
+	/* The console exists or there is none: never created here. */
+	if (strcmp(o.console, "none"))
+		beat.fd = open(o.console, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_APPEND);
+	if (beat.fd < 0 && strcmp(o.console, "none"))
+		fprintf(stderr, "vmact-node: %s: %s; no heartbeat\n", o.console, strerror(errno));
+	r = serve(&o, fd, &beat, &applied);
+	if (beat.fd >= 0)
+		close(beat.fd);
 	close(fd);
 	nd_claim_clear(&applied);
 	if (r < 0) {

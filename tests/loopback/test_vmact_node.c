@@ -42,6 +42,7 @@
 
 struct fixture {
 	char dir[256], root[300], systemctl[300], calls[300], out[300], notify[300];
+	char console[300], state[300];
 	int master, notify_fd;
 	char slave[64];
 	struct th_proc p;
@@ -54,9 +55,13 @@ static struct fixture fx;
 
 static void write_systemctl(int status)
 {
-	char text[600];
+	char text[1200];
 
-	snprintf(text, sizeof(text), "#!/bin/sh\necho \"$*\" >> %s\nexit %d\n", fx.calls, status);
+	/* is-active answers what the test put in its state file. */
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\necho \"$*\" >> %s\n"
+		 "if [ \"$1\" = is-active ]; then cat %s; exit 0; fi\nexit %d\n",
+		 fx.calls, fx.state, status);
 	assert_int_equal(th_write_file(fx.systemctl, text), 0);
 	assert_int_equal(chmod(fx.systemctl, 0755), 0);
 }
@@ -79,8 +84,8 @@ static void start(void)
 {
 	char prog[512], env_notify[320];
 	const char *env[] = { env_notify, NULL };
-	const char *argv[] = { prog,    "--port",      fx.slave,     "--root",
-			       fx.root, "--systemctl", fx.systemctl, NULL };
+	const char *argv[] = { prog,          "--port",     fx.slave,    "--root",   fx.root,
+			       "--systemctl", fx.systemctl, "--console", fx.console, NULL };
 	struct th_spawn_opts o = {
 		.out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = fx.out, .env = env
 	};
@@ -148,6 +153,16 @@ static unsigned starts(void)
 	return th_count_in_file(fx.calls, "start --no-block kubelet.service");
 }
 
+static bool console_has(void *text)
+{
+	return th_count_in_file(fx.console, text) > 0;
+}
+
+static bool asked_since(void *n)
+{
+	return th_count_in_file(fx.calls, "is-active kubelet.service") >= *(unsigned *)n;
+}
+
 static int setup(void **state)
 {
 	struct termios t;
@@ -163,6 +178,10 @@ static int setup(void **state)
 	snprintf(fx.calls, sizeof(fx.calls), "%s/calls", fx.dir);
 	snprintf(fx.out, sizeof(fx.out), "%s/vmact-node.log", fx.dir);
 	snprintf(fx.notify, sizeof(fx.notify), "%s/notify", fx.dir);
+	snprintf(fx.console, sizeof(fx.console), "%s/ttyS0", fx.dir);
+	snprintf(fx.state, sizeof(fx.state), "%s/kubelet-state", fx.dir);
+	if (th_write_file(fx.console, "") < 0 || th_write_file(fx.state, "active\n") < 0)
+		return -1;
 	if (mkdir(fx.root, 0755) < 0)
 		return -1;
 	/* The host's end: raw, as QEMU keeps a chardev. */
@@ -203,6 +222,9 @@ static void claim_cycle(void **state)
 
 	(void)state;
 	start();
+	/* A standby says so on its console (the group's serial health). */
+	if (!th_wait_daemon(&fx.p, console_has, "VMACT-NODE standby\n", 30))
+		fail_msg("no standby heartbeat");
 	/* Hostile first: refused, nothing written or started. */
 	tell("claim {\"group\":\"g\",\"name\":\"n1\",\"provider_id\":\"libvirt://h/" UUID
 	     "\",\"labels\":{\"node-role.kubernetes.io/worker\":\"\"}}\n",
@@ -239,6 +261,9 @@ static void claim_cycle(void **state)
 	assert_true(exists("/run/vmact-node/kubelet.conf.d/50-claim.conf"));
 	assert_true(exists("/var/lib/vmact-node/claim.json"));
 	assert_int_equal(starts(), 1);
+	/* Claimed: how its kubelet is, instead. */
+	if (!th_wait_daemon(&fx.p, console_has, "VMACT-NODE claimed kubelet=active\n", 30))
+		fail_msg("no claimed heartbeat");
 	/* Told again: the same answer, the kubelet not started twice. */
 	tell(CLAIM, strlen(CLAIM));
 	line = answer("VMACT-NODE claimed");
@@ -249,6 +274,23 @@ static void claim_cycle(void **state)
 	line = answer("VMACT-NODE refused:");
 	assert_non_null(strstr(line, "this node is already vmact-workers-4f0c1a2b"));
 	free(line);
+	/* A kubelet that failed: the heartbeat goes quiet (two answers of
+	 * "failed" read, no line for either), so the group sees it unhealthy. */
+	{
+		unsigned before, want;
+
+		assert_int_equal(th_write_file(fx.state, "failed\n"), 0);
+		want = th_count_in_file(fx.calls, "is-active kubelet.service") + 1;
+		if (!th_wait_daemon(&fx.p, asked_since, &want, 30))
+			fail_msg("the kubelet's state was not asked again");
+		before = th_count_in_file(fx.console, "VMACT-NODE claimed");
+		want += 2;
+		if (!th_wait_daemon(&fx.p, asked_since, &want, 30))
+			fail_msg("the kubelet's state was not asked again");
+		assert_int_equal(th_count_in_file(fx.console, "VMACT-NODE claimed"), before);
+		assert_int_equal(th_count_in_file(fx.console, "kubelet=failed"), 0);
+		assert_int_equal(th_write_file(fx.state, "active\n"), 0);
+	}
 	status = th_proc_stop(&fx.p, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	assert_int_equal(status, 0);
 
