@@ -298,6 +298,8 @@ $(BUILD)/fuzzobj/cloudprovider/k8s-node.pb-c.o: $(BUILD)/cloudprovider/k8s-node.
 	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 $(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
+# node/ likewise (vmact-node's own program).
+$(BUILD)/fuzz/nd_claim: $(BUILD)/fuzzobj/node/claim.o
 
 # (Not make deb's copy of the tree, check-host's machine or the test
 # guest's and npm's files: they have files and directories named *.d.)
