@@ -183,6 +183,42 @@ static bool provider_id(const char *p)
 	return true;
 }
 
+/* The claim's "secret": {"kubeconfig": TEXT} or {"bootstrap_kubeconfig":
+ * TEXT}. A refusal names keys and sizes, never the text. */
+static int read_secret(struct nd_claim *c, struct vmact_err *err)
+{
+	json_t *s = json_object_get(c->doc, "secret"), *v;
+	const char *key;
+
+	if (!s || json_is_null(s))
+		return 0;
+	if (!json_is_object(s))
+		return vmact_err_set(err, EPROTO, "secret: not an object");
+	json_object_foreach(s, key, v) {
+		const char **dst = !strcmp(key, "kubeconfig")             ? &c->kubeconfig
+				   : !strcmp(key, "bootstrap_kubeconfig") ? &c->bootstrap_kubeconfig
+									  : NULL;
+		size_t len;
+
+		if (!dst)
+			return vmact_err_set(err, EPROTO,
+					     "secret: \"%.64s\" is not a kind this vmact-node "
+					     "takes (kubeconfig, bootstrap_kubeconfig)",
+					     key);
+		if (!json_is_string(v))
+			return vmact_err_set(err, EPROTO, "secret: %s: not a string", key);
+		len = json_string_length(v);
+		if (!len || len > ND_SECRET_MAX)
+			return vmact_err_set(err, EPROTO, "secret: %s: %zu bytes (1 to %d)", key,
+					     len, ND_SECRET_MAX);
+		*dst = json_string_value(v);
+	}
+	if (c->kubeconfig && c->bootstrap_kubeconfig)
+		return vmact_err_set(err, EPROTO,
+				     "secret: kubeconfig and bootstrap_kubeconfig are exclusive");
+	return 0;
+}
+
 /* What the table cannot say. Values are quoted only where they are
  * names (a refusal goes to the console). */
 static int check(const struct nd_claim *c, struct vmact_err *err)
@@ -269,9 +305,16 @@ int nd_claim_parse(const char *line, size_t len, struct nd_claim *out, struct vm
 		return vmact_err_set(err, EPROTO, "not a claim (a line \"claim {...}\")");
 	doc = json_loadb(line + sizeof(PREFIX) - 1, len - (sizeof(PREFIX) - 1),
 			 JSON_REJECT_DUPLICATES, &je);
-	if (!doc)
+	if (!doc) {
+		/* jansson quotes the text near the fault: cut, since it may be
+		 * a secret's. */
+		char *near = strstr(je.text, " near ");
+
+		if (near)
+			*near = '\0';
 		return vmact_err_set(err, EPROTO, "the claim is not JSON: %s (column %d)", je.text,
 				     je.column);
+	}
 	if (!json_is_object(doc)) {
 		json_decref(doc);
 		return vmact_err_set(err, EPROTO, "the claim is not a JSON object");
@@ -281,15 +324,33 @@ int nd_claim_parse(const char *line, size_t len, struct nd_claim *out, struct vm
 	out->doc = doc;
 	if (r >= 0)
 		r = check(out, err);
+	if (r >= 0)
+		r = read_secret(out, err);
 	if (r < 0)
 		nd_claim_clear(out);
 	return r;
+}
+
+/* A secret's bytes, where the document holds them. */
+static void wipe(const char *s)
+{
+	if (s)
+		explicit_bzero((char *)s, strlen(s));
+}
+
+void nd_claim_forget_secret(struct nd_claim *c)
+{
+	wipe(c->kubeconfig);
+	wipe(c->bootstrap_kubeconfig);
+	c->kubeconfig = c->bootstrap_kubeconfig = NULL;
 }
 
 void nd_claim_clear(struct nd_claim *c)
 {
 	json_t *doc = c->doc;
 
+	wipe(c->kubeconfig);
+	wipe(c->bootstrap_kubeconfig);
 	vmact_json_desc_clear(&claim_desc, c);
 	json_decref(doc);
 	*c = (struct nd_claim){ 0 };

@@ -21,10 +21,12 @@
 
 #include "base/error.h"
 
-/* The longest claim line, its newline included. */
-#define ND_CLAIM_LINE_MAX 8192
-#define ND_LABELS_MAX     64
-#define ND_TAINTS_MAX     64
+/* The longest claim line, its newline included (room for a secret). */
+#define ND_CLAIM_LINE_MAX 65536
+/* The longest secret (a kubeconfig). */
+#define ND_SECRET_MAX 32768
+#define ND_LABELS_MAX 64
+#define ND_TAINTS_MAX 64
 
 struct nd_label {
 	const char *key, *value;
@@ -42,6 +44,13 @@ struct nd_claim {
 	size_t nlabels;
 	struct nd_taint *taints;
 	size_t ntaints;
+	/* The node's credentials for the API server, from the claim's
+	 * "secret" (vmact-groupd's claim.secret), at most one: a kubeconfig,
+	 * or a bootstrap kubeconfig for the kubelet's TLS bootstrap; NULL
+	 * when the claim has none (the image has its own). Never in
+	 * nd_claim_json, nd_claim_same or a message; wiped by
+	 * nd_claim_clear. */
+	const char *kubeconfig, *bootstrap_kubeconfig;
 	json_t *doc; /* the strings point into it */
 };
 
@@ -49,6 +58,9 @@ struct nd_claim {
  * refusal *out holds nothing (nd_claim_clear is harmless either way). */
 int nd_claim_parse(const char *line, size_t len, struct nd_claim *out, struct vmact_err *err);
 void nd_claim_clear(struct nd_claim *c);
+/* Wipes the claim's secret, once it is written where the kubelet reads
+ * it: the claim kept in memory holds none. */
+void nd_claim_forget_secret(struct nd_claim *c);
 
 /* The claim as JSON (what vmact-node keeps in claim.json), written in a
  * fixed order; NULL when out of memory. */

@@ -101,11 +101,23 @@ static char *kubelet_conf(const struct nd_claim *c)
 	return text;
 }
 
+static bool exists(const char *root, const char *path)
+{
+	char p[PATH_MAX];
+
+	return path_of(p, sizeof(p), root, path, NULL) == 0 && access(p, F_OK) == 0;
+}
+
 /* KUBELET_EXTRA_ARGS for the kubelet's unit. The claim's checks leave no
  * space, quote, '$' or '\\' in a name, label or value: systemd reads
  * the line as written. */
-static char *kubelet_env(const struct nd_claim *c)
+static char *kubelet_env(const char *root, const struct nd_claim *c)
 {
+	const char *auth = exists(root, ND_KUBECONFIG) ? " --kubeconfig=" ND_KUBECONFIG
+			   : exists(root, ND_BOOTSTRAP_KUBECONFIG)
+				   ? " --bootstrap-kubeconfig=" ND_BOOTSTRAP_KUBECONFIG
+				     " --kubeconfig=" ND_KUBELET_KUBECONFIG
+				   : "";
 	char *s = NULL, *labels = strdup("");
 
 	for (size_t i = 0; labels && i < c->nlabels; i++) {
@@ -120,40 +132,69 @@ static char *kubelet_env(const struct nd_claim *c)
 	if (labels && asprintf(&s,
 			       "# Written by vmact-node from its claim; read by kubelet.service.\n"
 			       "KUBELET_EXTRA_ARGS=--config-dir=" ND_KUBELET_CONFDIR
-			       " --hostname-override=%s%s%s\n",
-			       c->name, c->nlabels ? " --node-labels=" : "", labels) < 0)
+			       " --hostname-override=%s%s%s%s\n",
+			       c->name, auth, c->nlabels ? " --node-labels=" : "", labels) < 0)
 		s = NULL;
 	free(labels);
 	return s;
 }
 
+/* The claim's secret into its file, the other kind's removed. */
+static int write_secret(const char *root, const struct nd_claim *c, struct vmact_err *err)
+{
+	const char *keep = c->kubeconfig ? ND_KUBECONFIG : ND_BOOTSTRAP_KUBECONFIG;
+	const char *drop = c->kubeconfig ? ND_BOOTSTRAP_KUBECONFIG : ND_KUBECONFIG;
+	char p[PATH_MAX];
+	int r;
+
+	if (!c->kubeconfig && !c->bootstrap_kubeconfig)
+		return 0;
+	r = write_file(root, keep, c->kubeconfig ? c->kubeconfig : c->bootstrap_kubeconfig, 0600,
+		       err);
+	if (r >= 0 && path_of(p, sizeof(p), root, drop, NULL) == 0)
+		unlink(p);
+	return r;
+}
+
 int nd_kubelet_write(const char *root, const struct nd_claim *c, struct vmact_err *err)
 {
-	_cleanup_free_ char *conf = kubelet_conf(c), *env = kubelet_env(c), *claim = NULL;
+	_cleanup_free_ char *conf = kubelet_conf(c), *env = NULL, *claim = NULL;
 	char *line = nd_claim_json(c);
 	int r;
 
 	if (line && asprintf(&claim, "%s\n", line) < 0)
 		claim = NULL;
 	free(line);
-	if (!conf || !env || !claim)
+	if (!conf || !claim)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if ((r = make_dirs(root, ND_KUBELET_CONFDIR, 0755, err)) < 0 ||
 	    (r = make_dirs(root, ND_STATE_DIR, 0700, err)) < 0 ||
-	    (r = write_file(root, ND_KUBELET_CONF, conf, 0644, err)) < 0 ||
+	    (r = write_secret(root, c, err)) < 0)
+		goto fail;
+	/* After the secret: the arguments name the file kept. */
+	env = kubelet_env(root, c);
+	if (!env) {
+		r = vmact_err_set(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((r = write_file(root, ND_KUBELET_CONF, conf, 0644, err)) < 0 ||
 	    (r = write_file(root, ND_CLAIM_RUN, claim, 0644, err)) < 0 ||
 	    (r = write_file(root, ND_CLAIM_KEPT, claim, 0600, err)) < 0 ||
 	    /* Last: the kubelet's unit starts only once this file is there
 	     * (its drop-in's ConditionPathExists). */
 	    (r = write_file(root, ND_KUBELET_ENV, env, 0644, err)) < 0)
-		nd_kubelet_remove(root);
+		goto fail;
+	return 0;
+fail:
+	nd_kubelet_remove(root);
 	return r;
 }
 
 void nd_kubelet_remove(const char *root)
 {
-	static const char *const files[] = { ND_KUBELET_ENV, ND_KUBELET_CONF, ND_CLAIM_RUN,
-					     ND_CLAIM_KEPT };
+	static const char *const files[] = { ND_KUBELET_ENV, ND_KUBELET_CONF,
+					     ND_CLAIM_RUN,   ND_CLAIM_KEPT,
+					     ND_KUBECONFIG,  ND_BOOTSTRAP_KUBECONFIG };
 	char p[PATH_MAX];
 
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++)

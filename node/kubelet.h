@@ -19,11 +19,20 @@
 #define ND_CLAIM_RUN       ND_RUN_DIR "/claim.json"
 #define ND_STATE_DIR       "/var/lib/vmact-node"
 #define ND_CLAIM_KEPT      ND_STATE_DIR "/claim.json"
+/* The claim's secret (mode 0600), kept for the kubelet after a reboot;
+ * the kubelet writes its own kubeconfig after a TLS bootstrap. */
+#define ND_KUBECONFIG           ND_STATE_DIR "/kubeconfig"
+#define ND_BOOTSTRAP_KUBECONFIG ND_STATE_DIR "/bootstrap-kubeconfig"
+#define ND_KUBELET_KUBECONFIG   "/var/lib/kubelet/kubeconfig"
 
-/* Writes the kubelet's files for c: its KubeletConfiguration drop-in
- * (providerID, registerWithTaints) and the environment its unit reads
- * (KUBELET_EXTRA_ARGS: --config-dir, --hostname-override, --node-labels);
- * then the claim, in ND_CLAIM_RUN and ND_CLAIM_KEPT. */
+/* Writes the kubelet's files for c: the claim's secret, if it has one
+ * (ND_KUBECONFIG or ND_BOOTSTRAP_KUBECONFIG, the other removed); its
+ * KubeletConfiguration drop-in (providerID, registerWithTaints) and the
+ * environment its unit reads (KUBELET_EXTRA_ARGS: --config-dir,
+ * --hostname-override, --node-labels, and --kubeconfig or
+ * --bootstrap-kubeconfig for the secret kept, if any: a kept claim
+ * applied after a reboot has no secret, the file does); then the claim,
+ * without its secret, in ND_CLAIM_RUN and ND_CLAIM_KEPT. */
 int nd_kubelet_write(const char *root, const struct nd_claim *c, struct vmact_err *err);
 
 /* Removes what nd_kubelet_write wrote (a claim that could not be carried

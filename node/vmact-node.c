@@ -250,6 +250,7 @@ static void on_line(const struct opts *o, int fd, const char *line, size_t len,
 		return;
 	}
 	if (applied->doc) {
+		nd_claim_forget_secret(&c);
 		/* Told again (vmact-groupd resumed a claim after a restart):
 		 * the same answer; another node's claim: refused. */
 		if (nd_claim_same(&c, applied)) {
@@ -268,6 +269,7 @@ static void on_line(const struct opts *o, int fd, const char *line, size_t len,
 		nd_claim_clear(&c);
 		return;
 	}
+	nd_claim_forget_secret(&c);
 	fprintf(stderr, "vmact-node: claimed as %s (%s), kubelet started\n", c.name, c.provider_id);
 	say(fd, ACK " %s", c.name);
 	*applied = c;

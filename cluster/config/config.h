@@ -72,7 +72,16 @@ struct cl_claim {
 	 * once, with the rest of the line as the guest's reason (default
 	 * "VMACT-NODE refused", vmact-node(8)); "" = none. */
 	char refuse[128];
+	/* claim.secret: sent with every claim as its "secret" (vmact-node's
+	 * credentials for the API server), read from secret_file at each
+	 * claim by the key file's rules; "" = none. secret_kind is
+	 * "kubeconfig" or "bootstrap_kubeconfig". Only over a virtio channel,
+	 * never a serial port (a pty can be logged). */
+	char secret_kind[32];
+	char secret_file[512];
 };
+/* The largest secret a claim carries (vmact-node's own limit). */
+#define CL_CLAIM_SECRET_MAX 32768
 /* The virtio-serial channel's name, or NULL for a serial port. */
 static inline const char *cl_config_claim_virtio(const struct cl_claim *c)
 {

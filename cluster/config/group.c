@@ -120,6 +120,33 @@ static int parse_taints(struct cl_read_ctx *c, const json_t *a, struct cl_group_
 	return 0;
 }
 
+/* claim.secret: {"kind": "kubeconfig" | "bootstrap_kubeconfig", "file":
+ * PATH}. The file is read at each claim, not here: it may be rotated. */
+static int parse_claim_secret(struct cl_read_ctx *c, const json_t *v, struct cl_claim *cl)
+{
+	static const char *const keys[] = { "kind", "file", NULL };
+	size_t len = strlen(c->path);
+	int r;
+
+	if (!v)
+		return 0;
+	cl_read_push(c, "secret");
+	if ((r = cl_read_keys(c, v, keys)) < 0 ||
+	    (r = cl_read_str(c, v, "kind", true, false, cl->secret_kind, sizeof(cl->secret_kind))) <
+		    0 ||
+	    (r = cl_read_str(c, v, "file", true, false, cl->secret_file, sizeof(cl->secret_file))) <
+		    0)
+		return r;
+	if (strcmp(cl->secret_kind, "kubeconfig") &&
+	    strcmp(cl->secret_kind, "bootstrap_kubeconfig"))
+		return cl_read_bad(c, "kind", "'%s': kubeconfig or bootstrap_kubeconfig",
+				   cl->secret_kind);
+	if (cl->secret_file[0] != '/')
+		return cl_read_bad(c, "file", "'%s': an absolute path", cl->secret_file);
+	cl_read_pop(c, len);
+	return 0;
+}
+
 static int check_metadata_xml(struct cl_read_ctx *c, const char *xml)
 {
 	/* A wrapper makes a list of elements one document. */
@@ -307,7 +334,7 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 					    "claim",     "pool",   "options",  "scheduler_name",
 					    "lifecycle", NULL };
 	static const char *const pkeys[] = { "running", "paused", "saved", NULL };
-	static const char *const ckeys[] = { "channel", "ack", "refuse", NULL };
+	static const char *const ckeys[] = { "channel", "ack", "refuse", "secret", NULL };
 	size_t len = strlen(c->path), i;
 	const json_t *v;
 	json_t *it;
@@ -399,6 +426,14 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 				return cl_read_bad(c, "channel",
 						   "'%s': virtio:NAME, NAME of [a-z0-9._-]",
 						   g->claim.channel);
+			if ((r = parse_claim_secret(c, json_object_get(v, "secret"), &g->claim)) <
+			    0)
+				return r;
+		} else if (json_object_get(v, "secret")) {
+			return cl_read_bad(
+				c, "secret",
+				"only over a virtio channel (claim.channel virtio:NAME): a "
+				"serial port's pty can be logged");
 		} else if (strncmp(g->claim.channel, "serial", 6) || !g->claim.channel[6] ||
 			   strspn(g->claim.channel + 6, "0123456789") !=
 				   strlen(g->claim.channel + 6) ||

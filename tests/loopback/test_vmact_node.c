@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "base/time.h"
+#include "node/claim.h"
 #include "tests/lib/file.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
@@ -241,9 +242,9 @@ static void claim_cycle(void **state)
 	line = answer("VMACT-NODE refused:");
 	assert_non_null(strstr(line, "not a claim"));
 	free(line);
-	big = malloc(9000);
-	memset(big, 'x', 9000);
-	tell(big, 9000);
+	big = malloc(ND_CLAIM_LINE_MAX + 100);
+	memset(big, 'x', ND_CLAIM_LINE_MAX + 100);
+	tell(big, ND_CLAIM_LINE_MAX + 100);
 	tell("\n", 1);
 	free(big);
 	line = answer("VMACT-NODE refused:");
@@ -336,11 +337,53 @@ static void kubelet_fails(void **state)
 	assert_int_equal(th_proc_stop(&fx.p, SIGTERM, 10 * VMACT_USEC_PER_SEC), 0);
 }
 
+/* A claim with the node's kubeconfig: written for the kubelet (0600),
+ * named in its arguments, in no answer, log or kept claim; a broken line
+ * around a secret is refused without quoting it. */
+static void secret_claim(void **state)
+{
+	static const char broken[] = "claim {\"group\":\"g\",\"name\":\"n1\",\"provider_id\":"
+				     "\"libvirt://h/" UUID "\",\"secret\":{\"kubeconfig\":"
+				     "\"token: s3cr3t-t0ken\\q\"}}\n";
+	static const char good[] = "claim {\"group\":\"g\",\"name\":\"n1\",\"provider_id\":"
+				   "\"libvirt://h/" UUID "\",\"secret\":{\"kubeconfig\":"
+				   "\"users:\\n- user:\\n    token: s3cr3t-t0ken\\n\"}}\n";
+	char *line, *text, p[600];
+	struct stat st;
+
+	(void)state;
+	start();
+	tell(broken, sizeof(broken) - 1);
+	line = answer("VMACT-NODE refused:");
+	assert_null(strstr(line, "s3cr3t"));
+	free(line);
+	tell(good, sizeof(good) - 1);
+	line = answer("VMACT-NODE claimed");
+	assert_string_equal(line, "VMACT-NODE claimed n1");
+	free(line);
+	snprintf(p, sizeof(p), "%s/var/lib/vmact-node/kubeconfig", fx.root);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	text = th_read_file(p);
+	assert_non_null(strstr(text, "token: s3cr3t-t0ken\n"));
+	free(text);
+	snprintf(p, sizeof(p), "%s/run/vmact-node/kubelet.env", fx.root);
+	text = th_read_file(p);
+	assert_non_null(strstr(text, " --kubeconfig=/var/lib/vmact-node/kubeconfig"));
+	free(text);
+	assert_int_equal(th_proc_stop(&fx.p, SIGTERM, 10 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(th_count_in_file(fx.out, "s3cr3t"), 0);
+	snprintf(p, sizeof(p), "%s/var/lib/vmact-node/claim.json", fx.root);
+	assert_int_equal(th_count_in_file(p, "s3cr3t"), 0);
+	assert_int_equal(th_count_in_file(fx.console, "s3cr3t"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(claim_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(kubelet_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(secret_claim, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

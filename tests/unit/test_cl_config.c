@@ -38,7 +38,8 @@ static const char *good =
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
 	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\",\"on_unhealthy\":\"replace\"},"
-	"\"claim\":{\"ack\":\"OK\",\"refuse\":\"NO\"},"
+	"\"claim\":{\"ack\":\"OK\",\"refuse\":\"NO\",\"secret\":{\"kind\":\"kubeconfig\","
+	"\"file\":\"/etc/vmact/workers.kubeconfig\"}},"
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
 	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false,"
 	"\"max_node_startup_time_s\":300,\"allow_non_atomic_scale_up_to_max\":true},"
@@ -81,6 +82,8 @@ static void test_good(void **state)
 	assert_true(g->health.replace_unhealthy);
 	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
 	assert_string_equal(g->claim.refuse, "NO");
+	assert_string_equal(g->claim.secret_kind, "kubeconfig");
+	assert_string_equal(g->claim.secret_file, "/etc/vmact/workers.kubeconfig");
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
 	assert_int_equal(g->life.lease_usec, 20 * 1000000ULL);
@@ -115,6 +118,7 @@ static void test_defaults(void **state)
 	/* No acknowledgement; vmact-node's refusal line when one is set. */
 	assert_string_equal(g->claim.ack, "");
 	assert_string_equal(g->claim.refuse, "VMACT-NODE refused");
+	assert_string_equal(g->claim.secret_kind, "");
 	assert_string_equal(cfg.api_socket, "/run/vmact-groupd/api.sock");
 	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9849");
 	assert_null(cfg.profiles);
@@ -179,6 +183,18 @@ static const struct bad bads[] = {
 	  "groups[0].health.on_unhealthy: 'delete': report or replace" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
 	{ GROUPT("\"claim\":{\"refuse\":7}"), "groups[0].claim.refuse" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"token\",\"file\":\"/k\"}}"),
+	  "groups[0].claim.secret.kind: 'token': kubeconfig or bootstrap_kubeconfig" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\",\"file\":\"k\"}}"),
+	  "groups[0].claim.secret.file: 'k': an absolute path" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\"}}"),
+	  "groups[0].claim.secret.file" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\",\"file\":\"/k\",\"x\":1}}"),
+	  "groups[0].claim.secret" },
+	/* A pty can be logged: no secret over a serial port. */
+	{ GROUPT("\"claim\":{\"channel\":\"serial1\",\"secret\":{\"kind\":\"kubeconfig\","
+		 "\"file\":\"/k\"}}"),
+	  "groups[0].claim.secret: only over a virtio channel" },
 	{ GROUPT("\"claim\":{\"refused\":\"x\"}"), "refused" },
 	{ GROUPT("\"claim\":{\"channel\":\"virtio:A B\"}"),
 	  "groups[0].claim.channel: 'virtio:A B'" },

@@ -214,6 +214,59 @@ static void same_and_json(void **state)
 	nd_claim_clear(&b);
 }
 
+#define SECRET_TEXT "apiVersion: v1\\nkind: Config\\nusers:\\n- user:\\n    token: s3cr3t-t0ken\\n"
+
+/* The claim's secret: one kind, a string, within its size; a refusal
+ * never quotes it; the JSON kept and the comparison leave it out. */
+static void secret(void **state)
+{
+	static const struct bad refused[] = {
+		{ C(",\"secret\":{\"kubeconfig\":\"a\",\"bootstrap_kubeconfig\":\"b\"}"),
+		  "secret: kubeconfig and bootstrap_kubeconfig are exclusive" },
+		{ C(",\"secret\":{\"kubeadm\":{}}"),
+		  "secret: \"kubeadm\" is not a kind this vmact-node takes" },
+		{ C(",\"secret\":{\"kubeconfig\":7}"), "secret: kubeconfig: not a string" },
+		{ C(",\"secret\":{\"kubeconfig\":\"\"}"), "secret: kubeconfig: 0 bytes" },
+		{ C(",\"secret\":\"" SECRET_TEXT "\""), "secret: not an object" },
+		/* Broken JSON inside the secret: where, never what. */
+		{ C(",\"secret\":{\"kubeconfig\":\"s3cr3t-t0ken\\q\"}"), "not JSON" },
+	};
+	struct nd_claim c, plain;
+	struct vmact_err err = { 0 };
+	char *json;
+
+	(void)state;
+	parse_ok(C(",\"secret\":{\"kubeconfig\":\"" SECRET_TEXT "\"}"), &c);
+	assert_non_null(c.kubeconfig);
+	assert_non_null(strstr(c.kubeconfig, "token: s3cr3t-t0ken\n"));
+	assert_null(c.bootstrap_kubeconfig);
+	json = nd_claim_json(&c);
+	assert_null(strstr(json, "s3cr3t"));
+	assert_null(strstr(json, "secret"));
+	free(json);
+	parse_ok(C(""), &plain);
+	assert_true(nd_claim_same(&c, &plain));
+	nd_claim_clear(&plain);
+	nd_claim_clear(&c);
+	parse_ok(C(",\"secret\":{\"bootstrap_kubeconfig\":\"" SECRET_TEXT "\"}"), &c);
+	assert_null(c.kubeconfig);
+	assert_non_null(c.bootstrap_kubeconfig);
+	nd_claim_clear(&c);
+	parse_ok(C(",\"secret\":null"), &c);
+	assert_null(c.kubeconfig);
+	nd_claim_clear(&c);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		int r;
+
+		vmact_err_reset(&err);
+		r = nd_claim_parse(refused[i].line, strlen(refused[i].line), &c, &err);
+		if (r != -EPROTO || !strstr(err.msg, refused[i].want))
+			fail_msg("case %zu: rc %d '%s', want '%s'", i, r, err.msg, refused[i].want);
+		if (strstr(err.msg, "s3cr3t"))
+			fail_msg("case %zu: the message quotes the secret: %s", i, err.msg);
+	}
+}
+
 static char *slurp(const char *root, const char *path, mode_t *mode)
 {
 	char p[1024];
@@ -324,12 +377,76 @@ static void kubelet_files(void **state)
 	}
 }
 
+/* A claim's secret: its file (0600), the kubelet's arguments naming it,
+ * kept across a reboot (the kept claim has no secret, the file has), and
+ * gone with the claim. */
+static void kubelet_secret(void **state)
+{
+	char root[] = "/tmp/test_nd_claim.XXXXXX";
+	struct nd_claim c, kept;
+	struct vmact_err err = { 0 };
+	char *text;
+	mode_t mode;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	parse_ok(C(",\"secret\":{\"kubeconfig\":\"" SECRET_TEXT "\"}"), &c);
+	if (nd_kubelet_write(root, &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	text = slurp(root, ND_KUBECONFIG, &mode);
+	assert_non_null(text);
+	assert_int_equal(mode, 0600);
+	assert_non_null(strstr(text, "token: s3cr3t-t0ken\n"));
+	free(text);
+	text = slurp(root, ND_KUBELET_ENV, NULL);
+	assert_non_null(strstr(text, " --kubeconfig=" ND_KUBECONFIG));
+	assert_null(strstr(text, "bootstrap"));
+	free(text);
+	text = slurp(root, ND_CLAIM_KEPT, NULL);
+	assert_null(strstr(text, "s3cr3t"));
+	free(text);
+	nd_claim_clear(&c);
+	/* A reboot: the kept claim, no secret in it, the file still named. */
+	assert_int_equal(nd_kubelet_kept(root, &kept, &err), 0);
+	assert_null(kept.kubeconfig);
+	if (nd_kubelet_write(root, &kept, &err) < 0)
+		fail_msg("%s", err.msg);
+	text = slurp(root, ND_KUBELET_ENV, NULL);
+	assert_non_null(strstr(text, " --kubeconfig=" ND_KUBECONFIG));
+	free(text);
+	nd_claim_clear(&kept);
+	/* A bootstrap kubeconfig instead: the other file goes. */
+	parse_ok(C(",\"secret\":{\"bootstrap_kubeconfig\":\"" SECRET_TEXT "\"}"), &c);
+	if (nd_kubelet_write(root, &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_null(slurp(root, ND_KUBECONFIG, NULL));
+	text = slurp(root, ND_KUBELET_ENV, NULL);
+	assert_non_null(strstr(text, " --bootstrap-kubeconfig=" ND_BOOTSTRAP_KUBECONFIG
+				     " --kubeconfig=" ND_KUBELET_KUBECONFIG));
+	free(text);
+	nd_claim_clear(&c);
+	nd_kubelet_remove(root);
+	assert_null(slurp(root, ND_BOOTSTRAP_KUBECONFIG, NULL));
+	{
+		static const char *const dirs[] = {
+			ND_KUBELET_CONFDIR, ND_RUN_DIR, "/run", ND_STATE_DIR, "/var/lib", "/var", ""
+		};
+		char p[1024];
+
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+			snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
+			assert_int_equal(rmdir(p), 0);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(full_claim),    cmocka_unit_test(minimal_claim),
 		cmocka_unit_test(refusals),      cmocka_unit_test(hostile_bytes),
 		cmocka_unit_test(same_and_json), cmocka_unit_test(kubelet_files),
+		cmocka_unit_test(secret),        cmocka_unit_test(kubelet_secret),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
