@@ -291,6 +291,20 @@ static char *slurp(const char *root, const char *path, mode_t *mode)
 	return text;
 }
 
+/* The scratch root's directories, each empty by now: a file left behind
+ * fails the test. */
+static void rm_root(const char *root)
+{
+	static const char *const dirs[] = { ND_KUBELET_CONFDIR, ND_RUN_DIR, "/run", ND_STATE_DIR,
+					    "/var/lib",         "/var",     "" };
+	char p[1024];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
+		assert_int_equal(rmdir(p), 0);
+	}
+}
+
 /* The files a claim becomes, under a scratch root. */
 static void kubelet_files(void **state)
 {
