@@ -378,17 +378,7 @@ static void kubelet_files(void **state)
 		assert_non_null(strstr(err.msg, ND_CLAIM_KEPT));
 		unlink(p);
 	}
-	{
-		static const char *const dirs[] = {
-			ND_KUBELET_CONFDIR, ND_RUN_DIR, "/run", ND_STATE_DIR, "/var/lib", "/var", ""
-		};
-		char p[1024];
-
-		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-			snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
-			assert_int_equal(rmdir(p), 0);
-		}
-	}
+	rm_root(root);
 }
 
 /* A claim's secret: its file (0600), the kubelet's arguments naming it,
@@ -441,17 +431,7 @@ static void kubelet_secret(void **state)
 	nd_claim_clear(&c);
 	nd_kubelet_remove(root);
 	assert_null(slurp(root, ND_BOOTSTRAP_KUBECONFIG, NULL));
-	{
-		static const char *const dirs[] = {
-			ND_KUBELET_CONFDIR, ND_RUN_DIR, "/run", ND_STATE_DIR, "/var/lib", "/var", ""
-		};
-		char p[1024];
-
-		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-			snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
-			assert_int_equal(rmdir(p), 0);
-		}
-	}
+	rm_root(root);
 }
 
 int main(void)
