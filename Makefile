@@ -331,6 +331,13 @@ check-upstream:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/vmact-cloudprovider
 	$(Q)tests/checks/check-upstream.sh $(SANBUILD)
 
+# The test control plane's binaries (kube-apiserver, kubelet, etcd), built
+# from tests/peers/kube/control-plane into the build cache, kept while
+# their inputs stay the same (tests/k8s/build-bins.sh).
+.PHONY: k8s-bins
+k8s-bins:
+	$(Q)tests/k8s/build-bins.sh
+
 # make unit: every test that needs no privileges (tests/unit and
 # tests/loopback) and the conformance vectors; make loopback: only those
 # of tests/loopback.
