@@ -677,7 +677,7 @@ HOST_IMG := $(BUILD)/host
 # image has its build dependencies): a new checkout (new mtimes) reuses the
 # image, a changed script or Build-Depends rebuilds it.
 check-host-image:
-	$(Q)if [ "$$(cat tests/host/build-image.sh debian/control | sha256sum | cut -d' ' -f1)" != \
+	$(Q)if [ "$$(cat tests/host/build-image.sh tests/lib/debootstrap.sh debian/control | sha256sum | cut -d' ' -f1)" != \
 	       "$$(cat $(HOST_IMG)/stamp 2>/dev/null)" ] || [ ! -f $(HOST_IMG)/rootfs.img ]; then \
 		tests/host/build-image.sh $(HOST_IMG); fi
 check-host: check-host-image
