@@ -110,6 +110,10 @@ struct cl_template {
 	char disk_bus[16];
 	/* A libvirt network for one virtio NIC ("" = none). */
 	char network[CL_NAME_MAX];
+	/* nic "user": one virtio NIC on QEMU's user network instead (the
+	 * guest 10.0.2.15, the host's loopback reached as 10.0.2.2): no
+	 * bridge, no DHCP server, nothing reaches the guest. */
+	bool user_nic;
 	/* Serial console log files, for operators and tests ("" = none). */
 	char serial_log_dir[512];
 	/* Extra <metadata> children, as XML (the VM's vmact autoscaling

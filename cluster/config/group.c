@@ -182,8 +182,10 @@ static int parse_template(struct cl_read_ctx *c, const json_t *o, struct cl_temp
 					    "reserve",
 					    "domain_type",
 					    "ephemeral_storage",
+					    "network",
+					    "nic",
 					    NULL };
-	char dtype[8] = "kvm";
+	char dtype[8] = "kvm", nic[16] = "";
 	static const char *const rkeys[] = { "cpu", "memory", NULL };
 	const json_t *v;
 	int r;
@@ -212,8 +214,16 @@ static int parse_template(struct cl_read_ctx *c, const json_t *o, struct cl_temp
 	    (r = cl_read_str(c, o, "serial_log_dir", false, false, t->serial_log_dir,
 			     sizeof(t->serial_log_dir))) < 0 ||
 	    (r = cl_read_str(c, o, "domain_type", false, false, dtype, sizeof(dtype))) < 0 ||
-	    (r = cl_read_str(c, o, "network", false, false, t->network, sizeof(t->network))) < 0)
+	    (r = cl_read_str(c, o, "network", false, false, t->network, sizeof(t->network))) < 0 ||
+	    (r = cl_read_str(c, o, "nic", false, false, nic, sizeof(nic))) < 0)
 		return r;
+	if (nic[0] && strcmp(nic, "user") && strcmp(nic, "network"))
+		return cl_read_bad(c, "nic", "'%s': network (with template.network) or user", nic);
+	if (!strcmp(nic, "network") && !t->network[0])
+		return cl_read_bad(c, "nic", "network: needs template.network");
+	if (!strcmp(nic, "user") && t->network[0])
+		return cl_read_bad(c, "nic", "user: not with template.network");
+	t->user_nic = !strcmp(nic, "user");
 	if (strcmp(dtype, "kvm") && strcmp(dtype, "qemu"))
 		return cl_read_bad(c, "domain_type",
 				   "'%s': kvm or qemu (TCG, no hardware acceleration)", dtype);

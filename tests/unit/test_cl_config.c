@@ -34,7 +34,7 @@ static const char *good =
 	"\"groups\":[{\"id\":\"workers\",\"min\":1,\"max\":5,\"hosts\":[\"h1\",\"h2\"],"
 	"\"labels\":{\"a\":\"b\"},\"taints\":[{\"key\":\"k\",\"value\":\"v\",\"effect\":\"NoSchedule\"}],"
 	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"max_vcpus\":4,\"memory\":\"512Mi\","
-	"\"max_memory\":\"2Gi\",\"ephemeral_storage\":\"20Gi\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
+	"\"max_memory\":\"2Gi\",\"ephemeral_storage\":\"20Gi\",\"network\":\"default\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
 	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\",\"on_unhealthy\":\"replace\"},"
@@ -83,6 +83,9 @@ static void test_good(void **state)
 	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
 	assert_string_equal(g->claim.refuse, "NO");
 	assert_string_equal(g->claim.secret_kind, "kubeconfig");
+	/* doc/cluster.md's example names a libvirt network. */
+	assert_string_equal(g->tpl.network, "default");
+	assert_false(g->tpl.user_nic);
 	assert_string_equal(g->claim.secret_file, "/etc/vmact/workers.kubeconfig");
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
@@ -119,6 +122,17 @@ static void test_defaults(void **state)
 	assert_string_equal(g->claim.ack, "");
 	assert_string_equal(g->claim.refuse, "VMACT-NODE refused");
 	assert_string_equal(g->claim.secret_kind, "");
+	assert_false(g->tpl.user_nic);
+	assert_string_equal(g->tpl.network, "");
+	cl_config_free(&cfg);
+	if (cl_config_load_string("{" HOSTS
+				  ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"],"
+				  "\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\","
+				  "\"nic\":\"user\"}}]}",
+				  &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	g = &cfg.groups[0];
+	assert_true(g->tpl.user_nic);
 	assert_string_equal(cfg.api_socket, "/run/vmact-groupd/api.sock");
 	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9849");
 	assert_null(cfg.profiles);
@@ -183,6 +197,13 @@ static const struct bad bads[] = {
 	  "groups[0].health.on_unhealthy: 'delete': report or replace" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
 	{ GROUPT("\"claim\":{\"refuse\":7}"), "groups[0].claim.refuse" },
+	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"tap\"}"),
+	  "groups[0].template.nic: 'tap': network (with template.network) or user" },
+	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"network\"}"),
+	  "groups[0].template.nic: network: needs template.network" },
+	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"user\","
+		"\"network\":\"default\"}"),
+	  "groups[0].template.nic: user: not with template.network" },
 	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"token\",\"file\":\"/k\"}}"),
 	  "groups[0].claim.secret.kind: 'token': kubeconfig or bootstrap_kubeconfig" },
 	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\",\"file\":\"k\"}}"),
