@@ -76,7 +76,8 @@ static int write_config(struct th_cpenv *e, const char *groups)
 		" \"serial_log_dir\": \"%s/logs\","
 		" \"reserve\": {\"cpu\": \"250m\", \"memory\": \"256Mi\"}}",
 		e->guest, e->guest, e->dir);
-	if (n < 0 || (size_t)n >= sizeof(tpl) || !(gs = expand(groups, tpl)))
+	if (n < 0 || (size_t)n >= sizeof(tpl) ||
+	    !(gs = expand(groups, e->template_json ? e->template_json : tpl)))
 		return -1;
 	if (asprintf(&cfg,
 		     "{\"api\": {\"socket\": \"%s\"}, \"metrics\": {\"listen\": \"\"},"
@@ -188,7 +189,7 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 {
 	const char *guest = getenv("VMACT_GUEST_DIR");
 	struct passwd *pw = getpwnam(TH_CPENV_USER);
-	char cmd[2048];
+	char cmd[2048], base_cmd[600];
 	int r;
 
 	memset(e, 0, sizeof(*e));
@@ -204,6 +205,12 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 		snprintf(msg, msglen, "top_extra too long");
 		return -1;
 	}
+	if (opts && opts->template_json && !(e->template_json = strdup(opts->template_json))) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if (opts && opts->base_image)
+		snprintf(e->base_image, sizeof(e->base_image), "%s", opts->base_image);
 	if (!pw || !guest) {
 		snprintf(msg, msglen,
 			 "needs user " TH_CPENV_USER
@@ -219,6 +226,14 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 		return -1;
 	}
 	snprintf(e->pool, sizeof(e->pool), "vmact-cpi-%d", (int)getpid());
+	/* Another image is not copied (a node image is large): the pool's
+	 * base is an overlay of it. */
+	if (e->base_image[0])
+		snprintf(base_cmd, sizeof(base_cmd),
+			 "qemu-img create -q -f qcow2 -F qcow2 -b %s pool/node-base.qcow2",
+			 e->base_image);
+	else
+		snprintf(base_cmd, sizeof(base_cmd), "cp %s/node-base.qcow2 pool/", e->guest);
 	path_in(e, e->api, sizeof(e->api), "api/groupd.sock");
 	path_in(e, e->key_arbiter, sizeof(e->key_arbiter), "arbiter.key");
 	path_in(e, e->key_groupd, sizeof(e->key_groupd), "groupd.key");
@@ -228,12 +243,12 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 	 * refuse a key others may read) */
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; cd %s; mkdir pool logs api; chmod 0755 pool; chmod 0777 logs;"
-		 " chown " TH_CPENV_USER ": api; cp %s/node-base.qcow2 pool/;"
+		 " chown " TH_CPENV_USER ": api; %s;"
 		 " head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > arbiter.key;"
 		 " chmod 0600 arbiter.key; cp arbiter.key groupd.key;"
 		 " chown " TH_CPENV_USER ": groupd.key;"
 		 " virsh -q -c qemu:///system pool-create-as %s dir --target %s/pool >/dev/null",
-		 e->dir, e->guest, e->pool, e->dir);
+		 e->dir, base_cmd, e->pool, e->dir);
 	if (sh(cmd) != 0) {
 		snprintf(msg, msglen, "cannot prepare %s and the storage pool %s", e->dir, e->pool);
 		return -1;
@@ -347,5 +362,7 @@ int th_cpenv_stop(struct th_cpenv *e, const char *const *groups)
 	}
 	if (e->dir[0])
 		th_rm_rf(e->dir);
+	free(e->template_json);
+	e->template_json = NULL;
 	return left;
 }
