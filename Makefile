@@ -164,7 +164,7 @@ $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
 UNIT_BINS  := $(addprefix $(BUILD)/tests/unit/,$(tests-unit-y))
 LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
-INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
+INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y) $(tests-k8s-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
@@ -337,6 +337,22 @@ check-upstream:
 .PHONY: k8s-bins
 k8s-bins:
 	$(Q)tests/k8s/build-bins.sh
+
+# make check-k8s (root): a node VM joins a real control plane
+# (tests/integration/test_k8s.c): the binaries above, the node image
+# (tests/k8s/build-node-image.sh, kept in the build cache while its inputs
+# stay), then the test. Run under the integration tests' lock.
+K8S_CACHE = $(or $(VMACT_CACHE_DIR),/var/cache/vmact-tests)/k8s
+.PHONY: check-k8s
+check-k8s: guest
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/vmact-groupd \
+		$(SANBUILD)/vmact-cloudprovider $(SANBUILD)/vmact-arbiter \
+		$(SANBUILD)/tests/integration/test_k8s
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bins=$$(tests/k8s/build-bins.sh) && \
+		tests/k8s/build-node-image.sh $(K8S_CACHE)/node $$bins/kubelet $(BUILD) && \
+		VMACT_K8S_BIN=$$bins VMACT_K8S_NODE=$(K8S_CACHE)/node VMACT_GUEST_DIR=$(GUEST_DIR) \
+		$(SANBUILD)/tests/integration/test_k8s
 
 # make unit: every test that needs no privileges (tests/unit and
 # tests/loopback) and the conformance vectors; make loopback: only those

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A node VM joins a real Kubernetes control plane from its claim (issue
+ * 35; make check-k8s): etcd and kube-apiserver built from their own Go
+ * modules on loopback (tests/lib/kube.c), vmact-groupd and
+ * vmact-cloudprovider on real libvirt (tests/lib/cpenv.c) with a group of
+ * the node image tests/k8s/build-node-image.sh makes (Debian 12, systemd,
+ * containerd, the kubelet of k8s.io/kubernetes, vmact-node) and a standby
+ * in its running tier, driven by tests/peers/ca-client.js as
+ * cluster-autoscaler would. It shows: no Node while the VM is a standby;
+ * after NodeGroupIncreaseSize, a Node whose spec.providerID is the
+ * instance the provider lists, with the group's labels and taints, that
+ * NodeGroupForNode maps back to the group; the kubeconfig the group's
+ * claim.secret sends in none of groupd's log, the domain XML, the console
+ * or the API; the VM deleted as the autoscaler deletes it, nothing left in
+ * libvirt. The figures (increase -> claimed, -> registered, -> Ready) are
+ * printed. Root; needs VMACT_GUEST_DIR (make guest), the binaries
+ * (VMACT_K8S_BIN) and the image (VMACT_K8S_NODE). */
+#include <errno.h>
+#include <pwd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <libvirt/libvirt.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+#include "cloudprovider/groupd.h"
+#include "tests/lib/cloudprov.h"
+#include "tests/lib/cpenv.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/kube.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+/* Bounds against a hung test, not figures: a TCG boot of a systemd
+ * machine, and a kubelet's start under TCG. */
+#define BOOT_LIMIT_S  "900"
+#define JOIN_LIMIT_US (600ULL * VMACT_USEC_PER_SEC)
+
+DEFINE_PTR_CLEANUP(jsonp, json_t, json_decref)
+
+static struct fx {
+	struct th_kube kube;
+	struct th_cpenv env;
+	char secret_dir[64], secret[128], node_dir[256];
+	bool kube_up;
+} F;
+
+static const char group_fmt[] =
+	"{\"id\": \"k8s\", \"min\": 0, \"max\": 2, \"hosts\": [\"h1\"],"
+	" \"labels\": {\"vmact.dev/pool\": \"k8s\", \"node.kubernetes.io/instance-type\": \"vm-1g\"},"
+	" \"taints\": [{\"key\": \"dedicated\", \"value\": \"k8s\", \"effect\": \"NoSchedule\"}],"
+	" \"template\": @TEMPLATE@,"
+	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"
+	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\","
+	" \"secret\": {\"kind\": \"kubeconfig\", \"file\": \"%s\"}},"
+	" \"pool\": {\"running\": 1},"
+	" \"lifecycle\": {\"boot_timeout_s\": 900},"
+	" \"options\": {\"max_node_provision_time_s\": 900}}";
+
+static const char template_fmt[] =
+	"{\"domain_type\": \"qemu\", \"vcpus\": 2, \"max_vcpus\": 2, \"memory\": \"1Gi\","
+	" \"max_memory\": \"1Gi\", \"kernel\": \"%s/vmlinuz\", \"initrd\": \"%s/initrd.img\","
+	" \"cmdline\": \"root=/dev/vda rw console=ttyS0 quiet systemd.show_status=error\","
+	" \"base_volume\": \"node-base.qcow2\", \"nic\": \"user\","
+	" \"serial_log_dir\": \"%s\", \"reserve\": {\"cpu\": \"500m\", \"memory\": \"1Gi\"}}";
+
+/* The group's secret: the kubeconfig for the API server as guests reach
+ * it, vmact-cluster's alone (the key file's rules). */
+static int write_secret(void)
+{
+	struct passwd *pw = getpwnam(TH_CPENV_USER);
+	_cleanup_free_ char *kc = NULL;
+	char server[80];
+
+	if (!pw || th_scratch_dir("vmact-k8s-secret", F.secret_dir, sizeof(F.secret_dir)) < 0)
+		return -1;
+	snprintf(F.secret, sizeof(F.secret), "%s/k8s.kubeconfig", F.secret_dir);
+	snprintf(server, sizeof(server), "https://10.0.2.2:%u", F.kube.api_port);
+	kc = th_kube_kubeconfig(&F.kube, server);
+	if (!kc || th_write_file(F.secret, kc) < 0 || chmod(F.secret, 0600) < 0 ||
+	    chown(F.secret, pw->pw_uid, pw->pw_gid) < 0)
+		return -1;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct vmact_err err = { 0 };
+	_cleanup_free_ char *groups = NULL, *tpl = NULL;
+	struct th_cpenv_opts o = { 0 };
+	const char *node = getenv("VMACT_K8S_NODE");
+	char bin[256], base[300], logs[300], msg[256];
+
+	(void)state;
+	tg_quiet_libvirt();
+	if (!node || !*node || !th_kube_bin_dir(bin, sizeof(bin))) {
+		print_error("needs VMACT_K8S_NODE (tests/k8s/build-node-image.sh) and the binaries "
+			    "(make k8s-bins)\n");
+		return -1;
+	}
+	snprintf(F.node_dir, sizeof(F.node_dir), "%s", node);
+	if (th_kube_start(&F.kube, bin, "10.0.2.2", &err) < 0) {
+		print_error("control plane: %s\n", err.msg);
+		return -1;
+	}
+	F.kube_up = true;
+	if (write_secret() < 0) {
+		print_error("cannot write the group's secret\n");
+		return -1;
+	}
+	snprintf(base, sizeof(base), "%s/node.qcow2", node);
+	snprintf(logs, sizeof(logs), "/tmp/vmact-k8s-logs-%d", (int)getpid());
+	if (mkdir(logs, 0777) < 0 || chmod(logs, 0777) < 0 ||
+	    asprintf(&tpl, template_fmt, node, node, logs) < 0 ||
+	    asprintf(&groups, group_fmt, F.secret) < 0)
+		return -1;
+	o.template_json = tpl;
+	o.base_image = base;
+	o.arbiter_cpu = "4";
+	o.arbiter_memory = "8Gi";
+	if (th_cpenv_start_opts(&F.env, groups, &o, msg, sizeof(msg)) < 0) {
+		print_error("%s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	static const char *const names[] = { "k8s", NULL };
+
+	(void)state;
+	th_cpenv_stop(&F.env, names);
+	if (F.kube_up)
+		th_kube_stop(&F.kube);
+	if (F.secret_dir[0])
+		th_rm_rf(F.secret_dir);
+	return 0;
+}
+
+/* ca-client.js SCENARIO with args; its log's path in log. */
+static void client(const char *scenario, const char *const *extra, char *log, size_t len)
+{
+	const char *args[24] = { "--groupd", F.env.api, "--group", "k8s", "--wait-s", BOOT_LIMIT_S };
+	size_t n = 6;
+	int r;
+
+	for (; extra && *extra; extra++)
+		args[n++] = *extra;
+	args[n] = NULL;
+	snprintf(log, len, "%s/client-%s.log", F.env.dir, scenario);
+	r = th_cp_client(F.env.cp.port, scenario, args, log);
+	if (r != 0) {
+		th_cp_print_log(&F.env.cp);
+		fail_msg("ca-client.js %s: exit %d", scenario, r);
+	}
+}
+
+/* The last {"event":EVENT,...} line of a client's log, parsed. */
+static json_t *event_of(const char *log, const char *event)
+{
+	_cleanup_free_ char *text = th_read_file(log);
+	char needle[64];
+	const char *line = NULL;
+
+	snprintf(needle, sizeof(needle), "{\"event\":\"%s\"", event);
+	for (char *p = text; p && (p = strstr(p, needle)); p++)
+		line = p;
+	return line ? json_loadb(line, strcspn(line, "\n"), 0, NULL) : NULL;
+}
+
+static json_t *nodes(void)
+{
+	json_t *doc = NULL;
+	long status;
+
+	if (th_kube_call(&F.kube, "GET", "/api/v1/nodes", NULL, &status, &doc) < 0 ||
+	    status != 200) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+static size_t node_count(void)
+{
+	_cleanup_(jsonp) json_t *doc = nodes();
+
+	return doc ? json_array_size(json_object_get(doc, "items")) : (size_t)-1;
+}
+
+static bool pool_ready(void *unused)
+{
+	_cleanup_(jsonp) json_t *doc = NULL;
+	struct vmact_err err = { 0 };
+	const json_t *tier;
+
+	(void)unused;
+	if (cp_groupd_call(F.env.api, "GET", "/v1/groups/k8s", NULL, 10 * VMACT_USEC_PER_SEC, &doc,
+			   &err) < 0)
+		return false;
+	tier = json_object_get(json_object_get(doc, "pool"), "running");
+	/* While the standby boots: never a Node. */
+	if (node_count() != 0)
+		fail_msg("a Node exists before any claim");
+	return json_integer_value(json_object_get(tier, "ready")) >= 1;
+}
+
+/* The Node whose spec.providerID is id (a new reference), else NULL. */
+static json_t *node_of(const char *id)
+{
+	_cleanup_(jsonp) json_t *doc = nodes();
+	json_t *n;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "items"), i, n) {
+		const char *p = json_string_value(
+			json_object_get(json_object_get(n, "spec"), "providerID"));
+
+		if (p && !strcmp(p, id))
+			return json_incref(n);
+	}
+	return NULL;
+}
+
+static bool node_ready(const json_t *n)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(n, "status"), "conditions"), i, c) {
+		const char *t = json_string_value(json_object_get(c, "type"));
+		const char *s = json_string_value(json_object_get(c, "status"));
+
+		if (t && s && !strcmp(t, "Ready"))
+			return !strcmp(s, "True");
+	}
+	return false;
+}
+
+static void test_join(void **state)
+{
+	char log[256], id[256], name[128];
+	_cleanup_(jsonp) json_t *ev = NULL, *node = NULL;
+	const json_t *labels, *taints, *t;
+	double t0, t_reg = 0, t_ready = 0;
+	bool dedicated = false;
+	size_t i;
+
+	(void)state;
+	/* The standby: healthy in its tier, and no Node for it. */
+	if (!th_wait_daemon(&F.env.groupd, pool_ready, NULL, 900))
+		fail_msg("no ready standby in the running tier");
+	assert_int_equal(node_count(), 0);
+	print_message("standby ready; no Node\n");
+
+	t0 = th_now_s();
+	{
+		const char *args[] = { "--delta", "1", NULL };
+
+		client("increase", args, log, sizeof(log));
+	}
+	client("settle", NULL, log, sizeof(log));
+	ev = event_of(log, "settled");
+	assert_non_null(ev);
+	assert_int_equal(json_array_size(json_object_get(ev, "ids")), 1);
+	snprintf(id, sizeof(id), "%s",
+		 json_string_value(json_array_get(json_object_get(ev, "ids"), 0)));
+	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
+
+	/* The Node the kubelet registers, and when it is Ready. */
+	{
+		uint64_t end = vmact_now_usec() + JOIN_LIMIT_US;
+
+		while (vmact_now_usec() < end) {
+			json_decref(node);
+			node = node_of(id);
+			if (node && !t_reg)
+				t_reg = th_now_s();
+			if (node && node_ready(node)) {
+				t_ready = th_now_s();
+				break;
+			}
+			usleep(100000);
+		}
+	}
+	if (!node)
+		fail_msg("no Node with spec.providerID %s", id);
+	print_message("k8s running tier: registered %.1f s, Ready %s%.1f s after the increase\n",
+		      t_reg - t0, t_ready ? "" : "never (", t_ready ? t_ready - t0 : 0.0);
+	assert_true(t_ready > 0);
+	snprintf(name, sizeof(name), "%s",
+		 json_string_value(json_object_get(json_object_get(node, "metadata"), "name")));
+	/* The group's labels and taints, as the claim gave them. */
+	labels = json_object_get(json_object_get(node, "metadata"), "labels");
+	assert_string_equal(json_string_value(json_object_get(labels, "vmact.dev/pool")), "k8s");
+	assert_string_equal(json_string_value(
+				    json_object_get(labels, "node.kubernetes.io/instance-type")),
+			    "vm-1g");
+	taints = json_object_get(json_object_get(node, "spec"), "taints");
+	json_array_foreach(taints, i, t)
+		dedicated |= !strcmp(json_string_value(json_object_get(t, "key")) ?: "",
+				     "dedicated") &&
+			     !strcmp(json_string_value(json_object_get(t, "value")) ?: "", "k8s") &&
+			     !strcmp(json_string_value(json_object_get(t, "effect")) ?: "",
+				     "NoSchedule");
+	assert_true(dedicated);
+	/* The autoscaler's question for every Node it lists. */
+	{
+		const char *args[] = { "--provider-id", id, "--name", name, NULL };
+		_cleanup_(jsonp) json_t *fe = NULL;
+
+		client("for-node", args, log, sizeof(log));
+		fe = event_of(log, "for-node");
+		assert_non_null(fe);
+		assert_string_equal(json_string_value(json_object_get(fe, "group")), "k8s");
+	}
+	/* The kubeconfig's token went nowhere it could be read. */
+	{
+		char path[300];
+		virDomainPtr d = th_cpenv_domain(&F.env, id);
+		char *xml = d ? virDomainGetXMLDesc(d, 0) : NULL;
+
+		assert_non_null(xml);
+		assert_null(strstr(xml, F.kube.token));
+		free(xml);
+		virDomainFree(d);
+		assert_int_equal(th_count_in_file(F.env.groupd_log, F.kube.token), 0);
+		snprintf(path, sizeof(path), "%s/client-settle.log", F.env.dir);
+		assert_int_equal(th_count_in_file(path, F.kube.token), 0);
+	}
+	/* Deleted as the autoscaler deletes it: nothing left in libvirt. */
+	{
+		const char *args[] = { "--provider-id", id, "--name", name, NULL };
+
+		client("delete-one", args, log, sizeof(log));
+		client("settle", NULL, log, sizeof(log));
+	}
+	{
+		virDomainPtr d = th_cpenv_domain(&F.env, id);
+
+		assert_null(d);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_join),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
