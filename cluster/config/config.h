@@ -155,6 +155,16 @@ struct cl_host_cfg {
 	char arbiter_secret[512]; /* the lease key's file */
 };
 
+/* "kubernetes": the cluster's API server, where vmact-groupd deletes the
+ * Node of a VM it removed (its providerID ours): what a cloud's
+ * controller manager does for its instances. server "" = none. The token
+ * is read at each use, by the key file's rules. */
+struct cl_kube {
+	char server[256];     /* https://HOST:PORT */
+	char ca_file[256];    /* the CA the server's certificate chains to */
+	char token_file[256]; /* a bearer token that may get and delete Nodes */
+};
+
 struct cl_config {
 	char api_socket[108];
 	char metrics_listen[128]; /* "" = no metrics endpoint */
@@ -165,6 +175,7 @@ struct cl_config {
 	size_t n_groups;
 	struct cl_group_cfg *groups;
 	json_t *profiles; /* scheduler.profiles, as given (NULL: default) */
+	struct cl_kube kube;
 };
 
 void cl_config_free(struct cl_config *cfg);

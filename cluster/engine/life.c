@@ -19,6 +19,7 @@
 
 #include "base/macro.h"
 #include "base/time.h"
+#include "cluster/engine/node-api.h"
 #include "cluster/host/console.h"
 #include "cluster/host/health.h"
 #include "shared/keyfile.h"
@@ -52,6 +53,8 @@ struct job {
 	/* results */
 	int r;
 	bool recorded; /* J_REMOVE: state deleting is recorded */
+	int node_r;    /* J_REMOVE: cl_node_api_delete's (no call: 0) */
+	struct vmact_err node_err;
 	struct vmact_err err;
 	void (*then)(struct cl_vm *vm, int r, const char *err);
 };
@@ -505,6 +508,11 @@ static void remove_run(void *data)
 	/* The lease would expire; released, the room is back at once. */
 	cl_host_release(j->host, CL_PLUGINS_LEASE_NS, j->name, &e2);
 	j->leased = false;
+	/* A member's Node, whose kubelet is gone with it (a standby never
+	 * had one). Not a reason to try the removal again. */
+	if (j->e->cfg->kube.server[0] && j->meta.role == CL_ROLE_MEMBER)
+		j->node_r = cl_node_api_delete(&j->e->cfg->kube, j->name, j->provider_id,
+					       &j->node_err);
 }
 
 static void remove_done(void *data)
@@ -528,8 +536,12 @@ static void remove_done(void *data)
 	}
 	if (j->has_why)
 		vm->g->c.failures[j->why]++;
-	cl_vm_emit(e, LOG_INFO, vm, "removed from %s: domain, disk and lease",
-		   vm->host[0] ? vm->host : "(nowhere)");
+	cl_vm_emit(e, LOG_INFO, vm, "removed from %s: domain, disk and lease%s",
+		   vm->host[0] ? vm->host : "(nowhere)",
+		   j->node_r > 0 ? ", and its Node from the API server" : "");
+	if (j->node_r < 0)
+		cl_vm_emit(e, LOG_WARNING, vm, "its Node is left in the API server: %s",
+			   j->node_err.msg);
 	cl_vm_ops_done(vm, 0, NULL);
 	free(j);
 	bury(e, vm);

@@ -52,7 +52,8 @@ DEFINE_PTR_CLEANUP(jsonp, json_t, json_decref)
 static struct fx {
 	struct th_kube kube;
 	struct th_cpenv env;
-	char secret_dir[64], secret[128], node_dir[256];
+	char secret_dir[64], secret[128], node_dir[256], ca[128], token_file[128];
+	char kube_extra[512];
 	bool kube_up;
 } F;
 
@@ -91,6 +92,26 @@ static int write_secret(void)
 	if (!kc || th_write_file(F.secret, kc) < 0 || chmod(F.secret, 0600) < 0 ||
 	    chown(F.secret, pw->pw_uid, pw->pw_gid) < 0)
 		return -1;
+	/* groupd's own access to the API server (its "kubernetes"): the CA
+	 * and a controller's token. */
+	{
+		char src[300];
+		_cleanup_free_ char *ca = NULL;
+
+		snprintf(src, sizeof(src), "%s/ca.crt", F.kube.dir);
+		snprintf(F.ca, sizeof(F.ca), "%s/ca.crt", F.secret_dir);
+		snprintf(F.token_file, sizeof(F.token_file), "%s/groupd.token", F.secret_dir);
+		ca = th_read_file(src);
+		if (!ca || th_write_file(F.ca, ca) < 0 || chmod(F.ca, 0644) < 0 ||
+		    th_write_file(F.token_file, F.kube.admin_token) < 0 ||
+		    chmod(F.token_file, 0600) < 0 ||
+		    chown(F.token_file, pw->pw_uid, pw->pw_gid) < 0)
+			return -1;
+		snprintf(F.kube_extra, sizeof(F.kube_extra),
+			 "\"kubernetes\": {\"server\": \"%s\", \"ca_file\": \"%s\","
+			 " \"token_file\": \"%s\"}",
+			 F.kube.url, F.ca, F.token_file);
+	}
 	return 0;
 }
 
@@ -129,6 +150,7 @@ static int setup(void **state)
 	o.base_image = base;
 	o.arbiter_cpu = "4";
 	o.arbiter_memory = "8Gi";
+	o.top_extra = F.kube_extra;
 	if (th_cpenv_start_opts(&F.env, groups, &o, msg, sizeof(msg)) < 0) {
 		print_error("%s\n", msg);
 		return -1;
@@ -351,6 +373,22 @@ static void test_join(void **state)
 		virDomainPtr d = th_cpenv_domain(&F.env, id);
 
 		assert_null(d);
+	}
+	/* And its Node, deleted by vmact-groupd as a cloud's controller
+	 * manager would (no controller manager runs here). */
+	{
+		uint64_t end = vmact_now_usec() + 60 * VMACT_USEC_PER_SEC;
+		json_t *n;
+
+		while ((n = node_of(id)) && vmact_now_usec() < end) {
+			json_decref(n);
+			usleep(200000);
+		}
+		if (n)
+			fail_msg("the Node of %s is still in the API server", id);
+		assert_int_equal(th_count_in_file(F.env.groupd_log,
+						  "and its Node from the API server"),
+				 1);
 	}
 }
 

@@ -145,18 +145,29 @@ static int certs(struct th_kube *k, struct vmact_err *err)
 	return 0;
 }
 
-/* The kubelets' token: group system:nodes, which the binding below lets
- * register and run nodes. */
-static int token(struct th_kube *k, struct vmact_err *err)
+static int random_hex(char *out)
 {
 	unsigned char raw[16];
-	char line[160], file[256];
 
 	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
-		return vmact_err_set(err, EIO, "getrandom failed");
+		return -EIO;
 	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(k->token + 2 * i, 3, "%02x", raw[i]);
-	snprintf(line, sizeof(line), "%s,kubelet-vmact,kubelet-vmact,system:nodes\n", k->token);
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+/* The kubelets' token: group system:nodes, which the binding below lets
+ * register and run nodes; and a controller's, system:masters. */
+static int token(struct th_kube *k, struct vmact_err *err)
+{
+	char line[320], file[256];
+
+	if (random_hex(k->token) < 0 || random_hex(k->admin_token) < 0)
+		return vmact_err_set(err, EIO, "getrandom failed");
+	snprintf(line, sizeof(line),
+		 "%s,kubelet-vmact,kubelet-vmact,system:nodes\n"
+		 "%s,vmact-groupd,vmact-groupd,system:masters\n",
+		 k->token, k->admin_token);
 	path(k, "tokens.csv", file, sizeof(file));
 	if (th_write_file(file, line) < 0 || chmod(file, 0600) < 0)
 		return vmact_err_set(err, EIO, "cannot write %s", file);

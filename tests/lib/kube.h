@@ -19,6 +19,8 @@ struct th_kube {
 	char bin[200];  /* kube-apiserver and etcd */
 	char url[80];   /* https://127.0.0.1:PORT */
 	char token[65]; /* the kubelets' static token (group system:nodes) */
+	/* a controller's (vmact-groupd's "kubernetes"): system:masters */
+	char admin_token[65];
 	/* The address the API server advertises (where guests reach it, e.g.
 	 * QEMU's user network's 10.0.2.2); its certificate names it too. */
 	char advertise[64];

@@ -31,6 +31,8 @@
 static const char *good =
 	"{\"api\":{\"socket\":\"/run/x/api.sock\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
 	"\"libvirt\":{\"name_prefix\":\"n-\"},\"lifecycle\":{\"lease_s\":20}," HOSTS ","
+	"\"kubernetes\":{\"server\":\"https://10.0.0.1:6443\",\"ca_file\":\"/etc/vmact/k8s-ca.crt\","
+	"\"token_file\":\"/etc/vmact/groupd.token\"},"
 	"\"groups\":[{\"id\":\"workers\",\"min\":1,\"max\":5,\"hosts\":[\"h1\",\"h2\"],"
 	"\"labels\":{\"a\":\"b\"},\"taints\":[{\"key\":\"k\",\"value\":\"v\",\"effect\":\"NoSchedule\"}],"
 	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"max_vcpus\":4,\"memory\":\"512Mi\","
@@ -83,6 +85,9 @@ static void test_good(void **state)
 	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
 	assert_string_equal(g->claim.refuse, "NO");
 	assert_string_equal(g->claim.secret_kind, "kubeconfig");
+	assert_string_equal(cfg.kube.server, "https://10.0.0.1:6443");
+	assert_string_equal(cfg.kube.ca_file, "/etc/vmact/k8s-ca.crt");
+	assert_string_equal(cfg.kube.token_file, "/etc/vmact/groupd.token");
 	/* doc/cluster.md's example names a libvirt network. */
 	assert_string_equal(g->tpl.network, "default");
 	assert_false(g->tpl.user_nic);
@@ -122,6 +127,7 @@ static void test_defaults(void **state)
 	assert_string_equal(g->claim.ack, "");
 	assert_string_equal(g->claim.refuse, "VMACT-NODE refused");
 	assert_string_equal(g->claim.secret_kind, "");
+	assert_string_equal(cfg.kube.server, "");
 	assert_false(g->tpl.user_nic);
 	assert_string_equal(g->tpl.network, "");
 	cl_config_free(&cfg);
@@ -197,6 +203,14 @@ static const struct bad bads[] = {
 	  "groups[0].health.on_unhealthy: 'delete': report or replace" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
 	{ GROUPT("\"claim\":{\"refuse\":7}"), "groups[0].claim.refuse" },
+	{ "{" HOSTS ",\"kubernetes\":{\"server\":\"http://a:1\",\"ca_file\":\"/c\","
+	  "\"token_file\":\"/t\"}}",
+	  "kubernetes.server: 'http://a:1': https://HOST:PORT" },
+	{ "{" HOSTS ",\"kubernetes\":{\"server\":\"https://a:1\",\"ca_file\":\"/c\"}}",
+	  "kubernetes.token_file" },
+	{ "{" HOSTS ",\"kubernetes\":{\"server\":\"https://a:1\",\"ca_file\":\"c\","
+	  "\"token_file\":\"/t\"}}",
+	  "kubernetes.ca_file: must be an absolute path" },
 	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"tap\"}"),
 	  "groups[0].template.nic: 'tap': network (with template.network) or user" },
 	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"network\"}"),
