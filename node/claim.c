@@ -197,13 +197,14 @@ static int read_secret(struct nd_claim *c, struct vmact_err *err)
 	json_object_foreach(s, key, v) {
 		const char **dst = !strcmp(key, "kubeconfig")             ? &c->kubeconfig
 				   : !strcmp(key, "bootstrap_kubeconfig") ? &c->bootstrap_kubeconfig
+				   : !strcmp(key, "kubeadm")              ? &c->kubeadm
 									  : NULL;
 		size_t len;
 
 		if (!dst)
 			return vmact_err_set(err, EPROTO,
 					     "secret: \"%.64s\" is not a kind this vmact-node "
-					     "takes (kubeconfig, bootstrap_kubeconfig)",
+					     "takes (kubeconfig, bootstrap_kubeconfig, kubeadm)",
 					     key);
 		if (!json_is_string(v))
 			return vmact_err_set(err, EPROTO, "secret: %s: not a string", key);
@@ -213,9 +214,10 @@ static int read_secret(struct nd_claim *c, struct vmact_err *err)
 					     len, ND_SECRET_MAX);
 		*dst = json_string_value(v);
 	}
-	if (c->kubeconfig && c->bootstrap_kubeconfig)
+	if (!!c->kubeconfig + !!c->bootstrap_kubeconfig + !!c->kubeadm > 1)
 		return vmact_err_set(err, EPROTO,
-				     "secret: kubeconfig and bootstrap_kubeconfig are exclusive");
+				     "secret: kubeconfig, bootstrap_kubeconfig and kubeadm are "
+				     "exclusive");
 	return 0;
 }
 
@@ -342,7 +344,9 @@ void nd_claim_forget_secret(struct nd_claim *c)
 {
 	wipe(c->kubeconfig);
 	wipe(c->bootstrap_kubeconfig);
-	c->kubeconfig = c->bootstrap_kubeconfig = NULL;
+	wipe(c->kubeadm);
+	wipe(c->kubeadm);
+	c->kubeconfig = c->bootstrap_kubeconfig = c->kubeadm = NULL;
 }
 
 void nd_claim_clear(struct nd_claim *c)
@@ -354,6 +358,104 @@ void nd_claim_clear(struct nd_claim *c)
 	vmact_json_desc_clear(&claim_desc, c);
 	json_decref(doc);
 	*c = (struct nd_claim){ 0 };
+}
+
+/* Wipes a JSON document's strings before it is freed: a join
+ * configuration holds a bootstrap token. */
+static void wipe_json(json_t *j)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_is_string(j))
+		explicit_bzero((char *)json_string_value(j), json_string_length(j));
+	else if (json_is_object(j))
+		json_object_foreach(j, key, v)
+			wipe_json(v);
+	else if (json_is_array(j))
+		json_array_foreach(j, i, v)
+			wipe_json(v);
+}
+
+int nd_kubeadm_config(const struct nd_claim *c, char **out, struct vmact_err *err)
+{
+	json_t *j, *reg, *taints = json_array(), *args;
+	const char *api, *kind;
+	char *labels = strdup(""), *dump = NULL;
+	bool v1beta4;
+	int r = 0;
+
+	*out = NULL;
+	j = c->kubeadm ? json_loads(c->kubeadm, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	api = json_string_value(json_object_get(j, "apiVersion"));
+	kind = json_string_value(json_object_get(j, "kind"));
+	if (!j || !json_is_object(j) || !kind || strcmp(kind, "JoinConfiguration") || !api ||
+	    (strcmp(api, "kubeadm.k8s.io/v1beta4") && strcmp(api, "kubeadm.k8s.io/v1beta3"))) {
+		r = vmact_err_set(err, EPROTO,
+				  "secret: kubeadm: not a JoinConfiguration (apiVersion "
+				  "kubeadm.k8s.io/v1beta3 or v1beta4) in JSON");
+		goto out;
+	}
+	v1beta4 = !strcmp(api, "kubeadm.k8s.io/v1beta4");
+	reg = json_object_get(j, "nodeRegistration");
+	if (!reg) {
+		reg = json_object();
+		json_object_set_new(j, "nodeRegistration", reg);
+	}
+	if (!json_is_object(reg)) {
+		r = vmact_err_set(err, EPROTO, "secret: kubeadm: nodeRegistration: not an object");
+		goto out;
+	}
+	for (size_t i = 0; taints && i < c->ntaints; i++)
+		json_array_append_new(taints,
+				      json_pack("{s:s,s:s,s:s}", "key", c->taints[i].key, "value",
+						c->taints[i].value, "effect", c->taints[i].effect));
+	for (size_t i = 0; labels && i < c->nlabels; i++) {
+		char *l = NULL;
+
+		if (asprintf(&l, "%s%s%s=%s", labels, i ? "," : "", c->labels[i].key,
+			     c->labels[i].value) < 0)
+			l = NULL;
+		free(labels);
+		labels = l;
+	}
+	/* The kubelet's flags: a list of {name, value} from v1beta4 on, a map
+	 * before. */
+	args = v1beta4 ? json_pack("[{s:s,s:s}]", "name", "provider-id", "value", c->provider_id)
+		       : json_pack("{s:s}", "provider-id", c->provider_id);
+	if (args && labels && c->nlabels) {
+		if (v1beta4)
+			json_array_append_new(args, json_pack("{s:s,s:s}", "name", "node-labels",
+							      "value", labels));
+		else
+			json_object_set_new(args, "node-labels", json_string(labels));
+	}
+	if (!taints || !labels || !args) {
+		json_decref(args);
+		r = vmact_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* set_new takes each reference, also when it fails. */
+	r = json_object_set_new(reg, "taints", taints);
+	taints = NULL;
+	if (r < 0 || json_object_set_new(reg, "kubeletExtraArgs", args) < 0 ||
+	    json_object_set_new(reg, "name", json_string(c->name)) < 0) {
+		r = vmact_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	dump = json_dumps(j, JSON_COMPACT);
+	if (!dump)
+		r = vmact_err_set(err, ENOMEM, "out of memory");
+	*out = dump;
+out:
+	json_decref(taints);
+	if (j) {
+		wipe_json(j);
+		json_decref(j);
+	}
+	free(labels);
+	return r;
 }
 
 char *nd_claim_json(const struct nd_claim *c)

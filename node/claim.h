@@ -51,6 +51,9 @@ struct nd_claim {
 	 * nd_claim_json, nd_claim_same or a message; wiped by
 	 * nd_claim_clear. */
 	const char *kubeconfig, *bootstrap_kubeconfig;
+	/* Or a kubeadm JoinConfiguration (JSON text, kubeadm.k8s.io v1beta3
+	 * or v1beta4): the node joins by `kubeadm join` (nd_kubeadm_config). */
+	const char *kubeadm;
 	json_t *doc; /* the strings point into it */
 };
 
@@ -61,6 +64,13 @@ void nd_claim_clear(struct nd_claim *c);
 /* Wipes the claim's secret, once it is written where the kubelet reads
  * it: the claim kept in memory holds none. */
 void nd_claim_forget_secret(struct nd_claim *c);
+
+/* The claim's JoinConfiguration with the claim's name, taints, provider
+ * ID and labels in its nodeRegistration (the rest as given), as JSON text
+ * (malloc'd; the caller wipes and frees it); -EPROTO naming what is wrong
+ * with the one given (not JSON, not a JoinConfiguration of a version it
+ * knows). */
+int nd_kubeadm_config(const struct nd_claim *c, char **out, struct vmact_err *err);
 
 /* The claim as JSON (what vmact-node keeps in claim.json), written in a
  * fixed order; NULL when out of memory. */

@@ -190,11 +190,19 @@ fail:
 	return r;
 }
 
+int nd_kubelet_write_join(const char *root, const char *text, struct vmact_err *err)
+{
+	int r = make_dirs(root, ND_RUN_DIR, 0755, err);
+
+	return r < 0 ? r : write_file(root, ND_KUBEADM_JOIN, text, 0600, err);
+}
+
 void nd_kubelet_remove(const char *root)
 {
 	static const char *const files[] = { ND_KUBELET_ENV, ND_KUBELET_CONF,
 					     ND_CLAIM_RUN,   ND_CLAIM_KEPT,
-					     ND_KUBECONFIG,  ND_BOOTSTRAP_KUBECONFIG };
+					     ND_KUBECONFIG,  ND_BOOTSTRAP_KUBECONFIG,
+					     ND_KUBEADM_JOIN };
 	char p[PATH_MAX];
 
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++)

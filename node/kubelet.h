@@ -24,6 +24,8 @@
 #define ND_KUBECONFIG           ND_STATE_DIR "/kubeconfig"
 #define ND_BOOTSTRAP_KUBECONFIG ND_STATE_DIR "/bootstrap-kubeconfig"
 #define ND_KUBELET_KUBECONFIG   "/var/lib/kubelet/kubeconfig"
+/* A kubeadm claim's JoinConfiguration, while kubeadm join runs (0600). */
+#define ND_KUBEADM_JOIN ND_RUN_DIR "/join.json"
 
 /* Writes the kubelet's files for c: the claim's secret, if it has one
  * (ND_KUBECONFIG or ND_BOOTSTRAP_KUBECONFIG, the other removed); its
@@ -34,6 +36,9 @@
  * applied after a reboot has no secret, the file does); then the claim,
  * without its secret, in ND_CLAIM_RUN and ND_CLAIM_KEPT. */
 int nd_kubelet_write(const char *root, const struct nd_claim *c, struct vmact_err *err);
+
+/* Writes text (the JoinConfiguration) to ND_KUBEADM_JOIN, mode 0600. */
+int nd_kubelet_write_join(const char *root, const char *text, struct vmact_err *err);
 
 /* Removes what nd_kubelet_write wrote (a claim that could not be carried
  * out is not kept). */

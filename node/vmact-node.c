@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <systemd/sd-daemon.h>
 
 #include "base/macro.h"
@@ -38,7 +39,7 @@
 #define HUP_WAIT_MS 50
 
 struct opts {
-	const char *port, *channel, *root, *systemctl, *console;
+	const char *port, *channel, *root, *systemctl, *console, *kubeadm;
 	bool hostname;
 };
 
@@ -66,7 +67,8 @@ static void on_term(int sig)
 static void usage(FILE *f)
 {
 	fputs("Usage: vmact-node [--channel NAME | --port PATH] [--root DIR]\n"
-	      "                  [--systemctl PATH] [--console PATH] [--help] [--version]\n"
+	      "                  [--systemctl PATH] [--console PATH] [--kubeadm PATH]\n"
+	      "                  [--help] [--version]\n"
 	      "Waits for vmact-groupd's claim on the guest's port, writes the kubelet's\n"
 	      "configuration from it (provider ID, node name, labels, taints), starts\n"
 	      "kubelet.service and answers \"" ACK " NAME\". A claim it refuses is\n"
@@ -78,7 +80,9 @@ static void usage(FILE *f)
 	      "/usr/bin/systemctl). --console PATH: where the heartbeat goes for the\n"
 	      "group's health check, \"VMACT-NODE standby\" every second until the claim,\n"
 	      "then \"VMACT-NODE claimed kubelet=STATE\" every 5 s while the kubelet has\n"
-	      "not failed (default /dev/ttyS0; \"none\": no heartbeat).\n",
+	      "not failed (default /dev/ttyS0; \"none\": no heartbeat). --kubeadm PATH:\n"
+	      "what a claim with a JoinConfiguration runs as PATH join (default\n"
+	      "/usr/bin/kubeadm).\n",
 	      f);
 }
 
@@ -90,6 +94,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "root", required_argument, NULL, 'r' },
 		{ "systemctl", required_argument, NULL, 's' },
 		{ "console", required_argument, NULL, 'C' },
+		{ "kubeadm", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -100,6 +105,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			    .root = "",
 			    .systemctl = "/usr/bin/systemctl",
 			    .console = "/dev/ttyS0",
+			    .kubeadm = "/usr/bin/kubeadm",
 			    .hostname = true };
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
 		switch (c) {
@@ -118,6 +124,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'C':
 			o->console = optarg;
+			break;
+		case 'K':
+			o->kubeadm = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -220,8 +229,68 @@ static int start_kubelet(const struct opts *o, struct vmact_err *err)
 	return 0;
 }
 
-/* Carries out a checked claim: the files, the hostname, the kubelet. On
- * failure nothing is left of it. */
+/* kubeadm join --config FILE, its output read here: the last line is
+ * logged, unless it names the join's token. The file goes after it. */
+static void kubeadm_join(const struct opts *o, const char *token)
+{
+	char path[PATH_MAX], buf[4096], last[512] = "";
+	char *const argv[] = { (char *)o->kubeadm, "join", "--config", path, NULL };
+	int p[2], status = -1;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s" ND_KUBEADM_JOIN, o->root);
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		fprintf(stderr, "vmact-node: kubeadm join: pipe: %s\n", strerror(errno));
+		unlink(path);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		dup2(p[1], STDERR_FILENO);
+		execv(o->kubeadm, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while (pid > 0 && (n = read(p[0], buf, sizeof(buf) - 1)) > 0) {
+		char *l, *nl;
+
+		buf[n] = '\0';
+		for (l = buf; (nl = strchr(l, '\n')); l = nl + 1)
+			if (nl > l)
+				snprintf(last, sizeof(last), "%.*s", (int)(nl - l), l);
+	}
+	close(p[0]);
+	if (pid > 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	unlink(path);
+	if (token && *token && strstr(last, token))
+		snprintf(last, sizeof(last), "(its last line names the token: not shown)");
+	fprintf(stderr, "vmact-node: kubeadm join %s: %s\n",
+		pid > 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? "done" : "failed", last);
+	explicit_bzero(buf, sizeof(buf));
+	explicit_bzero(last, sizeof(last));
+}
+
+/* The bootstrap token of a JoinConfiguration, to keep it out of a log
+ * line (malloc'd; "" when it has none). */
+static char *join_token(const char *kubeadm)
+{
+	json_t *j = json_loads(kubeadm, 0, NULL);
+	const char *t = json_string_value(
+		json_object_get(json_object_get(json_object_get(j, "discovery"), "bootstrapToken"),
+				"token"));
+	char *s = strdup(t ? t : "");
+
+	json_decref(j);
+	return s;
+}
+
+/* Carries out a checked claim: the files, the hostname, the kubelet (or,
+ * for a kubeadm claim, its JoinConfiguration for kubeadm_join, run once
+ * the claim is acknowledged). On failure nothing is left of it. */
 static int apply(const struct opts *o, const struct nd_claim *c, struct vmact_err *err)
 {
 	int r = nd_kubelet_write(o->root, c, err);
@@ -230,8 +299,19 @@ static int apply(const struct opts *o, const struct nd_claim *c, struct vmact_er
 		return r;
 	if (o->hostname && sethostname(c->name, strlen(c->name)) < 0)
 		r = vmact_err_set(err, errno, "sethostname %s: %s", c->name, strerror(errno));
-	if (r >= 0)
+	if (r >= 0 && c->kubeadm) {
+		char *join = NULL;
+
+		r = nd_kubeadm_config(c, &join, err);
+		if (r >= 0)
+			r = nd_kubelet_write_join(o->root, join, err);
+		if (join) {
+			explicit_bzero(join, strlen(join));
+			free(join);
+		}
+	} else if (r >= 0) {
 		r = start_kubelet(o, err);
+	}
 	if (r < 0)
 		nd_kubelet_remove(o->root);
 	return r;
@@ -269,9 +349,21 @@ static void on_line(const struct opts *o, int fd, const char *line, size_t len,
 		nd_claim_clear(&c);
 		return;
 	}
-	nd_claim_forget_secret(&c);
-	fprintf(stderr, "vmact-node: claimed as %s (%s), kubelet started\n", c.name, c.provider_id);
+	fprintf(stderr, "vmact-node: claimed as %s (%s), %s\n", c.name, c.provider_id,
+		c.kubeadm ? "joining with kubeadm" : "kubelet started");
 	say(fd, ACK " %s", c.name);
+	/* Acknowledged first: the claim is done, the join takes its time
+	 * (the heartbeat then says how the kubelet is). */
+	if (c.kubeadm) {
+		char *token = join_token(c.kubeadm);
+
+		kubeadm_join(o, token);
+		if (token) {
+			explicit_bzero(token, strlen(token));
+			free(token);
+		}
+	}
+	nd_claim_forget_secret(&c);
 	*applied = c;
 }
 

@@ -75,8 +75,9 @@ struct cl_claim {
 	/* claim.secret: sent with every claim as its "secret" (vmact-node's
 	 * credentials for the API server), read from secret_file at each
 	 * claim by the key file's rules; "" = none. secret_kind is
-	 * "kubeconfig" or "bootstrap_kubeconfig". Only over a virtio channel,
-	 * never a serial port (a pty can be logged). */
+	 * "kubeconfig", "bootstrap_kubeconfig" or "kubeadm" (a kubeadm
+	 * JoinConfiguration in JSON: the node joins by kubeadm join). Only
+	 * over a virtio channel, never a serial port (a pty can be logged). */
 	char secret_kind[32];
 	char secret_file[512];
 };

@@ -138,8 +138,8 @@ static int parse_claim_secret(struct cl_read_ctx *c, const json_t *v, struct cl_
 		    0)
 		return r;
 	if (strcmp(cl->secret_kind, "kubeconfig") &&
-	    strcmp(cl->secret_kind, "bootstrap_kubeconfig"))
-		return cl_read_bad(c, "kind", "'%s': kubeconfig or bootstrap_kubeconfig",
+	    strcmp(cl->secret_kind, "bootstrap_kubeconfig") && strcmp(cl->secret_kind, "kubeadm"))
+		return cl_read_bad(c, "kind", "'%s': kubeconfig, bootstrap_kubeconfig or kubeadm",
 				   cl->secret_kind);
 	if (cl->secret_file[0] != '/')
 		return cl_read_bad(c, "file", "'%s': an absolute path", cl->secret_file);

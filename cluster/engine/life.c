@@ -296,6 +296,23 @@ static json_t *claim_secret(const struct cl_group_cfg *g, json_t **text, struct 
 		vmact_err_prefix(err, "claim.secret");
 		return NULL;
 	}
+	/* A JoinConfiguration the node could not use fails the claim here,
+	 * with a reason that quotes none of it. */
+	if (!strcmp(g->claim.secret_kind, "kubeadm")) {
+		json_t *j = json_loadb((const char *)buf, len, 0, NULL);
+		const char *kind = json_string_value(json_object_get(j, "kind"));
+		bool ok = kind && !strcmp(kind, "JoinConfiguration");
+
+		json_decref(j);
+		if (!ok) {
+			explicit_bzero(buf, len);
+			free(buf);
+			vmact_err_set(err, EINVAL,
+				      "claim.secret: %s is not a kubeadm JoinConfiguration in JSON",
+				      g->claim.secret_file);
+			return NULL;
+		}
+	}
 	*text = json_stringn((const char *)buf, len);
 	explicit_bzero(buf, len);
 	free(buf);

@@ -43,7 +43,7 @@
 
 struct fixture {
 	char dir[256], root[300], systemctl[300], calls[300], out[300], notify[300];
-	char console[300], state[300];
+	char console[300], state[300], kubeadm[300], kubeadm_calls[300], join_copy[300];
 	int master, notify_fd;
 	char slave[64];
 	struct th_proc p;
@@ -85,8 +85,9 @@ static void start(void)
 {
 	char prog[512], env_notify[320];
 	const char *env[] = { env_notify, NULL };
-	const char *argv[] = { prog,          "--port",     fx.slave,    "--root",   fx.root,
-			       "--systemctl", fx.systemctl, "--console", fx.console, NULL };
+	const char *argv[] = { prog,       "--port",      fx.slave,     "--root",
+			       fx.root,    "--systemctl", fx.systemctl, "--console",
+			       fx.console, "--kubeadm",   fx.kubeadm,   NULL };
 	struct th_spawn_opts o = {
 		.out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = fx.out, .env = env
 	};
@@ -181,6 +182,21 @@ static int setup(void **state)
 	snprintf(fx.notify, sizeof(fx.notify), "%s/notify", fx.dir);
 	snprintf(fx.console, sizeof(fx.console), "%s/ttyS0", fx.dir);
 	snprintf(fx.state, sizeof(fx.state), "%s/kubelet-state", fx.dir);
+	snprintf(fx.kubeadm, sizeof(fx.kubeadm), "%s/kubeadm", fx.dir);
+	snprintf(fx.kubeadm_calls, sizeof(fx.kubeadm_calls), "%s/kubeadm-calls", fx.dir);
+	snprintf(fx.join_copy, sizeof(fx.join_copy), "%s/join-copy.json", fx.dir);
+	{
+		/* Records its arguments, the file's mode and text, and ends
+		 * with a line that names the token, as a verbose kubeadm may. */
+		char text[1400];
+
+		snprintf(text, sizeof(text),
+			 "#!/bin/sh\necho \"$*\" >> %s\nstat -c %%a \"$3\" >> %s\ncp \"$3\" %s\n"
+			 "echo 'discovery: ok'\necho 'joined with token abcdef.s3cr3t0123456789'\n",
+			 fx.kubeadm_calls, fx.kubeadm_calls, fx.join_copy);
+		if (th_write_file(fx.kubeadm, text) < 0 || chmod(fx.kubeadm, 0755) < 0)
+			return -1;
+	}
 	if (th_write_file(fx.console, "") < 0 || th_write_file(fx.state, "active\n") < 0)
 		return -1;
 	if (mkdir(fx.root, 0755) < 0)
@@ -378,12 +394,56 @@ static void secret_claim(void **state)
 	assert_int_equal(th_count_in_file(fx.console, "s3cr3t"), 0);
 }
 
+/* A kubeadm claim: acknowledged, then kubeadm join run on the claim's
+ * JoinConfiguration (0600, the claim's name and provider ID in it),
+ * removed afterwards; the kubelet not started by vmact-node (kubeadm
+ * does); the token in no log line. */
+static bool joined(void *unused)
+{
+	(void)unused;
+	return th_count_in_file(fx.out, "kubeadm join done") > 0;
+}
+
+static void kubeadm_claim(void **state)
+{
+	static const char claim[] =
+		"claim {\"group\":\"g\",\"name\":\"n1\",\"provider_id\":\"libvirt://h/" UUID "\","
+		"\"secret\":{\"kubeadm\":\"{\\\"apiVersion\\\":\\\"kubeadm.k8s.io/v1beta4\\\","
+		"\\\"kind\\\":\\\"JoinConfiguration\\\",\\\"discovery\\\":{\\\"bootstrapToken\\\":"
+		"{\\\"token\\\":\\\"abcdef.s3cr3t0123456789\\\"}}}\"}}\n";
+	char *line, *text, p[600];
+
+	(void)state;
+	start();
+	tell(claim, sizeof(claim) - 1);
+	line = answer("VMACT-NODE claimed");
+	assert_string_equal(line, "VMACT-NODE claimed n1");
+	free(line);
+	if (!th_wait_daemon(&fx.p, joined, NULL, 30))
+		fail_msg("kubeadm join never ran");
+	text = th_read_file(fx.kubeadm_calls);
+	assert_non_null(strstr(text, "join --config "));
+	assert_non_null(strstr(text, "\n600\n"));
+	free(text);
+	text = th_read_file(fx.join_copy);
+	assert_non_null(strstr(text, "\"name\":\"n1\""));
+	assert_non_null(strstr(text, "libvirt://h/" UUID));
+	free(text);
+	snprintf(p, sizeof(p), "%s/run/vmact-node/join.json", fx.root);
+	assert_int_not_equal(access(p, F_OK), 0);
+	assert_int_equal(starts(), 0);
+	assert_int_equal(th_proc_stop(&fx.p, SIGTERM, 10 * VMACT_USEC_PER_SEC), 0);
+	assert_int_equal(th_count_in_file(fx.out, "s3cr3t"), 0);
+	assert_int_equal(th_count_in_file(fx.out, "names the token: not shown"), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(claim_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(kubelet_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(secret_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(kubeadm_claim, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

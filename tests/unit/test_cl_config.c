@@ -219,7 +219,7 @@ static const struct bad bads[] = {
 		"\"network\":\"default\"}"),
 	  "groups[0].template.nic: user: not with template.network" },
 	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"token\",\"file\":\"/k\"}}"),
-	  "groups[0].claim.secret.kind: 'token': kubeconfig or bootstrap_kubeconfig" },
+	  "groups[0].claim.secret.kind: 'token': kubeconfig, bootstrap_kubeconfig or kubeadm" },
 	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\",\"file\":\"k\"}}"),
 	  "groups[0].claim.secret.file: 'k': an absolute path" },
 	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\"}}"),

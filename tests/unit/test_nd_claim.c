@@ -222,9 +222,10 @@ static void secret(void **state)
 {
 	static const struct bad refused[] = {
 		{ C(",\"secret\":{\"kubeconfig\":\"a\",\"bootstrap_kubeconfig\":\"b\"}"),
-		  "secret: kubeconfig and bootstrap_kubeconfig are exclusive" },
-		{ C(",\"secret\":{\"kubeadm\":{}}"),
-		  "secret: \"kubeadm\" is not a kind this vmact-node takes" },
+		  "secret: kubeconfig, bootstrap_kubeconfig and kubeadm are exclusive" },
+		{ C(",\"secret\":{\"kubeadm\":{}}"), "secret: kubeadm: not a string" },
+		{ C(",\"secret\":{\"token\":\"x\"}"),
+		  "secret: \"token\" is not a kind this vmact-node takes" },
 		{ C(",\"secret\":{\"kubeconfig\":7}"), "secret: kubeconfig: not a string" },
 		{ C(",\"secret\":{\"kubeconfig\":\"\"}"), "secret: kubeconfig: 0 bytes" },
 		{ C(",\"secret\":\"" SECRET_TEXT "\""), "secret: not an object" },
@@ -434,13 +435,108 @@ static void kubelet_secret(void **state)
 	rm_root(root);
 }
 
+#define JOIN4                                                                                            \
+	"{\\\"apiVersion\\\":\\\"kubeadm.k8s.io/v1beta4\\\",\\\"kind\\\":\\\"JoinConfiguration\\\","     \
+	"\\\"discovery\\\":{\\\"bootstrapToken\\\":{\\\"token\\\":\\\"abcdef.s3cr3t0123456789\\\","      \
+	"\\\"apiServerEndpoint\\\":\\\"10.0.2.2:6443\\\"}},\\\"nodeRegistration\\\":{\\\"criSocket\\\":" \
+	"\\\"unix:///run/containerd/containerd.sock\\\",\\\"name\\\":\\\"other\\\"}}"
+
+/* A kubeadm claim: its JoinConfiguration with the claim's name, taints,
+ * provider ID and labels, the rest as given; v1beta3's map of kubelet
+ * flags too; anything else refused without a word of it. */
+static void kubeadm_join_config(void **state)
+{
+	struct nd_claim c;
+	struct vmact_err err = { 0 };
+	json_t *j, *reg, *args;
+	char *out = NULL;
+
+	(void)state;
+	parse_ok(C(",\"labels\":{\"pool\":\"a\",\"zone\":\"z\"},\"taints\":[{\"key\":\"d\","
+		   "\"value\":\"k\",\"effect\":\"NoSchedule\"}],\"secret\":{\"kubeadm\":\"" JOIN4
+		   "\"}"),
+		 &c);
+	assert_non_null(c.kubeadm);
+	assert_int_equal(nd_kubeadm_config(&c, &out, &err), 0);
+	j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	reg = json_object_get(j, "nodeRegistration");
+	assert_string_equal(json_string_value(json_object_get(reg, "name")), "n1");
+	assert_string_equal(json_string_value(json_object_get(reg, "criSocket")),
+			    "unix:///run/containerd/containerd.sock");
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(reg, "taints"), 0), "effect")),
+			    "NoSchedule");
+	args = json_object_get(reg, "kubeletExtraArgs");
+	assert_int_equal(json_array_size(args), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(args, 0), "name")),
+			    "provider-id");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(args, 0), "value")),
+			    "libvirt://h/" UUID);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(args, 1), "value")),
+			    "pool=a,zone=z");
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(json_object_get(j, "discovery"),
+								    "bootstrapToken"),
+						    "apiServerEndpoint")),
+			    "10.0.2.2:6443");
+	json_decref(j);
+	free(out);
+	/* The claim's JSON never holds it. */
+	out = nd_claim_json(&c);
+	assert_null(strstr(out, "s3cr3t"));
+	free(out);
+	nd_claim_clear(&c);
+	/* v1beta3: the flags as a map. */
+	parse_ok(C(",\"secret\":{\"kubeadm\":\"{\\\"apiVersion\\\":\\\"kubeadm.k8s.io/v1beta3\\\","
+		   "\\\"kind\\\":\\\"JoinConfiguration\\\"}\"}"),
+		 &c);
+	assert_int_equal(nd_kubeadm_config(&c, &out, &err), 0);
+	j = json_loads(out, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(json_object_get(j, "nodeRegistration"),
+						    "kubeletExtraArgs"),
+				    "provider-id")),
+			    "libvirt://h/" UUID);
+	json_decref(j);
+	free(out);
+	nd_claim_clear(&c);
+	/* Not a JoinConfiguration: refused, the text not quoted. */
+	parse_ok(C(",\"secret\":{\"kubeadm\":\"{\\\"kind\\\":\\\"InitConfiguration\\\","
+		   "\\\"token\\\":\\\"s3cr3t\\\"}\"}"),
+		 &c);
+	assert_int_equal(nd_kubeadm_config(&c, &out, &err), -EPROTO);
+	assert_null(out);
+	assert_non_null(strstr(err.msg, "not a JoinConfiguration"));
+	assert_null(strstr(err.msg, "s3cr3t"));
+	nd_claim_clear(&c);
+	vmact_err_reset(&err);
+	parse_ok(C(",\"secret\":{\"kubeadm\":\"s3cr3t not json\"}"), &c);
+	assert_int_equal(nd_kubeadm_config(&c, &out, &err), -EPROTO);
+	assert_null(strstr(err.msg, "s3cr3t"));
+	nd_claim_clear(&c);
+	/* One kind of secret only. */
+	vmact_err_reset(&err);
+	assert_int_equal(nd_claim_parse(C(",\"secret\":{\"kubeadm\":\"{}\",\"kubeconfig\":\"x\"}"),
+					strlen(C(",\"secret\":{\"kubeadm\":\"{}\",\"kubeconfig\":"
+						 "\"x\"}")),
+					&c, &err),
+			 -EPROTO);
+	assert_non_null(strstr(err.msg, "exclusive"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(full_claim),    cmocka_unit_test(minimal_claim),
-		cmocka_unit_test(refusals),      cmocka_unit_test(hostile_bytes),
-		cmocka_unit_test(same_and_json), cmocka_unit_test(kubelet_files),
-		cmocka_unit_test(secret),        cmocka_unit_test(kubelet_secret),
+		cmocka_unit_test(full_claim),
+		cmocka_unit_test(minimal_claim),
+		cmocka_unit_test(refusals),
+		cmocka_unit_test(hostile_bytes),
+		cmocka_unit_test(same_and_json),
+		cmocka_unit_test(kubelet_files),
+		cmocka_unit_test(secret),
+		cmocka_unit_test(kubelet_secret),
+		cmocka_unit_test(kubeadm_join_config),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
