@@ -25,8 +25,9 @@ mkdir -p "$tmp"
 start=$(date +%s)
 (cd "$mod" && CGO_ENABLED=0 go build -mod=readonly -p 2 -trimpath -ldflags='-s -w' -o "$tmp/" \
 	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubelet go.etcd.io/etcd/server/v3)
-# etcd's main is its server module's root package: named after "v3".
-mv "$tmp/v3" "$tmp/etcd"
+# etcd's main is its server module's root package, go.etcd.io/etcd/server/v3:
+# go names the binary after "server".
+mv "$tmp/server" "$tmp/etcd"
 echo "$stamp" > "$tmp/.stamp"
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
