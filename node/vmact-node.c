@@ -486,16 +486,23 @@ static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *
 			return -errno;
 		if (k <= 0)
 			continue;
+		/* The host hung up (a virtio port's other end closed; a serial
+		 * line's EIO): what it sent of an unfinished line goes, the
+		 * next connection starts a line of its own. */
 		if (!(p.revents & POLLIN)) {
+			have = 0;
+			overlong = false;
 			nap_ms(HUP_WAIT_MS);
 			continue;
 		}
 		n = read(fd, buf + have, sizeof(buf) - have);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
-		if (n < 0)
+		if (n < 0 && errno != EIO)
 			return -errno;
-		if (n == 0) {
+		if (n <= 0) {
+			have = 0;
+			overlong = false;
 			nap_ms(HUP_WAIT_MS);
 			continue;
 		}
