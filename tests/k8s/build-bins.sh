@@ -23,7 +23,17 @@ tmp=$out.tmp.$$
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp"
 start=$(date +%s)
-(cd "$mod" && CGO_ENABLED=0 go build -mod=readonly -p 2 -trimpath -ldflags='-s -w' -o "$tmp/" \
+# The version the binaries report (the kubelet's in its Node, the API
+# server's at /version), as a release build stamps it: from the module's
+# own version, where a module build leaves "v0.0.0-master".
+ver=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+[ -n "$ver" ] || { echo "build-bins: no k8s.io/kubernetes version in $mod/go.mod" >&2; exit 1; }
+major=${ver#v}; major=${major%%.*}
+minor=${ver#v*.}; minor=${minor%%.*}
+pkg=k8s.io/component-base/version
+ldflags="-s -w -X $pkg.gitVersion=$ver -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+ldflags="$ldflags -X $pkg.gitTreeState=clean"
+(cd "$mod" && CGO_ENABLED=0 go build -mod=readonly -p 2 -trimpath -ldflags="$ldflags" -o "$tmp/" \
 	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubelet go.etcd.io/etcd/server/v3)
 # etcd's main is its server module's root package, go.etcd.io/etcd/server/v3:
 # go names the binary after "server".
