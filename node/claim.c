@@ -378,11 +378,42 @@ static void wipe_json(json_t *j)
 			wipe_json(v);
 }
 
+char *nd_claim_labels_arg(const struct nd_claim *c)
+{
+	char *labels = strdup("");
+
+	for (size_t i = 0; labels && i < c->nlabels; i++) {
+		char *l = NULL;
+
+		if (asprintf(&l, "%s%s%s=%s", labels, i ? "," : "", c->labels[i].key,
+			     c->labels[i].value) < 0)
+			l = NULL;
+		free(labels);
+		labels = l;
+	}
+	return labels;
+}
+
+json_t *nd_claim_taints_json(const struct nd_claim *c)
+{
+	json_t *taints = json_array();
+
+	for (size_t i = 0; taints && i < c->ntaints; i++)
+		if (json_array_append_new(taints,
+					  json_pack("{s:s,s:s,s:s}", "key", c->taints[i].key,
+						    "value", c->taints[i].value, "effect",
+						    c->taints[i].effect)) < 0) {
+			json_decref(taints);
+			return NULL;
+		}
+	return taints;
+}
+
 int nd_kubeadm_config(const struct nd_claim *c, char **out, struct vmact_err *err)
 {
-	json_t *j, *reg, *taints = json_array(), *args;
+	json_t *j, *reg, *taints = nd_claim_taints_json(c), *args;
 	const char *api, *kind;
-	char *labels = strdup(""), *dump = NULL;
+	char *labels = nd_claim_labels_arg(c), *dump = NULL;
 	bool v1beta4;
 	int r = 0;
 
@@ -406,19 +437,6 @@ int nd_kubeadm_config(const struct nd_claim *c, char **out, struct vmact_err *er
 	if (!json_is_object(reg)) {
 		r = vmact_err_set(err, EPROTO, "secret: kubeadm: nodeRegistration: not an object");
 		goto out;
-	}
-	for (size_t i = 0; taints && i < c->ntaints; i++)
-		json_array_append_new(taints,
-				      json_pack("{s:s,s:s,s:s}", "key", c->taints[i].key, "value",
-						c->taints[i].value, "effect", c->taints[i].effect));
-	for (size_t i = 0; labels && i < c->nlabels; i++) {
-		char *l = NULL;
-
-		if (asprintf(&l, "%s%s%s=%s", labels, i ? "," : "", c->labels[i].key,
-			     c->labels[i].value) < 0)
-			l = NULL;
-		free(labels);
-		labels = l;
 	}
 	/* The kubelet's flags: a list of {name, value} from v1beta4 on, a map
 	 * before. */

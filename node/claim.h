@@ -72,6 +72,13 @@ void nd_claim_forget_secret(struct nd_claim *c);
  * knows). */
 int nd_kubeadm_config(const struct nd_claim *c, char **out, struct vmact_err *err);
 
+/* The claim's labels as the kubelet's --node-labels takes them
+ * ("k=v,k2=v2", "" for none), and its taints as a KubeletConfiguration's
+ * or a JoinConfiguration's list ({key, value, effect}); NULL when out of
+ * memory. */
+char *nd_claim_labels_arg(const struct nd_claim *c);
+json_t *nd_claim_taints_json(const struct nd_claim *c);
+
 /* The claim as JSON (what vmact-node keeps in claim.json), written in a
  * fixed order; NULL when out of memory. */
 char *nd_claim_json(const struct nd_claim *c);

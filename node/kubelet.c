@@ -86,13 +86,9 @@ static int write_file(const char *root, const char *path, const char *text, mode
 
 static char *kubelet_conf(const struct nd_claim *c)
 {
-	json_t *taints = json_array(), *o;
+	json_t *taints = nd_claim_taints_json(c), *o;
 	char *text;
 
-	for (size_t i = 0; taints && i < c->ntaints; i++)
-		json_array_append_new(taints,
-				      json_pack("{s:s,s:s,s:s}", "key", c->taints[i].key, "value",
-						c->taints[i].value, "effect", c->taints[i].effect));
 	o = json_pack("{s:s,s:s,s:s,s:o}", "apiVersion", "kubelet.config.k8s.io/v1beta1", "kind",
 		      "KubeletConfiguration", "providerID", c->provider_id, "registerWithTaints",
 		      taints);
@@ -118,17 +114,8 @@ static char *kubelet_env(const char *root, const struct nd_claim *c)
 				   ? " --bootstrap-kubeconfig=" ND_BOOTSTRAP_KUBECONFIG
 				     " --kubeconfig=" ND_KUBELET_KUBECONFIG
 				   : "";
-	char *s = NULL, *labels = strdup("");
+	char *s = NULL, *labels = nd_claim_labels_arg(c);
 
-	for (size_t i = 0; labels && i < c->nlabels; i++) {
-		char *l = NULL;
-
-		if (asprintf(&l, "%s%s%s=%s", labels, i ? "," : "", c->labels[i].key,
-			     c->labels[i].value) < 0)
-			l = NULL;
-		free(labels);
-		labels = l;
-	}
 	if (labels && asprintf(&s,
 			       "# Written by vmact-node from its claim; read by kubelet.service.\n"
 			       "KUBELET_EXTRA_ARGS=--config-dir=" ND_KUBELET_CONFDIR

@@ -205,23 +205,59 @@ static void say(int fd, const char *fmt, ...)
 		fprintf(stderr, "vmact-node: cannot answer on the port: %s\n", strerror(errno));
 }
 
-/* systemctl start --no-block kubelet.service, never through a shell. */
+/* argv[0] run with argv, never through a shell; with out, its stdout (and,
+ * with both, its stderr) into the pipe *out it returns to read. The pid, or
+ * -errno. */
+static pid_t spawn(char *const argv[], int *out, bool both)
+{
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out && pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		if (out) {
+			dup2(p[1], STDOUT_FILENO);
+			if (both)
+				dup2(p[1], STDERR_FILENO);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (out) {
+		close(p[1]);
+		if (pid < 0)
+			close(p[0]);
+		else
+			*out = p[0];
+	}
+	return pid < 0 ? -errno : pid;
+}
+
+/* Its wait status; -1 when it cannot be had. */
+static int reap(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return status;
+}
+
+/* systemctl start --no-block kubelet.service. */
 static int start_kubelet(const struct opts *o, struct vmact_err *err)
 {
 	char *const argv[] = { (char *)o->systemctl, "start", "--no-block", "kubelet.service",
 			       NULL };
+	pid_t pid = spawn(argv, NULL, false);
 	int status;
-	pid_t pid = fork();
 
 	if (pid < 0)
-		return vmact_err_set(err, errno, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		execv(o->systemctl, argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return vmact_err_set(err, errno, "waitpid: %s", strerror(errno));
+		return vmact_err_set(err, (int)-pid, "fork: %s", strerror((int)-pid));
+	if ((status = reap(pid)) < 0)
+		return vmact_err_set(err, errno, "waitpid: %s", strerror(errno));
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		return vmact_err_set(err, EIO, "%s start kubelet.service failed (%s %d)",
 				     o->systemctl, WIFEXITED(status) ? "status" : "signal",
@@ -235,25 +271,18 @@ static void kubeadm_join(const struct opts *o, const char *token)
 {
 	char path[PATH_MAX], buf[4096], last[512] = "";
 	char *const argv[] = { (char *)o->kubeadm, "join", "--config", path, NULL };
-	int p[2], status = -1;
+	int fd = -1, status;
 	ssize_t n;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s" ND_KUBEADM_JOIN, o->root);
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		fprintf(stderr, "vmact-node: kubeadm join: pipe: %s\n", strerror(errno));
+	pid = spawn(argv, &fd, true);
+	if (pid < 0) {
+		fprintf(stderr, "vmact-node: kubeadm join: %s\n", strerror((int)-pid));
 		unlink(path);
 		return;
 	}
-	pid = fork();
-	if (pid == 0) {
-		dup2(p[1], STDOUT_FILENO);
-		dup2(p[1], STDERR_FILENO);
-		execv(o->kubeadm, argv);
-		_exit(127);
-	}
-	close(p[1]);
-	while (pid > 0 && (n = read(p[0], buf, sizeof(buf) - 1)) > 0) {
+	while ((n = read(fd, buf, sizeof(buf) - 1)) > 0) {
 		char *l, *nl;
 
 		buf[n] = '\0';
@@ -261,15 +290,13 @@ static void kubeadm_join(const struct opts *o, const char *token)
 			if (nl > l)
 				snprintf(last, sizeof(last), "%.*s", (int)(nl - l), l);
 	}
-	close(p[0]);
-	if (pid > 0)
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
+	close(fd);
+	status = reap(pid);
 	unlink(path);
 	if (token && *token && strstr(last, token))
 		snprintf(last, sizeof(last), "(its last line names the token: not shown)");
 	fprintf(stderr, "vmact-node: kubeadm join %s: %s\n",
-		pid > 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? "done" : "failed", last);
+		status >= 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? "done" : "failed", last);
 	explicit_bzero(buf, sizeof(buf));
 	explicit_bzero(last, sizeof(last));
 }
@@ -402,26 +429,15 @@ static uint64_t now_ms(void)
 static void kubelet_state(const struct opts *o, char *out, size_t len)
 {
 	char *const argv[] = { (char *)o->systemctl, "is-active", "kubelet.service", NULL };
-	int p[2], status;
+	int fd = -1;
 	ssize_t n = 0;
-	pid_t pid;
+	pid_t pid = spawn(argv, &fd, false);
 
-	snprintf(out, len, "unknown");
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return;
-	pid = fork();
-	if (pid == 0) {
-		dup2(p[1], STDOUT_FILENO);
-		execv(o->systemctl, argv);
-		_exit(127);
-	}
-	close(p[1]);
 	if (pid > 0) {
-		n = read(p[0], out, len - 1);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
+		n = read(fd, out, len - 1);
+		close(fd);
+		reap(pid);
 	}
-	close(p[0]);
 	if (n <= 0) {
 		snprintf(out, len, "unknown");
 		return;

@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/base64.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,49 +376,28 @@ void th_kube_stop(struct th_kube *k)
 
 char *th_kube_kubeconfig(const struct th_kube *k, const char *server)
 {
-	char ca[256], *pem, *b64 = NULL, *out = NULL;
-	size_t n, i, o = 0;
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char ca[256], *pem, *b64, *out = NULL;
+	size_t n;
 
 	path(k, "ca.crt", ca, sizeof(ca));
 	pem = th_read_file(ca);
 	if (!pem)
 		return NULL;
 	n = strlen(pem);
-	b64 = malloc((n + 2) / 3 * 4 + 1);
-	if (!b64) {
-		free(pem);
-		return NULL;
+	b64 = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
+	if (b64) {
+		base64_encode_raw(b64, n, (const uint8_t *)pem);
+		b64[BASE64_ENCODE_RAW_LENGTH(n)] = '\0';
+		if (asprintf(&out,
+			     "apiVersion: v1\nkind: Config\nclusters:\n- name: vmact-test\n  cluster:\n"
+			     "    server: %s\n    certificate-authority-data: %s\nusers:\n"
+			     "- name: kubelet\n  user:\n    token: %s\ncontexts:\n- name: default\n"
+			     "  context:\n    cluster: vmact-test\n    user: kubelet\n"
+			     "current-context: default\n",
+			     server ? server : k->url, b64, k->token) < 0)
+			out = NULL;
 	}
-	for (i = 0; i + 2 < n; i += 3) {
-		unsigned v = (unsigned)(unsigned char)pem[i] << 16 |
-			     (unsigned)(unsigned char)pem[i + 1] << 8 | (unsigned char)pem[i + 2];
-
-		b64[o++] = tab[v >> 18 & 63];
-		b64[o++] = tab[v >> 12 & 63];
-		b64[o++] = tab[v >> 6 & 63];
-		b64[o++] = tab[v & 63];
-	}
-	if (i < n) {
-		unsigned v = (unsigned)(unsigned char)pem[i] << 16 |
-			     (i + 1 < n ? (unsigned)(unsigned char)pem[i + 1] << 8 : 0);
-
-		b64[o++] = tab[v >> 18 & 63];
-		b64[o++] = tab[v >> 12 & 63];
-		b64[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		b64[o++] = '=';
-	}
-	b64[o] = '\0';
-	free(pem);
-	if (asprintf(&out,
-		     "apiVersion: v1\nkind: Config\nclusters:\n- name: vmact-test\n  cluster:\n"
-		     "    server: %s\n    certificate-authority-data: %s\nusers:\n"
-		     "- name: kubelet\n  user:\n    token: %s\ncontexts:\n- name: default\n"
-		     "  context:\n    cluster: vmact-test\n    user: kubelet\n"
-		     "current-context: default\n",
-		     server ? server : k->url, b64, k->token) < 0)
-		out = NULL;
 	free(b64);
+	free(pem);
 	return out;
 }
