@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/macro.h"
 #include "base/time.h"
 #include "tests/lib/file.h"
@@ -239,35 +240,12 @@ static int start_api(struct th_kube *k, struct vmact_err *err)
 	return 0;
 }
 
-struct body {
-	char *p;
-	size_t n;
-};
-
-static size_t collect(char *data, size_t size, size_t nmemb, void *ud)
-{
-	struct body *b = ud;
-	size_t add = size * nmemb;
-	char *np;
-
-	if (b->n + add > 16u << 20)
-		return 0;
-	np = realloc(b->p, b->n + add + 1);
-	if (!np)
-		return 0;
-	memcpy(np + b->n, data, add);
-	b->p = np;
-	b->n += add;
-	b->p[b->n] = 0;
-	return add;
-}
-
 int th_kube_call(struct th_kube *k, const char *method, const char *p, const char *body,
 		 long *status, json_t **doc)
 {
 	char url[512], crt[256], key[256], ca[256];
 	struct curl_slist *h = NULL;
-	struct body b = { 0 };
+	struct vmact_buf b = { .max = 16u << 20 };
 	CURL *c = curl_easy_init();
 	CURLcode rc;
 
@@ -285,7 +263,7 @@ int th_kube_call(struct th_kube *k, const char *method, const char *p, const cha
 	curl_easy_setopt(c, CURLOPT_SSLCERT, crt);
 	curl_easy_setopt(c, CURLOPT_SSLKEY, key);
 	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vmact_buf_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -299,9 +277,9 @@ int th_kube_call(struct th_kube *k, const char *method, const char *p, const cha
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	curl_easy_cleanup(c);
 	curl_slist_free_all(h);
-	if (rc == CURLE_OK && doc && b.p)
-		*doc = json_loads(b.p, 0, NULL);
-	free(b.p);
+	if (rc == CURLE_OK && doc && b.data)
+		*doc = json_loads(b.data, 0, NULL);
+	vmact_buf_free(&b);
 	return rc == CURLE_OK ? 0 : -EIO;
 }
 
