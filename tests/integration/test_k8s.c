@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@
 #include <libvirt/libvirt.h>
 
 #include "base/macro.h"
+#include "base/quantity.h"
 #include "base/time.h"
 #include "cloudprovider/groupd.h"
 #include "tests/lib/cloudprov.h"
@@ -275,10 +277,73 @@ static bool node_ready(const json_t *n)
 	return false;
 }
 
+/* The template node the provider gives now (its event, a new reference). */
+static json_t *template_node(void)
+{
+	char log[256];
+
+	client("template", NULL, log, sizeof(log));
+	return event_of(log, "template");
+}
+
+static bool same_amount(const char *k, const char *a, const char *b)
+{
+	struct vmact_err err = { 0 };
+	uint64_t x, y;
+
+	if (!a || !b)
+		return false;
+	if (!strcmp(k, "cpu"))
+		return vmact_quantity_parse_milli(a, &x, &err) == 0 &&
+		       vmact_quantity_parse_milli(b, &y, &err) == 0 && x == y;
+	return vmact_quantity_parse_value(a, &x, &err) == 0 &&
+	       vmact_quantity_parse_value(b, &y, &err) == 0 && x == y;
+}
+
+/* The template node's capacity and allocatable against the Node's, each
+ * printed; with must, every one the same amount. */
+static void compare(const json_t *tmpl, const json_t *node, const char *when, bool must)
+{
+	static const char *const sides[] = { "capacity", "allocatable" };
+	static const char *const keys[] = { "cpu", "memory", "ephemeral-storage", "pods" };
+	const json_t *status = json_object_get(node, "status");
+
+	for (size_t s = 0; s < 2; s++)
+		for (size_t k = 0; k < 4; k++) {
+			const char *t = json_string_value(
+				json_object_get(json_object_get(tmpl, sides[s]), keys[k]));
+			const char *n = json_string_value(
+				json_object_get(json_object_get(status, sides[s]), keys[k]));
+			bool same = same_amount(keys[k], t, n);
+
+			print_message("template node %s: %s %s %s, the Node's %s%s\n", when,
+				      sides[s], keys[k], t ?: "(none)", n ?: "(none)",
+				      same ? "" : " (differs)");
+			if (must && !same)
+				fail_msg("template node %s: %s %s is %s, the Node's %s", when,
+					 sides[s], keys[k], t ?: "(none)", n ?: "(none)");
+		}
+}
+
+/* The Node the group's template node says it was measured on, "" when
+ * estimated. */
+static bool reported_by(void *want)
+{
+	_cleanup_(jsonp) json_t *doc = NULL;
+	struct vmact_err err = { 0 };
+	const char *by;
+
+	if (cp_groupd_call(F.env.api, "GET", "/v1/groups/k8s", NULL, 10 * VMACT_USEC_PER_SEC, &doc,
+			   &err) < 0)
+		return false;
+	by = json_string_value(json_object_get(json_object_get(doc, "template"), "reported_by"));
+	return by && !strcmp(by, want);
+}
+
 static void test_join(void **state)
 {
 	char log[256], id[256], name[128];
-	_cleanup_(jsonp) json_t *ev = NULL, *node = NULL;
+	_cleanup_(jsonp) json_t *ev = NULL, *node = NULL, *estimate = NULL, *tmpl = NULL;
 	const json_t *labels, *taints, *t;
 	double t0, t_reg = 0, t_ready = 0;
 	bool dedicated = false;
@@ -290,6 +355,10 @@ static void test_join(void **state)
 		fail_msg("no ready standby in the running tier");
 	assert_int_equal(node_count(), 0);
 	print_message("standby ready; no Node\n");
+	/* What the autoscaler simulates on before any node registered: the
+	 * estimate (compared below, once there is a Node). */
+	estimate = template_node();
+	assert_non_null(estimate);
 
 	t0 = th_now_s();
 	{
@@ -342,6 +411,26 @@ static void test_join(void **state)
 			     !strcmp(json_string_value(json_object_get(t, "effect")) ?: "",
 				     "NoSchedule");
 	assert_true(dedicated);
+	/* The template node says what this Node's kubelet reports, once
+	 * vmact-groupd read it; its labels are the Node's but the hostname
+	 * (the template's own name). */
+	compare(estimate, node, "estimated", false);
+	if (!th_wait_daemon(&F.env.groupd, reported_by, name, 120))
+		fail_msg("the group's template never said what Node %s reports", name);
+	tmpl = template_node();
+	assert_non_null(tmpl);
+	compare(tmpl, node, "reported", true);
+	{
+		const json_t *tl = json_object_get(tmpl, "labels"), *v;
+		const char *k;
+
+		json_object_foreach((json_t *)tl, k, v)
+			if (strcmp(k, "kubernetes.io/hostname") &&
+			    !json_equal(v, json_object_get(labels, k)))
+				fail_msg("template node's label %s=%s, the Node's %s", k,
+					 json_string_value(v),
+					 json_string_value(json_object_get(labels, k)) ?: "(none)");
+	}
 	/* The autoscaler's question for every Node it lists. */
 	{
 		const char *args[] = { "--provider-id", id, "--name", name, NULL };
@@ -393,6 +482,20 @@ static void test_join(void **state)
 		assert_int_equal(th_count_in_file(F.env.groupd_log,
 						  "and its Node from the API server"),
 				 1);
+	}
+	/* At zero and restarted, the group still says what its node
+	 * reported: the autoscaler's next scale-up from zero simulates on it. */
+	{
+		char msg[256];
+
+		json_decref(tmpl);
+		th_proc_stop(&F.env.groupd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+		if (th_cpenv_restart_groupd(&F.env, msg, sizeof(msg)) < 0)
+			fail_msg("%s", msg);
+		assert_true(reported_by(name));
+		tmpl = template_node();
+		assert_non_null(tmpl);
+		compare(tmpl, node, "after a restart at zero", true);
 	}
 }
 

@@ -100,10 +100,23 @@ static int write_config(struct th_cpenv *e, const char *groups)
 static int start_groupd(struct th_cpenv *e, char *msg, size_t msglen)
 {
 	char prog[PATH_MAX], reuid[32], regid[32], *log = e->groupd_log;
+	char state[96], state_env[128];
 	const char *argv[] = {
 		"setpriv", reuid, regid, "--init-groups", prog, "-c", e->config, NULL
 	};
-	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
+	const char *env[] = { state_env, NULL };
+	struct th_spawn_opts o = {
+		.out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log, .env = env
+	};
+
+	/* Its state directory, as systemd's StateDirectory= gives it (the
+	 * node shapes it learns: doc/cluster.md, "The template node"). */
+	path_in(e, state, sizeof(state), "state");
+	if ((mkdir(state, 0700) < 0 && errno != EEXIST) || chown(state, e->uid, e->gid) < 0) {
+		snprintf(msg, msglen, "%s: %s", state, strerror(errno));
+		return -1;
+	}
+	snprintf(state_env, sizeof(state_env), "STATE_DIRECTORY=%s", state);
 
 	/* A log per start: a restart's "ready:" is its own. */
 	if (e->groupd_starts++) {
