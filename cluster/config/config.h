@@ -80,6 +80,11 @@ struct cl_claim {
 	 * over a virtio channel, never a serial port (a pty can be logged). */
 	char secret_kind[32];
 	char secret_file[512];
+	/* How long the answer may take (claim.ack_timeout_s; 30 s): longer
+	 * than a health probe's, since a healthy standby that is slow to
+	 * answer on a busy host is worth more than the cold boot that would
+	 * replace it. */
+	uint64_t ack_timeout_usec;
 };
 /* The largest secret a claim carries (vmact-node's own limit). */
 #define CL_CLAIM_SECRET_MAX 32768

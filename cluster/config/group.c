@@ -344,7 +344,8 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 					    "claim",     "pool",   "options",  "scheduler_name",
 					    "lifecycle", NULL };
 	static const char *const pkeys[] = { "running", "paused", "saved", NULL };
-	static const char *const ckeys[] = { "channel", "ack", "refuse", "secret", NULL };
+	static const char *const ckeys[] = { "channel", "ack",    "ack_timeout_s",
+					     "refuse",  "secret", NULL };
 	size_t len = strlen(c->path), i;
 	const json_t *v;
 	json_t *it;
@@ -357,6 +358,7 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 	g->health.probe_timeout_usec = 3 * 1000000ULL;
 	snprintf(g->claim.channel, sizeof(g->claim.channel), "virtio:org.vmact.claim.0");
 	snprintf(g->claim.refuse, sizeof(g->claim.refuse), "VMACT-NODE refused");
+	g->claim.ack_timeout_usec = 30 * 1000000ULL;
 	if ((r = cl_read_keys(c, o, keys)) < 0 ||
 	    (r = cl_read_str(c, o, "id", true, false, g->id, sizeof(g->id))) < 0 ||
 	    (r = cl_read_unsigned(c, o, "min", false, 0, 100000, &g->min)) < 0 ||
@@ -426,7 +428,9 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 		    (r = cl_read_str(c, v, "ack", false, true, g->claim.ack,
 				     sizeof(g->claim.ack))) < 0 ||
 		    (r = cl_read_str(c, v, "refuse", false, true, g->claim.refuse,
-				     sizeof(g->claim.refuse))) < 0)
+				     sizeof(g->claim.refuse))) < 0 ||
+		    (r = cl_read_seconds(c, v, "ack_timeout_s", 0.1, 600,
+					 &g->claim.ack_timeout_usec)) < 0)
 			return r;
 		if (strncmp(g->claim.channel, "virtio:", 7) == 0) {
 			const char *n = g->claim.channel + 7;

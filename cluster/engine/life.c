@@ -409,11 +409,11 @@ static void claim_run(void *data)
 	 * a probe first. */
 	if (g->claim.ack[0] && cl_config_claim_virtio(&g->claim)) {
 		j->r = cl_console_channel(c, j->uuid, cl_config_claim_virtio(&g->claim), line,
-					  g->claim.ack, g->claim.refuse,
-					  g->health.probe_timeout_usec, ack, sizeof(ack), &j->err);
+					  g->claim.ack, g->claim.refuse, g->claim.ack_timeout_usec,
+					  ack, sizeof(ack), &j->err);
 	} else if (g->claim.ack[0]) {
 		j->r = cl_console_expect(c, j->uuid, "serial0", g->claim.ack, g->claim.refuse,
-					 g->health.probe_timeout_usec, g->claim.channel, line, ack,
+					 g->claim.ack_timeout_usec, g->claim.channel, line, ack,
 					 sizeof(ack), &j->err);
 	} else if (cl_config_claim_virtio(&g->claim)) {
 		/* Nothing answers: a probe first, then the line, the channel

@@ -40,7 +40,7 @@ static const char *good =
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
 	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\",\"on_unhealthy\":\"replace\"},"
-	"\"claim\":{\"ack\":\"OK\",\"refuse\":\"NO\",\"secret\":{\"kind\":\"kubeconfig\","
+	"\"claim\":{\"ack\":\"OK\",\"ack_timeout_s\":5,\"refuse\":\"NO\",\"secret\":{\"kind\":\"kubeconfig\","
 	"\"file\":\"/etc/vmact/workers.kubeconfig\"}},"
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
 	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false,"
@@ -92,6 +92,7 @@ static void test_good(void **state)
 	assert_string_equal(g->tpl.network, "default");
 	assert_false(g->tpl.user_nic);
 	assert_string_equal(g->claim.secret_file, "/etc/vmact/workers.kubeconfig");
+	assert_int_equal(g->claim.ack_timeout_usec, 5 * 1000000ULL);
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
 	assert_int_equal(g->life.lease_usec, 20 * 1000000ULL);
@@ -130,6 +131,9 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.kube.server, "");
 	assert_false(g->tpl.user_nic);
 	assert_string_equal(g->tpl.network, "");
+	/* A claim's answer may take longer than a probe's. */
+	assert_int_equal(g->claim.ack_timeout_usec, 30 * 1000000ULL);
+	assert_int_equal(g->health.probe_timeout_usec, 3 * 1000000ULL);
 	cl_config_free(&cfg);
 	if (cl_config_load_string("{" HOSTS
 				  ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"],"
@@ -231,6 +235,7 @@ static const struct bad bads[] = {
 		 "\"file\":\"/k\"}}"),
 	  "groups[0].claim.secret: only over a virtio channel" },
 	{ GROUPT("\"claim\":{\"refused\":\"x\"}"), "refused" },
+	{ GROUPT("\"claim\":{\"ack_timeout_s\":0}"), "groups[0].claim.ack_timeout_s" },
 	{ GROUPT("\"claim\":{\"channel\":\"virtio:A B\"}"),
 	  "groups[0].claim.channel: 'virtio:A B'" },
 	{ GROUPT("\"pool\":{\"warm\":1}"), "groups[0].pool.warm: unknown key" },
