@@ -6,7 +6,8 @@
  *     -> life.c     a VM's life after its bind: boot wait, tiers, claims,
  *                   failures, removal
  *     -> recover.c  finding the VMs again at start-up; leases
- *     -> shape.c    what the groups' nodes report to Kubernetes
+ *     -> nodes.c    the groups' Nodes in the API server: registered? what
+ *                   their kubelets report
  *   all of them -> vm.c  the VMs' records, events, waiting requests, and
  *                   recording their metadata */
 #pragma once
@@ -69,6 +70,10 @@ struct cl_vm {
 	uint64_t next_probe_usec;
 	uint64_t last_healthy_usec;
 	uint64_t requested_usec; /* the increase, for the histogram */
+	/* nodes.c: its Node seen registered; a question about it in flight;
+	 * the next one */
+	bool node_registered, node_asking;
+	uint64_t next_node_usec;
 	struct cl_vm_op *ops;
 	/* While placing: the host where its Reserve took a lease (from the
 	 * end of its scheduling cycle until it is bound or un-placed), which
@@ -83,7 +88,7 @@ struct cl_vm {
 
 #define CL_SHAPE_KEY_MAX 17
 
-/* shape.c: what the group's nodes report to Kubernetes, for the template
+/* nodes.c: what the group's nodes report to Kubernetes, for the template
  * it was seen for (key: cl_shape_key). */
 struct cl_shape {
 	char key[CL_SHAPE_KEY_MAX];
@@ -133,7 +138,8 @@ struct cl_engine {
 	uint64_t next_renew_usec;
 	bool ready, stopping;
 	unsigned boots_this_iteration;
-	char state_dir[512]; /* "" = node shapes are not kept */
+	char state_dir[512];   /* "" = node shapes are not kept */
+	unsigned nodes_asking; /* nodes.c's questions in flight */
 	cl_engine_event_fn *event_fn;
 	void *event_ud;
 };
@@ -190,12 +196,12 @@ void cl_life_remove(struct cl_vm *vm, enum cl_engine_failure *why, const char *t
 void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const char *code,
 			   const char *text, bool retry_now);
 
-/* shape.c: under engine.c, over vm.c. */
+/* nodes.c: under engine.c, over vm.c. */
 void cl_shape_key(const struct cl_template *t, char *buf, size_t len);
-/* The group's next question about its nodes' shape, when one is due. */
-void cl_shape_tick(struct cl_engine *e, struct cl_group *g, uint64_t now);
+/* The group's next questions about its Nodes and its image, when due. */
+void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now);
 /* v->node and v->node_reported_by: reported or estimated. */
-void cl_shape_view(const struct cl_group *g, struct cl_engine_group_view *v);
+void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v);
 
 /* recover.c */
 void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h);

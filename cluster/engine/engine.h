@@ -140,11 +140,12 @@ int cl_engine_reject(struct cl_engine *e, const char *uid, const char *why);
 extern const double cl_engine_hist_bounds[CL_ENGINE_HIST_BUCKETS];
 
 enum cl_engine_failure {
-	CL_FAIL_BOOT_TIMEOUT, /* not healthy within boot_timeout */
-	CL_FAIL_UNHEALTHY,    /* a standby VM without a good check for healthy_timeout */
-	CL_FAIL_BIND,         /* disk, define or start failed */
-	CL_FAIL_CLAIM,        /* waking or telling a standby VM failed */
-	CL_FAIL_NO_HOST,      /* no host fits a member */
+	CL_FAIL_BOOT_TIMEOUT,   /* not healthy within boot_timeout */
+	CL_FAIL_UNHEALTHY,      /* a standby VM without a good check for healthy_timeout */
+	CL_FAIL_BIND,           /* disk, define or start failed */
+	CL_FAIL_CLAIM,          /* waking or telling a standby VM failed */
+	CL_FAIL_NO_HOST,        /* no host fits a member */
+	CL_FAIL_NOT_REGISTERED, /* a member in service without its Node in time */
 	CL_N_FAILURES,
 };
 const char *cl_engine_failure_name(enum cl_engine_failure f);

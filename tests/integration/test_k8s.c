@@ -54,7 +54,7 @@ DEFINE_PTR_CLEANUP(jsonp, json_t, json_decref)
 static struct fx {
 	struct th_kube kube;
 	struct th_cpenv env;
-	char secret_dir[64], secret[128], node_dir[256], ca[128], token_file[128];
+	char secret_dir[64], secret[128], bad_secret[128], node_dir[256], ca[128], token_file[128];
 	char kube_extra[512];
 	bool kube_up;
 } F;
@@ -70,6 +70,20 @@ static const char group_fmt[] =
 	" \"pool\": {\"running\": 1},"
 	" \"lifecycle\": {\"boot_timeout_s\": 900},"
 	" \"options\": {\"max_node_provision_time_s\": 900}}";
+
+/* A group whose nodes' kubeconfig holds a token the API server refuses:
+ * its kubelet never registers. */
+static const char bad_group_fmt[] =
+	"{\"id\": \"k8s-bad\", \"min\": 0, \"max\": 1, \"hosts\": [\"h1\"],"
+	" \"template\": @TEMPLATE@,"
+	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"
+	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\","
+	" \"secret\": {\"kind\": \"kubeconfig\", \"file\": \"%s\"}},"
+	" \"lifecycle\": {\"boot_timeout_s\": 900},"
+	" \"options\": {\"max_node_provision_time_s\": %d}}";
+/* How long the bad group's node may go without a Node: short, the test
+ * waits it out. */
+#define BAD_PROVISION_S 60
 
 static const char template_fmt[] =
 	"{\"domain_type\": \"qemu\", \"vcpus\": 2, \"max_vcpus\": 2, \"memory\": \"1Gi\","
@@ -94,6 +108,18 @@ static int write_secret(void)
 	if (!kc || th_write_file(F.secret, kc) < 0 || chmod(F.secret, 0600) < 0 ||
 	    chown(F.secret, pw->pw_uid, pw->pw_gid) < 0)
 		return -1;
+	/* The bad group's: the same with a token nobody issued. */
+	{
+		char *at = strstr(kc, F.kube.token);
+
+		if (!at)
+			return -1;
+		memset(at, 'x', strlen(F.kube.token));
+		snprintf(F.bad_secret, sizeof(F.bad_secret), "%s/bad.kubeconfig", F.secret_dir);
+		if (th_write_file(F.bad_secret, kc) < 0 || chmod(F.bad_secret, 0600) < 0 ||
+		    chown(F.bad_secret, pw->pw_uid, pw->pw_gid) < 0)
+			return -1;
+	}
 	/* groupd's own access to the API server (its "kubernetes"): the CA
 	 * and a controller's token. */
 	{
@@ -120,7 +146,7 @@ static int write_secret(void)
 static int setup(void **state)
 {
 	struct vmact_err err = { 0 };
-	_cleanup_free_ char *groups = NULL, *tpl = NULL;
+	_cleanup_free_ char *groups = NULL, *tpl = NULL, *good = NULL, *bad = NULL;
 	struct th_cpenv_opts o = { 0 };
 	const char *node = getenv("VMACT_K8S_NODE");
 	char bin[256], base[300], logs[300], msg[256];
@@ -146,7 +172,9 @@ static int setup(void **state)
 	snprintf(logs, sizeof(logs), "/tmp/vmact-k8s-logs-%d", (int)getpid());
 	if (mkdir(logs, 0777) < 0 || chmod(logs, 0777) < 0 ||
 	    asprintf(&tpl, template_fmt, node, node, logs) < 0 ||
-	    asprintf(&groups, group_fmt, F.secret) < 0)
+	    asprintf(&good, group_fmt, F.secret) < 0 ||
+	    asprintf(&bad, bad_group_fmt, F.bad_secret, BAD_PROVISION_S) < 0 ||
+	    asprintf(&groups, "%s, %s", good, bad) < 0)
 		return -1;
 	o.template_json = tpl;
 	o.base_image = base;
@@ -162,7 +190,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	static const char *const names[] = { "k8s", NULL };
+	static const char *const names[] = { "k8s", "k8s-bad", NULL };
 
 	(void)state;
 	th_cpenv_stop(&F.env, names);
@@ -173,22 +201,28 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* ca-client.js SCENARIO with args; its log's path in log. */
-static void client(const char *scenario, const char *const *extra, char *log, size_t len)
+/* ca-client.js SCENARIO of group with args; its log's path in log. */
+static void group_client(const char *group, const char *scenario, const char *const *extra,
+			 char *log, size_t len)
 {
-	const char *args[24] = { "--groupd", F.env.api, "--group", "k8s", "--wait-s", BOOT_LIMIT_S };
+	const char *args[24] = { "--groupd", F.env.api, "--group", group, "--wait-s", BOOT_LIMIT_S };
 	size_t n = 6;
 	int r;
 
 	for (; extra && *extra; extra++)
 		args[n++] = *extra;
 	args[n] = NULL;
-	snprintf(log, len, "%s/client-%s.log", F.env.dir, scenario);
+	snprintf(log, len, "%s/client-%s-%s.log", F.env.dir, group, scenario);
 	r = th_cp_client(F.env.cp.port, scenario, args, log);
 	if (r != 0) {
 		th_cp_print_log(&F.env.cp);
 		fail_msg("ca-client.js %s: exit %d", scenario, r);
 	}
+}
+
+static void client(const char *scenario, const char *const *extra, char *log, size_t len)
+{
+	group_client("k8s", scenario, extra, log, len);
 }
 
 /* The last {"event":EVENT,...} line of a client's log, parsed. */
@@ -452,7 +486,7 @@ static void test_join(void **state)
 		free(xml);
 		virDomainFree(d);
 		assert_int_equal(th_count_in_file(F.env.groupd_log, F.kube.token), 0);
-		snprintf(path, sizeof(path), "%s/client-settle.log", F.env.dir);
+		snprintf(path, sizeof(path), "%s/client-k8s-settle.log", F.env.dir);
 		assert_int_equal(th_count_in_file(path, F.kube.token), 0);
 	}
 	/* Deleted as the autoscaler deletes it: nothing left in libvirt. */
@@ -499,10 +533,83 @@ static void test_join(void **state)
 	}
 }
 
+/* The bad group's member: its error NOT_REGISTERED in the nodes groupd
+ * lists (what NodeGroupNodes gives the autoscaler), "" while none. */
+static bool not_registered(void *id)
+{
+	_cleanup_(jsonp) json_t *doc = NULL;
+	struct vmact_err err = { 0 };
+	const json_t *n;
+	size_t i;
+
+	if (cp_groupd_call(F.env.api, "GET", "/v1/groups/k8s-bad/nodes", NULL,
+			   10 * VMACT_USEC_PER_SEC, &doc, &err) < 0)
+		return false;
+	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
+		const char *p = json_string_value(json_object_get(n, "provider_id"));
+		const char *code = json_string_value(
+			json_object_get(json_object_get(n, "error"), "code"));
+
+		if (p && !strcmp(p, id))
+			return code && !strcmp(code, "NOT_REGISTERED");
+	}
+	return false;
+}
+
+/* A node VM whose kubelet never registers (the API server refuses its
+ * token): in service, listed to the autoscaler, reported NOT_REGISTERED
+ * once max_node_provision_time_s passed, and deleted as the autoscaler
+ * deletes an instance that never registered: nothing left in libvirt. */
+static void test_never_registers(void **state)
+{
+	char log[256], id[256];
+	_cleanup_(jsonp) json_t *ev = NULL;
+	double t0;
+
+	(void)state;
+	t0 = th_now_s();
+	{
+		const char *args[] = { "--delta", "1", NULL };
+
+		group_client("k8s-bad", "increase", args, log, sizeof(log));
+	}
+	group_client("k8s-bad", "settle", NULL, log, sizeof(log));
+	ev = event_of(log, "settled");
+	assert_non_null(ev);
+	assert_int_equal(json_array_size(json_object_get(ev, "ids")), 1);
+	snprintf(id, sizeof(id), "%s",
+		 json_string_value(json_array_get(json_object_get(ev, "ids"), 0)));
+	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
+	if (!th_wait_daemon(&F.env.groupd, not_registered, id, BAD_PROVISION_S + 300))
+		fail_msg("%s never reported NOT_REGISTERED", id);
+	print_message("reported NOT_REGISTERED %.1f s after the increase\n", th_now_s() - t0);
+	{
+		json_t *n = node_of(id);
+
+		if (n) {
+			json_decref(n);
+			fail_msg("a Node of %s, whose token is refused", id);
+		}
+	}
+	assert_int_equal(th_count_in_file(F.env.groupd_log, "s after its claim: reported"), 1);
+	{
+		const char *args[] = { "--provider-id", id, "--name", id, NULL };
+
+		group_client("k8s-bad", "delete-one", args, log, sizeof(log));
+		group_client("k8s-bad", "settle", NULL, log, sizeof(log));
+	}
+	{
+		virDomainPtr d = th_cpenv_domain(&F.env, id);
+
+		assert_null(d);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_never_registers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What vmact-groupd makes of a Node's resources (cluster/engine/node-api.c)
  * and what it says a group's nodes look like to Kubernetes
- * (cluster/engine/shape.c, doc/cluster.md "The template node"): estimated
+ * (cluster/engine/nodes.c, doc/cluster.md "The template node"): estimated
  * from the template until a kubelet reported them, then the report, kept
  * in the state directory for the template it was seen for. The report's
  * way from a real API server is test_k8s's. */

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What a group's nodes look like to Kubernetes (doc/cluster.md, "The
- * template node"): the resources a node's kubelet reports, which the
- * template node cluster-autoscaler simulates on must match.
+/* The groups' Nodes in the cluster's API server (the configuration's
+ * "kubernetes"; doc/cluster.md, "Nodes in the API server" and "The
+ * template node"): whether a member in service registered its Node, and
+ * what its kubelet reports, which the template node cluster-autoscaler
+ * simulates on must match.
  *
- * Until one of the group's VMs has a registered Node they are estimated
- * from the template as a kubelet with its defaults would report them: the
- * boot vCPUs and memory, the node image's disk as its ephemeral storage,
- * and for allocatable the kubelet's default hard eviction thresholds taken
- * off. The estimate cannot know what the guest's kernel keeps of its
- * memory or what the root filesystem keeps of its disk: once a member in
- * service has a Node (its spec.providerID the member's), what its kubelet
- * reported replaces the estimate, for as long as the template stays what
- * it was for that Node. Reports are kept in the state directory, so that a
- * group scaled to zero keeps its shape through a restart. */
+ * A member in service is looked up by name (its Node's name is the VM's,
+ * its spec.providerID the VM's) until its Node is there; one that has none
+ * by the autoscaler's max_node_provision_time (the group's option, else
+ * the autoscaler's default 15 minutes) is reported with the error
+ * NOT_REGISTERED in its node's status, cleared if it registers later.
+ *
+ * What the nodes report is estimated from the template until one of them
+ * has: the boot vCPUs and memory, the node image's disk as its ephemeral
+ * storage, and for allocatable the kubelet's default hard eviction
+ * thresholds taken off. The estimate cannot know what the guest's kernel
+ * keeps of its memory or what the root filesystem keeps of its disk: the
+ * first member found registered gives what its kubelet reported, which
+ * stands for as long as the template stays what it was for that Node.
+ * Reports are kept in the state directory, so that a group scaled to zero
+ * keeps its shape through a restart. */
 #define CL_ENGINE_PRIV_ALLOW
 #include "cluster/engine/engine-priv.h"
 
@@ -37,6 +44,11 @@ DEFINE_PTR_CLEANUP(shape_jsonp, json_t, json_decref)
 #define RETRY_USEC (2 * 1000000ULL)
 /* An API server or host that failed: asked again after this long. */
 #define ERROR_RETRY_USEC (30 * 1000000ULL)
+/* At most this many members asked about at once (a restart of
+ * vmact-groupd asks about every member in service once). */
+#define MAX_ASKING 4
+/* cluster-autoscaler's default --max-node-provision-time. */
+#define REGISTER_TIMEOUT_S 900.0
 /* The kubelet's default hard eviction thresholds (memory.available 100Mi,
  * nodefs.available 10 %), which its allocatable leaves out. */
 #define EVICTION_MEMORY_BYTES   (100ULL << 20)
@@ -51,6 +63,7 @@ struct shape_job {
 	struct cl_host *host;
 	char key[CL_SHAPE_KEY_MAX];
 	char name[CL_NAME_MAX], provider_id[160], pool[CL_NAME_MAX], volume[256];
+	char uuid[VIR_UUID_STRING_BUFLEN];
 	uint64_t disk_bytes;
 	struct cl_node_report rep;
 	int r;
@@ -84,7 +97,7 @@ static bool current(const struct cl_group *g)
 	return strcmp(key, g->shape.key) == 0;
 }
 
-void cl_shape_view(const struct cl_group *g, struct cl_engine_group_view *v)
+void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v)
 {
 	const struct cl_template *t = &g->cfg->tpl;
 	struct cl_node_resources *c = &v->node.capacity, *a = &v->node.allocatable;
@@ -242,6 +255,68 @@ static void job_run(void *data)
 	j->r = c ? cl_virt_volume_capacity(c, j->pool, j->volume, &j->disk_bytes, &j->err) : -EIO;
 }
 
+static struct cl_vm *find_vm(struct cl_group *g, const char *uuid)
+{
+	struct cl_vm *vm;
+
+	VMACT_LIST_FOREACH(vms, vm, g->vms)
+		if (!strcmp(vm->uuid, uuid))
+			return vm;
+	return NULL;
+}
+
+static double register_timeout_s(const struct cl_group *g)
+{
+	const json_t *v = json_object_get(g->cfg->options, "max_node_provision_time_s");
+
+	return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v)
+							     : REGISTER_TIMEOUT_S;
+}
+
+static bool not_registered_reported(const struct cl_vm *vm)
+{
+	return vm->meta.has_error && !strcmp(vm->meta.err_code, "NOT_REGISTERED");
+}
+
+static void error_recorded(struct cl_vm *vm, int r, const char *err)
+{
+	if (r < 0)
+		cl_vm_emit(vm->g->e, LOG_WARNING, vm, "could not record its error: %s", err);
+	cl_vm_kick(vm->g->e);
+}
+
+/* A member's Node found, or not: its error set or cleared. */
+static void member_seen(struct cl_vm *vm, bool registered, uint64_t now)
+{
+	double secs = cl_vm_now_real() - vm->meta.in_service;
+
+	if (registered) {
+		vm->node_registered = true;
+		if (not_registered_reported(vm)) {
+			vm->meta.has_error = false;
+			cl_vm_emit(vm->g->e, LOG_INFO, vm,
+				   "its Node registered %.0f s after its claim: its error cleared",
+				   secs);
+			if (!vm->busy)
+				cl_vm_record(vm, error_recorded);
+		}
+		return;
+	}
+	vm->next_node_usec = now + RETRY_USEC;
+	if (vm->meta.in_service <= 0 || secs < register_timeout_s(vm->g) ||
+	    not_registered_reported(vm) || vm->meta.has_error || vm->busy)
+		return;
+	vm->g->c.failures[CL_FAIL_NOT_REGISTERED]++;
+	vm->meta.has_error = true;
+	snprintf(vm->meta.err_class, sizeof(vm->meta.err_class), "other");
+	snprintf(vm->meta.err_code, sizeof(vm->meta.err_code), "NOT_REGISTERED");
+	snprintf(vm->meta.err_msg, sizeof(vm->meta.err_msg),
+		 "no Node named %s with its providerID %.0f s after its claim", vm->name, secs);
+	vm->meta.err_at = cl_vm_now_real();
+	cl_vm_emit(vm->g->e, LOG_WARNING, vm, "%s: reported, left in service", vm->meta.err_msg);
+	cl_vm_record(vm, error_recorded);
+}
+
 static void job_done(void *data)
 {
 	struct shape_job *j = data;
@@ -249,10 +324,20 @@ static void job_done(void *data)
 	struct cl_shape *s = &g->shape;
 	uint64_t now = vmact_loop_now_usec(j->e->ev);
 	struct vmact_err err = { 0 };
+	struct cl_vm *vm = NULL;
 
-	g->shape_busy = false;
-	g->next_shape_usec = now + (j->r < 0 ? ERROR_RETRY_USEC : j->r == 0 ? RETRY_USEC : 0);
-	if (cl_jobs_stopping(j->e->jobs) || strcmp(j->key, s->key) != 0) {
+	if (j->kind == SJ_DISK) {
+		g->shape_busy = false;
+		g->next_shape_usec = now + (j->r < 0 ? ERROR_RETRY_USEC : 0);
+	} else {
+		j->e->nodes_asking--;
+		vm = find_vm(g, j->uuid);
+		if (vm) {
+			vm->node_asking = false;
+			vm->next_node_usec = now + (j->r < 0 ? ERROR_RETRY_USEC : RETRY_USEC);
+		}
+	}
+	if (cl_jobs_stopping(j->e->jobs)) {
 		free(j);
 		return;
 	}
@@ -260,8 +345,7 @@ static void job_done(void *data)
 		/* Said once, not every 30 s: again only when it changes. */
 		if (strcmp(s->last_error, j->err.msg) != 0)
 			cl_vm_emit(j->e, LOG_WARNING, NULL, "group %s: %s: %s", g->cfg->id,
-				   j->kind == SJ_NODE ? "its Node's resources"
-						      : "its node image's size",
+				   j->kind == SJ_NODE ? "its Nodes" : "its node image's size",
 				   j->err.msg);
 		snprintf(s->last_error, sizeof(s->last_error), "%s", j->err.msg);
 		free(j);
@@ -269,8 +353,17 @@ static void job_done(void *data)
 	}
 	s->last_error[0] = 0;
 	if (j->kind == SJ_DISK) {
-		s->disk_bytes = j->disk_bytes;
-	} else if (j->r == 1) {
+		if (!strcmp(j->key, s->key))
+			s->disk_bytes = j->disk_bytes;
+	} else {
+		if (vm && vm->g == g && cl_vm_is_member(vm) && vm->meta.state == CL_ST_CLAIMED)
+			member_seen(vm, j->r == 1, now);
+		/* What it reported is the group's, if it is of the template
+		 * the group has now. */
+		if (j->r != 1 || s->reported || strcmp(j->key, s->key) != 0) {
+			free(j);
+			return;
+		}
 		s->rep = j->rep;
 		s->reported = true;
 		s->at = cl_vm_now_real();
@@ -283,70 +376,80 @@ static void job_done(void *data)
 			   (unsigned long long)s->rep.allocatable.ephemeral,
 			   (unsigned long long)s->rep.capacity.ephemeral);
 	}
-	if (j->r == 1 || j->kind == SJ_DISK) {
-		if (shape_save(j->e, &err) < 0)
-			cl_vm_emit(j->e, LOG_WARNING, NULL, "group %s: node shape not kept: %s",
-				   g->cfg->id, err.msg);
-	}
+	if (shape_save(j->e, &err) < 0)
+		cl_vm_emit(j->e, LOG_WARNING, NULL, "group %s: node shape not kept: %s", g->cfg->id,
+			   err.msg);
 	free(j);
 }
 
-static void submit(struct cl_engine *e, struct cl_group *g, struct shape_job *j)
+static int submit(struct cl_engine *e, struct cl_group *g, struct shape_job *j)
 {
 	j->e = e;
 	j->g = g;
 	snprintf(j->key, sizeof(j->key), "%s", g->shape.key);
-	g->shape_busy = true;
 	if (cl_jobs_submit(e->jobs, job_run, job_done, j) < 0) {
-		g->shape_busy = false;
 		free(j);
+		return -ESHUTDOWN;
 	}
+	return 0;
 }
 
-/* A member in service, the one a Node is asked for. */
-static const struct cl_vm *in_service(const struct cl_group *g)
-{
-	const struct cl_vm *vm;
-
-	VMACT_LIST_FOREACH(vms, vm, g->vms)
-		if (cl_vm_is_member(vm) && vm->meta.state == CL_ST_CLAIMED && !vm->want_delete &&
-		    vm->host[0])
-			return vm;
-	return NULL;
-}
-
-void cl_shape_tick(struct cl_engine *e, struct cl_group *g, uint64_t now)
+/* The node image's size, for the estimate, once per template. */
+static void ask_disk(struct cl_engine *e, struct cl_group *g)
 {
 	const struct cl_template *t = &g->cfg->tpl;
-	struct cl_shape *s = &g->shape;
-	const struct cl_vm *vm;
 	struct shape_job *j;
 	struct cl_ehost *h;
 
-	if (g->shape_busy || now < g->next_shape_usec)
+	if (g->shape.disk_bytes || t->ephemeral_storage || g->cfg->n_hosts == 0 ||
+	    !(h = cl_vm_ehost(e, g->cfg->hosts[0])) || !(j = calloc(1, sizeof(*j))))
 		return;
+	j->kind = SJ_DISK;
+	j->host = h->h;
+	snprintf(j->pool, sizeof(j->pool), "%s", cl_host_cfg(h->h)->storage_pool);
+	snprintf(j->volume, sizeof(j->volume), "%s", t->base_volume);
+	g->shape_busy = true;
+	if (submit(e, g, j) < 0)
+		g->shape_busy = false;
+}
+
+/* The Node of each member in service not yet seen registered. */
+static void ask_members(struct cl_engine *e, struct cl_group *g, uint64_t now)
+{
+	struct cl_vm *vm;
+	struct shape_job *j;
+
+	VMACT_LIST_FOREACH(vms, vm, g->vms) {
+		if (e->nodes_asking >= MAX_ASKING)
+			return;
+		if (!cl_vm_is_member(vm) || vm->meta.state != CL_ST_CLAIMED || !vm->host[0] ||
+		    vm->node_registered || vm->node_asking || now < vm->next_node_usec)
+			continue;
+		if (!(j = calloc(1, sizeof(*j))))
+			return;
+		j->kind = SJ_NODE;
+		snprintf(j->uuid, sizeof(j->uuid), "%s", vm->uuid);
+		snprintf(j->name, sizeof(j->name), "%s", vm->name);
+		snprintf(j->provider_id, sizeof(j->provider_id), "libvirt://%s/%s", vm->host,
+			 vm->uuid);
+		if (submit(e, g, j) < 0)
+			return;
+		vm->node_asking = true;
+		e->nodes_asking++;
+	}
+}
+
+void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now)
+{
+	struct cl_shape *s = &g->shape;
+
 	if (!current(g)) {
 		/* A new template (or the first): what was seen is forgotten. */
 		memset(s, 0, sizeof(*s));
-		cl_shape_key(t, s->key, sizeof(s->key));
+		cl_shape_key(&g->cfg->tpl, s->key, sizeof(s->key));
 	}
-	if (!s->disk_bytes && !t->ephemeral_storage && g->cfg->n_hosts > 0 &&
-	    (h = cl_vm_ehost(e, g->cfg->hosts[0]))) {
-		if (!(j = calloc(1, sizeof(*j))))
-			return;
-		j->kind = SJ_DISK;
-		j->host = h->h;
-		snprintf(j->pool, sizeof(j->pool), "%s", cl_host_cfg(h->h)->storage_pool);
-		snprintf(j->volume, sizeof(j->volume), "%s", t->base_volume);
-		submit(e, g, j);
-		return;
-	}
-	if (s->reported || !e->cfg->kube.server[0] || !(vm = in_service(g)))
-		return;
-	if (!(j = calloc(1, sizeof(*j))))
-		return;
-	j->kind = SJ_NODE;
-	snprintf(j->name, sizeof(j->name), "%s", vm->name);
-	snprintf(j->provider_id, sizeof(j->provider_id), "libvirt://%s/%s", vm->host, vm->uuid);
-	submit(e, g, j);
+	if (!g->shape_busy && now >= g->next_shape_usec)
+		ask_disk(e, g);
+	if (e->cfg->kube.server[0])
+		ask_members(e, g, now);
 }
