@@ -40,7 +40,7 @@
 #include "tests/lib/cpenv.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
-#include "tests/lib/kube.h"
+#include "tests/lib/k8senv.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
@@ -51,137 +51,42 @@
 
 DEFINE_PTR_CLEANUP(jsonp, json_t, json_decref)
 
-static struct fx {
-	struct th_kube kube;
-	struct th_cpenv env;
-	char secret_dir[64], secret[128], bad_secret[128], node_dir[256], ca[128], token_file[128];
-	char kube_extra[512];
-	bool kube_up;
-} F;
+static struct th_k8senv F;
 
-static const char group_fmt[] =
-	"{\"id\": \"k8s\", \"min\": 0, \"max\": 2, \"hosts\": [\"h1\"],"
-	" \"labels\": {\"vmact.dev/pool\": \"k8s\", \"node.kubernetes.io/instance-type\": \"vm-1g\"},"
-	" \"taints\": [{\"key\": \"dedicated\", \"value\": \"k8s\", \"effect\": \"NoSchedule\"}],"
-	" \"template\": @TEMPLATE@,"
-	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"
-	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\","
-	" \"secret\": {\"kind\": \"kubeconfig\", \"file\": \"%s\"}},"
-	" \"pool\": {\"running\": 1},"
-	" \"lifecycle\": {\"boot_timeout_s\": 900},"
-	" \"options\": {\"max_node_provision_time_s\": 900}}";
+/* A group of the node image with a standby in its running tier. */
+#define K8S_GROUP                                                                                      \
+	"{\"id\": \"k8s\", \"min\": 0, \"max\": 2, \"hosts\": [\"h1\"],"                               \
+	" \"labels\": {\"vmact.dev/pool\": \"k8s\", \"node.kubernetes.io/instance-type\": \"vm-1g\"}," \
+	" \"taints\": [{\"key\": \"dedicated\", \"value\": \"k8s\", \"effect\": \"NoSchedule\"}],"     \
+	" \"template\": @TEMPLATE@,"                                                                   \
+	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"                           \
+	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\","     \
+	" \"secret\": {\"kind\": \"kubeconfig\", \"file\": \"@SECRET@\"}},"                            \
+	" \"pool\": {\"running\": 1},"                                                                 \
+	" \"lifecycle\": {\"boot_timeout_s\": 900},"                                                   \
+	" \"options\": {\"max_node_provision_time_s\": 900}}"
+
+/* How long the bad group's node may go without a Node: short, the test
+ * waits it out. */
+#define BAD_PROVISION_S "60"
 
 /* A group whose nodes' kubeconfig holds a token the API server refuses:
  * its kubelet never registers. */
-static const char bad_group_fmt[] =
-	"{\"id\": \"k8s-bad\", \"min\": 0, \"max\": 1, \"hosts\": [\"h1\"],"
-	" \"template\": @TEMPLATE@,"
-	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"
-	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\","
-	" \"secret\": {\"kind\": \"kubeconfig\", \"file\": \"%s\"}},"
-	" \"lifecycle\": {\"boot_timeout_s\": 900},"
-	" \"options\": {\"max_node_provision_time_s\": %d}}";
-/* How long the bad group's node may go without a Node: short, the test
- * waits it out. */
-#define BAD_PROVISION_S 60
-
-static const char template_fmt[] =
-	"{\"domain_type\": \"qemu\", \"vcpus\": 2, \"max_vcpus\": 2, \"memory\": \"1Gi\","
-	" \"max_memory\": \"1Gi\", \"kernel\": \"%s/vmlinuz\", \"initrd\": \"%s/initrd.img\","
-	" \"cmdline\": \"root=/dev/vda rw console=ttyS0 quiet systemd.show_status=error\","
-	" \"base_volume\": \"node-base.qcow2\", \"nic\": \"user\","
-	" \"serial_log_dir\": \"%s\", \"reserve\": {\"cpu\": \"500m\", \"memory\": \"1Gi\"}}";
-
-/* The group's secret: the kubeconfig for the API server as guests reach
- * it, vmact-cluster's alone (the key file's rules). */
-static int write_secret(void)
-{
-	struct passwd *pw = getpwnam(TH_CPENV_USER);
-	_cleanup_free_ char *kc = NULL;
-	char server[80];
-
-	if (!pw || th_scratch_dir("vmact-k8s-secret", F.secret_dir, sizeof(F.secret_dir)) < 0)
-		return -1;
-	snprintf(F.secret, sizeof(F.secret), "%s/k8s.kubeconfig", F.secret_dir);
-	snprintf(server, sizeof(server), "https://10.0.2.2:%u", F.kube.api_port);
-	kc = th_kube_kubeconfig(&F.kube, server);
-	if (!kc || th_write_file(F.secret, kc) < 0 || chmod(F.secret, 0600) < 0 ||
-	    chown(F.secret, pw->pw_uid, pw->pw_gid) < 0)
-		return -1;
-	/* The bad group's: the same with a token nobody issued. */
-	{
-		char *at = strstr(kc, F.kube.token);
-
-		if (!at)
-			return -1;
-		memset(at, 'x', strlen(F.kube.token));
-		snprintf(F.bad_secret, sizeof(F.bad_secret), "%s/bad.kubeconfig", F.secret_dir);
-		if (th_write_file(F.bad_secret, kc) < 0 || chmod(F.bad_secret, 0600) < 0 ||
-		    chown(F.bad_secret, pw->pw_uid, pw->pw_gid) < 0)
-			return -1;
-	}
-	/* groupd's own access to the API server (its "kubernetes"): the CA
-	 * and a controller's token. */
-	{
-		char src[300];
-		_cleanup_free_ char *ca = NULL;
-
-		snprintf(src, sizeof(src), "%s/ca.crt", F.kube.dir);
-		snprintf(F.ca, sizeof(F.ca), "%s/ca.crt", F.secret_dir);
-		snprintf(F.token_file, sizeof(F.token_file), "%s/groupd.token", F.secret_dir);
-		ca = th_read_file(src);
-		if (!ca || th_write_file(F.ca, ca) < 0 || chmod(F.ca, 0644) < 0 ||
-		    th_write_file(F.token_file, F.kube.admin_token) < 0 ||
-		    chmod(F.token_file, 0600) < 0 ||
-		    chown(F.token_file, pw->pw_uid, pw->pw_gid) < 0)
-			return -1;
-		snprintf(F.kube_extra, sizeof(F.kube_extra),
-			 "\"kubernetes\": {\"server\": \"%s\", \"ca_file\": \"%s\","
-			 " \"token_file\": \"%s\"}",
-			 F.kube.url, F.ca, F.token_file);
-	}
-	return 0;
-}
+#define BAD_GROUP                                                                                  \
+	"{\"id\": \"k8s-bad\", \"min\": 0, \"max\": 1, \"hosts\": [\"h1\"],"                       \
+	" \"template\": @TEMPLATE@,"                                                               \
+	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"                       \
+	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\"," \
+	" \"secret\": {\"kind\": \"kubeconfig\", \"file\": \"@BAD_SECRET@\"}},"                    \
+	" \"lifecycle\": {\"boot_timeout_s\": 900},"                                               \
+	" \"options\": {\"max_node_provision_time_s\": " BAD_PROVISION_S "}}"
 
 static int setup(void **state)
 {
-	struct vmact_err err = { 0 };
-	_cleanup_free_ char *groups = NULL, *tpl = NULL, *good = NULL, *bad = NULL;
-	struct th_cpenv_opts o = { 0 };
-	const char *node = getenv("VMACT_K8S_NODE");
-	char bin[256], base[300], logs[300], msg[256];
+	char msg[256];
 
 	(void)state;
-	tg_quiet_libvirt();
-	if (!node || !*node || !th_kube_bin_dir(bin, sizeof(bin))) {
-		print_error("needs VMACT_K8S_NODE (tests/k8s/build-node-image.sh) and the binaries "
-			    "(make k8s-bins)\n");
-		return -1;
-	}
-	snprintf(F.node_dir, sizeof(F.node_dir), "%s", node);
-	if (th_kube_start(&F.kube, bin, "10.0.2.2", &err) < 0) {
-		print_error("control plane: %s\n", err.msg);
-		return -1;
-	}
-	F.kube_up = true;
-	if (write_secret() < 0) {
-		print_error("cannot write the group's secret\n");
-		return -1;
-	}
-	snprintf(base, sizeof(base), "%s/node.qcow2", node);
-	snprintf(logs, sizeof(logs), "/tmp/vmact-k8s-logs-%d", (int)getpid());
-	if (mkdir(logs, 0777) < 0 || chmod(logs, 0777) < 0 ||
-	    asprintf(&tpl, template_fmt, node, node, logs) < 0 ||
-	    asprintf(&good, group_fmt, F.secret) < 0 ||
-	    asprintf(&bad, bad_group_fmt, F.bad_secret, BAD_PROVISION_S) < 0 ||
-	    asprintf(&groups, "%s, %s", good, bad) < 0)
-		return -1;
-	o.template_json = tpl;
-	o.base_image = base;
-	o.arbiter_cpu = "4";
-	o.arbiter_memory = "8Gi";
-	o.top_extra = F.kube_extra;
-	if (th_cpenv_start_opts(&F.env, groups, &o, msg, sizeof(msg)) < 0) {
+	if (th_k8senv_start(&F, K8S_GROUP ", " BAD_GROUP, msg, sizeof(msg)) < 0) {
 		print_error("%s\n", msg);
 		return -1;
 	}
@@ -193,31 +98,17 @@ static int teardown(void **state)
 	static const char *const names[] = { "k8s", "k8s-bad", NULL };
 
 	(void)state;
-	th_cpenv_stop(&F.env, names);
-	if (F.kube_up)
-		th_kube_stop(&F.kube);
-	if (F.secret_dir[0])
-		th_rm_rf(F.secret_dir);
+	th_k8senv_stop(&F, names);
 	return 0;
 }
 
-/* ca-client.js SCENARIO of group with args; its log's path in log. */
 static void group_client(const char *group, const char *scenario, const char *const *extra,
 			 char *log, size_t len)
 {
-	const char *args[24] = { "--groupd", F.env.api, "--group", group, "--wait-s", BOOT_LIMIT_S };
-	size_t n = 6;
-	int r;
+	int r = th_k8senv_client(&F, group, scenario, extra, log, len);
 
-	for (; extra && *extra; extra++)
-		args[n++] = *extra;
-	args[n] = NULL;
-	snprintf(log, len, "%s/client-%s-%s.log", F.env.dir, group, scenario);
-	r = th_cp_client(F.env.cp.port, scenario, args, log);
-	if (r != 0) {
-		th_cp_print_log(&F.env.cp);
+	if (r != 0)
 		fail_msg("ca-client.js %s: exit %d", scenario, r);
-	}
 }
 
 static void client(const char *scenario, const char *const *extra, char *log, size_t len)
@@ -225,90 +116,19 @@ static void client(const char *scenario, const char *const *extra, char *log, si
 	group_client("k8s", scenario, extra, log, len);
 }
 
-/* The last {"event":EVENT,...} line of a client's log, parsed. */
-static json_t *event_of(const char *log, const char *event)
-{
-	_cleanup_free_ char *text = th_read_file(log);
-	char needle[64];
-	const char *line = NULL;
-
-	snprintf(needle, sizeof(needle), "{\"event\":\"%s\"", event);
-	for (char *p = text; p && (p = strstr(p, needle)); p++)
-		line = p;
-	return line ? json_loadb(line, strcspn(line, "\n"), 0, NULL) : NULL;
-}
-
-static json_t *nodes(void)
-{
-	json_t *doc = NULL;
-	long status;
-
-	if (th_kube_call(&F.kube, "GET", "/api/v1/nodes", NULL, &status, &doc) < 0 ||
-	    status != 200) {
-		json_decref(doc);
-		return NULL;
-	}
-	return doc;
-}
-
-static size_t node_count(void)
-{
-	_cleanup_(jsonp) json_t *doc = nodes();
-
-	return doc ? json_array_size(json_object_get(doc, "items")) : (size_t)-1;
-}
+#define event_of    th_k8senv_event
+#define node_of(id) th_k8senv_node_of(&F, id)
+#define node_ready  th_k8senv_node_ready
 
 static bool pool_ready(void *unused)
 {
-	_cleanup_(jsonp) json_t *doc = NULL;
-	struct vmact_err err = { 0 };
-	const json_t *tier;
+	size_t n = th_k8senv_node_count(&F);
 
 	(void)unused;
-	if (cp_groupd_call(F.env.api, "GET", "/v1/groups/k8s", NULL, 10 * VMACT_USEC_PER_SEC, &doc,
-			   &err) < 0)
-		return false;
-	tier = json_object_get(json_object_get(doc, "pool"), "running");
 	/* While the standby boots: never a Node (a failed read says nothing). */
-	{
-		size_t n = node_count();
-
-		if (n != (size_t)-1 && n != 0)
-			fail_msg("a Node exists before any claim");
-	}
-	return json_integer_value(json_object_get(tier, "ready")) >= 1;
-}
-
-/* The Node whose spec.providerID is id (a new reference), else NULL. */
-static json_t *node_of(const char *id)
-{
-	_cleanup_(jsonp) json_t *doc = nodes();
-	json_t *n;
-	size_t i;
-
-	json_array_foreach(json_object_get(doc, "items"), i, n) {
-		const char *p = json_string_value(
-			json_object_get(json_object_get(n, "spec"), "providerID"));
-
-		if (p && !strcmp(p, id))
-			return json_incref(n);
-	}
-	return NULL;
-}
-
-static bool node_ready(const json_t *n)
-{
-	const json_t *c;
-	size_t i;
-
-	json_array_foreach(json_object_get(json_object_get(n, "status"), "conditions"), i, c) {
-		const char *t = json_string_value(json_object_get(c, "type"));
-		const char *s = json_string_value(json_object_get(c, "status"));
-
-		if (t && s && !strcmp(t, "Ready"))
-			return !strcmp(s, "True");
-	}
-	return false;
+	if (n != (size_t)-1 && n != 0)
+		fail_msg("a Node exists before any claim");
+	return th_k8senv_running_ready(&F, "k8s") >= 1;
 }
 
 /* The template node the provider gives now (its event, a new reference). */
@@ -387,7 +207,7 @@ static void test_join(void **state)
 	/* The standby: healthy in its tier, and no Node for it. */
 	if (!th_wait_daemon(&F.env.groupd, pool_ready, NULL, 900))
 		fail_msg("no ready standby in the running tier");
-	assert_int_equal(node_count(), 0);
+	assert_int_equal(th_k8senv_node_count(&F), 0);
 	print_message("standby ready; no Node\n");
 	/* What the autoscaler simulates on before any node registered: the
 	 * estimate (compared below, once there is a Node). */
@@ -580,7 +400,7 @@ static void test_never_registers(void **state)
 	snprintf(id, sizeof(id), "%s",
 		 json_string_value(json_array_get(json_object_get(ev, "ids"), 0)));
 	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
-	if (!th_wait_daemon(&F.env.groupd, not_registered, id, BAD_PROVISION_S + 300))
+	if (!th_wait_daemon(&F.env.groupd, not_registered, id, atoi(BAD_PROVISION_S) + 300))
 		fail_msg("%s never reported NOT_REGISTERED", id);
 	print_message("reported NOT_REGISTERED %.1f s after the increase\n", th_now_s() - t0);
 	{
