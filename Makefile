@@ -554,10 +554,14 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # make ci: the README's test command. Installs what the host lacks, then
-# runs make check.
+# runs make check with make check-k8s's binaries and node image made
+# beside it at nice 19 (tests/k8s/beside.sh), then make check-k8s.
 ci:
 	$(Q)tests/host/setup-host.sh
-	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
+	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) all
+	$(Q)tests/k8s/beside.sh $(BUILD)/k8s-prepare.log $(K8S_CACHE) $(abspath $(BUILD)) -- \
+		$(MAKE) --no-print-directory -j$(shell nproc) check
+	$(Q)$(MAKE) --no-print-directory check-k8s
 
 setup:
 	$(Q)tests/host/setup-host.sh
