@@ -60,21 +60,9 @@ static double p50(const double *v, size_t n)
 	return s[(n + 1) / 2 - 1];
 }
 
-/* A Node whose providerID is none of the `seen` (a new reference). */
-static json_t *new_node(json_t *seen)
+static bool unseen(const char *provider_id, void *seen)
 {
-	_cleanup_(bench_jsonp) json_t *doc = th_k8senv_nodes(&K);
-	json_t *n;
-	size_t i;
-
-	json_array_foreach(json_object_get(doc, "items"), i, n) {
-		const char *p = json_string_value(
-			json_object_get(json_object_get(n, "spec"), "providerID"));
-
-		if (p && !json_object_get(seen, p))
-			return json_incref(n);
-	}
-	return NULL;
+	return !json_object_get(seen, provider_id);
 }
 
 static bool standby_ready(void *group)
@@ -110,7 +98,7 @@ static int run_once(const char *group, bool pool, double *reg, double *ready)
 	*reg = *ready = -1;
 	for (end = vmact_now_usec() + LIMIT_US; vmact_now_usec() < end; usleep(100 * 1000)) {
 		json_decref(node);
-		node = new_node(seen);
+		node = th_k8senv_node_where(&K, unseen, seen);
 		if (node && *reg < 0)
 			*reg = th_now_s() - t0;
 		if (node && th_k8senv_node_ready(node)) {

@@ -116,7 +116,7 @@ static void client(const char *scenario, const char *const *extra, char *log, si
 	group_client("k8s", scenario, extra, log, len);
 }
 
-#define event_of    th_k8senv_event
+#define event_of    th_cp_event
 #define node_of(id) th_k8senv_node_of(&F, id)
 #define node_ready  th_k8senv_node_ready
 
@@ -181,23 +181,47 @@ static void compare(const json_t *tmpl, const json_t *node, const char *when, bo
 
 /* The Node the group's template node says it was measured on, "" when
  * estimated. */
+/* GET path of vmact-groupd's API (a new reference), NULL when it failed. */
+static json_t *groupd_get(const char *path)
+{
+	struct vmact_err err = { 0 };
+	json_t *doc = NULL;
+
+	return cp_groupd_call(F.env.api, "GET", path, NULL, 10 * VMACT_USEC_PER_SEC, &doc, &err) < 0
+		       ? NULL
+		       : doc;
+}
+
 static bool reported_by(void *want)
 {
-	_cleanup_(jsonp) json_t *doc = NULL;
-	struct vmact_err err = { 0 };
+	_cleanup_(jsonp) json_t *doc = groupd_get("/v1/groups/k8s");
 	const char *by;
 
-	if (cp_groupd_call(F.env.api, "GET", "/v1/groups/k8s", NULL, 10 * VMACT_USEC_PER_SEC, &doc,
-			   &err) < 0)
-		return false;
 	by = json_string_value(json_object_get(json_object_get(doc, "template"), "reported_by"));
 	return by && !strcmp(by, want);
+}
+
+/* NodeGroupIncreaseSize(+1) of group as the autoscaler calls it, then its
+ * one member running: its provider ID in id. */
+static void increase_one(const char *group, double t0, char *id, size_t len)
+{
+	const char *args[] = { "--delta", "1", NULL };
+	_cleanup_(jsonp) json_t *ev = NULL;
+	char log[256];
+
+	group_client(group, "increase", args, log, sizeof(log));
+	group_client(group, "settle", NULL, log, sizeof(log));
+	ev = event_of(log, "settled");
+	assert_non_null(ev);
+	assert_int_equal(json_array_size(json_object_get(ev, "ids")), 1);
+	snprintf(id, len, "%s", json_string_value(json_array_get(json_object_get(ev, "ids"), 0)));
+	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
 }
 
 static void test_join(void **state)
 {
 	char log[256], id[256], name[128];
-	_cleanup_(jsonp) json_t *ev = NULL, *node = NULL, *estimate = NULL, *tmpl = NULL;
+	_cleanup_(jsonp) json_t *node = NULL, *estimate = NULL, *tmpl = NULL;
 	const json_t *labels, *taints, *t;
 	double t0, t_reg = 0, t_ready = 0;
 	bool dedicated = false;
@@ -215,18 +239,7 @@ static void test_join(void **state)
 	assert_non_null(estimate);
 
 	t0 = th_now_s();
-	{
-		const char *args[] = { "--delta", "1", NULL };
-
-		client("increase", args, log, sizeof(log));
-	}
-	client("settle", NULL, log, sizeof(log));
-	ev = event_of(log, "settled");
-	assert_non_null(ev);
-	assert_int_equal(json_array_size(json_object_get(ev, "ids")), 1);
-	snprintf(id, sizeof(id), "%s",
-		 json_string_value(json_array_get(json_object_get(ev, "ids"), 0)));
-	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
+	increase_one("k8s", t0, id, sizeof(id));
 
 	/* The Node the kubelet registers, and when it is Ready. */
 	{
@@ -357,14 +370,10 @@ static void test_join(void **state)
  * lists (what NodeGroupNodes gives the autoscaler), "" while none. */
 static bool not_registered(void *id)
 {
-	_cleanup_(jsonp) json_t *doc = NULL;
-	struct vmact_err err = { 0 };
+	_cleanup_(jsonp) json_t *doc = groupd_get("/v1/groups/k8s-bad/nodes");
 	const json_t *n;
 	size_t i;
 
-	if (cp_groupd_call(F.env.api, "GET", "/v1/groups/k8s-bad/nodes", NULL,
-			   10 * VMACT_USEC_PER_SEC, &doc, &err) < 0)
-		return false;
 	json_array_foreach(json_object_get(doc, "nodes"), i, n) {
 		const char *p = json_string_value(json_object_get(n, "provider_id"));
 		const char *code = json_string_value(
@@ -383,23 +392,11 @@ static bool not_registered(void *id)
 static void test_never_registers(void **state)
 {
 	char log[256], id[256];
-	_cleanup_(jsonp) json_t *ev = NULL;
 	double t0;
 
 	(void)state;
 	t0 = th_now_s();
-	{
-		const char *args[] = { "--delta", "1", NULL };
-
-		group_client("k8s-bad", "increase", args, log, sizeof(log));
-	}
-	group_client("k8s-bad", "settle", NULL, log, sizeof(log));
-	ev = event_of(log, "settled");
-	assert_non_null(ev);
-	assert_int_equal(json_array_size(json_object_get(ev, "ids")), 1);
-	snprintf(id, sizeof(id), "%s",
-		 json_string_value(json_array_get(json_object_get(ev, "ids"), 0)));
-	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
+	increase_one("k8s-bad", t0, id, sizeof(id));
 	if (!th_wait_daemon(&F.env.groupd, not_registered, id, atoi(BAD_PROVISION_S) + 300))
 		fail_msg("%s never reported NOT_REGISTERED", id);
 	print_message("reported NOT_REGISTERED %.1f s after the increase\n", th_now_s() - t0);

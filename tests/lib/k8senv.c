@@ -173,18 +173,6 @@ int th_k8senv_client(struct th_k8senv *k, const char *group, const char *scenari
 	return r;
 }
 
-json_t *th_k8senv_event(const char *log, const char *event)
-{
-	_cleanup_free_ char *text = th_read_file(log);
-	char needle[64];
-	const char *line = NULL;
-
-	snprintf(needle, sizeof(needle), "{\"event\":\"%s\"", event);
-	for (char *p = text; p && (p = strstr(p, needle)); p++)
-		line = p;
-	return line ? json_loadb(line, strcspn(line, "\n"), 0, NULL) : NULL;
-}
-
 json_t *th_k8senv_nodes(struct th_k8senv *k)
 {
 	json_t *doc = NULL;
@@ -205,7 +193,8 @@ size_t th_k8senv_node_count(struct th_k8senv *k)
 	return doc ? json_array_size(json_object_get(doc, "items")) : (size_t)-1;
 }
 
-json_t *th_k8senv_node_of(struct th_k8senv *k, const char *id)
+json_t *th_k8senv_node_where(struct th_k8senv *k, bool (*match)(const char *provider_id, void *ud),
+			     void *ud)
 {
 	_cleanup_(k8senv_jsonp) json_t *doc = th_k8senv_nodes(k);
 	json_t *n;
@@ -215,10 +204,20 @@ json_t *th_k8senv_node_of(struct th_k8senv *k, const char *id)
 		const char *p = json_string_value(
 			json_object_get(json_object_get(n, "spec"), "providerID"));
 
-		if (p && !strcmp(p, id))
+		if (p && match(p, ud))
 			return json_incref(n);
 	}
 	return NULL;
+}
+
+static bool is_id(const char *provider_id, void *id)
+{
+	return strcmp(provider_id, id) == 0;
+}
+
+json_t *th_k8senv_node_of(struct th_k8senv *k, const char *id)
+{
+	return th_k8senv_node_where(k, is_id, (void *)id);
 }
 
 bool th_k8senv_node_ready(const json_t *node)

@@ -40,13 +40,15 @@ void th_k8senv_stop(struct th_k8senv *k, const char *const *groups);
  * log printed. */
 int th_k8senv_client(struct th_k8senv *k, const char *group, const char *scenario,
 		     const char *const *extra, char *log, size_t len);
-/* The last {"event":EVENT,...} line of a client's log, parsed; NULL. */
-json_t *th_k8senv_event(const char *log, const char *event);
 
 /* GET /api/v1/nodes (a new reference), NULL when it failed. */
 json_t *th_k8senv_nodes(struct th_k8senv *k);
 /* The Nodes; (size_t)-1 when they could not be read. */
 size_t th_k8senv_node_count(struct th_k8senv *k);
+/* The first Node whose spec.providerID match() takes (a new reference),
+ * else NULL. */
+json_t *th_k8senv_node_where(struct th_k8senv *k, bool (*match)(const char *provider_id, void *ud),
+			     void *ud);
 /* The Node whose spec.providerID is id (a new reference), else NULL. */
 json_t *th_k8senv_node_of(struct th_k8senv *k, const char *id);
 /* Its Ready condition is True. */
