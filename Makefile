@@ -82,8 +82,11 @@ layers-base       :=
 # cluster/'s sub-layers, top first (doc/ARCHITECTURE.md, "Inside cluster/").
 CLUSTER_COMPONENTS := cluster/daemon cluster/engine cluster/plugins cluster/host \
 	cluster/framework cluster/config
-TOOL_COMPONENTS := cli/vmactl $(CLUSTER_COMPONENTS) cloudprovider
+TOOL_COMPONENTS := cli/vmactl $(CLUSTER_COMPONENTS) cloudprovider node
 layers-cli/vmactl := shared base
+# node/ (vmact-node, in node images): the claim's codec and the kubelet's
+# files, on shared/ (the JSON codec by table) and base/ only.
+layers-node := shared base
 # cluster/ (vmact-groupd): each sub-layer uses those below it, the
 # transport, shared/ (the lease protocol) and base; the framework and the
 # configuration use base alone.
@@ -162,7 +165,7 @@ $(foreach p,$(progs-y) $(tools-y),$(eval $(call prog_rule,$(p))))
 
 UNIT_BINS  := $(addprefix $(BUILD)/tests/unit/,$(tests-unit-y))
 LOOP_BINS  := $(addprefix $(BUILD)/tests/loopback/,$(tests-loopback-y))
-INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y))
+INTEG_BINS := $(addprefix $(BUILD)/tests/integration/,$(tests-integration-y) $(tests-k8s-y))
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz/,$(fuzz-y))
 PROGS      := $(addprefix $(BUILD)/,$(progs-y) $(tools-y))
 SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
@@ -300,6 +303,8 @@ $(BUILD)/fuzzobj/cloudprovider/k8s-node.pb-c.o: $(BUILD)/cloudprovider/k8s-node.
 	$(Q)$(CLANG) -std=gnu17 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) \
 		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 $(filter-out %.pb-c.o,$(CP_FUZZ_OBJS)): | $(CP_GEN_HDRS)
+# node/ likewise (vmact-node's own program).
+$(BUILD)/fuzz/nd_claim: $(BUILD)/fuzzobj/node/claim.o
 
 # (Not make deb's copy of the tree, check-host's machine or the test
 # guest's and npm's files: they have files and directories named *.d.)
@@ -344,6 +349,29 @@ check-poll:
 	$(Q)VMACT_TEST_EVENTS=off VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) \
 		VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
 		tests/run-tests.sh --build $(SANBUILD) --vectors "" --integration "$(POLL_TESTS)"
+
+# The test control plane's binaries (kube-apiserver, kubelet, etcd), built
+# from tests/peers/kube/control-plane into the build cache, kept while
+# their inputs stay the same (tests/k8s/build-bins.sh).
+.PHONY: k8s-bins
+k8s-bins:
+	$(Q)tests/k8s/build-bins.sh
+
+# make check-k8s (root): a node VM joins a real control plane
+# (tests/integration/test_k8s.c): the binaries above, the node image
+# (tests/k8s/build-node-image.sh, kept in the build cache while its inputs
+# stay), then the test. Run under the integration tests' lock.
+K8S_CACHE = $(or $(VMACT_CACHE_DIR),/var/cache/vmact-tests)/k8s
+.PHONY: check-k8s
+check-k8s: guest
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 $(SANBUILD)/vmact-groupd \
+		$(SANBUILD)/vmact-cloudprovider $(SANBUILD)/vmact-arbiter \
+		$(SANBUILD)/tests/integration/test_k8s
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bins=$$(tests/k8s/build-bins.sh) && \
+		tests/k8s/build-node-image.sh $(K8S_CACHE)/node $$bins/kubelet $(BUILD) && \
+		VMACT_K8S_BIN=$$bins VMACT_K8S_NODE=$(K8S_CACHE)/node VMACT_GUEST_DIR=$(GUEST_DIR) \
+		$(SANBUILD)/tests/integration/test_k8s
 
 # make unit: every test that needs no privileges (tests/unit and
 # tests/loopback) and the conformance vectors; make loopback: only those
@@ -518,6 +546,26 @@ bench-provision-grpc: $(BUILD)/bench/provision-grpc $(BUILD)/vmact-groupd $(BUIL
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CP_BUILD=$(abspath $(BUILD)) \
 		$(BUILD)/bench/provision-grpc $(BENCH_ITER)
 
+# make bench-provision-k8s: increase -> the node's Node registered and
+# Ready in a real API server, from a cold boot and from the running tier,
+# p50 of BENCH_K8S_RUNS runs each (default 3: a TCG node boots in minutes),
+# ending with `ratio: X` = running p50 / cold p50 to registered
+# (bench/provision-k8s.c; root, the binaries and node image of check-k8s;
+# doc/cloudprovider.md).
+.PHONY: bench-provision-k8s
+bench-provision-k8s: $(BUILD)/bench/provision-k8s $(BUILD)/vmact-groupd $(BUILD)/vmact-arbiter \
+		$(BUILD)/vmact-cloudprovider guest
+	$(Q)bins=$$(tests/k8s/build-bins.sh) && \
+		tests/k8s/build-node-image.sh $(K8S_CACHE)/node $$bins/kubelet $(BUILD) && \
+		VMACT_K8S_BIN=$$bins VMACT_K8S_NODE=$(K8S_CACHE)/node VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) \
+		VMACT_CP_BUILD=$(abspath $(BUILD)) $(BUILD)/bench/provision-k8s $(BENCH_K8S_RUNS)
+BENCH_K8S_RUNS ?= 3
+
+# It asks vmact-groupd through the provider's client code: the tools' archives too.
+$(BUILD)/bench/provision-k8s: $(BUILD)/bench/provision-k8s.o $(TESTLIB) $(TOOL_LIB) $(LIB)
+	$(call msg,LD,$(patsubst $(BUILD)/%,%,$@))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(TOOL_LIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
 # make bench-cgroup: cost of applying a VM's CPU limit, vmact's cgroup
 # file write vs libvirt's global_quota, on a real TCG guest (bench/cgroup-bench.c).
 bench-cgroup: $(BUILD)/bench/cgroup-bench
@@ -528,10 +576,14 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(TESTLIB) $(LIB)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # make ci: the README's test command. Installs what the host lacks, then
-# runs make check.
+# runs make check with make check-k8s's binaries and node image made
+# beside it at nice 19 (tests/k8s/beside.sh), then make check-k8s.
 ci:
 	$(Q)tests/host/setup-host.sh
-	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) check
+	$(Q)$(MAKE) --no-print-directory -j$(shell nproc) all
+	$(Q)tests/k8s/beside.sh $(BUILD)/k8s-prepare.log $(K8S_CACHE) $(abspath $(BUILD)) -- \
+		$(MAKE) --no-print-directory -j$(shell nproc) check
+	$(Q)$(MAKE) --no-print-directory check-k8s
 
 setup:
 	$(Q)tests/host/setup-host.sh
@@ -601,6 +653,19 @@ install-files = $(addprefix $(PREFIX)/sbin/,$(sbin-progs-y)) \
 	$(addprefix $(BASHCOMPDIR)/,$(completion-y)) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(addprefix $(DOCDIR)/,$(DOCS_DOC) $(DOCS_NOTES)) \
 	$(addprefix $(COCKPITDIR)/,$(notdir $(COCKPIT))) $(addprefix $(DOCDIR)/,$(MONITORING))
+
+# vmact-node for a node image (vmact-node(8)): the program, its unit, the
+# kubelet's drop-in and the page; never part of a host's make install.
+.PHONY: install-node
+install-node: $(BUILD)/vmact-node
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(UNITDIR)/kubelet.service.d \
+		$(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(BUILD)/vmact-node $(DESTDIR)$(PREFIX)/sbin/vmact-node
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' node/vmact-node.service > $(DESTDIR)$(UNITDIR)/vmact-node.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/vmact-node.service
+	install -m 0644 node/kubelet-vmact-node.conf \
+		$(DESTDIR)$(UNITDIR)/kubelet.service.d/20-vmact-node.conf
+	install -m 0644 man/vmact-node.8 $(DESTDIR)$(MANDIR)/man8/vmact-node.8
 
 .PHONY: install-manifest
 install-manifest:
@@ -674,7 +739,7 @@ HOST_IMG := $(BUILD)/host
 # image has its build dependencies): a new checkout (new mtimes) reuses the
 # image, a changed script or Build-Depends rebuilds it.
 check-host-image:
-	$(Q)if [ "$$(cat tests/host/build-image.sh debian/control | sha256sum | cut -d' ' -f1)" != \
+	$(Q)if [ "$$(cat tests/host/build-image.sh tests/lib/debootstrap.sh debian/control | sha256sum | cut -d' ' -f1)" != \
 	       "$$(cat $(HOST_IMG)/stamp 2>/dev/null)" ] || [ ! -f $(HOST_IMG)/rootfs.img ]; then \
 		tests/host/build-image.sh $(HOST_IMG); fi
 check-host: check-host-image

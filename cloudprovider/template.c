@@ -112,27 +112,44 @@ static ResourceEntry *resource(struct cp_arena *a, const ProtobufCMessageDescrip
 	return e->key && q->string ? e : NULL;
 }
 
+/* The four resources of one side of a node's status. */
+struct res {
+	uint64_t milli_cpu, memory, ephemeral, pods;
+};
+
+/* What the node's kubelet reports, as vmact-groupd says (doc/cluster-api.md):
+ * measured from a registered Node of the group, or estimated from its
+ * template. A kubelet reads its capacity once, at start: vmactd may grow
+ * the VM later, the node's capacity stays what it booted with. An older
+ * vmact-groupd says only the boot shape: capacity and allocatable both. */
+static void sides(const struct vmact_gapi_template *t, struct res *cap, struct res *alloc)
+{
+	cap->milli_cpu = t->capacity_milli_cpu ? t->capacity_milli_cpu : (uint64_t)t->vcpus * 1000;
+	cap->memory = t->capacity_memory_bytes ? t->capacity_memory_bytes : t->memory_bytes;
+	cap->ephemeral = t->ephemeral_bytes;
+	cap->pods = t->capacity_pods ? t->capacity_pods : t->pods;
+	alloc->milli_cpu = t->alloc_milli_cpu ? t->alloc_milli_cpu : cap->milli_cpu;
+	alloc->memory = t->alloc_memory_bytes ? t->alloc_memory_bytes : cap->memory;
+	alloc->ephemeral = t->alloc_ephemeral_bytes ? t->alloc_ephemeral_bytes : cap->ephemeral;
+	alloc->pods = t->alloc_pods ? t->alloc_pods : cap->pods;
+}
+
 /* cpu, ephemeral-storage, memory, pods: key order, as Kubernetes writes
- * the map. What a kubelet reports when the VM has booted: vmactd may grow
- * the VM later, but a kubelet reads its capacity once, at start.
- * Allocatable is the same (the group says nothing of kube-reserved), which
- * is what a kubelet reports without reservations. ephemeral-storage is
- * there when the group says it: without it the autoscaler's scheduler
- * finds no room on the template for a pod that requests any. */
-static void *resources(const struct vmact_gapi_group *g, const ProtobufCMessageDescriptor *d,
-		       struct cp_arena *a, size_t *n)
+ * the map. ephemeral-storage is there when known: without it the
+ * autoscaler's scheduler finds no room on the template for a pod that
+ * requests any. */
+static void *resources(const struct res *v, const ProtobufCMessageDescriptor *d, struct cp_arena *a,
+		       size_t *n)
 {
 	ResourceEntry **r = cp_arena_array(a, 4, sizeof(*r));
 	char cpu[32], eph[32], mem[32], pods[32];
-	bool have_eph = g->tmpl.ephemeral_bytes > 0;
+	bool have_eph = v->ephemeral > 0;
 
-	if (!r ||
-	    vmact_quantity_format_milli((uint64_t)g->tmpl.vcpus * 1000, cpu, sizeof(cpu)) < 0 ||
-	    vmact_quantity_format_bytes(g->tmpl.memory_bytes, mem, sizeof(mem)) < 0 ||
-	    (have_eph &&
-	     vmact_quantity_format_bytes(g->tmpl.ephemeral_bytes, eph, sizeof(eph)) < 0))
+	if (!r || vmact_quantity_format_milli(v->milli_cpu, cpu, sizeof(cpu)) < 0 ||
+	    vmact_quantity_format_bytes(v->memory, mem, sizeof(mem)) < 0 ||
+	    (have_eph && vmact_quantity_format_bytes(v->ephemeral, eph, sizeof(eph)) < 0))
 		return NULL;
-	snprintf(pods, sizeof(pods), "%u", g->tmpl.pods);
+	snprintf(pods, sizeof(pods), "%llu", (unsigned long long)v->pods);
 	*n = 0;
 	if (!(r[(*n)++] = resource(a, d, "cpu", cpu)))
 		return NULL;
@@ -154,15 +171,18 @@ int cp_template_node(const struct vmact_gapi_group *g, struct cp_arena *a, Proto
 	Vmact__K8s__NodeSystemInfo info = VMACT__K8S__NODE_SYSTEM_INFO__INIT;
 	Vmact__K8s__NodeCondition ready = VMACT__K8S__NODE_CONDITION__INIT;
 	Vmact__K8s__NodeCondition *conditions[] = { &ready };
+	struct res cap, alloc;
 	size_t len;
 
 	meta.name = cp_arena_printf(a, "%s-template", g->id);
 	if (!meta.name || fill_labels(g, meta.name, a, &meta) < 0 || fill_taints(g, a, &spec) < 0)
 		goto nomem;
-	status.capacity = resources(g, &vmact__k8s__node_status__capacity_entry__descriptor, a,
+	sides(&g->tmpl, &cap, &alloc);
+	status.capacity = resources(&cap, &vmact__k8s__node_status__capacity_entry__descriptor, a,
 				    &status.n_capacity);
-	status.allocatable = resources(g, &vmact__k8s__node_status__allocatable_entry__descriptor,
-				       a, &status.n_allocatable);
+	status.allocatable = resources(&alloc,
+				       &vmact__k8s__node_status__allocatable_entry__descriptor, a,
+				       &status.n_allocatable);
 	if (!status.capacity || !status.allocatable)
 		goto nomem;
 	/* the node it stands for is one the scheduler may use */

@@ -111,6 +111,7 @@ int main(int argc, char **argv)
 	struct cl_api *api = NULL;
 	struct net_prom_server *metrics = NULL;
 	sd_event *ev = NULL;
+	const char *state;
 	int r, status = 1;
 
 	r = vmact_startup_parse(argc, argv, "vmact-groupd", usage, "c:vh", options, on_option, &o);
@@ -155,6 +156,14 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	cl_engine_on_event(e, on_event, NULL);
+	/* systemd's StateDirectory= (the first, should there be several):
+	 * the groups' node shapes are kept there; run by hand, not kept. */
+	state = getenv("STATE_DIRECTORY");
+	if (state) {
+		state = strndupa(state, strcspn(state, ":"));
+		if (cl_engine_load_shapes(e, state, &err) < 0)
+			log_warning("%s; the node shapes it held are measured again", err.msg);
+	}
 	if ((r = cl_api_new(ev, cfg.api_socket, e, &api, &err)) < 0) {
 		log_error("%s", err.msg);
 		goto out;

@@ -107,6 +107,7 @@ char *vmact_gapi_waiting_path(const char *uid, enum vmact_gapi_verdict v)
 	}
 #define REQUIRED          .flags = VMACT_JSON_DESC_REQUIRED
 #define REQUIRED_NONEMPTY .flags = VMACT_JSON_DESC_REQUIRED | VMACT_JSON_DESC_NONEMPTY
+#define OMIT              .flags = VMACT_JSON_DESC_OMIT_DEFAULT
 /* (the count of member m is nm) */
 #define COUNT(st, m) .count_off = offsetof(st, n##m)
 /* An answer's list, {"KEY": [...]}, at the struct's m and n. */
@@ -215,6 +216,17 @@ static const struct vmact_json_desc_field template_fields[] = {
 	FIELD(T, pods, "pods", U32, .lo = 1, .hi = 100000, .dflt = 110),
 	FIELD(T, arch, "arch", TEXT, .text_dflt = "amd64"),
 	FIELD(T, os, "os", TEXT, .text_dflt = "linux"),
+	/* Written when said: a document of an older vmact-groupd reads the
+	 * same, and reads as the boot shape. */
+	FIELD(T, capacity_milli_cpu, "capacity_milli_cpu", U64, OMIT, .hi = 1LL << 40),
+	FIELD(T, capacity_memory_bytes, "capacity_memory_bytes", U64, OMIT, .hi = 1LL << 52),
+	FIELD(T, capacity_pods, "capacity_pods", U64, OMIT, .hi = 100000),
+	FIELD(T, alloc_milli_cpu, "allocatable_milli_cpu", U64, OMIT, .hi = 1LL << 40),
+	FIELD(T, alloc_memory_bytes, "allocatable_memory_bytes", U64, OMIT, .hi = 1LL << 52),
+	FIELD(T, alloc_ephemeral_bytes, "allocatable_ephemeral_storage_bytes", U64, OMIT,
+	      .hi = 1LL << 60),
+	FIELD(T, alloc_pods, "allocatable_pods", U64, OMIT, .hi = 100000),
+	FIELD(T, reported_by, "reported_by", TEXT, OMIT),
 };
 #undef T
 static const struct vmact_json_desc template_desc = VMACT_JSON_DESC(struct vmact_gapi_template,

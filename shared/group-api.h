@@ -114,6 +114,14 @@ struct vmact_gapi_template {
 	uint32_t pods;
 	const char *arch;
 	const char *os;
+	/* What a node's kubelet reports (doc/cluster-api.md): its capacity
+	 * where it is not the boot shape (the guest's kernel keeps some of
+	 * its memory), and its allocatable; 0: as the boot shape says (an
+	 * older vmact-groupd). reported_by: the Node whose kubelet reported
+	 * them, "" for an estimate. */
+	uint64_t capacity_milli_cpu, capacity_memory_bytes, capacity_pods;
+	uint64_t alloc_milli_cpu, alloc_memory_bytes, alloc_ephemeral_bytes, alloc_pods;
+	const char *reported_by;
 };
 
 /* The group's NodeGroupAutoscalingOptions; `set` says which

@@ -58,7 +58,20 @@ int vmact_http_call(const struct vmact_http_req *q, struct vmact_http_answer *a,
 	if (q->unix_socket)
 		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, q->unix_socket);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, q->ca_file ? "http,https" : "http");
+	if (q->ca_file) {
+		curl_easy_setopt(c, CURLOPT_CAINFO, q->ca_file);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	}
+	if (q->bearer) {
+		_cleanup_free_ char *h = NULL;
+
+		if (asprintf(&h, "Authorization: Bearer %s", q->bearer) < 0 ||
+		    !(hdrs = curl_slist_append(hdrs, h)))
+			return vmact_err_set(err, ENOMEM, "out of memory");
+		explicit_bzero(h, strlen(h));
+	}
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms(q->timeout_usec));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
@@ -72,12 +85,15 @@ int vmact_http_call(const struct vmact_http_req *q, struct vmact_http_answer *a,
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)q->cancel);
 	}
 	if (q->body) {
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		if (!hdrs)
+		struct curl_slist *h = curl_slist_append(hdrs, "Content-Type: application/json");
+
+		if (!h)
 			return vmact_err_set(err, ENOMEM, "out of memory");
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+		hdrs = h;
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body);
 	}
+	if (hdrs)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	cc = curl_easy_perform(c);
 	if (a->body.too_big)
 		return vmact_err_set(err, EMSGSIZE, "answer too large");

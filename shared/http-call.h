@@ -2,8 +2,9 @@
 /* One blocking HTTP request to another vmact program (prefix
  * vmact_http_): vmactl and vmact-groupctl to their daemon's API,
  * vmact-cloudprovider to vmact-groupd's, vmact-groupd to a host's
- * arbiter. A unix socket (libcurl's CURLOPT_UNIX_SOCKET_PATH) or a plain
- * http:// URL; http only, no redirects, the answer collected up to a
+ * arbiter, and to a Kubernetes API server. A unix socket (libcurl's
+ * CURLOPT_UNIX_SOCKET_PATH) or an http:// URL, https:// only with a CA
+ * file to verify the server by; no redirects, the answer collected up to a
  * bound. It says what happened on the wire and nothing more: each caller
  * words its own errors (whom it could not reach, what a status means).
  * Any thread; call curl_global_init first, as libcurl asks. */
@@ -29,6 +30,10 @@ struct vmact_http_req {
 	/* Set by a signal handler: a request in progress is abandoned at once
 	 * (-EINTR), so a long poll does not outlive Ctrl-C. NULL: none. */
 	volatile sig_atomic_t *cancel;
+	/* https: the CA the server's certificate must chain to (NULL: http
+	 * only); a bearer token for the Authorization header (NULL: none). */
+	const char *ca_file;
+	const char *bearer;
 };
 
 struct vmact_http_answer {

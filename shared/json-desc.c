@@ -171,6 +171,11 @@ static bool is_default(const struct vmact_json_desc_field *f, const void *obj)
 {
 	if (f->kind == VMACT_JSON_DESC_BOOL)
 		return *(const bool *)AT(obj, f->off) == (f->dflt != 0);
+	if (f->kind == VMACT_JSON_DESC_TEXT) {
+		const char *s = *(const char *const *)AT(obj, f->off);
+
+		return !s || (f->text_dflt && strcmp(s, f->text_dflt) == 0);
+	}
 	return is_int(f->kind) && int_load(f, obj) == f->dflt;
 }
 

@@ -47,7 +47,8 @@ enum vmact_json_desc_kind {
 #define VMACT_JSON_DESC_REQUIRED (1u << 0)
 /* TEXT: "" is refused, "KEY: empty" */
 #define VMACT_JSON_DESC_NONEMPTY (1u << 1)
-/* BOOL, integers: not written when equal to the default */
+/* BOOL, integers: not written when equal to the default; TEXT: when NULL
+ * or its text_dflt */
 #define VMACT_JSON_DESC_OMIT_DEFAULT (1u << 2)
 /* written only when the presence at has_off is set */
 #define VMACT_JSON_DESC_GATED (1u << 3)

@@ -17,3 +17,10 @@
  * owner may change it (whoever reads it may reserve every host's
  * capacity). *key is malloc'd. */
 int vmact_keyfile_load(const char *path, uint8_t **key, size_t *len, struct vmact_err *err);
+
+/* Another secret in a file, by the same rules, of up to max bytes (a
+ * node's kubeconfig, sent with its claim: doc/cluster.md, "The claim");
+ * *key is malloc'd and NUL-terminated, and the caller wipes it
+ * (explicit_bzero) before it frees it. */
+int vmact_keyfile_load_max(const char *path, size_t max, uint8_t **key, size_t *len,
+			   struct vmact_err *err);

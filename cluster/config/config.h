@@ -68,12 +68,26 @@ struct cl_claim {
 	 * timeout. */
 	char channel[80];
 	char ack[128];
+	/* With ack: a line starting with refuse instead fails the claim at
+	 * once, with the rest of the line as the guest's reason (default
+	 * "VMACT-NODE refused", vmact-node(8)); "" = none. */
+	char refuse[128];
+	/* claim.secret: sent with every claim as its "secret" (vmact-node's
+	 * credentials for the API server), read from secret_file at each
+	 * claim by the key file's rules; "" = none. secret_kind is
+	 * "kubeconfig", "bootstrap_kubeconfig" or "kubeadm" (a kubeadm
+	 * JoinConfiguration in JSON: the node joins by kubeadm join). Only
+	 * over a virtio channel, never a serial port (a pty can be logged). */
+	char secret_kind[32];
+	char secret_file[512];
 	/* How long the answer may take (claim.ack_timeout_s; 30 s): longer
 	 * than a health probe's, since a healthy standby that is slow to
 	 * answer on a busy host is worth more than the cold boot that would
 	 * replace it. */
 	uint64_t ack_timeout_usec;
 };
+/* The largest secret a claim carries (vmact-node's own limit). */
+#define CL_CLAIM_SECRET_MAX 32768
 /* The virtio-serial channel's name, or NULL for a serial port. */
 static inline const char *cl_config_claim_virtio(const struct cl_claim *c)
 {
@@ -102,6 +116,10 @@ struct cl_template {
 	char disk_bus[16];
 	/* A libvirt network for one virtio NIC ("" = none). */
 	char network[CL_NAME_MAX];
+	/* nic "user": one virtio NIC on QEMU's user network instead (the
+	 * guest 10.0.2.15, the host's loopback reached as 10.0.2.2): no
+	 * bridge, no DHCP server, nothing reaches the guest. */
+	bool user_nic;
 	/* Serial console log files, for operators and tests ("" = none). */
 	char serial_log_dir[512];
 	/* Extra <metadata> children, as XML (the VM's vmact autoscaling
@@ -143,6 +161,16 @@ struct cl_host_cfg {
 	char arbiter_secret[512]; /* the lease key's file */
 };
 
+/* "kubernetes": the cluster's API server, where vmact-groupd deletes the
+ * Node of a VM it removed (its providerID ours): what a cloud's
+ * controller manager does for its instances. server "" = none. The token
+ * is read at each use, by the key file's rules. */
+struct cl_kube {
+	char server[256];     /* https://HOST:PORT */
+	char ca_file[256];    /* the CA the server's certificate chains to */
+	char token_file[256]; /* a bearer token that may get and delete Nodes */
+};
+
 struct cl_config {
 	char api_socket[108];
 	char metrics_listen[128]; /* "" = no metrics endpoint */
@@ -153,6 +181,7 @@ struct cl_config {
 	size_t n_groups;
 	struct cl_group_cfg *groups;
 	json_t *profiles; /* scheduler.profiles, as given (NULL: default) */
+	struct cl_kube kube;
 };
 
 void cl_config_free(struct cl_config *cfg);

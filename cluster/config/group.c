@@ -120,6 +120,33 @@ static int parse_taints(struct cl_read_ctx *c, const json_t *a, struct cl_group_
 	return 0;
 }
 
+/* claim.secret: {"kind": "kubeconfig" | "bootstrap_kubeconfig", "file":
+ * PATH}. The file is read at each claim, not here: it may be rotated. */
+static int parse_claim_secret(struct cl_read_ctx *c, const json_t *v, struct cl_claim *cl)
+{
+	static const char *const keys[] = { "kind", "file", NULL };
+	size_t len = strlen(c->path);
+	int r;
+
+	if (!v)
+		return 0;
+	cl_read_push(c, "secret");
+	if ((r = cl_read_keys(c, v, keys)) < 0 ||
+	    (r = cl_read_str(c, v, "kind", true, false, cl->secret_kind, sizeof(cl->secret_kind))) <
+		    0 ||
+	    (r = cl_read_str(c, v, "file", true, false, cl->secret_file, sizeof(cl->secret_file))) <
+		    0)
+		return r;
+	if (strcmp(cl->secret_kind, "kubeconfig") &&
+	    strcmp(cl->secret_kind, "bootstrap_kubeconfig") && strcmp(cl->secret_kind, "kubeadm"))
+		return cl_read_bad(c, "kind", "'%s': kubeconfig, bootstrap_kubeconfig or kubeadm",
+				   cl->secret_kind);
+	if (cl->secret_file[0] != '/')
+		return cl_read_bad(c, "file", "'%s': an absolute path", cl->secret_file);
+	cl_read_pop(c, len);
+	return 0;
+}
+
 static int check_metadata_xml(struct cl_read_ctx *c, const char *xml)
 {
 	/* A wrapper makes a list of elements one document. */
@@ -155,8 +182,10 @@ static int parse_template(struct cl_read_ctx *c, const json_t *o, struct cl_temp
 					    "reserve",
 					    "domain_type",
 					    "ephemeral_storage",
+					    "network",
+					    "nic",
 					    NULL };
-	char dtype[8] = "kvm";
+	char dtype[8] = "kvm", nic[16] = "";
 	static const char *const rkeys[] = { "cpu", "memory", NULL };
 	const json_t *v;
 	int r;
@@ -185,8 +214,16 @@ static int parse_template(struct cl_read_ctx *c, const json_t *o, struct cl_temp
 	    (r = cl_read_str(c, o, "serial_log_dir", false, false, t->serial_log_dir,
 			     sizeof(t->serial_log_dir))) < 0 ||
 	    (r = cl_read_str(c, o, "domain_type", false, false, dtype, sizeof(dtype))) < 0 ||
-	    (r = cl_read_str(c, o, "network", false, false, t->network, sizeof(t->network))) < 0)
+	    (r = cl_read_str(c, o, "network", false, false, t->network, sizeof(t->network))) < 0 ||
+	    (r = cl_read_str(c, o, "nic", false, false, nic, sizeof(nic))) < 0)
 		return r;
+	if (nic[0] && strcmp(nic, "user") && strcmp(nic, "network"))
+		return cl_read_bad(c, "nic", "'%s': network (with template.network) or user", nic);
+	if (!strcmp(nic, "network") && !t->network[0])
+		return cl_read_bad(c, "nic", "network: needs template.network");
+	if (!strcmp(nic, "user") && t->network[0])
+		return cl_read_bad(c, "nic", "user: not with template.network");
+	t->user_nic = !strcmp(nic, "user");
 	if (strcmp(dtype, "kvm") && strcmp(dtype, "qemu"))
 		return cl_read_bad(c, "domain_type",
 				   "'%s': kvm or qemu (TCG, no hardware acceleration)", dtype);
@@ -307,7 +344,8 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 					    "claim",     "pool",   "options",  "scheduler_name",
 					    "lifecycle", NULL };
 	static const char *const pkeys[] = { "running", "paused", "saved", NULL };
-	static const char *const ckeys[] = { "channel", "ack", "ack_timeout_s", NULL };
+	static const char *const ckeys[] = { "channel", "ack",    "ack_timeout_s",
+					     "refuse",  "secret", NULL };
 	size_t len = strlen(c->path), i;
 	const json_t *v;
 	json_t *it;
@@ -319,6 +357,7 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 	snprintf(g->health.pattern, sizeof(g->health.pattern), "VMACT ");
 	g->health.probe_timeout_usec = 3 * 1000000ULL;
 	snprintf(g->claim.channel, sizeof(g->claim.channel), "virtio:org.vmact.claim.0");
+	snprintf(g->claim.refuse, sizeof(g->claim.refuse), "VMACT-NODE refused");
 	g->claim.ack_timeout_usec = 30 * 1000000ULL;
 	if ((r = cl_read_keys(c, o, keys)) < 0 ||
 	    (r = cl_read_str(c, o, "id", true, false, g->id, sizeof(g->id))) < 0 ||
@@ -388,6 +427,8 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 				     sizeof(g->claim.channel))) < 0 ||
 		    (r = cl_read_str(c, v, "ack", false, true, g->claim.ack,
 				     sizeof(g->claim.ack))) < 0 ||
+		    (r = cl_read_str(c, v, "refuse", false, true, g->claim.refuse,
+				     sizeof(g->claim.refuse))) < 0 ||
 		    (r = cl_read_seconds(c, v, "ack_timeout_s", 0.1, 600,
 					 &g->claim.ack_timeout_usec)) < 0)
 			return r;
@@ -399,6 +440,14 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 				return cl_read_bad(c, "channel",
 						   "'%s': virtio:NAME, NAME of [a-z0-9._-]",
 						   g->claim.channel);
+			if ((r = parse_claim_secret(c, json_object_get(v, "secret"), &g->claim)) <
+			    0)
+				return r;
+		} else if (json_object_get(v, "secret")) {
+			return cl_read_bad(
+				c, "secret",
+				"only over a virtio channel (claim.channel virtio:NAME): a "
+				"serial port's pty can be logged");
 		} else if (strncmp(g->claim.channel, "serial", 6) || !g->claim.channel[6] ||
 			   strspn(g->claim.channel + 6, "0123456789") !=
 				   strlen(g->claim.channel + 6) ||

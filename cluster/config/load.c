@@ -132,8 +132,10 @@ static bool has_profile(const struct cl_config *cfg, const char *name)
 
 static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact_err *err)
 {
-	static const char *const keys[] = { "api",   "metrics", "libvirt",   "lifecycle",
-					    "hosts", "groups",  "scheduler", NULL };
+	static const char *const keys[] = { "api",       "metrics",    "libvirt",
+					    "lifecycle", "hosts",      "groups",
+					    "scheduler", "kubernetes", NULL };
+	static const char *const kube_keys[] = { "server", "ca_file", "token_file", NULL };
 	static const char *const api_keys[] = { "socket", NULL };
 	static const char *const metrics_keys[] = { "listen", NULL };
 	static const char *const libvirt_keys[] = { "name_prefix", NULL };
@@ -188,6 +190,26 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 		    (r = cl_read_str(&c, v, "name_prefix", false, true, cfg->name_prefix,
 				     sizeof(cfg->name_prefix))) < 0)
 			return r;
+		cl_read_pop(&c, 0);
+	}
+	if ((v = json_object_get(doc, "kubernetes"))) {
+		struct cl_kube *k = &cfg->kube;
+
+		cl_read_push(&c, "kubernetes");
+		if ((r = cl_read_keys(&c, v, kube_keys)) < 0 ||
+		    (r = cl_read_str(&c, v, "server", true, false, k->server, sizeof(k->server))) <
+			    0 ||
+		    (r = cl_read_str(&c, v, "ca_file", true, false, k->ca_file,
+				     sizeof(k->ca_file))) < 0 ||
+		    (r = cl_read_str(&c, v, "token_file", true, false, k->token_file,
+				     sizeof(k->token_file))) < 0)
+			return r;
+		if (strncmp(k->server, "https://", 8))
+			return cl_read_bad(&c, "server", "'%s': https://HOST:PORT", k->server);
+		if (k->ca_file[0] != '/')
+			return cl_read_bad(&c, "ca_file", "must be an absolute path");
+		if (k->token_file[0] != '/')
+			return cl_read_bad(&c, "token_file", "must be an absolute path");
 		cl_read_pop(&c, 0);
 	}
 	if ((v = json_object_get(doc, "lifecycle"))) {

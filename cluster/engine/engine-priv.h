@@ -6,6 +6,8 @@
  *     -> life.c     a VM's life after its bind: boot wait, tiers, claims,
  *                   failures, removal
  *     -> recover.c  finding the VMs again at start-up; leases
+ *     -> nodes.c    the groups' Nodes in the API server: registered? what
+ *                   their kubelets report
  *   all of them -> vm.c  the VMs' records, events, waiting requests, and
  *                   recording their metadata */
 #pragma once
@@ -19,6 +21,7 @@
 #include "base/list.h"
 #include "cluster/engine/engine.h"
 #include "cluster/engine/jobs.h"
+#include "cluster/engine/node-api.h"
 #include "cluster/host/host.h"
 #include "cluster/host/virt.h"
 #include "cluster/plugins/plugins.h"
@@ -67,6 +70,10 @@ struct cl_vm {
 	uint64_t next_probe_usec;
 	uint64_t last_healthy_usec;
 	uint64_t requested_usec; /* the increase, for the histogram */
+	/* nodes.c: its Node seen registered; a question about it in flight;
+	 * the next one */
+	bool node_registered, node_asking;
+	uint64_t next_node_usec;
 	struct cl_vm_op *ops;
 	/* While placing: the host where its Reserve took a lease (from the
 	 * end of its scheduling cycle until it is bound or un-placed), which
@@ -79,6 +86,20 @@ struct cl_vm {
 	const char *hosts_list[CL_MAX_HOSTS];
 };
 
+#define CL_SHAPE_KEY_MAX 17
+
+/* nodes.c: what the group's nodes report to Kubernetes, for the template
+ * it was seen for (key: cl_shape_key). */
+struct cl_shape {
+	char key[CL_SHAPE_KEY_MAX];
+	uint64_t disk_bytes; /* the node image's virtual size; 0: not read */
+	bool reported;       /* rep: what a registered Node's kubelet said */
+	char node[CL_NAME_MAX];
+	double at; /* CLOCK_REALTIME s */
+	struct cl_node_report rep;
+	char last_error[VMACT_ERR_MSG_MAX];
+};
+
 struct cl_group {
 	struct cl_engine *e;
 	size_t idx;
@@ -87,6 +108,9 @@ struct cl_group {
 	struct cl_vm *vms;
 	uint64_t next_refill_usec;
 	struct cl_engine_group_counters c;
+	struct cl_shape shape;
+	bool shape_busy;
+	uint64_t next_shape_usec;
 };
 
 struct cl_ehost {
@@ -114,6 +138,8 @@ struct cl_engine {
 	uint64_t next_renew_usec;
 	bool ready, stopping;
 	unsigned boots_this_iteration;
+	char state_dir[512];   /* "" = node shapes are not kept */
+	unsigned nodes_asking; /* nodes.c's questions in flight */
 	cl_engine_event_fn *event_fn;
 	void *event_ud;
 };
@@ -169,6 +195,13 @@ void cl_life_next(struct cl_vm *vm);
 void cl_life_remove(struct cl_vm *vm, enum cl_engine_failure *why, const char *text);
 void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const char *code,
 			   const char *text, bool retry_now);
+
+/* nodes.c: under engine.c, over vm.c. */
+void cl_shape_key(const struct cl_template *t, char *buf, size_t len);
+/* The group's next questions about its Nodes and its image, when due. */
+void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now);
+/* v->node and v->node_reported_by: reported or estimated. */
+void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v);
 
 /* recover.c */
 void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h);

@@ -32,6 +32,7 @@ const char *cl_engine_failure_name(enum cl_engine_failure f)
 		[CL_FAIL_BIND] = "bind",
 		[CL_FAIL_CLAIM] = "claim",
 		[CL_FAIL_NO_HOST] = "no_host",
+		[CL_FAIL_NOT_REGISTERED] = "not_registered",
 	};
 
 	return (unsigned)f < ARRAY_SIZE(names) ? names[f] : "?";
@@ -247,6 +248,7 @@ static void tick_once(struct cl_engine *e)
 	for (size_t i = 0; i < e->n_groups; i++) {
 		struct cl_group *g = &e->groups[i];
 
+		cl_nodes_tick(e, g, now);
 		if (now >= g->next_refill_usec) {
 			refill_iteration = true;
 			refill(e, g, now, &queue);
@@ -736,6 +738,7 @@ static void group_view(const struct cl_group *g, struct cl_engine_group_view *v)
 	v->cfg = g->cfg;
 	for (int t = 0; t < 3; t++)
 		v->tiers[t].size = g->cfg->pool[t];
+	cl_nodes_view(g, v);
 	VMACT_LIST_FOREACH(vms, vm, g->vms) {
 		v->target += cl_vm_is_member(vm);
 		v->in_service += cl_vm_is_member(vm) && vm->meta.state == CL_ST_CLAIMED;

@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "cluster/config/config.h"
+#include "cluster/engine/node-api.h"
 #include "cluster/framework/framework.h"
 #include "cluster/host/domxml.h"
 #include "cluster/host/host.h"
@@ -35,6 +36,11 @@ typedef void cl_engine_event_fn(void *ud, const struct cl_engine_event *ev);
 int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **out,
 		  struct vmact_err *err);
 void cl_engine_free(struct cl_engine *e);
+/* Where the groups' node shapes are kept (doc/cluster.md, "The template
+ * node"): dir/node-shapes.json, read now (what it says of a template no
+ * longer configured is dropped) and written when they change. NULL or "":
+ * not kept. Before cl_engine_start; -EINVAL for a file that is not one. */
+int cl_engine_load_shapes(struct cl_engine *e, const char *dir, struct vmact_err *err);
 void cl_engine_on_event(struct cl_engine *e, cl_engine_event_fn *fn, void *ud);
 
 /* Finds the VMs on every host again (cl_engine_ready once all were
@@ -80,6 +86,11 @@ struct cl_engine_group_view {
 	unsigned target; /* members not being deleted */
 	unsigned in_service;
 	struct cl_engine_tier_count tiers[3];
+	/* What a node of the group reports to Kubernetes (doc/cluster.md,
+	 * "The template node"): what the kubelet of node_reported_by
+	 * reported, or (NULL) estimated from the template. */
+	struct cl_node_report node;
+	const char *node_reported_by;
 };
 /* -ENOENT */
 int cl_engine_group(const struct cl_engine *e, const char *id, struct cl_engine_group_view *v);
@@ -129,11 +140,12 @@ int cl_engine_reject(struct cl_engine *e, const char *uid, const char *why);
 extern const double cl_engine_hist_bounds[CL_ENGINE_HIST_BUCKETS];
 
 enum cl_engine_failure {
-	CL_FAIL_BOOT_TIMEOUT, /* not healthy within boot_timeout */
-	CL_FAIL_UNHEALTHY,    /* a standby VM without a good check for healthy_timeout */
-	CL_FAIL_BIND,         /* disk, define or start failed */
-	CL_FAIL_CLAIM,        /* waking or telling a standby VM failed */
-	CL_FAIL_NO_HOST,      /* no host fits a member */
+	CL_FAIL_BOOT_TIMEOUT,   /* not healthy within boot_timeout */
+	CL_FAIL_UNHEALTHY,      /* a standby VM without a good check for healthy_timeout */
+	CL_FAIL_BIND,           /* disk, define or start failed */
+	CL_FAIL_CLAIM,          /* waking or telling a standby VM failed */
+	CL_FAIL_NO_HOST,        /* no host fits a member */
+	CL_FAIL_NOT_REGISTERED, /* a member in service without its Node in time */
 	CL_N_FAILURES,
 };
 const char *cl_engine_failure_name(enum cl_engine_failure f);

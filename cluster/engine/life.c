@@ -19,8 +19,10 @@
 
 #include "base/macro.h"
 #include "base/time.h"
+#include "cluster/engine/node-api.h"
 #include "cluster/host/console.h"
 #include "cluster/host/health.h"
+#include "shared/keyfile.h"
 
 DEFINE_PTR_CLEANUP(life_conn_closep, struct _virConnect, virConnectClose)
 
@@ -51,6 +53,8 @@ struct job {
 	/* results */
 	int r;
 	bool recorded; /* J_REMOVE: state deleting is recorded */
+	int node_r;    /* J_REMOVE: cl_node_api_delete's (no call: 0) */
+	struct vmact_err node_err;
 	struct vmact_err err;
 	void (*then)(struct cl_vm *vm, int r, const char *err);
 };
@@ -266,30 +270,107 @@ static void into_tier(struct cl_vm *vm)
 
 /* ---- claims ---- */
 
-static char *claim_line(const struct job *j)
+/* A claim line can carry a secret: wiped before it is freed. */
+static void wipe_free(char **p)
 {
-	json_t *taints = json_array(), *o;
-	char *text, *line = NULL;
+	if (*p) {
+		explicit_bzero(*p, strlen(*p));
+		free(*p);
+	}
+}
 
+/* The group's claim.secret as {"KIND": TEXT}, read now (it may have been
+ * rotated); NULL without one, or on an error (in err). The text's copies
+ * are wiped once the line is written: *text for the caller. */
+static json_t *claim_secret(const struct cl_group_cfg *g, json_t **text, struct vmact_err *err)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	json_t *o;
+
+	*text = NULL;
+	if (!g->claim.secret_kind[0])
+		return NULL;
+	if (vmact_keyfile_load_max(g->claim.secret_file, CL_CLAIM_SECRET_MAX, &buf, &len, err) <
+	    0) {
+		vmact_err_prefix(err, "claim.secret");
+		return NULL;
+	}
+	/* A JoinConfiguration the node could not use fails the claim here,
+	 * with a reason that quotes none of it. */
+	if (!strcmp(g->claim.secret_kind, "kubeadm")) {
+		json_t *j = json_loadb((const char *)buf, len, 0, NULL);
+		const char *kind = json_string_value(json_object_get(j, "kind"));
+		bool ok = kind && !strcmp(kind, "JoinConfiguration");
+
+		json_decref(j);
+		if (!ok) {
+			explicit_bzero(buf, len);
+			free(buf);
+			vmact_err_set(err, EINVAL,
+				      "claim.secret: %s is not a kubeadm JoinConfiguration in JSON",
+				      g->claim.secret_file);
+			return NULL;
+		}
+	}
+	*text = json_stringn((const char *)buf, len);
+	explicit_bzero(buf, len);
+	free(buf);
+	if (!*text) {
+		vmact_err_set(err, EINVAL, "claim.secret: %s is not UTF-8 text",
+			      g->claim.secret_file);
+		return NULL;
+	}
+	o = json_object();
+	if (!o || json_object_set(o, g->claim.secret_kind, *text) < 0) {
+		json_decref(o);
+		vmact_err_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	return o;
+}
+
+/* "claim <json>\n" (doc/cluster.md, "The claim"); -errno with err. */
+static int claim_line(const struct job *j, char **line, struct vmact_err *err)
+{
+	json_t *taints = json_array(), *o, *secret = NULL, *text = NULL;
+	char *dump = NULL;
+	int r = 0;
+
+	*line = NULL;
 	for (size_t i = 0; i < j->g->n_taints; i++)
 		json_array_append_new(taints, json_pack("{s:s,s:s,s:s}", "key", j->g->taints[i].key,
 							"value", j->g->taints[i].value, "effect",
 							j->g->taints[i].effect));
 	o = json_pack("{s:s,s:s,s:s,s:O,s:o}", "group", j->g->id, "name", j->name, "provider_id",
 		      j->provider_id, "labels", j->g->labels, "taints", taints);
-	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (j->g->claim.secret_kind[0]) {
+		secret = claim_secret(j->g, &text, err);
+		if (!secret)
+			r = -(err->code ? err->code : EIO);
+		else if (o && json_object_set_new(o, "secret", secret) < 0)
+			r = vmact_err_set(err, ENOMEM, "out of memory");
+	}
+	if (r >= 0) {
+		dump = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (!dump || asprintf(line, "claim %s\n", dump) < 0) {
+			*line = NULL;
+			r = vmact_err_set(err, ENOMEM, "out of memory");
+		}
+	}
+	if (text)
+		explicit_bzero((char *)json_string_value(text), json_string_length(text));
+	json_decref(text);
 	json_decref(o);
-	if (text && asprintf(&line, "claim %s\n", text) < 0)
-		line = NULL;
-	free(text);
-	return line;
+	wipe_free(&dump);
+	return r;
 }
 
 static void claim_run(void *data)
 {
 	struct job *j = data;
 	_cleanup_(life_conn_closep) virConnectPtr c = cl_host_conn(j->host, &j->err);
-	_cleanup_free_ char *line = claim_line(j);
+	_cleanup_(wipe_free) char *line = NULL;
 	const struct cl_group_cfg *g = j->g;
 	enum cl_virt_run run;
 	bool saved;
@@ -299,10 +380,8 @@ static void claim_run(void *data)
 		j->r = -EHOSTUNREACH;
 		return;
 	}
-	if (!line) {
-		j->r = vmact_err_set(&j->err, ENOMEM, "out of memory");
+	if ((j->r = claim_line(j, &line, &j->err)) < 0)
 		return;
-	}
 	j->t_start = cl_vm_now_real();
 	/* Woken from where it is, whatever the tier says (a claim resumed
 	 * after a restart finds it half way). */
@@ -330,10 +409,10 @@ static void claim_run(void *data)
 	 * a probe first. */
 	if (g->claim.ack[0] && cl_config_claim_virtio(&g->claim)) {
 		j->r = cl_console_channel(c, j->uuid, cl_config_claim_virtio(&g->claim), line,
-					  g->claim.ack, g->claim.ack_timeout_usec, ack, sizeof(ack),
-					  &j->err);
+					  g->claim.ack, g->claim.refuse, g->claim.ack_timeout_usec,
+					  ack, sizeof(ack), &j->err);
 	} else if (g->claim.ack[0]) {
-		j->r = cl_console_expect(c, j->uuid, "serial0", g->claim.ack,
+		j->r = cl_console_expect(c, j->uuid, "serial0", g->claim.ack, g->claim.refuse,
 					 g->claim.ack_timeout_usec, g->claim.channel, line, ack,
 					 sizeof(ack), &j->err);
 	} else if (cl_config_claim_virtio(&g->claim)) {
@@ -342,8 +421,8 @@ static void claim_run(void *data)
 		j->r = cl_health_probe(c, j->uuid, &g->health, &j->err);
 		if (j->r >= 0)
 			j->r = cl_console_channel(c, j->uuid, cl_config_claim_virtio(&g->claim),
-						  line, "\001", CLAIM_LINGER_USEC, ack, sizeof(ack),
-						  &j->err);
+						  line, "\001", NULL, CLAIM_LINGER_USEC, ack,
+						  sizeof(ack), &j->err);
 		if (j->r == -ETIMEDOUT)
 			j->r = 0;
 	} else {
@@ -446,6 +525,11 @@ static void remove_run(void *data)
 	/* The lease would expire; released, the room is back at once. */
 	cl_host_release(j->host, CL_PLUGINS_LEASE_NS, j->name, &e2);
 	j->leased = false;
+	/* A member's Node, whose kubelet is gone with it (a standby never
+	 * had one). Not a reason to try the removal again. */
+	if (j->e->cfg->kube.server[0] && j->meta.role == CL_ROLE_MEMBER)
+		j->node_r = cl_node_api_delete(&j->e->cfg->kube, j->name, j->provider_id,
+					       &j->node_err);
 }
 
 static void remove_done(void *data)
@@ -469,8 +553,12 @@ static void remove_done(void *data)
 	}
 	if (j->has_why)
 		vm->g->c.failures[j->why]++;
-	cl_vm_emit(e, LOG_INFO, vm, "removed from %s: domain, disk and lease",
-		   vm->host[0] ? vm->host : "(nowhere)");
+	cl_vm_emit(e, LOG_INFO, vm, "removed from %s: domain, disk and lease%s",
+		   vm->host[0] ? vm->host : "(nowhere)",
+		   j->node_r > 0 ? ", and its Node from the API server" : "");
+	if (j->node_r < 0)
+		cl_vm_emit(e, LOG_WARNING, vm, "its Node is left in the API server: %s",
+			   j->node_err.msg);
 	cl_vm_ops_done(vm, 0, NULL);
 	free(j);
 	bury(e, vm);

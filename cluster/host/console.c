@@ -83,11 +83,11 @@ static int write_all(virStreamPtr s, const char *text, const char *uuid, struct 
 /* Reads s until a line starting with prefix arrives (0, the line in
  * line) or end passes (-ETIMEDOUT). Bytes of any value are read; a line is
  * cut at LINE_MAX_BYTES. */
-static int read_line(virStreamPtr s, uint64_t end, const char *prefix, const char *uuid, char *line,
-		     size_t line_len, struct vmact_err *err)
+static int read_line(virStreamPtr s, uint64_t end, const char *prefix, const char *refuse,
+		     const char *uuid, char *line, size_t line_len, struct vmact_err *err)
 {
 	char cur[LINE_MAX_BYTES + 1];
-	size_t cur_len = 0, plen = strlen(prefix);
+	size_t cur_len = 0, plen = strlen(prefix), rlen = refuse ? strlen(refuse) : 0;
 
 	while (vmact_now_usec() < end) {
 		char buf[512];
@@ -111,6 +111,20 @@ static int read_line(virStreamPtr s, uint64_t end, const char *prefix, const cha
 					snprintf(line, line_len, "%s", cur);
 					return 0;
 				}
+				/* The guest's own words, cut and made printable:
+				 * they go into a log and an API answer. */
+				if (rlen && cur_len >= rlen && strncmp(cur, refuse, rlen) == 0) {
+					const char *why = cur + rlen;
+
+					while (*why == ':' || *why == ' ')
+						why++;
+					for (char *p = (char *)why; *p; p++)
+						if ((unsigned char)*p < 0x20 ||
+						    (unsigned char)*p > 0x7e)
+							*p = '?';
+					return vmact_err_set(err, EPROTO,
+							     "the guest refused it: %.300s", why);
+				}
 				cur_len = 0;
 				if (buf[i] != '\n' && buf[i] != '\r')
 					cur[cur_len++] = buf[i];
@@ -123,8 +137,8 @@ static int read_line(virStreamPtr s, uint64_t end, const char *prefix, const cha
 }
 
 int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const char *prefix,
-		      uint64_t timeout_usec, const char *send_dev, const char *send, char *line,
-		      size_t line_len, struct vmact_err *err)
+		      const char *refuse, uint64_t timeout_usec, const char *send_dev,
+		      const char *send, char *line, size_t line_len, struct vmact_err *err)
 {
 	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
 	uint64_t end = vmact_now_usec() + timeout_usec;
@@ -147,7 +161,7 @@ int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const 
 			return -EIO;
 		}
 	}
-	r = read_line(s, end, prefix, uuid, line, line_len, err);
+	r = read_line(s, end, prefix, refuse, uuid, line, line_len, err);
 	if (r == -ETIMEDOUT)
 		vmact_err_set(err, ETIMEDOUT, "no line starting '%s' on %s of %s within %.1f s",
 			      prefix, dev, uuid, timeout_usec / 1e6);
@@ -179,8 +193,8 @@ int cl_console_send(virConnectPtr c, const char *uuid, const char *dev, const ch
 }
 
 int cl_console_channel(virConnectPtr c, const char *uuid, const char *name, const char *send,
-		       const char *prefix, uint64_t timeout_usec, char *line, size_t line_len,
-		       struct vmact_err *err)
+		       const char *prefix, const char *refuse, uint64_t timeout_usec, char *line,
+		       size_t line_len, struct vmact_err *err)
 {
 	_cleanup_(con_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
 	uint64_t end = vmact_now_usec() + timeout_usec;
@@ -198,7 +212,7 @@ int cl_console_channel(virConnectPtr c, const char *uuid, const char *name, cons
 	}
 	r = write_all(s, send, uuid, err);
 	if (r >= 0)
-		r = read_line(s, end, prefix, uuid, line, line_len, err);
+		r = read_line(s, end, prefix, refuse, uuid, line, line_len, err);
 	if (r == -ETIMEDOUT)
 		vmact_err_set(err, ETIMEDOUT,
 			      "no line starting '%s' on channel %s of %s within %.1f s", prefix,

@@ -17,22 +17,25 @@
 
 /* Reads dev (an alias: "serial0") until a line starting with prefix
  * arrives, at most timeout_usec; the line (without its end) in line.
- * -ETIMEDOUT when none came. Bytes of any value are read; a line is cut
+ * -ETIMEDOUT when none came; -EPROTO when a line starting with refuse
+ * (NULL or "": none) came first, the rest of it (printable, cut) in err
+ * as the guest's reason. Bytes of any value are read; a line is cut
  * at 1 KiB. If send is not NULL it is written to send_dev (another port)
  * once the console is open, so that an answer cannot be missed, and
  * send_dev stays open until the answer came. */
 int cl_console_expect(virConnectPtr c, const char *uuid, const char *dev, const char *prefix,
-		      uint64_t timeout_usec, const char *send_dev, const char *send, char *line,
-		      size_t line_len, struct vmact_err *err);
+		      const char *refuse, uint64_t timeout_usec, const char *send_dev,
+		      const char *send, char *line, size_t line_len, struct vmact_err *err);
 
 /* A request and its answer on a virtio-serial channel (a unix-socket
  * <channel> the domain has, reached with virDomainOpenChannel): writes
  * send, then reads the channel until a line starting with prefix, at most
- * timeout_usec (-ETIMEDOUT). Unlike a pty, the channel is there for the
+ * timeout_usec (-ETIMEDOUT), or one starting with refuse (-EPROTO, as
+ * above). Unlike a pty, the channel is there for the
  * guest the moment libvirt connects to it. */
 int cl_console_channel(virConnectPtr c, const char *uuid, const char *name, const char *send,
-		       const char *prefix, uint64_t timeout_usec, char *line, size_t line_len,
-		       struct vmact_err *err);
+		       const char *prefix, const char *refuse, uint64_t timeout_usec, char *line,
+		       size_t line_len, struct vmact_err *err);
 
 /* Writes text to dev and keeps it open linger_usec more: a pty's data
  * reaches the guest only while the port is open, and without an answer

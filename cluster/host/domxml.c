@@ -365,6 +365,9 @@ char *cl_domxml_domain(const struct cl_domxml_spec *s, struct vmact_err *err)
 		put(&b, "    <interface type='network'>\n      <source network='");
 		put_esc(&b, t->network);
 		put(&b, "'/>\n      <model type='virtio'/>\n    </interface>\n");
+	} else if (t->user_nic) {
+		put(&b, "    <interface type='user'>\n      <model type='virtio'/>\n"
+			"    </interface>\n");
 	}
 	for (unsigned i = 0; i < serials; i++) {
 		put(&b, "    <serial type='pty'>\n");

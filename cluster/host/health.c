@@ -70,8 +70,9 @@ int cl_health_probe(virConnectPtr c, const char *uuid, const struct cl_health *h
 
 	switch (h->kind) {
 	case CL_HEALTH_SERIAL:
-		return cl_console_expect(c, uuid, "serial0", h->pattern, h->probe_timeout_usec,
-					 NULL, NULL, line, sizeof(line), err);
+		return cl_console_expect(c, uuid, "serial0", h->pattern, NULL,
+					 h->probe_timeout_usec, NULL, NULL, line, sizeof(line),
+					 err);
 	case CL_HEALTH_AGENT:
 		return agent_ping(c, uuid, h->probe_timeout_usec, err);
 	case CL_HEALTH_TCP:

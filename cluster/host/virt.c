@@ -245,6 +245,35 @@ static void volume_format(virStorageVolPtr v, char *buf, size_t len)
 	xmlFreeDoc(doc);
 }
 
+static virStorageVolPtr base_lookup(virStoragePoolPtr p, const char *base_volume)
+{
+	virStorageVolPtr base = virStorageVolLookupByName(p, base_volume);
+
+	if (!base) {
+		/* Put there behind libvirt's back: look again. */
+		virStoragePoolRefresh(p, 0);
+		base = virStorageVolLookupByName(p, base_volume);
+	}
+	return base;
+}
+
+int cl_virt_volume_capacity(virConnectPtr c, const char *pool, const char *base_volume,
+			    uint64_t *bytes, struct vmact_err *err)
+{
+	_cleanup_(virt_pool_freep) virStoragePoolPtr p = virStoragePoolLookupByName(c, pool);
+	_cleanup_(virt_vol_freep) virStorageVolPtr base = NULL;
+	virStorageVolInfo info;
+
+	if (!p)
+		return fail(err, EIO, "storage pool", pool);
+	if (!(base = base_lookup(p, base_volume)))
+		return fail(err, ENOENT, "base volume", base_volume);
+	if (virStorageVolGetInfo(base, &info) < 0)
+		return fail(err, EIO, "base volume", base_volume);
+	*bytes = info.capacity;
+	return 0;
+}
+
 int cl_virt_overlay_create(virConnectPtr c, const char *pool, const char *base_volume,
 			   const char *volume, struct vmact_err *err)
 {
@@ -258,13 +287,7 @@ int cl_virt_overlay_create(virConnectPtr c, const char *pool, const char *base_v
 
 	if (!p)
 		return fail(err, EIO, "storage pool", pool);
-	base = virStorageVolLookupByName(p, base_volume);
-	if (!base) {
-		/* Put there behind libvirt's back: look again. */
-		virStoragePoolRefresh(p, 0);
-		base = virStorageVolLookupByName(p, base_volume);
-	}
-	if (!base)
+	if (!(base = base_lookup(p, base_volume)))
 		return fail(err, ENOENT, "base volume", base_volume);
 	path = virStorageVolGetPath(base);
 	if (!path || virStorageVolGetInfo(base, &info) < 0)

@@ -8,6 +8,7 @@
 #include <libvirt/libvirt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 #include "cluster/host/domxml.h"
@@ -61,6 +62,10 @@ int cl_virt_set_meta(virConnectPtr c, const char *uuid, const struct cl_meta *m,
 
 /* Creates the overlay volume `volume` in pool, backed by base_volume of
  * the same pool (a stale volume of that name is deleted first). */
+/* The virtual size of base_volume (a node image's disk: what its root
+ * filesystem can hold at most); -ENOENT, -EIO. */
+int cl_virt_volume_capacity(virConnectPtr c, const char *pool, const char *base_volume,
+			    uint64_t *bytes, struct vmact_err *err);
 int cl_virt_overlay_create(virConnectPtr c, const char *pool, const char *base_volume,
 			   const char *volume, struct vmact_err *err);
 int cl_virt_overlay_delete(virConnectPtr c, const char *pool, const char *volume,

@@ -24,7 +24,7 @@ edges() {
 	for o in "$@"; do
 		for s in $(nm -u "$o" | awk '{ print $2 }'); do
 			local d=${def[$s]:-}
-			[ -n "$d" ] && [ "$d" != "$o" ] && echo "${o#"$build"/} ${d#"$build"/}"
+			if [ -n "$d" ] && [ "$d" != "$o" ]; then echo "${o#"$build"/} ${d#"$build"/}"; fi
 		done
 	done | sort -u
 }

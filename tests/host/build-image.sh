@@ -26,15 +26,9 @@ for c in debootstrap mkfs.ext4; do
 done
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-suite=bookworm
-# The host's own mirror of Debian's main archive for the suite, as apt
-# reads its sources (sources.list or deb822 .sources, a local mirror or
-# proxy included), and its apt proxy if it names one.
-mirror=${VMACT_HOST_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(LABEL) $(COMPONENT)' \
-	'Identifier: Packages' 2>/dev/null | awk -v s="$suite" '$2 == s && $3 == "Debian" && $4 == "main" { print $1; exit }')}
-[ -n "$mirror" ] || die "no $suite main of Debian in the host's apt sources (apt-get indextargets; apt-get update first?); VMACT_HOST_MIRROR names one"
-proxy=$(apt-config shell p Acquire::http::Proxy | sed -n "s/^p='\(.*\)'$/\1/p")
-if [ -n "$proxy" ] && [ "$proxy" != DIRECT ]; then export http_proxy=$proxy; fi
+# shellcheck source=tests/lib/debootstrap.sh
+. "$top/tests/lib/debootstrap.sh"
+deb_mirror
 # What a stock Debian 12 hypervisor host runs, plus what the test drives
 # it with. vmact's own run-time libraries (its .deb's Depends) are here so
 # that dpkg -i needs no network inside the machine.
@@ -51,22 +45,10 @@ packages=(
 mkdir -p "$out"
 root=$out/rootfs
 # A half-built tree from an interrupted run is unmounted and started over.
-for m in proc sys dev/pts dev; do
-	mountpoint -q "$root/$m" 2>/dev/null && umount -l "$root/$m"
-done
+deb_unmount "$root"
 # The image in use stays until the new one is complete.
 rm -rf "$root"
-
-say "debootstrap $suite from $mirror (a few minutes)"
-# Twice: a mirror that fails a download once is not a reason to stop.
-for try in 1 2; do
-	rm -rf "$root"
-	debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" \
-		"$suite" "$root" "$mirror" >"$out/debootstrap.log" 2>&1 && break
-	[ "$try" = 2 ] &&
-		{ tail -n 30 "$out/debootstrap.log" >&2; die "debootstrap failed ($out/debootstrap.log)"; }
-	say "debootstrap failed; once more"
-done
+deb_bootstrap "$root" "$out/debootstrap.log" "${packages[@]}"
 
 say "configuring the machine"
 echo vmact-host >"$root/etc/hostname"
@@ -144,5 +126,5 @@ rm -f "$out/stamp"
 mkfs.ext4 -q -F -L vmact-host -d "$root" "$out/rootfs.img.new" 10G
 mv "$out/rootfs.img.new" "$out/rootfs.img"
 rm -rf "$root"
-cat "$0" "$top/debian/control" | sha256sum | cut -d' ' -f1 >"$out/stamp"
+cat "$0" "$top/tests/lib/debootstrap.sh" "$top/debian/control" | sha256sum | cut -d' ' -f1 >"$out/stamp"
 say "done: $(grep -c . "$out/packages.txt") packages, $(grep '^libvirt-daemon \|^qemu-system-x86 \|^systemd \|^linux-image-amd64 ' "$out/packages.txt" | tr '\n' ' ')"

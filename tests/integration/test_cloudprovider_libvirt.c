@@ -132,16 +132,7 @@ static void client(const char *scenario, const char *const *extra)
 static bool event_field(const char *log, const char *event, const char *key, int index, char *out,
 			size_t len)
 {
-	_cleanup_free_ char *text = th_read_file(log);
-	char needle[64];
-	const char *line = NULL;
-
-	snprintf(needle, sizeof(needle), "{\"event\":\"%s\"", event);
-	for (char *p = text; p && (p = strstr(p, needle)); p++)
-		line = p;
-	if (!line)
-		return false;
-	json_t *j = json_loadb(line, strcspn(line, "\n"), 0, NULL);
+	json_t *j = th_cp_event(log, event);
 	json_t *v = json_object_get(j, key);
 	bool ok;
 

@@ -199,3 +199,15 @@ int th_cp_make_certs(const char *dir)
 		return -1;
 	return th_proc_wait(&p) == 0 ? 0 : -1;
 }
+
+json_t *th_cp_event(const char *log_path, const char *event)
+{
+	_cleanup_free_ char *text = th_read_file(log_path);
+	char needle[64];
+	const char *line = NULL;
+
+	snprintf(needle, sizeof(needle), "{\"event\":\"%s\"", event);
+	for (char *p = text; p && (p = strstr(p, needle)); p++)
+		line = p;
+	return line ? json_loadb(line, strcspn(line, "\n"), 0, NULL) : NULL;
+}

@@ -4,6 +4,8 @@
  * line, and tests/peers/ca-client.js (@grpc/grpc-js) run against it. */
 #pragma once
 
+#include <jansson.h>
+
 #include <stddef.h>
 
 #include "tests/lib/proc.h"
@@ -33,6 +35,9 @@ void th_cp_print_log(const struct th_cp *cp);
  * its output in log_path (printed when it fails); its exit status. */
 int th_cp_client(unsigned port, const char *scenario, const char *const *args,
 		 const char *log_path);
+/* The last {"event":EVENT,...} line of a client's log, parsed (a new
+ * reference); NULL when there is none. */
+json_t *th_cp_event(const char *log_path, const char *event);
 /* The same, started and left running (the "watch" scenario): stdin is a
  * pipe; the caller ends it with th_peer_stop-like th_proc_stop. */
 int th_cp_client_start(struct th_proc *p, unsigned port, const char *scenario,

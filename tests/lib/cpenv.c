@@ -76,7 +76,8 @@ static int write_config(struct th_cpenv *e, const char *groups)
 		" \"serial_log_dir\": \"%s/logs\","
 		" \"reserve\": {\"cpu\": \"250m\", \"memory\": \"256Mi\"}}",
 		e->guest, e->guest, e->dir);
-	if (n < 0 || (size_t)n >= sizeof(tpl) || !(gs = expand(groups, tpl)))
+	if (n < 0 || (size_t)n >= sizeof(tpl) ||
+	    !(gs = expand(groups, e->template_json ? e->template_json : tpl)))
 		return -1;
 	if (asprintf(&cfg,
 		     "{\"api\": {\"socket\": \"%s\"}, \"metrics\": {\"listen\": \"\"},"
@@ -99,10 +100,23 @@ static int write_config(struct th_cpenv *e, const char *groups)
 static int start_groupd(struct th_cpenv *e, char *msg, size_t msglen)
 {
 	char prog[PATH_MAX], reuid[32], regid[32], *log = e->groupd_log;
+	char state[96], state_env[128];
 	const char *argv[] = {
 		"setpriv", reuid, regid, "--init-groups", prog, "-c", e->config, NULL
 	};
-	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
+	const char *env[] = { state_env, NULL };
+	struct th_spawn_opts o = {
+		.out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log, .env = env
+	};
+
+	/* Its state directory, as systemd's StateDirectory= gives it (the
+	 * node shapes it learns: doc/cluster.md, "The template node"). */
+	path_in(e, state, sizeof(state), "state");
+	if ((mkdir(state, 0700) < 0 && errno != EEXIST) || chown(state, e->uid, e->gid) < 0) {
+		snprintf(msg, msglen, "%s: %s", state, strerror(errno));
+		return -1;
+	}
+	snprintf(state_env, sizeof(state_env), "STATE_DIRECTORY=%s", state);
 
 	/* A log per start: a restart's "ready:" is its own. */
 	if (e->groupd_starts++) {
@@ -188,7 +202,7 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 {
 	const char *guest = getenv("VMACT_GUEST_DIR");
 	struct passwd *pw = getpwnam(TH_CPENV_USER);
-	char cmd[2048];
+	char cmd[2048], base_cmd[600];
 	int r;
 
 	memset(e, 0, sizeof(*e));
@@ -204,6 +218,12 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 		snprintf(msg, msglen, "top_extra too long");
 		return -1;
 	}
+	if (opts && opts->template_json && !(e->template_json = strdup(opts->template_json))) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if (opts && opts->base_image)
+		snprintf(e->base_image, sizeof(e->base_image), "%s", opts->base_image);
 	if (!pw || !guest) {
 		snprintf(msg, msglen,
 			 "needs user " TH_CPENV_USER
@@ -219,6 +239,14 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 		return -1;
 	}
 	snprintf(e->pool, sizeof(e->pool), "vmact-cpi-%d", (int)getpid());
+	/* Another image is not copied (a node image is large): the pool's
+	 * base is an overlay of it. */
+	if (e->base_image[0])
+		snprintf(base_cmd, sizeof(base_cmd),
+			 "qemu-img create -q -f qcow2 -F qcow2 -b %s pool/node-base.qcow2",
+			 e->base_image);
+	else
+		snprintf(base_cmd, sizeof(base_cmd), "cp %s/node-base.qcow2 pool/", e->guest);
 	path_in(e, e->api, sizeof(e->api), "api/groupd.sock");
 	path_in(e, e->key_arbiter, sizeof(e->key_arbiter), "arbiter.key");
 	path_in(e, e->key_groupd, sizeof(e->key_groupd), "groupd.key");
@@ -228,12 +256,12 @@ int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_
 	 * refuse a key others may read) */
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; cd %s; mkdir pool logs api; chmod 0755 pool; chmod 0777 logs;"
-		 " chown " TH_CPENV_USER ": api; cp %s/node-base.qcow2 pool/;"
+		 " chown " TH_CPENV_USER ": api; %s;"
 		 " head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > arbiter.key;"
 		 " chmod 0600 arbiter.key; cp arbiter.key groupd.key;"
 		 " chown " TH_CPENV_USER ": groupd.key;"
 		 " virsh -q -c qemu:///system pool-create-as %s dir --target %s/pool >/dev/null",
-		 e->dir, e->guest, e->pool, e->dir);
+		 e->dir, base_cmd, e->pool, e->dir);
 	if (sh(cmd) != 0) {
 		snprintf(msg, msglen, "cannot prepare %s and the storage pool %s", e->dir, e->pool);
 		return -1;
@@ -347,5 +375,7 @@ int th_cpenv_stop(struct th_cpenv *e, const char *const *groups)
 	}
 	if (e->dir[0])
 		th_rm_rf(e->dir);
+	free(e->template_json);
+	e->template_json = NULL;
 	return left;
 }

@@ -21,6 +21,8 @@ struct th_cpenv {
 	unsigned arbiter_port;
 	char arbiter_cpu[16], arbiter_memory[16]; /* its --cpu, --memory */
 	char top_extra[1024]; /* more top-level keys of groupd's configuration */
+	char *template_json;  /* @TEMPLATE@ when not the test guest's (malloc'd) */
+	char base_image[256]; /* the pool's base: an overlay of it; "" the test guest's copy */
 	char prefix[16];      /* groupd's libvirt.name_prefix */
 	char groupd_log[160]; /* the running vmact-groupd's (groupd.log, groupd-N.log) */
 	unsigned groupd_starts;
@@ -41,6 +43,11 @@ int th_cpenv_start(struct th_cpenv *e, const char *groups, char *msg, size_t msg
 struct th_cpenv_opts {
 	const char *arbiter_cpu, *arbiter_memory, *top_extra;
 	const char *prefix; /* NULL: TH_CPENV_PREFIX */
+	/* What @TEMPLATE@ stands for (a JSON object; its base_volume
+	 * "node-base.qcow2"), and the image that volume is an overlay of
+	 * (readable by libvirt-qemu): another node image than the test
+	 * guest's (make check-k8s). NULL: the test guest's. */
+	const char *template_json, *base_image;
 };
 int th_cpenv_start_opts(struct th_cpenv *e, const char *groups, const struct th_cpenv_opts *o,
 			char *msg, size_t msglen);

@@ -777,6 +777,47 @@ async function drain() {
 	c.close();
 }
 
+// NodeGroupForNode for a real Node (--provider-id, --name), as the
+// autoscaler asks for every Node it lists: the group's id, or null.
+async function forNode() {
+	const c = newClient();
+	const r = await call(c, 'NodeGroupForNode', { node: { providerID: opt['provider-id'], name: opt.name } });
+	check(r.code === 0, `NodeGroupForNode: code ${r.code} ${r.details || ''}`);
+	const id = r.code === 0 && r.value.nodeGroup ? r.value.nodeGroup.id : null;
+	console.log(JSON.stringify({ event: 'for-node', group: id || null }));
+	c.close();
+}
+
+// NodeGroupDeleteNodes of one instance (--provider-id, --name), as the
+// autoscaler deletes an instance it scales down or gives up on.
+async function deleteOne() {
+	const c = newClient();
+	const r = await call(c, 'NodeGroupDeleteNodes',
+		{ id: GROUP, nodes: [{ providerID: opt['provider-id'], name: opt.name || opt['provider-id'] }] });
+	check(r.code === 0, `NodeGroupDeleteNodes: code ${r.code} ${r.details || ''}`);
+	console.log(JSON.stringify({ event: 'deleted', code: r.code }));
+	c.close();
+}
+
+// NodeGroupTemplateNodeInfo of --group after a Refresh, as the autoscaler
+// reads it to scale the group up from zero: its name, labels, capacity and
+// allocatable.
+async function template() {
+	const c = newClient();
+	await call(c, 'Refresh', {});
+	const r = await call(c, 'NodeGroupTemplateNodeInfo', { id: GROUP });
+	check(r.code === 0 && r.value.nodeBytes && r.value.nodeBytes.length > 0,
+		`NodeGroupTemplateNodeInfo ${GROUP}: code ${r.code} ${r.details || ''}`);
+	if (r.code === 0) {
+		const node = NodeType.toObject(NodeType.decode(r.value.nodeBytes));
+		const q = (m) => Object.fromEntries(Object.entries(m || {}).map(([k, v]) => [k, v.string]));
+		console.log(JSON.stringify({ event: 'template', name: node.metadata.name,
+			labels: node.metadata.labels || {}, capacity: q(node.status.capacity),
+			allocatable: q(node.status.allocatable) }));
+	}
+	c.close();
+}
+
 const pct = (xs, p) => {
 	const s = [...xs].sort((a, b) => a - b);
 	return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
@@ -818,7 +859,7 @@ async function provision() {
 
 const scenarios = { contract, cache, errors, 'bad-input': badInput, stall, served, refused, watch,
 	'real-scale': realScale, 'real-warm': realWarm, 'real-sick': realSick, 'real-bad': realBad,
-	increase, settle, drain, provision };
+	increase, settle, drain, provision, 'for-node': forNode, 'delete-one': deleteOne, template };
 if (!scenarios[scenario] || !opt.address) {
 	console.error('usage: ca-client.js --address HOST:PORT [...] ' + Object.keys(scenarios).join('|'));
 	process.exit(2);

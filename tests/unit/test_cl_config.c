@@ -31,14 +31,17 @@
 static const char *good =
 	"{\"api\":{\"socket\":\"/run/x/api.sock\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
 	"\"libvirt\":{\"name_prefix\":\"n-\"},\"lifecycle\":{\"lease_s\":20}," HOSTS ","
+	"\"kubernetes\":{\"server\":\"https://10.0.0.1:6443\",\"ca_file\":\"/etc/vmact/k8s-ca.crt\","
+	"\"token_file\":\"/etc/vmact/groupd.token\"},"
 	"\"groups\":[{\"id\":\"workers\",\"min\":1,\"max\":5,\"hosts\":[\"h1\",\"h2\"],"
 	"\"labels\":{\"a\":\"b\"},\"taints\":[{\"key\":\"k\",\"value\":\"v\",\"effect\":\"NoSchedule\"}],"
 	"\"template\":{\"domain_type\":\"qemu\",\"vcpus\":1,\"max_vcpus\":4,\"memory\":\"512Mi\","
-	"\"max_memory\":\"2Gi\",\"ephemeral_storage\":\"20Gi\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
+	"\"max_memory\":\"2Gi\",\"ephemeral_storage\":\"20Gi\",\"network\":\"default\",\"kernel\":\"/k\",\"initrd\":\"/i\",\"cmdline\":\"console=ttyS0\","
 	"\"base_volume\":\"base.qcow2\",\"metadata_xml\":\"<vmact:autoscaling "
 	"xmlns:vmact='https://vmact.dev/xmlns/vmact/1' enabled='true'/>\"},"
 	"\"health\":{\"kind\":\"serial\",\"pattern\":\"READY\",\"on_unhealthy\":\"replace\"},"
-	"\"claim\":{\"ack\":\"OK\",\"ack_timeout_s\":5},"
+	"\"claim\":{\"ack\":\"OK\",\"ack_timeout_s\":5,\"refuse\":\"NO\",\"secret\":{\"kind\":\"kubeconfig\","
+	"\"file\":\"/etc/vmact/workers.kubeconfig\"}},"
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
 	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false,"
 	"\"max_node_startup_time_s\":300,\"allow_non_atomic_scale_up_to_max\":true},"
@@ -80,6 +83,15 @@ static void test_good(void **state)
 	assert_string_equal(g->health.pattern, "READY");
 	assert_true(g->health.replace_unhealthy);
 	assert_string_equal(g->claim.channel, "virtio:org.vmact.claim.0");
+	assert_string_equal(g->claim.refuse, "NO");
+	assert_string_equal(g->claim.secret_kind, "kubeconfig");
+	assert_string_equal(cfg.kube.server, "https://10.0.0.1:6443");
+	assert_string_equal(cfg.kube.ca_file, "/etc/vmact/k8s-ca.crt");
+	assert_string_equal(cfg.kube.token_file, "/etc/vmact/groupd.token");
+	/* doc/cluster.md's example names a libvirt network. */
+	assert_string_equal(g->tpl.network, "default");
+	assert_false(g->tpl.user_nic);
+	assert_string_equal(g->claim.secret_file, "/etc/vmact/workers.kubeconfig");
 	assert_int_equal(g->claim.ack_timeout_usec, 5 * 1000000ULL);
 	/* The group's lifecycle overrides one value, the rest is global. */
 	assert_int_equal(g->life.boot_timeout_usec, 20 * 1000000ULL);
@@ -112,9 +124,25 @@ static void test_defaults(void **state)
 	/* A member in service that turns unhealthy is reported, not
 	 * deleted: the autoscaler decides. */
 	assert_false(g->health.replace_unhealthy);
+	/* No acknowledgement; vmact-node's refusal line when one is set. */
+	assert_string_equal(g->claim.ack, "");
+	assert_string_equal(g->claim.refuse, "VMACT-NODE refused");
+	assert_string_equal(g->claim.secret_kind, "");
+	assert_string_equal(cfg.kube.server, "");
+	assert_false(g->tpl.user_nic);
+	assert_string_equal(g->tpl.network, "");
 	/* A claim's answer may take longer than a probe's. */
 	assert_int_equal(g->claim.ack_timeout_usec, 30 * 1000000ULL);
 	assert_int_equal(g->health.probe_timeout_usec, 3 * 1000000ULL);
+	cl_config_free(&cfg);
+	if (cl_config_load_string("{" HOSTS
+				  ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h1\"],"
+				  "\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\","
+				  "\"nic\":\"user\"}}]}",
+				  &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	g = &cfg.groups[0];
+	assert_true(g->tpl.user_nic);
 	assert_string_equal(cfg.api_socket, "/run/vmact-groupd/api.sock");
 	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9849");
 	assert_null(cfg.profiles);
@@ -178,6 +206,35 @@ static const struct bad bads[] = {
 	{ GROUPT("\"health\":{\"on_unhealthy\":\"delete\"}"),
 	  "groups[0].health.on_unhealthy: 'delete': report or replace" },
 	{ GROUPT("\"claim\":{\"channel\":\"serial0\"}"), "groups[0].claim.channel: 'serial0'" },
+	{ GROUPT("\"claim\":{\"refuse\":7}"), "groups[0].claim.refuse" },
+	{ "{" HOSTS ",\"kubernetes\":{\"server\":\"http://a:1\",\"ca_file\":\"/c\","
+	  "\"token_file\":\"/t\"}}",
+	  "kubernetes.server: 'http://a:1': https://HOST:PORT" },
+	{ "{" HOSTS ",\"kubernetes\":{\"server\":\"https://a:1\",\"ca_file\":\"/c\"}}",
+	  "kubernetes.token_file" },
+	{ "{" HOSTS ",\"kubernetes\":{\"server\":\"https://a:1\",\"ca_file\":\"c\","
+	  "\"token_file\":\"/t\"}}",
+	  "kubernetes.ca_file: must be an absolute path" },
+	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"tap\"}"),
+	  "groups[0].template.nic: 'tap': network (with template.network) or user" },
+	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"network\"}"),
+	  "groups[0].template.nic: network: needs template.network" },
+	{ GROUP("\"template\":{\"memory\":\"1Gi\",\"base_volume\":\"b\",\"nic\":\"user\","
+		"\"network\":\"default\"}"),
+	  "groups[0].template.nic: user: not with template.network" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"token\",\"file\":\"/k\"}}"),
+	  "groups[0].claim.secret.kind: 'token': kubeconfig, bootstrap_kubeconfig or kubeadm" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\",\"file\":\"k\"}}"),
+	  "groups[0].claim.secret.file: 'k': an absolute path" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\"}}"),
+	  "groups[0].claim.secret.file" },
+	{ GROUPT("\"claim\":{\"secret\":{\"kind\":\"kubeconfig\",\"file\":\"/k\",\"x\":1}}"),
+	  "groups[0].claim.secret" },
+	/* A pty can be logged: no secret over a serial port. */
+	{ GROUPT("\"claim\":{\"channel\":\"serial1\",\"secret\":{\"kind\":\"kubeconfig\","
+		 "\"file\":\"/k\"}}"),
+	  "groups[0].claim.secret: only over a virtio channel" },
+	{ GROUPT("\"claim\":{\"refused\":\"x\"}"), "refused" },
 	{ GROUPT("\"claim\":{\"ack_timeout_s\":0}"), "groups[0].claim.ack_timeout_s" },
 	{ GROUPT("\"claim\":{\"channel\":\"virtio:A B\"}"),
 	  "groups[0].claim.channel: 'virtio:A B'" },

@@ -174,6 +174,10 @@ static void test_domain(void **state)
 	assert_string_equal(xpath(doc, "string(/domain/devices/serial/log/@file)", buf,
 				  sizeof(buf)),
 			    "/var/log/n/vmact-g-0a1b2c3d.log");
+	/* No NIC unless the template names one. */
+	assert_string_equal(xpath(doc, "string(count(/domain/devices/interface))", buf,
+				  sizeof(buf)),
+			    "0");
 	/* Health by serial console: no guest agent channel. */
 	assert_string_equal(xpath(doc, "string(count(/domain/devices/channel))", buf, sizeof(buf)),
 			    "0");
@@ -193,6 +197,19 @@ static void test_domain(void **state)
 	assert_string_equal(xpath(doc, "string(count(/domain/devices/disk))", buf, sizeof(buf)),
 			    "0");
 	assert_string_equal(xpath(doc, "string(count(/domain/vcpus))", buf, sizeof(buf)), "0");
+	xmlFreeDoc(doc);
+	free(xml);
+	/* QEMU's user network: one virtio NIC, nothing else to set up. */
+	g.tpl.user_nic = true;
+	xml = cl_domxml_domain(&s, &err);
+	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	assert_non_null(doc);
+	assert_string_equal(xpath(doc, "string(/domain/devices/interface/@type)", buf, sizeof(buf)),
+			    "user");
+	assert_string_equal(xpath(doc, "string(/domain/devices/interface/model/@type)", buf,
+				  sizeof(buf)),
+			    "virtio");
+	g.tpl.user_nic = false;
 	assert_string_equal(xpath(doc, "string(count(/domain/devices/memory))", buf, sizeof(buf)),
 			    "0");
 	assert_string_equal(xpath(doc, "string(/domain/@type)", buf, sizeof(buf)), "kvm");

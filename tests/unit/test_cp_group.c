@@ -322,6 +322,26 @@ static void test_template_node(void **state)
 	cp_groups_unref(s);
 }
 
+/* The template node in out has the four resources keys in key order, with
+ * the values cap in capacity and alloc in allocatable. */
+static void check_resources(const ProtobufCBinaryData *out, const char *const *keys,
+			    const char *const *cap, const char *const *alloc)
+{
+	Vmact__K8s__Node *node = vmact__k8s__node__unpack(NULL, out->len, out->data);
+
+	assert_non_null(node);
+	assert_non_null(node->status);
+	assert_int_equal(node->status->n_capacity, 4);
+	assert_int_equal(node->status->n_allocatable, 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(node->status->capacity[i]->key, keys[i]);
+		assert_string_equal(node->status->capacity[i]->value->string, cap[i]);
+		assert_string_equal(node->status->allocatable[i]->key, keys[i]);
+		assert_string_equal(node->status->allocatable[i]->value->string, alloc[i]);
+	}
+	vmact__k8s__node__free_unpacked(node, NULL);
+}
+
 /* A group that says its nodes' ephemeral storage: the template node has
  * it in capacity and allocatable, in key order between cpu and memory, so
  * that a pending pod requesting any finds room on it. */
@@ -333,24 +353,43 @@ static void test_template_ephemeral(void **state)
 	struct cp_groups *s;
 	struct cp_arena a;
 	ProtobufCBinaryData out;
-	Vmact__K8s__Node *node;
 
 	(void)state;
 	assert_int_equal(decode(listing, &s, &err), 0);
 	cp_arena_init(&a, 1 << 20);
 	assert_int_equal(cp_template_node(cp_groups_find(s, "web"), &a, &out, &err), 0);
-	node = vmact__k8s__node__unpack(NULL, out.len, out.data);
-	assert_non_null(node);
-	assert_non_null(node->status);
-	assert_int_equal(node->status->n_capacity, 4);
-	assert_int_equal(node->status->n_allocatable, 4);
-	for (size_t i = 0; i < 4; i++) {
-		assert_string_equal(node->status->capacity[i]->key, keys[i]);
-		assert_string_equal(node->status->capacity[i]->value->string, values[i]);
-		assert_string_equal(node->status->allocatable[i]->key, keys[i]);
-		assert_string_equal(node->status->allocatable[i]->value->string, values[i]);
-	}
-	vmact__k8s__node__free_unpacked(node, NULL);
+	check_resources(&out, keys, values, values);
+	cp_arena_free(&a);
+	cp_groups_unref(s);
+}
+
+/* What the node's kubelet reports, as vmact-groupd says it (a Node of the
+ * group registered): capacity from it where it is not the boot shape, and
+ * allocatable apart from capacity. */
+static void test_template_reported(void **state)
+{
+	static const char doc[] =
+		"{\"groups\": [{\"id\": \"r\", \"min\": 0, \"max\": 2, \"target\": 1,"
+		" \"template\": {\"vcpus\": 1, \"memory_bytes\": 1073741824,"
+		" \"ephemeral_storage_bytes\": 3094126592, \"capacity_memory_bytes\": 1019244544,"
+		" \"capacity_milli_cpu\": 1000, \"capacity_pods\": 110,"
+		" \"allocatable_milli_cpu\": 900, \"allocatable_memory_bytes\": 914386944,"
+		" \"allocatable_ephemeral_storage_bytes\": 2784713933, \"allocatable_pods\": 100,"
+		" \"reported_by\": \"r-0\"}}]}";
+	static const char *const keys[] = { "cpu", "ephemeral-storage", "memory", "pods" };
+	static const char *const cap[] = { "1", "3021608Ki", "995356Ki", "110" };
+	static const char *const alloc[] = { "900m", "2784713933", "892956Ki", "100" };
+	struct vmact_err err = { 0 };
+	struct cp_groups *s;
+	struct cp_arena a;
+	ProtobufCBinaryData out;
+
+	(void)state;
+	assert_int_equal(decode(doc, &s, &err), 0);
+	assert_string_equal(cp_groups_find(s, "r")->tmpl.reported_by, "r-0");
+	cp_arena_init(&a, 1 << 20);
+	assert_int_equal(cp_template_node(cp_groups_find(s, "r"), &a, &out, &err), 0);
+	check_resources(&out, keys, cap, alloc);
 	cp_arena_free(&a);
 	cp_groups_unref(s);
 }
@@ -393,9 +432,10 @@ static void test_cache_view(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_listing),       cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_template_node), cmocka_unit_test(test_template_ephemeral),
-		cmocka_unit_test(test_status),        cmocka_unit_test(test_cache_view),
+		cmocka_unit_test(test_listing),           cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_template_node),     cmocka_unit_test(test_template_ephemeral),
+		cmocka_unit_test(test_template_reported), cmocka_unit_test(test_status),
+		cmocka_unit_test(test_cache_view),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,6 +118,18 @@ static void assert_group_equal(const struct vmact_gapi_group *a, const struct vm
 	assert_int_equal(a->tmpl.pods, b->tmpl.pods);
 	assert_string_equal(a->tmpl.arch, b->tmpl.arch);
 	assert_string_equal(a->tmpl.os, b->tmpl.os);
+	assert_true(a->tmpl.capacity_milli_cpu == b->tmpl.capacity_milli_cpu);
+	assert_true(a->tmpl.capacity_memory_bytes == b->tmpl.capacity_memory_bytes);
+	assert_true(a->tmpl.capacity_pods == b->tmpl.capacity_pods);
+	assert_true(a->tmpl.alloc_milli_cpu == b->tmpl.alloc_milli_cpu);
+	assert_true(a->tmpl.alloc_memory_bytes == b->tmpl.alloc_memory_bytes);
+	assert_true(a->tmpl.alloc_ephemeral_bytes == b->tmpl.alloc_ephemeral_bytes);
+	assert_true(a->tmpl.alloc_pods == b->tmpl.alloc_pods);
+	if (a->tmpl.reported_by || b->tmpl.reported_by) {
+		assert_non_null(a->tmpl.reported_by);
+		assert_non_null(b->tmpl.reported_by);
+		assert_string_equal(a->tmpl.reported_by, b->tmpl.reported_by);
+	}
 	assert_int_equal(a->opts.set, b->opts.set);
 	assert_true(a->opts.util == b->opts.util);
 	assert_true(a->opts.gpu_util == b->opts.gpu_util);
@@ -166,19 +178,33 @@ static void test_group(void **state)
 	vmact_gapi_group_clear(&back);
 	json_decref(doc);
 
-	/* a list of them, and an empty group: no options, no pool, nothing */
+	/* a list of them, and a group with no options, no pool, but what a
+	 * registered Node's kubelet reported (written only when said) */
 	two[0] = g;
 	two[1] = (struct vmact_gapi_group){
 		.id = "b",
 		.tmpl = { .vcpus = 2,
 			  .max_vcpus = 2,
-			  .memory_bytes = 1,
-			  .max_memory_bytes = 1,
+			  .memory_bytes = 1073741824,
+			  .max_memory_bytes = 1073741824,
 			  .pods = 1,
 			  .arch = "arm64",
-			  .os = "linux" },
+			  .os = "linux",
+			  .capacity_milli_cpu = 2000,
+			  .capacity_memory_bytes = 1019244544,
+			  .capacity_pods = 1,
+			  .alloc_milli_cpu = 1900,
+			  .alloc_memory_bytes = 914386944,
+			  .alloc_ephemeral_bytes = 7,
+			  .alloc_pods = 1,
+			  .reported_by = "b-0" },
 		.scheduler_name = "",
 	};
+	text = dump(vmact_gapi_group_encode(&two[1]));
+	assert_non_null(strstr(text, "\"capacity_memory_bytes\":1019244544,"
+				     "\"capacity_pods\":1,\"allocatable_milli_cpu\":1900,"));
+	assert_non_null(strstr(text, "\"reported_by\":\"b-0\"}"));
+	free(text);
 	doc = wire(vmact_gapi_groups_encode(two, 2));
 	assert_int_equal(vmact_gapi_groups_decode(doc, &s, &err), 0);
 	json_decref(doc); /* the list keeps its own reference */
@@ -212,6 +238,10 @@ static void test_group_defaults(void **state)
 	assert_int_equal(g.tmpl.pods, 110);
 	assert_string_equal(g.tmpl.arch, "amd64");
 	assert_string_equal(g.tmpl.os, "linux");
+	/* no kubelet's report: the boot shape */
+	assert_true(g.tmpl.capacity_memory_bytes == 0 && g.tmpl.alloc_memory_bytes == 0 &&
+		    g.tmpl.alloc_ephemeral_bytes == 0 && g.tmpl.capacity_milli_cpu == 0);
+	assert_null(g.tmpl.reported_by);
 	assert_int_equal(g.opts.set, 0);
 	assert_int_equal(g.pool[VMACT_GAPI_TIER_RUNNING].size, 3);
 	assert_int_equal(g.nhosts, 0);

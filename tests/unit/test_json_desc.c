@@ -33,8 +33,9 @@ struct thing {
 	bool on, on_said;
 	unsigned said;
 	double ratio, at;
-	const char *tag; /* default "t" */
-	bool shown;      /* default true, written only when false */
+	const char *tag;  /* default "t" */
+	bool shown;       /* default true, written only when false */
+	const char *note; /* no default, written only when there is one */
 	struct part *parts;
 	size_t nparts;
 	const char **words;
@@ -148,6 +149,11 @@ static const struct vmact_json_desc_field thing_fields[] = {
 	  .off = offsetof(T, shown),
 	  .flags = VMACT_JSON_DESC_OMIT_DEFAULT,
 	  .dflt = 1 },
+	{ .key = "note",
+	  .kind = VMACT_JSON_DESC_TEXT,
+	  .off = offsetof(T, note),
+	  .flags = VMACT_JSON_DESC_OMIT_DEFAULT,
+	  .text_max = TEXT_MAX },
 	{ .key = "parts",
 	  .kind = VMACT_JSON_DESC_ARRAY,
 	  .off = offsetof(T, parts),
@@ -191,7 +197,7 @@ static const struct vmact_json_desc thing_desc = VMACT_JSON_DESC(struct thing, t
 
 static const char full[] =
 	"{\"id\":\"x\",\"lo\":2,\"hi\":5,\"big\":-9000000000,\"on\":false,\"ratio\":1,"
-	"\"at\":0.0,\"tag\":\"q\",\"shown\":false,"
+	"\"at\":0.0,\"tag\":\"q\",\"shown\":false,\"note\":\"n\","
 	"\"parts\":[{\"name\":\"a\",\"kind\":\"large\"},{\"name\":\"h\",\"kind\":\"huge\"}],"
 	"\"words\":[\"w\"],\"attrs\":{\"k\":\"v\",\"l\":\"\"},\"status\":{\"ok\":true,\"why\":\"\"},"
 	"\"slots\":{\"a\":{\"name\":\"s\",\"kind\":\"small\"},\"b\":{\"name\":\"t\",\"kind\":\"small\"}}}";
@@ -224,6 +230,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(t.said, 1u << 3);
 	assert_true(t.ratio == 1);
 	assert_false(t.shown);
+	assert_string_equal(t.note, "n");
 	assert_int_equal(t.nparts, 2);
 	assert_int_equal(t.parts[1].kind, 2);
 	assert_string_equal(t.words[0], "w");
@@ -257,6 +264,7 @@ static void test_defaults(void **state)
 	assert_int_equal(t.said, 0);
 	assert_string_equal(t.tag, "t");
 	assert_true(t.shown);
+	assert_null(t.note);
 	assert_string_equal(t.why, "");
 	assert_null(t.parts);
 	t.tag = NULL; /* a NULL string with a default is written as the default */

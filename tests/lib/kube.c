@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tests/lib/kube.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <nettle/base64.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/macro.h"
+#include "base/time.h"
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/wait.h"
+
+/* The API server's first start on a busy 2-core machine: it builds its
+ * caches and bootstrap policy before /readyz says ok. */
+#define READY_LIMIT_USEC (180ULL * VMACT_USEC_PER_SEC)
+
+bool th_kube_bin_dir(char *out, size_t len)
+{
+	const char *env = getenv("VMACT_K8S_BIN");
+	const char *cache = getenv("VMACT_CACHE_DIR");
+	char p[512];
+
+	if (env && *env)
+		snprintf(out, len, "%s", env);
+	else
+		snprintf(out, len, "%s/k8s/bin",
+			 cache && *cache ? cache : "/var/cache/vmact-tests");
+	snprintf(p, sizeof(p), "%s/kube-apiserver", out);
+	if (access(p, X_OK) == 0) {
+		snprintf(p, sizeof(p), "%s/etcd", out);
+		if (access(p, X_OK) == 0)
+			return true;
+	}
+	fprintf(stderr,
+		"th_kube: no kube-apiserver and etcd in %s: tests/k8s/build-bins.sh builds them "
+		"(or set VMACT_K8S_BIN)\n",
+		out);
+	return false;
+}
+
+/* Runs argv (openssl) to the end; 0 or -EIO naming it, its output in the
+ * log file. */
+static int run(struct th_kube *k, const char *const argv[], struct vmact_err *err)
+{
+	char log[300];
+	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
+	struct th_proc p = { 0 };
+	int st;
+
+	snprintf(log, sizeof(log), "%s/openssl.log", k->dir);
+	if (th_spawn(&p, argv, &o) < 0)
+		return vmact_err_set(err, EIO, "cannot run %s", argv[0]);
+	st = th_proc_wait(&p);
+	if (st != 0) {
+		th_print_log_tail(log, argv[0], 2000);
+		return vmact_err_set(err, EIO, "%s %s failed (status %d)", argv[0], argv[1], st);
+	}
+	return 0;
+}
+
+static void path(const struct th_kube *k, const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s", k->dir, name);
+}
+
+/* A CA, the API server's serving certificate (for 127.0.0.1, the
+ * advertised address and the in-cluster names), an admin client
+ * certificate (system:masters) and the service-account key pair, all EC
+ * P-256 but the service-account key (RSA, as kube-apiserver's default). */
+static int certs(struct th_kube *k, struct vmact_err *err)
+{
+	char ca_key[256], ca_crt[256], api_key[256], api_csr[256], api_crt[256], adm_key[256],
+		adm_csr[256], adm_crt[256], sa_key[256], sa_pub[256], ext[256], san[256];
+	int r;
+
+	path(k, "ca.key", ca_key, sizeof(ca_key));
+	path(k, "ca.crt", ca_crt, sizeof(ca_crt));
+	path(k, "apiserver.key", api_key, sizeof(api_key));
+	path(k, "apiserver.csr", api_csr, sizeof(api_csr));
+	path(k, "apiserver.crt", api_crt, sizeof(api_crt));
+	path(k, "admin.key", adm_key, sizeof(adm_key));
+	path(k, "admin.csr", adm_csr, sizeof(adm_csr));
+	path(k, "admin.crt", adm_crt, sizeof(adm_crt));
+	path(k, "sa.key", sa_key, sizeof(sa_key));
+	path(k, "sa.pub", sa_pub, sizeof(sa_pub));
+	path(k, "apiserver.ext", ext, sizeof(ext));
+	snprintf(san, sizeof(san),
+		 "subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost,DNS:kubernetes,"
+		 "DNS:kubernetes.default\nextendedKeyUsage=serverAuth\n",
+		 k->advertise);
+	if (th_write_file(ext, san) < 0)
+		return vmact_err_set(err, EIO, "cannot write %s", ext);
+	{
+		const char *const a[] = { "openssl", "ecparam", "-name", "prime256v1", "-genkey",
+					  "-noout",  "-out",    ca_key,  NULL };
+		const char *const b[] = { "openssl", "req",  "-x509", "-new",
+					  "-key",    ca_key, "-subj", "/CN=vmact-test-ca",
+					  "-days",   "2",    "-out",  ca_crt,
+					  NULL };
+		const char *const c[] = { "openssl", "ecparam", "-name", "prime256v1", "-genkey",
+					  "-noout",  "-out",    api_key, NULL };
+		const char *const d[] = {
+			"openssl", "req",   "-new", "-key", api_key, "-subj", "/CN=kube-apiserver",
+			"-out",    api_csr, NULL
+		};
+		const char *const e[] = { "openssl", "x509", "-req",     "-in",  api_csr,
+					  "-CA",     ca_crt, "-CAkey",   ca_key, "-CAcreateserial",
+					  "-days",   "2",    "-extfile", ext,    "-out",
+					  api_crt,   NULL };
+		const char *const f[] = { "openssl", "ecparam", "-name", "prime256v1", "-genkey",
+					  "-noout",  "-out",    adm_key, NULL };
+		const char *const g[] = { "openssl",
+					  "req",
+					  "-new",
+					  "-key",
+					  adm_key,
+					  "-subj",
+					  "/O=system:masters/CN=vmact-test-admin",
+					  "-out",
+					  adm_csr,
+					  NULL };
+		const char *const h[] = { "openssl", "x509", "-req",   "-in",   adm_csr,
+					  "-CA",     ca_crt, "-CAkey", ca_key,  "-CAcreateserial",
+					  "-days",   "2",    "-out",   adm_crt, NULL };
+		const char *const i[] = { "openssl", "genpkey", "-algorithm", "RSA",
+					  "-out",    sa_key,    NULL };
+		const char *const j[] = { "openssl", "pkey", "-in",  sa_key,
+					  "-pubout", "-out", sa_pub, NULL };
+
+		if ((r = run(k, a, err)) < 0 || (r = run(k, b, err)) < 0 ||
+		    (r = run(k, c, err)) < 0 || (r = run(k, d, err)) < 0 ||
+		    (r = run(k, e, err)) < 0 || (r = run(k, f, err)) < 0 ||
+		    (r = run(k, g, err)) < 0 || (r = run(k, h, err)) < 0 ||
+		    (r = run(k, i, err)) < 0 || (r = run(k, j, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int random_hex(char *out)
+{
+	unsigned char raw[16];
+
+	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+/* The kubelets' token: group system:nodes, which the binding below lets
+ * register and run nodes; and a controller's, system:masters. */
+static int token(struct th_kube *k, struct vmact_err *err)
+{
+	char line[320], file[256];
+
+	if (random_hex(k->token) < 0 || random_hex(k->admin_token) < 0)
+		return vmact_err_set(err, EIO, "getrandom failed");
+	snprintf(line, sizeof(line),
+		 "%s,kubelet-vmact,kubelet-vmact,system:nodes\n"
+		 "%s,vmact-groupd,vmact-groupd,system:masters\n",
+		 k->token, k->admin_token);
+	path(k, "tokens.csv", file, sizeof(file));
+	if (th_write_file(file, line) < 0 || chmod(file, 0600) < 0)
+		return vmact_err_set(err, EIO, "cannot write %s", file);
+	return 0;
+}
+
+static int start_etcd(struct th_kube *k, struct vmact_err *err)
+{
+	char prog[256], data[256], log[256], client[64], peer[64], initial[80];
+	const char *const argv[] = { prog,          "--name",
+				     "t",           "--data-dir",
+				     data,          "--listen-client-urls",
+				     client,        "--advertise-client-urls",
+				     client,        "--listen-peer-urls",
+				     peer,          "--initial-advertise-peer-urls",
+				     peer,          "--initial-cluster",
+				     initial,       "--unsafe-no-fsync",
+				     "--log-level", "warn",
+				     NULL };
+	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
+
+	snprintf(prog, sizeof(prog), "%s/etcd", k->bin);
+	path(k, "etcd", data, sizeof(data));
+	path(k, "etcd.log", log, sizeof(log));
+	k->etcd_port = th_dead_port();
+	k->etcd_peer_port = th_dead_port();
+	snprintf(client, sizeof(client), "http://127.0.0.1:%u", k->etcd_port);
+	snprintf(peer, sizeof(peer), "http://127.0.0.1:%u", k->etcd_peer_port);
+	snprintf(initial, sizeof(initial), "t=%s", peer);
+	if (th_spawn(&k->etcd, argv, &o) < 0)
+		return vmact_err_set(err, EIO, "cannot start %s", prog);
+	return 0;
+}
+
+static int start_api(struct th_kube *k, struct vmact_err *err)
+{
+	char prog[256], log[256], etcd[64], port[16], crt[256], key[256], ca[256], tokens[256],
+		sa_pub[256], sa_key[256];
+	const char *const argv[] = {
+		prog, "--etcd-servers", etcd, "--bind-address=127.0.0.1", "--secure-port", port,
+		"--advertise-address", k->advertise, "--tls-cert-file", crt,
+		"--tls-private-key-file", key, "--client-ca-file", ca, "--token-auth-file", tokens,
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.96.0.0/16",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file", sa_pub, "--service-account-signing-key-file", sa_key,
+		/* No Endpoints for an address of QEMU's user network. */
+		"--endpoint-reconciler-type=none",
+		/* No controller manager removes not-ready taints. */
+		"--disable-admission-plugins=TaintNodesByCondition",
+		"--enable-priority-and-fairness=false", NULL
+	};
+	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
+
+	snprintf(prog, sizeof(prog), "%s/kube-apiserver", k->bin);
+	path(k, "apiserver.log", log, sizeof(log));
+	snprintf(etcd, sizeof(etcd), "http://127.0.0.1:%u", k->etcd_port);
+	k->api_port = th_dead_port();
+	snprintf(port, sizeof(port), "%u", k->api_port);
+	path(k, "apiserver.crt", crt, sizeof(crt));
+	path(k, "apiserver.key", key, sizeof(key));
+	path(k, "ca.crt", ca, sizeof(ca));
+	path(k, "tokens.csv", tokens, sizeof(tokens));
+	path(k, "sa.pub", sa_pub, sizeof(sa_pub));
+	path(k, "sa.key", sa_key, sizeof(sa_key));
+	snprintf(k->url, sizeof(k->url), "https://127.0.0.1:%u", k->api_port);
+	if (th_spawn(&k->api, argv, &o) < 0)
+		return vmact_err_set(err, EIO, "cannot start %s", prog);
+	return 0;
+}
+
+int th_kube_call(struct th_kube *k, const char *method, const char *p, const char *body,
+		 long *status, json_t **doc)
+{
+	char url[512], crt[256], key[256], ca[256];
+	struct curl_slist *h = NULL;
+	struct vmact_buf b = { .max = 16u << 20 };
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+
+	*status = 0;
+	if (doc)
+		*doc = NULL;
+	if (!c)
+		return -ENOMEM;
+	snprintf(url, sizeof(url), "%s%s", k->url, p);
+	path(k, "admin.crt", crt, sizeof(crt));
+	path(k, "admin.key", key, sizeof(key));
+	path(k, "ca.crt", ca, sizeof(ca));
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_SSLCERT, crt);
+	curl_easy_setopt(c, CURLOPT_SSLKEY, key);
+	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vmact_buf_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (body) {
+		h = curl_slist_append(h, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	}
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	if (rc == CURLE_OK && doc && b.data)
+		*doc = json_loads(b.data, 0, NULL);
+	vmact_buf_free(&b);
+	return rc == CURLE_OK ? 0 : -EIO;
+}
+
+static bool ready(void *ud)
+{
+	struct th_kube *k = ud;
+	long status;
+
+	return th_kube_call(k, "GET", "/readyz", NULL, &status, NULL) == 0 && status == 200;
+}
+
+/* Nodes of the token's group may register and run: the bootstrap policy's
+ * system:node role, without the Node authorizer (it needs a node's own
+ * name before the node exists). */
+static int bind_nodes(struct th_kube *k, struct vmact_err *err)
+{
+	static const char body[] =
+		"{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRoleBinding\","
+		"\"metadata\":{\"name\":\"vmact-test-nodes\"},\"roleRef\":{\"apiGroup\":"
+		"\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"system:node\"},"
+		"\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Group\","
+		"\"name\":\"system:nodes\"}]}";
+	long status;
+
+	if (th_kube_call(k, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body,
+			 &status, NULL) < 0 ||
+	    (status != 201 && status != 409))
+		return vmact_err_set(err, EIO, "binding system:nodes to system:node: status %ld",
+				     status);
+	return 0;
+}
+
+int th_kube_start(struct th_kube *k, const char *bin, const char *advertise, struct vmact_err *err)
+{
+	char log[256];
+	int r;
+
+	memset(k, 0, sizeof(*k));
+	snprintf(k->bin, sizeof(k->bin), "%s", bin);
+	snprintf(k->advertise, sizeof(k->advertise), "%s", advertise ? advertise : "127.0.0.1");
+	if (th_scratch_dir("vmact-kube", k->dir, sizeof(k->dir)) < 0)
+		return vmact_err_set(err, EIO, "no scratch directory");
+	chmod(k->dir, 0700);
+	if ((r = certs(k, err)) < 0 || (r = token(k, err)) < 0 || (r = start_etcd(k, err)) < 0 ||
+	    (r = start_api(k, err)) < 0)
+		goto fail;
+	if (!th_wait_daemon(&k->api, ready, k, READY_LIMIT_USEC / 1e6)) {
+		path(k, "apiserver.log", log, sizeof(log));
+		th_print_log_tail(log, "kube-apiserver", 4000);
+		path(k, "etcd.log", log, sizeof(log));
+		th_print_log_tail(log, "etcd", 2000);
+		r = vmact_err_set(err, ETIMEDOUT, "kube-apiserver not ready within %.0f s",
+				  READY_LIMIT_USEC / 1e6);
+		goto fail;
+	}
+	if ((r = bind_nodes(k, err)) < 0)
+		goto fail;
+	return 0;
+fail:
+	th_kube_stop(k);
+	return r;
+}
+
+void th_kube_stop(struct th_kube *k)
+{
+	th_proc_stop(&k->api, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	th_proc_stop(&k->etcd, SIGTERM, 10 * VMACT_USEC_PER_SEC);
+	if (k->dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
+		th_rm_rf(k->dir);
+	k->dir[0] = '\0';
+}
+
+char *th_kube_kubeconfig(const struct th_kube *k, const char *server)
+{
+	char ca[256], *pem, *b64, *out = NULL;
+	size_t n;
+
+	path(k, "ca.crt", ca, sizeof(ca));
+	pem = th_read_file(ca);
+	if (!pem)
+		return NULL;
+	n = strlen(pem);
+	b64 = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
+	if (b64) {
+		base64_encode_raw(b64, n, (const uint8_t *)pem);
+		b64[BASE64_ENCODE_RAW_LENGTH(n)] = '\0';
+		if (asprintf(&out,
+			     "apiVersion: v1\nkind: Config\nclusters:\n- name: vmact-test\n  cluster:\n"
+			     "    server: %s\n    certificate-authority-data: %s\nusers:\n"
+			     "- name: kubelet\n  user:\n    token: %s\ncontexts:\n- name: default\n"
+			     "  context:\n    cluster: vmact-test\n    user: kubelet\n"
+			     "current-context: default\n",
+			     server ? server : k->url, b64, k->token) < 0)
+			out = NULL;
+	}
+	free(b64);
+	free(pem);
+	return out;
+}
