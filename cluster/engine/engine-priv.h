@@ -138,8 +138,10 @@ struct cl_engine {
 	uint64_t next_renew_usec;
 	bool ready, stopping;
 	unsigned boots_this_iteration;
-	char state_dir[512];   /* "" = node shapes are not kept */
-	unsigned nodes_asking; /* nodes.c's questions in flight */
+	char state_dir[512];    /* "" = node shapes are not kept */
+	unsigned nodes_asking;  /* nodes.c's questions in flight */
+	bool nodes_reconciling; /* nodes.c's check for Nodes left behind */
+	uint64_t next_reconcile_usec;
 	cl_engine_event_fn *event_fn;
 	void *event_ud;
 };
@@ -200,6 +202,8 @@ void cl_life_member_failed(struct cl_vm *vm, enum cl_engine_failure why, const c
 void cl_shape_key(const struct cl_template *t, char *buf, size_t len);
 /* The group's next questions about its Nodes and its image, when due. */
 void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now);
+/* The check for Nodes whose VM is gone, when due (the engine's tick). */
+void cl_nodes_engine_tick(struct cl_engine *e, uint64_t now);
 /* v->node and v->node_reported_by: reported or estimated. */
 void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v);
 

@@ -19,15 +19,21 @@
 
 DEFINE_PTR_CLEANUP(node_jsonp, json_t, json_decref)
 
-static int call(const struct cl_kube *k, const char *token, const char *method, const char *path,
-		const char *body, struct vmact_http_answer *a, struct vmact_err *err)
+/* A page of the Nodes: LIST_PAGE of them at most, each well under
+ * LIST_ANSWER_MAX / LIST_PAGE even with a long list of images. */
+#define LIST_PAGE       50
+#define LIST_ANSWER_MAX (8u << 20)
+
+static int call_max(const struct cl_kube *k, const char *token, const char *method,
+		    const char *path, const char *body, size_t answer_max,
+		    struct vmact_http_answer *a, struct vmact_err *err)
 {
-	char url[768];
+	char url[1024];
 	struct vmact_http_req q = { .url = url,
 				    .method = method,
 				    .body = body,
 				    .timeout_usec = CALL_USEC,
-				    .answer_max = ANSWER_MAX,
+				    .answer_max = answer_max,
 				    .ca_file = k->ca_file,
 				    .bearer = token };
 	int r;
@@ -38,6 +44,12 @@ static int call(const struct cl_kube *k, const char *token, const char *method, 
 	if (r < 0)
 		vmact_err_prefix(err, "kubernetes: %s %s", method, k->server);
 	return r;
+}
+
+static int call(const struct cl_kube *k, const char *token, const char *method, const char *path,
+		const char *body, struct vmact_http_answer *a, struct vmact_err *err)
+{
+	return call_max(k, token, method, path, body, ANSWER_MAX, a, err);
 }
 
 /* The Node name as the API server has it: 1 and *node when it is the
@@ -205,4 +217,63 @@ int cl_node_api_delete(const struct cl_kube *k, const char *name, const char *pr
 	}
 	drop_token(token, tlen);
 	return r;
+}
+
+int cl_node_api_list(const struct cl_kube *k, cl_node_api_list_fn *fn, void *ud,
+		     struct vmact_err *err)
+{
+	_cleanup_free_ char *cont = NULL;
+	uint8_t *token = NULL;
+	size_t tlen = 0;
+	int r;
+
+	if ((r = load_token(k, &token, &tlen, err)) < 0)
+		return r;
+	do {
+		_cleanup_(node_jsonp) json_t *doc = NULL;
+		_cleanup_free_ char *esc = cont ? vmact_http_escape(cont) : NULL;
+		struct vmact_http_answer a = { 0 };
+		const json_t *item;
+		const char *next;
+		char path[768];
+		size_t i;
+
+		if (cont && !esc) {
+			r = vmact_err_set(err, ENOMEM, "out of memory");
+			break;
+		}
+		if ((size_t)snprintf(path, sizeof(path), "/api/v1/nodes?limit=%d%s%s", LIST_PAGE,
+				     esc ? "&continue=" : "", esc ? esc : "") >= sizeof(path)) {
+			r = vmact_err_set(err, EPROTO, "kubernetes: LIST Nodes: continue too long");
+			break;
+		}
+		r = call_max(k, (const char *)token, "GET", path, NULL, LIST_ANSWER_MAX, &a, err);
+		if (r >= 0 && a.status != 200)
+			r = vmact_err_set(err, EIO, "kubernetes: LIST Nodes: status %ld", a.status);
+		if (r >= 0) {
+			doc = json_loadb(a.body.data ? a.body.data : "", a.body.len, 0, NULL);
+			if (!json_is_array(json_object_get(doc, "items")))
+				r = vmact_err_set(err, EPROTO, "kubernetes: LIST Nodes: no items");
+		}
+		vmact_http_answer_free(&a);
+		if (r < 0)
+			break;
+		json_array_foreach(json_object_get(doc, "items"), i, item) {
+			const char *name = json_string_value(
+				json_object_get(json_object_get(item, "metadata"), "name"));
+			const char *pid = json_string_value(
+				json_object_get(json_object_get(item, "spec"), "providerID"));
+
+			if (name && pid)
+				fn(ud, name, pid);
+		}
+		next = json_string_value(
+			json_object_get(json_object_get(doc, "metadata"), "continue"));
+		free(cont);
+		cont = next && *next ? strdup(next) : NULL;
+		if (next && *next && !cont)
+			r = vmact_err_set(err, ENOMEM, "out of memory");
+	} while (r >= 0 && cont);
+	drop_token(token, tlen);
+	return r < 0 ? r : 0;
 }

@@ -44,3 +44,9 @@ int cl_node_api_resources(const json_t *map, const char *what, struct cl_node_re
  * alone); -errno with err: the server could not be asked or refused. */
 int cl_node_api_delete(const struct cl_kube *k, const char *name, const char *provider_id,
 		       struct vmact_err *err);
+
+/* Every Node with a spec.providerID, page by page: fn(ud, name,
+ * provider_id). 0, or -errno with err (the pages before were given). */
+typedef void cl_node_api_list_fn(void *ud, const char *name, const char *provider_id);
+int cl_node_api_list(const struct cl_kube *k, cl_node_api_list_fn *fn, void *ud,
+		     struct vmact_err *err);

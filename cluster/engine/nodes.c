@@ -19,7 +19,16 @@
  * first member found registered gives what its kubelet reported, which
  * stands for as long as the template stays what it was for that Node.
  * Reports are kept in the state directory, so that a group scaled to zero
- * keeps its shape through a restart. */
+ * keeps its shape through a restart.
+ *
+ * Nodes left behind: at start-up and every RECONCILE_USEC, every Node whose
+ * spec.providerID names one of the configured hosts and a domain that
+ * host's libvirt does not have is deleted, as a cloud's controller manager
+ * deletes the Node of an instance that no longer exists (a vmact-groupd
+ * killed between a removal and its Node's deletion, a VM undefined by
+ * hand). Only an answer of "no such domain" from a reachable host counts:
+ * a host that cannot be asked leaves its Nodes alone, and a domain of any
+ * owner keeps its Node. */
 #define CL_ENGINE_PRIV_ALLOW
 #include "cluster/engine/engine-priv.h"
 
@@ -35,6 +44,8 @@
 #include "base/macro.h"
 #include "base/time.h"
 
+#include <libvirt/virterror.h>
+
 DEFINE_PTR_CLEANUP(shape_conn_closep, struct _virConnect, virConnectClose)
 DEFINE_PTR_CLEANUP(shape_jsonp, json_t, json_decref)
 
@@ -49,6 +60,8 @@ DEFINE_PTR_CLEANUP(shape_jsonp, json_t, json_decref)
 #define MAX_ASKING 4
 /* cluster-autoscaler's default --max-node-provision-time. */
 #define REGISTER_TIMEOUT_S 900.0
+/* How often the Nodes are checked for ones whose VM is gone. */
+#define RECONCILE_USEC (600 * 1000000ULL)
 /* The kubelet's default hard eviction thresholds (memory.available 100Mi,
  * nodefs.available 10 %), which its allocatable leaves out. */
 #define EVICTION_MEMORY_BYTES   (100ULL << 20)
@@ -452,4 +465,149 @@ void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now)
 		ask_disk(e, g);
 	if (e->cfg->kube.server[0])
 		ask_members(e, g, now);
+}
+
+/* ---- Nodes left behind ---- */
+
+struct stale {
+	char name[CL_NAME_MAX * 2], provider_id[160];
+	int r; /* cl_node_api_delete's */
+	struct vmact_err err;
+};
+
+struct reconcile_job {
+	struct cl_engine *e;
+	struct stale *v;
+	size_t n, cap;
+	bool nomem;
+	int r;
+	struct vmact_err err;
+};
+
+/* A Node naming one of the configured hosts: a candidate. */
+static void candidate(void *ud, const char *name, const char *provider_id)
+{
+	struct reconcile_job *j = ud;
+	const char *host = NULL;
+	struct stale *s;
+	size_t hl;
+
+	if (strncmp(provider_id, "libvirt://", 10) != 0 || strlen(name) >= sizeof(s->name) ||
+	    strlen(provider_id) >= sizeof(s->provider_id))
+		return;
+	hl = strcspn(provider_id + 10, "/");
+	for (size_t i = 0; i < j->e->n_hosts && !host; i++) {
+		const char *h = cl_host_name(j->e->hosts[i].h);
+
+		if (strlen(h) == hl && !strncmp(h, provider_id + 10, hl))
+			host = h;
+	}
+	if (!host)
+		return;
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? 2 * j->cap : 16;
+		struct stale *v = realloc(j->v, cap * sizeof(*v));
+
+		if (!v) {
+			j->nomem = true;
+			return;
+		}
+		j->v = v;
+		j->cap = cap;
+	}
+	s = &j->v[j->n++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->provider_id, sizeof(s->provider_id), "%s", provider_id);
+}
+
+/* The host of a candidate's provider ID and whether it has the domain: 1
+ * it has, 0 it answered that it has none, -1 it could not be asked. */
+static int has_domain(struct cl_engine *e, const char *provider_id)
+{
+	const char *hp = provider_id + 10, *uuid = strchr(hp, '/');
+	_cleanup_(shape_conn_closep) virConnectPtr c = NULL;
+	struct vmact_err err = { 0 };
+	virDomainPtr d;
+	virErrorPtr ve;
+
+	if (!uuid)
+		return 1;
+	for (size_t i = 0; i < e->n_hosts; i++) {
+		const char *h = cl_host_name(e->hosts[i].h);
+
+		if (strlen(h) != (size_t)(uuid - hp) || strncmp(h, hp, (size_t)(uuid - hp)))
+			continue;
+		if (!(c = cl_host_conn(e->hosts[i].h, &err)))
+			return -1;
+		if ((d = virDomainLookupByUUIDString(c, uuid + 1))) {
+			virDomainFree(d);
+			return 1;
+		}
+		ve = virGetLastError();
+		return ve && ve->code == VIR_ERR_NO_DOMAIN ? 0 : -1;
+	}
+	return 1;
+}
+
+static void reconcile_run(void *data)
+{
+	struct reconcile_job *j = data;
+
+	if (cl_jobs_stopping(j->e->jobs))
+		return;
+	j->r = cl_node_api_list(&j->e->cfg->kube, candidate, j, &j->err);
+	for (size_t i = 0; i < j->n; i++) {
+		struct stale *s = &j->v[i];
+
+		s->r = has_domain(j->e, s->provider_id);
+		if (s->r != 0) {
+			s->r = 0;
+			continue;
+		}
+		/* 1: deleted; 0: gone or not this VM's by now. */
+		s->r = cl_node_api_delete(&j->e->cfg->kube, s->name, s->provider_id, &s->err);
+	}
+}
+
+static void reconcile_done(void *data)
+{
+	struct reconcile_job *j = data;
+	struct cl_engine *e = j->e;
+
+	e->nodes_reconciling = false;
+	e->next_reconcile_usec = vmact_loop_now_usec(e->ev) + RECONCILE_USEC;
+	if (!cl_jobs_stopping(e->jobs)) {
+		if (j->r < 0)
+			cl_vm_emit(e, LOG_WARNING, NULL, "the Nodes of VMs that are gone: %s",
+				   j->err.msg);
+		for (size_t i = 0; i < j->n; i++) {
+			if (j->v[i].r > 0)
+				cl_vm_emit(e, LOG_INFO, NULL,
+					   "Node %s: its host has no domain %s; deleted from the "
+					   "API server",
+					   j->v[i].name, j->v[i].provider_id);
+			else if (j->v[i].r < 0)
+				cl_vm_emit(e, LOG_WARNING, NULL,
+					   "Node %s: its host has no domain %s, but: %s",
+					   j->v[i].name, j->v[i].provider_id, j->v[i].err.msg);
+		}
+	}
+	free(j->v);
+	free(j);
+}
+
+void cl_nodes_engine_tick(struct cl_engine *e, uint64_t now)
+{
+	struct reconcile_job *j;
+
+	if (!e->cfg->kube.server[0] || !e->ready || e->nodes_reconciling ||
+	    now < e->next_reconcile_usec || !(j = calloc(1, sizeof(*j))))
+		return;
+	j->e = e;
+	e->nodes_reconciling = true;
+	if (cl_jobs_submit(e->jobs, reconcile_run, reconcile_done, j) < 0) {
+		e->nodes_reconciling = false;
+		free(j);
+	}
 }

@@ -422,11 +422,96 @@ static void test_never_registers(void **state)
 	}
 }
 
+/* A Node as a kubelet of another would register it (the admin's
+ * credentials: the API server takes any providerID from them). */
+static void make_node(const char *name, const char *provider_id)
+{
+	_cleanup_(jsonp) json_t *doc = NULL;
+	_cleanup_free_ char *body = NULL;
+	long status = 0;
+
+	assert_true(
+		asprintf(&body,
+			 "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},"
+			 "\"spec\":{%s%s%s}}",
+			 name, provider_id ? "\"providerID\":\"" : "", provider_id ?: "",
+			 provider_id ? "\"" : "") > 0);
+	assert_int_equal(th_kube_call(&F.kube, "POST", "/api/v1/nodes", body, &status, &doc), 0);
+	if (status != 201)
+		fail_msg("POST Node %s: status %ld", name, status);
+}
+
+static bool node_named(const char *name)
+{
+	_cleanup_(jsonp) json_t *doc = NULL;
+	char path[128];
+	long status = 0;
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+	assert_int_equal(th_kube_call(&F.kube, "GET", path, NULL, &status, &doc), 0);
+	return status == 200;
+}
+
+static bool stale_gone(void *name)
+{
+	return !node_named(name);
+}
+
+/* Nodes left behind (a vmact-groupd killed between a removal and its
+ * Node's deletion, a VM undefined by hand): at its start vmact-groupd
+ * deletes the Node whose provider ID names its host and a domain that host
+ * does not have, and leaves alone one of another host, one with no
+ * provider ID, and one whose domain exists. */
+static void test_stale_nodes(void **state)
+{
+	char msg[256], live[160];
+	const char *pid;
+
+	(void)state;
+	/* the standby the first test's pool refilled: a domain h1 has */
+	if (!th_wait_daemon(&F.env.groupd, pool_ready, NULL, 900))
+		fail_msg("no ready standby in the running tier");
+	{
+		_cleanup_(jsonp) json_t *vms = groupd_get("/v1/groups/k8s/standby");
+
+		pid = json_string_value(
+			json_object_get(json_array_get(json_object_get(vms, "vms"), 0),
+					"provider_id"));
+		assert_non_null(pid);
+		snprintf(live, sizeof(live), "%s", pid);
+	}
+	make_node("stale-1", "libvirt://h1/6b1d2f0a-0000-4000-8000-00000000dead");
+	make_node("other-host-1", "libvirt://elsewhere/6b1d2f0a-0000-4000-8000-00000000beef");
+	make_node("no-provider-1", NULL);
+	make_node("live-1", live);
+	th_proc_stop(&F.env.groupd, SIGTERM, 30 * VMACT_USEC_PER_SEC);
+	if (th_cpenv_restart_groupd(&F.env, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	if (!th_wait_daemon(&F.env.groupd, stale_gone, "stale-1", 120))
+		fail_msg("the Node of a domain h1 does not have is still there");
+	assert_int_equal(th_count_in_file(F.env.groupd_log, "Node stale-1: its host has no domain"),
+			 1);
+	assert_true(node_named("other-host-1"));
+	assert_true(node_named("no-provider-1"));
+	assert_true(node_named("live-1"));
+	for (const char *const *k =
+		     (const char *const[]){ "other-host-1", "no-provider-1", "live-1", NULL };
+	     *k; k++) {
+		_cleanup_(jsonp) json_t *doc = NULL;
+		char path[128];
+		long status = 0;
+
+		snprintf(path, sizeof(path), "/api/v1/nodes/%s", *k);
+		th_kube_call(&F.kube, "DELETE", path, NULL, &status, &doc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_never_registers),
+		cmocka_unit_test(test_stale_nodes),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
