@@ -64,8 +64,7 @@ struct cl_claim {
 	 * (default "virtio:org.vmact.claim.0"), a virtio-serial channel the
 	 * domain gets, the answer read back on it; or "serialN" (N >= 1), a
 	 * serial port, the answer read on the console (serial0). With ack, a
-	 * line starting with it must answer within the health probe's
-	 * timeout. */
+	 * line starting with it must answer within ack_timeout_usec. */
 	char channel[80];
 	char ack[128];
 	/* With ack: a line starting with refuse instead fails the claim at

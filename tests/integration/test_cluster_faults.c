@@ -529,17 +529,16 @@ static void lease_lost_unplaces(void **state)
  * wrong: the caller asserts the ID its VM got. */
 static int bump_ids(int want)
 {
-	static const char real[] = "<domain type='qemu'><name>" PREFIX "idbump</name>"
-				   "<memory unit='MiB'>16</memory><vcpu>1</vcpu>"
-				   "<os><type arch='x86_64'>hvm</type></os>"
-				   "<devices><memballoon model='none'/></devices></domain>";
+#define IDBUMP(name, disk)                                                               \
+	"<domain type='qemu'><name>" PREFIX name "</name><memory unit='MiB'>16</memory>" \
+	"<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices>" disk            \
+	"<memballoon model='none'/></devices></domain>"
+	static const char real[] = IDBUMP("idbump", "");
 	static const char refused[] =
-		"<domain type='qemu'><name>" PREFIX "idbump-refused</name>"
-		"<memory unit='MiB'>16</memory><vcpu>1</vcpu>"
-		"<os><type arch='x86_64'>hvm</type></os><devices>"
-		"<disk type='file' device='disk'><source file='/nonexistent/" PREFIX
-		"idbump.qcow2'/><target dev='vda' bus='virtio'/></disk>"
-		"<memballoon model='none'/></devices></domain>";
+		IDBUMP("idbump-refused",
+		       "<disk type='file' device='disk'><source file='/nonexistent/" PREFIX
+		       "idbump.qcow2'/><target dev='vda' bus='virtio'/></disk>");
+#undef IDBUMP
 	int id = 0;
 
 	for (int i = 0; i < 200 && id + 1 < want; i++) {

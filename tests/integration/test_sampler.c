@@ -414,13 +414,37 @@ static void write_file(const char *dir, const char *file, const char *fmt, ...)
 	close(fd);
 }
 
+/* The host's stolen time so far, in seconds (/proc/stat's cpu line): this
+ * machine is itself a guest. */
+static double steal_s(void)
+{
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "re");
+	int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+			   &v[3], &v[4], &v[5], &v[6], &v[7])
+		  : 0;
+
+	if (f)
+		fclose(f);
+	if (n != 8)
+		fail_msg("/proc/stat: no steal column");
+	return (double)v[7] / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* The same process under a 500m CFS quota: it still has K runnable threads
- * (demand), gets at most half a CPU, and the rest shows as run delay. */
+ * (demand), gets at most half a CPU, and the rest shows as run delay.
+ * The quota is charged in the scheduler's task clock, which leaves out
+ * the time a hypervisor stole from the CPU; the sampler's on-CPU time is
+ * the time between switches, stolen time included. So the bound is the
+ * quota's share (with 5 % for the windows' edges) plus what was stolen
+ * meanwhile: a busy neighbour of this machine's own host made the
+ * reading pass a bound of 0.525 on quiet runs (0.532, 0.536). */
 static void test_bpf_quota(void **state)
 {
 	struct fixture *f = *state;
 	struct smp_reading r0, r;
 	const int k = 2;
+	double st0, stolen, bound;
 
 	snprintf(f->cgroup, sizeof(f->cgroup), "/sys/fs/cgroup/cpu/vmact-smp-%d", (int)getpid());
 	if (mkdir(f->cgroup, 0755) < 0)
@@ -432,15 +456,19 @@ static void test_bpf_quota(void **state)
 	add_proc(f, spawn_busy(k));
 	write_file(f->cgroup, "cgroup.procs", "%d", (int)f->procs[0]);
 	reg(f->s, "smp-quota", f->procs[0], f->cgroup);
+	st0 = steal_s();
 	rd(f->s, "smp-quota", &r0);
 	sleep(MEASURE_S);
 	rd(f->s, "smp-quota", &r);
+	stolen = steal_s() - st0;
+	bound = 0.5 * 1.05 + stolen / r.interval_s;
 	print_reading("smp-quota", &r);
+	print_message("  bound %.3f (stolen %.3f s)\n", bound, stolen);
 
-	check_busy(&r, k, 0.5 * 1.05);
+	check_busy(&r, k, bound);
 	/* Throttled demand is run delay: at least the part above the quota. */
-	if (r.delay_frac < (k - 0.5 * 1.05) / k)
-		fail_msg("delay fraction %.3f below %.3f", r.delay_frac, (k - 0.525) / k);
+	if (r.delay_frac < (k - bound) / k)
+		fail_msg("delay fraction %.3f below %.3f", r.delay_frac, (k - bound) / k);
 	assert_true(r.has_cpu_stat);
 	assert_true(r.nr_throttled > r0.nr_throttled);
 	assert_true(r.throttled_ns > r0.throttled_ns);
