@@ -11,9 +11,14 @@
  * the running tier). Prints each run, the p50 per tier, and ends with
  * `ratio: X`, the running tier's p50 to registered over the cold boot's,
  * measured in this run. Usage: provision-k8s [RUNS] (default 3). Root,
- * libvirtd, TCG, the node image (VMACT_K8S_NODE) and the binaries. */
+ * libvirtd, TCG, the node image (VMACT_K8S_NODE) and the binaries.
+ * SIGINT or SIGTERM ends the run where it is and tears everything down (the
+ * groups' VMs, vmact-groupd, the API server and etcd) before it exits 130:
+ * the daemons would die with it, but the VMs outlive their group's daemon
+ * by design. */
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +46,14 @@ static const char groups[] = GROUP("k8s-cold", "") ", " GROUP("k8s-run",
 #define LIMIT_US (900ULL * VMACT_USEC_PER_SEC)
 
 static struct th_k8senv K;
+/* Set by SIGINT/SIGTERM: every wait ends, and main tears down. */
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
 
 static int cmp(const void *a, const void *b)
 {
@@ -67,7 +80,7 @@ static bool unseen(const char *provider_id, void *seen)
 
 static bool standby_ready(void *group)
 {
-	return th_k8senv_running_ready(&K, group) >= 1;
+	return stopping || th_k8senv_running_ready(&K, group) >= 1;
 }
 
 /* One increase: seconds to registered and to Ready; -1 when it failed. */
@@ -82,7 +95,8 @@ static int run_once(const char *group, bool pool, double *reg, double *ready)
 	json_t *n;
 	size_t i;
 
-	if (pool && !th_wait_daemon(&K.env.groupd, standby_ready, (void *)group, 900)) {
+	if (pool &&
+	    (!th_wait_daemon(&K.env.groupd, standby_ready, (void *)group, 900) || stopping)) {
 		fprintf(stderr, "provision-k8s: %s: no standby ready\n", group);
 		return -1;
 	}
@@ -96,7 +110,8 @@ static int run_once(const char *group, bool pool, double *reg, double *ready)
 	if (th_k8senv_client(&K, group, "increase", inc, log, sizeof(log)) != 0)
 		return -1;
 	*reg = *ready = -1;
-	for (end = vmact_now_usec() + LIMIT_US; vmact_now_usec() < end; usleep(100 * 1000)) {
+	for (end = vmact_now_usec() + LIMIT_US; !stopping && vmact_now_usec() < end;
+	     usleep(100 * 1000)) {
 		json_decref(node);
 		node = th_k8senv_node_where(&K, unseen, seen);
 		if (node && *reg < 0)
@@ -123,8 +138,10 @@ static int run_once(const char *group, bool pool, double *reg, double *ready)
 			return -1;
 	}
 	/* Its Node gone too (vmact-groupd deletes it), before the next. */
+	n = NULL;
 	for (end = vmact_now_usec() + 60 * VMACT_USEC_PER_SEC;
-	     (n = th_k8senv_node_of(&K, id)) && vmact_now_usec() < end; usleep(200 * 1000))
+	     !stopping && (n = th_k8senv_node_of(&K, id)) && vmact_now_usec() < end;
+	     usleep(200 * 1000))
 		json_decref(n);
 	json_decref(n);
 	return 0;
@@ -142,10 +159,16 @@ int main(int argc, char **argv)
 	size_t got[2] = { 0, 0 };
 	char msg[256];
 
+	struct sigaction sa = { .sa_handler = on_signal };
+
 	if (runs <= 0 || runs > 64) {
 		fprintf(stderr, "provision-k8s: RUNS must be 1 to 64\n");
 		return 2;
 	}
+	/* No SA_RESTART: a wait in a system call ends too. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (th_k8senv_start(&K, groups, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "provision-k8s: %s\n", msg);
 		th_k8senv_stop(&K, names);
@@ -155,7 +178,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < runs; i++) {
 			double r, d;
 
-			if (run_once(tiers[t].group, tiers[t].pool, &r, &d) < 0) {
+			if (stopping || run_once(tiers[t].group, tiers[t].pool, &r, &d) < 0) {
 				failed = 1;
 				break;
 			}
@@ -166,6 +189,10 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 	th_k8senv_stop(&K, names);
+	if (stopping) {
+		fprintf(stderr, "provision-k8s: stopped by a signal; torn down\n");
+		return 130;
+	}
 	for (size_t t = 0; t < ARRAY_SIZE(tiers); t++) {
 		p_reg[t] = p50(reg[t], got[t]);
 		p_ready[t] = p50(ready[t], got[t]);
