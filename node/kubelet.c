@@ -106,7 +106,11 @@ static bool exists(const char *root, const char *path)
 
 /* KUBELET_EXTRA_ARGS for the kubelet's unit. The claim's checks leave no
  * space, quote, '$' or '\\' in a name, label or value: systemd reads
- * the line as written. */
+ * the line as written. Where the claim brings the kubelet's credentials,
+ * KUBELET_KUBECONFIG_ARGS is emptied too: a unit as kubeadm's packages
+ * ship it (10-kubeadm.conf) names its own --bootstrap-kubeconfig and
+ * --kubeconfig there, which would otherwise stand beside ours (an
+ * EnvironmentFile= overrides an Environment=). */
 static char *kubelet_env(const char *root, const struct nd_claim *c)
 {
 	const char *auth = exists(root, ND_KUBECONFIG) ? " --kubeconfig=" ND_KUBECONFIG
@@ -118,9 +122,10 @@ static char *kubelet_env(const char *root, const struct nd_claim *c)
 
 	if (labels && asprintf(&s,
 			       "# Written by vmact-node from its claim; read by kubelet.service.\n"
-			       "KUBELET_EXTRA_ARGS=--config-dir=" ND_KUBELET_CONFDIR
+			       "%sKUBELET_EXTRA_ARGS=--config-dir=" ND_KUBELET_CONFDIR
 			       " --hostname-override=%s%s%s%s\n",
-			       c->name, auth, c->nlabels ? " --node-labels=" : "", labels) < 0)
+			       *auth ? "KUBELET_KUBECONFIG_ARGS=\n" : "", c->name, auth,
+			       c->nlabels ? " --node-labels=" : "", labels) < 0)
 		s = NULL;
 	free(labels);
 	return s;

@@ -81,12 +81,27 @@ static struct th_k8senv F;
 	" \"lifecycle\": {\"boot_timeout_s\": 900},"                                               \
 	" \"options\": {\"max_node_provision_time_s\": " BAD_PROVISION_S "}}"
 
+/* A group whose nodes join by kubeadm: the claim's secret a
+ * JoinConfiguration (the control plane made one kubeadm joins, by
+ * kubeadm's own phases and a kube-controller-manager). No pool: a boot at
+ * the increase. */
+#define ADM_GROUP                                                                                      \
+	"{\"id\": \"k8s-adm\", \"min\": 0, \"max\": 1, \"hosts\": [\"h1\"],"                           \
+	" \"labels\": {\"vmact.dev/pool\": \"k8s-adm\"},"                                              \
+	" \"taints\": [{\"key\": \"joined-by\", \"value\": \"kubeadm\", \"effect\": \"NoSchedule\"}]," \
+	" \"template\": @TEMPLATE@,"                                                                   \
+	" \"health\": {\"kind\": \"serial\", \"pattern\": \"VMACT-NODE \"},"                           \
+	" \"claim\": {\"channel\": \"virtio:org.vmact.claim.0\", \"ack\": \"VMACT-NODE claimed\","     \
+	" \"secret\": {\"kind\": \"kubeadm\", \"file\": \"@KUBEADM@\"}},"                              \
+	" \"lifecycle\": {\"boot_timeout_s\": 900},"                                                   \
+	" \"options\": {\"max_node_provision_time_s\": 900}}"
+
 static int setup(void **state)
 {
 	char msg[256];
 
 	(void)state;
-	if (th_k8senv_start(&F, K8S_GROUP ", " BAD_GROUP, msg, sizeof(msg)) < 0) {
+	if (th_k8senv_start(&F, K8S_GROUP ", " BAD_GROUP ", " ADM_GROUP, msg, sizeof(msg)) < 0) {
 		print_error("%s\n", msg);
 		return -1;
 	}
@@ -95,7 +110,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	static const char *const names[] = { "k8s", "k8s-bad", NULL };
+	static const char *const names[] = { "k8s", "k8s-bad", "k8s-adm", NULL };
 
 	(void)state;
 	th_k8senv_stop(&F, names);
@@ -506,10 +521,131 @@ static void test_stale_nodes(void **state)
 	}
 }
 
+/* A node that joins by kubeadm join (vmact-node runs it with the group's
+ * JoinConfiguration, its nodeRegistration from the claim): kubeadm's
+ * discovery by the bootstrap token with the CA pinned, the kubelet's TLS
+ * bootstrap (its CSR approved and signed by kube-controller-manager), and
+ * a Node with the instance's provider ID, the group's labels and taints;
+ * the token nowhere it could be read; deleted with its VM. */
+static void test_kubeadm_join(void **state)
+{
+	char log[256], id[256], name[128];
+	_cleanup_(jsonp) json_t *node = NULL;
+	const json_t *labels, *taints, *t;
+	double t0, t_reg = 0, t_ready = 0;
+	bool tainted = false;
+	size_t i;
+
+	(void)state;
+	t0 = th_now_s();
+	increase_one("k8s-adm", t0, id, sizeof(id));
+	{
+		uint64_t end = vmact_now_usec() + JOIN_LIMIT_US;
+
+		while (vmact_now_usec() < end) {
+			json_decref(node);
+			node = node_of(id);
+			if (node && !t_reg)
+				t_reg = th_now_s();
+			if (node && node_ready(node)) {
+				t_ready = th_now_s();
+				break;
+			}
+			usleep(100000);
+		}
+	}
+	if (!node) {
+		th_print_log_tail(F.env.groupd_log, "vmact-groupd", 3000);
+		fail_msg("no Node with spec.providerID %s (kubeadm join)", id);
+	}
+	print_message("k8s-adm cold boot, kubeadm join: registered %.1f s, Ready %s%.1f s after "
+		      "the increase\n",
+		      t_reg - t0, t_ready ? "" : "never (", t_ready ? t_ready - t0 : 0.0);
+	assert_true(t_ready > 0);
+	snprintf(name, sizeof(name), "%s",
+		 json_string_value(json_object_get(json_object_get(node, "metadata"), "name")));
+	labels = json_object_get(json_object_get(node, "metadata"), "labels");
+	assert_string_equal(json_string_value(json_object_get(labels, "vmact.dev/pool")),
+			    "k8s-adm");
+	taints = json_object_get(json_object_get(node, "spec"), "taints");
+	json_array_foreach(taints, i, t)
+		tainted |=
+			!strcmp(json_string_value(json_object_get(t, "key")) ?: "", "joined-by") &&
+			!strcmp(json_string_value(json_object_get(t, "value")) ?: "", "kubeadm") &&
+			!strcmp(json_string_value(json_object_get(t, "effect")) ?: "",
+				"NoSchedule");
+	assert_true(tainted);
+	/* The kubelet's credentials are its own, from the TLS bootstrap: a
+	 * kubelet client CSR, signed. */
+	{
+		_cleanup_(jsonp) json_t *csrs = NULL;
+		long status = 0;
+		bool signed_one = false;
+		const json_t *c;
+
+		assert_int_equal(
+			th_kube_call(&F.kube, "GET",
+				     "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+				     NULL, &status, &csrs),
+			0);
+		assert_int_equal(status, 200);
+		json_array_foreach(json_object_get(csrs, "items"), i, c) {
+			const char *cert = json_string_value(
+				json_object_get(json_object_get(c, "status"), "certificate"));
+
+			signed_one |= cert && *cert &&
+				      !strcmp(json_string_value(
+						      json_object_get(json_object_get(c, "spec"),
+								      "signerName"))
+						      ?: "",
+					      "kubernetes.io/kube-apiserver-client-kubelet");
+		}
+		assert_true(signed_one);
+	}
+	/* The bootstrap token went nowhere it could be read: groupd's log,
+	 * the domain XML, the provider's client logs, the consoles. */
+	{
+		char path[300];
+		virDomainPtr d = th_cpenv_domain(&F.env, id);
+		char *xml = d ? virDomainGetXMLDesc(d, 0) : NULL;
+		const char *secret_part = strchr(F.kubeadm_token, '.') + 1;
+
+		assert_non_null(xml);
+		assert_null(strstr(xml, secret_part));
+		free(xml);
+		virDomainFree(d);
+		assert_int_equal(th_count_in_file(F.env.groupd_log, secret_part), 0);
+		snprintf(path, sizeof(path), "%s/client-k8s-adm-settle.log", F.env.dir);
+		assert_int_equal(th_count_in_file(path, secret_part), 0);
+		assert_int_equal(th_k8senv_consoles_with(&F, secret_part), 0);
+		assert_true(th_k8senv_consoles_with(&F, "kubeadm join done") > 0);
+	}
+	{
+		const char *args[] = { "--provider-id", id, "--name", name, NULL };
+
+		group_client("k8s-adm", "delete-one", args, log, sizeof(log));
+		group_client("k8s-adm", "settle", NULL, log, sizeof(log));
+	}
+	{
+		virDomainPtr d = th_cpenv_domain(&F.env, id);
+		uint64_t end = vmact_now_usec() + 60 * VMACT_USEC_PER_SEC;
+		json_t *n;
+
+		assert_null(d);
+		while ((n = node_of(id)) && vmact_now_usec() < end) {
+			json_decref(n);
+			usleep(200000);
+		}
+		if (n)
+			fail_msg("the Node of %s is still in the API server", id);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_kubeadm_join),
 		cmocka_unit_test(test_never_registers),
 		cmocka_unit_test(test_stale_nodes),
 	};

@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # build-node-image.sh OUT KUBELET: the node image of make check-k8s, a
 # Debian 12 machine from Debian's packages (systemd, cgroup v2, containerd
-# and runc, the CNI plugins) with the kubelet given (tests/k8s/
-# build-bins.sh) and vmact-node (make install-node), as an operator's node
-# image would be (README, "A node image"). No TCG: the tree is made in a
-# chroot here. Two stages, each kept while its inputs stay the same: the
-# root file system (this script, tests/lib/debootstrap.sh), then the
-# image (that, the kubelet, vmact-node and its units).
+# and runc, the CNI plugins) with the kubelet and kubeadm given (tests/k8s/
+# build-bins.sh: kubeadm from the kubelet's directory) and vmact-node (make
+# install-node), as an operator's node image would be (README, "A node
+# image"): its kubelet.service laid out as kubeadm's packages lay it out, so
+# that one image joins by a claim's kubeconfig or by kubeadm join. No TCG:
+# the tree is made in a chroot here. Two stages, each kept while its inputs
+# stay the same: the root file system (this script's stage 1 block,
+# tests/lib/debootstrap.sh), then the image (this script, the binaries,
+# vmact-node and its units).
 # Writes OUT/node.qcow2 (3 GiB virtual), OUT/vmlinuz, OUT/initrd.img.
 # Usage (root): tests/k8s/build-node-image.sh OUT KUBELET [BUILD]
 # (KUBELET "-": the first stage alone.)
@@ -34,8 +37,10 @@ packages=(
 )
 mkdir -p "$out"
 base=$out/rootfs-base
-stamp1=$(cat "$0" "$top/tests/lib/debootstrap.sh" | sha256sum | cut -d' ' -f1)
+stamp1=$( (sed -n '/^# stage 1 {/,/^# } stage 1/p' "$0"; cat "$top/tests/lib/debootstrap.sh") |
+	sha256sum | cut -d' ' -f1)
 
+# stage 1 {
 if [ "$(cat "$base.stamp" 2>/dev/null)" != "$stamp1" ] || [ ! -d "$base" ]; then
 	deb_mirror
 	deb_unmount "$base"
@@ -84,7 +89,42 @@ TOML
  {"type": "ptp", "ipMasq": false, "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/16"}]]}},
  {"type": "loopback"}]}
 JSON
-	cat >"$base/etc/kubernetes/kubelet.yaml" <<'YAML'
+	mount -t proc proc "$base/proc"
+	trap 'umount -l "$base/proc" 2>/dev/null || true' EXIT
+	chroot "$base" update-initramfs -u -k all >"$out/initramfs.log" 2>&1 ||
+		{ tail -n 20 "$out/initramfs.log" >&2; die "update-initramfs failed"; }
+	umount -l "$base/proc"
+	trap - EXIT
+	chroot "$base" apt-get clean
+	chroot "$base" dpkg-query -W -f='${Package} ${Version}\n' >"$out/packages.txt"
+	echo "$stamp1" >"$base.stamp"
+fi
+# } stage 1
+
+# KUBELET "-": the base alone (made while the kubelet compiles).
+[ "$kubelet" != - ] || { say "base up to date ($base)"; exit 0; }
+[ -x "$kubelet" ] || die "no kubelet at $kubelet (tests/k8s/build-bins.sh)"
+kubeadm=$(dirname "$kubelet")/kubeadm
+[ -x "$kubeadm" ] || die "no kubeadm at $kubeadm (tests/k8s/build-bins.sh)"
+# The image: the base, the kubelet, kubeadm and vmact-node.
+stamp2=$( (echo "$stamp1"; cat "$0"; sha256sum <"$kubelet"; sha256sum <"$kubeadm";
+	sha256sum <"$build/vmact-node";
+	cat "$top/node/vmact-node.service" "$top/node/kubelet-vmact-node.conf") | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp2" ] && [ -f "$out/node.qcow2" ]; then
+	say "up to date ($out)"
+	exit 0
+fi
+root=$out/rootfs
+rm -rf "$root"
+cp -a "$base" "$root"
+install -m 0755 "$kubelet" "$root/usr/bin/kubelet"
+install -m 0755 "$kubeadm" "$root/usr/bin/kubeadm"
+# The kubelet's configuration where kubeadm keeps it (a join by kubeadm
+# replaces it with the cluster's), and its unit laid out as kubeadm's
+# packages lay it out: the flags in a drop-in, from variables that kubeadm's
+# files (kubeadm-flags.env) and vmact-node's (20-vmact-node.conf) set.
+mkdir -p "$root/var/lib/kubelet" "$root/etc/systemd/system/kubelet.service.d"
+cat >"$root/var/lib/kubelet/config.yaml" <<'YAML'
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: systemd
@@ -97,44 +137,28 @@ readOnlyPort: 0
 rotateCertificates: false
 resolvConf: /etc/resolv.conf
 YAML
-	# Started by vmact-node at the claim, never at boot (its drop-in's
-	# ConditionPathExists keeps an enabled one from starting too).
-	cat >"$base/etc/systemd/system/kubelet.service" <<'UNIT'
+# Started by vmact-node (or kubeadm join) at the claim, never at boot
+# (vmact-node's drop-in's ConditionPathExists keeps it from starting before).
+cat >"$root/etc/systemd/system/kubelet.service" <<'UNIT'
 [Unit]
 Description=kubelet
 After=containerd.service
 Wants=containerd.service
 
 [Service]
-ExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.yaml $KUBELET_EXTRA_ARGS
+ExecStart=/usr/bin/kubelet
 Restart=always
 RestartSec=2
 UNIT
-	mount -t proc proc "$base/proc"
-	trap 'umount -l "$base/proc" 2>/dev/null || true' EXIT
-	chroot "$base" update-initramfs -u -k all >"$out/initramfs.log" 2>&1 ||
-		{ tail -n 20 "$out/initramfs.log" >&2; die "update-initramfs failed"; }
-	umount -l "$base/proc"
-	trap - EXIT
-	chroot "$base" apt-get clean
-	chroot "$base" dpkg-query -W -f='${Package} ${Version}\n' >"$out/packages.txt"
-	echo "$stamp1" >"$base.stamp"
-fi
-
-# KUBELET "-": the base alone (made while the kubelet compiles).
-[ "$kubelet" != - ] || { say "base up to date ($base)"; exit 0; }
-[ -x "$kubelet" ] || die "no kubelet at $kubelet (tests/k8s/build-bins.sh)"
-# The image: the base, the kubelet and vmact-node.
-stamp2=$( (echo "$stamp1"; sha256sum <"$kubelet"; sha256sum <"$build/vmact-node";
-	cat "$top/node/vmact-node.service" "$top/node/kubelet-vmact-node.conf") | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp2" ] && [ -f "$out/node.qcow2" ]; then
-	say "up to date ($out)"
-	exit 0
-fi
-root=$out/rootfs
-rm -rf "$root"
-cp -a "$base" "$root"
-install -m 0755 "$kubelet" "$root/usr/bin/kubelet"
+cat >"$root/etc/systemd/system/kubelet.service.d/10-kubeadm.conf" <<'UNIT'
+[Service]
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
+Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+EnvironmentFile=-/etc/default/kubelet
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
+UNIT
 make -s -C "$top" install-node BUILD="$build" DESTDIR="$root" PREFIX=/usr UNITDIR=/lib/systemd/system
 ln -sf /lib/systemd/system/vmact-node.service \
 	"$root/etc/systemd/system/multi-user.target.wants/vmact-node.service"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tests/lib/k8senv.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -71,6 +72,59 @@ static int write_secrets(struct th_k8senv *k)
 	return 0;
 }
 
+/* The JoinConfiguration a kubeadm group's claim sends: discovery by the
+ * bootstrap token with the CA pinned, as `kubeadm token create
+ * --print-join-command` gives it, through QEMU's user network. The test
+ * image has no bridge netfilter or IP forwarding (its CNI network is
+ * point-to-point, without iptables): kubeadm's preflight checks of those
+ * are errors, so they are ignored; and a kubelet's start under TCG takes
+ * longer than kubeadm's 4 minutes by default on a busy host. */
+static int write_kubeadm_secret(struct th_k8senv *k)
+{
+	struct passwd *pw = getpwnam(TH_CPENV_USER);
+	struct vmact_err err = { 0 };
+	_cleanup_free_ char *text = NULL;
+	char hash[72];
+
+	if (!pw || th_kube_kubeadm(&k->kube, k->kubeadm_token, hash, &err) < 0) {
+		fprintf(stderr, "th_k8senv: kubeadm: %s\n", err.msg);
+		return -1;
+	}
+	snprintf(k->kubeadm_secret, sizeof(k->kubeadm_secret), "%s/kubeadm-join.json",
+		 k->secret_dir);
+	if (asprintf(
+		    &text,
+		    "{\"apiVersion\": \"kubeadm.k8s.io/v1beta4\", \"kind\": \"JoinConfiguration\","
+		    " \"discovery\": {\"bootstrapToken\": {\"apiServerEndpoint\": \"10.0.2.2:%u\","
+		    " \"token\": \"%s\", \"caCertHashes\": [\"%s\"]}},"
+		    " \"nodeRegistration\": {\"criSocket\": \"unix:///run/containerd/containerd.sock\","
+		    " \"ignorePreflightErrors\": [\"all\"]},"
+		    " \"timeouts\": {\"kubeletHealthCheck\": \"10m0s\", \"tlsBootstrap\": \"10m0s\","
+		    " \"discovery\": \"10m0s\"}}",
+		    k->kube.api_port, k->kubeadm_token, hash) < 0)
+		return -1;
+	return owned_file(k->kubeadm_secret, text, 0600, pw);
+}
+
+unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle)
+{
+	DIR *d = k->logs[0] ? opendir(k->logs) : NULL;
+	struct dirent *e;
+	unsigned n = 0;
+
+	while (d && (e = readdir(d))) {
+		char p[512];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", k->logs, e->d_name);
+		n += th_count_in_file(p, needle) > 0;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /* text with every mark replaced by with; malloc'd. */
 static char *replace(const char *text, const char *mark, const char *with)
 {
@@ -101,7 +155,7 @@ static char *replace(const char *text, const char *mark, const char *with)
 int th_k8senv_start(struct th_k8senv *k, const char *groups, char *msg, size_t msglen)
 {
 	struct vmact_err err = { 0 };
-	_cleanup_free_ char *tpl = NULL, *g1 = NULL, *g2 = NULL;
+	_cleanup_free_ char *tpl = NULL, *g1 = NULL, *g2 = NULL, *g3 = NULL;
 	struct th_cpenv_opts o = { 0 };
 	const char *node = getenv("VMACT_K8S_NODE");
 	char bin[256], base[300];
@@ -124,12 +178,17 @@ int th_k8senv_start(struct th_k8senv *k, const char *groups, char *msg, size_t m
 		snprintf(msg, msglen, "cannot write the groups' secrets: %s", strerror(errno));
 		return -1;
 	}
+	if (strstr(groups, "@KUBEADM@") && write_kubeadm_secret(k) < 0) {
+		snprintf(msg, msglen, "cannot make the control plane one kubeadm joins");
+		return -1;
+	}
 	snprintf(base, sizeof(base), "%s/node.qcow2", node);
 	snprintf(k->logs, sizeof(k->logs), "/tmp/vmact-k8s-logs-%d", (int)getpid());
 	if (mkdir(k->logs, 0777) < 0 || chmod(k->logs, 0777) < 0 ||
 	    asprintf(&tpl, template_fmt, node, node, k->logs) < 0 ||
 	    !(g1 = replace(groups, "@BAD_SECRET@", k->bad_secret)) ||
-	    !(g2 = replace(g1, "@SECRET@", k->secret))) {
+	    !(g2 = replace(g1, "@SECRET@", k->secret)) ||
+	    !(g3 = replace(g2, "@KUBEADM@", k->kubeadm_secret))) {
 		snprintf(msg, msglen, "the groups: %s", strerror(errno));
 		return -1;
 	}
@@ -139,7 +198,7 @@ int th_k8senv_start(struct th_k8senv *k, const char *groups, char *msg, size_t m
 	o.arbiter_memory = "8Gi";
 	o.top_extra = k->kube_extra;
 	k->started = true;
-	return th_cpenv_start_opts(&k->env, g2, &o, msg, msglen);
+	return th_cpenv_start_opts(&k->env, g3, &o, msg, msglen);
 }
 
 void th_k8senv_stop(struct th_k8senv *k, const char *const *groups)

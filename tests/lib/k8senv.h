@@ -21,6 +21,9 @@ struct th_k8senv {
 	/* the groups' claim secrets: a kubeconfig the API server takes, and
 	 * one whose token it refuses (vmact-cluster's, mode 0600) */
 	char secret_dir[64], secret[128], bad_secret[128];
+	/* With @KUBEADM@ in the groups: a JoinConfiguration (JSON, vmact-
+	 * cluster's, mode 0600) for a join by kubeadm, its bootstrap token */
+	char kubeadm_secret[128], kubeadm_token[24];
 	char node_dir[256], ca[128], token_file[128], logs[64];
 	char kube_extra[512];
 	bool kube_up, started;
@@ -28,8 +31,9 @@ struct th_k8senv {
 
 /* groups: the "groups" array's items (tests/lib/cpenv.h), where
  * @TEMPLATE@ is the node image's template (TCG, 2 vCPUs, 1Gi, its kernel,
- * initrd and disk, QEMU's user network), @SECRET@ the kubeconfig's path
- * and @BAD_SECRET@ the refused one's. Needs VMACT_K8S_NODE (the image)
+ * initrd and disk, QEMU's user network), @SECRET@ the kubeconfig's path,
+ * @BAD_SECRET@ the refused one's and @KUBEADM@ a kubeadm JoinConfiguration's
+ * (the control plane then made one kubeadm joins: th_kube_kubeadm). Needs VMACT_K8S_NODE (the image)
  * and the binaries (th_kube_bin_dir). 0, or -1 with msg; th_k8senv_stop
  * after either. */
 int th_k8senv_start(struct th_k8senv *k, const char *groups, char *msg, size_t msglen);
@@ -53,5 +57,7 @@ json_t *th_k8senv_node_where(struct th_k8senv *k, bool (*match)(const char *prov
 json_t *th_k8senv_node_of(struct th_k8senv *k, const char *id);
 /* Its Ready condition is True. */
 bool th_k8senv_node_ready(const json_t *node);
+/* The files in the node VMs' console log directory that hold needle. */
+unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle);
 /* The group's running-tier standby VMs ready, from vmact-groupd. */
 unsigned th_k8senv_running_ready(struct th_k8senv *k, const char *group);

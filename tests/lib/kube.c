@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/base64.h>
+#include <nettle/sha2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,16 +49,17 @@ bool th_kube_bin_dir(char *out, size_t len)
 	return false;
 }
 
-/* Runs argv (openssl) to the end; 0 or -EIO naming it, its output in the
- * log file. */
-static int run(struct th_kube *k, const char *const argv[], struct vmact_err *err)
+/* Runs argv to the end; 0 or -EIO naming it, its output in the log file
+ * name (in the scratch directory). */
+static int run_log(struct th_kube *k, const char *const argv[], const char *name,
+		   struct vmact_err *err)
 {
 	char log[300];
 	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
 	struct th_proc p = { 0 };
 	int st;
 
-	snprintf(log, sizeof(log), "%s/openssl.log", k->dir);
+	snprintf(log, sizeof(log), "%s/%s", k->dir, name);
 	if (th_spawn(&p, argv, &o) < 0)
 		return vmact_err_set(err, EIO, "cannot run %s", argv[0]);
 	st = th_proc_wait(&p);
@@ -66,6 +68,12 @@ static int run(struct th_kube *k, const char *const argv[], struct vmact_err *er
 		return vmact_err_set(err, EIO, "%s %s failed (status %d)", argv[0], argv[1], st);
 	}
 	return 0;
+}
+
+/* openssl, its output in openssl.log. */
+static int run(struct th_kube *k, const char *const argv[], struct vmact_err *err)
+{
+	return run_log(k, argv, "openssl.log", err);
 }
 
 static void path(const struct th_kube *k, const char *name, char *out, size_t len)
@@ -213,6 +221,8 @@ static int start_api(struct th_kube *k, struct vmact_err *err)
 		"--advertise-address", k->advertise, "--tls-cert-file", crt,
 		"--tls-private-key-file", key, "--client-ca-file", ca, "--token-auth-file", tokens,
 		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.96.0.0/16",
+		/* kubeadm join's tokens (th_kube_kubeadm). */
+		"--enable-bootstrap-token-auth",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file", sa_pub, "--service-account-signing-key-file", sa_key,
 		/* No Endpoints for an address of QEMU's user network. */
@@ -345,6 +355,7 @@ fail:
 
 void th_kube_stop(struct th_kube *k)
 {
+	th_proc_stop(&k->kcm, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&k->api, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	th_proc_stop(&k->etcd, SIGTERM, 10 * VMACT_USEC_PER_SEC);
 	if (k->dir[0] && !getenv("VMACT_TEST_KEEP_LOG"))
@@ -378,4 +389,197 @@ char *th_kube_kubeconfig(const struct th_kube *k, const char *server)
 	free(b64);
 	free(pem);
 	return out;
+}
+
+/* file's bytes in base64 (malloc'd), NULL when unreadable. */
+static char *file_base64(const char *file)
+{
+	_cleanup_free_ char *text = th_read_file(file);
+	size_t n;
+	char *b64;
+
+	if (!text)
+		return NULL;
+	n = strlen(text);
+	b64 = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
+	if (b64) {
+		base64_encode_raw(b64, n, (const uint8_t *)text);
+		b64[BASE64_ENCODE_RAW_LENGTH(n)] = '\0';
+	}
+	return b64;
+}
+
+/* admin.conf: the admin certificate's kubeconfig, data inlined (kubeadm
+ * copies the cluster's CA from it into cluster-info). */
+static int admin_conf(struct th_kube *k, const char *out, struct vmact_err *err)
+{
+	char ca[256], crt[256], key[256];
+	_cleanup_free_ char *ca64 = NULL, *crt64 = NULL, *key64 = NULL, *text = NULL;
+
+	path(k, "ca.crt", ca, sizeof(ca));
+	path(k, "admin.crt", crt, sizeof(crt));
+	path(k, "admin.key", key, sizeof(key));
+	ca64 = file_base64(ca);
+	crt64 = file_base64(crt);
+	key64 = file_base64(key);
+	if (!ca64 || !crt64 || !key64 ||
+	    asprintf(&text,
+		     "apiVersion: v1\nkind: Config\nclusters:\n- name: vmact-test\n  cluster:\n"
+		     "    server: %s\n    certificate-authority-data: %s\nusers:\n"
+		     "- name: admin\n  user:\n    client-certificate-data: %s\n"
+		     "    client-key-data: %s\ncontexts:\n- name: default\n  context:\n"
+		     "    cluster: vmact-test\n    user: admin\ncurrent-context: default\n",
+		     k->url, ca64, crt64, key64) < 0)
+		return vmact_err_set(err, EIO, "cannot read the admin certificate");
+	if (th_write_file(out, text) < 0 || chmod(out, 0600) < 0)
+		return vmact_err_set(err, EIO, "cannot write %s", out);
+	return 0;
+}
+
+/* A bootstrap token as kubeadm's: [a-z0-9]{6}.[a-z0-9]{16}. */
+static int bootstrap_token(char out[24])
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char raw[22];
+
+	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+		return -EIO;
+	for (size_t i = 0, o = 0; i < sizeof(raw); i++) {
+		if (o == 6)
+			out[o++] = '.';
+		out[o++] = set[raw[i] % (sizeof(set) - 1)];
+	}
+	out[23] = '\0';
+	return 0;
+}
+
+/* "sha256:" and the SHA-256 of the CA's SubjectPublicKeyInfo (DER), as
+ * kubeadm's caCertHashes pin it. */
+static int ca_hash_of(struct th_kube *k, char out[72], struct vmact_err *err)
+{
+	char ca[256], pem[256], der[256];
+	uint8_t digest[SHA256_DIGEST_SIZE], buf[4096];
+	struct sha256_ctx ctx;
+	ssize_t n;
+	int fd, r;
+
+	path(k, "ca.crt", ca, sizeof(ca));
+	path(k, "ca.pub.pem", pem, sizeof(pem));
+	path(k, "ca.pub.der", der, sizeof(der));
+	{
+		const char *const a[] = { "openssl", "x509", "-in", ca,  "-pubkey",
+					  "-noout",  "-out", pem,   NULL };
+		const char *const b[] = { "openssl",  "pkey", "-pubin", "-in", pem,
+					  "-outform", "DER",  "-out",   der,   NULL };
+
+		if ((r = run(k, a, err)) < 0 || (r = run(k, b, err)) < 0)
+			return r;
+	}
+	fd = open(der, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return vmact_err_set(err, errno, "%s: %s", der, strerror(errno));
+	sha256_init(&ctx);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		sha256_update(&ctx, (size_t)n, buf);
+	close(fd);
+	if (n < 0)
+		return vmact_err_set(err, EIO, "%s: read failed", der);
+	sha256_digest(&ctx, sizeof(digest), digest);
+	strcpy(out, "sha256:");
+	for (size_t i = 0; i < sizeof(digest); i++)
+		snprintf(out + 7 + 2 * i, 3, "%02x", digest[i]);
+	return 0;
+}
+
+/* The version kubeadm stamps (build-bins.sh sets it), for the
+ * ClusterConfiguration: without one kubeadm asks the internet. */
+static int kubeadm_version(struct th_kube *k, const char *kubeadm, char *out, size_t len,
+			   struct vmact_err *err)
+{
+	const char *const a[] = { kubeadm, "version", "-o", "short", NULL };
+	char log[256];
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	if ((r = run_log(k, a, "kubeadm-version.log", err)) < 0)
+		return r;
+	path(k, "kubeadm-version.log", log, sizeof(log));
+	text = th_read_file(log);
+	if (!text || text[0] != 'v')
+		return vmact_err_set(err, EIO, "kubeadm version: no version in %s", log);
+	text[strcspn(text, "\n")] = '\0';
+	snprintf(out, len, "%s", text);
+	return 0;
+}
+
+static int start_kcm(struct th_kube *k, const char *admin, struct vmact_err *err)
+{
+	char prog[256], log[256], ca[256], ca_key[256];
+	const char *const argv[] = {
+		prog, "--kubeconfig", admin,
+		/* A join's controllers only: the bootstrap token's cluster-info
+		 * signature, the kubelet's CSR approved and signed by the CA. */
+		"--controllers=bootstrapsigner,tokencleaner,csrapproving,csrsigning,csrcleaner",
+		"--cluster-signing-cert-file", ca, "--cluster-signing-key-file", ca_key,
+		"--root-ca-file", ca, "--use-service-account-credentials=false",
+		"--leader-elect=false", "--secure-port=0", NULL
+	};
+	struct th_spawn_opts o = { .out = TH_OUT_FILE, .err = TH_OUT_FILE, .out_path = log };
+
+	snprintf(prog, sizeof(prog), "%s/kube-controller-manager", k->bin);
+	path(k, "controller-manager.log", log, sizeof(log));
+	path(k, "ca.crt", ca, sizeof(ca));
+	path(k, "ca.key", ca_key, sizeof(ca_key));
+	if (th_spawn(&k->kcm, argv, &o) < 0)
+		return vmact_err_set(err, EIO, "cannot start %s", prog);
+	return 0;
+}
+
+int th_kube_kubeadm(struct th_kube *k, char token[24], char ca_hash[72], struct vmact_err *err)
+{
+	char kubeadm[256], admin[256], init[256], version[64];
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	snprintf(kubeadm, sizeof(kubeadm), "%s/kubeadm", k->bin);
+	if (access(kubeadm, X_OK) < 0)
+		return vmact_err_set(err, ENOENT,
+				     "no kubeadm in %s: tests/k8s/build-bins.sh builds it", k->bin);
+	path(k, "admin.conf", admin, sizeof(admin));
+	path(k, "kubeadm-init.yaml", init, sizeof(init));
+	if ((r = admin_conf(k, admin, err)) < 0 || (r = ca_hash_of(k, ca_hash, err)) < 0 ||
+	    (r = kubeadm_version(k, kubeadm, version, sizeof(version), err)) < 0)
+		return r;
+	if (bootstrap_token(token) < 0)
+		return vmact_err_set(err, EIO, "getrandom failed");
+	/* What kubeadm init would have been given: the token, this API
+	 * server as the guests reach it, the runtime's socket (set, so that
+	 * kubeadm does not look for one on this host). */
+	if (asprintf(&text,
+		     "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n"
+		     "bootstrapTokens:\n- token: %s\n  ttl: 2h0m0s\n"
+		     "localAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n  bindPort: %u\n"
+		     "nodeRegistration:\n  name: vmact-test-control-plane\n"
+		     "  criSocket: unix:///run/containerd/containerd.sock\n---\n"
+		     "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n"
+		     "kubernetesVersion: %s\ncontrolPlaneEndpoint: %s:%u\n"
+		     "networking:\n  serviceSubnet: 10.96.0.0/16\n",
+		     token, k->api_port, version, k->advertise, k->api_port) < 0)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	if (th_write_file(init, text) < 0 || chmod(init, 0600) < 0)
+		return vmact_err_set(err, EIO, "cannot write %s", init);
+	{
+		const char *const up[] = { kubeadm, "init",     "phase", "upload-config",
+					   "all",   "--config", init,    "--kubeconfig",
+					   admin,   NULL };
+		const char *const bt[] = {
+			kubeadm, "init",         "phase", "bootstrap-token",    "--config",
+			init,    "--kubeconfig", admin,   "--skip-token-print", NULL
+		};
+
+		if ((r = run_log(k, up, "kubeadm-upload-config.log", err)) < 0 ||
+		    (r = run_log(k, bt, "kubeadm-bootstrap-token.log", err)) < 0)
+			return r;
+	}
+	return start_kcm(k, admin, err);
 }

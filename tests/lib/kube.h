@@ -25,7 +25,7 @@ struct th_kube {
 	 * QEMU's user network's 10.0.2.2); its certificate names it too. */
 	char advertise[64];
 	unsigned etcd_port, etcd_peer_port, api_port;
-	struct th_proc etcd, api;
+	struct th_proc etcd, api, kcm;
 };
 
 /* The directory th_kube_start looks in, $VMACT_K8S_BIN, else the build
@@ -39,6 +39,18 @@ bool th_kube_bin_dir(char *out, size_t len);
  * address guests use (NULL: 127.0.0.1). 0 or -errno with err; on failure
  * whatever started is stopped. */
 int th_kube_start(struct th_kube *k, const char *bin, const char *advertise, struct vmact_err *err);
+
+/* Makes the control plane one that kubeadm join joins, as kubeadm init
+ * would leave it, by kubeadm's own phases against it (upload-config: the
+ * kubeadm-config and kubelet-config ConfigMaps; bootstrap-token: the token,
+ * cluster-info and the bootstrap RBAC), and starts kube-controller-manager
+ * with the controllers a join needs (the CSR approver and signer, the
+ * bootstrap signer that signs cluster-info for the token). Gives the
+ * bootstrap token ("abcdef.0123456789abcdef", 24 bytes with its NUL) and
+ * the CA's public key hash as kubeadm pins it ("sha256:HEX", 72 bytes). The
+ * binaries' directory must hold kubeadm and kube-controller-manager. 0 or
+ * -errno with err (whatever started is stopped by th_kube_stop). */
+int th_kube_kubeadm(struct th_kube *k, char token[24], char ca_hash[72], struct vmact_err *err);
 
 /* Stops the API server and etcd, removes the scratch directory. */
 void th_kube_stop(struct th_kube *k);

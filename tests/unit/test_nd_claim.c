@@ -347,6 +347,8 @@ static void kubelet_files(void **state)
 				     " --hostname-override=vmact-workers-4f0c1a2b --node-labels="
 				     "pool=a,node.kubernetes.io/pool=fast,"
 				     "topology.kubernetes.io/zone=z1,example.com/tier=\n"));
+	/* No credentials in the claim: the unit's own stay. */
+	assert_null(strstr(text, "KUBELET_KUBECONFIG_ARGS"));
 	free(text);
 	text = slurp(root, ND_CLAIM_KEPT, &mode);
 	assert_non_null(text);
@@ -406,6 +408,8 @@ static void kubelet_secret(void **state)
 	text = slurp(root, ND_KUBELET_ENV, NULL);
 	assert_non_null(strstr(text, " --kubeconfig=" ND_KUBECONFIG));
 	assert_null(strstr(text, "bootstrap"));
+	/* A kubeadm-packaged unit's own credentials set aside. */
+	assert_non_null(strstr(text, "\nKUBELET_KUBECONFIG_ARGS=\nKUBELET_EXTRA_ARGS="));
 	free(text);
 	text = slurp(root, ND_CLAIM_KEPT, NULL);
 	assert_null(strstr(text, "s3cr3t"));
