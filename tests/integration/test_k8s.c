@@ -650,5 +650,9 @@ int main(void)
 		cmocka_unit_test(test_stale_nodes),
 	};
 
+	/* VMACT_K8S_ONLY=test_kubeadm_join: one case (cmocka's pattern). */
+	if (getenv("VMACT_K8S_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_K8S_ONLY"));
+
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -512,6 +512,48 @@ static int kubeadm_version(struct th_kube *k, const char *kubeadm, char *out, si
 	return 0;
 }
 
+/* kube-public's cluster-info, made before kubeadm's bootstrap-token phase
+ * (which keeps one that is there): kubeadm join takes the API server's
+ * address from it, and kubeadm init writes its controlPlaneEndpoint there,
+ * where the phase here would write admin.conf's loopback address. The
+ * bootstrap signer adds the token's signature. */
+static int cluster_info(struct th_kube *k, struct vmact_err *err)
+{
+	char ca[256], server[96];
+	_cleanup_free_ char *ca64 = NULL, *kubeconfig = NULL, *body = NULL;
+	json_t *o;
+	long status = 0;
+
+	path(k, "ca.crt", ca, sizeof(ca));
+	ca64 = file_base64(ca);
+	snprintf(server, sizeof(server), "https://%s:%u", k->advertise, k->api_port);
+	if (!ca64 || asprintf(&kubeconfig,
+			      "apiVersion: v1\nkind: Config\nclusters:\n- name: \"\"\n  cluster:\n"
+			      "    certificate-authority-data: %s\n    server: %s\n"
+			      "contexts: null\ncurrent-context: \"\"\nusers: null\n",
+			      ca64, server) < 0)
+		return vmact_err_set(err, ENOMEM, "cannot make cluster-info");
+	o = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+		      "metadata", "name", "cluster-info", "namespace", "kube-public", "data",
+		      "kubeconfig", kubeconfig);
+	body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!body)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	/* kube-public is made by the API server just after it is ready. */
+	for (int i = 0; i < 30; i++) {
+		if (th_kube_call(k, "POST", "/api/v1/namespaces/kube-public/configmaps", body,
+				 &status, NULL) == 0 &&
+		    status != 404)
+			break;
+		usleep(500 * 1000);
+	}
+	if (status != 201)
+		return vmact_err_set(err, EIO, "creating kube-public/cluster-info: status %ld",
+				     status);
+	return 0;
+}
+
 static int start_kcm(struct th_kube *k, const char *admin, struct vmact_err *err)
 {
 	char prog[256], log[256], ca[256], ca_key[256];
@@ -553,21 +595,24 @@ int th_kube_kubeadm(struct th_kube *k, char token[24], char ca_hash[72], struct 
 	if (bootstrap_token(token) < 0)
 		return vmact_err_set(err, EIO, "getrandom failed");
 	/* What kubeadm init would have been given: the token, this API
-	 * server as the guests reach it, the runtime's socket (set, so that
-	 * kubeadm does not look for one on this host). */
+	 * server as the guests reach it (a loopback address makes kubeadm look
+	 * for the host's own), the runtime's socket (set, so that kubeadm does
+	 * not look for one on this host). */
 	if (asprintf(&text,
 		     "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n"
 		     "bootstrapTokens:\n- token: %s\n  ttl: 2h0m0s\n"
-		     "localAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n  bindPort: %u\n"
+		     "localAPIEndpoint:\n  advertiseAddress: %s\n  bindPort: %u\n"
 		     "nodeRegistration:\n  name: vmact-test-control-plane\n"
 		     "  criSocket: unix:///run/containerd/containerd.sock\n---\n"
 		     "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n"
 		     "kubernetesVersion: %s\ncontrolPlaneEndpoint: %s:%u\n"
 		     "networking:\n  serviceSubnet: 10.96.0.0/16\n",
-		     token, k->api_port, version, k->advertise, k->api_port) < 0)
+		     token, k->advertise, k->api_port, version, k->advertise, k->api_port) < 0)
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if (th_write_file(init, text) < 0 || chmod(init, 0600) < 0)
 		return vmact_err_set(err, EIO, "cannot write %s", init);
+	if ((r = cluster_info(k, err)) < 0)
+		return r;
 	{
 		const char *const up[] = { kubeadm, "init",     "phase", "upload-config",
 					   "all",   "--config", init,    "--kubeconfig",
