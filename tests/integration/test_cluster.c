@@ -795,6 +795,20 @@ static bool attempts_at_least_2(void *arg)
 	return ok;
 }
 
+/* No VM of the group in vmact-groupd, members and standby alike (a VM
+ * leaves GET /v1/vms once its removal, lease included, is done). */
+static bool no_vms_of(void *group)
+{
+	json_t *vms = all_vms(), *v;
+	size_t i;
+	bool none = true;
+
+	json_array_foreach(vms, i, v)
+		none &= strcmp(json_string_value(json_object_get(v, "group")) ?: "", group) != 0;
+	json_decref(vms);
+	return none;
+}
+
 static void cluster_unhealthy(void **state)
 {
 	struct th_cluster_node_error w = { &fx.s, "sick", "BOOT_TIMEOUT" };
@@ -825,6 +839,11 @@ static void cluster_unhealthy(void **state)
 		th_cluster_stack_fail(&fx.s, "the sick VM was never booted again");
 	json_decref(n);
 	delete_all("sick");
+	/* Its VM gone from vmact-groupd too, which is after its lease: the
+	 * member list empties at the delete, the removal (domain, disk,
+	 * lease) follows, and the next case places two VMs on h1's room. */
+	if (!th_wait_daemon(&fx.s.gd, no_vms_of, "sick", LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "the sick group's VM was never removed");
 }
 
 /* libvirt's own answer from a domain's guest agent (NULL when none),
