@@ -56,6 +56,18 @@ struct beat {
 	uint64_t next_ms;
 };
 
+/* A kubeadm join under way: its output read as it comes, beside the port
+ * and the heartbeat (a join waits minutes for the kubelet's TLS
+ * bootstrap; the heartbeat must go on meanwhile). */
+struct join {
+	pid_t pid; /* 0: none */
+	int fd;
+	char *token;    /* kept out of the logged line */
+	char last[512]; /* its last whole line */
+	char part[512]; /* the line being read */
+	size_t have;
+};
+
 static volatile sig_atomic_t stopping;
 
 static void on_term(int sig)
@@ -265,40 +277,77 @@ static int start_kubelet(const struct opts *o, struct vmact_err *err)
 	return 0;
 }
 
-/* kubeadm join --config FILE, its output read here: the last line is
- * logged, unless it names the join's token. The file goes after it. */
-static void kubeadm_join(const struct opts *o, const char *token)
+/* kubeadm join --config FILE started, its output to be read by
+ * join_read. The file goes when it ends. */
+static void join_start(const struct opts *o, char *token, struct join *j)
 {
-	char path[PATH_MAX], buf[4096], last[512] = "";
+	char path[PATH_MAX];
 	char *const argv[] = { (char *)o->kubeadm, "join", "--config", path, NULL };
-	int fd = -1, status;
-	ssize_t n;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s" ND_KUBEADM_JOIN, o->root);
-	pid = spawn(argv, &fd, true);
+	*j = (struct join){ .fd = -1, .token = token };
+	pid = spawn(argv, &j->fd, true);
 	if (pid < 0) {
 		fprintf(stderr, "vmact-node: kubeadm join: %s\n", strerror((int)-pid));
 		unlink(path);
+		j->fd = -1;
 		return;
 	}
-	while ((n = read(fd, buf, sizeof(buf) - 1)) > 0) {
-		char *l, *nl;
+	j->pid = pid;
+}
 
-		buf[n] = '\0';
-		for (l = buf; (nl = strchr(l, '\n')); l = nl + 1)
-			if (nl > l)
-				snprintf(last, sizeof(last), "%.*s", (int)(nl - l), l);
-	}
-	close(fd);
-	status = reap(pid);
+/* The join's end: reaped, its file removed, its last line logged unless it
+ * names the token. */
+static void join_end(const struct opts *o, struct join *j)
+{
+	char path[PATH_MAX];
+	int status;
+
+	snprintf(path, sizeof(path), "%s" ND_KUBEADM_JOIN, o->root);
+	close(j->fd);
+	status = reap(j->pid);
 	unlink(path);
-	if (token && *token && strstr(last, token))
-		snprintf(last, sizeof(last), "(its last line names the token: not shown)");
+	if (j->token && *j->token && strstr(j->last, j->token))
+		snprintf(j->last, sizeof(j->last), "(its last line names the token: not shown)");
 	fprintf(stderr, "vmact-node: kubeadm join %s: %s\n",
-		status >= 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? "done" : "failed", last);
+		status >= 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? "done" : "failed",
+		j->last);
+	explicit_bzero(j->last, sizeof(j->last));
+	explicit_bzero(j->part, sizeof(j->part));
+	if (j->token) {
+		explicit_bzero(j->token, strlen(j->token));
+		free(j->token);
+	}
+	*j = (struct join){ .fd = -1 };
+}
+
+/* What the join wrote since; its end when it closed its output. */
+static void join_read(const struct opts *o, struct join *j)
+{
+	char buf[4096];
+	ssize_t n = read(j->fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		join_end(o, j);
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] != '\n') {
+			/* An overlong line keeps its start. */
+			if (j->have < sizeof(j->part) - 1)
+				j->part[j->have++] = buf[i];
+			continue;
+		}
+		if (j->have) {
+			j->part[j->have] = '\0';
+			memcpy(j->last, j->part, j->have + 1);
+		}
+		j->have = 0;
+	}
 	explicit_bzero(buf, sizeof(buf));
-	explicit_bzero(last, sizeof(last));
 }
 
 /* The bootstrap token of a JoinConfiguration, to keep it out of a log
@@ -346,7 +395,7 @@ static int apply(const struct opts *o, const struct nd_claim *c, struct vmact_er
 
 /* One line from the port. */
 static void on_line(const struct opts *o, int fd, const char *line, size_t len,
-		    struct nd_claim *applied)
+		    struct nd_claim *applied, struct join *join)
 {
 	struct nd_claim c;
 	struct vmact_err err = { 0 };
@@ -381,15 +430,8 @@ static void on_line(const struct opts *o, int fd, const char *line, size_t len,
 	say(fd, ACK " %s", c.name);
 	/* Acknowledged first: the claim is done, the join takes its time
 	 * (the heartbeat then says how the kubelet is). */
-	if (c.kubeadm) {
-		char *token = join_token(c.kubeadm);
-
-		kubeadm_join(o, token);
-		if (token) {
-			explicit_bzero(token, strlen(token));
-			free(token);
-		}
-	}
+	if (c.kubeadm)
+		join_start(o, join_token(c.kubeadm), join);
 	nd_claim_forget_secret(&c);
 	*applied = c;
 }
@@ -478,14 +520,17 @@ static void heartbeat(const struct opts *o, struct beat *b, const struct nd_clai
 
 /* Reads lines until SIGTERM. An overlong line is refused once its end
  * came, and read no further. */
-static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *applied)
+static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *applied,
+		 struct join *join)
 {
 	static char buf[ND_CLAIM_LINE_MAX];
 	size_t have = 0;
 	bool overlong = false;
 
 	while (!stopping) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd fds[2] = { { .fd = fd, .events = POLLIN },
+					 { .fd = join->fd, .events = POLLIN } };
+		struct pollfd p;
 		ssize_t n;
 		char *nl;
 		int k;
@@ -496,11 +541,16 @@ static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *
 		t = now_ms();
 		if (b->fd >= 0)
 			wait = b->next_ms > t ? (int)(b->next_ms - t) : 0;
-		k = poll(&p, 1, wait);
+		k = poll(fds, join->fd >= 0 ? 2 : 1, wait);
 
 		if (k < 0 && errno != EINTR)
 			return -errno;
 		if (k <= 0)
+			continue;
+		if (join->fd >= 0 && fds[1].revents)
+			join_read(o, join);
+		p = fds[0];
+		if (!p.revents)
 			continue;
 		/* The host hung up (a virtio port's other end closed; a serial
 		 * line's EIO): what it sent of an unfinished line goes, the
@@ -535,7 +585,7 @@ static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *
 				say(fd, REFUSE " %s", err.msg);
 				overlong = false;
 			} else if (len > 1) {
-				on_line(o, fd, buf, len, applied);
+				on_line(o, fd, buf, len, applied, join);
 			}
 			memmove(buf, buf + len, have - len);
 			have -= len;
@@ -554,6 +604,7 @@ int main(int argc, char **argv)
 	struct nd_claim applied = { 0 };
 	struct vmact_err err = { 0 };
 	struct beat beat = { .fd = -1 };
+	struct join join = { .fd = -1 };
 	struct opts o;
 	char port[PATH_MAX];
 	int fd, r;
@@ -599,7 +650,13 @@ int main(int argc, char **argv)
 		beat.fd = open(o.console, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_APPEND);
 	if (beat.fd < 0 && strcmp(o.console, "none"))
 		fprintf(stderr, "vmact-node: %s: %s; no heartbeat\n", o.console, strerror(errno));
-	r = serve(&o, fd, &beat, &applied);
+	r = serve(&o, fd, &beat, &applied, &join);
+	/* Stopped during a join: kubeadm is stopped too (as the unit's
+	 * cgroup would be). */
+	if (join.pid > 0) {
+		kill(join.pid, SIGTERM);
+		join_end(&o, &join);
+	}
 	if (beat.fd >= 0)
 		close(beat.fd);
 	close(fd);

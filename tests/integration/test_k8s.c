@@ -562,6 +562,7 @@ static void test_kubeadm_join(void **state)
 	}
 	if (!node) {
 		th_print_log_tail(F.env.groupd_log, "vmact-groupd", 3000);
+		th_k8senv_print_consoles(&F, "joining with kubeadm");
 		fail_msg("no Node with spec.providerID %s (kubeadm join)", id);
 	}
 	print_message("k8s-adm cold boot, kubeadm join: registered %.1f s, Ready %s%.1f s after "

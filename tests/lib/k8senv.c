@@ -125,6 +125,24 @@ unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle)
 	return n;
 }
 
+void th_k8senv_print_consoles(struct th_k8senv *k, const char *needle)
+{
+	DIR *d = k->logs[0] ? opendir(k->logs) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char p[512];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", k->logs, e->d_name);
+		if (th_count_in_file(p, needle) > 0)
+			th_print_log_tail(p, e->d_name, 6000);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* text with every mark replaced by with; malloc'd. */
 static char *replace(const char *text, const char *mark, const char *with)
 {
@@ -209,7 +227,7 @@ void th_k8senv_stop(struct th_k8senv *k, const char *const *groups)
 		th_kube_stop(&k->kube);
 	if (k->secret_dir[0])
 		th_rm_rf(k->secret_dir);
-	if (k->logs[0])
+	if (k->logs[0] && !getenv("VMACT_TEST_KEEP_LOG"))
 		th_rm_rf(k->logs);
 	k->started = k->kube_up = false;
 	k->secret_dir[0] = k->logs[0] = 0;

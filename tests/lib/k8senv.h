@@ -59,5 +59,7 @@ json_t *th_k8senv_node_of(struct th_k8senv *k, const char *id);
 bool th_k8senv_node_ready(const json_t *node);
 /* The files in the node VMs' console log directory that hold needle. */
 unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle);
+/* The tails of the consoles that hold needle, printed. */
+void th_k8senv_print_consoles(struct th_k8senv *k, const char *needle);
 /* The group's running-tier standby VMs ready, from vmact-groupd. */
 unsigned th_k8senv_running_ready(struct th_k8senv *k, const char *group);

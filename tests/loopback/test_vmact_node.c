@@ -44,6 +44,7 @@
 struct fixture {
 	char dir[256], root[300], systemctl[300], calls[300], out[300], notify[300];
 	char console[300], state[300], kubeadm[300], kubeadm_calls[300], join_copy[300];
+	char join_release[300];
 	int master, notify_fd;
 	char slave[64];
 	struct th_proc p;
@@ -185,15 +186,19 @@ static int setup(void **state)
 	snprintf(fx.kubeadm, sizeof(fx.kubeadm), "%s/kubeadm", fx.dir);
 	snprintf(fx.kubeadm_calls, sizeof(fx.kubeadm_calls), "%s/kubeadm-calls", fx.dir);
 	snprintf(fx.join_copy, sizeof(fx.join_copy), "%s/join-copy.json", fx.dir);
+	snprintf(fx.join_release, sizeof(fx.join_release), "%s/join-release", fx.dir);
 	{
-		/* Records its arguments, the file's mode and text, and ends
-		 * with a line that names the token, as a verbose kubeadm may. */
-		char text[1400];
+		/* Records its arguments, the file's mode and text, waits
+		 * until the test releases it (a join waits minutes for the
+		 * kubelet's TLS bootstrap), and ends with a line that names
+		 * the token, as a verbose kubeadm may. */
+		char text[1600];
 
 		snprintf(text, sizeof(text),
 			 "#!/bin/sh\necho \"$*\" >> %s\nstat -c %%a \"$3\" >> %s\ncp \"$3\" %s\n"
-			 "echo 'discovery: ok'\necho 'joined with token abcdef.s3cr3t0123456789'\n",
-			 fx.kubeadm_calls, fx.kubeadm_calls, fx.join_copy);
+			 "echo 'discovery: ok'\nwhile [ ! -e %s ]; do sleep 0.1; done\n"
+			 "echo 'joined with token abcdef.s3cr3t0123456789'\n",
+			 fx.kubeadm_calls, fx.kubeadm_calls, fx.join_copy, fx.join_release);
 		if (th_write_file(fx.kubeadm, text) < 0 || chmod(fx.kubeadm, 0755) < 0)
 			return -1;
 	}
@@ -395,9 +400,10 @@ static void secret_claim(void **state)
 }
 
 /* A kubeadm claim: acknowledged, then kubeadm join run on the claim's
- * JoinConfiguration (0600, the claim's name and provider ID in it),
- * removed afterwards; the kubelet not started by vmact-node (kubeadm
- * does); the token in no log line. */
+ * JoinConfiguration (0600, the claim's name and provider ID in it), the
+ * heartbeat and the port served while it runs, the file removed
+ * afterwards; the kubelet not started by vmact-node (kubeadm does); the
+ * token in no log line. */
 static bool joined(void *unused)
 {
 	(void)unused;
@@ -419,8 +425,20 @@ static void kubeadm_claim(void **state)
 	line = answer("VMACT-NODE claimed");
 	assert_string_equal(line, "VMACT-NODE claimed n1");
 	free(line);
+	/* While kubeadm runs, vmact-node goes on: its heartbeat (the
+	 * group's health check) and its answers on the port. */
+	if (!th_wait_daemon(&fx.p, console_has, "VMACT-NODE claimed kubelet=", 30))
+		fail_msg("no heartbeat while kubeadm join runs");
+	tell(claim, sizeof(claim) - 1);
+	line = answer("VMACT-NODE claimed");
+	assert_string_equal(line, "VMACT-NODE claimed n1");
+	free(line);
+	assert_int_equal(th_count_in_file(fx.out, "kubeadm join"), 0);
+	if (th_write_file(fx.join_release, "") < 0)
+		fail_msg("cannot release the fake kubeadm");
 	if (!th_wait_daemon(&fx.p, joined, NULL, 30))
 		fail_msg("kubeadm join never ran");
+	assert_int_equal(th_count_in_file(fx.kubeadm_calls, "join --config"), 1);
 	text = th_read_file(fx.kubeadm_calls);
 	assert_non_null(strstr(text, "join --config "));
 	assert_non_null(strstr(text, "\n600\n"));
