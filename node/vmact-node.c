@@ -63,7 +63,7 @@ struct join {
 	pid_t pid; /* 0: none */
 	int fd;
 	char *token;    /* kept out of the logged line */
-	char last[512]; /* its last whole line */
+	char last[512]; /* its last whole line that says something */
 	char part[512]; /* the line being read */
 	size_t have;
 };
@@ -341,7 +341,9 @@ static void join_read(const struct opts *o, struct join *j)
 				j->part[j->have++] = buf[i];
 			continue;
 		}
-		if (j->have) {
+		/* kubeadm ends a failure with a hint about --v: the line
+		 * before it says what failed. */
+		if (j->have && strncmp(j->part, "To see the stack trace", 22)) {
 			j->part[j->have] = '\0';
 			memcpy(j->last, j->part, j->have + 1);
 		}
