@@ -512,16 +512,16 @@ static int kubeadm_version(struct th_kube *k, const char *kubeadm, char *out, si
 	return 0;
 }
 
-/* kube-public's cluster-info, made before kubeadm's bootstrap-token phase
- * (which keeps one that is there): kubeadm join takes the API server's
- * address from it, and kubeadm init writes its controlPlaneEndpoint there,
- * where the phase here would write admin.conf's loopback address. The
- * bootstrap signer adds the token's signature. */
+/* kube-public's cluster-info with the address guests reach: kubeadm join
+ * takes the API server's address from it, and kubeadm init writes its
+ * controlPlaneEndpoint there, where the bootstrap-token phase run here
+ * writes admin.conf's (loopback). Replaced after that phase (which
+ * creates or updates it); the bootstrap signer signs it again. */
 static int cluster_info(struct th_kube *k, struct vmact_err *err)
 {
+	static const char cm[] = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
 	char ca[256], server[96];
-	_cleanup_free_ char *ca64 = NULL, *kubeconfig = NULL, *body = NULL;
-	json_t *o;
+	_cleanup_free_ char *ca64 = NULL, *kubeconfig = NULL;
 	long status = 0;
 
 	path(k, "ca.crt", ca, sizeof(ca));
@@ -533,23 +533,27 @@ static int cluster_info(struct th_kube *k, struct vmact_err *err)
 			      "contexts: null\ncurrent-context: \"\"\nusers: null\n",
 			      ca64, server) < 0)
 		return vmact_err_set(err, ENOMEM, "cannot make cluster-info");
-	o = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
-		      "metadata", "name", "cluster-info", "namespace", "kube-public", "data",
-		      "kubeconfig", kubeconfig);
-	body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	if (!body)
-		return vmact_err_set(err, ENOMEM, "out of memory");
-	/* kube-public is made by the API server just after it is ready. */
-	for (int i = 0; i < 30; i++) {
-		if (th_kube_call(k, "POST", "/api/v1/namespaces/kube-public/configmaps", body,
-				 &status, NULL) == 0 &&
-		    status != 404)
-			break;
-		usleep(500 * 1000);
+	/* The signer writes its signature into the same object: a
+	 * conflict is tried again with the fresh one. */
+	for (int i = 0; i < 20 && status != 200; i++) {
+		json_t *doc = NULL;
+		char *body = NULL;
+
+		if (th_kube_call(k, "GET", cm, NULL, &status, &doc) == 0 && status == 200 &&
+		    json_is_object(json_object_get(doc, "data")) &&
+		    json_object_set_new(json_object_get(doc, "data"), "kubeconfig",
+					json_string(kubeconfig)) == 0)
+			body = json_dumps(doc, JSON_COMPACT);
+		json_decref(doc);
+		status = 0;
+		if (body)
+			th_kube_call(k, "PUT", cm, body, &status, NULL);
+		free(body);
+		if (status != 200)
+			usleep(200 * 1000);
 	}
-	if (status != 201)
-		return vmact_err_set(err, EIO, "creating kube-public/cluster-info: status %ld",
+	if (status != 200)
+		return vmact_err_set(err, EIO, "replacing kube-public/cluster-info: status %ld",
 				     status);
 	return 0;
 }
@@ -611,8 +615,6 @@ int th_kube_kubeadm(struct th_kube *k, char token[24], char ca_hash[72], struct 
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	if (th_write_file(init, text) < 0 || chmod(init, 0600) < 0)
 		return vmact_err_set(err, EIO, "cannot write %s", init);
-	if ((r = cluster_info(k, err)) < 0)
-		return r;
 	{
 		const char *const up[] = { kubeadm, "init",     "phase", "upload-config",
 					   "all",   "--config", init,    "--kubeconfig",
@@ -626,5 +628,7 @@ int th_kube_kubeadm(struct th_kube *k, char token[24], char ca_hash[72], struct 
 		    (r = run_log(k, bt, "kubeadm-bootstrap-token.log", err)) < 0)
 			return r;
 	}
+	if ((r = cluster_info(k, err)) < 0)
+		return r;
 	return start_kcm(k, admin, err);
 }
