@@ -233,6 +233,32 @@ static void increase_one(const char *group, double t0, char *id, size_t len)
 	print_message("instance %s running %.1f s after the increase\n", id, th_now_s() - t0);
 }
 
+/* The Node the kubelet of instance id registers, and when it is Ready
+ * (JOIN_LIMIT_US at most); with t_kubelet, also when the console said
+ * vmact-node started the kubelet (the rest is the kubelet's own start
+ * under TCG). The Node (a new reference) or NULL; the times 0 when not
+ * seen. */
+static json_t *wait_node(const char *id, double *t_kubelet, double *t_reg, double *t_ready)
+{
+	uint64_t end = vmact_now_usec() + JOIN_LIMIT_US;
+	json_t *node = NULL;
+
+	while (vmact_now_usec() < end) {
+		if (t_kubelet && !*t_kubelet && th_k8senv_consoles_with(&F, "kubelet started") > 0)
+			*t_kubelet = th_now_s();
+		json_decref(node);
+		node = node_of(id);
+		if (node && !*t_reg)
+			*t_reg = th_now_s();
+		if (node && node_ready(node)) {
+			*t_ready = th_now_s();
+			break;
+		}
+		usleep(100000);
+	}
+	return node;
+}
+
 static void test_join(void **state)
 {
 	char log[256], id[256], name[128];
@@ -256,26 +282,7 @@ static void test_join(void **state)
 	t0 = th_now_s();
 	increase_one("k8s", t0, id, sizeof(id));
 
-	/* The Node the kubelet registers, and when it is Ready; and when the
-	 * console said vmact-node started the kubelet (the rest is the
-	 * kubelet's own start under TCG). */
-	{
-		uint64_t end = vmact_now_usec() + JOIN_LIMIT_US;
-
-		while (vmact_now_usec() < end) {
-			if (!t_kubelet && th_k8senv_consoles_with(&F, "kubelet started") > 0)
-				t_kubelet = th_now_s();
-			json_decref(node);
-			node = node_of(id);
-			if (node && !t_reg)
-				t_reg = th_now_s();
-			if (node && node_ready(node)) {
-				t_ready = th_now_s();
-				break;
-			}
-			usleep(100000);
-		}
-	}
+	node = wait_node(id, &t_kubelet, &t_reg, &t_ready);
 	if (!node)
 		fail_msg("no Node with spec.providerID %s", id);
 	print_message("k8s running tier: kubelet started %.1f s, registered %.1f s, Ready %s%.1f s "
@@ -545,21 +552,7 @@ static void test_kubeadm_join(void **state)
 	(void)state;
 	t0 = th_now_s();
 	increase_one("k8s-adm", t0, id, sizeof(id));
-	{
-		uint64_t end = vmact_now_usec() + JOIN_LIMIT_US;
-
-		while (vmact_now_usec() < end) {
-			json_decref(node);
-			node = node_of(id);
-			if (node && !t_reg)
-				t_reg = th_now_s();
-			if (node && node_ready(node)) {
-				t_ready = th_now_s();
-				break;
-			}
-			usleep(100000);
-		}
-	}
+	node = wait_node(id, NULL, &t_reg, &t_ready);
 	if (!node) {
 		th_print_log_tail(F.env.groupd_log, "vmact-groupd", 3000);
 		th_k8senv_print_consoles(&F, "joining with kubeadm");

@@ -363,34 +363,6 @@ void th_kube_stop(struct th_kube *k)
 	k->dir[0] = '\0';
 }
 
-char *th_kube_kubeconfig(const struct th_kube *k, const char *server)
-{
-	char ca[256], *pem, *b64, *out = NULL;
-	size_t n;
-
-	path(k, "ca.crt", ca, sizeof(ca));
-	pem = th_read_file(ca);
-	if (!pem)
-		return NULL;
-	n = strlen(pem);
-	b64 = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
-	if (b64) {
-		base64_encode_raw(b64, n, (const uint8_t *)pem);
-		b64[BASE64_ENCODE_RAW_LENGTH(n)] = '\0';
-		if (asprintf(&out,
-			     "apiVersion: v1\nkind: Config\nclusters:\n- name: vmact-test\n  cluster:\n"
-			     "    server: %s\n    certificate-authority-data: %s\nusers:\n"
-			     "- name: kubelet\n  user:\n    token: %s\ncontexts:\n- name: default\n"
-			     "  context:\n    cluster: vmact-test\n    user: kubelet\n"
-			     "current-context: default\n",
-			     server ? server : k->url, b64, k->token) < 0)
-			out = NULL;
-	}
-	free(b64);
-	free(pem);
-	return out;
-}
-
 /* file's bytes in base64 (malloc'd), NULL when unreadable. */
 static char *file_base64(const char *file)
 {
@@ -407,6 +379,25 @@ static char *file_base64(const char *file)
 		b64[BASE64_ENCODE_RAW_LENGTH(n)] = '\0';
 	}
 	return b64;
+}
+
+char *th_kube_kubeconfig(const struct th_kube *k, const char *server)
+{
+	char ca[256], *b64, *out = NULL;
+
+	path(k, "ca.crt", ca, sizeof(ca));
+	b64 = file_base64(ca);
+	if (b64 &&
+	    asprintf(&out,
+		     "apiVersion: v1\nkind: Config\nclusters:\n- name: vmact-test\n  cluster:\n"
+		     "    server: %s\n    certificate-authority-data: %s\nusers:\n"
+		     "- name: kubelet\n  user:\n    token: %s\ncontexts:\n- name: default\n"
+		     "  context:\n    cluster: vmact-test\n    user: kubelet\n"
+		     "current-context: default\n",
+		     server ? server : k->url, b64, k->token) < 0)
+		out = NULL;
+	free(b64);
+	return out;
 }
 
 /* admin.conf: the admin certificate's kubeconfig, data inlined (kubeadm
