@@ -62,9 +62,10 @@ struct beat {
 struct join {
 	pid_t pid; /* 0: none */
 	int fd;
-	char *token;    /* kept out of the logged line */
-	char last[512]; /* its last whole line that says something */
-	char part[512]; /* the line being read */
+	char path[PATH_MAX]; /* its JoinConfiguration, removed at its end */
+	char *token;         /* kept out of the logged line */
+	char last[512];      /* its last whole line that says something */
+	char part[512];      /* the line being read */
 	size_t have;
 };
 
@@ -281,16 +282,15 @@ static int start_kubelet(const struct opts *o, struct vmact_err *err)
  * join_read. The file goes when it ends. */
 static void join_start(const struct opts *o, char *token, struct join *j)
 {
-	char path[PATH_MAX];
-	char *const argv[] = { (char *)o->kubeadm, "join", "--config", path, NULL };
+	char *const argv[] = { (char *)o->kubeadm, "join", "--config", j->path, NULL };
 	pid_t pid;
 
-	snprintf(path, sizeof(path), "%s" ND_KUBEADM_JOIN, o->root);
 	*j = (struct join){ .fd = -1, .token = token };
+	snprintf(j->path, sizeof(j->path), "%s" ND_KUBEADM_JOIN, o->root);
 	pid = spawn(argv, &j->fd, true);
 	if (pid < 0) {
 		fprintf(stderr, "vmact-node: kubeadm join: %s\n", strerror((int)-pid));
-		unlink(path);
+		unlink(j->path);
 		j->fd = -1;
 		return;
 	}
@@ -299,15 +299,13 @@ static void join_start(const struct opts *o, char *token, struct join *j)
 
 /* The join's end: reaped, its file removed, its last line logged unless it
  * names the token. */
-static void join_end(const struct opts *o, struct join *j)
+static void join_end(struct join *j)
 {
-	char path[PATH_MAX];
 	int status;
 
-	snprintf(path, sizeof(path), "%s" ND_KUBEADM_JOIN, o->root);
 	close(j->fd);
 	status = reap(j->pid);
-	unlink(path);
+	unlink(j->path);
 	if (j->token && *j->token && strstr(j->last, j->token))
 		snprintf(j->last, sizeof(j->last), "(its last line names the token: not shown)");
 	fprintf(stderr, "vmact-node: kubeadm join %s: %s\n",
@@ -323,7 +321,7 @@ static void join_end(const struct opts *o, struct join *j)
 }
 
 /* What the join wrote since; its end when it closed its output. */
-static void join_read(const struct opts *o, struct join *j)
+static void join_read(struct join *j)
 {
 	char buf[4096];
 	ssize_t n = read(j->fd, buf, sizeof(buf));
@@ -331,7 +329,7 @@ static void join_read(const struct opts *o, struct join *j)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		join_end(o, j);
+		join_end(j);
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {
@@ -550,7 +548,7 @@ static int serve(const struct opts *o, int fd, struct beat *b, struct nd_claim *
 		if (k <= 0)
 			continue;
 		if (join->fd >= 0 && fds[1].revents)
-			join_read(o, join);
+			join_read(join);
 		p = fds[0];
 		if (!p.revents)
 			continue;
@@ -657,7 +655,7 @@ int main(int argc, char **argv)
 	 * cgroup would be). */
 	if (join.pid > 0) {
 		kill(join.pid, SIGTERM);
-		join_end(&o, &join);
+		join_end(&join);
 	}
 	if (beat.fd >= 0)
 		close(beat.fd);

@@ -106,7 +106,9 @@ static int write_kubeadm_secret(struct th_k8senv *k)
 	return owned_file(k->kubeadm_secret, text, 0600, pw);
 }
 
-unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle)
+/* The consoles that hold needle, counted and, with print, their tails
+ * printed. */
+static unsigned consoles_with(struct th_k8senv *k, const char *needle, bool print)
 {
 	DIR *d = k->logs[0] ? opendir(k->logs) : NULL;
 	struct dirent *e;
@@ -118,29 +120,25 @@ unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", k->logs, e->d_name);
-		n += th_count_in_file(p, needle) > 0;
+		if (th_count_in_file(p, needle) == 0)
+			continue;
+		n++;
+		if (print)
+			th_print_log_tail(p, e->d_name, 6000);
 	}
 	if (d)
 		closedir(d);
 	return n;
 }
 
+unsigned th_k8senv_consoles_with(struct th_k8senv *k, const char *needle)
+{
+	return consoles_with(k, needle, false);
+}
+
 void th_k8senv_print_consoles(struct th_k8senv *k, const char *needle)
 {
-	DIR *d = k->logs[0] ? opendir(k->logs) : NULL;
-	struct dirent *e;
-
-	while (d && (e = readdir(d))) {
-		char p[512];
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", k->logs, e->d_name);
-		if (th_count_in_file(p, needle) > 0)
-			th_print_log_tail(p, e->d_name, 6000);
-	}
-	if (d)
-		closedir(d);
+	consoles_with(k, needle, true);
 }
 
 /* text with every mark replaced by with; malloc'd. */
