@@ -37,7 +37,7 @@ packages=(
 	linux-image-amd64 initramfs-tools
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
 	apparmor bpftool socat nodejs less
-	libbpf1 libcurl4 libjansson4 libmicrohttpd12 libnettle8
+	libbpf1 libcurl3-gnutls libjansson4 libmicrohttpd12 libnettle8
 	libnl-3-200 libnl-genl-3-200 libseccomp2 libsystemd0 libvirt0
 	libwslay1 libxml2
 )

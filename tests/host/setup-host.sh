@@ -14,7 +14,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 # Build and test dependencies (Debian package names).
 packages=(
 	make gcc pkg-config clang llvm libclang-rt-14-dev clang-format
-	libvirt-dev libjansson-dev libxml2-dev libcurl4-openssl-dev libmicrohttpd-dev
+	libvirt-dev libjansson-dev libxml2-dev libcurl4-gnutls-dev libmicrohttpd-dev
 	libwslay-dev libsystemd-dev libnl-3-dev libnl-genl-3-dev libbpf-dev bpftool
 	libcmocka-dev nettle-dev
 	libseccomp-dev systemd util-linux
