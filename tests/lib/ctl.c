@@ -87,3 +87,35 @@ bool th_ctl_number(const json_t *doc, const char *path, double *out)
 	*out = json_number_value(doc);
 	return true;
 }
+
+long th_ctl_post(const char *sock, const char *path, const char *body, char *msg, size_t len)
+{
+	struct body b = { 0 };
+	CURL *c = curl_easy_init();
+	char url[512];
+	long status = 0;
+	CURLcode rc;
+
+	if (!c) {
+		snprintf(msg, len, "curl_easy_init failed");
+		return 0;
+	}
+	snprintf(url, sizeof(url), "http://localhost%s", path);
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	if (rc != CURLE_OK)
+		snprintf(msg, len, "%s: %s", sock, curl_easy_strerror(rc));
+	else
+		snprintf(msg, len, "POST %s: status %ld: %.200s", url, status, b.p ? b.p : "");
+	free(b.p);
+	return status;
+}
