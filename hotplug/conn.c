@@ -186,12 +186,33 @@ static void domain_event(struct hp_conn *c, virDomainPtr dom, enum hp_event_kind
 	queue_push(c, it);
 }
 
+int hp_lifecycle_kind(int event, int detail)
+{
+	switch (event) {
+	case VIR_DOMAIN_EVENT_STARTED:
+		/* An incoming migration's QEMU, paused until the source's
+		 * memory is here: it starts running here when it is
+		 * resumed. */
+		return detail == VIR_DOMAIN_EVENT_STARTED_MIGRATED ? -1 : HP_EV_DOMAIN_STARTED;
+	case VIR_DOMAIN_EVENT_RESUMED:
+		/* The end of an incoming migration (and, at a source whose
+		 * migration failed, its guest running again). */
+		return detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED ? HP_EV_DOMAIN_STARTED : -1;
+	case VIR_DOMAIN_EVENT_STOPPED:
+		/* Migrated away included: libvirt 9.0 sends no Undefined
+		 * event at a source it undefines the domain from. */
+		return HP_EV_DOMAIN_STOPPED;
+	default:
+		return -1;
+	}
+}
+
 static int cb_lifecycle(virConnectPtr vc, virDomainPtr dom, int event, int detail, void *opaque)
 {
-	if (event == VIR_DOMAIN_EVENT_STARTED)
-		domain_event(opaque, dom, HP_EV_DOMAIN_STARTED, NULL, 0);
-	else if (event == VIR_DOMAIN_EVENT_STOPPED)
-		domain_event(opaque, dom, HP_EV_DOMAIN_STOPPED, NULL, 0);
+	int kind = hp_lifecycle_kind(event, detail);
+
+	if (kind >= 0)
+		domain_event(opaque, dom, (enum hp_event_kind)kind, NULL, 0);
 	return 0;
 }
 

@@ -21,6 +21,12 @@ const char *hp_conn_uri(const struct hp_conn *c);
 /* Where QEMU's pid files are (<rundir>/<name>.pid). */
 const char *hp_conn_qemu_rundir(const struct hp_conn *c);
 
+/* The hp_event_kind a libvirt lifecycle event (VIR_DOMAIN_EVENT_*, its
+ * detail) is to vmact, or -1 for none: a domain arriving by live
+ * migration starts when libvirt resumes it here, not when its paused
+ * QEMU starts; one migrated away stops. */
+int hp_lifecycle_kind(int event, int detail);
+
 /* ---- the queue to the sd-event thread ---------------------------------- */
 
 /* Runs on the sd-event thread with delivered = true; or from hp_conn_free

@@ -109,6 +109,17 @@ bool hp_op_begin(struct hp_op *op, uint64_t deadline)
 		return false;
 	}
 	op->res.state_valid = true;
+	/* Refused at once rather than left to libvirt, whose migration job
+	 * would hold the change for 30 s and then fail it ("cannot acquire
+	 * state change lock"); the next decision asks again. EAGAIN, not
+	 * EBUSY: that is a guest refusing to give memory back. */
+	if (op->res.state.migration != HP_MIGRATION_NONE) {
+		vmact_err_set(&e, EAGAIN, "a live migration of the domain is under way (%s)",
+			      op->res.state.migration == HP_MIGRATION_ARRIVING ? "arriving here"
+									       : "leaving");
+		hp_op_finish(op, -EAGAIN, &e);
+		return false;
+	}
 	return true;
 }
 

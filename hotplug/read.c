@@ -4,6 +4,8 @@
  * metadata. Short local RPCs, made on the caller's thread. */
 #include "hotplug/read.h"
 
+#include <libvirt/virterror.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +62,36 @@ int hp_qemu_vcpu_threads(const char *rundir, const char *name, uint64_t *mask,
 	return n;
 }
 
+enum hp_migration hp_migration_from_job(int type, const virTypedParameter *p, int n)
+{
+	int op = 0;
+
+	if (type == VIR_DOMAIN_JOB_NONE ||
+	    virTypedParamsGetInt((virTypedParameterPtr)p, n, VIR_DOMAIN_JOB_OPERATION, &op) != 1)
+		return HP_MIGRATION_NONE;
+	if (op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_IN)
+		return HP_MIGRATION_ARRIVING;
+	if (op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT)
+		return HP_MIGRATION_LEAVING;
+	return HP_MIGRATION_NONE;
+}
+
+/* A domain whose job cannot be read is taken as not moving. */
+static enum hp_migration migration_of(virDomainPtr dom)
+{
+	virTypedParameterPtr p = NULL;
+	int n = 0, type = VIR_DOMAIN_JOB_NONE;
+	enum hp_migration m;
+
+	if (virDomainGetJobStats(dom, &type, &p, &n, 0) < 0) {
+		virResetLastError();
+		return HP_MIGRATION_NONE;
+	}
+	m = hp_migration_from_job(type, p, n);
+	virTypedParamsFree(p, n);
+	return m;
+}
+
 static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st, struct vmact_err *err)
 {
 	_cleanup_free_ char *xml = NULL;
@@ -76,6 +108,7 @@ static int read_dom(struct hp_conn *c, virDomainPtr dom, struct hp_state *st, st
 	n = hp_qemu_vcpu_threads(hp_conn_qemu_rundir(c), st->name, &st->qemu_vcpu_mask, &qerr);
 	st->qemu_vcpus = n >= 0 ? n : -1;
 	hp_vcpus_refusal_apply(st);
+	st->migration = migration_of(dom);
 	return 0;
 }
 

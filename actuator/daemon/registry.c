@@ -186,6 +186,17 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		ignore(reg, st, msg);
 		return;
 	}
+	/* Arriving by live migration: the paused QEMU is not this host's to
+	 * manage until libvirt resumes it here, whose event syncs it again
+	 * (doc/actuation.md, "Live migration"). */
+	if (st->migration == HP_MIGRATION_ARRIVING) {
+		if (e)
+			e->seen = true;
+		else
+			log_info("%s: arriving by live migration; managed once it runs here",
+				 st->name);
+		return;
+	}
 	r = hp_meta_read(reg->hp, st->uuid, &meta, &err);
 	/* libvirtd went away between the listing and this read: keep what
 	 * we have, the reconnect resyncs. */

@@ -38,6 +38,7 @@
 #include "hotplug/hotplug.h"
 #include "net/prom-text.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/ctl.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
@@ -303,33 +304,13 @@ static void start_prometheus(void)
 /* The guest put in recommend mode through vmactd's control API
  * (doc/control-api.md, "Recommend mode"), so that the recommendation's
  * families have a series: a VM in active mode has none. */
-static size_t discard(char *data, size_t size, size_t n, void *ud)
-{
-	(void)data;
-	(void)ud;
-	return size * n;
-}
-
 static void set_recommend_mode(void)
 {
-	char sock[160], url[256];
-	long code = 0;
-	CURL *c = curl_easy_init();
-	CURLcode rc;
+	char path[256], msg[512];
 
-	assert_non_null(c);
-	snprintf(sock, sizeof(sock), "%s", fx.d.sock);
-	snprintf(url, sizeof(url), "http://localhost/v1/vms/%s/bounds", fx.g.name);
-	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"mode\":\"recommend\"}");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	if (rc != CURLE_OK || code != 200)
-		fail_msg("POST %s: %s, HTTP %ld", url, curl_easy_strerror(rc), code);
+	snprintf(path, sizeof(path), "/v1/vms/%s/bounds", fx.g.name);
+	if (th_ctl_post(fx.d.sock, path, "{\"mode\":\"recommend\"}", msg, sizeof(msg)) != 200)
+		fail_msg("%s", msg);
 }
 
 static void dashboard(void **state)

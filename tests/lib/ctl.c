@@ -30,38 +30,52 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *ud)
 	return add;
 }
 
-json_t *th_ctl_vm(const char *sock, const char *vm, char *msg, size_t len)
+/* One request on the control socket: GET, or POST of post_body. The
+ * answer's body in *b (free it), the HTTP status, or 0 with why in msg
+ * when there was no answer. */
+static long request(const char *sock, const char *url, const char *post_body, struct body *b,
+		    char *msg, size_t len)
 {
-	struct body b = { 0 };
 	CURL *c = curl_easy_init();
-	char url[512], *esc;
 	long status = 0;
-	json_error_t je;
-	json_t *doc = NULL;
 	CURLcode rc;
 
 	if (!c) {
 		snprintf(msg, len, "curl_easy_init failed");
-		return NULL;
+		return 0;
 	}
-	esc = curl_easy_escape(c, vm, 0);
-	snprintf(url, sizeof(url), "http://localhost/v1/vms/%s", esc ? esc : vm);
-	curl_free(esc);
 	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (post_body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+	/* A change writes the domain's metadata through libvirt. */
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, post_body ? 30L : 10L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	rc = curl_easy_perform(c);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(c);
-	if (rc != CURLE_OK)
+	else
 		snprintf(msg, len, "%s: %s", sock, curl_easy_strerror(rc));
-	else if (status != 200)
+	curl_easy_cleanup(c);
+	return status;
+}
+
+json_t *th_ctl_vm(const char *sock, const char *vm, char *msg, size_t len)
+{
+	struct body b = { 0 };
+	char url[512], *esc = curl_easy_escape(NULL, vm, 0);
+	json_error_t je;
+	json_t *doc = NULL;
+	long status;
+
+	snprintf(url, sizeof(url), "http://localhost/v1/vms/%s", esc ? esc : vm);
+	curl_free(esc);
+	status = request(sock, url, NULL, &b, msg, len);
+	if (status && status != 200)
 		snprintf(msg, len, "GET %s: status %ld: %.200s", url, status, b.p ? b.p : "");
-	else if (!(doc = json_loads(b.p ? b.p : "", 0, &je)))
+	else if (status && !(doc = json_loads(b.p ? b.p : "", 0, &je)))
 		snprintf(msg, len, "GET %s: not JSON (%s)", url, je.text);
 	free(b.p);
 	return doc;
@@ -86,4 +100,18 @@ bool th_ctl_number(const json_t *doc, const char *path, double *out)
 		return false;
 	*out = json_number_value(doc);
 	return true;
+}
+
+long th_ctl_post(const char *sock, const char *path, const char *body, char *msg, size_t len)
+{
+	struct body b = { 0 };
+	char url[512];
+	long status;
+
+	snprintf(url, sizeof(url), "http://localhost%s", path);
+	status = request(sock, url, body, &b, msg, len);
+	if (status)
+		snprintf(msg, len, "POST %s: status %ld: %.200s", url, status, b.p ? b.p : "");
+	free(b.p);
+	return status;
 }
