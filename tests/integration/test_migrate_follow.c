@@ -10,14 +10,15 @@
  *     does, migration data over 127.0.0.1, at most 8 MiB/s so that the
  *     move lasts), its serial log opened in append mode so both QEMUs
  *     write it in turn;
- *   - while it moves, the guest busy on two threads: vmactd A's resize is
- *     refused at once (not left to wait on libvirt's job lock), and
- *     vmactd B does not manage the paused QEMU that is arriving;
- *   - vmactd B manages it once it runs there, at the size it had (1 CPU,
+ *   - the guest busy on two threads, vmactd A stopped until the move is
+ *     under way: its resize is refused at once (not left to wait on
+ *     libvirt's job lock), and vmactd B does not manage the paused QEMU
+ *     that is arriving;
+ *   - vmactd B manages it once it runs there, from the size it had (1 CPU,
  *     512Mi), with its vmact metadata as on A; vmactd A no longer does;
  *   - the guest went on reporting through the move;
- *   - vmactd B resizes it: bounds min 2 CPUs set through B's control API,
- *     a vCPU plugged through B's libvirt, seen by the guest.
+ *   - vmactd B grows the busy guest: a vCPU plugged through B's libvirt,
+ *     seen by the guest.
  *
  * Root; B is left running for the next run (host2.sh up finds it) unless
  * VMACT_TEST_HOST2_DOWN is set. Conditions are awaited with generous
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -174,15 +176,14 @@ static bool guest_has_2_cpus(void *arg)
 	struct tg_report r;
 
 	(void)arg;
-	return tg_report(&fx.g, &r) && r.cpus == 2;
+	return tg_report(&fx.g, &r) && r.cpus >= 2;
 }
 
-static bool guest_idle(void *arg)
+static bool tg_busy_eq(void *arg)
 {
 	struct tg_report r;
 
-	(void)arg;
-	return tg_report(&fx.g, &r) && r.busy == 0;
+	return tg_report(&fx.g, &r) && r.busy == *(const unsigned *)arg;
 }
 
 /* The guest has reported since *seq. */
@@ -280,12 +281,11 @@ static void start_vmactd(struct th_vmactd *d, const char *const *wrapper)
 static void follows_a_live_migration(void **state)
 {
 	const char *const in_b[] = { "nsenter", "-t", fx.b_pid, "-m", "-C", NULL };
-	_cleanup_(jsonp) json_t *doc = NULL;
+	const unsigned two = 2;
 	struct move mv = { 0 };
 	virDomainPtr d;
 	struct tg_report before, after;
-	char path[256], msg[512], *meta;
-	double milli = 0, mem = 0;
+	char needle[256], *meta;
 
 	(void)state;
 	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
@@ -296,14 +296,23 @@ static void follows_a_live_migration(void **state)
 		fail_msg("vmactd A does not manage %s", fx.g.name);
 	print_message("vmactd A manages %s\n", fx.g.name);
 
-	/* The operator's move; while it lasts, the guest busy: A's policy
-	 * wants it larger, and its resize is refused at once, the move under
-	 * way; B does not manage what is arriving. */
+	/* The guest busy, and vmactd A stopped meanwhile (SIGSTOP) so that
+	 * its wish to grow the guest comes while the move is under way: the
+	 * guest cannot be told anything once the move has begun (the
+	 * destination's QEMU binds its control socket at the start). */
+	assert_int_equal(kill(fx.a.proc.pid, SIGSTOP), 0);
+	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
+	if (!th_wait_until(NULL, tg_busy_eq, (void *)&two,
+			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("the guest did not start its busy loops");
 	assert_true(tg_report(&fx.g, &before));
+	/* The operator's move. */
 	assert_int_equal(pthread_create(&mv.thread, NULL, move_thread, &mv), 0);
 	if (!th_wait_until(NULL, leaving_a, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("libvirt A never had the move under way");
-	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
+	assert_int_equal(kill(fx.a.proc.pid, SIGCONT), 0);
+	/* A's resize is refused at once, the move under way; B does not
+	 * manage the paused QEMU that is arriving. */
 	if (!th_vmactd_wait_log(&fx.a, "a live migration of the domain is under way (leaving)",
 				LIMIT_S))
 		fail_msg("vmactd A did not try to grow the busy guest during its move");
@@ -311,9 +320,6 @@ static void follows_a_live_migration(void **state)
 		fail_msg("the move ended before vmactd A's refusal could be checked against it");
 	assert_true(not_managed_by(&fx.b));
 	print_message("during the move: A's resize refused at once, B not managing it yet\n");
-	/* Idle again, long before the move ends (8 MiB/s for about 100 MiB),
-	 * so that B finds it as it was. */
-	assert_int_equal(tg_cmd(&fx.g, "idle"), 0);
 	if (!th_wait_until(NULL, move_done, &mv, (uint64_t)(LIMIT_S * 3 * VMACT_USEC_PER_SEC)))
 		fail_msg("the move did not end");
 	pthread_join(mv.thread, NULL);
@@ -325,18 +331,15 @@ static void follows_a_live_migration(void **state)
 	fx.g.dom = NULL;
 	print_message("%s moved to B\n", fx.g.name);
 
-	/* B's vmactd manages it, at the size it had; A's no longer does. */
+	/* B's vmactd manages it, from the size it had (its first line on
+	 * it); A's no longer does. */
 	if (!th_vmactd_wait(&fx.b, managed_by, &fx.b, LIMIT_S))
 		fail_msg("vmactd B does not manage %s after the move", fx.g.name);
 	if (!th_vmactd_wait(&fx.a, not_managed_by, &fx.a, LIMIT_S))
 		fail_msg("vmactd A still manages %s, which runs on B", fx.g.name);
-	doc = vm_doc(&fx.b);
-	assert_non_null(doc);
-	assert_true(th_ctl_number(doc, "using.milli_cpu", &milli));
-	assert_true(th_ctl_number(doc, "using.mem_bytes", &mem));
-	print_message("vmactd B: using %.0fm CPU, %.0f MiB\n", milli, mem / 1048576.0);
-	assert_true(milli == 1000.0);
-	assert_true(mem == 512.0 * 1048576.0);
+	snprintf(needle, sizeof(needle),
+		 "%s: managing (1 CPU / 512Mi, bounds [1 CPU / 512Mi, 4 CPU", fx.g.name);
+	assert_true(th_vmactd_log_has(&fx.b, needle));
 	/* Its vmact metadata came with it. */
 	d = virDomainLookupByName(fx.vcb, fx.g.name);
 	assert_non_null(d);
@@ -346,29 +349,22 @@ static void follows_a_live_migration(void **state)
 	assert_non_null(meta);
 	assert_non_null(strstr(meta, "max=\"4\""));
 	free(meta);
-	/* The guest went on: its status lines continue in the same log, and
-	 * it stopped its busy loops when told during the move. */
+	/* The guest went on: its status lines continue in the same log. */
 	if (!th_wait_until(NULL, reported_since, &before.seq,
 			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("the guest stopped reporting after the move");
-	if (!th_wait_until(NULL, guest_idle, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
-		fail_msg("the guest never reported idle after the move");
 	assert_true(tg_report(&fx.g, &after));
 	print_message("guest status lines: seq %lu before the move, %lu after\n", before.seq,
 		      after.seq);
 
-	/* B resizes it: min 2 CPUs through B's control API, a vCPU plugged
-	 * through B's libvirt. */
-	snprintf(path, sizeof(path), "/v1/vms/%s/bounds", fx.g.name);
-	if (th_ctl_post(fx.b.sock, path, "{\"min_cpu\":\"2\"}", msg, sizeof(msg)) != 200)
-		fail_msg("%s", msg);
+	/* B grows the busy guest: a vCPU plugged through B's libvirt. */
 	if (!th_vmactd_wait(&fx.b, guest_has_2_cpus, NULL, LIMIT_S))
-		fail_msg("vmactd B did not give the moved guest its second vCPU");
+		fail_msg("vmactd B did not give the moved busy guest a second vCPU");
 	d = virDomainLookupByName(fx.vcb, fx.g.name);
 	assert_non_null(d);
-	assert_int_equal(virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE), 2);
+	assert_true(virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE) >= 2);
 	virDomainFree(d);
-	/* Nothing of it was left to A, which logged nothing failing for it. */
+	/* Nothing of it was left to A, which waited on no job lock. */
 	assert_null(virDomainLookupByName(fx.vca, fx.g.name));
 	virResetLastError();
 	assert_false(th_vmactd_log_has(&fx.a, "cannot acquire state change lock"));
