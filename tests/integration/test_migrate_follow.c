@@ -20,8 +20,8 @@
  *   - vmactd B grows the busy guest: a vCPU plugged through B's libvirt,
  *     seen by the guest.
  *
- * Root; B is left running for the next run (host2.sh up finds it) unless
- * VMACT_TEST_HOST2_DOWN is set. Conditions are awaited with generous
+ * Root; B is stopped at the end (host2.sh down) unless VMACT_TEST_HOST2_KEEP
+ * is set (the next run's host2.sh up then finds it running). Conditions are awaited with generous
  * safety limits; nothing is timed. */
 #include <errno.h>
 #include <pthread.h>
@@ -143,7 +143,7 @@ static int teardown(void **state)
 		virConnectClose(fx.vca);
 	if (fx.vcb)
 		virConnectClose(fx.vcb);
-	if (getenv("VMACT_TEST_HOST2_DOWN"))
+	if (!getenv("VMACT_TEST_HOST2_KEEP"))
 		host2_down();
 	return 0;
 }
