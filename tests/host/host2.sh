@@ -73,6 +73,10 @@ down() {
 	fi
 	kill_left
 	rm -f $H/run/libvirtd.pid
+	# Its cgroups, emptied (a group goes once its processes have).
+	for d in $(cgroup_dirs); do
+		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	done
 }
 
 # B's configuration: A's, less what B must not share.
