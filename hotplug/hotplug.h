@@ -127,17 +127,17 @@ struct hp_state {
 	uint64_t vcpus_enabled_mask; /* bit i = <vcpu id='i' enabled='yes'> */
 	/* QEMU's view: number of vCPU threads; -1 when it could not be read. */
 	int qemu_vcpus;
+	uint64_t qemu_vcpu_mask; /* bit n = QEMU runs "CPU n/..." (n < 64) */
+	/* vCPU changes refused, and why (see "vCPU changes refused" above).
+	 * Set by the reads; hp_state_parse leaves it false. */
+	bool vcpus_refused;
+	enum hp_vcpus_refusal vcpus_refusal;
 	/* A live migration of the domain under way on this host (libvirt's
 	 * job): arriving (the destination's paused QEMU, not this host's to
 	 * manage until libvirt resumes it) or leaving (the source: no
 	 * hot-plug until it is over, libvirt's job lock would hold it). Set
 	 * by the reads; hp_state_parse leaves it HP_MIGRATION_NONE. */
 	enum hp_migration migration;
-	uint64_t qemu_vcpu_mask; /* bit n = QEMU runs "CPU n/..." (n < 64) */
-	/* vCPU changes refused, and why (see "vCPU changes refused" above).
-	 * Set by the reads; hp_state_parse leaves it false. */
-	bool vcpus_refused;
-	enum hp_vcpus_refusal vcpus_refusal;
 	/* Memory, KiB. base = sum of NUMA cells (boot memory). */
 	uint64_t memory_kib; /* <memory>: base + devices */
 	uint64_t base_kib;

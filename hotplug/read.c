@@ -4,13 +4,13 @@
  * metadata. Short local RPCs, made on the caller's thread. */
 #include "hotplug/read.h"
 
-#include <libvirt/virterror.h>
-
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <libvirt/virterror.h>
 
 #include "base/macro.h"
 #include "base/pidfile.h"

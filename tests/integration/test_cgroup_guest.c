@@ -74,11 +74,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static bool busy_eq(const struct tg_report *r, const void *arg)
-{
-	return r->busy == *(const unsigned *)arg;
-}
-
 static void busy(unsigned n)
 {
 	struct tg_report r = { 0 };
@@ -86,7 +81,7 @@ static void busy(unsigned n)
 	char line[32];
 	snprintf(line, sizeof(line), n ? "busy %u" : "idle", n);
 	assert_int_equal(tg_cmd(&guest, line), 0);
-	if (!tg_wait(&guest, r.seq, busy_eq, &n, 30, &r))
+	if (!tg_wait(&guest, r.seq, tg_busy_eq, &n, 30, &r))
 		fail_msg("guest did not start %u busy loops", n);
 }
 

@@ -286,11 +286,6 @@ static void discovery_and_metadata(void **state)
 	destroy_guest(f, &g);
 }
 
-static bool busy_eq(const struct tg_report *r, const void *arg)
-{
-	return r->busy == *(const unsigned *)arg;
-}
-
 /* The guest's control channel that the BPF sampler tests use to make load
  * rise and fall. */
 static void guest_busy_channel(void **state)
@@ -303,10 +298,10 @@ static void guest_busy_channel(void **state)
 	boot(f, NULL, &g, &r);
 	assert_int_equal(r.busy, 0);
 	assert_int_equal(tg_cmd(&g, "busy 2"), 0);
-	if (!tg_wait(&g, r.seq, busy_eq, &two, 30, &r))
+	if (!tg_wait(&g, r.seq, tg_busy_eq, &two, 30, &r))
 		fail_msg("guest reports busy=%u after 'busy 2'", r.busy);
 	assert_int_equal(tg_cmd(&g, "idle"), 0);
-	if (!tg_wait(&g, r.seq, busy_eq, &zero, 30, &r))
+	if (!tg_wait(&g, r.seq, tg_busy_eq, &zero, 30, &r))
 		fail_msg("guest reports busy=%u after 'idle'", r.busy);
 	destroy_guest(f, &g);
 }

@@ -171,29 +171,6 @@ static bool not_managed_by(void *arg)
 	return !managed_by(arg);
 }
 
-static bool guest_has_2_cpus(void *arg)
-{
-	struct tg_report r;
-
-	(void)arg;
-	return tg_report(&fx.g, &r) && r.cpus >= 2;
-}
-
-static bool tg_busy_eq(void *arg)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.g, &r) && r.busy == *(const unsigned *)arg;
-}
-
-/* The guest has reported since *seq. */
-static bool reported_since(void *arg)
-{
-	struct tg_report r;
-
-	return tg_report(&fx.g, &r) && r.seq > *(unsigned long *)arg;
-}
-
 /* The move, on a thread of its own (virDomainMigrate3 returns at its
  * end). */
 struct move {
@@ -302,10 +279,8 @@ static void follows_a_live_migration(void **state)
 	 * destination's QEMU binds its control socket at the start). */
 	assert_int_equal(kill(fx.a.proc.pid, SIGSTOP), 0);
 	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
-	if (!th_wait_until(NULL, tg_busy_eq, (void *)&two,
-			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+	if (!tg_wait(&fx.g, 0, tg_busy_eq, &two, LIMIT_S, &before))
 		fail_msg("the guest did not start its busy loops");
-	assert_true(tg_report(&fx.g, &before));
 	/* The operator's move. */
 	assert_int_equal(pthread_create(&mv.thread, NULL, move_thread, &mv), 0);
 	if (!th_wait_until(NULL, leaving_a, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
@@ -350,15 +325,13 @@ static void follows_a_live_migration(void **state)
 	assert_non_null(strstr(meta, "max=\"4\""));
 	free(meta);
 	/* The guest went on: its status lines continue in the same log. */
-	if (!th_wait_until(NULL, reported_since, &before.seq,
-			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+	if (!tg_wait(&fx.g, before.seq, NULL, NULL, LIMIT_S, &after))
 		fail_msg("the guest stopped reporting after the move");
-	assert_true(tg_report(&fx.g, &after));
 	print_message("guest status lines: seq %lu before the move, %lu after\n", before.seq,
 		      after.seq);
 
 	/* B grows the busy guest: a vCPU plugged through B's libvirt. */
-	if (!th_vmactd_wait(&fx.b, guest_has_2_cpus, NULL, LIMIT_S))
+	if (!th_vmactd_wait(&fx.b, tg_two_cpus, &fx.g, LIMIT_S))
 		fail_msg("vmactd B did not give the moved busy guest a second vCPU");
 	d = virDomainLookupByName(fx.vcb, fx.g.name);
 	assert_non_null(d);

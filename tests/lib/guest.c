@@ -271,6 +271,11 @@ bool tg_mem_eq(const struct tg_report *r, const void *arg)
 	return r->memtotal_kb == *(const unsigned long *)arg;
 }
 
+bool tg_busy_eq(const struct tg_report *r, const void *arg)
+{
+	return r->busy == *(const unsigned *)arg;
+}
+
 /* Sends one command line to the guest's control port. */
 static void quiet(void *ud, virErrorPtr e)
 {

@@ -132,9 +132,10 @@ bool tg_wait(const struct tg_guest *g, unsigned long after,
 	     double timeout_s, struct tg_report *r);
 
 /* Predicates for tg_wait: online CPUs == *(unsigned *)arg, MemTotal ==
- * *(unsigned long *)arg kB. */
+ * *(unsigned long *)arg kB, busy loops == *(unsigned *)arg. */
 bool tg_cpus_eq(const struct tg_report *r, const void *arg);
 bool tg_mem_eq(const struct tg_report *r, const void *arg);
+bool tg_busy_eq(const struct tg_report *r, const void *arg);
 
 /* Predicates on a guest (struct tg_guest *) for th_wait_daemon and the
  * like: it has reported at all (booted); it reports 2 CPUs or more. */
