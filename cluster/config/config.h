@@ -158,6 +158,13 @@ struct cl_host_cfg {
 	char channel_dir[CL_CHANNEL_DIR_MAX];
 	char arbiter_url[512];    /* http://HOST:PORT or unix:PATH */
 	char arbiter_secret[512]; /* the lease key's file */
+	/* migration.address: where a VM moving here sends its memory (the
+	 * host's QEMU listens there for the move, tcp://ADDRESS); "" = the
+	 * host takes no moved VMs (doc/cluster.md, "Live migration").
+	 * migration.bandwidth_mib_s: at most that many MiB/s per move to
+	 * this host, 0 = libvirt's own limit. */
+	char migration_address[256];
+	uint64_t migration_bandwidth_mib_s;
 };
 
 /* "kubernetes": the cluster's API server, where vmact-groupd deletes the

@@ -8,6 +8,7 @@
  *     -> recover.c  finding the VMs again at start-up; leases
  *     -> nodes.c    the groups' Nodes in the API server: registered? what
  *                   their kubelets report
+ *     -> move.c     live migrations of running VMs between hosts
  *   all of them -> vm.c  the VMs' records, events, waiting requests, and
  *                   recording their metadata */
 #pragma once
@@ -23,6 +24,7 @@
 #include "cluster/engine/jobs.h"
 #include "cluster/engine/node-api.h"
 #include "cluster/host/host.h"
+#include "cluster/host/migrate.h"
 #include "cluster/host/virt.h"
 #include "cluster/plugins/plugins.h"
 
@@ -120,6 +122,9 @@ struct cl_ehost {
 	struct cl_engine_host_counters c;
 };
 
+/* move.c: a live migration (doc/cluster.md, "Live migration"). */
+struct cl_move;
+
 struct cl_engine {
 	sd_event *ev;
 	const struct cl_config *cfg;
@@ -144,6 +149,13 @@ struct cl_engine {
 	uint64_t next_reconcile_usec;
 	cl_engine_event_fn *event_fn;
 	void *event_ud;
+	/* move.c: the moves, in flight and the last ended (oldest first),
+	 * on a pool of their own (a move holds its thread for its length). */
+	struct cl_jobs *movers;
+	struct cl_move *moves;
+	size_t n_moves_ended;
+	uint64_t next_move_id;
+	struct cl_engine_move_counters mc;
 };
 
 /* vm.c: the bottom; calls none of the files below it. */
@@ -206,6 +218,13 @@ void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now);
 void cl_nodes_engine_tick(struct cl_engine *e, uint64_t now);
 /* v->node and v->node_reported_by: reported or estimated. */
 void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v);
+
+/* move.c: under engine.c, over vm.c. */
+void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool force,
+		     cl_engine_answer_fn *fn, void *ud);
+/* Keeps the leases of the moves in flight alive (the engine's tick). */
+void cl_move_tick(struct cl_engine *e, uint64_t now);
+void cl_move_free_all(struct cl_engine *e);
 
 /* recover.c */
 void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h);

@@ -21,6 +21,9 @@
 /* Threads for libvirt and arbiter work: boots are watched on their
  * consoles, one thread each while they boot. */
 #define JOB_THREADS 16
+/* Moves at once: each is a live migration, the hosts' network and CPUs its
+ * bottleneck (doc/cluster.md, "Live migration"). */
+#define MOVE_THREADS 2
 
 const double cl_engine_hist_bounds[CL_ENGINE_HIST_BUCKETS] = CL_ENGINE_HIST_BOUNDS;
 
@@ -267,6 +270,7 @@ static void tick_once(struct cl_engine *e)
 		e->next_renew_usec = now + e->cfg->life.lease_usec / 3;
 		cl_recover_renew(e);
 	}
+	cl_move_tick(e, now);
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
@@ -362,6 +366,9 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 	r = cl_jobs_new(ev, JOB_THREADS, "jobs", &e->jobs, err);
 	if (r >= 0)
 		r = cl_jobs_new(ev, 1, "scheduler", &e->sched, err);
+	/* Moves side by side, each holding a thread for its length. */
+	if (r >= 0)
+		r = cl_jobs_new(ev, MOVE_THREADS, "movers", &e->movers, err);
 	if (r < 0) {
 		cl_engine_free(e);
 		return r;
@@ -379,6 +386,8 @@ void cl_engine_stop(struct cl_engine *e)
 	/* Jobs in flight end; their done handlers start nothing new. */
 	if (e->sched)
 		cl_jobs_drain(e->sched);
+	if (e->movers)
+		cl_jobs_drain(e->movers);
 	if (e->jobs)
 		cl_jobs_drain(e->jobs);
 }
@@ -389,7 +398,10 @@ void cl_engine_free(struct cl_engine *e)
 		return;
 	cl_engine_stop(e);
 	cl_jobs_free(e->sched);
+	cl_jobs_free(e->movers);
+	e->movers = NULL;
 	cl_jobs_free(e->jobs);
+	cl_move_free_all(e);
 	for (size_t i = 0; i < e->n_groups; i++)
 		while (e->groups[i].vms) {
 			cl_vm_ops_done(e->groups[i].vms, -ESHUTDOWN, "vmact-groupd is stopping");
@@ -418,6 +430,19 @@ int cl_engine_start(struct cl_engine *e, struct vmact_err *err)
 	if (r < 0)
 		return vmact_err_set(err, -r, "engine timer: %s", strerror(-r));
 	return 0;
+}
+
+void cl_engine_migrate(struct cl_engine *e, const char *vm, const char *to, bool force,
+		       cl_engine_answer_fn *fn, void *ud)
+{
+	struct cl_engine_answer a = { .status = 503, .reason = "unavailable" };
+
+	if (!e->ready) {
+		snprintf(a.error, sizeof(a.error),
+			 "vmact-groupd is still finding its VMs on its hosts");
+		return fn(ud, &a);
+	}
+	cl_move_request(e, vm, to, force, fn, ud);
 }
 
 bool cl_engine_ready(const struct cl_engine *e)

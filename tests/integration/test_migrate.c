@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmact-groupd moves a running VM to another host by command (doc/cluster.md,
+ * "Live migration"): two real libvirt daemons on this machine (A, the
+ * system one, and B, tests/host/host2.sh: its own host UUID, run
+ * directories and cgroup tree), a vmactd on each with its arbiter's lease
+ * interface, vmact-groupd over both as its own user, and the project's TCG
+ * test guest, persistent, busy on one thread and reporting on its serial
+ * log (opened in append mode: both QEMUs write it in turn):
+ *
+ *   refused_until_opted_in  a VM without <vmact:migration enabled='true'/>
+ *                           is refused (409, the reason named); force
+ *                           is the operator's way past it (not taken);
+ *   moves_by_command        `vmact-groupctl migrate VM --to b --wait`: the
+ *                           target's lease first, the source's vmactd
+ *                           stops resizing the VM (its arbiter entry
+ *                           frozen) before libvirt moves it; then the VM
+ *                           runs on B only, its definition moved with it
+ *                           (undefined on A), its vmact metadata intact,
+ *                           vmactd B manages it at the size it had, its
+ *                           entry gone from A's arbiter and held at B's,
+ *                           the guest's lines go on, the move listed as a
+ *                           success with libvirt's downtime, counted in
+ *                           vmact_migrations_total;
+ *   moves_back_to_best      the same VM moved without a target: the host
+ *                           with room (A) is chosen, and it runs there.
+ *
+ * Root; B is stopped at the end unless VMACT_TEST_HOST2_KEEP is set.
+ * Conditions are awaited with generous safety limits; nothing is timed. */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+#include "hotplug/hotplug.h"
+#include "shared/group-api.h"
+#include "shared/keyfile.h"
+#include "shared/lease.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/ctl.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/net.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX       "vmact-mgr"
+#define HOST2_URI    "qemu+unix:///system?socket=/run/vmact-mig/h2/run/libvirt-sock"
+#define LIMIT_BOOT_S 180.0
+#define LIMIT_S      180.0
+
+#define META_HEAD "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
+/* The same opted in, as virDomainSetMetadata takes it (libvirt adds the
+ * namespace and its prefix). */
+#define META_OPTED_IN                                            \
+	"<autoscaling enabled='true'><cpu min='1' max='4'/>"     \
+	"<memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
+	"<compute-unit cpu='250m' memory='256Mi'/><migration enabled='true'/></autoscaling>"
+
+static struct {
+	struct th_cluster_stack s;
+	struct tg_guest g;
+	struct th_vmactd a, b;
+	unsigned port_a, port_b; /* their arbiters */
+	char b_pid[16];
+	char tpl[128], cfg[160];
+	virConnectPtr vca, vcb;
+} fx;
+
+/* ---- host B ---- */
+
+static int host2_up(void)
+{
+	const char *argv[] = { "bash", "tests/host/host2.sh", "up", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
+	struct th_proc p = { 0 };
+	char out[64] = "";
+
+	if (th_spawn(&p, argv, &o) < 0)
+		return -1;
+	th_read_fd_all(p.out_fd, out, sizeof(out));
+	if (th_proc_wait(&p) != 0 || sscanf(out, "%15s", fx.b_pid) != 1)
+		return -1;
+	return 0;
+}
+
+static void host2_down(void)
+{
+	const char *argv[] = { "bash", "tests/host/host2.sh", "down", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_INHERIT, .err = TH_OUT_INHERIT };
+	struct th_proc p = { 0 };
+
+	if (th_spawn(&p, argv, &o) == 0)
+		th_proc_wait(&p);
+}
+
+/* ---- vmactd on each host, with its arbiter's lease interface ---- */
+
+static unsigned start_vmactd(struct th_vmactd *d, const char *const *wrapper)
+{
+	static const char *const args[] = { "--verbose", NULL };
+	char prefix[64], text[768];
+	unsigned port = th_dead_port(), arb;
+
+	assert_true(port > 0);
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	snprintf(text, sizeof(text),
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"lease_key\":\"%s\"},"
+		 "\"control\":{\"state_dir\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:%u\"}}",
+		 fx.s.key, d->dir, port);
+	assert_int_equal(th_vmactd_config(d, prefix, text), 0);
+	assert_int_equal(th_vmactd_spawn_under(d, wrapper, args), 0);
+	if (!th_vmactd_wait_log(d, "leases for the cluster layer", LIMIT_S))
+		fail_msg("vmactd did not start its arbiter");
+	arb = th_log_port(d->log, "(port");
+	assert_true(arb > 0);
+	return arb;
+}
+
+static size_t collect(char *ptr, size_t size, size_t n, void *ud)
+{
+	char **buf = ud;
+	size_t have = *buf ? strlen(*buf) : 0, add = size * n;
+	char *b = realloc(*buf, have + add + 1);
+
+	if (!b)
+		return 0;
+	memcpy(b + have, ptr, add);
+	b[have + add] = 0;
+	*buf = b;
+	return add;
+}
+
+/* GET /v1/leases/default/NAME at the arbiter on port, signed with the
+ * lease key: its HTTP status (0: no answer), the entry in *pod on 200. */
+static long arbiter_pod(unsigned port, struct vmact_lease_pod *pod)
+{
+	_cleanup_free_ uint8_t *key = NULL;
+	size_t key_len = 0;
+	struct vmact_err err = { 0 };
+	char path[256], url[512], sig[VMACT_LEASE_SIG_HEX + 1];
+	long long ts = (long long)time(NULL);
+	long status = 0;
+	char *body = NULL;
+	CURL *c;
+
+	if (vmact_keyfile_load(fx.s.key, &key, &key_len, &err) < 0)
+		fail_msg("lease key: %s", err.msg);
+	snprintf(path, sizeof(path), "/v1/leases/default/%s", fx.g.name);
+	vmact_lease_sign(key, key_len, "GET", path, ts, "", 0, sig);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s?ts=%lld&sig=%s", port, path, ts, sig);
+	c = curl_easy_init();
+	assert_non_null(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	if (status == 200 && pod) {
+		json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+
+		if (!doc || vmact_lease_pod_decode(doc, pod, &err) < 0)
+			fail_msg("arbiter entry: %s (%s)", body ? body : "(no body)", err.msg);
+		json_decref(doc);
+	}
+	free(body);
+	return status;
+}
+
+/* ---- the cluster layer ---- */
+
+static void write_groupd_cfg(void)
+{
+	char text[2048];
+
+	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
+	snprintf(text, sizeof(text),
+		 "{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"hosts\":["
+		 "{\"name\":\"a\",\"uri\":\"qemu:///system\","
+		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
+		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
+		 "{\"name\":\"b\",\"uri\":\"" HOST2_URI "\","
+		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
+		 "\"migration\":{\"address\":\"127.0.0.1\"}}]}",
+		 fx.s.sock, fx.port_a, fx.s.key, fx.port_b, fx.s.key);
+	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	assert_int_equal(th_cluster_stack_own(&fx.s, fx.cfg, false, 0644), 0);
+}
+
+/* ---- what runs where ---- */
+
+static bool runs_on(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+	int state = 0, reason = 0;
+	bool yes;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
+	virDomainFree(d);
+	return yes;
+}
+
+static bool defined_on(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	virDomainFree(d);
+	return true;
+}
+
+static bool managed_by(void *arg)
+{
+	const struct th_vmactd *d = arg;
+	char msg[256];
+	json_t *doc = th_ctl_vm(d->sock, fx.g.name, msg, sizeof(msg));
+	bool yes = doc != NULL;
+
+	json_decref(doc);
+	return yes;
+}
+
+static bool no_entry_at(void *arg)
+{
+	return arbiter_pod(*(unsigned *)arg, NULL) == 404;
+}
+
+/* The move with that id ended (its result set): *m filled. */
+struct ended {
+	uint64_t id;
+	char result[16], error[512], to[64];
+	int64_t downtime_ms;
+};
+
+static bool move_ended(void *arg)
+{
+	struct ended *e = arg;
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
+	bool done = false;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return false;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		if (l.v[i].id == e->id && l.v[i].result[0]) {
+			snprintf(e->result, sizeof(e->result), "%s", l.v[i].result);
+			snprintf(e->error, sizeof(e->error), "%s", l.v[i].error);
+			snprintf(e->to, sizeof(e->to), "%s", l.v[i].to);
+			e->downtime_ms = l.v[i].downtime_ms;
+			done = true;
+		}
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return done;
+}
+
+static char *meta_of(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+	char *m;
+
+	assert_non_null(d);
+	m = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_CONFIG);
+	virDomainFree(d);
+	assert_non_null(m);
+	return m;
+}
+
+/* ---- set-up ---- */
+
+static int setup(void **state)
+{
+	char meta[1024], msg[512];
+	virDomainPtr d;
+	char *xml;
+
+	(void)state;
+	tg_quiet_libvirt();
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (host2_up() < 0) {
+		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
+		return -1;
+	}
+	fx.vca = virConnectOpen("qemu:///system");
+	fx.vcb = virConnectOpen(HOST2_URI);
+	if (!fx.vca || !fx.vcb || th_cluster_stack_init(&fx.s, PREFIX) < 0 ||
+	    th_vmactd_init(&fx.a, PREFIX "a", NULL) < 0 ||
+	    th_vmactd_init(&fx.b, PREFIX "b", NULL) < 0) {
+		print_error("set-up: libvirt, the cluster user or vmactd's fixture\n");
+		return -1;
+	}
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.a.dir);
+	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
+			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
+		return -1;
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	/* Not opted in yet (the first case). */
+	snprintf(meta, sizeof(meta), META_HEAD "</vmact:autoscaling>");
+	if (tg_start_template(fx.vca, PREFIX, meta, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	/* Persistent, as an operator's VMs are: its definition moves too. */
+	xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
+	d = xml ? virDomainDefineXML(fx.vca, xml) : NULL;
+	free(xml);
+	if (!d) {
+		print_error("cannot make the guest persistent\n");
+		return -1;
+	}
+	virDomainFree(d);
+	fx.port_a = 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	virConnectPtr c[2] = { fx.vca, fx.vcb };
+
+	(void)state;
+	th_cluster_stack_teardown(&fx.s);
+	th_vmactd_teardown(&fx.a);
+	th_vmactd_teardown(&fx.b);
+	for (int i = 0; i < 2; i++) {
+		virDomainPtr d = c[i] && fx.g.name[0] ? virDomainLookupByName(c[i], fx.g.name)
+						      : NULL;
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		virResetLastError();
+	}
+	tg_destroy(&fx.g);
+	if (fx.vca)
+		virConnectClose(fx.vca);
+	if (fx.vcb)
+		virConnectClose(fx.vcb);
+	if (!getenv("VMACT_TEST_HOST2_KEEP"))
+		host2_down();
+	return 0;
+}
+
+/* Everything up: the guest booted and busy, both vmactds, groupd. */
+static void stack_up(void)
+{
+	const char *const in_b[] = { "nsenter", "-t", fx.b_pid, "-m", "-C", NULL };
+	const unsigned one = 1;
+	struct tg_report r;
+
+	if (fx.port_a)
+		return;
+	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("the guest did not boot");
+	assert_int_equal(tg_cmd(&fx.g, "busy 1"), 0);
+	if (!tg_wait(&fx.g, 0, tg_busy_eq, &one, LIMIT_S, &r))
+		fail_msg("the guest did not start its busy loop");
+	fx.port_a = start_vmactd(&fx.a, NULL);
+	fx.port_b = start_vmactd(&fx.b, in_b);
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s", fx.g.name);
+	write_groupd_cfg();
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start, or never found its VMs");
+}
+
+/* ---- the cases ---- */
+
+static void refused_until_opted_in(void **state)
+{
+	char path[256];
+	long status = 0;
+	json_t *doc;
+	const char *text;
+
+	(void)state;
+	stack_up();
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{\"to\":\"b\"}", &status);
+	text = json_string_value(json_object_get(doc, "error"));
+	print_message("not opted in: %ld %s\n", status, text ? text : "(no error)");
+	assert_int_equal(status, 409);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "has not opted in"));
+	assert_string_equal(json_string_value(json_object_get(doc, "reason")), "precondition");
+	json_decref(doc);
+	/* An unknown VM and an unknown host are not found. */
+	doc = th_cluster_stack_api(&fx.s, "POST", "/v1/vms/no-such-vm-here/migrate", "{}", &status);
+	json_decref(doc);
+	assert_int_equal(status, 404);
+	assert_true(runs_on(fx.vca));
+	assert_false(defined_on(fx.vcb));
+}
+
+static void moves_by_command(void **state)
+{
+	char groupctl[PATH_MAX], out[4096] = "", *meta_before, *meta_after, needle[256];
+	struct vmact_lease_pod pod;
+	struct tg_report before, after;
+	struct th_proc p = { 0 };
+	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_PIPE };
+	virDomainPtr d;
+	int rc;
+
+	(void)state;
+	stack_up();
+	/* The operator opts it in (live and in its definition); vmactd A
+	 * re-reads it. */
+	d = virDomainLookupByName(fx.vca, fx.g.name);
+	assert_non_null(d);
+	assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, META_OPTED_IN,
+					      HP_NS_PREFIX, HP_NS_URI,
+					      VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG),
+			 0);
+	virDomainFree(d);
+	meta_before = meta_of(fx.vca);
+	assert_non_null(strstr(meta_before, "migration"));
+	assert_true(tg_report(&fx.g, &before));
+
+	snprintf(groupctl, sizeof(groupctl), "%s", fx.s.groupd);
+	*strrchr(groupctl, '/') = 0;
+	strncat(groupctl, "/vmact-groupctl", sizeof(groupctl) - strlen(groupctl) - 1);
+	{
+		const char *gargv[] = { groupctl, "-s", fx.s.sock, "migrate", fx.g.name,
+					"--to",   "b",  "--wait",  NULL };
+
+		assert_int_equal(th_spawn(&p, gargv, &o), 0);
+		th_read_fd_all(p.out_fd, out, sizeof(out));
+		rc = th_proc_wait(&p);
+	}
+	print_message("vmact-groupctl migrate: exit %d\n%s", rc, out);
+	if (rc != 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupctl migrate failed (exit %d)", rc);
+	assert_non_null(strstr(out, "success"));
+
+	/* It runs on B only; its definition moved with it. */
+	assert_true(runs_on(fx.vcb));
+	assert_false(runs_on(fx.vca));
+	assert_false(defined_on(fx.vca));
+	meta_after = meta_of(fx.vcb);
+	assert_string_equal(meta_before, meta_after);
+	free(meta_before);
+	free(meta_after);
+	/* The source's vmactd had stopped resizing it before libvirt moved
+	 * it: its arbiter answered it Migrate (the freeze). */
+	snprintf(needle, sizeof(needle), "%s", "frozen");
+	assert_true(th_vmactd_log_has(&fx.a, needle));
+	/* vmactd B manages it, at the size it had; A forgot it. */
+	if (!th_vmactd_wait(&fx.b, managed_by, &fx.b, LIMIT_S))
+		fail_msg("vmactd B does not manage %s after the move", fx.g.name);
+	{
+		unsigned pa = fx.port_a;
+
+		if (!th_wait_until(NULL, no_entry_at, &pa,
+				   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+			fail_msg("A's arbiter still holds an entry for %s", fx.g.name);
+	}
+	assert_int_equal(arbiter_pod(fx.port_b, &pod), 200);
+	assert_true(pod.size.milli_cpu >= 1000);
+	assert_false(pod.moving);
+	/* The guest went on. */
+	if (!tg_wait(&fx.g, before.seq, NULL, NULL, LIMIT_S, &after))
+		fail_msg("the guest stopped reporting after the move");
+	print_message("guest lines: seq %lu before, %lu after\n", before.seq, after.seq);
+	/* Listed and counted. */
+	{
+		char url[128], *page;
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.s.metrics_port);
+		page = th_cluster_http_get(url);
+		assert_non_null(page);
+		assert_non_null(
+			strstr(page,
+			       "vmact_migrations_total{reason=\"command\",result=\"success\"} 1"));
+		assert_non_null(strstr(page, "vmact_migration_downtime_seconds_count 1"));
+		free(page);
+	}
+}
+
+static void moves_back_to_best(void **state)
+{
+	char path[256];
+	long status = 0;
+	json_t *doc;
+	struct ended e = { 0 };
+
+	(void)state;
+	stack_up();
+	if (!runs_on(fx.vcb))
+		skip();
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{}", &status);
+	assert_int_equal(status, 202);
+	assert_string_equal(json_string_value(json_object_get(doc, "from")), "b");
+	assert_string_equal(json_string_value(json_object_get(doc, "to")), "a");
+	e.id = (uint64_t)json_integer_value(json_object_get(doc, "id"));
+	json_decref(doc);
+	if (!th_wait_until(NULL, move_ended, &e, (uint64_t)(LIMIT_S * 2 * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "the move back never ended");
+	print_message("back: %s to %s, downtime %lld ms %s\n", e.result, e.to,
+		      (long long)e.downtime_ms, e.error);
+	if (strcmp(e.result, "success"))
+		th_cluster_stack_fail(&fx.s, "the move back failed: %s", e.error);
+	assert_true(e.downtime_ms >= 0);
+	assert_true(runs_on(fx.vca));
+	assert_false(defined_on(fx.vcb));
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s after the move back", fx.g.name);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(refused_until_opted_in),
+		cmocka_unit_test(moves_by_command),
+		cmocka_unit_test(moves_back_to_best),
+	};
+
+	if (!th_root_test("test_migrate", "two libvirt daemons, vmactd, vmact-groupd"))
+		return 1;
+	if (getenv("VMACT_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
+	return cmocka_run_group_tests_name("migrate", tests, setup, teardown);
+}
