@@ -79,7 +79,7 @@ static int read_xml(virDomainPtr d, struct cl_migrate_dom *out, struct vmact_err
 	xpath_str(ctx, "string(/domain/metadata/v:autoscaling/v:pod/@name)", out->pod_name,
 		  sizeof(out->pod_name));
 	if (!out->pod_ns[0] || !out->pod_name[0]) {
-		/* vmactd's runner's own key (doc/domain.md, "<vmact:pod>"). */
+		/* vmactd's runner's own key (doc/domain.md). */
 		snprintf(out->pod_ns, sizeof(out->pod_ns), "default");
 		snprintf(out->pod_name, sizeof(out->pod_name), "%.*s", VMACT_LEASE_NAME_MAX,
 			 out->name);
