@@ -662,7 +662,7 @@ char *vmact_gapi_migrate_path(const char *vm)
 
 #define M struct vmact_gapi_migration
 static const struct vmact_json_desc_field migration_fields[] = {
-	FIELD(M, id, "id", U64, REQUIRED, .lo = 0, .hi = UINT64_MAX),
+	FIELD(M, id, "id", U64, REQUIRED, .lo = 0, .hi = INT64_MAX),
 	FIELD(M, vm, "vm", TEXT, REQUIRED),
 	FIELD(M, uuid, "uuid", TEXT, REQUIRED),
 	FIELD(M, from, "from", TEXT, REQUIRED),
