@@ -557,6 +557,9 @@ static const struct vmact_json_desc_field host_fields[] = {
 	LEDGER(arbiter_pods, "arbiter_pods", I64, .hi = INT64_MAX),
 	LEDGER(arbiter_leases, "arbiter_leases", I64, .hi = INT64_MAX),
 	FIELD(H, standby, "standby", OBJECT, .desc = &res_desc),
+	FIELD(H, draining, "draining", BOOL),
+	FIELD(H, relief, "relief", TEXT, .text_dflt = ""),
+	FIELD(H, unmovable, "unmovable", TEXT, .text_dflt = ""),
 };
 #undef LEDGER
 #undef H
@@ -650,6 +653,17 @@ int vmact_gapi_migrate_decode(const json_t *doc, struct vmact_gapi_migrate *m,
 	return vmact_json_desc_decode(&migrate_desc, doc, m, err);
 }
 
+char *vmact_gapi_drain_path(const char *host, bool drain)
+{
+	_cleanup_free_ char *esc = vmact_http_escape(host);
+	char *p = NULL;
+
+	if (!esc || asprintf(&p, VMACT_GAPI_PATH_HOSTS "/%s/%s", esc,
+			     drain ? VMACT_GAPI_DRAIN : VMACT_GAPI_UNDRAIN) < 0)
+		p = NULL;
+	return p;
+}
+
 char *vmact_gapi_migrate_path(const char *vm)
 {
 	_cleanup_free_ char *esc = vmact_http_escape(vm);
@@ -668,6 +682,7 @@ static const struct vmact_json_desc_field migration_fields[] = {
 	FIELD(M, from, "from", TEXT, REQUIRED),
 	FIELD(M, to, "to", TEXT, REQUIRED),
 	FIELD(M, reason, "reason", TEXT, REQUIRED),
+	FIELD(M, why, "why", TEXT, .text_dflt = ""),
 	FIELD(M, phase, "phase", TEXT, REQUIRED),
 	FIELD(M, result, "result", TEXT, REQUIRED),
 	FIELD(M, error, "error", TEXT, REQUIRED),

@@ -44,6 +44,9 @@
 #define VMACT_GAPI_PATH_MIGRATIONS "/v1/migrations"
 /* POST /v1/vms/{name}/migrate */
 #define VMACT_GAPI_MIGRATE "migrate"
+/* POST /v1/hosts/{name}/drain, .../undrain (no body) -> the host, H */
+#define VMACT_GAPI_DRAIN   "drain"
+#define VMACT_GAPI_UNDRAIN "undrain"
 /* GET /v1/node-group's query argument */
 #define VMACT_GAPI_ARG_PROVIDER_ID "provider_id"
 
@@ -282,6 +285,11 @@ struct vmact_gapi_host {
 	struct vmact_gapi_res capacity, watermark, reserved, pressure;
 	int64_t arbiter_pods, arbiter_leases;
 	struct vmact_gapi_res standby; /* what the standby VMs hold there */
+	/* Out of placement, its opted-in VMs moving away; what relief or
+	 * the drain does there ("" when nothing); the VMs that stay, with
+	 * their reasons ("VM: reason; ..."). */
+	bool draining;
+	const char *relief, *unmovable;
 };
 
 struct vmact_gapi_hosts {
@@ -323,6 +331,8 @@ struct vmact_gapi_migrate {
 json_t *vmact_gapi_migrate_encode(const struct vmact_gapi_migrate *m);
 int vmact_gapi_migrate_decode(const json_t *doc, struct vmact_gapi_migrate *m,
 			      struct vmact_err *err);
+/* "/v1/hosts/NAME/drain" or ".../undrain" (malloc'd; NULL: out of memory). */
+char *vmact_gapi_drain_path(const char *host, bool drain);
 /* "/v1/vms/NAME/migrate", the name escaped (malloc'd; NULL: out of memory). */
 char *vmact_gapi_migrate_path(const char *vm);
 
@@ -331,7 +341,8 @@ char *vmact_gapi_migrate_path(const char *vm);
 struct vmact_gapi_migration {
 	uint64_t id;
 	const char *vm, *uuid, *from, *to;
-	const char *reason;  /* "command" */
+	const char *reason;  /* "command", "pressure", "drain" */
+	const char *why;     /* what chose it ("" for a command) */
 	const char *phase;   /* planned, reserved, freezing, migrating, done, failed */
 	const char *result;  /* "" in flight; "success", "failed" */
 	const char *error;   /* "" unless failed */

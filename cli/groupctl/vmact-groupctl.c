@@ -50,6 +50,9 @@ static const char usage[] =
 	"                              the most room); --force: one that has not opted in;\n"
 	"                              --wait: until it ran there, or failed\n"
 	"  migrations                  the moves in flight and the last ones ended\n"
+	"  drain HOST                  take HOST out of placement and move its opted-in VMs\n"
+	"                              away (prints what stays, and why)\n"
+	"  undrain HOST                put HOST back into placement\n"
 	"\n"
 	"  -s, --socket PATH   vmact-groupd's API (default " DEFAULT_SOCKET ")\n"
 	"  -j, --json          the API's JSON instead of a table\n"
@@ -191,6 +194,10 @@ static int hosts_table(json_t *doc, bool show, struct vmact_err *err)
 			printf("         libvirt: %s\n", h->libvirt_error);
 		if (!h->arbiter_ok)
 			printf("         arbiter: %s\n", h->arbiter_error);
+		if (h->draining)
+			printf("         drained\n");
+		if (h->relief && h->relief[0])
+			printf("         %s\n", h->relief);
 	}
 	vmact_gapi_hosts_clear(&s);
 	return 0;
@@ -435,6 +442,32 @@ static int run(const struct opts *o, int argc, char **argv)
 		return get(o, VMACT_GAPI_PATH_WAITING, waiting_table);
 	if (strcmp(cmd, "migrations") == 0 && argc == 1)
 		return get(o, VMACT_GAPI_PATH_MIGRATIONS, migrations_table);
+	if ((strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) && argc == 2) {
+		struct vmact_gapi_hosts hs;
+		struct vmact_err err = { 0 };
+		json_t *doc = NULL;
+
+		if (!name_ok(argv[1]))
+			return bad_usage("not a host name", argv[1]);
+		path = vmact_gapi_drain_path(argv[1], cmd[0] == 'd');
+		if (!path)
+			return 1;
+		if (call(o, "POST", path, NULL, &doc, &err) < 0 ||
+		    vmact_gapi_hosts_decode(doc, &hs, &err) < 0) {
+			json_decref(doc);
+			fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
+			return 1;
+		}
+		if (o->json)
+			print_json(doc);
+		else if (hs.n)
+			printf("%s: %s%s%s\n", hs.v[0].name,
+			       hs.v[0].draining ? "drained" : "back in placement",
+			       hs.v[0].unmovable[0] ? "; stays: " : "", hs.v[0].unmovable);
+		vmact_gapi_hosts_clear(&hs);
+		json_decref(doc);
+		return 0;
+	}
 	if (strcmp(cmd, "migrate") == 0 && argc == 2) {
 		if (!argv[1][0] || strchr(argv[1], '/'))
 			return bad_usage("not a domain name", argv[1]);

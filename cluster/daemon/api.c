@@ -358,6 +358,9 @@ static struct vmact_gapi_host host_of(const struct cl_engine_host_view *v)
 		.arbiter_pods = (int64_t)st->ledger.pods,
 		.arbiter_leases = (int64_t)st->ledger.leases,
 		.standby = res_of(v->standby),
+		.draining = v->draining,
+		.relief = v->relief,
+		.unmovable = v->unmovable,
 	};
 }
 
@@ -392,6 +395,7 @@ static struct vmact_gapi_migration migration_of(const struct cl_engine_move_view
 		.from = m->from,
 		.to = m->to,
 		.reason = m->reason,
+		.why = m->why,
 		.phase = m->phase,
 		.result = m->result,
 		.error = m->error,
@@ -589,6 +593,42 @@ static void migrate(struct cl_api *a, const char *vm, const struct net_http_serv
 		reply_error(reply, 500, VMACT_GAPI_INTERNAL, "cannot defer the answer");
 }
 
+/* /v1/hosts/NAME/drain, /v1/hosts/NAME/undrain: the host's document. */
+static void host_route(struct cl_api *a, const char *rest,
+		       const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
+{
+	const char *slash = strchr(rest, '/');
+	struct vmact_err err = { 0 };
+	char name[CL_NAME_MAX];
+	bool drain;
+	int r;
+
+	if (!slash || slash == rest || (size_t)(slash - rest) >= sizeof(name) ||
+	    (strcmp(slash + 1, VMACT_GAPI_DRAIN) && strcmp(slash + 1, VMACT_GAPI_UNDRAIN)))
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+				   "no such resource: %s (drain, undrain)", req->url);
+	if (!method_is(req, "POST", reply))
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(slash - rest), rest);
+	drain = !strcmp(slash + 1, VMACT_GAPI_DRAIN);
+	r = cl_engine_drain(a->e, name, drain, &err);
+	if (r == -ENOENT)
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND, "%s", err.msg);
+	if (r < 0)
+		return reply_error(reply, 500, VMACT_GAPI_INTERNAL, "%s", err.msg);
+	for (size_t i = 0; i < cl_engine_n_hosts(a->e); i++) {
+		struct cl_engine_host_view v;
+
+		cl_engine_host_at(a->e, i, &v);
+		if (!strcmp(v.name, name)) {
+			struct vmact_gapi_host h = host_of(&v);
+
+			return reply_json(reply, 200, vmact_gapi_hosts_encode(&h, 1));
+		}
+	}
+}
+
 /* /v1/vms/NAME/migrate */
 static void vm_route(struct cl_api *a, const char *rest, const struct net_http_server_request *req,
 		     struct net_http_server_reply *reply)
@@ -706,7 +746,8 @@ static void handle(void *ud, const struct net_http_server_request *req,
 	const char *p = req->url;
 	const size_t groups_len = strlen(VMACT_GAPI_PATH_GROUPS "/"),
 		     waiting_len = strlen(VMACT_GAPI_PATH_WAITING "/"),
-		     vms_len = strlen(VMACT_GAPI_PATH_VMS "/");
+		     vms_len = strlen(VMACT_GAPI_PATH_VMS "/"),
+		     hosts_len = strlen(VMACT_GAPI_PATH_HOSTS "/");
 
 	/* The socket's mode keeps others out; this holds should it be
 	 * loosened. */
@@ -753,6 +794,8 @@ static void handle(void *ud, const struct net_http_server_request *req,
 			reply_json(reply, 200, hosts_json(a->e));
 		return;
 	}
+	if (strncmp(p, VMACT_GAPI_PATH_HOSTS "/", hosts_len) == 0)
+		return host_route(a, p + hosts_len, req, reply);
 	if (strcmp(p, VMACT_GAPI_PATH_WAITING) == 0) {
 		struct waiting_list l = { 0 };
 

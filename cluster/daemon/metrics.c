@@ -195,18 +195,24 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		net_prom_w_family(w, "vmact_migrations_total", NET_PROM_COUNTER,
 				  "Live migrations of running VMs between hosts, by reason and "
 				  "result");
-		for (int r = 0; r < CL_N_MOVE_RESULTS; r++)
-			net_prom_w_sample(w,
-					  (struct net_prom_wlabel[]){
-						  { "reason", "command" },
-						  { "result", cl_engine_move_result_name(r) } },
-					  2, (double)c->total[r]);
+		for (int k = 0; k < CL_N_MOVE_REASONS; k++)
+			for (int r = 0; r < CL_N_MOVE_RESULTS; r++)
+				net_prom_w_sample(
+					w,
+					(struct net_prom_wlabel[]){
+						{ "reason", cl_engine_move_reason_name(k) },
+						{ "result", cl_engine_move_result_name(r) } },
+					2, (double)c->total[k][r]);
 		net_prom_w_family(w, "vmact_migration_duration_seconds", NET_PROM_HISTOGRAM,
 				  "From the decision to move a VM to it running on the target "
 				  "(moves that succeeded)");
-		net_prom_w_histogram(w, (struct net_prom_wlabel[]){ { "reason", "command" } }, 1,
-				     cl_engine_hist_bounds, c->hist, CL_ENGINE_HIST_BUCKETS,
-				     c->hist[CL_ENGINE_HIST_BUCKETS], c->hist_sum);
+		for (int k = 0; k < CL_N_MOVE_REASONS; k++)
+			net_prom_w_histogram(w,
+					     (struct net_prom_wlabel[]){
+						     { "reason", cl_engine_move_reason_name(k) } },
+					     1, cl_engine_hist_bounds, c->hist[k],
+					     CL_ENGINE_HIST_BUCKETS,
+					     c->hist[k][CL_ENGINE_HIST_BUCKETS], c->hist_sum[k]);
 		net_prom_w_family(w, "vmact_migration_downtime_seconds", NET_PROM_HISTOGRAM,
 				  "How long a moved VM was paused, as libvirt measured it");
 		net_prom_w_histogram(w, NULL, 0, cl_engine_downtime_bounds, c->downtime,

@@ -57,6 +57,8 @@ struct cl_move {
 	char vm[CL_NAME_MAX];
 	char want_to[CL_NAME_MAX]; /* "" = the best host */
 	bool force;
+	enum cl_engine_move_reason reason;
+	char why[512]; /* what chose it (relief, drain) */
 	/* The plan's (its job's, then the loop's). */
 	struct cl_migrate_dom dom;
 	struct vmact_resources size; /* its reservation at its host */
@@ -107,6 +109,13 @@ static struct cl_host *host_of(struct cl_engine *e, const char *name)
 const char *cl_engine_move_result_name(enum cl_engine_move_result r)
 {
 	return r == CL_MOVE_SUCCESS ? "success" : "failed";
+}
+
+const char *cl_engine_move_reason_name(enum cl_engine_move_reason r)
+{
+	static const char *const names[] = { "command", "pressure", "drain" };
+
+	return (unsigned)r < CL_N_MOVE_REASONS ? names[r] : "?";
 }
 
 /* ---- plan (a job) ---- */
@@ -213,9 +222,8 @@ static bool fits(struct cl_move *m, struct cl_host *h, struct vmact_resources *f
 	return true;
 }
 
-static void plan_run(void *data)
+bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_dom *dom)
 {
-	struct cl_move *m = data;
 	struct cl_engine *e = m->e;
 	struct vmact_lease_pod pod;
 	struct vmact_err err = { 0 };
@@ -224,29 +232,44 @@ static void plan_run(void *data)
 	bool found = false;
 	int r;
 
-	if (!find_source(m))
-		return;
+	if (from) {
+		snprintf(m->from, sizeof(m->from), "%s", from);
+		m->dom = *dom;
+	} else if (!find_source(m)) {
+		return false;
+	}
 	if (m->dom.ours) {
 		/* Its disk is an overlay in its host's pool (doc/cluster.md). */
-		return refuse(m, 409, "precondition",
-			      "%s is a node of a vmact-groupd group: node VMs are not moved",
-			      m->vm);
+		refuse(m, 409, "precondition",
+		       "%s is a node of a vmact-groupd group: node VMs are not moved", m->vm);
+		return false;
 	}
-	if (!m->dom.opted_in && !m->force)
-		return refuse(m, 409, "precondition",
-			      "%s has not opted in to live migration (<vmact:migration "
-			      "enabled='true'/>: vmactl set %s --migration on); force moves it "
-			      "anyway",
-			      m->vm, m->vm);
-	if (m->want_to[0] && !host_of(e, m->want_to))
-		return refuse(m, 404, "not-found", "no host '%s'", m->want_to);
+	if (!m->dom.opted_in && !m->force) {
+		refuse(m, 409, "precondition",
+		       "%s has not opted in to live migration (<vmact:migration "
+		       "enabled='true'/>: vmactl set %s --migration on); force moves it anyway",
+		       m->vm, m->vm);
+		return false;
+	}
+	if (m->want_to[0] && !host_of(e, m->want_to)) {
+		refuse(m, 404, "not-found", "no host '%s'", m->want_to);
+		return false;
+	}
 	/* What its host's arbiter holds for it: what the target must hold. */
 	m->size = m->dom.size;
 	r = cl_host_pod(host_of(e, m->from), m->dom.pod_ns, m->dom.pod_name, &pod, &err);
-	if (r == 0 && pod.size.milli_cpu && pod.size.mem_bytes)
+	if (r == 0 && pod.size.milli_cpu && pod.size.mem_bytes) {
 		m->size = pod.size;
-	else if (r < 0 && r != -ENOENT)
-		return refuse(m, 503, "unavailable", "%s", err.msg);
+		/* A VM moved for lack of room takes the growth it was refused
+		 * with it: the target holds that too. */
+		if (m->reason == CL_MOVE_PRESSURE) {
+			m->size.milli_cpu += pod.pressure.milli_cpu;
+			m->size.mem_bytes += pod.pressure.mem_bytes;
+		}
+	} else if (r < 0 && r != -ENOENT) {
+		refuse(m, 503, "unavailable", "%s", err.msg);
+		return false;
+	}
 	for (size_t i = 0; i < e->n_hosts; i++) {
 		struct cl_host *h = e->hosts[i].h;
 		struct vmact_resources free_;
@@ -255,6 +278,11 @@ static void plan_run(void *data)
 
 		if (m->want_to[0] && strcmp(cl_host_name(h), m->want_to))
 			continue;
+		if (cl_host_draining(h)) {
+			snprintf(reasons + n, sizeof(reasons) - n, "%s%s: drained", n ? "; " : "",
+				 cl_host_name(h));
+			continue;
+		}
 		if (!fits(m, h, &free_, why, sizeof(why))) {
 			snprintf(reasons + n, sizeof(reasons) - n, "%s%s: %s", n ? "; " : "",
 				 cl_host_name(h), why);
@@ -268,10 +296,18 @@ static void plan_run(void *data)
 			snprintf(m->to, sizeof(m->to), "%s", cl_host_name(h));
 		}
 	}
-	if (!found)
-		return refuse(m, 409, "precondition", "no host takes %s: %s", m->vm,
-			      reasons[0] ? reasons : "no other host");
+	if (!found) {
+		refuse(m, 409, "precondition", "no host takes %s: %s", m->vm,
+		       reasons[0] ? reasons : "no other host");
+		return false;
+	}
 	m->status = 202;
+	return true;
+}
+
+static void plan_run(void *data)
+{
+	cl_move_plan(data, NULL, NULL);
 }
 
 /* ---- the move (a job) ---- */
@@ -381,14 +417,14 @@ static void observe(struct cl_engine *e, const struct cl_move *m, double secs)
 	struct cl_engine_move_counters *c = &e->mc;
 	size_t b = 0;
 
-	c->total[m->success ? CL_MOVE_SUCCESS : CL_MOVE_FAILED]++;
+	c->total[m->reason][m->success ? CL_MOVE_SUCCESS : CL_MOVE_FAILED]++;
 	if (!m->success)
 		return;
 	while (b < CL_ENGINE_HIST_BUCKETS && secs > cl_engine_hist_bounds[b])
 		b++;
-	c->hist[b]++;
-	c->hist_sum += secs;
-	c->hist_count++;
+	c->hist[m->reason][b]++;
+	c->hist_sum[m->reason] += secs;
+	c->hist_count[m->reason]++;
 	if (m->downtime_ms >= 0) {
 		double d = (double)m->downtime_ms / 1000;
 
@@ -451,7 +487,8 @@ static void view_of(const struct cl_move *m, uint64_t now, struct cl_engine_move
 		.uuid = m->dom.uuid,
 		.from = m->from,
 		.to = m->to,
-		.reason = "command",
+		.reason = cl_engine_move_reason_name(m->reason),
+		.why = m->why,
 		.phase = phase_names[p],
 		/* A move's end is the loop's to say (its done): until then
 		 * it is in flight, whatever its job's phase. */
@@ -466,25 +503,23 @@ static void view_of(const struct cl_move *m, uint64_t now, struct cl_engine_move
 	};
 }
 
-static void plan_done(void *data)
+static void answer_refusal(struct cl_move *m)
 {
-	struct cl_move *m = data;
-	struct cl_engine *e = m->e;
 	struct cl_engine_answer a = { .status = m->status, .reason = m->refusal };
-	struct cl_engine_move_view v;
+
+	snprintf(a.error, sizeof(a.error), "%s", m->error);
+	m->fn(m->ud, &a);
+}
+
+int cl_move_start(struct cl_move *m)
+{
+	struct cl_engine *e = m->e;
 	char size[96];
 	int r;
 
-	if (m->status != 202 || e->stopping) {
-		if (m->status == 202) {
-			a.status = 503;
-			a.reason = "unavailable";
-			snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
-		}
-		snprintf(a.error, sizeof(a.error), "%s", m->error);
-		m->fn(m->ud, &a);
-		move_free(m);
-		return;
+	if (e->stopping || !e->movers) {
+		snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
+		return -ESHUTDOWN;
 	}
 	m->id = ++e->next_move_id;
 	m->started_usec = vmact_loop_now_usec(e->ev);
@@ -492,23 +527,121 @@ static void plan_done(void *data)
 	m->downtime_ms = -1;
 	r = cl_jobs_submit(e->movers, move_run, move_done, m);
 	if (r < 0) {
-		a.status = 500;
-		a.reason = "internal";
-		snprintf(a.error, sizeof(a.error), "cannot start the move: %s", strerror(-r));
-		m->fn(m->ud, &a);
-		move_free(m);
-		return;
+		snprintf(m->error, sizeof(m->error), "cannot start the move: %s", strerror(-r));
+		return r;
 	}
 	VMACT_LIST_APPEND(moves, e->moves, m);
 	m->next_renew_usec = m->started_usec + e->cfg->life.lease_usec / 3;
 	fmt_size(m->size, size, sizeof(size));
 	cl_vm_emit(e, LOG_INFO, NULL,
-		   "migration %" PRIu64 ": moving %s (%s, %s) from %s to %s%s (command)", m->id,
-		   m->vm, size, m->dom.opted_in ? "opted in" : "forced", m->from, m->to,
-		   m->want_to[0] ? "" : ", the host with the most room");
+		   "migration %" PRIu64 ": moving %s (%s, %s) from %s to %s (%s%s%s)", m->id, m->vm,
+		   size, m->dom.opted_in ? "opted in" : "forced", m->from, m->to,
+		   cl_engine_move_reason_name(m->reason), m->why[0] ? ": " : "",
+		   m->why[0] ? m->why : (m->want_to[0] ? "" : ", the host with the most room"));
+	return 0;
+}
+
+static void plan_done(void *data)
+{
+	struct cl_move *m = data;
+	struct cl_engine_answer a = { .status = 202 };
+	struct cl_engine_move_view v;
+	int r;
+
+	if (m->status != 202) {
+		answer_refusal(m);
+		move_free(m);
+		return;
+	}
+	r = cl_move_start(m);
+	if (r < 0) {
+		m->status = r == -ESHUTDOWN ? 503 : 500;
+		m->refusal = r == -ESHUTDOWN ? "unavailable" : "internal";
+		answer_refusal(m);
+		move_free(m);
+		return;
+	}
 	view_of(m, m->started_usec, &v);
 	a.move = &v;
 	m->fn(m->ud, &a);
+}
+
+struct cl_move *cl_move_new(struct cl_engine *e, const char *vm, const char *to, bool force,
+			    enum cl_engine_move_reason reason)
+{
+	struct cl_move *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	pthread_mutex_init(&m->lock, NULL);
+	m->e = e;
+	m->force = force;
+	m->reason = reason;
+	snprintf(m->vm, sizeof(m->vm), "%s", vm);
+	snprintf(m->want_to, sizeof(m->want_to), "%s", to ? to : "");
+	return m;
+}
+
+void cl_move_set_why(struct cl_move *m, const char *why)
+{
+	snprintf(m->why, sizeof(m->why), "%s", why);
+}
+
+const char *cl_move_error(const struct cl_move *m)
+{
+	return m->error;
+}
+
+const char *cl_move_target(const struct cl_move *m)
+{
+	return m->to;
+}
+
+void cl_move_discard(struct cl_move *m)
+{
+	move_free(m);
+}
+
+const struct cl_move *cl_move_of(const struct cl_engine *e, const char *vm)
+{
+	const struct cl_move *m, *last = NULL;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves)
+		if (!strcmp(m->vm, vm))
+			last = m;
+	return last;
+}
+
+bool cl_move_in_flight(const struct cl_move *m)
+{
+	return m && !m->ended_usec;
+}
+
+uint64_t cl_move_ended_usec(const struct cl_move *m, bool *success)
+{
+	*success = m->success;
+	return m->ended_usec;
+}
+
+void cl_move_each_last(const struct cl_engine *e,
+		       void (*fn)(void *ud, const char *vm, uint64_t end, bool success), void *ud)
+{
+	const struct cl_move *m;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves)
+		if (cl_move_of(e, m->vm) == m)
+			fn(ud, m->vm, m->ended_usec, m->success);
+}
+
+unsigned cl_move_count(const struct cl_engine *e, const char *from)
+{
+	const struct cl_move *m;
+	unsigned n = 0;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves)
+		if (!m->ended_usec && (!from || !strcmp(m->from, from)))
+			n++;
+	return n;
 }
 
 void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool force,
@@ -531,20 +664,15 @@ void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool f
 		snprintf(a.error, sizeof(a.error), "vmact-groupd is stopping");
 		return fn(ud, &a);
 	}
-	m = calloc(1, sizeof(*m));
+	m = cl_move_new(e, vm, to, force, CL_MOVE_COMMAND);
 	if (!m) {
 		a.status = 500;
 		a.reason = "internal";
 		snprintf(a.error, sizeof(a.error), "out of memory");
 		return fn(ud, &a);
 	}
-	pthread_mutex_init(&m->lock, NULL);
-	m->e = e;
 	m->fn = fn;
 	m->ud = ud;
-	m->force = force;
-	snprintf(m->vm, sizeof(m->vm), "%s", vm);
-	snprintf(m->want_to, sizeof(m->want_to), "%s", to ? to : "");
 	r = cl_jobs_submit(e->jobs, plan_run, plan_done, m);
 	if (r < 0) {
 		a.status = 503;

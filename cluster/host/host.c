@@ -27,6 +27,7 @@ struct cl_host {
 	pthread_mutex_t lock; /* conn and the status */
 	virConnectPtr conn;
 	struct cl_host_status st;
+	bool draining; /* atomically: read by job threads */
 };
 
 int cl_host_new(const struct cl_host_cfg *cfg, struct cl_host **out, struct vmact_err *err)
@@ -293,6 +294,16 @@ int cl_host_ledger(struct cl_host *h, struct vmact_lease_ledger *l, struct vmact
 	h->st.ledger = *l;
 	pthread_mutex_unlock(&h->lock);
 	return 0;
+}
+
+void cl_host_set_draining(struct cl_host *h, bool draining)
+{
+	__atomic_store_n(&h->draining, draining, __ATOMIC_RELEASE);
+}
+
+bool cl_host_draining(struct cl_host *h)
+{
+	return __atomic_load_n(&h->draining, __ATOMIC_ACQUIRE);
 }
 
 void cl_host_status(struct cl_host *h, struct cl_host_status *out)

@@ -52,6 +52,11 @@ int cl_host_release(struct cl_host *h, const char *ns, const char *name, struct 
 /* The ledger's totals. */
 int cl_host_ledger(struct cl_host *h, struct vmact_lease_ledger *out, struct vmact_err *err);
 
+/* Drained (doc/cluster.md, "Draining a host"): nothing new is placed or
+ * moved there. Safe from any thread. */
+void cl_host_set_draining(struct cl_host *h, bool draining);
+bool cl_host_draining(struct cl_host *h);
+
 struct cl_host_status {
 	bool libvirt_ok, arbiter_ok;
 	char libvirt_err[VMACT_ERR_MSG_MAX], arbiter_err[VMACT_ERR_MSG_MAX];

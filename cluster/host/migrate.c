@@ -117,6 +117,27 @@ int cl_migrate_inspect(virConnectPtr c, const char *name, struct cl_migrate_dom 
 	return read_xml(d, out, err);
 }
 
+int cl_migrate_list(virConnectPtr c, void (*fn)(void *ud, const struct cl_migrate_dom *d), void *ud,
+		    struct vmact_err *err)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, VIR_CONNECT_LIST_DOMAINS_RUNNING);
+
+	if (n < 0)
+		return vmact_err_set(err, EIO, "listing the domains: %s", virt_msg());
+	for (int i = 0; i < n; i++) {
+		struct cl_migrate_dom d;
+		struct vmact_err e = { 0 };
+		const char *name = virDomainGetName(doms[i]);
+
+		if (name && cl_migrate_inspect(c, name, &d, &e) == 0)
+			fn(ud, &d);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return 0;
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;

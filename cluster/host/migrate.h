@@ -37,6 +37,11 @@ struct cl_migrate_dom {
 int cl_migrate_inspect(virConnectPtr c, const char *name, struct cl_migrate_dom *out,
 		       struct vmact_err *err);
 
+/* Every running domain on c, as cl_migrate_inspect reads it (those that
+ * stop or go meanwhile are skipped); 0 or -EIO. */
+int cl_migrate_list(virConnectPtr c, void (*fn)(void *ud, const struct cl_migrate_dom *d), void *ud,
+		    struct vmact_err *err);
+
 struct cl_migrate_result {
 	double seconds;      /* the call, start to end */
 	int64_t downtime_ms; /* as libvirt measured it; -1: not reported */
