@@ -49,6 +49,9 @@ static const char *const phase_names[] = { "planned",   "reserved", "freezing",
 					   "migrating", "done",     "failed" };
 
 const double cl_engine_downtime_bounds[CL_ENGINE_DOWNTIME_BUCKETS] = CL_ENGINE_DOWNTIME_BOUNDS;
+/* engine.c's cl_engine_hist_bounds, the same values: this file calls none
+ * above it. */
+static const double hist_bounds[CL_ENGINE_HIST_BUCKETS] = CL_ENGINE_HIST_BOUNDS;
 
 struct cl_move {
 	VMACT_LIST_FIELDS(struct cl_move, moves);
@@ -420,7 +423,7 @@ static void observe(struct cl_engine *e, const struct cl_move *m, double secs)
 	c->total[m->reason][m->success ? CL_MOVE_SUCCESS : CL_MOVE_FAILED]++;
 	if (!m->success)
 		return;
-	while (b < CL_ENGINE_HIST_BUCKETS && secs > cl_engine_hist_bounds[b])
+	while (b < CL_ENGINE_HIST_BUCKETS && secs > hist_bounds[b])
 		b++;
 	c->hist[m->reason][b]++;
 	c->hist_sum[m->reason] += secs;
