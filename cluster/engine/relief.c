@@ -38,6 +38,7 @@
 struct resting {
 	char vm[CL_NAME_MAX];
 	char why[128];
+	bool settling; /* moved recently: holds relief back, not a drain */
 };
 
 struct relief_host {
@@ -103,11 +104,11 @@ static void append(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static const char *resting_why(const struct relief_job *j, const char *vm)
+static const char *resting_why(const struct relief_job *j, const char *vm, bool draining)
 {
 	for (size_t i = 0; i < j->n_resting; i++)
 		if (!strcmp(j->resting[i].vm, vm))
-			return j->resting[i].why;
+			return draining && j->resting[i].settling ? NULL : j->resting[i].why;
 	return NULL;
 }
 
@@ -177,7 +178,7 @@ static void round_host(struct relief_job *j, struct relief_host *rh)
 	for (size_t i = 0; i < list.n; i++) {
 		struct found *f = &list.v[i];
 		struct vmact_lease_pod pod;
-		const char *rest = resting_why(j, f->d.name);
+		const char *rest = resting_why(j, f->d.name, rh->draining);
 
 		if (cl_host_pod(h, f->d.pod_ns, f->d.pod_name, &pod, &err) == 0) {
 			f->res = pod.size;
@@ -348,6 +349,7 @@ static void rest_one(void *ud, const char *vm, uint64_t end, bool ok)
 		snprintf(r->why, sizeof(r->why),
 			 "its last move failed %.0f s ago (tried again after %.0f s)",
 			 (double)(c->now - end) / 1e6, (double)c->backoff / 1e6);
+	r->settling = end && ok;
 }
 
 void cl_relief_tick(struct cl_engine *e, uint64_t now)
