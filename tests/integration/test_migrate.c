@@ -33,7 +33,13 @@
  *                           command to move it there is refused), and
  *                           back after `undrain a`;
  *   moves_back_to_best      moved without a target: the host with room
- *                           (A) is chosen, and it runs there.
+ *                           (A) is chosen, and it runs there;
+ *   failed_move_retried     vmact-groupd restarted (moves to B slowed)
+ *                           relieves A again; the move aborted on A fails:
+ *                           the guest runs on A only, B holds nothing of
+ *                           it, A's mark is gone and vmactd A manages it;
+ *                           the reason is listed, relief says it rests,
+ *                           and after the backoff the move succeeds.
  *
  * After the first move the guest's control socket is gone (the source's
  * QEMU unlinks it as it exits): the guest stays busy from relief_moves_it
@@ -202,7 +208,7 @@ static long arbiter_pod(unsigned port, struct vmact_lease_pod *pod)
 
 /* ---- the cluster layer ---- */
 
-static void write_groupd_cfg(void)
+static void write_groupd_cfg(unsigned b_bandwidth)
 {
 	char text[2048];
 
@@ -215,8 +221,8 @@ static void write_groupd_cfg(void)
 		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
 		 "{\"name\":\"b\",\"uri\":\"" HOST2_URI "\","
 		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
-		 "\"migration\":{\"address\":\"127.0.0.1\"}}]}",
-		 fx.s.sock, fx.port_a, fx.s.key, fx.port_b, fx.s.key);
+		 "\"migration\":{\"address\":\"127.0.0.1\",\"bandwidth_mib_s\":%u}}]}",
+		 fx.s.sock, fx.port_a, fx.s.key, fx.port_b, fx.s.key, b_bandwidth);
 	assert_int_equal(th_write_file(fx.cfg, text), 0);
 	assert_int_equal(th_cluster_stack_own(&fx.s, fx.cfg, false, 0644), 0);
 }
@@ -234,6 +240,28 @@ static bool runs_on(virConnectPtr c)
 		return false;
 	}
 	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
+	virDomainFree(d);
+	return yes;
+}
+
+/* libvirt on A has an outgoing migration of the guest under way. */
+static bool leaving_a_now(void)
+{
+	virDomainPtr d = virDomainLookupByName(fx.vca, fx.g.name);
+	virTypedParameterPtr p = NULL;
+	int n = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
+	bool yes = false;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	if (virDomainGetJobStats(d, &type, &p, &n, 0) == 0) {
+		yes = type != VIR_DOMAIN_JOB_NONE &&
+		      virTypedParamsGetInt(p, n, VIR_DOMAIN_JOB_OPERATION, &op) == 1 &&
+		      op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT;
+		virTypedParamsFree(p, n);
+	}
 	virDomainFree(d);
 	return yes;
 }
@@ -374,7 +402,7 @@ static void stack_up(void)
 	fx.port_b = start_vmactd(&fx.b, in_b, 2);
 	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
 		fail_msg("vmactd A does not manage %s", fx.g.name);
-	write_groupd_cfg();
+	write_groupd_cfg(0);
 	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
 		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start, or never found its VMs");
 }
@@ -508,7 +536,6 @@ static bool metric_is(const char *line)
 	free(page);
 	return yes;
 }
-
 
 static void refused_until_opted_in(void **state)
 {
@@ -701,12 +728,87 @@ static void moves_back_to_best(void **state)
 		fail_msg("vmactd A does not manage %s after the move back", fx.g.name);
 }
 
+/* A move libvirt fails: vmact-groupd restarted with moves to B slowed to
+ * 8 MiB/s finds A over its watermark with nothing resting (its memory of
+ * moves went with it) and moves the guest; the test aborts the move on A
+ * (virDomainAbortJob, as an operator's `virsh domjobabort`). The guest
+ * runs on A, nothing is left on B (no domain, no lease at B's arbiter),
+ * A's entry is no longer marked moving and vmactd A manages it again; the
+ * failure is listed with libvirt's reason and relief says the VM rests;
+ * after the retry backoff relief moves it again, and that move succeeds. */
+static bool migrating_now(void *arg)
+{
+	uint64_t *id = arg;
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
+	bool yes = false;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return false;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		if (!strcmp(l.v[i].vm, fx.g.name) && !strcmp(l.v[i].phase, "migrating") &&
+		    !l.v[i].result[0]) {
+			*id = l.v[i].id;
+			yes = true;
+		}
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return yes && leaving_a_now();
+}
+
+static void failed_move_retried(void **state)
+{
+	struct relief_says rs = { "a", "its last move failed" };
+	struct vmact_lease_pod pod;
+	struct ended e = { .reason = "pressure" };
+	uint64_t id = 0;
+	virDomainPtr d;
+
+	(void)state;
+	stack_up();
+	if (!runs_on(fx.vca))
+		skip();
+	th_cluster_stack_stop(&fx.s);
+	write_groupd_cfg(8);
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
+	if (!th_wait_until(NULL, migrating_now, &id, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "relief never started moving the guest again");
+	d = virDomainLookupByName(fx.vca, fx.g.name);
+	assert_non_null(d);
+	assert_int_equal(virDomainAbortJob(d), 0);
+	virDomainFree(d);
+	e.after_id = id - 1;
+	if (!th_wait_until(NULL, move_ended, &e, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "the aborted move never ended");
+	print_message("aborted: %s: %s\n", e.result, e.error);
+	assert_true(e.id == id);
+	assert_string_equal(e.result, "failed");
+	assert_true(e.error[0] != 0);
+	only_on(fx.vca, "after the abort");
+	assert_int_equal(arbiter_pod(fx.port_b, NULL), 404);
+	assert_int_equal(arbiter_pod(fx.port_a, &pod), 200);
+	assert_false(pod.moving);
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s after the failed move", fx.g.name);
+	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "host a's relief never said the move failed");
+	assert_true(metric_is("vmact_migrations_total{reason=\"pressure\",result=\"failed\"} 1"));
+	/* Retried after the backoff, successfully. */
+	e = wait_move("pressure", id);
+	only_on(fx.vcb, "after the retry");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(refused_until_opted_in), cmocka_unit_test(relief_moves_it),
 		cmocka_unit_test(moves_by_command),       cmocka_unit_test(drain_undrain),
-		cmocka_unit_test(moves_back_to_best),
+		cmocka_unit_test(moves_back_to_best),     cmocka_unit_test(failed_move_retried),
 	};
 
 	if (!th_root_test("test_migrate", "two libvirt daemons, vmactd, vmact-groupd"))
