@@ -188,6 +188,10 @@ struct cl_config {
 	struct cl_group_cfg *groups;
 	json_t *profiles; /* scheduler.profiles, as given (NULL: default) */
 	struct cl_kube kube;
+	/* "migration" (doc/cluster.md, "Live migration"): relief on or off;
+	 * how long a VM that moved stays before relief moves it again. */
+	bool relief;
+	uint64_t min_residence_usec;
 };
 
 void cl_config_free(struct cl_config *cfg);

@@ -156,9 +156,10 @@ static bool has_profile(const struct cl_config *cfg, const char *name)
 
 static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact_err *err)
 {
-	static const char *const keys[] = { "api",       "metrics",    "libvirt",
-					    "lifecycle", "hosts",      "groups",
-					    "scheduler", "kubernetes", NULL };
+	static const char *const keys[] = { "api",       "metrics", "libvirt",   "lifecycle",
+					    "hosts",     "groups",  "scheduler", "kubernetes",
+					    "migration", NULL };
+	static const char *const migration_keys[] = { "relief", "min_residence_s", NULL };
 	static const char *const kube_keys[] = { "server", "ca_file", "token_file", NULL };
 	static const char *const api_keys[] = { "socket", NULL };
 	static const char *const metrics_keys[] = { "listen", NULL };
@@ -182,8 +183,25 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 		.retry_backoff_usec = 30 * 1000000ULL,
 		.refill_interval_usec = 5 * 1000000ULL,
 	};
+	cfg->relief = true;
+	cfg->min_residence_usec = 300 * 1000000ULL;
 	if ((r = cl_read_keys(&c, doc, keys)) < 0)
 		return r;
+	if ((v = json_object_get(doc, "migration"))) {
+		const json_t *rl;
+
+		cl_read_push(&c, "migration");
+		if ((r = cl_read_keys(&c, v, migration_keys)) < 0 ||
+		    (r = cl_read_seconds(&c, v, "min_residence_s", 0, 86400,
+					 &cfg->min_residence_usec)) < 0)
+			return r;
+		rl = json_object_get(v, "relief");
+		if (rl && !json_is_boolean(rl))
+			return cl_read_bad(&c, "relief", "true or false");
+		if (rl)
+			cfg->relief = json_is_true(rl);
+		cl_read_pop(&c, 0);
+	}
 	if ((v = json_object_get(doc, "api"))) {
 		cl_read_push(&c, "api");
 		if ((r = cl_read_keys(&c, v, api_keys)) < 0 ||

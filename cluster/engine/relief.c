@@ -11,8 +11,9 @@
  * The order for relief (Neon's: oldest first until enough is moving;
  * here): a VM whose move alone covers the excess, the smallest such,
  * since it frees enough at the least cost; else the largest. A VM moved
- * recently (MIN_RESIDENCE_USEC) or whose last move failed (within the
- * retry backoff) rests. What holds a host over its watermark when nothing
+ * recently (migration.min_residence_s) or whose last move failed (within
+ * the retry backoff) rests; relief can be switched off
+ * (migration.relief), a drain cannot. What holds a host over its watermark when nothing
  * can move is said once per change. */
 #define CL_ENGINE_PRIV_ALLOW
 #include "cluster/engine/engine-priv.h"
@@ -30,10 +31,7 @@
 #include "base/time.h"
 
 #define RELIEF_USEC VMACT_USEC_PER_SEC
-/* A VM that moved stays where it went for this long (no ping-pong between
- * two full hosts); an operator's command is not held by it. */
-#define MIN_RESIDENCE_USEC (300 * VMACT_USEC_PER_SEC)
-#define DRAIN_FILE         "drained.json"
+#define DRAIN_FILE  "drained.json"
 
 struct resting {
 	char vm[CL_NAME_MAX];
@@ -163,7 +161,8 @@ static void round_host(struct relief_job *j, struct relief_host *rh)
 	ex_mem = over(l.reserved.mem_bytes, l.pressure.mem_bytes, l.watermark.mem_bytes);
 	/* Growth refused for lack of room: something asked for more than
 	 * the watermark leaves. */
-	relief = (l.pressure.milli_cpu && ex_cpu) || (l.pressure.mem_bytes && ex_mem);
+	relief = e->cfg->relief &&
+		 ((l.pressure.milli_cpu && ex_cpu) || (l.pressure.mem_bytes && ex_mem));
 	if (!relief && !rh->draining)
 		return;
 	c = cl_host_conn(h, &err);
@@ -312,7 +311,10 @@ static void round_done(void *data)
 
 struct resting_ctx {
 	struct relief_job *j;
-	uint64_t now, backoff;
+	/* A VM that moved stays where it went for residence (no ping-pong
+	 * between two full hosts; an operator's command is not held by
+	 * it), one whose move failed for the retry backoff. */
+	uint64_t now, backoff, residence;
 	size_t cap;
 	bool oom;
 };
@@ -323,7 +325,7 @@ static void rest_one(void *ud, const char *vm, uint64_t end, bool ok)
 	struct relief_job *j = c->j;
 	struct resting *r;
 
-	if (end && ok && c->now - end >= MIN_RESIDENCE_USEC)
+	if (end && ok && c->now - end >= c->residence)
 		return;
 	if (end && !ok && c->now - end >= c->backoff)
 		return;
@@ -344,7 +346,7 @@ static void rest_one(void *ud, const char *vm, uint64_t end, bool ok)
 		snprintf(r->why, sizeof(r->why), "moving");
 	else if (ok)
 		snprintf(r->why, sizeof(r->why), "moved %.0f s ago (it stays %.0f s)",
-			 (double)(c->now - end) / 1e6, (double)MIN_RESIDENCE_USEC / 1e6);
+			 (double)(c->now - end) / 1e6, (double)c->residence / 1e6);
 	else
 		snprintf(r->why, sizeof(r->why),
 			 "its last move failed %.0f s ago (tried again after %.0f s)",
@@ -369,7 +371,8 @@ void cl_relief_tick(struct cl_engine *e, uint64_t now)
 	if (j->hosts) {
 		struct resting_ctx c = { .j = j,
 					 .now = now,
-					 .backoff = e->cfg->life.retry_backoff_usec };
+					 .backoff = e->cfg->life.retry_backoff_usec,
+					 .residence = e->cfg->min_residence_usec };
 
 		cl_move_each_last(e, rest_one, &c);
 		if (c.oom) {

@@ -66,6 +66,9 @@ static void test_good(void **state)
 	assert_string_equal(cfg.hosts[1].storage_pool, "default");
 	assert_string_equal(cfg.hosts[0].channel_dir, "");
 	assert_string_equal(cfg.hosts[1].channel_dir, "/run/vc");
+	/* Relief on, a moved VM resting 300 s, by default. */
+	assert_true(cfg.relief);
+	assert_true(cfg.min_residence_usec == 300000000ULL);
 	/* Only h2 takes moved VMs. */
 	assert_string_equal(cfg.hosts[0].migration_address, "");
 	assert_string_equal(cfg.hosts[1].migration_address, "10.0.0.2");
@@ -286,6 +289,9 @@ static const struct bad bads[] = {
 	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"migration\":"
 	  "{\"address\":\"h\",\"port\":1},\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
 	  "hosts[0].migration.port: unknown" },
+	{ "{" HOSTS ",\"migration\":{\"relief\":1}}", "migration.relief: true or false" },
+	{ "{" HOSTS ",\"migration\":{\"min_residence_s\":-1}}",
+	  "migration.min_residence_s: a number of seconds from 0" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{},{}]}}",
 	  "scheduler.profiles[1].schedulerName: 'default' is also profiles[0]'s" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{\"schedulerName\":7}]}}",
