@@ -67,19 +67,18 @@
 #include "base/time.h"
 #include "hotplug/hotplug.h"
 #include "shared/group-api.h"
-#include "shared/keyfile.h"
 #include "shared/lease.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/ctl.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/host2.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "vmact-mgr"
-#define HOST2_URI    "qemu+unix:///system?socket=/run/vmact-mig/h2/run/libvirt-sock"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S      180.0
 /* What vmactd logs as it stops resizing a VM being moved away. */
@@ -102,33 +101,6 @@ static struct {
 	char tpl[128], cfg[160];
 	virConnectPtr vca, vcb;
 } fx;
-
-/* ---- host B ---- */
-
-static int host2_up(void)
-{
-	const char *argv[] = { "bash", "tests/host/host2.sh", "up", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
-	struct th_proc p = { 0 };
-	char out[64] = "";
-
-	if (th_spawn(&p, argv, &o) < 0)
-		return -1;
-	th_read_fd_all(p.out_fd, out, sizeof(out));
-	if (th_proc_wait(&p) != 0 || sscanf(out, "%15s", fx.b_pid) != 1)
-		return -1;
-	return 0;
-}
-
-static void host2_down(void)
-{
-	const char *argv[] = { "bash", "tests/host/host2.sh", "down", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_INHERIT, .err = TH_OUT_INHERIT };
-	struct th_proc p = { 0 };
-
-	if (th_spawn(&p, argv, &o) == 0)
-		th_proc_wait(&p);
-}
 
 /* ---- vmactd on each host, with its arbiter's lease interface ---- */
 
@@ -154,56 +126,10 @@ static unsigned start_vmactd(struct th_vmactd *d, const char *const *wrapper, do
 	return arb;
 }
 
-static size_t collect(char *ptr, size_t size, size_t n, void *ud)
-{
-	char **buf = ud;
-	size_t have = *buf ? strlen(*buf) : 0, add = size * n;
-	char *b = realloc(*buf, have + add + 1);
-
-	if (!b)
-		return 0;
-	memcpy(b + have, ptr, add);
-	b[have + add] = 0;
-	*buf = b;
-	return add;
-}
-
-/* GET /v1/leases/default/NAME at the arbiter on port, signed with the
- * lease key: its HTTP status (0: no answer), the entry in *pod on 200. */
+/* The guest's entry at the arbiter on port. */
 static long arbiter_pod(unsigned port, struct vmact_lease_pod *pod)
 {
-	_cleanup_free_ uint8_t *key = NULL;
-	size_t key_len = 0;
-	struct vmact_err err = { 0 };
-	char path[256], url[512], sig[VMACT_LEASE_SIG_HEX + 1];
-	long long ts = (long long)time(NULL);
-	long status = 0;
-	char *body = NULL;
-	CURL *c;
-
-	if (vmact_keyfile_load(fx.s.key, &key, &key_len, &err) < 0)
-		fail_msg("lease key: %s", err.msg);
-	snprintf(path, sizeof(path), "/v1/leases/default/%s", fx.g.name);
-	vmact_lease_sign(key, key_len, "GET", path, ts, "", 0, sig);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s?ts=%lld&sig=%s", port, path, ts, sig);
-	c = curl_easy_init();
-	assert_non_null(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(c);
-	if (status == 200 && pod) {
-		json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
-
-		if (!doc || vmact_lease_pod_decode(doc, pod, &err) < 0)
-			fail_msg("arbiter entry: %s (%s)", body ? body : "(no body)", err.msg);
-		json_decref(doc);
-	}
-	free(body);
-	return status;
+	return th_host2_arbiter_pod(fx.s.key, port, "default", fx.g.name, pod);
 }
 
 /* ---- the cluster layer ---- */
@@ -219,7 +145,7 @@ static void write_groupd_cfg(unsigned b_bandwidth)
 		 "{\"name\":\"a\",\"uri\":\"qemu:///system\","
 		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
 		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
-		 "{\"name\":\"b\",\"uri\":\"" HOST2_URI "\","
+		 "{\"name\":\"b\",\"uri\":\"" TH_HOST2_URI "\","
 		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
 		 "\"migration\":{\"address\":\"127.0.0.1\",\"bandwidth_mib_s\":%u}}]}",
 		 fx.s.sock, fx.port_a, fx.s.key, fx.port_b, fx.s.key, b_bandwidth);
@@ -319,12 +245,12 @@ static int setup(void **state)
 	tg_quiet_libvirt();
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (host2_up() < 0) {
+	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
 		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
 		return -1;
 	}
 	fx.vca = virConnectOpen("qemu:///system");
-	fx.vcb = virConnectOpen(HOST2_URI);
+	fx.vcb = virConnectOpen(TH_HOST2_URI);
 	if (!fx.vca || !fx.vcb || th_cluster_stack_init(&fx.s, PREFIX) < 0 ||
 	    th_vmactd_init(&fx.a, PREFIX "a", NULL) < 0 ||
 	    th_vmactd_init(&fx.b, PREFIX "b", NULL) < 0) {
@@ -379,8 +305,7 @@ static int teardown(void **state)
 		virConnectClose(fx.vca);
 	if (fx.vcb)
 		virConnectClose(fx.vcb);
-	if (!getenv("VMACT_TEST_HOST2_KEEP"))
-		host2_down();
+	th_host2_down();
 	return 0;
 }
 
