@@ -104,25 +104,14 @@ static struct {
 
 /* ---- vmactd on each host, with its arbiter's lease interface ---- */
 
-static unsigned start_vmactd(struct th_vmactd *d, const char *const *wrapper, double overcommit)
+static unsigned start_vmactd(struct th_vmactd *d, const char *b_pid, double overcommit)
 {
-	static const char *const args[] = { "--verbose", NULL };
-	char prefix[64], text[768];
-	unsigned port = th_dead_port(), arb;
+	char prefix[64];
+	unsigned arb = 0;
 
-	assert_true(port > 0);
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-	snprintf(text, sizeof(text),
-		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"lease_key\":\"%s\","
-		 "\"overcommit_cpu\":%g},"
-		 "\"control\":{\"state_dir\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:%u\"}}",
-		 fx.s.key, overcommit, d->dir, port);
-	assert_int_equal(th_vmactd_config(d, prefix, text), 0);
-	assert_int_equal(th_vmactd_spawn_under(d, wrapper, args), 0);
-	if (!th_vmactd_wait_log(d, "leases for the cluster layer", LIMIT_S))
-		fail_msg("vmactd did not start its arbiter");
-	arb = th_log_port(d->log, "(port");
-	assert_true(arb > 0);
+	if (th_host2_vmactd(d, prefix, fx.s.key, b_pid, overcommit, &arb) < 0)
+		fail_msg("vmactd did not start with its arbiter");
 	return arb;
 }
 
@@ -136,20 +125,10 @@ static long arbiter_pod(unsigned port, struct vmact_lease_pod *pod)
 
 static void write_groupd_cfg(unsigned b_bandwidth)
 {
-	char text[2048];
-
 	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
-	snprintf(text, sizeof(text),
-		 "{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
-		 "\"hosts\":["
-		 "{\"name\":\"a\",\"uri\":\"qemu:///system\","
-		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
-		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
-		 "{\"name\":\"b\",\"uri\":\"" TH_HOST2_URI "\","
-		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
-		 "\"migration\":{\"address\":\"127.0.0.1\",\"bandwidth_mib_s\":%u}}]}",
-		 fx.s.sock, fx.port_a, fx.s.key, fx.port_b, fx.s.key, b_bandwidth);
-	assert_int_equal(th_write_file(fx.cfg, text), 0);
+	assert_int_equal(th_host2_groupd_cfg(fx.cfg, fx.s.sock, fx.s.key, fx.port_a, fx.port_b,
+					     b_bandwidth, ""),
+			 0);
 	assert_int_equal(th_cluster_stack_own(&fx.s, fx.cfg, false, 0644), 0);
 }
 
@@ -312,7 +291,6 @@ static int teardown(void **state)
 /* Everything up: the guest booted and busy, both vmactds, groupd. */
 static void stack_up(void)
 {
-	const char *const in_b[] = { "nsenter", "-t", fx.b_pid, "-m", "-C", NULL };
 	const unsigned one = 1;
 	struct tg_report r;
 
@@ -324,7 +302,7 @@ static void stack_up(void)
 	if (!tg_wait(&fx.g, 0, tg_busy_eq, &one, LIMIT_S, &r))
 		fail_msg("the guest did not start its busy loop");
 	fx.port_a = start_vmactd(&fx.a, NULL, 1);
-	fx.port_b = start_vmactd(&fx.b, in_b, 2);
+	fx.port_b = start_vmactd(&fx.b, fx.b_pid, 2);
 	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
 		fail_msg("vmactd A does not manage %s", fx.g.name);
 	write_groupd_cfg(0);

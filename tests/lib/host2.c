@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "base/macro.h"
 #include "shared/keyfile.h"
 #include "tests/lib/file.h"
+#include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 
 int th_host2_up(char *pid, size_t len)
@@ -99,4 +101,46 @@ long th_host2_arbiter_pod(const char *key_file, unsigned port, const char *ns, c
 		json_decref(doc);
 	}
 	return status;
+}
+
+int th_host2_vmactd(struct th_vmactd *d, const char *prefix, const char *key_file,
+		    const char *b_pid, double overcommit, unsigned *arbiter_port)
+{
+	static const char *const args[] = { "--verbose", NULL };
+	const char *const in_b[] = { "nsenter", "-t", b_pid, "-m", "-C", NULL };
+	char text[768];
+	unsigned port = th_dead_port();
+
+	if (!port)
+		return -1;
+	snprintf(text, sizeof(text),
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"lease_key\":\"%s\","
+		 "\"overcommit_cpu\":%g},"
+		 "\"control\":{\"state_dir\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:%u\"}}",
+		 key_file, overcommit, d->dir, port);
+	if (th_vmactd_config(d, prefix, text) < 0 ||
+	    th_vmactd_spawn_under(d, b_pid ? in_b : NULL, args) < 0)
+		return -1;
+	if (!th_vmactd_wait_log(d, "leases for the cluster layer", 180))
+		return -1;
+	*arbiter_port = th_log_port(d->log, "(port");
+	return *arbiter_port ? 0 : -1;
+}
+
+int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
+			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra)
+{
+	char text[4096];
+
+	snprintf(text, sizeof(text),
+		 "{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"hosts\":["
+		 "{\"name\":\"a\",\"uri\":\"qemu:///system\","
+		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
+		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
+		 "{\"name\":\"b\",\"uri\":\"" TH_HOST2_URI "\","
+		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
+		 "\"migration\":{\"address\":\"127.0.0.1\",\"bandwidth_mib_s\":%u}}]%s}",
+		 api_socket, port_a, key_file, port_b, key_file, b_bandwidth, extra ? extra : "");
+	return th_write_file(path, text);
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "shared/lease.h"
+#include "tests/lib/vmactd.h"
 
 /* B's libvirt, as root reaches it. */
 #define TH_HOST2_URI "qemu+unix:///system?socket=/run/vmact-mig/h2/run/libvirt-sock"
@@ -24,3 +25,18 @@ void th_host2_down(void);
  * the entry in *pod (when not NULL) on 200. */
 long th_host2_arbiter_pod(const char *key_file, unsigned port, const char *ns, const char *name,
 			  struct vmact_lease_pod *pod);
+
+/* Starts d's vmactd for a migration test's host (b_pid NULL: A, the
+ * system libvirt; else B's, inside B's namespaces): --verbose, its
+ * arbiter on 127.0.0.1 with the lease key and CPU overcommitted
+ * overcommit times, its own metrics port. Its arbiter's port in
+ * *arbiter_port. 0, or -1 with the reason on stderr. */
+int th_host2_vmactd(struct th_vmactd *d, const char *prefix, const char *key_file,
+		    const char *b_pid, double overcommit, unsigned *arbiter_port);
+
+/* vmact-groupd's configuration for hosts a (qemu:///system) and b (B),
+ * both taking moved VMs on 127.0.0.1, moves to b at most b_bandwidth MiB/s
+ * (0: libvirt's own), with more top-level members (extra: "" or
+ * ",\"migration\":{...}"), written to path. 0 or -errno. */
+int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
+			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra);
