@@ -76,7 +76,7 @@ static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 			    ev->pod_name ? " to pod " : "", ev->pod_name ? ev->pod_name : "");
 		return;
 	}
-	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->migrate && !ev->new_pod)
+	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->candidate && !ev->new_pod)
 		return;
 	vmact_quantity_format_milli(ev->requested.milli_cpu, want, 32);
 	vmact_quantity_format_bytes(ev->requested.mem_bytes, want + 32, 32);
@@ -84,7 +84,7 @@ static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 	vmact_quantity_format_bytes(ev->permit.mem_bytes, got + 32, 32);
 	log_info("arbiter: %s/%s%s asked %s CPU / %s, permitted %s CPU / %s%s", ev->pod_namespace,
 		 ev->pod_name, ev->new_pod ? " (new)" : "", want, want + 32, got, got + 32,
-		 ev->migrate ? ", above the watermark: would migrate" : "");
+		 ev->candidate ? ", above the watermark: a migration candidate" : "");
 }
 
 /* The node-local arbiter answers this host's agents when no Kubernetes
