@@ -342,15 +342,16 @@ static void rest_one(void *ud, const char *vm, uint64_t end, bool ok)
 	}
 	r = &j->resting[j->n_resting++];
 	snprintf(r->vm, sizeof(r->vm), "%s", vm);
+	/* No counting seconds: what a host says is told once per change. */
 	if (!end)
 		snprintf(r->why, sizeof(r->why), "moving");
 	else if (ok)
-		snprintf(r->why, sizeof(r->why), "moved %.0f s ago (it stays %.0f s)",
-			 (double)(c->now - end) / 1e6, (double)c->residence / 1e6);
+		snprintf(r->why, sizeof(r->why), "moved less than %.0f s ago",
+			 (double)c->residence / 1e6);
 	else
 		snprintf(r->why, sizeof(r->why),
-			 "its last move failed %.0f s ago (tried again after %.0f s)",
-			 (double)(c->now - end) / 1e6, (double)c->backoff / 1e6);
+			 "its last move failed less than %.0f s ago (tried again then)",
+			 (double)c->backoff / 1e6);
 	r->settling = end && ok;
 }
 

@@ -10,23 +10,22 @@
  * in turn). The cases run in order on the one guest:
  *
  *   refused_until_opted_in  a VM without <vmact:migration enabled='true'/>
- *                           is not moved (409, the reason named), nor
- *                           by relief; an unknown VM is not found;
- *   relief_moves_it         opted in and busy on two threads, the guest
- *                           asks A for more than A's watermark leaves:
- *                           vmact-groupd moves it to B on its own
- *                           (reason pressure, the figures in the event),
- *                           A's vmactd stopped resizing it first (its
- *                           entry frozen, the arbiter's answers Migrate);
- *                           on B it runs with its definition and vmact
- *                           metadata, B's vmactd manages it and grows it
- *                           past what A could give; A's arbiter holds
+ *                           is not moved (409, the reason named); an
+ *                           unknown VM is not found; with A full (a lease
+ *                           of the test's own, the ballast, takes its
+ *                           room) and the guest busy, relief says it has
+ *                           not opted in and moves nothing;
+ *   relief_moves_it         opted in, refused at A: vmact-groupd moves it
+ *                           to B on its own (reason pressure, the figures
+ *                           in the event), A's vmactd stopped resizing it
+ *                           first (frozen); on B it runs with its
+ *                           definition and vmact metadata, B's vmactd
+ *                           manages it and grows it; A's arbiter holds
  *                           nothing of it, B's does; its lines go on;
  *   moves_by_command        `vmact-groupctl migrate VM --to a --wait`
  *                           brings it back (a command is not held by the
- *                           rest after a move); still busy, it is over
- *                           A's watermark again, and since it moved just
- *                           now relief says so instead of moving it;
+ *                           rest after a move); refused at A again, it
+ *                           moved just now: relief says so instead;
  *                           listed, counted in vmact_migrations_total;
  *   drain_undrain           `vmact-groupctl drain a`: the guest leaves A
  *                           (reason drain), A is out of placement (a
@@ -34,16 +33,16 @@
  *                           back after `undrain a`;
  *   moves_back_to_best      moved without a target: the host with room
  *                           (A) is chosen, and it runs there;
- *   failed_move_retried     vmact-groupd restarted (moves to B slowed)
- *                           relieves A again; the move aborted on A fails:
- *                           the guest runs on A only, B holds nothing of
- *                           it, A's mark is gone and vmactd A manages it;
- *                           the reason is listed, relief says it rests,
- *                           and after the backoff the move succeeds.
+ *   failed_move_retried     vmact-groupd restarted (moves to B slowed),
+ *                           A full, the guest refused: relief moves it and
+ *                           the move is aborted on A; undone (on A only,
+ *                           B holds nothing of it, A's mark gone, vmactd A
+ *                           manages it), the reason listed, relief says it
+ *                           rests, and after the backoff the move succeeds.
  *
- * After the first move the guest's control socket is gone (the source's
- * QEMU unlinks it as it exits): the guest stays busy from relief_moves_it
- * on. Root; B is stopped at the end unless VMACT_TEST_HOST2_KEEP is set.
+ * After each move the guest's control socket is bound again in the QEMU it
+ * runs in (th_host2_rebind_ctl: the source's QEMU unlinked it as it
+ * exited). Root; B is stopped at the end unless VMACT_TEST_HOST2_KEEP is set.
  * Conditions are awaited with generous safety limits; nothing is timed. */
 #include <errno.h>
 #include <limits.h>
@@ -82,7 +81,7 @@
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S      180.0
 /* What vmactd logs as it stops resizing a VM being moved away. */
-#define VMACTD_FROZEN_LINE "frozen"
+#define VMACTD_FROZEN_LINE "frozen for migration"
 
 #define META_HEAD "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 /* The same opted in, as virDomainSetMetadata takes it (libvirt adds the
@@ -288,19 +287,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Everything up: the guest booted and busy, both vmactds, groupd. */
+/* Everything up: the guest booted (idle), both vmactds, groupd. */
 static void stack_up(void)
 {
-	const unsigned one = 1;
-	struct tg_report r;
-
 	if (fx.port_a)
 		return;
 	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("the guest did not boot");
-	assert_int_equal(tg_cmd(&fx.g, "busy 1"), 0);
-	if (!tg_wait(&fx.g, 0, tg_busy_eq, &one, LIMIT_S, &r))
-		fail_msg("the guest did not start its busy loop");
 	fx.port_a = start_vmactd(&fx.a, NULL, 1);
 	fx.port_b = start_vmactd(&fx.b, fx.b_pid, 2);
 	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
@@ -411,21 +404,38 @@ static bool relief_says(void *arg)
 	return yes;
 }
 
-/* The guest runs on c only, defined there only. */
-static void only_on(virConnectPtr c, const char *what)
+/* The guest runs on c only, defined there only (awaited: the source's
+ * domain goes a moment after the move's end). */
+static bool only_on_now(void *c)
 {
 	virConnectPtr other = c == fx.vca ? fx.vcb : fx.vca;
 
-	if (!runs_on(c) || runs_on(other) || defined_on(other))
+	return runs_on(c) && !runs_on(other) && !defined_on(other);
+}
+
+static void only_on(virConnectPtr c, const char *what)
+{
+	if (!th_wait_until(NULL, only_on_now, c, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		th_cluster_stack_fail(&fx.s, "%s: not running on one host only", what);
 }
 
-static bool grew_past_a(void *arg)
+/* vmactd B resized the guest (grew it: it arrived at A's size, refused
+ * more there). */
+static bool grown_on_b(void *arg)
+{
+	char needle[256];
+
+	(void)arg;
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.g.name);
+	return th_vmactd_log_has(&fx.b, needle);
+}
+
+static bool fits_a(void *arg)
 {
 	struct vmact_lease_pod pod;
 
 	(void)arg;
-	return arbiter_pod(fx.port_b, &pod) == 200 && pod.size.milli_cpu > 1750;
+	return arbiter_pod(fx.port_b, &pod) == 200 && pod.size.milli_cpu <= 1500;
 }
 
 static bool metric_is(const char *line)
@@ -440,76 +450,42 @@ static bool metric_is(const char *line)
 	return yes;
 }
 
-static void refused_until_opted_in(void **state)
+/* The guest told line, wherever it runs; its report with busy == n. */
+static void busy(unsigned n)
 {
-	char path[256];
-	long status = 0;
-	json_t *doc;
-	const char *text;
+	char line[16];
+	struct tg_report r;
 
-	(void)state;
-	stack_up();
-	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
-	doc = th_cluster_stack_api(&fx.s, "POST", path, "{\"to\":\"b\"}", &status);
-	text = json_string_value(json_object_get(doc, "error"));
-	print_message("not opted in: %ld %s\n", status, text ? text : "(no error)");
-	assert_int_equal(status, 409);
-	assert_non_null(text);
-	assert_non_null(strstr(text, "has not opted in"));
-	assert_string_equal(json_string_value(json_object_get(doc, "reason")), "precondition");
-	json_decref(doc);
-	/* An unknown VM is not found. */
-	doc = th_cluster_stack_api(&fx.s, "POST", "/v1/vms/no-such-vm-here/migrate", "{}", &status);
-	json_decref(doc);
-	assert_int_equal(status, 404);
-	only_on(fx.vca, "not opted in");
+	snprintf(line, sizeof(line), n ? "busy %u" : "idle", n);
+	assert_int_equal(tg_cmd(&fx.g, line), 0);
+	if (!tg_wait(&fx.g, 0, tg_busy_eq, &n, LIMIT_S, &r))
+		fail_msg("the guest did not run %u busy loops", n);
 }
 
-static void relief_moves_it(void **state)
+/* After a move: the guest's control socket in the QEMU it runs in now. */
+static void rebind(virConnectPtr c)
 {
-	const unsigned two = 2;
-	struct tg_report before, after;
-	struct vmact_lease_pod pod;
-	struct ended e;
-	char *meta_before, *meta_after;
-	unsigned pa;
+	if (th_host2_rebind_ctl(c == fx.vca ? "qemu:///system" : TH_HOST2_URI, &fx.g) < 0)
+		fail_msg("cannot bind the guest's control socket again");
+}
 
-	(void)state;
-	stack_up();
-	opt_in();
-	meta_before = meta_of(fx.vca);
-	assert_non_null(strstr(meta_before, "migration"));
-	/* Two busy threads want more than A's 1.8 CPUs. */
-	assert_int_equal(tg_cmd(&fx.g, "busy 2"), 0);
-	if (!tg_wait(&fx.g, 0, tg_busy_eq, &two, LIMIT_S, &before))
-		fail_msg("the guest did not start its busy loops");
-	e = wait_move("pressure", 0);
-	assert_string_equal(e.from, "a");
-	assert_string_equal(e.to, "b");
-	assert_non_null(strstr(e.why, "over its watermark"));
-	assert_true(e.downtime_ms >= 0);
-	only_on(fx.vcb, "after relief");
-	meta_after = meta_of(fx.vcb);
-	assert_string_equal(meta_before, meta_after);
-	free(meta_before);
-	free(meta_after);
-	/* A stopped resizing it before libvirt moved it. */
-	assert_true(th_vmactd_log_has(&fx.a, VMACTD_FROZEN_LINE));
-	/* B manages it and gives it what A could not. */
-	if (!th_vmactd_wait(&fx.b, managed_by, &fx.b, LIMIT_S))
-		fail_msg("vmactd B does not manage %s after the move", fx.g.name);
-	if (!th_vmactd_wait(&fx.b, grew_past_a, NULL, LIMIT_S))
-		fail_msg("B never granted %s more than A's 1750m", fx.g.name);
-	assert_int_equal(arbiter_pod(fx.port_b, &pod), 200);
-	assert_false(pod.moving);
-	print_message("on B: %u m CPU\n", pod.size.milli_cpu);
-	pa = fx.port_a;
-	if (!th_wait_until(NULL, no_entry_at, &pa, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
-		fail_msg("A's arbiter still holds an entry for %s", fx.g.name);
-	if (!tg_wait(&fx.g, before.seq, NULL, NULL, LIMIT_S, &after))
-		fail_msg("the guest stopped reporting after the move");
-	print_message("guest lines: seq %lu before, %lu after\n", before.seq, after.seq);
-	assert_true(metric_is("vmact_migrations_total{reason=\"pressure\",result=\"success\"} 1"));
+/* A's room taken by a lease of the test's own (the ballast), leaving the
+ * guest only what it holds now: its next step up is refused. */
+static void ballast_on(void)
+{
+	struct vmact_lease_pod pod;
+	uint32_t take;
+
+	assert_int_equal(arbiter_pod(fx.port_a, &pod), 200);
+	take = 1800 - pod.size.milli_cpu;
+	print_message("ballast: %u m at A beside the guest's %u m\n", take, pod.size.milli_cpu);
+	assert_int_equal(th_host2_arbiter_lease(fx.s.key, fx.port_a, "test", "ballast", take, 3600),
+			 200);
+}
+
+static void ballast_off(void)
+{
+	assert_int_equal(th_host2_arbiter_lease(fx.s.key, fx.port_a, "test", "ballast", 0, 0), 200);
 }
 
 static void run_groupctl(const char *const *args, char *out, size_t len, int *rc)
@@ -533,11 +509,112 @@ static void run_groupctl(const char *const *args, char *out, size_t len, int *rc
 	print_message("vmact-groupctl %s: exit %d\n%s", argv[3], *rc, out);
 }
 
+/* Metadata as libvirt keeps it, its layout aside (a move re-indents it). */
+static void squeeze(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r == '>') {
+			*w++ = *r;
+			while (r[1] == ' ' || r[1] == '\n' || r[1] == '\t')
+				r++;
+			continue;
+		}
+		*w++ = *r;
+	}
+	*w = 0;
+}
+
+static void refused_until_opted_in(void **state)
+{
+	struct relief_says rs = { "a", "not opted in" };
+	char path[256];
+	long status = 0;
+	json_t *doc;
+	const char *text;
+
+	(void)state;
+	stack_up();
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{\"to\":\"b\"}", &status);
+	text = json_string_value(json_object_get(doc, "error"));
+	print_message("not opted in: %ld %s\n", status, text ? text : "(no error)");
+	assert_int_equal(status, 409);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "has not opted in"));
+	assert_string_equal(json_string_value(json_object_get(doc, "reason")), "precondition");
+	json_decref(doc);
+	/* An unknown VM is not found. */
+	doc = th_cluster_stack_api(&fx.s, "POST", "/v1/vms/no-such-vm-here/migrate", "{}", &status);
+	json_decref(doc);
+	assert_int_equal(status, 404);
+	/* A full: relief says why nothing moves, and moves nothing. */
+	ballast_on();
+	busy(1);
+	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s,
+				      "host a's relief never said the guest has not opted in");
+	only_on(fx.vca, "not opted in");
+}
+
+static void relief_moves_it(void **state)
+{
+	struct tg_report before, after;
+	struct vmact_lease_pod pod;
+	struct ended e;
+	char *meta_before, *meta_after;
+	unsigned pa;
+
+	(void)state;
+	stack_up();
+	meta_before = meta_of(fx.vca);
+	assert_true(tg_report(&fx.g, &before));
+	/* Opted in, refused at A: relief moves it. */
+	opt_in();
+	free(meta_before);
+	meta_before = meta_of(fx.vca);
+	assert_non_null(strstr(meta_before, "migration"));
+	e = wait_move("pressure", 0);
+	assert_string_equal(e.from, "a");
+	assert_string_equal(e.to, "b");
+	assert_non_null(strstr(e.why, "over its watermark"));
+	assert_true(e.downtime_ms >= 0);
+	only_on(fx.vcb, "after relief");
+	meta_after = meta_of(fx.vcb);
+	squeeze(meta_before);
+	squeeze(meta_after);
+	assert_string_equal(meta_before, meta_after);
+	free(meta_before);
+	free(meta_after);
+	/* A stopped resizing it before libvirt moved it. */
+	assert_true(th_vmactd_log_has(&fx.a, VMACTD_FROZEN_LINE));
+	/* B manages it and gives it what A could not. */
+	if (!th_vmactd_wait(&fx.b, managed_by, &fx.b, LIMIT_S))
+		fail_msg("vmactd B does not manage %s after the move", fx.g.name);
+	if (!th_vmactd_wait(&fx.b, grown_on_b, NULL, LIMIT_S))
+		fail_msg("vmactd B never grew %s, refused at A", fx.g.name);
+	assert_int_equal(arbiter_pod(fx.port_b, &pod), 200);
+	assert_false(pod.moving);
+	print_message("on B: %u m CPU\n", pod.size.milli_cpu);
+	pa = fx.port_a;
+	if (!th_wait_until(NULL, no_entry_at, &pa, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("A's arbiter still holds an entry for %s", fx.g.name);
+	if (!tg_wait(&fx.g, before.seq, NULL, NULL, LIMIT_S, &after))
+		fail_msg("the guest stopped reporting after the move");
+	print_message("guest lines: seq %lu before, %lu after\n", before.seq, after.seq);
+	assert_true(metric_is("vmact_migrations_total{reason=\"pressure\",result=\"success\"} 1"));
+	ballast_off();
+	rebind(fx.vcb);
+}
+
 static void moves_by_command(void **state)
 {
 	const char *args[] = { "migrate", fx.g.name, "--to", "a", "--wait", NULL };
-	struct relief_says rs = { "a", "nothing can move" };
+	/* (A round that began while the move was under way says "moving".) */
+	struct relief_says rs = { "a", "moved less than" };
 	char out[4096];
+	json_t *h;
 	int rc;
 
 	(void)state;
@@ -549,22 +626,25 @@ static void moves_by_command(void **state)
 		th_cluster_stack_fail(&fx.s, "vmact-groupctl migrate failed (exit %d)", rc);
 	assert_non_null(strstr(out, "success"));
 	only_on(fx.vca, "after the command");
+	rebind(fx.vca);
 	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
 		fail_msg("vmactd A does not manage %s after the move back", fx.g.name);
-	/* Busy still, over A's watermark again; it moved just now: relief
-	 * says why it stays. */
-	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
-		th_cluster_stack_fail(&fx.s, "host a's relief never said why nothing moves");
-	{
-		json_t *h = host_doc("a");
-
-		print_message("host a: %s\n", json_string_value(json_object_get(h, "relief")));
-		assert_non_null(strstr(json_string_value(json_object_get(h, "relief")), "moved "));
-		json_decref(h);
-	}
-	only_on(fx.vca, "resting");
 	assert_true(metric_is("vmact_migrations_total{reason=\"command\",result=\"success\"} 1"));
 	assert_true(metric_is("vmact_migration_downtime_seconds_count 2"));
+	/* Refused at A again, but it moved just now: relief says why it
+	 * stays. */
+	ballast_on();
+	busy(2);
+	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "host a's relief never said why nothing moves");
+	h = host_doc("a");
+	print_message("host a: %s\n", json_string_value(json_object_get(h, "relief")));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(h, "relief")), "nothing can move"));
+	json_decref(h);
+	only_on(fx.vca, "resting");
+	ballast_off();
+	busy(1);
 }
 
 static void drain_undrain(void **state)
@@ -586,6 +666,7 @@ static void drain_undrain(void **state)
 	e = wait_move("drain", 0);
 	assert_string_equal(e.from, "a");
 	only_on(fx.vcb, "after the drain");
+	rebind(fx.vcb);
 	doc = host_doc("a");
 	assert_true(json_is_true(json_object_get(doc, "draining")));
 	json_decref(doc);
@@ -617,8 +698,14 @@ static void moves_back_to_best(void **state)
 	stack_up();
 	if (!runs_on(fx.vcb))
 		skip();
+	/* Idle, back within what A takes (its watermark). */
+	busy(0);
+	if (!th_wait_until(NULL, fits_a, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("the idle guest never shrank to what A takes");
 	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
 	doc = th_cluster_stack_api(&fx.s, "POST", path, "{}", &status);
+	print_message("to the best host: %ld %s\n", status,
+		      json_string_value(json_object_get(doc, "error")) ?: "");
 	assert_int_equal(status, 202);
 	assert_string_equal(json_string_value(json_object_get(doc, "from")), "b");
 	assert_string_equal(json_string_value(json_object_get(doc, "to")), "a");
@@ -627,18 +714,15 @@ static void moves_back_to_best(void **state)
 	e = wait_move("command", id - 1);
 	assert_true(e.id == id);
 	only_on(fx.vca, "moved back");
+	rebind(fx.vca);
 	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
 		fail_msg("vmactd A does not manage %s after the move back", fx.g.name);
 }
 
 /* A move libvirt fails: vmact-groupd restarted with moves to B slowed to
- * 8 MiB/s finds A over its watermark with nothing resting (its memory of
- * moves went with it) and moves the guest; the test aborts the move on A
- * (virDomainAbortJob, as an operator's `virsh domjobabort`). The guest
- * runs on A, nothing is left on B (no domain, no lease at B's arbiter),
- * A's entry is no longer marked moving and vmactd A manages it again; the
- * failure is listed with libvirt's reason and relief says the VM rests;
- * after the retry backoff relief moves it again, and that move succeeds. */
+ * 8 MiB/s (its memory of moves gone with it: nothing rests), A full again
+ * and the guest refused there: relief moves it, and the test aborts the
+ * move on A (virDomainAbortJob, as `virsh domjobabort`). */
 static bool migrating_now(void *arg)
 {
 	uint64_t *id = arg;
@@ -679,6 +763,8 @@ static void failed_move_retried(void **state)
 	write_groupd_cfg(8);
 	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
 		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
+	ballast_on();
+	busy(2);
 	if (!th_wait_until(NULL, migrating_now, &id, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		th_cluster_stack_fail(&fx.s, "relief never started moving the guest again");
 	d = virDomainLookupByName(fx.vca, fx.g.name);
@@ -692,6 +778,7 @@ static void failed_move_retried(void **state)
 	assert_true(e.id == id);
 	assert_string_equal(e.result, "failed");
 	assert_true(e.error[0] != 0);
+	/* Undone: on A only, nothing of it at B, A's mark gone, managed. */
 	only_on(fx.vca, "after the abort");
 	assert_int_equal(arbiter_pod(fx.port_b, NULL), 404);
 	assert_int_equal(arbiter_pod(fx.port_a, &pod), 200);
@@ -704,6 +791,7 @@ static void failed_move_retried(void **state)
 	/* Retried after the backoff, successfully. */
 	e = wait_move("pressure", id);
 	only_on(fx.vcb, "after the retry");
+	ballast_off();
 }
 
 int main(void)

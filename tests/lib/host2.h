@@ -6,8 +6,10 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shared/lease.h"
+#include "tests/lib/guest.h"
 #include "tests/lib/vmactd.h"
 
 /* B's libvirt, as root reaches it. */
@@ -25,6 +27,20 @@ void th_host2_down(void);
  * the entry in *pod (when not NULL) on 200. */
 long th_host2_arbiter_pod(const char *key_file, unsigned port, const char *ns, const char *name,
 			  struct vmact_lease_pod *pod);
+
+/* Takes (milli_cpu > 0) or releases (0) the lease ns/name of that size
+ * (memory 1 byte: CPU alone) for ttl_s at the arbiter on port, signed:
+ * the room it holds is what a test takes from a host. The HTTP status. */
+long th_host2_arbiter_lease(const char *key_file, unsigned port, const char *ns, const char *name,
+			    uint32_t milli_cpu, uint32_t ttl_s);
+
+/* After a move the guest's control socket is gone (the source's QEMU
+ * unlinks its path as it exits, after the destination bound it): once
+ * the source's QEMU is gone, the QEMU that runs the guest now binds a new
+ * one (QEMU's chardev-change of serial port 1's chardev, through libvirt
+ * at uri) under TG_RUNDIR/qemu-ctl, and g->ctl names it, so tg_cmd
+ * reaches the guest again. 0, or -1 with the reason on stderr. */
+int th_host2_rebind_ctl(const char *uri, struct tg_guest *g);
 
 /* Starts d's vmactd for a migration test's host (b_pid NULL: A, the
  * system libvirt; else B's, inside B's namespaces): --verbose, its
