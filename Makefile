@@ -453,16 +453,24 @@ torture:
 # cluster operation, then the invariants checked, TORTURE_CLUSTER_ROUNDS
 # times (tests/integration/test_cluster_torture.c; make check runs 4
 # rounds). Sanitized programs, as make check's; root, the cluster user,
-# node. VMACT_CLUSTER_TORTURE_SEED=N replays a run.
+# node. VMACT_CLUSTER_TORTURE_SEED=N replays a run. Then live migration
+# under kill -9 as many rounds (tests/integration/test_migrate_torture.c:
+# two libvirt daemons, vmact-groupd or either vmactd killed, or the move
+# aborted; make check runs 3; VMACT_MIGRATE_TORTURE_SEED=N replays).
 TORTURE_CLUSTER_ROUNDS ?= 50
 .PHONY: torture-cluster
 torture-cluster:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 \
 		$(SANBUILD)/tests/integration/test_cluster_torture $(SANBUILD)/vmact-groupd \
-		$(SANBUILD)/vmact-arbiter $(SANBUILD)/vmact-cloudprovider
+		$(SANBUILD)/vmact-arbiter $(SANBUILD)/vmact-cloudprovider \
+		$(SANBUILD)/tests/integration/test_migrate_torture $(SANBUILD)/vmactd \
+		$(SANBUILD)/vmact-groupctl
 	$(Q)$(MAKE) --no-print-directory guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CLUSTER_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
 		$(SANBUILD)/tests/integration/test_cluster_torture
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
+		VMACT_MIGRATE_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
+		$(SANBUILD)/tests/integration/test_migrate_torture
 
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does

@@ -557,9 +557,11 @@ static const struct vmact_json_desc_field host_fields[] = {
 	LEDGER(arbiter_pods, "arbiter_pods", I64, .hi = INT64_MAX),
 	LEDGER(arbiter_leases, "arbiter_leases", I64, .hi = INT64_MAX),
 	FIELD(H, standby, "standby", OBJECT, .desc = &res_desc),
-	FIELD(H, draining, "draining", BOOL),
-	FIELD(H, relief, "relief", TEXT, .text_dflt = ""),
-	FIELD(H, unmovable, "unmovable", TEXT, .text_dflt = ""),
+	/* Written only when there is something to say: a host's document
+	 * stays as it was for a host that is neither drained nor full. */
+	FIELD(H, draining, "draining", BOOL, OMIT),
+	FIELD(H, relief, "relief", TEXT, OMIT, .text_dflt = ""),
+	FIELD(H, unmovable, "unmovable", TEXT, OMIT, .text_dflt = ""),
 };
 #undef LEDGER
 #undef H

@@ -340,7 +340,7 @@ static int migration_now(const struct opts *o, uint64_t id, json_t **one, bool *
 	for (size_t i = 0; i < s.n; i++)
 		if (s.v[i].id == id) {
 			*ended = s.v[i].result[0] != 0;
-			*one = json_incref(json_array_get(json_object_get(doc, "migrations"), i));
+			*one = vmact_gapi_migration_encode(&s.v[i]);
 			r = 1;
 		}
 	vmact_gapi_migrations_clear(&s);

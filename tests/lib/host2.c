@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,28 +146,59 @@ long th_host2_arbiter_pod(const char *key_file, unsigned port, const char *ns, c
 	return status;
 }
 
+long th_host2_arbiter_ledger(const char *key_file, unsigned port, struct vmact_lease_ledger *l)
+{
+	_cleanup_free_ char *body = NULL;
+	struct vmact_err err = { 0 };
+	long status = signed_call(key_file, port, "GET", "/v1/leases", NULL, &body);
+
+	if (status == 200) {
+		json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+
+		if (!doc || vmact_lease_ledger_decode(doc, l, &err) < 0)
+			status = 0;
+		json_decref(doc);
+	}
+	return status;
+}
+
 int th_host2_vmactd(struct th_vmactd *d, const char *prefix, const char *key_file,
 		    const char *b_pid, double overcommit, unsigned *arbiter_port)
 {
 	static const char *const args[] = { "--verbose", NULL };
 	const char *const in_b[] = { "nsenter", "-t", b_pid, "-m", "-C", NULL };
 	char text[768];
-	unsigned port = th_dead_port();
+	unsigned port = th_dead_port(), arb = th_dead_port();
 
-	if (!port)
+	/* Both ports fixed: a respawned vmactd (th_host2_vmactd_respawn)
+	 * serves where vmact-groupd's configuration says. */
+	if (!port || !arb || port == arb)
 		return -1;
 	snprintf(text, sizeof(text),
-		 "{\"arbiter\":{\"listen\":\"127.0.0.1:0\",\"lease_key\":\"%s\","
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:%u\",\"lease_key\":\"%s\","
 		 "\"overcommit_cpu\":%g},"
 		 "\"control\":{\"state_dir\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:%u\"}}",
-		 key_file, overcommit, d->dir, port);
+		 arb, key_file, overcommit, d->dir, port);
 	if (th_vmactd_config(d, prefix, text) < 0 ||
 	    th_vmactd_spawn_under(d, b_pid ? in_b : NULL, args) < 0)
 		return -1;
 	if (!th_vmactd_wait_log(d, "leases for the cluster layer", 180))
 		return -1;
-	*arbiter_port = th_log_port(d->log, "(port");
-	return *arbiter_port ? 0 : -1;
+	*arbiter_port = arb;
+	return 0;
+}
+
+int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid)
+{
+	static const char *const args[] = { "--verbose", NULL };
+	const char *const in_b[] = { "nsenter", "-t", b_pid, "-m", "-C", NULL };
+
+	th_proc_stop(&d->proc, SIGKILL, 0);
+	d->spawns++;
+	snprintf(d->log, sizeof(d->log), "%s/vmactd.%u.log", d->dir, d->spawns);
+	if (th_vmactd_spawn_under(d, b_pid ? in_b : NULL, args) < 0)
+		return -1;
+	return th_vmactd_wait_log(d, "leases for the cluster layer", 180) ? 0 : -1;
 }
 
 int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,

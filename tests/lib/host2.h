@@ -28,6 +28,9 @@ void th_host2_down(void);
 long th_host2_arbiter_pod(const char *key_file, unsigned port, const char *ns, const char *name,
 			  struct vmact_lease_pod *pod);
 
+/* GET /v1/leases there: the ledger's totals; the HTTP status. */
+long th_host2_arbiter_ledger(const char *key_file, unsigned port, struct vmact_lease_ledger *l);
+
 /* Takes (milli_cpu > 0) or releases (0) the lease ns/name of that size
  * (memory 1 byte: CPU alone) for ttl_s at the arbiter on port, signed:
  * the room it holds is what a test takes from a host. The HTTP status. */
@@ -49,6 +52,11 @@ int th_host2_rebind_ctl(const char *uri, struct tg_guest *g);
  * *arbiter_port. 0, or -1 with the reason on stderr. */
 int th_host2_vmactd(struct th_vmactd *d, const char *prefix, const char *key_file,
 		    const char *b_pid, double overcommit, unsigned *arbiter_port);
+
+/* th_vmactd_respawn for such a vmactd (b_pid as given to it): SIGKILLs
+ * the one running, starts its successor on the same ports, waits for its
+ * arbiter. 0 or -1. */
+int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid);
 
 /* vmact-groupd's configuration for hosts a (qemu:///system) and b (B),
  * both taking moved VMs on 127.0.0.1, moves to b at most b_bandwidth MiB/s
