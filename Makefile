@@ -172,7 +172,7 @@ SECCOMP_EXEC := $(BUILD)/tests/sandbox/seccomp-exec
 
 .PHONY: all check check-upstream unit loopback integration wirecheck-run fuzz-replay fuzz install uninstall \
         clean ci setup guest bench-hotplug bench-sampler bench-cgroup bench-reaction bench-memory \
-        bench-provision bench-footprint check-poll \
+        bench-provision bench-footprint bench-migrate check-poll \
         tests demo
 .DEFAULT_GOAL := all
 # Keep objects that chained rules produce (fuzz objects, test objects).
@@ -453,16 +453,24 @@ torture:
 # cluster operation, then the invariants checked, TORTURE_CLUSTER_ROUNDS
 # times (tests/integration/test_cluster_torture.c; make check runs 4
 # rounds). Sanitized programs, as make check's; root, the cluster user,
-# node. VMACT_CLUSTER_TORTURE_SEED=N replays a run.
+# node. VMACT_CLUSTER_TORTURE_SEED=N replays a run. Then live migration
+# under kill -9 as many rounds (tests/integration/test_migrate_torture.c:
+# two libvirt daemons, vmact-groupd or either vmactd killed, or the move
+# aborted; make check runs 3; VMACT_MIGRATE_TORTURE_SEED=N replays).
 TORTURE_CLUSTER_ROUNDS ?= 50
 .PHONY: torture-cluster
 torture-cluster:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SANBUILD) SANITIZE=1 \
 		$(SANBUILD)/tests/integration/test_cluster_torture $(SANBUILD)/vmact-groupd \
-		$(SANBUILD)/vmact-arbiter $(SANBUILD)/vmact-cloudprovider
+		$(SANBUILD)/vmact-arbiter $(SANBUILD)/vmact-cloudprovider \
+		$(SANBUILD)/tests/integration/test_migrate_torture $(SANBUILD)/vmactd \
+		$(SANBUILD)/vmact-groupctl
 	$(Q)$(MAKE) --no-print-directory guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CLUSTER_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
 		$(SANBUILD)/tests/integration/test_cluster_torture
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
+		VMACT_MIGRATE_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
+		$(SANBUILD)/tests/integration/test_migrate_torture
 
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
 # tests/guest/). Always under the top-level build/ (not build/san): it does
@@ -518,6 +526,18 @@ bench-memory: $(BUILD)/bench/memory-bench $(BUILD)/vmactd guest
 # (bench/provision-bench.c; root, the cluster user of setup-host.sh).
 bench-provision: $(BUILD)/bench/provision-bench $(BUILD)/vmact-groupd $(BUILD)/vmact-arbiter guest
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) $(BUILD)/bench/provision-bench $(BENCH_ITER)
+
+# make bench-migrate: issue 34's benchmark, a full host relieved by a live
+# migration: refusal of a VM's growth -> that VM grown after vmact-groupd
+# moved another VM away, p50/p90, the move, resume and downtime, beside
+# the same move by virsh migrate; ends with "ratio: X" = vmact-groupd's
+# move p50 / virsh's (bench/migrate-bench.c; root, the cluster user of
+# setup-host.sh, host B of tests/host/host2.sh started and stopped).
+.PHONY: bench-migrate
+bench-migrate: $(BUILD)/bench/migrate-bench $(BUILD)/vmact-groupd $(BUILD)/vmact-groupctl \
+		$(BUILD)/vmactd guest
+	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
+		$(BUILD)/bench/migrate-bench $(BENCH_ITER)
 
 # make bench-cluster: vmact-groupd at 1000 nodes over 20 hosts (libvirt's
 # test driver for the count, served by a libvirtd of the cluster user's own,

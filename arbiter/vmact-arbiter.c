@@ -128,10 +128,13 @@ static void log_event(void *ud, const struct ag_arbiter_event *ev)
 
 	if (ev->lease) {
 		if (ev->pod_name || ev->status != 200)
-			fprintf(stderr, "vmact-arbiter: lease %s%s%s: %u%s%s\n",
+			fprintf(stderr, "vmact-arbiter: lease %s%s%s: %u%s%s%s\n",
 				ev->pod_namespace ? ev->pod_namespace : "", ev->pod_name ? "/" : "",
 				ev->pod_name ? ev->pod_name : "", ev->status, ev->text ? " " : "",
-				ev->text ? ev->text : "");
+				ev->text ? ev->text : "",
+				!ev->moving_changed ? ""
+				: ev->moving        ? " (marked moving: no growth, told to migrate)"
+						    : " (no longer moving)");
 		return;
 	}
 	if (ev->status != 200) {
@@ -144,11 +147,14 @@ static void log_event(void *ud, const struct ag_arbiter_event *ev)
 	vmact_quantity_format_bytes(ev->requested.mem_bytes, r2, sizeof(r2));
 	vmact_quantity_format_milli(ev->permit.milli_cpu, p1, sizeof(p1));
 	vmact_quantity_format_bytes(ev->permit.mem_bytes, p2, sizeof(p2));
-	fprintf(stderr, "vmact-arbiter: %s/%s v%s%s requested %s/%s permit %s/%s%s%s\n",
+	fprintf(stderr, "vmact-arbiter: %s/%s v%s%s requested %s/%s permit %s/%s%s%s%s\n",
 		ev->pod_namespace, ev->pod_name, ag_plugin_version_format((int)ev->version),
 		ev->new_pod ? " (new)" : "", r1, r2, p1, p2,
 		ev->pressure.milli_cpu || ev->pressure.mem_bytes ? " (partial)" : "",
-		ev->migrate ? " (would migrate)" : "");
+		ev->candidate ? " (candidate)" : "",
+		ev->migrate  ? " (moving: told to migrate)"
+		: ev->moving ? " (moving: pinned, below 2.0 not told)"
+			     : "");
 }
 
 /* The command line's values, as on_option reads them. */

@@ -163,6 +163,9 @@ int main(int argc, char **argv)
 		state = strndupa(state, strcspn(state, ":"));
 		if (cl_engine_load_shapes(e, state, &err) < 0)
 			log_warning("%s; the node shapes it held are measured again", err.msg);
+		err = (struct vmact_err){ 0 };
+		if (cl_engine_load_drained(e, &err) < 0)
+			log_warning("%s; no host is drained", err.msg);
 	}
 	if ((r = cl_api_new(ev, cfg.api_socket, e, &api, &err)) < 0) {
 		log_error("%s", err.msg);

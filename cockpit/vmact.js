@@ -119,7 +119,7 @@ function showBanner(text) {
 // ---- history, for the charts -------------------------------------------------
 
 function record(vm, now) {
-    if (vm.state !== "managed" && vm.state !== "paused")
+    if (vm.state !== "managed" && vm.state !== "paused" && vm.state !== "frozen")
         return;
     let h = state.history.get(vm.name);
     if (!h) {
@@ -146,8 +146,8 @@ function actionButton(label, id, handler) {
 }
 
 function renderList() {
-    const managed = state.vms.filter(v => v.state === "managed" || v.state === "paused");
-    const others = state.vms.filter(v => !(v.state === "managed" || v.state === "paused"));
+    const managed = state.vms.filter(v => v.state === "managed" || v.state === "paused" || v.state === "frozen");
+    const others = state.vms.filter(v => !(v.state === "managed" || v.state === "paused" || v.state === "frozen"));
     state.modes = state.vms.some(v => typeof v.mode === "string");
     for (const c of document.querySelectorAll(".mode-col"))
         c.hidden = !state.modes;
@@ -230,7 +230,7 @@ function renderDetail() {
     drawCharts(v);
 }
 
-const EVENT_KINDS = new Set(["decision", "hold", "permit", "error", "control", "resize"]);
+const EVENT_KINDS = new Set(["decision", "hold", "permit", "error", "control", "resize", "migration"]);
 
 function renderEvents() {
     const ul = $("events");
@@ -418,7 +418,7 @@ async function refresh() {
         state.vms = doc.vms || [];
         for (const v of state.vms)
             record(v, now);
-        const managed = state.vms.filter(v => v.state === "managed" || v.state === "paused").length;
+        const managed = state.vms.filter(v => v.state === "managed" || v.state === "paused" || v.state === "frozen").length;
         setDaemonState("running", "vmactd is running: " + managed + " VM" + (managed === 1 ? "" : "s") + " managed");
         if ($("banner").dataset.kind === "daemon")
             showBanner(null);

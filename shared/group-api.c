@@ -557,6 +557,11 @@ static const struct vmact_json_desc_field host_fields[] = {
 	LEDGER(arbiter_pods, "arbiter_pods", I64, .hi = INT64_MAX),
 	LEDGER(arbiter_leases, "arbiter_leases", I64, .hi = INT64_MAX),
 	FIELD(H, standby, "standby", OBJECT, .desc = &res_desc),
+	/* Written only when there is something to say: a host's document
+	 * stays as it was for a host that is neither drained nor full. */
+	FIELD(H, draining, "draining", BOOL, OMIT),
+	FIELD(H, relief, "relief", TEXT, OMIT, .text_dflt = ""),
+	FIELD(H, unmovable, "unmovable", TEXT, OMIT, .text_dflt = ""),
 };
 #undef LEDGER
 #undef H
@@ -625,6 +630,106 @@ int vmact_gapi_waitings_decode(json_t *doc, struct vmact_gapi_waitings *out, str
 void vmact_gapi_waitings_clear(struct vmact_gapi_waitings *s)
 {
 	list_clear(&waitings_desc, s, s->doc);
+}
+
+/* ---- live migration ---- */
+
+#define M struct vmact_gapi_migrate
+static const struct vmact_json_desc_field migrate_fields[] = {
+	FIELD(M, to, "to", TEXT, OMIT),
+	FIELD(M, force, "force", BOOL, OMIT),
+};
+#undef M
+static const struct vmact_json_desc migrate_desc = VMACT_JSON_DESC(struct vmact_gapi_migrate,
+								   migrate_fields);
+
+json_t *vmact_gapi_migrate_encode(const struct vmact_gapi_migrate *m)
+{
+	return vmact_json_desc_encode(&migrate_desc, m);
+}
+
+int vmact_gapi_migrate_decode(const json_t *doc, struct vmact_gapi_migrate *m,
+			      struct vmact_err *err)
+{
+	memset(m, 0, sizeof(*m));
+	return vmact_json_desc_decode(&migrate_desc, doc, m, err);
+}
+
+char *vmact_gapi_drain_path(const char *host, bool drain)
+{
+	_cleanup_free_ char *esc = vmact_http_escape(host);
+	char *p = NULL;
+
+	if (!esc || asprintf(&p, VMACT_GAPI_PATH_HOSTS "/%s/%s", esc,
+			     drain ? VMACT_GAPI_DRAIN : VMACT_GAPI_UNDRAIN) < 0)
+		p = NULL;
+	return p;
+}
+
+char *vmact_gapi_migrate_path(const char *vm)
+{
+	_cleanup_free_ char *esc = vmact_http_escape(vm);
+	char *p = NULL;
+
+	if (!esc || asprintf(&p, VMACT_GAPI_PATH_VMS "/%s/" VMACT_GAPI_MIGRATE, esc) < 0)
+		p = NULL;
+	return p;
+}
+
+#define M struct vmact_gapi_migration
+static const struct vmact_json_desc_field migration_fields[] = {
+	FIELD(M, id, "id", U64, REQUIRED, .lo = 0, .hi = INT64_MAX),
+	FIELD(M, vm, "vm", TEXT, REQUIRED),
+	FIELD(M, uuid, "uuid", TEXT, REQUIRED),
+	FIELD(M, from, "from", TEXT, REQUIRED),
+	FIELD(M, to, "to", TEXT, REQUIRED),
+	FIELD(M, reason, "reason", TEXT, REQUIRED),
+	FIELD(M, why, "why", TEXT, .text_dflt = ""),
+	FIELD(M, phase, "phase", TEXT, REQUIRED),
+	FIELD(M, result, "result", TEXT, REQUIRED),
+	FIELD(M, error, "error", TEXT, REQUIRED),
+	FIELD(M, started, "started", REAL, .range = &unix_time),
+	FIELD(M, duration_s, "duration_s", REAL, .range = &seconds),
+	FIELD(M, downtime_ms, "downtime_ms", I64, REQUIRED, .lo = -1, .hi = INT64_MAX),
+};
+#undef M
+static const struct vmact_json_desc migration_desc = VMACT_JSON_DESC(struct vmact_gapi_migration,
+								     migration_fields);
+
+json_t *vmact_gapi_migration_encode(const struct vmact_gapi_migration *m)
+{
+	return vmact_json_desc_encode(&migration_desc, m);
+}
+
+int vmact_gapi_migration_decode(const json_t *doc, struct vmact_gapi_migration *m,
+				struct vmact_err *err)
+{
+	memset(m, 0, sizeof(*m));
+	return vmact_json_desc_decode(&migration_desc, doc, m, err);
+}
+
+static const struct vmact_json_desc_field migrations_fields[] = {
+	LIST(struct vmact_gapi_migrations, v, "migrations", migration_desc),
+};
+static const struct vmact_json_desc migrations_desc = VMACT_JSON_DESC(struct vmact_gapi_migrations,
+								      migrations_fields);
+
+json_t *vmact_gapi_migrations_encode(const struct vmact_gapi_migration *v, size_t n)
+{
+	return vmact_json_desc_encode(&migrations_desc,
+				      &(struct vmact_gapi_migrations){
+					      .n = n, .v = (struct vmact_gapi_migration *)v });
+}
+
+int vmact_gapi_migrations_decode(json_t *doc, struct vmact_gapi_migrations *out,
+				 struct vmact_err *err)
+{
+	return list_decode(&migrations_desc, doc, out, &out->doc, err);
+}
+
+void vmact_gapi_migrations_clear(struct vmact_gapi_migrations *s)
+{
+	list_clear(&migrations_desc, s, s->doc);
 }
 
 /* ---- changes ---- */

@@ -41,6 +41,12 @@
 #define VMACT_GAPI_PATH_VMS        "/v1/vms"
 #define VMACT_GAPI_PATH_HOSTS      "/v1/hosts"
 #define VMACT_GAPI_PATH_WAITING    "/v1/waiting"
+#define VMACT_GAPI_PATH_MIGRATIONS "/v1/migrations"
+/* POST /v1/vms/{name}/migrate */
+#define VMACT_GAPI_MIGRATE "migrate"
+/* POST /v1/hosts/{name}/drain, .../undrain (no body) -> the host, H */
+#define VMACT_GAPI_DRAIN   "drain"
+#define VMACT_GAPI_UNDRAIN "undrain"
 /* GET /v1/node-group's query argument */
 #define VMACT_GAPI_ARG_PROVIDER_ID "provider_id"
 
@@ -279,6 +285,11 @@ struct vmact_gapi_host {
 	struct vmact_gapi_res capacity, watermark, reserved, pressure;
 	int64_t arbiter_pods, arbiter_leases;
 	struct vmact_gapi_res standby; /* what the standby VMs hold there */
+	/* Out of placement, its opted-in VMs moving away; what relief or
+	 * the drain does there ("" when nothing); the VMs that stay, with
+	 * their reasons ("VM: reason; ..."). */
+	bool draining;
+	const char *relief, *unmovable;
 };
 
 struct vmact_gapi_hosts {
@@ -308,6 +319,50 @@ struct vmact_gapi_waitings {
 json_t *vmact_gapi_waitings_encode(const struct vmact_gapi_waiting *v, size_t n);
 int vmact_gapi_waitings_decode(json_t *doc, struct vmact_gapi_waitings *out, struct vmact_err *err);
 void vmact_gapi_waitings_clear(struct vmact_gapi_waitings *s);
+
+/* ---- live migration: POST /v1/vms/{name}/migrate, GET /v1/migrations ---- */
+
+/* The request: {"to": host (optional: the best host), "force": bool
+ * (optional: move a VM that has not opted in)}. */
+struct vmact_gapi_migrate {
+	const char *to; /* NULL: the best host */
+	bool force;
+};
+json_t *vmact_gapi_migrate_encode(const struct vmact_gapi_migrate *m);
+int vmact_gapi_migrate_decode(const json_t *doc, struct vmact_gapi_migrate *m,
+			      struct vmact_err *err);
+/* "/v1/hosts/NAME/drain" or ".../undrain" (malloc'd; NULL: out of memory). */
+char *vmact_gapi_drain_path(const char *host, bool drain);
+/* "/v1/vms/NAME/migrate", the name escaped (malloc'd; NULL: out of memory). */
+char *vmact_gapi_migrate_path(const char *vm);
+
+/* One move, in flight or ended (the answer to the request is the same
+ * document, as accepted). */
+struct vmact_gapi_migration {
+	uint64_t id;
+	const char *vm, *uuid, *from, *to;
+	const char *reason;  /* "command", "pressure", "drain" */
+	const char *why;     /* what chose it ("" for a command) */
+	const char *phase;   /* planned, reserved, freezing, migrating, done, failed */
+	const char *result;  /* "" in flight; "success", "failed" */
+	const char *error;   /* "" unless failed */
+	double started;      /* Unix seconds */
+	double duration_s;   /* so far, or start to end */
+	int64_t downtime_ms; /* as libvirt measured it; -1: not (yet) known */
+};
+json_t *vmact_gapi_migration_encode(const struct vmact_gapi_migration *m);
+int vmact_gapi_migration_decode(const json_t *doc, struct vmact_gapi_migration *m,
+				struct vmact_err *err);
+struct vmact_gapi_migrations {
+	json_t *doc;
+	size_t n;
+	struct vmact_gapi_migration *v;
+};
+/* {"migrations": [...]}: those in flight and the last ones ended. */
+json_t *vmact_gapi_migrations_encode(const struct vmact_gapi_migration *v, size_t n);
+int vmact_gapi_migrations_decode(json_t *doc, struct vmact_gapi_migrations *out,
+				 struct vmact_err *err);
+void vmact_gapi_migrations_clear(struct vmact_gapi_migrations *s);
 
 /* ---- the changes: requests and answers ---- */
 

@@ -103,7 +103,15 @@ char *vmact_lease_request_encode(const struct vmact_lease_request *r)
 			      "milli_cpu", (json_int_t)r->size.milli_cpu, "memory_bytes",
 			      (json_int_t)r->size.mem_bytes, "ttl_s", (json_int_t)r->ttl_s,
 			      "existing", r->existing);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	char *s;
+
+	/* Only when set: an arbiter that predates the mark refuses an
+	 * unknown field, and a lease that does not move must still pass. */
+	if (j && r->moving && json_object_set_new(j, "moving", json_true()) < 0) {
+		json_decref(j);
+		return NULL;
+	}
+	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	json_decref(j);
 	return s;
@@ -138,7 +146,7 @@ int vmact_lease_request_decode(const char *body, size_t len, struct vmact_lease_
 	json_object_foreach(j, key, v) {
 		if (strcmp(key, "namespace") && strcmp(key, "name") && strcmp(key, "milli_cpu") &&
 		    strcmp(key, "memory_bytes") && strcmp(key, "ttl_s") &&
-		    strcmp(key, "existing")) {
+		    strcmp(key, "existing") && strcmp(key, "moving")) {
 			vmact_err_set(err, EINVAL, "%s: unknown field", key);
 			goto out;
 		}
@@ -168,6 +176,11 @@ int vmact_lease_request_decode(const char *body, size_t len, struct vmact_lease_
 		vmact_err_set(err, EINVAL, "existing: must be true or false");
 		goto out;
 	}
+	if (json_object_get(j, "moving") && !json_is_boolean(json_object_get(j, "moving"))) {
+		vmact_err_set(err, EINVAL, "moving: must be true or false");
+		goto out;
+	}
+	r->moving = json_is_true(json_object_get(j, "moving"));
 	snprintf(r->ns, sizeof(r->ns), "%s", ns);
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->size.milli_cpu = (uint32_t)cpu;
@@ -221,4 +234,95 @@ json_t *vmact_lease_ledger_encode(const struct vmact_lease_ledger *l)
 int vmact_lease_ledger_decode(const json_t *j, struct vmact_lease_ledger *l, struct vmact_err *err)
 {
 	return vmact_json_desc_decode(&ledger_desc, j, l, err);
+}
+
+/* ---- one entry of the ledger ---- */
+
+/* The wire's shape of struct vmact_lease_pod, flat as a lease's answer
+ * is: the walker's texts point into the document, the struct keeps
+ * copies of its own. */
+struct pod_wire {
+	const char *ns, *name;
+	uint32_t milli_cpu;
+	uint64_t memory_bytes;
+	struct vmact_resources pressure;
+	bool agent, leased, moving, frozen;
+};
+
+#define POD_TEXT(k, m)                                                                \
+	{                                                                             \
+		.key = k, .kind = VMACT_JSON_DESC_TEXT,                               \
+		.flags = VMACT_JSON_DESC_REQUIRED | VMACT_JSON_DESC_NONEMPTY,         \
+		.off = offsetof(struct pod_wire, m), .text_max = VMACT_LEASE_NAME_MAX \
+	}
+#define POD_BOOL(m)                                                                         \
+	{                                                                                   \
+		.key = #m, .kind = VMACT_JSON_DESC_BOOL, .flags = VMACT_JSON_DESC_REQUIRED, \
+		.off = offsetof(struct pod_wire, m)                                         \
+	}
+static const struct vmact_json_desc_field pod_fields[] = {
+	POD_TEXT("namespace", ns),
+	POD_TEXT("name", name),
+	{ .key = "milli_cpu",
+	  .kind = VMACT_JSON_DESC_U32,
+	  .flags = VMACT_JSON_DESC_REQUIRED,
+	  .off = offsetof(struct pod_wire, milli_cpu),
+	  .hi = UINT32_MAX },
+	{ .key = "memory_bytes",
+	  .kind = VMACT_JSON_DESC_U64,
+	  .flags = VMACT_JSON_DESC_REQUIRED,
+	  .off = offsetof(struct pod_wire, memory_bytes),
+	  .hi = INT64_MAX },
+	{ .key = "pressure",
+	  .kind = VMACT_JSON_DESC_OBJECT,
+	  .flags = VMACT_JSON_DESC_REQUIRED,
+	  .off = offsetof(struct pod_wire, pressure),
+	  .desc = &res_desc },
+	POD_BOOL(agent),
+	POD_BOOL(leased),
+	POD_BOOL(moving),
+	POD_BOOL(frozen),
+};
+static const struct vmact_json_desc pod_desc = VMACT_JSON_DESC(struct pod_wire, pod_fields);
+
+json_t *vmact_lease_pod_encode(const struct vmact_lease_pod *p)
+{
+	const struct pod_wire w = {
+		.ns = p->ns,
+		.name = p->name,
+		.milli_cpu = p->size.milli_cpu,
+		.memory_bytes = p->size.mem_bytes,
+		.pressure = p->pressure,
+		.agent = p->agent,
+		.leased = p->leased,
+		.moving = p->moving,
+		.frozen = p->frozen,
+	};
+
+	return vmact_json_desc_encode(&pod_desc, &w);
+}
+
+int vmact_lease_pod_decode(const json_t *j, struct vmact_lease_pod *p, struct vmact_err *err)
+{
+	struct pod_wire w;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	r = vmact_json_desc_decode(&pod_desc, j, &w, err);
+	if (r < 0)
+		return r;
+	if (!vmact_lease_name_valid(w.ns))
+		return vmact_err_set(err, EPROTO, "namespace: not a name of [a-z0-9.-]");
+	if (!vmact_lease_name_valid(w.name))
+		return vmact_err_set(err, EPROTO, "name: not a name of [a-z0-9.-]");
+	snprintf(p->ns, sizeof(p->ns), "%s", w.ns);
+	snprintf(p->name, sizeof(p->name), "%s", w.name);
+	p->size.milli_cpu = w.milli_cpu;
+	p->size.mem_bytes = w.memory_bytes;
+	p->pressure = w.pressure;
+	p->agent = w.agent;
+	p->leased = w.leased;
+	p->moving = w.moving;
+	p->frozen = w.frozen;
+	return 0;
 }

@@ -5,9 +5,20 @@
  * grow. Pure: the messages and their signature, no I/O.
  *
  *   POST   /v1/leases                 {"namespace","name","milli_cpu","memory_bytes",
- *                                      "ttl_s","existing"}  -> 200 a lease, 409 no room
+ *                                      "ttl_s","existing","moving"}  -> 200 a lease,
+ *                                      409 no room
  *   DELETE /v1/leases/NAMESPACE/NAME  -> 200 {"released": true|false}
+ *   GET    /v1/leases/NAMESPACE/NAME  -> 200 the entry (struct vmact_lease_pod),
+ *                                      404 {"error":"no such pod"}
  *   GET    /v1/leases                 -> 200 the ledger
+ *
+ * "moving" (optional, default false) marks the VM as being moved away
+ * from the host (doc/cluster.md, "Capacity leases"): from then on its
+ * agent's answers stay at its reservation and carry "migrate", and its
+ * autoscaler stops resizing it; the entry's "frozen" says when it has
+ * (the mover waits for it before it moves the VM). A POST without it, or
+ * the lease's release or expiry, clears the mark. It is written only when
+ * true, so an arbiter that predates it never sees it.
  *
  * Authentication: every request carries ?ts=UNIX_SECONDS&sig=HEX, the
  * HMAC-SHA256 under a shared key of "METHOD\nPATH\nTS\nBODY" (nettle).
@@ -50,6 +61,8 @@ struct vmact_lease_request {
 	 * recorded even above the watermark, as the arbiter records a pod
 	 * registering at its size. */
 	bool existing;
+	/* The VM is being moved away: see "moving" above. */
+	bool moving;
 };
 
 /* malloc'd JSON text. */
@@ -66,6 +79,22 @@ struct vmact_lease_ledger {
 json_t *vmact_lease_ledger_encode(const struct vmact_lease_ledger *l);
 /* Every member required: -EPROTO naming it ("reserved: milli_cpu: missing"). */
 int vmact_lease_ledger_decode(const json_t *j, struct vmact_lease_ledger *l, struct vmact_err *err);
+
+/* One entry of a host's ledger as GET /v1/leases/NS/NAME answers it:
+ * its reservation and the growth it was refused, whether its agent spoke
+ * for it within the arbiter's pod ttl and whether a lease holds it, and
+ * the moving mark with its "frozen" (nothing resizes the VM any more). */
+struct vmact_lease_pod {
+	char ns[VMACT_LEASE_NAME_MAX + 1];
+	char name[VMACT_LEASE_NAME_MAX + 1];
+	struct vmact_resources size, pressure;
+	bool agent, leased, moving, frozen;
+};
+json_t *vmact_lease_pod_encode(const struct vmact_lease_pod *p);
+/* Every member required: -EPROTO naming it ("pressure: memory_bytes:
+ * missing", "frozen: missing"); a namespace or name that is not one
+ * (vmact_lease_name_valid) is -EPROTO too. */
+int vmact_lease_pod_decode(const json_t *j, struct vmact_lease_pod *p, struct vmact_err *err);
 
 /* A namespace or name as Kubernetes allows one (DNS label characters,
  * '.' too), so that it is also one URL path segment. */

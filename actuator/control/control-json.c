@@ -16,6 +16,8 @@ const char *act_vm_state_name(enum act_vm_state s)
 		return "paused";
 	case ACT_VM_IGNORED:
 		return "ignored";
+	case ACT_VM_FROZEN:
+		return "frozen";
 	case ACT_VM_UNMANAGED:
 	default:
 		return "not-managed";
@@ -130,6 +132,11 @@ json_t *act_json_vm(const struct act_vm_view *v, bool detail)
 	json_object_set_new(o, "mode", json_string(v->recommend ? "recommend" : "active"));
 	json_object_set_new(o, "recommended", opt_res(v->recommend && v->has_desired, v->desired));
 	json_object_set_new(o, "migration", json_pack("{s:b}", "enabled", v->migration));
+	json_object_set_new(o, "frozen",
+			    v->state == ACT_VM_FROZEN
+				    ? json_pack("{s:s,s:f,s:b}", "reason", v->frozen_why, "since",
+						v->frozen_since_usec / 1e6, "idle", v->frozen_idle)
+				    : json_null());
 	json_object_set_new(o, "permit_short",
 			    v->permit_short[0] ? json_string(v->permit_short) : json_null());
 	json_object_set_new(o, "cannot_shrink",

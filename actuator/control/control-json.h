@@ -19,10 +19,11 @@ enum act_vm_state {
 	ACT_VM_PAUSED,    /* managed, autoscaling paused by its operator */
 	ACT_VM_UNMANAGED, /* has vmact metadata but is not managed: reason */
 	ACT_VM_IGNORED,   /* does not ask to be managed (status --all): reason */
+	ACT_VM_FROZEN,    /* managed, frozen while it is moved away: frozen_why */
 };
 
-const char *act_vm_state_name(
-	enum act_vm_state s); /* "managed", "paused", "not-managed", "ignored" */
+const char *act_vm_state_name(enum act_vm_state s); /* "managed", "paused", "not-managed",
+						      "ignored", "frozen" */
 
 /* Whether libvirtd runs vmact-hook (GET /v1/vms "hook", vmactl status):
  * vmactd notes each notice, and each domain start libvirt reports that no
@@ -82,6 +83,12 @@ struct act_vm_view {
 	bool recommend;
 	/* <vmact:migration enabled="true"/>: vmact may move it to another host */
 	bool migration;
+	/* Frozen for a move (state ACT_VM_FROZEN): why, since when
+	 * (CLOCK_REALTIME), and whether a resize still runs (the freeze waits
+	 * for it). */
+	char frozen_why[640];
+	uint64_t frozen_since_usec;
+	bool frozen_idle;
 	/* Why it does not get closer to desired ("" when nothing holds it):
 	 * a permit below what was asked (the scheduler's reason), a shrink
 	 * it cannot make (no approver, approver away or denying, memory the

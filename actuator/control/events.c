@@ -17,10 +17,11 @@ struct act_events {
 };
 
 static const char *const kind_names[ACT_EV_KIND_COUNT] = {
-	[ACT_EV_DECISION] = "decision", [ACT_EV_RESIZE] = "resize",
-	[ACT_EV_PERMIT] = "permit",     [ACT_EV_MONITOR] = "monitor",
-	[ACT_EV_ERROR] = "error",       [ACT_EV_CONTROL] = "control",
-	[ACT_EV_HOLD] = "hold",         [ACT_EV_RECOMMEND] = "recommendation",
+	[ACT_EV_DECISION] = "decision",   [ACT_EV_RESIZE] = "resize",
+	[ACT_EV_PERMIT] = "permit",       [ACT_EV_MONITOR] = "monitor",
+	[ACT_EV_ERROR] = "error",         [ACT_EV_CONTROL] = "control",
+	[ACT_EV_HOLD] = "hold",           [ACT_EV_RECOMMEND] = "recommendation",
+	[ACT_EV_MIGRATION] = "migration",
 };
 
 const char *act_event_kind_name(enum act_event_kind k)

@@ -21,11 +21,12 @@ enum act_event_kind {
 	ACT_EV_CONTROL,      /* an operator's change through the control API */
 	ACT_EV_HOLD,         /* no resize although the load or the goal asks: why */
 	ACT_EV_RECOMMEND,    /* recommend mode: the size it would have, changed */
+	ACT_EV_MIGRATION,    /* frozen for a move away, or unfrozen, and why */
 	ACT_EV_KIND_COUNT,
 };
 
 /* "decision", "resize", "permit", "monitor", "error", "control", "hold",
- * "recommendation". */
+ * "recommendation", "migration". */
 const char *act_event_kind_name(enum act_event_kind k);
 
 #define ACT_EVENT_TEXT_MAX 320

@@ -13,13 +13,16 @@
 #include "actuator/control/control-json.h"
 #include "actuator/metrics/metrics.h"
 #include "actuator/runner/runner.h"
+#include "agent-glue/arbiter/arbiter.h"
 #include "base/list.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/time.h"
 #include "bpf/sampler.h"
 #include "guestd/approver.h"
 #include "hotplug/hotplug.h"
 #include "shared/hook-msg.h"
+#include "shared/lease.h"
 
 /* A domain vmactd knows about: managed (runner) or skipped (its last
  * error, so the same error is not logged on every resync). */
@@ -117,6 +120,9 @@ static void notify(struct act_registry *reg, bool first)
 		reg->o.changed(reg->o.ud, act_registry_count(reg), first);
 }
 
+/* The domain stopped or left the host (a migration's end is a stop
+ * here): its runner no longer speaks for its pod, and the arbiter keeps
+ * nothing for it but what a lease holds (ag_arbiter_forget). */
 static void drop(struct act_registry *reg, const char *uuid, const char *why)
 {
 	struct entry *e = find(reg, uuid);
@@ -126,9 +132,62 @@ static void drop(struct act_registry *reg, const char *uuid, const char *why)
 	VMACT_LIST_REMOVE(entries, reg->entries, e);
 	if (e->runner) {
 		log_info("%s: no longer managed (%s)", act_runner_name(e->runner), why);
+		if (reg->env.arbiter) {
+			const char *ns, *pod;
+
+			act_runner_pod_key(e->runner, &ns, &pod);
+			ag_arbiter_forget(reg->env.arbiter, ns, pod);
+		}
 		act_runner_free(e->runner);
 	}
 	free(e);
+}
+
+/* A new runner whose pod the cluster layer is moving already (the
+ * runner was replaced for new metadata, or vmactd found the VM again):
+ * frozen from the start. */
+static void freeze_if_moving(struct act_registry *reg, struct act_runner *r)
+{
+	struct vmact_lease_pod p;
+	const char *ns, *pod;
+
+	if (!reg->env.arbiter)
+		return;
+	act_runner_pod_key(r, &ns, &pod);
+	if (ag_arbiter_pod_entry(reg->env.arbiter, ns, pod, vmact_loop_now_usec(reg->o.event),
+				 &p) == 0 &&
+	    p.moving)
+		act_runner_freeze(r, true, "its pod is marked moving at the arbiter");
+}
+
+void act_registry_pod_moving(struct act_registry *reg, const char *ns, const char *name,
+			     bool moving)
+{
+	struct entry *e;
+	char why[320];
+
+	snprintf(why, sizeof(why),
+		 moving ? "the cluster layer marked pod %s/%s moving (a lease at the arbiter)"
+			: "pod %s/%s is no longer marked moving (its lease was renewed without "
+			  "the mark, released or expired)",
+		 ns, name);
+	VMACT_LIST_FOREACH(entries, e, reg->entries) {
+		const char *rns, *rpod;
+
+		if (!e->runner)
+			continue;
+		act_runner_pod_key(e->runner, &rns, &rpod);
+		if (strcmp(rns, ns) == 0 && strcmp(rpod, name) == 0) {
+			act_runner_freeze(e->runner, moving, why);
+			return;
+		}
+	}
+	/* Not a VM of this vmactd (another agent on arbiter.listen, or a
+	 * VM that is not managed): nothing here resizes it. */
+	if (moving && reg->env.arbiter) {
+		log_info("arbiter: %s; no VM of this vmactd speaks for it: frozen at once", why);
+		ag_arbiter_pod_frozen(reg->env.arbiter, ns, name, true);
+	}
 }
 
 /* Records that a domain is not managed; logs when the reason is new. */
@@ -265,6 +324,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		skip(reg, e, st->name, err.msg, meta_changed);
 		return;
 	}
+	freeze_if_moving(reg, e->runner);
 	e->skipped[0] = 0;
 }
 

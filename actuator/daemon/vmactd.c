@@ -66,17 +66,33 @@ static int on_option(void *ud, int c, char *arg)
 	return 2;
 }
 
+/* The registry, once there is one: the arbiter starts before it. */
+static struct act_registry **arbiter_registry;
+
 static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 {
 	char want[64], got[64];
 
 	(void)userdata;
 	if (ev->status != 200) {
-		log_warning("arbiter: answered %u \"%s\"%s%s", ev->status, ev->text,
-			    ev->pod_name ? " to pod " : "", ev->pod_name ? ev->pod_name : "");
+		/* The cluster layer polls an entry until it exists, or asks
+		 * after one that went: nothing an operator must hear of. */
+		vmact_log(ev->lease && ev->status == 404 ? LOG_DEBUG : LOG_WARNING,
+			  "arbiter: answered %u \"%s\"%s%s", ev->status, ev->text,
+			  ev->pod_name ? " to pod " : "", ev->pod_name ? ev->pod_name : "");
 		return;
 	}
-	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->migrate && !ev->new_pod)
+	/* The cluster layer is moving the VM away (or gave it up): its
+	 * runner freezes or thaws at once (registry.h). */
+	if (ev->lease && ev->moving_changed && ev->pod_name) {
+		if (arbiter_registry && *arbiter_registry)
+			act_registry_pod_moving(*arbiter_registry, ev->pod_namespace, ev->pod_name,
+						ev->moving);
+		return;
+	}
+	if (ev->lease)
+		return;
+	if (!ev->pressure.milli_cpu && !ev->pressure.mem_bytes && !ev->candidate && !ev->new_pod)
 		return;
 	vmact_quantity_format_milli(ev->requested.milli_cpu, want, 32);
 	vmact_quantity_format_bytes(ev->requested.mem_bytes, want + 32, 32);
@@ -84,7 +100,7 @@ static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 	vmact_quantity_format_bytes(ev->permit.mem_bytes, got + 32, 32);
 	log_info("arbiter: %s/%s%s asked %s CPU / %s, permitted %s CPU / %s%s", ev->pod_namespace,
 		 ev->pod_name, ev->new_pod ? " (new)" : "", want, want + 32, got, got + 32,
-		 ev->migrate ? ", above the watermark: would migrate" : "");
+		 ev->candidate ? ", above the watermark: a migration candidate" : "");
 }
 
 /* The node-local arbiter answers this host's agents when no Kubernetes
@@ -99,6 +115,8 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 		.overcommit_cpu_milli = (uint32_t)llround(cfg->arbiter_overcommit_cpu * 1000),
 		.overcommit_mem_milli = (uint32_t)llround(cfg->arbiter_overcommit_mem * 1000),
 		.watermark = cfg->arbiter_watermark,
+		/* The runners freeze the VMs being moved, and say when. */
+		.owner_freezes = true,
 	};
 	struct ag_arbiter_totals t;
 	struct ag_arbiter *a = NULL;
@@ -564,6 +582,7 @@ int main(int argc, char **argv)
 	}
 
 	if (cfg.plugin_mode == ACT_PLUGIN_ARBITER) {
+		arbiter_registry = &registry;
 		r = start_arbiter(&cfg, loop, &arbiter, &err);
 		if (r < 0) {
 			log_error("arbiter: %s", err.msg);

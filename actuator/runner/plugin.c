@@ -121,6 +121,20 @@ static void plugin_done(void *ud, const struct ag_plugin_result *res)
 		act_runner_export_plugin_done(r, false);
 		permit_news(r, &was, &res->response.permit);
 	}
+	/* A remote plugin moves the VM away itself (Neon's legacy plugins,
+	 * doc/protocols.md "Legacy plugins"): from its "migrate" on, nothing
+	 * resizes the VM, until an answer without it. The embedded arbiter's
+	 * mark reaches the runner at once through vmactd instead
+	 * (act_runner_freeze). */
+	if (!res->error && !r->env->arbiter &&
+	    res->response.migrate != !!(r->frz.by & ACT_RUNNER_FREEZE_PLUGIN)) {
+		char why[600];
+
+		snprintf(why, sizeof(why), "the scheduler plugin at %s %s", r->env->plugin_url,
+			 res->response.migrate ? "answered \"migrate\": the VM is moving away"
+					       : "no longer answers \"migrate\"");
+		act_runner_freeze_set(r, ACT_RUNNER_FREEZE_PLUGIN, res->response.migrate, why);
+	}
 	r->core->changed(r);
 }
 
@@ -128,9 +142,9 @@ void act_runner_plugin_start(struct act_runner *r, const struct act_actions *a)
 {
 	struct ag_agent_request req = { 0 };
 	struct vmact_err err = { 0 };
-	const char *ns = r->meta.pod_namespace[0] ? r->meta.pod_namespace : "default";
-	const char *pod = r->meta.pod_name[0] ? r->meta.pod_name : r->name;
+	const char *ns, *pod;
 
+	act_runner_pod_key(r, &ns, &pod);
 	snprintf(req.pod_namespace, sizeof(req.pod_namespace), "%s", ns);
 	snprintf(req.pod_name, sizeof(req.pod_name), "%s", pod);
 	req.has_compute_unit = true;

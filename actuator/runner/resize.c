@@ -58,12 +58,14 @@ static void api_finished(struct act_runner *r, const struct vmact_resources *got
 	r->rs.busy = false;
 	r->rs.api = false;
 	r->st.using_ = *got;
-	if (r->rs.api_pending) {
+	if (r->rs.api_pending && !act_runner_frozen(r)) {
 		r->rs.api_pending = false;
 		if (api_start(r, &err) < 0)
 			log_warning("%s: runner API: cannot start the next change: %s", r->name,
 				    err.msg);
 	}
+	/* Nothing decides for such a VM, but a freeze waits for this. */
+	r->core->changed(r);
 }
 
 static void hp_finish(struct act_runner *r)
@@ -225,6 +227,16 @@ static void hp_next(struct act_runner *r)
 	const struct act_step *s;
 
 	if (r->rs.step >= r->rs.plan.n) {
+		hp_finish(r);
+		return;
+	}
+	/* Frozen for a move (act_runner_freeze): the operation that was in
+	 * flight has finished; the plan's next steps are not started, the VM
+	 * moves away at the size it reached (the core plans again once
+	 * thawed). */
+	if (act_runner_frozen(r)) {
+		log_info("%s: frozen for migration: the resize stops before its next step",
+			 r->name);
 		hp_finish(r);
 		return;
 	}
@@ -394,9 +406,23 @@ static int api_start(struct act_runner *r, struct vmact_err *err)
 int act_runner_resize_cpu(struct act_runner *r, uint32_t milli, struct vmact_err *err)
 {
 	r->rs.api_want = milli;
-	if (r->rs.busy) {
+	/* Frozen for a move: the change waits for the thaw, as it waits for
+	 * a resize in flight. */
+	if (r->rs.busy || act_runner_frozen(r)) {
 		r->rs.api_pending = true;
 		return 0;
 	}
 	return api_start(r, err);
+}
+
+void act_runner_resize_thaw(struct act_runner *r)
+{
+	struct vmact_err err = { 0 };
+
+	if (!r->rs.api_pending || r->rs.busy || act_runner_frozen(r))
+		return;
+	r->rs.api_pending = false;
+	if (api_start(r, &err) < 0)
+		log_warning("%s: runner API: cannot start the change that waited for the thaw: %s",
+			    r->name, err.msg);
 }

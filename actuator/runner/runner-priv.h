@@ -239,6 +239,17 @@ struct act_runner {
 	/* The last decision's reason (the control API, events). */
 	char *last_reason;
 
+	/* Frozen for a move (act_runner_freeze, and plugin.c on a remote
+	 * plugin's "migrate"): by, the sources (enum act_runner_freeze_source;
+	 * 0: not frozen); reported once the arbiter heard that no resize is
+	 * in flight; why, the last reason (act_runner_text_set). */
+	struct {
+		unsigned by;
+		bool reported;
+		uint64_t since_usec; /* CLOCK_REALTIME */
+		char *why;
+	} frz;
+
 	struct act_runner_plugin plugin;
 	struct act_runner_resize rs;
 	struct act_runner_readings rd;
@@ -264,6 +275,16 @@ static inline const char *act_runner_text(const char *t)
 	return t ? t : "";
 }
 void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x);
+/* Whether the VM is frozen for a move: no resize of any kind may start. */
+static inline bool act_runner_frozen(const struct act_runner *r)
+{
+	return r->frz.by != 0;
+}
+/* Sets (on) or clears one source of the freeze; on the runner's change
+ * between frozen and not, one log line and one event with why. Starts
+ * nothing: the caller has the core decide again. */
+void act_runner_freeze_set(struct act_runner *r, enum act_runner_freeze_source src, bool on,
+			   const char *why);
 /* Writes the VM's CFS quota for `milli` milli-CPUs. */
 int act_runner_write_quota(struct act_runner *r, uint32_t milli, struct vmact_err *err);
 /* The policies in effect for this VM: its <vmact:policy>, else the host's. */
@@ -306,6 +327,8 @@ void act_runner_resize_start(struct act_runner *r, const struct act_actions *a);
  * latest wins) while a resize runs. Errors: the state cannot be read or
  * no plan reaches it. */
 int act_runner_resize_cpu(struct act_runner *r, uint32_t milli, struct vmact_err *err);
+/* Unfrozen: starts the runner API's change that waited for it, if any. */
+void act_runner_resize_thaw(struct act_runner *r);
 
 /* neonvm-api.c */
 int act_runner_neonvm_api_start(struct act_runner *r, struct vmact_err *err);

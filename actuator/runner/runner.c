@@ -19,6 +19,7 @@
 #include "actuator/worker/worker.h"
 #define ACT_RUNNER_PRIV_ALLOW
 #include "actuator/runner/runner-priv.h"
+#include "agent-glue/arbiter/arbiter.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/time.h"
@@ -274,14 +275,60 @@ static unsigned warn_hash(const struct act_warnings *w)
 	return h;
 }
 
+/* Frozen for a move: once no resize is in flight (one that was has
+ * finished and reported here through the core), the mover may go on:
+ * the embedded arbiter's entry says "frozen" (doc/cluster.md, "Capacity
+ * leases"). A remote plugin is told nothing: it asks nothing of it. */
+static void note_frozen(struct act_runner *r)
+{
+	const char *ns, *pod;
+
+	if (!act_runner_frozen(r) || r->frz.reported || r->rs.busy || r->approver_busy)
+		return;
+	r->frz.reported = true;
+	if (!(r->frz.by & ACT_RUNNER_FREEZE_LEASE) || !r->env->arbiter)
+		return;
+	act_runner_pod_key(r, &ns, &pod);
+	if (ag_arbiter_pod_frozen(r->env->arbiter, ns, pod, true) < 0)
+		log_debug("%s: the arbiter no longer knows pod %s/%s", r->name, ns, pod);
+	else
+		log_debug("%s: frozen with no resize in flight: told the arbiter", r->name);
+}
+
+/* While frozen the scheduler is still asked, at its usual pace only (the
+ * core asks at once for a size other than its permit, which a frozen VM
+ * never reaches) and for the permit it holds: a moving pod's plugin
+ * refuses any change once it said "migrate" (doc/protocols.md, "Legacy
+ * plugins"), and keeps answering whether it still does. */
+static bool frozen_plugin_request(struct act_runner *r, struct act_actions *a)
+{
+	act_time_t now = act_runner_now_ns(r);
+
+	if (r->st.plugin.has_last_request &&
+	    now - r->st.plugin.last_request_at < r->st.timing.plugin_request_tick) {
+		if (!a->has_wait || a->wait > r->st.timing.plugin_request_tick -
+						      (now - r->st.plugin.last_request_at)) {
+			a->has_wait = true;
+			a->wait = r->st.timing.plugin_request_tick -
+				  (now - r->st.plugin.last_request_at);
+		}
+		return false;
+	}
+	a->plugin.target = r->st.plugin.has_permit ? r->st.plugin.permit : r->st.using_;
+	return true;
+}
+
 static void evaluate(struct act_runner *r)
 {
 	struct act_actions a;
 	struct vmact_err err = { 0 };
 	unsigned h;
 
+	if (r->freeing)
+		return;
+	note_frozen(r);
 	/* A runner API VM is sized by the API's caller only. */
-	if (r->freeing || r->api_vm)
+	if (r->api_vm)
 		return;
 	if (act_next_actions(&r->st, act_runner_now_ns(r), &a, &err) < 0) {
 		log_error("%s: scaling decision failed: %s", r->name, err.msg);
@@ -302,7 +349,8 @@ static void evaluate(struct act_runner *r)
 	if (r->meta.recommend) {
 		act_runner_view_note_recommend(r, &a.desired);
 		if (a.has_plugin && !r->plugin.busy &&
-		    !vmact_res_any_gt(a.plugin.target, r->st.using_))
+		    !vmact_res_any_gt(a.plugin.target, r->st.using_) &&
+		    (!act_runner_frozen(r) || frozen_plugin_request(r, &a)))
 			act_runner_plugin_start(r, &a);
 		return;
 	}
@@ -312,8 +360,16 @@ static void evaluate(struct act_runner *r)
 			log_debug("%s: %s", r->name, a.warnings.msg[i]);
 	r->last_warn_hash = h;
 
-	if (a.has_plugin && !r->plugin.busy)
+	if (a.has_plugin && !r->plugin.busy &&
+	    (!act_runner_frozen(r) || frozen_plugin_request(r, &a)))
 		act_runner_plugin_start(r, &a);
+	/* Frozen for a move: nothing resizes the VM, nothing asks its guest
+	 * to (the one place every resize and approval starts from). */
+	if (act_runner_frozen(r)) {
+		if (a.has_wait)
+			arm_wake(r, a.wait);
+		return;
+	}
 	if (a.has_hotplug && !r->rs.busy) {
 		if (!r->approver || act_approver_may_resize(r->approver)) {
 			act_runner_resize_start(r, &a);
@@ -338,6 +394,16 @@ static void evaluate(struct act_runner *r)
 }
 
 /* ---- lifecycle ---- */
+
+void act_runner_freeze(struct act_runner *r, bool on, const char *why)
+{
+	act_runner_freeze_set(r, ACT_RUNNER_FREEZE_LEASE, on, why);
+	/* Decided again from the loop: the caller may be inside the
+	 * arbiter, which the scheduler request would re-enter. */
+	arm_wake(r, 0);
+	if (!act_runner_frozen(r))
+		act_runner_resize_thaw(r);
+}
 
 /* How the concerns reach the core (runner-priv.h). */
 static const struct act_runner_core_ops core_ops = {
@@ -529,6 +595,7 @@ void act_runner_free(struct act_runner *r)
 	free(r->mem.last_reason);
 	free(r->view.last_change);
 	free(r->view.shrink_blocked);
+	free(r->frz.why);
 	free(r);
 }
 

@@ -116,6 +116,25 @@ const char *act_runner_uuid(const struct act_runner *r);
 /* The core's view, for status and tests. */
 const struct act_state *act_runner_state(const struct act_runner *r);
 
+/* The namespace and name the runner speaks for to the scheduler (its
+ * pod key): the domain's <vmact:pod>, else "default" and the domain's
+ * name. They point into the runner. */
+void act_runner_pod_key(const struct act_runner *r, const char **ns, const char **name);
+
+/* What froze a runner (act_runner_frozen): its VM is being moved away. */
+enum act_runner_freeze_source {
+	ACT_RUNNER_FREEZE_LEASE = 1u << 0,  /* the embedded arbiter's moving mark */
+	ACT_RUNNER_FREEZE_PLUGIN = 1u << 1, /* a remote scheduler plugin's "migrate" */
+};
+/* The embedded arbiter marked (on) or unmarked the VM's pod as moving
+ * (doc/cluster.md, "Capacity leases"). While frozen no resize of any kind
+ * starts (hot-plug, CPU quota, vm-monitor or informant requests); one in
+ * flight finishes first, and once none is the runner tells the arbiter
+ * the pod is frozen (ag_arbiter_pod_frozen). why: for the log line and
+ * the event. Acts from the loop (never within the call): callable from
+ * the arbiter's event callback. */
+void act_runner_freeze(struct act_runner *r, bool on, const char *why);
+
 /* What the metrics page shows of the VM (runner/export.c): its sizes,
  * readings and the policy's last decision; reads the VM's cpu.stat and its
  * vCPU threads' totals. out->name points into the runner. */

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actuator/cgroup/cgroup.h"
+#include "base/log.h"
 #include "base/quantity.h"
 #include "base/time.h"
 
@@ -20,6 +22,32 @@ void act_runner_text_set(char **dst, const char *text)
 		return;
 	free(*dst);
 	*dst = text[0] ? strdup(text) : NULL;
+}
+
+void act_runner_pod_key(const struct act_runner *r, const char **ns, const char **name)
+{
+	*ns = r->meta.pod_namespace[0] ? r->meta.pod_namespace : "default";
+	*name = r->meta.pod_name[0] ? r->meta.pod_name : r->name;
+}
+
+void act_runner_freeze_set(struct act_runner *r, enum act_runner_freeze_source src, bool on,
+			   const char *why)
+{
+	bool was = act_runner_frozen(r);
+	struct timespec ts;
+
+	r->frz.by = on ? r->frz.by | src : r->frz.by & ~(unsigned)src;
+	if (was == act_runner_frozen(r))
+		return;
+	act_runner_text_set(&r->frz.why, on ? why : "");
+	r->frz.reported = false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->frz.since_usec = on ? (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u : 0;
+	log_info("%s: %s for migration: %s", r->name, on ? "frozen" : "unfrozen", why);
+	act_event(r->env->events, r->name, ACT_EV_MIGRATION,
+		  json_pack("{s:b,s:s}", "frozen", on, "source",
+			    src == ACT_RUNNER_FREEZE_LEASE ? "arbiter" : "plugin"),
+		  "%s for migration: %s", on ? "frozen" : "unfrozen", why);
 }
 
 act_time_t act_runner_now_ns(const struct act_runner *r)

@@ -175,7 +175,14 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 	memset(v, 0, sizeof(*v));
 	snprintf(v->name, sizeof(v->name), "%s", r->name);
 	snprintf(v->uuid, sizeof(v->uuid), "%s", r->uuid);
-	v->state = r->meta.paused ? ACT_VM_PAUSED : ACT_VM_MANAGED;
+	v->state = act_runner_frozen(r) ? ACT_VM_FROZEN
+		   : r->meta.paused     ? ACT_VM_PAUSED
+					: ACT_VM_MANAGED;
+	if (act_runner_frozen(r)) {
+		snprintf(v->frozen_why, sizeof(v->frozen_why), "%s", act_runner_text(r->frz.why));
+		v->frozen_since_usec = r->frz.since_usec;
+		v->frozen_idle = !r->rs.busy && !r->approver_busy;
+	}
 	if (r->rs.have_state) {
 		v->vcpus = hp_state_vcpus(&r->rs.state);
 		v->mem_bytes = hp_state_mem_kib(&r->rs.state) * 1024u;

@@ -20,7 +20,15 @@ struct pod {
 	uint64_t seq; /* registration order: "oldest first" */
 	uint64_t last_seen;
 	struct vmact_resources reserved, pressure;
-	bool migrate;
+	/* select_migrations() would move it: reported, never in an answer. */
+	bool candidate;
+	/* A lease marked it moving (shared/lease.h): it grows no more and its
+	 * answers carry "migrate" from 2.0 on; informed once one did (then
+	 * it may not change, doc/protocols.md "Legacy plugins"); frozen once
+	 * nothing resizes it any more (ag_arbiter_pod_frozen, or this
+	 * arbiter's own judgement without owner_freezes). */
+	bool moving, informed, frozen;
+	enum ag_plugin_version version; /* of its agent's last request; 0: none yet */
 	/* Kept by its agent's requests (pod_ttl) and/or by a lease (until
 	 * lease_until): it goes when neither holds it. */
 	bool agent, leased;
@@ -36,7 +44,7 @@ struct ag_arbiter {
 	size_t npods, cap;
 	uint64_t seq;
 	uint64_t requests, partial, refused;
-	unsigned migrating;
+	unsigned candidates;
 	ag_arbiter_event_fn *event_fn;
 	void *event_ud;
 	sd_event *ev;
@@ -198,6 +206,22 @@ static void set_reserved(struct ag_arbiter *a, struct pod *p, struct vmact_resou
 	p->reserved = r;
 }
 
+/* Whether its agent spoke for the pod within pod_ttl. A pod seen at or
+ * after now (a request handled later in the loop than the time asked
+ * about) is fresh, not 2^64 old. */
+static bool agent_live(const struct ag_arbiter *a, const struct pod *p, uint64_t now_usec)
+{
+	return p->agent &&
+	       !(now_usec > p->last_seen && now_usec - p->last_seen > a->cfg.pod_ttl_usec);
+}
+
+static void clear_moving(struct pod *p)
+{
+	p->moving = false;
+	p->informed = false;
+	p->frozen = false;
+}
+
 /* One resource of the HEAD plugin's reconcilePod (doc/protocols.md,
  * "Permit computation"), the ceiling being the watermark rather than the
  * total. Returns the new reservation; *pressure gets what
@@ -220,25 +244,34 @@ static uint64_t reconcile(uint64_t reserved, uint64_t requested, uint64_t node_r
 	return reserved + grant;
 }
 
-/* Recomputes which pods would be migrated: while reservations exceed the
- * watermark, pods oldest first, skipping any whose reservation alone
- * exceeds the watermark (doc/protocols.md, "Permit computation";
- * Neon's migration.go). */
+/* Recomputes which pods would be migrated (the candidates, only
+ * reported: moving a VM is the cluster layer's decision, which marks it
+ * through a moving lease): while reservations minus what is already
+ * moving exceed the watermark, pods oldest first, skipping any whose
+ * reservation alone exceeds the watermark (doc/protocols.md, "Permit
+ * computation"; Neon's migration.go). */
 static void select_migrations(struct ag_arbiter *a)
 {
-	uint64_t over_cpu = sat_sub(a->reserved_cpu, a->watermark.milli_cpu);
-	uint64_t over_mem = sat_sub(a->reserved_mem, a->watermark.mem_bytes);
+	uint64_t cpu = a->reserved_cpu, mem = a->reserved_mem, over_cpu, over_mem;
 
-	a->migrating = 0;
-	for (size_t i = 0; i < a->npods; i++)
-		a->pods[i].migrate = false;
+	a->candidates = 0;
+	for (size_t i = 0; i < a->npods; i++) {
+		a->pods[i].candidate = false;
+		if (a->pods[i].moving) {
+			cpu -= a->pods[i].reserved.milli_cpu;
+			mem -= a->pods[i].reserved.mem_bytes;
+		}
+	}
+	over_cpu = sat_sub(cpu, a->watermark.milli_cpu);
+	over_mem = sat_sub(mem, a->watermark.mem_bytes);
 	while (over_cpu || over_mem) {
 		struct pod *oldest = NULL;
 
 		for (size_t i = 0; i < a->npods; i++) {
 			struct pod *p = &a->pods[i];
 
-			if (p->migrate || p->reserved.milli_cpu > a->watermark.milli_cpu ||
+			if (p->candidate || p->moving ||
+			    p->reserved.milli_cpu > a->watermark.milli_cpu ||
 			    p->reserved.mem_bytes > a->watermark.mem_bytes)
 				continue;
 			if ((over_cpu && p->reserved.milli_cpu) ||
@@ -248,8 +281,8 @@ static void select_migrations(struct ag_arbiter *a)
 		}
 		if (!oldest)
 			break;
-		oldest->migrate = true;
-		a->migrating++;
+		oldest->candidate = true;
+		a->candidates++;
 		over_cpu = sat_sub(over_cpu, oldest->reserved.milli_cpu);
 		over_mem = sat_sub(over_mem, oldest->reserved.mem_bytes);
 	}
@@ -382,10 +415,33 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 	}
 	p->last_seen = now_usec;
 	p->agent = true;
+	p->version = req.version;
+	/* A pod told it is migrating may not change any more: the legacy
+	 * plugins' refusal, in their words (doc/protocols.md, "Legacy
+	 * plugins"). Its agent still speaks for it. */
+	if (p->moving && p->informed && !vmact_res_eq(req.resources, p->reserved))
+		return fail(a, reply, 400,
+			    "cannot change resources: agent has already been informed that pod "
+			    "is migrating",
+			    &req);
 	/* Growth stops at the watermark, so a resource above it (after
 	 * registrations or restored reservations) grows no further. */
 	want = req.resources;
-	{
+	if (p->moving) {
+		/* Moving away: a decrease is granted, an increase is not (the
+		 * legacy plugins' migrating pod, doc/protocols.md "Legacy
+		 * plugins"); what it asks beyond is pressure. */
+		struct vmact_resources next = {
+			.milli_cpu = want.milli_cpu < p->reserved.milli_cpu ? want.milli_cpu
+									    : p->reserved.milli_cpu,
+			.mem_bytes = want.mem_bytes < p->reserved.mem_bytes ? want.mem_bytes
+									    : p->reserved.mem_bytes,
+		};
+
+		pc = sat_sub(want.milli_cpu, next.milli_cpu);
+		pm = sat_sub(want.mem_bytes, next.mem_bytes);
+		set_reserved(a, p, next);
+	} else {
 		uint64_t node_cpu = a->reserved_cpu, node_mem = a->reserved_mem;
 		struct vmact_resources next;
 
@@ -403,10 +459,21 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 		a->partial++;
 	select_migrations(a);
 
-	/* "migrate" tells an agent its VM is moving away: vmact moves no VM
-	 * (doc/protocols.md, "Permit computation"), so no answer carries it;
-	 * the candidates are only reported (ev.migrate). */
+	/* "migrate" tells an agent its VM is moving away: only a VM the
+	 * cluster layer really moves (a moving lease) is told; candidates
+	 * are only reported (ev.candidate). Agents below 2.0 panic on it
+	 * (doc/protocols.md, "What each era's agents sent"): the codec never
+	 * writes it for them, so they are pinned at their reservation
+	 * without being told. */
 	resp.permit = p->reserved;
+	resp.migrate = p->moving;
+	if (p->moving && ag_plugin_agent_takes_migrate(req.version))
+		p->informed = true;
+	/* A standalone arbiter's agents are not vmact's to stop: the pod is
+	 * still from the answer that tells its agent, or from this one when
+	 * the agent cannot be told. */
+	if (p->moving && !a->cfg.owner_freezes)
+		p->frozen = true;
 	resp.has_resource_unit = ag_plugin_plugin_sends_compute_unit(req.version);
 	resp.resource_unit = cu;
 	out = ag_plugin_response_encode(req.version, &resp, a->cfg.slot_bytes, &err);
@@ -423,7 +490,9 @@ void ag_arbiter_handle(struct ag_arbiter *a, const char *method, const char *bod
 	ev.requested = req.resources;
 	ev.permit = p->reserved;
 	ev.pressure = pressure;
-	ev.migrate = p->migrate;
+	ev.candidate = p->candidate;
+	ev.migrate = p->moving && ag_plugin_agent_takes_migrate(req.version);
+	ev.moving = p->moving;
 	emit(a, &ev);
 }
 
@@ -433,13 +502,24 @@ unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec)
 
 	for (size_t i = 0; i < a->npods;) {
 		struct pod *p = &a->pods[i];
-		/* A pod seen at or after now (a request handled later in the
-		 * loop than the time asked about) is fresh, not 2^64 old. */
-		bool agent = p->agent && !(now_usec > p->last_seen &&
-					   now_usec - p->last_seen > a->cfg.pod_ttl_usec);
+		bool agent = agent_live(a, p, now_usec);
 
-		if (p->leased && now_usec >= p->lease_until)
+		if (p->leased && now_usec >= p->lease_until) {
 			p->leased = false;
+			/* A mover that stopped renewing gave the move up: the
+			 * mark lapses with its lease (doc/cluster.md,
+			 * "Capacity leases"). */
+			if (p->moving) {
+				struct ag_arbiter_event ev = { .status = 200,
+							       .lease = true,
+							       .pod_namespace = p->ns,
+							       .pod_name = p->name,
+							       .moving_changed = true };
+
+				clear_moving(p);
+				emit(a, &ev);
+			}
+		}
 		if (!agent && !p->leased) {
 			remove_pod(a, i);
 			n++;
@@ -467,7 +547,9 @@ void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t)
 	t->pods = (unsigned)a->npods;
 	for (size_t i = 0; i < a->npods; i++)
 		t->leases += a->pods[i].leased;
-	t->migrating = a->migrating;
+	t->candidates = a->candidates;
+	for (size_t i = 0; i < a->npods; i++)
+		t->migrating += a->pods[i].moving;
 	t->requests = a->requests;
 	t->grants_partial = a->partial;
 	t->refused = a->refused;
@@ -485,7 +567,7 @@ void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 		const struct pod *next = NULL;
 
 		for (size_t i = 0; i < a->npods; i++)
-			if (a->pods[i].migrate && a->pods[i].seq > last &&
+			if (a->pods[i].candidate && a->pods[i].seq > last &&
 			    (!next || a->pods[i].seq < next->seq))
 				next = &a->pods[i];
 		if (!next)
@@ -509,14 +591,74 @@ int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 	return 0;
 }
 
+int ag_arbiter_pod_entry(const struct ag_arbiter *a, const char *ns, const char *name,
+			 uint64_t now_usec, struct vmact_lease_pod *out)
+{
+	const struct pod *p = find_pod(a, ns, name);
+
+	if (!p)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	/* The plugin protocol's names may be longer than a lease's: such an
+	 * entry is only ever read in-process, by its full name. */
+	snprintf(out->ns, sizeof(out->ns), "%.*s", VMACT_LEASE_NAME_MAX, p->ns);
+	snprintf(out->name, sizeof(out->name), "%.*s", VMACT_LEASE_NAME_MAX, p->name);
+	out->size = p->reserved;
+	out->pressure = p->pressure;
+	out->agent = agent_live(a, p, now_usec);
+	out->leased = p->leased;
+	out->moving = p->moving;
+	/* Without an owner, a pod whose agent fell silent since the mark
+	 * changes no more either. */
+	out->frozen = p->frozen || (p->moving && !a->cfg.owner_freezes && !out->agent);
+	return 0;
+}
+
+int ag_arbiter_pod_frozen(struct ag_arbiter *a, const char *ns, const char *name, bool frozen)
+{
+	struct pod *p = find_pod(a, ns, name);
+
+	if (!p)
+		return -ENOENT;
+	/* Frozen means something only while the pod moves: a report that
+	 * crossed the mark's clearing is dropped. */
+	p->frozen = frozen && p->moving;
+	return 0;
+}
+
+void ag_arbiter_forget(struct ag_arbiter *a, const char *ns, const char *name)
+{
+	struct pod *p = find_pod(a, ns, name);
+
+	if (!p)
+		return;
+	/* No agent asks for it any more: neither its hold nor the growth it
+	 * was refused count. A lease keeps its reservation (and a mark)
+	 * until released or expired. */
+	p->agent = false;
+	p->version = 0;
+	p->pressure = (struct vmact_resources){ 0 };
+	if (!p->leased)
+		remove_pod(a, (size_t)(p - a->pods));
+	select_migrations(a);
+}
+
 /* ---- leases: the cluster layer's Reserve (shared/lease.h) ---- */
 
-static void lease_reply(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
-			json_t *doc, const char *ns, const char *name, const char *text)
+/* How a lease request changed the moving mark. */
+enum moving_news { MOVING_SAME, MOVING_SET, MOVING_CLEARED };
+
+static void lease_reply_news(struct ag_arbiter *a, struct net_http_server_reply *reply,
+			     unsigned status, json_t *doc, const char *ns, const char *name,
+			     const char *text, enum moving_news news)
 {
-	struct ag_arbiter_event ev = {
-		.status = status, .text = text, .lease = true, .pod_namespace = ns, .pod_name = name
-	};
+	struct ag_arbiter_event ev = { .status = status,
+				       .text = text,
+				       .lease = true,
+				       .pod_namespace = ns,
+				       .pod_name = name,
+				       .moving = news == MOVING_SET,
+				       .moving_changed = news != MOVING_SAME };
 	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	json_decref(doc);
@@ -532,6 +674,12 @@ static void lease_reply(struct ag_arbiter *a, struct net_http_server_reply *repl
 		reply->body_len = strlen(body);
 	}
 	emit(a, &ev);
+}
+
+static void lease_reply(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
+			json_t *doc, const char *ns, const char *name, const char *text)
+{
+	lease_reply_news(a, reply, status, doc, ns, name, text, MOVING_SAME);
 }
 
 static void lease_error(struct ag_arbiter *a, struct net_http_server_reply *reply, unsigned status,
@@ -551,8 +699,8 @@ static void lease_take(struct ag_arbiter *a, const struct vmact_lease_request *l
 {
 	struct pod *p = find_pod(a, lr->ns, lr->name);
 	struct vmact_resources want = lr->size, free_ = { 0 };
-	bool agent = p && p->agent &&
-		     !(now_usec > p->last_seen && now_usec - p->last_seen > a->cfg.pod_ttl_usec);
+	bool agent = p && agent_live(a, p, now_usec);
+	enum moving_news news = MOVING_SAME;
 	uint64_t more_cpu, more_mem;
 	char msg[256], c[32], m[32];
 
@@ -584,12 +732,27 @@ static void lease_take(struct ag_arbiter *a, const struct vmact_lease_request *l
 	set_reserved(a, p, want);
 	p->leased = true;
 	p->lease_until = now_usec + (uint64_t)lr->ttl_s * VMACT_USEC_PER_SEC;
+	/* Every POST says whether the VM moves: a renewal without the mark
+	 * (the move was given up) clears it. */
+	if (lr->moving && !p->moving) {
+		p->moving = true;
+		news = MOVING_SET;
+		/* Without an owner to stop it, a pod nobody speaks for (or
+		 * whose agent cannot be told, below 2.0) changes no more. */
+		if (!a->cfg.owner_freezes &&
+		    (!agent || (p->version && !ag_plugin_agent_takes_migrate(p->version))))
+			p->frozen = true;
+	} else if (!lr->moving && p->moving) {
+		clear_moving(p);
+		news = MOVING_CLEARED;
+	}
 	select_migrations(a);
-	lease_reply(a, reply, 200,
-		    json_pack("{s:s,s:s,s:I,s:I,s:I}", "namespace", p->ns, "name", p->name,
-			      "milli_cpu", (json_int_t)p->reserved.milli_cpu, "memory_bytes",
-			      (json_int_t)p->reserved.mem_bytes, "ttl_s", (json_int_t)lr->ttl_s),
-		    p->ns, p->name, NULL);
+	lease_reply_news(a, reply, 200,
+			 json_pack("{s:s,s:s,s:I,s:I,s:I}", "namespace", p->ns, "name", p->name,
+				   "milli_cpu", (json_int_t)p->reserved.milli_cpu, "memory_bytes",
+				   (json_int_t)p->reserved.mem_bytes, "ttl_s",
+				   (json_int_t)lr->ttl_s),
+			 p->ns, p->name, NULL, news);
 }
 
 static void lease_release(struct ag_arbiter *a, const char *ns, const char *name,
@@ -597,16 +760,33 @@ static void lease_release(struct ag_arbiter *a, const char *ns, const char *name
 {
 	struct pod *p = find_pod(a, ns, name);
 	bool released = p && p->leased;
+	enum moving_news news = MOVING_SAME;
 
 	if (p && p->leased) {
 		p->leased = false;
-		/* Its agent (if any) keeps it until it falls silent. */
-		if (!p->agent) {
-			remove_pod(a, (size_t)(p - a->pods));
-			select_migrations(a);
+		/* The mark lives with the lease. */
+		if (p->moving) {
+			clear_moving(p);
+			news = MOVING_CLEARED;
 		}
+		/* Its agent (if any) keeps it until it falls silent. */
+		if (!p->agent)
+			remove_pod(a, (size_t)(p - a->pods));
+		select_migrations(a);
 	}
-	lease_reply(a, reply, 200, json_pack("{s:b}", "released", released), ns, name, NULL);
+	lease_reply_news(a, reply, 200, json_pack("{s:b}", "released", released), ns, name, NULL,
+			 news);
+}
+
+/* GET /v1/leases/NS/NAME. */
+static void lease_entry(struct ag_arbiter *a, const char *ns, const char *name, uint64_t now_usec,
+			struct net_http_server_reply *reply)
+{
+	struct vmact_lease_pod e;
+
+	if (ag_arbiter_pod_entry(a, ns, name, now_usec, &e) < 0)
+		return lease_error(a, reply, 404, ns, name, "no such pod");
+	lease_reply(a, reply, 200, vmact_lease_pod_encode(&e), ns, name, NULL);
 }
 
 void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const char *url,
@@ -651,8 +831,8 @@ void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const cha
 		const char *rest = url + strlen("/v1/leases/"), *slash = strchr(rest, '/');
 		char ns[VMACT_LEASE_NAME_MAX + 1], name[VMACT_LEASE_NAME_MAX + 1];
 
-		if (strcmp(method, "DELETE") != 0)
-			return lease_error(a, reply, 405, NULL, NULL, "use DELETE");
+		if (strcmp(method, "DELETE") != 0 && strcmp(method, "GET") != 0)
+			return lease_error(a, reply, 405, NULL, NULL, "use GET or DELETE");
 		if (!slash || (size_t)(slash - rest) > VMACT_LEASE_NAME_MAX ||
 		    strlen(slash + 1) > VMACT_LEASE_NAME_MAX)
 			return lease_error(a, reply, 404, NULL, NULL, "no such lease");
@@ -660,6 +840,8 @@ void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const cha
 		snprintf(name, sizeof(name), "%s", slash + 1);
 		if (!vmact_lease_name_valid(ns) || !vmact_lease_name_valid(name))
 			return lease_error(a, reply, 404, NULL, NULL, "no such lease");
+		if (strcmp(method, "GET") == 0)
+			return lease_entry(a, ns, name, now_usec, reply);
 		lease_release(a, ns, name, reply);
 	}
 }

@@ -14,9 +14,19 @@
  * recorded as pressure. When reservations exceed the
  * watermark (a pod registering at its current size, a restart restoring
  * reservations) growth is refused and the pods that would be migrated,
- * oldest first, are reported; their answers carry no "migrate", since no
- * move follows (an agent told so stops scaling its VM, or panics below
- * protocol 2.0).
+ * oldest first, are reported as candidates; their answers carry no
+ * "migrate", since the arbiter moves nothing itself.
+ *
+ * Moving (doc/cluster.md, "Capacity leases"): the cluster layer marks a
+ * VM it is about to move with a moving lease. From then on the pod is
+ * the legacy plugins' migrating pod (doc/protocols.md, "Legacy
+ * plugins"): no increase (what is asked beyond its reservation is
+ * pressure), a decrease granted, "migrate": {} in its answers from 2.0 on
+ * and, once one went out, 400 to any request that changes its resources.
+ * Agents below 2.0 panic on "migrate": they are pinned the same way but
+ * never told. The mover waits for the entry's "frozen": set by the VM's
+ * owner (ag_arbiter_pod_frozen, with owner_freezes), or by the arbiter
+ * itself once its agent was told or cannot be.
  *
  * An unknown pod is registered at its lastPermit (restart
  * recovery, doc/protocols.md, "Legacy plugins")
@@ -68,12 +78,20 @@ struct ag_arbiter_config {
 	 * (its requests are answered 404). */
 	const uint8_t *lease_key;
 	size_t lease_key_len;
+	/* Whoever embeds the arbiter stops the VMs itself (vmactd, whose
+	 * runners freeze): only ag_arbiter_pod_frozen() sets a moving pod's
+	 * "frozen". Else (vmact-arbiter, serving other agents) the pod is
+	 * frozen once an answer told its agent, or at once when no live
+	 * agent speaks for it or its agent is below 2.0. */
+	bool owner_freezes;
 };
 
 struct ag_arbiter_totals {
 	struct vmact_resources total, watermark, reserved, pressure;
-	unsigned pods, migrating;
-	unsigned leases; /* entries held by a lease */
+	unsigned pods;
+	unsigned candidates; /* select_migrations' report: would be migrated */
+	unsigned migrating;  /* marked moving by a lease */
+	unsigned leases;     /* entries held by a lease */
 	uint64_t requests, grants_partial, refused;
 };
 
@@ -85,8 +103,14 @@ struct ag_arbiter_event {
 	enum ag_plugin_version version;
 	bool new_pod;
 	struct vmact_resources requested, permit, pressure;
-	bool migrate; /* a migration candidate: reported, not in the answer */
-	bool lease;   /* a request of the lease interface */
+	bool candidate; /* a migration candidate: reported, never in the answer */
+	bool migrate;   /* the answer carried "migrate" (the pod is moving, agent >= 2.0) */
+	/* The pod is marked moving: after an answer, its mark; after a lease
+	 * request (or a lease's expiry, status 200 with no text) where
+	 * moving_changed, the mark it set (true) or cleared (false). */
+	bool moving;
+	bool moving_changed;
+	bool lease; /* a request of the lease interface, or a lease's expiry */
 };
 typedef void ag_arbiter_event_fn(void *userdata, const struct ag_arbiter_event *ev);
 
@@ -94,6 +118,9 @@ int ag_arbiter_new(const struct ag_arbiter_config *cfg, struct ag_arbiter **out,
 		   struct vmact_err *err);
 void ag_arbiter_free(struct ag_arbiter *a);
 
+/* fn runs before the call that emitted it returns (the request's reply
+ * is made): it may call ag_arbiter_pod_frozen() and read the arbiter,
+ * never change its entries otherwise. */
 void ag_arbiter_on_event(struct ag_arbiter *a, ag_arbiter_event_fn *fn, void *userdata);
 
 /* The protocol, without I/O: method and body in, reply out (the reply's
@@ -116,7 +143,8 @@ void ag_arbiter_lease_handle(struct ag_arbiter *a, const char *method, const cha
 unsigned ag_arbiter_expire(struct ag_arbiter *a, uint64_t now_usec);
 
 void ag_arbiter_totals(const struct ag_arbiter *a, struct ag_arbiter_totals *t);
-/* Pods selected for migration, oldest first; fn is called per pod. */
+/* The migration candidates (not the pods marked moving), oldest first;
+ * fn is called per pod. */
 void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 				     void (*fn)(void *ud, const char *ns, const char *name,
 						const struct vmact_resources *reserved),
@@ -124,6 +152,20 @@ void ag_arbiter_migration_candidates(const struct ag_arbiter *a,
 /* A pod's current reservation; -ENOENT when unknown. */
 int ag_arbiter_pod(const struct ag_arbiter *a, const char *ns, const char *name,
 		   struct vmact_resources *reserved, struct vmact_resources *pressure);
+struct vmact_lease_pod;
+/* A pod's entry as GET /v1/leases/NS/NAME shows it (shared/lease.h), at
+ * now (CLOCK_MONOTONIC µs: is its agent live); -ENOENT when unknown. */
+int ag_arbiter_pod_entry(const struct ag_arbiter *a, const char *ns, const char *name,
+			 uint64_t now_usec, struct vmact_lease_pod *out);
+/* The owner (owner_freezes) says whether nothing resizes a moving pod's
+ * VM any more; ignored (false) while the pod is not marked moving.
+ * -ENOENT when unknown. Emits nothing: callable from an event callback. */
+int ag_arbiter_pod_frozen(struct ag_arbiter *a, const char *ns, const char *name, bool frozen);
+/* The pod's agent is gone (its VM stopped or left the host): its hold
+ * and pressure go, and the entry with them unless a lease holds it (then
+ * the lease's reservation, and any moving mark, stay until its release
+ * or expiry). Unknown pods are ignored. Emits nothing. */
+void ag_arbiter_forget(struct ag_arbiter *a, const char *ns, const char *name);
 
 /* Puts the arbiter on the loop: idle pods expire. */
 int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -44,6 +45,14 @@ static const char usage[] =
 	"  increase GROUP N            N more nodes\n"
 	"  decrease GROUP N            give up N nodes not yet in service\n"
 	"  delete GROUP PROVIDER_ID... delete these nodes\n"
+	"  migrate VM [--to HOST] [--force] [--wait]\n"
+	"                              move a running VM live to HOST (or the host with\n"
+	"                              the most room); --force: one that has not opted in;\n"
+	"                              --wait: until it ran there, or failed\n"
+	"  migrations                  the moves in flight and the last ones ended\n"
+	"  drain HOST                  take HOST out of placement and move its opted-in VMs\n"
+	"                              away (prints what stays, and why)\n"
+	"  undrain HOST                put HOST back into placement\n"
 	"\n"
 	"  -s, --socket PATH   vmact-groupd's API (default " DEFAULT_SOCKET ")\n"
 	"  -j, --json          the API's JSON instead of a table\n"
@@ -51,8 +60,8 @@ static const char usage[] =
 	"      --version       print the version\n";
 
 struct opts {
-	const char *socket, *plugin, *message;
-	bool json;
+	const char *socket, *plugin, *message, *to;
+	bool json, force, wait;
 };
 
 /* ---- the API (shared/group-api.h) ---- */
@@ -185,6 +194,10 @@ static int hosts_table(json_t *doc, bool show, struct vmact_err *err)
 			printf("         libvirt: %s\n", h->libvirt_error);
 		if (!h->arbiter_ok)
 			printf("         arbiter: %s\n", h->arbiter_error);
+		if (h->draining)
+			printf("         drained\n");
+		if (h->relief && h->relief[0])
+			printf("         %s\n", h->relief);
 	}
 	vmact_gapi_hosts_clear(&s);
 	return 0;
@@ -211,6 +224,38 @@ static int waiting_table(json_t *doc, bool show, struct vmact_err *err)
 		       w->host, w->waited_s, w->timeout_s, plugins);
 	}
 	vmact_gapi_waitings_clear(&s);
+	return 0;
+}
+
+static void migration_line(const struct vmact_gapi_migration *m)
+{
+	char down[32] = "-";
+
+	if (m->downtime_ms >= 0)
+		snprintf(down, sizeof(down), "%lldms", (long long)m->downtime_ms);
+	printf("%-5llu %-24s %-8s %-8s %-9s %-9s %-8s %7.1fs %8s  %s\n", (unsigned long long)m->id,
+	       m->vm, m->from, m->to, m->reason, m->phase, m->result[0] ? m->result : "-",
+	       m->duration_s, down, m->error);
+}
+
+static void migration_header(void)
+{
+	printf("%-5s %-24s %-8s %-8s %-9s %-9s %-8s %8s %8s  %s\n", "ID", "VM", "FROM", "TO",
+	       "REASON", "PHASE", "RESULT", "TIME", "DOWNTIME", "ERROR");
+}
+
+static int migrations_table(json_t *doc, bool show, struct vmact_err *err)
+{
+	struct vmact_gapi_migrations s;
+	int r = vmact_gapi_migrations_decode(doc, &s, err);
+
+	if (r < 0)
+		return r;
+	if (show)
+		migration_header();
+	for (size_t i = 0; show && i < s.n; i++)
+		migration_line(&s.v[i]);
+	vmact_gapi_migrations_clear(&s);
 	return 0;
 }
 
@@ -276,6 +321,98 @@ static int post(const struct opts *o, const char *path, json_t *body, bool verdi
 	return 0;
 }
 
+/* The move with that id, as GET /v1/migrations has it now: 1 found
+ * (ended or not), 0 not listed, -errno. */
+static int migration_now(const struct opts *o, uint64_t id, json_t **one, bool *ended,
+			 struct vmact_err *err)
+{
+	struct vmact_gapi_migrations s;
+	json_t *doc = NULL;
+	int r = call(o, "GET", VMACT_GAPI_PATH_MIGRATIONS, NULL, &doc, err);
+
+	if (r >= 0)
+		r = vmact_gapi_migrations_decode(doc, &s, err);
+	if (r < 0) {
+		json_decref(doc);
+		return r;
+	}
+	r = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.v[i].id == id) {
+			*ended = s.v[i].result[0] != 0;
+			*one = vmact_gapi_migration_encode(&s.v[i]);
+			r = 1;
+		}
+	vmact_gapi_migrations_clear(&s);
+	json_decref(doc);
+	return r;
+}
+
+/* POST .../migrate; with --wait, polls the move until it ended: 0 when
+ * it succeeded, 1 otherwise. */
+static int migrate(const struct opts *o, const char *vm)
+{
+	struct vmact_gapi_migrate req = { .to = o->to, .force = o->force };
+	_cleanup_free_ char *path = vmact_gapi_migrate_path(vm);
+	struct vmact_gapi_migration m;
+	struct vmact_err err = { 0 };
+	json_t *body = vmact_gapi_migrate_encode(&req), *doc = NULL;
+	bool ended = false;
+	int r;
+
+	if (!path || !body) {
+		json_decref(body);
+		fprintf(stderr, "vmact-groupctl: out of memory\n");
+		return 1;
+	}
+	r = call(o, "POST", path, body, &doc, &err);
+	json_decref(body);
+	if (r >= 0)
+		r = vmact_gapi_migration_decode(doc, &m, &err);
+	if (r < 0) {
+		json_decref(doc);
+		fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
+		return 1;
+	}
+	if (!o->wait) {
+		if (o->json)
+			print_json(doc);
+		else
+			printf("migration %llu: %s from %s to %s\n", (unsigned long long)m.id, m.vm,
+			       m.from, m.to);
+		json_decref(doc);
+		return 0;
+	}
+	{
+		uint64_t id = m.id;
+		json_t *one = NULL;
+
+		json_decref(doc);
+		while (!ended) {
+			json_decref(one);
+			one = NULL;
+			r = migration_now(o, id, &one, &ended, &err);
+			if (r <= 0) {
+				fprintf(stderr, "vmact-groupctl: %s\n",
+					r < 0 ? err.msg : "the move is no longer listed");
+				return 1;
+			}
+			if (!ended)
+				usleep(200 * 1000);
+		}
+		r = vmact_gapi_migration_decode(one, &m, &err);
+		if (r >= 0 && o->json) {
+			print_json(one);
+		} else if (r >= 0) {
+			migration_header();
+			migration_line(&m);
+		}
+		r = r < 0 ? 1 : strcmp(m.result, "success") != 0;
+		json_decref(one);
+		return r;
+	}
+}
+
 static bool name_ok(const char *s)
 {
 	/* One path segment: group ids and UUIDs are [a-z0-9-]. */
@@ -303,6 +440,41 @@ static int run(const struct opts *o, int argc, char **argv)
 		return get(o, VMACT_GAPI_PATH_HOSTS, hosts_table);
 	if (strcmp(cmd, "waiting") == 0 && argc == 1)
 		return get(o, VMACT_GAPI_PATH_WAITING, waiting_table);
+	if (strcmp(cmd, "migrations") == 0 && argc == 1)
+		return get(o, VMACT_GAPI_PATH_MIGRATIONS, migrations_table);
+	if ((strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0) && argc == 2) {
+		struct vmact_gapi_hosts hs;
+		struct vmact_err err = { 0 };
+		json_t *doc = NULL;
+
+		if (!name_ok(argv[1]))
+			return bad_usage("not a host name", argv[1]);
+		path = vmact_gapi_drain_path(argv[1], cmd[0] == 'd');
+		if (!path)
+			return 1;
+		if (call(o, "POST", path, NULL, &doc, &err) < 0 ||
+		    vmact_gapi_hosts_decode(doc, &hs, &err) < 0) {
+			json_decref(doc);
+			fprintf(stderr, "vmact-groupctl: %s\n", err.msg);
+			return 1;
+		}
+		if (o->json)
+			print_json(doc);
+		else if (hs.n)
+			printf("%s: %s%s%s\n", hs.v[0].name,
+			       hs.v[0].draining ? "drained" : "back in placement",
+			       hs.v[0].unmovable[0] ? "; stays: " : "", hs.v[0].unmovable);
+		vmact_gapi_hosts_clear(&hs);
+		json_decref(doc);
+		return 0;
+	}
+	if (strcmp(cmd, "migrate") == 0 && argc == 2) {
+		if (!argv[1][0] || strchr(argv[1], '/'))
+			return bad_usage("not a domain name", argv[1]);
+		if (o->to && !name_ok(o->to))
+			return bad_usage("not a host name", o->to);
+		return migrate(o, argv[1]);
+	}
 	if ((strcmp(cmd, "vms") == 0 && argc == 1) || (strcmp(cmd, "pools") == 0 && argc <= 2)) {
 		struct vmact_err err = { 0 };
 		const char *group = argc == 2 ? argv[1] : NULL;
@@ -420,6 +592,12 @@ int main(int argc, char **argv)
 				o.plugin = rest[++i];
 			else if (!strcmp(rest[i], "--message") && i + 1 < n)
 				o.message = rest[++i];
+			else if (!strcmp(rest[i], "--to") && i + 1 < n)
+				o.to = rest[++i];
+			else if (!strcmp(rest[i], "--force"))
+				o.force = true;
+			else if (!strcmp(rest[i], "--wait"))
+				o.wait = true;
 			else
 				args[k++] = rest[i];
 		}

@@ -25,8 +25,8 @@ void ctl_usage(FILE *f, enum ctl_command c)
 	switch (c) {
 	case CTL_STATUS:
 		fputs("Usage: vmactl status [--all] [--json]\n"
-		      "Every VM vmactd knows: state (managed, paused, not-managed and why), vCPUs,\n"
-		      "CPU quota, memory, load, demand, permit, desired size, last change.\n"
+		      "Every VM vmactd knows: state (managed, paused, frozen, not-managed and why),\n"
+		      "vCPUs, CPU quota, memory, load, demand, permit, desired size, last change.\n"
 		      "--all: also every running domain it ignores (no vmact metadata,\n"
 		      "enabled=\"false\", outside libvirt.name_prefix), with the reason.\n",
 		      f);

@@ -233,7 +233,17 @@ void ctl_render_show(FILE *f, const json_t *vm)
 	size_t i;
 
 	fprintf(f, "VM:          %s (%s)\n", str(vm, "name"), str(vm, "uuid"));
-	fprintf(f, "State:       %s\n", str(vm, "state"));
+	if (json_is_object(json_object_get(vm, "frozen"))) {
+		const json_t *fz = json_object_get(vm, "frozen");
+
+		fprintf(f, "State:       frozen for migration: %s\n", str(fz, "reason"));
+		fprintf(f, "             no resize starts until the move ends or is given up%s\n",
+			json_is_true(json_object_get(fz, "idle"))
+				? ""
+				: " (one in flight finishes first)");
+	} else {
+		fprintf(f, "State:       %s\n", str(vm, "state"));
+	}
 	if (strcmp(str(vm, "mode"), "recommend") == 0)
 		fprintf(f,
 			"Mode:        recommend (decisions are reported, nothing is applied; "

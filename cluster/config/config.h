@@ -158,6 +158,13 @@ struct cl_host_cfg {
 	char channel_dir[CL_CHANNEL_DIR_MAX];
 	char arbiter_url[512];    /* http://HOST:PORT or unix:PATH */
 	char arbiter_secret[512]; /* the lease key's file */
+	/* migration.address: where a VM moving here sends its memory (the
+	 * host's QEMU listens there for the move, tcp://ADDRESS); "" = the
+	 * host takes no moved VMs (doc/cluster.md, "Live migration").
+	 * migration.bandwidth_mib_s: at most that many MiB/s per move to
+	 * this host, 0 = libvirt's own limit. */
+	char migration_address[256];
+	uint64_t migration_bandwidth_mib_s;
 };
 
 /* "kubernetes": the cluster's API server, where vmact-groupd deletes the
@@ -181,6 +188,10 @@ struct cl_config {
 	struct cl_group_cfg *groups;
 	json_t *profiles; /* scheduler.profiles, as given (NULL: default) */
 	struct cl_kube kube;
+	/* "migration" (doc/cluster.md, "Live migration"): relief on or off;
+	 * how long a VM that moved stays before relief moves it again. */
+	bool relief;
+	uint64_t min_residence_usec;
 };
 
 void cl_config_free(struct cl_config *cfg);

@@ -16,11 +16,14 @@
 static int parse_host(struct cl_read_ctx *c, const json_t *o, struct cl_host_cfg *h)
 {
 	static const char *const keys[] = { "name",        "uri",     "storage_pool",
-					    "channel_dir", "arbiter", NULL };
+					    "channel_dir", "arbiter", "migration",
+					    NULL };
 	static const char *const akeys[] = { "url", "secret_file", NULL };
+	static const char *const mkeys[] = { "address", "bandwidth_mib_s", NULL };
 	struct vmact_endpoint ep;
 	struct vmact_err e = { 0 };
 	const json_t *a;
+	unsigned long long bw = 0;
 	size_t len;
 	int r;
 
@@ -63,6 +66,27 @@ static int parse_host(struct cl_read_ctx *c, const json_t *o, struct cl_host_cfg
 		return cl_read_bad(c, "url", "%s (http://HOST:PORT or unix:PATH)", e.msg);
 	if (h->arbiter_secret[0] != '/')
 		return cl_read_bad(c, "secret_file", "must be an absolute path");
+	cl_read_pop(c, len);
+	a = json_object_get(o, "migration");
+	if (!a)
+		return 0;
+	cl_read_push(c, "migration");
+	if ((r = cl_read_keys(c, a, mkeys)) < 0 ||
+	    (r = cl_read_str(c, a, "address", true, false, h->migration_address,
+			     sizeof(h->migration_address))) < 0 ||
+	    (r = cl_read_uint(c, a, "bandwidth_mib_s", false, 0, 1 << 20, &bw)) < 0)
+		return r;
+	h->migration_bandwidth_mib_s = bw;
+	/* It goes into a URI (tcp://ADDRESS) and QEMU's listen address: a
+	 * host name or an IP literal, nothing a URI would read otherwise. */
+	if (!h->migration_address[0] ||
+	    strspn(h->migration_address,
+		   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") !=
+		    strlen(h->migration_address))
+		return cl_read_bad(c, "address",
+				   "'%s': a host name or an IP address (the host's QEMU listens "
+				   "there for a VM moving in)",
+				   h->migration_address);
 	cl_read_pop(c, len);
 	return 0;
 }
@@ -132,9 +156,10 @@ static bool has_profile(const struct cl_config *cfg, const char *name)
 
 static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact_err *err)
 {
-	static const char *const keys[] = { "api",       "metrics",    "libvirt",
-					    "lifecycle", "hosts",      "groups",
-					    "scheduler", "kubernetes", NULL };
+	static const char *const keys[] = { "api",       "metrics", "libvirt",   "lifecycle",
+					    "hosts",     "groups",  "scheduler", "kubernetes",
+					    "migration", NULL };
+	static const char *const migration_keys[] = { "relief", "min_residence_s", NULL };
 	static const char *const kube_keys[] = { "server", "ca_file", "token_file", NULL };
 	static const char *const api_keys[] = { "socket", NULL };
 	static const char *const metrics_keys[] = { "listen", NULL };
@@ -158,8 +183,25 @@ static int parse_document(const json_t *doc, struct cl_config *cfg, struct vmact
 		.retry_backoff_usec = 30 * 1000000ULL,
 		.refill_interval_usec = 5 * 1000000ULL,
 	};
+	cfg->relief = true;
+	cfg->min_residence_usec = 300 * 1000000ULL;
 	if ((r = cl_read_keys(&c, doc, keys)) < 0)
 		return r;
+	if ((v = json_object_get(doc, "migration"))) {
+		const json_t *rl;
+
+		cl_read_push(&c, "migration");
+		if ((r = cl_read_keys(&c, v, migration_keys)) < 0 ||
+		    (r = cl_read_seconds(&c, v, "min_residence_s", 0, 86400,
+					 &cfg->min_residence_usec)) < 0)
+			return r;
+		rl = json_object_get(v, "relief");
+		if (rl && !json_is_boolean(rl))
+			return cl_read_bad(&c, "relief", "true or false");
+		if (rl)
+			cfg->relief = json_is_true(rl);
+		cl_read_pop(&c, 0);
+	}
 	if ((v = json_object_get(doc, "api"))) {
 		cl_read_push(&c, "api");
 		if ((r = cl_read_keys(&c, v, api_keys)) < 0 ||

@@ -358,6 +358,9 @@ static struct vmact_gapi_host host_of(const struct cl_engine_host_view *v)
 		.arbiter_pods = (int64_t)st->ledger.pods,
 		.arbiter_leases = (int64_t)st->ledger.leases,
 		.standby = res_of(v->standby),
+		.draining = v->draining,
+		.relief = v->relief,
+		.unmovable = v->unmovable,
 	};
 }
 
@@ -383,9 +386,32 @@ static json_t *hosts_json(struct cl_engine *e)
 
 /* ---- deferred answers ---- */
 
+static struct vmact_gapi_migration migration_of(const struct cl_engine_move_view *m)
+{
+	return (struct vmact_gapi_migration){
+		.id = m->id,
+		.vm = m->vm,
+		.uuid = m->uuid,
+		.from = m->from,
+		.to = m->to,
+		.reason = m->reason,
+		.why = m->why,
+		.phase = m->phase,
+		.result = m->result,
+		.error = m->error,
+		.started = m->started,
+		.duration_s = m->duration_s,
+		.downtime_ms = m->downtime_ms,
+	};
+}
+
 static void answer_reply(struct net_http_server_reply *reply, const struct cl_engine_answer *a)
 {
-	if (a->status >= 200 && a->status < 300)
+	if (a->status >= 200 && a->status < 300 && a->move) {
+		struct vmact_gapi_migration g = migration_of(a->move);
+
+		reply_json(reply, a->status, vmact_gapi_migration_encode(&g));
+	} else if (a->status >= 200 && a->status < 300)
 		reply_json(reply, a->status, vmact_gapi_target_encode((int32_t)a->target));
 	else
 		reply_error(reply, a->status, a->reason ? a->reason : VMACT_GAPI_INTERNAL, "%s",
@@ -496,7 +522,7 @@ out:
 	json_decref(j);
 }
 
-/* ---- routing ---- */
+/* ---- live migration ---- */
 
 static bool method_is(const struct net_http_server_request *req, const char *m,
 		      struct net_http_server_reply *reply)
@@ -506,6 +532,120 @@ static bool method_is(const struct net_http_server_request *req, const char *m,
 	reply_error(reply, 405, VMACT_GAPI_INVALID, "%s %s: use %s", req->method, req->url, m);
 	return false;
 }
+
+struct moves_list {
+	struct vmact_gapi_migration *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void move_copy(void *ud, const struct cl_engine_move_view *m)
+{
+	struct moves_list *l = ud;
+
+	if (l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct vmact_gapi_migration *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v) {
+			l->oom = true;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = migration_of(m);
+}
+
+static void migrate(struct cl_api *a, const char *vm, const struct net_http_server_request *req,
+		    struct net_http_server_reply *reply)
+{
+	struct now_or_later *nl;
+	struct vmact_gapi_migrate m;
+	struct vmact_err err = { 0 };
+	json_t *j = NULL;
+
+	if (req->body_len && !(j = body_object(req, reply)))
+		return;
+	if (!j && !(j = json_object()))
+		return reply_error(reply, 500, VMACT_GAPI_INTERNAL, "out of memory");
+	if (vmact_gapi_migrate_decode(j, &m, &err) < 0) {
+		json_decref(j);
+		return reply_error(reply, 400, VMACT_GAPI_INVALID, "%s", err.msg);
+	}
+	nl = calloc(1, sizeof(*nl));
+	if (!nl) {
+		json_decref(j);
+		return reply_error(reply, 500, VMACT_GAPI_INTERNAL, "out of memory");
+	}
+	nl->reply = reply;
+	cl_engine_migrate(a->e, vm, m.to, m.force, answer_now_or_later, nl);
+	json_decref(j);
+	if (!nl->reply) {
+		free(nl);
+		return;
+	}
+	nl->reply = NULL;
+	nl->pending = net_http_defer(req);
+	if (!nl->pending)
+		reply_error(reply, 500, VMACT_GAPI_INTERNAL, "cannot defer the answer");
+}
+
+/* /v1/hosts/NAME/drain, /v1/hosts/NAME/undrain: the host's document. */
+static void host_route(struct cl_api *a, const char *rest,
+		       const struct net_http_server_request *req,
+		       struct net_http_server_reply *reply)
+{
+	const char *slash = strchr(rest, '/');
+	struct vmact_err err = { 0 };
+	char name[CL_NAME_MAX];
+	bool drain;
+	int r;
+
+	if (!slash || slash == rest || (size_t)(slash - rest) >= sizeof(name) ||
+	    (strcmp(slash + 1, VMACT_GAPI_DRAIN) && strcmp(slash + 1, VMACT_GAPI_UNDRAIN)))
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+				   "no such resource: %s (drain, undrain)", req->url);
+	if (!method_is(req, "POST", reply))
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(slash - rest), rest);
+	drain = !strcmp(slash + 1, VMACT_GAPI_DRAIN);
+	r = cl_engine_drain(a->e, name, drain, &err);
+	if (r == -ENOENT)
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND, "%s", err.msg);
+	if (r < 0)
+		return reply_error(reply, 500, VMACT_GAPI_INTERNAL, "%s", err.msg);
+	for (size_t i = 0; i < cl_engine_n_hosts(a->e); i++) {
+		struct cl_engine_host_view v;
+
+		cl_engine_host_at(a->e, i, &v);
+		if (!strcmp(v.name, name)) {
+			struct vmact_gapi_host h = host_of(&v);
+
+			return reply_json(reply, 200, vmact_gapi_hosts_encode(&h, 1));
+		}
+	}
+}
+
+/* /v1/vms/NAME/migrate */
+static void vm_route(struct cl_api *a, const char *rest, const struct net_http_server_request *req,
+		     struct net_http_server_reply *reply)
+{
+	const char *slash = strchr(rest, '/');
+	char name[CL_NAME_MAX];
+
+	if (!slash || (size_t)(slash - rest) >= sizeof(name) || slash == rest ||
+	    strcmp(slash + 1, VMACT_GAPI_MIGRATE))
+		return reply_error(reply, 404, VMACT_GAPI_NOT_FOUND,
+				   "no such resource: %s (see doc/cluster-api.md)", req->url);
+	snprintf(name, sizeof(name), "%.*s", (int)(slash - rest), rest);
+	if (method_is(req, "POST", reply))
+		migrate(a, name, req, reply);
+}
+
+/* ---- routing ---- */
 
 static void vms_route(struct cl_api *a, const char *group, bool members,
 		      const struct net_http_server_request *req,
@@ -605,7 +745,9 @@ static void handle(void *ud, const struct net_http_server_request *req,
 	struct cl_api *a = ud;
 	const char *p = req->url;
 	const size_t groups_len = strlen(VMACT_GAPI_PATH_GROUPS "/"),
-		     waiting_len = strlen(VMACT_GAPI_PATH_WAITING "/");
+		     waiting_len = strlen(VMACT_GAPI_PATH_WAITING "/"),
+		     vms_len = strlen(VMACT_GAPI_PATH_VMS "/"),
+		     hosts_len = strlen(VMACT_GAPI_PATH_HOSTS "/");
 
 	/* The socket's mode keeps others out; this holds should it be
 	 * loosened. */
@@ -635,11 +777,25 @@ static void handle(void *ud, const struct net_http_server_request *req,
 	}
 	if (strcmp(p, VMACT_GAPI_PATH_VMS) == 0)
 		return vms_route(a, NULL, false, req, reply);
+	if (strncmp(p, VMACT_GAPI_PATH_VMS "/", vms_len) == 0)
+		return vm_route(a, p + vms_len, req, reply);
+	if (strcmp(p, VMACT_GAPI_PATH_MIGRATIONS) == 0) {
+		struct moves_list l = { 0 };
+
+		if (!method_is(req, "GET", reply))
+			return;
+		cl_engine_each_move(a->e, move_copy, &l);
+		reply_json(reply, 200, l.oom ? NULL : vmact_gapi_migrations_encode(l.v, l.n));
+		free(l.v);
+		return;
+	}
 	if (strcmp(p, VMACT_GAPI_PATH_HOSTS) == 0) {
 		if (method_is(req, "GET", reply))
 			reply_json(reply, 200, hosts_json(a->e));
 		return;
 	}
+	if (strncmp(p, VMACT_GAPI_PATH_HOSTS "/", hosts_len) == 0)
+		return host_route(a, p + hosts_len, req, reply);
 	if (strcmp(p, VMACT_GAPI_PATH_WAITING) == 0) {
 		struct waiting_list l = { 0 };
 

@@ -189,6 +189,36 @@ void cl_metrics_write(struct cl_engine *e, struct net_prom_writer *w)
 		net_prom_w_sample(w, (struct net_prom_wlabel[]){ { "host", v.name } }, 1,
 				  v.st.libvirt_ok && v.st.arbiter_ok);
 	}
+	{
+		const struct cl_engine_move_counters *c = cl_engine_move_counters(e);
+
+		net_prom_w_family(w, "vmact_migrations_total", NET_PROM_COUNTER,
+				  "Live migrations of running VMs between hosts, by reason and "
+				  "result");
+		for (int k = 0; k < CL_N_MOVE_REASONS; k++)
+			for (int r = 0; r < CL_N_MOVE_RESULTS; r++)
+				net_prom_w_sample(
+					w,
+					(struct net_prom_wlabel[]){
+						{ "reason", cl_engine_move_reason_name(k) },
+						{ "result", cl_engine_move_result_name(r) } },
+					2, (double)c->total[k][r]);
+		net_prom_w_family(w, "vmact_migration_duration_seconds", NET_PROM_HISTOGRAM,
+				  "From the decision to move a VM to it running on the target "
+				  "(moves that succeeded)");
+		for (int k = 0; k < CL_N_MOVE_REASONS; k++)
+			net_prom_w_histogram(w,
+					     (struct net_prom_wlabel[]){
+						     { "reason", cl_engine_move_reason_name(k) } },
+					     1, cl_engine_hist_bounds, c->hist[k],
+					     CL_ENGINE_HIST_BUCKETS,
+					     c->hist[k][CL_ENGINE_HIST_BUCKETS], c->hist_sum[k]);
+		net_prom_w_family(w, "vmact_migration_downtime_seconds", NET_PROM_HISTOGRAM,
+				  "How long a moved VM was paused, as libvirt measured it");
+		net_prom_w_histogram(w, NULL, 0, cl_engine_downtime_bounds, c->downtime,
+				     CL_ENGINE_DOWNTIME_BUCKETS,
+				     c->downtime[CL_ENGINE_DOWNTIME_BUCKETS], c->downtime_sum);
+	}
 	cl_engine_each_waiting(e, count_waiting, &waiting);
 	net_prom_w_family(w, "vmact_cluster_waiting_vms", NET_PROM_GAUGE,
 			  "VMs waiting for Permit (listed by GET /v1/waiting)");

@@ -8,6 +8,8 @@
  *     -> recover.c  finding the VMs again at start-up; leases
  *     -> nodes.c    the groups' Nodes in the API server: registered? what
  *                   their kubelets report
+ *     -> relief.c   which VMs leave a full or drained host
+ *       -> move.c   live migrations of running VMs between hosts
  *   all of them -> vm.c  the VMs' records, events, waiting requests, and
  *                   recording their metadata */
 #pragma once
@@ -23,6 +25,7 @@
 #include "cluster/engine/jobs.h"
 #include "cluster/engine/node-api.h"
 #include "cluster/host/host.h"
+#include "cluster/host/migrate.h"
 #include "cluster/host/virt.h"
 #include "cluster/plugins/plugins.h"
 
@@ -115,10 +118,19 @@ struct cl_group {
 
 struct cl_ehost {
 	struct cl_host *h;
+	/* relief.c: drained by its operator; what its last round said (a
+	 * host needing relief or drained, "" otherwise) and which VMs
+	 * stay. */
+	bool draining;
+	char relief[1536];
+	char unmovable[1024];
 	bool scanned, scanning;
 	uint64_t next_scan_usec;
 	struct cl_engine_host_counters c;
 };
+
+/* move.c: a live migration (doc/cluster.md, "Live migration"). */
+struct cl_move;
 
 struct cl_engine {
 	sd_event *ev;
@@ -144,6 +156,15 @@ struct cl_engine {
 	uint64_t next_reconcile_usec;
 	cl_engine_event_fn *event_fn;
 	void *event_ud;
+	/* move.c: the moves, in flight and the last ended (oldest first),
+	 * on a pool of their own (a move holds its thread for its length). */
+	struct cl_jobs *movers;
+	struct cl_move *moves;
+	bool relief_busy;
+	uint64_t next_relief_usec;
+	size_t n_moves_ended;
+	uint64_t next_move_id;
+	struct cl_engine_move_counters mc;
 };
 
 /* vm.c: the bottom; calls none of the files below it. */
@@ -206,6 +227,52 @@ void cl_nodes_tick(struct cl_engine *e, struct cl_group *g, uint64_t now);
 void cl_nodes_engine_tick(struct cl_engine *e, uint64_t now);
 /* v->node and v->node_reported_by: reported or estimated. */
 void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v);
+
+/* move.c: under engine.c and relief.c, over vm.c. */
+void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool force,
+		     cl_engine_answer_fn *fn, void *ud);
+/* A move of vm (to NULL: the best host), not started. */
+struct cl_move *cl_move_new(struct cl_engine *e, const char *vm, const char *to, bool force,
+			    enum cl_engine_move_reason reason);
+/* What chose it, for its events and its listing. */
+void cl_move_set_why(struct cl_move *m, const char *why);
+/* Plans it (a job thread): the VM found on its host (or, with from, the
+ * one given: dom as read there), checked, its target chosen; false with
+ * cl_move_error when it cannot move. */
+bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_dom *dom);
+const char *cl_move_error(const struct cl_move *m);
+const char *cl_move_target(const struct cl_move *m);
+/* Starts a planned move (on the loop): the engine owns it from then on;
+ * -errno (the move is the caller's to discard). */
+int cl_move_start(struct cl_move *m);
+void cl_move_discard(struct cl_move *m);
+/* The last move of vm listed (in flight or ended), NULL. */
+const struct cl_move *cl_move_of(const struct cl_engine *e, const char *vm);
+bool cl_move_in_flight(const struct cl_move *m);
+/* When it ended (0: in flight), and whether it succeeded. */
+uint64_t cl_move_ended_usec(const struct cl_move *m, bool *success);
+/* Moves in flight (from that host; NULL: all). */
+unsigned cl_move_count(const struct cl_engine *e, const char *from);
+/* Keeps the leases of the moves in flight alive (the engine's tick). */
+void cl_move_tick(struct cl_engine *e, uint64_t now);
+void cl_move_free_all(struct cl_engine *e);
+
+/* Moves at once: each is a live migration, the hosts' network and CPUs
+ * its bottleneck. */
+#define CL_MOVE_THREADS 2
+/* fn for each VM's last move listed: in flight (end 0), or ended at end
+ * (CLOCK_MONOTONIC µs), successfully or not. */
+void cl_move_each_last(const struct cl_engine *e,
+		       void (*fn)(void *ud, const char *vm, uint64_t end, bool success), void *ud);
+
+/* relief.c: under engine.c, over move.c. */
+/* A round of relief and drain, when due (the engine's tick). */
+void cl_relief_tick(struct cl_engine *e, uint64_t now);
+/* Drains or undrains the host (kept in the state directory's
+ * drained.json); -ENOENT. */
+int cl_relief_drain(struct cl_engine *e, const char *host, bool drain, struct vmact_err *err);
+/* The drained hosts, from the state directory (after it is set). */
+int cl_relief_load_drained(struct cl_engine *e, struct vmact_err *err);
 
 /* recover.c */
 void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h);

@@ -159,12 +159,23 @@ static void refill(struct cl_engine *e, struct cl_group *g, uint64_t now, struct
 	struct cl_vm *vm, *next;
 
 	VMACT_LIST_FOREACH(vms, vm, g->vms) {
+		struct cl_ehost *eh;
+
 		if (vm->meta.role == CL_ROLE_MEMBER && vm->meta.state == CL_ST_PENDING &&
 		    !vm->want_delete)
 			members_waiting = true;
 		if (vm->meta.role != CL_ROLE_POOL || vm->want_delete ||
 		    vm->meta.state == CL_ST_DELETING || vm->meta.tier > CL_TIER_SAVED)
 			continue;
+		/* A drained host's standby VMs are given back (the pool refills
+		 * elsewhere). */
+		eh = vm->host[0] && !vm->placing ? cl_vm_ehost(e, vm->host) : NULL;
+		if (eh && eh->draining) {
+			vm->want_delete = true;
+			cl_vm_emit(e, LOG_INFO, vm, "standby VM on drained host %s: removed",
+				   vm->host);
+			continue;
+		}
 		have[vm->meta.tier]++;
 	}
 	for (int t = 0; t < 3; t++) {
@@ -267,6 +278,8 @@ static void tick_once(struct cl_engine *e)
 		e->next_renew_usec = now + e->cfg->life.lease_usec / 3;
 		cl_recover_renew(e);
 	}
+	cl_move_tick(e, now);
+	cl_relief_tick(e, now);
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *ud)
@@ -362,6 +375,9 @@ int cl_engine_new(sd_event *ev, const struct cl_config *cfg, struct cl_engine **
 	r = cl_jobs_new(ev, JOB_THREADS, "jobs", &e->jobs, err);
 	if (r >= 0)
 		r = cl_jobs_new(ev, 1, "scheduler", &e->sched, err);
+	/* Moves side by side, each holding a thread for its length. */
+	if (r >= 0)
+		r = cl_jobs_new(ev, CL_MOVE_THREADS, "movers", &e->movers, err);
 	if (r < 0) {
 		cl_engine_free(e);
 		return r;
@@ -379,6 +395,8 @@ void cl_engine_stop(struct cl_engine *e)
 	/* Jobs in flight end; their done handlers start nothing new. */
 	if (e->sched)
 		cl_jobs_drain(e->sched);
+	if (e->movers)
+		cl_jobs_drain(e->movers);
 	if (e->jobs)
 		cl_jobs_drain(e->jobs);
 }
@@ -389,7 +407,10 @@ void cl_engine_free(struct cl_engine *e)
 		return;
 	cl_engine_stop(e);
 	cl_jobs_free(e->sched);
+	cl_jobs_free(e->movers);
+	e->movers = NULL;
 	cl_jobs_free(e->jobs);
+	cl_move_free_all(e);
 	for (size_t i = 0; i < e->n_groups; i++)
 		while (e->groups[i].vms) {
 			cl_vm_ops_done(e->groups[i].vms, -ESHUTDOWN, "vmact-groupd is stopping");
@@ -418,6 +439,29 @@ int cl_engine_start(struct cl_engine *e, struct vmact_err *err)
 	if (r < 0)
 		return vmact_err_set(err, -r, "engine timer: %s", strerror(-r));
 	return 0;
+}
+
+void cl_engine_migrate(struct cl_engine *e, const char *vm, const char *to, bool force,
+		       cl_engine_answer_fn *fn, void *ud)
+{
+	struct cl_engine_answer a = { .status = 503, .reason = "unavailable" };
+
+	if (!e->ready) {
+		snprintf(a.error, sizeof(a.error),
+			 "vmact-groupd is still finding its VMs on its hosts");
+		return fn(ud, &a);
+	}
+	cl_move_request(e, vm, to, force, fn, ud);
+}
+
+int cl_engine_drain(struct cl_engine *e, const char *host, bool drain, struct vmact_err *err)
+{
+	return cl_relief_drain(e, host, drain, err);
+}
+
+int cl_engine_load_drained(struct cl_engine *e, struct vmact_err *err)
+{
+	return cl_relief_load_drained(e, err);
 }
 
 bool cl_engine_ready(const struct cl_engine *e)
@@ -847,6 +891,9 @@ void cl_engine_host_at(struct cl_engine *e, size_t i, struct cl_engine_host_view
 	v->name = name;
 	v->uri = cl_host_cfg(h->h)->uri;
 	v->scanned = h->scanned;
+	v->draining = h->draining;
+	v->relief = h->relief;
+	v->unmovable = h->unmovable;
 	for (size_t k = 0; k < e->n_groups; k++) {
 		struct cl_vm *vm;
 

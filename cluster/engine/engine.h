@@ -56,11 +56,14 @@ void cl_engine_stop(struct cl_engine *e);
 /* An answer: an HTTP status, and either the group's target (2xx) or a
  * reason ("not-found", "invalid", "out-of-range", "precondition",
  * "unavailable", "internal") with a sentence. */
+struct cl_engine_move_view;
 struct cl_engine_answer {
 	unsigned status;
 	unsigned target;
 	const char *reason;
 	char error[VMACT_ERR_MSG_MAX];
+	/* cl_engine_migrate's 202: the move accepted (else NULL). */
+	const struct cl_engine_move_view *move;
 };
 typedef void cl_engine_answer_fn(void *ud, struct cl_engine_answer *a);
 
@@ -114,6 +117,9 @@ const char *cl_engine_group_of(const struct cl_engine *e, const char *provider_i
 struct cl_engine_host_view {
 	const char *name, *uri;
 	bool scanned;             /* its VMs were found (after a start) */
+	bool draining;            /* out of placement, its opted-in VMs moving away */
+	const char *relief;       /* over its watermark or drained: what is done, "" */
+	const char *unmovable;    /* "VM: reason; ..." of those that stay */
 	struct cl_host_status st; /* libvirt, the arbiter, the last ledger */
 	unsigned vms, leases;     /* ours on it; of them holding leases */
 	struct vmact_resources standby;
@@ -165,3 +171,68 @@ struct cl_engine_host_counters {
 	uint64_t granted, refused, errors; /* Reserve at the host's arbiter */
 };
 const struct cl_engine_host_counters *cl_engine_host_counters(const struct cl_engine *e, size_t i);
+
+/* ---- live migration (doc/cluster.md, "Live migration") ---- */
+
+/* A move of a running VM to another host, in flight or ended. */
+struct cl_engine_move_view {
+	uint64_t id;
+	const char *vm, *uuid, *from, *to;
+	const char *reason; /* cl_engine_move_reason_name */
+	const char *why;    /* what chose it ("" for a command) */
+	const char *phase;  /* planned, reserved, freezing, migrating, done, failed */
+	const char *result; /* "" in flight, "success", "failed" */
+	const char *error;
+	double started;      /* CLOCK_REALTIME s */
+	double duration_s;   /* so far, or start to end */
+	int64_t downtime_ms; /* libvirt's figure, -1 until known */
+};
+
+/* Moves the running domain vm (by name, on whichever host runs it) to
+ * host to (NULL: the host with the most room that takes moved VMs),
+ * live. Answers 202 with the move once it is planned (the VM found, its
+ * target chosen); 404 not-found (no such VM running, no such host), 409
+ * precondition (it has not opted in and force is not set, it is a node of
+ * a group, it moves already, no host fits: each host's reason), 503
+ * unavailable (its host cannot be reached). The move goes on after the
+ * answer (cl_engine_each_move). */
+void cl_engine_migrate(struct cl_engine *e, const char *vm, const char *to, bool force,
+		       cl_engine_answer_fn *fn, void *ud);
+/* Drains a host (drain): nothing new is placed or moved there, its
+ * opted-in VMs are moved away one by one, its standby VMs given back; or
+ * puts it back. Kept across restarts in the state directory. -ENOENT. */
+int cl_engine_drain(struct cl_engine *e, const char *host, bool drain, struct vmact_err *err);
+/* The drained hosts kept in the state directory (cl_engine_load_shapes
+ * sets it; before cl_engine_start); -EINVAL for a file that is not one. */
+int cl_engine_load_drained(struct cl_engine *e, struct vmact_err *err);
+/* The moves in flight and the last CL_ENGINE_MOVES_KEPT ended, oldest
+ * first. */
+#define CL_ENGINE_MOVES_KEPT 64
+void cl_engine_each_move(const struct cl_engine *e,
+			 void (*fn)(void *ud, const struct cl_engine_move_view *m), void *ud);
+
+enum cl_engine_move_result { CL_MOVE_SUCCESS, CL_MOVE_FAILED, CL_N_MOVE_RESULTS };
+const char *cl_engine_move_result_name(enum cl_engine_move_result r);
+/* Why a VM moves: an operator's command, its host over its watermark
+ * (pressure relief), its host drained. */
+enum cl_engine_move_reason { CL_MOVE_COMMAND, CL_MOVE_PRESSURE, CL_MOVE_DRAIN, CL_N_MOVE_REASONS };
+/* "command", "pressure", "drain" */
+const char *cl_engine_move_reason_name(enum cl_engine_move_reason r);
+#define CL_ENGINE_DOWNTIME_BUCKETS 8
+/* Seconds of a move's downtime: libvirt's default target is 0.3 s. */
+#define CL_ENGINE_DOWNTIME_BOUNDS                         \
+	{                                                 \
+		0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5 \
+	}
+extern const double cl_engine_downtime_bounds[CL_ENGINE_DOWNTIME_BUCKETS];
+struct cl_engine_move_counters {
+	uint64_t total[CL_N_MOVE_REASONS][CL_N_MOVE_RESULTS];
+	/* decision -> running on the target (successes), CL_ENGINE_HIST_BOUNDS */
+	uint64_t hist[CL_N_MOVE_REASONS][CL_ENGINE_HIST_BUCKETS + 1];
+	double hist_sum[CL_N_MOVE_REASONS];
+	uint64_t hist_count[CL_N_MOVE_REASONS];
+	uint64_t downtime[CL_ENGINE_DOWNTIME_BUCKETS + 1];
+	double downtime_sum;
+	uint64_t downtime_count;
+};
+const struct cl_engine_move_counters *cl_engine_move_counters(const struct cl_engine *e);

@@ -82,6 +82,7 @@ static void snapshot_hosts(struct cl_place_job *j)
 		struct vmact_lease_ledger l;
 		_cleanup_(place_conn_closep) virConnectPtr c = NULL;
 
+		h->drained = cl_host_draining(eh->h);
 		/* Its VMs are not known yet: nothing goes there before. */
 		if (!j->scanned[i]) {
 			snprintf(h->why, sizeof(h->why), "its VMs are not found yet");

@@ -87,9 +87,14 @@ static void scan_run(void *data)
 		return;
 	}
 	j->r = cl_virt_list(c, on_dom, j, &j->err);
-	if (j->r >= 0)
+	/* A host without the pool (one that only takes moved VMs) has no
+	 * overlays of ours; a group placed there fails its bind, saying so. */
+	if (j->r >= 0) {
 		j->r = cl_virt_list_volumes(c, cl_host_cfg(j->h->h)->storage_pool,
 					    j->e->cfg->name_prefix, on_vol, j, &j->err);
+		if (j->r == -ENOENT)
+			j->r = 0;
+	}
 }
 
 /* ---- small jobs of the scan ---- */

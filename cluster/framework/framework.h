@@ -100,6 +100,7 @@ struct cl_fw_vm {
 struct cl_fw_host {
 	char name[CL_FW_NAME_MAX];
 	bool reachable;
+	bool drained;            /* taken out of placement by its operator */
 	char why[CL_FW_MSG_MAX]; /* when unreachable, or no ledger */
 	bool ledger;             /* its arbiter answered */
 	struct vmact_resources total, watermark, reserved, pressure;

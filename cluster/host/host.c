@@ -27,6 +27,7 @@ struct cl_host {
 	pthread_mutex_t lock; /* conn and the status */
 	virConnectPtr conn;
 	struct cl_host_status st;
+	bool draining; /* atomically: read by job threads */
 };
 
 int cl_host_new(const struct cl_host_cfg *cfg, struct cl_host **out, struct vmact_err *err)
@@ -165,7 +166,8 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 		r = vmact_err_set(err, EACCES, "arbiter %s refused the lease key: %s",
 				  h->cfg.arbiter_url, why ? why : "(no reason)");
 		arbiter_status(h, false, err ? err->msg : "refused");
-	} else if (*status == 404 && strcmp(method, "DELETE")) {
+	} else if (*status == 404 && strcmp(path, "/v1/leases") == 0) {
+		/* (A 404 for one entry only says the arbiter has none.) */
 		r = vmact_err_set(err, EIO,
 				  "arbiter %s has no lease interface (an older "
 				  "arbiter, or leases not configured)",
@@ -181,10 +183,10 @@ static int call(struct cl_host *h, const char *method, const char *path, const c
 	return r;
 }
 
-int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
-		  uint64_t ttl_usec, bool existing, struct vmact_err *err)
+static int lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
+		 uint64_t ttl_usec, bool existing, bool moving, struct vmact_err *err)
 {
-	struct vmact_lease_request req = { .size = size, .existing = existing };
+	struct vmact_lease_request req = { .size = size, .existing = existing, .moving = moving };
 	_cleanup_free_ char *body = NULL;
 	json_t *out = NULL;
 	long status = 0;
@@ -209,6 +211,45 @@ int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vm
 		r = vmact_err_set(err, EIO, "arbiter %s answered %ld: %s", h->cfg.arbiter_url,
 				  status, json_string_value(json_object_get(out, "error")) ?: "");
 	json_decref(out);
+	return r;
+}
+
+int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
+		  uint64_t ttl_usec, bool existing, struct vmact_err *err)
+{
+	return lease(h, ns, name, size, ttl_usec, existing, false, err);
+}
+
+int cl_host_mark_moving(struct cl_host *h, const char *ns, const char *name,
+			struct vmact_resources size, uint64_t ttl_usec, bool moving,
+			struct vmact_err *err)
+{
+	return lease(h, ns, name, size, ttl_usec, true, moving, err);
+}
+
+int cl_host_pod(struct cl_host *h, const char *ns, const char *name, struct vmact_lease_pod *out,
+		struct vmact_err *err)
+{
+	char path[256];
+	json_t *doc = NULL;
+	long status = 0;
+	int r;
+
+	snprintf(path, sizeof(path), "/v1/leases/%s/%s", ns, name);
+	r = call(h, "GET", path, NULL, &status, &doc, err);
+	if (r < 0)
+		return r;
+	if (status == 200)
+		r = vmact_lease_pod_decode(doc, out, err);
+	else if (status == 404)
+		r = vmact_err_set(err, ENOENT, "arbiter %s has no entry %s/%s", h->cfg.arbiter_url,
+				  ns, name);
+	else
+		r = vmact_err_set(err, EIO, "arbiter %s answered %ld for %s/%s%s%s",
+				  h->cfg.arbiter_url, status, ns, name,
+				  json_string_value(json_object_get(doc, "error")) ? ": " : "",
+				  json_string_value(json_object_get(doc, "error")) ?: "");
+	json_decref(doc);
 	return r;
 }
 
@@ -253,6 +294,16 @@ int cl_host_ledger(struct cl_host *h, struct vmact_lease_ledger *l, struct vmact
 	h->st.ledger = *l;
 	pthread_mutex_unlock(&h->lock);
 	return 0;
+}
+
+void cl_host_set_draining(struct cl_host *h, bool draining)
+{
+	__atomic_store_n(&h->draining, draining, __ATOMIC_RELEASE);
+}
+
+bool cl_host_draining(struct cl_host *h)
+{
+	return __atomic_load_n(&h->draining, __ATOMIC_ACQUIRE);
 }
 
 void cl_host_status(struct cl_host *h, struct cl_host_status *out)

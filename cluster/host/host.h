@@ -36,10 +36,26 @@ virConnectPtr cl_host_conn(struct cl_host *h, struct vmact_err *err);
  * existing: record it whatever the room (a running VM). */
 int cl_host_lease(struct cl_host *h, const char *ns, const char *name, struct vmact_resources size,
 		  uint64_t ttl_usec, bool existing, struct vmact_err *err);
+/* Marks (moving) or unmarks the running VM ns/name as being moved away
+ * (doc/cluster.md, "Live migration"): a lease recording it at size
+ * whatever the room, with the arbiter's answers to its agent carrying
+ * Migrate and no growth while marked. Errors as cl_host_lease. */
+int cl_host_mark_moving(struct cl_host *h, const char *ns, const char *name,
+			struct vmact_resources size, uint64_t ttl_usec, bool moving,
+			struct vmact_err *err);
+/* The arbiter's entry for ns/name (its reservation, whether it is marked
+ * moving and frozen); -ENOENT when it has none, -EIO, -EACCES. */
+int cl_host_pod(struct cl_host *h, const char *ns, const char *name, struct vmact_lease_pod *out,
+		struct vmact_err *err);
 /* Ends a lease; a lease the arbiter does not know is no error. */
 int cl_host_release(struct cl_host *h, const char *ns, const char *name, struct vmact_err *err);
 /* The ledger's totals. */
 int cl_host_ledger(struct cl_host *h, struct vmact_lease_ledger *out, struct vmact_err *err);
+
+/* Drained (doc/cluster.md, "Draining a host"): nothing new is placed or
+ * moved there. Safe from any thread. */
+void cl_host_set_draining(struct cl_host *h, bool draining);
+bool cl_host_draining(struct cl_host *h);
 
 struct cl_host_status {
 	bool libvirt_ok, arbiter_ok;

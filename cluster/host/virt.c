@@ -103,8 +103,12 @@ int cl_virt_list_volumes(virConnectPtr c, const char *pool, const char *prefix,
 	virStorageVolPtr *vols = NULL;
 	int n;
 
-	if (!p)
-		return fail(err, EIO, "storage pool", pool);
+	if (!p) {
+		virErrorPtr e = virGetLastError();
+
+		return fail(err, e && e->code == VIR_ERR_NO_STORAGE_POOL ? ENOENT : EIO,
+			    "storage pool", pool);
+	}
 	/* Files made behind libvirt's back (or by a crashed us) show up. */
 	virStoragePoolRefresh(p, 0);
 	n = virStoragePoolListAllVolumes(p, &vols, 0);

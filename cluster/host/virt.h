@@ -37,7 +37,8 @@ int cl_virt_list(virConnectPtr c,
 		 void (*fn)(void *ud, const struct cl_virt_dom *d, bool bad, const char *why),
 		 void *ud, struct vmact_err *err);
 
-/* The volumes of pool whose name starts with prefix (our overlays). */
+/* The volumes of pool whose name starts with prefix (our overlays);
+ * -ENOENT when there is no such pool. */
 int cl_virt_list_volumes(virConnectPtr c, const char *pool, const char *prefix,
 			 void (*fn)(void *ud, const char *volume), void *ud, struct vmact_err *err);
 

@@ -71,6 +71,10 @@ const struct cl_fw_plugin_ops cl_plugin_fit_group_hosts = {
 static void reachable_filter(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			     const struct cl_fw_host *host, struct cl_fw_status *st)
 {
+	if (host->drained)
+		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE,
+					"drained (vmact-groupctl undrain %s puts it back)",
+					host->name);
 	if (!host->reachable)
 		return cl_fw_status_set(st, CL_FW_UNRESOLVABLE, "unreachable: %s", host->why);
 	if (!host->ledger)

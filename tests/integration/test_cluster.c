@@ -12,6 +12,10 @@
  * libvirt and the arbiters are looked at directly. The cases, in order:
  *
  *   cluster_bad_config   --check refuses bad files naming the key
+ *   cluster_freeze       a moving lease at vmactd's arbiter freezes the
+ *                        VM it scales: "frozen" once idle, no resize
+ *                        for a load that would grow it; the mark
+ *                        cleared, it grows
  *   cluster_scale        a group 0 -> 2 -> 1: VMs really booted, told
  *                        their claim, destroyed with their overlay
  *   cluster_tiers        one VM taken from each standby tier (running,
@@ -36,7 +40,7 @@
  *   cluster_metrics      the page passes promtool
  *
  * Guests boot side by side; every wait is for a state with a generous
- * safety limit, nothing is timed. */
+ * safety limit, nothing is timed. VMACT_TEST_ONLY=NAME runs one case. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -54,6 +58,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -63,8 +68,13 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "base/macro.h"
 #include "cluster/host/host.h"
+#include "shared/http-call.h"
+#include "shared/keyfile.h"
+#include "shared/lease.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/ctl.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/proc.h"
@@ -585,6 +595,204 @@ static void cluster_bad_config(void **state)
 		assert_int_equal(th_proc_wait(&p), 1);
 		assert_int_equal(th_count_in_file(out, "refusing to run as root"), 1);
 	}
+}
+
+/* ---- vmactd's freeze for a move (doc/cluster.md, "Capacity leases") ---- */
+
+/* One request to h1's arbiter signed as vmact-groupd signs it (its own
+ * code is not used: the test speaks the interface as documented). The
+ * answer's JSON, *status its status. */
+static json_t *arbiter_call(const char *method, const char *path, const char *body, long *status)
+{
+	_cleanup_(vmact_http_answer_free) struct vmact_http_answer a = { 0 };
+	_cleanup_free_ uint8_t *key = NULL;
+	char sig[VMACT_LEASE_SIG_HEX + 1], url[512];
+	long long ts = (long long)time(NULL);
+	struct vmact_err err = { 0 };
+	size_t klen = 0;
+
+	if (vmact_keyfile_load(fx.s.key, &key, &klen, &err) < 0)
+		fail_msg("lease key: %s", err.msg);
+	vmact_lease_sign(key, klen, method, path, ts, body ? body : "", body ? strlen(body) : 0,
+			 sig);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s?ts=%lld&sig=%s", fx.vmactd_port, path, ts,
+		 sig);
+	if (vmact_http_call(&(struct vmact_http_req){ .url = url,
+						      .method = method,
+						      .body = body,
+						      .timeout_usec = 10 * VMACT_USEC_PER_SEC,
+						      .answer_max = 4096 },
+			    &a, &err) < 0)
+		fail_msg("arbiter %s %s: %s", method, path, err.msg);
+	*status = a.status;
+	return a.body.data ? json_loads(a.body.data, 0, NULL) : NULL;
+}
+
+static void mark_moving(bool moving)
+{
+	struct vmact_lease_request lr = {
+		.ns = "default", .ttl_s = 600, .existing = true, .moving = moving
+	};
+	_cleanup_free_ char *body = NULL;
+	long status = 0;
+	json_t *j;
+
+	/* The guest's name is a lease name (tests/lib/guest.c names it). */
+	assert_true(strlen(fx.grower.name) < sizeof(lr.name));
+	memcpy(lr.name, fx.grower.name, strlen(fx.grower.name) + 1);
+	body = vmact_lease_request_encode(&lr);
+	j = arbiter_call("POST", "/v1/leases", body, &status);
+	if (status != 200)
+		fail_msg("moving lease: %ld", status);
+	json_decref(j);
+}
+
+/* The grower's entry at the arbiter; false when there is none. */
+static bool grower_entry(struct vmact_lease_pod *p)
+{
+	struct vmact_err err = { 0 };
+	long status = 0;
+	char path[128];
+	json_t *j;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/v1/leases/default/%s", fx.grower.name);
+	j = arbiter_call("GET", path, NULL, &status);
+	ok = status == 200 && vmact_lease_pod_decode(j, p, &err) == 0;
+
+	if (status == 200 && !ok)
+		fail_msg("entry: %s", err.msg);
+	json_decref(j);
+	return ok;
+}
+
+static bool grower_spoken_for(void *arg)
+{
+	struct vmact_lease_pod p;
+
+	return grower_entry(&p) && p.agent;
+}
+
+static bool grower_frozen(void *want)
+{
+	struct vmact_lease_pod p;
+
+	return grower_entry(&p) && p.moving == (want != NULL) && p.frozen == (want != NULL);
+}
+
+/* The grower as vmactd's control API shows it. */
+static json_t *grower_doc(void)
+{
+	char msg[256];
+	json_t *doc = th_ctl_vm(fx.d.sock, fx.grower.name, msg, sizeof(msg));
+
+	if (!doc)
+		fail_msg("vmactd: %s", msg);
+	return doc;
+}
+
+static double doc_number(const json_t *doc, const char *path)
+{
+	double v = 0;
+
+	if (!th_ctl_number(doc, path, &v))
+		fail_msg("vmactd: no %s", path);
+	return v;
+}
+
+/* The load was seen and a bigger size decided, which a runner not frozen
+ * would be resizing to. */
+static bool grower_wants_more(void *arg)
+{
+	json_t *doc = grower_doc();
+	double desired = 0, using_ = doc_number(doc, "using.milli_cpu");
+	bool more = th_ctl_number(doc, "desired.milli_cpu", &desired) && desired > using_;
+
+	json_decref(doc);
+	return more;
+}
+
+static bool grower_grew(void *before)
+{
+	json_t *doc = grower_doc();
+	bool grew = doc_number(doc, "using.milli_cpu") > *(double *)before;
+
+	json_decref(doc);
+	return grew;
+}
+
+static bool grower_back(void *before)
+{
+	json_t *doc = grower_doc();
+	bool back = doc_number(doc, "using.milli_cpu") <= *(double *)before;
+
+	json_decref(doc);
+	return back;
+}
+
+static void cluster_freeze(void **state)
+{
+	struct th_vmactd_mark resizing;
+	struct vmact_lease_pod p;
+	double using0;
+	json_t *doc;
+
+	if (!fx.have_grower)
+		fail_msg("the VM vmactd scales did not start");
+	if (!th_wait_until(NULL, tg_booted, &fx.grower,
+			   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)) ||
+	    !th_vmactd_wait(&fx.d, grower_spoken_for, NULL, LIMIT_S))
+		fail_msg("the VM vmactd scales never spoke to its arbiter");
+	/* Marked moving: frozen once no resize is in flight. */
+	mark_moving(true);
+	if (!th_vmactd_wait(&fx.d, grower_frozen, "", LIMIT_S))
+		fail_msg("the arbiter never reported the moving VM frozen");
+	th_vmactd_mark(&fx.d, &resizing, "%s: resizing from", fx.grower.name);
+	doc = grower_doc();
+	assert_string_equal(json_string_value(json_object_get(doc, "state")), "frozen");
+	assert_non_null(
+		strstr(json_string_value(json_object_get(json_object_get(doc, "frozen"), "reason")),
+		       "marked pod default/" GROWER));
+	using0 = doc_number(doc, "using.milli_cpu");
+	json_decref(doc);
+	/* A load that grows it: decided, not carried out. */
+	assert_int_equal(tg_cmd(&fx.grower, "busy 2"), 0);
+	if (!th_vmactd_wait(&fx.d, grower_wants_more, NULL, LIMIT_BOOT_S))
+		fail_msg("vmactd never wanted to grow the busy VM");
+	doc = grower_doc();
+	assert_string_equal(json_string_value(json_object_get(doc, "state")), "frozen");
+	assert_false(json_is_true(json_object_get(doc, "resizing")));
+	assert_true(doc_number(doc, "using.milli_cpu") == using0);
+	json_decref(doc);
+	assert_false(th_vmactd_mark_grew(&fx.d, &resizing));
+	assert_true(grower_entry(&p) && p.moving && p.frozen);
+	/* The move given up: it grows. */
+	mark_moving(false);
+	if (!th_vmactd_wait(&fx.d, grower_frozen, NULL, LIMIT_S))
+		fail_msg("the mark never cleared");
+	if (!th_vmactd_wait(&fx.d, grower_grew, &using0, LIMIT_BOOT_S))
+		fail_msg("the VM never grew once unfrozen");
+	doc = grower_doc();
+	assert_string_not_equal(json_string_value(json_object_get(doc, "state")), "frozen");
+	json_decref(doc);
+	/* The cases after find it as they would without this one: back at
+	 * its size, its reservation with it. */
+	assert_int_equal(tg_cmd(&fx.grower, "idle"), 0);
+	if (!th_vmactd_wait(&fx.d, grower_back, &using0, LIMIT_BOOT_S))
+		fail_msg("the VM never shrank back once idle");
+}
+
+/* The lease goes, whatever the case's outcome: a mark left behind would
+ * freeze the grower for the cases after. */
+static int cluster_freeze_teardown(void **state)
+{
+	long status = 0;
+	char path[128];
+
+	tg_cmd(&fx.grower, "idle");
+	snprintf(path, sizeof(path), "/v1/leases/default/%s", fx.grower.name);
+	json_decref(arbiter_call("DELETE", path, NULL, &status));
+	return status == 200 ? 0 : -1;
 }
 
 static bool member_in(void *arg)
@@ -1283,6 +1491,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(cluster_bad_config),
+		cmocka_unit_test_teardown(cluster_freeze, cluster_freeze_teardown),
 		cmocka_unit_test(cluster_scale),
 		cmocka_unit_test(cluster_tiers),
 		cmocka_unit_test(cluster_unhealthy),
@@ -1295,5 +1504,8 @@ int main(void)
 		cmocka_unit_test(cluster_metrics),
 	};
 
+	/* One case, as the other integration programs take it. */
+	if (getenv("VMACT_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -45,13 +45,13 @@
 #include "tests/lib/ctl.h"
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
+#include "tests/lib/host2.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
 #define PREFIX       "vmact-mig"
-#define HOST2_URI    "qemu+unix:///system?socket=/run/vmact-mig/h2/run/libvirt-sock"
 #define LIMIT_BOOT_S 180.0
 #define LIMIT_S      120.0
 
@@ -65,43 +65,17 @@ static struct {
 	virConnectPtr vca, vcb;
 } fx;
 
-/* host2.sh up: B's pid in fx.b_pid. */
-static int host2_up(void)
-{
-	const char *argv[] = { "bash", "tests/host/host2.sh", "up", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
-	struct th_proc p = { 0 };
-	char out[64] = "";
-
-	if (th_spawn(&p, argv, &o) < 0)
-		return -1;
-	th_read_fd_all(p.out_fd, out, sizeof(out));
-	if (th_proc_wait(&p) != 0 || sscanf(out, "%15s", fx.b_pid) != 1)
-		return -1;
-	return 0;
-}
-
-static void host2_down(void)
-{
-	const char *argv[] = { "bash", "tests/host/host2.sh", "down", NULL };
-	const struct th_spawn_opts o = { .out = TH_OUT_INHERIT, .err = TH_OUT_INHERIT };
-	struct th_proc p = { 0 };
-
-	if (th_spawn(&p, argv, &o) == 0)
-		th_proc_wait(&p);
-}
-
 static int setup(void **state)
 {
 	char meta[1024], msg[512];
 
 	(void)state;
-	if (host2_up() < 0) {
+	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
 		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
 		return -1;
 	}
 	fx.vca = virConnectOpen("qemu:///system");
-	fx.vcb = virConnectOpen(HOST2_URI);
+	fx.vcb = virConnectOpen(TH_HOST2_URI);
 	if (!fx.vca || !fx.vcb) {
 		print_error("cannot connect to both libvirt daemons\n");
 		return -1;
@@ -143,8 +117,7 @@ static int teardown(void **state)
 		virConnectClose(fx.vca);
 	if (fx.vcb)
 		virConnectClose(fx.vcb);
-	if (!getenv("VMACT_TEST_HOST2_KEEP"))
-		host2_down();
+	th_host2_down();
 	return 0;
 }
 

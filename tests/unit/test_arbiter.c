@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The arbiter's protocol and node model, through ag_arbiter_handle (no
  * sockets): every status and text, every version, compute-unit granular
- * grants, the watermark and migration report, restart recovery, expiry. */
+ * grants, the watermark and migration report, restart recovery, expiry,
+ * and the answers to a pod a moving lease marked (shared/lease.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "agent-glue/arbiter/arbiter.h"
+#include "shared/lease.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 
@@ -197,7 +199,7 @@ static void test_reconciling_like_head(void **state)
 		assert_int_equal(t.reserved.milli_cpu, 3000);
 		assert_int_equal(t.reserved.mem_bytes, 12 * GiB);
 		assert_int_equal(t.pods, 2);
-		assert_int_equal(t.migrating, 0);
+		assert_int_equal(t.candidates, 0);
 	}
 	ag_arbiter_free(a);
 }
@@ -229,14 +231,15 @@ static void test_watermark_and_migration(void **state)
 	ag_arbiter_totals(a, &t);
 	assert_int_equal(t.reserved.milli_cpu, 8000);
 	assert_int_equal(t.watermark.milli_cpu, 8000);
-	assert_int_equal(t.migrating, 0);
+	assert_int_equal(t.candidates, 0);
 	/* A VM already running at 2 CPUs registers: reality beyond the
 	 * watermark is tolerated, growth refused, migrations reported oldest
 	 * first (old alone covers the 2 CPUs over). */
 	expect(a, req5(b, sizeof(b), "new", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "null"), 200,
 	       "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
 	ag_arbiter_totals(a, &t);
-	assert_int_equal(t.migrating, 1); /* old's 2 CPU / 8Gi cover the excess */
+	assert_int_equal(t.candidates, 1); /* old's 2 CPU / 8Gi cover the excess */
+	assert_int_equal(t.migrating, 0);  /* reported, not moved */
 	ag_arbiter_migration_candidates(a, collect, who);
 	assert_string_equal(who, "old ");
 	/* Growth is refused to everyone while over the watermark. */
@@ -265,7 +268,7 @@ static void test_watermark_and_migration(void **state)
 		    "{\"vCPUs\":6,\"mem\":\"24Gi\"}"),
 	       200, "{\"permit\":{\"vCPUs\":4,\"mem\":\"16Gi\"}}");
 	ag_arbiter_totals(a, &t);
-	assert_int_equal(t.migrating, 0);
+	assert_int_equal(t.candidates, 0);
 	assert_true(t.reserved.milli_cpu <= t.watermark.milli_cpu);
 	ag_arbiter_free(a);
 }
@@ -442,6 +445,177 @@ static void test_version_range_and_config(void **state)
 	assert_non_null(strstr(err.msg, "empty protocol version range"));
 }
 
+/* ---- a pod being moved away (a moving lease) ---- */
+
+static const uint8_t lkey[] = "0123456789abcdef0123456789abcdef";
+
+static struct ag_arbiter *make_leasing(uint32_t cpu, uint64_t mem, double wm)
+{
+	struct ag_arbiter_config cfg = {
+		.capacity = { cpu, mem },
+		.watermark = wm,
+		.slot_bytes = GiB,
+		.lease_key = lkey,
+		.lease_key_len = sizeof(lkey) - 1,
+	};
+	struct ag_arbiter *a = NULL;
+	struct vmact_err err = { 0 };
+
+	if (ag_arbiter_new(&cfg, &a, &err) < 0)
+		fail_msg("%s", err.msg);
+	return a;
+}
+
+/* The cluster layer's lease on ns/name, moving or not, for a VM that runs
+ * (existing). */
+static void mark(struct ag_arbiter *a, const char *name, bool moving)
+{
+	struct vmact_lease_request lr = {
+		.size = { 1000, GiB }, .ttl_s = 60, .existing = true, .moving = moving
+	};
+	struct net_http_server_reply r = { 0 };
+	char sig[VMACT_LEASE_SIG_HEX + 1], *body;
+
+	snprintf(lr.ns, sizeof(lr.ns), "ns");
+	snprintf(lr.name, sizeof(lr.name), "%s", name);
+	body = vmact_lease_request_encode(&lr);
+	vmact_lease_sign(lkey, sizeof(lkey) - 1, "POST", "/v1/leases", 1700000000, body,
+			 strlen(body), sig);
+	ag_arbiter_lease_handle(a, "POST", "/v1/leases", "1700000000", sig, body, strlen(body),
+				1000, 1700000000, &r);
+	if (r.status != 200)
+		fail_msg("lease: %u %.*s", r.status, (int)r.body_len, r.body);
+	free(r.body);
+	free(body);
+}
+
+/* A moving pod is the legacy plugins' migrating pod: no increase (its
+ * shortfall is pressure), a decrease granted, "migrate" in the answer;
+ * once told, a change is refused and the same size answered again. */
+static void test_moving_pod(void **state)
+{
+	struct ag_arbiter *a = make_leasing(16000, 64 * GiB, 1);
+	struct vmact_resources held, pressure;
+	char b[512];
+
+	expect(a, req5(b, sizeof(b), "p", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "null"), 200,
+	       "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
+	expect(a, req5(b, sizeof(b), "q", "{\"vCPUs\":3,\"mem\":\"12Gi\"}", "null"), 200,
+	       "{\"permit\":{\"vCPUs\":3,\"mem\":\"12Gi\"}}");
+	mark(a, "p", true);
+	mark(a, "q", true);
+	/* p asks for more: kept at 2, the rest is pressure, told to migrate. */
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":4,\"mem\":\"8Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"},\"migrate\":{}}");
+	assert_int_equal(ag_arbiter_pod(a, "ns", "p", &held, &pressure), 0);
+	assert_int_equal(held.milli_cpu, 2000);
+	assert_int_equal(pressure.milli_cpu, 2000);
+	/* Told: any change is refused in the legacy plugins' words... */
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":4,\"mem\":\"8Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	       400,
+	       "cannot change resources: agent has already been informed that pod is migrating");
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":1,\"mem\":\"8Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	       400,
+	       "cannot change resources: agent has already been informed that pod is migrating");
+	/* ...the same size is answered, still with "migrate". */
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":2,\"mem\":\"8Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	       200, "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"},\"migrate\":{}}");
+	/* q, not told yet, shrinks: granted (and told). */
+	expect(a,
+	       req5(b, sizeof(b), "q", "{\"vCPUs\":1,\"mem\":\"12Gi\"}",
+		    "{\"vCPUs\":3,\"mem\":\"12Gi\"}"),
+	       200, "{\"permit\":{\"vCPUs\":1,\"mem\":\"12Gi\"},\"migrate\":{}}");
+	assert_int_equal(ag_arbiter_pod(a, "ns", "q", &held, NULL), 0);
+	assert_int_equal(held.milli_cpu, 1000);
+	/* The mark cleared (the move given up): p grows again, untold. */
+	mark(a, "p", false);
+	expect(a,
+	       req5(b, sizeof(b), "p", "{\"vCPUs\":4,\"mem\":\"8Gi\"}",
+		    "{\"vCPUs\":2,\"mem\":\"8Gi\"}"),
+	       200, "{\"permit\":{\"vCPUs\":4,\"mem\":\"8Gi\"}}");
+	ag_arbiter_free(a);
+}
+
+/* "migrate" from 2.0 on only: a 1.x agent panics on it, so it is pinned
+ * at its reservation without being told (and never refused: it was not
+ * told). */
+static void test_moving_by_version(void **state)
+{
+	struct ag_arbiter *a = make_leasing(16000, 64 * GiB, 1);
+	static const char v11[] =
+		"{\"protoVersion\":2,\"pod\":{\"namespace\":\"ns\",\"name\":\"old\"},"
+		"\"resources\":{\"vCPUs\":%d,\"mem\":4},\"metrics\":null}";
+	static const char v20[] =
+		"{\"protoVersion\":3,\"pod\":{\"namespace\":\"ns\",\"name\":\"two\"},"
+		"\"resources\":{\"vCPUs\":\"%dm\",\"mem\":4},\"metrics\":null}";
+	char b[512];
+	struct reply r;
+
+	snprintf(b, sizeof(b), v11, 2);
+	assert_int_equal(call(a, "POST", b).status, 200);
+	snprintf(b, sizeof(b), v20, 2000);
+	assert_int_equal(call(a, "POST", b).status, 200);
+	mark(a, "old", true);
+	mark(a, "two", true);
+	for (int i = 0; i < 2; i++) {
+		snprintf(b, sizeof(b), v11, 3);
+		r = call(a, "POST", b);
+		assert_int_equal(r.status, 200);
+		assert_null(strstr(r.body, "migrate"));
+		assert_non_null(strstr(r.body, "\"permit\":{\"vCPUs\":2,\"mem\":4}"));
+	}
+	snprintf(b, sizeof(b), v20, 2000);
+	r = call(a, "POST", b);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"migrate\":{}"));
+	ag_arbiter_free(a);
+}
+
+/* Candidates (reported above the watermark, never told) and pods marked
+ * moving are counted apart; what moves no longer counts towards the
+ * excess. */
+static void test_candidates_and_moving(void **state)
+{
+	/* 10 CPUs, watermark 0.8 -> growth up to 8. */
+	struct ag_arbiter *a = make_leasing(10000, 40 * GiB, 0.8);
+	struct ag_arbiter_totals t;
+	char b[512], who[256] = "";
+	struct reply r;
+
+	expect(a, req5(b, sizeof(b), "old", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "null"), 200,
+	       "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
+	expect(a, req5(b, sizeof(b), "mid", "{\"vCPUs\":6,\"mem\":\"24Gi\"}", "null"), 200,
+	       "{\"permit\":{\"vCPUs\":6,\"mem\":\"24Gi\"}}");
+	expect(a, req5(b, sizeof(b), "new", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "null"), 200,
+	       "{\"permit\":{\"vCPUs\":2,\"mem\":\"8Gi\"}}");
+	ag_arbiter_totals(a, &t);
+	assert_int_equal(t.candidates, 1);
+	assert_int_equal(t.migrating, 0);
+	/* The candidate is not told. */
+	r = call(a, "POST", req5(b, sizeof(b), "old", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "null"));
+	assert_null(strstr(r.body, "migrate"));
+	/* mid is being moved: 10 - 6 = 4 CPUs stay, under the watermark. */
+	mark(a, "mid", true);
+	ag_arbiter_totals(a, &t);
+	assert_int_equal(t.candidates, 0);
+	assert_int_equal(t.migrating, 1);
+	ag_arbiter_migration_candidates(a, collect, who);
+	assert_string_equal(who, "");
+	r = call(a, "POST", req5(b, sizeof(b), "mid", "{\"vCPUs\":6,\"mem\":\"24Gi\"}", "null"));
+	assert_non_null(strstr(r.body, "\"migrate\":{}"));
+	r = call(a, "POST", req5(b, sizeof(b), "old", "{\"vCPUs\":2,\"mem\":\"8Gi\"}", "null"));
+	assert_null(strstr(r.body, "migrate"));
+	ag_arbiter_free(a);
+}
+
 static void test_host_capacity(void **state)
 {
 	struct vmact_resources r;
@@ -464,6 +638,9 @@ int main(void)
 		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_legacy_versions),
 		cmocka_unit_test(test_version_range_and_config),
+		cmocka_unit_test(test_moving_pod),
+		cmocka_unit_test(test_moving_by_version),
+		cmocka_unit_test(test_candidates_and_moving),
 		cmocka_unit_test(test_host_capacity),
 	};
 

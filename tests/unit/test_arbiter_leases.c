@@ -3,7 +3,9 @@
  * ag_arbiter_lease_handle, and its one ledger with the plugin protocol
  * (ag_arbiter_handle): signatures, room under the watermark, existing
  * VMs recorded, renewal, expiry, release, and leases and growth never
- * promising the same room twice. */
+ * promising the same room twice; the moving mark and its "frozen" as
+ * GET /v1/leases/NS/NAME shows them, with and without an owner that
+ * freezes; an agent forgotten with and without a lease. */
 /* What cmocka.h needs first. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,12 +34,13 @@ struct reply {
 	char body[1200];
 };
 
-static struct ag_arbiter *make(uint32_t cpu, uint64_t mem, bool leases)
+static struct ag_arbiter *make_owned(uint32_t cpu, uint64_t mem, bool leases, bool owner)
 {
 	struct ag_arbiter_config cfg = {
 		.capacity = { cpu, mem },
 		.watermark = 1.0,
 		.pod_ttl_usec = 60 * SEC,
+		.owner_freezes = owner,
 	};
 	struct ag_arbiter *a = NULL;
 	struct vmact_err err = { 0 };
@@ -49,6 +52,11 @@ static struct ag_arbiter *make(uint32_t cpu, uint64_t mem, bool leases)
 	if (ag_arbiter_new(&cfg, &a, &err) < 0)
 		fail_msg("%s", err.msg);
 	return a;
+}
+
+static struct ag_arbiter *make(uint32_t cpu, uint64_t mem, bool leases)
+{
+	return make_owned(cpu, mem, leases, false);
 }
 
 /* A request signed with k at ts. */
@@ -319,6 +327,216 @@ static void test_lease_becomes_pod(void **state)
 	ag_arbiter_free(a);
 }
 
+/* A lease, marked moving or not, for a VM that runs. */
+static struct reply lease_moving(struct ag_arbiter *a, const char *name, bool moving, uint64_t now)
+{
+	struct vmact_lease_request r = {
+		.size = { 1000, GiB }, .ttl_s = 100, .existing = true, .moving = moving
+	};
+	char *body;
+	struct reply out;
+
+	snprintf(r.ns, sizeof(r.ns), "default");
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	body = vmact_lease_request_encode(&r);
+	out = lcall(a, "POST", "/v1/leases", body, now);
+	free(body);
+	assert_int_equal(out.status, 200);
+	return out;
+}
+
+/* GET /v1/leases/default/NAME, decoded as the cluster layer does: 0, or
+ * the 404. */
+static unsigned entry(struct ag_arbiter *a, const char *name, uint64_t now,
+		      struct vmact_lease_pod *p)
+{
+	struct vmact_err err = { 0 };
+	char url[128];
+	struct reply out;
+	json_t *j;
+
+	snprintf(url, sizeof(url), "/v1/leases/default/%s", name);
+	out = lcall(a, "GET", url, "", now);
+	if (out.status != 200) {
+		assert_int_equal(out.status, 404);
+		assert_string_equal(out.body, "{\"error\":\"no such pod\"}");
+		return out.status;
+	}
+	j = json_loads(out.body, 0, NULL);
+	if (vmact_lease_pod_decode(j, p, &err) < 0)
+		fail_msg("%s: %s", out.body, err.msg);
+	json_decref(j);
+	return 0;
+}
+
+struct seen {
+	unsigned changes;
+	bool moving;
+	char name[64];
+};
+
+static void on_event(void *ud, const struct ag_arbiter_event *ev)
+{
+	struct seen *s = ud;
+
+	if (!ev->lease || !ev->moving_changed)
+		return;
+	s->changes++;
+	s->moving = ev->moving;
+	snprintf(s->name, sizeof(s->name), "%s", ev->pod_name);
+}
+
+static void test_entry(void **state)
+{
+	struct ag_arbiter *a = make(4000, 8 * GiB, true);
+	struct vmact_lease_pod p;
+	uint32_t permit;
+
+	assert_int_equal(entry(a, "nobody", 0, &p), 404);
+	assert_int_equal(lcall(a, "PUT", "/v1/leases/default/vm-a", "", 0).status, 405);
+	assert_non_null(strstr(lcall(a, "POST", "/v1/leases/default/vm-a", "", 0).body,
+			       "use GET or DELETE"));
+	assert_int_equal(lease(a, "vm-a", 1500, 2 * GiB, 10, false, 0).status, 200);
+	assert_int_equal(entry(a, "vm-a", 0, &p), 0);
+	assert_string_equal(p.ns, "default");
+	assert_string_equal(p.name, "vm-a");
+	assert_int_equal(p.size.milli_cpu, 1500);
+	assert_int_equal(p.size.mem_bytes, 2 * GiB);
+	assert_true(p.leased);
+	assert_false(p.agent || p.moving || p.frozen);
+	/* Its agent speaks and is refused growth: agent, pressure. */
+	assert_int_equal(grow(a, "vm-a", 6000, 2 * GiB, SEC, &permit), 200);
+	assert_int_equal(entry(a, "vm-a", SEC, &p), 0);
+	assert_true(p.agent);
+	assert_int_equal(p.size.milli_cpu, 4000);
+	assert_int_equal(p.pressure.milli_cpu, 2000);
+	/* Silent past pod_ttl: no agent any more (the lease was renewed). */
+	lease_moving(a, "vm-a", false, 60 * SEC);
+	assert_int_equal(entry(a, "vm-a", 62 * SEC, &p), 0);
+	assert_false(p.agent);
+	ag_arbiter_free(a);
+}
+
+/* vmact-arbiter (no owner that freezes): frozen once the agent was told,
+ * at once without a live agent, and when the agent falls silent. */
+static void test_moving_standalone(void **state)
+{
+	struct ag_arbiter *a = make(16000, 64 * GiB, true);
+	struct vmact_lease_pod p;
+	struct seen seen = { 0 };
+	uint32_t permit;
+
+	ag_arbiter_on_event(a, on_event, &seen);
+	assert_int_equal(grow(a, "vm-a", 2000, GiB, 0, &permit), 200);
+	lease_moving(a, "vm-a", true, SEC);
+	assert_int_equal(seen.changes, 1);
+	assert_true(seen.moving);
+	assert_string_equal(seen.name, "vm-a");
+	assert_int_equal(entry(a, "vm-a", SEC, &p), 0);
+	assert_true(p.moving && p.agent && p.leased);
+	assert_false(p.frozen); /* its agent was not told yet */
+	/* A renewal with the mark changes nothing. */
+	lease_moving(a, "vm-a", true, SEC);
+	assert_int_equal(seen.changes, 1);
+	assert_int_equal(grow(a, "vm-a", 2000, GiB, 2 * SEC, &permit), 200);
+	assert_int_equal(entry(a, "vm-a", 2 * SEC, &p), 0);
+	assert_true(p.frozen);
+	/* Renewed without the mark: moving and frozen go. */
+	lease_moving(a, "vm-a", false, 3 * SEC);
+	assert_int_equal(seen.changes, 2);
+	assert_false(seen.moving);
+	assert_int_equal(entry(a, "vm-a", 3 * SEC, &p), 0);
+	assert_false(p.moving || p.frozen);
+	/* Marked again, the agent (last heard at 2 s) silent: frozen once
+	 * it is no longer live, past pod_ttl. */
+	lease_moving(a, "vm-a", true, 4 * SEC);
+	assert_int_equal(entry(a, "vm-a", 4 * SEC, &p), 0);
+	assert_false(p.frozen);
+	assert_int_equal(entry(a, "vm-a", 63 * SEC, &p), 0);
+	assert_true(p.moving && p.frozen && p.leased);
+	assert_false(p.agent);
+	/* Nobody speaks for a leased VM: frozen at once. */
+	lease_moving(a, "vm-b", true, 63 * SEC);
+	assert_int_equal(entry(a, "vm-b", 63 * SEC, &p), 0);
+	assert_true(p.moving && p.frozen);
+	/* Released: the mark goes with the lease (and the entries). */
+	assert_int_equal(lcall(a, "DELETE", "/v1/leases/default/vm-a", "", 64 * SEC).status, 200);
+	assert_false(seen.moving);
+	assert_string_equal(seen.name, "vm-a");
+	assert_int_equal(lcall(a, "DELETE", "/v1/leases/default/vm-b", "", 64 * SEC).status, 200);
+	assert_int_equal(entry(a, "vm-b", 64 * SEC, &p), 404);
+	assert_int_equal(entry(a, "vm-a", 64 * SEC, &p), 404);
+	ag_arbiter_free(a);
+}
+
+/* vmactd's embedded arbiter (owner_freezes): only the owner says frozen. */
+static void test_moving_owner(void **state)
+{
+	struct ag_arbiter *a = make_owned(16000, 64 * GiB, true, true);
+	struct vmact_lease_pod p;
+	struct seen seen = { 0 };
+	uint32_t permit;
+
+	ag_arbiter_on_event(a, on_event, &seen);
+	assert_int_equal(ag_arbiter_pod_frozen(a, "default", "vm-a", true), -ENOENT);
+	assert_int_equal(grow(a, "vm-a", 2000, GiB, 0, &permit), 200);
+	/* Not moving: a frozen report means nothing. */
+	assert_int_equal(ag_arbiter_pod_frozen(a, "default", "vm-a", true), 0);
+	assert_int_equal(entry(a, "vm-a", 0, &p), 0);
+	assert_false(p.frozen);
+	lease_moving(a, "vm-a", true, SEC);
+	assert_true(seen.moving);
+	/* Told to migrate, but its owner has not frozen it yet. */
+	assert_int_equal(grow(a, "vm-a", 2000, GiB, 2 * SEC, &permit), 200);
+	assert_int_equal(entry(a, "vm-a", 2 * SEC, &p), 0);
+	assert_true(p.moving);
+	assert_false(p.frozen);
+	/* Nor does a silent agent freeze it. */
+	lease_moving(a, "vm-a", true, 62 * SEC);
+	assert_int_equal(entry(a, "vm-a", 62 * SEC, &p), 0);
+	assert_false(p.frozen);
+	assert_int_equal(ag_arbiter_pod_frozen(a, "default", "vm-a", true), 0);
+	assert_int_equal(entry(a, "vm-a", 62 * SEC, &p), 0);
+	assert_true(p.moving && p.frozen);
+	/* The lease lapses: the mark with it, said by an event. */
+	assert_int_equal(ag_arbiter_expire(a, 163 * SEC), 1);
+	assert_int_equal(seen.changes, 2);
+	assert_false(seen.moving);
+	ag_arbiter_free(a);
+}
+
+/* The agent gone (its VM stopped or left): the entry goes, unless a lease
+ * holds it; then only the lease's reservation stays, until its release. */
+static void test_forget(void **state)
+{
+	struct ag_arbiter *a = make(16000, 64 * GiB, true);
+	struct vmact_lease_pod p;
+	uint32_t permit, cpu;
+	uint64_t mem;
+	unsigned n;
+
+	assert_int_equal(grow(a, "alone", 2000, GiB, 0, &permit), 200);
+	assert_int_equal(grow(a, "held", 3000, GiB, 0, &permit), 200);
+	assert_int_equal(grow(a, "held", 20000, GiB, 0, &permit), 200); /* pressure */
+	lease_moving(a, "held", true, SEC);
+	ag_arbiter_forget(a, "default", "alone");
+	ag_arbiter_forget(a, "default", "unknown");
+	assert_int_equal(entry(a, "alone", SEC, &p), 404);
+	ag_arbiter_forget(a, "default", "held");
+	assert_int_equal(entry(a, "held", SEC, &p), 0);
+	assert_false(p.agent);
+	assert_true(p.leased && p.moving && p.frozen);
+	assert_int_equal(p.size.milli_cpu, 14000);
+	assert_int_equal(p.pressure.milli_cpu, 0);
+	totals(a, &cpu, &mem, &n);
+	assert_int_equal(cpu, 14000);
+	assert_int_equal(lcall(a, "DELETE", "/v1/leases/default/held", "", 2 * SEC).status, 200);
+	assert_int_equal(entry(a, "held", 2 * SEC, &p), 404);
+	totals(a, &cpu, &mem, &n);
+	assert_int_equal(cpu, 0);
+	ag_arbiter_free(a);
+}
+
 static void test_codec(void **state)
 {
 	struct vmact_lease_request r;
@@ -363,6 +581,64 @@ static void test_codec(void **state)
 	assert_int_equal(vmact_lease_verify(key, KEYLEN, "GET", "/v1/leases", "6", sig, "", 0, 5,
 					    &err),
 			 -EACCES);
+	/* "moving": written only when true, optional, a boolean. */
+	vmact_err_reset(&err);
+	{
+		struct vmact_lease_request m = { .ns = "default", .name = "a", .ttl_s = 5 };
+		char *body = vmact_lease_request_encode(&m);
+
+		assert_null(strstr(body, "moving"));
+		free(body);
+		m.moving = true;
+		body = vmact_lease_request_encode(&m);
+		assert_non_null(strstr(body, "\"moving\":true"));
+		assert_int_equal(vmact_lease_request_decode(body, -1, &r, &err), 0);
+		assert_true(r.moving);
+		free(body);
+	}
+	assert_int_equal(
+		vmact_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a\","
+					   "\"milli_cpu\":1,\"memory_bytes\":1,\"ttl_s\":60}",
+					   -1, &r, &err),
+		0);
+	assert_false(r.moving);
+	assert_int_equal(
+		vmact_lease_request_decode("{\"namespace\":\"default\",\"name\":\"a\","
+					   "\"milli_cpu\":1,\"memory_bytes\":1,\"ttl_s\":60,"
+					   "\"moving\":1}",
+					   -1, &r, &err),
+		-EINVAL);
+	assert_non_null(strstr(err.msg, "moving"));
+	vmact_err_reset(&err);
+	/* An entry both ways, and strict. */
+	{
+		struct vmact_lease_pod e = { .ns = "default",
+					     .name = "vm-a",
+					     .size = { 1500, 2 * GiB },
+					     .pressure = { 500, 0 },
+					     .agent = true,
+					     .moving = true,
+					     .frozen = true },
+				       got;
+		json_t *pj = vmact_lease_pod_encode(&e);
+
+		assert_int_equal(vmact_lease_pod_decode(pj, &got, &err), 0);
+		assert_string_equal(got.name, "vm-a");
+		assert_int_equal(got.size.mem_bytes, 2 * GiB);
+		assert_int_equal(got.pressure.milli_cpu, 500);
+		assert_true(got.agent && got.moving && got.frozen);
+		assert_false(got.leased);
+		json_object_del(pj, "frozen");
+		vmact_err_reset(&err);
+		assert_int_equal(vmact_lease_pod_decode(pj, &got, &err), -EPROTO);
+		assert_non_null(strstr(err.msg, "frozen: missing"));
+		json_object_set_new(pj, "frozen", json_false());
+		json_object_del(json_object_get(pj, "pressure"), "memory_bytes");
+		vmact_err_reset(&err);
+		assert_int_equal(vmact_lease_pod_decode(pj, &got, &err), -EPROTO);
+		assert_non_null(strstr(err.msg, "pressure"));
+		json_decref(pj);
+	}
 	assert_false(vmact_lease_name_valid(""));
 	assert_false(vmact_lease_name_valid("a/b"));
 	assert_true(vmact_lease_name_valid("vmact-g1-0a1b2c3d"));
@@ -376,6 +652,10 @@ int main(void)
 		cmocka_unit_test(test_room_renew_expire_release),
 		cmocka_unit_test(test_one_ledger),
 		cmocka_unit_test(test_lease_becomes_pod),
+		cmocka_unit_test(test_entry),
+		cmocka_unit_test(test_moving_standalone),
+		cmocka_unit_test(test_moving_owner),
+		cmocka_unit_test(test_forget),
 		cmocka_unit_test(test_codec),
 	};
 

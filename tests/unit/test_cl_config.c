@@ -25,7 +25,8 @@
 	"\"hosts\":[{\"name\":\"h1\",\"uri\":\"qemu:///system\",\"storage_pool\":\"p\","              \
 	"\"arbiter\":{\"url\":\"http://127.0.0.1:10299\",\"secret_file\":\"/etc/vmact/lease.key\"}}," \
 	"{\"name\":\"h2\",\"uri\":\"qemu+ssh://root@b/system\",\"channel_dir\":\"/run/vc\","          \
-	"\"arbiter\":{\"url\":\"unix:/run/a.sock\",\"secret_file\":\"/k\"}}]"
+	"\"arbiter\":{\"url\":\"unix:/run/a.sock\",\"secret_file\":\"/k\"},"                          \
+	"\"migration\":{\"address\":\"10.0.0.2\",\"bandwidth_mib_s\":100}}]"
 #define TEMPLATE "\"template\":{\"memory\":\"512Mi\",\"base_volume\":\"base.qcow2\"}"
 
 static const char *good =
@@ -65,6 +66,13 @@ static void test_good(void **state)
 	assert_string_equal(cfg.hosts[1].storage_pool, "default");
 	assert_string_equal(cfg.hosts[0].channel_dir, "");
 	assert_string_equal(cfg.hosts[1].channel_dir, "/run/vc");
+	/* Relief on, a moved VM resting 300 s, by default. */
+	assert_true(cfg.relief);
+	assert_true(cfg.min_residence_usec == 300000000ULL);
+	/* Only h2 takes moved VMs. */
+	assert_string_equal(cfg.hosts[0].migration_address, "");
+	assert_string_equal(cfg.hosts[1].migration_address, "10.0.0.2");
+	assert_int_equal(cfg.hosts[1].migration_bandwidth_mib_s, 100);
 	g = cl_config_group(&cfg, "workers");
 	assert_non_null(g);
 	assert_int_equal(g->min, 1);
@@ -272,6 +280,18 @@ static const struct bad bads[] = {
 	  "\"/a-directory-whose-name-is-too-long-for-a-socket-path-under-it-0123\","
 	  "\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
 	  "hosts[0].channel_dir: an absolute directory" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"migration\":{},"
+	  "\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].migration.address: required" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"migration\":"
+	  "{\"address\":\"a b/c\"},\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].migration.address: 'a b/c': a host name or an IP address" },
+	{ "{\"hosts\":[{\"name\":\"h\",\"uri\":\"qemu:///session\",\"migration\":"
+	  "{\"address\":\"h\",\"port\":1},\"arbiter\":{\"url\":\"unix:/a\",\"secret_file\":\"/k\"}}]}",
+	  "hosts[0].migration.port: unknown" },
+	{ "{" HOSTS ",\"migration\":{\"relief\":1}}", "migration.relief: true or false" },
+	{ "{" HOSTS ",\"migration\":{\"min_residence_s\":-1}}",
+	  "migration.min_residence_s: a number of seconds from 0" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{},{}]}}",
 	  "scheduler.profiles[1].schedulerName: 'default' is also profiles[0]'s" },
 	{ "{" HOSTS ",\"scheduler\":{\"profiles\":[{\"schedulerName\":7}]}}",

@@ -496,6 +496,79 @@ static void test_waiting(void **state)
 	vmact_gapi_waitings_clear(&s);
 }
 
+/* A move and the list of them; the request; its path. */
+static void test_migrations(void **state)
+{
+	struct vmact_gapi_migration v[] = {
+		{ .id = 7,
+		  .vm = "db-1",
+		  .uuid = "0b6f",
+		  .from = "a",
+		  .to = "b",
+		  .reason = "command",
+		  .phase = "done",
+		  .result = "success",
+		  .error = "",
+		  .started = 1.5e9,
+		  .duration_s = 4.25,
+		  .downtime_ms = 106 },
+		{ .id = 8,
+		  .vm = "db-2",
+		  .uuid = "0b70",
+		  .from = "a",
+		  .to = "b",
+		  .reason = "command",
+		  .phase = "freezing",
+		  .result = "",
+		  .error = "",
+		  .downtime_ms = -1 },
+	};
+	struct vmact_gapi_migrations s;
+	struct vmact_gapi_migration one;
+	struct vmact_gapi_migrate req;
+	struct vmact_err err = { 0 };
+	json_t *doc;
+	char *text;
+
+	(void)state;
+	doc = wire(vmact_gapi_migrations_encode(v, 2));
+	if (vmact_gapi_migrations_decode(doc, &s, &err) < 0)
+		fail_msg("%s", err.msg);
+	json_decref(doc);
+	assert_int_equal(s.n, 2);
+	assert_true(s.v[0].id == 7);
+	assert_string_equal(s.v[0].vm, "db-1");
+	assert_string_equal(s.v[0].result, "success");
+	assert_true(s.v[0].downtime_ms == 106);
+	assert_true(s.v[0].duration_s == 4.25);
+	assert_string_equal(s.v[1].phase, "freezing");
+	assert_true(s.v[1].downtime_ms == -1);
+	vmact_gapi_migrations_clear(&s);
+	/* Strict: a member missing is named. */
+	doc = json_loads("{\"id\":1,\"vm\":\"x\"}", 0, NULL);
+	assert_int_equal(vmact_gapi_migration_decode(doc, &one, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "uuid"));
+	json_decref(doc);
+
+	/* The request: both members optional, only what is set on the wire. */
+	text = dump(vmact_gapi_migrate_encode(&(struct vmact_gapi_migrate){ .to = "b" }));
+	assert_string_equal(text, "{\"to\":\"b\"}");
+	free(text);
+	doc = json_loads("{\"force\":true}", 0, NULL);
+	assert_int_equal(vmact_gapi_migrate_decode(doc, &req, &err), 0);
+	assert_null(req.to);
+	assert_true(req.force);
+	json_decref(doc);
+	doc = json_loads("{\"to\":3}", 0, NULL);
+	err = (struct vmact_err){ 0 };
+	assert_true(vmact_gapi_migrate_decode(doc, &req, &err) < 0);
+	assert_string_equal(err.msg, "to: not a string");
+	json_decref(doc);
+	text = vmact_gapi_migrate_path("db 1");
+	assert_string_equal(text, "/v1/vms/db%201/migrate");
+	free(text);
+}
+
 /* The small documents: errors, the changes and their answers. */
 static void test_small(void **state)
 {
@@ -838,11 +911,12 @@ static void test_small_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_group),    cmocka_unit_test(test_group_defaults),
-		cmocka_unit_test(test_nodes),    cmocka_unit_test(test_vms),
-		cmocka_unit_test(test_hosts),    cmocka_unit_test(test_waiting),
-		cmocka_unit_test(test_small),    cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_refusals), cmocka_unit_test(test_small_refusals),
+		cmocka_unit_test(test_group),      cmocka_unit_test(test_group_defaults),
+		cmocka_unit_test(test_nodes),      cmocka_unit_test(test_vms),
+		cmocka_unit_test(test_hosts),      cmocka_unit_test(test_waiting),
+		cmocka_unit_test(test_small),      cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_refusals),   cmocka_unit_test(test_small_refusals),
+		cmocka_unit_test(test_migrations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

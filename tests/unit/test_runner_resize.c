@@ -6,7 +6,10 @@
  * recorded and completed by the test, so the connection can drop while
  * one is in flight. A downscale approved before the drop may finish the
  * operation libvirt already runs, never start another that shrinks
- * (doc/policy.md, "The Neon policy, and memory with a monitor"). */
+ * (doc/policy.md, "The Neon policy, and memory with a monitor"). A runner
+ * frozen for a move (act_runner_freeze) lets the operation in flight
+ * finish and starts no other, and a runner API change waits for the
+ * thaw. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -268,11 +271,47 @@ static void test_drop_voids_the_approval(void **state)
 	finish(&f);
 }
 
+/* Frozen for a move while the first operation is in flight: it finishes,
+ * no further step starts (no quota, no operation), the resize ends at what
+ * the VM reached. */
+static void test_freeze_stops_the_plan(void **state)
+{
+	struct fx f;
+
+	(void)state;
+	start_approved_downscale(&f);
+	act_runner_freeze_set(&f.r, ACT_RUNNER_FREEZE_LEASE, true, "a test moves it");
+	assert_true(act_runner_frozen(&f.r));
+	complete(&f.env, &ops[0]);
+	assert_int_equal(n_ops, 1);
+	assert_int_equal(n_quotas, 1);
+	assert_false(f.r.rs.busy);
+	assert_int_equal(changed, 1);
+	assert_int_equal(f.r.st.using_.milli_cpu, 1000);
+	assert_int_equal(f.r.st.using_.mem_bytes, 2 * GiB);
+	/* A runner API change waits; the thaw starts it. */
+	f.r.meta.min = (struct vmact_resources){ 1000, GiB };
+	f.r.meta.max = (struct vmact_resources){ 4000, 3 * GiB };
+	assert_int_equal(act_runner_resize_cpu(&f.r, 2000, NULL), 0);
+	assert_false(f.r.rs.busy);
+	assert_int_equal(n_ops, 1);
+	assert_int_equal(n_quotas, 1);
+	act_runner_freeze_set(&f.r, ACT_RUNNER_FREEZE_LEASE, false, "the move was given up");
+	act_runner_resize_thaw(&f.r);
+	assert_true(f.r.rs.busy);
+	assert_int_equal(n_ops, 2);
+	assert_int_equal(ops[1].kind, HP_OP_SET_VCPUS);
+	assert_int_equal(ops[1].vcpus, 2);
+	free(f.r.frz.why);
+	finish(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_approved_downscale_completes),
 		cmocka_unit_test(test_drop_voids_the_approval),
+		cmocka_unit_test(test_freeze_stops_the_plan),
 	};
 
 	return cmocka_run_group_tests_name("test_runner_resize", tests, NULL, NULL);

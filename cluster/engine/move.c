@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Live migration of a running VM to another host (doc/cluster.md, "Live
+ * migration"), in the order that keeps every ledger within its capacity
+ * and the VM's allocation fixed while it moves:
+ *
+ *   plan      find the VM (the host that runs it), check it may move, read
+ *             its reservation at its host's arbiter, choose the target
+ *             (the one asked for, or the one with the most room under its
+ *             watermark among the hosts that take moved VMs);
+ *   reserved  a lease for it at the target's arbiter, before anything
+ *             moves: no room there, no move;
+ *   freezing  its entry at the source's arbiter marked moving: its agent
+ *             is answered Migrate and grows it no further; vmactd stops
+ *             resizing it and says so (the entry "frozen");
+ *   migrating libvirt moves it, its definition with it;
+ *   done      the source's lease ends (vmactd there forgets the VM once
+ *             it left); the target's lease holds until the target's
+ *             vmactd speaks for the VM.
+ *
+ * A failure at any step undoes the steps before it: the target's lease
+ * released, the source's mark cleared; the VM runs on where it ran
+ * (libvirt cancels a move that fails, and one whose caller died). Each
+ * move is one job on the movers' pool, its phase visible meanwhile. */
+#define CL_ENGINE_PRIV_ALLOW
+#include "cluster/engine/engine-priv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/macro.h"
+#include "base/quantity.h"
+#include "base/time.h"
+
+/* How long the source's vmactd (or a Neon agent answered Migrate) may take
+ * to stop resizing the VM: an operation in flight ends first (a memory
+ * plug under TCG: seconds), an agent asks the arbiter every few seconds. */
+#define FREEZE_TIMEOUT_USEC (30 * VMACT_USEC_PER_SEC)
+#define FREEZE_POLL_USEC    (100 * 1000)
+
+enum phase { PH_PLANNED, PH_RESERVED, PH_FREEZING, PH_MIGRATING, PH_DONE, PH_FAILED };
+static const char *const phase_names[] = { "planned",   "reserved", "freezing",
+					   "migrating", "done",     "failed" };
+
+const double cl_engine_downtime_bounds[CL_ENGINE_DOWNTIME_BUCKETS] = CL_ENGINE_DOWNTIME_BOUNDS;
+/* engine.c's cl_engine_hist_bounds, the same values: this file calls none
+ * above it. */
+static const double hist_bounds[CL_ENGINE_HIST_BUCKETS] = CL_ENGINE_HIST_BOUNDS;
+
+struct cl_move {
+	VMACT_LIST_FIELDS(struct cl_move, moves);
+	struct cl_engine *e;
+	uint64_t id;
+	char vm[CL_NAME_MAX];
+	char want_to[CL_NAME_MAX]; /* "" = the best host */
+	bool force;
+	enum cl_engine_move_reason reason;
+	char why[512]; /* what chose it (relief, drain) */
+	/* The plan's (its job's, then the loop's). */
+	struct cl_migrate_dom dom;
+	struct vmact_resources size; /* its reservation at its host */
+	char from[CL_NAME_MAX], to[CL_NAME_MAX];
+	unsigned status; /* the plan's answer: 202 or the refusal's */
+	const char *refusal;
+	char error[VMACT_ERR_MSG_MAX];
+	cl_engine_answer_fn *fn;
+	void *ud;
+	/* The move's: the phase is written by its job, read by the loop. */
+	int phase;
+	bool ended, success;
+	double started_real;
+	uint64_t started_usec, ended_usec;
+	int64_t downtime_ms;
+	/* Held by the move's job while it releases and by a renewal while it
+	 * renews, so that no renewal re-takes a lease the move let go. */
+	pthread_mutex_t lock;
+	bool renewing;
+	uint64_t next_renew_usec;
+};
+
+static enum phase phase_of(const struct cl_move *m)
+{
+	return (enum phase)__atomic_load_n(&m->phase, __ATOMIC_ACQUIRE);
+}
+
+static void set_phase(struct cl_move *m, enum phase p)
+{
+	__atomic_store_n(&m->phase, (int)p, __ATOMIC_RELEASE);
+}
+
+static void move_free(struct cl_move *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static struct cl_host *host_of(struct cl_engine *e, const char *name)
+{
+	struct cl_ehost *h = cl_vm_ehost(e, name);
+
+	return h ? h->h : NULL;
+}
+
+const char *cl_engine_move_result_name(enum cl_engine_move_result r)
+{
+	return r == CL_MOVE_SUCCESS ? "success" : "failed";
+}
+
+const char *cl_engine_move_reason_name(enum cl_engine_move_reason r)
+{
+	static const char *const names[] = { "command", "pressure", "drain" };
+
+	return (unsigned)r < CL_N_MOVE_REASONS ? names[r] : "?";
+}
+
+/* ---- plan (a job) ---- */
+
+static void fmt_size(struct vmact_resources r, char *buf, size_t len)
+{
+	char c[32], m[32];
+
+	vmact_quantity_format_milli(r.milli_cpu, c, sizeof(c));
+	vmact_quantity_format_bytes(r.mem_bytes, m, sizeof(m));
+	snprintf(buf, len, "%s CPU / %s", c, m);
+}
+
+static void refuse(struct cl_move *m, unsigned status, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void refuse(struct cl_move *m, unsigned status, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	m->status = status;
+	m->refusal = reason;
+	va_start(ap, fmt);
+	vsnprintf(m->error, sizeof(m->error), fmt, ap);
+	va_end(ap);
+}
+
+/* Where the VM runs: the first host whose libvirt has it running. */
+static bool find_source(struct cl_move *m)
+{
+	struct cl_engine *e = m->e;
+	char unreachable[1024] = "";
+
+	for (size_t i = 0; i < e->n_hosts; i++) {
+		struct vmact_err err = { 0 };
+		virConnectPtr c = cl_host_conn(e->hosts[i].h, &err);
+		int r;
+
+		if (!c) {
+			size_t n = strlen(unreachable);
+
+			snprintf(unreachable + n, sizeof(unreachable) - n, "%s%s: %.200s",
+				 n ? "; " : "", cl_host_name(e->hosts[i].h), err.msg);
+			continue;
+		}
+		r = cl_migrate_inspect(c, m->vm, &m->dom, &err);
+		virConnectClose(c);
+		if (r == -ENOENT || r == -ESRCH)
+			continue;
+		if (r < 0) {
+			refuse(m, 503, "unavailable", "%s", err.msg);
+			return false;
+		}
+		snprintf(m->from, sizeof(m->from), "%s", cl_host_name(e->hosts[i].h));
+		return true;
+	}
+	if (unreachable[0])
+		refuse(m, 503, "unavailable", "no host reached runs %s (unreachable: %s)", m->vm,
+		       unreachable);
+	else
+		refuse(m, 404, "not-found", "no host runs a domain %s", m->vm);
+	return false;
+}
+
+/* Whether host h can take the VM; why not in why. */
+static bool fits(struct cl_move *m, struct cl_host *h, struct vmact_resources *free_, char *why,
+		 size_t len)
+{
+	const struct cl_host_cfg *cfg = cl_host_cfg(h);
+	struct vmact_lease_ledger l;
+	struct vmact_err err = { 0 };
+	virConnectPtr c;
+	char need[96], have[96];
+
+	if (!strcmp(cfg->name, m->from)) {
+		snprintf(why, len, "the VM runs there");
+		return false;
+	}
+	if (!cfg->migration_address[0]) {
+		snprintf(why, len, "takes no moved VMs (no migration.address)");
+		return false;
+	}
+	c = cl_host_conn(h, &err);
+	if (!c) {
+		snprintf(why, len, "%s", err.msg);
+		return false;
+	}
+	virConnectClose(c);
+	if (cl_host_ledger(h, &l, &err) < 0) {
+		snprintf(why, len, "%s", err.msg);
+		return false;
+	}
+	free_->milli_cpu = l.watermark.milli_cpu > l.reserved.milli_cpu
+				   ? l.watermark.milli_cpu - l.reserved.milli_cpu
+				   : 0;
+	free_->mem_bytes = l.watermark.mem_bytes > l.reserved.mem_bytes
+				   ? l.watermark.mem_bytes - l.reserved.mem_bytes
+				   : 0;
+	if (free_->milli_cpu < m->size.milli_cpu || free_->mem_bytes < m->size.mem_bytes) {
+		fmt_size(m->size, need, sizeof(need));
+		fmt_size(*free_, have, sizeof(have));
+		snprintf(why, len, "no room: %s needed, %s free under the watermark", need, have);
+		return false;
+	}
+	return true;
+}
+
+bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_dom *dom)
+{
+	struct cl_engine *e = m->e;
+	struct vmact_lease_pod pod;
+	struct vmact_err err = { 0 };
+	struct vmact_resources best_free = { 0 };
+	char reasons[1024] = "";
+	bool found = false;
+	int r;
+
+	if (from) {
+		snprintf(m->from, sizeof(m->from), "%s", from);
+		m->dom = *dom;
+	} else if (!find_source(m)) {
+		return false;
+	}
+	if (m->dom.ours) {
+		/* Its disk is an overlay in its host's pool (doc/cluster.md). */
+		refuse(m, 409, "precondition",
+		       "%s is a node of a vmact-groupd group: node VMs are not moved", m->vm);
+		return false;
+	}
+	if (!m->dom.opted_in && !m->force) {
+		refuse(m, 409, "precondition",
+		       "%s has not opted in to live migration (<vmact:migration "
+		       "enabled='true'/>: vmactl set %s --migration on); force moves it anyway",
+		       m->vm, m->vm);
+		return false;
+	}
+	if (m->want_to[0] && !host_of(e, m->want_to)) {
+		refuse(m, 404, "not-found", "no host '%s'", m->want_to);
+		return false;
+	}
+	/* What its host's arbiter holds for it: what the target must hold. */
+	m->size = m->dom.size;
+	r = cl_host_pod(host_of(e, m->from), m->dom.pod_ns, m->dom.pod_name, &pod, &err);
+	if (r == 0 && pod.size.milli_cpu && pod.size.mem_bytes) {
+		m->size = pod.size;
+		/* A VM moved for lack of room takes the growth it was refused
+		 * with it: the target holds that too. */
+		if (m->reason == CL_MOVE_PRESSURE) {
+			m->size.milli_cpu += pod.pressure.milli_cpu;
+			m->size.mem_bytes += pod.pressure.mem_bytes;
+		}
+	} else if (r < 0 && r != -ENOENT) {
+		refuse(m, 503, "unavailable", "%s", err.msg);
+		return false;
+	}
+	for (size_t i = 0; i < e->n_hosts; i++) {
+		struct cl_host *h = e->hosts[i].h;
+		struct vmact_resources free_;
+		char why[VMACT_ERR_MSG_MAX];
+		size_t n = strlen(reasons);
+
+		if (m->want_to[0] && strcmp(cl_host_name(h), m->want_to))
+			continue;
+		if (cl_host_draining(h)) {
+			snprintf(reasons + n, sizeof(reasons) - n, "%s%s: drained", n ? "; " : "",
+				 cl_host_name(h));
+			continue;
+		}
+		if (!fits(m, h, &free_, why, sizeof(why))) {
+			snprintf(reasons + n, sizeof(reasons) - n, "%s%s: %s", n ? "; " : "",
+				 cl_host_name(h), why);
+			continue;
+		}
+		if (!found || free_.milli_cpu > best_free.milli_cpu ||
+		    (free_.milli_cpu == best_free.milli_cpu &&
+		     free_.mem_bytes > best_free.mem_bytes)) {
+			found = true;
+			best_free = free_;
+			snprintf(m->to, sizeof(m->to), "%s", cl_host_name(h));
+		}
+	}
+	if (!found) {
+		refuse(m, 409, "precondition", "no host takes %s: %s", m->vm,
+		       reasons[0] ? reasons : "no other host");
+		return false;
+	}
+	m->status = 202;
+	return true;
+}
+
+static void plan_run(void *data)
+{
+	cl_move_plan(data, NULL, NULL);
+}
+
+/* ---- the move (a job) ---- */
+
+static void fail_move(struct cl_move *m, const struct vmact_err *err)
+{
+	snprintf(m->error, sizeof(m->error), "%s", err->msg);
+}
+
+/* Undoes the steps before a failure, whatever they were. */
+static void undo(struct cl_move *m, enum phase reached)
+{
+	struct vmact_err err = { 0 };
+
+	pthread_mutex_lock(&m->lock);
+	m->ended = true;
+	pthread_mutex_unlock(&m->lock);
+	if (reached >= PH_FREEZING)
+		cl_host_release(host_of(m->e, m->from), m->dom.pod_ns, m->dom.pod_name, &err);
+	if (reached >= PH_RESERVED)
+		cl_host_release(host_of(m->e, m->to), m->dom.pod_ns, m->dom.pod_name, &err);
+	set_phase(m, PH_FAILED);
+}
+
+static bool frozen_at_source(struct cl_move *m, struct vmact_err *err)
+{
+	uint64_t deadline = vmact_now_usec() + FREEZE_TIMEOUT_USEC;
+	struct vmact_lease_pod pod;
+
+	for (;;) {
+		int r = cl_host_pod(host_of(m->e, m->from), m->dom.pod_ns, m->dom.pod_name, &pod,
+				    err);
+
+		if (r == 0 && pod.frozen)
+			return true;
+		if (r < 0 && r != -ENOENT)
+			return false;
+		if (vmact_now_usec() >= deadline) {
+			vmact_err_set(err, ETIMEDOUT,
+				      "%s's resizing on %s did not stop within %u s (its entry "
+				      "%s/%s at the arbiter never reported frozen)",
+				      m->vm, m->from, (unsigned)(FREEZE_TIMEOUT_USEC / 1000000),
+				      m->dom.pod_ns, m->dom.pod_name);
+			return false;
+		}
+		usleep(FREEZE_POLL_USEC);
+	}
+}
+
+static void move_run(void *data)
+{
+	struct cl_move *m = data;
+	struct cl_engine *e = m->e;
+	struct cl_host *src = host_of(e, m->from), *dst = host_of(e, m->to);
+	uint64_t ttl = e->cfg->life.lease_usec;
+	struct cl_migrate_result res;
+	struct vmact_err err = { 0 };
+	virConnectPtr cs = NULL, cd = NULL;
+
+	if (cl_jobs_stopping(e->movers)) {
+		snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
+		return undo(m, PH_PLANNED);
+	}
+	if (cl_host_lease(dst, m->dom.pod_ns, m->dom.pod_name, m->size, ttl, false, &err) < 0) {
+		fail_move(m, &err);
+		return undo(m, PH_PLANNED);
+	}
+	set_phase(m, PH_RESERVED);
+	if (cl_host_mark_moving(src, m->dom.pod_ns, m->dom.pod_name, m->size, ttl, true, &err) <
+	    0) {
+		fail_move(m, &err);
+		return undo(m, PH_FREEZING);
+	}
+	set_phase(m, PH_FREEZING);
+	if (!frozen_at_source(m, &err)) {
+		fail_move(m, &err);
+		return undo(m, PH_FREEZING);
+	}
+	set_phase(m, PH_MIGRATING);
+	cs = cl_host_conn(src, &err);
+	cd = cs ? cl_host_conn(dst, &err) : NULL;
+	if (!cs || !cd || cl_migrate_live(cs, cd, m->vm, cl_host_cfg(dst), &res, &err) < 0) {
+		if (cs)
+			virConnectClose(cs);
+		if (cd)
+			virConnectClose(cd);
+		fail_move(m, &err);
+		return undo(m, PH_MIGRATING);
+	}
+	virConnectClose(cs);
+	virConnectClose(cd);
+	m->downtime_ms = res.downtime_ms;
+	/* It runs on the target: the source holds nothing for it any more
+	 * (its vmactd forgets its agent's entry as the domain leaves). The
+	 * target's lease stays until it lapses: its vmactd speaks for the VM
+	 * by then. */
+	pthread_mutex_lock(&m->lock);
+	m->ended = true;
+	pthread_mutex_unlock(&m->lock);
+	cl_host_release(src, m->dom.pod_ns, m->dom.pod_name, &err);
+	m->success = true;
+	set_phase(m, PH_DONE);
+}
+
+static void observe(struct cl_engine *e, const struct cl_move *m, double secs)
+{
+	struct cl_engine_move_counters *c = &e->mc;
+	size_t b = 0;
+
+	c->total[m->reason][m->success ? CL_MOVE_SUCCESS : CL_MOVE_FAILED]++;
+	if (!m->success)
+		return;
+	while (b < CL_ENGINE_HIST_BUCKETS && secs > hist_bounds[b])
+		b++;
+	c->hist[m->reason][b]++;
+	c->hist_sum[m->reason] += secs;
+	c->hist_count[m->reason]++;
+	if (m->downtime_ms >= 0) {
+		double d = (double)m->downtime_ms / 1000;
+
+		for (b = 0; b < CL_ENGINE_DOWNTIME_BUCKETS && d > cl_engine_downtime_bounds[b];)
+			b++;
+		c->downtime[b]++;
+		c->downtime_sum += d;
+		c->downtime_count++;
+	}
+}
+
+/* Forgets the oldest ended moves past the number kept. */
+static void trim(struct cl_engine *e)
+{
+	struct cl_move *m, *next;
+
+	VMACT_LIST_FOREACH_SAFE(moves, m, next, e->moves) {
+		if (e->n_moves_ended <= CL_ENGINE_MOVES_KEPT)
+			return;
+		if (!m->ended || m->renewing)
+			continue;
+		VMACT_LIST_REMOVE(moves, e->moves, m);
+		e->n_moves_ended--;
+		move_free(m);
+	}
+}
+
+static void move_done(void *data)
+{
+	struct cl_move *m = data;
+	struct cl_engine *e = m->e;
+	double secs;
+
+	m->ended_usec = vmact_loop_now_usec(e->ev);
+	secs = (double)(m->ended_usec - m->started_usec) / 1e6;
+	observe(e, m, secs);
+	e->n_moves_ended++;
+	if (m->success)
+		cl_vm_emit(e, LOG_INFO, NULL,
+			   "migration %" PRIu64
+			   ": %s moved from %s to %s in %.1f s (downtime %s%" PRId64 " ms)",
+			   m->id, m->vm, m->from, m->to, secs, m->downtime_ms < 0 ? "? " : "",
+			   m->downtime_ms < 0 ? 0 : m->downtime_ms);
+	else
+		cl_vm_emit(e, LOG_WARNING, NULL,
+			   "migration %" PRIu64 ": %s stays on %s, not moved to %s: %s", m->id,
+			   m->vm, m->from, m->to, m->error);
+	trim(e);
+}
+
+/* ---- the request (on the loop) ---- */
+
+static void view_of(const struct cl_move *m, uint64_t now, struct cl_engine_move_view *v)
+{
+	enum phase p = phase_of(m);
+
+	*v = (struct cl_engine_move_view){
+		.id = m->id,
+		.vm = m->vm,
+		.uuid = m->dom.uuid,
+		.from = m->from,
+		.to = m->to,
+		.reason = cl_engine_move_reason_name(m->reason),
+		.why = m->why,
+		.phase = phase_names[p],
+		/* A move's end is the loop's to say (its done): until then
+		 * it is in flight, whatever its job's phase. */
+		.result = !m->ended_usec ? ""
+			  : m->success   ? "success"
+					 : "failed",
+		.error = m->ended_usec && !m->success ? m->error : "",
+		.started = m->started_real,
+		.duration_s = (double)((m->ended_usec ? m->ended_usec : now) - m->started_usec) /
+			      1e6,
+		.downtime_ms = m->ended_usec ? m->downtime_ms : -1,
+	};
+}
+
+static void answer_refusal(struct cl_move *m)
+{
+	struct cl_engine_answer a = { .status = m->status, .reason = m->refusal };
+
+	snprintf(a.error, sizeof(a.error), "%s", m->error);
+	m->fn(m->ud, &a);
+}
+
+int cl_move_start(struct cl_move *m)
+{
+	struct cl_engine *e = m->e;
+	char size[96];
+	int r;
+
+	if (e->stopping || !e->movers) {
+		snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
+		return -ESHUTDOWN;
+	}
+	m->id = ++e->next_move_id;
+	m->started_usec = vmact_loop_now_usec(e->ev);
+	m->started_real = cl_vm_now_real();
+	m->downtime_ms = -1;
+	r = cl_jobs_submit(e->movers, move_run, move_done, m);
+	if (r < 0) {
+		snprintf(m->error, sizeof(m->error), "cannot start the move: %s", strerror(-r));
+		return r;
+	}
+	VMACT_LIST_APPEND(moves, e->moves, m);
+	m->next_renew_usec = m->started_usec + e->cfg->life.lease_usec / 3;
+	fmt_size(m->size, size, sizeof(size));
+	cl_vm_emit(e, LOG_INFO, NULL,
+		   "migration %" PRIu64 ": moving %s (%s, %s) from %s to %s (%s%s%s)", m->id, m->vm,
+		   size, m->dom.opted_in ? "opted in" : "forced", m->from, m->to,
+		   cl_engine_move_reason_name(m->reason), m->why[0] ? ": " : "",
+		   m->why[0] ? m->why : (m->want_to[0] ? "" : ", the host with the most room"));
+	return 0;
+}
+
+static void plan_done(void *data)
+{
+	struct cl_move *m = data;
+	struct cl_engine_answer a = { .status = 202 };
+	struct cl_engine_move_view v;
+	int r;
+
+	if (m->status != 202) {
+		answer_refusal(m);
+		move_free(m);
+		return;
+	}
+	r = cl_move_start(m);
+	if (r < 0) {
+		m->status = r == -ESHUTDOWN ? 503 : 500;
+		m->refusal = r == -ESHUTDOWN ? "unavailable" : "internal";
+		answer_refusal(m);
+		move_free(m);
+		return;
+	}
+	view_of(m, m->started_usec, &v);
+	a.move = &v;
+	m->fn(m->ud, &a);
+}
+
+struct cl_move *cl_move_new(struct cl_engine *e, const char *vm, const char *to, bool force,
+			    enum cl_engine_move_reason reason)
+{
+	struct cl_move *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	pthread_mutex_init(&m->lock, NULL);
+	m->e = e;
+	m->force = force;
+	m->reason = reason;
+	snprintf(m->vm, sizeof(m->vm), "%s", vm);
+	snprintf(m->want_to, sizeof(m->want_to), "%s", to ? to : "");
+	return m;
+}
+
+void cl_move_set_why(struct cl_move *m, const char *why)
+{
+	snprintf(m->why, sizeof(m->why), "%s", why);
+}
+
+const char *cl_move_error(const struct cl_move *m)
+{
+	return m->error;
+}
+
+const char *cl_move_target(const struct cl_move *m)
+{
+	return m->to;
+}
+
+void cl_move_discard(struct cl_move *m)
+{
+	move_free(m);
+}
+
+const struct cl_move *cl_move_of(const struct cl_engine *e, const char *vm)
+{
+	const struct cl_move *m, *last = NULL;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves)
+		if (!strcmp(m->vm, vm))
+			last = m;
+	return last;
+}
+
+bool cl_move_in_flight(const struct cl_move *m)
+{
+	return m && !m->ended_usec;
+}
+
+uint64_t cl_move_ended_usec(const struct cl_move *m, bool *success)
+{
+	*success = m->success;
+	return m->ended_usec;
+}
+
+void cl_move_each_last(const struct cl_engine *e,
+		       void (*fn)(void *ud, const char *vm, uint64_t end, bool success), void *ud)
+{
+	const struct cl_move *m;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves)
+		if (cl_move_of(e, m->vm) == m)
+			fn(ud, m->vm, m->ended_usec, m->success);
+}
+
+unsigned cl_move_count(const struct cl_engine *e, const char *from)
+{
+	const struct cl_move *m;
+	unsigned n = 0;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves)
+		if (!m->ended_usec && (!from || !strcmp(m->from, from)))
+			n++;
+	return n;
+}
+
+void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool force,
+		     cl_engine_answer_fn *fn, void *ud)
+{
+	struct cl_engine_answer a = { .status = 409, .reason = "precondition" };
+	struct cl_move *m, *o;
+	int r;
+
+	VMACT_LIST_FOREACH(moves, o, e->moves)
+		if (!o->ended_usec && !strcmp(o->vm, vm)) {
+			snprintf(a.error, sizeof(a.error),
+				 "%s is moving already (migration %" PRIu64 ", %s to %s)", vm,
+				 o->id, o->from, o->to);
+			return fn(ud, &a);
+		}
+	if (!e->movers) {
+		a.status = 503;
+		a.reason = "unavailable";
+		snprintf(a.error, sizeof(a.error), "vmact-groupd is stopping");
+		return fn(ud, &a);
+	}
+	m = cl_move_new(e, vm, to, force, CL_MOVE_COMMAND);
+	if (!m) {
+		a.status = 500;
+		a.reason = "internal";
+		snprintf(a.error, sizeof(a.error), "out of memory");
+		return fn(ud, &a);
+	}
+	m->fn = fn;
+	m->ud = ud;
+	r = cl_jobs_submit(e->jobs, plan_run, plan_done, m);
+	if (r < 0) {
+		a.status = 503;
+		a.reason = "unavailable";
+		snprintf(a.error, sizeof(a.error), "cannot plan the move: %s", strerror(-r));
+		move_free(m);
+		fn(ud, &a);
+	}
+}
+
+/* ---- the leases of a long move ---- */
+
+static void renew_run(void *data)
+{
+	struct cl_move *m = data;
+	uint64_t ttl = m->e->cfg->life.lease_usec;
+	struct vmact_err err = { 0 };
+	enum phase p;
+
+	pthread_mutex_lock(&m->lock);
+	p = phase_of(m);
+	if (!m->ended) {
+		if (p >= PH_RESERVED)
+			cl_host_lease(host_of(m->e, m->to), m->dom.pod_ns, m->dom.pod_name, m->size,
+				      ttl, true, &err);
+		if (p >= PH_FREEZING)
+			cl_host_mark_moving(host_of(m->e, m->from), m->dom.pod_ns, m->dom.pod_name,
+					    m->size, ttl, true, &err);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void renew_done(void *data)
+{
+	struct cl_move *m = data;
+
+	m->renewing = false;
+	trim(m->e);
+}
+
+void cl_move_tick(struct cl_engine *e, uint64_t now)
+{
+	struct cl_move *m;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves) {
+		if (m->ended_usec || m->renewing || now < m->next_renew_usec)
+			continue;
+		m->next_renew_usec = now + e->cfg->life.lease_usec / 3;
+		if (cl_jobs_submit(e->jobs, renew_run, renew_done, m) == 0)
+			m->renewing = true;
+	}
+}
+
+void cl_move_free_all(struct cl_engine *e)
+{
+	while (e->moves) {
+		struct cl_move *m = e->moves;
+
+		VMACT_LIST_REMOVE(moves, e->moves, m);
+		move_free(m);
+	}
+}
+
+/* ---- reads ---- */
+
+void cl_engine_each_move(const struct cl_engine *e,
+			 void (*fn)(void *ud, const struct cl_engine_move_view *m), void *ud)
+{
+	uint64_t now = vmact_loop_now_usec(e->ev);
+	const struct cl_move *m;
+	struct cl_engine_move_view v;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves) {
+		view_of(m, now, &v);
+		fn(ud, &v);
+	}
+}
+
+const struct cl_engine_move_counters *cl_engine_move_counters(const struct cl_engine *e)
+{
+	return &e->mc;
+}

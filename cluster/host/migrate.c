@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cluster/host/migrate.h"
+
+#include <errno.h>
+#include <libxml/parser.h>
+#include <libxml/xpath.h>
+#include <libxml/xpathInternals.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libvirt/virterror.h>
+
+#include "base/macro.h"
+#include "cluster/host/domxml.h"
+
+/* vmactd's element (doc/domain.md); hotplug/ reads it for vmactd, a layer
+ * the cluster does not link: the few attributes a move needs are read
+ * here. */
+#define VMACT_NS "https://vmact.dev/xmlns/vmact/1"
+
+DEFINE_PTR_CLEANUP(mig_dom_freep, struct _virDomain, virDomainFree)
+DEFINE_PTR_CLEANUP(mig_doc_freep, xmlDoc, xmlFreeDoc)
+DEFINE_PTR_CLEANUP(mig_ctx_freep, xmlXPathContext, xmlXPathFreeContext)
+
+static const char *virt_msg(void)
+{
+	virErrorPtr e = virGetLastError();
+
+	return e && e->message ? e->message : "unknown libvirt error";
+}
+
+/* The string value of an XPath expression over doc ("" when none). */
+static void xpath_str(xmlXPathContextPtr ctx, const char *expr, char *buf, size_t len)
+{
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, ctx);
+
+	buf[0] = 0;
+	if (o && o->type == XPATH_STRING && o->stringval)
+		snprintf(buf, len, "%s", (const char *)o->stringval);
+	xmlXPathFreeObject(o);
+}
+
+static double xpath_num(xmlXPathContextPtr ctx, const char *expr)
+{
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, ctx);
+	double v = o && o->type == XPATH_NUMBER ? o->floatval : 0;
+
+	xmlXPathFreeObject(o);
+	return v;
+}
+
+/* What the live XML says: the opt-in, the pod key, whether our metadata
+ * is there, the disks. */
+static int read_xml(virDomainPtr d, struct cl_migrate_dom *out, struct vmact_err *err)
+{
+	_cleanup_free_ char *xml = virDomainGetXMLDesc(d, 0);
+	_cleanup_(mig_doc_freep) xmlDocPtr doc = NULL;
+	_cleanup_(mig_ctx_freep) xmlXPathContextPtr ctx = NULL;
+	char v[128];
+
+	if (!xml)
+		return vmact_err_set(err, EIO, "domain %s: its XML: %s", out->name, virt_msg());
+	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOBLANKS);
+	if (!doc || !(ctx = xmlXPathNewContext(doc)))
+		return vmact_err_set(err, EIO, "domain %s: its XML does not parse", out->name);
+	if (xmlXPathRegisterNs(ctx, BAD_CAST "v", BAD_CAST VMACT_NS) < 0 ||
+	    xmlXPathRegisterNs(ctx, BAD_CAST "cl", BAD_CAST CL_DOMXML_NS) < 0)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	xpath_str(ctx, "string(/domain/metadata/v:autoscaling/v:migration/@enabled)", v, sizeof(v));
+	out->opted_in = !strcmp(v, "true");
+	out->ours = xpath_num(ctx, "count(/domain/metadata/cl:*)") > 0;
+	out->has_disks = xpath_num(ctx, "count(/domain/devices/disk[source])") > 0 ||
+			 xpath_num(ctx, "count(/domain/devices/filesystem[source])") > 0;
+	xpath_str(ctx, "string(/domain/metadata/v:autoscaling/v:pod/@namespace)", out->pod_ns,
+		  sizeof(out->pod_ns));
+	xpath_str(ctx, "string(/domain/metadata/v:autoscaling/v:pod/@name)", out->pod_name,
+		  sizeof(out->pod_name));
+	if (!out->pod_ns[0] || !out->pod_name[0]) {
+		/* vmactd's runner's own key (doc/domain.md). */
+		snprintf(out->pod_ns, sizeof(out->pod_ns), "default");
+		snprintf(out->pod_name, sizeof(out->pod_name), "%.*s", VMACT_LEASE_NAME_MAX,
+			 out->name);
+	}
+	return 0;
+}
+
+int cl_migrate_inspect(virConnectPtr c, const char *name, struct cl_migrate_dom *out,
+		       struct vmact_err *err)
+{
+	_cleanup_(mig_dom_freep) virDomainPtr d = virDomainLookupByName(c, name);
+	virDomainInfo info;
+	int state = 0, reason = 0, vcpus;
+
+	memset(out, 0, sizeof(*out));
+	if (!d) {
+		virErrorPtr e = virGetLastError();
+
+		if (e && e->code == VIR_ERR_NO_DOMAIN)
+			return vmact_err_set(err, ENOENT, "no domain %s", name);
+		return vmact_err_set(err, EIO, "domain %s: %s", name, virt_msg());
+	}
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	if (virDomainGetUUIDString(d, out->uuid) < 0 ||
+	    virDomainGetState(d, &state, &reason, 0) < 0)
+		return vmact_err_set(err, EIO, "domain %s: %s", name, virt_msg());
+	if (state != VIR_DOMAIN_RUNNING)
+		return vmact_err_set(err, ESRCH, "domain %s does not run", name);
+	out->persistent = virDomainIsPersistent(d) == 1;
+	vcpus = virDomainGetVcpusFlags(d, VIR_DOMAIN_AFFECT_LIVE);
+	if (vcpus <= 0 || virDomainGetInfo(d, &info) < 0)
+		return vmact_err_set(err, EIO, "domain %s: its size: %s", name, virt_msg());
+	out->size.milli_cpu = (uint32_t)vcpus * 1000;
+	out->size.mem_bytes = (uint64_t)info.memory * 1024;
+	return read_xml(d, out, err);
+}
+
+int cl_migrate_list(virConnectPtr c, void (*fn)(void *ud, const struct cl_migrate_dom *d), void *ud,
+		    struct vmact_err *err)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, VIR_CONNECT_LIST_DOMAINS_RUNNING);
+
+	if (n < 0)
+		return vmact_err_set(err, EIO, "listing the domains: %s", virt_msg());
+	for (int i = 0; i < n; i++) {
+		struct cl_migrate_dom d;
+		struct vmact_err e = { 0 };
+		const char *name = virDomainGetName(doms[i]);
+
+		if (name && cl_migrate_inspect(c, name, &d, &e) == 0)
+			fn(ud, &d);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The finished job's figures, as the destination (else the source) has
+ * them. */
+static void job_stats(virDomainPtr moved, virDomainPtr src, struct cl_migrate_result *res)
+{
+	virDomainPtr at[] = { moved, src };
+
+	res->downtime_ms = -1;
+	for (size_t i = 0; i < ARRAY_SIZE(at); i++) {
+		virTypedParameterPtr p = NULL;
+		int n = 0, type = 0;
+		unsigned long long v;
+
+		if (!at[i] || virDomainGetJobStats(at[i], &type, &p, &n,
+						   VIR_DOMAIN_JOB_STATS_COMPLETED) < 0) {
+			virResetLastError();
+			continue;
+		}
+		if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_DOWNTIME, &v) == 1)
+			res->downtime_ms = (int64_t)v;
+		if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_MEMORY_PROCESSED, &v) == 1)
+			res->bytes = v;
+		virTypedParamsFree(p, n);
+		if (res->downtime_ms >= 0)
+			return;
+	}
+}
+
+int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
+		    const struct cl_host_cfg *to, struct cl_migrate_result *res,
+		    struct vmact_err *err)
+{
+	_cleanup_(mig_dom_freep) virDomainPtr d = virDomainLookupByName(src, name);
+	_cleanup_(mig_dom_freep) virDomainPtr moved = NULL;
+	virTypedParameterPtr params = NULL;
+	int n = 0, max = 0, r = 0;
+	unsigned flags = VIR_MIGRATE_LIVE | VIR_MIGRATE_ABORT_ON_ERROR | VIR_MIGRATE_AUTO_CONVERGE;
+	char uri[300];
+	double t0;
+
+	memset(res, 0, sizeof(*res));
+	res->downtime_ms = -1;
+	if (!d)
+		return vmact_err_set(err, ENOENT, "domain %s: %s", name, virt_msg());
+	if (!to->migration_address[0])
+		return vmact_err_set(err, EINVAL,
+				     "host %s takes no moved VMs (no migration.address)", to->name);
+	/* A persistent domain's definition moves with it; a transient one
+	 * stays transient on the target. */
+	if (virDomainIsPersistent(d) == 1)
+		flags |= VIR_MIGRATE_PERSIST_DEST | VIR_MIGRATE_UNDEFINE_SOURCE;
+	/* An IPv6 literal goes into the URI in brackets. */
+	if (strchr(to->migration_address, ':') && to->migration_address[0] != '[')
+		snprintf(uri, sizeof(uri), "tcp://[%s]", to->migration_address);
+	else
+		snprintf(uri, sizeof(uri), "tcp://%s", to->migration_address);
+	if (virTypedParamsAddString(&params, &n, &max, VIR_MIGRATE_PARAM_URI, uri) < 0 ||
+	    virTypedParamsAddString(&params, &n, &max, VIR_MIGRATE_PARAM_LISTEN_ADDRESS,
+				    to->migration_address) < 0 ||
+	    (to->migration_bandwidth_mib_s &&
+	     virTypedParamsAddULLong(&params, &n, &max, VIR_MIGRATE_PARAM_BANDWIDTH,
+				     to->migration_bandwidth_mib_s) < 0)) {
+		virTypedParamsFree(params, n);
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	}
+	t0 = mono_s();
+	moved = virDomainMigrate3(d, dst, params, (unsigned)n, flags);
+	res->seconds = mono_s() - t0;
+	virTypedParamsFree(params, n);
+	if (!moved)
+		r = vmact_err_set(err, EIO, "moving %s to %s: %s", name, to->name, virt_msg());
+	else
+		job_stats(moved, d, res);
+	return r;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The libvirt side of a live migration between two hosts (prefix
+ * cl_migrate_; doc/cluster.md, "Live migration"): what a running domain
+ * says of itself (its size, whether it opted in, the key its host's
+ * arbiter knows it by), the move itself (libvirt's managed direct
+ * migration over the two connections the caller holds) and what the move
+ * cost. Blocking, from a job thread. */
+#pragma once
+
+#include <libvirt/libvirt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/resources.h"
+#include "cluster/config/config.h"
+#include "shared/lease.h"
+
+/* A running domain as a move needs it. */
+struct cl_migrate_dom {
+	char name[CL_NAME_MAX];
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	bool persistent;
+	bool opted_in;  /* <vmact:migration enabled='true'/> */
+	bool ours;      /* a VM of vmact-groupd's groups (cluster metadata) */
+	bool has_disks; /* a disk or filesystem with a source on the host */
+	/* The key its host's arbiter knows it by: <vmact:pod>'s, else
+	 * "default" and the domain's name (vmactd's runner's own). */
+	char pod_ns[VMACT_LEASE_NAME_MAX + 1];
+	char pod_name[VMACT_LEASE_NAME_MAX + 1];
+	/* What it runs with: live vCPUs x 1000, current memory. */
+	struct vmact_resources size;
+};
+
+/* The domain called name on c: -ENOENT when there is none, -ESRCH when it
+ * does not run, -EIO. */
+int cl_migrate_inspect(virConnectPtr c, const char *name, struct cl_migrate_dom *out,
+		       struct vmact_err *err);
+
+/* Every running domain on c, as cl_migrate_inspect reads it (those that
+ * stop or go meanwhile are skipped); 0 or -EIO. */
+int cl_migrate_list(virConnectPtr c, void (*fn)(void *ud, const struct cl_migrate_dom *d), void *ud,
+		    struct vmact_err *err);
+
+struct cl_migrate_result {
+	double seconds;      /* the call, start to end */
+	int64_t downtime_ms; /* as libvirt measured it; -1: not reported */
+	uint64_t bytes;      /* memory sent; 0: not reported */
+};
+
+/* Moves the running domain `name` from src to dst, live: the memory to
+ * tcp://to->migration_address (where dst's QEMU listens), its definition
+ * with it (a persistent domain is defined on dst and undefined on src
+ * once it runs there; a transient one stays transient). Auto-converge
+ * keeps a busy guest's move finite. libvirt cancels the move when the
+ * caller dies mid-way (its connection closes). -EIO with libvirt's
+ * reason. */
+int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
+		    const struct cl_host_cfg *to, struct cl_migrate_result *res,
+		    struct vmact_err *err);

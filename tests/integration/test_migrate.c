@@ -1,0 +1,810 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmact-groupd moves a running VM to another host (doc/cluster.md, "Live
+ * migration"): two real libvirt daemons on this machine (A, the system
+ * one, and B, tests/host/host2.sh: its own host UUID, run directories and
+ * cgroup tree), a vmactd on each with its arbiter's lease interface (A's
+ * arbiter the defaults' 1.8 CPUs of this 2-CPU host, B's with CPU
+ * overcommitted twice: 3.6), vmact-groupd over both as its own user, and
+ * the project's TCG test guest, persistent (its definition moves too),
+ * reporting on its serial log (opened in append mode: both QEMUs write it
+ * in turn). The cases run in order on the one guest:
+ *
+ *   refused_until_opted_in  a VM without <vmact:migration enabled='true'/>
+ *                           is not moved (409, the reason named); an
+ *                           unknown VM is not found; with A full (a lease
+ *                           of the test's own, the ballast, takes its
+ *                           room) and the guest busy, relief says it has
+ *                           not opted in and moves nothing;
+ *   relief_moves_it         opted in, refused at A: vmact-groupd moves it
+ *                           to B on its own (reason pressure, the figures
+ *                           in the event), A's vmactd stopped resizing it
+ *                           first (frozen); on B it runs with its
+ *                           definition and vmact metadata, B's vmactd
+ *                           manages it and grows it; A's arbiter holds
+ *                           nothing of it, B's does; its lines go on;
+ *   moves_by_command        `vmact-groupctl migrate VM --to a --wait`
+ *                           brings it back (a command is not held by the
+ *                           rest after a move); refused at A again, it
+ *                           moved just now: relief says so instead;
+ *                           listed, counted in vmact_migrations_total;
+ *   drain_undrain           `vmact-groupctl drain a`: the guest leaves A
+ *                           (reason drain), A is out of placement (a
+ *                           command to move it there is refused), and
+ *                           back after `undrain a`;
+ *   moves_back_to_best      moved without a target: the host with room
+ *                           (A) is chosen, and it runs there;
+ *   failed_move_retried     vmact-groupd restarted (moves to B slowed),
+ *                           A full, the guest refused: relief moves it and
+ *                           the move is aborted on A; undone (on A only,
+ *                           B holds nothing of it, A's mark gone, vmactd A
+ *                           manages it), the reason listed, relief says it
+ *                           rests, and after the backoff the move succeeds.
+ *
+ * After each move the guest's control socket is bound again in the QEMU it
+ * runs in (th_host2_rebind_ctl: the source's QEMU unlinked it as it
+ * exited). Root; B is stopped at the end unless VMACT_TEST_HOST2_KEEP is set.
+ * Conditions are awaited with generous safety limits; nothing is timed. */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "base/macro.h"
+#include "base/time.h"
+#include "hotplug/hotplug.h"
+#include "shared/group-api.h"
+#include "shared/lease.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/ctl.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/host2.h"
+#include "tests/lib/net.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX       "vmact-mgr"
+#define LIMIT_BOOT_S 180.0
+#define LIMIT_S      180.0
+/* What vmactd logs as it stops resizing a VM being moved away. */
+#define VMACTD_FROZEN_LINE "frozen for migration"
+
+#define META_HEAD "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
+/* The same opted in, as virDomainSetMetadata takes it (libvirt adds the
+ * namespace and its prefix). */
+#define META_OPTED_IN                                            \
+	"<autoscaling enabled='true'><cpu min='1' max='4'/>"     \
+	"<memory min='512Mi' max='1536Mi' method='virtio-mem'/>" \
+	"<compute-unit cpu='250m' memory='256Mi'/><migration enabled='true'/></autoscaling>"
+
+static struct {
+	struct th_cluster_stack s;
+	struct tg_guest g;
+	struct th_vmactd a, b;
+	unsigned port_a, port_b; /* their arbiters */
+	char b_pid[16];
+	char tpl[128], cfg[160];
+	virConnectPtr vca, vcb;
+} fx;
+
+/* ---- vmactd on each host, with its arbiter's lease interface ---- */
+
+static unsigned start_vmactd(struct th_vmactd *d, const char *b_pid, double overcommit)
+{
+	char prefix[64];
+	unsigned arb = 0;
+
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	if (th_host2_vmactd(d, prefix, fx.s.key, b_pid, overcommit, &arb) < 0)
+		fail_msg("vmactd did not start with its arbiter");
+	return arb;
+}
+
+/* The guest's entry at the arbiter on port. */
+static long arbiter_pod(unsigned port, struct vmact_lease_pod *pod)
+{
+	return th_host2_arbiter_pod(fx.s.key, port, "default", fx.g.name, pod);
+}
+
+/* ---- the cluster layer ---- */
+
+static void write_groupd_cfg(unsigned b_bandwidth)
+{
+	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
+	assert_int_equal(th_host2_groupd_cfg(fx.cfg, fx.s.sock, fx.s.key, fx.port_a, fx.port_b,
+					     b_bandwidth, ""),
+			 0);
+	assert_int_equal(th_cluster_stack_own(&fx.s, fx.cfg, false, 0644), 0);
+}
+
+/* ---- what runs where ---- */
+
+static bool runs_on(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+	int state = 0, reason = 0;
+	bool yes;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
+	virDomainFree(d);
+	return yes;
+}
+
+/* libvirt on A has an outgoing migration of the guest under way. */
+static bool leaving_a_now(void)
+{
+	virDomainPtr d = virDomainLookupByName(fx.vca, fx.g.name);
+	virTypedParameterPtr p = NULL;
+	int n = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
+	bool yes = false;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	if (virDomainGetJobStats(d, &type, &p, &n, 0) == 0) {
+		yes = type != VIR_DOMAIN_JOB_NONE &&
+		      virTypedParamsGetInt(p, n, VIR_DOMAIN_JOB_OPERATION, &op) == 1 &&
+		      op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT;
+		virTypedParamsFree(p, n);
+	}
+	virDomainFree(d);
+	return yes;
+}
+
+static bool defined_on(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	virDomainFree(d);
+	return true;
+}
+
+static bool managed_by(void *arg)
+{
+	const struct th_vmactd *d = arg;
+	char msg[256];
+	json_t *doc = th_ctl_vm(d->sock, fx.g.name, msg, sizeof(msg));
+	bool yes = doc != NULL;
+
+	json_decref(doc);
+	return yes;
+}
+
+static bool no_entry_at(void *arg)
+{
+	return arbiter_pod(*(unsigned *)arg, NULL) == 404;
+}
+
+static char *meta_of(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+	char *m;
+
+	assert_non_null(d);
+	m = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_CONFIG);
+	virDomainFree(d);
+	assert_non_null(m);
+	return m;
+}
+
+/* ---- set-up ---- */
+
+static int setup(void **state)
+{
+	char meta[1024], msg[512];
+	virDomainPtr d;
+	char *xml;
+
+	(void)state;
+	tg_quiet_libvirt();
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
+		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
+		return -1;
+	}
+	fx.vca = virConnectOpen("qemu:///system");
+	fx.vcb = virConnectOpen(TH_HOST2_URI);
+	if (!fx.vca || !fx.vcb || th_cluster_stack_init(&fx.s, PREFIX) < 0 ||
+	    th_vmactd_init(&fx.a, PREFIX "a", NULL) < 0 ||
+	    th_vmactd_init(&fx.b, PREFIX "b", NULL) < 0) {
+		print_error("set-up: libvirt, the cluster user or vmactd's fixture\n");
+		return -1;
+	}
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.a.dir);
+	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
+			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
+		return -1;
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	/* Not opted in yet (the first case). */
+	snprintf(meta, sizeof(meta), META_HEAD "</vmact:autoscaling>");
+	if (tg_start_template(fx.vca, PREFIX, meta, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	/* Persistent, as an operator's VMs are: its definition moves too. */
+	xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
+	d = xml ? virDomainDefineXML(fx.vca, xml) : NULL;
+	free(xml);
+	if (!d) {
+		print_error("cannot make the guest persistent\n");
+		return -1;
+	}
+	virDomainFree(d);
+	fx.port_a = 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	virConnectPtr c[2] = { fx.vca, fx.vcb };
+
+	(void)state;
+	th_cluster_stack_teardown(&fx.s);
+	th_vmactd_teardown(&fx.a);
+	th_vmactd_teardown(&fx.b);
+	for (int i = 0; i < 2; i++) {
+		virDomainPtr d = c[i] && fx.g.name[0] ? virDomainLookupByName(c[i], fx.g.name)
+						      : NULL;
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		virResetLastError();
+	}
+	tg_destroy(&fx.g);
+	if (fx.vca)
+		virConnectClose(fx.vca);
+	if (fx.vcb)
+		virConnectClose(fx.vcb);
+	th_host2_down();
+	return 0;
+}
+
+/* Everything up: the guest booted (idle), both vmactds, groupd. */
+static void stack_up(void)
+{
+	if (fx.port_a)
+		return;
+	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("the guest did not boot");
+	fx.port_a = start_vmactd(&fx.a, NULL, 1);
+	fx.port_b = start_vmactd(&fx.b, fx.b_pid, 2);
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s", fx.g.name);
+	write_groupd_cfg(0);
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start, or never found its VMs");
+}
+
+/* ---- the cases ---- */
+
+static void opt_in(void)
+{
+	virDomainPtr d = virDomainLookupByName(fx.vca, fx.g.name);
+
+	assert_non_null(d);
+	assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, META_OPTED_IN,
+					      HP_NS_PREFIX, HP_NS_URI,
+					      VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG),
+			 0);
+	virDomainFree(d);
+}
+
+/* The last move of the guest listed, ended (*e filled) with that reason. */
+struct ended {
+	const char *reason;
+	uint64_t after_id; /* a move with a larger id */
+	uint64_t id;
+	char result[16], error[512], from[64], to[64], why[512];
+	int64_t downtime_ms;
+};
+
+static bool move_ended(void *arg)
+{
+	struct ended *e = arg;
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
+	bool done = false;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return false;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const struct vmact_gapi_migration *m = &l.v[i];
+
+		if (strcmp(m->vm, fx.g.name) || m->id <= e->after_id || !m->result[0] ||
+		    (e->reason && strcmp(m->reason, e->reason)))
+			continue;
+		e->id = m->id;
+		snprintf(e->result, sizeof(e->result), "%s", m->result);
+		snprintf(e->error, sizeof(e->error), "%s", m->error);
+		snprintf(e->from, sizeof(e->from), "%s", m->from);
+		snprintf(e->to, sizeof(e->to), "%s", m->to);
+		snprintf(e->why, sizeof(e->why), "%s", m->why);
+		e->downtime_ms = m->downtime_ms;
+		done = true;
+	}
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return done;
+}
+
+static struct ended wait_move(const char *reason, uint64_t after_id)
+{
+	struct ended e = { .reason = reason, .after_id = after_id };
+
+	if (!th_wait_until(NULL, move_ended, &e, (uint64_t)(LIMIT_S * 2 * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "no move of %s (%s) ended", fx.g.name,
+				      reason ? reason : "any reason");
+	print_message("move %llu (%s): %s -> %s %s, downtime %lld ms%s%s%s%s\n",
+		      (unsigned long long)e.id, reason ? reason : "?", e.from, e.to, e.result,
+		      (long long)e.downtime_ms, e.why[0] ? "; " : "", e.why, e.error[0] ? "; " : "",
+		      e.error);
+	if (strcmp(e.result, "success"))
+		th_cluster_stack_fail(&fx.s, "the move failed: %s", e.error);
+	return e;
+}
+
+/* The host's document from GET /v1/hosts (the caller's). */
+static json_t *host_doc(const char *name)
+{
+	long status = 0;
+	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/hosts", NULL, &status), *h, *r = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "hosts"), i, h)
+		if (!strcmp(json_string_value(json_object_get(h, "name")) ?: "", name))
+			r = json_incref(h);
+	json_decref(doc);
+	return r;
+}
+
+struct relief_says {
+	const char *host, *what;
+};
+
+static bool relief_says(void *arg)
+{
+	const struct relief_says *rs = arg;
+	json_t *h = host_doc(rs->host);
+	const char *t = json_string_value(json_object_get(h, "relief"));
+	bool yes = t && strstr(t, rs->what);
+
+	json_decref(h);
+	return yes;
+}
+
+/* The guest runs on c only, defined there only (awaited: the source's
+ * domain goes a moment after the move's end). */
+static bool only_on_now(void *c)
+{
+	virConnectPtr other = c == fx.vca ? fx.vcb : fx.vca;
+
+	return runs_on(c) && !runs_on(other) && !defined_on(other);
+}
+
+static void only_on(virConnectPtr c, const char *what)
+{
+	if (!th_wait_until(NULL, only_on_now, c, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "%s: not running on one host only", what);
+}
+
+/* vmactd B resized the guest (grew it: it arrived at A's size, refused
+ * more there). */
+static bool grown_on_b(void *arg)
+{
+	char needle[256];
+
+	(void)arg;
+	snprintf(needle, sizeof(needle), "%s: resized to ", fx.g.name);
+	return th_vmactd_log_has(&fx.b, needle);
+}
+
+static bool fits_a(void *arg)
+{
+	struct vmact_lease_pod pod;
+
+	(void)arg;
+	return arbiter_pod(fx.port_b, &pod) == 200 && pod.size.milli_cpu <= 1500;
+}
+
+static bool metric_is(const char *line)
+{
+	char url[128], *page;
+	bool yes;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", fx.s.metrics_port);
+	page = th_cluster_http_get(url);
+	yes = page && strstr(page, line);
+	free(page);
+	return yes;
+}
+
+/* The guest told line, wherever it runs; its report with busy == n. */
+static void busy(unsigned n)
+{
+	char line[16];
+	struct tg_report r;
+
+	snprintf(line, sizeof(line), n ? "busy %u" : "idle", n);
+	assert_int_equal(tg_cmd(&fx.g, line), 0);
+	if (!tg_wait(&fx.g, 0, tg_busy_eq, &n, LIMIT_S, &r))
+		fail_msg("the guest did not run %u busy loops", n);
+}
+
+/* After a move: the guest's control socket in the QEMU it runs in now. */
+static void rebind(virConnectPtr c)
+{
+	if (th_host2_rebind_ctl(c == fx.vca ? "qemu:///system" : TH_HOST2_URI, &fx.g) < 0)
+		fail_msg("cannot bind the guest's control socket again");
+}
+
+/* A's room taken by a lease of the test's own (the ballast), leaving the
+ * guest only what it holds now: its next step up is refused. */
+static void ballast_on(void)
+{
+	struct vmact_lease_pod pod;
+	uint32_t take;
+
+	assert_int_equal(arbiter_pod(fx.port_a, &pod), 200);
+	take = 1800 - pod.size.milli_cpu;
+	print_message("ballast: %u m at A beside the guest's %u m\n", take, pod.size.milli_cpu);
+	assert_int_equal(th_host2_arbiter_lease(fx.s.key, fx.port_a, "test", "ballast", take, 3600),
+			 200);
+}
+
+static void ballast_off(void)
+{
+	assert_int_equal(th_host2_arbiter_lease(fx.s.key, fx.port_a, "test", "ballast", 0, 0), 200);
+}
+
+static void run_groupctl(const char *const *args, char *out, size_t len, int *rc)
+{
+	char groupctl[PATH_MAX];
+	const char *argv[16] = { groupctl, "-s", fx.s.sock };
+	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_PIPE };
+	struct th_proc p = { 0 };
+	size_t n = 3;
+
+	snprintf(groupctl, sizeof(groupctl), "%s", fx.s.groupd);
+	*strrchr(groupctl, '/') = 0;
+	strncat(groupctl, "/vmact-groupctl", sizeof(groupctl) - strlen(groupctl) - 1);
+	for (; *args && n < 15; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	assert_int_equal(th_spawn(&p, argv, &o), 0);
+	out[0] = 0;
+	th_read_fd_all(p.out_fd, out, len);
+	*rc = th_proc_wait(&p);
+	print_message("vmact-groupctl %s: exit %d\n%s", argv[3], *rc, out);
+}
+
+/* Metadata as libvirt keeps it, its layout aside (a move re-indents it). */
+static void squeeze(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r == '>') {
+			*w++ = *r;
+			while (r[1] == ' ' || r[1] == '\n' || r[1] == '\t')
+				r++;
+			continue;
+		}
+		*w++ = *r;
+	}
+	*w = 0;
+}
+
+static void refused_until_opted_in(void **state)
+{
+	struct relief_says rs = { "a", "not opted in" };
+	char path[256];
+	long status = 0;
+	json_t *doc;
+	const char *text;
+
+	(void)state;
+	stack_up();
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{\"to\":\"b\"}", &status);
+	text = json_string_value(json_object_get(doc, "error"));
+	print_message("not opted in: %ld %s\n", status, text ? text : "(no error)");
+	assert_int_equal(status, 409);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "has not opted in"));
+	assert_string_equal(json_string_value(json_object_get(doc, "reason")), "precondition");
+	json_decref(doc);
+	/* An unknown VM is not found. */
+	doc = th_cluster_stack_api(&fx.s, "POST", "/v1/vms/no-such-vm-here/migrate", "{}", &status);
+	json_decref(doc);
+	assert_int_equal(status, 404);
+	/* A full: relief says why nothing moves, and moves nothing. */
+	ballast_on();
+	busy(1);
+	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s,
+				      "host a's relief never said the guest has not opted in");
+	only_on(fx.vca, "not opted in");
+}
+
+static void relief_moves_it(void **state)
+{
+	struct tg_report before, after;
+	struct vmact_lease_pod pod;
+	struct ended e;
+	char *meta_before, *meta_after;
+	unsigned pa;
+
+	(void)state;
+	stack_up();
+	meta_before = meta_of(fx.vca);
+	assert_true(tg_report(&fx.g, &before));
+	/* Opted in, refused at A: relief moves it. */
+	opt_in();
+	free(meta_before);
+	meta_before = meta_of(fx.vca);
+	assert_non_null(strstr(meta_before, "migration"));
+	e = wait_move("pressure", 0);
+	assert_string_equal(e.from, "a");
+	assert_string_equal(e.to, "b");
+	assert_non_null(strstr(e.why, "over its watermark"));
+	assert_true(e.downtime_ms >= 0);
+	only_on(fx.vcb, "after relief");
+	meta_after = meta_of(fx.vcb);
+	squeeze(meta_before);
+	squeeze(meta_after);
+	assert_string_equal(meta_before, meta_after);
+	free(meta_before);
+	free(meta_after);
+	/* A stopped resizing it before libvirt moved it. */
+	assert_true(th_vmactd_log_has(&fx.a, VMACTD_FROZEN_LINE));
+	/* B manages it and gives it what A could not. */
+	if (!th_vmactd_wait(&fx.b, managed_by, &fx.b, LIMIT_S))
+		fail_msg("vmactd B does not manage %s after the move", fx.g.name);
+	if (!th_vmactd_wait(&fx.b, grown_on_b, NULL, LIMIT_S))
+		fail_msg("vmactd B never grew %s, refused at A", fx.g.name);
+	assert_int_equal(arbiter_pod(fx.port_b, &pod), 200);
+	assert_false(pod.moving);
+	print_message("on B: %u m CPU\n", pod.size.milli_cpu);
+	pa = fx.port_a;
+	if (!th_wait_until(NULL, no_entry_at, &pa, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("A's arbiter still holds an entry for %s", fx.g.name);
+	if (!tg_wait(&fx.g, before.seq, NULL, NULL, LIMIT_S, &after))
+		fail_msg("the guest stopped reporting after the move");
+	print_message("guest lines: seq %lu before, %lu after\n", before.seq, after.seq);
+	assert_true(metric_is("vmact_migrations_total{reason=\"pressure\",result=\"success\"} 1"));
+	ballast_off();
+	rebind(fx.vcb);
+}
+
+static void moves_by_command(void **state)
+{
+	const char *args[] = { "migrate", fx.g.name, "--to", "a", "--wait", NULL };
+	/* (A round that began while the move was under way says "moving".) */
+	struct relief_says rs = { "a", "moved less than" };
+	char out[4096];
+	json_t *h;
+	int rc;
+
+	(void)state;
+	stack_up();
+	if (!runs_on(fx.vcb))
+		skip();
+	run_groupctl(args, out, sizeof(out), &rc);
+	if (rc != 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupctl migrate failed (exit %d)", rc);
+	assert_non_null(strstr(out, "success"));
+	only_on(fx.vca, "after the command");
+	rebind(fx.vca);
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s after the move back", fx.g.name);
+	assert_true(metric_is("vmact_migrations_total{reason=\"command\",result=\"success\"} 1"));
+	assert_true(metric_is("vmact_migration_downtime_seconds_count 2"));
+	/* Refused at A again, but it moved just now: relief says why it
+	 * stays. */
+	ballast_on();
+	busy(2);
+	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "host a's relief never said why nothing moves");
+	h = host_doc("a");
+	print_message("host a: %s\n", json_string_value(json_object_get(h, "relief")));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(h, "relief")), "nothing can move"));
+	json_decref(h);
+	only_on(fx.vca, "resting");
+	ballast_off();
+	busy(1);
+}
+
+static void drain_undrain(void **state)
+{
+	const char *drain[] = { "drain", "a", NULL }, *undrain[] = { "undrain", "a", NULL };
+	char out[4096], path[256];
+	struct ended e;
+	long status = 0;
+	json_t *doc;
+	int rc;
+
+	(void)state;
+	stack_up();
+	if (!runs_on(fx.vca))
+		skip();
+	run_groupctl(drain, out, sizeof(out), &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "drained"));
+	e = wait_move("drain", 0);
+	assert_string_equal(e.from, "a");
+	only_on(fx.vcb, "after the drain");
+	rebind(fx.vcb);
+	doc = host_doc("a");
+	assert_true(json_is_true(json_object_get(doc, "draining")));
+	json_decref(doc);
+	/* Nothing is moved to a drained host. */
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{\"to\":\"a\"}", &status);
+	print_message("to the drained host: %ld %s\n", status,
+		      json_string_value(json_object_get(doc, "error")));
+	assert_int_equal(status, 409);
+	assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "drained"));
+	json_decref(doc);
+	run_groupctl(undrain, out, sizeof(out), &rc);
+	assert_int_equal(rc, 0);
+	doc = host_doc("a");
+	assert_false(json_is_true(json_object_get(doc, "draining")));
+	json_decref(doc);
+	assert_true(metric_is("vmact_migrations_total{reason=\"drain\",result=\"success\"} 1"));
+}
+
+static void moves_back_to_best(void **state)
+{
+	char path[256];
+	long status = 0;
+	json_t *doc;
+	struct ended e;
+	uint64_t id;
+
+	(void)state;
+	stack_up();
+	if (!runs_on(fx.vcb))
+		skip();
+	/* Idle, back within what A takes (its watermark). */
+	busy(0);
+	if (!th_wait_until(NULL, fits_a, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		fail_msg("the idle guest never shrank to what A takes");
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{}", &status);
+	print_message("to the best host: %ld %s\n", status,
+		      json_string_value(json_object_get(doc, "error")) ?: "");
+	assert_int_equal(status, 202);
+	assert_string_equal(json_string_value(json_object_get(doc, "from")), "b");
+	assert_string_equal(json_string_value(json_object_get(doc, "to")), "a");
+	id = (uint64_t)json_integer_value(json_object_get(doc, "id"));
+	json_decref(doc);
+	e = wait_move("command", id - 1);
+	assert_true(e.id == id);
+	only_on(fx.vca, "moved back");
+	rebind(fx.vca);
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s after the move back", fx.g.name);
+}
+
+/* A move libvirt fails: vmact-groupd restarted with moves to B slowed to
+ * 8 MiB/s (its memory of moves gone with it: nothing rests), A full again
+ * and the guest refused there: relief moves it, and the test aborts the
+ * move on A (virDomainAbortJob, as `virsh domjobabort`). */
+static bool migrating_now(void *arg)
+{
+	uint64_t *id = arg;
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
+	bool yes = false;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return false;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		if (!strcmp(l.v[i].vm, fx.g.name) && !strcmp(l.v[i].phase, "migrating") &&
+		    !l.v[i].result[0]) {
+			*id = l.v[i].id;
+			yes = true;
+		}
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return yes && leaving_a_now();
+}
+
+static void failed_move_retried(void **state)
+{
+	struct relief_says rs = { "a", "its last move failed" };
+	struct vmact_lease_pod pod;
+	struct ended e = { .reason = "pressure" };
+	uint64_t id = 0;
+	virDomainPtr d;
+
+	(void)state;
+	stack_up();
+	if (!runs_on(fx.vca))
+		skip();
+	th_cluster_stack_stop(&fx.s);
+	write_groupd_cfg(8);
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
+	ballast_on();
+	busy(2);
+	if (!th_wait_until(NULL, migrating_now, &id, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "relief never started moving the guest again");
+	d = virDomainLookupByName(fx.vca, fx.g.name);
+	assert_non_null(d);
+	assert_int_equal(virDomainAbortJob(d), 0);
+	virDomainFree(d);
+	e.after_id = id - 1;
+	if (!th_wait_until(NULL, move_ended, &e, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "the aborted move never ended");
+	print_message("aborted: %s: %s\n", e.result, e.error);
+	assert_true(e.id == id);
+	assert_string_equal(e.result, "failed");
+	assert_true(e.error[0] != 0);
+	/* Undone: on A only, nothing of it at B, A's mark gone, managed. */
+	only_on(fx.vca, "after the abort");
+	assert_int_equal(arbiter_pod(fx.port_b, NULL), 404);
+	assert_int_equal(arbiter_pod(fx.port_a, &pod), 200);
+	assert_false(pod.moving);
+	if (!th_vmactd_wait(&fx.a, managed_by, &fx.a, LIMIT_S))
+		fail_msg("vmactd A does not manage %s after the failed move", fx.g.name);
+	if (!th_wait_until(NULL, relief_says, &rs, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "host a's relief never said the move failed");
+	assert_true(metric_is("vmact_migrations_total{reason=\"pressure\",result=\"failed\"} 1"));
+	/* Retried after the backoff, successfully. */
+	e = wait_move("pressure", id);
+	only_on(fx.vcb, "after the retry");
+	ballast_off();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(refused_until_opted_in), cmocka_unit_test(relief_moves_it),
+		cmocka_unit_test(moves_by_command),       cmocka_unit_test(drain_undrain),
+		cmocka_unit_test(moves_back_to_best),     cmocka_unit_test(failed_move_retried),
+	};
+
+	if (!th_root_test("test_migrate", "two libvirt daemons, vmactd, vmact-groupd"))
+		return 1;
+	if (getenv("VMACT_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
+	return cmocka_run_group_tests_name("migrate", tests, setup, teardown);
+}

@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Live migration under kill -9 (make torture-cluster; doc/cluster.md,
+ * "Live migration"): two libvirt daemons on this machine (A and B,
+ * tests/host/host2.sh), a vmactd on each with its arbiter on a fixed port,
+ * vmact-groupd over both with short leases (lease_s 10), and one test
+ * guest, persistent, opted in, busy on one thread.
+ *
+ * Each round asks vmact-groupd to move the guest to the other host and,
+ * a random 0-4 s later, does one of: nothing, SIGKILL vmact-groupd,
+ * SIGKILL the source's vmactd, SIGKILL the target's vmactd, or abort the
+ * move on the source (virDomainAbortJob, as libvirt failing it). The dead
+ * process is started again. Once settled, each invariant that does not
+ * hold is a violation:
+ *
+ *   - the guest runs on exactly one host and is defined there only;
+ *   - it did not reboot: its status lines went on (seq rose);
+ *   - its vmact metadata is what it was (layout aside);
+ *   - its host's arbiter holds one entry for it, spoken for by that
+ *     host's vmactd and not marked moving; the other arbiter holds none;
+ *   - neither arbiter's reservations ever passed its watermark (sampled
+ *     every 100 ms all along).
+ *
+ * Prints a line per round and a summary: rounds by fault, moves that
+ * succeeded, violations (the goal is 0). VMACT_MIGRATE_TORTURE_ROUNDS
+ * (default 3: make check's short run; make torture-cluster runs 50) and
+ * VMACT_MIGRATE_TORTURE_SEED (replays a run's choices). Root, under the
+ * shared lock. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "base/time.h"
+#include "hotplug/hotplug.h"
+#include "shared/lease.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/file.h"
+#include "tests/lib/guest.h"
+#include "tests/lib/host2.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/vmactd.h"
+#include "tests/lib/wait.h"
+
+#define PREFIX       "vmact-mtt"
+#define LIMIT_BOOT_S 180.0
+#define SETTLE_S     240.0
+#define KILL_MAX_MS  4000
+#define LEASE_S      10
+
+#define META                                                                            \
+	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS \
+	"<vmact:migration enabled='true'/></vmact:autoscaling>"
+
+enum fault { F_NONE, F_GROUPD, F_VMACTD_SRC, F_VMACTD_DST, F_ABORT, N_FAULTS };
+static const char *const fault_names[] = { "none", "kill groupd", "kill source vmactd",
+					   "kill target vmactd", "abort" };
+
+static struct {
+	struct th_cluster_stack s;
+	struct tg_guest g;
+	struct th_vmactd d[2]; /* A, B */
+	unsigned port[2];
+	char b_pid[16], tpl[128], cfg[160];
+	virConnectPtr vc[2];
+	char *meta;
+	/* the watermark sampler */
+	pthread_t sampler;
+	bool sampling;
+	unsigned over; /* samples above a watermark */
+	char over_what[256];
+	unsigned seed;
+} fx;
+
+static unsigned rnd(unsigned n)
+{
+	return (unsigned)(rand_r(&fx.seed) % n);
+}
+
+static bool runs_on(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+	int state = 0, reason = 0;
+	bool yes;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
+	virDomainFree(d);
+	return yes;
+}
+
+static bool defined_on(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	virDomainFree(d);
+	return true;
+}
+
+static bool has_job(virConnectPtr c)
+{
+	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
+	virDomainJobInfo info;
+	bool yes;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	yes = virDomainGetJobInfo(d, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE;
+	virResetLastError();
+	virDomainFree(d);
+	return yes;
+}
+
+/* Where the guest runs: 0 (A), 1 (B), -1 neither or both. */
+static int host_of_guest(void)
+{
+	bool a = runs_on(fx.vc[0]), b = runs_on(fx.vc[1]);
+
+	return a == b ? -1 : a ? 0 : 1;
+}
+
+static char *meta_now(int h)
+{
+	virDomainPtr d = virDomainLookupByName(fx.vc[h], fx.g.name);
+	char *m = NULL, *w;
+
+	if (!d) {
+		virResetLastError();
+		return NULL;
+	}
+	m = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI,
+				 VIR_DOMAIN_AFFECT_CONFIG);
+	virDomainFree(d);
+	/* Layout aside: a move re-indents it. */
+	w = m;
+	for (char *r = m; r && *r; r++) {
+		*w++ = *r;
+		if (*r == '>')
+			while (r[1] == ' ' || r[1] == '\n' || r[1] == '\t')
+				r++;
+	}
+	if (w)
+		*w = 0;
+	return m;
+}
+
+/* ---- the watermark, sampled ---- */
+
+static void *sample(void *arg)
+{
+	(void)arg;
+	while (__atomic_load_n(&fx.sampling, __ATOMIC_ACQUIRE)) {
+		for (int h = 0; h < 2; h++) {
+			struct vmact_lease_ledger l;
+
+			if (th_host2_arbiter_ledger(fx.s.key, fx.port[h], &l) == 200 &&
+			    (l.reserved.milli_cpu > l.watermark.milli_cpu ||
+			     l.reserved.mem_bytes > l.watermark.mem_bytes)) {
+				__atomic_add_fetch(&fx.over, 1, __ATOMIC_RELAXED);
+				snprintf(fx.over_what, sizeof(fx.over_what),
+					 "host %c: %u m reserved against %u m", 'a' + h,
+					 l.reserved.milli_cpu, l.watermark.milli_cpu);
+			}
+		}
+		usleep(100 * 1000);
+	}
+	return NULL;
+}
+
+/* ---- settling and the invariants ---- */
+
+struct settle {
+	int host;
+	char why[512];
+};
+
+/* The round is over: the guest on one host with no job, its entry there
+ * spoken for and not moving, none at the other, no move listed in flight. */
+static bool settled(void *arg)
+{
+	struct settle *st = arg;
+	struct vmact_lease_pod pod;
+	long other;
+	int h = host_of_guest();
+
+	if (h < 0)
+		return snprintf(st->why, sizeof(st->why), "runs on %s",
+				runs_on(fx.vc[0]) ? "both hosts" : "no host"),
+		       false;
+	st->host = h;
+	if (has_job(fx.vc[0]) || has_job(fx.vc[1]))
+		return snprintf(st->why, sizeof(st->why), "a libvirt job is under way"), false;
+	if (defined_on(fx.vc[!h]))
+		return snprintf(st->why, sizeof(st->why), "defined on host %c too", 'a' + !h),
+		       false;
+	if (th_host2_arbiter_pod(fx.s.key, fx.port[h], "default", fx.g.name, &pod) != 200)
+		return snprintf(st->why, sizeof(st->why), "host %c's arbiter has no entry",
+				'a' + h),
+		       false;
+	if (!pod.agent || pod.moving)
+		return snprintf(st->why, sizeof(st->why),
+				"host %c's entry: agent %d, moving %d (leased %d)", 'a' + h,
+				pod.agent, pod.moving, pod.leased),
+		       false;
+	other = th_host2_arbiter_pod(fx.s.key, fx.port[!h], "default", fx.g.name, NULL);
+	if (other != 404)
+		return snprintf(st->why, sizeof(st->why), "host %c's arbiter answers %ld for it",
+				'a' + !h, other),
+		       false;
+	return true;
+}
+
+/* ---- set-up ---- */
+
+static void write_cfg(void)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), ",\"lifecycle\":{\"lease_s\":%d}", LEASE_S);
+	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
+	if (th_host2_groupd_cfg(fx.cfg, fx.s.sock, fx.s.key, fx.port[0], fx.port[1], 0, extra) <
+		    0 ||
+	    th_cluster_stack_own(&fx.s, fx.cfg, false, 0644) < 0)
+		fail_msg("vmact-groupd's configuration");
+}
+
+static int setup(void **state)
+{
+	char msg[512], prefix[64];
+	virDomainPtr d;
+	char *xml;
+	const char *seed = getenv("VMACT_MIGRATE_TORTURE_SEED");
+
+	(void)state;
+	tg_quiet_libvirt();
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (seed)
+		fx.seed = (unsigned)strtoul(seed, NULL, 10);
+	else if (getrandom(&fx.seed, sizeof(fx.seed), 0) != sizeof(fx.seed))
+		fx.seed = (unsigned)time(NULL);
+	print_message("seed %u (VMACT_MIGRATE_TORTURE_SEED replays it)\n", fx.seed);
+	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
+		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
+		return -1;
+	}
+	fx.vc[0] = virConnectOpen("qemu:///system");
+	fx.vc[1] = virConnectOpen(TH_HOST2_URI);
+	if (!fx.vc[0] || !fx.vc[1] || th_cluster_stack_init(&fx.s, PREFIX) < 0 ||
+	    th_vmactd_init(&fx.d[0], PREFIX "a", NULL) < 0 ||
+	    th_vmactd_init(&fx.d[1], PREFIX "b", NULL) < 0)
+		return -1;
+	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.d[0].dir);
+	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
+			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
+		return -1;
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	if (tg_start_template(fx.vc[0], PREFIX, META, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+		print_error("guest: %s\n", msg);
+		return -1;
+	}
+	xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
+	d = xml ? virDomainDefineXML(fx.vc[0], xml) : NULL;
+	free(xml);
+	if (!d)
+		return -1;
+	virDomainFree(d);
+	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+		return -1;
+	if (tg_cmd(&fx.g, "busy 1") < 0)
+		return -1;
+	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
+	if (th_host2_vmactd(&fx.d[0], prefix, fx.s.key, NULL, 2, &fx.port[0]) < 0 ||
+	    th_host2_vmactd(&fx.d[1], prefix, fx.s.key, fx.b_pid, 2, &fx.port[1]) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (fx.sampling) {
+		__atomic_store_n(&fx.sampling, false, __ATOMIC_RELEASE);
+		pthread_join(fx.sampler, NULL);
+	}
+	th_cluster_stack_teardown(&fx.s);
+	th_vmactd_teardown(&fx.d[0]);
+	th_vmactd_teardown(&fx.d[1]);
+	for (int i = 0; i < 2; i++) {
+		virDomainPtr d = fx.vc[i] && fx.g.name[0]
+					 ? virDomainLookupByName(fx.vc[i], fx.g.name)
+					 : NULL;
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		virResetLastError();
+		if (fx.vc[i])
+			virConnectClose(fx.vc[i]);
+	}
+	tg_destroy(&fx.g);
+	free(fx.meta);
+	th_host2_down();
+	return 0;
+}
+
+/* ---- the rounds ---- */
+
+static void migrate_torture(void **state)
+{
+	const char *env = getenv("VMACT_MIGRATE_TORTURE_ROUNDS");
+	unsigned rounds = env ? (unsigned)atoi(env) : 3, violations = 0, moved = 0;
+	unsigned by_fault[N_FAULTS] = { 0 };
+	struct tg_report rep;
+	unsigned long seq;
+	int host;
+
+	(void)state;
+	if (!rounds)
+		rounds = 3;
+	write_cfg();
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, SETTLE_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start");
+	{
+		struct settle st = { 0 };
+
+		if (!th_wait_until(NULL, settled, &st, (uint64_t)(SETTLE_S * VMACT_USEC_PER_SEC)))
+			th_cluster_stack_fail(&fx.s, "not settled before the first round: %s",
+					      st.why);
+		host = st.host;
+	}
+	fx.meta = meta_now(host);
+	assert_non_null(fx.meta);
+	assert_true(tg_report(&fx.g, &rep));
+	seq = rep.seq;
+	fx.sampling = true;
+	assert_int_equal(pthread_create(&fx.sampler, NULL, sample, NULL), 0);
+
+	for (unsigned r = 1; r <= rounds; r++) {
+		enum fault f = (enum fault)rnd(N_FAULTS);
+		unsigned delay_ms = rnd(KILL_MAX_MS + 1);
+		int to = !host;
+		char path[256], body[64], what[640] = "";
+		struct settle st = { 0 };
+		long status = 0;
+		json_t *doc;
+		double t0 = th_now_s();
+		char *meta;
+		bool ok = true;
+
+		by_fault[f]++;
+		snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+		snprintf(body, sizeof(body), "{\"to\":\"%c\"}", 'a' + to);
+		doc = th_cluster_stack_api(&fx.s, "POST", path, body, &status);
+		json_decref(doc);
+		if (status != 202) {
+			snprintf(what, sizeof(what), "the move was refused (%ld)", status);
+			ok = false;
+		}
+		usleep(delay_ms * 1000);
+		switch (f) {
+		case F_NONE:
+			break;
+		case F_GROUPD:
+			th_proc_stop(&fx.s.gd, SIGKILL, 0);
+			if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, SETTLE_S) < 0)
+				th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
+			break;
+		case F_VMACTD_SRC:
+		case F_VMACTD_DST: {
+			int h = f == F_VMACTD_SRC ? host : to;
+
+			if (th_host2_vmactd_respawn(&fx.d[h], h ? fx.b_pid : NULL) < 0)
+				fail_msg("vmactd %c did not start again", 'a' + h);
+			break;
+		}
+		case F_ABORT: {
+			virDomainPtr d = virDomainLookupByName(fx.vc[host], fx.g.name);
+
+			if (d) {
+				virDomainAbortJob(d); /* no job (ended, not begun): nothing */
+				virDomainFree(d);
+			}
+			virResetLastError();
+			break;
+		}
+		default:
+			break;
+		}
+		if (!th_wait_until(NULL, settled, &st, (uint64_t)(SETTLE_S * VMACT_USEC_PER_SEC))) {
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 "%snot settled: %s", what[0] ? "; " : "", st.why);
+			ok = false;
+		} else {
+			moved += st.host != host;
+			host = st.host;
+			meta = meta_now(host);
+			if (!meta || strcmp(meta, fx.meta)) {
+				snprintf(what + strlen(what), sizeof(what) - strlen(what),
+					 "%sits metadata changed", what[0] ? "; " : "");
+				ok = false;
+			}
+			free(meta);
+			if (!tg_wait(&fx.g, seq, NULL, NULL, SETTLE_S, &rep)) {
+				snprintf(what + strlen(what), sizeof(what) - strlen(what),
+					 "%sthe guest stopped reporting", what[0] ? "; " : "");
+				ok = false;
+			} else {
+				seq = rep.seq;
+			}
+		}
+		if (!ok)
+			violations++;
+		print_message("round %u: %-19s at %4u ms: on %c after %.1f s%s%s\n", r,
+			      fault_names[f], delay_ms, 'a' + host, th_now_s() - t0,
+			      ok ? "" : "; VIOLATION: ", what);
+	}
+	__atomic_store_n(&fx.sampling, false, __ATOMIC_RELEASE);
+	pthread_join(fx.sampler, NULL);
+	if (fx.over) {
+		violations++;
+		print_message("VIOLATION: a watermark passed %u times (%s)\n", fx.over,
+			      fx.over_what);
+	}
+	print_message("summary: %u rounds (", rounds);
+	for (int f = 0; f < N_FAULTS; f++)
+		print_message("%s%s %u", f ? ", " : "", fault_names[f], by_fault[f]);
+	print_message("), %u moved, violations %u\n", moved, violations);
+	if (violations)
+		th_cluster_stack_fail(&fx.s, "%u violations (seed %u)", violations, fx.seed);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(migrate_torture),
+	};
+
+	if (!th_root_test("test_migrate_torture", "two libvirt daemons, vmactd, vmact-groupd"))
+		return 1;
+	return cmocka_run_group_tests_name("migrate_torture", tests, setup, teardown);
+}

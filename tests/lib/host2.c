@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tests/lib/host2.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/macro.h"
+#include "shared/keyfile.h"
+#include "tests/lib/file.h"
+#include "tests/lib/net.h"
+#include "tests/lib/proc.h"
+#include "tests/lib/wait.h"
+
+int th_host2_up(char *pid, size_t len)
+{
+	const char *argv[] = { "bash", "tests/host/host2.sh", "up", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
+	struct th_proc p = { 0 };
+	char out[64] = "";
+
+	if (th_spawn(&p, argv, &o) < 0)
+		return -1;
+	th_read_fd_all(p.out_fd, out, sizeof(out));
+	if (th_proc_wait(&p) != 0)
+		return -1;
+	out[strcspn(out, " \n")] = 0;
+	if (!out[0] || strlen(out) >= len)
+		return -1;
+	snprintf(pid, len, "%s", out);
+	return 0;
+}
+
+void th_host2_down(void)
+{
+	const char *argv[] = { "bash", "tests/host/host2.sh", "down", NULL };
+	const struct th_spawn_opts o = { .out = TH_OUT_INHERIT, .err = TH_OUT_INHERIT };
+	struct th_proc p = { 0 };
+
+	if (getenv("VMACT_TEST_HOST2_KEEP"))
+		return;
+	if (th_spawn(&p, argv, &o) == 0)
+		th_proc_wait(&p);
+}
+
+static size_t collect(char *ptr, size_t size, size_t n, void *ud)
+{
+	char **buf = ud;
+	size_t have = *buf ? strlen(*buf) : 0, add = size * n;
+	char *b = realloc(*buf, have + add + 1);
+
+	if (!b)
+		return 0;
+	memcpy(b + have, ptr, add);
+	b[have + add] = 0;
+	*buf = b;
+	return add;
+}
+
+/* One signed request to the arbiter on port: its status, its body in
+ * *body (malloc'd, NULL without one). */
+static long signed_call(const char *key_file, unsigned port, const char *method, const char *path,
+			const char *req, char **body)
+{
+	_cleanup_free_ uint8_t *key = NULL;
+	size_t key_len = 0;
+	struct vmact_err err = { 0 };
+	char url[512], sig[VMACT_LEASE_SIG_HEX + 1];
+	long long ts = (long long)time(NULL);
+	long status = 0;
+	CURL *c;
+
+	*body = NULL;
+	if (vmact_keyfile_load(key_file, &key, &key_len, &err) < 0) {
+		fprintf(stderr, "lease key: %s\n", err.msg);
+		return 0;
+	}
+	vmact_lease_sign(key, key_len, method, path, ts, req ? req : "", req ? strlen(req) : 0,
+			 sig);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s?ts=%lld&sig=%s", port, path, ts, sig);
+	c = curl_easy_init();
+	if (!c)
+		return 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (req)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	return status;
+}
+
+long th_host2_arbiter_lease(const char *key_file, unsigned port, const char *ns, const char *name,
+			    uint32_t milli_cpu, uint32_t ttl_s)
+{
+	_cleanup_free_ char *body = NULL, *req = NULL;
+	char path[256];
+	struct vmact_lease_request lr = { .size = { milli_cpu, 1 }, .ttl_s = ttl_s };
+
+	if (!milli_cpu) {
+		snprintf(path, sizeof(path), "/v1/leases/%s/%s", ns, name);
+		return signed_call(key_file, port, "DELETE", path, NULL, &body);
+	}
+	snprintf(lr.ns, sizeof(lr.ns), "%s", ns);
+	snprintf(lr.name, sizeof(lr.name), "%s", name);
+	req = vmact_lease_request_encode(&lr);
+	return req ? signed_call(key_file, port, "POST", "/v1/leases", req, &body) : 0;
+}
+
+long th_host2_arbiter_pod(const char *key_file, unsigned port, const char *ns, const char *name,
+			  struct vmact_lease_pod *pod)
+{
+	_cleanup_free_ char *body = NULL;
+	struct vmact_err err = { 0 };
+	char path[256];
+	long status;
+
+	snprintf(path, sizeof(path), "/v1/leases/%s/%s", ns, name);
+	status = signed_call(key_file, port, "GET", path, NULL, &body);
+	if (status == 200 && pod) {
+		json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+
+		if (!doc || vmact_lease_pod_decode(doc, pod, &err) < 0) {
+			fprintf(stderr, "arbiter entry: %s (%s)\n", body ? body : "(no body)",
+				err.msg);
+			status = 0;
+		}
+		json_decref(doc);
+	}
+	return status;
+}
+
+long th_host2_arbiter_ledger(const char *key_file, unsigned port, struct vmact_lease_ledger *l)
+{
+	_cleanup_free_ char *body = NULL;
+	struct vmact_err err = { 0 };
+	long status = signed_call(key_file, port, "GET", "/v1/leases", NULL, &body);
+
+	if (status == 200) {
+		json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+
+		if (!doc || vmact_lease_ledger_decode(doc, l, &err) < 0)
+			status = 0;
+		json_decref(doc);
+	}
+	return status;
+}
+
+int th_host2_vmactd(struct th_vmactd *d, const char *prefix, const char *key_file,
+		    const char *b_pid, double overcommit, unsigned *arbiter_port)
+{
+	static const char *const args[] = { "--verbose", NULL };
+	const char *const in_b[] = { "nsenter", "-t", b_pid, "-m", "-C", NULL };
+	char text[768];
+	unsigned port = th_dead_port(), arb = th_dead_port();
+
+	/* Both ports fixed: a respawned vmactd (th_host2_vmactd_respawn)
+	 * serves where vmact-groupd's configuration says. */
+	if (!port || !arb || port == arb)
+		return -1;
+	snprintf(text, sizeof(text),
+		 "{\"arbiter\":{\"listen\":\"127.0.0.1:%u\",\"lease_key\":\"%s\","
+		 "\"overcommit_cpu\":%g},"
+		 "\"control\":{\"state_dir\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:%u\"}}",
+		 arb, key_file, overcommit, d->dir, port);
+	if (th_vmactd_config(d, prefix, text) < 0 ||
+	    th_vmactd_spawn_under(d, b_pid ? in_b : NULL, args) < 0)
+		return -1;
+	if (!th_vmactd_wait_log(d, "leases for the cluster layer", 180))
+		return -1;
+	*arbiter_port = arb;
+	return 0;
+}
+
+int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid)
+{
+	static const char *const args[] = { "--verbose", NULL };
+	const char *const in_b[] = { "nsenter", "-t", b_pid, "-m", "-C", NULL };
+
+	th_proc_stop(&d->proc, SIGKILL, 0);
+	d->spawns++;
+	snprintf(d->log, sizeof(d->log), "%s/vmactd.%u.log", d->dir, d->spawns);
+	if (th_vmactd_spawn_under(d, b_pid ? in_b : NULL, args) < 0)
+		return -1;
+	return th_vmactd_wait_log(d, "leases for the cluster layer", 180) ? 0 : -1;
+}
+
+int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
+			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra)
+{
+	char text[4096];
+
+	snprintf(text, sizeof(text),
+		 "{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
+		 "\"hosts\":["
+		 "{\"name\":\"a\",\"uri\":\"qemu:///system\","
+		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
+		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
+		 "{\"name\":\"b\",\"uri\":\"" TH_HOST2_URI "\","
+		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
+		 "\"migration\":{\"address\":\"127.0.0.1\",\"bandwidth_mib_s\":%u}}]%s}",
+		 api_socket, port_a, key_file, port_b, key_file, b_bandwidth, extra ? extra : "");
+	return th_write_file(path, text);
+}
+
+/* QEMU processes of the guest called name ("-name guest=NAME,..."). */
+static unsigned qemus_of(const char *name)
+{
+	char want[160];
+	unsigned n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return 0;
+	snprintf(want, sizeof(want), "guest=%s,", name);
+	while ((e = readdir(d))) {
+		char path[300], buf[4096];
+		ssize_t len;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[len] = 0;
+		n += strstr(buf, want) != NULL;
+	}
+	closedir(d);
+	return n;
+}
+
+static bool one_qemu(void *name)
+{
+	return qemus_of(name) == 1;
+}
+
+int th_host2_rebind_ctl(const char *uri, struct tg_guest *g)
+{
+	static unsigned seq;
+	char cmd[1024], out[1024] = "", dir[] = TG_RUNDIR "/qemu-ctl", path[sizeof(g->ctl)];
+	const char *argv[] = {
+		"virsh", "-q", "-c", uri, "qemu-monitor-command", g->name, cmd, NULL
+	};
+	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
+	struct th_proc p = { 0 };
+	struct passwd *pw = getpwnam("libvirt-qemu");
+
+	/* Once the source's QEMU is gone: it unlinks the path as it exits. */
+	if (!th_wait_until(NULL, one_qemu, (void *)g->name, 120 * 1000000ULL)) {
+		fprintf(stderr, "%s: the source's QEMU did not exit after the move\n", g->name);
+		return -1;
+	}
+	/* QEMU binds it itself now (libvirt bound the first for it, as
+	 * root): in a directory its user may write, at a new path each time. */
+	if (!pw || (mkdir(dir, 0755) < 0 && errno != EEXIST) ||
+	    chown(dir, pw->pw_uid, pw->pw_gid) < 0) {
+		fprintf(stderr, "%s: cannot make it QEMU's user's\n", dir);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%.80s-%u.ctl", dir, g->name, ++seq);
+	snprintf(cmd, sizeof(cmd),
+		 "{\"execute\":\"chardev-change\",\"arguments\":{\"id\":\"charserial1\","
+		 "\"backend\":{\"type\":\"socket\",\"data\":{\"addr\":{\"type\":\"unix\","
+		 "\"data\":{\"path\":\"%s\"}},\"server\":true,\"wait\":false}}}}",
+		 path);
+	if (th_spawn(&p, argv, &o) < 0)
+		return -1;
+	th_read_fd_all(p.out_fd, out, sizeof(out));
+	if (th_proc_wait(&p) != 0 || strstr(out, "\"error\"")) {
+		fprintf(stderr, "%s: chardev-change: %s\n", g->name, out);
+		return -1;
+	}
+	snprintf(g->ctl, sizeof(g->ctl), "%s", path);
+	return 0;
+}
