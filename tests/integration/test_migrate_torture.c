@@ -78,7 +78,7 @@ static struct {
 	struct tg_guest g;
 	struct th_vmactd d[2]; /* A, B */
 	unsigned port[2];
-	char b_pid[16], tpl[128], cfg[160];
+	char b_pid[16], cfg[160];
 	virConnectPtr vc[2];
 	char *meta;
 	/* the watermark sampler */
@@ -96,29 +96,12 @@ static unsigned rnd(unsigned n)
 
 static bool runs_on(virConnectPtr c)
 {
-	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
-	int state = 0, reason = 0;
-	bool yes;
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
-	virDomainFree(d);
-	return yes;
+	return th_host2_runs_on(c, fx.g.name);
 }
 
 static bool defined_on(virConnectPtr c)
 {
-	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	virDomainFree(d);
-	return true;
+	return th_host2_defined_on(c, fx.g.name);
 }
 
 static bool has_job(virConnectPtr c)
@@ -253,8 +236,6 @@ static void write_cfg(void)
 static int setup(void **state)
 {
 	char msg[512], prefix[64];
-	virDomainPtr d;
-	char *xml;
 	const char *seed = getenv("VMACT_MIGRATE_TORTURE_SEED");
 
 	(void)state;
@@ -276,21 +257,11 @@ static int setup(void **state)
 	    th_vmactd_init(&fx.d[0], PREFIX "a", NULL) < 0 ||
 	    th_vmactd_init(&fx.d[1], PREFIX "b", NULL) < 0)
 		return -1;
-	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.d[0].dir);
-	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
-			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
-		return -1;
-	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	if (tg_start_template(fx.vc[0], PREFIX, META, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+	if (th_host2_guest(fx.vc[0], PREFIX, META, fx.d[0].dir, true, &fx.g, msg, sizeof(msg)) <
+	    0) {
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
-	xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
-	d = xml ? virDomainDefineXML(fx.vc[0], xml) : NULL;
-	free(xml);
-	if (!d)
-		return -1;
-	virDomainFree(d);
 	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		return -1;
 	if (tg_cmd(&fx.g, "busy 1") < 0)
@@ -312,21 +283,10 @@ static int teardown(void **state)
 	th_cluster_stack_teardown(&fx.s);
 	th_vmactd_teardown(&fx.d[0]);
 	th_vmactd_teardown(&fx.d[1]);
-	for (int i = 0; i < 2; i++) {
-		virDomainPtr d = fx.vc[i] && fx.g.name[0]
-					 ? virDomainLookupByName(fx.vc[i], fx.g.name)
-					 : NULL;
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		virResetLastError();
+	th_host2_guest_remove(fx.vc, 2, &fx.g);
+	for (int i = 0; i < 2; i++)
 		if (fx.vc[i])
 			virConnectClose(fx.vc[i]);
-	}
-	tg_destroy(&fx.g);
 	free(fx.meta);
 	th_host2_down();
 	return 0;
