@@ -7,9 +7,11 @@
  *
  * Each round asks vmact-groupd to move the guest to the other host and,
  * a random 0-4 s later, does one of: nothing, SIGKILL vmact-groupd,
- * SIGKILL the source's vmactd, SIGKILL the target's vmactd, or abort the
- * move on the source (virDomainAbortJob, as libvirt failing it). The dead
- * process is started again. Once settled, each invariant that does not
+ * SIGKILL the source's or the target's vmactd, SIGKILL either libvirtd
+ * (A's is started again as tests/host/setup-host.sh starts it, B's by
+ * host2.sh restart: their QEMUs run on), or abort the move on the source
+ * (virDomainAbortJob, as libvirt failing it). The dead process is started
+ * again. Once settled, each invariant that does not
  * hold is a violation:
  *
  *   - the guest runs on exactly one host and is defined there only;
@@ -55,6 +57,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/host2.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
@@ -69,9 +72,23 @@
 	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS \
 	"<vmact:migration enabled='true'/></vmact:autoscaling>"
 
-enum fault { F_NONE, F_GROUPD, F_VMACTD_SRC, F_VMACTD_DST, F_ABORT, N_FAULTS };
-static const char *const fault_names[] = { "none", "kill groupd", "kill source vmactd",
-					   "kill target vmactd", "abort" };
+enum fault {
+	F_NONE,
+	F_GROUPD,
+	F_VMACTD_SRC,
+	F_VMACTD_DST,
+	F_LIBVIRTD_A,
+	F_LIBVIRTD_B,
+	F_ABORT,
+	N_FAULTS
+};
+static const char *const fault_names[] = { "none",
+					   "kill groupd",
+					   "kill source vmactd",
+					   "kill target vmactd",
+					   "kill libvirtd a",
+					   "kill libvirtd b",
+					   "abort" };
 
 static struct {
 	struct th_cluster_stack s;
@@ -174,6 +191,17 @@ static void *sample(void *arg)
 		usleep(100 * 1000);
 	}
 	return NULL;
+}
+
+/* The test's own connection to host h again, after its libvirtd died. */
+static void reconnect(int h)
+{
+	if (fx.vc[h])
+		virConnectClose(fx.vc[h]);
+	fx.vc[h] = virConnectOpen(h ? TH_HOST2_URI : "qemu:///system");
+	if (!fx.vc[h])
+		fail_msg("cannot connect to host %c's libvirt again", 'a' + h);
+	virResetLastError();
 }
 
 /* ---- settling and the invariants ---- */
@@ -362,6 +390,18 @@ static void migrate_torture(void **state)
 				fail_msg("vmactd %c did not start again", 'a' + h);
 			break;
 		}
+		case F_LIBVIRTD_A:
+			/* SIGKILL, then started as setup-host.sh starts it. */
+			system("kill -9 $(pgrep -x -u root libvirtd) 2>/dev/null");
+			if (th_restart_libvirtd() < 0)
+				fail_msg("libvirtd a did not start again");
+			reconnect(0);
+			break;
+		case F_LIBVIRTD_B:
+			if (th_host2_restart(fx.b_pid, sizeof(fx.b_pid)) < 0)
+				fail_msg("libvirtd b did not start again");
+			reconnect(1);
+			break;
 		case F_ABORT: {
 			virDomainPtr d = virDomainLookupByName(fx.vc[host], fx.g.name);
 

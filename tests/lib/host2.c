@@ -28,9 +28,9 @@
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-int th_host2_up(char *pid, size_t len)
+static int host2_sh(const char *verb, char *pid, size_t len)
 {
-	const char *argv[] = { "bash", "tests/host/host2.sh", "up", NULL };
+	const char *argv[] = { "bash", "tests/host/host2.sh", verb, NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
 	struct th_proc p = { 0 };
 	char out[64] = "";
@@ -45,6 +45,16 @@ int th_host2_up(char *pid, size_t len)
 		return -1;
 	snprintf(pid, len, "%s", out);
 	return 0;
+}
+
+int th_host2_up(char *pid, size_t len)
+{
+	return host2_sh("up", pid, len);
+}
+
+int th_host2_restart(char *pid, size_t len)
+{
+	return host2_sh("restart", pid, len);
 }
 
 void th_host2_down(void)

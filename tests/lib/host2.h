@@ -22,6 +22,10 @@
  * in pid (for nsenter -t PID -m -C). 0, or -1 with host2.sh's reason on
  * stderr. */
 int th_host2_up(char *pid, size_t len);
+/* host2.sh restart: B's libvirtd SIGKILLed and started again, its QEMUs
+ * left running; the new pid in pid (B's namespaces are the new one's:
+ * a vmactd started in B from then on enters them). 0 or -1. */
+int th_host2_restart(char *pid, size_t len);
 /* host2.sh down, unless VMACT_TEST_HOST2_KEEP is set. */
 void th_host2_down(void);
 
