@@ -455,7 +455,8 @@ torture:
 # rounds). Sanitized programs, as make check's; root, the cluster user,
 # node. VMACT_CLUSTER_TORTURE_SEED=N replays a run. Then live migration
 # under kill -9 as many rounds (tests/integration/test_migrate_torture.c:
-# two libvirt daemons, vmact-groupd or either vmactd killed, or the move
+# two libvirt daemons, vmact-groupd, either vmactd or either libvirtd
+# killed, or the move
 # aborted; make check runs 3; VMACT_MIGRATE_TORTURE_SEED=N replays).
 TORTURE_CLUSTER_ROUNDS ?= 50
 .PHONY: torture-cluster

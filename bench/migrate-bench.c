@@ -69,7 +69,7 @@ static struct {
 	struct th_vmactd a, b;
 	struct tg_guest x, y;
 	unsigned port_a, port_b;
-	char b_pid[16], tpl[128], cfg[160];
+	char b_pid[16], cfg[160];
 	virConnectPtr vca, vcb;
 } b;
 
@@ -80,20 +80,8 @@ static void cleanup(void)
 	th_cluster_stack_teardown(&b.s);
 	th_vmactd_teardown(&b.a);
 	th_vmactd_teardown(&b.b);
-	for (int i = 0; i < 2; i++)
-		for (int k = 0; k < 2 && c[i]; k++) {
-			const char *name = k ? b.y.name : b.x.name;
-			virDomainPtr d = name[0] ? virDomainLookupByName(c[i], name) : NULL;
-
-			if (d) {
-				virDomainDestroy(d);
-				virDomainUndefine(d);
-				virDomainFree(d);
-			}
-			virResetLastError();
-		}
-	tg_destroy(&b.x);
-	tg_destroy(&b.y);
+	th_host2_guest_remove(c, 2, &b.x);
+	th_host2_guest_remove(c, 2, &b.y);
 	if (b.vca)
 		virConnectClose(b.vca);
 	if (b.vcb)
@@ -135,63 +123,11 @@ static bool y_at_a(uint32_t *cpu, uint32_t *pressure)
 	return true;
 }
 
-static bool runs_on(virConnectPtr c, const char *name)
+static struct th_host2_move wait_x_move(uint64_t after)
 {
-	virDomainPtr d = virDomainLookupByName(c, name);
-	int state = 0, reason = 0;
-	bool yes;
+	struct th_host2_move m = { .vm = b.x.name, .after_id = after };
 
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
-	virDomainFree(d);
-	return yes;
-}
-
-/* The last move of X listed, once it ended: its id, result, start (Unix s),
- * duration and downtime. */
-struct move {
-	uint64_t after, id;
-	char result[16], error[512];
-	double started, duration_s;
-	int64_t downtime_ms;
-};
-
-static bool x_move_ended(void *arg)
-{
-	struct move *m = arg;
-	struct vmact_gapi_migrations l;
-	struct vmact_err err = { 0 };
-	long status = 0;
-	json_t *doc = th_cluster_stack_api(&b.s, "GET", "/v1/migrations", NULL, &status);
-	bool done = false;
-
-	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
-		json_decref(doc);
-		return false;
-	}
-	for (size_t i = 0; i < l.n; i++)
-		if (!strcmp(l.v[i].vm, b.x.name) && l.v[i].id > m->after && l.v[i].result[0]) {
-			m->id = l.v[i].id;
-			snprintf(m->result, sizeof(m->result), "%s", l.v[i].result);
-			snprintf(m->error, sizeof(m->error), "%s", l.v[i].error);
-			m->started = l.v[i].started;
-			m->duration_s = l.v[i].duration_s;
-			m->downtime_ms = l.v[i].downtime_ms;
-			done = true;
-		}
-	vmact_gapi_migrations_clear(&l);
-	json_decref(doc);
-	return done;
-}
-
-static struct move wait_x_move(uint64_t after)
-{
-	struct move m = { .after = after };
-
-	if (!th_wait_until(NULL, x_move_ended, &m, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, th_host2_move_ended, &m, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		die("no move of %s ended", b.x.name);
 	if (strcmp(m.result, "success"))
 		die("the move of %s failed: %s", b.x.name, m.error);
@@ -223,25 +159,10 @@ static void setup(void)
 	    th_vmactd_init(&b.a, PREFIX "a", NULL) < 0 ||
 	    th_vmactd_init(&b.b, PREFIX "b", NULL) < 0)
 		die("set-up: libvirt, the cluster user or vmactd's fixture");
-	snprintf(b.tpl, sizeof(b.tpl), "%s/domain.xml", b.a.dir);
-	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
-			     "<source path='@RUN@/@NAME@.log' append='on'/>", b.tpl) < 0)
-		die("the guest's template");
-	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	for (int i = 0; i < 2; i++) {
-		virDomainPtr d;
-		char *xml;
-
 		snprintf(meta, sizeof(meta), "%s", metas[i]);
-		if (tg_start_template(b.vca, PREFIX, meta, b.tpl, NULL, g[i], msg, sizeof(msg)) < 0)
+		if (th_host2_guest(b.vca, PREFIX, meta, b.a.dir, true, g[i], msg, sizeof(msg)) < 0)
 			die("guest: %s", msg);
-		/* Persistent, as an operator's VMs are. */
-		xml = virDomainGetXMLDesc(g[i]->dom, VIR_DOMAIN_XML_INACTIVE);
-		d = xml ? virDomainDefineXML(b.vca, xml) : NULL;
-		free(xml);
-		if (!d)
-			die("cannot make %s persistent", g[i]->name);
-		virDomainFree(d);
 	}
 	for (int i = 0; i < 2; i++)
 		if (!th_wait_until(NULL, tg_booted, g[i], (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
@@ -257,6 +178,7 @@ static void setup(void)
 		die("vmact-groupd's configuration");
 	if (th_cluster_stack_start_groupd(&b.s, b.cfg, LIMIT_S) < 0)
 		die("vmact-groupd did not start");
+	th_host2_move_socket(b.s.sock);
 }
 
 /* virsh migrate of X from one daemon to the other, timed: seconds, or -1. */
@@ -308,7 +230,7 @@ int main(int argc, char **argv)
 	for (unsigned r = 0; r < rounds; r++) {
 		double t_refused = 0, t_grow = 0, deadline, end;
 		uint32_t cpu = 0, p = 0;
-		struct move m;
+		struct th_host2_move m;
 		long status = 0;
 		json_t *doc;
 
@@ -329,7 +251,7 @@ int main(int argc, char **argv)
 			    t_refused ? "yes" : "no");
 		m = wait_x_move(last);
 		last = m.id;
-		if (!runs_on(b.vcb, b.x.name))
+		if (!th_host2_runs_on(b.vcb, b.x.name))
 			die("round %u: %s does not run on B", r + 1, b.x.name);
 		end = m.started + m.duration_s; /* Unix s */
 		{
@@ -370,7 +292,7 @@ int main(int argc, char **argv)
 			die("virsh migrate failed");
 		th_samples_add(&virsh, t);
 	}
-	if (!runs_on(b.vca, b.x.name) && virsh_move(false) < 0)
+	if (!th_host2_runs_on(b.vca, b.x.name) && virsh_move(false) < 0)
 		die("virsh migrate back failed");
 	printf("\n%-28s %8s %8s\n", "", "p50", "p90");
 	printf("%-28s %6.0fms %6.0fms\n", "refusal -> growth", th_samples_pct(&grow, 50) * 1000,

@@ -20,6 +20,9 @@
 #         /run/vmact-mig/h2/run/libvirt-sock answers. QEMUs a killed run
 #         left in B's cgroup are killed first.
 #   down  stops B and any QEMU left in its cgroup.
+#   restart  SIGKILLs B's libvirtd, as a crash would, and starts it again
+#         with its QEMUs left running (libvirt takes them back); prints the
+#         new pid as up does.
 set -euo pipefail
 
 H=/run/vmact-mig/h2
@@ -142,7 +145,7 @@ up() {
 		echo "$pid"
 		return
 	fi
-	kill_left
+	[ "${1:-}" = keep ] || kill_left
 	configure
 	ln -sfn /usr/sbin/libvirtd $H/vmact-libvirtd2
 	for d in $(cgroup_dirs); do
@@ -180,7 +183,14 @@ up() {
 
 case ${1:-} in
 up) up ;;
+restart)
+	if pid=$(running); then
+		kill -9 "$pid"
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	fi
+	up keep
+	;;
 down) down ;;
 inner) inner ;;
-*) die "usage: host2.sh up|down" ;;
+*) die "usage: host2.sh up|restart|down" ;;
 esac

@@ -97,7 +97,7 @@ static struct {
 	struct th_vmactd a, b;
 	unsigned port_a, port_b; /* their arbiters */
 	char b_pid[16];
-	char tpl[128], cfg[160];
+	char cfg[160];
 	virConnectPtr vca, vcb;
 } fx;
 
@@ -135,51 +135,17 @@ static void write_groupd_cfg(unsigned b_bandwidth)
 
 static bool runs_on(virConnectPtr c)
 {
-	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
-	int state = 0, reason = 0;
-	bool yes;
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
-	virDomainFree(d);
-	return yes;
+	return th_host2_runs_on(c, fx.g.name);
 }
 
-/* libvirt on A has an outgoing migration of the guest under way. */
 static bool leaving_a_now(void)
 {
-	virDomainPtr d = virDomainLookupByName(fx.vca, fx.g.name);
-	virTypedParameterPtr p = NULL;
-	int n = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
-	bool yes = false;
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	if (virDomainGetJobStats(d, &type, &p, &n, 0) == 0) {
-		yes = type != VIR_DOMAIN_JOB_NONE &&
-		      virTypedParamsGetInt(p, n, VIR_DOMAIN_JOB_OPERATION, &op) == 1 &&
-		      op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT;
-		virTypedParamsFree(p, n);
-	}
-	virDomainFree(d);
-	return yes;
+	return th_host2_leaving(fx.vca, fx.g.name);
 }
 
 static bool defined_on(virConnectPtr c)
 {
-	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	virDomainFree(d);
-	return true;
+	return th_host2_defined_on(c, fx.g.name);
 }
 
 static bool managed_by(void *arg)
@@ -216,8 +182,6 @@ static char *meta_of(virConnectPtr c)
 static int setup(void **state)
 {
 	char meta[1024], msg[512];
-	virDomainPtr d;
-	char *xml;
 
 	(void)state;
 	tg_quiet_libvirt();
@@ -235,26 +199,13 @@ static int setup(void **state)
 		print_error("set-up: libvirt, the cluster user or vmactd's fixture\n");
 		return -1;
 	}
-	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.a.dir);
-	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
-			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
-		return -1;
-	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	/* Not opted in yet (the first case). */
+	/* Not opted in yet (the first case); persistent, as an operator's
+	 * VMs are: its definition moves too. */
 	snprintf(meta, sizeof(meta), META_HEAD "</vmact:autoscaling>");
-	if (tg_start_template(fx.vca, PREFIX, meta, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+	if (th_host2_guest(fx.vca, PREFIX, meta, fx.a.dir, true, &fx.g, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
-	/* Persistent, as an operator's VMs are: its definition moves too. */
-	xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
-	d = xml ? virDomainDefineXML(fx.vca, xml) : NULL;
-	free(xml);
-	if (!d) {
-		print_error("cannot make the guest persistent\n");
-		return -1;
-	}
-	virDomainFree(d);
 	fx.port_a = 0;
 	return 0;
 }
@@ -267,18 +218,7 @@ static int teardown(void **state)
 	th_cluster_stack_teardown(&fx.s);
 	th_vmactd_teardown(&fx.a);
 	th_vmactd_teardown(&fx.b);
-	for (int i = 0; i < 2; i++) {
-		virDomainPtr d = c[i] && fx.g.name[0] ? virDomainLookupByName(c[i], fx.g.name)
-						      : NULL;
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		virResetLastError();
-	}
-	tg_destroy(&fx.g);
+	th_host2_guest_remove(c, 2, &fx.g);
 	if (fx.vca)
 		virConnectClose(fx.vca);
 	if (fx.vcb)
@@ -301,6 +241,7 @@ static void stack_up(void)
 	write_groupd_cfg(0);
 	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
 		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start, or never found its VMs");
+	th_host2_move_socket(fx.s.sock);
 }
 
 /* ---- the cases ---- */
@@ -317,53 +258,14 @@ static void opt_in(void)
 	virDomainFree(d);
 }
 
-/* The last move of the guest listed, ended (*e filled) with that reason. */
-struct ended {
-	const char *reason;
-	uint64_t after_id; /* a move with a larger id */
-	uint64_t id;
-	char result[16], error[512], from[64], to[64], why[512];
-	int64_t downtime_ms;
-};
+#define ended th_host2_move
 
-static bool move_ended(void *arg)
+static struct th_host2_move wait_move(const char *reason, uint64_t after_id)
 {
-	struct ended *e = arg;
-	struct vmact_gapi_migrations l;
-	struct vmact_err err = { 0 };
-	long status = 0;
-	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
-	bool done = false;
+	struct th_host2_move e = { .vm = fx.g.name, .reason = reason, .after_id = after_id };
 
-	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
-		json_decref(doc);
-		return false;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		const struct vmact_gapi_migration *m = &l.v[i];
-
-		if (strcmp(m->vm, fx.g.name) || m->id <= e->after_id || !m->result[0] ||
-		    (e->reason && strcmp(m->reason, e->reason)))
-			continue;
-		e->id = m->id;
-		snprintf(e->result, sizeof(e->result), "%s", m->result);
-		snprintf(e->error, sizeof(e->error), "%s", m->error);
-		snprintf(e->from, sizeof(e->from), "%s", m->from);
-		snprintf(e->to, sizeof(e->to), "%s", m->to);
-		snprintf(e->why, sizeof(e->why), "%s", m->why);
-		e->downtime_ms = m->downtime_ms;
-		done = true;
-	}
-	vmact_gapi_migrations_clear(&l);
-	json_decref(doc);
-	return done;
-}
-
-static struct ended wait_move(const char *reason, uint64_t after_id)
-{
-	struct ended e = { .reason = reason, .after_id = after_id };
-
-	if (!th_wait_until(NULL, move_ended, &e, (uint64_t)(LIMIT_S * 2 * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, th_host2_move_ended, &e,
+			   (uint64_t)(LIMIT_S * 2 * VMACT_USEC_PER_SEC)))
 		th_cluster_stack_fail(&fx.s, "no move of %s (%s) ended", fx.g.name,
 				      reason ? reason : "any reason");
 	print_message("move %llu (%s): %s -> %s %s, downtime %lld ms%s%s%s%s\n",
@@ -562,7 +464,7 @@ static void relief_moves_it(void **state)
 {
 	struct tg_report before, after;
 	struct vmact_lease_pod pod;
-	struct ended e;
+	struct th_host2_move e;
 	char *meta_before, *meta_after;
 	unsigned pa;
 
@@ -651,7 +553,7 @@ static void drain_undrain(void **state)
 {
 	const char *drain[] = { "drain", "a", NULL }, *undrain[] = { "undrain", "a", NULL };
 	char out[4096], path[256];
-	struct ended e;
+	struct th_host2_move e;
 	long status = 0;
 	json_t *doc;
 	int rc;
@@ -691,7 +593,7 @@ static void moves_back_to_best(void **state)
 	char path[256];
 	long status = 0;
 	json_t *doc;
-	struct ended e;
+	struct th_host2_move e;
 	uint64_t id;
 
 	(void)state;
@@ -751,7 +653,7 @@ static void failed_move_retried(void **state)
 {
 	struct relief_says rs = { "a", "its last move failed" };
 	struct vmact_lease_pod pod;
-	struct ended e = { .reason = "pressure" };
+	struct th_host2_move e = { .vm = fx.g.name, .reason = "pressure" };
 	uint64_t id = 0;
 	virDomainPtr d;
 
@@ -772,7 +674,7 @@ static void failed_move_retried(void **state)
 	assert_int_equal(virDomainAbortJob(d), 0);
 	virDomainFree(d);
 	e.after_id = id - 1;
-	if (!th_wait_until(NULL, move_ended, &e, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, th_host2_move_ended, &e, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		th_cluster_stack_fail(&fx.s, "the aborted move never ended");
 	print_message("aborted: %s: %s\n", e.result, e.error);
 	assert_true(e.id == id);

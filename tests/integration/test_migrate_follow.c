@@ -61,7 +61,6 @@ static struct {
 	struct tg_guest g;
 	struct th_vmactd a, b;
 	char b_pid[16];
-	char tpl[128];
 	virConnectPtr vca, vcb;
 } fx;
 
@@ -83,17 +82,10 @@ static int setup(void **state)
 	if (th_vmactd_init(&fx.a, PREFIX "a", NULL) < 0 ||
 	    th_vmactd_init(&fx.b, PREFIX "b", NULL) < 0)
 		return -1;
-	/* Both QEMUs write the serial log in turn: appended to, not
-	 * truncated by the destination's as it opens it. */
-	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.a.dir);
-	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
-			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
-		return -1;
-	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
 	snprintf(meta, sizeof(meta),
 		 "<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS
 		 "</vmact:autoscaling>");
-	if (tg_start_template(fx.vca, PREFIX, meta, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+	if (th_host2_guest(fx.vca, PREFIX, meta, fx.a.dir, false, &fx.g, msg, sizeof(msg)) < 0) {
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
@@ -183,28 +175,11 @@ static void *move_thread(void *arg)
 	return NULL;
 }
 
-/* libvirt on A has the move under way (its job is an outgoing
- * migration). */
+/* libvirt on A has the move under way. */
 static bool leaving_a(void *arg)
 {
-	virDomainPtr d = virDomainLookupByName(fx.vca, fx.g.name);
-	virTypedParameterPtr p = NULL;
-	int n = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
-	bool yes = false;
-
 	(void)arg;
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	if (virDomainGetJobStats(d, &type, &p, &n, 0) == 0) {
-		yes = type != VIR_DOMAIN_JOB_NONE &&
-		      virTypedParamsGetInt(p, n, VIR_DOMAIN_JOB_OPERATION, &op) == 1 &&
-		      op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT;
-		virTypedParamsFree(p, n);
-	}
-	virDomainFree(d);
-	return yes;
+	return th_host2_leaving(fx.vca, fx.g.name);
 }
 
 static bool move_done(void *arg)

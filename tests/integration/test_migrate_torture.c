@@ -7,9 +7,11 @@
  *
  * Each round asks vmact-groupd to move the guest to the other host and,
  * a random 0-4 s later, does one of: nothing, SIGKILL vmact-groupd,
- * SIGKILL the source's vmactd, SIGKILL the target's vmactd, or abort the
- * move on the source (virDomainAbortJob, as libvirt failing it). The dead
- * process is started again. Once settled, each invariant that does not
+ * SIGKILL the source's or the target's vmactd, SIGKILL either libvirtd
+ * (A's is started again as tests/host/setup-host.sh starts it, B's by
+ * host2.sh restart: their QEMUs run on), or abort the move on the source
+ * (virDomainAbortJob, as libvirt failing it). The dead process is started
+ * again. Once settled, each invariant that does not
  * hold is a violation:
  *
  *   - the guest runs on exactly one host and is defined there only;
@@ -55,6 +57,7 @@
 #include "tests/lib/file.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/host2.h"
+#include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
@@ -69,16 +72,30 @@
 	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS \
 	"<vmact:migration enabled='true'/></vmact:autoscaling>"
 
-enum fault { F_NONE, F_GROUPD, F_VMACTD_SRC, F_VMACTD_DST, F_ABORT, N_FAULTS };
-static const char *const fault_names[] = { "none", "kill groupd", "kill source vmactd",
-					   "kill target vmactd", "abort" };
+enum fault {
+	F_NONE,
+	F_GROUPD,
+	F_VMACTD_SRC,
+	F_VMACTD_DST,
+	F_LIBVIRTD_A,
+	F_LIBVIRTD_B,
+	F_ABORT,
+	N_FAULTS
+};
+static const char *const fault_names[] = { "none",
+					   "kill groupd",
+					   "kill source vmactd",
+					   "kill target vmactd",
+					   "kill libvirtd a",
+					   "kill libvirtd b",
+					   "abort" };
 
 static struct {
 	struct th_cluster_stack s;
 	struct tg_guest g;
 	struct th_vmactd d[2]; /* A, B */
 	unsigned port[2];
-	char b_pid[16], tpl[128], cfg[160];
+	char b_pid[16], cfg[160];
 	virConnectPtr vc[2];
 	char *meta;
 	/* the watermark sampler */
@@ -96,29 +113,12 @@ static unsigned rnd(unsigned n)
 
 static bool runs_on(virConnectPtr c)
 {
-	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
-	int state = 0, reason = 0;
-	bool yes;
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
-	virDomainFree(d);
-	return yes;
+	return th_host2_runs_on(c, fx.g.name);
 }
 
 static bool defined_on(virConnectPtr c)
 {
-	virDomainPtr d = virDomainLookupByName(c, fx.g.name);
-
-	if (!d) {
-		virResetLastError();
-		return false;
-	}
-	virDomainFree(d);
-	return true;
+	return th_host2_defined_on(c, fx.g.name);
 }
 
 static bool has_job(virConnectPtr c)
@@ -193,6 +193,17 @@ static void *sample(void *arg)
 	return NULL;
 }
 
+/* The test's own connection to host h again, after its libvirtd died. */
+static void reconnect(int h)
+{
+	if (fx.vc[h])
+		virConnectClose(fx.vc[h]);
+	fx.vc[h] = virConnectOpen(h ? TH_HOST2_URI : "qemu:///system");
+	if (!fx.vc[h])
+		fail_msg("cannot connect to host %c's libvirt again", 'a' + h);
+	virResetLastError();
+}
+
 /* ---- settling and the invariants ---- */
 
 struct settle {
@@ -253,8 +264,6 @@ static void write_cfg(void)
 static int setup(void **state)
 {
 	char msg[512], prefix[64];
-	virDomainPtr d;
-	char *xml;
 	const char *seed = getenv("VMACT_MIGRATE_TORTURE_SEED");
 
 	(void)state;
@@ -276,21 +285,11 @@ static int setup(void **state)
 	    th_vmactd_init(&fx.d[0], PREFIX "a", NULL) < 0 ||
 	    th_vmactd_init(&fx.d[1], PREFIX "b", NULL) < 0)
 		return -1;
-	snprintf(fx.tpl, sizeof(fx.tpl), "%s/domain.xml", fx.d[0].dir);
-	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
-			     "<source path='@RUN@/@NAME@.log' append='on'/>", fx.tpl) < 0)
-		return -1;
-	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
-	if (tg_start_template(fx.vc[0], PREFIX, META, fx.tpl, NULL, &fx.g, msg, sizeof(msg)) < 0) {
+	if (th_host2_guest(fx.vc[0], PREFIX, META, fx.d[0].dir, true, &fx.g, msg, sizeof(msg)) <
+	    0) {
 		print_error("guest: %s\n", msg);
 		return -1;
 	}
-	xml = virDomainGetXMLDesc(fx.g.dom, VIR_DOMAIN_XML_INACTIVE);
-	d = xml ? virDomainDefineXML(fx.vc[0], xml) : NULL;
-	free(xml);
-	if (!d)
-		return -1;
-	virDomainFree(d);
 	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		return -1;
 	if (tg_cmd(&fx.g, "busy 1") < 0)
@@ -312,21 +311,10 @@ static int teardown(void **state)
 	th_cluster_stack_teardown(&fx.s);
 	th_vmactd_teardown(&fx.d[0]);
 	th_vmactd_teardown(&fx.d[1]);
-	for (int i = 0; i < 2; i++) {
-		virDomainPtr d = fx.vc[i] && fx.g.name[0]
-					 ? virDomainLookupByName(fx.vc[i], fx.g.name)
-					 : NULL;
-
-		if (d) {
-			virDomainDestroy(d);
-			virDomainUndefine(d);
-			virDomainFree(d);
-		}
-		virResetLastError();
+	th_host2_guest_remove(fx.vc, 2, &fx.g);
+	for (int i = 0; i < 2; i++)
 		if (fx.vc[i])
 			virConnectClose(fx.vc[i]);
-	}
-	tg_destroy(&fx.g);
 	free(fx.meta);
 	th_host2_down();
 	return 0;
@@ -402,6 +390,18 @@ static void migrate_torture(void **state)
 				fail_msg("vmactd %c did not start again", 'a' + h);
 			break;
 		}
+		case F_LIBVIRTD_A:
+			/* SIGKILL, then started as setup-host.sh starts it. */
+			system("kill -9 $(pgrep -x -u root libvirtd) 2>/dev/null");
+			if (th_restart_libvirtd() < 0)
+				fail_msg("libvirtd a did not start again");
+			reconnect(0);
+			break;
+		case F_LIBVIRTD_B:
+			if (th_host2_restart(fx.b_pid, sizeof(fx.b_pid)) < 0)
+				fail_msg("libvirtd b did not start again");
+			reconnect(1);
+			break;
 		case F_ABORT: {
 			virDomainPtr d = virDomainLookupByName(fx.vc[host], fx.g.name);
 

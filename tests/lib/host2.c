@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libvirt/virterror.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,15 +20,17 @@
 #include <jansson.h>
 
 #include "base/macro.h"
+#include "shared/group-api.h"
 #include "shared/keyfile.h"
+#include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/wait.h"
 
-int th_host2_up(char *pid, size_t len)
+static int host2_sh(const char *verb, char *pid, size_t len)
 {
-	const char *argv[] = { "bash", "tests/host/host2.sh", "up", NULL };
+	const char *argv[] = { "bash", "tests/host/host2.sh", verb, NULL };
 	const struct th_spawn_opts o = { .out = TH_OUT_PIPE, .err = TH_OUT_INHERIT };
 	struct th_proc p = { 0 };
 	char out[64] = "";
@@ -41,6 +45,16 @@ int th_host2_up(char *pid, size_t len)
 		return -1;
 	snprintf(pid, len, "%s", out);
 	return 0;
+}
+
+int th_host2_up(char *pid, size_t len)
+{
+	return host2_sh("up", pid, len);
+}
+
+int th_host2_restart(char *pid, size_t len)
+{
+	return host2_sh("restart", pid, len);
 }
 
 void th_host2_down(void)
@@ -298,4 +312,139 @@ int th_host2_rebind_ctl(const char *uri, struct tg_guest *g)
 	}
 	snprintf(g->ctl, sizeof(g->ctl), "%s", path);
 	return 0;
+}
+
+bool th_host2_runs_on(virConnectPtr c, const char *name)
+{
+	virDomainPtr d = virDomainLookupByName(c, name);
+	int state = 0, reason = 0;
+	bool yes;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING;
+	virDomainFree(d);
+	return yes;
+}
+
+bool th_host2_defined_on(virConnectPtr c, const char *name)
+{
+	virDomainPtr d = virDomainLookupByName(c, name);
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	virDomainFree(d);
+	return true;
+}
+
+bool th_host2_leaving(virConnectPtr c, const char *name)
+{
+	virDomainPtr d = virDomainLookupByName(c, name);
+	virTypedParameterPtr p = NULL;
+	int n = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
+	bool yes = false;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	if (virDomainGetJobStats(d, &type, &p, &n, 0) == 0) {
+		yes = type != VIR_DOMAIN_JOB_NONE &&
+		      virTypedParamsGetInt(p, n, VIR_DOMAIN_JOB_OPERATION, &op) == 1 &&
+		      op == VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT;
+		virTypedParamsFree(p, n);
+	}
+	virResetLastError();
+	virDomainFree(d);
+	return yes;
+}
+
+static char move_socket[108];
+
+void th_host2_move_socket(const char *api_socket)
+{
+	snprintf(move_socket, sizeof(move_socket), "%s", api_socket);
+}
+
+bool th_host2_move_ended(void *arg)
+{
+	struct th_host2_move *e = arg;
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_api(move_socket, "GET", VMACT_GAPI_PATH_MIGRATIONS, NULL, &status);
+	bool done = false;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return false;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const struct vmact_gapi_migration *m = &l.v[i];
+
+		if (strcmp(m->vm, e->vm) || m->id <= e->after_id || !m->result[0] ||
+		    (e->reason && strcmp(m->reason, e->reason)))
+			continue;
+		e->id = m->id;
+		snprintf(e->result, sizeof(e->result), "%s", m->result);
+		snprintf(e->error, sizeof(e->error), "%s", m->error);
+		snprintf(e->from, sizeof(e->from), "%s", m->from);
+		snprintf(e->to, sizeof(e->to), "%s", m->to);
+		snprintf(e->why, sizeof(e->why), "%s", m->why);
+		e->started = m->started;
+		e->duration_s = m->duration_s;
+		e->downtime_ms = m->downtime_ms;
+		done = true;
+	}
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return done;
+}
+
+int th_host2_guest(virConnectPtr c, const char *prefix, const char *metadata, const char *dir,
+		   bool persistent, struct tg_guest *g, char *msg, size_t len)
+{
+	char tpl[PATH_MAX];
+	virDomainPtr d;
+	char *xml;
+
+	snprintf(tpl, sizeof(tpl), "%s/domain-append.xml", dir);
+	if (tg_template_edit("<source path='@RUN@/@NAME@.log'/>",
+			     "<source path='@RUN@/@NAME@.log' append='on'/>", tpl) < 0) {
+		snprintf(msg, len, "the guest's template");
+		return -1;
+	}
+	setenv("VMACT_GUEST_CMDLINE", "vmact.report=1", 0);
+	if (tg_start_template(c, prefix, metadata, tpl, NULL, g, msg, len) < 0)
+		return -1;
+	if (!persistent)
+		return 0;
+	xml = virDomainGetXMLDesc(g->dom, VIR_DOMAIN_XML_INACTIVE);
+	d = xml ? virDomainDefineXML(c, xml) : NULL;
+	free(xml);
+	if (!d) {
+		snprintf(msg, len, "cannot make %s persistent", g->name);
+		return -1;
+	}
+	virDomainFree(d);
+	return 0;
+}
+
+void th_host2_guest_remove(virConnectPtr *c, size_t n, struct tg_guest *g)
+{
+	for (size_t i = 0; i < n; i++) {
+		virDomainPtr d = c[i] && g->name[0] ? virDomainLookupByName(c[i], g->name) : NULL;
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainUndefine(d);
+			virDomainFree(d);
+		}
+		virResetLastError();
+	}
+	tg_destroy(g);
 }

@@ -5,8 +5,11 @@
  * namespaces, and what the tests ask of a host's arbiter. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <libvirt/libvirt.h>
 
 #include "shared/lease.h"
 #include "tests/lib/guest.h"
@@ -19,6 +22,10 @@
  * in pid (for nsenter -t PID -m -C). 0, or -1 with host2.sh's reason on
  * stderr. */
 int th_host2_up(char *pid, size_t len);
+/* host2.sh restart: B's libvirtd SIGKILLed and started again, its QEMUs
+ * left running; the new pid in pid (B's namespaces are the new one's:
+ * a vmactd started in B from then on enters them). 0 or -1. */
+int th_host2_restart(char *pid, size_t len);
 /* host2.sh down, unless VMACT_TEST_HOST2_KEEP is set. */
 void th_host2_down(void);
 
@@ -64,3 +71,37 @@ int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid);
  * ",\"migration\":{...}"), written to path. 0 or -errno. */
 int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
 			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra);
+
+/* The domain called name on c: running; defined at all (running or not). */
+bool th_host2_runs_on(virConnectPtr c, const char *name);
+bool th_host2_defined_on(virConnectPtr c, const char *name);
+/* libvirt on c has an outgoing migration of name under way. */
+bool th_host2_leaving(virConnectPtr c, const char *name);
+
+/* A move vmact-groupd lists (GET /v1/migrations on its API socket): the
+ * last of vm with an id above after_id (and that reason, unless NULL)
+ * that ended. */
+struct th_host2_move {
+	const char *vm, *reason;
+	uint64_t after_id;
+	/* filled: */
+	uint64_t id;
+	char result[16], error[512], from[64], to[64], why[512];
+	double started, duration_s;
+	int64_t downtime_ms;
+};
+/* A predicate for th_wait_until on a struct th_host2_move whose socket is
+ * th_host2_move_socket's. */
+bool th_host2_move_ended(void *move);
+void th_host2_move_socket(const char *api_socket);
+
+/* A test guest that moves: its serial log opened in append mode (both
+ * QEMUs write it in turn during a move), reporting (vmact.report=1),
+ * started on c with metadata and, with persistent, made persistent (its
+ * definition moves too); the template is written into dir. 0, or -1 with
+ * the reason in msg. */
+int th_host2_guest(virConnectPtr c, const char *prefix, const char *metadata, const char *dir,
+		   bool persistent, struct tg_guest *g, char *msg, size_t len);
+/* Destroys and undefines the guest on each of the n connections (NULL
+ * ones skipped), then tg_destroy. */
+void th_host2_guest_remove(virConnectPtr *c, size_t n, struct tg_guest *g);
