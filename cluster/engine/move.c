@@ -360,6 +360,35 @@ static bool frozen_at_source(struct cl_move *m, struct vmact_err *err)
 	}
 }
 
+/* A failed call: where does the VM run? libvirt may have started it at
+ * the target before a daemon died (the source's confirmation lost): then
+ * the move happened, and what the source still holds of it goes. Asked
+ * until both daemons answer again, SETTLE_USEC at most (then it counts as
+ * not moved: its lease at the target lapses, relief looks again). */
+#define SETTLE_USEC      (60 * VMACT_USEC_PER_SEC)
+#define SETTLE_POLL_USEC (500 * 1000)
+static bool settled_at_target(struct cl_move *m)
+{
+	struct cl_host *src = host_of(m->e, m->from), *dst = host_of(m->e, m->to);
+	uint64_t deadline = vmact_now_usec() + SETTLE_USEC;
+
+	for (;;) {
+		struct vmact_err err = { 0 };
+		virConnectPtr cs = cl_host_conn(src, &err), cd = cl_host_conn(dst, &err);
+		int r = cl_migrate_settle(cs, cd, m->vm, &err);
+
+		if (cs)
+			virConnectClose(cs);
+		if (cd)
+			virConnectClose(cd);
+		if (r >= 0)
+			return r == 1;
+		if (vmact_now_usec() >= deadline)
+			return false;
+		usleep(SETTLE_POLL_USEC);
+	}
+}
+
 static void move_run(void *data)
 {
 	struct cl_move *m = data;
@@ -398,11 +427,15 @@ static void move_run(void *data)
 		if (cd)
 			virConnectClose(cd);
 		fail_move(m, &err);
-		return undo(m, PH_MIGRATING);
+		if (!settled_at_target(m))
+			return undo(m, PH_MIGRATING);
+		/* The call failed but the VM runs at the target. */
+		m->error[0] = 0;
+	} else {
+		virConnectClose(cs);
+		virConnectClose(cd);
+		m->downtime_ms = res.downtime_ms;
 	}
-	virConnectClose(cs);
-	virConnectClose(cd);
-	m->downtime_ms = res.downtime_ms;
 	/* It runs on the target: the source holds nothing for it any more
 	 * (its vmactd forgets its agent's entry as the domain leaves). The
 	 * target's lease stays until it lapses: its vmactd speaks for the VM

@@ -220,3 +220,40 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		job_stats(moved, d, res);
 	return r;
 }
+
+int cl_migrate_settle(virConnectPtr src, virConnectPtr dst, const char *name, struct vmact_err *err)
+{
+	_cleanup_(mig_dom_freep) virDomainPtr d = NULL, s = NULL;
+	int state = 0, reason = 0;
+
+	if (!src || !dst)
+		return vmact_err_set(err, EAGAIN, "a daemon cannot be reached");
+	d = virDomainLookupByName(dst, name);
+	if (!d) {
+		virErrorPtr e = virGetLastError();
+
+		if (e && e->code == VIR_ERR_NO_DOMAIN)
+			return 0;
+		return vmact_err_set(err, EAGAIN, "domain %s at the target: %s", name, virt_msg());
+	}
+	if (virDomainGetState(d, &state, &reason, 0) < 0)
+		return vmact_err_set(err, EAGAIN, "domain %s at the target: %s", name, virt_msg());
+	if (state != VIR_DOMAIN_RUNNING)
+		return 0;
+	/* It runs at the target: a copy left at the source (inactive, or
+	 * paused after a move nobody confirmed) goes, its definition with it
+	 * when the target's is persistent. */
+	s = virDomainLookupByName(src, name);
+	if (!s) {
+		virResetLastError();
+		return 1;
+	}
+	if (virDomainIsActive(s) == 1 && virDomainDestroy(s) < 0)
+		return vmact_err_set(err, EAGAIN, "domain %s left at the source: %s", name,
+				     virt_msg());
+	if (virDomainIsPersistent(s) == 1 && virDomainIsPersistent(d) == 1 &&
+	    virDomainUndefineFlags(s, VIR_DOMAIN_UNDEFINE_MANAGED_SAVE) < 0)
+		return vmact_err_set(err, EAGAIN, "domain %s left at the source: %s", name,
+				     virt_msg());
+	return 1;
+}

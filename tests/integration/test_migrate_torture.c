@@ -52,6 +52,7 @@
 
 #include "base/time.h"
 #include "hotplug/hotplug.h"
+#include "shared/group-api.h"
 #include "shared/lease.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
@@ -211,6 +212,27 @@ struct settle {
 	char why[512];
 };
 
+/* vmact-groupd lists a move it has not ended (a restarted one lists none
+ * from before). */
+static bool move_in_flight(void)
+{
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
+	bool yes = false;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return true; /* not answering yet: not settled */
+	}
+	for (size_t i = 0; i < l.n; i++)
+		yes |= !l.v[i].result[0];
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return yes;
+}
+
 /* The round is over: the guest on one host with no job, its entry there
  * spoken for and not moving, none at the other, no move listed in flight. */
 static bool settled(void *arg)
@@ -220,6 +242,8 @@ static bool settled(void *arg)
 	long other;
 	int h = host_of_guest();
 
+	if (move_in_flight())
+		return snprintf(st->why, sizeof(st->why), "a move is in flight"), false;
 	if (h < 0)
 		return snprintf(st->why, sizeof(st->why), "runs on %s",
 				runs_on(fx.vc[0]) ? "both hosts" : "no host"),
