@@ -455,9 +455,9 @@ torture:
 # rounds). Sanitized programs, as make check's; root, the cluster user,
 # node. VMACT_CLUSTER_TORTURE_SEED=N replays a run. Then live migration
 # under kill -9 as many rounds (tests/integration/test_migrate_torture.c:
-# two libvirt daemons, vmact-groupd, either vmactd or either libvirtd
-# killed, or the move
-# aborted; make check runs 3; VMACT_MIGRATE_TORTURE_SEED=N replays).
+# two libvirt daemons, vmact-groupd, either vmactd or (here only) either
+# libvirtd killed, or the move aborted; make check runs 3 rounds without
+# the libvirtd kills; VMACT_MIGRATE_TORTURE_SEED=N replays).
 TORTURE_CLUSTER_ROUNDS ?= 50
 .PHONY: torture-cluster
 torture-cluster:
@@ -470,7 +470,7 @@ torture-cluster:
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_CLUSTER_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
 		$(SANBUILD)/tests/integration/test_cluster_torture
 	$(Q)VMACT_GUEST_DIR=$(abspath $(GUEST_DIR)) VMACT_PLAIN_BUILD=$(abspath $(BUILD)) \
-		VMACT_MIGRATE_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) \
+		VMACT_MIGRATE_TORTURE_ROUNDS=$(TORTURE_CLUSTER_ROUNDS) VMACT_MIGRATE_TORTURE_LIBVIRTD=1 \
 		$(SANBUILD)/tests/integration/test_migrate_torture
 
 # make guest: the TCG test guest (Debian cloud kernel + busybox initramfs,
