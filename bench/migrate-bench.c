@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* migrate-bench (make bench-migrate): issue 34's benchmark, a full host's
  * way out (doc/cluster.md, "Live migration"). Two libvirt daemons on this
- * machine (tests/host/host2.sh), a vmactd on each with its arbiter (A: the
- * defaults' 1.8 CPUs of this 2-CPU host; B: CPU overcommitted twice),
- * vmact-groupd over both, and two test guests on A: X, opted in and idle,
- * and Y, not opted in. Together they hold 2 CPUs, above A's watermark.
+ * machine (tests/host/host2.sh), a vmactd on each with its arbiter (A: CPU
+ * overcommitted 1.25 times, 2.25 CPUs under its watermark, so that X fits
+ * back beside an idle Y; B: twice), vmact-groupd over both, and two test
+ * guests on A: X, opted in and idle, and Y, not opted in, 1 CPU each.
  *
  * A round: `busy 2` in Y; A's arbiter refuses Y's growth (its entry's
  * pressure, polled every 10 ms, is the clock's start); vmact-groupd's
- * relief moves X to B; Y grows (its entry at A above 1 CPU, the clock's
- * end). Printed per round and as p50/p90: refusal -> growth, the move
+ * relief moves X to B; Y grows (its entry at A above what it held when
+ * refused, the clock's end). Printed per round and as p50/p90: refusal -> growth, the move
  * (vmact-groupd's decision -> X running on B), resume (the move's end ->
  * Y's growth; goal 2 s) and X's downtime as libvirt measured it. Between
  * rounds, untimed: Y idle until vmactd shrank it back to 1 CPU, X moved
@@ -168,7 +168,7 @@ static void setup(void)
 		if (!th_wait_until(NULL, tg_booted, g[i], (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 			die("%s did not boot", g[i]->name);
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-	if (th_host2_vmactd(&b.a, prefix, b.s.key, NULL, 1, &b.port_a) < 0 ||
+	if (th_host2_vmactd(&b.a, prefix, b.s.key, NULL, 1.25, &b.port_a) < 0 ||
 	    th_host2_vmactd(&b.b, prefix, b.s.key, b.b_pid, 2, &b.port_b) < 0)
 		die("the vmactds did not start");
 	snprintf(b.cfg, sizeof(b.cfg), "%s/groupd.json", b.s.dir);
@@ -229,7 +229,7 @@ int main(int argc, char **argv)
 	printf("round  refusal->growth  move   resume  downtime\n");
 	for (unsigned r = 0; r < rounds; r++) {
 		double t_refused = 0, t_grow = 0, deadline, end;
-		uint32_t cpu = 0, p = 0;
+		uint32_t cpu = 0, p = 0, held = 0;
 		struct th_host2_move m;
 		long status = 0;
 		json_t *doc;
@@ -239,9 +239,13 @@ int main(int argc, char **argv)
 		deadline = now_s() + LIMIT_S;
 		while (now_s() < deadline && (!t_refused || !t_grow)) {
 			if (y_at_a(&cpu, &p)) {
-				if (!t_refused && p)
+				/* Refused: what it holds then; grown: more than
+				 * that (the room A had left is granted first). */
+				if (!t_refused && p) {
 					t_refused = now_s();
-				if (t_refused && cpu > 1000)
+					held = cpu;
+				}
+				if (t_refused && cpu > held)
 					t_grow = now_s();
 			}
 			usleep(POLL_USEC);
