@@ -246,11 +246,6 @@ const char *cl_move_target(const struct cl_move *m);
  * -errno (the move is the caller's to discard). */
 int cl_move_start(struct cl_move *m);
 void cl_move_discard(struct cl_move *m);
-/* The last move of vm listed (in flight or ended), NULL. */
-const struct cl_move *cl_move_of(const struct cl_engine *e, const char *vm);
-bool cl_move_in_flight(const struct cl_move *m);
-/* When it ended (0: in flight), and whether it succeeded. */
-uint64_t cl_move_ended_usec(const struct cl_move *m, bool *success);
 /* Moves in flight (from that host; NULL: all). */
 unsigned cl_move_count(const struct cl_engine *e, const char *from);
 /* Keeps the leases of the moves in flight alive (the engine's tick). */

@@ -638,7 +638,8 @@ void cl_move_discard(struct cl_move *m)
 	move_free(m);
 }
 
-const struct cl_move *cl_move_of(const struct cl_engine *e, const char *vm)
+/* The last move of vm listed (in flight or ended), NULL. */
+static const struct cl_move *move_of(const struct cl_engine *e, const char *vm)
 {
 	const struct cl_move *m, *last = NULL;
 
@@ -648,24 +649,13 @@ const struct cl_move *cl_move_of(const struct cl_engine *e, const char *vm)
 	return last;
 }
 
-bool cl_move_in_flight(const struct cl_move *m)
-{
-	return m && !m->ended_usec;
-}
-
-uint64_t cl_move_ended_usec(const struct cl_move *m, bool *success)
-{
-	*success = m->success;
-	return m->ended_usec;
-}
-
 void cl_move_each_last(const struct cl_engine *e,
 		       void (*fn)(void *ud, const char *vm, uint64_t end, bool success), void *ud)
 {
 	const struct cl_move *m;
 
 	VMACT_LIST_FOREACH(moves, m, e->moves)
-		if (cl_move_of(e, m->vm) == m)
+		if (move_of(e, m->vm) == m)
 			fn(ud, m->vm, m->ended_usec, m->success);
 }
 

@@ -65,7 +65,6 @@
 #include "base/macro.h"
 #include "base/time.h"
 #include "hotplug/hotplug.h"
-#include "shared/group-api.h"
 #include "shared/lease.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/ctl.h"
@@ -627,26 +626,7 @@ static void moves_back_to_best(void **state)
  * move on A (virDomainAbortJob, as `virsh domjobabort`). */
 static bool migrating_now(void *arg)
 {
-	uint64_t *id = arg;
-	struct vmact_gapi_migrations l;
-	struct vmact_err err = { 0 };
-	long status = 0;
-	json_t *doc = th_cluster_stack_api(&fx.s, "GET", "/v1/migrations", NULL, &status);
-	bool yes = false;
-
-	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
-		json_decref(doc);
-		return false;
-	}
-	for (size_t i = 0; i < l.n; i++)
-		if (!strcmp(l.v[i].vm, fx.g.name) && !strcmp(l.v[i].phase, "migrating") &&
-		    !l.v[i].result[0]) {
-			*id = l.v[i].id;
-			yes = true;
-		}
-	vmact_gapi_migrations_clear(&l);
-	json_decref(doc);
-	return yes && leaving_a_now();
+	return th_host2_move_under_way(fx.g.name, "migrating", arg) == 1 && leaving_a_now();
 }
 
 static void failed_move_retried(void **state)

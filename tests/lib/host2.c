@@ -448,3 +448,27 @@ void th_host2_guest_remove(virConnectPtr *c, size_t n, struct tg_guest *g)
 	}
 	tg_destroy(g);
 }
+
+int th_host2_move_under_way(const char *vm, const char *phase, uint64_t *id)
+{
+	struct vmact_gapi_migrations l;
+	struct vmact_err err = { 0 };
+	long status = 0;
+	json_t *doc = th_cluster_api(move_socket, "GET", VMACT_GAPI_PATH_MIGRATIONS, NULL, &status);
+	int r = 0;
+
+	if (!doc || status != 200 || vmact_gapi_migrations_decode(doc, &l, &err) < 0) {
+		json_decref(doc);
+		return -1;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		if (!l.v[i].result[0] && (!vm || !strcmp(l.v[i].vm, vm)) &&
+		    (!phase || !strcmp(l.v[i].phase, phase))) {
+			if (id)
+				*id = l.v[i].id;
+			r = 1;
+		}
+	vmact_gapi_migrations_clear(&l);
+	json_decref(doc);
+	return r;
+}

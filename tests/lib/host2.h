@@ -105,3 +105,6 @@ int th_host2_guest(virConnectPtr c, const char *prefix, const char *metadata, co
 /* Destroys and undefines the guest on each of the n connections (NULL
  * ones skipped), then tg_destroy. */
 void th_host2_guest_remove(virConnectPtr *c, size_t n, struct tg_guest *g);
+/* A move vmact-groupd lists as not ended, of vm (NULL: any) in phase
+ * (NULL: any): 1 (its id in *id when not NULL), 0 none, -1 no answer. */
+int th_host2_move_under_way(const char *vm, const char *phase, uint64_t *id);
