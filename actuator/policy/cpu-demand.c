@@ -29,6 +29,7 @@ void act_cpu_policy_defaults(struct act_cpu_policy *p)
 		.down_tau = 20 * 1000000000LL,
 		.down_hold = 15 * 1000000000LL,
 		.settle = 2 * 1000000000LL,
+		.down_memory = 300 * 1000000000LL,
 		.contended_share = 0.25,
 		.throttled_share = 0.05,
 		.cu_milli = 250,
@@ -106,6 +107,45 @@ static uint32_t u32_max(uint32_t a, uint32_t b)
 static uint32_t u32_min(uint32_t a, uint32_t b)
 {
 	return a < b ? a : b;
+}
+
+/* The flap memory (doc/policy.md, "Careful down"). A steady load with
+ * peaks a minute apart is ok at the size its peaks grew it to, and the
+ * slow average sizes a shrink below it; at the next peak the VM grows
+ * back. That shrink was wrong: the size grown back to holds shrinks for
+ * down_memory, twice as long after each further flap. */
+static void remember_growth(struct act_cpu_demand *d, const struct act_cpu_policy *p, int64_t now,
+			    uint32_t goal, struct act_cpu_decision *out)
+{
+	if (!p->down_memory || !d->shrank || now - d->shrank_at >= p->down_memory ||
+	    goal < d->shrank_from)
+		return;
+	d->shrank = false;
+	out->flap_after = now - d->shrank_at;
+	if (d->floor_milli && now - d->floor_until >= p->down_memory)
+		d->flaps = 0; /* the last flap is long past: start again */
+	if (d->flaps < 4)
+		d->flaps++;
+	d->floor_milli = goal;
+	out->flap_hold = p->down_memory << (d->flaps - 1);
+	d->floor_until = now + out->flap_hold;
+	out->flap = true;
+}
+
+/* The floor a shrink keeps to now, 0: none. Readings whose demand would
+ * saturate the next size down renew it: the peaks that caused the flap
+ * are still there. */
+static uint32_t flap_floor(struct act_cpu_demand *d, const struct act_cpu_policy *p, int64_t now,
+			   struct act_cpu_decision *out)
+{
+	if (!d->floor_milli || now >= d->floor_until)
+		return 0;
+	if (d->floor_milli > p->cu_milli &&
+	    out->demand * 1000.0 >= p->target * (double)(d->floor_milli - p->cu_milli) &&
+	    d->floor_until < now + p->down_memory)
+		d->floor_until = now + p->down_memory;
+	out->flap_floor_milli = d->floor_milli;
+	return d->floor_milli;
 }
 
 bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy *p,
@@ -232,8 +272,9 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		break;
 	case ACT_CPU_OK: {
 		double base = d->slow > out->demand ? d->slow : out->demand;
-		uint32_t g = u32_max(ceil_cu(base * 1000.0 / p->down_target, p->cu_milli),
-				     out->guest_floor_milli);
+		uint32_t g =
+			u32_max(ceil_cu(base * 1000.0 / p->down_target, p->cu_milli),
+				u32_max(out->guest_floor_milli, flap_floor(d, p, last->at, out)));
 
 		/* Down only after the goal has stayed below the one in force
 		 * (the allowance, once the VM has reached it) for the down
@@ -266,6 +307,11 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		d->grew = true;
 		d->grew_at = last->at;
 		d->below = false;
+		remember_growth(d, p, last->at, goal, out);
+	} else if (goal < cur) {
+		d->shrank = true;
+		d->shrank_at = last->at;
+		d->shrank_from = cur;
 	}
 	out->goal_milli = goal;
 	return true;
@@ -285,6 +331,14 @@ int act_cpu_decision_format(const struct act_cpu_decision *dec, char *buf, unsig
 		n += snprintf(buf + n, len - (unsigned)n, " (guest load1 %.2f: at least %u.%03u)",
 			      dec->guest_load, dec->guest_floor_milli / 1000,
 			      dec->guest_floor_milli % 1000);
+	if (n >= 0 && (unsigned)n < len && dec->flap)
+		n += snprintf(buf + n, len - (unsigned)n,
+			      " (grown back after a shrink: no shrink below it for %.0f s)",
+			      dec->flap_hold / 1e9);
+	else if (n >= 0 && (unsigned)n < len && dec->flap_floor_milli &&
+		 dec->flap_floor_milli >= dec->goal_milli)
+		n += snprintf(buf + n, len - (unsigned)n, " (at least %u.%03u since a flap)",
+			      dec->flap_floor_milli / 1000, dec->flap_floor_milli % 1000);
 	return n < 0 || (unsigned)n >= len ? -1 : 0;
 }
 
@@ -325,5 +379,10 @@ int act_cpu_decision_reason(const struct act_cpu_decision *dec, uint32_t from_mi
 	if (n >= 0 && (unsigned)n < len && dec->has_guest_load &&
 	    dec->guest_floor_milli >= dec->goal_milli)
 		n += snprintf(buf + n, len - (unsigned)n, ", guest load1 %.2f", dec->guest_load);
+	if (n >= 0 && (unsigned)n < len && dec->flap)
+		n += snprintf(buf + n, len - (unsigned)n,
+			      ", back to the size a shrink left %.0f s before (no shrink below it "
+			      "for %.0f s)",
+			      dec->flap_after / 1e9, dec->flap_hold / 1e9);
 	return n < 0 || (unsigned)n >= len ? -1 : 0;
 }

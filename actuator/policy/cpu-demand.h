@@ -24,7 +24,10 @@
  * exponential average with time constant `down_tau`, must stay below the
  * allowance for `down_hold`, and is computed with the lower
  * `down_target`, so a VM that was just grown does not shrink back into
- * saturation (hysteresis).
+ * saturation (hysteresis). A growth back to the size a shrink left, within
+ * `down_memory` of it, was a flap: that size is then a floor of shrinks
+ * for as long again, twice as long at each further flap (at most 8
+ * times), renewed by readings that would saturate the next size down.
  *
  * Optionally the guest's own 1-minute load average (its exporter,
  * <vmact:metrics>) adds what the host cannot see: the queue beyond the
@@ -55,6 +58,7 @@ struct act_cpu_policy {
 	int64_t down_tau;       /* ns, slow average's time constant (20 s) */
 	int64_t down_hold;      /* ns the shrink goal must hold (15 s) */
 	int64_t settle;         /* ns after a resize before the next growth (2 s) */
+	int64_t down_memory;    /* ns a shrink is remembered (300 s), 0: never */
 	double contended_share; /* run delay not from throttling, per runnable (0.25) */
 	double throttled_share; /* throttled time per window (0.05) */
 	uint32_t cu_milli;      /* compute unit's CPU: goals are whole units */
@@ -98,6 +102,12 @@ struct act_cpu_demand {
 	int64_t grew_at;
 	bool has_guest_load; /* the guest's load1, from its exporter */
 	double guest_load;
+	bool shrank; /* the last shrink of the goal left shrank_from at shrank_at */
+	int64_t shrank_at;
+	uint32_t shrank_from;
+	uint32_t floor_milli; /* flap memory: no shrink below it until floor_until */
+	int64_t floor_until;
+	unsigned flaps; /* flaps in a row, each doubling the memory */
 };
 
 /* What one decision sees and wants. */
@@ -114,6 +124,10 @@ struct act_cpu_decision {
 	bool has_guest_load;
 	double guest_load;          /* the guest's load1 */
 	uint32_t guest_floor_milli; /* ceil_cu(load1 / target); 0 without it */
+	uint32_t flap_floor_milli;  /* the flap memory's floor in force; 0: none */
+	bool flap;                  /* this growth took back a recent shrink */
+	int64_t flap_hold;          /* ns its size is now a floor of shrinks */
+	int64_t flap_after;         /* ns since the shrink it took back */
 };
 
 void act_cpu_demand_init(struct act_cpu_demand *d);

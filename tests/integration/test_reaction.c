@@ -290,11 +290,13 @@ static void reaction_bursts(void **state)
  * saturated or throttled, a shrink on ok (a growth on a readout the host's
  * other work inflated settles back one unit once the demand is seen lower:
  * ci18 saw 1500m -> 1750m on "1.37 of 1.500 CPUs" beside the control
- * plane's build, then 1.01 CPUs and back to 1500m 18 s later; a quiet
+ * plane's build, then 1.01 CPUs and back to 1500m 18 s later), within
+ * 1250m..2000m, at most MAX_STEADY_STEPS in all; after each the 120 s
+ * start again. A growth back to the size a shrink left is a flap (a quiet
  * run at 19:00 the same day went 1500m <-> 1750m twice on demand peaks of
- * 1.35-1.46 CPUs a minute apart before it stayed: a flap of the policy's
- * down band, not fixed yet, doc/policy.md "Known"), within 1250m..2000m,
- * at most MAX_STEADY_STEPS in all; after each the 120 s start again. */
+ * 1.35-1.46 CPUs a minute apart): the policy's flap memory keeps that
+ * size from then on (doc/policy.md, "Flap memory"), so no later shrink
+ * goes below it. */
 #define MAX_STEADY_STEPS 10
 /* The last resize since off was one the policy decided on readings that
  * called for it: its last classification before the resize line says
@@ -331,7 +333,7 @@ static void reaction_steady(void **state)
 	off = log_size();
 	t0 = th_now_s();
 	unsigned steps = 1;
-	long q;
+	long q, left = 0, flap_floor = 0; /* left: the size the last shrink left */
 	int v;
 
 	(void)state;
@@ -369,6 +371,15 @@ static void reaction_steady(void **state)
 					 steps + 1);
 			}
 			step_justified(off_conv, q2 > q);
+			if (q2 < q && flap_floor && q2 < flap_floor) {
+				dump_log();
+				fail_msg("busy 1 flapped: shrunk to %ldm after it had grown back to "
+					 "%ldm, the size a shrink left",
+					 q2, flap_floor);
+			}
+			if (q2 > q && left && q2 >= left)
+				flap_floor = q2;
+			left = q2 < q ? q : 0;
 			print_message("busy 1: %s to %ldm %.1f s after the command\n",
 				      q2 > q ? "grown" : "settled back", q2, th_now_s() - t0);
 			q = q2;

@@ -351,6 +351,133 @@ static void test_resized_forgets_fast_history(void **state)
 	assert_int_equal(dec.goal_milli, 2000);
 }
 
+/* The runner's loop over a load of `base` CPUs with peaks of `peak` CPUs
+ * for 3 s every `period` s, in a 2-vCPU guest, from `start` s of load on
+ * for `seconds` s; the goal is applied at once as the quota. Readouts of
+ * 50 ms while the VM is busy at the target, else of `cool_ms` (the watch
+ * sends a cool VM's windows on its slow clock). Counts the growths and
+ * shrinks; returns the quota at the end. */
+struct flap_run {
+	unsigned grew, shrank, flaps;
+	int64_t first_shrink_at; /* 0: none */
+};
+
+static uint32_t run_peaks(struct act_cpu_demand *d, const struct act_cpu_policy *p, int64_t *now,
+			  uint32_t quota, double base, double peak, int period, int seconds,
+			  int cool_ms, struct flap_run *run)
+{
+	int64_t end = *now + seconds * SEC, window = 0;
+	uint64_t runnable = 0;
+
+	while (*now < end) {
+		int64_t t = *now / MS % (period * 1000LL);
+		double load = t < 3000 ? peak : base;
+		double use = load < quota / 1000.0 ? load : quota / 1000.0;
+		bool hot = use >= p->target * quota / 1000.0;
+		struct act_cpu_decision dec;
+
+		*now += TICK;
+		window += TICK;
+		runnable += (uint64_t)(use * TICK);
+		if (!hot && window < cool_ms * MS)
+			continue;
+		struct act_cpu_window w = { .at = *now,
+					    .len = window,
+					    .vcpus = 2,
+					    .quota_milli = quota,
+					    .vcpu_runnable_ns = runnable };
+
+		act_cpu_demand_feed(d, p, &w);
+		window = 0;
+		runnable = 0;
+		act_cpu_demand_decide(d, p, quota, &dec);
+		if (dec.goal_milli == quota)
+			continue;
+		if (dec.goal_milli > quota)
+			run->grew++;
+		else {
+			if (!run->shrank++)
+				run->first_shrink_at = *now;
+		}
+		run->flaps += dec.flap;
+		quota = dec.goal_milli;
+		act_cpu_demand_resized(d);
+	}
+	return quota;
+}
+
+/* `busy 1` in a 2-vCPU guest: about 1 CPU with peaks of 1.45 CPUs a
+ * minute apart (test_reaction's steady case). At 1500m a peak saturates
+ * the VM, which grows to 1750m; the slow average then sizes a shrink back
+ * to 1500m, where the next peak saturates it again. Without the flap
+ * memory it goes back and forth every minute; with it, the first growth
+ * back is a flap, and the VM stays at 1750m while the peaks go on. Once
+ * the load ends the floor lasts its memory and the VM shrinks. */
+static void test_peaks_do_not_flap(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct flap_run run = { 0 };
+	int64_t now = 0, ended;
+	uint32_t quota;
+
+	(void)state;
+	act_cpu_policy_defaults(&p);
+	/* The control: no memory, the flap the test looks for. */
+	p.down_memory = 0;
+	act_cpu_demand_init(&d);
+	quota = run_peaks(&d, &p, &now, 1500, 1.0, 1.45, 60, 900, 50, &run);
+	assert_true(run.shrank >= 10);
+	assert_int_equal(run.flaps, 0);
+
+	act_cpu_policy_defaults(&p);
+	memset(&run, 0, sizeof(run));
+	now = 0;
+	act_cpu_demand_init(&d);
+	quota = run_peaks(&d, &p, &now, 1500, 1.0, 1.45, 60, 900, 50, &run);
+	assert_int_equal(quota, 1750);
+	assert_int_equal(run.shrank, 1);
+	assert_int_equal(run.grew, 2);
+	assert_int_equal(run.flaps, 1);
+
+	/* The load ends: still 1750m for the memory's time since the last
+	 * peak renewed it, then the careful down as usual. */
+	ended = now;
+	memset(&run, 0, sizeof(run));
+	quota = run_peaks(&d, &p, &now, quota, 0.05, 0.05, 60, 600, 50, &run);
+	assert_true(run.shrank >= 1);
+	assert_int_equal(run.grew, 0);
+	assert_true(quota < 1000);
+	assert_true(run.first_shrink_at - ended >= p.down_memory - 60 * SEC);
+}
+
+/* The same peaks on the watch's clocks: a cool VM's windows are 5 s long,
+ * and a 3-s peak in one does not reach the target, so the peaks do not
+ * renew the floor. Each flap holds it twice as long as the one before:
+ * after 30 minutes at most three shrinks, where the VM without memory
+ * shrinks every minute. */
+static void test_flaps_back_off(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct flap_run run = { 0 };
+	int64_t now = 0;
+
+	(void)state;
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	run_peaks(&d, &p, &now, 1500, 1.0, 1.45, 60, 1800, 5000, &run);
+	assert_true(run.flaps >= 1);
+	assert_true(run.shrank <= 3);
+
+	p.down_memory = 0;
+	memset(&run, 0, sizeof(run));
+	now = 0;
+	act_cpu_demand_init(&d);
+	run_peaks(&d, &p, &now, 1500, 1.0, 1.45, 60, 1800, 5000, &run);
+	assert_true(run.shrank >= 20);
+}
+
 /* The guest's load1 beyond its vCPUs: an idle-looking 1-vCPU VM whose
  * guest reports load 3 grows to 3/0.9 → 3500m; a shrink never goes below
  * the floor; contention still holds; dropping the figure drops the floor. */
@@ -482,6 +609,8 @@ int main(void)
 		cmocka_unit_test(test_burst_then_part_busy),
 		cmocka_unit_test(test_resized_forgets_fast_history),
 		cmocka_unit_test(test_guest_load_floor),
+		cmocka_unit_test(test_peaks_do_not_flap),
+		cmocka_unit_test(test_flaps_back_off),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_desired_with_cpu_goal),
 	};
