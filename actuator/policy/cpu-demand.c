@@ -158,6 +158,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	bool sustained;
 	uint32_t vcpu_milli, allowance, cur, goal;
 	double own_delay;
+	/* The goal moved on the readings, not on a bound or the guest's
+	 * load average: only those changes make a flap (a minimum raised
+	 * and lowered again by its operator is none). */
+	bool by_load = false;
 
 	memset(out, 0, sizeof(*out));
 	if (!d->n)
@@ -267,6 +271,7 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 						       p->cu_milli),
 					       allowance + p->cu_milli),
 				       cur);
+		by_load = true;
 		break;
 	case ACT_CPU_CONTENDED:
 		break;
@@ -288,8 +293,10 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 			d->below_since = last->at;
 		}
 		if (last->at - d->below_since >= p->down_hold &&
-		    !(d->grew && last->at - d->grew_at < p->down_hold))
+		    !(d->grew && last->at - d->grew_at < p->down_hold)) {
 			goal = g;
+			by_load = true;
+		}
 		break;
 	}
 	}
@@ -307,8 +314,9 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		d->grew = true;
 		d->grew_at = last->at;
 		d->below = false;
-		remember_growth(d, p, last->at, goal, out);
-	} else if (goal < cur) {
+		if (by_load)
+			remember_growth(d, p, last->at, goal, out);
+	} else if (goal < cur && by_load) {
 		d->shrank = true;
 		d->shrank_at = last->at;
 		d->shrank_from = cur;

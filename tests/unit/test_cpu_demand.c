@@ -478,6 +478,47 @@ static void test_flaps_back_off(void **state)
 	assert_true(run.shrank >= 20);
 }
 
+/* A minimum raised and lowered by its operator moves the goal both ways:
+ * no flap, so the next shrink is not held. */
+static void test_bounds_make_no_flap(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct act_cpu_decision dec;
+	int64_t now = 0;
+	uint32_t quota = 1000;
+	int shrinks = 0;
+
+	(void)state;
+	act_cpu_policy_defaults(&p);
+	act_cpu_demand_init(&d);
+	for (int round = 0; round < 3; round++) {
+		int64_t end;
+
+		p.min_milli = 2000;
+		feed(&d, &p, &now, 1, TICK, 2, quota, 0.1, 0, 0);
+		assert_true(act_cpu_demand_decide(&d, &p, quota, &dec));
+		assert_int_equal(dec.goal_milli, 2000);
+		assert_false(dec.flap);
+		quota = dec.goal_milli;
+		act_cpu_demand_resized(&d);
+		p.min_milli = 0;
+		/* Shrunk within the hold and the slow average's fall. */
+		for (end = now + 90 * SEC; now < end && quota == 2000;) {
+			feed(&d, &p, &now, 1, TICK, 2, quota, 0.1, 0, 0);
+			act_cpu_demand_decide(&d, &p, quota, &dec);
+			if (dec.goal_milli < quota) {
+				shrinks++;
+				quota = dec.goal_milli;
+				act_cpu_demand_resized(&d);
+			}
+		}
+		assert_true(quota < 2000);
+		assert_int_equal(dec.flap_floor_milli, 0);
+	}
+	assert_int_equal(shrinks, 3);
+}
+
 /* The guest's load1 beyond its vCPUs: an idle-looking 1-vCPU VM whose
  * guest reports load 3 grows to 3/0.9 → 3500m; a shrink never goes below
  * the floor; contention still holds; dropping the figure drops the floor. */
@@ -611,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_guest_load_floor),
 		cmocka_unit_test(test_peaks_do_not_flap),
 		cmocka_unit_test(test_flaps_back_off),
+		cmocka_unit_test(test_bounds_make_no_flap),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_desired_with_cpu_goal),
 	};
