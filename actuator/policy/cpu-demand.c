@@ -109,7 +109,7 @@ static uint32_t u32_min(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
-/* The flap memory (doc/policy.md, "Careful down"). A steady load with
+/* The flap memory (doc/policy.md, "The reactive policy"). A steady load with
  * peaks a minute apart is ok at the size its peaks grew it to, and the
  * slow average sizes a shrink below it; at the next peak the VM grows
  * back. That shrink was wrong: the size grown back to holds shrinks for

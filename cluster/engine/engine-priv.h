@@ -116,6 +116,8 @@ struct cl_group {
 	uint64_t next_shape_usec;
 };
 
+#define CL_ORPHANS_MAX 4
+
 struct cl_ehost {
 	struct cl_host *h;
 	/* relief.c: drained by its operator; what its last round said (a
@@ -124,6 +126,11 @@ struct cl_ehost {
 	bool draining;
 	char relief[1536];
 	char unmovable[1024];
+	/* relief.c: the VMs its last round found left paused by a move
+	 * nobody finished (seen twice, they are resumed or removed). */
+	char orphans[CL_ORPHANS_MAX][CL_NAME_MAX];
+	size_t n_orphans;
+	char orphan_said[512]; /* the last "not decided yet", said once */
 	bool scanned, scanning;
 	uint64_t next_scan_usec;
 	struct cl_engine_host_counters c;

@@ -14,7 +14,13 @@
  * recently (migration.min_residence_s) or whose last move failed (within
  * the retry backoff) rests; relief can be switched off
  * (migration.relief), a drain cannot. What holds a host over its watermark when nothing
- * can move is said once per change. */
+ * can move is said once per change.
+ *
+ * Each round also looks for VMs a move left paused with nobody to finish
+ * it (cl_migrate_list_orphans: vmact-groupd killed, or its connection
+ * lost, between the end of QEMU's sending and the source's confirmation;
+ * libvirt leaves the source paused then). One seen in two rounds in a row
+ * and not moving is removed where another host runs it, else resumed. */
 #define CL_ENGINE_PRIV_ALLOW
 #include "cluster/engine/engine-priv.h"
 
@@ -47,6 +53,15 @@ struct relief_host {
 	char status[1536];    /* "" when it needs nothing */
 	char unmovable[1024]; /* VM: reason; ... */
 	struct cl_move *move; /* planned, to start */
+	/* Orphans: last round's (from the engine), this round's, and what
+	 * was done with them (said by round_done). */
+	char seen[CL_ORPHANS_MAX][CL_NAME_MAX];
+	size_t n_seen;
+	struct cl_migrate_dom orphans[CL_ORPHANS_MAX];
+	size_t n_orphans;
+	char recovered[CL_ORPHANS_MAX][512];
+	size_t n_recovered;
+	bool recover_failed[CL_ORPHANS_MAX];
 };
 
 struct relief_job {
@@ -261,13 +276,111 @@ static void round_host(struct relief_job *j, struct relief_host *rh)
 	free(list.v);
 }
 
+static void collect_orphan(void *ud, const struct cl_migrate_dom *d)
+{
+	struct relief_host *rh = ud;
+
+	if (rh->n_orphans < CL_ORPHANS_MAX)
+		rh->orphans[rh->n_orphans++] = *d;
+}
+
+static bool seen_before(const struct relief_host *rh, const char *name)
+{
+	for (size_t i = 0; i < rh->n_seen; i++)
+		if (!strcmp(rh->seen[i], name))
+			return true;
+	return false;
+}
+
+/* One orphan on rh's host, seen in the round before too: asked of every
+ * other host (each its own connection; one that cannot be reached holds
+ * the decision back). */
+static void recover(struct relief_job *j, struct relief_host *rh, virConnectPtr here,
+		    const struct cl_migrate_dom *d)
+{
+	struct cl_engine *e = j->e;
+	char name[CL_NAME_MAX], msg[512];
+	virConnectPtr *others = calloc(e->n_hosts, sizeof(*others));
+	const char **names = calloc(e->n_hosts, sizeof(*names));
+	struct vmact_err err = { 0 };
+	const char *ran_at = NULL;
+	size_t n = 0, k = rh->n_recovered;
+	int r = -ENOMEM;
+
+	snprintf(name, sizeof(name), "%s", d->name);
+	if (others && names) {
+		for (size_t i = 0; i < e->n_hosts; i++) {
+			struct vmact_err ce = { 0 };
+
+			if (!strcmp(cl_host_name(e->hosts[i].h), rh->name))
+				continue;
+			names[n] = cl_host_name(e->hosts[i].h);
+			others[n++] = cl_host_conn(e->hosts[i].h, &ce);
+		}
+		r = cl_migrate_recover(here, others, names, n, name, &ran_at, &err);
+	}
+	/* Whichever way it went, this host holds no move of it any more: a
+	 * mark left by the vmact-groupd that died goes now rather than when
+	 * its lease lapses. */
+	if (r >= 0)
+		cl_host_release(cl_vm_ehost(e, rh->name)->h, d->pod_ns, d->pod_name, &err);
+	for (size_t i = 0; others && i < n; i++)
+		if (others[i])
+			virConnectClose(others[i]);
+	free(others);
+	free(names);
+	if (k >= CL_ORPHANS_MAX)
+		return;
+	rh->recover_failed[k] = r < 0;
+	if (r == 1)
+		snprintf(msg, sizeof(msg),
+			 "VM %s was left paused on host %s by a move nobody finished; it runs on "
+			 "%s: the copy on %s is removed",
+			 name, rh->name, ran_at, rh->name);
+	else if (r == 0)
+		snprintf(msg, sizeof(msg),
+			 "VM %s was left paused on host %s by a move nobody finished; it runs on "
+			 "no other host: resumed on %s",
+			 name, rh->name, rh->name);
+	else
+		snprintf(msg, sizeof(msg),
+			 "VM %s was left paused on host %s by a move nobody finished; not "
+			 "decided yet: %.300s",
+			 name, rh->name, r == -ENOMEM ? "out of memory" : err.msg);
+	memcpy(rh->recovered[k], msg, sizeof(msg));
+	rh->n_recovered++;
+}
+
+static void sweep_orphans(struct relief_job *j, struct relief_host *rh)
+{
+	struct cl_host *h = cl_vm_ehost(j->e, rh->name)->h;
+	struct vmact_err err = { 0 };
+	virConnectPtr c = cl_host_conn(h, &err);
+
+	if (!c)
+		return;
+	if (cl_migrate_list_orphans(c, collect_orphan, rh, &err) == 0)
+		for (size_t i = 0; i < rh->n_orphans; i++) {
+			const char *why = resting_why(j, rh->orphans[i].name, false);
+
+			/* Our own move of it is still under way. */
+			if (why && !strcmp(why, "moving"))
+				continue;
+			if (seen_before(rh, rh->orphans[i].name))
+				recover(j, rh, c, &rh->orphans[i]);
+		}
+	virConnectClose(c);
+}
+
 static void round_run(void *data)
 {
 	struct relief_job *j = data;
 
 	for (size_t i = 0; i < j->e->n_hosts; i++)
-		if (!j->hosts[i].skip)
+		if (!j->hosts[i].skip) {
+			sweep_orphans(j, &j->hosts[i]);
 			round_host(j, &j->hosts[i]);
+		}
 }
 
 static void job_free(struct relief_job *j)
@@ -291,6 +404,17 @@ static void round_done(void *data)
 
 		if (rh->skip)
 			continue;
+		for (size_t k = 0; k < rh->n_orphans; k++)
+			snprintf(eh->orphans[k], sizeof(eh->orphans[k]), "%s", rh->orphans[k].name);
+		eh->n_orphans = rh->n_orphans;
+		for (size_t k = 0; k < rh->n_recovered; k++) {
+			if (rh->recover_failed[k] && !strcmp(eh->orphan_said, rh->recovered[k]))
+				continue;
+			cl_vm_emit(e, rh->recover_failed[k] ? LOG_WARNING : LOG_NOTICE, NULL, "%s",
+				   rh->recovered[k]);
+			snprintf(eh->orphan_said, sizeof(eh->orphan_said), "%s",
+				 rh->recover_failed[k] ? rh->recovered[k] : "");
+		}
 		if (rh->move && !e->stopping && cl_move_count(e, NULL) < CL_MOVE_THREADS &&
 		    cl_move_start(rh->move) == 0)
 			rh->move = NULL; /* the engine's now */
@@ -391,6 +515,8 @@ void cl_relief_tick(struct cl_engine *e, uint64_t now)
 		snprintf(rh->name, sizeof(rh->name), "%s", cl_host_name(e->hosts[i].h));
 		rh->draining = e->hosts[i].draining;
 		rh->skip = cl_move_count(e, rh->name) > 0;
+		memcpy(rh->seen, e->hosts[i].orphans, sizeof(rh->seen));
+		rh->n_seen = e->hosts[i].n_orphans;
 	}
 	if (cl_jobs_submit(e->jobs, round_run, round_done, j) < 0) {
 		job_free(j);

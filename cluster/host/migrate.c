@@ -257,3 +257,70 @@ int cl_migrate_settle(virConnectPtr src, virConnectPtr dst, const char *name, st
 				     virt_msg());
 	return 1;
 }
+
+/* Paused by a migration, with no job under way: libvirt gave it up. */
+static bool orphaned(virDomainPtr d)
+{
+	virDomainJobInfo job;
+	int state = 0, reason = 0;
+
+	if (virDomainGetState(d, &state, &reason, 0) < 0 || state != VIR_DOMAIN_PAUSED ||
+	    reason != VIR_DOMAIN_PAUSED_MIGRATION)
+		return false;
+	if (virDomainGetJobInfo(d, &job) < 0) {
+		virResetLastError();
+		return false;
+	}
+	return job.type == VIR_DOMAIN_JOB_NONE;
+}
+
+int cl_migrate_list_orphans(virConnectPtr c, void (*fn)(void *ud, const struct cl_migrate_dom *d),
+			    void *ud, struct vmact_err *err)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, VIR_CONNECT_LIST_DOMAINS_PAUSED);
+
+	if (n < 0)
+		return vmact_err_set(err, EIO, "listing the domains: %s", virt_msg());
+	for (int i = 0; i < n; i++) {
+		struct cl_migrate_dom d = { 0 };
+		struct vmact_err e = { 0 };
+		const char *name = virDomainGetName(doms[i]);
+
+		if (name && orphaned(doms[i])) {
+			snprintf(d.name, sizeof(d.name), "%s", name);
+			if (virDomainGetUUIDString(doms[i], d.uuid) == 0 &&
+			    read_xml(doms[i], &d, &e) == 0 && d.opted_in && !d.ours)
+				fn(ud, &d);
+		}
+		virResetLastError();
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return 0;
+}
+
+int cl_migrate_recover(virConnectPtr here, virConnectPtr *others, const char *const *other_names,
+		       size_t n, const char *name, const char **ran_at, struct vmact_err *err)
+{
+	_cleanup_(mig_dom_freep) virDomainPtr d = NULL;
+
+	*ran_at = NULL;
+	for (size_t i = 0; i < n; i++) {
+		int r = cl_migrate_settle(here, others[i], name, err);
+
+		if (r < 0)
+			return r;
+		if (r == 1) {
+			*ran_at = other_names[i];
+			return 1;
+		}
+	}
+	/* Runs nowhere else: this copy is the VM. */
+	d = virDomainLookupByName(here, name);
+	if (!d || !orphaned(d))
+		return vmact_err_set(err, EAGAIN, "domain %s changed meanwhile", name);
+	if (virDomainResume(d) < 0)
+		return vmact_err_set(err, EAGAIN, "resuming %s: %s", name, virt_msg());
+	return 0;
+}

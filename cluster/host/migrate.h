@@ -68,3 +68,24 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
  * be asked. */
 int cl_migrate_settle(virConnectPtr src, virConnectPtr dst, const char *name,
 		      struct vmact_err *err);
+
+/* Every domain on c that a move left paused with nobody to finish it
+ * (libvirt's "migration of domain X finished but we don't know if the
+ * domain was successfully started on destination": the connection that
+ * drove the move closed between the end of QEMU's sending and the
+ * source's confirmation; libvirt then ends the job and leaves the domain
+ * paused, for "higher levels" to decide). Only opted-in VMs that are not
+ * nodes of a group, paused by a migration, with no job under way; fn gets
+ * each (its size not read). 0 or -EIO. */
+int cl_migrate_list_orphans(virConnectPtr c, void (*fn)(void *ud, const struct cl_migrate_dom *d),
+			    void *ud, struct vmact_err *err);
+
+/* Decides for an orphan on here (cl_migrate_list_orphans) against the
+ * other hosts' daemons: where one runs the VM, the copy here goes (as
+ * cl_migrate_settle) and *ran_at says where (returns 1); where none does
+ * and every one could be asked, the copy here is resumed (returns 0).
+ * -EAGAIN while a daemon cannot be asked or the domain changed meanwhile:
+ * nothing is done, resuming a copy that runs elsewhere too being the
+ * worse mistake. */
+int cl_migrate_recover(virConnectPtr here, virConnectPtr *others, const char *const *other_names,
+		       size_t n, const char *name, const char **ran_at, struct vmact_err *err);

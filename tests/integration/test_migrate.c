@@ -73,6 +73,7 @@
 #include "tests/lib/host2.h"
 #include "tests/lib/net.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/relay.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
@@ -676,12 +677,136 @@ static void failed_move_retried(void **state)
 	ballast_off();
 }
 
+/* On A, paused by a move: QEMU has sent everything and stopped the guest,
+ * the source's confirmation has not come. */
+static bool paused_by_move_on_a(void)
+{
+	virDomainPtr d = virDomainLookupByName(fx.vca, fx.g.name);
+	int state = 0, reason = 0;
+	bool yes;
+
+	if (!d) {
+		virResetLastError();
+		return false;
+	}
+	yes = virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_PAUSED &&
+	      reason == VIR_DOMAIN_PAUSED_MIGRATION;
+	virDomainFree(d);
+	return yes;
+}
+
+static bool only_on_one_now(void *arg)
+{
+	(void)arg;
+	return only_on_now(fx.vca) || only_on_now(fx.vcb);
+}
+
+/* libvirt's own corner of a move: the connection that drove it is lost
+ * after QEMU sent the last of the memory and before the source confirmed
+ * it. libvirt then ends the source's job and leaves the guest paused
+ * there ("we don't know if the domain was successfully started on
+ * destination"); the target's half, never finished, is destroyed. Nobody
+ * resumes the guest. vmact-groupd reaches both daemons through relays the
+ * test freezes the moment A pauses the guest; vmact-groupd is SIGKILLed,
+ * QEMU given 3 s to finish sending, then the daemons see the connections
+ * go: what a crash of vmact-groupd or a network lost at that instant
+ * leaves. Started again, vmact-groupd finds the paused copy and resumes
+ * it on A (or, had B's half finished, removes A's copy); the guest runs on
+ * one host only and its lines go on. */
+static void orphan_recovered(void **state)
+{
+	const char *args[] = { "migrate", fx.g.name, "--to", "a", "--wait", NULL };
+	struct th_relay *ra = NULL, *rb = NULL;
+	char path[256], dir[128], ua[300], ub[300], out[4096];
+	struct tg_report r0, r;
+	double end;
+	json_t *doc;
+	long status = 0;
+	int rc;
+	virConnectPtr at;
+
+	(void)state;
+	stack_up();
+	opt_in();
+	if (runs_on(fx.vcb)) {
+		run_groupctl(args, out, sizeof(out), &rc);
+		if (rc != 0)
+			th_cluster_stack_fail(&fx.s, "vmact-groupctl migrate failed (exit %d)", rc);
+		only_on(fx.vca, "back on A");
+		rebind(fx.vca);
+	}
+	if (!runs_on(fx.vca))
+		skip();
+	/* The move to B is slowed (8 MiB/s) so that it is under way long
+	 * enough to be watched. */
+	assert_int_equal(th_cluster_stack_user_dir(&fx.s, "relay", dir, sizeof(dir)), 0);
+	snprintf(path, sizeof(path), "%s/a-sock", dir);
+	assert_int_equal(th_relay_start(path, "/run/libvirt/libvirt-sock", &ra), 0);
+	snprintf(ua, sizeof(ua), "qemu+unix:///system?socket=%s", path);
+	snprintf(path, sizeof(path), "%s/b-sock", dir);
+	assert_int_equal(th_relay_start(path, TH_HOST2_SOCKET, &rb), 0);
+	snprintf(ub, sizeof(ub), "qemu+unix:///system?socket=%s", path);
+	th_cluster_stack_stop(&fx.s);
+	assert_int_equal(th_host2_groupd_cfg_uri(fx.cfg, fx.s.sock, fx.s.key, ua, ub, fx.port_a,
+						 fx.port_b, 8, ""),
+			 0);
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start behind the relays");
+	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.g.name);
+	doc = th_cluster_stack_api(&fx.s, "POST", path, "{\"to\":\"b\"}", &status);
+	json_decref(doc);
+	assert_int_equal(status, 202);
+	/* A 1 ms watch: the relays must be frozen before the source's answer
+	 * passes (the guest stays paused for the move's last 100 ms or so). */
+	end = th_now_s() + LIMIT_S;
+	while (!paused_by_move_on_a() && th_now_s() < end)
+		usleep(1000);
+	th_relay_freeze(ra, true);
+	th_relay_freeze(rb, true);
+	if (!paused_by_move_on_a())
+		th_cluster_stack_fail(&fx.s, "the move never paused the guest on A");
+	th_proc_stop(&fx.s.gd, SIGKILL, 0);
+	sleep(3);
+	th_relay_cut(ra);
+	th_relay_cut(rb);
+	print_message("relays frozen, vmact-groupd killed with the guest paused on A, "
+		      "connections cut 3 s later\n");
+	/* Left as libvirt leaves it: paused on A, nobody resumes it. */
+	sleep(2);
+	assert_true(paused_by_move_on_a());
+	assert_false(runs_on(fx.vcb));
+	th_relay_freeze(ra, false);
+	th_relay_freeze(rb, false);
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
+	if (!th_wait_until(NULL, only_on_one_now, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "the paused guest was never resumed or removed");
+	at = runs_on(fx.vca) ? fx.vca : fx.vcb;
+	print_message("the guest runs on %s only\n", at == fx.vca ? "A (resumed)" : "B");
+	assert_true(th_count_in_file(fx.s.glog, "by a move nobody finished") >= 1);
+	assert_true(th_count_in_file(fx.s.glog, at == fx.vca ? "resumed on a"
+							     : "the copy on a is removed") >= 1);
+	if (at == fx.vcb)
+		rebind(fx.vcb);
+	/* Its lines go on. */
+	assert_true(tg_wait(&fx.g, 0, NULL, NULL, LIMIT_S, &r0));
+	assert_true(tg_wait(&fx.g, r0.seq, NULL, NULL, LIMIT_S, &r));
+	/* Back to the plain configuration. */
+	th_cluster_stack_stop(&fx.s);
+	th_relay_stop(ra);
+	th_relay_stop(rb);
+	write_groupd_cfg(0);
+	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, LIMIT_S) < 0)
+		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(refused_until_opted_in), cmocka_unit_test(relief_moves_it),
 		cmocka_unit_test(moves_by_command),       cmocka_unit_test(drain_undrain),
 		cmocka_unit_test(moves_back_to_best),     cmocka_unit_test(failed_move_retried),
+		cmocka_unit_test(orphan_recovered),
 	};
 
 	if (!th_root_test("test_migrate", "two libvirt daemons, vmactd, vmact-groupd"))

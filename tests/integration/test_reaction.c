@@ -295,7 +295,7 @@ static void reaction_bursts(void **state)
  * start again. A growth back to the size a shrink left is a flap (a quiet
  * run at 19:00 the same day went 1500m <-> 1750m twice on demand peaks of
  * 1.35-1.46 CPUs a minute apart): the policy's flap memory keeps that
- * size from then on (doc/policy.md, "Flap memory"), so no later shrink
+ * size from then on (doc/policy.md, "The reactive policy"), so no later shrink
  * goes below it. */
 #define MAX_STEADY_STEPS 10
 /* The last resize since off was one the policy decided on readings that

@@ -218,18 +218,27 @@ int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid)
 int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
 			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra)
 {
+	return th_host2_groupd_cfg_uri(path, api_socket, key_file, "qemu:///system", TH_HOST2_URI,
+				       port_a, port_b, b_bandwidth, extra);
+}
+
+int th_host2_groupd_cfg_uri(const char *path, const char *api_socket, const char *key_file,
+			    const char *a_uri, const char *b_uri, unsigned port_a, unsigned port_b,
+			    unsigned b_bandwidth, const char *extra)
+{
 	char text[4096];
 
 	snprintf(text, sizeof(text),
 		 "{\"api\":{\"socket\":\"%s\"},\"metrics\":{\"listen\":\"127.0.0.1:0\"},"
 		 "\"hosts\":["
-		 "{\"name\":\"a\",\"uri\":\"qemu:///system\","
+		 "{\"name\":\"a\",\"uri\":\"%s\","
 		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
 		 "\"migration\":{\"address\":\"127.0.0.1\"}},"
-		 "{\"name\":\"b\",\"uri\":\"" TH_HOST2_URI "\","
+		 "{\"name\":\"b\",\"uri\":\"%s\","
 		 "\"arbiter\":{\"url\":\"http://127.0.0.1:%u\",\"secret_file\":\"%s\"},"
 		 "\"migration\":{\"address\":\"127.0.0.1\",\"bandwidth_mib_s\":%u}}]%s}",
-		 api_socket, port_a, key_file, port_b, key_file, b_bandwidth, extra ? extra : "");
+		 api_socket, a_uri, port_a, key_file, b_uri, port_b, key_file, b_bandwidth,
+		 extra ? extra : "");
 	return th_write_file(path, text);
 }
 

@@ -16,7 +16,8 @@
 #include "tests/lib/vmactd.h"
 
 /* B's libvirt, as root reaches it. */
-#define TH_HOST2_URI "qemu+unix:///system?socket=/run/vmact-mig/h2/run/libvirt-sock"
+#define TH_HOST2_SOCKET "/run/vmact-mig/h2/run/libvirt-sock"
+#define TH_HOST2_URI    "qemu+unix:///system?socket=" TH_HOST2_SOCKET
 
 /* host2.sh up: B running (started, or found running), its libvirtd's pid
  * in pid (for nsenter -t PID -m -C). 0, or -1 with host2.sh's reason on
@@ -71,6 +72,11 @@ int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid);
  * ",\"migration\":{...}"), written to path. 0 or -errno. */
 int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
 			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra);
+/* The same with the hosts reached at a_uri and b_uri (relays' sockets,
+ * tests/lib/relay.h). */
+int th_host2_groupd_cfg_uri(const char *path, const char *api_socket, const char *key_file,
+			    const char *a_uri, const char *b_uri, unsigned port_a, unsigned port_b,
+			    unsigned b_bandwidth, const char *extra);
 
 /* The domain called name on c: running; defined at all (running or not). */
 bool th_host2_runs_on(virConnectPtr c, const char *name);
