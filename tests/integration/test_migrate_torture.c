@@ -8,7 +8,10 @@
  * Each round asks vmact-groupd to move the guest to the other host and,
  * a random 0-4 s later, does one of: nothing, SIGKILL vmact-groupd,
  * SIGKILL the source's or the target's vmactd, abort the move on the
- * source (virDomainAbortJob, as libvirt failing it), or, with
+ * source (virDomainAbortJob, as libvirt failing it), lose vmact-groupd's
+ * connections the moment the source pauses the guest (it reaches both
+ * daemons through relays, tests/lib/relay.h: frozen, vmact-groupd killed,
+ * cut 3 s later; the guest is left paused by libvirt), or, with
  * VMACT_MIGRATE_TORTURE_LIBVIRTD set (make torture-cluster), SIGKILL either
  * libvirtd (A's started again as tests/host/setup-host.sh starts it, B's
  * by host2.sh restart: their QEMUs run on). The dead process is started
@@ -25,8 +28,9 @@
  *
  * Prints a line per round and a summary: rounds by fault, moves that
  * succeeded, violations (the goal is 0). VMACT_MIGRATE_TORTURE_ROUNDS
- * (default 3: make check's short run; make torture-cluster runs 50) and
- * VMACT_MIGRATE_TORTURE_SEED (replays a run's choices). Root, under the
+ * (default 3: make check's short run; make torture-cluster runs 50),
+ * VMACT_MIGRATE_TORTURE_SEED (replays a run's choices) and
+ * VMACT_MIGRATE_TORTURE_FAULT (one fault, by its name, in every round). Root, under the
  * shared lock. */
 #include <errno.h>
 #include <inttypes.h>
@@ -60,6 +64,7 @@
 #include "tests/lib/host2.h"
 #include "tests/lib/libvirtd.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/relay.h"
 #include "tests/lib/vmactd.h"
 #include "tests/lib/wait.h"
 
@@ -73,23 +78,22 @@
 	"<vmact:autoscaling xmlns:vmact='" HP_NS_URI "' enabled='true'>" TG_META_BOUNDS \
 	"<vmact:migration enabled='true'/></vmact:autoscaling>"
 
+/* The libvirtd kills last: only they are left out of make check's run. */
 enum fault {
 	F_NONE,
 	F_GROUPD,
 	F_VMACTD_SRC,
 	F_VMACTD_DST,
+	F_ABORT,
+	F_CUT,
 	F_LIBVIRTD_A,
 	F_LIBVIRTD_B,
-	F_ABORT,
 	N_FAULTS
 };
-static const char *const fault_names[] = { "none",
-					   "kill groupd",
-					   "kill source vmactd",
-					   "kill target vmactd",
-					   "kill libvirtd a",
-					   "kill libvirtd b",
-					   "abort" };
+static const char *const fault_names[] = {
+	"none",  "kill groupd",          "kill source vmactd", "kill target vmactd",
+	"abort", "groupd lost at pause", "kill libvirtd a",    "kill libvirtd b"
+};
 
 static struct {
 	struct th_cluster_stack s;
@@ -98,6 +102,9 @@ static struct {
 	unsigned port[2];
 	char b_pid[16], cfg[160];
 	virConnectPtr vc[2];
+	/* vmact-groupd reaches each libvirtd through one (tests/lib/relay.h) */
+	struct th_relay *relay[2];
+	char relay_uri[2][300];
 	char *meta;
 	/* the watermark sampler */
 	pthread_t sampler;
@@ -266,8 +273,8 @@ static void write_cfg(void)
 
 	snprintf(extra, sizeof(extra), ",\"lifecycle\":{\"lease_s\":%d}", LEASE_S);
 	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
-	if (th_host2_groupd_cfg(fx.cfg, fx.s.sock, fx.s.key, fx.port[0], fx.port[1], 0, extra) <
-		    0 ||
+	if (th_host2_groupd_cfg_uri(fx.cfg, fx.s.sock, fx.s.key, fx.relay_uri[0], fx.relay_uri[1],
+				    fx.port[0], fx.port[1], 0, extra) < 0 ||
 	    th_cluster_stack_own(&fx.s, fx.cfg, false, 0644) < 0)
 		fail_msg("vmact-groupd's configuration");
 }
@@ -309,6 +316,20 @@ static int setup(void **state)
 	if (th_host2_vmactd(&fx.d[0], prefix, fx.s.key, NULL, 2, &fx.port[0]) < 0 ||
 	    th_host2_vmactd(&fx.d[1], prefix, fx.s.key, fx.b_pid, 2, &fx.port[1]) < 0)
 		return -1;
+	for (int h = 0; h < 2; h++) {
+		static const char *const daemon[] = { "/run/libvirt/libvirt-sock",
+						      TH_HOST2_SOCKET };
+		char dir[128], path[256];
+
+		if (th_cluster_stack_user_dir(&fx.s, h ? "relay-b" : "relay-a", dir, sizeof(dir)) <
+		    0)
+			return -1;
+		snprintf(path, sizeof(path), "%s/sock", dir);
+		if (th_relay_start(path, daemon[h], &fx.relay[h]) < 0)
+			return -1;
+		snprintf(fx.relay_uri[h], sizeof(fx.relay_uri[h]), "qemu+unix:///system?socket=%s",
+			 path);
+	}
 	return 0;
 }
 
@@ -320,6 +341,8 @@ static int teardown(void **state)
 		pthread_join(fx.sampler, NULL);
 	}
 	th_cluster_stack_teardown(&fx.s);
+	th_relay_stop(fx.relay[0]);
+	th_relay_stop(fx.relay[1]);
 	th_vmactd_teardown(&fx.d[0]);
 	th_vmactd_teardown(&fx.d[1]);
 	th_host2_guest_remove(fx.vc, 2, &fx.g);
@@ -333,6 +356,38 @@ static int teardown(void **state)
 
 /* ---- the rounds ---- */
 
+/* Waits (1 ms steps, the move's time at most) for the guest paused by the
+ * move on host h: QEMU has sent the last of it. false when the move ended
+ * first. */
+static bool paused_by_move(int h)
+{
+	double end = th_now_s() + SETTLE_S;
+	bool left = false; /* its migration job was seen */
+
+	for (unsigned i = 0; th_now_s() < end; i++) {
+		virDomainPtr d = virDomainLookupByName(fx.vc[h], fx.g.name);
+		int state = 0, reason = 0;
+		bool paused;
+
+		if (!d) {
+			virResetLastError();
+			return false;
+		}
+		paused = virDomainGetState(d, &state, &reason, 0) == 0 &&
+			 state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_MIGRATION;
+		virDomainFree(d);
+		if (paused)
+			return true;
+		if (th_host2_leaving(fx.vc[h], fx.g.name))
+			left = true;
+		else if (left ||
+			 (i % 200 == 199 && th_host2_move_under_way(fx.g.name, NULL, NULL) != 1))
+			return false; /* the job ended, or the move before it */
+		usleep(1000);
+	}
+	return false;
+}
+
 static void migrate_torture(void **state)
 {
 	const char *env = getenv("VMACT_MIGRATE_TORTURE_ROUNDS");
@@ -342,6 +397,9 @@ static void migrate_torture(void **state)
 	 * 2026-11-29, not understood yet: host2.sh's restart or libvirt). */
 	bool libvirtd_kills = getenv("VMACT_MIGRATE_TORTURE_LIBVIRTD") != NULL;
 	unsigned by_fault[N_FAULTS] = { 0 };
+	/* VMACT_MIGRATE_TORTURE_FAULT: that fault (its name) in every round. */
+	const char *only_env = getenv("VMACT_MIGRATE_TORTURE_FAULT");
+	int only = -1;
 	struct tg_report rep;
 	unsigned long seq;
 	int host;
@@ -349,6 +407,11 @@ static void migrate_torture(void **state)
 	(void)state;
 	if (!rounds)
 		rounds = 3;
+	for (int f = 0; only_env && f < N_FAULTS; f++)
+		if (!strcmp(only_env, fault_names[f]))
+			only = f;
+	if (only_env && only < 0)
+		fail_msg("VMACT_MIGRATE_TORTURE_FAULT: no fault called \"%s\"", only_env);
 	write_cfg();
 	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, SETTLE_S) < 0)
 		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start");
@@ -369,7 +432,9 @@ static void migrate_torture(void **state)
 	assert_int_equal(pthread_create(&fx.sampler, NULL, sample, NULL), 0);
 
 	for (unsigned r = 1; r <= rounds; r++) {
-		enum fault f = (enum fault)rnd(libvirtd_kills ? N_FAULTS : F_LIBVIRTD_A);
+		enum fault f = only >= 0
+				       ? (enum fault)only
+				       : (enum fault)rnd(libvirtd_kills ? N_FAULTS : F_LIBVIRTD_A);
 		unsigned delay_ms = rnd(KILL_MAX_MS + 1);
 		int to = !host;
 		char path[256], body[64], what[640] = "";
@@ -389,7 +454,8 @@ static void migrate_torture(void **state)
 			snprintf(what, sizeof(what), "the move was refused (%ld)", status);
 			ok = false;
 		}
-		usleep(delay_ms * 1000);
+		if (f != F_CUT)
+			usleep(delay_ms * 1000);
 		switch (f) {
 		case F_NONE:
 			break;
@@ -417,6 +483,27 @@ static void migrate_torture(void **state)
 			if (th_host2_restart(fx.b_pid, sizeof(fx.b_pid)) < 0)
 				fail_msg("libvirtd b did not start again");
 			reconnect(1);
+			break;
+		case F_CUT:
+			/* The connections of vmact-groupd lost the moment the
+			 * source pauses the guest (test_migrate's
+			 * orphan_recovered, at this round's pace): relays
+			 * frozen, vmact-groupd killed, QEMU given 3 s, the
+			 * daemons see the connections go. */
+			if (!paused_by_move(host)) {
+				snprintf(what, sizeof(what), "(the move never paused the guest) ");
+				break;
+			}
+			th_relay_freeze(fx.relay[0], true);
+			th_relay_freeze(fx.relay[1], true);
+			th_proc_stop(&fx.s.gd, SIGKILL, 0);
+			sleep(3);
+			th_relay_cut(fx.relay[0]);
+			th_relay_cut(fx.relay[1]);
+			th_relay_freeze(fx.relay[0], false);
+			th_relay_freeze(fx.relay[1], false);
+			if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, SETTLE_S) < 0)
+				th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
 			break;
 		case F_ABORT: {
 			virDomainPtr d = virDomainLookupByName(fx.vc[host], fx.g.name);
