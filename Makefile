@@ -456,8 +456,10 @@ torture:
 # node. VMACT_CLUSTER_TORTURE_SEED=N replays a run. Then live migration
 # under kill -9 as many rounds (tests/integration/test_migrate_torture.c:
 # two libvirt daemons, vmact-groupd, either vmactd or (here only) either
-# libvirtd killed, or the move aborted; make check runs 3 rounds without
-# the libvirtd kills; VMACT_MIGRATE_TORTURE_SEED=N replays).
+# libvirtd killed, the move aborted, or vmact-groupd's connections lost the
+# moment the source pauses the guest; make check runs 3 rounds without the
+# libvirtd kills; VMACT_MIGRATE_TORTURE_SEED=N replays,
+# VMACT_MIGRATE_TORTURE_FAULT="NAME" runs one fault every round).
 TORTURE_CLUSTER_ROUNDS ?= 50
 .PHONY: torture-cluster
 torture-cluster:
