@@ -53,6 +53,7 @@
 #include <jansson.h>
 
 #include "base/macro.h"
+#include "base/slice.h"
 #include "bpf/sampler.h"
 
 #define MAX_IDS 64
@@ -515,7 +516,9 @@ static void policy_rate(const unsigned *sizes, size_t nsizes)
  * included) and, for the watch, the run time of its kernel timers, in % of
  * one core; and the decision's delay: from the instant a busy run covered
  * the up window (the end of the window the VM's timer closed there) to the
- * reader's handling of it. */
+ * reader's handling of it, with the reader's scheduler slice as vmactd sets
+ * it (0.1 ms, base/slice.h) and, as its baseline, once more with the
+ * kernel's default slice. */
 #define WATCH_TICK_MS    50
 #define WATCH_SLOW_MS    5000
 #define WATCH_BUSY_ON_MS 1000
@@ -593,6 +596,22 @@ static void drive_busy(unsigned n, double t0)
 
 		busy_flags[i] = in < WATCH_BUSY_ON_MS / 1000.0;
 	}
+}
+
+/* The hypervisor's steal over the whole machine (/proc/stat), in s: this
+ * host may itself be a guest, and a reader whose CPU was taken away waits
+ * whatever its slice. */
+static double steal_s(void)
+{
+	unsigned long long st = 0;
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (f) {
+		if (fscanf(f, "cpu %*u %*u %*u %*u %*u %*u %*u %llu", &st) != 1)
+			st = 0;
+		fclose(f);
+	}
+	return (double)st / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -765,6 +784,9 @@ static void watch_section(void)
 	double idle_w, idle_k, idle_p, busy_w, busy_k, busy_p, ign;
 	unsigned windows, ndelays;
 	uint64_t deferred;
+	int64_t slice_us, default_us;
+	double stolen;
+	int sr;
 
 	busy_flags = mmap(NULL, n * sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			  -1, 0);
@@ -777,6 +799,12 @@ static void watch_section(void)
 		kids[i] = spawn_vm(cycling_vcpu, (int)i * VM_VCPUS); /* busy_flags[i] */
 	vm_slice_make(kids, n);
 	usleep(500000); /* the threads name themselves */
+	/* The reader's slice as vmactd's loop has it (the VMs, forked
+	 * before, keep the default). */
+	sr = vmact_slice_set(VMACT_SLICE_MIN_USEC);
+	if (sr < 0)
+		printf("watch: the reader's slice could not be set: %s\n", strerror(-sr));
+	slice_us = vmact_slice_get();
 	printf("watch: VMs in %s\n", vm_slice[0] ? vm_slice : "the bench's own cgroup");
 	printf("watch: %u VMs of 2 vCPUs (allowance 2 CPUs, target 0.9), at least %d s per "
 	       "figure; reader's CPU and the watch's kernel timers, %% of one core\n",
@@ -793,7 +821,9 @@ static void watch_section(void)
 	 * figure past the guests a 2-CPU host can boot. */
 	printf("cpu_per_idle_vm_pct_%uvm: %.5f\n", n, (idle_w + idle_k) / n);
 	wr.busy = true;
+	stolen = steal_s();
 	busy_w = watch_cost(&wr, kids, true, &busy_k);
+	stolen = steal_s() - stolen;
 	windows = wr.windows;
 	deferred = wr.deferred;
 	ndelays = wr.ndelays;
@@ -805,15 +835,32 @@ static void watch_section(void)
 	       n, busy_w, busy_k, busy_w + busy_k, WATCH_TICK_MS, busy_p, wr.rounds, wr.rounds_due,
 	       windows, deferred, (busy_w + busy_k) / busy_p);
 	if (wr.ndelays) {
+		double p99;
+
 		qsort(wr.delays_ms, wr.ndelays, sizeof(double), cmp_double);
 		qsort(wr.woken_ms, wr.ndelays, sizeof(double), cmp_double);
 		printf("watch reader woken after the up window was covered: p50 %.3f ms, p99 %.3f "
 		       "ms\n",
 		       wr.woken_ms[wr.ndelays / 2], wr.woken_ms[wr.ndelays * 99 / 100]);
-		printf("watch decision after the up window was covered: %u decisions, p50 %.3f ms, "
-		       "p99 %.3f ms, max %.3f ms\n",
-		       wr.ndelays, wr.delays_ms[wr.ndelays / 2],
-		       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1]);
+		printf("watch decision after the up window was covered (reader's slice %lld us): "
+		       "%u decisions, p50 %.3f ms, p99 %.3f ms, max %.3f ms (%.2f s stolen by the "
+		       "hypervisor meanwhile)\n",
+		       (long long)slice_us, wr.ndelays, wr.delays_ms[wr.ndelays / 2],
+		       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1], stolen);
+		p99 = wr.delays_ms[wr.ndelays * 99 / 100];
+		/* The baseline: the same with the kernel's default slice. */
+		vmact_slice_set(0);
+		default_us = vmact_slice_get();
+		watch_cost(&wr, kids, true, &ign);
+		vmact_slice_set(VMACT_SLICE_MIN_USEC);
+		if (wr.ndelays) {
+			qsort(wr.delays_ms, wr.ndelays, sizeof(double), cmp_double);
+			printf("watch decision with the kernel's default slice (%lld us, baseline): %u "
+			       "decisions, p50 %.3f ms, p99 %.3f ms, max %.3f ms; p99 ratio: %.2f\n",
+			       (long long)default_us, wr.ndelays, wr.delays_ms[wr.ndelays / 2],
+			       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1],
+			       p99 / wr.delays_ms[wr.ndelays * 99 / 100]);
+		}
 	} else {
 		printf("watch decision: no busy run reached the up window inside a tick\n");
 	}

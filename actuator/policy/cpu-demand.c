@@ -109,6 +109,8 @@ static uint32_t u32_min(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+#define FLAP_USED_SHARE 0.5
+
 /* The flap memory (doc/policy.md, "The reactive policy"). A steady load with
  * peaks a minute apart is ok at the size its peaks grew it to, and the
  * slow average sizes a shrink below it; at the next peak the VM grows
@@ -162,6 +164,7 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 	 * load average: only those changes make a flap (a minimum raised
 	 * and lowered again by its operator is none). */
 	bool by_load = false;
+	double used = 0; /* demand now at an ok-class shrink (CPUs) */
 
 	memset(out, 0, sizeof(*out));
 	if (!d->n)
@@ -296,6 +299,7 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		    !(d->grew && last->at - d->grew_at < p->down_hold)) {
 			goal = g;
 			by_load = true;
+			used = out->demand;
 		}
 		break;
 	}
@@ -317,7 +321,11 @@ bool act_cpu_demand_decide(struct act_cpu_demand *d, const struct act_cpu_policy
 		if (by_load)
 			remember_growth(d, p, last->at, goal, out);
 	} else if (goal < cur && by_load) {
-		d->shrank = true;
+		/* Only a shrink that left the VM using half its new size or
+		 * more, now (the slow average still carries a load that
+		 * ended), can be a flap: after one down to where it idles a
+		 * growth is a new load, not a peak. */
+		d->shrank = used * 1000.0 >= FLAP_USED_SHARE * goal;
 		d->shrank_at = last->at;
 		d->shrank_from = cur;
 	}

@@ -55,16 +55,48 @@ bool th_vmactd_poll_forced(void)
 	return e && !strcmp(e, "off");
 }
 
+/* The scheduler slice of vmactd's main thread in ns (/proc/PID/sched's
+ * se.slice), 0 when it cannot be read. */
+static unsigned long long main_slice_ns(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/sched", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "se.slice", 8) && strchr(line, ':'))
+			v = strtoull(strchr(line, ':') + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
 bool th_vmactd_on_detection_path(const struct th_vmactd *d)
 {
 	const char *want = th_vmactd_poll_forced() ? "policy.events is off"
 						   : "saturation watched in the kernel";
+	unsigned long long slice;
 
-	if (th_vmactd_log_has(d, want))
-		return true;
-	fprintf(stderr, "vmactd did not say \"%s\" at start (%s)\n", want, d->log);
-	th_print_log_tail(d->log, "vmactd log", 2000);
-	return false;
+	if (!th_vmactd_log_has(d, want)) {
+		fprintf(stderr, "vmactd did not say \"%s\" at start (%s)\n", want, d->log);
+		th_print_log_tail(d->log, "vmactd log", 2000);
+		return false;
+	}
+	/* On the watch, the loop that reads its windows runs with a 0.1 ms
+	 * slice (base/slice.h), unless vmactd said the kernel has none (before
+	 * 6.12). */
+	slice = main_slice_ns(d->proc.pid);
+	if (!th_vmactd_poll_forced() && slice != 100000 &&
+	    !th_vmactd_log_has(d, "the loop keeps the kernel's scheduler slice")) {
+		fprintf(stderr,
+			"vmactd's loop runs with a scheduler slice of %llu ns, not 100000\n",
+			slice);
+		return false;
+	}
+	return true;
 }
 
 int th_vmactd_monitor(struct th_vmactd *d, char *meta, size_t len)

@@ -478,6 +478,32 @@ static void test_flaps_back_off(void **state)
 	assert_true(run.shrank >= 20);
 }
 
+/* A load that ends, then another: busy, idle back to the minimum, busy
+ * again, idle again (test_daemon's and test_agentless's way). The shrink
+ * to where the VM idles is no flap, so the second idle shrinks as the
+ * first did. */
+static void test_new_load_is_no_flap(void **state)
+{
+	struct act_cpu_policy p;
+	struct act_cpu_demand d;
+	struct flap_run run = { 0 };
+	int64_t now = 0;
+	uint32_t quota = 1000;
+
+	(void)state;
+	act_cpu_policy_defaults(&p);
+	p.min_milli = 1000;
+	act_cpu_demand_init(&d);
+	for (int round = 0; round < 2; round++) {
+		quota = run_peaks(&d, &p, &now, quota, 1.9, 1.9, 60, 30, 50, &run);
+		assert_true(quota >= 2000);
+		memset(&run, 0, sizeof(run));
+		quota = run_peaks(&d, &p, &now, quota, 0.02, 0.02, 60, 120, 50, &run);
+		assert_int_equal(quota, 1000);
+		assert_int_equal(run.flaps, 0);
+	}
+}
+
 /* A minimum raised and lowered by its operator moves the goal both ways:
  * no flap, so the next shrink is not held. */
 static void test_bounds_make_no_flap(void **state)
@@ -653,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_peaks_do_not_flap),
 		cmocka_unit_test(test_flaps_back_off),
 		cmocka_unit_test(test_bounds_make_no_flap),
+		cmocka_unit_test(test_new_load_is_no_flap),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_desired_with_cpu_goal),
 	};
