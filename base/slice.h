@@ -5,7 +5,7 @@
  * it runs before the tasks whose slice is the default, without a larger
  * share of the CPU: its lag and weight stay what they were. vmactd asks it
  * for the thread that reads the sampler's ring buffer (doc/policy.md,
- * "Detection in the kernel"): a window that closes is decided on while
+ * "Saturation found in the kernel"): a window that closes is decided on while
  * a hundred busy VMs hold the CPUs. Kernels before 6.12 take the call and
  * ignore the figure. */
 #pragma once
