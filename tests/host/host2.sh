@@ -145,8 +145,14 @@ up() {
 		echo "$pid"
 		return
 	fi
-	[ "${1:-}" = keep ] || kill_left
-	configure
+	# A restart keeps B's state, as a real libvirtd's restart does: its
+	# definitions (etc), its running domains' status files (run, lib).
+	# Configuring again wiped them, and a restarted B lost the guest that
+	# ran there (test_migrate_torture, 2026-11-29 19:20 and 22:45).
+	if [ "${1:-}" != keep ]; then
+		kill_left
+		configure
+	fi
 	ln -sfn /usr/sbin/libvirtd $H/vmact-libvirtd2
 	for d in $(cgroup_dirs); do
 		mkdir -p "$d"
