@@ -392,9 +392,9 @@ static void migrate_torture(void **state)
 {
 	const char *env = getenv("VMACT_MIGRATE_TORTURE_ROUNDS");
 	unsigned rounds = env ? (unsigned)atoi(env) : 3, violations = 0, moved = 0;
-	/* The libvirtd kills only when asked (make torture-cluster): killing
-	 * B's while the guest ran there lost the guest once (19:20 on
-	 * 2026-11-29, not understood yet: host2.sh's restart or libvirt). */
+	/* The libvirtd kills only when asked (make torture-cluster: they
+	 * restart the host's own libvirtd). Killing B's lost the guest twice
+	 * on 2026-11-29 until host2.sh's restart kept B's state. */
 	bool libvirtd_kills = getenv("VMACT_MIGRATE_TORTURE_LIBVIRTD") != NULL;
 	unsigned by_fault[N_FAULTS] = { 0 };
 	/* VMACT_MIGRATE_TORTURE_FAULT: that fault (its name) in every round. */
