@@ -435,6 +435,13 @@ static void move_run(void *data)
 		virConnectClose(cs);
 		virConnectClose(cd);
 		m->downtime_ms = res.downtime_ms;
+		/* A call that succeeded may still leave the source's copy:
+		 * libvirt reports success once the target runs the VM, and a
+		 * source daemon that died before its confirmation ("guest
+		 * probably left in 'paused' state on source") keeps the
+		 * definition UNDEFINE_SOURCE would have removed, its QEMU
+		 * killed when it starts again. What is left goes now. */
+		settled_at_target(m);
 	}
 	/* It runs on the target: the source holds nothing for it any more
 	 * (its vmactd forgets its agent's entry as the domain leaves). The

@@ -251,8 +251,23 @@ int cl_migrate_settle(virConnectPtr src, virConnectPtr dst, const char *name, st
 	if (virDomainIsActive(s) == 1 && virDomainDestroy(s) < 0)
 		return vmact_err_set(err, EAGAIN, "domain %s left at the source: %s", name,
 				     virt_msg());
-	if (virDomainIsPersistent(s) == 1 && virDomainIsPersistent(d) == 1 &&
-	    virDomainUndefineFlags(s, VIR_DOMAIN_UNDEFINE_MANAGED_SAVE) < 0)
+	if (virDomainIsPersistent(s) != 1)
+		return 1;
+	/* The target's copy runs transient (its half of the move never
+	 * persisted it, its daemon or ours gone meanwhile): the definition
+	 * moves to it first, as PERSIST_DEST would have moved it, so that
+	 * removing the source's leaves the VM defined. */
+	if (virDomainIsPersistent(d) != 1) {
+		_cleanup_free_ char *xml = virDomainGetXMLDesc(s, VIR_DOMAIN_XML_INACTIVE |
+									  VIR_DOMAIN_XML_SECURE);
+		virDomainPtr nd = xml ? virDomainDefineXML(dst, xml) : NULL;
+
+		if (!nd)
+			return vmact_err_set(err, EAGAIN, "defining %s at the target: %s", name,
+					     virt_msg());
+		virDomainFree(nd);
+	}
+	if (virDomainUndefineFlags(s, VIR_DOMAIN_UNDEFINE_MANAGED_SAVE) < 0)
 		return vmact_err_set(err, EAGAIN, "domain %s left at the source: %s", name,
 				     virt_msg());
 	return 1;

@@ -62,8 +62,9 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 /* After a move whose call failed (a daemon died between the target's
  * start and the source's confirmation, libvirt's own corner): where the
  * domain runs now. 1 when it runs on dst, the source's stale definition
- * then removed (what UNDEFINE_SOURCE would have done: a persistent domain
- * now defined on dst, inactive on src); 0 when it runs on src (or
+ * then removed (what UNDEFINE_SOURCE would have done), moved to dst first
+ * when dst's copy runs transient (what PERSIST_DEST would have done); 0
+ * when it runs on src (or
  * nowhere: the move did not happen); -EAGAIN while either daemon cannot
  * be asked. */
 int cl_migrate_settle(virConnectPtr src, virConnectPtr dst, const char *name,
