@@ -209,6 +209,10 @@ void cl_vm_observe(struct cl_group *g, enum cl_tier t, double secs);
 
 /* place.c: placement and binding. */
 void cl_place_submit(struct cl_vm *vm);
+/* The hosts' half of a host's snapshot for a scheduling cycle, in a job:
+ * drained, libvirt reachable, the arbiter's ledger (h->name set, the rest
+ * zero; scanned: its VMs were found, else it takes nothing yet). */
+void cl_place_snapshot_host(struct cl_engine *e, struct cl_fw_host *h, bool scanned);
 void cl_place_waiting_expire(struct cl_engine *e);
 int cl_place_allow(struct cl_engine *e, const char *uid, const char *plugin);
 int cl_place_reject(struct cl_engine *e, const char *uid, const char *why);

@@ -4,11 +4,13 @@
  * and the VM's allocation fixed while it moves:
  *
  *   plan      find the VM (the host that runs it), check it may move, read
- *             its reservation at its host's arbiter, choose the target
- *             (the one asked for, or the one with the most room under its
- *             watermark among the hosts that take moved VMs);
- *   reserved  a lease for it at the target's arbiter, before anything
- *             moves: no room there, no move;
+ *             its reservation at its host's arbiter, and place it through
+ *             the placement framework (the first scheduler profile's
+ *             scheduling cycle) among the hosts that take moved VMs (or
+ *             the one asked for): its filters, its scores, and its
+ *             Reserve, a lease at the target's arbiter, before anything
+ *             moves (no room there, no move);
+ *   reserved  the move starts;
  *   freezing  its entry at the source's arbiter marked moving: its agent
  *             is answered Migrate and grows it no further; vmactd stops
  *             resizing it and says so (the entry "frozen");
@@ -66,6 +68,14 @@ struct cl_move {
 	struct cl_migrate_dom dom;
 	struct vmact_resources size; /* its reservation at its host */
 	char from[CL_NAME_MAX], to[CL_NAME_MAX];
+	/* Its placement (the plan's scheduling cycle): reserved at `to` until
+	 * the move ends or is undone (Unreserve). */
+	struct cl_fw *fw;
+	struct cl_fw_cycle *cs;
+	struct cl_fw_vm fvm;
+	char allowed[CL_MAX_HOSTS][CL_NAME_MAX];
+	const char *allowed_p[CL_MAX_HOSTS];
+	bool reserved;
 	unsigned status; /* the plan's answer: 202 or the refusal's */
 	const char *refusal;
 	char error[VMACT_ERR_MSG_MAX];
@@ -98,6 +108,7 @@ static void move_free(struct cl_move *m)
 {
 	if (!m)
 		return;
+	cl_fw_cycle_free(m->cs);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -182,15 +193,11 @@ static bool find_source(struct cl_move *m)
 	return false;
 }
 
-/* Whether host h can take the VM; why not in why. */
-static bool fits(struct cl_move *m, struct cl_host *h, struct vmact_resources *free_, char *why,
-		 size_t len)
+/* Whether host h may take moved VMs at all (before the framework looks):
+ * not the VM's own, with a migration address; why not in why. */
+static bool takes_moves(const struct cl_move *m, struct cl_host *h, char *why, size_t len)
 {
 	const struct cl_host_cfg *cfg = cl_host_cfg(h);
-	struct vmact_lease_ledger l;
-	struct vmact_err err = { 0 };
-	virConnectPtr c;
-	char need[96], have[96];
 
 	if (!strcmp(cfg->name, m->from)) {
 		snprintf(why, len, "the VM runs there");
@@ -200,29 +207,83 @@ static bool fits(struct cl_move *m, struct cl_host *h, struct vmact_resources *f
 		snprintf(why, len, "takes no moved VMs (no migration.address)");
 		return false;
 	}
-	c = cl_host_conn(h, &err);
-	if (!c) {
-		snprintf(why, len, "%s", err.msg);
-		return false;
-	}
-	virConnectClose(c);
-	if (cl_host_ledger(h, &l, &err) < 0) {
-		snprintf(why, len, "%s", err.msg);
-		return false;
-	}
-	free_->milli_cpu = l.watermark.milli_cpu > l.reserved.milli_cpu
-				   ? l.watermark.milli_cpu - l.reserved.milli_cpu
-				   : 0;
-	free_->mem_bytes = l.watermark.mem_bytes > l.reserved.mem_bytes
-				   ? l.watermark.mem_bytes - l.reserved.mem_bytes
-				   : 0;
-	if (free_->milli_cpu < m->size.milli_cpu || free_->mem_bytes < m->size.mem_bytes) {
-		fmt_size(m->size, need, sizeof(need));
-		fmt_size(*free_, have, sizeof(have));
-		snprintf(why, len, "no room: %s needed, %s free under the watermark", need, have);
-		return false;
-	}
 	return true;
+}
+
+/* The placement framework's cycle for the VM over every host, the hosts
+ * that take it listed as its GroupHosts: Success reserves at m->to.
+ * Otherwise the refusal names each host's reason (reasons: those excluded
+ * before). */
+static bool place(struct cl_move *m, char *reasons, size_t len)
+{
+	struct cl_engine *e = m->e;
+	struct cl_fw_host *hosts = calloc(CL_MAX_HOSTS, sizeof(*hosts));
+	struct cl_fw_result *res = calloc(1, sizeof(*res));
+	size_t n = 0;
+	bool ok = false;
+
+	if (!hosts || !res || cl_fw_cycle_new(&m->cs) < 0) {
+		refuse(m, 500, "internal", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < e->n_hosts && n < CL_MAX_HOSTS; i++, n++) {
+		snprintf(hosts[n].name, sizeof(hosts[n].name), "%s", cl_host_name(e->hosts[i].h));
+		cl_place_snapshot_host(e, &hosts[n],
+				       __atomic_load_n(&e->hosts[i].scanned, __ATOMIC_RELAXED));
+	}
+	m->fw = e->fws[0];
+	m->fvm = (struct cl_fw_vm){
+		.standby = false,
+		.size = m->size,
+		.group_hosts = m->allowed_p,
+		.moving = true,
+		.pod_ns = m->dom.pod_ns,
+		.pod_name = m->dom.pod_name,
+	};
+	snprintf(m->fvm.uid, sizeof(m->fvm.uid), "%s", m->dom.uuid);
+	snprintf(m->fvm.name, sizeof(m->fvm.name), "%s", m->vm);
+	snprintf(m->fvm.defined_on, sizeof(m->fvm.defined_on), "%s", m->from);
+	for (size_t i = 0; i < CL_MAX_HOSTS && m->allowed[i][0]; i++)
+		m->fvm.n_group_hosts++;
+	cl_fw_schedule(m->fw, m->cs, &m->fvm, hosts, n, res);
+	if (res->status.code == CL_FW_SUCCESS) {
+		snprintf(m->to, sizeof(m->to), "%s", res->host);
+		m->reserved = true;
+		set_phase(m, PH_RESERVED);
+		ok = true;
+		goto out;
+	}
+	if (res->status.code == CL_FW_WAIT) {
+		/* A Permit plugin would hold it: a running VM does not wait. */
+		cl_fw_unreserve(m->fw, m->cs, &m->fvm, res->host);
+		refuse(m, 409, "precondition", "no host takes %s: %s would hold it on %s (%s)",
+		       m->vm, res->status.plugin, res->host, res->status.msg);
+		goto out;
+	}
+	/* Each host the framework looked at (the others are in reasons). */
+	for (size_t i = 0; i < res->n_hosts; i++) {
+		size_t k = 0, used = strlen(reasons);
+
+		while (k < m->fvm.n_group_hosts && strcmp(m->allowed[k], res->hosts[i].name))
+			k++;
+		if (k == m->fvm.n_group_hosts || res->hosts[i].filter.code == CL_FW_SUCCESS)
+			continue;
+		snprintf(reasons + used, len - used, "%s%s: %s (%s)", used ? "; " : "",
+			 res->hosts[i].name, res->hosts[i].filter.msg, res->hosts[i].filter.plugin);
+	}
+	if (res->feasible) {
+		/* It fit a snapshot, then Reserve found the ledger moved. */
+		size_t used = strlen(reasons);
+
+		snprintf(reasons + used, len - used, "%s%s", used ? "; " : "", res->status.msg);
+	}
+	refuse(m, res->status.code == CL_FW_ERROR ? 503 : 409,
+	       res->status.code == CL_FW_ERROR ? "unavailable" : "precondition",
+	       "no host takes %s: %s", m->vm, reasons[0] ? reasons : res->status.msg);
+out:
+	free(hosts);
+	free(res);
+	return ok;
 }
 
 bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_dom *dom)
@@ -230,9 +291,8 @@ bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_d
 	struct cl_engine *e = m->e;
 	struct vmact_lease_pod pod;
 	struct vmact_err err = { 0 };
-	struct vmact_resources best_free = { 0 };
 	char reasons[1024] = "";
-	bool found = false;
+	size_t n_allowed = 0;
 	int r;
 
 	if (from) {
@@ -273,37 +333,31 @@ bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_d
 		refuse(m, 503, "unavailable", "%s", err.msg);
 		return false;
 	}
-	for (size_t i = 0; i < e->n_hosts; i++) {
+	/* The hosts that may take it, the framework's GroupHosts. */
+	for (size_t i = 0; i < e->n_hosts && n_allowed < CL_MAX_HOSTS; i++) {
 		struct cl_host *h = e->hosts[i].h;
-		struct vmact_resources free_;
 		char why[VMACT_ERR_MSG_MAX];
 		size_t n = strlen(reasons);
 
 		if (m->want_to[0] && strcmp(cl_host_name(h), m->want_to))
 			continue;
-		if (cl_host_draining(h)) {
-			snprintf(reasons + n, sizeof(reasons) - n, "%s%s: drained", n ? "; " : "",
-				 cl_host_name(h));
-			continue;
-		}
-		if (!fits(m, h, &free_, why, sizeof(why))) {
+		if (!takes_moves(m, h, why, sizeof(why))) {
 			snprintf(reasons + n, sizeof(reasons) - n, "%s%s: %s", n ? "; " : "",
 				 cl_host_name(h), why);
 			continue;
 		}
-		if (!found || free_.milli_cpu > best_free.milli_cpu ||
-		    (free_.milli_cpu == best_free.milli_cpu &&
-		     free_.mem_bytes > best_free.mem_bytes)) {
-			found = true;
-			best_free = free_;
-			snprintf(m->to, sizeof(m->to), "%s", cl_host_name(h));
-		}
+		snprintf(m->allowed[n_allowed], sizeof(m->allowed[n_allowed]), "%s",
+			 cl_host_name(h));
+		m->allowed_p[n_allowed] = m->allowed[n_allowed];
+		n_allowed++;
 	}
-	if (!found) {
+	if (!n_allowed) {
 		refuse(m, 409, "precondition", "no host takes %s: %s", m->vm,
 		       reasons[0] ? reasons : "no other host");
 		return false;
 	}
+	if (!place(m, reasons, sizeof(reasons)))
+		return false;
 	m->status = 202;
 	return true;
 }
@@ -330,8 +384,11 @@ static void undo(struct cl_move *m, enum phase reached)
 	pthread_mutex_unlock(&m->lock);
 	if (reached >= PH_FREEZING)
 		cl_host_release(host_of(m->e, m->from), m->dom.pod_ns, m->dom.pod_name, &err);
-	if (reached >= PH_RESERVED)
-		cl_host_release(host_of(m->e, m->to), m->dom.pod_ns, m->dom.pod_name, &err);
+	if (m->reserved) {
+		/* The framework's Reserve undone: the target's lease goes. */
+		cl_fw_unreserve(m->fw, m->cs, &m->fvm, m->to);
+		m->reserved = false;
+	}
 	set_phase(m, PH_FAILED);
 }
 
@@ -399,15 +456,11 @@ static void move_run(void *data)
 	struct vmact_err err = { 0 };
 	virConnectPtr cs = NULL, cd = NULL;
 
+	/* Reserved at the target by the plan's Reserve. */
 	if (cl_jobs_stopping(e->movers)) {
 		snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
-		return undo(m, PH_PLANNED);
+		return undo(m, PH_RESERVED);
 	}
-	if (cl_host_lease(dst, m->dom.pod_ns, m->dom.pod_name, m->size, ttl, false, &err) < 0) {
-		fail_move(m, &err);
-		return undo(m, PH_PLANNED);
-	}
-	set_phase(m, PH_RESERVED);
 	if (cl_host_mark_moving(src, m->dom.pod_ns, m->dom.pod_name, m->size, ttl, true, &err) <
 	    0) {
 		fail_move(m, &err);
@@ -580,7 +633,7 @@ int cl_move_start(struct cl_move *m)
 		   "migration %" PRIu64 ": moving %s (%s, %s) from %s to %s (%s%s%s)", m->id, m->vm,
 		   size, m->dom.opted_in ? "opted in" : "forced", m->from, m->to,
 		   cl_engine_move_reason_name(m->reason), m->why[0] ? ": " : "",
-		   m->why[0] ? m->why : (m->want_to[0] ? "" : ", the host with the most room"));
+		   m->why[0] ? m->why : (m->want_to[0] ? "" : ", the host placement chose"));
 	return 0;
 }
 
@@ -601,7 +654,7 @@ static void plan_done(void *data)
 		m->status = r == -ESHUTDOWN ? 503 : 500;
 		m->refusal = r == -ESHUTDOWN ? "unavailable" : "internal";
 		answer_refusal(m);
-		move_free(m);
+		cl_move_discard(m);
 		return;
 	}
 	view_of(m, m->started_usec, &v);
@@ -640,8 +693,25 @@ const char *cl_move_target(const struct cl_move *m)
 	return m->to;
 }
 
+static void unreserve_run(void *data)
+{
+	struct cl_move *m = data;
+
+	cl_fw_unreserve(m->fw, m->cs, &m->fvm, m->to);
+}
+
+static void unreserve_done(void *data)
+{
+	move_free(data);
+}
+
 void cl_move_discard(struct cl_move *m)
 {
+	/* Planned, never started: its reservation is given back by a job (a
+	 * release that cannot be sent lapses with the lease). */
+	if (m && m->reserved && !m->e->stopping && m->e->jobs &&
+	    cl_jobs_submit(m->e->jobs, unreserve_run, unreserve_done, m) == 0)
+		return;
 	move_free(m);
 }
 

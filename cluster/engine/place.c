@@ -72,38 +72,41 @@ static void snapshot_engine(struct cl_engine *e, struct cl_place_job *j)
 	}
 }
 
+void cl_place_snapshot_host(struct cl_engine *e, struct cl_fw_host *h, bool scanned)
+{
+	struct cl_ehost *eh = cl_vm_ehost(e, h->name);
+	struct vmact_err err = { 0 };
+	struct vmact_lease_ledger l;
+	_cleanup_(place_conn_closep) virConnectPtr c = NULL;
+
+	h->drained = cl_host_draining(eh->h);
+	/* Its VMs are not known yet: nothing goes there before. */
+	if (!scanned) {
+		snprintf(h->why, sizeof(h->why), "its VMs are not found yet");
+		return;
+	}
+	c = cl_host_conn(eh->h, &err);
+	h->reachable = c != NULL;
+	if (!c) {
+		snprintf(h->why, sizeof(h->why), "%.200s", err.msg);
+		return;
+	}
+	if (cl_host_ledger(eh->h, &l, &err) < 0) {
+		snprintf(h->why, sizeof(h->why), "%.200s", err.msg);
+		return;
+	}
+	h->ledger = true;
+	h->total = l.total;
+	h->watermark = l.watermark;
+	h->reserved = l.reserved;
+	h->pressure = l.pressure;
+}
+
 /* The hosts' half, in the job: libvirt reachable, the arbiter's ledger. */
 static void snapshot_hosts(struct cl_place_job *j)
 {
-	for (size_t i = 0; i < j->n_hosts; i++) {
-		struct cl_fw_host *h = &j->hosts[i];
-		struct cl_ehost *eh = cl_vm_ehost(j->e, h->name);
-		struct vmact_err err = { 0 };
-		struct vmact_lease_ledger l;
-		_cleanup_(place_conn_closep) virConnectPtr c = NULL;
-
-		h->drained = cl_host_draining(eh->h);
-		/* Its VMs are not known yet: nothing goes there before. */
-		if (!j->scanned[i]) {
-			snprintf(h->why, sizeof(h->why), "its VMs are not found yet");
-			continue;
-		}
-		c = cl_host_conn(eh->h, &err);
-		h->reachable = c != NULL;
-		if (!c) {
-			snprintf(h->why, sizeof(h->why), "%.200s", err.msg);
-			continue;
-		}
-		if (cl_host_ledger(eh->h, &l, &err) < 0) {
-			snprintf(h->why, sizeof(h->why), "%.200s", err.msg);
-			continue;
-		}
-		h->ledger = true;
-		h->total = l.total;
-		h->watermark = l.watermark;
-		h->reserved = l.reserved;
-		h->pressure = l.pressure;
-	}
+	for (size_t i = 0; i < j->n_hosts; i++)
+		cl_place_snapshot_host(j->e, &j->hosts[i], j->scanned[i]);
 }
 
 static void reject(struct cl_engine *e, struct cl_vm *vm, const char *who, const char *why);

@@ -136,16 +136,19 @@ void cl_fw_seed(struct cl_fw *fw, uint64_t seed)
 	fw->rng = seed;
 }
 
-/* xorshift64: enough to spread ties, cheap, one state per framework (its
- * cycles run one at a time). */
+/* xorshift64: enough to spread ties, cheap, one state per framework,
+ * advanced atomically: a move's cycle may run beside a placement's. */
 uint64_t cl_fw_random(struct cl_fw *fw)
 {
-	uint64_t x = fw->rng;
+	uint64_t old = __atomic_load_n(&fw->rng, __ATOMIC_RELAXED), x;
 
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	fw->rng = x;
+	do {
+		x = old;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+	} while (!__atomic_compare_exchange_n(&fw->rng, &old, x, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	return x;
 }
 

@@ -8,8 +8,9 @@
  *     QueueSort   at most one plugin: the order in which VMs waiting for a
  *                 host get their scheduling cycles (without one: as they
  *                 came)
- *   scheduling cycle (one at a time: the engine runs it on a one-thread
- *   job pool)
+ *   scheduling cycle (the engine runs new VMs' cycles one at a time on a
+ *   one-thread job pool; a running VM's move runs its cycle on the job
+ *   that plans the move, beside them: plugins are safe for that)
  *     PreFilter   every plugin; anything but Success ends the cycle
  *     Filter      per host, plugins in order, the first non-Success
  *                 excludes the host
@@ -93,6 +94,13 @@ struct cl_fw_vm {
 	size_t n_group_hosts;
 	char defined_on[CL_FW_NAME_MAX];
 	const void *spec; /* the engine's: what Bind builds (cluster/engine/engine.h) */
+	/* A running VM being moved (live migration) rather than a new one:
+	 * group is "", group_hosts lists the hosts that take moved VMs; it is
+	 * only scheduled and reserved, never bound. */
+	bool moving;
+	/* Its entry at the arbiters, when not CL_PLUGINS_LEASE_NS/name (its
+	 * <vmact:pod>): NULL for a new VM. */
+	const char *pod_ns, *pod_name;
 };
 
 /* A host as the cycle sees it (the framework's NodeInfo): taken once

@@ -14,6 +14,17 @@
 #include "cluster/host/host.h"
 #include "cluster/plugins/plugins.h"
 
+/* The VM's entry at the arbiter: a moved VM keeps its own key. */
+static const char *ns_of(const struct cl_fw_vm *vm)
+{
+	return vm->pod_ns ? vm->pod_ns : CL_PLUGINS_LEASE_NS;
+}
+
+static const char *name_of(const struct cl_fw_vm *vm)
+{
+	return vm->pod_name ? vm->pod_name : vm->name;
+}
+
 static void lease_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm *vm,
 			  const struct cl_fw_host *host, struct cl_fw_status *st)
 {
@@ -24,8 +35,7 @@ static void lease_reserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_vm
 
 	if (!h)
 		return cl_fw_status_set(st, CL_FW_ERROR, "no host %s", host->name);
-	r = cl_host_lease(h, CL_PLUGINS_LEASE_NS, vm->name, vm->size, handle->lease_usec, false,
-			  &err);
+	r = cl_host_lease(h, ns_of(vm), name_of(vm), vm->size, handle->lease_usec, false, &err);
 	if (r == -EBUSY)
 		/* The snapshot was older than the ledger: a VM grew, or another
 		 * placement came first. */
@@ -50,8 +60,7 @@ static void lease_pre_bind(void *p, struct cl_fw_cycle *cs, const struct cl_fw_v
 	/* Never existing: the VM does not run yet. A lease still held is
 	 * only renewed; a lapsed one is taken again only if the room is
 	 * still there. */
-	r = cl_host_lease(h, CL_PLUGINS_LEASE_NS, vm->name, vm->size, handle->lease_usec, false,
-			  &err);
+	r = cl_host_lease(h, ns_of(vm), name_of(vm), vm->size, handle->lease_usec, false, &err);
 	if (r == -EBUSY)
 		return cl_fw_status_set(st, CL_FW_UNSCHEDULABLE,
 					"its reservation on %s is gone and so is the room: %s",
@@ -72,7 +81,7 @@ static void lease_unreserve(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 	if (!h || !cl_fw_cycle_read(cs, CL_PLUGINS_LEASED))
 		return;
 	/* A release that does not get through expires with the lease. */
-	cl_host_release(h, CL_PLUGINS_LEASE_NS, vm->name, &err);
+	cl_host_release(h, ns_of(vm), name_of(vm), &err);
 	cl_fw_cycle_delete(cs, CL_PLUGINS_LEASED);
 }
 

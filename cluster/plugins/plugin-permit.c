@@ -4,7 +4,7 @@
  * (`vmact-groupctl allow UID`, POST /v1/waiting/UID/allow) or rejects
  * them, at most timeoutSeconds (then they are rejected, as the
  * framework's Permit rules say). For staged roll-outs and for testing the
- * Permit path. */
+ * Permit path. A VM being moved (live migration) is not held. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -87,7 +87,8 @@ static void approval_permit(void *p, struct cl_fw_cycle *cs, const struct cl_fw_
 	size_t i;
 	json_t *g;
 
-	if (vm->standby && !a->standby)
+	/* A VM already running is moved, not admitted: it never waits. */
+	if ((vm->standby && !a->standby) || vm->moving)
 		return;
 	json_array_foreach(a->groups, i, g)
 		listed |= strcmp(json_string_value(g), vm->group) == 0;

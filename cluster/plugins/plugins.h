@@ -21,7 +21,11 @@
  *                                     (args: groups, timeoutSeconds)
  *   LibvirtBind    bind               overlay, define, start
  *
- * The default profile enables all but ManualApproval. */
+ * The default profile enables all but ManualApproval. A running VM's
+ * move (live migration) takes the first profile's scheduling cycle with
+ * the hosts that take moved VMs for its GroupHosts and its arbiter entry's
+ * key for ArbiterLease, and is never bound: ManualApproval lets it
+ * through. */
 #pragma once
 
 #include "cluster/config/config.h"

@@ -969,9 +969,50 @@ static void test_fit_plugins(void **state)
 	cl_fw_free(fw);
 }
 
+/* A running VM being moved goes through the shipped profile's cycle like a
+ * new one (filters, scores, Reserve) but ManualApproval does not hold it. */
+static void test_moving_vm(void **state)
+{
+	static const char *const takes_moves[] = { "h3" };
+	json_t *profile = json_loads("{\"plugins\":{\"permit\":{\"enabled\":"
+				     "[{\"name\":\"ManualApproval\"}]},"
+				     "\"reserve\":{\"disabled\":[{\"name\":\"*\"}]}}}",
+				     0, NULL);
+	struct cl_fw_handle h = { 0 };
+	struct vmact_err err = { 0 };
+	struct cl_fw *fw = NULL;
+	struct cl_fw_result res;
+
+	(void)state;
+	assert_non_null(profile);
+	if (cl_fw_new(cl_plugins_table(), cl_plugins_defaults(), profile, "p", &h, &fw, &err) < 0)
+		fail_msg("%s", err.msg);
+	json_decref(profile);
+	setup_world();
+	schedule(fw, &res);
+	assert_int_equal(res.status.code, CL_FW_WAIT);
+	assert_string_equal(res.waiting[0], "ManualApproval");
+	/* Moved: not a group's member; only the hosts that take moves; the
+	 * one it fits is chosen and it does not wait. */
+	vm.moving = true;
+	vm.group[0] = 0;
+	vm.group_hosts = takes_moves;
+	vm.n_group_hosts = 1;
+	schedule(fw, &res);
+	assert_int_equal(res.status.code, CL_FW_SUCCESS);
+	assert_string_equal(res.host, "h3");
+	/* Full there: refused by Capacity. */
+	hosts[2].reserved = (struct vmact_resources){ 3500, 0 };
+	schedule(fw, &res);
+	assert_int_equal(res.status.code, CL_FW_UNSCHEDULABLE);
+	assert_string_equal(res.hosts[2].filter.plugin, "Capacity");
+	cl_fw_free(fw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_moving_vm),
 		cmocka_unit_test(test_profile),
 		cmocka_unit_test(test_cycle_order_and_choice),
 		cmocka_unit_test(test_normalize_and_bad_scores),
