@@ -11,14 +11,20 @@
  * source (virDomainAbortJob, as libvirt failing it), lose vmact-groupd's
  * connections the moment the source pauses the guest (it reaches both
  * daemons through relays, tests/lib/relay.h: frozen, vmact-groupd killed,
- * cut 3 s later; the guest is left paused by libvirt), or, with
- * VMACT_MIGRATE_TORTURE_LIBVIRTD set (make torture-cluster), SIGKILL either
- * libvirtd (A's started again as tests/host/setup-host.sh starts it, B's
- * by host2.sh restart: their QEMUs run on). The dead process is started
- * again. Once settled, each invariant that does not
+ * cut 3 s later; the guest is left paused by libvirt), SIGKILL the
+ * guest's QEMU on the source or on the target (0-1 s after libvirt's
+ * migration job began: mid-move, or just after it),
+ * or, with VMACT_MIGRATE_TORTURE_LIBVIRTD set (make torture-cluster),
+ * SIGKILL either libvirtd (A's started again as tests/host/setup-host.sh
+ * starts it, B's by host2.sh restart: their QEMUs run on). The dead
+ * process is started again. Once settled, each invariant that does not
  * hold is a violation:
  *
  *   - the guest runs on exactly one host and is defined there only;
+ *     after a QEMU kill it may run nowhere (a guest whose QEMU died is
+ *     not started again by anyone, as on a single host): then it is
+ *     defined on exactly one host, no job is left, neither arbiter holds
+ *     an entry for it, and the test starts it again there (a fresh boot);
  *   - it did not reboot: its status lines went on (seq rose);
  *   - its vmact metadata is what it was (layout aside);
  *   - its host's arbiter holds one entry for it, spoken for by that
@@ -33,6 +39,7 @@
  * VMACT_MIGRATE_TORTURE_FAULT (one fault, by its name, in every round). Root, under the
  * shared lock. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -86,14 +93,22 @@ enum fault {
 	F_VMACTD_DST,
 	F_ABORT,
 	F_CUT,
+	F_QEMU_SRC,
+	F_QEMU_DST,
 	F_LIBVIRTD_A,
 	F_LIBVIRTD_B,
 	N_FAULTS
 };
-static const char *const fault_names[] = {
-	"none",  "kill groupd",          "kill source vmactd", "kill target vmactd",
-	"abort", "groupd lost at pause", "kill libvirtd a",    "kill libvirtd b"
-};
+static const char *const fault_names[] = { "none",
+					   "kill groupd",
+					   "kill source vmactd",
+					   "kill target vmactd",
+					   "abort",
+					   "groupd lost at pause",
+					   "kill source qemu",
+					   "kill target qemu",
+					   "kill libvirtd a",
+					   "kill libvirtd b" };
 
 static struct {
 	struct th_cluster_stack s;
@@ -216,6 +231,7 @@ static void reconnect(int h)
 
 struct settle {
 	int host;
+	bool dead; /* its QEMU killed: it runs nowhere (settled_dead) */
 	char why[512];
 };
 
@@ -263,6 +279,124 @@ static bool settled(void *arg)
 				'a' + !h, other),
 		       false;
 	return true;
+}
+
+/* After a QEMU kill: the guest runs nowhere, no job and no move is left,
+ * it is defined on exactly one host (st->host), neither arbiter holds an
+ * entry for it (the leases released or lapsed, vmactd forgot it). */
+static bool settled_dead(struct settle *st)
+{
+	bool on[2];
+
+	if (move_in_flight())
+		return snprintf(st->why, sizeof(st->why), "a move is in flight"), false;
+	if (runs_on(fx.vc[0]) || runs_on(fx.vc[1]))
+		return snprintf(st->why, sizeof(st->why), "runs on both hosts"), false;
+	if (has_job(fx.vc[0]) || has_job(fx.vc[1]))
+		return snprintf(st->why, sizeof(st->why), "a libvirt job is under way"), false;
+	on[0] = defined_on(fx.vc[0]);
+	on[1] = defined_on(fx.vc[1]);
+	if (on[0] == on[1])
+		return snprintf(st->why, sizeof(st->why), "its QEMU died; defined on %s",
+				on[0] ? "both hosts" : "no host"),
+		       false;
+	st->host = on[1];
+	for (int h = 0; h < 2; h++) {
+		long r = th_host2_arbiter_pod(fx.s.key, fx.port[h], "default", fx.g.name, NULL);
+
+		if (r != 404)
+			return snprintf(st->why, sizeof(st->why),
+					"its QEMU died; host %c's arbiter answers %ld for it",
+					'a' + h, r),
+			       false;
+	}
+	return true;
+}
+
+/* settled, or (after a QEMU kill) settled_dead. */
+static bool settled_any(void *arg)
+{
+	struct settle *st = arg;
+
+	st->dead = false;
+	if (settled(st))
+		return true;
+	if (!runs_on(fx.vc[0]) && !runs_on(fx.vc[1]) && settled_dead(st))
+		return st->dead = true;
+	return false;
+}
+
+/* SIGKILLs the guest's QEMU on host h, as a crash would: its pid from
+ * that libvirtd's pid file (B's /run/libvirt is H2's run directory), the
+ * process checked to be that guest's. false when none runs there. */
+static bool kill_qemu(int h)
+{
+	char path[256], cmd[64], arg[128], args[8192], *text;
+	ssize_t n;
+	long pid;
+	bool ours;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/qemu/%s.pid", h ? "/run/vmact-mig/h2/run" : "/run/libvirt",
+		 fx.g.name);
+	text = th_read_file(path);
+	pid = text ? atol(text) : 0;
+	free(text);
+	if (pid <= 1)
+		return false;
+	/* Its arguments, NUL-separated: -name guest=NAME,... */
+	snprintf(cmd, sizeof(cmd), "/proc/%ld/cmdline", pid);
+	snprintf(arg, sizeof(arg), "guest=%s,", fx.g.name);
+	fd = open(cmd, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, args, sizeof(args)) : -1;
+	if (fd >= 0)
+		close(fd);
+	ours = n > 0 && memmem(args, (size_t)n, arg, strlen(arg));
+	return ours && kill((pid_t)pid, SIGKILL) == 0;
+}
+
+/* The guest whose QEMU died started again on host h (where it is defined):
+ * a fresh boot, its serial log emptied first (its status lines start
+ * over), busy again. 0, or -1 with the reason in why. */
+static int restart_guest(int h, char *why, size_t len)
+{
+	virDomainPtr d = virDomainLookupByName(fx.vc[h], fx.g.name);
+	int r = -1;
+
+	if (!d) {
+		snprintf(why, len, "not defined on host %c to start", 'a' + h);
+		virResetLastError();
+		return -1;
+	}
+	if (truncate(fx.g.log, 0) < 0)
+		snprintf(why, len, "its serial log: %s", strerror(errno));
+	else if (virDomainCreate(d) < 0)
+		snprintf(why, len, "start on host %c: %s", 'a' + h, virGetLastErrorMessage());
+	else if (!th_wait_until(NULL, tg_booted, &fx.g,
+				(uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+		snprintf(why, len, "started again on host %c, never booted", 'a' + h);
+	else if (tg_cmd(&fx.g, "busy 1") < 0)
+		snprintf(why, len, "started again on host %c, its control port does not answer",
+			 'a' + h);
+	else
+		r = 0;
+	virResetLastError();
+	virDomainFree(d);
+	return r;
+}
+
+/* Waits (1 ms steps, 30 s at most) for libvirt's migration job of the
+ * guest on host h: the move's memory copy began. */
+static bool leaving(int h)
+{
+	double end = th_now_s() + 30.0;
+
+	while (th_now_s() < end) {
+		if (th_host2_leaving(fx.vc[h], fx.g.name))
+			return true;
+		usleep(1000);
+	}
+	return false;
 }
 
 /* ---- set-up ---- */
@@ -391,7 +525,7 @@ static bool paused_by_move(int h)
 static void migrate_torture(void **state)
 {
 	const char *env = getenv("VMACT_MIGRATE_TORTURE_ROUNDS");
-	unsigned rounds = env ? (unsigned)atoi(env) : 3, violations = 0, moved = 0;
+	unsigned rounds = env ? (unsigned)atoi(env) : 3, violations = 0, moved = 0, dead = 0;
 	/* The libvirtd kills only when asked (make torture-cluster: they
 	 * restart the host's own libvirtd). Killing B's lost the guest twice
 	 * on 2026-11-29 until host2.sh's restart kept B's state. */
@@ -454,6 +588,13 @@ static void migrate_torture(void **state)
 			snprintf(what, sizeof(what), "the move was refused (%ld)", status);
 			ok = false;
 		}
+		if (f == F_QEMU_SRC || f == F_QEMU_DST) {
+			/* Mostly mid-move: once the memory copy began. */
+			if (!leaving(host))
+				snprintf(what, sizeof(what), "(no migration job seen) ");
+			/* A move of the test guest copies for 1-2 s here. */
+			delay_ms = delay_ms * 1000 / (KILL_MAX_MS + 1);
+		}
 		if (f != F_CUT)
 			usleep(delay_ms * 1000);
 		switch (f) {
@@ -505,6 +646,15 @@ static void migrate_torture(void **state)
 			if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, SETTLE_S) < 0)
 				th_cluster_stack_fail(&fx.s, "vmact-groupd did not start again");
 			break;
+		case F_QEMU_SRC:
+		case F_QEMU_DST: {
+			int h = f == F_QEMU_SRC ? host : to;
+
+			if (!kill_qemu(h))
+				snprintf(what + strlen(what), sizeof(what) - strlen(what),
+					 "(no QEMU of it on %c) ", 'a' + h);
+			break;
+		}
 		case F_ABORT: {
 			virDomainPtr d = virDomainLookupByName(fx.vc[host], fx.g.name);
 
@@ -518,10 +668,45 @@ static void migrate_torture(void **state)
 		default:
 			break;
 		}
-		if (!th_wait_until(NULL, settled, &st, (uint64_t)(SETTLE_S * VMACT_USEC_PER_SEC))) {
+		if (!th_wait_until(NULL, f == F_QEMU_SRC || f == F_QEMU_DST ? settled_any : settled,
+				   &st, (uint64_t)(SETTLE_S * VMACT_USEC_PER_SEC))) {
 			snprintf(what + strlen(what), sizeof(what) - strlen(what),
 				 "%snot settled: %s", what[0] ? "; " : "", st.why);
 			ok = false;
+		} else if (st.dead) {
+			/* Its metadata kept where it is defined; then a fresh
+			 * boot there, which its host's vmactd takes on. */
+			char why[256];
+
+			dead++;
+			host = st.host;
+			meta = meta_now(host);
+			if (!meta || strcmp(meta, fx.meta)) {
+				snprintf(what + strlen(what), sizeof(what) - strlen(what),
+					 "%sits metadata changed", what[0] ? "; " : "");
+				ok = false;
+			}
+			free(meta);
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 "%sdied, defined on %c; started again", what[0] ? "; " : "",
+				 'a' + host);
+			if (restart_guest(host, why, sizeof(why)) < 0) {
+				snprintf(what + strlen(what), sizeof(what) - strlen(what), ": %s",
+					 why);
+				ok = false;
+			} else if (!th_wait_until(NULL, settled, &st,
+						  (uint64_t)(SETTLE_S * VMACT_USEC_PER_SEC)) ||
+				   st.host != host) {
+				snprintf(what + strlen(what), sizeof(what) - strlen(what),
+					 "; not settled after: %s", st.why);
+				ok = false;
+			} else if (!tg_report(&fx.g, &rep)) {
+				snprintf(what + strlen(what), sizeof(what) - strlen(what),
+					 "; no status line after");
+				ok = false;
+			} else {
+				seq = rep.seq;
+			}
 		} else {
 			moved += st.host != host;
 			host = st.host;
@@ -542,9 +727,9 @@ static void migrate_torture(void **state)
 		}
 		if (!ok)
 			violations++;
-		print_message("round %u: %-19s at %4u ms: on %c after %.1f s%s%s\n", r,
+		print_message("round %u: %-20s at %4u ms: on %c after %.1f s%s%s\n", r,
 			      fault_names[f], delay_ms, 'a' + host, th_now_s() - t0,
-			      ok ? "" : "; VIOLATION: ", what);
+			      ok ? (what[0] ? "; " : "") : "; VIOLATION: ", what);
 	}
 	__atomic_store_n(&fx.sampling, false, __ATOMIC_RELEASE);
 	pthread_join(fx.sampler, NULL);
@@ -556,7 +741,8 @@ static void migrate_torture(void **state)
 	print_message("summary: %u rounds (", rounds);
 	for (int f = 0; f < N_FAULTS; f++)
 		print_message("%s%s %u", f ? ", " : "", fault_names[f], by_fault[f]);
-	print_message("), %u moved, violations %u\n", moved, violations);
+	print_message("), %u moved, %u died with their QEMU, violations %u\n", moved, dead,
+		      violations);
 	if (violations)
 		th_cluster_stack_fail(&fx.s, "%u violations (seed %u)", violations, fx.seed);
 }
