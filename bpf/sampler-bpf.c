@@ -25,6 +25,7 @@
 #include "base/macro.h"
 #include "base/time.h"
 #include "bpf/backend.h"
+#include "bpf/embedded.h"
 #include "bpf/proc.h"
 #include "bpf/readout.h"
 #include "bpf/readvm.skel.h"
@@ -158,6 +159,14 @@ static void unpin_all(struct smp_bpf *s)
 /* The one-call readout (readvm.bpf.c) over this skeleton's maps. Kernels
  * without kfuncs in syscall programs refuse it: then s->rv stays NULL and
  * readouts go through the task iterators, as before. */
+static void drop_readvm(void)
+{
+	size_t len;
+	const void *elf = readvm__elf_bytes(&len);
+
+	smp_embedded_drop(elf, len);
+}
+
 static void load_read_prog(struct smp_bpf *s)
 {
 	struct readvm *rv;
@@ -172,11 +181,13 @@ static void load_read_prog(struct smp_bpf *s)
 	if (bpf_map__reuse_fd(rv->maps.vmact_stats, bpf_map__fd(s->skel->maps.vmact_stats)) ||
 	    bpf_map__reuse_fd(rv->maps.vmact_tasks, bpf_map__fd(s->skel->maps.vmact_tasks)) ||
 	    readvm__load(rv)) {
+		drop_readvm();
 		readvm__destroy(rv);
 		/* Its load failure is no error of the sampler's. */
 		smp_libbpf_msg[0] = '\0';
 		return;
 	}
+	drop_readvm();
 	s->rv = rv;
 	s->rv_fd = bpf_program__fd(rv->progs.vmact_read_vm);
 }
@@ -265,6 +276,12 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
 
 	r = sampler__load(s->skel);
+	{
+		size_t len;
+		const void *elf = sampler__elf_bytes(&len);
+
+		smp_embedded_drop(elf, len);
+	}
 	if (r)
 		return vmact_err_set(err, -r, "BPF load failed: %s%s%s%s", strerror(-r),
 				     smp_libbpf_msg[0] ? " (" : "", smp_libbpf_msg,

@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/embedded.h"
 #include "bpf/watch.skel.h"
 
 struct smp_watch {
@@ -66,6 +67,12 @@ int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp
 		goto fail;
 	}
 	r = watch__load(w->skel);
+	{
+		size_t len;
+		const void *elf = watch__elf_bytes(&len);
+
+		smp_embedded_drop(elf, len);
+	}
 	if (r) {
 		r = vmact_err_set(err, EOPNOTSUPP,
 				  "the kernel refused the watch (BPF timers, bpf_loop, ring "

@@ -433,6 +433,11 @@ static int on_control_retry(sd_event_source *s, uint64_t usec, void *ud)
 static void on_registry_changed(void *ud, unsigned managed, bool first_sync)
 {
 	if (first_sync) {
+		/* Start-up freed what loading the BPF objects and libvirt's
+		 * first listing took; the free pages between the heap's live
+		 * chunks go back to the kernel once (doc/actuation.md,
+		 * "vmactd's own footprint"). */
+		malloc_trim(0);
 		sd_notify(0, "READY=1");
 		log_info("ready: managing %u VM%s", managed, managed == 1 ? "" : "s");
 	}
