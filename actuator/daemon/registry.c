@@ -141,6 +141,18 @@ static void drop(struct act_registry *reg, const char *uuid, const char *why)
 		act_runner_free(e->runner);
 	}
 	free(e);
+	/* What it held is free unless a lease keeps it. */
+	if (reg->env.arbiter)
+		act_registry_room_freed(reg);
+}
+
+void act_registry_room_freed(struct act_registry *reg)
+{
+	struct entry *e;
+
+	VMACT_LIST_FOREACH(entries, e, reg->entries)
+		if (e->runner)
+			act_runner_room_freed(e->runner);
 }
 
 /* A new runner whose pod the cluster layer is moving already (the

@@ -69,12 +69,31 @@ static int on_option(void *ud, int c, char *arg)
 
 /* The registry, once there is one: the arbiter starts before it. */
 static struct act_registry **arbiter_registry;
+/* The arbiter's reservations after its last lease event. */
+static struct vmact_resources arbiter_reserved;
+
+/* A lease released, lapsed or shrunk (a VM moved away, a reservation the
+ * cluster layer gave back) frees room: the growth the arbiter refused is
+ * asked for again now, not after the denial's backoff (doc/policy.md). */
+static void after_lease(const struct ag_arbiter *a)
+{
+	struct ag_arbiter_totals t;
+	bool freed;
+
+	ag_arbiter_totals(a, &t);
+	freed = t.reserved.milli_cpu < arbiter_reserved.milli_cpu ||
+		t.reserved.mem_bytes < arbiter_reserved.mem_bytes;
+	arbiter_reserved = t.reserved;
+	if (freed && arbiter_registry && *arbiter_registry)
+		act_registry_room_freed(*arbiter_registry);
+}
 
 static void on_arbiter_event(void *userdata, const struct ag_arbiter_event *ev)
 {
 	char want[64], got[64];
 
-	(void)userdata;
+	if (ev->lease && ev->status == 200)
+		after_lease(userdata);
 	if (ev->status != 200) {
 		/* The cluster layer polls an entry until it exists, or asks
 		 * after one that went: nothing an operator must hear of. */
@@ -136,7 +155,7 @@ static int start_arbiter(const struct act_config *cfg, sd_event *loop, struct ag
 		r = ag_arbiter_new(&acfg, &a, err);
 	if (r < 0)
 		return r;
-	ag_arbiter_on_event(a, on_arbiter_event, NULL);
+	ag_arbiter_on_event(a, on_arbiter_event, a);
 	r = ag_arbiter_attach(a, loop, err);
 	if (r >= 0 && cfg->arbiter_listen[0])
 		r = ag_arbiter_listen(a, loop, cfg->arbiter_listen, err);

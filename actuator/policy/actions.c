@@ -261,6 +261,9 @@ static void plugin_action(const struct act_state *s, act_time_t now, struct vmac
 	if (denied)
 		until_backoff = s->plugin.last_request_at + s->timing.plugin_denied_retry_wait -
 				now;
+	/* Room freed since the denial (a VM left the host): no backoff. */
+	if (denied && s->plugin.room_at > s->plugin.last_request_at)
+		until_backoff = 0;
 	waiting_backoff = until_backoff > 0;
 
 	want_new = s->plugin.has_last_request && s->plugin.has_permit &&

@@ -88,6 +88,11 @@ struct act_state {
 		act_time_t failure_at;
 		bool has_permit;
 		struct vmact_resources permit;
+		/* When the scheduler last said it freed room (0: never; only
+		 * vmactd's embedded arbiter says so, doc/policy.md): a request
+		 * it denied before then is asked again at once rather than
+		 * after plugin_denied_retry_wait. */
+		act_time_t room_at;
 	} plugin;
 
 	struct {

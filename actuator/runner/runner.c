@@ -405,6 +405,17 @@ void act_runner_freeze(struct act_runner *r, bool on, const char *why)
 		act_runner_resize_thaw(r);
 }
 
+void act_runner_room_freed(struct act_runner *r)
+{
+	const struct act_state *s = &r->st;
+
+	if (s->plugin.ongoing || !s->plugin.has_last_request || !s->plugin.has_permit ||
+	    !vmact_res_any_gt(s->plugin.last_request, s->plugin.permit))
+		return;
+	r->st.plugin.room_at = act_runner_now_ns(r);
+	arm_wake(r, 0);
+}
+
 /* How the concerns reach the core (runner-priv.h). */
 static const struct act_runner_core_ops core_ops = {
 	.changed = evaluate,

@@ -54,6 +54,7 @@ enum op {
 	MD_START,
 	MD_OK,
 	MD_DENIED,
+	ROOM, /* the scheduler freed room (plugin.room_at = now) */
 };
 
 struct step {
@@ -267,6 +268,9 @@ static void run_scenario(const struct scenario *sc)
 		case P_FAIL:
 			act_plugin_failed(s, now);
 			break;
+		case ROOM:
+			s->plugin.room_at = now;
+			break;
 		case H_START:
 			ret = act_hotplug_starting(s, now, &r, &err);
 			break;
@@ -435,6 +439,45 @@ static const struct step partial_upscale[] = {
 static void test_partial_upscale_then_full(void **state)
 {
 	struct scenario sc = { "TestPartialUpscaleThenFull", 1, 4, 1, NULL, partial_upscale };
+
+	run_scenario(&sc);
+}
+
+/* vmact's own: the same partial grant, then the scheduler frees room
+ * 500 ms later (a VM moved away): the growth is asked again at once, not
+ * after the denial's 2 s. */
+static const struct step room_freed[] = {
+	S(.op = CONNECT),
+	INITIAL_REQUEST(1),
+	S(.op = TICK, .ms = 100),
+	S(.op = METRICS, .load1 = 1.0, .mem_usage = 12345678),
+	S(.op = DESIRED, .n = 4),
+	S(.op = NEXT, PLUGIN(1, 4, 1.0)),
+	S(.op = P_START, .n = 4),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 3),
+	S(.op = NEXT, WAIT(1900), HOTPLUG(1, 3), WARN(W_PLUGIN_DENIED)),
+	S(.op = H_START, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = H_DONE),
+	S(.op = TICK, .ms = 400),
+	/* still within the backoff */
+	S(.op = NEXT, WAIT(1400), MUP(1, 3), WARN(W_PLUGIN_DENIED)),
+	S(.op = MU_START, .n = 3),
+	S(.op = TICK, .ms = 100),
+	S(.op = MU_OK),
+	S(.op = ROOM),
+	S(.op = NEXT, PLUGIN(3, 4, 1.0)),
+	S(.op = P_START, .n = 4),
+	S(.op = TICK, .ms = 100),
+	S(.op = P_OK, .n = 4),
+	S(.op = NEXT, WAIT(4900), HOTPLUG(3, 4)),
+	{ .op = END },
+};
+
+static void test_room_freed_ends_backoff(void **state)
+{
+	struct scenario sc = { "room freed", 1, 4, 1, NULL, room_freed };
 
 	run_scenario(&sc);
 }
@@ -1406,6 +1449,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basic_scale_up_and_down_flow),
 		cmocka_unit_test(test_partial_upscale_then_full),
+		cmocka_unit_test(test_room_freed_ends_backoff),
 		cmocka_unit_test(test_load_gone_mid_plug),
 		cmocka_unit_test(test_denied_downscaling_increase_and_retry),
 		cmocka_unit_test(test_requested_upscale),
