@@ -76,6 +76,7 @@ struct cl_move {
 	char allowed[CL_MAX_HOSTS][CL_NAME_MAX];
 	const char *allowed_p[CL_MAX_HOSTS];
 	bool reserved;
+	bool own_lease;  /* taken here: the profile has no ArbiterLease at Reserve */
 	unsigned status; /* the plan's answer: 202 or the refusal's */
 	const char *refusal;
 	char error[VMACT_ERR_MSG_MAX];
@@ -193,6 +194,19 @@ static bool find_source(struct cl_move *m)
 	return false;
 }
 
+/* The reservation at the target given back: the framework's Unreserve
+ * (ArbiterLease releases the lease it took), or the lease taken here. */
+static void give_back(struct cl_move *m)
+{
+	struct vmact_err err = { 0 };
+
+	if (m->reserved)
+		cl_fw_unreserve(m->fw, m->cs, &m->fvm, m->to);
+	if (m->own_lease)
+		cl_host_release(host_of(m->e, m->to), m->dom.pod_ns, m->dom.pod_name, &err);
+	m->reserved = m->own_lease = false;
+}
+
 /* Whether host h may take moved VMs at all (before the framework looks):
  * not the VM's own, with a migration address; why not in why. */
 static bool takes_moves(const struct cl_move *m, struct cl_host *h, char *why, size_t len)
@@ -249,6 +263,22 @@ static bool place(struct cl_move *m, char *reasons, size_t len)
 	if (res->status.code == CL_FW_SUCCESS) {
 		snprintf(m->to, sizeof(m->to), "%s", res->host);
 		m->reserved = true;
+		if (!cl_fw_cycle_read(m->cs, CL_PLUGINS_LEASED)) {
+			/* A profile without ArbiterLease at Reserve: the room at
+			 * the target is still held before anything moves. */
+			struct vmact_err err = { 0 };
+			int r = cl_host_lease(host_of(e, m->to), m->dom.pod_ns, m->dom.pod_name,
+					      m->size, e->cfg->life.lease_usec, false, &err);
+
+			if (r < 0) {
+				give_back(m);
+				refuse(m, r == -EBUSY ? 409 : 503,
+				       r == -EBUSY ? "precondition" : "unavailable",
+				       "no host takes %s: %s: %s", m->vm, res->host, err.msg);
+				goto out;
+			}
+			m->own_lease = true;
+		}
 		set_phase(m, PH_RESERVED);
 		ok = true;
 		goto out;
@@ -384,11 +414,8 @@ static void undo(struct cl_move *m, enum phase reached)
 	pthread_mutex_unlock(&m->lock);
 	if (reached >= PH_FREEZING)
 		cl_host_release(host_of(m->e, m->from), m->dom.pod_ns, m->dom.pod_name, &err);
-	if (m->reserved) {
-		/* The framework's Reserve undone: the target's lease goes. */
-		cl_fw_unreserve(m->fw, m->cs, &m->fvm, m->to);
-		m->reserved = false;
-	}
+	/* The framework's Reserve undone: the target's lease goes. */
+	give_back(m);
 	set_phase(m, PH_FAILED);
 }
 
@@ -695,9 +722,7 @@ const char *cl_move_target(const struct cl_move *m)
 
 static void unreserve_run(void *data)
 {
-	struct cl_move *m = data;
-
-	cl_fw_unreserve(m->fw, m->cs, &m->fvm, m->to);
+	give_back(data);
 }
 
 static void unreserve_done(void *data)

@@ -122,11 +122,20 @@ static long arbiter_pod(unsigned port, struct vmact_lease_pod *pod)
 
 /* ---- the cluster layer ---- */
 
+/* b_bandwidth 0: libvirt's own speed and the default scheduler profile;
+ * else moves to B slowed to that and a profile that reserves nothing (no
+ * Reserve plugin: the move holds the target's room with a lease of its
+ * own, doc/cluster.md, "Live migration"). */
 static void write_groupd_cfg(unsigned b_bandwidth)
 {
 	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
 	assert_int_equal(th_host2_groupd_cfg(fx.cfg, fx.s.sock, fx.s.key, fx.port_a, fx.port_b,
-					     b_bandwidth, ""),
+					     b_bandwidth,
+					     b_bandwidth
+						     ? ",\"scheduler\":{\"profiles\":[{\"plugins\":"
+						       "{\"reserve\":{\"disabled\":[{\"name\":"
+						       "\"*\"}]}}}]}"
+						     : ""),
 			 0);
 	assert_int_equal(th_cluster_stack_own(&fx.s, fx.cfg, false, 0644), 0);
 }
@@ -626,7 +635,10 @@ static void moves_back_to_best(void **state)
 }
 
 /* A move libvirt fails: vmact-groupd restarted with moves to B slowed to
- * 8 MiB/s (its memory of moves gone with it: nothing rests), A full again
+ * 8 MiB/s and a scheduler profile without a Reserve plugin (the move's
+ * own lease at B, released with the rest when the move is undone: B's
+ * arbiter has no entry at once) (its memory of moves gone with it:
+ * nothing rests), A full again
  * and the guest refused there: relief moves it, and the test aborts the
  * move on A (virDomainAbortJob, as `virsh domjobabort`). */
 static bool migrating_now(void *arg)
