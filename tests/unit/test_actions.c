@@ -403,21 +403,18 @@ static void test_load_gone_mid_plug(void **state)
 
 /* ---- TestPartialUpscaleThenFull ------------------------------------ */
 
+/* 4 CUs wanted, 3 granted (the denial's backoff begins), 3 plugged. */
+#define PARTIAL_GRANT                                                                            \
+	S(.op = CONNECT), INITIAL_REQUEST(1), S(.op = TICK, .ms = 100),                          \
+		S(.op = METRICS, .load1 = 1.0, .mem_usage = 12345678), S(.op = DESIRED, .n = 4), \
+		S(.op = NEXT, PLUGIN(1, 4, 1.0)), S(.op = P_START, .n = 4),                      \
+		S(.op = TICK, .ms = 100), S(.op = NEXT),                                         \
+		S(.op = P_OK, .n = 3), /* only 3 of 4 granted */                                 \
+		S(.op = NEXT, WAIT(1900), HOTPLUG(1, 3), WARN(W_PLUGIN_DENIED)),                 \
+		S(.op = H_START, .n = 3), S(.op = TICK, .ms = 100), S(.op = H_DONE)
+
 static const struct step partial_upscale[] = {
-	S(.op = CONNECT),
-	INITIAL_REQUEST(1),
-	S(.op = TICK, .ms = 100),
-	S(.op = METRICS, .load1 = 1.0, .mem_usage = 12345678),
-	S(.op = DESIRED, .n = 4),
-	S(.op = NEXT, PLUGIN(1, 4, 1.0)),
-	S(.op = P_START, .n = 4),
-	S(.op = TICK, .ms = 100),
-	S(.op = NEXT),
-	S(.op = P_OK, .n = 3), /* only 3 of 4 granted */
-	S(.op = NEXT, WAIT(1900), HOTPLUG(1, 3), WARN(W_PLUGIN_DENIED)),
-	S(.op = H_START, .n = 3),
-	S(.op = TICK, .ms = 100),
-	S(.op = H_DONE),
+	PARTIAL_GRANT,
 	S(.op = TICK, .ms = 100),
 	S(.op = TICK, .ms = 2000),
 	/* monitor notification and the renewed plugin request together */
@@ -447,19 +444,7 @@ static void test_partial_upscale_then_full(void **state)
  * 500 ms later (a VM moved away): the growth is asked again at once, not
  * after the denial's 2 s. */
 static const struct step room_freed[] = {
-	S(.op = CONNECT),
-	INITIAL_REQUEST(1),
-	S(.op = TICK, .ms = 100),
-	S(.op = METRICS, .load1 = 1.0, .mem_usage = 12345678),
-	S(.op = DESIRED, .n = 4),
-	S(.op = NEXT, PLUGIN(1, 4, 1.0)),
-	S(.op = P_START, .n = 4),
-	S(.op = TICK, .ms = 100),
-	S(.op = P_OK, .n = 3),
-	S(.op = NEXT, WAIT(1900), HOTPLUG(1, 3), WARN(W_PLUGIN_DENIED)),
-	S(.op = H_START, .n = 3),
-	S(.op = TICK, .ms = 100),
-	S(.op = H_DONE),
+	PARTIAL_GRANT,
 	S(.op = TICK, .ms = 400),
 	/* still within the backoff */
 	S(.op = NEXT, WAIT(1400), MUP(1, 3), WARN(W_PLUGIN_DENIED)),
