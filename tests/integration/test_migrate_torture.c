@@ -193,6 +193,19 @@ static char *meta_now(int h)
 	return m;
 }
 
+/* Its metadata on host h is what it was; else says so in what. */
+static bool meta_kept(int h, char *what, size_t len)
+{
+	char *meta = meta_now(h);
+	bool same = meta && !strcmp(meta, fx.meta);
+
+	if (!same)
+		snprintf(what + strlen(what), len - strlen(what), "%sits metadata changed",
+			 what[0] ? "; " : "");
+	free(meta);
+	return same;
+}
+
 /* ---- the watermark, sampled ---- */
 
 static void *sample(void *arg)
@@ -576,7 +589,6 @@ static void migrate_torture(void **state)
 		long status = 0;
 		json_t *doc;
 		double t0 = th_now_s();
-		char *meta;
 		bool ok = true;
 
 		by_fault[f]++;
@@ -680,13 +692,7 @@ static void migrate_torture(void **state)
 
 			dead++;
 			host = st.host;
-			meta = meta_now(host);
-			if (!meta || strcmp(meta, fx.meta)) {
-				snprintf(what + strlen(what), sizeof(what) - strlen(what),
-					 "%sits metadata changed", what[0] ? "; " : "");
-				ok = false;
-			}
-			free(meta);
+			ok &= meta_kept(host, what, sizeof(what));
 			snprintf(what + strlen(what), sizeof(what) - strlen(what),
 				 "%sdied, defined on %c; started again", what[0] ? "; " : "",
 				 'a' + host);
@@ -710,13 +716,7 @@ static void migrate_torture(void **state)
 		} else {
 			moved += st.host != host;
 			host = st.host;
-			meta = meta_now(host);
-			if (!meta || strcmp(meta, fx.meta)) {
-				snprintf(what + strlen(what), sizeof(what) - strlen(what),
-					 "%sits metadata changed", what[0] ? "; " : "");
-				ok = false;
-			}
-			free(meta);
+			ok &= meta_kept(host, what, sizeof(what));
 			if (!tg_wait(&fx.g, seq, NULL, NULL, SETTLE_S, &rep)) {
 				snprintf(what + strlen(what), sizeof(what) - strlen(what),
 					 "%sthe guest stopped reporting", what[0] ? "; " : "");
