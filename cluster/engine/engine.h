@@ -189,7 +189,8 @@ struct cl_engine_move_view {
 };
 
 /* Moves the running domain vm (by name, on whichever host runs it) to
- * host to (NULL: the host with the most room that takes moved VMs),
+ * host to (NULL: the host the placement framework chooses among those
+ * that take moved VMs),
  * live. Answers 202 with the move once it is planned (the VM found, its
  * target chosen); 404 not-found (no such VM running, no such host), 409
  * precondition (it has not opted in and force is not set, it is a node of
