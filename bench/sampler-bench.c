@@ -566,6 +566,12 @@ struct watch_run {
 	bool *hot;
 	unsigned rounds, rounds_due; /* the poll's rounds done, and due in the span */
 	uint64_t deferred;           /* windows the ring had no room for, sent later */
+	/* Where the tail is: decisions later than 5 ms, and those of them
+	 * taken during a slow round (the reader reading every VM) or within
+	 * 50 ms of its end. */
+	bool in_slow;
+	double slow_end;
+	unsigned late, late_near_slow;
 };
 
 static void on_watch_window(void *owner, const char *name, const struct smp_window *w, void *data)
@@ -579,8 +585,15 @@ static void on_watch_window(void *owner, const char *name, const struct smp_wind
 	if (w->kind == SMP_WINDOW_COOL)
 		wr->hot[i] = false;
 	if (w->exact && wr->ndelays < WATCH_MAX_DELAYS) {
-		wr->delays_ms[wr->ndelays] = (mono_s() - (double)w->at / 1e9) * 1e3;
-		wr->woken_ms[wr->ndelays++] = (wr->t_woken - (double)w->at / 1e9) * 1e3;
+		double now = mono_s();
+
+		wr->delays_ms[wr->ndelays] = (now - (double)w->at / 1e9) * 1e3;
+		wr->woken_ms[wr->ndelays] = (wr->t_woken - (double)w->at / 1e9) * 1e3;
+		if (wr->delays_ms[wr->ndelays] > 5.0) {
+			wr->late++;
+			wr->late_near_slow += wr->in_slow || now - wr->slow_end < 0.05;
+		}
+		wr->ndelays++;
 	}
 }
 
@@ -658,6 +671,9 @@ static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch, do
 
 	memset(wr->hot, 0, wr->n * sizeof(*wr->hot));
 	wr->ndelays = wr->windows = wr->rounds = 0;
+	wr->late = wr->late_near_slow = 0;
+	wr->in_slow = false;
+	wr->slow_end = 0;
 	wr->rounds_due = (unsigned)(span * 1000.0 / WATCH_TICK_MS);
 	if (watch)
 		smp_watch_cost(s, &k0, &runs, &lost);
@@ -683,6 +699,7 @@ static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch, do
 				next_tick = mono_s();
 		}
 		if (watch && now >= next_slow) {
+			wr->in_slow = true;
 			for (unsigned i = 0; i < wr->n; i++) {
 				struct smp_reading r;
 				struct smp_window w;
@@ -701,6 +718,8 @@ static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch, do
 				}
 			}
 			next_slow += WATCH_SLOW_MS / 1000.0;
+			wr->in_slow = false;
+			wr->slow_end = mono_s();
 		}
 		wake = watch ? next_slow : next_tick;
 		if (wr->busy && wake > mono_s() + 0.05)
@@ -782,7 +801,7 @@ static void watch_section(void)
 	const unsigned n = 1000;
 	struct watch_run wr = { .n = n };
 	double idle_w, idle_k, idle_p, busy_w, busy_k, busy_p, ign;
-	unsigned windows, ndelays;
+	unsigned windows, ndelays, late, late_near;
 	uint64_t deferred;
 	int64_t slice_us, default_us;
 	double stolen;
@@ -827,8 +846,12 @@ static void watch_section(void)
 	windows = wr.windows;
 	deferred = wr.deferred;
 	ndelays = wr.ndelays;
+	late = wr.late;
+	late_near = wr.late_near_slow;
 	busy_p = watch_cost(&wr, kids, false, &ign);
 	wr.ndelays = ndelays;
+	wr.late = late;
+	wr.late_near_slow = late_near;
 	printf("watch busy 10%% %4u VMs: watch %6.3f %% (reader) + %6.3f %% (kernel) = %6.3f %%; "
 	       "poll every %d ms (baseline) %6.2f %% in %u rounds of %u; windows sent %u "
 	       "(%" PRIu64 " deferred by a full ring); ratio: %.3f\n",
@@ -847,6 +870,9 @@ static void watch_section(void)
 		       "hypervisor meanwhile)\n",
 		       (long long)slice_us, wr.ndelays, wr.delays_ms[wr.ndelays / 2],
 		       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1], stolen);
+		printf("watch decisions over 5 ms: %u, %u of them during a slow round (the reader "
+		       "reading every VM) or within 50 ms of its end\n",
+		       wr.late, wr.late_near_slow);
 		p99 = wr.delays_ms[wr.ndelays * 99 / 100];
 		/* The baseline: the same with the kernel's default slice. */
 		vmact_slice_set(0);
