@@ -9,8 +9,10 @@
 #define MADV_PAGEOUT 21
 #endif
 
-void smp_embedded_drop(const void *bytes, size_t len)
+void smp_embedded_drop(const void *(*elf_bytes)(size_t *len))
 {
+	size_t len = 0;
+	const void *bytes = elf_bytes(&len);
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = ((uintptr_t)bytes + page - 1) & ~(page - 1);
 	uintptr_t end = ((uintptr_t)bytes + len) & ~(page - 1);

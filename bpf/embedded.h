@@ -10,9 +10,9 @@
 
 #include <stddef.h>
 
-/* Hands back to the kernel the pages wholly inside [bytes, bytes + len)
- * (MADV_PAGEOUT, Linux 5.4): the mapping stays and the binary still holds
- * the bytes, so a later read would only fault them in again. Best effort:
- * an older kernel, or a filter that denies madvise, keeps them resident,
- * which changes nothing else. */
-void smp_embedded_drop(const void *bytes, size_t len);
+/* Hands back to the kernel the pages wholly inside the bytes a skeleton's
+ * NAME__elf_bytes gives (MADV_PAGEOUT, Linux 5.4): the mapping stays and
+ * the binary still holds the bytes, so a later read would only fault them
+ * in again. Best effort: an older kernel, or a filter that denies madvise,
+ * keeps them resident, which changes nothing else. */
+void smp_embedded_drop(const void *(*elf_bytes)(size_t *len));

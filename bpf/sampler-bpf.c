@@ -159,17 +159,10 @@ static void unpin_all(struct smp_bpf *s)
 /* The one-call readout (readvm.bpf.c) over this skeleton's maps. Kernels
  * without kfuncs in syscall programs refuse it: then s->rv stays NULL and
  * readouts go through the task iterators, as before. */
-static void drop_readvm(void)
-{
-	size_t len;
-	const void *elf = readvm__elf_bytes(&len);
-
-	smp_embedded_drop(elf, len);
-}
-
 static void load_read_prog(struct smp_bpf *s)
 {
 	struct readvm *rv;
+	bool failed;
 
 	if (s->ncpus > 4096) /* MAX_CPUS in readvm.bpf.c */
 		return;
@@ -178,16 +171,16 @@ static void load_read_prog(struct smp_bpf *s)
 		return;
 	rv->rodata->nr_cpus = (__u32)s->ncpus;
 	rv->rodata->per_thread = s->per_thread;
-	if (bpf_map__reuse_fd(rv->maps.vmact_stats, bpf_map__fd(s->skel->maps.vmact_stats)) ||
-	    bpf_map__reuse_fd(rv->maps.vmact_tasks, bpf_map__fd(s->skel->maps.vmact_tasks)) ||
-	    readvm__load(rv)) {
-		drop_readvm();
+	failed = bpf_map__reuse_fd(rv->maps.vmact_stats, bpf_map__fd(s->skel->maps.vmact_stats)) ||
+		 bpf_map__reuse_fd(rv->maps.vmact_tasks, bpf_map__fd(s->skel->maps.vmact_tasks)) ||
+		 readvm__load(rv);
+	smp_embedded_drop(readvm__elf_bytes);
+	if (failed) {
 		readvm__destroy(rv);
 		/* Its load failure is no error of the sampler's. */
 		smp_libbpf_msg[0] = '\0';
 		return;
 	}
-	drop_readvm();
 	s->rv = rv;
 	s->rv_fd = bpf_program__fd(rv->progs.vmact_read_vm);
 }
@@ -276,12 +269,7 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	bpf_map__set_autocreate(s->skel->maps.vmact_readout, tp_btf);
 
 	r = sampler__load(s->skel);
-	{
-		size_t len;
-		const void *elf = sampler__elf_bytes(&len);
-
-		smp_embedded_drop(elf, len);
-	}
+	smp_embedded_drop(sampler__elf_bytes);
 	if (r)
 		return vmact_err_set(err, -r, "BPF load failed: %s%s%s%s", strerror(-r),
 				     smp_libbpf_msg[0] ? " (" : "", smp_libbpf_msg,

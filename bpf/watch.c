@@ -67,12 +67,7 @@ int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp
 		goto fail;
 	}
 	r = watch__load(w->skel);
-	{
-		size_t len;
-		const void *elf = watch__elf_bytes(&len);
-
-		smp_embedded_drop(elf, len);
-	}
+	smp_embedded_drop(watch__elf_bytes);
 	if (r) {
 		r = vmact_err_set(err, EOPNOTSUPP,
 				  "the kernel refused the watch (BPF timers, bpf_loop, ring "

@@ -86,17 +86,17 @@ const char *act_registry_hook_notice(struct act_registry *reg, const struct vmac
 struct act_hook_status;
 /* What the notices say of the hook (control-json.h): GET /v1/vms. */
 void act_registry_hook_status(struct act_registry *reg, struct act_hook_status *out);
+/* The embedded arbiter's reservations went down (a lease released or
+ * lapsed): every runner it denied growth asks again now
+ * (act_runner_room_freed). Callable from the arbiter's event callback. */
+void act_registry_room_freed(struct act_registry *reg);
+
 /* The embedded arbiter marked (moving) or unmarked pod ns/name as moving
  * away (a lease of the cluster layer, doc/cluster.md "Capacity leases"):
  * the runner that speaks for that pod is frozen or thawed
  * (act_runner_freeze). No runner here speaks for it: nothing resizes its
  * VM here, so the arbiter hears at once that it is frozen. Callable from
  * the arbiter's event callback. */
-/* The embedded arbiter's reservations went down (a lease released or
- * lapsed): every runner it denied growth asks again now
- * (act_runner_room_freed). Callable from the arbiter's event callback. */
-void act_registry_room_freed(struct act_registry *reg);
-
 void act_registry_pod_moving(struct act_registry *reg, const char *ns, const char *name,
 			     bool moving);
 struct act_detection;

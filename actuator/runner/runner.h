@@ -138,8 +138,8 @@ void act_runner_freeze(struct act_runner *r, bool on, const char *why);
 /* The embedded arbiter freed room (a lease released or lapsed, a VM gone
  * from the host): a runner whose last request it denied asks again at
  * once rather than after the denial's backoff (doc/policy.md, "The Neon
- * policy, and memory with a monitor"); the others are left alone. Acts from the loop: callable
- * from the arbiter's event callback. */
+ * policy, and memory with a monitor"); the others are left alone. Acts
+ * from the loop: callable from the arbiter's event callback. */
 void act_runner_room_freed(struct act_runner *r);
 
 /* What the metrics page shows of the VM (runner/export.c): its sizes,

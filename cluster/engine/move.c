@@ -73,8 +73,7 @@ struct cl_move {
 	struct cl_fw *fw;
 	struct cl_fw_cycle *cs;
 	struct cl_fw_vm fvm;
-	char allowed[CL_MAX_HOSTS][CL_NAME_MAX];
-	const char *allowed_p[CL_MAX_HOSTS];
+	const char *allowed[CL_MAX_HOSTS]; /* its GroupHosts: the engine's host names */
 	bool reserved;
 	bool own_lease;  /* taken here: the profile has no ArbiterLease at Reserve */
 	unsigned status; /* the plan's answer: 202 or the refusal's */
@@ -224,11 +223,11 @@ static bool takes_moves(const struct cl_move *m, struct cl_host *h, char *why, s
 	return true;
 }
 
-/* The placement framework's cycle for the VM over every host, the hosts
- * that take it listed as its GroupHosts: Success reserves at m->to.
- * Otherwise the refusal names each host's reason (reasons: those excluded
- * before). */
-static bool place(struct cl_move *m, char *reasons, size_t len)
+/* The placement framework's cycle for the VM over every host, the
+ * n_allowed hosts that take it (m->allowed) as its GroupHosts: Success
+ * reserves at m->to. Otherwise the refusal names each host's reason
+ * (reasons: those excluded before). */
+static bool place(struct cl_move *m, size_t n_allowed, char *reasons, size_t len)
 {
 	struct cl_engine *e = m->e;
 	struct cl_fw_host *hosts = calloc(CL_MAX_HOSTS, sizeof(*hosts));
@@ -249,7 +248,8 @@ static bool place(struct cl_move *m, char *reasons, size_t len)
 	m->fvm = (struct cl_fw_vm){
 		.standby = false,
 		.size = m->size,
-		.group_hosts = m->allowed_p,
+		.group_hosts = m->allowed,
+		.n_group_hosts = n_allowed,
 		.moving = true,
 		.pod_ns = m->dom.pod_ns,
 		.pod_name = m->dom.pod_name,
@@ -257,8 +257,6 @@ static bool place(struct cl_move *m, char *reasons, size_t len)
 	snprintf(m->fvm.uid, sizeof(m->fvm.uid), "%s", m->dom.uuid);
 	snprintf(m->fvm.name, sizeof(m->fvm.name), "%s", m->vm);
 	snprintf(m->fvm.defined_on, sizeof(m->fvm.defined_on), "%s", m->from);
-	for (size_t i = 0; i < CL_MAX_HOSTS && m->allowed[i][0]; i++)
-		m->fvm.n_group_hosts++;
 	cl_fw_schedule(m->fw, m->cs, &m->fvm, hosts, n, res);
 	if (res->status.code == CL_FW_SUCCESS) {
 		snprintf(m->to, sizeof(m->to), "%s", res->host);
@@ -294,9 +292,9 @@ static bool place(struct cl_move *m, char *reasons, size_t len)
 	for (size_t i = 0; i < res->n_hosts; i++) {
 		size_t k = 0, used = strlen(reasons);
 
-		while (k < m->fvm.n_group_hosts && strcmp(m->allowed[k], res->hosts[i].name))
+		while (k < n_allowed && strcmp(m->allowed[k], res->hosts[i].name))
 			k++;
-		if (k == m->fvm.n_group_hosts || res->hosts[i].filter.code == CL_FW_SUCCESS)
+		if (k == n_allowed || res->hosts[i].filter.code == CL_FW_SUCCESS)
 			continue;
 		snprintf(reasons + used, len - used, "%s%s: %s (%s)", used ? "; " : "",
 			 res->hosts[i].name, res->hosts[i].filter.msg, res->hosts[i].filter.plugin);
@@ -376,17 +374,14 @@ bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_d
 				 cl_host_name(h), why);
 			continue;
 		}
-		snprintf(m->allowed[n_allowed], sizeof(m->allowed[n_allowed]), "%s",
-			 cl_host_name(h));
-		m->allowed_p[n_allowed] = m->allowed[n_allowed];
-		n_allowed++;
+		m->allowed[n_allowed++] = cl_host_name(h);
 	}
 	if (!n_allowed) {
 		refuse(m, 409, "precondition", "no host takes %s: %s", m->vm,
 		       reasons[0] ? reasons : "no other host");
 		return false;
 	}
-	if (!place(m, reasons, sizeof(reasons)))
+	if (!place(m, n_allowed, reasons, sizeof(reasons)))
 		return false;
 	m->status = 202;
 	return true;

@@ -98,8 +98,8 @@ struct cl_fw_vm {
 	 * group is "", group_hosts lists the hosts that take moved VMs; it is
 	 * only scheduled and reserved, never bound. */
 	bool moving;
-	/* Its entry at the arbiters, when not CL_PLUGINS_LEASE_NS/name (its
-	 * <vmact:pod>): NULL for a new VM. */
+	/* Its entry at the arbiters, when not the plugins' default key for
+	 * name (its <vmact:pod>): NULL for a new VM. */
 	const char *pod_ns, *pod_name;
 };
 
