@@ -142,6 +142,11 @@ struct cl_group_cfg {
 	json_t *options;  /* NodeGroupAutoscalingOptions, as given */
 	char scheduler_name[CL_NAME_MAX];
 	struct cl_lifecycle life;
+	/* migration.enabled: its VMs may be moved live to another of its
+	 * hosts (relief, drain, a command), their disks copied with them;
+	 * off by default, as a VM's own <vmact:migration> is
+	 * (doc/cluster.md, "Moving a group's VMs"). */
+	bool migration;
 };
 
 /* A unix socket's path holds 107 bytes; DIR "/" UUID ".claim" must fit. */

@@ -339,10 +339,11 @@ static int parse_options(struct cl_read_ctx *c, const json_t *o, json_t **out)
 int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_config *cfg,
 		       struct cl_group_cfg *g)
 {
-	static const char *const keys[] = { "id",        "min",    "max",      "hosts",
-					    "labels",    "taints", "template", "health",
-					    "claim",     "pool",   "options",  "scheduler_name",
-					    "lifecycle", NULL };
+	static const char *const keys[] = { "id",        "min",       "max",      "hosts",
+					    "labels",    "taints",    "template", "health",
+					    "claim",     "pool",      "options",  "scheduler_name",
+					    "lifecycle", "migration", NULL };
+	static const char *const mkeys[] = { "enabled", NULL };
 	static const char *const pkeys[] = { "running", "paused", "saved", NULL };
 	static const char *const ckeys[] = { "channel", "ack",    "ack_timeout_s",
 					     "refuse",  "secret", NULL };
@@ -468,6 +469,18 @@ int cl_group_cfg_parse(struct cl_read_ctx *c, const json_t *o, const struct cl_c
 		    (r = cl_read_unsigned(c, v, "paused", false, 0, 1000, &g->pool[1])) < 0 ||
 		    (r = cl_read_unsigned(c, v, "saved", false, 0, 1000, &g->pool[2])) < 0)
 			return r;
+		cl_read_pop(c, len);
+	}
+	if ((v = json_object_get(o, "migration"))) {
+		const json_t *en;
+
+		cl_read_push(c, "migration");
+		if ((r = cl_read_keys(c, v, mkeys)) < 0)
+			return r;
+		en = json_object_get(v, "enabled");
+		if (en && !json_is_boolean(en))
+			return cl_read_bad(c, "enabled", "true or false");
+		g->migration = json_is_true(en);
 		cl_read_pop(c, len);
 	}
 	if ((v = json_object_get(o, "options"))) {

@@ -67,6 +67,7 @@ struct cl_vm {
 	bool want_delete, want_return; /* intents, applied when not busy */
 	bool evict_wait;               /* pending until standby VMs made room */
 	bool gone;                     /* removed; freed once no probe runs */
+	bool moving;                   /* move.c: a live migration of it in flight (busy too) */
 	uint64_t next_try_usec;        /* pending: the next placement */
 	uint64_t remove_retry_usec;    /* a failed removal's next try */
 	uint64_t boot_deadline_usec;
@@ -185,6 +186,10 @@ double cl_vm_now_real(void);
 void cl_vm_kick(struct cl_engine *e);
 /* A member not being deleted nor given back: what the target counts. */
 bool cl_vm_is_member(const struct cl_vm *vm);
+/* Its provider ID, "libvirt://HOST/UUID": the host it was first defined on
+ * for good (its Node's spec.providerID never changes, even after a move:
+ * meta.provider_host), else the one it is on. */
+void cl_vm_provider_id(const struct cl_vm *vm, char *buf, size_t len);
 unsigned cl_vm_group_target(const struct cl_group *g);
 /* An API request (one pending count for its caller: cl_vm_op_done it once
  * everything is queued); a VM's recording reports to it; once nothing is
@@ -240,6 +245,26 @@ void cl_nodes_engine_tick(struct cl_engine *e, uint64_t now);
 void cl_nodes_view(const struct cl_group *g, struct cl_engine_group_view *v);
 
 /* move.c: under engine.c and relief.c, over vm.c. */
+/* A group's VM as its move needs it, read on the loop (a move's jobs
+ * never touch the engine's records). */
+struct cl_move_member {
+	bool known; /* a VM of a configured group */
+	char name[CL_NAME_MAX];
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	char host[CL_NAME_MAX];
+	const struct cl_group_cfg *g;
+	struct cl_meta meta;
+	char stays[160]; /* why it cannot move now, "" when it can */
+};
+/* The group VM called name (out->known false: none). */
+void cl_move_member_find(struct cl_engine *e, const char *name, struct cl_move_member *out);
+void cl_move_member_read(const struct cl_vm *vm, struct cl_move_member *out);
+/* A group's VM: what the plan checks and the move copies (its disk). */
+void cl_move_set_member(struct cl_move *m, const struct cl_move_member *mem);
+/* Whether a move in flight holds the overlay volume on host (the target's
+ * copy before its domain is there, the source's until it went): a scan
+ * must not take it for one whose domain is gone. */
+bool cl_move_holds_volume(const struct cl_engine *e, const char *host, const char *volume);
 void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool force,
 		     cl_engine_answer_fn *fn, void *ud);
 /* A move of vm (to NULL: the best host), not started. */

@@ -609,24 +609,23 @@ void cl_engine_increase(struct cl_engine *e, const char *group, long long delta,
 	cl_vm_op_done(op, 0, NULL);
 }
 
+/* The member whose provider ID is id (a moved VM's names the host it
+ * was claimed on: cl_vm_provider_id). */
 static struct cl_vm *member_by_provider(struct cl_group *g, const char *id)
 {
-	char host[CL_NAME_MAX], uuid[VIR_UUID_STRING_BUFLEN];
-	const char *p, *slash;
 	struct cl_vm *vm;
 
 	if (strncmp(id, "libvirt://", 10) != 0)
 		return NULL;
-	p = id + 10;
-	slash = strchr(p, '/');
-	if (!slash || (size_t)(slash - p) >= sizeof(host) || strlen(slash + 1) >= sizeof(uuid))
-		return NULL;
-	snprintf(host, sizeof(host), "%.*s", (int)(slash - p), p);
-	snprintf(uuid, sizeof(uuid), "%s", slash + 1);
-	VMACT_LIST_FOREACH(vms, vm, g->vms)
-		if (vm->meta.role == CL_ROLE_MEMBER && strcasecmp(vm->uuid, uuid) == 0 &&
-		    strcmp(vm->host, host) == 0)
+	VMACT_LIST_FOREACH(vms, vm, g->vms) {
+		char mine[160];
+
+		if (vm->meta.role != CL_ROLE_MEMBER || !vm->host[0])
+			continue;
+		cl_vm_provider_id(vm, mine, sizeof(mine));
+		if (strcasecmp(mine, id) == 0)
 			return vm;
+	}
 	return NULL;
 }
 
@@ -825,8 +824,7 @@ static void vm_view(const struct cl_vm *vm, struct cl_engine_vm_view *v)
 	v->uuid = vm->uuid;
 	v->host = vm->host;
 	if (vm->host[0])
-		snprintf(v->provider_id, sizeof(v->provider_id), "libvirt://%s/%s", vm->host,
-			 vm->uuid);
+		cl_vm_provider_id(vm, v->provider_id, sizeof(v->provider_id));
 	v->meta = &vm->meta;
 	v->busy = vm->busy;
 	v->placing = vm->placing;
@@ -867,7 +865,7 @@ const char *cl_engine_group_of(const struct cl_engine *e, const char *provider_i
 
 			if (!vm->host[0])
 				continue;
-			snprintf(id, sizeof(id), "libvirt://%s/%s", vm->host, vm->uuid);
+			cl_vm_provider_id(vm, id, sizeof(id));
 			if (strcasecmp(id, provider_id) == 0)
 				return e->groups[i].cfg->id;
 		}

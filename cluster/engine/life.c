@@ -75,7 +75,7 @@ static struct job *job_new(struct cl_vm *vm, enum kind kind)
 	snprintf(j->uuid, sizeof(j->uuid), "%s", vm->uuid);
 	snprintf(j->name, sizeof(j->name), "%s", vm->name);
 	snprintf(j->host_name, sizeof(j->host_name), "%s", vm->host);
-	snprintf(j->provider_id, sizeof(j->provider_id), "libvirt://%s/%s", vm->host, vm->uuid);
+	cl_vm_provider_id(vm, j->provider_id, sizeof(j->provider_id));
 	j->meta = vm->meta;
 	j->leased = vm->leased;
 	j->persisted = vm->persisted;

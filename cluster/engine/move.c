@@ -19,6 +19,17 @@
  *             it left); the target's lease holds until the target's
  *             vmactd speaks for the VM.
  *
+ * A VM of a group (its group's migration.enabled, a member in service)
+ * takes its disk along: before the freeze an overlay of the same name is
+ * made in the target's pool over the group's base volume there (libvirt
+ * copies only the top of a disk's chain, VIR_MIGRATE_NON_SHARED_INC), the
+ * definition is rewritten for the target's pool and channel directory,
+ * and its provider ID stays the one it was claimed with (recorded in its
+ * metadata as provider-host: a Node's never changes). Done, the source's
+ * overlay goes; undone, the target's. The engine holds the VM busy while
+ * it moves (no other change of it, no renewal of its lease but the
+ * move's) and has it on the target once it ends.
+ *
  * A failure at any step undoes the steps before it: the target's lease
  * released, the source's mark cleared; the VM runs on where it ran
  * (libvirt cancels a move that fails, and one whose caller died). Each
@@ -32,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,8 +87,14 @@ struct cl_move {
 	struct cl_fw_vm fvm;
 	const char *allowed[CL_MAX_HOSTS]; /* its GroupHosts: the engine's host names */
 	bool reserved;
-	bool own_lease;  /* taken here: the profile has no ArbiterLease at Reserve */
-	unsigned status; /* the plan's answer: 202 or the refusal's */
+	bool own_lease; /* taken here: the profile has no ArbiterLease at Reserve */
+	/* A group's VM: read on the loop (cl_move_set_member, again at the
+	 * start); its overlay volume, and whether the move made the target's. */
+	struct cl_move_member mem;
+	char volume[CL_NAME_MAX + 8];
+	bool dst_overlay;
+	char note[VMACT_ERR_MSG_MAX]; /* what a successful move left behind */
+	unsigned status;              /* the plan's answer: 202 or the refusal's */
 	const char *refusal;
 	char error[VMACT_ERR_MSG_MAX];
 	cl_engine_answer_fn *fn;
@@ -220,6 +238,49 @@ static bool takes_moves(const struct cl_move *m, struct cl_host *h, char *why, s
 		snprintf(why, len, "takes no moved VMs (no migration.address)");
 		return false;
 	}
+	if (m->mem.known) {
+		/* A group's VM stays among its group's hosts (their pools hold
+		 * its base volume). */
+		for (size_t i = 0; i < m->mem.g->n_hosts; i++)
+			if (!strcmp(m->mem.g->hosts[i], cfg->name))
+				return true;
+		snprintf(why, len, "not one of group %s's hosts", m->mem.g->id);
+		return false;
+	}
+	return true;
+}
+
+/* A group's VM: whether it may move (the loop's reading of it), else the
+ * refusal. */
+static bool member_may_move(struct cl_move *m)
+{
+	const struct cl_move_member *mem = &m->mem;
+
+	if (!mem->known || strcasecmp(mem->uuid, m->dom.uuid)) {
+		refuse(m, 409, "precondition",
+		       "%s carries a group's metadata but is not a VM of a configured group: "
+		       "left alone",
+		       m->vm);
+		return false;
+	}
+	if (strcmp(mem->host, m->from)) {
+		refuse(m, 409, "precondition",
+		       "%s runs on %s where vmact-groupd has it on %s: left alone until a scan "
+		       "of the hosts settles it",
+		       m->vm, m->from, mem->host[0] ? mem->host : "no host");
+		return false;
+	}
+	if (mem->stays[0]) {
+		refuse(m, 409, "precondition", "%s cannot move now: %s", m->vm, mem->stays);
+		return false;
+	}
+	if (!mem->g->migration && !m->force) {
+		refuse(m, 409, "precondition",
+		       "%s is a VM of group %s, which does not move its VMs "
+		       "(groups[].migration.enabled); force moves it anyway",
+		       m->vm, mem->g->id);
+		return false;
+	}
 	return true;
 }
 
@@ -330,12 +391,9 @@ bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_d
 		return false;
 	}
 	if (m->dom.ours) {
-		/* Its disk is an overlay in its host's pool (doc/cluster.md). */
-		refuse(m, 409, "precondition",
-		       "%s is a node of a vmact-groupd group: node VMs are not moved", m->vm);
-		return false;
-	}
-	if (!m->dom.opted_in && !m->force) {
+		if (!member_may_move(m))
+			return false;
+	} else if (!m->dom.opted_in && !m->force) {
 		refuse(m, 409, "precondition",
 		       "%s has not opted in to live migration (<vmact:migration "
 		       "enabled='true'/>: vmactl set %s --migration on); force moves it anyway",
@@ -394,9 +452,57 @@ static void plan_run(void *data)
 
 /* ---- the move (a job) ---- */
 
+DEFINE_PTR_CLEANUP(mv_conn_closep, struct _virConnect, virConnectClose)
+
 static void fail_move(struct cl_move *m, const struct vmact_err *err)
 {
 	snprintf(m->error, sizeof(m->error), "%s", err->msg);
+}
+
+/* A group's VM, before the freeze: its overlay made in the target's pool
+ * (over the group's base volume there: libvirt copies the top of the
+ * chain only) and its provider ID kept (provider-host, written into the
+ * metadata that moves with it). */
+static int prepare_member(struct cl_move *m, struct vmact_err *err)
+{
+	struct cl_host *src = host_of(m->e, m->from), *dst = host_of(m->e, m->to);
+	const char *pool = cl_host_cfg(dst)->storage_pool;
+	_cleanup_(mv_conn_closep) virConnectPtr cd = cl_host_conn(dst, err);
+	_cleanup_(mv_conn_closep) virConnectPtr cs = NULL;
+	struct cl_meta meta = m->mem.meta;
+	struct vmact_err e2 = { 0 };
+
+	if (!cd)
+		return -EHOSTUNREACH;
+	cl_domxml_volume_name(m->vm, m->volume, sizeof(m->volume));
+	if (cl_virt_overlay_create(cd, pool, m->mem.g->tpl.base_volume, m->volume, &e2) < 0)
+		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s (pool %s): %s",
+				     m->to, pool, e2.msg);
+	m->dst_overlay = true;
+	if (meta.provider_host[0])
+		return 0;
+	snprintf(meta.provider_host, sizeof(meta.provider_host), "%s", m->from);
+	if (!(cs = cl_host_conn(src, err)))
+		return -EHOSTUNREACH;
+	return cl_virt_set_meta(cs, m->mem.uuid, &meta, err);
+}
+
+/* The overlay on host goes, unless a domain of the VM's name is defined
+ * there (a disk in use is never deleted: the scan of that host removes
+ * one left over). 0 or -errno with err. */
+static int drop_overlay(struct cl_move *m, const char *host, struct vmact_err *err)
+{
+	struct cl_host *h = host_of(m->e, host);
+	_cleanup_(mv_conn_closep) virConnectPtr c = cl_host_conn(h, err);
+	virDomainPtr d;
+
+	if (!c)
+		return -EHOSTUNREACH;
+	if ((d = virDomainLookupByName(c, m->vm))) {
+		virDomainFree(d);
+		return vmact_err_set(err, EBUSY, "%s is still defined on %s", m->vm, host);
+	}
+	return cl_virt_overlay_delete(c, cl_host_cfg(h)->storage_pool, m->volume, err);
 }
 
 /* Undoes the steps before a failure, whatever they were. */
@@ -411,6 +517,14 @@ static void undo(struct cl_move *m, enum phase reached)
 		cl_host_release(host_of(m->e, m->from), m->dom.pod_ns, m->dom.pod_name, &err);
 	/* The framework's Reserve undone: the target's lease goes. */
 	give_back(m);
+	/* The disk made for it on the target (a group's VM). */
+	if (m->dst_overlay) {
+		struct vmact_err de = { 0 };
+
+		if (drop_overlay(m, m->to, &de) < 0)
+			snprintf(m->note, sizeof(m->note), "its disk on %s stays: %.300s", m->to,
+				 de.msg);
+	}
 	set_phase(m, PH_FAILED);
 }
 
@@ -477,11 +591,24 @@ static void move_run(void *data)
 	struct cl_migrate_result res;
 	struct vmact_err err = { 0 };
 	virConnectPtr cs = NULL, cd = NULL;
+	struct cl_migrate_disks disks = { 0 };
 
 	/* Reserved at the target by the plan's Reserve. */
 	if (cl_jobs_stopping(e->movers)) {
 		snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
 		return undo(m, PH_RESERVED);
+	}
+	if (m->mem.known) {
+		if (prepare_member(m, &err) < 0) {
+			fail_move(m, &err);
+			return undo(m, PH_RESERVED);
+		}
+		disks = (struct cl_migrate_disks){
+			.from_pool = cl_host_cfg(src)->storage_pool,
+			.to_pool = cl_host_cfg(dst)->storage_pool,
+			.from_channel_dir = cl_host_cfg(src)->channel_dir,
+			.to_channel_dir = cl_host_cfg(dst)->channel_dir,
+		};
 	}
 	if (cl_host_mark_moving(src, m->dom.pod_ns, m->dom.pod_name, m->size, ttl, true, &err) <
 	    0) {
@@ -496,7 +623,9 @@ static void move_run(void *data)
 	set_phase(m, PH_MIGRATING);
 	cs = cl_host_conn(src, &err);
 	cd = cs ? cl_host_conn(dst, &err) : NULL;
-	if (!cs || !cd || cl_migrate_live(cs, cd, m->vm, cl_host_cfg(dst), &res, &err) < 0) {
+	if (!cs || !cd ||
+	    cl_migrate_live(cs, cd, m->vm, cl_host_cfg(dst), m->mem.known ? &disks : NULL, &res,
+			    &err) < 0) {
 		if (cs)
 			virConnectClose(cs);
 		if (cd)
@@ -526,6 +655,14 @@ static void move_run(void *data)
 	m->ended = true;
 	pthread_mutex_unlock(&m->lock);
 	cl_host_release(src, m->dom.pod_ns, m->dom.pod_name, &err);
+	/* A group's VM left its disk behind on the source. */
+	if (m->mem.known) {
+		struct vmact_err de = { 0 };
+
+		if (drop_overlay(m, m->from, &de) < 0)
+			snprintf(m->note, sizeof(m->note), "its old disk on %s stays: %.300s",
+				 m->from, de.msg);
+	}
 	m->success = true;
 	set_phase(m, PH_DONE);
 }
@@ -570,6 +707,40 @@ static void trim(struct cl_engine *e)
 	}
 }
 
+/* The engine's record of a group's VM (by its UUID), NULL. */
+static struct cl_vm *member_vm(struct cl_engine *e, const char *uuid)
+{
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			if (!strcasecmp(vm->uuid, uuid))
+				return vm;
+	}
+	return NULL;
+}
+
+/* A group's VM once its move ended: free again, and on the target if it
+ * got there (its lease there is the move's, renewed as a member's from
+ * now on; the move showed it runs, it is probed at once). */
+static void member_moved(struct cl_move *m)
+{
+	struct cl_engine *e = m->e;
+	struct cl_vm *vm = member_vm(e, m->mem.uuid);
+	uint64_t now = vmact_loop_now_usec(e->ev);
+
+	if (!vm || !vm->moving)
+		return;
+	vm->moving = vm->busy = false;
+	if (m->success) {
+		snprintf(vm->host, sizeof(vm->host), "%s", m->to);
+		vm->leased = true;
+		vm->last_healthy_usec = now;
+		vm->next_probe_usec = now;
+	}
+	cl_vm_kick(e);
+}
+
 static void move_done(void *data)
 {
 	struct cl_move *m = data;
@@ -580,17 +751,85 @@ static void move_done(void *data)
 	secs = (double)(m->ended_usec - m->started_usec) / 1e6;
 	observe(e, m, secs);
 	e->n_moves_ended++;
+	if (m->mem.known)
+		member_moved(m);
 	if (m->success)
 		cl_vm_emit(e, LOG_INFO, NULL,
 			   "migration %" PRIu64
-			   ": %s moved from %s to %s in %.1f s (downtime %s%" PRId64 " ms)",
+			   ": %s moved from %s to %s in %.1f s (downtime %s%" PRId64 " ms)%s%s",
 			   m->id, m->vm, m->from, m->to, secs, m->downtime_ms < 0 ? "? " : "",
-			   m->downtime_ms < 0 ? 0 : m->downtime_ms);
+			   m->downtime_ms < 0 ? 0 : m->downtime_ms, m->note[0] ? "; " : "",
+			   m->note);
 	else
 		cl_vm_emit(e, LOG_WARNING, NULL,
-			   "migration %" PRIu64 ": %s stays on %s, not moved to %s: %s", m->id,
-			   m->vm, m->from, m->to, m->error);
+			   "migration %" PRIu64 ": %s stays on %s, not moved to %s: %s%s%s", m->id,
+			   m->vm, m->from, m->to, m->error, m->note[0] ? "; " : "", m->note);
 	trim(e);
+}
+
+/* ---- a group's VM (on the loop) ---- */
+
+void cl_move_member_read(const struct cl_vm *vm, struct cl_move_member *out)
+{
+	const char *stays = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->known = vm->g != NULL;
+	snprintf(out->name, sizeof(out->name), "%s", vm->name);
+	snprintf(out->uuid, sizeof(out->uuid), "%s", vm->uuid);
+	snprintf(out->host, sizeof(out->host), "%s", vm->host);
+	out->g = vm->g ? vm->g->cfg : NULL;
+	out->meta = vm->meta;
+	/* A member in service moves; a standby is given back where it is
+	 * (its pool refills where there is room), anything between two
+	 * states waits. */
+	if (vm->moving)
+		stays = "it is moving already";
+	else if (vm->want_delete || vm->want_return || vm->meta.state == CL_ST_DELETING || vm->gone)
+		stays = "it is being removed";
+	else if (vm->meta.state == CL_ST_READY)
+		stays = "a standby VM (given back where it is, not moved)";
+	else if (vm->meta.state != CL_ST_CLAIMED)
+		stays = "not in service yet";
+	else if (vm->busy || vm->placing)
+		stays = "a change of it is under way";
+	if (stays)
+		snprintf(out->stays, sizeof(out->stays), "%s", stays);
+}
+
+void cl_move_member_find(struct cl_engine *e, const char *name, struct cl_move_member *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			if (!strcmp(vm->name, name)) {
+				cl_move_member_read(vm, out);
+				return;
+			}
+	}
+}
+
+void cl_move_set_member(struct cl_move *m, const struct cl_move_member *mem)
+{
+	m->mem = *mem;
+}
+
+bool cl_move_holds_volume(const struct cl_engine *e, const char *host, const char *volume)
+{
+	const struct cl_move *m;
+
+	VMACT_LIST_FOREACH(moves, m, e->moves) {
+		char mine[CL_NAME_MAX + 8];
+
+		if (m->ended_usec || !m->mem.known)
+			continue;
+		cl_domxml_volume_name(m->vm, mine, sizeof(mine));
+		if (!strcmp(mine, volume) && (!strcmp(host, m->to) || !strcmp(host, m->from)))
+			return true;
+	}
+	return false;
 }
 
 /* ---- the request (on the loop) ---- */
@@ -632,12 +871,26 @@ static void answer_refusal(struct cl_move *m)
 int cl_move_start(struct cl_move *m)
 {
 	struct cl_engine *e = m->e;
+	struct cl_vm *vm = NULL;
 	char size[96];
 	int r;
 
 	if (e->stopping || !e->movers) {
 		snprintf(m->error, sizeof(m->error), "vmact-groupd is stopping");
 		return -ESHUTDOWN;
+	}
+	if (m->mem.known) {
+		/* Read again: the plan ran on another thread meanwhile. */
+		vm = member_vm(e, m->mem.uuid);
+		if (vm)
+			cl_move_member_read(vm, &m->mem);
+		if (!vm || m->mem.stays[0] || strcmp(vm->host, m->from)) {
+			snprintf(m->error, sizeof(m->error), "%s cannot move now: %s", m->vm,
+				 !vm               ? "vmact-groupd no longer has it"
+				 : m->mem.stays[0] ? m->mem.stays
+						   : "it is on another host by now");
+			return -EBUSY;
+		}
 	}
 	m->id = ++e->next_move_id;
 	m->started_usec = vmact_loop_now_usec(e->ev);
@@ -649,12 +902,23 @@ int cl_move_start(struct cl_move *m)
 		return r;
 	}
 	VMACT_LIST_APPEND(moves, e->moves, m);
+	if (vm) {
+		/* Nothing else changes it while it moves; its lease is the
+		 * move's to keep. */
+		vm->moving = vm->busy = true;
+		if (!vm->meta.provider_host[0])
+			snprintf(vm->meta.provider_host, sizeof(vm->meta.provider_host), "%s",
+				 m->from);
+	}
 	m->next_renew_usec = m->started_usec + e->cfg->life.lease_usec / 3;
 	fmt_size(m->size, size, sizeof(size));
 	cl_vm_emit(e, LOG_INFO, NULL,
 		   "migration %" PRIu64 ": moving %s (%s, %s) from %s to %s (%s%s%s)", m->id, m->vm,
-		   size, m->dom.opted_in ? "opted in" : "forced", m->from, m->to,
-		   cl_engine_move_reason_name(m->reason), m->why[0] ? ": " : "",
+		   size,
+		   m->force       ? "forced"
+		   : m->mem.known ? "its group moves its VMs, its disk with it"
+				  : "opted in",
+		   m->from, m->to, cl_engine_move_reason_name(m->reason), m->why[0] ? ": " : "",
 		   m->why[0] ? m->why : (m->want_to[0] ? "" : ", the host placement chose"));
 	return 0;
 }
@@ -796,6 +1060,8 @@ void cl_move_request(struct cl_engine *e, const char *vm, const char *to, bool f
 	}
 	m->fn = fn;
 	m->ud = ud;
+	/* A group's VM is read here, on the loop; the plan checks it. */
+	cl_move_member_find(e, vm, &m->mem);
 	r = cl_jobs_submit(e->jobs, plan_run, plan_done, m);
 	if (r < 0) {
 		a.status = 503;

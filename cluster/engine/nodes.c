@@ -443,8 +443,7 @@ static void ask_members(struct cl_engine *e, struct cl_group *g, uint64_t now)
 		j->kind = SJ_NODE;
 		snprintf(j->uuid, sizeof(j->uuid), "%s", vm->uuid);
 		snprintf(j->name, sizeof(j->name), "%s", vm->name);
-		snprintf(j->provider_id, sizeof(j->provider_id), "libvirt://%s/%s", vm->host,
-			 vm->uuid);
+		cl_vm_provider_id(vm, j->provider_id, sizeof(j->provider_id));
 		if (submit(e, g, j) < 0)
 			return;
 		vm->node_asking = true;
@@ -484,7 +483,8 @@ struct reconcile_job {
 	struct vmact_err err;
 };
 
-/* A Node naming one of the configured hosts: a candidate. */
+/* A Node naming one of the configured hosts: a candidate (its domain is
+ * looked for on every host: has_domain). */
 static void candidate(void *ud, const char *name, const char *provider_id)
 {
 	struct reconcile_job *j = ud;
@@ -521,33 +521,42 @@ static void candidate(void *ud, const char *name, const char *provider_id)
 	snprintf(s->provider_id, sizeof(s->provider_id), "%s", provider_id);
 }
 
-/* The host of a candidate's provider ID and whether it has the domain: 1
- * it has, 0 it answered that it has none, -1 it could not be asked. */
+/* Whether the domain of a candidate's provider ID is there: 1 a host has
+ * it, 0 every host answered that it has none, -1 one could not be asked.
+ * Every host is asked, the one the ID names first: a VM that moved keeps
+ * the provider ID it was claimed with (a Node's never changes). */
 static int has_domain(struct cl_engine *e, const char *provider_id)
 {
 	const char *hp = provider_id + 10, *uuid = strchr(hp, '/');
-	_cleanup_(shape_conn_closep) virConnectPtr c = NULL;
-	struct vmact_err err = { 0 };
-	virDomainPtr d;
-	virErrorPtr ve;
+	int r = 0;
 
 	if (!uuid)
 		return 1;
-	for (size_t i = 0; i < e->n_hosts; i++) {
-		const char *h = cl_host_name(e->hosts[i].h);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < e->n_hosts; i++) {
+			const char *h = cl_host_name(e->hosts[i].h);
+			bool named = strlen(h) == (size_t)(uuid - hp) &&
+				     !strncmp(h, hp, (size_t)(uuid - hp));
+			_cleanup_(shape_conn_closep) virConnectPtr c = NULL;
+			struct vmact_err err = { 0 };
+			virDomainPtr d;
+			virErrorPtr ve;
 
-		if (strlen(h) != (size_t)(uuid - hp) || strncmp(h, hp, (size_t)(uuid - hp)))
-			continue;
-		if (!(c = cl_host_conn(e->hosts[i].h, &err)))
-			return -1;
-		if ((d = virDomainLookupByUUIDString(c, uuid + 1))) {
-			virDomainFree(d);
-			return 1;
+			if (named != (pass == 0))
+				continue;
+			if (!(c = cl_host_conn(e->hosts[i].h, &err))) {
+				r = -1;
+				continue;
+			}
+			if ((d = virDomainLookupByUUIDString(c, uuid + 1))) {
+				virDomainFree(d);
+				return 1;
+			}
+			ve = virGetLastError();
+			if (!ve || ve->code != VIR_ERR_NO_DOMAIN)
+				r = -1;
 		}
-		ve = virGetLastError();
-		return ve && ve->code == VIR_ERR_NO_DOMAIN ? 0 : -1;
-	}
-	return 1;
+	return r;
 }
 
 static void reconcile_run(void *data)
@@ -584,12 +593,12 @@ static void reconcile_done(void *data)
 		for (size_t i = 0; i < j->n; i++) {
 			if (j->v[i].r > 0)
 				cl_vm_emit(e, LOG_INFO, NULL,
-					   "Node %s: its host has no domain %s; deleted from the "
+					   "Node %s: no host has the domain of %s; deleted from the "
 					   "API server",
 					   j->v[i].name, j->v[i].provider_id);
 			else if (j->v[i].r < 0)
 				cl_vm_emit(e, LOG_WARNING, NULL,
-					   "Node %s: its host has no domain %s, but: %s",
+					   "Node %s: no host has the domain of %s, but: %s",
 					   j->v[i].name, j->v[i].provider_id, j->v[i].err.msg);
 		}
 	}

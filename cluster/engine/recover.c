@@ -200,8 +200,11 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 			vm = other;
 			goto state;
 		}
-		cl_vm_emit(e, LOG_WARNING, other, "also defined on %s: that one is left alone",
-			   host);
+		/* Seen on both hosts of its move (the target's copy before
+		 * the end): the move settles it. */
+		if (!other->moving)
+			cl_vm_emit(e, LOG_WARNING, other,
+				   "also defined on %s: that one is left alone", host);
 		return;
 	}
 	vm = cl_vm_new(g, d->uuid, d->name);
@@ -285,6 +288,10 @@ static void scan_done(void *data)
 				cl_domxml_volume_name(j->doms[i].d.name, want, sizeof(want));
 				used = strcmp(want, j->vols[v]) == 0;
 			}
+			/* The overlay a move made on its target before the
+			 * domain arrives (or left on its source until it went). */
+			if (!used && cl_move_holds_volume(e, cl_host_name(h->h), j->vols[v]))
+				used = true;
 			if (!used && strstr(j->vols[v], ".qcow2")) {
 				cl_vm_emit(e, LOG_INFO, NULL,
 					   "host %s: overlay %s belongs to no domain: deleted",
@@ -501,11 +508,13 @@ void cl_recover_renew(struct cl_engine *e)
 
 				/* A VM in placement holds the lease its Reserve took
 				 * on the host it reserved at (it waits for a Permit
-				 * plugin, or is being bound). */
+				 * plugin, or is being bound). One moving has its
+				 * leases kept by its move (a renewal here would clear
+				 * the source's mark). */
 				if (vm->placing && strcmp(vm->reserved_host, name) == 0)
 					r = renew_add(j, &cap, vm, true);
-				else if (!vm->placing && vm->leased && !vm->want_delete &&
-					 vm->meta.state != CL_ST_DELETING &&
+				else if (!vm->placing && !vm->moving && vm->leased &&
+					 !vm->want_delete && vm->meta.state != CL_ST_DELETING &&
 					 strcmp(vm->host, name) == 0)
 					r = renew_add(j, &cap, vm, false);
 				if (r < 0)

@@ -69,6 +69,10 @@ struct relief_job {
 	size_t n_resting;
 	struct resting *resting;
 	struct relief_host *hosts; /* e->n_hosts */
+	/* The groups' VMs on a host the round may look at, as the loop had
+	 * them (a group's VM moves with its group's migration.enabled). */
+	struct cl_move_member *members;
+	size_t n_members;
 };
 
 /* ---- the round (a job) ---- */
@@ -122,6 +126,14 @@ static const char *resting_why(const struct relief_job *j, const char *vm, bool 
 	for (size_t i = 0; i < j->n_resting; i++)
 		if (!strcmp(j->resting[i].vm, vm))
 			return draining && j->resting[i].settling ? NULL : j->resting[i].why;
+	return NULL;
+}
+
+static const struct cl_move_member *member_of(const struct relief_job *j, const char *name)
+{
+	for (size_t i = 0; i < j->n_members; i++)
+		if (!strcmp(j->members[i].name, name))
+			return &j->members[i];
 	return NULL;
 }
 
@@ -200,10 +212,19 @@ static void round_host(struct relief_job *j, struct relief_host *rh)
 		} else {
 			f->res = f->d.size;
 		}
-		if (f->d.ours)
-			append(rh->unmovable, sizeof(rh->unmovable), "%s: a node of a group",
-			       f->d.name);
-		else if (!f->d.opted_in)
+		const struct cl_move_member *mem = f->d.ours ? member_of(j, f->d.name) : NULL;
+
+		if (f->d.ours && !mem)
+			append(rh->unmovable, sizeof(rh->unmovable),
+			       "%s: a VM of a group not configured", f->d.name);
+		else if (mem && !mem->g->migration)
+			append(rh->unmovable, sizeof(rh->unmovable),
+			       "%s: its group %s does not move its VMs (groups[].migration)",
+			       f->d.name, mem->g->id);
+		else if (mem && mem->stays[0])
+			append(rh->unmovable, sizeof(rh->unmovable), "%s: %s", f->d.name,
+			       mem->stays);
+		else if (!f->d.ours && !f->d.opted_in)
 			append(rh->unmovable, sizeof(rh->unmovable), "%s: not opted in", f->d.name);
 		else if (rest)
 			append(rh->unmovable, sizeof(rh->unmovable), "%s: %s", f->d.name, rest);
@@ -236,6 +257,8 @@ static void round_host(struct relief_job *j, struct relief_host *rh)
 				rh->draining ? CL_MOVE_DRAIN : CL_MOVE_PRESSURE);
 		if (!m)
 			break;
+		if (f->d.ours)
+			cl_move_set_member(m, member_of(j, f->d.name));
 		fmt_cpu(f->res.milli_cpu, fr, sizeof(fr));
 		fmt_cpu(f->pressure.milli_cpu, fp, sizeof(fp));
 		if (rh->draining)
@@ -388,7 +411,7 @@ static void job_free(struct relief_job *j)
 	for (size_t i = 0; j && i < j->e->n_hosts; i++)
 		cl_move_discard(j->hosts[i].move);
 	if (j)
-		free(j->resting), free(j->hosts);
+		free(j->resting), free(j->hosts), free(j->members);
 	free(j);
 }
 
@@ -479,6 +502,33 @@ static void rest_one(void *ud, const char *vm, uint64_t end, bool ok)
 	r->settling = end && ok;
 }
 
+/* Every group's VM as the loop has it: the round moves one only when its
+ * group moves its VMs and it is in service, and says why not otherwise. */
+static int snapshot_members(struct relief_job *j)
+{
+	struct cl_engine *e = j->e;
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			n++;
+	}
+	if (!n)
+		return 0;
+	j->members = calloc(n, sizeof(*j->members));
+	if (!j->members)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			cl_move_member_read(vm, &j->members[j->n_members++]);
+	}
+	return 0;
+}
+
 void cl_relief_tick(struct cl_engine *e, uint64_t now)
 {
 	struct relief_job *j;
@@ -506,6 +556,10 @@ void cl_relief_tick(struct cl_engine *e, uint64_t now)
 		}
 	}
 	if (!j->hosts) {
+		job_free(j);
+		return;
+	}
+	if (snapshot_members(j) < 0) {
 		job_free(j);
 		return;
 	}

@@ -86,6 +86,12 @@ void cl_vm_free(struct cl_engine *e, struct cl_vm *vm)
 	free(vm);
 }
 
+void cl_vm_provider_id(const struct cl_vm *vm, char *buf, size_t len)
+{
+	snprintf(buf, len, "libvirt://%s/%s",
+		 vm->meta.provider_host[0] ? vm->meta.provider_host : vm->host, vm->uuid);
+}
+
 bool cl_vm_is_member(const struct cl_vm *vm)
 {
 	return vm->meta.role == CL_ROLE_MEMBER && vm->meta.state != CL_ST_DELETING &&

@@ -156,6 +156,11 @@ char *cl_domxml_meta_format(const struct cl_meta *m, bool in_domain)
 	put_time(&b, "requested", m->requested);
 	put_time(&b, "in-service", m->in_service);
 	put(&b, " attempts='%u'", m->attempts);
+	if (m->provider_host[0]) {
+		put(&b, " provider-host='");
+		put_esc(&b, m->provider_host);
+		put(&b, "'");
+	}
 	if (!m->has_error) {
 		put(&b, "/>");
 		return finish(&b);
@@ -257,6 +262,9 @@ int cl_domxml_meta_parse(const char *xml, struct cl_meta *m, struct vmact_err *e
 	if ((r = attr(root, "attempts", false, buf, sizeof(buf), err)) < 0)
 		return r;
 	m->attempts = (unsigned)strtoul(buf, NULL, 10);
+	if ((r = attr(root, "provider-host", false, m->provider_host, sizeof(m->provider_host),
+		      err)) < 0)
+		return r;
 	for (c = root->children; c; c = c->next) {
 		if (!ours(c, "error"))
 			continue;

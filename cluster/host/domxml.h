@@ -53,6 +53,11 @@ struct cl_meta {
 	/* CLOCK_REALTIME seconds; 0 = not yet. */
 	double created, booted, requested, in_service;
 	unsigned attempts;
+	/* The host its provider ID names ("libvirt://HOST/UUID"), when that
+	 * is no longer the host it runs on: a Node's spec.providerID never
+	 * changes, so a moved VM keeps the ID it was claimed with. "" = the
+	 * host it is defined on. */
+	char provider_host[CL_NAME_MAX];
 	bool has_error;
 	char err_class[32]; /* "other", "out-of-resources" */
 	char err_code[64];

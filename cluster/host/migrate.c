@@ -173,9 +173,99 @@ static void job_stats(virDomainPtr moved, virDomainPtr src, struct cl_migrate_re
 	}
 }
 
+/* Whether path lies under dir ("dir/..."). */
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n && !strncmp(path, dir, n) && path[n] == '/';
+}
+
+char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k,
+			     struct vmact_err *err)
+{
+	_cleanup_(mig_doc_freep) xmlDocPtr doc = NULL;
+	_cleanup_(mig_ctx_freep) xmlXPathContextPtr ctx = NULL;
+	xmlXPathObjectPtr o;
+	xmlChar *out = NULL;
+	int len = 0;
+	char *r;
+
+	doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	if (!doc || !(ctx = xmlXPathNewContext(doc))) {
+		vmact_err_set(err, EINVAL, "the domain's XML does not parse");
+		return NULL;
+	}
+	o = xmlXPathEvalExpression(BAD_CAST "/domain/devices/disk[@type='volume']/source[@pool]",
+				   ctx);
+	for (int i = 0; o && o->nodesetval && i < o->nodesetval->nodeNr; i++) {
+		xmlNodePtr s = o->nodesetval->nodeTab[i];
+		xmlChar *pool = xmlGetProp(s, BAD_CAST "pool");
+
+		if (pool && !strcmp((const char *)pool, k->from_pool))
+			xmlSetProp(s, BAD_CAST "pool", BAD_CAST k->to_pool);
+		xmlFree(pool);
+	}
+	xmlXPathFreeObject(o);
+	o = xmlXPathEvalExpression(BAD_CAST "/domain/devices/channel[@type='unix']/source[@path]",
+				   ctx);
+	for (int i = 0; o && o->nodesetval && i < o->nodesetval->nodeNr; i++) {
+		xmlNodePtr s = o->nodesetval->nodeTab[i];
+		xmlChar *path = xmlGetProp(s, BAD_CAST "path");
+		char *moved = NULL;
+
+		if (path && k->from_channel_dir && strcmp(k->from_channel_dir, k->to_channel_dir) &&
+		    under((const char *)path, k->from_channel_dir)) {
+			if (!k->to_channel_dir[0])
+				xmlUnsetProp(s, BAD_CAST "path");
+			else if (asprintf(&moved, "%s%s", k->to_channel_dir,
+					  (const char *)path + strlen(k->from_channel_dir)) >= 0)
+				xmlSetProp(s, BAD_CAST "path", BAD_CAST moved);
+		}
+		free(moved);
+		xmlFree(path);
+	}
+	xmlXPathFreeObject(o);
+	xmlDocDumpMemory(doc, &out, &len);
+	if (!out) {
+		vmact_err_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	r = strndup((const char *)out, (size_t)len);
+	xmlFree(out);
+	if (!r)
+		vmact_err_set(err, ENOMEM, "out of memory");
+	return r;
+}
+
+/* The definitions the target takes (live, and persistent when the domain
+ * is): the source's, rewritten for the target's pool and directories. */
+static int disk_params(virDomainPtr d, bool persistent, const struct cl_migrate_disks *k,
+		       virTypedParameterPtr *params, int *n, int *max, struct vmact_err *err)
+{
+	static const unsigned what[] = { VIR_DOMAIN_XML_MIGRATABLE | VIR_DOMAIN_XML_SECURE,
+					 VIR_DOMAIN_XML_MIGRATABLE | VIR_DOMAIN_XML_SECURE |
+						 VIR_DOMAIN_XML_INACTIVE };
+	static const char *const param[] = { VIR_MIGRATE_PARAM_DEST_XML,
+					     VIR_MIGRATE_PARAM_PERSIST_XML };
+
+	for (size_t i = 0; i < (persistent ? 2u : 1u); i++) {
+		_cleanup_free_ char *xml = virDomainGetXMLDesc(d, what[i]);
+		_cleanup_free_ char *to = NULL;
+
+		if (!xml)
+			return vmact_err_set(err, EIO, "its definition: %s", virt_msg());
+		if (!(to = cl_migrate_rewrite_xml(xml, k, err)))
+			return -err->code;
+		if (virTypedParamsAddString(params, n, max, param[i], to) < 0)
+			return vmact_err_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
-		    const struct cl_host_cfg *to, struct cl_migrate_result *res,
-		    struct vmact_err *err)
+		    const struct cl_host_cfg *to, const struct cl_migrate_disks *disks,
+		    struct cl_migrate_result *res, struct vmact_err *err)
 {
 	_cleanup_(mig_dom_freep) virDomainPtr d = virDomainLookupByName(src, name);
 	_cleanup_(mig_dom_freep) virDomainPtr moved = NULL;
@@ -196,6 +286,14 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 	 * stays transient on the target. */
 	if (virDomainIsPersistent(d) == 1)
 		flags |= VIR_MIGRATE_PERSIST_DEST | VIR_MIGRATE_UNDEFINE_SOURCE;
+	if (disks) {
+		flags |= VIR_MIGRATE_NON_SHARED_INC;
+		if (disk_params(d, virDomainIsPersistent(d) == 1, disks, &params, &n, &max, err) <
+		    0) {
+			virTypedParamsFree(params, n);
+			return -err->code;
+		}
+	}
 	/* An IPv6 literal goes into the URI in brackets. */
 	if (strchr(to->migration_address, ':') && to->migration_address[0] != '[')
 		snprintf(uri, sizeof(uri), "tcp://[%s]", to->migration_address);

@@ -48,16 +48,34 @@ struct cl_migrate_result {
 	uint64_t bytes;      /* memory sent; 0: not reported */
 };
 
+/* A move that takes the VM's disks along (a group's VM): the top of each
+ * disk's chain is copied (VIR_MIGRATE_NON_SHARED_INC, over the target's
+ * NBD server at its migration address) into a volume the caller made on
+ * the target beforehand, over the same base; the definition names the
+ * target's pool and, for its channels' sockets, the target's channel
+ * directory ("" = libvirt's own place). */
+struct cl_migrate_disks {
+	const char *from_pool, *to_pool;
+	const char *from_channel_dir, *to_channel_dir;
+};
+
+/* A domain definition (live or inactive XML) as the target has it: each
+ * volume disk of from_pool in to_pool, each channel socket under
+ * from_channel_dir under to_channel_dir (its path dropped when that is
+ * "": libvirt names it there). malloc'd; NULL with err. */
+char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k,
+			     struct vmact_err *err);
+
 /* Moves the running domain `name` from src to dst, live: the memory to
  * tcp://to->migration_address (where dst's QEMU listens), its definition
  * with it (a persistent domain is defined on dst and undefined on src
- * once it runs there; a transient one stays transient). Auto-converge
- * keeps a busy guest's move finite. libvirt cancels the move when the
- * caller dies mid-way (its connection closes). -EIO with libvirt's
- * reason. */
+ * once it runs there; a transient one stays transient), its disks too
+ * when disks is not NULL. Auto-converge keeps a busy guest's move finite.
+ * libvirt cancels the move when the caller dies mid-way (its connection
+ * closes). -EIO with libvirt's reason. */
 int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
-		    const struct cl_host_cfg *to, struct cl_migrate_result *res,
-		    struct vmact_err *err);
+		    const struct cl_host_cfg *to, const struct cl_migrate_disks *disks,
+		    struct cl_migrate_result *res, struct vmact_err *err);
 
 /* After a move whose call failed (a daemon died between the target's
  * start and the source's confirmation, libvirt's own corner): where the

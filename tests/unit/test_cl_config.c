@@ -46,7 +46,7 @@ static const char *good =
 	"\"pool\":{\"running\":1,\"paused\":2,\"saved\":3},"
 	"\"options\":{\"scale_down_unneeded_time_s\":600,\"zero_or_max_node_scaling\":false,"
 	"\"max_node_startup_time_s\":300,\"allow_non_atomic_scale_up_to_max\":true},"
-	"\"lifecycle\":{\"boot_timeout_s\":20}}],"
+	"\"lifecycle\":{\"boot_timeout_s\":20},\"migration\":{\"enabled\":true}}],"
 	"\"scheduler\":{\"profiles\":[{\"schedulerName\":\"default\",\"plugins\":{\"permit\":"
 	"{\"enabled\":[{\"name\":\"ManualApproval\"}]}},\"pluginConfig\":[{\"name\":"
 	"\"ManualApproval\",\"args\":{\"timeoutSeconds\":60}}]}]}}";
@@ -77,6 +77,7 @@ static void test_good(void **state)
 	assert_non_null(g);
 	assert_int_equal(g->min, 1);
 	assert_int_equal(g->n_hosts, 2);
+	assert_true(g->migration);
 	assert_int_equal(g->n_taints, 1);
 	assert_false(g->tpl.kvm);
 	assert_int_equal(g->tpl.max_vcpus, 4);
@@ -128,6 +129,8 @@ static void test_defaults(void **state)
 	assert_int_equal(g->life.max_boots_per_iteration, 10);
 	assert_int_equal(g->min, 0);
 	assert_true(g->tpl.kvm);
+	/* Its VMs stay where they are unless the group says otherwise. */
+	assert_false(g->migration);
 	assert_int_equal(g->health.kind, CL_HEALTH_SERIAL);
 	/* A member in service that turns unhealthy is reported, not
 	 * deleted: the autoscaler decides. */
@@ -186,6 +189,8 @@ static const struct bad bads[] = {
 	{ "{\"lifecycle\":{\"healthy_timeout_s\":3,\"health_interval_s\":5}," HOSTS "}",
 	  "lifecycle.health_interval_s: longer than healthy_timeout_s" },
 	{ GROUPT("\"min\":4"), "groups[0].min: above max" },
+	{ GROUPT("\"migration\":{\"enabled\":1}"), "groups[0].migration.enabled: true or false" },
+	{ GROUPT("\"migration\":{\"to\":\"h2\"}"), "groups[0].migration.to: unknown key" },
 	{ GROUPT("\"hosts\":[\"h3\"]"), "duplicate object key near '\"hosts\"'" },
 	{ "{" HOSTS ",\"groups\":[{\"id\":\"g\",\"max\":3,\"hosts\":[\"h3\"]," TEMPLATE "}]}",
 	  "groups[0].hosts[0]: no host called 'h3'" },

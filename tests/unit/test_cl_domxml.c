@@ -21,6 +21,7 @@
 #include <libxml/xpathInternals.h>
 
 #include "cluster/host/domxml.h"
+#include "cluster/host/migrate.h"
 
 static void test_meta_round_trip(void **state)
 {
@@ -39,6 +40,7 @@ static void test_meta_round_trip(void **state)
 	snprintf(m.err_class, sizeof(m.err_class), "out-of-resources");
 	snprintf(m.err_code, sizeof(m.err_code), "HOST_CAPACITY");
 	snprintf(m.err_msg, sizeof(m.err_msg), "0/2 hosts fit: h1: <full> & 'busy' \"now\"\nnext");
+	snprintf(m.provider_host, sizeof(m.provider_host), "h1");
 	for (int in_domain = 0; in_domain < 2; in_domain++) {
 		char *xml = cl_domxml_meta_format(&m, in_domain);
 
@@ -55,6 +57,7 @@ static void test_meta_round_trip(void **state)
 		assert_true(back.requested == 1700000001.5);
 		assert_true(back.booted == 0);
 		assert_int_equal(back.attempts, 3);
+		assert_string_equal(back.provider_host, "h1");
 		assert_true(back.has_error);
 		assert_string_equal(back.err_code, "HOST_CAPACITY");
 		assert_string_equal(back.err_msg, m.err_msg);
@@ -66,10 +69,14 @@ static void test_meta_round_trip(void **state)
 
 		m.state = s;
 		m.has_error = false;
+		m.provider_host[0] = 0;
 		xml = cl_domxml_meta_format(&m, false);
 		assert_int_equal(cl_domxml_meta_parse(xml, &back, &err), 0);
 		assert_int_equal(back.state, s);
 		assert_false(back.has_error);
+		/* Not moved: no provider-host at all. */
+		assert_null(strstr(xml, "provider-host"));
+		assert_string_equal(back.provider_host, "");
 		free(xml);
 	}
 }
@@ -287,12 +294,59 @@ static void test_domain(void **state)
 	assert_string_equal(buf, "d.qcow2");
 }
 
+/* A group's VM moving to a host with another pool name and channel
+ * directory: its volume disk and its channel sockets named as the target
+ * has them; nothing else changes (a file disk, another pool's volume, a
+ * socket elsewhere). */
+static void test_migrate_rewrite(void **state)
+{
+	static const char xml[] =
+		"<domain type='qemu'><name>n-1</name><devices>"
+		"<disk type='volume' device='disk'><source pool='pa' volume='n-1.qcow2'/></disk>"
+		"<disk type='volume' device='disk'><source pool='other' volume='x'/></disk>"
+		"<disk type='file' device='disk'><source file='/var/lib/pa/f.img'/></disk>"
+		"<channel type='unix'><source mode='bind' path='/run/ca/u.claim'/>"
+		"<target type='virtio' name='org.vmact.claim.0'/></channel>"
+		"<channel type='unix'><source mode='bind' path='/elsewhere/u.agent'/>"
+		"<target type='virtio' name='org.qemu.guest_agent.0'/></channel>"
+		"</devices></domain>";
+	struct cl_migrate_disks k = { .from_pool = "pa",
+				      .to_pool = "pb",
+				      .from_channel_dir = "/run/ca",
+				      .to_channel_dir = "/run/cb" };
+	struct vmact_err err = { 0 };
+	char *out;
+
+	(void)state;
+	out = cl_migrate_rewrite_xml(xml, &k, &err);
+	if (!out)
+		fail_msg("%s", err.msg);
+	assert_non_null(strstr(out, "<source pool=\"pb\" volume=\"n-1.qcow2\"/>"));
+	assert_null(strstr(out, "pool=\"pa\""));
+	assert_non_null(strstr(out, "pool=\"other\""));
+	assert_non_null(strstr(out, "file=\"/var/lib/pa/f.img\""));
+	assert_non_null(strstr(out, "path=\"/run/cb/u.claim\""));
+	assert_non_null(strstr(out, "path=\"/elsewhere/u.agent\""));
+	free(out);
+	/* To libvirt's own place: the path goes, libvirt names one there. */
+	k.to_channel_dir = "";
+	out = cl_migrate_rewrite_xml(xml, &k, &err);
+	assert_non_null(out);
+	assert_null(strstr(out, "u.claim"));
+	assert_non_null(strstr(out, "/elsewhere/u.agent"));
+	free(out);
+	/* Not XML: refused, said. */
+	assert_null(cl_migrate_rewrite_xml("<domain", &k, &err));
+	assert_non_null(strstr(err.msg, "does not parse"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_meta_refused),
 		cmocka_unit_test(test_domain),
+		cmocka_unit_test(test_migrate_rewrite),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
