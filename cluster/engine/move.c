@@ -39,6 +39,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,7 @@ struct cl_move {
 	 * start); its overlay volume, and whether the move made the target's. */
 	struct cl_move_member mem;
 	char volume[CL_NAME_MAX + 8];
+	char volume_path[PATH_MAX], from_volume_path[PATH_MAX]; /* the target's, the source's */
 	bool dst_overlay;
 	char note[VMACT_ERR_MSG_MAX]; /* what a successful move left behind */
 	unsigned status;              /* the plan's answer: 202 or the refusal's */
@@ -479,11 +481,20 @@ static int prepare_member(struct cl_move *m, struct vmact_err *err)
 		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s (pool %s): %s",
 				     m->to, pool, e2.msg);
 	m->dst_overlay = true;
+	if (cl_virt_volume_path(cd, pool, m->volume, m->volume_path, sizeof(m->volume_path), &e2) <
+	    0)
+		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s (pool %s): %s",
+				     m->to, pool, e2.msg);
+	if (!(cs = cl_host_conn(src, err)))
+		return -EHOSTUNREACH;
+	/* Its file on the source: what it runs from after an earlier move. */
+	if (cl_virt_volume_path(cs, cl_host_cfg(src)->storage_pool, m->volume, m->from_volume_path,
+				sizeof(m->from_volume_path), &e2) < 0)
+		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s: %s", m->from,
+				     e2.msg);
 	if (meta.provider_host[0])
 		return 0;
 	snprintf(meta.provider_host, sizeof(meta.provider_host), "%s", m->from);
-	if (!(cs = cl_host_conn(src, err)))
-		return -EHOSTUNREACH;
 	return cl_virt_set_meta(cs, m->mem.uuid, &meta, err);
 }
 
@@ -606,6 +617,9 @@ static void move_run(void *data)
 		disks = (struct cl_migrate_disks){
 			.from_pool = cl_host_cfg(src)->storage_pool,
 			.to_pool = cl_host_cfg(dst)->storage_pool,
+			.volume = m->volume,
+			.volume_path = m->volume_path,
+			.from_volume_path = m->from_volume_path,
 			.from_channel_dir = cl_host_cfg(src)->channel_dir,
 			.to_channel_dir = cl_host_cfg(dst)->channel_dir,
 		};

@@ -181,7 +181,7 @@ static bool under(const char *path, const char *dir)
 	return n && !strncmp(path, dir, n) && path[n] == '/';
 }
 
-char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k,
+char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k, bool live,
 			     struct vmact_err *err)
 {
 	_cleanup_(mig_doc_freep) xmlDocPtr doc = NULL;
@@ -196,15 +196,38 @@ char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k,
 		vmact_err_set(err, EINVAL, "the domain's XML does not parse");
 		return NULL;
 	}
-	o = xmlXPathEvalExpression(BAD_CAST "/domain/devices/disk[@type='volume']/source[@pool]",
-				   ctx);
+	o = xmlXPathEvalExpression(BAD_CAST "/domain/devices/disk/source", ctx);
 	for (int i = 0; o && o->nodesetval && i < o->nodesetval->nodeNr; i++) {
 		xmlNodePtr s = o->nodesetval->nodeTab[i];
+		xmlChar *type = xmlGetProp(s->parent, BAD_CAST "type");
 		xmlChar *pool = xmlGetProp(s, BAD_CAST "pool");
+		xmlChar *vol = xmlGetProp(s, BAD_CAST "volume");
+		xmlChar *file = xmlGetProp(s, BAD_CAST "file");
+		bool of_pool = type && !strcmp((const char *)type, "volume") && pool &&
+			       !strcmp((const char *)pool, k->from_pool);
+		bool moved = (of_pool && vol && !strcmp((const char *)vol, k->volume)) ||
+			     (type && !strcmp((const char *)type, "file") && file &&
+			      k->from_volume_path &&
+			      !strcmp((const char *)file, k->from_volume_path));
 
-		if (pool && !strcmp((const char *)pool, k->from_pool))
+		if (moved) {
+			xmlUnsetProp(s, BAD_CAST "pool");
+			xmlUnsetProp(s, BAD_CAST "volume");
+			xmlUnsetProp(s, BAD_CAST "file");
+			xmlSetProp(s->parent, BAD_CAST "type", BAD_CAST(live ? "file" : "volume"));
+			if (live) {
+				xmlSetProp(s, BAD_CAST "file", BAD_CAST k->volume_path);
+			} else {
+				xmlSetProp(s, BAD_CAST "pool", BAD_CAST k->to_pool);
+				xmlSetProp(s, BAD_CAST "volume", BAD_CAST k->volume);
+			}
+		} else if (of_pool) {
 			xmlSetProp(s, BAD_CAST "pool", BAD_CAST k->to_pool);
+		}
+		xmlFree(file);
+		xmlFree(vol);
 		xmlFree(pool);
+		xmlFree(type);
 	}
 	xmlXPathFreeObject(o);
 	o = xmlXPathEvalExpression(BAD_CAST "/domain/devices/channel[@type='unix']/source[@path]",
@@ -255,7 +278,7 @@ static int disk_params(virDomainPtr d, bool persistent, const struct cl_migrate_
 
 		if (!xml)
 			return vmact_err_set(err, EIO, "its definition: %s", virt_msg());
-		if (!(to = cl_migrate_rewrite_xml(xml, k, err)))
+		if (!(to = cl_migrate_rewrite_xml(xml, k, i == 0, err)))
 			return -err->code;
 		if (virTypedParamsAddString(params, n, max, param[i], to) < 0)
 			return vmact_err_set(err, ENOMEM, "out of memory");

@@ -48,22 +48,28 @@ struct cl_migrate_result {
 	uint64_t bytes;      /* memory sent; 0: not reported */
 };
 
-/* A move that takes the VM's disks along (a group's VM): the top of each
- * disk's chain is copied (VIR_MIGRATE_NON_SHARED_INC, over the target's
- * NBD server at its migration address) into a volume the caller made on
- * the target beforehand, over the same base; the definition names the
- * target's pool and, for its channels' sockets, the target's channel
+/* A move that takes the VM's disk along (a group's VM): the top of its
+ * chain is copied (VIR_MIGRATE_NON_SHARED_INC, over the target's NBD
+ * server at its migration address) into the volume the caller made on the
+ * target beforehand (volume, in to_pool, at volume_path), over the same
+ * base, from_volume_path its file on the source; the definition names
+ * the target's pool and, for its channels' sockets, the target's channel
  * directory ("" = libvirt's own place). */
 struct cl_migrate_disks {
 	const char *from_pool, *to_pool;
+	const char *volume, *volume_path, *from_volume_path;
 	const char *from_channel_dir, *to_channel_dir;
 };
 
-/* A domain definition (live or inactive XML) as the target has it: each
- * volume disk of from_pool in to_pool, each channel socket under
+/* A domain definition as the target takes it: its disk (`volume` of
+ * from_pool, or the file from_volume_path: a VM that moved before runs
+ * from the file) as `volume` of to_pool (persistent), or, live, as the
+ * file volume_path (libvirt's target looks for a copied disk's file
+ * before it starts, and knows no path of a pool's volume then); any other
+ * volume of from_pool in to_pool; each channel socket under
  * from_channel_dir under to_channel_dir (its path dropped when that is
  * "": libvirt names it there). malloc'd; NULL with err. */
-char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k,
+char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k, bool live,
 			     struct vmact_err *err);
 
 /* Moves the running domain `name` from src to dst, live: the memory to

@@ -309,6 +309,23 @@ int cl_virt_overlay_create(virConnectPtr c, const char *pool, const char *base_v
 	return 0;
 }
 
+int cl_virt_volume_path(virConnectPtr c, const char *pool, const char *volume, char *buf,
+			size_t len, struct vmact_err *err)
+{
+	_cleanup_(virt_pool_freep) virStoragePoolPtr p = virStoragePoolLookupByName(c, pool);
+	_cleanup_(virt_vol_freep) virStorageVolPtr v = NULL;
+	_cleanup_free_ char *path = NULL;
+
+	if (!p)
+		return fail(err, EIO, "storage pool", pool);
+	if (!(v = virStorageVolLookupByName(p, volume)))
+		return fail(err, ENOENT, "volume", volume);
+	if (!(path = virStorageVolGetPath(v)) || strlen(path) >= len)
+		return fail(err, EIO, "volume", volume);
+	snprintf(buf, len, "%s", path);
+	return 0;
+}
+
 int cl_virt_overlay_delete(virConnectPtr c, const char *pool, const char *volume,
 			   struct vmact_err *err)
 {

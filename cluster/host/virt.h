@@ -71,3 +71,6 @@ int cl_virt_overlay_create(virConnectPtr c, const char *pool, const char *base_v
 			   const char *volume, struct vmact_err *err);
 int cl_virt_overlay_delete(virConnectPtr c, const char *pool, const char *volume,
 			   struct vmact_err *err);
+/* Where volume of pool is on the host (its file); -ENOENT, -EIO. */
+int cl_virt_volume_path(virConnectPtr c, const char *pool, const char *volume, char *buf,
+			size_t len, struct vmact_err *err);

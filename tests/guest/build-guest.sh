@@ -95,12 +95,12 @@ visit() {
 	for d in $deps; do visit "$d"; done
 	order+=("$m")
 }
-for m in virtio_pci virtio_mem virtio_balloon virtio_console; do visit "$m"; done
+for m in virtio_pci virtio_mem virtio_balloon virtio_console virtio_blk; do visit "$m"; done
 
 root="$work/root"
 mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,lib/modules}
 cp "$bb" "$root/bin/busybox"
-for a in sh mount echo cat sleep usleep grep insmod stty kill seq mkfifo rm ln mkdir; do
+for a in sh mount echo cat sleep usleep dd grep insmod stty kill seq mkfifo rm ln mkdir; do
 	ln -s busybox "$root/bin/$a"
 done
 for m in "${order[@]}"; do

@@ -312,13 +312,16 @@ static void test_migrate_rewrite(void **state)
 		"</devices></domain>";
 	struct cl_migrate_disks k = { .from_pool = "pa",
 				      .to_pool = "pb",
+				      .volume = "n-1.qcow2",
+				      .volume_path = "/var/lib/pb/n-1.qcow2",
+				      .from_volume_path = "/var/lib/pa/n-1.qcow2",
 				      .from_channel_dir = "/run/ca",
 				      .to_channel_dir = "/run/cb" };
 	struct vmact_err err = { 0 };
 	char *out;
 
 	(void)state;
-	out = cl_migrate_rewrite_xml(xml, &k, &err);
+	out = cl_migrate_rewrite_xml(xml, &k, false, &err);
 	if (!out)
 		fail_msg("%s", err.msg);
 	assert_non_null(strstr(out, "<source pool=\"pb\" volume=\"n-1.qcow2\"/>"));
@@ -328,15 +331,49 @@ static void test_migrate_rewrite(void **state)
 	assert_non_null(strstr(out, "path=\"/run/cb/u.claim\""));
 	assert_non_null(strstr(out, "path=\"/elsewhere/u.agent\""));
 	free(out);
+	/* Live: the moved disk as its file on the target (libvirt's target
+	 * checks that a copied disk's file is there before it starts). */
+	out = cl_migrate_rewrite_xml(xml, &k, true, &err);
+	assert_non_null(out);
+	assert_non_null(strstr(out, "<disk type=\"file\" device=\"disk\">"
+				    "<source file=\"/var/lib/pb/n-1.qcow2\"/>"));
+	assert_null(strstr(out, "volume=\"n-1.qcow2\""));
+	assert_non_null(strstr(out, "pool=\"other\""));
+	free(out);
+	/* A VM that moved before runs from the file (its live definition
+	 * came that way): the same, either way. */
+	{
+		char *as_file = strdup(xml), *p = strstr(as_file, "<disk type='volume'");
+		static const char file_src[] = "<disk type='file'   device='disk'>"
+					       "<source file='/var/lib/pa/n-1.qcow2'/></disk>";
+
+		/* (the first disk, replaced in place by one as long) */
+		assert_non_null(p);
+		memset(p, ' ',
+		       strlen("<disk type='volume' device='disk'><source pool='pa' "
+			      "volume='n-1.qcow2'/></disk>"));
+		memcpy(p, file_src, strlen(file_src));
+		out = cl_migrate_rewrite_xml(as_file, &k, false, &err);
+		assert_non_null(out);
+		assert_non_null(strstr(out, "<disk type=\"volume\" device=\"disk\">"
+					    "<source pool=\"pb\" volume=\"n-1.qcow2\"/>"));
+		free(out);
+		out = cl_migrate_rewrite_xml(as_file, &k, true, &err);
+		assert_non_null(out);
+		assert_non_null(strstr(out, "<source file=\"/var/lib/pb/n-1.qcow2\"/>"));
+		assert_null(strstr(out, "/var/lib/pa/n-1.qcow2"));
+		free(out);
+		free(as_file);
+	}
 	/* To libvirt's own place: the path goes, libvirt names one there. */
 	k.to_channel_dir = "";
-	out = cl_migrate_rewrite_xml(xml, &k, &err);
+	out = cl_migrate_rewrite_xml(xml, &k, false, &err);
 	assert_non_null(out);
 	assert_null(strstr(out, "u.claim"));
 	assert_non_null(strstr(out, "/elsewhere/u.agent"));
 	free(out);
 	/* Not XML: refused, said. */
-	assert_null(cl_migrate_rewrite_xml("<domain", &k, &err));
+	assert_null(cl_migrate_rewrite_xml("<domain", &k, false, &err));
 	assert_non_null(strstr(err.msg, "does not parse"));
 }
 
