@@ -63,6 +63,7 @@ struct cl_vm {
 	bool placing;                  /* in a scheduling or binding cycle */
 	bool leased;                   /* holds a lease at its host's arbiter */
 	bool found_running;            /* found running by a scan: not leased by us yet */
+	bool found_paused;             /* found paused by a scan */
 	bool healthy;                  /* this boot or wake-up passed a probe */
 	bool want_delete, want_return; /* intents, applied when not busy */
 	bool evict_wait;               /* pending until standby VMs made room */

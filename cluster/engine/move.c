@@ -464,19 +464,38 @@ static void fail_move(struct cl_move *m, const struct vmact_err *err)
 /* A group's VM, before the freeze: its overlay made in the target's pool
  * (over the group's base volume there: libvirt copies the top of the
  * chain only) and its provider ID kept (provider-host, written into the
- * metadata that moves with it). */
+ * metadata that moves with it). Hosts whose pools are one storage (the
+ * target's volume of that name is the source's file) are refused before
+ * anything is made: making the target's would delete the disk it runs
+ * from. */
 static int prepare_member(struct cl_move *m, struct vmact_err *err)
 {
 	struct cl_host *src = host_of(m->e, m->from), *dst = host_of(m->e, m->to);
 	const char *pool = cl_host_cfg(dst)->storage_pool;
-	_cleanup_(mv_conn_closep) virConnectPtr cd = cl_host_conn(dst, err);
-	_cleanup_(mv_conn_closep) virConnectPtr cs = NULL;
+	_cleanup_(mv_conn_closep) virConnectPtr cs = cl_host_conn(src, err);
+	_cleanup_(mv_conn_closep) virConnectPtr cd = NULL;
 	struct cl_meta meta = m->mem.meta;
 	struct vmact_err e2 = { 0 };
+	char there[PATH_MAX];
 
-	if (!cd)
+	if (!cs)
 		return -EHOSTUNREACH;
 	cl_domxml_volume_name(m->vm, m->volume, sizeof(m->volume));
+	/* Its file on the source: what it runs from after an earlier move. */
+	if (cl_virt_volume_path(cs, cl_host_cfg(src)->storage_pool, m->volume, m->from_volume_path,
+				sizeof(m->from_volume_path), &e2) < 0)
+		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s: %s", m->from,
+				     e2.msg);
+	if (!(cd = cl_host_conn(dst, err)))
+		return -EHOSTUNREACH;
+	if (cl_virt_volume_path(cd, pool, m->volume, there, sizeof(there), &e2) == 0 &&
+	    !strcmp(there, m->from_volume_path))
+		return vmact_err_set(
+			err, EXDEV,
+			"its disk %s is in storage %s and %s share (pools %s and %s): "
+			"a group's VM moves only between hosts with storage of their own",
+			there, m->from, m->to, cl_host_cfg(src)->storage_pool, pool);
+	e2 = (struct vmact_err){ 0 };
 	if (cl_virt_overlay_create(cd, pool, m->mem.g->tpl.base_volume, m->volume, &e2) < 0)
 		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s (pool %s): %s",
 				     m->to, pool, e2.msg);
@@ -485,13 +504,6 @@ static int prepare_member(struct cl_move *m, struct vmact_err *err)
 	    0)
 		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s (pool %s): %s",
 				     m->to, pool, e2.msg);
-	if (!(cs = cl_host_conn(src, err)))
-		return -EHOSTUNREACH;
-	/* Its file on the source: what it runs from after an earlier move. */
-	if (cl_virt_volume_path(cs, cl_host_cfg(src)->storage_pool, m->volume, m->from_volume_path,
-				sizeof(m->from_volume_path), &e2) < 0)
-		return vmact_err_set(err, e2.code ? e2.code : EIO, "its disk on %s: %s", m->from,
-				     e2.msg);
 	if (meta.provider_host[0])
 		return 0;
 	snprintf(meta.provider_host, sizeof(meta.provider_host), "%s", m->from);

@@ -158,6 +158,47 @@ static bool holds_capacity(const struct cl_virt_dom *d)
 	return d->run == CL_VIRT_RUNNING || d->run == CL_VIRT_PAUSED;
 }
 
+/* A member in service found on two hosts, one copy running and the other
+ * paused: a move of it cut off after the target took over (vmact-groupd
+ * killed between the end of the memory's sending and the source's
+ * confirmation: libvirt leaves the source paused). The running copy is
+ * the VM; the paused one goes with its definition and its disk there
+ * (its host's pool: the running copy's disk is the other host's). True
+ * when settled so. */
+static bool two_copies(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_dom *d,
+		       struct cl_vm *vm)
+{
+	const char *host = cl_host_name(h->h);
+	struct cl_ehost *oh = cl_vm_ehost(e, vm->host);
+	char vol[CL_NAME_MAX + 8];
+
+	if (d->meta.state != CL_ST_CLAIMED || vm->meta.state != CL_ST_CLAIMED || vm->busy ||
+	    vm->moving || !oh || oh == h)
+		return false;
+	cl_domxml_volume_name(vm->name, vol, sizeof(vol));
+	if (d->run == CL_VIRT_RUNNING && vm->found_paused) {
+		cl_vm_emit(e, LOG_NOTICE, vm,
+			   "runs on %s and was left paused on %s by a move nobody finished: the "
+			   "copy on %s is removed",
+			   host, vm->host, vm->host);
+		drop(e, oh, vm->uuid, vol);
+		snprintf(vm->host, sizeof(vm->host), "%s", host);
+		vm->meta = d->meta;
+		vm->leased = vm->found_running = true;
+		vm->found_paused = false;
+		return true;
+	}
+	if (d->run == CL_VIRT_PAUSED && !vm->found_paused && vm->leased) {
+		cl_vm_emit(e, LOG_NOTICE, vm,
+			   "runs on %s and was left paused on %s by a move nobody finished: the "
+			   "copy on %s is removed",
+			   vm->host, host, host);
+		drop(e, h, d->uuid, vol);
+		return true;
+	}
+	return false;
+}
+
 static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_dom *d)
 {
 	const char *host = cl_host_name(h->h);
@@ -200,6 +241,8 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 			vm = other;
 			goto state;
 		}
+		if (two_copies(e, h, d, other))
+			return;
 		/* Seen on both hosts of its move (the target's copy before
 		 * the end): the move settles it. */
 		if (!other->moving)
@@ -215,6 +258,7 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 	vm->persisted = true;
 state:
 	vm->leased = holds_capacity(d);
+	vm->found_paused = d->run == CL_VIRT_PAUSED;
 	/* It runs: its first lease records it whatever the room. */
 	vm->found_running = vm->leased;
 	switch (vm->meta.state) {

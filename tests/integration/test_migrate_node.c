@@ -29,7 +29,15 @@
  *                          status lines go on, still claimed;
  *   drain_moves_it_back    `vmact-groupctl drain` of its host: relief
  *                          moves it away (reason drain), the same checks;
- *                          undrained after.
+ *                          undrained after;
+ *   paused_copy_removed    what a move cut off after the target took over
+ *                          leaves (vmact-groupd killed between the end of
+ *                          the memory's sending and the source's
+ *                          confirmation): a paused copy of the member on
+ *                          the other host, its definition and disk there
+ *                          (made by the test); vmact-groupd started again
+ *                          removes that copy and its disk, and keeps the
+ *                          running one, in service under its provider ID.
  *
  * Root; B is stopped at the end unless VMACT_TEST_HOST2_KEEP is set.
  * Conditions are awaited with generous safety limits; nothing is timed. */
@@ -54,6 +62,7 @@
 #include "base/macro.h"
 #include "base/time.h"
 #include "cluster/host/domxml.h"
+#include "cluster/host/virt.h"
 #include "shared/lease.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/file.h"
@@ -113,8 +122,8 @@ static void write_config(bool migration)
 			"memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
 			"console=ttyS0 loglevel=1 panic=-1 vmact.report=1 vmact.disk_stamp=1",
 			"base_volume", "node-base.qcow2", "serial_log_dir", fx.s.logs);
-	group = json_pack("{s:s,s:i,s:[s,s],s:o,s:{s:s}}", "id", GROUP, "max", 1, "hosts", "a",
-			  "b", "template", tpl, "claim", "ack", "VMACT claimed");
+	group = json_pack("{s:s,s:i,s:[s,s],s:o,s:{s:s}}", "id", GROUP, "max", 1, "hosts", "a", "b",
+			  "template", tpl, "claim", "ack", "VMACT claimed");
 	/* Off is the default: said only when on. */
 	if (migration)
 		json_object_set_new(group, "migration", json_pack("{s:b}", "enabled", 1));
@@ -346,8 +355,7 @@ static void check_moved(const char *to, unsigned long seq_before)
 	unsigned long seq_end;
 	json_t *n;
 
-	if (!th_wait_until(NULL, only_on_now, (void *)to,
-			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+	if (!th_wait_until(NULL, only_on_now, (void *)to, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		th_cluster_stack_fail(&fx.s, "%s does not run on %s only", fx.name, to);
 	/* Its disk: in the target's pool, gone from the source's. */
 	assert_true(volume_in(to));
@@ -449,8 +457,7 @@ static void stays_while_group_does_not(void **state)
 	snprintf(fx.first_host, sizeof(fx.first_host), "%s", str(n, "host"));
 	snprintf(fx.provider_id, sizeof(fx.provider_id), "%s", str(n, "provider_id"));
 	json_decref(n);
-	print_message("member %s in service on %s (%s)\n", fx.name, fx.first_host,
-		      fx.provider_id);
+	print_message("member %s in service on %s (%s)\n", fx.name, fx.first_host, fx.provider_id);
 	if (!th_wait_until(NULL, stamped, NULL, (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
 		fail_msg("%s never stamped its disk", fx.name);
 	snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.name);
@@ -526,12 +533,76 @@ static void drain_moves_it_back(void **state)
 	assert_int_equal(status, 200);
 }
 
+/* The copy on host is gone: not defined there, its disk gone too. */
+static bool copy_gone(void *host)
+{
+	return !th_host2_defined_on(conn_of(host), fx.name) && !volume_in(host);
+}
+
+static void paused_copy_removed(void **state)
+{
+	char run[8], needle[256], pool_from[96], pool_to[96], *xml, *p;
+	const char *stale;
+	struct vmact_err err = { 0 };
+	virDomainPtr d;
+	json_t *n;
+
+	(void)state;
+	if (!fx.name[0])
+		skip();
+	n = node();
+	snprintf(run, sizeof(run), "%s", str(n, "host"));
+	json_decref(n);
+	if (!run[0])
+		skip();
+	stale = !strcmp(run, "a") ? "b" : "a";
+	/* The paused copy: its definition on the other host, naming that
+	 * host's pool, a disk there, started paused. */
+	th_cluster_stack_stop(&fx.s);
+	d = virDomainLookupByName(conn_of(run), fx.name);
+	assert_non_null(d);
+	xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
+	virDomainFree(d);
+	assert_non_null(xml);
+	snprintf(pool_from, sizeof(pool_from), "pool='%s'", pool_of(run));
+	snprintf(pool_to, sizeof(pool_to), "pool='%s'", pool_of(stale));
+	p = strstr(xml, pool_from);
+	assert_non_null(p);
+	/* (the two names are as long) */
+	assert_int_equal(strlen(pool_from), strlen(pool_to));
+	memcpy(p, pool_to, strlen(pool_to));
+	snprintf(needle, sizeof(needle), "%s.qcow2", fx.name);
+	if (cl_virt_overlay_create(conn_of(stale), pool_of(stale), "node-base.qcow2", needle,
+				   &err) < 0)
+		fail_msg("the copy's disk: %s", err.msg);
+	d = virDomainDefineXML(conn_of(stale), xml);
+	free(xml);
+	assert_non_null(d);
+	assert_int_equal(virDomainCreateWithFlags(d, VIR_DOMAIN_START_PAUSED), 0);
+	virDomainFree(d);
+	start_groupd(true);
+	if (!th_wait_until(NULL, copy_gone, (void *)stale,
+			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "the paused copy on %s was not removed", stale);
+	assert_true(th_host2_runs_on(conn_of(run), fx.name));
+	if (!th_wait_daemon(&fx.s.gd, in_service_on, run, LIMIT_S))
+		th_cluster_stack_fail(&fx.s, "vmact-groupd does not have %s in service on %s",
+				      fx.name, run);
+	n = node();
+	assert_string_equal(str(n, "provider_id"), fx.provider_id);
+	json_decref(n);
+	snprintf(needle, sizeof(needle), "was left paused on %s by a move nobody finished", stale);
+	assert_true(th_count_in_file(fx.s.glog, needle) == 1);
+	assert_true(volume_in(run));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(stays_while_group_does_not),
 		cmocka_unit_test(moves_with_its_disk),
 		cmocka_unit_test(drain_moves_it_back),
+		cmocka_unit_test(paused_copy_removed),
 	};
 
 	if (!th_root_test("test_migrate_node", "two libvirt daemons, vmactd, vmact-groupd"))
