@@ -459,7 +459,9 @@ torture:
 # libvirtd killed, the move aborted, or vmact-groupd's connections lost the
 # moment the source pauses the guest; make check runs 3 rounds without the
 # libvirtd kills; VMACT_MIGRATE_TORTURE_SEED=N replays,
-# VMACT_MIGRATE_TORTURE_FAULT="NAME" runs one fault every round).
+# VMACT_MIGRATE_TORTURE_FAULT="NAME" runs one fault every round): first on
+# an operator's VM, then on a group's member moving with its disk
+# (VMACT_TEST_ONLY=migrate_torture_node runs that one only).
 TORTURE_CLUSTER_ROUNDS ?= 50
 .PHONY: torture-cluster
 torture-cluster:

@@ -55,15 +55,17 @@ struct cl_vm {
 	char group_id[CL_NAME_MAX];
 	char name[CL_NAME_MAX];
 	char uuid[VIR_UUID_STRING_BUFLEN];
-	char host[CL_NAME_MAX];        /* where it is defined; "" before its bind */
-	struct cl_meta meta;           /* as recorded (or being recorded) */
-	bool persisted;                /* defined somewhere */
-	bool busy;                     /* a job that changes it is in flight */
-	bool probing;                  /* a health probe is in flight */
-	bool placing;                  /* in a scheduling or binding cycle */
-	bool leased;                   /* holds a lease at its host's arbiter */
-	bool found_running;            /* found running by a scan: not leased by us yet */
-	bool found_paused;             /* found paused by a scan */
+	char host[CL_NAME_MAX]; /* where it is defined; "" before its bind */
+	struct cl_meta meta;    /* as recorded (or being recorded) */
+	bool persisted;         /* defined somewhere */
+	bool busy;              /* a job that changes it is in flight */
+	bool probing;           /* a health probe is in flight */
+	bool placing;           /* in a scheduling or binding cycle */
+	bool leased;            /* holds a lease at its host's arbiter */
+	bool found_running;     /* found running by a scan: not leased by us yet */
+	bool found_paused;      /* found paused by a scan */
+	bool found_move_paused; /* ... by a migration: recover.c settles it */
+	uint64_t next_settle_usec;
 	bool healthy;                  /* this boot or wake-up passed a probe */
 	bool want_delete, want_return; /* intents, applied when not busy */
 	bool evict_wait;               /* pending until standby VMs made room */
@@ -308,4 +310,8 @@ int cl_relief_load_drained(struct cl_engine *e, struct vmact_err *err);
 
 /* recover.c */
 void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h);
+/* Members in service a scan found paused by a move nobody finished, once
+ * every host was scanned: where another host runs it, the copy goes;
+ * where none does, it is resumed (the engine's tick). */
+void cl_recover_paused(struct cl_engine *e, uint64_t now);
 void cl_recover_renew(struct cl_engine *e);

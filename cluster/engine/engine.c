@@ -232,6 +232,7 @@ static void tick_once(struct cl_engine *e)
 		return;
 	cl_place_waiting_expire(e);
 	cl_nodes_engine_tick(e, now);
+	cl_recover_paused(e, now);
 	for (size_t i = 0; i < e->n_groups; i++) {
 		struct cl_vm *vm, *next;
 

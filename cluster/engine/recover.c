@@ -185,7 +185,7 @@ static bool two_copies(struct cl_engine *e, struct cl_ehost *h, const struct cl_
 		snprintf(vm->host, sizeof(vm->host), "%s", host);
 		vm->meta = d->meta;
 		vm->leased = vm->found_running = true;
-		vm->found_paused = false;
+		vm->found_paused = vm->found_move_paused = false;
 		return true;
 	}
 	if (d->run == CL_VIRT_PAUSED && !vm->found_paused && vm->leased) {
@@ -259,6 +259,8 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 state:
 	vm->leased = holds_capacity(d);
 	vm->found_paused = d->run == CL_VIRT_PAUSED;
+	vm->found_move_paused = vm->found_paused && d->move_paused;
+	vm->next_settle_usec = 0;
 	/* It runs: its first lease records it whatever the room. */
 	vm->found_running = vm->leased;
 	switch (vm->meta.state) {
@@ -374,6 +376,111 @@ void cl_recover_scan(struct cl_engine *e, struct cl_ehost *h)
 	if (cl_jobs_submit(e->jobs, scan_run, scan_done, j) < 0) {
 		h->scanning = false;
 		free(j);
+	}
+}
+
+/* ---- a member left paused by a move ---- */
+
+struct paused_job {
+	struct cl_engine *e;
+	struct cl_vm *vm;
+	char name[CL_NAME_MAX], uuid[VIR_UUID_STRING_BUFLEN], host[CL_NAME_MAX];
+	const char *ran_at; /* an engine host's name */
+	int r;
+	struct vmact_err err;
+};
+
+static void paused_run(void *data)
+{
+	struct paused_job *j = data;
+	struct cl_engine *e = j->e;
+	struct cl_ehost *here = cl_vm_ehost(e, j->host);
+	virConnectPtr *others = calloc(e->n_hosts, sizeof(*others));
+	const char **names = calloc(e->n_hosts, sizeof(*names));
+	_cleanup_(rec_conn_closep) virConnectPtr c = here ? cl_host_conn(here->h, &j->err) : NULL;
+	size_t n = 0;
+
+	j->r = -EAGAIN;
+	if (c && others && names) {
+		for (size_t i = 0; i < e->n_hosts; i++) {
+			struct vmact_err ce = { 0 };
+
+			if (&e->hosts[i] == here)
+				continue;
+			names[n] = cl_host_name(e->hosts[i].h);
+			others[n++] = cl_host_conn(e->hosts[i].h, &ce);
+		}
+		j->r = cl_migrate_recover(c, others, names, n, j->name, &j->ran_at, &j->err);
+	}
+	for (size_t i = 0; others && i < n; i++)
+		if (others[i])
+			virConnectClose(others[i]);
+	free(others);
+	free(names);
+}
+
+static void paused_done(void *data)
+{
+	struct paused_job *j = data;
+	struct cl_engine *e = j->e;
+	struct cl_vm *vm = j->vm;
+
+	vm->busy = false;
+	if (j->r < 0) {
+		vm->next_settle_usec = vmact_loop_now_usec(e->ev) + RESCAN_USEC;
+		cl_vm_emit(e, LOG_DEBUG, vm, "left paused on %s by a move: not decided yet: %s",
+			   j->host, j->err.msg);
+	} else {
+		vm->found_paused = vm->found_move_paused = false;
+		if (j->r == 1) {
+			struct cl_ehost *old = cl_vm_ehost(e, j->host);
+			char vol[CL_NAME_MAX + 8];
+
+			cl_vm_emit(e, LOG_NOTICE, vm,
+				   "runs on %s and was left paused on %s by a move nobody "
+				   "finished: the copy on %s is removed",
+				   j->ran_at, j->host, j->host);
+			snprintf(vm->host, sizeof(vm->host), "%s", j->ran_at);
+			vm->leased = vm->found_running = true;
+			cl_domxml_volume_name(vm->name, vol, sizeof(vol));
+			if (old)
+				drop(e, old, NULL, vol);
+		} else {
+			cl_vm_emit(e, LOG_NOTICE, vm,
+				   "was left paused on %s by a move nobody finished; it runs on no "
+				   "other host: resumed",
+				   j->host);
+		}
+	}
+	free(j);
+	cl_vm_kick(e);
+}
+
+void cl_recover_paused(struct cl_engine *e, uint64_t now)
+{
+	if (!e->ready || e->stopping)
+		return;
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms) {
+			struct paused_job *j;
+
+			if (!vm->found_move_paused || vm->meta.state != CL_ST_CLAIMED || vm->busy ||
+			    vm->moving || vm->placing || vm->gone || now < vm->next_settle_usec ||
+			    !(j = calloc(1, sizeof(*j))))
+				continue;
+			j->e = e;
+			j->vm = vm;
+			snprintf(j->name, sizeof(j->name), "%s", vm->name);
+			snprintf(j->uuid, sizeof(j->uuid), "%s", vm->uuid);
+			snprintf(j->host, sizeof(j->host), "%s", vm->host);
+			vm->busy = true;
+			if (cl_jobs_submit(e->jobs, paused_run, paused_done, j) < 0) {
+				vm->busy = false;
+				free(j);
+			}
+		}
 	}
 }
 

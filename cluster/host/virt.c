@@ -41,17 +41,19 @@ static virDomainPtr lookup(virConnectPtr c, const char *uuid, struct vmact_err *
 	return d;
 }
 
-static enum cl_virt_run run_of(virDomainPtr d, bool *has_save)
+static enum cl_virt_run run_of(virDomainPtr d, bool *has_save, bool *move_paused)
 {
 	int state = 0, reason = 0;
 
 	*has_save = virDomainHasManagedSaveImage(d, 0) == 1;
+	*move_paused = false;
 	if (virDomainGetState(d, &state, &reason, 0) < 0)
 		return no_domain() ? CL_VIRT_GONE : CL_VIRT_OTHER;
 	switch (state) {
 	case VIR_DOMAIN_RUNNING:
 		return CL_VIRT_RUNNING;
 	case VIR_DOMAIN_PAUSED:
+		*move_paused = reason == VIR_DOMAIN_PAUSED_MIGRATION;
 		return CL_VIRT_PAUSED;
 	case VIR_DOMAIN_SHUTOFF:
 		return CL_VIRT_OFF;
@@ -84,7 +86,7 @@ int cl_virt_list(virConnectPtr c,
 		}
 		snprintf(d.name, sizeof(d.name), "%s", virDomainGetName(doms[i]));
 		virDomainGetUUIDString(doms[i], d.uuid);
-		d.run = run_of(doms[i], &d.has_save);
+		d.run = run_of(doms[i], &d.has_save, &d.move_paused);
 		if (cl_domxml_meta_parse(xml, &d.meta, &e) < 0)
 			fn(ud, &d, true, e.msg);
 		else
@@ -129,13 +131,14 @@ int cl_virt_state(virConnectPtr c, const char *uuid, enum cl_virt_run *run, bool
 		  struct vmact_err *err)
 {
 	_cleanup_(virt_dom_freep) virDomainPtr d = virDomainLookupByUUIDString(c, uuid);
+	bool move_paused;
 
 	*has_save = false;
 	if (!d) {
 		*run = CL_VIRT_GONE;
 		return no_domain() ? 0 : fail(err, EIO, "domain", uuid);
 	}
-	*run = run_of(d, has_save);
+	*run = run_of(d, has_save, &move_paused);
 	return 0;
 }
 

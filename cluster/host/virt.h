@@ -26,6 +26,7 @@ struct cl_virt_dom {
 	char name[CL_NAME_MAX];
 	char uuid[VIR_UUID_STRING_BUFLEN];
 	enum cl_virt_run run;
+	bool move_paused; /* paused by a migration (libvirt's reason) */
 	bool has_save;
 	struct cl_meta meta;
 };

@@ -32,6 +32,18 @@
  *   - neither arbiter's reservations ever passed its watermark (sampled
  *     every 100 ms all along).
  *
+ * The rounds run twice: migrate_torture_vm on an operator's VM (the test
+ * guest, opted in), then migrate_torture_node on a group's member
+ * (doc/cluster.md, "Moving a group's VMs"): each host a storage
+ * pool of its own, a group `mt` with migration.enabled, its member (the
+ * test guest booted from an overlay of the node image, claimed, idle) the
+ * one moved, its disk with it. Its invariants differ where a member
+ * differs: its entry at its host's arbiter is vmact-groupd's lease (no
+ * vmactd speaks for it) and stays there while its QEMU is dead (a member
+ * in service keeps its room); its overlay is in its host's pool and in no
+ * other; its cluster metadata is kept (provider-host aside, which its
+ * first move adds).
+ *
  * Prints a line per round and a summary: rounds by fault, moves that
  * succeeded, violations (the goal is 0). VMACT_MIGRATE_TORTURE_ROUNDS
  * (default 3: make check's short run; make torture-cluster runs 50),
@@ -53,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +76,7 @@
 #include <libvirt/virterror.h>
 
 #include "base/time.h"
+#include "cluster/host/domxml.h"
 #include "hotplug/hotplug.h"
 #include "shared/lease.h"
 #include "tests/lib/cluster.h"
@@ -121,12 +135,15 @@ static struct {
 	struct th_relay *relay[2];
 	char relay_uri[2][300];
 	char *meta;
+	/* VMACT_MIGRATE_TORTURE_NODE: a group's member; each host's pool */
+	bool node;
+	char pool[2][64], pool_dir[2][160];
 	/* the watermark sampler */
 	pthread_t sampler;
 	bool sampling;
 	unsigned over; /* samples above a watermark */
 	char over_what[256];
-	unsigned seed;
+	unsigned seed, seed0; /* rand_r's state; the run's seed */
 } fx;
 
 static unsigned rnd(unsigned n)
@@ -142,6 +159,22 @@ static bool runs_on(virConnectPtr c)
 static bool defined_on(virConnectPtr c)
 {
 	return th_host2_defined_on(c, fx.g.name);
+}
+
+/* The guest's state on host h as libvirt says it, for a violation. */
+static const char *dom_state(int h)
+{
+	static char buf[64];
+	virDomainPtr d = virDomainLookupByName(fx.vc[h], fx.g.name);
+	int state = -1, reason = -1;
+
+	if (d) {
+		virDomainGetState(d, &state, &reason, 0);
+		virDomainFree(d);
+	}
+	virResetLastError();
+	snprintf(buf, sizeof(buf), "state %d reason %d", state, reason);
+	return buf;
 }
 
 static bool has_job(virConnectPtr c)
@@ -177,9 +210,17 @@ static char *meta_now(int h)
 		virResetLastError();
 		return NULL;
 	}
-	m = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, HP_NS_URI,
+	m = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, fx.node ? CL_DOMXML_NS : HP_NS_URI,
 				 VIR_DOMAIN_AFFECT_CONFIG);
 	virDomainFree(d);
+	/* A member's provider-host comes with its first move. */
+	if (m && fx.node) {
+		char *a = strstr(m, " provider-host="), *e;
+
+		/* (libvirt writes it back with either quote) */
+		if (a && (e = strchr(a + 16, a[15])))
+			memmove(a, e + 1, strlen(e + 1) + 1);
+	}
 	/* Layout aside: a move re-indents it. */
 	w = m;
 	for (char *r = m; r && *r; r++) {
@@ -248,6 +289,34 @@ struct settle {
 	char why[512];
 };
 
+/* A member's overlay is in host h's pool and in no other; else why. */
+static bool volume_in(int h)
+{
+	virStoragePoolPtr p = virStoragePoolLookupByName(fx.vc[h], fx.pool[h]);
+	virStorageVolPtr v = NULL;
+	char vol[160];
+
+	if (p) {
+		virStoragePoolRefresh(p, 0);
+		snprintf(vol, sizeof(vol), "%s.qcow2", fx.g.name);
+		v = virStorageVolLookupByName(p, vol);
+		virStoragePoolFree(p);
+	}
+	virResetLastError();
+	if (v)
+		virStorageVolFree(v);
+	return v != NULL;
+}
+
+static bool disk_only_on(int h, char *why, size_t len)
+{
+	if (!volume_in(h))
+		return snprintf(why, len, "its disk is not in host %c's pool", 'a' + h), false;
+	if (volume_in(!h))
+		return snprintf(why, len, "its disk is in host %c's pool too", 'a' + !h), false;
+	return true;
+}
+
 /* vmact-groupd lists a move it has not ended (a restarted one lists none
  * from before). */
 static bool move_in_flight(void)
@@ -281,7 +350,9 @@ static bool settled(void *arg)
 		return snprintf(st->why, sizeof(st->why), "host %c's arbiter has no entry",
 				'a' + h),
 		       false;
-	if (!pod.agent || pod.moving)
+	if (fx.node && !disk_only_on(h, st->why, sizeof(st->why)))
+		return false;
+	if (fx.node ? !pod.leased || pod.moving : !pod.agent || pod.moving)
 		return snprintf(st->why, sizeof(st->why),
 				"host %c's entry: agent %d, moving %d (leased %d)", 'a' + h,
 				pod.agent, pod.moving, pod.leased),
@@ -314,9 +385,14 @@ static bool settled_dead(struct settle *st)
 				on[0] ? "both hosts" : "no host"),
 		       false;
 	st->host = on[1];
+	if (fx.node && !disk_only_on(st->host, st->why, sizeof(st->why)))
+		return false;
 	for (int h = 0; h < 2; h++) {
 		long r = th_host2_arbiter_pod(fx.s.key, fx.port[h], "default", fx.g.name, NULL);
 
+		/* A member in service keeps its lease where it is defined. */
+		if (fx.node && h == st->host)
+			continue;
 		if (r != 404)
 			return snprintf(st->why, sizeof(st->why),
 					"its QEMU died; host %c's arbiter answers %ld for it",
@@ -339,10 +415,10 @@ static bool settled_any(void *arg)
 	return false;
 }
 
-/* SIGKILLs the guest's QEMU on host h, as a crash would: its pid from
- * that libvirtd's pid file (B's /run/libvirt is H2's run directory), the
- * process checked to be that guest's. false when none runs there. */
-static bool kill_qemu(int h)
+/* The guest's QEMU on host h: its pid from that libvirtd's pid file (B's
+ * /run/libvirt is H2's run directory), the process checked to be that
+ * guest's; 0 when none runs there. */
+static long qemu_pid(int h)
 {
 	char path[256], cmd[64], arg[128], args[8192], *text;
 	ssize_t n;
@@ -365,7 +441,16 @@ static bool kill_qemu(int h)
 	if (fd >= 0)
 		close(fd);
 	ours = n > 0 && memmem(args, (size_t)n, arg, strlen(arg));
-	return ours && kill((pid_t)pid, SIGKILL) == 0;
+	return ours ? pid : 0;
+}
+
+/* SIGKILLs the guest's QEMU on host h, as a crash would. false when none
+ * runs there. */
+static bool kill_qemu(int h)
+{
+	long pid = qemu_pid(h);
+
+	return pid > 1 && kill((pid_t)pid, SIGKILL) == 0;
 }
 
 /* The guest whose QEMU died started again on host h (where it is defined):
@@ -388,7 +473,7 @@ static int restart_guest(int h, char *why, size_t len)
 	else if (!th_wait_until(NULL, tg_booted, &fx.g,
 				(uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
 		snprintf(why, len, "started again on host %c, never booted", 'a' + h);
-	else if (tg_cmd(&fx.g, "busy 1") < 0)
+	else if (!fx.node && tg_cmd(&fx.g, "busy 1") < 0)
 		snprintf(why, len, "started again on host %c, its control port does not answer",
 			 'a' + h);
 	else
@@ -413,6 +498,63 @@ static bool leaving(int h)
 }
 
 /* ---- set-up ---- */
+
+/* A member's group: the test guest from an overlay of the node image,
+ * on either host, moved with its disk. */
+static void write_node_cfg(void)
+{
+	char guest[PATH_MAX], kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], url[2][64];
+	json_t *tpl, *doc;
+	char *text;
+
+	if (!realpath(tg_guest_dir(), guest))
+		fail_msg("guest dir: %s", strerror(errno));
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", guest);
+	snprintf(initrd, sizeof(initrd), "%s/initrd.img", guest);
+	for (int h = 0; h < 2; h++)
+		snprintf(url[h], sizeof(url[h]), "http://127.0.0.1:%u", fx.port[h]);
+	tpl = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s}", "domain_type", "qemu", "vcpus", 1,
+			"memory", "256Mi", "kernel", kernel, "initrd", initrd, "cmdline",
+			"console=ttyS0 loglevel=1 panic=-1 vmact.report=1", "base_volume",
+			"node-base.qcow2", "serial_log_dir", fx.s.logs);
+	doc = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:i},"
+			"s:[{s:s,s:s,s:s,s:{s:s,s:s},s:{s:s}},{s:s,s:s,s:s,s:{s:s,s:s},s:{s:s}}],"
+			"s:[{s:s,s:i,s:[s,s],s:o,s:{s:s},s:{s:b}}]}",
+			"api", "socket", fx.s.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
+			"name_prefix", PREFIX, "lifecycle", "lease_s", LEASE_S, "hosts", "name",
+			"a", "uri", fx.relay_uri[0], "storage_pool", fx.pool[0], "arbiter", "url",
+			url[0], "secret_file", fx.s.key, "migration", "address", "127.0.0.1",
+			"name", "b", "uri", fx.relay_uri[1], "storage_pool", fx.pool[1], "arbiter",
+			"url", url[1], "secret_file", fx.s.key, "migration", "address", "127.0.0.1",
+			"groups", "id", "mt", "max", 1, "hosts", "a", "b", "template", tpl, "claim",
+			"ack", "VMACT claimed", "migration", "enabled", 1);
+	if (!doc)
+		fail_msg("vmact-groupd's configuration does not pack");
+	text = json_dumps(doc, JSON_INDENT(1));
+	json_decref(doc);
+	snprintf(fx.cfg, sizeof(fx.cfg), "%s/groupd.json", fx.s.dir);
+	if (!text || th_write_file(fx.cfg, text) < 0 ||
+	    th_cluster_stack_own(&fx.s, fx.cfg, false, 0644) < 0)
+		fail_msg("vmact-groupd's configuration");
+	free(text);
+}
+
+/* The group's member in service: the one the rounds move. */
+static bool member_in_service(void *arg)
+{
+	json_t *n = th_cluster_stack_nodes(&fx.s, "mt"), *it = json_array_get(n, 0);
+	const char *state = json_string_value(json_object_get(it, "state"));
+	bool yes = state && !strcmp(state, "running");
+
+	if (yes) {
+		snprintf(fx.g.name, sizeof(fx.g.name), "%s",
+			 json_string_value(json_object_get(it, "name")) ?: "");
+		snprintf(fx.g.log, sizeof(fx.g.log), "%s/%s.log", fx.s.logs, fx.g.name);
+	}
+	(void)arg;
+	json_decref(n);
+	return yes;
+}
 
 static void write_cfg(void)
 {
@@ -439,6 +581,7 @@ static int setup(void **state)
 		fx.seed = (unsigned)strtoul(seed, NULL, 10);
 	else if (getrandom(&fx.seed, sizeof(fx.seed), 0) != sizeof(fx.seed))
 		fx.seed = (unsigned)time(NULL);
+	fx.seed0 = fx.seed;
 	print_message("seed %u (VMACT_MIGRATE_TORTURE_SEED replays it)\n", fx.seed);
 	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
 		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
@@ -450,15 +593,29 @@ static int setup(void **state)
 	    th_vmactd_init(&fx.d[0], PREFIX "a", NULL) < 0 ||
 	    th_vmactd_init(&fx.d[1], PREFIX "b", NULL) < 0)
 		return -1;
-	if (th_host2_guest(fx.vc[0], PREFIX, META, fx.d[0].dir, true, &fx.g, msg, sizeof(msg)) <
-	    0) {
-		print_error("guest: %s\n", msg);
-		return -1;
+	if (fx.node) {
+		/* Each host a pool of its own; the member comes from
+		 * vmact-groupd (migrate_torture). */
+		for (int h = 0; h < 2; h++) {
+			snprintf(fx.pool[h], sizeof(fx.pool[h]), "vmact-mtt-%c-%d", 'a' + h,
+				 (int)getpid());
+			snprintf(fx.pool_dir[h], sizeof(fx.pool_dir[h]), "%s/pool-%c", fx.s.dir,
+				 'a' + h);
+			if (th_cluster_pool(fx.vc[h], NULL, fx.pool[h], fx.pool_dir[h]) < 0)
+				return -1;
+		}
+	} else {
+		if (th_host2_guest(fx.vc[0], PREFIX, META, fx.d[0].dir, true, &fx.g, msg,
+				   sizeof(msg)) < 0) {
+			print_error("guest: %s\n", msg);
+			return -1;
+		}
+		if (!th_wait_until(NULL, tg_booted, &fx.g,
+				   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+			return -1;
+		if (tg_cmd(&fx.g, "busy 1") < 0)
+			return -1;
 	}
-	if (!th_wait_until(NULL, tg_booted, &fx.g, (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
-		return -1;
-	if (tg_cmd(&fx.g, "busy 1") < 0)
-		return -1;
 	snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
 	if (th_host2_vmactd(&fx.d[0], prefix, fx.s.key, NULL, 2, &fx.port[0]) < 0 ||
 	    th_host2_vmactd(&fx.d[1], prefix, fx.s.key, fx.b_pid, 2, &fx.port[1]) < 0)
@@ -493,12 +650,28 @@ static int teardown(void **state)
 	th_vmactd_teardown(&fx.d[0]);
 	th_vmactd_teardown(&fx.d[1]);
 	th_host2_guest_remove(fx.vc, 2, &fx.g);
+	for (int h = 0; fx.node && h < 2; h++)
+		th_cluster_pool_remove(fx.vc[h], fx.pool[h]);
 	for (int i = 0; i < 2; i++)
 		if (fx.vc[i])
 			virConnectClose(fx.vc[i]);
 	free(fx.meta);
 	th_host2_down();
+	/* The next test's fixture starts from nothing. */
+	memset(&fx, 0, sizeof(fx));
 	return 0;
+}
+
+static int setup_vm(void **state)
+{
+	fx.node = false;
+	return setup(state);
+}
+
+static int setup_node(void **state)
+{
+	fx.node = true;
+	return setup(state);
 }
 
 /* ---- the rounds ---- */
@@ -559,10 +732,22 @@ static void migrate_torture(void **state)
 			only = f;
 	if (only_env && only < 0)
 		fail_msg("VMACT_MIGRATE_TORTURE_FAULT: no fault called \"%s\"", only_env);
-	write_cfg();
+	if (fx.node)
+		write_node_cfg();
+	else
+		write_cfg();
 	if (th_cluster_stack_start_groupd(&fx.s, fx.cfg, SETTLE_S) < 0)
 		th_cluster_stack_fail(&fx.s, "vmact-groupd did not start");
 	th_host2_move_socket(fx.s.sock);
+	if (fx.node) {
+		assert_int_equal(th_cluster_stack_change(&fx.s, "mt", "increase", "{\"delta\":1}"),
+				 1);
+		if (!th_wait_daemon(&fx.s.gd, member_in_service, NULL, SETTLE_S) ||
+		    !th_wait_until(NULL, tg_booted, &fx.g,
+				   (uint64_t)(LIMIT_BOOT_S * VMACT_USEC_PER_SEC)))
+			th_cluster_stack_fail(&fx.s, "the group's member never went into service");
+		print_message("the member: %s\n", fx.g.name);
+	}
 	{
 		struct settle st = { 0 };
 
@@ -589,6 +774,7 @@ static void migrate_torture(void **state)
 		long status = 0;
 		json_t *doc;
 		double t0 = th_now_s();
+		long pid0 = qemu_pid(host);
 		bool ok = true;
 
 		by_fault[f]++;
@@ -714,12 +900,36 @@ static void migrate_torture(void **state)
 				seq = rep.seq;
 			}
 		} else {
-			moved += st.host != host;
+			bool stayed = st.host == host;
+
+			moved += !stayed;
 			host = st.host;
 			ok &= meta_kept(host, what, sizeof(what));
-			if (!tg_wait(&fx.g, seq, NULL, NULL, SETTLE_S, &rep)) {
+			if (fx.node && stayed) {
+				/* A member's console log is the file a QEMU's start
+				 * on the other host replaced (its host's virtlogd,
+				 * append off; one path for both hosts here): that it
+				 * runs on is told by its QEMU, the one it ran in
+				 * before the round. */
+				long pid = qemu_pid(host);
+
+				if (pid != pid0) {
+					snprintf(what + strlen(what), sizeof(what) - strlen(what),
+						 "%sits QEMU on %c is another (%ld, was %ld)",
+						 what[0] ? "; " : "", 'a' + host, pid, pid0);
+					ok = false;
+				}
+			} else if (!tg_wait(&fx.g, seq, NULL, NULL, SETTLE_S, &rep)) {
+				struct stat sb;
+				bool any = tg_report(&fx.g, &rep);
+
 				snprintf(what + strlen(what), sizeof(what) - strlen(what),
-					 "%sthe guest stopped reporting", what[0] ? "; " : "");
+					 "%sthe guest stopped reporting (its last line: %s%lu, "
+					 "before: %lu; its log %lld bytes; state on %c: %s)",
+					 what[0] ? "; " : "", any ? "seq " : "none ",
+					 any ? rep.seq : 0, seq,
+					 stat(fx.g.log, &sb) == 0 ? (long long)sb.st_size : -1LL,
+					 'a' + host, dom_state(host));
 				ok = false;
 			} else {
 				seq = rep.seq;
@@ -744,16 +954,29 @@ static void migrate_torture(void **state)
 	print_message("), %u moved, %u died with their QEMU, violations %u\n", moved, dead,
 		      violations);
 	if (violations)
-		th_cluster_stack_fail(&fx.s, "%u violations (seed %u)", violations, fx.seed);
+		th_cluster_stack_fail(&fx.s, "%u violations (seed %u)", violations, fx.seed0);
+}
+
+static void migrate_torture_vm(void **state)
+{
+	migrate_torture(state);
+}
+
+static void migrate_torture_node(void **state)
+{
+	migrate_torture(state);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(migrate_torture),
+		cmocka_unit_test_setup_teardown(migrate_torture_vm, setup_vm, teardown),
+		cmocka_unit_test_setup_teardown(migrate_torture_node, setup_node, teardown),
 	};
 
 	if (!th_root_test("test_migrate_torture", "two libvirt daemons, vmactd, vmact-groupd"))
 		return 1;
-	return cmocka_run_group_tests_name("migrate_torture", tests, setup, teardown);
+	if (getenv("VMACT_TEST_ONLY"))
+		cmocka_set_test_filter(getenv("VMACT_TEST_ONLY"));
+	return cmocka_run_group_tests_name("migrate_torture", tests, NULL, NULL);
 }
