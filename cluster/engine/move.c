@@ -395,7 +395,13 @@ bool cl_move_plan(struct cl_move *m, const char *from, const struct cl_migrate_d
 	if (m->dom.ours) {
 		if (!member_may_move(m))
 			return false;
-	} else if (!m->dom.opted_in && !m->force) {
+	} else if (m->mem.known) {
+		/* A group's VM of that name, but this domain carries no
+		 * cluster metadata: it is moved as what it is, not as a group's
+		 * (its disk stays). */
+		memset(&m->mem, 0, sizeof(m->mem));
+	}
+	if (!m->dom.ours && !m->dom.opted_in && !m->force) {
 		refuse(m, 409, "precondition",
 		       "%s has not opted in to live migration (<vmact:migration "
 		       "enabled='true'/>: vmactl set %s --migration on); force moves it anyway",
