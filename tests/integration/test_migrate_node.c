@@ -7,8 +7,8 @@
  * with one group, `mn` (one member, hosts a and b). Its member is the
  * project's test guest booted from an overlay of the node image, claimed,
  * stamping its disk with a word of its own and reading it back from the
- * disk every 5 s (vmact.disk_stamp=1, tests/guest/init). The cases run in
- * order on the one member:
+ * disk every 5 s (vmact.disk_stamp=1, tests/guest/init).
+ * The cases run in order on the one member:
  *
  *   stays_while_group_does_not  the group without migration.enabled (the
  *                          default): a command to move its member is
@@ -30,6 +30,13 @@
  *   drain_moves_it_back    `vmact-groupctl drain` of its host: relief
  *                          moves it away (reason drain), the same checks;
  *                          undrained after;
+ *   relief_moves_member    on A (moved there by command if need be), A's
+ *                          room taken by a lease of the test's; a Neon
+ *                          agent speaking for it (an AgentRequest of
+ *                          protocol 5.0, posted by the test) asks for twice
+ *                          its size and is refused: relief moves it to B
+ *                          (reason pressure, A's entry frozen first; the
+ *                          same checks), where the agent gets it;
  *   paused_copy_removed    what a move cut off after the target took over
  *                          leaves (vmact-groupd killed between the end of
  *                          the memory's sending and the source's
@@ -83,6 +90,7 @@ static struct {
 	unsigned port_a, port_b;
 	char b_pid[16];
 	char pool_a[64], pool_b[64], dir_a[160], dir_b[160];
+	char prefix[64]; /* vmactd's name prefix, the members' too */
 	virConnectPtr vca, vcb;
 	/* the member */
 	char name[128], uuid[64], provider_id[256], first_host[8];
@@ -131,13 +139,17 @@ static void write_config(bool migration)
 			"s:[{s:s,s:s,s:s,s:{s:s,s:s},s:{s:s}},{s:s,s:s,s:s,s:{s:s,s:s},s:{s:s}}],"
 			"s:[o]}",
 			"api", "socket", fx.s.sock, "metrics", "listen", "127.0.0.1:0", "libvirt",
-			"name_prefix", PREFIX, "hosts", "name", "a", "uri", "qemu:///system",
+			"name_prefix", fx.prefix, "hosts", "name", "a", "uri", "qemu:///system",
 			"storage_pool", fx.pool_a, "arbiter", "url", url_a, "secret_file", fx.s.key,
 			"migration", "address", "127.0.0.1", "name", "b", "uri", TH_HOST2_URI,
 			"storage_pool", fx.pool_b, "arbiter", "url", url_b, "secret_file", fx.s.key,
 			"migration", "address", "127.0.0.1", "groups", group);
 	if (!doc)
 		fail_msg("the configuration does not pack");
+	/* A VM moved by command rests 300 s before relief moves it again
+	 * (doc/cluster.md, "A full host: relief"): relief_moves_member's
+	 * member was, a moment before. */
+	json_object_set_new(doc, "migration", json_pack("{s:i}", "min_residence_s", 0));
 	text = json_dumps(doc, JSON_INDENT(1));
 	json_decref(doc);
 	assert_int_equal(th_write_file(fx.s.cfg, text), 0);
@@ -184,15 +196,11 @@ static int setup(void **state)
 		print_error("set-up: the storage pools\n");
 		return -1;
 	}
-	{
-		char prefix[64];
-
-		snprintf(prefix, sizeof(prefix), "%s-%d-", PREFIX, (int)getpid());
-		if (th_host2_vmactd(&fx.a, prefix, fx.s.key, NULL, 1, &fx.port_a) < 0 ||
-		    th_host2_vmactd(&fx.b, prefix, fx.s.key, fx.b_pid, 2, &fx.port_b) < 0) {
-			print_error("set-up: vmactd with its arbiter\n");
-			return -1;
-		}
+	snprintf(fx.prefix, sizeof(fx.prefix), "%s-%d-", PREFIX, (int)getpid());
+	if (th_host2_vmactd(&fx.a, fx.prefix, fx.s.key, NULL, 1, &fx.port_a) < 0 ||
+	    th_host2_vmactd(&fx.b, fx.prefix, fx.s.key, fx.b_pid, 2, &fx.port_b) < 0) {
+		print_error("set-up: vmactd with its arbiter\n");
+		return -1;
 	}
 	return 0;
 }
@@ -343,6 +351,11 @@ static bool only_on_now(void *host)
 	       !th_host2_defined_on(conn_of(other), fx.name);
 }
 
+static bool no_entry_at(void *host)
+{
+	return th_host2_arbiter_pod(fx.s.key, port_of(host), "default", fx.name, NULL) == 404;
+}
+
 /* Everything a move to `to` must leave, the guest's seq before it given. */
 static void check_moved(const char *to, unsigned long seq_before)
 {
@@ -381,11 +394,15 @@ static void check_moved(const char *to, unsigned long seq_before)
 	n = node();
 	assert_string_equal(str(n, "provider_id"), fx.provider_id);
 	json_decref(n);
-	/* Its lease: at the target's arbiter, none at the source's. */
+	/* Its lease: at the target's arbiter, none at the source's (awaited:
+	 * an agent that spoke for it there keeps its entry until its pod ttl
+	 * lapses). */
 	assert_int_equal(th_host2_arbiter_pod(fx.s.key, port_of(to), "default", fx.name, &pod),
 			 200);
-	assert_int_equal(th_host2_arbiter_pod(fx.s.key, port_of(from), "default", fx.name, NULL),
-			 404);
+	if (!th_wait_until(NULL, no_entry_at, (void *)from,
+			   (uint64_t)(LIMIT_S * VMACT_USEC_PER_SEC)))
+		th_cluster_stack_fail(&fx.s, "%s's arbiter still holds an entry for %s", from,
+				      fx.name);
 	/* Its status lines go on (the seq of the guest's own count), still
 	 * claimed. */
 	text = serial_log();
@@ -533,6 +550,101 @@ static void drain_moves_it_back(void **state)
 	assert_int_equal(status, 200);
 }
 
+/* ---- relief ---- */
+
+static size_t discard(char *ptr, size_t size, size_t n, void *ud)
+{
+	(void)ptr;
+	(void)ud;
+	return size * n;
+}
+
+/* A Neon agent speaking for the member at the arbiter on port: an
+ * AgentRequest of protocol 5.0 (doc/protocols.md) asking for vcpus
+ * (MilliCPU's encoding). The HTTP status. */
+static long agent_asks(unsigned port, const char *vcpus)
+{
+	char url[64], body[512];
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	long status = 0;
+
+	assert_non_null(c);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", port);
+	snprintf(body, sizeof(body),
+		 "{\"protoVersion\":7,\"pod\":{\"namespace\":\"default\",\"name\":\"%s\"},"
+		 "\"computeUnit\":{\"vCPUs\":\"250m\",\"mem\":\"256Mi\"},"
+		 "\"resources\":{\"vCPUs\":%s,\"mem\":\"256Mi\"},\"lastPermit\":null,"
+		 "\"metrics\":{\"loadAvg1M\":2}}",
+		 fx.name, vcpus);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return status;
+}
+
+/* On A, whose room a lease of the test's takes (the ballast), a Neon
+ * agent speaking for it asks for more: refused for lack of room, relief
+ * moves it to B (placed with the growth it was refused), and there the
+ * agent gets it. */
+static void relief_moves_member(void **state)
+{
+	struct vmact_lease_pod pod;
+	struct th_host2_move e;
+	unsigned long seq;
+	char body[64];
+	long status = 0;
+	json_t *doc, *n;
+
+	(void)state;
+	if (!fx.name[0])
+		skip();
+	n = node();
+	if (strcmp(str(n, "host"), "a")) {
+		char path[256];
+		uint64_t id;
+
+		snprintf(path, sizeof(path), "/v1/vms/%s/migrate", fx.name);
+		snprintf(body, sizeof(body), "{\"to\":\"a\"}");
+		doc = th_cluster_stack_api(&fx.s, "POST", path, body, &status);
+		assert_int_equal(status, 202);
+		id = (uint64_t)json_integer_value(json_object_get(doc, "id"));
+		json_decref(doc);
+		wait_move("command", id - 1);
+		check_moved("a", seq_now());
+	}
+	json_decref(n);
+	assert_int_equal(th_host2_arbiter_pod(fx.s.key, fx.port_a, "default", fx.name, &pod), 200);
+	print_message("ballast: %u m at A beside the member's %u m\n", 1800 - pod.size.milli_cpu,
+		      pod.size.milli_cpu);
+	assert_int_equal(th_host2_arbiter_lease(fx.s.key, fx.port_a, "test", "ballast",
+						1800 - pod.size.milli_cpu, 3600),
+			 200);
+	seq = seq_now();
+	/* Twice its size: more than A has left. */
+	assert_int_equal(agent_asks(fx.port_a, "2"), 200);
+	e = wait_move("pressure", 0);
+	assert_string_equal(e.from, "a");
+	assert_string_equal(e.to, "b");
+	assert_non_null(strstr(e.why, "over its watermark"));
+	assert_non_null(strstr(e.why, "was refused"));
+	check_moved("b", seq);
+	/* A froze it first (no vmactd of A's manages it); at B, where it
+	 * runs now, its agent gets what A refused. */
+	assert_true(th_vmactd_log_has(&fx.a, "no VM of this vmactd speaks for it: frozen at once"));
+	assert_int_equal(agent_asks(fx.port_b, "2"), 200);
+	assert_int_equal(th_host2_arbiter_pod(fx.s.key, fx.port_b, "default", fx.name, &pod), 200);
+	print_message("at B's arbiter: %u m\n", pod.size.milli_cpu);
+	assert_int_equal(pod.size.milli_cpu, 2000);
+	assert_int_equal(th_host2_arbiter_lease(fx.s.key, fx.port_a, "test", "ballast", 0, 0), 200);
+}
+
 /* The copy on host is gone: not defined there, its disk gone too. */
 static bool copy_gone(void *host)
 {
@@ -599,9 +711,8 @@ static void paused_copy_removed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(stays_while_group_does_not),
-		cmocka_unit_test(moves_with_its_disk),
-		cmocka_unit_test(drain_moves_it_back),
+		cmocka_unit_test(stays_while_group_does_not), cmocka_unit_test(moves_with_its_disk),
+		cmocka_unit_test(drain_moves_it_back),        cmocka_unit_test(relief_moves_member),
 		cmocka_unit_test(paused_copy_removed),
 	};
 
