@@ -193,20 +193,15 @@ static int setup(void **state)
 	char meta[1024], msg[512];
 
 	(void)state;
-	tg_quiet_libvirt();
-	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
-		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
-		return -1;
-	}
-	fx.vca = virConnectOpen("qemu:///system");
-	fx.vcb = virConnectOpen(TH_HOST2_URI);
-	if (!fx.vca || !fx.vcb || th_cluster_stack_init(&fx.s, PREFIX) < 0 ||
-	    th_vmactd_init(&fx.a, PREFIX "a", NULL) < 0 ||
-	    th_vmactd_init(&fx.b, PREFIX "b", NULL) < 0) {
-		print_error("set-up: libvirt, the cluster user or vmactd's fixture\n");
-		return -1;
+	{
+		virConnectPtr vc[2] = { NULL, NULL };
+		int r = th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), vc, &fx.s, PREFIX, &fx.a,
+					 &fx.b);
+
+		fx.vca = vc[0];
+		fx.vcb = vc[1];
+		if (r < 0)
+			return -1;
 	}
 	/* Not opted in yet (the first case); persistent, as an operator's
 	 * VMs are: its definition moves too. */

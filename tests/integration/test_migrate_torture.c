@@ -574,24 +574,14 @@ static int setup(void **state)
 	const char *seed = getenv("VMACT_MIGRATE_TORTURE_SEED");
 
 	(void)state;
-	tg_quiet_libvirt();
-	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (seed)
 		fx.seed = (unsigned)strtoul(seed, NULL, 10);
 	else if (getrandom(&fx.seed, sizeof(fx.seed), 0) != sizeof(fx.seed))
 		fx.seed = (unsigned)time(NULL);
 	fx.seed0 = fx.seed;
 	print_message("seed %u (VMACT_MIGRATE_TORTURE_SEED replays it)\n", fx.seed);
-	if (th_host2_up(fx.b_pid, sizeof(fx.b_pid)) < 0) {
-		print_error("the second libvirtd (tests/host/host2.sh up) did not start\n");
-		return -1;
-	}
-	fx.vc[0] = virConnectOpen("qemu:///system");
-	fx.vc[1] = virConnectOpen(TH_HOST2_URI);
-	if (!fx.vc[0] || !fx.vc[1] || th_cluster_stack_init(&fx.s, PREFIX) < 0 ||
-	    th_vmactd_init(&fx.d[0], PREFIX "a", NULL) < 0 ||
-	    th_vmactd_init(&fx.d[1], PREFIX "b", NULL) < 0)
+	if (th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), fx.vc, &fx.s, PREFIX, &fx.d[0], &fx.d[1]) <
+	    0)
 		return -1;
 	if (fx.node) {
 		/* Each host a pool of its own; the member comes from

@@ -215,6 +215,33 @@ int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid)
 	return th_vmactd_wait_log(d, "leases for the cluster layer", 180) ? 0 : -1;
 }
 
+int th_host2_fixture(char *pid, size_t len, virConnectPtr vc[2], struct th_cluster_stack *s,
+		     const char *prefix, struct th_vmactd *a, struct th_vmactd *b)
+{
+	char name[64];
+
+	tg_quiet_libvirt();
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (th_host2_up(pid, len) < 0) {
+		fprintf(stderr, "the second libvirtd (tests/host/host2.sh up) did not start\n");
+		return -1;
+	}
+	vc[0] = virConnectOpen("qemu:///system");
+	vc[1] = virConnectOpen(TH_HOST2_URI);
+	if (!vc[0] || !vc[1] || th_cluster_stack_init(s, prefix) < 0) {
+		fprintf(stderr, "set-up: libvirt or the cluster user\n");
+		return -1;
+	}
+	snprintf(name, sizeof(name), "%sa", prefix);
+	if (th_vmactd_init(a, name, NULL) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%sb", prefix);
+	if (th_vmactd_init(b, name, NULL) < 0)
+		return -1;
+	return 0;
+}
+
 int th_host2_groupd_cfg(const char *path, const char *api_socket, const char *key_file,
 			unsigned port_a, unsigned port_b, unsigned b_bandwidth, const char *extra)
 {
