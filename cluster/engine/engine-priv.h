@@ -189,6 +189,8 @@ double cl_vm_now_real(void);
 void cl_vm_kick(struct cl_engine *e);
 /* A member not being deleted nor given back: what the target counts. */
 bool cl_vm_is_member(const struct cl_vm *vm);
+/* The VM of a configured group with that UUID (in any case), NULL. */
+struct cl_vm *cl_vm_by_uuid(struct cl_engine *e, const char *uuid);
 /* Its provider ID, "libvirt://HOST/UUID": the host it was first defined on
  * for good (its Node's spec.providerID never changes, even after a move:
  * meta.provider_host), else the one it is on. */
@@ -300,6 +302,12 @@ void cl_move_each_last(const struct cl_engine *e,
 		       void (*fn)(void *ud, const char *vm, uint64_t end, bool success), void *ud);
 
 /* relief.c: under engine.c, over move.c. */
+/* A domain left paused on host (reached by here) by a move nobody
+ * finished, settled against every other host (cl_migrate_recover: 1 the
+ * copy here went, *ran_at where it runs; 0 resumed here; -errno, nothing
+ * done). Blocking, from a job. */
+int cl_relief_settle_paused(struct cl_engine *e, const char *host, virConnectPtr here,
+			    const char *name, const char **ran_at, struct vmact_err *err);
 /* A round of relief and drain, when due (the engine's tick). */
 void cl_relief_tick(struct cl_engine *e, uint64_t now);
 /* Drains or undrains the host (kept in the state directory's

@@ -739,26 +739,13 @@ static void trim(struct cl_engine *e)
 	}
 }
 
-/* The engine's record of a group's VM (by its UUID), NULL. */
-static struct cl_vm *member_vm(struct cl_engine *e, const char *uuid)
-{
-	for (size_t i = 0; i < e->n_groups; i++) {
-		struct cl_vm *vm;
-
-		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-			if (!strcasecmp(vm->uuid, uuid))
-				return vm;
-	}
-	return NULL;
-}
-
 /* A group's VM once its move ended: free again, and on the target if it
  * got there (its lease there is the move's, renewed as a member's from
  * now on; the move showed it runs, it is probed at once). */
 static void member_moved(struct cl_move *m)
 {
 	struct cl_engine *e = m->e;
-	struct cl_vm *vm = member_vm(e, m->mem.uuid);
+	struct cl_vm *vm = cl_vm_by_uuid(e, m->mem.uuid);
 	uint64_t now = vmact_loop_now_usec(e->ev);
 
 	if (!vm || !vm->moving)
@@ -913,7 +900,7 @@ int cl_move_start(struct cl_move *m)
 	}
 	if (m->mem.known) {
 		/* Read again: the plan ran on another thread meanwhile. */
-		vm = member_vm(e, m->mem.uuid);
+		vm = cl_vm_by_uuid(e, m->mem.uuid);
 		if (vm)
 			cl_move_member_read(vm, &m->mem);
 		if (!vm || m->mem.stays[0] || strcmp(vm->host, m->from)) {

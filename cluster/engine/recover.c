@@ -141,18 +141,6 @@ static struct cl_group *group_of(struct cl_engine *e, const char *id)
 	return NULL;
 }
 
-static struct cl_vm *known(struct cl_engine *e, const char *uuid)
-{
-	for (size_t i = 0; i < e->n_groups; i++) {
-		struct cl_vm *vm;
-
-		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-			if (strcasecmp(vm->uuid, uuid) == 0)
-				return vm;
-	}
-	return NULL;
-}
-
 static bool holds_capacity(const struct cl_virt_dom *d)
 {
 	return d->run == CL_VIRT_RUNNING || d->run == CL_VIRT_PAUSED;
@@ -165,6 +153,15 @@ static bool holds_capacity(const struct cl_virt_dom *d)
  * the VM; the paused one goes with its definition and its disk there
  * (its host's pool: the running copy's disk is the other host's). True
  * when settled so. */
+static void copy_removed(struct cl_engine *e, const struct cl_vm *vm, const char *runs_on,
+			 const char *stale)
+{
+	cl_vm_emit(e, LOG_NOTICE, vm,
+		   "runs on %s and was left paused on %s by a move nobody finished: the copy on %s "
+		   "is removed",
+		   runs_on, stale, stale);
+}
+
 static bool two_copies(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_dom *d,
 		       struct cl_vm *vm)
 {
@@ -177,10 +174,7 @@ static bool two_copies(struct cl_engine *e, struct cl_ehost *h, const struct cl_
 		return false;
 	cl_domxml_volume_name(vm->name, vol, sizeof(vol));
 	if (d->run == CL_VIRT_RUNNING && vm->found_paused) {
-		cl_vm_emit(e, LOG_NOTICE, vm,
-			   "runs on %s and was left paused on %s by a move nobody finished: the "
-			   "copy on %s is removed",
-			   host, vm->host, vm->host);
+		copy_removed(e, vm, host, vm->host);
 		drop(e, oh, vm->uuid, vol);
 		snprintf(vm->host, sizeof(vm->host), "%s", host);
 		vm->meta = d->meta;
@@ -189,10 +183,7 @@ static bool two_copies(struct cl_engine *e, struct cl_ehost *h, const struct cl_
 		return true;
 	}
 	if (d->run == CL_VIRT_PAUSED && !vm->found_paused && vm->leased) {
-		cl_vm_emit(e, LOG_NOTICE, vm,
-			   "runs on %s and was left paused on %s by a move nobody finished: the "
-			   "copy on %s is removed",
-			   vm->host, host, host);
+		copy_removed(e, vm, vm->host, host);
 		drop(e, h, d->uuid, vol);
 		return true;
 	}
@@ -223,7 +214,7 @@ static void adopt(struct cl_engine *e, struct cl_ehost *h, const struct cl_virt_
 			   d->meta.group);
 		return;
 	}
-	other = known(e, d->uuid);
+	other = cl_vm_by_uuid(e, d->uuid);
 	if (other) {
 		/* One UUID defined twice: a bind moved a member and was cut off
 		 * before the placeholder went. The placeholder goes now. */
@@ -393,30 +384,11 @@ struct paused_job {
 static void paused_run(void *data)
 {
 	struct paused_job *j = data;
-	struct cl_engine *e = j->e;
-	struct cl_ehost *here = cl_vm_ehost(e, j->host);
-	virConnectPtr *others = calloc(e->n_hosts, sizeof(*others));
-	const char **names = calloc(e->n_hosts, sizeof(*names));
+	struct cl_ehost *here = cl_vm_ehost(j->e, j->host);
 	_cleanup_(rec_conn_closep) virConnectPtr c = here ? cl_host_conn(here->h, &j->err) : NULL;
-	size_t n = 0;
 
-	j->r = -EAGAIN;
-	if (c && others && names) {
-		for (size_t i = 0; i < e->n_hosts; i++) {
-			struct vmact_err ce = { 0 };
-
-			if (&e->hosts[i] == here)
-				continue;
-			names[n] = cl_host_name(e->hosts[i].h);
-			others[n++] = cl_host_conn(e->hosts[i].h, &ce);
-		}
-		j->r = cl_migrate_recover(c, others, names, n, j->name, &j->ran_at, &j->err);
-	}
-	for (size_t i = 0; others && i < n; i++)
-		if (others[i])
-			virConnectClose(others[i]);
-	free(others);
-	free(names);
+	j->r = c ? cl_relief_settle_paused(j->e, j->host, c, j->name, &j->ran_at, &j->err)
+		 : -EAGAIN;
 }
 
 static void paused_done(void *data)
@@ -436,10 +408,7 @@ static void paused_done(void *data)
 			struct cl_ehost *old = cl_vm_ehost(e, j->host);
 			char vol[CL_NAME_MAX + 8];
 
-			cl_vm_emit(e, LOG_NOTICE, vm,
-				   "runs on %s and was left paused on %s by a move nobody "
-				   "finished: the copy on %s is removed",
-				   j->ran_at, j->host, j->host);
+			copy_removed(e, vm, j->ran_at, j->host);
 			snprintf(vm->host, sizeof(vm->host), "%s", j->ran_at);
 			vm->leased = vm->found_running = true;
 			cl_domxml_volume_name(vm->name, vol, sizeof(vol));
@@ -532,18 +501,6 @@ static void renew_run(void *data)
 	}
 }
 
-static struct cl_vm *by_uuid(struct cl_engine *e, const char *uuid)
-{
-	for (size_t i = 0; i < e->n_groups; i++) {
-		struct cl_vm *vm;
-
-		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
-			if (strcmp(vm->uuid, uuid) == 0)
-				return vm;
-	}
-	return NULL;
-}
-
 struct release_job {
 	struct cl_host *h;
 	char name[CL_NAME_MAX];
@@ -564,7 +521,7 @@ static void renew_done(void *data)
 
 	for (size_t i = 0; i < j->n; i++) {
 		struct renew_vm *v = &j->vms[i];
-		struct cl_vm *vm = by_uuid(j->e, v->uuid);
+		struct cl_vm *vm = cl_vm_by_uuid(j->e, v->uuid);
 		bool going = vm && (vm->want_delete || vm->meta.state == CL_ST_DELETING);
 		bool holds = vm && !going &&
 			     ((vm->leased && strcmp(vm->host, host) == 0) ||

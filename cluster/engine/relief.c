@@ -318,40 +318,53 @@ static bool seen_before(const struct relief_host *rh, const char *name)
 /* One orphan on rh's host, seen in the round before too: asked of every
  * other host (each its own connection; one that cannot be reached holds
  * the decision back). */
-static void recover(struct relief_job *j, struct relief_host *rh, virConnectPtr here,
-		    const struct cl_migrate_dom *d)
+int cl_relief_settle_paused(struct cl_engine *e, const char *host, virConnectPtr here,
+			    const char *name, const char **ran_at, struct vmact_err *err)
 {
-	struct cl_engine *e = j->e;
-	char name[CL_NAME_MAX], msg[512];
 	virConnectPtr *others = calloc(e->n_hosts, sizeof(*others));
 	const char **names = calloc(e->n_hosts, sizeof(*names));
-	struct vmact_err err = { 0 };
-	const char *ran_at = NULL;
-	size_t n = 0, k = rh->n_recovered;
-	int r = -ENOMEM;
+	size_t n = 0;
+	int r;
 
-	snprintf(name, sizeof(name), "%s", d->name);
-	if (others && names) {
+	*ran_at = NULL;
+	if (!others || !names) {
+		r = vmact_err_set(err, ENOMEM, "out of memory");
+	} else {
 		for (size_t i = 0; i < e->n_hosts; i++) {
 			struct vmact_err ce = { 0 };
 
-			if (!strcmp(cl_host_name(e->hosts[i].h), rh->name))
+			if (!strcmp(cl_host_name(e->hosts[i].h), host))
 				continue;
 			names[n] = cl_host_name(e->hosts[i].h);
 			others[n++] = cl_host_conn(e->hosts[i].h, &ce);
 		}
-		r = cl_migrate_recover(here, others, names, n, name, &ran_at, &err);
+		r = cl_migrate_recover(here, others, names, n, name, ran_at, err);
 	}
-	/* Whichever way it went, this host holds no move of it any more: a
-	 * mark left by the vmact-groupd that died goes now rather than when
-	 * its lease lapses. */
-	if (r >= 0)
-		cl_host_release(cl_vm_ehost(e, rh->name)->h, d->pod_ns, d->pod_name, &err);
 	for (size_t i = 0; others && i < n; i++)
 		if (others[i])
 			virConnectClose(others[i]);
 	free(others);
 	free(names);
+	return r;
+}
+
+static void recover(struct relief_job *j, struct relief_host *rh, virConnectPtr here,
+		    const struct cl_migrate_dom *d)
+{
+	struct cl_engine *e = j->e;
+	char name[CL_NAME_MAX], msg[512];
+	struct vmact_err err = { 0 };
+	const char *ran_at = NULL;
+	size_t k = rh->n_recovered;
+	int r;
+
+	snprintf(name, sizeof(name), "%s", d->name);
+	r = cl_relief_settle_paused(e, rh->name, here, name, &ran_at, &err);
+	/* Whichever way it went, this host holds no move of it any more: a
+	 * mark left by the vmact-groupd that died goes now rather than when
+	 * its lease lapses. */
+	if (r >= 0)
+		cl_host_release(cl_vm_ehost(e, rh->name)->h, d->pod_ns, d->pod_name, &err);
 	if (k >= CL_ORPHANS_MAX)
 		return;
 	rh->recover_failed[k] = r < 0;
@@ -369,7 +382,7 @@ static void recover(struct relief_job *j, struct relief_host *rh, virConnectPtr 
 		snprintf(msg, sizeof(msg),
 			 "VM %s was left paused on host %s by a move nobody finished; not "
 			 "decided yet: %.300s",
-			 name, rh->name, r == -ENOMEM ? "out of memory" : err.msg);
+			 name, rh->name, err.msg);
 	memcpy(rh->recovered[k], msg, sizeof(msg));
 	rh->n_recovered++;
 }

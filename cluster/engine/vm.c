@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/macro.h"
@@ -84,6 +85,18 @@ void cl_vm_free(struct cl_engine *e, struct cl_vm *vm)
 	}
 	cl_fw_cycle_free(vm->cs);
 	free(vm);
+}
+
+struct cl_vm *cl_vm_by_uuid(struct cl_engine *e, const char *uuid)
+{
+	for (size_t i = 0; i < e->n_groups; i++) {
+		struct cl_vm *vm;
+
+		VMACT_LIST_FOREACH(vms, vm, e->groups[i].vms)
+			if (strcasecmp(vm->uuid, uuid) == 0)
+				return vm;
+	}
+	return NULL;
 }
 
 void cl_vm_provider_id(const struct cl_vm *vm, char *buf, size_t len)
