@@ -53,7 +53,7 @@
 #include <jansson.h>
 
 #include "base/macro.h"
-#include "base/slice.h"
+#include "base/sched.h"
 #include "bpf/sampler.h"
 
 #define MAX_IDS 64
@@ -516,9 +516,11 @@ static void policy_rate(const unsigned *sizes, size_t nsizes)
  * included) and, for the watch, the run time of its kernel timers, in % of
  * one core; and the decision's delay: from the instant a busy run covered
  * the up window (the end of the window the VM's timer closed there) to the
- * reader's handling of it, with the reader's scheduler slice as vmactd sets
- * it (0.1 ms, base/slice.h) and, as its baseline, once more with the
- * kernel's default slice. */
+ * reader's handling of it, with the reader scheduled as vmactd's loop is
+ * with the defaults (waiting and dispatching windows in SCHED_FIFO at
+ * policy.events_priority 1, its slow rounds in SCHED_OTHER with a 0.1 ms
+ * slice: base/sched.h) and, as its baseline, once more in SCHED_OTHER with
+ * that slice all the time (policy.events_priority 0). */
 #define WATCH_TICK_MS    50
 #define WATCH_SLOW_MS    5000
 #define WATCH_BUSY_ON_MS 1000
@@ -560,6 +562,8 @@ static void *cycling_vcpu(void *arg)
 struct watch_run {
 	unsigned n;
 	bool busy;
+	bool rt; /* the reader waits in SCHED_FIFO (sched) */
+	struct vmact_sched sched;
 	double *delays_ms, *woken_ms;
 	double t_woken; /* when the reader's poll last returned */
 	unsigned ndelays, windows, hot_now;
@@ -728,10 +732,18 @@ static double watch_cost(struct watch_run *wr, const pid_t *kids, bool watch, do
 		if (watch) {
 			int ms = wake > now ? (int)((wake - now) * 1e3) + 1 : 0;
 
+			if (wr->rt && vmact_sched_wait(&wr->sched) < 0)
+				die("SCHED_FIFO: %s", strerror(errno));
 			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 				die("poll: %s", strerror(errno));
 			wr->t_woken = mono_s();
 			smp_watch_dispatch(s, on_watch_window, wr);
+			/* All else (the slow rounds' readings, the busy
+			 * tenth's flags every 50 ms: vmactd's loop wakes
+			 * about as often for its timers, libvirt and its
+			 * clients) in SCHED_OTHER, as vmactd's loop. */
+			if (wr->rt && vmact_sched_work(&wr->sched) < 0)
+				die("SCHED_OTHER: %s", strerror(errno));
 		} else if (wake > now) {
 			usleep((useconds_t)((wake - now) * 1e6));
 		}
@@ -803,7 +815,7 @@ static void watch_section(void)
 	double idle_w, idle_k, idle_p, busy_w, busy_k, busy_p, ign;
 	unsigned windows, ndelays, late, late_near;
 	uint64_t deferred;
-	int64_t slice_us, default_us;
+	int64_t slice_us;
 	double stolen;
 	int sr;
 
@@ -818,10 +830,13 @@ static void watch_section(void)
 		kids[i] = spawn_vm(cycling_vcpu, (int)i * VM_VCPUS); /* busy_flags[i] */
 	vm_slice_make(kids, n);
 	usleep(500000); /* the threads name themselves */
-	/* The reader's slice as vmactd's loop has it (the VMs, forked
-	 * before, keep the default). */
-	sr = vmact_slice_set(VMACT_SLICE_MIN_USEC);
+	/* The reader scheduled as vmactd's loop is (the VMs, forked before,
+	 * keep the defaults). */
+	sr = vmact_sched_init(&wr.sched, 1, VMACT_SLICE_MIN_USEC);
 	if (sr < 0)
+		printf("watch: the reader cannot wait in SCHED_FIFO: %s\n", strerror(-sr));
+	wr.rt = sr == 0;
+	if (!wr.rt && (sr = vmact_slice_set(VMACT_SLICE_MIN_USEC)) < 0)
 		printf("watch: the reader's slice could not be set: %s\n", strerror(-sr));
 	slice_us = vmact_slice_get();
 	printf("watch: VMs in %s\n", vm_slice[0] ? vm_slice : "the bench's own cgroup");
@@ -865,25 +880,27 @@ static void watch_section(void)
 		printf("watch reader woken after the up window was covered: p50 %.3f ms, p99 %.3f "
 		       "ms\n",
 		       wr.woken_ms[wr.ndelays / 2], wr.woken_ms[wr.ndelays * 99 / 100]);
-		printf("watch decision after the up window was covered (reader's slice %lld us): "
-		       "%u decisions, p50 %.3f ms, p99 %.3f ms, max %.3f ms (%.2f s stolen by the "
-		       "hypervisor meanwhile)\n",
-		       (long long)slice_us, wr.ndelays, wr.delays_ms[wr.ndelays / 2],
-		       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1], stolen);
+		printf("watch decision after the up window was covered (reader waiting in %s, "
+		       "slice %lld us): %u decisions, p50 %.3f ms, p99 %.3f ms, max %.3f ms (%.2f s "
+		       "stolen by the hypervisor meanwhile)\n",
+		       wr.rt ? "SCHED_FIFO 1" : "SCHED_OTHER", (long long)slice_us, wr.ndelays,
+		       wr.delays_ms[wr.ndelays / 2], wr.delays_ms[wr.ndelays * 99 / 100],
+		       wr.delays_ms[wr.ndelays - 1], stolen);
 		printf("watch decisions over 5 ms: %u, %u of them during a slow round (the reader "
 		       "reading every VM) or within 50 ms of its end\n",
 		       wr.late, wr.late_near_slow);
 		p99 = wr.delays_ms[wr.ndelays * 99 / 100];
-		/* The baseline: the same with the kernel's default slice. */
-		vmact_slice_set(0);
-		default_us = vmact_slice_get();
+		/* The baseline: the reader in SCHED_OTHER all the time, with
+		 * the same slice (policy.events_priority 0). */
+		wr.rt = false;
+		vmact_sched_work(&wr.sched);
 		watch_cost(&wr, kids, true, &ign);
-		vmact_slice_set(VMACT_SLICE_MIN_USEC);
 		if (wr.ndelays) {
 			qsort(wr.delays_ms, wr.ndelays, sizeof(double), cmp_double);
-			printf("watch decision with the kernel's default slice (%lld us, baseline): %u "
-			       "decisions, p50 %.3f ms, p99 %.3f ms, max %.3f ms; p99 ratio: %.2f\n",
-			       (long long)default_us, wr.ndelays, wr.delays_ms[wr.ndelays / 2],
+			printf("watch decision with the reader in SCHED_OTHER (slice %lld us, "
+			       "baseline): %u decisions, p50 %.3f ms, p99 %.3f ms, max %.3f ms; p99 "
+			       "ratio: %.2f\n",
+			       (long long)slice_us, wr.ndelays, wr.delays_ms[wr.ndelays / 2],
 			       wr.delays_ms[wr.ndelays * 99 / 100], wr.delays_ms[wr.ndelays - 1],
 			       p99 / wr.delays_ms[wr.ndelays * 99 / 100]);
 		}

@@ -471,6 +471,11 @@ static int on_watch_io(sd_event_source *src, int fd, uint32_t revents, void *dat
 	return 0;
 }
 
+bool smp_watch_pending(const struct smp_sampler *s)
+{
+	return s->watch_src && sd_event_source_get_pending(s->watch_src) > 0;
+}
+
 void smp_watch_handler(struct smp_sampler *s, smp_window_fn *cb, void *data)
 {
 	s->watch_cb = cb;

@@ -236,6 +236,10 @@ int smp_watch_dispatch(struct smp_sampler *s, smp_window_fn *cb, void *data);
 /* Who gets the windows once smp_attach_event() has put the watch's fd on
  * the loop (cb NULL: they are dropped). */
 void smp_watch_handler(struct smp_sampler *s, smp_window_fn *cb, void *data);
+/* Whether the loop has windows of the watch to dispatch now (its source is
+ * pending): a loop that waits in another class than it works in looks at
+ * this before each dispatch (actuator/daemon/vmactd.c). */
+bool smp_watch_pending(const struct smp_sampler *s);
 /* What the kernel's side of the watch has cost since it was loaded: run
  * time of its timers in ns, their runs, and the windows a full ring buffer
  * deferred (they went out later, longer: none is lost). */

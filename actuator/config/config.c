@@ -68,6 +68,7 @@ void act_config_defaults(struct act_config *cfg)
 	cfg->cpu_shrink = ACT_CPU_SHRINK_QUOTA;
 	cfg->policy_tick_ms = 50;
 	cfg->policy_events = true;
+	cfg->policy_events_priority = 1;
 	cfg->guest_worker_user = strdup("vmact");
 	cfg->guest_worker_program = strdup("");
 	ag_scaling_config_defaults(&cfg->scaling);
@@ -178,6 +179,7 @@ static const struct key policy_keys[] = {
 	{ "cpu_shrink", K_ENUM, OFF(cpu_shrink), 0, 0, cpu_shrinks, NULL },
 	{ "tick_ms", K_UINT, OFF(policy_tick_ms), 50, 10000, NULL, NULL },
 	{ "events", K_BOOL, OFF(policy_events), 0, 0, NULL, NULL },
+	{ "events_priority", K_UINT, OFF(policy_events_priority), 0, 99, NULL, NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };
 static const struct key metrics_keys[] = {

@@ -94,6 +94,10 @@ struct act_config {
 	 * reads an idle VM on its slow clock only. false, or where the watch
 	 * does not load: every VM read every tick. */
 	bool policy_events;
+	/* The SCHED_FIFO priority vmactd's loop waits at on the watch, to
+	 * decide on a hot VM's window the moment it comes (0: it waits in
+	 * SCHED_OTHER; doc/policy.md "Saturation found in the kernel"). */
+	unsigned policy_events_priority;
 
 	/* The guest workers (doc/privsep.md): each VM's vm-monitor or
 	 * informant, and its exporters, are spoken to by an unprivileged,

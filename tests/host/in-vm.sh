@@ -318,6 +318,18 @@ if command -v bpftool >/dev/null; then
 	say "vmactd: $(vmlog | grep -m1 'sampler: ')"
 	check "vmactd loaded the BPF sampler (journal: 'sampler: BPF')" vmlog_has "sampler: BPF"
 	check "its maps are pinned under /sys/fs/bpf/vmact" bash -c '[ -n "$(ls /sys/fs/bpf/vmact 2>/dev/null)" ]'
+	# The kernel's watch (doc/policy.md, "Saturation found in the kernel"):
+	# where it loads, the loop waits in SCHED_FIFO 1, which the unit allows
+	# with LimitRTPRIO=1 and no CAP_SYS_NICE; /proc/PID/sched says policy 1
+	# whenever it is waiting, which is nearly always.
+	say "vmactd: $(vmlog | grep -m1 'sampler: saturation watched\|sampler: no watch')"
+	if vmlog_has "sampler: saturation watched in the kernel"; then
+		say "vmactd: $(vmlog | grep -m1 'sampler: the loop')"
+		check "vmactd's loop waits for the watch's windows in SCHED_FIFO under the unit (journal)" \
+			vmlog_has "the loop waits for the watch's windows in SCHED_FIFO at priority 1"
+		check "vmactd's main thread is seen waiting in SCHED_FIFO (/proc/PID/sched: policy 1)" \
+			bash -c 'p=$(systemctl show -p MainPID --value vmactd.service); for i in $(seq 200); do grep -qE "^policy +: +1$" /proc/$p/sched && exit 0; sleep 0.05; done; exit 1'
+	fi
 	check "bpftool lists programs ($progs lines)" [ "$progs" -gt 0 ]
 fi
 metrics=$(exec 3<>/dev/tcp/127.0.0.1/9848 && printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && cat <&3)

@@ -7,6 +7,11 @@
  *                             is what it gets on exec), no inheritable or
  *                             ambient capabilities;
  *   NoNewPrivileges=yes       setpriv --no-new-privs;
+ *   LimitRTPRIO=              prlimit --rtprio (before setpriv: raising the
+ *                             hard limit takes CAP_SYS_RESOURCE; where the
+ *                             test's root has none, as in some containers,
+ *                             it is not applied and vmactd's loop must say
+ *                             it waits in SCHED_OTHER);
  *   SystemCallFilter=         tests/sandbox/seccomp-exec with the list
  *                             tests/sandbox/unit-syscalls.sh expands from the unit
  *                             (systemd's own groups), default action kill;
@@ -79,7 +84,8 @@ struct fixture {
 	char probe_log[128], syscalls[128];
 	char rundir[128], statedir[128], bindir[128];
 	bool made_run, made_state; /* /run/vmact, /var/lib/vmact created here */
-	char caps_arg[256], families[256];
+	char caps_arg[256], families[256], rtprio_arg[32];
+	bool rtprio; /* LimitRTPRIO= applied (prlimit) */
 	uint64_t cap_mask;
 };
 
@@ -191,6 +197,7 @@ static int setup_host(void)
 {
 	char cmd[512];
 	_cleanup_free_ char *fam = NULL;
+	_cleanup_free_ char *rtprio = NULL;
 	struct th_proc sh = { 0 };
 
 	snprintf(fx.probe_log, sizeof(fx.probe_log), "%s/probe.log", fx.d.dir);
@@ -232,7 +239,14 @@ static int setup_host(void)
 	if (read_caps() < 0)
 		return -1;
 	fam = unit_value("RestrictAddressFamilies");
-	if (!fam || !unit_says("NoNewPrivileges", "yes") ||
+	rtprio = unit_value("LimitRTPRIO");
+	/* Not applied here: the unit must not say it (it would refuse the
+	 * loop's SCHED_FIFO that LimitRTPRIO= allows). */
+	if (unit_says("RestrictRealtime", "yes")) {
+		print_error("unit: RestrictRealtime=yes, which this test does not apply\n");
+		return -1;
+	}
+	if (!fam || !rtprio || !unit_says("NoNewPrivileges", "yes") ||
 	    !unit_says("RestrictNamespaces", "yes") || !unit_says("LockPersonality", "yes") ||
 	    !unit_says("MemoryDenyWriteExecute", "yes") ||
 	    !unit_says("SystemCallArchitectures", "native") ||
@@ -247,6 +261,17 @@ static int setup_host(void)
 		return -1;
 	}
 	snprintf(fx.families, sizeof(fx.families), "%s", fam);
+	snprintf(fx.rtprio_arg, sizeof(fx.rtprio_arg), "--rtprio=%s", rtprio);
+	{
+		char v[64];
+
+		fx.rtprio = th_proc_status(getpid(), "CapEff", v, sizeof(v)) &&
+			    (strtoull(v, NULL, 16) >> CAP_SYS_RESOURCE & 1);
+		if (!fx.rtprio)
+			print_message("unit: LimitRTPRIO=%s not applied: this test's root has no "
+				      "CAP_SYS_RESOURCE to raise the limit\n",
+				      rtprio);
+	}
 	snprintf(cmd, sizeof(cmd), "tests/sandbox/unit-syscalls.sh " UNIT " > %s", fx.syscalls);
 	{
 		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
@@ -310,6 +335,9 @@ static void sandbox_argv(const char **argv, size_t cap, const char *const *prog,
 			      "tests/sandbox/unit-mounts.sh",
 			      fx.rundir,
 			      fx.statedir,
+			      "--",
+			      "prlimit",
+			      fx.rtprio ? fx.rtprio_arg : "--rtprio=0",
 			      "--",
 			      "setpriv",
 			      "--bounding-set",
@@ -561,9 +589,18 @@ static void sandboxed_vmactd_scales(void **state)
 		fail_msg("the guest did not boot");
 	start_daemon(NULL);
 	check_confined();
-	/* The BPF sampler, not the fallback. */
+	/* The BPF sampler, not the fallback; the kernel's watch, its loop
+	 * waiting in SCHED_FIFO 1 within the unit's LimitRTPRIO=, or saying
+	 * why not where that could not be applied. */
 	assert_int_equal(th_count_in_file(fx.d.log, "sampler: BPF, maps pinned under"), 1);
 	assert_int_equal(th_count_in_file(fx.d.log, "sampler: using taskstats"), 0);
+	assert_int_equal(th_count_in_file(fx.d.log, fx.rtprio
+							    ? "the loop waits for the watch's "
+							      "windows in SCHED_FIFO at priority 1"
+							    : "the loop waits in SCHED_OTHER (the "
+							      "real-time class is not allowed"),
+			 1);
+	assert_true(th_vmactd_on_detection_path(&fx.d));
 	assert_int_equal(quota_milli(), 1000);
 
 	assert_int_equal(tg_cmd(&fx.a, "busy 2"), 0);

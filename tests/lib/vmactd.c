@@ -55,12 +55,14 @@ bool th_vmactd_poll_forced(void)
 	return e && !strcmp(e, "off");
 }
 
-/* The scheduler slice of vmactd's main thread in ns (/proc/PID/sched's
- * se.slice), 0 when it cannot be read. */
-static unsigned long long main_slice_ns(pid_t pid)
+/* A figure of vmactd's main thread in /proc/PID/sched ("se.slice": its
+ * scheduler slice in ns; "policy": 0 SCHED_OTHER, 1 SCHED_FIFO), 0 when it
+ * cannot be read. */
+static unsigned long long main_sched(pid_t pid, const char *key)
 {
 	char path[64], line[256];
 	unsigned long long v = 0;
+	size_t n = strlen(key);
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/sched", (int)pid);
@@ -68,10 +70,23 @@ static unsigned long long main_slice_ns(pid_t pid)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "se.slice", 8) && strchr(line, ':'))
+		if (!strncmp(line, key, n) && (line[n] == ' ' || line[n] == ':') &&
+		    strchr(line, ':'))
 			v = strtoull(strchr(line, ':') + 1, NULL, 10);
 	fclose(f);
 	return v;
+}
+
+/* Whether the loop is seen waiting in SCHED_FIFO: it is there whenever it
+ * has nothing to do, which is nearly always; up to 5 s of looks. */
+static bool main_waits_fifo(pid_t pid)
+{
+	for (int i = 0; i < 500; i++) {
+		if (main_sched(pid, "policy") == 1)
+			return true;
+		usleep(10000);
+	}
+	return false;
 }
 
 bool th_vmactd_on_detection_path(const struct th_vmactd *d)
@@ -85,15 +100,25 @@ bool th_vmactd_on_detection_path(const struct th_vmactd *d)
 		th_print_log_tail(d->log, "vmactd log", 2000);
 		return false;
 	}
+	if (th_vmactd_poll_forced())
+		return true;
 	/* On the watch, the loop that reads its windows runs with a 0.1 ms
-	 * slice (base/slice.h), unless vmactd said the kernel has none (before
-	 * 6.12). */
-	slice = main_slice_ns(d->proc.pid);
-	if (!th_vmactd_poll_forced() && slice != 100000 &&
+	 * slice (base/sched.h), unless vmactd said the kernel has none (before
+	 * 6.12), and waits in SCHED_FIFO (policy.events_priority 1), unless
+	 * vmactd said the kernel does not allow it. */
+	slice = main_sched(d->proc.pid, "se.slice");
+	if (slice != 100000 &&
 	    !th_vmactd_log_has(d, "the loop keeps the kernel's scheduler slice")) {
 		fprintf(stderr,
 			"vmactd's loop runs with a scheduler slice of %llu ns, not 100000\n",
 			slice);
+		return false;
+	}
+	if (!th_vmactd_log_has(d, "the loop waits in SCHED_OTHER") &&
+	    (!th_vmactd_log_has(d, "the loop waits for the watch's windows in SCHED_FIFO") ||
+	     !main_waits_fifo(d->proc.pid))) {
+		fprintf(stderr, "vmactd's loop was not seen waiting in SCHED_FIFO (policy %llu)\n",
+			main_sched(d->proc.pid, "policy"));
 		return false;
 	}
 	return true;
