@@ -29,8 +29,9 @@
  * 0: the kernel's default again) and keeps its policy SCHED_OTHER and its
  * nice value; 0 or -errno (-EPERM for a thread in another class). */
 int vmact_slice_set(uint32_t usec);
-/* The calling thread's slice in µs as the kernel reports it (0: the
- * default or a kernel that does not say); -errno. */
+/* The calling thread's slice in µs as the kernel reports it (the kernel's
+ * default for a thread that set none, or 0 where the kernel does not
+ * say); -errno. */
 int64_t vmact_slice_get(void);
 
 /* A thread that waits in SCHED_FIFO and works in SCHED_OTHER. */

@@ -56,8 +56,8 @@ bool th_vmactd_poll_forced(void)
 }
 
 /* A figure of vmactd's main thread in /proc/PID/sched ("se.slice": its
- * scheduler slice in ns; "policy": 0 SCHED_OTHER, 1 SCHED_FIFO), 0 when it
- * cannot be read. */
+ * scheduler slice in ns, shown only while it is in SCHED_OTHER; "policy":
+ * 0 SCHED_OTHER, 1 SCHED_FIFO), 0 when it is not there. */
 static unsigned long long main_sched(pid_t pid, const char *key)
 {
 	char path[64], line[256];
@@ -102,23 +102,28 @@ bool th_vmactd_on_detection_path(const struct th_vmactd *d)
 	}
 	if (th_vmactd_poll_forced())
 		return true;
-	/* On the watch, the loop that reads its windows runs with a 0.1 ms
-	 * slice (base/sched.h), unless vmactd said the kernel has none (before
-	 * 6.12), and waits in SCHED_FIFO (policy.events_priority 1), unless
-	 * vmactd said the kernel does not allow it. */
+	/* On the watch, the loop that reads its windows waits in SCHED_FIFO
+	 * (policy.events_priority 1), unless vmactd said the kernel does not
+	 * allow it; it then waits in SCHED_OTHER with a 0.1 ms slice
+	 * (base/sched.h), unless vmactd said the kernel has none (before
+	 * 6.12). The slice is not shown while the thread is real-time, which
+	 * is nearly always. */
+	if (!th_vmactd_log_has(d, "the loop waits in SCHED_OTHER")) {
+		if (!th_vmactd_log_has(d, "the loop waits for the watch's windows in SCHED_FIFO") ||
+		    !main_waits_fifo(d->proc.pid)) {
+			fprintf(stderr,
+				"vmactd's loop was not seen waiting in SCHED_FIFO (policy %llu)\n",
+				main_sched(d->proc.pid, "policy"));
+			return false;
+		}
+		return true;
+	}
 	slice = main_sched(d->proc.pid, "se.slice");
 	if (slice != 100000 &&
 	    !th_vmactd_log_has(d, "the loop keeps the kernel's scheduler slice")) {
 		fprintf(stderr,
 			"vmactd's loop runs with a scheduler slice of %llu ns, not 100000\n",
 			slice);
-		return false;
-	}
-	if (!th_vmactd_log_has(d, "the loop waits in SCHED_OTHER") &&
-	    (!th_vmactd_log_has(d, "the loop waits for the watch's windows in SCHED_FIFO") ||
-	     !main_waits_fifo(d->proc.pid))) {
-		fprintf(stderr, "vmactd's loop was not seen waiting in SCHED_FIFO (policy %llu)\n",
-			main_sched(d->proc.pid, "policy"));
 		return false;
 	}
 	return true;
