@@ -5,6 +5,7 @@
  * kernel side and the integral scheme are described in sampler.bpf.c and
  * sampler-types.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -46,12 +47,15 @@ struct smp_bpf {
 	struct smp_cpu_stats *batchbuf; /* all slots, all CPUs */
 	struct smp_totals *pend;        /* read_all: what vmact_pending found, per slot */
 	bool pins_touched;              /* pin_root was created or cleaned by us */
-	struct smp_readout *readout;    /* mmap of vmact_readout */
+	/* mmap of vmact_readout's first readout_len bytes (readout_map()) */
+	struct smp_readout *readout;
 	size_t readout_len;
+	int readout_fd; /* -1: the map was not created */
 	bool no_batch;
 	struct smp_task_iter iter;
 	struct smp_task_iter threads; /* over vmact_threads */
-	struct readvm *rv;            /* the one-call readout, or NULL */
+	/* The one-call readout's program (readvm.bpf.c), or -1: only its fd is
+	 * kept, the object it was loaded from is freed (load_read_prog()). */
 	int rv_fd;
 	struct smp_watch *watch; /* the watch (watch.h), or NULL */
 	char *watch_reason;      /* why there is none */
@@ -157,7 +161,7 @@ static void unpin_all(struct smp_bpf *s)
 }
 
 /* The one-call readout (readvm.bpf.c) over this skeleton's maps. Kernels
- * without kfuncs in syscall programs refuse it: then s->rv stays NULL and
+ * without kfuncs in syscall programs refuse it: then s->rv_fd stays -1 and
  * readouts go through the task iterators, as before. */
 static void load_read_prog(struct smp_bpf *s)
 {
@@ -181,8 +185,12 @@ static void load_read_prog(struct smp_bpf *s)
 		smp_libbpf_msg[0] = '\0';
 		return;
 	}
-	s->rv = rv;
-	s->rv_fd = bpf_program__fd(rv->progs.vmact_read_vm);
+	/* The program stays loaded with its fd (it holds its own maps); the
+	 * object's BTF, line info and instructions, which libbpf keeps for
+	 * the object's life, go (about 75 KiB of heap: doc/actuation.md,
+	 * "vmactd's own footprint"). */
+	s->rv_fd = fcntl(bpf_program__fd(rv->progs.vmact_read_vm), F_DUPFD_CLOEXEC, 3);
+	readvm__destroy(rv);
 }
 
 /* The watch (watch.h) over this skeleton's vCPU gauges, where the
@@ -204,6 +212,33 @@ static void load_watch(struct smp_bpf *s, const struct smp_config *cfg, bool tp_
 	smp_libbpf_msg[0] = '\0';
 	if (why)
 		s->watch_reason = strdup(why);
+}
+
+/* vmact_readout mapped up to slot's record: the kernel maps every page of
+ * an array map's mapping at once, so the mapping covers only the slots in
+ * use so far (one page for the first 32), grown by a new mapping when a
+ * later slot is published, and a host with a few VMs does not hold
+ * max_vms records (128 KiB with 1024) in private memory (doc/actuation.md,
+ * "vmactd's own footprint"). 0 or -errno; the old mapping stays on error. */
+static int readout_map(struct smp_bpf *s, unsigned slot)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t want = ((size_t)(slot + 1) * sizeof(*s->readout) + page - 1) / page * page;
+	size_t all = sizeof(*s->readout) * s->max_vms;
+	void *m;
+
+	if (want > all)
+		want = all;
+	if (s->readout && want <= s->readout_len)
+		return 0;
+	m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, s->readout_fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	if (s->readout)
+		munmap(s->readout, s->readout_len);
+	s->readout = m;
+	s->readout_len = want;
+	return 0;
 }
 
 static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vmact_err *err)
@@ -308,18 +343,14 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	}
 	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
-	s->pend = calloc(s->max_vms, sizeof(*s->pend));
-	if (!s->cpubuf || !s->batchbuf || !s->pend)
+	if (!s->cpubuf || !s->batchbuf)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
-	if (bpf_map__fd(s->skel->maps.vmact_readout) < 0)
+	s->readout_fd = bpf_map__fd(s->skel->maps.vmact_readout);
+	if (s->readout_fd < 0)
 		return 0;
-	s->readout_len = sizeof(*s->readout) * s->max_vms;
-	s->readout = mmap(NULL, s->readout_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  bpf_map__fd(s->skel->maps.vmact_readout), 0);
-	if (s->readout == MAP_FAILED) {
-		s->readout = NULL;
-		return vmact_err_set(err, errno, "BPF: mmap of vmact_readout: %s", strerror(errno));
-	}
+	r = readout_map(s, 0);
+	if (r < 0)
+		return vmact_err_set(err, -r, "BPF: mmap of vmact_readout: %s", strerror(-r));
 	return 0;
 }
 
@@ -334,8 +365,9 @@ static void bpf_stop(struct smp_bpf *s)
 	s->watch = NULL;
 	free(s->watch_reason);
 	s->watch_reason = NULL;
-	readvm__destroy(s->rv);
-	s->rv = NULL;
+	if (s->rv_fd >= 0)
+		close(s->rv_fd);
+	s->rv_fd = -1;
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -372,6 +404,7 @@ static int bpf_open(const struct smp_config *cfg, struct smp_be **out, struct vm
 	if (!s)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
 	s->be.ops = &smp_bpf_ops;
+	s->rv_fd = s->readout_fd = -1;
 	s->keep_pins = cfg->keep_pins;
 	s->per_thread = !cfg->no_per_thread;
 	s->max_vms = cfg->max_vms;
@@ -491,7 +524,7 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vma
 				  strerror(errno));
 	else
 		r = delete_task_entries(s, tgid, err);
-	if (s->readout)
+	if (s->readout && (size_t)(slot + 1) * sizeof(*s->readout) <= s->readout_len)
 		memset(&s->readout[slot], 0, sizeof(s->readout[slot]));
 	smp_task_iter_drop(&s->iter, slot);
 	smp_task_iter_drop(&s->threads, slot);
@@ -537,7 +570,7 @@ static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_tota
 	struct smp_pending_item *i;
 	int r;
 
-	if (s->rv)
+	if (s->rv_fd >= 0)
 		return read_prog(s, slot, tgid, out, t, NULL, err);
 
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf))
@@ -616,6 +649,10 @@ static int bpf_read_all(struct smp_be *b, const struct smp_slots *reg,
 	uint64_t t = 0;
 	int r;
 
+	/* Made on first use: vmactd reads its VMs one by one and never
+	 * pays for it (80 KiB with 1024 slots, written whole below). */
+	if (!s->pend && !(s->pend = calloc(s->max_vms, sizeof(*s->pend))))
+		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
 	r = read_batch(s, reg, &t, err);
 	if (r < 0)
 		return r;
@@ -751,7 +788,7 @@ static int bpf_read_vcpus(struct smp_be *b, unsigned slot, pid_t tgid, const cha
 	if (!s->per_thread)
 		return vmact_err_set(err, EOPNOTSUPP,
 				     "sampler: per-thread split disabled by configuration");
-	if (s->rv) {
+	if (s->rv_fd >= 0) {
 		struct smp_totals tot;
 		uint64_t t;
 		int r = read_prog(s, slot, tgid, &tot, &t, out, err);
@@ -770,14 +807,14 @@ static int bpf_read_both(struct smp_be *b, unsigned slot, pid_t tgid, struct smp
 {
 	struct smp_bpf *s = to_bpf(b);
 
-	if (!s->rv || !s->per_thread)
+	if (s->rv_fd < 0 || !s->per_thread)
 		return -EOPNOTSUPP;
 	return read_prog(s, slot, tgid, out, t, vcpus, err);
 }
 
 static bool bpf_read_prog_loaded(const struct smp_be *b)
 {
-	return to_bpf_const(b)->rv != NULL;
+	return to_bpf_const(b)->rv_fd >= 0;
 }
 
 /* The readout as bpftool shows it (vmact_readout). */
@@ -785,7 +822,7 @@ static void bpf_publish(struct smp_be *b, unsigned slot, const struct smp_readou
 {
 	struct smp_bpf *s = to_bpf(b);
 
-	if (s->readout)
+	if (s->readout && readout_map(s, slot) == 0)
 		s->readout[slot] = *o;
 }
 

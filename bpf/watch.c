@@ -2,8 +2,11 @@
 #include "bpf/watch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -11,19 +14,32 @@
 #include "bpf/embedded.h"
 #include "bpf/watch.skel.h"
 
+/* Once loaded, the watch is its programs' and maps' file descriptors and
+ * its .bss mapped: the object libbpf loaded it from (its BTF, line info and
+ * instructions, which libbpf keeps for the object's life) is freed at once
+ * (doc/actuation.md, "vmactd's own footprint"). Every map's fd is kept: a
+ * map's BPF timers are cancelled when the last user reference to it goes,
+ * whatever programs still use it. */
+#define WATCH_MAX_MAPS 16
+
 struct smp_watch {
-	struct watch *skel;
+	int start_fd, set_fd, close_fd; /* the syscall programs */
+	int map_fds[WATCH_MAX_MAPS];
+	unsigned nmaps;
+	int rb_fd;                    /* vmact_watch_rb's, one of map_fds */
+	const struct watch__bss *bss; /* mapped read-only */
+	size_t bss_len;
 	struct ring_buffer *rb;
 	int (*cb)(const struct smp_watch_win *win, void *data);
 	void *data;
 };
 
 /* A syscall program run once with ctx in and out. */
-static int run(struct bpf_program *p, void *ctx, size_t len, int *retval)
+static int run(int prog_fd, void *ctx, size_t len, int *retval)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ctx, .ctx_size_in = (__u32)len);
 
-	if (bpf_prog_test_run_opts(bpf_program__fd(p), &o) < 0)
+	if (bpf_prog_test_run_opts(prog_fd, &o) < 0)
 		return -errno;
 	if (retval)
 		*retval = (int)o.retval;
@@ -44,29 +60,73 @@ static int on_record(void *ctx, void *data, size_t len)
 	return r;
 }
 
+static int dup_fd(int fd)
+{
+	int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	return r < 0 ? -errno : r;
+}
+
+/* The loaded object's programs, maps and .bss, taken into w; 0 or -errno. */
+static int keep_fds(struct smp_watch *w, const struct watch *skel)
+{
+	struct bpf_map *m;
+	void *bss;
+
+	if ((w->start_fd = dup_fd(bpf_program__fd(skel->progs.vmact_watch_start))) < 0)
+		return w->start_fd;
+	if ((w->set_fd = dup_fd(bpf_program__fd(skel->progs.vmact_watch_set))) < 0)
+		return w->set_fd;
+	if ((w->close_fd = dup_fd(bpf_program__fd(skel->progs.vmact_watch_close))) < 0)
+		return w->close_fd;
+	bpf_object__for_each_map(m, skel->obj)
+	{
+		int fd;
+
+		if (w->nmaps == WATCH_MAX_MAPS)
+			return -E2BIG;
+		fd = dup_fd(bpf_map__fd(m));
+		if (fd < 0)
+			return fd;
+		w->map_fds[w->nmaps++] = fd;
+		if (m == skel->maps.vmact_watch_rb)
+			w->rb_fd = fd;
+		if (m == skel->maps.bss) {
+			w->bss_len = bpf_map__value_size(m);
+			bss = mmap(NULL, w->bss_len, PROT_READ, MAP_SHARED, fd, 0);
+			if (bss == MAP_FAILED)
+				return -errno;
+			w->bss = bss;
+		}
+	}
+	return w->bss && w->rb_fd >= 0 ? 0 : -ENOENT;
+}
+
 int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp_watch **out,
 		   struct vmact_err *err)
 {
 	struct smp_watch_start st = { .tick_ns = tick_ns, .nr_slots = max_vms };
+	struct watch *skel = NULL;
 	struct smp_watch *w;
 	int r;
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return vmact_err_set(err, ENOMEM, "out of memory");
-	w->skel = watch__open();
-	if (!w->skel) {
+	w->start_fd = w->set_fd = w->close_fd = w->rb_fd = -1;
+	skel = watch__open();
+	if (!skel) {
 		r = vmact_err_set(err, EOPNOTSUPP, "cannot open the watch: %s", strerror(errno));
 		goto fail;
 	}
-	if (bpf_map__set_max_entries(w->skel->maps.vmact_watch, max_vms) ||
-	    bpf_map__set_max_entries(w->skel->maps.vmact_vgauge, max_vms) ||
-	    bpf_map__reuse_fd(w->skel->maps.vmact_vgauge, vgauge_fd)) {
+	if (bpf_map__set_max_entries(skel->maps.vmact_watch, max_vms) ||
+	    bpf_map__set_max_entries(skel->maps.vmact_vgauge, max_vms) ||
+	    bpf_map__reuse_fd(skel->maps.vmact_vgauge, vgauge_fd)) {
 		r = vmact_err_set(err, EOPNOTSUPP, "cannot set the watch's maps up: %s",
 				  strerror(errno));
 		goto fail;
 	}
-	r = watch__load(w->skel);
+	r = watch__load(skel);
 	smp_embedded_drop(watch__elf_bytes);
 	if (r) {
 		r = vmact_err_set(err, EOPNOTSUPP,
@@ -75,12 +135,20 @@ int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp
 				  strerror(-r));
 		goto fail;
 	}
-	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.vmact_watch_rb), on_record, w, NULL);
+	r = keep_fds(w, skel);
+	watch__destroy(skel);
+	skel = NULL;
+	if (r < 0) {
+		r = vmact_err_set(err, -r, "watch: keeping its programs and maps: %s",
+				  strerror(-r));
+		goto fail;
+	}
+	w->rb = ring_buffer__new(w->rb_fd, on_record, w, NULL);
 	if (!w->rb) {
 		r = vmact_err_set(err, errno, "watch: ring buffer: %s", strerror(errno));
 		goto fail;
 	}
-	r = run(w->skel->progs.vmact_watch_start, &st, sizeof(st), NULL);
+	r = run(w->start_fd, &st, sizeof(st), NULL);
 	if (r == 0 && st.rc < 0)
 		r = st.rc;
 	if (r < 0) {
@@ -91,6 +159,7 @@ int smp_watch_load(int vgauge_fd, unsigned max_vms, uint64_t tick_ns, struct smp
 	*out = w;
 	return 0;
 fail:
+	watch__destroy(skel);
 	smp_watch_free(w);
 	return r;
 }
@@ -100,8 +169,17 @@ void smp_watch_free(struct smp_watch *w)
 	if (!w)
 		return;
 	ring_buffer__free(w->rb);
+	if (w->bss)
+		munmap((void *)w->bss, w->bss_len);
 	/* The timers go with the maps' last reference. */
-	watch__destroy(w->skel);
+	for (unsigned i = 0; i < w->nmaps; i++)
+		close(w->map_fds[i]);
+	if (w->start_fd >= 0)
+		close(w->start_fd);
+	if (w->set_fd >= 0)
+		close(w->set_fd);
+	if (w->close_fd >= 0)
+		close(w->close_fd);
 	free(w);
 }
 
@@ -110,7 +188,7 @@ int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg, str
 	struct smp_watch_cfg c = *cfg;
 	int r, ret = 0;
 
-	r = run(w->skel->progs.vmact_watch_set, &c, sizeof(c), &ret);
+	r = run(w->set_fd, &c, sizeof(c), &ret);
 	if (r == 0)
 		r = ret;
 	if (r < 0)
@@ -124,7 +202,7 @@ int smp_watch_close_slot(struct smp_watch *w, unsigned slot, uint64_t gen,
 	struct smp_watch_close c = { .slot = slot, .gen = gen };
 	int r;
 
-	r = run(w->skel->progs.vmact_watch_close, &c, sizeof(c), NULL);
+	r = run(w->close_fd, &c, sizeof(c), NULL);
 	if (r == 0)
 		r = c.rc;
 	if (r < 0)
@@ -155,7 +233,7 @@ int smp_watch_consume(struct smp_watch *w, int (*cb)(const struct smp_watch_win 
 void smp_watch_kernel_cost(const struct smp_watch *w, uint64_t *ns, uint64_t *runs,
 			   uint64_t *deferred)
 {
-	*ns = __atomic_load_n(&w->skel->bss->watch_ns, __ATOMIC_RELAXED);
-	*runs = __atomic_load_n(&w->skel->bss->watch_runs, __ATOMIC_RELAXED);
-	*deferred = __atomic_load_n(&w->skel->bss->watch_deferred, __ATOMIC_RELAXED);
+	*ns = __atomic_load_n(&w->bss->watch_ns, __ATOMIC_RELAXED);
+	*runs = __atomic_load_n(&w->bss->watch_runs, __ATOMIC_RELAXED);
+	*deferred = __atomic_load_n(&w->bss->watch_deferred, __ATOMIC_RELAXED);
 }

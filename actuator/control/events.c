@@ -8,10 +8,17 @@
 #include <string.h>
 #include <time.h>
 
+/* The ring starts with this many entries and doubles, until cap, each time
+ * it is full before it has wrapped: a daemon with a few quiet VMs does not
+ * hold 1024 entries it never writes (56 KiB, doc/actuation.md "vmactd's own
+ * footprint"). */
+#define RING_FIRST 32
+
 struct act_events {
 	struct act_event *ring;
-	unsigned cap;
-	uint64_t last; /* seq of the newest; event s lives at (s - 1) % cap */
+	unsigned cap;   /* what it holds at most */
+	unsigned alloc; /* entries allocated (<= cap; == cap once it wraps) */
+	uint64_t last;  /* seq of the newest; event s lives at (s - 1) % cap */
 	void (*on_new)(void *ud);
 	void *ud;
 };
@@ -36,7 +43,8 @@ int act_events_new(unsigned capacity, struct act_events **out)
 	if (!e)
 		return -ENOMEM;
 	e->cap = capacity ? capacity : 1024;
-	e->ring = calloc(e->cap, sizeof(*e->ring));
+	e->alloc = e->cap < RING_FIRST ? e->cap : RING_FIRST;
+	e->ring = calloc(e->alloc, sizeof(*e->ring));
 	if (!e->ring) {
 		free(e);
 		return -ENOMEM;
@@ -49,12 +57,29 @@ void act_events_free(struct act_events *e)
 {
 	if (!e)
 		return;
-	for (unsigned i = 0; i < e->cap; i++) {
+	for (unsigned i = 0; i < e->alloc; i++) {
 		json_decref(e->ring[i].fields);
 		free(e->ring[i].strings);
 	}
 	free(e->ring);
 	free(e);
+}
+
+/* Before the ring's first wrap, s - 1 < alloc for every event held, so
+ * growing keeps each where (s - 1) % cap finds it. Out of memory, the ring
+ * stays at the size it has (cap becomes that: it wraps there). */
+static void ring_grow(struct act_events *e)
+{
+	unsigned n = e->alloc * 2 < e->cap ? e->alloc * 2 : e->cap;
+	struct act_event *r = realloc(e->ring, n * sizeof(*r));
+
+	if (!r) {
+		e->cap = e->alloc;
+		return;
+	}
+	memset(r + e->alloc, 0, (n - e->alloc) * sizeof(*r));
+	e->ring = r;
+	e->alloc = n;
 }
 
 void act_event(struct act_events *e, const char *vm, enum act_event_kind kind, json_t *fields,
@@ -70,6 +95,8 @@ void act_event(struct act_events *e, const char *vm, enum act_event_kind kind, j
 		json_decref(fields);
 		return;
 	}
+	if (e->last == e->alloc && e->alloc < e->cap)
+		ring_grow(e);
 	ev = &e->ring[e->last % e->cap];
 	json_decref(ev->fields);
 	ev->seq = ++e->last;

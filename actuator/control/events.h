@@ -59,7 +59,8 @@ void act_event(struct act_events *e, const char *vm, enum act_event_kind kind, j
 
 /* Sequence number of the newest event, 0 before the first. */
 uint64_t act_events_last_seq(const struct act_events *e);
-/* The oldest event still held whose number is above `after`, or NULL. */
+/* The oldest event still held whose number is above `after`, or NULL;
+ * valid until the next act_event() (the ring may grow and move). */
 const struct act_event *act_events_after(const struct act_events *e, uint64_t after);
 
 /* Called after every new event (one listener: the control server). */

@@ -819,6 +819,81 @@ static void test_bpftool_inspect(void **state)
 	assert_true(seen_progs >= 4);
 }
 
+/* The readout of a VM past the first page of vmact_readout: the sampler maps
+ * the map only as far as the slots in use (bpf/sampler-bpf.c, readout_map()),
+ * so the fortieth VM's reading grows the mapping; bpftool reads it back
+ * from the kernel's map, and it is zeroed when the VM goes. */
+static json_t *readout_of(const struct fixture *f, int slot)
+{
+	char cmd[512];
+	_cleanup_free_ char *out = NULL;
+	json_error_t jerr;
+	json_t *j, *val;
+
+	snprintf(cmd, sizeof(cmd), "bpftool -j map lookup pinned %s/vmact_readout key %d 0 0 0",
+		 f->pin_root, slot);
+	out = run_cmd(cmd);
+	j = json_loads(out, 0, &jerr);
+	if (!j)
+		fail_msg("bpftool JSON: %s\n%s", jerr.text, out);
+	val = json_incref(json_object_get(json_object_get(j, "formatted"), "value"));
+	json_decref(j);
+	if (!val)
+		fail_msg("no formatted value in:\n%s", out);
+	return val;
+}
+
+static void test_readout_grows(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_config cfg = { .backend = SMP_BACKEND_BPF,
+				  .pin_root = f->pin_root,
+				  .max_vms = 64 };
+	enum { N = 40 };
+	struct vmact_err err = { 0 };
+	struct smp_reading r;
+	pid_t kids[N];
+	int slot = -1;
+	json_t *val;
+
+	assert_int_equal(smp_open(&cfg, &f->s, &err), 0);
+	for (int i = 0; i < N; i++) {
+		char name[32];
+
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			pause();
+			_exit(0);
+		}
+		assert_true(kids[i] > 0);
+		snprintf(name, sizeof(name), "ro-%d", i);
+		slot = smp_register(f->s, name, kids[i], NULL, &err);
+		if (slot < 0)
+			fail_msg("smp_register %s: %s", name, err.msg);
+	}
+	/* 128-byte records: 32 to a page. */
+	assert_true(slot >= 32);
+	rd(f->s, "ro-0", &r);
+	rd(f->s, "ro-39", &r);
+	val = readout_of(f, slot);
+	assert_string_equal(json_string_value(json_object_get(val, "name")), "ro-39");
+	assert_int_equal(json_integer_value(json_object_get(val, "tgid")), kids[N - 1]);
+	json_decref(val);
+	assert_int_equal(smp_unregister(f->s, "ro-39", &err), 0);
+	val = readout_of(f, slot);
+	assert_string_equal(json_string_value(json_object_get(val, "name")), "");
+	assert_int_equal(json_integer_value(json_object_get(val, "tgid")), 0);
+	json_decref(val);
+	/* The first page's VM is still there. */
+	val = readout_of(f, 0);
+	assert_string_equal(json_string_value(json_object_get(val, "name")), "ro-0");
+	json_decref(val);
+	for (int i = 0; i < N; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
 /* Registration errors name the field; slots come back; pins go away on
  * close unless kept. */
 static void test_registry(void **state)
@@ -1330,6 +1405,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_registry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpftool_inspect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readout_grows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auto_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_per_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_lost_switch, setup, teardown),

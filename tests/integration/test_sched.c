@@ -6,6 +6,7 @@
  * (sched_getattr through vmact_slice_get, sched_getscheduler, getpriority)
  * is what is checked. */
 #include <errno.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,13 +38,12 @@ static int in_child(int (*fn)(void))
 	return WEXITSTATUS(status);
 }
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: %s does not hold\n", __FILE__, __LINE__, \
-				#cond);                                              \
-			return 1;                                                    \
-		}                                                                    \
+#define CHECK(cond)                                                                              \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			fprintf(stderr, "%s:%d: %s does not hold\n", __FILE__, __LINE__, #cond); \
+			return 1;                                                                \
+		}                                                                                \
 	} while (0)
 
 /* Waits in FIFO, works in OTHER with its slice and its nice value, and

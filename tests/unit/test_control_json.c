@@ -222,6 +222,33 @@ static void ring(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "fields"), "i")), 6);
 	assert_true(json_number_value(json_object_get(o, "time")) > 1.6e9);
 	json_decref(o);
+	/* The default ring grows as events come (it starts small) and keeps
+	 * every event in place across each growth, up to 1024, then wraps. */
+	{
+		struct act_events *big;
+
+		assert_int_equal(act_events_new(0, &big), 0);
+		for (int i = 1; i <= 1500; i++) {
+			act_event(big, "vm", ACT_EV_DECISION, json_pack("{s:i}", "i", i),
+				  "event %d", i);
+			if (i == 33 || i == 64 || i == 65 || i == 1024 || i == 1025 || i == 1500) {
+				uint64_t want = i > 1024 ? (uint64_t)i - 1023 : 1;
+
+				n = 0;
+				for (seq = 0; (ev = act_events_after(big, seq)); seq = ev->seq) {
+					char text[32];
+
+					assert_int_equal(ev->seq, want + n);
+					snprintf(text, sizeof(text), "event %llu",
+						 (unsigned long long)ev->seq);
+					assert_string_equal(ev->text, text);
+					n++;
+				}
+				assert_int_equal(n, i > 1024 ? 1024 : i);
+			}
+		}
+		act_events_free(big);
+	}
 	/* Texts past their limits are cut there, each kept whole up to it
 	 * (and the old event's texts freed: ASan's leak check). */
 	{
