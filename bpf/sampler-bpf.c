@@ -35,13 +35,28 @@
 #include "bpf/task-iter.h"
 #include "bpf/watch.h"
 
+#define SMP_HOOK_LINKS 8
+#define SMP_PROG_IDS   16
+
 struct smp_bpf {
 	struct smp_be be;
 	char *pin_root;
 	bool keep_pins;
 	bool per_thread;
 	unsigned max_vms;
+	/* The skeleton only while it loads: then the sampler is its maps' and
+	 * programs' fds, its hooks' links and its .bss mapped, and libbpf's
+	 * object (its BTF, line info, instructions) is freed (keep_loaded(),
+	 * doc/actuation.md "vmactd's own footprint"). */
 	struct sampler *skel;
+	int vms_fd, stats_fd, tasks_fd, vgauge_fd;
+	int seed_fd;   /* vmact_seed, -1 without task iterators */
+	int seed_link; /* its iterator link, made on first use */
+	int hook_links[SMP_HOOK_LINKS];
+	struct sampler__bss *bss; /* mapped; NULL where .bss is not mmapable */
+	size_t bss_len;
+	uint32_t prog_ids[SMP_PROG_IDS];
+	unsigned nprog_ids;
 	int ncpus;
 	struct smp_cpu_stats *cpubuf;   /* one slot, all CPUs */
 	struct smp_cpu_stats *batchbuf; /* all slots, all CPUs */
@@ -175,6 +190,7 @@ static void load_read_prog(struct smp_bpf *s)
 		return;
 	rv->rodata->nr_cpus = (__u32)s->ncpus;
 	rv->rodata->per_thread = s->per_thread;
+	/* Before keep_loaded(): the skeleton's maps. */
 	failed = bpf_map__reuse_fd(rv->maps.vmact_stats, bpf_map__fd(s->skel->maps.vmact_stats)) ||
 		 bpf_map__reuse_fd(rv->maps.vmact_tasks, bpf_map__fd(s->skel->maps.vmact_tasks)) ||
 		 readvm__load(rv);
@@ -238,6 +254,89 @@ static int readout_map(struct smp_bpf *s, unsigned slot)
 		munmap(s->readout, s->readout_len);
 	s->readout = m;
 	s->readout_len = want;
+	return 0;
+}
+
+static int dup_fd(int fd)
+{
+	int r = fd < 0 ? -EBADF : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	return r < 0 ? -errno : r;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* The loaded, attached skeleton's fds into s, its .bss mapped, the ids of
+ * its programs noted; then the skeleton goes. The hooks stay attached by
+ * their links' fds, the maps and programs live by theirs and by the pins.
+ * 0 or -errno (the skeleton is kept then, for bpf_stop()). */
+static int keep_loaded(struct smp_bpf *s)
+{
+	struct sampler *k = s->skel;
+	struct bpf_link *const hooks[] = { k->links.vmact_wakeup,    k->links.vmact_wake_new,
+					   k->links.vmact_switch,    k->links.vmact_rwake,
+					   k->links.vmact_rwake_new, k->links.vmact_rswitch };
+	struct bpf_program *p;
+	unsigned n = 0;
+	int r;
+
+	_Static_assert(ARRAY_SIZE(hooks) <= SMP_HOOK_LINKS, "SMP_HOOK_LINKS");
+	for (size_t i = 0; i < ARRAY_SIZE(hooks); i++) {
+		if (!hooks[i])
+			continue;
+		if ((r = dup_fd(bpf_link__fd(hooks[i]))) < 0)
+			return r;
+		s->hook_links[n++] = r;
+	}
+	if ((s->vms_fd = dup_fd(bpf_map__fd(k->maps.vmact_vms))) < 0)
+		return s->vms_fd;
+	if ((s->stats_fd = dup_fd(bpf_map__fd(k->maps.vmact_stats))) < 0)
+		return s->stats_fd;
+	if ((s->tasks_fd = dup_fd(bpf_map__fd(k->maps.vmact_tasks))) < 0)
+		return s->tasks_fd;
+	if ((s->vgauge_fd = dup_fd(bpf_map__fd(k->maps.vmact_vgauge))) < 0)
+		return s->vgauge_fd;
+	/* Not created on kernels without mmapable arrays (bpf_start()). */
+	if (bpf_map__fd(k->maps.vmact_readout) >= 0 &&
+	    (s->readout_fd = dup_fd(bpf_map__fd(k->maps.vmact_readout))) < 0)
+		return s->readout_fd;
+	if (bpf_program__autoload(k->progs.vmact_seed)) {
+		if ((s->seed_fd = dup_fd(bpf_program__fd(k->progs.vmact_seed))) < 0)
+			return s->seed_fd;
+		/* The link the skeleton's attach made: the first run's. */
+		if (k->links.vmact_seed &&
+		    (s->seed_link = dup_fd(bpf_link__fd(k->links.vmact_seed))) < 0)
+			return s->seed_link;
+	}
+	if (k->bss) {
+		int fd = bpf_map__fd(k->maps.bss);
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		void *m;
+
+		s->bss_len = (bpf_map__value_size(k->maps.bss) + page - 1) / page * page;
+		m = mmap(NULL, s->bss_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			return -errno;
+		s->bss = m;
+	}
+	bpf_object__for_each_program(p, k->obj)
+	{
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || s->nprog_ids == SMP_PROG_IDS ||
+		    bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		s->prog_ids[s->nprog_ids++] = info.id;
+	}
+	sampler__destroy(k);
+	s->skel = NULL;
 	return 0;
 }
 
@@ -315,15 +414,15 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 				     smp_libbpf_msg[0] ? smp_libbpf_msg : strerror(-r));
 	r = smp_task_iter_init(&s->iter,
 			       bpf_program__autoload(s->skel->progs.vmact_pending)
-				       ? s->skel->progs.vmact_pending
-				       : NULL,
+				       ? dup_fd(bpf_program__fd(s->skel->progs.vmact_pending))
+				       : -1,
 			       s->max_vms, err);
 	if (r < 0)
 		return r;
 	r = smp_task_iter_init(&s->threads,
 			       bpf_program__autoload(s->skel->progs.vmact_threads)
-				       ? s->skel->progs.vmact_threads
-				       : NULL,
+				       ? dup_fd(bpf_program__fd(s->skel->progs.vmact_threads))
+				       : -1,
 			       s->max_vms, err);
 	if (r < 0)
 		return r;
@@ -333,19 +432,22 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 	if (tp_btf && !cfg->no_read_prog)
 		load_read_prog(s);
 	load_watch(s, cfg, tp_btf);
+	r = keep_loaded(s);
+	if (r < 0)
+		return vmact_err_set(err, -r, "BPF: keeping the sampler's programs and maps: %s",
+				     strerror(-r));
 	/* The tgid table needs the .bss shared with the programs (mmapable
 	 * arrays); without it every event asks vmact_vms, as before. */
-	if (s->skel->bss) {
+	if (s->bss) {
 		s->tgid_refs = calloc(SMP_TGID_TABLE, sizeof(*s->tgid_refs));
 		if (!s->tgid_refs)
 			return vmact_err_set(err, ENOMEM, "sampler: out of memory");
-		__atomic_store_n(&s->skel->bss->vmact_tgid_table_on, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&s->bss->vmact_tgid_table_on, 1, __ATOMIC_SEQ_CST);
 	}
 	s->cpubuf = calloc((size_t)s->ncpus, sizeof(*s->cpubuf));
 	s->batchbuf = calloc((size_t)s->ncpus * s->max_vms, sizeof(*s->batchbuf));
 	if (!s->cpubuf || !s->batchbuf)
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
-	s->readout_fd = bpf_map__fd(s->skel->maps.vmact_readout);
 	if (s->readout_fd < 0)
 		return 0;
 	r = readout_map(s, 0);
@@ -365,9 +467,20 @@ static void bpf_stop(struct smp_bpf *s)
 	s->watch = NULL;
 	free(s->watch_reason);
 	s->watch_reason = NULL;
-	if (s->rv_fd >= 0)
-		close(s->rv_fd);
-	s->rv_fd = -1;
+	close_fd(&s->rv_fd);
+	for (size_t i = 0; i < SMP_HOOK_LINKS; i++)
+		close_fd(&s->hook_links[i]);
+	close_fd(&s->seed_link);
+	close_fd(&s->seed_fd);
+	close_fd(&s->vms_fd);
+	close_fd(&s->stats_fd);
+	close_fd(&s->tasks_fd);
+	close_fd(&s->vgauge_fd);
+	close_fd(&s->readout_fd);
+	if (s->bss)
+		munmap(s->bss, s->bss_len);
+	s->bss = NULL;
+	/* A start that failed before keep_loaded(). */
 	if (s->skel) {
 		sampler__destroy(s->skel);
 		s->skel = NULL;
@@ -405,6 +518,11 @@ static int bpf_open(const struct smp_config *cfg, struct smp_be **out, struct vm
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
 	s->be.ops = &smp_bpf_ops;
 	s->rv_fd = s->readout_fd = -1;
+	s->vms_fd = s->stats_fd = s->tasks_fd = s->vgauge_fd = -1;
+	s->seed_fd = s->seed_link = -1;
+	for (size_t i = 0; i < SMP_HOOK_LINKS; i++)
+		s->hook_links[i] = -1;
+	s->iter = s->threads = (struct smp_task_iter){ .prog_fd = -1, .all = -1 };
 	s->keep_pins = cfg->keep_pins;
 	s->per_thread = !cfg->no_per_thread;
 	s->max_vms = cfg->max_vms;
@@ -425,7 +543,7 @@ static int bpf_open(const struct smp_config *cfg, struct smp_be **out, struct vm
 
 static int delete_task_entries(struct smp_bpf *s, pid_t tgid, struct vmact_err *err)
 {
-	int fd = bpf_map__fd(s->skel->maps.vmact_tasks);
+	int fd = s->tasks_fd;
 	_cleanup_free_ __u32 *victims = NULL;
 	size_t n = 0, cap = 0;
 	__u32 key, *prev = NULL;
@@ -465,7 +583,7 @@ static void tgid_table(struct smp_bpf *s, pid_t tgid, unsigned slot, bool on)
 
 	if (!s->tgid_refs)
 		return;
-	e = &s->skel->bss->vmact_tgid_table[i];
+	e = &s->bss->vmact_tgid_table[i];
 	if (on)
 		__atomic_store_n(e,
 				 s->tgid_refs[i]++ == 0 ? (__u64)(slot + 1) << 32 | (__u32)tgid
@@ -483,29 +601,28 @@ static int bpf_add_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vmact_
 	int r;
 
 	memset(s->cpubuf, 0, (size_t)s->ncpus * sizeof(*s->cpubuf));
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf, BPF_ANY))
+	if (bpf_map_update_elem(s->stats_fd, &slot, s->cpubuf, BPF_ANY))
 		return vmact_err_set(err, errno, "BPF: clearing vmact_stats[%u]: %s", slot,
 				     strerror(errno));
 	{
 		struct smp_vgauge g = { 0 };
 
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vgauge), &slot, &g,
-					BPF_ANY))
+		if (bpf_map_update_elem(s->vgauge_fd, &slot, &g, BPF_ANY))
 			return vmact_err_set(err, errno, "BPF: clearing vmact_vgauge[%u]: %s", slot,
 					     strerror(errno));
 	}
 	r = delete_task_entries(s, tgid, err);
 	if (r < 0)
 		return r;
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key, &vm, BPF_NOEXIST))
+	if (bpf_map_update_elem(s->vms_fd, &key, &vm, BPF_NOEXIST))
 		return vmact_err_set(err, errno, "BPF: adding %d to vmact_vms: %s", (int)tgid,
 				     strerror(errno));
 	tgid_table(s, tgid, slot, true);
-	if (bpf_program__autoload(s->skel->progs.vmact_seed)) {
-		r = smp_task_iter_seed(s->skel->progs.vmact_seed, &s->skel->links.vmact_seed, err);
+	if (s->seed_fd >= 0) {
+		r = smp_task_iter_seed(s->seed_fd, &s->seed_link, err);
 		if (r < 0) {
 			tgid_table(s, tgid, slot, false);
-			bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key);
+			bpf_map_delete_elem(s->vms_fd, &key);
 			return r;
 		}
 	}
@@ -519,7 +636,7 @@ static int bpf_remove_vm(struct smp_be *b, unsigned slot, pid_t tgid, struct vma
 	int r;
 
 	tgid_table(s, tgid, slot, false);
-	if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.vmact_vms), &key) && errno != ENOENT)
+	if (bpf_map_delete_elem(s->vms_fd, &key) && errno != ENOENT)
 		r = vmact_err_set(err, errno, "BPF: removing %d from vmact_vms: %s", (int)tgid,
 				  strerror(errno));
 	else
@@ -573,7 +690,7 @@ static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_tota
 	if (s->rv_fd >= 0)
 		return read_prog(s, slot, tgid, out, t, NULL, err);
 
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.vmact_stats), &slot, s->cpubuf))
+	if (bpf_map_lookup_elem(s->stats_fd, &slot, s->cpubuf))
 		return vmact_err_set(err, errno, "BPF: reading vmact_stats[%u]: %s", slot,
 				     strerror(errno));
 	*t = vmact_now_nsec();
@@ -592,7 +709,7 @@ static int bpf_read(struct smp_be *b, unsigned slot, pid_t tgid, struct smp_tota
 static int read_batch(struct smp_bpf *s, const struct smp_slots *reg, uint64_t *t,
 		      struct vmact_err *err)
 {
-	int fd = bpf_map__fd(s->skel->maps.vmact_stats);
+	int fd = s->stats_fd;
 	__u32 out_batch, count = 0, want;
 	_cleanup_free_ __u32 *keys = NULL;
 	LIBBPF_OPTS(bpf_map_batch_opts, bo);
@@ -680,7 +797,7 @@ static int64_t bpf_runnable_at_start(struct smp_be *b, pid_t tgid, const struct 
 {
 	struct smp_bpf *s = to_bpf(b);
 
-	if (!bpf_program__autoload(s->skel->progs.vmact_seed))
+	if (s->seed_fd < 0)
 		return smp_proc_runnable(tgid);
 	return first->nr_runnable;
 }
@@ -746,7 +863,7 @@ static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const c
 	if (!s->per_thread)
 		return vmact_err_set(err, EOPNOTSUPP,
 				     "sampler: per-thread split disabled by configuration");
-	if (s->threads.prog) {
+	if (s->threads.prog_fd >= 0) {
 		struct thread_recs a = { .slot = slot, .tgid = tgid, .out = out, .max = max };
 
 		r = read_thread_recs(s, &a, name, err);
@@ -757,7 +874,7 @@ static int bpf_read_threads(struct smp_be *b, unsigned slot, pid_t tgid, const c
 	r = smp_task_iter_vm(&s->iter, slot, tgid, &pend, err);
 	if (r < 0)
 		return vmact_err_prefix(err, "sampler: %s", name);
-	fd = bpf_map__fd(s->skel->maps.vmact_tasks);
+	fd = s->tasks_fd;
 	while (n < max && bpf_map_get_next_key(fd, prev, &key) == 0) {
 		char state;
 
@@ -795,7 +912,7 @@ static int bpf_read_vcpus(struct smp_be *b, unsigned slot, pid_t tgid, const cha
 
 		return r < 0 ? vmact_err_prefix(err, "sampler: %s", name) : 0;
 	}
-	if (!s->threads.prog)
+	if (s->threads.prog_fd < 0)
 		return -EOPNOTSUPP;
 	return read_thread_recs(s, &a, name, err);
 }
@@ -829,19 +946,10 @@ static void bpf_publish(struct smp_be *b, unsigned slot, const struct smp_readou
 static int bpf_prog_ids(const struct smp_be *b, uint32_t *ids, size_t max)
 {
 	const struct smp_bpf *s = to_bpf_const(b);
-	struct bpf_program *p;
 	size_t n = 0;
 
-	bpf_object__for_each_program(p, s->skel->obj)
-	{
-		struct bpf_prog_info info = { 0 };
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(p);
-
-		if (fd < 0 || n >= max || bpf_obj_get_info_by_fd(fd, &info, &len))
-			continue;
-		ids[n++] = info.id;
-	}
+	for (; n < s->nprog_ids && n < max; n++)
+		ids[n] = s->prog_ids[n];
 	return (int)n;
 }
 

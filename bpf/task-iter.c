@@ -20,35 +20,48 @@ void smp_pending_list_free(struct smp_pending_item **head)
 	*head = NULL;
 }
 
-int smp_task_iter_init(struct smp_task_iter *it, struct bpf_program *prog, unsigned max_vms,
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int smp_task_iter_init(struct smp_task_iter *it, int prog_fd, unsigned max_vms,
 		       struct vmact_err *err)
 {
-	*it = (struct smp_task_iter){ .prog = prog, .max_vms = max_vms };
-	it->vm = calloc(max_vms, sizeof(*it->vm));
-	if (!it->vm)
+	*it = (struct smp_task_iter){ .prog_fd = prog_fd, .max_vms = max_vms, .all = -1 };
+	it->vm = malloc(max_vms * sizeof(*it->vm));
+	if (!it->vm) {
+		close_fd(&it->prog_fd);
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
+	}
+	for (unsigned i = 0; i < max_vms; i++)
+		it->vm[i] = -1;
 	return 0;
 }
 
 void smp_task_iter_done(struct smp_task_iter *it)
 {
-	for (unsigned i = 0; it->vm && i < it->max_vms; i++)
-		bpf_link__destroy(it->vm[i]);
+	if (!it->vm) /* never set up */
+		return;
+	for (unsigned i = 0; i < it->max_vms; i++)
+		close_fd(&it->vm[i]);
 	free(it->vm);
-	bpf_link__destroy(it->all);
-	*it = (struct smp_task_iter){ 0 };
+	close_fd(&it->all);
+	close_fd(&it->prog_fd);
+	*it = (struct smp_task_iter){ .prog_fd = -1, .all = -1 };
 }
 
 void smp_task_iter_drop(struct smp_task_iter *it, unsigned slot)
 {
-	bpf_link__destroy(it->vm[slot]);
-	it->vm[slot] = NULL;
+	close_fd(&it->vm[slot]);
 }
 
 /* Runs the iterator through link and hands each record of size bytes to
  * cb. */
-static int run(struct bpf_link *link, size_t size, void (*cb)(const void *rec, void *data),
-	       void *data, struct vmact_err *err)
+static int run(int link_fd, size_t size, void (*cb)(const void *rec, void *data), void *data,
+	       struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	union {
@@ -58,7 +71,7 @@ static int run(struct bpf_link *link, size_t size, void (*cb)(const void *rec, v
 	size_t have = 0;
 	ssize_t n;
 
-	fd = bpf_iter_create(bpf_link__fd(link));
+	fd = bpf_iter_create(link_fd);
 	if (fd < 0)
 		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
 	/* seq_file may split a record across reads. */
@@ -77,39 +90,58 @@ static int run(struct bpf_link *link, size_t size, void (*cb)(const void *rec, v
 	return 0;
 }
 
+/* An iterator link of prog_fd (what bpf_program__attach_iter() makes);
+ * the fd or -errno. */
+static int iter_link(int prog_fd, const union bpf_iter_link_info *li)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, o);
+	int fd;
+
+	if (li) {
+		o.iter_info = (union bpf_iter_link_info *)li;
+		o.iter_info_len = sizeof(*li);
+	}
+	fd = bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, &o);
+	return fd < 0 ? -errno : fd;
+}
+
 static int link_all(struct smp_task_iter *it, struct vmact_err *err)
 {
-	if (it->all)
+	if (it->all >= 0)
 		return 0;
-	it->all = bpf_program__attach_iter(it->prog, NULL);
-	if (!it->all)
-		return vmact_err_set(err, errno, "BPF: attaching task iterator: %s",
-				     strerror(errno));
+	it->all = iter_link(it->prog_fd, NULL);
+	if (it->all < 0) {
+		int r = it->all;
+
+		it->all = -1;
+		return vmact_err_set(err, -r, "BPF: attaching task iterator: %s", strerror(-r));
+	}
 	return 0;
 }
 
-/* The per-VM link, made on first use. NULL without an error: no per-VM
- * link (no pid filter here, or the process is gone). */
-static int link_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid, struct bpf_link **out,
+/* The per-VM link, made on first use. -1 without an error: no per-VM link
+ * (no pid filter here, or the process is gone). */
+static int link_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid, int *out,
 		   struct vmact_err *err)
 {
 	union bpf_iter_link_info li = { .task.pid = (__u32)tgid };
-	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
 	int r;
 
-	*out = NULL;
-	if (!it->vm[slot] && !it->no_pid_filter) {
-		it->vm[slot] = bpf_program__attach_iter(it->prog, &o);
-		if (!it->vm[slot]) {
-			if (errno == ESRCH || errno == ENOENT)
+	*out = -1;
+	if (it->vm[slot] < 0 && !it->no_pid_filter) {
+		r = iter_link(it->prog_fd, &li);
+		if (r < 0) {
+			if (r == -ESRCH || r == -ENOENT)
 				return 0;
-			if (errno != EINVAL)
-				return vmact_err_set(err, errno, "BPF: attaching task iterator: %s",
-						     strerror(errno));
+			if (r != -EINVAL)
+				return vmact_err_set(err, -r, "BPF: attaching task iterator: %s",
+						     strerror(-r));
 			it->no_pid_filter = true;
+		} else {
+			it->vm[slot] = r;
 		}
 	}
-	if (it->vm[slot]) {
+	if (it->vm[slot] >= 0) {
 		*out = it->vm[slot];
 		return 0;
 	}
@@ -150,14 +182,13 @@ int smp_task_iter_vm(struct smp_task_iter *it, unsigned slot, pid_t tgid,
 		     struct smp_pending_item **out, struct vmact_err *err)
 {
 	struct vm_records l = { .slot = slot };
-	struct bpf_link *link;
-	int r;
+	int link, r;
 
 	*out = NULL;
-	if (!it->prog)
+	if (it->prog_fd < 0)
 		return 0;
 	r = link_vm(it, slot, tgid, &link, err);
-	if (r < 0 || !link)
+	if (r < 0 || link < 0)
 		return r;
 	r = run(link, sizeof(struct smp_pending), vm_record, &l, err);
 	*out = l.head;
@@ -173,7 +204,7 @@ int smp_task_iter_all(struct smp_task_iter *it, void (*cb)(const struct smp_pend
 {
 	int r;
 
-	if (!it->prog)
+	if (it->prog_fd < 0)
 		return 0;
 	r = link_all(it, err);
 	if (r < 0)
@@ -186,31 +217,32 @@ int smp_task_iter_vm_threads(struct smp_task_iter *it, unsigned slot, pid_t tgid
 			     void (*cb)(const struct smp_thread_rec *t, void *data), void *data,
 			     struct vmact_err *err)
 {
-	struct bpf_link *link;
-	int r;
+	int link, r;
 
-	if (!it->prog)
+	if (it->prog_fd < 0)
 		return vmact_err_set(err, EOPNOTSUPP, "BPF: no thread iterator on this kernel");
 	r = link_vm(it, slot, tgid, &link, err);
-	if (r < 0 || !link)
+	if (r < 0 || link < 0)
 		return r;
 	return run(link, sizeof(struct smp_thread_rec), (void (*)(const void *, void *))cb, data,
 		   err);
 }
 
-int smp_task_iter_seed(struct bpf_program *prog, struct bpf_link **link, struct vmact_err *err)
+int smp_task_iter_seed(int prog_fd, int *link_fd, struct vmact_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	char buf[64];
 	ssize_t n;
 
-	if (!*link) {
-		*link = bpf_program__attach_iter(prog, NULL);
-		if (!*link)
-			return vmact_err_set(err, errno, "BPF: attaching task iterator: %s",
-					     strerror(errno));
+	if (*link_fd < 0) {
+		int r = iter_link(prog_fd, NULL);
+
+		if (r < 0)
+			return vmact_err_set(err, -r, "BPF: attaching task iterator: %s",
+					     strerror(-r));
+		*link_fd = r;
 	}
-	fd = bpf_iter_create(bpf_link__fd(*link));
+	fd = bpf_iter_create(*link_fd);
 	if (fd < 0)
 		return vmact_err_set(err, errno, "BPF: task iterator: %s", strerror(errno));
 	while ((n = read(fd, buf, sizeof(buf))) > 0)

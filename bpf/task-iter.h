@@ -9,7 +9,9 @@
  *  - vmact_seed counts the threads already runnable when a VM registers.
  * Per VM the pending iterator is attached with a pid filter (one link per
  * slot, made on first use); kernels before 6.1 take no filter, and then
- * one link over all tasks serves every VM. */
+ * one link over all tasks serves every VM. Programs and links are file
+ * descriptors: the sampler keeps no libbpf object once it is loaded
+ * (bpf/sampler-bpf.c). */
 #pragma once
 
 #include <stdbool.h>
@@ -19,9 +21,6 @@
 #include "base/list.h"
 #include "bpf/sampler-types.h"
 
-struct bpf_link;
-struct bpf_program;
-
 /* One record of vmact_pending, in a list. */
 struct smp_pending_item {
 	struct smp_pending rec;
@@ -30,15 +29,18 @@ struct smp_pending_item {
 void smp_pending_list_free(struct smp_pending_item **head);
 
 struct smp_task_iter {
-	/* vmact_pending (or vmact_threads); NULL: not loaded, nothing pending */
-	struct bpf_program *prog;
+	/* vmact_pending's (or vmact_threads') fd, owned; -1: not loaded,
+	 * nothing pending */
+	int prog_fd;
 	unsigned max_vms;
-	struct bpf_link **vm; /* per slot, with the VM's pid filter */
-	struct bpf_link *all; /* over all tasks */
+	int *vm; /* link fds per slot, with the VM's pid filter; -1: none;
+		  * NULL before smp_task_iter_init() and after _done() */
+	int all; /* the link over all tasks, -1: none */
 	bool no_pid_filter;
 };
 
-int smp_task_iter_init(struct smp_task_iter *it, struct bpf_program *prog, unsigned max_vms,
+/* Takes prog_fd (-1: none). */
+int smp_task_iter_init(struct smp_task_iter *it, int prog_fd, unsigned max_vms,
 		       struct vmact_err *err);
 void smp_task_iter_done(struct smp_task_iter *it);
 /* Drops the slot's link (its VM is gone). */
@@ -59,5 +61,6 @@ int smp_task_iter_vm_threads(struct smp_task_iter *it, unsigned slot, pid_t tgid
 			     void (*cb)(const struct smp_thread_rec *t, void *data), void *data,
 			     struct vmact_err *err);
 
-/* Runs vmact_seed once (attached through *link on first use). */
-int smp_task_iter_seed(struct bpf_program *prog, struct bpf_link **link, struct vmact_err *err);
+/* Runs vmact_seed (prog_fd) once, through the link *link_fd, made on first
+ * use (-1 before). */
+int smp_task_iter_seed(int prog_fd, int *link_fd, struct vmact_err *err);
