@@ -44,16 +44,22 @@ static uint64_t slice_ns(uint32_t usec)
 	return (uint64_t)usec * 1000;
 }
 
+/* The calling thread's attributes, -EPERM unless it is a plain thread: a
+ * real-time or idle one keeps its class. */
+static int attr_get_other(struct sched_attr *a)
+{
+	int r = attr_get(a);
+
+	return r < 0 ? r : a->sched_policy != SCHED_OTHER ? -EPERM : 0;
+}
+
 int vmact_slice_set(uint32_t usec)
 {
 	struct sched_attr a;
-	int r = attr_get(&a);
+	int r = attr_get_other(&a);
 
 	if (r < 0)
 		return r;
-	/* Only a plain thread: a real-time or idle one keeps its class. */
-	if (a.sched_policy != SCHED_OTHER)
-		return -EPERM;
 	/* A thread without CAP_SYS_NICE may not clear reset-on-fork. */
 	a.sched_flags &= FLAG_RESET_ON_FORK;
 	a.sched_runtime = slice_ns(usec);
@@ -91,13 +97,11 @@ static int to_other(const struct vmact_sched *s)
 int vmact_sched_init(struct vmact_sched *s, uint32_t rt_prio, uint32_t slice_usec)
 {
 	struct sched_attr a;
-	int r = attr_get(&a);
+	int r = attr_get_other(&a);
 
 	*s = (struct vmact_sched){ .rt_prio = rt_prio, .slice_usec = slice_usec };
 	if (r < 0)
 		return r;
-	if (a.sched_policy != SCHED_OTHER)
-		return -EPERM;
 	if (rt_prio < 1 || rt_prio > 99)
 		return -EINVAL;
 	s->nice = a.sched_nice;

@@ -5,7 +5,6 @@
  * kernel side and the integral scheme are described in sampler.bpf.c and
  * sampler-types.h. */
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -27,6 +26,7 @@
 #include "base/time.h"
 #include "bpf/backend.h"
 #include "bpf/embedded.h"
+#include "bpf/fds.h"
 #include "bpf/proc.h"
 #include "bpf/readout.h"
 #include "bpf/readvm.skel.h"
@@ -205,7 +205,9 @@ static void load_read_prog(struct smp_bpf *s)
 	 * object's BTF, line info and instructions, which libbpf keeps for
 	 * the object's life, go (about 75 KiB of heap: doc/actuation.md,
 	 * "vmactd's own footprint"). */
-	s->rv_fd = fcntl(bpf_program__fd(rv->progs.vmact_read_vm), F_DUPFD_CLOEXEC, 3);
+	s->rv_fd = smp_fd_dup(bpf_program__fd(rv->progs.vmact_read_vm));
+	if (s->rv_fd < 0)
+		s->rv_fd = -1;
 	readvm__destroy(rv);
 }
 
@@ -257,20 +259,6 @@ static int readout_map(struct smp_bpf *s, unsigned slot)
 	return 0;
 }
 
-static int dup_fd(int fd)
-{
-	int r = fd < 0 ? -EBADF : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-
-	return r < 0 ? -errno : r;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 /* The loaded, attached skeleton's fds into s, its .bss mapped, the ids of
  * its programs noted; then the skeleton goes. The hooks stay attached by
  * their links' fds, the maps and programs live by theirs and by the pins.
@@ -289,28 +277,28 @@ static int keep_loaded(struct smp_bpf *s)
 	for (size_t i = 0; i < ARRAY_SIZE(hooks); i++) {
 		if (!hooks[i])
 			continue;
-		if ((r = dup_fd(bpf_link__fd(hooks[i]))) < 0)
+		if ((r = smp_fd_dup(bpf_link__fd(hooks[i]))) < 0)
 			return r;
 		s->hook_links[n++] = r;
 	}
-	if ((s->vms_fd = dup_fd(bpf_map__fd(k->maps.vmact_vms))) < 0)
+	if ((s->vms_fd = smp_fd_dup(bpf_map__fd(k->maps.vmact_vms))) < 0)
 		return s->vms_fd;
-	if ((s->stats_fd = dup_fd(bpf_map__fd(k->maps.vmact_stats))) < 0)
+	if ((s->stats_fd = smp_fd_dup(bpf_map__fd(k->maps.vmact_stats))) < 0)
 		return s->stats_fd;
-	if ((s->tasks_fd = dup_fd(bpf_map__fd(k->maps.vmact_tasks))) < 0)
+	if ((s->tasks_fd = smp_fd_dup(bpf_map__fd(k->maps.vmact_tasks))) < 0)
 		return s->tasks_fd;
-	if ((s->vgauge_fd = dup_fd(bpf_map__fd(k->maps.vmact_vgauge))) < 0)
+	if ((s->vgauge_fd = smp_fd_dup(bpf_map__fd(k->maps.vmact_vgauge))) < 0)
 		return s->vgauge_fd;
 	/* Not created on kernels without mmapable arrays (bpf_start()). */
 	if (bpf_map__fd(k->maps.vmact_readout) >= 0 &&
-	    (s->readout_fd = dup_fd(bpf_map__fd(k->maps.vmact_readout))) < 0)
+	    (s->readout_fd = smp_fd_dup(bpf_map__fd(k->maps.vmact_readout))) < 0)
 		return s->readout_fd;
 	if (bpf_program__autoload(k->progs.vmact_seed)) {
-		if ((s->seed_fd = dup_fd(bpf_program__fd(k->progs.vmact_seed))) < 0)
+		if ((s->seed_fd = smp_fd_dup(bpf_program__fd(k->progs.vmact_seed))) < 0)
 			return s->seed_fd;
 		/* The link the skeleton's attach made: the first run's. */
 		if (k->links.vmact_seed &&
-		    (s->seed_link = dup_fd(bpf_link__fd(k->links.vmact_seed))) < 0)
+		    (s->seed_link = smp_fd_dup(bpf_link__fd(k->links.vmact_seed))) < 0)
 			return s->seed_link;
 	}
 	if (k->bss) {
@@ -414,14 +402,14 @@ static int bpf_start(struct smp_bpf *s, const struct smp_config *cfg, struct vma
 				     smp_libbpf_msg[0] ? smp_libbpf_msg : strerror(-r));
 	r = smp_task_iter_init(&s->iter,
 			       bpf_program__autoload(s->skel->progs.vmact_pending)
-				       ? dup_fd(bpf_program__fd(s->skel->progs.vmact_pending))
+				       ? smp_fd_dup(bpf_program__fd(s->skel->progs.vmact_pending))
 				       : -1,
 			       s->max_vms, err);
 	if (r < 0)
 		return r;
 	r = smp_task_iter_init(&s->threads,
 			       bpf_program__autoload(s->skel->progs.vmact_threads)
-				       ? dup_fd(bpf_program__fd(s->skel->progs.vmact_threads))
+				       ? smp_fd_dup(bpf_program__fd(s->skel->progs.vmact_threads))
 				       : -1,
 			       s->max_vms, err);
 	if (r < 0)
@@ -467,16 +455,16 @@ static void bpf_stop(struct smp_bpf *s)
 	s->watch = NULL;
 	free(s->watch_reason);
 	s->watch_reason = NULL;
-	close_fd(&s->rv_fd);
+	smp_fd_close(&s->rv_fd);
 	for (size_t i = 0; i < SMP_HOOK_LINKS; i++)
-		close_fd(&s->hook_links[i]);
-	close_fd(&s->seed_link);
-	close_fd(&s->seed_fd);
-	close_fd(&s->vms_fd);
-	close_fd(&s->stats_fd);
-	close_fd(&s->tasks_fd);
-	close_fd(&s->vgauge_fd);
-	close_fd(&s->readout_fd);
+		smp_fd_close(&s->hook_links[i]);
+	smp_fd_close(&s->seed_link);
+	smp_fd_close(&s->seed_fd);
+	smp_fd_close(&s->vms_fd);
+	smp_fd_close(&s->stats_fd);
+	smp_fd_close(&s->tasks_fd);
+	smp_fd_close(&s->vgauge_fd);
+	smp_fd_close(&s->readout_fd);
 	if (s->bss)
 		munmap(s->bss, s->bss_len);
 	s->bss = NULL;

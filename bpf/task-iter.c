@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/macro.h"
+#include "bpf/fds.h"
 
 void smp_pending_list_free(struct smp_pending_item **head)
 {
@@ -20,20 +21,13 @@ void smp_pending_list_free(struct smp_pending_item **head)
 	*head = NULL;
 }
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 int smp_task_iter_init(struct smp_task_iter *it, int prog_fd, unsigned max_vms,
 		       struct vmact_err *err)
 {
 	*it = (struct smp_task_iter){ .prog_fd = prog_fd, .max_vms = max_vms, .all = -1 };
 	it->vm = malloc(max_vms * sizeof(*it->vm));
 	if (!it->vm) {
-		close_fd(&it->prog_fd);
+		smp_fd_close(&it->prog_fd);
 		return vmact_err_set(err, ENOMEM, "sampler: out of memory");
 	}
 	for (unsigned i = 0; i < max_vms; i++)
@@ -46,16 +40,16 @@ void smp_task_iter_done(struct smp_task_iter *it)
 	if (!it->vm) /* never set up */
 		return;
 	for (unsigned i = 0; i < it->max_vms; i++)
-		close_fd(&it->vm[i]);
+		smp_fd_close(&it->vm[i]);
 	free(it->vm);
-	close_fd(&it->all);
-	close_fd(&it->prog_fd);
+	smp_fd_close(&it->all);
+	smp_fd_close(&it->prog_fd);
 	*it = (struct smp_task_iter){ .prog_fd = -1, .all = -1 };
 }
 
 void smp_task_iter_drop(struct smp_task_iter *it, unsigned slot)
 {
-	close_fd(&it->vm[slot]);
+	smp_fd_close(&it->vm[slot]);
 }
 
 /* Runs the iterator through link and hands each record of size bytes to

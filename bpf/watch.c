@@ -2,7 +2,6 @@
 #include "bpf/watch.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -12,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/embedded.h"
+#include "bpf/fds.h"
 #include "bpf/watch.skel.h"
 
 /* Once loaded, the watch is its programs' and maps' file descriptors and
@@ -60,24 +60,17 @@ static int on_record(void *ctx, void *data, size_t len)
 	return r;
 }
 
-static int dup_fd(int fd)
-{
-	int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-
-	return r < 0 ? -errno : r;
-}
-
 /* The loaded object's programs, maps and .bss, taken into w; 0 or -errno. */
 static int keep_fds(struct smp_watch *w, const struct watch *skel)
 {
 	struct bpf_map *m;
 	void *bss;
 
-	if ((w->start_fd = dup_fd(bpf_program__fd(skel->progs.vmact_watch_start))) < 0)
+	if ((w->start_fd = smp_fd_dup(bpf_program__fd(skel->progs.vmact_watch_start))) < 0)
 		return w->start_fd;
-	if ((w->set_fd = dup_fd(bpf_program__fd(skel->progs.vmact_watch_set))) < 0)
+	if ((w->set_fd = smp_fd_dup(bpf_program__fd(skel->progs.vmact_watch_set))) < 0)
 		return w->set_fd;
-	if ((w->close_fd = dup_fd(bpf_program__fd(skel->progs.vmact_watch_close))) < 0)
+	if ((w->close_fd = smp_fd_dup(bpf_program__fd(skel->progs.vmact_watch_close))) < 0)
 		return w->close_fd;
 	bpf_object__for_each_map(m, skel->obj)
 	{
@@ -85,7 +78,7 @@ static int keep_fds(struct smp_watch *w, const struct watch *skel)
 
 		if (w->nmaps == WATCH_MAX_MAPS)
 			return -E2BIG;
-		fd = dup_fd(bpf_map__fd(m));
+		fd = smp_fd_dup(bpf_map__fd(m));
 		if (fd < 0)
 			return fd;
 		w->map_fds[w->nmaps++] = fd;
@@ -173,13 +166,10 @@ void smp_watch_free(struct smp_watch *w)
 		munmap((void *)w->bss, w->bss_len);
 	/* The timers go with the maps' last reference. */
 	for (unsigned i = 0; i < w->nmaps; i++)
-		close(w->map_fds[i]);
-	if (w->start_fd >= 0)
-		close(w->start_fd);
-	if (w->set_fd >= 0)
-		close(w->set_fd);
-	if (w->close_fd >= 0)
-		close(w->close_fd);
+		smp_fd_close(&w->map_fds[i]);
+	smp_fd_close(&w->start_fd);
+	smp_fd_close(&w->set_fd);
+	smp_fd_close(&w->close_fd);
 	free(w);
 }
 
