@@ -11,9 +11,12 @@
  * three), or -errno (-EBADF for a negative fd). */
 static inline int smp_fd_dup(int fd)
 {
-	int r = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int r;
 
-	return fd < 0 ? -EBADF : r < 0 ? -errno : r;
+	if (fd < 0)
+		return -EBADF;
+	r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return r < 0 ? -errno : r;
 }
 
 /* Closes *fd if it is one and leaves -1. */

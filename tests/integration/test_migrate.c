@@ -193,16 +193,9 @@ static int setup(void **state)
 	char meta[1024], msg[512];
 
 	(void)state;
-	{
-		virConnectPtr vc[2] = { NULL, NULL };
-		int r = th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), vc, &fx.s, PREFIX, &fx.a,
-					 &fx.b);
-
-		fx.vca = vc[0];
-		fx.vcb = vc[1];
-		if (r < 0)
-			return -1;
-	}
+	if (th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), &fx.vca, &fx.vcb, &fx.s, PREFIX, &fx.a,
+			     &fx.b) < 0)
+		return -1;
 	/* Not opted in yet (the first case); persistent, as an operator's
 	 * VMs are: its definition moves too. */
 	snprintf(meta, sizeof(meta), META_HEAD "</vmact:autoscaling>");

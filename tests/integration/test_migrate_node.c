@@ -170,16 +170,9 @@ static void start_groupd(bool migration)
 static int setup(void **state)
 {
 	(void)state;
-	{
-		virConnectPtr vc[2] = { NULL, NULL };
-		int r = th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), vc, &fx.s, PREFIX, &fx.a,
-					 &fx.b);
-
-		fx.vca = vc[0];
-		fx.vcb = vc[1];
-		if (r < 0)
-			return -1;
-	}
+	if (th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), &fx.vca, &fx.vcb, &fx.s, PREFIX, &fx.a,
+			     &fx.b) < 0)
+		return -1;
 	/* Each host its pool, with names and directories of its own: the
 	 * definition that moves names the target's. */
 	snprintf(fx.pool_a, sizeof(fx.pool_a), "vmact-mn-a-%d", (int)getpid());

@@ -580,8 +580,8 @@ static int setup(void **state)
 		fx.seed = (unsigned)time(NULL);
 	fx.seed0 = fx.seed;
 	print_message("seed %u (VMACT_MIGRATE_TORTURE_SEED replays it)\n", fx.seed);
-	if (th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), fx.vc, &fx.s, PREFIX, &fx.d[0], &fx.d[1]) <
-	    0)
+	if (th_host2_fixture(fx.b_pid, sizeof(fx.b_pid), &fx.vc[0], &fx.vc[1], &fx.s, PREFIX,
+			     &fx.d[0], &fx.d[1]) < 0)
 		return -1;
 	if (fx.node) {
 		/* Each host a pool of its own; the member comes from

@@ -215,8 +215,9 @@ int th_host2_vmactd_respawn(struct th_vmactd *d, const char *b_pid)
 	return th_vmactd_wait_log(d, "leases for the cluster layer", 180) ? 0 : -1;
 }
 
-int th_host2_fixture(char *pid, size_t len, virConnectPtr vc[2], struct th_cluster_stack *s,
-		     const char *prefix, struct th_vmactd *a, struct th_vmactd *b)
+int th_host2_fixture(char *pid, size_t len, virConnectPtr *vca, virConnectPtr *vcb,
+		     struct th_cluster_stack *s, const char *prefix, struct th_vmactd *a,
+		     struct th_vmactd *b)
 {
 	char name[64];
 
@@ -227,9 +228,9 @@ int th_host2_fixture(char *pid, size_t len, virConnectPtr vc[2], struct th_clust
 		fprintf(stderr, "the second libvirtd (tests/host/host2.sh up) did not start\n");
 		return -1;
 	}
-	vc[0] = virConnectOpen("qemu:///system");
-	vc[1] = virConnectOpen(TH_HOST2_URI);
-	if (!vc[0] || !vc[1] || th_cluster_stack_init(s, prefix) < 0) {
+	*vca = virConnectOpen("qemu:///system");
+	*vcb = virConnectOpen(TH_HOST2_URI);
+	if (!*vca || !*vcb || th_cluster_stack_init(s, prefix) < 0) {
 		fprintf(stderr, "set-up: libvirt or the cluster user\n");
 		return -1;
 	}

@@ -28,11 +28,12 @@ struct th_cluster_stack;
 
 /* The two hosts' tests' common set-up: libvirt's error printing quiet,
  * SIGPIPE ignored, curl ready, B up (th_host2_up), a connection to each
- * daemon (vc[0] A, vc[1] B), the cluster stack (th_cluster_stack_init)
+ * daemon (*vca A, *vcb B), the cluster stack (th_cluster_stack_init)
  * and a vmactd fixture per host (th_vmactd_init, PREFIX "a" and "b",
  * without a guest). 0, or -1 with what failed on stderr. */
-int th_host2_fixture(char *pid, size_t len, virConnectPtr vc[2], struct th_cluster_stack *s,
-		     const char *prefix, struct th_vmactd *a, struct th_vmactd *b);
+int th_host2_fixture(char *pid, size_t len, virConnectPtr *vca, virConnectPtr *vcb,
+		     struct th_cluster_stack *s, const char *prefix, struct th_vmactd *a,
+		     struct th_vmactd *b);
 /* host2.sh restart: B's libvirtd SIGKILLed and started again, its QEMUs
  * left running; the new pid in pid (B's namespaces are the new one's:
  * a vmactd started in B from then on enters them). 0 or -1. */
