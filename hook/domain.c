@@ -113,7 +113,7 @@ void hk_domain_free(struct hk_domain *d)
 
 int hk_domain_check(const struct hk_domain *d, struct vmact_err *err)
 {
-	struct hp_meta meta;
+	_cleanup_(hp_meta_done) struct hp_meta meta = { 0 };
 
 	if (!d->meta)
 		return 0;

@@ -202,32 +202,37 @@ struct hp_meta {
 	bool has_compute_unit;
 	struct vmact_resources compute_unit;
 	enum hp_mem_method method;
-	char mem_alias[HP_ALIAS_MAX]; /* optional virtio-mem device alias */
+	const char *mem_alias; /* optional virtio-mem device alias (< HP_ALIAS_MAX) */
 	struct hp_scaling scaling;
-	char monitor[512]; /* vm-monitor endpoint, "" if none */
+	const char *monitor; /* vm-monitor endpoint, "" if none */
 	/* Legacy VM informant, "http://HOST:PORT" (no path), "" if none;
 	 * never set together with monitor. */
-	char informant[512];
-	char pod_namespace[254];
-	char pod_name[254];
-	char pod_uid[64];
+	const char *informant;
+	const char *pod_namespace;
+	const char *pod_name;
+	const char *pod_uid;
 	/* <vmact:metrics>: the guest's Prometheus endpoints, "http://HOST:PORT"
 	 * with an optional path (none: /metrics), "" if none. metrics is the
 	 * system exporter (Neon: port 9100), metrics_lfc the LFC exporter
 	 * (Neon: port 9499); metrics_lfc only together with metrics. */
-	char metrics[512];
-	char metrics_lfc[512];
+	const char *metrics;
+	const char *metrics_lfc;
 	enum hp_policy_cpu policy_cpu;
 	enum hp_policy_shrink policy_shrink;
 	/* <vmact:runner listen="ADDR:PORT"/>: the VM is sized elsewhere and
 	 * gets the neonvm-runner's CPU API there (doc/runner-api.md); "" if
 	 * none. A numeric TCP address with a non-zero port; never set together
 	 * with monitor, informant, metrics, scaling or a CPU policy. */
-	char runner_listen[80];
+	const char *runner_listen;
 	/* <vmact:migration enabled="true"/>: vmact may live-migrate the VM to
 	 * another host of its cluster (doc/domain.md, "The metadata"); off
 	 * unless said. */
 	bool migration;
+	/* The texts above that are not "", one allocation (hp_meta_done frees
+	 * it; NULL: none): a VM's runner keeps its metadata for its life, and
+	 * buffers of the texts' greatest lengths cost every VM 2.9 KiB
+	 * (doc/actuation.md, "vmactd's own footprint"). */
+	char *text;
 };
 
 /* Parses the single <vmact:autoscaling> element (as returned by
@@ -235,6 +240,21 @@ struct hp_meta {
  * attributes, missing required ones and malformed values are -EINVAL with a
  * message naming the element and attribute. */
 int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err);
+/* The longest texts hp_meta_parse takes, NUL excluded (longer ones are
+ * -ENAMETOOLONG). */
+#define HP_META_ENDPOINT_MAX 511 /* monitor, informant, metrics, metrics_lfc */
+#define HP_META_POD_MAX      253 /* pod_namespace, pod_name */
+#define HP_META_UID_MAX      63
+#define HP_META_LISTEN_MAX   79
+/* Frees what meta holds (its texts); its texts read "" after. The meta
+ * given to hp_meta_parse, hp_meta_read, hp_meta_read_any, hp_meta_write,
+ * hp_meta_edit or hp_meta_copy is zeroed or was filled by one of them
+ * before (what it held is given back first), and is given back with
+ * this once filled, on failure too. */
+void hp_meta_done(struct hp_meta *meta);
+/* *dst = *src with its own texts (a NULL text of src is ""); dst is not
+ * src. -ENOMEM. */
+int hp_meta_copy(struct hp_meta *dst, const struct hp_meta *src, struct vmact_err *err);
 
 /* Operators' changes to the metadata (the control API, hotplug/meta-write.c):
  * new bounds, the pause flag; everything else is kept as written. */
@@ -256,7 +276,8 @@ struct hp_meta_change {
 /* Applies ch to a <vmact:autoscaling> element (text as virDomainGetMetadata
  * returns it) and validates the result with hp_meta_parse, so that a
  * change is refused exactly as the reader would refuse it. *out is
- * malloc'd; parsed (may be NULL) gets the result. */
+ * malloc'd; parsed (may be NULL) gets the result, to be given back with
+ * hp_meta_done. */
 int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 		 struct hp_meta *parsed, struct vmact_err *err);
 

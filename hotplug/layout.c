@@ -452,7 +452,7 @@ int hp_layout_meta_build(const struct vmact_resources *min, const struct vmact_r
 	bool recommend = opts && opts->set_mode && opts->recommend;
 	bool migration = opts && opts->set_migration && opts->migration;
 	char a[32], b[32], c[32], d[32];
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	char *xml = NULL;
 	int r;
 

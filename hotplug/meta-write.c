@@ -64,7 +64,7 @@ int hp_meta_edit(const char *xml, const struct hp_meta_change *ch, char **out,
 {
 	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
 	xmlBufferPtr buf;
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	xmlNodePtr root, cpu, mem;
 	int r;
 
@@ -140,9 +140,11 @@ int hp_meta_read_any(struct hp_conn *c, const char *uuid, struct hp_meta *meta,
 		     struct vmact_err *err)
 {
 	_cleanup_free_ char *xml = NULL;
-	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	virDomainPtr dom;
 	int r;
 
+	hp_meta_done(meta);
+	dom = hp_domain_lookup(c, uuid, err);
 	if (!dom)
 		return -(err->code ? err->code : ENODEV);
 	r = get_meta(dom,
@@ -157,9 +159,12 @@ int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_chan
 		  struct hp_meta *out, struct vmact_err *err)
 {
 	_cleanup_free_ char *live = NULL, *conf = NULL, *live_new = NULL, *conf_new = NULL;
-	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
+	virDomainPtr dom;
 	int persistent, active, r = 0;
 
+	if (out)
+		hp_meta_done(out);
+	dom = hp_domain_lookup(c, uuid, err);
 	if (!dom)
 		return -(err->code ? err->code : ENODEV);
 	persistent = virDomainIsPersistent(dom);
@@ -202,7 +207,7 @@ int hp_meta_write(struct hp_conn *c, const char *uuid, const struct hp_meta_chan
 int hp_meta_put(struct hp_conn *c, const char *uuid, const char *element, struct vmact_err *err)
 {
 	virDomainPtr dom = hp_domain_lookup(c, uuid, err);
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	int r;
 
 	if (!dom)

@@ -39,6 +39,7 @@
  * default, so unknown elements/attributes are errors naming them. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,9 +187,92 @@ static int copy_attr(xmlNodePtr n, const char *name, bool required, char *dst, s
 	return 0;
 }
 
-static int parse_cpu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+/* A parse: the texts are read into these buffers, the longest the
+ * metadata may hold, and packed into the meta's one allocation at the
+ * end (meta_pack). */
+struct parse {
+	struct hp_meta *m;
+	char mem_alias[HP_ALIAS_MAX];
+	char monitor[HP_META_ENDPOINT_MAX + 1];
+	char informant[HP_META_ENDPOINT_MAX + 1];
+	char pod_namespace[HP_META_POD_MAX + 1];
+	char pod_name[HP_META_POD_MAX + 1];
+	char pod_uid[HP_META_UID_MAX + 1];
+	char metrics[HP_META_ENDPOINT_MAX + 1];
+	char metrics_lfc[HP_META_ENDPOINT_MAX + 1];
+	char runner_listen[HP_META_LISTEN_MAX + 1];
+};
+
+/* The texts of struct hp_meta, in one order for packing. */
+static const size_t text_fields[] = {
+	offsetof(struct hp_meta, mem_alias),     offsetof(struct hp_meta, monitor),
+	offsetof(struct hp_meta, informant),     offsetof(struct hp_meta, pod_namespace),
+	offsetof(struct hp_meta, pod_name),      offsetof(struct hp_meta, pod_uid),
+	offsetof(struct hp_meta, metrics),       offsetof(struct hp_meta, metrics_lfc),
+	offsetof(struct hp_meta, runner_listen),
+};
+
+/* hp_meta_parse hands meta_pack struct parse's buffers in this order. */
+_Static_assert(ARRAY_SIZE(text_fields) == 9, "struct parse's texts and text_fields differ");
+
+static const char **text_field(struct hp_meta *m, size_t i)
+{
+	return (const char **)(void *)((char *)m + text_fields[i]);
+}
+
+/* Points m's texts at copies of src[] (NULL or "": ""), in one allocation. */
+static int meta_pack(struct hp_meta *m, const char *const src[ARRAY_SIZE(text_fields)],
+		     struct vmact_err *err)
+{
+	size_t len = 0;
+	char *p;
+
+	m->text = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(text_fields); i++)
+		len += src[i] && src[i][0] ? strlen(src[i]) + 1 : 0;
+	if (len && !(m->text = malloc(len))) {
+		for (size_t i = 0; i < ARRAY_SIZE(text_fields); i++)
+			*text_field(m, i) = "";
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	}
+	p = m->text;
+	for (size_t i = 0; i < ARRAY_SIZE(text_fields); i++) {
+		if (src[i] && src[i][0]) {
+			size_t l = strlen(src[i]) + 1;
+
+			memcpy(p, src[i], l);
+			*text_field(m, i) = p;
+			p += l;
+		} else {
+			*text_field(m, i) = "";
+		}
+	}
+	return 0;
+}
+
+void hp_meta_done(struct hp_meta *meta)
+{
+	free(meta->text);
+	meta->text = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(text_fields); i++)
+		*text_field(meta, i) = "";
+}
+
+int hp_meta_copy(struct hp_meta *dst, const struct hp_meta *src, struct vmact_err *err)
+{
+	const char *texts[ARRAY_SIZE(text_fields)];
+
+	for (size_t i = 0; i < ARRAY_SIZE(text_fields); i++)
+		texts[i] = *text_field((struct hp_meta *)src, i);
+	hp_meta_done(dst);
+	*dst = *src;
+	return meta_pack(dst, texts, err);
+}
+
+static int parse_cpu(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
 	static const char *const a[] = { "min", "max", NULL };
+	struct hp_meta *m = p->m;
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 ||
@@ -201,17 +285,18 @@ static int parse_cpu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
-static int parse_memory(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_memory(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
 	static const char *const a[] = { "min", "max", "method", "alias", NULL };
 	_cleanup_free_ char *method = NULL;
+	struct hp_meta *m = p->m;
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 ||
 	    (r = attr_bytes(n, "min", &m->min.mem_bytes, err)) < 0 ||
 	    (r = attr_bytes(n, "max", &m->max.mem_bytes, err)) < 0 ||
 	    (r = get_attr(n, "method", true, &method, err)) < 0 ||
-	    (r = copy_attr(n, "alias", false, m->mem_alias, sizeof(m->mem_alias), err)) < 0)
+	    (r = copy_attr(n, "alias", false, p->mem_alias, sizeof(p->mem_alias), err)) < 0)
 		return r;
 	if (m->min.mem_bytes > m->max.mem_bytes)
 		return vmact_err_set(err, ERANGE, EL ": min above max", "memory");
@@ -226,9 +311,10 @@ static int parse_memory(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
-static int parse_cu(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_cu(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
 	static const char *const a[] = { "cpu", "memory", NULL };
+	struct hp_meta *m = p->m;
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 ||
@@ -288,16 +374,16 @@ static int parse_endpoint(xmlNodePtr n, const char *el, unsigned flags, char *bu
 	return 0;
 }
 
-static int parse_monitor(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_monitor(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
-	return parse_endpoint(n, "monitor", VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, m->monitor,
-			      sizeof(m->monitor), err);
+	return parse_endpoint(n, "monitor", VMACT_EP_WS | VMACT_EP_HTTP | VMACT_EP_UNIX, p->monitor,
+			      sizeof(p->monitor), err);
 }
 
-static int parse_informant(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_informant(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
 	return parse_endpoint(n, "informant", VMACT_EP_HTTP | VMACT_EP_NEED_PORT | VMACT_EP_NO_PATH,
-			      m->informant, sizeof(m->informant), err);
+			      p->informant, sizeof(p->informant), err);
 }
 
 /* The guest's Prometheus endpoints: http://HOST:PORT, the port spelled out
@@ -305,7 +391,7 @@ static int parse_informant(xmlNodePtr n, struct hp_meta *m, struct vmact_err *er
  * (none means /metrics). */
 #define METRICS_EP (VMACT_EP_HTTP | VMACT_EP_NEED_PORT)
 
-static int parse_metrics(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_metrics(xmlNodePtr n, struct parse *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "endpoint", "lfc", NULL };
 	struct vmact_endpoint ep;
@@ -322,10 +408,11 @@ static int parse_metrics(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
-static int parse_policy(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_policy(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
 	static const char *const a[] = { "cpu", "shrink", NULL };
 	_cleanup_free_ char *cpu = NULL, *shrink = NULL;
+	struct hp_meta *m = p->m;
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0 || (r = get_attr(n, "cpu", false, &cpu, err)) < 0 ||
@@ -356,7 +443,7 @@ static int parse_policy(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 
 /* The runner API's listen address: numeric ADDR:PORT or [V6]:PORT, the
  * port spelled out and not 0 (the controller calls a known port). */
-static int parse_runner(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_runner(xmlNodePtr n, struct parse *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "listen", NULL };
 	struct vmact_listen l;
@@ -378,17 +465,17 @@ static int parse_runner(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 /* <vmact:migration enabled="true|false"/>: whether vmact may move the VM
  * to another host. Off unless said: a VM's network or storage may not
  * survive a move, and only its operator knows. */
-static int parse_migration(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_migration(xmlNodePtr n, struct parse *p, struct vmact_err *err)
 {
 	static const char *const a[] = { "enabled", NULL };
 	int r;
 
 	if ((r = check_attrs(n, a, err)) < 0)
 		return r;
-	return attr_bool(n, "enabled", true, NULL, &m->migration, err);
+	return attr_bool(n, "enabled", true, NULL, &p->m->migration, err);
 }
 
-static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
+static int parse_pod(xmlNodePtr n, struct parse *m, struct vmact_err *err)
 {
 	static const char *const a[] = { "namespace", "name", "uid", NULL };
 	int r;
@@ -402,11 +489,11 @@ static int parse_pod(xmlNodePtr n, struct hp_meta *m, struct vmact_err *err)
 	return 0;
 }
 
-int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
+static int parse_meta(const char *xml, struct parse *p, struct vmact_err *err)
 {
 	static const struct {
 		const char *name;
-		int (*parse)(xmlNodePtr, struct hp_meta *, struct vmact_err *);
+		int (*parse)(xmlNodePtr, struct parse *, struct vmact_err *);
 		bool required;
 	} elems[] = {
 		{ "cpu", parse_cpu, true },
@@ -426,10 +513,10 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 	_cleanup_free_ char *mode = NULL;
 	bool seen[ARRAY_SIZE(elems)] = { false };
 	_cleanup_xmldoc_ xmlDocPtr doc = NULL;
+	struct hp_meta *meta = p->m;
 	xmlNodePtr root;
 	int r;
 
-	memset(meta, 0, sizeof(*meta));
 	doc = xmlReadMemory(xml, (int)strlen(xml), "metadata.xml", NULL,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (!doc) {
@@ -487,7 +574,7 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 					return vmact_err_set(err, EINVAL, EL ": must be empty",
 							     elems[i].name);
 		}
-		r = elems[i].parse ? elems[i].parse(n, meta, err)
+		r = elems[i].parse ? elems[i].parse(n, p, err)
 				   : parse_scaling(n, &meta->scaling, err);
 		if (r < 0)
 			return r;
@@ -498,12 +585,12 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 					     elems[i].name);
 	/* A guest runs one or the other; vmactd must not guess whose
 	 * approval a downscale needs. */
-	if (meta->monitor[0] && meta->informant[0])
+	if (p->monitor[0] && p->informant[0])
 		return vmact_err_set(err, EINVAL, EL ": " EL " and " EL " are mutually exclusive",
 				     "autoscaling", "monitor", "informant");
 	/* A runner VM's CPU is decided by whoever calls its API: the elements
 	 * that feed or steer vmact's own policy would be silently ignored. */
-	if (meta->runner_listen[0]) {
+	if (p->runner_listen[0]) {
 		static const char *const off[] = { "monitor", "informant", "metrics", "scaling" };
 
 		for (size_t i = 0; i < ARRAY_SIZE(elems); i++)
@@ -527,4 +614,24 @@ int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
 					     "autoscaling", "runner");
 	}
 	return 0;
+}
+
+int hp_meta_parse(const char *xml, struct hp_meta *meta, struct vmact_err *err)
+{
+	struct parse p = { .m = meta };
+	int r;
+
+	hp_meta_done(meta);
+	memset(meta, 0, sizeof(*meta));
+	r = parse_meta(xml, &p, err);
+	if (r < 0) {
+		hp_meta_done(meta);
+		return r;
+	}
+	/* text_fields' order. */
+	return meta_pack(meta,
+			 (const char *const[]){ p.mem_alias, p.monitor, p.informant,
+						p.pod_namespace, p.pod_name, p.pod_uid, p.metrics,
+						p.metrics_lfc, p.runner_listen },
+			 err);
 }

@@ -186,6 +186,7 @@ int hp_meta_read(struct hp_conn *c, const char *uuid, struct hp_meta *meta, stru
 	virDomainPtr dom;
 	int r;
 
+	hp_meta_done(meta);
 	if (!vc)
 		return not_connected(c, err);
 	dom = virDomainLookupByUUIDString(vc, uuid);

@@ -146,7 +146,8 @@ struct act_domain_check {
 	bool active, persistent;
 	/* "none", "valid" (meta), "invalid" (meta_error) */
 	const char *meta_state;
-	struct hp_meta meta;
+	/* Its metadata names the guest's exporters (<vmact:metrics>). */
+	bool meta_metrics;
 	char meta_error[VMACT_ERR_MSG_MAX];
 	/* The bounds checked: given, else the metadata's, else the layout's
 	 * defaults (bounds_from: "request", "metadata", "defaults"). */

@@ -42,13 +42,14 @@ static int read_layout(struct hp_conn *c, struct act_domain_check *out, bool ina
 	if (r < 0)
 		return r;
 	return hp_layout_check(xml, &out->min, &out->max, &out->method, dimm_bytes,
-			       !strcmp(out->meta_state, "valid") && out->meta.metrics[0], l, err);
+			       out->meta_metrics, l, err);
 }
 
 int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_change *bounds,
 		     uint64_t dimm_bytes, struct act_domain_check *out, struct vmact_err *err)
 {
 	_cleanup_free_ char *xml = NULL;
+	_cleanup_(hp_meta_done) struct hp_meta meta = { 0 };
 	struct vmact_err merr = { 0 };
 	struct hp_layout own;
 	struct vmact_resources dmin, dmax;
@@ -69,7 +70,7 @@ int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_ch
 	}
 	if ((r = hp_layout_check(xml, NULL, NULL, NULL, dimm_bytes, false, &own, err)) < 0)
 		return r;
-	r = hp_meta_read_any(c, out->uuid, &out->meta, &merr);
+	r = hp_meta_read_any(c, out->uuid, &meta, &merr);
 	if (r == -ENOENT) {
 		out->meta_state = "none";
 	} else if (r < 0) {
@@ -77,15 +78,16 @@ int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_ch
 		snprintf(out->meta_error, sizeof(out->meta_error), "%s", merr.msg);
 	} else {
 		out->meta_state = "valid";
+		out->meta_metrics = meta.metrics[0] != 0;
 	}
 	hp_layout_default_bounds(&own, &dmin, &dmax);
 	out->method = own.method;
 	if (!strcmp(out->meta_state, "valid")) {
-		out->min = out->meta.min;
-		out->max = out->meta.max;
-		out->method = out->meta.method;
-		if (out->meta.has_compute_unit)
-			dimm_bytes = out->meta.compute_unit.mem_bytes;
+		out->min = meta.min;
+		out->max = meta.max;
+		out->method = meta.method;
+		if (meta.has_compute_unit)
+			dimm_bytes = meta.compute_unit.mem_bytes;
 		out->bounds_from = "metadata";
 	} else {
 		out->min = dmin;
@@ -96,7 +98,7 @@ int act_enroll_check(struct hp_conn *c, const char *dom, const struct hp_meta_ch
 		out->bounds_from = "request";
 	out->migration = bounds && bounds->set_migration
 				 ? bounds->migration
-				 : !strcmp(out->meta_state, "valid") && out->meta.migration;
+				 : !strcmp(out->meta_state, "valid") && meta.migration;
 	merge(bounds, &out->min, &out->max);
 
 	if (out->active) {

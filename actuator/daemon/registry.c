@@ -31,7 +31,9 @@ struct entry {
 	char uuid[HP_UUID_LEN];
 	char name[HP_NAME_MAX];
 	struct act_runner *runner;
-	char skipped[VMACT_ERR_MSG_MAX + 64];
+	/* Why it is not managed, malloc'd (NULL: managed, or not known): a
+	 * fixed buffer cost every VM its 576 bytes. */
+	char *skipped;
 	/* Not asking to be managed (no vmact metadata, enabled="false",
 	 * outside libvirt.name_prefix): skipped says which; shown by
 	 * vmactl status --all only, never logged as an error. */
@@ -56,6 +58,22 @@ struct act_registry {
 	bool synced;
 	bool shutting_down;
 };
+
+/* Sets or ("") clears why the entry is not managed; out of memory, the
+ * reason is lost, the state kept (it only informs). */
+static void set_skipped(struct entry *e, const char *why)
+{
+	free(e->skipped);
+	e->skipped = why[0] ? strdup(why) : NULL;
+}
+
+static void entry_free(struct entry *e)
+{
+	if (e) {
+		free(e->skipped);
+		free(e);
+	}
+}
 
 static struct entry *find(struct act_registry *reg, const char *uuid)
 {
@@ -140,7 +158,7 @@ static void drop(struct act_registry *reg, const char *uuid, const char *why)
 		}
 		act_runner_free(e->runner);
 	}
-	free(e);
+	entry_free(e);
 	/* What it held is free unless a lease keeps it. */
 	if (reg->env.arbiter)
 		act_registry_room_freed(reg);
@@ -211,9 +229,9 @@ static void skip(struct act_registry *reg, struct entry *e, const char *name, co
 		act_runner_free(e->runner);
 		e->runner = NULL;
 	}
-	if (force_log || strcmp(e->skipped, msg) != 0)
+	if (force_log || !e->skipped || strcmp(e->skipped, msg) != 0)
 		log_error("%s: not managed: %s", name, msg);
-	snprintf(e->skipped, sizeof(e->skipped), "%s", msg);
+	set_skipped(e, msg);
 }
 
 /* A running domain vmactd sees but that does not ask to be managed. */
@@ -234,7 +252,7 @@ static void ignore(struct act_registry *reg, const struct hp_state *st, const ch
 		e->runner = NULL;
 	}
 	snprintf(e->name, sizeof(e->name), "%s", st->name);
-	snprintf(e->skipped, sizeof(e->skipped), "%s", why);
+	set_skipped(e, why);
 	e->ignored = true;
 	e->seen = true;
 }
@@ -244,7 +262,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 {
 	struct vmact_err err = { 0 };
 	struct entry *e = find(reg, st->uuid);
-	struct hp_meta meta;
+	_cleanup_(hp_meta_done) struct hp_meta meta = { 0 };
 	char msg[VMACT_ERR_MSG_MAX + 64];
 	int r;
 
@@ -316,7 +334,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		if (r == 0) {
 			if (meta_changed)
 				log_info("%s: metadata updated", st->name);
-			e->skipped[0] = 0;
+			set_skipped(e, "");
 			return;
 		}
 		if (r < 0) {
@@ -337,7 +355,7 @@ static void sync_domain(struct act_registry *reg, const struct hp_state *st, boo
 		return;
 	}
 	freeze_if_moving(reg, e->runner);
-	e->skipped[0] = 0;
+	set_skipped(e, "");
 }
 
 static void resync(struct act_registry *reg)
@@ -562,7 +580,7 @@ static void free_entries(struct act_registry *reg)
 	while ((e = reg->entries)) {
 		VMACT_LIST_REMOVE(entries, reg->entries, e);
 		act_runner_free(e->runner);
-		free(e);
+		entry_free(e);
 	}
 }
 
@@ -600,7 +618,7 @@ static void view_of(const struct entry *e, struct act_vm_view *v)
 	snprintf(v->name, sizeof(v->name), "%s", e->name);
 	snprintf(v->uuid, sizeof(v->uuid), "%s", e->uuid);
 	v->state = e->ignored ? ACT_VM_IGNORED : ACT_VM_UNMANAGED;
-	snprintf(v->reason, sizeof(v->reason), "%s", e->skipped);
+	snprintf(v->reason, sizeof(v->reason), "%s", e->skipped ? e->skipped : "");
 }
 
 static int by_name(const void *a, const void *b)

@@ -161,7 +161,7 @@ void act_runner_metrics(struct act_runner *r, struct act_vm_metrics *out)
 		.has_permit = r->st.plugin.has_permit,
 		.permit = r->st.plugin.permit,
 		.quota_milli = r->quota_milli,
-		.vcpus = r->rs.have_state ? hp_state_vcpus(&r->rs.state) : 0,
+		.vcpus = r->rs.have_state ? r->rs.seen.vcpus : 0,
 		.has_load = r->st.has_system,
 		.load1 = r->st.system.load1,
 		.load5 = r->st.system.load5,

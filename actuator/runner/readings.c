@@ -77,8 +77,8 @@ static uint64_t next_tick(uint64_t usec, uint64_t every)
  * which the policy took for a goal to shrink to. */
 static unsigned plugged_vcpus(const struct act_runner *r, unsigned seen)
 {
-	if (r->rs.have_state && hp_state_vcpus(&r->rs.state) > seen)
-		return hp_state_vcpus(&r->rs.state);
+	if (r->rs.have_state && r->rs.seen.vcpus > seen)
+		return r->rs.seen.vcpus;
 	return seen;
 }
 

@@ -78,13 +78,11 @@ static void hp_finish(struct act_runner *r)
 		struct hp_state st;
 
 		if (hp_state_read(r->env->hp, r->uuid, &st, &err) == 0) {
-			r->rs.state = st;
-			r->rs.have_state = true;
+			act_runner_seen_set(r, &st);
 		}
 	}
 	if (r->rs.have_state)
-		got = act_achieved(r->quota_milli, hp_state_vcpus(&r->rs.state),
-				   hp_state_mem_kib(&r->rs.state) * 1024u);
+		got = act_achieved(r->quota_milli, r->rs.seen.vcpus, r->rs.seen.mem_kib * 1024u);
 	else
 		got = r->st.using_; /* nothing known: keep the old belief */
 	if (!r->rs.api) {
@@ -120,8 +118,7 @@ static void hp_finish(struct act_runner *r)
 		act_event(r->env->events, r->name, ACT_EV_RESIZE,
 			  json_pack("{s:I,s:I,s:I}", "milli_cpu", (json_int_t)got.milli_cpu,
 				    "mem_bytes", (json_int_t)got.mem_bytes, "vcpus",
-				    (json_int_t)(r->rs.have_state ? hp_state_vcpus(&r->rs.state)
-								  : 0)),
+				    (json_int_t)(r->rs.have_state ? r->rs.seen.vcpus : 0)),
 			  "resized to %s", b);
 		act_runner_view_change(r, &r->st.using_, &got, b);
 		r->rs.last_error_hash = 0;
@@ -174,8 +171,7 @@ void act_runner_hp_done(struct hp_conn *c, const char *uuid, const struct hp_op_
 	if (!r || !r->rs.busy)
 		return;
 	if (res->state_valid) {
-		r->rs.state = res->state;
-		r->rs.have_state = true;
+		act_runner_seen_set(r, &res->state);
 	}
 	if (res->rc < 0) {
 		r->rs.mem_refused = res->rc == -EBUSY &&
@@ -266,13 +262,13 @@ static void hp_next(struct act_runner *r)
 		break;
 	case ACT_STEP_MEM:
 		if (r->meta.method == HP_METHOD_VIRTIO_MEM) {
-			uint64_t base = r->rs.have_state ? r->rs.state.base_kib * 1024u : 0;
+			uint64_t base = r->rs.have_state ? r->rs.seen.base_kib * 1024u : 0;
 
 			req.kind = HP_OP_VIRTIO_MEM;
 			req.requested_kib = (s->mem_bytes - base) / 1024u;
 			snprintf(req.alias, sizeof(req.alias), "%s", r->meta.mem_alias);
 		} else {
-			uint64_t cur = hp_state_mem_kib(&r->rs.state) * 1024u;
+			uint64_t cur = r->rs.seen.mem_kib * 1024u;
 
 			r->rs.dimm_attach = s->mem_bytes > cur;
 			if (r->rs.dimm_attach) {
@@ -321,8 +317,7 @@ void act_runner_resize_start(struct act_runner *r, const struct act_actions *a)
 		act_hotplug_failed(&r->st, act_runner_now_ns(r));
 		return;
 	}
-	r->rs.state = st;
-	r->rs.have_state = true;
+	act_runner_seen_set(r, &st);
 	act_vm_layout_from_state(&st, &r->meta, r->st.cu.mem_bytes, &l);
 	l.keep_vcpus = act_runner_cpu_shrink(r) == ACT_CPU_SHRINK_QUOTA;
 	if (act_plan_hotplug(&r->st.using_, &target, &lim, &l, &r->rs.plan, &err) < 0) {
@@ -377,8 +372,7 @@ static int api_start(struct act_runner *r, struct vmact_err *err)
 	ret = hp_state_read(r->env->hp, r->uuid, &st, err);
 	if (ret < 0)
 		return ret;
-	r->rs.state = st;
-	r->rs.have_state = true;
+	act_runner_seen_set(r, &st);
 	using_ = act_achieved(r->quota_milli, hp_state_vcpus(&st), hp_state_mem_kib(&st) * 1024u);
 	r->st.using_ = using_;
 	want = (struct vmact_resources){ .milli_cpu = r->rs.api_want,

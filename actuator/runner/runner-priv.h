@@ -80,9 +80,16 @@ struct act_runner_resize {
 	unsigned step;
 	bool dimm_attach; /* the DIMM step grows */
 	bool failed;
+	/* What the live state said after the last operation (the three
+	 * figures the runner reads back, not the whole struct hp_state:
+	 * 2 KiB a VM, doc/actuation.md, "vmactd's own footprint"). */
 	bool have_state;
-	struct hp_state state; /* re-read after the last operation */
-	char *error;           /* the failure's, while the resize finishes (act_runner_text_set) */
+	struct {
+		unsigned vcpus;
+		uint64_t mem_kib;  /* hp_state_mem_kib */
+		uint64_t base_kib; /* boot memory */
+	} seen;
+	char *error; /* the failure's, while the resize finishes (act_runner_text_set) */
 	/* The hash of the last failure's error (resize.c; 0: the last
 	 * resize worked): the same failure again is logged at debug level. */
 	uint64_t last_error_hash;
@@ -261,6 +268,8 @@ struct act_runner {
 
 /* state.c */
 act_time_t act_runner_now_ns(const struct act_runner *r);
+/* Keeps what the runner reads back of a live state read (r->rs.seen). */
+void act_runner_seen_set(struct act_runner *r, const struct hp_state *st);
 /* The runner's texts (why a permit fell short, the last decisions'
  * reasons, the last change, why it cannot shrink, a failed resize's
  * error, why there are no memory figures) are malloc'd to their length,

@@ -27,17 +27,19 @@
 #include "hotplug/domain.h"
 #include "net/http-server.h"
 
-/* Issue 28's budget: vmactd's memory grows by at most 16 KiB per VM it
- * manages (doc/actuation.md, "vmactd's own footprint"). The runner, zeroed
- * whole by calloc and so all resident, is most of that; the rest is the
- * VM's registry entry (about 0.9 KiB), its timers, libvirt's domain object
- * and its sampler slot. What only some VMs use (the LFC windows, guest
+/* Issue 28's budget, and issue 36's: vmactd's private memory grows by at
+ * most 16 KiB per VM it manages (doc/actuation.md, "vmactd's own
+ * footprint"). The runner, zeroed whole by calloc and so all resident, is
+ * a third of what a VM costs now (11-13 KiB measured); the rest is its
+ * registry entry, its timers, libvirt's domain object, its sampler slot,
+ * its JSON and texts. What only some VMs use (the LFC windows, guest
  * metrics URLs, the runner API's texts) is allocated when a VM uses it,
- * and its texts to their length (act_runner_text_set): a member that
- * breaks this belongs there too, not in every runner. */
-#define ACT_RUNNER_SIZE_BUDGET (10 * 1024)
+ * and its texts to their length (act_runner_text_set, the metadata's
+ * hp_meta text): a member that breaks this belongs there too, not in
+ * every runner. */
+#define ACT_RUNNER_SIZE_BUDGET (6 * 1024)
 _Static_assert(sizeof(struct act_runner) <= ACT_RUNNER_SIZE_BUDGET,
-	       "struct act_runner over its 10 KiB budget: allocate rarely used parts on first use");
+	       "struct act_runner over its 6 KiB budget: allocate rarely used parts on first use");
 
 /* ---- the VM's config ---- */
 
@@ -447,11 +449,13 @@ int act_runner_new(struct act_runner_env *env, const struct hp_state *st,
 		return -ENOMEM;
 	r->env = env;
 	r->core = &core_ops;
-	r->meta = *meta;
+	if ((ret = hp_meta_copy(&r->meta, meta, err)) < 0) {
+		free(r);
+		return ret;
+	}
 	snprintf(r->name, sizeof(r->name), "%s", st->name);
 	snprintf(r->uuid, sizeof(r->uuid), "%s", st->uuid);
-	r->rs.state = *st;
-	r->rs.have_state = true;
+	act_runner_seen_set(r, st);
 
 	dom = hp_domain_lookup(env->hp, st->uuid, err);
 	if (!dom) {
@@ -607,6 +611,7 @@ void act_runner_free(struct act_runner *r)
 	free(r->view.last_change);
 	free(r->view.shrink_blocked);
 	free(r->frz.why);
+	hp_meta_done(&r->meta);
 	free(r);
 }
 
@@ -626,6 +631,7 @@ int act_runner_release(struct act_runner *r, struct vmact_err *err)
 
 int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct vmact_err *err)
 {
+	_cleanup_(hp_meta_done) struct hp_meta copy = { 0 };
 	struct ag_scaling_config sc;
 	struct vmact_resources cu = meta->has_compute_unit ? meta->compute_unit
 							   : r->env->cfg->compute_unit;
@@ -640,6 +646,8 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 	    strcmp(meta->runner_listen, r->meta.runner_listen))
 		return 1;
 	ret = act_meta_scaling_config(&r->env->cfg->scaling, meta, &sc, err);
+	if (ret >= 0)
+		ret = hp_meta_copy(&copy, meta, err);
 	if (ret >= 0)
 		ret = act_state_update_vm(&r->st, &meta->min, &meta->max, &sc, err);
 	if (ret < 0)
@@ -656,7 +664,13 @@ int act_runner_update(struct act_runner *r, const struct hp_meta *meta, struct v
 					 : "active: decisions are applied");
 		r->view.has_recommended = false;
 	}
-	r->meta = *meta;
+	{
+		/* The old texts go with copy. */
+		struct hp_meta old = r->meta;
+
+		r->meta = copy;
+		copy = old;
+	}
 	evaluate(r);
 	return 0;
 }

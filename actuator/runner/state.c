@@ -55,6 +55,14 @@ act_time_t act_runner_now_ns(const struct act_runner *r)
 	return (act_time_t)vmact_loop_now_usec(r->env->event) * 1000;
 }
 
+void act_runner_seen_set(struct act_runner *r, const struct hp_state *st)
+{
+	r->rs.seen.vcpus = hp_state_vcpus(st);
+	r->rs.seen.mem_kib = hp_state_mem_kib(st);
+	r->rs.seen.base_kib = st->base_kib;
+	r->rs.have_state = true;
+}
+
 void act_runner_fmt_res(char *buf, size_t len, struct vmact_resources x)
 {
 	char c[32], m[32];

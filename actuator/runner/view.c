@@ -184,8 +184,8 @@ void act_runner_view(const struct act_runner *r, struct act_vm_view *v)
 		v->frozen_idle = !r->rs.busy && !r->approver_busy;
 	}
 	if (r->rs.have_state) {
-		v->vcpus = hp_state_vcpus(&r->rs.state);
-		v->mem_bytes = hp_state_mem_kib(&r->rs.state) * 1024u;
+		v->vcpus = r->rs.seen.vcpus;
+		v->mem_bytes = r->rs.seen.mem_kib * 1024u;
 	}
 	v->quota_milli = r->quota_milli;
 	v->using_ = r->st.using_;

@@ -8,6 +8,7 @@
 
 #include <libxml/parser.h>
 
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -15,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct vmact_err err = { 0 };
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct hp_state st;
 	char *s = malloc(size + 1);
 

@@ -18,6 +18,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"
@@ -227,7 +228,7 @@ static void discovery_and_metadata(void **state)
 	struct tg_guest g, plain;
 	struct tg_report r;
 	struct hp_state *list = NULL, st;
-	struct hp_meta meta;
+	_cleanup_(hp_meta_done) struct hp_meta meta = { 0 };
 	struct vmact_err err = { 0 };
 	const struct hp_memdev *vm;
 	size_t n = 0;

@@ -52,6 +52,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 #include "shared/hook-msg.h"
 #include "tests/lib/cg-limit.h"
@@ -349,7 +350,7 @@ static bool grew(void *unused)
 
 static void op_recommend(void **state)
 {
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	json_t *doc;
 
 	(void)state;
@@ -411,7 +412,7 @@ static void op_readonly(void **state)
 {
 	struct stat st;
 	struct group *g = getgrnam(fx.group);
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 
 	(void)state;
 	assert_non_null(g);

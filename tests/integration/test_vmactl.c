@@ -56,6 +56,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/cg-limit.h"
 #include "tests/lib/file.h"
@@ -436,7 +437,8 @@ static bool migration_shown(void *want)
 
 static void vmactl_set(void **state)
 {
-	struct hp_meta live, conf;
+	_cleanup_(hp_meta_done) struct hp_meta live = { 0 };
+	_cleanup_(hp_meta_done) struct hp_meta conf = { 0 };
 	char *text;
 
 	(void)state;
@@ -498,7 +500,8 @@ static bool state_is(void *want)
 
 static void vmactl_pause(void **state)
 {
-	struct hp_meta live, conf;
+	_cleanup_(hp_meta_done) struct hp_meta live = { 0 };
+	_cleanup_(hp_meta_done) struct hp_meta conf = { 0 };
 	struct hp_state before, after;
 	unsigned resizes;
 	json_t *doc;
@@ -726,7 +729,8 @@ static bool has_item(const json_t *layout, const char *part, const char *level)
 static void vmactl_enroll(void **state)
 {
 	char uuid[VIR_UUID_STRING_BUFLEN], *text;
-	struct hp_meta live, conf;
+	_cleanup_(hp_meta_done) struct hp_meta live = { 0 };
+	_cleanup_(hp_meta_done) struct hp_meta conf = { 0 };
 	virConnectPtr vc;
 	json_t *doc, *vm;
 	int st;

@@ -17,6 +17,7 @@
 #include "actuator/control/control-json.h"
 #include "actuator/control/events.h"
 #include "actuator/policy/cpu-demand.h"
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 
 static void fill_managed(struct act_vm_view *v)
@@ -315,7 +316,7 @@ static void meta_edit(void **state)
 {
 	struct hp_meta_change ch = { 0 };
 	struct vmact_err err = { 0 };
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	char *out = NULL;
 
 	(void)state;

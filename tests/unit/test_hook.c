@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "base/macro.h"
 #include "hook/hook.h"
 #include "hotplug/hotplug.h"
 #include "shared/hook-msg.h"
@@ -146,7 +147,7 @@ static void parse(const char *xml, struct hk_domain *d)
 static void domain_metadata(void **state)
 {
 	struct vmact_err err = { 0 };
-	struct hp_meta meta;
+	_cleanup_(hp_meta_done) struct hp_meta meta = { 0 };
 	struct hk_domain d;
 
 	(void)state;

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "base/macro.h"
 #include "hotplug/hotplug.h"
 #include "hotplug/refusal.h"
 
@@ -31,7 +32,7 @@ static const char full[] =
 
 static void meta_full(void **state)
 {
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct vmact_err err = { 0 };
 
 	assert_int_equal(hp_meta_parse(full, &m, &err), 0);
@@ -58,6 +59,39 @@ static void meta_full(void **state)
 	assert_false(m.migration);
 }
 
+/* The texts are the meta's own: a copy keeps its texts when the original
+ * is given back (ASan sees a use after free otherwise), a meta parsed
+ * again gives back what it held, and a given-back meta reads "". */
+static void meta_texts_owned(void **state)
+{
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 }, c = { 0 };
+	struct vmact_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hp_meta_parse(full, &m, &err), 0);
+	assert_non_null(m.text);
+	assert_int_equal(hp_meta_copy(&c, &m, &err), 0);
+	assert_ptr_not_equal(c.text, m.text);
+	assert_int_equal(hp_meta_parse(full, &m, &err), 0); /* the first one's texts given back */
+	hp_meta_done(&m);
+	assert_null(m.text);
+	assert_string_equal(m.monitor, "");
+	assert_string_equal(m.pod_name, "");
+	assert_string_equal(c.monitor, "ws://127.0.0.1:10301/monitor");
+	assert_string_equal(c.mem_alias, "virtiomem0");
+	assert_string_equal(c.pod_uid, "0b5e");
+	assert_string_equal(c.informant, "");
+	assert_int_equal(c.max.milli_cpu, 4000);
+	/* A copy over a meta that held texts gives them back. */
+	assert_int_equal(hp_meta_parse(full, &m, &err), 0);
+	assert_int_equal(hp_meta_copy(&c, &m, &err), 0);
+	assert_string_equal(c.pod_namespace, "default");
+	/* A failed parse leaves "" and nothing held. */
+	assert_true(hp_meta_parse("<autoscaling/>", &m, &err) < 0);
+	assert_null(m.text);
+	assert_string_equal(m.metrics, "");
+}
+
 /* <vmact:migration enabled=...>, both ways, in both spellings. */
 static void meta_migration(void **state)
 {
@@ -68,7 +102,7 @@ static void meta_migration(void **state)
 	static const char off[] = "<autoscaling enabled='true'><cpu min='1' max='2'/>"
 				  "<memory min='1Gi' max='2Gi' method='dimm'/>"
 				  "<migration enabled='false'/></autoscaling>";
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct vmact_err err = { 0 };
 
 	(void)state;
@@ -85,7 +119,7 @@ static void meta_minimal_other_prefix(void **state)
 		"<x:autoscaling xmlns:x='" HP_NS_URI "' enabled='false'>"
 		"<x:cpu min='1' max='1'/><x:memory min='1Gi' max='1Gi' method='dimm'/>"
 		"</x:autoscaling>";
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct vmact_err err = { 0 };
 
 	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
@@ -105,7 +139,7 @@ static void meta_informant(void **state)
 	char xml[512];
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		struct hp_meta m;
+		_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 		struct vmact_err err = { 0 };
 
 		snprintf(xml, sizeof(xml),
@@ -121,7 +155,7 @@ static void meta_informant(void **state)
 	}
 	/* Without the element: none. */
 	{
-		struct hp_meta m;
+		_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 
 		assert_int_equal(hp_meta_parse(full, &m, NULL), 0);
 		assert_string_equal(m.informant, "");
@@ -135,7 +169,7 @@ static void meta_as_libvirt_returns_it(void **state)
 				  "  <cpu min=\"1\" max=\"2\"/>\n"
 				  "  <memory min=\"1Gi\" max=\"2Gi\" method=\"virtio-mem\"/>\n"
 				  "</autoscaling>\n";
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct vmact_err err = { 0 };
 
 	assert_int_equal(hp_meta_parse(xml, &m, &err), 0);
@@ -159,7 +193,7 @@ static void meta_metrics_policy(void **state)
 	static const char none[] = "<autoscaling enabled='true'><cpu min='1' max='2'/>"
 				   "<memory min='1Gi' max='2Gi' method='virtio-mem'/>"
 				   "<policy shrink='quota'/></autoscaling>";
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct vmact_err err = { 0 };
 
 	(void)state;
@@ -196,7 +230,7 @@ static void meta_runner(void **state)
 	static const char none[] =
 		"<autoscaling enabled='true'><cpu min='1' max='4'/>"
 		"<memory min='1Gi' max='2Gi' method='virtio-mem'/></autoscaling>";
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 	struct vmact_err err = { 0 };
 
 	(void)state;
@@ -373,7 +407,7 @@ static const struct bad_case bad[] = {
 static void meta_errors_name_the_element(void **state)
 {
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct hp_meta m;
+		_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 		struct vmact_err err = { 0 };
 		int r = hp_meta_parse(bad[i].xml, &m, &err);
 
@@ -517,6 +551,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(meta_full),
+		cmocka_unit_test(meta_texts_owned),
 		cmocka_unit_test(meta_migration),
 		cmocka_unit_test(meta_minimal_other_prefix),
 		cmocka_unit_test(meta_as_libvirt_returns_it),

@@ -313,7 +313,7 @@ static void meta_build(void **state)
 	struct hp_meta_change opts = { 0 };
 	struct vmact_err err = { 0 };
 	_cleanup_free_ char *xml = NULL, *xml2 = NULL;
-	struct hp_meta m;
+	_cleanup_(hp_meta_done) struct hp_meta m = { 0 };
 
 	(void)state;
 	assert_int_equal(hp_layout_meta_build(&min, &max, HP_METHOD_VIRTIO_MEM, NULL, &xml, &err),

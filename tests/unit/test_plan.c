@@ -402,7 +402,7 @@ static void test_layout_from_state(void **state)
 	assert_true(l.vcpus_refused);
 
 	meta.method = HP_METHOD_VIRTIO_MEM;
-	snprintf(meta.mem_alias, sizeof(meta.mem_alias), "ua-vmem0");
+	meta.mem_alias = "ua-vmem0";
 	act_vm_layout_from_state(&st, &meta, 128 * MiB, &l);
 	assert_int_equal(l.vmem_size_bytes, 0);
 }

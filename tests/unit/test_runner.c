@@ -101,6 +101,7 @@ static void test_meta_scaling(void **state)
 	struct vmact_err err = { 0 };
 
 	(void)state;
+	hp_meta_done(&m); /* an empty meta: its texts "" */
 	ag_scaling_config_defaults(&d);
 	m.scaling.has_load_avg_target = true;
 	m.scaling.load_avg_target = 0.5;
@@ -122,6 +123,7 @@ static void test_lfc_needs_endpoint(void **state)
 	struct vmact_err err = { 0 };
 
 	(void)state;
+	hp_meta_done(&m); /* an empty meta: its texts "" */
 	ag_scaling_config_defaults(&d);
 	m.scaling.has_enable_lfc = true;
 	m.scaling.enable_lfc = true;
@@ -139,8 +141,8 @@ static void test_lfc_needs_endpoint(void **state)
 	m.scaling.enable_lfc = false;
 	assert_int_equal(act_meta_scaling_config(&d, &m, &out, &err), 0);
 	m.scaling.has_enable_lfc = false;
-	snprintf(m.metrics, sizeof(m.metrics), "http://10.0.0.2:9100");
-	snprintf(m.metrics_lfc, sizeof(m.metrics_lfc), "http://10.0.0.2:9499");
+	m.metrics = "http://10.0.0.2:9100";
+	m.metrics_lfc = "http://10.0.0.2:9499";
 	assert_int_equal(act_meta_scaling_config(&d, &m, &out, &err), 0);
 	assert_true(out.enable_lfc_metrics);
 }

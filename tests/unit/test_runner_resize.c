@@ -179,7 +179,7 @@ static void start_approved_downscale(struct fx *f)
 	snprintf(f->r.name, sizeof(f->r.name), "vm1");
 	snprintf(f->r.uuid, sizeof(f->r.uuid), UUID);
 	f->r.meta.method = HP_METHOD_VIRTIO_MEM;
-	snprintf(f->r.meta.mem_alias, sizeof(f->r.meta.mem_alias), "virtiomem0");
+	f->r.meta.mem_alias = "virtiomem0";
 	f->r.meta.policy_shrink = HP_POLICY_SHRINK_UNPLUG;
 	the_runner = &f->r;
 
