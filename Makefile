@@ -263,10 +263,14 @@ vmlinux-h:
 	@mkdir -p $(dir $(VMLINUX_H))
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $(VMLINUX_H).tmp && mv $(VMLINUX_H).tmp $(VMLINUX_H)
 
+# The watch's lock is an atomic compare-and-exchange, an instruction of
+# the BPF ISA's v3 (Linux 5.12; the watch needs 5.17 anyway); the other
+# objects keep clang's default for the older kernels the sampler runs on.
+$(BUILD)/bpf/watch.bpf.o: BPF_CPU := -mcpu=v3
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/sampler-types.h bpf/vcpu-comm.bpf.h $(VMLINUX_H)
 	$(call msg,BPF,$(patsubst $(BUILD)/%,%,$@))
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@.tmp
+	$(Q)$(CLANG) -g -O2 -target bpf $(BPF_CPU) -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -I. -c $< -o $@.tmp
 	@# The DWARF goes (BTF stays): the object is embedded in vmactd, whose
 	@# private memory its pages would be (doc/actuation.md,
 	@# "vmactd's own footprint"); bcc's libbpf-tools strip theirs the same way.

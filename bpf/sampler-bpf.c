@@ -27,6 +27,7 @@
 #include "bpf/backend.h"
 #include "bpf/embedded.h"
 #include "bpf/fds.h"
+#include "bpf/libbpf-log.h"
 #include "bpf/proc.h"
 #include "bpf/readout.h"
 #include "bpf/readvm.skel.h"
@@ -99,19 +100,24 @@ static __thread char smp_libbpf_msg[256];
 
 static int smp_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char line[sizeof(smp_libbpf_msg)];
+	_cleanup_free_ char *text = NULL;
 	size_t n;
 
 	if (level == LIBBPF_DEBUG)
 		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	n = strlen(line);
-	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
-		line[--n] = '\0';
+	/* Whole: a verifier log is longer than the message kept. */
+	if (vasprintf(&text, fmt, ap) < 0)
+		return 0;
+	/* The verifier's reason says more than the first warning. */
+	if (smp_libbpf_log_reason(text, smp_libbpf_msg, sizeof(smp_libbpf_msg)))
+		return 0;
+	n = strlen(text);
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+		text[--n] = '\0';
 	/* The first warning names the cause; later ones only say that the
 	 * object failed to load. */
 	if (n > 0 && !smp_libbpf_msg[0])
-		memcpy(smp_libbpf_msg, line, n + 1);
+		snprintf(smp_libbpf_msg, sizeof(smp_libbpf_msg), "%s", text);
 	return 0;
 }
 
@@ -217,15 +223,23 @@ static void load_read_prog(struct smp_bpf *s)
 static void load_watch(struct smp_bpf *s, const struct smp_config *cfg, bool tp_btf)
 {
 	struct vmact_err err = { 0 };
+	char refused[sizeof(err.msg) + sizeof(smp_libbpf_msg) + 4];
 	const char *why = NULL;
 
-	if (!cfg->watch_tick_ms)
+	smp_libbpf_msg[0] = '\0';
+	if (!cfg->watch_tick_ms) {
 		why = "not asked for";
-	else if (!tp_btf)
+	} else if (!tp_btf) {
 		why = "the scheduler hooks are raw tracepoints here (no tp_btf: Linux 5.5)";
-	else if (smp_watch_load(bpf_map__fd(s->skel->maps.vmact_vgauge), s->max_vms,
-				(uint64_t)cfg->watch_tick_ms * 1000000ULL, &s->watch, &err) < 0)
-		why = err.msg;
+	} else if (smp_watch_load(bpf_map__fd(s->skel->maps.vmact_vgauge), s->max_vms,
+				  (uint64_t)cfg->watch_tick_ms * 1000000ULL, &s->watch, &err) < 0) {
+		/* With what libbpf said: which program the kernel refused and
+		 * the verifier's reason, for the operator's report. */
+		snprintf(refused, sizeof(refused), "%s%s%s%s", err.msg,
+			 smp_libbpf_msg[0] ? " (" : "", smp_libbpf_msg,
+			 smp_libbpf_msg[0] ? ")" : "");
+		why = refused;
+	}
 	/* Its load failure is no error of the sampler's. */
 	smp_libbpf_msg[0] = '\0';
 	if (why)

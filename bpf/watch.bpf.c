@@ -20,9 +20,10 @@
  * (vmact_watch_close).
  *
  * A separate object from sampler.bpf.c: BPF timers (5.15), bpf_loop
- * (5.17), the ring buffer (5.8) and syscall programs (5.14) are newer than
- * the hooks need, and where this object does not load vmactd polls as
- * before. Its vmact_vgauge is sampler.bpf.c's, handed over by the loader
+ * (5.17), the ring buffer (5.8), syscall programs (5.14) and atomic
+ * compare-and-exchange (5.12, the BPF ISA's v3: built with -mcpu=v3) are
+ * newer than the hooks need, and where this object does not load vmactd
+ * polls as before. Its vmact_vgauge is sampler.bpf.c's, handed over by the loader
  * (bpf_map__reuse_fd). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,8 +37,17 @@
  * before the tick) is not judged: it runs on to the next tick. */
 #define MIN_JUDGE_SHARE 4 /* a quarter of a tick */
 
+/* The watch's lock is a trylock of its own (watch_trylock), not a
+ * bpf_spin_lock: the syscall programs are sleepable, and before Linux 6.6
+ * the kernel refuses a sleepable program that uses a map with a
+ * bpf_spin_lock in it (Debian 12's 6.1: "sleepable progs cannot use
+ * bpf_spin_lock yet"). Nothing spins: a timer that finds a VM's watch
+ * taken leaves that VM to its next pass (its window stays open, as when
+ * the ring buffer is full), and a syscall program that finds it taken
+ * answers -EBUSY, which vmactd retries (bpf/watch.c). Whoever holds it
+ * calls no helper and never waits, as under a bpf_spin_lock. */
 struct watch {
-	struct bpf_spin_lock lock;
+	__u32 lock; /* 0: free, 1: taken */
 	struct smp_watch_cfg cfg;
 	/* the tick's window: start, and the gauges' integrals then */
 	__u64 win_start, win_run0, win_on0;
@@ -93,9 +103,21 @@ struct {
 /* What the timers cost: their run time in ns and runs, for the bench. */
 __u64 watch_ns;
 __u64 watch_runs;
-/* Windows the ring buffer had no room for: they stayed open, and went out
- * longer at a later tick. */
+/* Windows left open for a later pass, going out longer then: the ring
+ * buffer had no room for them, or vmactd held the VM's watch. */
 __u64 watch_deferred;
+
+/* Atomic compare-and-exchange and exchange are full barriers: what was
+ * written under the lock is seen by its next holder. */
+static __always_inline bool watch_trylock(struct watch *w)
+{
+	return __sync_val_compare_and_swap(&w->lock, 0, 1) == 0;
+}
+
+static __always_inline void watch_unlock(struct watch *w)
+{
+	__sync_lock_test_and_set(&w->lock, 0);
+}
 
 /* The integrals of the VM's vCPU gauges at now (sampler-types.h,
  * smp_cpu_stats: T * N - sum, modulo 2^64). */
@@ -259,16 +281,43 @@ struct pass {
 
 /* One VM at a tick, or at the deadline timer (exact: only VMs whose
  * deadline has come). */
+/* The VM's part of a pass under its lock: judged if its time has come;
+ * room: a record is reserved for what goes out. Returns its deadline
+ * still ahead (0: none). */
+static __always_inline __u64 tick_locked(struct watch *w, const struct smp_vgauge *g,
+					 const struct pass *p, __u64 now, struct out2 *o, bool room)
+{
+	__u64 next = 0;
+	bool due;
+
+	/* Taken by vmactd's set or close: this VM waits for the next pass
+	 * (a tick, or the tick after its deadline). */
+	if (!watch_trylock(w)) {
+		__sync_fetch_and_add(&watch_deferred, 1);
+		return 0;
+	}
+	due = w->cfg.on && (p->exact ? w->armed && w->deadline <= now + DEADLINE_SLACK_NS
+				      : !w->armed || w->deadline + p->tick_ns <= now);
+	if (due) {
+		w->armed = 0;
+		judge(w, g, now, p->tick_ns, o, room);
+	}
+	if (w->armed)
+		next = w->deadline;
+	watch_unlock(w);
+	return next;
+}
+
 static long tick_one(__u64 i, void *ctx)
 {
 	struct pass *p = ctx;
 	__u32 slot = (__u32)i;
 	struct smp_vgauge *g = bpf_map_lookup_elem(&vmact_vgauge, &slot);
 	struct watch *w = bpf_map_lookup_elem(&vmact_watch, &slot);
-	struct smp_watch_rec *rec = NULL;
+	struct smp_watch_rec *rec;
 	struct out2 o = {};
-	__u64 now, next = 0;
-	bool due;
+	__u64 now, next;
+	bool want;
 
 	if (!w || !g || !w->cfg.on || (p->exact && !w->armed))
 		return 0;
@@ -277,39 +326,36 @@ static long tick_one(__u64 i, void *ctx)
 	 * past (the timer could not be set): then the tick takes it. */
 	if (!p->exact && w->armed && w->deadline + p->tick_ns > now)
 		return 0;
-	if (may_send(w, g, now, p->tick_ns)) {
-		rec = bpf_ringbuf_reserve(&vmact_watch_rb, sizeof(*rec), 0);
-		if (!rec)
+	/* The record is reserved before the lock (no helper under it), and
+	 * tested for NULL once: to an older verifier (Linux 6.1's) a second
+	 * test of a pointer known not to be NULL is a path that ends with the
+	 * record still held, and it refuses the program for it. */
+	want = may_send(w, g, now, p->tick_ns);
+	rec = want ? bpf_ringbuf_reserve(&vmact_watch_rb, sizeof(*rec), 0) : NULL;
+	if (!rec) {
+		if (want)
 			__sync_fetch_and_add(&watch_deferred, 1);
+		next = tick_locked(w, g, p, now, &o, false);
+	} else {
+		next = tick_locked(w, g, p, now, &o, true);
+		/* Given back with the usual wake-up: a record vmactd has
+		 * not passed yet holds back the wake-ups of those after it,
+		 * so one given back without would leave them unread until
+		 * something else woke it. */
+		if (!o.n) {
+			bpf_ringbuf_discard(rec, 0);
+		} else {
+			(o.n > 1 ? &o.b : &o.a)->exact = p->exact;
+			rec->n = o.n;
+			rec->w[0] = o.a;
+			rec->w[1] = o.b;
+			/* Woken only when vmactd has read all before: it
+			 * takes them all at once. */
+			bpf_ringbuf_submit(rec, 0);
+		}
 	}
-	bpf_spin_lock(&w->lock);
-	due = w->cfg.on && (p->exact ? w->armed && w->deadline <= now + DEADLINE_SLACK_NS
-				      : !w->armed || w->deadline + p->tick_ns <= now);
-	if (due) {
-		w->armed = 0;
-		judge(w, g, now, p->tick_ns, &o, rec != NULL);
-	}
-	if (w->armed)
-		next = w->deadline;
-	bpf_spin_unlock(&w->lock);
 	if (next && (!p->next || next < p->next))
 		p->next = next;
-	if (!rec)
-		return 0;
-	/* Given back with the usual wake-up: a record vmactd has not passed
-	 * yet holds back the wake-ups of those after it, so one given back
-	 * without would leave them unread until something else woke it. */
-	if (!o.n) {
-		bpf_ringbuf_discard(rec, 0);
-		return 0;
-	}
-	(o.n > 1 ? &o.b : &o.a)->exact = p->exact;
-	rec->n = o.n;
-	rec->w[0] = o.a;
-	rec->w[1] = o.b;
-	/* Woken only when vmactd has read all before: it takes them all
-	 * at once. */
-	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }
 
@@ -397,9 +443,10 @@ int vmact_watch_set(struct smp_watch_cfg *ctx)
 
 	if (!w || !g)
 		return -ENOENT;
+	if (!watch_trylock(w))
+		return -EBUSY;
 	now = bpf_ktime_get_ns();
 	integrals(g, now, &run_i, &on_i, &nr_now);
-	bpf_spin_lock(&w->lock);
 	if (ctx->on && (!w->cfg.on || w->cfg.gen != ctx->gen)) {
 		w->win_start = w->slow_start = now;
 		w->win_run0 = w->slow_run0 = run_i;
@@ -410,7 +457,7 @@ int vmact_watch_set(struct smp_watch_cfg *ctx)
 		w->seq = 0;
 	}
 	w->cfg = *ctx;
-	bpf_spin_unlock(&w->lock);
+	watch_unlock(w);
 	return 0;
 }
 
@@ -430,11 +477,14 @@ int vmact_watch_close(struct smp_watch_close *ctx)
 		ctx->rc = -ENOENT;
 		return 0;
 	}
+	ctx->hot = 0;
+	if (!watch_trylock(w)) {
+		ctx->rc = -EBUSY;
+		return 0;
+	}
+	ctx->rc = 0;
 	now = bpf_ktime_get_ns();
 	integrals(g, now, &run_i, &on_i, &nr_now);
-	ctx->rc = 0;
-	ctx->hot = 0;
-	bpf_spin_lock(&w->lock);
 	if (!w->cfg.on || w->cfg.gen != ctx->gen) {
 		ctx->rc = -ENOENT;
 	} else if (w->hot) {
@@ -446,7 +496,7 @@ int vmact_watch_close(struct smp_watch_close *ctx)
 		w->slow_run0 = w->win_run0 = run_i;
 		w->slow_on0 = w->win_on0 = on_i;
 	}
-	bpf_spin_unlock(&w->lock);
+	watch_unlock(w);
 	ctx->win = win;
 	return 0;
 }

@@ -173,14 +173,24 @@ void smp_watch_free(struct smp_watch *w)
 	free(w);
 }
 
+/* A VM's watch is held by a timer's pass for a few microseconds at most
+ * (watch.bpf.c, "trylock"): -EBUSY is tried again at once, this many times
+ * before it is an error. */
+#define BUSY_TRIES 1000
+
 int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg, struct vmact_err *err)
 {
-	struct smp_watch_cfg c = *cfg;
 	int r, ret = 0;
 
-	r = run(w->set_fd, &c, sizeof(c), &ret);
-	if (r == 0)
-		r = ret;
+	for (unsigned i = 0; i < BUSY_TRIES; i++) {
+		struct smp_watch_cfg c = *cfg;
+
+		r = run(w->set_fd, &c, sizeof(c), &ret);
+		if (r == 0)
+			r = ret;
+		if (r != -EBUSY)
+			break;
+	}
 	if (r < 0)
 		return vmact_err_set(err, -r, "watch: slot %u: %s", cfg->slot, strerror(-r));
 	return 0;
@@ -189,12 +199,17 @@ int smp_watch_set_slot(struct smp_watch *w, const struct smp_watch_cfg *cfg, str
 int smp_watch_close_slot(struct smp_watch *w, unsigned slot, uint64_t gen,
 			 struct smp_watch_win *out, bool *hot, struct vmact_err *err)
 {
-	struct smp_watch_close c = { .slot = slot, .gen = gen };
+	struct smp_watch_close c;
 	int r;
 
-	r = run(w->close_fd, &c, sizeof(c), NULL);
-	if (r == 0)
-		r = c.rc;
+	for (unsigned i = 0; i < BUSY_TRIES; i++) {
+		c = (struct smp_watch_close){ .slot = slot, .gen = gen };
+		r = run(w->close_fd, &c, sizeof(c), NULL);
+		if (r == 0)
+			r = c.rc;
+		if (r != -EBUSY)
+			break;
+	}
 	if (r < 0)
 		return vmact_err_set(err, -r, "watch: slot %u: %s", slot, strerror(-r));
 	*hot = c.hot;

@@ -329,6 +329,11 @@ if command -v bpftool >/dev/null; then
 			vmlog_has "the loop waits for the watch's windows in SCHED_FIFO at priority 1"
 		check "vmactd's main thread is seen waiting in SCHED_FIFO (/proc/PID/sched: policy 1)" \
 			bash -c 'p=$(systemctl show -p MainPID --value vmactd.service); for i in $(seq 200); do grep -qE "^policy +: +1$" /proc/$p/sched && exit 0; sleep 0.05; done; exit 1'
+	elif vmlog_has "the kernel refused the watch"; then
+		# An older kernel: the line names the program refused and the
+		# verifier's reason (bpf/libbpf-log.c), not only an errno.
+		check "vmactd names the program the kernel refused and the verifier's reason (journal)" \
+			bash -c 'journalctl -u vmactd.service -o cat --no-pager | grep -q "the kernel refused the watch.*prog .*the verifier: "'
 	fi
 	check "bpftool lists programs ($progs lines)" [ "$progs" -gt 0 ]
 fi

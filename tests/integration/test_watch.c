@@ -17,6 +17,9 @@
  *  - many VMs are watched at once, and only the busy one sends (or one
  *    whose vCPUs waited for a CPU: contended);
  *  - a full ring buffer defers windows, never loses one;
+ *  - a VM's watch held (its lock word taken, as by vmactd's set or close
+ *    while a timer's pass comes): the pass leaves the VM for a later one,
+ *    vmactd's set and close answer busy, and all goes on once it is free;
  *  - without the watch the sampler says why (the fallback's reason). */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <cmocka.h>
 
 #include "base/time.h"
@@ -226,6 +230,14 @@ static bool got_cool(struct fixture *f)
 static bool got_cool_or_none(struct fixture *f)
 {
 	return !f->n || got_cool(f);
+}
+
+static bool got_hot(struct fixture *f)
+{
+	for (unsigned i = 0; i < f->n; i++)
+		if (f->recs[i].w.kind == SMP_WINDOW_HOT)
+			return true;
+	return false;
 }
 
 static unsigned count_for(const struct fixture *f, const char *name)
@@ -494,6 +506,99 @@ static void test_full_ring_defers(void **state)
 	free(vms);
 }
 
+/* The fd of this process's map named name (the sampler's own: the test
+ * opens one), -1 when there is none. */
+static int own_map(const char *name)
+{
+	char path[64], link[64];
+
+	for (int fd = 3; fd < 1024; fd++) {
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (strcmp(link, "anon_inode:bpf-map") ||
+		    bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+			continue;
+		if (!strcmp(info.name, name))
+			return fd;
+	}
+	return -1;
+}
+
+/* Sets every slot's lock word (the first 32 bits of watch.bpf.c's struct
+ * watch) to v. */
+static void hold_all(int map, uint32_t v)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	unsigned char *val;
+
+	assert_int_equal(bpf_obj_get_info_by_fd(map, &info, &len), 0);
+	val = malloc(info.value_size);
+	assert_non_null(val);
+	for (uint32_t k = 0; k < info.max_entries; k++) {
+		assert_int_equal(bpf_map_lookup_elem(map, &k, val), 0);
+		memcpy(val, &v, sizeof(v));
+		assert_int_equal(bpf_map_update_elem(map, &k, val, BPF_ANY), 0);
+	}
+	free(val);
+}
+
+static void test_held_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct smp_watch_params p = { .allowance_milli = 1000,
+				      .target_permille = 900,
+				      .up_window_ns = UP_NS,
+				      .cool_ns = COOL_NS };
+	struct vmact_err err = { 0 };
+	uint64_t ns, runs0, runs1, d0, d1;
+	struct smp_window w;
+	int map = own_map("vmact_watch");
+	bool hot;
+
+	assert_true(map >= 0);
+	spawn_vm(&f->vms[0], 1, false);
+	if (smp_register(f->s, "held", f->vms[0].pid, NULL, &err) < 0)
+		fail_msg("smp_register: %s", err.msg);
+	/* Held before it is watched: the set answers busy, in time. */
+	hold_all(map, 1);
+	assert_int_equal(smp_watch_vm(f->s, "held", &p, &f->vms[0], &err), -EBUSY);
+	printf("# held: %s\n", err.msg);
+	hold_all(map, 0);
+	vmact_err_reset(&err);
+	if (smp_watch_vm(f->s, "held", &p, &f->vms[0], &err) < 0)
+		fail_msg("smp_watch_vm: %s", err.msg);
+	/* Watched and held: each pass leaves it (counted as deferred), and
+	 * the slow clock's read answers busy. */
+	assert_int_equal(smp_watch_cost(f->s, &ns, &runs0, &d0), 0);
+	hold_all(map, 1);
+	do {
+		usleep(TICK_MS * 1000);
+		assert_int_equal(smp_watch_cost(f->s, &ns, &runs1, &d1), 0);
+	} while (runs1 < runs0 + 3);
+	assert_true(d1 >= d0 + 2);
+	assert_int_equal(smp_watch_read(f->s, "held", &w, &hot, &err), -EBUSY);
+	/* Free again: its windows come as before. */
+	hold_all(map, 0);
+	vmact_err_reset(&err);
+	if (smp_watch_read(f->s, "held", &w, &hot, &err) < 0)
+		fail_msg("smp_watch_read: %s", err.msg);
+	if (!hot) {
+		assert_int_equal(w.kind, SMP_WINDOW_SLOW);
+		assert_true(w.delay_ns <= w.runnable_ns);
+	}
+	f->vms[0].b->spin[0] = 1;
+	pump(f, 5.0, got_hot);
+	assert_true(count_for(f, "held") > 0);
+}
+
 static void test_fallback_reason(void **state)
 {
 	struct fixture *f = *state;
@@ -531,6 +636,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unregistered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_ring_defers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fallback_reason, setup, teardown),
 	};
 
