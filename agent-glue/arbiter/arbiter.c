@@ -873,14 +873,31 @@ static uint64_t expiry_period(const struct ag_arbiter *a)
 	return p < VMACT_USEC_PER_SEC ? p : VMACT_USEC_PER_SEC;
 }
 
+/* The next look after now: on whole periods of CLOCK_MONOTONIC, within a
+ * millisecond. vmactd's other clocks tick on whole seconds (the memory
+ * readings, the policy's grid), so a second's timers wake the loop once,
+ * not once each: a timer of its own phase (sd-event's default accuracy
+ * put it a fraction of a second off the others) was a second wake-up a
+ * second (doc/actuation.md, "vmactd's own footprint"). */
+#define EXPIRY_ACCURACY_USEC 1000
+
+static uint64_t next_expiry(const struct ag_arbiter *a, uint64_t now)
+{
+	uint64_t p = expiry_period(a);
+
+	return p ? (now / p + 1) * p : now + VMACT_USEC_PER_SEC;
+}
+
 static int on_expiry(sd_event_source *s, uint64_t usec, void *ud)
 {
 	struct ag_arbiter *a = ud;
+	uint64_t now = vmact_loop_now_usec(a->ev);
 
 	/* usec is when the timer was due; a busy loop runs it later, after
 	 * requests stamped with the loop's later time: expire against that. */
-	ag_arbiter_expire(a, vmact_loop_now_usec(a->ev));
-	sd_event_source_set_time(s, usec + expiry_period(a));
+	(void)usec;
+	ag_arbiter_expire(a, now);
+	sd_event_source_set_time(s, next_expiry(a, now));
 	return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
 
@@ -893,8 +910,8 @@ int ag_arbiter_attach(struct ag_arbiter *a, sd_event *ev, struct vmact_err *err)
 		return 0;
 	a->ev = sd_event_ref(ev);
 	now = vmact_loop_now_usec(ev);
-	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, now + expiry_period(a), 0, on_expiry,
-			      a);
+	r = sd_event_add_time(ev, &a->expiry, CLOCK_MONOTONIC, next_expiry(a, now),
+			      EXPIRY_ACCURACY_USEC, on_expiry, a);
 	if (r < 0)
 		return vmact_err_set(err, -r, "arbiter: expiry timer: %s", strerror(-r));
 	sd_event_source_set_enabled(a->expiry, SD_EVENT_ON);
