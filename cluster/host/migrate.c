@@ -5,6 +5,7 @@
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,144 @@ static int disk_params(virDomainPtr d, bool persistent, const struct cl_migrate_
 	return 0;
 }
 
+/* The watch over a move while its call runs (cl_migrate_live, "stuck"):
+ * on its own thread, through the same connections (libvirt's are shared
+ * between threads). */
+#define WEDGE_POLL_S 2
+
+enum stuck { NOT_STUCK, STUCK_PAUSED, STUCK_RUNNING };
+
+struct wedge_watch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done; /* the call returned */
+	virConnectPtr src, dst;
+	const char *name;
+	bool may_stop; /* a group's VM */
+	bool paused;   /* it paused the VM (STUCK_RUNNING) */
+	bool stopped;  /* it stopped the VM (STUCK_PAUSED) */
+	char what[320];
+};
+
+/* How the move looks now: libvirt's job on src going on with its bytes at
+ * *processed (updated; *moved when they changed), no domain of the name
+ * on dst, the VM paused by the move or running. */
+static enum stuck stuck_now(struct wedge_watch *w, unsigned long long *processed, bool *moved)
+{
+	_cleanup_(mig_dom_freep) virDomainPtr s = virDomainLookupByName(w->src, w->name);
+	_cleanup_(mig_dom_freep) virDomainPtr d = NULL;
+	virTypedParameterPtr p = NULL;
+	unsigned long long v = 0;
+	int state = 0, reason = 0, type = 0, n = 0;
+	enum stuck k;
+
+	*moved = false;
+	if (!s || virDomainGetState(s, &state, &reason, 0) < 0) {
+		virResetLastError();
+		return NOT_STUCK;
+	}
+	if (state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_MIGRATION)
+		k = STUCK_PAUSED;
+	else if (state == VIR_DOMAIN_RUNNING)
+		k = STUCK_RUNNING;
+	else
+		return NOT_STUCK;
+	if (virDomainGetJobStats(s, &type, &p, &n, 0) < 0 || type != VIR_DOMAIN_JOB_UNBOUNDED) {
+		virResetLastError();
+		virTypedParamsFree(p, n);
+		return NOT_STUCK;
+	}
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_DATA_PROCESSED, &v) != 1)
+		v = 0;
+	virTypedParamsFree(p, n);
+	*moved = v != *processed;
+	*processed = v;
+	d = virDomainLookupByName(w->dst, w->name);
+	if (d)
+		return NOT_STUCK;
+	if (!virGetLastError() || virGetLastError()->code != VIR_ERR_NO_DOMAIN)
+		k = NOT_STUCK;
+	virResetLastError();
+	return k;
+}
+
+/* Ends a stuck move: the VM paused where libvirt waits for a pause that
+ * never comes, or stopped where QEMU never ends its migration. */
+static void unstick(struct wedge_watch *w, enum stuck k, unsigned long long processed)
+{
+	_cleanup_(mig_dom_freep) virDomainPtr s = virDomainLookupByName(w->src, w->name);
+
+	if (!s) {
+		virResetLastError();
+		return;
+	}
+	if (k == STUCK_RUNNING) {
+		snprintf(w->what, sizeof(w->what),
+			 "running, no copy on the target and no byte sent (%llu) for %d s: libvirt "
+			 "waited for a pause that never came after the move was cancelled at its "
+			 "switch-over; the guest was paused for a moment to end it",
+			 processed, CL_MIGRATE_WEDGE_S);
+		w->paused = virDomainSuspend(s) == 0;
+	} else {
+		snprintf(w->what, sizeof(w->what),
+			 "paused by the move, no copy on the target and no byte sent (%llu) for "
+			 "%d s: QEMU 7.2 never ends a migration cancelled as the guest paused "
+			 "for its switch-over; the VM was stopped on the source",
+			 processed, CL_MIGRATE_WEDGE_S);
+		/* The call returns once QEMU is gone. libvirt may answer the
+		 * destroy with the move's own failure ("domain is not
+		 * running": the killed QEMU ended the job first): what counts
+		 * is that it runs no more. */
+		if (virDomainDestroy(s) < 0)
+			virResetLastError();
+		w->stopped = virDomainIsActive(s) == 0;
+	}
+	virResetLastError();
+}
+
+static void *wedge_run(void *arg)
+{
+	struct wedge_watch *w = arg;
+	unsigned long long processed = 0;
+	enum stuck was = NOT_STUCK;
+	double since = 0;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->done) {
+		struct timespec at;
+		enum stuck k;
+		bool moved;
+
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += WEDGE_POLL_S;
+		if (pthread_cond_timedwait(&w->cond, &w->lock, &at) == 0 && w->done)
+			break;
+		pthread_mutex_unlock(&w->lock);
+		k = stuck_now(w, &processed, &moved);
+		if (k == NOT_STUCK || moved || k != was) {
+			since = k == NOT_STUCK || moved ? 0 : mono_s();
+		} else if (!since) {
+			since = mono_s();
+		} else if (mono_s() - since >= CL_MIGRATE_WEDGE_S &&
+			   (k == STUCK_RUNNING || w->may_stop)) {
+			/* Once done, the call's end is waited for; refused, tried
+			 * again after as long. */
+			unstick(w, k, processed);
+			since = 0;
+			if (w->paused || w->stopped) {
+				pthread_mutex_lock(&w->lock);
+				while (!w->done)
+					pthread_cond_wait(&w->cond, &w->lock);
+				break;
+			}
+		}
+		was = k;
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
 int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		    const struct cl_host_cfg *to, const struct cl_migrate_disks *disks,
 		    struct cl_migrate_result *res, struct vmact_err *err)
@@ -293,6 +432,10 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 	_cleanup_(mig_dom_freep) virDomainPtr d = virDomainLookupByName(src, name);
 	_cleanup_(mig_dom_freep) virDomainPtr moved = NULL;
 	virTypedParameterPtr params = NULL;
+	struct wedge_watch ww = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char why[VMACT_ERR_MSG_MAX];
+	bool watching = false;
+	pthread_t wt;
 	int n = 0, max = 0, r = 0;
 	unsigned flags = VIR_MIGRATE_LIVE | VIR_MIGRATE_ABORT_ON_ERROR | VIR_MIGRATE_AUTO_CONVERGE;
 	char uri[300];
@@ -331,13 +474,53 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		virTypedParamsFree(params, n);
 		return vmact_err_set(err, ENOMEM, "out of memory");
 	}
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ww.cond, &ca);
+		pthread_condattr_destroy(&ca);
+		ww.src = src;
+		ww.dst = dst;
+		ww.name = name;
+		ww.may_stop = disks != NULL;
+		watching = pthread_create(&wt, NULL, wedge_run, &ww) == 0;
+	}
 	t0 = mono_s();
 	moved = virDomainMigrate3(d, dst, params, (unsigned)n, flags);
 	res->seconds = mono_s() - t0;
 	virTypedParamsFree(params, n);
 	if (!moved)
-		r = vmact_err_set(err, EIO, "moving %s to %s: %s", name, to->name, virt_msg());
-	else
+		snprintf(why, sizeof(why), "%s", virt_msg());
+	if (watching) {
+		pthread_mutex_lock(&ww.lock);
+		ww.done = true;
+		pthread_cond_signal(&ww.cond);
+		pthread_mutex_unlock(&ww.lock);
+		pthread_join(wt, NULL);
+	}
+	pthread_cond_destroy(&ww.cond);
+	if (ww.paused) {
+		/* libvirt resumes a guest whose move failed as it found it;
+		 * one it left paused runs on here. */
+		int state = 0, reason = 0;
+
+		if (virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_PAUSED &&
+		    virDomainResume(d) < 0)
+			virResetLastError();
+	}
+	if (ww.paused || ww.stopped) {
+		res->wedged = ww.stopped;
+		snprintf(res->wedge, sizeof(res->wedge), "%s", ww.what);
+	}
+	/* What ended the call, rather than how libvirt's job ended then. */
+	if (!moved && (ww.paused || ww.stopped))
+		r = vmact_err_set(err, EIO, "moving %s to %s: the move stuck (%s)", name, to->name,
+				  ww.what);
+	else if (!moved)
+		r = vmact_err_set(err, EIO, "moving %s to %s: %s", name, to->name, why);
+	if (moved)
 		job_stats(moved, d, res);
 	return r;
 }

@@ -46,6 +46,10 @@ struct cl_migrate_result {
 	double seconds;      /* the call, start to end */
 	int64_t downtime_ms; /* as libvirt measured it; -1: not reported */
 	uint64_t bytes;      /* memory sent; 0: not reported */
+	/* The move stuck (cl_migrate_live): wedged, its VM stopped on the
+	 * source to end it; wedge, what was seen and done. */
+	bool wedged;
+	char wedge[320];
 };
 
 /* A move that takes the VM's disk along (a group's VM): the top of its
@@ -78,7 +82,22 @@ char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k, 
  * once it runs there; a transient one stays transient), its disks too
  * when disks is not NULL. Auto-converge keeps a busy guest's move finite.
  * libvirt cancels the move when the caller dies mid-way (its connection
- * closes). -EIO with libvirt's reason. */
+ * closes). -EIO with libvirt's reason.
+ *
+ * A move cancelled as the guest pauses for its switch-over (an abort,
+ * virsh domjobabort; a move with disks pauses before it, for libvirt to
+ * finish the disks' copy) can stick for good, libvirt's job and this call
+ * with it, in one of two ways (libvirt 9.0, QEMU 7.2): QEMU's status
+ * "cancelled", the guest running again, and libvirt waiting for a pause
+ * that never comes; or QEMU's status "cancelling" for ever, the guest
+ * paused. Watched for meanwhile: libvirt's job going on, no copy of the
+ * VM on dst, no byte sent for CL_MIGRATE_WEDGE_S seconds. Running, the VM
+ * is paused (virDomainSuspend: libvirt's wait ends, the move fails, and
+ * the guest runs on, resumed); paused by the move, a group's VM (disks:
+ * vmact-groupd owns it) is stopped on src (virDomainDestroy: it stays
+ * defined there, as a VM whose QEMU died) and res->wedged is set, any
+ * other left as it is. Either way the error says so ("the move stuck"). */
+#define CL_MIGRATE_WEDGE_S 30
 int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		    const struct cl_host_cfg *to, const struct cl_migrate_disks *disks,
 		    struct cl_migrate_result *res, struct vmact_err *err);
