@@ -5,7 +5,7 @@
 #include <string.h>
 
 #define LOG_BEGIN "-- BEGIN PROG LOAD LOG --"
-#define LOG_END	  "-- END PROG LOAD LOG --"
+#define LOG_END   "-- END PROG LOAD LOG --"
 
 bool smp_libbpf_log_reason(const char *text, char *out, size_t len)
 {

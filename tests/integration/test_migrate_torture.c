@@ -116,17 +116,11 @@ enum fault {
 	F_LIBVIRTD_B,
 	N_FAULTS
 };
-static const char *const fault_names[] = { "none",
-					   "kill groupd",
-					   "kill source vmactd",
-					   "kill target vmactd",
-					   "abort",
-					   "groupd lost at pause",
-					   "kill source qemu",
-					   "kill target qemu",
-					   "abort at pause",
-					   "kill libvirtd a",
-					   "kill libvirtd b" };
+static const char *const fault_names[] = {
+	"none",           "kill groupd",          "kill source vmactd", "kill target vmactd",
+	"abort",          "groupd lost at pause", "kill source qemu",   "kill target qemu",
+	"abort at pause", "kill libvirtd a",      "kill libvirtd b"
+};
 
 static struct {
 	struct th_cluster_stack s;

@@ -23,16 +23,17 @@ static void test_reason(void **state)
 	char out[256] = "untouched";
 
 	(void)state;
-	assert_true(smp_libbpf_log_reason(LOG("vmact_watch_start",
-					      "0: R1=ctx() R10=fp0\n"
-					      "; t->tick_ns = ctx->tick_ns;\n"
-					      "5: (85) call bpf_timer_init#169\n"
-					      "unknown func bpf_timer_init#169\n"
-					      "processed 6 insns (limit 1000000) max_states_per_insn 0 "
-					      "total_states 0 peak_states 0 mark_read 0\n"),
-					  out, sizeof(out)));
-	assert_string_equal(out,
-			    "prog 'vmact_watch_start': the verifier: unknown func bpf_timer_init#169");
+	assert_true(
+		smp_libbpf_log_reason(LOG("vmact_watch_start",
+					  "0: R1=ctx() R10=fp0\n"
+					  "; t->tick_ns = ctx->tick_ns;\n"
+					  "5: (85) call bpf_timer_init#169\n"
+					  "unknown func bpf_timer_init#169\n"
+					  "processed 6 insns (limit 1000000) max_states_per_insn 0 "
+					  "total_states 0 peak_states 0 mark_read 0\n"),
+				      out, sizeof(out)));
+	assert_string_equal(
+		out, "prog 'vmact_watch_start': the verifier: unknown func bpf_timer_init#169");
 	/* Newer kernels add lines of totals; trailing blanks. */
 	assert_true(smp_libbpf_log_reason(LOG("tick_cb", "12: (b7) r0 = 0\n"
 							 "R2 min value is negative  \n"
