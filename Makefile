@@ -460,8 +460,9 @@ torture:
 # node. VMACT_CLUSTER_TORTURE_SEED=N replays a run. Then live migration
 # under kill -9 as many rounds (tests/integration/test_migrate_torture.c:
 # two libvirt daemons, vmact-groupd, either vmactd or (here only) either
-# libvirtd killed, the move aborted, or vmact-groupd's connections lost the
-# moment the source pauses the guest; make check runs 3 rounds without the
+# libvirtd killed, the move aborted (also the moment the source pauses the
+# guest), or vmact-groupd's connections lost the moment the source pauses
+# the guest; make check runs 3 rounds without the
 # libvirtd kills; VMACT_MIGRATE_TORTURE_SEED=N replays,
 # VMACT_MIGRATE_TORTURE_FAULT="NAME" runs one fault every round): first on
 # an operator's VM, then on a group's member moving with its disk
