@@ -60,9 +60,12 @@ struct act_registry {
 };
 
 /* Sets or ("") clears why the entry is not managed; out of memory, the
- * reason is lost, the state kept (it only informs). */
+ * reason is lost, the state kept (it only informs). The same reason again
+ * (every resync of a domain still skipped) is kept as it is. */
 static void set_skipped(struct entry *e, const char *why)
 {
+	if (e->skipped && !strcmp(e->skipped, why))
+		return;
 	free(e->skipped);
 	e->skipped = why[0] ? strdup(why) : NULL;
 }

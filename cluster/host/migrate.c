@@ -401,9 +401,9 @@ static void *wedge_run(void *arg)
 			break;
 		pthread_mutex_unlock(&w->lock);
 		k = stuck_now(w, &processed, &moved);
-		if (k == NOT_STUCK || moved || k != was) {
-			since = k == NOT_STUCK || moved ? 0 : mono_s();
-		} else if (!since) {
+		if (k == NOT_STUCK || moved) {
+			since = 0;
+		} else if (k != was || !since) {
 			since = mono_s();
 		} else if (mono_s() - since >= CL_MIGRATE_WEDGE_S &&
 			   (k == STUCK_RUNNING || w->may_stop)) {
@@ -509,10 +509,6 @@ int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		if (virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_PAUSED &&
 		    virDomainResume(d) < 0)
 			virResetLastError();
-	}
-	if (ww.paused || ww.stopped) {
-		res->wedged = ww.stopped;
-		snprintf(res->wedge, sizeof(res->wedge), "%s", ww.what);
 	}
 	/* What ended the call, rather than how libvirt's job ended then. */
 	if (!moved && (ww.paused || ww.stopped))

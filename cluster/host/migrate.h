@@ -46,10 +46,6 @@ struct cl_migrate_result {
 	double seconds;      /* the call, start to end */
 	int64_t downtime_ms; /* as libvirt measured it; -1: not reported */
 	uint64_t bytes;      /* memory sent; 0: not reported */
-	/* The move stuck (cl_migrate_live): wedged, its VM stopped on the
-	 * source to end it; wedge, what was seen and done. */
-	bool wedged;
-	char wedge[320];
 };
 
 /* A move that takes the VM's disk along (a group's VM): the top of its
@@ -95,8 +91,7 @@ char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k, 
  * is paused (virDomainSuspend: libvirt's wait ends, the move fails, and
  * the guest runs on, resumed); paused by the move, a group's VM (disks:
  * vmact-groupd owns it) is stopped on src (virDomainDestroy: it stays
- * defined there, as a VM whose QEMU died) and res->wedged is set, any
- * other left as it is. Either way the error says so ("the move stuck"). */
+ * defined there, as a VM whose QEMU died), any other left as it is. Either way the error says so ("the move stuck"). */
 #define CL_MIGRATE_WEDGE_S 30
 int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		    const struct cl_host_cfg *to, const struct cl_migrate_disks *disks,
