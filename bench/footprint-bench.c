@@ -34,6 +34,9 @@
  *   uss_per_vm_kib: X       USS at the largest count less USS with one,
  *                           per further VM
  *   wakeups_NVM_per_s: X    the wake-ups a second at the largest count N
+ *   wakeups_ratio: R        wakeups_NVM_per_s / wakeups_1vm_per_s (issue
+ *                           36: at most 1); the table's loop/s column is
+ *                           the main thread's share
  *   cpu_per_idle_vm_pct: Y  what each idle VM adds to vmactd's CPU, in %
  *                           of one core: (CPU at the largest N - CPU at 0
  *                           VMs) / N, or CPU / N without a 0 run
@@ -101,6 +104,7 @@ struct usage {
 	long threads, fds;
 	double cpu_pct;                        /* % of one core over the window */
 	double wakeups;                        /* per second over the window, all threads */
+	double wakeups_loop;                   /* of them, the main thread's (the loop) */
 	double mem_rss[N_MEM], mem_pss[N_MEM]; /* KiB */
 	double mem_uss[N_MEM];                 /* KiB */
 };
@@ -281,6 +285,15 @@ static double wakeups_of(pid_t pid)
 	}
 	closedir(dir);
 	return sum;
+}
+
+/* The main thread's alone (sd-event's loop; the others are libvirt's
+ * event thread and passing workers). -1 when unknown. */
+static double loop_wakeups_of(pid_t pid)
+{
+	char v[64];
+
+	return th_proc_status(pid, "voluntary_ctxt_switches", v, sizeof(v)) ? atof(v) : -1;
 }
 
 static pid_t libvirtd_pid(void)
@@ -575,7 +588,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 {
 	struct th_proc *d = &fp.proc;
 	pid_t lv = libvirtd_pid();
-	double end, c0, c1, w0, w1, l0 = 0, l1 = 0, t0, t1;
+	double end, c0, c1, w0, w1, m0, m1, l0 = 0, l1 = 0, t0, t1;
 	long ready;
 	int rc = -1;
 
@@ -610,6 +623,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 		goto out;
 	c0 = tree_cpu(d->pid);
 	w0 = wakeups_of(d->pid);
+	m0 = loop_wakeups_of(d->pid);
 	if (lv > 0)
 		read_cpu(lv, &l0);
 	t0 = th_now_s();
@@ -618,6 +632,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 		goto out;
 	c1 = tree_cpu(d->pid);
 	w1 = wakeups_of(d->pid);
+	m1 = loop_wakeups_of(d->pid);
 	if (lv > 0)
 		read_cpu(lv, &l1);
 	t1 = th_now_s();
@@ -633,6 +648,7 @@ static int measure_once(const char *prog, unsigned secs, struct run *run)
 	}
 	run->vmactd.cpu_pct = (c1 - c0) / (t1 - t0) * 100.0;
 	run->vmactd.wakeups = w0 >= 0 && w1 >= w0 ? (w1 - w0) / (t1 - t0) : -1;
+	run->vmactd.wakeups_loop = m0 >= 0 && m1 >= m0 ? (m1 - m0) / (t1 - t0) : -1;
 	run->libvirtd.cpu_pct = lv > 0 ? (l1 - l0) / (t1 - t0) * 100.0 : -1;
 	run->load1 = (run->load1 + load1()) / 2;
 	snapshot(d->pid, &run->vmactd, true);
@@ -659,9 +675,10 @@ static int measure(const char *prog, unsigned secs, struct run *run)
 
 static void print_runs(const char *title, const struct run *runs, unsigned n)
 {
-	printf("\n%s\n%5s %10s %10s %10s %10s %8s %5s %9s %12s %10s %12s %12s %11s %7s\n", title,
-	       "VMs", "vmactd RSS", "PSS (MiB)", "USS (MiB)", "dirty", "threads", "fds", "CPU (%)",
-	       "CPU/VM (%)", "wakeups/s", "libvirtd RSS", "libvirtd CPU", "QEMUs (MiB)", "load1");
+	printf("\n%s\n%5s %10s %10s %10s %10s %8s %5s %9s %12s %10s %7s %12s %12s %11s %7s\n",
+	       title, "VMs", "vmactd RSS", "PSS (MiB)", "USS (MiB)", "dirty", "threads", "fds",
+	       "CPU (%)", "CPU/VM (%)", "wakeups/s", "loop/s", "libvirtd RSS", "libvirtd CPU",
+	       "QEMUs (MiB)", "load1");
 	for (unsigned i = 0; i < n; i++) {
 		const struct run *r = &runs[i];
 		char per[32];
@@ -670,12 +687,12 @@ static void print_runs(const char *title, const struct run *runs, unsigned n)
 			snprintf(per, sizeof(per), "%.4f", r->vmactd.cpu_pct / r->vms);
 		else
 			snprintf(per, sizeof(per), "-");
-		printf("%5u %10.1f %10.1f %10.2f %10.2f %8ld %5ld %9.3f %12s %10.1f %12.1f %11.3f%% "
-		       "%11.0f %7.2f\n",
+		printf("%5u %10.1f %10.1f %10.2f %10.2f %8ld %5ld %9.3f %12s %10.1f %7.1f %12.1f "
+		       "%11.3f%% %11.0f %7.2f\n",
 		       r->vms, r->vmactd.rss_mib, r->vmactd.pss_mib, r->vmactd.uss_mib,
 		       r->vmactd.uss_dirty_mib, r->vmactd.threads, r->vmactd.fds, r->vmactd.cpu_pct,
-		       per, r->vmactd.wakeups, r->libvirtd.rss_mib, r->libvirtd.cpu_pct,
-		       r->qemu_rss_mib, r->load1);
+		       per, r->vmactd.wakeups, r->vmactd.wakeups_loop, r->libvirtd.rss_mib,
+		       r->libvirtd.cpu_pct, r->qemu_rss_mib, r->load1);
 	}
 	printf("\nwhere vmactd's memory is (RSS / PSS / USS, MiB):\n%-28s", "");
 	for (unsigned i = 0; i < n; i++)
@@ -826,6 +843,9 @@ int main(int argc, char **argv)
 		printf("uss_per_vm_kib: %.1f\n",
 		       (last->vmactd.uss_mib - one->vmactd.uss_mib) * 1024.0 / (last->vms - 1));
 		printf("wakeups_%uvm_per_s: %.1f\n", last->vms, last->vmactd.wakeups);
+		/* Issue 36's goal: no more wake-ups with N idle VMs than with one. */
+		if (one->vmactd.wakeups > 0 && last->vmactd.wakeups >= 0)
+			printf("wakeups_ratio: %.2f\n", last->vmactd.wakeups / one->vmactd.wakeups);
 	}
 	if (zero && last)
 		printf("rss_per_vm_kib: %.0f\n",

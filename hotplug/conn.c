@@ -5,8 +5,10 @@
  * itself is hotplug/evloop.c; see hotplug.h for why it is a thread. */
 #include "hotplug/conn.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,7 @@ struct hp_conn {
 	size_t n_cb;
 	struct hp_qitem *queue;
 	struct hp_watch *watches; /* workers in flight */
+	struct hp_ework *eworks;  /* posted to the event thread, not done */
 	bool closing;
 };
 
@@ -147,6 +150,63 @@ void hp_watch_done(struct hp_conn *c, struct hp_watch *w, struct hp_qitem *it, h
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	wake_loop(c);
+}
+
+/* ---- work on the event thread ------------------------------------------- */
+
+/* The evloop's item is the first member: the work is found from it. */
+static_assert(offsetof(struct hp_ework, w) == 0, "hp_ework starts with its hp_evwork");
+
+static void ework_run(struct hp_evwork *w)
+{
+	struct hp_ework *e = (struct hp_ework *)w;
+	struct hp_conn *c = e->c;
+
+	e->run(c, e->userdata);
+	e->it = (struct hp_qitem){ .done = e->done, .userdata = e->userdata };
+	pthread_mutex_lock(&c->lock);
+	VMACT_LIST_REMOVE(eworks, c->eworks, e);
+	queue_locked(c, &e->it);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	wake_loop(c);
+}
+
+int hp_conn_run(struct hp_conn *c, struct hp_ework *e, void (*run)(struct hp_conn *c, void *),
+		hp_done_fn done, void *userdata, struct vmact_err *err)
+{
+	*e = (struct hp_ework){
+		.w = { .run = ework_run }, .c = c, .run = run, .done = done, .userdata = userdata
+	};
+	pthread_mutex_lock(&c->lock);
+	if (c->closing) {
+		pthread_mutex_unlock(&c->lock);
+		return vmact_err_set(err, ESHUTDOWN, "connection is closing");
+	}
+	VMACT_LIST_PREPEND(eworks, c->eworks, e);
+	pthread_mutex_unlock(&c->lock);
+	hp_evloop_post(&e->w);
+	return 0;
+}
+
+/* At close: work not begun is given back at once; a run that began is
+ * waited for (its completion is then in the queue). */
+static void eworks_end(struct hp_conn *c)
+{
+	struct hp_ework *e, *next, *taken = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	VMACT_LIST_FOREACH_SAFE(eworks, e, next, c->eworks) {
+		if (!hp_evloop_cancel(&e->w))
+			continue;
+		VMACT_LIST_REMOVE(eworks, c->eworks, e);
+		VMACT_LIST_PREPEND(eworks, taken, e);
+	}
+	while (!VMACT_LIST_IS_EMPTY(c->eworks))
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	VMACT_LIST_FOREACH_SAFE(eworks, e, next, taken)
+		e->done(c, e->userdata, false);
 }
 
 /* ---- libvirt callbacks (the libvirt event thread) ----------------------- */
@@ -488,6 +548,7 @@ void hp_conn_free(struct hp_conn *c)
 	while (!VMACT_LIST_IS_EMPTY(c->watches))
 		pthread_cond_wait(&c->cond, &c->lock);
 	pthread_mutex_unlock(&c->lock);
+	eworks_end(c);
 	if (c->vc) {
 		unregister_all(c, c->vc);
 		virConnectClose(c->vc);

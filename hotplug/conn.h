@@ -12,6 +12,7 @@
 #include <libvirt/libvirt.h>
 
 #include "base/list.h"
+#include "hotplug/evloop.h"
 #include "hotplug/hotplug.h"
 
 /* A new reference on the live connection (virConnectClose it), or NULL
@@ -45,6 +46,26 @@ struct hp_qitem {
 	bool disconnected; /* close callback fired for connection gen */
 	unsigned gen;
 };
+
+/* ---- work on libvirt's event thread -------------------------------------- */
+
+/* A call for the event thread (hotplug/evloop.h: why) and its completion. */
+struct hp_ework {
+	struct hp_evwork w;
+	VMACT_LIST_FIELDS(struct hp_ework, eworks);
+	struct hp_conn *c;
+	void (*run)(struct hp_conn *c, void *userdata); /* on the event thread */
+	struct hp_qitem it;
+	hp_done_fn done;
+	void *userdata;
+};
+
+/* Runs run(c, userdata) on libvirt's event thread, then done(c, userdata,
+ * true) on the sd-event thread; or done(..., false) from hp_conn_free when
+ * the connection closes first (it waits for a run that began). e is the
+ * caller's until done. -ESHUTDOWN when the connection is closing. */
+int hp_conn_run(struct hp_conn *c, struct hp_ework *e, void (*run)(struct hp_conn *c, void *),
+		hp_done_fn done, void *userdata, struct vmact_err *err);
 
 /* ---- watches: a worker thread waiting on one domain -------------------- */
 

@@ -223,6 +223,46 @@ void hp_mem_stats_read_batch(struct hp_conn *c, struct hp_mem_stats_req *reqs, s
 	batch_call(c, reqs, n);
 }
 
+struct stats_job {
+	struct hp_ework e;
+	struct hp_mem_stats_req *reqs;
+	size_t n;
+	hp_mem_stats_done_fn done;
+	void *userdata;
+};
+
+static void stats_job_run(struct hp_conn *c, void *userdata)
+{
+	struct stats_job *j = userdata;
+
+	hp_mem_stats_read_batch(c, j->reqs, j->n);
+}
+
+static void stats_job_done(struct hp_conn *c, void *userdata, bool delivered)
+{
+	struct stats_job *j = userdata;
+	hp_mem_stats_done_fn done = j->done;
+	void *ud = j->userdata;
+
+	free(j);
+	done(ud, delivered);
+}
+
+int hp_mem_stats_read_async(struct hp_conn *c, struct hp_mem_stats_req *reqs, size_t n,
+			    hp_mem_stats_done_fn done, void *userdata, struct vmact_err *err)
+{
+	struct stats_job *j = calloc(1, sizeof(*j));
+	int r;
+
+	if (!j)
+		return vmact_err_set(err, ENOMEM, "out of memory");
+	*j = (struct stats_job){ .reqs = reqs, .n = n, .done = done, .userdata = userdata };
+	r = hp_conn_run(c, &j->e, stats_job_run, stats_job_done, j, err);
+	if (r < 0)
+		free(j);
+	return r;
+}
+
 int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
 			   struct hp_mem_stats *out, struct vmact_err *err)
 {

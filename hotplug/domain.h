@@ -71,6 +71,18 @@ struct hp_mem_stats_req {
 };
 void hp_mem_stats_read_batch(struct hp_conn *c, struct hp_mem_stats_req *reqs, size_t n);
 
+/* The same batch read on libvirt's event thread, and done(userdata,
+ * true) called on the sd-event thread once it has been: the thread that
+ * asks waits for nothing, and vmactd wakes for the answer alone
+ * (hotplug/evloop.h: why a call from another thread costs more). done(...,
+ * false) instead when the connection closes first. reqs, their uuids and
+ * the handles their dom point to are the batch's until done: the caller
+ * keeps its own handles apart (virDomainRef) and takes back those the
+ * batch changed. -ESHUTDOWN while the connection closes, -ENOMEM. */
+typedef void (*hp_mem_stats_done_fn)(void *userdata, bool delivered);
+int hp_mem_stats_read_async(struct hp_conn *c, struct hp_mem_stats_req *reqs, size_t n,
+			    hp_mem_stats_done_fn done, void *userdata, struct vmact_err *err);
+
 /* The same for one domain. */
 int hp_mem_stats_read_kept(struct hp_conn *c, const char *uuid, virDomainPtr *dom,
 			   struct hp_mem_stats *out, struct vmact_err *err);

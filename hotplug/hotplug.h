@@ -29,7 +29,12 @@
  * re-reads live state before it reports, and its completion is delivered
  * through the same eventfd queue, on the daemon thread. Short libvirt RPCs
  * (listing domains, reading XML, metadata) are made directly on the caller's
- * thread: they are local unix-socket round trips.
+ * thread: they are local unix-socket round trips. The one call that comes
+ * back every second whatever happens, every VM's balloon statistics, is
+ * made on the event thread itself (hp_mem_stats_read_async, through
+ * hp_conn_run) and its answer handed back through the queue: a call from
+ * another thread wakes the event thread twice and meets it on the
+ * connection's locks (hotplug/evloop.h).
  *
  * Persistent configuration: NOT touched
  * -------------------------------------

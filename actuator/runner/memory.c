@@ -201,30 +201,72 @@ static void resized(struct act_runner *r)
  *
  * One timer for all the VMs whose memory is sized here, on the whole
  * seconds of the monotonic clock, and one call to libvirtd for all their
- * statistics (hp_mem_stats_read_batch): 30 idle VMs wake vmactd no more
- * often than one (doc/actuation.md, "vmactd's own footprint"). A call per
- * VM cost vmactd about 7 wake-ups a second each (its thread waiting for
- * the answer, libvirt's event thread told twice to stop and resume watching
- * the socket). The clock exists while at least one VM has joined. */
+ * statistics, made on libvirt's event thread (hp_mem_stats_read_async):
+ * vmactd wakes for the second and for the answer, however many VMs there
+ * are (doc/actuation.md, "Wake-ups"). A call per VM cost vmactd about 7
+ * wake-ups a second each; one call for all made from this thread, 4 a
+ * second and more the more VMs it read (libvirt's event thread told twice
+ * to stop and resume watching the socket, and meeting this thread on the
+ * connection's locks for as long as the call ran). The clock exists while
+ * at least one VM has joined, or while its last call is out. */
 struct act_mem_clock {
 	sd_event_source *timer;
-	struct act_runner **vms; /* joined */
+	struct act_runner_env *env; /* NULL: detached, freed when the call is back */
+	struct act_runner **vms;    /* joined */
 	size_t n, cap;
-	/* The VMs of the second being read; a VM that leaves meanwhile (a
-	 * decision's consequences) leaves a NULL. */
-	struct act_runner **batch;
-	size_t nbatch;
-	bool ticking;
+	/* The call out, if any: its VMs (a VM that leaves meanwhile leaves a
+	 * NULL) and the handles it reads through. */
+	struct clock_call *call;
+	bool again; /* a VM joined while the call was out: read at once after */
 };
 
-static void clock_free(struct act_runner_env *env)
-{
-	struct act_mem_clock *k = env->mem_clock;
+/* One second's call: the batch's own memory (hp_mem_stats_read_async). */
+struct clock_call {
+	struct act_mem_clock *k;
+	size_t n;
+	struct act_runner **batch;
+	struct hp_mem_stats_req *reqs;
+	virDomainPtr *doms;  /* the batch's handles (refs of the VMs' own) */
+	virDomainPtr *given; /* what each was when the call went out */
+	char (*uuids)[HP_UUID_LEN];
+};
 
+static void clock_free(struct act_mem_clock *k)
+{
 	sd_event_source_disable_unref(k->timer);
 	free(k->vms);
 	free(k);
-	env->mem_clock = NULL;
+}
+
+static void call_free(struct clock_call *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->doms[i])
+			virDomainFree(q->doms[i]);
+	free(q);
+}
+
+static struct clock_call *call_new(size_t n)
+{
+	struct clock_call *q;
+	size_t sz = sizeof(*q) + n * (sizeof(*q->batch) + sizeof(*q->reqs) + 2 * sizeof(*q->doms) +
+				      sizeof(*q->uuids));
+	char *p;
+
+	q = calloc(1, sz);
+	if (!q)
+		return NULL;
+	p = (char *)(q + 1);
+	q->reqs = (struct hp_mem_stats_req *)p;
+	p += n * sizeof(*q->reqs);
+	q->batch = (struct act_runner **)p;
+	p += n * sizeof(*q->batch);
+	q->doms = (virDomainPtr *)p;
+	p += n * sizeof(*q->doms);
+	q->given = (virDomainPtr *)p;
+	p += n * sizeof(*q->given);
+	q->uuids = (char(*)[HP_UUID_LEN])p;
+	return q;
 }
 
 /* A VM's second: false while a resize runs (the call would wait for its
@@ -238,12 +280,60 @@ static bool take_part(struct act_runner *r)
 	return true;
 }
 
+/* The VM's handle after the call: the one the batch looked up when the
+ * VM's own failed (libvirtd restarted), unless the VM has another since. */
+static void take_handle(struct clock_call *q, size_t i, struct act_runner *r)
+{
+	if (q->doms[i] == q->given[i])
+		return; /* the batch's ref goes with the call */
+	if (r->dom == q->given[i]) {
+		if (r->dom)
+			virDomainFree(r->dom);
+		r->dom = q->doms[i];
+		q->doms[i] = NULL;
+	}
+}
+
+static void on_answer(void *userdata, bool delivered)
+{
+	struct clock_call *q = userdata;
+	struct act_mem_clock *k = q->k;
+
+	/* k->call stays q meanwhile: a VM that leaves in a consequence of
+	 * another's figures leaves a NULL in q->batch (clock_leave). */
+	for (size_t i = 0; delivered && i < q->n; i++) {
+		struct act_runner *r = q->batch[i];
+		bool changed;
+
+		if (!r)
+			continue;
+		take_handle(q, i, r);
+		/* A resize began while the call was out: its figures wait. */
+		if (!take_part(r))
+			continue;
+		changed = read_balloon(r, &q->reqs[i]);
+		changed |= read_guest(r);
+		if (changed)
+			r->core->changed(r);
+	}
+	k->call = NULL;
+	call_free(q);
+	if (!k->env) {
+		clock_free(k); /* its last VM left */
+		return;
+	}
+	if (k->again) {
+		k->again = false;
+		sd_event_source_set_time(k->timer, vmact_loop_now_usec(k->env->event));
+	}
+}
+
 static int on_clock(sd_event_source *s, uint64_t usec, void *ud)
 {
-	struct act_runner_env *env = ud;
-	struct act_mem_clock *k = env->mem_clock;
-	struct hp_mem_stats_req *reqs = calloc(k->n, sizeof(*reqs));
-	struct act_runner **batch = calloc(k->n, sizeof(*batch));
+	struct act_mem_clock *k = ud;
+	struct act_runner_env *env = k->env;
+	struct vmact_err err = { 0 };
+	struct clock_call *q;
 	size_t m = 0;
 
 	/* The next whole second after now, also a policy tick (a second is
@@ -253,43 +343,39 @@ static int on_clock(sd_event_source *s, uint64_t usec, void *ud)
 	(void)usec;
 	sd_event_source_set_time(s, (vmact_loop_now_usec(env->event) + INTERVAL_USEC) /
 					    INTERVAL_USEC * INTERVAL_USEC);
-	if (!reqs || !batch) {
-		/* Tried again in a second; figures a second late are figures. */
-		free(reqs);
-		free(batch);
+	/* The last second's call is still out (libvirtd is slow): this
+	 * second is skipped, not queued behind it. */
+	if (k->call)
 		return 0;
-	}
+	/* Tried again in a second; figures a second late are figures. */
+	q = call_new(k->n);
+	if (!q)
+		return 0;
+	q->k = k;
 	for (size_t i = 0; i < k->n; i++) {
-		if (!take_part(k->vms[i]))
+		struct act_runner *r = k->vms[i];
+
+		if (!take_part(r))
 			continue;
-		batch[m] = k->vms[i];
-		reqs[m] = (struct hp_mem_stats_req){ .uuid = batch[m]->uuid,
-						     .dom = &batch[m]->dom };
+		q->batch[m] = r;
+		snprintf(q->uuids[m], HP_UUID_LEN, "%s", r->uuid);
+		q->doms[m] = r->dom;
+		if (q->doms[m])
+			virDomainRef(q->doms[m]);
+		q->given[m] = q->doms[m];
+		q->reqs[m] = (struct hp_mem_stats_req){ .uuid = q->uuids[m], .dom = &q->doms[m] };
 		m++;
 	}
-	if (m)
-		hp_mem_stats_read_batch(env->hp, reqs, m);
-	k->batch = batch;
-	k->nbatch = m;
-	k->ticking = true;
-	for (size_t i = 0; i < m; i++) {
-		struct act_runner *r = batch[i];
-		bool changed;
-
-		if (!r)
-			continue;
-		changed = read_balloon(r, &reqs[i]);
-		changed |= read_guest(r);
-		if (changed)
-			r->core->changed(r);
+	q->n = m;
+	if (!m) {
+		free(q);
+		return 0;
 	}
-	k->ticking = false;
-	k->batch = NULL;
-	k->nbatch = 0;
-	free(batch);
-	free(reqs);
-	if (!k->n)
-		clock_free(env);
+	if (hp_mem_stats_read_async(env->hp, q->reqs, m, on_answer, q, &err) < 0) {
+		call_free(q);
+		return 0;
+	}
+	k->call = q;
 	return 0;
 }
 
@@ -303,8 +389,9 @@ static int clock_join(struct act_runner *r, struct vmact_err *err)
 		k = calloc(1, sizeof(*k));
 		if (!k)
 			return vmact_err_set(err, ENOMEM, "out of memory");
+		k->env = env;
 		ret = sd_event_add_time(env->event, &k->timer, CLOCK_MONOTONIC,
-					vmact_loop_now_usec(env->event), 1000, on_clock, env);
+					vmact_loop_now_usec(env->event), 1000, on_clock, k);
 		if (ret >= 0)
 			ret = sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
 		if (ret < 0) {
@@ -325,8 +412,12 @@ static int clock_join(struct act_runner *r, struct vmact_err *err)
 		k->cap = cap;
 	}
 	k->vms[k->n++] = r;
-	/* The first reading at once: the figures before any decision. */
-	sd_event_source_set_time(k->timer, vmact_loop_now_usec(env->event));
+	/* The first reading at once: the figures before any decision (after
+	 * the call that is out, if one is). */
+	if (k->call)
+		k->again = true;
+	else
+		sd_event_source_set_time(k->timer, vmact_loop_now_usec(env->event));
 	return 0;
 }
 
@@ -336,16 +427,27 @@ static void clock_leave(struct act_runner *r)
 
 	if (!k)
 		return;
-	for (size_t i = 0; i < k->nbatch; i++)
-		if (k->batch[i] == r)
-			k->batch[i] = NULL;
+	if (k->call)
+		for (size_t i = 0; i < k->call->n; i++)
+			if (k->call->batch[i] == r)
+				k->call->batch[i] = NULL;
 	for (size_t i = 0; i < k->n; i++)
 		if (k->vms[i] == r) {
 			k->vms[i] = k->vms[--k->n];
 			break;
 		}
-	if (!k->n && !k->ticking)
-		clock_free(r->env);
+	if (k->n)
+		return;
+	r->env->mem_clock = NULL;
+	if (!k->call) {
+		clock_free(k);
+		return;
+	}
+	/* The call's answer frees it: the runners' environment may be gone
+	 * by then. */
+	sd_event_source_disable_unref(k->timer);
+	k->timer = NULL;
+	k->env = NULL;
 }
 
 int act_runner_memory_start(struct act_runner *r, struct vmact_err *err)

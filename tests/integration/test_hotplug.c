@@ -5,6 +5,7 @@
  * each test checks that what vmact says it achieved is what the guest sees.
  * No assertion on timing. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
 #include "base/macro.h"
+#include "hotplug/domain.h"
 #include "hotplug/hotplug.h"
 #include "tests/lib/guest.h"
 #include "tests/lib/libvirtd.h"
@@ -600,11 +603,116 @@ static void libvirtd_restart_mid_operation(void **state)
 	destroy_guest(f, &g);
 }
 
+/* ---- the balloon statistics read on libvirt's event thread ---- */
+
+struct stats_wait {
+	unsigned done, delivered;
+	pthread_t thread;
+};
+
+static void stats_done(void *userdata, bool delivered)
+{
+	struct stats_wait *w = userdata;
+
+	w->done++;
+	w->delivered += delivered;
+	w->thread = pthread_self();
+}
+
+static bool stats_back(struct fx *f, void *arg)
+{
+	return ((struct stats_wait *)arg)->done > 0;
+}
+
+/* hp_mem_stats_read_async (vmactd's memory clock): the batch is read on
+ * libvirt's event thread and handed back on the sd-event thread, with the
+ * same figures a direct read gives, a missing domain answered as gone, the
+ * handles it looked up kept; the connection closing with a batch posted
+ * gives it back, once, undelivered. */
+static void mem_stats_async(void **state)
+{
+	struct fx *f = *state;
+	char tpl[] = "/tmp/vmact-hp-tpl-XXXXXX";
+	char msg[512];
+	struct tg_guest g;
+	struct tg_report r;
+	struct vmact_err err = { 0 };
+	virDomainPtr doms[2] = { NULL, NULL };
+	struct hp_mem_stats_req reqs[2];
+	struct hp_mem_stats direct = { 0 };
+	struct stats_wait w;
+	int fd = mkstemp(tpl), rc = -1;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(tg_balloon_template(tpl), 0);
+	if (tg_start_template(fx_vc(f), "vmact-hp", NULL, tpl, NULL, &g, msg, sizeof(msg)) < 0)
+		fail_msg("%s", msg);
+	unlink(tpl);
+	if (n_started < 8)
+		snprintf(started[n_started++], HP_UUID_LEN, "%s", g.uuid);
+	if (!tg_wait(&g, 0, NULL, NULL, 120, &r))
+		fail_msg("guest %s did not report within 120 s", g.name);
+	/* The guest's driver sends its first statistics a little after boot. */
+	for (int i = 0; i < 60 && rc != 0; i++) {
+		struct hp_mem_stats_req one = { .uuid = g.uuid, .dom = &doms[0] };
+
+		hp_mem_stats_read_batch(f->hp, &one, 1);
+		rc = one.rc;
+		direct = one.out;
+		if (rc)
+			sleep(1);
+	}
+	assert_int_equal(rc, 0);
+	assert_non_null(doms[0]);
+	virDomainFree(doms[0]);
+	doms[0] = NULL;
+
+	for (int round = 0; round < 3; round++) {
+		reqs[0] = (struct hp_mem_stats_req){ .uuid = g.uuid, .dom = &doms[0] };
+		reqs[1] = (struct hp_mem_stats_req){ .uuid = "00000000-0000-4000-8000-00000000dead",
+						     .dom = &doms[1] };
+		w = (struct stats_wait){ 0 };
+		assert_int_equal(hp_mem_stats_read_async(f->hp, reqs, 2, stats_done, &w, &err), 0);
+		/* Nothing waited for the call: the answer comes through the loop. */
+		assert_int_equal(w.done, 0);
+		assert_true(loop_until(f, stats_back, &w, 60));
+		assert_int_equal(w.done, 1);
+		assert_int_equal(w.delivered, 1);
+		assert_true(pthread_equal(w.thread, pthread_self()));
+		assert_int_equal(reqs[0].rc, 0);
+		assert_int_equal(reqs[0].out.total_kib, direct.total_kib);
+		assert_true(reqs[0].out.available_kib > 0);
+		assert_true(reqs[0].out.available_kib <= reqs[0].out.total_kib);
+		assert_int_equal(reqs[1].rc, -ENODEV);
+		/* Looked up in the first round, kept for the next ones. */
+		assert_non_null(doms[0]);
+	}
+	virDomainFree(doms[0]);
+	doms[0] = NULL;
+
+	/* Posted, then the connection closes: given back undelivered,
+	 * once, whether or not its run had begun. */
+	reqs[0] = (struct hp_mem_stats_req){ .uuid = g.uuid, .dom = &doms[0] };
+	w = (struct stats_wait){ 0 };
+	assert_int_equal(hp_mem_stats_read_async(f->hp, reqs, 1, stats_done, &w, &err), 0);
+	hp_conn_free(f->hp);
+	f->hp = NULL;
+	assert_int_equal(w.done, 1);
+	assert_int_equal(w.delivered, 0);
+	if (doms[0])
+		virDomainFree(doms[0]);
+	if (hp_conn_new(f->ev, NULL, on_event, f, &f->hp, &err) < 0)
+		fail_msg("hp_conn_new: %s", err.msg);
+	destroy_guest(f, &g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(discovery_and_metadata, cleanup_guests),
 		cmocka_unit_test_teardown(guest_busy_channel, cleanup_guests),
+		cmocka_unit_test_teardown(mem_stats_async, cleanup_guests),
 		cmocka_unit_test_teardown(vcpus_1_3_1, cleanup_guests),
 		cmocka_unit_test_teardown(virtio_mem_0_1g_256m, cleanup_guests),
 		cmocka_unit_test_teardown(dimm_plug_unplug, cleanup_guests),
