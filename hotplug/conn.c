@@ -94,17 +94,24 @@ static void queue_push(struct hp_conn *c, struct hp_qitem *it)
 	wake_loop(c);
 }
 
+/* Takes c->lock, unless the connection is closing: -ESHUTDOWN, unlocked. */
+static int lock_open(struct hp_conn *c, struct vmact_err *err)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->closing)
+		return 0;
+	pthread_mutex_unlock(&c->lock);
+	return vmact_err_set(err, ESHUTDOWN, "connection is closing");
+}
+
 /* ---- watches ------------------------------------------------------------ */
 
 int hp_watch_add(struct hp_conn *c, struct hp_watch *w, const char *uuid, struct vmact_err *err)
 {
 	*w = (struct hp_watch){ 0 };
 	snprintf(w->uuid, sizeof(w->uuid), "%s", uuid);
-	pthread_mutex_lock(&c->lock);
-	if (c->closing) {
-		pthread_mutex_unlock(&c->lock);
-		return vmact_err_set(err, ESHUTDOWN, "connection is closing");
-	}
+	if (lock_open(c, err) < 0)
+		return -ESHUTDOWN;
 	VMACT_LIST_PREPEND(watches, c->watches, w);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -178,11 +185,8 @@ int hp_conn_run(struct hp_conn *c, struct hp_ework *e, void (*run)(struct hp_con
 	*e = (struct hp_ework){
 		.w = { .run = ework_run }, .c = c, .run = run, .done = done, .userdata = userdata
 	};
-	pthread_mutex_lock(&c->lock);
-	if (c->closing) {
-		pthread_mutex_unlock(&c->lock);
-		return vmact_err_set(err, ESHUTDOWN, "connection is closing");
-	}
+	if (lock_open(c, err) < 0)
+		return -ESHUTDOWN;
 	VMACT_LIST_PREPEND(eworks, c->eworks, e);
 	pthread_mutex_unlock(&c->lock);
 	hp_evloop_post(&e->w);
