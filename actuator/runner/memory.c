@@ -21,6 +21,7 @@
 #include "actuator/runner/runner-priv.h"
 #include "agent-glue/codec/exporter.h"
 #include "base/log.h"
+#include "base/macro.h"
 #include "base/quantity.h"
 #include "base/time.h"
 
@@ -220,15 +221,20 @@ struct act_mem_clock {
 	bool again; /* a VM joined while the call was out: read at once after */
 };
 
-/* One second's call: the batch's own memory (hp_mem_stats_read_async). */
+/* One second's call: the batch's own memory (hp_mem_stats_read_async),
+ * a request and a slot per VM. */
+struct clock_slot {
+	struct act_runner *r; /* NULL: the VM left while the call was out */
+	virDomainPtr dom;     /* the batch's handle (a ref of the VM's own) */
+	virDomainPtr given;   /* what it was when the call went out */
+	char uuid[HP_UUID_LEN];
+};
+
 struct clock_call {
 	struct act_mem_clock *k;
 	size_t n;
-	struct act_runner **batch;
 	struct hp_mem_stats_req *reqs;
-	virDomainPtr *doms;  /* the batch's handles (refs of the VMs' own) */
-	virDomainPtr *given; /* what each was when the call went out */
-	char (*uuids)[HP_UUID_LEN];
+	struct clock_slot slot[];
 };
 
 static void clock_free(struct act_mem_clock *k)
@@ -241,32 +247,10 @@ static void clock_free(struct act_mem_clock *k)
 static void call_free(struct clock_call *q)
 {
 	for (size_t i = 0; i < q->n; i++)
-		if (q->doms[i])
-			virDomainFree(q->doms[i]);
+		if (q->slot[i].dom)
+			virDomainFree(q->slot[i].dom);
+	free(q->reqs);
 	free(q);
-}
-
-static struct clock_call *call_new(size_t n)
-{
-	struct clock_call *q;
-	size_t sz = sizeof(*q) + n * (sizeof(*q->batch) + sizeof(*q->reqs) + 2 * sizeof(*q->doms) +
-				      sizeof(*q->uuids));
-	char *p;
-
-	q = calloc(1, sz);
-	if (!q)
-		return NULL;
-	p = (char *)(q + 1);
-	q->reqs = (struct hp_mem_stats_req *)p;
-	p += n * sizeof(*q->reqs);
-	q->batch = (struct act_runner **)p;
-	p += n * sizeof(*q->batch);
-	q->doms = (virDomainPtr *)p;
-	p += n * sizeof(*q->doms);
-	q->given = (virDomainPtr *)p;
-	p += n * sizeof(*q->given);
-	q->uuids = (char(*)[HP_UUID_LEN])p;
-	return q;
 }
 
 /* A VM's second: false while a resize runs (the call would wait for its
@@ -282,15 +266,16 @@ static bool take_part(struct act_runner *r)
 
 /* The VM's handle after the call: the one the batch looked up when the
  * VM's own failed (libvirtd restarted), unless the VM has another since. */
-static void take_handle(struct clock_call *q, size_t i, struct act_runner *r)
+static void take_handle(struct clock_slot *sl)
 {
-	if (q->doms[i] == q->given[i])
+	struct act_runner *r = sl->r;
+
+	if (sl->dom == sl->given)
 		return; /* the batch's ref goes with the call */
-	if (r->dom == q->given[i]) {
+	if (r->dom == sl->given) {
 		if (r->dom)
 			virDomainFree(r->dom);
-		r->dom = q->doms[i];
-		q->doms[i] = NULL;
+		r->dom = TAKE_PTR(sl->dom);
 	}
 }
 
@@ -300,14 +285,14 @@ static void on_answer(void *userdata, bool delivered)
 	struct act_mem_clock *k = q->k;
 
 	/* k->call stays q meanwhile: a VM that leaves in a consequence of
-	 * another's figures leaves a NULL in q->batch (clock_leave). */
+	 * another's figures leaves a NULL in its slot (clock_leave). */
 	for (size_t i = 0; delivered && i < q->n; i++) {
-		struct act_runner *r = q->batch[i];
+		struct act_runner *r = q->slot[i].r;
 		bool changed;
 
 		if (!r)
 			continue;
-		take_handle(q, i, r);
+		take_handle(&q->slot[i]);
 		/* A resize began while the call was out: its figures wait. */
 		if (!take_part(r))
 			continue;
@@ -348,27 +333,32 @@ static int on_clock(sd_event_source *s, uint64_t usec, void *ud)
 	if (k->call)
 		return 0;
 	/* Tried again in a second; figures a second late are figures. */
-	q = call_new(k->n);
-	if (!q)
+	q = calloc(1, sizeof(*q) + k->n * sizeof(q->slot[0]));
+	if (q)
+		q->reqs = calloc(k->n ? k->n : 1, sizeof(*q->reqs));
+	if (!q || !q->reqs) {
+		free(q);
 		return 0;
+	}
 	q->k = k;
 	for (size_t i = 0; i < k->n; i++) {
 		struct act_runner *r = k->vms[i];
+		struct clock_slot *sl = &q->slot[m];
 
 		if (!take_part(r))
 			continue;
-		q->batch[m] = r;
-		snprintf(q->uuids[m], HP_UUID_LEN, "%s", r->uuid);
-		q->doms[m] = r->dom;
-		if (q->doms[m])
-			virDomainRef(q->doms[m]);
-		q->given[m] = q->doms[m];
-		q->reqs[m] = (struct hp_mem_stats_req){ .uuid = q->uuids[m], .dom = &q->doms[m] };
+		sl->r = r;
+		snprintf(sl->uuid, sizeof(sl->uuid), "%s", r->uuid);
+		sl->dom = r->dom;
+		if (sl->dom)
+			virDomainRef(sl->dom);
+		sl->given = sl->dom;
+		q->reqs[m] = (struct hp_mem_stats_req){ .uuid = sl->uuid, .dom = &sl->dom };
 		m++;
 	}
 	q->n = m;
 	if (!m) {
-		free(q);
+		call_free(q);
 		return 0;
 	}
 	if (hp_mem_stats_read_async(env->hp, q->reqs, m, on_answer, q, &err) < 0) {
@@ -429,8 +419,8 @@ static void clock_leave(struct act_runner *r)
 		return;
 	if (k->call)
 		for (size_t i = 0; i < k->call->n; i++)
-			if (k->call->batch[i] == r)
-				k->call->batch[i] = NULL;
+			if (k->call->slot[i].r == r)
+				k->call->slot[i].r = NULL;
 	for (size_t i = 0; i < k->n; i++)
 		if (k->vms[i] == r) {
 			k->vms[i] = k->vms[--k->n];

@@ -91,7 +91,8 @@ char *cl_migrate_rewrite_xml(const char *xml, const struct cl_migrate_disks *k, 
  * is paused (virDomainSuspend: libvirt's wait ends, the move fails, and
  * the guest runs on, resumed); paused by the move, a group's VM (disks:
  * vmact-groupd owns it) is stopped on src (virDomainDestroy: it stays
- * defined there, as a VM whose QEMU died), any other left as it is. Either way the error says so ("the move stuck"). */
+ * defined there, as a VM whose QEMU died), any other left as it is.
+ * Either way the error says so ("the move stuck"). */
 #define CL_MIGRATE_WEDGE_S 30
 int cl_migrate_live(virConnectPtr src, virConnectPtr dst, const char *name,
 		    const struct cl_host_cfg *to, const struct cl_migrate_disks *disks,

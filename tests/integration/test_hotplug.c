@@ -197,12 +197,16 @@ static int cleanup_guests(void **state)
 	return 0;
 }
 
-/* Boots a guest and waits for its first status line. */
-static void boot(struct fx *f, const char *metadata, struct tg_guest *g, struct tg_report *r)
+/* Boots a guest from the domain template tpl (NULL: the default) and waits
+ * for its first status line. */
+static void boot_template(struct fx *f, const char *metadata, const char *tpl, struct tg_guest *g,
+			  struct tg_report *r)
 {
 	char msg[512];
 
-	if (tg_start(fx_vc(f), "vmact-hp", metadata, g, msg, sizeof(msg)) < 0)
+	if (tg_start_template(fx_vc(f), "vmact-hp", metadata,
+			      tpl ? tpl : getenv("VMACT_GUEST_TEMPLATE"),
+			      getenv("VMACT_GUEST_CMDLINE"), g, msg, sizeof(msg)) < 0)
 		fail_msg("%s", msg);
 	if (n_started < 8)
 		snprintf(started[n_started++], HP_UUID_LEN, "%s", g->uuid);
@@ -210,6 +214,11 @@ static void boot(struct fx *f, const char *metadata, struct tg_guest *g, struct 
 		tg_destroy(g);
 		fail_msg("guest %s did not report within 120 s", g->name);
 	}
+}
+
+static void boot(struct fx *f, const char *metadata, struct tg_guest *g, struct tg_report *r)
+{
+	boot_template(f, metadata, NULL, g, r);
 }
 
 #define META_OK                                                          \
@@ -633,7 +642,6 @@ static void mem_stats_async(void **state)
 {
 	struct fx *f = *state;
 	char tpl[] = "/tmp/vmact-hp-tpl-XXXXXX";
-	char msg[512];
 	struct tg_guest g;
 	struct tg_report r;
 	struct vmact_err err = { 0 };
@@ -646,13 +654,8 @@ static void mem_stats_async(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	assert_int_equal(tg_balloon_template(tpl), 0);
-	if (tg_start_template(fx_vc(f), "vmact-hp", NULL, tpl, NULL, &g, msg, sizeof(msg)) < 0)
-		fail_msg("%s", msg);
+	boot_template(f, NULL, tpl, &g, &r);
 	unlink(tpl);
-	if (n_started < 8)
-		snprintf(started[n_started++], HP_UUID_LEN, "%s", g.uuid);
-	if (!tg_wait(&g, 0, NULL, NULL, 120, &r))
-		fail_msg("guest %s did not report within 120 s", g.name);
 	/* The guest's driver sends its first statistics a little after boot. */
 	for (int i = 0; i < 60 && rc != 0; i++) {
 		struct hp_mem_stats_req one = { .uuid = g.uuid, .dom = &doms[0] };
